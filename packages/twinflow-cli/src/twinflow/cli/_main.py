@@ -1,0 +1,2 @@
+def main() -> int:
+    raise SystemExit("twinflow: not built yet")
