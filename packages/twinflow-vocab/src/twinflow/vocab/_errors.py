@@ -1,0 +1,78 @@
+"""The error tree of twinflow, rooted here at the bottom layer.
+
+Every twinflow package raises errors under one root, so a caller can catch "anything twinflow
+refused" with one clause::
+
+    TwinflowError                      root of every twinflow error, in every package
+    ├── UserError                      a usage mistake (bad argument, bad config), not a run-time failure
+    └── VocabError                     raised by twinflow.vocab
+        ├── InvalidValueError          a value refused at construction (also a ValueError)
+        ├── CanonicalError             a value that has no RFC 8785 form, or bytes that are not canonical JSON
+        ├── WireFormatError            a provider payload that does not match its wire format (`.path`)
+        └── StructuredOutputError      no valid structured output after every attempt (`.attempts`)
+
+Other packages hang their own subtree under `TwinflowError` (for example `KernelError`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from twinflow.vocab._protocols import Attempt
+
+
+class TwinflowError(Exception):
+    """Root of every error raised by a twinflow package."""
+
+
+class UserError(TwinflowError):
+    """A usage mistake (a bad argument or configuration), as opposed to a run-time failure."""
+
+
+class VocabError(TwinflowError):
+    """Root of the errors raised by `twinflow.vocab`."""
+
+
+class InvalidValueError(VocabError, ValueError):
+    """A value was refused at construction: the message names the field and the rule broken."""
+
+
+class CanonicalError(VocabError):
+    """A value has no RFC 8785 canonical form, or bytes given as canonical JSON are not."""
+
+
+class WireFormatError(VocabError):
+    """A provider payload does not match its wire format.
+
+    Attributes:
+        path: JSON pointer (RFC 6901) to the offending part of the payload; `""` is the whole payload.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        """Create the error.
+
+        Args:
+            message: What was wrong and what was expected there.
+            path: JSON pointer to the offending part of the payload.
+        """
+        super().__init__(f"{message} (at {path or '/'})")
+        self.path = path
+
+
+class StructuredOutputError(VocabError):
+    """No emission passed validation within the allowed attempts.
+
+    Attributes:
+        attempts: Every attempt made, in order, each with its raw emission and error text.
+    """
+
+    def __init__(self, message: str, *, attempts: tuple[Attempt, ...]) -> None:
+        """Create the error.
+
+        Args:
+            message: What failed, and what the caller can do about it.
+            attempts: Every attempt made, in order.
+        """
+        super().__init__(message)
+        self.attempts = attempts

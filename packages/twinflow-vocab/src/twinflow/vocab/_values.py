@@ -1,0 +1,377 @@
+"""Frozen value types for a conversation: parts, messages, transcripts, tool specs.
+
+All are frozen pydantic models with a `kind` tag where they form a union. Construction validates
+and refuses bad values with `InvalidValueError` (a `ValueError`), naming the field and the rule.
+Container fields that hold JSON (`arguments`, `value`, `parameters`) are plain dicts and lists
+for pydantic's sake: treat them as read-only, the digest of a value assumes nobody mutates them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal, NewType, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    JsonValue,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from twinflow.vocab._canonical import json_pointer
+from twinflow.vocab._errors import InvalidValueError
+
+__all__ = [
+    "CallId",
+    "FrozenValue",
+    "JsonValue",
+    "MediaPart",
+    "Message",
+    "Part",
+    "ReasoningPart",
+    "Role",
+    "RunId",
+    "StructuredPart",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "ToolSpec",
+    "Transcript",
+]
+
+CallId = NewType("CallId", str)
+"""Identifies one tool call; the matching tool result carries the same id."""
+
+RunId = NewType("RunId", str)
+"""Identifies one agent run."""
+
+Role = Literal["system", "user", "assistant", "tool"]
+"""Who a message is from: tool results travel in `tool` messages."""
+
+_MAX_SAFE = 2**53 - 1
+
+
+def check_json(value: object, path: tuple[str | int, ...] = ()) -> None:
+    """Refuse JSON that has no canonical form: NaN, infinities, integers beyond ±(2**53-1).
+
+    Raises:
+        ValueError: Naming the JSON pointer of the offending value.
+    """
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} at {json_pointer(path) or '/'} is not a JSON number")
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if not -_MAX_SAFE <= value <= _MAX_SAFE:
+            raise ValueError(
+                f"integer at {json_pointer(path) or '/'} is outside ±(2**53-1), the range a JSON "
+                "number holds exactly; send it as a string"
+            )
+    elif isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"string at {json_pointer(path) or '/'} holds a lone surrogate"
+            ) from None
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            check_json(k, (*path, k))
+            check_json(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            check_json(v, (*path, i))
+
+
+def _non_empty(value: str, what: str) -> str:
+    if not value or value.isspace():
+        raise ValueError(f"{what} must not be empty")
+    return value
+
+
+class FrozenValue(BaseModel):
+    """Base of every vocab value: frozen, no extra fields, `InvalidValueError` on bad input."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    def __init__(self, /, **data: Any) -> None:
+        """Validate `data` into the value.
+
+        Raises:
+            InvalidValueError: A field is missing, of the wrong type, or breaks a rule; the
+                message names it.
+        """
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise InvalidValueError(f"invalid {type(self).__name__}: {exc}") from None
+
+
+class TextPart(FrozenValue):
+    """Plain text."""
+
+    kind: Literal["text"] = "text"
+    """Union tag."""
+    text: str
+    """The text."""
+
+
+class ReasoningPart(FrozenValue):
+    """Model reasoning ("thinking") shown alongside, not as, the answer."""
+
+    kind: Literal["reasoning"] = "reasoning"
+    """Union tag."""
+    text: str
+    """The reasoning text."""
+
+
+class ToolCallPart(FrozenValue):
+    """A model's request to call a tool."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    """Union tag."""
+    id: CallId
+    """Call id; the result of this call carries the same id."""
+    name: str
+    """Name of the tool to call."""
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    """Arguments object, JSON only."""
+
+    @field_validator("id", "name")
+    @classmethod
+    def _not_empty(cls, value: str, info: Any) -> str:
+        return _non_empty(value, f"tool call {info.field_name}")
+
+    @field_validator("arguments")
+    @classmethod
+    def _json_arguments(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        check_json(value, ("arguments",))
+        return value
+
+
+class ToolResultPart(FrozenValue):
+    """The result of a tool call, or the error it produced."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    """Union tag."""
+    call_id: CallId
+    """Id of the tool call this answers."""
+    name: str
+    """Name of the tool that was called."""
+    content: str
+    """The result (or error description) as text."""
+    is_error: bool = False
+    """True when the call failed or was refused; `content` then says why."""
+
+    @field_validator("call_id", "name")
+    @classmethod
+    def _not_empty(cls, value: str, info: Any) -> str:
+        return _non_empty(value, f"tool result {info.field_name}")
+
+
+class StructuredPart(FrozenValue):
+    """A structured (schema-validated) output."""
+
+    kind: Literal["structured"] = "structured"
+    """Union tag."""
+    schema_name: str
+    """Name of the schema the value was validated against."""
+    value: JsonValue
+    """The value, as JSON."""
+
+    @field_validator("value")
+    @classmethod
+    def _json_value(cls, value: JsonValue) -> JsonValue:
+        check_json(value, ("value",))
+        return value
+
+
+class MediaPart(FrozenValue):
+    """A reference to media (an image, audio, a document) by URI; `data:` URIs inline it."""
+
+    kind: Literal["media"] = "media"
+    """Union tag."""
+    media_type: str
+    """IANA media type, such as `image/png`."""
+    uri: str
+    """Where the media is: `https:`, `file:` or a `data:` URI."""
+
+    @field_validator("media_type")
+    @classmethod
+    def _type_subtype(cls, value: str) -> str:
+        top, slash, sub = value.partition("/")
+        if not (top and slash and sub) or any(c.isspace() for c in value):
+            raise ValueError(f"media_type {value!r} is not of the form type/subtype")
+        return value
+
+    @field_validator("uri")
+    @classmethod
+    def _uri(cls, value: str) -> str:
+        return _non_empty(value, "media uri")
+
+
+Part = Annotated[
+    TextPart | ReasoningPart | ToolCallPart | ToolResultPart | StructuredPart | MediaPart,
+    Discriminator("kind"),
+]
+"""Any part of a message, tagged by `kind`."""
+
+
+class Message(FrozenValue):
+    """One message: a role and its parts, in order.
+
+    Tool calls appear only in assistant messages; tool results only in tool messages, which
+    hold nothing else.
+    """
+
+    role: Role
+    """Who the message is from."""
+    parts: tuple[Part, ...] = ()
+    """The content, in order."""
+
+    @model_validator(mode="after")
+    def _parts_fit_role(self) -> Self:
+        for i, part in enumerate(self.parts):
+            if isinstance(part, ToolCallPart) and self.role != "assistant":
+                raise ValueError(
+                    f"parts[{i}]: a tool call belongs in an assistant message, not {self.role}"
+                )
+            if self.role == "tool" and not isinstance(part, ToolResultPart):
+                raise ValueError(
+                    f"parts[{i}]: a tool message holds only tool results, not {part.kind}"
+                )
+            if isinstance(part, ToolResultPart) and self.role != "tool":
+                raise ValueError(
+                    f"parts[{i}]: a tool result belongs in a tool message, not {self.role}"
+                )
+        return self
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        """A system message with one text part."""
+        return cls(role="system", parts=(TextPart(text=text),))
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        """A user message with one text part."""
+        return cls(role="user", parts=(TextPart(text=text),))
+
+    @classmethod
+    def assistant(cls, text: str) -> Message:
+        """An assistant message with one text part."""
+        return cls(role="assistant", parts=(TextPart(text=text),))
+
+    @property
+    def text(self) -> str:
+        """The text parts, concatenated in order (reasoning excluded)."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        """The tool call parts, in order."""
+        return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
+
+    @property
+    def tool_results(self) -> tuple[ToolResultPart, ...]:
+        """The tool result parts, in order."""
+        return tuple(p for p in self.parts if isinstance(p, ToolResultPart))
+
+
+def _index_calls(known: dict[str, str], messages: tuple[Message, ...], offset: int) -> None:
+    """Record tool calls and check results against earlier calls, in order; updates `known`."""
+    for m_index, message in enumerate(messages, start=offset):
+        for p_index, part in enumerate(message.parts):
+            if isinstance(part, ToolCallPart):
+                known[part.id] = part.name
+            elif isinstance(part, ToolResultPart):
+                name = known.get(part.call_id)
+                where = f"messages[{m_index}].parts[{p_index}]"
+                if name is None:
+                    raise InvalidValueError(
+                        f"{where}: tool result for call id {part.call_id!r}, but no earlier tool "
+                        "call has that id; append the assistant message with the call first"
+                    )
+                if name != part.name:
+                    raise InvalidValueError(
+                        f"{where}: tool result names tool {part.name!r}, but call "
+                        f"{part.call_id!r} was to {name!r}"
+                    )
+
+
+class Transcript(FrozenValue):
+    """An ordered, immutable conversation. A tool result must answer an earlier tool call."""
+
+    messages: tuple[Message, ...] = ()
+    """The messages, oldest first."""
+
+    _calls: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _results_answer_calls(self) -> Self:
+        try:
+            _index_calls(self._calls, self.messages, 0)
+        except InvalidValueError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def append(self, *messages: Message) -> Transcript:
+        """Return a new transcript with `messages` added at the end.
+
+        Only the new messages are checked, so appending costs nothing per earlier message
+        beyond copying the tuple.
+
+        Raises:
+            InvalidValueError: A new message is not a `Message`, or holds a tool result for no
+                earlier call.
+        """
+        for i, message in enumerate(messages):
+            if not isinstance(message, Message):
+                raise InvalidValueError(
+                    f"append() takes Message values; argument {i} is {type(message).__name__}"
+                )
+        calls = dict(self._calls)
+        _index_calls(calls, messages, len(self.messages))
+        new = Transcript.model_construct(messages=self.messages + messages)
+        new._calls = calls
+        return new
+
+    def __len__(self) -> int:
+        """Number of messages."""
+        return len(self.messages)
+
+
+def _empty_object_schema() -> dict[str, JsonValue]:
+    return {"type": "object", "properties": {}}
+
+
+class ToolSpec(FrozenValue):
+    """What a model is told about a tool: a name, a description, a JSON Schema of its arguments."""
+
+    name: str
+    """Tool name, unique among the tools of one request; no whitespace."""
+    description: str = ""
+    """What the tool does, for the model."""
+    parameters: dict[str, JsonValue] = Field(default_factory=_empty_object_schema)
+    """JSON Schema of the arguments object."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        _non_empty(value, "tool name")
+        if any(c.isspace() for c in value):
+            raise ValueError(f"tool name {value!r} must not contain whitespace")
+        return value
+
+    @field_validator("parameters")
+    @classmethod
+    def _object_schema(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        check_json(value, ("parameters",))
+        if value.get("type", "object") != "object":
+            raise ValueError(
+                f"parameters must be the JSON Schema of an object, not type {value.get('type')!r}"
+            )
+        return value
