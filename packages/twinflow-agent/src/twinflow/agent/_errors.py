@@ -1,0 +1,83 @@
+"""The errors of twinflow.agent.
+
+::
+
+    TwinflowError                                   (twinflow.vocab)
+    └── AgentError
+        ├── AgentConfigError(AgentError, UserError)  a usage mistake: bad tool, policy or agent setup
+        ├── RunError                                 a run ended without an output
+        │   ├── MaxStepsExceeded
+        │   ├── UsageLimitExceeded
+        │   └── OutputValidationFailed               structured output still invalid after the last attempt
+        └── TraceError
+            ├── TraceExistsError(TraceError, FileExistsError)   refusing to write over a trace file
+            ├── TraceCorruptError                    a trace that does not verify was read as events
+            ├── SignatureError                       a checkpoint signature is missing or wrong
+            └── InvalidProofError(TraceError, ValueError)        an inclusion / consistency proof fails
+
+Errors raised by the injected model (a connection failure from the kernel's transport, for
+example) are recorded in the trace as ``run_failed`` and re-raised unchanged: never wrapped,
+never retried, never swallowed.
+"""
+
+from __future__ import annotations
+
+from twinflow.vocab import TwinflowError, UserError
+
+__all__ = [
+    "AgentConfigError",
+    "AgentError",
+    "InvalidProofError",
+    "MaxStepsExceeded",
+    "OutputValidationFailed",
+    "RunError",
+    "SignatureError",
+    "TraceCorruptError",
+    "TraceError",
+    "TraceExistsError",
+    "UsageLimitExceeded",
+]
+
+
+class AgentError(TwinflowError):
+    """Root of every twinflow.agent error."""
+
+
+class AgentConfigError(AgentError, UserError):
+    """A usage mistake in tools, policy or agent configuration; fix the call site."""
+
+
+class RunError(AgentError):
+    """A run ended without an output; the trace holds a ``run_failed`` event for it."""
+
+
+class MaxStepsExceeded(RunError):
+    """The model was still calling tools when ``max_steps`` ran out."""
+
+
+class UsageLimitExceeded(RunError):
+    """A usage limit (requests or tokens) was exceeded."""
+
+
+class OutputValidationFailed(RunError):
+    """The structured output did not validate within the allowed attempts."""
+
+
+class TraceError(AgentError):
+    """A trace could not be written, read, proved or verified."""
+
+
+class TraceExistsError(TraceError, FileExistsError):
+    """The trace file already exists; traces are append-only and never overwritten."""
+
+
+class TraceCorruptError(TraceError):
+    """A trace was read as events but does not verify; ``.report`` says where and how."""
+
+
+class SignatureError(TraceError):
+    """A checkpoint signature is missing, malformed or does not match the key."""
+
+
+class InvalidProofError(TraceError, ValueError):
+    """An inclusion or consistency proof does not verify."""
