@@ -1,0 +1,136 @@
+"""The two servers as strategies: how to build a body and where to post it, and how to read the
+answer. The structured-output adapters and the chat models share them, so there is one body
+builder per wire format and every structured body goes through it with its schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pydantic import JsonValue
+
+from twinflow.local_model._preflight import Decoder
+from twinflow.local_model._wire import (
+    Dialect,
+    Reply,
+    check_extra_body,
+    ollama_chat_body,
+    ollama_messages,
+    openai_chat_body,
+    openai_messages,
+    openai_response_format,
+    parse_ollama_chat,
+    parse_openai_chat,
+)
+from twinflow.vocab import Message, ModelSettings, ToolSpec, UserError
+
+if TYPE_CHECKING:
+    from twinflow.kernel import Transport
+
+DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
+
+_DECODERS: dict[str, Decoder] = {
+    "llama-cpp-python": "llama-cpp-python",
+    "llama.cpp": "llama.cpp",
+    # LM Studio serves GGUF models through llama.cpp; vLLM's backends enforce more, so the
+    # llama.cpp report can only over-warn there, never under-warn relative to the grammar.
+    "lmstudio": "llama.cpp",
+    "vllm": "llama.cpp",
+}
+
+
+def _root(base_url: str) -> str:
+    if not base_url.startswith(("http://", "https://")):
+        raise UserError(f"base_url must be an http(s) URL, got {base_url!r}")
+    return base_url.rstrip("/")
+
+
+@dataclass(frozen=True)
+class Server:
+    """One configured server: its endpoint, model, wire format and decoder."""
+
+    transport: Transport
+    url: str
+    model: str
+    decoder: Decoder
+    timeout: float
+    dialect: Dialect | None = None
+    extra_body: Mapping[str, JsonValue] | None = None
+
+    def body(
+        self,
+        messages: Sequence[Message],
+        *,
+        settings: ModelSettings,
+        native_tools: bool,
+        tools: Sequence[ToolSpec] = (),
+        schema: dict[str, JsonValue] | None = None,
+        schema_name: str = "output",
+    ) -> dict[str, JsonValue]:
+        """Build the request body; a given schema always constrains decoding."""
+        if self.dialect is None:
+            return ollama_chat_body(
+                model=self.model,
+                messages=ollama_messages(messages, native_tools=native_tools),
+                settings=settings,
+                format_schema=schema,
+                tools=tools if native_tools else (),
+            )
+        return openai_chat_body(
+            model=self.model,
+            messages=openai_messages(messages, native_tools=native_tools),
+            settings=settings,
+            response_format=None
+            if schema is None
+            else openai_response_format(self.dialect, schema_name, schema),
+            tools=tools if native_tools else (),
+            extra_body=self.extra_body,
+        )
+
+    def post(self, body: dict[str, JsonValue]) -> Reply:
+        """Send `body`; transport errors propagate unchanged and are never retried here."""
+        answer = self.transport.post_json(self.url, body, timeout=self.timeout)
+        if self.dialect is None:
+            return parse_ollama_chat(answer, self.url)
+        return parse_openai_chat(answer, self.url)
+
+
+def ollama_server(transport: Transport, *, base_url: str, model: str, timeout: float) -> Server:
+    """An Ollama server's `/api/chat`."""
+    return Server(
+        transport=transport,
+        url=f"{_root(base_url)}/api/chat",
+        model=model,
+        decoder="ollama",
+        timeout=timeout,
+    )
+
+
+def openai_server(
+    transport: Transport,
+    *,
+    base_url: str,
+    model: str,
+    dialect: Dialect,
+    timeout: float,
+    extra_body: Mapping[str, JsonValue] | None,
+    decoder: Decoder | None,
+) -> Server:
+    """An OpenAI-compatible server's `/v1/chat/completions`, `base_url` being the server root."""
+    if dialect not in _DECODERS:
+        raise UserError(
+            f"unknown dialect {dialect!r}; choose one of {', '.join(sorted(_DECODERS))}"
+        )
+    if extra_body:
+        check_extra_body(extra_body)
+    return Server(
+        transport=transport,
+        url=f"{_root(base_url)}/v1/chat/completions",
+        model=model,
+        decoder=decoder or _DECODERS[dialect],
+        timeout=timeout,
+        dialect=dialect,
+        extra_body=dict(extra_body) if extra_body else None,
+    )

@@ -1,0 +1,292 @@
+"""Structured output: the schema on every request, pydantic on every answer, every attempt kept.
+
+Both adapters implement vocab's `StructuredOutputAdapter` seam (`validate`) and add `generate`,
+which makes the requests itself. A failed validation (bad JSON included) is re-asked with the
+schema still in the body and the validation error given back as a user message; `max_attempts`
+counts every attempt, the first included. Transport failures are not caught here at all, so a
+connection refused, a timeout or any HTTP error status leaves at once, unretried (ADR 0031).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from pydantic import BaseModel, JsonValue, ValidationError
+
+from twinflow.local_model._preflight import Decoder, PreflightReport, preflight
+from twinflow.local_model._servers import DEFAULT_OLLAMA_URL, Server, ollama_server, openai_server
+from twinflow.local_model._wire import Dialect
+from twinflow.vocab import (
+    Attempt,
+    Message,
+    ModelSettings,
+    Reask,
+    StructuredOutputError,
+    StructuredResult,
+    Transcript,
+    UserError,
+    digest,
+)
+
+if TYPE_CHECKING:
+    from twinflow.kernel import Transport
+
+__all__ = [
+    "LocalStructuredResult",
+    "OllamaStructuredOutput",
+    "OpenAICompatibleStructuredOutput",
+    "validation_error_text",
+]
+
+M = TypeVar("M", bound=BaseModel)
+
+_DEFAULT_SETTINGS = ModelSettings(temperature=0)
+
+
+class LocalStructuredResult(StructuredResult[M], Generic[M]):
+    """A structured result that also carries the schema pre-flight report of its requests."""
+
+    preflight: PreflightReport
+    """What the server's decoder would not enforce of the schema, and any rewrite made to it."""
+
+
+def validation_error_text(exc: ValidationError) -> str:
+    """Render a pydantic validation error for the model to read: one line per error, no URLs."""
+    lines = []
+    for error in exc.errors(include_url=False):
+        where = "/".join(str(p) for p in error["loc"]) or "(root)"
+        lines.append(f"{where}: {error['msg']}")
+    return "\n".join(lines)
+
+
+def reask_message(error: str) -> str:
+    """The user message that gives a validation error back to the model."""
+    return (
+        "Your previous reply was refused by the schema validator:\n"
+        f"{error}\n"
+        "Reply again with one JSON object that satisfies the schema."
+    )
+
+
+def check_attempts(max_attempts: int) -> int:
+    """Refuse a non-positive attempt budget."""
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise UserError(
+            f"max_attempts counts every attempt and must be at least 1, got {max_attempts!r}"
+        )
+    return max_attempts
+
+
+def validate_with_reask(
+    emission: str,
+    output_type: type[M],
+    reask: Reask,
+    *,
+    max_attempts: int,
+    request_digests: Sequence[str] = (),
+) -> StructuredResult[M]:
+    """Validate `emission`, re-asking on failure until `max_attempts` attempts are spent.
+
+    Args:
+        emission: The first raw emission.
+        output_type: The pydantic model to validate into.
+        reask: Called with the error text; returns the next emission.
+        max_attempts: Total attempts allowed, the first included.
+        request_digests: When the caller made the requests, the digest of each one so far,
+            read after each reask so attempt `n` carries the digest of request `n`.
+
+    Returns:
+        The validated output and every attempt.
+
+    Raises:
+        StructuredOutputError: No emission validated; `.attempts` holds them all.
+    """
+    attempts: list[Attempt] = []
+    number = 1
+    while True:
+        request_digest = request_digests[number - 1] if len(request_digests) >= number else None
+        try:
+            output = output_type.model_validate_json(emission)
+        except ValidationError as exc:
+            error = validation_error_text(exc)
+            attempts.append(
+                Attempt(
+                    number=number, emission=emission, error=error, request_digest=request_digest
+                )
+            )
+            if number >= max_attempts:
+                raise StructuredOutputError(
+                    f"no reply validated as {output_type.__name__} in {max_attempts} attempt(s); "
+                    f"last error: {error}. Inspect .attempts, simplify the schema, or use a "
+                    "stronger model",
+                    attempts=tuple(attempts),
+                ) from None
+            number += 1
+            emission = reask(error)
+            continue
+        attempts.append(
+            Attempt(number=number, emission=emission, error=None, request_digest=request_digest)
+        )
+        return StructuredResult[output_type](output=output, attempts=tuple(attempts))  # type: ignore[valid-type]
+
+
+class _StructuredOutput:
+    """Shared engine of the two adapters."""
+
+    def __init__(
+        self, server: Server, *, max_attempts: int, settings: ModelSettings, strict: bool
+    ) -> None:
+        self._server = server
+        self._max_attempts = check_attempts(max_attempts)
+        self._settings = settings
+        self._strict = strict
+
+    @property
+    def max_attempts(self) -> int:
+        """Total attempts allowed per output, the first included."""
+        return self._max_attempts
+
+    def preflight(self, output_type: type[BaseModel]) -> PreflightReport:
+        """The pre-flight report for `output_type` against this server's decoder.
+
+        Raises:
+            UnenforcedSchemaError: In strict mode, when the decoder would not enforce the schema.
+        """
+        return preflight(output_type.model_json_schema(), self._server.decoder, strict=self._strict)
+
+    def validate(self, emission: str, output_type: type[M], reask: Reask) -> StructuredResult[M]:
+        """Validate an emission made elsewhere, re-asking through `reask` (the vocab seam).
+
+        Raises:
+            StructuredOutputError: No emission validated within `max_attempts`.
+        """
+        return validate_with_reask(emission, output_type, reask, max_attempts=self._max_attempts)
+
+    def generate(
+        self, messages: Transcript | Sequence[Message], output_type: type[M]
+    ) -> LocalStructuredResult[M]:
+        """Ask the server for an `output_type`, the schema constraining every request.
+
+        Args:
+            messages: The conversation (a transcript or messages), ending with the question.
+            output_type: The pydantic model the answer must validate as.
+
+        Returns:
+            The validated output, every attempt (request digest, raw emission, error), and the
+            pre-flight report.
+
+        Raises:
+            UnenforcedSchemaError: Strict mode, before any request.
+            StructuredOutputError: No reply validated within `max_attempts`.
+            TransportError: Any transport failure, unretried and unwrapped.
+            MalformedResponseError: The server's answer is not its wire format.
+        """
+        report = self.preflight(output_type)
+        conversation = list(messages.messages if isinstance(messages, Transcript) else messages)
+        digests: list[str] = []
+
+        def ask() -> str:
+            body = self._server.body(
+                conversation,
+                settings=self._settings,
+                native_tools=False,
+                schema=report.sent_schema,
+                schema_name=output_type.__name__,
+            )
+            digests.append(digest(body))
+            emission = self._server.post(body).content or ""
+            conversation.append(Message.assistant(emission))
+            return emission
+
+        def reask(error: str) -> str:
+            conversation.append(Message.user(reask_message(error)))
+            return ask()
+
+        result = validate_with_reask(
+            ask(), output_type, reask, max_attempts=self._max_attempts, request_digests=digests
+        )
+        return LocalStructuredResult[output_type](  # type: ignore[valid-type]
+            output=result.output, attempts=result.attempts, preflight=report
+        )
+
+
+class OllamaStructuredOutput(_StructuredOutput):
+    """Structured output from Ollama: `POST /api/chat`, `stream: false`, `format` = the schema.
+
+    Args:
+        transport: The kernel transport that carries every request.
+        model: The Ollama model name, e.g. `llama3.2`.
+        base_url: The server root.
+        max_attempts: Total attempts per output, the first included.
+        settings: Sampling settings; temperature 0 unless given.
+        strict: Refuse schemas the decoder would not fully enforce, before any request.
+        timeout: Seconds allowed per request.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        model: str,
+        base_url: str = DEFAULT_OLLAMA_URL,
+        max_attempts: int = 3,
+        settings: ModelSettings = _DEFAULT_SETTINGS,
+        strict: bool = False,
+        timeout: float = 120.0,
+    ) -> None:
+        """Configure the adapter; nothing is sent until `generate`."""
+        super().__init__(
+            ollama_server(transport, base_url=base_url, model=model, timeout=timeout),
+            max_attempts=max_attempts,
+            settings=settings,
+            strict=strict,
+        )
+
+
+class OpenAICompatibleStructuredOutput(_StructuredOutput):
+    """Structured output from an OpenAI-compatible server, in that server's dialect.
+
+    Args:
+        transport: The kernel transport that carries every request.
+        base_url: The server root (the client appends `/v1/chat/completions`).
+        model: The model name the server expects.
+        dialect: How the server takes a schema (see `Dialect`).
+        extra_body: Engine-specific fields (vLLM `guided_json`, llama.cpp `grammar`) sent as
+            given in every request; they may not replace the messages or the schema.
+        decoder: The grammar converter to pre-flight against; derived from the dialect if None.
+        max_attempts: Total attempts per output, the first included.
+        settings: Sampling settings; temperature 0 unless given.
+        strict: Refuse schemas the decoder would not fully enforce, before any request.
+        timeout: Seconds allowed per request.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        base_url: str,
+        model: str = "local",
+        dialect: Dialect,
+        extra_body: Mapping[str, JsonValue] | None = None,
+        decoder: Decoder | None = None,
+        max_attempts: int = 3,
+        settings: ModelSettings = _DEFAULT_SETTINGS,
+        strict: bool = False,
+        timeout: float = 120.0,
+    ) -> None:
+        """Configure the adapter; nothing is sent until `generate`."""
+        super().__init__(
+            openai_server(
+                transport,
+                base_url=base_url,
+                model=model,
+                dialect=dialect,
+                timeout=timeout,
+                extra_body=extra_body,
+                decoder=decoder,
+            ),
+            max_attempts=max_attempts,
+            settings=settings,
+            strict=strict,
+        )
