@@ -268,6 +268,14 @@ def _no_constant(name: str) -> Any:
     raise CanonicalError(f"{name} is not JSON; canonical JSON has no NaN or Infinity")
 
 
+def _parse_int(text: str) -> int | float:
+    # A JSON number is a double: an integer literal beyond the safe range reads as the double
+    # it denotes (as in ECMAScript), so a float such as 2.0**53, printed "9007199254740992",
+    # parses back to itself.
+    value = int(text)
+    return value if -_MAX_SAFE <= value <= _MAX_SAFE else float(value)
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
@@ -310,7 +318,10 @@ def parse_canonical(
         raise CanonicalError(f"canonical JSON must be UTF-8: {exc}") from None
     try:
         value: JsonValue = json.loads(
-            text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates
+            text,
+            parse_constant=_no_constant,
+            parse_int=_parse_int,
+            object_pairs_hook=_no_duplicates,
         )
     except json.JSONDecodeError as exc:
         raise CanonicalError(f"not JSON: {exc}") from None
