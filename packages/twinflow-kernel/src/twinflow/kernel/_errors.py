@@ -1,0 +1,144 @@
+"""The kernel's error tree, under the one twinflow root.
+
+Every message names where (the URL or the command), what went wrong, and what to do::
+
+    TwinflowError                          (twinflow.vocab)
+    └── KernelError                        raised by twinflow.kernel
+        ├── TransportError                 a request did not produce a JSON answer (`.url`)
+        │   ├── ConnectError               refused, DNS, TLS, reset: the connection failed (never retried)
+        │   ├── TransportTimeout           no complete answer within the timeout (also a TimeoutError)
+        │   ├── HTTPStatusError            status >= 400, or a redirect not followed (`.status`, `.body_excerpt`)
+        │   ├── ResponseDecodeError        the answer is not HTTP, or its body is not JSON
+        │   ├── ResponseTooLarge           the body is larger than `max_response_bytes`
+        │   └── NetworkBlockedError        the network kill switch refused a non-loopback host
+        ├── ReplayDivergence               a replayed request differs from the recording (`.difference`)
+        └── LaunchError                    a server process did not start, or did not become healthy
+
+Usage mistakes (a bad URL scheme, a naive datetime) raise `twinflow.vocab.UserError` instead.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Self
+
+from twinflow.vocab import Difference, TwinflowError
+
+
+class KernelError(TwinflowError):
+    """Root of the errors raised by `twinflow.kernel`."""
+
+
+def _rebuild(cls: type[TransportError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
+
+class TransportError(KernelError):
+    """A request did not produce a JSON answer.
+
+    Attributes:
+        url: The URL the request was sent to.
+    """
+
+    def __init__(self, message: str, *, url: str) -> None:
+        """Create the error.
+
+        Args:
+            message: What went wrong and what to do; it must name `url`.
+            url: The URL the request was sent to.
+        """
+        super().__init__(message)
+        self.url = url
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only fields would break the default exception pickling and copying.
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+    def with_url(self, url: str, note: str = "") -> Self:
+        """Return a copy of this error that names another URL.
+
+        Args:
+            url: The URL to name instead of `self.url`.
+            note: Text appended to the message.
+
+        Returns:
+            The same kind of error, with the same fields, naming `url`.
+        """
+        clone = copy.copy(self)
+        clone.args = (str(self).replace(self.url, url) + note,)
+        clone.url = url
+        return clone
+
+
+class ConnectError(TransportError):
+    """The connection could not be made (refused, DNS, TLS) or was lost mid-answer.
+
+    The transport never retries it: the caller sees it at once.
+    """
+
+
+class TransportTimeout(TransportError, TimeoutError):
+    """No complete answer arrived within the request's timeout."""
+
+
+class HTTPStatusError(TransportError):
+    """The server answered with a status >= 400 (or a redirect that was not followed).
+
+    Attributes:
+        status: The HTTP status code.
+        body_excerpt: The start of the response body, decoded leniently (at most 2000 characters).
+    """
+
+    def __init__(self, message: str, *, url: str, status: int, body_excerpt: str) -> None:
+        """Create the error.
+
+        Args:
+            message: What went wrong and what to do; it must name `url`.
+            url: The URL the request was sent to.
+            status: The HTTP status code.
+            body_excerpt: The start of the response body.
+        """
+        super().__init__(message, url=url)
+        self.status = status
+        self.body_excerpt = body_excerpt
+
+
+class ResponseDecodeError(TransportError):
+    """The answer is not valid HTTP, or its body is not JSON."""
+
+
+class ResponseTooLarge(TransportError):
+    """The response body is larger than the transport's `max_response_bytes`; reading stopped."""
+
+
+class NetworkBlockedError(TransportError):
+    """The network kill switch refused a request to a non-loopback host.
+
+    Allow it with `UrllibJsonTransport(allow_network=True)` or `TWINFLOW_ALLOW_NETWORK=1`.
+    """
+
+
+class ReplayDivergence(KernelError):
+    """A replayed run asked for something other than what was recorded.
+
+    Attributes:
+        difference: The first structural difference between the recorded request and the
+            actual one; for a missing or extra exchange, one side is `None`.
+    """
+
+    def __init__(self, message: str, *, difference: Difference) -> None:
+        """Create the error.
+
+        Args:
+            message: Which exchange diverged and what to do.
+            difference: The first structural difference.
+        """
+        super().__init__(f"{message}\n{difference}")
+        self.difference = difference
+
+
+class LaunchError(KernelError):
+    """A server process did not start, exited early, or did not become healthy in time."""

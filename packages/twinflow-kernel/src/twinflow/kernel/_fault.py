@@ -1,0 +1,141 @@
+"""`FaultTransport`: injects real transport failures into a run, by schedule.
+
+A scheduled fault is not faked: the request is sent by a real `UrllibJsonTransport` to a
+private `LoopbackServer` (or to a closed port) that misbehaves in that way, so the error the
+caller sees is the one the real transport maps from a real socket. Its URL and message are then
+rewritten to name the URL the caller asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+from urllib.parse import parse_qs, urlsplit
+
+from twinflow.kernel._errors import TransportError
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse, LoopbackServer
+from twinflow.kernel._netpolicy import free_port
+from twinflow.kernel._ports import Transport
+from twinflow.kernel._transport import UrllibJsonTransport
+from twinflow.vocab import JsonValue, UserError
+
+Fault = Literal["refuse", "timeout", "reset", "server_error", "garbage", "invalid_json", "oversize"]
+"""A failure `FaultTransport` can inject:
+
+- `refuse`: connection refused (`ConnectError`);
+- `timeout`: the server sleeps past the timeout (`TransportTimeout`);
+- `reset`: the connection is reset mid-body (`ConnectError`);
+- `server_error`: HTTP 500 (`HTTPStatusError`);
+- `garbage`: the answer is not HTTP (`ResponseDecodeError`);
+- `invalid_json`: HTTP 200 whose body is not JSON (`ResponseDecodeError`);
+- `oversize`: a body past the size limit (`ResponseTooLarge`).
+"""
+
+FAULTS: tuple[Fault, ...] = (
+    "refuse",
+    "timeout",
+    "reset",
+    "server_error",
+    "garbage",
+    "invalid_json",
+    "oversize",
+)
+
+FaultSchedule = Sequence[Fault | None] | Callable[[int, str, JsonValue], Fault | None]
+
+_OVERSIZE_LIMIT = 4096
+
+
+def _misbehave(request: LoopbackRequest) -> LoopbackResponse:
+    parts = urlsplit(request.path)
+    fault = parts.path.rsplit("/", 1)[-1]
+    if fault == "timeout":
+        sleep = float(parse_qs(parts.query)["sleep"][0])
+        return LoopbackResponse.json_body({"late": True}).model_copy(update={"delay": sleep})
+    if fault == "reset":
+        return LoopbackResponse(
+            body=b'{"partial": "' + b"x" * 4000 + b'"}', behaviour="reset_mid_body"
+        )
+    if fault == "server_error":
+        return LoopbackResponse.json_body({"error": "injected server error"}, status=500)
+    if fault == "garbage":
+        return LoopbackResponse(body=b"\x00\x17 this is not HTTP \xff\r\n\r\n", behaviour="garbage")
+    if fault == "invalid_json":
+        return LoopbackResponse(
+            body=b"<html>not json</html>", headers=(("Content-Type", "text/html"),)
+        )
+    if fault == "oversize":
+        return LoopbackResponse(body=b"[" + b"0," * 1000, repeat=64, announce_length=False)
+    return LoopbackResponse(status=404, body=f"unknown fault {fault!r}".encode())
+
+
+class FaultTransport:
+    """Wraps a transport and replaces chosen calls with real failures.
+
+    `faults` says, per call (numbered from 0), which fault to inject or `None` to pass the call
+    to `inner`: either a sequence (calls past its end pass through) or a function of
+    `(call_number, url, body)`.
+    """
+
+    def __init__(self, inner: Transport, faults: FaultSchedule) -> None:
+        """Create the transport.
+
+        Args:
+            inner: The transport that answers calls without a fault.
+            faults: The schedule described above.
+
+        Raises:
+            UserError: A scheduled fault is not one of `Fault`.
+        """
+        if not callable(faults):
+            for fault in faults:
+                if fault is not None and fault not in FAULTS:
+                    raise UserError(f"FaultTransport: unknown fault {fault!r}; use one of {FAULTS}")
+        self._inner = inner
+        self._faults = faults
+        self._calls = 0
+        self._server: LoopbackServer | None = None
+        self._real = UrllibJsonTransport(max_response_bytes=_OVERSIZE_LIMIT)
+        self.injected: list[tuple[int, Fault]] = []
+        """Every fault injected so far, as (call number, fault)."""
+
+    def _fault_for(self, number: int, url: str, body: JsonValue) -> Fault | None:
+        if callable(self._faults):
+            fault = self._faults(number, url, body)
+            if fault is not None and fault not in FAULTS:
+                raise UserError(
+                    f"FaultTransport: the schedule returned {fault!r}; use one of {FAULTS}"
+                )
+            return fault
+        return self._faults[number] if number < len(self._faults) else None
+
+    def post_json(self, url: str, body: JsonValue, *, timeout: float) -> JsonValue:
+        """Inject this call's fault, or forward the call to `inner`.
+
+        Raises:
+            TransportError: The injected failure, naming `url`.
+        """
+        number = self._calls
+        self._calls += 1
+        fault = self._fault_for(number, url, body)
+        if fault is None:
+            return self._inner.post_json(url, body, timeout=timeout)
+        self.injected.append((number, fault))
+        if fault == "refuse":
+            target = f"http://127.0.0.1:{free_port()}/fault/refuse"
+        else:
+            if self._server is None:
+                self._server = LoopbackServer(_misbehave).start()
+            target = self._server.url_for(f"/fault/{fault}?sleep={timeout + 5:g}")
+        try:
+            answer = self._real.post_json(target, body, timeout=timeout)
+        except TransportError as error:
+            raise error.with_url(url, f" [fault {fault!r} injected by FaultTransport]") from error
+        raise AssertionError(f"fault {fault!r} produced an answer: {answer!r}")
+
+    def close(self) -> None:
+        """Stop the misbehaving server and close `inner`."""
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        self._inner.close()

@@ -1,0 +1,270 @@
+"""`LoopbackServer`: a real HTTP server on 127.0.0.1 for tests, driven by a handler function.
+
+It is public so every package's tests can stand a real server behind a real transport instead of
+mocking one. Besides ordinary answers it can misbehave on purpose (sleep, reset mid-body, send
+bytes that are not HTTP, send a huge body) so that the transport's failure mapping is exercised
+against real sockets.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import struct
+import sys
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict
+
+from twinflow.vocab import JsonValue
+
+
+class LoopbackRequest(BaseModel):
+    """A request the loopback server received."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    method: str
+    """The HTTP method, e.g. `"POST"`."""
+    path: str
+    """The request target: path and query."""
+    headers: tuple[tuple[str, str], ...]
+    """The request headers, in the order received."""
+    body: bytes
+    """The raw request body."""
+
+    def json_value(self) -> JsonValue:
+        """Return the body decoded as JSON."""
+        value: JsonValue = json.loads(self.body)
+        return value
+
+
+Behaviour = Literal["respond", "reset_mid_body", "garbage"]
+
+
+class LoopbackResponse(BaseModel):
+    """What the loopback server does with one request."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: int = 200
+    """HTTP status code."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """Extra response headers."""
+    body: bytes = b""
+    """The body, sent `repeat` times (for `"garbage"`, the raw bytes sent instead of HTTP)."""
+    repeat: int = 1
+    """How many times `body` is sent: a large body without holding it in memory."""
+    announce_length: bool = True
+    """Send `Content-Length`; if false, the end of the body is the end of the connection."""
+    delay: float = 0.0
+    """Seconds to wait before answering (cut short when the server stops)."""
+    behaviour: Behaviour = "respond"
+    """`"respond"`: a normal answer; `"reset_mid_body"`: headers and half the body, then a TCP
+    reset; `"garbage"`: `body` written raw, with no status line, then the connection closed."""
+
+    @classmethod
+    def json_body(cls, value: JsonValue, status: int = 200) -> LoopbackResponse:
+        """Return a JSON answer.
+
+        Args:
+            value: The JSON value to send.
+            status: The HTTP status code.
+        """
+        return cls(
+            status=status,
+            headers=(("Content-Type", "application/json"),),
+            body=json.dumps(value, separators=(",", ":")).encode(),
+        )
+
+
+LoopbackHandler = Callable[[LoopbackRequest], LoopbackResponse]
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, owner: LoopbackServer) -> None:
+        self.owner = owner
+        super().__init__(("127.0.0.1", 0), _RequestHandler)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        context = self.owner.ssl_context
+        if context is not None:
+            try:
+                request = context.wrap_socket(request, server_side=True)
+            except (OSError, ssl.SSLError) as error:
+                self.owner.errors.append(error)
+                return
+        super().finish_request(request, client_address)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up mid-answer is expected in these tests: keep it, don't print it.
+        error = sys.exc_info()[1]
+        if error is not None:
+            self.owner.errors.append(error)
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Stay quiet: tests read `LoopbackServer.requests` instead."""
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def do_PUT(self) -> None:
+        self._serve()
+
+    def do_DELETE(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        owner = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        request = LoopbackRequest(
+            method=self.command,
+            path=self.path,
+            headers=tuple(self.headers.items()),
+            body=self.rfile.read(length) if length else b"",
+        )
+        with owner.lock:
+            owner.requests.append(request)
+        try:
+            response = owner.handler(request)
+        except Exception as error:
+            owner.errors.append(error)
+            response = LoopbackResponse(
+                status=500, body=f"loopback handler raised {error!r}".encode()
+            )
+        if response.delay > 0 and owner.stopping.wait(response.delay):
+            self.close_connection = True
+            return
+        try:
+            self._answer(response)
+        except OSError:
+            # The client went away (timed out, refused a large body): that is the test's point.
+            self.close_connection = True
+
+    def _answer(self, response: LoopbackResponse) -> None:
+        if response.behaviour == "garbage":
+            self.wfile.write(response.body)
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        total = len(response.body) * response.repeat
+        self.send_response(response.status)
+        for name, value in response.headers:
+            self.send_header(name, value)
+        if response.announce_length:
+            self.send_header("Content-Length", str(total))
+        if not response.announce_length or response.behaviour == "reset_mid_body":
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        if response.behaviour == "reset_mid_body":
+            self.wfile.write(response.body[: len(response.body) // 2])
+            self.wfile.flush()
+            # SO_LINGER with a zero timeout makes close() send RST instead of FIN.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            return
+        for _ in range(response.repeat):
+            self.wfile.write(response.body)
+            owner = self.server.owner
+            with owner.lock:
+                owner.bytes_sent += len(response.body)
+        self.wfile.flush()
+
+
+class LoopbackServer:
+    """A threaded HTTP server on 127.0.0.1 and a free port, answering through `handler`.
+
+    Use it as a context manager::
+
+        with LoopbackServer(lambda r: LoopbackResponse.json_body({"echo": r.json_value()})) as server:
+            transport.post_json(server.url_for("/v1/x"), {"a": 1}, timeout=5)
+
+    Attributes:
+        handler: Called once per request, on the server's thread for that connection.
+        ssl_context: Server-side TLS context; when set, the server speaks https.
+        requests: Every request received, in order.
+        errors: Exceptions the server swallowed (handler errors, clients that hung up).
+        bytes_sent: Body bytes written so far (counted per `body` chunk).
+    """
+
+    def __init__(
+        self, handler: LoopbackHandler, *, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
+        """Create the server; it listens from `start()` (or `with`).
+
+        Args:
+            handler: Turns each request into a `LoopbackResponse`.
+            ssl_context: A server-side TLS context (with its certificate loaded) to serve https.
+        """
+        self.handler = handler
+        self.ssl_context = ssl_context
+        self.requests: list[LoopbackRequest] = []
+        self.errors: list[BaseException] = []
+        self.bytes_sent = 0
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The port the server listens on."""
+        if self._server is None:
+            raise RuntimeError("LoopbackServer is not started: use it in a `with` block")
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The base URL, e.g. `http://127.0.0.1:41234`."""
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
+
+    def url_for(self, path: str = "/") -> str:
+        """Return the absolute URL of `path` on this server."""
+        return self.url + (path if path.startswith("/") else "/" + path)
+
+    def start(self) -> Self:
+        """Bind and start serving on a background thread."""
+        self._server = _Server(self)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, wake sleeping handlers, and close the socket."""
+        self.stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,89 @@
+"""The ports through which all nondeterminism enters twinflow.
+
+Each is a small Protocol; the real adapters and the deterministic ones live beside each other in
+this package, and callers receive them injected, never constructing them implicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from twinflow.vocab import CallId, JsonValue, RunId
+
+if TYPE_CHECKING:
+    from twinflow.kernel._launcher import ServerProcess
+
+
+class Clock(Protocol):
+    """Where time comes from."""
+
+    def now(self) -> datetime:
+        """Return the current time, timezone-aware, in UTC."""
+        ...
+
+    def monotonic(self) -> float:
+        """Return seconds on a clock that never goes backwards (for durations only)."""
+        ...
+
+
+class Ids(Protocol):
+    """Where identifiers come from."""
+
+    def run_id(self) -> RunId:
+        """Return a new run id."""
+        ...
+
+    def call_id(self) -> CallId:
+        """Return a new tool-call id."""
+        ...
+
+
+class Transport(Protocol):
+    """Sends one JSON request and returns the JSON answer."""
+
+    def post_json(self, url: str, body: JsonValue, *, timeout: float) -> JsonValue:
+        """POST `body` as JSON to `url` and return the decoded JSON answer.
+
+        Args:
+            url: The absolute http(s) URL.
+            body: The JSON request body.
+            timeout: Seconds allowed for the whole exchange.
+
+        Returns:
+            The decoded JSON response body.
+
+        Raises:
+            TransportError: One of its subclasses, naming the URL; never retried.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release what the transport holds; it must not be used afterwards."""
+        ...
+
+
+class Launcher(Protocol):
+    """Starts a local server process and waits until it answers."""
+
+    def launch(
+        self, command: Sequence[str], *, health_url: str, deadline: float, log_path: Path
+    ) -> ServerProcess:
+        """Start `command`, wait for `health_url` to answer 200, and return the running process.
+
+        Args:
+            command: The program and its arguments.
+            health_url: A loopback URL that answers 200 to GET once the server is ready.
+            deadline: Seconds to wait for the server to become healthy.
+            log_path: File that receives the server's stdout and stderr.
+
+        Returns:
+            The running server, a context manager that stops it (and its children) on exit.
+
+        Raises:
+            LaunchError: The server exited or did not become healthy before the deadline;
+                it has been stopped.
+        """
+        ...

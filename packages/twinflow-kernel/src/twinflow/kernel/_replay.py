@@ -1,0 +1,258 @@
+"""Record and replay of transport exchanges.
+
+A recording is JSON Lines: one RFC 8785 canonical JSON object per exchange, in call order::
+
+    {"request":{"body":...,"url":"..."},"response":...,"seq":0}
+    {"error":{"message":"...","type":"ConnectError",...},"request":{...},"seq":1}
+
+Because each line is canonical, replaying a recording through a `RecordingTransport` writes the
+same bytes again. A recorded response comes back as its canonical JSON value (so a float such as
+`1.0` replays as `1`); a recorded transport failure is raised again as the same error class with
+the same message.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Self
+
+from twinflow.kernel._errors import (
+    ConnectError,
+    HTTPStatusError,
+    NetworkBlockedError,
+    ReplayDivergence,
+    ResponseDecodeError,
+    ResponseTooLarge,
+    TransportError,
+    TransportTimeout,
+)
+from twinflow.kernel._ports import Transport
+from twinflow.vocab import Difference, JsonValue, UserError, canonical_bytes, diff, parse_canonical
+
+_ERRORS: dict[str, type[TransportError]] = {
+    cls.__name__: cls
+    for cls in (
+        TransportError,
+        ConnectError,
+        TransportTimeout,
+        HTTPStatusError,
+        ResponseDecodeError,
+        ResponseTooLarge,
+        NetworkBlockedError,
+    )
+}
+
+
+def _error_record(error: TransportError) -> dict[str, JsonValue]:
+    record: dict[str, JsonValue] = {
+        "type": type(error).__name__,
+        "message": str(error),
+        "url": error.url,
+    }
+    if isinstance(error, HTTPStatusError):
+        record["status"] = error.status
+        record["body_excerpt"] = error.body_excerpt
+    return record
+
+
+def _error_from_record(record: dict[str, Any]) -> TransportError:
+    cls = _ERRORS[record["type"]]
+    if cls is HTTPStatusError:
+        return HTTPStatusError(
+            record["message"],
+            url=record["url"],
+            status=record["status"],
+            body_excerpt=record["body_excerpt"],
+        )
+    return cls(record["message"], url=record["url"])
+
+
+class RecordingTransport:
+    """Wraps a transport and writes every exchange to a JSON Lines file as it happens.
+
+    Each line is written and flushed before `post_json` returns (or raises), so a crash loses
+    nothing already answered. Transport failures are recorded too, then raised unchanged.
+    """
+
+    def __init__(self, inner: Transport, path: str | os.PathLike[str]) -> None:
+        """Create the recorder; `path` is created or truncated.
+
+        Args:
+            inner: The transport that really answers.
+            path: The recording file.
+        """
+        self._inner = inner
+        self.path = Path(path)
+        self._file: IO[bytes] = self.path.open("wb")
+        self._seq = 0
+
+    def post_json(self, url: str, body: JsonValue, *, timeout: float) -> JsonValue:
+        """Forward to the inner transport and record the exchange.
+
+        Raises:
+            TransportError: As the inner transport raised it (after recording it).
+        """
+        request: dict[str, JsonValue] = {"url": url, "body": body}
+        record: dict[str, JsonValue] = {"seq": self._seq, "request": request}
+        try:
+            response = self._inner.post_json(url, body, timeout=timeout)
+        except TransportError as error:
+            record["error"] = _error_record(error)
+            self._write(record)
+            raise
+        record["response"] = response
+        self._write(record)
+        return response
+
+    def _write(self, record: dict[str, JsonValue]) -> None:
+        self._file.write(canonical_bytes(record) + b"\n")
+        self._file.flush()
+        self._seq += 1
+
+    def close(self) -> None:
+        """Close the file and the inner transport."""
+        self._file.close()
+        self._inner.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class ReplayTransport:
+    """Serves a recording back in order, checking every request against the recorded one.
+
+    A request that differs raises `ReplayDivergence` with the first structural difference; after
+    that the replay is broken and every call raises it again. A request past the end of the
+    recording raises `ReplayDivergence` (an "unexpected" difference). `close()` is the verdict:
+    it raises `ReplayDivergence` if any recorded exchange was not consumed, or if any divergence
+    or extra request happened (even one the caller caught).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        """Load a recording.
+
+        Args:
+            path: A file written by `RecordingTransport`.
+
+        Raises:
+            UserError: The file cannot be read or a line is not an exchange record.
+        """
+        self.path = Path(path)
+        try:
+            lines = self.path.read_bytes().splitlines()
+        except OSError as error:
+            raise UserError(
+                f"cannot read the recording {self.path} ({error}): check the path"
+            ) from error
+        self._records: list[dict[str, Any]] = []
+        for number, line in enumerate(lines, start=1):
+            try:
+                record = parse_canonical(line)
+            except Exception as error:
+                raise UserError(
+                    f"{self.path}:{number} is not canonical JSON ({error}): the recording was "
+                    "edited or truncated; record it again"
+                ) from error
+            failure = record.get("error") if isinstance(record, dict) else None
+            known_error = isinstance(failure, dict) and failure.get("type") in _ERRORS
+            if (
+                not isinstance(record, dict)
+                or "request" not in record
+                or not ("response" in record or known_error)
+            ):
+                raise UserError(
+                    f"{self.path}:{number} is not an exchange record (request and response or "
+                    "error): record it again"
+                )
+            self._records.append(record)
+        self._next = 0
+        self._problem: ReplayDivergence | None = None
+
+    def post_json(self, url: str, body: JsonValue, *, timeout: float) -> JsonValue:
+        """Return the next recorded answer if this request equals the recorded one.
+
+        Raises:
+            ReplayDivergence: The request differs, or the recording has no more exchanges.
+            TransportError: The recorded exchange was a failure; it is raised again.
+        """
+        if self._problem is not None:
+            raise self._problem
+        actual: JsonValue = {"url": url, "body": body}
+        seq = self._next
+        if seq >= len(self._records):
+            self._problem = ReplayDivergence(
+                f"replay of {self.path}: request {seq} ({url}) is extra, the recording has only "
+                f"{len(self._records)}; if the new request is intended, record again",
+                difference=Difference(
+                    pointer=f"/{seq}", expected=None, actual=actual, reason="unexpected"
+                ),
+            )
+            raise self._problem
+        record = self._records[seq]
+        difference = diff(record["request"], actual)
+        if difference is not None:
+            self._problem = ReplayDivergence(
+                f"replay of {self.path}: request {seq} ({url}) differs from the recorded one; "
+                "if the change is intended, record again",
+                difference=difference.model_copy(
+                    update={"pointer": f"/{seq}/request{difference.pointer}"}
+                ),
+            )
+            raise self._problem
+        self._next += 1
+        if "error" in record:
+            raise _error_from_record(record["error"])
+        response: JsonValue = record["response"]
+        return response
+
+    @property
+    def remaining(self) -> int:
+        """How many recorded exchanges have not been served."""
+        return len(self._records) - self._next
+
+    def close(self) -> None:
+        """Check that the replay was complete and exact.
+
+        Raises:
+            ReplayDivergence: A divergence or extra request happened, or recorded exchanges
+                were not consumed (the first unconsumed one is shown).
+        """
+        if self._problem is not None:
+            raise self._problem
+        if self._next < len(self._records):
+            seq = self._next
+            self._problem = ReplayDivergence(
+                f"replay of {self.path}: {len(self._records) - seq} recorded exchange(s) were "
+                f"not requested, starting with request {seq}; the code now stops earlier than "
+                "when it was recorded: if that is intended, record again",
+                difference=Difference(
+                    pointer=f"/{seq}",
+                    expected=self._records[seq]["request"],
+                    actual=None,
+                    reason="missing",
+                ),
+            )
+            raise self._problem
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        # With an exception already in flight, let it speak rather than the verdict.
+        if exc is None:
+            self.close()
