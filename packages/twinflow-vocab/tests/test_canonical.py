@@ -1,9 +1,7 @@
 """Canonical encoding: byte-equal to the rfc8785 package, the published vectors, stable digests."""
 
 import json
-import os
 import struct
-import subprocess
 import sys
 from pathlib import Path
 
@@ -24,6 +22,10 @@ from twinflow.vocab import (
     digest,
     parse_canonical,
 )
+
+# pytester runs a fresh interpreter: the one place these tests need another process (another
+# hash seed); ruff bans importing subprocess outside the kernel.
+pytest_plugins = ["pytester"]
 
 FIXTURES = Path(__file__).parent / "fixtures" / "jcs"
 VECTORS = sorted(p.name for p in (FIXTURES / "input").glob("*.json"))
@@ -168,8 +170,10 @@ GOLDEN_TRANSCRIPT = Transcript(
 GOLDEN_DIGEST = "5f42e2cb4b6ea342637ba875d830e3b08984fb568eb5fc9283f7d39dfd975aa5"
 
 
-def test_digest_stable_across_hash_seeds_and_processes() -> None:
-    """Digests computed in subprocesses with other hash seeds equal the in-process ones."""
+def test_digest_stable_across_hash_seeds_and_processes(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Digests computed in fresh interpreters with other hash seeds equal the in-process ones."""
     script = (
         "from twinflow.vocab import Message, Transcript, digest\n"
         "t = Transcript(messages=(Message.system('Be brief.'), Message.user('Hello, wörld! 😀')))\n"
@@ -177,9 +181,8 @@ def test_digest_stable_across_hash_seeds_and_processes() -> None:
     )
     expected = f"{digest(GOLDEN_TRANSCRIPT)} {digest({k: [k] for k in map(str, range(50))})}"
     for seed in ("0", "1", "4242"):
-        env = {**os.environ, "PYTHONHASHSEED": seed}
-        out = subprocess.run(
-            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
-        )
-        assert expected == out.stdout.strip()
-    assert digest(GOLDEN_TRANSCRIPT) == GOLDEN_DIGEST
+        monkeypatch.setenv("PYTHONHASHSEED", seed)
+        result = pytester.run(sys.executable, "-c", script)
+        assert (0, [expected]) == (result.ret, result.outlines)
+    golden = GOLDEN_DIGEST
+    assert golden == digest(GOLDEN_TRANSCRIPT)
