@@ -1,0 +1,362 @@
+"""Structured output over a transport: schema on every request, retries, attempts, failures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, Field, JsonValue
+
+from twinflow.kernel import (
+    ConnectError,
+    FaultTransport,
+    HTTPStatusError,
+    LoopbackResponse,
+    LoopbackServer,
+    MockTransport,
+    TransportTimeout,
+    UrllibJsonTransport,
+    free_port,
+)
+from twinflow.local_model import (
+    LocalStructuredResult,
+    MalformedResponseError,
+    OllamaStructuredOutput,
+    OpenAICompatibleStructuredOutput,
+    UnenforcedSchemaError,
+)
+from twinflow.vocab import (
+    Message,
+    StructuredOutputAdapter,
+    StructuredOutputError,
+    Transcript,
+    UserError,
+    digest,
+)
+
+
+class Person(BaseModel):
+    """A person."""
+
+    name: str
+    age: int = Field(ge=50)
+
+
+QUESTION = Transcript(messages=(Message.user("Ada is 36. Give name and age."),))
+
+
+def openai_answer(content: str | None) -> JsonValue:
+    return {
+        "id": "x",
+        "model": "smol",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4},
+    }
+
+
+def ollama_answer(content: str) -> JsonValue:
+    return {"model": "smol", "message": {"role": "assistant", "content": content}, "done": True}
+
+
+class Script:
+    """A handler that answers with the given emissions in turn and records every body."""
+
+    def __init__(self, emissions: list[str | None], answer: Any = openai_answer) -> None:
+        self.emissions = list(emissions)
+        self.answer = answer
+        self.bodies: list[dict[str, Any]] = []
+        self.urls: list[str] = []
+
+    def __call__(self, url: str, body: JsonValue) -> JsonValue:
+        assert isinstance(body, dict)
+        self.urls.append(url)
+        self.bodies.append(body)
+        return self.answer(self.emissions.pop(0))  # type: ignore[no-any-return]
+
+
+def openai(script: Script, **kwargs: Any) -> OpenAICompatibleStructuredOutput:
+    return OpenAICompatibleStructuredOutput(
+        MockTransport(script), base_url="http://127.0.0.1:9", dialect="llama-cpp-python", **kwargs
+    )
+
+
+def test_both_adapters_implement_the_vocab_seam() -> None:
+    """The adapters are `StructuredOutputAdapter`s, so the loop can be given either."""
+    adapters: list[StructuredOutputAdapter] = [
+        openai(Script([])),
+        OllamaStructuredOutput(MockTransport(Script([])), model="m"),
+    ]
+    assert len(adapters) == 2
+
+
+def test_a_valid_first_answer_takes_one_attempt_with_its_request_digest() -> None:
+    """One request, one attempt, carrying the digest of the exact body sent."""
+    script = Script(['{"name": "Ada", "age": 60}'])
+    result = openai(script).generate(QUESTION, Person)
+    assert Person(name="Ada", age=60) == result.output
+    assert len(result.attempts) == 1
+    attempt = result.attempts[0]
+    assert (1, None, digest(script.bodies[0])) == (
+        attempt.number,
+        attempt.error,
+        attempt.request_digest,
+    )
+    assert script.urls == ["http://127.0.0.1:9/v1/chat/completions"]
+    assert isinstance(result, LocalStructuredResult)
+
+
+def test_a_refused_answer_is_reasked_with_the_error_and_the_schema() -> None:
+    """The second request repeats the schema and gives the validation error back as a user message."""
+    script = Script(['{"name": "Ada", "age": 36}', '{"name": "Ada", "age": 63}'])
+    result = openai(script).generate(QUESTION, Person)
+    assert Person(name="Ada", age=63) == result.output
+    assert [a.number for a in result.attempts] == [1, 2]
+    first, second = script.bodies
+    assert first["response_format"] == second["response_format"]
+    assert result.attempts[0].error == "age: Input should be greater than or equal to 50"
+    assert second["messages"][1] == {"role": "assistant", "content": '{"name": "Ada", "age": 36}'}
+    assert "greater than or equal to 50" in second["messages"][2]["content"]
+    assert [digest(b) for b in script.bodies] == [a.request_digest for a in result.attempts]
+
+
+def test_invalid_json_and_empty_content_are_retried_like_validation_errors() -> None:
+    """Truncated JSON and a null content are failed attempts, not crashes."""
+    script = Script(['{"name": "Ad', None, '{"name": "Ada", "age": 50}'])
+    result = openai(script).generate(QUESTION, Person)
+    assert [a.emission for a in result.attempts] == [
+        '{"name": "Ad',
+        "",
+        '{"name": "Ada", "age": 50}',
+    ]
+    errors = [a.error for a in result.attempts]
+    assert errors[0] is not None and "Invalid JSON" in errors[0]
+    assert errors[1] is not None and "Invalid JSON" in errors[1]
+    assert errors[2] is None
+
+
+def test_max_attempts_counts_every_attempt_then_raises_with_all_of_them() -> None:
+    """With max_attempts=2, two requests are made and the error carries both attempts."""
+    script = Script(['{"name": "A", "age": 1}', '{"name": "A", "age": 2}', "unused"])
+    with pytest.raises(StructuredOutputError) as caught:
+        openai(script, max_attempts=2).generate(QUESTION, Person)
+    assert len(script.bodies) == 2
+    assert [a.emission for a in caught.value.attempts] == [
+        '{"name": "A", "age": 1}',
+        '{"name": "A", "age": 2}',
+    ]
+
+
+def test_max_attempts_below_one_is_a_usage_error() -> None:
+    """Zero attempts would mean no request at all: refused at construction."""
+    with pytest.raises(UserError, match="at least 1"):
+        openai(Script([]), max_attempts=0)
+
+
+def test_validate_is_the_seam_and_reasks_through_the_callback() -> None:
+    """`validate` takes an emission made elsewhere and calls `reask` with the error text."""
+    errors: list[str] = []
+
+    def reask(error: str) -> str:
+        errors.append(error)
+        return '{"name": "Ada", "age": 51}'
+
+    result = openai(Script([])).validate('{"name": "Ada"}', Person, reask)
+    assert Person(name="Ada", age=51) == result.output
+    assert errors == ["age: Field required"]
+    assert [a.request_digest for a in result.attempts] == [None, None]
+
+
+@pytest.mark.parametrize(
+    ("dialect", "expected"),
+    [
+        ("llama-cpp-python", {"type": "json_object", "schema": Person.model_json_schema()}),
+        (
+            "vllm",
+            {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "Person",
+                    "schema": Person.model_json_schema(),
+                    "strict": True,
+                },
+            },
+        ),
+        (
+            "llama.cpp",
+            {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "Person",
+                    "schema": Person.model_json_schema(),
+                    "strict": True,
+                },
+            },
+        ),
+        (
+            "lmstudio",
+            {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "Person",
+                    "schema": Person.model_json_schema(),
+                    "strict": True,
+                },
+            },
+        ),
+    ],
+)
+def test_each_dialect_sends_the_schema_its_own_way(dialect: Any, expected: JsonValue) -> None:
+    """llama-cpp-python gets json_object + schema; llama.cpp, vLLM and LM Studio get json_schema."""
+    script = Script(['{"name": "Ada", "age": 50}'])
+    OpenAICompatibleStructuredOutput(
+        MockTransport(script), base_url="http://127.0.0.1:9/", dialect=dialect
+    ).generate(QUESTION, Person)
+    assert expected == script.bodies[0]["response_format"]
+    assert script.bodies[0]["temperature"] == 0
+
+
+def test_extra_body_reaches_the_server_unmodified_on_every_attempt() -> None:
+    """vLLM's guided_json and llama.cpp's grammar pass through as given, retries included."""
+    extra: dict[str, JsonValue] = {
+        "guided_json": Person.model_json_schema(),
+        "grammar": 'root ::= "{" [^}]* "}"',
+        "top_k": 1,
+    }
+    script = Script(['{"name": "Ada", "age": 3}', '{"name": "Ada", "age": 50}'])
+    openai(script, extra_body=extra).generate(QUESTION, Person)
+    for body in script.bodies:
+        assert extra == {k: body[k] for k in extra}
+
+
+def test_extra_body_may_not_replace_the_schema() -> None:
+    """A pass-through field that would drop or replace the schema is a usage error."""
+    with pytest.raises(UserError, match="response_format"):
+        openai(Script([]), extra_body={"response_format": {"type": "text"}})
+
+
+def test_ollama_sends_format_stream_false_and_temperature_zero() -> None:
+    """Ollama gets POST /api/chat with format = the schema and options.temperature = 0."""
+    script = Script(['{"name": "Ada", "age": 70}'], answer=ollama_answer)
+    result = OllamaStructuredOutput(MockTransport(script), model="llama3.2").generate(
+        QUESTION, Person
+    )
+    body = script.bodies[0]
+    assert script.urls == ["http://127.0.0.1:11434/api/chat"]
+    assert (Person.model_json_schema(), False, {"temperature": 0}) == (
+        body["format"],
+        body["stream"],
+        body["options"],
+    )
+    assert result.output.age == 70
+
+
+def test_ollama_anchors_patterns_and_the_rewrite_travels_with_the_result() -> None:
+    """The anchored pattern is what is sent; the report on the result records the rewrite."""
+
+    class Code(BaseModel):
+        """A code."""
+
+        code: str = Field(pattern="[A-Z]{3}")
+
+    script = Script(['{"code": "xABCx"}'], answer=ollama_answer)
+    result = OllamaStructuredOutput(MockTransport(script), model="m").generate(QUESTION, Code)
+    assert script.bodies[0]["format"]["properties"]["code"]["pattern"] == "^.*(?:[A-Z]{3}).*$"
+    assert tuple(r.before for r in result.preflight.rewrites) == ("[A-Z]{3}",)
+
+
+def test_strict_mode_refuses_before_any_request() -> None:
+    """Strict pre-flight raises without sending anything."""
+    script = Script([])
+    with pytest.raises(UnenforcedSchemaError, match="minimum"):
+        openai(script, strict=True).generate(QUESTION, Person)
+    assert script.bodies == []
+
+
+def test_no_attempt_falls_back_to_an_unconstrained_call() -> None:
+    """Every request, retries included, carries the schema; none is sent without it."""
+    for make, key in (
+        (lambda s: openai(s), "response_format"),
+        (lambda s: OllamaStructuredOutput(MockTransport(s), model="m"), "format"),
+    ):
+        answer = openai_answer if key == "response_format" else ollama_answer
+        script = Script(["nope", "{}", '{"name": 1}'], answer=answer)
+        with pytest.raises(StructuredOutputError):
+            make(script).generate(QUESTION, Person)
+        assert len(script.bodies) == 3
+        sent = [b[key] for b in script.bodies]
+        schema = Person.model_json_schema()
+        assert [schema] * 3 == [s if key == "format" else s["schema"] for s in sent]
+
+
+def test_a_missing_daemon_is_not_retried_and_is_never_swallowed() -> None:
+    """A refused connection (real socket, nothing listening) raises ConnectError after one try."""
+    port = free_port()
+    calls: list[str] = []
+    real = UrllibJsonTransport()
+
+    def counting(url: str, body: JsonValue) -> JsonValue:
+        calls.append(url)
+        return real.post_json(url, body, timeout=5)
+
+    adapter = OpenAICompatibleStructuredOutput(
+        MockTransport(counting), base_url=f"http://127.0.0.1:{port}", dialect="llama.cpp"
+    )
+    with pytest.raises(ConnectError) as caught:
+        adapter.generate(QUESTION, Person)
+    assert [f"http://127.0.0.1:{port}/v1/chat/completions"] == calls
+    assert f"http://127.0.0.1:{port}/v1/chat/completions" == caught.value.url
+    ollama = OllamaStructuredOutput(real, model="m", base_url=f"http://127.0.0.1:{port}")
+    with pytest.raises(ConnectError):
+        ollama.generate(QUESTION, Person)
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [
+        ("refuse", ConnectError),
+        ("timeout", TransportTimeout),
+        ("reset", ConnectError),
+        ("server_error", HTTPStatusError),
+    ],
+)
+def test_transport_faults_leave_at_once_and_unretried(fault: Any, error: type[Exception]) -> None:
+    """Refusals, timeouts, resets and 5xx propagate after exactly one request."""
+    script = Script(['{"name": "Ada", "age": 50}'] * 3)
+    transport = FaultTransport(MockTransport(script), [fault, None, None])
+    adapter = OpenAICompatibleStructuredOutput(
+        transport, base_url="http://127.0.0.1:9", dialect="llama.cpp", timeout=0.5
+    )
+    with pytest.raises(error):
+        adapter.generate(QUESTION, Person)
+    assert [(0, fault)] == transport.injected
+    assert script.bodies == []
+
+
+def test_an_http_4xx_is_not_retried() -> None:
+    """A 400 from a real loopback server raises HTTPStatusError after one request."""
+    with LoopbackServer(
+        lambda r: LoopbackResponse.json_body({"error": "bad schema"}, status=400)
+    ) as server:
+        adapter = OpenAICompatibleStructuredOutput(
+            UrllibJsonTransport(), base_url=server.url, dialect="llama-cpp-python"
+        )
+        with pytest.raises(HTTPStatusError) as caught:
+            adapter.generate(QUESTION, Person)
+        assert len(server.requests) == 1
+    assert caught.value.status == 400
+
+
+def test_a_response_that_is_not_the_wire_format_is_an_error_not_a_retry() -> None:
+    """A 200 without `choices` raises MalformedResponseError naming the pointer."""
+    transport = MockTransport(lambda url, body: {"object": "error"})
+    adapter = OpenAICompatibleStructuredOutput(
+        transport, base_url="http://127.0.0.1:9", dialect="vllm"
+    )
+    with pytest.raises(MalformedResponseError, match="/choices"):
+        adapter.generate(QUESTION, Person)
