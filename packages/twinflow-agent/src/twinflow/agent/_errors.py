@@ -22,7 +22,12 @@ never retried, never swallowed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from twinflow.vocab import TwinflowError, UserError
+
+if TYPE_CHECKING:
+    from twinflow.agent._verify import VerificationReport
 
 __all__ = [
     "AgentConfigError",
@@ -73,6 +78,11 @@ class TraceExistsError(TraceError, FileExistsError):
 
 class TraceCorruptError(TraceError):
     """A trace was read as events but does not verify; ``.report`` says where and how."""
+
+    def __init__(self, message: str, report: VerificationReport) -> None:
+        """Carry the verification report along with the message."""
+        super().__init__(message)
+        self.report = report
 
 
 class SignatureError(TraceError):

@@ -1,0 +1,313 @@
+"""The trace's events: one frozen value per thing that happened in a run.
+
+Every event is a `TraceEvent` envelope (sequence number, previous event's digest, clock
+reading) around a body tagged by ``kind``. Bodies carry deltas, never the whole transcript:
+a model request records only the messages added since the previous request plus a running
+digest of the messages before them, so an event's size does not grow with the run.
+
+Everything a replay needs is in here: the clock reading of each event (``at``), the run id,
+every model request and response, every policy decision and tool result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Discriminator, Field, JsonValue
+
+from twinflow.vocab import (
+    CallId,
+    Message,
+    ModelResponse,
+    ModelSettings,
+    OutputSchema,
+    RunId,
+    ToolResultPart,
+    ToolSpec,
+    Usage,
+    canonical_bytes,
+)
+
+__all__ = [
+    "GENESIS",
+    "TERMINAL_KINDS",
+    "AgentConfig",
+    "EventBody",
+    "MessageChain",
+    "ModelRequested",
+    "ModelResponded",
+    "OutputAccepted",
+    "OutputRejected",
+    "PolicyDecided",
+    "PolicyRecord",
+    "RunFailed",
+    "RunFinished",
+    "RunStarted",
+    "ToolCalled",
+    "ToolReturned",
+    "TraceEvent",
+]
+
+GENESIS = "0" * 64
+"""The ``prev`` of the first event of a trace."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PolicyRecord(_Frozen):
+    """The data part of a `Policy`, as recorded in the trace (the hook by name only)."""
+
+    allow: tuple[str, ...]
+    """Allowed tool names, sorted."""
+    tool_budgets: dict[str, int]
+    """Per-tool call budgets for one run."""
+    run_budget: int | None
+    """Tool calls allowed in one run, all tools together; None for no limit."""
+    approval: str | None
+    """Qualified name of the approval hook, if any."""
+    max_output_chars: int
+    """Tool output above this many characters is truncated with a marker."""
+    include_traceback: bool
+    """Whether a raising tool's error result carries the traceback."""
+
+
+class AgentConfig(_Frozen):
+    """The configuration of an agent, recorded in ``run_started`` and digested."""
+
+    model: str
+    """The model object's type name."""
+    system_prompt: str | None
+    """System prompt, if any."""
+    tools: tuple[ToolSpec, ...]
+    """The tool specs the model is shown."""
+    policy: PolicyRecord
+    """The tool policy."""
+    output_schema: OutputSchema | None
+    """Schema of the structured output, if any."""
+    max_steps: int
+    """Model requests allowed for tool steps in one run."""
+    usage_limits: dict[str, int | None]
+    """Usage limits by name."""
+    settings: ModelSettings
+    """Model settings sent with every request."""
+
+
+class RunStarted(_Frozen):
+    """A run began."""
+
+    kind: Literal["run_started"] = "run_started"
+    """Union tag."""
+    run_id: RunId
+    """The run's id, from the `Ids` port."""
+    config_digest: str
+    """Digest of ``config``."""
+    config: AgentConfig
+    """The agent configuration."""
+    prompt: str
+    """The user prompt."""
+
+
+class ModelRequested(_Frozen):
+    """The loop asked the model; only what is new since the previous request is recorded."""
+
+    kind: Literal["model_requested"] = "model_requested"
+    """Union tag."""
+    step: int
+    """Step number, from 1."""
+    purpose: Literal["step", "reask"]
+    """A loop step, or a re-ask after a structured output failed validation."""
+    prefix_length: int
+    """Number of transcript messages before ``new_messages``."""
+    prefix_digest: str
+    """`MessageChain` digest of those messages."""
+    new_messages: tuple[Message, ...]
+    """Messages appended since the previous request."""
+    tools_digest: str
+    """Digest of the tool specs sent."""
+    output_schema_digest: str | None
+    """Digest of the output schema sent, if any."""
+    settings: ModelSettings
+    """Settings sent."""
+
+
+class ModelResponded(_Frozen):
+    """The model answered."""
+
+    kind: Literal["model_responded"] = "model_responded"
+    """Union tag."""
+    step: int
+    """Step number, from 1."""
+    response: ModelResponse
+    """The response, whole."""
+
+
+class PolicyDecided(_Frozen):
+    """The policy allowed or denied one tool call."""
+
+    kind: Literal["policy_decided"] = "policy_decided"
+    """Union tag."""
+    call_id: CallId
+    """The call decided on."""
+    tool: str
+    """Tool name the model asked for."""
+    decision: Literal["allow", "deny"]
+    """The decision."""
+    by: Literal["policy", "approval"]
+    """Who decided: the automatic rules, or the approval hook."""
+    reason: str
+    """Why."""
+    arguments: dict[str, JsonValue] | None = None
+    """The arguments the tool will run with, when the approval hook changed them."""
+
+
+class ToolCalled(_Frozen):
+    """The runner called a tool with validated arguments."""
+
+    kind: Literal["tool_called"] = "tool_called"
+    """Union tag."""
+    call_id: CallId
+    """Call id."""
+    tool: str
+    """Tool name."""
+    arguments: dict[str, JsonValue]
+    """Arguments as passed (after validation and any approved modification)."""
+
+
+class ToolReturned(_Frozen):
+    """A tool call's result, as the model will see it (denials included)."""
+
+    kind: Literal["tool_returned"] = "tool_returned"
+    """Union tag."""
+    result: ToolResultPart
+    """The result part appended to the transcript."""
+    error_type: str | None = None
+    """Error class name when ``result.is_error``."""
+    truncated_chars: int = 0
+    """Characters cut off by the output size cap."""
+
+
+class OutputRejected(_Frozen):
+    """A structured output attempt failed validation."""
+
+    kind: Literal["output_rejected"] = "output_rejected"
+    """Union tag."""
+    attempt: int
+    """Attempt number, from 1."""
+    emission: str
+    """The raw emission."""
+    error: str
+    """The validation error the model is re-asked with."""
+
+
+class OutputAccepted(_Frozen):
+    """The final output was accepted."""
+
+    kind: Literal["output_accepted"] = "output_accepted"
+    """Union tag."""
+    attempts: int
+    """Attempts it took."""
+    schema_name: str | None
+    """Output schema name, or None for plain text."""
+    value: JsonValue
+    """The validated output (JSON form), or the text."""
+
+
+class RunFinished(_Frozen):
+    """A run ended with an output."""
+
+    kind: Literal["run_finished"] = "run_finished"
+    """Union tag."""
+    run_id: RunId
+    """The run."""
+    steps: int
+    """Model requests made."""
+    usage: Usage
+    """Total usage."""
+    transcript_digest: str
+    """`twinflow.vocab.digest` of the final transcript."""
+
+
+class RunFailed(_Frozen):
+    """A run ended without an output."""
+
+    kind: Literal["run_failed"] = "run_failed"
+    """Union tag."""
+    run_id: RunId
+    """The run."""
+    steps: int
+    """Model requests made."""
+    error_type: str
+    """Error class name."""
+    message: str
+    """Error message."""
+
+
+EventBody = Annotated[
+    RunStarted
+    | ModelRequested
+    | ModelResponded
+    | PolicyDecided
+    | ToolCalled
+    | ToolReturned
+    | OutputRejected
+    | OutputAccepted
+    | RunFinished
+    | RunFailed,
+    Discriminator("kind"),
+]
+"""What happened, tagged by ``kind``."""
+
+TERMINAL_KINDS = frozenset({"run_finished", "run_failed"})
+"""Kinds that end a run; a complete trace ends with one."""
+
+
+class TraceEvent(_Frozen):
+    """One line of a trace: the envelope that chains events together."""
+
+    seq: int = Field(ge=0)
+    """Position in the trace, from 0."""
+    prev: str
+    """Digest of the previous event (`GENESIS` for the first)."""
+    at: AwareDatetime
+    """Clock reading when the event was recorded."""
+    body: EventBody
+    """What happened."""
+
+
+class MessageChain:
+    """A running digest over transcript messages, O(new messages) per update.
+
+    ``d_0 = sha256(b"")`` and ``d_i = sha256(d_{i-1} || sha256(canonical_bytes(m_i)))``, in
+    hex. Used as the prefix digest of model requests so no step re-hashes the transcript.
+    """
+
+    __slots__ = ("_length", "_state")
+
+    def __init__(self) -> None:
+        """Start at the empty transcript."""
+        self._state = hashlib.sha256(b"").digest()
+        self._length = 0
+
+    @property
+    def length(self) -> int:
+        """Messages folded in so far."""
+        return self._length
+
+    @property
+    def hexdigest(self) -> str:
+        """The digest of the messages so far."""
+        return self._state.hex()
+
+    def update(self, messages: tuple[Message, ...]) -> None:
+        """Fold in ``messages``.
+
+        Args:
+            messages: Messages appended to the transcript, in order.
+        """
+        for message in messages:
+            inner = hashlib.sha256(canonical_bytes(message)).digest()
+            self._state = hashlib.sha256(self._state + inner).digest()
+        self._length += len(messages)

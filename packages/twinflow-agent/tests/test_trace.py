@@ -1,0 +1,359 @@
+"""The trace: line format, hash chain, checkpoints, proofs, tamper detection, durability, repair."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from twinflow.agent import (
+    GENESIS,
+    Checkpoint,
+    FileTraceSink,
+    InvalidProofError,
+    MemoryTraceSink,
+    MessageChain,
+    ModelRequested,
+    ModelResponded,
+    PolicyDecided,
+    RunFinished,
+    RunStarted,
+    ToolCalled,
+    ToolReturned,
+    Trace,
+    TraceCorruptError,
+    TraceExistsError,
+    TraceWriter,
+    check_consistency,
+    check_inclusion,
+    repair_trace,
+    verify_trace,
+)
+from twinflow.agent._events import AgentConfig, PolicyRecord
+from twinflow.vocab import (
+    CallId,
+    Message,
+    ModelResponse,
+    ModelSettings,
+    RunId,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Transcript,
+    Usage,
+    digest,
+)
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+KEY = b"test key"
+
+
+def config() -> AgentConfig:
+    """A small agent configuration record."""
+    return AgentConfig(
+        model="FunctionModel",
+        system_prompt=None,
+        tools=(),
+        policy=PolicyRecord(
+            allow=("add",),
+            tool_budgets={},
+            run_budget=None,
+            approval=None,
+            max_output_chars=100,
+            include_traceback=False,
+        ),
+        output_schema=None,
+        max_steps=3,
+        usage_limits={},
+        settings=ModelSettings(),
+    )
+
+
+def write_sample(writer: TraceWriter) -> None:
+    """Write a six-event run: start, request, response with a call, decision, call, result, finish."""
+    cfg = config()
+    call = ToolCallPart(id=CallId("c1"), name="add", arguments={"a": 1, "b": 2})
+    at = (START + timedelta(seconds=i) for i in range(100))
+    writer.append(
+        next(at),
+        RunStarted(run_id=RunId("r1"), config_digest=digest(cfg), config=cfg, prompt="add 1 and 2"),
+    )
+    writer.append(
+        next(at),
+        ModelRequested(
+            step=1,
+            purpose="step",
+            prefix_length=0,
+            prefix_digest=MessageChain().hexdigest,
+            new_messages=(Message.user("add 1 and 2"),),
+            tools_digest=digest([]),
+            output_schema_digest=None,
+            settings=ModelSettings(),
+        ),
+    )
+    writer.append(
+        next(at),
+        ModelResponded(
+            step=1,
+            response=ModelResponse(message=Message(role="assistant", parts=(call,))),
+        ),
+    )
+    writer.append(
+        next(at),
+        PolicyDecided(
+            call_id=CallId("c1"), tool="add", decision="allow", by="policy", reason="allowed"
+        ),
+    )
+    writer.append(
+        next(at), ToolCalled(call_id=CallId("c1"), tool="add", arguments={"a": 1, "b": 2})
+    )
+    writer.append(
+        next(at),
+        ToolReturned(result=ToolResultPart(call_id=CallId("c1"), name="add", content="3")),
+    )
+    writer.end_step()
+    writer.append(
+        next(at),
+        RunFinished(
+            run_id=RunId("r1"), steps=1, usage=Usage(), transcript_digest=digest(Transcript())
+        ),
+    )
+    writer.end_step()
+
+
+def sample() -> bytes:
+    """The sample trace's bytes."""
+    sink = MemoryTraceSink()
+    write_sample(TraceWriter(sink))
+    return sink.data
+
+
+def test_sample_trace_verifies() -> None:
+    """A trace written by the writer verifies, and its checkpoint matches the writer's."""
+    sink = MemoryTraceSink()
+    writer = TraceWriter(sink)
+    write_sample(writer)
+    report = verify_trace(sink.data)
+    expected = (True, 7, None)
+    assert expected == (report.ok, report.events, report.problem)
+    assert writer.checkpoint() == report.checkpoint
+
+
+def test_event_digest_is_the_vocab_digest_and_chains() -> None:
+    """Each line's digest is vocab's digest of the event, and prev links to the event before."""
+    trace = Trace.load(sample())
+    prevs = [GENESIS, *trace.digests[:-1]]
+    assert [digest(e) for e in trace.events] == list(trace.digests)
+    assert prevs == [e.prev for e in trace.events]
+    assert list(range(7)) == [e.seq for e in trace.events]
+
+
+def test_every_single_byte_flip_is_detected() -> None:
+    """Flipping any bit pattern of any byte of the sample trace fails verification."""
+    data = sample()
+    missed = []
+    for mask in (0x01, 0x20, 0x80):
+        for i in range(len(data)):
+            tampered = data[:i] + bytes([data[i] ^ mask]) + data[i + 1 :]
+            if verify_trace(tampered).ok:
+                missed.append((i, mask))
+    assert not missed, f"undetected flips: {missed[:10]}"
+
+
+def test_every_line_deletion_is_detected_as_removed() -> None:
+    """Deleting any one line is reported as a removal at that line's sequence number."""
+    lines = sample().splitlines(keepends=True)
+    found = []
+    for i in range(len(lines)):
+        report = verify_trace(b"".join(lines[:i] + lines[i + 1 :]))
+        assert report.problem is not None
+        found.append((report.problem.kind, report.problem.seq))
+    assert [("removed", i) for i in range(len(lines))] == found
+
+
+def test_every_line_swap_is_detected_as_reordered() -> None:
+    """Swapping any two lines is reported as a reordering at the first of them."""
+    lines = sample().splitlines(keepends=True)
+    found, expected = [], []
+    for i in range(len(lines)):
+        for j in range(i + 1, len(lines)):
+            swapped = list(lines)
+            swapped[i], swapped[j] = swapped[j], swapped[i]
+            report = verify_trace(b"".join(swapped))
+            assert report.problem is not None
+            found.append((report.problem.kind, report.problem.seq))
+            expected.append(("reordered", i))
+    assert expected == found
+
+
+def test_every_cut_point_is_detected() -> None:
+    """Cutting the file anywhere fails: mid-line as truncated, at a line end as removed."""
+    data = sample()
+    found, expected = [], []
+    for cut in range(len(data)):
+        report = verify_trace(data[:cut])
+        assert report.problem is not None
+        found.append(report.problem.kind)
+        expected.append("removed" if cut == 0 or data[cut - 1] == ord("\n") else "truncated")
+    assert expected == found
+
+
+def test_truncated_last_line_keeps_earlier_events_verified() -> None:
+    """A crash mid-line is reported as truncated, with every complete event still verified."""
+    data = sample()
+    report = verify_trace(data[:-10])
+    assert report.problem is not None
+    expected = ("truncated", 6, 6)
+    assert expected == (report.problem.kind, report.problem.seq, report.events)
+
+
+def test_duplicated_line_is_detected_as_inserted() -> None:
+    """Re-inserting a copy of an earlier line is reported as an insertion of that event."""
+    lines = sample().splitlines(keepends=True)
+    report = verify_trace(b"".join([*lines[:4], lines[1], *lines[4:]]))
+    assert report.problem is not None
+    expected = ("inserted", 4)
+    assert expected == (report.problem.kind, report.problem.seq)
+    assert "copy of seq 1" in report.problem.message
+
+
+def test_foreign_event_with_valid_digest_is_detected() -> None:
+    """A well-formed event spliced in before the real one is reported as an insertion."""
+    real = sample().splitlines(keepends=True)
+    forged_sink = MemoryTraceSink()
+    forged = TraceWriter(forged_sink)
+    forged.append(
+        START, RunStarted(run_id=RunId("evil"), config_digest="x", config=config(), prompt="p")
+    )
+    report = verify_trace(b"".join([forged_sink.lines[0], *real]))
+    assert report.problem is not None
+    expected = ("inserted", 0)
+    assert expected == (report.problem.kind, report.problem.seq)
+    assert "both claim seq 0" in report.problem.message
+
+
+def test_rewritten_trace_fails_against_signed_checkpoint() -> None:
+    """A trace rebuilt from scratch (new chain) passes alone but fails the signed checkpoint."""
+    checkpoint = Trace.load(sample()).checkpoint(key=KEY)
+    sink = MemoryTraceSink()
+    writer = TraceWriter(sink)
+    writer.append(
+        START, RunStarted(run_id=RunId("r2"), config_digest="x", config=config(), prompt="p")
+    )
+    writer.append(
+        START,
+        RunFinished(run_id=RunId("r2"), steps=0, usage=Usage(), transcript_digest="d"),
+    )
+    for _ in range(5):
+        writer.append(
+            START,
+            RunFinished(run_id=RunId("r2"), steps=0, usage=Usage(), transcript_digest="d"),
+        )
+    assert verify_trace(sink.data).ok
+    report = verify_trace(sink.data, checkpoint=checkpoint, key=KEY)
+    assert report.problem is not None
+    expected = "checkpoint"
+    assert expected == report.problem.kind
+
+
+def test_checkpoint_signature_is_checked() -> None:
+    """A signed checkpoint verifies with its key and fails with another key or when altered."""
+    data = sample()
+    checkpoint = Trace.load(data).checkpoint(key=KEY)
+    assert verify_trace(data, checkpoint=checkpoint, key=KEY).ok
+    wrong_key = verify_trace(data, checkpoint=checkpoint, key=b"other").problem
+    altered = checkpoint.model_copy(update={"size": 6})
+    altered_problem = verify_trace(data, checkpoint=altered, key=KEY).problem
+    assert wrong_key is not None and altered_problem is not None
+    expected = ("signature", "signature")
+    assert expected == (wrong_key.kind, altered_problem.kind)
+
+
+def test_checkpoint_of_a_prefix_matches_a_longer_trace() -> None:
+    """A trace extends the checkpoint of its prefix; a bigger checkpoint reports removal."""
+    trace = Trace.load(sample())
+    assert verify_trace(sample(), checkpoint=trace.checkpoint(3)).ok
+    bigger = Checkpoint(size=9, root=trace.checkpoint().root, head=trace.digests[-1])
+    problem = verify_trace(sample(), checkpoint=bigger).problem
+    assert problem is not None
+    expected = "removed"
+    assert expected == problem.kind
+
+
+def test_inclusion_and_consistency_proofs_of_a_trace() -> None:
+    """Every event is provably included; every prefix is provably extended by the whole."""
+    trace = Trace.load(sample())
+    whole = trace.checkpoint()
+    for seq in range(trace.size):
+        check_inclusion(trace.inclusion_proof(seq), whole)
+    for size in range(trace.size + 1):
+        check_consistency(trace.consistency_proof(size), trace.checkpoint(size), whole)
+    bad = trace.inclusion_proof(2).model_copy(update={"event_digest": trace.digests[3]})
+    with pytest.raises(InvalidProofError):
+        check_inclusion(bad, whole)
+    with pytest.raises(InvalidProofError):
+        check_consistency(trace.consistency_proof(3), trace.checkpoint(4), whole)
+
+
+def test_load_refuses_a_bad_trace_with_its_report() -> None:
+    """Trace.load raises TraceCorruptError carrying the report naming the problem."""
+    data = bytearray(sample())
+    data[100] ^= 1
+    with pytest.raises(TraceCorruptError) as info:
+        Trace.load(bytes(data))
+    assert info.value.report.problem is not None
+    expected = "edited"
+    assert expected == info.value.report.problem.kind
+
+
+def test_repair_moves_the_partial_line_aside(tmp_path: Path) -> None:
+    """Repair moves the partial last line to a side file, deleting nothing, and the rest verifies."""
+    data = sample()
+    path = tmp_path / "trace.jsonl"
+    path.write_bytes(data[:-10])
+    result = repair_trace(path)
+    assert result.moved_to is not None
+    moved = Path(result.moved_to).read_bytes()
+    assert data[:-10] == path.read_bytes() + moved
+    assert verify_trace(path, require_complete=False).ok
+    expected = (None, 0)
+    assert expected == tuple(repair_trace(path).model_dump().values())
+
+
+def test_file_sink_refuses_an_existing_file(tmp_path: Path) -> None:
+    """The file sink never writes over an existing trace."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"")
+    with pytest.raises(TraceExistsError, match="already exists"):
+        FileTraceSink(path)
+
+
+def test_file_sink_writes_a_verifiable_trace(tmp_path: Path) -> None:
+    """Events written through the file sink with per-event fsync verify from disk."""
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter(FileTraceSink(path), fsync="event")
+    write_sample(writer)
+    writer.close()
+    assert verify_trace(path).ok
+
+
+@pytest.mark.parametrize(
+    ("policy", "flushes", "durable"), [("event", 7, 7), ("step", 2, 2), ("none", 2, 0)]
+)
+def test_fsync_policy(policy: str, flushes: int, durable: int) -> None:
+    """Durable flushes happen per event, per step, or never, as the policy says."""
+    sink = MemoryTraceSink()
+    write_sample(TraceWriter(sink, fsync=policy))  # type: ignore[arg-type]
+    assert (flushes, durable) == (sink.flushes, sink.durable_flushes)
+
+
+def test_message_chain_is_incremental() -> None:
+    """Folding messages in batches gives the same digest as one at a time."""
+    messages = (Message.user("a"), Message(role="assistant", parts=(TextPart(text="b"),)))
+    one, two = MessageChain(), MessageChain()
+    one.update(messages)
+    two.update(messages[:1])
+    two.update(messages[1:])
+    assert (one.hexdigest, 2) == (two.hexdigest, two.length)
+    assert MessageChain().hexdigest != one.hexdigest
