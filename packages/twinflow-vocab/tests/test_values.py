@@ -62,6 +62,7 @@ def test_values_are_frozen() -> None:
         lambda: ToolCallPart(id=CallId("c1"), name="f", arguments={"x": 2**60}),
         lambda: StructuredPart(schema_name="S", value=float("inf")),
         lambda: MediaPart(media_type="png", uri="file:///x.png"),
+        lambda: MediaPart(media_type="image/png", uri="data:image/jpeg;base64,AAAA"),
         lambda: ToolSpec(name="", description="d"),
         lambda: ToolSpec(name="two words"),
         lambda: ToolSpec(name="f", parameters={"type": "string"}),

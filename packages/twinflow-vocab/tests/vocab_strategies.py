@@ -77,13 +77,20 @@ def transcripts(
     for _ in range(draw(st.integers(min_value=0, max_value=4))):
         user_parts: list[TextPart | MediaPart] = [TextPart(text=draw(plain))]
         if media and draw(st.booleans()):
-            user_parts.append(
-                MediaPart(
-                    media_type=draw(st.sampled_from(["image/png", "image/jpeg"])),
-                    uri="data:image/png;base64,"
-                    + draw(st.text(alphabet=_word + "+/", min_size=4, max_size=16)),
+            media_type = draw(
+                st.sampled_from(["image/png", "image/jpeg", "application/pdf", "audio/wav"])
+            )
+            data = draw(st.text(alphabet=_word + "+/", min_size=4, max_size=16))
+            uri = draw(
+                st.sampled_from(
+                    [
+                        f"data:{media_type};base64,{data}",
+                        f"https://example.com/{data}",
+                        f"file:///tmp/{data}",
+                    ]
                 )
             )
+            user_parts.append(MediaPart(media_type=media_type, uri=uri))
         messages.append(Message(role="user", parts=tuple(user_parts)))
         parts: list[TextPart | ReasoningPart | ToolCallPart | StructuredPart] = []
         if reasoning and draw(st.booleans()):

@@ -213,6 +213,16 @@ class MediaPart(FrozenValue):
     def _uri(cls, value: str) -> str:
         return _non_empty(value, "media uri")
 
+    @model_validator(mode="after")
+    def _data_uri_agrees(self) -> Self:
+        if self.uri.startswith("data:"):
+            declared = self.uri[5:].split(",", 1)[0].split(";", 1)[0]
+            if declared != self.media_type:
+                raise ValueError(
+                    f"data: URI declares {declared!r} but media_type is {self.media_type!r}"
+                )
+        return self
+
 
 Part = Annotated[
     TextPart | ReasoningPart | ToolCallPart | ToolResultPart | StructuredPart | MediaPart,
