@@ -64,6 +64,8 @@ class LoopbackResponse(BaseModel):
     """Send `Content-Length`; if false, the end of the body is the end of the connection."""
     delay: float = 0.0
     """Seconds to wait before answering (cut short when the server stops)."""
+    chunk_delay: float = 0.0
+    """Seconds to wait before each repeat of `body`: a body that trickles in."""
     behaviour: Behaviour = "respond"
     """`"respond"`: a normal answer; `"reset_mid_body"`: headers and half the body, then a TCP
     reset; `"garbage"`: `body` written raw, with no status line, then the connection closed."""
@@ -96,13 +98,19 @@ class _Server(ThreadingHTTPServer):
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         context = self.owner.ssl_context
-        if context is not None:
-            try:
-                request = context.wrap_socket(request, server_side=True)
-            except (OSError, ssl.SSLError) as error:
-                self.owner.errors.append(error)
-                return
-        super().finish_request(request, client_address)
+        if context is None:
+            super().finish_request(request, client_address)
+            return
+        # The handshake runs here, on the connection's own thread, not in the accept loop.
+        try:
+            wrapped = context.wrap_socket(request, server_side=True)
+        except OSError as error:
+            self.owner.errors.append(error)
+            return
+        try:
+            super().finish_request(wrapped, client_address)
+        finally:
+            self.shutdown_request(wrapped)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hangs up mid-answer is expected in these tests: keep it, don't print it.
@@ -173,6 +181,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
+        owner = self.server.owner
         if response.behaviour == "reset_mid_body":
             self.wfile.write(response.body[: len(response.body) // 2])
             self.wfile.flush()
@@ -181,8 +190,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.connection.close()
             return
         for _ in range(response.repeat):
+            if response.chunk_delay > 0:
+                self.wfile.flush()
+                if owner.stopping.wait(response.chunk_delay):
+                    return
             self.wfile.write(response.body)
-            owner = self.server.owner
             with owner.lock:
                 owner.bytes_sent += len(response.body)
         self.wfile.flush()

@@ -385,7 +385,8 @@ class UrllibJsonTransport:
         try:
             while not response.isclosed():
                 deadline.arm()
-                chunk = response.read(min(_CHUNK, limit + 1 - total))
+                # read1: at most one socket read, so the deadline is checked between reads.
+                chunk = response.read1(min(_CHUNK, limit + 1 - total))
                 if not chunk:
                     break
                 chunks.append(chunk)

@@ -1,0 +1,51 @@
+"""The public surface of twinflow.kernel."""
+
+import twinflow.kernel
+
+EXPECTED = {
+    "Clock",
+    "ConnectError",
+    "CountingIds",
+    "Fault",
+    "FaultTransport",
+    "FixedClock",
+    "HTTPStatusError",
+    "Ids",
+    "KernelError",
+    "LaunchError",
+    "Launcher",
+    "LoopbackRequest",
+    "LoopbackResponse",
+    "LoopbackServer",
+    "MockTransport",
+    "NetworkBlockedError",
+    "RecordingTransport",
+    "ReplayDivergence",
+    "ReplayTransport",
+    "ResponseDecodeError",
+    "ResponseTooLarge",
+    "SeededIds",
+    "ServerProcess",
+    "SteppingClock",
+    "SubprocessLauncher",
+    "SystemClock",
+    "SystemIds",
+    "Transport",
+    "TransportError",
+    "TransportTimeout",
+    "UrllibJsonTransport",
+    "free_port",
+}
+
+
+def test_all_lists_exactly_the_public_names() -> None:
+    """`__all__` names the kernel's public API, each once."""
+    assert sorted(EXPECTED) == sorted(twinflow.kernel.__all__)
+
+
+def test_every_exported_name_resolves() -> None:
+    """Every name in `__all__` is an attribute of the package."""
+    expected = []
+    assert expected == [
+        name for name in twinflow.kernel.__all__ if not hasattr(twinflow.kernel, name)
+    ]
