@@ -1,0 +1,96 @@
+"""FaultTransport: scheduled faults come from real sockets through the real transport."""
+
+import time
+
+import pytest
+
+from twinflow.kernel import (
+    ConnectError,
+    Fault,
+    FaultTransport,
+    HTTPStatusError,
+    MockTransport,
+    ResponseDecodeError,
+    ResponseTooLarge,
+    TransportError,
+    TransportTimeout,
+)
+from twinflow.vocab import JsonValue, UserError
+
+URL = "http://127.0.0.1:9/v1/chat/completions"
+
+
+def answer(url: str, body: JsonValue) -> JsonValue:
+    """The inner transport's answer."""
+    return {"inner": body}
+
+
+@pytest.mark.parametrize(
+    ("fault", "error_type", "words"),
+    [
+        ("refuse", ConnectError, "connection refused"),
+        ("timeout", TransportTimeout, "no complete answer"),
+        ("reset", ConnectError, "was lost"),
+        ("server_error", HTTPStatusError, "HTTP 500"),
+        ("garbage", ResponseDecodeError, "not valid HTTP"),
+        ("invalid_json", ResponseDecodeError, "is not JSON"),
+        ("oversize", ResponseTooLarge, "max_response_bytes"),
+    ],
+)
+def test_each_fault_raises_the_real_error_naming_the_callers_url(
+    fault: Fault, error_type: type[TransportError], words: str
+) -> None:
+    """Every fault kind surfaces as the error the real transport maps, renamed to the caller's URL."""
+    transport = FaultTransport(MockTransport(answer), [fault])
+    try:
+        start = time.monotonic()
+        with pytest.raises(error_type) as caught:
+            transport.post_json(URL, {"q": 1}, timeout=0.5)
+        elapsed = time.monotonic() - start
+    finally:
+        transport.close()
+    assert URL == caught.value.url
+    assert words in str(caught.value)
+    assert URL in str(caught.value)
+    assert f"[fault {fault!r} injected by FaultTransport]" in str(caught.value)
+    assert elapsed < 1.0
+    assert [(0, fault)] == transport.injected
+
+
+def test_calls_without_a_fault_reach_the_inner_transport() -> None:
+    """None and calls past the schedule pass through; the fault hits only its own call."""
+    transport = FaultTransport(MockTransport(answer), [None, "server_error"])
+    first = transport.post_json(URL, 1, timeout=2)
+    with pytest.raises(HTTPStatusError) as caught:
+        transport.post_json(URL, 2, timeout=2)
+    third = transport.post_json(URL, 3, timeout=2)
+    transport.close()
+    expected = ({"inner": 1}, {"inner": 3}, 500)
+    assert expected == (first, third, caught.value.status)
+
+
+def test_a_callable_schedule_chooses_by_call_number_url_and_body() -> None:
+    """A schedule function sees (number, url, body) and picks the fault."""
+    seen: list[tuple[int, str, JsonValue]] = []
+
+    def schedule(number: int, url: str, body: JsonValue) -> Fault | None:
+        seen.append((number, url, body))
+        return "invalid_json" if body == "bad" else None
+
+    transport = FaultTransport(MockTransport(answer), schedule)
+    ok = transport.post_json(URL, "good", timeout=2)
+    with pytest.raises(ResponseDecodeError):
+        transport.post_json(URL, "bad", timeout=2)
+    transport.close()
+    assert {"inner": "good"} == ok
+    assert [(0, URL, "good"), (1, URL, "bad")] == seen
+
+
+def test_unknown_faults_are_usage_errors() -> None:
+    """A schedule naming a fault that does not exist is refused, listing the real ones."""
+    with pytest.raises(UserError, match="unknown fault 'explode'"):
+        FaultTransport(MockTransport(answer), ["explode"])  # type: ignore[list-item]
+    transport = FaultTransport(MockTransport(answer), lambda *_: "explode")  # type: ignore[arg-type,return-value]
+    with pytest.raises(UserError, match="'refuse'"):
+        transport.post_json(URL, 1, timeout=1)
+    transport.close()
