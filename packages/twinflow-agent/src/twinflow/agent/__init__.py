@@ -1,5 +1,6 @@
 """twinflow.agent: the agent loop, deny-by-default tool policy, the tamper-evident trace."""
 
+from twinflow.agent._agent import Agent, RunResult, UsageLimits
 from twinflow.agent._errors import (
     AgentConfigError,
     AgentError,
@@ -32,6 +33,7 @@ from twinflow.agent._events import (
     ToolReturned,
     TraceEvent,
 )
+from twinflow.agent._function_model import FunctionModel
 from twinflow.agent._merkle import (
     EMPTY_ROOT,
     MerkleTree,
@@ -41,7 +43,10 @@ from twinflow.agent._merkle import (
     verify_consistency,
     verify_inclusion,
 )
+from twinflow.agent._policy import Approval, ApprovalHook, Approve, Deny, Modify, Policy
 from twinflow.agent._sink import FileTraceSink, FsyncPolicy, MemoryTraceSink, TraceSink
+from twinflow.agent._structured import PydanticStructuredOutput
+from twinflow.agent._tools import Tool
 from twinflow.agent._trace import (
     Checkpoint,
     ConsistencyProof,
@@ -67,14 +72,20 @@ __all__ = [
     "EMPTY_ROOT",
     "GENESIS",
     "TERMINAL_KINDS",
+    "Agent",
     "AgentConfig",
     "AgentConfigError",
     "AgentError",
+    "Approval",
+    "ApprovalHook",
+    "Approve",
     "Checkpoint",
     "ConsistencyProof",
+    "Deny",
     "EventBody",
     "FileTraceSink",
     "FsyncPolicy",
+    "FunctionModel",
     "InclusionProof",
     "InvalidProofError",
     "MaxStepsExceeded",
@@ -83,19 +94,24 @@ __all__ = [
     "MessageChain",
     "ModelRequested",
     "ModelResponded",
+    "Modify",
     "OutputAccepted",
     "OutputRejected",
     "OutputValidationFailed",
+    "Policy",
     "PolicyDecided",
     "PolicyRecord",
     "Problem",
     "ProblemKind",
+    "PydanticStructuredOutput",
     "RepairResult",
     "RunError",
     "RunFailed",
     "RunFinished",
+    "RunResult",
     "RunStarted",
     "SignatureError",
+    "Tool",
     "ToolCalled",
     "ToolReturned",
     "Trace",
@@ -106,6 +122,7 @@ __all__ = [
     "TraceSink",
     "TraceWriter",
     "UsageLimitExceeded",
+    "UsageLimits",
     "VerificationReport",
     "check_consistency",
     "check_inclusion",

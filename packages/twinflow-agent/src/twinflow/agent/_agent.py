@@ -1,0 +1,414 @@
+"""The agent loop: ask the model, run the tools it asks for under the policy, repeat, answer.
+
+Synchronous and deterministic given its ports: the model, the clock, the ids and the trace
+sink are injected. Each step records only its delta (new messages, the response, the
+decisions and results), so a step's cost does not grow with the length of the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar, overload
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from twinflow.agent._errors import (
+    AgentConfigError,
+    MaxStepsExceeded,
+    OutputValidationFailed,
+    UsageLimitExceeded,
+)
+from twinflow.agent._events import (
+    AgentConfig,
+    EventBody,
+    MessageChain,
+    ModelRequested,
+    ModelResponded,
+    OutputAccepted,
+    OutputRejected,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+)
+from twinflow.agent._policy import Policy, ToolRunner
+from twinflow.agent._sink import FsyncPolicy, MemoryTraceSink, TraceSink
+from twinflow.agent._structured import PydanticStructuredOutput
+from twinflow.agent._tools import Tool
+from twinflow.agent._trace import Checkpoint, TraceWriter
+from twinflow.kernel import Clock, Ids
+from twinflow.vocab import (
+    ChatModel,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    OutputSchema,
+    RunId,
+    StructuredOutputAdapter,
+    StructuredOutputError,
+    StructuredPart,
+    Transcript,
+    Usage,
+    canonical_bytes,
+    digest,
+)
+
+__all__ = ["Agent", "RunResult", "UsageLimits"]
+
+OutputT = TypeVar("OutputT")
+M = TypeVar("M", bound=BaseModel)
+
+
+class UsageLimits(BaseModel):
+    """Limits on one run's usage; None means no limit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    requests: int | None = Field(default=None, ge=1)
+    """Model requests, re-asks included."""
+    input_tokens: int | None = Field(default=None, ge=0)
+    """Prompt tokens, summed over requests."""
+    output_tokens: int | None = Field(default=None, ge=0)
+    """Generated tokens, summed over requests."""
+    total_tokens: int | None = Field(default=None, ge=0)
+    """Input plus output tokens."""
+
+
+class RunResult(BaseModel, Generic[OutputT]):
+    """What a run produced."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    output: OutputT
+    """The validated output (a pydantic model), or the final text when there is no output type."""
+    transcript: Transcript
+    """The whole conversation."""
+    head: Checkpoint
+    """Trace checkpoint after the run's last event (signed if the agent has a key)."""
+    run_id: RunId
+    """The run's id."""
+    usage: Usage
+    """Total usage."""
+    steps: int
+    """Model requests made, re-asks included."""
+
+
+class _Run:
+    """Mutable state of one run."""
+
+    __slots__ = (
+        "chain",
+        "requests",
+        "run_id",
+        "sent",
+        "step",
+        "transcript",
+        "usage_in",
+        "usage_out",
+    )
+
+    def __init__(self, run_id: RunId, transcript: Transcript) -> None:
+        self.run_id = run_id
+        self.transcript = transcript
+        self.chain = MessageChain()
+        self.sent = 0
+        self.step = 0
+        self.requests = 0
+        self.usage_in = 0
+        self.usage_out = 0
+
+
+def _emission(message: Message) -> str:
+    """The raw text a structured output is validated from."""
+    for part in message.parts:
+        if isinstance(part, StructuredPart):
+            return canonical_bytes(part.value).decode()
+    return message.text
+
+
+class Agent(Generic[OutputT]):
+    """Runs a model with tools under a deny-by-default policy, tracing every event."""
+
+    @overload
+    def __init__(
+        self: Agent[str],
+        model: ChatModel,
+        *,
+        clock: Clock,
+        ids: Ids,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        policy: Policy | None = None,
+        output_type: None = None,
+        structured: StructuredOutputAdapter | None = None,
+        max_steps: int = 10,
+        usage_limits: UsageLimits | None = None,
+        system_prompt: str | None = None,
+        settings: ModelSettings | None = None,
+        trace: TraceSink | None = None,
+        fsync: FsyncPolicy = "step",
+        signing_key: bytes | None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Agent[M],
+        model: ChatModel,
+        *,
+        clock: Clock,
+        ids: Ids,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        policy: Policy | None = None,
+        output_type: type[M],
+        structured: StructuredOutputAdapter | None = None,
+        max_steps: int = 10,
+        usage_limits: UsageLimits | None = None,
+        system_prompt: str | None = None,
+        settings: ModelSettings | None = None,
+        trace: TraceSink | None = None,
+        fsync: FsyncPolicy = "step",
+        signing_key: bytes | None = None,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        clock: Clock,
+        ids: Ids,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        policy: Policy | None = None,
+        output_type: type[BaseModel] | None = None,
+        structured: StructuredOutputAdapter | None = None,
+        max_steps: int = 10,
+        usage_limits: UsageLimits | None = None,
+        system_prompt: str | None = None,
+        settings: ModelSettings | None = None,
+        trace: TraceSink | None = None,
+        fsync: FsyncPolicy = "step",
+        signing_key: bytes | None = None,
+    ) -> None:
+        """Configure an agent.
+
+        Args:
+            model: The chat model (injected; any `ChatModel`).
+            clock: Clock port; every event's ``at`` comes from it.
+            ids: Ids port; run ids come from it.
+            tools: Tools, or typed callables turned into tools.
+            policy: Tool policy (default: deny every tool).
+            output_type: Pydantic model of the final answer; None for plain text.
+            structured: Adapter validating the answer (default `PydanticStructuredOutput`).
+            max_steps: Model requests allowed while the model keeps calling tools.
+            usage_limits: Limits on requests and tokens.
+            system_prompt: System message opening every run.
+            settings: Model settings sent with every request.
+            trace: Where trace lines go (default: an in-memory sink). Runs append to it.
+            fsync: When trace lines are made durable.
+            signing_key: HMAC key signing the checkpoint returned with each run.
+
+        Raises:
+            AgentConfigError: Duplicate tool names, a policy naming unknown tools, or a
+                bad ``max_steps``.
+        """
+        if max_steps < 1:
+            raise AgentConfigError(f"max_steps must be at least 1, not {max_steps}")
+        self.model = model
+        self.clock = clock
+        self.ids = ids
+        self.policy = policy if policy is not None else Policy()
+        self.output_type = output_type
+        self.structured: StructuredOutputAdapter = structured or PydanticStructuredOutput()
+        self.max_steps = max_steps
+        self.usage_limits = usage_limits or UsageLimits()
+        self.system_prompt = system_prompt
+        self.settings = settings or ModelSettings()
+        self.signing_key = signing_key
+        self.writer = TraceWriter(trace if trace is not None else MemoryTraceSink(), fsync=fsync)
+        self.tools: dict[str, Tool] = {}
+        for item in tools:
+            tool = item if isinstance(item, Tool) else Tool.from_function(item)
+            if tool.name in self.tools:
+                raise AgentConfigError(
+                    f"two tools are named {tool.name!r}; tool names must be unique"
+                )
+            self.tools[tool.name] = tool
+        unknown = sorted(self.policy.allow - set(self.tools))
+        if unknown:
+            raise AgentConfigError(
+                f"the policy allows tools that are not registered: {unknown}; "
+                f"registered: {sorted(self.tools)}"
+            )
+        self._specs = tuple(t.spec for t in self.tools.values())
+        self._schema = None if output_type is None else OutputSchema.for_model(output_type)
+        self.config = AgentConfig(
+            model=type(model).__name__,
+            system_prompt=system_prompt,
+            tools=self._specs,
+            policy=self.policy.record(),
+            output_schema=self._schema,
+            max_steps=max_steps,
+            usage_limits=self.usage_limits.model_dump(),
+            settings=self.settings,
+        )
+        self.config_digest = digest(self.config)
+        self._tools_digest = digest([spec.model_dump(mode="json") for spec in self._specs])
+        self._schema_digest = None if self._schema is None else digest(self._schema)
+
+    def _emit(self, body: EventBody) -> None:
+        self.writer.append(self.clock.now(), body)
+
+    def run(self, prompt: str) -> RunResult[OutputT]:
+        """Run the agent on one prompt.
+
+        Args:
+            prompt: The user's message.
+
+        Returns:
+            The output, transcript and trace head.
+
+        Raises:
+            MaxStepsExceeded: The model still called tools after ``max_steps`` requests.
+            UsageLimitExceeded: A usage limit was crossed.
+            OutputValidationFailed: The structured output never validated.
+            Exception: Whatever the model raised (a transport failure, say), unchanged.
+        """
+        run_id = self.ids.run_id()
+        self._emit(
+            RunStarted(
+                run_id=run_id, config_digest=self.config_digest, config=self.config, prompt=prompt
+            )
+        )
+        opening = (Message.system(self.system_prompt),) if self.system_prompt is not None else ()
+        state = _Run(run_id, Transcript(messages=(*opening, Message.user(prompt))))
+        runner = ToolRunner(self.tools, self.policy, self._emit)
+        try:
+            output = self._loop(state, runner)
+        except BaseException as exc:
+            self._emit(
+                RunFailed(
+                    run_id=run_id,
+                    steps=state.requests,
+                    error_type=type(exc).__name__,
+                    message=str(exc),
+                )
+            )
+            self.writer.end_step()
+            raise
+        usage = Usage(input_tokens=state.usage_in, output_tokens=state.usage_out)
+        self._emit(
+            RunFinished(
+                run_id=run_id,
+                steps=state.requests,
+                usage=usage,
+                transcript_digest=digest(state.transcript),
+            )
+        )
+        self.writer.end_step()
+        return RunResult(
+            output=output,
+            transcript=state.transcript,
+            head=self.writer.checkpoint(self.signing_key),
+            run_id=run_id,
+            usage=usage,
+            steps=state.requests,
+        )
+
+    def _loop(self, state: _Run, runner: ToolRunner) -> OutputT:
+        for step in range(1, self.max_steps + 1):
+            state.step = step
+            response = self._ask(state, "step")
+            calls = response.message.tool_calls
+            if not calls:
+                return self._finish(state, response)
+            results = tuple(runner.run(call) for call in calls)
+            state.transcript = state.transcript.append(Message(role="tool", parts=results))
+            self.writer.end_step()
+        raise MaxStepsExceeded(
+            f"run {state.run_id}: the model was still calling tools after max_steps={self.max_steps} "
+            "requests; raise max_steps or check the tools' results"
+        )
+
+    def _ask(self, state: _Run, purpose: str) -> ModelResponse:
+        messages = state.transcript.messages
+        new = messages[state.sent :]
+        self._emit(
+            ModelRequested(
+                step=state.step,
+                purpose="reask" if purpose == "reask" else "step",
+                prefix_length=state.chain.length,
+                prefix_digest=state.chain.hexdigest,
+                new_messages=new,
+                tools_digest=self._tools_digest,
+                output_schema_digest=self._schema_digest,
+                settings=self.settings,
+            )
+        )
+        state.chain.update(new)
+        state.sent = len(messages)
+        request = ModelRequest(
+            transcript=state.transcript,
+            tools=self._specs,
+            output_schema=self._schema,
+            settings=self.settings,
+        )
+        response = self.model.request(request)
+        self._emit(ModelResponded(step=state.step, response=response))
+        state.requests += 1
+        state.usage_in += response.usage.input_tokens
+        state.usage_out += response.usage.output_tokens
+        self._check_limits(state)
+        state.transcript = state.transcript.append(response.message)
+        return response
+
+    def _check_limits(self, state: _Run) -> None:
+        limits = self.usage_limits
+        used = {
+            "requests": state.requests,
+            "input_tokens": state.usage_in,
+            "output_tokens": state.usage_out,
+            "total_tokens": state.usage_in + state.usage_out,
+        }
+        for name, value in used.items():
+            limit = getattr(limits, name)
+            if limit is not None and value > limit:
+                raise UsageLimitExceeded(
+                    f"run {state.run_id}: {name} reached {value}, over the limit of {limit}"
+                )
+
+    def _finish(self, state: _Run, response: ModelResponse) -> OutputT:
+        if self.output_type is None or self._schema is None:
+            text = response.message.text
+            self._emit(OutputAccepted(attempts=1, schema_name=None, value=text))
+            return text  # type: ignore[return-value]
+        emissions = [_emission(response.message)]
+        schema_name = self._schema.name
+
+        def reask(error: str) -> str:
+            self._emit(OutputRejected(attempt=len(emissions), emission=emissions[-1], error=error))
+            state.transcript = state.transcript.append(
+                Message.user(
+                    f"Your answer did not validate against the schema {schema_name}:\n{error}\n"
+                    "Reply again with only JSON that matches the schema."
+                )
+            )
+            emissions.append(_emission(self._ask(state, "reask").message))
+            return emissions[-1]
+
+        try:
+            result = self.structured.validate(emissions[0], self.output_type, reask)
+        except StructuredOutputError as exc:
+            last = exc.attempts[-1] if exc.attempts else None
+            if last is not None and last.error is not None:
+                self._emit(
+                    OutputRejected(attempt=last.number, emission=last.emission, error=last.error)
+                )
+            raise OutputValidationFailed(
+                f"run {state.run_id}: the {schema_name} output did not validate: {exc}"
+            ) from exc
+        self._emit(
+            OutputAccepted(
+                attempts=len(result.attempts),
+                schema_name=schema_name,
+                value=result.output.model_dump(mode="json"),
+            )
+        )
+        return result.output  # type: ignore[return-value]

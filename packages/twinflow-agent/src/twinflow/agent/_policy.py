@@ -1,0 +1,242 @@
+"""The tool policy, deny by default, and the runner that applies it to each call.
+
+For each tool call the model asks for, in this order: an unknown tool is denied; a tool not
+allowed by name is denied; arguments that fail validation are denied; a call over the
+per-tool or per-run budget is denied; then the approval hook, if any, approves, denies or
+modifies the arguments (which are validated again). Only then does the function run. Every
+decision is a `PolicyDecided` event with its reason; every outcome, denials and raising
+tools included, is a `ToolReturned` event and an error result the model sees.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, ValidationError
+
+from twinflow.agent._events import EventBody, PolicyDecided, PolicyRecord, ToolCalled, ToolReturned
+from twinflow.agent._tools import Tool, format_validation_error
+from twinflow.vocab import ToolCallPart, ToolResultPart
+
+__all__ = [
+    "Approval",
+    "ApprovalHook",
+    "Approve",
+    "Deny",
+    "Modify",
+    "Policy",
+    "ToolRunner",
+]
+
+
+class Approve(BaseModel):
+    """The approval hook lets the call run as asked."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["approve"] = "approve"
+    """Union tag."""
+    reason: str = "approved by the approval hook"
+    """Why."""
+
+
+class Deny(BaseModel):
+    """The approval hook refuses the call."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["deny"] = "deny"
+    """Union tag."""
+    reason: str
+    """Why; the model sees it."""
+
+
+class Modify(BaseModel):
+    """The approval hook lets the call run with other arguments (validated again)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["modify"] = "modify"
+    """Union tag."""
+    arguments: dict[str, JsonValue]
+    """The arguments to run with instead."""
+    reason: str = "arguments modified by the approval hook"
+    """Why."""
+
+
+Approval = Annotated[Approve | Deny | Modify, Discriminator("kind")]
+"""What an approval hook decides."""
+
+ApprovalHook = Callable[[ToolCallPart], Approve | Deny | Modify]
+"""Called with each call that passed the automatic rules, before it runs."""
+
+
+class Policy(BaseModel):
+    """Which tools may run, how often, and with whose approval. Deny by default."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    allow: frozenset[str] = frozenset()
+    """Tool names allowed to run; every other tool is denied."""
+    tool_budgets: Mapping[str, int] = Field(default_factory=dict)
+    """Calls allowed per tool in one run (tools not named here: no per-tool limit)."""
+    run_budget: int | None = Field(default=None, ge=0)
+    """Tool calls allowed in one run, all tools together; None for no limit."""
+    approval: ApprovalHook | None = None
+    """Hook deciding on each call the automatic rules allowed."""
+    max_output_chars: int = Field(default=16_000, ge=1)
+    """Tool output above this many characters is cut, with a marker saying how much."""
+    include_traceback: bool = False
+    """Add the traceback to the error result of a tool that raises."""
+
+    def record(self) -> PolicyRecord:
+        """The policy's data, as recorded in the trace."""
+        hook = self.approval
+        return PolicyRecord(
+            allow=tuple(sorted(self.allow)),
+            tool_budgets=dict(self.tool_budgets),
+            run_budget=self.run_budget,
+            approval=None if hook is None else f"{hook.__module__}.{hook.__qualname__}",
+            max_output_chars=self.max_output_chars,
+            include_traceback=self.include_traceback,
+        )
+
+
+Emit = Callable[[EventBody], None]
+
+
+class ToolRunner:
+    """Applies a policy to tool calls for one run (it holds that run's budgets)."""
+
+    def __init__(self, tools: Mapping[str, Tool], policy: Policy, emit: Emit) -> None:
+        """Start a run's tool runner.
+
+        Args:
+            tools: Registered tools by name.
+            policy: The policy.
+            emit: Receives each event (decision, call, result) in order.
+        """
+        self._tools = tools
+        self._policy = policy
+        self._emit = emit
+        self._used: dict[str, int] = {}
+        self._used_total = 0
+
+    def run(self, call: ToolCallPart) -> ToolResultPart:
+        """Decide on one call, run it if allowed, and return the result the model sees.
+
+        Args:
+            call: The model's tool call.
+
+        Returns:
+            The result part (an error result for every refusal or failure).
+        """
+        policy = self._policy
+        tool = self._tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(self._tools)) or "none"
+            return self._deny(call, "UnknownTool", f"no tool named {call.name!r} (tools: {known})")
+        if call.name not in policy.allow:
+            return self._deny(
+                call, "ToolDenied", f"tool {call.name!r} is not allowed by the policy"
+            )
+        try:
+            kwargs = tool.validate(call.arguments)
+        except ValidationError as exc:
+            return self._deny(
+                call,
+                "InvalidArguments",
+                f"arguments for {call.name!r} are invalid:\n{format_validation_error(exc)}",
+            )
+        budget = policy.tool_budgets.get(call.name)
+        if budget is not None and self._used.get(call.name, 0) >= budget:
+            return self._deny(
+                call, "BudgetExceeded", f"tool {call.name!r} budget of {budget} calls is used up"
+            )
+        if policy.run_budget is not None and self._used_total >= policy.run_budget:
+            return self._deny(
+                call, "BudgetExceeded", f"run budget of {policy.run_budget} tool calls is used up"
+            )
+        arguments = call.arguments
+        if policy.approval is None:
+            self._emit(
+                PolicyDecided(
+                    call_id=call.id,
+                    tool=call.name,
+                    decision="allow",
+                    by="policy",
+                    reason="allowed by name",
+                )
+            )
+        else:
+            verdict = policy.approval(call)
+            if isinstance(verdict, Deny):
+                return self._deny(call, "ToolDenied", verdict.reason, by="approval")
+            if isinstance(verdict, Modify):
+                try:
+                    kwargs = tool.validate(verdict.arguments)
+                except ValidationError as exc:
+                    return self._deny(
+                        call,
+                        "InvalidArguments",
+                        f"modified arguments for {call.name!r} are invalid:\n{format_validation_error(exc)}",
+                        by="approval",
+                    )
+                arguments = verdict.arguments
+                self._emit(
+                    PolicyDecided(
+                        call_id=call.id,
+                        tool=call.name,
+                        decision="allow",
+                        by="approval",
+                        reason=verdict.reason,
+                        arguments=arguments,
+                    )
+                )
+            else:
+                self._emit(
+                    PolicyDecided(
+                        call_id=call.id,
+                        tool=call.name,
+                        decision="allow",
+                        by="approval",
+                        reason=verdict.reason,
+                    )
+                )
+        self._used[call.name] = self._used.get(call.name, 0) + 1
+        self._used_total += 1
+        self._emit(ToolCalled(call_id=call.id, tool=call.name, arguments=arguments))
+        try:
+            content = tool.call(kwargs)
+        except Exception as exc:  # a raising tool is a result the model sees, never a crash
+            message = f"{type(exc).__name__}: {exc}"
+            if policy.include_traceback:
+                message += "\n" + "".join(traceback.format_exception(exc))
+            return self._result(call, message, type(exc).__name__)
+        return self._result(call, content, None)
+
+    def _deny(
+        self,
+        call: ToolCallPart,
+        error_type: str,
+        reason: str,
+        *,
+        by: Literal["policy", "approval"] = "policy",
+    ) -> ToolResultPart:
+        self._emit(
+            PolicyDecided(call_id=call.id, tool=call.name, decision="deny", by=by, reason=reason)
+        )
+        return self._result(call, f"{error_type}: {reason}", error_type)
+
+    def _result(self, call: ToolCallPart, content: str, error_type: str | None) -> ToolResultPart:
+        cap = self._policy.max_output_chars
+        cut = max(0, len(content) - cap)
+        if cut:
+            content = content[:cap] + f"\n[truncated: {cut} more characters]"
+        result = ToolResultPart(
+            call_id=call.id, name=call.name, content=content, is_error=error_type is not None
+        )
+        self._emit(ToolReturned(result=result, error_type=error_type, truncated_chars=cut))
+        return result
