@@ -1,0 +1,193 @@
+"""Against a real model: llama-cpp-python's server constraining SmolLM2-135M to our schemas."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+
+import pytest
+from pydantic import BaseModel, Field
+
+from twinflow.kernel import UrllibJsonTransport
+from twinflow.local_model import OpenAICompatibleChatModel, OpenAICompatibleStructuredOutput
+from twinflow.vocab import (
+    Message,
+    ModelRequest,
+    ModelSettings,
+    StructuredOutputError,
+    ToolResultPart,
+    ToolSpec,
+    Transcript,
+    digest,
+)
+
+SETTINGS = ModelSettings(temperature=0, max_tokens=96, seed=0)
+
+
+class Address(BaseModel):
+    """An address."""
+
+    city: str
+    country: str
+
+
+class Customer(BaseModel):
+    """Nested object."""
+
+    name: str
+    address: Address
+
+
+class Item(BaseModel):
+    """A line item."""
+
+    product: str
+    quantity: int
+
+
+class Order(BaseModel):
+    """Array of objects."""
+
+    items: list[Item] = Field(max_length=3)
+
+
+class Colour(StrEnum):
+    """Colours."""
+
+    red = "red"
+    green = "green"
+    blue = "blue"
+
+
+class Paint(BaseModel):
+    """Enum."""
+
+    colour: Colour
+
+
+class Dice(BaseModel):
+    """Integer bounds."""
+
+    roll: int = Field(ge=1, le=6)
+
+
+class Contact(BaseModel):
+    """Optional fields."""
+
+    name: str
+    email: str | None = None
+    phone: str | None = None
+
+
+class Person(BaseModel):
+    """A bound the grammar drops: llama-cpp-python does not enforce `minimum`."""
+
+    name: str
+    age: int = Field(ge=50)
+
+
+def adapter(base: str, max_attempts: int = 3) -> OpenAICompatibleStructuredOutput:
+    return OpenAICompatibleStructuredOutput(
+        UrllibJsonTransport(),
+        base_url=base,
+        dialect="llama-cpp-python",
+        settings=SETTINGS,
+        max_attempts=max_attempts,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "output_type"),
+    [
+        ("Ada lives in Paris, France. Give the customer.", Customer),
+        ("Order: 2 apples and 1 pear. Give the order items.", Order),
+        ("The paint is the colour of the sky. Which colour?", Paint),
+        ("I rolled a four. Give the roll.", Dice),
+        ("Contact: Bob, phone 555-1234. Give the contact.", Contact),
+    ],
+)
+def test_the_real_model_answers_schema_valid_values(
+    llama_server: str, question: str, output_type: type[BaseModel]
+) -> None:
+    """Nested objects, arrays of objects, enums, integer bounds and optional fields all validate."""
+    result = adapter(llama_server).generate((Message.user(question),), output_type)
+    assert isinstance(result.output, output_type)
+    assert result.attempts[-1].error is None
+
+
+def test_the_second_validation_catches_what_the_grammar_let_through(llama_server: str) -> None:
+    """The decoder emits age 36 under `minimum: 50`; pydantic refuses it and the retry keeps the schema."""
+    bodies: list[dict[str, object]] = []
+    real = UrllibJsonTransport()
+
+    class Spy:
+        def post_json(self, url: str, body: object, *, timeout: float) -> object:
+            assert isinstance(body, dict)
+            bodies.append(body)
+            return real.post_json(url, body, timeout=timeout)  # type: ignore[arg-type]
+
+        def close(self) -> None:
+            real.close()
+
+    structured = OpenAICompatibleStructuredOutput(
+        Spy(),  # type: ignore[arg-type]
+        base_url=llama_server,
+        dialect="llama-cpp-python",
+        settings=SETTINGS,
+        max_attempts=2,
+        timeout=60,
+    )
+    question = Transcript(messages=(Message.user("Ada is 36. Give her name and age as JSON."),))
+    report = structured.preflight(Person)
+    assert [f.pointer for f in report.findings] == ["/properties/age/minimum"]
+    # SmolLM2-135M repeats itself at temperature 0, so the retry is refused too and the run
+    # ends in StructuredOutputError: the value the grammar let through never reaches the caller.
+    with pytest.raises(StructuredOutputError) as caught:
+        structured.generate(question, Person)
+    attempts = caught.value.attempts
+    first = attempts[0]
+    assert json.loads(first.emission)["age"] == 36
+    assert first.error == "age: Input should be greater than or equal to 50"
+    assert len(bodies) == 2
+    schema = Person.model_json_schema()
+    assert [schema, schema] == [b["response_format"]["schema"] for b in bodies]  # type: ignore[index]
+    assert [digest(b) for b in bodies] == [a.request_digest for a in attempts]  # type: ignore[arg-type]
+
+
+def test_a_structured_action_exchange_with_the_real_model(llama_server: str) -> None:
+    """Step one is constrained to call `add`; with the result in, the final answer closes the run."""
+    add = ToolSpec(
+        name="add",
+        description="Add two integers a and b.",
+        parameters={
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+        },
+    )
+    model = OpenAICompatibleChatModel(
+        UrllibJsonTransport(),
+        base_url=llama_server,
+        dialect="llama-cpp-python",
+        mode="structured-action",
+        timeout=60,
+    )
+    transcript = Transcript(messages=(Message.user("What is 2 + 3? Use the add tool."),))
+    first = model.request(ModelRequest(transcript=transcript, tools=(add,), settings=SETTINGS))
+    (call,) = first.message.tool_calls
+    assert (call.name, first.finish_reason) == ("add", "tool_calls")
+    assert {"a", "b"} == set(call.arguments)
+    a, b = call.arguments["a"], call.arguments["b"]
+    assert isinstance(a, int) and isinstance(b, int)
+    transcript = transcript.append(
+        first.message,
+        Message(
+            role="tool", parts=(ToolResultPart(call_id=call.id, name="add", content=str(a + b)),)
+        ),
+    )
+    # The loop offers no further tool once it has the result: the union is the final branch alone.
+    final = model.request(ModelRequest(transcript=transcript, settings=SETTINGS))
+    assert final.finish_reason == "stop"
+    assert final.message.tool_calls == ()
+    assert final.message.text != ""
