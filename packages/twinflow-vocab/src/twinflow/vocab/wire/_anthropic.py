@@ -1,0 +1,229 @@
+"""Anthropic Messages (`/v1/messages`) to and from transcripts.
+
+The system prompt lives outside `messages`; tool calls are `tool_use` blocks and results are
+`tool_result` blocks (with `is_error`) inside a user message. Reasoning is not sent: Anthropic
+accepts prior `thinking` only with the signature it issued, which a transcript does not keep;
+read back, `thinking` blocks become reasoning parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from twinflow.vocab._errors import InvalidValueError
+from twinflow.vocab._values import (
+    CallId,
+    MediaPart,
+    Message,
+    Part,
+    ReasoningPart,
+    StructuredPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Transcript,
+)
+from twinflow.vocab.wire._reader import (
+    Path,
+    append,
+    arr,
+    boolean,
+    build,
+    fail,
+    field,
+    json_object,
+    obj,
+    optional,
+    string,
+    structured_text,
+)
+
+__all__ = ["from_anthropic", "to_anthropic", "to_anthropic_tools"]
+
+
+def _media_block(p: MediaPart) -> dict[str, Any]:
+    kind = "document" if p.media_type == "application/pdf" else "image"
+    if p.uri.startswith("data:"):
+        header, _, data = p.uri[5:].partition(",")
+        if not header.endswith(";base64"):
+            raise InvalidValueError("Anthropic takes data: media only base64-encoded")
+        return {
+            "type": kind,
+            "source": {"type": "base64", "media_type": p.media_type, "data": data},
+        }
+    return {"type": kind, "source": {"type": "url", "url": p.uri}}
+
+
+def _block(p: Part) -> dict[str, Any] | None:
+    if isinstance(p, TextPart):
+        return {"type": "text", "text": p.text}
+    if isinstance(p, StructuredPart):
+        return {"type": "text", "text": structured_text(p)}
+    if isinstance(p, MediaPart):
+        return _media_block(p)
+    if isinstance(p, ToolCallPart):
+        return {"type": "tool_use", "id": p.id, "name": p.name, "input": p.arguments}
+    if isinstance(p, ToolResultPart):
+        return {
+            "type": "tool_result",
+            "tool_use_id": p.call_id,
+            "content": p.content,
+            "is_error": p.is_error,
+        }
+    return None  # reasoning: see the module docstring
+
+
+def to_anthropic(transcript: Transcript) -> dict[str, Any]:
+    """Translate a transcript to `{"system": ..., "messages": [...]}` for `/v1/messages`.
+
+    One leading system message becomes `system` (a string, or text blocks if it has several
+    parts); tool messages become user messages of `tool_result` blocks.
+
+    Raises:
+        InvalidValueError: A system message other than the first message (Anthropic has one
+            system prompt), or media it cannot carry.
+    """
+    out: dict[str, Any] = {}
+    messages: list[dict[str, Any]] = []
+    for i, m in enumerate(transcript.messages):
+        if m.role == "system":
+            if i != 0:
+                raise InvalidValueError(
+                    f"messages[{i}]: Anthropic has one system prompt, before the messages"
+                )
+            texts = [p.text for p in m.parts if isinstance(p, TextPart)]
+            out["system"] = (
+                texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
+            )
+            continue
+        blocks = [b for b in (_block(p) for p in m.parts) if b is not None]
+        messages.append(
+            {"role": "assistant" if m.role == "assistant" else "user", "content": blocks}
+        )
+    out["messages"] = messages
+    return out
+
+
+def to_anthropic_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
+    """Translate tool specs to Messages `tools` (`input_schema`)."""
+    return [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
+    ]
+
+
+def _result_content(value: object, path: Path) -> str:
+    if isinstance(value, str):
+        return value
+    texts = []
+    for i, item in enumerate(arr(value, path)):
+        o = obj(item, (*path, i))
+        if field(o, "type", (*path, i), string) != "text":
+            raise fail("only text tool_result content can be read", (*path, i, "type"))
+        texts.append(field(o, "text", (*path, i), string))
+    return "".join(texts)
+
+
+def _media(o: dict[str, Any], path: Path) -> MediaPart:
+    source = field(o, "source", path, obj)
+    spath = (*path, "source")
+    kind = field(source, "type", spath, string)
+    if kind == "base64":
+        media_type = field(source, "media_type", spath, string)
+        data = field(source, "data", spath, string)
+        return build(path, MediaPart, media_type=media_type, uri=f"data:{media_type};base64,{data}")
+    if kind == "url":
+        url = field(source, "url", spath, string)
+        fallback = "application/pdf" if o.get("type") == "document" else "image/*"
+        return build(path, MediaPart, media_type=fallback, uri=url)
+    raise fail(f"unsupported media source type {kind!r} (expected base64 or url)", (*spath, "type"))
+
+
+def from_anthropic(payload: object) -> Transcript:
+    """Translate a Messages request (`{"system"?, "messages"}`) to a transcript.
+
+    A user message's `tool_result` blocks become a tool message (names recovered from the
+    calls), followed by a user message for any other blocks.
+
+    Raises:
+        WireFormatError: The payload is not a Messages request, or a result answers no earlier
+            `tool_use`; `.path` points at the offending part.
+    """
+    root = obj(payload, ())
+    transcript = Transcript()
+    system = root.get("system")
+    if system is not None:
+        if isinstance(system, str):
+            parts: tuple[Part, ...] = (TextPart(text=system),)
+        else:
+            parts = tuple(
+                TextPart(text=field(obj(b, ("system", i)), "text", ("system", i), string))
+                for i, b in enumerate(arr(system, ("system",)))
+            )
+        transcript = append(transcript, Message(role="system", parts=parts), ("system",))
+    names: dict[str, str] = {}
+    for i, item in enumerate(field(root, "messages", (), arr)):
+        path: Path = ("messages", i)
+        m = obj(item, path)
+        role = field(m, "role", path, string)
+        if role not in ("user", "assistant"):
+            raise fail(f"unknown role {role!r} (expected user or assistant)", (*path, "role"))
+        content = field(m, "content", path, lambda v, p: v)
+        if isinstance(content, str):
+            transcript = append(
+                transcript, Message(role=role, parts=(TextPart(text=content),)), path
+            )
+            continue
+        results: list[ToolResultPart] = []
+        others: list[Part] = []
+        for j, block in enumerate(arr(content, (*path, "content"))):
+            bpath = (*path, "content", j)
+            b = obj(block, bpath)
+            kind = field(b, "type", bpath, string)
+            if kind == "text":
+                others.append(TextPart(text=field(b, "text", bpath, string)))
+            elif kind == "thinking":
+                others.append(ReasoningPart(text=field(b, "thinking", bpath, string)))
+            elif kind == "redacted_thinking":
+                continue
+            elif kind in ("image", "document"):
+                others.append(_media(b, bpath))
+            elif kind == "tool_use":
+                call_id = field(b, "id", bpath, string)
+                name = field(b, "name", bpath, string)
+                args = field(b, "input", bpath, json_object)
+                others.append(
+                    build(bpath, ToolCallPart, id=CallId(call_id), name=name, arguments=args)
+                )
+                names[call_id] = name
+            elif kind == "tool_result":
+                call_id = field(b, "tool_use_id", bpath, string)
+                if call_id not in names:
+                    raise fail(
+                        f"tool_result for {call_id!r}, which no earlier tool_use made",
+                        (*bpath, "tool_use_id"),
+                    )
+                text = _result_content(b.get("content", ""), (*bpath, "content"))
+                is_error = optional(b, "is_error", bpath, boolean) or False
+                results.append(
+                    build(
+                        bpath,
+                        ToolResultPart,
+                        call_id=CallId(call_id),
+                        name=names[call_id],
+                        content=text,
+                        is_error=is_error,
+                    )
+                )
+            else:
+                raise fail(f"unsupported content block type {kind!r}", (*bpath, "type"))
+        if results:
+            transcript = append(transcript, Message(role="tool", parts=tuple(results)), path)
+        if others or not results:
+            transcript = append(
+                transcript,
+                build(path, Message, role=role, parts=tuple(others)),
+                path,
+            )
+    return transcript

@@ -1,0 +1,223 @@
+"""Ollama `/api/chat` messages and request bodies to and from transcripts.
+
+Ollama's messages carry one `content` string, `thinking`, `images` (bare base64, no media
+type), `tool_calls` with arguments as objects and no ids, and `tool` messages naming the tool
+(`tool_name`). Call ids therefore do not survive: reading assigns `call_<message>_<index>`
+and matches each result to the oldest unanswered call of that tool. Images read back as PNG,
+JPEG, GIF or WebP by their magic bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import JsonValue
+
+from twinflow.vocab._errors import InvalidValueError
+from twinflow.vocab._protocols import ModelRequest
+from twinflow.vocab._values import (
+    CallId,
+    MediaPart,
+    Message,
+    Part,
+    ReasoningPart,
+    StructuredPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Transcript,
+)
+from twinflow.vocab.wire._reader import (
+    Path,
+    append,
+    arr,
+    build,
+    fail,
+    field,
+    json_object,
+    obj,
+    optional,
+    string,
+    structured_text,
+)
+
+__all__ = ["from_ollama_messages", "ollama_chat_request", "to_ollama_messages", "to_ollama_tools"]
+
+_MAGIC = (
+    ("iVBORw0KGgo", "image/png"),
+    ("/9j/", "image/jpeg"),
+    ("R0lGOD", "image/gif"),
+    ("UklGR", "image/webp"),
+)
+
+
+def _image(part: MediaPart) -> str:
+    uri = part.uri
+    header, comma, data = uri[5:].partition(",") if uri.startswith("data:") else ("", "", "")
+    if not comma or not header.endswith(";base64") or not part.media_type.startswith("image/"):
+        raise InvalidValueError(
+            f"Ollama takes images as base64 only; {part.media_type} at {uri[:40]!r} is not a base64 data: image URI"
+        )
+    return data
+
+
+def to_ollama_messages(transcript: Transcript) -> list[dict[str, Any]]:
+    """Translate a transcript to `/api/chat` `messages`.
+
+    Text and structured values (as canonical JSON) join into `content`; reasoning into
+    `thinking`; each tool result becomes its own `tool` message (`is_error` has no field).
+
+    Raises:
+        InvalidValueError: Media that is not a base64 `data:` image (Ollama has no other form).
+    """
+    out: list[dict[str, Any]] = []
+    for m in transcript.messages:
+        if m.role == "tool":
+            out.extend(
+                {"role": "tool", "content": r.content, "tool_name": r.name} for r in m.tool_results
+            )
+            continue
+        msg: dict[str, Any] = {"role": m.role, "content": ""}
+        text: list[str] = []
+        thinking: list[str] = []
+        images: list[str] = []
+        for p in m.parts:
+            if isinstance(p, TextPart):
+                text.append(p.text)
+            elif isinstance(p, StructuredPart):
+                text.append(structured_text(p))
+            elif isinstance(p, ReasoningPart):
+                thinking.append(p.text)
+            elif isinstance(p, MediaPart):
+                images.append(_image(p))
+        msg["content"] = "".join(text)
+        if thinking:
+            msg["thinking"] = "".join(thinking)
+        if images:
+            msg["images"] = images
+        if m.tool_calls:
+            msg["tool_calls"] = [
+                {"function": {"name": c.name, "arguments": c.arguments}} for c in m.tool_calls
+            ]
+        out.append(msg)
+    return out
+
+
+def to_ollama_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
+    """Translate tool specs to `/api/chat` `tools`."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
+
+
+def ollama_chat_request(
+    request: ModelRequest, *, model: str, stream: bool = False
+) -> dict[str, Any]:
+    """Build an `/api/chat` request body: messages, tools, `format` (the output schema), options.
+
+    Raises:
+        InvalidValueError: As `to_ollama_messages`.
+    """
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": to_ollama_messages(request.transcript),
+        "stream": stream,
+    }
+    if request.tools:
+        body["tools"] = to_ollama_tools(request.tools)
+    if request.output_schema is not None:
+        body["format"] = request.output_schema.json_schema
+    settings = request.settings
+    options: dict[str, JsonValue] = {}
+    if settings.temperature is not None:
+        options["temperature"] = settings.temperature
+    if settings.max_tokens is not None:
+        options["num_predict"] = settings.max_tokens
+    if settings.seed is not None:
+        options["seed"] = settings.seed
+    if options:
+        body["options"] = options
+    return body
+
+
+def _media_type(data: str) -> str:
+    for prefix, media_type in _MAGIC:
+        if data.startswith(prefix):
+            return media_type
+    return "image/*"
+
+
+def from_ollama_messages(messages: object) -> Transcript:
+    """Translate `/api/chat` `messages` to a transcript.
+
+    Raises:
+        WireFormatError: The payload is not `/api/chat` messages, or a tool message names a tool
+            with no unanswered call; `.path` points at the offending part.
+    """
+    transcript = Transcript()
+    unanswered: list[ToolCallPart] = []
+    pending: list[ToolResultPart] = []
+    pending_path: Path = ()
+    for i, item in enumerate(arr(messages, ())):
+        path: Path = (i,)
+        m = obj(item, path)
+        role = field(m, "role", path, string)
+        content = optional(m, "content", path, string) or ""
+        if role == "tool":
+            name = field(m, "tool_name", path, string)
+            match = next((c for c in unanswered if c.name == name), None)
+            if match is None:
+                raise fail(
+                    f"tool message for {name!r}, but no earlier call to it is unanswered",
+                    (*path, "tool_name"),
+                )
+            unanswered.remove(match)
+            if not pending:
+                pending_path = path
+            pending.append(ToolResultPart(call_id=match.id, name=name, content=content))
+            continue
+        if pending:
+            transcript = append(
+                transcript, Message(role="tool", parts=tuple(pending)), pending_path
+            )
+            pending.clear()
+        if role not in ("system", "user", "assistant"):
+            raise fail(
+                f"unknown role {role!r} (expected system, user, assistant or tool)", (*path, "role")
+            )
+        parts: list[Part] = []
+        thinking = optional(m, "thinking", path, string)
+        if thinking is not None:
+            parts.append(ReasoningPart(text=thinking))
+        # `content` is always present on the wire: empty content beside other parts means no text.
+        if content or not (m.get("tool_calls") or m.get("images") or thinking is not None):
+            parts.append(TextPart(text=content))
+        for j, image in enumerate(optional(m, "images", path, arr) or []):
+            data = string(image, (*path, "images", j))
+            parts.append(
+                build(
+                    (*path, "images", j),
+                    MediaPart,
+                    media_type=_media_type(data),
+                    uri=f"data:{_media_type(data)};base64,{data}",
+                )
+            )
+        for j, call in enumerate(optional(m, "tool_calls", path, arr) or []):
+            cpath = (*path, "tool_calls", j)
+            fn = field(obj(call, cpath), "function", cpath, obj)
+            fpath = (*cpath, "function")
+            name = field(fn, "name", fpath, string)
+            args = json_object(fn.get("arguments", {}), (*fpath, "arguments"))
+            part = build(cpath, ToolCallPart, id=CallId(f"call_{i}_{j}"), name=name, arguments=args)
+            parts.append(part)
+            unanswered.append(part)
+        transcript = append(transcript, build(path, Message, role=role, parts=tuple(parts)), path)
+    if pending:
+        transcript = append(transcript, Message(role="tool", parts=tuple(pending)), pending_path)
+    return transcript
