@@ -1,0 +1,121 @@
+"""Benchmark: twinflow.kernel's transport and import cost, against named peers in the same run.
+
+1. `UrllibJsonTransport.post_json` round trip to a loopback JSON echo server, against the
+   `httpx2` sync client (or `httpx` when httpx2 is not installed) posting the same body to the
+   same server. httpx keeps its connection alive between requests; the kernel's transport opens
+   one connection per call on purpose (nothing pooled, nothing shared between calls), so the
+   ratio includes that design choice. Target: ratio <= 1 (no slower).
+2. `python -c "import twinflow.kernel"` against `python -c "pass"` (best of N fresh interpreters).
+
+Run: .venv/bin/python benchmarks/kernel_transport.py [--requests N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from twinflow.kernel import LoopbackRequest, LoopbackResponse, LoopbackServer, UrllibJsonTransport
+
+BODY = {
+    "model": "smollm2",
+    "messages": [{"role": "user", "content": "Say hello in five words. " * 4}],
+    "temperature": 0.0,
+}
+
+
+def echo(request: LoopbackRequest) -> LoopbackResponse:
+    """Answer like a small chat completion."""
+    return LoopbackResponse.json_body(
+        {
+            "choices": [{"message": {"role": "assistant", "content": "hello " * 5}}],
+            "n": len(request.body),
+        }
+    )
+
+
+def per_call(function: Callable[[], Any], requests: int, rounds: int = 5) -> float:
+    """Median over `rounds` of the mean seconds per call."""
+    for _ in range(20):
+        function()
+    results = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(requests):
+            function()
+        results.append((time.perf_counter() - start) / requests)
+    return statistics.median(results)
+
+
+def peer_client() -> tuple[str, Any]:
+    """The httpx2 sync client if installed, else httpx's."""
+    for name in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        return f"{name} {getattr(module, '__version__', '?')}", module.Client(trust_env=False)
+    raise SystemExit("neither httpx2 nor httpx is installed")
+
+
+def bench_transport(requests: int) -> None:
+    """Round-trip time, ours vs the peer's, against one loopback server."""
+    name, client = peer_client()
+    transport = UrllibJsonTransport()
+    with LoopbackServer(echo) as server, client:
+        url = server.url_for("/v1/chat/completions")
+        assert transport.post_json(url, BODY, timeout=5) == client.post(url, json=BODY).json()
+        ours = per_call(lambda: transport.post_json(url, BODY, timeout=5), requests)
+        theirs = per_call(lambda: client.post(url, json=BODY, timeout=5).json(), requests)
+    print(f"post_json round trip: twinflow {ours * 1e6:.0f} us, {name} {theirs * 1e6:.0f} us")
+    print(f"  ratio twinflow / {name.split()[0]} = {ours / theirs:.2f}  (target <= 1.00)")
+
+
+def import_time(code: str, runs: int) -> float:
+    """Best wall time of `python -c code` over `runs` fresh interpreters."""
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def bench_import(runs: int) -> None:
+    """`import twinflow.kernel` against an empty interpreter (and against its vocab dependency)."""
+    empty = import_time("pass", runs)
+    vocab = import_time("import twinflow.vocab", runs)
+    kernel = import_time("import twinflow.kernel", runs)
+    print(
+        f"interpreter start: empty {empty * 1e3:.1f} ms, import twinflow.vocab "
+        f"{vocab * 1e3:.1f} ms, import twinflow.kernel {kernel * 1e3:.1f} ms"
+    )
+    print(f"  ratio import twinflow.kernel / empty interpreter = {kernel / empty:.2f}")
+    print(
+        f"  of which twinflow.vocab (pydantic, canonical JSON) {(vocab - empty) * 1e3:.1f} ms, "
+        f"the kernel's own modules {(kernel - vocab) * 1e3:.1f} ms"
+    )
+
+
+def main() -> None:
+    """Run both benchmarks and print the ratios."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--requests", type=int, default=300, help="requests per timing round")
+    parser.add_argument(
+        "--imports", type=int, default=15, help="fresh interpreters per import timing"
+    )
+    args = parser.parse_args()
+    bench_transport(args.requests)
+    bench_import(args.imports)
+
+
+if __name__ == "__main__":
+    main()
