@@ -5,7 +5,7 @@ output schema (if any) constraining the reply. `structured-action`: every reply 
 a union schema (call one offered tool with its arguments, or give the final answer) and parsed
 into a tool call or a final message, so the loop runs on any server that constrains decoding,
 with or without native tool calling. Call ids are derived from the request digest and the call's
-index (or taken from injected `Ids`), never random (ADR 0033).
+index (or taken from injected `Ids`), never random (ADR 0032).
 """
 
 from __future__ import annotations

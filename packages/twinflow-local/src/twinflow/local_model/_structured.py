@@ -4,7 +4,7 @@ Both adapters implement vocab's `StructuredOutputAdapter` seam (`validate`) and 
 which makes the requests itself. A failed validation (bad JSON included) is re-asked with the
 schema still in the body and the validation error given back as a user message; `max_attempts`
 counts every attempt, the first included. Transport failures are not caught here at all, so a
-connection refused, a timeout or any HTTP error status leaves at once, unretried (ADR 0031).
+connection refused, a timeout or any HTTP error status leaves at once, unretried (ADR 0030).
 """
 
 from __future__ import annotations
