@@ -1,0 +1,137 @@
+"""The composition root: real adapters wired into an agent from a run spec.
+
+Only here do the agent and the local-model client meet: the agent receives the model as a
+`ChatModel` port, the model receives the kernel's real transport, and both receive the
+kernel's real clock and ids (or, under replay, the recorded ones).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from twinflow.agent import Agent, Policy, TraceSink
+from twinflow.cli._embedded import server_command, smollm2_gguf
+from twinflow.cli._spec import ModelSpec, RunSpec, SpecError, load_tools, resolve_dotted
+from twinflow.kernel import Clock, Ids, SubprocessLauncher, Transport, free_port
+from twinflow.local_model import OllamaChatModel, OpenAICompatibleChatModel
+from twinflow.vocab import ChatModel, ModelSettings
+
+__all__ = ["build_agent", "build_model", "embedded_server", "output_type_of"]
+
+
+def build_model(spec: ModelSpec, transport: Transport, ids: Ids) -> ChatModel:
+    """The chat model a spec names, speaking through ``transport``."""
+    if spec.kind == "ollama":
+        return OllamaChatModel(
+            transport,
+            model=spec.name,
+            base_url=spec.url,
+            mode=spec.mode,
+            ids=ids,
+            timeout=spec.timeout,
+        )
+    return OpenAICompatibleChatModel(
+        transport,
+        base_url=spec.url,
+        model=spec.name,
+        dialect=spec.dialect,
+        mode=spec.mode,
+        ids=ids,
+        timeout=spec.timeout,
+    )
+
+
+def output_type_of(spec: RunSpec) -> type[BaseModel] | None:
+    """The pydantic model a spec's ``output`` names, if any.
+
+    Raises:
+        SpecError: the path does not name a pydantic model.
+    """
+    if spec.output is None:
+        return None
+    target = resolve_dotted(spec.output)
+    if not (isinstance(target, type) and issubclass(target, BaseModel)):
+        raise SpecError(f"output: {spec.output!r} is not a pydantic model class")
+    return target
+
+
+def build_agent(
+    spec: RunSpec,
+    *,
+    model: ChatModel,
+    clock: Clock,
+    ids: Ids,
+    trace: TraceSink,
+    tools: list[Callable[..., Any]] | None = None,
+) -> Agent[Any]:
+    """An agent configured by ``spec``, with the given ports.
+
+    Args:
+        spec: The run spec.
+        model: The chat model (real, or replaying).
+        clock: The clock port.
+        ids: The ids port.
+        trace: Where the trace goes.
+        tools: The tool callables (default: resolved from the spec's dotted paths).
+    """
+    policy = Policy(
+        allow=frozenset(spec.policy.allow),
+        tool_budgets=dict(spec.policy.per_tool_budget),
+        run_budget=spec.policy.max_tool_calls,
+    )
+    output_type = output_type_of(spec)
+    agent: Agent[Any] = Agent(
+        model,
+        clock=clock,
+        ids=ids,
+        tools=load_tools(spec) if tools is None else tools,
+        policy=policy,
+        output_type=output_type,
+        max_steps=spec.max_steps,
+        system_prompt=spec.system,
+        settings=ModelSettings(temperature=spec.model.temperature, seed=0),
+        trace=trace,
+    )
+    return agent
+
+
+@contextlib.contextmanager
+def embedded_server(
+    log_dir: Path | None = None,
+    *,
+    deadline: float = 120.0,
+    on_progress: Callable[[str], None] = print,
+) -> Iterator[str]:
+    """Start SmolLM2-135M-Instruct under llama-cpp-python on a free loopback port.
+
+    Yields the server's base URL; the server (and any child it started) is stopped when the
+    block exits, however it exits.
+
+    Raises:
+        EmbeddedModelMissing: the demo extra is not installed.
+        LaunchError: the server did not start in time (the message shows its log's end).
+    """
+    gguf = smollm2_gguf()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with contextlib.ExitStack() as stack:
+        if log_dir is None:
+            log_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="twinflow-")))
+        log = log_dir / "model-server.log"
+        on_progress(
+            f"loading SmolLM2-135M-Instruct ({gguf.stat().st_size // 1_000_000} MB) on {base} ..."
+        )
+        server = SubprocessLauncher().launch(
+            server_command(gguf, port),
+            health_url=f"{base}/v1/models",
+            deadline=deadline,
+            log_path=log,
+        )
+        stack.enter_context(server)
+        yield base
