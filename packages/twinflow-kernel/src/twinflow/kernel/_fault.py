@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 from urllib.parse import parse_qs, urlsplit
 
-from twinflow.kernel._errors import TransportError
+from twinflow.kernel._errors import KernelError, TransportError
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse, LoopbackServer
 from twinflow.kernel._netpolicy import free_port
 from twinflow.kernel._ports import Transport
@@ -131,7 +131,10 @@ class FaultTransport:
             answer = self._real.post_json(target, body, timeout=timeout)
         except TransportError as error:
             raise error.with_url(url, f" [fault {fault!r} injected by FaultTransport]") from error
-        raise AssertionError(f"fault {fault!r} produced an answer: {answer!r}")
+        raise KernelError(
+            f"FaultTransport: fault {fault!r} for {url} produced an answer ({answer!r}) instead of "
+            "failing; this is a kernel bug, please report it"
+        )
 
     def close(self) -> None:
         """Stop the misbehaving server and close `inner`."""

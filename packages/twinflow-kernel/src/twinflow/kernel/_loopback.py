@@ -21,7 +21,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict
 
-from twinflow.vocab import JsonValue
+from twinflow.vocab import JsonValue, UserError
 
 
 class LoopbackRequest(BaseModel):
@@ -242,7 +242,9 @@ class LoopbackServer:
     def port(self) -> int:
         """The port the server listens on."""
         if self._server is None:
-            raise RuntimeError("LoopbackServer is not started: use it in a `with` block")
+            raise UserError(
+                "LoopbackServer is not started: use it in a `with` block or call start()"
+            )
         return int(self._server.server_address[1])
 
     @property
