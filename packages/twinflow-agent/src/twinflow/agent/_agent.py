@@ -344,7 +344,9 @@ class Agent(Generic[OutputT]):
         )
         state.chain.update(new)
         state.sent = len(messages)
-        request = ModelRequest(
+        # Every field is an already validated value and tool names were checked unique in
+        # __init__; validating again would re-walk the whole transcript each step (O(n)).
+        request = ModelRequest.model_construct(
             transcript=state.transcript,
             tools=self._specs,
             output_schema=self._schema,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, create_model
-from pydantic_core import to_jsonable_python
+from pydantic_core import to_json, to_jsonable_python
 
 from twinflow.agent._errors import AgentConfigError
 from twinflow.vocab import ToolSpec, canonical_bytes
@@ -156,7 +156,7 @@ class Tool:
         Raises:
             ValidationError: The arguments do not satisfy the schema.
         """
-        validated = self._arguments.model_validate_json(canonical_bytes(arguments), strict=True)
+        validated = self._arguments.model_validate_json(to_json(arguments), strict=True)
         return {name: getattr(validated, name) for name in type(validated).model_fields}
 
     def call(self, kwargs: dict[str, object]) -> str:

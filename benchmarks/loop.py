@@ -1,0 +1,155 @@
+"""Agent loop cost per step: twinflow.agent vs pydantic-ai's agent loop, and trace verification speed.
+
+Scenario: a scripted model makes one tool call per step (``add(a, b)``) for N steps, then answers.
+twinflow writes the full trace to a file with an fsync per step; pydantic-ai runs the same
+script through its own loop with its ``FunctionModel`` (it writes no trace). Printed: us/step
+for N = 10, 100, 1000, the ratio pydantic-ai / twinflow, the same twinflow run without fsync
+and with an in-memory sink (where the time goes), and verification throughput as a ratio to
+``json.loads`` + sha256 per line over the same file.
+
+Run: .venv/bin/python benchmarks/loop.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic_ai import Agent as PydanticAgent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo
+from pydantic_ai.models.function import FunctionModel as PydanticFunctionModel
+from pydantic_ai.usage import UsageLimits as PydanticUsageLimits
+
+from twinflow.agent import (
+    Agent,
+    FileTraceSink,
+    FunctionModel,
+    MemoryTraceSink,
+    Policy,
+    verify_trace,
+)
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.vocab import CallId, Message, ModelRequest
+from twinflow.vocab import TextPart as TfText
+from twinflow.vocab import ToolCallPart as TfCall
+
+SIZES = (10, 100, 1000)
+REPEATS = 5
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def twinflow_run(steps: int, directory: Path, mode: str) -> float:
+    """Seconds for one twinflow run of ``steps`` tool steps (mode: fsync, nofsync, memory)."""
+    count = 0
+
+    def handler(request: ModelRequest) -> Message:
+        nonlocal count
+        count += 1
+        if count <= steps:
+            return Message(
+                role="assistant",
+                parts=(TfCall(id=CallId(f"c{count}"), name="add", arguments={"a": count, "b": 1}),),
+            )
+        return Message(role="assistant", parts=(TfText(text="done"),))
+
+    path = directory / f"trace-{mode}-{steps}-{time.perf_counter_ns()}.jsonl"
+    sink = MemoryTraceSink() if mode == "memory" else FileTraceSink(path)
+    agent = Agent(
+        FunctionModel(handler),
+        clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        ids=CountingIds(),
+        tools=[add],
+        policy=Policy(allow=frozenset({"add"})),
+        max_steps=steps + 1,
+        trace=sink,
+        fsync="none" if mode == "nofsync" else "step",
+    )
+    start = time.perf_counter()
+    agent.run("add numbers")
+    elapsed = time.perf_counter() - start
+    agent.writer.close()
+    return elapsed
+
+
+def pydantic_ai_run(steps: int) -> float:
+    """Seconds for the same scenario through pydantic-ai's agent loop."""
+    count = 0
+
+    def handler(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        nonlocal count
+        count += 1
+        if count <= steps:
+            return ModelResponse(
+                parts=[ToolCallPart("add", {"a": count, "b": 1}, tool_call_id=f"c{count}")]
+            )
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = PydanticAgent(PydanticFunctionModel(handler), tools=[add])
+    start = time.perf_counter()
+    agent.run_sync("add numbers", usage_limits=PydanticUsageLimits(request_limit=None))
+    return time.perf_counter() - start
+
+
+def best_us_per_step(fn: object, steps: int) -> float:
+    """Median over REPEATS runs, in microseconds per step."""
+    times = [fn(steps) for _ in range(REPEATS)]  # type: ignore[operator]
+    return statistics.median(times) / steps * 1e6
+
+
+def verification(path: Path) -> tuple[float, float]:
+    """(verify_trace seconds, json.loads + sha256 per line seconds), best of 5."""
+    data = path.read_bytes()
+    lines = data.splitlines()
+    verify_times, base_times = [], []
+    for _ in range(5):
+        start = time.perf_counter()
+        report = verify_trace(data)
+        verify_times.append(time.perf_counter() - start)
+        assert report.ok, report.problem
+        start = time.perf_counter()
+        for line in lines:
+            json.loads(line)
+            hashlib.sha256(line).digest()
+        base_times.append(time.perf_counter() - start)
+    return min(verify_times), min(base_times)
+
+
+def main() -> None:
+    """Run the benchmark and print the figures."""
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        twinflow_run(5, directory, "fsync")  # warm-up: imports, schema builds
+        pydantic_ai_run(5)
+        print(
+            f"{'steps':>6} {'twinflow us/step':>17} {'no fsync':>9} {'memory':>8} {'pydantic-ai':>12} {'ratio':>7}"
+        )
+        for steps in SIZES:
+            tf = best_us_per_step(lambda n: twinflow_run(n, directory, "fsync"), steps)
+            nofsync = best_us_per_step(lambda n: twinflow_run(n, directory, "nofsync"), steps)
+            memory = best_us_per_step(lambda n: twinflow_run(n, directory, "memory"), steps)
+            pa = best_us_per_step(pydantic_ai_run, steps)
+            print(
+                f"{steps:>6} {tf:>17.1f} {nofsync:>9.1f} {memory:>8.1f} {pa:>12.1f} {pa / tf:>6.1f}x"
+            )
+        big = max(directory.glob("trace-fsync-1000-*.jsonl"), key=lambda p: p.stat().st_mtime)
+        verify_s, base_s = verification(big)
+        size_mb = big.stat().st_size / 1e6
+        print(
+            f"verification of a {len(big.read_bytes().splitlines())}-event trace ({size_mb:.2f} MB): "
+            f"{size_mb / verify_s:.1f} MB/s; json.loads+sha256: {size_mb / base_s:.1f} MB/s; "
+            f"ratio {base_s / verify_s:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
