@@ -3,9 +3,14 @@
 import twinflow.kernel
 
 EXPECTED = {
+    "GUARDED_ENTRY_POINTS",
+    "GuardRecord",
+    "NondeterminismError",
+    "nondeterminism_guard",
     "Clock",
     "ConnectError",
     "CountingIds",
+    "Executor",
     "Fault",
     "FaultTransport",
     "FixedClock",
@@ -25,11 +30,13 @@ EXPECTED = {
     "ResponseDecodeError",
     "ResponseTooLarge",
     "SeededIds",
+    "SerialExecutor",
     "ServerProcess",
     "SteppingClock",
     "SubprocessLauncher",
     "SystemClock",
     "SystemIds",
+    "ThreadExecutor",
     "Transport",
     "TransportError",
     "TransportTimeout",

@@ -8,6 +8,7 @@ Time, ids, the network and processes enter twinflow only through the ports here 
 """
 
 from twinflow.kernel._clock import FixedClock, SteppingClock, SystemClock
+from twinflow.kernel._concurrency import Executor, SerialExecutor, ThreadExecutor
 from twinflow.kernel._errors import (
     ConnectError,
     HTTPStatusError,
@@ -26,17 +27,26 @@ from twinflow.kernel._launcher import ServerProcess, SubprocessLauncher
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse, LoopbackServer
 from twinflow.kernel._mock import MockTransport
 from twinflow.kernel._netpolicy import free_port
+from twinflow.kernel._nondeterminism import (
+    GUARDED_ENTRY_POINTS,
+    GuardRecord,
+    NondeterminismError,
+    nondeterminism_guard,
+)
 from twinflow.kernel._ports import Clock, Ids, Launcher, Transport
 from twinflow.kernel._replay import RecordingTransport, ReplayTransport
 from twinflow.kernel._transport import UrllibJsonTransport
 
 __all__ = [
+    "GUARDED_ENTRY_POINTS",
     "Clock",
     "ConnectError",
     "CountingIds",
+    "Executor",
     "Fault",
     "FaultTransport",
     "FixedClock",
+    "GuardRecord",
     "HTTPStatusError",
     "Ids",
     "KernelError",
@@ -47,20 +57,24 @@ __all__ = [
     "LoopbackServer",
     "MockTransport",
     "NetworkBlockedError",
+    "NondeterminismError",
     "RecordingTransport",
     "ReplayDivergence",
     "ReplayTransport",
     "ResponseDecodeError",
     "ResponseTooLarge",
     "SeededIds",
+    "SerialExecutor",
     "ServerProcess",
     "SteppingClock",
     "SubprocessLauncher",
     "SystemClock",
     "SystemIds",
+    "ThreadExecutor",
     "Transport",
     "TransportError",
     "TransportTimeout",
     "UrllibJsonTransport",
     "free_port",
+    "nondeterminism_guard",
 ]
