@@ -148,9 +148,7 @@ class GuardRecord:
         """Every refusal, in order."""
 
 
-def _sentinel(
-    dotted: str, original: Callable[..., Any], record: GuardRecord
-) -> Callable[..., Any]:
+def _sentinel(dotted: str, original: Callable[..., Any], record: GuardRecord) -> Callable[..., Any]:
     def guarded(*args: Any, **kwargs: Any) -> Any:
         caller = _calling_module(sys._getframe(1))
         if _from_kernel(caller):
