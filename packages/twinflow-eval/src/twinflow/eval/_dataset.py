@@ -1,0 +1,205 @@
+"""Datasets: cases in YAML or JSON Lines, validated with errors naming file, line and key.
+
+YAML::
+
+    name: invoices
+    scorers: [{kind: fields}]          # applied to every case
+    cases:
+      - id: inv-001
+        input: "Invoice ..."
+        expected: {total: 12.5}
+        assertions: [{kind: numeric, field: total, tolerance: 0.01}]
+        tags: [eur]
+        repeats: 1
+
+JSON Lines: one case object per line (the dataset is named after the file); a case with
+``expected`` and no ``assertions`` is scored by exact match.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from twinflow.eval._errors import DatasetError
+from twinflow.eval._scorers import ExactMatch, ScorerSpec
+from twinflow.vocab import digest
+
+__all__ = ["Case", "Dataset", "load_dataset"]
+
+
+class Case(BaseModel):
+    """One eval case."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    """Unique id; letters, digits, ``.``, ``_``, ``-`` (it names the case's files)."""
+    input: str = Field(min_length=1)
+    """The prompt the agent is run on."""
+    expected: JsonValue = None
+    """The expected output, if any (scorers compare against it)."""
+    assertions: tuple[ScorerSpec, ...] = ()
+    """Scorers for this case, in addition to the dataset's."""
+    tags: tuple[str, ...] = ()
+    """Tags, for pass rates by tag."""
+    repeats: int = Field(default=1, ge=1, le=1000)
+    """How many times the case is run."""
+
+
+class Dataset(BaseModel):
+    """A named set of cases with the scorers applied to every case."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    """The dataset's name."""
+    scorers: tuple[ScorerSpec, ...] = ()
+    """Scorers applied to every case."""
+    cases: tuple[Case, ...] = Field(min_length=1)
+    """The cases, in order."""
+
+    @property
+    def digest(self) -> str:
+        """Digest of the dataset's canonical JSON form: run directories are tied to it."""
+        return digest(self)
+
+    def scorers_for(self, case: Case) -> tuple[ScorerSpec, ...]:
+        """The dataset's scorers then the case's; exact match if neither names one and ``expected`` is set."""
+        scorers = (*self.scorers, *case.assertions)
+        if not scorers and case.expected is not None:
+            return (ExactMatch(),)
+        return scorers
+
+
+def _line_of(node: yaml.Node | None, loc: Sequence[int | str]) -> int | None:
+    """The 1-based line of the YAML node at ``loc`` (or of its nearest existing parent)."""
+    line = None if node is None else node.start_mark.line + 1
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == key), None)
+            if pair is None:
+                return line
+            line = pair[0].start_mark.line + 1
+            node = pair[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _message(error: Any) -> str:
+    if error["type"] == "extra_forbidden":
+        return "unknown key"
+    if error["type"] == "missing":
+        return "required key is missing"
+    return str(error["msg"])
+
+
+def _problem(source: Path, line: int | None, loc: Sequence[int | str], message: str) -> str:
+    where = f"{source}:{line}" if line is not None else str(source)
+    dotted = ".".join(str(part) for part in loc) or "(top level)"
+    return f"{where}: {dotted}: {message}"
+
+
+def _raise(problems: list[str]) -> None:
+    more = (
+        f" (and {len(problems) - 1} more: {'; '.join(problems[1:4])})" if len(problems) > 1 else ""
+    )
+    raise DatasetError(problems[0] + more)
+
+
+def _check_ids(
+    cases: Sequence[Case], lines: Sequence[int | None], source: Path, prefix: Sequence[int | str]
+) -> None:
+    seen: dict[str, int] = {}
+    for index, case in enumerate(cases):
+        if case.id in seen:
+            _raise(
+                [
+                    _problem(
+                        source,
+                        lines[index],
+                        (*prefix, index, "id") if prefix else ("id",),
+                        f"duplicate case id {case.id!r} (first used by case {seen[case.id]})",
+                    )
+                ]
+            )
+        seen[case.id] = index
+
+
+def _load_yaml(path: Path, text: str) -> Dataset:
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise DatasetError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict):
+        raise DatasetError(f"{path}: a YAML dataset is a mapping with 'name' and 'cases'")
+    data.setdefault("name", path.stem)
+    try:
+        dataset = Dataset.model_validate(data)
+    except ValidationError as exc:
+        _raise(
+            [_problem(path, _line_of(root, e["loc"]), e["loc"], _message(e)) for e in exc.errors()]
+        )
+        raise  # unreachable: _raise always raises
+    lines = [_line_of(root, ("cases", i)) for i in range(len(dataset.cases))]
+    _check_ids(dataset.cases, lines, path, ("cases",))
+    return dataset
+
+
+def _load_jsonl(path: Path, text: str) -> Dataset:
+    cases: list[Case] = []
+    lines: list[int | None] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise DatasetError(f"{path}:{number}: not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise DatasetError(f"{path}:{number}: each line must be a JSON object (one case)")
+        try:
+            cases.append(Case.model_validate(data))
+        except ValidationError as exc:
+            _raise([_problem(path, number, e["loc"], _message(e)) for e in exc.errors()])
+        lines.append(number)
+    if not cases:
+        raise DatasetError(f"{path}: the dataset holds no cases")
+    _check_ids(cases, lines, path, ())
+    return Dataset(name=path.stem, cases=tuple(cases))
+
+
+def load_dataset(path: str | Path) -> Dataset:
+    """Read and validate a dataset (``.yaml``/``.yml`` or ``.jsonl``).
+
+    Args:
+        path: The dataset file.
+
+    Returns:
+        The dataset.
+
+    Raises:
+        DatasetError: Naming the file, line and key of the first problem.
+    """
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DatasetError(f"{source}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{source}: cannot read the dataset ({exc})") from None
+    if source.suffix == ".jsonl":
+        return _load_jsonl(source, text)
+    if source.suffix in {".yaml", ".yml"}:
+        return _load_yaml(source, text)
+    raise DatasetError(f"{source}: unknown dataset format; use .yaml, .yml or .jsonl")

@@ -1,0 +1,169 @@
+"""What a run did, read back from its verified trace: the only thing scorers ever see.
+
+Scoring in the runner and in ``rescore`` both go through `observe`, so the same trace always
+gets the same scores, with or without a model.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, JsonValue
+
+from twinflow.agent import (
+    ModelResponded,
+    OutputAccepted,
+    OutputRejected,
+    PolicyDecided,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    ToolReturned,
+    Trace,
+)
+
+__all__ = ["Observation", "ToolCallRecord", "observe"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCallRecord(_Frozen):
+    """One tool call the model asked for, and what became of it."""
+
+    call_id: str
+    """The call's id."""
+    tool: str
+    """The tool name the model asked for."""
+    arguments: dict[str, JsonValue]
+    """The arguments the model sent."""
+    decision: Literal["allow", "deny"] | None
+    """The policy's final decision (None if the run ended before one was made)."""
+    reason: str
+    """Why the policy decided so."""
+    is_error: bool
+    """The result the model saw was an error (a denial, bad arguments, a raising tool)."""
+    result: str | None
+    """The result text the model saw, if any."""
+
+
+class Observation(_Frozen):
+    """A run as its trace records it."""
+
+    status: Literal["finished", "failed", "incomplete"]
+    """How the run ended: an output, an error, or no terminal event."""
+    prompt: str
+    """The prompt the run started with."""
+    output: JsonValue
+    """The accepted output (JSON form, or text); None when no output was accepted."""
+    schema_name: str | None
+    """The output schema's name, when the agent had one."""
+    output_schema: dict[str, JsonValue] | None
+    """The output JSON schema the agent sent, when it had one."""
+    output_accepted: bool
+    """An output was accepted (for a schema: it validated)."""
+    attempts: int
+    """Structured-output attempts: accepted after N, or N rejected; 0 if never asked."""
+    steps: int
+    """Model requests made."""
+    tool_calls: tuple[ToolCallRecord, ...]
+    """Tool calls in the order the model asked for them."""
+    error_type: str | None
+    """The error class name when the run failed."""
+    error: str | None
+    """The error message when the run failed."""
+    input_tokens: int
+    """Prompt tokens over the run."""
+    output_tokens: int
+    """Generated tokens over the run."""
+    duration_s: float
+    """Seconds between the first and last event's clock readings."""
+
+
+def observe(trace: Trace) -> Observation:
+    """Read a verified trace into an `Observation`.
+
+    Args:
+        trace: A trace loaded with `Trace.load` (so it verified).
+
+    Returns:
+        What the run did.
+    """
+    prompt = ""
+    output: JsonValue = None
+    schema_name: str | None = None
+    schema: dict[str, JsonValue] | None = None
+    accepted = False
+    attempts = 0
+    rejected = 0
+    steps = 0
+    status: Literal["finished", "failed", "incomplete"] = "incomplete"
+    error_type: str | None = None
+    error: str | None = None
+    tokens_in = tokens_out = 0
+    calls: dict[str, dict[str, object]] = {}
+    for event in trace.events:
+        body = event.body
+        if isinstance(body, RunStarted):
+            prompt = body.prompt
+            if body.config.output_schema is not None:
+                schema_name = body.config.output_schema.name
+                schema = dict(body.config.output_schema.json_schema)
+        elif isinstance(body, ModelResponded):
+            tokens_in += body.response.usage.input_tokens
+            tokens_out += body.response.usage.output_tokens
+            for call in body.response.message.tool_calls:
+                calls[call.id] = {
+                    "call_id": call.id,
+                    "tool": call.name,
+                    "arguments": dict(call.arguments),
+                    "decision": None,
+                    "reason": "",
+                    "is_error": False,
+                    "result": None,
+                }
+        elif isinstance(body, PolicyDecided):
+            record = calls.get(body.call_id)
+            if record is not None:
+                record["decision"] = body.decision
+                record["reason"] = body.reason
+        elif isinstance(body, ToolReturned):
+            record = calls.get(body.result.call_id)
+            if record is not None:
+                record["is_error"] = body.result.is_error
+                record["result"] = body.result.content
+        elif isinstance(body, OutputRejected):
+            rejected = max(rejected, body.attempt)
+        elif isinstance(body, OutputAccepted):
+            accepted = True
+            output = body.value
+            attempts = body.attempts if body.schema_name is not None else 0
+        elif isinstance(body, RunFinished):
+            status = "finished"
+            steps = body.steps
+        elif isinstance(body, RunFailed):
+            status = "failed"
+            steps = body.steps
+            error_type = body.error_type
+            error = body.message
+    if not accepted:
+        attempts = rejected
+    times = [event.at for event in trace.events]
+    duration = (times[-1] - times[0]).total_seconds() if times else 0.0
+    return Observation(
+        status=status,
+        prompt=prompt,
+        output=output,
+        schema_name=schema_name,
+        output_schema=schema,
+        output_accepted=accepted,
+        attempts=attempts,
+        steps=steps,
+        tool_calls=tuple(ToolCallRecord.model_validate(record) for record in calls.values()),
+        error_type=error_type,
+        error=error,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        duration_s=duration,
+    )

@@ -1,0 +1,214 @@
+"""The files of a run directory, as frozen values, and the atomic writes that keep them whole.
+
+A run directory::
+
+    run.json              the manifest: the dataset (whole), its digest, the shard, the case keys
+    traces/<key>.jsonl    one trace per case repeat (``<key>`` is ``<case id>@<repeat>``)
+    cases/<key>.json      one result per finished case repeat, written atomically
+    results.json          every result plus a summary, rewritten atomically at the end
+    lab-notes.md/.html    the reports
+
+Each file is written to a temporary name, synced, then renamed over the target, so a killed
+run leaves either the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from twinflow.agent import Checkpoint
+from twinflow.eval._dataset import Case, Dataset
+from twinflow.eval._errors import RunDirError, ShardError
+from twinflow.eval._scorers import Score
+
+__all__ = [
+    "CaseResult",
+    "CaseStatus",
+    "EvalResults",
+    "RunManifest",
+    "Shard",
+    "Summary",
+    "case_key",
+    "read_json_model",
+    "select_keys",
+    "write_atomic",
+]
+
+M = TypeVar("M", bound=BaseModel)
+
+CaseStatus = Literal["passed", "failed", "errored", "flagged"]
+"""A case's verdict: every scorer passed; one failed; one raised; or its trace did not verify."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Shard(_Frozen):
+    """One slice of a dataset's cases: the ``index``-th of ``count`` (1-based)."""
+
+    index: int = Field(ge=1)
+    """Which slice, from 1."""
+    count: int = Field(ge=1)
+    """How many slices."""
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """Read ``i/n``.
+
+        Raises:
+            ShardError: Not of the form ``i/n`` with ``1 <= i <= n``.
+        """
+        left, sep, right = text.partition("/")
+        if not (sep and left.isdigit() and right.isdigit() and 1 <= int(left) <= int(right)):
+            raise ShardError(f"--shard {text!r}: write i/n with 1 <= i <= n, e.g. 2/4")
+        return cls(index=int(left), count=int(right))
+
+    def __str__(self) -> str:
+        """``i/n``."""
+        return f"{self.index}/{self.count}"
+
+    def holds(self, case_id: str) -> bool:
+        """Whether this slice holds the case (by a hash of its id, so order does not matter)."""
+        bucket = int.from_bytes(hashlib.sha256(case_id.encode()).digest()[:8], "big") % self.count
+        return bucket == self.index - 1
+
+
+def case_key(case_id: str, repeat: int) -> str:
+    """The key (and file stem) of one repeat of a case: ``<id>@<repeat>``."""
+    return f"{case_id}@{repeat}"
+
+
+def select_keys(dataset: Dataset, shard: Shard | None) -> tuple[tuple[Case, int, str], ...]:
+    """The (case, repeat, key) triples a shard runs, in dataset order."""
+    return tuple(
+        (case, repeat, case_key(case.id, repeat))
+        for case in dataset.cases
+        if shard is None or shard.holds(case.id)
+        for repeat in range(1, case.repeats + 1)
+    )
+
+
+class RunManifest(_Frozen):
+    """``run.json``: what a run directory is a run of."""
+
+    format: Literal["twinflow-eval/1"] = "twinflow-eval/1"
+    """File format tag."""
+    dataset: Dataset
+    """The dataset, whole: rescoring needs nothing else but the traces."""
+    dataset_digest: str
+    """Digest of ``dataset``."""
+    shard: Shard | None
+    """The slice run, or None for all cases."""
+    keys: tuple[str, ...]
+    """The case keys of this run, in order."""
+
+
+class CaseResult(_Frozen):
+    """The verdict on one repeat of one case."""
+
+    key: str
+    """``<case id>@<repeat>``."""
+    case_id: str
+    """The case's id."""
+    repeat: int
+    """The repeat, from 1."""
+    tags: tuple[str, ...]
+    """The case's tags."""
+    status: CaseStatus
+    """The verdict."""
+    scores: tuple[Score, ...]
+    """Each scorer's score (empty when flagged)."""
+    trace: str
+    """The trace's path, relative to the run directory."""
+    checkpoint: Checkpoint
+    """Checkpoint (size, Merkle root, head) of the verified trace (of its good prefix when flagged)."""
+    run_status: Literal["finished", "failed", "incomplete"]
+    """How the agent's run ended, per the trace."""
+    attempts: int
+    """Structured-output attempts."""
+    steps: int
+    """Model requests."""
+    latency_s: float
+    """Seconds the case took, by the runner's clock."""
+    error: str | None = None
+    """The run's error (``Type: message``) when it failed."""
+    problem: str | None = None
+    """What verification found wrong with the trace, when flagged."""
+
+
+class Summary(_Frozen):
+    """Counts over a run's results."""
+
+    total: int
+    """Case repeats with a result."""
+    passed: int
+    """Passed."""
+    failed: int
+    """Failed."""
+    errored: int
+    """A scorer raised."""
+    flagged: int
+    """The trace did not verify."""
+
+    @classmethod
+    def of(cls, cases: Sequence[CaseResult]) -> Summary:
+        """Count statuses."""
+        count = {
+            s: sum(1 for c in cases if c.status == s)
+            for s in ("passed", "failed", "errored", "flagged")
+        }
+        return cls(total=len(cases), **count)
+
+
+class EvalResults(_Frozen):
+    """``results.json`` (and ``rescore.json``): every case's result and the summary."""
+
+    format: Literal["twinflow-eval/1"] = "twinflow-eval/1"
+    """File format tag."""
+    dataset: str
+    """The dataset's name."""
+    dataset_digest: str
+    """The dataset's digest."""
+    shard: Shard | None
+    """The slice, or None."""
+    complete: bool
+    """Every case key of the manifest has a result."""
+    summary: Summary
+    """Counts."""
+    cases: tuple[CaseResult, ...]
+    """Results in manifest order."""
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a synced temporary file and a rename."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def read_json_model(path: Path, model: type[M]) -> M:
+    """Read a JSON file as ``model``.
+
+    Raises:
+        RunDirError: The file is missing or is not a valid ``model``.
+    """
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        raise RunDirError(f"{path}: no such file; is this a twinflow eval run directory?") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise RunDirError(
+            f"{path}: not a valid {model.__name__} ({where}: {first['msg']})"
+        ) from None

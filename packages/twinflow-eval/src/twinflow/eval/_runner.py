@@ -1,0 +1,383 @@
+"""The runner: every case repeat through an agent, one trace each; rescoring; merging shards.
+
+Every score is computed from a verified trace (`score_trace`), in the runner as in
+`rescore` and `merge`, so a run directory can be scored again by anyone, without a model.
+
+Resuming: a case repeat whose result file exists is done and is not run again. A trace
+without a result file belongs to a case the previous run was killed in; it is moved aside
+(``<key>.interrupted.jsonl``, never deleted) and the case runs again.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from twinflow.agent import Agent, FileTraceSink, Trace, TraceSink, verify_trace
+from twinflow.eval._dataset import Case, Dataset
+from twinflow.eval._errors import RunAborted, RunDirError, ShardError
+from twinflow.eval._observe import observe
+from twinflow.eval._report import write_reports
+from twinflow.eval._results import (
+    CaseResult,
+    CaseStatus,
+    EvalResults,
+    RunManifest,
+    Shard,
+    Summary,
+    read_json_model,
+    select_keys,
+    write_atomic,
+)
+from twinflow.eval._scorers import ScorerSpec, score_all
+from twinflow.kernel import Clock, Executor, SerialExecutor, TransportError
+from twinflow.vocab import canonical_bytes
+
+__all__ = [
+    "AgentFactory",
+    "Progress",
+    "load_run",
+    "merge_runs",
+    "rescore",
+    "run_eval",
+    "score_trace",
+]
+
+AgentFactory = Callable[[Case, TraceSink], Agent[Any]]
+"""Builds a fresh agent for one case repeat, writing its trace to the given sink."""
+
+Progress = Callable[[int, int, Summary], None]
+"""Called after each case repeat with (done, total, counts so far)."""
+
+
+def _encode(value: Any) -> bytes:
+    return canonical_bytes(value) + b"\n"
+
+
+def _status(scores: Sequence[Any], run_status: str) -> CaseStatus:
+    if any(s.outcome == "errored" for s in scores):
+        return "errored"
+    if not scores:
+        return "passed" if run_status == "finished" else "failed"
+    return "passed" if all(s.outcome == "passed" for s in scores) else "failed"
+
+
+def score_trace(
+    run_dir: Path,
+    case: Case,
+    repeat: int,
+    key: str,
+    scorers: Sequence[ScorerSpec],
+    latency_s: float | None,
+) -> CaseResult:
+    """Verify a case's trace and score it from the trace alone.
+
+    Args:
+        run_dir: The run directory.
+        case: The case.
+        repeat: The repeat number.
+        key: The case key (names the trace file).
+        scorers: The scorers to apply.
+        latency_s: The measured latency; None takes the span of the trace's clock readings.
+
+    Returns:
+        The result; ``flagged`` (and unscored) when the trace is missing or does not verify.
+    """
+    relative = f"traces/{key}.jsonl"
+    path = run_dir / relative
+    data = path.read_bytes() if path.is_file() else b""
+    report = verify_trace(data)
+    common = {
+        "key": key,
+        "case_id": case.id,
+        "repeat": repeat,
+        "tags": case.tags,
+        "trace": relative,
+    }
+    if report.problem is not None:
+        problem = f"{relative} is missing" if not data else f"{relative}: {report.problem}"
+        return CaseResult(
+            **common,
+            status="flagged",
+            scores=(),
+            checkpoint=report.checkpoint,
+            run_status="incomplete",
+            attempts=0,
+            steps=0,
+            latency_s=latency_s or 0.0,
+            problem=problem,
+        )
+    obs = observe(Trace.load(data))
+    scores = score_all(scorers, case.expected, obs)
+    return CaseResult(
+        **common,
+        status=_status(scores, obs.status),
+        scores=scores,
+        checkpoint=report.checkpoint,
+        run_status=obs.status,
+        attempts=obs.attempts,
+        steps=obs.steps,
+        latency_s=obs.duration_s if latency_s is None else latency_s,
+        error=None if obs.error_type is None else f"{obs.error_type}: {obs.error}",
+    )
+
+
+def _prepare(out: Path, manifest: RunManifest) -> None:
+    (out / "traces").mkdir(parents=True, exist_ok=True)
+    (out / "cases").mkdir(exist_ok=True)
+    path = out / "run.json"
+    if path.exists():
+        previous = read_json_model(path, RunManifest)
+        if previous.dataset_digest != manifest.dataset_digest or previous.shard != manifest.shard:
+            raise RunDirError(
+                f"{out} holds a run of another dataset or shard (dataset {previous.dataset.name} "
+                f"{previous.dataset_digest[:12]}, shard {previous.shard}); pick a new --out directory"
+            )
+        return
+    write_atomic(path, _encode(manifest))
+
+
+def _set_aside(trace: Path) -> None:
+    number = 0
+    target = trace.with_name(f"{trace.stem}.interrupted.jsonl")
+    while target.exists():
+        number += 1
+        target = trace.with_name(f"{trace.stem}.interrupted-{number}.jsonl")
+    trace.rename(target)
+
+
+def _collect(out: Path, manifest: RunManifest) -> EvalResults:
+    results = []
+    for key in manifest.keys:
+        path = out / "cases" / f"{key}.json"
+        if path.is_file():
+            results.append(read_json_model(path, CaseResult))
+    return EvalResults(
+        dataset=manifest.dataset.name,
+        dataset_digest=manifest.dataset_digest,
+        shard=manifest.shard,
+        complete=len(results) == len(manifest.keys),
+        summary=Summary.of(results),
+        cases=tuple(results),
+    )
+
+
+def run_eval(
+    dataset: Dataset,
+    factory: AgentFactory,
+    out: str | Path,
+    *,
+    clock: Clock,
+    executor: Executor | None = None,
+    concurrency: int = 1,
+    shard: Shard | None = None,
+    prompt: Callable[[Case], str] | None = None,
+    progress: Progress | None = None,
+) -> EvalResults:
+    """Run every case repeat (of a shard) through a fresh agent and score it from its trace.
+
+    Args:
+        dataset: The dataset.
+        factory: Builds the agent for each case repeat, given the trace sink.
+        out: The run directory (created; an existing one for the same dataset and shard is resumed).
+        clock: Measures each case's latency (``monotonic()``).
+        executor: Runs cases concurrently (default: one after another, in order).
+        concurrency: Cases in flight at once.
+        shard: Run only this slice of the cases.
+        prompt: Turns a case into the agent's prompt (default: its ``input``).
+        progress: Called after each case repeat.
+
+    Returns:
+        The results, also written to ``results.json`` with the Lab Notes.
+
+    Raises:
+        RunDirError: ``out`` holds a run of another dataset or shard.
+        RunAborted: The model could not be reached; finished cases are kept for a resume.
+    """
+    run_dir = Path(out)
+    items = select_keys(dataset, shard)
+    manifest = RunManifest(
+        dataset=dataset,
+        dataset_digest=dataset.digest,
+        shard=shard,
+        keys=tuple(k for _, _, k in items),
+    )
+    _prepare(run_dir, manifest)
+    render = prompt or (lambda case: case.input)
+    done: list[CaseResult] = []
+    todo = []
+    for case, repeat, key in items:
+        result_path = run_dir / "cases" / f"{key}.json"
+        if result_path.is_file():
+            done.append(read_json_model(result_path, CaseResult))
+            continue
+        trace = run_dir / "traces" / f"{key}.jsonl"
+        if trace.exists():
+            _set_aside(trace)
+        todo.append((case, repeat, key))
+
+    def run_one(item: tuple[Case, int, str]) -> CaseResult:
+        case, repeat, key = item
+        sink = FileTraceSink(run_dir / "traces" / f"{key}.jsonl")
+        started = clock.monotonic()
+        try:
+            factory(case, sink).run(render(case))
+        except TransportError as exc:
+            raise RunAborted(
+                f"case {key}: the model could not be reached ({type(exc).__name__}: {exc}); "
+                f"{len(done)} finished cases are kept: run the same command again to resume"
+            ) from exc
+        except Exception:  # the trace records the failure (run_failed); scoring reads it there
+            pass
+        finally:
+            sink.close()
+        latency = clock.monotonic() - started
+        return score_trace(run_dir, case, repeat, key, dataset.scorers_for(case), latency)
+
+    total = len(items)
+    if progress is not None:
+        progress(len(done), total, Summary.of(done))
+    for _, result in (executor or SerialExecutor()).map_bounded(run_one, todo, concurrency):
+        write_atomic(run_dir / "cases" / f"{result.key}.json", _encode(result))
+        done.append(result)
+        if progress is not None:
+            progress(len(done), total, Summary.of(done))
+    results = _collect(run_dir, manifest)
+    write_atomic(run_dir / "results.json", _encode(results))
+    write_reports(results, run_dir)
+    return results
+
+
+def load_run(run_dir: str | Path) -> tuple[RunManifest, EvalResults]:
+    """Read a run directory's manifest and ``results.json``.
+
+    Raises:
+        RunDirError: A file is missing or invalid.
+    """
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise RunDirError(f"{path}: no such run directory")
+    return read_json_model(path / "run.json", RunManifest), read_json_model(
+        path / "results.json", EvalResults
+    )
+
+
+def _rescore_dir(run_dir: Path, manifest: RunManifest, recorded: EvalResults) -> EvalResults:
+    cases = {case.id: case for case in manifest.dataset.cases}
+    latency = {r.key: r.latency_s for r in recorded.cases}
+    results = []
+    for result in recorded.cases:
+        case = cases.get(result.case_id)
+        if case is None:
+            raise RunDirError(
+                f"{run_dir}/results.json: case {result.case_id!r} is not in the run's dataset"
+            )
+        scorers = manifest.dataset.scorers_for(case)
+        results.append(
+            score_trace(run_dir, case, result.repeat, result.key, scorers, latency[result.key])
+        )
+    return EvalResults(
+        dataset=manifest.dataset.name,
+        dataset_digest=manifest.dataset_digest,
+        shard=manifest.shard,
+        complete=recorded.complete,
+        summary=Summary.of(results),
+        cases=tuple(results),
+    )
+
+
+def rescore(run_dir: str | Path) -> EvalResults:
+    """Verify every trace of a run and score it again from the traces alone (no model).
+
+    A trace that is missing or fails verification flags its case (status ``flagged``, the
+    problem named); it is never scored. The result is written to ``rescore.json``;
+    ``results.json`` is left as the run wrote it.
+
+    Args:
+        run_dir: A run directory written by `run_eval` or `merge_runs`.
+
+    Returns:
+        The new results.
+
+    Raises:
+        RunDirError: The directory is not a run directory.
+    """
+    path = Path(run_dir)
+    manifest, recorded = load_run(path)
+    if manifest.dataset.digest != manifest.dataset_digest:
+        raise RunDirError(f"{path}/run.json: the dataset does not match its digest; it was edited")
+    results = _rescore_dir(path, manifest, recorded)
+    write_atomic(path / "rescore.json", _encode(results))
+    return results
+
+
+def merge_runs(shard_dirs: Sequence[str | Path], out: str | Path) -> EvalResults:
+    """Combine the run directories of every shard of one dataset into one run directory.
+
+    Every trace is copied, verified and scored again (a bad one flags its case); the merged
+    results list the cases in dataset order, as an unsharded run would.
+
+    Args:
+        shard_dirs: One complete run directory per shard ``1/n`` .. ``n/n``.
+        out: The new run directory (must not exist or be empty).
+
+    Returns:
+        The merged results (also written with the Lab Notes).
+
+    Raises:
+        ShardError: The directories are not the complete shards of one dataset.
+        RunDirError: A directory is not a run directory, or ``out`` is not empty.
+    """
+    loaded = [(Path(d), *load_run(d)) for d in shard_dirs]
+    if not loaded:
+        raise ShardError("merge needs at least one shard directory")
+    digests = {manifest.dataset_digest for _, manifest, _ in loaded}
+    if len(digests) != 1:
+        raise ShardError(
+            "the shard directories are runs of different datasets; merge shards of one dataset"
+        )
+    shards = sorted(
+        (manifest.shard.index, manifest.shard.count) if manifest.shard else (1, 1)
+        for _, manifest, _ in loaded
+    )
+    count = shards[0][1]
+    if shards != [(i, count) for i in range(1, count + 1)]:
+        named = ", ".join(f"{i}/{n}" for i, n in shards)
+        raise ShardError(
+            f"the shards given are {named}; merge needs each of 1/{count} .. {count}/{count} once"
+        )
+    for path, _, results in loaded:
+        if not results.complete:
+            raise ShardError(
+                f"{path} is an unfinished run; run it again to complete it, then merge"
+            )
+    target = Path(out)
+    if target.exists() and any(target.iterdir()):
+        raise RunDirError(f"{target} is not empty; merge into a new directory")
+    dataset = loaded[0][1].dataset
+    items = select_keys(dataset, None)
+    manifest = RunManifest(
+        dataset=dataset,
+        dataset_digest=dataset.digest,
+        shard=None,
+        keys=tuple(k for _, _, k in items),
+    )
+    _prepare(target, manifest)
+    by_key = {r.key: (path, r) for path, _, results in loaded for r in results.cases}
+    for case, repeat, key in items:
+        if key not in by_key:
+            raise ShardError(f"case {key} is in no shard's results")
+        source_dir, recorded = by_key[key]
+        source = source_dir / recorded.trace
+        if source.is_file():
+            shutil.copyfile(source, target / "traces" / f"{key}.jsonl")
+        result = score_trace(
+            target, case, repeat, key, dataset.scorers_for(case), recorded.latency_s
+        )
+        write_atomic(target / "cases" / f"{key}.json", _encode(result))
+    results = _collect(target, manifest)
+    write_atomic(target / "results.json", _encode(results))
+    write_reports(results, target)
+    return results

@@ -1,0 +1,95 @@
+"""Small statistics, exact and dependency-free: Wilson intervals, the exact McNemar test, and
+the per-case comparison of two runs."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from twinflow.eval._results import EvalResults, read_json_model
+
+__all__ = ["Comparison", "compare_results", "compare_runs", "mcnemar_exact", "wilson_interval"]
+
+Z95 = 1.959963984540054
+"""The 97.5th percentile of the standard normal distribution."""
+
+
+def wilson_interval(successes: int, total: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for a proportion (95% by default); (0, 1) when ``total`` is 0."""
+    if total == 0:
+        return (0.0, 1.0)
+    p = successes / total
+    denominator = 1 + z * z / total
+    centre = (p + z * z / (2 * total)) / denominator
+    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denominator
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value for ``b`` and ``c`` discordant pairs (binomial, p = 1/2)."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    k = min(b, c)
+    tail: float = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+class Comparison(BaseModel):
+    """How run B differs from run A, case repeat by case repeat."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    regressions: tuple[str, ...]
+    """Keys that passed in A and do not in B."""
+    improvements: tuple[str, ...]
+    """Keys that did not pass in A and pass in B."""
+    both_passed: int
+    """Keys passing in both."""
+    both_not_passed: int
+    """Keys passing in neither."""
+    only_in_a: tuple[str, ...]
+    """Keys A has and B lacks."""
+    only_in_b: tuple[str, ...]
+    """Keys B has and A lacks."""
+    p_value: float
+    """Exact McNemar two-sided p-value over the paired keys."""
+    pass_rate_a: float
+    """A's pass rate over the paired keys."""
+    pass_rate_b: float
+    """B's pass rate over the paired keys."""
+
+
+def compare_results(a: EvalResults, b: EvalResults) -> Comparison:
+    """Pair two runs' results by case key and test the difference (exact McNemar)."""
+    passed_a = {r.key: r.status == "passed" for r in a.cases}
+    passed_b = {r.key: r.status == "passed" for r in b.cases}
+    paired = [k for k in passed_a if k in passed_b]
+    regressions = tuple(k for k in paired if passed_a[k] and not passed_b[k])
+    improvements = tuple(k for k in paired if passed_b[k] and not passed_a[k])
+    n = len(paired)
+    return Comparison(
+        regressions=regressions,
+        improvements=improvements,
+        both_passed=sum(1 for k in paired if passed_a[k] and passed_b[k]),
+        both_not_passed=sum(1 for k in paired if not passed_a[k] and not passed_b[k]),
+        only_in_a=tuple(k for k in passed_a if k not in passed_b),
+        only_in_b=tuple(k for k in passed_b if k not in passed_a),
+        p_value=mcnemar_exact(len(regressions), len(improvements)),
+        pass_rate_a=sum(passed_a[k] for k in paired) / n if n else 0.0,
+        pass_rate_b=sum(passed_b[k] for k in paired) / n if n else 0.0,
+    )
+
+
+def compare_runs(a: str | Path, b: str | Path) -> Comparison:
+    """`compare_results` over two run directories' ``results.json``.
+
+    Raises:
+        RunDirError: A directory has no valid ``results.json``.
+    """
+    return compare_results(
+        read_json_model(Path(a) / "results.json", EvalResults),
+        read_json_model(Path(b) / "results.json", EvalResults),
+    )

@@ -1,0 +1,112 @@
+"""A scripted agent for the eval tests: a currency tool and a model that reads the prompt."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from twinflow.agent import Agent, FunctionModel, Policy, TraceSink
+from twinflow.eval import Case, Dataset, Observation
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.vocab import CallId, JsonValue, Message, ModelRequest, TextPart, ToolCallPart
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class Total(BaseModel):
+    """The answer: an amount in euros."""
+
+    total_eur: float
+    """The amount in EUR."""
+
+
+def convert(amount: float, currency: str) -> float:
+    """Convert an amount to EUR (fixed rates)."""
+    return round(amount * {"USD": 0.5, "EUR": 1.0, "GBP": 2.0}[currency], 2)
+
+
+def reply(request: ModelRequest) -> Message:
+    """Call `convert` once with the prompt's amount and currency, then answer with its result.
+
+    Prompts look like ``"12 USD"``; ``"wrong 12 USD"`` answers 0; ``"bad ..."`` answers invalid JSON.
+    """
+    prompt = request.transcript.messages[0].text
+    results = [p for m in request.transcript.messages for p in m.parts if m.role == "tool"]
+    if "bad" in prompt:
+        return Message(role="assistant", parts=(TextPart(text="not json"),))
+    if not results:
+        match = re.search(r"([\d.]+) ([A-Z]{3})", prompt)
+        assert match is not None
+        args: dict[str, JsonValue] = {"amount": float(match[1]), "currency": match[2]}
+        return Message(
+            role="assistant",
+            parts=(ToolCallPart(id=CallId("call-1"), name="convert", arguments=args),),
+        )
+    content = getattr(results[-1], "content", "0")
+    value = 0.0 if "wrong" in prompt else float(content)
+    return Message.assistant(json.dumps({"total_eur": value}))
+
+
+def factory(counter: list[str] | None = None) -> Callable[[Case, TraceSink], Agent[Any]]:
+    """An agent factory; appends each case id it builds an agent for to ``counter``."""
+
+    def build(case: Case, sink: TraceSink) -> Agent[Any]:
+        if counter is not None:
+            counter.append(case.id)
+        return Agent(
+            FunctionModel(reply),
+            clock=SteppingClock(START),
+            ids=CountingIds(),
+            tools=[convert],
+            policy=Policy(allow=frozenset({"convert"})),
+            output_type=Total,
+            max_steps=3,
+            trace=sink,
+        )
+
+    return build
+
+
+def dataset(n: int = 6, *, wrong: tuple[int, ...] = (), bad: tuple[int, ...] = ()) -> Dataset:
+    """``n`` cases ``c0``..; the ``wrong`` ones answer 0, the ``bad`` ones never validate."""
+    cases = []
+    for i in range(n):
+        amount = 10.0 + i
+        currency = ("USD", "EUR", "GBP")[i % 3]
+        prefix = "wrong " if i in wrong else "bad " if i in bad else ""
+        cases.append(
+            Case(
+                id=f"c{i}",
+                input=f"{prefix}{amount} {currency}",
+                expected={"total_eur": convert(amount, currency)},
+                tags=(currency.lower(),),
+            )
+        )
+    return Dataset.model_validate(
+        {
+            "name": "scripted",
+            "scorers": [
+                {"kind": "fields"},
+                {"kind": "schema"},
+                {"kind": "tool_calls", "calls": [{"tool": "convert", "args": {"amount": {"$gt": 0}}}]},
+                {"kind": "no_denied_calls"},
+            ],
+            "cases": [c.model_dump() for c in cases],
+        }
+    )
+
+
+def always_raises(observation: Observation, expected: JsonValue) -> bool:
+    """A custom scorer that is broken."""
+    raise ValueError("scorer bug")
+
+
+def positive_total(observation: Observation, expected: JsonValue) -> float:
+    """A custom scorer: 1.0 when the output total is positive."""
+    output = observation.output
+    return 1.0 if isinstance(output, dict) and float(output.get("total_eur", 0)) > 0 else 0.0  # type: ignore[arg-type]
