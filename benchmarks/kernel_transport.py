@@ -40,17 +40,24 @@ def echo(request: LoopbackRequest) -> LoopbackResponse:
     )
 
 
-def per_call(function: Callable[[], Any], requests: int, rounds: int = 5) -> float:
-    """Median over `rounds` of the mean seconds per call."""
-    for _ in range(20):
-        function()
-    results = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(requests):
+def interleaved(
+    functions: dict[str, Callable[[], Any]], requests: int, rounds: int
+) -> dict[str, float]:
+    """Median over `rounds` of the mean seconds per call, the functions taking turns each round.
+
+    Taking turns spreads the noise of a busy machine over every contender alike.
+    """
+    for function in functions.values():
+        for _ in range(20):
             function()
-        results.append((time.perf_counter() - start) / requests)
-    return statistics.median(results)
+    samples: dict[str, list[float]] = {name: [] for name in functions}
+    for _ in range(rounds):
+        for name, function in functions.items():
+            start = time.perf_counter()
+            for _ in range(requests):
+                function()
+            samples[name].append((time.perf_counter() - start) / requests)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def peer_client() -> tuple[str, Any]:
@@ -64,17 +71,31 @@ def peer_client() -> tuple[str, Any]:
     raise SystemExit("neither httpx2 nor httpx is installed")
 
 
-def bench_transport(requests: int) -> None:
+def bench_transport(requests: int, rounds: int) -> None:
     """Round-trip time, ours vs the peer's, against one loopback server."""
     name, client = peer_client()
+    peer = name.split()[0]
     transport = UrllibJsonTransport()
+    close = {"Connection": "close"}
     with LoopbackServer(echo) as server, client:
         url = server.url_for("/v1/chat/completions")
         assert transport.post_json(url, BODY, timeout=5) == client.post(url, json=BODY).json()
-        ours = per_call(lambda: transport.post_json(url, BODY, timeout=5), requests)
-        theirs = per_call(lambda: client.post(url, json=BODY, timeout=5).json(), requests)
-    print(f"post_json round trip: twinflow {ours * 1e6:.0f} us, {name} {theirs * 1e6:.0f} us")
-    print(f"  ratio twinflow / {name.split()[0]} = {ours / theirs:.2f}  (target <= 1.00)")
+        times = interleaved(
+            {
+                "twinflow": lambda: transport.post_json(url, BODY, timeout=5),
+                "peer": lambda: client.post(url, json=BODY, timeout=5).json(),
+                "peer-close": lambda: client.post(url, json=BODY, headers=close, timeout=5).json(),
+            },
+            requests,
+            rounds,
+        )
+    ours, theirs, theirs_close = times["twinflow"], times["peer"], times["peer-close"]
+    print(
+        f"post_json round trip: twinflow {ours * 1e6:.0f} us, {name} {theirs * 1e6:.0f} us "
+        f"(keep-alive), {theirs_close * 1e6:.0f} us (Connection: close, like twinflow)"
+    )
+    print(f"  ratio twinflow / {peer} = {ours / theirs:.2f}  (target <= 1.00)")
+    print(f"  ratio twinflow / {peer} with one connection per request = {ours / theirs_close:.2f}")
 
 
 def import_time(code: str, runs: int) -> float:
@@ -88,19 +109,16 @@ def import_time(code: str, runs: int) -> float:
 
 
 def bench_import(runs: int) -> None:
-    """`import twinflow.kernel` against an empty interpreter (and against its vocab dependency)."""
+    """`import twinflow.kernel` against an empty interpreter (and against pydantic, which it loads)."""
     empty = import_time("pass", runs)
-    vocab = import_time("import twinflow.vocab", runs)
+    pydantic = import_time("import pydantic; pydantic.BaseModel", runs)
     kernel = import_time("import twinflow.kernel", runs)
     print(
-        f"interpreter start: empty {empty * 1e3:.1f} ms, import twinflow.vocab "
-        f"{vocab * 1e3:.1f} ms, import twinflow.kernel {kernel * 1e3:.1f} ms"
+        f"interpreter start: empty {empty * 1e3:.1f} ms, import pydantic {pydantic * 1e3:.1f} ms, "
+        f"import twinflow.kernel {kernel * 1e3:.1f} ms"
     )
     print(f"  ratio import twinflow.kernel / empty interpreter = {kernel / empty:.2f}")
-    print(
-        f"  of which twinflow.vocab (pydantic, canonical JSON) {(vocab - empty) * 1e3:.1f} ms, "
-        f"the kernel's own modules {(kernel - vocab) * 1e3:.1f} ms"
-    )
+    print(f"  ratio import twinflow.kernel / import pydantic = {kernel / pydantic:.2f}")
 
 
 def main() -> None:
@@ -109,11 +127,12 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--requests", type=int, default=300, help="requests per timing round")
+    parser.add_argument("--rounds", type=int, default=7, help="timing rounds (median reported)")
     parser.add_argument(
         "--imports", type=int, default=15, help="fresh interpreters per import timing"
     )
     args = parser.parse_args()
-    bench_transport(args.requests)
+    bench_transport(args.requests, args.rounds)
     bench_import(args.imports)
 
 

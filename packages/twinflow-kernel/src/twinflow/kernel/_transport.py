@@ -83,30 +83,39 @@ class _HTTPSConnection(http.client.HTTPSConnection):
         return super().getresponse()
 
 
-class _HTTPHandler(urllib.request.HTTPHandler):
-    def __init__(self, deadline: _Deadline) -> None:
-        super().__init__()
-        self._deadline = deadline
+class _Request(urllib.request.Request):
+    deadline: _Deadline
 
+
+def _deadline_of(req: urllib.request.Request) -> _Deadline:
+    # The opener is shared by every call; the per-call deadline travels on the request.
+    deadline = getattr(req, "deadline", None)
+    return deadline if isinstance(deadline, _Deadline) else _Deadline(req.timeout or 60.0)
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
     def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        deadline = _deadline_of(req)
+
         def connection(host: str, **kwargs: Any) -> _HTTPConnection:
             conn = _HTTPConnection(host, **kwargs)
-            conn.deadline = self._deadline
+            conn.deadline = deadline
             return conn
 
         return self.do_open(connection, req)
 
 
 class _HTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, deadline: _Deadline, context: ssl.SSLContext) -> None:
+    def __init__(self, context: ssl.SSLContext) -> None:
         super().__init__(context=context)
-        self._deadline = deadline
         self._ssl = context
 
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        deadline = _deadline_of(req)
+
         def connection(host: str, **kwargs: Any) -> _HTTPSConnection:
             conn = _HTTPSConnection(host, context=self._ssl, **kwargs)
-            conn.deadline = self._deadline
+            conn.deadline = deadline
             return conn
 
         return self.do_open(connection, req)
@@ -223,6 +232,9 @@ class UrllibJsonTransport:
             **(headers or {}),
         }
         self._ssl_context: ssl.SSLContext | None = None
+        self._director: urllib.request.OpenerDirector | None = None
+        self._https_director: urllib.request.OpenerDirector | None = None
+        self._wants_https = False
         self._closed = False
 
     def post_json(self, url: str, body: JsonValue, *, timeout: float) -> JsonValue:
@@ -290,21 +302,28 @@ class UrllibJsonTransport:
             self._ssl_context = ssl.create_default_context(cafile=self._cafile)
         return self._ssl_context
 
-    def _opener(self, url: str, deadline: _Deadline) -> urllib.request.OpenerDirector:
+    def _opener(self) -> urllib.request.OpenerDirector:
         # A bare director: no proxy, no redirect and no error-raising processor, so every status
-        # comes back as a response and is judged here.
-        opener = urllib.request.OpenerDirector()
-        if url.startswith("https:"):
-            opener.add_handler(_HTTPSHandler(deadline, self._context()))
-        else:
-            opener.add_handler(_HTTPHandler(deadline))
-        return opener
+        # comes back as a response and is judged here. Built once: add_handler is not cheap.
+        if self._director is None:
+            director = urllib.request.OpenerDirector()
+            director.add_handler(_HTTPHandler())
+            self._director = director
+        if self._https_director is None and self._wants_https:
+            director = urllib.request.OpenerDirector()
+            director.add_handler(_HTTPHandler())
+            director.add_handler(_HTTPSHandler(self._context()))
+            self._https_director = director
+        return self._https_director or self._director
 
     def _exchange(self, url: str, payload: bytes, deadline: _Deadline) -> str | tuple[JsonValue]:
         """Do one HTTP exchange: the decoded answer (in a 1-tuple), or the next URL to follow."""
-        request = urllib.request.Request(url, data=payload, headers=self._headers, method="POST")
+        request = _Request(url, data=payload, headers=self._headers, method="POST")
+        request.deadline = deadline
+        if url.startswith("https:"):
+            self._wants_https = True
         try:
-            response = self._opener(url, deadline).open(request, timeout=deadline.remaining())
+            response = self._opener().open(request, timeout=deadline.remaining())
         except urllib.error.URLError as error:
             reason = error.reason if isinstance(error.reason, BaseException) else error
             raise _map_os_error(url, reason, deadline, "before the answer") from error
