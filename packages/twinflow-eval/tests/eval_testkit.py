@@ -93,7 +93,10 @@ def dataset(n: int = 6, *, wrong: tuple[int, ...] = (), bad: tuple[int, ...] = (
             "scorers": [
                 {"kind": "fields"},
                 {"kind": "schema"},
-                {"kind": "tool_calls", "calls": [{"tool": "convert", "args": {"amount": {"$gt": 0}}}]},
+                {
+                    "kind": "tool_calls",
+                    "calls": [{"tool": "convert", "args": {"amount": {"$gt": 0}}}],
+                },
                 {"kind": "no_denied_calls"},
             ],
             "cases": [c.model_dump() for c in cases],

@@ -1,0 +1,245 @@
+"""The runner, rescoring, resume, shards and merge, with a scripted model and real trace files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eval_testkit import START, dataset, factory
+
+from twinflow.agent import Agent, Trace, TraceSink
+from twinflow.eval import (
+    Case,
+    RunAborted,
+    RunDirError,
+    Shard,
+    ShardError,
+    Summary,
+    compare_results,
+    compare_runs,
+    load_run,
+    merge_runs,
+    rescore,
+    run_eval,
+    select_keys,
+)
+from twinflow.kernel import ConnectError, SteppingClock, ThreadExecutor
+
+CLOCK = SteppingClock(START)
+
+
+def _verdicts(results: Any) -> list[tuple[str, str, tuple[Any, ...]]]:
+    return [(c.key, c.status, c.scores) for c in results.cases]
+
+
+def test_run_writes_results_traces_and_checkpoint_roots(tmp_path: Path) -> None:
+    """Each case repeat gets a trace; results.json records its status, scores and checkpoint root."""
+    data = dataset(6, wrong=(1,), bad=(2,))
+    results = run_eval(data, factory(), tmp_path / "run", clock=CLOCK)
+    assert Summary(total=6, passed=4, failed=2, errored=0, flagged=0) == results.summary
+    assert results.complete
+    on_disk = json.loads((tmp_path / "run" / "results.json").read_bytes())
+    assert results.model_dump(mode="json") == on_disk
+    first = results.cases[0]
+    assert Trace.load(tmp_path / "run" / first.trace).checkpoint() == first.checkpoint
+    assert {"lab-notes.md", "lab-notes.html", "run.json", "results.json"} <= set(
+        os.listdir(tmp_path / "run")
+    )
+
+
+def test_rescore_gives_identical_scores_and_flags_exactly_a_tampered_trace(tmp_path: Path) -> None:
+    """Rescoring from traces alone reproduces every score; editing one trace flags only that case."""
+    run_dir = tmp_path / "run"
+    results = run_eval(dataset(6, wrong=(1,)), factory(), run_dir, clock=CLOCK)
+    assert results.cases == rescore(run_dir).cases
+    trace = run_dir / "traces" / "c3@1.jsonl"
+    trace.write_bytes(trace.read_bytes().replace(b"13.0", b"14.0", 1))
+    again = rescore(run_dir)
+    assert ["c3@1"] == [c.key for c in again.cases if c.status == "flagged"]
+    flagged = next(c for c in again.cases if c.key == "c3@1")
+    assert () == flagged.scores
+    assert flagged.problem is not None and "edited" in flagged.problem
+    others = [c for c in again.cases if c.key != "c3@1"]
+    assert [c for c in results.cases if c.key != "c3@1"] == others
+    assert json.loads((run_dir / "rescore.json").read_bytes())["summary"]["flagged"] == 1
+
+
+def test_a_deleted_trace_is_flagged(tmp_path: Path) -> None:
+    """A trace that is gone flags its case as missing rather than scoring it."""
+    run_dir = tmp_path / "run"
+    run_eval(dataset(2), factory(), run_dir, clock=CLOCK)
+    (run_dir / "traces" / "c0@1.jsonl").unlink()
+    flagged = rescore(run_dir).cases[0]
+    assert ("flagged", "traces/c0@1.jsonl is missing") == (flagged.status, flagged.problem)
+
+
+def test_resume_after_an_interrupt_runs_only_unfinished_cases(tmp_path: Path) -> None:
+    """A run interrupted in case c3 resumes at c3; the partial trace is kept aside, never lost."""
+    run_dir = tmp_path / "run"
+    built: list[str] = []
+    inner = factory(built)
+
+    def interrupting(case: Case, sink: TraceSink) -> Agent[Any]:
+        if case.id == "c3":
+            sink.write(b'{"digest":"partial')
+            raise KeyboardInterrupt
+        return inner(case, sink)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(dataset(6), interrupting, run_dir, clock=CLOCK)
+    assert ["c0", "c1", "c2"] == built
+    assert not (run_dir / "results.json").exists()
+    resumed: list[str] = []
+    results = run_eval(dataset(6), factory(resumed), run_dir, clock=CLOCK)
+    assert ["c3", "c4", "c5"] == resumed
+    assert 6 == results.summary.passed
+    assert b'{"digest":"partial' == (run_dir / "traces" / "c3@1.interrupted.jsonl").read_bytes()
+
+
+KILLED_RUN = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from eval_testkit import START, dataset, factory
+from twinflow.eval import run_eval
+from twinflow.kernel import SteppingClock
+inner = factory()
+def slow(case, sink):
+    if case.id == "c4":
+        Path({marker!r}).write_text("in c4")
+        time.sleep(600)
+    return inner(case, sink)
+run_eval(dataset(8), slow, {out!r}, clock=SteppingClock(START))
+"""
+
+
+def test_a_killed_run_resumes_without_rerunning_finished_cases(tmp_path: Path) -> None:
+    """SIGKILL in the middle of case c4; the next run does c4..c7 only and the results are complete."""
+    marker, out = tmp_path / "marker", tmp_path / "run"
+    script = KILLED_RUN.format(tests=str(Path(__file__).parent), marker=str(marker), out=str(out))
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert proc.poll() is None, "the run exited before reaching c4"
+            assert time.monotonic() < deadline, "the run never reached c4"
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert ["c0@1", "c1@1", "c2@1", "c3@1"] == sorted(
+        p.stem for p in (out / "cases").glob("*.json")
+    )
+    built: list[str] = []
+    results = run_eval(dataset(8), factory(built), out, clock=CLOCK)
+    assert ["c4", "c5", "c6", "c7"] == built
+    assert (8, 8, True) == (results.summary.total, results.summary.passed, results.complete)
+    assert results.cases == rescore(out).cases
+
+
+def test_a_run_directory_of_another_dataset_is_refused(tmp_path: Path) -> None:
+    """Resuming into a directory holding another dataset's run is a usage error."""
+    run_eval(dataset(2), factory(), tmp_path, clock=CLOCK)
+    with pytest.raises(RunDirError, match="another dataset or shard"):
+        run_eval(dataset(3), factory(), tmp_path, clock=CLOCK)
+
+
+def test_an_unreachable_model_aborts_and_keeps_finished_cases(tmp_path: Path) -> None:
+    """A transport failure stops the run (it is not a model failure) and finished cases stay."""
+    inner = factory()
+
+    def unreachable(case: Case, sink: TraceSink) -> Agent[Any]:
+        agent = inner(case, sink)
+        if case.id == "c2":
+
+            def refuse(request: Any) -> Any:
+                raise ConnectError("connection refused", url="http://127.0.0.1:9")
+
+            agent.model = type(agent.model)(refuse)
+        return agent
+
+    with pytest.raises(RunAborted, match="case c2@1: the model could not be reached"):
+        run_eval(dataset(4), unreachable, tmp_path, clock=CLOCK)
+    assert 2 == len(list((tmp_path / "cases").glob("*.json")))
+
+
+def test_concurrent_run_matches_serial_run(tmp_path: Path) -> None:
+    """With a thread executor at concurrency 4 the verdicts equal a serial run's, in dataset order."""
+    data = dataset(12, wrong=(2, 7), bad=(5,))
+    serial = run_eval(data, factory(), tmp_path / "a", clock=CLOCK)
+    threaded = run_eval(
+        data, factory(), tmp_path / "b", clock=CLOCK, executor=ThreadExecutor(), concurrency=4
+    )
+    assert _verdicts(serial) == _verdicts(threaded)
+
+
+def test_progress_is_reported_after_each_case(tmp_path: Path) -> None:
+    """The progress callback sees 0/n first, then every case done."""
+    seen: list[tuple[int, int]] = []
+    run_eval(
+        dataset(3), factory(), tmp_path, clock=CLOCK, progress=lambda d, t, s: seen.append((d, t))
+    )
+    assert [(0, 3), (1, 3), (2, 3), (3, 3)] == seen
+
+
+def test_shards_partition_the_cases() -> None:
+    """The slices 1/n..n/n are disjoint and together hold every case, repeats staying together."""
+    data = dataset(20)
+    keys = [k for s in range(1, 5) for _, _, k in select_keys(data, Shard(index=s, count=4))]
+    assert sorted(k for _, _, k in select_keys(data, None)) == sorted(keys)
+    assert Shard(index=2, count=4) == Shard.parse("2/4")
+    for bad in ("0/4", "5/4", "x", "1/"):
+        with pytest.raises(ShardError):
+            Shard.parse(bad)
+
+
+def test_merged_shards_equal_an_unsharded_run(tmp_path: Path) -> None:
+    """Three shards merged give the same verdicts, in the same order, as one unsharded run."""
+    data = dataset(10, wrong=(3,), bad=(8,))
+    whole = run_eval(data, factory(), tmp_path / "whole", clock=CLOCK)
+    shards = [tmp_path / f"s{i}" for i in (1, 2, 3)]
+    for i, path in enumerate(shards, start=1):
+        run_eval(data, factory(), path, clock=CLOCK, shard=Shard(index=i, count=3))
+    merged = merge_runs(shards, tmp_path / "merged")
+    assert _verdicts(whole) == _verdicts(merged)
+    assert merged.cases == rescore(tmp_path / "merged").cases
+    assert (tmp_path / "merged" / "lab-notes.html").is_file()
+
+
+def test_merge_refuses_missing_shards_and_flags_tampered_traces(tmp_path: Path) -> None:
+    """Merging without every shard is refused; a tampered shard trace is flagged in the merge."""
+    data = dataset(6)
+    shards = [tmp_path / f"s{i}" for i in (1, 2)]
+    for i, path in enumerate(shards, start=1):
+        run_eval(data, factory(), path, clock=CLOCK, shard=Shard(index=i, count=2))
+    with pytest.raises(ShardError, match="merge needs each of 1/2 .. 2/2 once"):
+        merge_runs(shards[:1], tmp_path / "m1")
+    victim = next((shards[0] / "traces").glob("*.jsonl"))
+    victim.write_bytes(victim.read_bytes()[:-40] + b"\n")
+    merged = merge_runs(shards, tmp_path / "m2")
+    assert [victim.stem] == [c.key for c in merged.cases if c.status == "flagged"]
+
+
+def test_compare_lists_regressions_and_improvements(tmp_path: Path) -> None:
+    """Comparing two runs pairs cases by key and reports each change with the McNemar p-value."""
+    a = run_eval(dataset(8, wrong=(0,)), factory(), tmp_path / "a", clock=CLOCK)
+    b_data = dataset(8, wrong=(1, 2, 3, 4, 5, 6, 7))
+    b = run_eval(b_data, factory(), tmp_path / "b", clock=CLOCK)
+    comparison = compare_results(a, b)
+    assert ("c0@1",) == comparison.improvements
+    assert tuple(f"c{i}@1" for i in range(1, 8)) == comparison.regressions
+    assert 2 * (1 + 8) / 256 == comparison.p_value  # exact binomial tail, k <= 1 of 8
+    assert comparison == compare_runs(tmp_path / "a", tmp_path / "b")
+
+
+def test_load_run_reports_a_foreign_directory(tmp_path: Path) -> None:
+    """A directory that is not a run directory is named in the error."""
+    with pytest.raises(RunDirError, match="run.json: no such file"):
+        load_run(tmp_path)

@@ -1,0 +1,192 @@
+"""Scorers over observations read from real traces of scripted runs."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from eval_testkit import START, Total, convert, factory
+
+from twinflow.agent import (
+    Agent,
+    FunctionModel,
+    MemoryTraceSink,
+    OutputValidationFailed,
+    Policy,
+    Trace,
+)
+from twinflow.eval import (
+    Case,
+    Custom,
+    ExactMatch,
+    ExpectedCall,
+    FieldMatch,
+    NoDeniedCalls,
+    NumericTolerance,
+    Observation,
+    SchemaValid,
+    ScorerError,
+    ToolCalls,
+    matches,
+    observe,
+    score_all,
+)
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
+
+
+def _observe(prompt: str) -> Observation:
+    sink = MemoryTraceSink()
+    agent = factory()(Case(id="x", input=prompt), sink)
+    with contextlib.suppress(OutputValidationFailed):
+        agent.run(prompt)
+    return observe(Trace.load(sink.data))
+
+
+def test_observation_reads_output_calls_and_attempts() -> None:
+    """The observation holds the accepted output, the tool call with its arguments, and attempts."""
+    obs = _observe("10 USD")
+    assert ("finished", {"total_eur": 5.0}, 1, 2) == (
+        obs.status,
+        obs.output,
+        obs.attempts,
+        obs.steps,
+    )
+    assert [("convert", {"amount": 10.0, "currency": "USD"}, "allow")] == [
+        (c.tool, c.arguments, c.decision) for c in obs.tool_calls
+    ]
+
+
+def test_failed_run_counts_rejected_attempts() -> None:
+    """A run whose output never validates is failed, with its rejected attempts counted."""
+    obs = _observe("bad 10 USD")
+    assert ("failed", None, 3, "OutputValidationFailed") == (
+        obs.status,
+        obs.output,
+        obs.attempts,
+        obs.error_type,
+    )
+
+
+def test_exact_fields_and_numeric() -> None:
+    """Exact, per-field (partial credit) and tolerance scorers compare against expected."""
+    obs = _observe("10 USD")
+    assert "passed" == ExactMatch().score({"total_eur": 5}, obs).outcome
+    assert "failed" == ExactMatch().score({"total_eur": 5.1}, obs).outcome
+    partial = FieldMatch().score({"total_eur": 5.0, "currency": "EUR"}, obs)
+    assert ("failed", 0.5, "currency: missing") == (partial.outcome, partial.value, partial.detail)
+    assert (
+        "passed"
+        == NumericTolerance(field="total_eur", tolerance=0.2).score({"total_eur": 5.1}, obs).outcome
+    )
+    assert (
+        "failed"
+        == NumericTolerance(field="total_eur", tolerance=0.05)
+        .score({"total_eur": 5.1}, obs)
+        .outcome
+    )
+    assert (
+        "passed"
+        == NumericTolerance(field="total_eur", relative=0.1, expected=5.4).score(None, obs).outcome
+    )
+
+
+def test_schema_validity_with_a_named_model() -> None:
+    """Schema validity needs an accepted output; a named model must also validate it."""
+    assert (
+        "passed" == SchemaValid(model="eval_testkit:Total").score(None, _observe("10 USD")).outcome
+    )
+    assert "failed" == SchemaValid().score(None, _observe("bad 1 USD")).outcome
+    failing = SchemaValid(model="twinflow.eval:Case").score(None, _observe("10 USD"))
+    assert "failed" == failing.outcome
+
+
+def test_tool_calls_in_order_or_not_with_predicates() -> None:
+    """Expected calls match by tool and argument predicates, ordered or unordered, exclusive or not."""
+    obs = _observe("10 USD")
+    call = ExpectedCall(
+        tool="convert", args={"amount": {"$approx": 10, "$tol": 0.1}, "currency": {"$in": ["USD"]}}
+    )
+    assert "passed" == ToolCalls(calls=(call,)).score(None, obs).outcome
+    twice = ToolCalls(calls=(call, call), ordered=False).score(None, obs)
+    assert ("failed", 0.5) == (twice.outcome, twice.value)
+    wrong = ExpectedCall(tool="convert", args={"currency": {"$regex": "^EUR"}})
+    assert "failed" == ToolCalls(calls=(wrong,)).score(None, obs).outcome
+    assert "failed" == ToolCalls(calls=(), exclusive=True).score(None, obs).outcome
+    denied = ExpectedCall(tool="convert", allowed=False)
+    assert "failed" == ToolCalls(calls=(denied,)).score(None, obs).outcome
+
+
+def test_ordered_calls_must_come_in_order() -> None:
+    """Two calls in the wrong order fail an ordered expectation and pass an unordered one."""
+
+    def two_calls(request: ModelRequest) -> Message:
+        if len(request.transcript.messages) == 1:
+            parts = (
+                ToolCallPart(
+                    id=CallId("a"), name="convert", arguments={"amount": 1, "currency": "GBP"}
+                ),
+                ToolCallPart(
+                    id=CallId("b"), name="convert", arguments={"amount": 1, "currency": "USD"}
+                ),
+            )
+            return Message(role="assistant", parts=parts)
+        return Message.assistant('{"total_eur": 2.5}')
+
+    sink = MemoryTraceSink()
+    agent = Agent(
+        FunctionModel(two_calls), clock=SteppingClock(START), ids=CountingIds(), tools=[convert],
+        policy=Policy(allow=frozenset({"convert"})), output_type=Total, trace=sink,
+    )  # fmt: skip
+    agent.run("go")
+    obs = observe(Trace.load(sink.data))
+    usd, gbp = (ExpectedCall(tool="convert", args={"currency": c}) for c in ("USD", "GBP"))
+    assert "failed" == ToolCalls(calls=(usd, gbp)).score(None, obs).outcome
+    assert "passed" == ToolCalls(calls=(usd, gbp), ordered=False).score(None, obs).outcome
+    assert "passed" == ToolCalls(calls=(gbp, usd), exclusive=True).score(None, obs).outcome
+
+
+def test_no_denied_calls() -> None:
+    """A call the policy denied fails the no-denied-calls scorer, naming the reason."""
+    sink = MemoryTraceSink()
+
+    agent = Agent(
+        FunctionModel(lambda r: Message(role="assistant", parts=(ToolCallPart(id=CallId("c"), name="convert", arguments={"amount": 1, "currency": "USD"}),)) if len(r.transcript.messages) == 1 else Message.assistant('{"total_eur": 0}')),
+        clock=SteppingClock(START), ids=CountingIds(), tools=[convert], output_type=Total, trace=sink,
+    )  # fmt: skip
+    agent.run("1 USD")
+    obs = observe(Trace.load(sink.data))
+    score = NoDeniedCalls().score(None, obs)
+    assert "failed" == score.outcome
+    assert score.detail.startswith("denied: convert:")
+    assert "passed" == NoDeniedCalls().score(None, _observe("10 USD")).outcome
+
+
+def test_custom_scorers_and_a_raising_scorer_errors() -> None:
+    """Custom scorers resolve by dotted path; one that raises gives an errored score, not a crash."""
+    obs = _observe("10 USD")
+    scores = score_all(
+        [
+            Custom(path="eval_testkit:positive_total"),
+            Custom(path="eval_testkit.always_raises"),
+            Custom(path="eval_testkit:nope"),
+        ],
+        None,
+        obs,
+    )
+    assert ["passed", "errored", "errored"] == [s.outcome for s in scores]
+    assert "ValueError: scorer bug" == scores[1].detail
+    assert scores[2].detail.startswith("ScorerError:")
+
+
+def test_predicates() -> None:
+    """Predicates: literals, nested objects, $eq/$in/$regex/$approx/bounds/$any; unknown ones raise."""
+    assert matches(3, 3.0)
+    assert matches({"a": 1}, {"a": 1, "b": 2})
+    assert not matches({"a": 1}, {"b": 2})
+    assert matches({"$ge": 1, "$lt": 2}, 1)
+    assert not matches({"$gt": 1}, "2")
+    assert matches({"$any": True}, None)
+    assert matches({"$eq": {"x": 1}}, {"x": 1})
+    with pytest.raises(ScorerError, match=r"unknown predicate '\$near'"):
+        matches({"$near": 1}, 1)
