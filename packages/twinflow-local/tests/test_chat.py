@@ -139,7 +139,8 @@ def test_injected_ids_name_the_calls() -> None:
 
 
 def test_native_tool_history_is_sent_in_openai_form() -> None:
-    """Earlier calls go as `tool_calls` with JSON-string arguments, results as `tool` messages."""
+    """Earlier calls go as `tool_calls` with JSON-string arguments (content null, as OpenAI
+    documents it), results as `tool` messages: vocab.wire's OpenAI translation."""
     history = ASK.transcript.append(
         Message(
             role="assistant",
@@ -154,7 +155,7 @@ def test_native_tool_history_is_sent_in_openai_form() -> None:
     sent = script.bodies[0]["messages"]
     assert sent[1] == {
         "role": "assistant",
-        "content": "",
+        "content": None,
         "tool_calls": [
             {
                 "id": "c1",

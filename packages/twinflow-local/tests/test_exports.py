@@ -1,5 +1,9 @@
 """The public names of twinflow.local_model."""
 
+import types
+
+import pytest
+
 import twinflow.local_model
 
 
@@ -28,5 +32,23 @@ def test_all_lists_exactly_the_public_names() -> None:
         ]
     )
     assert expected == sorted(twinflow.local_model.__all__)
-    public = sorted(n for n in vars(twinflow.local_model) if not n.startswith("_"))
-    assert expected == public
+    listed = sorted(n for n in dir(twinflow.local_model) if not n.startswith("_"))
+    assert expected == listed
+
+
+def test_lazy_names_resolve_and_nothing_else_leaks() -> None:
+    """Every name in `__all__` resolves (on first access) and no other public name is bound."""
+    missing = [n for n in twinflow.local_model.__all__ if not hasattr(twinflow.local_model, n)]
+    assert [] == missing
+    bound = {
+        n
+        for n, v in vars(twinflow.local_model).items()
+        if not n.startswith("_") and not isinstance(v, types.ModuleType)
+    }
+    assert set() == bound - set(twinflow.local_model.__all__)
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    """The lazy `__getattr__` refuses names outside `__all__` as a module would."""
+    with pytest.raises(AttributeError, match="no attribute 'OllamaClient'"):
+        _ = twinflow.local_model.OllamaClient

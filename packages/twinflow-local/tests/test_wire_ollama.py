@@ -12,7 +12,7 @@ from ollama._types import Message as OllamaMessage
 from ollama._types import Tool as OllamaTool
 from pydantic import JsonValue
 
-from twinflow.local_model._wire import ollama_chat_body, ollama_messages, parse_ollama_chat
+from twinflow.local_model._wire import ollama_chat_body, outgoing, parse_ollama_chat
 from twinflow.vocab import (
     CallId,
     Message,
@@ -90,30 +90,34 @@ def assert_valid_ollama_chat_request(body: dict[str, Any]) -> None:
 @pytest.mark.parametrize("native_tools", [True, False])
 def test_chat_bodies_validate_against_the_ollama_package_types(native_tools: bool) -> None:
     """Plain, tool-calling and structured bodies are all valid `ollama.ChatRequest`s."""
-    messages = ollama_messages(CONVERSATION.messages, native_tools=native_tools)
+    transcript = outgoing(CONVERSATION.messages, native_tools=native_tools)
     schema: dict[str, JsonValue] = {
         "type": "object",
         "properties": {"age": {"type": "integer"}, "available": {"type": "boolean"}},
         "required": ["age", "available"],
     }
     for body in (
-        ollama_chat_body(model="llama3.2", messages=messages, settings=ModelSettings()),
+        ollama_chat_body(model="llama3.2", transcript=transcript, settings=ModelSettings()),
         ollama_chat_body(
             model="llama3.2",
-            messages=messages,
+            transcript=transcript,
             settings=ModelSettings(temperature=0, max_tokens=64, seed=7),
             format_schema=schema,
         ),
         ollama_chat_body(
-            model="llama3.2", messages=messages, settings=ModelSettings(), tools=(WEATHER,)
+            model="llama3.2", transcript=transcript, settings=ModelSettings(), tools=(WEATHER,)
         ),
     ):
         assert_valid_ollama_chat_request(body)
 
 
 def test_native_tool_messages_use_tool_name_and_object_arguments() -> None:
-    """Ollama's tool calls carry dict arguments and tool results carry `tool_name`."""
-    messages = ollama_messages(CONVERSATION.messages, native_tools=True)
+    """Ollama's tool calls carry dict arguments, tool results `tool_name`; reasoning stays home."""
+    messages = ollama_chat_body(
+        model="m",
+        transcript=outgoing(CONVERSATION.messages, native_tools=True),
+        settings=ModelSettings(),
+    )["messages"]
     assert messages[2] == {
         "role": "assistant",
         "content": "Checking.",
@@ -134,7 +138,7 @@ def test_structured_body_sets_format_stream_false_and_options() -> None:
     """The schema travels in `format`, streaming is off, sampling goes in `options`."""
     body = ollama_chat_body(
         model="m",
-        messages=[],
+        transcript=Transcript(),
         settings=ModelSettings(temperature=0, max_tokens=32),
         format_schema={"type": "object"},
     )

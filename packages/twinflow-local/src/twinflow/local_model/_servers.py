@@ -17,10 +17,9 @@ from twinflow.local_model._wire import (
     Reply,
     check_extra_body,
     ollama_chat_body,
-    ollama_messages,
     openai_chat_body,
-    openai_messages,
     openai_response_format,
+    outgoing,
     parse_ollama_chat,
     parse_openai_chat,
 )
@@ -70,17 +69,19 @@ class Server:
         schema_name: str = "output",
     ) -> dict[str, JsonValue]:
         """Build the request body; a given schema always constrains decoding."""
+        transcript = outgoing(messages, native_tools=native_tools)
         if self.dialect is None:
             return ollama_chat_body(
                 model=self.model,
-                messages=ollama_messages(messages, native_tools=native_tools),
+                transcript=transcript,
                 settings=settings,
                 format_schema=schema,
+                schema_name=schema_name,
                 tools=tools if native_tools else (),
             )
         return openai_chat_body(
             model=self.model,
-            messages=openai_messages(messages, native_tools=native_tools),
+            transcript=transcript,
             settings=settings,
             response_format=None
             if schema is None

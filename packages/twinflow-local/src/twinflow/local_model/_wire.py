@@ -1,16 +1,20 @@
 """Request bodies and response parsing for the two wire formats: Ollama's `/api/chat` and the
 OpenAI-compatible `/v1/chat/completions` (llama-cpp-python, llama.cpp, vLLM, LM Studio).
 
+Messages and tools are translated, both ways, by `twinflow.vocab.wire`, the one translation of
+every wire format in twinflow. What stays here is this client's request-level policy: what of
+a conversation it sends (`outgoing`), the dialects' `response_format`, sampling settings,
+`extra_body`, and reading a response's finish reason, usage and model name.
+
 Everything here is a pure function from values to JSON and back: no I/O, so every body can be
 checked against the `ollama` package's own request types and every recorded response parsed.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import JsonValue
 
@@ -19,25 +23,38 @@ from twinflow.vocab import (
     FinishReason,
     MediaPart,
     Message,
+    ModelRequest,
     ModelSettings,
+    OutputSchema,
+    Part,
+    ReasoningPart,
     StructuredPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
     ToolSpec,
+    Transcript,
     Usage,
     UserError,
+    WireFormatError,
     canonical_bytes,
+)
+from twinflow.vocab.wire import (
+    from_ollama_messages,
+    from_openai_messages,
+    ollama_chat_request,
+    to_openai_messages,
+    to_openai_tools,
 )
 
 __all__ = [
     "Dialect",
     "Reply",
+    "check_extra_body",
     "ollama_chat_body",
-    "ollama_messages",
     "openai_chat_body",
-    "openai_messages",
     "openai_response_format",
+    "outgoing",
     "parse_ollama_chat",
     "parse_openai_chat",
 ]
@@ -82,95 +99,47 @@ def render_tool_call(part: ToolCallPart) -> str:
     return _dumps({"action": "call_tool", "tool": part.name, "arguments": part.arguments})
 
 
-def _text_of(message: Message, *, native_tools: bool) -> str:
+def _as_text(parts: Sequence[Part]) -> tuple[Part, ...]:
+    """Join text, structured values and rendered tool calls and results into one text part."""
     chunks: list[str] = []
-    for part in message.parts:
+    kept: list[Part] = []
+    for part in parts:
         if isinstance(part, TextPart):
             chunks.append(part.text)
-        elif isinstance(part, ToolCallPart) and not native_tools:
-            chunks.append(render_tool_call(part))
-        elif isinstance(part, ToolResultPart) and not native_tools:
-            chunks.append(render_tool_result(part))
         elif isinstance(part, StructuredPart):
             chunks.append(_dumps(part.value))
+        elif isinstance(part, ToolCallPart):
+            chunks.append(render_tool_call(part))
+        elif isinstance(part, ToolResultPart):
+            chunks.append(render_tool_result(part))
         elif isinstance(part, MediaPart):
-            raise UserError(
-                f"a media part ({part.media_type}) cannot be sent by twinflow.local_model; "
-                "remove it from the transcript or use a client that supports media"
-            )
-        # Reasoning is the model's own scratch space: it is not sent back.
-    return "".join(chunks)
+            kept.append(part)
+    return (TextPart(text="".join(chunks)), *kept)
 
 
-def openai_messages(messages: Sequence[Message], *, native_tools: bool) -> list[JsonValue]:
-    """Translate messages to OpenAI chat messages.
+def outgoing(messages: Sequence[Message], *, native_tools: bool) -> Transcript:
+    """The conversation as this client sends it, for `twinflow.vocab.wire` to translate.
 
-    Args:
-        messages: The conversation so far.
-        native_tools: Send tool calls and results in the `tool_calls` / `tool` role form; when
-            false they are rendered as text (structured-action mode).
-
-    Returns:
-        The `messages` array of a chat completion request.
-    """
-    out: list[JsonValue] = []
-    for message in messages:
-        calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
-        results = [p for p in message.parts if isinstance(p, ToolResultPart)]
-        if native_tools and results:
-            for result in results:
-                out.append(
-                    {"role": "tool", "tool_call_id": str(result.call_id), "content": result.content}
-                )
-            continue
-        role = "user" if message.role == "tool" else message.role
-        entry: dict[str, JsonValue] = {
-            "role": role,
-            "content": _text_of(message, native_tools=native_tools),
-        }
-        if native_tools and calls:
-            entry["tool_calls"] = [
-                {
-                    "id": str(call.id),
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": _dumps(call.arguments)},
-                }
-                for call in calls
-            ]
-        out.append(entry)
-    return out
-
-
-def ollama_messages(messages: Sequence[Message], *, native_tools: bool) -> list[JsonValue]:
-    """Translate messages to Ollama chat messages (`tool_name` on tool results, dict arguments).
+    Reasoning is the model's own scratch space: it is not sent back. Without native tools
+    (structured-action mode and structured output) every message becomes one text part, tool
+    calls rendered as the action JSON the model emits and tool results as text in a user turn.
 
     Args:
         messages: The conversation so far.
-        native_tools: Send tool calls and results natively; when false render them as text.
+        native_tools: Keep tool calls and results as such, for the server's own tool calling.
 
     Returns:
-        The `messages` array of an `/api/chat` request.
+        The transcript to translate.
     """
-    out: list[JsonValue] = []
+    out: list[Message] = []
     for message in messages:
-        calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
-        results = [p for p in message.parts if isinstance(p, ToolResultPart)]
-        if native_tools and results:
-            for result in results:
-                out.append({"role": "tool", "content": result.content, "tool_name": result.name})
-            continue
-        role = "user" if message.role == "tool" else message.role
-        entry: dict[str, JsonValue] = {
-            "role": role,
-            "content": _text_of(message, native_tools=native_tools),
-        }
-        if native_tools and calls:
-            entry["tool_calls"] = [
-                {"function": {"name": call.name, "arguments": dict(call.arguments)}}
-                for call in calls
-            ]
-        out.append(entry)
-    return out
+        if native_tools:
+            parts = tuple(p for p in message.parts if not isinstance(p, ReasoningPart))
+            out.append(Message(role=message.role, parts=parts))
+        else:
+            role = "user" if message.role == "tool" else message.role
+            out.append(Message(role=role, parts=_as_text(message.parts)))
+    return Transcript(messages=tuple(out))
 
 
 def openai_response_format(dialect: Dialect, name: str, schema: dict[str, JsonValue]) -> JsonValue:
@@ -180,24 +149,10 @@ def openai_response_format(dialect: Dialect, name: str, schema: dict[str, JsonVa
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
-def _tool_entries(tools: Sequence[ToolSpec]) -> list[JsonValue]:
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": dict(tool.parameters),
-            },
-        }
-        for tool in tools
-    ]
-
-
 def openai_chat_body(
     *,
     model: str,
-    messages: list[JsonValue],
+    transcript: Transcript,
     settings: ModelSettings,
     response_format: JsonValue | None = None,
     tools: Sequence[ToolSpec] = (),
@@ -205,10 +160,16 @@ def openai_chat_body(
 ) -> dict[str, JsonValue]:
     """Build a non-streaming `/v1/chat/completions` body.
 
-    `extra_body` fields (vLLM's `guided_json`, llama.cpp's `grammar`, ...) are copied as given;
-    they may not replace a field this client owns.
+    Messages and tools are translated by `twinflow.vocab.wire`. `extra_body` fields (vLLM's
+    `guided_json`, llama.cpp's `grammar`, ...) are copied as given; they may not replace a field
+    this client owns.
     """
-    body: dict[str, JsonValue] = {"model": model, "messages": messages, "stream": False}
+    # vocab.wire's builders return plain JSON dicts (`dict[str, Any]`).
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": to_openai_messages(transcript),
+        "stream": False,
+    }
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
     if settings.max_tokens is not None:
@@ -218,7 +179,7 @@ def openai_chat_body(
     if response_format is not None:
         body["response_format"] = response_format
     if tools:
-        body["tools"] = _tool_entries(tools)
+        body["tools"] = to_openai_tools(tools)
     if extra_body:
         check_extra_body(extra_body)
         body.update(extra_body)
@@ -238,27 +199,25 @@ def check_extra_body(extra_body: Mapping[str, JsonValue]) -> None:
 def ollama_chat_body(
     *,
     model: str,
-    messages: list[JsonValue],
+    transcript: Transcript,
     settings: ModelSettings,
     format_schema: dict[str, JsonValue] | None = None,
+    schema_name: str = "output",
     tools: Sequence[ToolSpec] = (),
 ) -> dict[str, JsonValue]:
-    """Build a non-streaming `/api/chat` body; `format` carries the schema when one is given."""
-    body: dict[str, JsonValue] = {"model": model, "messages": messages, "stream": False}
-    options: dict[str, JsonValue] = {}
-    if settings.temperature is not None:
-        options["temperature"] = settings.temperature
-    if settings.max_tokens is not None:
-        options["num_predict"] = settings.max_tokens
-    if settings.seed is not None:
-        options["seed"] = settings.seed
-    if options:
-        body["options"] = options
-    if format_schema is not None:
-        body["format"] = format_schema
-    if tools:
-        body["tools"] = _tool_entries(tools)
-    return body
+    """Build a non-streaming `/api/chat` body with `twinflow.vocab.wire.ollama_chat_request`.
+
+    `format` carries the schema when one is given; sampling settings go in `options`.
+    """
+    request = ModelRequest(
+        transcript=transcript,
+        tools=tuple(tools),
+        output_schema=None
+        if format_schema is None
+        else OutputSchema(name=schema_name, json_schema=format_schema),
+        settings=settings,
+    )
+    return ollama_chat_request(request, model=model)
 
 
 def _require_dict(value: JsonValue, url: str, path: str) -> dict[str, JsonValue]:
@@ -283,8 +242,44 @@ def _finish(reason: JsonValue, has_calls: bool) -> FinishReason:
     return "error"
 
 
+def _read_assistant(
+    message: JsonValue, path: str, read: Callable[[object], Transcript], url: str
+) -> Message:
+    """Read one response message with a `twinflow.vocab.wire` reader; it must be the assistant's."""
+    try:
+        (assistant,) = read([message]).messages
+    except WireFormatError as exc:
+        # The reader was given a one-message array, so its pointers start at that message, `/0`.
+        reason = str(exc).removesuffix(f" (at {exc.path or '/'})")
+        raise MalformedResponseError(
+            reason, url=url, path=path + exc.path.removeprefix("/0")
+        ) from None
+    if assistant.role != "assistant":
+        raise MalformedResponseError(
+            f"expected the assistant's message, found role {assistant.role!r}",
+            url=url,
+            path=f"{path}/role",
+        )
+    return assistant
+
+
+def _reply(
+    top: dict[str, JsonValue], assistant: Message, finish_reason: JsonValue, usage: Usage
+) -> Reply:
+    calls = tuple((c.name, c.arguments) for c in assistant.tool_calls)
+    text = [p.text for p in assistant.parts if isinstance(p, TextPart)]
+    model_name = top.get("model")
+    return Reply(
+        content="".join(text) if text else None,
+        tool_calls=calls,
+        finish_reason=_finish(finish_reason, bool(calls)),
+        usage=usage,
+        model_name=model_name if isinstance(model_name, str) else "",
+    )
+
+
 def parse_openai_chat(body: JsonValue, url: str) -> Reply:
-    """Parse a non-streaming chat completion response.
+    """Parse a non-streaming chat completion response; the message is read by vocab's reader.
 
     Raises:
         MalformedResponseError: When `choices[0].message` or a tool call is missing or malformed.
@@ -294,82 +289,39 @@ def parse_openai_chat(body: JsonValue, url: str) -> Reply:
     if not isinstance(choices, list) or not choices:
         raise MalformedResponseError("expected a non-empty choices array", url=url, path="/choices")
     choice = _require_dict(choices[0], url, "/choices/0")
-    message = _require_dict(choice.get("message"), url, "/choices/0/message")
-    content = message.get("content")
-    if content is not None and not isinstance(content, str):
-        raise MalformedResponseError(
-            "expected content to be a string or null", url=url, path="/choices/0/message/content"
-        )
-    calls: list[tuple[str, dict[str, JsonValue]]] = []
-    raw_calls = message.get("tool_calls") or []
-    if not isinstance(raw_calls, list):
-        raise MalformedResponseError(
-            "expected tool_calls to be an array", url=url, path="/choices/0/message/tool_calls"
-        )
-    for i, raw in enumerate(raw_calls):
-        where = f"/choices/0/message/tool_calls/{i}/function"
-        function = _require_dict(_require_dict(raw, url, where[:-9]).get("function"), url, where)
-        name, arguments = function.get("name"), function.get("arguments")
-        if not isinstance(name, str) or not isinstance(arguments, str):
-            raise MalformedResponseError(
-                "expected a function name and a JSON string of arguments", url=url, path=where
-            )
-        try:
-            parsed = json.loads(arguments)
-        except json.JSONDecodeError as exc:
-            raise MalformedResponseError(
-                f"tool call arguments are not JSON ({exc.msg})", url=url, path=f"{where}/arguments"
-            ) from exc
-        calls.append((name, _require_dict(parsed, url, f"{where}/arguments")))
+    path = "/choices/0/message"
+    assistant = _read_assistant(
+        _require_dict(choice.get("message"), url, path), path, from_openai_messages, url
+    )
     usage = top.get("usage")
     usage_d = usage if isinstance(usage, dict) else {}
-    model_name = top.get("model")
-    return Reply(
-        content=content,
-        tool_calls=tuple(calls),
-        finish_reason=_finish(choice.get("finish_reason"), bool(calls)),
-        usage=Usage(
+    return _reply(
+        top,
+        assistant,
+        choice.get("finish_reason"),
+        Usage(
             input_tokens=_count(usage_d.get("prompt_tokens")),
             output_tokens=_count(usage_d.get("completion_tokens")),
         ),
-        model_name=model_name if isinstance(model_name, str) else "",
     )
 
 
 def parse_ollama_chat(body: JsonValue, url: str) -> Reply:
-    """Parse a non-streaming `/api/chat` response.
+    """Parse a non-streaming `/api/chat` response; the message is read by vocab's reader.
 
     Raises:
         MalformedResponseError: When `message` or a tool call is missing or malformed.
     """
     top = _require_dict(body, url, "")
-    message = _require_dict(top.get("message"), url, "/message")
-    content = message.get("content")
-    if content is not None and not isinstance(content, str):
-        raise MalformedResponseError(
-            "expected content to be a string or null", url=url, path="/message/content"
-        )
-    calls: list[tuple[str, dict[str, JsonValue]]] = []
-    raw_calls = message.get("tool_calls") or []
-    if not isinstance(raw_calls, list):
-        raise MalformedResponseError(
-            "expected tool_calls to be an array", url=url, path="/message/tool_calls"
-        )
-    for i, raw in enumerate(raw_calls):
-        where = f"/message/tool_calls/{i}/function"
-        function = _require_dict(_require_dict(raw, url, where[:-9]).get("function"), url, where)
-        name = function.get("name")
-        if not isinstance(name, str):
-            raise MalformedResponseError("expected a function name", url=url, path=f"{where}/name")
-        calls.append((name, _require_dict(function.get("arguments"), url, f"{where}/arguments")))
-    model_name = top.get("model")
-    return Reply(
-        content=content,
-        tool_calls=tuple(calls),
-        finish_reason=_finish(top.get("done_reason"), bool(calls)),
-        usage=Usage(
+    assistant = _read_assistant(
+        _require_dict(top.get("message"), url, "/message"), "/message", from_ollama_messages, url
+    )
+    return _reply(
+        top,
+        assistant,
+        top.get("done_reason"),
+        Usage(
             input_tokens=_count(top.get("prompt_eval_count")),
             output_tokens=_count(top.get("eval_count")),
         ),
-        model_name=model_name if isinstance(model_name, str) else "",
     )

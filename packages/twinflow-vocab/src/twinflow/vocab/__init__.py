@@ -3,10 +3,16 @@ structural diff, and the model-facing protocols.
 
 Wire translation lives in `twinflow.vocab.wire`; datapizza interop in `twinflow.vocab.datapizza`
 (extra `datapizza`). Neither is imported here.
+
+The errors are imported eagerly (they need no pydantic). Every other name is resolved on first
+access (PEP 562), so `import twinflow.vocab` does not build pydantic's model machinery and the
+value classes until a caller uses one of them.
 """
 
-from twinflow.vocab._canonical import canonical_bytes, digest, parse_canonical
-from twinflow.vocab._diff import Difference, diff
+# Only underscored names and the public ones may live here (tests/test_exports.py).
+import typing as _typing
+from importlib import import_module as _import_module
+
 from twinflow.vocab._errors import (
     CanonicalError,
     InvalidValueError,
@@ -16,35 +22,39 @@ from twinflow.vocab._errors import (
     VocabError,
     WireFormatError,
 )
-from twinflow.vocab._protocols import (
-    Attempt,
-    ChatModel,
-    FinishReason,
-    ModelRequest,
-    ModelResponse,
-    ModelSettings,
-    OutputSchema,
-    Reask,
-    StructuredOutputAdapter,
-    StructuredResult,
-    Usage,
-)
-from twinflow.vocab._values import (
-    CallId,
-    JsonValue,
-    MediaPart,
-    Message,
-    Part,
-    ReasoningPart,
-    Role,
-    RunId,
-    StructuredPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    ToolSpec,
-    Transcript,
-)
+
+if _typing.TYPE_CHECKING:
+    from twinflow.vocab._canonical import canonical_bytes, digest, parse_canonical
+    from twinflow.vocab._diff import Difference, diff
+    from twinflow.vocab._protocols import (
+        Attempt,
+        ChatModel,
+        FinishReason,
+        ModelRequest,
+        ModelResponse,
+        ModelSettings,
+        OutputSchema,
+        Reask,
+        StructuredOutputAdapter,
+        StructuredResult,
+        Usage,
+    )
+    from twinflow.vocab._values import (
+        CallId,
+        JsonValue,
+        MediaPart,
+        Message,
+        Part,
+        ReasoningPart,
+        Role,
+        RunId,
+        StructuredPart,
+        TextPart,
+        ToolCallPart,
+        ToolResultPart,
+        ToolSpec,
+        Transcript,
+    )
 
 __all__ = [
     "Attempt",
@@ -85,3 +95,58 @@ __all__ = [
     "digest",
     "parse_canonical",
 ]
+
+_LAZY = {
+    **dict.fromkeys(("canonical_bytes", "digest", "parse_canonical"), "_canonical"),
+    **dict.fromkeys(("Difference", "diff"), "_diff"),
+    **dict.fromkeys(
+        (
+            "Attempt",
+            "ChatModel",
+            "FinishReason",
+            "ModelRequest",
+            "ModelResponse",
+            "ModelSettings",
+            "OutputSchema",
+            "Reask",
+            "StructuredOutputAdapter",
+            "StructuredResult",
+            "Usage",
+        ),
+        "_protocols",
+    ),
+    **dict.fromkeys(
+        (
+            "CallId",
+            "JsonValue",
+            "MediaPart",
+            "Message",
+            "Part",
+            "ReasoningPart",
+            "Role",
+            "RunId",
+            "StructuredPart",
+            "TextPart",
+            "ToolCallPart",
+            "ToolResultPart",
+            "ToolSpec",
+            "Transcript",
+        ),
+        "_values",
+    ),
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import the private module that defines `name` on first access, then cache the name."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's attributes, the not yet resolved public names included."""
+    return sorted({*globals(), *__all__})
