@@ -22,7 +22,7 @@ from pydantic import BaseModel, JsonValue, ValidationError
 
 from twinflow.vocab._errors import CanonicalError, InvalidValueError
 
-__all__ = ["canonical_bytes", "digest", "json_pointer", "parse_canonical"]
+__all__ = ["canonical_bytes", "digest", "json_kind", "json_pointer", "parse_canonical"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -169,6 +169,23 @@ class _Unsupported(Exception):
 def json_pointer(tokens: tuple[str | int, ...]) -> str:
     """Build an RFC 6901 JSON pointer from reference tokens (`()` is the whole document, `""`)."""
     return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
+
+
+def json_kind(value: object) -> str:
+    """The JSON type a value encodes as (`null`, `boolean`, `number`, ...), for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
 
 
 def _locate(value: object, path: tuple[str | int, ...]) -> tuple[str, str] | None:

@@ -8,11 +8,10 @@ canonical (UTF-16) key order, arrays index by index.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 
 from pydantic import BaseModel, JsonValue
 
-from twinflow.vocab._canonical import json_pointer
+from twinflow.vocab._canonical import json_kind, json_pointer
 from twinflow.vocab._values import FrozenValue
 
 __all__ = ["Difference", "diff"]
@@ -45,28 +44,12 @@ class Difference(FrozenValue):
         return f"at {where}: {self.reason} differs: expected {_show(self.expected)}, actual {_show(self.actual)}"
 
 
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "array"
-    return type(value).__name__
-
-
 def _utf16(key: str) -> bytes:
     return key.encode("utf-16-be", "surrogatepass")
 
 
 def _walk(a: JsonValue, b: JsonValue, path: tuple[str | int, ...]) -> Difference | None:
-    ka, kb = _kind(a), _kind(b)
+    ka, kb = json_kind(a), json_kind(b)
     if ka != kb:
         return Difference(pointer=json_pointer(path), expected=a, actual=b, reason="type")
     if isinstance(a, dict) and isinstance(b, dict):

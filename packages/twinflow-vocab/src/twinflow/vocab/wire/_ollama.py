@@ -29,6 +29,7 @@ from twinflow.vocab._values import (
     ToolSpec,
     Transcript,
 )
+from twinflow.vocab.wire._openai import to_openai_tools
 from twinflow.vocab.wire._reader import (
     Path,
     append,
@@ -106,14 +107,8 @@ def to_ollama_messages(transcript: Transcript) -> list[dict[str, Any]]:
 
 
 def to_ollama_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
-    """Translate tool specs to `/api/chat` `tools`."""
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-        }
-        for t in tools
-    ]
+    """Translate tool specs to `/api/chat` `tools`: Ollama takes OpenAI's function-tool form."""
+    return to_openai_tools(tools)
 
 
 def ollama_chat_request(

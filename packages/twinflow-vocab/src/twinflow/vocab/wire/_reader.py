@@ -7,29 +7,12 @@ from typing import Any, TypeVar
 
 from pydantic import JsonValue
 
-from twinflow.vocab._canonical import canonical_bytes, json_pointer
+from twinflow.vocab._canonical import canonical_bytes, json_kind, json_pointer
 from twinflow.vocab._errors import CanonicalError, InvalidValueError, WireFormatError
 from twinflow.vocab._values import Message, StructuredPart, Transcript
 
 T = TypeVar("T")
 Path = tuple[str | int, ...]
-
-
-def kind(value: object) -> str:
-    """The JSON type name of a value, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return type(value).__name__
 
 
 def fail(message: str, path: Path) -> WireFormatError:
@@ -40,21 +23,21 @@ def fail(message: str, path: Path) -> WireFormatError:
 def obj(value: object, path: Path) -> dict[str, Any]:
     """`value` as a JSON object with string keys."""
     if not isinstance(value, dict):
-        raise fail(f"expected an object, got {kind(value)}", path)
+        raise fail(f"expected an object, got {json_kind(value)}", path)
     return value
 
 
 def arr(value: object, path: Path) -> list[Any]:
     """`value` as a JSON array."""
     if not isinstance(value, list):
-        raise fail(f"expected an array, got {kind(value)}", path)
+        raise fail(f"expected an array, got {json_kind(value)}", path)
     return value
 
 
 def string(value: object, path: Path) -> str:
     """`value` as a string."""
     if not isinstance(value, str):
-        raise fail(f"expected a string, got {kind(value)}", path)
+        raise fail(f"expected a string, got {json_kind(value)}", path)
     return value
 
 
@@ -76,7 +59,7 @@ def optional(
 def boolean(value: object, path: Path) -> bool:
     """`value` as a boolean."""
     if not isinstance(value, bool):
-        raise fail(f"expected a boolean, got {kind(value)}", path)
+        raise fail(f"expected a boolean, got {json_kind(value)}", path)
     return value
 
 
