@@ -22,6 +22,7 @@ from twinflow.agent import (
     Modify,
     OutputValidationFailed,
     Policy,
+    PydanticStructuredOutput,
     Tool,
     Trace,
     UsageLimitExceeded,
@@ -462,3 +463,20 @@ def test_configuration_mistakes_are_user_errors(
     """Bad agent or tool configuration raises AgentConfigError naming the mistake."""
     with pytest.raises(AgentConfigError, match=message):
         build(Calls())
+
+
+def test_structured_adapter_is_a_constructor_argument() -> None:
+    """Any StructuredOutputAdapter plugs in; its bound is the one applied."""
+    agent = Agent(
+        FunctionModel(lambda r: text("nope")),
+        clock=SteppingClock(START),
+        ids=CountingIds(),
+        output_type=Answer,
+        structured=PydanticStructuredOutput(max_attempts=1),
+    )
+    with pytest.raises(OutputValidationFailed, match="after 1 attempts"):
+        agent.run("sum")
+    requests = [
+        e for e in Trace.load(agent.writer.sink.data).events if e.body.kind == "model_requested"
+    ]  # type: ignore[attr-defined]
+    assert 1 == len(requests)
