@@ -3,6 +3,13 @@
 import twinflow.agent
 
 PUBLIC = {
+    "RecordedFailure",
+    "RecordedResults",
+    "ReplayDivergenceError",
+    "ReplayMode",
+    "ReplayPorts",
+    "ReplayResult",
+    "replay",
     "Agent",
     "RunResult",
     "UsageLimits",

@@ -43,7 +43,23 @@ from twinflow.agent._merkle import (
     verify_consistency,
     verify_inclusion,
 )
-from twinflow.agent._policy import Approval, ApprovalHook, Approve, Deny, Modify, Policy
+from twinflow.agent._policy import (
+    Approval,
+    ApprovalHook,
+    Approve,
+    Deny,
+    Modify,
+    Policy,
+    RecordedResults,
+)
+from twinflow.agent._replay import (
+    RecordedFailure,
+    ReplayDivergenceError,
+    ReplayMode,
+    ReplayPorts,
+    ReplayResult,
+    replay,
+)
 from twinflow.agent._sink import FileTraceSink, FsyncPolicy, MemoryTraceSink, TraceSink
 from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.agent._tools import Tool
@@ -104,7 +120,13 @@ __all__ = [
     "Problem",
     "ProblemKind",
     "PydanticStructuredOutput",
+    "RecordedFailure",
+    "RecordedResults",
     "RepairResult",
+    "ReplayDivergenceError",
+    "ReplayMode",
+    "ReplayPorts",
+    "ReplayResult",
     "RunError",
     "RunFailed",
     "RunFinished",
@@ -130,6 +152,7 @@ __all__ = [
     "leaf_hash",
     "node_hash",
     "repair_trace",
+    "replay",
     "root_from_inclusion_proof",
     "sign_checkpoint",
     "verify_checkpoint_signature",

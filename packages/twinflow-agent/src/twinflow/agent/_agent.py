@@ -30,7 +30,7 @@ from twinflow.agent._events import (
     RunFinished,
     RunStarted,
 )
-from twinflow.agent._policy import Policy, ToolRunner
+from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
 from twinflow.agent._sink import FsyncPolicy, MemoryTraceSink, TraceSink
 from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.agent._tools import Tool
@@ -47,6 +47,7 @@ from twinflow.vocab import (
     StructuredOutputAdapter,
     StructuredOutputError,
     StructuredPart,
+    ToolSpec,
     Transcript,
     Usage,
     canonical_bytes,
@@ -98,6 +99,7 @@ class _Run:
 
     __slots__ = (
         "chain",
+        "offered",
         "requests",
         "run_id",
         "sent",
@@ -111,6 +113,7 @@ class _Run:
         self.run_id = run_id
         self.transcript = transcript
         self.chain = MessageChain()
+        self.offered: tuple[ToolSpec, ...] = ()
         self.sent = 0
         self.step = 0
         self.requests = 0
@@ -240,7 +243,8 @@ class Agent(Generic[OutputT]):
         self._specs = tuple(t.spec for t in self.tools.values())
         self._schema = None if output_type is None else OutputSchema.for_model(output_type)
         self.config = AgentConfig(
-            model=type(model).__name__,
+            # A stand-in model (replay's) presents the label of the model it stands in for.
+            model=str(getattr(model, "trace_label", None) or type(model).__name__),
             system_prompt=system_prompt,
             tools=self._specs,
             policy=self.policy.record(),
@@ -250,7 +254,8 @@ class Agent(Generic[OutputT]):
             settings=self.settings,
         )
         self.config_digest = digest(self.config)
-        self._tools_digest = digest([spec.model_dump(mode="json") for spec in self._specs])
+        self._offer_digests: dict[tuple[str, ...], str] = {}
+        self._recorded_results: RecordedResults | None = None
         self._schema_digest = None if self._schema is None else digest(self._schema)
 
     def _emit(self, body: EventBody) -> None:
@@ -279,7 +284,7 @@ class Agent(Generic[OutputT]):
         )
         opening = (Message.system(self.system_prompt),) if self.system_prompt is not None else ()
         state = _Run(run_id, Transcript(messages=(*opening, Message.user(prompt))))
-        runner = ToolRunner(self.tools, self.policy, self._emit)
+        runner = ToolRunner(self.tools, self.policy, self._emit, recorded=self._recorded_results)
         try:
             output = self._loop(state, runner)
         except BaseException as exc:
@@ -315,6 +320,7 @@ class Agent(Generic[OutputT]):
     def _loop(self, state: _Run, runner: ToolRunner) -> OutputT:
         for step in range(1, self.max_steps + 1):
             state.step = step
+            state.offered = tuple(s for s in self._specs if runner.may_call(s.name))
             response = self._ask(state, "step")
             calls = response.message.tool_calls
             if not calls:
@@ -337,7 +343,7 @@ class Agent(Generic[OutputT]):
                 prefix_length=state.chain.length,
                 prefix_digest=state.chain.hexdigest,
                 new_messages=new,
-                tools_digest=self._tools_digest,
+                tools_digest=self._offer_digest(state.offered),
                 output_schema_digest=self._schema_digest,
                 settings=self.settings,
             )
@@ -348,7 +354,7 @@ class Agent(Generic[OutputT]):
         # __init__; validating again would re-walk the whole transcript each step (O(n)).
         request = ModelRequest.model_construct(
             transcript=state.transcript,
-            tools=self._specs,
+            tools=state.offered,
             output_schema=self._schema,
             settings=self.settings,
         )
@@ -360,6 +366,25 @@ class Agent(Generic[OutputT]):
         self._check_limits(state)
         state.transcript = state.transcript.append(response.message)
         return response
+
+    def _offer_digest(self, offered: tuple[ToolSpec, ...]) -> str:
+        names = tuple(spec.name for spec in offered)
+        found = self._offer_digests.get(names)
+        if found is None:
+            found = digest([spec.model_dump(mode="json") for spec in offered])
+            self._offer_digests[names] = found
+        return found
+
+    def serve_tool_results(self, recorded: RecordedResults | None) -> None:
+        """Serve tool results from a record instead of running the tools (replay's recorded mode).
+
+        Every policy decision is still made and traced; only the function call is replaced,
+        by the result the record holds for that call.
+
+        Args:
+            recorded: Gives the recorded `ToolReturned` for each call; None to run tools again.
+        """
+        self._recorded_results = recorded
 
     def _check_limits(self, state: _Run) -> None:
         limits = self.usage_limits

@@ -27,6 +27,7 @@ __all__ = [
     "Deny",
     "Modify",
     "Policy",
+    "RecordedResults",
     "ToolRunner",
 ]
 
@@ -106,23 +107,49 @@ class Policy(BaseModel):
 
 Emit = Callable[[EventBody], None]
 
+RecordedResults = Callable[[ToolCallPart], ToolReturned]
+"""Gives the recorded result of a call, in place of running the tool (replay)."""
+
 
 class ToolRunner:
     """Applies a policy to tool calls for one run (it holds that run's budgets)."""
 
-    def __init__(self, tools: Mapping[str, Tool], policy: Policy, emit: Emit) -> None:
+    def __init__(
+        self,
+        tools: Mapping[str, Tool],
+        policy: Policy,
+        emit: Emit,
+        *,
+        recorded: RecordedResults | None = None,
+    ) -> None:
         """Start a run's tool runner.
 
         Args:
             tools: Registered tools by name.
             policy: The policy.
             emit: Receives each event (decision, call, result) in order.
+            recorded: If given, allowed calls are answered with the recorded result instead
+                of running the tool (replay's recorded mode).
         """
         self._tools = tools
         self._policy = policy
         self._emit = emit
+        self._recorded = recorded
         self._used: dict[str, int] = {}
         self._used_total = 0
+
+    def may_call(self, name: str) -> bool:
+        """Whether a call to ``name`` could still run: its budgets are not used up.
+
+        The agent offers the model only such tools, so a model that keeps calling a tool
+        whose budget is spent is not invited to. Tools the policy does not allow are still
+        offered: denying them, with a reason the model sees, is the policy's job.
+        """
+        policy = self._policy
+        budget = policy.tool_budgets.get(name)
+        if budget is not None and self._used.get(name, 0) >= budget:
+            return False
+        return policy.run_budget is None or self._used_total < policy.run_budget
 
     def run(self, call: ToolCallPart) -> ToolResultPart:
         """Decide on one call, run it if allowed, and return the result the model sees.
@@ -208,6 +235,10 @@ class ToolRunner:
         self._used[call.name] = self._used.get(call.name, 0) + 1
         self._used_total += 1
         self._emit(ToolCalled(call_id=call.id, tool=call.name, arguments=arguments))
+        if self._recorded is not None:
+            returned = self._recorded(call)
+            self._emit(returned)
+            return returned.result
         try:
             content = tool.call(kwargs)
         except Exception as exc:  # a raising tool is a result the model sees, never a crash

@@ -1,0 +1,344 @@
+"""Verified replay: re-run the same agent code against a recorded trace, event by event.
+
+The harness hands the agent factory replaying ports instead of real ones:
+
+- the clock serves each recorded event's ``at``, in order;
+- the ids serve the recorded run id;
+- the model serves the recorded responses, in order (the requests need no second check: the
+  agent records ``model_requested`` before it calls the model, and that event is compared
+  like every other);
+- the trace sink compares each line the re-run writes with the recorded line at the same
+  sequence number, and stops at the first difference;
+- tool results are served from the trace (``recorded`` mode: the tools' code does not run)
+  or produced by running the tools again (``live`` mode: a changed tool shows up as a
+  divergence).
+
+The re-run happens under the kernel's nondeterminism guard, so code that reaches for the
+clock, randomness or the network behind the ports' back fails with `NondeterminismError`
+rather than with a confusing divergence.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from twinflow.agent._errors import AgentError, RunError
+from twinflow.agent._events import (
+    ModelResponded,
+    RunFailed,
+    RunStarted,
+    ToolCalled,
+    ToolReturned,
+    TraceEvent,
+)
+from twinflow.agent._trace import encode_line
+from twinflow.agent._verify import Trace
+from twinflow.kernel import NondeterminismError, nondeterminism_guard
+from twinflow.vocab import (
+    CallId,
+    Difference,
+    ModelRequest,
+    ModelResponse,
+    RunId,
+    ToolCallPart,
+    diff,
+)
+
+__all__ = [
+    "RecordedFailure",
+    "ReplayDivergenceError",
+    "ReplayMode",
+    "ReplayPorts",
+    "ReplayResult",
+    "replay",
+]
+
+ReplayMode = Literal["recorded", "live"]
+"""``recorded``: tool results come from the trace; ``live``: the tools run again."""
+
+
+class ReplayDivergenceError(AgentError):
+    """The re-run produced an event that differs from the recorded one (or one too many or few).
+
+    Attributes:
+        seq: The sequence number of the first differing event.
+        expected: The recorded event as JSON (None if the re-run wrote an extra event).
+        actual: The re-run's event as JSON (None if a recorded event was never produced).
+        difference: The structural difference between the two, when both exist.
+    """
+
+    def __init__(
+        self,
+        seq: int,
+        expected: Any,
+        actual: Any,
+        difference: Difference | None,
+        message: str,
+    ) -> None:
+        self.seq = seq
+        self.expected = expected
+        self.actual = actual
+        self.difference = difference
+        super().__init__(message)
+
+
+class RecordedFailure(RunError):
+    """Raised by the replaying model where the recorded run failed (its type name and message)."""
+
+
+class ReplayResult(BaseModel):
+    """A replay that matched the recorded trace, event for event."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: ReplayMode
+    """How tool results were obtained."""
+    events: int
+    """Events compared (all of them)."""
+    root: str
+    """The Merkle root both traces share."""
+
+
+def _event_json(line: bytes) -> Any:
+    # A trace line is {"digest": ..., "event": {...}}; compare the events, not the envelopes.
+    return json.loads(line)["event"]
+
+
+class _ComparingSink:
+    """A trace sink that checks each written line against the recorded one."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self._lines = lines
+        self.written = 0
+        self.divergence: ReplayDivergenceError | None = None
+
+    def write(self, line: bytes) -> None:
+        if self.divergence is not None:
+            # After the first difference the re-run is off the record; what it writes next
+            # (its run_failed, say) is noise, and the first divergence is the one to report.
+            return
+        seq = self.written
+        self.written += 1
+        if seq >= len(self._lines):
+            actual = _event_json(line)
+            self.divergence = ReplayDivergenceError(
+                seq,
+                None,
+                actual,
+                None,
+                f"the re-run wrote event {seq} ({actual['body']['kind']}) but the recorded "
+                f"trace ends at {len(self._lines)} events",
+            )
+            raise self.divergence
+        expected_line = self._lines[seq]
+        if line == expected_line:
+            return
+        expected, actual = _event_json(expected_line), _event_json(line)
+        difference = diff(expected, actual)
+        self.divergence = ReplayDivergenceError(
+            seq,
+            expected,
+            actual,
+            difference,
+            f"event {seq} differs: recorded {expected['body']['kind']}, re-run "
+            f"{actual['body']['kind']}; {difference}",
+        )
+        raise self.divergence
+
+    def flush(self, *, durable: bool) -> None:
+        del durable  # nothing is written anywhere: the comparison is the output
+
+    def close(self) -> None:
+        pass
+
+
+class _ReplayClock:
+    """Serves the recorded ``at`` of each event, in order."""
+
+    def __init__(self, ats: list[datetime]) -> None:
+        self._ats = iter(ats)
+        self._last = ats[-1] if ats else None
+
+    def now(self) -> datetime:
+        at = next(self._ats, None)
+        if at is None:
+            # One clock reading past the record: the extra event it is for will be reported
+            # by the comparing sink, with its content; give it a plausible time meanwhile.
+            if self._last is None:
+                raise AgentError("the recorded trace holds no events to replay")
+            return self._last
+        self._last = at
+        return at
+
+    def monotonic(self) -> float:
+        return 0.0 if self._last is None else self._last.timestamp()
+
+
+class _ReplayIds:
+    """Serves the recorded run id and the recorded tool-call ids."""
+
+    def __init__(self, run_id: RunId, call_ids: list[CallId]) -> None:
+        self._run_id = run_id
+        self._call_ids = iter(call_ids)
+
+    def run_id(self) -> RunId:
+        return self._run_id
+
+    def call_id(self) -> CallId:
+        call_id = next(self._call_ids, None)
+        if call_id is None:
+            raise AgentError("the re-run asked for more call ids than the recorded run used")
+        return call_id
+
+
+class _ReplayModel:
+    """Serves the recorded model responses in order; re-raises a recorded model failure."""
+
+    def __init__(self, label: str, responses: list[ModelResponse], failure: RunFailed | None):
+        self.trace_label = label
+        self._responses = iter(responses)
+        self._failure = failure
+
+    def request(self, request: ModelRequest) -> ModelResponse:
+        del request  # compared as the model_requested event the agent wrote just before
+        response = next(self._responses, None)
+        if response is not None:
+            return response
+        if self._failure is not None:
+            # The recorded run failed here (a transport error, say): fail the same way, with
+            # the recorded type name and message, so the run_failed events match.
+            failure_type = type(self._failure.error_type, (RecordedFailure,), {})
+            raise failure_type(self._failure.message)
+        raise AgentError("the re-run asked the model more often than the recorded run did")
+
+
+class _RecordedToolResults:
+    """In ``recorded`` mode: the results that followed each recorded tool call, in order."""
+
+    def __init__(self, returned: list[ToolReturned]) -> None:
+        self._returned = iter(returned)
+
+    def __call__(self, call: ToolCallPart) -> ToolReturned:
+        returned = next(self._returned, None)
+        if returned is None:
+            raise AgentError(f"no recorded result for tool call {call.id} ({call.name})")
+        return returned
+
+
+class ReplayPorts:
+    """What the agent factory must build the agent with, to be replayed."""
+
+    def __init__(
+        self,
+        *,
+        model: _ReplayModel,
+        clock: _ReplayClock,
+        ids: _ReplayIds,
+        trace: _ComparingSink,
+        prompt: str,
+    ) -> None:
+        self.model = model
+        """The replaying chat model."""
+        self.clock = clock
+        """The replaying clock."""
+        self.ids = ids
+        """The replaying ids."""
+        self.trace = trace
+        """The comparing trace sink."""
+        self.prompt = prompt
+        """The recorded prompt (the harness runs the agent on it)."""
+
+
+def _recorded_tool_results(events: tuple[TraceEvent, ...]) -> list[ToolReturned]:
+    results = []
+    for before, event in itertools.pairwise(events):
+        if isinstance(before.body, ToolCalled) and isinstance(event.body, ToolReturned):
+            results.append(event.body)
+    return results
+
+
+def _call_ids(events: tuple[TraceEvent, ...]) -> Iterator[CallId]:
+    for event in events:
+        if isinstance(event.body, ModelResponded):
+            yield from (call.id for call in event.body.response.message.tool_calls)
+
+
+def replay(
+    trace: Trace,
+    build: Callable[[ReplayPorts], Any],
+    *,
+    mode: ReplayMode = "recorded",
+) -> ReplayResult:
+    """Re-run the agent ``build`` makes against ``trace`` and compare every event.
+
+    Args:
+        trace: The recorded trace (`Trace.load` verified it).
+        build: Makes the agent from the replaying ports; it must pass ``ports.model``,
+            ``ports.clock``, ``ports.ids`` and ``ports.trace`` to `Agent`, and configure it
+            exactly as the recorded run was (same tools, policy, output type, settings).
+        mode: ``recorded`` serves tool results from the trace; ``live`` runs the tools.
+
+    Returns:
+        The result, when every event matched.
+
+    Raises:
+        ReplayDivergenceError: The first event that differs, or the first recorded event the
+            re-run did not produce.
+        NondeterminismError: Replayed code reached time, randomness or the network from
+            outside the kernel (even if that code caught the error).
+        AgentError: The trace does not start with ``run_started``.
+    """
+    events = trace.events
+    if not events or not isinstance(events[0].body, RunStarted):
+        raise AgentError("a replayable trace starts with run_started; this one does not")
+    started = events[0].body
+    if any(isinstance(e.body, RunStarted) for e in events[1:]):
+        raise AgentError("the trace holds several runs; replay replays one run per trace")
+    lines = [encode_line(event)[0] for event in events]
+    failed = events[-1].body if isinstance(events[-1].body, RunFailed) else None
+    sink = _ComparingSink(lines)
+    ports = ReplayPorts(
+        model=_ReplayModel(
+            started.config.model,
+            [e.body.response for e in events if isinstance(e.body, ModelResponded)],
+            failed,
+        ),
+        clock=_ReplayClock([event.at for event in events]),
+        ids=_ReplayIds(started.run_id, list(_call_ids(events))),
+        trace=sink,
+        prompt=started.prompt,
+    )
+    agent = build(ports)
+    if mode == "recorded":
+        agent.serve_tool_results(_RecordedToolResults(_recorded_tool_results(events)))
+    with nondeterminism_guard() as guard:
+        try:
+            agent.run(started.prompt)
+        except NondeterminismError:
+            raise
+        except Exception:
+            # A recorded failure replays as the same failure; anything else is reported as
+            # the divergence it caused (or, if events still matched, re-raised below).
+            if sink.divergence is None and failed is None:
+                raise
+    if guard.violations:
+        raise guard.violations[0]
+    if sink.divergence is not None:
+        raise sink.divergence
+    if sink.written < len(lines):
+        missing = events[sink.written]
+        raise ReplayDivergenceError(
+            sink.written,
+            _event_json(lines[sink.written]),
+            None,
+            None,
+            f"the re-run stopped after {sink.written} events; the recorded trace goes on with "
+            f"event {sink.written} ({missing.body.kind})",
+        )
+    return ReplayResult(mode=mode, events=len(lines), root=trace.checkpoint().root)

@@ -1,0 +1,210 @@
+"""Verified replay: the same agent code re-run against its recorded trace, event by event."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from twinflow.agent import (
+    Agent,
+    FunctionModel,
+    MemoryTraceSink,
+    Policy,
+    ReplayDivergenceError,
+    ReplayPorts,
+    Trace,
+    replay,
+)
+from twinflow.kernel import CountingIds, NondeterminismError, SteppingClock
+from twinflow.vocab import CallId, Message, ModelRequest, StructuredPart, ToolCallPart
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class Total(BaseModel):
+    """The scripted run's answer."""
+
+    total: int
+    """The sum."""
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def add_changed(a: int, b: int) -> int:
+    """Add two integers."""
+    # Same name, signature and docstring as `add` (so the same spec): only the code changed.
+    return a + b + 1
+
+
+def add_reading_the_clock(a: int, b: int) -> int:
+    """Add two integers."""
+    # Reads the wall clock behind the ports' back.
+    name = "time"  # computed, as code hiding from the static gate would do
+    getattr(time, name)()
+    return a + b
+
+
+def script(request: ModelRequest) -> Message:
+    """Call `add` twice, then answer with the last tool result as structured output."""
+    results = [m for m in request.transcript.messages if m.role == "tool"]
+    if len(results) < 2:
+        call = ToolCallPart(id=CallId(f"c{len(results)}"), name="add", arguments={"a": 2, "b": 3})
+        return Message(role="assistant", parts=(call,))
+    total = int(results[-1].tool_results[0].content)
+    return Message(
+        role="assistant", parts=(StructuredPart(schema_name="Total", value={"total": total}),)
+    )
+
+
+def agent_with(tool: Callable[..., Any], ports: ReplayPorts | None = None) -> Agent[Total]:
+    """The agent under test, with replaying ports or with fresh deterministic ones."""
+    if ports is None:
+        return Agent(
+            FunctionModel(script),
+            clock=SteppingClock(START, timedelta(milliseconds=5)),
+            ids=CountingIds(),
+            tools=[tool],
+            policy=Policy(allow=frozenset({tool.__name__})),
+            output_type=Total,
+            trace=MemoryTraceSink(),
+        )
+    return Agent(
+        ports.model,
+        clock=ports.clock,
+        ids=ports.ids,
+        tools=[tool],
+        policy=Policy(allow=frozenset({tool.__name__})),
+        output_type=Total,
+        trace=ports.trace,
+    )
+
+
+def record(tool: Callable[..., Any] = add) -> Trace:
+    """Run the scripted agent once and read its trace back."""
+    agent = agent_with(tool)
+    agent.run("add 2 and 3, twice")
+    sink = agent.writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    return Trace.load(sink.data)
+
+
+def renamed(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """The same function under the tool name the recording used."""
+    function.__name__ = name
+    return function
+
+
+def test_replay_of_an_unchanged_agent_matches_every_event_in_both_modes() -> None:
+    """Recorded and live replays of the same code reproduce the trace exactly."""
+    trace = record()
+    for mode in ("recorded", "live"):
+        result = replay(trace, lambda ports: agent_with(add, ports), mode=mode)
+        assert (trace.size, trace.checkpoint().root) == (result.events, result.root)
+
+
+def test_a_changed_tool_diverges_in_live_mode_naming_the_event_and_the_difference() -> None:
+    """Live mode runs the tool again, so a changed tool is the first difference, with a diff."""
+    trace = record()
+    changed = renamed(add_changed, "add")
+    with pytest.raises(ReplayDivergenceError) as caught:
+        replay(trace, lambda ports: agent_with(changed, ports), mode="live")
+    error = caught.value
+    assert "tool_returned" == error.expected["body"]["kind"]
+    assert error.difference is not None
+    assert "/body/result/content" == error.difference.pointer
+    assert ("5", "6") == (error.difference.expected, error.difference.actual)
+    assert f"event {error.seq} differs" in str(error)
+
+
+def test_a_changed_tool_still_replays_in_recorded_mode() -> None:
+    """Recorded mode serves results from the trace, so the tool's code does not matter."""
+    trace = record()
+    changed = renamed(add_changed, "add")
+    result = replay(trace, lambda ports: agent_with(changed, ports), mode="recorded")
+    assert trace.size == result.events
+
+
+def test_a_tool_reaching_the_clock_fails_live_replay_with_nondeterminism_error() -> None:
+    """`getattr(time, "time")()` in a tool is caught by the runtime guard during replay."""
+    trace = record(renamed(add_reading_the_clock, "add"))
+    clocky = renamed(add_reading_the_clock, "add")
+    with pytest.raises(NondeterminismError) as caught:
+        replay(trace, lambda ports: agent_with(clocky, ports), mode="live")
+    assert "time.time" == caught.value.entry_point
+
+
+def test_a_changed_configuration_diverges_at_the_first_event() -> None:
+    """Another policy is another agent: run_started differs, and replay says so at seq 0."""
+    trace = record()
+
+    def build(ports: ReplayPorts) -> Agent[Total]:
+        return Agent(
+            ports.model,
+            clock=ports.clock,
+            ids=ports.ids,
+            tools=[add],
+            policy=Policy(allow=frozenset({"add"}), run_budget=5),
+            output_type=Total,
+            trace=ports.trace,
+        )
+
+    with pytest.raises(ReplayDivergenceError) as caught:
+        replay(trace, build)
+    assert 0 == caught.value.seq
+    assert caught.value.difference is not None
+    assert caught.value.difference.pointer.startswith("/body/config")
+
+
+def test_a_trace_cut_short_reports_the_extra_event_the_re_run_wrote() -> None:
+    """A re-run that goes past the end of the record is a divergence at that sequence number."""
+    full = record()
+    lines = b"".join(
+        line + b"\n" for line in MemoryTraceSinkBytes.of(full).splitlines()[: full.size - 3]
+    )
+    cut = Trace.load(lines)
+    with pytest.raises(ReplayDivergenceError) as caught:
+        replay(cut, lambda ports: agent_with(add, ports))
+    assert cut.size == caught.value.seq
+    assert caught.value.expected is None
+
+
+def test_recorded_events_the_re_run_never_produced_are_a_divergence() -> None:
+    """A re-run that stops early leaves recorded events unconsumed, reported by number."""
+    trace = record()
+
+    class StopsEarly:
+        """An agent stand-in that writes only the first three recorded events."""
+
+        def __init__(self, ports: ReplayPorts) -> None:
+            self.ports = ports
+
+        def serve_tool_results(self, recorded: object) -> None:
+            """Accept the harness's recorded results (unused)."""
+
+        def run(self, prompt: str) -> None:
+            """Write the first three events exactly as recorded."""
+            for line in MemoryTraceSinkBytes.of(trace).splitlines()[:3]:
+                self.ports.trace.write(line + b"\n")
+
+    with pytest.raises(ReplayDivergenceError, match="stopped after 3 events") as caught:
+        replay(trace, StopsEarly)
+    assert (3, None) == (caught.value.seq, caught.value.actual)
+
+
+class MemoryTraceSinkBytes:
+    """Re-encodes a loaded trace to its file bytes."""
+
+    @staticmethod
+    def of(trace: Trace) -> bytes:
+        """The trace's bytes, line by line, as the writer wrote them."""
+        from twinflow.agent import encode_line
+
+        return b"".join(encode_line(event)[0] for event in trace.events)
