@@ -7,9 +7,9 @@ the CPU time the client process spends per request (`time.process_time`): the st
 any socket wait (the SDKs' httpx/h11 stack waits ~40 ms per request on delayed ACKs against
 this HTTP/1.0 stub) are excluded. Wall time per request is printed too. Rounds interleave the
 clients; the median per client is reported with ratios to each peer measured in the same run.
-Then the import cost, each in a fresh interpreter: `import twinflow.local_model` vs
-`import pydantic` (lazy: it defers `BaseModel`), vs `from pydantic import BaseModel`, and vs
-`import twinflow.vocab` (what this package adds on top of the layer it builds on).
+Then the import cost, each in a fresh interpreter (shared with benchmarks/vocab_canonical.py):
+`import twinflow.local_model` vs `import pydantic` (lazy: it defers `BaseModel`), vs
+`from pydantic import BaseModel`, and the first use of a vocab model name.
 
 Run: .venv/bin/python benchmarks/local_overhead.py [--requests 200] [--rounds 5]
 """
@@ -28,6 +28,7 @@ from collections.abc import Callable
 import ollama
 import openai
 from pydantic import BaseModel
+from vocab_canonical import import_times, print_import_times  # this folder: sys.path[0]
 
 from twinflow.kernel import UrllibJsonTransport
 from twinflow.local_model import OllamaStructuredOutput, OpenAICompatibleStructuredOutput
@@ -135,20 +136,11 @@ def per_request(fn: Callable[[], object], n: int) -> tuple[float, float]:
     return (time.process_time() - cpu) / n, (time.perf_counter() - wall) / n
 
 
-def import_ms(statement: str, runs: int) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", statement], check=True)
-        best = min(best, time.perf_counter() - start)
-    return best * 1000
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200, help="requests per client per round")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
-    parser.add_argument("--import-runs", type=int, default=7, help="fresh interpreters per import")
+    parser.add_argument("--import-runs", type=int, default=15, help="fresh interpreters per import")
     args = parser.parse_args()
 
     stub = subprocess.Popen(
@@ -180,25 +172,7 @@ def main() -> None:
                 f"client CPU ratio {ours} / {peer}: {ratio:.2f} ({'lower' if ratio < 1 else 'NOT lower'})"
             )
 
-    times = {
-        stmt: import_ms(stmt, args.import_runs)
-        for stmt in (
-            "pass",
-            "import pydantic",
-            "from pydantic import BaseModel",
-            "import twinflow.vocab",
-            "import twinflow.local_model",
-        )
-    }
-    for stmt, ms in times.items():
-        print(f"{stmt:34} {ms:7.1f} ms")
-    ours = times["import twinflow.local_model"]
-    for peer in ("import pydantic", "from pydantic import BaseModel", "import twinflow.vocab"):
-        delta = ours - times[peer]
-        verdict = "met" if delta <= 40 else "NOT met"
-        print(
-            f"import twinflow.local_model / {peer}: {ours / times[peer]:.2f} (+{delta:.1f} ms; within 40 ms: {verdict})"
-        )
+    print_import_times(import_times(runs=args.import_runs), args.import_runs)
 
 
 if __name__ == "__main__":
