@@ -480,3 +480,27 @@ def test_structured_adapter_is_a_constructor_argument() -> None:
         e for e in Trace.load(agent.writer.sink.data).events if e.body.kind == "model_requested"
     ]  # type: ignore[attr-defined]
     assert 1 == len(requests)
+
+
+def test_a_tool_whose_budget_is_spent_is_no_longer_offered() -> None:
+    """Once a tool's budget is used up the model is not shown it again (it could not run)."""
+    offered: list[list[str]] = []
+
+    def handler(request: ModelRequest) -> Message:
+        offered.append([spec.name for spec in request.tools])
+        if len(offered) == 1:
+            call = ToolCallPart(id=CallId("c1"), name="add", arguments={"a": 1, "b": 2})
+            return Message(role="assistant", parts=(call,))
+        return Message(role="assistant", parts=(TextPart(text="3"),))
+
+    calls = Calls()
+    agent = Agent(
+        FunctionModel(handler),
+        clock=SteppingClock(START),
+        ids=CountingIds(),
+        tools=[calls.add, calls.shell],
+        policy=Policy(allow=frozenset({"add"}), tool_budgets={"add": 1}),
+    )
+    agent.run("add 1 and 2")
+    # `shell` stays on offer: it is not allowed, and saying so is the policy's job.
+    assert [["add", "shell"], ["shell"]] == offered
