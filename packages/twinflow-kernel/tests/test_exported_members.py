@@ -3,6 +3,8 @@
 import twinflow.kernel
 
 EXPECTED = {
+    "ProcessResult",
+    "run_process",
     "GUARDED_ENTRY_POINTS",
     "GuardRecord",
     "NondeterminismError",

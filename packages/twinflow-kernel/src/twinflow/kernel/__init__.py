@@ -34,6 +34,7 @@ from twinflow.kernel._nondeterminism import (
     nondeterminism_guard,
 )
 from twinflow.kernel._ports import Clock, Ids, Launcher, Transport
+from twinflow.kernel._process import ProcessResult, run_process
 from twinflow.kernel._replay import RecordingTransport, ReplayTransport
 from twinflow.kernel._transport import UrllibJsonTransport
 
@@ -58,6 +59,7 @@ __all__ = [
     "MockTransport",
     "NetworkBlockedError",
     "NondeterminismError",
+    "ProcessResult",
     "RecordingTransport",
     "ReplayDivergence",
     "ReplayTransport",
@@ -77,4 +79,5 @@ __all__ = [
     "UrllibJsonTransport",
     "free_port",
     "nondeterminism_guard",
+    "run_process",
 ]

@@ -1,0 +1,73 @@
+"""`run_process`: run a command to completion and collect its exit code and output.
+
+The kernel is the one home of processes; tests above it that must run the real ``twinflow``
+command (exit codes, stderr, ``--json``) do it through here rather than importing
+``subprocess`` themselves.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from twinflow.kernel._errors import LaunchError
+
+__all__ = ["ProcessResult", "run_process"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessResult:
+    """How a finished command ended."""
+
+    returncode: int
+    """The exit status (negative: killed by that signal)."""
+    stdout: str
+    """Everything it wrote to standard output (UTF-8, undecodable bytes replaced)."""
+    stderr: str
+    """Everything it wrote to standard error."""
+
+
+def run_process(
+    command: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300.0,
+    stdin: bytes = b"",
+) -> ProcessResult:
+    """Run ``command`` to completion.
+
+    Args:
+        command: The program and its arguments.
+        cwd: Working directory (default: this process's).
+        env: Extra environment variables, on top of this process's environment.
+        timeout: Seconds before the command is killed.
+        stdin: Bytes given on its standard input.
+
+    Returns:
+        The exit status and the captured output.
+
+    Raises:
+        LaunchError: The command cannot be started, or ran past ``timeout`` (it was killed).
+    """
+    try:
+        completed = subprocess.run(
+            list(command),
+            cwd=cwd,
+            env={**os.environ, **env} if env is not None else None,
+            input=stdin,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise LaunchError(f"{command[0]!r} ran past {timeout:g} s and was killed") from error
+    except OSError as error:
+        raise LaunchError(f"cannot start {command[0]!r}: {error}") from error
+    return ProcessResult(
+        returncode=completed.returncode,
+        stdout=completed.stdout.decode("utf-8", errors="replace"),
+        stderr=completed.stderr.decode("utf-8", errors="replace"),
+    )
