@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -17,7 +19,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from twinflow.vocab import UserError
 
-__all__ = ["ModelSpec", "PolicySpec", "RunSpec", "SpecError", "load_spec", "resolve_dotted"]
+__all__ = [
+    "ModelSpec",
+    "PolicySpec",
+    "RunSpec",
+    "SpecError",
+    "load_spec",
+    "load_tools",
+    "parse_spec",
+    "resolve_dotted",
+]
 
 
 class SpecError(UserError):
@@ -34,7 +45,8 @@ class ModelSpec(_Strict):
     kind: Literal["openai-compatible", "ollama"] = "openai-compatible"
     """The server's API: OpenAI chat-completions or Ollama's /api/chat."""
     url: str
-    """Base URL of the server, e.g. ``http://127.0.0.1:8080`` or ``http://127.0.0.1:11434``."""
+    """Base URL of the server (``http://127.0.0.1:8080``, ``http://127.0.0.1:11434``), or
+    ``embedded`` to start the bundled SmolLM2-135M under llama-cpp-python for the run."""
     dialect: Literal["llama-cpp-python", "llama.cpp", "vllm", "lmstudio"] = "llama-cpp-python"
     """How structured output is requested from an OpenAI-compatible server."""
     name: str = "local"
@@ -75,12 +87,13 @@ class RunSpec(_Strict):
     """Dotted path to a pydantic model the final answer must validate against."""
     max_steps: int = Field(default=8, ge=1, le=1000)
     """Maximum model turns."""
-    trace: str = "twinflow-run/trace.jsonl"
-    """Where the trace is written."""
 
 
 def resolve_dotted(path: str) -> Any:
     """Import ``package.module:attribute`` (or ``package.module.attribute``) and return it.
+
+    Modules are looked up as ``python -m`` would: the current directory first, then the
+    installed packages.
 
     Raises:
         SpecError: the module or the attribute does not exist.
@@ -90,6 +103,8 @@ def resolve_dotted(path: str) -> Any:
         module_name, _, attribute = path.rpartition(".")
     if not module_name or not attribute:
         raise SpecError(f"{path!r} is not a dotted path: write 'package.module:name'")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -156,7 +171,7 @@ def _describe(error: Any, root: yaml.Node | None, source: str) -> str:
 
 
 def load_spec(path: Path) -> RunSpec:
-    """Read and validate a run spec.
+    """Read and validate a run spec file.
 
     Raises:
         SpecError: naming the file, line and key of the first problem (and listing the rest).
@@ -165,8 +180,19 @@ def load_spec(path: Path) -> RunSpec:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise SpecError(f"{path}: is a directory, expected a YAML file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read the spec ({exc})") from None
+    return parse_spec(text, str(path))
+
+
+def parse_spec(text: str, path: str) -> RunSpec:
+    """Validate a run spec's YAML text; ``path`` names it in errors.
+
+    Raises:
+        SpecError: naming the file, line and key of the first problem (and listing the rest).
+    """
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -179,7 +205,7 @@ def load_spec(path: Path) -> RunSpec:
     try:
         return RunSpec.model_validate(data)
     except ValidationError as exc:
-        problems = [_describe(error, root, str(path)) for error in exc.errors()]
+        problems = [_describe(error, root, path) for error in exc.errors()]
         more = (
             f" (and {len(problems) - 1} more: {'; '.join(problems[1:])})"
             if len(problems) > 1

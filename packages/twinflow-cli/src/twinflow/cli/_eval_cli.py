@@ -1,0 +1,296 @@
+"""``twinflow eval``: run a dataset through an agent, rescore, compare and merge run directories.
+
+The composition root for `twinflow.eval`: here the real model client, transport, clock, ids
+and thread pool are wired into the eval runner, which only knows the ports.
+
+- ``eval run DATASET --spec SPEC --out DIR [--concurrency N] [--shard i/n] [--min-pass-rate R]``
+- ``eval rescore DIR``: verify every trace, score again without a model; exit 1 if a trace is
+  flagged or a score differs from ``results.json``
+- ``eval compare A B``: regressions and improvements per case, exact McNemar p-value
+- ``eval merge DIR... --out DIR``: combine the shard directories of one dataset
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from twinflow.agent import Agent, TraceSink
+from twinflow.cli._main import EXIT_OK, CheckFailed, Output
+from twinflow.cli._spec import RunSpec, load_spec, load_tools
+from twinflow.cli._wiring import build_agent, build_model, embedded_server
+from twinflow.eval import (
+    Case,
+    EvalResults,
+    Shard,
+    Summary,
+    compare_runs,
+    load_dataset,
+    load_run,
+    merge_runs,
+    rescore,
+    run_eval,
+)
+from twinflow.kernel import (
+    SerialExecutor,
+    SystemClock,
+    SystemIds,
+    ThreadExecutor,
+    UrllibJsonTransport,
+)
+from twinflow.vocab import UserError
+
+__all__ = ["EVAL_COMMAND"]
+
+EMBEDDED = "embedded"
+"""A spec's ``model.url`` that means: start the embedded SmolLM2 server for this run."""
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _add_json(p: argparse.ArgumentParser) -> None:
+    # The parent `eval` parser has --json; repeating it here lets it follow the subcommand too.
+    p.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print one JSON document on stdout",
+    )
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="eval_command", metavar="SUBCOMMAND", required=True)
+    run = sub.add_parser(
+        "run", help="run a dataset through the agent a spec describes", description=_run.__doc__
+    )
+    run.add_argument("dataset", type=Path, help="the dataset (.yaml, .yml or .jsonl)")
+    run.add_argument(
+        "--spec",
+        type=Path,
+        required=True,
+        help="the run spec (model, tools, policy, output); prompt may hold {input}",
+    )
+    run.add_argument(
+        "--out", type=Path, required=True, help="the run directory (an unfinished one is resumed)"
+    )
+    run.add_argument(
+        "--concurrency", type=int, default=1, help="cases in flight at once (default 1)"
+    )
+    run.add_argument("--shard", type=Shard.parse, help="run only slice i of n (1-based), e.g. 2/4")
+    run.add_argument(
+        "--min-pass-rate", type=float, help="exit 1 if the pass rate is below this fraction"
+    )
+    _add_json(run)
+    re = sub.add_parser(
+        "rescore",
+        help="verify every trace of a run and score it again, without a model",
+        description=_rescore.__doc__,
+    )
+    re.add_argument("run_dir", type=Path, help="a run directory")
+    _add_json(re)
+    cmp = sub.add_parser(
+        "compare",
+        help="regressions and improvements from run A to run B",
+        description=_compare.__doc__,
+    )
+    cmp.add_argument("a", type=Path, help="the baseline run directory")
+    cmp.add_argument("b", type=Path, help="the new run directory")
+    _add_json(cmp)
+    merge = sub.add_parser(
+        "merge", help="combine the shard directories of one dataset", description=_merge.__doc__
+    )
+    merge.add_argument(
+        "shards", type=Path, nargs="+", help="one run directory per shard 1/n .. n/n"
+    )
+    merge.add_argument(
+        "--out", type=Path, required=True, help="the merged run directory (new or empty)"
+    )
+    _add_json(merge)
+
+
+def _summary_payload(results: EvalResults, run_dir: Path) -> dict[str, Any]:
+    s = results.summary
+    return {
+        "ok": True,
+        "run_dir": str(run_dir),
+        "dataset": results.dataset,
+        "complete": results.complete,
+        "summary": s.model_dump(),
+        "pass_rate": s.passed / s.total if s.total else 0.0,
+        "results": str(run_dir / "results.json"),
+        "lab_notes": [str(run_dir / "lab-notes.md"), str(run_dir / "lab-notes.html")],
+    }
+
+
+def _progress(done: int, total: int, counts: Summary) -> None:
+    width = 24
+    filled = width * done // total if total else width
+    bar = "#" * filled + "." * (width - filled)
+    end = "\n" if done == total else ""
+    print(
+        f"\r[{bar}] {done}/{total} passed {counts.passed} failed {counts.failed} "
+        f"errored {counts.errored} flagged {counts.flagged}",
+        end=end,
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+@contextlib.contextmanager
+def _model_url(spec: RunSpec, out_dir: Path) -> Iterator[RunSpec]:
+    if spec.model.url != EMBEDDED:
+        yield spec
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with embedded_server(out_dir, on_progress=_stderr) as base:
+        yield spec.model_copy(update={"model": spec.model.model_copy(update={"url": base})})
+
+
+def _render(spec: RunSpec) -> Callable[[Case], str]:
+    def render(case: Case) -> str:
+        if "{input}" in spec.prompt:
+            return spec.prompt.replace("{input}", case.input)
+        return f"{spec.prompt}\n\n{case.input}"
+
+    return render
+
+
+def _run(args: argparse.Namespace, out: Output) -> int:
+    """Run every case of a dataset (or of one shard) through the agent a run spec describes.
+
+    Each case repeat gets its own trace under DIR/traces; results.json records each case's
+    verdict and checkpoint root; lab-notes.md and lab-notes.html are written at the end.
+    Running the same command on an unfinished DIR resumes it.
+    """
+    if args.concurrency < 1:
+        raise UserError(f"--concurrency {args.concurrency}: must be at least 1")
+    dataset = load_dataset(args.dataset)
+    spec = load_spec(args.spec)
+    # Tools and output models named in the spec may live next to it (as in examples/).
+    sys.path.insert(0, str(args.spec.resolve().parent))
+    tools = load_tools(spec)
+    transport = UrllibJsonTransport()
+    clock, ids = SystemClock(), SystemIds()
+    with _model_url(spec, args.out) as wired:
+
+        def factory(case: Case, sink: TraceSink) -> Agent[Any]:
+            model = build_model(wired.model, transport, ids)
+            return build_agent(wired, model=model, clock=clock, ids=ids, trace=sink, tools=tools)
+
+        results = run_eval(
+            dataset,
+            factory,
+            args.out,
+            clock=clock,
+            executor=ThreadExecutor() if args.concurrency > 1 else SerialExecutor(),
+            concurrency=args.concurrency,
+            shard=args.shard,
+            prompt=_render(wired),
+            progress=_progress,
+        )
+    transport.close()
+    payload = _summary_payload(results, args.out)
+    s = results.summary
+    rate = payload["pass_rate"]
+    if s.flagged:
+        raise CheckFailed(
+            f"{s.flagged} case(s) have traces that do not verify; see {args.out}/lab-notes.md",
+            payload,
+        )
+    if args.min_pass_rate is not None and rate < args.min_pass_rate:
+        raise CheckFailed(
+            f"pass rate {rate:.1%} is below --min-pass-rate {args.min_pass_rate:.1%}", payload
+        )
+    out.document(payload)
+    out.line(
+        f"{results.dataset}: {s.passed}/{s.total} passed ({rate:.1%}), {s.failed} failed, {s.errored} errored"
+    )
+    out.line(f"results: {args.out / 'results.json'}")
+    out.line(f"lab notes: {args.out / 'lab-notes.md'}, {args.out / 'lab-notes.html'}")
+    return EXIT_OK
+
+
+def _rescore(args: argparse.Namespace, out: Output) -> int:
+    """Verify every trace of a run directory and score it again from the traces alone.
+
+    No model is contacted. A trace that is missing or fails verification flags its case. The
+    new scores go to DIR/rescore.json; exit 1 if a case is flagged or any verdict differs
+    from results.json.
+    """
+    _, recorded = load_run(args.run_dir)
+    results = rescore(args.run_dir)
+    before = {c.key: (c.status, c.scores) for c in recorded.cases}
+    changed = [c.key for c in results.cases if before.get(c.key) != (c.status, c.scores)]
+    flagged = [c for c in results.cases if c.status == "flagged"]
+    payload = {
+        **_summary_payload(results, args.run_dir),
+        "rescore": str(args.run_dir / "rescore.json"),
+        "changed": changed,
+        "flagged": [{"key": c.key, "problem": c.problem} for c in flagged],
+    }
+    if flagged or changed:
+        detail = "; ".join(f"{c.key}: {c.problem}" for c in flagged[:5])
+        raise CheckFailed(
+            f"{len(flagged)} case(s) flagged, {len(changed)} verdict(s) differ from results.json"
+            + (f" ({detail})" if detail else ""),
+            payload,
+        )
+    s = results.summary
+    out.document(payload)
+    out.line(
+        f"ok: {s.total} traces verify; scores identical to results.json ({s.passed}/{s.total} passed)"
+    )
+    return EXIT_OK
+
+
+def _compare(args: argparse.Namespace, out: Output) -> int:
+    """List the cases that regressed and improved from run A to run B, with an exact McNemar test."""
+    c = compare_runs(args.a, args.b)
+    out.document({"ok": True, **c.model_dump()})
+    out.line(f"pass rate {c.pass_rate_a:.1%} -> {c.pass_rate_b:.1%} over the paired cases")
+    out.line(f"regressions ({len(c.regressions)}): {', '.join(c.regressions) or 'none'}")
+    out.line(f"improvements ({len(c.improvements)}): {', '.join(c.improvements) or 'none'}")
+    out.line(
+        f"exact McNemar p = {c.p_value:.4g} (unchanged: {c.both_passed} passed, {c.both_not_passed} not)"
+    )
+    if c.only_in_a or c.only_in_b:
+        out.line(f"unpaired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
+    return EXIT_OK
+
+
+def _merge(args: argparse.Namespace, out: Output) -> int:
+    """Combine the run directories of shards 1/n .. n/n into one, verifying every trace."""
+    results = merge_runs(args.shards, args.out)
+    payload = _summary_payload(results, args.out)
+    if results.summary.flagged:
+        raise CheckFailed(
+            f"{results.summary.flagged} trace(s) do not verify; see {args.out}/lab-notes.md",
+            payload,
+        )
+    s = results.summary
+    out.document(payload)
+    out.line(f"merged {len(args.shards)} shards: {s.passed}/{s.total} passed; every trace verifies")
+    return EXIT_OK
+
+
+_HANDLERS = {"run": _run, "rescore": _rescore, "compare": _compare, "merge": _merge}
+
+
+def _handle(args: argparse.Namespace, out: Output) -> int:
+    return _HANDLERS[args.eval_command](args, out)
+
+
+EVAL_COMMAND: tuple[
+    str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace, Output], int]
+] = (
+    "run datasets through an agent; rescore, compare and merge run directories",
+    _configure,
+    _handle,
+)
+"""(summary, configure, handler), to register as ``COMMANDS["eval"]``."""

@@ -1,0 +1,372 @@
+"""``twinflow run``, ``twinflow replay`` and ``twinflow demo``: agents on real adapters.
+
+A run writes two files into its directory: ``trace.jsonl`` (the run, as a verifiable value)
+and ``spec.yaml`` (what it was run with, so ``replay`` can rebuild the same agent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from twinflow.agent import (
+    FileTraceSink,
+    PolicyDecided,
+    ReplayDivergenceError,
+    ReplayPorts,
+    RunError,
+    ToolCalled,
+    Trace,
+    TraceCorruptError,
+    replay,
+    verify_trace,
+)
+from twinflow.cli._commands import read_trace_bytes
+from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Output
+from twinflow.cli._spec import RunSpec, load_spec, parse_spec
+from twinflow.cli._wiring import build_agent, build_model, embedded_server
+from twinflow.kernel import NondeterminismError, SystemClock, SystemIds, UrllibJsonTransport
+from twinflow.vocab import UserError
+
+__all__ = [
+    "DEMO_SPEC",
+    "configure_demo",
+    "configure_replay",
+    "configure_run",
+    "demo",
+    "replay_command",
+    "run",
+]
+
+SPEC_NAME = "spec.yaml"
+TRACE_NAME = "trace.jsonl"
+
+
+class _Phases:
+    """Times each phase of a command with the kernel's clock."""
+
+    def __init__(self) -> None:
+        self._clock = SystemClock()
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = self._clock.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self._clock.monotonic() - start
+
+
+def _fresh_trace_path(directory: Path) -> Path:
+    """``DIR/trace.jsonl``; an earlier trace there is kept, renamed ``trace.N.jsonl``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / TRACE_NAME
+    if path.exists():
+        n = 1
+        while (directory / f"trace.{n}.jsonl").exists():
+            n += 1
+        path.rename(directory / f"trace.{n}.jsonl")
+        spec = directory / SPEC_NAME
+        if spec.exists():
+            spec.rename(directory / f"spec.{n}.yaml")
+    return path
+
+
+@contextlib.contextmanager
+def _model_url(spec: RunSpec, out_dir: Path, out: Output, phases: _Phases) -> Iterator[str]:
+    if spec.model.url != "embedded":
+        yield spec.model.url
+        return
+    with contextlib.ExitStack() as stack:
+        with phases.phase("model load"):
+            url = stack.enter_context(embedded_server(out_dir, on_progress=out.line))
+        yield url
+
+
+class RunOutcome(BaseModel):
+    """What a run produced."""
+
+    trace: str
+    """The trace file."""
+    events: int
+    """Events in the trace."""
+    root: str
+    """The trace's Merkle root."""
+    output: Any = None
+    """The run's output (JSON), if it finished."""
+    error: str | None = None
+    """Why the run failed, if it did."""
+    steps: int = 0
+    """Model requests."""
+    tool_calls: list[str] = []
+    """Tools that ran, in order."""
+    decisions: dict[str, int] = {}
+    """Policy decisions by verdict."""
+
+
+def _execute(
+    spec: RunSpec, spec_text: str, out_dir: Path, out: Output, phases: _Phases
+) -> RunOutcome:
+    trace_path = _fresh_trace_path(out_dir)
+    (out_dir / SPEC_NAME).write_text(spec_text, encoding="utf-8")
+    with _model_url(spec, out_dir, out, phases) as url:
+        model_spec = spec.model.model_copy(update={"url": url})
+        transport = UrllibJsonTransport()
+        ids = SystemIds()
+        model = build_model(model_spec, transport, ids)
+        sink = FileTraceSink(trace_path)
+        agent = build_agent(spec, model=model, clock=SystemClock(), ids=ids, trace=sink)
+        out.line(f"running the agent ({spec.model.mode} mode, up to {spec.max_steps} steps) ...")
+        output: Any = None
+        error: str | None = None
+        with phases.phase("run"):
+            try:
+                result = agent.run(spec.prompt)
+                output = result.output
+            except RunError as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            finally:
+                agent.writer.close()
+                transport.close()
+    trace = Trace.load(trace_path)
+    decisions: dict[str, int] = {}
+    tools: list[str] = []
+    steps = 0
+    for event in trace.events:
+        body = event.body
+        if isinstance(body, PolicyDecided):
+            decisions[body.decision] = decisions.get(body.decision, 0) + 1
+        elif isinstance(body, ToolCalled):
+            tools.append(body.tool)
+        elif body.kind == "model_responded":
+            steps += 1
+    if isinstance(output, BaseModel):
+        output = output.model_dump(mode="json")
+    return RunOutcome(
+        trace=str(trace_path),
+        events=trace.size,
+        root=trace.checkpoint().root,
+        output=output,
+        error=error,
+        steps=steps,
+        tool_calls=tools,
+        decisions=decisions,
+    )
+
+
+def _replay_file(trace_path: Path, spec_path: Path | None, mode: str) -> dict[str, Any]:
+    data = read_trace_bytes(trace_path)
+    spec_path = spec_path or trace_path.parent / SPEC_NAME
+    if not spec_path.exists():
+        raise UserError(
+            f"{spec_path}: no spec to rebuild the agent from; `twinflow run` writes it beside "
+            "the trace, or pass --spec"
+        )
+    spec = load_spec(spec_path)
+    try:
+        trace = Trace.load(data)
+    except TraceCorruptError as exc:
+        raise CheckFailed(f"{trace_path}: {exc}", {"trace": str(trace_path)}) from None
+
+    def build(ports: ReplayPorts) -> Any:
+        return build_agent(
+            spec, model=ports.model, clock=ports.clock, ids=ports.ids, trace=ports.trace
+        )
+
+    try:
+        result = replay(trace, build, mode="live" if mode == "live" else "recorded")
+    except ReplayDivergenceError as exc:
+        raise CheckFailed(
+            f"{trace_path}: replay ({mode}) diverged: {exc}",
+            {
+                "trace": str(trace_path),
+                "mode": mode,
+                "seq": exc.seq,
+                "expected": exc.expected,
+                "actual": exc.actual,
+                "pointer": None if exc.difference is None else exc.difference.pointer,
+                "difference": None if exc.difference is None else str(exc.difference),
+            },
+        ) from None
+    except NondeterminismError as exc:
+        raise CheckFailed(
+            f"{trace_path}: replay ({mode}) reached nondeterminism: {exc}",
+            {
+                "trace": str(trace_path),
+                "mode": mode,
+                "entry_point": exc.entry_point,
+                "caller": exc.caller,
+            },
+        ) from None
+    return {"trace": str(trace_path), "mode": mode, "events": result.events, "root": result.root}
+
+
+# -- run ------------------------------------------------------------------------------------
+
+
+def configure_run(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``twinflow run``."""
+    p.add_argument(
+        "spec", type=Path, help="the run spec (YAML): model endpoint, tools, policy, output"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("twinflow-run"),
+        help="directory for trace.jsonl and spec.yaml (default: twinflow-run)",
+    )
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    """``twinflow run SPEC``."""
+    spec = load_spec(args.spec)
+    phases = _Phases()
+    outcome = _execute(spec, args.spec.read_text(encoding="utf-8"), args.out, out, phases)
+    payload = {"ok": outcome.error is None, **outcome.model_dump()}
+    out.document(payload)
+    _print_outcome(outcome, out)
+    if outcome.error is not None:
+        print(f"twinflow run: the run failed: {outcome.error}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _print_outcome(outcome: RunOutcome, out: Output) -> None:
+    allow, deny = outcome.decisions.get("allow", 0), outcome.decisions.get("deny", 0)
+    tools = ", ".join(outcome.tool_calls) or "none"
+    out.line(f"  steps     {outcome.steps} model requests")
+    out.line(f"  tools     {len(outcome.tool_calls)} call(s): {tools}")
+    out.line(f"  policy    {allow + deny} decision(s): {allow} allowed, {deny} denied")
+    if outcome.error is None:
+        out.line(f"  answer    {json.dumps(outcome.output, sort_keys=True)}")
+    else:
+        out.line(f"  failed    {outcome.error}")
+    out.line(f"  trace     {outcome.trace} ({outcome.events} events)")
+    out.line(f"  root      {outcome.root}")
+
+
+# -- replay ---------------------------------------------------------------------------------
+
+
+def configure_replay(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``twinflow replay``."""
+    p.add_argument("trace", type=Path, help="the recorded trace (JSONL)")
+    p.add_argument("--spec", type=Path, help="the run spec (default: spec.yaml beside the trace)")
+    p.add_argument(
+        "--mode",
+        choices=("recorded", "live"),
+        default="recorded",
+        help="recorded: tool results from the trace; live: run the tools again (default: recorded)",
+    )
+
+
+def replay_command(args: argparse.Namespace, out: Output) -> int:
+    """``twinflow replay TRACE``."""
+    payload = _replay_file(args.trace, args.spec, args.mode)
+    out.document({"ok": True, **payload})
+    out.line(f"ok: {args.trace}: replay ({args.mode}) matched all {payload['events']} events")
+    out.line(f"root {payload['root']}")
+    return EXIT_OK
+
+
+# -- demo -----------------------------------------------------------------------------------
+
+DEMO_SPEC = """\
+# The demo's run spec: `twinflow replay` rebuilds the agent from this file.
+prompt: >-
+  Convert 120 EUR to USD. Call the convert_currency tool with amount 120, source EUR and
+  target USD, then give the converted amount and its currency as the final answer.
+system: You are a careful assistant. Use the tools you are given; answer with what they return.
+model:
+  kind: {kind}
+  url: {url}
+  dialect: {dialect}
+  name: {name}
+  mode: structured-action
+  temperature: 0
+tools:
+  - twinflow.cli._demo:convert_currency
+policy:
+  allow: [convert_currency]
+  max_tool_calls: 1
+output: twinflow.cli._demo:Conversion
+max_steps: 4
+"""
+
+
+def configure_demo(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``twinflow demo``."""
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("twinflow-demo"),
+        help="directory for the demo's files (default: twinflow-demo)",
+    )
+    p.add_argument(
+        "--model-url", help="use this running server instead of starting the embedded SmolLM2-135M"
+    )
+    p.add_argument(
+        "--kind",
+        choices=("openai-compatible", "ollama"),
+        default="openai-compatible",
+        help="the --model-url server's API (default: openai-compatible)",
+    )
+    p.add_argument(
+        "--dialect",
+        choices=("llama-cpp-python", "llama.cpp", "vllm", "lmstudio"),
+        default="llama-cpp-python",
+        help="how the OpenAI-compatible server takes a JSON schema (default: llama-cpp-python)",
+    )
+    p.add_argument(
+        "--model-name", default="local", help="the model name sent to the server (default: local)"
+    )
+
+
+def demo(args: argparse.Namespace, out: Output) -> int:
+    """``twinflow demo``: run, verify and replay a small agent task on a local model."""
+    spec_text = DEMO_SPEC.format(
+        kind=args.kind,
+        url=args.model_url or "embedded",
+        dialect=args.dialect,
+        name=args.model_name,
+    )
+    spec_path = args.out / SPEC_NAME
+    spec = parse_spec(spec_text, "<demo spec>")
+    phases = _Phases()
+    out.line("twinflow demo: one agent run on a local model, then verify and replay its trace")
+    outcome = _execute(spec, spec_text, args.out, out, phases)
+    trace_path = Path(outcome.trace)
+    with phases.phase("verify"):
+        report = verify_trace(trace_path)
+    if report.problem is not None:
+        raise CheckFailed(f"{trace_path}: the demo's own trace does not verify: {report.problem}")
+    with phases.phase("replay"):
+        replayed = _replay_file(trace_path, spec_path, "recorded")
+    payload = {
+        "ok": outcome.error is None,
+        **outcome.model_dump(),
+        "verified": True,
+        "replayed": replayed,
+        "seconds": {k: round(v, 3) for k, v in phases.seconds.items()},
+    }
+    out.document(payload)
+    _print_outcome(outcome, out)
+    out.line(f"  verify    ok: {report.events} events, hash chain and Merkle root check out")
+    out.line(f"  replay    ok: recorded mode matched all {replayed['events']} events")
+    timing = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.seconds.items())
+    out.line(f"  time      {timing}")
+    out.line("")
+    out.line(f"next: twinflow verify {trace_path}   |   twinflow replay {trace_path} --mode live")
+    out.line(f"      twinflow prove {trace_path} --seq 0   |   twinflow checkpoint {trace_path}")
+    if outcome.error is not None:
+        print(f"twinflow demo: the agent run failed: {outcome.error}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
