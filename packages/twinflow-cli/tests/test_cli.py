@@ -1,0 +1,226 @@
+"""The real `twinflow` command in a subprocess: exit codes, one-line errors, `--json`, replay."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from twinflow.kernel import (
+    LoopbackRequest,
+    LoopbackResponse,
+    LoopbackServer,
+    ProcessResult,
+    run_process,
+)
+
+SUBCOMMANDS = ("demo", "run", "replay", "verify", "checkpoint", "prove", "diff", "eval")
+
+CALC = '''
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+'''
+
+OUTPUT = """
+from pydantic import BaseModel
+
+
+class Total(BaseModel):
+    total: int
+"""
+
+SPEC = """\
+prompt: add 2 and 3
+model:
+  url: {url}
+  dialect: llama.cpp
+  mode: native
+tools: [calc:add]
+policy:
+  allow: [add]
+output: answer:Total
+max_steps: 3
+"""
+
+
+def twinflow(*args: str, cwd: Path, timeout: float = 300.0) -> ProcessResult:
+    """Run `twinflow ARGS` as a user would, in a fresh interpreter."""
+    return run_process(
+        [sys.executable, "-m", "twinflow.cli", *args],
+        cwd=cwd,
+        env={"PYTHONDONTWRITEBYTECODE": "1"},
+        timeout=timeout,
+    )
+
+
+def chat_completion(request: LoopbackRequest) -> LoopbackResponse:
+    """A scripted OpenAI-compatible server: call `add`, then answer with its result."""
+    body = request.json_value()
+    assert isinstance(body, dict)
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    results = [m for m in messages if isinstance(m, dict) and m.get("role") == "tool"]
+    if not results:
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+                }
+            ],
+        }
+        finish = "tool_calls"
+    else:
+        last = results[-1]
+        assert isinstance(last, dict)
+        message = {"role": "assistant", "content": json.dumps({"total": int(str(last["content"]))})}
+        finish = "stop"
+    reply = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "scripted",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+    return LoopbackResponse(
+        body=json.dumps(reply).encode(), headers=(("Content-Type", "application/json"),)
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Path]:
+    """A user's project: a tools module, an output model and a spec naming a scripted server."""
+    with LoopbackServer(chat_completion) as server:
+        (tmp_path / "calc.py").write_text(CALC)
+        (tmp_path / "answer.py").write_text(OUTPUT)
+        (tmp_path / "spec.yaml").write_text(SPEC.format(url=server.url))
+        yield tmp_path
+
+
+def one_line(stderr: str) -> str:
+    """The single line of a failure's stderr (and check it is a single line)."""
+    lines = stderr.strip().splitlines()
+    assert 1 == len(lines), stderr
+    return lines[0]
+
+
+def test_every_subcommand_has_help(tmp_path: Path) -> None:
+    """`twinflow CMD --help` exits 0 and describes CMD, for every subcommand."""
+    for command in SUBCOMMANDS:
+        result = twinflow(command, "--help", cwd=tmp_path)
+        assert (0, "") == (result.returncode, result.stderr)
+        assert f"usage: twinflow {command}" in result.stdout
+
+
+def test_unreadable_traces_exit_2_with_one_line(tmp_path: Path) -> None:
+    """A missing file, an empty file and binary garbage are usage errors, not failed checks."""
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "garbage.jsonl").write_bytes(bytes(range(256)) * 4)
+    cases = {
+        "missing.jsonl": "no such file",
+        "empty.jsonl": "empty",
+        "garbage.jsonl": "not a twinflow trace",
+    }
+    for name, reason in cases.items():
+        for command in ("verify", "checkpoint", "replay"):
+            result = twinflow(command, name, cwd=tmp_path)
+            assert 2 == result.returncode, (command, name, result.stderr)
+            assert reason in one_line(result.stderr)
+
+
+def test_a_spec_with_a_typo_points_at_the_key_and_its_line(tmp_path: Path) -> None:
+    """A misspelt key is named with its line and the key it probably meant."""
+    (tmp_path / "bad.yaml").write_text(
+        "prompt: hi\nmodel:\n  url: http://127.0.0.1:9\n  dialct: vllm\n"
+    )
+    result = twinflow("run", "bad.yaml", cwd=tmp_path)
+    assert 2 == result.returncode
+    line = one_line(result.stderr)
+    assert "bad.yaml:4: model.dialct: unknown key (did you mean 'dialect'?)" in line
+
+
+def test_run_verify_tamper_and_replay_in_both_modes(project: Path) -> None:
+    """The whole life of a trace: run, verify, tamper, replay recorded and live, changed code."""
+    run = twinflow("run", "spec.yaml", "--out", "out", "--json", cwd=project)
+    assert 0 == run.returncode, run.stderr
+    outcome = json.loads(run.stdout)
+    assert ({"total": 5}, ["add"]) == (outcome["output"], outcome["tool_calls"])
+    trace = project / "out" / "trace.jsonl"
+
+    verify = twinflow("verify", str(trace), "--json", cwd=project)
+    assert (0, True) == (verify.returncode, json.loads(verify.stdout)["ok"])
+    for mode in ("recorded", "live"):
+        replayed = twinflow("replay", str(trace), "--mode", mode, cwd=project)
+        assert 0 == replayed.returncode, replayed.stderr
+
+    # Change the tool's code: live replay runs it again and diverges; recorded does not.
+    (project / "calc.py").write_text(CALC.replace("a + b", "a + b + 1"))
+    live = twinflow("replay", str(trace), "--mode", "live", "--json", cwd=project)
+    assert 1 == live.returncode
+    payload = json.loads(live.stdout)
+    assert ("/body/result/content", "tool_returned") == (
+        payload["pointer"],
+        payload["expected"]["body"]["kind"],
+    )
+    assert f"event {payload['seq']} differs" in one_line(live.stderr)
+    assert 0 == twinflow("replay", str(trace), "--mode", "recorded", cwd=project).returncode
+
+    # Edit one event in place: verify names its sequence number and exits 1.
+    lines = trace.read_bytes().splitlines(keepends=True)
+    seq = next(i for i, line in enumerate(lines) if b'"tool_returned"' in line)
+    lines[seq] = lines[seq].replace(b'"content":"5"', b'"content":"6"')
+    trace.write_bytes(b"".join(lines))
+    tampered = twinflow("verify", str(trace), "--json", cwd=project)
+    assert 1 == tampered.returncode
+    assert seq == json.loads(tampered.stdout)["problem"]["seq"]
+    assert f"at seq {seq}" in one_line(tampered.stderr)
+
+
+def test_checkpoint_prove_and_diff(project: Path) -> None:
+    """Checkpoints and proofs agree with verify; two runs differ first at run_started."""
+    for out in ("a", "b"):
+        assert 0 == twinflow("run", "spec.yaml", "--out", out, cwd=project).returncode
+    a, b = "a/trace.jsonl", "b/trace.jsonl"
+    checkpoint = json.loads(twinflow("checkpoint", a, "--json", cwd=project).stdout)
+    verify = json.loads(twinflow("verify", a, "--json", cwd=project).stdout)
+    assert verify["checkpoint"]["root"] == checkpoint["root"]
+    (project / "cp.json").write_text(json.dumps(checkpoint))
+    assert 0 == twinflow("verify", a, "--checkpoint", "cp.json", cwd=project).returncode
+    assert 1 == twinflow("verify", b, "--checkpoint", "cp.json", cwd=project).returncode
+
+    proof = json.loads(twinflow("prove", a, "--seq", "2", "--json", cwd=project).stdout)
+    assert (2, checkpoint["root"]) == (proof["proof"]["seq"], proof["checkpoint"]["root"])
+    out_of_range = twinflow("prove", a, "--seq", "999", cwd=project)
+    assert 2 == out_of_range.returncode
+    assert "--seq 999" in one_line(out_of_range.stderr)
+
+    assert 0 == twinflow("diff", a, a, cwd=project).returncode
+    different = twinflow("diff", a, b, "--json", cwd=project)
+    assert 1 == different.returncode
+    # Two real runs differ from the first event on: its clock reading comes first in key order.
+    assert (0, "/at") == (
+        json.loads(different.stdout)["seq"],
+        json.loads(different.stdout)["pointer"],
+    )
+
+
+def test_demo_runs_verifies_and_replays_on_the_embedded_model(tmp_path: Path) -> None:
+    """`twinflow demo` on SmolLM2-135M: a tool call, a structured answer, verify and replay."""
+    demo = twinflow("demo", "--out", "demo", "--json", cwd=tmp_path, timeout=600)
+    assert 0 == demo.returncode, demo.stderr
+    outcome = json.loads(demo.stdout)
+    assert ["convert_currency"] == outcome["tool_calls"]
+    assert {"amount", "currency"} == set(outcome["output"])
+    trace = tmp_path / "demo" / "trace.jsonl"
+    assert 0 == twinflow("verify", str(trace), cwd=tmp_path).returncode
+    for mode in ("recorded", "live"):
+        assert 0 == twinflow("replay", str(trace), "--mode", mode, cwd=tmp_path).returncode
