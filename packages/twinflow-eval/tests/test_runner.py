@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,13 @@ from twinflow.eval import (
     run_eval,
     select_keys,
 )
-from twinflow.kernel import ConnectError, SteppingClock, ThreadExecutor
+from twinflow.kernel import (
+    ConnectError,
+    SteppingClock,
+    SubprocessLauncher,
+    ThreadExecutor,
+    free_port,
+)
 
 CLOCK = SteppingClock(START)
 
@@ -104,17 +108,19 @@ def test_resume_after_an_interrupt_runs_only_unfinished_cases(tmp_path: Path) ->
 
 
 KILLED_RUN = """
-import sys, time
-from pathlib import Path
+import http.server, sys
 sys.path.insert(0, {tests!r})
 from eval_testkit import START, dataset, factory
 from twinflow.eval import run_eval
 from twinflow.kernel import SteppingClock
 inner = factory()
+class Up(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
 def slow(case, sink):
-    if case.id == "c4":
-        Path({marker!r}).write_text("in c4")
-        time.sleep(600)
+    if case.id == "c4":  # tell the parent we are mid-case, then hang until killed
+        http.server.HTTPServer(("127.0.0.1", {port}), Up).serve_forever()
     return inner(case, sink)
 run_eval(dataset(8), slow, {out!r}, clock=SteppingClock(START))
 """
@@ -122,25 +128,25 @@ run_eval(dataset(8), slow, {out!r}, clock=SteppingClock(START))
 
 def test_a_killed_run_resumes_without_rerunning_finished_cases(tmp_path: Path) -> None:
     """SIGKILL in the middle of case c4; the next run does c4..c7 only and the results are complete."""
-    marker, out = tmp_path / "marker", tmp_path / "run"
-    script = KILLED_RUN.format(tests=str(Path(__file__).parent), marker=str(marker), out=str(out))
-    proc = subprocess.Popen([sys.executable, "-c", script])
-    try:
-        deadline = time.monotonic() + 60
-        while not marker.exists():
-            assert proc.poll() is None, "the run exited before reaching c4"
-            assert time.monotonic() < deadline, "the run never reached c4"
-            time.sleep(0.05)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+    out, port = tmp_path / "run", free_port()
+    script = KILLED_RUN.format(tests=str(Path(__file__).parent), port=port, out=str(out))
+    launcher = SubprocessLauncher(grace=1.0)
+    with launcher.launch(
+        [sys.executable, "-c", script],
+        health_url=f"http://127.0.0.1:{port}/",
+        deadline=60.0,
+        log_path=tmp_path / "child.log",
+    ) as child:
+        os.killpg(child.pid, signal.SIGKILL)  # the whole group: the run dies mid-case, unwarned
     assert ["c0@1", "c1@1", "c2@1", "c3@1"] == sorted(
         p.stem for p in (out / "cases").glob("*.json")
     )
+    assert (out / "traces" / "c4@1.jsonl").exists()
     built: list[str] = []
     results = run_eval(dataset(8), factory(built), out, clock=CLOCK)
     assert ["c4", "c5", "c6", "c7"] == built
     assert (8, 8, True) == (results.summary.total, results.summary.passed, results.complete)
+    assert (out / "traces" / "c4@1.interrupted.jsonl").exists()
     assert results.cases == rescore(out).cases
 
 
@@ -219,7 +225,7 @@ def test_merge_refuses_missing_shards_and_flags_tampered_traces(tmp_path: Path) 
     shards = [tmp_path / f"s{i}" for i in (1, 2)]
     for i, path in enumerate(shards, start=1):
         run_eval(data, factory(), path, clock=CLOCK, shard=Shard(index=i, count=2))
-    with pytest.raises(ShardError, match="merge needs each of 1/2 .. 2/2 once"):
+    with pytest.raises(ShardError, match=r"merge needs each of 1/2 \.\. 2/2 once"):
         merge_runs(shards[:1], tmp_path / "m1")
     victim = next((shards[0] / "traces").glob("*.jsonl"))
     victim.write_bytes(victim.read_bytes()[:-40] + b"\n")
@@ -241,5 +247,5 @@ def test_compare_lists_regressions_and_improvements(tmp_path: Path) -> None:
 
 def test_load_run_reports_a_foreign_directory(tmp_path: Path) -> None:
     """A directory that is not a run directory is named in the error."""
-    with pytest.raises(RunDirError, match="run.json: no such file"):
+    with pytest.raises(RunDirError, match=r"run\.json: no such file"):
         load_run(tmp_path)

@@ -27,6 +27,7 @@ from twinflow.eval import (
     Case,
     EvalResults,
     Shard,
+    ShardError,
     Summary,
     compare_runs,
     load_dataset,
@@ -64,6 +65,13 @@ def _add_json(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _shard(text: str) -> Shard:
+    try:
+        return Shard.parse(text)
+    except ShardError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _configure(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="eval_command", metavar="SUBCOMMAND", required=True)
     run = sub.add_parser(
@@ -82,7 +90,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--concurrency", type=int, default=1, help="cases in flight at once (default 1)"
     )
-    run.add_argument("--shard", type=Shard.parse, help="run only slice i of n (1-based), e.g. 2/4")
+    run.add_argument("--shard", type=_shard, help="run only slice i of n (1-based), e.g. 2/4")
     run.add_argument(
         "--min-pass-rate", type=float, help="exit 1 if the pass rate is below this fraction"
     )

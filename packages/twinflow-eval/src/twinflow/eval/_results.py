@@ -186,13 +186,19 @@ class EvalResults(_Frozen):
     """Results in manifest order."""
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a synced temporary file and a rename."""
+def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename.
+
+    The rename makes the write all-or-nothing even if the process is killed. ``durable``
+    also syncs the file first, so it survives a power loss; per-case files skip that (it
+    costs more than the rest of a scripted case) since a lost one is simply run again.
+    """
     tmp = path.with_name(f".{path.name}.tmp")
     with tmp.open("wb") as f:
         f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 

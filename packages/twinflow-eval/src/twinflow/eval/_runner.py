@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Agent, FileTraceSink, Trace, TraceSink, verify_trace
+from twinflow.agent import Agent, FileTraceSink, Trace, TraceCorruptError, TraceSink
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ShardError
 from twinflow.eval._observe import observe
@@ -88,7 +88,11 @@ def score_trace(
     relative = f"traces/{key}.jsonl"
     path = run_dir / relative
     data = path.read_bytes() if path.is_file() else b""
-    report = verify_trace(data)
+    try:
+        trace = Trace.load(data, require_complete=True)
+        report = None
+    except TraceCorruptError as exc:
+        report = exc.report
     common = {
         "key": key,
         "case_id": case.id,
@@ -96,7 +100,7 @@ def score_trace(
         "tags": case.tags,
         "trace": relative,
     }
-    if report.problem is not None:
+    if report is not None:
         problem = f"{relative} is missing" if not data else f"{relative}: {report.problem}"
         return CaseResult(
             **common,
@@ -109,13 +113,13 @@ def score_trace(
             latency_s=latency_s or 0.0,
             problem=problem,
         )
-    obs = observe(Trace.load(data))
+    obs = observe(trace)
     scores = score_all(scorers, case.expected, obs)
     return CaseResult(
         **common,
         status=_status(scores, obs.status),
         scores=scores,
-        checkpoint=report.checkpoint,
+        checkpoint=trace.checkpoint(),
         run_status=obs.status,
         attempts=obs.attempts,
         steps=obs.steps,
@@ -240,7 +244,7 @@ def run_eval(
     if progress is not None:
         progress(len(done), total, Summary.of(done))
     for _, result in (executor or SerialExecutor()).map_bounded(run_one, todo, concurrency):
-        write_atomic(run_dir / "cases" / f"{result.key}.json", _encode(result))
+        write_atomic(run_dir / "cases" / f"{result.key}.json", _encode(result), durable=False)
         done.append(result)
         if progress is not None:
             progress(len(done), total, Summary.of(done))

@@ -1,0 +1,87 @@
+"""Benchmark: eval runner overhead per case with a scripted model, and wall time for 1000 cases.
+
+Peer, measured in the same run: the same agent run directly in a loop, writing the same trace
+files (no dataset, no scoring, no result files). The runner's overhead per case is the
+difference; the target is at most 2 ms. Then 1000 scripted cases through the runner at
+concurrency 1 (SerialExecutor) and 8 (ThreadExecutor).
+
+Usage: .venv/bin/python benchmarks/eval_runner.py [--cases N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from twinflow.agent import Agent, FileTraceSink, FunctionModel, TraceSink
+from twinflow.eval import Case, Dataset, run_eval
+from twinflow.kernel import CountingIds, SerialExecutor, SteppingClock, SystemClock, ThreadExecutor
+from twinflow.vocab import Message
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _agent(sink: TraceSink) -> Agent[Any]:
+    model = FunctionModel(lambda request: Message.assistant("yes"))
+    return Agent(model, clock=SteppingClock(START), ids=CountingIds(), trace=sink, fsync="none")
+
+
+def _factory(case: Case, sink: TraceSink) -> Agent[Any]:
+    return _agent(sink)
+
+
+def _dataset(n: int) -> Dataset:
+    return Dataset(
+        name="bench", cases=tuple(Case(id=f"c{i}", input=f"q{i}", expected="yes") for i in range(n))
+    )
+
+
+def _direct(n: int, root: Path) -> float:
+    start = time.perf_counter()
+    for i in range(n):
+        sink = FileTraceSink(root / f"c{i}.jsonl")
+        _agent(sink).run(f"q{i}")
+        sink.close()
+    return time.perf_counter() - start
+
+
+def _runner(n: int, root: Path, concurrency: int) -> float:
+    executor = ThreadExecutor() if concurrency > 1 else SerialExecutor()
+    start = time.perf_counter()
+    results = run_eval(
+        _dataset(n), _factory, root, clock=SystemClock(), executor=executor, concurrency=concurrency
+    )
+    elapsed = time.perf_counter() - start
+    assert results.summary.passed == n
+    return elapsed
+
+
+def main() -> None:
+    """Print per-case overhead and wall times."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", type=int, default=1000)
+    n = parser.parse_args().cases
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "direct").mkdir()
+        direct = _direct(n, root / "direct")
+        serial = _runner(n, root / "c1", 1)
+        threaded = _runner(n, root / "c8", 8)
+    overhead_ms = (serial - direct) / n * 1000
+    print(f"cases: {n}")
+    print(f"direct agent loop (peer):  {direct:.3f} s  ({direct / n * 1000:.3f} ms/case)")
+    print(
+        f"runner, concurrency 1:     {serial:.3f} s  ({serial / n * 1000:.3f} ms/case, {serial / direct:.2f}x peer)"
+    )
+    print(
+        f"runner, concurrency 8:     {threaded:.3f} s  ({threaded / n * 1000:.3f} ms/case, {threaded / direct:.2f}x peer)"
+    )
+    print(f"runner overhead per case:  {overhead_ms:.3f} ms (target <= 2 ms)")
+
+
+if __name__ == "__main__":
+    main()

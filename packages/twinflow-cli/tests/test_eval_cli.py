@@ -1,0 +1,149 @@
+"""``twinflow eval``: the invoice example against the real embedded SmolLM2 server, and the
+rescore / compare / merge subcommands over real run directories."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from twinflow.agent import Agent, FunctionModel, Trace, TraceSink
+from twinflow.cli._commands import COMMANDS
+from twinflow.cli._eval_cli import EVAL_COMMAND
+from twinflow.cli._main import main
+from twinflow.eval import Case, Dataset, Shard, run_eval
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.vocab import Message
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "invoices"
+
+# `eval` is registered in COMMANDS by the CLI's owner; until then the tests register it the
+# same way, so they run the real `main` either way.
+COMMANDS.setdefault("eval", EVAL_COMMAND)
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]:
+    code = main([*argv, "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out)
+
+
+def test_invoice_example_runs_against_the_embedded_model_and_rescores(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The 22-case invoice example runs on SmolLM2; rescore agrees; a tampered trace is flagged alone."""
+    work = tmp_path / "example"
+    shutil.copytree(EXAMPLE, work, ignore=shutil.ignore_patterns("__pycache__"))
+    spec = work / "spec.yaml"
+    # One model request per case keeps 22 cases within the CI budget on two cores.
+    spec.write_text(spec.read_text().replace("max_steps: 2", "max_steps: 1"))
+    out = tmp_path / "run"
+    code, payload = _run(
+        ["eval", "run", str(work / "dataset.yaml"), "--spec", str(spec), "--out", str(out)], capsys
+    )
+    assert (0, True) == (code, payload["complete"]), payload
+    results = json.loads((out / "results.json").read_bytes())
+    assert 22 == len(results["cases"]) == results["summary"]["total"]
+    counts = results["summary"]
+    assert (
+        counts["total"]
+        == counts["passed"] + counts["failed"] + counts["errored"] + counts["flagged"]
+    )
+    for case in results["cases"]:
+        assert Trace.load(out / case["trace"]).checkpoint().root == case["checkpoint"]["root"]
+    html = (out / "lab-notes.html").read_text()
+    assert "<svg" in html and "http://" not in html and "https://" not in html
+    assert "Pass rate" in (out / "lab-notes.md").read_text()
+
+    code, payload = _run(["eval", "rescore", str(out)], capsys)
+    assert (0, [], []) == (code, payload["changed"], payload["flagged"])
+
+    victim = out / results["cases"][4]["trace"]
+    data = victim.read_bytes()
+    victim.write_bytes(data.replace(b'"step":1', b'"step":2', 1))
+    code, payload = _run(["eval", "rescore", str(out)], capsys)
+    assert 1 == code
+    assert [results["cases"][4]["key"]] == [f["key"] for f in payload["flagged"]]
+
+
+def _reply(request: Any) -> Message:
+    prompt = request.transcript.messages[-1].text
+    return Message.assistant("yes" if "good" in prompt or "flip" in prompt else "no")
+
+
+def _factory(flip: bool) -> Any:
+    def build(case: Case, sink: TraceSink) -> Agent[Any]:
+        handler = (
+            _reply
+            if not flip
+            else (
+                lambda r: Message.assistant(
+                    "no" if "good" in r.transcript.messages[-1].text else "yes"
+                )
+            )
+        )
+        clock = SteppingClock(datetime(2026, 1, 1, tzinfo=UTC))
+        return Agent(FunctionModel(handler), clock=clock, ids=CountingIds(), trace=sink)
+
+    return build
+
+
+DATASET = Dataset(
+    name="yesno",
+    cases=tuple(
+        Case(
+            id=f"q{i}",
+            input=("good " if i % 2 else "bad ") + str(i),
+            expected="yes" if i % 2 else "no",
+        )
+        for i in range(8)
+    ),
+)
+
+
+def test_compare_and_merge_subcommands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """compare names regressions and improvements with a p-value; merge combines shards, exit 0."""
+    clock = SteppingClock(datetime(2026, 1, 1, tzinfo=UTC))
+    run_eval(DATASET, _factory(False), tmp_path / "a", clock=clock)
+    run_eval(DATASET, _factory(True), tmp_path / "b", clock=clock)
+    code, payload = _run(["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b")], capsys)
+    assert 0 == code
+    assert (8, 0, 2 / 256) == (
+        len(payload["regressions"]),
+        len(payload["improvements"]),
+        payload["p_value"],
+    )
+    shards = [tmp_path / "s1", tmp_path / "s2"]
+    for i, path in enumerate(shards, start=1):
+        run_eval(DATASET, _factory(False), path, clock=clock, shard=Shard(index=i, count=2))
+    code, payload = _run(["eval", "merge", *map(str, shards), "--out", str(tmp_path / "m")], capsys)
+    assert (0, 8, 8) == (code, payload["summary"]["total"], payload["summary"]["passed"])
+
+
+def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing dataset, a bad shard and a non-run directory are usage errors (exit 2)."""
+    code, payload = _run(["eval", "rescore", str(tmp_path)], capsys)
+    assert 2 == code and "run.json" in payload["error"]
+    code, payload = _run(
+        [
+            "eval",
+            "run",
+            str(tmp_path / "none.yaml"),
+            "--spec",
+            str(EXAMPLE / "spec.yaml"),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capsys,
+    )
+    assert 2 == code and "no such file" in payload["error"]
+    with pytest.raises(SystemExit) as info:
+        main(["eval", "run", "d.yaml", "--spec", "s.yaml", "--out", "o", "--shard", "5/4"])
+    assert 2 == info.value.code
+    with pytest.raises(SystemExit) as info:
+        main(["eval", "merge", "--help"])
+    assert 0 == info.value.code
