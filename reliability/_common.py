@@ -7,6 +7,7 @@ processes, so they live outside every package and are exempt from the determinis
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -149,10 +150,8 @@ def agent(
 
 def run_quietly(a: Agent[Any], prompt: str) -> None:
     """Run; a failing run is one of the shapes (its trace ends with run_failed)."""
-    try:
+    with contextlib.suppress(Exception):  # the trace records the failure: that is the shape
         a.run(prompt)
-    except Exception:  # the trace records the failure; the shape is what we want
-        pass
 
 
 def trace_shapes() -> dict[str, bytes]:

@@ -22,6 +22,7 @@ was written before the kill ran again, and that every case has exactly one resul
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -86,10 +87,8 @@ def child_agent(path: Path, fsync: str, report_fd: int) -> None:
     run = 0
     while True:
         run += 1
-        try:
+        with contextlib.suppress(Exception):  # a failed run is in the trace; keep writing
             worker.run(f"run {run}")
-        except Exception:  # a failed run is recorded in the trace; keep writing
-            pass
 
 
 def read_reports(fd: int) -> tuple[int, bytes]:
@@ -109,7 +108,12 @@ def read_reports(fd: int) -> tuple[int, bytes]:
 
 
 def kill_agent_once(
-    figures: Figures, rng: random.Random, workdir: Path, number: int, fsync: str, kinds: Counter[str]
+    figures: Figures,
+    rng: random.Random,
+    workdir: Path,
+    number: int,
+    fsync: str,
+    kinds: Counter[str],
 ) -> int:
     """One kill of the agent child; returns the number of durable events it had reported."""
     path = workdir / f"agent-{fsync}-{number}.jsonl"
@@ -190,7 +194,11 @@ def torn_write(
     report = verify_trace(torn)
     problem = report.problem
     kinds[f"torn:{problem.kind if problem else 'complete'}"] += 1
-    if problem is None or problem.kind not in {"truncated", "removed"} or problem.seq != report.events:
+    if (
+        problem is None
+        or problem.kind not in {"truncated", "removed"}
+        or problem.seq != report.events
+    ):
         figures.fail(f"torn {number}: damage other than a cut end: {problem}")
     if report.events < durable:
         figures.fail(f"torn {number}: {durable} events were durable, {report.events} verify")
@@ -233,9 +241,7 @@ def eval_factory(log: Path) -> Any:
             f.flush()
             os.fsync(f.fileno())
         i = int(case.id[1:])
-        return agent(
-            scripted([call("add", {"a": i, "b": 1}, "c1"), text(str(i + 1))]), trace=sink
-        )
+        return agent(scripted([call("add", {"a": i, "b": 1}, "c1"), text(str(i + 1))]), trace=sink)
 
     return factory
 
@@ -246,10 +252,17 @@ def eval_child(out: str, cases: int) -> None:
     from twinflow.kernel import SystemClock
 
     run_dir = Path(out)
-    run_eval(eval_dataset(cases), eval_factory(run_dir.parent / "built.log"), run_dir, clock=SystemClock())
+    run_eval(
+        eval_dataset(cases),
+        eval_factory(run_dir.parent / "built.log"),
+        run_dir,
+        clock=SystemClock(),
+    )
 
 
-def kill_eval_once(figures: Figures, rng: random.Random, workdir: Path, number: int, cases: int) -> dict[str, int]:
+def kill_eval_once(
+    figures: Figures, rng: random.Random, workdir: Path, number: int, cases: int
+) -> dict[str, int]:
     """One kill-and-resume of the eval runner."""
     from twinflow.eval import run_eval
     from twinflow.kernel import SystemClock

@@ -74,7 +74,13 @@ def main(argv: list[str] | None = None) -> int:
                 changed[position] ^= mask
                 check("byte change", shape, original, bytes(changed), "edited|truncated")
         for i in range(n):
-            check("line deletion", shape, original, b"".join(original[:i] + original[i + 1 :]), "removed")
+            check(
+                "line deletion",
+                shape,
+                original,
+                b"".join(original[:i] + original[i + 1 :]),
+                "removed",
+            )
         for i in range(n):
             for j in range(i + 1, n if full else min(n, i + 2)):
                 swapped = list(original)
