@@ -37,7 +37,7 @@ from twinflow.agent._events import (
     ToolReturned,
     TraceEvent,
 )
-from twinflow.agent._trace import encode_line
+from twinflow.agent._trace import EVENT_INFIX, LINE_PREFIX
 from twinflow.agent._verify import Trace
 from twinflow.kernel import NondeterminismError, nondeterminism_guard
 from twinflow.vocab import (
@@ -300,7 +300,11 @@ def replay(
     started = events[0].body
     if any(isinstance(e.body, RunStarted) for e in events[1:]):
         raise AgentError("the trace holds several runs; replay replays one run per trace")
-    lines = [encode_line(event)[0] for event in events]
+    # The lines exactly as the writer frames them, from the bytes that were read and verified.
+    lines = [
+        LINE_PREFIX + digest.encode() + EVENT_INFIX + encoded + b"}\n"
+        for digest, encoded in zip(trace.digests, trace.encoded, strict=True)
+    ]
     failed = events[-1].body if isinstance(events[-1].body, RunFailed) else None
     sink = _ComparingSink(lines)
     ports = ReplayPorts(

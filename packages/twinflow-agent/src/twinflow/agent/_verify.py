@@ -271,7 +271,13 @@ def verify_trace(
     Raises:
         OSError: The file cannot be read.
     """
-    walk = _walk(_read(source))
+    return _verify(_read(source), checkpoint, key, require_complete)[0]
+
+
+def _verify(
+    data: bytes, checkpoint: Checkpoint | None, key: bytes | None, require_complete: bool
+) -> tuple[VerificationReport, _Walk]:
+    walk = _walk(data)
     problem = walk.problem
     size = walk.tree.size
     if problem is None and require_complete and walk.last_kind not in TERMINAL_KINDS:
@@ -290,7 +296,9 @@ def verify_trace(
         problem = _check_checkpoint(walk, checkpoint, key)
     head = walk.lines[-1].digest if walk.lines else GENESIS
     good = Checkpoint(size=size, root=walk.tree.root().hex(), head=head)
-    return VerificationReport(ok=problem is None, events=size, checkpoint=good, problem=problem)
+    return VerificationReport(
+        ok=problem is None, events=size, checkpoint=good, problem=problem
+    ), walk
 
 
 def _check_checkpoint(walk: _Walk, checkpoint: Checkpoint, key: bytes | None) -> Problem | None:
@@ -327,13 +335,19 @@ class Trace:
     """A verified trace, read back: its events, digests, checkpoints and proofs."""
 
     def __init__(
-        self, events: tuple[TraceEvent, ...], digests: tuple[str, ...], tree: MerkleTree
+        self,
+        events: tuple[TraceEvent, ...],
+        digests: tuple[str, ...],
+        tree: MerkleTree,
+        encoded: tuple[bytes, ...] = (),
     ) -> None:
         """Use `Trace.load`; this takes already verified parts."""
         self.events = events
         """The events, in order."""
         self.digests = digests
         """Each event's hex digest."""
+        self.encoded = encoded
+        """Each event's canonical bytes, as read (what its digest covers)."""
         self._tree = tree
 
     @classmethod
@@ -355,12 +369,16 @@ class Trace:
         Raises:
             TraceCorruptError: The trace does not verify; ``.report`` holds the report.
         """
-        report = verify_trace(source, require_complete=require_complete)
+        report, walk = _verify(_read(source), None, None, require_complete)
         if report.problem is not None:
             raise TraceCorruptError(f"trace does not verify: {report.problem}", report)
-        walk = _walk(_read(source))
         events = tuple(TraceEvent.model_validate_json(line.event) for line in walk.lines)
-        return cls(events, tuple(line.digest for line in walk.lines), walk.tree)
+        return cls(
+            events,
+            tuple(line.digest for line in walk.lines),
+            walk.tree,
+            tuple(line.event for line in walk.lines),
+        )
 
     @property
     def size(self) -> int:

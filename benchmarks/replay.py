@@ -1,0 +1,110 @@
+"""Replay cost: re-running a 1000-step recorded trace, against the original scripted run.
+
+Scenario: a scripted model makes one tool call per step (``add(a, b)``) for N steps, then
+answers; the run writes its trace to memory. The trace is then read back (`Trace.load`,
+which verifies it) and replayed in both modes, each event compared with the recorded one,
+under the runtime nondeterminism guard. Target (issue 7): a 1000-step replay in at most 1 s.
+
+Run: .venv/bin/python benchmarks/replay.py [--steps N] [--repeats R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from datetime import UTC, datetime, timedelta
+
+from twinflow.agent import (
+    Agent,
+    FunctionModel,
+    MemoryTraceSink,
+    Policy,
+    ReplayPorts,
+    Trace,
+    replay,
+)
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.vocab import CallId, Message, ModelRequest, TextPart, ToolCallPart
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def build(steps: int, ports: ReplayPorts | None = None) -> Agent[str]:
+    """The benchmark's agent: scripted for the original run, replaying ports for replay."""
+    count = 0
+
+    def handler(request: ModelRequest) -> Message:
+        nonlocal count
+        count += 1
+        if count <= steps:
+            call = ToolCallPart(id=CallId(f"c{count}"), name="add", arguments={"a": count, "b": 1})
+            return Message(role="assistant", parts=(call,))
+        return Message(role="assistant", parts=(TextPart(text="done"),))
+
+    common = {
+        "tools": [add],
+        "policy": Policy(allow=frozenset({"add"})),
+        "max_steps": steps + 1,
+    }
+    if ports is None:
+        return Agent(
+            FunctionModel(handler),
+            clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC), timedelta(milliseconds=1)),
+            ids=CountingIds(),
+            trace=MemoryTraceSink(),
+            **common,  # type: ignore[arg-type]  # a benchmark script, not type-checked API
+        )
+    return Agent(
+        ports.model,
+        clock=ports.clock,
+        ids=ports.ids,
+        trace=ports.trace,
+        **common,  # type: ignore[arg-type]
+    )
+
+
+def main() -> None:
+    """Print the original run's time, the load, and each replay mode's time and ratio."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+
+    runs, loads = [], []
+    replays: dict[str, list[float]] = {"recorded": [], "live": []}
+    for _ in range(args.repeats):
+        agent = build(args.steps)
+        start = time.perf_counter()
+        agent.run("add numbers")
+        runs.append(time.perf_counter() - start)
+        sink = agent.writer.sink
+        assert isinstance(sink, MemoryTraceSink)
+        data = sink.data
+        start = time.perf_counter()
+        trace = Trace.load(data)
+        loads.append(time.perf_counter() - start)
+        for mode in replays:
+            start = time.perf_counter()
+            replay(trace, lambda ports: build(args.steps, ports), mode=mode)  # type: ignore[arg-type]
+            replays[mode].append(time.perf_counter() - start)
+
+    run = statistics.median(runs)
+    print(f"{args.steps}-step trace: {trace.size} events, {len(data) / 1e6:.2f} MB")
+    print(f"original scripted run      {run:8.3f} s   (median of {args.repeats})")
+    print(f"Trace.load (verify+parse)  {statistics.median(loads):8.3f} s")
+    for mode, seconds in replays.items():
+        median = statistics.median(seconds)
+        verdict = "meets" if median <= 1.0 else "MISSES"
+        total = median + statistics.median(loads)
+        print(
+            f"replay, {mode:<8} mode     {median:8.3f} s   ratio to the original run "
+            f"{median / run:5.2f}x   ({verdict} the 1 s target); with Trace.load {total:.3f} s"
+        )
+
+
+if __name__ == "__main__":
+    main()
