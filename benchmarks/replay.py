@@ -56,14 +56,14 @@ def build(steps: int, ports: ReplayPorts | None = None) -> Agent[str]:
             clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC), timedelta(milliseconds=1)),
             ids=CountingIds(),
             trace=MemoryTraceSink(),
-            **common,  # type: ignore[arg-type]  # a benchmark script, not type-checked API
+            **common,
         )
     return Agent(
         ports.model,
         clock=ports.clock,
         ids=ports.ids,
         trace=ports.trace,
-        **common,  # type: ignore[arg-type]
+        **common,
     )
 
 
@@ -89,7 +89,7 @@ def main() -> None:
         loads.append(time.perf_counter() - start)
         for mode in replays:
             start = time.perf_counter()
-            replay(trace, lambda ports: build(args.steps, ports), mode=mode)  # type: ignore[arg-type]
+            replay(trace, lambda ports: build(args.steps, ports), mode=mode)
             replays[mode].append(time.perf_counter() - start)
 
     run = statistics.median(runs)
