@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from twinflow.agent._errors import SignatureError, TraceCorruptError
 from twinflow.agent._events import GENESIS, TERMINAL_KINDS, TraceEvent
@@ -372,8 +372,26 @@ class Trace:
         report, walk = _verify(_read(source), None, None, require_complete)
         if report.problem is not None:
             raise TraceCorruptError(f"trace does not verify: {report.problem}", report)
-        events = tuple(TraceEvent.model_validate_json(line.event) for line in walk.lines)
+        events = []
+        for seq, line in enumerate(walk.lines):
+            try:
+                events.append(TraceEvent.model_validate_json(line.event))
+            except ValidationError as exc:
+                # Digest and chain hold but the event is not one the writer can produce: the
+                # trace was rewritten with recomputed digests (only a checkpoint catches that).
+                problem = Problem(
+                    kind="edited",
+                    seq=seq,
+                    line=seq + 1,
+                    message=f"its digest and chain match but it is not a valid event "
+                    f"(it was forged): {exc.error_count()} validation errors",
+                )
+                head = walk.lines[seq - 1].digest if seq else GENESIS
+                prefix = Checkpoint(size=seq, root=walk.tree.root(seq).hex(), head=head)
+                bad = VerificationReport(ok=False, events=seq, checkpoint=prefix, problem=problem)
+                raise TraceCorruptError(f"trace does not verify: {problem}", bad) from None
         return cls(
+            tuple(events),
             events,
             tuple(line.digest for line in walk.lines),
             walk.tree,

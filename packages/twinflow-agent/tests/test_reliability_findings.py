@@ -1,0 +1,54 @@
+"""Regressions found by the reliability campaigns (reliability/, docs/reliability.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from twinflow.agent import (
+    GENESIS,
+    Agent,
+    FunctionModel,
+    MemoryTraceSink,
+    Trace,
+    TraceCorruptError,
+    verify_trace,
+)
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.vocab import Message, canonical_bytes
+
+
+def rechain(events: list[dict[str, Any]]) -> bytes:
+    """Trace lines for ``events`` with seq, prev and digests recomputed (a full rewrite)."""
+    prev, lines = GENESIS, []
+    for seq, event in enumerate(events):
+        body = canonical_bytes({**event, "seq": seq, "prev": prev})
+        prev = hashlib.sha256(body).hexdigest()
+        lines.append(b'{"digest":"' + prev.encode() + b'","event":' + body + b"}\n")
+    return b"".join(lines)
+
+
+def test_a_rechained_trace_with_a_forged_event_is_refused_with_a_typed_error() -> None:
+    """Trace.load raises TraceCorruptError (not a pydantic error) for a chained but invalid event."""
+    sink = MemoryTraceSink()
+    agent = Agent(
+        FunctionModel(lambda request: Message.assistant("hi")),
+        clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        ids=CountingIds(),
+        trace=sink,
+    )
+    agent.run("hello")
+    events = [json.loads(line)["event"] for line in sink.data.splitlines()]
+    events[1] = {**events[1], "body": {"kind": "run_started"}}
+    forged = rechain(events)
+    assert verify_trace(forged).ok
+    with pytest.raises(TraceCorruptError) as caught:
+        Trace.load(forged)
+    problem = caught.value.report.problem
+    assert problem is not None
+    assert ("edited", 1) == (problem.kind, problem.seq)
+    assert 1 == caught.value.report.events
