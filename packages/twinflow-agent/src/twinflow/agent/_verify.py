@@ -392,7 +392,6 @@ class Trace:
                 raise TraceCorruptError(f"trace does not verify: {problem}", bad) from None
         return cls(
             tuple(events),
-            events,
             tuple(line.digest for line in walk.lines),
             walk.tree,
             tuple(line.event for line in walk.lines),
