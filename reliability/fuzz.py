@@ -403,6 +403,39 @@ def run_hypothesis(target: Target, corpus: list[bytes], examples: int, seed: int
     hypothesis.seed(seed)(fuzz)()
 
 
+def atheris_child(target: Target, corpus: Path, write_fd: int, seconds: float, site: str) -> None:
+    """In a forked child: fuzz ``target`` with atheris, report on ``write_fd``, exit."""
+    import atexit
+
+    sys.path.insert(0, site)
+    import atheris
+
+    def report() -> None:
+        figures = {"tried": target.tried, "crashes": dict(target.crashes)}
+        os.write(write_fd, json.dumps(figures).encode())
+
+    def one(data: bytes) -> None:
+        target(data)
+        if target.crashes:  # stop at the first crash; the parent reports it
+            report()
+            os._exit(0)
+
+    atexit.register(report)
+    atheris.Setup(
+        [
+            sys.argv[0],
+            f"-max_total_time={int(seconds)}",
+            "-rss_limit_mb=2048",
+            "-max_len=8192",
+            str(corpus),
+        ],
+        one,
+    )
+    with contextlib.redirect_stdout(sys.stderr):
+        atheris.Fuzz()
+    os._exit(0)
+
+
 def run_atheris(targets: list[Target], corpora: dict[str, list[bytes]], seconds: float) -> str:
     """A coverage-guided pass per target in a child process (atheris exits when done)."""
     site = os.environ.get("TWINFLOW_ATHERIS", "/tmp/twinflow-atheris")
@@ -417,42 +450,7 @@ def run_atheris(targets: list[Target], corpora: dict[str, list[bytes]], seconds:
         pid = os.fork()
         if pid == 0:
             os.close(read_fd)
-            sys.path.insert(0, site)
-            import atheris
-
-            def one(data: bytes) -> None:
-                target(data)
-                if target.crashes:
-                    os.write(
-                        write_fd,
-                        json.dumps(
-                            {"tried": target.tried, "crashes": dict(target.crashes)}
-                        ).encode(),
-                    )
-                    os._exit(0)
-
-            def report() -> None:
-                os.write(
-                    write_fd,
-                    json.dumps({"tried": target.tried, "crashes": dict(target.crashes)}).encode(),
-                )
-
-            import atexit
-
-            atexit.register(report)
-            atheris.Setup(
-                [
-                    sys.argv[0],
-                    f"-max_total_time={int(seconds)}",
-                    "-rss_limit_mb=2048",
-                    "-max_len=8192",
-                    str(corpus),
-                ],
-                one,
-            )
-            with contextlib.redirect_stdout(sys.stderr):
-                atheris.Fuzz()
-            os._exit(0)
+            atheris_child(target, corpus, write_fd, seconds, site)
         os.close(write_fd)
         with os.fdopen(read_fd, "rb") as pipe:
             raw = pipe.read()
