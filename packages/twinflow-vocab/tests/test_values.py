@@ -139,6 +139,40 @@ def test_appended_transcript_keeps_checking() -> None:
     assert (_result("c9"),) == extended.messages[-1].tool_results
 
 
+def test_an_older_transcript_does_not_see_calls_appended_after_it() -> None:
+    """Appending to an older transcript ignores calls that only a later append made."""
+    base = Transcript().append(Message.user("q"))
+    base.append(Message(role="assistant", parts=(_call("c1"),)))
+    with pytest.raises(InvalidValueError, match="no earlier tool call"):
+        base.append(Message(role="tool", parts=(_result("c1"),)))
+    branch = base.append(Message(role="assistant", parts=(_call("c1", "mul"),)))
+    with pytest.raises(InvalidValueError, match="was to 'mul'"):
+        branch.append(Message(role="tool", parts=(_result("c1"),)))
+
+
+def test_a_reused_call_id_rebinds_only_for_later_transcripts() -> None:
+    """A call id called again names the later tool from then on; earlier transcripts keep the first."""
+    first = Transcript().append(Message(role="assistant", parts=(_call("c1", "add"),)))
+    second = first.append(Message(role="assistant", parts=(_call("c1", "mul"),)))
+    expected = (_result("c1", "mul"),)
+    assert expected == second.append(Message(role="tool", parts=expected)).messages[-1].parts
+    expected = (_result("c1", "add"),)
+    assert expected == first.append(Message(role="tool", parts=expected)).messages[-1].parts
+
+
+def test_a_refused_append_leaves_the_transcript_unchanged() -> None:
+    """An append refused halfway records none of its calls."""
+    t = Transcript().append(Message.user("q"))
+    with pytest.raises(InvalidValueError, match="no earlier tool call"):
+        t.append(
+            Message(role="assistant", parts=(_call("c7"),)),
+            Message(role="tool", parts=(_result("c8"),)),
+        )
+    with pytest.raises(InvalidValueError, match="no earlier tool call"):
+        t.append(Message(role="tool", parts=(_result("c7"),)))
+    assert Transcript(messages=(Message.user("q"),)) == t
+
+
 def test_parts_validate_from_dicts_by_kind() -> None:
     """Dict parts are dispatched on their kind tag."""
     m = Message.model_validate(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import Any, TypeVar, overload
@@ -38,6 +39,15 @@ _dumps = json.JSONEncoder(
     allow_nan=False,
     check_circular=False,
 ).encode
+
+
+# What the C encoder's output of a pydantic JSON-mode dump of a model (an object with string
+# keys and plain JSON types) may hold that is not canonical: a float, or an integer of 16 or more
+# digits (it may lie beyond ±(2**53-1)), or a character outside the BMP (where code-point and
+# UTF-16 key order may differ). With no whitespace in the output, every number token follows
+# ":", "," or "[", and a float's repr always has a digit right before "." or "e". Matches inside
+# strings are false alarms that only cost the exact path.
+_SUSPECT = re.compile(r"[:,\[]-?\d(?:\d*[.eE]|\d{15})|[\U00010000-\U0010ffff]")
 
 
 class _Slow(Exception):
@@ -265,7 +275,24 @@ def canonical_bytes(value: BaseModel | JsonValue) -> bytes:
             non-string key, or a non-JSON type.
     """
     if isinstance(value, BaseModel):
-        return _encode_json(value.model_dump(mode="json"))
+        return _encode_dump(value.model_dump(mode="json"))
+    return _encode_json(value)
+
+
+def _encode_dump(value: JsonValue) -> bytes:
+    """Encode a pydantic JSON-mode dump, skipping the type walk when the output shows no need.
+
+    A JSON-mode dump of a model holds only string keys and plain JSON types, so the C encoder's output is
+    canonical unless `_SUSPECT` finds a long integer, a float or an astral character in it;
+    then (or on any error) the value takes the general path, which decides exactly.
+    """
+    if type(value) is dict:
+        try:
+            text = _dumps(value)
+            if _SUSPECT.search(text) is None:
+                return text.encode("utf-8")
+        except (ValueError, TypeError, RecursionError):
+            pass
     return _encode_json(value)
 
 

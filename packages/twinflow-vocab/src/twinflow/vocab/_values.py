@@ -291,25 +291,60 @@ class Message(FrozenValue):
         return tuple(p for p in self.parts if isinstance(p, ToolResultPart))
 
 
-def _index_calls(known: dict[str, str], messages: tuple[Message, ...], offset: int) -> None:
-    """Record tool calls and check results against earlier calls, in order; updates `known`."""
+class _CallIndex:
+    """Tool call ids of a transcript: id -> (tool name, position of the calling message).
+
+    Derived from the messages, so it never decides equality. Appending to the newest transcript
+    of a line extends its index in place and shares it (O(new messages), not O(transcript));
+    a transcript older than its index reads only the entries before its own length.
+    """
+
+    __slots__ = ("calls", "length")
+
+    def __init__(self, calls: dict[str, tuple[str, int]], length: int) -> None:
+        self.calls = calls
+        self.length = length
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _CallIndex)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+def _index_calls(
+    index: _CallIndex, messages: tuple[Message, ...], offset: int
+) -> dict[str, tuple[str, int]]:
+    """Check the results in ``messages`` (from position ``offset``) against earlier calls.
+
+    Returns:
+        The calls ``messages`` make, by id; ``index`` is read (entries before ``offset``), not
+        changed.
+    """
+    known = index.calls
+    new: dict[str, tuple[str, int]] = {}
     for m_index, message in enumerate(messages, start=offset):
         for p_index, part in enumerate(message.parts):
             if isinstance(part, ToolCallPart):
-                known[part.id] = part.name
+                new[part.id] = (part.name, m_index)
             elif isinstance(part, ToolResultPart):
-                name = known.get(part.call_id)
+                entry = new.get(part.call_id)
+                if entry is None:
+                    entry = known.get(part.call_id)
+                    if entry is not None and entry[1] >= offset:
+                        entry = None
                 where = f"messages[{m_index}].parts[{p_index}]"
-                if name is None:
+                if entry is None:
                     raise InvalidValueError(
                         f"{where}: tool result for call id {part.call_id!r}, but no earlier tool "
                         "call has that id; append the assistant message with the call first"
                     )
-                if name != part.name:
+                if entry[0] != part.name:
                     raise InvalidValueError(
                         f"{where}: tool result names tool {part.name!r}, but call "
-                        f"{part.call_id!r} was to {name!r}"
+                        f"{part.call_id!r} was to {entry[0]!r}"
                     )
+    return new
 
 
 class Transcript(FrozenValue):
@@ -318,21 +353,22 @@ class Transcript(FrozenValue):
     messages: tuple[Message, ...] = ()
     """The messages, oldest first."""
 
-    _calls: dict[str, str] = PrivateAttr(default_factory=dict)
+    _index: _CallIndex = PrivateAttr(default_factory=lambda: _CallIndex({}, 0))
 
     @model_validator(mode="after")
     def _results_answer_calls(self) -> Self:
         try:
-            _index_calls(self._calls, self.messages, 0)
+            calls = _index_calls(_CallIndex({}, 0), self.messages, 0)
         except InvalidValueError as exc:
             raise ValueError(str(exc)) from None
+        self._index = _CallIndex(calls, len(self.messages))
         return self
 
     def append(self, *messages: Message) -> Transcript:
         """Return a new transcript with `messages` added at the end.
 
-        Only the new messages are checked, so appending costs nothing per earlier message
-        beyond copying the tuple.
+        Only the new messages are checked, and the call index is shared with the transcript
+        appended to, so appending costs nothing per earlier message beyond copying the tuple.
 
         Raises:
             InvalidValueError: A new message is not a `Message`, or holds a tool result for no
@@ -343,10 +379,19 @@ class Transcript(FrozenValue):
                 raise InvalidValueError(
                     f"append() takes Message values; argument {i} is {type(message).__name__}"
                 )
-        calls = dict(self._calls)
-        _index_calls(calls, messages, len(self.messages))
+        index = self._index
+        length = len(self.messages)
+        calls = _index_calls(index, messages, length)
+        if index.length == length and not any(k in index.calls for k in calls):
+            # The newest transcript of its line, no call id reused: extend the index in place.
+            index.calls.update(calls)
+            index.length = length + len(messages)
+        else:
+            kept = {k: v for k, v in index.calls.items() if v[1] < length}
+            kept.update(calls)
+            index = _CallIndex(kept, length + len(messages))
         new = Transcript.model_construct(messages=self.messages + messages)
-        new._calls = calls
+        new._index = index
         return new
 
     def __len__(self) -> int:
