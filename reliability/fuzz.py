@@ -403,24 +403,24 @@ def run_hypothesis(target: Target, corpus: list[bytes], examples: int, seed: int
     hypothesis.seed(seed)(fuzz)()
 
 
-def atheris_child(target: Target, corpus: Path, write_fd: int, seconds: float, site: str) -> None:
-    """In a forked child: fuzz ``target`` with atheris, report on ``write_fd``, exit."""
-    import atexit
-
+def atheris_child(target: Target, corpus: Path, result: Path, seconds: float, site: str) -> None:
+    """In a forked child: fuzz ``target`` with atheris, keeping its figures in ``result``."""
     sys.path.insert(0, site)
     import atheris
 
     def report() -> None:
         figures = {"tried": target.tried, "crashes": dict(target.crashes)}
-        os.write(write_fd, json.dumps(figures).encode())
+        result.write_text(json.dumps(figures))
 
     def one(data: bytes) -> None:
         target(data)
         if target.crashes:  # stop at the first crash; the parent reports it
             report()
             os._exit(0)
+        if target.tried % 200 == 0:  # libFuzzer exits from C: no atexit, so report as we go
+            report()
 
-    atexit.register(report)
+    atheris.instrument_all()  # coverage feedback over every loaded Python function
     atheris.Setup(
         [
             sys.argv[0],
@@ -433,6 +433,7 @@ def atheris_child(target: Target, corpus: Path, write_fd: int, seconds: float, s
     )
     with contextlib.redirect_stdout(sys.stderr):
         atheris.Fuzz()
+    report()
     os._exit(0)
 
 
@@ -446,19 +447,22 @@ def run_atheris(targets: list[Target], corpora: dict[str, list[bytes]], seconds:
         corpus = Path(tempfile.mkdtemp(prefix="twinflow-atheris-"))
         for i, seed in enumerate(corpora[target.name]):
             (corpus / f"seed{i}").write_bytes(seed)
-        read_fd, write_fd = os.pipe()
+        result = corpus.with_suffix(".json")
         pid = os.fork()
         if pid == 0:
-            os.close(read_fd)
-            atheris_child(target, corpus, write_fd, seconds, site)
-        os.close(write_fd)
-        with os.fdopen(read_fd, "rb") as pipe:
-            raw = pipe.read()
+            with open(os.devnull, "w") as quiet:
+                os.dup2(quiet.fileno(), 2)  # libFuzzer's progress lines
+            atheris_child(target, corpus, result, seconds, site)
         os.waitpid(pid, 0)
-        result = json.loads(raw or b'{"tried": 0, "crashes": {"no report": 1}}')
-        lines.append(f"{target.name}: {result['tried']} inputs, crashes {result['crashes'] or 0}")
-        for key, count in result["crashes"].items():
+        found = (
+            json.loads(result.read_text())
+            if result.exists()
+            else {"tried": 0, "crashes": {"no report": 1}}
+        )
+        lines.append(f"{target.name}: {found['tried']} inputs, crashes {found['crashes'] or 0}")
+        for key, count in found["crashes"].items():
             target.crashes[f"atheris: {key}"] += count
+            target.examples.setdefault(f"atheris: {key}", b"(see a local atheris run)")
     return "; ".join(lines)
 
 
