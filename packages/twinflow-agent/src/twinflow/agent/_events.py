@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Discriminator, Field, JsonValue
 
+from twinflow.agent._encoding import PLAIN_MODELS, value_bytes
 from twinflow.vocab import (
     CallId,
     Message,
@@ -26,7 +27,6 @@ from twinflow.vocab import (
     ToolResultPart,
     ToolSpec,
     Usage,
-    canonical_bytes,
 )
 
 __all__ = [
@@ -260,6 +260,23 @@ EventBody = Annotated[
 ]
 """What happened, tagged by ``kind``."""
 
+PLAIN_MODELS.update(
+    {
+        PolicyRecord,
+        AgentConfig,
+        RunStarted,
+        ModelRequested,
+        ModelResponded,
+        PolicyDecided,
+        ToolCalled,
+        ToolReturned,
+        OutputRejected,
+        OutputAccepted,
+        RunFinished,
+        RunFailed,
+    }
+)
+
 TERMINAL_KINDS = frozenset({"run_finished", "run_failed"})
 """Kinds that end a run; a complete trace ends with one."""
 
@@ -308,6 +325,6 @@ class MessageChain:
             messages: Messages appended to the transcript, in order.
         """
         for message in messages:
-            inner = hashlib.sha256(canonical_bytes(message)).digest()
+            inner = hashlib.sha256(value_bytes(message)).digest()
             self._state = hashlib.sha256(self._state + inner).digest()
         self._length += len(messages)

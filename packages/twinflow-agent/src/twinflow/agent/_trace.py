@@ -15,6 +15,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from twinflow.agent._encoding import event_bytes
 from twinflow.agent._errors import InvalidProofError, SignatureError
 from twinflow.agent._events import GENESIS, EventBody, TraceEvent
 from twinflow.agent._merkle import MerkleTree, leaf_hash, verify_consistency, verify_inclusion
@@ -185,7 +186,7 @@ def encode_line(event: TraceEvent) -> tuple[bytes, str]:
     Returns:
         The line (with its newline) and the event's hex digest.
     """
-    data = canonical_bytes(event)
+    data = event_bytes(event)
     hexdigest = hashlib.sha256(data).hexdigest()
     return LINE_PREFIX + hexdigest.encode() + EVENT_INFIX + data + b"}\n", hexdigest
 
