@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -59,7 +60,8 @@ models add themselves in `twinflow.agent._events`)."""
 
 # As in twinflow.vocab's model path: every number token follows ":", "," or "[", and a float's
 # repr has a digit right before "." or "e"; matches inside strings only cost the exact path.
-_SUSPECT = re.compile(r"[:,\[]-?\d(?:\d*[.eE]|\d{15})|[\U00010000-\U0010ffff]")
+_NUMBER = re.compile(r"[:,\[]-?\d(?:\d*[.eE]|\d{15})")
+_ASTRAL = re.compile(r"[\U00010000-\U0010ffff]")
 
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(AwareDatetime)
 
@@ -79,21 +81,30 @@ def _fields(value: object) -> Any:
     raise TypeError(t.__name__)
 
 
-_dumps = json.JSONEncoder(
+_encoder = json.JSONEncoder(
     ensure_ascii=False,
     separators=(",", ":"),
     sort_keys=True,
     allow_nan=False,
     check_circular=False,
     default=_fields,
-).encode
+)
+_dumps: Callable[[object], str] = _encoder.encode
+_make_c_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+if _make_c_encoder is not None:  # CPython: build the C encoder once, not at every call
+    _c_encode = _make_c_encoder(
+        None, _fields, json.encoder.encode_basestring, None, ":", ",", True, False, False
+    )
+
+    def _dumps(value: object) -> str:
+        return "".join(_c_encode(value, 0))
 
 
 def _fast(value: BaseModel) -> bytes | None:
     """The canonical bytes of a plain model, or None when only the exact path can tell."""
     try:
         text = _dumps(value)
-        if _SUSPECT.search(text) is None:
+        if _NUMBER.search(text) is None and (text.isascii() or _ASTRAL.search(text) is None):
             return text.encode("utf-8")
     except (ValueError, TypeError, RecursionError):
         pass

@@ -47,7 +47,8 @@ _dumps = json.JSONEncoder(
 # UTF-16 key order may differ). With no whitespace in the output, every number token follows
 # ":", "," or "[", and a float's repr always has a digit right before "." or "e". Matches inside
 # strings are false alarms that only cost the exact path.
-_SUSPECT = re.compile(r"[:,\[]-?\d(?:\d*[.eE]|\d{15})|[\U00010000-\U0010ffff]")
+_NUMBER = re.compile(r"[:,\[]-?\d(?:\d*[.eE]|\d{15})")
+_ASTRAL = re.compile(r"[\U00010000-\U0010ffff]")
 
 
 class _Slow(Exception):
@@ -282,14 +283,15 @@ def canonical_bytes(value: BaseModel | JsonValue) -> bytes:
 def _encode_dump(value: JsonValue) -> bytes:
     """Encode a pydantic JSON-mode dump, skipping the type walk when the output shows no need.
 
-    A JSON-mode dump of a model holds only string keys and plain JSON types, so the C encoder's output is
-    canonical unless `_SUSPECT` finds a long integer, a float or an astral character in it;
-    then (or on any error) the value takes the general path, which decides exactly.
+    A JSON-mode dump of a model holds only string keys and plain JSON types, so the C encoder's
+    output is canonical unless `_NUMBER` finds a float or a long integer in it or `_ASTRAL` an
+    astral character (checked only in non-ASCII output); then, or on any error, the value takes
+    the general path, which decides exactly.
     """
     if type(value) is dict:
         try:
             text = _dumps(value)
-            if _SUSPECT.search(text) is None:
+            if _NUMBER.search(text) is None and (text.isascii() or _ASTRAL.search(text) is None):
                 return text.encode("utf-8")
         except (ValueError, TypeError, RecursionError):
             pass
