@@ -52,3 +52,22 @@ def test_a_rechained_trace_with_a_forged_event_is_refused_with_a_typed_error() -
     assert problem is not None
     assert ("edited", 1) == (problem.kind, problem.seq)
     assert 1 == caught.value.report.events
+
+
+def test_a_foreign_event_repeating_the_last_seq_is_named_where_it_was_inserted() -> None:
+    """A foreign event claiming the previous seq, placed after it, is reported at its own line."""
+    sink = MemoryTraceSink()
+    agent = Agent(
+        FunctionModel(lambda request: Message.assistant("hi")),
+        clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        ids=CountingIds(),
+        trace=sink,
+    )
+    agent.run("hello")
+    lines = sink.data.splitlines(keepends=True)
+    events = [json.loads(line)["event"] for line in lines]
+    other = rechain([{**e, "at": "2027-01-01T00:00:00Z"} for e in events]).splitlines(keepends=True)
+    tampered = b"".join([*lines[:2], other[1], *lines[2:]])
+    report = verify_trace(tampered)
+    assert report.problem is not None
+    assert ("inserted", 2, 3) == (report.problem.kind, report.problem.seq, report.problem.line)

@@ -193,6 +193,17 @@ def _classify(
             message=f"a copy of seq {seen[item.digest]} was inserted",
         )
     if item.seq == index - 1:
+        before = index - 2
+        prior = next((d for d, at in seen.items() if at == before), GENESIS)
+        if item.prev != prior:
+            # The earlier claimant chains and this one does not: this one is the insertion.
+            return Problem(
+                kind="inserted",
+                seq=seq,
+                line=line_no,
+                message=f"a second event claims seq {index - 1} and does not chain to the "
+                "event before it: it was inserted",
+            )
         return Problem(
             kind="inserted",
             seq=index - 1,
