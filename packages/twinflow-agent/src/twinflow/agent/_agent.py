@@ -321,19 +321,23 @@ class Agent(Generic[OutputT]):
         for step in range(1, self.max_steps + 1):
             state.step = step
             state.offered = tuple(s for s in self._specs if runner.may_call(s.name))
-            response = self._ask(state, "step")
+            response = self._ask(state, "step", append=False)
             calls = response.message.tool_calls
             if not calls:
+                state.transcript = state.transcript.append(response.message)
                 return self._finish(state, response)
             results = tuple(runner.run(call) for call in calls)
-            state.transcript = state.transcript.append(Message(role="tool", parts=results))
+            # One append per step (the reply and its results): one copy of the messages tuple.
+            state.transcript = state.transcript.append(
+                response.message, Message(role="tool", parts=results)
+            )
             self.writer.end_step()
         raise MaxStepsExceeded(
             f"run {state.run_id}: the model was still calling tools after max_steps={self.max_steps} "
             "requests; raise max_steps or check the tools' results"
         )
 
-    def _ask(self, state: _Run, purpose: str) -> ModelResponse:
+    def _ask(self, state: _Run, purpose: str, *, append: bool = True) -> ModelResponse:
         messages = state.transcript.messages
         new = messages[state.sent :]
         self._emit(
@@ -364,7 +368,8 @@ class Agent(Generic[OutputT]):
         state.usage_in += response.usage.input_tokens
         state.usage_out += response.usage.output_tokens
         self._check_limits(state)
-        state.transcript = state.transcript.append(response.message)
+        if append:
+            state.transcript = state.transcript.append(response.message)
         return response
 
     def _offer_digest(self, offered: tuple[ToolSpec, ...]) -> str:
