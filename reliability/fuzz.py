@@ -305,10 +305,10 @@ def seeds(workdir: Path) -> dict[str, list[bytes]]:
         "wire readers": wire,
         "structured output": [json.dumps(r).encode() for r in replies],
         "dataset loader": [
-            (ROOT / "examples/invoices/dataset.yaml").read_bytes(),
+            (ROOT / "examples/invoice-extraction/dataset.yaml").read_bytes(),
             b'{"id": "a", "input": "x", "expected": 1}\n{"id": "b", "input": "y"}\n',
         ],
-        "spec loader": [(ROOT / "examples/invoices/spec.yaml").read_bytes()],
+        "spec loader": [(ROOT / "examples/invoice-extraction/spec.yaml").read_bytes()],
     }
 
 
