@@ -5,7 +5,9 @@ twinflow writes the full trace to a file with an fsync per step; pydantic-ai run
 script through its own loop with its ``FunctionModel`` (it writes no trace). Printed: us/step
 for N = 10, 100, 1000, the ratio pydantic-ai / twinflow, the same twinflow run without fsync
 and with an in-memory sink (where the time goes), and verification throughput as a ratio to
-``json.loads`` + sha256 per line over the same file.
+``json.loads`` + sha256 per line over the same file. Before and after the runs it prints the
+bare cost of appending one line to a file and fsyncing it on the same filesystem, so a reader
+can see how much of an fsync step is the disk, and the load average (the machine is shared).
 
 Run: .venv/bin/python benchmarks/loop.py
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -125,14 +128,34 @@ def verification(path: Path) -> tuple[float, float]:
     return min(verify_times), min(base_times)
 
 
+def bare_fsync_us(directory: Path, lines: int = 200) -> float:
+    """Median microseconds to append one trace-sized line to a file and fsync it, on this disk."""
+    line = b"x" * 400 + b"\n"
+    times = []
+    with (directory / f"fsync-probe-{time.perf_counter_ns()}").open("xb") as file:
+        for _ in range(lines):
+            start = time.perf_counter()
+            file.write(line)
+            file.flush()
+            os.fsync(file.fileno())
+            times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e6
+
+
 def main() -> None:
     """Run the benchmark and print the figures."""
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
+        print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        bare = bare_fsync_us(directory)
+        print(
+            f"bare append+fsync of one line on this filesystem: {bare:.1f} us "
+            "(median; the fsync column pays one per step, the rest is twinflow)"
+        )
         twinflow_run(5, directory, "fsync")  # warm-up: imports, schema builds
         pydantic_ai_run(5)
         print(
-            f"{'steps':>6} {'twinflow us/step':>17} {'no fsync':>9} {'memory':>8} {'pydantic-ai':>12} {'ratio':>7}"
+            f"{'steps':>6} {'twinflow us/step':>17} {'no fsync':>9} {'memory':>8} {'pydantic-ai':>12} {'ratio':>7} {'ratio no fsync':>15} {'fsync step - bare fsync':>24}"
         )
         for steps in SIZES:
             tf = best_us_per_step(lambda n: twinflow_run(n, directory, "fsync"), steps)
@@ -140,8 +163,10 @@ def main() -> None:
             memory = best_us_per_step(lambda n: twinflow_run(n, directory, "memory"), steps)
             pa = best_us_per_step(pydantic_ai_run, steps)
             print(
-                f"{steps:>6} {tf:>17.1f} {nofsync:>9.1f} {memory:>8.1f} {pa:>12.1f} {pa / tf:>6.1f}x"
+                f"{steps:>6} {tf:>17.1f} {nofsync:>9.1f} {memory:>8.1f} {pa:>12.1f} {pa / tf:>6.1f}x {pa / nofsync:>14.1f}x {tf - bare:>24.1f}"
             )
+        print(f"bare append+fsync after the runs: {bare_fsync_us(directory):.1f} us")
+        print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         big = max(directory.glob("trace-fsync-1000-*.jsonl"), key=lambda p: p.stat().st_mtime)
         verify_s, base_s = verification(big)
         size_mb = big.stat().st_size / 1e6
