@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R", bound=BaseModel)
 
 _DEFAULT_SETTINGS = ModelSettings(temperature=0)
 
@@ -76,6 +77,18 @@ def check_attempts(max_attempts: int) -> int:
             f"max_attempts counts every attempt and must be at least 1, got {max_attempts!r}"
         )
     return max_attempts
+
+
+_PARAMETRIZED: dict[tuple[type[BaseModel], type[BaseModel]], type[BaseModel]] = {}
+
+
+def _parametrized(generic: type[R], output_type: type[BaseModel]) -> type[R]:
+    """``generic[output_type]``, built once per pair (pydantic's own lookup costs ~0.1 ms a call)."""
+    key = (generic, output_type)
+    found = _PARAMETRIZED.get(key)
+    if found is None:
+        found = _PARAMETRIZED[key] = generic[output_type]  # type: ignore[index]
+    return found  # type: ignore[return-value]
 
 
 def validate_with_reask(
@@ -128,7 +141,8 @@ def validate_with_reask(
         attempts.append(
             Attempt(number=number, emission=emission, error=None, request_digest=request_digest)
         )
-        return StructuredResult[output_type](output=output, attempts=tuple(attempts))  # type: ignore[valid-type]
+        result_type = _parametrized(StructuredResult, output_type)
+        return result_type(output=output, attempts=tuple(attempts))
 
 
 class _StructuredOutput:
@@ -141,6 +155,7 @@ class _StructuredOutput:
         self._max_attempts = check_attempts(max_attempts)
         self._settings = settings
         self._strict = strict
+        self._reports: dict[type[BaseModel], PreflightReport] = {}
 
     @property
     def max_attempts(self) -> int:
@@ -153,7 +168,14 @@ class _StructuredOutput:
         Raises:
             UnenforcedSchemaError: In strict mode, when the decoder would not enforce the schema.
         """
-        return preflight(output_type.model_json_schema(), self._server.decoder, strict=self._strict)
+        # A model class's schema does not change: generate and check it once per class.
+        report = self._reports.get(output_type)
+        if report is None:
+            report = preflight(
+                output_type.model_json_schema(), self._server.decoder, strict=self._strict
+            )
+            self._reports[output_type] = report
+        return report
 
     def validate(self, emission: str, output_type: type[M], reask: Reask) -> StructuredResult[M]:
         """Validate an emission made elsewhere, re-asking through `reask` (the vocab seam).
@@ -206,7 +228,7 @@ class _StructuredOutput:
         result = validate_with_reask(
             ask(), output_type, reask, max_attempts=self._max_attempts, request_digests=digests
         )
-        return LocalStructuredResult[output_type](  # type: ignore[valid-type]
+        return _parametrized(LocalStructuredResult, output_type)(
             output=result.output, attempts=result.attempts, preflight=report
         )
 
