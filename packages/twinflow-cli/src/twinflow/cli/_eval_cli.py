@@ -180,8 +180,10 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         raise UserError(f"--concurrency {args.concurrency}: must be at least 1")
     dataset = load_dataset(args.dataset)
     spec = load_spec(args.spec)
-    # Tools and output models named in the spec may live next to it (as in examples/).
-    sys.path.insert(0, str(args.spec.resolve().parent))
+    # Tools, output models and custom scorers may live next to the spec or the dataset (as in
+    # examples/); the run records these directories so rescore and merge import from them too.
+    code_dirs = tuple(dict.fromkeys(p.resolve().parent for p in (args.spec, args.dataset)))
+    sys.path[:0] = [str(d) for d in code_dirs]
     tools = load_tools(spec)
     transport = UrllibJsonTransport()
     clock, ids = SystemClock(), SystemIds()
@@ -201,6 +203,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             shard=args.shard,
             prompt=_render(wired),
             progress=_progress,
+            code_dirs=code_dirs,
         )
     transport.close()
     payload = _summary_payload(results, args.out)

@@ -292,6 +292,7 @@ model:
   name: {name}
   mode: structured-action
   temperature: 0
+  max_tokens: 128
 tools:
   - twinflow.cli._demo:convert_currency
 policy:

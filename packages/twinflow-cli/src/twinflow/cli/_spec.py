@@ -55,6 +55,10 @@ class ModelSpec(_Strict):
     """How tool calls are obtained: constrained decoding of an action union, or native tool calling."""
     temperature: float = 0.0
     """Sampling temperature; 0 is the reproducible choice."""
+    max_tokens: int = Field(default=256, ge=1)
+    """Most tokens one reply may take. Grammar-constrained decoding lets a small model run on
+    inside a JSON string until the context is full; this bound stops it (the reply then fails
+    validation and is re-asked or recorded as invalid, instead of taking minutes)."""
     timeout: float = Field(default=120.0, gt=0)
     """Seconds to wait for one model response."""
 

@@ -95,7 +95,9 @@ def build_agent(
         output_type=output_type,
         max_steps=spec.max_steps,
         system_prompt=spec.system,
-        settings=ModelSettings(temperature=spec.model.temperature, seed=0),
+        settings=ModelSettings(
+            temperature=spec.model.temperature, max_tokens=spec.model.max_tokens, seed=0
+        ),
         trace=trace,
     )
     return agent

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
 from twinflow.eval._errors import DatasetError
 from twinflow.eval._scorers import ExactMatch, ScorerSpec
-from twinflow.vocab import digest
+from twinflow.vocab import CanonicalError, canonical_bytes, digest
 
 __all__ = ["Case", "Dataset", "load_dataset"]
 
@@ -50,6 +50,18 @@ class Case(BaseModel):
     """Tags, for pass rates by tag."""
     repeats: int = Field(default=1, ge=1, le=1000)
     """How many times the case is run."""
+
+    @field_validator("expected")
+    @classmethod
+    def _canonical_numbers(cls, value: JsonValue) -> JsonValue:
+        # JSON has one number type: 108.0 and 108 are the same value, and the canonical form
+        # a run directory stores writes 108. Holding the canonical form from the start makes a
+        # scorer's words ("expected 108") the same at run time and when rescoring.
+        try:
+            loaded: JsonValue = json.loads(canonical_bytes(value))
+        except CanonicalError as exc:  # NaN, infinities, unsafe integers: not JSON values
+            raise ValueError(str(exc)) from None
+        return loaded
 
 
 class Dataset(BaseModel):

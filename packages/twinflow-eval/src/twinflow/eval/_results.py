@@ -108,6 +108,9 @@ class RunManifest(_Frozen):
     """The slice run, or None for all cases."""
     keys: tuple[str, ...]
     """The case keys of this run, in order."""
+    code_dirs: tuple[str, ...] = ()
+    """Directories the run imported user code from (tools, output models, custom scorers
+    named by dotted path); rescoring and merging import from them too, where they exist."""
 
 
 class CaseResult(_Frozen):

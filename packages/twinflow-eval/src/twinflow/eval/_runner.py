@@ -10,8 +10,10 @@ without a result file belongs to a case the previous run was killed in; it is mo
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +130,19 @@ def score_trace(
     )
 
 
+@contextlib.contextmanager
+def importable(directories: Sequence[str]) -> Iterator[None]:
+    """Let dotted paths resolve against ``directories`` (those that exist) for the block."""
+    added = [d for d in directories if Path(d).is_dir() and d not in sys.path]
+    sys.path[:0] = added
+    try:
+        yield
+    finally:
+        for directory in added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(directory)
+
+
 def _prepare(out: Path, manifest: RunManifest) -> None:
     (out / "traces").mkdir(parents=True, exist_ok=True)
     (out / "cases").mkdir(exist_ok=True)
@@ -179,6 +194,7 @@ def run_eval(
     shard: Shard | None = None,
     prompt: Callable[[Case], str] | None = None,
     progress: Progress | None = None,
+    code_dirs: Sequence[str | Path] = (),
 ) -> EvalResults:
     """Run every case repeat (of a shard) through a fresh agent and score it from its trace.
 
@@ -192,6 +208,7 @@ def run_eval(
         shard: Run only this slice of the cases.
         prompt: Turns a case into the agent's prompt (default: its ``input``).
         progress: Called after each case repeat.
+        code_dirs: Directories user code is imported from (recorded for rescoring).
 
     Returns:
         The results, also written to ``results.json`` with the Lab Notes.
@@ -207,6 +224,7 @@ def run_eval(
         dataset_digest=dataset.digest,
         shard=shard,
         keys=tuple(k for _, _, k in items),
+        code_dirs=tuple(str(Path(d).resolve()) for d in code_dirs),
     )
     _prepare(run_dir, manifest)
     render = prompt or (lambda case: case.input)
@@ -312,7 +330,8 @@ def rescore(run_dir: str | Path) -> EvalResults:
     manifest, recorded = load_run(path)
     if manifest.dataset.digest != manifest.dataset_digest:
         raise RunDirError(f"{path}/run.json: the dataset does not match its digest; it was edited")
-    results = _rescore_dir(path, manifest, recorded)
+    with importable(manifest.code_dirs):
+        results = _rescore_dir(path, manifest, recorded)
     write_atomic(path / "rescore.json", _encode(results))
     return results
 
@@ -362,11 +381,13 @@ def merge_runs(shard_dirs: Sequence[str | Path], out: str | Path) -> EvalResults
         raise RunDirError(f"{target} is not empty; merge into a new directory")
     dataset = loaded[0][1].dataset
     items = select_keys(dataset, None)
+    code_dirs = tuple(dict.fromkeys(d for _, m, _ in loaded for d in m.code_dirs))
     manifest = RunManifest(
         dataset=dataset,
         dataset_digest=dataset.digest,
         shard=None,
         keys=tuple(k for _, _, k in items),
+        code_dirs=code_dirs,
     )
     _prepare(target, manifest)
     by_key = {r.key: (path, r) for path, _, results in loaded for r in results.cases}
@@ -377,9 +398,10 @@ def merge_runs(shard_dirs: Sequence[str | Path], out: str | Path) -> EvalResults
         source = source_dir / recorded.trace
         if source.is_file():
             shutil.copyfile(source, target / "traces" / f"{key}.jsonl")
-        result = score_trace(
-            target, case, repeat, key, dataset.scorers_for(case), recorded.latency_s
-        )
+        with importable(code_dirs):
+            result = score_trace(
+                target, case, repeat, key, dataset.scorers_for(case), recorded.latency_s
+            )
         write_atomic(target / "cases" / f"{key}.json", _encode(result))
     results = _collect(target, manifest)
     write_atomic(target / "results.json", _encode(results))
