@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from eval_testkit import START, dataset, factory
 
-from twinflow.eval import Case, Dataset, rescore, run_eval
-from twinflow.kernel import SteppingClock
+from twinflow.agent import Agent, TraceSink
+from twinflow.eval import Case, Dataset, RunAborted, rescore, run_eval
+from twinflow.kernel import ConnectError, SteppingClock, ThreadExecutor
 
 SCORER = '''
 def total_is_positive(observation, expected):
@@ -47,3 +50,44 @@ def test_rescore_imports_user_code_from_the_directories_the_run_used(tmp_path: P
     assert ["passed"] * 3 == [c.status for c in results.cases]
     assert results.cases == rescore(run_dir).cases
     assert str(code) not in sys.path
+
+
+def test_a_run_that_failed_never_passes_even_if_its_scorers_do(tmp_path: Path) -> None:
+    """A case whose agent run failed is failed, with the error as its reason."""
+    base = dataset(2, bad=(1,))
+    data = Dataset.model_validate({**base.model_dump(), "scorers": [{"kind": "no_denied_calls"}]})
+    results = run_eval(data, factory(), tmp_path / "run", clock=SteppingClock(START))
+    by_id = {c.case_id: c for c in results.cases}
+    assert ("passed", "failed") == (by_id["c0"].status, by_id["c1"].status)
+    assert by_id["c1"].error is not None and "OutputValidationFailed" in by_id["c1"].error
+    assert "passed" == by_id["c1"].scores[0].outcome
+
+
+def test_cases_in_flight_when_the_run_aborts_are_kept(tmp_path: Path) -> None:
+    """At concurrency 4, every case that started beside the one that aborts finishes and is kept."""
+    inner = factory()
+
+    def unreachable(case: Case, sink: TraceSink) -> Agent[Any]:
+        agent = inner(case, sink)
+        if case.id == "c0":
+
+            def refuse(request: Any) -> Any:
+                raise ConnectError("connection refused", url="http://127.0.0.1:9")
+
+            agent.model = type(agent.model)(refuse)
+        return agent
+
+    with pytest.raises(RunAborted):
+        run_eval(
+            dataset(8),
+            unreachable,
+            tmp_path,
+            clock=SteppingClock(START),
+            executor=ThreadExecutor(),
+            concurrency=4,
+        )
+    # Which neighbours had started when c0 failed depends on thread timing; each that started
+    # (it has a trace) must have its result written, and the aborted case must not.
+    started = {p.stem for p in (tmp_path / "traces").glob("*.jsonl")} - {"c0@1"}
+    kept = {p.stem for p in (tmp_path / "cases").glob("*.json")}
+    assert started == kept

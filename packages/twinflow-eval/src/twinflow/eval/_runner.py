@@ -61,8 +61,10 @@ def _encode(value: Any) -> bytes:
 def _status(scores: Sequence[Any], run_status: str) -> CaseStatus:
     if any(s.outcome == "errored" for s in scores):
         return "errored"
-    if not scores:
-        return "passed" if run_status == "finished" else "failed"
+    # A run that did not finish never passes, whatever scorers that look at part of its trace
+    # (no denied calls, say) conclude; its error is on the result as the reason.
+    if run_status != "finished":
+        return "failed"
     return "passed" if all(s.outcome == "passed" for s in scores) else "failed"
 
 
@@ -256,13 +258,16 @@ def run_eval(
         finally:
             sink.close()
         latency = clock.monotonic() - started
-        return score_trace(run_dir, case, repeat, key, dataset.scorers_for(case), latency)
+        result = score_trace(run_dir, case, repeat, key, dataset.scorers_for(case), latency)
+        # Written here, by the worker, not by the loop below: when another case aborts the run,
+        # cases still in flight finish and are kept, so a resume does not run them again.
+        write_atomic(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
+        return result
 
     total = len(items)
     if progress is not None:
         progress(len(done), total, Summary.of(done))
     for _, result in (executor or SerialExecutor()).map_bounded(run_one, todo, concurrency):
-        write_atomic(run_dir / "cases" / f"{result.key}.json", _encode(result), durable=False)
         done.append(result)
         if progress is not None:
             progress(len(done), total, Summary.of(done))
