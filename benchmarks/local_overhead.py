@@ -106,7 +106,7 @@ def clients(base: str, port: int) -> dict[str, Callable[[], object]]:
             model="smol",
             messages=[{"role": "user", "content": QUESTION}],
             temperature=0,
-            response_format={"type": "json_object", "schema": schema},  # type: ignore[typeddict-unknown-key]
+            response_format={"type": "json_object", "schema": schema},  # type: ignore[typeddict-unknown-key]  # llama.cpp extension
         )
         return Person.model_validate_json(reply.choices[0].message.content or "")
 

@@ -106,7 +106,7 @@ def pydantic_ai_run(steps: int) -> float:
 def best_us_per_step(fn: object, steps: int) -> float:
     """Median over REPEATS runs, in microseconds per step."""
     repeats = REPEATS if steps <= 100 else 2  # pydantic-ai takes ~40 s per 1000-step run
-    times = [fn(steps) for _ in range(repeats)]  # type: ignore[operator]
+    times = [fn(steps) for _ in range(repeats)]
     return statistics.median(times) / steps * 1e6
 
 

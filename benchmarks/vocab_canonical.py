@@ -78,7 +78,7 @@ def transcript_of_50() -> Transcript:
 
 def best(stmt: object, number: int, repeat: int = 7) -> float:
     """Best per-call time in seconds."""
-    return min(timeit.repeat(stmt, number=number, repeat=repeat)) / number  # type: ignore[arg-type]
+    return min(timeit.repeat(stmt, number=number, repeat=repeat)) / number
 
 
 # The least a pydantic user with JSON fields pays: BaseModel, JsonValue and one class built.

@@ -143,7 +143,7 @@ def agent(
         policy=Policy(allow=frozenset({"add", "boom", "blob"}), tool_budgets={"add": 3}),
         max_steps=max_steps,
         trace=trace if trace is not None else MemoryTraceSink(),
-        fsync=fsync,  # type: ignore[arg-type]
+        fsync=fsync,
         **kwargs,
     )
 

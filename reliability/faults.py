@@ -188,7 +188,7 @@ def fault_matrix(figures: Figures, rounds: int) -> None:
                     )
                     transport = FaultTransport(inner, [None] * at + [fault])
                     sink = MemoryTraceSink()
-                    worker = agent(clients(transport)[name], trace=sink)  # type: ignore[arg-type]
+                    worker = agent(clients(transport)[name], trace=sink)
                     tried["loop"] += 1
                     try:
                         worker.run("add 1 and 2")
@@ -257,7 +257,7 @@ def stopped_server(figures: Figures) -> None:
                     return response
 
             sink = MemoryTraceSink()
-            worker = agent(StopAfterFirst(), trace=sink)  # type: ignore[arg-type]
+            worker = agent(StopAfterFirst(), trace=sink)
             worker.settings = ModelSettings(temperature=0, max_tokens=48, seed=0)
             outcome = "no error"
             runs = 0

@@ -99,7 +99,7 @@ def factory(
         built.append(case.id)
         transport: Transport = UrllibJsonTransport()
         if case.id in transport_faults:
-            transport = FaultTransport(transport, [transport_faults[case.id]])  # type: ignore[list-item]
+            transport = FaultTransport(transport, [transport_faults[case.id]])
         elif case.id in malformed:
             transport = Malformed(transport, malformed[case.id])
         model = OpenAICompatibleChatModel(

@@ -94,7 +94,7 @@ def scripted(*replies: Message) -> FunctionModel:
 def make_agent(model: FunctionModel, calls: Calls, **kwargs: object) -> Agent[str]:
     """An agent over the test tools with deterministic ports."""
     kwargs.setdefault("policy", Policy(allow=frozenset({"add", "boom", "big"})))
-    return Agent(  # type: ignore[call-overload, no-any-return]
+    return Agent(
         model,
         clock=SteppingClock(START),
         ids=CountingIds(),
@@ -105,7 +105,7 @@ def make_agent(model: FunctionModel, calls: Calls, **kwargs: object) -> Agent[st
 
 def results(agent: Agent[str]) -> list[tuple[str, str, bool]]:
     """(tool, content, is_error) of every tool_returned event."""
-    trace = Trace.load(agent.writer.sink.data)  # type: ignore[attr-defined]
+    trace = Trace.load(agent.writer.sink.data)
     return [
         (e.body.result.name, e.body.result.content, e.body.result.is_error)
         for e in trace.events
@@ -115,7 +115,7 @@ def results(agent: Agent[str]) -> list[tuple[str, str, bool]]:
 
 def decisions(agent: Agent[str]) -> list[tuple[str, str, str]]:
     """(decision, by, reason) of every policy_decided event."""
-    trace = Trace.load(agent.writer.sink.data)  # type: ignore[attr-defined]
+    trace = Trace.load(agent.writer.sink.data)
     return [
         (e.body.decision, e.body.by, e.body.reason)
         for e in trace.events
@@ -136,10 +136,10 @@ def test_allowed_tool_runs_and_the_run_answers() -> None:
     result = agent.run("add 2 and 3")
     assert "five" == result.output
     assert [("add", {"a": 2, "b": 3})] == calls.seen
-    assert "5" == seen[1].transcript.messages[-1].parts[0].content  # type: ignore[union-attr]
+    assert "5" == seen[1].transcript.messages[-1].parts[0].content
     assert [("allow", "policy", "allowed by name")] == decisions(agent)
-    assert verify_trace(agent.writer.sink.data).ok  # type: ignore[attr-defined]
-    assert result.head == Trace.load(agent.writer.sink.data).checkpoint()  # type: ignore[attr-defined]
+    assert verify_trace(agent.writer.sink.data).ok
+    assert result.head == Trace.load(agent.writer.sink.data).checkpoint()
 
 
 def test_the_model_sees_schema_only_specs() -> None:
@@ -318,7 +318,7 @@ def test_property_disallowed_tools_never_run_and_bad_args_never_arrive(
         assert "shell" != name
         assert all(type(v) is int for v in kwargs.values())
         assert {"x"} == set(kwargs) if name == "boom" else {"a", "b"} == set(kwargs)
-    assert verify_trace(agent.writer.sink.data).ok  # type: ignore[attr-defined]
+    assert verify_trace(agent.writer.sink.data).ok
 
 
 class Answer(BaseModel):
@@ -351,7 +351,7 @@ def test_structured_output_reasks_with_the_schema_present() -> None:
     assert Answer(total=3) == result.output
     assert ["Answer", "Answer"] == [r.output_schema.name if r.output_schema else None for r in seen]
     assert "total: Input should be a valid integer" in seen[1].transcript.messages[-1].text
-    kinds = [e.body.kind for e in Trace.load(agent.writer.sink.data).events]  # type: ignore[attr-defined]
+    kinds = [e.body.kind for e in Trace.load(agent.writer.sink.data).events]
     assert [
         "model_requested",
         "model_responded",
@@ -373,12 +373,12 @@ def test_structured_output_gives_up_after_the_bound() -> None:
     )
     with pytest.raises(OutputValidationFailed, match="after 3 attempts"):
         agent.run("sum")
-    events = Trace.load(agent.writer.sink.data).events  # type: ignore[attr-defined]
+    events = Trace.load(agent.writer.sink.data).events
     assert ("run_failed", 3) == (
         events[-1].body.kind,
         sum(e.body.kind == "output_rejected" for e in events),
     )
-    assert verify_trace(agent.writer.sink.data).ok  # type: ignore[attr-defined]
+    assert verify_trace(agent.writer.sink.data).ok
 
 
 def test_max_steps_and_usage_limits_fail_the_run_with_a_trace() -> None:
@@ -394,7 +394,7 @@ def test_max_steps_and_usage_limits_fail_the_run_with_a_trace() -> None:
     with pytest.raises(UsageLimitExceeded, match="total_tokens reached 110"):
         agent2.run("go")
     for a in (agent, agent2):
-        assert "run_failed" == Trace.load(a.writer.sink.data).events[-1].body.kind  # type: ignore[attr-defined]
+        assert "run_failed" == Trace.load(a.writer.sink.data).events[-1].body.kind
 
 
 def test_model_errors_are_recorded_and_reraised_unchanged() -> None:
@@ -406,12 +406,12 @@ def test_model_errors_are_recorded_and_reraised_unchanged() -> None:
     agent = make_agent(FunctionModel(broken), Calls())
     with pytest.raises(ConnectionError, match="refused"):
         agent.run("go")
-    last = Trace.load(agent.writer.sink.data).events[-1].body  # type: ignore[attr-defined]
+    last = Trace.load(agent.writer.sink.data).events[-1].body
     assert ("run_failed", "ConnectionError", "refused") == (
         last.kind,
         last.error_type,
         last.message,
-    )  # type: ignore[union-attr]
+    )
 
 
 def test_runs_are_deterministic_given_the_ports(tmp_path: Path) -> None:
@@ -441,8 +441,8 @@ def test_requests_record_only_the_delta() -> None:
         e.body
         for e in Trace.load(agent.writer.sink.data).events
         if e.body.kind == "model_requested"
-    ]  # type: ignore[attr-defined]
-    assert [(0, 1), (1, 2), (3, 2)] == [(b.prefix_length, len(b.new_messages)) for b in requested]  # type: ignore[union-attr]
+    ]
+    assert [(0, 1), (1, 2), (3, 2)] == [(b.prefix_length, len(b.new_messages)) for b in requested]
 
 
 @pytest.mark.parametrize(
@@ -478,7 +478,7 @@ def test_structured_adapter_is_a_constructor_argument() -> None:
         agent.run("sum")
     requests = [
         e for e in Trace.load(agent.writer.sink.data).events if e.body.kind == "model_requested"
-    ]  # type: ignore[attr-defined]
+    ]
     assert 1 == len(requests)
 
 

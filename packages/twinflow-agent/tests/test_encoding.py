@@ -182,7 +182,7 @@ stamps = st.datetimes(
 @given(body=bodies(), at=stamps, seq=st.integers(0, SAFE))
 def test_event_bytes_equal_canonical_bytes(body: BaseModel, at: datetime, seq: int) -> None:
     """On generated events of every kind the fast encoder's bytes are vocab's canonical bytes."""
-    event = TraceEvent(seq=seq, prev=GENESIS, at=at, body=body)  # type: ignore[arg-type]
+    event = TraceEvent(seq=seq, prev=GENESIS, at=at, body=body)
     assert canonical_bytes(event) == event_bytes(event)
     assert canonical_bytes(body) == value_bytes(body)
 

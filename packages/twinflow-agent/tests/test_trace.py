@@ -344,7 +344,7 @@ def test_file_sink_writes_a_verifiable_trace(tmp_path: Path) -> None:
 def test_fsync_policy(policy: str, flushes: int, durable: int) -> None:
     """Durable flushes happen per event, per step, or never, as the policy says."""
     sink = MemoryTraceSink()
-    write_sample(TraceWriter(sink, fsync=policy))  # type: ignore[arg-type]
+    write_sample(TraceWriter(sink, fsync=policy))
     assert (flushes, durable) == (sink.flushes, sink.durable_flushes)
 
 

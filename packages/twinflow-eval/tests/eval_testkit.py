@@ -112,4 +112,4 @@ def always_raises(observation: Observation, expected: JsonValue) -> bool:
 def positive_total(observation: Observation, expected: JsonValue) -> float:
     """A custom scorer: 1.0 when the output total is positive."""
     output = observation.output
-    return 1.0 if isinstance(output, dict) and float(output.get("total_eur", 0)) > 0 else 0.0  # type: ignore[arg-type]
+    return 1.0 if isinstance(output, dict) and float(output.get("total_eur", 0)) > 0 else 0.0

@@ -89,8 +89,8 @@ def test_a_callable_schedule_chooses_by_call_number_url_and_body() -> None:
 def test_unknown_faults_are_usage_errors() -> None:
     """A schedule naming a fault that does not exist is refused, listing the real ones."""
     with pytest.raises(UserError, match="unknown fault 'explode'"):
-        FaultTransport(MockTransport(answer), ["explode"])  # type: ignore[list-item]
-    transport = FaultTransport(MockTransport(answer), lambda *_: "explode")  # type: ignore[arg-type,return-value]
+        FaultTransport(MockTransport(answer), ["explode"])  # type: ignore[list-item]  # an unknown fault, on purpose
+    transport = FaultTransport(MockTransport(answer), lambda *_: "explode")  # type: ignore[arg-type,return-value]  # an unknown fault, on purpose
     with pytest.raises(UserError, match="'refuse'"):
         transport.post_json(URL, 1, timeout=1)
     transport.close()

@@ -96,7 +96,7 @@ def test_record_then_replay_is_byte_identical(recording: Path, tmp_path: Path) -
         answers = conversation(recorder, f"http://127.0.0.1:{port}")
         recorder.close()
     assert recording.read_bytes() == again.read_bytes()
-    assert 3 == answers[-1]["count"]  # type: ignore[index,call-overload]
+    assert 3 == answers[-1]["count"]
 
 
 def test_a_changed_request_is_a_divergence_with_a_diff(recording: Path) -> None:
@@ -143,7 +143,7 @@ def test_a_missing_request_is_reported_at_close(recording: Path) -> None:
     difference = caught.value.difference
     assert ("/2", "missing", None) == (difference.pointer, difference.reason, difference.actual)
     assert isinstance(difference.expected, dict)
-    assert 3 == len(difference.expected["body"]["messages"])  # type: ignore[arg-type,index,call-overload]
+    assert 3 == len(difference.expected["body"]["messages"])
 
 
 def test_an_extra_request_is_reported_at_once_and_at_close(recording: Path) -> None:

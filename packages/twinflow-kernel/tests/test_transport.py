@@ -294,7 +294,7 @@ def test_usage_mistakes_are_user_errors(echo_server: LoopbackServer) -> None:
     with pytest.raises(UserError, match="not an absolute http"):
         transport.post_json("ftp://127.0.0.1/x", {}, timeout=5)
     with pytest.raises(UserError, match="not JSON"):
-        transport.post_json(echo_server.url, {"x": {1, 2}}, timeout=5)  # type: ignore[dict-item]
+        transport.post_json(echo_server.url, {"x": {1, 2}}, timeout=5)  # type: ignore[dict-item]  # a set is not JSON, on purpose
     with pytest.raises(UserError, match="timeout > 0"):
         transport.post_json(echo_server.url, {}, timeout=0)
     transport.close()

@@ -256,7 +256,7 @@ def test_structured_action_final_output_is_a_structured_part() -> None:
 
 def _ollama(openai: JsonValue) -> JsonValue:
     assert isinstance(openai, dict)
-    message = openai["choices"][0]["message"]  # type: ignore[index,call-overload]
+    message = openai["choices"][0]["message"]
     return {"model": "m", "message": message, "done": True}
 
 
@@ -291,9 +291,9 @@ def test_action_schema_is_an_any_of_with_hoisted_defs() -> None:
     assert [b["properties"]["action"] for b in branches] == [
         {"const": "call_tool"},
         {"const": "final"},
-    ]  # type: ignore[index,call-overload]
+    ]
     assert {"Inner": Inner.model_json_schema()} == schema["$defs"]
-    assert "$defs" not in branches[1]["properties"]["output"]  # type: ignore[index,call-overload]
+    assert "$defs" not in branches[1]["properties"]["output"]
 
 
 def test_unknown_mode_is_a_usage_error() -> None:

@@ -19,7 +19,7 @@ from twinflow.vocab import UserError
 
 
 def keywords(schema: dict, decoder: str = "llama.cpp") -> list[tuple[str, str]]:
-    return [(f.pointer, f.keyword) for f in preflight(schema, decoder).findings]  # type: ignore[arg-type]
+    return [(f.pointer, f.keyword) for f in preflight(schema, decoder).findings]
 
 
 @pytest.mark.parametrize(
@@ -119,7 +119,7 @@ def test_ollama_gets_anchored_patterns_and_the_rewrite_is_recorded() -> None:
     schema = {"properties": {"code": {"type": "string", "pattern": "[A-Z]{3}"}}}
     report = preflight(schema, "ollama")
     assert schema["properties"]["code"]["pattern"] == "[A-Z]{3}"
-    assert report.sent_schema["properties"]["code"]["pattern"] == "^.*(?:[A-Z]{3}).*$"  # type: ignore[index,call-overload]
+    assert report.sent_schema["properties"]["code"]["pattern"] == "^.*(?:[A-Z]{3}).*$"
     assert len(report.rewrites) == 1
     rewrite = report.rewrites[0]
     assert (

@@ -125,13 +125,13 @@ def test_the_second_validation_catches_what_the_grammar_let_through(llama_server
         def post_json(self, url: str, body: object, *, timeout: float) -> object:
             assert isinstance(body, dict)
             bodies.append(body)
-            return real.post_json(url, body, timeout=timeout)  # type: ignore[arg-type]
+            return real.post_json(url, body, timeout=timeout)
 
         def close(self) -> None:
             real.close()
 
     structured = OpenAICompatibleStructuredOutput(
-        Spy(),  # type: ignore[arg-type]
+        Spy(),  # type: ignore[arg-type]  # a duck-typed spy standing in for the transport
         base_url=llama_server,
         dialect="llama-cpp-python",
         settings=SETTINGS,
@@ -151,8 +151,8 @@ def test_the_second_validation_catches_what_the_grammar_let_through(llama_server
     assert first.error == "age: Input should be greater than or equal to 50"
     assert len(bodies) == 2
     schema = Person.model_json_schema()
-    assert [schema, schema] == [b["response_format"]["schema"] for b in bodies]  # type: ignore[index]
-    assert [digest(b) for b in bodies] == [a.request_digest for a in attempts]  # type: ignore[arg-type]
+    assert [schema, schema] == [b["response_format"]["schema"] for b in bodies]
+    assert [digest(b) for b in bodies] == [a.request_digest for a in attempts]
 
 
 def test_a_structured_action_exchange_with_the_real_model(llama_server: str) -> None:

@@ -77,7 +77,7 @@ class Script:
         assert isinstance(body, dict)
         self.urls.append(url)
         self.bodies.append(body)
-        return self.answer(self.emissions.pop(0))  # type: ignore[no-any-return]
+        return self.answer(self.emissions.pop(0))
 
 
 def openai(script: Script, **kwargs: Any) -> OpenAICompatibleStructuredOutput:

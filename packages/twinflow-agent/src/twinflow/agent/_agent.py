@@ -410,7 +410,7 @@ class Agent(Generic[OutputT]):
         if self.output_type is None or self._schema is None:
             text = response.message.text
             self._emit(OutputAccepted(attempts=1, schema_name=None, value=text))
-            return text  # type: ignore[return-value]
+            return text  # type: ignore[return-value]  # OutputT is str when output_type is None
         emissions = [_emission(response.message)]
         schema_name = self._schema.name
 
@@ -443,4 +443,4 @@ class Agent(Generic[OutputT]):
                 value=result.output.model_dump(mode="json"),
             )
         )
-        return result.output  # type: ignore[return-value]
+        return result.output  # type: ignore[return-value]  # an instance of output_type, i.e. OutputT

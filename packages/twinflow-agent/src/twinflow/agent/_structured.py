@@ -69,7 +69,7 @@ class PydanticStructuredOutput:
                 emission = reask(error)
                 continue
             attempts.append(Attempt(number=number, emission=emission, error=None))
-            return StructuredResult[output_type](output=output, attempts=tuple(attempts))  # type: ignore[valid-type]
+            return StructuredResult[output_type](output=output, attempts=tuple(attempts))  # type: ignore[valid-type]  # runtime type argument
         raise StructuredOutputError(
             f"{output_type.__name__}: no valid output after {self.max_attempts} attempts; "
             f"last error: {attempts[-1].error}",

@@ -95,7 +95,7 @@ class ThreadExecutor:
                     result = future.result()
                     nxt = next(items, _END)
                     if nxt is not _END:
-                        pending[pool.submit(fn, nxt)] = counter  # type: ignore[arg-type]
+                        pending[pool.submit(fn, nxt)] = counter  # type: ignore[arg-type]  # not _END, so a T
                         counter += 1
                     yield index, result
         finally:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from datapizza.memory import Memory, Turn  # type: ignore[import-untyped]
-from datapizza.tools import Tool  # type: ignore[import-untyped]
-from datapizza.type import (  # type: ignore[import-untyped]
+from datapizza.memory import Memory, Turn  # type: ignore[import-untyped]  # datapizza ships no py.typed
+from datapizza.tools import Tool  # type: ignore[import-untyped]  # datapizza ships no py.typed
+from datapizza.type import (  # type: ignore[import-untyped]  # datapizza ships no py.typed
     ROLE,
     FunctionCallBlock,
     FunctionCallResultBlock,
@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 
-class ToolResultBlock(FunctionCallResultBlock):  # type: ignore[misc]
+class ToolResultBlock(FunctionCallResultBlock):  # type: ignore[misc]  # datapizza base class is untyped (Any)
     """A datapizza function result that also says whether the call failed.
 
     A `FunctionCallResultBlock` in every respect (clients and memory accept it), plus `is_error`,
@@ -108,7 +108,7 @@ class ToolResultBlock(FunctionCallResultBlock):  # type: ignore[misc]
         return f"ToolResultBlock(id={self.id!r}, tool={self.tool.name!r}, result={self.result!r}, is_error={self.is_error})"
 
 
-class SchemaOnlyTool(Tool):  # type: ignore[misc]
+class SchemaOnlyTool(Tool):  # type: ignore[misc]  # datapizza base class is untyped (Any)
     """A datapizza `Tool` carrying only a schema: the model may see it, nobody may call it.
 
     twinflow's runner executes tools under its policy; a datapizza agent calling this tool
