@@ -1,5 +1,7 @@
-"""Wire translation: golden examples from provider docs, round trips, Ollama's own types, fuzzing."""
+"""Wire translation: golden examples copied from provider docs, round trips, Ollama's own types, fuzzing."""
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,125 +57,67 @@ def _result(call_id: str, name: str, content: str, is_error: bool = False) -> Me
     )
 
 
-# OpenAI function-calling guide (platform.openai.com/docs/guides/function-calling): the
-# conversation after one get_weather call, as the guide appends it to `messages`.
+# Golden payloads: faithful copies of the providers' published examples, one file each under
+# fixtures/wire/ (fixtures/wire/README.md names the page or repo+path each was copied from).
+WIRE = Path(__file__).parent / "fixtures" / "wire"
+
+
+def _load(name: str) -> Any:
+    return json.loads((WIRE / name).read_text(encoding="utf-8"))
+
+
+# OpenAI API reference, "Create chat completion", example "Functions": the request's messages
+# followed by the response's assistant message, as the guide says to append it.
+OPENAI_FUNCTIONS = _load("openai/chat_create_functions.json")
 OPENAI_DOC = [
-    {"role": "user", "content": "What's the weather like in Paris today?"},
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": "call_12345xyz",
-                "type": "function",
-                "function": {"name": "get_weather", "arguments": '{"location":"Paris, France"}'},
-            }
-        ],
-    },
-    {"role": "tool", "tool_call_id": "call_12345xyz", "content": "25"},
+    *OPENAI_FUNCTIONS["request"]["messages"],
+    OPENAI_FUNCTIONS["response"]["choices"][0]["message"],
 ]
 OPENAI_EXPECTED = Transcript(
     messages=(
-        Message.user("What's the weather like in Paris today?"),
-        _calls("call_12345xyz", "get_weather", {"location": "Paris, France"}),
-        _result("call_12345xyz", "get_weather", "25"),
+        Message.user("What's the weather like in Boston today?"),
+        _calls("call_abc123", "get_current_weather", {"location": "Boston, MA"}),
     )
 )
+# OpenAI API reference, "Create chat completion", example "Image input".
+OPENAI_VISION_DOC = _load("openai/chat_create_image_input.json")["request"]["messages"]
 
-# OpenAI vision guide: text plus an image_url part in one user message.
-OPENAI_VISION_DOC = [
-    {
-        "role": "user",
-        "content": [
-            {"type": "text", "text": "What's in this image?"},
-            {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/4AAQSkZJRg=="}},
-        ],
-    }
-]
-
-# Ollama API docs (docs/api.md, "Chat request (with tools)" and its response), with the tool
-# result message as the tool-calling docs send it back (`tool_name`).
-OLLAMA_DOC = [
-    {"role": "user", "content": "What is the weather today in Paris?"},
-    {
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [
-            {
-                "function": {
-                    "name": "get_current_weather",
-                    "arguments": {"format": "celsius", "location": "Paris, FR"},
-                }
-            }
-        ],
-    },
-    {"role": "tool", "content": "22 degrees celsius", "tool_name": "get_current_weather"},
-]
+# Ollama docs/api.md, "Chat request (with tools)": the request and its response message.
+OLLAMA_TOOLS = _load("ollama/api_chat_with_tools.json")
+OLLAMA_DOC = [*OLLAMA_TOOLS["request"]["messages"], OLLAMA_TOOLS["response"]["message"]]
 OLLAMA_TOOL = ToolSpec(
-    name="get_current_weather",
-    description="Get the current weather for a location",
-    parameters={
-        "type": "object",
-        "properties": {
-            "location": {
-                "type": "string",
-                "description": "The location to get the weather for, e.g. San Francisco, CA",
-            },
-            "format": {
-                "type": "string",
-                "description": "The format to return the weather in, e.g. 'celsius' or 'fahrenheit'",
-                "enum": ["celsius", "fahrenheit"],
-            },
-        },
-        "required": ["location", "format"],
-    },
+    name=OLLAMA_TOOLS["request"]["tools"][0]["function"]["name"],
+    description=OLLAMA_TOOLS["request"]["tools"][0]["function"]["description"],
+    parameters=OLLAMA_TOOLS["request"]["tools"][0]["function"]["parameters"],
 )
-# Ollama API docs, "Chat request (with images)" (image data shortened).
-OLLAMA_IMAGE_DOC = [
-    {
-        "role": "user",
-        "content": "what is in this image?",
-        "images": ["iVBORw0KGgoAAAANSUhEUgAAAG0AAABmCAYAAADBPx+V"],
-    }
-]
+# Ollama docs/capabilities/tool-calling.mdx: the follow-up requests carrying tool results.
+OLLAMA_SINGLE = _load("ollama/tool_calling_single.json")["messages"]
+OLLAMA_PARALLEL = _load("ollama/tool_calling_parallel.json")["messages"]
+# Ollama docs/api.md, "Chat request (with images)".
+OLLAMA_IMAGE_DOC = _load("ollama/api_chat_with_images.json")["messages"]
 
-# Anthropic tool-use docs (docs.anthropic.com, "Tool use"): a get_weather round, with the
-# is_error variant of the result from "Handling tool use and tool result content blocks".
-ANTHROPIC_DOC = {
-    "system": "You are a helpful assistant.",
-    "messages": [
-        {"role": "user", "content": "What's the weather like in San Francisco?"},
-        {
-            "role": "assistant",
-            "content": [
-                {
-                    "type": "text",
-                    "text": "I'll check the current weather in San Francisco for you.",
-                },
-                {
-                    "type": "tool_use",
-                    "id": "toolu_01A09q90qw90lq917835lq9",
-                    "name": "get_weather",
-                    "input": {"location": "San Francisco, CA", "unit": "celsius"},
-                },
-            ],
-        },
-        {
-            "role": "user",
-            "content": [
-                {
-                    "type": "tool_result",
-                    "tool_use_id": "toolu_01A09q90qw90lq917835lq9",
-                    "content": "ConnectionError: the weather service API is not available (HTTP 500)",
-                    "is_error": True,
-                }
-            ],
-        },
-    ],
-}
+# Anthropic "How to implement tool use": the user's question and tool (from the request
+# examples), the tool_use response, and each published tool_result message.
+ANTHROPIC_REQUEST = _load("anthropic/request_with_tool.json")
+ANTHROPIC_RESPONSE = _load("anthropic/tool_use_response.json")
+ANTHROPIC_RESULTS = _load("anthropic/tool_results.json")
+ANTHROPIC_SYSTEM = _load("anthropic/system_prompt_request.json")
+
+
+def _anthropic_round(result: str) -> dict[str, Any]:
+    """The docs' conversation: question, the tool_use response, then the named tool_result."""
+    return {
+        "messages": [
+            *ANTHROPIC_REQUEST["messages"],
+            {"role": ANTHROPIC_RESPONSE["role"], "content": ANTHROPIC_RESPONSE["content"]},
+            ANTHROPIC_RESULTS[result],
+        ]
+    }
+
+
+ANTHROPIC_DOC = _anthropic_round("successful")
 ANTHROPIC_EXPECTED = Transcript(
     messages=(
-        Message.system("You are a helpful assistant."),
         Message.user("What's the weather like in San Francisco?"),
         _calls(
             "toolu_01A09q90qw90lq917835lq9",
@@ -181,14 +125,48 @@ ANTHROPIC_EXPECTED = Transcript(
             {"location": "San Francisco, CA", "unit": "celsius"},
             text="I'll check the current weather in San Francisco for you.",
         ),
-        _result(
-            "toolu_01A09q90qw90lq917835lq9",
-            "get_weather",
-            "ConnectionError: the weather service API is not available (HTTP 500)",
-            is_error=True,
-        ),
+        _result("toolu_01A09q90qw90lq917835lq9", "get_weather", "15 degrees"),
     )
 )
+
+
+def _parsed_arguments(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI messages with each call's `arguments` JSON text parsed (its spacing is not data)."""
+    out = []
+    for m in messages:
+        m = dict(m)
+        if m.get("tool_calls"):
+            m["tool_calls"] = [
+                {
+                    **c,
+                    "function": {
+                        **c["function"],
+                        "arguments": json.loads(c["function"]["arguments"]),
+                    },
+                }
+                for c in m["tool_calls"]
+            ]
+        out.append(m)
+    return out
+
+
+def _as_ollama_writes(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The docs' messages in the form we write: `content` always present, calls without the
+    optional `type` and `function.index` (the form docs/api.md's own responses show)."""
+    out = []
+    for m in messages:
+        m = {
+            "role": m["role"],
+            "content": m.get("content", ""),
+            **{k: v for k, v in m.items() if k not in ("role", "content")},
+        }
+        if "tool_calls" in m:
+            m["tool_calls"] = [
+                {"function": {k: v for k, v in c["function"].items() if k != "index"}}
+                for c in m["tool_calls"]
+            ]
+        out.append(m)
+    return out
 
 
 def test_exports() -> None:
@@ -204,62 +182,181 @@ def test_exports() -> None:
 
 
 def test_openai_golden_both_ways() -> None:
-    """The OpenAI docs' tool-call conversation reads to the expected transcript and writes back identically."""
+    """The OpenAI reference's Functions example reads to the expected transcript and writes back the same JSON."""
     assert OPENAI_EXPECTED == from_openai_messages(OPENAI_DOC)
-    assert OPENAI_DOC == to_openai_messages(OPENAI_EXPECTED)
+    written = to_openai_messages(OPENAI_EXPECTED)
+    assert _parsed_arguments(OPENAI_DOC) == _parsed_arguments(written)
+    # the docs' arguments text is pretty-printed; we send the canonical form of the same value
+    assert '{"location":"Boston, MA"}' == written[1]["tool_calls"][0]["function"]["arguments"]
+    spec = OPENAI_FUNCTIONS["request"]["tools"][0]["function"]
+    tool = ToolSpec(
+        name=spec["name"], description=spec["description"], parameters=spec["parameters"]
+    )
+    assert OPENAI_FUNCTIONS["request"]["tools"] == to_openai_tools([tool])
+
+
+def test_openai_tool_message_answers_the_golden_call() -> None:
+    """A `tool` message in the guide's documented shape answers the reference example's call by id."""
+    tool_message = {"role": "tool", "tool_call_id": "call_abc123", "content": "22"}
+    expected = OPENAI_EXPECTED.append(_result("call_abc123", "get_current_weather", "22"))
+    assert expected == from_openai_messages([*OPENAI_DOC, tool_message])
+    assert tool_message == to_openai_messages(expected)[-1]
 
 
 def test_openai_vision_golden() -> None:
-    """The OpenAI vision example reads to text plus media, and writes back identically."""
+    """The OpenAI reference's Image input example reads to text plus a URL image, and writes back identically."""
     t = from_openai_messages(OPENAI_VISION_DOC)
+    url = OPENAI_VISION_DOC[0]["content"][1]["image_url"]["url"]
     expected = Message(
         role="user",
-        parts=(
-            TextPart(text="What's in this image?"),
-            MediaPart(media_type="image/jpeg", uri="data:image/jpeg;base64,/9j/4AAQSkZJRg=="),
-        ),
+        parts=(TextPart(text="What's in this image?"), MediaPart(media_type="image/*", uri=url)),
     )
     assert (expected,) == t.messages
     assert OPENAI_VISION_DOC == to_openai_messages(t)
 
 
 def test_ollama_golden_both_ways() -> None:
-    """The Ollama docs' tool conversation reads with assigned ids and writes back identically."""
+    """Ollama's api.md tool request and response read with assigned ids and write back identically."""
     expected = Transcript(
         messages=(
             Message.user("What is the weather today in Paris?"),
             _calls(
                 "call_1_0", "get_current_weather", {"format": "celsius", "location": "Paris, FR"}
             ),
-            _result("call_1_0", "get_current_weather", "22 degrees celsius"),
         )
     )
     assert expected == from_ollama_messages(OLLAMA_DOC)
     assert OLLAMA_DOC == to_ollama_messages(expected)
 
 
-def test_ollama_image_golden() -> None:
-    """The Ollama image example reads as a PNG data: URI and writes back as bare base64."""
-    t = from_ollama_messages(OLLAMA_IMAGE_DOC)
-    media = t.messages[0].parts[1]
-    assert (
-        MediaPart(
-            media_type="image/png", uri="data:image/png;base64," + OLLAMA_IMAGE_DOC[0]["images"][0]
+def test_ollama_golden_request_is_rebuilt_exactly() -> None:
+    """The body built from api.md's tool request is that request, and validates as ollama's ChatRequest."""
+    request = OLLAMA_TOOLS["request"]
+    body = ollama_chat_request(
+        ModelRequest(transcript=from_ollama_messages(request["messages"]), tools=(OLLAMA_TOOL,)),
+        model=request["model"],
+    )
+    assert request == body
+    assert "get_current_weather" == ChatRequest(**body).tools[0].function.name  # type: ignore[index,union-attr]
+
+
+def test_ollama_tool_calling_single_golden() -> None:
+    """The tool-calling docs' single-result request reads to call and result, and writes back the same messages."""
+    expected = Transcript(
+        messages=(
+            Message.user("What is the temperature in New York?"),
+            _calls("call_1_0", "get_temperature", {"city": "New York"}),
+            _result("call_1_0", "get_temperature", "22°C"),
         )
-        == media
-    )  # type: ignore[operator]
+    )
+    assert expected == from_ollama_messages(OLLAMA_SINGLE)
+    assert _as_ollama_writes(OLLAMA_SINGLE) == to_ollama_messages(expected)
+    assert len(OLLAMA_SINGLE) == len(
+        ChatRequest(model="qwen3", messages=to_ollama_messages(expected)).messages or []
+    )
+
+
+def test_ollama_tool_calling_parallel_golden() -> None:
+    """The parallel example's four results match its four calls in order (same tool twice), and write back."""
+    calls = [("get_temperature", "New York"), ("get_conditions", "New York"),
+             ("get_temperature", "London"), ("get_conditions", "London")]  # fmt: skip
+    results = ["22°C", "Partly cloudy", "15°C", "Rainy"]
+    expected = Transcript(
+        messages=(
+            Message.user(
+                "What are the current weather conditions and temperature in New York and London?"
+            ),
+            Message(
+                role="assistant",
+                parts=tuple(
+                    ToolCallPart(id=CallId(f"call_1_{i}"), name=name, arguments={"city": city})
+                    for i, (name, city) in enumerate(calls)
+                ),
+            ),
+            Message(
+                role="tool",
+                parts=tuple(
+                    ToolResultPart(call_id=CallId(f"call_1_{i}"), name=name, content=content)
+                    for i, ((name, _), content) in enumerate(zip(calls, results, strict=True))
+                ),
+            ),
+        )
+    )
+    assert expected == from_ollama_messages(OLLAMA_PARALLEL)
+    assert _as_ollama_writes(OLLAMA_PARALLEL) == to_ollama_messages(expected)
+
+
+def test_ollama_image_golden() -> None:
+    """The api.md image example reads as a PNG data: URI and writes back as the same bare base64."""
+    t = from_ollama_messages(OLLAMA_IMAGE_DOC)
+    data = OLLAMA_IMAGE_DOC[0]["images"][0]
+    expected = Message(
+        role="user",
+        parts=(
+            TextPart(text="what is in this image?"),
+            MediaPart(media_type="image/png", uri="data:image/png;base64," + data),
+        ),
+    )
+    assert (expected,) == t.messages
     assert OLLAMA_IMAGE_DOC == to_ollama_messages(t)
 
 
-def test_anthropic_golden() -> None:
-    """The Anthropic docs' tool round (error result) reads to the expected transcript and back."""
+def test_anthropic_golden_both_ways() -> None:
+    """Anthropic's tool-use round (question, tool_use response, tool_result) reads as expected and writes back identically."""
     assert ANTHROPIC_EXPECTED == from_anthropic(ANTHROPIC_DOC)
-    written = to_anthropic(ANTHROPIC_EXPECTED)
-    assert (ANTHROPIC_DOC["system"], ANTHROPIC_DOC["messages"][1:]) == (
-        written["system"],
-        written["messages"][1:],
-    )  # type: ignore[index]
-    assert ANTHROPIC_EXPECTED == from_anthropic(written)
+    assert ANTHROPIC_DOC == to_anthropic(ANTHROPIC_EXPECTED)
+    tool = ANTHROPIC_REQUEST["tool"]
+    spec = ToolSpec(
+        name=tool["name"], description=tool["description"], parameters=tool["input_schema"]
+    )
+    assert [tool] == to_anthropic_tools([spec])
+
+
+@pytest.mark.parametrize("example", ["tool_execution_error", "invalid_tool_name"])
+def test_anthropic_error_results_golden(example: str) -> None:
+    """The docs' is_error tool results read as error results and write back identically."""
+    doc = _anthropic_round(example)
+    block = ANTHROPIC_RESULTS[example]["content"][0]
+    expected = ANTHROPIC_EXPECTED.model_copy(
+        update={
+            "messages": (
+                *ANTHROPIC_EXPECTED.messages[:2],
+                _result(block["tool_use_id"], "get_weather", block["content"], is_error=True),
+            )
+        }
+    )
+    assert expected == from_anthropic(doc)
+    assert doc == to_anthropic(expected)
+
+
+@pytest.mark.parametrize(
+    ("example", "content"),
+    [("empty", ""), ("with_documents", "The weather is\n15 degrees")],
+)
+def test_anthropic_result_content_forms_golden(example: str, content: str) -> None:
+    """The docs' empty and text-document tool results read as text results."""
+    result = from_anthropic(_anthropic_round(example)).messages[-1].tool_results[0]
+    assert content == result.content
+
+
+def test_anthropic_result_with_image_is_refused_at_its_path() -> None:
+    """An image inside a tool_result (a result is text here) raises WireFormatError at the image block."""
+    with pytest.raises(WireFormatError) as info:
+        from_anthropic(_anthropic_round("with_images"))
+    assert "/messages/2/content/0/content/1/type" == info.value.path
+
+
+def test_anthropic_system_prompt_golden() -> None:
+    """The system-prompts page's request reads with `system` as the first message and writes back the same."""
+    doc = {k: ANTHROPIC_SYSTEM[k] for k in ("system", "messages")}
+    expected = Transcript(
+        messages=(
+            Message.system("You are a seasoned data scientist at a Fortune 500 company."),
+            Message.user("Analyze this dataset for anomalies: <dataset>{{DATASET}}</dataset>"),
+        )
+    )
+    assert expected == from_anthropic(doc)
+    assert doc == to_anthropic(expected)
 
 
 def test_anthropic_thinking_is_read() -> None:
@@ -411,22 +508,6 @@ def test_ollama_request_bodies_validate_against_ollama_types(
     assert len(body["messages"]) == len(validated.messages or [])
 
 
-def test_ollama_golden_request_validates() -> None:
-    """The request body for the docs' tool example validates as ollama's ChatRequest."""
-    body = ollama_chat_request(
-        ModelRequest(transcript=from_ollama_messages(OLLAMA_DOC[:1]), tools=(OLLAMA_TOOL,)),
-        model="llama3.2",
-    )
-    expected = {
-        "model": "llama3.2",
-        "messages": OLLAMA_DOC[:1],
-        "stream": False,
-        "tools": to_ollama_tools([OLLAMA_TOOL]),
-    }
-    assert expected == body
-    assert "get_current_weather" == ChatRequest(**body).tools[0].function.name  # type: ignore[index,union-attr]
-
-
 @pytest.mark.parametrize(
     ("reader", "payload", "path"),
     [
@@ -504,8 +585,11 @@ READERS = [
     (from_openai_messages, OPENAI_DOC),
     (from_openai_messages, OPENAI_VISION_DOC),
     (from_ollama_messages, OLLAMA_DOC),
+    (from_ollama_messages, OLLAMA_PARALLEL),
     (from_ollama_messages, OLLAMA_IMAGE_DOC),
     (from_anthropic, ANTHROPIC_DOC),
+    (from_anthropic, _anthropic_round("with_documents")),
+    (from_anthropic, ANTHROPIC_SYSTEM),
 ]
 
 

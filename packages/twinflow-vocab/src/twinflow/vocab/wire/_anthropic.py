@@ -66,12 +66,14 @@ def _block(p: Part) -> dict[str, Any] | None:
     if isinstance(p, ToolCallPart):
         return {"type": "tool_use", "id": p.id, "name": p.name, "input": p.arguments}
     if isinstance(p, ToolResultPart):
-        return {
+        block: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": p.call_id,
             "content": p.content,
-            "is_error": p.is_error,
         }
+        if p.is_error:  # absent means false, as in Anthropic's own examples
+            block["is_error"] = True
+        return block
     return None  # reasoning: see the module docstring
 
 
@@ -79,7 +81,8 @@ def to_anthropic(transcript: Transcript) -> dict[str, Any]:
     """Translate a transcript to `{"system": ..., "messages": [...]}` for `/v1/messages`.
 
     One leading system message becomes `system` (a string, or text blocks if it has several
-    parts); tool messages become user messages of `tool_result` blocks.
+    parts); tool messages become user messages of `tool_result` blocks (`is_error` only when
+    true); a message that is one text part is sent as a plain string.
 
     Raises:
         InvalidValueError: A system message other than the first message (Anthropic has one
@@ -99,8 +102,11 @@ def to_anthropic(transcript: Transcript) -> dict[str, Any]:
             )
             continue
         blocks = [b for b in (_block(p) for p in m.parts) if b is not None]
+        content: str | list[dict[str, Any]] = blocks
+        if len(blocks) == 1 and blocks[0]["type"] == "text":
+            content = str(blocks[0]["text"])  # the plain-string form Anthropic's examples use
         messages.append(
-            {"role": "assistant" if m.role == "assistant" else "user", "content": blocks}
+            {"role": "assistant" if m.role == "assistant" else "user", "content": content}
         )
     out["messages"] = messages
     return out
@@ -114,15 +120,24 @@ def to_anthropic_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
 
 
 def _result_content(value: object, path: Path) -> str:
+    """Tool result content as text: a string, or text blocks and plain-text documents (one per line)."""
     if isinstance(value, str):
         return value
     texts = []
     for i, item in enumerate(arr(value, path)):
-        o = obj(item, (*path, i))
-        if field(o, "type", (*path, i), string) != "text":
-            raise fail("only text tool_result content can be read", (*path, i, "type"))
-        texts.append(field(o, "text", (*path, i), string))
-    return "".join(texts)
+        ipath = (*path, i)
+        o = obj(item, ipath)
+        kind = field(o, "type", ipath, string)
+        if kind == "text":
+            texts.append(field(o, "text", ipath, string))
+        elif kind == "document" and field(o, "source", ipath, obj).get("type") == "text":
+            texts.append(field(o["source"], "data", (*ipath, "source"), string))
+        else:
+            raise fail(
+                "only text tool_result content (text blocks, text documents) can be read",
+                (*ipath, "type"),
+            )
+    return "\n".join(texts)
 
 
 def _media(o: dict[str, Any], path: Path) -> MediaPart:
