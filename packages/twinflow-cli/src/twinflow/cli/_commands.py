@@ -12,7 +12,7 @@ from twinflow.agent import Checkpoint, Trace, TraceCorruptError, verify_trace
 from twinflow.cli._main import EXIT_OK, CheckFailed, Output
 from twinflow.vocab import UserError, canonical_bytes, diff
 
-__all__ = ["COMMANDS", "read_trace_bytes"]
+__all__ = ["COMMANDS", "parse_trace", "read_trace_bytes"]
 
 # How every trace line starts (the writer's fixed layout); used only to tell "not a trace at
 # all" (exit 2) from "a damaged trace" (exit 1, with verification's diagnosis).
@@ -44,12 +44,20 @@ def read_trace_bytes(path: Path) -> bytes:
     return data
 
 
-def _load(path: Path) -> Trace:
-    data = read_trace_bytes(path)
+def parse_trace(path: Path, data: bytes) -> Trace:
+    """Load the bytes `read_trace_bytes` read from ``path``; a damaged trace fails the check.
+
+    Raises:
+        CheckFailed: the trace does not load (exit 1, naming ``path``).
+    """
     try:
         return Trace.load(data)
     except TraceCorruptError as exc:
         raise CheckFailed(f"{path}: {exc}", {"trace": str(path)}) from None
+
+
+def _load(path: Path) -> Trace:
+    return parse_trace(path, read_trace_bytes(path))
 
 
 def _checkpoint_payload(checkpoint: Checkpoint) -> dict[str, Any]:

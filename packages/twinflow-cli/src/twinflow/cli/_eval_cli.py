@@ -22,7 +22,7 @@ from typing import Any
 from twinflow.agent import Agent, TraceSink
 from twinflow.cli._main import EXIT_OK, CheckFailed, Output
 from twinflow.cli._spec import RunSpec, load_spec, load_tools
-from twinflow.cli._wiring import build_agent, build_model, embedded_server
+from twinflow.cli._wiring import build_agent, build_model, model_base_url
 from twinflow.eval import (
     Case,
     EvalResults,
@@ -46,9 +46,6 @@ from twinflow.kernel import (
 from twinflow.vocab import UserError
 
 __all__ = ["EVAL_COMMAND"]
-
-EMBEDDED = "embedded"
-"""A spec's ``model.url`` that means: start the embedded SmolLM2 server for this run."""
 
 
 def _stderr(text: str) -> None:
@@ -152,11 +149,8 @@ def _progress(done: int, total: int, counts: Summary) -> None:
 
 @contextlib.contextmanager
 def _model_url(spec: RunSpec, out_dir: Path) -> Iterator[RunSpec]:
-    if spec.model.url != EMBEDDED:
-        yield spec
-        return
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with embedded_server(out_dir, on_progress=_stderr) as base:
+    """``spec`` with its model URL resolved (`model_base_url`) while the block runs."""
+    with model_base_url(spec.model.url, out_dir, _stderr) as base:
         yield spec.model_copy(update={"model": spec.model.model_copy(update={"url": base})})
 
 

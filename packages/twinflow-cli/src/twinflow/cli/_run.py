@@ -24,14 +24,13 @@ from twinflow.agent import (
     RunError,
     ToolCalled,
     Trace,
-    TraceCorruptError,
     replay,
     verify_trace,
 )
-from twinflow.cli._commands import read_trace_bytes
+from twinflow.cli._commands import parse_trace, read_trace_bytes
 from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Output
 from twinflow.cli._spec import RunSpec, load_spec, parse_spec
-from twinflow.cli._wiring import build_agent, build_model, embedded_server
+from twinflow.cli._wiring import EMBEDDED, build_agent, build_model, model_base_url
 from twinflow.kernel import NondeterminismError, SystemClock, SystemIds, UrllibJsonTransport
 from twinflow.vocab import UserError
 
@@ -80,17 +79,6 @@ def _fresh_trace_path(directory: Path) -> Path:
     return path
 
 
-@contextlib.contextmanager
-def _model_url(spec: RunSpec, out_dir: Path, out: Output, phases: _Phases) -> Iterator[str]:
-    if spec.model.url != "embedded":
-        yield spec.model.url
-        return
-    with contextlib.ExitStack() as stack:
-        with phases.phase("model load"):
-            url = stack.enter_context(embedded_server(out_dir, on_progress=out.line))
-        yield url
-
-
 class RunOutcome(BaseModel):
     """What a run produced."""
 
@@ -117,7 +105,10 @@ def _execute(
 ) -> RunOutcome:
     trace_path = _fresh_trace_path(out_dir)
     (out_dir / SPEC_NAME).write_text(spec_text, encoding="utf-8")
-    with _model_url(spec, out_dir, out, phases) as url:
+    with contextlib.ExitStack() as stack:
+        loading = spec.model.url == EMBEDDED
+        with phases.phase("model load") if loading else contextlib.nullcontext():
+            url = stack.enter_context(model_base_url(spec.model.url, out_dir, out.line))
         model_spec = spec.model.model_copy(update={"url": url})
         transport = UrllibJsonTransport()
         ids = SystemIds()
@@ -171,10 +162,7 @@ def _replay_file(trace_path: Path, spec_path: Path | None, mode: str) -> dict[st
             "the trace, or pass --spec"
         )
     spec = load_spec(spec_path)
-    try:
-        trace = Trace.load(data)
-    except TraceCorruptError as exc:
-        raise CheckFailed(f"{trace_path}: {exc}", {"trace": str(trace_path)}) from None
+    trace = parse_trace(trace_path, data)
 
     def build(ports: ReplayPorts) -> Any:
         return build_agent(
@@ -335,7 +323,7 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     """``twinflow demo``: run, verify and replay a small agent task on a local model."""
     spec_text = DEMO_SPEC.format(
         kind=args.kind,
-        url=args.model_url or "embedded",
+        url=args.model_url or EMBEDDED,
         dialect=args.dialect,
         name=args.model_name,
     )

@@ -22,7 +22,17 @@ from twinflow.kernel import Clock, Ids, SubprocessLauncher, Transport, free_port
 from twinflow.local_model import OllamaChatModel, OpenAICompatibleChatModel
 from twinflow.vocab import ChatModel, ModelSettings
 
-__all__ = ["build_agent", "build_model", "embedded_server", "output_type_of"]
+__all__ = [
+    "EMBEDDED",
+    "build_agent",
+    "build_model",
+    "embedded_server",
+    "model_base_url",
+    "output_type_of",
+]
+
+EMBEDDED = "embedded"
+"""A spec's ``model.url`` that means: start the embedded SmolLM2 server for this run."""
 
 
 def build_model(spec: ModelSpec, transport: Transport, ids: Ids) -> ChatModel:
@@ -136,4 +146,19 @@ def embedded_server(
             log_path=log,
         )
         stack.enter_context(server)
+        yield base
+
+
+@contextlib.contextmanager
+def model_base_url(url: str, log_dir: Path, on_progress: Callable[[str], None]) -> Iterator[str]:
+    """The model server's base URL for as long as the block runs.
+
+    A spec's ``url`` as it is, or for `EMBEDDED` the URL of an `embedded_server` that logs into
+    ``log_dir`` (made if missing) and stops when the block exits.
+    """
+    if url != EMBEDDED:
+        yield url
+        return
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with embedded_server(log_dir, on_progress=on_progress) as base:
         yield base
