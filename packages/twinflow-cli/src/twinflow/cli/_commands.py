@@ -227,35 +227,10 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-def _run_commands() -> dict[str, tuple[str, Configure, Handler]]:
-    from twinflow.cli import _run
-    from twinflow.cli._eval_cli import EVAL_COMMAND
-
-    return {
-        "eval": EVAL_COMMAND,
-        "demo": (
-            "run a small agent task on the embedded local model, then verify and replay its trace",
-            _run.configure_demo,
-            _run.demo,
-        ),
-        "run": (
-            "run an agent from a spec file (YAML), writing a trace",
-            _run.configure_run,
-            _run.run,
-        ),
-        "replay": (
-            "re-run a trace's agent against the trace; exit 1 at the first event that differs",
-            _run.configure_replay,
-            _run.replay_command,
-        ),
-    }
-
-
 Configure = Callable[[argparse.ArgumentParser], None]
 Handler = Callable[[argparse.Namespace, Output], int]
 
 COMMANDS: dict[str, tuple[str, Configure, Handler]] = {
-    **_run_commands(),
     "verify": (
         "verify a trace: hash chain, digests, completeness (and a checkpoint)",
         _configure_verify,

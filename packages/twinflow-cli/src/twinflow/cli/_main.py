@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from twinflow.vocab import TwinflowError, UserError
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "CheckFailed", "main"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "CheckFailed", "Handler", "Output", "main"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -60,7 +60,8 @@ Handler = Callable[[argparse.Namespace, Output], int]
 def _parser() -> argparse.ArgumentParser:
     # Imported here so `twinflow --help` stays fast and a broken optional piece cannot
     # stop the rest of the command from parsing its arguments.
-    from twinflow.cli import _commands
+    from twinflow.cli import _commands, _run
+    from twinflow.cli._eval_cli import EVAL_COMMAND
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON document on stdout")
@@ -73,7 +74,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 1 a check failed, 2 usage error or unreadable input.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, (summary, configure, handler) in _commands.COMMANDS.items():
+    commands = {**_run.COMMANDS, "eval": EVAL_COMMAND, **_commands.COMMANDS}
+    for name, (summary, configure, handler) in commands.items():
         command = sub.add_parser(name, parents=[common], help=summary, description=summary)
         configure(command)
         command.set_defaults(handler=handler)

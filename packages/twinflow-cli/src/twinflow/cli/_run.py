@@ -10,7 +10,7 @@ import argparse
 import contextlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +28,14 @@ from twinflow.agent import (
     verify_trace,
 )
 from twinflow.cli._commands import parse_trace, read_trace_bytes
-from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Output
+from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output
 from twinflow.cli._spec import RunSpec, load_spec, parse_spec
 from twinflow.cli._wiring import EMBEDDED, build_agent, build_model, model_base_url
 from twinflow.kernel import NondeterminismError, SystemClock, SystemIds, UrllibJsonTransport
 from twinflow.vocab import UserError
 
 __all__ = [
+    "COMMANDS",
     "DEMO_SPEC",
     "configure_demo",
     "configure_replay",
@@ -359,3 +360,19 @@ def demo(args: argparse.Namespace, out: Output) -> int:
         print(f"twinflow demo: the agent run failed: {outcome.error}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handler]] = {
+    "demo": (
+        "run a small agent task on the embedded local model, then verify and replay its trace",
+        configure_demo,
+        demo,
+    ),
+    "run": ("run an agent from a spec file (YAML), writing a trace", configure_run, run),
+    "replay": (
+        "re-run a trace's agent against the trace; exit 1 at the first event that differs",
+        configure_replay,
+        replay_command,
+    ),
+}
+"""The commands that run agents (the trace commands are in `twinflow.cli._commands`)."""
