@@ -11,13 +11,19 @@ index (or taken from injected `Ids`), never random (ADR 0032).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import JsonValue
 
 from twinflow.local_model._preflight import Decoder, preflight
-from twinflow.local_model._servers import DEFAULT_OLLAMA_URL, Server, ollama_server, openai_server
+from twinflow.local_model._servers import (
+    DEFAULT_OLLAMA_URL,
+    SentSchema,
+    Server,
+    ollama_server,
+    openai_server,
+)
 from twinflow.local_model._structured import check_attempts, reask_message
 from twinflow.local_model._wire import Dialect, Reply
 from twinflow.vocab import (
@@ -35,7 +41,6 @@ from twinflow.vocab import (
     ToolSpec,
     Usage,
     UserError,
-    digest,
 )
 
 if TYPE_CHECKING:
@@ -48,6 +53,10 @@ __all__ = [
     "action_instructions",
     "action_schema",
 ]
+
+JsonSchema = dict[str, JsonValue]
+
+_SENT_CACHE_SIZE = 64
 
 ChatMode = Literal["native", "structured-action"]
 """`native`: the server's own tool calling; `structured-action`: tool calls as constrained JSON."""
@@ -186,6 +195,7 @@ class _ChatModel:
         self._max_attempts = check_attempts(max_attempts)
         self._ids = ids
         self._strict = strict
+        self._sent_cache: dict[tuple[int, ...], tuple[tuple[object, ...], SentSchema]] = {}
 
     @property
     def mode(self) -> ChatMode:
@@ -211,20 +221,35 @@ class _ChatModel:
             return self._ids.call_id()
         return CallId(f"call_{request_digest[:24]}_{index}")
 
-    def _sent_schema(self, schema: dict[str, JsonValue]) -> dict[str, JsonValue]:
-        return preflight(schema, self._server.decoder, strict=self._strict).sent_schema
+    def _sent(
+        self, key: tuple[object, ...], name: str, build: Callable[[], JsonSchema]
+    ) -> SentSchema:
+        """The schema as sent, pre-flighted and encoded once per key (the objects it came from).
+
+        An agent run offers the same tool specs and output schema at every step; the cache keys
+        on their identity and holds them, so an id is never reused while its entry lives.
+        """
+        ids = tuple(id(k) for k in key)
+        found = self._sent_cache.get(ids)
+        if found is None:
+            sent_schema = preflight(build(), self._server.decoder, strict=self._strict).sent_schema
+            found = (key, SentSchema.of(name, sent_schema))
+            if len(self._sent_cache) >= _SENT_CACHE_SIZE:
+                del self._sent_cache[next(iter(self._sent_cache))]
+            self._sent_cache[ids] = found
+        return found[1]
 
     def _native(self, request: ModelRequest) -> ModelResponse:
         out = request.output_schema
+        sent = None if out is None else self._sent((out,), out.name, lambda: out.json_schema)
         body = self._server.body(
             request.transcript.messages,
             settings=request.settings,
             native_tools=True,
             tools=request.tools,
-            schema=None if out is None else self._sent_schema(out.json_schema),
-            schema_name="output" if out is None else out.name,
+            output=sent,
         )
-        request_digest = digest(body)
+        request_digest = self._server.request_digest(body, sent)
         reply = self._server.post(body)
         parts: list[Part] = []
         if reply.content:
@@ -254,7 +279,11 @@ class _ChatModel:
         return StructuredPart(schema_name=out.name, value=value)
 
     def _structured_action(self, request: ModelRequest) -> ModelResponse:
-        schema = self._sent_schema(action_schema(request.tools, request.output_schema))
+        schema = self._sent(
+            (*request.tools, request.output_schema),
+            "action",
+            lambda: action_schema(request.tools, request.output_schema),
+        )
         instructions = action_instructions(request.tools, request.output_schema)
         messages = list(request.transcript.messages)
         if messages and messages[0].role == "system":
@@ -269,10 +298,9 @@ class _ChatModel:
                 messages,
                 settings=request.settings,
                 native_tools=False,
-                schema=schema,
-                schema_name="action",
+                output=schema,
             )
-            request_digest = digest(body)
+            request_digest = self._server.request_digest(body, schema)
             reply = self._server.post(body)
             input_tokens += reply.usage.input_tokens
             output_tokens += reply.usage.output_tokens

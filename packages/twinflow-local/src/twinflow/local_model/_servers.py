@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
+from twinflow.local_model._digest import body_digest
 from twinflow.local_model._preflight import Decoder
 from twinflow.local_model._wire import (
     Dialect,
@@ -23,7 +24,15 @@ from twinflow.local_model._wire import (
     parse_ollama_chat,
     parse_openai_chat,
 )
-from twinflow.vocab import Message, ModelSettings, ToolSpec, UserError
+from twinflow.vocab import (
+    Message,
+    ModelSettings,
+    OutputSchema,
+    ToolSpec,
+    UserError,
+    canonical_bytes,
+    digest,
+)
 
 if TYPE_CHECKING:
     from twinflow.kernel import Transport
@@ -47,6 +56,22 @@ def _root(base_url: str) -> str:
 
 
 @dataclass(frozen=True)
+class SentSchema:
+    """An output schema as sent: checked once, its canonical bytes computed once."""
+
+    schema: OutputSchema
+    """The schema (after any pre-flight rewrite), its `json_schema` the object put in bodies."""
+    encoded: bytes
+    """`canonical_bytes(schema.json_schema)`."""
+
+    @classmethod
+    def of(cls, name: str, json_schema: dict[str, JsonValue]) -> SentSchema:
+        """Check `json_schema` (as `OutputSchema` does) and encode it, once."""
+        schema = OutputSchema(name=name, json_schema=json_schema)
+        return cls(schema=schema, encoded=canonical_bytes(schema.json_schema))
+
+
+@dataclass(frozen=True)
 class Server:
     """One configured server: its endpoint, model, wire format and decoder."""
 
@@ -65,18 +90,20 @@ class Server:
         settings: ModelSettings,
         native_tools: bool,
         tools: Sequence[ToolSpec] = (),
-        schema: dict[str, JsonValue] | None = None,
-        schema_name: str = "output",
+        output: SentSchema | None = None,
     ) -> dict[str, JsonValue]:
-        """Build the request body; a given schema always constrains decoding."""
+        """Build the request body; a given output schema always constrains decoding.
+
+        Its `json_schema` object goes into the body as is (`format` for Ollama, inside
+        `response_format` otherwise), at `schema_path`.
+        """
         transcript = outgoing(messages, native_tools=native_tools)
         if self.dialect is None:
             return ollama_chat_body(
                 model=self.model,
                 transcript=transcript,
                 settings=settings,
-                format_schema=schema,
-                schema_name=schema_name,
+                output_schema=None if output is None else output.schema,
                 tools=tools if native_tools else (),
             )
         return openai_chat_body(
@@ -84,11 +111,28 @@ class Server:
             transcript=transcript,
             settings=settings,
             response_format=None
-            if schema is None
-            else openai_response_format(self.dialect, schema_name, schema),
+            if output is None
+            else openai_response_format(
+                self.dialect, output.schema.name, output.schema.json_schema
+            ),
             tools=tools if native_tools else (),
             extra_body=self.extra_body,
         )
+
+    @property
+    def schema_path(self) -> tuple[str, ...]:
+        """The keys, from the body down, of the schema `body` puts in: its encoding is reusable."""
+        if self.dialect is None:
+            return ("format",)
+        if self.dialect == "llama-cpp-python":
+            return ("response_format", "schema")
+        return ("response_format", "json_schema", "schema")
+
+    def request_digest(self, body: dict[str, JsonValue], output: SentSchema | None) -> str:
+        """`twinflow.vocab.digest(body)`, the schema's canonical bytes reused from `output`."""
+        if output is None:
+            return digest(body)
+        return body_digest(body, self.schema_path, output.schema.json_schema, output.encoded)
 
     def post(self, body: dict[str, JsonValue]) -> Reply:
         """Send `body`; transport errors propagate unchanged and are never retried here."""

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from twinflow.local_model._preflight import Decoder, PreflightReport, preflight
-from twinflow.local_model._servers import DEFAULT_OLLAMA_URL, Server, ollama_server, openai_server
+from twinflow.local_model._servers import (
+    DEFAULT_OLLAMA_URL,
+    SentSchema,
+    Server,
+    ollama_server,
+    openai_server,
+)
 from twinflow.local_model._wire import Dialect
 from twinflow.vocab import (
     Attempt,
@@ -26,7 +32,6 @@ from twinflow.vocab import (
     StructuredResult,
     Transcript,
     UserError,
-    digest,
 )
 
 if TYPE_CHECKING:
@@ -155,7 +160,7 @@ class _StructuredOutput:
         self._max_attempts = check_attempts(max_attempts)
         self._settings = settings
         self._strict = strict
-        self._reports: dict[type[BaseModel], PreflightReport] = {}
+        self._sent: dict[type[BaseModel], tuple[PreflightReport, SentSchema]] = {}
 
     @property
     def max_attempts(self) -> int:
@@ -168,14 +173,18 @@ class _StructuredOutput:
         Raises:
             UnenforcedSchemaError: In strict mode, when the decoder would not enforce the schema.
         """
-        # A model class's schema does not change: generate and check it once per class.
-        report = self._reports.get(output_type)
-        if report is None:
+        return self._prepared(output_type)[0]
+
+    def _prepared(self, output_type: type[BaseModel]) -> tuple[PreflightReport, SentSchema]:
+        # A model class's schema does not change: generate, check and encode it once per class.
+        found = self._sent.get(output_type)
+        if found is None:
             report = preflight(
                 output_type.model_json_schema(), self._server.decoder, strict=self._strict
             )
-            self._reports[output_type] = report
-        return report
+            found = report, SentSchema.of(output_type.__name__, report.sent_schema)
+            self._sent[output_type] = found
+        return found
 
     def validate(self, emission: str, output_type: type[M], reask: Reask) -> StructuredResult[M]:
         """Validate an emission made elsewhere, re-asking through `reask` (the vocab seam).
@@ -204,7 +213,7 @@ class _StructuredOutput:
             TransportError: Any transport failure, unretried and unwrapped.
             MalformedResponseError: The server's answer is not its wire format.
         """
-        report = self.preflight(output_type)
+        report, sent = self._prepared(output_type)
         conversation = list(messages.messages if isinstance(messages, Transcript) else messages)
         digests: list[str] = []
 
@@ -213,10 +222,9 @@ class _StructuredOutput:
                 conversation,
                 settings=self._settings,
                 native_tools=False,
-                schema=report.sent_schema,
-                schema_name=output_type.__name__,
+                output=sent,
             )
-            digests.append(digest(body))
+            digests.append(self._server.request_digest(body, sent))
             emission = self._server.post(body).content or ""
             conversation.append(Message.assistant(emission))
             return emission

@@ -204,18 +204,18 @@ def ollama_chat_body(
     format_schema: dict[str, JsonValue] | None = None,
     schema_name: str = "output",
     tools: Sequence[ToolSpec] = (),
+    output_schema: OutputSchema | None = None,
 ) -> dict[str, JsonValue]:
     """Build a non-streaming `/api/chat` body with `twinflow.vocab.wire.ollama_chat_request`.
 
-    `format` carries the schema when one is given; sampling settings go in `options`.
+    `format` carries the schema when one is given, as `format_schema` (checked here) or as an
+    already checked `output_schema`, whose `json_schema` becomes `format` as is (the very
+    object, so a caller can reuse its encoding); sampling settings go in `options`.
     """
+    if format_schema is not None:
+        output_schema = OutputSchema(name=schema_name, json_schema=format_schema)
     request = ModelRequest(
-        transcript=transcript,
-        tools=tuple(tools),
-        output_schema=None
-        if format_schema is None
-        else OutputSchema(name=schema_name, json_schema=format_schema),
-        settings=settings,
+        transcript=transcript, tools=tuple(tools), output_schema=output_schema, settings=settings
     )
     return ollama_chat_request(request, model=model)
 
