@@ -135,7 +135,14 @@ def outgoing(messages: Sequence[Message], *, native_tools: bool) -> Transcript:
     for message in messages:
         if native_tools:
             parts = tuple(p for p in message.parts if not isinstance(p, ReasoningPart))
-            out.append(Message(role=message.role, parts=parts))
+            keep = len(parts) == len(message.parts)  # nothing dropped: the message is sent as is
+            out.append(message if keep else Message(role=message.role, parts=parts))
+        elif (
+            message.role != "tool"
+            and len(message.parts) == 1
+            and type(message.parts[0]) is TextPart
+        ):
+            out.append(message)  # already one text part: `_as_text` would rebuild it unchanged
         else:
             role = "user" if message.role == "tool" else message.role
             out.append(Message(role=role, parts=_as_text(message.parts)))
