@@ -310,3 +310,70 @@ def test_plain_text_part_is_kept_when_native_structured_reply_is_not_json() -> N
         ModelRequest(transcript=ASK.transcript, output_schema=schema)
     )
     assert (TextPart(text="sorry"),) == response.message.parts
+
+
+OLLAMA_CALL = {
+    "model": "llama3.2",
+    "message": {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"function": {"name": "add", "arguments": {"a": 2, "b": 3}}}],
+    },
+    "done": True,
+}
+OPENAI_CALL = openai_answer(
+    {
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "srv-1",
+                "type": "function",
+                "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+            }
+        ],
+    },
+    finish="tool_calls",
+)
+
+
+@pytest.mark.parametrize("server", ["ollama", "llama-cpp-python", "llama.cpp"])
+def test_call_ids_derive_from_the_digest_of_each_body_sent_with_a_schema(server: str) -> None:
+    """With a reused output schema, each request's call id still comes from digest(its body)."""
+    answer = OLLAMA_CALL if server == "ollama" else OPENAI_CALL
+    script = Script([answer, answer])
+    transport = MockTransport(script)
+    model: OllamaChatModel | OpenAICompatibleChatModel
+    if server == "ollama":
+        model = OllamaChatModel(transport, model="llama3.2")
+    else:
+        model = OpenAICompatibleChatModel(
+            transport,
+            base_url="http://127.0.0.1:9",
+            dialect=server,  # type: ignore[arg-type]  # a Dialect from the parameter list
+        )
+    schema = OutputSchema(name="Big", json_schema={"type": "number", "minimum": 0.5, "title": "é"})
+    first = ModelRequest(transcript=ASK.transcript, tools=(ADD,), output_schema=schema)
+    second = ModelRequest(
+        transcript=ASK.transcript.append(Message.assistant("one more")),
+        tools=(ADD,),
+        output_schema=schema,
+        settings=ModelSettings(temperature=0.25),
+    )
+    ids = [model.request(r).message.tool_calls[0].id for r in (first, second)]
+    expected = [CallId(f"call_{digest(b)[:24]}_0") for b in script.bodies]
+    assert expected == ids
+    assert script.bodies[0] != script.bodies[1]
+
+
+def test_strict_refusal_is_raised_on_every_request_not_cached_away() -> None:
+    """A schema strict mode refuses is refused again on the next request, before any is sent."""
+    from twinflow.local_model import UnenforcedSchemaError
+
+    schema = OutputSchema(name="Set", json_schema={"type": "array", "uniqueItems": True})
+    request = ModelRequest(transcript=ASK.transcript, output_schema=schema)
+    script = Script([])
+    model = OllamaChatModel(MockTransport(script), model="llama3.2", strict=True)
+    for _ in range(2):
+        with pytest.raises(UnenforcedSchemaError):
+            model.request(request)
+    assert [] == script.bodies
