@@ -1,11 +1,11 @@
 """`UrllibJsonTransport`: the one real JSON-over-HTTP adapter, on the standard library only.
 
-It sends `Connection: close` requests (one connection per call, nothing pooled), enforces one
-deadline over the whole exchange (connect, send, headers and every body read), streams the body
-in chunks and stops past `max_response_bytes`, never follows a redirect unless asked, never
-retries, and maps every failure to one `TransportError` subclass naming the URL. https verifies
-against the system trust store through `ssl.create_default_context()`, or against `cafile`:
-certifi is never imported.
+It speaks HTTP/1.1 through `http.client` and keeps one idle connection per origin alive between
+calls (docs/adr/0011), enforces one deadline over the whole exchange (connect, send, headers and
+every body read), streams the body in chunks and stops past `max_response_bytes`, never follows
+a redirect unless asked, never retries a failed exchange, and maps every failure to one
+`TransportError` subclass naming the URL. https verifies against the system trust store through
+`ssl.create_default_context()`, or against `cafile`: certifi is never imported.
 """
 
 from __future__ import annotations
@@ -15,10 +15,7 @@ import json
 import os
 import socket
 import ssl
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,93 +29,12 @@ from twinflow.kernel._errors import (
     TransportTimeout,
 )
 from twinflow.kernel._netpolicy import ENV_ALLOW_NETWORK, is_loopback, network_allowed
+from twinflow.kernel._pool import Connection, ConnectionPool, Deadline, Origin, open_connection
 from twinflow.vocab import JsonValue, UserError
 
 _CHUNK = 64 * 1024
 _EXCERPT_BYTES = 2000
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-
-
-class _Deadline:
-    """One deadline for a whole exchange, applied to the socket before every blocking read."""
-
-    def __init__(self, timeout: float) -> None:
-        self.timeout = timeout
-        self.end = time.monotonic() + timeout
-        self.sock: socket.socket | None = None
-
-    def remaining(self) -> float:
-        left = self.end - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("deadline passed")
-        return left
-
-    def arm(self) -> None:
-        # http.client closes the socket once the announced body is read: nothing left to arm.
-        if self.sock is not None and self.sock.fileno() != -1:
-            self.sock.settimeout(self.remaining())
-
-
-class _HTTPConnection(http.client.HTTPConnection):
-    deadline: _Deadline
-
-    def connect(self) -> None:
-        super().connect()
-        self.deadline.sock = self.sock
-
-    def getresponse(self) -> http.client.HTTPResponse:
-        self.deadline.arm()
-        return super().getresponse()
-
-
-class _HTTPSConnection(http.client.HTTPSConnection):
-    deadline: _Deadline
-
-    def connect(self) -> None:
-        super().connect()
-        self.deadline.sock = self.sock
-
-    def getresponse(self) -> http.client.HTTPResponse:
-        self.deadline.arm()
-        return super().getresponse()
-
-
-class _Request(urllib.request.Request):
-    deadline: _Deadline
-
-
-def _deadline_of(req: urllib.request.Request) -> _Deadline:
-    # The opener is shared by every call; the per-call deadline travels on the request.
-    deadline = getattr(req, "deadline", None)
-    return deadline if isinstance(deadline, _Deadline) else _Deadline(req.timeout or 60.0)
-
-
-class _HTTPHandler(urllib.request.HTTPHandler):
-    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        deadline = _deadline_of(req)
-
-        def connection(host: str, **kwargs: Any) -> _HTTPConnection:
-            conn = _HTTPConnection(host, **kwargs)
-            conn.deadline = deadline
-            return conn
-
-        return self.do_open(connection, req)
-
-
-class _HTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, context: ssl.SSLContext) -> None:
-        super().__init__(context=context)
-        self._ssl = context
-
-    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        deadline = _deadline_of(req)
-
-        def connection(host: str, **kwargs: Any) -> _HTTPSConnection:
-            conn = _HTTPSConnection(host, context=self._ssl, **kwargs)
-            conn.deadline = deadline
-            return conn
-
-        return self.do_open(connection, req)
 
 
 def _excerpt(data: bytes) -> str:
@@ -129,9 +45,7 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _map_os_error(
-    url: str, error: BaseException, deadline: _Deadline, phase: str
-) -> TransportError:
+def _map_os_error(url: str, error: BaseException, deadline: Deadline, phase: str) -> TransportError:
     """Map a low-level failure to the transport error that says what to do."""
     parsed = urllib.parse.urlsplit(url)
     where = f"{parsed.hostname}:{parsed.port or (443 if parsed.scheme == 'https' else 80)}"
@@ -179,7 +93,18 @@ def _map_os_error(
 
 
 class UrllibJsonTransport:
-    """POSTs JSON with `urllib.request` and returns the decoded JSON answer.
+    """POSTs JSON over HTTP/1.1 with `http.client` and returns the decoded JSON answer.
+
+    Connections are kept alive: after an answer read to its end, the connection waits, one per
+    `(scheme, host, port)`, for the next call; `close()` closes them. An instance may be shared
+    between threads (each call takes its own connection). The name is historical: the transport
+    was built on `urllib.request` and keeps its behaviour, not its module (docs/adr/0011).
+
+    A failed exchange is never retried, with one exception that is not a retry of the server's
+    work: when a kept connection turns out to have been closed by the server while idle (the
+    reset or end of file comes while the request is sent or before any byte of the answer), the
+    request is sent once more on a fresh connection. A fresh connection that fails is never
+    tried again; connection refused is raised at once.
 
     The network kill switch: a request to a host that is not loopback (`localhost`, `127.0.0.0/8`,
     `::1`) raises `NetworkBlockedError` unless the network is allowed. `allow_network=True`/`False`
@@ -228,13 +153,10 @@ class UrllibJsonTransport:
             "Content-Type": "application/json",
             "Accept": "application/json",
             "User-Agent": "twinflow-kernel",
-            "Connection": "close",
             **(headers or {}),
         }
         self._ssl_context: ssl.SSLContext | None = None
-        self._director: urllib.request.OpenerDirector | None = None
-        self._https_director: urllib.request.OpenerDirector | None = None
-        self._wants_https = False
+        self._pool = ConnectionPool()
         self._closed = False
 
     def post_json(self, url: str, body: JsonValue, *, timeout: float) -> JsonValue:
@@ -264,10 +186,10 @@ class UrllibJsonTransport:
                 f"the body for {url} is not JSON ({error}): pass JSON values only"
             ) from error
         payload = data.encode("utf-8")
-        deadline = _Deadline(timeout)
+        deadline = Deadline(timeout)
         for _hop in range(self._max_redirects + 1):
-            self._check_url(url)
-            location = self._exchange(url, payload, deadline)
+            origin, target = self._check_url(url)
+            location = self._exchange(url, origin, target, payload, deadline)
             if isinstance(location, str):
                 url = location
                 continue
@@ -280,12 +202,18 @@ class UrllibJsonTransport:
         )
 
     def close(self) -> None:
-        """Mark the transport closed (it holds no open connection between calls)."""
+        """Close the kept-alive connections and refuse further calls."""
         self._closed = True
+        self._pool.close()
 
-    def _check_url(self, url: str) -> None:
+    def _check_url(self, url: str) -> tuple[Origin, str]:
+        """Return the origin and the request target of `url`, after the kill switch allowed it."""
         parsed = urllib.parse.urlsplit(url)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        try:
+            port = parsed.port
+        except ValueError:
+            port = -1
+        if parsed.scheme not in ("http", "https") or not parsed.hostname or port == -1:
             raise UserError(
                 f"{url!r} is not an absolute http(s) URL: pass one like http://127.0.0.1:8080/v1/chat"
             )
@@ -296,46 +224,66 @@ class UrllibJsonTransport:
                 f"UrllibJsonTransport(allow_network=True) or set {ENV_ALLOW_NETWORK}=1 to allow it",
                 url=url,
             )
+        default = 443 if parsed.scheme == "https" else 80
+        target = (parsed.path or "/") + (f"?{parsed.query}" if parsed.query else "")
+        return (parsed.scheme, parsed.hostname, port or default), target
 
     def _context(self) -> ssl.SSLContext:
         if self._ssl_context is None:
             self._ssl_context = ssl.create_default_context(cafile=self._cafile)
         return self._ssl_context
 
-    def _opener(self) -> urllib.request.OpenerDirector:
-        # A bare director: no proxy, no redirect and no error-raising processor, so every status
-        # comes back as a response and is judged here. Built once: add_handler is not cheap.
-        if self._director is None:
-            director = urllib.request.OpenerDirector()
-            director.add_handler(_HTTPHandler())
-            self._director = director
-        if self._https_director is None and self._wants_https:
-            director = urllib.request.OpenerDirector()
-            director.add_handler(_HTTPHandler())
-            director.add_handler(_HTTPSHandler(self._context()))
-            self._https_director = director
-        return self._https_director or self._director
+    def _send(
+        self, url: str, origin: Origin, target: str, payload: bytes, deadline: Deadline
+    ) -> tuple[Connection, http.client.HTTPResponse]:
+        """Send the request and read the answer's head, on a kept or a fresh connection.
 
-    def _exchange(self, url: str, payload: bytes, deadline: _Deadline) -> str | tuple[JsonValue]:
+        A kept connection that the server closed while it was idle fails with a reset, a broken
+        pipe or an end of file before any answer byte (`RemoteDisconnected`); only then is the
+        request sent again, once, on a fresh connection. A fresh connection is never retried.
+        """
+        context = self._context() if origin[0] == "https" else None
+        connection = self._pool.take(origin)
+        while True:
+            kept = connection is not None
+            if connection is None:
+                try:
+                    connection = open_connection(origin, deadline, context)
+                except OSError as error:
+                    raise _map_os_error(url, error, deadline, "while connecting") from error
+            deadline.sock = connection.sock
+            try:
+                deadline.arm()
+                connection.request("POST", target, body=payload, headers=self._headers)
+                deadline.arm()
+                return connection, connection.getresponse()
+            except (BrokenPipeError, ConnectionResetError) as error:
+                # RemoteDisconnected (end of file before the status line) is a ConnectionResetError.
+                connection.close()
+                if kept:
+                    connection = None
+                    continue
+                raise _map_os_error(url, error, deadline, "before the answer") from error
+            except OSError as error:
+                connection.close()
+                raise _map_os_error(url, error, deadline, "before the answer") from error
+            except http.client.HTTPException as error:
+                connection.close()
+                raise ResponseDecodeError(
+                    f"the answer from {url} is not valid HTTP ({type(error).__name__}: {error}): "
+                    "check that the URL points at an HTTP JSON API",
+                    url=url,
+                ) from error
+            except BaseException:
+                connection.close()
+                raise
+
+    def _exchange(
+        self, url: str, origin: Origin, target: str, payload: bytes, deadline: Deadline
+    ) -> str | tuple[JsonValue]:
         """Do one HTTP exchange: the decoded answer (in a 1-tuple), or the next URL to follow."""
-        request = _Request(url, data=payload, headers=self._headers, method="POST")
-        request.deadline = deadline
-        if url.startswith("https:"):
-            self._wants_https = True
+        connection, response = self._send(url, origin, target, payload, deadline)
         try:
-            response = self._opener().open(request, timeout=deadline.remaining())
-        except urllib.error.URLError as error:
-            reason = error.reason if isinstance(error.reason, BaseException) else error
-            raise _map_os_error(url, reason, deadline, "before the answer") from error
-        except http.client.HTTPException as error:
-            raise ResponseDecodeError(
-                f"the answer from {url} is not valid HTTP ({type(error).__name__}: {error}): "
-                "check that the URL points at an HTTP JSON API",
-                url=url,
-            ) from error
-        except OSError as error:
-            raise _map_os_error(url, error, deadline, "before the answer") from error
-        with response:
             status = response.status
             if status in _REDIRECTS:
                 return self._redirect(url, status, response.headers.get("Location"))
@@ -363,6 +311,13 @@ class UrllibJsonTransport:
                     url=url,
                 )
             data = self._read(url, response, deadline, self._max_bytes, length, partial=False)
+        finally:
+            # Kept only when the answer was read to its end and the server keeps the connection.
+            if response.isclosed() and not response.will_close and connection.sock is not None:
+                self._pool.give(origin, connection)
+            else:
+                response.close()
+                connection.close()
         try:
             return (json.loads(data, parse_constant=_refuse_constant),)
         except (ValueError, RecursionError) as error:
@@ -392,7 +347,7 @@ class UrllibJsonTransport:
         self,
         url: str,
         response: http.client.HTTPResponse,
-        deadline: _Deadline,
+        deadline: Deadline,
         limit: int,
         length: int | None,
         *,
@@ -403,6 +358,11 @@ class UrllibJsonTransport:
         total = 0
         try:
             while not response.isclosed():
+                if response.length == 0:
+                    # read1 leaves a fully read body open; read() marks it done, so the
+                    # connection can carry the next request.
+                    response.read()
+                    break
                 deadline.arm()
                 # read1: at most one socket read, so the deadline is checked between reads.
                 chunk = response.read1(min(_CHUNK, limit + 1 - total))

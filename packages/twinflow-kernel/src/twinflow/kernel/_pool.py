@@ -1,0 +1,169 @@
+"""Keep-alive connections for `UrllibJsonTransport`: one idle connection per origin.
+
+An origin is `(scheme, host, port)`. A connection is taken out of the pool for one exchange
+and given back only when its answer was read to the end and the server did not ask to close
+it; anything else closes it. A pooled connection that the server has closed meanwhile (an idle
+keep-alive timeout) is usually seen before use, because its socket has become readable; the
+transport handles the rest of that race (see `UrllibJsonTransport`).
+"""
+
+from __future__ import annotations
+
+import http.client
+import select
+import socket
+import ssl
+import threading
+import time
+import weakref
+
+Origin = tuple[str, str, int]
+
+
+class Deadline:
+    """One deadline for a whole exchange, applied to the socket before every blocking step."""
+
+    def __init__(self, timeout: float) -> None:
+        """Start the clock.
+
+        Args:
+            timeout: Seconds allowed from now.
+        """
+        self.timeout = timeout
+        self.end = time.monotonic() + timeout
+        self.sock: socket.socket | None = None
+        """The socket of the exchange in progress, re-armed before each blocking step."""
+
+    def remaining(self) -> float:
+        """Return the seconds left.
+
+        Raises:
+            TimeoutError: None are left.
+        """
+        left = self.end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("deadline passed")
+        return left
+
+    def arm(self) -> None:
+        """Give the socket what is left of the deadline as its timeout."""
+        # Once a response that closes its connection is read, the socket is gone: nothing to arm.
+        if self.sock is not None and self.sock.fileno() != -1:
+            self.sock.settimeout(self.remaining())
+
+
+class Connection(http.client.HTTPConnection):
+    """An HTTP connection whose connect (and TLS handshake) share the exchange's deadline."""
+
+    deadline: Deadline
+
+    def connect(self) -> None:
+        """Connect within the deadline, then leave what is left of it to the next step."""
+        self.timeout = self.deadline.remaining()
+        super().connect()
+        self.sock.settimeout(self.deadline.remaining())
+
+
+class TLSConnection(http.client.HTTPSConnection, Connection):
+    """An https connection: `HTTPSConnection.connect` runs `Connection.connect`, then the handshake."""
+
+
+def open_connection(
+    origin: Origin, deadline: Deadline, context: ssl.SSLContext | None
+) -> Connection:
+    """Create a connection to `origin` and connect it within `deadline`.
+
+    Args:
+        origin: `(scheme, host, port)`.
+        deadline: The deadline of the exchange that needs the connection.
+        context: The TLS context, for https.
+
+    Returns:
+        The connected connection.
+
+    Raises:
+        OSError: The connection or the TLS handshake failed, or the deadline passed; nothing
+            is left open.
+    """
+    scheme, host, port = origin
+    connection: Connection
+    if scheme == "https":
+        connection = TLSConnection(host, port, context=context)
+    else:
+        connection = Connection(host, port)
+    connection.deadline = deadline
+    try:
+        connection.connect()
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def _dropped(connection: Connection) -> bool:
+    """Tell whether an idle connection is unusable: closed, or readable while idle.
+
+    An idle keep-alive socket has nothing to say; if it is readable, the server closed it (end of
+    file or a reset) or sent something unasked. Either way it must not carry a request.
+    """
+    sock = connection.sock
+    if sock is None or sock.fileno() == -1:
+        return True
+    try:
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            return True
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable)
+    except (OSError, ValueError):
+        return True
+
+
+def _close_all(idle: dict[Origin, Connection]) -> None:
+    connections = list(idle.values())
+    idle.clear()
+    for connection in connections:
+        connection.close()
+
+
+class ConnectionPool:
+    """At most one idle connection per origin, safe to share between threads.
+
+    The idle connections are closed by `close()`, or when the pool is garbage-collected.
+    """
+
+    def __init__(self) -> None:
+        """Create an empty pool."""
+        self._idle: dict[Origin, Connection] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._finalizer = weakref.finalize(self, _close_all, self._idle)
+
+    def take(self, origin: Origin) -> Connection | None:
+        """Remove and return the idle connection to `origin`, if it is still usable."""
+        with self._lock:
+            connection = self._idle.pop(origin, None)
+        if connection is not None and _dropped(connection):
+            connection.close()
+            return None
+        return connection
+
+    def give(self, origin: Origin, connection: Connection) -> None:
+        """Keep `connection` for the next exchange with `origin` (closed if one is kept already)."""
+        with self._lock:
+            if not self._closed and origin not in self._idle:
+                self._idle[origin] = connection
+                return
+        connection.close()
+
+    def close(self) -> None:
+        """Close every idle connection; connections given back later are closed at once."""
+        with self._lock:
+            self._closed = True
+            connections = list(self._idle.values())
+            self._idle.clear()
+        for connection in connections:
+            connection.close()

@@ -1,0 +1,240 @@
+"""UrllibJsonTransport keeps connections alive: reuse, stale connections, and what is never retried."""
+
+import json
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from twinflow.kernel import (
+    ConnectError,
+    HTTPStatusError,
+    LoopbackRequest,
+    LoopbackResponse,
+    LoopbackServer,
+    TransportTimeout,
+    UrllibJsonTransport,
+    _pool,
+)
+
+
+class Connections:
+    """A loopback handler that notes which server connection carried each request.
+
+    The server runs one thread per connection, serving its keep-alive requests in turn, so the
+    thread object identifies the connection (the objects are kept, so none is mistaken for another).
+    """
+
+    def __init__(self, answers: dict[str, LoopbackResponse] | None = None) -> None:
+        """Answer `answers[path]` when given, else echo the JSON body."""
+        self.answers = answers or {}
+        self.threads: list[threading.Thread] = []
+
+    def __call__(self, request: LoopbackRequest) -> LoopbackResponse:
+        """Note the connection and answer."""
+        self.threads.append(threading.current_thread())
+        if request.path in self.answers:
+            return self.answers[request.path]
+        return LoopbackResponse.json_body({"echo": request.json_value()})
+
+    def count(self) -> int:
+        """How many distinct connections carried the requests so far."""
+        return len({id(thread) for thread in self.threads})
+
+
+def stale_answer(value: object) -> LoopbackResponse:
+    """A complete keep-alive HTTP/1.1 answer after which the server closes the connection.
+
+    Nothing in it says the connection will close, so the transport keeps it: it is stale at once,
+    like a kept connection the server dropped after its idle timeout.
+    """
+    body = json.dumps(value).encode()
+    head = (
+        f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    return LoopbackResponse(body=head.encode() + body, behaviour="garbage")
+
+
+def test_one_connection_carries_every_request() -> None:
+    """Ten calls to one server travel on one connection, and each gets its own answer."""
+    connections = Connections()
+    transport = UrllibJsonTransport()
+    with LoopbackServer(connections) as server:
+        answers = [transport.post_json(server.url_for("/x"), n, timeout=5) for n in range(10)]
+        transport.close()
+    expected = [{"echo": n} for n in range(10)]
+    assert expected == answers
+    assert 1 == connections.count()
+
+
+def test_connections_are_kept_per_server() -> None:
+    """Calls alternating between two servers keep one connection to each."""
+    first, second = Connections(), Connections()
+    transport = UrllibJsonTransport()
+    with LoopbackServer(first) as one, LoopbackServer(second) as two:
+        for n in range(4):
+            transport.post_json(one.url, n, timeout=5)
+            transport.post_json(two.url, n, timeout=5)
+        transport.close()
+    expected = (1, 1, 4, 4)
+    assert expected == (first.count(), second.count(), len(first.threads), len(second.threads))
+
+
+def test_close_closes_the_kept_connection() -> None:
+    """After close(), the server sees its end of the kept connection close."""
+    connections = Connections()
+    transport = UrllibJsonTransport()
+    with LoopbackServer(connections) as server:
+        transport.post_json(server.url, 1, timeout=5)
+        thread = connections.threads[0]
+        assert thread.is_alive()
+        transport.close()
+        thread.join(timeout=5)
+        assert not thread.is_alive()
+
+
+def test_a_server_that_asks_to_close_gets_a_new_connection_each_time() -> None:
+    """An answer with `Connection: close` is not kept: the next call connects afresh."""
+    closing = LoopbackResponse.json_body({"ok": True}).model_copy(
+        update={"headers": (("Content-Type", "application/json"), ("Connection", "close"))}
+    )
+    connections = Connections({"/close": closing})
+    transport = UrllibJsonTransport()
+    with LoopbackServer(connections) as server:
+        for _ in range(3):
+            transport.post_json(server.url_for("/close"), {}, timeout=5)
+        transport.close()
+    assert 3 == connections.count()
+
+
+def test_an_error_answer_read_to_its_end_keeps_the_connection() -> None:
+    """A 404 with a short body is read whole, so its connection carries the next call."""
+    missing = LoopbackResponse.json_body({"error": "no"}, status=404)
+    connections = Connections({"/missing": missing})
+    transport = UrllibJsonTransport()
+    with LoopbackServer(connections) as server:
+        with pytest.raises(HTTPStatusError):
+            transport.post_json(server.url_for("/missing"), {}, timeout=5)
+        expected = {"echo": 2}
+        assert expected == transport.post_json(server.url_for("/x"), 2, timeout=5)
+        transport.close()
+    assert 1 == connections.count()
+
+
+@pytest.mark.parametrize("seen", ["before use", "on use"])
+def test_a_connection_closed_by_the_server_while_idle_is_replaced_once(
+    monkeypatch: pytest.MonkeyPatch, seen: str
+) -> None:
+    """A kept connection the server closed is replaced by one fresh connection; the call succeeds."""
+    # "before use": the idle socket is readable (end of file), so it is dropped before sending.
+    # "on use": the idle check is switched off, so the request goes out on the dead connection
+    # and fails before any answer byte; it is sent once more on a fresh connection.
+    connections = Connections({"/stale": stale_answer({"first": True})})
+    transport = UrllibJsonTransport()
+    with LoopbackServer(connections) as server:
+        expected_first = {"first": True}
+        assert expected_first == transport.post_json(server.url_for("/stale"), 1, timeout=5)
+        time.sleep(0.2)
+        if seen == "on use":
+            monkeypatch.setattr(_pool, "_dropped", lambda _connection: False)
+        answer = transport.post_json(server.url_for("/x"), 2, timeout=5)
+        transport.close()
+    expected = ({"echo": 2}, ["/stale", "/x"], 2)
+    assert expected == (answer, [r.path for r in server.requests], connections.count())
+
+
+def test_refused_after_a_stale_connection_fails_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stale kept connection, then a stopped server: one fresh attempt, refused, no more retries."""
+    connections = Connections({"/stale": stale_answer(1)})
+    transport = UrllibJsonTransport()
+    with LoopbackServer(connections) as server:
+        transport.post_json(server.url_for("/stale"), 1, timeout=5)
+    monkeypatch.setattr(_pool, "_dropped", lambda _connection: False)
+    start = time.monotonic()
+    with pytest.raises(ConnectError) as caught:
+        transport.post_json(server.url_for("/x"), 2, timeout=30)
+    elapsed = time.monotonic() - start
+    transport.close()
+    assert elapsed < 1.0
+    assert "connection refused by " in str(caught.value)
+
+
+def test_a_reset_mid_body_on_a_kept_connection_is_not_retried() -> None:
+    """Once answer bytes arrived, a reset is a ConnectError: the server is asked once, not twice."""
+    body = b'{"a": "' + b"x" * 100_000 + b'"}'
+    reset = LoopbackResponse(body=body, behaviour="reset_mid_body")
+    connections = Connections({"/reset": reset})
+    transport = UrllibJsonTransport()
+    with LoopbackServer(connections) as server:
+        transport.post_json(server.url_for("/x"), 1, timeout=5)
+        with pytest.raises(ConnectError, match="twinflow does not retry"):
+            transport.post_json(server.url_for("/reset"), 2, timeout=5)
+        transport.close()
+    expected = (["/x", "/reset"], 1)
+    assert expected == ([r.path for r in server.requests], connections.count())
+
+
+def test_a_timeout_on_a_kept_connection_is_not_retried() -> None:
+    """A server that sleeps on a kept connection gives TransportTimeout in time, asked once."""
+    slow = LoopbackResponse.json_body({}).model_copy(update={"delay": 10.0})
+    connections = Connections({"/slow": slow})
+    transport = UrllibJsonTransport()
+    with LoopbackServer(connections) as server:
+        transport.post_json(server.url_for("/x"), 1, timeout=5)
+        start = time.monotonic()
+        with pytest.raises(TransportTimeout):
+            transport.post_json(server.url_for("/slow"), 2, timeout=0.5)
+        elapsed = time.monotonic() - start
+        transport.close()
+        expected = ["/x", "/slow"]
+        assert expected == [r.path for r in server.requests]
+    assert 0.5 <= elapsed < 1.0
+
+
+def test_one_transport_shared_by_threads() -> None:
+    """Threads sharing a transport each get their own answers, whichever connection carried them."""
+    # One idle connection is kept per origin, so busy threads open more: no bound is asserted.
+    connections = Connections()
+    transport = UrllibJsonTransport()
+    results: dict[int, list[object]] = {}
+
+    def worker(number: int, url: str) -> None:
+        results[number] = [transport.post_json(url, [number, n], timeout=10) for n in range(20)]
+
+    with LoopbackServer(connections) as server:
+        threads = [threading.Thread(target=worker, args=(t, server.url)) for t in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        transport.close()
+    expected = {t: [{"echo": [t, n]} for n in range(20)] for t in range(6)}
+    assert expected == results
+
+
+def test_https_keeps_its_connection(tmp_path: Path) -> None:
+    """Over https with a CA file, three calls travel on one TLS connection."""
+    import ssl
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    try:
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+             "-keyout", str(key), "-out", str(cert)],
+            check=True,
+            capture_output=True,
+        )  # fmt: skip
+    except FileNotFoundError:
+        pytest.skip("the openssl command is needed to make a self-signed certificate")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    connections = Connections()
+    transport = UrllibJsonTransport(cafile=cert)
+    with LoopbackServer(connections, ssl_context=context) as server:
+        answers = [transport.post_json(server.url, n, timeout=5) for n in range(3)]
+        transport.close()
+    expected = ([{"echo": 0}, {"echo": 1}, {"echo": 2}], 1)
+    assert expected == (answers, connections.count())
