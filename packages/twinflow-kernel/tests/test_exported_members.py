@@ -58,3 +58,23 @@ def test_every_exported_name_resolves() -> None:
     assert expected == [
         name for name in twinflow.kernel.__all__ if not hasattr(twinflow.kernel, name)
     ]
+
+
+def test_importing_the_kernel_builds_no_pydantic_models() -> None:
+    """`import twinflow.kernel` stays cheap: pydantic is loaded only when a value class is used."""
+    import sys
+
+    from twinflow.kernel import run_process
+
+    script = (
+        "import sys, twinflow.kernel as k; before = 'pydantic' in sys.modules; "
+        "k.LoopbackResponse; print(before, 'pydantic' in sys.modules)"
+    )
+    result = run_process([sys.executable, "-c", script])
+    assert (0, "False True\n") == (result.returncode, result.stdout)
+
+
+def test_dir_lists_every_public_name_before_it_is_resolved() -> None:
+    """`dir(twinflow.kernel)` shows the lazily resolved names too."""
+    public = {name for name in dir(twinflow.kernel) if not name.startswith("_")}
+    assert set(twinflow.kernel.__all__) == public

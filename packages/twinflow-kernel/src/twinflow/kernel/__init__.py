@@ -5,10 +5,16 @@ Time, ids, the network and processes enter twinflow only through the ports here 
 `SubprocessLauncher`) sit beside deterministic and test ones (`FixedClock`, `SteppingClock`,
 `CountingIds`, `SeededIds`, `MockTransport`, `RecordingTransport`, `ReplayTransport`,
 `FaultTransport`, `LoopbackServer`).
+
+The errors are imported eagerly (they need no pydantic). Every other name is resolved on first
+access (PEP 562), so `import twinflow.kernel` stays cheap for a caller that needs only a few
+adapters, and pydantic's model machinery is built only when a value class is used.
 """
 
-from twinflow.kernel._clock import FixedClock, SteppingClock, SystemClock
-from twinflow.kernel._concurrency import Executor, SerialExecutor, ThreadExecutor
+# Only underscored names and the public ones may live here (tests/test_exported_members.py).
+import typing as _typing
+from importlib import import_module as _import_module
+
 from twinflow.kernel._errors import (
     ConnectError,
     HTTPStatusError,
@@ -21,22 +27,65 @@ from twinflow.kernel._errors import (
     TransportError,
     TransportTimeout,
 )
-from twinflow.kernel._fault import Fault, FaultTransport
-from twinflow.kernel._ids import CountingIds, SeededIds, SystemIds
-from twinflow.kernel._launcher import ServerProcess, SubprocessLauncher
-from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse, LoopbackServer
-from twinflow.kernel._mock import MockTransport
-from twinflow.kernel._netpolicy import free_port
-from twinflow.kernel._nondeterminism import (
-    GUARDED_ENTRY_POINTS,
-    GuardRecord,
-    NondeterminismError,
-    nondeterminism_guard,
-)
-from twinflow.kernel._ports import Clock, Ids, Launcher, Transport
-from twinflow.kernel._process import ProcessResult, run_process
-from twinflow.kernel._replay import RecordingTransport, ReplayTransport
-from twinflow.kernel._transport import UrllibJsonTransport
+
+if _typing.TYPE_CHECKING:
+    from twinflow.kernel._clock import (
+        FixedClock,
+        SteppingClock,
+        SystemClock,
+    )
+    from twinflow.kernel._concurrency import (
+        Executor,
+        SerialExecutor,
+        ThreadExecutor,
+    )
+    from twinflow.kernel._fault import (
+        Fault,
+        FaultTransport,
+    )
+    from twinflow.kernel._ids import (
+        CountingIds,
+        SeededIds,
+        SystemIds,
+    )
+    from twinflow.kernel._launcher import (
+        ServerProcess,
+        SubprocessLauncher,
+    )
+    from twinflow.kernel._loopback import (
+        LoopbackRequest,
+        LoopbackResponse,
+        LoopbackServer,
+    )
+    from twinflow.kernel._mock import (
+        MockTransport,
+    )
+    from twinflow.kernel._netpolicy import (
+        free_port,
+    )
+    from twinflow.kernel._nondeterminism import (
+        GUARDED_ENTRY_POINTS,
+        GuardRecord,
+        NondeterminismError,
+        nondeterminism_guard,
+    )
+    from twinflow.kernel._ports import (
+        Clock,
+        Ids,
+        Launcher,
+        Transport,
+    )
+    from twinflow.kernel._process import (
+        ProcessResult,
+        run_process,
+    )
+    from twinflow.kernel._replay import (
+        RecordingTransport,
+        ReplayTransport,
+    )
+    from twinflow.kernel._transport import (
+        UrllibJsonTransport,
+    )
 
 __all__ = [
     "GUARDED_ENTRY_POINTS",
@@ -81,3 +130,52 @@ __all__ = [
     "nondeterminism_guard",
     "run_process",
 ]
+
+_LAZY = {
+    "FixedClock": "_clock",
+    "SteppingClock": "_clock",
+    "SystemClock": "_clock",
+    "Executor": "_concurrency",
+    "SerialExecutor": "_concurrency",
+    "ThreadExecutor": "_concurrency",
+    "Fault": "_fault",
+    "FaultTransport": "_fault",
+    "CountingIds": "_ids",
+    "SeededIds": "_ids",
+    "SystemIds": "_ids",
+    "ServerProcess": "_launcher",
+    "SubprocessLauncher": "_launcher",
+    "LoopbackRequest": "_loopback",
+    "LoopbackResponse": "_loopback",
+    "LoopbackServer": "_loopback",
+    "MockTransport": "_mock",
+    "free_port": "_netpolicy",
+    "GUARDED_ENTRY_POINTS": "_nondeterminism",
+    "GuardRecord": "_nondeterminism",
+    "NondeterminismError": "_nondeterminism",
+    "nondeterminism_guard": "_nondeterminism",
+    "Clock": "_ports",
+    "Ids": "_ports",
+    "Launcher": "_ports",
+    "Transport": "_ports",
+    "ProcessResult": "_process",
+    "run_process": "_process",
+    "RecordingTransport": "_replay",
+    "ReplayTransport": "_replay",
+    "UrllibJsonTransport": "_transport",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import the private module that defines `name` on first access, then cache the name."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's attributes, the not yet resolved public names included."""
+    return sorted({*globals(), *__all__})

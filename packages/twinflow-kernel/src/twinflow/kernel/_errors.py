@@ -20,9 +20,12 @@ Usage mistakes (a bad URL scheme, a naive datetime) raise `twinflow.vocab.UserEr
 from __future__ import annotations
 
 import copy
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
-from twinflow.vocab import Difference, TwinflowError
+from twinflow.vocab import TwinflowError
+
+if TYPE_CHECKING:
+    from twinflow.vocab import Difference
 
 
 class KernelError(TwinflowError):
