@@ -27,11 +27,15 @@ FLAGS = (
 
 
 def chromium() -> str:
-    """Debian's chromium, which `.ci/run` installs; its absence fails the test, loudly."""
-    found = shutil.which("chromium")
-    if found is None:
-        pytest.fail("chromium is not installed: `apt-get install -y chromium` (.ci/run does this)")
-    return found
+    """Debian's chromium, which `.ci/run` installs (or Chrome / Ubuntu's chromium-browser).
+
+    Its absence fails the test, loudly: the report's rendering is checked, never skipped.
+    """
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found is not None:
+            return found
+    pytest.fail("chromium is not installed: `apt-get install -y chromium` (.ci/run does this)")
 
 
 def open_in_chromium(page: Path, profile: Path) -> ProcessResult:
