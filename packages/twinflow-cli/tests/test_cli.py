@@ -148,6 +148,19 @@ def test_a_spec_with_a_typo_points_at_the_key_and_its_line(tmp_path: Path) -> No
     assert "bad.yaml:4: model.dialct: unknown key (did you mean 'dialect'?)" in line
 
 
+def test_a_tool_module_that_fails_to_import_is_a_one_line_usage_error(tmp_path: Path) -> None:
+    """A tools module with a syntax error or raising at import exits 2 with one line, no traceback."""
+    modules = {"syntax": "def f(:\n", "raising": "raise RuntimeError('boom at import')\n"}
+    for name, source in modules.items():
+        (tmp_path / f"{name}.py").write_text(source)
+        (tmp_path / f"{name}.yaml").write_text(
+            f"prompt: hi\nmodel:\n  url: http://127.0.0.1:9\ntools: [{name}:f]\n"
+        )
+        result = twinflow("run", f"{name}.yaml", "--out", name, cwd=tmp_path)
+        assert 2 == result.returncode, result.stderr
+        assert f"cannot import {name!r}" in one_line(result.stderr)
+
+
 def test_run_verify_tamper_and_replay_in_both_modes(project: Path) -> None:
     """The whole life of a trace: run, verify, tamper, replay recorded and live, changed code."""
     run = twinflow("run", "spec.yaml", "--out", "out", "--json", cwd=project)

@@ -100,7 +100,7 @@ def resolve_dotted(path: str) -> Any:
     installed packages.
 
     Raises:
-        SpecError: the module or the attribute does not exist.
+        SpecError: the module or the attribute does not exist, or importing the module raised.
     """
     module_name, sep, attribute = path.partition(":")
     if not sep:
@@ -115,6 +115,11 @@ def resolve_dotted(path: str) -> Any:
         raise SpecError(
             f"cannot import {module_name!r} for {path!r}: {exc}; is it installed in this environment?"
         ) from exc
+    except Exception as exc:
+        # The user's module itself is broken (a syntax error, code that raises at import):
+        # a mistake in their code to fix, reported in one line like a missing module.
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+        raise SpecError(f"cannot import {module_name!r} for {path!r}: {reason}") from exc
     target = module
     for part in attribute.split("."):
         try:
