@@ -253,6 +253,23 @@ def test_approval_hook_can_approve_deny_or_modify() -> None:
     ] == decisions(agent)
 
 
+def test_an_approval_hook_returning_no_verdict_denies_the_call() -> None:
+    """A hook answering None, True or a string is not an approval: the call is denied, never run."""
+    answers: list[object] = [None, True, "approve"]
+    calls = Calls()
+    agent = make_agent(
+        scripted(*[call("add", {"a": 1, "b": 1}, f"c{i}") for i in range(3)], text("done")),
+        calls,
+        policy=Policy(allow=frozenset({"add"}), approval=lambda _call: answers.pop(0)),
+    )
+    agent.run("go")
+    assert [] == calls.seen
+    assert [
+        ("deny", "approval", f"the approval hook returned {kind}, not Approve, Deny or Modify")
+        for kind in ("NoneType", "bool", "str")
+    ] == decisions(agent)
+
+
 def test_output_above_the_cap_is_truncated_with_a_marker() -> None:
     """Tool output longer than the cap is cut and says how much was cut."""
     agent = make_agent(

@@ -198,7 +198,16 @@ class ToolRunner:
                 )
             )
         else:
-            verdict = policy.approval(call)
+            verdict: object = policy.approval(call)
+            if not isinstance(verdict, Approve | Deny | Modify):
+                # Deny by default: only an explicit Approve or Modify lets a call run.
+                return self._deny(
+                    call,
+                    "ToolDenied",
+                    f"the approval hook returned {type(verdict).__name__}, "
+                    "not Approve, Deny or Modify",
+                    by="approval",
+                )
             if isinstance(verdict, Deny):
                 return self._deny(call, "ToolDenied", verdict.reason, by="approval")
             if isinstance(verdict, Modify):
