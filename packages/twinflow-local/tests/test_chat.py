@@ -377,3 +377,51 @@ def test_strict_refusal_is_raised_on_every_request_not_cached_away() -> None:
         with pytest.raises(UnenforcedSchemaError):
             model.request(request)
     assert [] == script.bodies
+
+
+# JSON a decoder can emit that has no canonical form: an overflowing float, an integer past
+# 2**53-1, and Python's json extensions NaN / Infinity.
+UNREPRESENTABLE = ["1e400", "123456789012345678901", "NaN", "-Infinity"]
+
+
+@pytest.mark.parametrize("number", UNREPRESENTABLE)
+def test_structured_action_reasks_a_reply_whose_numbers_have_no_canonical_form(
+    number: str,
+) -> None:
+    """An action with a non-canonical number is re-asked with the schema, not raised as a crash."""
+    schema = OutputSchema(
+        name="Sum", json_schema={"type": "object", "properties": {"total": {"type": "number"}}}
+    )
+    script = Script(
+        [
+            openai_answer({"content": f'{{"action": "final", "output": {{"total": {number}}}}}'}),
+            openai_answer(
+                {
+                    "content": '{"action": "call_tool", "tool": "add", "arguments": '
+                    + f'{{"a": {number}, "b": 1}}}}'
+                }
+            ),
+            action({"action": "final", "output": {"total": 5}}),
+        ]
+    )
+    response = openai_model(script, mode="structured-action").request(
+        ModelRequest(transcript=ASK.transcript, tools=(ADD,), output_schema=schema)
+    )
+    assert (StructuredPart(schema_name="Sum", value={"total": 5}),) == response.message.parts
+    assert 3 == len(script.bodies)
+    expected = action_schema((ADD,), schema)
+    assert [expected] * 3 == [b["response_format"]["json_schema"]["schema"] for b in script.bodies]
+    assert "output/total: " in script.bodies[1]["messages"][-1]["content"]
+    assert "arguments/a: " in script.bodies[2]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("number", UNREPRESENTABLE)
+def test_native_structured_reply_with_a_non_canonical_number_stays_text(number: str) -> None:
+    """Such a reply under an output schema is left as text for the loop's adapter to re-ask."""
+    schema = OutputSchema(name="S", json_schema={"type": "object"})
+    content = f'{{"total": {number}}}'
+    script = Script([openai_answer({"content": content})])
+    response = openai_model(script).request(
+        ModelRequest(transcript=ASK.transcript, output_schema=schema)
+    )
+    assert (TextPart(text=content),) == response.message.parts

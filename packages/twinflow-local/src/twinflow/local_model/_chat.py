@@ -11,6 +11,7 @@ index (or taken from injected `Ids`), never random (ADR 0032).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -149,6 +150,35 @@ class _ActionRefused(Exception):
     """Internal: an emission that parsed as JSON but is not one of the offered actions."""
 
 
+_MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def _non_canonical(value: object, where: str) -> str | None:
+    """Where a parsed JSON value holds a number with no canonical form (RFC 8785), if anywhere.
+
+    A decoder can emit `1e400` (read as infinity), an integer past 2**53-1, or Python's `NaN`
+    and `Infinity`; twinflow's values refuse them, so such a reply is a validation failure to
+    re-ask, like any other, rather than an error escaping the request.
+    """
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where}: numbers must be finite, got {value}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        if abs(value) <= _MAX_SAFE_INTEGER:
+            return None
+        return f"{where}: integers must lie within +-(2**53-1), got {value}"
+    if isinstance(value, dict):
+        items: Sequence[tuple[object, object]] = list(value.items())
+    elif isinstance(value, list):
+        items = list(enumerate(value))
+    else:
+        return None
+    for key, item in items:
+        found = _non_canonical(item, f"{where}/{key}")
+        if found is not None:
+            return found
+    return None
+
+
 def _parse_action(
     emission: str, tools: Sequence[ToolSpec], output_schema: OutputSchema | None
 ) -> dict[str, JsonValue]:
@@ -165,6 +195,9 @@ def _parse_action(
             raise _ActionRefused(f"tool: must be one of {names}, got {value.get('tool')!r}")
         if not isinstance(value.get("arguments"), dict):
             raise _ActionRefused("arguments: expected a JSON object")
+        problem = _non_canonical(value["arguments"], "arguments")
+        if problem is not None:
+            raise _ActionRefused(problem)
         return value
     if action == "final":
         key = "answer" if output_schema is None else "output"
@@ -172,6 +205,9 @@ def _parse_action(
             raise _ActionRefused(f"{key}: missing")
         if output_schema is None and not isinstance(value[key], str):
             raise _ActionRefused("answer: expected a string")
+        problem = _non_canonical(value[key], key)
+        if problem is not None:
+            raise _ActionRefused(problem)
         return value
     raise _ActionRefused(f"action: expected 'call_tool' or 'final', got {action!r}")
 
@@ -275,6 +311,10 @@ class _ChatModel:
             value = json.loads(content)
         except json.JSONDecodeError:
             # Left as text: the loop's StructuredOutputAdapter re-asks with the error.
+            return TextPart(text=content)
+        if _non_canonical(value, "") is not None:
+            # JSON without a canonical form (1e400, NaN, an integer past 2**53-1) is no
+            # StructuredPart either: left as text for the adapter to validate and re-ask.
             return TextPart(text=content)
         return StructuredPart(schema_name=out.name, value=value)
 
