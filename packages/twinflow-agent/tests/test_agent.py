@@ -380,6 +380,31 @@ def test_structured_output_reasks_with_the_schema_present() -> None:
     ] == kinds[1:]
 
 
+class Measure(BaseModel):
+    """A float answer: pydantic alone would accept infinity."""
+
+    value: float
+    """The measure."""
+
+
+def test_an_output_without_a_json_form_is_reasked() -> None:
+    """1e400 validates as inf but has no canonical JSON: it is re-asked, never a crash."""
+    replies = iter([text('{"value": 1e400}'), text('{"value": 2.5}')])
+    agent = Agent(
+        FunctionModel(lambda r: next(replies)),
+        clock=SteppingClock(START),
+        ids=CountingIds(),
+        output_type=Measure,
+    )
+    assert Measure(value=2.5) == agent.run("measure").output
+    rejected = [
+        e.body
+        for e in Trace.load(agent.writer.sink.data).events
+        if e.body.kind == "output_rejected"
+    ]
+    assert ["value: inf has no JSON form"] == [r.error for r in rejected]
+
+
 def test_structured_output_gives_up_after_the_bound() -> None:
     """Output that never validates fails the run after max_attempts, recorded as run_failed."""
     agent = Agent(

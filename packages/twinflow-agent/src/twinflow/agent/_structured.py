@@ -8,11 +8,28 @@ from pydantic import BaseModel, ValidationError
 
 from twinflow.agent._errors import AgentConfigError
 from twinflow.agent._tools import format_validation_error
-from twinflow.vocab import Attempt, Reask, StructuredOutputError, StructuredResult
+from twinflow.vocab import (
+    Attempt,
+    CanonicalError,
+    Reask,
+    StructuredOutputError,
+    StructuredResult,
+    canonical_bytes,
+)
 
 __all__ = ["PydanticStructuredOutput"]
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def _no_json_form(output: BaseModel) -> str | None:
+    """Why ``output`` has no canonical JSON form (``location: reason``), or None if it has one."""
+    try:
+        canonical_bytes(output.model_dump(mode="json"))
+    except CanonicalError as exc:
+        where, _, reason = str(exc).removeprefix("no RFC 8785 form at /").partition(": ")
+        return f"{where.replace('/', '.') or '(root)'}: {reason}"
+    return None
 
 
 class PydanticStructuredOutput:
@@ -61,8 +78,12 @@ class PydanticStructuredOutput:
         for number in range(1, self.max_attempts + 1):
             try:
                 output = output_type.model_validate_json(emission)
+                # The output is recorded as canonical JSON: one without that form (pydantic
+                # reads 1e400 as inf) is refused like any invalid answer, and re-asked.
+                error = _no_json_form(output)
             except ValidationError as exc:
                 error = format_validation_error(exc)
+            if error is not None:
                 attempts.append(Attempt(number=number, emission=emission, error=error))
                 if number == self.max_attempts:
                     break
