@@ -19,6 +19,7 @@ from twinflow.agent import (
     FileTraceSink,
     FunctionModel,
     MaxStepsExceeded,
+    MemoryTraceSink,
     Modify,
     OutputValidationFailed,
     Policy,
@@ -546,3 +547,32 @@ def test_a_tool_whose_budget_is_spent_is_no_longer_offered() -> None:
     agent.run("add 1 and 2")
     # `shell` stays on offer: it is not allowed, and saying so is the policy's job.
     assert [["add", "shell"], ["shell"]] == offered
+
+
+def test_the_trace_is_synced_even_when_recording_the_failure_fails(tmp_path: Path) -> None:
+    """If writing run_failed itself raises, what was written before is still made durable."""
+
+    class FailingAt(MemoryTraceSink):
+        """A sink whose write of the run_failed line raises, counting durable flushes."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.durable = 0
+
+        def write(self, line: bytes) -> None:
+            if b'"run_failed"' in line:
+                raise OSError("disk full")
+            super().write(line)
+
+        def flush(self, *, durable: bool) -> None:
+            self.durable += durable
+            super().flush(durable=durable)
+
+    def broken(request: ModelRequest) -> Message:
+        raise RuntimeError("model broke")
+
+    sink = FailingAt()
+    agent = Agent(FunctionModel(broken), clock=SteppingClock(START), ids=CountingIds(), trace=sink)
+    with pytest.raises(OSError, match="disk full"):
+        agent.run("hi")
+    assert 1 == sink.durable

@@ -237,3 +237,15 @@ def test_demo_runs_verifies_and_replays_on_the_embedded_model(tmp_path: Path) ->
     assert 0 == twinflow("verify", str(trace), cwd=tmp_path).returncode
     for mode in ("recorded", "live"):
         assert 0 == twinflow("replay", str(trace), "--mode", mode, cwd=tmp_path).returncode
+
+
+def test_a_spec_usage_error_changes_no_file_in_the_run_directory(project: Path) -> None:
+    """A policy naming an unknown tool is refused before any trace is created or renamed."""
+    assert 0 == twinflow("run", "spec.yaml", "--out", "out", cwd=project).returncode
+    before = {p.name: p.read_bytes() for p in (project / "out").iterdir()}
+    spec = (project / "spec.yaml").read_text().replace("allow: [add]", "allow: [add, nope]")
+    (project / "bad.yaml").write_text(spec)
+    result = twinflow("run", "bad.yaml", "--out", "out", cwd=project)
+    assert 2 == result.returncode
+    assert "nope" in one_line(result.stderr)
+    assert before == {p.name: p.read_bytes() for p in (project / "out").iterdir()}

@@ -288,15 +288,18 @@ class Agent(Generic[OutputT]):
         try:
             output = self._loop(state, runner)
         except BaseException as exc:
-            self._emit(
-                RunFailed(
-                    run_id=run_id,
-                    steps=state.requests,
-                    error_type=type(exc).__name__,
-                    message=str(exc),
+            try:
+                self._emit(
+                    RunFailed(
+                        run_id=run_id,
+                        steps=state.requests,
+                        error_type=type(exc).__name__,
+                        message=str(exc),
+                    )
                 )
-            )
-            self.writer.end_step()
+            finally:
+                # Even if recording the failure fails, what was written is made durable.
+                self.writer.end_step()
             raise
         usage = Usage(input_tokens=state.usage_in, output_tokens=state.usage_out)
         self._emit(

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from twinflow.agent import (
     FileTraceSink,
+    MemoryTraceSink,
     PolicyDecided,
     ReplayDivergenceError,
     ReplayPorts,
@@ -29,7 +30,7 @@ from twinflow.agent import (
 )
 from twinflow.cli._commands import parse_trace, read_trace_bytes
 from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output
-from twinflow.cli._spec import RunSpec, load_spec, parse_spec
+from twinflow.cli._spec import RunSpec, load_spec, load_tools, parse_spec
 from twinflow.cli._wiring import EMBEDDED, build_agent, build_model, model_base_url
 from twinflow.kernel import NondeterminismError, SystemClock, SystemIds, UrllibJsonTransport
 from twinflow.vocab import UserError
@@ -104,6 +105,17 @@ class RunOutcome(BaseModel):
 def _execute(
     spec: RunSpec, spec_text: str, out_dir: Path, out: Output, phases: _Phases
 ) -> RunOutcome:
+    # Build the agent once before touching the run directory, so a usage error in the spec
+    # (a tool that does not import, a policy naming an unknown tool) changes no file.
+    callables = load_tools(spec)
+    build_agent(
+        spec,
+        model=build_model(spec.model, UrllibJsonTransport(), SystemIds()),
+        clock=SystemClock(),
+        ids=SystemIds(),
+        trace=MemoryTraceSink(),
+        tools=callables,
+    )
     trace_path = _fresh_trace_path(out_dir)
     (out_dir / SPEC_NAME).write_text(spec_text, encoding="utf-8")
     with contextlib.ExitStack() as stack:
@@ -115,7 +127,9 @@ def _execute(
         ids = SystemIds()
         model = build_model(model_spec, transport, ids)
         sink = FileTraceSink(trace_path)
-        agent = build_agent(spec, model=model, clock=SystemClock(), ids=ids, trace=sink)
+        agent = build_agent(
+            spec, model=model, clock=SystemClock(), ids=ids, trace=sink, tools=callables
+        )
         out.line(f"running the agent ({spec.model.mode} mode, up to {spec.max_steps} steps) ...")
         output: Any = None
         error: str | None = None
