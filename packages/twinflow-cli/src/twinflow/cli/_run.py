@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from twinflow.agent import (
     FileTraceSink,
+    FunctionModel,
     MemoryTraceSink,
     PolicyDecided,
     ReplayDivergenceError,
@@ -33,7 +34,7 @@ from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Outpu
 from twinflow.cli._spec import RunSpec, load_spec, load_tools, parse_spec
 from twinflow.cli._wiring import EMBEDDED, build_agent, build_model, model_base_url
 from twinflow.kernel import NondeterminismError, SystemClock, SystemIds, UrllibJsonTransport
-from twinflow.vocab import UserError
+from twinflow.vocab import Message, ModelRequest, UserError
 
 __all__ = [
     "COMMANDS",
@@ -102,15 +103,21 @@ class RunOutcome(BaseModel):
     """Policy decisions by verdict."""
 
 
+def _never_called(request: ModelRequest) -> Message:
+    raise AssertionError("the configuration check never runs the agent")
+
+
 def _execute(
     spec: RunSpec, spec_text: str, out_dir: Path, out: Output, phases: _Phases
 ) -> RunOutcome:
     # Build the agent once before touching the run directory, so a usage error in the spec
     # (a tool that does not import, a policy naming an unknown tool) changes no file.
     callables = load_tools(spec)
+    if spec.model.url != EMBEDDED:
+        build_model(spec.model, UrllibJsonTransport(), SystemIds())  # checks URL and dialect
     build_agent(
         spec,
-        model=build_model(spec.model, UrllibJsonTransport(), SystemIds()),
+        model=FunctionModel(_never_called),
         clock=SystemClock(),
         ids=SystemIds(),
         trace=MemoryTraceSink(),
