@@ -340,7 +340,9 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             capture_output=True,
         )  # fmt: skip
     except FileNotFoundError:
-        pytest.skip("the openssl command is needed to make a self-signed certificate")
+        pytest.fail(
+            "the openssl command is needed to make a self-signed certificate: apt-get install openssl"
+        )
     return cert, key
 
 

@@ -228,7 +228,9 @@ def test_https_keeps_its_connection(tmp_path: Path) -> None:
             capture_output=True,
         )  # fmt: skip
     except FileNotFoundError:
-        pytest.skip("the openssl command is needed to make a self-signed certificate")
+        pytest.fail(
+            "the openssl command is needed to make a self-signed certificate: apt-get install openssl"
+        )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     connections = Connections()
