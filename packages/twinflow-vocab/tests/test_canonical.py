@@ -68,7 +68,7 @@ def test_floats_byte_equal_to_rfc8785(values: list[float]) -> None:
 @given(json_values)
 def test_tuples_encode_as_arrays(value: JsonValue) -> None:
     """A tuple encodes as the list with the same items, as in the rfc8785 package."""
-    assert rfc8785.dumps((value, [value])) == canonical_bytes((value, (value,)))  # type: ignore[arg-type]
+    assert rfc8785.dumps((value, [value])) == canonical_bytes((value, (value,)))  # type: ignore[arg-type]  # a tuple is not a JsonValue; the encoder takes it as an array
 
 
 @given(json_values)
@@ -121,7 +121,7 @@ def test_model_with_an_unsafe_integer_is_refused() -> None:
 def test_values_without_canonical_form_are_refused(value: object, where: str) -> None:
     """NaN, infinities, unsafe integers, lone surrogates, non-string keys, non-JSON types are refused, located."""
     with pytest.raises(CanonicalError, match=f"at {where}:"):
-        canonical_bytes(value)  # type: ignore[arg-type]
+        canonical_bytes(value)  # type: ignore[arg-type]  # values without a canonical form, on purpose
 
 
 # Bounded on both sides: a half-open integer range makes hypothesis discard most draws
@@ -148,7 +148,7 @@ def test_cyclic_value_refused() -> None:
     cyclic: list[object] = []
     cyclic.append(cyclic)
     with pytest.raises(CanonicalError, match="contains itself"):
-        canonical_bytes(cyclic)  # type: ignore[arg-type]
+        canonical_bytes(cyclic)  # type: ignore[arg-type]  # a cyclic value, on purpose
 
 
 @pytest.mark.parametrize(

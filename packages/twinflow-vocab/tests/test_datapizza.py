@@ -211,7 +211,7 @@ def test_media_datapizza_cannot_hold_is_refused() -> None:
 @pytest.mark.parametrize("role", ["system", "user", "assistant", "tool"])
 def test_roles_use_datapizza_role(role: str) -> None:
     """Each role maps to the ROLE member of the same value and back."""
-    member = to_datapizza_role(role)  # type: ignore[arg-type]
+    member = to_datapizza_role(role)  # type: ignore[arg-type]  # an invalid role, on purpose
     assert (ROLE(role), role) == (member, from_datapizza_role(member))
 
 

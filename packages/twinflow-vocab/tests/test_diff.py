@@ -17,7 +17,7 @@ def test_value_difference_named_by_pointer() -> None:
 def test_type_difference() -> None:
     """A boolean is not the number 1."""
     expected = "type"
-    assert expected == diff([True], [1]).reason  # type: ignore[union-attr]
+    assert expected == diff([True], [1]).reason  # type: ignore[union-attr]  # diff returns None only for equal values
 
 
 def test_missing_and_unexpected() -> None:
@@ -33,13 +33,13 @@ def test_missing_and_unexpected() -> None:
 def test_pointer_escapes() -> None:
     """Keys with / and ~ are escaped as RFC 6901 says."""
     expected = "/a~1b~0c"
-    assert expected == diff({"a/b~c": 1}, {"a/b~c": 2}).pointer  # type: ignore[union-attr]
+    assert expected == diff({"a/b~c": 1}, {"a/b~c": 2}).pointer  # type: ignore[union-attr]  # diff returns None only for equal values
 
 
 def test_first_difference_in_canonical_key_order() -> None:
     """With several differences, the first in canonical key order wins."""
     expected = "/a"
-    assert expected == diff({"b": 1, "a": 1}, {"b": 2, "a": 2}).pointer  # type: ignore[union-attr]
+    assert expected == diff({"b": 1, "a": 1}, {"b": 2, "a": 2}).pointer  # type: ignore[union-attr]  # diff returns None only for equal values
 
 
 def test_models_are_compared_by_dump() -> None:
@@ -48,6 +48,6 @@ def test_models_are_compared_by_dump() -> None:
     b = Transcript(messages=(Message.user("help"),))
     d = diff(a, b)
     expected = "/messages/0/parts/0/text"
-    assert expected == d.pointer  # type: ignore[union-attr]
+    assert expected == d.pointer  # type: ignore[union-attr]  # diff returns None only for equal values
     expected = 'at /messages/0/parts/0/text: value differs: expected "hello", actual "help"'
     assert expected == str(d)

@@ -49,7 +49,7 @@ def test_values_are_frozen() -> None:
     """Assigning to a field raises."""
     m = Message.user("hi")
     with pytest.raises(ValidationError):
-        m.role = "system"  # type: ignore[misc]
+        m.role = "system"  # type: ignore[misc]  # assigning to a frozen field, on purpose
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_values_are_frozen() -> None:
 def test_invalid_values_are_refused(build: object) -> None:
     """Invalid values raise InvalidValueError (also a ValueError) at construction."""
     with pytest.raises(InvalidValueError):
-        build()  # type: ignore[operator]
+        build()  # type: ignore[operator]  # calling with a bad value, on purpose
 
 
 def test_refusal_names_field() -> None:
@@ -128,7 +128,7 @@ def test_append_returns_new_transcript_equal_to_constructed() -> None:
 def test_append_refuses_non_messages() -> None:
     """append takes Message values only."""
     with pytest.raises(InvalidValueError, match="argument 0 is str"):
-        Transcript().append("hello")  # type: ignore[arg-type]
+        Transcript().append("hello")  # type: ignore[arg-type]  # a str is not a Message, on purpose
 
 
 def test_appended_transcript_keeps_checking() -> None:

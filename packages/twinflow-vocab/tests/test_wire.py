@@ -237,7 +237,7 @@ def test_ollama_golden_request_is_rebuilt_exactly() -> None:
         model=request["model"],
     )
     assert request == body
-    assert "get_current_weather" == ChatRequest(**body).tools[0].function.name  # type: ignore[index,union-attr]
+    assert "get_current_weather" == ChatRequest(**body).tools[0].function.name  # type: ignore[index,union-attr]  # ollama's optional fields, set in this body
 
 
 def test_ollama_tool_calling_single_golden() -> None:
