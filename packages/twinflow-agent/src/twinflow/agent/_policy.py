@@ -16,7 +16,15 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, ValidationError
 
-from twinflow.agent._events import EventBody, PolicyDecided, PolicyRecord, ToolCalled, ToolReturned
+from twinflow.agent._events import (
+    KIND,
+    EventBody,
+    PolicyDecided,
+    PolicyRecord,
+    ToolCalled,
+    ToolReturned,
+    trusted,
+)
 from twinflow.agent._tools import Tool, format_validation_error
 from twinflow.vocab import ToolCallPart, ToolResultPart
 
@@ -107,6 +115,8 @@ class Policy(BaseModel):
 
 Emit = Callable[[EventBody], None]
 
+_KIND_AND_ARGUMENTS = frozenset({"kind", "arguments"})
+
 RecordedResults = Callable[[ToolCallPart], ToolReturned]
 """Gives the recorded result of a call, in place of running the tool (replay)."""
 
@@ -189,12 +199,18 @@ class ToolRunner:
         arguments = call.arguments
         if policy.approval is None:
             self._emit(
-                PolicyDecided(
-                    call_id=call.id,
-                    tool=call.name,
-                    decision="allow",
-                    by="policy",
-                    reason="allowed by name",
+                trusted(
+                    PolicyDecided,
+                    {
+                        "kind": "policy_decided",
+                        "call_id": call.id,
+                        "tool": call.name,
+                        "decision": "allow",
+                        "by": "policy",
+                        "reason": "allowed by name",
+                        "arguments": None,
+                    },
+                    _KIND_AND_ARGUMENTS,
                 )
             )
         else:
@@ -243,7 +259,18 @@ class ToolRunner:
                 )
         self._used[call.name] = self._used.get(call.name, 0) + 1
         self._used_total += 1
-        self._emit(ToolCalled(call_id=call.id, tool=call.name, arguments=arguments))
+        self._emit(
+            trusted(
+                ToolCalled,
+                {
+                    "kind": "tool_called",
+                    "call_id": call.id,
+                    "tool": call.name,
+                    "arguments": arguments,
+                },
+                KIND,
+            )
+        )
         if self._recorded is not None:
             returned = self._recorded(call)
             self._emit(returned)
@@ -278,5 +305,16 @@ class ToolRunner:
         result = ToolResultPart(
             call_id=call.id, name=call.name, content=content, is_error=error_type is not None
         )
-        self._emit(ToolReturned(result=result, error_type=error_type, truncated_chars=cut))
+        self._emit(
+            trusted(
+                ToolReturned,
+                {
+                    "kind": "tool_returned",
+                    "result": result,
+                    "error_type": error_type,
+                    "truncated_chars": cut,
+                },
+                KIND,
+            )
+        )
         return result
