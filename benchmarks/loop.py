@@ -104,8 +104,10 @@ def pydantic_ai_run(steps: int) -> float:
 
 
 def best_us_per_step(fn: object, steps: int) -> float:
-    """Median over REPEATS runs, in microseconds per step."""
-    repeats = REPEATS if steps <= 100 else 2  # pydantic-ai takes ~40 s per 1000-step run
+    """Median over several runs, in microseconds per step."""
+    # Short runs are cheap and noisy (a shared machine): more of them. pydantic-ai takes ~20-40 s
+    # per 1000-step run, so that size gets two.
+    repeats = 30 if steps <= 10 else REPEATS if steps <= 100 else 2
     times = [fn(steps) for _ in range(repeats)]
     return statistics.median(times) / steps * 1e6
 
@@ -152,8 +154,10 @@ def main() -> None:
             f"bare append+fsync of one line on this filesystem: {bare:.1f} us "
             "(median; the fsync column pays one per step, the rest is twinflow)"
         )
-        twinflow_run(5, directory, "fsync")  # warm-up: imports, schema builds
-        pydantic_ai_run(5)
+        for _ in range(3):  # warm-up: imports, schema builds, caches
+            for mode in ("fsync", "nofsync", "memory"):
+                twinflow_run(10, directory, mode)
+            pydantic_ai_run(10)
         print(
             f"{'steps':>6} {'twinflow us/step':>17} {'no fsync':>9} {'memory':>8} {'pydantic-ai':>12} {'ratio':>7} {'ratio no fsync':>15} {'fsync step - bare fsync':>24}"
         )
