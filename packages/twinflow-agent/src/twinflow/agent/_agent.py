@@ -7,13 +7,11 @@ decisions and results), so a step's cost does not grow with the length of the ru
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from twinflow.agent._encoding import value_bytes
 from twinflow.agent._errors import (
     AgentConfigError,
     MaxStepsExceeded,
@@ -21,7 +19,6 @@ from twinflow.agent._errors import (
     UsageLimitExceeded,
 )
 from twinflow.agent._events import (
-    KIND,
     AgentConfig,
     EventBody,
     MessageChain,
@@ -32,7 +29,6 @@ from twinflow.agent._events import (
     RunFailed,
     RunFinished,
     RunStarted,
-    trusted,
 )
 from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
 from twinflow.agent._sink import FsyncPolicy, MemoryTraceSink, TraceSink
@@ -311,7 +307,7 @@ class Agent(Generic[OutputT]):
                 run_id=run_id,
                 steps=state.requests,
                 usage=usage,
-                transcript_digest=hashlib.sha256(value_bytes(state.transcript)).hexdigest(),
+                transcript_digest=digest(state.transcript),
             )
         )
         self.writer.end_step()
@@ -347,47 +343,30 @@ class Agent(Generic[OutputT]):
     def _ask(self, state: _Run, purpose: str, *, append: bool = True) -> ModelResponse:
         messages = state.transcript.messages
         new = messages[state.sent :]
-        # Every value is ours and of its field's type already: built without re-validation.
         self._emit(
-            trusted(
-                ModelRequested,
-                {
-                    "kind": "model_requested",
-                    "step": state.step,
-                    "purpose": "reask" if purpose == "reask" else "step",
-                    "prefix_length": state.chain.length,
-                    "prefix_digest": state.chain.hexdigest,
-                    "new_messages": new,
-                    "tools_digest": self._offer_digest(state.offered),
-                    "output_schema_digest": self._schema_digest,
-                    "settings": self.settings,
-                },
-                KIND,
+            ModelRequested(
+                step=state.step,
+                purpose="reask" if purpose == "reask" else "step",
+                prefix_length=state.chain.length,
+                prefix_digest=state.chain.hexdigest,
+                new_messages=new,
+                tools_digest=self._offer_digest(state.offered),
+                output_schema_digest=self._schema_digest,
+                settings=self.settings,
             )
         )
         state.chain.update(new)
         state.sent = len(messages)
         # Every field is an already validated value and tool names were checked unique in
         # __init__; validating again would re-walk the whole transcript each step (O(n)).
-        request = trusted(
-            ModelRequest,
-            {
-                "transcript": state.transcript,
-                "tools": state.offered,
-                "output_schema": self._schema,
-                "settings": self.settings,
-            },
+        request = ModelRequest.model_construct(
+            transcript=state.transcript,
+            tools=state.offered,
+            output_schema=self._schema,
+            settings=self.settings,
         )
         response = self.model.request(request)
-        if type(response) is ModelResponse:
-            body = trusted(
-                ModelResponded,
-                {"kind": "model_responded", "step": state.step, "response": response},
-                KIND,
-            )
-        else:  # a subclass, or not a response at all: validation decides
-            body = ModelResponded(step=state.step, response=response)
-        self._emit(body)
+        self._emit(ModelResponded(step=state.step, response=response))
         state.requests += 1
         state.usage_in += response.usage.input_tokens
         state.usage_out += response.usage.output_tokens
@@ -417,13 +396,6 @@ class Agent(Generic[OutputT]):
 
     def _check_limits(self, state: _Run) -> None:
         limits = self.usage_limits
-        if (
-            limits.requests is None
-            and limits.input_tokens is None
-            and limits.output_tokens is None
-            and limits.total_tokens is None
-        ):
-            return
         used = {
             "requests": state.requests,
             "input_tokens": state.usage_in,

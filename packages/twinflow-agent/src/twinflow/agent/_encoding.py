@@ -31,7 +31,6 @@ from twinflow.vocab import (
     ToolCallPart,
     ToolResultPart,
     ToolSpec,
-    Transcript,
     Usage,
     canonical_bytes,
 )
@@ -55,7 +54,6 @@ PLAIN_MODELS: set[type[BaseModel]] = {
     Usage,
     ToolSpec,
     OutputSchema,
-    Transcript,  # its call index is a private attribute, outside __dict__
 }
 """Models whose ``__dict__`` is their JSON-mode dump once nested models are opened (the event
 models add themselves in `twinflow.agent._events`)."""
@@ -64,13 +62,6 @@ models add themselves in `twinflow.agent._events`)."""
 # repr has a digit right before "." or "e"; matches inside strings only cost the exact path.
 _NUMBER = re.compile(r"[:,\[]-?\d(?:\d*[.eE]|\d{15})")
 _ASTRAL = re.compile(r"[\U00010000-\U0010ffff]")
-# A cheaper sufficient test first, on the UTF-8 bytes: the C encoder prints a float with
-# float.__repr__, which always holds "." or an exponent sign ("1e+16", "1e-05"), and an integer
-# that may lie beyond ±(2**53-1) has 16 or more digits in a row. With every digit mapped to "0"
-# and ".", "+", "-" to ".", bytes with no "." and no run of sixteen "0" hold neither. The rest
-# (mostly false alarms: a "." in a sentence, a digit run in a digest) go on to `_NUMBER`.
-_SCREEN = bytes.maketrans(b"123456789+-", b"000000000..")
-_SIXTEEN_DIGITS = b"0" * 16
 
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(AwareDatetime)
 
@@ -113,13 +104,8 @@ def _fast(value: BaseModel) -> bytes | None:
     """The canonical bytes of a plain model, or None when only the exact path can tell."""
     try:
         text = _dumps(value)
-        data = text.encode("utf-8")
-        screened = data.translate(_SCREEN)
-        numbers_ok = b"." not in screened and _SIXTEEN_DIGITS not in screened
-        if (numbers_ok or _NUMBER.search(text) is None) and (
-            text.isascii() or _ASTRAL.search(text) is None
-        ):
-            return data
+        if _NUMBER.search(text) is None and (text.isascii() or _ASTRAL.search(text) is None):
+            return text.encode("utf-8")
     except (ValueError, TypeError, RecursionError):
         pass
     return None

@@ -12,7 +12,7 @@ every model request and response, every policy decision and tool result.
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Discriminator, Field, JsonValue
 
@@ -31,7 +31,6 @@ from twinflow.vocab import (
 
 __all__ = [
     "GENESIS",
-    "KIND",
     "TERMINAL_KINDS",
     "AgentConfig",
     "EventBody",
@@ -48,39 +47,7 @@ __all__ = [
     "ToolCalled",
     "ToolReturned",
     "TraceEvent",
-    "trusted",
 ]
-
-_M = TypeVar("_M", bound=BaseModel)
-_set = object.__setattr__
-KIND = frozenset({"kind"})
-"""The ``unset`` of `trusted` for an event body built without naming its tag."""
-
-
-def trusted(cls: type[_M], fields: dict[str, Any], unset: frozenset[str] = frozenset()) -> _M:
-    """Build a model from values that already are what its validation would produce.
-
-    For the loop's hot path: every field given (defaults included), each value already of its
-    field's validated type (validated models, plain strings and ints). It is what
-    ``model_construct`` does, without its per-call field walk: the result equals the validated
-    model, ``model_fields_set`` included. Anything else goes through ``cls(**fields)``.
-
-    Args:
-        cls: A frozen model without private attributes.
-        fields: Every field's value, by name.
-        unset: Fields the equivalent ``cls(...)`` call leaves to their defaults (kept out of
-            ``model_fields_set``, as validation would).
-
-    Returns:
-        The model.
-    """
-    obj = cls.__new__(cls)
-    _set(obj, "__dict__", fields)
-    _set(obj, "__pydantic_fields_set__", set(fields).difference(unset))
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
-    return obj
-
 
 GENESIS = "0" * 64
 """The ``prev`` of the first event of a trace."""

@@ -16,15 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, ValidationError
 
-from twinflow.agent._events import (
-    KIND,
-    EventBody,
-    PolicyDecided,
-    PolicyRecord,
-    ToolCalled,
-    ToolReturned,
-    trusted,
-)
+from twinflow.agent._events import EventBody, PolicyDecided, PolicyRecord, ToolCalled, ToolReturned
 from twinflow.agent._tools import Tool, format_validation_error
 from twinflow.vocab import ToolCallPart, ToolResultPart
 
@@ -115,8 +107,6 @@ class Policy(BaseModel):
 
 Emit = Callable[[EventBody], None]
 
-_KIND_AND_ARGUMENTS = frozenset({"kind", "arguments"})
-
 RecordedResults = Callable[[ToolCallPart], ToolReturned]
 """Gives the recorded result of a call, in place of running the tool (replay)."""
 
@@ -199,18 +189,12 @@ class ToolRunner:
         arguments = call.arguments
         if policy.approval is None:
             self._emit(
-                trusted(
-                    PolicyDecided,
-                    {
-                        "kind": "policy_decided",
-                        "call_id": call.id,
-                        "tool": call.name,
-                        "decision": "allow",
-                        "by": "policy",
-                        "reason": "allowed by name",
-                        "arguments": None,
-                    },
-                    _KIND_AND_ARGUMENTS,
+                PolicyDecided(
+                    call_id=call.id,
+                    tool=call.name,
+                    decision="allow",
+                    by="policy",
+                    reason="allowed by name",
                 )
             )
         else:
@@ -259,18 +243,7 @@ class ToolRunner:
                 )
         self._used[call.name] = self._used.get(call.name, 0) + 1
         self._used_total += 1
-        self._emit(
-            trusted(
-                ToolCalled,
-                {
-                    "kind": "tool_called",
-                    "call_id": call.id,
-                    "tool": call.name,
-                    "arguments": arguments,
-                },
-                KIND,
-            )
-        )
+        self._emit(ToolCalled(call_id=call.id, tool=call.name, arguments=arguments))
         if self._recorded is not None:
             returned = self._recorded(call)
             self._emit(returned)
@@ -305,16 +278,5 @@ class ToolRunner:
         result = ToolResultPart(
             call_id=call.id, name=call.name, content=content, is_error=error_type is not None
         )
-        self._emit(
-            trusted(
-                ToolReturned,
-                {
-                    "kind": "tool_returned",
-                    "result": result,
-                    "error_type": error_type,
-                    "truncated_chars": cut,
-                },
-                KIND,
-            )
-        )
+        self._emit(ToolReturned(result=result, error_type=error_type, truncated_chars=cut))
         return result

@@ -17,22 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from twinflow.agent._encoding import event_bytes
 from twinflow.agent._errors import InvalidProofError, SignatureError
-from twinflow.agent._events import (
-    GENESIS,
-    EventBody,
-    ModelRequested,
-    ModelResponded,
-    OutputAccepted,
-    OutputRejected,
-    PolicyDecided,
-    RunFailed,
-    RunFinished,
-    RunStarted,
-    ToolCalled,
-    ToolReturned,
-    TraceEvent,
-    trusted,
-)
+from twinflow.agent._events import GENESIS, EventBody, TraceEvent
 from twinflow.agent._merkle import MerkleTree, leaf_hash, verify_consistency, verify_inclusion
 from twinflow.agent._sink import FsyncPolicy, TraceSink
 from twinflow.vocab import canonical_bytes
@@ -54,20 +39,6 @@ DIGEST_END = len(LINE_PREFIX) + 64
 EVENT_INFIX = b'","event":'
 EVENT_START = DIGEST_END + len(EVENT_INFIX)
 _SIGNING_DOMAIN = b"twinflow-checkpoint-v1\n"
-_BODY_TYPES = frozenset(
-    {
-        RunStarted,
-        ModelRequested,
-        ModelResponded,
-        PolicyDecided,
-        ToolCalled,
-        ToolReturned,
-        OutputRejected,
-        OutputAccepted,
-        RunFinished,
-        RunFailed,
-    }
-)
 
 
 class _Frozen(BaseModel):
@@ -215,16 +186,9 @@ def encode_line(event: TraceEvent) -> tuple[bytes, str]:
     Returns:
         The line (with its newline) and the event's hex digest.
     """
-    line, hexdigest, _ = _encode(event)
-    return line, hexdigest
-
-
-def _encode(event: TraceEvent) -> tuple[bytes, str, bytes]:
-    """`encode_line`, plus the raw 32-byte digest (the Merkle leaf input)."""
     data = event_bytes(event)
-    raw = hashlib.sha256(data).digest()
-    hexdigest = raw.hex()
-    return b"".join((LINE_PREFIX, hexdigest.encode(), EVENT_INFIX, data, b"}\n")), hexdigest, raw
+    hexdigest = hashlib.sha256(data).hexdigest()
+    return LINE_PREFIX + hexdigest.encode() + EVENT_INFIX + data + b"}\n", hexdigest
 
 
 class TraceWriter:
@@ -262,18 +226,10 @@ class TraceWriter:
         Returns:
             The event as written.
         """
-        tree = self._tree
-        if type(at) is datetime and at.utcoffset() is not None and type(body) in _BODY_TYPES:
-            # The envelope's values are ours and the body is a validated event: validating the
-            # envelope again would only re-check them.
-            event = trusted(
-                TraceEvent, {"seq": tree.size, "prev": self._head, "at": at, "body": body}
-            )
-        else:
-            event = TraceEvent(seq=tree.size, prev=self._head, at=at, body=body)
-        line, hexdigest, raw = _encode(event)
+        event = TraceEvent(seq=self._tree.size, prev=self._head, at=at, body=body)
+        line, hexdigest = encode_line(event)
         self.sink.write(line)
-        tree.append_hash(leaf_hash(raw))
+        self._tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))
         self._head = hexdigest
         if self.fsync == "event":
             self.sink.flush(durable=True)

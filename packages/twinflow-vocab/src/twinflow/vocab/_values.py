@@ -54,7 +54,6 @@ Role = Literal["system", "user", "assistant", "tool"]
 """Who a message is from: tool results travel in `tool` messages."""
 
 _MAX_SAFE = 2**53 - 1
-_set = object.__setattr__
 
 
 def check_json(value: object, path: tuple[str | int, ...] = ()) -> None:
@@ -391,13 +390,8 @@ class Transcript(FrozenValue):
             kept = {k: v for k, v in index.calls.items() if v[1] < length}
             kept.update(calls)
             index = _CallIndex(kept, length + len(messages))
-        # What model_construct builds, without its per-call walk over the fields: the messages
-        # are checked above and the call index is the private state.
-        new = Transcript.__new__(Transcript)
-        _set(new, "__dict__", {"messages": self.messages + messages})
-        _set(new, "__pydantic_fields_set__", {"messages"})
-        _set(new, "__pydantic_extra__", None)
-        _set(new, "__pydantic_private__", {"_index": index})
+        new = Transcript.model_construct(messages=self.messages + messages)
+        new._index = index
         return new
 
     def __len__(self) -> int:
