@@ -1,7 +1,5 @@
 """FaultTransport: scheduled faults come from real sockets through the real transport."""
 
-import time
-
 import pytest
 
 from twinflow.kernel import (
@@ -43,17 +41,14 @@ def test_each_fault_raises_the_real_error_naming_the_callers_url(
     """Every fault kind surfaces as the error the real transport maps, renamed to the caller's URL."""
     transport = FaultTransport(MockTransport(answer), [fault])
     try:
-        start = time.monotonic()
         with pytest.raises(error_type) as caught:
             transport.post_json(URL, {"q": 1}, timeout=0.5)
-        elapsed = time.monotonic() - start
     finally:
         transport.close()
     assert URL == caught.value.url
     assert words in str(caught.value)
     assert URL in str(caught.value)
     assert f"[fault {fault!r} injected by FaultTransport]" in str(caught.value)
-    assert elapsed < 1.0
     assert [(0, fault)] == transport.injected
 
 

@@ -52,7 +52,7 @@ def wait_gone(pids: list[int], within: float) -> list[int]:
     return [pid for pid in pids if alive(pid)]
 
 
-def read_pids(pid_file: Path, within: float = 20.0) -> list[int]:
+def read_pids(pid_file: Path, within: float = 120.0) -> list[int]:
     """Wait for the child to write its pid file and return the three pids."""
     end = time.monotonic() + within
     while not pid_file.exists():
@@ -78,13 +78,14 @@ def test_launch_waits_for_health_logs_output_and_stops_everything(
     log = tmp_path / "logs" / "server.log"
     command = [sys.executable, str(child_script), str(tmp_path / "pids"), str(port), "serve"]
     with SubprocessLauncher().launch(
-        command, health_url=f"http://127.0.0.1:{port}/", deadline=20, log_path=log
+        command, health_url=f"http://127.0.0.1:{port}/", deadline=120, log_path=log
     ) as server:
         pids = read_pids(tmp_path / "pids")
         assert server.running()
         assert server.pid == pids[0]
         assert [] == [pid for pid in pids if not alive(pid)]
-    assert [] == wait_gone(pids, within=0.5)
+    # stop() has returned: the group is signalled; reaping may lag on a loaded machine.
+    assert [] == wait_gone(pids, within=30)
     text = log.read_text()
     assert "child started" in text
     assert '"GET / HTTP/1.1" 200' in text
@@ -98,10 +99,11 @@ def test_a_server_that_exits_early_is_a_launch_error_with_its_log(tmp_path: Path
         SubprocessLauncher().launch(
             command,
             health_url=f"http://127.0.0.1:{free_port()}/v1/models",
-            deadline=30,
+            deadline=600,
             log_path=tmp_path / "server.log",
         )
-    assert time.monotonic() - start < 5
+    # Far below the deadline: the launcher noticed the exit instead of waiting out the deadline.
+    assert time.monotonic() - start < 120
     assert "exited with status 3" in str(caught.value)
     assert "bad model path" in str(caught.value)
     assert str(tmp_path / "server.log") in str(caught.value)
@@ -121,9 +123,10 @@ def test_a_server_that_never_gets_healthy_is_stopped_at_the_deadline(
             log_path=tmp_path / "server.log",
         )
     elapsed = time.monotonic() - start
-    assert 1.5 <= elapsed < 6
+    # The child would sleep 600 s: an upper bound this far off holds on a loaded machine.
+    assert 1.5 <= elapsed < 120
     assert "Raise the deadline" in str(caught.value)
-    assert [] == wait_gone(read_pids(tmp_path / "pids"), within=0.5)
+    assert [] == wait_gone(read_pids(tmp_path / "pids"), within=30)
 
 
 def test_no_orphans_when_the_caller_raises(tmp_path: Path, child_script: Path) -> None:
@@ -135,13 +138,13 @@ def test_no_orphans_when_the_caller_raises(tmp_path: Path, child_script: Path) -
         SubprocessLauncher().launch(
             command,
             health_url=f"http://127.0.0.1:{port}/",
-            deadline=20,
+            deadline=120,
             log_path=tmp_path / "server.log",
         ),
     ):
         read_pids(tmp_path / "pids")
         raise RuntimeError("caller failed")
-    assert [] == wait_gone(read_pids(tmp_path / "pids"), within=0.5)
+    assert [] == wait_gone(read_pids(tmp_path / "pids"), within=30)
 
 
 def test_processes_that_ignore_sigterm_are_killed_after_the_grace(
@@ -151,13 +154,13 @@ def test_processes_that_ignore_sigterm_are_killed_after_the_grace(
     port = free_port()
     command = [sys.executable, str(child_script), str(tmp_path / "pids"), str(port), "stubborn"]
     server = SubprocessLauncher(grace=0.5).launch(
-        command, health_url=f"http://127.0.0.1:{port}/", deadline=20, log_path=tmp_path / "log"
+        command, health_url=f"http://127.0.0.1:{port}/", deadline=120, log_path=tmp_path / "log"
     )
     pids = read_pids(tmp_path / "pids")
     start = time.monotonic()
     server.stop()
     assert time.monotonic() - start < 3
-    assert [] == wait_gone(pids, within=0.5)
+    assert [] == wait_gone(pids, within=30)
     assert -signal.SIGKILL == server.returncode
 
 
@@ -187,7 +190,7 @@ def test_killing_the_parent_mid_wait_leaves_no_child(
     finally:
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
-    assert [] == wait_gone(pids, within=5.0)
+    assert [] == wait_gone(pids, within=30)
 
 
 def test_launch_refuses_bad_arguments(tmp_path: Path) -> None:

@@ -53,13 +53,14 @@ def test_localhost_name_is_loopback(echo_server: LoopbackServer) -> None:
 
 
 def test_refused_fails_at_once_without_retry() -> None:
-    """Nothing listening: ConnectError in well under a second, though the timeout is 30 s."""
+    """Nothing listening: ConnectError at once, not after the (ten-minute) timeout."""
     url = f"http://127.0.0.1:{free_port()}/v1/chat"
     start = time.monotonic()
     with pytest.raises(ConnectError) as caught:
-        UrllibJsonTransport().post_json(url, {}, timeout=30)
+        UrllibJsonTransport().post_json(url, {}, timeout=600)
     elapsed = time.monotonic() - start
-    assert elapsed < 1.0
+    # One-sided and a hundredfold below the timeout: holds on a loaded machine.
+    assert elapsed < 60
     assert url == caught.value.url
     assert "connection refused by " + url in str(caught.value)
     assert "start the server" in str(caught.value)
@@ -74,15 +75,16 @@ def test_a_failing_server_is_asked_exactly_once() -> None:
         assert expected == len(server.requests)
 
 
-def test_sleeping_server_times_out_within_timeout_plus_half_a_second() -> None:
-    """A server that sleeps past the timeout gives TransportTimeout (a TimeoutError) in time."""
-    with serve(LoopbackResponse.json_body({}).model_copy(update={"delay": 10.0})) as server:
+def test_sleeping_server_times_out_at_the_timeout_not_at_the_server() -> None:
+    """A server that sleeps past the timeout gives TransportTimeout (a TimeoutError), not its answer."""
+    with serve(LoopbackResponse.json_body({}).model_copy(update={"delay": 300.0})) as server:
         url = server.url_for("/slow")
         start = time.monotonic()
         with pytest.raises(TransportTimeout) as caught:
             UrllibJsonTransport().post_json(url, {}, timeout=0.6)
         elapsed = time.monotonic() - start
-    assert 0.6 <= elapsed < 1.1
+    # Load only lengthens waits: the lower bound is exact, the upper one far from the server's 300 s.
+    assert 0.6 <= elapsed < 60
     assert isinstance(caught.value, TimeoutError)
     assert url in str(caught.value)
     assert "larger timeout" in str(caught.value)
@@ -90,13 +92,14 @@ def test_sleeping_server_times_out_within_timeout_plus_half_a_second() -> None:
 
 def test_deadline_covers_a_body_that_trickles() -> None:
     """The timeout bounds the whole exchange, not each read: a body that trickles times out."""
-    trickle = LoopbackResponse(body=b" ", repeat=50, chunk_delay=0.1)
+    trickle = LoopbackResponse(body=b" ", repeat=3000, chunk_delay=0.1)
     with serve(trickle) as server:
         start = time.monotonic()
         with pytest.raises(TransportTimeout, match="body"):
             UrllibJsonTransport().post_json(server.url, {}, timeout=0.5)
         elapsed = time.monotonic() - start
-    assert 0.5 <= elapsed < 1.0
+    # The whole body takes 300 s; a per-read timeout would never fire.
+    assert 0.5 <= elapsed < 60
 
 
 def test_announced_200_mb_body_is_refused_without_reading() -> None:
@@ -121,17 +124,15 @@ def test_unannounced_200_mb_body_stops_past_the_limit() -> None:
     with serve(LoopbackResponse(body=chunk, repeat=3200, announce_length=False)) as server:
         tracemalloc.start()
         try:
-            start = time.monotonic()
             with pytest.raises(ResponseTooLarge) as caught:
-                UrllibJsonTransport(max_response_bytes=MB).post_json(server.url, {}, timeout=10)
-            elapsed = time.monotonic() - start
+                UrllibJsonTransport(max_response_bytes=MB).post_json(server.url, {}, timeout=60)
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
-        time.sleep(0.2)
+        # Whatever the client read, the server wrote first: a client that kept reading would
+        # have made this the full 200 MB.
         sent = server.bytes_sent
     assert peak < 8 * MB
-    assert elapsed < 2.0
     assert sent < 50 * MB
     assert "max_response_bytes=1048576" in str(caught.value)
 
