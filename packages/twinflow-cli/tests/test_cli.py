@@ -172,7 +172,9 @@ def test_run_verify_tamper_and_replay_in_both_modes(project: Path) -> None:
     verify = twinflow("verify", str(trace), "--json", cwd=project)
     assert (0, True) == (verify.returncode, json.loads(verify.stdout)["ok"])
     for mode in ("recorded", "live"):
-        replayed = twinflow("replay", str(trace), "--spec", "spec.yaml", "--mode", mode, cwd=project)
+        replayed = twinflow(
+            "replay", str(trace), "--spec", "spec.yaml", "--mode", mode, cwd=project
+        )
         assert 0 == replayed.returncode, replayed.stderr
 
     # Change the tool's code: live replay runs it again and diverges; recorded does not.

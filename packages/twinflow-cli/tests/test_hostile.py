@@ -274,3 +274,64 @@ def test_a_key_in_the_url_is_refused_pointing_at_api_key_env(
     assert 2 == result.returncode
     assert "api_key_env" in result.stderr
     assert (False, False) == (KEY in result.stderr, (tmp_path / "out").exists())
+
+
+DEEP = "[" * 5000 + "]" * 5000
+
+
+def deep_content(request: LoopbackRequest) -> LoopbackResponse:
+    """A server whose every reply's content is 5000 nested arrays."""
+    del request
+    message = {"role": "assistant", "content": DEEP}
+    reply = {"model": "hostile", "choices": [{"index": 0, "message": message}]}
+    return LoopbackResponse.json_body(reply)
+
+
+def deep_body(request: LoopbackRequest) -> LoopbackResponse:
+    """A server whose whole answer is 5000 nested arrays."""
+    del request
+    return LoopbackResponse(body=DEEP.encode(), headers=(("Content-Type", "application/json"),))
+
+
+def test_a_model_that_never_gives_a_valid_action_fails_like_any_run(tmp_path: Path) -> None:
+    """Structured-action mode, deep replies: exit 1, the usual summary, every reply in the trace."""
+    (tmp_path / "calc.py").write_text(CALC)
+    with LoopbackServer(deep_content) as hostile:
+        spec = SPEC.format(prompt="add", url=hostile.url, extra="")
+        (tmp_path / "spec.yaml").write_text(spec.replace("mode: native", "mode: structured-action"))
+        result = twinflow("run", "spec.yaml", "--out", "out", cwd=tmp_path)
+    assert 1 == result.returncode, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "InvalidModelReply" in result.stderr and ".attempts" not in result.stderr
+    assert "refused   3 reply(ies)" in result.stdout
+    assert 3 == (tmp_path / "out" / "trace.jsonl").read_text().count(DEEP)
+
+
+def test_a_server_answering_deep_json_is_a_one_line_error(tmp_path: Path) -> None:
+    """A whole answer of 5000 nested arrays: exit 2, one line, no traceback, in both modes."""
+    (tmp_path / "calc.py").write_text(CALC)
+    with LoopbackServer(deep_body) as hostile:
+        for mode in ("native", "structured-action"):
+            spec = SPEC.format(prompt="add", url=hostile.url, extra="")
+            (tmp_path / f"{mode}.yaml").write_text(spec.replace("mode: native", f"mode: {mode}"))
+            result = twinflow("run", f"{mode}.yaml", "--out", mode, cwd=tmp_path)
+            assert (2, 1) == (result.returncode, len(result.stderr.strip().splitlines()))
+            assert "is not JSON" in result.stderr
+
+
+BROKEN = '''
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    raise ValueError("the adder is broken")
+'''
+
+
+def test_a_tool_that_raised_shows_in_the_run_summary(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    """The summary names the tool and its error type."""
+    (tmp_path / "calc.py").write_text(BROKEN)
+    (tmp_path / "spec.yaml").write_text(SPEC.format(prompt="add", url=server.url, extra=""))
+    result = twinflow("run", "spec.yaml", "--out", "out", cwd=tmp_path)
+    assert 0 == result.returncode, result.stderr
+    assert "raised    1: add: ValueError" in result.stdout

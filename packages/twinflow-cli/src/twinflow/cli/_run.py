@@ -30,11 +30,13 @@ from twinflow.agent import (
     FileTraceSink,
     FunctionModel,
     MemoryTraceSink,
+    OutputRejected,
     PolicyDecided,
     ReplayDivergenceError,
     ReplayPorts,
     RunError,
     ToolCalled,
+    ToolReturned,
     Trace,
     replay,
     verify_trace,
@@ -158,6 +160,10 @@ class RunOutcome(BaseModel):
     """Tools that ran, in order."""
     decisions: dict[str, int] = {}
     """Policy decisions by verdict."""
+    tool_errors: list[str] = []
+    """Tools that raised, as ``name: ErrorType``, in order (the model saw an error result)."""
+    rejected: int = 0
+    """Replies refused (invalid actions or outputs), each recorded in the trace."""
 
 
 def _never_called(request: ModelRequest) -> Message:
@@ -211,13 +217,22 @@ def _execute(
     trace = Trace.load(trace_path)
     decisions: dict[str, int] = {}
     tools: list[str] = []
-    steps = 0
+    tool_errors: list[str] = []
+    called: set[str] = set()
+    steps = rejected = 0
     for event in trace.events:
         body = event.body
         if isinstance(body, PolicyDecided):
             decisions[body.decision] = decisions.get(body.decision, 0) + 1
         elif isinstance(body, ToolCalled):
             tools.append(body.tool)
+            called.add(body.call_id)
+        elif isinstance(body, ToolReturned) and body.error_type is not None:
+            # A denied call has no tool_called event; an error after one is the tool raising.
+            if body.result.call_id in called:
+                tool_errors.append(f"{body.result.name}: {body.error_type}")
+        elif isinstance(body, OutputRejected):
+            rejected += 1
         elif body.kind == "model_responded":
             steps += 1
     if isinstance(output, BaseModel):
@@ -231,6 +246,8 @@ def _execute(
         steps=steps,
         tool_calls=tools,
         decisions=decisions,
+        tool_errors=tool_errors,
+        rejected=rejected,
     )
 
 
@@ -265,9 +282,7 @@ def _replay_spec(
     return spec
 
 
-def _replay_file(
-    trace_path: Path, spec_of: Callable[[], RunSpec], mode: str
-) -> dict[str, Any]:
+def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) -> dict[str, Any]:
     # The trace is read and checked before the spec: an unreadable trace imports nothing.
     data = read_trace_bytes(trace_path)
     trace = parse_trace(trace_path, data)
@@ -342,6 +357,10 @@ def _print_outcome(outcome: RunOutcome, out: Output) -> None:
     tools = ", ".join(outcome.tool_calls) or "none"
     out.line(f"  steps     {outcome.steps} model requests")
     out.line(f"  tools     {len(outcome.tool_calls)} call(s): {tools}")
+    if outcome.tool_errors:
+        out.line(f"  raised    {len(outcome.tool_errors)}: {', '.join(outcome.tool_errors)}")
+    if outcome.rejected:
+        out.line(f"  refused   {outcome.rejected} reply(ies) (output_rejected events in the trace)")
     out.line(f"  policy    {allow + deny} decision(s): {allow} allowed, {deny} denied")
     if outcome.error is None:
         out.line(f"  answer    {json.dumps(outcome.output, sort_keys=True)}")
