@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from twinflow.agent import Agent, Policy, TraceSink
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._spec import ModelSpec, RunSpec, SpecError, load_tools, resolve_dotted
+from twinflow.eval import RunIdentity
 from twinflow.kernel import (
     Clock,
     Ids,
@@ -25,9 +26,10 @@ from twinflow.kernel import (
     Transport,
     UrllibJsonTransport,
     free_port,
+    redact_url,
 )
 from twinflow.local_model import OllamaChatModel, OpenAICompatibleChatModel
-from twinflow.vocab import ChatModel, ModelSettings
+from twinflow.vocab import ChatModel, ModelSettings, digest
 
 __all__ = [
     "EMBEDDED",
@@ -37,6 +39,7 @@ __all__ = [
     "embedded_server",
     "model_base_url",
     "output_type_of",
+    "run_identity",
 ]
 
 EMBEDDED = "embedded"
@@ -50,6 +53,16 @@ def build_transport(spec: ModelSpec) -> UrllibJsonTransport:
         UserError: ``api_key_env`` names an unset variable.
     """
     return UrllibJsonTransport(api_key_env=spec.api_key_env)
+
+
+def run_identity(spec: RunSpec) -> RunIdentity:
+    """What an eval run's ``run.json`` records of the spec: its digest and the model's identity."""
+    m = spec.model
+    url = m.url if m.url == EMBEDDED else redact_url(m.url)
+    return RunIdentity(
+        spec_digest=digest(spec),
+        model=f"{m.kind} {m.dialect} {url} name={m.name} mode={m.mode}",
+    )
 
 
 def build_model(spec: ModelSpec, transport: Transport, ids: Ids) -> ChatModel:
