@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -98,6 +100,28 @@ def test_a_failed_write_names_the_file(tmp_path: Path) -> None:
     finally:
         locked.chmod(0o700)
     assert str(locked / "spec.yaml") in str(caught.value)
+
+
+def test_a_write_past_the_file_size_limit_names_the_file_and_leaves_nothing(tmp_path: Path) -> None:
+    """A write the system refuses part way (here RLIMIT_FSIZE, as a full disk would) names the file."""
+    script = f"""
+import resource, signal
+from twinflow.kernel import FileWriteError, write_new
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+try:
+    write_new({str(tmp_path / "big.json")!r}, b"x" * 100_000)
+except FileWriteError as exc:
+    print(exc.filename)
+    print(exc)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    filename, message = done.stdout.splitlines()
+    assert str(tmp_path / "big.json") == filename
+    assert message.startswith(f"{tmp_path / 'big.json'}: cannot write it")
+    assert [] == os.listdir(tmp_path)
 
 
 def test_racing_writers_get_one_winner_each_complete(tmp_path: Path) -> None:

@@ -60,6 +60,7 @@ from twinflow.cli._wiring import (
 )
 from twinflow.kernel import (
     NondeterminismError,
+    PlantedLinkError,
     SystemClock,
     SystemIds,
     TargetExistsError,
@@ -118,6 +119,12 @@ def claim_run_files(directory: Path, spec_text: str) -> tuple[Path, Path]:
         PlantedLinkError: the directory, or a name in it, is a symbolic link.
         UserError: the directory holds an absurd number of runs.
     """
+    if directory.is_symlink():
+        raise PlantedLinkError(
+            f"{directory} is a symbolic link; a run is not written through it: remove the link, "
+            "or name the real directory with --out",
+            path=directory,
+        )
     directory.mkdir(parents=True, exist_ok=True)
     for n in itertools.count():
         if n >= _MAX_RUNS_PER_DIRECTORY:
