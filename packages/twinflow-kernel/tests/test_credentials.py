@@ -6,6 +6,8 @@ import pytest
 
 from twinflow.kernel import (
     ConnectError,
+    HTTPStatusError,
+    LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
     UrllibJsonTransport,
@@ -84,3 +86,24 @@ def test_the_transport_refuses_userinfo_and_hides_a_query_key() -> None:
     assert KEY not in str(caught.value)
     assert KEY not in caught.value.url
     assert f"http://127.0.0.1:{port}/v1?***" == caught.value.url
+
+
+def test_a_server_echoing_the_key_does_not_put_it_in_the_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 401 body quoting the Authorization header: the message and excerpt show *** instead."""
+    monkeypatch.setenv("TWINFLOW_TEST_KEY", KEY)
+
+    def echo_auth(request: LoopbackRequest) -> LoopbackResponse:
+        auth = dict((k.lower(), v) for k, v in request.headers)["authorization"]
+        return LoopbackResponse(status=401, body=f"bad token {auth}".encode())
+
+    with LoopbackServer(echo_auth) as server:
+        transport = UrllibJsonTransport(api_key_env="TWINFLOW_TEST_KEY")
+        try:
+            with pytest.raises(HTTPStatusError) as caught:
+                transport.post_json(server.url_for("/v1"), {}, timeout=10)
+        finally:
+            transport.close()
+    assert (False, False) == (KEY in str(caught.value), KEY in caught.value.body_excerpt)
+    assert "bad token Bearer ***" in caught.value.body_excerpt

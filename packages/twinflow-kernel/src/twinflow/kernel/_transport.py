@@ -46,6 +46,13 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _scrub(error: TransportError, secret: str) -> None:
+    """Replace ``secret`` in the error's message and body excerpt, in place."""
+    error.args = tuple(a.replace(secret, "***") if isinstance(a, str) else a for a in error.args)
+    if isinstance(error, HTTPStatusError):
+        error.body_excerpt = error.body_excerpt.replace(secret, "***")
+
+
 def _map_os_error(url: str, error: BaseException, deadline: Deadline, phase: str) -> TransportError:
     """Map a low-level failure to the transport error that says what to do."""
     parsed = urllib.parse.urlsplit(url)
@@ -160,6 +167,9 @@ class UrllibJsonTransport:
             **(headers or {}),
             **api_key_headers(api_key_env),
         }
+        # A server may echo the key back (a 401 body quoting the header): never into a message.
+        auth = self._headers.get("Authorization", "")
+        self._secret = auth.split(" ", 1)[1] if auth.startswith("Bearer ") else None
         self._ssl_context: ssl.SSLContext | None = None
         self._pool = ConnectionPool()
         self._closed = False
@@ -195,8 +205,14 @@ class UrllibJsonTransport:
             raise UserError(
                 f"the body for {shown} is not JSON ({error}): pass JSON values only"
             ) from error
-        payload = data.encode("utf-8")
-        deadline = Deadline(timeout)
+        try:
+            return self._post(url, data.encode("utf-8"), Deadline(timeout))
+        except TransportError as error:
+            if self._secret is not None:
+                _scrub(error, self._secret)
+            raise
+
+    def _post(self, url: str, payload: bytes, deadline: Deadline) -> JsonValue:
         for _hop in range(self._max_redirects + 1):
             origin, target = self._check_url(url)
             # Messages and errors name the URL without userinfo or query (they may hold a key).
