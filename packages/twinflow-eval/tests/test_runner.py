@@ -188,16 +188,18 @@ def test_resuming_with_another_spec_or_model_is_refused_naming_both(
     assert 2 == run_eval(dataset(2), factory(), tmp_path, clock=CLOCK, identity=first).summary.total
 
 
-def test_eval_files_refuse_a_planted_link(tmp_path: Path) -> None:
-    """results.json planted as a link: the run is refused and the link's target is untouched."""
+@pytest.mark.parametrize("name", ["results.json", "run.json", "lab-notes.md", "cases/c0@1.json"])
+def test_eval_files_refuse_a_planted_link(tmp_path: Path, name: str) -> None:
+    """A link planted at a name the run writes: refused before any file is written, target untouched."""
     victim = tmp_path / "victim"
     victim.write_text("precious")
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "results.json").symlink_to(victim)
+    (out / "cases").mkdir(parents=True)
+    (out / name).symlink_to(victim)
     with pytest.raises(PlantedLinkError):
         run_eval(dataset(2), factory(), out, clock=CLOCK)
     assert "precious" == victim.read_text()
+    assert [name] == [str(p.relative_to(out)) for p in out.rglob("*") if not p.is_dir()]
 
 
 def test_an_unreachable_model_aborts_and_keeps_finished_cases(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ so one directory never mixes two configurations' results.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -30,7 +31,7 @@ from twinflow.agent import Checkpoint
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunDirError, ShardError
 from twinflow.eval._scorers import Score
-from twinflow.kernel import write_replace
+from twinflow.kernel import PlantedLinkError, write_replace
 
 __all__ = [
     "CaseResult",
@@ -42,6 +43,7 @@ __all__ = [
     "Summary",
     "case_key",
     "read_json_model",
+    "refuse_planted_links",
     "select_keys",
     "write_atomic",
 ]
@@ -232,6 +234,39 @@ class EvalResults(_Frozen):
 
 def _short(value: str | None) -> str:
     return "not recorded" if value is None else value[:12]
+
+
+RUN_FILES = ("run.json", "results.json", "rescore.json", "lab-notes.md", "lab-notes.html")
+"""The fixed names a run directory holds besides ``traces/`` and ``cases/``."""
+
+
+def refuse_planted_links(run_dir: Path) -> None:
+    """Refuse a run directory in which any name twinflow writes is a symbolic link.
+
+    Checked before a run writes anything, so a refused run changes no file; each write also
+    refuses a link on its own (`write_replace`), which covers a link planted mid-run.
+
+    Raises:
+        PlantedLinkError: naming the first link found.
+    """
+    for path in (run_dir, *(run_dir / n for n in ("traces", "cases", *RUN_FILES))):
+        if path.is_symlink():
+            raise PlantedLinkError(
+                f"{path} is a symbolic link; the run writes nothing through it: remove the "
+                "link, or pick a new --out directory",
+                path=path,
+            )
+    for sub in ("traces", "cases"):
+        if not (run_dir / sub).is_dir():
+            continue
+        with os.scandir(run_dir / sub) as entries:
+            planted = next((e.path for e in entries if e.is_symlink()), None)
+        if planted is not None:
+            raise PlantedLinkError(
+                f"{planted} is a symbolic link; the run writes nothing through it: remove the "
+                "link, or pick a new --out directory",
+                path=planted,
+            )
 
 
 def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:

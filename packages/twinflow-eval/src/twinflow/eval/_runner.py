@@ -31,6 +31,7 @@ from twinflow.eval._results import (
     Shard,
     Summary,
     read_json_model,
+    refuse_planted_links,
     select_keys,
     write_atomic,
 )
@@ -147,6 +148,7 @@ def importable(directories: Sequence[str]) -> Iterator[None]:
 
 
 def _prepare(out: Path, manifest: RunManifest) -> None:
+    refuse_planted_links(out)
     (out / "traces").mkdir(parents=True, exist_ok=True)
     (out / "cases").mkdir(exist_ok=True)
     path = out / "run.json"
