@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from twinflow.cli._run import claim_run_files, spec_beside
+from twinflow.cli._spec import SpecError, load_spec
 from twinflow.kernel import PlantedLinkError
 
 
@@ -66,3 +67,23 @@ def test_an_out_directory_that_is_a_link_is_refused(tmp_path: Path) -> None:
 def test_the_spec_beside_a_trace_is_its_pair(tmp_path: Path, trace: str, spec: str) -> None:
     """replay --trust-spec reads the spec written with that trace."""
     assert tmp_path / spec == spec_beside(tmp_path / trace)
+
+
+def test_a_hostile_spec_is_a_spec_error_not_a_hang_or_traceback(tmp_path: Path) -> None:
+    """A billion-laughs spec, 5000-deep nesting and an endless file are each a one-line SpecError."""
+    laughs = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
+    for previous, name in zip("abcdefgh", "bcdefghi", strict=True):
+        laughs += f"{name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]\n"
+    cases = {
+        "laughs": (laughs + "tools: *i\n", "expands to more than 100000 YAML nodes"),
+        "deep": ("prompt: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+        "wide": ("prompt: x\n" + "#" * (2 * 1024 * 1024) + "\n", "over the limit of 1048576"),
+    }
+    for name, (text, reason) in cases.items():
+        (tmp_path / f"{name}.yaml").write_text(text)
+        with pytest.raises(SpecError) as caught:
+            load_spec(tmp_path / f"{name}.yaml")
+        assert reason in str(caught.value), name
+    with pytest.raises(SpecError) as endless:
+        load_spec(Path("/dev/zero"))
+    assert "over the limit" in str(endless.value)

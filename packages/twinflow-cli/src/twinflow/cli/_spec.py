@@ -235,6 +235,35 @@ def _describe(error: Any, root: yaml.Node | None, source: str) -> str:
     return f"{where}: {dotted}: {message}"
 
 
+MAX_SPEC_CHARS = 1024 * 1024
+"""Largest run spec read (a spec may come with a received trace: it is untrusted input)."""
+MAX_SPEC_DEPTH = 32
+"""Deepest nesting of a spec's YAML."""
+MAX_SPEC_NODES = 100_000
+"""Most YAML nodes a spec expands to, aliases followed (a billion-laughs spec stops here)."""
+
+
+def _check_nodes(root: yaml.Node | None, path: str) -> None:
+    """Refuse a spec nested deeper than `MAX_SPEC_DEPTH` or expanding past `MAX_SPEC_NODES`."""
+    stack: list[tuple[yaml.Node, int]] = [] if root is None else [(root, 1)]
+    seen = 0
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        if seen > MAX_SPEC_NODES:
+            raise SpecError(
+                f"{path}: expands to more than {MAX_SPEC_NODES} YAML nodes (aliases included)"
+            )
+        if depth > MAX_SPEC_DEPTH:
+            line = node.start_mark.line + 1
+            raise SpecError(f"{path}:{line}: nested deeper than {MAX_SPEC_DEPTH} levels")
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack.extend(((key, depth + 1), (value, depth + 1)))
+
+
 def load_spec(path: Path) -> RunSpec:
     """Read and validate a run spec file; its modules are imported from its directory.
 
@@ -251,7 +280,10 @@ def read_spec_text(path: Path) -> str:
         SpecError: the file is missing or unreadable.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            # Bounded: a spec may be hostile (a huge file, /dev/zero); parse_spec refuses the rest.
+            data = file.read(4 * MAX_SPEC_CHARS + 1)
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise SpecError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -270,11 +302,18 @@ def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec
     Raises:
         SpecError: naming the file, line and key of the first problem (and listing the rest).
     """
+    if len(text) > MAX_SPEC_CHARS:
+        raise SpecError(
+            f"{path}: {len(text)} characters, over the limit of {MAX_SPEC_CHARS} for a run spec"
+        )
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
+        _check_nodes(root, path)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}".replace("\n", " ")) from None
+    except RecursionError:
+        raise SpecError(f"{path}: nested too deeply to be a run spec") from None
     if data is None:
         raise SpecError(f"{path}: the spec is empty; it needs at least 'prompt' and 'model'")
     if not isinstance(data, dict):
