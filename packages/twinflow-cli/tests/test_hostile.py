@@ -335,3 +335,31 @@ def test_a_tool_that_raised_shows_in_the_run_summary(
     result = twinflow("run", "spec.yaml", "--out", "out", cwd=tmp_path)
     assert 0 == result.returncode, result.stderr
     assert "raised    1: add: ValueError" in result.stdout
+
+
+def test_module_names_from_a_bundle_are_shown_escaped(bundle: Path) -> None:
+    """A module name carrying a terminal escape is printed escaped, never raw."""
+    spec = (bundle / "spec.yaml").read_text().replace("[calc:add]", '["evil\\e[2J:add"]')
+    (bundle / "spec.yaml").write_text(spec)
+    result = twinflow("replay", "trace.jsonl", cwd=bundle)
+    assert 2 == result.returncode
+    assert ("\x1b" in result.stderr, "would import: 'evil\\x1b[2J'" in result.stderr) == (
+        False,
+        True,
+    )
+
+
+def test_an_unset_api_key_variable_is_refused_before_any_file(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    """api_key_env naming an unset variable: exit 2 naming it, and no run directory is made."""
+    (tmp_path / "calc.py").write_text(CALC)
+    extra = "  api_key_env: TWINFLOW_SURELY_UNSET_KEY\n"
+    spec = SPEC.format(prompt="add", url=server.url, extra="")
+    (tmp_path / "spec.yaml").write_text(
+        spec.replace("  mode: native\n", "  mode: native\n" + extra)
+    )
+    result = twinflow("run", "spec.yaml", "--out", "out", cwd=tmp_path)
+    assert 2 == result.returncode
+    assert "TWINFLOW_SURELY_UNSET_KEY" in result.stderr
+    assert not (tmp_path / "out").exists()

@@ -269,8 +269,8 @@ def _replay_spec(
         hint = ""
         if beside.is_file():
             with contextlib.suppress(UserError):
-                modules = spec_modules(parse_spec(beside.read_text(encoding="utf-8"), str(beside)))
-                hint = f" ({beside} would import: {', '.join(modules) or 'nothing'})"
+                modules = spec_modules(parse_spec(read_spec_text(beside), str(beside)))
+                hint = f" ({beside} would import: {_names(modules)})"
         raise UserError(
             f"{trace_path}: name the spec to rebuild the agent from with --spec PATH (one you "
             f"trust: replay imports the tools and output model it names), or pass --trust-spec "
@@ -281,12 +281,18 @@ def _replay_spec(
     spec = load_spec(beside)
     modules = spec_modules(spec)
     out.line(
-        f"--trust-spec: rebuilding from {beside}, importing "
-        f"{', '.join(modules) or 'no modules'} (from {spec.code_dir} first)"
+        f"--trust-spec: rebuilding from {beside}, importing {_names(modules)} "
+        f"(from {spec.code_dir} first)"
     )
     if out.as_json:
-        print(f"twinflow replay: importing {', '.join(modules) or 'no modules'}", file=sys.stderr)
+        print(f"twinflow replay: importing {_names(modules)}", file=sys.stderr)
     return spec
+
+
+def _names(modules: tuple[str, ...]) -> str:
+    """Module names as they may be shown on a terminal (a hostile name is shown escaped)."""
+    shown = [m if all(p.isidentifier() for p in m.split(".")) else ascii(m) for m in modules]
+    return ", ".join(shown) or "nothing"
 
 
 def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) -> dict[str, Any]:
