@@ -44,6 +44,7 @@ PUBLIC = {
     "OutputAccepted",
     "OutputRejected",
     "OutputValidationFailed",
+    "InvalidModelReply",
     "PolicyDecided",
     "PolicyRecord",
     "Problem",

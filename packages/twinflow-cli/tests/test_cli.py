@@ -172,12 +172,16 @@ def test_run_verify_tamper_and_replay_in_both_modes(project: Path) -> None:
     verify = twinflow("verify", str(trace), "--json", cwd=project)
     assert (0, True) == (verify.returncode, json.loads(verify.stdout)["ok"])
     for mode in ("recorded", "live"):
-        replayed = twinflow("replay", str(trace), "--mode", mode, cwd=project)
+        replayed = twinflow(
+            "replay", str(trace), "--spec", "spec.yaml", "--mode", mode, cwd=project
+        )
         assert 0 == replayed.returncode, replayed.stderr
 
     # Change the tool's code: live replay runs it again and diverges; recorded does not.
     (project / "calc.py").write_text(CALC.replace("a + b", "a + b + 1"))
-    live = twinflow("replay", str(trace), "--mode", "live", "--json", cwd=project)
+    live = twinflow(
+        "replay", str(trace), "--spec", "spec.yaml", "--mode", "live", "--json", cwd=project
+    )
     assert 1 == live.returncode
     payload = json.loads(live.stdout)
     assert ("/body/result/content", "tool_returned") == (
@@ -185,7 +189,8 @@ def test_run_verify_tamper_and_replay_in_both_modes(project: Path) -> None:
         payload["expected"]["body"]["kind"],
     )
     assert f"event {payload['seq']} differs" in one_line(live.stderr)
-    assert 0 == twinflow("replay", str(trace), "--mode", "recorded", cwd=project).returncode
+    recorded = twinflow("replay", str(trace), "--spec", "spec.yaml", cwd=project)
+    assert 0 == recorded.returncode
 
     # Edit one event in place: verify names its sequence number and exits 1.
     lines = trace.read_bytes().splitlines(keepends=True)
@@ -236,7 +241,8 @@ def test_demo_runs_verifies_and_replays_on_the_embedded_model(tmp_path: Path) ->
     trace = tmp_path / "demo" / "trace.jsonl"
     assert 0 == twinflow("verify", str(trace), cwd=tmp_path).returncode
     for mode in ("recorded", "live"):
-        assert 0 == twinflow("replay", str(trace), "--mode", mode, cwd=tmp_path).returncode
+        replayed = twinflow("replay", str(trace), "--trust-spec", "--mode", mode, cwd=tmp_path)
+        assert 0 == replayed.returncode, replayed.stderr
 
 
 def test_a_spec_usage_error_changes_no_file_in_the_run_directory(project: Path) -> None:

@@ -6,7 +6,7 @@ EXPECTED = {
     "AgentFactory", "Case", "CaseResult", "CaseStatus", "Comparison", "Custom", "Dataset",
     "DatasetError", "EvalError", "EvalResults", "ExactMatch", "ExpectedCall", "FieldMatch",
     "NoDeniedCalls", "NumericTolerance", "Observation", "Progress", "RunAborted", "RunDirError",
-    "RunManifest", "SchemaValid", "Score", "ScorerError", "ScorerSpec", "Shard", "ShardError",
+    "RunIdentity", "RunManifest", "SchemaValid", "Score", "ScorerError", "ScorerSpec", "Shard", "ShardError",
     "Summary", "ToolCallRecord", "ToolCalls", "case_key", "compare_results", "compare_runs",
     "load_dataset", "load_run", "matches", "mcnemar_exact", "merge_runs", "observe",
     "render_html", "render_markdown", "rescore", "run_eval", "score_all", "score_trace",

@@ -17,6 +17,7 @@ from twinflow.eval import (
     Case,
     RunAborted,
     RunDirError,
+    RunIdentity,
     Shard,
     ShardError,
     Summary,
@@ -30,6 +31,7 @@ from twinflow.eval import (
 )
 from twinflow.kernel import (
     ConnectError,
+    PlantedLinkError,
     SteppingClock,
     SubprocessLauncher,
     ThreadExecutor,
@@ -153,8 +155,51 @@ def test_a_killed_run_resumes_without_rerunning_finished_cases(tmp_path: Path) -
 def test_a_run_directory_of_another_dataset_is_refused(tmp_path: Path) -> None:
     """Resuming into a directory holding another dataset's run is a usage error."""
     run_eval(dataset(2), factory(), tmp_path, clock=CLOCK)
-    with pytest.raises(RunDirError, match="another dataset or shard"):
+    with pytest.raises(RunDirError, match="another dataset"):
         run_eval(dataset(3), factory(), tmp_path, clock=CLOCK)
+
+
+@pytest.mark.parametrize(
+    ("changed", "named"),
+    [
+        (
+            RunIdentity(spec_digest="b" * 64, model="m"),
+            "another spec (recorded: aaaaaaaaaaaa; this run: bbbbbbbbbbbb)",
+        ),
+        (
+            RunIdentity(spec_digest="a" * 64, model="other"),
+            "another model (recorded: m; this run: other)",
+        ),
+        (None, "another spec (recorded: aaaaaaaaaaaa; this run: not recorded)"),
+    ],
+)
+def test_resuming_with_another_spec_or_model_is_refused_naming_both(
+    tmp_path: Path, changed: RunIdentity | None, named: str
+) -> None:
+    """run.json records the spec digest and the model; a resume with another one is refused."""
+    first = RunIdentity(spec_digest="a" * 64, model="m")
+    run_eval(dataset(2), factory(), tmp_path, clock=CLOCK, identity=first)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    with pytest.raises(RunDirError) as caught:
+        run_eval(dataset(2), factory(), tmp_path, clock=CLOCK, identity=changed)
+    assert named in str(caught.value)
+    assert before == {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    # The same identity resumes (nothing left to run).
+    assert 2 == run_eval(dataset(2), factory(), tmp_path, clock=CLOCK, identity=first).summary.total
+
+
+@pytest.mark.parametrize("name", ["results.json", "run.json", "lab-notes.md", "cases/c0@1.json"])
+def test_eval_files_refuse_a_planted_link(tmp_path: Path, name: str) -> None:
+    """A link planted at a name the run writes: refused before any file is written, target untouched."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    out = tmp_path / "out"
+    (out / "cases").mkdir(parents=True)
+    (out / name).symlink_to(victim)
+    with pytest.raises(PlantedLinkError):
+        run_eval(dataset(2), factory(), out, clock=CLOCK)
+    assert "precious" == victim.read_text()
+    assert [name] == [str(p.relative_to(out)) for p in out.rglob("*") if not p.is_dir()]
 
 
 def test_an_unreachable_model_aborts_and_keeps_finished_cases(tmp_path: Path) -> None:

@@ -3,6 +3,14 @@
 import twinflow.kernel
 
 EXPECTED = {
+    "FileWriteError",
+    "PlantedLinkError",
+    "TargetExistsError",
+    "api_key_headers",
+    "check_endpoint_url",
+    "redact_url",
+    "write_new",
+    "write_replace",
     "ProcessResult",
     "run_process",
     "GUARDED_ENTRY_POINTS",

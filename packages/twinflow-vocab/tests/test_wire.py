@@ -177,6 +177,7 @@ def test_exports() -> None:
         "from_anthropic", "from_ollama_messages", "from_openai_messages", "ollama_chat_request",
         "to_anthropic", "to_anthropic_tools", "to_ollama_messages", "to_ollama_tools",
         "to_openai_messages", "to_openai_tools",
+        "DEFAULT_JSON_LIMITS", "JsonLimits", "check_json", "read_json_text",
     }  # fmt: skip
     assert expected == set(module.__all__)
 

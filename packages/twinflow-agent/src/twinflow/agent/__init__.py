@@ -4,6 +4,7 @@ from twinflow.agent._agent import Agent, RunResult, UsageLimits
 from twinflow.agent._errors import (
     AgentConfigError,
     AgentError,
+    InvalidModelReply,
     InvalidProofError,
     MaxStepsExceeded,
     OutputValidationFailed,
@@ -103,6 +104,7 @@ __all__ = [
     "FsyncPolicy",
     "FunctionModel",
     "InclusionProof",
+    "InvalidModelReply",
     "InvalidProofError",
     "MaxStepsExceeded",
     "MemoryTraceSink",

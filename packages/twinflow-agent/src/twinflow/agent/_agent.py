@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from twinflow.agent._errors import (
     AgentConfigError,
+    InvalidModelReply,
     MaxStepsExceeded,
     OutputValidationFailed,
     UsageLimitExceeded,
@@ -47,6 +48,7 @@ from twinflow.vocab import (
     StructuredOutputAdapter,
     StructuredOutputError,
     StructuredPart,
+    ToolCallPart,
     ToolSpec,
     Transcript,
     Usage,
@@ -98,6 +100,7 @@ class _Run:
     """Mutable state of one run."""
 
     __slots__ = (
+        "call_ids",
         "chain",
         "offered",
         "requests",
@@ -113,6 +116,7 @@ class _Run:
         self.run_id = run_id
         self.transcript = transcript
         self.chain = MessageChain()
+        self.call_ids: set[str] = set()
         self.offered: tuple[ToolSpec, ...] = ()
         self.sent = 0
         self.step = 0
@@ -329,6 +333,7 @@ class Agent(Generic[OutputT]):
             if not calls:
                 state.transcript = state.transcript.append(response.message)
                 return self._finish(state, response)
+            self._check_call_ids(state, calls)
             results = tuple(runner.run(call) for call in calls)
             # One append per step (the reply and its results): one copy of the messages tuple.
             state.transcript = state.transcript.append(
@@ -365,7 +370,10 @@ class Agent(Generic[OutputT]):
             output_schema=self._schema,
             settings=self.settings,
         )
-        response = self.model.request(request)
+        try:
+            response = self.model.request(request)
+        except StructuredOutputError as exc:
+            raise self._no_valid_reply(state, exc) from exc
         self._emit(ModelResponded(step=state.step, response=response))
         state.requests += 1
         state.usage_in += response.usage.input_tokens
@@ -374,6 +382,18 @@ class Agent(Generic[OutputT]):
         if append:
             state.transcript = state.transcript.append(response.message)
         return response
+
+    @staticmethod
+    def _check_call_ids(state: _Run, calls: Sequence[ToolCallPart]) -> None:
+        """Refuse a reply reusing a tool-call id, before any of its tools runs."""
+        for call in calls:
+            if call.id in state.call_ids:
+                raise InvalidModelReply(
+                    f"run {state.run_id}: the model's reply at step {state.step} calls "
+                    f"{call.name!r} with id {call.id!r}, an id already used in this run; no tool "
+                    "of that reply ran. Tool-call ids must be unique: fix the model adapter"
+                )
+            state.call_ids.add(call.id)
 
     def _offer_digest(self, offered: tuple[ToolSpec, ...]) -> str:
         names = tuple(spec.name for spec in offered)
@@ -393,6 +413,24 @@ class Agent(Generic[OutputT]):
             recorded: Gives the recorded `ToolReturned` for each call; None to run tools again.
         """
         self._recorded_results = recorded
+
+    def _no_valid_reply(self, state: _Run, exc: StructuredOutputError) -> InvalidModelReply:
+        """Record every refused reply, then the run's error: one failure path with the others."""
+        for attempt in exc.attempts:
+            self._emit(
+                OutputRejected(
+                    attempt=attempt.number,
+                    emission=attempt.emission,
+                    error=attempt.error or "refused",
+                )
+            )
+        last = exc.attempts[-1].error if exc.attempts else None
+        return InvalidModelReply(
+            f"run {state.run_id}: the model never produced a valid action at step {state.step} "
+            f"in {len(exc.attempts)} attempt(s); last error: {last}. Every reply is in the trace "
+            "(output_rejected events); offer fewer or simpler tools, or use a stronger model",
+            exc.attempts,
+        )
 
     def _check_limits(self, state: _Run) -> None:
         limits = self.usage_limits

@@ -8,7 +8,9 @@
         ├── RunError                                 a run ended without an output
         │   ├── MaxStepsExceeded
         │   ├── UsageLimitExceeded
-        │   └── OutputValidationFailed               structured output still invalid after the last attempt
+        │   ├── OutputValidationFailed               structured output still invalid after the last attempt
+        │   └── InvalidModelReply                    a reply the loop cannot act on (no valid action,
+        │                                            a repeated tool-call id); no tool of it ran
         └── TraceError
             ├── TraceExistsError(TraceError, FileExistsError)   refusing to write over a trace file
             ├── TraceCorruptError                    a trace that does not verify was read as events
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from twinflow.vocab import TwinflowError, UserError
+from twinflow.vocab import Attempt, TwinflowError, UserError
 
 if TYPE_CHECKING:
     from twinflow.agent._verify import VerificationReport
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentConfigError",
     "AgentError",
+    "InvalidModelReply",
     "InvalidProofError",
     "MaxStepsExceeded",
     "OutputValidationFailed",
@@ -66,6 +69,17 @@ class UsageLimitExceeded(RunError):
 
 class OutputValidationFailed(RunError):
     """The structured output did not validate within the allowed attempts."""
+
+
+class InvalidModelReply(RunError):
+    """The model's reply cannot be acted on: no valid action within its attempts, or a tool
+    call that repeats an id. Nothing of it ran; ``attempts`` holds the refused replies (each is
+    also an ``output_rejected`` event in the trace)."""
+
+    def __init__(self, message: str, attempts: tuple[Attempt, ...] = ()) -> None:
+        """Carry the refused attempts along with the message."""
+        super().__init__(message)
+        self.attempts = attempts
 
 
 class TraceError(AgentError):

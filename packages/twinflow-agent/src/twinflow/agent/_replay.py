@@ -28,9 +28,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from twinflow.agent._errors import AgentError, RunError
+from twinflow.agent._errors import AgentError, InvalidModelReply, RunError
 from twinflow.agent._events import (
+    ModelRequested,
     ModelResponded,
+    OutputRejected,
     RunFailed,
     RunStarted,
     ToolCalled,
@@ -41,11 +43,13 @@ from twinflow.agent._trace import EVENT_INFIX, LINE_PREFIX
 from twinflow.agent._verify import Trace
 from twinflow.kernel import NondeterminismError, nondeterminism_guard
 from twinflow.vocab import (
+    Attempt,
     CallId,
     Difference,
     ModelRequest,
     ModelResponse,
     RunId,
+    StructuredOutputError,
     ToolCallPart,
     diff,
 )
@@ -200,16 +204,27 @@ class _ReplayIds:
 class _ReplayModel:
     """Serves the recorded model responses in order; re-raises a recorded model failure."""
 
-    def __init__(self, label: str, responses: list[ModelResponse], failure: RunFailed | None):
+    def __init__(
+        self,
+        label: str,
+        responses: list[ModelResponse],
+        failure: RunFailed | None,
+        refused: tuple[Attempt, ...] = (),
+    ):
         self.trace_label = label
         self._responses = iter(responses)
         self._failure = failure
+        self._refused = refused
 
     def request(self, request: ModelRequest) -> ModelResponse:
         del request  # compared as the model_requested event the agent wrote just before
         response = next(self._responses, None)
         if response is not None:
             return response
+        if self._failure is not None and self._refused:
+            # The recorded model never gave a valid action: refuse with the recorded replies,
+            # so the agent records them (and fails) exactly as it did.
+            raise StructuredOutputError("recorded refusals", attempts=self._refused)
         if self._failure is not None:
             # The recorded run failed here (a transport error, say): fail the same way, with
             # the recorded type name and message, so the run_failed events match.
@@ -253,6 +268,24 @@ class ReplayPorts:
         """The comparing trace sink."""
         self.prompt = prompt
         """The recorded prompt (the harness runs the agent on it)."""
+
+
+def _refused_replies(
+    events: tuple[TraceEvent, ...], failed: RunFailed | None
+) -> tuple[Attempt, ...]:
+    """The replies a model refused as its last request, when that is why the run failed."""
+    if failed is None or failed.error_type != InvalidModelReply.__name__:
+        return ()
+    refused: list[Attempt] = []
+    for event in reversed(events[:-1]):
+        body = event.body
+        if isinstance(body, OutputRejected):
+            refused.append(Attempt(number=body.attempt, emission=body.emission, error=body.error))
+        elif isinstance(body, ModelRequested):
+            return tuple(reversed(refused))
+        else:
+            return ()
+    return ()
 
 
 def _recorded_tool_results(events: tuple[TraceEvent, ...]) -> list[ToolReturned]:
@@ -312,6 +345,7 @@ def replay(
             started.config.model,
             [e.body.response for e in events if isinstance(e.body, ModelResponded)],
             failed,
+            _refused_replies(events, failed),
         ),
         clock=_ReplayClock([event.at for event in events]),
         ids=_ReplayIds(started.run_id, list(_call_ids(events))),

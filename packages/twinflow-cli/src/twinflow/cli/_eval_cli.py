@@ -22,7 +22,13 @@ from typing import Any
 from twinflow.agent import Agent, TraceSink
 from twinflow.cli._main import EXIT_OK, CheckFailed, Output
 from twinflow.cli._spec import RunSpec, load_spec, load_tools
-from twinflow.cli._wiring import build_agent, build_model, model_base_url
+from twinflow.cli._wiring import (
+    build_agent,
+    build_model,
+    build_transport,
+    model_base_url,
+    run_identity,
+)
 from twinflow.eval import (
     Case,
     EvalResults,
@@ -41,7 +47,6 @@ from twinflow.kernel import (
     SystemClock,
     SystemIds,
     ThreadExecutor,
-    UrllibJsonTransport,
 )
 from twinflow.vocab import UserError
 
@@ -179,7 +184,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     code_dirs = tuple(dict.fromkeys(p.resolve().parent for p in (args.spec, args.dataset)))
     sys.path[:0] = [str(d) for d in code_dirs]
     tools = load_tools(spec)
-    transport = UrllibJsonTransport()
+    transport = build_transport(spec.model)
     clock, ids = SystemClock(), SystemIds()
     with _model_url(spec, args.out) as wired:
 
@@ -198,6 +203,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             prompt=_render(wired),
             progress=_progress,
             code_dirs=code_dirs,
+            identity=run_identity(spec),
         )
     transport.close()
     payload = _summary_payload(results, args.out)

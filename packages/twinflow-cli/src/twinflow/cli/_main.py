@@ -121,8 +121,8 @@ def _one_line(exc: BaseException) -> str:
         return f"{exc.filename}: no such file"
     if isinstance(exc, IsADirectoryError) and exc.filename:
         return f"{exc.filename}: is a directory, expected a file"
-    if isinstance(exc, OSError) and exc.filename:
-        return f"{exc.filename}: {exc.strerror or exc}"
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
     return " ".join(str(exc).split())
 
 

@@ -1,14 +1,24 @@
 """``twinflow run``, ``twinflow replay`` and ``twinflow demo``: agents on real adapters.
 
 A run writes two files into its directory: ``trace.jsonl`` (the run, as a verifiable value)
-and ``spec.yaml`` (what it was run with, so ``replay`` can rebuild the same agent).
+and ``spec.yaml`` (what it was run with, so ``replay`` can rebuild the same agent). A later run
+into the same directory, or one running at the same time, takes the next free pair
+``trace.N.jsonl``/``spec.N.yaml``: each pair is claimed by creating its spec exclusively, so no
+file is ever renamed or shared. A run that is refused (a bad spec, a tool that does not import,
+an unset API key) writes nothing.
+
+``replay`` never imports code because a trace came with it: it rebuilds the agent from the spec
+the user names (``--spec``), or from the spec beside the trace only with ``--trust-spec``, after
+printing the modules that spec will import.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,35 +30,58 @@ from twinflow.agent import (
     FileTraceSink,
     FunctionModel,
     MemoryTraceSink,
+    OutputRejected,
     PolicyDecided,
     ReplayDivergenceError,
     ReplayPorts,
     RunError,
     ToolCalled,
+    ToolReturned,
     Trace,
     replay,
     verify_trace,
 )
 from twinflow.cli._commands import parse_trace, read_trace_bytes
 from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output
-from twinflow.cli._spec import RunSpec, load_spec, load_tools, parse_spec
-from twinflow.cli._wiring import EMBEDDED, build_agent, build_model, model_base_url
-from twinflow.kernel import NondeterminismError, SystemClock, SystemIds, UrllibJsonTransport
+from twinflow.cli._spec import (
+    RunSpec,
+    load_spec,
+    load_tools,
+    parse_spec,
+    read_spec_text,
+    spec_modules,
+)
+from twinflow.cli._wiring import (
+    EMBEDDED,
+    build_agent,
+    build_model,
+    build_transport,
+    model_base_url,
+)
+from twinflow.kernel import (
+    NondeterminismError,
+    PlantedLinkError,
+    SystemClock,
+    SystemIds,
+    TargetExistsError,
+    write_new,
+)
 from twinflow.vocab import Message, ModelRequest, UserError
 
 __all__ = [
     "COMMANDS",
     "DEMO_SPEC",
+    "claim_run_files",
     "configure_demo",
     "configure_replay",
     "configure_run",
     "demo",
     "replay_command",
     "run",
+    "spec_beside",
 ]
 
 SPEC_NAME = "spec.yaml"
-TRACE_NAME = "trace.jsonl"
 
 
 class _Phases:
@@ -67,19 +100,52 @@ class _Phases:
             self.seconds[name] = self._clock.monotonic() - start
 
 
-def _fresh_trace_path(directory: Path) -> Path:
-    """``DIR/trace.jsonl``; an earlier trace there is kept, renamed ``trace.N.jsonl``."""
+_MAX_RUNS_PER_DIRECTORY = 100_000
+
+
+def _pair(directory: Path, n: int) -> tuple[Path, Path]:
+    suffix = "" if n == 0 else f".{n}"
+    return directory / f"trace{suffix}.jsonl", directory / f"spec{suffix}.yaml"
+
+
+def claim_run_files(directory: Path, spec_text: str) -> tuple[Path, Path]:
+    """Claim the first free ``(trace, spec)`` pair in ``directory`` and write the spec there.
+
+    The claim is the spec's exclusive creation (`write_new`): of runs racing for one pair,
+    one gets it and the others move on to the next, so each run's trace and spec are its own.
+    The trace path is returned unwritten; the trace sink creates it exclusively.
+
+    Raises:
+        PlantedLinkError: the directory, or a name in it, is a symbolic link.
+        UserError: the directory holds an absurd number of runs.
+    """
+    if directory.is_symlink():
+        raise PlantedLinkError(
+            f"{directory} is a symbolic link; a run is not written through it: remove the link, "
+            "or name the real directory with --out",
+            path=directory,
+        )
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / TRACE_NAME
-    if path.exists():
-        n = 1
-        while (directory / f"trace.{n}.jsonl").exists():
-            n += 1
-        path.rename(directory / f"trace.{n}.jsonl")
-        spec = directory / SPEC_NAME
-        if spec.exists():
-            spec.rename(directory / f"spec.{n}.yaml")
-    return path
+    for n in itertools.count():
+        if n >= _MAX_RUNS_PER_DIRECTORY:
+            raise UserError(f"{directory} holds {n} runs already: pick a new --out directory")
+        trace, spec = _pair(directory, n)
+        if os.path.lexists(trace):
+            continue
+        try:
+            write_new(spec, spec_text.encode("utf-8"))
+        except TargetExistsError:
+            continue
+        return trace, spec
+    raise AssertionError("unreachable")
+
+
+def spec_beside(trace_path: Path) -> Path:
+    """The spec a run wrote with ``trace_path``: ``trace.N.jsonl`` pairs with ``spec.N.yaml``."""
+    name = trace_path.name
+    if name.startswith("trace") and name.endswith(".jsonl"):
+        return trace_path.with_name(f"spec{name[len('trace') : -len('.jsonl')]}.yaml")
+    return trace_path.with_name(SPEC_NAME)
 
 
 class RunOutcome(BaseModel):
@@ -101,6 +167,10 @@ class RunOutcome(BaseModel):
     """Tools that ran, in order."""
     decisions: dict[str, int] = {}
     """Policy decisions by verdict."""
+    tool_errors: list[str] = []
+    """Tools that raised, as ``name: ErrorType``, in order (the model saw an error result)."""
+    rejected: int = 0
+    """Replies refused (invalid actions or outputs), each recorded in the trace."""
 
 
 def _never_called(request: ModelRequest) -> Message:
@@ -111,10 +181,12 @@ def _execute(
     spec: RunSpec, spec_text: str, out_dir: Path, out: Output, phases: _Phases
 ) -> RunOutcome:
     # Build the agent once before touching the run directory, so a usage error in the spec
-    # (a tool that does not import, a policy naming an unknown tool) changes no file.
+    # (a tool that does not import, a policy naming an unknown tool, an unset API key)
+    # changes no file.
     callables = load_tools(spec)
+    transport = build_transport(spec.model)
     if spec.model.url != EMBEDDED:
-        build_model(spec.model, UrllibJsonTransport(), SystemIds())  # checks URL and dialect
+        build_model(spec.model, transport, SystemIds())  # checks URL and dialect
     build_agent(
         spec,
         model=FunctionModel(_never_called),
@@ -123,14 +195,13 @@ def _execute(
         trace=MemoryTraceSink(),
         tools=callables,
     )
-    trace_path = _fresh_trace_path(out_dir)
-    (out_dir / SPEC_NAME).write_text(spec_text, encoding="utf-8")
+    trace_path, _spec_path = claim_run_files(out_dir, spec_text)
     with contextlib.ExitStack() as stack:
+        stack.callback(transport.close)
         loading = spec.model.url == EMBEDDED
         with phases.phase("model load") if loading else contextlib.nullcontext():
             url = stack.enter_context(model_base_url(spec.model.url, out_dir, out.line))
         model_spec = spec.model.model_copy(update={"url": url})
-        transport = UrllibJsonTransport()
         ids = SystemIds()
         model = build_model(model_spec, transport, ids)
         sink = FileTraceSink(trace_path)
@@ -148,43 +219,87 @@ def _execute(
                 error = f"{type(exc).__name__}: {exc}"
             finally:
                 agent.writer.close()
-                transport.close()
+        # The root and size come from this run's own writer, never from re-reading a path.
+        checkpoint = agent.writer.checkpoint()
     trace = Trace.load(trace_path)
     decisions: dict[str, int] = {}
     tools: list[str] = []
-    steps = 0
+    tool_errors: list[str] = []
+    called: set[str] = set()
+    steps = rejected = 0
     for event in trace.events:
         body = event.body
         if isinstance(body, PolicyDecided):
             decisions[body.decision] = decisions.get(body.decision, 0) + 1
         elif isinstance(body, ToolCalled):
             tools.append(body.tool)
+            called.add(body.call_id)
+        elif isinstance(body, ToolReturned) and body.error_type is not None:
+            # A denied call has no tool_called event; an error after one is the tool raising.
+            if body.result.call_id in called:
+                tool_errors.append(f"{body.result.name}: {body.error_type}")
+        elif isinstance(body, OutputRejected):
+            rejected += 1
         elif body.kind == "model_responded":
             steps += 1
     if isinstance(output, BaseModel):
         output = output.model_dump(mode="json")
     return RunOutcome(
         trace=str(trace_path),
-        events=trace.size,
-        root=trace.checkpoint().root,
+        events=checkpoint.size,
+        root=checkpoint.root,
         output=output,
         error=error,
         steps=steps,
         tool_calls=tools,
         decisions=decisions,
+        tool_errors=tool_errors,
+        rejected=rejected,
     )
 
 
-def _replay_file(trace_path: Path, spec_path: Path | None, mode: str) -> dict[str, Any]:
-    data = read_trace_bytes(trace_path)
-    spec_path = spec_path or trace_path.parent / SPEC_NAME
-    if not spec_path.exists():
+def _replay_spec(
+    trace_path: Path, spec_path: Path | None, trust_spec: bool, out: Output
+) -> RunSpec:
+    """The spec to rebuild the agent from: the one named, or the trace's own only if trusted."""
+    if spec_path is not None:
+        return load_spec(spec_path)
+    beside = spec_beside(trace_path)
+    if not trust_spec:
+        hint = ""
+        if beside.is_file():
+            with contextlib.suppress(UserError):
+                modules = spec_modules(parse_spec(read_spec_text(beside), str(beside)))
+                hint = f" ({beside} would import: {_names(modules)})"
         raise UserError(
-            f"{spec_path}: no spec to rebuild the agent from; `twinflow run` writes it beside "
-            "the trace, or pass --spec"
+            f"{trace_path}: name the spec to rebuild the agent from with --spec PATH (one you "
+            f"trust: replay imports the tools and output model it names), or pass --trust-spec "
+            f"to use the spec beside the trace{hint}"
         )
-    spec = load_spec(spec_path)
+    if not beside.is_file():
+        raise UserError(f"{beside}: no spec beside the trace; pass --spec PATH")
+    spec = load_spec(beside)
+    modules = spec_modules(spec)
+    out.line(
+        f"--trust-spec: rebuilding from {beside}, importing {_names(modules)} "
+        f"(from {spec.code_dir} first)"
+    )
+    if out.as_json:
+        print(f"twinflow replay: importing {_names(modules)}", file=sys.stderr)
+    return spec
+
+
+def _names(modules: tuple[str, ...]) -> str:
+    """Module names as they may be shown on a terminal (a hostile name is shown escaped)."""
+    shown = [m if all(p.isidentifier() for p in m.split(".")) else ascii(m) for m in modules]
+    return ", ".join(shown) or "nothing"
+
+
+def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) -> dict[str, Any]:
+    # The trace is read and checked before the spec: an unreadable trace imports nothing.
+    data = read_trace_bytes(trace_path)
     trace = parse_trace(trace_path, data)
+    spec = spec_of()
 
     def build(ports: ReplayPorts) -> Any:
         return build_agent(
@@ -237,9 +352,10 @@ def configure_run(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """``twinflow run SPEC``."""
-    spec = load_spec(args.spec)
+    text = read_spec_text(args.spec)
+    spec = parse_spec(text, str(args.spec), code_dir=args.spec.resolve().parent)
     phases = _Phases()
-    outcome = _execute(spec, args.spec.read_text(encoding="utf-8"), args.out, out, phases)
+    outcome = _execute(spec, text, args.out, out, phases)
     payload = {"ok": outcome.error is None, **outcome.model_dump()}
     out.document(payload)
     _print_outcome(outcome, out)
@@ -254,6 +370,10 @@ def _print_outcome(outcome: RunOutcome, out: Output) -> None:
     tools = ", ".join(outcome.tool_calls) or "none"
     out.line(f"  steps     {outcome.steps} model requests")
     out.line(f"  tools     {len(outcome.tool_calls)} call(s): {tools}")
+    if outcome.tool_errors:
+        out.line(f"  raised    {len(outcome.tool_errors)}: {', '.join(outcome.tool_errors)}")
+    if outcome.rejected:
+        out.line(f"  refused   {outcome.rejected} reply(ies) (output_rejected events in the trace)")
     out.line(f"  policy    {allow + deny} decision(s): {allow} allowed, {deny} denied")
     if outcome.error is None:
         out.line(f"  answer    {json.dumps(outcome.output, sort_keys=True)}")
@@ -269,7 +389,18 @@ def _print_outcome(outcome: RunOutcome, out: Output) -> None:
 def configure_replay(p: argparse.ArgumentParser) -> None:
     """Arguments of ``twinflow replay``."""
     p.add_argument("trace", type=Path, help="the recorded trace (JSONL)")
-    p.add_argument("--spec", type=Path, help="the run spec (default: spec.yaml beside the trace)")
+    p.add_argument(
+        "--spec",
+        type=Path,
+        help="the run spec to rebuild the agent from; its tool and output modules are imported "
+        "from its own directory",
+    )
+    p.add_argument(
+        "--trust-spec",
+        action="store_true",
+        help="use the spec beside the trace instead (it names code replay will import: only for "
+        "traces you made or trust); the modules are printed first",
+    )
     p.add_argument(
         "--mode",
         choices=("recorded", "live"),
@@ -280,7 +411,9 @@ def configure_replay(p: argparse.ArgumentParser) -> None:
 
 def replay_command(args: argparse.Namespace, out: Output) -> int:
     """``twinflow replay TRACE``."""
-    payload = _replay_file(args.trace, args.spec, args.mode)
+    payload = _replay_file(
+        args.trace, lambda: _replay_spec(args.trace, args.spec, args.trust_spec, out), args.mode
+    )
     out.document({"ok": True, **payload})
     out.line(f"ok: {args.trace}: replay ({args.mode}) matched all {payload['events']} events")
     out.line(f"root {payload['root']}")
@@ -349,7 +482,6 @@ def demo(args: argparse.Namespace, out: Output) -> int:
         dialect=args.dialect,
         name=args.model_name,
     )
-    spec_path = args.out / SPEC_NAME
     spec = parse_spec(spec_text, "<demo spec>")
     phases = _Phases()
     out.line("twinflow demo: one agent run on a local model, then verify and replay its trace")
@@ -360,7 +492,7 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     if report.problem is not None:
         raise CheckFailed(f"{trace_path}: the demo's own trace does not verify: {report.problem}")
     with phases.phase("replay"):
-        replayed = _replay_file(trace_path, spec_path, "recorded")
+        replayed = _replay_file(trace_path, lambda: spec, "recorded")
     payload = {
         "ok": outcome.error is None,
         **outcome.model_dump(),
@@ -375,8 +507,10 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     timing = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.seconds.items())
     out.line(f"  time      {timing}")
     out.line("")
-    out.line(f"next: twinflow verify {trace_path}   |   twinflow replay {trace_path} --mode live")
-    out.line(f"      twinflow prove {trace_path} --seq 0   |   twinflow checkpoint {trace_path}")
+    spec_path = spec_beside(trace_path)
+    out.line(f"next: twinflow verify {trace_path}   |   twinflow prove {trace_path} --seq 0")
+    out.line(f"      twinflow replay {trace_path} --spec {spec_path} --mode live")
+    out.line(f"      twinflow checkpoint {trace_path}")
     if outcome.error is not None:
         print(f"twinflow demo: the agent run failed: {outcome.error}", file=sys.stderr)
         return EXIT_FAILED

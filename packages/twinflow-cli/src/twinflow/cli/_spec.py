@@ -6,17 +6,19 @@ A bad spec is refused with an error that names the file, the line and the offend
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from twinflow.kernel import check_endpoint_url
 from twinflow.vocab import UserError
 
 __all__ = [
@@ -27,7 +29,9 @@ __all__ = [
     "load_spec",
     "load_tools",
     "parse_spec",
+    "read_spec_text",
     "resolve_dotted",
+    "spec_modules",
 ]
 
 
@@ -61,6 +65,17 @@ class ModelSpec(_Strict):
     validation and is re-asked or recorded as invalid, instead of taking minutes)."""
     timeout: float = Field(default=120.0, gt=0)
     """Seconds to wait for one model response."""
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """The environment variable holding the server's API key, sent as ``Authorization: Bearer``.
+    The spec names the variable, never the key; a key in ``url`` is refused."""
+
+    @field_validator("url")
+    @classmethod
+    def _no_credentials(cls, url: str) -> str:
+        try:
+            return url if url == "embedded" else check_endpoint_url(url, where="model.url")
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class PolicySpec(_Strict):
@@ -92,25 +107,66 @@ class RunSpec(_Strict):
     max_steps: int = Field(default=8, ge=1, le=1000)
     """Maximum model turns."""
 
+    _code_dir: Path | None = PrivateAttr(default=None)
 
-def resolve_dotted(path: str) -> Any:
-    """Import ``package.module:attribute`` (or ``package.module.attribute``) and return it.
+    @property
+    def code_dir(self) -> Path | None:
+        """The directory the spec's own modules are imported from (the spec file's directory)."""
+        return self._code_dir
 
-    Modules are looked up as ``python -m`` would: the current directory first, then the
-    installed packages.
 
-    Raises:
-        SpecError: the module or the attribute does not exist, or importing the module raised.
+@contextlib.contextmanager
+def _importing_from(code_dir: Path | None) -> Iterator[None]:
+    """Imports for the block look in ``code_dir`` first and never in the current directory.
+
+    ``code_dir`` stays on ``sys.path`` afterwards (a tool may import its siblings when it runs);
+    the current directory (``''`` under ``python -m``) is left out only while importing.
     """
+    if code_dir is not None and str(code_dir) not in sys.path:
+        sys.path.insert(0, str(code_dir))
+    cwd = os.getcwd()
+    saved = list(sys.path)
+    keep = {str(code_dir)} if code_dir is not None else set()
+    sys.path[:] = [p for p in saved if p in keep or (p not in ("", ".") and p != cwd)]
+    try:
+        yield
+    finally:
+        # Restore, keeping any entry the imported code added itself.
+        sys.path[:] = [*(p for p in sys.path if p not in saved), *saved]
+
+
+def _split_dotted(path: str) -> tuple[str, str]:
     module_name, sep, attribute = path.partition(":")
     if not sep:
         module_name, _, attribute = path.rpartition(".")
     if not module_name or not attribute:
         raise SpecError(f"{path!r} is not a dotted path: write 'package.module:name'")
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    return module_name, attribute
+
+
+def spec_modules(spec: RunSpec) -> tuple[str, ...]:
+    """The modules building an agent from ``spec`` would import (tools, then output), unimported.
+
+    Raises:
+        SpecError: a path is not a dotted path.
+    """
+    paths = [*spec.tools, *([spec.output] if spec.output else [])]
+    return tuple(dict.fromkeys(_split_dotted(p)[0] for p in paths))
+
+
+def resolve_dotted(path: str, code_dir: Path | None = None) -> Any:
+    """Import ``package.module:attribute`` (or ``package.module.attribute``) and return it.
+
+    Modules are looked up in ``code_dir`` (a spec's own directory) first, then in the installed
+    packages; never implicitly in the current directory.
+
+    Raises:
+        SpecError: the module or the attribute does not exist, or importing the module raised.
+    """
+    module_name, attribute = _split_dotted(path)
     try:
-        module = importlib.import_module(module_name)
+        with _importing_from(code_dir):
+            module = importlib.import_module(module_name)
     except ImportError as exc:
         raise SpecError(
             f"cannot import {module_name!r} for {path!r}: {exc}; is it installed in this environment?"
@@ -179,40 +235,91 @@ def _describe(error: Any, root: yaml.Node | None, source: str) -> str:
     return f"{where}: {dotted}: {message}"
 
 
+MAX_SPEC_CHARS = 1024 * 1024
+"""Largest run spec read (a spec may come with a received trace: it is untrusted input)."""
+MAX_SPEC_DEPTH = 32
+"""Deepest nesting of a spec's YAML."""
+MAX_SPEC_NODES = 100_000
+"""Most YAML nodes a spec expands to, aliases followed (a billion-laughs spec stops here)."""
+
+
+def _check_nodes(root: yaml.Node | None, path: str) -> None:
+    """Refuse a spec nested deeper than `MAX_SPEC_DEPTH` or expanding past `MAX_SPEC_NODES`."""
+    stack: list[tuple[yaml.Node, int]] = [] if root is None else [(root, 1)]
+    seen = 0
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        if seen > MAX_SPEC_NODES:
+            raise SpecError(
+                f"{path}: expands to more than {MAX_SPEC_NODES} YAML nodes (aliases included)"
+            )
+        if depth > MAX_SPEC_DEPTH:
+            line = node.start_mark.line + 1
+            raise SpecError(f"{path}:{line}: nested deeper than {MAX_SPEC_DEPTH} levels")
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack.extend(((key, depth + 1), (value, depth + 1)))
+
+
 def load_spec(path: Path) -> RunSpec:
-    """Read and validate a run spec file.
+    """Read and validate a run spec file; its modules are imported from its directory.
 
     Raises:
         SpecError: naming the file, line and key of the first problem (and listing the rest).
     """
+    return parse_spec(read_spec_text(path), str(path), code_dir=path.resolve().parent)
+
+
+def read_spec_text(path: Path) -> str:
+    """A spec file's text (read once: what is validated is what a run copies).
+
+    Raises:
+        SpecError: the file is missing or unreadable.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            # Bounded: a spec may be hostile (a huge file, /dev/zero); parse_spec refuses the rest.
+            data = file.read(4 * MAX_SPEC_CHARS + 1)
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise SpecError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise SpecError(f"{path}: is a directory, expected a YAML file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read the spec ({exc})") from None
-    return parse_spec(text, str(path))
+    return text
 
 
-def parse_spec(text: str, path: str) -> RunSpec:
+def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec:
     """Validate a run spec's YAML text; ``path`` names it in errors.
+
+    ``code_dir`` is where its tool and output modules are imported from (None: installed
+    packages only).
 
     Raises:
         SpecError: naming the file, line and key of the first problem (and listing the rest).
     """
+    if len(text) > MAX_SPEC_CHARS:
+        raise SpecError(
+            f"{path}: {len(text)} characters, over the limit of {MAX_SPEC_CHARS} for a run spec"
+        )
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
+        _check_nodes(root, path)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}".replace("\n", " ")) from None
+    except RecursionError:
+        raise SpecError(f"{path}: nested too deeply to be a run spec") from None
     if data is None:
         raise SpecError(f"{path}: the spec is empty; it needs at least 'prompt' and 'model'")
     if not isinstance(data, dict):
         raise SpecError(f"{path}: the spec must be a mapping of keys, not {type(data).__name__}")
     try:
-        return RunSpec.model_validate(data)
+        spec = RunSpec.model_validate(data)
     except ValidationError as exc:
         problems = [_describe(error, root, path) for error in exc.errors()]
         more = (
@@ -221,6 +328,8 @@ def parse_spec(text: str, path: str) -> RunSpec:
             else ""
         )
         raise SpecError(problems[0] + more) from None
+    spec._code_dir = code_dir
+    return spec
 
 
 def load_tools(spec: RunSpec) -> list[Callable[..., Any]]:
@@ -231,7 +340,7 @@ def load_tools(spec: RunSpec) -> list[Callable[..., Any]]:
     """
     tools = []
     for index, dotted in enumerate(spec.tools):
-        target = resolve_dotted(dotted)
+        target = resolve_dotted(dotted, spec.code_dir)
         if not callable(target):
             raise SpecError(f"tools[{index}]: {dotted!r} is not callable")
         tools.append(target)

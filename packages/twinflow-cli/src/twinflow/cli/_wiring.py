@@ -18,21 +18,51 @@ from pydantic import BaseModel
 from twinflow.agent import Agent, Policy, TraceSink
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._spec import ModelSpec, RunSpec, SpecError, load_tools, resolve_dotted
-from twinflow.kernel import Clock, Ids, SubprocessLauncher, Transport, free_port
+from twinflow.eval import RunIdentity
+from twinflow.kernel import (
+    Clock,
+    Ids,
+    SubprocessLauncher,
+    Transport,
+    UrllibJsonTransport,
+    free_port,
+    redact_url,
+)
 from twinflow.local_model import OllamaChatModel, OpenAICompatibleChatModel
-from twinflow.vocab import ChatModel, ModelSettings
+from twinflow.vocab import ChatModel, ModelSettings, digest
 
 __all__ = [
     "EMBEDDED",
     "build_agent",
     "build_model",
+    "build_transport",
     "embedded_server",
     "model_base_url",
     "output_type_of",
+    "run_identity",
 ]
 
 EMBEDDED = "embedded"
 """A spec's ``model.url`` that means: start the embedded SmolLM2 server for this run."""
+
+
+def build_transport(spec: ModelSpec) -> UrllibJsonTransport:
+    """The real transport for a spec's model: its API key (``api_key_env``) as a bearer header.
+
+    Raises:
+        UserError: ``api_key_env`` names an unset variable.
+    """
+    return UrllibJsonTransport(api_key_env=spec.api_key_env)
+
+
+def run_identity(spec: RunSpec) -> RunIdentity:
+    """What an eval run's ``run.json`` records of the spec: its digest and the model's identity."""
+    m = spec.model
+    url = m.url if m.url == EMBEDDED else redact_url(m.url)
+    return RunIdentity(
+        spec_digest=digest(spec),
+        model=f"{m.kind} {m.dialect} {url} name={m.name} mode={m.mode}",
+    )
 
 
 def build_model(spec: ModelSpec, transport: Transport, ids: Ids) -> ChatModel:
@@ -65,7 +95,7 @@ def output_type_of(spec: RunSpec) -> type[BaseModel] | None:
     """
     if spec.output is None:
         return None
-    target = resolve_dotted(spec.output)
+    target = resolve_dotted(spec.output, spec.code_dir)
     if not (isinstance(target, type) and issubclass(target, BaseModel)):
         raise SpecError(f"output: {spec.output!r} is not a pydantic model class")
     return target

@@ -9,7 +9,12 @@ A run directory::
     lab-notes.md/.html    the reports
 
 Each file is written to a temporary name, synced, then renamed over the target, so a killed
-run leaves either the old file or the new one, never half of one.
+run leaves either the old file or the new one, never half of one (`twinflow.kernel.write_replace`:
+a planted symbolic link is refused, its target untouched).
+
+``run.json`` records what the run is a run *of*: the dataset's digest, the spec's digest and
+the model's identity. Resuming a directory with any of them changed is refused, naming both,
+so one directory never mixes two configurations' results.
 """
 
 from __future__ import annotations
@@ -26,16 +31,19 @@ from twinflow.agent import Checkpoint
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunDirError, ShardError
 from twinflow.eval._scorers import Score
+from twinflow.kernel import PlantedLinkError, write_replace
 
 __all__ = [
     "CaseResult",
     "CaseStatus",
     "EvalResults",
+    "RunIdentity",
     "RunManifest",
     "Shard",
     "Summary",
     "case_key",
     "read_json_model",
+    "refuse_planted_links",
     "select_keys",
     "write_atomic",
 ]
@@ -95,6 +103,15 @@ def select_keys(dataset: Dataset, shard: Shard | None) -> tuple[tuple[Case, int,
     )
 
 
+class RunIdentity(_Frozen):
+    """What configuration produced a run's traces, beyond its dataset."""
+
+    spec_digest: str | None = None
+    """Digest of the run spec (its validated value), when the run had one."""
+    model: str | None = None
+    """The model's identity: API, dialect, endpoint (without credentials), name and mode."""
+
+
 class RunManifest(_Frozen):
     """``run.json``: what a run directory is a run of."""
 
@@ -111,6 +128,32 @@ class RunManifest(_Frozen):
     code_dirs: tuple[str, ...] = ()
     """Directories the run imported user code from (tools, output models, custom scorers
     named by dotted path); rescoring and merging import from them too, where they exist."""
+    identity: RunIdentity | None = None
+    """The spec and model the run used (None: not recorded, as in runs made before it was)."""
+
+    def check_resume(self, resumed: RunManifest, where: Path) -> None:
+        """Refuse to resume this run (read from ``where``) as ``resumed``, unless they are one run.
+
+        Raises:
+            RunDirError: The dataset, shard, spec or model differ; the message names both values.
+        """
+        mine = self.identity or RunIdentity()
+        theirs = resumed.identity or RunIdentity()
+        pairs = {
+            "dataset": (
+                f"{self.dataset.name} {self.dataset_digest[:12]}",
+                f"{resumed.dataset.name} {resumed.dataset_digest[:12]}",
+            ),
+            "shard": (str(self.shard), str(resumed.shard)),
+            "spec": (_short(mine.spec_digest), _short(theirs.spec_digest)),
+            "model": (mine.model or "not recorded", theirs.model or "not recorded"),
+        }
+        for what, (recorded, now) in pairs.items():
+            if recorded != now:
+                raise RunDirError(
+                    f"{where} holds a run of another {what} (recorded: {recorded}; this run: "
+                    f"{now}); resuming would mix both in one result: pick a new --out directory"
+                )
 
 
 class CaseResult(_Frozen):
@@ -189,20 +232,56 @@ class EvalResults(_Frozen):
     """Results in manifest order."""
 
 
-def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename.
+def _short(value: str | None) -> str:
+    return "not recorded" if value is None else value[:12]
 
-    The rename makes the write all-or-nothing even if the process is killed. ``durable``
-    also syncs the file first, so it survives a power loss; per-case files skip that (it
-    costs more than the rest of a scripted case) since a lost one is simply run again.
+
+RUN_FILES = ("run.json", "results.json", "rescore.json", "lab-notes.md", "lab-notes.html")
+"""The fixed names a run directory holds besides ``traces/`` and ``cases/``."""
+
+
+def refuse_planted_links(run_dir: Path) -> None:
+    """Refuse a run directory in which any name twinflow writes is a symbolic link.
+
+    Checked before a run writes anything, so a refused run changes no file; each write also
+    refuses a link on its own (`write_replace`), which covers a link planted mid-run.
+
+    Raises:
+        PlantedLinkError: naming the first link found.
     """
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as f:
-        f.write(data)
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    for path in (run_dir, *(run_dir / n for n in ("traces", "cases", *RUN_FILES))):
+        if path.is_symlink():
+            raise PlantedLinkError(
+                f"{path} is a symbolic link; the run writes nothing through it: remove the "
+                "link, or pick a new --out directory",
+                path=path,
+            )
+    for sub in ("traces", "cases"):
+        if not (run_dir / sub).is_dir():
+            continue
+        with os.scandir(run_dir / sub) as entries:
+            planted = next((e.path for e in entries if e.is_symlink()), None)
+        if planted is not None:
+            raise PlantedLinkError(
+                f"{planted} is a symbolic link; the run writes nothing through it: remove the "
+                "link, or pick a new --out directory",
+                path=planted,
+            )
+
+
+def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename (`write_replace`).
+
+    The rename makes the write all-or-nothing even if the process is killed; a symbolic link
+    planted at ``path`` (or as its directory) is refused. ``durable`` also syncs the file
+    first, so it survives a power loss; per-case files skip that (it costs more than the rest
+    of a scripted case) since a lost one is simply run again.
+
+    Raises:
+        PlantedLinkError: ``path`` or its directory is a symbolic link.
+        FileWriteError: The write failed (a full disk, say), naming ``path``.
+    """
+    write_replace(path, data, durable=durable)
 
 
 def read_json_model(path: Path, model: type[M]) -> M:

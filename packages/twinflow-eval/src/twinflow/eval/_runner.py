@@ -26,10 +26,12 @@ from twinflow.eval._results import (
     CaseResult,
     CaseStatus,
     EvalResults,
+    RunIdentity,
     RunManifest,
     Shard,
     Summary,
     read_json_model,
+    refuse_planted_links,
     select_keys,
     write_atomic,
 )
@@ -146,16 +148,12 @@ def importable(directories: Sequence[str]) -> Iterator[None]:
 
 
 def _prepare(out: Path, manifest: RunManifest) -> None:
+    refuse_planted_links(out)
     (out / "traces").mkdir(parents=True, exist_ok=True)
     (out / "cases").mkdir(exist_ok=True)
     path = out / "run.json"
     if path.exists():
-        previous = read_json_model(path, RunManifest)
-        if previous.dataset_digest != manifest.dataset_digest or previous.shard != manifest.shard:
-            raise RunDirError(
-                f"{out} holds a run of another dataset or shard (dataset {previous.dataset.name} "
-                f"{previous.dataset_digest[:12]}, shard {previous.shard}); pick a new --out directory"
-            )
+        read_json_model(path, RunManifest).check_resume(manifest, out)
         return
     write_atomic(path, _encode(manifest))
 
@@ -197,6 +195,7 @@ def run_eval(
     prompt: Callable[[Case], str] | None = None,
     progress: Progress | None = None,
     code_dirs: Sequence[str | Path] = (),
+    identity: RunIdentity | None = None,
 ) -> EvalResults:
     """Run every case repeat (of a shard) through a fresh agent and score it from its trace.
 
@@ -211,12 +210,13 @@ def run_eval(
         prompt: Turns a case into the agent's prompt (default: its ``input``).
         progress: Called after each case repeat.
         code_dirs: Directories user code is imported from (recorded for rescoring).
+        identity: The spec and model, recorded in ``run.json``; a resume must match them.
 
     Returns:
         The results, also written to ``results.json`` with the Lab Notes.
 
     Raises:
-        RunDirError: ``out`` holds a run of another dataset or shard.
+        RunDirError: ``out`` holds a run of another dataset, shard, spec or model.
         RunAborted: The model could not be reached; finished cases are kept for a resume.
     """
     run_dir = Path(out)
@@ -227,6 +227,7 @@ def run_eval(
         shard=shard,
         keys=tuple(k for _, _, k in items),
         code_dirs=tuple(str(Path(d).resolve()) for d in code_dirs),
+        identity=identity,
     )
     _prepare(run_dir, manifest)
     render = prompt or (lambda case: case.input)

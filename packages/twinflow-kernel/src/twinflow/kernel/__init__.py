@@ -17,13 +17,16 @@ from importlib import import_module as _import_module
 
 from twinflow.kernel._errors import (
     ConnectError,
+    FileWriteError,
     HTTPStatusError,
     KernelError,
     LaunchError,
     NetworkBlockedError,
+    PlantedLinkError,
     ReplayDivergence,
     ResponseDecodeError,
     ResponseTooLarge,
+    TargetExistsError,
     TransportError,
     TransportTimeout,
 )
@@ -39,9 +42,18 @@ if _typing.TYPE_CHECKING:
         SerialExecutor,
         ThreadExecutor,
     )
+    from twinflow.kernel._credentials import (
+        api_key_headers,
+        check_endpoint_url,
+        redact_url,
+    )
     from twinflow.kernel._fault import (
         Fault,
         FaultTransport,
+    )
+    from twinflow.kernel._files import (
+        write_new,
+        write_replace,
     )
     from twinflow.kernel._ids import (
         CountingIds,
@@ -95,6 +107,7 @@ __all__ = [
     "Executor",
     "Fault",
     "FaultTransport",
+    "FileWriteError",
     "FixedClock",
     "GuardRecord",
     "HTTPStatusError",
@@ -108,6 +121,7 @@ __all__ = [
     "MockTransport",
     "NetworkBlockedError",
     "NondeterminismError",
+    "PlantedLinkError",
     "ProcessResult",
     "RecordingTransport",
     "ReplayDivergence",
@@ -121,14 +135,20 @@ __all__ = [
     "SubprocessLauncher",
     "SystemClock",
     "SystemIds",
+    "TargetExistsError",
     "ThreadExecutor",
     "Transport",
     "TransportError",
     "TransportTimeout",
     "UrllibJsonTransport",
+    "api_key_headers",
+    "check_endpoint_url",
     "free_port",
     "nondeterminism_guard",
+    "redact_url",
     "run_process",
+    "write_new",
+    "write_replace",
 ]
 
 _LAZY = {
@@ -138,8 +158,13 @@ _LAZY = {
     "Executor": "_concurrency",
     "SerialExecutor": "_concurrency",
     "ThreadExecutor": "_concurrency",
+    "api_key_headers": "_credentials",
+    "check_endpoint_url": "_credentials",
+    "redact_url": "_credentials",
     "Fault": "_fault",
     "FaultTransport": "_fault",
+    "write_new": "_files",
+    "write_replace": "_files",
     "CountingIds": "_ids",
     "SeededIds": "_ids",
     "SystemIds": "_ids",

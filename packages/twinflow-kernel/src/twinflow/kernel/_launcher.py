@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from twinflow.kernel._errors import LaunchError
+from twinflow.kernel._errors import LaunchError, PlantedLinkError
 from twinflow.kernel._netpolicy import is_loopback
 from twinflow.vocab import UserError
 
@@ -179,7 +179,18 @@ class SubprocessLauncher:
             )
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = log_path.open("ab")
+        # O_NOFOLLOW: a link planted at the log's name must not redirect the server's output.
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            log = os.fdopen(os.open(log_path, flags, 0o644), "ab")
+        except OSError as exc:
+            if log_path.is_symlink():
+                raise PlantedLinkError(
+                    f"{log_path} is a symbolic link; the server log is not written through it: "
+                    "remove the link, or pick another directory",
+                    path=log_path,
+                ) from None
+            raise LaunchError(f"cannot open the server log {log_path}: {exc.strerror}") from None
         lifeline_read, lifeline_write = os.pipe()
         try:
             popen = subprocess.Popen(

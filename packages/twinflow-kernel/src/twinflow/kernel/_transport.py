@@ -19,6 +19,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
+from twinflow.kernel._credentials import api_key_headers, redact_url
 from twinflow.kernel._errors import (
     ConnectError,
     HTTPStatusError,
@@ -43,6 +44,13 @@ def _excerpt(data: bytes) -> str:
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _scrub(error: TransportError, secret: str) -> None:
+    """Replace ``secret`` in the error's message and body excerpt, in place."""
+    error.args = tuple(a.replace(secret, "***") if isinstance(a, str) else a for a in error.args)
+    if isinstance(error, HTTPStatusError):
+        error.body_excerpt = error.body_excerpt.replace(secret, "***")
 
 
 def _map_os_error(url: str, error: BaseException, deadline: Deadline, phase: str) -> TransportError:
@@ -122,6 +130,7 @@ class UrllibJsonTransport:
         max_redirects: int = 5,
         cafile: str | os.PathLike[str] | None = None,
         headers: Mapping[str, str] | None = None,
+        api_key_env: str | None = None,
     ) -> None:
         """Create the transport.
 
@@ -135,9 +144,11 @@ class UrllibJsonTransport:
             cafile: PEM file of the certificate authorities trusted for https, instead of the
                 system trust store.
             headers: Extra request headers (for example an `Authorization` header).
+            api_key_env: An environment variable holding an API key, sent as
+                `Authorization: Bearer <key>` (read once, here; never shown).
 
         Raises:
-            UserError: A limit is not positive.
+            UserError: A limit is not positive, or `api_key_env` names an unset variable.
         """
         if max_response_bytes <= 0 or max_redirects < 0:
             raise UserError(
@@ -154,7 +165,11 @@ class UrllibJsonTransport:
             "Accept": "application/json",
             "User-Agent": "twinflow-kernel",
             **(headers or {}),
+            **api_key_headers(api_key_env),
         }
+        # A server may echo the key back (a 401 body quoting the header): never into a message.
+        auth = self._headers.get("Authorization", "")
+        self._secret = auth.split(" ", 1)[1] if auth.startswith("Bearer ") else None
         self._ssl_context: ssl.SSLContext | None = None
         self._pool = ConnectionPool()
         self._closed = False
@@ -175,28 +190,41 @@ class UrllibJsonTransport:
                 positive, or the body is not JSON.
             TransportError: One of its subclasses, naming the URL; nothing is retried.
         """
+        shown = redact_url(url)
         if self._closed:
-            raise UserError(f"post_json({url!r}) on a closed UrllibJsonTransport: create a new one")
+            raise UserError(
+                f"post_json({shown!r}) on a closed UrllibJsonTransport: create a new one"
+            )
         if not timeout > 0:
-            raise UserError(f"post_json({url!r}, timeout={timeout!r}): pass a timeout > 0 seconds")
+            raise UserError(
+                f"post_json({shown!r}, timeout={timeout!r}): pass a timeout > 0 seconds"
+            )
         try:
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError) as error:
             raise UserError(
-                f"the body for {url} is not JSON ({error}): pass JSON values only"
+                f"the body for {shown} is not JSON ({error}): pass JSON values only"
             ) from error
-        payload = data.encode("utf-8")
-        deadline = Deadline(timeout)
+        try:
+            return self._post(url, data.encode("utf-8"), Deadline(timeout))
+        except TransportError as error:
+            if self._secret is not None:
+                _scrub(error, self._secret)
+            raise
+
+    def _post(self, url: str, payload: bytes, deadline: Deadline) -> JsonValue:
         for _hop in range(self._max_redirects + 1):
             origin, target = self._check_url(url)
-            location = self._exchange(url, origin, target, payload, deadline)
+            # Messages and errors name the URL without userinfo or query (they may hold a key).
+            location = self._exchange(redact_url(url), origin, target, payload, deadline)
             if isinstance(location, str):
                 url = location
                 continue
             return location[0]
         raise HTTPStatusError(
-            f"more than {self._max_redirects} redirects, the last to {url}: use the final URL",
-            url=url,
+            f"more than {self._max_redirects} redirects, the last to {redact_url(url)}: use the "
+            "final URL",
+            url=redact_url(url),
             status=310,
             body_excerpt="",
         )
@@ -209,20 +237,27 @@ class UrllibJsonTransport:
     def _check_url(self, url: str) -> tuple[Origin, str]:
         """Return the origin and the request target of `url`, after the kill switch allowed it."""
         parsed = urllib.parse.urlsplit(url)
+        shown = redact_url(url)
         try:
             port = parsed.port
         except ValueError:
             port = -1
         if parsed.scheme not in ("http", "https") or not parsed.hostname or port == -1:
             raise UserError(
-                f"{url!r} is not an absolute http(s) URL: pass one like http://127.0.0.1:8080/v1/chat"
+                f"{shown!r} is not an absolute http(s) URL: pass one like http://127.0.0.1:8080/v1/chat"
+            )
+        if parsed.username is not None or parsed.password is not None:
+            # http.client would silently drop them, and the URL would carry the key into messages.
+            raise UserError(
+                f"{shown} carries credentials (user:key@), which are not sent: give the key with "
+                "UrllibJsonTransport(api_key_env=...) (a spec's model.api_key_env) instead"
             )
         if not is_loopback(parsed.hostname) and not network_allowed(self._allow_network):
             raise NetworkBlockedError(
-                f"the network kill switch refused {url}: {parsed.hostname} is not a loopback host "
+                f"the network kill switch refused {shown}: {parsed.hostname} is not a loopback host "
                 f"and the network is off (it is off under tests by default); pass "
                 f"UrllibJsonTransport(allow_network=True) or set {ENV_ALLOW_NETWORK}=1 to allow it",
-                url=url,
+                url=shown,
             )
         default = 443 if parsed.scheme == "https" else 80
         target = (parsed.path or "/") + (f"?{parsed.query}" if parsed.query else "")

@@ -10,13 +10,14 @@ index (or taken from injected `Ids`), never random (ADR 0032).
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import JsonValue
 
+from twinflow.local_model._errors import MalformedResponseError
 from twinflow.local_model._preflight import Decoder, preflight
 from twinflow.local_model._servers import (
     DEFAULT_OLLAMA_URL,
@@ -42,7 +43,9 @@ from twinflow.vocab import (
     ToolSpec,
     Usage,
     UserError,
+    WireFormatError,
 )
+from twinflow.vocab.wire import DEFAULT_JSON_LIMITS, JsonLimits, read_json_text
 
 if TYPE_CHECKING:
     from twinflow.kernel import Ids, Transport
@@ -180,12 +183,16 @@ def _non_canonical(value: object, where: str) -> str | None:
 
 
 def _parse_action(
-    emission: str, tools: Sequence[ToolSpec], output_schema: OutputSchema | None
+    emission: str,
+    tools: Sequence[ToolSpec],
+    output_schema: OutputSchema | None,
+    limits: JsonLimits = DEFAULT_JSON_LIMITS,
 ) -> dict[str, JsonValue]:
     try:
-        value = json.loads(emission)
-    except json.JSONDecodeError as exc:
-        raise _ActionRefused(f"(root): not JSON ({exc.msg} at character {exc.pos})") from None
+        value = read_json_text(emission, (), limits, what="the reply")
+    except WireFormatError as exc:
+        # Not JSON, too long, too deep: a malformed emission, re-asked like any other.
+        raise _ActionRefused(f"(root): {exc}") from None
     if not isinstance(value, dict):
         raise _ActionRefused("(root): expected a JSON object")
     action = value.get("action")
@@ -223,10 +230,12 @@ class _ChatModel:
         max_attempts: int,
         ids: Ids | None,
         strict: bool,
+        limits: JsonLimits | None = None,
     ) -> None:
         if mode not in ("native", "structured-action"):
             raise UserError(f"mode must be 'native' or 'structured-action', got {mode!r}")
-        self._server = server
+        self._limits = limits or DEFAULT_JSON_LIMITS
+        self._server = dataclasses.replace(server, limits=self._limits)
         self._mode = mode
         self._max_attempts = check_attempts(max_attempts)
         self._ids = ids
@@ -288,8 +297,15 @@ class _ChatModel:
         request_digest = self._server.request_digest(body, sent)
         reply = self._server.post(body)
         parts: list[Part] = []
+        if reply.content and len(reply.content) > self._limits.max_bytes:
+            raise MalformedResponseError(
+                f"a reply of {len(reply.content)} characters, over the limit of "
+                f"{self._limits.max_bytes} (JsonLimits.max_bytes)",
+                url=self._server.url,
+                path="",
+            )
         if reply.content:
-            parts.append(self._content_part(reply.content, out))
+            parts.append(self._content_part(reply.content, out, self._limits))
         for index, (name, arguments) in enumerate(reply.tool_calls):
             parts.append(
                 ToolCallPart(
@@ -304,12 +320,12 @@ class _ChatModel:
         )
 
     @staticmethod
-    def _content_part(content: str, out: OutputSchema | None) -> Part:
+    def _content_part(content: str, out: OutputSchema | None, limits: JsonLimits) -> Part:
         if out is None:
             return TextPart(text=content)
         try:
-            value = json.loads(content)
-        except json.JSONDecodeError:
+            value = read_json_text(content, (), limits)
+        except WireFormatError:
             # Left as text: the loop's StructuredOutputAdapter re-asks with the error.
             return TextPart(text=content)
         if _non_canonical(value, "") is not None:
@@ -346,7 +362,7 @@ class _ChatModel:
             output_tokens += reply.usage.output_tokens
             emission = reply.content or ""
             try:
-                action = _parse_action(emission, request.tools, request.output_schema)
+                action = _parse_action(emission, request.tools, request.output_schema, self._limits)
             except _ActionRefused as exc:
                 error = str(exc)
                 attempts.append(
@@ -405,6 +421,9 @@ class OllamaChatModel(_ChatModel):
         ids: Source of tool-call ids; without it ids derive from the request digest.
         strict: Refuse schemas the decoder would not fully enforce.
         timeout: Seconds allowed per request.
+        limits: Bounds on a reply's nesting and its texts (default `DEFAULT_JSON_LIMITS`:
+            depth 64, 1 MiB); past them a reply is a typed error, re-asked in
+            structured-action mode.
     """
 
     def __init__(
@@ -418,6 +437,7 @@ class OllamaChatModel(_ChatModel):
         ids: Ids | None = None,
         strict: bool = False,
         timeout: float = 120.0,
+        limits: JsonLimits | None = None,
     ) -> None:
         """Configure the model; nothing is sent until `request`."""
         super().__init__(
@@ -426,6 +446,7 @@ class OllamaChatModel(_ChatModel):
             max_attempts=max_attempts,
             ids=ids,
             strict=strict,
+            limits=limits,
         )
 
 
@@ -444,6 +465,9 @@ class OpenAICompatibleChatModel(_ChatModel):
         ids: Source of tool-call ids; without it ids derive from the request digest.
         strict: Refuse schemas the decoder would not fully enforce.
         timeout: Seconds allowed per request.
+        limits: Bounds on a reply's nesting and its texts (default `DEFAULT_JSON_LIMITS`:
+            depth 64, 1 MiB); past them a reply is a typed error, re-asked in
+            structured-action mode.
     """
 
     def __init__(
@@ -460,6 +484,7 @@ class OpenAICompatibleChatModel(_ChatModel):
         ids: Ids | None = None,
         strict: bool = False,
         timeout: float = 120.0,
+        limits: JsonLimits | None = None,
     ) -> None:
         """Configure the model; nothing is sent until `request`."""
         super().__init__(
@@ -476,4 +501,5 @@ class OpenAICompatibleChatModel(_ChatModel):
             max_attempts=max_attempts,
             ids=ids,
             strict=strict,
+            limits=limits,
         )

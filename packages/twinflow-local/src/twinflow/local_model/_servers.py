@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
+from twinflow.kernel import check_endpoint_url, redact_url
 from twinflow.local_model._digest import body_digest
+from twinflow.local_model._errors import MalformedResponseError
 from twinflow.local_model._preflight import Decoder
 from twinflow.local_model._wire import (
     Dialect,
@@ -30,9 +32,11 @@ from twinflow.vocab import (
     OutputSchema,
     ToolSpec,
     UserError,
+    WireFormatError,
     canonical_bytes,
     digest,
 )
+from twinflow.vocab.wire import DEFAULT_JSON_LIMITS, JsonLimits, check_json
 
 if TYPE_CHECKING:
     from twinflow.kernel import Transport
@@ -51,8 +55,8 @@ _DECODERS: dict[str, Decoder] = {
 
 def _root(base_url: str) -> str:
     if not base_url.startswith(("http://", "https://")):
-        raise UserError(f"base_url must be an http(s) URL, got {base_url!r}")
-    return base_url.rstrip("/")
+        raise UserError(f"base_url must be an http(s) URL, got {redact_url(base_url)!r}")
+    return check_endpoint_url(base_url, where="base_url").rstrip("/")
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ class Server:
     timeout: float
     dialect: Dialect | None = None
     extra_body: Mapping[str, JsonValue] | None = None
+    limits: JsonLimits = DEFAULT_JSON_LIMITS
 
     def body(
         self,
@@ -137,6 +142,11 @@ class Server:
     def post(self, body: dict[str, JsonValue]) -> Reply:
         """Send `body`; transport errors propagate unchanged and are never retried here."""
         answer = self.transport.post_json(self.url, body, timeout=self.timeout)
+        try:
+            # Before any reader walks it: a hostile body is a typed error, not a RecursionError.
+            check_json(answer, (), self.limits, strings=False)
+        except WireFormatError as exc:
+            raise MalformedResponseError(exc.reason, url=self.url, path=exc.path) from None
         if self.dialect is None:
             return parse_ollama_chat(answer, self.url)
         return parse_openai_chat(answer, self.url)

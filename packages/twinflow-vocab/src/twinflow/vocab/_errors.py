@@ -47,6 +47,7 @@ class WireFormatError(VocabError):
 
     Attributes:
         path: JSON pointer (RFC 6901) to the offending part of the payload; `""` is the whole payload.
+        reason: The message without the path.
     """
 
     def __init__(self, message: str, *, path: str) -> None:
@@ -58,6 +59,7 @@ class WireFormatError(VocabError):
         """
         super().__init__(f"{message} (at {path or '/'})")
         self.path = path
+        self.reason = message
 
 
 class StructuredOutputError(VocabError):

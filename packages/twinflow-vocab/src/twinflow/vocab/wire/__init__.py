@@ -2,7 +2,8 @@
 
 OpenAI chat-completions messages, Ollama `/api/chat` messages (and request bodies), Anthropic
 Messages. Reading untrusted payloads raises only `WireFormatError`, whose `.path` is the JSON
-pointer of the offending part.
+pointer of the offending part. Every reader is bounded (`JsonLimits`: nesting depth 64 and
+1 MiB texts and strings by default), so a hostile payload is a `WireFormatError` too.
 """
 
 from twinflow.vocab.wire._anthropic import from_anthropic, to_anthropic, to_anthropic_tools
@@ -13,12 +14,22 @@ from twinflow.vocab.wire._ollama import (
     to_ollama_tools,
 )
 from twinflow.vocab.wire._openai import from_openai_messages, to_openai_messages, to_openai_tools
+from twinflow.vocab.wire._reader import (
+    DEFAULT_JSON_LIMITS,
+    JsonLimits,
+    check_json,
+    read_json_text,
+)
 
 __all__ = [
+    "DEFAULT_JSON_LIMITS",
+    "JsonLimits",
+    "check_json",
     "from_anthropic",
     "from_ollama_messages",
     "from_openai_messages",
     "ollama_chat_request",
+    "read_json_text",
     "to_anthropic",
     "to_anthropic_tools",
     "to_ollama_messages",

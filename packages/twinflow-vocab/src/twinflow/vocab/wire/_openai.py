@@ -7,7 +7,6 @@ media travels as `image_url` (so only `data:` URIs keep their media type).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -37,6 +36,7 @@ from twinflow.vocab.wire._reader import (
     json_object,
     obj,
     optional,
+    read_json_text,
     string,
     structured_text,
 )
@@ -141,11 +141,7 @@ def _read_content(value: object, path: Path) -> tuple[Part, ...]:
 
 
 def _read_arguments(value: object, path: Path) -> dict[str, JsonValue]:
-    text = string(value, path)
-    try:
-        parsed = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise fail(f"tool call arguments are not JSON: {exc}", path) from None
+    parsed = read_json_text(string(value, path), path, what="tool call arguments")
     return json_object(parsed, path)
 
 

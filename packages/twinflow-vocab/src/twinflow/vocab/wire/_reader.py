@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pydantic import JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from twinflow.vocab._canonical import canonical_bytes, json_kind, json_pointer
 from twinflow.vocab._errors import CanonicalError, InvalidValueError, WireFormatError
@@ -63,9 +65,95 @@ def boolean(value: object, path: Path) -> bool:
     return value
 
 
+class JsonLimits(BaseModel):
+    """Bounds on JSON from a model server: a reply, an emission, a tool call's arguments.
+
+    A hostile or broken server can send ``"[" * 5000``, a megabyte-long string or a
+    5000-digit number; every reader refuses those with a typed error instead of a
+    `RecursionError` or an unbounded parse.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_depth: int = Field(default=64, ge=1, le=500)
+    """Deepest nesting of arrays and objects (a reply's envelope included)."""
+    max_bytes: int = Field(default=1024 * 1024, ge=1)
+    """Longest JSON text parsed (an emission, tool arguments) and longest string in a value,
+    in characters."""
+
+
+DEFAULT_JSON_LIMITS = JsonLimits()
+"""The limits used when none are given: depth 64, 1 MiB."""
+
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|([\[{])|([\]}])')
+
+
+def check_json(
+    value: object, path: Path, limits: JsonLimits = DEFAULT_JSON_LIMITS, *, strings: bool = True
+) -> None:
+    """Refuse a decoded JSON value nested deeper, or holding a longer string, than ``limits``.
+
+    Iterative, so it is safe on any depth a JSON decoder returned. ``strings=False`` checks
+    the depth only (a whole reply, whose texts are checked where they are read).
+
+    Raises:
+        WireFormatError: at the first part past a limit.
+    """
+    stack: list[tuple[object, Path, int]] = [(value, path, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if isinstance(item, str):
+            if strings and len(item) > limits.max_bytes:
+                raise fail(
+                    f"a string of {len(item)} characters, over the limit of {limits.max_bytes}",
+                    where,
+                )
+            continue
+        if isinstance(item, dict | list):
+            if depth >= limits.max_depth:
+                raise fail(f"nested deeper than the limit of {limits.max_depth} levels", where)
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, child in pairs:
+                if strings and isinstance(key, str) and len(key) > limits.max_bytes:
+                    raise fail(f"an object key over {limits.max_bytes} characters", where)
+                stack.append((child, (*where, key), depth + 1))
+
+
+def read_json_text(
+    text: str, path: Path, limits: JsonLimits = DEFAULT_JSON_LIMITS, *, what: str = "the text"
+) -> JsonValue:
+    """Parse JSON text from a model (an emission, tool arguments) within ``limits``.
+
+    The text's size and nesting are checked before it is parsed, so no parse can exhaust the
+    stack; a number with more digits than Python converts is refused. `NaN`, `Infinity` and
+    `1e400` parse (as floats), for the caller's canonical-form check to name where they are.
+
+    Raises:
+        WireFormatError: the text is too long, too deep, or not JSON.
+    """
+    if len(text) > limits.max_bytes:
+        raise fail(f"{what} has {len(text)} characters, over the limit of {limits.max_bytes}", path)
+    depth = 0
+    for match in _TOKENS.finditer(text):
+        if match.group(1):
+            depth += 1
+            if depth > limits.max_depth:
+                raise fail(f"{what} nests deeper than the limit of {limits.max_depth} levels", path)
+        elif match.group(2):
+            depth -= 1
+    try:
+        value: JsonValue = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise fail(f"{what} is not JSON ({exc.msg} at character {exc.pos})", path) from None
+    except (ValueError, RecursionError) as exc:
+        raise fail(f"{what} is not JSON twinflow accepts ({exc})", path) from None
+    return value
+
+
 def json_object(value: object, path: Path) -> dict[str, JsonValue]:
     """`value` as a JSON object that has a canonical form (tool arguments, inputs)."""
     o = obj(value, path)
+    check_json(o, path)
     try:
         canonical_bytes(o)
     except CanonicalError as exc:

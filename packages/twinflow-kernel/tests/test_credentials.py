@@ -1,0 +1,109 @@
+"""API keys travel as a bearer header from an environment variable; URLs never show credentials."""
+
+from __future__ import annotations
+
+import pytest
+
+from twinflow.kernel import (
+    ConnectError,
+    HTTPStatusError,
+    LoopbackRequest,
+    LoopbackResponse,
+    LoopbackServer,
+    UrllibJsonTransport,
+    api_key_headers,
+    check_endpoint_url,
+    free_port,
+    redact_url,
+)
+from twinflow.vocab import UserError
+
+KEY = "sk-test-5ecr3t-value"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://user:sk-1@host:8080/v1?api_key=sk-2#frag", "http://***@host:8080/v1?***"),
+        ("https://host/v1/chat?key=abc", "https://host/v1/chat?***"),
+        ("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1"),
+        ("http://[::1]:9/x", "http://[::1]:9/x"),
+        ("http://h:notaport/x", "<unparseable URL>"),
+    ],
+)
+def test_redact_url_drops_userinfo_query_and_fragment(url: str, expected: str) -> None:
+    """What may be shown of a URL: scheme, host, port and path only."""
+    assert expected == redact_url(url)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://user:sk-1@127.0.0.1:8080/", "http://127.0.0.1:8080/?api_key=sk-1"]
+)
+def test_credentials_in_an_endpoint_url_are_refused_pointing_at_api_key_env(url: str) -> None:
+    """The refusal names api_key_env and does not repeat the key."""
+    with pytest.raises(UserError) as caught:
+        check_endpoint_url(url)
+    assert "api_key_env" in str(caught.value)
+    assert "sk-1" not in str(caught.value)
+
+
+def test_api_key_headers_reads_the_named_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key is sent as a bearer token; an unset variable is named, never a value."""
+    monkeypatch.setenv("TWINFLOW_TEST_KEY", KEY)
+    assert {"Authorization": f"Bearer {KEY}"} == api_key_headers("TWINFLOW_TEST_KEY")
+    assert {} == api_key_headers(None)
+    monkeypatch.delenv("TWINFLOW_TEST_KEY")
+    with pytest.raises(UserError) as caught:
+        api_key_headers("TWINFLOW_TEST_KEY")
+    assert "TWINFLOW_TEST_KEY" in str(caught.value)
+    with pytest.raises(UserError) as refused:
+        api_key_headers(KEY)  # a key given where a variable name belongs
+    assert KEY not in str(refused.value)
+
+
+def test_the_transport_sends_the_key_as_a_bearer_header(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real server receives `Authorization: Bearer <key>` from `api_key_env`."""
+    monkeypatch.setenv("TWINFLOW_TEST_KEY", KEY)
+    with LoopbackServer(lambda _request: LoopbackResponse.json_body({})) as server:
+        transport = UrllibJsonTransport(api_key_env="TWINFLOW_TEST_KEY")
+        try:
+            transport.post_json(server.url_for("/v1"), {}, timeout=10)
+        finally:
+            transport.close()
+        headers = {k.lower(): v for k, v in server.requests[0].headers}
+    assert f"Bearer {KEY}" == headers["authorization"]
+
+
+def test_the_transport_refuses_userinfo_and_hides_a_query_key() -> None:
+    """Userinfo is refused; a connection error names the URL without its query."""
+    port = free_port()
+    transport = UrllibJsonTransport()
+    with pytest.raises(UserError) as refused:
+        transport.post_json(f"http://u:{KEY}@127.0.0.1:{port}/", {}, timeout=5)
+    assert KEY not in str(refused.value)
+    with pytest.raises(ConnectError) as caught:
+        transport.post_json(f"http://127.0.0.1:{port}/v1?api_key={KEY}", {}, timeout=5)
+    assert KEY not in str(caught.value)
+    assert KEY not in caught.value.url
+    assert f"http://127.0.0.1:{port}/v1?***" == caught.value.url
+
+
+def test_a_server_echoing_the_key_does_not_put_it_in_the_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 401 body quoting the Authorization header: the message and excerpt show *** instead."""
+    monkeypatch.setenv("TWINFLOW_TEST_KEY", KEY)
+
+    def echo_auth(request: LoopbackRequest) -> LoopbackResponse:
+        auth = dict((k.lower(), v) for k, v in request.headers)["authorization"]
+        return LoopbackResponse(status=401, body=f"bad token {auth}".encode())
+
+    with LoopbackServer(echo_auth) as server:
+        transport = UrllibJsonTransport(api_key_env="TWINFLOW_TEST_KEY")
+        try:
+            with pytest.raises(HTTPStatusError) as caught:
+                transport.post_json(server.url_for("/v1"), {}, timeout=10)
+        finally:
+            transport.close()
+    assert (False, False) == (KEY in str(caught.value), KEY in caught.value.body_excerpt)
+    assert "bad token Bearer ***" in caught.value.body_excerpt
