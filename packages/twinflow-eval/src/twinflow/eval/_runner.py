@@ -6,18 +6,31 @@ Every score is computed from a verified trace (`score_trace`), in the runner as 
 Resuming: a case repeat whose result file exists is done and is not run again. A trace
 without a result file belongs to a case the previous run was killed in; it is moved aside
 (``<key>.interrupted.jsonl``, never deleted) and the case runs again.
+
+Where cases run: with an in-process executor each case streams its trace into the run
+directory as it goes. With an executor whose calls run elsewhere (``shares_filesystem =
+False``: `twinflow.kernel.RayExecutor`), a case writes nothing; it returns its trace bytes, and
+the driver verifies them before it writes the trace and the result (docs/adr/0041).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Agent, FileTraceSink, Trace, TraceCorruptError, TraceSink
+from twinflow.agent import (
+    Agent,
+    FileTraceSink,
+    MemoryTraceSink,
+    Trace,
+    TraceCorruptError,
+    TraceSink,
+)
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ShardError
 from twinflow.eval._observe import observe
@@ -34,7 +47,7 @@ from twinflow.eval._results import (
     write_atomic,
 )
 from twinflow.eval._scorers import ScorerSpec, score_all
-from twinflow.kernel import Clock, Executor, SerialExecutor, TransportError
+from twinflow.kernel import Clock, Executor, SerialExecutor, TaskLost, TransportError
 from twinflow.vocab import canonical_bytes
 
 __all__ = [
@@ -46,6 +59,9 @@ __all__ = [
     "run_eval",
     "score_trace",
 ]
+
+_Item = tuple[Case, int, str]
+"""(case, repeat, key): one case repeat to run."""
 
 AgentFactory = Callable[[Case, TraceSink], Agent[Any]]
 """Builds a fresh agent for one case repeat, writing its trace to the given sink."""
@@ -92,6 +108,19 @@ def score_trace(
     relative = f"traces/{key}.jsonl"
     path = run_dir / relative
     data = path.read_bytes() if path.is_file() else b""
+    return _score_bytes(data, relative, case, repeat, key, scorers, latency_s)
+
+
+def _score_bytes(
+    data: bytes,
+    relative: str,
+    case: Case,
+    repeat: int,
+    key: str,
+    scorers: Sequence[ScorerSpec],
+    latency_s: float | None,
+) -> CaseResult:
+    """`score_trace` on the trace's bytes (``relative`` is where the run directory keeps them)."""
     try:
         trace = Trace.load(data, require_complete=True)
         report = None
@@ -185,6 +214,51 @@ def _collect(out: Path, manifest: RunManifest) -> EvalResults:
     )
 
 
+def _run_detached(
+    factory: AgentFactory, render: Callable[[Case], str], clock: Clock, item: _Item
+) -> tuple[bytes, float]:
+    """Run one case repeat where the run directory is not (a cluster worker): write nothing.
+
+    Returns the trace bytes and the latency; the driver verifies them before it keeps them.
+    """
+    case, _, key = item
+    sink = MemoryTraceSink()
+    started = clock.monotonic()
+    try:
+        factory(case, sink).run(render(case))
+    except TransportError as exc:
+        raise RunAborted(
+            f"case {key}: the model could not be reached ({type(exc).__name__}: {exc}); "
+            "finished cases are kept: run the same command again to resume"
+        ) from exc
+    except Exception:  # the trace records the failure (run_failed); scoring reads it there
+        pass
+    finally:
+        sink.close()
+    return sink.data, clock.monotonic() - started
+
+
+def _keep(run_dir: Path, dataset: Dataset, item: _Item, data: bytes, latency: float) -> CaseResult:
+    """Verify and score a trace a worker returned, then write it and its result (driver side).
+
+    A trace that verifies is written to ``traces/<key>.jsonl``; one that does not is kept as
+    ``traces/<key>.rejected.jsonl`` (for a person to read) and its case is flagged, so what
+    sits under the case's trace name is always a verified trace, written whole (atomically).
+    """
+    case, repeat, key = item
+    relative = f"traces/{key}.jsonl"
+    result = _score_bytes(data, relative, case, repeat, key, dataset.scorers_for(case), latency)
+    if result.status == "flagged":
+        result = result.model_copy(
+            update={"problem": f"the trace a worker returned did not verify: {result.problem}"}
+        )
+        write_atomic(run_dir / "traces" / f"{key}.rejected.jsonl", data, durable=False)
+    else:
+        write_atomic(run_dir / relative, data, durable=False)
+    write_atomic(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
+    return result
+
+
 def run_eval(
     dataset: Dataset,
     factory: AgentFactory,
@@ -231,7 +305,7 @@ def run_eval(
     _prepare(run_dir, manifest)
     render = prompt or (lambda case: case.input)
     done: list[CaseResult] = []
-    todo = []
+    todo: list[_Item] = []
     for case, repeat, key in items:
         result_path = run_dir / "cases" / f"{key}.json"
         if result_path.is_file():
@@ -242,7 +316,7 @@ def run_eval(
             _set_aside(trace)
         todo.append((case, repeat, key))
 
-    def run_one(item: tuple[Case, int, str]) -> CaseResult:
+    def run_one(item: _Item) -> CaseResult:
         case, repeat, key = item
         sink = FileTraceSink(run_dir / "traces" / f"{key}.jsonl")
         started = clock.monotonic()
@@ -264,13 +338,30 @@ def run_eval(
         write_atomic(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
         return result
 
+    runner = executor or SerialExecutor()
+    finished: Iterator[CaseResult]
+    if getattr(runner, "shares_filesystem", True):
+        finished = (result for _, result in runner.map_bounded(run_one, todo, concurrency))
+    else:
+        # The cases run elsewhere (a cluster): each returns its trace, kept here once verified.
+        task = functools.partial(_run_detached, factory, render, clock)
+        finished = (
+            _keep(run_dir, dataset, todo[index], data, latency)
+            for index, (data, latency) in runner.map_bounded(task, todo, concurrency)
+        )
     total = len(items)
     if progress is not None:
         progress(len(done), total, Summary.of(done))
-    for _, result in (executor or SerialExecutor()).map_bounded(run_one, todo, concurrency):
-        done.append(result)
-        if progress is not None:
-            progress(len(done), total, Summary.of(done))
+    try:
+        for result in finished:
+            done.append(result)
+            if progress is not None:
+                progress(len(done), total, Summary.of(done))
+    except TaskLost as exc:
+        raise RunAborted(
+            f"case {todo[exc.index][2]}: {exc}; {len(done)} finished cases are kept: "
+            "run the same command again to resume"
+        ) from exc
     results = _collect(run_dir, manifest)
     write_atomic(run_dir / "results.json", _encode(results))
     write_reports(results, run_dir)

@@ -4,7 +4,8 @@ Time, ids, the network and processes enter twinflow only through the ports here 
 `Transport`, `Launcher`). The real adapters (`SystemClock`, `SystemIds`, `UrllibJsonTransport`,
 `SubprocessLauncher`) sit beside deterministic and test ones (`FixedClock`, `SteppingClock`,
 `CountingIds`, `SeededIds`, `MockTransport`, `RecordingTransport`, `ReplayTransport`,
-`FaultTransport`, `LoopbackServer`).
+`FaultTransport`, `LoopbackServer`). Bounded concurrency is the `Executor` port
+(`SerialExecutor`, `ThreadExecutor`, and `RayExecutor` with the ``ray`` extra).
 
 The errors are imported eagerly (they need no pydantic). Every other name is resolved on first
 access (PEP 562), so `import twinflow.kernel` stays cheap for a caller that needs only a few
@@ -16,6 +17,7 @@ import typing as _typing
 from importlib import import_module as _import_module
 
 from twinflow.kernel._errors import (
+    ClusterError,
     ConnectError,
     HTTPStatusError,
     KernelError,
@@ -24,6 +26,7 @@ from twinflow.kernel._errors import (
     ReplayDivergence,
     ResponseDecodeError,
     ResponseTooLarge,
+    TaskLost,
     TransportError,
     TransportTimeout,
 )
@@ -79,6 +82,7 @@ if _typing.TYPE_CHECKING:
         ProcessResult,
         run_process,
     )
+    from twinflow.kernel._ray import RayExecutor
     from twinflow.kernel._replay import (
         RecordingTransport,
         ReplayTransport,
@@ -90,6 +94,7 @@ if _typing.TYPE_CHECKING:
 __all__ = [
     "GUARDED_ENTRY_POINTS",
     "Clock",
+    "ClusterError",
     "ConnectError",
     "CountingIds",
     "Executor",
@@ -109,6 +114,7 @@ __all__ = [
     "NetworkBlockedError",
     "NondeterminismError",
     "ProcessResult",
+    "RayExecutor",
     "RecordingTransport",
     "ReplayDivergence",
     "ReplayTransport",
@@ -121,6 +127,7 @@ __all__ = [
     "SubprocessLauncher",
     "SystemClock",
     "SystemIds",
+    "TaskLost",
     "ThreadExecutor",
     "Transport",
     "TransportError",
@@ -160,6 +167,7 @@ _LAZY = {
     "Transport": "_ports",
     "ProcessResult": "_process",
     "run_process": "_process",
+    "RayExecutor": "_ray",
     "RecordingTransport": "_replay",
     "ReplayTransport": "_replay",
     "UrllibJsonTransport": "_transport",

@@ -4,7 +4,12 @@ Scheduling order is nondeterminism, so it enters through the kernel like time an
 `Executor.map_bounded` yields ``(index, result)`` pairs as items finish, so the caller can
 record each result (and show progress) from its own thread, without locks of its own.
 `ThreadExecutor` is the real adapter; `SerialExecutor` runs items one by one, in order, and
-is the deterministic one.
+is the deterministic one. `RayExecutor` (``_ray.py``, the ``ray`` extra) runs each call as a
+task on a Ray cluster.
+
+An executor whose calls run in other processes or machines says so with a class attribute
+``shares_filesystem = False``: such calls must return their output rather than write the
+caller's files. The in-process adapters here share the caller's filesystem (no attribute needed).
 """
 
 from __future__ import annotations
