@@ -109,3 +109,8 @@ def test_without_the_ray_extra_the_executor_says_what_to_install(
 def test_the_executor_is_marked_as_not_sharing_the_filesystem() -> None:
     """Callers learn from the class that calls run elsewhere and must return their output."""
     assert RayExecutor.shares_filesystem is False
+
+
+def test_cpus_counts_the_clusters_cpus(ray_executor: RayExecutor) -> None:
+    """The session's local Ray was started with two CPUs."""
+    assert 2 == ray_executor.start().cpus()

@@ -25,7 +25,7 @@ import os
 import platform
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import ModuleType
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 from twinflow.kernel._concurrency import _check_limit
 from twinflow.kernel._errors import ClusterError, TaskLost
@@ -108,6 +108,20 @@ class RayExecutor:
         self.max_retries = max_retries
         self.code_dirs = tuple(os.fspath(d) for d in code_dirs)
         self._owned = False
+
+    def start(self) -> Self:
+        """Start or join the cluster now rather than at the first `map_bounded`.
+
+        Raises:
+            UserError: The ray extra is not installed.
+            ClusterError: The cluster could not be started or joined.
+        """
+        self._connect()
+        return self
+
+    def cpus(self) -> int:
+        """The CPUs of the cluster (started or joined if need be): a sensible ``limit``."""
+        return max(1, int(self._connect().cluster_resources().get("CPU", 1)))
 
     def _connect(self) -> ModuleType:
         ray = _import_ray()
