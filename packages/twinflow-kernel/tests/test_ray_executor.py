@@ -53,6 +53,7 @@ def test_a_raising_call_is_raised_in_the_driver_naming_its_node(
     notes = getattr(caught.value, "__notes__", [])
     assert 1 == len(notes)
     assert notes[0].startswith("raised on Ray node ")
+    assert "(127.0.0.1, node id " in notes[0]  # a local Ray listens on loopback only
 
 
 def test_results_in_flight_when_a_call_raises_are_still_yielded(

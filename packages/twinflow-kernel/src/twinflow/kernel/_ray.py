@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import ModuleType
 from typing import Any, ClassVar, Self, TypeVar
@@ -71,8 +72,8 @@ class RayExecutor:
 
     Connects on first use: to ``address`` (``"auto"`` for the cluster this machine is part
     of, ``"ray://host:10001"`` for a remote head) or, without one, to a Ray already started in
-    this process, else to a new local Ray of ``num_cpus`` workers (no dashboard). `close`
-    shuts down only a Ray this executor started or connected to.
+    this process, else to a new local Ray of ``num_cpus`` workers (no dashboard, listening on
+    loopback only). `close` shuts down only a Ray this executor started or connected to.
     """
 
     shares_filesystem: ClassVar[bool] = False
@@ -124,6 +125,11 @@ class RayExecutor:
         return max(1, int(self._connect().cluster_resources().get("CPU", 1)))
 
     def _connect(self) -> ModuleType:
+        if self.address is None and "ray" not in sys.modules:
+            # A Ray started here serves this machine only, so it listens on loopback alone.
+            # Ray reads this switch (meant for laptops) once, when it is imported; without it
+            # a Linux node binds every interface. A value the user set is kept.
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         ray = _import_ray()
         if ray.is_initialized():
             return ray
