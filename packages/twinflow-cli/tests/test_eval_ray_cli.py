@@ -78,7 +78,8 @@ def test_eval_run_on_ray_gives_the_local_verdicts_and_rescores(
         common = [str(dataset), "--spec", str(spec)]
         code, local, _ = _eval(["run", *common, "--out", str(tmp_path / "local")], capsys)
         assert (0, True) == (code, local["complete"])
-        code, on_ray, err = _eval(["run", *common, "--out", str(tmp_path / "ray"), "--ray"], capsys)
+        argv = ["run", *common, "--out", str(tmp_path / "ray"), "--concurrency", "2", "--ray"]
+        code, on_ray, err = _eval(argv, capsys)
     assert (0, True, 6) == (code, on_ray["complete"], on_ray["summary"]["passed"])
     assert "6/6 passed 6" in err
     assert _verdicts(tmp_path / "local") == _verdicts(tmp_path / "ray")

@@ -112,6 +112,12 @@ def test_the_executor_is_marked_as_not_sharing_the_filesystem() -> None:
     assert RayExecutor.shares_filesystem is False
 
 
-def test_cpus_counts_the_clusters_cpus(ray_executor: RayExecutor) -> None:
-    """The session's local Ray was started with two CPUs."""
-    assert 2 == ray_executor.start().cpus()
+def test_a_call_that_cannot_be_pickled_is_a_usage_error(ray_executor: RayExecutor) -> None:
+    """A call holding something unpicklable (a generator here) is refused, naming what to do."""
+    pending = (n for n in range(3))
+
+    def holds_a_generator(n: int) -> int:
+        return n + len(list(pending))
+
+    with pytest.raises(UserError, match="cannot send the function to its workers"):
+        list(ray_executor.map_bounded(holds_a_generator, [1], 1))

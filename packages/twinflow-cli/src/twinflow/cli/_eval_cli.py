@@ -94,7 +94,11 @@ def _configure(p: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--concurrency",
         type=int,
-        help="cases in flight at once (default 1; with --ray, the cluster's CPUs)",
+        default=1,
+        help=(
+            "cases in flight at once (default 1; with --ray, raise it to what the model "
+            "server can serve at once)"
+        ),
     )
     run.add_argument("--shard", type=_shard, help="run only slice i of n (1-based), e.g. 2/4")
     run.add_argument(
@@ -220,7 +224,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     verdict and checkpoint root; lab-notes.md and lab-notes.html are written at the end.
     Running the same command on an unfinished DIR resumes it.
     """
-    if args.concurrency is not None and args.concurrency < 1:
+    if args.concurrency < 1:
         raise UserError(f"--concurrency {args.concurrency}: must be at least 1")
     dataset = load_dataset(args.dataset)
     spec = load_spec(args.spec)
@@ -241,7 +245,6 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             executor: Executor
             if ray is not None:
                 factory, executor = _WorkerAgents(wired), ray
-                concurrency = args.concurrency or ray.cpus()
             else:
 
                 def factory(case: Case, sink: TraceSink) -> Agent[Any]:
@@ -250,15 +253,14 @@ def _run(args: argparse.Namespace, out: Output) -> int:
                         wired, model=model, clock=clock, ids=ids, trace=sink, tools=tools
                     )
 
-                concurrency = args.concurrency or 1
-                executor = ThreadExecutor() if concurrency > 1 else SerialExecutor()
+                executor = ThreadExecutor() if args.concurrency > 1 else SerialExecutor()
             results = run_eval(
                 dataset,
                 factory,
                 args.out,
                 clock=clock,
                 executor=executor,
-                concurrency=concurrency,
+                concurrency=args.concurrency,
                 shard=args.shard,
                 prompt=_render(wired),
                 progress=_progress,

@@ -124,7 +124,7 @@ def _one_line(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.filename}: {exc.strerror or exc}"
     # Notes carry where an error happened (a Ray worker's node, say): part of the one line.
-    return " ".join(" ".join([str(exc), *getattr(exc, "__notes__", ())]).split())
+    return " ".join("; ".join([str(exc), *getattr(exc, "__notes__", ())]).split())
 
 
 def existing_file(value: str) -> Path:

@@ -22,6 +22,7 @@ without the extra.
 from __future__ import annotations
 
 import os
+import pickle
 import platform
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -65,6 +66,18 @@ def _call(fn: Callable[[T], R], item: T) -> R:
     except Exception as exc:
         exc.add_note(f"raised on {_where()}")
         raise
+
+
+def _ship(send: Callable[[], Any], what: str) -> Any:
+    """Serialise something for the workers; what cannot be pickled is the caller's mistake."""
+    try:
+        return send()
+    except (TypeError, pickle.PicklingError) as exc:
+        raise UserError(
+            f"the Ray executor cannot send {what} to its workers: {exc}; calls and items must "
+            "pickle (closures over plain values do; open files, locks and connections do not: "
+            "make them inside the call)"
+        ) from exc
 
 
 class RayExecutor:
@@ -120,10 +133,6 @@ class RayExecutor:
         self._connect()
         return self
 
-    def cpus(self) -> int:
-        """The CPUs of the cluster (started or joined if need be): a sensible ``limit``."""
-        return max(1, int(self._connect().cluster_resources().get("CPU", 1)))
-
     def _connect(self) -> ModuleType:
         if self.address is None and "ray" not in sys.modules:
             # A Ray started here serves this machine only, so it listens on loopback alone.
@@ -171,7 +180,7 @@ class RayExecutor:
         if self.code_dirs:
             options["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(self.code_dirs)}}
         task = ray.remote(_call).options(**options)
-        shipped = ray.put(fn)  # serialised once, not once per task
+        shipped = _ship(lambda: ray.put(fn), "the function")  # serialised once, not per task
         pending: dict[Any, int] = {}
         counter = 0
         failure: BaseException | None = None
@@ -180,7 +189,8 @@ class RayExecutor:
             nonlocal counter
             item = next(items, _END)
             if item is not _END:
-                pending[task.remote(shipped, item)] = counter
+                ref = _ship(lambda: task.remote(shipped, item), f"item {counter}")
+                pending[ref] = counter
                 counter += 1
 
         try:
