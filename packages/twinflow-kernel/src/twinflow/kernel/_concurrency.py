@@ -40,8 +40,9 @@ class Executor(Protocol):
         """Yield ``(index, fn(item))`` as each call finishes (order is the adapter's).
 
         The first exception a call raises is raised from the iterator; calls not yet
-        started are then not started. Closing the iterator early waits for the calls in
-        flight and starts no new one.
+        started are then not started. An adapter may first yield the results of calls that
+        were already in flight (`RayExecutor` does: their work is not thrown away). Closing
+        the iterator early waits for the calls in flight and starts no new one.
         """
         ...
 
