@@ -59,10 +59,19 @@ def _where() -> str:
     return f"Ray node {platform.node()} ({ray.util.get_node_ip_address()}, node id {node[:12]})"
 
 
-def _call(fn: Callable[[T], R], item: T) -> R:
-    """Run one call inside a Ray worker; an exception leaves with the node's name on it."""
+def _call(code_dirs: tuple[str, ...], fn: bytes, item: bytes) -> Any:
+    """Run one call inside a Ray worker; an exception leaves with the node's name on it.
+
+    The call and its item arrive pickled and are loaded only after ``code_dirs`` are on the
+    worker's ``sys.path``, so they may refer to modules that live there.
+    """
+    for directory in reversed(code_dirs):
+        if directory not in sys.path:
+            sys.path.insert(0, directory)
+    cloudpickle = _import_ray().cloudpickle
+    call = cloudpickle.loads(fn)
     try:
-        return fn(item)
+        return call(cloudpickle.loads(item))
     except Exception as exc:
         exc.add_note(f"raised on {_where()}")
         raise
@@ -107,8 +116,9 @@ class RayExecutor:
             address: The cluster to join; None starts a local Ray (or uses the running one).
             num_cpus: CPUs of a local Ray started here (default: all of them).
             max_retries: Times Ray runs a call again after its worker died (not after it raised).
-            code_dirs: Directories the workers import code from (put on their ``PYTHONPATH``);
-                on a remote cluster they must exist on every node.
+            code_dirs: Directories the workers import code from (put at the front of their
+                ``sys.path`` before a call is loaded); on a remote cluster they must exist on
+                every node.
 
         Raises:
             UserError: ``max_retries`` is negative or ``num_cpus`` below 1.
@@ -176,11 +186,10 @@ class RayExecutor:
         ray = self._connect()
         from ray.exceptions import RayTaskError
 
-        options: dict[str, Any] = {"max_retries": self.max_retries, "num_cpus": 1}
-        if self.code_dirs:
-            options["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(self.code_dirs)}}
-        task = ray.remote(_call).options(**options)
-        shipped = _ship(lambda: ray.put(fn), "the function")  # serialised once, not per task
+        task = ray.remote(_call).options(max_retries=self.max_retries, num_cpus=1)
+        dumps = ray.cloudpickle.dumps
+        # Serialised once, not once per task; loaded by `_call` after its code_dirs are set.
+        shipped = ray.put(_ship(lambda: dumps(fn), "the function"))
         pending: dict[Any, int] = {}
         counter = 0
         failure: BaseException | None = None
@@ -189,8 +198,8 @@ class RayExecutor:
             nonlocal counter
             item = next(items, _END)
             if item is not _END:
-                ref = _ship(lambda: task.remote(shipped, item), f"item {counter}")
-                pending[ref] = counter
+                data = _ship(lambda: dumps(item), f"item {counter}")
+                pending[task.remote(self.code_dirs, shipped, data)] = counter
                 counter += 1
 
         try:
