@@ -163,3 +163,21 @@ def test_shards_run_on_ray_merge_into_the_local_runs_results(
         )
     merged = merge_runs(shards, tmp_path / "merged")
     assert _same(local) == _same(merged)
+
+
+def test_a_good_trace_of_another_case_is_flagged(ray_executor: RayExecutor, tmp_path: Path) -> None:
+    """A worker returning a verifying trace of another prompt (c0's, for c1) is caught."""
+    inner = factory()
+
+    def swapping(case: Case, sink: TraceSink) -> Agent[Any]:
+        agent = inner(case, sink)
+        if case.id == "c1":
+            run = agent.run
+            agent.run = lambda prompt: run("10.0 USD")  # type: ignore[method-assign]  # c0's prompt
+        return agent
+
+    out = tmp_path / "run"
+    results = run_eval(dataset(3), swapping, out, clock=CLOCK, executor=ray_executor)
+    assert ["flagged"] == [c.status for c in results.cases if c.key == "c1@1"]
+    assert "another prompt than this case's" in (results.cases[1].problem or "")
+    assert ["c0@1.jsonl", "c1@1.rejected.jsonl", "c2@1.jsonl"] == _files(out)

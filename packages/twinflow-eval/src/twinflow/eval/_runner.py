@@ -25,6 +25,7 @@ from typing import Any
 
 from twinflow.agent import (
     Agent,
+    Checkpoint,
     FileTraceSink,
     MemoryTraceSink,
     Trace,
@@ -111,6 +112,22 @@ def score_trace(
     return _score_bytes(data, relative, case, repeat, key, scorers, latency_s)
 
 
+def _flagged(
+    common: dict[str, Any], problem: str, checkpoint: Checkpoint, latency_s: float | None
+) -> CaseResult:
+    return CaseResult(
+        **common,
+        status="flagged",
+        scores=(),
+        checkpoint=checkpoint,
+        run_status="incomplete",
+        attempts=0,
+        steps=0,
+        latency_s=latency_s or 0.0,
+        problem=problem,
+    )
+
+
 def _score_bytes(
     data: bytes,
     relative: str,
@@ -119,13 +136,13 @@ def _score_bytes(
     key: str,
     scorers: Sequence[ScorerSpec],
     latency_s: float | None,
+    prompt: str | None = None,
 ) -> CaseResult:
-    """`score_trace` on the trace's bytes (``relative`` is where the run directory keeps them)."""
-    try:
-        trace = Trace.load(data, require_complete=True)
-        report = None
-    except TraceCorruptError as exc:
-        report = exc.report
+    """`score_trace` on the trace's bytes (``relative`` is where the run directory keeps them).
+
+    With ``prompt``, a trace whose run started from another prompt is flagged too: it verifies,
+    but it is not this case's.
+    """
     common = {
         "key": key,
         "case_id": case.id,
@@ -133,20 +150,15 @@ def _score_bytes(
         "tags": case.tags,
         "trace": relative,
     }
-    if report is not None:
-        problem = f"{relative} is missing" if not data else f"{relative}: {report.problem}"
-        return CaseResult(
-            **common,
-            status="flagged",
-            scores=(),
-            checkpoint=report.checkpoint,
-            run_status="incomplete",
-            attempts=0,
-            steps=0,
-            latency_s=latency_s or 0.0,
-            problem=problem,
-        )
+    try:
+        trace = Trace.load(data, require_complete=True)
+    except TraceCorruptError as exc:
+        problem = f"{relative} is missing" if not data else f"{relative}: {exc.report.problem}"
+        return _flagged(common, problem, exc.report.checkpoint, latency_s)
     obs = observe(trace)
+    if prompt is not None and obs.prompt != prompt:
+        problem = f"{relative}: its run started from another prompt than this case's"
+        return _flagged(common, problem, trace.checkpoint(), latency_s)
     scores = score_all(scorers, case.expected, obs)
     return CaseResult(
         **common,
@@ -238,8 +250,18 @@ def _run_detached(
     return sink.data, clock.monotonic() - started
 
 
-def _keep(run_dir: Path, dataset: Dataset, item: _Item, data: bytes, latency: float) -> CaseResult:
+def _keep(
+    run_dir: Path,
+    dataset: Dataset,
+    render: Callable[[Case], str],
+    item: _Item,
+    data: bytes,
+    latency: float,
+) -> CaseResult:
     """Verify and score a trace a worker returned, then write it and its result (driver side).
+
+    Verified means whole, hash-chained and complete, and of this case: its run started from
+    the case's prompt (a worker returning another case's good trace is caught here).
 
     A trace that verifies is written to ``traces/<key>.jsonl``; one that does not is kept as
     ``traces/<key>.rejected.jsonl`` (for a person to read) and its case is flagged, so what
@@ -247,7 +269,8 @@ def _keep(run_dir: Path, dataset: Dataset, item: _Item, data: bytes, latency: fl
     """
     case, repeat, key = item
     relative = f"traces/{key}.jsonl"
-    result = _score_bytes(data, relative, case, repeat, key, dataset.scorers_for(case), latency)
+    scorers = dataset.scorers_for(case)
+    result = _score_bytes(data, relative, case, repeat, key, scorers, latency, render(case))
     if result.status == "flagged":
         result = result.model_copy(
             update={"problem": f"the trace a worker returned did not verify: {result.problem}"}
@@ -346,7 +369,7 @@ def run_eval(
         # The cases run elsewhere (a cluster): each returns its trace, kept here once verified.
         task = functools.partial(_run_detached, factory, render, clock)
         finished = (
-            _keep(run_dir, dataset, todo[index], data, latency)
+            _keep(run_dir, dataset, render, todo[index], data, latency)
             for index, (data, latency) in runner.map_bounded(task, todo, concurrency)
         )
     total = len(items)
