@@ -5,7 +5,12 @@ files (no dataset, no scoring, no result files). The runner's overhead per case 
 difference; the target is at most 2 ms. Then 1000 scripted cases through the runner at
 concurrency 1 (SerialExecutor) and 8 (ThreadExecutor).
 
-Usage: .venv/bin/python benchmarks/eval_runner.py [--cases N]
+Ray (the ray extra; skipped with --no-ray): the same 1000 cases on a local Ray of ``--ray-cpus``
+workers (RayExecutor, each case a task returning its trace to the driver, which verifies and
+writes it), against the local ThreadExecutor at the same concurrency, in the same run. The
+fixed start-up cost (starting Ray and its first workers) is timed apart from the run.
+
+Usage: .venv/bin/python benchmarks/eval_runner.py [--cases N] [--no-ray] [--ray-cpus C]
 """
 
 from __future__ import annotations
@@ -19,7 +24,15 @@ from typing import Any
 
 from twinflow.agent import Agent, FileTraceSink, FunctionModel, TraceSink
 from twinflow.eval import Case, Dataset, run_eval
-from twinflow.kernel import CountingIds, SerialExecutor, SteppingClock, SystemClock, ThreadExecutor
+from twinflow.kernel import (
+    CountingIds,
+    Executor,
+    RayExecutor,
+    SerialExecutor,
+    SteppingClock,
+    SystemClock,
+    ThreadExecutor,
+)
 from twinflow.vocab import Message
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -49,8 +62,9 @@ def _direct(n: int, root: Path) -> float:
     return time.perf_counter() - start
 
 
-def _runner(n: int, root: Path, concurrency: int) -> float:
-    executor = ThreadExecutor() if concurrency > 1 else SerialExecutor()
+def _runner(n: int, root: Path, concurrency: int, executor: Executor | None = None) -> float:
+    if executor is None:
+        executor = ThreadExecutor() if concurrency > 1 else SerialExecutor()
     start = time.perf_counter()
     results = run_eval(
         _dataset(n), _factory, root, clock=SystemClock(), executor=executor, concurrency=concurrency
@@ -64,13 +78,17 @@ def main() -> None:
     """Print per-case overhead and wall times."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", type=int, default=1000)
-    n = parser.parse_args().cases
+    parser.add_argument("--no-ray", action="store_true", help="skip the Ray comparison")
+    parser.add_argument("--ray-cpus", type=int, default=2, help="workers of the local Ray")
+    args = parser.parse_args()
+    n = args.cases
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "direct").mkdir()
         direct = _direct(n, root / "direct")
         serial = _runner(n, root / "c1", 1)
         threaded = _runner(n, root / "c8", 8)
+        ray_lines = [] if args.no_ray else _ray(n, root, args.ray_cpus)
     overhead_ms = (serial - direct) / n * 1000
     print(f"cases: {n}")
     print(f"direct agent loop (peer):  {direct:.3f} s  ({direct / n * 1000:.3f} ms/case)")
@@ -81,6 +99,33 @@ def main() -> None:
         f"runner, concurrency 8:     {threaded:.3f} s  ({threaded / n * 1000:.3f} ms/case, {threaded / direct:.2f}x peer)"
     )
     print(f"runner overhead per case:  {overhead_ms:.3f} ms (target <= 2 ms)")
+    for line in ray_lines:
+        print(line)
+
+
+def _ray(n: int, root: Path, cpus: int) -> list[str]:
+    """Ray against the thread executor at the same concurrency; start-up timed apart."""
+    start = time.perf_counter()
+    executor = RayExecutor(num_cpus=cpus).start()
+    started = time.perf_counter() - start
+    try:
+        # The first tasks wait for worker processes to start: part of the fixed cost too.
+        start = time.perf_counter()
+        list(executor.map_bounded(abs, range(cpus), cpus))
+        warm = time.perf_counter() - start
+        on_ray = _runner(n, root / "ray", cpus, executor)
+    finally:
+        executor.close()
+    threads = _runner(n, root / f"t{cpus}", cpus, ThreadExecutor())
+    per_case_ms = (on_ray - threads) / n * 1000
+    return [
+        f"Ray start-up (fixed):      {started + warm:.3f} s  "
+        f"(ray.init {started:.3f} s, first workers {warm:.3f} s)",
+        f"threads, concurrency {cpus}:   {threads:.3f} s  ({threads / n * 1000:.3f} ms/case)",
+        f"Ray, concurrency {cpus}:       {on_ray:.3f} s  "
+        f"({on_ray / n * 1000:.3f} ms/case, {on_ray / threads:.2f}x threads)",
+        f"Ray overhead per case:     {per_case_ms:.3f} ms over the thread executor",
+    ]
 
 
 if __name__ == "__main__":

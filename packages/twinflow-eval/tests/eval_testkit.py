@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -68,6 +70,35 @@ def factory(counter: list[str] | None = None) -> Callable[[Case, TraceSink], Age
             max_steps=3,
             trace=sink,
         )
+
+    return build
+
+
+def dying_factory(
+    marker_dir: str, case_id: str, deaths: int
+) -> Callable[[Case, TraceSink], Agent[Any]]:
+    """`factory`, but the process running case ``case_id`` dies at its first model request,
+    on each of its first ``deaths`` attempts (counted as lines of ``<marker_dir>/<case_id>``).
+
+    The death is mid-case: the run has started and its first events are in the trace sink.
+    """
+    inner = factory()
+
+    def build(case: Case, sink: TraceSink) -> Agent[Any]:
+        agent = inner(case, sink)
+        if case.id == case_id:
+            marker = Path(marker_dir) / case.id
+            with marker.open("a") as f:
+                f.write("attempt\n")
+            dies = len(marker.read_text().splitlines()) <= deaths
+
+            def dying(request: ModelRequest) -> Message:
+                if dies:
+                    os._exit(1)  # killed mid-case, unwarned
+                return reply(request)
+
+            agent.model = FunctionModel(dying)
+        return agent
 
     return build
 

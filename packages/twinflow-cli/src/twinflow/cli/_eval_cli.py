@@ -3,7 +3,10 @@
 The composition root for `twinflow.eval`: here the real model client, transport, clock, ids
 and thread pool are wired into the eval runner, which only knows the ports.
 
-- ``eval run DATASET --spec SPEC --out DIR [--concurrency N] [--shard i/n] [--min-pass-rate R]``
+- ``eval run DATASET --spec SPEC --out DIR [--concurrency N] [--shard i/n] [--min-pass-rate R]
+  [--ray [ADDRESS]]``: with ``--ray`` each case runs as a Ray task on a local Ray (no address)
+  or on a cluster; every worker builds its own model and returns its trace, which is verified
+  here before it is written
 - ``eval rescore DIR``: verify every trace, score again without a model; exit 1 if a trace is
   flagged or a score differs from ``results.json``
 - ``eval compare A B``: regressions and improvements per case, exact McNemar p-value
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +34,7 @@ from twinflow.cli._wiring import (
     run_identity,
 )
 from twinflow.eval import (
+    AgentFactory,
     Case,
     EvalResults,
     Shard,
@@ -43,6 +48,8 @@ from twinflow.eval import (
     run_eval,
 )
 from twinflow.kernel import (
+    Executor,
+    RayExecutor,
     SerialExecutor,
     SystemClock,
     SystemIds,
@@ -90,11 +97,29 @@ def _configure(p: argparse.ArgumentParser) -> None:
         "--out", type=Path, required=True, help="the run directory (an unfinished one is resumed)"
     )
     run.add_argument(
-        "--concurrency", type=int, default=1, help="cases in flight at once (default 1)"
+        "--concurrency",
+        type=int,
+        default=1,
+        help=(
+            "cases in flight at once (default 1; with --ray, raise it to what the model "
+            "server can serve at once)"
+        ),
     )
     run.add_argument("--shard", type=_shard, help="run only slice i of n (1-based), e.g. 2/4")
     run.add_argument(
         "--min-pass-rate", type=float, help="exit 1 if the pass rate is below this fraction"
+    )
+    run.add_argument(
+        "--ray",
+        nargs="?",
+        const=_LOCAL_RAY,
+        metavar="ADDRESS",
+        help=(
+            "run each case as a Ray task (the ray extra): on a new local Ray without ADDRESS, "
+            "else on that cluster (auto, host:6379 or ray://host:10001); twinflow and the "
+            "spec's code must be importable on every node. Put --ray last, or write "
+            "--ray=ADDRESS, so it does not take the next argument"
+        ),
     )
     _add_json(run)
     re = sub.add_parser(
@@ -159,6 +184,35 @@ def _model_url(spec: RunSpec, out_dir: Path) -> Iterator[RunSpec]:
         yield spec.model_copy(update={"model": spec.model.model_copy(update={"url": base})})
 
 
+_LOCAL_RAY = "local"
+"""``--ray`` without an address: start a local Ray for the run."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _WorkerAgents:
+    """Builds each case's agent where the case runs (a Ray worker), from the spec alone.
+
+    It holds nothing but the spec, so it pickles; the transport, clock and ids are the
+    kernel's, made in the worker, and the tools are imported there.
+    """
+
+    spec: RunSpec
+
+    def __call__(self, case: Case, sink: TraceSink) -> Agent[Any]:
+        """A fresh agent for one case repeat, writing its trace to ``sink``."""
+        ids = SystemIds()
+        # One transport per case: its connections go with the agent when the case ends.
+        model = build_model(self.spec.model, build_transport(self.spec.model), ids)
+        return build_agent(
+            self.spec,
+            model=model,
+            clock=SystemClock(),
+            ids=ids,
+            trace=sink,
+            tools=load_tools(self.spec),
+        )
+
+
 def _render(spec: RunSpec) -> Callable[[Case], str]:
     def render(case: Case) -> str:
         if "{input}" in spec.prompt:
@@ -186,26 +240,42 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     tools = load_tools(spec)
     transport = build_transport(spec.model)
     clock, ids = SystemClock(), SystemIds()
-    with _model_url(spec, args.out) as wired:
+    ray = None
+    if args.ray is not None:
+        address = None if args.ray == _LOCAL_RAY else args.ray
+        ray = RayExecutor(address, code_dirs=[str(d) for d in code_dirs]).start()
+    try:
+        with _model_url(spec, args.out) as wired:
+            factory: AgentFactory
+            executor: Executor
+            if ray is not None:
+                factory, executor = _WorkerAgents(wired), ray
+            else:
 
-        def factory(case: Case, sink: TraceSink) -> Agent[Any]:
-            model = build_model(wired.model, transport, ids)
-            return build_agent(wired, model=model, clock=clock, ids=ids, trace=sink, tools=tools)
+                def factory(case: Case, sink: TraceSink) -> Agent[Any]:
+                    model = build_model(wired.model, transport, ids)
+                    return build_agent(
+                        wired, model=model, clock=clock, ids=ids, trace=sink, tools=tools
+                    )
 
-        results = run_eval(
-            dataset,
-            factory,
-            args.out,
-            clock=clock,
-            executor=ThreadExecutor() if args.concurrency > 1 else SerialExecutor(),
-            concurrency=args.concurrency,
-            shard=args.shard,
-            prompt=_render(wired),
-            progress=_progress,
-            code_dirs=code_dirs,
-            identity=run_identity(spec),
-        )
-    transport.close()
+                executor = ThreadExecutor() if args.concurrency > 1 else SerialExecutor()
+            results = run_eval(
+                dataset,
+                factory,
+                args.out,
+                clock=clock,
+                executor=executor,
+                concurrency=args.concurrency,
+                shard=args.shard,
+                prompt=_render(wired),
+                progress=_progress,
+                code_dirs=code_dirs,
+                identity=run_identity(spec),
+            )
+    finally:
+        transport.close()
+        if ray is not None:
+            ray.close()
     payload = _summary_payload(results, args.out)
     s = results.summary
     rate = payload["pass_rate"]

@@ -123,7 +123,8 @@ def _one_line(exc: BaseException) -> str:
         return f"{exc.filename}: is a directory, expected a file"
     if isinstance(exc, OSError) and exc.filename and exc.strerror:
         return f"{exc.filename}: {exc.strerror}"
-    return " ".join(str(exc).split())
+    # Notes carry where an error happened (a Ray worker's node, say): part of the one line.
+    return " ".join("; ".join([str(exc), *getattr(exc, "__notes__", ())]).split())
 
 
 def existing_file(value: str) -> Path:

@@ -6,18 +6,32 @@ Every score is computed from a verified trace (`score_trace`), in the runner as 
 Resuming: a case repeat whose result file exists is done and is not run again. A trace
 without a result file belongs to a case the previous run was killed in; it is moved aside
 (``<key>.interrupted.jsonl``, never deleted) and the case runs again.
+
+Where cases run: with an in-process executor each case streams its trace into the run
+directory as it goes. With an executor whose calls run elsewhere (``shares_filesystem =
+False``: `twinflow.kernel.RayExecutor`), a case writes nothing; it returns its trace bytes, and
+the driver verifies them before it writes the trace and the result (docs/adr/0041).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Agent, FileTraceSink, Trace, TraceCorruptError, TraceSink
+from twinflow.agent import (
+    Agent,
+    Checkpoint,
+    FileTraceSink,
+    MemoryTraceSink,
+    Trace,
+    TraceCorruptError,
+    TraceSink,
+)
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ShardError
 from twinflow.eval._observe import observe
@@ -36,7 +50,7 @@ from twinflow.eval._results import (
     write_atomic,
 )
 from twinflow.eval._scorers import ScorerSpec, score_all
-from twinflow.kernel import Clock, Executor, SerialExecutor, TransportError
+from twinflow.kernel import Clock, Executor, SerialExecutor, TaskLost, TransportError
 from twinflow.vocab import canonical_bytes
 
 __all__ = [
@@ -48,6 +62,9 @@ __all__ = [
     "run_eval",
     "score_trace",
 ]
+
+_Item = tuple[Case, int, str]
+"""(case, repeat, key): one case repeat to run."""
 
 AgentFactory = Callable[[Case, TraceSink], Agent[Any]]
 """Builds a fresh agent for one case repeat, writing its trace to the given sink."""
@@ -94,11 +111,40 @@ def score_trace(
     relative = f"traces/{key}.jsonl"
     path = run_dir / relative
     data = path.read_bytes() if path.is_file() else b""
-    try:
-        trace = Trace.load(data, require_complete=True)
-        report = None
-    except TraceCorruptError as exc:
-        report = exc.report
+    return _score_bytes(data, relative, case, repeat, key, scorers, latency_s)
+
+
+def _flagged(
+    common: dict[str, Any], problem: str, checkpoint: Checkpoint, latency_s: float | None
+) -> CaseResult:
+    return CaseResult(
+        **common,
+        status="flagged",
+        scores=(),
+        checkpoint=checkpoint,
+        run_status="incomplete",
+        attempts=0,
+        steps=0,
+        latency_s=latency_s or 0.0,
+        problem=problem,
+    )
+
+
+def _score_bytes(
+    data: bytes,
+    relative: str,
+    case: Case,
+    repeat: int,
+    key: str,
+    scorers: Sequence[ScorerSpec],
+    latency_s: float | None,
+    prompt: str | None = None,
+) -> CaseResult:
+    """`score_trace` on the trace's bytes (``relative`` is where the run directory keeps them).
+
+    With ``prompt``, a trace whose run started from another prompt is flagged too: it verifies,
+    but it is not this case's.
+    """
     common = {
         "key": key,
         "case_id": case.id,
@@ -106,20 +152,15 @@ def score_trace(
         "tags": case.tags,
         "trace": relative,
     }
-    if report is not None:
-        problem = f"{relative} is missing" if not data else f"{relative}: {report.problem}"
-        return CaseResult(
-            **common,
-            status="flagged",
-            scores=(),
-            checkpoint=report.checkpoint,
-            run_status="incomplete",
-            attempts=0,
-            steps=0,
-            latency_s=latency_s or 0.0,
-            problem=problem,
-        )
+    try:
+        trace = Trace.load(data, require_complete=True)
+    except TraceCorruptError as exc:
+        problem = f"{relative} is missing" if not data else f"{relative}: {exc.report.problem}"
+        return _flagged(common, problem, exc.report.checkpoint, latency_s)
     obs = observe(trace)
+    if prompt is not None and obs.prompt != prompt:
+        problem = f"{relative}: its run started from another prompt than this case's"
+        return _flagged(common, problem, trace.checkpoint(), latency_s)
     scores = score_all(scorers, case.expected, obs)
     return CaseResult(
         **common,
@@ -183,6 +224,62 @@ def _collect(out: Path, manifest: RunManifest) -> EvalResults:
     )
 
 
+def _run_detached(
+    factory: AgentFactory, render: Callable[[Case], str], clock: Clock, item: _Item
+) -> tuple[bytes, float]:
+    """Run one case repeat where the run directory is not (a cluster worker): write nothing.
+
+    Returns the trace bytes and the latency; the driver verifies them before it keeps them.
+    """
+    case, _, key = item
+    sink = MemoryTraceSink()
+    started = clock.monotonic()
+    try:
+        factory(case, sink).run(render(case))
+    except TransportError as exc:
+        raise RunAborted(
+            f"case {key}: the model could not be reached ({type(exc).__name__}: {exc}); "
+            "finished cases are kept: run the same command again to resume"
+        ) from exc
+    except Exception:  # the trace records the failure (run_failed); scoring reads it there
+        pass
+    finally:
+        sink.close()
+    return sink.data, clock.monotonic() - started
+
+
+def _keep(
+    run_dir: Path,
+    dataset: Dataset,
+    render: Callable[[Case], str],
+    item: _Item,
+    data: bytes,
+    latency: float,
+) -> CaseResult:
+    """Verify and score a trace a worker returned, then write it and its result (driver side).
+
+    Verified means whole, hash-chained and complete, and of this case: its run started from
+    the case's prompt (a worker returning another case's good trace is caught here).
+
+    A trace that verifies is written to ``traces/<key>.jsonl``; one that does not is kept as
+    ``traces/<key>.rejected.jsonl`` (for a person to read) and its case is flagged, so what
+    sits under the case's trace name is always a verified trace, written whole (atomically).
+    """
+    case, repeat, key = item
+    relative = f"traces/{key}.jsonl"
+    scorers = dataset.scorers_for(case)
+    result = _score_bytes(data, relative, case, repeat, key, scorers, latency, render(case))
+    if result.status == "flagged":
+        result = result.model_copy(
+            update={"problem": f"the trace a worker returned did not verify: {result.problem}"}
+        )
+        write_atomic(run_dir / "traces" / f"{key}.rejected.jsonl", data, durable=False)
+    else:
+        write_atomic(run_dir / relative, data, durable=False)
+    write_atomic(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
+    return result
+
+
 def run_eval(
     dataset: Dataset,
     factory: AgentFactory,
@@ -232,7 +329,7 @@ def run_eval(
     _prepare(run_dir, manifest)
     render = prompt or (lambda case: case.input)
     done: list[CaseResult] = []
-    todo = []
+    todo: list[_Item] = []
     for case, repeat, key in items:
         result_path = run_dir / "cases" / f"{key}.json"
         if result_path.is_file():
@@ -243,7 +340,7 @@ def run_eval(
             _set_aside(trace)
         todo.append((case, repeat, key))
 
-    def run_one(item: tuple[Case, int, str]) -> CaseResult:
+    def run_one(item: _Item) -> CaseResult:
         case, repeat, key = item
         sink = FileTraceSink(run_dir / "traces" / f"{key}.jsonl")
         started = clock.monotonic()
@@ -265,13 +362,30 @@ def run_eval(
         write_atomic(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
         return result
 
+    runner = executor or SerialExecutor()
+    finished: Iterator[CaseResult]
+    if getattr(runner, "shares_filesystem", True):
+        finished = (result for _, result in runner.map_bounded(run_one, todo, concurrency))
+    else:
+        # The cases run elsewhere (a cluster): each returns its trace, kept here once verified.
+        task = functools.partial(_run_detached, factory, render, clock)
+        finished = (
+            _keep(run_dir, dataset, render, todo[index], data, latency)
+            for index, (data, latency) in runner.map_bounded(task, todo, concurrency)
+        )
     total = len(items)
     if progress is not None:
         progress(len(done), total, Summary.of(done))
-    for _, result in (executor or SerialExecutor()).map_bounded(run_one, todo, concurrency):
-        done.append(result)
-        if progress is not None:
-            progress(len(done), total, Summary.of(done))
+    try:
+        for result in finished:
+            done.append(result)
+            if progress is not None:
+                progress(len(done), total, Summary.of(done))
+    except TaskLost as exc:
+        raise RunAborted(
+            f"case {todo[exc.index][2]}: {exc}; {len(done)} finished cases are kept: "
+            "run the same command again to resume"
+        ) from exc
     results = _collect(run_dir, manifest)
     write_atomic(run_dir / "results.json", _encode(results))
     write_reports(results, run_dir)

@@ -4,7 +4,8 @@ Time, ids, the network and processes enter twinflow only through the ports here 
 `Transport`, `Launcher`). The real adapters (`SystemClock`, `SystemIds`, `UrllibJsonTransport`,
 `SubprocessLauncher`) sit beside deterministic and test ones (`FixedClock`, `SteppingClock`,
 `CountingIds`, `SeededIds`, `MockTransport`, `RecordingTransport`, `ReplayTransport`,
-`FaultTransport`, `LoopbackServer`).
+`FaultTransport`, `LoopbackServer`). Bounded concurrency is the `Executor` port
+(`SerialExecutor`, `ThreadExecutor`, and `RayExecutor` with the ``ray`` extra).
 
 The errors are imported eagerly (they need no pydantic). Every other name is resolved on first
 access (PEP 562), so `import twinflow.kernel` stays cheap for a caller that needs only a few
@@ -16,6 +17,7 @@ import typing as _typing
 from importlib import import_module as _import_module
 
 from twinflow.kernel._errors import (
+    ClusterError,
     ConnectError,
     FileWriteError,
     HTTPStatusError,
@@ -27,6 +29,7 @@ from twinflow.kernel._errors import (
     ResponseDecodeError,
     ResponseTooLarge,
     TargetExistsError,
+    TaskLost,
     TransportError,
     TransportTimeout,
 )
@@ -91,6 +94,7 @@ if _typing.TYPE_CHECKING:
         ProcessResult,
         run_process,
     )
+    from twinflow.kernel._ray import RayExecutor
     from twinflow.kernel._replay import (
         RecordingTransport,
         ReplayTransport,
@@ -102,6 +106,7 @@ if _typing.TYPE_CHECKING:
 __all__ = [
     "GUARDED_ENTRY_POINTS",
     "Clock",
+    "ClusterError",
     "ConnectError",
     "CountingIds",
     "Executor",
@@ -123,6 +128,7 @@ __all__ = [
     "NondeterminismError",
     "PlantedLinkError",
     "ProcessResult",
+    "RayExecutor",
     "RecordingTransport",
     "ReplayDivergence",
     "ReplayTransport",
@@ -136,6 +142,7 @@ __all__ = [
     "SystemClock",
     "SystemIds",
     "TargetExistsError",
+    "TaskLost",
     "ThreadExecutor",
     "Transport",
     "TransportError",
@@ -185,6 +192,7 @@ _LAZY = {
     "Transport": "_ports",
     "ProcessResult": "_process",
     "run_process": "_process",
+    "RayExecutor": "_ray",
     "RecordingTransport": "_replay",
     "ReplayTransport": "_replay",
     "UrllibJsonTransport": "_transport",

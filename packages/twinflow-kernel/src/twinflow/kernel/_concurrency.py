@@ -4,7 +4,12 @@ Scheduling order is nondeterminism, so it enters through the kernel like time an
 `Executor.map_bounded` yields ``(index, result)`` pairs as items finish, so the caller can
 record each result (and show progress) from its own thread, without locks of its own.
 `ThreadExecutor` is the real adapter; `SerialExecutor` runs items one by one, in order, and
-is the deterministic one.
+is the deterministic one. `RayExecutor` (``_ray.py``, the ``ray`` extra) runs each call as a
+task on a Ray cluster.
+
+An executor whose calls run in other processes or machines says so with a class attribute
+``shares_filesystem = False``: such calls must return their output rather than write the
+caller's files. The in-process adapters here share the caller's filesystem (no attribute needed).
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ class Executor(Protocol):
         """Yield ``(index, fn(item))`` as each call finishes (order is the adapter's).
 
         The first exception a call raises is raised from the iterator; calls not yet
-        started are then not started. Closing the iterator early waits for the calls in
-        flight and starts no new one.
+        started are then not started. An adapter may first yield the results of calls that
+        were already in flight (`RayExecutor` does: their work is not thrown away). Closing
+        the iterator early waits for the calls in flight and starts no new one.
         """
         ...
 

@@ -13,9 +13,11 @@ Every message names where (the URL or the command), what went wrong, and what to
         │   └── NetworkBlockedError        the network kill switch refused a non-loopback host
         ├── ReplayDivergence               a replayed request differs from the recording (`.difference`)
         ├── LaunchError                    a server process did not start, or did not become healthy
-        └── FileWriteError                 a file could not be written safely (also an OSError; `.filename`)
-            ├── PlantedLinkError           the target or its directory is a symbolic link: refused
-            └── TargetExistsError          `write_new` found the name taken (also a FileExistsError)
+        ├── FileWriteError                 a file could not be written safely (also an OSError; `.filename`)
+        │   ├── PlantedLinkError           the target or its directory is a symbolic link: refused
+        │   └── TargetExistsError          `write_new` found the name taken (also a FileExistsError)
+        └── ClusterError                   the Ray cluster could not be reached or started
+            └── TaskLost                   a call's worker died on its last allowed attempt (`.index`)
 
 Usage mistakes (a bad URL scheme, a naive datetime) raise `twinflow.vocab.UserError` instead.
 """
@@ -36,7 +38,7 @@ class KernelError(TwinflowError):
     """Root of the errors raised by `twinflow.kernel`."""
 
 
-def _rebuild(cls: type[TransportError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+def _rebuild(cls: type[KernelError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
     error = cls.__new__(cls)
     Exception.__init__(error, *args)
     error.__dict__.update(state)
@@ -175,3 +177,29 @@ class PlantedLinkError(FileWriteError):
 
 class TargetExistsError(FileWriteError, FileExistsError):
     """`write_new` found the name taken; the existing file is untouched."""
+
+
+class ClusterError(KernelError):
+    """The Ray cluster could not be reached or started (`RayExecutor`)."""
+
+
+class TaskLost(ClusterError):
+    """A call ran out of attempts because its worker process (or node) died each time.
+
+    Attributes:
+        index: The position of the call's item in the input.
+    """
+
+    def __init__(self, message: str, *, index: int) -> None:
+        """Create the error.
+
+        Args:
+            message: Which call, how many attempts, what Ray reported.
+            index: The position of the call's item in the input.
+        """
+        super().__init__(message)
+        self.index = index
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # As TransportError: keyword-only fields break the default exception pickling.
+        return (_rebuild, (type(self), self.args, self.__dict__))

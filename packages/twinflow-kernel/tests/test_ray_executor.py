@@ -1,0 +1,123 @@
+"""RayExecutor: the Executor port on a local Ray (two CPUs, started once per session)."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import ray_tasks
+
+from twinflow.kernel import RayExecutor, SerialExecutor, TaskLost
+from twinflow.vocab import UserError
+
+
+def test_every_result_comes_back_once_with_its_index(ray_executor: RayExecutor) -> None:
+    """Twelve calls at two in flight yield each (index, result) exactly once."""
+    results = sorted(ray_executor.map_bounded(ray_tasks.square, range(12), 2))
+    assert [(i, i * i) for i in range(12)] == results
+
+
+def test_ray_gives_the_serial_executors_results(ray_executor: RayExecutor) -> None:
+    """Ray and the serial executor agree on every (index, result), whatever the order."""
+    items = [5, 1, 4, 1, 5, 9, 2, 6]
+    serial = sorted(SerialExecutor().map_bounded(ray_tasks.square, items, 1))
+    assert serial == sorted(ray_executor.map_bounded(ray_tasks.square, items, 2))
+
+
+def test_items_are_read_only_as_slots_free_up(ray_executor: RayExecutor) -> None:
+    """From an endless iterable, stopping after three results has read at most three plus the limit."""
+    read: list[int] = []
+
+    def counting() -> Iterator[int]:
+        for n in itertools.count():
+            read.append(n)
+            yield n
+
+    results = ray_executor.map_bounded(ray_tasks.square, counting(), 2)
+    taken = list(itertools.islice(results, 3))
+    results.close()  # type: ignore[attr-defined]  # a generator
+    assert 3 == len(taken)
+    assert len(read) <= 3 + 2
+
+
+def test_a_raising_call_is_raised_in_the_driver_naming_its_node(
+    ray_executor: RayExecutor,
+) -> None:
+    """The call's own exception reaches the driver, with a note naming the Ray node it ran on."""
+    with pytest.raises(ValueError, match="three is not allowed") as caught:
+        list(ray_executor.map_bounded(ray_tasks.fail_on_three, range(6), 2))
+    notes = getattr(caught.value, "__notes__", [])
+    assert 1 == len(notes)
+    assert notes[0].startswith("raised on Ray node ")
+    assert "(127.0.0.1, node id " in notes[0]  # a local Ray listens on loopback only
+
+
+def test_results_in_flight_when_a_call_raises_are_still_yielded(
+    ray_executor: RayExecutor,
+) -> None:
+    """A failing call starts nothing new; the calls already in flight finish and are yielded."""
+    seen: list[int] = []
+    with pytest.raises(ValueError):
+        for _, result in ray_executor.map_bounded(ray_tasks.fail_on_three, range(4), 4):
+            seen.append(result)
+    assert [0, 1, 2] == sorted(seen)
+
+
+def test_a_worker_killed_mid_call_is_retried_once(
+    ray_executor: RayExecutor, tmp_path: Path
+) -> None:
+    """A worker that dies on the first attempt is replaced; the call runs twice, its result comes once."""
+    call = functools.partial(ray_tasks.attempt, str(tmp_path), deaths=1)
+    results = sorted(ray_executor.map_bounded(call, range(3), 2))
+    assert [(0, 0), (1, 1), (2, 2)] == results
+    assert [2, 2, 2] == [len((tmp_path / str(n)).read_text().splitlines()) for n in range(3)]
+
+
+def test_a_worker_that_always_dies_is_lost_after_one_retry(
+    ray_executor: RayExecutor, tmp_path: Path
+) -> None:
+    """Two deaths of the same call end the map with TaskLost naming the call; no third attempt."""
+    call = functools.partial(ray_tasks.attempt, str(tmp_path), deaths=2)
+    with pytest.raises(TaskLost, match="call 0 was lost") as caught:
+        list(ray_executor.map_bounded(call, [0], 1))
+    assert 0 == caught.value.index
+    assert 2 == len((tmp_path / "0").read_text().splitlines())
+
+
+def test_bad_settings_are_usage_errors() -> None:
+    """A limit below one, negative retries and zero CPUs are refused before anything starts."""
+    with pytest.raises(UserError, match="at least 1, not 0"):
+        RayExecutor().map_bounded(ray_tasks.square, [1], 0)
+    with pytest.raises(UserError, match="max_retries must be 0 or more"):
+        RayExecutor(max_retries=-1)
+    with pytest.raises(UserError, match="num_cpus must be at least 1"):
+        RayExecutor(num_cpus=0)
+
+
+def test_without_the_ray_extra_the_executor_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With ray not importable, using the executor names the extra to install."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
+    with pytest.raises(UserError, match=r"twinflow-eval\[ray\]"):
+        list(RayExecutor().map_bounded(ray_tasks.square, [1], 1))
+
+
+def test_the_executor_is_marked_as_not_sharing_the_filesystem() -> None:
+    """Callers learn from the class that calls run elsewhere and must return their output."""
+    assert RayExecutor.shares_filesystem is False
+
+
+def test_a_call_that_cannot_be_pickled_is_a_usage_error(ray_executor: RayExecutor) -> None:
+    """A call holding something unpicklable (a generator here) is refused, naming what to do."""
+    pending = (n for n in range(3))
+
+    def holds_a_generator(n: int) -> int:
+        return n + len(list(pending))
+
+    with pytest.raises(UserError, match="cannot send the function to its workers"):
+        list(ray_executor.map_bounded(holds_a_generator, [1], 1))
