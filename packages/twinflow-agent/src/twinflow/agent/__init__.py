@@ -1,6 +1,7 @@
 """twinflow.agent: the agent loop, deny-by-default tool policy, the tamper-evident trace."""
 
 from twinflow.agent._agent import Agent, RunResult, UsageLimits
+from twinflow.agent._behaviour import BehaviourDivergence, behaviour_of, compare_behaviour
 from twinflow.agent._errors import (
     AgentConfigError,
     AgentError,
@@ -43,6 +44,7 @@ from twinflow.agent._merkle import (
     verify_consistency,
     verify_inclusion,
 )
+from twinflow.agent._page import render_trace_page
 from twinflow.agent._policy import (
     Approval,
     ApprovalHook,
@@ -95,6 +97,7 @@ __all__ = [
     "Approval",
     "ApprovalHook",
     "Approve",
+    "BehaviourDivergence",
     "Checkpoint",
     "ConsistencyProof",
     "Deny",
@@ -146,11 +149,14 @@ __all__ = [
     "UsageLimitExceeded",
     "UsageLimits",
     "VerificationReport",
+    "behaviour_of",
     "check_consistency",
     "check_inclusion",
+    "compare_behaviour",
     "encode_line",
     "leaf_hash",
     "node_hash",
+    "render_trace_page",
     "repair_trace",
     "replay",
     "root_from_inclusion_proof",

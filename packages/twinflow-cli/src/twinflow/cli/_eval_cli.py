@@ -45,7 +45,7 @@ from twinflow.kernel import (
 )
 from twinflow.vocab import UserError
 
-__all__ = ["EVAL_COMMAND"]
+__all__ = ["COMMANDS", "EVAL_COMMAND"]
 
 
 def _stderr(text: str) -> None:
@@ -299,3 +299,6 @@ EVAL_COMMAND: tuple[
     _handle,
 )
 """(summary, configure, handler), to register as ``COMMANDS["eval"]``."""
+
+COMMANDS = {"eval": EVAL_COMMAND}
+"""The command this module defines, as `twinflow.cli._main.COMMAND_TABLE` looks it up."""

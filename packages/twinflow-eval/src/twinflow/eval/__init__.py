@@ -55,6 +55,7 @@ from twinflow.eval._stats import (
     mcnemar_exact,
     wilson_interval,
 )
+from twinflow.eval._yaml import known_keys, unknown_key_message, yaml_syntax_problem
 
 __all__ = [
     "AgentFactory",
@@ -89,6 +90,7 @@ __all__ = [
     "case_key",
     "compare_results",
     "compare_runs",
+    "known_keys",
     "load_dataset",
     "load_run",
     "matches",
@@ -102,6 +104,8 @@ __all__ = [
     "score_all",
     "score_trace",
     "select_keys",
+    "unknown_key_message",
     "wilson_interval",
     "write_reports",
+    "yaml_syntax_problem",
 ]
