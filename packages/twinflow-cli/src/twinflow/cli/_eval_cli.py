@@ -133,24 +133,49 @@ def _summary_payload(results: EvalResults, run_dir: Path) -> dict[str, Any]:
     }
 
 
-def _progress(done: int, total: int, counts: Summary) -> None:
-    width = 24
-    filled = width * done // total if total else width
-    bar = "#" * filled + "." * (width - filled)
-    end = "\n" if done == total else ""
-    print(
-        f"\r[{bar}] {done}/{total} passed {counts.passed} failed {counts.failed} "
-        f"errored {counts.errored} flagged {counts.flagged}",
-        end=end,
-        file=sys.stderr,
-        flush=True,
-    )
+class _ProgressLine:
+    """The eval's progress on one redrawn stderr line; any other message starts a new line.
+
+    ``[#####...] 6/6 cases done: 5 passed, 1 failed, 0 errored, 0 flagged``: the count of
+    cases done comes apart from the verdicts, so it cannot be read as "6 passed".
+    """
+
+    def __init__(self) -> None:
+        self._open = False
+
+    def __call__(self, done: int, total: int, counts: Summary) -> None:
+        width = 24
+        filled = width * done // total if total else width
+        bar = "#" * filled + "." * (width - filled)
+        print(
+            f"\r[{bar}] {done}/{total} cases done: {counts.passed} passed, "
+            f"{counts.failed} failed, {counts.errored} errored, {counts.flagged} flagged",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+        self._open = True
+        if done == total:
+            self.end()
+
+    def end(self) -> None:
+        """Finish the progress line, so what is printed next has a line of its own."""
+        if self._open:
+            print(file=sys.stderr, flush=True)
+            self._open = False
+
+    def message(self, text: str) -> None:
+        """Print ``text`` on its own line (ending the progress line first)."""
+        self.end()
+        _stderr(text)
 
 
 @contextlib.contextmanager
-def _model_url(spec: RunSpec, out_dir: Path) -> Iterator[RunSpec]:
+def _model_url(
+    spec: RunSpec, out_dir: Path, on_progress: Callable[[str], None] = _stderr
+) -> Iterator[RunSpec]:
     """``spec`` with its model URL resolved (`model_base_url`) while the block runs."""
-    with model_base_url(spec.model.url, out_dir, _stderr) as base:
+    with model_base_url(spec.model.url, out_dir, on_progress) as base:
         yield spec.model_copy(update={"model": spec.model.model_copy(update={"url": base})})
 
 
@@ -181,7 +206,12 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     tools = load_tools(spec)
     transport = UrllibJsonTransport()
     clock, ids = SystemClock(), SystemIds()
-    with _model_url(spec, args.out) as wired:
+    progress = _ProgressLine()
+    with contextlib.ExitStack() as stack:
+        # However the run ends (an abort, ^C), the progress line is finished first, so the
+        # message that follows is on its own line.
+        stack.callback(progress.end)
+        wired = stack.enter_context(_model_url(spec, args.out, progress.message))
 
         def factory(case: Case, sink: TraceSink) -> Agent[Any]:
             model = build_model(wired.model, transport, ids)
@@ -196,7 +226,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             concurrency=args.concurrency,
             shard=args.shard,
             prompt=_render(wired),
-            progress=_progress,
+            progress=progress,
             code_dirs=code_dirs,
         )
     transport.close()

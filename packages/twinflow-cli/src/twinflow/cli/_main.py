@@ -30,6 +30,7 @@ __all__ = [
     "CheckFailed",
     "Handler",
     "Output",
+    "invocation",
     "main",
 ]
 
@@ -195,6 +196,22 @@ def _one_line(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.filename}: {exc.strerror or exc}"
     return " ".join(str(exc).split())
+
+
+def invocation() -> str:
+    """How to type ``twinflow`` in the user's shell, for hints they can paste as they are.
+
+    Under ``uv run`` the workspace's environment is not on the user's own PATH, so a bare
+    ``twinflow`` would fail there; outside it, ``twinflow`` if the shell finds it, else the
+    interpreter that is running now.
+    """
+    import shutil
+
+    if os.environ.get("UV_RUN_RECURSION_DEPTH"):
+        return "uv run --frozen twinflow"
+    if shutil.which("twinflow"):
+        return "twinflow"
+    return f"{sys.executable} -m twinflow.cli"
 
 
 def existing_file(value: str) -> Path:

@@ -30,7 +30,7 @@ from twinflow.agent import (
     verify_trace,
 )
 from twinflow.cli._commands import parse_trace, read_trace_bytes
-from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output
+from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output, invocation
 from twinflow.cli._spec import RunSpec, load_spec, load_tools, parse_spec
 from twinflow.cli._wiring import EMBEDDED, build_agent, build_model, model_base_url
 from twinflow.kernel import NondeterminismError, SystemClock, SystemIds, UrllibJsonTransport
@@ -375,8 +375,9 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     timing = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.seconds.items())
     out.line(f"  time      {timing}")
     out.line("")
-    out.line(f"next: twinflow verify {trace_path}   |   twinflow replay {trace_path} --mode live")
-    out.line(f"      twinflow prove {trace_path} --seq 0   |   twinflow checkpoint {trace_path}")
+    tf = invocation()
+    out.line(f"next: {tf} show {trace_path}   |   {tf} verify {trace_path}")
+    out.line(f"      {tf} replay {trace_path} --mode live   |   {tf} prove {trace_path} --seq 0")
     if outcome.error is not None:
         print(f"twinflow demo: the agent run failed: {outcome.error}", file=sys.stderr)
         return EXIT_FAILED
