@@ -576,3 +576,17 @@ def test_the_trace_is_synced_even_when_recording_the_failure_fails(tmp_path: Pat
     with pytest.raises(OSError, match="disk full"):
         agent.run("hi")
     assert 1 == sink.durable
+
+
+def test_the_agent_is_a_context_manager_that_closes_its_trace(tmp_path: Path) -> None:
+    """Leaving a `with Agent(...)` block closes the trace file, even when the block raises."""
+    sink = FileTraceSink(tmp_path / "t.jsonl")
+    model = FunctionModel(lambda request: Message.assistant("hi"))
+    with (
+        pytest.raises(RuntimeError, match="own failure"),
+        Agent(model, clock=SteppingClock(START), ids=CountingIds(), trace=sink) as agent,
+    ):
+        agent.run("hello")
+        raise RuntimeError("the caller's own failure")
+    with pytest.raises(ValueError, match="closed file"):
+        sink.write(b"more")

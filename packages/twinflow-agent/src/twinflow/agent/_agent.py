@@ -258,6 +258,14 @@ class Agent(Generic[OutputT]):
         self._recorded_results: RecordedResults | None = None
         self._schema_digest = None if self._schema is None else digest(self._schema)
 
+    def __enter__(self) -> Agent[OutputT]:
+        """Use the agent in a ``with`` block; the trace is closed when the block exits."""
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Close the trace writer (and its sink), however the block exits."""
+        self.writer.close()
+
     def _emit(self, body: EventBody) -> None:
         self.writer.append(self.clock.now(), body)
 
