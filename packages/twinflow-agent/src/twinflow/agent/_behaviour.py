@@ -133,7 +133,7 @@ def _key(view: JsonValue) -> str:
 
 
 def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
-    return difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    return list(difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes())
 
 
 def compare_behaviour(

@@ -52,6 +52,11 @@ def _clean(value: object, limit: int = MAX_TEXT) -> str:
     return cleaned
 
 
+def _obj(value: object) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (a hostile trace may hold anything)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _indent(text: str, prefix: str = "      ") -> str:
     return text.replace("\n", "\n" + prefix)
 
@@ -88,9 +93,9 @@ def _message(message: Any) -> list[str]:
 
 
 def _started(body: dict[str, Any]) -> list[str]:
-    config = body.get("config") if isinstance(body.get("config"), dict) else {}
+    config = _obj(body.get("config"))
     tools = ", ".join(_clean(t.get("name")) for t in config.get("tools", ()) if isinstance(t, dict))
-    policy = config.get("policy") if isinstance(config.get("policy"), dict) else {}
+    policy = _obj(config.get("policy"))
     allow = ", ".join(_clean(name) for name in policy.get("allow", ())) or "nothing"
     lines = [
         f"run {_clean(body.get('run_id'))}",
@@ -111,7 +116,7 @@ def _event_lines(body: dict[str, Any]) -> list[str]:
             lines += _message(message)
         return lines
     if kind == "model_responded":
-        response = body.get("response") if isinstance(body.get("response"), dict) else {}
+        response = _obj(body.get("response"))
         return ["  <- model reply", *_message(response.get("message"))]
     if kind == "policy_decided":
         return [
@@ -121,7 +126,7 @@ def _event_lines(body: dict[str, Any]) -> list[str]:
     if kind == "tool_called":
         return [f"  tool {_clean(body.get('tool'))} {_clean(body.get('arguments'))}"]
     if kind == "tool_returned":
-        result = body.get("result") if isinstance(body.get("result"), dict) else {}
+        result = _obj(body.get("result"))
         label = "tool error" if result.get("is_error") else "tool result"
         return [f"  {label}: {_indent(_clean(result.get('content')), '    ')}"]
     if kind == "output_rejected":
