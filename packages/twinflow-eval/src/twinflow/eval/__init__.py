@@ -14,7 +14,14 @@ from twinflow.eval._errors import (
     ShardError,
 )
 from twinflow.eval._observe import Observation, ToolCallRecord, observe
-from twinflow.eval._report import render_html, render_markdown, write_reports
+from twinflow.eval._report import (
+    CaseDetail,
+    RunFacts,
+    read_details,
+    render_html,
+    render_markdown,
+    write_reports,
+)
 from twinflow.eval._results import (
     CaseResult,
     CaseStatus,
@@ -60,6 +67,7 @@ from twinflow.eval._yaml import known_keys, unknown_key_message, yaml_syntax_pro
 __all__ = [
     "AgentFactory",
     "Case",
+    "CaseDetail",
     "CaseResult",
     "CaseStatus",
     "Comparison",
@@ -77,6 +85,7 @@ __all__ = [
     "Progress",
     "RunAborted",
     "RunDirError",
+    "RunFacts",
     "RunManifest",
     "SchemaValid",
     "Score",
@@ -97,6 +106,7 @@ __all__ = [
     "mcnemar_exact",
     "merge_runs",
     "observe",
+    "read_details",
     "render_html",
     "render_markdown",
     "rescore",
