@@ -294,6 +294,11 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
     out.line(
         f"exact McNemar p = {c.p_value:.4g} (unchanged: {c.both_passed} passed, {c.both_not_passed} not)"
     )
+    out.line(
+        f"same verdict, other reasons ({len(c.reasons_changed)}): "
+        f"{', '.join(c.reasons_changed) or 'none'}"
+    )
+    out.line(f"output changed ({len(c.outputs_changed)}): {', '.join(c.outputs_changed) or 'none'}")
     if c.only_in_a or c.only_in_b:
         out.line(f"unpaired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
     return EXIT_OK

@@ -84,7 +84,7 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
         except TraceCorruptError:
             details[result.key] = CaseDetail(page=page.as_posix())
             continue
-        seen = observe(trace)
+        seen = observe(trace)  # the trace is loaded once: its events give the facts too
         details[result.key] = CaseDetail(
             output=seen.output, tool_calls=seen.tool_calls, page=page.as_posix()
         )
