@@ -29,8 +29,12 @@ FINALS: dict[str, Any] = {
 }
 
 
-def _offered(schema_text: str) -> str:
-    return next((name for name in CALLS if f'"{name}"' in schema_text), "add")
+def _tool(body_text: str) -> str:
+    """The tool this conversation is about: offered in the schema, or called earlier."""
+    return next(
+        (n for n in CALLS if f'"{n}"' in body_text or f'\\"{n}\\"' in body_text),
+        "add",
+    )
 
 
 def scripted_chat(request: LoopbackRequest) -> LoopbackResponse:
@@ -40,7 +44,7 @@ def scripted_chat(request: LoopbackRequest) -> LoopbackResponse:
     messages = body["messages"]
     assert isinstance(messages, list)
     schema_text = json.dumps(body.get("response_format"))
-    tool = _offered(schema_text)
+    tool = _tool(json.dumps(body))
     # Structured-action mode sends tool results back in its own words; an earlier assistant
     # turn is the sign that the tool already ran.
     called = any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages)
