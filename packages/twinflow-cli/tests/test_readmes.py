@@ -122,3 +122,10 @@ def test_bash_commands_run(readme: Path, tmp_path: Path) -> None:
             assert (args, 0) == (args, result.returncode), result.stderr[-2000:]
             ran.append(args[0])
     assert ran, "no command of this README ran"
+
+
+def test_the_readme_python_example_is_as_short_as_the_peers() -> None:
+    """The README's Python agent (tool, policy, run, replay) takes at most 12 lines of code."""
+    (code,) = [code for lang, code in blocks(ROOT / "README.md") if lang == "python"]
+    lines = [line for line in code.splitlines() if line.strip()]
+    assert len(lines) <= 12, lines
