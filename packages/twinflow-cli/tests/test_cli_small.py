@@ -43,3 +43,32 @@ def test_the_progress_line_separates_cases_done_from_verdicts(
         "\ntwinflow eval: aborted\n"
     )
     assert expected == capsys.readouterr().err
+
+
+def test_a_spec_with_a_yaml_syntax_error_is_one_readable_line(tmp_path: Path) -> None:
+    """The spec's YAML error names file:line:column and the problem, without PyYAML's caret."""
+    from twinflow.cli._spec import SpecError, load_spec
+
+    path = tmp_path / "spec.yaml"
+    path.write_text("prompt: hi\nmodel:\n  url: [http://127.0.0.1:9\n")
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    expected = (
+        f"{path}:4:1: not valid YAML: expected ',' or ']', but got '<stream end>' "
+        "(while parsing a flow sequence at line 3)"
+    )
+    assert expected == str(info.value)
+
+
+def test_a_misspelt_tool_attribute_gets_a_suggestion(tmp_path: Path) -> None:
+    """`calc:ad` where calc defines `add`: the error suggests `add`."""
+    from twinflow.cli._spec import SpecError, resolve_dotted
+
+    (tmp_path / "calc_sugg.py").write_text("def add(a, b):\n    return a + b\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        with pytest.raises(SpecError) as info:
+            resolve_dotted("calc_sugg:ad")
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert str(info.value).endswith("(did you mean 'add'?)")
