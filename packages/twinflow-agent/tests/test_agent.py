@@ -211,7 +211,9 @@ def test_budgets_deny_calls_over_the_limit() -> None:
     agent = make_agent(
         scripted(*replies, text("done")),
         calls,
-        policy=Policy(allow=frozenset({"add", "big"}), tool_budgets={"add": 2}, run_budget=3),
+        policy=Policy(
+            allow=frozenset({"add", "big"}), per_tool_budget={"add": 2}, max_tool_calls=3
+        ),
     )
     agent.run("go")
     assert 2 == len(calls.seen)
@@ -220,7 +222,7 @@ def test_budgets_deny_calls_over_the_limit() -> None:
     agent2 = make_agent(
         scripted(call("big", {}, "x1"), call("add", {"a": 1, "b": 1}, "x2"), text("done")),
         Calls(),
-        policy=Policy(allow=frozenset({"add", "big"}), run_budget=1),
+        policy=Policy(allow=frozenset({"add", "big"}), max_tool_calls=1),
     )
     agent2.run("go")
     assert "BudgetExceeded: run budget of 1 tool calls is used up" == results(agent2)[1][1]
@@ -542,7 +544,7 @@ def test_a_tool_whose_budget_is_spent_is_no_longer_offered() -> None:
         clock=SteppingClock(START),
         ids=CountingIds(),
         tools=[calls.add, calls.shell],
-        policy=Policy(allow=frozenset({"add"}), tool_budgets={"add": 1}),
+        policy=Policy(allow=frozenset({"add"}), per_tool_budget={"add": 1}),
     )
     agent.run("add 1 and 2")
     # `shell` stays on offer: it is not allowed, and saying so is the policy's job.

@@ -66,3 +66,18 @@ def test_the_package_exports_the_front_door_names() -> None:
     }  # fmt: skip
     assert expected == set(twinflow.cli.__all__)
     assert [] == [n for n in twinflow.cli.__all__ if not hasattr(twinflow.cli, n)]
+
+
+def test_the_python_names_are_the_spec_names() -> None:
+    """`Policy` takes the spec's policy keys and `Agent` its `system` and `max_steps`."""
+    import inspect
+
+    from twinflow.agent import Agent, Policy
+
+    agent_parameters = set(inspect.signature(Agent.__init__).parameters)
+    expected = (set(PolicySpec.model_fields), {"system", "max_steps"})
+    actual = (
+        set(PolicySpec.model_fields) & set(Policy.model_fields),
+        {"system", "max_steps"} & agent_parameters,
+    )
+    assert expected == actual
