@@ -178,3 +178,18 @@ def test_a_mistyped_command_gets_a_suggestion(capsys: pytest.CaptureFixture[str]
         main(["verfy", "t.jsonl"])
     assert 2 == info.value.code
     assert "unknown command 'verfy' (did you mean 'verify'?)" in capsys.readouterr().err
+
+
+def test_show_html_embeds_a_published_checkpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--checkpoint puts the checkpoint into the page; without --html it is a usage error."""
+    trace = record(tmp_path / "t.jsonl")
+    assert 0 == main(["checkpoint", str(trace), "--json"])
+    (tmp_path / "cp.json").write_text(capsys.readouterr().out)
+    page = tmp_path / "t.html"
+    assert 2 == main(["show", str(trace), "--checkpoint", str(tmp_path / "cp.json")])
+    assert "give --html FILE too" in capsys.readouterr().err
+    args = ["show", str(trace), "--html", str(page), "--checkpoint", str(tmp_path / "cp.json")]
+    assert 0 == main(args)
+    assert 'id="checkpoint-data"' in page.read_text()

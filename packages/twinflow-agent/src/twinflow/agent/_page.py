@@ -26,6 +26,8 @@ from __future__ import annotations
 import base64
 import html
 
+from twinflow.agent._trace import Checkpoint
+
 __all__ = ["render_trace_page"]
 
 _CSS = """
@@ -155,7 +157,7 @@ _SCRIPT = r"""
     var partial = raw.length - start;
     var PREFIX = enc('{"digest":"'), INFIX = enc('","event":');
     var at = PREFIX.length + 64 + INFIX.length;
-    var prev = GENESIS, leaves = [], problem = null, events = [];
+    var prev = GENESIS, leaves = [], digests = [], problem = null, events = [];
     for (var n = 0; n < lines.length; n++) {
       var line = lines[n], event = null;
       var framed = startsAt(line, PREFIX, 0) && startsAt(line, INFIX, PREFIX.length + 64) && line[line.length - 1] === 125;
@@ -171,12 +173,14 @@ _SCRIPT = r"""
       if (event.prev !== prev) { problem = [n, 'the chain breaks at seq ' + n + ': its prev is not the digest of the event before']; continue; }
       events[n].ok = true;
       leaves.push(await sha(cat(new Uint8Array([0]), unhex(digest))));
+      digests.push(digest);
       prev = digest;
     }
     if (!problem && partial > 0) { problem = [lines.length, 'the last line is incomplete (' + partial + ' bytes, no newline): the writer was cut off'] ; }
     if (!problem && lines.length === 0) { problem = [0, 'the trace holds no events']; }
     var merkle = hex(await mth(leaves));
     render(events, problem);
+    await checkCheckpoint(leaves, digests);
     root.setAttribute('data-events', String(leaves.length));
     root.setAttribute('data-root', merkle);
     document.getElementById('root').textContent = merkle;
@@ -192,6 +196,39 @@ _SCRIPT = r"""
     input.addEventListener('input', function () {
       var want = input.value.trim().toLowerCase();
       document.getElementById('root-match').textContent = !want ? '' : (want === merkle ? 'matches the published root' : 'DOES NOT match the published root');
+    });
+  }
+  async function checkCheckpoint(leaves, digests) {
+    var holder = document.getElementById('checkpoint-data');
+    if (!holder) { return; }
+    var out = document.getElementById('checkpoint-result');
+    var cp = null;
+    try { cp = JSON.parse(dec(Uint8Array.from(atob(holder.textContent.trim()), function (c) { return c.charCodeAt(0); }))); } catch (e) { cp = null; }
+    if (!cp || typeof cp.size !== 'number' || typeof cp.root !== 'string' || typeof cp.head !== 'string') {
+      root.setAttribute('data-checkpoint', 'invalid'); out.textContent = 'The published checkpoint is not readable.'; return;
+    }
+    var covered = cp.size >= 0 && cp.size <= leaves.length;
+    var cpRoot = covered ? hex(await mth(leaves.slice(0, cp.size))) : '';
+    var cpHead = covered ? (cp.size ? digests[cp.size - 1] : GENESIS) : '';
+    var match = covered && cpRoot === cp.root && cpHead === cp.head;
+    root.setAttribute('data-checkpoint', match ? 'match' : 'mismatch');
+    out.textContent = match
+      ? 'The published checkpoint (size ' + cp.size + ') matches the first ' + cp.size + ' verified events.'
+      : (covered ? 'The published checkpoint (size ' + cp.size + ') does NOT match these events: root or head differ.'
+                 : 'The published checkpoint covers ' + cp.size + ' events; only ' + leaves.length + ' verify here.');
+    if (typeof cp.signature !== 'string') { return; }
+    var key = document.getElementById('checkpoint-key');
+    key.parentNode.hidden = false;
+    key.addEventListener('input', async function () {
+      var result = document.getElementById('signature-result');
+      try {
+        // The same bytes Checkpoint.signing_bytes() signs: a domain tag, then canonical JSON.
+        var body = 'twinflow-checkpoint-v1\n{"head":"' + cp.head + '","root":"' + cp.root + '","size":' + cp.size + '}';
+        var k = await crypto.subtle.importKey('raw', enc(key.value.trim()), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+        var ok = hex(await crypto.subtle.sign('HMAC', k, enc(body))) === cp.signature.toLowerCase();
+        root.setAttribute('data-signature', ok ? 'valid' : 'invalid');
+        result.textContent = ok ? 'Signature valid for this key.' : 'Signature does NOT match this key.';
+      } catch (e) { root.setAttribute('data-signature', 'invalid'); result.textContent = 'Cannot check the signature: ' + e; }
     });
   }
   function render(events, problem) {
@@ -217,18 +254,30 @@ _SCRIPT = r"""
 """
 
 
-def render_trace_page(data: bytes, title: str) -> str:
+def render_trace_page(data: bytes, title: str, checkpoint: Checkpoint | None = None) -> str:
     """One self-contained HTML page that shows a trace and verifies it in the browser.
 
     Args:
         data: The trace file's bytes, exactly as read (a damaged trace included: the page
             says where it breaks).
         title: What the page is called (escaped; a file name, say).
+        checkpoint: A published checkpoint the page checks the events against; if it is
+            signed, the page asks for the HMAC key and checks the signature with WebCrypto.
 
     Returns:
         The page: no external asset, no network access, every trace string escaped.
     """
     encoded = base64.b64encode(data).decode("ascii")
+    published = ""
+    if checkpoint is not None:
+        # base64 again: the checkpoint file is outside input too.
+        cp = base64.b64encode(checkpoint.model_dump_json().encode()).decode("ascii")
+        published = (
+            '<p>Published checkpoint: <span id="checkpoint-result">checking ...</span>'
+            '<label hidden><br>HMAC key of the signature: <input id="checkpoint-key" size="40">'
+            ' <span id="signature-result"></span></label></p>\n'
+            f'<script type="application/octet-stream" id="checkpoint-data">{cp}</script>\n'
+        )
     # 'unsafe-inline' allows only this page's own inline script and style; every fetch,
     # image, frame and form is refused, so injected markup could reach nothing anyway.
     policy = (
@@ -244,6 +293,7 @@ def render_trace_page(data: bytes, title: str) -> str:
         '<p>Merkle root (RFC 9162): <code id="root"></code><br>'
         '<label>Published root to compare: <input id="expected-root" size="66"></label> '
         '<span id="root-match"></span></p>\n'
+        f"{published}"
         '<ol id="timeline"></ol>\n'
         f'<script type="application/octet-stream" id="trace-data">{encoded}</script>\n'
         f"<script>{_SCRIPT}</script>\n</body></html>\n"

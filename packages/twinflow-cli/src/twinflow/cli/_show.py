@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from twinflow.agent import compare_behaviour, render_trace_page, verify_trace
+from twinflow.cli._commands import _read_checkpoint as read_checkpoint
 from twinflow.cli._commands import parse_trace, read_trace_bytes
 from twinflow.cli._main import EXIT_OK, CheckFailed, Handler, Output
 from twinflow.vocab import UserError
@@ -192,6 +193,12 @@ def _configure_show(p: argparse.ArgumentParser) -> None:
         help="also write FILE: one self-contained page that shows the run and verifies the "
         "trace in the browser (no network)",
     )
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="a published checkpoint (`twinflow checkpoint --json`) the page checks the trace "
+        "against (and its HMAC signature, with a key the reader types)",
+    )
 
 
 def _show(args: argparse.Namespace, out: Output) -> int:
@@ -205,8 +212,12 @@ def _show(args: argparse.Namespace, out: Output) -> int:
     report = verify_trace(data, require_complete=False)
     problem = report.problem
     events = _events(data)
+    if args.checkpoint is not None and args.html is None:
+        raise UserError("--checkpoint goes into the page: give --html FILE too")
     if args.html is not None:
-        args.html.write_text(render_trace_page(data, args.trace.name), encoding="utf-8")
+        checkpoint = None if args.checkpoint is None else read_checkpoint(args.checkpoint)
+        page = render_trace_page(data, args.trace.name, checkpoint)
+        args.html.write_text(page, encoding="utf-8")
     payload = {
         "ok": problem is None,
         "trace": str(args.trace),
