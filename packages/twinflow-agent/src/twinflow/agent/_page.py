@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import base64
 import html
-
-from twinflow.agent._trace import Checkpoint
+import json
+from collections.abc import Mapping
 
 __all__ = ["render_trace_page"]
 
@@ -254,15 +254,19 @@ _SCRIPT = r"""
 """
 
 
-def render_trace_page(data: bytes, title: str, checkpoint: Checkpoint | None = None) -> str:
+def render_trace_page(
+    data: bytes, title: str, checkpoint: Mapping[str, object] | None = None
+) -> str:
     """One self-contained HTML page that shows a trace and verifies it in the browser.
 
     Args:
         data: The trace file's bytes, exactly as read (a damaged trace included: the page
             says where it breaks).
         title: What the page is called (escaped; a file name, say).
-        checkpoint: A published checkpoint the page checks the events against; if it is
-            signed, the page asks for the HMAC key and checks the signature with WebCrypto.
+        checkpoint: A published checkpoint as JSON (``size``, ``root``, ``head``, optional
+            ``signature``: what ``twinflow checkpoint --json`` prints) the page checks the
+            events against; if it is signed, the page asks for the HMAC key and checks the
+            signature with WebCrypto.
 
     Returns:
         The page: no external asset, no network access, every trace string escaped.
@@ -271,7 +275,7 @@ def render_trace_page(data: bytes, title: str, checkpoint: Checkpoint | None = N
     published = ""
     if checkpoint is not None:
         # base64 again: the checkpoint file is outside input too.
-        cp = base64.b64encode(checkpoint.model_dump_json().encode()).decode("ascii")
+        cp = base64.b64encode(json.dumps(dict(checkpoint)).encode()).decode("ascii")
         published = (
             '<p>Published checkpoint: <span id="checkpoint-result">checking ...</span>'
             '<label hidden><br>HMAC key of the signature: <input id="checkpoint-key" size="40">'

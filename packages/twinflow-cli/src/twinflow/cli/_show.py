@@ -215,7 +215,9 @@ def _show(args: argparse.Namespace, out: Output) -> int:
     if args.checkpoint is not None and args.html is None:
         raise UserError("--checkpoint goes into the page: give --html FILE too")
     if args.html is not None:
-        checkpoint = None if args.checkpoint is None else read_checkpoint(args.checkpoint)
+        checkpoint = (
+            None if args.checkpoint is None else read_checkpoint(args.checkpoint).model_dump()
+        )
         page = render_trace_page(data, args.trace.name, checkpoint)
         args.html.write_text(page, encoding="utf-8")
     payload = {
