@@ -150,9 +150,10 @@ def _event_lines(body: dict[str, Any]) -> list[str]:
 def _events(data: bytes) -> list[dict[str, Any] | None]:
     """Each line's event as a JSON object, or None where a line is not readable as one."""
     events: list[dict[str, Any] | None] = []
-    for line in data.split(b"\n"):
-        if not line:
-            continue
+    lines = data.split(b"\n")
+    if not lines[-1]:
+        lines.pop()  # the newline ending the last line; an empty line elsewhere is a line
+    for line in lines:
         try:
             parsed = json.loads(line)
         except (ValueError, RecursionError):  # a line nested past the parser's depth, too
