@@ -66,3 +66,22 @@ def test_a_histogram_of_one_value_is_one_bar_of_bounded_width() -> None:
     widths = [float(w) for w in re.findall(r'<rect x="[^"]+" y="[^"]+" width="([^"]+)"', latency)]
     assert 1 == len(widths) and widths[0] <= 60
     assert ("latency (seconds" in latency, ">cases<" in latency) == (True, True)
+
+
+def test_a_hostile_trace_path_is_neither_written_beside_nor_linked(tmp_path: Path) -> None:
+    """A results file naming `../escape.jsonl` gets no page outside the run and no link."""
+    from twinflow.eval import load_run, write_reports
+
+    run_dir = run(tmp_path)
+    _, results = load_run(run_dir)
+    (tmp_path / "escape.jsonl").write_bytes((run_dir / results.cases[0].trace).read_bytes())
+    hostile = results.cases[0].model_copy(update={"trace": "../escape.jsonl"})
+    write_reports(results.model_copy(update={"cases": (hostile, *results.cases[1:])}), run_dir)
+    page = (run_dir / "lab-notes.html").read_text()
+    expected = (False, False, True)
+    actual = (
+        (tmp_path / "escape.html").exists(),
+        'href="../escape' in page,
+        "trace ../escape.jsonl" in page,
+    )
+    assert expected == actual

@@ -12,7 +12,7 @@ import html
 import json
 from collections import Counter
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
@@ -59,6 +59,20 @@ class RunFacts(BaseModel):
     """The latest run start, as recorded (ISO 8601)."""
 
 
+def _page_of(trace: str) -> PurePosixPath | None:
+    """``traces/<name>.html`` for a trace the runner names ``traces/<name>.jsonl``, else None.
+
+    A run directory read back (resume, merge) is outside input: a case file naming
+    ``../../x.jsonl`` must not make Lab Notes write a page, or link one, outside it.
+    """
+    path = PurePosixPath(trace)
+    if path.parent != PurePosixPath("traces") or path.suffix != ".jsonl" or "\\" in trace:
+        return None
+    if path.name.startswith("."):
+        return None
+    return path.with_suffix(".html")
+
+
 def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[str, CaseDetail]]:
     """Read every case's trace for Lab Notes, and write its trace page beside it.
 
@@ -71,22 +85,24 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
     digests: set[str] = set()
     starts: list[str] = []
     for result in results.cases:
-        path = run_dir / result.trace
+        page = _page_of(result.trace)
+        if page is None:  # not a path the runner writes: neither read nor written beside
+            details[result.key] = CaseDetail()
+            continue
         try:
-            data = path.read_bytes()
+            data = (run_dir / result.trace).read_bytes()
         except OSError:
             details[result.key] = CaseDetail()
             continue
-        page = Path(result.trace).with_suffix(".html")
         write_atomic(run_dir / page, render_trace_page(data, result.trace).encode())
         try:
             trace = Trace.load(data)
         except TraceCorruptError:
-            details[result.key] = CaseDetail(page=page.as_posix())
+            details[result.key] = CaseDetail(page=str(page))
             continue
         seen = observe(trace)  # the trace is loaded once: its events give the facts too
         details[result.key] = CaseDetail(
-            output=seen.output, tool_calls=seen.tool_calls, page=page.as_posix()
+            output=seen.output, tool_calls=seen.tool_calls, page=str(page)
         )
         for event in trace.events:
             body = event.body
@@ -235,9 +251,8 @@ def render_markdown(
         cells = [why, _json(detail.output)[:200], _calls(detail)]
         why, output, calls = (c.replace("|", "\\|") for c in cells)
         page = f" ([page]({detail.page}))" if detail.page else ""
-        out.append(
-            f"| {r.key} | {r.status} | {why} | {output} | {calls} | [{r.trace}]({r.trace}){page} |"
-        )
+        trace = f"[{r.trace}]({r.trace})" if _page_of(r.trace) else r.trace.replace("|", "\\|")
+        out.append(f"| {r.key} | {r.status} | {why} | {output} | {calls} | {trace}{page} |")
     out += ["", "## Checkpoint roots", "", "| case | events | Merkle root |", "|---|---:|---|"]
     out += [f"| {r.key} | {r.checkpoint.size} | `{r.checkpoint.root}` |" for r in results.cases]
     return "\n".join(out) + "\n"
@@ -359,7 +374,7 @@ def _case_html(r: CaseResult, detail: CaseDetail) -> str:
         parts.append("</ul>")
     else:
         parts.append("<p>no tool calls</p>")
-    links = [f'<a href="{e(r.trace)}">trace</a>']
+    links = [f'<a href="{e(r.trace)}">trace</a>' if _page_of(r.trace) else f"trace {e(r.trace)}"]
     if detail.page:
         links.insert(0, f'<a href="{e(detail.page)}">trace page (verifies in the browser)</a>')
     parts.append(f"<p>{' · '.join(links)} · {r.checkpoint.size} events</p></details>")
