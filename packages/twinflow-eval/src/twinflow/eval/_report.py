@@ -94,7 +94,9 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
         except OSError:
             details[result.key] = CaseDetail()
             continue
-        write_atomic(run_dir / page, render_trace_page(data, result.trace).encode())
+        # Not synced: a page is regenerated from its trace whenever the reports are written.
+        page_html = render_trace_page(data, result.trace).encode()
+        write_atomic(run_dir / page, page_html, durable=False)
         try:
             trace = Trace.load(data)
         except TraceCorruptError:
