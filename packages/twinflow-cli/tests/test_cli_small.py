@@ -72,3 +72,31 @@ def test_a_misspelt_tool_attribute_gets_a_suggestion(tmp_path: Path) -> None:
     finally:
         sys.path.remove(str(tmp_path))
     assert str(info.value).endswith("(did you mean 'add'?)")
+
+
+def test_an_aborted_eval_prints_its_reason_on_its_own_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model that cannot be reached: the progress line ends before the abort message."""
+    from twinflow.cli._main import main
+
+    (tmp_path / "d.yaml").write_text("cases:\n- {id: a, input: x, expected: y}\n")
+    (tmp_path / "s.yaml").write_text("prompt: '{input}'\nmodel:\n  url: http://127.0.0.1:9\n")
+    out = tmp_path / "run"
+    code = main(
+        [
+            "eval",
+            "run",
+            str(tmp_path / "d.yaml"),
+            "--spec",
+            str(tmp_path / "s.yaml"),
+            "--out",
+            str(out),
+        ]
+    )
+    lines = capsys.readouterr().err.split("\n")
+    assert 2 == code
+    assert lines[-2].startswith(
+        "twinflow eval: RunAborted: case a@1: the model could not be reached"
+    )
+    assert lines[-3].endswith("0/1 cases done: 0 passed, 0 failed, 0 errored, 0 flagged")

@@ -216,3 +216,18 @@ def test_the_trace_page_refuses_a_checkpoint_of_other_events(tmp_path: Path) -> 
         root_attribute(result.stdout, "data-verdict"),
         root_attribute(result.stdout, "data-checkpoint"),
     )
+
+
+def test_the_trace_pages_lab_notes_link_verify(tmp_path: Path) -> None:
+    """The page Lab Notes links for a case says verified, with the root results.json records."""
+    run_dir = tmp_path / "run"
+    results = run_eval(dataset(2), factory(), run_dir, clock=SteppingClock(START))
+    case = results.cases[0]
+    page = run_dir / case.trace.replace(".jsonl", ".html")
+    result = open_in_chromium(page, tmp_path / "profile")
+    expected = ("verified", case.checkpoint.root)
+    assert expected == (
+        root_attribute(result.stdout, "data-verdict"),
+        root_attribute(result.stdout, "data-root"),
+    )
+    assert [] == console_lines(result.stderr)
