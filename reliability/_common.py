@@ -140,7 +140,7 @@ def agent(
         clock=SteppingClock(START),
         ids=CountingIds(),
         tools=[tools.add, tools.boom, tools.blob, tools.shell],
-        policy=Policy(allow=frozenset({"add", "boom", "blob"}), tool_budgets={"add": 3}),
+        policy=Policy(allow=frozenset({"add", "boom", "blob"}), per_tool_budget={"add": 3}),
         max_steps=max_steps,
         trace=trace if trace is not None else MemoryTraceSink(),
         fsync=fsync,

@@ -105,7 +105,7 @@ def clients(transport: Transport) -> dict[str, Any]:
     """Every client under test, by name, over ``transport``."""
     return {
         "openai-native": OpenAICompatibleChatModel(
-            transport, base_url=BASE, dialect="llama-cpp-python", timeout=TIMEOUT
+            transport, base_url=BASE, dialect="llama-cpp-python", mode="native", timeout=TIMEOUT
         ),
         "openai-structured-action": OpenAICompatibleChatModel(
             transport,
@@ -114,7 +114,9 @@ def clients(transport: Transport) -> dict[str, Any]:
             mode="structured-action",
             timeout=TIMEOUT,
         ),
-        "ollama-native": OllamaChatModel(transport, model="m", base_url=BASE, timeout=TIMEOUT),
+        "ollama-native": OllamaChatModel(
+            transport, model="m", base_url=BASE, mode="native", timeout=TIMEOUT
+        ),
     }
 
 

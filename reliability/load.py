@@ -103,7 +103,7 @@ def factory(
         elif case.id in malformed:
             transport = Malformed(transport, malformed[case.id])
         model = OpenAICompatibleChatModel(
-            transport, base_url=base, dialect="llama-cpp-python", timeout=120.0
+            transport, base_url=base, dialect="llama-cpp-python", mode="native", timeout=120.0
         )
         return Agent(
             model,

@@ -211,7 +211,9 @@ def test_budgets_deny_calls_over_the_limit() -> None:
     agent = make_agent(
         scripted(*replies, text("done")),
         calls,
-        policy=Policy(allow=frozenset({"add", "big"}), tool_budgets={"add": 2}, run_budget=3),
+        policy=Policy(
+            allow=frozenset({"add", "big"}), per_tool_budget={"add": 2}, max_tool_calls=3
+        ),
     )
     agent.run("go")
     assert 2 == len(calls.seen)
@@ -220,7 +222,7 @@ def test_budgets_deny_calls_over_the_limit() -> None:
     agent2 = make_agent(
         scripted(call("big", {}, "x1"), call("add", {"a": 1, "b": 1}, "x2"), text("done")),
         Calls(),
-        policy=Policy(allow=frozenset({"add", "big"}), run_budget=1),
+        policy=Policy(allow=frozenset({"add", "big"}), max_tool_calls=1),
     )
     agent2.run("go")
     assert "BudgetExceeded: run budget of 1 tool calls is used up" == results(agent2)[1][1]
@@ -542,7 +544,7 @@ def test_a_tool_whose_budget_is_spent_is_no_longer_offered() -> None:
         clock=SteppingClock(START),
         ids=CountingIds(),
         tools=[calls.add, calls.shell],
-        policy=Policy(allow=frozenset({"add"}), tool_budgets={"add": 1}),
+        policy=Policy(allow=frozenset({"add"}), per_tool_budget={"add": 1}),
     )
     agent.run("add 1 and 2")
     # `shell` stays on offer: it is not allowed, and saying so is the policy's job.
@@ -576,3 +578,17 @@ def test_the_trace_is_synced_even_when_recording_the_failure_fails(tmp_path: Pat
     with pytest.raises(OSError, match="disk full"):
         agent.run("hi")
     assert 1 == sink.durable
+
+
+def test_the_agent_is_a_context_manager_that_closes_its_trace(tmp_path: Path) -> None:
+    """Leaving a `with Agent(...)` block closes the trace file, even when the block raises."""
+    sink = FileTraceSink(tmp_path / "t.jsonl")
+    model = FunctionModel(lambda request: Message.assistant("hi"))
+    with (
+        pytest.raises(RuntimeError, match="own failure"),
+        Agent(model, clock=SteppingClock(START), ids=CountingIds(), trace=sink) as agent,
+    ):
+        agent.run("hello")
+        raise RuntimeError("the caller's own failure")
+    with pytest.raises(ValueError, match="closed file"):
+        sink.write(b"more")

@@ -151,7 +151,7 @@ def test_a_changed_configuration_diverges_at_the_first_event() -> None:
             clock=ports.clock,
             ids=ports.ids,
             tools=[add],
-            policy=Policy(allow=frozenset({"add"}), run_budget=5),
+            policy=Policy(allow=frozenset({"add"}), max_tool_calls=5),
             output_type=Total,
             trace=ports.trace,
         )

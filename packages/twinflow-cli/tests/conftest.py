@@ -1,10 +1,14 @@
-"""Shared fixtures for the CLI tests: a local Ray, once per session."""
+"""Shared fixtures for the CLI tests: the CLI test kit on the path, and a local Ray once per session."""
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from twinflow.kernel import RayExecutor
+
+sys.path.insert(0, str(Path(__file__).parent))
 
 
 @pytest.fixture(scope="session")

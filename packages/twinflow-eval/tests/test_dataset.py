@@ -43,12 +43,13 @@ def test_yaml_dataset_loads_with_scorers_per_case(tmp_path: Path) -> None:
 
 
 def test_unknown_key_is_named_with_its_line(tmp_path: Path) -> None:
-    """A misspelt key in the second case is reported as file:line: cases.1.key: unknown key."""
+    """A misspelt key in the second case is named with its line and the key it meant."""
     path = tmp_path / "d.yaml"
     path.write_text(GOOD.replace("    repeats: 2", "    repeat: 2"))
     with pytest.raises(DatasetError) as info:
         load_dataset(path)
-    assert f"{path}:16: cases.1.repeat: unknown key" == str(info.value)
+    expected = f"{path}:16: cases.1.repeat: unknown key (did you mean 'repeats'?)"
+    assert expected == str(info.value)
     assert isinstance(info.value, UserError)
 
 
@@ -107,3 +108,27 @@ def test_missing_and_unknown_format_files(tmp_path: Path) -> None:
     other.write_text("id,input\n")
     with pytest.raises(DatasetError, match=r"use \.yaml, \.yml or \.jsonl"):
         load_dataset(other)
+
+
+def test_a_misspelt_scorer_key_suggests_the_scorer_s_own_key(tmp_path: Path) -> None:
+    """Inside a tagged scorer the suggestion comes from that scorer's keys."""
+    path = tmp_path / "d.yaml"
+    path.write_text("cases:\n- id: a\n  input: x\n  assertions:\n  - {kind: numeric, feld: t}\n")
+    with pytest.raises(DatasetError) as info:
+        load_dataset(path)
+    assert "cases.0.assertions.0.numeric.feld: unknown key (did you mean 'field'?)" in str(
+        info.value
+    )
+
+
+def test_a_yaml_syntax_error_is_one_line_with_its_place(tmp_path: Path) -> None:
+    """A YAML syntax error names file, line and column in one line, without PyYAML's caret."""
+    path = tmp_path / "d.yaml"
+    path.write_text("name: x\ncases:\n  - id: a\n    input: [unclosed\n")
+    with pytest.raises(DatasetError) as info:
+        load_dataset(path)
+    expected = (
+        f"{path}:5:1: not valid YAML: expected ',' or ']', but got '<stream end>' "
+        "(while parsing a flow sequence at line 4)"
+    )
+    assert expected == str(info.value)

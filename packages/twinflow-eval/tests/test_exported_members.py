@@ -10,7 +10,8 @@ EXPECTED = {
     "Summary", "ToolCallRecord", "ToolCalls", "case_key", "compare_results", "compare_runs",
     "load_dataset", "load_run", "matches", "mcnemar_exact", "merge_runs", "observe",
     "render_html", "render_markdown", "rescore", "run_eval", "score_all", "score_trace",
-    "select_keys", "wilson_interval", "write_reports",
+    "select_keys", "wilson_interval", "write_reports", "known_keys", "unknown_key_message",
+    "yaml_syntax_problem", "CaseDetail", "RunFacts", "read_details",
 }  # fmt: skip
 
 

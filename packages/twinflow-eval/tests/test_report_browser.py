@@ -1,4 +1,10 @@
-"""The Lab Notes HTML report, opened in a real headless Chromium: charts render, console stays quiet."""
+"""Pages opened in a real headless Chromium: Lab Notes charts render; a trace page verifies.
+
+The trace page (`twinflow.agent.render_trace_page`, written by `twinflow show --html` and
+linked from Lab Notes) checks the trace with WebCrypto. These tests hold that it says verified
+for a good trace, names the break `verify_trace` names for a tampered one, shows hostile
+strings as text, and logs nothing to the console.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,20 @@ from pathlib import Path
 import pytest
 from eval_testkit import START, dataset, factory
 
+from twinflow.agent import (
+    Agent,
+    FunctionModel,
+    MemoryTraceSink,
+    Policy,
+    Trace,
+    render_trace_page,
+    verify_trace,
+)
 from twinflow.eval import run_eval
-from twinflow.kernel import ProcessResult, SteppingClock, run_process
+from twinflow.kernel import CountingIds, ProcessResult, SteppingClock, run_process
+from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
+
+HOSTILE = "</script><img src=x onerror=console.error('pwned')><b>bold</b>"
 
 # The flags a headless run on a machine with no network needs: without the background
 # networking ones Chromium keeps trying to reach Google's hosts.
@@ -23,6 +41,8 @@ FLAGS = (
     "--no-first-run",
     "--enable-logging=stderr",
     "--v=0",
+    # Lets the page's asynchronous work (WebCrypto digests) finish before the DOM is dumped.
+    "--virtual-time-budget=20000",
 )
 
 
@@ -69,3 +89,145 @@ def test_the_console_check_sees_an_error_when_there_is_one(tmp_path: Path) -> No
     assert ['"boom"'] == [
         line.split("] ", 1)[1].split(",")[0] for line in console_lines(result.stderr)
     ]
+
+
+def hostile_tool(text: str) -> str:
+    """Echo text back with markup around it."""
+    return f"{text} {HOSTILE}"
+
+
+def hostile_model(request: ModelRequest) -> Message:
+    """Call the tool once with a hostile argument, then answer with markup."""
+    if not any(m.role == "tool" for m in request.transcript.messages):
+        call = ToolCallPart(id=CallId("c1"), name="hostile_tool", arguments={"text": HOSTILE})
+        return Message(role="assistant", parts=(call,))
+    return Message.assistant(f"done {HOSTILE}")
+
+
+def hostile_trace(prompt: str = f"echo {HOSTILE}") -> bytes:
+    """A finished run whose prompt, tool arguments, result and answer all carry markup."""
+    sink = MemoryTraceSink()
+    agent: Agent[str] = Agent(
+        FunctionModel(hostile_model),
+        clock=SteppingClock(START),
+        ids=CountingIds(),
+        tools=[hostile_tool],
+        policy=Policy(allow=frozenset({"hostile_tool"})),
+        trace=sink,
+    )
+    agent.run(prompt)
+    return sink.data
+
+
+def render_in_chromium(data: bytes, tmp_path: Path, name: str) -> ProcessResult:
+    """Write the trace page for ``data`` and open it headless."""
+    page = tmp_path / f"{name}.html"
+    page.write_text(render_trace_page(data, name), encoding="utf-8")
+    return open_in_chromium(page, tmp_path / "profile")
+
+
+def root_attribute(dom: str, name: str) -> str | None:
+    """An attribute of the dumped page's root element."""
+    head = dom.split(">", 2)[1]
+    marker = f' {name}="'
+    if marker not in head:
+        return None
+    return head.split(marker, 1)[1].split('"', 1)[0]
+
+
+def test_the_trace_page_verifies_a_good_trace_in_the_browser(tmp_path: Path) -> None:
+    """A good trace: verified, Python's Merkle root, no console message, no markup run."""
+    data = hostile_trace()
+    result = render_in_chromium(data, tmp_path, "good")
+    assert 0 == result.returncode, result.stderr[-2000:]
+    dom = result.stdout
+    trace = Trace.load(data)
+    expected = ("verified", "true", trace.checkpoint().root, str(trace.size))
+    names = ("data-verdict", "data-secure", "data-root", "data-events")
+    assert expected == tuple(root_attribute(dom, n) for n in names)
+    assert [] == console_lines(result.stderr)
+    # The hostile strings are on the page as text: no element was made from them.
+    assert (False, False, True) == ("<img" in dom, "<b>" in dom, "&lt;img src=x onerror" in dom)
+    assert (True, True) == ("tool_called" in dom, "hostile_tool" in dom)
+
+
+def tamperings(data: bytes) -> dict[str, bytes]:
+    """Ways to damage a trace: edit, remove, reorder, insert, truncate."""
+    lines = data.splitlines(keepends=True)
+    edited = list(lines)
+    edited[4] = edited[4].replace(b"hostile_tool", b"friendly_tool", 1)
+    return {
+        "edited": b"".join(edited),
+        "removed": b"".join(lines[:3] + lines[4:]),
+        "reordered": b"".join([*lines[:3], lines[4], lines[3], *lines[5:]]),
+        "inserted": b"".join([*lines[:5], lines[2], *lines[5:]]),
+        "truncated": data[:-10],
+    }
+
+
+def test_the_trace_page_names_where_a_tampered_trace_breaks(tmp_path: Path) -> None:
+    """Each tampering: broken at the seq `verify_trace` names, with no console message."""
+    for name, damaged in tamperings(hostile_trace()).items():
+        report = verify_trace(damaged)
+        assert report.problem is not None, name
+        result = render_in_chromium(damaged, tmp_path, name)
+        assert 0 == result.returncode, result.stderr[-2000:]
+        expected = (name, "broken", str(report.problem.seq))
+        verdict = root_attribute(result.stdout, "data-verdict")
+        actual = (name, verdict, root_attribute(result.stdout, "data-break-seq"))
+        assert expected == actual
+        assert "NOT VERIFIED" in result.stdout
+        assert [] == console_lines(result.stderr)
+
+
+def test_the_trace_page_checks_a_published_signed_checkpoint(tmp_path: Path) -> None:
+    """An embedded signed checkpoint: matched, and the HMAC checked with the key typed in."""
+    data = hostile_trace()
+    signed = Trace.load(data).checkpoint(3, key=b"sesame").model_dump()
+    # The reader types the key: a line of script after the page does what typing does.
+    typing = (
+        "<script>var k=document.getElementById('checkpoint-key');"
+        "setTimeout(function(){k.value='{KEY}';k.dispatchEvent(new Event('input'));},50);</script>"
+    )
+    outcomes = {}
+    for key in ("sesame", "wrong"):
+        page = tmp_path / f"{key}.html"
+        html = render_trace_page(data, "t", signed).replace(
+            "</body>", typing.replace("{KEY}", key) + "</body>"
+        )
+        page.write_text(html, encoding="utf-8")
+        result = open_in_chromium(page, tmp_path / "profile")
+        assert [] == console_lines(result.stderr)
+        outcomes[key] = (
+            root_attribute(result.stdout, "data-checkpoint"),
+            root_attribute(result.stdout, "data-signature"),
+        )
+    expected = {"sesame": ("match", "valid"), "wrong": ("match", "invalid")}
+    assert expected == outcomes
+
+
+def test_the_trace_page_refuses_a_checkpoint_of_other_events(tmp_path: Path) -> None:
+    """A checkpoint of another run's trace does not match these events."""
+    other = Trace.load(hostile_trace("another prompt")).checkpoint().model_dump()
+    page = tmp_path / "other.html"
+    page.write_text(render_trace_page(hostile_trace(), "t", other), encoding="utf-8")
+    result = open_in_chromium(page, tmp_path / "profile")
+    assert ("verified", "mismatch") == (
+        root_attribute(result.stdout, "data-verdict"),
+        root_attribute(result.stdout, "data-checkpoint"),
+    )
+
+
+def test_the_trace_pages_lab_notes_link_verify(tmp_path: Path) -> None:
+    """The page Lab Notes links for a case says verified, with the root results.json records."""
+    run_dir = tmp_path / "run"
+    results = run_eval(dataset(2), factory(), run_dir, clock=SteppingClock(START))
+    case = results.cases[0]
+    page = run_dir / case.trace.replace(".jsonl", ".html")
+    result = open_in_chromium(page, tmp_path / "profile")
+    expected = ("verified", case.checkpoint.root)
+    assert expected == (
+        root_attribute(result.stdout, "data-verdict"),
+        root_attribute(result.stdout, "data-root"),
+    )
+    assert [] == console_lines(result.stderr)

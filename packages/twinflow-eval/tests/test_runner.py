@@ -287,7 +287,25 @@ def test_compare_lists_regressions_and_improvements(tmp_path: Path) -> None:
     assert ("c0@1",) == comparison.improvements
     assert tuple(f"c{i}@1" for i in range(1, 8)) == comparison.regressions
     assert 2 * (1 + 8) / 256 == comparison.p_value  # exact binomial tail, k <= 1 of 8
-    assert comparison == compare_runs(tmp_path / "a", tmp_path / "b")
+    from_dirs = compare_runs(tmp_path / "a", tmp_path / "b")
+    # The directories add what only the traces hold: the outputs (every case's changed here).
+    assert tuple(f"c{i}@1" for i in range(8)) == from_dirs.outputs_changed
+    assert comparison == from_dirs.model_copy(update={"outputs_changed": ()})
+
+
+def test_compare_reports_a_case_still_failing_for_another_reason(tmp_path: Path) -> None:
+    """c1 fails in both runs, first with a wrong answer, then with no valid one: reported."""
+    run_eval(dataset(3, wrong=(1,)), factory(), tmp_path / "a", clock=CLOCK)
+    run_eval(dataset(3, bad=(1,)), factory(), tmp_path / "b", clock=CLOCK)
+    comparison = compare_runs(tmp_path / "a", tmp_path / "b")
+    expected = ((), (), ("c1@1",), ("c1@1",))
+    actual = (
+        comparison.regressions,
+        comparison.improvements,
+        comparison.reasons_changed,
+        comparison.outputs_changed,
+    )
+    assert expected == actual
 
 
 def test_load_run_reports_a_foreign_directory(tmp_path: Path) -> None:

@@ -190,3 +190,13 @@ def test_predicates() -> None:
     assert matches({"$eq": {"x": 1}}, {"x": 1})
     with pytest.raises(ScorerError, match=r"unknown predicate '\$near'"):
         matches({"$near": 1}, 1)
+
+
+def test_a_misspelt_scorer_path_attribute_gets_a_suggestion() -> None:
+    """A custom scorer path naming `eval_testkit:Totl` suggests `Total`."""
+    from twinflow.eval import ScorerError
+    from twinflow.eval._scorers import resolve_dotted
+
+    with pytest.raises(ScorerError) as info:
+        resolve_dotted("eval_testkit:Totl")
+    assert str(info.value).endswith("(did you mean 'Total'?)")

@@ -68,6 +68,9 @@ class Script:
 
 
 def openai_model(script: Script, **kwargs: Any) -> OpenAICompatibleChatModel:
+    # The wire tests speak native tool calling unless they say otherwise (the default mode is
+    # structured-action, as in the CLI's spec).
+    kwargs.setdefault("mode", "native")
     return OpenAICompatibleChatModel(
         MockTransport(script), base_url="http://127.0.0.1:9", dialect="llama.cpp", **kwargs
     )
@@ -181,7 +184,7 @@ def test_native_ollama_tool_calls_parse_with_derived_ids() -> None:
         "eval_count": 3,
     }
     script = Script([answer])
-    response = OllamaChatModel(MockTransport(script), model="llama3.2").request(ASK)
+    response = OllamaChatModel(MockTransport(script), model="llama3.2", mode="native").request(ASK)
     d = digest(script.bodies[0])
     assert (
         ToolCallPart(id=CallId(f"call_{d[:24]}_0"), name="add", arguments={"a": 2, "b": 3}),
@@ -344,12 +347,13 @@ def test_call_ids_derive_from_the_digest_of_each_body_sent_with_a_schema(server:
     transport = MockTransport(script)
     model: OllamaChatModel | OpenAICompatibleChatModel
     if server == "ollama":
-        model = OllamaChatModel(transport, model="llama3.2")
+        model = OllamaChatModel(transport, model="llama3.2", mode="native")
     else:
         model = OpenAICompatibleChatModel(
             transport,
             base_url="http://127.0.0.1:9",
             dialect=server,  # type: ignore[arg-type]  # a Dialect from the parameter list
+            mode="native",
         )
     schema = OutputSchema(name="Big", json_schema={"type": "number", "minimum": 0.5, "title": "é"})
     first = ModelRequest(transcript=ASK.transcript, tools=(ADD,), output_schema=schema)
@@ -372,7 +376,7 @@ def test_strict_refusal_is_raised_on_every_request_not_cached_away() -> None:
     schema = OutputSchema(name="Set", json_schema={"type": "array", "uniqueItems": True})
     request = ModelRequest(transcript=ASK.transcript, output_schema=schema)
     script = Script([])
-    model = OllamaChatModel(MockTransport(script), model="llama3.2", strict=True)
+    model = OllamaChatModel(MockTransport(script), model="llama3.2", mode="native", strict=True)
     for _ in range(2):
         with pytest.raises(UnenforcedSchemaError):
             model.request(request)
@@ -425,3 +429,13 @@ def test_native_structured_reply_with_a_non_canonical_number_stays_text(number: 
         ModelRequest(transcript=ASK.transcript, output_schema=schema)
     )
     assert (TextPart(text=content),) == response.message.parts
+
+
+def test_the_default_mode_is_the_spec_s_default() -> None:
+    """Both clients default to structured-action, as `model.mode` does in a run spec."""
+    expected = ("structured-action", "structured-action")
+    ollama = OllamaChatModel(MockTransport(Script([])), model="m")
+    openai = OpenAICompatibleChatModel(
+        MockTransport(Script([])), base_url="http://127.0.0.1:9", dialect="llama.cpp"
+    )
+    assert expected == (ollama.mode, openai.mode)

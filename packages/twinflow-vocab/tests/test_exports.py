@@ -16,7 +16,7 @@ EXPECTED = {
     "ModelSettings", "OutputSchema", "Part", "ReasoningPart", "Reask", "Role", "RunId",
     "StructuredOutputAdapter", "StructuredOutputError", "StructuredPart", "StructuredResult",
     "TextPart", "ToolCallPart", "ToolResultPart", "ToolSpec", "Transcript", "TwinflowError", "Usage",
-    "UserError", "VocabError", "WireFormatError", "canonical_bytes", "diff", "digest",
+    "UserError", "VocabError", "WireFormatError", "canonical_bytes", "did_you_mean", "diff", "digest",
     "parse_canonical",
 }  # fmt: skip
 

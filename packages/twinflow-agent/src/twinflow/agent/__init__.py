@@ -1,6 +1,7 @@
 """twinflow.agent: the agent loop, deny-by-default tool policy, the tamper-evident trace."""
 
 from twinflow.agent._agent import Agent, RunResult, UsageLimits
+from twinflow.agent._behaviour import BehaviourDivergence, behaviour_of, compare_behaviour
 from twinflow.agent._errors import (
     AgentConfigError,
     AgentError,
@@ -44,6 +45,7 @@ from twinflow.agent._merkle import (
     verify_consistency,
     verify_inclusion,
 )
+from twinflow.agent._page import render_trace_page
 from twinflow.agent._policy import (
     Approval,
     ApprovalHook,
@@ -96,6 +98,7 @@ __all__ = [
     "Approval",
     "ApprovalHook",
     "Approve",
+    "BehaviourDivergence",
     "Checkpoint",
     "ConsistencyProof",
     "Deny",
@@ -148,11 +151,14 @@ __all__ = [
     "UsageLimitExceeded",
     "UsageLimits",
     "VerificationReport",
+    "behaviour_of",
     "check_consistency",
     "check_inclusion",
+    "compare_behaviour",
     "encode_line",
     "leaf_hash",
     "node_hash",
+    "render_trace_page",
     "repair_trace",
     "replay",
     "root_from_inclusion_proof",

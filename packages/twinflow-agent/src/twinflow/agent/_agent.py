@@ -149,7 +149,7 @@ class Agent(Generic[OutputT]):
         structured: StructuredOutputAdapter | None = None,
         max_steps: int = 10,
         usage_limits: UsageLimits | None = None,
-        system_prompt: str | None = None,
+        system: str | None = None,
         settings: ModelSettings | None = None,
         trace: TraceSink | None = None,
         fsync: FsyncPolicy = "step",
@@ -169,7 +169,7 @@ class Agent(Generic[OutputT]):
         structured: StructuredOutputAdapter | None = None,
         max_steps: int = 10,
         usage_limits: UsageLimits | None = None,
-        system_prompt: str | None = None,
+        system: str | None = None,
         settings: ModelSettings | None = None,
         trace: TraceSink | None = None,
         fsync: FsyncPolicy = "step",
@@ -188,7 +188,7 @@ class Agent(Generic[OutputT]):
         structured: StructuredOutputAdapter | None = None,
         max_steps: int = 10,
         usage_limits: UsageLimits | None = None,
-        system_prompt: str | None = None,
+        system: str | None = None,
         settings: ModelSettings | None = None,
         trace: TraceSink | None = None,
         fsync: FsyncPolicy = "step",
@@ -206,7 +206,7 @@ class Agent(Generic[OutputT]):
             structured: Adapter validating the answer (default `PydanticStructuredOutput`).
             max_steps: Model requests allowed while the model keeps calling tools.
             usage_limits: Limits on requests and tokens.
-            system_prompt: System message opening every run.
+            system: System message opening every run (the spec's `system`).
             settings: Model settings sent with every request.
             trace: Where trace lines go (default: an in-memory sink). Runs append to it.
             fsync: When trace lines are made durable.
@@ -226,7 +226,7 @@ class Agent(Generic[OutputT]):
         self.structured: StructuredOutputAdapter = structured or PydanticStructuredOutput()
         self.max_steps = max_steps
         self.usage_limits = usage_limits or UsageLimits()
-        self.system_prompt = system_prompt
+        self.system = system
         self.settings = settings or ModelSettings()
         self.signing_key = signing_key
         self.writer = TraceWriter(trace if trace is not None else MemoryTraceSink(), fsync=fsync)
@@ -249,7 +249,7 @@ class Agent(Generic[OutputT]):
         self.config = AgentConfig(
             # A stand-in model (replay's) presents the label of the model it stands in for.
             model=str(getattr(model, "trace_label", None) or type(model).__name__),
-            system_prompt=system_prompt,
+            system_prompt=system,
             tools=self._specs,
             policy=self.policy.record(),
             output_schema=self._schema,
@@ -261,6 +261,14 @@ class Agent(Generic[OutputT]):
         self._offer_digests: dict[tuple[str, ...], str] = {}
         self._recorded_results: RecordedResults | None = None
         self._schema_digest = None if self._schema is None else digest(self._schema)
+
+    def __enter__(self) -> Agent[OutputT]:
+        """Use the agent in a ``with`` block; the trace is closed when the block exits."""
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Close the trace writer (and its sink), however the block exits."""
+        self.writer.close()
 
     def _emit(self, body: EventBody) -> None:
         self.writer.append(self.clock.now(), body)
@@ -286,7 +294,7 @@ class Agent(Generic[OutputT]):
                 run_id=run_id, config_digest=self.config_digest, config=self.config, prompt=prompt
             )
         )
-        opening = (Message.system(self.system_prompt),) if self.system_prompt is not None else ()
+        opening = (Message.system(self.system),) if self.system is not None else ()
         state = _Run(run_id, Transcript(messages=(*opening, Message.user(prompt))))
         runner = ToolRunner(self.tools, self.policy, self._emit, recorded=self._recorded_results)
         try:

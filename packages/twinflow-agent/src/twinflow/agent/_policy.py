@@ -81,9 +81,9 @@ class Policy(BaseModel):
 
     allow: frozenset[str] = frozenset()
     """Tool names allowed to run; every other tool is denied."""
-    tool_budgets: Mapping[str, int] = Field(default_factory=dict)
+    per_tool_budget: Mapping[str, int] = Field(default_factory=dict)
     """Calls allowed per tool in one run (tools not named here: no per-tool limit)."""
-    run_budget: int | None = Field(default=None, ge=0)
+    max_tool_calls: int | None = Field(default=None, ge=0)
     """Tool calls allowed in one run, all tools together; None for no limit."""
     approval: ApprovalHook | None = None
     """Hook deciding on each call the automatic rules allowed."""
@@ -97,8 +97,10 @@ class Policy(BaseModel):
         hook = self.approval
         return PolicyRecord(
             allow=tuple(sorted(self.allow)),
-            tool_budgets=dict(self.tool_budgets),
-            run_budget=self.run_budget,
+            # The trace's record keeps its own field names: renaming them would change
+            # every recorded configuration digest.
+            tool_budgets=dict(self.per_tool_budget),
+            run_budget=self.max_tool_calls,
             approval=None if hook is None else f"{hook.__module__}.{hook.__qualname__}",
             max_output_chars=self.max_output_chars,
             include_traceback=self.include_traceback,
@@ -146,10 +148,10 @@ class ToolRunner:
         offered: denying them, with a reason the model sees, is the policy's job.
         """
         policy = self._policy
-        budget = policy.tool_budgets.get(name)
+        budget = policy.per_tool_budget.get(name)
         if budget is not None and self._used.get(name, 0) >= budget:
             return False
-        return policy.run_budget is None or self._used_total < policy.run_budget
+        return policy.max_tool_calls is None or self._used_total < policy.max_tool_calls
 
     def run(self, call: ToolCallPart) -> ToolResultPart:
         """Decide on one call, run it if allowed, and return the result the model sees.
@@ -177,14 +179,16 @@ class ToolRunner:
                 "InvalidArguments",
                 f"arguments for {call.name!r} are invalid:\n{format_validation_error(exc)}",
             )
-        budget = policy.tool_budgets.get(call.name)
+        budget = policy.per_tool_budget.get(call.name)
         if budget is not None and self._used.get(call.name, 0) >= budget:
             return self._deny(
                 call, "BudgetExceeded", f"tool {call.name!r} budget of {budget} calls is used up"
             )
-        if policy.run_budget is not None and self._used_total >= policy.run_budget:
+        if policy.max_tool_calls is not None and self._used_total >= policy.max_tool_calls:
             return self._deny(
-                call, "BudgetExceeded", f"run budget of {policy.run_budget} tool calls is used up"
+                call,
+                "BudgetExceeded",
+                f"run budget of {policy.max_tool_calls} tool calls is used up",
             )
         arguments = call.arguments
         if policy.approval is None:

@@ -192,6 +192,11 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
 def _configure_diff(p: argparse.ArgumentParser) -> None:
     p.add_argument("a", type=Path, help="the first trace")
     p.add_argument("b", type=Path, help="the second trace")
+    p.add_argument(
+        "--exact",
+        action="store_true",
+        help="compare bytes: the first differing event (default: behaviour, every divergence)",
+    )
 
 
 def _event_json(trace: Trace, seq: int) -> Any:
@@ -199,6 +204,10 @@ def _event_json(trace: Trace, seq: int) -> Any:
 
 
 def _diff(args: argparse.Namespace, out: Output) -> int:
+    if not args.exact:
+        from twinflow.cli._show import behaviour_diff
+
+        return behaviour_diff(args, out)
     a, b = _load(args.a), _load(args.b)
     for seq in range(min(a.size, b.size)):
         if a.digests[seq] == b.digests[seq]:
@@ -242,5 +251,9 @@ COMMANDS: dict[str, tuple[str, Configure, Handler]] = {
         _checkpoint,
     ),
     "prove": ("print an RFC 9162 inclusion proof for one event", _configure_prove, _prove),
-    "diff": ("show the first event at which two traces differ", _configure_diff, _diff),
+    "diff": (
+        "show where two runs' behaviour differs (--exact: the first differing event's bytes)",
+        _configure_diff,
+        _diff,
+    ),
 }

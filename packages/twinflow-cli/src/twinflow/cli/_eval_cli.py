@@ -57,7 +57,7 @@ from twinflow.kernel import (
 )
 from twinflow.vocab import UserError
 
-__all__ = ["EVAL_COMMAND"]
+__all__ = ["COMMANDS", "EVAL_COMMAND"]
 
 
 def _stderr(text: str) -> None:
@@ -163,24 +163,49 @@ def _summary_payload(results: EvalResults, run_dir: Path) -> dict[str, Any]:
     }
 
 
-def _progress(done: int, total: int, counts: Summary) -> None:
-    width = 24
-    filled = width * done // total if total else width
-    bar = "#" * filled + "." * (width - filled)
-    end = "\n" if done == total else ""
-    print(
-        f"\r[{bar}] {done}/{total} passed {counts.passed} failed {counts.failed} "
-        f"errored {counts.errored} flagged {counts.flagged}",
-        end=end,
-        file=sys.stderr,
-        flush=True,
-    )
+class _ProgressLine:
+    """The eval's progress on one redrawn stderr line; any other message starts a new line.
+
+    ``[#####...] 6/6 cases done: 5 passed, 1 failed, 0 errored, 0 flagged``: the count of
+    cases done comes apart from the verdicts, so it cannot be read as "6 passed".
+    """
+
+    def __init__(self) -> None:
+        self._open = False
+
+    def __call__(self, done: int, total: int, counts: Summary) -> None:
+        width = 24
+        filled = width * done // total if total else width
+        bar = "#" * filled + "." * (width - filled)
+        print(
+            f"\r[{bar}] {done}/{total} cases done: {counts.passed} passed, "
+            f"{counts.failed} failed, {counts.errored} errored, {counts.flagged} flagged",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+        self._open = True
+        if done == total:
+            self.end()
+
+    def end(self) -> None:
+        """Finish the progress line, so what is printed next has a line of its own."""
+        if self._open:
+            print(file=sys.stderr, flush=True)
+            self._open = False
+
+    def message(self, text: str) -> None:
+        """Print ``text`` on its own line (ending the progress line first)."""
+        self.end()
+        _stderr(text)
 
 
 @contextlib.contextmanager
-def _model_url(spec: RunSpec, out_dir: Path) -> Iterator[RunSpec]:
+def _model_url(
+    spec: RunSpec, out_dir: Path, on_progress: Callable[[str], None] = _stderr
+) -> Iterator[RunSpec]:
     """``spec`` with its model URL resolved (`model_base_url`) while the block runs."""
-    with model_base_url(spec.model.url, out_dir, _stderr) as base:
+    with model_base_url(spec.model.url, out_dir, on_progress) as base:
         yield spec.model_copy(update={"model": spec.model.model_copy(update={"url": base})})
 
 
@@ -240,42 +265,43 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     tools = load_tools(spec)
     transport = build_transport(spec.model)
     clock, ids = SystemClock(), SystemIds()
-    ray = None
-    if args.ray is not None:
-        address = None if args.ray == _LOCAL_RAY else args.ray
-        ray = RayExecutor(address, code_dirs=[str(d) for d in code_dirs]).start()
-    try:
-        with _model_url(spec, args.out) as wired:
-            factory: AgentFactory
-            executor: Executor
-            if ray is not None:
-                factory, executor = _WorkerAgents(wired), ray
-            else:
+    progress = _ProgressLine()
+    with contextlib.ExitStack() as stack:
+        stack.callback(transport.close)
+        executor: Executor
+        factory: AgentFactory
+        if args.ray is not None:
+            address = None if args.ray == _LOCAL_RAY else args.ray
+            ray = RayExecutor(address, code_dirs=[str(d) for d in code_dirs]).start()
+            stack.callback(ray.close)
+        # However the run ends (an abort, ^C), the progress line is finished first, so the
+        # message that follows is on its own line.
+        stack.callback(progress.end)
+        wired = stack.enter_context(_model_url(spec, args.out, progress.message))
+        if args.ray is not None:
+            factory, executor = _WorkerAgents(wired), ray
+        else:
 
-                def factory(case: Case, sink: TraceSink) -> Agent[Any]:
-                    model = build_model(wired.model, transport, ids)
-                    return build_agent(
-                        wired, model=model, clock=clock, ids=ids, trace=sink, tools=tools
-                    )
+            def factory(case: Case, sink: TraceSink) -> Agent[Any]:
+                model = build_model(wired.model, transport, ids)
+                return build_agent(
+                    wired, model=model, clock=clock, ids=ids, trace=sink, tools=tools
+                )
 
-                executor = ThreadExecutor() if args.concurrency > 1 else SerialExecutor()
-            results = run_eval(
-                dataset,
-                factory,
-                args.out,
-                clock=clock,
-                executor=executor,
-                concurrency=args.concurrency,
-                shard=args.shard,
-                prompt=_render(wired),
-                progress=_progress,
-                code_dirs=code_dirs,
-                identity=run_identity(spec),
-            )
-    finally:
-        transport.close()
-        if ray is not None:
-            ray.close()
+            executor = ThreadExecutor() if args.concurrency > 1 else SerialExecutor()
+        results = run_eval(
+            dataset,
+            factory,
+            args.out,
+            clock=clock,
+            executor=executor,
+            concurrency=args.concurrency,
+            shard=args.shard,
+            prompt=_render(wired),
+            progress=progress,
+            code_dirs=code_dirs,
+            identity=run_identity(spec),
+        )
     payload = _summary_payload(results, args.out)
     s = results.summary
     rate = payload["pass_rate"]
@@ -340,6 +366,11 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
     out.line(
         f"exact McNemar p = {c.p_value:.4g} (unchanged: {c.both_passed} passed, {c.both_not_passed} not)"
     )
+    out.line(
+        f"same verdict, other reasons ({len(c.reasons_changed)}): "
+        f"{', '.join(c.reasons_changed) or 'none'}"
+    )
+    out.line(f"output changed ({len(c.outputs_changed)}): {', '.join(c.outputs_changed) or 'none'}")
     if c.only_in_a or c.only_in_b:
         out.line(f"unpaired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
     return EXIT_OK
@@ -375,3 +406,6 @@ EVAL_COMMAND: tuple[
     _handle,
 )
 """(summary, configure, handler), to register as ``COMMANDS["eval"]``."""
+
+COMMANDS = {"eval": EVAL_COMMAND}
+"""The command this module defines, as `twinflow.cli._main.COMMAND_TABLE` looks it up."""

@@ -16,12 +16,23 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from importlib import import_module
 from pathlib import Path
 from typing import Any, TextIO
 
 from twinflow.vocab import TwinflowError, UserError
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "CheckFailed", "Handler", "Output", "main"]
+__all__ = [
+    "COMMAND_TABLE",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CheckFailed",
+    "Handler",
+    "Output",
+    "invocation",
+    "main",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -57,12 +68,64 @@ class Output:
 Handler = Callable[[argparse.Namespace, Output], int]
 
 
-def _parser() -> argparse.ArgumentParser:
-    # Imported here so `twinflow --help` stays fast and a broken optional piece cannot
-    # stop the rest of the command from parsing its arguments.
-    from twinflow.cli import _commands, _run
-    from twinflow.cli._eval_cli import EVAL_COMMAND
+# The command table: name -> (the module whose ``COMMANDS`` defines it, its one-line summary).
+# `twinflow --help` reads only this table; a command's module, and everything it imports
+# (pydantic, the agent, the model clients), loads only when that command is the one chosen.
+# tests/test_cli_main.py holds each summary equal to the module's own.
+COMMAND_TABLE: dict[str, tuple[str, str]] = {
+    "demo": (
+        "twinflow.cli._run",
+        "run a small agent task on the embedded local model, then verify and replay its trace",
+    ),
+    "run": ("twinflow.cli._run", "run an agent from a spec file (YAML), writing a trace"),
+    "replay": (
+        "twinflow.cli._run",
+        "re-run a trace's agent against the trace; exit 1 at the first event that differs",
+    ),
+    "show": (
+        "twinflow.cli._show",
+        "show a trace as a person reads it (--html: a page that verifies it)",
+    ),
+    "eval": (
+        "twinflow.cli._eval_cli",
+        "run datasets through an agent; rescore, compare and merge run directories",
+    ),
+    "verify": (
+        "twinflow.cli._commands",
+        "verify a trace: hash chain, digests, completeness (and a checkpoint)",
+    ),
+    "checkpoint": (
+        "twinflow.cli._commands",
+        "print a trace's checkpoint: size, Merkle root, head (optionally signed)",
+    ),
+    "prove": ("twinflow.cli._commands", "print an RFC 9162 inclusion proof for one event"),
+    "diff": (
+        "twinflow.cli._commands",
+        "show where two runs' behaviour differs (--exact: the first differing event's bytes)",
+    ),
+}
 
+
+class _Version(argparse.Action):
+    """``--version``: the distribution's version, looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from importlib.metadata import version
+
+        python = ".".join(str(part) for part in sys.version_info[:3])
+        print(f"twinflow {version('twinflow-cli')} (Python {python})")
+        parser.exit()
+
+
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The command named on the line: its first word that is not an option."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     parser = argparse.ArgumentParser(
@@ -73,19 +136,28 @@ def _parser() -> argparse.ArgumentParser:
         ),
         epilog="Exit codes: 0 ok, 1 a check failed, 2 usage error or unreadable input.",
     )
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    commands = {**_run.COMMANDS, "eval": EVAL_COMMAND, **_commands.COMMANDS}
-    for name, (summary, configure, handler) in commands.items():
+    chosen = _chosen(argv)
+    if chosen is not None and chosen not in COMMAND_TABLE:
+        from twinflow.vocab import did_you_mean
+
+        parser.error(f"unknown command {chosen!r}{did_you_mean(chosen, COMMAND_TABLE)}")
+    for name, (module, summary) in COMMAND_TABLE.items():
         command = sub.add_parser(name, parents=[common], help=summary, description=summary)
-        configure(command)
-        command.set_defaults(handler=handler)
+        if name == chosen:
+            # Imported here so `twinflow --help` stays fast and a broken optional piece cannot
+            # stop another command from parsing its arguments.
+            _, configure, handler = import_module(module).COMMANDS[name]
+            configure(command)
+            command.set_defaults(handler=handler)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``twinflow`` command and return its exit code."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = _parser(words).parse_args(words)
     out = Output(args.json, sys.stdout)
     handler: Handler = args.handler
     try:
@@ -125,6 +197,22 @@ def _one_line(exc: BaseException) -> str:
         return f"{exc.filename}: {exc.strerror}"
     # Notes carry where an error happened (a Ray worker's node, say): part of the one line.
     return " ".join("; ".join([str(exc), *getattr(exc, "__notes__", ())]).split())
+
+
+def invocation() -> str:
+    """How to type ``twinflow`` in the user's shell, for hints they can paste as they are.
+
+    Under ``uv run`` the workspace's environment is not on the user's own PATH, so a bare
+    ``twinflow`` would fail there; outside it, ``twinflow`` if the shell finds it, else the
+    interpreter that is running now.
+    """
+    import shutil
+
+    if os.environ.get("UV_RUN_RECURSION_DEPTH"):
+        return "uv run --frozen twinflow"
+    if shutil.which("twinflow"):
+        return "twinflow"
+    return f"{sys.executable} -m twinflow.cli"
 
 
 def existing_file(value: str) -> Path:

@@ -42,7 +42,7 @@ from twinflow.agent import (
     verify_trace,
 )
 from twinflow.cli._commands import parse_trace, read_trace_bytes
-from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output
+from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output, invocation
 from twinflow.cli._spec import (
     RunSpec,
     load_spec,
@@ -508,9 +508,10 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     out.line(f"  time      {timing}")
     out.line("")
     spec_path = spec_beside(trace_path)
-    out.line(f"next: twinflow verify {trace_path}   |   twinflow prove {trace_path} --seq 0")
-    out.line(f"      twinflow replay {trace_path} --spec {spec_path} --mode live")
-    out.line(f"      twinflow checkpoint {trace_path}")
+    tf = invocation()
+    out.line(f"next: {tf} show {trace_path}   |   {tf} verify {trace_path}")
+    out.line(f"      {tf} replay {trace_path} --spec {spec_path} --mode live")
+    out.line(f"      {tf} prove {trace_path} --seq 0   |   {tf} checkpoint {trace_path}")
     if outcome.error is not None:
         print(f"twinflow demo: the agent run failed: {outcome.error}", file=sys.stderr)
         return EXIT_FAILED

@@ -7,7 +7,6 @@ A bad spec is refused with an error that names the file, the line and the offend
 from __future__ import annotations
 
 import contextlib
-import difflib
 import importlib
 import os
 import sys
@@ -18,8 +17,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from twinflow.eval import unknown_key_message, yaml_syntax_problem
 from twinflow.kernel import check_endpoint_url
-from twinflow.vocab import UserError
+from twinflow.vocab import UserError, did_you_mean
 
 __all__ = [
     "ModelSpec",
@@ -181,8 +181,10 @@ def resolve_dotted(path: str, code_dir: Path | None = None) -> Any:
         try:
             target = getattr(target, part)
         except AttributeError:
+            known = [name for name in dir(target) if not name.startswith("_")]
             raise SpecError(
                 f"{module_name!r} has no attribute {attribute!r} (from {path!r})"
+                + did_you_mean(part, known)
             ) from None
     return target
 
@@ -207,18 +209,6 @@ def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
     return line
 
 
-def _known_fields(loc: tuple[int | str, ...]) -> tuple[str, ...]:
-    model: type[BaseModel] = RunSpec
-    for key in loc[:-1]:
-        field = model.model_fields.get(str(key))
-        annotation = getattr(field, "annotation", None)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            model = annotation
-        else:
-            return ()
-    return tuple(model.model_fields)
-
-
 def _describe(error: Any, root: yaml.Node | None, source: str) -> str:
     loc: tuple[int | str, ...] = tuple(error["loc"])
     dotted = ".".join(str(part) for part in loc) or "(top level)"
@@ -226,10 +216,7 @@ def _describe(error: Any, root: yaml.Node | None, source: str) -> str:
     where = f"{source}:{line}" if line is not None else source
     message = str(error["msg"])
     if error["type"] == "extra_forbidden":
-        message = "unknown key"
-        close = difflib.get_close_matches(str(loc[-1]), _known_fields(loc), n=1)
-        if close:
-            message += f" (did you mean {close[0]!r}?)"
+        message = unknown_key_message(RunSpec, loc)
     elif error["type"] == "missing":
         message = "required key is missing"
     return f"{where}: {dotted}: {message}"
@@ -311,7 +298,7 @@ def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec
         _check_nodes(root, path)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}".replace("\n", " ")) from None
+        raise SpecError(yaml_syntax_problem(exc, path)) from None
     except RecursionError:
         raise SpecError(f"{path}: nested too deeply to be a run spec") from None
     if data is None:

@@ -122,8 +122,8 @@ def build_agent(
     """
     policy = Policy(
         allow=frozenset(spec.policy.allow),
-        tool_budgets=dict(spec.policy.per_tool_budget),
-        run_budget=spec.policy.max_tool_calls,
+        per_tool_budget=dict(spec.policy.per_tool_budget),
+        max_tool_calls=spec.policy.max_tool_calls,
     )
     output_type = output_type_of(spec)
     agent: Agent[Any] = Agent(
@@ -134,7 +134,7 @@ def build_agent(
         policy=policy,
         output_type=output_type,
         max_steps=spec.max_steps,
-        system_prompt=spec.system,
+        system=spec.system,
         settings=ModelSettings(
             temperature=spec.model.temperature, max_tokens=spec.model.max_tokens, seed=0
         ),

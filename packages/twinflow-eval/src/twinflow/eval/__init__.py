@@ -14,7 +14,14 @@ from twinflow.eval._errors import (
     ShardError,
 )
 from twinflow.eval._observe import Observation, ToolCallRecord, observe
-from twinflow.eval._report import render_html, render_markdown, write_reports
+from twinflow.eval._report import (
+    CaseDetail,
+    RunFacts,
+    read_details,
+    render_html,
+    render_markdown,
+    write_reports,
+)
 from twinflow.eval._results import (
     CaseResult,
     CaseStatus,
@@ -56,10 +63,12 @@ from twinflow.eval._stats import (
     mcnemar_exact,
     wilson_interval,
 )
+from twinflow.eval._yaml import known_keys, unknown_key_message, yaml_syntax_problem
 
 __all__ = [
     "AgentFactory",
     "Case",
+    "CaseDetail",
     "CaseResult",
     "CaseStatus",
     "Comparison",
@@ -77,6 +86,7 @@ __all__ = [
     "Progress",
     "RunAborted",
     "RunDirError",
+    "RunFacts",
     "RunIdentity",
     "RunManifest",
     "SchemaValid",
@@ -91,12 +101,14 @@ __all__ = [
     "case_key",
     "compare_results",
     "compare_runs",
+    "known_keys",
     "load_dataset",
     "load_run",
     "matches",
     "mcnemar_exact",
     "merge_runs",
     "observe",
+    "read_details",
     "render_html",
     "render_markdown",
     "rescore",
@@ -104,6 +116,8 @@ __all__ = [
     "score_all",
     "score_trace",
     "select_keys",
+    "unknown_key_message",
     "wilson_interval",
     "write_reports",
+    "yaml_syntax_problem",
 ]

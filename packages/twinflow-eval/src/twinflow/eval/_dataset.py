@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, f
 
 from twinflow.eval._errors import DatasetError
 from twinflow.eval._scorers import ExactMatch, ScorerSpec
+from twinflow.eval._yaml import unknown_key_message, yaml_syntax_problem
 from twinflow.vocab import CanonicalError, canonical_bytes, digest
 
 __all__ = ["Case", "Dataset", "load_dataset"]
@@ -107,9 +108,9 @@ def _line_of(node: yaml.Node | None, loc: Sequence[int | str]) -> int | None:
     return line
 
 
-def _message(error: Any) -> str:
+def _message(error: Any, model: type[BaseModel]) -> str:
     if error["type"] == "extra_forbidden":
-        return "unknown key"
+        return unknown_key_message(model, error["loc"])
     if error["type"] == "missing":
         return "required key is missing"
     return str(error["msg"])
@@ -152,7 +153,7 @@ def _load_yaml(path: Path, text: str) -> Dataset:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise DatasetError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+        raise DatasetError(yaml_syntax_problem(exc, str(path))) from None
     if not isinstance(data, dict):
         raise DatasetError(f"{path}: a YAML dataset is a mapping with 'name' and 'cases'")
     data.setdefault("name", path.stem)
@@ -160,7 +161,10 @@ def _load_yaml(path: Path, text: str) -> Dataset:
         dataset = Dataset.model_validate(data)
     except ValidationError as exc:
         _raise(
-            [_problem(path, _line_of(root, e["loc"]), e["loc"], _message(e)) for e in exc.errors()]
+            [
+                _problem(path, _line_of(root, e["loc"]), e["loc"], _message(e, Dataset))
+                for e in exc.errors()
+            ]
         )
         raise  # unreachable: _raise always raises
     lines = [_line_of(root, ("cases", i)) for i in range(len(dataset.cases))]
@@ -183,7 +187,7 @@ def _load_jsonl(path: Path, text: str) -> Dataset:
         try:
             cases.append(Case.model_validate(data))
         except ValidationError as exc:
-            _raise([_problem(path, number, e["loc"], _message(e)) for e in exc.errors()])
+            _raise([_problem(path, number, e["loc"], _message(e, Case)) for e in exc.errors()])
         lines.append(number)
     if not cases:
         raise DatasetError(f"{path}: the dataset holds no cases")

@@ -6,6 +6,7 @@ gets the same scores, with or without a model.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
@@ -20,9 +21,10 @@ from twinflow.agent import (
     RunStarted,
     ToolReturned,
     Trace,
+    TraceCorruptError,
 )
 
-__all__ = ["Observation", "ToolCallRecord", "observe"]
+__all__ = ["Observation", "ToolCallRecord", "observe", "observe_file"]
 
 
 class _Frozen(BaseModel):
@@ -167,3 +169,11 @@ def observe(trace: Trace) -> Observation:
         output_tokens=tokens_out,
         duration_s=duration,
     )
+
+
+def observe_file(path: Path) -> Observation | None:
+    """`observe` a trace file; None if it is missing or does not verify."""
+    try:
+        return observe(Trace.load(path.read_bytes()))
+    except (OSError, TraceCorruptError):
+        return None

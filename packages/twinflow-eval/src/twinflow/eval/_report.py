@@ -9,13 +9,118 @@ headless-browser test reads. Both reports are pure functions of the results: no 
 from __future__ import annotations
 
 import html
+import json
 from collections import Counter
-from pathlib import Path
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
 
+from pydantic import BaseModel, ConfigDict, JsonValue
+
+from twinflow.agent import ModelResponded, RunStarted, Trace, TraceCorruptError, render_trace_page
+from twinflow.eval._observe import ToolCallRecord, observe
 from twinflow.eval._results import CaseResult, EvalResults, write_atomic
 from twinflow.eval._stats import wilson_interval
 
-__all__ = ["render_html", "render_markdown", "write_reports"]
+__all__ = [
+    "CaseDetail",
+    "RunFacts",
+    "read_details",
+    "render_html",
+    "render_markdown",
+    "write_reports",
+]
+
+
+class CaseDetail(BaseModel):
+    """What one case's trace shows, for Lab Notes (read from the trace, never from the model)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    output: JsonValue = None
+    """The accepted output (JSON), if any."""
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    """The tool calls, with decisions and results."""
+    page: str | None = None
+    """The trace page's path, relative to the run directory."""
+
+
+class RunFacts(BaseModel):
+    """What the run's traces say about the run as a whole (Lab Notes' header)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    models: tuple[str, ...] = ()
+    """The model names the servers reported (and the client types), sorted."""
+    config_digests: tuple[str, ...] = ()
+    """Digests of the agent configurations the cases ran with (one, normally)."""
+    first: str | None = None
+    """The earliest run start, as recorded (ISO 8601)."""
+    last: str | None = None
+    """The latest run start, as recorded (ISO 8601)."""
+
+
+def _page_of(trace: str) -> PurePosixPath | None:
+    """``traces/<name>.html`` for a trace the runner names ``traces/<name>.jsonl``, else None.
+
+    A run directory read back (resume, merge) is outside input: a case file naming
+    ``../../x.jsonl`` must not make Lab Notes write a page, or link one, outside it.
+    """
+    path = PurePosixPath(trace)
+    if path.parent != PurePosixPath("traces") or path.suffix != ".jsonl" or "\\" in trace:
+        return None
+    if path.name.startswith("."):
+        return None
+    return path.with_suffix(".html")
+
+
+def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[str, CaseDetail]]:
+    """Read every case's trace for Lab Notes, and write its trace page beside it.
+
+    Each page (``traces/<key>.html``) is `twinflow.agent.render_trace_page`'s: it verifies the
+    trace in the reader's browser. A trace that does not verify still gets its page (which
+    says where it breaks) but no output or tool calls.
+    """
+    details: dict[str, CaseDetail] = {}
+    models: set[str] = set()
+    digests: set[str] = set()
+    starts: list[str] = []
+    for result in results.cases:
+        page = _page_of(result.trace)
+        if page is None:  # not a path the runner writes: neither read nor written beside
+            details[result.key] = CaseDetail()
+            continue
+        try:
+            data = (run_dir / result.trace).read_bytes()
+        except OSError:
+            details[result.key] = CaseDetail()
+            continue
+        # Not synced: a page is regenerated from its trace whenever the reports are written.
+        page_html = render_trace_page(data, result.trace).encode()
+        write_atomic(run_dir / page, page_html, durable=False)
+        try:
+            trace = Trace.load(data)
+        except TraceCorruptError:
+            details[result.key] = CaseDetail(page=str(page))
+            continue
+        seen = observe(trace)  # the trace is loaded once: its events give the facts too
+        details[result.key] = CaseDetail(
+            output=seen.output, tool_calls=seen.tool_calls, page=str(page)
+        )
+        for event in trace.events:
+            body = event.body
+            if isinstance(body, RunStarted):
+                digests.add(body.config_digest)
+                models.add(body.config.model)
+                starts.append(event.at.isoformat())
+            elif isinstance(body, ModelResponded) and body.response.model_name:
+                models.add(body.response.model_name)
+    facts = RunFacts(
+        models=tuple(sorted(models)),
+        config_digests=tuple(sorted(digests)),
+        first=min(starts, default=None),
+        last=max(starts, default=None),
+    )
+    return facts, details
 
 
 def _rate(results: list[CaseResult]) -> tuple[int, int, float, float, float]:
@@ -36,7 +141,9 @@ def _latency_bins(values: list[float], bins: int = 10) -> list[tuple[float, floa
     if not values:
         return []
     low, high = min(values), max(values)
-    width = (high - low) / bins or 1.0
+    if high == low:  # one value: one bin, not ten with nine empty
+        return [(low, high, len(values))]
+    width = (high - low) / bins
     counts = [0] * bins
     for v in values:
         counts[min(bins - 1, int((v - low) / width))] += 1
@@ -62,12 +169,47 @@ def _title(results: EvalResults) -> str:
     return f"Lab Notes: {results.dataset}{shard}"
 
 
-def render_markdown(results: EvalResults) -> str:
-    """The Markdown report."""
+def _header(results: EvalResults, facts: RunFacts) -> list[tuple[str, str]]:
+    """(label, value) rows: model, agent configuration digest, dataset, date."""
+    dates = "unknown (no trace read)"
+    if facts.first is not None:
+        dates = facts.first if facts.first == facts.last else f"{facts.first} to {facts.last}"
+    digests = ", ".join(facts.config_digests) or "unknown"
+    return [
+        ("model", ", ".join(facts.models) or "unknown"),
+        ("spec digest", f"{digests} (the agent configuration every case ran with)"),
+        (
+            "dataset",
+            f"{results.dataset} ({len(results.cases)} case runs), digest {results.dataset_digest}",
+        ),
+        ("date", f"{dates} (run starts, as the traces record them)"),
+    ]
+
+
+def _json(value: JsonValue) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _calls(detail: CaseDetail) -> str:
+    return "; ".join(
+        f"{c.tool}({_json(c.arguments)}) {c.decision or 'undecided'}"
+        + ("" if c.result is None else f" -> {' '.join(c.result.split())[:120]}")
+        for c in detail.tool_calls
+    )
+
+
+def render_markdown(
+    results: EvalResults,
+    facts: RunFacts | None = None,
+    details: Mapping[str, CaseDetail] | None = None,
+) -> str:
+    """The Markdown report (``facts`` and ``details`` from `read_details`, when the traces are at hand)."""
     s = results.summary
+    facts = facts or RunFacts()
+    details = details or {}
     passed, total, rate, low, high = _rate(list(results.cases))
     out = [f"# {_title(results)}", ""]
-    out.append(f"Dataset digest `{results.dataset_digest}`.")
+    out += [f"- **{label}**: {value}" for label, value in _header(results, facts)]
     if not results.complete:
         out.append("**This run is incomplete**: run it again to finish it.")
     out += [
@@ -99,14 +241,20 @@ def render_markdown(results: EvalResults) -> str:
     ]
     out += [f"| {lo:.3f} | {hi:.3f} | {n} |" for lo, hi, n in _latency_bins(latencies)]
     failing = [r for r in results.cases if r.status != "passed"]
-    out += ["", f"## Cases not passed ({len(failing)})", ""]
-    if failing:
-        out += ["| case | status | why | trace |", "|---|---|---|---|"]
-        for r in failing:
-            why = _why(r).replace("|", "\\|")
-            out.append(f"| {r.key} | {r.status} | {why} | [{r.trace}]({r.trace}) |")
-    else:
-        out.append("None.")
+    out += [
+        "",
+        f"## Cases ({len(failing)} not passed, {len(results.cases) - len(failing)} passed)",
+        "",
+    ]
+    out += ["| case | status | why | output | tool calls | trace |", "|---|---|---|---|---|---|"]
+    for r in [*failing, *(r for r in results.cases if r.status == "passed")]:
+        detail = details.get(r.key, CaseDetail())
+        why = "" if r.status == "passed" else _why(r)
+        cells = [why, _json(detail.output)[:200], _calls(detail)]
+        why, output, calls = (c.replace("|", "\\|") for c in cells)
+        page = f" ([page]({detail.page}))" if detail.page else ""
+        trace = f"[{r.trace}]({r.trace})" if _page_of(r.trace) else r.trace.replace("|", "\\|")
+        out.append(f"| {r.key} | {r.status} | {why} | {output} | {calls} | {trace}{page} |")
     out += ["", "## Checkpoint roots", "", "| case | events | Merkle root |", "|---|---:|---|"]
     out += [f"| {r.key} | {r.checkpoint.size} | `{r.checkpoint.root}` |" for r in results.cases]
     return "\n".join(out) + "\n"
@@ -130,7 +278,8 @@ _CSS = """
 body{font:15px/1.5 system-ui,sans-serif;margin:2rem auto;max-width:62rem;padding:0 1rem;color:#1d232a}
 h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d5dbe1}
 table{border-collapse:collapse;width:100%;font-size:13px}td,th{border-bottom:1px solid #e6e9ed;padding:3px 6px;text-align:left}
-td.n,th.n{text-align:right}code{font-size:12px;word-break:break-all}.headline{font-size:1.2rem}
+td.n,th.n{text-align:right}table.meta{width:auto}table.meta th{padding-right:1rem}
+details.case{border-bottom:1px solid #e6e9ed;padding:.3rem 0}details.case p,details.case ul{margin:.2rem 0 .2rem 1rem}code{font-size:12px;word-break:break-all}.headline{font-size:1.2rem}
 .failed{color:#a61b1b}.errored{color:#8a5a00}.flagged{color:#6b2a9b}svg{display:block;margin:.5rem 0}
 svg text{font:11px system-ui,sans-serif;fill:#1d232a}
 """
@@ -144,7 +293,7 @@ document.documentElement.setAttribute('data-charts','rendered:'+n);})();
 
 def _svg_rates(rows: list[tuple[str, list[CaseResult]]]) -> str:
     width, bar_h, left = 600, 18, 140
-    height = len(rows) * (bar_h + 8) + 20
+    height = len(rows) * (bar_h + 8) + 34
     parts = [
         f'<svg class="chart" id="chart-tags" width="{width}" height="{height}" role="img" aria-label="pass rate by tag">'
     ]
@@ -162,46 +311,92 @@ def _svg_rates(rows: list[tuple[str, list[CaseResult]]]) -> str:
             f'<line x1="{x1:.1f}" x2="{x2:.1f}" y1="{mid}" y2="{mid}" stroke="#1d232a" stroke-width="1.5"/>'
         )
         parts.append(f'<text x="{left + scale + 6}" y="{y + 13}">{_pct(rate)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _svg_bars(chart_id: str, label: str, bars: list[tuple[str, int]]) -> str:
-    width, height, bottom = 600, 180, 30
-    top = max((n for _, n in bars), default=0) or 1
-    slot = (width - 20) / max(len(bars), 1)
-    parts = [
-        f'<svg class="chart" id="{chart_id}" width="{width}" height="{height}" role="img" aria-label="{html.escape(label)}">'
-    ]
-    for i, (name, n) in enumerate(bars):
-        h = (height - bottom - 16) * n / top
-        x = 10 + i * slot
-        y = height - bottom - h
-        parts.append(
-            f'<rect x="{x + 2:.1f}" y="{y:.1f}" width="{max(slot - 4, 1):.1f}" height="{max(h, 0.5):.1f}" fill="#3b7dd8"><title>{html.escape(name)}: {n}</title></rect>'
-        )
-        parts.append(
-            f'<text x="{x + slot / 2:.1f}" y="{y - 3:.1f}" text-anchor="middle">{n}</text>'
-        )
-        parts.append(
-            f'<text x="{x + slot / 2:.1f}" y="{height - bottom + 14}" text-anchor="middle">{html.escape(name)}</text>'
-        )
     parts.append(
-        f'<line x1="8" x2="{width - 8}" y1="{height - bottom}" y2="{height - bottom}" stroke="#1d232a"/>'
+        f'<text x="{left + scale / 2:.1f}" y="{height - 2}" text-anchor="middle">'
+        "pass rate (%), line: 95% Wilson interval</text>"
     )
     parts.append("</svg>")
     return "".join(parts)
 
 
-def render_html(results: EvalResults) -> str:
-    """The self-contained HTML report."""
+def _svg_bars(
+    chart_id: str, label: str, bars: list[tuple[str, int]], x_title: str, y_title: str = "cases"
+) -> str:
+    width, height, left, bottom, top_pad = 600, 200, 48, 44, 16
+    top = max((n for _, n in bars), default=0) or 1
+    plot_w, plot_h = width - left - 10, height - bottom - top_pad
+    slot = plot_w / max(len(bars), 1)
+    # A bar is at most 60 px wide: a histogram of one value stays a bar, not a wall.
+    bar_w = max(min(slot - 4, 60.0), 1.0)
+    base = height - bottom
+    parts = [
+        f'<svg class="chart" id="{chart_id}" width="{width}" height="{height}" role="img" aria-label="{html.escape(label)}">',
+        f'<line x1="{left}" x2="{left}" y1="{top_pad}" y2="{base}" stroke="#1d232a"/>',
+        f'<line x1="{left}" x2="{width - 8}" y1="{base}" y2="{base}" stroke="#1d232a"/>',
+        f'<text x="{left - 4}" y="{base}" text-anchor="end">0</text>',
+        f'<text x="{left - 4}" y="{top_pad + 8}" text-anchor="end">{top}</text>',
+        f'<text transform="rotate(-90)" x="{-(top_pad + plot_h / 2):.1f}" y="12" text-anchor="middle">{html.escape(y_title)}</text>',
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" text-anchor="middle">{html.escape(x_title)}</text>',
+    ]
+    for i, (name, n) in enumerate(bars):
+        h = plot_h * n / top
+        centre = left + i * slot + slot / 2
+        y = base - h
+        parts.append(
+            f'<rect x="{centre - bar_w / 2:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{max(h, 0.5):.1f}" fill="#3b7dd8"><title>{html.escape(name)}: {n}</title></rect>'
+        )
+        parts.append(f'<text x="{centre:.1f}" y="{y - 3:.1f}" text-anchor="middle">{n}</text>')
+        parts.append(
+            f'<text x="{centre:.1f}" y="{base + 14}" text-anchor="middle">{html.escape(name)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _case_html(r: CaseResult, detail: CaseDetail) -> str:
+    e = html.escape
+    # Passed cases are folded; the others open, so the reader starts with what went wrong.
+    state = "" if r.status == "passed" else " open"
+    parts = [
+        f'<details class="case"{state}><summary><strong>{e(r.key)}</strong> '
+        f'<span class="{r.status}">{r.status}</span>'
+    ]
+    if r.status != "passed":
+        parts.append(f" · {e(_why(r))}")
+    parts.append("</summary>")
+    parts.append(f"<p>output: <code>{e(_json(detail.output))}</code></p>")
+    if detail.tool_calls:
+        parts.append("<ul>")
+        for c in detail.tool_calls:
+            result = "" if c.result is None else f" → <code>{e(c.result[:500])}</code>"
+            parts.append(
+                f"<li><code>{e(c.tool)}({e(_json(c.arguments))})</code> "
+                f"{e(c.decision or 'undecided')}: {e(c.reason)}{result}</li>"
+            )
+        parts.append("</ul>")
+    else:
+        parts.append("<p>no tool calls</p>")
+    links = [f'<a href="{e(r.trace)}">trace</a>' if _page_of(r.trace) else f"trace {e(r.trace)}"]
+    if detail.page:
+        links.insert(0, f'<a href="{e(detail.page)}">trace page (verifies in the browser)</a>')
+    parts.append(f"<p>{' · '.join(links)} · {r.checkpoint.size} events</p></details>")
+    return "".join(parts)
+
+
+def render_html(
+    results: EvalResults,
+    facts: RunFacts | None = None,
+    details: Mapping[str, CaseDetail] | None = None,
+) -> str:
+    """The self-contained HTML report (``facts`` and ``details`` from `read_details`)."""
     e = html.escape
     s = results.summary
+    facts = facts or RunFacts()
+    details = details or {}
     passed, total, rate, low, high = _rate(list(results.cases))
-    body = [
-        f"<h1>{e(_title(results))}</h1>",
-        f"<p>Dataset digest <code>{e(results.dataset_digest)}</code>.</p>",
-    ]
+    body = [f"<h1>{e(_title(results))}</h1>", '<table class="meta">']
+    body += [f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _header(results, facts)]
+    body.append("</table>")
     if not results.complete:
         body.append("<p><strong>This run is incomplete</strong>: run it again to finish it.</p>")
     body.append(
@@ -227,6 +422,7 @@ def render_html(results: EvalResults) -> str:
             "chart-attempts",
             "attempts histogram",
             [(str(a), attempts[a]) for a in sorted(attempts)],
+            "structured-output attempts per case",
         )
     )
     latencies = [r.latency_s for r in results.cases]
@@ -236,19 +432,17 @@ def render_html(results: EvalResults) -> str:
         f"max {max(latencies, default=0.0):.3f} s, total {sum(latencies):.3f} s.</p>"
     )
     bins = [(f"{lo:.2f}", n) for lo, _, n in _latency_bins(latencies)]
-    body.append(_svg_bars("chart-latency", "latency histogram (seconds, bin start)", bins))
+    body.append(
+        _svg_bars(
+            "chart-latency", "latency histogram", bins, "latency (seconds, start of each bin)"
+        )
+    )
     failing = [r for r in results.cases if r.status != "passed"]
-    body.append(f"<h2>Cases not passed ({len(failing)})</h2>")
-    if failing:
-        body.append("<table><tr><th>case</th><th>status</th><th>why</th><th>trace</th></tr>")
-        for r in failing:
-            body.append(
-                f'<tr><td>{e(r.key)}</td><td class="{r.status}">{r.status}</td><td>{e(_why(r))}</td>'
-                f'<td><a href="{e(r.trace)}">{e(r.trace)}</a></td></tr>'
-            )
-        body.append("</table>")
-    else:
-        body.append("<p>None.</p>")
+    body.append(
+        f"<h2>Cases ({len(failing)} not passed, {len(results.cases) - len(failing)} passed)</h2>"
+    )
+    for r in [*failing, *(r for r in results.cases if r.status == "passed")]:
+        body.append(_case_html(r, details.get(r.key, CaseDetail())))
     body.append(
         '<h2>Checkpoint roots</h2><table><tr><th>case</th><th class="n">events</th><th>Merkle root</th></tr>'
     )
@@ -266,6 +460,7 @@ def render_html(results: EvalResults) -> str:
 
 
 def write_reports(results: EvalResults, run_dir: Path) -> None:
-    """Write ``lab-notes.md`` and ``lab-notes.html`` into the run directory."""
-    write_atomic(run_dir / "lab-notes.md", render_markdown(results).encode())
-    write_atomic(run_dir / "lab-notes.html", render_html(results).encode())
+    """Write ``lab-notes.md``, ``lab-notes.html`` and each case's trace page into the run directory."""
+    facts, details = read_details(results, run_dir)
+    write_atomic(run_dir / "lab-notes.md", render_markdown(results, facts, details).encode())
+    write_atomic(run_dir / "lab-notes.html", render_html(results, facts, details).encode())

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Val
 
 from twinflow.eval._errors import ScorerError
 from twinflow.eval._observe import Observation, ToolCallRecord
-from twinflow.vocab import canonical_bytes
+from twinflow.vocab import canonical_bytes, did_you_mean
 
 __all__ = [
     "Custom",
@@ -418,8 +418,10 @@ def resolve_dotted(path: str) -> object:
         try:
             target = getattr(target, part)
         except AttributeError:
+            known = [name for name in dir(target) if not name.startswith("_")]
             raise ScorerError(
                 f"{module_name!r} has no attribute {attribute!r} (from {path!r})"
+                + did_you_mean(part, known)
             ) from None
     return target
 

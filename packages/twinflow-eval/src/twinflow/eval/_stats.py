@@ -4,11 +4,13 @@ the per-case comparison of two runs."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 
-from twinflow.eval._results import EvalResults, read_json_model
+from twinflow.eval._observe import observe_file
+from twinflow.eval._results import CaseResult, EvalResults, read_json_model
 
 __all__ = ["Comparison", "compare_results", "compare_runs", "mcnemar_exact", "wilson_interval"]
 
@@ -60,10 +62,35 @@ class Comparison(BaseModel):
     """A's pass rate over the paired keys."""
     pass_rate_b: float
     """B's pass rate over the paired keys."""
+    reasons_changed: tuple[str, ...] = ()
+    """Paired keys whose verdict is the same but whose reasons are not (a scorer's outcome or
+    detail, the run's error, the trace's problem): "still failing, differently"."""
+    outputs_changed: tuple[str, ...] = ()
+    """Paired keys whose accepted output differs (read from the traces; `compare_runs` only)."""
 
 
-def compare_results(a: EvalResults, b: EvalResults) -> Comparison:
-    """Pair two runs' results by case key and test the difference (exact McNemar)."""
+def _reasons(result: CaseResult) -> tuple[object, ...]:
+    scores = tuple((s.scorer, s.outcome, s.detail) for s in result.scores)
+    return (result.status, scores, result.error, result.problem)
+
+
+def compare_results(
+    a: EvalResults,
+    b: EvalResults,
+    outputs_a: Mapping[str, JsonValue] | None = None,
+    outputs_b: Mapping[str, JsonValue] | None = None,
+) -> Comparison:
+    """Pair two runs' results by case key and test the difference (exact McNemar).
+
+    Args:
+        a: The baseline run's results.
+        b: The new run's results.
+        outputs_a: Each case's output in A (keys missing: not compared).
+        outputs_b: The same for B.
+    """
+    by_key_a = {r.key: r for r in a.cases}
+    by_key_b = {r.key: r for r in b.cases}
+    outputs_a, outputs_b = outputs_a or {}, outputs_b or {}
     passed_a = {r.key: r.status == "passed" for r in a.cases}
     passed_b = {r.key: r.status == "passed" for r in b.cases}
     paired = [k for k in passed_a if k in passed_b]
@@ -80,7 +107,24 @@ def compare_results(a: EvalResults, b: EvalResults) -> Comparison:
         p_value=mcnemar_exact(len(regressions), len(improvements)),
         pass_rate_a=sum(passed_a[k] for k in paired) / n if n else 0.0,
         pass_rate_b=sum(passed_b[k] for k in paired) / n if n else 0.0,
+        reasons_changed=tuple(
+            k
+            for k in paired
+            if passed_a[k] == passed_b[k] and _reasons(by_key_a[k]) != _reasons(by_key_b[k])
+        ),
+        outputs_changed=tuple(
+            k for k in paired if k in outputs_a and k in outputs_b and outputs_a[k] != outputs_b[k]
+        ),
     )
+
+
+def _outputs(run_dir: Path, results: EvalResults) -> dict[str, JsonValue]:
+    out: dict[str, JsonValue] = {}
+    for result in results.cases:
+        seen = observe_file(run_dir / result.trace)
+        if seen is not None:
+            out[result.key] = seen.output
+    return out
 
 
 def compare_runs(a: str | Path, b: str | Path) -> Comparison:
@@ -89,7 +133,9 @@ def compare_runs(a: str | Path, b: str | Path) -> Comparison:
     Raises:
         RunDirError: A directory has no valid ``results.json``.
     """
+    run_a, run_b = Path(a), Path(b)
+    results_a = read_json_model(run_a / "results.json", EvalResults)
+    results_b = read_json_model(run_b / "results.json", EvalResults)
     return compare_results(
-        read_json_model(Path(a) / "results.json", EvalResults),
-        read_json_model(Path(b) / "results.json", EvalResults),
+        results_a, results_b, _outputs(run_a, results_a), _outputs(run_b, results_b)
     )

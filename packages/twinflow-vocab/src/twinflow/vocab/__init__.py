@@ -39,6 +39,7 @@ if _typing.TYPE_CHECKING:
         StructuredResult,
         Usage,
     )
+    from twinflow.vocab._suggest import did_you_mean
     from twinflow.vocab._values import (
         CallId,
         JsonValue,
@@ -91,6 +92,7 @@ __all__ = [
     "VocabError",
     "WireFormatError",
     "canonical_bytes",
+    "did_you_mean",
     "diff",
     "digest",
     "parse_canonical",
@@ -99,6 +101,7 @@ __all__ = [
 _LAZY = {
     **dict.fromkeys(("canonical_bytes", "digest", "parse_canonical"), "_canonical"),
     **dict.fromkeys(("Difference", "diff"), "_diff"),
+    "did_you_mean": "_suggest",
     **dict.fromkeys(
         (
             "Attempt",

@@ -1,0 +1,304 @@
+"""A trace as one self-contained HTML page that verifies it in the reader's browser.
+
+The page holds the trace's exact bytes (base64, so no byte of the trace can end the script
+element or be read as markup) and a short script that, with WebCrypto's SHA-256:
+
+- checks each line's frame, that its digest is the sha256 of its event bytes, that ``seq`` is
+  its position and ``prev`` the digest before it (the same rules as `verify_trace`);
+- recomputes the RFC 9162 Merkle root over the events' digests (leaf =
+  ``sha256(0x00 || digest bytes)``, node = ``sha256(0x01 || left || right)``), and compares it
+  with a root the reader pastes (a published checkpoint's);
+- shows the run as a timeline (steps, messages, tool calls with arguments and results, policy
+  decisions with reasons, the answer) and a verdict: verified, or where the trace breaks.
+
+The trace is hostile input: the script puts its strings into the page with ``textContent``
+only, never as markup, and a Content-Security-Policy forbids every fetch, so a string such as
+``</script><img src=x onerror=...>`` is shown as text and nothing leaves the machine.
+The verdict is also set on the root element (``data-verdict``, ``data-break-seq``,
+``data-root``), which the headless-browser test reads.
+
+WebCrypto needs a secure context: a page opened from a ``file:`` URL, ``https:`` or
+``http://127.0.0.1`` is one; elsewhere the page says it cannot verify instead of guessing.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections.abc import Mapping
+
+__all__ = ["render_trace_page"]
+
+_CSS = """
+body{font:15px/1.5 system-ui,sans-serif;margin:2rem auto;max-width:62rem;padding:0 1rem;color:#1d232a}
+h1{font-size:1.4rem;word-break:break-all}#verdict{font-size:1.1rem;padding:.6rem .8rem;border-radius:6px;background:#eef1f4}
+#verdict[data-verdict=verified]{background:#e3f4e6;color:#135c26}#verdict[data-verdict=broken]{background:#fbe4e4;color:#8a1414}
+#verdict[data-verdict=unsupported],#verdict[data-verdict=error]{background:#fff3d6;color:#6b4a00}
+ol{list-style:none;padding:0}li.ev{border-left:3px solid #c9d1d9;margin:.4rem 0;padding:.2rem .7rem}
+li.ev.broken{border-left-color:#c62828;background:#fdf0f0}li.ev.unverified{opacity:.6}
+.head{font-size:12px;color:#57606a}.kind{font-weight:600}.step{margin-top:1rem;font-weight:600}
+pre{white-space:pre-wrap;word-break:break-word;margin:.2rem 0;font-size:13px;background:#f6f8fa;padding:.3rem .5rem}
+.deny{color:#a61b1b}.allow{color:#135c26}code{word-break:break-all}
+"""
+
+# Plain ES2017, no framework: every string from the trace goes through text() (textContent).
+_SCRIPT = r"""
+(function () {
+  'use strict';
+  var root = document.documentElement;
+  var verdict = document.getElementById('verdict');
+  var GENESIS = '0000000000000000000000000000000000000000000000000000000000000000';
+  function setVerdict(state, message) {
+    verdict.setAttribute('data-verdict', state);
+    root.setAttribute('data-verdict', state);
+    verdict.textContent = message;
+  }
+  function enc(s) { return new TextEncoder().encode(s); }
+  function dec(b) { return new TextDecoder('utf-8').decode(b); }
+  function hex(buf) {
+    var b = new Uint8Array(buf), s = '';
+    for (var i = 0; i < b.length; i++) { s += (b[i] < 16 ? '0' : '') + b[i].toString(16); }
+    return s;
+  }
+  function unhex(s) {
+    var out = new Uint8Array(s.length / 2);
+    for (var i = 0; i < out.length; i++) { out[i] = parseInt(s.substr(2 * i, 2), 16); }
+    return out;
+  }
+  function cat(a, b, c) {
+    var out = new Uint8Array(a.length + b.length + (c ? c.length : 0));
+    out.set(a, 0); out.set(b, a.length); if (c) { out.set(c, a.length + b.length); }
+    return out;
+  }
+  function startsAt(line, part, at) {
+    if (line.length < at + part.length) { return false; }
+    for (var i = 0; i < part.length; i++) { if (line[at + i] !== part[i]) { return false; } }
+    return true;
+  }
+  function sha(bytes) { return crypto.subtle.digest('SHA-256', bytes).then(function (d) { return new Uint8Array(d); }); }
+  async function mth(leaves) {
+    // RFC 9162 section 2.1.1: split at the largest power of two smaller than n.
+    if (leaves.length === 0) { return sha(new Uint8Array(0)); }
+    if (leaves.length === 1) { return leaves[0]; }
+    var k = 1; while (k * 2 < leaves.length) { k *= 2; }
+    var left = await mth(leaves.slice(0, k)), right = await mth(leaves.slice(k));
+    return sha(cat(new Uint8Array([1]), left, right));
+  }
+  function el(tag, cls, content) {
+    var node = document.createElement(tag);
+    if (cls) { node.className = cls; }
+    if (content !== undefined) { node.textContent = String(content); }
+    return node;
+  }
+  function json(value) { return JSON.stringify(value, null, 1); }
+  function messageLines(message, into) {
+    if (!message || !Array.isArray(message.parts)) { return; }
+    message.parts.forEach(function (part) {
+      var role = String(message.role);
+      if (part.kind === 'text' || part.kind === 'reasoning') {
+        into.appendChild(el('pre', '', role + (part.kind === 'reasoning' ? ' (reasoning)' : '') + ': ' + part.text));
+      } else if (part.kind === 'tool_call') {
+        into.appendChild(el('pre', '', role + ' asks to call ' + part.name + ' ' + json(part.arguments)));
+      } else if (part.kind === 'tool_result') {
+        into.appendChild(el('pre', '', 'result of ' + part.name + (part.is_error ? ' (error)' : '') + ': ' + part.content));
+      } else if (part.kind === 'structured') {
+        into.appendChild(el('pre', '', role + ' answers (' + part.schema_name + '): ' + json(part.value)));
+      } else {
+        into.appendChild(el('pre', '', role + ': ' + json(part)));
+      }
+    });
+  }
+  function describe(body, into) {
+    var kind = body && body.kind;
+    if (kind === 'run_started') {
+      into.appendChild(el('pre', '', 'prompt: ' + body.prompt));
+      var config = body.config || {};
+      if (config.system_prompt) { into.appendChild(el('pre', '', 'system: ' + config.system_prompt)); }
+      var tools = (config.tools || []).map(function (t) { return t.name; }).join(', ') || 'none';
+      var allow = ((config.policy || {}).allow || []).join(', ') || 'nothing';
+      into.appendChild(el('div', '', 'run ' + body.run_id + ' · tools: ' + tools + ' · policy allows: ' + allow));
+    } else if (kind === 'model_requested') {
+      into.appendChild(el('div', '', (body.purpose === 'reask' ? 're-ask' : 'request') + ' with ' + (body.new_messages || []).length + ' new message(s)'));
+      (body.new_messages || []).forEach(function (m) { messageLines(m, into); });
+    } else if (kind === 'model_responded') {
+      messageLines((body.response || {}).message, into);
+    } else if (kind === 'policy_decided') {
+      into.appendChild(el('div', body.decision === 'allow' ? 'allow' : 'deny', body.decision + ' ' + body.tool + ' (by ' + body.by + '): ' + body.reason));
+    } else if (kind === 'tool_called') {
+      into.appendChild(el('pre', '', body.tool + ' ' + json(body.arguments)));
+    } else if (kind === 'tool_returned') {
+      var result = body.result || {};
+      into.appendChild(el('pre', result.is_error ? 'deny' : '', (result.is_error ? 'error: ' : '') + result.content));
+    } else if (kind === 'output_rejected') {
+      into.appendChild(el('pre', 'deny', 'attempt ' + body.attempt + ' rejected: ' + body.error));
+    } else if (kind === 'output_accepted') {
+      into.appendChild(el('pre', 'allow', 'answer' + (body.schema_name ? ' (' + body.schema_name + ')' : '') + ': ' + json(body.value)));
+    } else if (kind === 'run_finished') {
+      into.appendChild(el('div', '', 'finished after ' + body.steps + ' step(s)'));
+    } else if (kind === 'run_failed') {
+      into.appendChild(el('pre', 'deny', 'failed after ' + body.steps + ' step(s): ' + body.error_type + ': ' + body.message));
+    } else {
+      into.appendChild(el('pre', '', json(body)));
+    }
+  }
+  async function check() {
+    var secure = window.isSecureContext && window.crypto && crypto.subtle;
+    root.setAttribute('data-secure', secure ? 'true' : 'false');
+    if (!secure) {
+      setVerdict('unsupported', 'Not checked: this browser offers WebCrypto only to pages opened from a file, https or localhost.');
+      return;
+    }
+    var text = atob(document.getElementById('trace-data').textContent.trim());
+    var raw = new Uint8Array(text.length);
+    for (var i = 0; i < text.length; i++) { raw[i] = text.charCodeAt(i); }
+    var lines = [], start = 0;
+    for (var j = 0; j < raw.length; j++) { if (raw[j] === 10) { lines.push(raw.subarray(start, j)); start = j + 1; } }
+    var partial = raw.length - start;
+    var PREFIX = enc('{"digest":"'), INFIX = enc('","event":');
+    var at = PREFIX.length + 64 + INFIX.length;
+    var prev = GENESIS, leaves = [], digests = [], problem = null, events = [];
+    for (var n = 0; n < lines.length; n++) {
+      var line = lines[n], event = null;
+      var framed = startsAt(line, PREFIX, 0) && startsAt(line, INFIX, PREFIX.length + 64) && line[line.length - 1] === 125;
+      if (framed) { try { event = JSON.parse(dec(line.subarray(at, line.length - 1))); } catch (e) { event = null; } }
+      events.push({ event: event, ok: false });
+      if (problem) { continue; }
+      if (!framed) { problem = [n, 'line ' + (n + 1) + ' is not a trace line (its frame is damaged)']; continue; }
+      var digest = dec(line.subarray(PREFIX.length, PREFIX.length + 64));
+      var actual = hex(await sha(line.subarray(at, line.length - 1)));
+      if (actual !== digest) { problem = [n, 'event ' + n + ' was edited: its bytes do not match its digest']; continue; }
+      if (!event || typeof event !== 'object' || !event.body) { problem = [n, 'line ' + (n + 1) + ' matches its digest but is not an event (forged)']; continue; }
+      if (event.seq !== n) { problem = [n, 'line ' + (n + 1) + ' holds seq ' + event.seq + ' where seq ' + n + ' belongs: events were removed, reordered or inserted']; continue; }
+      if (event.prev !== prev) { problem = [n, 'the chain breaks at seq ' + n + ': its prev is not the digest of the event before']; continue; }
+      events[n].ok = true;
+      leaves.push(await sha(cat(new Uint8Array([0]), unhex(digest))));
+      digests.push(digest);
+      prev = digest;
+    }
+    if (!problem && partial > 0) { problem = [lines.length, 'the last line is incomplete (' + partial + ' bytes, no newline): the writer was cut off'] ; }
+    if (!problem && lines.length === 0) { problem = [0, 'the trace holds no events']; }
+    var merkle = hex(await mth(leaves));
+    render(events, problem);
+    await checkCheckpoint(leaves, digests);
+    root.setAttribute('data-events', String(leaves.length));
+    root.setAttribute('data-root', merkle);
+    document.getElementById('root').textContent = merkle;
+    if (problem) {
+      root.setAttribute('data-break-seq', String(problem[0]));
+      setVerdict('broken', 'NOT VERIFIED: the trace breaks at seq ' + problem[0] + ': ' + problem[1] + '. The ' + leaves.length + ' event(s) before it verify.');
+      var broken = document.getElementById('seq-' + problem[0]);
+      if (broken) { broken.classList.add('broken'); }
+    } else {
+      setVerdict('verified', 'Verified in this browser: ' + leaves.length + ' events, every digest and the hash chain check out; Merkle root below.');
+    }
+    var input = document.getElementById('expected-root');
+    input.addEventListener('input', function () {
+      var want = input.value.trim().toLowerCase();
+      document.getElementById('root-match').textContent = !want ? '' : (want === merkle ? 'matches the published root' : 'DOES NOT match the published root');
+    });
+  }
+  async function checkCheckpoint(leaves, digests) {
+    var holder = document.getElementById('checkpoint-data');
+    if (!holder) { return; }
+    var out = document.getElementById('checkpoint-result');
+    var cp = null;
+    try { cp = JSON.parse(dec(Uint8Array.from(atob(holder.textContent.trim()), function (c) { return c.charCodeAt(0); }))); } catch (e) { cp = null; }
+    if (!cp || typeof cp.size !== 'number' || typeof cp.root !== 'string' || typeof cp.head !== 'string') {
+      root.setAttribute('data-checkpoint', 'invalid'); out.textContent = 'The published checkpoint is not readable.'; return;
+    }
+    var covered = cp.size >= 0 && cp.size <= leaves.length;
+    var cpRoot = covered ? hex(await mth(leaves.slice(0, cp.size))) : '';
+    var cpHead = covered ? (cp.size ? digests[cp.size - 1] : GENESIS) : '';
+    var match = covered && cpRoot === cp.root && cpHead === cp.head;
+    root.setAttribute('data-checkpoint', match ? 'match' : 'mismatch');
+    out.textContent = match
+      ? 'The published checkpoint (size ' + cp.size + ') matches the first ' + cp.size + ' verified events.'
+      : (covered ? 'The published checkpoint (size ' + cp.size + ') does NOT match these events: root or head differ.'
+                 : 'The published checkpoint covers ' + cp.size + ' events; only ' + leaves.length + ' verify here.');
+    if (typeof cp.signature !== 'string') { return; }
+    var key = document.getElementById('checkpoint-key');
+    key.parentNode.hidden = false;
+    key.addEventListener('input', async function () {
+      var result = document.getElementById('signature-result');
+      try {
+        // The same bytes Checkpoint.signing_bytes() signs: a domain tag, then canonical JSON.
+        var body = 'twinflow-checkpoint-v1\n{"head":"' + cp.head + '","root":"' + cp.root + '","size":' + cp.size + '}';
+        var k = await crypto.subtle.importKey('raw', enc(key.value.trim()), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+        var ok = hex(await crypto.subtle.sign('HMAC', k, enc(body))) === cp.signature.toLowerCase();
+        root.setAttribute('data-signature', ok ? 'valid' : 'invalid');
+        result.textContent = ok ? 'Signature valid for this key.' : 'Signature does NOT match this key.';
+      } catch (e) { root.setAttribute('data-signature', 'invalid'); result.textContent = 'Cannot check the signature: ' + e; }
+    });
+  }
+  function render(events, problem) {
+    var list = document.getElementById('timeline'), step = -1;
+    events.forEach(function (item, n) {
+      var body = item.event && item.event.body;
+      if (body && typeof body.step === 'number' && body.step !== step) {
+        step = body.step; list.appendChild(el('li', 'step', 'step ' + step));
+      }
+      var li = el('li', 'ev' + (item.ok ? '' : ' unverified'));
+      li.id = 'seq-' + n;
+      var kind = body && body.kind ? String(body.kind) : '(unreadable line)';
+      var head = el('div', 'head');
+      head.appendChild(el('span', 'kind', kind));
+      head.appendChild(document.createTextNode(' · seq ' + n + (item.event && item.event.at ? ' · ' + item.event.at : '') + (item.ok ? '' : ' · not verified')));
+      li.appendChild(head);
+      if (body) { describe(body, li); }
+      list.appendChild(li);
+    });
+  }
+  check().catch(function (e) { setVerdict('error', 'Could not check the trace: ' + e); });
+})();
+"""
+
+
+def render_trace_page(
+    data: bytes, title: str, checkpoint: Mapping[str, object] | None = None
+) -> str:
+    """One self-contained HTML page that shows a trace and verifies it in the browser.
+
+    Args:
+        data: The trace file's bytes, exactly as read (a damaged trace included: the page
+            says where it breaks).
+        title: What the page is called (escaped; a file name, say).
+        checkpoint: A published checkpoint as JSON (``size``, ``root``, ``head``, optional
+            ``signature``: what ``twinflow checkpoint --json`` prints) the page checks the
+            events against; if it is signed, the page asks for the HMAC key and checks the
+            signature with WebCrypto.
+
+    Returns:
+        The page: no external asset, no network access, every trace string escaped.
+    """
+    encoded = base64.b64encode(data).decode("ascii")
+    published = ""
+    if checkpoint is not None:
+        # base64 again: the checkpoint file is outside input too.
+        cp = base64.b64encode(json.dumps(dict(checkpoint)).encode()).decode("ascii")
+        published = (
+            '<p>Published checkpoint: <span id="checkpoint-result">checking ...</span>'
+            '<label hidden><br>HMAC key of the signature: <input id="checkpoint-key" size="40">'
+            ' <span id="signature-result"></span></label></p>\n'
+            f'<script type="application/octet-stream" id="checkpoint-data">{cp}</script>\n'
+        )
+    # 'unsafe-inline' allows only this page's own inline script and style; every fetch,
+    # image, frame and form is refused, so injected markup could reach nothing anyway.
+    policy = (
+        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+        "img-src 'none'; form-action 'none'; base-uri 'none'"
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en" data-verdict="pending"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>\n"
+        f"<h1>Trace {html.escape(title)}</h1>\n"
+        '<p id="verdict" data-verdict="pending">Checking the trace in this browser ...</p>\n'
+        '<p>Merkle root (RFC 9162): <code id="root"></code><br>'
+        '<label>Published root to compare: <input id="expected-root" size="66"></label> '
+        '<span id="root-match"></span></p>\n'
+        f"{published}"
+        '<ol id="timeline"></ol>\n'
+        f'<script type="application/octet-stream" id="trace-data">{encoded}</script>\n'
+        f"<script>{_SCRIPT}</script>\n</body></html>\n"
+    )

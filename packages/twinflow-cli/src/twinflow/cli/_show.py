@@ -1,0 +1,285 @@
+"""``twinflow show TRACE``: a run as a person reads it; ``twinflow diff``'s behavioural mode.
+
+``show`` prints the run as steps: the prompt and configuration, each request's new messages,
+the model's replies and tool calls with their arguments, the policy's decisions with their
+reasons, the tool results, rejected and accepted outputs, how the run ended, and whether the
+trace verifies (and where it breaks if it does not). ``--html FILE`` writes the same run as
+one self-contained page that verifies the trace again in the reader's browser
+(`twinflow.agent.render_trace_page`).
+
+The trace is hostile input: every string from it is printed with control and format
+characters escaped, so a trace cannot move the cursor, recolour the terminal or reorder text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import unicodedata
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from twinflow.agent import compare_behaviour, render_trace_page, verify_trace
+from twinflow.cli._commands import _read_checkpoint as read_checkpoint
+from twinflow.cli._commands import parse_trace, read_trace_bytes
+from twinflow.cli._main import EXIT_OK, CheckFailed, Handler, Output
+from twinflow.vocab import UserError
+
+__all__ = ["COMMANDS", "behaviour_diff", "describe_events"]
+
+# A page embeds the whole trace; beyond this a browser tab struggles and so does a reader.
+MAX_SHOW_BYTES = 64 * 1024 * 1024
+# Longest text shown for one string in the terminal (the page shows it all).
+MAX_TEXT = 2000
+
+
+def _clean(value: object, limit: int = MAX_TEXT) -> str:
+    """``value`` as one printable string: control/format characters escaped, long text cut."""
+    text = (
+        value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    )
+    out = []
+    for char in text:
+        if char == "\n":
+            out.append("\n")
+        elif unicodedata.category(char) in {"Cc", "Cf", "Zl", "Zp"}:
+            out.append(char.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(char)
+    cleaned = "".join(out)
+    if len(cleaned) > limit:
+        cleaned = f"{cleaned[:limit]}... ({len(cleaned) - limit} more characters)"
+    return cleaned
+
+
+def _obj(value: object) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (a hostile trace may hold anything)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _indent(text: str, prefix: str = "      ") -> str:
+    return text.replace("\n", "\n" + prefix)
+
+
+def _message(message: Any) -> list[str]:
+    if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
+        return [f"    {_clean(message)}"]
+    role = _clean(message.get("role"))
+    lines = []
+    for part in message["parts"]:
+        part = part if isinstance(part, dict) else {"kind": "?", "text": part}
+        kind = part.get("kind")
+        if kind in ("text", "reasoning"):
+            label = f"{role} (reasoning)" if kind == "reasoning" else role
+            lines.append(f"    {label}: {_indent(_clean(part.get('text')))}")
+        elif kind == "tool_call":
+            lines.append(
+                f"    {role} calls {_clean(part.get('name'))} {_clean(part.get('arguments'))}"
+            )
+        elif kind == "tool_result":
+            error = " (error)" if part.get("is_error") else ""
+            lines.append(
+                f"    result of {_clean(part.get('name'))}{error}: "
+                f"{_indent(_clean(part.get('content')))}"
+            )
+        elif kind == "structured":
+            lines.append(
+                f"    {role} answers ({_clean(part.get('schema_name'))}): "
+                f"{_clean(part.get('value'))}"
+            )
+        else:
+            lines.append(f"    {role}: {_clean(part)}")
+    return lines
+
+
+def _started(body: dict[str, Any]) -> list[str]:
+    config = _obj(body.get("config"))
+    tools = ", ".join(_clean(t.get("name")) for t in config.get("tools", ()) if isinstance(t, dict))
+    policy = _obj(config.get("policy"))
+    allow = ", ".join(_clean(name) for name in policy.get("allow", ())) or "nothing"
+    lines = [
+        f"run {_clean(body.get('run_id'))}",
+        f"  prompt: {_indent(_clean(body.get('prompt')))}",
+    ]
+    if config.get("system_prompt"):
+        lines.append(f"  system: {_indent(_clean(config['system_prompt']))}")
+    lines.append(f"  tools: {tools or 'none'}; the policy allows {allow}")
+    return lines
+
+
+def _event_lines(body: dict[str, Any]) -> list[str]:
+    kind = body.get("kind")
+    if kind == "model_requested":
+        purpose = "re-ask" if body.get("purpose") == "reask" else "request"
+        lines = [f"  -> model {purpose}"]
+        for message in body.get("new_messages") or ():
+            lines += _message(message)
+        return lines
+    if kind == "model_responded":
+        response = _obj(body.get("response"))
+        return ["  <- model reply", *_message(response.get("message"))]
+    if kind == "policy_decided":
+        return [
+            f"  policy {_clean(body.get('decision'))} {_clean(body.get('tool'))} "
+            f"(by {_clean(body.get('by'))}): {_clean(body.get('reason'))}"
+        ]
+    if kind == "tool_called":
+        return [f"  tool {_clean(body.get('tool'))} {_clean(body.get('arguments'))}"]
+    if kind == "tool_returned":
+        result = _obj(body.get("result"))
+        label = "tool error" if result.get("is_error") else "tool result"
+        return [f"  {label}: {_indent(_clean(result.get('content')), '    ')}"]
+    if kind == "output_rejected":
+        return [
+            f"  output rejected (attempt {_clean(body.get('attempt'))}): "
+            f"{_indent(_clean(body.get('error')), '    ')}"
+        ]
+    if kind == "output_accepted":
+        return [f"answer: {_clean(body.get('value'))}"]
+    if kind == "run_finished":
+        return [f"finished after {_clean(body.get('steps'))} step(s)"]
+    if kind == "run_failed":
+        return [
+            f"failed after {_clean(body.get('steps'))} step(s): "
+            f"{_clean(body.get('error_type'))}: {_clean(body.get('message'))}"
+        ]
+    return [f"  {_clean(kind)}: {_clean(body)}"]
+
+
+def _events(data: bytes) -> list[dict[str, Any] | None]:
+    """Each line's event as a JSON object, or None where a line is not readable as one."""
+    events: list[dict[str, Any] | None] = []
+    lines = data.split(b"\n")
+    if not lines[-1]:
+        lines.pop()  # the newline ending the last line; an empty line elsewhere is a line
+    for line in lines:
+        try:
+            parsed = json.loads(line)
+        except (ValueError, RecursionError):  # a line nested past the parser's depth, too
+            events.append(None)
+            continue
+        event = parsed.get("event") if isinstance(parsed, dict) else None
+        events.append(event if isinstance(event, dict) else None)
+    return events
+
+
+def describe_events(events: list[dict[str, Any] | None], broken_at: int | None) -> list[str]:
+    """The run as lines a person reads, step by step; events from ``broken_at`` on are marked."""
+    lines: list[str] = []
+    step = None
+    for seq, event in enumerate(events):
+        mark = "  [not verified]" if broken_at is not None and seq >= broken_at else ""
+        body = event.get("body") if event is not None else None
+        if not isinstance(body, dict):
+            lines.append(f"  (line {seq + 1} is not readable as an event){mark}")
+            continue
+        if body.get("kind") == "run_started":
+            lines += [f"{line}{mark if i == 0 else ''}" for i, line in enumerate(_started(body))]
+            continue
+        if isinstance(body.get("step"), int) and body["step"] != step:
+            step = body["step"]
+            lines.append(f"step {step}")
+        described = _event_lines(body)
+        lines += [described[0] + mark, *described[1:]]
+    return lines
+
+
+def _configure_show(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace", type=Path, help="the trace file (JSONL)")
+    p.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write FILE: one self-contained page that shows the run and verifies the "
+        "trace in the browser (no network)",
+    )
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="a published checkpoint (`twinflow checkpoint --json`) the page checks the trace "
+        "against (and its HMAC signature, with a key the reader types)",
+    )
+
+
+def _show(args: argparse.Namespace, out: Output) -> int:
+    size = args.trace.stat().st_size
+    if size > MAX_SHOW_BYTES:
+        raise UserError(
+            f"{args.trace}: {size} bytes is more than `twinflow show` reads "
+            f"({MAX_SHOW_BYTES} bytes); `twinflow verify` checks a trace of any size"
+        )
+    data = read_trace_bytes(args.trace)
+    report = verify_trace(data, require_complete=False)
+    problem = report.problem
+    events = _events(data)
+    if args.checkpoint is not None and args.html is None:
+        raise UserError("--checkpoint goes into the page: give --html FILE too")
+    if args.html is not None:
+        checkpoint = (
+            None if args.checkpoint is None else read_checkpoint(args.checkpoint).model_dump()
+        )
+        page = render_trace_page(data, args.trace.name, checkpoint)
+        args.html.write_text(page, encoding="utf-8")
+    payload = {
+        "ok": problem is None,
+        "trace": str(args.trace),
+        "events": events,
+        "verified": problem is None,
+        "problem": None if problem is None else problem.model_dump(),
+        "root": report.checkpoint.root,
+        "html": None if args.html is None else str(args.html),
+    }
+    for line in describe_events(events, None if problem is None else problem.seq):
+        out.line(line)
+    out.line("")
+    if problem is None:
+        out.line(f"verified: {report.events} events; Merkle root {report.checkpoint.root}")
+    else:
+        out.line(
+            f"NOT VERIFIED: {args.trace}: {_clean(str(problem))}; the {report.events} events "
+            "before it verify"
+        )
+    if args.html is not None:
+        out.line(f"page: {args.html} (open it in a browser: it verifies the trace again)")
+    if problem is not None:
+        raise CheckFailed(f"{args.trace}: {problem}", payload)
+    out.document(payload)
+    return EXIT_OK
+
+
+def _loaded_events(path: Path) -> list[Any]:
+    trace = parse_trace(path, read_trace_bytes(path))
+    return [json.loads(data) for data in trace.encoded]
+
+
+def behaviour_diff(args: argparse.Namespace, out: Output) -> int:
+    """``twinflow diff A B``: every place, in order, where B's behaviour differs from A's."""
+    a, b = _loaded_events(args.a), _loaded_events(args.b)
+    divergences = compare_behaviour(a, b)
+    if not divergences:
+        out.document({"ok": True, "same": True, "events": len(a)})
+        out.line(
+            f"same behaviour: {len(a)} events (timestamps, run and call ids and the digests "
+            "that cover them are not compared; --exact compares bytes)"
+        )
+        return EXIT_OK
+    for d in divergences:
+        where = f"seq {'-' if d.seq_a is None else d.seq_a}/{'-' if d.seq_b is None else d.seq_b}"
+        out.line(f"step {d.step}  {where}  {d.change:<8} {_clean(d.detail, 300)}")
+    payload = {"same": False, "divergences": [d.model_dump() for d in divergences]}
+    first = divergences[0]
+    raise CheckFailed(
+        f"behaviour differs in {len(divergences)} place(s); first at step {first.step}: "
+        f"{_clean(first.detail, 300)}",
+        payload,
+    )
+
+
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handler]] = {
+    "show": (
+        "show a trace as a person reads it (--html: a page that verifies it)",
+        _configure_show,
+        _show,
+    ),
+}

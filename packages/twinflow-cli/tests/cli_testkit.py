@@ -1,0 +1,73 @@
+"""A scripted OpenAI-compatible server for tests that run real commands without a real model.
+
+It speaks structured-action mode (the default): on the first step it calls the first tool it
+is offered with that tool's arguments from `CALLS`; once the transcript holds its earlier turn it
+gives the final answer from `FINALS` (an ``output`` object when a schema is asked for).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from twinflow.kernel import LoopbackRequest, LoopbackResponse
+
+CALLS: dict[str, dict[str, Any]] = {
+    "add": {"a": 2, "b": 3},
+    "convert_currency": {"amount": 120, "source": "EUR", "target": "USD"},
+    "convert_to_eur": {"amount": 120.0, "currency": "USD"},
+}
+FINALS: dict[str, Any] = {
+    "add": "5",
+    "convert_currency": {"amount": 129.6, "currency": "USD"},
+    "convert_to_eur": {
+        "vendor": "Acme Tools",
+        "currency": "USD",
+        "total": 120.0,
+        "total_eur": 108.0,
+    },
+}
+
+
+def _tool(body_text: str) -> str:
+    """The tool this conversation is about: offered in the schema, or called earlier."""
+    return next(
+        (n for n in CALLS if f'"{n}"' in body_text or f'\\"{n}\\"' in body_text),
+        "add",
+    )
+
+
+def scripted_chat(request: LoopbackRequest) -> LoopbackResponse:
+    """Answer one chat-completions request in structured-action mode."""
+    body = request.json_value()
+    assert isinstance(body, dict)
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    schema_text = json.dumps(body.get("response_format"))
+    tool = _tool(json.dumps(body))
+    # Structured-action mode sends tool results back in its own words; an earlier assistant
+    # turn is the sign that the tool already ran.
+    called = any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages)
+    if not called and '"call_tool"' in schema_text:
+        action: dict[str, Any] = {"action": "call_tool", "tool": tool, "arguments": CALLS[tool]}
+    elif isinstance(FINALS[tool], dict):
+        action = {"action": "final", "output": FINALS[tool]}
+    else:
+        action = {"action": "final", "answer": FINALS[tool]}
+    reply = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "scripted",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": json.dumps(action)},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+    return LoopbackResponse(
+        body=json.dumps(reply).encode(), headers=(("Content-Type", "application/json"),)
+    )

@@ -1,0 +1,131 @@
+"""Every code block of every README runs, as a reader would run it.
+
+- ``python`` blocks are executed, each in a fresh directory. A block that starts the
+  embedded model (``url="embedded"``) is pointed at a scripted server instead
+  (`cli_testkit.scripted_chat`): SmolLM2's answers are not the README's to promise, and the
+  real model is exercised by the demo and invoice tests.
+- ``yaml`` blocks are loaded with the loader of what they show: a run spec or a dataset.
+- ``bash`` blocks: each ``uv run --frozen twinflow ...`` line runs as ``python -m
+  twinflow.cli ...`` in one working directory, in order, and must exit 0. The model behind
+  ``twinflow demo`` and the invoice example's ``eval run`` is the scripted server. Not run:
+  environment set-up and the whole-suite commands (``uv sync``, ``scripts/...``, ``bash
+  .ci/run``, ``pip``) and ``demo --model-url`` lines, which name servers the reader runs.
+- ``text`` blocks are illustrations (a trace excerpt, sample output) and are not run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from cli_testkit import scripted_chat
+
+from twinflow.cli._spec import parse_spec
+from twinflow.eval import load_dataset
+from twinflow.kernel import LoopbackServer, run_process
+
+ROOT = Path(__file__).resolve().parents[3]
+READMES = [ROOT / "README.md", *sorted(ROOT.glob("packages/*/README.md"))]
+BLOCK = re.compile(r"^```(\w+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+NOT_RUN = ("uv sync", "scripts/", "bash .ci/run", "pip ", "python3 -m pip")
+
+
+def blocks(path: Path) -> list[tuple[str, str]]:
+    """The (language, code) of each fenced block of a README."""
+    return [(m[1], m[2]) for m in BLOCK.finditer(path.read_text(encoding="utf-8"))]
+
+
+def test_every_block_has_a_language_this_test_knows() -> None:
+    """A block in another language would silently go unchecked: refuse it."""
+    unknown = [
+        (path.name, lang)
+        for path in READMES
+        for lang, _ in blocks(path)
+        if lang not in {"python", "bash", "yaml", "text"}
+    ]
+    assert [] == unknown
+
+
+@pytest.mark.parametrize("readme", READMES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_python_and_yaml_blocks_run(
+    readme: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each Python block executes; each YAML block loads as the spec or dataset it shows."""
+    with LoopbackServer(scripted_chat) as server:
+        for index, (lang, code) in enumerate(blocks(readme)):
+            work = tmp_path / f"block{index}"
+            work.mkdir()
+            monkeypatch.chdir(work)
+            if lang == "python":
+                if '"embedded"' in code:
+                    code = code.replace(
+                        'url="embedded"', f'url="{server.url}", dialect="llama.cpp"'
+                    )
+                    assert '"embedded"' not in code, "an embedded model the test cannot redirect"
+                exec(compile(code, f"{readme.name}[{index}]", "exec"), {"__name__": "__readme__"})
+            elif lang == "yaml" and "prompt:" in code:
+                parse_spec(code, f"{readme.name}[{index}]")
+            elif lang == "yaml":
+                (work / "dataset.yaml").write_text(code, encoding="utf-8")
+                load_dataset(work / "dataset.yaml")
+
+
+def commands(path: Path) -> list[list[str]]:
+    """The ``twinflow`` command lines of a README's bash blocks, in order, as argv lists."""
+    found = []
+    for lang, code in blocks(path):
+        if lang != "bash":
+            continue
+        for line in code.splitlines():
+            line = line.split("  #", 1)[0].strip()
+            if not line or line.startswith(NOT_RUN):
+                continue
+            words = shlex.split(line)
+            assert words[:3] == ["uv", "run", "--frozen"], f"a command this test cannot run: {line}"
+            found.append(words[3:])
+    return found
+
+
+@pytest.mark.parametrize("readme", READMES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_bash_commands_run(readme: Path, tmp_path: Path) -> None:
+    """Each `uv run --frozen twinflow ...` line runs, in order, and exits 0."""
+    lines = commands(readme)
+    if not lines:
+        return
+    work = tmp_path / "work"
+    example = work / "examples" / "invoice-extraction"
+    shutil.copytree(ROOT / "examples" / "invoice-extraction", example)
+    with LoopbackServer(scripted_chat) as server:
+        spec = example / "spec.yaml"
+        text = spec.read_text(encoding="utf-8")
+        assert "url: embedded" in text
+        spec.write_text(text.replace("url: embedded", f"url: {server.url}"), encoding="utf-8")
+        ran = []
+        for words in lines:
+            assert "twinflow" == words[0]
+            args = words[1:]
+            if args[0] == "demo":
+                if "--model-url" in args:
+                    continue  # the reader's own server
+                args = [*args, "--model-url", server.url, "--dialect", "llama.cpp"]
+            result = run_process(
+                [sys.executable, "-m", "twinflow.cli", *args],
+                cwd=work,
+                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                timeout=600,
+            )
+            assert (args, 0) == (args, result.returncode), result.stderr[-2000:]
+            ran.append(args[0])
+    assert ran, "no command of this README ran"
+
+
+def test_the_readme_python_example_is_as_short_as_the_peers() -> None:
+    """The README's Python agent (tool, policy, run, replay) takes at most 12 lines of code."""
+    (code,) = [code for lang, code in blocks(ROOT / "README.md") if lang == "python"]
+    lines = [line for line in code.splitlines() if line.strip()]
+    assert len(lines) <= 12, lines

@@ -1,0 +1,93 @@
+"""Wording for problems in the YAML files users write (run specs, datasets).
+
+Both readers (``twinflow.cli``'s spec loader and `load_dataset`) word their problems through
+here, so a YAML syntax error or a misspelt key reads the same in either file:
+``spec.yaml:4:12: not valid YAML: mapping values are not allowed here`` and
+``dataset.yaml:7: cases.0.expcted: unknown key (did you mean 'expected'?)``.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from twinflow.vocab import did_you_mean
+
+__all__ = ["known_keys", "unknown_key_message", "yaml_syntax_problem"]
+
+
+def yaml_syntax_problem(exc: yaml.YAMLError, source: str) -> str:
+    """One readable line for a YAML syntax error: ``FILE:LINE:COLUMN: not valid YAML: what``.
+
+    PyYAML's own text spans several lines with a caret drawing under the source; flattened
+    into one line the caret is noise, so this keeps the problem, its context and the place.
+    """
+    mark = getattr(exc, "problem_mark", None)
+    where = source if mark is None else f"{source}:{mark.line + 1}:{mark.column + 1}"
+    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    context = getattr(exc, "context", None)
+    context_mark = getattr(exc, "context_mark", None)
+    if context:
+        at = "" if context_mark is None else f" at line {context_mark.line + 1}"
+        problem = f"{problem} ({context}{at})"
+    return f"{where}: not valid YAML: {problem}"
+
+
+def _models_in(annotation: Any) -> list[Any]:
+    """The types a value of ``annotation`` can be, with Annotated and Optional unwrapped."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _models_in(typing.get_args(annotation)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return [t for arg in typing.get_args(annotation) for t in _models_in(arg)]
+    return [annotation]
+
+
+def _tag(model: type[BaseModel]) -> object:
+    field = model.model_fields.get("kind")
+    return None if field is None else field.default
+
+
+def _step(annotation: Any, key: int | str) -> Any:
+    """The annotation of the value found at ``key`` inside a value of ``annotation``."""
+    candidates = _models_in(annotation)
+    for candidate in candidates:
+        origin = typing.get_origin(candidate)
+        args = typing.get_args(candidate)
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            field = candidate.model_fields.get(str(key))
+            if field is not None:
+                return field.annotation
+        elif origin in (tuple, list) and isinstance(key, int) and args:
+            return args[0]
+        elif origin is dict and len(args) == 2:
+            return args[1]
+    # A tagged union puts the tag in the location: `scorers.0.fields.nme`.
+    tagged = [
+        c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel) and _tag(c) == key
+    ]
+    return tagged[0] if tagged else None
+
+
+def known_keys(model: type[BaseModel], loc: Sequence[int | str]) -> tuple[str, ...]:
+    """The keys a mapping at ``loc[:-1]`` inside ``model`` accepts (empty if not a model)."""
+    annotation: Any = model
+    for key in loc[:-1]:
+        annotation = _step(annotation, key)
+        if annotation is None:
+            return ()
+    names: list[str] = []
+    for candidate in _models_in(annotation):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            names.extend(candidate.model_fields)
+    return tuple(dict.fromkeys(names))
+
+
+def unknown_key_message(model: type[BaseModel], loc: Sequence[int | str]) -> str:
+    """``unknown key``, with the closest key the mapping accepts, if one is close."""
+    return "unknown key" + did_you_mean(str(loc[-1]), known_keys(model, loc))

@@ -1,0 +1,87 @@
+"""Lab Notes worth sharing: the run's facts, every case with its output, calls and trace page."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from eval_testkit import START, dataset, factory
+
+from twinflow.eval import CaseResult, EvalResults, Summary, render_html, run_eval
+from twinflow.kernel import SteppingClock
+
+
+def run(tmp_path: Path) -> Path:
+    """A six-case run, case c1 failing, on the scripted agent."""
+    run_dir = tmp_path / "run"
+    run_eval(dataset(6, wrong=(1,)), factory(), run_dir, clock=SteppingClock(START))
+    return run_dir
+
+
+def test_the_header_names_model_spec_digest_dataset_and_date(tmp_path: Path) -> None:
+    """The Markdown header has the model, the configuration digest, the dataset and the date."""
+    text = (run(tmp_path) / "lab-notes.md").read_text()
+    header = dict(re.findall(r"^- \*\*([a-z ]+)\*\*: (.*)$", text, flags=re.MULTILINE))
+    assert ["dataset", "date", "model", "spec digest"] == sorted(header)
+    assert "FunctionModel" in header["model"]
+    assert re.match(r"[0-9a-f]{64} ", header["spec digest"])
+    assert header["date"].startswith("2026-01-01T")
+
+
+def test_every_case_is_listed_with_output_calls_and_trace_page(tmp_path: Path) -> None:
+    """Passed cases are listed too (folded in HTML); each links a trace page that exists."""
+    run_dir = run(tmp_path)
+    page = (run_dir / "lab-notes.html").read_text()
+    cases = re.findall(r'<details class="case"( open)?><summary><strong>(c\d)@1</strong>', page)
+    assert [(" open", "c1")] == [c for c in cases if c[0]]
+    assert ["c0", "c1", "c2", "c3", "c4", "c5"] == sorted(c[1] for c in cases)
+    links = re.findall(r'<a href="([^"]+\.html)">trace page', page)
+    assert 6 == len(links)
+    assert all((run_dir / link).is_file() for link in links)
+    assert (
+        "<code>convert({&quot;amount&quot;: 10, &quot;currency&quot;: &quot;USD&quot;})</code>"
+        in page
+    )
+    assert "output: <code>{&quot;total_eur&quot;: 5}</code>" in page
+
+
+def test_a_histogram_of_one_value_is_one_bar_of_bounded_width() -> None:
+    """Every case taking the same time: one latency bar, at most 60 px wide, with axis titles."""
+    from twinflow.agent import Checkpoint
+
+    cases = tuple(
+        CaseResult(
+            key=f"c{i}@1", case_id=f"c{i}", repeat=1, tags=(), status="passed", scores=(),
+            trace=f"traces/c{i}@1.jsonl", checkpoint=Checkpoint(size=1, root="0" * 64, head="0" * 64),
+            run_status="finished", attempts=1, steps=1, latency_s=0.5,
+        )
+        for i in range(4)
+    )  # fmt: skip
+    results = EvalResults(
+        dataset="d", dataset_digest="0" * 64, shard=None, complete=True,
+        summary=Summary(total=4, passed=4, failed=0, errored=0, flagged=0), cases=cases,
+    )  # fmt: skip
+    page = render_html(results)
+    latency = page.split('id="chart-latency"', 1)[1].split("</svg>", 1)[0]
+    widths = [float(w) for w in re.findall(r'<rect x="[^"]+" y="[^"]+" width="([^"]+)"', latency)]
+    assert 1 == len(widths) and widths[0] <= 60
+    assert ("latency (seconds" in latency, ">cases<" in latency) == (True, True)
+
+
+def test_a_hostile_trace_path_is_neither_written_beside_nor_linked(tmp_path: Path) -> None:
+    """A results file naming `../escape.jsonl` gets no page outside the run and no link."""
+    from twinflow.eval import load_run, write_reports
+
+    run_dir = run(tmp_path)
+    _, results = load_run(run_dir)
+    (tmp_path / "escape.jsonl").write_bytes((run_dir / results.cases[0].trace).read_bytes())
+    hostile = results.cases[0].model_copy(update={"trace": "../escape.jsonl"})
+    write_reports(results.model_copy(update={"cases": (hostile, *results.cases[1:])}), run_dir)
+    page = (run_dir / "lab-notes.html").read_text()
+    expected = (False, False, True)
+    actual = (
+        (tmp_path / "escape.html").exists(),
+        'href="../escape' in page,
+        "trace ../escape.jsonl" in page,
+    )
+    assert expected == actual
