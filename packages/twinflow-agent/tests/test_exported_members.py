@@ -61,6 +61,7 @@ PUBLIC = {
     "TraceError",
     "TraceEvent",
     "TraceExistsError",
+    "TraceWriteError",
     "TraceSink",
     "TraceWriter",
     "UsageLimitExceeded",
