@@ -18,7 +18,7 @@ from twinflow.kernel import (
     run_process,
 )
 
-SUBCOMMANDS = ("demo", "run", "replay", "verify", "checkpoint", "prove", "diff", "eval")
+SUBCOMMANDS = ("demo", "run", "replay", "verify", "checkpoint", "prove", "repair", "diff", "eval")
 
 CALC = '''
 def add(a: int, b: int) -> int:

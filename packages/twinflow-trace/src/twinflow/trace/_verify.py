@@ -271,7 +271,9 @@ class _Walk:
         frontier = self.frontier
         ranges = self.ranges
         partial: Frontier | None = None
-        current = 0  # the range being collected
+        # Proof ranges are disjoint: collect them in leaf order, store them in proof order.
+        order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+        current = 0  # the position in `order` of the range being collected
         expected_prev = GENESIS
         if 0 in self.marks:
             self.roots[0] = frontier.root()
@@ -311,14 +313,14 @@ class _Walk:
                     return
             hashed = leaf_hash(bytes.fromhex(item.digest))
             frontier.append_hash(hashed)
-            if ranges and current < len(ranges):
-                start, end = ranges[current]
+            if current < len(order):
+                start, end = ranges[order[current]]
                 if start <= index < end:
                     if partial is None:
                         partial = Frontier()
                     partial.append_hash(hashed)
                     if index == end - 1:
-                        self.range_hashes[current] = partial.root()
+                        self.range_hashes[order[current]] = partial.root()
                         partial = None
                         current += 1
             expected_prev = item.digest
