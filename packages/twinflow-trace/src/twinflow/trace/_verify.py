@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Literal
 
@@ -161,7 +161,7 @@ class _Line:
     value: dict[str, Any]
 
 
-def _lines(source: Source, limit: int) -> Iterator[bytes]:
+def _lines(source: Source, limit: int) -> Generator[bytes, None, None]:
     """The raw lines of a trace, each at most ``limit + 1`` bytes (a longer one is cut there)."""
     stream: BinaryIO = io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")  # noqa: SIM115
     try:
