@@ -411,12 +411,27 @@ def _configure_repair(p: argparse.ArgumentParser) -> None:
 def _repair(args: argparse.Namespace, out: Output) -> int:
     if args.trace.is_symlink():
         raise UserError(f"{args.trace}: is a symbolic link; repair the file it points to")
+    _check_head(args.trace)
     result = repair_trace(args.trace)
-    out.document({"ok": True, "moved_to": result.moved_to, "moved_bytes": result.moved_bytes})
+    moved = {"moved_to": result.moved_to, "moved_bytes": result.moved_bytes}
+    report = verify_trace(args.trace, require_complete=False)
+    if report.problem is not None:
+        raise CheckFailed(
+            f"{args.trace}: "
+            + (
+                f"moved {result.moved_bytes} torn bytes to {result.moved_to}, but "
+                if result.moved_to
+                else ""
+            )
+            + f"the trace does not verify: {report.problem}",
+            {"trace": str(args.trace), **moved, "problem": report.problem.to_json()},
+        )
+    out.document({"ok": True, **moved, "events": report.events})
     if result.moved_to is None:
         out.line(f"{args.trace}: ends with a complete line; nothing to repair")
     else:
         out.line(f"moved the torn last line ({result.moved_bytes} bytes) to {result.moved_to}")
+    out.line(f"{report.events} events verify")
     return EXIT_OK
 
 
