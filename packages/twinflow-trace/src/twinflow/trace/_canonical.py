@@ -56,10 +56,11 @@ _dumps = json.JSONEncoder(
 # What the C encoder's output of a JSON-mode dump (string keys, plain JSON types) may hold that is
 # not canonical: a float, or an integer of 16 or more digits (it may lie beyond ±(2**53-1)), or a
 # character outside the BMP (where code-point and UTF-16 key order may differ). With no
-# whitespace in the output, every number token follows ":", "," or "[", and a float's repr always
-# has a digit right before "." or "e". Matches inside strings are false alarms that only cost the
-# exact path.
-_NUMBER = re.compile(r"[:,\[]-?\d(?:\d*[.eE]|\d{15})")
+# whitespace in the output, a number token follows '":' (an object member's value: keys are
+# strings), "[" or "," (an array element), and a float's repr always has a digit right before "."
+# or "e". Matches inside strings are false alarms that only cost the exact path; requiring the
+# quote before ":" keeps clock readings ("10:45:55.46") from being one.
+_NUMBER = re.compile(r'(?:":|[,\[])-?\d(?:\d*[.eE]|\d{15})')
 _ASTRAL = re.compile(r"[\U00010000-\U0010ffff]")
 
 
@@ -374,6 +375,51 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+class _NotFast(Exception):
+    """Internal: the fast canonical check cannot decide; the strict path will."""
+
+
+def _float_literal(text: str) -> float:
+    """parse_float hook of the fast check: only a literal already in ECMAScript form passes."""
+    value = float(text)
+    if value in (_INF, -_INF) or es_number(value) != text:
+        raise _NotFast
+    return value
+
+
+def _int_literal(text: str) -> int:
+    """parse_int hook of the fast check: a literal of 16 or more digits may pass ±(2**53-1)."""
+    if len(text) > 15:
+        raise _NotFast
+    return int(text)
+
+
+_MISS = object()
+_ASTRAL_UTF8 = re.compile(rb"[\xf0-\xf4]")
+_fast_decode = json.JSONDecoder(parse_float=_float_literal, parse_int=_int_literal).decode
+
+
+def _fast_canonical(data: bytes, text: str) -> Any:
+    """The value of ``data`` if the C codec proves it canonical, else `_MISS`.
+
+    A plain parse (floats checked to be in ECMAScript form as they are read) and the C encoder's
+    output equal to the input bytes rule out duplicate keys (the dict would be smaller), NaN (the
+    encoder refuses it), whitespace, escapes and key order (code-point order) at once. What the C
+    encoder prints exactly but JCS refuses or orders differently is screened: an integer literal
+    of 16 or more digits (it may pass ±(2**53-1)) as it is read and, in non-ASCII input, a 4-byte
+    UTF-8 sequence (outside the BMP, where UTF-16 and code-point key order may differ). A screen
+    that fires, even inside a string, only costs the strict path.
+    """
+    try:
+        value = _fast_decode(text)
+        again = _dumps(value).encode("utf-8")
+    except (_NotFast, ValueError, TypeError, RecursionError):
+        return _MISS
+    if again != data or (not data.isascii() and _ASTRAL_UTF8.search(data) is not None):
+        return _MISS
+    return value
+
+
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(rb"[\[\]{}]")
 _WHITESPACE = re.compile(rb"[ \t\r\n]")
@@ -445,6 +491,10 @@ def parse_json(
         raise CanonicalError(
             f"JSON nests deeper than {max_depth} levels (the limit)", reason="too_deep"
         )
+    if canonical:
+        fast = _fast_canonical(data, text)
+        if fast is not _MISS:
+            return fast
     try:
         value = (
             json.loads(
