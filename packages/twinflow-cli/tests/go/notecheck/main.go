@@ -10,16 +10,21 @@
 //	notecheck cosign SKEY VKEY...    read a signed note on stdin; open it with the verifier keys and
 //	                                 print it with SKEY's signature added
 //	notecheck keygen NAME            print a new signer key and its verifier key, one per line
+//	notecheck batch VKEY...          read one base64-encoded note per line on stdin; print, per
+//	                                 note, "ok NAME+HASH..." if it opens with the keys, else "error"
 //
 // Any error is printed on stderr and exits with status 1; bad usage exits with status 2.
 package main
 
 import (
+	"bufio"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -41,7 +46,7 @@ func fail(err error) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: notecheck verify VKEY... | sign SKEY... | cosign SKEY VKEY... | keygen NAME")
+	fmt.Fprintln(os.Stderr, "usage: notecheck verify VKEY... | sign SKEY... | cosign SKEY VKEY... | batch VKEY... | keygen NAME")
 	os.Exit(2)
 }
 
@@ -122,6 +127,39 @@ func main() {
 			fail(err)
 		}
 		os.Stdout.Write(signed)
+	case "batch":
+		var verifiers []note.Verifier
+		for _, vkey := range args {
+			v, err := note.NewVerifier(vkey)
+			if err != nil {
+				fail(fmt.Errorf("verifier key %q: %w", vkey, err))
+			}
+			verifiers = append(verifiers, v)
+		}
+		known := note.VerifierList(verifiers...)
+		in := bufio.NewScanner(os.Stdin)
+		in.Buffer(make([]byte, 1<<20), 1<<22)
+		out := bufio.NewWriter(os.Stdout)
+		for in.Scan() {
+			msg, err := base64.StdEncoding.DecodeString(in.Text())
+			if err != nil {
+				fail(err)
+			}
+			n, err := note.Open(msg, known)
+			if err != nil {
+				fmt.Fprintln(out, "error")
+				continue
+			}
+			var names []string
+			for _, s := range n.Sigs {
+				names = append(names, fmt.Sprintf("%s+%08x", s.Name, s.Hash))
+			}
+			fmt.Fprintln(out, strings.TrimSpace("ok "+strings.Join(names, " ")))
+		}
+		if err := in.Err(); err != nil {
+			fail(err)
+		}
+		out.Flush()
 	case "keygen":
 		skey, vkey, err := note.GenerateKey(rand.Reader, args[0])
 		if err != nil {

@@ -249,8 +249,10 @@ def _ed25519_backend() -> type[Ed25519PrivateKey]:
 
 
 def _public_from_seed(seed: bytes) -> bytes:
-    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-
+    try:
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+    except ImportError as error:
+        raise SigningUnavailableError() from error
     private = _ed25519_backend().from_private_bytes(seed)
     raw: bytes = private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     return raw
@@ -403,7 +405,8 @@ def parse_verifier_key(text: str | bytes) -> VerifierKey:
             (``hash-mismatch`` when the hash does not belong to the name and key).
     """
     text = _key_text(text)
-    fields = text.split("+")
+    # The base64 key data may itself hold '+': split at the first two only, as Go's chop does.
+    fields = text.split("+", 2)
     if text.startswith("PRIVATE+KEY+"):
         raise MalformedKeyError(
             "bad-fields", "this is a signer (private) key; give the verifier key instead"
@@ -437,7 +440,7 @@ def parse_signer_key(text: str | bytes) -> SignerKey:
         SigningUnavailableError: The ``cryptography`` library is not installed.
     """
     text = _key_text(text)
-    fields = text.split("+")
+    fields = text.split("+", 4)
     if fields[:2] != ["PRIVATE", "KEY"]:
         raise MalformedKeyError("not-private", "a signer key starts with 'PRIVATE+KEY+'")
     if len(fields) != 5:
