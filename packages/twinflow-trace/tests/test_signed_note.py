@@ -229,6 +229,7 @@ PUB = LOG.verifier.public_key
         pytest.param(LOG.text, "bad-fields", id="signer-key-given"),
         pytest.param("x" * 5000, "too-large", id="huge"),
         pytest.param(b"n+12345678+\xff\xfe", "not-utf8", id="not-utf8"),
+        pytest.param("a\udc80b+12345678+AQ==", "not-utf8", id="lone-surrogate"),
     ],
 )
 def test_malformed_verifier_keys_are_refused(text: str | bytes, problem: str) -> None:
@@ -283,6 +284,9 @@ def test_generate_key_refuses_bad_names_and_seeds() -> None:
     with pytest.raises(MalformedKeyError) as name_error:
         generate_key("a+b", bytes(32))
     assert "bad-key-name" == name_error.value.problem
+    with pytest.raises(MalformedKeyError) as surrogate_error:
+        generate_key("a\ud800", bytes(32))
+    assert "bad-key-name" == surrogate_error.value.problem
     with pytest.raises(MalformedKeyError) as seed_error:
         generate_key("ab", bytes(31))
     assert "bad-key-length" == seed_error.value.problem

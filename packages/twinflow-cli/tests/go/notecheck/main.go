@@ -10,6 +10,7 @@
 //	notecheck cosign SKEY VKEY...    read a signed note on stdin; open it with the verifier keys and
 //	                                 print it with SKEY's signature added
 //	notecheck keygen NAME            print a new signer key and its verifier key, one per line
+//	notecheck spaces -               print, in hex, every code point unicode.IsSpace accepts
 //	notecheck batch VKEY...          read one base64-encoded note per line on stdin; print, per
 //	                                 note, "ok NAME+HASH..." if it opens with the keys, else "error"
 //
@@ -25,6 +26,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -46,7 +48,7 @@ func fail(err error) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: notecheck verify VKEY... | sign SKEY... | cosign SKEY VKEY... | batch VKEY... | keygen NAME")
+	fmt.Fprintln(os.Stderr, "usage: notecheck verify VKEY... | sign SKEY... | cosign SKEY VKEY... | batch VKEY... | spaces - | keygen NAME")
 	os.Exit(2)
 }
 
@@ -160,6 +162,12 @@ func main() {
 			fail(err)
 		}
 		out.Flush()
+	case "spaces":
+		for r := rune(0); r <= unicode.MaxRune; r++ {
+			if unicode.IsSpace(r) {
+				fmt.Printf("%x\n", r)
+			}
+		}
 	case "keygen":
 		skey, vkey, err := note.GenerateKey(rand.Reader, args[0])
 		if err != nil {

@@ -220,10 +220,12 @@ class SigningUnavailableError(NoteError, ImportError):
 
 
 def _valid_name(name: str) -> bool:
-    # Go's isValidName (non-empty, no Unicode space, no '+'), plus no control character, which a
-    # note could never carry anyway.
+    # C2SP and Go's isValidName: non-empty, no Unicode space, no '+'. A name with a control
+    # character below U+0020 could never appear in a note, so a key with one is refused too.
+    # Nothing stricter: a note cosigned by an unknown key with an odd but valid name must open.
+    # A lone surrogate has no UTF-8 form at all.
     return bool(name) and not any(
-        c == "+" or c.isspace() or c < " " or "\x7f" <= c <= "\x9f" for c in name
+        c == "+" or c.isspace() or c < " " or "\ud800" <= c <= "\udfff" for c in name
     )
 
 
@@ -366,6 +368,13 @@ def _key_text(text: str | bytes) -> str:
             text = text.decode("utf-8")
         except UnicodeDecodeError as error:
             raise MalformedKeyError("not-utf8", f"byte {error.start} is not UTF-8") from None
+    else:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise MalformedKeyError(
+                "not-utf8", f"character {error.start} is a lone surrogate"
+            ) from None
     # A key file ends with one newline; nothing else around the key is allowed.
     return text.removesuffix("\n")
 
