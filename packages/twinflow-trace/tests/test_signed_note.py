@@ -662,3 +662,16 @@ def test_parse_note_keeps_order_and_fields() -> None:
     ]
     assert isinstance(note, Note)
     assert 64 == len(note.signatures[0].signature)
+
+
+def test_values_are_frozen_and_compare_by_fields() -> None:
+    """Keys, notes and bodies refuse assignment, equal by fields, and hash alike when equal."""
+    with pytest.raises(AttributeError):
+        LOG.verifier.name = "other"  # type: ignore[misc]  # the assignment is the behaviour tested
+    with pytest.raises(AttributeError):
+        del BODY.size  # type: ignore[misc]  # as above
+    twin = parse_verifier_key(LOG.verifier.text)
+    assert (True, hash(LOG.verifier)) == (twin == LOG.verifier, hash(twin))
+    assert LOG.verifier != WITNESS.verifier
+    assert BODY != BODY.text
+    assert CheckpointBody("example.com/log", 3, ROOT, ()) == BODY

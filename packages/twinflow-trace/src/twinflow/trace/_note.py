@@ -40,11 +40,9 @@ the canonical standard encoding, and every malformed input raises exactly one er
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from twinflow.trace import _ed25519
@@ -229,13 +227,59 @@ def _valid_name(name: str) -> bool:
     )
 
 
+def _b64encode(raw: bytes) -> str:
+    return binascii.b2a_base64(raw, newline=False).decode("ascii")
+
+
 def _b64decode(text: str) -> bytes | None:
     """Decode canonical standard base64 (padded, alphabet only, zero trailing bits), else None."""
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
+    if not text.isascii():
         return None
-    return raw if base64.b64encode(raw).decode("ascii") == text else None
+    try:
+        raw = binascii.a2b_base64(text, strict_mode=True)
+    except binascii.Error:
+        return None
+    # Strict mode still ignores set padding bits; re-encoding pins the one canonical form.
+    return raw if _b64encode(raw) == text else None
+
+
+class _Value:
+    """A frozen value with slots: equality, hash and repr over its fields.
+
+    Hand-written rather than a dataclass: importing ``dataclasses`` (and ``inspect`` with it)
+    costs about 10 ms, a third of the trace leaf's import budget.
+    """
+
+    __slots__: tuple[str, ...] = ()
+    _secret: tuple[str, ...] = ()
+
+    def _set(self, **fields: object) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, _Value)
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._values()))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(
+            f"{name}={getattr(self, name)!r}" for name in self.__slots__ if name not in self._secret
+        )
+        return f"{type(self).__name__}({fields})"
 
 
 def _key_hash(name: str, encoded_key: bytes) -> int:
@@ -260,9 +304,14 @@ def _public_from_seed(seed: bytes) -> bytes:
     return raw
 
 
-@dataclass(frozen=True, slots=True)
-class VerifierKey:
+class VerifierKey(_Value):
     """An Ed25519 public key with its signed-note name and key hash."""
+
+    __slots__ = ("key_hash", "name", "public_key")
+
+    def __init__(self, name: str, key_hash: int, public_key: bytes) -> None:
+        """Hold the fields as given; `parse_verifier_key` and `from_public_key` check them."""
+        self._set(name=name, key_hash=key_hash, public_key=public_key)
 
     name: str
     """The key name (C2SP recommends a schema-less URL; a checkpoint's origin)."""
@@ -291,7 +340,7 @@ class VerifierKey:
     @property
     def text(self) -> str:
         """The key in verifier-key text form: ``<name>+<hash>+<base64(0x01 || key)>``."""
-        encoded = base64.b64encode(bytes([_ED25519]) + self.public_key).decode("ascii")
+        encoded = _b64encode(bytes([_ED25519]) + self.public_key)
         return f"{self.name}+{self.key_hash:08x}+{encoded}"
 
     def verify(self, message: bytes, signature: bytes) -> bool:
@@ -299,17 +348,24 @@ class VerifierKey:
         return _ed25519.verify(self.public_key, message, signature)
 
 
-@dataclass(frozen=True, slots=True)
-class SignerKey:
+class SignerKey(_Value):
     """An Ed25519 private key (its 32-byte seed) with its signed-note name.
 
     The seed stays out of ``repr`` so a logged key does not leak. Build one with
     `generate_key` or `parse_signer_key`.
     """
 
+    __slots__ = ("name", "seed", "verifier")
+
+    _secret = ("seed",)
+
+    def __init__(self, name: str, seed: bytes, verifier: VerifierKey) -> None:
+        """Hold the fields as given; `parse_signer_key` and `generate_key` check them."""
+        self._set(name=name, seed=seed, verifier=verifier)
+
     name: str
     """The key name, the same as its verifier key's."""
-    seed: bytes = field(repr=False)
+    seed: bytes
     """The 32-byte RFC 8032 private key seed. Secret."""
     verifier: VerifierKey
     """The matching verifier key (publish its `VerifierKey.text`)."""
@@ -322,7 +378,7 @@ class SignerKey:
     @property
     def text(self) -> str:
         """The key in signer-key text form: ``PRIVATE+KEY+<name>+<hash>+<base64(0x01||seed)>``."""
-        encoded = base64.b64encode(bytes([_ED25519]) + self.seed).decode("ascii")
+        encoded = _b64encode(bytes([_ED25519]) + self.seed)
         return f"PRIVATE+KEY+{self.name}+{self.key_hash:08x}+{encoded}"
 
     def sign(self, message: bytes) -> bytes:
@@ -467,9 +523,14 @@ def parse_signer_key(text: str | bytes) -> SignerKey:
     return SignerKey(name, raw[1:], verifier)
 
 
-@dataclass(frozen=True, slots=True)
-class NoteSignature:
+class NoteSignature(_Value):
     """One signature line of a note, verified or not."""
+
+    __slots__ = ("key_hash", "name", "signature")
+
+    def __init__(self, name: str, key_hash: int, signature: bytes) -> None:
+        """Hold the fields as given."""
+        self._set(name=name, key_hash=key_hash, signature=signature)
 
     name: str
     """The key name on the line."""
@@ -481,13 +542,18 @@ class NoteSignature:
     @property
     def line(self) -> str:
         """The signature line, without its newline."""
-        data = base64.b64encode(self.key_hash.to_bytes(4, "big") + self.signature)
-        return f"{_SIG_PREFIX}{self.name} {data.decode('ascii')}"
+        data = _b64encode(self.key_hash.to_bytes(4, "big") + self.signature)
+        return f"{_SIG_PREFIX}{self.name} {data}"
 
 
-@dataclass(frozen=True, slots=True)
-class Note:
+class Note(_Value):
     """A parsed signed note. Its text must not be trusted before `open_note` verifies it."""
+
+    __slots__ = ("signatures", "text")
+
+    def __init__(self, text: str, signatures: tuple[NoteSignature, ...]) -> None:
+        """Hold the fields as given."""
+        self._set(text=text, signatures=signatures)
 
     text: str
     """The note text, ending in a newline (the blank separator line excluded)."""
@@ -495,9 +561,19 @@ class Note:
     """The signature lines, in order, exact duplicates dropped."""
 
 
-@dataclass(frozen=True, slots=True)
-class VerifiedNote:
+class VerifiedNote(_Value):
     """A note whose signatures by every known key verified."""
+
+    __slots__ = ("text", "unverified", "verified_by")
+
+    def __init__(
+        self,
+        text: str,
+        verified_by: tuple[VerifierKey, ...],
+        unverified: tuple[NoteSignature, ...],
+    ) -> None:
+        """Hold the fields as given."""
+        self._set(text=text, verified_by=verified_by, unverified=unverified)
 
     text: str
     """The note text, now trusted as far as its signers are."""
@@ -700,9 +776,10 @@ def sign_note(
     return signed
 
 
-@dataclass(frozen=True, slots=True)
-class CheckpointBody:
+class CheckpointBody(_Value):
     """A C2SP tlog-checkpoint note text: the log's origin, tree size and Merkle root hash."""
+
+    __slots__ = ("extensions", "origin", "root_hash", "size")
 
     origin: str
     """The log's identity (C2SP recommends a schema-less URL; the signing key's name)."""
@@ -710,11 +787,18 @@ class CheckpointBody:
     """Number of leaves (trace events) in the tree."""
     root_hash: bytes
     """The 32-byte RFC 9162 Merkle tree root at ``size``."""
-    extensions: tuple[str, ...] = ()
+    extensions: tuple[str, ...]
     """Optional opaque non-empty lines after the root hash."""
 
-    def __post_init__(self) -> None:
-        """Refuse a body that would not read back as itself."""
+    def __init__(
+        self, origin: str, size: int, root_hash: bytes, extensions: tuple[str, ...] = ()
+    ) -> None:
+        """Build a checkpoint body, refusing one that would not read back as itself.
+
+        Raises:
+            MalformedCheckpointError: A field is invalid; ``problem`` says which.
+        """
+        self._set(origin=origin, size=size, root_hash=root_hash, extensions=tuple(extensions))
         if not self.origin:
             raise MalformedCheckpointError("empty-origin", "the origin line is empty")
         if any(c < " " for c in self.origin):
@@ -738,7 +822,7 @@ class CheckpointBody:
     @property
     def text(self) -> str:
         """The note text: one line each for origin, size, base64 root hash and extensions."""
-        root = base64.b64encode(self.root_hash).decode("ascii")
+        root = _b64encode(self.root_hash)
         return "".join(
             f"{line}\n" for line in (self.origin, str(self.size), root, *self.extensions)
         )
@@ -780,9 +864,19 @@ def parse_checkpoint_body(text: str) -> CheckpointBody:
     return CheckpointBody(origin, int(size_text), root, tuple(extensions))
 
 
-@dataclass(frozen=True, slots=True)
-class VerifiedCheckpoint:
+class VerifiedCheckpoint(_Value):
     """A checkpoint whose note verified against the known keys."""
+
+    __slots__ = ("body", "unverified", "verified_by")
+
+    def __init__(
+        self,
+        body: CheckpointBody,
+        verified_by: tuple[VerifierKey, ...],
+        unverified: tuple[NoteSignature, ...],
+    ) -> None:
+        """Hold the fields as given."""
+        self._set(body=body, verified_by=verified_by, unverified=unverified)
 
     body: CheckpointBody
     """The checkpoint."""
