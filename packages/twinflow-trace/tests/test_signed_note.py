@@ -667,9 +667,9 @@ def test_parse_note_keeps_order_and_fields() -> None:
 def test_values_are_frozen_and_compare_by_fields() -> None:
     """Keys, notes and bodies refuse assignment, equal by fields, and hash alike when equal."""
     with pytest.raises(AttributeError):
-        LOG.verifier.name = "other"  # type: ignore[misc]  # the assignment is the behaviour tested
+        LOG.verifier.name = "other"
     with pytest.raises(AttributeError):
-        del BODY.size  # type: ignore[misc]  # as above
+        del BODY.size
     twin = parse_verifier_key(LOG.verifier.text)
     assert (True, hash(LOG.verifier)) == (twin == LOG.verifier, hash(twin))
     assert LOG.verifier != WITNESS.verifier
