@@ -675,3 +675,31 @@ def test_values_are_frozen_and_compare_by_fields() -> None:
     assert LOG.verifier != WITNESS.verifier
     assert BODY != BODY.text
     assert CheckpointBody("example.com/log", 3, ROOT, ()) == BODY
+
+
+def test_unverified_error_quotes_and_caps_names_from_the_note() -> None:
+    """Names read from a hostile note are quoted and at most five are listed in the message."""
+    lines = "".join(f"— evil\x9b{i} {base64.b64encode(bytes(68)).decode()}\n" for i in range(8))
+    with pytest.raises(UnverifiedNoteError) as error:
+        open_note((BODY.text + "\n" + lines).encode(), [LOG.verifier])
+    message = str(error.value)
+    assert "\x9b" not in message
+    assert "'evil\\x9b0+00000000'" in message
+    assert "and 3 more" in message
+
+
+def test_signing_refuses_invalid_signature_names() -> None:
+    """Cosigning a hand-built note whose signature has an invalid name fails before signing."""
+    bad = Note(BODY.text, (NoteSignature("a b", 1, bytes(64)),))
+    with pytest.raises(MalformedNoteError) as error:
+        sign_note(bad, [LOG])
+    assert "bad-key-name" == error.value.problem
+
+
+def test_second_signature_by_a_known_key_must_verify_too() -> None:
+    """A second, different line for a known key is verified too; a bad one fails the note."""
+    data = _signed_by_log()
+    good = parse_note(data).signatures[0]
+    other = NoteSignature(good.name, good.key_hash, bytes(64))
+    with pytest.raises(InvalidSignatureError):
+        open_note(data + (other.line + "\n").encode(), [LOG.verifier])

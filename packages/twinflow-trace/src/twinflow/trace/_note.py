@@ -196,7 +196,9 @@ class UnverifiedNoteError(NoteError):
         """The known keys that did sign."""
         self.required = required
         """How many were required."""
-        names = ", ".join(sorted({f"{s.name}+{s.key_hash:08x}" for s in note.signatures}))
+        # The names come from the note, so they are quoted (no terminal escapes) and capped.
+        found = sorted({repr(f"{s.name}+{s.key_hash:08x}") for s in note.signatures})
+        names = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
         super().__init__(
             f"the note is signed by {len(verified_by)} known key(s), {required} required "
             f"(signature lines found: {names}); pass the verifier key of its signer"
@@ -765,6 +767,9 @@ def sign_note(
     existing = note.signatures if isinstance(note, Note) else ()
     text = note.text if isinstance(note, Note) else note
     message = _check_text(text, max_bytes=max_bytes)
+    for name in [s.name for s in existing] + [s.name for s in signers]:
+        if not _valid_name(name):
+            raise MalformedNoteError("bad-key-name", f"{name!r} cannot name a signature")
     replaced = {(s.name, s.key_hash) for s in signers}
     lines = [s.line for s in existing if (s.name, s.key_hash) not in replaced]
     lines += [NoteSignature(s.name, s.key_hash, s.sign(message)).line for s in signers]
