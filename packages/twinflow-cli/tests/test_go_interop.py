@@ -217,3 +217,29 @@ def test_go_and_twinflow_agree_on_mutated_notes(notecheck: Path) -> None:
             disagreements.append((data, go_answer, our_answer))
     assert [] == disagreements
     assert 1000 < len(mutated)
+
+
+# Where twinflow's key reader is deliberately stricter than Go's NewVerifier on these mutations:
+# an uppercase hash (strconv.ParseUint takes it; every writer, Go's included, writes lowercase).
+_STRICTER_KEY_PROBLEMS = {"bad-hash"}
+
+
+def test_go_and_twinflow_agree_on_mutated_verifier_keys(notecheck: Path) -> None:
+    """On every small mutation of a verifier key, twinflow reads only keys Go reads, the same way."""
+    text = LOG.verifier.text.encode()
+    mutated = [m for m in _mutations(text) if m]
+    stdin = "".join(base64.b64encode(m).decode() + "\n" for m in mutated).encode()
+    status, out, err = _go(notecheck, "keys", "-", stdin=stdin)
+    assert 0 == status, err
+    disagreements = []
+    for data, go_answer in zip(mutated, out.splitlines(), strict=True):
+        try:
+            key = parse_verifier_key(data)
+        except MalformedKeyError as error:
+            if go_answer != "error" and error.problem not in _STRICTER_KEY_PROBLEMS:
+                disagreements.append((data, go_answer, error.problem))
+            continue
+        if go_answer != f"ok {key.name}+{key.key_hash:08x}":
+            disagreements.append((data, go_answer, "ok"))
+    assert [] == disagreements
+    assert 500 < len(mutated)

@@ -10,6 +10,8 @@
 //	notecheck cosign SKEY VKEY...    read a signed note on stdin; open it with the verifier keys and
 //	                                 print it with SKEY's signature added
 //	notecheck keygen NAME            print a new signer key and its verifier key, one per line
+//	notecheck keys -                 read one base64-encoded verifier key text per line on stdin;
+//	                                 print, per key, "ok NAME+HASH" if NewVerifier reads it, else "error"
 //	notecheck spaces -               print, in hex, every code point unicode.IsSpace accepts
 //	notecheck batch VKEY...          read one base64-encoded note per line on stdin; print, per
 //	                                 note, "ok NAME+HASH..." if it opens with the keys, else "error"
@@ -48,7 +50,7 @@ func fail(err error) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: notecheck verify VKEY... | sign SKEY... | cosign SKEY VKEY... | batch VKEY... | spaces - | keygen NAME")
+	fmt.Fprintln(os.Stderr, "usage: notecheck verify VKEY... | sign SKEY... | cosign SKEY VKEY... | batch VKEY... | keys - | spaces - | keygen NAME")
 	os.Exit(2)
 }
 
@@ -157,6 +159,25 @@ func main() {
 				names = append(names, fmt.Sprintf("%s+%08x", s.Name, s.Hash))
 			}
 			fmt.Fprintln(out, strings.TrimSpace("ok "+strings.Join(names, " ")))
+		}
+		if err := in.Err(); err != nil {
+			fail(err)
+		}
+		out.Flush()
+	case "keys":
+		in := bufio.NewScanner(os.Stdin)
+		out := bufio.NewWriter(os.Stdout)
+		for in.Scan() {
+			vkey, err := base64.StdEncoding.DecodeString(in.Text())
+			if err != nil {
+				fail(err)
+			}
+			v, err := note.NewVerifier(string(vkey))
+			if err != nil {
+				fmt.Fprintln(out, "error")
+				continue
+			}
+			fmt.Fprintf(out, "ok %s+%08x\n", v.Name(), v.KeyHash())
 		}
 		if err := in.Err(); err != nil {
 			fail(err)
