@@ -231,7 +231,7 @@ def test_go_and_twinflow_agree_on_mutated_verifier_keys(notecheck: Path) -> None
     stdin = "".join(base64.b64encode(m).decode() + "\n" for m in mutated).encode()
     status, out, err = _go(notecheck, "keys", "-", stdin=stdin)
     assert 0 == status, err
-    disagreements = []
+    disagreements: list[tuple[bytes, str, str]] = []
     for data, go_answer in zip(mutated, out.splitlines(), strict=True):
         try:
             key = parse_verifier_key(data)
