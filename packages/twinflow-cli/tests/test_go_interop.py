@@ -181,6 +181,26 @@ def _mutations(note: bytes) -> list[bytes]:
     return sorted(out)
 
 
+def _edge_cases() -> list[bytes]:
+    """Hand-made notes at the edges of the format: odd texts, limits, odd but valid characters."""
+    unknown = f"— example.com/other {base64.b64encode(bytes(68)).decode()}\n".encode()
+    signed = sign_checkpoint(BODY, [LOG])
+    cases = [
+        sign_note("\n", [LOG]),
+        sign_note("a\n\nb\n\n", [LOG]),
+        sign_note("\ufeffbom\n", [LOG]),
+        sign_note("\ufffd \ufffe \x7f \u2028\n", [LOG]),
+        sign_note("— looks like a signature\n", [LOG]),
+        signed + unknown * 99,
+        signed + unknown * 100,
+        signed + b"".join(unknown.replace(b"other", f"o{i}".encode()) for i in range(99)),
+        signed + b"".join(unknown.replace(b"other", f"o{i}".encode()) for i in range(100)),
+        signed.replace(b"\n\n", b"\n\n\n"),
+        b"\n\n" + signed[signed.index(b"\n\n") + 2 :],
+    ]
+    return cases
+
+
 def _ours(note: bytes, keys: list[SignerKey]) -> tuple[str, MalformedNoteError | None]:
     try:
         opened = open_note(note, [k.verifier for k in keys])
@@ -199,7 +219,7 @@ def test_go_and_twinflow_agree_on_mutated_notes(notecheck: Path) -> None:
     a signature, twinflow refuses them as non-canonical.
     """
     note = sign_note(parse_note(sign_checkpoint(BODY, [LOG])), [WITNESS])
-    mutated = _mutations(note)
+    mutated = _mutations(note) + _edge_cases()
     stdin = "".join(base64.b64encode(m).decode() + "\n" for m in mutated).encode()
     status, out, err = _go(
         notecheck, "batch", LOG.verifier.text, WITNESS.verifier.text, stdin=stdin
