@@ -18,7 +18,18 @@ from twinflow.kernel import (
     run_process,
 )
 
-SUBCOMMANDS = ("demo", "run", "replay", "verify", "checkpoint", "prove", "repair", "diff", "eval")
+SUBCOMMANDS = (
+    "demo",
+    "run",
+    "replay",
+    "verify",
+    "checkpoint",
+    "prove",
+    "repair",
+    "keygen",
+    "diff",
+    "eval",
+)
 
 CALC = '''
 def add(a: int, b: int) -> int:

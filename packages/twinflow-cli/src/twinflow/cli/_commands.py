@@ -22,6 +22,7 @@ from twinflow.trace import (
     InvalidProofError,
     Limits,
     TraceFormatError,
+    _note,
     canonical_bytes,
     check_consistency,
     check_inclusion,
@@ -33,11 +34,13 @@ from twinflow.trace import (
     repair_trace,
     sign_checkpoint,
 )
-from twinflow.trace._format import LINE_PREFIX
+from twinflow.trace._format import GENESIS, LINE_PREFIX
 from twinflow.trace._sink import create_exclusive
 from twinflow.vocab import UserError, diff
 
 __all__ = ["COMMANDS", "THREAT_MODEL", "parse_trace", "read_trace_bytes"]
+
+_NOTE_ERRORS = (_note.NoteError,)
 
 THREAT_MODEL = """\
 what verification proves:
@@ -175,9 +178,15 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
 
 def _write_out(path: Path, payload: dict[str, Any]) -> None:
     """Write a proof or checkpoint file: exclusively, never through a link, synced."""
+    _write_bytes(path, json.dumps(payload, indent=2, sort_keys=True).encode() + b"\n")
+
+
+def _write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write a new file exclusively (never through a link), synced; ``mode`` before any byte."""
     fd = create_exclusive(path, "output file")
+    os.fchmod(fd, mode)
     with os.fdopen(fd, "wb") as f:
-        f.write(json.dumps(payload, indent=2, sort_keys=True).encode() + b"\n")
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
 
@@ -200,6 +209,14 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
         help="file holding the HMAC key the checkpoint must be signed with (bytes as written)",
     )
     p.add_argument(
+        "--key",
+        type=Path,
+        action="append",
+        metavar="VKEY",
+        help="a verifier key file (from `twinflow keygen`) that must have signed the C2SP "
+        "checkpoint; repeat for cosigners (every key given must have signed)",
+    )
+    p.add_argument(
         "--allow-incomplete",
         action="store_true",
         help="accept a trace without run_finished / run_failed (a run still in progress)",
@@ -207,12 +224,54 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
     _add_limits(p)
 
 
+def _is_note(data: bytes) -> bool:
+    """A C2SP signed note starts with its origin line; a JSON checkpoint with ``{``."""
+    return data.lstrip()[:1] != b"{"
+
+
+def _open_signed_checkpoint(path: Path, keys: list[Path] | None) -> Checkpoint:
+    """Verify a C2SP signed checkpoint with the given verifier keys; the checkpoint it names.
+
+    Raises:
+        UserError: No key was given, a key file is not a verifier key, or the note does not
+            verify (unsigned by a given key, a bad signature, not a checkpoint).
+    """
+    data = _small_file(path, "checkpoint")
+    if not keys:
+        raise UserError(
+            f"{path} is a signed checkpoint: give the signer's verifier key with --key VKEY "
+            "(a signature is never passed over unchecked)"
+        )
+    try:
+        verifiers = [_note.parse_verifier_key(_small_file(k, "key")) for k in keys]
+        opened = _note.open_checkpoint(data, verifiers, required=len(verifiers))
+    except _NOTE_ERRORS as exc:
+        raise CheckFailed(
+            f"{path}: the signed checkpoint does not verify: {_squash(exc)}",
+            {"checkpoint": str(path), "problem": {"kind": "signature", "message": _squash(exc)}},
+        ) from None
+    body = opened.body
+    # The note carries size and root; the head digest is implied by the root and not compared.
+    return Checkpoint(size=body.size, root=body.root_hash.hex(), head=GENESIS)
+
+
 def _verify(args: argparse.Namespace, out: Output) -> int:
     _check_head(args.trace)
-    checkpoint = _read_checkpoint(args.checkpoint) if args.checkpoint else None
+    if (args.key or args.key_file) and not args.checkpoint:
+        raise UserError("--key and --key-file need --checkpoint: a key checks a checkpoint")
+    checkpoint = None
+    if args.checkpoint and _is_note(_small_file(args.checkpoint, "checkpoint")):
+        if args.key_file:
+            raise UserError("a C2SP signed checkpoint is checked with --key VKEY, not --key-file")
+        checkpoint = _open_signed_checkpoint(args.checkpoint, args.key)
+    elif args.checkpoint:
+        if args.key:
+            raise UserError(
+                f"{args.checkpoint} is a JSON checkpoint: --key checks C2SP signed checkpoints "
+                "(`twinflow checkpoint --sign`); use --key-file for an HMAC signature"
+            )
+        checkpoint = _read_checkpoint(args.checkpoint)
     key = _read_key(args.key_file)
-    if key is not None and checkpoint is None:
-        raise UserError("--key-file needs --checkpoint: the key checks a checkpoint's signature")
     report = verify_trace(
         args.trace,
         checkpoint=checkpoint,
@@ -248,10 +307,29 @@ def _configure_checkpoint(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--out", type=Path, help="also write the checkpoint to this new file")
     p.add_argument(
+        "--sign",
+        type=Path,
+        action="append",
+        metavar="SKEY",
+        help="sign a C2SP checkpoint note with this signer key file (from `twinflow keygen`); "
+        "repeat to cosign",
+    )
+    p.add_argument(
         "--origin",
-        help="print the C2SP tlog-checkpoint body for this origin (the text a signed note signs)",
+        help="the log's origin line of the C2SP checkpoint (default with --sign: the first key's name)",
     )
     _add_limits(p)
+
+
+def _signed_note(checkpoint: Checkpoint, keys: list[Path], origin: str | None) -> bytes:
+    try:
+        signers = [_note.parse_signer_key(_small_file(k, "key")) for k in keys]
+        body = _note.CheckpointBody(
+            origin or signers[0].name, checkpoint.size, bytes.fromhex(checkpoint.root)
+        )
+        return _note.sign_checkpoint(body, signers)
+    except _NOTE_ERRORS as exc:
+        raise UserError(f"cannot sign the checkpoint: {_squash(exc)}") from None
 
 
 def _checkpoint(args: argparse.Namespace, out: Output) -> int:
@@ -267,6 +345,19 @@ def _checkpoint(args: argparse.Namespace, out: Output) -> int:
         raise UserError(f"--size: {exc}") from None
     if key is not None:
         checkpoint = sign_checkpoint(checkpoint, key)
+    if args.sign:
+        if key is not None:
+            raise UserError(
+                "--sign (Ed25519, C2SP) and --key-file (HMAC) are two formats: pick one"
+            )
+        note = _signed_note(checkpoint, args.sign, args.origin)
+        if args.out:
+            _write_bytes(args.out, note)
+        out.document({"ok": True, **checkpoint.to_json(), "note": note.decode()})
+        out.line(note.decode().rstrip("\n"))
+        if args.out:
+            out.line(f"(written to {args.out})")
+        return EXIT_OK
     body = checkpoint.note_body(args.origin) if args.origin else None
     if args.out:
         _write_out(args.out, checkpoint.to_json())
@@ -401,6 +492,43 @@ def _check_proof(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+# -- keygen ---------------------------------------------------------------------------------
+
+
+def _configure_keygen(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "name", help="the key's name (C2SP: usually the log's origin, e.g. example.org/lab)"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="PREFIX",
+        help="write PREFIX.key (the signer key, mode 0600: keep it secret) and PREFIX.pub "
+        "(the verifier key: publish it)",
+    )
+
+
+def _keygen(args: argparse.Namespace, out: Output) -> int:
+    from twinflow.kernel import SystemIds  # the one source of real entropy
+
+    try:
+        signer = _note.generate_key(args.name, SystemIds().secret(32))
+    except _NOTE_ERRORS as exc:
+        raise UserError(f"cannot make a key named {args.name!r}: {_squash(exc)}") from None
+    secret, public = Path(f"{args.out}.key"), Path(f"{args.out}.pub")
+    for path in (secret, public):
+        if os.path.lexists(path):
+            raise UserError(f"{path} already exists; keys are never overwritten")
+    _write_bytes(secret, signer.text.encode() + b"\n", 0o600)
+    _write_bytes(public, signer.verifier.text.encode() + b"\n")
+    out.document({"ok": True, "signer_key_file": str(secret), "verifier_key": signer.verifier.text})
+    out.line(f"signer key (secret): {secret}")
+    out.line(f"verifier key (publish it): {public}")
+    out.line(signer.verifier.text)
+    return EXIT_OK
+
+
 # -- repair ---------------------------------------------------------------------------------
 
 
@@ -494,6 +622,11 @@ COMMANDS: dict[str, tuple[str, Configure, Handler]] = {
         "make or check an RFC 9162 inclusion or consistency proof",
         _configure_prove,
         _prove,
+    ),
+    "keygen": (
+        "make an Ed25519 signer key and its verifier key (C2SP signed-note text forms)",
+        _configure_keygen,
+        _keygen,
     ),
     "repair": (
         "move a torn last line aside (as a crashed writer leaves it)",
