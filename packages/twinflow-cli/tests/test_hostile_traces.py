@@ -16,7 +16,7 @@ import pytest
 from twinflow.agent import Agent, FunctionModel, MemoryTraceSink
 from twinflow.cli._main import main
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.trace import DEFAULT_MAX_LINE_BYTES
+from twinflow.trace import DEFAULT_MAX_LINE_BYTES, _note, verify_trace
 from twinflow.vocab import Message
 
 SPEC = "prompt: hi\nmodel:\n  url: http://127.0.0.1:9/v1\n"
@@ -86,6 +86,8 @@ COMMANDS = {
     "repair": ["repair", "{f}"],
     "prove-check": ["prove", "--check", "{f}", "--checkpoint", "{f}"],
     "verify-checkpoint": ["verify", "{good}", "--checkpoint", "{f}"],
+    "verify-signed-checkpoint": ["verify", "{good}", "--checkpoint", "{f}", "--key", "{vkey}"],
+    "verify-with-hostile-key": ["verify", "{good}", "--checkpoint", "{note}", "--key", "{f}"],
 }
 
 
@@ -99,6 +101,11 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         out[name].write_bytes(data)
     (root / "good.jsonl").write_bytes(good_trace())
     (root / "spec.yaml").write_text(SPEC)
+    signer = _note.generate_key("example.org/lab", bytes(range(32)))
+    (root / "lab.pub").write_text(signer.verifier.text + "\n")
+    checkpoint = verify_trace(root / "good.jsonl").checkpoint
+    body = _note.CheckpointBody("example.org/lab", checkpoint.size, bytes.fromhex(checkpoint.root))
+    (root / "cp.note").write_bytes(_note.sign_checkpoint(body, [signer]))
     return out
 
 
@@ -117,7 +124,13 @@ def test_every_command_answers_every_hostile_file_with_one_line(
         path = tmp_path / original.name
         path.write_bytes(original.read_bytes())  # repair may change its copy, never the corpus
         argv = [
-            a.format(f=path, spec=root / "spec.yaml", good=root / "good.jsonl")
+            a.format(
+                f=path,
+                spec=root / "spec.yaml",
+                good=root / "good.jsonl",
+                vkey=root / "lab.pub",
+                note=root / "cp.note",
+            )
             for a in COMMANDS[command]
         ]
         code = main([*argv, *(["--json"] if as_json else [])])
