@@ -215,3 +215,18 @@ def test_an_hmac_key_file_is_used_as_written(
     empty = twinflow(capsys, "checkpoint", "short.jsonl", "--key-file", "empty")
     assert (0, api.signature, 2) == (code, doc["signature"], empty[0])
     assert isinstance(api, Checkpoint)
+
+
+def test_verify_help_states_the_threat_model(capsys: pytest.CaptureFixture[str]) -> None:
+    """`twinflow verify --help` says what a chain proves, what needs a checkpoint, how to publish."""
+    with pytest.raises(SystemExit) as done:
+        main(["verify", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert 0 == done.value.code
+    for phrase in (
+        "not edited by accident or in part",
+        "a full rewrite or a truncation",
+        "anyone who can check it can forge it",
+        "to publish a run so a stranger can check it",
+    ):
+        assert phrase in text

@@ -52,10 +52,12 @@ what verification proves:
   --checkpoint CP: only a checkpoint the publisher put out (size, Merkle root, head) catches a
   full rewrite or a truncation, and only if you got CP from the publisher, not beside the file.
   A signature on CP says who put it out: an HMAC key (--key-file) is shared, so anyone who can
-  check it can forge it; use it for your own runs. A stranger needs a public-key signature.
+  check it can forge it; use it for your own runs. A stranger needs a public-key signature:
+  a C2SP signed note with Ed25519 (`twinflow keygen`, `checkpoint --sign`, `verify --key`).
 to publish a run so a stranger can check it:
-  publish the trace, its checkpoint (`twinflow checkpoint TRACE --out cp.json`) and the key that
-  signs it, on a channel the stranger trusts more than the file itself; later checkpoints of a
+  `twinflow keygen example.org/lab --out lab` once; publish lab.pub where strangers trust it;
+  for each run publish the trace and `twinflow checkpoint TRACE --sign lab.key --out cp.note`;
+  the stranger runs `twinflow verify TRACE --checkpoint cp.note --key lab.pub`. Later checkpoints of a
   growing trace are tied to earlier ones by `twinflow prove TRACE --from-size N` and
   `twinflow prove --check PROOF --checkpoint NEW --old-checkpoint OLD`; one event is shown to be
   in a run by `twinflow prove TRACE --seq N` and `twinflow prove --check PROOF --checkpoint CP`.
