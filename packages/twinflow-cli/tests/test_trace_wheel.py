@@ -10,6 +10,7 @@ from pathlib import Path
 
 from twinflow.agent import Agent, FileTraceSink, FunctionModel
 from twinflow.kernel import CountingIds, SteppingClock, run_process
+from twinflow.trace import _note, verify_trace
 from twinflow.vocab import Message
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -64,6 +65,29 @@ def test_the_wheel_installs_nothing_else_and_verifies_a_demo_trace(tmp_path: Pat
     )
     assert (0, "") == (verify.returncode, verify.stderr)
     assert verify.stdout.startswith(f"ok: {trace}: 5 events verify")
+    # A checkpoint signed here (signing needs the signatures extra) verifies there (stdlib only).
+    signer = _note.generate_key("example.org/lab", bytes(range(32)))
+    (tmp_path / "lab.pub").write_text(signer.verifier.text + "\n")
+    checkpoint = verify_trace(trace).checkpoint
+    body = _note.CheckpointBody("example.org/lab", checkpoint.size, bytes.fromhex(checkpoint.root))
+    (tmp_path / "cp.note").write_bytes(_note.sign_checkpoint(body, [signer]))
+    signed = run_process(
+        [
+            str(python),
+            "-I",
+            "-m",
+            "twinflow.trace",
+            "verify",
+            str(trace),
+            "--checkpoint",
+            "cp.note",
+            "--key",
+            "lab.pub",
+        ],
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert (0, "") == (signed.returncode, signed.stderr)
     trace.write_bytes(trace.read_bytes().replace(b'"hello"', b'"HELLO"'))
     tampered = run_process(
         [str(python), "-I", "-m", "twinflow.trace", "verify", str(trace)], cwd=tmp_path, timeout=300
