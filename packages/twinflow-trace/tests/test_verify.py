@@ -281,3 +281,11 @@ def test_the_good_prefix_checkpoint_is_reported() -> None:
     expected = verify_trace(b"".join(lines_of(events(5))[:3]), require_complete=False).checkpoint
     assert (3, expected) == (report.events, report.checkpoint)
     assert isinstance(report.checkpoint, Checkpoint)
+
+
+def test_a_line_of_escaped_quotes_is_scanned_once() -> None:
+    """A bracket-heavy event of unterminated escaped quotes is too_deep, not a quadratic scan."""
+    event = b"[" * 100 + b'"' + b'\\"' * 200_000
+    report = verify_trace(with_line_1(event))
+    assert report.problem is not None
+    assert ("too_deep", 1) == (report.problem.kind, report.problem.seq)

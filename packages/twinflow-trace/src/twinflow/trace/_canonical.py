@@ -420,7 +420,9 @@ def _fast_canonical(data: bytes, text: str) -> Any:
     return value
 
 
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# A string token, or an unterminated one running to the end: every match that starts succeeds, so
+# a hostile line of escaped quotes is scanned once, not once per quote.
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.DOTALL)
 _BRACKET = re.compile(rb"[\[\]{}]")
 _WHITESPACE = re.compile(rb"[ \t\r\n]")
 
