@@ -11,7 +11,7 @@ events), then runs each operation in its own fresh interpreter, so its peak memo
 
 Each is timed best-of-`--runs`; the table gives throughput as a ratio to the peer measured in the
 same run, and peak memory above the child interpreter's baseline (its high-water mark after its
-imports, before the file is opened), also as a ratio to the file size. Then the import cost of
+imports, before the file is opened; printed too), also as a ratio to the file size. Then the import cost of
 `twinflow.trace` against an empty interpreter (best of 15 fresh interpreters, startup excluded).
 
 Targets (issue 13): verify >= 0.5 of the peer and <= 64 MB above baseline at 1e6 events;
@@ -64,7 +64,7 @@ elif op == "agent Trace.load":
     assert loaded.size > 0
 elapsed = time.perf_counter() - t
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"seconds": elapsed, "peak_kb": peak - base}))
+print(json.dumps({"seconds": elapsed, "peak_kb": peak - base, "base_kb": base}))
 """
 
 OPS = (
@@ -166,12 +166,14 @@ def main() -> None:
             s, kb = best[op]["seconds"], best[op]["peak_kb"]
             print(
                 f"  {op:<24}{s:>9.2f}{events / s:>12,.0f}{peer / s:>9.2f}"
-                f"{kb / 1024:>9.1f}{kb * 1024 / size:>8.2f}"
+                f"{kb / 1024:>9.1f}{kb * 1024 / size:>8.2f}{best[op]['base_kb'] / 1024:>9.1f}"
             )
     runs = 15
-    times = import_times(("pass", "import twinflow.trace"), runs)
-    extra = (times["import twinflow.trace"] - times["pass"]) * 1000
-    print(f"import twinflow.trace: {extra:.1f} ms above an empty interpreter (best of {runs})")
+    statements = ("pass", "import twinflow.trace", "import json, hashlib")
+    times = import_times(statements, runs)
+    print(f"import cost above an empty interpreter (best of {runs} fresh interpreters):")
+    for statement in statements[1:]:
+        print(f"  {statement:<24}{(times[statement] - times['pass']) * 1000:>7.1f} ms")
 
 
 if __name__ == "__main__":
