@@ -289,3 +289,21 @@ def test_a_line_of_escaped_quotes_is_scanned_once() -> None:
     report = verify_trace(with_line_1(event))
     assert report.problem is not None
     assert ("too_deep", 1) == (report.problem.kind, report.problem.seq)
+
+
+def test_note_body_is_the_c2sp_checkpoint_text() -> None:
+    """origin, decimal size and base64 root, one per line, then extension lines."""
+    checkpoint = Checkpoint(size=3, root="00" * 31 + "ff", head="11" * 32)
+    expected = "example.org/lab\n3\n" + "A" * 40 + "AP8=\nx-ext\n"
+    assert expected == checkpoint.note_body("example.org/lab", ["x-ext"])
+    with pytest.raises(UserError):
+        checkpoint.note_body("two\nlines")
+
+
+def test_note_body_matches_the_signed_note_modules_checkpoint_text() -> None:
+    """The seam: Checkpoint.note_body is exactly the text _note.CheckpointBody signs."""
+    from twinflow.trace import _note
+
+    checkpoint = verify_trace(trace(7)).checkpoint
+    body = _note.CheckpointBody("example.org/lab", 7, bytes.fromhex(checkpoint.root), ("ext",))
+    assert body.text == checkpoint.note_body("example.org/lab", ["ext"])

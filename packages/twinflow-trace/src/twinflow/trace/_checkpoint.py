@@ -12,7 +12,7 @@ Every reader here is strict: a file that is not exactly the documented shape rai
 
 from __future__ import annotations
 
-import base64
+import binascii
 import dataclasses
 import hashlib
 import hmac
@@ -126,7 +126,7 @@ class Checkpoint:
         for what, line in (("origin", origin), *(("extension line", e) for e in extensions)):
             if not line or not line.isprintable() or "\n" in line:
                 raise UserError(f"{what} {line!r} must be one non-empty printable line")
-        root = base64.b64encode(bytes.fromhex(self.root)).decode("ascii")
+        root = binascii.b2a_base64(bytes.fromhex(self.root), newline=False).decode("ascii")
         return "".join(f"{line}\n" for line in (origin, str(self.size), root, *extensions))
 
     def to_json(self) -> dict[str, Any]:
