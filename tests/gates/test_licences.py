@@ -49,7 +49,7 @@ def _table(output: str, label: str) -> list[str]:
 
 
 def test_local_closure_is_pydantic_and_two_leaves(run_gate: GateRunner) -> None:
-    """twinflow-local's table lists exactly itself, kernel, vocab and pydantic's own tree."""
+    """twinflow-local's table lists exactly itself, kernel, vocab, trace and pydantic's own tree."""
     done = run_gate("licences", "--member", "twinflow-local")
     assert 0 == done.returncode, done.stdout + done.stderr
     expected = [
@@ -58,6 +58,7 @@ def test_local_closure_is_pydantic_and_two_leaves(run_gate: GateRunner) -> None:
         "pydantic-core",
         "twinflow-kernel",
         "twinflow-local",
+        "twinflow-trace",
         "twinflow-vocab",
         "typing-extensions",
         "typing-inspection",

@@ -66,6 +66,7 @@ PUBLIC = {
     "TraceError",
     "TraceEvent",
     "TraceExistsError",
+    "TraceWriteError",
     "TraceSink",
     "TraceWriter",
     "UsageLimitExceeded",

@@ -33,7 +33,7 @@ def rechain(events: list[dict[str, Any]]) -> bytes:
 
 
 def test_a_rechained_trace_with_a_forged_event_is_refused_with_a_typed_error() -> None:
-    """Trace.load raises TraceCorruptError (not a pydantic error) for a chained but invalid event."""
+    """verify_trace and Trace.load both refuse a chained but invalid event, at its seq."""
     sink = MemoryTraceSink()
     agent = Agent(
         FunctionModel(lambda request: Message.assistant("hi")),
@@ -45,13 +45,14 @@ def test_a_rechained_trace_with_a_forged_event_is_refused_with_a_typed_error() -
     events = [json.loads(line)["event"] for line in sink.data.splitlines()]
     events[1] = {**events[1], "body": {"kind": "run_started"}}
     forged = rechain(events)
-    assert verify_trace(forged).ok
+    report = verify_trace(forged)
     with pytest.raises(TraceCorruptError) as caught:
         Trace.load(forged)
     problem = caught.value.report.problem
     assert problem is not None
-    assert ("edited", 1) == (problem.kind, problem.seq)
+    assert ("not_event", 1) == (problem.kind, problem.seq)
     assert 1 == caught.value.report.events
+    assert report == caught.value.report
 
 
 def test_a_foreign_event_repeating_the_last_seq_is_named_where_it_was_inserted() -> None:

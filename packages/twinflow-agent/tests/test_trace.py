@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from twinflow.agent import (
     GENESIS,
@@ -263,7 +268,7 @@ def test_checkpoint_signature_is_checked() -> None:
     checkpoint = Trace.load(data).checkpoint(key=KEY)
     assert verify_trace(data, checkpoint=checkpoint, key=KEY).ok
     wrong_key = verify_trace(data, checkpoint=checkpoint, key=b"other").problem
-    altered = checkpoint.model_copy(update={"size": 6})
+    altered = dataclasses.replace(checkpoint, size=6)
     altered_problem = verify_trace(data, checkpoint=altered, key=KEY).problem
     assert wrong_key is not None and altered_problem is not None
     expected = ("signature", "signature")
@@ -289,7 +294,7 @@ def test_inclusion_and_consistency_proofs_of_a_trace() -> None:
         check_inclusion(trace.inclusion_proof(seq), whole)
     for size in range(trace.size + 1):
         check_consistency(trace.consistency_proof(size), trace.checkpoint(size), whole)
-    bad = trace.inclusion_proof(2).model_copy(update={"event_digest": trace.digests[3]})
+    bad = dataclasses.replace(trace.inclusion_proof(2), event_digest=trace.digests[3])
     with pytest.raises(InvalidProofError):
         check_inclusion(bad, whole)
     with pytest.raises(InvalidProofError):
@@ -318,7 +323,7 @@ def test_repair_moves_the_partial_line_aside(tmp_path: Path) -> None:
     assert data[:-10] == path.read_bytes() + moved
     assert verify_trace(path, require_complete=False).ok
     expected = (None, 0)
-    assert expected == tuple(repair_trace(path).model_dump().values())
+    assert expected == dataclasses.astuple(repair_trace(path))
 
 
 def test_file_sink_refuses_an_existing_file(tmp_path: Path) -> None:
@@ -357,3 +362,59 @@ def test_message_chain_is_incremental() -> None:
     two.update(messages[1:])
     assert (one.hexdigest, 2) == (two.hexdigest, two.length)
     assert MessageChain().hexdigest != one.hexdigest
+
+
+OPS = ["flip", "delete", "duplicate", "swap", "cut", "space", "dupkey", "retype"]
+
+
+def _reforge(line: bytes, edit: Callable[[bytes], bytes]) -> bytes:
+    """Edit a line's event bytes and recompute its digest (what a forger does)."""
+    event = edit(line[len(b'{"digest":"') + 64 + len(b'","event":') : -2])
+    digest = hashlib.sha256(event).hexdigest().encode()
+    return b'{"digest":"' + digest + b'","event":' + event + b"}\n"
+
+
+def _mutate(data: bytes, op: str, i: int, j: int) -> bytes:
+    lines = data.splitlines(keepends=True)
+    a, b = i % len(lines), j % len(lines)
+    if op == "flip":
+        k = i % len(data)
+        return data[:k] + bytes([data[k] ^ (1 + j % 255)]) + data[k + 1 :]
+    if op == "delete":
+        del lines[a]
+    elif op == "duplicate":
+        lines.insert(b, lines[a])
+    elif op == "swap":
+        lines[a], lines[b] = lines[b], lines[a]
+    elif op == "cut":
+        return data[: i % len(data)]
+    elif op == "space":
+        lines[a] = _reforge(lines[a], lambda e: e.replace(b",", b", ", 1))
+    elif op == "dupkey":
+        lines[a] = _reforge(lines[a], lambda e: e.replace(b'"kind":', b'"kind":"x","kind":', 1))
+    else:  # a body field of the wrong type: canonical JSON, a known kind, not a valid event
+        lines[a] = _reforge(
+            lines[a],
+            lambda e: e.replace(b'"run_id":"', b'"run_id":7,"x":"', 1).replace(
+                b'"step":1', b'"step":"1"', 1
+            ),
+        )
+    return b"".join(lines)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(OPS), st.integers(0, 100_000), st.integers(0, 100_000))
+def test_verify_trace_and_trace_load_agree_on_mutated_traces(op: str, i: int, j: int) -> None:
+    """For every mutated trace, verify_trace's report is the one Trace.load raises (or it loads)."""
+    data = _mutate(sample(), op, i, j)
+    report = verify_trace(data, require_complete=False)
+    try:
+        loaded = Trace.load(data)
+    except TraceCorruptError as exc:
+        assert report == exc.report
+    else:
+        assert (True, loaded.size, loaded.checkpoint()) == (
+            report.ok,
+            report.events,
+            report.checkpoint,
+        )

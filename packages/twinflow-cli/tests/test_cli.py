@@ -19,7 +19,8 @@ from twinflow.kernel import (
 )
 
 SUBCOMMANDS = (
-    "demo", "run", "replay", "show", "verify", "checkpoint", "prove", "diff", "eval",
+    "demo", "run", "replay", "show", "verify", "checkpoint", "prove", "repair", "keygen", "diff",
+    "eval",
 )  # fmt: skip
 
 CALC = '''

@@ -2,6 +2,7 @@
 
 import pytest
 
+from twinflow.trace import CanonicalError as TraceCanonicalError
 from twinflow.vocab import (
     Attempt,
     CanonicalError,
@@ -20,7 +21,7 @@ from twinflow.vocab import (
         (UserError, (TwinflowError,)),
         (VocabError, (TwinflowError,)),
         (InvalidValueError, (VocabError, ValueError)),
-        (CanonicalError, (VocabError,)),
+        (CanonicalError, (VocabError, TraceCanonicalError)),
         (WireFormatError, (VocabError,)),
         (StructuredOutputError, (VocabError,)),
     ],

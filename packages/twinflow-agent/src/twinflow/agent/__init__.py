@@ -14,6 +14,7 @@ from twinflow.agent._errors import (
     TraceCorruptError,
     TraceError,
     TraceExistsError,
+    TraceWriteError,
     UsageLimitExceeded,
 )
 from twinflow.agent._events import (
@@ -36,15 +37,6 @@ from twinflow.agent._events import (
     TraceEvent,
 )
 from twinflow.agent._function_model import FunctionModel
-from twinflow.agent._merkle import (
-    EMPTY_ROOT,
-    MerkleTree,
-    leaf_hash,
-    node_hash,
-    root_from_inclusion_proof,
-    verify_consistency,
-    verify_inclusion,
-)
 from twinflow.agent._page import render_trace_page
 from twinflow.agent._policy import (
     Approval,
@@ -63,28 +55,34 @@ from twinflow.agent._replay import (
     ReplayResult,
     replay,
 )
-from twinflow.agent._sink import FileTraceSink, FsyncPolicy, MemoryTraceSink, TraceSink
 from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.agent._tools import Tool
-from twinflow.agent._trace import (
+from twinflow.agent._trace import TraceWriter, encode_line
+from twinflow.agent._verify import Trace, verify_trace
+from twinflow.trace import (
+    EMPTY_ROOT,
     Checkpoint,
     ConsistencyProof,
+    FileTraceSink,
+    FsyncPolicy,
     InclusionProof,
-    TraceWriter,
-    check_consistency,
-    check_inclusion,
-    encode_line,
-    sign_checkpoint,
-    verify_checkpoint_signature,
-)
-from twinflow.agent._verify import (
+    MemoryTraceSink,
+    MerkleTree,
     Problem,
     ProblemKind,
     RepairResult,
-    Trace,
+    TraceSink,
     VerificationReport,
+    check_consistency,
+    check_inclusion,
+    leaf_hash,
+    node_hash,
     repair_trace,
-    verify_trace,
+    root_from_inclusion_proof,
+    sign_checkpoint,
+    verify_checkpoint_signature,
+    verify_consistency,
+    verify_inclusion,
 )
 
 __all__ = [
@@ -147,6 +145,7 @@ __all__ = [
     "TraceEvent",
     "TraceExistsError",
     "TraceSink",
+    "TraceWriteError",
     "TraceWriter",
     "UsageLimitExceeded",
     "UsageLimits",

@@ -32,11 +32,11 @@ from twinflow.agent._events import (
     RunStarted,
 )
 from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
-from twinflow.agent._sink import FsyncPolicy, MemoryTraceSink, TraceSink
 from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.agent._tools import Tool
-from twinflow.agent._trace import Checkpoint, TraceWriter
+from twinflow.agent._trace import TraceWriter
 from twinflow.kernel import Clock, Ids
+from twinflow.trace import Checkpoint, FsyncPolicy, MemoryTraceSink, TraceSink
 from twinflow.vocab import (
     ChatModel,
     Message,

@@ -11,11 +11,10 @@
         │   ├── OutputValidationFailed               structured output still invalid after the last attempt
         │   └── InvalidModelReply                    a reply the loop cannot act on (no valid action,
         │                                            a repeated tool-call id); no tool of it ran
-        └── TraceError
-            ├── TraceExistsError(TraceError, FileExistsError)   refusing to write over a trace file
-            ├── TraceCorruptError                    a trace that does not verify was read as events
-            ├── SignatureError                       a checkpoint signature is missing or wrong
-            └── InvalidProofError(TraceError, ValueError)        an inclusion / consistency proof fails
+
+The trace's errors (`TraceError` and its subtree: `TraceExistsError`, `TraceWriteError`,
+`TraceCorruptError`, `SignatureError`, `InvalidProofError`) belong to `twinflow.trace`, the leaf
+that writes and verifies traces; they are re-exported here unchanged.
 
 Errors raised by the injected model (a connection failure from the kernel's transport, for
 example) are recorded in the trace as ``run_failed`` and re-raised unchanged: never wrapped,
@@ -24,12 +23,15 @@ never retried, never swallowed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from twinflow.trace import (
+    InvalidProofError,
+    SignatureError,
+    TraceCorruptError,
+    TraceError,
+    TraceExistsError,
+    TraceWriteError,
+)
 from twinflow.vocab import Attempt, TwinflowError, UserError
-
-if TYPE_CHECKING:
-    from twinflow.agent._verify import VerificationReport
 
 __all__ = [
     "AgentConfigError",
@@ -43,6 +45,7 @@ __all__ = [
     "TraceCorruptError",
     "TraceError",
     "TraceExistsError",
+    "TraceWriteError",
     "UsageLimitExceeded",
 ]
 
@@ -80,28 +83,3 @@ class InvalidModelReply(RunError):
         """Carry the refused attempts along with the message."""
         super().__init__(message)
         self.attempts = attempts
-
-
-class TraceError(AgentError):
-    """A trace could not be written, read, proved or verified."""
-
-
-class TraceExistsError(TraceError, FileExistsError):
-    """The trace file already exists; traces are append-only and never overwritten."""
-
-
-class TraceCorruptError(TraceError):
-    """A trace was read as events but does not verify; ``.report`` says where and how."""
-
-    def __init__(self, message: str, report: VerificationReport) -> None:
-        """Carry the verification report along with the message."""
-        super().__init__(message)
-        self.report = report
-
-
-class SignatureError(TraceError):
-    """A checkpoint signature is missing, malformed or does not match the key."""
-
-
-class InvalidProofError(TraceError, ValueError):
-    """An inclusion or consistency proof does not verify."""

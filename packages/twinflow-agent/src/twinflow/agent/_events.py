@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Discriminator, Field, JsonValue
 
-from twinflow.agent._encoding import PLAIN_MODELS, value_bytes
+from twinflow.trace import GENESIS, TERMINAL_KINDS
 from twinflow.vocab import (
     CallId,
     Message,
@@ -27,6 +27,7 @@ from twinflow.vocab import (
     ToolResultPart,
     ToolSpec,
     Usage,
+    canonical_bytes,
 )
 
 __all__ = [
@@ -48,9 +49,6 @@ __all__ = [
     "ToolReturned",
     "TraceEvent",
 ]
-
-GENESIS = "0" * 64
-"""The ``prev`` of the first event of a trace."""
 
 
 class _Frozen(BaseModel):
@@ -260,26 +258,6 @@ EventBody = Annotated[
 ]
 """What happened, tagged by ``kind``."""
 
-PLAIN_MODELS.update(
-    {
-        PolicyRecord,
-        AgentConfig,
-        RunStarted,
-        ModelRequested,
-        ModelResponded,
-        PolicyDecided,
-        ToolCalled,
-        ToolReturned,
-        OutputRejected,
-        OutputAccepted,
-        RunFinished,
-        RunFailed,
-    }
-)
-
-TERMINAL_KINDS = frozenset({"run_finished", "run_failed"})
-"""Kinds that end a run; a complete trace ends with one."""
-
 
 class TraceEvent(_Frozen):
     """One line of a trace: the envelope that chains events together."""
@@ -325,6 +303,6 @@ class MessageChain:
             messages: Messages appended to the transcript, in order.
         """
         for message in messages:
-            inner = hashlib.sha256(value_bytes(message)).digest()
+            inner = hashlib.sha256(canonical_bytes(message)).digest()
             self._state = hashlib.sha256(self._state + inner).digest()
         self._length += len(messages)

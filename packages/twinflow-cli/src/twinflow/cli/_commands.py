@@ -1,26 +1,86 @@
-"""The subcommands of ``twinflow``: each a (summary, configure, handler) triple."""
+"""The trace subcommands of ``twinflow``: each a (summary, configure, handler) triple.
+
+verify, checkpoint and prove stream the trace through `twinflow.trace` (memory independent of
+its length, bounded lines and nesting); diff and replay read typed events through the agent.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Checkpoint, Trace, TraceCorruptError, verify_trace
+from twinflow.agent import Trace, TraceCorruptError, verify_trace
 from twinflow.cli._main import EXIT_OK, CheckFailed, Output
-from twinflow.vocab import UserError, canonical_bytes, diff
+from twinflow.trace import (
+    Checkpoint,
+    ConsistencyProof,
+    InclusionProof,
+    InvalidProofError,
+    Limits,
+    TraceFormatError,
+    _note,
+    canonical_bytes,
+    check_consistency,
+    check_inclusion,
+    load_proof,
+    parse_json,
+    prove_consistency,
+    prove_inclusion,
+    read_checkpoint,
+    repair_trace,
+    sign_checkpoint,
+)
+from twinflow.trace._format import GENESIS, LINE_PREFIX
+from twinflow.trace._sink import create_exclusive
+from twinflow.vocab import UserError, diff
 
-__all__ = ["COMMANDS", "parse_trace", "read_trace_bytes"]
+__all__ = ["COMMANDS", "THREAT_MODEL", "parse_trace", "read_trace_bytes"]
 
-# How every trace line starts (the writer's fixed layout); used only to tell "not a trace at
-# all" (exit 2) from "a damaged trace" (exit 1, with verification's diagnosis).
-LINE_PREFIX_BYTES = b'{"digest":"'
+_NOTE_ERRORS = (_note.NoteError,)
+
+THREAT_MODEL = """\
+what verification proves:
+  on its own, the hash chain proves the file was not edited by accident or in part: a
+  changed, removed, inserted, reordered or torn event is named at its seq. It cannot prove
+  the file is the one that was published: whoever rewrites every event and recomputes every
+  digest and prev gets a trace that verifies, and a trace cut at a line boundary after a
+  terminal event looks complete.
+  --checkpoint CP: only a checkpoint the publisher put out (size, Merkle root, head) catches a
+  full rewrite or a truncation, and only if you got CP from the publisher, not beside the file.
+  A signature on CP says who put it out: an HMAC key (--key-file) is shared, so anyone who can
+  check it can forge it; use it for your own runs. A stranger needs a public-key signature:
+  a C2SP signed note with Ed25519 (`twinflow keygen`, `checkpoint --sign`, `verify --key`).
+to publish a run so a stranger can check it:
+  `twinflow keygen example.org/lab --out lab` once; publish lab.pub where strangers trust it;
+  for each run publish the trace and `twinflow checkpoint TRACE --sign lab.key --out cp.note`;
+  the stranger runs `twinflow verify TRACE --checkpoint cp.note --key lab.pub`. Later checkpoints of a
+  growing trace are tied to earlier ones by `twinflow prove TRACE --from-size N` and
+  `twinflow prove --check PROOF --checkpoint NEW --old-checkpoint OLD`; one event is shown to be
+  in a run by `twinflow prove TRACE --seq N` and `twinflow prove --check PROOF --checkpoint CP`.
+"""
+
+_MAX_SMALL_FILE = 1024 * 1024
 
 
 class UnreadableTrace(UserError):
     """The file is not a twinflow trace at all (missing, empty, another format)."""
+
+
+def _check_head(path: Path) -> None:
+    """Refuse what is not a trace at all (exit 2), reading only its first bytes."""
+    with path.open("rb") as f:
+        head = f.read(len(LINE_PREFIX))
+    if not head:
+        raise UnreadableTrace(f"{path}: the file is empty, not a twinflow trace")
+    if head != LINE_PREFIX:
+        raise UnreadableTrace(
+            f"{path}: not a twinflow trace (a trace is JSON lines starting with "
+            f"{LINE_PREFIX.decode()!r}); check the path"
+        )
 
 
 def read_trace_bytes(path: Path) -> bytes:
@@ -33,19 +93,12 @@ def read_trace_bytes(path: Path) -> bytes:
         UnreadableTrace: the file is empty or does not start with a trace line.
         OSError: the file cannot be read.
     """
-    data = path.read_bytes()
-    if not data:
-        raise UnreadableTrace(f"{path}: the file is empty, not a twinflow trace")
-    if not data.startswith(LINE_PREFIX_BYTES):
-        raise UnreadableTrace(
-            f"{path}: not a twinflow trace (a trace is JSON lines starting with "
-            f"{LINE_PREFIX_BYTES.decode()!r}); check the path"
-        )
-    return data
+    _check_head(path)
+    return path.read_bytes()
 
 
-def parse_trace(path: Path, data: bytes) -> Trace:
-    """Load the bytes `read_trace_bytes` read from ``path``; a damaged trace fails the check.
+def parse_trace(path: Path, data: bytes | Path) -> Trace:
+    """Load a trace (its bytes, or its path); a damaged trace fails the check.
 
     Raises:
         CheckFailed: the trace does not load (exit 1, naming ``path``).
@@ -53,74 +106,195 @@ def parse_trace(path: Path, data: bytes) -> Trace:
     try:
         return Trace.load(data)
     except TraceCorruptError as exc:
-        raise CheckFailed(f"{path}: {exc}", {"trace": str(path)}) from None
+        raise CheckFailed(f"{path}: {exc}", _corrupt_payload(path, exc)) from None
+
+
+def _corrupt_payload(path: Path, exc: TraceCorruptError) -> dict[str, Any]:
+    problem = exc.report.problem
+    return {"trace": str(path), "problem": None if problem is None else problem.to_json()}
 
 
 def _load(path: Path) -> Trace:
-    return parse_trace(path, read_trace_bytes(path))
+    _check_head(path)
+    return parse_trace(path, path)
 
 
-def _checkpoint_payload(checkpoint: Checkpoint) -> dict[str, Any]:
-    payload: dict[str, Any] = json.loads(canonical_bytes(checkpoint))
-    return payload
+def _small_file(path: Path, what: str) -> bytes:
+    with path.open("rb") as f:
+        data = f.read(_MAX_SMALL_FILE + 1)
+    if len(data) > _MAX_SMALL_FILE:
+        raise UserError(f"{path}: a {what} file is at most {_MAX_SMALL_FILE} bytes")
+    return data
+
+
+def _read_key(path: Path | None) -> bytes | None:
+    """An HMAC key file's bytes, exactly as written (a trailing newline is part of the key)."""
+    if path is None:
+        return None
+    key = _small_file(path, "key")
+    if not key:
+        raise UserError(f"{path}: the key file is empty; an empty key signs nothing")
+    return key
+
+
+def _read_checkpoint(path: Path) -> Checkpoint:
+    data = _small_file(path, "checkpoint")
+    try:
+        value = parse_json(data, max_depth=4)
+        if isinstance(value, dict):
+            value.pop("ok", None)  # `twinflow checkpoint --json` output is accepted as is
+        return Checkpoint.from_json(canonical_bytes(value))
+    except (TraceFormatError, ValueError) as exc:
+        raise UserError(f"{path}: not a checkpoint file ({_squash(exc)})") from None
+    except UserError:
+        raise
+    except Exception as exc:  # CanonicalError: not JSON at all
+        raise UserError(f"{path}: not a checkpoint file ({_squash(exc)})") from None
+
+
+def _squash(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    return Limits(max_line_bytes=args.max_line_bytes, max_depth=args.max_depth)
+
+
+def _add_limits(p: argparse.ArgumentParser) -> None:
+    defaults = Limits()
+    p.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=defaults.max_line_bytes,
+        metavar="N",
+        help=f"longest trace line accepted (default {defaults.max_line_bytes}, 16 MiB)",
+    )
+    p.add_argument(
+        "--max-depth",
+        type=int,
+        default=defaults.max_depth,
+        metavar="N",
+        help=f"deepest nesting of objects and arrays in an event (default {defaults.max_depth})",
+    )
+
+
+def _write_out(path: Path, payload: dict[str, Any]) -> None:
+    """Write a proof or checkpoint file: exclusively, never through a link, synced."""
+    _write_bytes(path, json.dumps(payload, indent=2, sort_keys=True).encode() + b"\n")
+
+
+def _write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write a new file exclusively (never through a link), synced; ``mode`` before any byte."""
+    fd = create_exclusive(path, "output file")
+    os.fchmod(fd, mode)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 # -- verify ---------------------------------------------------------------------------------
 
 
 def _configure_verify(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = THREAT_MODEL
     p.add_argument("trace", type=Path, help="the trace file (JSONL)")
     p.add_argument(
         "--checkpoint",
         type=Path,
-        help="a checkpoint JSON file (from `twinflow checkpoint --json`) the trace must match",
+        help="a checkpoint JSON file (from `twinflow checkpoint`) the trace must match",
     )
     p.add_argument(
         "--key-file",
         type=Path,
-        help="file holding the HMAC key the checkpoint must be signed with",
+        help="file holding the HMAC key the checkpoint must be signed with (bytes as written)",
+    )
+    p.add_argument(
+        "--key",
+        type=Path,
+        action="append",
+        metavar="VKEY",
+        help="a verifier key file (from `twinflow keygen`) that must have signed the C2SP "
+        "checkpoint; repeat for cosigners (every key given must have signed)",
     )
     p.add_argument(
         "--allow-incomplete",
         action="store_true",
         help="accept a trace without run_finished / run_failed (a run still in progress)",
     )
+    _add_limits(p)
 
 
-def _read_checkpoint(path: Path) -> Checkpoint:
-    try:
-        data = json.loads(path.read_bytes())
-        if isinstance(data, dict):
-            data.pop("ok", None)  # `twinflow checkpoint --json` output is accepted as is
-        return Checkpoint.model_validate(data)
-    except ValueError as exc:
+def _is_note(data: bytes) -> bool:
+    """A C2SP signed note starts with its origin line; a JSON checkpoint with ``{``."""
+    return data.lstrip()[:1] != b"{"
+
+
+def _open_signed_checkpoint(path: Path, keys: list[Path] | None) -> Checkpoint:
+    """Verify a C2SP signed checkpoint with the given verifier keys; the checkpoint it names.
+
+    Raises:
+        UserError: No key was given, a key file is not a verifier key, or the note does not
+            verify (unsigned by a given key, a bad signature, not a checkpoint).
+    """
+    data = _small_file(path, "checkpoint")
+    if not keys:
         raise UserError(
-            f"{path}: not a checkpoint file ({' '.join(str(exc).split())[:200]})"
+            f"{path} is a signed checkpoint: give the signer's verifier key with --key VKEY "
+            "(a signature is never passed over unchecked)"
+        )
+    try:
+        verifiers = [_note.parse_verifier_key(_small_file(k, "key")) for k in keys]
+        opened = _note.open_checkpoint(data, verifiers, required=len(verifiers))
+    except _NOTE_ERRORS as exc:
+        raise CheckFailed(
+            f"{path}: the signed checkpoint does not verify: {_squash(exc)}",
+            {"checkpoint": str(path), "problem": {"kind": "signature", "message": _squash(exc)}},
         ) from None
+    body = opened.body
+    # The note carries size and root; the head digest is implied by the root and not compared.
+    return Checkpoint(size=body.size, root=body.root_hash.hex(), head=GENESIS)
 
 
 def _verify(args: argparse.Namespace, out: Output) -> int:
-    data = read_trace_bytes(args.trace)
-    checkpoint = _read_checkpoint(args.checkpoint) if args.checkpoint else None
-    key = args.key_file.read_bytes().strip() if args.key_file else None
-    if key is not None and checkpoint is None:
-        raise UserError("--key-file needs --checkpoint: the key checks a checkpoint's signature")
+    _check_head(args.trace)
+    if (args.key or args.key_file) and not args.checkpoint:
+        raise UserError("--key and --key-file need --checkpoint: a key checks a checkpoint")
+    checkpoint = None
+    if args.checkpoint and _is_note(_small_file(args.checkpoint, "checkpoint")):
+        if args.key_file:
+            raise UserError("a C2SP signed checkpoint is checked with --key VKEY, not --key-file")
+        checkpoint = _open_signed_checkpoint(args.checkpoint, args.key)
+    elif args.checkpoint:
+        if args.key:
+            raise UserError(
+                f"{args.checkpoint} is a JSON checkpoint: --key checks C2SP signed checkpoints "
+                "(`twinflow checkpoint --sign`); use --key-file for an HMAC signature"
+            )
+        checkpoint = _read_checkpoint(args.checkpoint)
+    key = _read_key(args.key_file)
     report = verify_trace(
-        data, checkpoint=checkpoint, key=key, require_complete=not args.allow_incomplete
+        args.trace,
+        checkpoint=checkpoint,
+        key=key,
+        require_complete=not args.allow_incomplete,
+        limits=_limits(args),
     )
     payload = {
         "ok": report.ok,
         "trace": str(args.trace),
         "events": report.events,
-        "checkpoint": _checkpoint_payload(report.checkpoint),
-        "problem": None if report.problem is None else report.problem.model_dump(),
+        "checkpoint": report.checkpoint.to_json(),
+        "problem": None if report.problem is None else report.problem.to_json(),
     }
     if report.problem is not None:
-        problem = report.problem
-        raise CheckFailed(f"{args.trace}: {problem}", payload)
+        raise CheckFailed(f"{args.trace}: {report.problem}", payload)
     out.document(payload)
     out.line(f"ok: {args.trace}: {report.events} events verify")
     out.line(f"root {report.checkpoint.root} (size {report.checkpoint.size})")
+    if checkpoint is None:
+        out.line("(a hash chain alone does not catch a full rewrite: check a published checkpoint)")
     return EXIT_OK
 
 
@@ -133,20 +307,74 @@ def _configure_checkpoint(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--key-file", type=Path, help="sign the checkpoint with the HMAC key in this file"
     )
+    p.add_argument("--out", type=Path, help="also write the checkpoint to this new file")
+    p.add_argument(
+        "--sign",
+        type=Path,
+        action="append",
+        metavar="SKEY",
+        help="sign a C2SP checkpoint note with this signer key file (from `twinflow keygen`); "
+        "repeat to cosign",
+    )
+    p.add_argument(
+        "--origin",
+        help="the log's origin line of the C2SP checkpoint (default with --sign: the first key's name)",
+    )
+    _add_limits(p)
+
+
+def _signed_note(checkpoint: Checkpoint, keys: list[Path], origin: str | None) -> bytes:
+    try:
+        signers = [_note.parse_signer_key(_small_file(k, "key")) for k in keys]
+        body = _note.CheckpointBody(
+            origin or signers[0].name, checkpoint.size, bytes.fromhex(checkpoint.root)
+        )
+        return _note.sign_checkpoint(body, signers)
+    except _NOTE_ERRORS as exc:
+        raise UserError(f"cannot sign the checkpoint: {_squash(exc)}") from None
 
 
 def _checkpoint(args: argparse.Namespace, out: Output) -> int:
-    trace = _load(args.trace)
-    if args.size is not None and not 0 <= args.size <= trace.size:
-        raise UserError(f"--size {args.size}: the trace holds {trace.size} events")
-    key = args.key_file.read_bytes().strip() if args.key_file else None
-    checkpoint = trace.checkpoint(args.size, key=key)
-    out.document({"ok": True, **_checkpoint_payload(checkpoint)})
+    _check_head(args.trace)
+    key = _read_key(args.key_file)
+    if args.size is not None and args.size < 0:
+        raise UserError(f"--size {args.size}: a size is 0 or more")
+    try:
+        checkpoint = read_checkpoint(args.trace, args.size, limits=_limits(args))
+    except TraceCorruptError as exc:
+        raise CheckFailed(f"{args.trace}: {exc}", _corrupt_payload(args.trace, exc)) from None
+    except UserError as exc:
+        raise UserError(f"--size: {exc}") from None
+    if key is not None:
+        checkpoint = sign_checkpoint(checkpoint, key)
+    if args.sign:
+        if key is not None:
+            raise UserError(
+                "--sign (Ed25519, C2SP) and --key-file (HMAC) are two formats: pick one"
+            )
+        note = _signed_note(checkpoint, args.sign, args.origin)
+        if args.out:
+            _write_bytes(args.out, note)
+        out.document({"ok": True, **checkpoint.to_json(), "note": note.decode()})
+        out.line(note.decode().rstrip("\n"))
+        if args.out:
+            out.line(f"(written to {args.out})")
+        return EXIT_OK
+    body = checkpoint.note_body(args.origin) if args.origin else None
+    if args.out:
+        _write_out(args.out, checkpoint.to_json())
+    out.document({"ok": True, **checkpoint.to_json(), **({"note_body": body} if body else {})})
     out.line(f"size {checkpoint.size}")
     out.line(f"root {checkpoint.root}")
     out.line(f"head {checkpoint.head}")
     if checkpoint.signature:
         out.line(f"signature {checkpoint.signature}")
+    if body:
+        out.line("C2SP checkpoint body:")
+        for line in body.splitlines():
+            out.line(f"  {line}")
+    if args.out:
+        out.line(f"written to {args.out}")
     return EXIT_OK
 
 
@@ -154,35 +382,186 @@ def _checkpoint(args: argparse.Namespace, out: Output) -> int:
 
 
 def _configure_prove(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace", type=Path, help="the trace file (JSONL)")
-    p.add_argument("--seq", type=int, required=True, help="the event's sequence number")
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = (
+        "make a proof:   twinflow prove TRACE --seq N [--size S] [--out PROOF]\n"
+        "                twinflow prove TRACE --from-size N [--size S] [--out PROOF]\n"
+        "check a proof:  twinflow prove --check PROOF --checkpoint CP\n"
+        "                twinflow prove --check PROOF --checkpoint NEW --old-checkpoint OLD\n"
+        "Checking needs no trace: the checkpoints (from the publisher) are enough."
+    )
+    p.add_argument("trace", type=Path, nargs="?", help="the trace file (JSONL), to make a proof")
+    p.add_argument("--seq", type=int, help="prove this event is included")
+    p.add_argument(
+        "--from-size",
+        type=int,
+        metavar="N",
+        help="prove the trace (or its first --size events) extends its first N events",
+    )
     p.add_argument("--size", type=int, help="prove against the first SIZE events (default: all)")
+    p.add_argument("--out", type=Path, help="write the proof to this new file")
+    p.add_argument("--check", type=Path, metavar="PROOF", help="check this proof file")
+    p.add_argument("--checkpoint", type=Path, help="the checkpoint a proof is checked against")
+    p.add_argument(
+        "--old-checkpoint", type=Path, help="the earlier checkpoint a consistency proof extends"
+    )
+    _add_limits(p)
 
 
 def _prove(args: argparse.Namespace, out: Output) -> int:
-    from twinflow.agent import check_inclusion
-
-    trace = _load(args.trace)
-    size = trace.size if args.size is None else args.size
-    if not 1 <= size <= trace.size:
-        raise UserError(f"--size {size}: the trace holds {trace.size} events")
-    if not 0 <= args.seq < size:
-        raise UserError(f"--seq {args.seq}: events are numbered 0 to {size - 1}")
-    proof = trace.inclusion_proof(args.seq, size)
-    checkpoint = trace.checkpoint(size)
-    # Check our own output before printing it: a proof we cannot verify is a bug to report.
-    check_inclusion(proof, checkpoint)
-    out.document(
-        {
-            "ok": True,
-            "proof": json.loads(canonical_bytes(proof)),
-            "checkpoint": _checkpoint_payload(checkpoint),
-        }
-    )
-    out.line(f"event {args.seq} (digest {proof.event_digest}) is in the trace of size {size}")
-    out.line(f"root {checkpoint.root}")
-    for index, node in enumerate(proof.path):
+    if args.check is not None:
+        return _check_proof(args, out)
+    if args.trace is None:
+        raise UserError("give a TRACE to make a proof, or --check PROOF --checkpoint CP")
+    if (args.seq is None) == (args.from_size is None):
+        raise UserError("give exactly one of --seq N (inclusion) or --from-size N (consistency)")
+    if args.checkpoint or args.old_checkpoint:
+        raise UserError("--checkpoint and --old-checkpoint go with --check")
+    _check_head(args.trace)
+    limits = _limits(args)
+    try:
+        if args.seq is not None:
+            if args.seq < 0:
+                raise UserError(f"--seq {args.seq}: events are numbered from 0")
+            try:
+                proof, checkpoint = prove_inclusion(args.trace, args.seq, args.size, limits=limits)
+            except UserError as exc:
+                raise UserError(f"--seq {args.seq}: {exc}") from None
+            check_inclusion(proof, checkpoint)  # a proof we cannot verify is a bug to report
+            checkpoints = {"checkpoint": checkpoint.to_json()}
+            summary = f"event {args.seq} (digest {proof.event_digest}) is in the first {proof.size}"
+            proof_json = proof.to_json()
+        else:
+            try:
+                consistency, old, new = prove_consistency(
+                    args.trace, args.from_size, args.size, limits=limits
+                )
+            except UserError as exc:
+                raise UserError(f"--from-size {args.from_size}: {exc}") from None
+            check_consistency(consistency, old, new)
+            checkpoints = {"old_checkpoint": old.to_json(), "checkpoint": new.to_json()}
+            summary = f"the first {new.size} events extend the first {old.size}"
+            proof_json = consistency.to_json()
+    except TraceCorruptError as exc:
+        raise CheckFailed(f"{args.trace}: {exc}", _corrupt_payload(args.trace, exc)) from None
+    if args.out:
+        _write_out(args.out, proof_json)
+    out.document({"ok": True, "proof": proof_json, **checkpoints})
+    out.line(summary)
+    out.line(f"root {checkpoints['checkpoint']['root']}")
+    for index, node in enumerate(proof_json["path"]):
         out.line(f"  path[{index}] {node}")
+    if args.out:
+        out.line(f"proof written to {args.out}")
+    return EXIT_OK
+
+
+def _check_proof(args: argparse.Namespace, out: Output) -> int:
+    if args.trace is not None or args.seq is not None or args.from_size is not None:
+        raise UserError("--check takes no TRACE, --seq or --from-size: the proof holds them")
+    if args.checkpoint is None:
+        raise UserError("--check needs --checkpoint CP (the checkpoint the proof leads to)")
+    try:
+        proof = load_proof(_small_file(args.check, "proof"))
+    except TraceFormatError as exc:
+        raise UserError(f"{args.check}: not a proof file ({_squash(exc)})") from None
+    checkpoint = _read_checkpoint(args.checkpoint)
+    try:
+        if isinstance(proof, InclusionProof):
+            if args.old_checkpoint:
+                raise UserError("an inclusion proof is checked against one --checkpoint")
+            check_inclusion(proof, checkpoint)
+            summary = (
+                f"ok: event {proof.seq} (digest {proof.event_digest}) is in the checkpoint "
+                f"of size {checkpoint.size}"
+            )
+        else:
+            assert isinstance(proof, ConsistencyProof)
+            if args.old_checkpoint is None:
+                raise UserError("a consistency proof needs --old-checkpoint OLD as well")
+            old = _read_checkpoint(args.old_checkpoint)
+            check_consistency(proof, old, checkpoint)
+            summary = (
+                f"ok: the checkpoint of size {checkpoint.size} extends the one of size {old.size}"
+            )
+    except InvalidProofError as exc:
+        raise CheckFailed(
+            f"{args.check}: the proof does not hold: {exc}",
+            {"proof": str(args.check), "reason": str(exc)},
+        ) from None
+    out.document({"ok": True, "proof": proof.to_json()})
+    out.line(summary)
+    return EXIT_OK
+
+
+# -- keygen ---------------------------------------------------------------------------------
+
+
+def _configure_keygen(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "name", help="the key's name (C2SP: usually the log's origin, e.g. example.org/lab)"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="PREFIX",
+        help="write PREFIX.key (the signer key, mode 0600: keep it secret) and PREFIX.pub "
+        "(the verifier key: publish it)",
+    )
+
+
+def _keygen(args: argparse.Namespace, out: Output) -> int:
+    from twinflow.kernel import SystemIds  # the one source of real entropy
+
+    try:
+        signer = _note.generate_key(args.name, SystemIds().secret(32))
+    except _NOTE_ERRORS as exc:
+        raise UserError(f"cannot make a key named {args.name!r}: {_squash(exc)}") from None
+    secret, public = Path(f"{args.out}.key"), Path(f"{args.out}.pub")
+    for path in (secret, public):
+        if os.path.lexists(path):
+            raise UserError(f"{path} already exists; keys are never overwritten")
+    _write_bytes(secret, signer.text.encode() + b"\n", 0o600)
+    _write_bytes(public, signer.verifier.text.encode() + b"\n")
+    out.document({"ok": True, "signer_key_file": str(secret), "verifier_key": signer.verifier.text})
+    out.line(f"signer key (secret): {secret}")
+    out.line(f"verifier key (publish it): {public}")
+    out.line(signer.verifier.text)
+    return EXIT_OK
+
+
+# -- repair ---------------------------------------------------------------------------------
+
+
+def _configure_repair(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace", type=Path, help="the trace file (JSONL)")
+
+
+def _repair(args: argparse.Namespace, out: Output) -> int:
+    if args.trace.is_symlink():
+        raise UserError(f"{args.trace}: is a symbolic link; repair the file it points to")
+    _check_head(args.trace)
+    result = repair_trace(args.trace)
+    moved = {"moved_to": result.moved_to, "moved_bytes": result.moved_bytes}
+    report = verify_trace(args.trace, require_complete=False)
+    if report.problem is not None:
+        raise CheckFailed(
+            f"{args.trace}: "
+            + (
+                f"moved {result.moved_bytes} torn bytes to {result.moved_to}, but "
+                if result.moved_to
+                else ""
+            )
+            + f"the trace does not verify: {report.problem}",
+            {"trace": str(args.trace), **moved, "problem": report.problem.to_json()},
+        )
+    out.document({"ok": True, **moved, "events": report.events})
+    if result.moved_to is None:
+        out.line(f"{args.trace}: ends with a complete line; nothing to repair")
+    else:
+        out.line(f"moved the torn last line ({result.moved_bytes} bytes) to {result.moved_to}")
+    out.line(f"{report.events} events verify")
     return EXIT_OK
 
 
@@ -200,7 +579,7 @@ def _configure_diff(p: argparse.ArgumentParser) -> None:
 
 
 def _event_json(trace: Trace, seq: int) -> Any:
-    return json.loads(canonical_bytes(trace.events[seq]))
+    return json.loads(trace.encoded[seq])
 
 
 def _diff(args: argparse.Namespace, out: Output) -> int:
@@ -241,7 +620,7 @@ Handler = Callable[[argparse.Namespace, Output], int]
 
 COMMANDS: dict[str, tuple[str, Configure, Handler]] = {
     "verify": (
-        "verify a trace: hash chain, digests, completeness (and a checkpoint)",
+        "verify a trace: format, hash chain, digests, completeness (and a checkpoint)",
         _configure_verify,
         _verify,
     ),
@@ -250,7 +629,21 @@ COMMANDS: dict[str, tuple[str, Configure, Handler]] = {
         _configure_checkpoint,
         _checkpoint,
     ),
-    "prove": ("print an RFC 9162 inclusion proof for one event", _configure_prove, _prove),
+    "prove": (
+        "make or check an RFC 9162 inclusion or consistency proof",
+        _configure_prove,
+        _prove,
+    ),
+    "keygen": (
+        "make an Ed25519 signer key and its verifier key (C2SP signed-note text forms)",
+        _configure_keygen,
+        _keygen,
+    ),
+    "repair": (
+        "move a torn last line aside (as a crashed writer leaves it)",
+        _configure_repair,
+        _repair,
+    ),
     "diff": (
         "show where two runs' behaviour differs (--exact: the first differing event's bytes)",
         _configure_diff,

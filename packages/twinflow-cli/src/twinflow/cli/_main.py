@@ -92,13 +92,24 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
     ),
     "verify": (
         "twinflow.cli._commands",
-        "verify a trace: hash chain, digests, completeness (and a checkpoint)",
+        "verify a trace: format, hash chain, digests, completeness (and a checkpoint)",
     ),
     "checkpoint": (
         "twinflow.cli._commands",
         "print a trace's checkpoint: size, Merkle root, head (optionally signed)",
     ),
-    "prove": ("twinflow.cli._commands", "print an RFC 9162 inclusion proof for one event"),
+    "prove": (
+        "twinflow.cli._commands",
+        "make or check an RFC 9162 inclusion or consistency proof",
+    ),
+    "keygen": (
+        "twinflow.cli._commands",
+        "make an Ed25519 signer key and its verifier key (C2SP signed-note text forms)",
+    ),
+    "repair": (
+        "twinflow.cli._commands",
+        "move a torn last line aside (as a crashed writer leaves it)",
+    ),
     "diff": (
         "twinflow.cli._commands",
         "show where two runs' behaviour differs (--exact: the first differing event's bytes)",

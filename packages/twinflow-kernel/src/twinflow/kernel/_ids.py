@@ -6,6 +6,7 @@ displays them cannot tell the adapters apart; counting ids are short and readabl
 
 from __future__ import annotations
 
+import os
 import random
 import uuid
 
@@ -22,6 +23,10 @@ class SystemIds:
     def call_id(self) -> CallId:
         """Return a new random call id."""
         return CallId(f"call_{uuid.uuid4().hex[:24]}")
+
+    def secret(self, size: int = 32) -> bytes:
+        """Return ``size`` bytes from the operating system's CSPRNG (a new signing key's seed)."""
+        return os.urandom(size)
 
 
 class CountingIds:

@@ -3,31 +3,39 @@
 Every twinflow package raises errors under one root, so a caller can catch "anything twinflow
 refused" with one clause::
 
-    TwinflowError                      root of every twinflow error, in every package
+    TwinflowError                      root of every twinflow error, in every package (twinflow.trace)
     ├── UserError                      a usage mistake (bad argument, bad config), not a run-time failure
     └── VocabError                     raised by twinflow.vocab
         ├── InvalidValueError          a value refused at construction (also a ValueError)
         ├── CanonicalError             a value that has no RFC 8785 form, or bytes that are not canonical JSON
+        │                              (also a twinflow.trace.CanonicalError, the encoder's own error)
         ├── WireFormatError            a provider payload that does not match its wire format (`.path`)
         └── StructuredOutputError      no valid structured output after every attempt (`.attempts`)
 
-Other packages hang their own subtree under `TwinflowError` (for example `KernelError`).
+Other packages hang their own subtree under `TwinflowError` (for example `KernelError`). The root
+and `UserError` are defined in `twinflow.trace`, the lowest layer, and re-exported here.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from twinflow.trace import CanonicalError as _TraceCanonicalError
+from twinflow.trace import TwinflowError, UserError
+
 if TYPE_CHECKING:
     from twinflow.vocab._protocols import Attempt
 
 
-class TwinflowError(Exception):
-    """Root of every error raised by a twinflow package."""
-
-
-class UserError(TwinflowError):
-    """A usage mistake (a bad argument or configuration), as opposed to a run-time failure."""
+__all__ = [
+    "CanonicalError",
+    "InvalidValueError",
+    "StructuredOutputError",
+    "TwinflowError",
+    "UserError",
+    "VocabError",
+    "WireFormatError",
+]
 
 
 class VocabError(TwinflowError):
@@ -38,8 +46,12 @@ class InvalidValueError(VocabError, ValueError):
     """A value was refused at construction: the message names the field and the rule broken."""
 
 
-class CanonicalError(VocabError):
-    """A value has no RFC 8785 canonical form, or bytes given as canonical JSON are not."""
+class CanonicalError(VocabError, _TraceCanonicalError):
+    """A value has no RFC 8785 canonical form, or bytes given as canonical JSON are not.
+
+    Attributes:
+        reason: What is wrong, as `twinflow.trace.CanonicalError.reason` names it.
+    """
 
 
 class WireFormatError(VocabError):

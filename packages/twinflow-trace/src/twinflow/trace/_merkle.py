@@ -4,9 +4,14 @@ Hashing follows RFC 9162 section 2.1.1 (the same as RFC 6962): a leaf hash is
 ``sha256(0x00 || leaf)``, an interior node is ``sha256(0x01 || left || right)`` and the
 empty tree hashes to ``sha256(b"")``.
 
-The tree keeps every complete, aligned subtree hash (``levels[h][i]`` covers leaves
+`MerkleTree` keeps every complete, aligned subtree hash (``levels[h][i]`` covers leaves
 ``i * 2**h`` to ``(i + 1) * 2**h``), so an append costs one leaf hash plus, amortised,
 one node hash, a root costs O(log n), and a proof costs O(log n) node look-ups.
+
+`Frontier` is the streaming form: it keeps only the roots of the O(log n) complete subtrees
+that make up the tree so far (a "compact range"), so a verifier's memory does not grow with the
+trace. `inclusion_ranges` and `consistency_ranges` name the subtrees a proof is made of, so a
+single streaming pass with one `Frontier` per range builds the proof in O(log n) memory too.
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from twinflow.agent._errors import InvalidProofError
+from twinflow.trace._errors import InvalidProofError
 
 __all__ = [
     "EMPTY_ROOT",
+    "Frontier",
     "MerkleTree",
     "leaf_hash",
     "node_hash",
@@ -225,6 +231,108 @@ class MerkleTree:
         else:
             self._subproof(m - k, start + k, end, False, out)
             out.append(self._subtree(start, start + k))
+
+
+class Frontier:
+    """The roots of the complete subtrees of an append-only tree: O(log n) hashes.
+
+    Appending a leaf hash merges equal-height roots, exactly as `MerkleTree.append_hash` closes
+    subtrees, so ``root()`` equals ``MerkleTree.root()`` over the same leaves.
+    """
+
+    __slots__ = ("_roots", "size")
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self._roots: list[bytes] = []
+        self.size = 0
+        """Leaves appended."""
+
+    def append_hash(self, hashed: bytes) -> None:
+        """Append one 32-byte leaf hash."""
+        roots = self._roots
+        roots.append(hashed)
+        n = self.size
+        # Each trailing 1 bit of the old size is a complete subtree the new leaf closes.
+        while n & 1:
+            right = roots.pop()
+            roots[-1] = hashlib.sha256(_NODE_PREFIX + roots[-1] + right).digest()
+            n >>= 1
+        self.size += 1
+
+    def root(self) -> bytes:
+        """The Merkle tree hash of the leaves so far (`EMPTY_ROOT` when there are none)."""
+        if not self._roots:
+            return EMPTY_ROOT
+        roots = self._roots
+        r = roots[-1]
+        for left in reversed(roots[:-1]):
+            r = node_hash(left, r)
+        return r
+
+
+def _split(n: int) -> int:
+    return _largest_power_of_two_below(n)
+
+
+def inclusion_ranges(index: int, size: int) -> tuple[tuple[int, int], ...]:
+    """The leaf ranges whose tree hashes make up the inclusion proof of ``index`` in ``size``.
+
+    Args:
+        index: The leaf index.
+        size: The tree size.
+
+    Returns:
+        ``(start, end)`` ranges in proof order (from the leaf's sibling upwards).
+
+    Raises:
+        ValueError: ``index`` is not a leaf of a tree of ``size`` leaves.
+    """
+    if not 0 <= index < size:
+        raise ValueError(f"leaf index {index} is outside a tree of {size} leaves")
+    out: list[tuple[int, int]] = []
+    start, end, m = 0, size, index
+    while end - start > 1:
+        k = _split(end - start)
+        if m < k:
+            out.append((start + k, end))
+            end = start + k
+        else:
+            out.append((start, start + k))
+            start, m = start + k, m - k
+    return tuple(reversed(out))
+
+
+def consistency_ranges(size1: int, size2: int) -> tuple[tuple[int, int], ...]:
+    """The leaf ranges whose tree hashes make up the consistency proof from ``size1`` to ``size2``.
+
+    Args:
+        size1: The earlier size.
+        size2: The later size.
+
+    Returns:
+        ``(start, end)`` ranges in proof order (RFC 9162 2.1.4.1); empty for the trivial cases.
+
+    Raises:
+        ValueError: The sizes are not ``0 <= size1 <= size2``.
+    """
+    if not 0 <= size1 <= size2:
+        raise ValueError(f"size1 {size1} must be between 0 and size2 {size2}")
+    if size1 in (0, size2):
+        return ()
+    out: list[tuple[int, int]] = []
+    start, end, m, complete = 0, size2, size1, True
+    while m != end - start:
+        k = _split(end - start)
+        if m <= k:
+            out.append((start + k, end))
+            end = start + k
+        else:
+            out.append((start, start + k))
+            start, m, complete = start + k, m - k, False
+    if not complete:
+        out.append((start, end))
+    return tuple(reversed(out))
 
 
 def _check_hash(name: str, value: bytes) -> None:

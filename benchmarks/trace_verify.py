@@ -1,0 +1,189 @@
+"""Trace verification against its peer: a streaming `json.loads` + sha256 pass over the same file.
+
+Writes a synthetic trace of valid agent events (about 300 bytes each, the size of a real run's
+events), then runs each operation in its own fresh interpreter, so its peak memory is its own:
+
+- `json.loads+sha256`: the peer, a streaming pass that parses and hashes each line;
+- `trace.verify_trace`: the stdlib leaf's strict, streaming verify (what an auditor runs);
+- `agent.verify_trace`: the same walk plus the typed event check (what `twinflow verify` runs);
+- `trace.read_checkpoint`, `trace.prove_inclusion`: the streaming checkpoint and proof;
+- `agent Trace.load`: typed events in memory (what replay and diff need).
+
+Each is timed best-of-`--runs`; the table gives throughput as a ratio to the peer measured in the
+same run, and peak memory above the child interpreter's baseline (its high-water mark after its
+imports, before the file is opened; printed too), also as a ratio to the file size. Then the import cost of
+`twinflow.trace` against an empty interpreter (best of 15 fresh interpreters, startup excluded).
+
+Targets (issue 13): verify >= 0.5 of the peer and <= 64 MB above baseline at 1e6 events;
+Trace.load >= 0.25 of the peer and <= 3x the file; import <= 30 ms above an empty interpreter.
+
+Run: .venv/bin/python benchmarks/trace_verify.py [--events 50000] [--million] [--runs 3] [--skip-load]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from vocab_canonical import import_times  # this folder: sys.path[0]
+
+from twinflow.trace import GENESIS, canonical_bytes, encode_line
+
+CHILD = r"""
+import json, sys, time, hashlib
+op, path = sys.argv[1], sys.argv[2]
+
+def hwm_kb():
+    # VmHWM is per address space, so it starts afresh at exec (ru_maxrss keeps the parent's).
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+
+import twinflow.trace as trace
+if op.startswith("agent"):
+    import twinflow.agent as agent
+base = hwm_kb()
+t = time.perf_counter()
+if op == "json.loads+sha256":
+    n = 0
+    with open(path, "rb") as f:
+        for line in f:
+            hashlib.sha256(line).digest()
+            json.loads(line)
+            n += 1
+elif op == "trace.verify_trace":
+    r = trace.verify_trace(path)
+    assert r.ok, r.problem
+elif op == "agent.verify_trace":
+    r = agent.verify_trace(path)
+    assert r.ok, r.problem
+elif op == "trace.read_checkpoint":
+    trace.read_checkpoint(path)
+elif op == "trace.prove_inclusion":
+    trace.prove_inclusion(path, 12345 % 1000)
+elif op == "agent Trace.load":
+    loaded = agent.Trace.load(path)
+    assert loaded.size > 0
+elapsed = time.perf_counter() - t
+peak = hwm_kb()
+print(json.dumps({"seconds": elapsed, "peak_kb": peak - base, "base_kb": base}))
+"""
+
+OPS = (
+    "json.loads+sha256",
+    "trace.verify_trace",
+    "agent.verify_trace",
+    "trace.read_checkpoint",
+    "trace.prove_inclusion",
+    "agent Trace.load",
+)
+
+
+def write_trace(path: Path, events: int) -> None:
+    """A complete trace of ``events`` valid agent events (policy decisions and tool calls)."""
+    prev = GENESIS
+    with path.open("wb") as f:
+        for seq in range(events):
+            if seq == events - 1:
+                body: dict[str, object] = {
+                    "kind": "run_failed",
+                    "run_id": "run_0001",
+                    "steps": seq,
+                    "error_type": "MaxStepsExceeded",
+                    "message": "the model was still calling tools",
+                }
+            elif seq % 2:
+                body = {
+                    "kind": "tool_called",
+                    "call_id": f"call_{seq:08d}",
+                    "tool": "get_weather",
+                    "arguments": {
+                        "city": "Paris",
+                        "days": seq % 7,
+                        "units": "metric",
+                        "hourly": False,
+                    },
+                }
+            else:
+                body = {
+                    "kind": "policy_decided",
+                    "call_id": f"call_{seq + 1:08d}",
+                    "tool": "get_weather",
+                    "decision": "allow",
+                    "by": "policy",
+                    "reason": "allowed by name",
+                    "arguments": None,
+                }
+            event = {
+                "at": f"2026-01-01T00:{seq // 60 % 60:02d}:{seq % 60:02d}.123456Z",
+                "body": body,
+                "prev": prev,
+                "seq": seq,
+            }
+            line, prev = encode_line(canonical_bytes(event))
+            f.write(line)
+
+
+def measure(op: str, path: Path) -> dict[str, float]:
+    """Run one operation in a fresh interpreter; its seconds and peak kB above its baseline."""
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, op, str(path)], capture_output=True, text=True, check=True
+    )
+    result: dict[str, float] = json.loads(out.stdout)
+    return result
+
+
+def main() -> None:
+    """Write the trace, measure every operation, print the table and the import cost."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=50_000)
+    parser.add_argument("--million", action="store_true", help="1e6 events (the issue's figure)")
+    parser.add_argument("--runs", type=int, default=3, help="best of this many runs per operation")
+    parser.add_argument(
+        "--skip-load",
+        action="store_true",
+        help="leave out Trace.load (about 6x the file in memory: 2+ GB at 1e6 events)",
+    )
+    args = parser.parse_args()
+    ops = tuple(op for op in OPS if not (args.skip_load and op == "agent Trace.load"))
+    events = 1_000_000 if args.million else args.events
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.jsonl"
+        write_trace(path, events)
+        size = path.stat().st_size
+        print(f"{events} events, {size / 1e6:.1f} MB ({size / events:.0f} bytes per line)")
+        print(f"sha256 of the file: {hashlib.sha256(path.read_bytes()).hexdigest()[:16]}...")
+        best: dict[str, dict[str, float]] = {}
+        for _ in range(args.runs):
+            for op in ops:  # interleaved, so a busy moment hits every operation alike
+                got = measure(op, path)
+                if op not in best or got["seconds"] < best[op]["seconds"]:
+                    best[op] = {**got, "peak_kb": max(got["peak_kb"], best.get(op, got)["peak_kb"])}
+        peer = best["json.loads+sha256"]["seconds"]
+        print(f"best of {args.runs} runs, each in a fresh interpreter:")
+        print(
+            f"  {'operation':<24}{'seconds':>9}{'events/s':>12}{'vs peer':>9}"
+            f"{'+peak MB':>9}{'x file':>8}{'base MB':>9}"
+        )
+        for op in ops:
+            s, kb = best[op]["seconds"], best[op]["peak_kb"]
+            print(
+                f"  {op:<24}{s:>9.2f}{events / s:>12,.0f}{peer / s:>9.2f}"
+                f"{kb / 1024:>9.1f}{kb * 1024 / size:>8.2f}{best[op]['base_kb'] / 1024:>9.1f}"
+            )
+    runs = 15
+    statements = ("pass", "import twinflow.trace", "import json, hashlib")
+    times = import_times(statements, runs)
+    print(f"import cost above an empty interpreter (best of {runs} fresh interpreters):")
+    for statement in statements[1:]:
+        print(f"  {statement:<24}{(times[statement] - times['pass']) * 1000:>7.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+"""The proof story on the command line: signed checkpoints, proofs checked without the trace, repair."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from twinflow.agent import Agent, FunctionModel, MemoryTraceSink
+from twinflow.cli._main import main
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.vocab import Message
+
+
+def run_trace(replies: int = 1) -> bytes:
+    """A real trace of a run (a longer one for more replies)."""
+    sink = MemoryTraceSink()
+    agent = Agent(
+        FunctionModel(lambda request: Message.assistant("hi")),
+        clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        ids=CountingIds(),
+        trace=sink,
+    )
+    for _ in range(replies):
+        agent.run("hello")
+    return sink.data
+
+
+def twinflow(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object], str]:
+    """Run `twinflow ARGV --json` in-process: exit code, JSON document, stderr."""
+    code = main([*argv, "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out) if captured.out else {}, captured.err
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory holding a finished trace and a longer one that extends it."""
+    monkeypatch.chdir(tmp_path)
+    longer = run_trace(3)
+    short = longer[: len(run_trace(1))]
+    (tmp_path / "short.jsonl").write_bytes(short)
+    (tmp_path / "long.jsonl").write_bytes(longer)
+    return tmp_path
+
+
+def test_signed_checkpoint_verifies_and_catches_a_rewrite(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """keygen, checkpoint --sign, verify --key: ok; a rewritten trace, a wrong key or none: refused."""
+    assert 0 == twinflow(capsys, "keygen", "example.org/lab", "--out", "lab")[0]
+    assert 0 == twinflow(capsys, "keygen", "example.org/other", "--out", "other")[0]
+    assert 0o600 == (work / "lab.key").stat().st_mode & 0o777
+    code, doc, _ = twinflow(
+        capsys, "checkpoint", "short.jsonl", "--sign", "lab.key", "--out", "cp.note"
+    )
+    assert (0, "example.org/lab\n") == (code, str(doc["note"]).split("\n", 1)[0] + "\n")
+    ok = twinflow(capsys, "verify", "short.jsonl", "--checkpoint", "cp.note", "--key", "lab.pub")
+    wrong = twinflow(
+        capsys, "verify", "short.jsonl", "--checkpoint", "cp.note", "--key", "other.pub"
+    )
+    none = twinflow(capsys, "verify", "short.jsonl", "--checkpoint", "cp.note")
+    rewritten = run_trace(1).replace(b'"hello"', b'"HELLO"')
+    # Re-chain the rewrite the way a forger would: every digest and prev recomputed.
+    (work / "forged.jsonl").write_bytes(_rechain(rewritten))
+    forged_alone = twinflow(capsys, "verify", "forged.jsonl")
+    forged = twinflow(
+        capsys, "verify", "forged.jsonl", "--checkpoint", "cp.note", "--key", "lab.pub"
+    )
+    assert (0, 1, 2) == (ok[0], wrong[0], none[0])
+    assert (0, 1) == (forged_alone[0], forged[0])
+    assert "checkpoint" == forged[1]["problem"]["kind"]  # type: ignore[index]
+
+
+def _rechain(data: bytes) -> bytes:
+    """Recompute every digest and prev of a trace (a full rewrite)."""
+    from twinflow.trace import GENESIS, canonical_bytes, encode_line
+
+    prev, out = GENESIS, []
+    for line in data.splitlines():
+        event = json.loads(line)["event"]
+        event["prev"] = prev
+        framed, prev = encode_line(canonical_bytes(event))
+        out.append(framed)
+    return b"".join(out)
+
+
+def test_cosigned_checkpoint_needs_every_key_given(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A checkpoint signed by two keys verifies with both; one signer alone does not satisfy two keys."""
+    for name in ("a", "b"):
+        twinflow(capsys, "keygen", f"example.org/{name}", "--out", name)
+    twinflow(
+        capsys,
+        "checkpoint",
+        "short.jsonl",
+        "--sign",
+        "a.key",
+        "--sign",
+        "b.key",
+        "--out",
+        "both.note",
+    )
+    twinflow(capsys, "checkpoint", "short.jsonl", "--sign", "a.key", "--out", "one.note")
+    both = twinflow(
+        capsys,
+        "verify",
+        "short.jsonl",
+        "--checkpoint",
+        "both.note",
+        "--key",
+        "a.pub",
+        "--key",
+        "b.pub",
+    )
+    one = twinflow(
+        capsys,
+        "verify",
+        "short.jsonl",
+        "--checkpoint",
+        "one.note",
+        "--key",
+        "a.pub",
+        "--key",
+        "b.pub",
+    )
+    assert (0, 1) == (both[0], one[0])
+
+
+def test_inclusion_proof_is_checked_without_the_trace(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """prove --seq writes a proof file; prove --check verifies it against the checkpoint alone."""
+    twinflow(capsys, "checkpoint", "long.jsonl", "--out", "cp.json")
+    assert 0 == twinflow(capsys, "prove", "long.jsonl", "--seq", "3", "--out", "p.json")[0]
+    (work / "long.jsonl").unlink()
+    ok = twinflow(capsys, "prove", "--check", "p.json", "--checkpoint", "cp.json")
+    proof = json.loads((work / "p.json").read_text())
+    proof["seq"] = 4
+    (work / "bad.json").write_text(json.dumps(proof))
+    bad = twinflow(capsys, "prove", "--check", "bad.json", "--checkpoint", "cp.json")
+    assert (0, 1) == (ok[0], bad[0])
+
+
+def test_a_later_checkpoint_is_proved_to_extend_an_earlier_one(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """prove --from-size writes a consistency proof; --check with both checkpoints verifies it."""
+    twinflow(capsys, "checkpoint", "short.jsonl", "--out", "old.json")
+    twinflow(capsys, "checkpoint", "long.jsonl", "--out", "new.json")
+    size = json.loads((work / "old.json").read_text())["size"]
+    assert (
+        0 == twinflow(capsys, "prove", "long.jsonl", "--from-size", str(size), "--out", "c.json")[0]
+    )
+    ok = twinflow(
+        capsys,
+        "prove",
+        "--check",
+        "c.json",
+        "--checkpoint",
+        "new.json",
+        "--old-checkpoint",
+        "old.json",
+    )
+    swapped = twinflow(
+        capsys,
+        "prove",
+        "--check",
+        "c.json",
+        "--checkpoint",
+        "old.json",
+        "--old-checkpoint",
+        "new.json",
+    )
+    (work / "other.jsonl").write_bytes(_rechain(run_trace(3).replace(b'"hello"', b'"howdy"')))
+    twinflow(capsys, "checkpoint", "other.jsonl", "--out", "other.json")
+    foreign = twinflow(
+        capsys,
+        "prove",
+        "--check",
+        "c.json",
+        "--checkpoint",
+        "other.json",
+        "--old-checkpoint",
+        "old.json",
+    )
+    assert (0, 1, 1) == (ok[0], swapped[0], foreign[0])
+
+
+def test_repair_moves_a_torn_line_and_the_trace_verifies(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """twinflow repair moves the torn bytes to TRACE.partial; the rest verifies."""
+    data = (work / "long.jsonl").read_bytes()
+    (work / "long.jsonl").write_bytes(data[:-25])
+    code, doc, _ = twinflow(capsys, "repair", "long.jsonl")
+    torn = len(data.splitlines(keepends=True)[-1]) - 25
+    assert (0, torn) == (code, doc["moved_bytes"])
+    assert 0 == twinflow(capsys, "verify", "long.jsonl", "--allow-incomplete")[0]
+
+
+def test_an_hmac_key_file_is_used_as_written(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI and the API sign with the same bytes: a key file's newline is part of the key."""
+    from twinflow.trace import Checkpoint, read_checkpoint, sign_checkpoint
+
+    (work / "k").write_bytes(b"secret\n")
+    (work / "empty").write_bytes(b"")
+    code, doc, _ = twinflow(capsys, "checkpoint", "short.jsonl", "--key-file", "k")
+    api = sign_checkpoint(read_checkpoint(work / "short.jsonl"), b"secret\n")
+    empty = twinflow(capsys, "checkpoint", "short.jsonl", "--key-file", "empty")
+    assert (0, api.signature, 2) == (code, doc["signature"], empty[0])
+    assert isinstance(api, Checkpoint)
+
+
+def test_verify_help_states_the_threat_model(capsys: pytest.CaptureFixture[str]) -> None:
+    """`twinflow verify --help` says what a chain proves, what needs a checkpoint, how to publish."""
+    with pytest.raises(SystemExit) as done:
+        main(["verify", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert 0 == done.value.code
+    for phrase in (
+        "not edited by accident or in part",
+        "a full rewrite or a truncation",
+        "anyone who can check it can forge it",
+        "to publish a run so a stranger can check it",
+    ):
+        assert phrase in text

@@ -1,0 +1,101 @@
+"""The errors of twinflow.trace, and the root of every twinflow error.
+
+The trace leaf is the lowest layer, so the root of the workspace's error tree lives here and
+`twinflow.vocab` re-exports it (one ``except TwinflowError`` still catches every package)::
+
+    TwinflowError                                  root of every twinflow error, in every package
+    ├── UserError                                  a usage mistake (bad argument, key or limit)
+    └── TraceError                                 raised by twinflow.trace
+        ├── CanonicalError                         a value with no RFC 8785 form, or bytes that are not canonical JSON
+        ├── TraceFormatError(TraceError, ValueError)  a file that is not what it claims (proof, checkpoint, key)
+        ├── TraceExistsError(TraceError, FileExistsError)  refusing to write over (or through) an existing path
+        ├── TraceWriteError                        the trace (or a repair side file) could not be written: disk full, ...
+        ├── TraceCorruptError                      a trace that does not verify was read as events (`.report`)
+        ├── SignatureError                         a checkpoint signature is missing, empty-keyed or wrong
+        └── InvalidProofError(TraceError, ValueError)  an inclusion / consistency proof fails
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from twinflow.trace._verify import VerificationReport
+
+__all__ = [
+    "CanonicalError",
+    "InvalidProofError",
+    "SignatureError",
+    "TraceCorruptError",
+    "TraceError",
+    "TraceExistsError",
+    "TraceFormatError",
+    "TraceWriteError",
+    "TwinflowError",
+    "UserError",
+]
+
+
+class TwinflowError(Exception):
+    """Root of every error raised by a twinflow package."""
+
+
+class UserError(TwinflowError):
+    """A usage mistake (a bad argument or configuration), as opposed to a run-time failure."""
+
+
+class TraceError(TwinflowError):
+    """Root of the errors raised by `twinflow.trace`."""
+
+
+class CanonicalError(TraceError):
+    """A value has no RFC 8785 canonical form, or bytes given as canonical JSON are not.
+
+    Attributes:
+        reason: A short tag for what is wrong (``duplicate_key``, ``non_finite``, ``too_deep``,
+            ``not_json``, ``not_utf8``, ``number_form``, ``escape_form``, ``whitespace``,
+            ``key_order``, ``no_json_form``), so callers can report each failure as its own kind.
+    """
+
+    def __init__(self, message: str, *, reason: str = "no_json_form") -> None:
+        """Create the error with its message and reason tag."""
+        super().__init__(message)
+        self.reason = reason
+
+
+class TraceFormatError(TraceError, ValueError):
+    """A proof, checkpoint or key file is not in the documented form; the message says where."""
+
+
+class TraceExistsError(TraceError, FileExistsError):
+    """The trace path exists (a file, or a link planted there); traces are never overwritten."""
+
+
+class TraceWriteError(TraceError):
+    """A trace or a repair side file could not be written (disk full, quota, I/O error).
+
+    Attributes:
+        path: The file that could not be written.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        """Create the error naming the file."""
+        super().__init__(message)
+        self.path = path
+
+
+class TraceCorruptError(TraceError):
+    """A trace was read as events but does not verify; ``.report`` says where and how."""
+
+    def __init__(self, message: str, report: VerificationReport) -> None:
+        """Carry the verification report along with the message."""
+        super().__init__(message)
+        self.report = report
+
+
+class SignatureError(TraceError):
+    """A checkpoint signature is missing, malformed or does not match the key."""
+
+
+class InvalidProofError(TraceError, ValueError):
+    """An inclusion or consistency proof does not verify."""

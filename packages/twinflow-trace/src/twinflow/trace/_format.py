@@ -1,0 +1,91 @@
+"""The trace line format, and the limits every reader applies.
+
+A trace is JSONL. Line ``i`` (from 0) is the RFC 8785 canonical JSON of
+``{"digest": d, "event": e}`` followed by ``\\n``, where ``e`` is the event, an object with
+exactly the members ``at`` (an RFC 3339 time), ``body`` (an object whose ``kind`` is one of
+`EVENT_KINDS`), ``prev`` (the digest of event ``i - 1``, `GENESIS` for the first) and ``seq``
+(``i``), and ``d = sha256(canonical_bytes(e))`` in lowercase hex. Because the encoding is
+canonical the event's bytes are a slice of the line: a verifier hashes them as they are, then
+checks they are exactly the canonical encoding of what they parse to. The Merkle leaf of an event
+is its 32-byte digest (RFC 9162 leaf hashing applies on top).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from twinflow.trace._canonical import DEFAULT_MAX_DEPTH
+from twinflow.trace._errors import UserError
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "EVENT_KINDS",
+    "GENESIS",
+    "TERMINAL_KINDS",
+    "Limits",
+    "encode_line",
+]
+
+GENESIS = "0" * 64
+"""The ``prev`` of the first event of a trace."""
+
+EVENT_KINDS = frozenset(
+    {
+        "run_started",
+        "model_requested",
+        "model_responded",
+        "policy_decided",
+        "tool_called",
+        "tool_returned",
+        "output_rejected",
+        "output_accepted",
+        "run_finished",
+        "run_failed",
+    }
+)
+"""Every ``body.kind`` a trace may hold (the agent's event models carry the same tags)."""
+
+TERMINAL_KINDS = frozenset({"run_finished", "run_failed"})
+"""Kinds that end a run; a complete trace ends with one."""
+
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+"""Default longest trace line a reader accepts (16 MiB, newline included)."""
+
+LINE_PREFIX = b'{"digest":"'
+DIGEST_END = len(LINE_PREFIX) + 64
+EVENT_INFIX = b'","event":'
+EVENT_START = DIGEST_END + len(EVENT_INFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How much a reader of a trace accepts. Defaults: 16 MiB lines, 64 levels of nesting."""
+
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    """Longest line, newline included; a longer one is reported (``too_long``), never buffered."""
+    max_depth: int = DEFAULT_MAX_DEPTH
+    """Deepest nesting of objects and arrays in an event (``too_deep``)."""
+
+    def __post_init__(self) -> None:
+        """Refuse limits that cannot hold a trace line."""
+        if self.max_line_bytes < EVENT_START + 2:
+            raise UserError(
+                f"max_line_bytes {self.max_line_bytes} is below the shortest trace line "
+                f"({EVENT_START + 2} bytes)"
+            )
+        if self.max_depth < 2:
+            raise UserError(f"max_depth {self.max_depth}: an event nests at least 2 levels")
+
+
+def encode_line(event: bytes) -> tuple[bytes, str]:
+    """Frame an event's canonical bytes as a trace line.
+
+    Args:
+        event: ``canonical_bytes`` of the event object.
+
+    Returns:
+        The line (with its newline) and the event's hex digest.
+    """
+    hexdigest = hashlib.sha256(event).hexdigest()
+    return LINE_PREFIX + hexdigest.encode() + EVENT_INFIX + event + b"}\n", hexdigest

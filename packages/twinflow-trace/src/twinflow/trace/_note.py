@@ -1,0 +1,935 @@
+"""C2SP signed notes with Ed25519 keys, and tlog-checkpoint bodies: the public-key checkpoint.
+
+A signed checkpoint is a C2SP signed note (https://c2sp.org/signed-note) whose text is a C2SP
+tlog-checkpoint body (https://c2sp.org/tlog-checkpoint)::
+
+    example.com/run/42                       origin
+    1024                                     tree size (decimal, no leading zeros)
+    CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=    base64 RFC 9162 Merkle root
+                                             (optional non-empty extension lines)
+    <blank line>
+    — example.com/run/42 Az3grlgt...          one line per signature: key name, base64(hint || sig)
+
+Keys use the text forms of ``golang.org/x/mod/sumdb/note``: a verifier key is
+``<name>+<hash>+base64(0x01 || 32-byte public key)`` and a signer key is
+``PRIVATE+KEY+<name>+<hash>+base64(0x01 || 32-byte seed)``, where ``<hash>`` is eight lowercase
+hex digits of ``SHA-256(name || "\\n" || 0x01 || public key)[:4]`` (the key hint every signature
+line starts with). Go's reference reads every key and note this module writes and the other way
+round (``packages/twinflow-cli/tests/test_go_interop.py``).
+
+Verification runs on the standard library alone (``twinflow.trace._ed25519``); signing, signer-key
+parsing and key derivation need the ``cryptography`` library (``twinflow-trace[signatures]``) and
+raise `SigningUnavailableError` naming that extra without it (docs/adr/0006).
+
+Every reader is strict and bounded: a note larger than ``max_bytes`` or with more than
+``max_signatures`` signature lines is refused before any signature is checked, base64 must be
+the canonical standard encoding, and every malformed input raises exactly one error with a
+``problem`` code naming what was wrong. Errors::
+
+    TraceError                        (stand-in for the twinflow.trace root error)
+    └── NoteError                     anything this module refuses
+        ├── MalformedNoteError        the bytes are not a signed note           (ValueError)
+        ├── MalformedKeyError         a verifier or signer key text is invalid  (ValueError)
+        ├── AmbiguousKeyError         two different known keys share name and hash (ValueError)
+        ├── MalformedCheckpointError  the text is not a tlog-checkpoint body    (ValueError)
+        ├── InvalidSignatureError     a known key's signature does not verify
+        ├── UnverifiedNoteError       too few known keys signed (none, by default)
+        ├── OriginMismatchError       the checkpoint is for another log
+        └── SigningUnavailableError   the signatures extra is not installed     (ImportError)
+"""
+
+from __future__ import annotations
+
+import binascii
+import hashlib
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Literal
+
+from twinflow.trace import _ed25519
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+__all__ = [
+    "DEFAULT_MAX_NOTE_BYTES",
+    "DEFAULT_MAX_SIGNATURES",
+    "SIGNATURES_EXTRA",
+    "AmbiguousKeyError",
+    "CheckpointBody",
+    "InvalidSignatureError",
+    "MalformedCheckpointError",
+    "MalformedKeyError",
+    "MalformedNoteError",
+    "Note",
+    "NoteError",
+    "NoteSignature",
+    "OriginMismatchError",
+    "SignerKey",
+    "SigningUnavailableError",
+    "TraceError",
+    "UnverifiedNoteError",
+    "VerifiedCheckpoint",
+    "VerifiedNote",
+    "VerifierKey",
+    "generate_key",
+    "open_checkpoint",
+    "open_note",
+    "parse_checkpoint_body",
+    "parse_note",
+    "parse_signer_key",
+    "parse_verifier_key",
+    "sign_checkpoint",
+    "sign_note",
+]
+
+DEFAULT_MAX_NOTE_BYTES = 64 * 1024
+"""Largest note read by default: a checkpoint with 100 signatures is under 12 KiB."""
+DEFAULT_MAX_SIGNATURES = 100
+"""Most signature lines read by default (Go's limit; C2SP requires accepting at least 16)."""
+SIGNATURES_EXTRA = "twinflow-trace[signatures]"
+"""What to install to sign (the ``cryptography`` library)."""
+
+_MAX_KEY_CHARS = 4096
+_ED25519 = 0x01
+_SIG_PREFIX = "— "
+_MAX_TREE_SIZE = 2**63 - 1
+_HASH_SIZE = 32
+_HEX = frozenset("0123456789abcdef")
+_DIGITS = frozenset("0123456789")
+
+
+class TraceError(Exception):
+    """Stand-in for the root error of `twinflow.trace` until it exists (re-parent at merge)."""
+
+
+class NoteError(TraceError):
+    """A signed note, key or checkpoint was refused."""
+
+
+NoteProblem = Literal[
+    "too-large",
+    "not-utf8",
+    "control-character",
+    "no-signature-block",
+    "no-final-newline",
+    "bad-signature-line",
+    "bad-key-name",
+    "bad-base64",
+    "short-signature",
+    "too-many-signatures",
+    "bad-text",
+]
+KeyProblem = Literal[
+    "too-large",
+    "not-utf8",
+    "bad-fields",
+    "not-private",
+    "bad-key-name",
+    "bad-hash",
+    "hash-mismatch",
+    "bad-base64",
+    "unknown-algorithm",
+    "bad-key-length",
+    "not-a-point",
+]
+CheckpointProblem = Literal[
+    "no-final-newline",
+    "too-few-lines",
+    "bad-line",
+    "empty-origin",
+    "bad-size",
+    "bad-root-hash",
+    "empty-extension",
+]
+
+
+class MalformedNoteError(NoteError, ValueError):
+    """The bytes are not a well-formed signed note (nothing was verified)."""
+
+    def __init__(self, problem: NoteProblem, detail: str) -> None:
+        self.problem: NoteProblem = problem
+        """What was wrong, as a stable code."""
+        super().__init__(f"malformed signed note ({problem}): {detail}")
+
+
+class MalformedKeyError(NoteError, ValueError):
+    """A verifier or signer key text is not in the signed-note key format."""
+
+    def __init__(self, problem: KeyProblem, detail: str) -> None:
+        self.problem: KeyProblem = problem
+        """What was wrong, as a stable code."""
+        super().__init__(f"malformed key ({problem}): {detail}")
+
+
+class AmbiguousKeyError(NoteError, ValueError):
+    """Two different known keys have the same name and hash, so a signature could match either."""
+
+
+class MalformedCheckpointError(NoteError, ValueError):
+    """A note text is not a C2SP tlog-checkpoint body."""
+
+    def __init__(self, problem: CheckpointProblem, detail: str) -> None:
+        self.problem: CheckpointProblem = problem
+        """What was wrong, as a stable code."""
+        super().__init__(f"malformed checkpoint ({problem}): {detail}")
+
+
+class InvalidSignatureError(NoteError):
+    """A signature line names a known key, and that key's signature does not verify."""
+
+    def __init__(self, key: VerifierKey) -> None:
+        self.key = key
+        """The known key whose signature failed."""
+        super().__init__(
+            f"the signature by key {key.name}+{key.key_hash:08x} does not verify: the note "
+            "text was altered after signing, or the signature line was forged"
+        )
+
+
+class UnverifiedNoteError(NoteError):
+    """Fewer known keys signed the note than required (by default: none did)."""
+
+    def __init__(self, note: Note, verified_by: tuple[VerifierKey, ...], required: int) -> None:
+        self.note = note
+        """The parsed note (its text must not be trusted)."""
+        self.verified_by = verified_by
+        """The known keys that did sign."""
+        self.required = required
+        """How many were required."""
+        # The names come from the note, so they are quoted (no terminal escapes) and capped.
+        found = sorted({repr(f"{s.name}+{s.key_hash:08x}") for s in note.signatures})
+        names = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        super().__init__(
+            f"the note is signed by {len(verified_by)} known key(s), {required} required "
+            f"(signature lines found: {names}); pass the verifier key of its signer"
+        )
+
+
+class OriginMismatchError(NoteError):
+    """The checkpoint's origin line is not the log the caller expected."""
+
+
+class SigningUnavailableError(NoteError, ImportError):
+    """Signing needs the ``cryptography`` library, which is not installed."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "signing and signer keys need the 'cryptography' library: "
+            f"pip install '{SIGNATURES_EXTRA}' (verification works without it)"
+        )
+
+
+def _valid_name(name: str) -> bool:
+    # C2SP and Go's isValidName: non-empty, no Unicode space, no '+'. A name with a control
+    # character below U+0020 could never appear in a note, so a key with one is refused too.
+    # Nothing stricter: a note cosigned by an unknown key with an odd but valid name must open.
+    # A lone surrogate has no UTF-8 form at all.
+    return bool(name) and not any(
+        c == "+" or c.isspace() or c < " " or "\ud800" <= c <= "\udfff" for c in name
+    )
+
+
+def _b64encode(raw: bytes) -> str:
+    return binascii.b2a_base64(raw, newline=False).decode("ascii")
+
+
+def _b64decode(text: str) -> bytes | None:
+    """Decode canonical standard base64 (padded, alphabet only, zero trailing bits), else None."""
+    if not text.isascii():
+        return None
+    try:
+        raw = binascii.a2b_base64(text, strict_mode=True)
+    except binascii.Error:
+        return None
+    # Strict mode still ignores set padding bits; re-encoding pins the one canonical form.
+    return raw if _b64encode(raw) == text else None
+
+
+class _Value:
+    """A frozen value with slots: equality, hash and repr over its fields.
+
+    Hand-written rather than a dataclass: importing ``dataclasses`` (and ``inspect`` with it)
+    costs about 10 ms, a third of the trace leaf's import budget.
+    """
+
+    __slots__: tuple[str, ...] = ()
+    _secret: tuple[str, ...] = ()
+
+    def _set(self, **fields: object) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, _Value)
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._values()))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(
+            f"{name}={getattr(self, name)!r}" for name in self.__slots__ if name not in self._secret
+        )
+        return f"{type(self).__name__}({fields})"
+
+
+def _key_hash(name: str, encoded_key: bytes) -> int:
+    return int.from_bytes(hashlib.sha256(name.encode() + b"\n" + encoded_key).digest()[:4], "big")
+
+
+def _ed25519_backend() -> type[Ed25519PrivateKey]:
+    try:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    except ImportError as error:
+        raise SigningUnavailableError() from error
+    return Ed25519PrivateKey
+
+
+def _public_from_seed(seed: bytes) -> bytes:
+    try:
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+    except ImportError as error:
+        raise SigningUnavailableError() from error
+    private = _ed25519_backend().from_private_bytes(seed)
+    raw: bytes = private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    return raw
+
+
+class VerifierKey(_Value):
+    """An Ed25519 public key with its signed-note name and key hash."""
+
+    __slots__ = ("key_hash", "name", "public_key")
+
+    def __init__(self, name: str, key_hash: int, public_key: bytes) -> None:
+        """Hold the fields as given; `parse_verifier_key` and `from_public_key` check them."""
+        self._set(name=name, key_hash=key_hash, public_key=public_key)
+
+    name: str
+    """The key name (C2SP recommends a schema-less URL; a checkpoint's origin)."""
+    key_hash: int
+    """The 32-bit key hint: the first four bytes of SHA-256(name, newline, 0x01, public key)."""
+    public_key: bytes
+    """The 32-byte RFC 8032 public key."""
+
+    @classmethod
+    def from_public_key(cls, name: str, public_key: bytes) -> VerifierKey:
+        """Build the verifier key named ``name`` for a raw 32-byte Ed25519 public key.
+
+        Raises:
+            MalformedKeyError: The name or the key is invalid.
+        """
+        if not _valid_name(name):
+            raise MalformedKeyError("bad-key-name", f"{name!r} is empty or holds a space or '+'")
+        if len(public_key) != 32:
+            raise MalformedKeyError(
+                "bad-key-length", f"an Ed25519 public key is 32 bytes, not {len(public_key)}"
+            )
+        if not _ed25519.is_public_key(public_key):
+            raise MalformedKeyError("not-a-point", "the public key is not an Ed25519 curve point")
+        return cls(name, _key_hash(name, bytes([_ED25519]) + public_key), public_key)
+
+    @property
+    def text(self) -> str:
+        """The key in verifier-key text form: ``<name>+<hash>+<base64(0x01 || key)>``."""
+        encoded = _b64encode(bytes([_ED25519]) + self.public_key)
+        return f"{self.name}+{self.key_hash:08x}+{encoded}"
+
+    def verify(self, message: bytes, signature: bytes) -> bool:
+        """Whether ``signature`` (64 bytes, no key hint) signs ``message`` under this key."""
+        return _ed25519.verify(self.public_key, message, signature)
+
+
+class SignerKey(_Value):
+    """An Ed25519 private key (its 32-byte seed) with its signed-note name.
+
+    The seed stays out of ``repr`` so a logged key does not leak. Build one with
+    `generate_key` or `parse_signer_key`.
+    """
+
+    __slots__ = ("name", "seed", "verifier")
+
+    _secret = ("seed",)
+
+    def __init__(self, name: str, seed: bytes, verifier: VerifierKey) -> None:
+        """Hold the fields as given; `parse_signer_key` and `generate_key` check them."""
+        self._set(name=name, seed=seed, verifier=verifier)
+
+    name: str
+    """The key name, the same as its verifier key's."""
+    seed: bytes
+    """The 32-byte RFC 8032 private key seed. Secret."""
+    verifier: VerifierKey
+    """The matching verifier key (publish its `VerifierKey.text`)."""
+
+    @property
+    def key_hash(self) -> int:
+        """The key hint, the same as the verifier key's."""
+        return self.verifier.key_hash
+
+    @property
+    def text(self) -> str:
+        """The key in signer-key text form: ``PRIVATE+KEY+<name>+<hash>+<base64(0x01||seed)>``."""
+        encoded = _b64encode(bytes([_ED25519]) + self.seed)
+        return f"PRIVATE+KEY+{self.name}+{self.key_hash:08x}+{encoded}"
+
+    def sign(self, message: bytes) -> bytes:
+        """Return the 64-byte Ed25519 signature of ``message`` (no key hint).
+
+        Raises:
+            SigningUnavailableError: The ``cryptography`` library is not installed.
+        """
+        signature: bytes = _ed25519_backend().from_private_bytes(self.seed).sign(message)
+        return signature
+
+
+def generate_key(name: str, seed: bytes) -> SignerKey:
+    """Derive the signer key named ``name`` from a 32-byte random ``seed``.
+
+    The seed is the caller's: this leaf reads no entropy itself (all nondeterminism enters
+    through a twinflow.kernel port), so the composition root draws 32 random bytes and hands
+    them here. The same seed and name always give the same key.
+
+    Args:
+        name: The key name (non-empty, no spaces, no '+'); use the checkpoints' origin.
+        seed: 32 bytes from a cryptographically secure source.
+
+    Returns:
+        The signer key; ``.verifier`` is its public half.
+
+    Raises:
+        MalformedKeyError: The name is invalid or the seed is not 32 bytes.
+        SigningUnavailableError: The ``cryptography`` library is not installed.
+    """
+    if not _valid_name(name):
+        raise MalformedKeyError("bad-key-name", f"{name!r} is empty or holds a space or '+'")
+    if len(seed) != 32:
+        raise MalformedKeyError("bad-key-length", f"an Ed25519 seed is 32 bytes, not {len(seed)}")
+    return SignerKey(name, bytes(seed), VerifierKey.from_public_key(name, _public_from_seed(seed)))
+
+
+def _key_text(text: str | bytes) -> str:
+    if len(text) > _MAX_KEY_CHARS:
+        raise MalformedKeyError("too-large", f"{len(text)} characters; a key is far shorter")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise MalformedKeyError("not-utf8", f"byte {error.start} is not UTF-8") from None
+    else:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise MalformedKeyError(
+                "not-utf8", f"character {error.start} is a lone surrogate"
+            ) from None
+    # A key file ends with one newline; nothing else around the key is allowed.
+    return text.removesuffix("\n")
+
+
+def _key_fields(fields: list[str]) -> tuple[str, int, bytes]:
+    """Check ``name``, ``hash`` and the base64 key data; return (name, hash, algorithm + key)."""
+    name, hash_text, data = fields
+    if not _valid_name(name):
+        raise MalformedKeyError("bad-key-name", f"{name!r} is empty or holds a space")
+    if len(hash_text) != 8 or not set(hash_text) <= _HEX:
+        raise MalformedKeyError(
+            "bad-hash", f"{hash_text!r} is not a key hash of eight lowercase hex digits"
+        )
+    raw = _b64decode(data)
+    if raw is None or not raw:
+        raise MalformedKeyError("bad-base64", "the key data is not canonical standard base64")
+    if raw[0] != _ED25519:
+        raise MalformedKeyError(
+            "unknown-algorithm", f"algorithm byte {raw[0]:#04x}; only Ed25519 (0x01) is supported"
+        )
+    if len(raw) != 33:
+        raise MalformedKeyError("bad-key-length", f"an Ed25519 key is 32 bytes, not {len(raw) - 1}")
+    return name, int(hash_text, 16), raw
+
+
+def parse_verifier_key(text: str | bytes) -> VerifierKey:
+    """Read a verifier key in the signed-note text form ``<name>+<hash>+<base64>``.
+
+    Args:
+        text: The key, optionally followed by one newline (as in a key file).
+
+    Returns:
+        The key.
+
+    Raises:
+        MalformedKeyError: The text is not a valid Ed25519 verifier key; ``problem`` says why
+            (``hash-mismatch`` when the hash does not belong to the name and key).
+    """
+    text = _key_text(text)
+    # The base64 key data may itself hold '+': split at the first two only, as Go's chop does.
+    fields = text.split("+", 2)
+    if text.startswith("PRIVATE+KEY+"):
+        raise MalformedKeyError(
+            "bad-fields", "this is a signer (private) key; give the verifier key instead"
+        )
+    if len(fields) != 3:
+        raise MalformedKeyError(
+            "bad-fields", f"expected <name>+<hash>+<key>, found {len(fields)} '+'-separated fields"
+        )
+    name, key_hash, raw = _key_fields(fields)
+    if key_hash != _key_hash(name, raw):
+        raise MalformedKeyError(
+            "hash-mismatch", f"key hash {key_hash:08x} does not belong to name {name!r} and key"
+        )
+    if not _ed25519.is_public_key(raw[1:]):
+        raise MalformedKeyError("not-a-point", "the public key is not an Ed25519 curve point")
+    return VerifierKey(name, key_hash, raw[1:])
+
+
+def parse_signer_key(text: str | bytes) -> SignerKey:
+    """Read a signer key in the text form ``PRIVATE+KEY+<name>+<hash>+<base64>``.
+
+    Args:
+        text: The key, optionally followed by one newline (as in a key file).
+
+    Returns:
+        The key, with its verifier key derived from the seed.
+
+    Raises:
+        MalformedKeyError: The text is not a valid Ed25519 signer key, or its hash does not
+            match the public key derived from it (``hash-mismatch``).
+        SigningUnavailableError: The ``cryptography`` library is not installed.
+    """
+    text = _key_text(text)
+    fields = text.split("+", 4)
+    if fields[:2] != ["PRIVATE", "KEY"]:
+        raise MalformedKeyError("not-private", "a signer key starts with 'PRIVATE+KEY+'")
+    if len(fields) != 5:
+        raise MalformedKeyError(
+            "bad-fields",
+            f"expected PRIVATE+KEY+<name>+<hash>+<key>, found {len(fields)} '+'-separated fields",
+        )
+    name, key_hash, raw = _key_fields(fields[2:])
+    verifier = VerifierKey.from_public_key(name, _public_from_seed(raw[1:]))
+    if key_hash != verifier.key_hash:
+        raise MalformedKeyError(
+            "hash-mismatch",
+            f"key hash {key_hash:08x} does not belong to name {name!r} and this key's public half",
+        )
+    return SignerKey(name, raw[1:], verifier)
+
+
+class NoteSignature(_Value):
+    """One signature line of a note, verified or not."""
+
+    __slots__ = ("key_hash", "name", "signature")
+
+    def __init__(self, name: str, key_hash: int, signature: bytes) -> None:
+        """Hold the fields as given."""
+        self._set(name=name, key_hash=key_hash, signature=signature)
+
+    name: str
+    """The key name on the line."""
+    key_hash: int
+    """The 32-bit key hint (the first four signature bytes)."""
+    signature: bytes
+    """The signature bytes after the hint."""
+
+    @property
+    def line(self) -> str:
+        """The signature line, without its newline."""
+        data = _b64encode(self.key_hash.to_bytes(4, "big") + self.signature)
+        return f"{_SIG_PREFIX}{self.name} {data}"
+
+
+class Note(_Value):
+    """A parsed signed note. Its text must not be trusted before `open_note` verifies it."""
+
+    __slots__ = ("signatures", "text")
+
+    def __init__(self, text: str, signatures: tuple[NoteSignature, ...]) -> None:
+        """Hold the fields as given."""
+        self._set(text=text, signatures=signatures)
+
+    text: str
+    """The note text, ending in a newline (the blank separator line excluded)."""
+    signatures: tuple[NoteSignature, ...]
+    """The signature lines, in order, exact duplicates dropped."""
+
+
+class VerifiedNote(_Value):
+    """A note whose signatures by every known key verified."""
+
+    __slots__ = ("text", "unverified", "verified_by")
+
+    def __init__(
+        self,
+        text: str,
+        verified_by: tuple[VerifierKey, ...],
+        unverified: tuple[NoteSignature, ...],
+    ) -> None:
+        """Hold the fields as given."""
+        self._set(text=text, verified_by=verified_by, unverified=unverified)
+
+    text: str
+    """The note text, now trusted as far as its signers are."""
+    verified_by: tuple[VerifierKey, ...]
+    """The known keys that signed, in the order their lines appear."""
+    unverified: tuple[NoteSignature, ...]
+    """Signatures by keys the caller does not know (ignored, as the spec requires)."""
+
+
+def _check_text(text: str, *, max_bytes: int) -> bytes:
+    """Encode a note text to sign, refusing what no reader could open."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise MalformedNoteError(
+            "not-utf8", f"character {error.start} is a lone surrogate"
+        ) from None
+    if len(data) > max_bytes:
+        raise MalformedNoteError("too-large", f"the text is {len(data)} bytes, over {max_bytes}")
+    if not text.endswith("\n"):
+        raise MalformedNoteError("no-final-newline", "a note text ends with a newline")
+    _check_controls(text)
+    return data
+
+
+def _check_controls(text: str) -> None:
+    for index, char in enumerate(text):
+        if char < " " and char != "\n":
+            raise MalformedNoteError(
+                "control-character",
+                f"character {index} is control character {ord(char):#04x}; only newline is allowed",
+            )
+
+
+def parse_note(
+    data: bytes,
+    *,
+    max_bytes: int = DEFAULT_MAX_NOTE_BYTES,
+    max_signatures: int = DEFAULT_MAX_SIGNATURES,
+) -> Note:
+    """Split a signed note into its text and signature lines, checking nothing cryptographic.
+
+    Args:
+        data: The note bytes.
+        max_bytes: Largest note accepted.
+        max_signatures: Most signature lines accepted.
+
+    Returns:
+        The parsed note.
+
+    Raises:
+        MalformedNoteError: The bytes are not a signed note; ``problem`` says why.
+    """
+    if len(data) > max_bytes:
+        raise MalformedNoteError(
+            "too-large", f"the note is {len(data)} bytes, over the limit of {max_bytes}"
+        )
+    try:
+        message = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise MalformedNoteError("not-utf8", f"byte {error.start} is not UTF-8") from None
+    _check_controls(message)
+    split = message.rfind("\n\n")
+    if split < 0:
+        raise MalformedNoteError(
+            "no-signature-block", "no blank line separates the text from signature lines"
+        )
+    text, block = message[: split + 1], message[split + 2 :]
+    if not block:
+        raise MalformedNoteError("no-signature-block", "the note has no signature lines")
+    if not block.endswith("\n"):
+        raise MalformedNoteError("no-final-newline", "the last signature line has no newline")
+    lines = block[:-1].split("\n")
+    if len(lines) > max_signatures:
+        raise MalformedNoteError(
+            "too-many-signatures",
+            f"{len(lines)} signature lines, over the limit of {max_signatures}",
+        )
+    signatures: dict[str, NoteSignature] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.startswith(_SIG_PREFIX):
+            raise MalformedNoteError(
+                "bad-signature-line", f"signature line {number} does not start with '— '"
+            )
+        name, space, encoded = line[len(_SIG_PREFIX) :].partition(" ")
+        if not space or not _valid_name(name):
+            raise MalformedNoteError(
+                "bad-key-name", f"signature line {number}: {name!r} is not a key name"
+            )
+        raw = _b64decode(encoded)
+        if raw is None:
+            raise MalformedNoteError(
+                "bad-base64", f"signature line {number}: not canonical standard base64"
+            )
+        if len(raw) < 5:
+            raise MalformedNoteError(
+                "short-signature", f"signature line {number}: {len(raw)} bytes, under 5"
+            )
+        signatures.setdefault(line, NoteSignature(name, int.from_bytes(raw[:4], "big"), raw[4:]))
+    return Note(text, tuple(signatures.values()))
+
+
+def _keyring(keys: Iterable[VerifierKey]) -> dict[tuple[str, int], VerifierKey]:
+    ring: dict[tuple[str, int], VerifierKey] = {}
+    for key in keys:
+        known = ring.setdefault((key.name, key.key_hash), key)
+        if known != key:
+            raise AmbiguousKeyError(
+                f"two different known keys are named {key.name}+{key.key_hash:08x}: "
+                "a signature could match either; keep one"
+            )
+    return ring
+
+
+def open_note(
+    data: bytes,
+    keys: Iterable[VerifierKey],
+    *,
+    required: int = 1,
+    max_bytes: int = DEFAULT_MAX_NOTE_BYTES,
+    max_signatures: int = DEFAULT_MAX_SIGNATURES,
+) -> VerifiedNote:
+    """Parse a signed note and verify it against the known verifier keys.
+
+    A signature whose name and hash match no known key is ignored (C2SP: unknown keys may be
+    other cosigners or a rotated key). A signature that matches a known key must verify, or
+    the whole note is refused. At least ``required`` distinct known keys must have signed.
+
+    Args:
+        data: The note bytes.
+        keys: The verifier keys the caller trusts (a log key and cosigners, say).
+        required: How many distinct known keys must have signed (at least 1).
+        max_bytes: Largest note accepted.
+        max_signatures: Most signature lines accepted.
+
+    Returns:
+        The verified note, naming the known keys that signed.
+
+    Raises:
+        MalformedNoteError: The bytes are not a signed note.
+        AmbiguousKeyError: Two different known keys share a name and hash.
+        InvalidSignatureError: A known key's signature does not verify.
+        UnverifiedNoteError: Fewer than ``required`` known keys signed.
+        ValueError: ``required`` is below 1.
+    """
+    if required < 1:
+        raise ValueError(f"required must be at least 1, not {required}")
+    ring = _keyring(keys)
+    note = parse_note(data, max_bytes=max_bytes, max_signatures=max_signatures)
+    message = note.text.encode("utf-8")
+    verified: dict[tuple[str, int], VerifierKey] = {}
+    unverified: list[NoteSignature] = []
+    for signature in note.signatures:
+        key = ring.get((signature.name, signature.key_hash))
+        if key is None:
+            unverified.append(signature)
+        elif key.verify(message, signature.signature):
+            verified[(key.name, key.key_hash)] = key
+        else:
+            raise InvalidSignatureError(key)
+    if len(verified) < required:
+        raise UnverifiedNoteError(note, tuple(verified.values()), required)
+    return VerifiedNote(note.text, tuple(verified.values()), tuple(unverified))
+
+
+def sign_note(
+    note: str | Note, signers: Sequence[SignerKey], *, max_bytes: int = DEFAULT_MAX_NOTE_BYTES
+) -> bytes:
+    """Sign a note text, or add signatures to an existing note (cosigning), as Go's ``Sign``.
+
+    Existing signatures come first, except those by a key among ``signers`` (that signature
+    is replaced); the new signatures follow in the order given.
+
+    Args:
+        note: A note text ending in a newline, or a parsed `Note` to cosign.
+        signers: The signer keys (at least one).
+        max_bytes: Largest note produced (the readers' default limit).
+
+    Returns:
+        The signed note bytes.
+
+    Raises:
+        MalformedNoteError: The text cannot be a note text, or the result exceeds ``max_bytes``.
+        SigningUnavailableError: The ``cryptography`` library is not installed.
+        ValueError: No signer was given.
+    """
+    if not signers:
+        raise ValueError("sign_note needs at least one signer key")
+    existing = note.signatures if isinstance(note, Note) else ()
+    text = note.text if isinstance(note, Note) else note
+    message = _check_text(text, max_bytes=max_bytes)
+    for name in [s.name for s in existing] + [s.name for s in signers]:
+        if not _valid_name(name):
+            raise MalformedNoteError("bad-key-name", f"{name!r} cannot name a signature")
+    replaced = {(s.name, s.key_hash) for s in signers}
+    lines = [s.line for s in existing if (s.name, s.key_hash) not in replaced]
+    lines += [NoteSignature(s.name, s.key_hash, s.sign(message)).line for s in signers]
+    signed = (text + "\n" + "".join(line + "\n" for line in lines)).encode("utf-8")
+    if len(signed) > max_bytes:
+        raise MalformedNoteError(
+            "too-large", f"the signed note would be {len(signed)} bytes, over {max_bytes}"
+        )
+    return signed
+
+
+class CheckpointBody(_Value):
+    """A C2SP tlog-checkpoint note text: the log's origin, tree size and Merkle root hash."""
+
+    __slots__ = ("extensions", "origin", "root_hash", "size")
+
+    origin: str
+    """The log's identity (C2SP recommends a schema-less URL; the signing key's name)."""
+    size: int
+    """Number of leaves (trace events) in the tree."""
+    root_hash: bytes
+    """The 32-byte RFC 9162 Merkle tree root at ``size``."""
+    extensions: tuple[str, ...]
+    """Optional opaque non-empty lines after the root hash."""
+
+    def __init__(
+        self, origin: str, size: int, root_hash: bytes, extensions: tuple[str, ...] = ()
+    ) -> None:
+        """Build a checkpoint body, refusing one that would not read back as itself.
+
+        Raises:
+            MalformedCheckpointError: A field is invalid; ``problem`` says which.
+        """
+        self._set(origin=origin, size=size, root_hash=root_hash, extensions=tuple(extensions))
+        if not self.origin:
+            raise MalformedCheckpointError("empty-origin", "the origin line is empty")
+        if any(c < " " for c in self.origin):
+            raise MalformedCheckpointError(
+                "bad-line", "the origin holds a control character or newline"
+            )
+        for number, line in enumerate(self.extensions, start=4):
+            if not line:
+                raise MalformedCheckpointError("empty-extension", f"line {number} is empty")
+            if any(c < " " for c in line):
+                raise MalformedCheckpointError(
+                    "bad-line", f"line {number} holds a control character or newline"
+                )
+        if not 0 <= self.size <= _MAX_TREE_SIZE:
+            raise MalformedCheckpointError("bad-size", f"tree size {self.size} is out of range")
+        if len(self.root_hash) != _HASH_SIZE:
+            raise MalformedCheckpointError(
+                "bad-root-hash", f"the root hash is {len(self.root_hash)} bytes, not 32"
+            )
+
+    @property
+    def text(self) -> str:
+        """The note text: one line each for origin, size, base64 root hash and extensions."""
+        root = _b64encode(self.root_hash)
+        return "".join(
+            f"{line}\n" for line in (self.origin, str(self.size), root, *self.extensions)
+        )
+
+
+def parse_checkpoint_body(text: str) -> CheckpointBody:
+    """Read a tlog-checkpoint note text (call it on verified text only).
+
+    Args:
+        text: The note text.
+
+    Returns:
+        The checkpoint body.
+
+    Raises:
+        MalformedCheckpointError: The text is not a checkpoint body; ``problem`` says why.
+    """
+    if not text.endswith("\n"):
+        raise MalformedCheckpointError("no-final-newline", "a checkpoint text ends with a newline")
+    lines = text[:-1].split("\n")
+    if len(lines) < 3:
+        raise MalformedCheckpointError(
+            "too-few-lines", f"{len(lines)} line(s); origin, size and root hash are required"
+        )
+    origin, size_text, root_text, *extensions = lines
+    if (
+        not size_text
+        or len(size_text) > len(str(_MAX_TREE_SIZE))
+        or not set(size_text) <= _DIGITS
+        or (size_text.startswith("0") and size_text != "0")
+    ):
+        raise MalformedCheckpointError(
+            "bad-size",
+            f"line 2 {size_text[:40]!r} is not a decimal tree size without leading zeros",
+        )
+    root = _b64decode(root_text)
+    if root is None:
+        raise MalformedCheckpointError("bad-root-hash", "line 3 is not canonical standard base64")
+    return CheckpointBody(origin, int(size_text), root, tuple(extensions))
+
+
+class VerifiedCheckpoint(_Value):
+    """A checkpoint whose note verified against the known keys."""
+
+    __slots__ = ("body", "unverified", "verified_by")
+
+    def __init__(
+        self,
+        body: CheckpointBody,
+        verified_by: tuple[VerifierKey, ...],
+        unverified: tuple[NoteSignature, ...],
+    ) -> None:
+        """Hold the fields as given."""
+        self._set(body=body, verified_by=verified_by, unverified=unverified)
+
+    body: CheckpointBody
+    """The checkpoint."""
+    verified_by: tuple[VerifierKey, ...]
+    """The known keys that signed it."""
+    unverified: tuple[NoteSignature, ...]
+    """Signatures by unknown keys (ignored)."""
+
+
+def sign_checkpoint(body: CheckpointBody, signers: Sequence[SignerKey]) -> bytes:
+    """Return ``body`` as a signed note, signed by every key in ``signers``.
+
+    Raises:
+        SigningUnavailableError: The ``cryptography`` library is not installed.
+    """
+    return sign_note(body.text, signers)
+
+
+def open_checkpoint(
+    data: bytes,
+    keys: Iterable[VerifierKey],
+    *,
+    origin: str | None = None,
+    required: int = 1,
+    max_bytes: int = DEFAULT_MAX_NOTE_BYTES,
+    max_signatures: int = DEFAULT_MAX_SIGNATURES,
+) -> VerifiedCheckpoint:
+    """Verify a signed checkpoint note, then read its body.
+
+    Args:
+        data: The signed note bytes.
+        keys: The trusted verifier keys.
+        origin: The log the checkpoint must be for, if the caller knows it.
+        required: How many distinct known keys must have signed.
+        max_bytes: Largest note accepted.
+        max_signatures: Most signature lines accepted.
+
+    Returns:
+        The checkpoint and the known keys that signed it.
+
+    Raises:
+        NoteError: Any refusal `open_note` raises, `MalformedCheckpointError` for a body that
+            is not a checkpoint, `OriginMismatchError` for another log's checkpoint.
+    """
+    note = open_note(
+        data, keys, required=required, max_bytes=max_bytes, max_signatures=max_signatures
+    )
+    body = parse_checkpoint_body(note.text)
+    if origin is not None and body.origin != origin:
+        raise OriginMismatchError(f"the checkpoint is for log {body.origin!r}, expected {origin!r}")
+    return VerifiedCheckpoint(body, note.verified_by, note.unverified)

@@ -1,0 +1,164 @@
+"""Trace sinks: where trace lines go. A port with a file adapter and an in-memory adapter.
+
+The file adapter creates its file exclusively and never through a link: a path that exists, a
+symbolic link planted there included (dangling or not), is refused and left untouched. A write
+that fails (disk full, quota, I/O error) raises `TraceWriteError` naming the file; the lines
+written before it are intact and `repair_trace` moves a torn last line aside once space is free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Literal, Protocol
+
+from twinflow.trace._errors import TraceExistsError, TraceWriteError
+
+__all__ = ["FileTraceSink", "FsyncPolicy", "MemoryTraceSink", "TraceSink", "create_exclusive"]
+
+FsyncPolicy = Literal["event", "step", "none"]
+"""When trace lines are made durable: after every event, at the end of every step (the
+default: events are on disk when the step that wrote them returns), or never (flushed to
+the operating system at step ends, not synced)."""
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def create_exclusive(path: Path, what: str) -> int:
+    """Create ``path`` for writing, exclusively and without following a link; return its fd.
+
+    Args:
+        path: The new file.
+        what: What the file is, for the error message (``"trace file"``).
+
+    Returns:
+        A file descriptor open for writing.
+
+    Raises:
+        TraceExistsError: Something exists at ``path`` (a link included); it is not touched.
+        OSError: The file cannot be created for another reason.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+    try:
+        # O_EXCL fails on any existing name, a symbolic link included, without following it.
+        return os.open(path, flags, 0o644)
+    except FileExistsError:
+        if path.is_symlink():
+            raise TraceExistsError(
+                f"{what} {path} is a symbolic link; refusing to write through it "
+                "(a planted link could redirect the trace); pick a path that does not exist"
+            ) from None
+        raise TraceExistsError(
+            f"{what} {path} already exists; traces are append-only, "
+            "pick a new path or move the old one away"
+        ) from None
+
+
+def _write_error(path: Path, exc: OSError) -> TraceWriteError:
+    return TraceWriteError(
+        f"cannot write trace file {path}: {exc.strerror or exc}; the events written before "
+        f"are intact; free space, then run `twinflow repair {path}` if its last line is torn",
+        path=str(path),
+    )
+
+
+class TraceSink(Protocol):
+    """Receives complete trace lines, in order."""
+
+    def write(self, line: bytes) -> None:
+        """Take one line (ending with a newline)."""
+        ...
+
+    def flush(self, *, durable: bool) -> None:
+        """Hand buffered lines to the operating system; with ``durable``, to the disk."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release the sink."""
+        ...
+
+
+class FileTraceSink:
+    """Appends trace lines to a new file; refuses to touch an existing one or follow a link."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        """Create the trace file.
+
+        Args:
+            path: Where to write; nothing (no file, no link) may exist there yet.
+
+        Raises:
+            TraceExistsError: Something exists at the path (traces are never overwritten).
+            OSError: The file cannot be created (a missing directory, permissions).
+        """
+        self.path = Path(path)
+        self._file = os.fdopen(create_exclusive(self.path, "trace file"), "wb")
+
+    def write(self, line: bytes) -> None:
+        """Buffer one line.
+
+        Raises:
+            TraceWriteError: The file cannot be written (disk full, ...).
+        """
+        try:
+            self._file.write(line)
+        except OSError as exc:
+            raise _write_error(self.path, exc) from None
+
+    def flush(self, *, durable: bool) -> None:
+        """Write buffered lines out; with ``durable``, ``os.fsync`` the file.
+
+        Raises:
+            TraceWriteError: The file cannot be written (disk full, ...).
+        """
+        try:
+            self._file.flush()
+            if durable:
+                os.fsync(self._file.fileno())
+        except OSError as exc:
+            raise _write_error(self.path, exc) from None
+
+    def close(self) -> None:
+        """Flush, sync and close the file (idempotent; the file is closed even if that fails).
+
+        Raises:
+            TraceWriteError: The last lines cannot be written.
+        """
+        if self._file.closed:
+            return
+        try:
+            self.flush(durable=True)
+        finally:
+            # A buffer that could not be written was reported above; it goes with the descriptor.
+            with contextlib.suppress(OSError):
+                self._file.close()
+
+
+class MemoryTraceSink:
+    """Keeps trace lines in memory; counts flushes so tests can check the fsync policy."""
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self.lines: list[bytes] = []
+        self.flushes = 0
+        self.durable_flushes = 0
+
+    @property
+    def data(self) -> bytes:
+        """The trace as file bytes."""
+        return b"".join(self.lines)
+
+    def write(self, line: bytes) -> None:
+        """Keep one line."""
+        self.lines.append(line)
+
+    def flush(self, *, durable: bool) -> None:
+        """Count the flush."""
+        self.flushes += 1
+        if durable:
+            self.durable_flushes += 1
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,659 @@
+"""Streaming verification: the first bad event of a trace, and what is wrong with it.
+
+Verification reads the trace line by line, in memory independent of its length: the Merkle root
+is kept as a `Frontier` of O(log n) hashes, and a line longer than the limit is reported, never
+buffered. Each line must be framed as the writer frames it, its digest must be the sha256 of its
+event bytes, those bytes must be exactly the RFC 8785 encoding of what they parse to, the event
+must have the envelope's shape, its ``seq`` must be its position and its ``prev`` the digest of
+the event before. The first line that breaks a rule is classified:
+
+- ``edited``: the line's bytes do not match its digest, or its frame is damaged, or the chain
+  breaks at a line whose sequence number is right;
+- ``not_utf8``, ``too_long``, ``too_deep``, ``not_json``, ``duplicate_key``, ``non_finite``,
+  ``number_form``, ``escape_form``, ``whitespace``, ``key_order``: the digest matches but the
+  event's bytes are not strict canonical JSON, for the reason named (a forger recomputed the
+  digest over bytes parsers may read differently);
+- ``not_event``: the bytes are canonical JSON but not an event (wrong members, unknown kind, a
+  ``seq`` that is not an integer, ...), or the caller's ``check`` refused it;
+- ``reordered``: the line holds a later event, and the expected one appears further down;
+- ``removed``: the expected event appears nowhere (or the trace stops before its end);
+- ``inserted``: the line is a copy of an earlier event, or a second claimant of a sequence
+  number, or an event with a number already passed;
+- ``truncated``: the last line has no newline (a writer cut off mid-line); every earlier
+  event still verifies and `repair_trace` moves the partial line aside;
+- ``checkpoint`` / ``signature``: the events do not match a given checkpoint, or its
+  signature does not match the key (or it is signed and no key was given).
+
+A hash chain alone catches accidental and partial edits. A full rewrite that recomputes every
+digest and ``prev`` verifies: only a checkpoint published before the rewrite catches it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Literal
+
+from twinflow.trace._canonical import parse_json
+from twinflow.trace._checkpoint import (
+    Checkpoint,
+    ConsistencyProof,
+    InclusionProof,
+    verify_checkpoint_signature,
+)
+from twinflow.trace._errors import (
+    CanonicalError,
+    SignatureError,
+    TraceCorruptError,
+    UserError,
+)
+from twinflow.trace._format import (
+    DIGEST_END,
+    EVENT_INFIX,
+    EVENT_KINDS,
+    EVENT_START,
+    GENESIS,
+    LINE_PREFIX,
+    TERMINAL_KINDS,
+    Limits,
+)
+from twinflow.trace._merkle import Frontier, consistency_ranges, inclusion_ranges, leaf_hash
+
+__all__ = [
+    "Problem",
+    "ProblemKind",
+    "Source",
+    "VerificationReport",
+    "VerifiedEvent",
+    "prove_consistency",
+    "prove_inclusion",
+    "read_checkpoint",
+    "verify_trace",
+    "walk_trace",
+]
+
+ProblemKind = Literal[
+    "edited",
+    "not_utf8",
+    "too_long",
+    "too_deep",
+    "not_json",
+    "duplicate_key",
+    "non_finite",
+    "number_form",
+    "escape_form",
+    "whitespace",
+    "key_order",
+    "not_event",
+    "reordered",
+    "removed",
+    "inserted",
+    "truncated",
+    "checkpoint",
+    "signature",
+]
+"""What is wrong with a trace (see the module docstring)."""
+
+Source = str | os.PathLike[str] | bytes
+"""A trace file path, or the trace's bytes."""
+
+_HEX = frozenset(b"0123456789abcdef")
+_ENVELOPE = frozenset({"at", "body", "prev", "seq"})
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """The first thing wrong with a trace."""
+
+    kind: ProblemKind
+    """What is wrong."""
+    seq: int
+    """The sequence number expected where the trace goes wrong (the first bad event)."""
+    line: int
+    """The 1-based line number where it goes wrong."""
+    message: str
+    """What was found, in words."""
+
+    def __str__(self) -> str:
+        """One line: kind, place and message."""
+        return f"{self.kind} at seq {self.seq} (line {self.line}): {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The problem as a JSON object."""
+        return {"kind": self.kind, "seq": self.seq, "line": self.line, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class VerificationReport:
+    """The outcome of verifying a trace."""
+
+    ok: bool
+    """True when nothing is wrong."""
+    events: int
+    """Events that verified (the good prefix)."""
+    checkpoint: Checkpoint
+    """Checkpoint of the good prefix."""
+    problem: Problem | None
+    """The first problem, if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedEvent:
+    """One event that verified, as `walk_trace` yields it."""
+
+    seq: int
+    """Its sequence number."""
+    digest: str
+    """Its hex digest."""
+    event: bytes
+    """Its canonical bytes, as read."""
+    value: Any
+    """What ``check`` returned for it (the parsed JSON object when there is no ``check``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    digest: str
+    event: bytes
+    value: dict[str, Any]
+    hashed: bytes
+
+
+def _lines(source: Source, limit: int) -> Generator[bytes, None, None]:
+    """The raw lines of a trace, each at most ``limit + 1`` bytes (a longer one is cut there)."""
+    stream: BinaryIO = io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")  # noqa: SIM115
+    try:
+        while line := stream.readline(limit + 1):
+            yield line
+    finally:
+        stream.close()
+
+
+def _parse(raw: bytes, limits: Limits) -> _Line | tuple[ProblemKind, str]:
+    """A complete line's parts (newline removed), or (kind, why) it is not a trace line."""
+    if (
+        not raw.startswith(LINE_PREFIX)
+        or raw[DIGEST_END:EVENT_START] != EVENT_INFIX
+        or raw[-1:] != b"}"
+    ):
+        return "edited", "not a trace line (its frame is damaged)"
+    event = raw[EVENT_START:-1]
+    hashed = hashlib.sha256(event).digest()
+    digest = hashed.hex()
+    # Equal to a computed lowercase hex digest, the frame's digest is well formed too.
+    if digest.encode("ascii") != raw[len(LINE_PREFIX) : DIGEST_END]:
+        return "edited", "its bytes do not match its digest (the event was edited)"
+    try:
+        value = parse_json(event, max_depth=limits.max_depth, canonical=True)
+    except CanonicalError as exc:
+        return _REASONS.get(exc.reason, "not_json"), f"its digest matches but {exc}"
+    if type(value) is not dict or value.keys() != _ENVELOPE:
+        return "not_event", "its digest matches but it is not an event object {at, body, prev, seq}"
+    seq, prev, at, body = value["seq"], value["prev"], value["at"], value["body"]
+    if type(seq) is not int or seq < 0:
+        return "not_event", f"seq is not a non-negative integer: {seq!r:.40}"
+    if type(prev) is not str or len(prev) != 64 or not _HEX.issuperset(prev.encode()):
+        return "not_event", "prev is not a 64-digit lowercase hex digest"
+    if type(at) is not str:
+        return "not_event", "at is not a string"
+    if type(body) is not dict or body.get("kind") not in EVENT_KINDS:
+        kind = body.get("kind") if type(body) is dict else None
+        return "not_event", f"body is not an event body of a known kind (kind {kind!r:.40})"
+    return _Line(digest, event, value, hashed)
+
+
+_REASONS: dict[str, ProblemKind] = {
+    reason: reason
+    for reason in (
+        "not_utf8",
+        "too_deep",
+        "not_json",
+        "duplicate_key",
+        "non_finite",
+        "number_form",
+        "escape_form",
+        "whitespace",
+        "key_order",
+    )
+}
+_REASONS["no_json_form"] = "number_form"
+
+
+class _Walk:
+    """One pass over a trace: yields the good events; afterwards ``problem`` says what stopped it."""
+
+    def __init__(
+        self,
+        source: Source,
+        limits: Limits,
+        check: Callable[[dict[str, Any]], object] | None,
+        marks: set[int] | None = None,
+        ranges: tuple[tuple[int, int], ...] = (),
+    ) -> None:
+        self.source = source
+        self.limits = limits
+        self.check = check
+        self.frontier = Frontier()
+        self.head = GENESIS
+        self.last_kind: object = None
+        self.problem: Problem | None = None
+        self.roots: dict[int, bytes] = {}
+        """Root of the prefix of each size in ``marks`` (filled as the walk passes it)."""
+        self.marks = marks or set()
+        self.done = False
+        self.ranges = ranges
+        self.range_hashes: list[bytes | None] = [None] * len(ranges)
+
+    def _fail(self, kind: ProblemKind, index: int, message: str) -> None:
+        self.problem = Problem(kind=kind, seq=index, line=index + 1, message=message)
+
+    def __iter__(self) -> Iterator[VerifiedEvent]:
+        lines = _lines(self.source, self.limits.max_line_bytes)
+        try:
+            yield from self._events(lines)
+        finally:
+            self.done = True
+            lines.close()
+
+    def _events(self, lines: Iterator[bytes]) -> Iterator[VerifiedEvent]:
+        limit = self.limits.max_line_bytes
+        frontier = self.frontier
+        ranges = self.ranges
+        partial: Frontier | None = None
+        # Proof ranges are disjoint: collect them in leaf order, store them in proof order.
+        order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+        current = 0  # the position in `order` of the range being collected
+        expected_prev = GENESIS
+        if 0 in self.marks:
+            self.roots[0] = frontier.root()
+        for index, raw in enumerate(lines):
+            if raw[-1:] != b"\n":
+                if len(raw) > limit:
+                    self._fail(
+                        "too_long", index, f"the line is longer than {limit} bytes (the limit)"
+                    )
+                else:
+                    self._fail(
+                        "truncated",
+                        index,
+                        f"the last line is incomplete ({len(raw)} bytes, no newline): the writer "
+                        "was cut off; every earlier event verifies; repair moves it aside",
+                    )
+                return
+            item = _parse(raw[:-1], self.limits)
+            if not isinstance(item, _Line):
+                self._fail(item[0], index, item[1])
+                return
+            value = item.value
+            if value["seq"] != index or value["prev"] != expected_prev:
+                self.problem = self._classify(index, value, item.digest, expected_prev, lines)
+                return
+            typed: object = value
+            if self.check is not None:
+                try:
+                    typed = self.check(value)
+                except ValueError as exc:
+                    first = " ".join(str(exc).split())[:300]
+                    self._fail(
+                        "not_event",
+                        index,
+                        f"its digest and chain match but it is not a valid event (it was forged): {first}",
+                    )
+                    return
+            hashed = leaf_hash(item.hashed)
+            frontier.append_hash(hashed)
+            if current < len(order):
+                start, end = ranges[order[current]]
+                if start <= index < end:
+                    if partial is None:
+                        partial = Frontier()
+                    partial.append_hash(hashed)
+                    if index == end - 1:
+                        self.range_hashes[order[current]] = partial.root()
+                        partial = None
+                        current += 1
+            expected_prev = item.digest
+            self.head = item.digest
+            self.last_kind = value["body"]["kind"]
+            if index + 1 in self.marks:
+                self.roots[index + 1] = frontier.root()
+            yield VerifiedEvent(index, item.digest, item.event, typed)
+
+    def _digest_at(self, seq: int) -> str | None:
+        """The digest on line ``seq`` (a second pass: only a failing trace pays for it)."""
+        for number, raw in enumerate(_lines(self.source, self.limits.max_line_bytes)):
+            if number == seq:
+                return raw[len(LINE_PREFIX) : DIGEST_END].decode("latin-1")
+        return None
+
+    def _classify(
+        self,
+        index: int,
+        value: dict[str, Any],
+        digest: str,
+        expected_prev: str,
+        rest: Iterator[bytes],
+    ) -> Problem:
+        """Name what is wrong at a line whose sequence number or chain link is off."""
+        seq, line_no = index, index + 1
+        claimed: int = value["seq"]
+
+        def parsed(raw: bytes) -> dict[str, Any] | None:
+            if raw[-1:] != b"\n":
+                return None
+            found = _parse(raw[:-1], self.limits)
+            return found.value if isinstance(found, _Line) else None
+
+        if claimed == index:
+            following = next(rest, None)
+            after = None if following is None else parsed(following)
+            if after is not None and after["seq"] == index and after["prev"] == expected_prev:
+                return Problem(
+                    kind="inserted",
+                    seq=seq,
+                    line=line_no,
+                    message=f"a foreign event claims seq {index}; the real one follows it",
+                )
+            return Problem(
+                kind="edited",
+                seq=seq,
+                line=line_no,
+                message=(
+                    f"prev does not match the digest of seq {index - 1}: that event or this one "
+                    "was edited and its digest recomputed"
+                    if index
+                    else "the first event's prev is not the genesis digest"
+                ),
+            )
+        if claimed > index:
+            for later in rest:
+                after = parsed(later)
+                if after is not None and after["seq"] == index:
+                    return Problem(
+                        kind="reordered",
+                        seq=seq,
+                        line=line_no,
+                        message=f"found seq {claimed} where seq {index} belongs; seq {index} comes later",
+                    )
+            return Problem(
+                kind="removed",
+                seq=seq,
+                line=line_no,
+                message=f"found seq {claimed} where seq {index} belongs; seq {index}..{claimed - 1} are missing",
+            )
+        if self._digest_at(claimed) == digest:
+            return Problem(
+                kind="inserted",
+                seq=seq,
+                line=line_no,
+                message=f"a copy of seq {claimed} was inserted",
+            )
+        if claimed == index - 1:
+            prior = GENESIS if index < 2 else self._digest_at(index - 2)
+            if value["prev"] != prior:
+                # The earlier claimant chains and this one does not: this one is the insertion.
+                return Problem(
+                    kind="inserted",
+                    seq=seq,
+                    line=line_no,
+                    message=f"a second event claims seq {index - 1} and does not chain to the "
+                    "event before it: it was inserted",
+                )
+            return Problem(
+                kind="inserted",
+                seq=index - 1,
+                line=index,
+                message=f"lines {index} and {index + 1} both claim seq {index - 1}: one was inserted",
+            )
+        return Problem(
+            kind="inserted",
+            seq=seq,
+            line=line_no,
+            message=f"an event claiming seq {claimed} was inserted where seq {index} belongs",
+        )
+
+    def finish(self, require_complete: bool) -> None:
+        """Drain the walk (unless done) and add the completeness problem, if asked."""
+        if not self.done:
+            for _ in self:
+                pass
+        size = self.frontier.size
+        if self.problem is None and require_complete and self.last_kind not in TERMINAL_KINDS:
+            self._fail(
+                "removed",
+                size,
+                "the trace is empty"
+                if size == 0
+                else f"the trace stops after seq {size - 1} ({self.last_kind}) without "
+                "run_finished or run_failed: later events were removed, or the run crashed",
+            )
+
+    def checkpoint(self) -> Checkpoint:
+        """The checkpoint of the good prefix."""
+        return Checkpoint(size=self.frontier.size, root=self.frontier.root().hex(), head=self.head)
+
+    def report(self) -> VerificationReport:
+        """The report of the walk so far."""
+        return VerificationReport(
+            ok=self.problem is None,
+            events=self.frontier.size,
+            checkpoint=self.checkpoint(),
+            problem=self.problem,
+        )
+
+
+def verify_trace(
+    source: Source,
+    *,
+    checkpoint: Checkpoint | None = None,
+    key: bytes | None = None,
+    require_complete: bool = True,
+    limits: Limits | None = None,
+    check: Callable[[dict[str, Any]], object] | None = None,
+) -> VerificationReport:
+    """Verify a trace, streaming, and name the first problem.
+
+    Args:
+        source: A trace file path, or the trace's bytes.
+        checkpoint: A checkpoint the trace must match (its first ``size`` events); the trace may
+            extend past it.
+        key: The HMAC key ``checkpoint`` must be signed with. A signed checkpoint given without a
+            key is a ``signature`` problem: a signature is never passed over silently.
+        require_complete: Require the trace to end with ``run_finished`` or ``run_failed``,
+            which catches a file cut exactly at a line boundary.
+        limits: Line-size and nesting limits (default `Limits()`).
+        check: Called with each event (a JSON object) that passed every other rule; raising
+            `ValueError` makes it a ``not_event`` problem (the agent checks its typed models here).
+
+    Returns:
+        The report; ``ok`` is False when there is a problem.
+
+    Raises:
+        OSError: The file cannot be read.
+        UserError: ``key`` is empty.
+    """
+    marks = {checkpoint.size} if checkpoint is not None else None
+    walk = _Walk(source, limits or Limits(), check, marks)
+    walk.finish(require_complete)
+    if walk.problem is None and checkpoint is not None:
+        walk.problem = _check_checkpoint(walk, checkpoint, key)
+    return walk.report()
+
+
+def _check_checkpoint(walk: _Walk, checkpoint: Checkpoint, key: bytes | None) -> Problem | None:
+    size = walk.frontier.size
+    n = checkpoint.size
+    if checkpoint.signature is not None or key is not None:
+        try:
+            if key is None:
+                raise SignatureError(
+                    "the checkpoint is signed but no key was given to check the signature; "
+                    "pass the key (or check a checkpoint without a signature)"
+                )
+            verify_checkpoint_signature(checkpoint, key)
+        except SignatureError as exc:
+            return Problem(kind="signature", seq=max(n - 1, 0), line=max(n, 1), message=str(exc))
+    if n > size:
+        return Problem(
+            kind="removed",
+            seq=size,
+            line=size + 1,
+            message=f"the checkpoint covers {n} events, the trace holds {size}",
+        )
+    if walk.roots[n].hex() != checkpoint.root:
+        return Problem(
+            kind="checkpoint",
+            seq=max(n - 1, 0),
+            line=max(n, 1),
+            message=(
+                f"the events up to seq {n - 1} do not match the checkpoint's root: one of them "
+                "was rewritten (chain and digests recomputed) or this is another trace; the "
+                "checkpoint commits to them as a whole, so `twinflow diff` against the "
+                "published trace names the first that differs"
+            ),
+        )
+    return None
+
+
+def _verified(walk: _Walk, require_complete: bool) -> _Walk:
+    walk.finish(require_complete)
+    if walk.problem is not None:
+        raise TraceCorruptError(f"trace does not verify: {walk.problem}", walk.report())
+    return walk
+
+
+def walk_trace(
+    source: Source,
+    *,
+    limits: Limits | None = None,
+    check: Callable[[dict[str, Any]], object] | None = None,
+    require_complete: bool = False,
+) -> Iterator[VerifiedEvent]:
+    """Yield a trace's events as they verify, streaming; raise at the first problem.
+
+    Args:
+        source: A trace file path, or the trace's bytes.
+        limits: Line-size and nesting limits (default `Limits()`).
+        check: As in `verify_trace`; its return value is each event's ``value``.
+        require_complete: Refuse a trace without a terminal event (raised after the last event).
+
+    Yields:
+        The events that verified, in order.
+
+    Raises:
+        TraceCorruptError: The trace does not verify; ``.report`` holds the report.
+        OSError: The file cannot be read.
+    """
+    walk = _Walk(source, limits or Limits(), check)
+    yield from walk
+    _verified(walk, require_complete)
+
+
+def read_checkpoint(
+    source: Source, size: int | None = None, *, limits: Limits | None = None
+) -> Checkpoint:
+    """The checkpoint of a trace's first ``size`` events (default: all), streaming.
+
+    Args:
+        source: A trace file path, or the trace's bytes.
+        size: Events to cover.
+        limits: Line-size and nesting limits.
+
+    Returns:
+        The checkpoint.
+
+    Raises:
+        TraceCorruptError: The trace does not verify.
+        UserError: ``size`` is beyond the trace.
+    """
+    walk = _verified(_Walk(source, limits or Limits(), None, _marks(size)), False)
+    n = walk.frontier.size if size is None else size
+    if not 0 <= n <= walk.frontier.size:
+        raise UserError(f"size {n}: the trace holds {walk.frontier.size} events")
+    if n == walk.frontier.size:
+        return walk.checkpoint()
+    return Checkpoint(size=n, root=walk.roots[n].hex(), head=_head(source, n, walk))
+
+
+def _marks(*sizes: int | None) -> set[int]:
+    return {s for s in sizes if s is not None}
+
+
+def _head(source: Source, n: int, walk: _Walk) -> str:
+    return GENESIS if n == 0 else (walk._digest_at(n - 1) or GENESIS)
+
+
+def prove_inclusion(
+    source: Source, seq: int, size: int | None = None, *, limits: Limits | None = None
+) -> tuple[InclusionProof, Checkpoint]:
+    """Prove event ``seq`` is in the first ``size`` events (default: all), streaming.
+
+    Args:
+        source: A trace file path, or the trace's bytes.
+        seq: The event's sequence number.
+        size: Tree size.
+        limits: Line-size and nesting limits.
+
+    Returns:
+        The proof and the checkpoint of ``size`` events it leads to.
+
+    Raises:
+        TraceCorruptError: The trace does not verify.
+        UserError: ``seq`` or ``size`` is outside the trace.
+    """
+    total = _size(source, limits) if size is None else size
+    if not 0 <= seq < total:
+        raise UserError(f"seq {seq}: a proof is for an event of the first {total} (0..{total - 1})")
+    ranges = inclusion_ranges(seq, total)
+    walk = _Walk(source, limits or Limits(), None, _marks(total), ranges)
+    digest = ""
+    for event in walk:
+        if event.seq == seq:
+            digest = event.digest
+    _verified(walk, False)
+    if total > walk.frontier.size:
+        raise UserError(f"size {total}: the trace holds {walk.frontier.size} events")
+    path = tuple(h.hex() for h in walk.range_hashes if h is not None)
+    checkpoint = Checkpoint(
+        size=total, root=walk.roots[total].hex(), head=_head(source, total, walk)
+    )
+    return InclusionProof(seq=seq, size=total, event_digest=digest, path=path), checkpoint
+
+
+def prove_consistency(
+    source: Source, size1: int, size2: int | None = None, *, limits: Limits | None = None
+) -> tuple[ConsistencyProof, Checkpoint, Checkpoint]:
+    """Prove the first ``size2`` events (default: all) extend the first ``size1``, streaming.
+
+    Args:
+        source: A trace file path, or the trace's bytes.
+        size1: The earlier size.
+        size2: The later size.
+        limits: Line-size and nesting limits.
+
+    Returns:
+        The proof, and the checkpoints of ``size1`` and ``size2`` events.
+
+    Raises:
+        TraceCorruptError: The trace does not verify.
+        UserError: The sizes are not ``0 <= size1 <= size2 <= `` the trace's size.
+    """
+    total = _size(source, limits) if size2 is None else size2
+    if not 0 <= size1 <= total:
+        raise UserError(f"sizes {size1}->{total}: the earlier size must be between 0 and {total}")
+    ranges = consistency_ranges(size1, total)
+    walk = _verified(_Walk(source, limits or Limits(), None, _marks(size1, total), ranges), False)
+    if total > walk.frontier.size:
+        raise UserError(f"size {total}: the trace holds {walk.frontier.size} events")
+    path = tuple(h.hex() for h in walk.range_hashes if h is not None)
+    old = Checkpoint(size=size1, root=walk.roots[size1].hex(), head=_head(source, size1, walk))
+    new = Checkpoint(size=total, root=walk.roots[total].hex(), head=_head(source, total, walk))
+    return ConsistencyProof(size1=size1, size2=total, path=path), old, new
+
+
+def _size(source: Source, limits: Limits | None) -> int:
+    walk = _verified(_Walk(source, limits or Limits(), None), False)
+    return walk.frontier.size

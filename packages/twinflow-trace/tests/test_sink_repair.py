@@ -1,0 +1,106 @@
+"""Trace files: exclusive creation without following links, disk-full errors, repair."""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tracekit import trace
+
+from twinflow.trace import (
+    FileTraceSink,
+    TraceExistsError,
+    TraceWriteError,
+    repair_trace,
+    verify_trace,
+)
+
+
+def test_a_planted_symlink_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
+    """A link at the trace path (to a file, or dangling) is refused; nothing is written through it."""
+    target = tmp_path / "precious.txt"
+    target.write_bytes(b"keep me")
+    link = tmp_path / "trace.jsonl"
+    link.symlink_to(target)
+    with pytest.raises(TraceExistsError) as caught:
+        FileTraceSink(link)
+    dangling = tmp_path / "other.jsonl"
+    dangling.symlink_to(tmp_path / "not-yet")
+    with pytest.raises(TraceExistsError):
+        FileTraceSink(dangling)
+    assert "symbolic link" in str(caught.value)
+    assert (b"keep me", False) == (target.read_bytes(), (tmp_path / "not-yet").exists())
+
+
+def test_an_existing_file_is_refused(tmp_path: Path) -> None:
+    """Traces are never overwritten."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"old")
+    with pytest.raises(TraceExistsError):
+        FileTraceSink(path)
+    assert b"old" == path.read_bytes()
+
+
+@contextlib.contextmanager
+def file_size_limit(limit: int) -> Iterator[None]:
+    """Make files stop growing at ``limit`` bytes (EFBIG), as a full disk stops them."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+
+
+def test_a_full_disk_names_the_file_and_repair_succeeds_once_space_is_free(tmp_path: Path) -> None:
+    """A failed write names the trace; repair refuses cleanly while full, then succeeds."""
+    path = tmp_path / "t.jsonl"
+    data = trace(12)
+    lines = data.splitlines(keepends=True)
+    limit = len(b"".join(lines[:5])) + 40  # room for 5 lines and a torn piece of the 6th
+    sink = FileTraceSink(path)
+    with file_size_limit(limit):
+        with pytest.raises(TraceWriteError) as caught:
+            for line in lines:
+                sink.write(line)
+                sink.flush(durable=True)
+        with pytest.raises(TraceWriteError):
+            sink.close()
+        torn = path.read_bytes()
+        with file_size_limit(10), pytest.raises(TraceWriteError) as repair_error:
+            repair_trace(path)
+        assert [] == sorted(p.name for p in tmp_path.iterdir() if ".partial" in p.name)
+    assert str(path) in str(caught.value)
+    assert ".partial" in str(repair_error.value)
+    assert (data[:limit], torn) == (torn, path.read_bytes())
+    result = repair_trace(path)
+    assert (40, b"".join(lines[:5])) == (result.moved_bytes, path.read_bytes())
+    assert verify_trace(path, require_complete=False).ok
+
+
+def test_repair_moves_a_torn_line_aside_and_keeps_its_bytes(tmp_path: Path) -> None:
+    """The torn bytes go to <trace>.partial, the trace ends at its last newline."""
+    path = tmp_path / "t.jsonl"
+    data = trace(4)[:-7]
+    path.write_bytes(data)
+    result = repair_trace(path)
+    assert result.moved_to is not None
+    assert data == path.read_bytes() + Path(result.moved_to).read_bytes()
+    assert (None, 0) == (repair_trace(path).moved_to, repair_trace(path).moved_bytes)
+
+
+def test_repair_does_not_write_through_a_planted_side_file_link(tmp_path: Path) -> None:
+    """A link planted at <trace>.partial is skipped, not followed."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(trace(4)[:-7])
+    target = tmp_path / "precious"
+    target.write_bytes(b"keep")
+    (tmp_path / "t.jsonl.partial").symlink_to(target)
+    result = repair_trace(path)
+    assert (str(tmp_path / "t.jsonl.partial.1"), b"keep") == (result.moved_to, target.read_bytes())

@@ -1,0 +1,309 @@
+"""Strict, streaming verification: each failure is its own problem kind at its seq."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tracekit import events, forged_line, lines_of, trace
+
+from twinflow.trace import (
+    Checkpoint,
+    Limits,
+    TraceCorruptError,
+    UserError,
+    VerificationReport,
+    canonical_bytes,
+    sign_checkpoint,
+    verify_trace,
+    walk_trace,
+)
+
+
+def with_line_1(event_bytes: bytes) -> bytes:
+    """A 5-event trace whose line 2 (seq 1) is replaced by a forged line over these bytes."""
+    lines = lines_of(events(5))
+    lines[1] = forged_line(event_bytes)
+    return b"".join(lines)
+
+
+def seq1() -> bytes:
+    """The canonical bytes of the real seq 1 event."""
+    return canonical_bytes(events(5)[1])
+
+
+PREV = events(5)[1]["prev"]
+AT = b'"at":"2026-01-01T00:00:01Z"'
+
+CASES: dict[str, bytes] = {
+    "duplicate_key": b"{"
+    + AT
+    + b',"body":{"decision":"deny","decision":"allow","kind":"policy_decided"},"prev":"'
+    + PREV.encode()
+    + b'","seq":1}',
+    "non_finite": b"{"
+    + AT
+    + b',"body":{"kind":"tool_called","x":NaN},"prev":"'
+    + PREV.encode()
+    + b'","seq":1}',
+    "number_form": b"{"
+    + AT
+    + b',"body":{"kind":"tool_called","x":1.0},"prev":"'
+    + PREV.encode()
+    + b'","seq":1}',
+    "escape_form": b"{"
+    + AT
+    + b',"body":{"kind":"tool_called","x":"\\u0041"},"prev":"'
+    + PREV.encode()
+    + b'","seq":1}',
+    "whitespace": b"{"
+    + AT
+    + b', "body":{"kind":"tool_called"},"prev":"'
+    + PREV.encode()
+    + b'","seq":1}',
+    "key_order": b'{"body":{"kind":"tool_called"},'
+    + AT
+    + b',"prev":"'
+    + PREV.encode()
+    + b'","seq":1}',
+    "too_deep": b"{"
+    + AT
+    + b',"body":{"kind":"tool_called","x":'
+    + b"[" * 100
+    + b"]" * 100
+    + b'},"prev":"'
+    + PREV.encode()
+    + b'","seq":1}',
+    "not_utf8": b"{"
+    + AT
+    + b',"body":{"kind":"tool_called","x":"\xff"},"prev":"'
+    + PREV.encode()
+    + b'","seq":1}',
+    "not_json": b"{" + AT + b',"body":{"kind":},"prev":"' + PREV.encode() + b'","seq":1}',
+    "not_event": b'{"decision":"allow"}',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_each_format_failure_is_its_own_kind_at_its_seq(kind: str) -> None:
+    """A forged line (digest recomputed) that is not strict canonical JSON is named by kind at seq 1."""
+    report = verify_trace(with_line_1(CASES[kind]))
+    assert report.problem is not None
+    assert (kind, 1, 2, 1) == (
+        report.problem.kind,
+        report.problem.seq,
+        report.problem.line,
+        report.events,
+    )
+
+
+def test_a_big_integer_is_a_number_form_problem() -> None:
+    """An integer beyond 2**53-1 has no exact double: its line is refused as number_form."""
+    event = seq1().replace(b'"n":1', b'"n":9007199254740993')
+    report = verify_trace(with_line_1(event))
+    assert report.problem is not None
+    assert ("number_form", 1) == (report.problem.kind, report.problem.seq)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b'{"kind":"no_such_kind"}', "kind 'no_such_kind'"),
+        (b'{"n":1}', "kind None"),
+        (b"[]", "kind None"),
+    ],
+)
+def test_an_unknown_body_is_not_an_event(body: bytes, reason: str) -> None:
+    """A body without a known kind is not_event, with the kind found named."""
+    event = b"{" + AT + b',"body":' + body + b',"prev":"' + PREV.encode() + b'","seq":1}'
+    report = verify_trace(with_line_1(event))
+    assert report.problem is not None
+    assert ("not_event", 1) == (report.problem.kind, report.problem.seq)
+    assert reason in report.problem.message
+
+
+def test_a_non_integer_seq_is_not_an_event() -> None:
+    """seq must be an integer (a string "1" or a boolean is not)."""
+    event = b"{" + AT + b',"body":{"kind":"tool_called"},"prev":"' + PREV.encode() + b'","seq":"1"}'
+    report = verify_trace(with_line_1(event))
+    assert report.problem is not None
+    assert ("not_event", 1) == (report.problem.kind, report.problem.seq)
+
+
+def test_a_valid_trace_verifies_with_its_checkpoint() -> None:
+    """A hand-built trace verifies; its report's checkpoint covers all its events."""
+    report = verify_trace(trace(7))
+    assert (True, 7, None) == (report.ok, report.events, report.problem)
+
+
+def test_a_line_above_the_limit_is_too_long_and_never_buffered() -> None:
+    """A line longer than max_line_bytes is too_long at its seq (the reader stops at the limit)."""
+    lines = lines_of(events(3))
+    data = lines[0] + b'{"digest":"' + b"a" * 64 + b'","event":{"x":"' + b"y" * 5000 + b'"}}\n'
+    report = verify_trace(data, limits=Limits(max_line_bytes=1000))
+    assert report.problem is not None
+    assert ("too_long", 1) == (report.problem.kind, report.problem.seq)
+
+
+def test_the_depth_limit_is_configurable() -> None:
+    """A nesting the default allows is too_deep under a smaller max_depth."""
+    event = seq1().replace(b'"args":{"a":[1,2.5]}', b'"args":' + b"[" * 10 + b"]" * 10)
+    data = with_line_1(event)
+    default = verify_trace(data).problem  # line 2 passes; the chain breaks at seq 2 after it
+    assert default is not None
+    assert ("edited", 2) == (default.kind, default.seq)
+    report = verify_trace(data, limits=Limits(max_depth=8))
+    assert report.problem is not None
+    assert ("too_deep", 1) == (report.problem.kind, report.problem.seq)
+
+
+def test_limits_below_a_trace_line_are_a_usage_error() -> None:
+    """Limits that cannot hold any trace line are refused when built."""
+    with pytest.raises(UserError):
+        Limits(max_line_bytes=10)
+    with pytest.raises(UserError):
+        Limits(max_depth=1)
+
+
+def test_a_torn_last_line_is_truncated_and_the_rest_verifies() -> None:
+    """A last line without newline is truncated at its seq; the events before it count."""
+    data = trace(5)[:-20]
+    report = verify_trace(data, require_complete=False)
+    assert report.problem is not None
+    assert ("truncated", 4, 4) == (report.problem.kind, report.problem.seq, report.events)
+
+
+def test_a_signed_checkpoint_without_a_key_is_refused() -> None:
+    """A signature is never passed over: checking a signed checkpoint needs its key."""
+    data = trace(5)
+    good = verify_trace(data).checkpoint
+    signed = sign_checkpoint(good, b"k" * 32)
+    unsigned_ok = verify_trace(data, checkpoint=good)
+    no_key = verify_trace(data, checkpoint=signed).problem
+    with_key = verify_trace(data, checkpoint=signed, key=b"k" * 32)
+    assert no_key is not None
+    assert (True, "signature", True) == (unsigned_ok.ok, no_key.kind, with_key.ok)
+
+
+def test_an_empty_hmac_key_is_refused() -> None:
+    """An empty key neither signs nor checks."""
+    good = verify_trace(trace(3)).checkpoint
+    with pytest.raises(UserError):
+        sign_checkpoint(good, b"")
+
+
+def test_key_bytes_are_used_as_written() -> None:
+    """A key with a trailing newline is a different key from the one without."""
+    data = trace(3)
+    signed = sign_checkpoint(verify_trace(data).checkpoint, b"secret\n")
+    problem = verify_trace(data, checkpoint=signed, key=b"secret").problem
+    assert problem is not None
+    assert "signature" == problem.kind
+
+
+def test_a_rewritten_prefix_is_named_at_the_checkpoints_last_seq() -> None:
+    """A checkpoint mismatch names the last event the checkpoint covers, not seq 0."""
+    published = verify_trace(trace(6)).checkpoint
+    small = dataclasses.replace(published, size=4, root=hashlib.sha256(b"x").hexdigest())
+    problem = verify_trace(trace(6), checkpoint=small).problem
+    assert problem is not None
+    assert ("checkpoint", 3) == (problem.kind, problem.seq)
+
+
+def test_verify_reads_a_file_path(tmp_path: Path) -> None:
+    """A path is read line by line with the same result as its bytes."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(trace(9))
+    assert verify_trace(trace(9)) == verify_trace(path)
+
+
+def report_of_walk(data: bytes) -> VerificationReport:
+    """What walk_trace says of the data, as a report."""
+    try:
+        count = sum(1 for _ in walk_trace(data, require_complete=True))
+    except TraceCorruptError as exc:
+        return exc.report
+    return VerificationReport(
+        ok=True, events=count, checkpoint=verify_trace(data).checkpoint, problem=None
+    )
+
+
+MUTATIONS = st.sampled_from(
+    ["flip", "delete", "duplicate", "swap", "cut", "space", "dupkey", "reorder_keys"]
+)
+
+
+def mutate(data: bytes, op: str, i: int, j: int) -> bytes:
+    """One hostile edit of a trace (digest recomputed for the format edits)."""
+    lines = data.splitlines(keepends=True)
+    n = len(lines)
+    a, b = i % n, j % n
+    if op == "flip":
+        k = i % len(data)
+        return data[:k] + bytes([data[k] ^ (1 + j % 255)]) + data[k + 1 :]
+    if op == "delete":
+        return b"".join(lines[:a] + lines[a + 1 :])
+    if op == "duplicate":
+        return b"".join([*lines[: b + 1], lines[a], *lines[b + 1 :]])
+    if op == "swap":
+        lines[a], lines[b] = lines[b], lines[a]
+        return b"".join(lines)
+    if op == "cut":
+        return data[: i % len(data)]
+    event = lines[a][len(b'{"digest":"') + 64 + len(b'","event":') : -2]
+    if op == "space":
+        event = event.replace(b",", b", ", 1)
+    elif op == "dupkey":
+        event = event.replace(b'{"kind":', b'{"kind":"run_failed","kind":', 1)
+    else:
+        event = event.replace(b'"at"', b'"zz"', 1).replace(b"{", b'{"at":"x",', 1)
+    lines[a] = forged_line(event)
+    return b"".join(lines)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(MUTATIONS, st.integers(0, 10_000), st.integers(0, 10_000))
+def test_verify_and_walk_agree_on_mutated_traces(op: str, i: int, j: int) -> None:
+    """verify_trace and walk_trace (what Trace.load reads through) give the same report."""
+    data = mutate(trace(6), op, i, j)
+    assert verify_trace(data) == report_of_walk(data)
+
+
+def test_the_good_prefix_checkpoint_is_reported() -> None:
+    """On a problem, the report's checkpoint covers the events before it."""
+    lines = lines_of(events(5))
+    lines[3] = lines[3].replace(b"event 3", b"event X")
+    report = verify_trace(b"".join(lines))
+    expected = verify_trace(b"".join(lines_of(events(5))[:3]), require_complete=False).checkpoint
+    assert (3, expected) == (report.events, report.checkpoint)
+    assert isinstance(report.checkpoint, Checkpoint)
+
+
+def test_a_line_of_escaped_quotes_is_scanned_once() -> None:
+    """A bracket-heavy event of unterminated escaped quotes is too_deep, not a quadratic scan."""
+    event = b"[" * 100 + b'"' + b'\\"' * 200_000
+    report = verify_trace(with_line_1(event))
+    assert report.problem is not None
+    assert ("too_deep", 1) == (report.problem.kind, report.problem.seq)
+
+
+def test_note_body_is_the_c2sp_checkpoint_text() -> None:
+    """origin, decimal size and base64 root, one per line, then extension lines."""
+    checkpoint = Checkpoint(size=3, root="00" * 31 + "ff", head="11" * 32)
+    expected = "example.org/lab\n3\n" + "A" * 40 + "AP8=\nx-ext\n"
+    assert expected == checkpoint.note_body("example.org/lab", ["x-ext"])
+    with pytest.raises(UserError):
+        checkpoint.note_body("two\nlines")
+
+
+def test_note_body_matches_the_signed_note_modules_checkpoint_text() -> None:
+    """The seam: Checkpoint.note_body is exactly the text _note.CheckpointBody signs."""
+    from twinflow.trace import _note
+
+    checkpoint = verify_trace(trace(7)).checkpoint
+    body = _note.CheckpointBody("example.org/lab", 7, bytes.fromhex(checkpoint.root), ("ext",))
+    assert body.text == checkpoint.note_body("example.org/lab", ["ext"])
