@@ -30,7 +30,6 @@ def keywords(schema: dict, decoder: str = "llama.cpp") -> list[tuple[str, str]]:
         "not",
         "if",
         "patternProperties",
-        "prefixItems",
         "multipleOf",
         "minProperties",
     ],
@@ -114,27 +113,16 @@ def test_pydantic_schema_with_nested_defs_walks_into_definitions() -> None:
     ]
 
 
-def test_ollama_gets_anchored_patterns_and_the_rewrite_is_recorded() -> None:
-    """An unanchored pattern is anchored for Ollama, the caller's schema untouched."""
+@pytest.mark.parametrize("decoder", ["ollama", "llama.cpp", "llama-cpp-python"])
+def test_an_unanchored_pattern_is_anchored_and_the_rewrite_is_recorded(decoder: str) -> None:
+    """An unanchored pattern is anchored for every decoder, the caller's schema untouched."""
     schema = {"properties": {"code": {"type": "string", "pattern": "[A-Z]{3}"}}}
-    report = preflight(schema, "ollama")
-    assert schema["properties"]["code"]["pattern"] == "[A-Z]{3}"
-    assert report.sent_schema["properties"]["code"]["pattern"] == "^.*(?:[A-Z]{3}).*$"
-    assert len(report.rewrites) == 1
-    rewrite = report.rewrites[0]
-    assert (
-        rewrite.pointer,
-        rewrite.before,
-        rewrite.after,
-    ) == ("/properties/code/pattern", "[A-Z]{3}", "^.*(?:[A-Z]{3}).*$")
-    assert report.findings == ()
-
-
-def test_an_unanchored_pattern_is_a_finding_for_llama_cpp() -> None:
-    """llama.cpp does not enforce an unanchored pattern, and pre-flight does not rewrite for it."""
-    report = preflight({"type": "string", "pattern": "ab"}, "llama.cpp")
-    assert [(f.pointer, f.keyword) for f in report.findings] == [("/pattern", "pattern")]
-    assert report.rewrites == ()
+    report = preflight(schema, decoder)
+    assert "[A-Z]{3}" == schema["properties"]["code"]["pattern"]
+    assert "^.*([A-Z]{3}).*$" == report.sent_schema["properties"]["code"]["pattern"]
+    expected = [("/properties/code/pattern", "[A-Z]{3}", "^.*([A-Z]{3}).*$")]
+    assert expected == [(r.pointer, r.before, r.after) for r in report.rewrites]
+    assert () == report.findings
 
 
 @pytest.mark.parametrize(

@@ -256,7 +256,7 @@ def test_ollama_sends_format_stream_false_and_temperature_zero() -> None:
     assert result.output.age == 70
 
 
-def test_ollama_anchors_patterns_and_the_rewrite_travels_with_the_result() -> None:
+def test_patterns_are_anchored_and_the_rewrite_travels_with_the_result() -> None:
     """The anchored pattern is what is sent; the report on the result records the rewrite."""
 
     class Code(BaseModel):
@@ -266,7 +266,7 @@ def test_ollama_anchors_patterns_and_the_rewrite_travels_with_the_result() -> No
 
     script = Script(['{"code": "xABCx"}'], answer=ollama_answer)
     result = OllamaStructuredOutput(MockTransport(script), model="m").generate(QUESTION, Code)
-    assert script.bodies[0]["format"]["properties"]["code"]["pattern"] == "^.*(?:[A-Z]{3}).*$"
+    assert script.bodies[0]["format"]["properties"]["code"]["pattern"] == "^.*([A-Z]{3}).*$"
     assert tuple(r.before for r in result.preflight.rewrites) == ("[A-Z]{3}",)
 
 
