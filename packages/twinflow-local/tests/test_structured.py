@@ -25,8 +25,11 @@ from twinflow.local_model import (
     OpenAICompatibleStructuredOutput,
     UnenforcedSchemaError,
 )
+from twinflow.local_model._budget import MAX_BUDGET, MIN_BUDGET, max_tokens_for
+from twinflow.local_model._structured import RETRY_TEMPERATURE_STEP
 from twinflow.vocab import (
     Message,
+    ModelSettings,
     StructuredOutputAdapter,
     StructuredOutputError,
     Transcript,
@@ -248,7 +251,8 @@ def test_ollama_sends_format_stream_false_and_temperature_zero() -> None:
     )
     body = script.bodies[0]
     assert script.urls == ["http://127.0.0.1:11434/api/chat"]
-    assert (Person.model_json_schema(), False, {"temperature": 0}) == (
+    budget = max_tokens_for(Person.model_json_schema())
+    assert (Person.model_json_schema(), False, {"temperature": 0, "num_predict": budget}) == (
         body["format"],
         body["stream"],
         body["options"],
@@ -360,3 +364,96 @@ def test_a_response_that_is_not_the_wire_format_is_an_error_not_a_retry() -> Non
     )
     with pytest.raises(MalformedResponseError, match="/choices"):
         adapter.generate(QUESTION, Person)
+
+
+ADA_OK = '{"name": "Ada", "age": 70}'
+
+
+def openai_with(transport: MockTransport) -> OpenAICompatibleStructuredOutput:
+    return OpenAICompatibleStructuredOutput(
+        transport, base_url="http://127.0.0.1:9", dialect="llama-cpp-python"
+    )
+
+
+def cut_answer(content: str) -> JsonValue:
+    """An OpenAI-style answer that stopped at max_tokens."""
+    answer = openai_answer(content)
+    assert isinstance(answer, dict)
+    choices = answer["choices"]
+    assert isinstance(choices, list) and isinstance(choices[0], dict)
+    choices[0]["finish_reason"] = "length"
+    return answer
+
+
+def test_each_reask_raises_the_temperature_and_moves_the_seed() -> None:
+    """A re-ask samples differently from the failed attempt, and each attempt records how."""
+    script = Script(['{"name": "Ada", "age": 36}', '{"name": "Ada", "age": 37}', ADA_OK])
+    result = openai(script).generate(QUESTION, Person)
+    sent = [(b["temperature"], b.get("seed")) for b in script.bodies]
+    step = RETRY_TEMPERATURE_STEP
+    expected = [(0, None), (step, 1), (2 * step, 2)]
+    assert expected == sent
+    recorded = [(a.settings.temperature, a.settings.seed) for a in result.attempts if a.settings]
+    assert expected == recorded
+
+
+def test_the_retry_temperature_is_capped_and_never_below_the_callers() -> None:
+    """The raised temperature stops at 1.0 and starts from the caller's own temperature."""
+    script = Script(['{"name": "Ada"}', '{"name": "Ada"}', ADA_OK])
+    openai(script, settings=ModelSettings(temperature=0.9, seed=7)).generate(QUESTION, Person)
+    expected = [(0.9, 7), (1.0, 8), (1.0, 9)]
+    assert expected == [(b["temperature"], b.get("seed")) for b in script.bodies]
+
+
+def test_every_request_carries_a_max_tokens_derived_from_the_schema() -> None:
+    """With no max_tokens given, each request gets the schema's budget; a given one wins."""
+    script = Script(['{"name": "Ada"}', ADA_OK])
+    openai(script).generate(QUESTION, Person)
+    budget = max_tokens_for(Person.model_json_schema())
+    assert [budget, budget] == [b["max_tokens"] for b in script.bodies]
+    given = Script([ADA_OK])
+    openai(given, settings=ModelSettings(temperature=0, max_tokens=77)).generate(QUESTION, Person)
+    assert [77] == [b["max_tokens"] for b in given.bodies]
+
+
+def test_a_reply_cut_at_max_tokens_is_reasked_and_the_error_says_so() -> None:
+    """A generation stopped by max_tokens is refused, named as cut, and re-asked."""
+    replies = iter([cut_answer('{"name": "Adaaaaaa'), openai_answer(ADA_OK)])
+    bodies: list[Any] = []
+
+    def handler(url: str, body: JsonValue) -> JsonValue:
+        bodies.append(body)
+        return next(replies)
+
+    result = openai_with(MockTransport(handler)).generate(QUESTION, Person)
+    first = result.attempts[0].error or ""
+    assert (2, True) == (len(result.attempts), first.startswith("(root): the reply was cut off"))
+    assert "cut off at max_tokens=" in bodies[1]["messages"][-1]["content"]
+
+
+class Child(BaseModel):
+    """A node of a tree."""
+
+    name: str
+    children: list[Child] = []
+
+
+@pytest.mark.parametrize(
+    ("schema", "low", "high"),
+    [
+        ({"type": "boolean"}, MIN_BUDGET, MIN_BUDGET),
+        ({"type": "string", "maxLength": 400}, 500, 520),
+        ({"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 3}, 390, 420),
+        ({"type": "string"}, MIN_BUDGET, MIN_BUDGET + 16),
+        ({"type": "array", "items": {"type": "string", "maxLength": 900}}, MAX_BUDGET, MAX_BUDGET),
+    ],
+)
+def test_the_budget_follows_the_largest_valid_instance(schema: Any, low: int, high: int) -> None:
+    """max_tokens grows with the largest instance the schema allows, within its floor and cap."""
+    assert True is (low <= max_tokens_for(schema) <= high)
+
+
+def test_the_budget_of_a_recursive_schema_is_finite() -> None:
+    """A recursive model's budget follows its references a bounded number of levels."""
+    budget = max_tokens_for(Child.model_json_schema())
+    assert True is (MIN_BUDGET < budget < MAX_BUDGET)
