@@ -270,7 +270,8 @@ def test_patterns_are_anchored_and_the_rewrite_travels_with_the_result() -> None
 
     script = Script(['{"code": "xABCx"}'], answer=ollama_answer)
     result = OllamaStructuredOutput(MockTransport(script), model="m").generate(QUESTION, Code)
-    assert script.bodies[0]["format"]["properties"]["code"]["pattern"] == "^.*([A-Z]{3}).*$"
+    anchored = "^(.|[\\n\\r\\u2028\\u2029])*([A-Z]{3})(.|[\\n\\r\\u2028\\u2029])*$"
+    assert anchored == script.bodies[0]["format"]["properties"]["code"]["pattern"]
     assert tuple(r.before for r in result.preflight.rewrites) == ("[A-Z]{3}",)
 
 

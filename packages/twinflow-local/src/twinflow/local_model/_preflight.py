@@ -221,6 +221,9 @@ _CLASSES_OUTSIDE = {
 }
 _CLASSES_INSIDE = {"d": "0-9", "w": "a-zA-Z0-9_", "s": " \\t\\n\\r\\x0B\\x0C"}
 _KEPT_ESCAPES = frozenset("tnr")
+# Any run of characters, line terminators included (ECMA-262's `.` stops at them, and a
+# search finds its match anywhere in a multi-line string).
+_ANY = "(.|[\\n\\r\\u2028\\u2029])*"
 _LAZY = re.compile(r"([*+?}])\?")
 # Above this, a length or item bound makes llama-cpp-python's converter nest one optional
 # group per unit; llama.cpp's grammar parser refuses the depth (HttpUrl's maxLength=2083 does),
@@ -307,12 +310,60 @@ def grammar_pattern(pattern: str) -> str:
         i += 1
     if in_class:
         raise _Unreadable("an unclosed character class")
-    body = _LAZY.sub(r"\1", "".join(out))
-    anchored = anchor_pattern(body).replace("(?:", "(")
+    body = _LAZY.sub(r"\1", "".join(out)).replace("(?:", "(")
+    whole = (
+        body.startswith("^")
+        and body.endswith("$")
+        and not body.endswith("\\$")
+        and not _has_top_level_alternation(body)
+    )
+    if whole:
+        anchored = body
+    else:
+        # Each branch is a search of its own: anchor them one by one, so no anchor stays inside.
+        branches = [_anchor_branch(b) for b in _top_level_branches(body)]
+        anchored = "^" + (branches[0] if len(branches) == 1 else f"({'|'.join(branches)})") + "$"
     inner = anchored[1:-1]
     if re.search(r"(?<!\\)[$^](?<!\[\^)", inner.replace("[^", "[")):
         raise _Unreadable("an anchor inside the pattern")
     return anchored
+
+
+def _top_level_branches(pattern: str) -> list[str]:
+    """Split `pattern` at each `|` outside any group or class."""
+    branches: list[str] = []
+    depth = 0
+    in_class = False
+    escaped = False
+    start = 0
+    for i, ch in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            branches.append(pattern[start:i])
+            start = i + 1
+    branches.append(pattern[start:])
+    return branches
+
+
+def _anchor_branch(branch: str) -> str:
+    """One alternative of a search, as a full match: `.*` where it has no anchor."""
+    lead = trail = _ANY
+    if branch.startswith("^"):
+        branch, lead = branch[1:], ""
+    if branch.endswith("$") and not branch.endswith("\\$"):
+        branch, trail = branch[:-1], ""
+    return f"{lead}({branch}){trail}" if branch else lead + trail
 
 
 def compile_into(
