@@ -25,7 +25,6 @@ from twinflow.local_model import (
 )
 from twinflow.vocab import UserError
 
-
 ANY = r"(.|[\n\r\u2028\u2029])*"
 
 
