@@ -62,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     # stop the rest of the command from parsing its arguments.
     from twinflow.cli import _commands, _run
     from twinflow.cli._eval_cli import EVAL_COMMAND
+    from twinflow.cli._preflight_cli import PREFLIGHT_COMMAND
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON document on stdout")
@@ -74,7 +75,12 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 1 a check failed, 2 usage error or unreadable input.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    commands = {**_run.COMMANDS, "eval": EVAL_COMMAND, **_commands.COMMANDS}
+    commands = {
+        **_run.COMMANDS,
+        "eval": EVAL_COMMAND,
+        "preflight": PREFLIGHT_COMMAND,
+        **_commands.COMMANDS,
+    }
     for name, (summary, configure, handler) in commands.items():
         command = sub.add_parser(name, parents=[common], help=summary, description=summary)
         configure(command)

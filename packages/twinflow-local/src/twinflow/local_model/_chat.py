@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import JsonValue
 
-from twinflow.local_model._preflight import Decoder, preflight
+from twinflow.local_model._preflight import Decoder, GrammarCheck, preflight
 from twinflow.local_model._servers import (
     DEFAULT_OLLAMA_URL,
     SentSchema,
@@ -223,6 +223,7 @@ class _ChatModel:
         max_attempts: int,
         ids: Ids | None,
         strict: bool,
+        grammar_check: GrammarCheck | None = None,
     ) -> None:
         if mode not in ("native", "structured-action"):
             raise UserError(f"mode must be 'native' or 'structured-action', got {mode!r}")
@@ -231,6 +232,7 @@ class _ChatModel:
         self._max_attempts = check_attempts(max_attempts)
         self._ids = ids
         self._strict = strict
+        self._grammar_check = grammar_check
         self._sent_cache: dict[tuple[int, ...], tuple[tuple[object, ...], SentSchema]] = {}
 
     @property
@@ -268,7 +270,12 @@ class _ChatModel:
         ids = tuple(id(k) for k in key)
         found = self._sent_cache.get(ids)
         if found is None:
-            sent_schema = preflight(build(), self._server.decoder, strict=self._strict).sent_schema
+            sent_schema = preflight(
+                build(),
+                self._server.decoder,
+                strict=self._strict,
+                grammar_check=self._grammar_check,
+            ).sent_schema
             found = (key, SentSchema.of(name, sent_schema))
             if len(self._sent_cache) >= _SENT_CACHE_SIZE:
                 del self._sent_cache[next(iter(self._sent_cache))]
@@ -444,6 +451,8 @@ class OpenAICompatibleChatModel(_ChatModel):
         ids: Source of tool-call ids; without it ids derive from the request digest.
         strict: Refuse schemas the decoder would not fully enforce.
         timeout: Seconds allowed per request.
+        grammar_check: The decoder's own converter, run in-process by pre-flight (the CLI
+            supplies llama-cpp-python's); without it pre-flight uses its keyword rules.
     """
 
     def __init__(
@@ -460,6 +469,7 @@ class OpenAICompatibleChatModel(_ChatModel):
         ids: Ids | None = None,
         strict: bool = False,
         timeout: float = 120.0,
+        grammar_check: GrammarCheck | None = None,
     ) -> None:
         """Configure the model; nothing is sent until `request`."""
         super().__init__(
@@ -476,4 +486,5 @@ class OpenAICompatibleChatModel(_ChatModel):
             max_attempts=max_attempts,
             ids=ids,
             strict=strict,
+            grammar_check=grammar_check,
         )
