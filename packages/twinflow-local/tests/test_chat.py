@@ -13,6 +13,7 @@ from twinflow.local_model import (
     OllamaChatModel,
     OpenAICompatibleChatModel,
     action_schema,
+    preflight,
 )
 from twinflow.vocab import (
     CallId,
@@ -231,7 +232,8 @@ def test_structured_action_call_then_final() -> None:
     second = model.request(ModelRequest(transcript=history, tools=(ADD,)))
     assert Message.assistant("5") == second.message
     for body in script.bodies:
-        assert action_schema((ADD,), None) == body["response_format"]["json_schema"]["schema"]
+        sent = preflight(action_schema((ADD,), None), "llama.cpp").sent_schema
+        assert sent == body["response_format"]["json_schema"]["schema"]
         assert "tools" not in body
     rendered = [m["content"] for m in script.bodies[1]["messages"]]
     assert rendered[2] == '{"action":"call_tool","arguments":{"a":2,"b":3},"tool":"add"}'

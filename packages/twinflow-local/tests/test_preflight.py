@@ -23,6 +23,7 @@ from twinflow.local_model import (
     grammar_pattern,
     preflight,
 )
+from twinflow.local_model._preflight import JSON_STRING_TEXT
 from twinflow.vocab import UserError
 
 ANY = r"(.|[\n\r\u2028\u2029])*"
@@ -265,9 +266,9 @@ def test_a_root_ref_is_hoisted_and_the_rewrite_named() -> None:
     """A recursive model's root $ref becomes its definition; recursion stays through $defs."""
     report = preflight(Node, "llama-cpp-python")
     sent = report.sent_schema
-    expected = ("object", "#/$defs/Node", ["/$ref"])
+    expected = ("object", "#/$defs/Node", "/$ref")
     items = sent["properties"]["children"]["items"]  # type: ignore[index,call-overload]
-    assert expected == (sent["type"], items["$ref"], [r.pointer for r in report.rewrites])
+    assert expected == (sent["type"], items["$ref"], report.rewrites[0].pointer)
     assert "$ref" not in sent
 
 
@@ -419,4 +420,28 @@ def test_the_compiled_schema_accepts_every_instance_of_the_original(
     original = hoisted.model_json_schema()
     jsonschema.validate(instance, original, format_checker=None)
     compiled = preflight(hoisted, "llama-cpp-python").sent_schema
-    jsonschema.validate(instance, compiled)
+    # The grammar reads a string's pattern against its JSON text, escapes and all.
+    jsonschema.validate(as_json_text(instance), compiled)
+
+
+def as_json_text(value: Any) -> Any:
+    """`value` with every string replaced by its text between the quotes of its JSON encoding."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)[1:-1]
+    if isinstance(value, list):
+        return [as_json_text(v) for v in value]
+    if isinstance(value, dict):
+        return {k: as_json_text(v) for k, v in value.items()}
+    return value
+
+
+@settings(suppress_health_check=list(HealthCheck), deadline=None, max_examples=60)
+@given(text=st.text(max_size=12))
+def test_every_string_has_json_text_the_string_pattern_accepts(text: str) -> None:
+    """Property: any string's JSON text matches the pattern a plain string is sent with."""
+    assert True is (re.fullmatch(JSON_STRING_TEXT, as_json_text(text)) is not None)
+
+
+def test_a_raw_control_character_is_outside_the_string_pattern() -> None:
+    """The point of the string pattern: a raw newline is not JSON string text."""
+    assert None is re.fullmatch(JSON_STRING_TEXT, "line\nbreak")

@@ -24,6 +24,7 @@ from twinflow.local_model import (
     OllamaStructuredOutput,
     OpenAICompatibleStructuredOutput,
     UnenforcedSchemaError,
+    preflight,
 )
 from twinflow.local_model._budget import MAX_BUDGET, MIN_BUDGET, max_tokens_for
 from twinflow.local_model._structured import RETRY_TEMPERATURE_STEP
@@ -44,6 +45,9 @@ class Person(BaseModel):
     name: str
     age: int = Field(ge=50)
 
+
+PERSON_SENT = preflight(Person, "llama.cpp").sent_schema
+"""Person's schema as sent: its plain string gets the JSON-string-text pattern."""
 
 QUESTION = Transcript(messages=(Message.user("Ada is 36. Give name and age."),))
 
@@ -178,14 +182,14 @@ def test_validate_is_the_seam_and_reasks_through_the_callback() -> None:
 @pytest.mark.parametrize(
     ("dialect", "expected"),
     [
-        ("llama-cpp-python", {"type": "json_object", "schema": Person.model_json_schema()}),
+        ("llama-cpp-python", {"type": "json_object", "schema": PERSON_SENT}),
         (
             "vllm",
             {
                 "type": "json_schema",
                 "json_schema": {
                     "name": "Person",
-                    "schema": Person.model_json_schema(),
+                    "schema": PERSON_SENT,
                     "strict": True,
                 },
             },
@@ -196,7 +200,7 @@ def test_validate_is_the_seam_and_reasks_through_the_callback() -> None:
                 "type": "json_schema",
                 "json_schema": {
                     "name": "Person",
-                    "schema": Person.model_json_schema(),
+                    "schema": PERSON_SENT,
                     "strict": True,
                 },
             },
@@ -207,7 +211,7 @@ def test_validate_is_the_seam_and_reasks_through_the_callback() -> None:
                 "type": "json_schema",
                 "json_schema": {
                     "name": "Person",
-                    "schema": Person.model_json_schema(),
+                    "schema": PERSON_SENT,
                     "strict": True,
                 },
             },
@@ -251,8 +255,8 @@ def test_ollama_sends_format_stream_false_and_temperature_zero() -> None:
     )
     body = script.bodies[0]
     assert script.urls == ["http://127.0.0.1:11434/api/chat"]
-    budget = max_tokens_for(Person.model_json_schema())
-    assert (Person.model_json_schema(), False, {"temperature": 0, "num_predict": budget}) == (
+    budget = max_tokens_for(PERSON_SENT)
+    assert (PERSON_SENT, False, {"temperature": 0, "num_predict": budget}) == (
         body["format"],
         body["stream"],
         body["options"],
@@ -295,8 +299,7 @@ def test_no_attempt_falls_back_to_an_unconstrained_call() -> None:
             make(script).generate(QUESTION, Person)
         assert len(script.bodies) == 3
         sent = [b[key] for b in script.bodies]
-        schema = Person.model_json_schema()
-        assert [schema] * 3 == [s if key == "format" else s["schema"] for s in sent]
+        assert [PERSON_SENT] * 3 == [s if key == "format" else s["schema"] for s in sent]
 
 
 def test_a_missing_daemon_is_not_retried_and_is_never_swallowed() -> None:
@@ -410,7 +413,7 @@ def test_every_request_carries_a_max_tokens_derived_from_the_schema() -> None:
     """With no max_tokens given, each request gets the schema's budget; a given one wins."""
     script = Script(['{"name": "Ada"}', ADA_OK])
     openai(script).generate(QUESTION, Person)
-    budget = max_tokens_for(Person.model_json_schema())
+    budget = max_tokens_for(PERSON_SENT)
     assert [budget, budget] == [b["max_tokens"] for b in script.bodies]
     given = Script([ADA_OK])
     openai(given, settings=ModelSettings(temperature=0, max_tokens=77)).generate(QUESTION, Person)
@@ -443,8 +446,8 @@ class Child(BaseModel):
     ("schema", "low", "high"),
     [
         ({"type": "boolean"}, MIN_BUDGET, MIN_BUDGET),
-        ({"type": "string", "maxLength": 400}, 500, 520),
-        ({"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 3}, 390, 420),
+        ({"type": "string", "maxLength": 400}, 330, 345),
+        ({"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 3}, 255, 275),
         ({"type": "string"}, MIN_BUDGET, MIN_BUDGET + 16),
         ({"type": "array", "items": {"type": "string", "maxLength": 900}}, MAX_BUDGET, MAX_BUDGET),
     ],

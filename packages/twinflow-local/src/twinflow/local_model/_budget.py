@@ -6,10 +6,9 @@ that long because of the schema's shape, not the question. The budget is the len
 largest instance the schema allows, counted in characters of compact JSON, with the parts
 the schema leaves open given a fixed allowance: an unbounded string `OPEN_STRING` characters,
 an unbounded array `OPEN_ITEMS` items, an open object `OPEN_ITEMS` extra members, and a
-recursive reference followed `OPEN_DEPTH` levels. One token per character (a small model's
-tokenizer spends a token on most JSON punctuation and on each digit) plus the grammar's
-optional spaces makes it an upper bound for any answer inside the allowances; a longer one is
-cut, refused by validation, and re-asked like any invalid reply.
+recursive reference followed `OPEN_DEPTH` levels; then `_TOKENS_PER_CHAR` tokens a character.
+An answer longer than that is cut, refused by validation, and re-asked like any invalid reply
+(the re-ask samples differently, so it need not run away the same way).
 """
 
 from __future__ import annotations
@@ -29,26 +28,29 @@ __all__ = [
     "max_tokens_for",
 ]
 
-OPEN_STRING = 48
+OPEN_STRING = 40
 """Characters allowed for a string with no `maxLength` (and no enum, const or format)."""
-OPEN_ITEMS = 4
+OPEN_ITEMS = 3
 """Items allowed for an array with no `maxItems`, and extra members for an open object."""
-OPEN_DEPTH = 2
+OPEN_DEPTH = 1
 """Levels a recursive `$ref` is followed; past them it counts as its smallest form."""
 MIN_BUDGET = 64
 """The fewest tokens any structured request gets."""
-MAX_BUDGET = 1536
+MAX_BUDGET = 1024
 """The most tokens any structured request gets (the embedded server's context is 2048)."""
 
 _FORMAT_CHARS = {"date": 10, "time": 21, "date-time": 35, "uuid": 36, "duration": 32}
 _NUMBER_CHARS = 24
-_SLACK = 1.25  # the grammar allows a space after every token
+# Tokens per character of the largest instance: the grammar allows a space after every token,
+# and a small model's tokenizer spends one token on most JSON punctuation and on each digit,
+# but a word of text is one token for several characters.
+_TOKENS_PER_CHAR = 0.8
 
 
 def max_tokens_for(schema: dict[str, JsonValue]) -> int:
     """The `max_tokens` for a request constrained by `schema` (see the module docstring)."""
     chars = largest_instance_chars(schema)
-    return max(MIN_BUDGET, min(MAX_BUDGET, math.ceil(chars * _SLACK) + 16))
+    return max(MIN_BUDGET, min(MAX_BUDGET, math.ceil(chars * _TOKENS_PER_CHAR) + 16))
 
 
 def largest_instance_chars(schema: dict[str, JsonValue]) -> int:

@@ -224,12 +224,22 @@ _KEPT_ESCAPES = frozenset("tnr")
 # Any run of characters, line terminators included (ECMA-262's `.` stops at them, and a
 # search finds its match anywhere in a multi-line string).
 _ANY = "(.|[\\n\\r\\u2028\\u2029])*"
+_HEX_ESCAPE = re.compile(r"\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}")
 _LAZY = re.compile(r"([*+?}])\?")
 # Above this, a length or item bound makes llama-cpp-python's converter nest one optional
 # group per unit; llama.cpp's grammar parser refuses the depth (HttpUrl's maxLength=2083 does),
 # and the server crashes on a grammar it cannot parse. Measured: 1000 parses, 2083 does not.
 MAX_GRAMMAR_REPEAT = 256
 _REPEAT_BOUNDS = ("minLength", "maxLength", "minItems", "maxItems")
+JSON_STRING_TEXT = r'^([^"\\\x00-\x1F]|\\(["\\/bfnrt]|u[0-9a-fA-F]{4}))*$'
+"""The text of a JSON string between its quotes, as a pattern the grammar converters read.
+
+llama-cpp-python's converter gives a plain string the rule `[^"\\] | escape`, which lets raw
+control characters through: a small model writes a raw newline, the reply is no longer JSON, and
+the model never finds its way back to the closing quote. The grammar reads a `pattern` against
+the raw text between the quotes, so a plain string is sent with this one: exactly the texts of
+valid JSON strings, hence every string value, in its standard encoding."""
+_STRING_SHAPERS = ("pattern", "format", "enum", "const", "minLength", "maxLength")
 
 
 class _Unreadable(ValueError):
@@ -268,6 +278,11 @@ def grammar_pattern(pattern: str) -> str:
             i += 2
             if nxt in _KEPT_ESCAPES:
                 out.append("\\" + nxt)
+            elif nxt in "xu" and _HEX_ESCAPE.match(pattern, i - 2):
+                width = 2 if nxt == "x" else 4
+                code = pattern[i - 2 : i + width]
+                out.append(code if in_class else f"[{code}]")
+                i += width
             elif in_class and nxt in _CLASSES_INSIDE:
                 out.append(_CLASSES_INSIDE[nxt])
             elif not in_class and nxt in _CLASSES_OUTSIDE:
@@ -378,6 +393,8 @@ def compile_into(
       recursive model recurses through `$defs` (llama-cpp-python's converter cannot resolve
       references under a root `$ref` and silently falls back to generic JSON);
     - every `pattern` is rewritten by `grammar_pattern`; one no grammar can read is dropped;
+    - a plain string (no pattern, format, enum, const or length) gets `JSON_STRING_TEXT` as
+      its pattern, which the grammar matches against the string's JSON text (all of them);
     - a length or item bound above `MAX_GRAMMAR_REPEAT` is dropped (a grammar too deep to parse).
     """
     _hoist_root_ref(schema, rewrites)
@@ -385,6 +402,19 @@ def compile_into(
         pattern = node.get("pattern")
         if isinstance(pattern, str):
             _compile_pattern(node, pattern, pointer, rewrites, findings)
+        elif node.get("type") == "string" and not any(k in node for k in _STRING_SHAPERS):
+            node["pattern"] = JSON_STRING_TEXT
+            rewrites.append(
+                SchemaRewrite(
+                    pointer=f"{pointer}/pattern",
+                    keyword="pattern",
+                    before=None,
+                    after=JSON_STRING_TEXT,
+                    reason="a plain string gets the text of a JSON string as its grammar "
+                    "pattern: the converter's own string rule lets raw control characters "
+                    "through, and a raw newline ends in a runaway, non-JSON reply",
+                )
+            )
         for keyword in _REPEAT_BOUNDS:
             bound = node.get(keyword)
             if isinstance(bound, int) and bound > MAX_GRAMMAR_REPEAT:
