@@ -1,6 +1,6 @@
 """Benchmark: structured output on held-out models, twinflow against the openai SDK + pydantic.
 
-Fourteen pydantic models written for this benchmark (not taken from the tests): flat, nested,
+Thirteen pydantic models written for this benchmark (not taken from the tests): flat, nested,
 a bounded list of objects, enums, optionals, a discriminated union, string and number
 constraints, dates, a dict, a recursive model, a tuple, a `\\d` pattern and a 17-field model.
 Each gets five questions (five trials), asked of the embedded SmolLM2-135M on one
@@ -12,7 +12,10 @@ llama-cpp-python server started for the run, by:
 - the peer: the openai SDK's `chat.completions.create` with the same `response_format` schema at
   temperature 0 (its other defaults: no `max_tokens`, one attempt), validated with pydantic.
 
-A trial is valid when the answer validates as the model. Printed per model: valid trials, mean
+A trial is valid when the answer validates as the model. A request that takes the server down
+(the peer's raw `\\d` patterns do) or leaves it busy past a 30 s probe counts as a server crash,
+and the server is started again before the next trial, so one client's crash never costs the
+other a trial. Printed per model: valid trials, mean
 attempts (twinflow) and mean seconds per trial, for both; then the totals and the load average.
 Targets (issue 19): twinflow at least 95% valid overall, no model below 4 of 5, and ahead of
 the peer at equal temperature.
