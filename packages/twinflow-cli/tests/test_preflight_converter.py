@@ -103,6 +103,7 @@ MODELS: list[Any] = [
     {"type": "object", "properties": {"x": {"oneOf": [{"type": "integer"}, {"type": "number"}]}}},
     {"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "string"}},
     {"type": "string", "pattern": r"^(?=a)\w+$"},
+    {"type": "object", "properties": {"a": {"type": "string", "pattern": "^a{b$"}}},
 ]
 
 # Keywords that annotate, or that the converter's defaults already imply where they appear.

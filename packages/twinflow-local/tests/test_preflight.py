@@ -445,3 +445,20 @@ def test_every_string_has_json_text_the_string_pattern_accepts(text: str) -> Non
 def test_a_raw_control_character_is_outside_the_string_pattern() -> None:
     """The point of the string pattern: a raw newline is not JSON string text."""
     assert None is re.fullmatch(JSON_STRING_TEXT, "line\nbreak")
+
+
+def test_a_pattern_that_makes_the_converter_fall_back_is_dropped_alone() -> None:
+    """A pattern the converter rejects is dropped, so the rest of the schema stays enforced."""
+
+    def decide(schema: dict[str, Any]) -> GrammarVerdict:
+        bad = "{b" in json.dumps(schema)
+        return GrammarVerdict(status="fallback" if bad else "enforced", reason="unbalanced {")
+
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string", "pattern": "^a{b$"}, "n": {"type": "integer"}},
+    }
+    report = preflight(schema, "llama-cpp-python", grammar_check=Verdicts(decide))
+    assert report.grammar is not None
+    expected = ("enforced", [("/properties/a/pattern", "pattern")])
+    assert expected == (report.grammar.status, [(f.pointer, f.keyword) for f in report.findings])

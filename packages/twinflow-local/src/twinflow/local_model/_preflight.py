@@ -674,7 +674,9 @@ def preflight(
     verdict: GrammarVerdict | None = None
     if grammar_check is not None:
         verdict = grammar_check(sent)
-        if verdict.status == "uncompilable":
+        if verdict.status != "enforced":
+            # A pattern the converter cannot read alone takes the whole schema down with it
+            # (a fallback to generic JSON, or a grammar that crashes the server): drop it.
             _drop_uncompilable_patterns(sent, grammar_check, rewrites, findings)
             verdict = grammar_check(sent)
         if verdict.status == "uncompilable":
@@ -711,7 +713,7 @@ def _drop_uncompilable_patterns(
     rewrites: list[SchemaRewrite],
     findings: list[SchemaFinding],
 ) -> None:
-    """Drop each pattern whose own grammar the server cannot compile, naming it."""
+    """Drop each pattern the converter cannot turn alone into a grammar that compiles, naming it."""
     for pointer, node in _string_nodes(sent, ""):
         pattern = node.get("pattern")
         if not isinstance(pattern, str):
@@ -726,15 +728,16 @@ def _drop_uncompilable_patterns(
                 keyword="pattern",
                 before=pattern,
                 after=None,
-                reason=f"dropped: its grammar does not compile on the server ({alone.reason})",
+                reason=f"dropped: the converter cannot make a grammar of it ({alone.status}: "
+                f"{alone.reason})",
             )
         )
         findings.append(
             SchemaFinding(
                 pointer=f"{pointer}/pattern",
                 keyword="pattern",
-                reason="the server cannot compile this pattern's grammar; dropped from the "
-                "sent schema, checked only by pydantic",
+                reason="the converter cannot make a working grammar of this pattern; dropped "
+                "from the sent schema, checked only by pydantic",
             )
         )
 
