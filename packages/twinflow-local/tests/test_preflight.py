@@ -281,6 +281,7 @@ def test_a_root_ref_is_hoisted_and_the_rewrite_named() -> None:
         (r"^[\w-]+$", r"^[a-zA-Z0-9_-]+$"),
         (r"^a+?b$", "^a+b$"),
         (r"^a|b$", f"^((a){ANY}|{ANY}(b))$"),
+        (r"^a{b}c{2}$", r"^a[\x7B]b[\x7D]c{2}$"),
     ],
 )
 def test_patterns_are_rewritten_into_what_grammars_read(pattern: str, expected: str) -> None:
@@ -370,6 +371,7 @@ _PATTERNS = [
     r"x|y",
     r"^a|b$",
     r"^\d$|z",
+    r"^x{y}\d{1,2}$",
     r"^a+?b*?$",
     r'^"q"$',
 ]
@@ -451,12 +453,12 @@ def test_a_pattern_that_makes_the_converter_fall_back_is_dropped_alone() -> None
     """A pattern the converter rejects is dropped, so the rest of the schema stays enforced."""
 
     def decide(schema: dict[str, Any]) -> GrammarVerdict:
-        bad = "{b" in json.dumps(schema)
-        return GrammarVerdict(status="fallback" if bad else "enforced", reason="unbalanced {")
+        bad = "QQ" in json.dumps(schema)
+        return GrammarVerdict(status="fallback" if bad else "enforced", reason="KeyError: QQ")
 
     schema = {
         "type": "object",
-        "properties": {"a": {"type": "string", "pattern": "^a{b$"}, "n": {"type": "integer"}},
+        "properties": {"a": {"type": "string", "pattern": "^QQ$"}, "n": {"type": "integer"}},
     }
     report = preflight(schema, "llama-cpp-python", grammar_check=Verdicts(decide))
     assert report.grammar is not None

@@ -225,6 +225,7 @@ _KEPT_ESCAPES = frozenset("tnr")
 # search finds its match anywhere in a multi-line string).
 _ANY = "(.|[\\n\\r\\u2028\\u2029])*"
 _HEX_ESCAPE = re.compile(r"\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}")
+_QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
 _LAZY = re.compile(r"([*+?}])\?")
 # Above this, a length or item bound makes llama-cpp-python's converter nest one optional
 # group per unit; llama.cpp's grammar parser refuses the depth (HttpUrl's maxLength=2083 does),
@@ -319,6 +320,21 @@ def grammar_pattern(pattern: str) -> str:
             continue
         if ch == '"':
             out.append("[\\x22]")
+            i += 1
+            continue
+        if ch == "{":
+            # A brace that does not open a quantifier is a literal in ECMA-262; the converter
+            # would read it as a broken quantifier and reject the whole schema.
+            quantifier = _QUANTIFIER.match(pattern, i)
+            if quantifier is not None:
+                out.append(quantifier.group())
+                i = quantifier.end()
+            else:
+                out.append("[\\x7B]")
+                i += 1
+            continue
+        if ch == "}":
+            out.append("[\\x7D]")
             i += 1
             continue
         out.append(ch)
