@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import JsonValue
 
+from twinflow.local_model._budget import max_tokens_for
 from twinflow.local_model._preflight import Decoder, GrammarCheck, preflight
 from twinflow.local_model._servers import (
     DEFAULT_OLLAMA_URL,
@@ -25,7 +26,7 @@ from twinflow.local_model._servers import (
     ollama_server,
     openai_server,
 )
-from twinflow.local_model._structured import check_attempts, reask_message
+from twinflow.local_model._structured import check_attempts, reask_message, retry_settings
 from twinflow.local_model._wire import Dialect, Reply
 from twinflow.vocab import (
     Attempt,
@@ -234,6 +235,7 @@ class _ChatModel:
         self._strict = strict
         self._grammar_check = grammar_check
         self._sent_cache: dict[tuple[int, ...], tuple[tuple[object, ...], SentSchema]] = {}
+        self._budgets: dict[int, tuple[SentSchema, int]] = {}
 
     @property
     def mode(self) -> ChatMode:
@@ -280,6 +282,16 @@ class _ChatModel:
             if len(self._sent_cache) >= _SENT_CACHE_SIZE:
                 del self._sent_cache[next(iter(self._sent_cache))]
             self._sent_cache[ids] = found
+        return found[1]
+
+    def _budget(self, schema: SentSchema) -> int:
+        """The schema's `max_tokens` budget, computed once per sent schema."""
+        found = self._budgets.get(id(schema))
+        if found is None or found[0] is not schema:
+            found = (schema, max_tokens_for(schema.schema.json_schema))
+            if len(self._budgets) >= _SENT_CACHE_SIZE:
+                del self._budgets[next(iter(self._budgets))]
+            self._budgets[id(schema)] = found
         return found[1]
 
     def _native(self, request: ModelRequest) -> ModelResponse:
@@ -340,10 +352,13 @@ class _ChatModel:
         attempts: list[Attempt] = []
         input_tokens = output_tokens = 0
         reply: Reply | None = None
+        budget = self._budget(schema)
         while True:
+            # A re-ask samples differently and every request is bounded, as in `generate`.
+            settings = retry_settings(request.settings, len(attempts) + 1, budget)
             body = self._server.body(
                 messages,
-                settings=request.settings,
+                settings=settings,
                 native_tools=False,
                 output=schema,
             )
@@ -356,12 +371,18 @@ class _ChatModel:
                 action = _parse_action(emission, request.tools, request.output_schema)
             except _ActionRefused as exc:
                 error = str(exc)
+                if reply.finish_reason == "length":
+                    error = (
+                        f"(root): the reply was cut off at max_tokens={settings.max_tokens} "
+                        f"before it ended; give a shorter answer\n{error}"
+                    )
                 attempts.append(
                     Attempt(
                         number=len(attempts) + 1,
                         emission=emission,
                         error=error,
                         request_digest=request_digest,
+                        settings=settings,
                     )
                 )
                 if len(attempts) >= self._max_attempts:
