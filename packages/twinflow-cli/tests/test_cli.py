@@ -19,7 +19,7 @@ from twinflow.kernel import (
 )
 
 SUBCOMMANDS = (
-    "demo", "run", "replay", "show", "verify", "checkpoint", "prove", "repair", "keygen", "diff",
+    "demo", "run", "replay", "show", "verify", "checkpoint", "prove", "repair", "keygen", "diff", "preflight",
     "eval",
 )  # fmt: skip
 

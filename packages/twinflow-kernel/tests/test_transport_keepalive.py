@@ -1,6 +1,7 @@
 """UrllibJsonTransport keeps connections alive: reuse, stale connections, and what is never retried."""
 
 import json
+import socket
 import subprocess
 import threading
 import time
@@ -123,30 +124,78 @@ def test_an_error_answer_read_to_its_end_keeps_the_connection() -> None:
     assert 1 == connections.count()
 
 
-@pytest.mark.parametrize("seen", ["before use", "on use"])
-def test_a_connection_closed_by_the_server_while_idle_is_replaced_once(
-    monkeypatch: pytest.MonkeyPatch, seen: str
-) -> None:
-    """A kept connection the server closed is replaced by one fresh connection; the call succeeds."""
-    # "before use": the idle socket is readable (end of file), so it is dropped before sending.
-    # "on use": the idle check is switched off, so the request goes out on the dead connection
-    # and fails before any answer byte; it is sent once more on a fresh connection.
+def test_a_connection_closed_by_the_server_while_idle_is_dropped_before_use() -> None:
+    """A kept connection the server closed is seen readable before use and replaced; the call succeeds."""
     connections = Connections({"/stale": stale_answer({"first": True})})
     transport = UrllibJsonTransport()
     with LoopbackServer(connections) as server:
         expected_first = {"first": True}
         assert expected_first == transport.post_json(server.url_for("/stale"), 1, timeout=5)
         time.sleep(0.2)
-        if seen == "on use":
-            monkeypatch.setattr(_pool, "_dropped", lambda _connection: False)
         answer = transport.post_json(server.url_for("/x"), 2, timeout=5)
         transport.close()
     expected = ({"echo": 2}, ["/stale", "/x"], 2)
     assert expected == (answer, [r.path for r in server.requests], connections.count())
 
 
-def test_refused_after_a_stale_connection_fails_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A stale kept connection, then a stopped server: one fresh attempt, refused, no more retries."""
+def test_a_request_written_to_a_dead_kept_connection_is_not_sent_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once the request went out on a kept connection, its loss is a ConnectError, never a re-send."""
+    # The idle check is switched off, so the request is written to the connection the server
+    # closed; the socket takes the bytes, and only the answer's read fails. Nothing proves the
+    # server did not read them, so the transport must not send them again.
+    connections = Connections({"/stale": stale_answer({"first": True})})
+    transport = UrllibJsonTransport()
+    with LoopbackServer(connections) as server:
+        transport.post_json(server.url_for("/stale"), 1, timeout=5)
+        time.sleep(0.2)
+        monkeypatch.setattr(_pool, "_dropped", lambda _connection: False)
+        with pytest.raises(ConnectError, match="twinflow does not retry"):
+            transport.post_json(server.url_for("/x"), 2, timeout=5)
+        transport.close()
+    expected = ["/stale"]
+    assert expected == [r.path for r in server.requests]
+
+
+def test_a_server_that_reads_the_request_then_drops_the_connection_gets_it_once() -> None:
+    """A server that read the whole request and dropped the kept connection receives it exactly once."""
+    drop = LoopbackResponse(body=b"", behaviour="garbage")
+    connections = Connections({"/drop": drop})
+    transport = UrllibJsonTransport()
+    with LoopbackServer(connections) as server:
+        transport.post_json(server.url_for("/x"), 1, timeout=5)
+        with pytest.raises(ConnectError) as caught:
+            transport.post_json(server.url_for("/drop"), 2, timeout=5)
+        transport.close()
+    expected = (["/x", "/drop"], 1)
+    assert expected == ([r.path for r in server.requests], connections.count())
+    assert "twinflow does not retry" in str(caught.value)
+
+
+def test_a_kept_connection_that_takes_no_byte_is_replaced_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A write that fails before any byte left a kept connection is sent once on a fresh one."""
+    connections = Connections()
+    transport = UrllibJsonTransport()
+    with LoopbackServer(connections) as server:
+        transport.post_json(server.url_for("/x"), 1, timeout=5)
+        monkeypatch.setattr(_pool, "_dropped", lambda _connection: False)
+        kept = transport._pool._idle[("http", "127.0.0.1", server.port)]
+        # Shut for writing on our side: the very first send raises BrokenPipeError, nothing out.
+        assert kept.sock is not None
+        kept.sock.shutdown(socket.SHUT_WR)
+        answer = transport.post_json(server.url_for("/y"), 2, timeout=5)
+        transport.close()
+    expected = ({"echo": 2}, ["/x", "/y"], 2)
+    assert expected == (answer, [r.path for r in server.requests], connections.count())
+
+
+def test_a_stale_connection_to_a_stopped_server_fails_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stale kept connection to a stopped server: the head went out, so a ConnectError, at once."""
     connections = Connections({"/stale": stale_answer(1)})
     transport = UrllibJsonTransport()
     with LoopbackServer(connections) as server:
@@ -158,7 +207,7 @@ def test_refused_after_a_stale_connection_fails_at_once(monkeypatch: pytest.Monk
     elapsed = time.monotonic() - start
     transport.close()
     assert elapsed < 1.0
-    assert "connection refused by " in str(caught.value)
+    assert "was lost before the answer" in str(caught.value)
 
 
 def test_a_reset_mid_body_on_a_kept_connection_is_not_retried() -> None:

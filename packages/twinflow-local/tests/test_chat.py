@@ -13,7 +13,9 @@ from twinflow.local_model import (
     OllamaChatModel,
     OpenAICompatibleChatModel,
     action_schema,
+    preflight,
 )
+from twinflow.local_model._structured import RETRY_TEMPERATURE_STEP
 from twinflow.vocab import (
     CallId,
     ChatModel,
@@ -234,7 +236,8 @@ def test_structured_action_call_then_final() -> None:
     second = model.request(ModelRequest(transcript=history, tools=(ADD,)))
     assert Message.assistant("5") == second.message
     for body in script.bodies:
-        assert action_schema((ADD,), None) == body["response_format"]["json_schema"]["schema"]
+        sent = preflight(action_schema((ADD,), None), "llama.cpp").sent_schema
+        assert sent == body["response_format"]["json_schema"]["schema"]
         assert "tools" not in body
     rendered = [m["content"] for m in script.bodies[1]["messages"]]
     assert rendered[2] == '{"action":"call_tool","arguments":{"a":2,"b":3},"tool":"add"}'
@@ -273,6 +276,25 @@ def test_structured_action_reasks_on_an_unknown_tool_then_gives_up() -> None:
     assert script.bodies[0]["response_format"] == script.bodies[1]["response_format"]
     assert "tool: must be one of ['add']" in script.bodies[1]["messages"][-1]["content"]
     assert [digest(b) for b in script.bodies] == [a.request_digest for a in caught.value.attempts]
+
+
+def test_structured_action_reasks_sample_differently_and_a_cut_reply_is_named() -> None:
+    """A re-ask in structured-action mode is hotter with a new seed; a cut reply says so."""
+    bad = action({"action": "call_tool", "tool": "mul", "arguments": {}})
+    cut = openai_answer({"content": '{"action": "call_tool", "tool": "ad'}, finish="length")
+    script = Script([bad, cut, bad])
+    with pytest.raises(StructuredOutputError) as caught:
+        openai_model(script, mode="structured-action", max_attempts=3).request(ASK)
+    step = RETRY_TEMPERATURE_STEP
+    expected = [(None, None), (step, 1), (2 * step, 2)]
+    assert expected == [(b.get("temperature"), b.get("seed")) for b in script.bodies]
+    budgets = {b["max_tokens"] for b in script.bodies}
+    assert 1 == len(budgets)
+    recorded = [
+        (a.settings.temperature, a.settings.seed) for a in caught.value.attempts if a.settings
+    ]
+    assert expected == recorded
+    assert "cut off at max_tokens=" in script.bodies[2]["messages"][-1]["content"]
 
 
 def test_action_schema_is_an_any_of_with_hoisted_defs() -> None:

@@ -14,6 +14,8 @@ def test_all_lists_exactly_the_public_names() -> None:
             "ChatMode",
             "Decoder",
             "Dialect",
+            "GrammarCheck",
+            "GrammarVerdict",
             "LocalModelError",
             "LocalStructuredResult",
             "MalformedResponseError",
@@ -24,10 +26,13 @@ def test_all_lists_exactly_the_public_names() -> None:
             "PreflightReport",
             "SchemaFinding",
             "SchemaRewrite",
+            "SchemaSource",
+            "UncompilableSchemaError",
             "UnenforcedSchemaError",
             "action_instructions",
             "action_schema",
             "anchor_pattern",
+            "grammar_pattern",
             "preflight",
         ]
     )

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from twinflow.kernel import UrllibJsonTransport
 from twinflow.local_model import OpenAICompatibleChatModel, OpenAICompatibleStructuredOutput
+from twinflow.local_model._structured import RETRY_TEMPERATURE_STEP
 from twinflow.vocab import (
     Message,
     ModelRequest,
@@ -141,18 +142,20 @@ def test_the_second_validation_catches_what_the_grammar_let_through(llama_server
     question = Transcript(messages=(Message.user("Ada is 36. Give her name and age as JSON."),))
     report = structured.preflight(Person)
     assert [f.pointer for f in report.findings] == ["/properties/age/minimum"]
-    # SmolLM2-135M repeats itself at temperature 0, so the retry is refused too and the run
-    # ends in StructuredOutputError: the value the grammar let through never reaches the caller.
-    with pytest.raises(StructuredOutputError) as caught:
-        structured.generate(question, Person)
-    attempts = caught.value.attempts
+    # The re-ask samples hotter and with another seed, so it may or may not fix the age; either
+    # way the value the grammar let through never reaches the caller.
+    try:
+        attempts = structured.generate(question, Person).attempts
+    except StructuredOutputError as caught:
+        attempts = caught.attempts
     first = attempts[0]
     assert json.loads(first.emission)["age"] == 36
     assert first.error == "age: Input should be greater than or equal to 50"
     assert len(bodies) == 2
-    schema = Person.model_json_schema()
+    schema = report.sent_schema
     assert [schema, schema] == [b["response_format"]["schema"] for b in bodies]
     assert [digest(b) for b in bodies] == [a.request_digest for a in attempts]
+    assert [0, RETRY_TEMPERATURE_STEP] == [b["temperature"] for b in bodies]
 
 
 def test_a_structured_action_exchange_with_the_real_model(llama_server: str) -> None:
@@ -191,3 +194,59 @@ def test_a_structured_action_exchange_with_the_real_model(llama_server: str) -> 
     assert final.finish_reason == "stop"
     assert final.message.tool_calls == ()
     assert final.message.text != ""
+
+
+# --- the shapes of issue 19, with the adapter's own defaults (no max_tokens given) ---------
+
+
+class Node(BaseModel):
+    """A recursive model: its schema's root is a $ref the converter could not follow."""
+
+    name: str
+    children: list[Node] = []
+
+
+class Line(BaseModel):
+    """One item of a bounded list."""
+
+    product: str
+    quantity: int
+
+
+class Basket(BaseModel):
+    """A list of objects with item bounds: the shape that ran to the client timeout."""
+
+    lines: list[Line] = Field(min_length=2, max_length=5)
+
+
+class Code(BaseModel):
+    """A `\\d` pattern: its grammar did not parse and took the server down."""
+
+    code: str = Field(pattern=r"^\d{3}$")
+
+
+def server_answers(base: str) -> bool:
+    """The server still answers a one-token request."""
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+    answer = UrllibJsonTransport().post_json(f"{base}/v1/chat/completions", body, timeout=60)
+    return isinstance(answer, dict) and "choices" in answer
+
+
+@pytest.mark.parametrize(
+    ("question", "output_type"),
+    [
+        ("A tree: root 'a' with two children 'b' and 'c'. Give the tree.", Node),
+        ("Basket: 2 apples and 3 pears. Give the basket lines.", Basket),
+        ("The room code is 042. Give the code.", Code),
+    ],
+)
+def test_the_shapes_that_failed_now_give_valid_answers(
+    llama_server: str, question: str, output_type: type[BaseModel]
+) -> None:
+    """Recursive, bounded-list and \\d-pattern models validate, and the server lives on."""
+    structured = OpenAICompatibleStructuredOutput(
+        UrllibJsonTransport(), base_url=llama_server, dialect="llama-cpp-python", timeout=60
+    )
+    result = structured.generate((Message.user(question),), output_type)
+    assert (True, None) == (isinstance(result.output, output_type), result.attempts[-1].error)
+    assert True is server_answers(llama_server)

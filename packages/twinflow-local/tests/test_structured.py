@@ -24,9 +24,13 @@ from twinflow.local_model import (
     OllamaStructuredOutput,
     OpenAICompatibleStructuredOutput,
     UnenforcedSchemaError,
+    preflight,
 )
+from twinflow.local_model._budget import MAX_BUDGET, MIN_BUDGET, max_tokens_for
+from twinflow.local_model._structured import RETRY_TEMPERATURE_STEP
 from twinflow.vocab import (
     Message,
+    ModelSettings,
     StructuredOutputAdapter,
     StructuredOutputError,
     Transcript,
@@ -41,6 +45,9 @@ class Person(BaseModel):
     name: str
     age: int = Field(ge=50)
 
+
+PERSON_SENT = preflight(Person, "llama.cpp").sent_schema
+"""Person's schema as sent: its plain string gets the JSON-string-text pattern."""
 
 QUESTION = Transcript(messages=(Message.user("Ada is 36. Give name and age."),))
 
@@ -175,14 +182,14 @@ def test_validate_is_the_seam_and_reasks_through_the_callback() -> None:
 @pytest.mark.parametrize(
     ("dialect", "expected"),
     [
-        ("llama-cpp-python", {"type": "json_object", "schema": Person.model_json_schema()}),
+        ("llama-cpp-python", {"type": "json_object", "schema": PERSON_SENT}),
         (
             "vllm",
             {
                 "type": "json_schema",
                 "json_schema": {
                     "name": "Person",
-                    "schema": Person.model_json_schema(),
+                    "schema": PERSON_SENT,
                     "strict": True,
                 },
             },
@@ -193,7 +200,7 @@ def test_validate_is_the_seam_and_reasks_through_the_callback() -> None:
                 "type": "json_schema",
                 "json_schema": {
                     "name": "Person",
-                    "schema": Person.model_json_schema(),
+                    "schema": PERSON_SENT,
                     "strict": True,
                 },
             },
@@ -204,7 +211,7 @@ def test_validate_is_the_seam_and_reasks_through_the_callback() -> None:
                 "type": "json_schema",
                 "json_schema": {
                     "name": "Person",
-                    "schema": Person.model_json_schema(),
+                    "schema": PERSON_SENT,
                     "strict": True,
                 },
             },
@@ -248,7 +255,8 @@ def test_ollama_sends_format_stream_false_and_temperature_zero() -> None:
     )
     body = script.bodies[0]
     assert script.urls == ["http://127.0.0.1:11434/api/chat"]
-    assert (Person.model_json_schema(), False, {"temperature": 0}) == (
+    budget = max_tokens_for(PERSON_SENT)
+    assert (PERSON_SENT, False, {"temperature": 0, "num_predict": budget}) == (
         body["format"],
         body["stream"],
         body["options"],
@@ -256,7 +264,7 @@ def test_ollama_sends_format_stream_false_and_temperature_zero() -> None:
     assert result.output.age == 70
 
 
-def test_ollama_anchors_patterns_and_the_rewrite_travels_with_the_result() -> None:
+def test_patterns_are_anchored_and_the_rewrite_travels_with_the_result() -> None:
     """The anchored pattern is what is sent; the report on the result records the rewrite."""
 
     class Code(BaseModel):
@@ -266,7 +274,8 @@ def test_ollama_anchors_patterns_and_the_rewrite_travels_with_the_result() -> No
 
     script = Script(['{"code": "xABCx"}'], answer=ollama_answer)
     result = OllamaStructuredOutput(MockTransport(script), model="m").generate(QUESTION, Code)
-    assert script.bodies[0]["format"]["properties"]["code"]["pattern"] == "^.*(?:[A-Z]{3}).*$"
+    anchored = "^(.|[\\n\\r\\u2028\\u2029])*([A-Z]{3})(.|[\\n\\r\\u2028\\u2029])*$"
+    assert anchored == script.bodies[0]["format"]["properties"]["code"]["pattern"]
     assert tuple(r.before for r in result.preflight.rewrites) == ("[A-Z]{3}",)
 
 
@@ -290,8 +299,7 @@ def test_no_attempt_falls_back_to_an_unconstrained_call() -> None:
             make(script).generate(QUESTION, Person)
         assert len(script.bodies) == 3
         sent = [b[key] for b in script.bodies]
-        schema = Person.model_json_schema()
-        assert [schema] * 3 == [s if key == "format" else s["schema"] for s in sent]
+        assert [PERSON_SENT] * 3 == [s if key == "format" else s["schema"] for s in sent]
 
 
 def test_a_missing_daemon_is_not_retried_and_is_never_swallowed() -> None:
@@ -360,3 +368,96 @@ def test_a_response_that_is_not_the_wire_format_is_an_error_not_a_retry() -> Non
     )
     with pytest.raises(MalformedResponseError, match="/choices"):
         adapter.generate(QUESTION, Person)
+
+
+ADA_OK = '{"name": "Ada", "age": 70}'
+
+
+def openai_with(transport: MockTransport) -> OpenAICompatibleStructuredOutput:
+    return OpenAICompatibleStructuredOutput(
+        transport, base_url="http://127.0.0.1:9", dialect="llama-cpp-python"
+    )
+
+
+def cut_answer(content: str) -> JsonValue:
+    """An OpenAI-style answer that stopped at max_tokens."""
+    answer = openai_answer(content)
+    assert isinstance(answer, dict)
+    choices = answer["choices"]
+    assert isinstance(choices, list) and isinstance(choices[0], dict)
+    choices[0]["finish_reason"] = "length"
+    return answer
+
+
+def test_each_reask_raises_the_temperature_and_moves_the_seed() -> None:
+    """A re-ask samples differently from the failed attempt, and each attempt records how."""
+    script = Script(['{"name": "Ada", "age": 36}', '{"name": "Ada", "age": 37}', ADA_OK])
+    result = openai(script).generate(QUESTION, Person)
+    sent = [(b["temperature"], b.get("seed")) for b in script.bodies]
+    step = RETRY_TEMPERATURE_STEP
+    expected = [(0, None), (step, 1), (2 * step, 2)]
+    assert expected == sent
+    recorded = [(a.settings.temperature, a.settings.seed) for a in result.attempts if a.settings]
+    assert expected == recorded
+
+
+def test_the_retry_temperature_is_capped_and_never_below_the_callers() -> None:
+    """The raised temperature stops at 1.0 and starts from the caller's own temperature."""
+    script = Script(['{"name": "Ada"}', '{"name": "Ada"}', ADA_OK])
+    openai(script, settings=ModelSettings(temperature=0.9, seed=7)).generate(QUESTION, Person)
+    expected = [(0.9, 7), (1.0, 8), (1.0, 9)]
+    assert expected == [(b["temperature"], b.get("seed")) for b in script.bodies]
+
+
+def test_every_request_carries_a_max_tokens_derived_from_the_schema() -> None:
+    """With no max_tokens given, each request gets the schema's budget; a given one wins."""
+    script = Script(['{"name": "Ada"}', ADA_OK])
+    openai(script).generate(QUESTION, Person)
+    budget = max_tokens_for(PERSON_SENT)
+    assert [budget, budget] == [b["max_tokens"] for b in script.bodies]
+    given = Script([ADA_OK])
+    openai(given, settings=ModelSettings(temperature=0, max_tokens=77)).generate(QUESTION, Person)
+    assert [77] == [b["max_tokens"] for b in given.bodies]
+
+
+def test_a_reply_cut_at_max_tokens_is_reasked_and_the_error_says_so() -> None:
+    """A generation stopped by max_tokens is refused, named as cut, and re-asked."""
+    replies = iter([cut_answer('{"name": "Adaaaaaa'), openai_answer(ADA_OK)])
+    bodies: list[Any] = []
+
+    def handler(url: str, body: JsonValue) -> JsonValue:
+        bodies.append(body)
+        return next(replies)
+
+    result = openai_with(MockTransport(handler)).generate(QUESTION, Person)
+    first = result.attempts[0].error or ""
+    assert (2, True) == (len(result.attempts), first.startswith("(root): the reply was cut off"))
+    assert "cut off at max_tokens=" in bodies[1]["messages"][-1]["content"]
+
+
+class Child(BaseModel):
+    """A node of a tree."""
+
+    name: str
+    children: list[Child] = []
+
+
+@pytest.mark.parametrize(
+    ("schema", "low", "high"),
+    [
+        ({"type": "boolean"}, MIN_BUDGET, MIN_BUDGET),
+        ({"type": "string", "maxLength": 400}, 330, 345),
+        ({"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 3}, 255, 275),
+        ({"type": "string"}, MIN_BUDGET, MIN_BUDGET + 16),
+        ({"type": "array", "items": {"type": "string", "maxLength": 900}}, MAX_BUDGET, MAX_BUDGET),
+    ],
+)
+def test_the_budget_follows_the_largest_valid_instance(schema: Any, low: int, high: int) -> None:
+    """max_tokens grows with the largest instance the schema allows, within its floor and cap."""
+    assert True is (low <= max_tokens_for(schema) <= high)
+
+
+def test_the_budget_of_a_recursive_schema_is_finite() -> None:
+    """A recursive model's budget follows its references a bounded number of levels."""
+    budget = max_tokens_for(Child.model_json_schema())
+    assert True is (MIN_BUDGET < budget < MAX_BUDGET)

@@ -110,6 +110,10 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
         "twinflow.cli._commands",
         "move a torn last line aside (as a crashed writer leaves it)",
     ),
+    "preflight": (
+        "twinflow.cli._preflight_cli",
+        "report what a model server's decoder will enforce of a pydantic model's schema",
+    ),
     "diff": (
         "twinflow.cli._commands",
         "show where two runs' behaviour differs (--exact: the first differing event's bytes)",

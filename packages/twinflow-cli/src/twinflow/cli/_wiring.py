@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from twinflow.agent import Agent, Policy, TraceSink
 from twinflow.cli._embedded import server_command, smollm2_gguf
+from twinflow.cli._grammar import llama_cpp_grammar_check
 from twinflow.cli._spec import ModelSpec, RunSpec, SpecError, load_tools, resolve_dotted
 from twinflow.eval import RunIdentity
 from twinflow.kernel import (
@@ -84,6 +85,8 @@ def build_model(spec: ModelSpec, transport: Transport, ids: Ids) -> ChatModel:
         mode=spec.mode,
         ids=ids,
         timeout=spec.timeout,
+        # llama-cpp-python's own converter decides what its server enforces (issue 19).
+        grammar_check=llama_cpp_grammar_check() if spec.dialect == "llama-cpp-python" else None,
     )
 
 

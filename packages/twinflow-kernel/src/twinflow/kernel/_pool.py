@@ -16,6 +16,7 @@ import ssl
 import threading
 import time
 import weakref
+from typing import Any
 
 Origin = tuple[str, str, int]
 
@@ -53,9 +54,28 @@ class Deadline:
 
 
 class Connection(http.client.HTTPConnection):
-    """An HTTP connection whose connect (and TLS handshake) share the exchange's deadline."""
+    """An HTTP connection whose connect (and TLS handshake) share the exchange's deadline.
+
+    It counts the bytes the socket accepted (`bytes_out`), so the transport can tell a request
+    that never left (safe to send again) from one that may have reached the server (never re-sent).
+    """
 
     deadline: Deadline
+    bytes_out: int = 0
+    """Bytes of requests the socket has accepted on this connection, counted as they go out."""
+
+    def send(self, data: Any) -> None:
+        """Send `data`, counting each byte the socket accepts (`sendall` would hide a partial send)."""
+        if self.sock is None or not isinstance(data, bytes | bytearray | memoryview):
+            # http.client opens the socket or streams a file here; count it as gone out.
+            self.bytes_out += 1
+            super().send(data)
+            return
+        view = memoryview(data)
+        while view:
+            sent = self.sock.send(view)
+            self.bytes_out += sent
+            view = view[sent:]
 
     def connect(self) -> None:
         """Connect within the deadline, then leave what is left of it to the next step."""

@@ -109,10 +109,11 @@ class UrllibJsonTransport:
     was built on `urllib.request` and keeps its behaviour, not its module (docs/adr/0011).
 
     A failed exchange is never retried, with one exception that is not a retry of the server's
-    work: when a kept connection turns out to have been closed by the server while idle (the
-    reset or end of file comes while the request is sent or before any byte of the answer), the
-    request is sent once more on a fresh connection. A fresh connection that fails is never
-    tried again; connection refused is raised at once.
+    work: when writing to a kept connection fails before the socket accepted any byte of the
+    request (the server closed it while idle), the request is sent once more on a fresh
+    connection. Once a byte went out, a lost connection is a `ConnectError`, never a second
+    request. A fresh connection that fails is never tried again; connection refused is raised
+    at once.
 
     The network kill switch: a request to a host that is not loopback (`localhost`, `127.0.0.0/8`,
     `::1`) raises `NetworkBlockedError` unless the network is allowed. `allow_network=True`/`False`
@@ -273,9 +274,12 @@ class UrllibJsonTransport:
     ) -> tuple[Connection, http.client.HTTPResponse]:
         """Send the request and read the answer's head, on a kept or a fresh connection.
 
-        A kept connection that the server closed while it was idle fails with a reset, a broken
-        pipe or an end of file before any answer byte (`RemoteDisconnected`); only then is the
-        request sent again, once, on a fresh connection. A fresh connection is never retried.
+        The request is sent again, once, on a fresh connection only when the server provably
+        never received it: writing to a kept connection failed (reset or broken pipe) before the
+        socket accepted a single byte of it. Once any byte went out, a failure (an end of file
+        before the answer included) is raised: the server may have read the whole request and
+        acted on it, and a second send would double its work (ADR 0030). A fresh connection is
+        never retried.
         """
         context = self._context() if origin[0] == "https" else None
         connection = self._pool.take(origin)
@@ -287,6 +291,7 @@ class UrllibJsonTransport:
                 except OSError as error:
                     raise _map_os_error(url, error, deadline, "while connecting") from error
             deadline.sock = connection.sock
+            before = connection.bytes_out
             try:
                 deadline.arm()
                 connection.request("POST", target, body=payload, headers=self._headers)
@@ -295,7 +300,7 @@ class UrllibJsonTransport:
             except (BrokenPipeError, ConnectionResetError) as error:
                 # RemoteDisconnected (end of file before the status line) is a ConnectionResetError.
                 connection.close()
-                if kept:
+                if kept and connection.bytes_out == before:
                     connection = None
                     continue
                 raise _map_os_error(url, error, deadline, "before the answer") from error

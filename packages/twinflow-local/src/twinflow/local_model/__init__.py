@@ -14,6 +14,7 @@ from importlib import import_module as _import_module
 from twinflow.local_model._errors import (
     LocalModelError,
     MalformedResponseError,
+    UncompilableSchemaError,
     UnenforcedSchemaError,
 )
 
@@ -27,10 +28,14 @@ if _typing.TYPE_CHECKING:
     )
     from twinflow.local_model._preflight import (
         Decoder,
+        GrammarCheck,
+        GrammarVerdict,
         PreflightReport,
         SchemaFinding,
         SchemaRewrite,
+        SchemaSource,
         anchor_pattern,
+        grammar_pattern,
         preflight,
     )
     from twinflow.local_model._structured import (
@@ -44,6 +49,8 @@ __all__ = [
     "ChatMode",
     "Decoder",
     "Dialect",
+    "GrammarCheck",
+    "GrammarVerdict",
     "LocalModelError",
     "LocalStructuredResult",
     "MalformedResponseError",
@@ -54,10 +61,13 @@ __all__ = [
     "PreflightReport",
     "SchemaFinding",
     "SchemaRewrite",
+    "SchemaSource",
+    "UncompilableSchemaError",
     "UnenforcedSchemaError",
     "action_instructions",
     "action_schema",
     "anchor_pattern",
+    "grammar_pattern",
     "preflight",
 ]
 
@@ -75,10 +85,14 @@ _LAZY = {
     **dict.fromkeys(
         (
             "Decoder",
+            "GrammarCheck",
+            "GrammarVerdict",
             "PreflightReport",
             "SchemaFinding",
             "SchemaRewrite",
+            "SchemaSource",
             "anchor_pattern",
+            "grammar_pattern",
             "preflight",
         ),
         "_preflight",

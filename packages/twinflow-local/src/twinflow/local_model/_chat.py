@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import JsonValue
 
+from twinflow.local_model._budget import max_tokens_for
 from twinflow.local_model._errors import MalformedResponseError
-from twinflow.local_model._preflight import Decoder, preflight
+from twinflow.local_model._preflight import Decoder, GrammarCheck, preflight
 from twinflow.local_model._servers import (
     DEFAULT_OLLAMA_URL,
     SentSchema,
@@ -26,7 +27,7 @@ from twinflow.local_model._servers import (
     ollama_server,
     openai_server,
 )
-from twinflow.local_model._structured import check_attempts, reask_message
+from twinflow.local_model._structured import check_attempts, reask_message, retry_settings
 from twinflow.local_model._wire import Dialect, Reply
 from twinflow.vocab import (
     Attempt,
@@ -231,6 +232,7 @@ class _ChatModel:
         ids: Ids | None,
         strict: bool,
         limits: JsonLimits | None = None,
+        grammar_check: GrammarCheck | None = None,
     ) -> None:
         if mode not in ("native", "structured-action"):
             raise UserError(f"mode must be 'native' or 'structured-action', got {mode!r}")
@@ -240,7 +242,9 @@ class _ChatModel:
         self._max_attempts = check_attempts(max_attempts)
         self._ids = ids
         self._strict = strict
+        self._grammar_check = grammar_check
         self._sent_cache: dict[tuple[int, ...], tuple[tuple[object, ...], SentSchema]] = {}
+        self._budgets: dict[int, tuple[SentSchema, int]] = {}
 
     @property
     def mode(self) -> ChatMode:
@@ -277,11 +281,26 @@ class _ChatModel:
         ids = tuple(id(k) for k in key)
         found = self._sent_cache.get(ids)
         if found is None:
-            sent_schema = preflight(build(), self._server.decoder, strict=self._strict).sent_schema
+            sent_schema = preflight(
+                build(),
+                self._server.decoder,
+                strict=self._strict,
+                grammar_check=self._grammar_check,
+            ).sent_schema
             found = (key, SentSchema.of(name, sent_schema))
             if len(self._sent_cache) >= _SENT_CACHE_SIZE:
                 del self._sent_cache[next(iter(self._sent_cache))]
             self._sent_cache[ids] = found
+        return found[1]
+
+    def _budget(self, schema: SentSchema) -> int:
+        """The schema's `max_tokens` budget, computed once per sent schema."""
+        found = self._budgets.get(id(schema))
+        if found is None or found[0] is not schema:
+            found = (schema, max_tokens_for(schema.schema.json_schema))
+            if len(self._budgets) >= _SENT_CACHE_SIZE:
+                del self._budgets[next(iter(self._budgets))]
+            self._budgets[id(schema)] = found
         return found[1]
 
     def _native(self, request: ModelRequest) -> ModelResponse:
@@ -349,10 +368,13 @@ class _ChatModel:
         attempts: list[Attempt] = []
         input_tokens = output_tokens = 0
         reply: Reply | None = None
+        budget = self._budget(schema)
         while True:
+            # A re-ask samples differently and every request is bounded, as in `generate`.
+            settings = retry_settings(request.settings, len(attempts) + 1, budget)
             body = self._server.body(
                 messages,
-                settings=request.settings,
+                settings=settings,
                 native_tools=False,
                 output=schema,
             )
@@ -365,12 +387,18 @@ class _ChatModel:
                 action = _parse_action(emission, request.tools, request.output_schema, self._limits)
             except _ActionRefused as exc:
                 error = str(exc)
+                if reply.finish_reason == "length":
+                    error = (
+                        f"(root): the reply was cut off at max_tokens={settings.max_tokens} "
+                        f"before it ended; give a shorter answer\n{error}"
+                    )
                 attempts.append(
                     Attempt(
                         number=len(attempts) + 1,
                         emission=emission,
                         error=error,
                         request_digest=request_digest,
+                        settings=settings,
                     )
                 )
                 if len(attempts) >= self._max_attempts:
@@ -468,6 +496,8 @@ class OpenAICompatibleChatModel(_ChatModel):
         limits: Bounds on a reply's nesting and its texts (default `DEFAULT_JSON_LIMITS`:
             depth 64, 1 MiB); past them a reply is a typed error, re-asked in
             structured-action mode.
+        grammar_check: The decoder's own converter, run in-process by pre-flight (the CLI
+            supplies llama-cpp-python's); without it pre-flight uses its keyword rules.
     """
 
     def __init__(
@@ -485,6 +515,7 @@ class OpenAICompatibleChatModel(_ChatModel):
         strict: bool = False,
         timeout: float = 120.0,
         limits: JsonLimits | None = None,
+        grammar_check: GrammarCheck | None = None,
     ) -> None:
         """Configure the model; nothing is sent until `request`."""
         super().__init__(
@@ -502,4 +533,5 @@ class OpenAICompatibleChatModel(_ChatModel):
             ids=ids,
             strict=strict,
             limits=limits,
+            grammar_check=grammar_check,
         )

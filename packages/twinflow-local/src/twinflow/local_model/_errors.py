@@ -4,9 +4,11 @@
 
     TwinflowError (twinflow.vocab)
     ├── UserError (twinflow.vocab)
-    │   └── UnenforcedSchemaError      strict pre-flight: the decoder would not enforce part of the schema
+    │   ├── UnenforcedSchemaError      strict pre-flight: the decoder would not enforce part of the schema
+    │   └── UncompilableSchemaError    the server could not compile the schema's grammar (never sent)
     └── LocalModelError                raised by twinflow.local_model
         ├── UnenforcedSchemaError      (also a UserError, above)
+        ├── UncompilableSchemaError    (also a UserError, above)
         └── MalformedResponseError     the server answered 2xx with a body that is not its wire format
 
 Transport failures (`ConnectError`, `TransportTimeout`, `HTTPStatusError`, ...) are the kernel's
@@ -50,6 +52,14 @@ class UnenforcedSchemaError(LocalModelError, UserError):
             "the second validation with pydantic"
         )
         self.report = report
+
+
+class UncompilableSchemaError(LocalModelError, UserError):
+    """The decoder's converter turns the schema into a grammar its server cannot compile.
+
+    llama-cpp-python's server crashes on such a grammar, so the schema is refused before any
+    request; the message names the parser's complaint.
+    """
 
 
 class MalformedResponseError(LocalModelError):

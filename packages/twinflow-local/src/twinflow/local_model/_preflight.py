@@ -11,18 +11,26 @@ the decoder does not: the answer is always validated again with pydantic.
 from __future__ import annotations
 
 import copy
-from typing import Literal
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel, ConfigDict, JsonValue, TypeAdapter
 
-from twinflow.local_model._errors import UnenforcedSchemaError
+from twinflow.local_model._errors import UncompilableSchemaError, UnenforcedSchemaError
+from twinflow.vocab import UserError
 
 __all__ = [
     "Decoder",
+    "GrammarCheck",
+    "GrammarVerdict",
     "PreflightReport",
     "SchemaFinding",
     "SchemaRewrite",
+    "SchemaSource",
     "anchor_pattern",
+    "compile_into",
+    "grammar_pattern",
     "preflight",
 ]
 
@@ -54,7 +62,6 @@ _DROPPED: dict[str, str] = {
     "unevaluatedItems": "unevaluated* keywords are dropped",
     "minProperties": "property counts are not constrained",
     "maxProperties": "property counts are not constrained",
-    "prefixItems": "tuple positions are mishandled by the converter",
     "additionalItems": "tuple positions are mishandled by the converter",
 }
 _NUMBER_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
@@ -96,6 +103,37 @@ class SchemaRewrite(BaseModel):
     """Why the rewrite was needed."""
 
 
+class GrammarVerdict(BaseModel):
+    """What the decoder's own schema-to-grammar converter made of a schema."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["enforced", "fallback", "uncompilable"]
+    """`enforced`: a grammar that compiles; `fallback`: the converter rejects the schema and the
+    server decodes generic JSON instead (safe, nothing enforced); `uncompilable`: a grammar the
+    server cannot compile (sending it crashes llama-cpp-python's server)."""
+    reason: str = ""
+    """The converter's or the grammar parser's complaint, when not `enforced`."""
+    grammar_bytes: int = 0
+    """Size of the grammar the converter produced, when it produced one."""
+
+
+class GrammarCheck(Protocol):
+    """The decoder's converter run in-process: a schema in, its verdict out.
+
+    The local-model leaf has no converter of its own (its closure is pydantic's tree); the
+    composition root injects one (`twinflow.cli` supplies llama-cpp-python's).
+    """
+
+    def __call__(self, schema: dict[str, JsonValue], /) -> GrammarVerdict:
+        """Convert `schema` to a grammar and try to compile it."""
+        ...
+
+
+SchemaSource = type[BaseModel] | TypeAdapter[Any] | Mapping[str, JsonValue]
+"""What `preflight` accepts: a model class, a `TypeAdapter`, or a JSON Schema dict."""
+
+
 class PreflightReport(BaseModel):
     """What a decoder will and will not enforce of one schema, and the schema actually sent."""
 
@@ -109,6 +147,8 @@ class PreflightReport(BaseModel):
     """Every keyword the decoder will not enforce; the second validation must catch these."""
     rewrites: tuple[SchemaRewrite, ...] = ()
     """Every change made to the caller's schema before sending it."""
+    grammar: GrammarVerdict | None = None
+    """The decoder's converter's verdict on the sent schema, when a converter was available."""
 
     @property
     def enforced(self) -> bool:
@@ -168,20 +208,357 @@ def anchor_pattern(pattern: str) -> str:
     return f"^{lead}(?:{core}){trail}$"
 
 
-def _is_anchored(pattern: str) -> bool:
-    return (
-        pattern.startswith("^")
-        and pattern.endswith("$")
-        and not pattern.endswith("\\$")
-        and not _has_top_level_alternation(pattern)
+# What a grammar can read of a regex, outside and inside a character class. GBNF knows only
+# the escapes \t \n \r \\ \" \[ \] \xHH \uHHHH, so classes such as \d are spelled out and an
+# escaped punctuation character becomes its \xHH code (ECMA-262 classes are ASCII).
+_CLASSES_OUTSIDE = {
+    "d": "[0-9]",
+    "D": "[^0-9]",
+    "w": "[a-zA-Z0-9_]",
+    "W": "[^a-zA-Z0-9_]",
+    "s": "[ \\t\\n\\r\\x0B\\x0C]",
+    "S": "[^ \\t\\n\\r\\x0B\\x0C]",
+}
+_CLASSES_INSIDE = {"d": "0-9", "w": "a-zA-Z0-9_", "s": " \\t\\n\\r\\x0B\\x0C"}
+_KEPT_ESCAPES = frozenset("tnr")
+# Any run of characters, line terminators included (ECMA-262's `.` stops at them, and a
+# search finds its match anywhere in a multi-line string).
+_ANY = "(.|[\\n\\r\\u2028\\u2029])*"
+_HEX_ESCAPE = re.compile(r"\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}")
+_QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
+_LAZY = re.compile(r"([*+?}])\?")
+# Above this, a length or item bound makes llama-cpp-python's converter nest one optional
+# group per unit; llama.cpp's grammar parser refuses the depth (HttpUrl's maxLength=2083 does),
+# and the server crashes on a grammar it cannot parse. Measured: 1000 parses, 2083 does not.
+MAX_GRAMMAR_REPEAT = 256
+_REPEAT_BOUNDS = ("minLength", "maxLength", "minItems", "maxItems")
+JSON_STRING_TEXT = r'^([^"\\\x00-\x1F]|\\(["\\/bfnrt]|u[0-9a-fA-F]{4}))*$'
+"""The text of a JSON string between its quotes, as a pattern the grammar converters read.
+
+llama-cpp-python's converter gives a plain string the rule `[^"\\] | escape`, which lets raw
+control characters through: a small model writes a raw newline, the reply is no longer JSON, and
+the model never finds its way back to the closing quote. The grammar reads a `pattern` against
+the raw text between the quotes, so a plain string is sent with this one: exactly the texts of
+valid JSON strings, hence every string value, in its standard encoding."""
+_STRING_SHAPERS = ("pattern", "format", "enum", "const", "minLength", "maxLength")
+
+
+class _Unreadable(ValueError):
+    """Internal: a regex construct no grammar converter reads (lookaround, backreference...)."""
+
+
+def grammar_pattern(pattern: str) -> str:
+    """Rewrite a JSON Schema `pattern` into the regex subset the grammar converters read.
+
+    The result full-matches exactly the strings `pattern` finds (JSON Schema patterns are
+    searches; ECMA-262 classes are ASCII): it is anchored with `^...$` (see `anchor_pattern`),
+    non-capturing groups are plain groups, lazy quantifiers are greedy (a full match does not
+    care), `\\d`, `\\w`, `\\s` and their negations are spelled out as classes, and escaped
+    punctuation becomes a one-character class with its `\\xHH` code.
+
+    Args:
+        pattern: An ECMA-262 regular expression as written in the schema.
+
+    Returns:
+        The rewritten pattern.
+
+    Raises:
+        ValueError: The pattern uses a construct no grammar can express (a lookaround, a
+            backreference, a word boundary, a Unicode property, an inner anchor).
+    """
+    out: list[str] = []
+    i = 0
+    in_class = False
+    n = len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            if i + 1 >= n:
+                raise _Unreadable("a trailing backslash")
+            nxt = pattern[i + 1]
+            i += 2
+            if nxt in _KEPT_ESCAPES:
+                out.append("\\" + nxt)
+            elif nxt in "xu" and _HEX_ESCAPE.match(pattern, i - 2):
+                width = 2 if nxt == "x" else 4
+                code = pattern[i - 2 : i + width]
+                out.append(code if in_class else f"[{code}]")
+                i += width
+            elif in_class and nxt in _CLASSES_INSIDE:
+                out.append(_CLASSES_INSIDE[nxt])
+            elif not in_class and nxt in _CLASSES_OUTSIDE:
+                out.append(_CLASSES_OUTSIDE[nxt])
+            elif not nxt.isalnum():
+                code = f"\\x{ord(nxt):02X}" if ord(nxt) < 0x100 else f"\\u{ord(nxt):04X}"
+                out.append(code if in_class else f"[{code}]")
+            else:
+                raise _Unreadable(f"the escape \\{nxt}")
+            continue
+        if in_class:
+            if ch == "]":
+                in_class = False
+            elif ch in '"[':
+                out.append(f"\\x{ord(ch):02X}")
+                i += 1
+                continue
+            out.append(ch)
+            i += 1
+            continue
+        if ch == "[":
+            in_class = True
+            out.append(ch)
+            if pattern.startswith("^", i + 1):
+                out.append("^")
+                i += 1
+            i += 1
+            continue
+        if ch == "(" and pattern.startswith("?", i + 1):
+            if not pattern.startswith("?:", i + 1):
+                raise _Unreadable("a lookaround or named group")
+            out.append("(")
+            i += 3
+            continue
+        if ch == '"':
+            out.append("[\\x22]")
+            i += 1
+            continue
+        if ch == "{":
+            # A brace that does not open a quantifier is a literal in ECMA-262; the converter
+            # would read it as a broken quantifier and reject the whole schema.
+            quantifier = _QUANTIFIER.match(pattern, i)
+            if quantifier is not None:
+                out.append(quantifier.group())
+                i = quantifier.end()
+            else:
+                out.append("[\\x7B]")
+                i += 1
+            continue
+        if ch == "}":
+            out.append("[\\x7D]")
+            i += 1
+            continue
+        out.append(ch)
+        i += 1
+    if in_class:
+        raise _Unreadable("an unclosed character class")
+    body = _LAZY.sub(r"\1", "".join(out)).replace("(?:", "(")
+    whole = (
+        body.startswith("^")
+        and body.endswith("$")
+        and not body.endswith("\\$")
+        and not _has_top_level_alternation(body)
+    )
+    if whole:
+        anchored = body
+    else:
+        # Each branch is a search of its own: anchor them one by one, so no anchor stays inside.
+        branches = [_anchor_branch(b) for b in _top_level_branches(body)]
+        anchored = "^" + (branches[0] if len(branches) == 1 else f"({'|'.join(branches)})") + "$"
+    inner = anchored[1:-1]
+    if re.search(r"(?<!\\)[$^](?<!\[\^)", inner.replace("[^", "[")):
+        raise _Unreadable("an anchor inside the pattern")
+    return anchored
+
+
+def _top_level_branches(pattern: str) -> list[str]:
+    """Split `pattern` at each `|` outside any group or class."""
+    branches: list[str] = []
+    depth = 0
+    in_class = False
+    escaped = False
+    start = 0
+    for i, ch in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            branches.append(pattern[start:i])
+            start = i + 1
+    branches.append(pattern[start:])
+    return branches
+
+
+def _anchor_branch(branch: str) -> str:
+    """One alternative of a search, as a full match: `.*` where it has no anchor."""
+    lead = trail = _ANY
+    if branch.startswith("^"):
+        branch, lead = branch[1:], ""
+    if branch.endswith("$") and not branch.endswith("\\$"):
+        branch, trail = branch[:-1], ""
+    return f"{lead}({branch}){trail}" if branch else lead + trail
+
+
+def compile_into(
+    schema: dict[str, JsonValue], rewrites: list[SchemaRewrite], findings: list[SchemaFinding]
+) -> None:
+    """Rewrite `schema` in place into a form grammar converters enforce, recording each change.
+
+    Every rewrite accepts every instance of the caller's schema (the answer is validated
+    against the caller's schema with pydantic in any case):
+
+    - a root `$ref` is hoisted: the root becomes the referenced definition, `$defs` kept, so a
+      recursive model recurses through `$defs` (llama-cpp-python's converter cannot resolve
+      references under a root `$ref` and silently falls back to generic JSON);
+    - every `pattern` is rewritten by `grammar_pattern`; one no grammar can read is dropped;
+    - a plain string (no pattern, format, enum, const or length) gets `JSON_STRING_TEXT` as
+      its pattern, which the grammar matches against the string's JSON text (all of them);
+    - a length or item bound above `MAX_GRAMMAR_REPEAT` is dropped (a grammar too deep to parse).
+    """
+    _hoist_root_ref(schema, rewrites)
+    for pointer, node in _string_nodes(schema, ""):
+        pattern = node.get("pattern")
+        if isinstance(pattern, str):
+            _compile_pattern(node, pattern, pointer, rewrites, findings)
+        elif node.get("type") == "string" and not any(k in node for k in _STRING_SHAPERS):
+            node["pattern"] = JSON_STRING_TEXT
+            rewrites.append(
+                SchemaRewrite(
+                    pointer=f"{pointer}/pattern",
+                    keyword="pattern",
+                    before=None,
+                    after=JSON_STRING_TEXT,
+                    reason="a plain string gets the text of a JSON string as its grammar "
+                    "pattern: the converter's own string rule lets raw control characters "
+                    "through, and a raw newline ends in a runaway, non-JSON reply",
+                )
+            )
+        for keyword in _REPEAT_BOUNDS:
+            bound = node.get(keyword)
+            if isinstance(bound, int) and bound > MAX_GRAMMAR_REPEAT:
+                del node[keyword]
+                reason = (
+                    f"{keyword}={bound} is over {MAX_GRAMMAR_REPEAT}: its grammar nests too deep "
+                    "for the server to parse; dropped from the sent schema"
+                )
+                where = f"{pointer}/{keyword}"
+                rewrites.append(
+                    SchemaRewrite(
+                        pointer=where, keyword=keyword, before=bound, after=None, reason=reason
+                    )
+                )
+                findings.append(
+                    SchemaFinding(
+                        pointer=where, keyword=keyword, reason=reason + ", checked by pydantic"
+                    )
+                )
+
+
+def _hoist_root_ref(schema: dict[str, JsonValue], rewrites: list[SchemaRewrite]) -> None:
+    ref = schema.get("$ref")
+    defs = schema.get("$defs")
+    if not isinstance(ref, str) or not ref.startswith("#/$defs/") or not isinstance(defs, dict):
+        return
+    target = defs.get(ref.removeprefix("#/$defs/").replace("~1", "/").replace("~0", "~"))
+    if not isinstance(target, dict) or "$ref" in target:
+        return
+    del schema["$ref"]
+    for key, value in target.items():
+        schema.setdefault(key, copy.deepcopy(value))
+    rewrites.append(
+        SchemaRewrite(
+            pointer="/$ref",
+            keyword="$ref",
+            before=ref,
+            after=None,
+            reason="root $ref hoisted: the root is now the referenced definition, $defs kept, "
+            "so references (recursive ones included) resolve in the converter",
+        )
     )
 
 
+def _compile_pattern(
+    node: dict[str, JsonValue],
+    pattern: str,
+    pointer: str,
+    rewrites: list[SchemaRewrite],
+    findings: list[SchemaFinding],
+) -> None:
+    where = f"{pointer}/pattern"
+    try:
+        rewritten = grammar_pattern(pattern)
+    except _Unreadable as exc:
+        del node["pattern"]
+        rewrites.append(
+            SchemaRewrite(
+                pointer=where,
+                keyword="pattern",
+                before=pattern,
+                after=None,
+                reason=f"dropped: it uses {exc}, which no grammar can express",
+            )
+        )
+        findings.append(
+            SchemaFinding(
+                pointer=where,
+                keyword="pattern",
+                reason=f"uses {exc}, which no grammar can express; dropped from the sent "
+                "schema, checked only by pydantic",
+            )
+        )
+        return
+    if rewritten == pattern:
+        return
+    node["pattern"] = rewritten
+    rewrites.append(
+        SchemaRewrite(
+            pointer=where,
+            keyword="pattern",
+            before=pattern,
+            after=rewritten,
+            reason="rewritten into the regex subset grammars read (anchored, plain groups, "
+            "classes spelled out): it matches the same strings",
+        )
+    )
+
+
+def _exclusive(branches: list[JsonValue]) -> bool:
+    """True when some required property has a distinct `const` (or one-value enum) per branch."""
+    tags: list[dict[str, JsonValue]] = []
+    for branch in branches:
+        if not isinstance(branch, dict) or not isinstance(branch.get("properties"), dict):
+            return False
+        required = branch.get("required")
+        props = branch["properties"]
+        assert isinstance(props, dict)
+        consts: dict[str, JsonValue] = {}
+        for name, sub in props.items():
+            if not isinstance(sub, dict) or not isinstance(required, list) or name not in required:
+                continue
+            if "const" in sub:
+                consts[name] = sub["const"]
+            elif isinstance(sub.get("enum"), list) and len(sub["enum"]) == 1:  # type: ignore[arg-type]
+                consts[name] = sub["enum"][0]  # type: ignore[index]
+        tags.append(consts)
+    shared = set.intersection(*(set(t) for t in tags)) if tags else set()
+    return any(len({repr(t[name]) for t in tags}) == len(tags) for name in shared)
+
+
 class _Walker:
-    def __init__(self, decoder: Decoder) -> None:
+    def __init__(self, decoder: Decoder, root: dict[str, JsonValue]) -> None:
         self.decoder = decoder
+        self.root = root
         self.findings: list[SchemaFinding] = []
-        self.rewrites: list[SchemaRewrite] = []
+
+    def _resolved_exclusive(self, branches: list[JsonValue]) -> bool:
+        """`_exclusive` on the branches, local `$ref`s resolved (pydantic's tagged unions)."""
+        defs = self.root.get("$defs")
+        resolved: list[JsonValue] = []
+        for branch in branches:
+            ref = branch.get("$ref") if isinstance(branch, dict) else None
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and isinstance(defs, dict):
+                resolved.append(defs.get(ref.removeprefix("#/$defs/")))
+            else:
+                resolved.append(branch)
+        return _exclusive(resolved)
 
     def note(self, pointer: str, keyword: str, reason: str) -> None:
         self.findings.append(
@@ -197,8 +574,11 @@ class _Walker:
         self._bounds(node, pointer)
         self._strings(node, pointer)
         self._ref(node, pointer)
-        if "oneOf" in node:
+        one_of = node.get("oneOf")
+        if isinstance(one_of, list) and not self._resolved_exclusive(one_of):
             self.note(pointer, "oneOf", "treated as anyOf: exactly-one is not enforced")
+        if "prefixItems" in node and node.get("items") not in (None, False):
+            self.note(pointer, "prefixItems", "beside items, the converter ignores tuple positions")
         for keyword in _SCHEMA_VALUED:
             if keyword in node:
                 self.walk(node[keyword], f"{pointer}/{keyword}")
@@ -239,23 +619,6 @@ class _Walker:
         for keyword in ("minLength", "maxLength"):
             if keyword in node:
                 self.note(pointer, keyword, "a pattern shadows length bounds in the grammar")
-        if _is_anchored(pattern):
-            return
-        if self.decoder == "ollama":
-            anchored = anchor_pattern(pattern)
-            node["pattern"] = anchored
-            self.rewrites.append(
-                SchemaRewrite(
-                    pointer=f"{pointer}/pattern",
-                    keyword="pattern",
-                    before=pattern,
-                    after=anchored,
-                    reason="Ollama refuses patterns not anchored with ^ and $; "
-                    "anchored with .* so the same strings match",
-                )
-            )
-        else:
-            self.note(pointer, "pattern", "unanchored patterns are not enforced by the grammar")
 
     def _ref(self, node: dict[str, JsonValue], pointer: str) -> None:
         ref = node.get("$ref")
@@ -271,31 +634,145 @@ class _Walker:
             self.note(pointer, "$ref", f"keywords beside $ref are ignored: {', '.join(siblings)}")
 
 
+def _schema_of(source: SchemaSource) -> dict[str, JsonValue]:
+    """The JSON Schema of a model class, a `TypeAdapter` or a schema dict (copied)."""
+    if isinstance(source, type) and issubclass(source, BaseModel):
+        return source.model_json_schema()
+    if isinstance(source, TypeAdapter):
+        schema: dict[str, JsonValue] = source.json_schema()
+        return schema
+    if isinstance(source, Mapping):
+        return copy.deepcopy(dict(source))
+    raise UserError(
+        f"preflight() takes a pydantic model class, a TypeAdapter or a JSON Schema dict, "
+        f"got {type(source).__name__}: pass Model, TypeAdapter(T) or Model.model_json_schema()"
+    )
+
+
 def preflight(
-    schema: dict[str, JsonValue], decoder: Decoder, *, strict: bool = False
+    schema: SchemaSource,
+    decoder: Decoder,
+    *,
+    strict: bool = False,
+    grammar_check: GrammarCheck | None = None,
 ) -> PreflightReport:
-    """Report what `decoder` will not enforce of `schema`, and rewrite what it would refuse.
+    """Compile `schema` for `decoder`, and report what the decoder will still not enforce.
+
+    The schema is first rewritten into a form the decoder enforces where an equivalent exists
+    (see `compile_schema`); then every keyword the decoder drops is named. With a
+    `grammar_check` (the decoder's own schema-to-grammar converter, run in-process), the
+    converter decides: a schema it rejects is reported unenforced as a whole, and a pattern
+    whose grammar the server could not compile is dropped from the sent schema (the server
+    would crash on it), so such a grammar is never sent.
 
     Args:
-        schema: A JSON Schema (for example `Model.model_json_schema()`); it is not modified.
+        schema: A pydantic model class, a `TypeAdapter`, or a JSON Schema dict (not modified).
         decoder: The grammar converter the schema will be sent to.
-        strict: Raise instead of reporting when any keyword would go unenforced.
+        strict: Raise instead of reporting when any part would go unenforced.
+        grammar_check: The converter-backed check, if one is available in this process.
 
     Returns:
         The report, whose `sent_schema` is the schema to put on the wire.
 
     Raises:
         UnenforcedSchemaError: In strict mode, when the report has findings.
+        UncompilableSchemaError: The converter's grammar does not compile even without the
+            patterns; nothing may be sent.
+        UserError: `schema` is none of the accepted kinds.
     """
-    sent = copy.deepcopy(schema)
-    walker = _Walker(decoder)
+    sent = _schema_of(schema)
+    rewrites: list[SchemaRewrite] = []
+    findings: list[SchemaFinding] = []
+    compile_into(sent, rewrites, findings)
+    walker = _Walker(decoder, sent)
     walker.walk(sent, "")
+    findings.extend(walker.findings)
+    verdict: GrammarVerdict | None = None
+    if grammar_check is not None:
+        verdict = grammar_check(sent)
+        if verdict.status != "enforced":
+            # A pattern the converter cannot read alone takes the whole schema down with it
+            # (a fallback to generic JSON, or a grammar that crashes the server): drop it.
+            _drop_uncompilable_patterns(sent, grammar_check, rewrites, findings)
+            verdict = grammar_check(sent)
+        if verdict.status == "uncompilable":
+            raise UncompilableSchemaError(
+                f"the {decoder} server could not compile the grammar of this schema "
+                f"({verdict.reason}), and sending it would crash the server; simplify the "
+                "schema (fewer or smaller bounds, simpler patterns)"
+            )
+        if verdict.status == "fallback":
+            findings.insert(
+                0,
+                SchemaFinding(
+                    pointer="",
+                    keyword="(schema)",
+                    reason=f"the {decoder} converter rejects the schema ({verdict.reason}); "
+                    "the server falls back to generic JSON and enforces none of it",
+                ),
+            )
     report = PreflightReport(
         decoder=decoder,
         sent_schema=sent,
-        findings=tuple(walker.findings),
-        rewrites=tuple(walker.rewrites),
+        findings=tuple(findings),
+        rewrites=tuple(rewrites),
+        grammar=verdict,
     )
     if strict and report.findings:
         raise UnenforcedSchemaError(report)
     return report
+
+
+def _drop_uncompilable_patterns(
+    sent: dict[str, JsonValue],
+    grammar_check: GrammarCheck,
+    rewrites: list[SchemaRewrite],
+    findings: list[SchemaFinding],
+) -> None:
+    """Drop each pattern the converter cannot turn alone into a grammar that compiles, naming it."""
+    for pointer, node in _string_nodes(sent, ""):
+        pattern = node.get("pattern")
+        if not isinstance(pattern, str):
+            continue
+        alone = grammar_check({"type": "string", "pattern": pattern})
+        if alone.status == "enforced":
+            continue
+        del node["pattern"]
+        rewrites.append(
+            SchemaRewrite(
+                pointer=f"{pointer}/pattern",
+                keyword="pattern",
+                before=pattern,
+                after=None,
+                reason=f"dropped: the converter cannot make a grammar of it ({alone.status}: "
+                f"{alone.reason})",
+            )
+        )
+        findings.append(
+            SchemaFinding(
+                pointer=f"{pointer}/pattern",
+                keyword="pattern",
+                reason="the converter cannot make a working grammar of this pattern; dropped "
+                "from the sent schema, checked only by pydantic",
+            )
+        )
+
+
+def _string_nodes(node: JsonValue, pointer: str) -> Iterator[tuple[str, dict[str, JsonValue]]]:
+    """Every schema object under `node` with its pointer, depth first."""
+    if not isinstance(node, dict):
+        return
+    yield pointer, node
+    for keyword in _SCHEMA_VALUED:
+        if keyword in node:
+            yield from _string_nodes(node[keyword], f"{pointer}/{keyword}")
+    for keyword in _SCHEMA_LISTS:
+        children = node.get(keyword)
+        if isinstance(children, list):
+            for i, child in enumerate(children):
+                yield from _string_nodes(child, f"{pointer}/{keyword}/{i}")
+    for keyword in _SCHEMA_MAPS:
+        children = node.get(keyword)
+        if isinstance(children, dict):
+            for name, child in children.items():
+                yield from _string_nodes(child, f"{pointer}/{keyword}/{_escape(name)}")

@@ -3,18 +3,25 @@
 Both adapters implement vocab's `StructuredOutputAdapter` seam (`validate`) and add `generate`,
 which makes the requests itself. A failed validation (bad JSON included) is re-asked with the
 schema still in the body and the validation error given back as a user message; `max_attempts`
-counts every attempt, the first included. Transport failures are not caught here at all, so a
-connection refused, a timeout or any HTTP error status leaves at once, unretried (ADR 0030).
+counts every attempt, the first included. A re-ask also samples differently (`retry_settings`):
+at temperature 0 the same conversation gives the same answer, so without that a retry could
+only repeat the failure. Every request carries a `max_tokens` derived from the schema
+(`_budget`), so no request runs to the client's timeout because of the schema's shape; a reply
+cut there is refused and re-asked like any other. Transport failures are not caught here at
+all, so a connection refused, a timeout or any HTTP error status leaves at once, unretried
+(ADR 0030).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from twinflow.local_model._preflight import Decoder, PreflightReport, preflight
+from twinflow.local_model._budget import max_tokens_for
+from twinflow.local_model._preflight import Decoder, GrammarCheck, PreflightReport, preflight
 from twinflow.local_model._servers import (
     DEFAULT_OLLAMA_URL,
     SentSchema,
@@ -38,9 +45,11 @@ if TYPE_CHECKING:
     from twinflow.kernel import Transport
 
 __all__ = [
+    "RETRY_TEMPERATURE_STEP",
     "LocalStructuredResult",
     "OllamaStructuredOutput",
     "OpenAICompatibleStructuredOutput",
+    "retry_settings",
     "validation_error_text",
 ]
 
@@ -48,6 +57,31 @@ M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R", bound=BaseModel)
 
 _DEFAULT_SETTINGS = ModelSettings(temperature=0)
+
+RETRY_TEMPERATURE_STEP = 0.4
+"""How much each re-ask raises the temperature over the caller's (capped at `_MAX_TEMPERATURE`)."""
+_MAX_TEMPERATURE = 1.0
+
+
+def retry_settings(base: ModelSettings, number: int, max_tokens: int) -> ModelSettings:
+    """The sampling settings of attempt `number` (1 for the first).
+
+    The first attempt uses the caller's settings. Re-ask `n` (attempt `n + 1`) raises the
+    temperature by `n * RETRY_TEMPERATURE_STEP` over the caller's (0 when unset), capped at 1.0,
+    and moves the seed to the caller's (0 when unset) plus `n`: the error in the conversation
+    alone rarely moves a small model off a greedy answer. `max_tokens` is the caller's when set,
+    else `max_tokens` (the schema's budget).
+    """
+    tokens = base.max_tokens if base.max_tokens is not None else max_tokens
+    if number <= 1:
+        return base.model_copy(update={"max_tokens": tokens})
+    retry = number - 1
+    temperature = min(_MAX_TEMPERATURE, (base.temperature or 0.0) + retry * RETRY_TEMPERATURE_STEP)
+    return ModelSettings(
+        temperature=max(temperature, base.temperature or 0.0),
+        max_tokens=tokens,
+        seed=(base.seed or 0) + retry,
+    )
 
 
 class LocalStructuredResult(StructuredResult[M], Generic[M]):
@@ -96,13 +130,25 @@ def _parametrized(generic: type[R], output_type: type[BaseModel]) -> type[R]:
     return found  # type: ignore[return-value]  # generic[output_type] is a subclass of R
 
 
+@dataclass(frozen=True)
+class SentRequest:
+    """What `generate` knows of one request it made, for the attempt its reply becomes."""
+
+    digest: str
+    """The request's digest."""
+    settings: ModelSettings
+    """Its sampling settings."""
+    cut: bool
+    """The reply stopped at `max_tokens` (finish reason `length`)."""
+
+
 def validate_with_reask(
     emission: str,
     output_type: type[M],
     reask: Reask,
     *,
     max_attempts: int,
-    request_digests: Sequence[str] = (),
+    requests: Sequence[SentRequest] = (),
 ) -> StructuredResult[M]:
     """Validate `emission`, re-asking on failure until `max_attempts` attempts are spent.
 
@@ -111,8 +157,8 @@ def validate_with_reask(
         output_type: The pydantic model to validate into.
         reask: Called with the error text; returns the next emission.
         max_attempts: Total attempts allowed, the first included.
-        request_digests: When the caller made the requests, the digest of each one so far,
-            read after each reask so attempt `n` carries the digest of request `n`.
+        requests: When the caller made the requests, each one so far, read after each reask
+            so attempt `n` carries the digest and settings of request `n`.
 
     Returns:
         The validated output and every attempt.
@@ -123,14 +169,25 @@ def validate_with_reask(
     attempts: list[Attempt] = []
     number = 1
     while True:
-        request_digest = request_digests[number - 1] if len(request_digests) >= number else None
+        sent = requests[number - 1] if len(requests) >= number else None
+        request_digest = None if sent is None else sent.digest
+        settings = None if sent is None else sent.settings
         try:
             output = output_type.model_validate_json(emission)
         except ValidationError as exc:
             error = validation_error_text(exc)
+            if sent is not None and sent.cut:
+                error = (
+                    f"(root): the reply was cut off at max_tokens={sent.settings.max_tokens} "
+                    f"before it ended; give a shorter answer\n{error}"
+                )
             attempts.append(
                 Attempt(
-                    number=number, emission=emission, error=error, request_digest=request_digest
+                    number=number,
+                    emission=emission,
+                    error=error,
+                    request_digest=request_digest,
+                    settings=settings,
                 )
             )
             if number >= max_attempts:
@@ -144,7 +201,13 @@ def validate_with_reask(
             emission = reask(error)
             continue
         attempts.append(
-            Attempt(number=number, emission=emission, error=None, request_digest=request_digest)
+            Attempt(
+                number=number,
+                emission=emission,
+                error=None,
+                request_digest=request_digest,
+                settings=settings,
+            )
         )
         result_type = _parametrized(StructuredResult, output_type)
         return result_type(output=output, attempts=tuple(attempts))
@@ -154,13 +217,20 @@ class _StructuredOutput:
     """Shared engine of the two adapters."""
 
     def __init__(
-        self, server: Server, *, max_attempts: int, settings: ModelSettings, strict: bool
+        self,
+        server: Server,
+        *,
+        max_attempts: int,
+        settings: ModelSettings,
+        strict: bool,
+        grammar_check: GrammarCheck | None = None,
     ) -> None:
         self._server = server
         self._max_attempts = check_attempts(max_attempts)
         self._settings = settings
         self._strict = strict
-        self._sent: dict[type[BaseModel], tuple[PreflightReport, SentSchema]] = {}
+        self._grammar_check = grammar_check
+        self._sent: dict[type[BaseModel], tuple[PreflightReport, SentSchema, int]] = {}
 
     @property
     def max_attempts(self) -> int:
@@ -175,14 +245,21 @@ class _StructuredOutput:
         """
         return self._prepared(output_type)[0]
 
-    def _prepared(self, output_type: type[BaseModel]) -> tuple[PreflightReport, SentSchema]:
-        # A model class's schema does not change: generate, check and encode it once per class.
+    def _prepared(self, output_type: type[BaseModel]) -> tuple[PreflightReport, SentSchema, int]:
+        # A model class's schema does not change: compile, check and encode it once per class.
         found = self._sent.get(output_type)
         if found is None:
             report = preflight(
-                output_type.model_json_schema(), self._server.decoder, strict=self._strict
+                output_type,
+                self._server.decoder,
+                strict=self._strict,
+                grammar_check=self._grammar_check,
             )
-            found = report, SentSchema.of(output_type.__name__, report.sent_schema)
+            found = (
+                report,
+                SentSchema.of(output_type.__name__, report.sent_schema),
+                max_tokens_for(report.sent_schema),
+            )
             self._sent[output_type] = found
         return found
 
@@ -213,19 +290,22 @@ class _StructuredOutput:
             TransportError: Any transport failure, unretried and unwrapped.
             MalformedResponseError: The server's answer is not its wire format.
         """
-        report, sent = self._prepared(output_type)
+        report, sent, budget = self._prepared(output_type)
         conversation = list(messages.messages if isinstance(messages, Transcript) else messages)
-        digests: list[str] = []
+        requests: list[SentRequest] = []
 
         def ask() -> str:
+            settings = retry_settings(self._settings, len(requests) + 1, budget)
             body = self._server.body(
                 conversation,
-                settings=self._settings,
+                settings=settings,
                 native_tools=False,
                 output=sent,
             )
-            digests.append(self._server.request_digest(body, sent))
-            emission = self._server.post(body).content or ""
+            digest = self._server.request_digest(body, sent)
+            reply = self._server.post(body)
+            requests.append(SentRequest(digest, settings, reply.finish_reason == "length"))
+            emission = reply.content or ""
             conversation.append(Message.assistant(emission))
             return emission
 
@@ -234,7 +314,7 @@ class _StructuredOutput:
             return ask()
 
         result = validate_with_reask(
-            ask(), output_type, reask, max_attempts=self._max_attempts, request_digests=digests
+            ask(), output_type, reask, max_attempts=self._max_attempts, requests=requests
         )
         return _parametrized(LocalStructuredResult, output_type)(
             output=result.output, attempts=result.attempts, preflight=report
@@ -286,9 +366,12 @@ class OpenAICompatibleStructuredOutput(_StructuredOutput):
             given in every request; they may not replace the messages or the schema.
         decoder: The grammar converter to pre-flight against; derived from the dialect if None.
         max_attempts: Total attempts per output, the first included.
-        settings: Sampling settings; temperature 0 unless given.
+        settings: Sampling settings of the first attempt; temperature 0 unless given (re-asks
+            change them, see `retry_settings`); `max_tokens` derived from the schema unless given.
         strict: Refuse schemas the decoder would not fully enforce, before any request.
         timeout: Seconds allowed per request.
+        grammar_check: The decoder's own converter, run in-process by pre-flight (the CLI
+            supplies llama-cpp-python's); without it pre-flight uses its keyword rules.
     """
 
     def __init__(
@@ -304,6 +387,7 @@ class OpenAICompatibleStructuredOutput(_StructuredOutput):
         settings: ModelSettings = _DEFAULT_SETTINGS,
         strict: bool = False,
         timeout: float = 120.0,
+        grammar_check: GrammarCheck | None = None,
     ) -> None:
         """Configure the adapter; nothing is sent until `generate`."""
         super().__init__(
@@ -319,4 +403,5 @@ class OpenAICompatibleStructuredOutput(_StructuredOutput):
             max_attempts=max_attempts,
             settings=settings,
             strict=strict,
+            grammar_check=grammar_check,
         )

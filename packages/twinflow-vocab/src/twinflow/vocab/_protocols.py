@@ -139,6 +139,8 @@ class Attempt(FrozenValue):
     """Why the emission was refused, or None if it was accepted."""
     request_digest: str | None = None
     """Digest of the request that produced the emission, when the adapter made one."""
+    settings: ModelSettings | None = None
+    """The sampling settings of that request, when the adapter made one (re-asks change them)."""
 
 
 class StructuredResult(FrozenValue, Generic[M]):
