@@ -53,10 +53,6 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "1024",
         "--n_threads",
         "2",
-        # One-token micro-batches: this llama-cpp-python build's batched matmul (AMX on recent
-        # Xeons) segfaults the server on any multi-token prompt; token by token it does not.
-        "--n_ubatch",
-        "1",
         "--seed",
         "0",
         "--verbose",

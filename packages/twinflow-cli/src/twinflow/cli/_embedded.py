@@ -65,10 +65,6 @@ def server_command(gguf: Path, port: int, *, n_ctx: int = 2048) -> list[str]:
         str(n_ctx),
         "--n_threads",
         "2",
-        # One-token micro-batches: this llama-cpp-python build's batched matmul (AMX on recent
-        # Xeons) segfaults the server on any multi-token prompt; token by token it does not.
-        "--n_ubatch",
-        "1",
         "--seed",
         "0",
         "--verbose",
