@@ -110,6 +110,7 @@ def resolve_dotted(path: str) -> Any:
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
+        # gate: loads user code (the module the user named; scripts/checks/determinism)
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise SpecError(
