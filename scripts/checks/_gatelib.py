@@ -155,6 +155,27 @@ _IMPORTERS = {
     "__import__",
     "pkgutil.resolve_name",
 }
+# Ways to run code the gates cannot read: each counts as a dynamic import of a computed name.
+_CODE_RUNNERS = {
+    "exec",
+    "eval",
+    "compile",
+    "builtins.exec",
+    "builtins.eval",
+    "builtins.compile",
+    "runpy.run_module",
+    "runpy.run_path",
+    "importlib.reload",
+    "importlib.util.spec_from_file_location",
+    "importlib.util.spec_from_loader",
+    "importlib.machinery.SourceFileLoader",
+    "importlib.machinery.SourcelessFileLoader",
+    "importlib.machinery.ExtensionFileLoader",
+    "zipimport.zipimporter",
+    "marshal.loads",
+    "types.CodeType",
+    "types.FunctionType",
+}
 # The comment a place that loads a user-named module must carry on the call's line or the line
 # above; it is honoured only in the files the gates list (USER_CODE_LOADERS in each gate).
 USER_CODE_MARKER = "gate: loads user code"
@@ -173,10 +194,25 @@ class DynamicImport:
 
 def _qualified(node: ast.expr, aliases: dict[str, str]) -> str | None:
     if isinstance(node, ast.Name):
+        if node.id == "__builtins__":
+            return "builtins"
         return aliases.get(node.id, node.id)
     if isinstance(node, ast.Attribute):
         base = _qualified(node.value, aliases)
         return None if base is None else f"{base}.{node.attr}"
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) >= 2
+    ):
+        # getattr(importlib, "import_module") is importlib.import_module.
+        base, attribute = _qualified(node.args[0], aliases), _literal(node.args[1])
+        return None if base is None or attribute is None else f"{base}.{attribute}"
+    if isinstance(node, ast.Subscript) and _literal(node.slice) is not None:
+        # __builtins__["exec"] (a dict in imported modules) is builtins.exec.
+        base = _qualified(node.value, aliases)
+        return None if base is None else f"{base}.{_literal(node.slice)}"
     return None
 
 
@@ -224,6 +260,8 @@ class _Finder(ast.NodeVisitor):
         """(is a dynamic import, what it reaches) for an expression."""
         if isinstance(node, ast.Call):
             function = _qualified(node.func, self.aliases)
+            if function in _CODE_RUNNERS:
+                return True, None
             if function in _IMPORTERS:
                 argument = node.args[0] if node.args else None
                 if argument is None:
@@ -254,6 +292,11 @@ class _Finder(ast.NodeVisitor):
                 return True, None if base is None else f"{base}.{node.attr}"
         if isinstance(node, ast.Name) and node.id in self.bound:
             return True, self.bound[node.id]
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
+            # A bare reference (f = importlib.import_module; g = __builtins__["exec"]) hands
+            # the importer on to a call the pass cannot follow: count it as a computed one.
+            if _qualified(node, self.aliases) in _IMPORTERS | _CODE_RUNNERS:
+                return True, None
         return False, None
 
     def _record(self, node: ast.expr) -> None:
@@ -270,6 +313,12 @@ class _Finder(ast.NodeVisitor):
         self.generic_visit(node)
 
     def generic_visit(self, node: ast.AST) -> None:
+        if (
+            isinstance(node, ast.Call)
+            and _qualified(node.func, self.aliases) in _IMPORTERS | _CODE_RUNNERS
+        ):
+            # The importer of a call is judged with the call (its argument decides).
+            self.seen.add(id(node.func))
         # The outermost expression of a chain is recorded (import_module("time").time names
         # time.time); the pieces inside it are marked seen so they are not counted again.
         if isinstance(node, ast.expr) and id(node) not in self.seen:

@@ -418,6 +418,15 @@ DYNAMIC = {
         "import importlib\n\nf = getattr(importlib.import_module('os'), 'urandom')\n"
     ),
     "a computed name": "import importlib\n\nname = 'ra' + 'ndom'\nm = importlib.import_module(name)\n",
+    "exec of a string": "exec('import ran' + 'dom')\n",
+    "eval through __builtins__": "f = __builtins__['eval']\n",
+    "import_module reached by getattr": (
+        "import importlib\n\nm = getattr(importlib, 'import_module')('random')\n"
+    ),
+    "runpy": "import runpy\n\nrunpy.run_path('elsewhere.py')\n",
+    "a loader from a file": (
+        "import importlib.util\n\ns = importlib.util.spec_from_file_location('m', 'm.py')\n"
+    ),
     "a computed name claiming to load user code": (
         "import importlib\n\nname = 'x'\n"
         "m = importlib.import_module(name)  # gate: loads user code\n"
