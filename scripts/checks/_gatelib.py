@@ -292,11 +292,13 @@ class _Finder(ast.NodeVisitor):
                 return True, None if base is None else f"{base}.{node.attr}"
         if isinstance(node, ast.Name) and node.id in self.bound:
             return True, self.bound[node.id]
-        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
-            # A bare reference (f = importlib.import_module; g = __builtins__["exec"]) hands
-            # the importer on to a call the pass cannot follow: count it as a computed one.
-            if _qualified(node, self.aliases) in _IMPORTERS | _CODE_RUNNERS:
-                return True, None
+        # A bare reference (f = importlib.import_module; g = __builtins__["exec"]) hands the
+        # importer on to a call the pass cannot follow: count it as a computed one.
+        if (
+            isinstance(node, (ast.Name, ast.Attribute, ast.Subscript))
+            and _qualified(node, self.aliases) in _IMPORTERS | _CODE_RUNNERS
+        ):
+            return True, None
         return False, None
 
     def _record(self, node: ast.expr) -> None:
