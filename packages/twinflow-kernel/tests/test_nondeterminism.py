@@ -182,6 +182,14 @@ def test_clock_and_randomness_are_refused_however_reached(
     assert entry_point == _refused(action)
 
 
+def _loop_time() -> float:
+    loop = importlib.import_module("asyncio").new_event_loop()
+    try:
+        return float(loop.time())
+    finally:
+        loop.close()
+
+
 PROCESSES_THREADS_SOCKETS: dict[str, tuple[str, Callable[[], object]]] = {
     "subprocess.run": (
         "subprocess.Popen",
@@ -204,6 +212,12 @@ PROCESSES_THREADS_SOCKETS: dict[str, tuple[str, Callable[[], object]]] = {
         "socket.__new__",
         lambda: importlib.import_module("_socket").socket(),
     ),
+    "posix.urandom": ("posix.urandom", lambda: importlib.import_module("posix").urandom(4)),
+    "_posixsubprocess directly": (
+        "_posixsubprocess.fork_exec",
+        lambda: importlib.import_module("_posixsubprocess").fork_exec(),
+    ),
+    "an event loop's clock": ("time.monotonic", lambda: _loop_time()),
     "a DNS lookup": (
         "socket.getaddrinfo",
         lambda: importlib.import_module("socket").getaddrinfo("localhost", 80),
