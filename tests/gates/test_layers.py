@@ -207,6 +207,7 @@ UNPLACED = {
     "a new twinflow package": ("twinflow-extra", "src/twinflow/extra/__init__.py"),
     "a top-level package beside twinflow": ("twinflow-agent", "src/evil/__init__.py"),
     "a flat member's package": ("twinflow-flat", "twinflow/flat/__init__.py"),
+    "a flat member's top-level module": ("twinflow-flat", "evil.py"),
 }
 
 
