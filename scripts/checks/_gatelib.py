@@ -91,6 +91,17 @@ def walk(root: Path) -> Iterator[Path]:
             yield from sorted(p for p in entry.rglob("*") if p.is_file())
 
 
+def symlinks(root: Path) -> list[Path]:
+    """Every symbolic link in the tree (see walk): linters do not follow linked folders."""
+    found = []
+    for entry in top_level_entries(root):
+        if entry.is_symlink():
+            found.append(entry)
+        elif entry.is_dir():
+            found.extend(p for p in entry.rglob("*") if p.is_symlink())
+    return sorted(found)
+
+
 def python_files(root: Path) -> list[Path]:
     """Every .py and .pyi file of the tree (see walk)."""
     return [p for p in walk(root) if p.suffix in PYTHON_SUFFIXES]

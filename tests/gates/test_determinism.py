@@ -229,6 +229,19 @@ def test_a_file_ruff_did_not_check_fails_naming_it(
     assert f"{AGENT_MODULE}: ruff did not check this file" in done.stderr
 
 
+def test_a_linked_folder_is_not_a_way_around(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A symbolic link to a folder of code outside the tree fails the gate, naming the link."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.py").write_text("import random\n", encoding="utf-8")
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, "x = 1\n")
+    link = "packages/twinflow-agent/src/twinflow/agent/linked"
+    (root / link).symlink_to(outside, target_is_directory=True)
+    _gate_fails_naming(root, run_gate, link)
+
+
 # ---------------------------------------------------------- class 2: files ruff cannot read
 
 UNREADABLE = {
