@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,14 +50,68 @@ EVASIONS = {
     "file-level ruff noqa": "# ruff: noqa\nimport os\n",
 }
 
+# Issue 12, class 6: the private C modules behind the public names, every way to start a
+# process, asyncio's network, thread and timer entry points, ctypes, wall-clock time in every
+# form, sched, timeit and third-party network, time and randomness libraries.
+COVERAGE = {
+    "_random": "import _random\n",
+    "posix fork": "from posix import fork\n",
+    "nt": "import nt\n",
+    "_socket": "import _socket\n",
+    "_ssl": "import _ssl\n",
+    "_thread": "import _thread\n",
+    "os.spawnv": "import os\n\nos.spawnv(os.P_WAIT, 'x', ['x'])\n",
+    "os.execv": "import os\n\nos.execv('x', ['x'])\n",
+    "os.posix_spawn": "from os import posix_spawn\n",
+    "os.forkpty": "import os\n\nos.forkpty()\n",
+    "pty": "import pty\n",
+    "asyncio subprocess": "import asyncio\n\nasyncio.create_subprocess_exec('x')\n",
+    "asyncio.subprocess module": "from asyncio import subprocess\n",
+    "asyncio network": "import asyncio\n\nasyncio.open_connection('h', 1)\n",
+    "asyncio server": "from asyncio import start_server\n",
+    "asyncio thread": "import asyncio\n\nasyncio.to_thread(print)\n",
+    "asyncio timer": "import asyncio\n\nasyncio.sleep(1)\n",
+    "ctypes": "import ctypes\n",
+    "datetime via module attribute": "import datetime\n\nx = datetime.datetime.now()\n",
+    "gmtime": "import time\n\nx = time.gmtime()\n",
+    "strftime": "from time import strftime\n",
+    "clock_gettime": "import time\n\nx = time.clock_gettime(0)\n",
+    "sched": "import sched\n",
+    "timeit": "from timeit import default_timer\n",
+    "urllib3": "import urllib3\n",
+    "httpx": "import httpx\n",
+    "requests": "import requests\n",
+    "anyio": "import anyio\n",
+    "numpy's random": "from numpy import random\n",
+    "numpy.random": "import numpy.random as npr\n",
+    "ftplib": "import ftplib\n",
+    "xmlrpc": "import xmlrpc.client\n",
+}
 
-def _tree(tmp_path: Path, repo_root: Path, module: str, source: str) -> Path:
+
+TABLE = "packages/twinflow-kernel/src/twinflow/kernel/banned.toml"
+MEMBERS = {"twinflow-agent": "agent", "twinflow-kernel": "kernel", "twinflow-cli": "cli"}
+
+
+def _tree(tmp_path: Path, repo_root: Path, module: str, source: str | bytes) -> Path:
+    """A throw-away workspace: the real root config and banned table, three members, one file."""
     root = tmp_path / "tree"
-    root.mkdir()
+    root.mkdir(parents=True)
     shutil.copy(repo_root / "pyproject.toml", root / "pyproject.toml")
+    (root / TABLE).parent.mkdir(parents=True)
+    shutil.copy(repo_root / TABLE, root / TABLE)
+    for distribution, package in MEMBERS.items():
+        member = root / "packages" / distribution
+        (member / "src" / "twinflow" / package).mkdir(parents=True, exist_ok=True)
+        (member / "pyproject.toml").write_text(
+            f'[project]\nname = "{distribution}"\n', encoding="utf-8"
+        )
     target = root / module
-    target.parent.mkdir(parents=True)
-    target.write_text(source, encoding="utf-8")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(source, bytes):
+        target.write_bytes(source)
+    else:
+        target.write_text(source, encoding="utf-8")
     return root
 
 
@@ -65,6 +120,17 @@ def test_each_evasion_fails_in_the_agent(
     source: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
 ) -> None:
     """Every evasion in the corpus makes the gate exit 1 when placed in twinflow.agent."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
+    done = run_gate("determinism", "--root", root)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert "_fixture.py" in done.stderr
+
+
+@pytest.mark.parametrize("source", COVERAGE.values(), ids=COVERAGE.keys())
+def test_coverage_of_every_nondeterministic_family(
+    source: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """Each family of class 6 fails the gate in twinflow.agent, naming the file."""
     root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
     done = run_gate("determinism", "--root", root)
     assert 1 == done.returncode, done.stdout + done.stderr
@@ -107,21 +173,6 @@ def test_a_new_per_file_ignore_fails(tmp_path: Path, repo_root: Path, run_gate: 
     assert "packages/twinflow-agent/**" in done.stderr
 
 
-def test_dropping_a_required_ban_fails(
-    tmp_path: Path, repo_root: Path, run_gate: GateRunner
-) -> None:
-    """Deleting a required name from the banned list fails the gate, naming it."""
-    root = _tree(tmp_path, repo_root, AGENT_MODULE, "x = 1\n")
-    pyproject = root / "pyproject.toml"
-    lines = pyproject.read_text(encoding="utf-8").splitlines(keepends=True)
-    kept = [line for line in lines if not line.startswith('"time.sleep" =')]
-    assert len(lines) - 1 == len(kept)
-    pyproject.write_text("".join(kept), encoding="utf-8")
-    done = run_gate("determinism", "--root", root)
-    assert 1 == done.returncode, done.stdout + done.stderr
-    assert "time.sleep is missing" in done.stderr
-
-
 def test_a_member_ruff_table_fails(tmp_path: Path, repo_root: Path, run_gate: GateRunner) -> None:
     """A [tool.ruff] table in a member's pyproject.toml would replace the root config: violation."""
     root = _tree(tmp_path, repo_root, AGENT_MODULE, "x = 1\n")
@@ -130,3 +181,289 @@ def test_a_member_ruff_table_fails(tmp_path: Path, repo_root: Path, run_gate: Ga
     done = run_gate("determinism", "--root", root)
     assert 1 == done.returncode, done.stdout + done.stderr
     assert "replaces the root config" in done.stderr
+
+
+def _gate_fails_naming(root: Path, run_gate: GateRunner, *names: str) -> None:
+    done = run_gate("determinism", "--root", root)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    for name in names:
+        assert name in done.stderr, done.stderr
+
+
+# ----------------------------------------------------- class 1: files the linter never sees
+
+SKIPPED_BY_DEFAULT = {
+    "a _build subpackage": "packages/twinflow-agent/src/twinflow/agent/_build/mod.py",
+    "a build folder": "packages/twinflow-agent/src/twinflow/agent/build/mod.py",
+    "a dist folder": "packages/twinflow-agent/src/twinflow/agent/dist/mod.py",
+    "node_modules": "packages/twinflow-agent/src/twinflow/agent/node_modules/mod.py",
+    "a hidden folder": "packages/twinflow-agent/src/twinflow/agent/.hidden/mod.py",
+    "a .venv inside src": "packages/twinflow-agent/src/twinflow/agent/.venv/mod.py",
+    "site-packages": "packages/twinflow-agent/src/twinflow/agent/site-packages/mod.py",
+    "a stub file": "packages/twinflow-agent/src/twinflow/agent/_stub.pyi",
+}
+
+
+@pytest.mark.parametrize("module", SKIPPED_BY_DEFAULT.values(), ids=SKIPPED_BY_DEFAULT.keys())
+def test_files_the_linter_never_looks_at_are_checked(
+    module: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A banned call in a folder ruff skips by default, or listed in .gitignore, fails the gate."""
+    root = _tree(tmp_path, repo_root, module, "import random\n\nx = random.random()\n")
+    (root / ".gitignore").write_text(module.rpartition("/")[0] + "/\n", encoding="utf-8")
+    _gate_fails_naming(root, run_gate, module)
+
+
+def test_a_file_ruff_did_not_check_fails_naming_it(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """When ruff's own file list lacks a source file, the gate fails and names that file."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, "x = 1\n")
+    real = repo_root / ".venv" / "bin" / "ruff"
+    # A ruff that forgets one file in --show-files, as an exclusion would make it.
+    fake = tmp_path / "ruff"
+    fake.write_text(f'#!/bin/sh\n{real} "$@" | grep -v _fixture.py\nexit 0\n', encoding="utf-8")
+    fake.chmod(0o755)
+    done = run_gate("determinism", "--root", root, "--ruff", fake)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert f"{AGENT_MODULE}: ruff did not check this file" in done.stderr
+
+
+def test_a_linked_folder_is_not_a_way_around(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A symbolic link to a folder of code outside the tree fails the gate, naming the link."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.py").write_text("import random\n", encoding="utf-8")
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, "x = 1\n")
+    link = "packages/twinflow-agent/src/twinflow/agent/linked"
+    (root / link).symlink_to(outside, target_is_directory=True)
+    _gate_fails_naming(root, run_gate, link)
+
+
+# ---------------------------------------------------------- class 2: files ruff cannot read
+
+UNREADABLE = {
+    "a syntax error": b"def broken(:\n    pass\n",
+    "a utf-7 declaration hiding code": (b"# -*- coding: utf-7 -*-\nx = 1 +AAo-import random\n"),
+    "a latin-1 declaration": b"# coding: latin-1\nx = 1\n",
+    "bytes that are not utf-8": b"x = '\xff\xfe'\n",
+}
+
+
+@pytest.mark.parametrize("source", UNREADABLE.values(), ids=UNREADABLE.keys())
+def test_files_ruff_cannot_read_fail(
+    source: bytes, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A parse failure or a non-UTF-8 encoding fails the gate instead of passing silently."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
+    _gate_fails_naming(root, run_gate, AGENT_MODULE)
+
+
+def test_a_compiled_module_in_a_member_fails(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A sourceless .pyc beside the sources is importable but unreadable: it fails the gate."""
+    module = "packages/twinflow-agent/src/twinflow/agent/_hidden.pyc"
+    root = _tree(tmp_path, repo_root, module, b"\x00")
+    _gate_fails_naming(root, run_gate, module)
+
+
+# --------------------------------------------------------- class 3: configuration that widens
+
+WIDENING = {
+    "extend-exclude": (
+        'extend-exclude = ["tests/fixtures"]',
+        'extend-exclude = ["tests/fixtures", "packages/twinflow-agent/src/twinflow/agent/x"]',
+    ),
+    "exclude": ("[tool.ruff]\n", '[tool.ruff]\nexclude = ["packages"]\n'),
+    "include": ("[tool.ruff]\n", '[tool.ruff]\ninclude = ["scripts/*.py"]\n'),
+    "respect-gitignore": ("[tool.ruff]\n", "[tool.ruff]\nrespect-gitignore = true\n"),
+    "force-exclude": ("[tool.ruff]\n", "[tool.ruff]\nforce-exclude = true\n"),
+    "extend": ("[tool.ruff]\n", '[tool.ruff]\nextend = "other.toml"\n'),
+    "lint.extend-ignore": ("[tool.ruff.lint]\n", '[tool.ruff.lint]\nextend-ignore = ["TID"]\n'),
+    "lint.ignore": ('ignore = ["E501", "SIM300"]', 'ignore = ["E501", "SIM300", "B"]'),
+    "per-file-ignores for another rule": (
+        '"tests/gates/**" = ["TID251"]\n',
+        '"tests/gates/**" = ["TID251"]\n"packages/twinflow-agent/**" = ["E"]\n',
+    ),
+    "extend-per-file-ignores": (
+        "[tool.ruff.lint]\n",
+        '[tool.ruff.lint]\nextend-per-file-ignores = { "x/**" = ["TID251"] }\n',
+    ),
+}
+
+
+@pytest.mark.parametrize(("old", "new"), WIDENING.values(), ids=WIDENING.keys())
+def test_configuration_that_widens_fails(
+    old: str, new: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """Every ruff setting that removes files or rules is held to the gate's allowlist."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, "x = 1\n")
+    pyproject = root / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    assert old in text
+    pyproject.write_text(text.replace(old, new, 1), encoding="utf-8")
+    _gate_fails_naming(root, run_gate, "pyproject.toml")
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "ruff.toml",
+        ".ruff.toml",
+        "packages/twinflow-agent/src/twinflow/agent/ruff.toml",
+        "packages/twinflow-agent/src/twinflow/agent/.hidden/.ruff.toml",
+    ],
+)
+def test_a_ruff_config_file_anywhere_fails(
+    config: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A ruff.toml or .ruff.toml anywhere in the tree fails the gate, naming it."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, "x = 1\n")
+    (root / config).parent.mkdir(parents=True, exist_ok=True)
+    (root / config).write_text("[lint]\nignore = []\n", encoding="utf-8")
+    _gate_fails_naming(root, run_gate, config)
+
+
+# ---------------------------------------------------- class 4: exempt by package, not by path
+
+
+def test_a_new_package_in_the_kernels_folder_is_not_exempt(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """`packages/twinflow-kernel/src/evil/` is not twinflow.kernel: its banned call fails."""
+    module = "packages/twinflow-kernel/src/evil/mod.py"
+    root = _tree(tmp_path, repo_root, module, "import random\n")
+    _gate_fails_naming(root, run_gate, module)
+
+
+REAL_ADAPTER_USES = {
+    "from-import": "from twinflow.kernel import SystemClock\n",
+    "module attribute": "import twinflow.kernel as k\n\nclock = k.SystemIds()\n",
+    "private module": "from twinflow.kernel._transport import UrllibJsonTransport\n",
+    "run_process": "from twinflow.kernel import run_process\n",
+    "dynamic": "import importlib\n\nc = importlib.import_module('twinflow.kernel').SystemClock\n",
+}
+
+
+@pytest.mark.parametrize("source", REAL_ADAPTER_USES.values(), ids=REAL_ADAPTER_USES.keys())
+def test_real_adapters_only_in_the_composition_root(
+    source: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """The kernel's real adapters named in twinflow.agent fail; in twinflow.cli they pass."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
+    _gate_fails_naming(root, run_gate, AGENT_MODULE, "real adapter")
+    cli = _tree(tmp_path / "cli", repo_root, "packages/twinflow-cli/src/twinflow/cli/_w.py", source)
+    done = run_gate("determinism", "--root", cli)
+    assert 0 == done.returncode, done.stdout + done.stderr
+
+
+# ----------------------------------------------------------------------- class 5: one table
+
+
+def _pyproject_rows(root: Path) -> tuple[Path, list[str]]:
+    pyproject = root / "pyproject.toml"
+    return pyproject, pyproject.read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+def test_every_row_of_the_table_is_required_in_the_ruff_config(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """Deleting any banned-api row from pyproject.toml fails the gate, naming it."""
+    table = tomllib.loads((repo_root / TABLE).read_text(encoding="utf-8"))
+    names = [row["name"] for row in table["banned"]]
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, "x = 1\n")
+    pyproject, lines = _pyproject_rows(root)
+    kept = [line for line in lines if not any(line.startswith(f'"{n}" = {{') for n in names)]
+    assert len(lines) - len(names) == len(kept)
+    pyproject.write_text("".join(kept), encoding="utf-8")
+    done = run_gate("determinism", "--root", root)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    missing = {n for n in names if f"banned-api lacks {n!r}" in done.stderr}
+    assert set(names) == missing
+
+
+def test_a_ruff_row_not_in_the_table_or_reworded_fails(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """The ruff config must equal the table: an extra row or another message fails."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, "x = 1\n")
+    pyproject, lines = _pyproject_rows(root)
+    text = (
+        "".join(lines)
+        .replace('"sched" = { msg = "', '"sched" = { msg = "reworded: ', 1)
+        .replace('"timeit" = {', '"zlib" = { msg = "x" }\n"timeit" = {', 1)
+    )
+    pyproject.write_text(text, encoding="utf-8")
+    _gate_fails_naming(root, run_gate, "'sched' differs", "'zlib' is not in")
+
+
+def test_dropping_a_required_family_from_the_table_fails(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """Deleting a required family from both the table and pyproject.toml still fails."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, "x = 1\n")
+    pyproject, lines = _pyproject_rows(root)
+    pyproject.write_text("".join(x for x in lines if not x.startswith('"ctypes" =')))
+    table = root / TABLE
+    text = table.read_text(encoding="utf-8")
+    block = text[text.index('[[banned]]\nname = "ctypes"') :]
+    block = block[: block.index("\n\n") + 2]
+    table.write_text(text.replace(block, ""), encoding="utf-8")
+    _gate_fails_naming(root, run_gate, "ctypes is missing from the banned list")
+
+
+# ------------------------------------------------------------ class 12: dynamic imports
+
+DYNAMIC = {
+    "import_module literal": "import importlib\n\nm = importlib.import_module('random')\n",
+    "import_module alias": "from importlib import import_module as im\n\nm = im('socket')\n",
+    "__import__": "m = __import__('subprocess')\n",
+    "pkgutil.resolve_name": "import pkgutil\n\nf = pkgutil.resolve_name('time:time')\n",
+    "sys.modules subscript": "import sys\n\nm = sys.modules['secrets']\n",
+    "attribute of a literal module": (
+        "import importlib\n\nt = importlib.import_module('time')\n\n\n"
+        "def f() -> float:\n    return t.time()\n"
+    ),
+    "getattr of a literal module": (
+        "import importlib\n\nf = getattr(importlib.import_module('os'), 'urandom')\n"
+    ),
+    "a computed name": "import importlib\n\nname = 'ra' + 'ndom'\nm = importlib.import_module(name)\n",
+    "exec of a string": "exec('import ran' + 'dom')\n",
+    "eval through __builtins__": "f = __builtins__['eval']\n",
+    "import_module reached by getattr": (
+        "import importlib\n\nm = getattr(importlib, 'import_module')('random')\n"
+    ),
+    "runpy": "import runpy\n\nrunpy.run_path('elsewhere.py')\n",
+    "a loader from a file": (
+        "import importlib.util\n\ns = importlib.util.spec_from_file_location('m', 'm.py')\n"
+    ),
+    "a computed name claiming to load user code": (
+        "import importlib\n\nname = 'x'\n"
+        "m = importlib.import_module(name)  # gate: loads user code\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("source", DYNAMIC.values(), ids=DYNAMIC.keys())
+def test_dynamic_imports_count_as_imports(
+    source: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A literal dynamic import of a banned name, or any computed one, fails in twinflow.agent."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
+    _gate_fails_naming(root, run_gate, AGENT_MODULE)
+
+
+def test_a_user_code_loader_may_import_a_computed_name_when_it_says_so(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """cli/_spec.py may import a computed name with the comment; without it, it fails."""
+    module = "packages/twinflow-cli/src/twinflow/cli/_spec.py"
+    call = "import importlib\n\nname = 'x'\nm = importlib.import_module(name)"
+    root = _tree(tmp_path, repo_root, module, call + "  # gate: loads user code\n")
+    done = run_gate("determinism", "--root", root)
+    assert 0 == done.returncode, done.stdout + done.stderr
+    bare = _tree(tmp_path / "bare", repo_root, module, call + "\n")
+    _gate_fails_naming(bare, run_gate, module)

@@ -22,13 +22,27 @@ PACKAGES = {
 }
 
 
+def _member(root: Path, distribution: str, package: str, *, where: str = "packages") -> Path:
+    """A workspace member with an empty package, src layout; returns the package folder."""
+    member = root / where / distribution
+    src = member / "src" / "twinflow" / package
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text('"""Fixture package."""\n', encoding="utf-8")
+    (member / "pyproject.toml").write_text(
+        f'[project]\nname = "{distribution}"\n', encoding="utf-8"
+    )
+    return src
+
+
 def _skeleton(tmp_path: Path, repo_root: Path) -> Path:
     """Six empty packages laid out like the workspace, with the real contracts."""
     root = tmp_path / "tree"
+    root.mkdir()
+    (root / "pyproject.toml").write_text(
+        '[tool.uv.workspace]\nmembers = ["packages/*"]\n', encoding="utf-8"
+    )
     for package, distribution in PACKAGES.items():
-        src = root / "packages" / distribution / "src" / "twinflow" / package
-        src.mkdir(parents=True)
-        (src / "__init__.py").write_text('"""Fixture package."""\n', encoding="utf-8")
+        _member(root, distribution, package)
     datapizza = root / "packages" / "twinflow-vocab" / "src" / "twinflow" / "vocab" / "datapizza"
     datapizza.mkdir()
     (datapizza / "__init__.py").write_text("", encoding="utf-8")
@@ -62,6 +76,23 @@ BROKEN = {
     "trace imports vocab": ("trace", "import twinflow.vocab"),
     "trace imports pydantic": ("trace", "import pydantic"),
     "trace imports socket": ("trace", "import socket"),
+    # Class 13: every provider SDK and agent framework, every network and process family.
+    "agent imports pydantic_ai": ("agent", "from pydantic_ai import Agent"),
+    "eval imports litellm": ("eval", "import litellm"),
+    "local_model imports ollama": ("local_model", "import ollama"),
+    "kernel imports langchain_core": ("kernel", "import langchain_core"),
+    "vocab imports urllib3": ("vocab", "import urllib3"),
+    "agent imports httpcore": ("agent", "import httpcore"),
+    "agent imports _socket": ("agent", "import _socket"),
+    "eval imports _ssl": ("eval", "import _ssl"),
+    "cli imports ftplib": ("cli", "import ftplib"),
+    "agent imports smtplib": ("agent", "import smtplib"),
+    "local_model imports xmlrpc.client": ("local_model", "import xmlrpc.client"),
+    "eval imports http.server": ("eval", "from http import server"),
+    "agent imports asyncio subprocess": ("agent", "from asyncio import subprocess"),
+    "cli imports asyncio streams": ("cli", "import asyncio.streams"),
+    "vocab imports multiprocessing": ("vocab", "import multiprocessing"),
+    "kernel imports datapizza": ("kernel", "import datapizza"),
 }
 
 KEPT = {
@@ -82,6 +113,7 @@ def test_the_skeleton_passes(tmp_path: Path, repo_root: Path, run_gate: GateRunn
     done = run_gate("layers", "--root", _skeleton(tmp_path, repo_root))
     assert 0 == done.returncode, done.stdout + done.stderr
     assert "6 kept, 0 broken" in done.stdout
+    assert "4 kept, 0 broken" in done.stdout
 
 
 @pytest.mark.parametrize(("package", "line"), BROKEN.values(), ids=BROKEN.keys())
@@ -93,7 +125,7 @@ def test_each_broken_contract_fails(
     _add(root, package, line)
     done = run_gate("layers", "--root", root)
     assert 1 == done.returncode, done.stdout + done.stderr
-    assert f"twinflow.{package}._fixture" in done.stdout
+    assert f"twinflow.{package}._fixture" in done.stdout + done.stderr
 
 
 @pytest.mark.parametrize(("package", "line"), KEPT.values(), ids=KEPT.keys())
@@ -128,6 +160,7 @@ def test_vocab_importing_agent_fails_on_the_real_tree(
         repo_root / "packages", root / "packages", ignore=shutil.ignore_patterns("__pycache__")
     )
     shutil.copy(repo_root / ".importlinter", root / ".importlinter")
+    shutil.copy(repo_root / "pyproject.toml", root / "pyproject.toml")
     module = root / "packages/twinflow-vocab/src/twinflow/vocab/__init__.py"
     module.write_text(
         module.read_text(encoding="utf-8") + "\nimport twinflow.agent\n", encoding="utf-8"
@@ -135,3 +168,183 @@ def test_vocab_importing_agent_fails_on_the_real_tree(
     done = run_gate("layers", "--root", root)
     assert 1 == done.returncode, done.stdout + done.stderr
     assert "twinflow.vocab -> twinflow.agent" in done.stdout
+
+
+def _gate_fails_naming(root: Path, run_gate: GateRunner, *names: str) -> None:
+    done = run_gate("layers", "--root", root)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    for name in names:
+        assert name in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+# ------------------------------------------------- class 10: every member, wherever it lives
+
+
+def test_a_member_outside_packages_is_in_the_graph(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A member the workspace lists under libs/ is analysed: its upward import fails."""
+    root = _skeleton(tmp_path, repo_root)
+    shutil.rmtree(root / "packages" / "twinflow-vocab")
+    vocab = _member(root, "twinflow-vocab", "vocab", where="libs")
+    (vocab / "datapizza").mkdir()
+    (vocab / "datapizza" / "__init__.py").write_text("", encoding="utf-8")
+    (vocab / "_fixture.py").write_text("import twinflow.agent\n", encoding="utf-8")
+    (root / "pyproject.toml").write_text(
+        '[tool.uv.workspace]\nmembers = ["packages/*", "libs/*"]\n', encoding="utf-8"
+    )
+    _gate_fails_naming(root, run_gate, "twinflow.vocab._fixture")
+
+
+def test_a_flat_layout_member_is_in_the_graph(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A member without src/ (flat layout) is analysed too."""
+    root = _skeleton(tmp_path, repo_root)
+    shutil.rmtree(root / "packages" / "twinflow-kernel")
+    flat = root / "packages" / "twinflow-kernel"
+    (flat / "twinflow" / "kernel").mkdir(parents=True)
+    (flat / "pyproject.toml").write_text('[project]\nname = "twinflow-kernel"\n')
+    (flat / "twinflow" / "kernel" / "__init__.py").write_text("import twinflow.eval\n")
+    _gate_fails_naming(root, run_gate, "twinflow.kernel -> twinflow.eval")
+
+
+UNPLACED = {
+    "a new twinflow package": ("twinflow-extra", "src/twinflow/extra/__init__.py"),
+    "a top-level package beside twinflow": ("twinflow-agent", "src/evil/__init__.py"),
+    "a flat member's package": ("twinflow-flat", "twinflow/flat/__init__.py"),
+    "a flat member's top-level module": ("twinflow-flat", "evil.py"),
+}
+
+
+@pytest.mark.parametrize(("distribution", "module"), UNPLACED.values(), ids=UNPLACED.keys())
+def test_a_package_in_no_layer_fails(
+    distribution: str, module: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A member's package that the table does not place in a layer fails the gate."""
+    root = _skeleton(tmp_path, repo_root)
+    member = root / "packages" / distribution
+    (member / module).parent.mkdir(parents=True, exist_ok=True)
+    (member / module).write_text("", encoding="utf-8")
+    if not (member / "pyproject.toml").exists():
+        (member / "pyproject.toml").write_text(f'[project]\nname = "{distribution}"\n')
+    _gate_fails_naming(root, run_gate, "is in no layer")
+
+
+# --------------------------------------------- class 11: the contracts file held to the table
+
+EDITS = {
+    "ignore_imports": (
+        "allow_indirect_imports = True\n",
+        "allow_indirect_imports = True\nignore_imports =\n    twinflow.agent -> socket\n",
+    ),
+    "exclude_type_checking_imports": (
+        "exclude_type_checking_imports = False",
+        "exclude_type_checking_imports = True",
+    ),
+    "a shortened forbidden list": ("    openai\n", ""),
+    "a layer dropped": ("    twinflow.eval\n", ""),
+    "a contract deleted": ("[importlinter:contract:provider-sdks]", "[notacontract]"),
+}
+
+
+@pytest.mark.parametrize(("old", "new"), EDITS.values(), ids=EDITS.keys())
+def test_contracts_that_differ_from_the_table_fail(
+    old: str, new: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """Any edit that weakens .importlinter fails the gate, even when every import is clean."""
+    root = _skeleton(tmp_path, repo_root)
+    config = root / ".importlinter"
+    text = config.read_text(encoding="utf-8")
+    assert old in text
+    config.write_text(text.replace(old, new, 1), encoding="utf-8")
+    _gate_fails_naming(root, run_gate, ".importlinter")
+
+
+def test_the_contracts_file_is_the_tables(repo_root: Path, run_gate: GateRunner) -> None:
+    """The committed .importlinter is exactly what the table gives for this workspace."""
+    done = run_gate("layers", "--expected")
+    assert 0 == done.returncode, done.stderr
+    assert done.stdout == (repo_root / ".importlinter").read_text(encoding="utf-8")
+
+
+# --------------------------------------------------- class 12: dynamic imports are imports
+
+DYNAMIC = {
+    "vocab import_module agent": (
+        "vocab",
+        "import importlib\nimportlib.import_module('twinflow.agent')",
+    ),
+    "kernel __import__ local_model": ("kernel", "__import__('twinflow.local_model')"),
+    "agent sys.modules socket": ("agent", "import sys\nsock = sys.modules['socket']"),
+    "eval resolve_name subprocess": (
+        "eval",
+        "import pkgutil\npkgutil.resolve_name('subprocess:run')",
+    ),
+    "local_model import_module openai": (
+        "local_model",
+        "import importlib\nimportlib.import_module('openai')",
+    ),
+    "agent import_module datapizza": (
+        "agent",
+        "import importlib\nimportlib.import_module('datapizza')",
+    ),
+}
+
+
+@pytest.mark.parametrize(("package", "line"), DYNAMIC.values(), ids=DYNAMIC.keys())
+def test_dynamic_imports_with_a_literal_name_are_imports(
+    package: str, line: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A dynamic import of a literal name breaks the contract a static one would."""
+    root = _skeleton(tmp_path, repo_root)
+    _add(root, package, line)
+    _gate_fails_naming(root, run_gate, f"twinflow.{package}._fixture")
+
+
+def test_a_dynamic_import_the_layers_allow_passes(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """cli importing twinflow.agent by name is what a static import would be: allowed."""
+    root = _skeleton(tmp_path, repo_root)
+    _add(root, "cli", "import importlib\nimportlib.import_module('twinflow.agent')")
+    done = run_gate("layers", "--root", root)
+    assert 0 == done.returncode, done.stdout + done.stderr
+
+
+# ------------------------------------------------ the trace leaf: standard library only
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "import pydantic",
+        "from twinflow import vocab",
+        "import importlib\nimportlib.import_module('rfc8785')",
+    ],
+)
+def test_the_trace_leaf_imports_the_standard_library_only(
+    line: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """twinflow.trace importing a third-party or another twinflow package fails."""
+    root = _skeleton(tmp_path, repo_root)
+    trace = _member(root, "twinflow-trace", "trace")
+    (trace / "_fixture.py").write_text(line + "\n", encoding="utf-8")
+    config = root / ".importlinter"
+    expected = run_gate("layers", "--root", root, "--expected")
+    config.write_text(expected.stdout, encoding="utf-8")
+    _gate_fails_naming(root, run_gate, "twinflow.trace._fixture")
+
+
+def test_the_trace_leaf_on_the_standard_library_passes(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A trace leaf importing json and hashlib, with its contracts, keeps every contract."""
+    root = _skeleton(tmp_path, repo_root)
+    trace = _member(root, "twinflow-trace", "trace")
+    (trace / "_fixture.py").write_text("import hashlib\nimport json\n", encoding="utf-8")
+    _add(root, "vocab", "import twinflow.trace")
+    expected = run_gate("layers", "--root", root, "--expected")
+    (root / ".importlinter").write_text(expected.stdout, encoding="utf-8")
+    done = run_gate("layers", "--root", root)
+    assert 0 == done.returncode, done.stdout + done.stderr

@@ -121,24 +121,32 @@ def _package(
     )
 
 
-def _workspace(tmp_path: Path, repo_root: Path, uv: str, members: dict[str, str]) -> Path:
+def _workspace(
+    tmp_path: Path,
+    repo_root: Path,
+    uv: str,
+    members: dict[str, str],
+    *,
+    root_extra: str = "",
+    where: str = "packages",
+) -> Path:
     """A workspace of `members` (name -> extra pyproject text), locked and synced offline."""
     root = tmp_path / "ws"
     _write(
         root / "pyproject.toml",
         '[project]\nname = "fixture"\nversion = "0"\nrequires-python = ">=3.11"\n'
-        '[tool.uv]\npackage = false\n[tool.uv.workspace]\nmembers = ["packages/*"]\n',
+        f'[tool.uv]\npackage = false\n[tool.uv.workspace]\nmembers = ["{where}/*"]\n' + root_extra,
     )
     shutil.copy(repo_root / "CONTRIBUTING.md", root / "CONTRIBUTING.md")
     for name, body in members.items():
-        _package(root, f"packages/{name}", name, "Apache-2.0", body)
+        _package(root, f"{where}/{name}", name, "Apache-2.0", body)
     _package(root, "vendor/gpl-thing", "gpl-thing", "GPL-3.0-only")
     # A version inside the certifi exception's range, so only the scope decides.
     _package(root, "vendor/certifi", "certifi", "MPL-2.0", version="2025.1.1")
     env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(root / ".venv")}
     for command in (
         ["lock", "--offline"],
-        ["sync", "--offline", "--frozen", "--all-packages", "--all-extras"],
+        ["sync", "--offline", "--frozen", "--all-packages", "--all-extras", "--all-groups"],
     ):
         done = subprocess.run(
             [uv, *command], cwd=root, env=env, capture_output=True, text=True, check=False
@@ -277,3 +285,136 @@ def test_an_unknown_licence_is_a_violation() -> None:
     installed = {"mystery": gate.Installed("mystery", "1.0", None, None, ("BSD License",))}
     rows = gate.check_closure(closure, installed, _policy(), gate.Usage())
     assert ["VIOLATION"] == [row.verdict for row in rows]
+
+
+# ------------------------------------------- class 14: every platform and Python version
+
+
+def test_a_dependency_behind_a_windows_marker_is_checked(
+    tmp_path: Path, repo_root: Path, uv: str, run_gate: GateRunner
+) -> None:
+    """A GPL dependency only Windows gets is in the closure, though this machine is Linux."""
+    body = "dependencies = [\"gpl-thing; sys_platform == 'win32'\"]\n" + SOURCES
+    root = _workspace(tmp_path, repo_root, uv, {"twinflow-agent": body})
+    done = run_gate("licences", "--root", root, "--python", root / ".venv" / "bin" / "python")
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert "twinflow-agent: gpl-thing" in done.stderr
+    assert "only on windows" in done.stderr
+
+
+def test_markers_are_evaluated_for_every_declared_environment() -> None:
+    """One export line per marker reaches exactly the platforms and Pythons it names."""
+    export = (
+        "colorama==0.4.6 ; sys_platform == 'win32'\n"
+        "numpy==2.4.6 ; python_full_version < '3.12'\n"
+        "numpy==2.5.5 ; python_full_version >= '3.12'\n"
+        "tomli==2.0 ; python_full_version < '3.11'\n"
+        "pydantic==2.14.4\n"
+    )
+    dists = gate.parse_export(export, [], ROOT)
+    assert [
+        ("colorama", "0.4.6", "windows py3.11,3.12,3.13,3.14"),
+        ("numpy", "2.4.6", "linux py3.11; macos py3.11; windows py3.11"),
+        (
+            "numpy",
+            "2.5.5",
+            "linux py3.12,3.13,3.14; macos py3.12,3.13,3.14; windows py3.12,3.13,3.14",
+        ),
+        ("pydantic", "2.14.4", ""),
+    ] == [(d.name, d.version, d.where) for d in dists]
+
+
+def test_a_release_not_installed_here_is_read_from_its_published_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another platform's release is judged by the METADATA PyPI serves for it, not skipped."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cached = tmp_path / "twinflow-licences" / "winonly-1.0.METADATA"
+    cached.parent.mkdir(parents=True)
+    cached.write_text(
+        "Metadata-Version: 2.4\nName: winonly\nVersion: 1.0\nLicense-Expression: GPL-3.0-only\n",
+        encoding="utf-8",
+    )
+    closure = gate.Closure(
+        "twinflow-agent", "run-time", "twinflow-agent", (gate.Dist("winonly", "1.0", "windows"),)
+    )
+    rows = gate.check_closure(closure, {}, _policy(), gate.Usage())
+    assert [("GPL-3.0-only", "VIOLATION")] == [(r.expression, r.verdict) for r in rows]
+
+
+def test_the_pip_view_is_checked_and_compared(run_gate: GateRunner) -> None:
+    """--pip-view resolves each published extra without the workspace's overrides; on this
+    tree pip's demo extra and the workspace's agree (llm's tree is in both)."""
+    done = run_gate("licences", "--member", "twinflow-cli", "--pip-view")
+    assert 0 == done.returncode, done.stdout + done.stderr
+    assert "llm" in _table(done.stdout, "twinflow-cli[demo] (pip)")
+    assert "llm" in _table(done.stdout, "twinflow-cli[demo]")
+
+
+def test_a_distribution_only_pip_installs_is_a_violation() -> None:
+    """What pip brings and the workspace closure lacks (an override hid it) fails, named."""
+    ours = gate.Closure("twinflow-cli[demo]", "run-time", "twinflow-cli", (gate.Dist("a", "1"),))
+    pip = gate.Closure(
+        "twinflow-cli[demo] (pip)",
+        "run-time",
+        "twinflow-cli",
+        (gate.Dist("a", "1"), gate.Dist("llm", "0.36")),
+    )
+    rows = gate.compare_views(ours, pip, [])
+    assert [("llm", "VIOLATION")] == [(r.name, r.verdict) for r in rows]
+
+
+# ------------------------------------------------------------ class 15: conflicting metadata
+
+
+@pytest.mark.parametrize(
+    ("expression", "license_", "classifiers", "expected"),
+    [
+        ("MIT", "GPL-3.0-only", (), "MIT AND GPL-3.0-only"),
+        ("MIT", None, ("GNU General Public License v3 (GPLv3)",), "MIT AND GPL-3.0-only"),
+        (None, "MIT", ("Mozilla Public License 2.0 (MPL 2.0)",), "MIT AND MPL-2.0"),
+        ("MIT OR GPL-3.0-only", None, ("GNU General Public License v3 (GPLv3)",), None),
+        ("Apache-2.0", "Apache 2.0", ("Apache Software License",), "Apache-2.0"),
+    ],
+)
+def test_conflicting_metadata_takes_the_most_restrictive_reading(
+    expression: str | None, license_: str | None, classifiers: tuple[str, ...], expected: str | None
+) -> None:
+    """When the sources disagree, every reading applies (AND), never the most permissive one."""
+    installed = gate.Installed("x", "1", expression, license_, classifiers)
+    found, source = gate.licence_of(installed)
+    if expected is None:
+        assert found is not None
+        assert "GPL-3.0-only" in found and "conflicting metadata" in source
+    else:
+        assert expected == found
+    if found is not None and "GPL" in found:
+        assert (False, True) == (gate.evaluate(found, "run-time", _policy(), gate.Usage())[0], True)
+
+
+# ------------------------------------------- class 16: members anywhere, every group
+
+
+def test_a_member_outside_packages_is_checked(
+    tmp_path: Path, repo_root: Path, uv: str, run_gate: GateRunner
+) -> None:
+    """A member the workspace lists under libs/ has its closure checked like any other."""
+    body = 'dependencies = ["gpl-thing"]\n' + SOURCES
+    root = _workspace(tmp_path, repo_root, uv, {"twinflow-extra": body}, where="libs")
+    done = run_gate("licences", "--root", root, "--python", root / ".venv" / "bin" / "python")
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert "twinflow-extra: gpl-thing 1.0 [GPL-3.0-only]" in done.stderr
+
+
+def test_every_dependency_group_is_checked(
+    tmp_path: Path, repo_root: Path, uv: str, run_gate: GateRunner
+) -> None:
+    """A GPL package in a non-default group (docs) fails the development closure."""
+    extra = (
+        '[dependency-groups]\ndocs = ["gpl-thing"]\n'
+        '[tool.uv.sources]\ngpl-thing = { path = "vendor/gpl-thing" }\n'
+    )
+    root = _workspace(tmp_path, repo_root, uv, {"twinflow-agent": ""}, root_extra=extra)
+    done = run_gate("licences", "--root", root, "--python", root / ".venv" / "bin" / "python")
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert "development: gpl-thing 1.0 [GPL-3.0-only]" in done.stderr

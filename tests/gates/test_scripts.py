@@ -15,7 +15,14 @@ def _run(*command: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_every_script_has_help(repo_root: Path) -> None:
     """scripts/check, each gate and install-hooks answer --help with exit 0 and a usage text."""
-    scripts = ["check", "install-hooks", "checks/licences", "checks/determinism", "checks/layers"]
+    scripts = [
+        "check",
+        "install-hooks",
+        "checks/licences",
+        "checks/determinism",
+        "checks/layers",
+        "checks/workflows",
+    ]
     for script in scripts:
         done = _run(repo_root / "scripts" / script, "--help", cwd=repo_root)
         assert (script, 0) == (script, done.returncode), done.stderr

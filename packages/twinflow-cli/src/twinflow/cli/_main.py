@@ -16,7 +16,6 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from importlib import import_module
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -30,6 +29,7 @@ __all__ = [
     "CheckFailed",
     "Handler",
     "Output",
+    "command_module_commands",
     "invocation",
     "main",
 ]
@@ -71,7 +71,7 @@ Handler = Callable[[argparse.Namespace, Output], int]
 # The command table: name -> (the module whose ``COMMANDS`` defines it, its one-line summary).
 # `twinflow --help` reads only this table; a command's module, and everything it imports
 # (pydantic, the agent, the model clients), loads only when that command is the one chosen.
-# tests/test_cli_main.py holds each summary equal to the module's own.
+# tests/test_show.py holds each summary equal to the module's own.
 COMMAND_TABLE: dict[str, tuple[str, str]] = {
     "demo": (
         "twinflow.cli._run",
@@ -121,6 +121,35 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
 }
 
 
+def command_module_commands(module: str) -> dict[str, Any]:
+    """The ``COMMANDS`` of one module named in `COMMAND_TABLE`, imported on first use.
+
+    Each import is written out with its literal name, so the layer and determinism gates see
+    every edge (a computed import would hide one from them).
+    """
+    if module == "twinflow.cli._run":
+        from twinflow.cli._run import COMMANDS as run_commands
+
+        return run_commands
+    if module == "twinflow.cli._show":
+        from twinflow.cli._show import COMMANDS as show_commands
+
+        return show_commands
+    if module == "twinflow.cli._eval_cli":
+        from twinflow.cli._eval_cli import COMMANDS as eval_commands
+
+        return eval_commands
+    if module == "twinflow.cli._preflight_cli":
+        from twinflow.cli._preflight_cli import COMMANDS as preflight_commands
+
+        return preflight_commands
+    if module == "twinflow.cli._commands":
+        from twinflow.cli._commands import COMMANDS as trace_commands
+
+        return trace_commands
+    raise KeyError(f"{module!r} defines no twinflow command")
+
+
 class _Version(argparse.Action):
     """``--version``: the distribution's version, looked up only when asked for."""
 
@@ -163,7 +192,7 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         if name == chosen:
             # Imported here so `twinflow --help` stays fast and a broken optional piece cannot
             # stop another command from parsing its arguments.
-            _, configure, handler = import_module(module).COMMANDS[name]
+            _, configure, handler = command_module_commands(module)[name]
             configure(command)
             command.set_defaults(handler=handler)
     return parser

@@ -166,6 +166,7 @@ def resolve_dotted(path: str, code_dir: Path | None = None) -> Any:
     module_name, attribute = _split_dotted(path)
     try:
         with _importing_from(code_dir):
+            # gate: loads user code (the module the user named; scripts/checks/determinism)
             module = importlib.import_module(module_name)
     except ImportError as exc:
         raise SpecError(

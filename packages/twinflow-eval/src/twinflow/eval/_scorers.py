@@ -411,6 +411,7 @@ def resolve_dotted(path: str) -> object:
     if not module_name or not attribute:
         raise ScorerError(f"{path!r} is not a dotted path: write 'package.module:name'")
     try:
+        # gate: loads user code (the module the user named; scripts/checks/determinism)
         target: object = importlib.import_module(module_name)
     except ImportError as exc:
         raise ScorerError(f"cannot import {module_name!r} for {path!r}: {exc}") from exc
