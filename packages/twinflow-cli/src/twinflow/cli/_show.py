@@ -24,6 +24,7 @@ from twinflow.agent import compare_behaviour, render_trace_page, verify_trace
 from twinflow.cli._commands import _read_checkpoint as read_checkpoint
 from twinflow.cli._commands import parse_trace, read_trace_bytes
 from twinflow.cli._main import EXIT_OK, CheckFailed, Handler, Output
+from twinflow.kernel import write_replace
 from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]
@@ -217,16 +218,17 @@ def _show(args: argparse.Namespace, out: Output) -> int:
         raise UserError("--checkpoint goes into the page: give --html FILE too")
     if args.html is not None:
         checkpoint = (
-            None if args.checkpoint is None else read_checkpoint(args.checkpoint).model_dump()
+            None if args.checkpoint is None else read_checkpoint(args.checkpoint).to_json()
         )
         page = render_trace_page(data, args.trace.name, checkpoint)
-        args.html.write_text(page, encoding="utf-8")
+        # A page is a report: written whole, never through a planted link (docs/adr/0050).
+        write_replace(args.html, page.encode("utf-8"), durable=False)
     payload = {
         "ok": problem is None,
         "trace": str(args.trace),
         "events": events,
         "verified": problem is None,
-        "problem": None if problem is None else problem.model_dump(),
+        "problem": None if problem is None else problem.to_json(),
         "root": report.checkpoint.root,
         "html": None if args.html is None else str(args.html),
     }
