@@ -112,7 +112,6 @@ def test_the_skeleton_passes(tmp_path: Path, repo_root: Path, run_gate: GateRunn
     """Six packages that import nothing keep every contract (the control for the cases below)."""
     done = run_gate("layers", "--root", _skeleton(tmp_path, repo_root))
     assert 0 == done.returncode, done.stdout + done.stderr
-    assert "6 kept, 0 broken" in done.stdout
     assert "4 kept, 0 broken" in done.stdout
 
 
@@ -328,11 +327,7 @@ def test_the_trace_leaf_imports_the_standard_library_only(
 ) -> None:
     """twinflow.trace importing a third-party or another twinflow package fails."""
     root = _skeleton(tmp_path, repo_root)
-    trace = _member(root, "twinflow-trace", "trace")
-    (trace / "_fixture.py").write_text(line + "\n", encoding="utf-8")
-    config = root / ".importlinter"
-    expected = run_gate("layers", "--root", root, "--expected")
-    config.write_text(expected.stdout, encoding="utf-8")
+    _add(root, "trace", line)
     _gate_fails_naming(root, run_gate, "twinflow.trace._fixture")
 
 
@@ -341,10 +336,7 @@ def test_the_trace_leaf_on_the_standard_library_passes(
 ) -> None:
     """A trace leaf importing json and hashlib, with its contracts, keeps every contract."""
     root = _skeleton(tmp_path, repo_root)
-    trace = _member(root, "twinflow-trace", "trace")
-    (trace / "_fixture.py").write_text("import hashlib\nimport json\n", encoding="utf-8")
+    _add(root, "trace", "import hashlib\nimport json")
     _add(root, "vocab", "import twinflow.trace")
-    expected = run_gate("layers", "--root", root, "--expected")
-    (root / ".importlinter").write_text(expected.stdout, encoding="utf-8")
     done = run_gate("layers", "--root", root)
     assert 0 == done.returncode, done.stdout + done.stderr

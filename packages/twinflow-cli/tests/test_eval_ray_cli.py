@@ -81,7 +81,7 @@ def test_eval_run_on_ray_gives_the_local_verdicts_and_rescores(
         argv = ["run", *common, "--out", str(tmp_path / "ray"), "--concurrency", "2", "--ray"]
         code, on_ray, err = _eval(argv, capsys)
     assert (0, True, 6) == (code, on_ray["complete"], on_ray["summary"]["passed"])
-    assert "6/6 passed 6" in err
+    assert "6/6 cases done: 6 passed" in err
     assert _verdicts(tmp_path / "local") == _verdicts(tmp_path / "ray")
     code, payload, _ = _eval(["rescore", str(tmp_path / "ray")], capsys)
     assert (0, [], []) == (code, payload["changed"], payload["flagged"])

@@ -82,7 +82,8 @@ def commands(path: Path) -> list[list[str]]:
     for lang, code in blocks(path):
         if lang != "bash":
             continue
-        for line in code.splitlines():
+        # A line ending in a backslash goes on on the next one, as in the shell.
+        for line in code.replace("\\\n", " ").splitlines():
             line = line.split("  #", 1)[0].strip()
             if not line or line.startswith(NOT_RUN):
                 continue

@@ -24,7 +24,8 @@ def _same(results: EvalResults) -> list[tuple[Any, ...]]:
 
 
 def _files(run_dir: Path) -> list[str]:
-    return sorted(p.name for p in (run_dir / "traces").iterdir())
+    """Every file in the run's traces folder but the Lab Notes trace pages (``.html``)."""
+    return sorted(p.name for p in (run_dir / "traces").iterdir() if p.suffix != ".html")
 
 
 def test_a_run_on_ray_gives_the_local_runs_results(

@@ -183,7 +183,7 @@ def test_the_trace_page_names_where_a_tampered_trace_breaks(tmp_path: Path) -> N
 def test_the_trace_page_checks_a_published_signed_checkpoint(tmp_path: Path) -> None:
     """An embedded signed checkpoint: matched, and the HMAC checked with the key typed in."""
     data = hostile_trace()
-    signed = Trace.load(data).checkpoint(3, key=b"sesame").model_dump()
+    signed = Trace.load(data).checkpoint(3, key=b"sesame").to_json()
     # The reader types the key: a line of script after the page does what typing does.
     typing = (
         "<script>var k=document.getElementById('checkpoint-key');"
@@ -208,7 +208,7 @@ def test_the_trace_page_checks_a_published_signed_checkpoint(tmp_path: Path) -> 
 
 def test_the_trace_page_refuses_a_checkpoint_of_other_events(tmp_path: Path) -> None:
     """A checkpoint of another run's trace does not match these events."""
-    other = Trace.load(hostile_trace("another prompt")).checkpoint().model_dump()
+    other = Trace.load(hostile_trace("another prompt")).checkpoint().to_json()
     page = tmp_path / "other.html"
     page.write_text(render_trace_page(hostile_trace(), "t", other), encoding="utf-8")
     result = open_in_chromium(page, tmp_path / "profile")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
@@ -30,7 +31,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "target",
         metavar="MODULE:Model",
-        help="the pydantic model (or a TypeAdapter, or a JSON Schema dict) to check",
+        help=(
+            "the pydantic model (or a TypeAdapter, or a JSON Schema dict) to check, imported "
+            "from the current directory or the installed packages"
+        ),
     )
     p.add_argument(
         "--decoder",
@@ -41,7 +45,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 def _source(target: str) -> Any:
-    value = resolve_dotted(target)
+    # The user typed the module on this command line (no received spec names it), so it is
+    # looked up where they stand, as `python -m` would.
+    value = resolve_dotted(target, Path.cwd())
     if isinstance(value, type) and issubclass(value, BaseModel):
         return value
     if isinstance(value, TypeAdapter | dict):

@@ -217,9 +217,7 @@ def _show(args: argparse.Namespace, out: Output) -> int:
     if args.checkpoint is not None and args.html is None:
         raise UserError("--checkpoint goes into the page: give --html FILE too")
     if args.html is not None:
-        checkpoint = (
-            None if args.checkpoint is None else read_checkpoint(args.checkpoint).to_json()
-        )
+        checkpoint = None if args.checkpoint is None else read_checkpoint(args.checkpoint).to_json()
         page = render_trace_page(data, args.trace.name, checkpoint)
         # A page is a report: written whole, never through a planted link (docs/adr/0050).
         write_replace(args.html, page.encode("utf-8"), durable=False)
