@@ -138,9 +138,14 @@ def _allowed_bookkeeping(frame: FrameType) -> bool:
 
 def _verdict(frame: FrameType | None) -> tuple[bool, str]:
     """(allowed, calling module) for a guarded call whose innermost frame is `frame`."""
-    while frame is not None and _is_stdlib_or_guard_file(frame.f_code.co_filename):
+    # Walk out through the standard library to the first caller outside it; an allowed
+    # bookkeeping caller (banned.toml's [[allowed_caller]] rows) on the way, or as that first
+    # caller, is let through.
+    while frame is not None:
         if _allowed_bookkeeping(frame):
             return True, str(frame.f_globals.get("__name__"))
+        if not _is_stdlib_or_guard_file(frame.f_code.co_filename):
+            break
         frame = frame.f_back
     if frame is None:
         return False, "<unknown>"
