@@ -203,9 +203,9 @@ class ChunkAssembler:
                 raise WireFormatError(
                     f"tool call index {chunk.index} started twice", path=f"/{number}"
                 )
-            call = _Call(number, chunk.id, chunk.name)
-            self._calls[chunk.index] = call
-            self._slots.append(("call", call))
+            started = _Call(number, chunk.id, chunk.name)
+            self._calls[chunk.index] = started
+            self._slots.append(("call", started))
         elif isinstance(chunk, ToolCallDelta | ToolCallEnd):
             call = self._calls.get(chunk.index)
             if call is None or call.ended:
