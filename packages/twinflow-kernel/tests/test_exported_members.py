@@ -25,6 +25,7 @@ EXPECTED = {
     "LoopbackResponse",
     "LoopbackServer",
     "MockTransport",
+    "StreamingTransport",
     "NetworkBlockedError",
     "RecordingTransport",
     "ReplayDivergence",
