@@ -122,9 +122,8 @@ def test_a_recorded_stream_replays_chunk_by_chunk_byte_identical(tmp_path: Path)
     """Chunks (one ends mid-character) replay as the same bytes in the same chunks."""
     pieces = (b"data: caf\xc3", b"\xa9\n\n", b"data: [DONE]\n\n")
     path = tmp_path / "rec.jsonl"
-    with streaming(*pieces) as server:
-        with RecordingTransport(UrllibJsonTransport(), path) as recorder:
-            recorded = list(recorder.post_stream(server.url_for("/s"), {"a": 1}, timeout=30))
+    with streaming(*pieces) as server, RecordingTransport(UrllibJsonTransport(), path) as recorder:
+        recorded = list(recorder.post_stream(server.url_for("/s"), {"a": 1}, timeout=30))
     with ReplayTransport(path) as replay:
         replayed = list(replay.post_stream(server.url_for("/s"), {"a": 1}, timeout=30))
     assert b"".join(pieces) == b"".join(recorded)
@@ -140,9 +139,9 @@ def test_a_stream_that_failed_replays_its_chunks_then_its_error(tmp_path: Path) 
 
     path = tmp_path / "rec.jsonl"
     recorded: list[bytes] = []
-    with RecordingTransport(MockTransport(lambda u, b: None, stream_handler=chunks), path) as rec:
-        with pytest.raises(ConnectError):
-            recorded.extend(rec.post_stream("http://127.0.0.1:9/s", {}, timeout=5))
+    inner = MockTransport(lambda u, b: None, stream_handler=chunks)
+    with RecordingTransport(inner, path) as rec, pytest.raises(ConnectError):
+        recorded.extend(rec.post_stream("http://127.0.0.1:9/s", {}, timeout=5))
     replayed: list[bytes] = []
     with ReplayTransport(path) as replay, pytest.raises(ConnectError) as caught:
         replayed.extend(replay.post_stream("http://127.0.0.1:9/s", {}, timeout=5))
