@@ -17,6 +17,7 @@ from pydantic import BaseModel, JsonValue, ValidationError
 from twinflow.local_model._preflight import Decoder, PreflightReport, preflight
 from twinflow.local_model._servers import (
     DEFAULT_OLLAMA_URL,
+    OnChunk,
     SentSchema,
     Server,
     ollama_server,
@@ -195,13 +196,19 @@ class _StructuredOutput:
         return validate_with_reask(emission, output_type, reask, max_attempts=self._max_attempts)
 
     def generate(
-        self, messages: Transcript | Sequence[Message], output_type: type[M]
+        self,
+        messages: Transcript | Sequence[Message],
+        output_type: type[M],
+        *,
+        on_chunk: OnChunk | None = None,
     ) -> LocalStructuredResult[M]:
         """Ask the server for an `output_type`, the schema constraining every request.
 
         Args:
             messages: The conversation (a transcript or messages), ending with the question.
             output_type: The pydantic model the answer must validate as.
+            on_chunk: Stream every request and show it each raw chunk; the assembled reply
+                is validated, and re-asked, exactly as a non-streamed one.
 
         Returns:
             The validated output, every attempt (request digest, raw emission, error), and the
@@ -225,7 +232,7 @@ class _StructuredOutput:
                 output=sent,
             )
             digests.append(self._server.request_digest(body, sent))
-            emission = self._server.post(body).content or ""
+            emission = self._server.send(body, on_chunk).content or ""
             conversation.append(Message.assistant(emission))
             return emission
 

@@ -1,0 +1,268 @@
+"""Decoding the two streaming wire formats into vocab's raw chunks.
+
+OpenAI-compatible servers stream server-sent events (`data: {chat.completion.chunk}` lines,
+ended by `data: [DONE]`); Ollama streams newline-delimited JSON, one `/api/chat` object per
+line, the last with `done: true`. Both decoders turn the transport's byte chunks (cut anywhere)
+into `twinflow.vocab` chunks; `ChunkAssembler` alone builds the reply out of them, and
+`reply_of` reads it as the `Reply` a non-streamed answer parses to.
+
+Both decoders are bounded (a line longer than `MAX_LINE_BYTES` is refused) and total: anything
+that is not the documented format raises `MalformedResponseError` naming the URL and the line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pydantic import JsonValue
+
+from twinflow.local_model._errors import MalformedResponseError
+from twinflow.local_model._wire import Reply, _finish
+from twinflow.vocab import (
+    Chunk,
+    FinishChunk,
+    ModelResponse,
+    ReasoningDelta,
+    TextDelta,
+    TextPart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    UsageChunk,
+)
+
+__all__ = ["MAX_LINE_BYTES", "lines", "ollama_chunks", "openai_chunks", "reply_of"]
+
+MAX_LINE_BYTES = 4 * 1024 * 1024
+"""The longest line (one SSE field or one NDJSON object) a decoder accepts."""
+
+
+def lines(chunks: Iterable[bytes], url: str, limit: int = MAX_LINE_BYTES) -> Iterator[bytes]:
+    """The lines of a byte stream cut anywhere, without their `\\n` or `\\r\\n`.
+
+    A last line without a newline is yielded too.
+
+    Raises:
+        MalformedResponseError: A line is longer than `limit` bytes.
+    """
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield line.removesuffix(b"\r")
+        if len(pending) > limit:
+            raise MalformedResponseError(
+                f"a stream line passed {limit} bytes without ending", url=url, path=""
+            )
+    if pending:
+        yield pending.removesuffix(b"\r")
+
+
+def _json_line(line: bytes, url: str, number: int, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        raise MalformedResponseError(
+            f"{what} {number} is not JSON ({exc}); it starts {line[:80]!r}", url=url, path=""
+        ) from None
+    if not isinstance(value, dict):
+        raise MalformedResponseError(
+            f"{what} {number} is {type(value).__name__}, not a JSON object", url=url, path=""
+        )
+    if "error" in value:
+        raise MalformedResponseError(
+            f"the server reported an error in {what} {number}: {str(value['error'])[:300]}",
+            url=url,
+            path="/error",
+        )
+    return value
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _sse_data(chunks: Iterable[bytes], url: str) -> Iterator[bytes]:
+    """The `data` of each server-sent event (multi-line data joined with `\\n`)."""
+    data: list[bytes] = []
+    for line in lines(chunks, url):
+        if not line:
+            if data:
+                yield b"\n".join(data)
+                data = []
+        elif line.startswith(b"data:"):
+            data.append(line[5:].removeprefix(b" "))
+        # Comments (":"), and the event, id and retry fields carry nothing a chat client uses.
+    if data:
+        yield b"\n".join(data)
+
+
+def openai_chunks(chunks: Iterable[bytes], url: str) -> Iterator[Chunk]:
+    """Decode an OpenAI-compatible chat-completions event stream.
+
+    Text, `reasoning_content` and tool-call deltas become their chunks; `usage` (sent when
+    `stream_options.include_usage` is honoured) a `UsageChunk`; the finish chunk comes at the
+    end, once `finish_reason` or `[DONE]` was seen. A stream cut before either has no finish
+    chunk, and the assembler refuses it.
+
+    Raises:
+        MalformedResponseError: An event is not a chat-completion chunk, or reports an error.
+    """
+    started: dict[int, bool] = {}
+    reason: JsonValue = None
+    finished = False
+    model_name = ""
+    for number, data in enumerate(_sse_data(chunks, url)):
+        if data.strip() == b"[DONE]":
+            finished = True
+            break
+        event = _json_line(data, url, number, "event")
+        if isinstance(event.get("model"), str) and event["model"]:
+            model_name = event["model"]
+        usage = event.get("usage")
+        if isinstance(usage, dict):
+            yield UsageChunk(
+                input_tokens=_count(usage.get("prompt_tokens")),
+                output_tokens=_count(usage.get("completion_tokens")),
+            )
+        # vLLM ends with a usage-only chunk whose choices are null; OpenAI's have [].
+        choices = event.get("choices") or []
+        if not isinstance(choices, list):
+            raise MalformedResponseError(
+                f"event {number} has no choices array", url=url, path="/choices"
+            )
+        if not choices:
+            continue
+        choice = choices[0]
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(delta, dict):
+            raise MalformedResponseError(
+                f"event {number} has no delta object", url=url, path="/choices/0/delta"
+            )
+        yield from _openai_delta(delta, started, url, number)
+        if choice.get("finish_reason") is not None:
+            reason = choice["finish_reason"]
+            finished = True
+    if finished:
+        for index in started:
+            yield ToolCallEnd(index=index)
+        yield FinishChunk(reason=_finish(reason, bool(started)), model_name=model_name)
+
+
+def _openai_delta(
+    delta: dict[str, Any], started: dict[int, bool], url: str, number: int
+) -> Iterator[Chunk]:
+    path = "/choices/0/delta"
+    reasoning = delta.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        yield ReasoningDelta(text=reasoning)
+    content = delta.get("content")
+    if isinstance(content, str) and content:
+        yield TextDelta(text=content)
+    calls = delta.get("tool_calls")
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        raise MalformedResponseError(
+            f"event {number}: tool_calls is not an array", url=url, path=f"{path}/tool_calls"
+        )
+    for j, call in enumerate(calls):
+        cpath = f"{path}/tool_calls/{j}"
+        function = call.get("function") if isinstance(call, dict) else None
+        index = call.get("index", j) if isinstance(call, dict) else None
+        if not isinstance(function, dict) or _count(index) is None:
+            raise MalformedResponseError(
+                f"event {number}: a tool call delta needs an index and a function object",
+                url=url,
+                path=cpath,
+            )
+        assert isinstance(index, int)
+        if index not in started:
+            name = function.get("name")
+            if not isinstance(name, str) or not name:
+                raise MalformedResponseError(
+                    f"event {number}: tool call {index} starts without a name",
+                    url=url,
+                    path=f"{cpath}/function/name",
+                )
+            call_id = call.get("id")
+            started[index] = True
+            yield ToolCallStart(
+                index=index,
+                id=call_id if isinstance(call_id, str) and call_id else f"call_{index}",
+                name=name,
+            )
+        arguments = function.get("arguments")
+        if isinstance(arguments, str) and arguments:
+            yield ToolCallDelta(index=index, arguments=arguments)
+
+
+def ollama_chunks(chunks: Iterable[bytes], url: str) -> Iterator[Chunk]:
+    """Decode an Ollama `/api/chat` NDJSON stream.
+
+    `message.content` and `message.thinking` become text and reasoning deltas; each complete
+    tool call a start, one argument delta and an end; the last line (`done: true`) its usage
+    and the finish chunk. A stream that ends before `done` has no finish chunk.
+
+    Raises:
+        MalformedResponseError: A line is not an `/api/chat` object, or reports an error.
+    """
+    calls = 0
+    for number, line in enumerate(lines(chunks, url)):
+        if not line.strip():
+            continue
+        event = _json_line(line, url, number, "line")
+        message = event.get("message")
+        if message is not None:
+            if not isinstance(message, dict):
+                raise MalformedResponseError(
+                    f"line {number}: message is not an object", url=url, path="/message"
+                )
+            thinking = message.get("thinking")
+            if isinstance(thinking, str) and thinking:
+                yield ReasoningDelta(text=thinking)
+            content = message.get("content")
+            if isinstance(content, str) and content:
+                yield TextDelta(text=content)
+            for j, call in enumerate(message.get("tool_calls") or []):
+                function = call.get("function") if isinstance(call, dict) else None
+                name = function.get("name") if isinstance(function, dict) else None
+                arguments = function.get("arguments", {}) if isinstance(function, dict) else None
+                if not isinstance(name, str) or not name or not isinstance(arguments, dict):
+                    raise MalformedResponseError(
+                        f"line {number}: a tool call needs a function name and an arguments object",
+                        url=url,
+                        path=f"/message/tool_calls/{j}",
+                    )
+                # The same id vocab's Ollama reader gives the call in a one-message reply.
+                yield ToolCallStart(index=calls, id=f"call_0_{calls}", name=name)
+                yield ToolCallDelta(index=calls, arguments=json.dumps(arguments))
+                yield ToolCallEnd(index=calls)
+                calls += 1
+        if event.get("done") is True:
+            yield UsageChunk(
+                input_tokens=_count(event.get("prompt_eval_count")) or 0,
+                output_tokens=_count(event.get("eval_count")) or 0,
+            )
+            model = event.get("model")
+            yield FinishChunk(
+                reason=_finish(event.get("done_reason"), calls > 0),
+                model_name=model if isinstance(model, str) else "",
+            )
+            return
+
+
+def reply_of(response: ModelResponse) -> Reply:
+    """Read an assembled reply as the `Reply` its non-streamed answer parses to."""
+    message = response.message
+    text = [p.text for p in message.parts if isinstance(p, TextPart)]
+    return Reply(
+        content="".join(text) if text else None,
+        tool_calls=tuple((c.name, c.arguments) for c in message.tool_calls),
+        finish_reason=response.finish_reason,
+        usage=response.usage,
+        model_name=response.model_name,
+    )
