@@ -19,7 +19,7 @@ EXPECTED = {
     "UserError", "VocabError", "WireFormatError", "canonical_bytes", "diff", "digest",
     "parse_canonical", "Chunk", "ChunkAssembler", "EnvelopeKind", "FinishChunk", "ReasoningDelta",
     "StreamingChatModel", "TextDelta", "ToolCallDelta", "ToolCallEnd", "ToolCallStart", "UsageChunk",
-    "assemble", "envelope",
+    "assemble", "envelope", "response_chunks",
 }  # fmt: skip
 
 

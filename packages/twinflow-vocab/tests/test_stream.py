@@ -34,6 +34,7 @@ from twinflow.vocab import (
     canonical_bytes,
     digest,
     envelope,
+    response_chunks,
 )
 
 
@@ -111,6 +112,13 @@ def test_any_split_assembles_to_the_non_streamed_reply(
     """For any split of a reply into chunks, the assembled value has the non-streamed digest."""
     response, chunks = case
     assert digest(response) == digest(assemble(chunks))
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(responses(), st.integers(1, 9))
+def test_response_chunks_is_the_assemblers_inverse(response: ModelResponse, size: int) -> None:
+    """A reply cut by response_chunks assembles back to the same digest, whatever the size."""
+    assert digest(response) == digest(assemble(response_chunks(response, size=size)))
 
 
 def test_consecutive_deltas_join_and_a_kind_change_starts_a_new_part() -> None:

@@ -29,6 +29,7 @@ from twinflow.agent._events import (
     RunFailed,
     RunFinished,
     RunStarted,
+    SteeringReceived,
     ToolCalled,
     ToolReturned,
     TraceEvent,
@@ -43,6 +44,7 @@ from twinflow.agent._merkle import (
     verify_consistency,
     verify_inclusion,
 )
+from twinflow.agent._observe import Observer, Steering
 from twinflow.agent._policy import (
     Approval,
     ApprovalHook,
@@ -111,6 +113,7 @@ __all__ = [
     "ModelRequested",
     "ModelResponded",
     "Modify",
+    "Observer",
     "OutputAccepted",
     "OutputRejected",
     "OutputValidationFailed",
@@ -133,6 +136,8 @@ __all__ = [
     "RunResult",
     "RunStarted",
     "SignatureError",
+    "Steering",
+    "SteeringReceived",
     "Tool",
     "ToolCalled",
     "ToolReturned",

@@ -44,6 +44,7 @@ __all__ = [
     "RunFailed",
     "RunFinished",
     "RunStarted",
+    "SteeringReceived",
     "ToolCalled",
     "ToolReturned",
     "TraceEvent",
@@ -142,6 +143,17 @@ class ModelResponded(_Frozen):
     """Step number, from 1."""
     response: ModelResponse
     """The response, whole."""
+
+
+class SteeringReceived(_Frozen):
+    """A steering message arrived between steps; it is sent to the model as a tagged user turn."""
+
+    kind: Literal["steering_received"] = "steering_received"
+    """Union tag."""
+    step: int
+    """The step whose model request carries it (1 for the first)."""
+    text: str
+    """The message, as given (the model sees it in `twinflow.vocab.envelope("steering", ...)`)."""
 
 
 class PolicyDecided(_Frozen):
@@ -249,6 +261,7 @@ EventBody = Annotated[
     RunStarted
     | ModelRequested
     | ModelResponded
+    | SteeringReceived
     | PolicyDecided
     | ToolCalled
     | ToolReturned
@@ -267,6 +280,7 @@ PLAIN_MODELS.update(
         RunStarted,
         ModelRequested,
         ModelResponded,
+        SteeringReceived,
         PolicyDecided,
         ToolCalled,
         ToolReturned,

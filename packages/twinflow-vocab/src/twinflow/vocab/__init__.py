@@ -52,6 +52,7 @@ if _typing.TYPE_CHECKING:
         ToolCallStart,
         UsageChunk,
         assemble,
+        response_chunks,
     )
     from twinflow.vocab._values import (
         CallId,
@@ -121,6 +122,7 @@ __all__ = [
     "digest",
     "envelope",
     "parse_canonical",
+    "response_chunks",
 ]
 
 _LAZY = {
@@ -140,6 +142,7 @@ _LAZY = {
             "ToolCallStart",
             "UsageChunk",
             "assemble",
+            "response_chunks",
         ),
         "_stream",
     ),

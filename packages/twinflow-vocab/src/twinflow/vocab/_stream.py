@@ -19,7 +19,7 @@ from typing import Annotated, Literal, Protocol
 from pydantic import Discriminator, Field
 
 from twinflow.vocab._canonical import canonical_bytes
-from twinflow.vocab._errors import CanonicalError, InvalidValueError, WireFormatError
+from twinflow.vocab._errors import CanonicalError, InvalidValueError, UserError, WireFormatError
 from twinflow.vocab._protocols import FinishReason, ModelRequest, ModelResponse, Usage
 from twinflow.vocab._values import (
     CallId,
@@ -43,6 +43,7 @@ __all__ = [
     "ToolCallStart",
     "UsageChunk",
     "assemble",
+    "response_chunks",
 ]
 
 
@@ -291,3 +292,39 @@ def assemble(chunks: Iterable[Chunk]) -> ModelResponse:
     for chunk in chunks:
         assembler.feed(chunk)
     return assembler.result()
+
+
+def response_chunks(response: ModelResponse, *, size: int = 4) -> list[Chunk]:
+    """A chunk sequence that streams `response`: the assembler's inverse, for fakes and tests.
+
+    Text and reasoning are cut every `size` characters, tool-call arguments (as canonical JSON)
+    likewise; `assemble(response_chunks(r))` has the digest of `r`.
+
+    Raises:
+        UserError: `size` is not positive.
+    """
+    if size < 1:
+        raise UserError(f"response_chunks(size={size}): pass a positive size")
+    chunks: list[Chunk] = []
+    for index, part in enumerate(response.message.parts):
+        if isinstance(part, TextPart | ReasoningPart):
+            make = TextDelta if isinstance(part, TextPart) else ReasoningDelta
+            pieces = [part.text[i : i + size] for i in range(0, len(part.text), size)]
+            chunks += [make(text=piece) for piece in pieces or [""]]
+        elif isinstance(part, ToolCallPart):
+            text = canonical_bytes(part.arguments).decode("utf-8")
+            chunks.append(ToolCallStart(index=index, id=part.id, name=part.name))
+            chunks += [
+                ToolCallDelta(index=index, arguments=text[i : i + size])
+                for i in range(0, len(text), size)
+            ]
+            chunks.append(ToolCallEnd(index=index))
+        else:
+            raise UserError(
+                f"response_chunks: a {part.kind} part has no streaming chunk; stream text, "
+                "reasoning and tool calls only"
+            )
+    usage = response.usage
+    chunks.append(UsageChunk(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens))
+    chunks.append(FinishChunk(reason=response.finish_reason, model_name=response.model_name))
+    return chunks
