@@ -32,6 +32,7 @@ from twinflow.agent import (
 from twinflow.cli._commands import parse_trace, read_trace_bytes
 from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output
 from twinflow.cli._spec import RunSpec, load_spec, load_tools, parse_spec
+from twinflow.cli._watch import TextPrinter
 from twinflow.cli._wiring import EMBEDDED, build_agent, build_model, model_base_url
 from twinflow.kernel import NondeterminismError, SystemClock, SystemIds, UrllibJsonTransport
 from twinflow.vocab import Message, ModelRequest, UserError
@@ -108,7 +109,7 @@ def _never_called(request: ModelRequest) -> Message:
 
 
 def _execute(
-    spec: RunSpec, spec_text: str, out_dir: Path, out: Output, phases: _Phases
+    spec: RunSpec, spec_text: str, out_dir: Path, out: Output, phases: _Phases, *, watch: bool
 ) -> RunOutcome:
     # Build the agent once before touching the run directory, so a usage error in the spec
     # (a tool that does not import, a policy naming an unknown tool) changes no file.
@@ -135,7 +136,13 @@ def _execute(
         model = build_model(model_spec, transport, ids)
         sink = FileTraceSink(trace_path)
         agent = build_agent(
-            spec, model=model, clock=SystemClock(), ids=ids, trace=sink, tools=callables
+            spec,
+            model=model,
+            clock=SystemClock(),
+            ids=ids,
+            trace=sink,
+            tools=callables,
+            observer=TextPrinter(sys.stdout) if watch else None,
         )
         out.line(f"running the agent ({spec.model.mode} mode, up to {spec.max_steps} steps) ...")
         output: Any = None
@@ -188,7 +195,12 @@ def _replay_file(trace_path: Path, spec_path: Path | None, mode: str) -> dict[st
 
     def build(ports: ReplayPorts) -> Any:
         return build_agent(
-            spec, model=ports.model, clock=ports.clock, ids=ports.ids, trace=ports.trace
+            spec,
+            model=ports.model,
+            clock=ports.clock,
+            ids=ports.ids,
+            trace=ports.trace,
+            steering=ports.steering,
         )
 
     try:
@@ -233,13 +245,29 @@ def configure_run(p: argparse.ArgumentParser) -> None:
         default=Path("twinflow-run"),
         help="directory for trace.jsonl and spec.yaml (default: twinflow-run)",
     )
+    _add_quiet(p)
+
+
+def _add_quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="do not print the model's text as it streams (it is never printed with --json)",
+    )
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """``twinflow run SPEC``."""
     spec = load_spec(args.spec)
     phases = _Phases()
-    outcome = _execute(spec, args.spec.read_text(encoding="utf-8"), args.out, out, phases)
+    outcome = _execute(
+        spec,
+        args.spec.read_text(encoding="utf-8"),
+        args.out,
+        out,
+        phases,
+        watch=not (args.quiet or args.json),
+    )
     payload = {"ok": outcome.error is None, **outcome.model_dump()}
     out.document(payload)
     _print_outcome(outcome, out)
@@ -339,6 +367,7 @@ def configure_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model-name", default="local", help="the model name sent to the server (default: local)"
     )
+    _add_quiet(p)
 
 
 def demo(args: argparse.Namespace, out: Output) -> int:
@@ -353,7 +382,7 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     spec = parse_spec(spec_text, "<demo spec>")
     phases = _Phases()
     out.line("twinflow demo: one agent run on a local model, then verify and replay its trace")
-    outcome = _execute(spec, spec_text, args.out, out, phases)
+    outcome = _execute(spec, spec_text, args.out, out, phases, watch=not (args.quiet or args.json))
     trace_path = Path(outcome.trace)
     with phases.phase("verify"):
         report = verify_trace(trace_path)
