@@ -9,6 +9,7 @@ against real sockets.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import ssl
 import struct
@@ -264,6 +265,22 @@ class LoopbackServer:
         self.stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+
+    @classmethod
+    def https(
+        cls,
+        handler: LoopbackHandler,
+        certfile: str | os.PathLike[str],
+        keyfile: str | os.PathLike[str],
+    ) -> LoopbackServer:
+        """A server that speaks https with the certificate in `certfile` (PEM) and its key.
+
+        For tests outside the kernel, which may not import `ssl`: a client trusts it through
+        `UrllibJsonTransport(cafile=certfile)` when the certificate is self-signed.
+        """
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certfile, keyfile)
+        return cls(handler, ssl_context=context)
 
     @property
     def port(self) -> int:
