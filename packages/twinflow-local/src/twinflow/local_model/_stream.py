@@ -49,25 +49,29 @@ MAX_LINE_BYTES = 4 * 1024 * 1024
 
 
 def lines(chunks: Iterable[bytes], url: str, limit: int = MAX_LINE_BYTES) -> Iterator[bytes]:
-    """The lines of a byte stream cut anywhere, without their `\\n` or `\\r\\n`.
+    """The lines of a byte stream cut anywhere, without their `\n` or `\r\n`.
 
-    A last line without a newline is yielded too.
+    A last line without a newline is yielded too. Linear in the bytes read, however small the
+    chunks: a line is gathered in one growing buffer, and each byte is searched once.
 
     Raises:
         MalformedResponseError: A line is longer than `limit` bytes.
     """
-    pending = b""
+    pending = bytearray()
     for chunk in chunks:
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for line in complete:
-            yield line.removesuffix(b"\r")
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            pending += chunk[start:end]
+            yield bytes(pending).removesuffix(b"\r")
+            pending.clear()
+            start = end + 1
+        pending += chunk[start:]
         if len(pending) > limit:
             raise MalformedResponseError(
                 f"a stream line passed {limit} bytes without ending", url=url, path=""
             )
     if pending:
-        yield pending.removesuffix(b"\r")
+        yield bytes(pending).removesuffix(b"\r")
 
 
 def _json_line(line: bytes, url: str, number: int, what: str) -> dict[str, Any]:
