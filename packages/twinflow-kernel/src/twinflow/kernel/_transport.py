@@ -175,17 +175,7 @@ class UrllibJsonTransport:
                 positive, or the body is not JSON.
             TransportError: One of its subclasses, naming the URL; nothing is retried.
         """
-        if self._closed:
-            raise UserError(f"post_json({url!r}) on a closed UrllibJsonTransport: create a new one")
-        if not timeout > 0:
-            raise UserError(f"post_json({url!r}, timeout={timeout!r}): pass a timeout > 0 seconds")
-        try:
-            data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError) as error:
-            raise UserError(
-                f"the body for {url} is not JSON ({error}): pass JSON values only"
-            ) from error
-        payload = data.encode("utf-8")
+        payload = self._payload("post_json", url, body, timeout)
         deadline = Deadline(timeout)
         for _hop in range(self._max_redirects + 1):
             origin, target = self._check_url(url)
@@ -232,7 +222,7 @@ class UrllibJsonTransport:
             raise UserError(
                 f"post_stream({url!r}, idle_timeout={idle_timeout!r}): pass a value > 0 seconds"
             )
-        payload = self._payload(url, body, timeout)
+        payload = self._payload("post_stream", url, body, timeout)
         return self._stream(url, payload, Deadline(timeout), idle_timeout)
 
     def _stream(
@@ -298,16 +288,12 @@ class UrllibJsonTransport:
             body_excerpt="",
         )
 
-    def _payload(self, url: str, body: JsonValue, timeout: float) -> bytes:
-        """Check a `post_stream` call and encode `body` as `post_json` does."""
+    def _payload(self, method: str, url: str, body: JsonValue, timeout: float) -> bytes:
+        """Check a call's arguments and encode `body` as compact UTF-8 JSON."""
         if self._closed:
-            raise UserError(
-                f"post_stream({url!r}) on a closed UrllibJsonTransport: create a new one"
-            )
+            raise UserError(f"{method}({url!r}) on a closed UrllibJsonTransport: create a new one")
         if not timeout > 0:
-            raise UserError(
-                f"post_stream({url!r}, timeout={timeout!r}): pass a timeout > 0 seconds"
-            )
+            raise UserError(f"{method}({url!r}, timeout={timeout!r}): pass a timeout > 0 seconds")
         try:
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError) as error:
