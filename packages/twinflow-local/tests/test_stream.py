@@ -124,6 +124,22 @@ def test_an_openai_golden_stream_assembles_to_the_non_streamed_reply(
         assert shown
 
 
+def test_only_choice_zero_is_read_when_choices_interleave() -> None:
+    """With n > 1 the events of choice 1 are not mixed into the reply (choice 0, as non-streamed)."""
+    events = [
+        {"choices": [{"index": 0, "delta": {"content": "Hel"}}]},
+        {"choices": [{"index": 1, "delta": {"content": "Other"}}]},
+        {"choices": [{"index": 0, "delta": {"content": "lo"}, "finish_reason": "stop"}]},
+        {"choices": [{"index": 1, "delta": {}, "finish_reason": "length"}]},
+    ]
+    data = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
+    model = OpenAICompatibleChatModel(
+        openai([data], OPENAI_TEXT, []), base_url="http://127.0.0.1:9", dialect="llama.cpp"
+    )
+    reply = model.stream(REQUEST, lambda chunk: None)
+    assert ("Hello", "stop") == (reply.message.text, reply.finish_reason)
+
+
 def test_the_streamed_request_is_the_plain_one_with_stream_set() -> None:
     """Only `stream: true` and `stream_options.include_usage` are added to the body."""
     seen: list[JsonValue] = []

@@ -147,9 +147,11 @@ def openai_chunks(chunks: Iterable[bytes], url: str) -> Iterator[Chunk]:
             raise MalformedResponseError(
                 f"event {number} has no choices array", url=url, path="/choices"
             )
-        if not choices:
+        # With `n` > 1 the choices interleave; the reply is choice 0, as non-streamed.
+        first = [c for c in choices if not isinstance(c, dict) or c.get("index", 0) == 0]
+        if not first:
             continue
-        choice = choices[0]
+        choice = first[0]
         delta = choice.get("delta") if isinstance(choice, dict) else None
         if not isinstance(delta, dict):
             raise MalformedResponseError(
