@@ -175,7 +175,17 @@ class UrllibJsonTransport:
                 positive, or the body is not JSON.
             TransportError: One of its subclasses, naming the URL; nothing is retried.
         """
-        payload = self._payload("post_json", url, body, timeout)
+        if self._closed:
+            raise UserError(f"post_json({url!r}) on a closed UrllibJsonTransport: create a new one")
+        if not timeout > 0:
+            raise UserError(f"post_json({url!r}, timeout={timeout!r}): pass a timeout > 0 seconds")
+        try:
+            data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise UserError(
+                f"the body for {url} is not JSON ({error}): pass JSON values only"
+            ) from error
+        payload = data.encode("utf-8")
         deadline = Deadline(timeout)
         for _hop in range(self._max_redirects + 1):
             origin, target = self._check_url(url)
@@ -289,7 +299,7 @@ class UrllibJsonTransport:
         )
 
     def _payload(self, method: str, url: str, body: JsonValue, timeout: float) -> bytes:
-        """Check a call's arguments and encode `body` as compact UTF-8 JSON."""
+        """Check a call's arguments and encode `body` as compact UTF-8 JSON (as `post_json`)."""
         if self._closed:
             raise UserError(f"{method}({url!r}) on a closed UrllibJsonTransport: create a new one")
         if not timeout > 0:
