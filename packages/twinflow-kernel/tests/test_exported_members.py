@@ -34,6 +34,7 @@ EXPECTED = {
     "LoopbackResponse",
     "LoopbackServer",
     "MockTransport",
+    "StreamingTransport",
     "NetworkBlockedError",
     "RayExecutor",
     "RecordingTransport",

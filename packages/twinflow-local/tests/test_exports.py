@@ -11,7 +11,10 @@ def test_all_lists_exactly_the_public_names() -> None:
     """`__all__` is the public API: every name is importable and none is missing."""
     expected = sorted(
         [
+            "ANTHROPIC_VERSION",
+            "AnthropicChatModel",
             "ChatMode",
+            "DEFAULT_ANTHROPIC_URL",
             "Decoder",
             "Dialect",
             "GrammarCheck",

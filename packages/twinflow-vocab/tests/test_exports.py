@@ -17,7 +17,9 @@ EXPECTED = {
     "StructuredOutputAdapter", "StructuredOutputError", "StructuredPart", "StructuredResult",
     "TextPart", "ToolCallPart", "ToolResultPart", "ToolSpec", "Transcript", "TwinflowError", "Usage",
     "UserError", "VocabError", "WireFormatError", "canonical_bytes", "did_you_mean", "diff", "digest",
-    "parse_canonical",
+    "parse_canonical", "Chunk", "ChunkAssembler", "EnvelopeKind", "FinishChunk", "ReasoningDelta",
+    "StreamingChatModel", "TextDelta", "ToolCallDelta", "ToolCallEnd", "ToolCallStart", "UsageChunk",
+    "assemble", "envelope", "response_chunks",
 }  # fmt: skip
 
 

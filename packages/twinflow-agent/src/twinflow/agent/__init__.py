@@ -32,11 +32,13 @@ from twinflow.agent._events import (
     RunFailed,
     RunFinished,
     RunStarted,
+    SteeringReceived,
     ToolCalled,
     ToolReturned,
     TraceEvent,
 )
 from twinflow.agent._function_model import FunctionModel
+from twinflow.agent._observe import Observer, Steering
 from twinflow.agent._page import render_trace_page
 from twinflow.agent._policy import (
     Approval,
@@ -114,6 +116,7 @@ __all__ = [
     "ModelRequested",
     "ModelResponded",
     "Modify",
+    "Observer",
     "OutputAccepted",
     "OutputRejected",
     "OutputValidationFailed",
@@ -136,6 +139,8 @@ __all__ = [
     "RunResult",
     "RunStarted",
     "SignatureError",
+    "Steering",
+    "SteeringReceived",
     "Tool",
     "ToolCalled",
     "ToolReturned",

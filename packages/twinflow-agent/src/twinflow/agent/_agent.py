@@ -30,7 +30,9 @@ from twinflow.agent._events import (
     RunFailed,
     RunFinished,
     RunStarted,
+    SteeringReceived,
 )
+from twinflow.agent._observe import Observer, Steering, poll_steering
 from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
 from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.agent._tools import Tool
@@ -54,6 +56,7 @@ from twinflow.vocab import (
     Usage,
     canonical_bytes,
     digest,
+    envelope,
 )
 
 __all__ = ["Agent", "RunResult", "UsageLimits"]
@@ -154,6 +157,8 @@ class Agent(Generic[OutputT]):
         trace: TraceSink | None = None,
         fsync: FsyncPolicy = "step",
         signing_key: bytes | None = None,
+        observer: Observer | None = None,
+        steering: Steering | None = None,
     ) -> None: ...
 
     @overload
@@ -174,6 +179,8 @@ class Agent(Generic[OutputT]):
         trace: TraceSink | None = None,
         fsync: FsyncPolicy = "step",
         signing_key: bytes | None = None,
+        observer: Observer | None = None,
+        steering: Steering | None = None,
     ) -> None: ...
 
     def __init__(
@@ -193,6 +200,8 @@ class Agent(Generic[OutputT]):
         trace: TraceSink | None = None,
         fsync: FsyncPolicy = "step",
         signing_key: bytes | None = None,
+        observer: Observer | None = None,
+        steering: Steering | None = None,
     ) -> None:
         """Configure an agent.
 
@@ -211,6 +220,11 @@ class Agent(Generic[OutputT]):
             trace: Where trace lines go (default: an in-memory sink). Runs append to it.
             fsync: When trace lines are made durable.
             signing_key: HMAC key signing the checkpoint returned with each run.
+            observer: Watches the run: every event as recorded and, when the model has
+                `stream` (a `StreamingChatModel`), every raw chunk of its replies as they
+                arrive. The trace is the same with or without it.
+            steering: Messages to add between steps (a callback of the step, or a queue);
+                each is recorded as `steering_received` and sent as a tagged user turn.
 
         Raises:
             AgentConfigError: Duplicate tool names, a policy naming unknown tools, or a
@@ -229,6 +243,8 @@ class Agent(Generic[OutputT]):
         self.system = system
         self.settings = settings or ModelSettings()
         self.signing_key = signing_key
+        self.observer = observer
+        self.steering = steering
         self.writer = TraceWriter(trace if trace is not None else MemoryTraceSink(), fsync=fsync)
         self.tools: dict[str, Tool] = {}
         for item in tools:
@@ -272,6 +288,8 @@ class Agent(Generic[OutputT]):
 
     def _emit(self, body: EventBody) -> None:
         self.writer.append(self.clock.now(), body)
+        if self.observer is not None:
+            self.observer(body)
 
     def run(self, prompt: str) -> RunResult[OutputT]:
         """Run the agent on one prompt.
@@ -336,6 +354,8 @@ class Agent(Generic[OutputT]):
         for step in range(1, self.max_steps + 1):
             state.step = step
             state.offered = tuple(s for s in self._specs if runner.may_call(s.name))
+            if self.steering is not None:
+                self._steer(state, poll_steering(self.steering, step))
             response = self._ask(state, "step", append=False)
             calls = response.message.tool_calls
             if not calls:
@@ -378,8 +398,14 @@ class Agent(Generic[OutputT]):
             output_schema=self._schema,
             settings=self.settings,
         )
+        response: ModelResponse
+        stream = getattr(self.model, "stream", None) if self.observer is not None else None
         try:
-            response = self.model.request(request)
+            if stream is not None:
+                # A StreamingChatModel: the observer sees the chunks, the trace the assembled reply.
+                response = stream(request, self.observer)
+            else:
+                response = self.model.request(request)
         except StructuredOutputError as exc:
             raise self._no_valid_reply(state, exc) from exc
         self._emit(ModelResponded(step=state.step, response=response))
@@ -402,6 +428,12 @@ class Agent(Generic[OutputT]):
                     "of that reply ran. Tool-call ids must be unique: fix the model adapter"
                 )
             state.call_ids.add(call.id)
+
+    def _steer(self, state: _Run, texts: list[str]) -> None:
+        """Record each steering message and add it to the conversation as a tagged user turn."""
+        for text in texts:
+            self._emit(SteeringReceived(step=state.step, text=text))
+            state.transcript = state.transcript.append(envelope("steering", text))
 
     def _offer_digest(self, offered: tuple[ToolSpec, ...]) -> str:
         names = tuple(spec.name for spec in offered)

@@ -45,6 +45,7 @@ __all__ = [
     "RunFailed",
     "RunFinished",
     "RunStarted",
+    "SteeringReceived",
     "ToolCalled",
     "ToolReturned",
     "TraceEvent",
@@ -140,6 +141,17 @@ class ModelResponded(_Frozen):
     """Step number, from 1."""
     response: ModelResponse
     """The response, whole."""
+
+
+class SteeringReceived(_Frozen):
+    """A steering message arrived between steps; it is sent to the model as a tagged user turn."""
+
+    kind: Literal["steering_received"] = "steering_received"
+    """Union tag."""
+    step: int
+    """The step whose model request carries it (1 for the first)."""
+    text: str
+    """The message, as given (the model sees it in `twinflow.vocab.envelope("steering", ...)`)."""
 
 
 class PolicyDecided(_Frozen):
@@ -247,6 +259,7 @@ EventBody = Annotated[
     RunStarted
     | ModelRequested
     | ModelResponded
+    | SteeringReceived
     | PolicyDecided
     | ToolCalled
     | ToolReturned

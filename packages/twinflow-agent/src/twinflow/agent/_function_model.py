@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from twinflow.vocab import Message, ModelRequest, ModelResponse
+from twinflow.vocab import Chunk, Message, ModelRequest, ModelResponse, assemble, response_chunks
 
 __all__ = ["FunctionModel"]
 
@@ -18,17 +18,19 @@ class FunctionModel:
     assistant `Message` (wrapped with zero usage and a finish reason read off the message).
     """
 
-    __slots__ = ("handler", "name", "requests")
+    __slots__ = ("chunk_size", "handler", "name", "requests")
 
-    def __init__(self, handler: Handler, *, name: str = "function") -> None:
+    def __init__(self, handler: Handler, *, name: str = "function", chunk_size: int = 4) -> None:
         """Wrap a handler.
 
         Args:
             handler: Called with each request.
             name: The ``model_name`` reported in responses built from a bare message.
+            chunk_size: Characters per chunk when `stream` cuts a reply.
         """
         self.handler = handler
         self.name = name
+        self.chunk_size = chunk_size
         self.requests = 0
         """Requests served so far."""
 
@@ -47,3 +49,18 @@ class FunctionModel:
             return reply
         finish = "tool_calls" if reply.tool_calls else "stop"
         return ModelResponse(message=reply, finish_reason=finish, model_name=self.name)
+
+    def stream(self, request: ModelRequest, on_chunk: Callable[[Chunk], None]) -> ModelResponse:
+        """Serve one request as a stream: the handler's reply cut into chunks, then assembled.
+
+        The chunks come from `twinflow.vocab.response_chunks` and the reply from vocab's
+        assembler, so the value equals what `request` returns.
+
+        Raises:
+            UserError: The reply holds a part that has no streaming chunk (a structured value,
+                media).
+        """
+        chunks = response_chunks(self.request(request), size=self.chunk_size)
+        for chunk in chunks:
+            on_chunk(chunk)
+        return assemble(chunks)

@@ -9,6 +9,8 @@ The harness hands the agent factory replaying ports instead of real ones:
   like every other);
 - the trace sink compares each line the re-run writes with the recorded line at the same
   sequence number, and stops at the first difference;
+- steering messages are served from the trace (``ports.steering``), each before the step it
+  was recorded at;
 - tool results are served from the trace (``recorded`` mode: the tools' code does not run)
   or produced by running the tools again (``live`` mode: a changed tool shows up as a
   divergence).
@@ -35,6 +37,7 @@ from twinflow.agent._events import (
     OutputRejected,
     RunFailed,
     RunStarted,
+    SteeringReceived,
     ToolCalled,
     ToolReturned,
     TraceEvent,
@@ -246,6 +249,18 @@ class _RecordedToolResults:
         return returned
 
 
+class _RecordedSteering:
+    """Serves the recorded steering messages, each before the step it was recorded at."""
+
+    def __init__(self, received: list[SteeringReceived]) -> None:
+        self._by_step: dict[int, list[str]] = {}
+        for event in received:
+            self._by_step.setdefault(event.step, []).append(event.text)
+
+    def __call__(self, step: int) -> list[str]:
+        return self._by_step.pop(step, [])
+
+
 class ReplayPorts:
     """What the agent factory must build the agent with, to be replayed."""
 
@@ -257,6 +272,7 @@ class ReplayPorts:
         ids: _ReplayIds,
         trace: _ComparingSink,
         prompt: str,
+        steering: _RecordedSteering,
     ) -> None:
         self.model = model
         """The replaying chat model."""
@@ -268,6 +284,8 @@ class ReplayPorts:
         """The comparing trace sink."""
         self.prompt = prompt
         """The recorded prompt (the harness runs the agent on it)."""
+        self.steering = steering
+        """The recorded steering messages; pass it as the agent's ``steering``."""
 
 
 def _refused_replies(
@@ -313,7 +331,8 @@ def replay(
     Args:
         trace: The recorded trace (`Trace.load` verified it).
         build: Makes the agent from the replaying ports; it must pass ``ports.model``,
-            ``ports.clock``, ``ports.ids`` and ``ports.trace`` to `Agent`, and configure it
+            ``ports.clock``, ``ports.ids`` and ``ports.trace`` to `Agent` (and
+            ``ports.steering``, when the run was steered), and configure it
             exactly as the recorded run was (same tools, policy, output type, settings).
         mode: ``recorded`` serves tool results from the trace; ``live`` runs the tools.
 
@@ -351,6 +370,9 @@ def replay(
         ids=_ReplayIds(started.run_id, list(_call_ids(events))),
         trace=sink,
         prompt=started.prompt,
+        steering=_RecordedSteering(
+            [e.body for e in events if isinstance(e.body, SteeringReceived)]
+        ),
     )
     agent = build(ports)
     if mode == "recorded":

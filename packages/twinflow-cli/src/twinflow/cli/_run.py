@@ -51,6 +51,7 @@ from twinflow.cli._spec import (
     read_spec_text,
     spec_modules,
 )
+from twinflow.cli._watch import TextPrinter
 from twinflow.cli._wiring import (
     EMBEDDED,
     build_agent,
@@ -178,7 +179,7 @@ def _never_called(request: ModelRequest) -> Message:
 
 
 def _execute(
-    spec: RunSpec, spec_text: str, out_dir: Path, out: Output, phases: _Phases
+    spec: RunSpec, spec_text: str, out_dir: Path, out: Output, phases: _Phases, *, watch: bool
 ) -> RunOutcome:
     # Build the agent once before touching the run directory, so a usage error in the spec
     # (a tool that does not import, a policy naming an unknown tool, an unset API key)
@@ -206,7 +207,13 @@ def _execute(
         model = build_model(model_spec, transport, ids)
         sink = FileTraceSink(trace_path)
         agent = build_agent(
-            spec, model=model, clock=SystemClock(), ids=ids, trace=sink, tools=callables
+            spec,
+            model=model,
+            clock=SystemClock(),
+            ids=ids,
+            trace=sink,
+            tools=callables,
+            observer=TextPrinter(sys.stdout) if watch else None,
         )
         out.line(f"running the agent ({spec.model.mode} mode, up to {spec.max_steps} steps) ...")
         output: Any = None
@@ -303,7 +310,12 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
 
     def build(ports: ReplayPorts) -> Any:
         return build_agent(
-            spec, model=ports.model, clock=ports.clock, ids=ports.ids, trace=ports.trace
+            spec,
+            model=ports.model,
+            clock=ports.clock,
+            ids=ports.ids,
+            trace=ports.trace,
+            steering=ports.steering,
         )
 
     try:
@@ -348,6 +360,15 @@ def configure_run(p: argparse.ArgumentParser) -> None:
         default=Path("twinflow-run"),
         help="directory for trace.jsonl and spec.yaml (default: twinflow-run)",
     )
+    _add_quiet(p)
+
+
+def _add_quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="do not print the model's text as it streams (it is never printed with --json)",
+    )
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -355,7 +376,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     text = read_spec_text(args.spec)
     spec = parse_spec(text, str(args.spec), code_dir=args.spec.resolve().parent)
     phases = _Phases()
-    outcome = _execute(spec, text, args.out, out, phases)
+    outcome = _execute(spec, text, args.out, out, phases, watch=not (args.quiet or args.json))
     payload = {"ok": outcome.error is None, **outcome.model_dump()}
     out.document(payload)
     _print_outcome(outcome, out)
@@ -472,6 +493,7 @@ def configure_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model-name", default="local", help="the model name sent to the server (default: local)"
     )
+    _add_quiet(p)
 
 
 def demo(args: argparse.Namespace, out: Output) -> int:
@@ -485,7 +507,7 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     spec = parse_spec(spec_text, "<demo spec>")
     phases = _Phases()
     out.line("twinflow demo: one agent run on a local model, then verify and replay its trace")
-    outcome = _execute(spec, spec_text, args.out, out, phases)
+    outcome = _execute(spec, spec_text, args.out, out, phases, watch=not (args.quiet or args.json))
     trace_path = Path(outcome.trace)
     with phases.phase("verify"):
         report = verify_trace(trace_path)

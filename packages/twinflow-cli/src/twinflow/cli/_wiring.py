@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from twinflow.agent import Agent, Policy, TraceSink
+from twinflow.agent import Agent, Observer, Policy, Steering, TraceSink
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._grammar import llama_cpp_grammar_check
 from twinflow.cli._spec import ModelSpec, RunSpec, SpecError, load_tools, resolve_dotted
@@ -112,6 +112,8 @@ def build_agent(
     ids: Ids,
     trace: TraceSink,
     tools: list[Callable[..., Any]] | None = None,
+    observer: Observer | None = None,
+    steering: Steering | None = None,
 ) -> Agent[Any]:
     """An agent configured by ``spec``, with the given ports.
 
@@ -122,6 +124,8 @@ def build_agent(
         ids: The ids port.
         trace: Where the trace goes.
         tools: The tool callables (default: resolved from the spec's dotted paths).
+        observer: Watches the run (streams the model's replies).
+        steering: Steering messages (replay passes the recorded ones).
     """
     policy = Policy(
         allow=frozenset(spec.policy.allow),
@@ -142,6 +146,8 @@ def build_agent(
             temperature=spec.model.temperature, max_tokens=spec.model.max_tokens, seed=0
         ),
         trace=trace,
+        observer=observer,
+        steering=steering,
     )
     return agent
 

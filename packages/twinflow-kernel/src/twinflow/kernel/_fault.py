@@ -8,7 +8,7 @@ rewritten to name the URL the caller asked for.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Literal
 from urllib.parse import parse_qs, urlsplit
 
@@ -120,13 +120,7 @@ class FaultTransport:
         fault = self._fault_for(number, url, body)
         if fault is None:
             return self._inner.post_json(url, body, timeout=timeout)
-        self.injected.append((number, fault))
-        if fault == "refuse":
-            target = f"http://127.0.0.1:{free_port()}/fault/refuse"
-        else:
-            if self._server is None:
-                self._server = LoopbackServer(_misbehave).start()
-            target = self._server.url_for(f"/fault/{fault}?sleep={timeout + 5:g}")
+        target = self._target(number, fault, timeout)
         try:
             answer = self._real.post_json(target, body, timeout=timeout)
         except TransportError as error:
@@ -135,6 +129,63 @@ class FaultTransport:
             f"FaultTransport: fault {fault!r} for {url} produced an answer ({answer!r}) instead of "
             "failing; this is a kernel bug, please report it"
         )
+
+    def post_stream(
+        self, url: str, body: JsonValue, *, timeout: float, idle_timeout: float | None = None
+    ) -> Iterator[bytes]:
+        """Inject this call's fault into a stream, or forward the call to `inner.post_stream`.
+
+        The call counts as one call of the schedule, like `post_json`. A faulted stream yields
+        what the misbehaving server sent before failing (the first half of a reset body, say).
+
+        Raises:
+            UserError: Forwarding, and `inner` cannot stream.
+            TransportError: The injected failure, naming `url`.
+        """
+        number = self._calls
+        self._calls += 1
+        fault = self._fault_for(number, url, body)
+        if fault is None:
+            stream = getattr(self._inner, "post_stream", None)
+            if stream is None:
+                raise UserError(
+                    f"post_stream({url!r}): FaultTransport's inner "
+                    f"{type(self._inner).__name__} cannot stream"
+                )
+            chunks: Iterator[bytes] = stream(url, body, timeout=timeout, idle_timeout=idle_timeout)
+            return chunks
+        target = self._target(number, fault, timeout)
+        return self._faulted_stream(url, target, body, fault, timeout, idle_timeout)
+
+    def _faulted_stream(
+        self,
+        url: str,
+        target: str,
+        body: JsonValue,
+        fault: Fault,
+        timeout: float,
+        idle_timeout: float | None,
+    ) -> Iterator[bytes]:
+        try:
+            yield from self._real.post_stream(
+                target, body, timeout=timeout, idle_timeout=idle_timeout
+            )
+        except TransportError as error:
+            raise error.with_url(url, f" [fault {fault!r} injected by FaultTransport]") from error
+        if fault != "invalid_json":
+            raise KernelError(
+                f"FaultTransport: fault {fault!r} for {url} produced a whole stream instead of "
+                "failing; this is a kernel bug, please report it"
+            )
+
+    def _target(self, number: int, fault: Fault, timeout: float) -> str:
+        """Where a faulted call is really sent: a closed port, or the misbehaving server."""
+        self.injected.append((number, fault))
+        if fault == "refuse":
+            return f"http://127.0.0.1:{free_port()}/fault/refuse"
+        if self._server is None:
+            self._server = LoopbackServer(_misbehave).start()
+        return self._server.url_for(f"/fault/{fault}?sleep={timeout + 5:g}")
 
     def close(self) -> None:
         """Stop the misbehaving server and close `inner`."""

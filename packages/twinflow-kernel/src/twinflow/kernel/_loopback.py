@@ -9,12 +9,13 @@ against real sockets.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import ssl
 import struct
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -66,6 +67,10 @@ class LoopbackResponse(BaseModel):
     """Seconds to wait before answering (cut short when the server stops)."""
     chunk_delay: float = 0.0
     """Seconds to wait before each repeat of `body`: a body that trickles in."""
+    stream: Callable[[], Iterable[bytes]] | None = None
+    """When set, the body instead: each piece it yields is sent at once as one HTTP chunk
+    (`Transfer-Encoding: chunked`), so a test can trickle a stream, or hold it (the function
+    may block between pieces) until the client has shown what it received."""
     behaviour: Behaviour = "respond"
     """`"respond"`: a normal answer; `"reset_mid_body"`: headers and half the body, then a TCP
     reset; `"garbage"`: `body` written raw, with no status line, then the connection closed."""
@@ -174,6 +179,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
+        if response.stream is not None:
+            self._answer_chunked(response, response.stream)
+            return
         total = len(response.body) * response.repeat
         self.send_response(response.status)
         for name, value in response.headers:
@@ -200,6 +208,26 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.wfile.write(response.body)
             with owner.lock:
                 owner.bytes_sent += len(response.body)
+        self.wfile.flush()
+
+    def _answer_chunked(
+        self, response: LoopbackResponse, stream: Callable[[], Iterable[bytes]]
+    ) -> None:
+        self.send_response(response.status)
+        for name, value in response.headers:
+            self.send_header(name, value)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        owner = self.server.owner
+        for piece in stream():
+            if not piece:
+                continue
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.flush()
+            with owner.lock:
+                owner.bytes_sent += len(piece)
+        self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
 
@@ -237,6 +265,22 @@ class LoopbackServer:
         self.stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+
+    @classmethod
+    def https(
+        cls,
+        handler: LoopbackHandler,
+        certfile: str | os.PathLike[str],
+        keyfile: str | os.PathLike[str],
+    ) -> LoopbackServer:
+        """A server that speaks https with the certificate in `certfile` (PEM) and its key.
+
+        For tests outside the kernel, which may not import `ssl`: a client trusts it through
+        `UrllibJsonTransport(cafile=certfile)` when the certificate is self-signed.
+        """
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certfile, keyfile)
+        return cls(handler, ssl_context=context)
 
     @property
     def port(self) -> int:

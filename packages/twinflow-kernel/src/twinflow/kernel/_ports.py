@@ -6,7 +6,7 @@ this package, and callers receive them injected, never constructing them implici
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -62,6 +62,29 @@ class Transport(Protocol):
 
     def close(self) -> None:
         """Release what the transport holds; it must not be used afterwards."""
+        ...
+
+
+class StreamingTransport(Transport, Protocol):
+    """A transport that can also deliver an answer as it arrives (SSE, NDJSON)."""
+
+    def post_stream(
+        self, url: str, body: JsonValue, *, timeout: float, idle_timeout: float | None = None
+    ) -> Iterator[bytes]:
+        """POST `body` as JSON to `url` and yield the answer's body bytes as they arrive.
+
+        Args:
+            url: The absolute http(s) URL.
+            body: The JSON request body.
+            timeout: Seconds allowed for the whole exchange.
+            idle_timeout: Seconds allowed between two chunks; the whole `timeout` when None.
+
+        Yields:
+            Non-empty chunks of the body, in order; their boundaries carry no meaning.
+
+        Raises:
+            TransportError: One of its subclasses, naming the URL; never retried.
+        """
         ...
 
 

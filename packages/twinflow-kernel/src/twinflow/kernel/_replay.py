@@ -4,6 +4,11 @@ A recording is JSON Lines: one RFC 8785 canonical JSON object per exchange, in c
 
     {"request":{"body":...,"url":"..."},"response":...,"seq":0}
     {"error":{"message":"...","type":"ConnectError",...},"request":{...},"seq":1}
+    {"chunks":["data: {...}\n\n",{"base64":"..."}],"request":{...,"stream":true},"seq":2}
+
+A streamed exchange (`post_stream`) records every chunk as it arrived, as text when it is UTF-8
+and as `{"base64": ...}` when it is not (a read can end mid-character), so a replay yields the
+same bytes in the same chunks; a stream that failed midway records its chunks and its `error`.
 
 Because each line is canonical, replaying a recording through a `RecordingTransport` writes the
 same bytes again. A recorded response comes back as its canonical JSON value (so a float such as
@@ -13,7 +18,9 @@ the same message.
 
 from __future__ import annotations
 
+import base64
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
@@ -69,6 +76,33 @@ def _error_from_record(record: dict[str, Any]) -> TransportError:
     return cls(record["message"], url=record["url"])
 
 
+def _chunk_record(chunk: bytes) -> JsonValue:
+    try:
+        return chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(chunk).decode("ascii")}
+
+
+def _chunk_from_record(record: JsonValue) -> bytes:
+    if isinstance(record, str):
+        return record.encode("utf-8")
+    encoded = record.get("base64") if isinstance(record, dict) else None
+    if isinstance(encoded, str):
+        return base64.b64decode(encoded, validate=True)
+    raise ValueError(f"a recorded chunk is a string or {{'base64': ...}}, not {record!r}")
+
+
+def _chunks_valid(chunks: object) -> bool:
+    if not isinstance(chunks, list):
+        return False
+    try:
+        for chunk in chunks:
+            _chunk_from_record(chunk)
+    except ValueError:
+        return False
+    return True
+
+
 class RecordingTransport:
     """Wraps a transport and writes every exchange to a JSON Lines file as it happens.
 
@@ -80,7 +114,8 @@ class RecordingTransport:
         """Create the recorder; `path` is created or truncated.
 
         Args:
-            inner: The transport that really answers.
+            inner: The transport that really answers (a `StreamingTransport`, for
+                `post_stream`).
             path: The recording file.
         """
         self._inner = inner
@@ -105,6 +140,41 @@ class RecordingTransport:
         record["response"] = response
         self._write(record)
         return response
+
+    def post_stream(
+        self, url: str, body: JsonValue, *, timeout: float, idle_timeout: float | None = None
+    ) -> Iterator[bytes]:
+        """Forward to the inner transport's `post_stream`, yielding and recording every chunk.
+
+        The exchange is written when the stream ends, fails, or is closed early (then with the
+        chunks consumed so far).
+
+        Raises:
+            UserError: The inner transport cannot stream.
+            TransportError: As the inner transport raised it (after recording it).
+        """
+        stream = getattr(self._inner, "post_stream", None)
+        if stream is None:
+            raise UserError(
+                f"post_stream({url!r}): the recorded transport {type(self._inner).__name__} "
+                "cannot stream"
+            )
+        chunks: Iterator[bytes] = stream(url, body, timeout=timeout, idle_timeout=idle_timeout)
+        return self._record_stream(url, body, chunks)
+
+    def _record_stream(self, url: str, body: JsonValue, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        request: dict[str, JsonValue] = {"url": url, "body": body, "stream": True}
+        seen: list[JsonValue] = []
+        record: dict[str, JsonValue] = {"seq": self._seq, "request": request, "chunks": seen}
+        try:
+            for chunk in chunks:
+                seen.append(_chunk_record(chunk))
+                yield chunk
+        except TransportError as error:
+            record["error"] = _error_record(error)
+            raise
+        finally:
+            self._write(record)
 
     def _write(self, record: dict[str, JsonValue]) -> None:
         self._file.write(canonical_bytes(record) + b"\n")
@@ -165,14 +235,16 @@ class ReplayTransport:
                 ) from error
             failure = record.get("error") if isinstance(record, dict) else None
             known_error = isinstance(failure, dict) and failure.get("type") in _ERRORS
+            streamed = isinstance(record, dict) and "chunks" in record
             if (
                 not isinstance(record, dict)
                 or "request" not in record
-                or not ("response" in record or known_error)
+                or not ("response" in record or known_error or streamed)
+                or (streamed and not _chunks_valid(record["chunks"]))
             ):
                 raise UserError(
-                    f"{self.path}:{number} is not an exchange record (request and response or "
-                    "error): record it again"
+                    f"{self.path}:{number} is not an exchange record (request and response, "
+                    "chunks or error): record it again"
                 )
             self._records.append(record)
         self._next = 0
@@ -185,9 +257,34 @@ class ReplayTransport:
             ReplayDivergence: The request differs, or the recording has no more exchanges.
             TransportError: The recorded exchange was a failure; it is raised again.
         """
+        record = self._take(url, {"url": url, "body": body})
+        if "error" in record:
+            raise _error_from_record(record["error"])
+        response: JsonValue = record["response"]
+        return response
+
+    def post_stream(
+        self, url: str, body: JsonValue, *, timeout: float, idle_timeout: float | None = None
+    ) -> Iterator[bytes]:
+        """Yield the next recorded stream's chunks, byte for byte, if this request is the recorded one.
+
+        The request is checked when iteration starts, as a real stream sends it then.
+
+        Raises:
+            ReplayDivergence: The request differs (a streamed request is not a plain one), or
+                the recording has no more exchanges.
+            TransportError: The recorded stream failed; it is raised after its chunks.
+        """
+        record = self._take(url, {"url": url, "body": body, "stream": True})
+        for chunk in record.get("chunks", []):
+            yield _chunk_from_record(chunk)
+        if "error" in record:
+            raise _error_from_record(record["error"])
+
+    def _take(self, url: str, actual: JsonValue) -> dict[str, Any]:
+        """The next record, if `actual` equals its request; a divergence otherwise."""
         if self._problem is not None:
             raise self._problem
-        actual: JsonValue = {"url": url, "body": body}
         seq = self._next
         if seq >= len(self._records):
             self._problem = ReplayDivergence(
@@ -210,10 +307,7 @@ class ReplayTransport:
             )
             raise self._problem
         self._next += 1
-        if "error" in record:
-            raise _error_from_record(record["error"])
-        response: JsonValue = record["response"]
-        return response
+        return record
 
     @property
     def remaining(self) -> int:

@@ -16,7 +16,7 @@ import os
 import socket
 import ssl
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from twinflow.kernel._credentials import api_key_headers, redact_url
@@ -230,6 +230,117 @@ class UrllibJsonTransport:
             body_excerpt="",
         )
 
+    def post_stream(
+        self, url: str, body: JsonValue, *, timeout: float, idle_timeout: float | None = None
+    ) -> Iterator[bytes]:
+        """POST `body` as JSON to `url` and yield the answer's body bytes as they arrive.
+
+        For server-sent events and newline-delimited JSON: the chunks are the socket reads, so
+        their boundaries fall anywhere (mid-line, mid-character); the caller splits lines. The
+        call checks its arguments at once; the request is sent when iteration starts, and
+        `timeout` counts from the call. Closing the iterator early closes the connection;
+        a stream read to its end leaves the connection kept alive, as `post_json` does.
+
+        Args:
+            url: Absolute http or https URL.
+            body: The JSON request body.
+            timeout: Seconds allowed for the whole exchange, redirects included.
+            idle_timeout: Seconds allowed between two chunks (and before the first); the
+                whole `timeout` when None.
+
+        Yields:
+            The body's bytes, one non-empty chunk per socket read.
+
+        Raises:
+            UserError: As `post_json`, or `idle_timeout` is not positive.
+            TransportError: As `post_json`; `TransportTimeout` also when a gap between chunks
+                passes `idle_timeout`, `ResponseTooLarge` when the stream passes
+                `max_response_bytes`.
+        """
+        if idle_timeout is not None and not idle_timeout > 0:
+            raise UserError(
+                f"post_stream({url!r}, idle_timeout={idle_timeout!r}): pass a value > 0 seconds"
+            )
+        payload = self._payload("post_stream", url, body, timeout)
+        return self._stream(url, payload, Deadline(timeout), idle_timeout)
+
+    def _stream(
+        self, url: str, payload: bytes, deadline: Deadline, idle: float | None
+    ) -> Iterator[bytes]:
+        for _hop in range(self._max_redirects + 1):
+            origin, target = self._check_url(url)
+            connection, response = self._send(url, origin, target, payload, deadline)
+            done = False
+            try:
+                location = self._check_head(url, response, deadline)
+                if location is not None:
+                    url = location
+                    continue
+                total = 0
+                while True:
+                    gap = deadline.remaining()
+                    idle_fired = idle is not None and idle < gap
+                    if connection.sock is not None and connection.sock.fileno() != -1:
+                        connection.sock.settimeout(min(gap, idle) if idle is not None else gap)
+                    try:
+                        chunk = response.read1(_CHUNK)
+                    except TimeoutError as error:
+                        if idle_fired:
+                            raise TransportTimeout(
+                                f"the stream from {url} sent nothing for {idle:g} s after "
+                                f"{total} bytes (idle_timeout): the server is stuck; check its "
+                                "log, or pass a larger idle_timeout",
+                                url=url,
+                            ) from error
+                        raise _map_os_error(url, error, deadline, "while streaming") from error
+                    except (OSError, http.client.HTTPException) as error:
+                        raise _map_os_error(
+                            url, error, deadline, f"after {total} bytes of the stream"
+                        ) from error
+                    if not chunk:
+                        break
+                    total += len(chunk)
+                    if total > self._max_bytes:
+                        raise ResponseTooLarge(
+                            f"the stream from {url} passed max_response_bytes={self._max_bytes}; "
+                            "reading stopped there. Ask for less, or raise max_response_bytes",
+                            url=url,
+                        )
+                    yield chunk
+                done = True
+                return
+            finally:
+                if (
+                    done
+                    and response.isclosed()
+                    and not response.will_close
+                    and connection.sock is not None
+                ):
+                    self._pool.give(origin, connection)
+                else:
+                    response.close()
+                    connection.close()
+        raise HTTPStatusError(
+            f"more than {self._max_redirects} redirects, the last to {url}: use the final URL",
+            url=url,
+            status=310,
+            body_excerpt="",
+        )
+
+    def _payload(self, method: str, url: str, body: JsonValue, timeout: float) -> bytes:
+        """Check a call's arguments and encode `body` as compact UTF-8 JSON (as `post_json`)."""
+        if self._closed:
+            raise UserError(f"{method}({url!r}) on a closed UrllibJsonTransport: create a new one")
+        if not timeout > 0:
+            raise UserError(f"{method}({url!r}, timeout={timeout!r}): pass a timeout > 0 seconds")
+        try:
+            data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise UserError(
+                f"the body for {url} is not JSON ({error}): pass JSON values only"
+            ) from error
+        return data.encode("utf-8")
+
     def close(self) -> None:
         """Close the kept-alive connections and refuse further calls."""
         self._closed = True
@@ -325,25 +436,11 @@ class UrllibJsonTransport:
         connection, response = self._send(url, origin, target, payload, deadline)
         try:
             status = response.status
-            if status in _REDIRECTS:
-                return self._redirect(url, status, response.headers.get("Location"))
+            location = self._check_head(url, response, deadline)
+            if location is not None:
+                return location
             length_header = response.headers.get("Content-Length")
             length = int(length_header) if length_header and length_header.isdigit() else None
-            if status >= 400:
-                excerpt = _excerpt(
-                    self._read(url, response, deadline, _EXCERPT_BYTES, None, partial=True)
-                )
-                advice = (
-                    "the server failed; check its log"
-                    if status >= 500
-                    else "the server refused the request; check the URL, the request body and any credentials"
-                )
-                raise HTTPStatusError(
-                    f"{url} answered HTTP {status} {response.reason}: {advice}. Body starts: {excerpt[:300]!r}",
-                    url=url,
-                    status=status,
-                    body_excerpt=excerpt,
-                )
             if length is not None and length > self._max_bytes:
                 raise ResponseTooLarge(
                     f"{url} announced a {length}-byte body, over max_response_bytes="
@@ -366,6 +463,30 @@ class UrllibJsonTransport:
                 f"starts {_excerpt(data)[:200]!r}: check that the URL points at a JSON API",
                 url=url,
             ) from error
+
+    def _check_head(
+        self, url: str, response: http.client.HTTPResponse, deadline: Deadline
+    ) -> str | None:
+        """Return the URL a followed redirect points to, raise for a refused one or an error status."""
+        status = response.status
+        if status in _REDIRECTS:
+            return self._redirect(url, status, response.headers.get("Location"))
+        if status >= 400:
+            excerpt = _excerpt(
+                self._read(url, response, deadline, _EXCERPT_BYTES, None, partial=True)
+            )
+            advice = (
+                "the server failed; check its log"
+                if status >= 500
+                else "the server refused the request; check the URL, the request body and any credentials"
+            )
+            raise HTTPStatusError(
+                f"{url} answered HTTP {status} {response.reason}: {advice}. Body starts: {excerpt[:300]!r}",
+                url=url,
+                status=status,
+                body_excerpt=excerpt,
+            )
+        return None
 
     def _redirect(self, url: str, status: int, location: str | None) -> str:
         target = urllib.parse.urljoin(url, location or "")

@@ -19,6 +19,11 @@ from twinflow.local_model._errors import (
 )
 
 if _typing.TYPE_CHECKING:
+    from twinflow.local_model._anthropic import (
+        ANTHROPIC_VERSION,
+        DEFAULT_ANTHROPIC_URL,
+        AnthropicChatModel,
+    )
     from twinflow.local_model._chat import (
         ChatMode,
         OllamaChatModel,
@@ -46,6 +51,9 @@ if _typing.TYPE_CHECKING:
     from twinflow.local_model._wire import Dialect
 
 __all__ = [
+    "ANTHROPIC_VERSION",
+    "DEFAULT_ANTHROPIC_URL",
+    "AnthropicChatModel",
     "ChatMode",
     "Decoder",
     "Dialect",
@@ -72,6 +80,9 @@ __all__ = [
 ]
 
 _LAZY = {
+    **dict.fromkeys(
+        ("ANTHROPIC_VERSION", "DEFAULT_ANTHROPIC_URL", "AnthropicChatModel"), "_anthropic"
+    ),
     **dict.fromkeys(
         (
             "ChatMode",

@@ -22,6 +22,7 @@ from twinflow.local_model._errors import MalformedResponseError
 from twinflow.local_model._preflight import Decoder, GrammarCheck, preflight
 from twinflow.local_model._servers import (
     DEFAULT_OLLAMA_URL,
+    OnChunk,
     SentSchema,
     Server,
     ollama_server,
@@ -262,8 +263,23 @@ class _ChatModel:
             MalformedResponseError: The server's answer is not its wire format.
         """
         if self._mode == "native":
-            return self._native(request)
-        return self._structured_action(request)
+            return self._native(request, None)
+        return self._structured_action(request, None)
+
+    def stream(self, request: ModelRequest, on_chunk: OnChunk) -> ModelResponse:
+        """Send one request as a streamed one; `on_chunk` sees each raw chunk as it arrives.
+
+        Returns exactly what `request` returns for the same reply (vocab's `ChunkAssembler`
+        builds it, and call ids derive from the non-streamed request body). In
+        structured-action mode the chunks are the raw action JSON, re-asks included.
+
+        Raises:
+            UserError: The transport cannot stream.
+            (and as `request`)
+        """
+        if self._mode == "native":
+            return self._native(request, on_chunk)
+        return self._structured_action(request, on_chunk)
 
     def _call_id(self, request_digest: str, index: int) -> CallId:
         if self._ids is not None:
@@ -303,7 +319,7 @@ class _ChatModel:
             self._budgets[id(schema)] = found
         return found[1]
 
-    def _native(self, request: ModelRequest) -> ModelResponse:
+    def _native(self, request: ModelRequest, on_chunk: OnChunk | None) -> ModelResponse:
         out = request.output_schema
         sent = None if out is None else self._sent((out,), out.name, lambda: out.json_schema)
         body = self._server.body(
@@ -314,7 +330,7 @@ class _ChatModel:
             output=sent,
         )
         request_digest = self._server.request_digest(body, sent)
-        reply = self._server.post(body)
+        reply = self._server.send(body, on_chunk)
         parts: list[Part] = []
         if reply.content and len(reply.content) > self._limits.max_bytes:
             raise MalformedResponseError(
@@ -353,7 +369,7 @@ class _ChatModel:
             return TextPart(text=content)
         return StructuredPart(schema_name=out.name, value=value)
 
-    def _structured_action(self, request: ModelRequest) -> ModelResponse:
+    def _structured_action(self, request: ModelRequest, on_chunk: OnChunk | None) -> ModelResponse:
         schema = self._sent(
             (*request.tools, request.output_schema),
             "action",
@@ -379,7 +395,7 @@ class _ChatModel:
                 output=schema,
             )
             request_digest = self._server.request_digest(body, schema)
-            reply = self._server.post(body)
+            reply = self._server.send(body, on_chunk)
             input_tokens += reply.usage.input_tokens
             output_tokens += reply.usage.output_tokens
             emission = reply.content or ""

@@ -5,7 +5,8 @@ builder per wire format and every structured body goes through it with its schem
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ from twinflow.kernel import check_endpoint_url, redact_url
 from twinflow.local_model._digest import body_digest
 from twinflow.local_model._errors import MalformedResponseError
 from twinflow.local_model._preflight import Decoder
+from twinflow.local_model._stream import ollama_chunks, openai_chunks, reply_of
 from twinflow.local_model._wire import (
     Dialect,
     Reply,
@@ -27,6 +29,8 @@ from twinflow.local_model._wire import (
     parse_openai_chat,
 )
 from twinflow.vocab import (
+    Chunk,
+    ChunkAssembler,
     Message,
     ModelSettings,
     OutputSchema,
@@ -42,6 +46,9 @@ if TYPE_CHECKING:
     from twinflow.kernel import Transport
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
+
+OnChunk = Callable[[Chunk], None]
+"""Shown each raw chunk of a streamed reply as it arrives (for display; the reply is assembled)."""
 
 _DECODERS: dict[str, Decoder] = {
     "llama-cpp-python": "llama-cpp-python",
@@ -150,6 +157,47 @@ class Server:
         if self.dialect is None:
             return parse_ollama_chat(answer, self.url)
         return parse_openai_chat(answer, self.url)
+
+    def send(self, body: dict[str, JsonValue], on_chunk: OnChunk | None) -> Reply:
+        """`post(body)`, or, given `on_chunk`, `stream(body, on_chunk)`."""
+        return self.post(body) if on_chunk is None else self.stream(body, on_chunk)
+
+    def stream(self, body: dict[str, JsonValue], on_chunk: OnChunk) -> Reply:
+        """Send `body` as a streamed request, show each chunk to `on_chunk`, return the reply.
+
+        The reply is what `post(body)` would have read from the same answer non-streamed: the
+        chunks go through vocab's one `ChunkAssembler`. `body` is the non-streamed body (the
+        one whose digest names the request); `stream: true` is set on a copy, and, for the
+        OpenAI dialects, `stream_options.include_usage` so the token counts come too (servers
+        that ignore it, such as llama-cpp-python, report no usage in a stream).
+
+        Raises:
+            UserError: The transport cannot stream.
+            TransportError: As the transport raised it, unretried.
+            MalformedResponseError: The stream is not its wire format, or ended before its finish.
+        """
+        post_stream = getattr(self.transport, "post_stream", None)
+        if post_stream is None:
+            raise UserError(
+                f"streaming from {self.url} needs a transport with post_stream; "
+                f"{type(self.transport).__name__} has none"
+            )
+        sent: dict[str, JsonValue] = {**body, "stream": True}
+        if self.dialect is not None:
+            sent["stream_options"] = {"include_usage": True}
+        decode = ollama_chunks if self.dialect is None else openai_chunks
+        assembler = ChunkAssembler()
+        with closing(post_stream(self.url, sent, timeout=self.timeout)) as raw:
+            try:
+                for chunk in decode(raw, self.url):
+                    assembler.feed(chunk)
+                    on_chunk(chunk)
+                response = assembler.result()
+            except WireFormatError as exc:
+                raise MalformedResponseError(
+                    f"the stream does not form a reply: {exc}", url=self.url, path=""
+                ) from None
+        return reply_of(response)
 
 
 def ollama_server(transport: Transport, *, base_url: str, model: str, timeout: float) -> Server:

@@ -24,6 +24,7 @@ from twinflow.local_model._budget import max_tokens_for
 from twinflow.local_model._preflight import Decoder, GrammarCheck, PreflightReport, preflight
 from twinflow.local_model._servers import (
     DEFAULT_OLLAMA_URL,
+    OnChunk,
     SentSchema,
     Server,
     ollama_server,
@@ -272,13 +273,19 @@ class _StructuredOutput:
         return validate_with_reask(emission, output_type, reask, max_attempts=self._max_attempts)
 
     def generate(
-        self, messages: Transcript | Sequence[Message], output_type: type[M]
+        self,
+        messages: Transcript | Sequence[Message],
+        output_type: type[M],
+        *,
+        on_chunk: OnChunk | None = None,
     ) -> LocalStructuredResult[M]:
         """Ask the server for an `output_type`, the schema constraining every request.
 
         Args:
             messages: The conversation (a transcript or messages), ending with the question.
             output_type: The pydantic model the answer must validate as.
+            on_chunk: Stream every request and show it each raw chunk; the assembled reply
+                is validated, and re-asked, exactly as a non-streamed one.
 
         Returns:
             The validated output, every attempt (request digest, raw emission, error), and the
@@ -303,7 +310,7 @@ class _StructuredOutput:
                 output=sent,
             )
             digest = self._server.request_digest(body, sent)
-            reply = self._server.post(body)
+            reply = self._server.send(body, on_chunk)
             requests.append(SentRequest(digest, settings, reply.finish_reason == "length"))
             emission = reply.content or ""
             conversation.append(Message.assistant(emission))

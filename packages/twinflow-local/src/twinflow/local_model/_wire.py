@@ -69,7 +69,7 @@ Dialect = Literal["llama-cpp-python", "llama.cpp", "vllm", "lmstudio"]
 
 # Fields this client owns: an `extra_body` may not replace them, so the schema cannot be dropped.
 RESERVED_OPENAI_FIELDS = frozenset(
-    {"model", "messages", "response_format", "stream", "tools", "tool_choice"}
+    {"model", "messages", "response_format", "stream", "stream_options", "tools", "tool_choice"}
 )
 
 

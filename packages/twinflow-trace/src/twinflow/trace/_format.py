@@ -35,6 +35,7 @@ EVENT_KINDS = frozenset(
         "run_started",
         "model_requested",
         "model_responded",
+        "steering_received",
         "policy_decided",
         "tool_called",
         "tool_returned",

@@ -26,6 +26,7 @@ from twinflow.vocab._errors import (
 if _typing.TYPE_CHECKING:
     from twinflow.vocab._canonical import canonical_bytes, digest, parse_canonical
     from twinflow.vocab._diff import Difference, diff
+    from twinflow.vocab._envelope import EnvelopeKind, envelope
     from twinflow.vocab._protocols import (
         Attempt,
         ChatModel,
@@ -38,6 +39,20 @@ if _typing.TYPE_CHECKING:
         StructuredOutputAdapter,
         StructuredResult,
         Usage,
+    )
+    from twinflow.vocab._stream import (
+        Chunk,
+        ChunkAssembler,
+        FinishChunk,
+        ReasoningDelta,
+        StreamingChatModel,
+        TextDelta,
+        ToolCallDelta,
+        ToolCallEnd,
+        ToolCallStart,
+        UsageChunk,
+        assemble,
+        response_chunks,
     )
     from twinflow.vocab._suggest import did_you_mean
     from twinflow.vocab._values import (
@@ -62,7 +77,11 @@ __all__ = [
     "CallId",
     "CanonicalError",
     "ChatModel",
+    "Chunk",
+    "ChunkAssembler",
     "Difference",
+    "EnvelopeKind",
+    "FinishChunk",
     "FinishReason",
     "InvalidValueError",
     "JsonValue",
@@ -74,34 +93,62 @@ __all__ = [
     "OutputSchema",
     "Part",
     "Reask",
+    "ReasoningDelta",
     "ReasoningPart",
     "Role",
     "RunId",
+    "StreamingChatModel",
     "StructuredOutputAdapter",
     "StructuredOutputError",
     "StructuredPart",
     "StructuredResult",
+    "TextDelta",
     "TextPart",
+    "ToolCallDelta",
+    "ToolCallEnd",
     "ToolCallPart",
+    "ToolCallStart",
     "ToolResultPart",
     "ToolSpec",
     "Transcript",
     "TwinflowError",
     "Usage",
+    "UsageChunk",
     "UserError",
     "VocabError",
     "WireFormatError",
+    "assemble",
     "canonical_bytes",
     "did_you_mean",
     "diff",
     "digest",
+    "envelope",
     "parse_canonical",
+    "response_chunks",
 ]
 
 _LAZY = {
     **dict.fromkeys(("canonical_bytes", "digest", "parse_canonical"), "_canonical"),
     **dict.fromkeys(("Difference", "diff"), "_diff"),
     "did_you_mean": "_suggest",
+    **dict.fromkeys(("EnvelopeKind", "envelope"), "_envelope"),
+    **dict.fromkeys(
+        (
+            "Chunk",
+            "ChunkAssembler",
+            "FinishChunk",
+            "ReasoningDelta",
+            "StreamingChatModel",
+            "TextDelta",
+            "ToolCallDelta",
+            "ToolCallEnd",
+            "ToolCallStart",
+            "UsageChunk",
+            "assemble",
+            "response_chunks",
+        ),
+        "_stream",
+    ),
     **dict.fromkeys(
         (
             "Attempt",

@@ -1,0 +1,201 @@
+"""`AnthropicChatModel`: a `ChatModel` (and `StreamingChatModel`) on Anthropic's Messages API.
+
+Messages, the system prompt, tools and tool results (with `is_error`) are translated by
+`twinflow.vocab.wire`'s Anthropic translation, the one translation of that format in twinflow;
+a streamed reply is decoded into vocab chunks and built by vocab's one assembler. A
+non-streamed reply goes through the same assembler too (one chunk per part), so both read as
+the same value: adjacent text blocks join into one text part either way.
+
+The API key and the `anthropic-version` header travel on the transport, never in a body, so
+no recording or trace holds them::
+
+    transport = UrllibJsonTransport(
+        allow_network=True,
+        headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"], "anthropic-version": ANTHROPIC_VERSION},
+    )
+    model = AnthropicChatModel(transport, model="claude-sonnet-4-5")
+
+Anthropic's tool-call ids are kept (a tool result must name the id the API issued). Messages
+has no decoder-side schema constraint here: an output schema is stated in the system prompt,
+and the answer is validated (and re-asked) by the structured-output adapter, as always.
+"""
+
+from __future__ import annotations
+
+from contextlib import closing
+from typing import TYPE_CHECKING, Any
+
+from pydantic import JsonValue
+
+from twinflow.local_model._errors import MalformedResponseError
+from twinflow.local_model._servers import OnChunk
+from twinflow.local_model._stream import anthropic_chunks, anthropic_finish
+from twinflow.vocab import (
+    ChunkAssembler,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Transcript,
+    Usage,
+    UserError,
+    WireFormatError,
+    assemble,
+    canonical_bytes,
+    response_chunks,
+)
+from twinflow.vocab.wire import from_anthropic, to_anthropic, to_anthropic_tools
+
+if TYPE_CHECKING:
+    from twinflow.kernel import Transport
+
+__all__ = ["ANTHROPIC_VERSION", "DEFAULT_ANTHROPIC_URL", "AnthropicChatModel"]
+
+DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
+"""The Messages API's root; the client appends `/v1/messages`."""
+
+ANTHROPIC_VERSION = "2023-06-01"
+"""The `anthropic-version` header value this client's wire format follows."""
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+class AnthropicChatModel:
+    """A chat model on `POST /v1/messages`, plain or streamed.
+
+    Args:
+        transport: The kernel transport; it carries `x-api-key` and `anthropic-version`.
+        model: The model name, e.g. `claude-sonnet-4-5`.
+        base_url: The API root (a loopback server in tests, a gateway, or the real API).
+        max_tokens: `max_tokens` when the request's settings name none (Messages requires it).
+        timeout: Seconds allowed per request.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        model: str,
+        base_url: str = DEFAULT_ANTHROPIC_URL,
+        max_tokens: int = 1024,
+        timeout: float = 120.0,
+    ) -> None:
+        """Configure the model; nothing is sent until `request` or `stream`."""
+        if not base_url.startswith(("http://", "https://")):
+            raise UserError(f"base_url must be an http(s) URL, got {base_url!r}")
+        if max_tokens < 1:
+            raise UserError(f"max_tokens must be at least 1, got {max_tokens}")
+        self._transport = transport
+        self._model = model
+        self._url = f"{base_url.rstrip('/')}/v1/messages"
+        self._max_tokens = max_tokens
+        self._timeout = timeout
+
+    def body(self, request: ModelRequest) -> dict[str, JsonValue]:
+        """The Messages request body for `request` (without `stream`).
+
+        Raises:
+            UserError: The transcript cannot be sent to Messages (a system message after the
+                first message, media Anthropic cannot carry).
+        """
+        try:
+            translated: dict[str, Any] = to_anthropic(request.transcript)
+        except ValueError as exc:
+            raise UserError(f"this conversation cannot be sent to Anthropic: {exc}") from None
+        settings = request.settings
+        body: dict[str, Any] = {
+            "model": self._model,
+            "max_tokens": settings.max_tokens or self._max_tokens,
+            **translated,
+        }
+        if request.output_schema is not None:
+            schema = canonical_bytes(request.output_schema.json_schema).decode("utf-8")
+            instruction = f"Reply with one JSON object that satisfies this JSON Schema: {schema}"
+            system = body.get("system")
+            if system is None:
+                body["system"] = instruction
+            elif isinstance(system, str):
+                body["system"] = f"{system}\n\n{instruction}"
+            else:
+                body["system"] = [*system, {"type": "text", "text": instruction}]
+        if settings.temperature is not None:
+            body["temperature"] = settings.temperature
+        if request.tools:
+            body["tools"] = to_anthropic_tools(request.tools)
+        return body
+
+    def request(self, request: ModelRequest) -> ModelResponse:
+        """Send one request and return the assistant's reply.
+
+        Raises:
+            TransportError: Any transport failure (401 for a missing or wrong key), unretried.
+            MalformedResponseError: The answer is not a Messages response.
+        """
+        answer = self._transport.post_json(self._url, self.body(request), timeout=self._timeout)
+        return self._parse(answer)
+
+    def stream(self, request: ModelRequest, on_chunk: OnChunk) -> ModelResponse:
+        """Send one request streamed; `on_chunk` sees each raw chunk as it arrives.
+
+        Returns exactly what `request` returns for the same reply.
+
+        Raises:
+            UserError: The transport cannot stream.
+            TransportError: Any transport failure, unretried.
+            MalformedResponseError: The stream is not a Messages event stream, or was cut.
+        """
+        post_stream = getattr(self._transport, "post_stream", None)
+        if post_stream is None:
+            raise UserError(
+                f"streaming from {self._url} needs a transport with post_stream; "
+                f"{type(self._transport).__name__} has none"
+            )
+        body = {**self.body(request), "stream": True}
+        assembler = ChunkAssembler()
+        with closing(post_stream(self._url, body, timeout=self._timeout)) as raw:
+            try:
+                for chunk in anthropic_chunks(raw, self._url):
+                    assembler.feed(chunk)
+                    on_chunk(chunk)
+                return assembler.result()
+            except WireFormatError as exc:
+                raise MalformedResponseError(
+                    f"the stream does not form a reply: {exc}", url=self._url, path=""
+                ) from None
+
+    def _parse(self, answer: JsonValue) -> ModelResponse:
+        if not isinstance(answer, dict):
+            raise MalformedResponseError("expected a Messages object", url=self._url, path="")
+        content = answer.get("content")
+        try:
+            transcript: Transcript = from_anthropic(
+                {"messages": [{"role": "assistant", "content": content}]}
+            )
+            (message,) = transcript.messages
+        except WireFormatError as exc:
+            path = exc.path.removeprefix("/messages/0")
+            raise MalformedResponseError(
+                str(exc).removesuffix(f" (at {exc.path or '/'})"), url=self._url, path=path
+            ) from None
+        except ValueError:
+            raise MalformedResponseError(
+                "expected one assistant message's content", url=self._url, path="/content"
+            ) from None
+        usage = answer.get("usage")
+        usage_d = usage if isinstance(usage, dict) else {}
+        model = answer.get("model")
+        response = ModelResponse(
+            message=Message(role="assistant", parts=message.parts),
+            usage=Usage(
+                input_tokens=_count(usage_d.get("input_tokens")),
+                output_tokens=_count(usage_d.get("output_tokens")),
+            ),
+            finish_reason=anthropic_finish(answer.get("stop_reason"), bool(message.tool_calls)),
+            model_name=model if isinstance(model, str) else "",
+        )
+        try:
+            # Through the one assembler, so a plain reply reads as its streamed form does.
+            return assemble(response_chunks(response))
+        except (UserError, WireFormatError) as exc:
+            raise MalformedResponseError(str(exc), url=self._url, path="/content") from None
