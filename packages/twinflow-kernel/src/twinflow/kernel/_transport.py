@@ -191,23 +191,9 @@ class UrllibJsonTransport:
                 positive, or the body is not JSON.
             TransportError: One of its subclasses, naming the URL; nothing is retried.
         """
-        shown = redact_url(url)
-        if self._closed:
-            raise UserError(
-                f"post_json({shown!r}) on a closed UrllibJsonTransport: create a new one"
-            )
-        if not timeout > 0:
-            raise UserError(
-                f"post_json({shown!r}, timeout={timeout!r}): pass a timeout > 0 seconds"
-            )
+        payload = self._payload("post_json", url, body, timeout)
         try:
-            data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError) as error:
-            raise UserError(
-                f"the body for {shown} is not JSON ({error}): pass JSON values only"
-            ) from error
-        try:
-            return self._post(url, data.encode("utf-8"), Deadline(timeout))
+            return self._post(url, payload, Deadline(timeout))
         except TransportError as error:
             if self._secret is not None:
                 _scrub(error, self._secret)
@@ -259,16 +245,27 @@ class UrllibJsonTransport:
         """
         if idle_timeout is not None and not idle_timeout > 0:
             raise UserError(
-                f"post_stream({url!r}, idle_timeout={idle_timeout!r}): pass a value > 0 seconds"
+                f"post_stream({redact_url(url)!r}, idle_timeout={idle_timeout!r}): pass a value > 0 seconds"
             )
         payload = self._payload("post_stream", url, body, timeout)
-        return self._stream(url, payload, Deadline(timeout), idle_timeout)
+        return self._scrubbed(self._stream(url, payload, Deadline(timeout), idle_timeout))
+
+    def _scrubbed(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """The stream, with the API key replaced in any error it raises (as `post_json` does)."""
+        try:
+            yield from chunks
+        except TransportError as error:
+            if self._secret is not None:
+                _scrub(error, self._secret)
+            raise
 
     def _stream(
         self, url: str, payload: bytes, deadline: Deadline, idle: float | None
     ) -> Iterator[bytes]:
         for _hop in range(self._max_redirects + 1):
             origin, target = self._check_url(url)
+            # Messages and errors name the URL without userinfo or query (they may hold a key).
+            url = redact_url(url)
             connection, response = self._send(url, origin, target, payload, deadline)
             done = False
             try:
@@ -328,16 +325,19 @@ class UrllibJsonTransport:
         )
 
     def _payload(self, method: str, url: str, body: JsonValue, timeout: float) -> bytes:
-        """Check a call's arguments and encode `body` as compact UTF-8 JSON (as `post_json`)."""
+        """Check a call's arguments and encode `body` as compact UTF-8 JSON."""
+        shown = redact_url(url)
         if self._closed:
-            raise UserError(f"{method}({url!r}) on a closed UrllibJsonTransport: create a new one")
+            raise UserError(
+                f"{method}({shown!r}) on a closed UrllibJsonTransport: create a new one"
+            )
         if not timeout > 0:
-            raise UserError(f"{method}({url!r}, timeout={timeout!r}): pass a timeout > 0 seconds")
+            raise UserError(f"{method}({shown!r}, timeout={timeout!r}): pass a timeout > 0 seconds")
         try:
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError) as error:
             raise UserError(
-                f"the body for {url} is not JSON ({error}): pass JSON values only"
+                f"the body for {shown} is not JSON ({error}): pass JSON values only"
             ) from error
         return data.encode("utf-8")
 
