@@ -23,12 +23,14 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from twinflow.agent._errors import AgentError, InvalidModelReply, RunError
+from twinflow.agent._agent import Agent
+from twinflow.agent._errors import AgentConfigError, AgentError, InvalidModelReply, RunError
 from twinflow.agent._events import (
     ModelRequested,
     ModelResponded,
@@ -39,12 +41,15 @@ from twinflow.agent._events import (
     ToolReturned,
     TraceEvent,
 )
+from twinflow.agent._policy import RecordedResults
 from twinflow.agent._trace import EVENT_INFIX, LINE_PREFIX
 from twinflow.agent._verify import Trace
-from twinflow.kernel import NondeterminismError, nondeterminism_guard
+from twinflow.kernel import Clock, Ids, NondeterminismError, nondeterminism_guard
+from twinflow.trace import TraceSink
 from twinflow.vocab import (
     Attempt,
     CallId,
+    ChatModel,
     Difference,
     ModelRequest,
     ModelResponse,
@@ -206,12 +211,10 @@ class _ReplayModel:
 
     def __init__(
         self,
-        label: str,
         responses: list[ModelResponse],
         failure: RunFailed | None,
         refused: tuple[Attempt, ...] = (),
     ):
-        self.trace_label = label
         self._responses = iter(responses)
         self._failure = failure
         self._refused = refused
@@ -246,28 +249,52 @@ class _RecordedToolResults:
         return returned
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReplayPorts:
-    """What the agent factory must build the agent with, to be replayed."""
+    """What the agent factory must build the agent with, to be replayed.
 
-    def __init__(
-        self,
-        *,
-        model: _ReplayModel,
-        clock: _ReplayClock,
-        ids: _ReplayIds,
-        trace: _ComparingSink,
-        prompt: str,
-    ) -> None:
-        self.model = model
-        """The replaying chat model."""
-        self.clock = clock
-        """The replaying clock."""
-        self.ids = ids
-        """The replaying ids."""
-        self.trace = trace
-        """The comparing trace sink."""
-        self.prompt = prompt
-        """The recorded prompt (the harness runs the agent on it)."""
+    Pass each to `Agent` under its own name (``model`` first)::
+
+        Agent(ports.model, clock=ports.clock, ids=ports.ids, trace=ports.trace,
+              model_label=ports.model_label, tool_results=ports.tool_results, ...)
+
+    `replay` refuses an agent built without any of them, naming the one missing.
+    """
+
+    model: ChatModel
+    """The replaying chat model: the recorded responses, in order."""
+    clock: Clock
+    """The replaying clock: each recorded event's time, in order."""
+    ids: Ids
+    """The replaying ids: the recorded run id and tool-call ids."""
+    trace: TraceSink
+    """The comparing trace sink: each line written is checked against the recorded one."""
+    model_label: str
+    """The recorded run's model name, for the agent's ``model_label``."""
+    tool_results: RecordedResults | None
+    """The recorded tool results (``recorded`` mode), or None: the tools run (``live``)."""
+    prompt: str
+    """The recorded prompt (the harness runs the agent on it)."""
+
+
+def _check_built(agent: Agent[Any], ports: ReplayPorts) -> None:
+    """Refuse an agent that does not use every replaying port: it would not be a replay."""
+    used = {
+        "model": agent.model,
+        "clock": agent.clock,
+        "ids": agent.ids,
+        "trace": agent.writer.sink,
+        "tool_results": agent.tool_results,
+    }
+    missing = [name for name, value in used.items() if value is not getattr(ports, name)]
+    if agent.config.model != ports.model_label:
+        missing.append("model_label")
+    if missing:
+        raise AgentConfigError(
+            f"the agent the replay factory built does not use the replaying "
+            f"{', '.join(f'ports.{name}' for name in missing)}; pass each to Agent "
+            "under its own name (see ReplayPorts)"
+        )
 
 
 def _refused_replies(
@@ -304,7 +331,7 @@ def _call_ids(events: tuple[TraceEvent, ...]) -> Iterator[CallId]:
 
 def replay(
     trace: Trace,
-    build: Callable[[ReplayPorts], Any],
+    build: Callable[[ReplayPorts], Agent[Any]],
     *,
     mode: ReplayMode = "recorded",
 ) -> ReplayResult:
@@ -312,9 +339,9 @@ def replay(
 
     Args:
         trace: The recorded trace (`Trace.load` verified it).
-        build: Makes the agent from the replaying ports; it must pass ``ports.model``,
-            ``ports.clock``, ``ports.ids`` and ``ports.trace`` to `Agent`, and configure it
-            exactly as the recorded run was (same tools, policy, output type, settings).
+        build: Makes the agent from the replaying ports; it must pass every one of them to
+            `Agent` (see `ReplayPorts`), and configure it exactly as the recorded run was
+            (same tools, policy, output type, settings).
         mode: ``recorded`` serves tool results from the trace; ``live`` runs the tools.
 
     Returns:
@@ -325,6 +352,7 @@ def replay(
             re-run did not produce.
         NondeterminismError: Replayed code reached time, randomness or the network from
             outside the kernel (even if that code caught the error).
+        AgentConfigError: ``build`` made an agent that does not use every replaying port.
         AgentError: The trace does not start with ``run_started``.
     """
     events = trace.events
@@ -342,7 +370,6 @@ def replay(
     sink = _ComparingSink(lines)
     ports = ReplayPorts(
         model=_ReplayModel(
-            started.config.model,
             [e.body.response for e in events if isinstance(e.body, ModelResponded)],
             failed,
             _refused_replies(events, failed),
@@ -350,11 +377,14 @@ def replay(
         clock=_ReplayClock([event.at for event in events]),
         ids=_ReplayIds(started.run_id, list(_call_ids(events))),
         trace=sink,
+        model_label=started.config.model,
+        tool_results=(
+            _RecordedToolResults(_recorded_tool_results(events)) if mode == "recorded" else None
+        ),
         prompt=started.prompt,
     )
     agent = build(ports)
-    if mode == "recorded":
-        agent.serve_tool_results(_RecordedToolResults(_recorded_tool_results(events)))
+    _check_built(agent, ports)
     with nondeterminism_guard() as guard:
         try:
             agent.run(started.prompt)

@@ -128,6 +128,8 @@ def replay_run(
             ids=ports.ids,
             trace=ports.trace,
             tools=callables,
+            model_label=ports.model_label,
+            tool_results=ports.tool_results,
         )
 
     return replay(Trace.load(trace), build, mode=mode)

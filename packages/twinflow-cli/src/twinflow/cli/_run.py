@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from twinflow.agent import (
+    Agent,
     FileTraceSink,
     FunctionModel,
     MemoryTraceSink,
@@ -301,9 +302,15 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
     trace = parse_trace(trace_path, data)
     spec = spec_of()
 
-    def build(ports: ReplayPorts) -> Any:
+    def build(ports: ReplayPorts) -> Agent[Any]:
         return build_agent(
-            spec, model=ports.model, clock=ports.clock, ids=ports.ids, trace=ports.trace
+            spec,
+            model=ports.model,
+            clock=ports.clock,
+            ids=ports.ids,
+            trace=ports.trace,
+            model_label=ports.model_label,
+            tool_results=ports.tool_results,
         )
 
     try:

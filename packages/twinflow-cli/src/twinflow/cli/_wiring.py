@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from twinflow.agent import Agent, Policy, TraceSink
+from twinflow.agent import Agent, Policy, RecordedResults, TraceSink
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._grammar import llama_cpp_grammar_check
 from twinflow.cli._spec import ModelSpec, RunSpec, SpecError, load_tools, resolve_dotted
@@ -112,6 +112,8 @@ def build_agent(
     ids: Ids,
     trace: TraceSink,
     tools: list[Callable[..., Any]] | None = None,
+    model_label: str | None = None,
+    tool_results: RecordedResults | None = None,
 ) -> Agent[Any]:
     """An agent configured by ``spec``, with the given ports.
 
@@ -122,6 +124,8 @@ def build_agent(
         ids: The ids port.
         trace: Where the trace goes.
         tools: The tool callables (default: resolved from the spec's dotted paths).
+        model_label: The model's name in the trace (replay passes the recorded one).
+        tool_results: Recorded tool results to serve instead of running the tools (replay).
     """
     policy = Policy(
         allow=frozenset(spec.policy.allow),
@@ -135,13 +139,15 @@ def build_agent(
         ids=ids,
         tools=load_tools(spec) if tools is None else tools,
         policy=policy,
-        output_type=output_type,
+        output_type=str if output_type is None else output_type,
         max_steps=spec.max_steps,
         system=spec.system,
         settings=ModelSettings(
             temperature=spec.model.temperature, max_tokens=spec.model.max_tokens, seed=0
         ),
         trace=trace,
+        model_label=model_label,
+        tool_results=tool_results,
     )
     return agent
 
