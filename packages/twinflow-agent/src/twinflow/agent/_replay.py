@@ -42,10 +42,10 @@ from twinflow.agent._events import (
     TraceEvent,
 )
 from twinflow.agent._policy import RecordedResults
-from twinflow.agent._trace import EVENT_INFIX, LINE_PREFIX
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Ids, NondeterminismError, nondeterminism_guard
 from twinflow.trace import TraceSink
+from twinflow.trace import encode_line as frame_line
 from twinflow.vocab import (
     Attempt,
     CallId,
@@ -361,11 +361,8 @@ def replay(
     started = events[0].body
     if any(isinstance(e.body, RunStarted) for e in events[1:]):
         raise AgentError("the trace holds several runs; replay replays one run per trace")
-    # The lines exactly as the writer frames them, from the bytes that were read and verified.
-    lines = [
-        LINE_PREFIX + digest.encode() + EVENT_INFIX + encoded + b"}\n"
-        for digest, encoded in zip(trace.digests, trace.encoded, strict=True)
-    ]
+    # The lines framed by the one framing function the writer uses, from the verified bytes.
+    lines = [frame_line(encoded)[0] for encoded in trace.encoded]
     failed = events[-1].body if isinstance(events[-1].body, RunFailed) else None
     sink = _ComparingSink(lines)
     ports = ReplayPorts(
