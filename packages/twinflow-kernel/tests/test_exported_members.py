@@ -54,6 +54,7 @@ EXPECTED = {
     "TransportError",
     "TransportTimeout",
     "UrllibJsonTransport",
+    "HttpTransport",
     "free_port",
 }
 

@@ -22,10 +22,10 @@ from twinflow.cli._spec import ModelSpec, RunSpec, SpecError, load_tools, resolv
 from twinflow.eval import RunIdentity
 from twinflow.kernel import (
     Clock,
+    HttpTransport,
     Ids,
     SubprocessLauncher,
     Transport,
-    UrllibJsonTransport,
     free_port,
     redact_url,
 )
@@ -47,13 +47,13 @@ EMBEDDED = "embedded"
 """A spec's ``model.url`` that means: start the embedded SmolLM2 server for this run."""
 
 
-def build_transport(spec: ModelSpec) -> UrllibJsonTransport:
+def build_transport(spec: ModelSpec) -> HttpTransport:
     """The real transport for a spec's model: its API key (``api_key_env``) as a bearer header.
 
     Raises:
         UserError: ``api_key_env`` names an unset variable.
     """
-    return UrllibJsonTransport(api_key_env=spec.api_key_env)
+    return HttpTransport(api_key_env=spec.api_key_env)
 
 
 def run_identity(spec: RunSpec) -> RunIdentity:

@@ -1,8 +1,8 @@
 """twinflow.kernel (L1): the ports for all nondeterminism and their adapters.
 
 Time, ids, the network and processes enter twinflow only through the ports here (`Clock`, `Ids`,
-`Transport`, `Launcher`). The real adapters (`SystemClock`, `SystemIds`, `UrllibJsonTransport`,
-`SubprocessLauncher`) sit beside deterministic and test ones (`FixedClock`, `SteppingClock`,
+`Transport`, `Launcher`). The real adapters (`SystemClock`, `SystemIds`, `HttpTransport`, once
+`UrllibJsonTransport` and still so aliased, `SubprocessLauncher`) sit beside deterministic and test ones (`FixedClock`, `SteppingClock`,
 `CountingIds`, `SeededIds`, `MockTransport`, `RecordingTransport`, `ReplayTransport`,
 `FaultTransport`, `LoopbackServer`). Bounded concurrency is the `Executor` port
 (`SerialExecutor`, `ThreadExecutor`, and `RayExecutor` with the ``ray`` extra).
@@ -100,6 +100,7 @@ if _typing.TYPE_CHECKING:
         ReplayTransport,
     )
     from twinflow.kernel._transport import (
+        HttpTransport,
         UrllibJsonTransport,
     )
 
@@ -116,6 +117,7 @@ __all__ = [
     "FixedClock",
     "GuardRecord",
     "HTTPStatusError",
+    "HttpTransport",
     "Ids",
     "KernelError",
     "LaunchError",
@@ -195,6 +197,7 @@ _LAZY = {
     "RayExecutor": "_ray",
     "RecordingTransport": "_replay",
     "ReplayTransport": "_replay",
+    "HttpTransport": "_transport",
     "UrllibJsonTransport": "_transport",
 }
 
