@@ -55,6 +55,7 @@ EXPECTED = {
     "TransportTimeout",
     "UrllibJsonTransport",
     "HttpTransport",
+    "Closing",
     "free_port",
 }
 

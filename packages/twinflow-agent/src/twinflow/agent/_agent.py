@@ -37,7 +37,7 @@ from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
 from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
-from twinflow.kernel import Clock, Ids
+from twinflow.kernel import Clock, Closing, Ids
 from twinflow.trace import Checkpoint, FsyncPolicy, MemoryTraceSink, TraceSink
 from twinflow.vocab import (
     ChatModel,
@@ -145,7 +145,7 @@ def _bad_output_type(output_type: object) -> AgentConfigError:
     )
 
 
-class Agent(Generic[OutputT]):
+class Agent(Closing, Generic[OutputT]):
     """Runs a model with tools under a deny-by-default policy, tracing every event."""
 
     def __init__(
@@ -249,12 +249,8 @@ class Agent(Generic[OutputT]):
         self._offer_digests: dict[tuple[str, ...], str] = {}
         self._schema_digest = None if self._schema is None else digest(self._schema)
 
-    def __enter__(self) -> Agent[OutputT]:
-        """Use the agent in a ``with`` block; the trace is closed when the block exits."""
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        """Close the trace writer (and its sink), however the block exits."""
+    def close(self) -> None:
+        """Close the trace writer (and its sink); a ``with`` block does it on exit."""
         self.writer.close()
 
     def _emit(self, body: EventBody) -> None:

@@ -86,6 +86,7 @@ if _typing.TYPE_CHECKING:
     )
     from twinflow.kernel._ports import (
         Clock,
+        Closing,
         Ids,
         Launcher,
         Transport,
@@ -107,6 +108,7 @@ if _typing.TYPE_CHECKING:
 __all__ = [
     "GUARDED_ENTRY_POINTS",
     "Clock",
+    "Closing",
     "ClusterError",
     "ConnectError",
     "CountingIds",
@@ -189,6 +191,7 @@ _LAZY = {
     "NondeterminismError": "_nondeterminism",
     "nondeterminism_guard": "_nondeterminism",
     "Clock": "_ports",
+    "Closing": "_ports",
     "Ids": "_ports",
     "Launcher": "_ports",
     "Transport": "_ports",

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 from twinflow.kernel._errors import KernelError, TransportError
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse, LoopbackServer
 from twinflow.kernel._netpolicy import free_port
-from twinflow.kernel._ports import Transport
+from twinflow.kernel._ports import Closing, Transport
 from twinflow.kernel._transport import HttpTransport
 from twinflow.vocab import JsonValue, UserError
 
@@ -69,7 +69,7 @@ def _misbehave(request: LoopbackRequest) -> LoopbackResponse:
     return LoopbackResponse(status=404, body=f"unknown fault {fault!r}".encode())
 
 
-class FaultTransport:
+class FaultTransport(Closing):
     """Wraps a transport and replaces chosen calls with real failures.
 
     `faults` says, per call (numbered from 0), which fault to inject or `None` to pass the call

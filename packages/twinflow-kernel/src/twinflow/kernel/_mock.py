@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from twinflow.kernel._ports import Closing
 from twinflow.vocab import JsonValue, UserError
 
 MockHandler = Callable[[str, JsonValue], JsonValue]
 
 
-class MockTransport:
+class MockTransport(Closing):
     """Answers every `post_json` with `handler(url, body)`.
 
     The handler may raise any `TransportError` to stand for a failure. For failures produced by

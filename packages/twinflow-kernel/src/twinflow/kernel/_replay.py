@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Self
+from typing import IO, Any
 
 from twinflow.kernel._errors import (
     ConnectError,
@@ -28,7 +28,7 @@ from twinflow.kernel._errors import (
     TransportError,
     TransportTimeout,
 )
-from twinflow.kernel._ports import Transport
+from twinflow.kernel._ports import Closing, Transport
 from twinflow.vocab import Difference, JsonValue, UserError, canonical_bytes, diff, parse_canonical
 
 _ERRORS: dict[str, type[TransportError]] = {
@@ -69,7 +69,7 @@ def _error_from_record(record: dict[str, Any]) -> TransportError:
     return cls(record["message"], url=record["url"])
 
 
-class RecordingTransport:
+class RecordingTransport(Closing):
     """Wraps a transport and writes every exchange to a JSON Lines file as it happens.
 
     Each line is written and flushed before `post_json` returns (or raises), so a crash loses
@@ -116,19 +116,8 @@ class RecordingTransport:
         self._file.close()
         self._inner.close()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class ReplayTransport:
+class ReplayTransport(Closing):
     """Serves a recording back in order, checking every request against the recorded one.
 
     A request that differs raises `ReplayDivergence` with the first structural difference; after
@@ -243,9 +232,6 @@ class ReplayTransport:
                 ),
             )
             raise self._problem
-
-    def __enter__(self) -> Self:
-        return self
 
     def __exit__(
         self,

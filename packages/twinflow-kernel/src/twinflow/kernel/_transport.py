@@ -33,6 +33,7 @@ from twinflow.kernel._errors import (
 )
 from twinflow.kernel._netpolicy import ENV_ALLOW_NETWORK, is_loopback, network_allowed
 from twinflow.kernel._pool import Connection, ConnectionPool, Deadline, Origin, open_connection
+from twinflow.kernel._ports import Closing
 from twinflow.vocab import JsonValue, UserError
 
 _CHUNK = 64 * 1024
@@ -112,7 +113,7 @@ class _Redirect:
     """The redirect's status (307 or 308)."""
 
 
-class HttpTransport:
+class HttpTransport(Closing):
     """POSTs JSON over HTTP/1.1 with `http.client` and returns the decoded JSON answer.
 
     Connections are kept alive: after an answer read to its end, the connection waits, one per
