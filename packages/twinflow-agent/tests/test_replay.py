@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -222,15 +223,8 @@ def test_an_agent_built_without_every_replaying_port_is_refused(
     trace = record()
 
     def build(ports: ReplayPorts) -> Agent[Total]:
-        return Agent(
-            ports.model,
-            clock=ports.clock,
-            ids=ports.ids,
-            tools=[add],
-            policy=Policy(allow=frozenset({"add"})),
-            output_type=Total,
-            trace=ports.trace,
-        )
+        # The agent gets other values than the harness's for the two ports it may forget.
+        return agent_with(add, dataclasses.replace(ports, model_label="Mine", tool_results=None))
 
     with pytest.raises(AgentConfigError) as caught:
         replay(trace, build, mode=mode)

@@ -11,9 +11,11 @@ from twinflow.kernel import (
     Closing,
     FaultTransport,
     HttpTransport,
+    LoopbackServer,
     MockTransport,
     RecordingTransport,
     ReplayTransport,
+    ServerProcess,
 )
 from twinflow.vocab import JsonValue, UserError
 
@@ -24,9 +26,17 @@ def echo(url: str, body: JsonValue) -> JsonValue:
     return body
 
 
-def test_every_transport_adapter_is_a_closing() -> None:
-    """Each transport adapter takes its `with` support from the one base."""
-    adapters = [HttpTransport, MockTransport, RecordingTransport, ReplayTransport, FaultTransport]
+def test_every_adapter_with_a_with_block_is_a_closing() -> None:
+    """Each adapter used in a `with` block takes its support from the one base."""
+    adapters = [
+        HttpTransport,
+        MockTransport,
+        RecordingTransport,
+        ReplayTransport,
+        FaultTransport,
+        LoopbackServer,
+        ServerProcess,
+    ]
     expected = [True] * len(adapters)
     assert expected == [issubclass(adapter, Closing) for adapter in adapters]
 
