@@ -63,6 +63,8 @@ def build(steps: int, ports: ReplayPorts | None = None) -> Agent[str]:
         clock=ports.clock,
         ids=ports.ids,
         trace=ports.trace,
+        model_label=ports.model_label,
+        tool_results=ports.tool_results,
         **common,
     )
 

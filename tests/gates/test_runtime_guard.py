@@ -49,7 +49,8 @@ def agent(tool, ports=None):
         start = datetime(2024, 1, 1, tzinfo=UTC)
         return Agent(FunctionModel(script), clock=SteppingClock(start, timedelta(seconds=1)),
                      ids=CountingIds(), trace=MemoryTraceSink(), **common)
-    return Agent(ports.model, clock=ports.clock, ids=ports.ids, trace=ports.trace, **common)
+    return Agent(ports.model, clock=ports.clock, ids=ports.ids, trace=ports.trace,
+                 model_label=ports.model_label, tool_results=ports.tool_results, **common)
 
 recorder = agent(add)
 recorder.run("add 2 and 3")

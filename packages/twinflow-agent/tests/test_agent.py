@@ -498,6 +498,14 @@ def test_requests_record_only_the_delta() -> None:
             "not registered: \\['ad'\\]",
         ),
         (lambda c: make_agent(scripted(), c, max_steps=0), "max_steps must be at least 1"),
+        (
+            lambda c: make_agent(scripted(), c, output_type=int),
+            "output_type must be str or a pydantic model class, not <class 'int'>",
+        ),
+        (
+            lambda c: make_agent(scripted(), c, output_type=None),
+            "output_type must be str or a pydantic model class, not None",
+        ),
         (lambda c: Tool.from_function(lambda x: x), "has no type annotation"),
         (lambda c: Tool(ToolSpec(name="add"), c.add), "do not match the function's parameters"),
     ],
@@ -592,3 +600,52 @@ def test_the_agent_is_a_context_manager_that_closes_its_trace(tmp_path: Path) ->
         raise RuntimeError("the caller's own failure")
     with pytest.raises(ValueError, match="closed file"):
         sink.write(b"more")
+
+
+def test_an_agent_without_an_output_type_is_a_text_agent() -> None:
+    """output_type defaults to str: the run's output is the model's final text, recorded as such."""
+    agent = make_agent(scripted(text("forty-two")), Calls())
+    result = agent.run("answer")
+    accepted = [e.body for e in Trace.load(agent.writer.sink.data).events][-2]
+    assert (str, "forty-two") == (agent.output_type, result.output)
+    assert ("output_accepted", None, "forty-two") == (
+        accepted.kind,
+        accepted.schema_name,
+        accepted.value,
+    )
+
+
+def test_an_output_type_changed_after_construction_is_refused_at_the_answer() -> None:
+    """The text answer is returned only while output_type is str; another type is a config error."""
+    agent = make_agent(scripted(text("forty-two")), Calls())
+    agent.output_type = int  # type: ignore[assignment]  # the mistake under test
+    with pytest.raises(AgentConfigError, match="not <class 'int'>"):
+        agent.run("answer")
+
+
+def test_the_model_label_is_a_constructor_argument() -> None:
+    """The trace names the model by model_label when given, else by the model's class name."""
+    labelled = make_agent(scripted(), Calls(), model_label="smollm2-135m")
+    unlabelled = make_agent(scripted(), Calls())
+    assert ("smollm2-135m", "FunctionModel") == (labelled.config.model, unlabelled.config.model)
+
+
+def test_a_modify_verdict_with_empty_arguments_runs_with_exactly_those() -> None:
+    """Modify(arguments={}) is a change like any other: the tool runs with {} and the trace says so."""
+
+    def greet(name: str = "you") -> str:
+        """Greet someone."""
+        return f"hello {name}"
+
+    agent = Agent(
+        scripted(call("greet", {"name": "Bob"}), text("done")),
+        clock=SteppingClock(START),
+        ids=CountingIds(),
+        tools=[greet],
+        policy=Policy(allow=frozenset({"greet"}), approval=lambda _call: Modify(arguments={})),
+    )
+    agent.run("go")
+    bodies = [e.body for e in Trace.load(agent.writer.sink.data).events]
+    decided = [b.arguments for b in bodies if b.kind == "policy_decided"]
+    called = [b.arguments for b in bodies if b.kind == "tool_called"]
+    assert ([{}], [{}], [("greet", "hello you", False)]) == (decided, called, results(agent))

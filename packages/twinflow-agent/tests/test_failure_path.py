@@ -49,6 +49,8 @@ def agent(model: ChatModel, ports: ReplayPorts | None = None) -> Agent[str]:
         tools=[add],
         policy=Policy(allow=frozenset({"add"})),
         trace=ports.trace if ports else MemoryTraceSink(),
+        model_label=ports.model_label if ports else None,
+        tool_results=ports.tool_results if ports else None,
     )
 
 

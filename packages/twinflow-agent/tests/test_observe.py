@@ -62,6 +62,8 @@ def agent(
             tools=[add],
             policy=Policy(allow=frozenset({"add"})),
             trace=ports.trace,
+            model_label=ports.model_label,
+            tool_results=ports.tool_results,
             steering=steering,
         )
     return Agent(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -12,16 +13,19 @@ from pydantic import BaseModel
 
 from twinflow.agent import (
     Agent,
+    AgentConfigError,
     FunctionModel,
     MemoryTraceSink,
     Policy,
     ReplayDivergenceError,
+    ReplayMode,
     ReplayPorts,
+    RunFailed,
     Trace,
     replay,
 )
 from twinflow.kernel import CountingIds, NondeterminismError, SteppingClock
-from twinflow.vocab import CallId, Message, ModelRequest, StructuredPart, ToolCallPart
+from twinflow.vocab import CallId, Message, ModelRequest, RunId, StructuredPart, ToolCallPart
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -84,6 +88,8 @@ def agent_with(tool: Callable[..., Any], ports: ReplayPorts | None = None) -> Ag
         policy=Policy(allow=frozenset({tool.__name__})),
         output_type=Total,
         trace=ports.trace,
+        model_label=ports.model_label,
+        tool_results=ports.tool_results,
     )
 
 
@@ -154,6 +160,8 @@ def test_a_changed_configuration_diverges_at_the_first_event() -> None:
             policy=Policy(allow=frozenset({"add"}), max_tool_calls=5),
             output_type=Total,
             trace=ports.trace,
+            model_label=ports.model_label,
+            tool_results=ports.tool_results,
         )
 
     with pytest.raises(ReplayDivergenceError) as caught:
@@ -178,25 +186,19 @@ def test_a_trace_cut_short_reports_the_extra_event_the_re_run_wrote() -> None:
 
 def test_recorded_events_the_re_run_never_produced_are_a_divergence() -> None:
     """A re-run that stops early leaves recorded events unconsumed, reported by number."""
-    trace = record()
-
-    class StopsEarly:
-        """An agent stand-in that writes only the first three recorded events."""
-
-        def __init__(self, ports: ReplayPorts) -> None:
-            self.ports = ports
-
-        def serve_tool_results(self, recorded: object) -> None:
-            """Accept the harness's recorded results (unused)."""
-
-        def run(self, prompt: str) -> None:
-            """Write the first three events exactly as recorded."""
-            for line in MemoryTraceSinkBytes.of(trace).splitlines()[:3]:
-                self.ports.trace.write(line + b"\n")
-
-    with pytest.raises(ReplayDivergenceError, match="stopped after 3 events") as caught:
-        replay(trace, StopsEarly)
-    assert (3, None) == (caught.value.seq, caught.value.actual)
+    agent = agent_with(add)
+    agent.run("add 2 and 3, twice")
+    written = agent.writer.size
+    # One event more than the agent's code writes, chained like the rest.
+    agent.writer.append(
+        START, RunFailed(run_id=RunId("extra"), steps=0, error_type="X", message="x")
+    )
+    agent.writer.end_step()
+    sink = agent.writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    with pytest.raises(ReplayDivergenceError, match=f"stopped after {written} events") as caught:
+        replay(Trace.load(sink.data), lambda ports: agent_with(add, ports))
+    assert (written, None) == (caught.value.seq, caught.value.actual)
 
 
 class MemoryTraceSinkBytes:
@@ -208,3 +210,25 @@ class MemoryTraceSinkBytes:
         from twinflow.agent import encode_line
 
         return b"".join(encode_line(event)[0] for event in trace.events)
+
+
+@pytest.mark.parametrize(
+    ("mode", "missing"),
+    [("recorded", "ports.tool_results, ports.model_label"), ("live", "ports.model_label")],
+)
+def test_an_agent_built_without_every_replaying_port_is_refused(
+    mode: ReplayMode, missing: str
+) -> None:
+    """A factory that drops a port would not replay (tools would run, the label would differ)."""
+    trace = record()
+
+    def build(ports: ReplayPorts) -> Agent[Total]:
+        # The agent gets other values than the harness's for the two ports it may forget.
+        return agent_with(add, dataclasses.replace(ports, model_label="Mine", tool_results=None))
+
+    with pytest.raises(AgentConfigError) as caught:
+        replay(trace, build, mode=mode)
+    assert (
+        f"the agent the replay factory built does not use the replaying {missing}; pass each "
+        "to Agent under its own name (see ReplayPorts)"
+    ) == str(caught.value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 import pytest
 from eval_testkit import START, Total, convert, factory
@@ -200,3 +201,28 @@ def test_a_misspelt_scorer_path_attribute_gets_a_suggestion() -> None:
     with pytest.raises(ScorerError) as info:
         resolve_dotted("eval_testkit:Totl")
     assert str(info.value).endswith("(did you mean 'Total'?)")
+
+
+def test_a_scorer_module_that_raises_at_import_is_a_scorer_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one dotted-path resolver turns a broken user module into its typed error, in one line."""
+    from twinflow.eval import ScorerError, resolve_dotted
+
+    (tmp_path / "broken_scorer_17b.py").write_text("raise RuntimeError('no\\nscorer')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ScorerError) as info:
+        resolve_dotted("broken_scorer_17b:score")
+    assert (
+        "cannot import 'broken_scorer_17b' for 'broken_scorer_17b:score': RuntimeError: no scorer"
+    ) == str(info.value)
+
+
+@pytest.mark.parametrize("path", ["nodots", ":name", "module:", "."])
+def test_what_is_not_a_dotted_path_is_named_as_such(path: str) -> None:
+    """split_dotted refuses a path without both a module and a name, with the form to write."""
+    from twinflow.eval import ScorerError, split_dotted
+
+    with pytest.raises(ScorerError) as info:
+        split_dotted(path)
+    assert f"{path!r} is not a dotted path: write 'package.module:name'" == str(info.value)

@@ -55,6 +55,8 @@ EXPECTED = {
     "TransportError",
     "TransportTimeout",
     "UrllibJsonTransport",
+    "HttpTransport",
+    "Closing",
     "free_port",
 }
 

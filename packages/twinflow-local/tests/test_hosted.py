@@ -75,7 +75,9 @@ def test_a_hosted_endpoint_over_tls_with_a_bearer_key_plain_and_streamed(
             cafile=certificate[0], headers={"Authorization": f"Bearer {KEY}"}
         )
         with RecordingTransport(transport, tmp_path / "rec.jsonl") as recorder:
-            model = OpenAICompatibleChatModel(recorder, base_url=server.url, dialect="vllm")
+            model = OpenAICompatibleChatModel(
+                recorder, base_url=server.url, dialect="vllm", mode="native"
+            )
             plain = model.request(REQUEST)
             streamed = model.stream(REQUEST, lambda chunk: None)
     assert server.url.startswith("https://")

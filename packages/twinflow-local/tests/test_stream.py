@@ -115,7 +115,10 @@ def test_an_openai_golden_stream_assembles_to_the_non_streamed_reply(
     for chunks in splits(data):
         seen: list[JsonValue] = []
         model = OpenAICompatibleChatModel(
-            openai(chunks, answer, seen), base_url="http://127.0.0.1:9", dialect="llama.cpp"
+            openai(chunks, answer, seen),
+            base_url="http://127.0.0.1:9",
+            dialect="llama.cpp",
+            mode="native",
         )
         shown: list[Chunk] = []
         streamed = model.stream(request_, shown.append)
@@ -134,7 +137,10 @@ def test_only_choice_zero_is_read_when_choices_interleave() -> None:
     ]
     data = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
     model = OpenAICompatibleChatModel(
-        openai([data], OPENAI_TEXT, []), base_url="http://127.0.0.1:9", dialect="llama.cpp"
+        openai([data], OPENAI_TEXT, []),
+        base_url="http://127.0.0.1:9",
+        dialect="llama.cpp",
+        mode="native",
     )
     reply = model.stream(REQUEST, lambda chunk: None)
     assert ("Hello", "stop") == (reply.message.text, reply.finish_reason)
@@ -145,7 +151,10 @@ def test_the_streamed_request_is_the_plain_one_with_stream_set() -> None:
     seen: list[JsonValue] = []
     data = (STREAMS / "openai_docs_text.sse").read_bytes()
     model = OpenAICompatibleChatModel(
-        openai([data], OPENAI_TEXT, seen), base_url="http://127.0.0.1:9", dialect="llama.cpp"
+        openai([data], OPENAI_TEXT, seen),
+        base_url="http://127.0.0.1:9",
+        dialect="llama.cpp",
+        mode="native",
     )
     model.stream(REQUEST, lambda chunk: None)
     model.request(REQUEST)
@@ -160,14 +169,20 @@ def test_text_and_tool_call_chunks_are_shown_as_they_decode() -> None:
     shown: list[Chunk] = []
     data = (STREAMS / "openai_docs_text.sse").read_bytes()
     model = OpenAICompatibleChatModel(
-        openai([data], OPENAI_TEXT, []), base_url="http://127.0.0.1:9", dialect="llama.cpp"
+        openai([data], OPENAI_TEXT, []),
+        base_url="http://127.0.0.1:9",
+        dialect="llama.cpp",
+        mode="native",
     )
     model.stream(REQUEST, shown.append)
     assert [TextDelta(text="Hello")] == [c for c in shown if isinstance(c, TextDelta)]
     shown.clear()
     data = (STREAMS / "openai_docs_tool_call.sse").read_bytes()
     model = OpenAICompatibleChatModel(
-        openai([data], OPENAI_TOOL, []), base_url="http://127.0.0.1:9", dialect="llama.cpp"
+        openai([data], OPENAI_TOOL, []),
+        base_url="http://127.0.0.1:9",
+        dialect="llama.cpp",
+        mode="native",
     )
     model.stream(TOOL_REQUEST, shown.append)
     starts = [c for c in shown if isinstance(c, ToolCallStart)]
@@ -179,7 +194,7 @@ def test_the_ollama_golden_stream_assembles_to_the_non_streamed_reply() -> None:
     data = (STREAMS / "ollama_docs_chat.ndjson").read_bytes()
     for chunks in splits(data):
         seen: list[JsonValue] = []
-        model = OllamaChatModel(openai(chunks, OLLAMA_TEXT, seen), model="llama3.2")
+        model = OllamaChatModel(openai(chunks, OLLAMA_TEXT, seen), model="llama3.2", mode="native")
         streamed = model.stream(REQUEST, lambda chunk: None)
         plain = model.request(REQUEST)
         assert digest(plain) == digest(streamed)
@@ -205,7 +220,10 @@ def test_the_ollama_golden_stream_assembles_to_the_non_streamed_reply() -> None:
 def test_a_broken_openai_stream_is_a_malformed_response(stream: bytes, words: str) -> None:
     """A cut, an error event, a non-JSON event or an endless line: MalformedResponseError."""
     model = OpenAICompatibleChatModel(
-        openai([stream], OPENAI_TEXT, []), base_url="http://127.0.0.1:9", dialect="llama.cpp"
+        openai([stream], OPENAI_TEXT, []),
+        base_url="http://127.0.0.1:9",
+        dialect="llama.cpp",
+        mode="native",
     )
     with pytest.raises(MalformedResponseError) as caught:
         model.stream(REQUEST, lambda chunk: None)
@@ -223,7 +241,7 @@ def test_a_broken_openai_stream_is_a_malformed_response(stream: bytes, words: st
 )
 def test_a_broken_ollama_stream_is_a_malformed_response(stream: bytes, words: str) -> None:
     """A stream cut before done, an error line, a nameless call: MalformedResponseError."""
-    model = OllamaChatModel(openai([stream], OLLAMA_TEXT, []), model="llama3.2")
+    model = OllamaChatModel(openai([stream], OLLAMA_TEXT, []), model="llama3.2", mode="native")
     with pytest.raises(MalformedResponseError) as caught:
         model.stream(REQUEST, lambda chunk: None)
     assert words in str(caught.value)

@@ -7,10 +7,12 @@ decisions and results), so a step's cost does not grow with the length of the ru
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypeVar
 
 from twinflow.agent._errors import (
     AgentConfigError,
@@ -37,7 +39,7 @@ from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
 from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
-from twinflow.kernel import Clock, Ids
+from twinflow.kernel import Clock, Closing, Ids
 from twinflow.trace import Checkpoint, FsyncPolicy, MemoryTraceSink, TraceSink
 from twinflow.vocab import (
     ChatModel,
@@ -61,8 +63,12 @@ from twinflow.vocab import (
 
 __all__ = ["Agent", "RunResult", "UsageLimits"]
 
-OutputT = TypeVar("OutputT")
-M = TypeVar("M", bound=BaseModel)
+# Defaults to str, so a bare `Agent` (and `Agent(model, ...)` without an output type) is a
+# text agent: one constructor, no overloads.
+OutputT = TypeVar("OutputT", default=str)
+# RunResult keeps a TypeVar without a default: pydantic validates an unparametrized generic
+# model's field against the default, which would refuse a model output as "not a str".
+ResultT = typing.TypeVar("ResultT")
 
 
 class UsageLimits(BaseModel):
@@ -80,13 +86,13 @@ class UsageLimits(BaseModel):
     """Input plus output tokens."""
 
 
-class RunResult(BaseModel, Generic[OutputT]):
+class RunResult(BaseModel, Generic[ResultT]):
     """What a run produced."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
-    output: OutputT
-    """The validated output (a pydantic model), or the final text when there is no output type."""
+    output: ResultT
+    """The validated output (a pydantic model), or the final text for a ``str`` output type."""
     transcript: Transcript
     """The whole conversation."""
     head: Checkpoint
@@ -136,52 +142,14 @@ def _emission(message: Message) -> str:
     return message.text
 
 
-class Agent(Generic[OutputT]):
+def _bad_output_type(output_type: object) -> AgentConfigError:
+    return AgentConfigError(
+        f"output_type must be str or a pydantic model class, not {output_type!r}"
+    )
+
+
+class Agent(Closing, Generic[OutputT]):
     """Runs a model with tools under a deny-by-default policy, tracing every event."""
-
-    @overload
-    def __init__(
-        self: Agent[str],
-        model: ChatModel,
-        *,
-        clock: Clock,
-        ids: Ids,
-        tools: Sequence[Tool | Callable[..., Any]] = (),
-        policy: Policy | None = None,
-        output_type: None = None,
-        structured: StructuredOutputAdapter | None = None,
-        max_steps: int = 10,
-        usage_limits: UsageLimits | None = None,
-        system: str | None = None,
-        settings: ModelSettings | None = None,
-        trace: TraceSink | None = None,
-        fsync: FsyncPolicy = "step",
-        signing_key: bytes | None = None,
-        observer: Observer | None = None,
-        steering: Steering | None = None,
-    ) -> None: ...
-
-    @overload
-    def __init__(
-        self: Agent[M],
-        model: ChatModel,
-        *,
-        clock: Clock,
-        ids: Ids,
-        tools: Sequence[Tool | Callable[..., Any]] = (),
-        policy: Policy | None = None,
-        output_type: type[M],
-        structured: StructuredOutputAdapter | None = None,
-        max_steps: int = 10,
-        usage_limits: UsageLimits | None = None,
-        system: str | None = None,
-        settings: ModelSettings | None = None,
-        trace: TraceSink | None = None,
-        fsync: FsyncPolicy = "step",
-        signing_key: bytes | None = None,
-        observer: Observer | None = None,
-        steering: Steering | None = None,
-    ) -> None: ...
 
     def __init__(
         self,
@@ -191,7 +159,8 @@ class Agent(Generic[OutputT]):
         ids: Ids,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         policy: Policy | None = None,
-        output_type: type[BaseModel] | None = None,
+        # The one ignore: mypy cannot see that the default binds OutputT to str (PEP 696).
+        output_type: type[OutputT] = str,  # type: ignore[assignment]
         structured: StructuredOutputAdapter | None = None,
         max_steps: int = 10,
         usage_limits: UsageLimits | None = None,
@@ -202,6 +171,8 @@ class Agent(Generic[OutputT]):
         signing_key: bytes | None = None,
         observer: Observer | None = None,
         steering: Steering | None = None,
+        model_label: str | None = None,
+        tool_results: RecordedResults | None = None,
     ) -> None:
         """Configure an agent.
 
@@ -211,7 +182,8 @@ class Agent(Generic[OutputT]):
             ids: Ids port; run ids come from it.
             tools: Tools, or typed callables turned into tools.
             policy: Tool policy (default: deny every tool).
-            output_type: Pydantic model of the final answer; None for plain text.
+            output_type: Pydantic model of the final answer; ``str`` (the default) for the
+                model's final text.
             structured: Adapter validating the answer (default `PydanticStructuredOutput`).
             max_steps: Model requests allowed while the model keeps calling tools.
             usage_limits: Limits on requests and tokens.
@@ -225,13 +197,23 @@ class Agent(Generic[OutputT]):
                 arrive. The trace is the same with or without it.
             steering: Messages to add between steps (a callback of the step, or a queue);
                 each is recorded as `steering_received` and sent as a tagged user turn.
+            model_label: The model's name in the trace's configuration (default: the model's
+                class name); replay passes the recorded one (`ReplayPorts.model_label`).
+            tool_results: Serve each allowed call's result from a record instead of running
+                the tool (replay's recorded mode, `ReplayPorts.tool_results`). Every policy
+                decision is still made and traced; only the function call is replaced.
 
         Raises:
-            AgentConfigError: Duplicate tool names, a policy naming unknown tools, or a
-                bad ``max_steps``.
+            AgentConfigError: Duplicate tool names, a policy naming unknown tools, a bad
+                ``max_steps``, or an ``output_type`` that is neither ``str`` nor a pydantic
+                model class.
         """
         if max_steps < 1:
             raise AgentConfigError(f"max_steps must be at least 1, not {max_steps}")
+        if output_type is not str and not (
+            isinstance(output_type, type) and issubclass(output_type, BaseModel)
+        ):
+            raise _bad_output_type(output_type)
         self.model = model
         self.clock = clock
         self.ids = ids
@@ -261,10 +243,12 @@ class Agent(Generic[OutputT]):
                 f"registered: {sorted(self.tools)}"
             )
         self._specs = tuple(t.spec for t in self.tools.values())
-        self._schema = None if output_type is None else OutputSchema.for_model(output_type)
+        self._schema = (
+            OutputSchema.for_model(output_type) if issubclass(output_type, BaseModel) else None
+        )
+        self.tool_results = tool_results
         self.config = AgentConfig(
-            # A stand-in model (replay's) presents the label of the model it stands in for.
-            model=str(getattr(model, "trace_label", None) or type(model).__name__),
+            model=type(model).__name__ if model_label is None else model_label,
             system_prompt=system,
             tools=self._specs,
             policy=self.policy.record(),
@@ -275,15 +259,10 @@ class Agent(Generic[OutputT]):
         )
         self.config_digest = digest(self.config)
         self._offer_digests: dict[tuple[str, ...], str] = {}
-        self._recorded_results: RecordedResults | None = None
         self._schema_digest = None if self._schema is None else digest(self._schema)
 
-    def __enter__(self) -> Agent[OutputT]:
-        """Use the agent in a ``with`` block; the trace is closed when the block exits."""
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        """Close the trace writer (and its sink), however the block exits."""
+    def close(self) -> None:
+        """Close the trace writer (and its sink); a ``with`` block does it on exit."""
         self.writer.close()
 
     def _emit(self, body: EventBody) -> None:
@@ -314,7 +293,7 @@ class Agent(Generic[OutputT]):
         )
         opening = (Message.system(self.system),) if self.system is not None else ()
         state = _Run(run_id, Transcript(messages=(*opening, Message.user(prompt))))
-        runner = ToolRunner(self.tools, self.policy, self._emit, recorded=self._recorded_results)
+        runner = ToolRunner(self.tools, self.policy, self._emit, recorded=self.tool_results)
         try:
             output = self._loop(state, runner)
         except BaseException as exc:
@@ -356,7 +335,7 @@ class Agent(Generic[OutputT]):
             state.offered = tuple(s for s in self._specs if runner.may_call(s.name))
             if self.steering is not None:
                 self._steer(state, poll_steering(self.steering, step))
-            response = self._ask(state, "step", append=False)
+            response = self._ask(state, "step")
             calls = response.message.tool_calls
             if not calls:
                 state.transcript = state.transcript.append(response.message)
@@ -373,13 +352,14 @@ class Agent(Generic[OutputT]):
             "requests; raise max_steps or check the tools' results"
         )
 
-    def _ask(self, state: _Run, purpose: str, *, append: bool = True) -> ModelResponse:
+    def _ask(self, state: _Run, purpose: Literal["step", "reask"]) -> ModelResponse:
+        """Send the transcript; a re-ask's reply joins it here, a step's with its tool results."""
         messages = state.transcript.messages
         new = messages[state.sent :]
         self._emit(
             ModelRequested(
                 step=state.step,
-                purpose="reask" if purpose == "reask" else "step",
+                purpose=purpose,
                 prefix_length=state.chain.length,
                 prefix_digest=state.chain.hexdigest,
                 new_messages=new,
@@ -413,7 +393,7 @@ class Agent(Generic[OutputT]):
         state.usage_in += response.usage.input_tokens
         state.usage_out += response.usage.output_tokens
         self._check_limits(state)
-        if append:
+        if purpose == "reask":
             state.transcript = state.transcript.append(response.message)
         return response
 
@@ -442,17 +422,6 @@ class Agent(Generic[OutputT]):
             found = digest([spec.model_dump(mode="json") for spec in offered])
             self._offer_digests[names] = found
         return found
-
-    def serve_tool_results(self, recorded: RecordedResults | None) -> None:
-        """Serve tool results from a record instead of running the tools (replay's recorded mode).
-
-        Every policy decision is still made and traced; only the function call is replaced,
-        by the result the record holds for that call.
-
-        Args:
-            recorded: Gives the recorded `ToolReturned` for each call; None to run tools again.
-        """
-        self._recorded_results = recorded
 
     def _no_valid_reply(self, state: _Run, exc: StructuredOutputError) -> InvalidModelReply:
         """Record every refused reply, then the run's error: one failure path with the others."""
@@ -488,10 +457,15 @@ class Agent(Generic[OutputT]):
                 )
 
     def _finish(self, state: _Run, response: ModelResponse) -> OutputT:
-        if self.output_type is None or self._schema is None:
+        output_type = self.output_type
+        if self._schema is None or not issubclass(output_type, BaseModel):
             text = response.message.text
+            # str is the only other output type the constructor accepts; the check is what
+            # lets the text be returned as OutputT, and it refuses an output_type changed since.
+            if not isinstance(text, output_type):
+                raise _bad_output_type(output_type)
             self._emit(OutputAccepted(attempts=1, schema_name=None, value=text))
-            return text  # type: ignore[return-value]  # OutputT is str when output_type is None
+            return text
         emissions = [_emission(response.message)]
         schema_name = self._schema.name
 
@@ -507,7 +481,7 @@ class Agent(Generic[OutputT]):
             return emissions[-1]
 
         try:
-            result = self.structured.validate(emissions[0], self.output_type, reask)
+            result = self.structured.validate(emissions[0], output_type, reask)
         except StructuredOutputError as exc:
             last = exc.attempts[-1] if exc.attempts else None
             if last is not None and last.error is not None:
@@ -524,4 +498,4 @@ class Agent(Generic[OutputT]):
                 value=result.output.model_dump(mode="json"),
             )
         )
-        return result.output  # type: ignore[return-value]  # an instance of output_type, i.e. OutputT
+        return result.output

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, ValidationError
@@ -113,6 +114,27 @@ RecordedResults = Callable[[ToolCallPart], ToolReturned]
 """Gives the recorded result of a call, in place of running the tool (replay)."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Permit:
+    """The call may run: with these validated arguments, on whose word and why."""
+
+    tool: Tool
+    kwargs: dict[str, object]
+    by: Literal["policy", "approval"]
+    reason: str
+    modified: dict[str, JsonValue] | None
+    """The approval hook's replacement arguments, if it changed them."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Refusal:
+    """The call is denied: the error type and reason the model sees, and who decided."""
+
+    error_type: str
+    reason: str
+    by: Literal["policy", "approval"] = "policy"
+
+
 class ToolRunner:
     """Applies a policy to tool calls for one run (it holds that run's budgets)."""
 
@@ -147,11 +169,17 @@ class ToolRunner:
         whose budget is spent is not invited to. Tools the policy does not allow are still
         offered: denying them, with a reason the model sees, is the policy's job.
         """
+        return self._spent(name) is None
+
+    def _spent(self, name: str) -> str | None:
+        """Why a call to ``name`` is over budget, or None while both budgets allow it."""
         policy = self._policy
         budget = policy.per_tool_budget.get(name)
         if budget is not None and self._used.get(name, 0) >= budget:
-            return False
-        return policy.max_tool_calls is None or self._used_total < policy.max_tool_calls
+            return f"tool {name!r} budget of {budget} calls is used up"
+        if policy.max_tool_calls is not None and self._used_total >= policy.max_tool_calls:
+            return f"run budget of {policy.max_tool_calls} tool calls is used up"
+        return None
 
     def run(self, call: ToolCallPart) -> ToolResultPart:
         """Decide on one call, run it if allowed, and return the result the model sees.
@@ -162,104 +190,79 @@ class ToolRunner:
         Returns:
             The result part (an error result for every refusal or failure).
         """
-        policy = self._policy
-        tool = self._tools.get(call.name)
-        if tool is None:
-            known = ", ".join(sorted(self._tools)) or "none"
-            return self._deny(call, "UnknownTool", f"no tool named {call.name!r} (tools: {known})")
-        if call.name not in policy.allow:
-            return self._deny(
-                call, "ToolDenied", f"tool {call.name!r} is not allowed by the policy"
+        decided = self._decide(call)
+        if isinstance(decided, _Refusal):
+            return self._deny(call, decided.error_type, decided.reason, by=decided.by)
+        self._emit(
+            PolicyDecided(
+                call_id=call.id,
+                tool=call.name,
+                decision="allow",
+                by=decided.by,
+                reason=decided.reason,
+                arguments=decided.modified,
             )
-        try:
-            kwargs = tool.validate(call.arguments)
-        except ValidationError as exc:
-            return self._deny(
-                call,
-                "InvalidArguments",
-                f"arguments for {call.name!r} are invalid:\n{format_validation_error(exc)}",
-            )
-        budget = policy.per_tool_budget.get(call.name)
-        if budget is not None and self._used.get(call.name, 0) >= budget:
-            return self._deny(
-                call, "BudgetExceeded", f"tool {call.name!r} budget of {budget} calls is used up"
-            )
-        if policy.max_tool_calls is not None and self._used_total >= policy.max_tool_calls:
-            return self._deny(
-                call,
-                "BudgetExceeded",
-                f"run budget of {policy.max_tool_calls} tool calls is used up",
-            )
-        arguments = call.arguments
-        if policy.approval is None:
-            self._emit(
-                PolicyDecided(
-                    call_id=call.id,
-                    tool=call.name,
-                    decision="allow",
-                    by="policy",
-                    reason="allowed by name",
-                )
-            )
-        else:
-            verdict: object = policy.approval(call)
-            if not isinstance(verdict, Approve | Deny | Modify):
-                # Deny by default: only an explicit Approve or Modify lets a call run.
-                return self._deny(
-                    call,
-                    "ToolDenied",
-                    f"the approval hook returned {type(verdict).__name__}, "
-                    "not Approve, Deny or Modify",
-                    by="approval",
-                )
-            if isinstance(verdict, Deny):
-                return self._deny(call, "ToolDenied", verdict.reason, by="approval")
-            if isinstance(verdict, Modify):
-                try:
-                    kwargs = tool.validate(verdict.arguments)
-                except ValidationError as exc:
-                    return self._deny(
-                        call,
-                        "InvalidArguments",
-                        f"modified arguments for {call.name!r} are invalid:\n{format_validation_error(exc)}",
-                        by="approval",
-                    )
-                arguments = verdict.arguments
-                self._emit(
-                    PolicyDecided(
-                        call_id=call.id,
-                        tool=call.name,
-                        decision="allow",
-                        by="approval",
-                        reason=verdict.reason,
-                        arguments=arguments,
-                    )
-                )
-            else:
-                self._emit(
-                    PolicyDecided(
-                        call_id=call.id,
-                        tool=call.name,
-                        decision="allow",
-                        by="approval",
-                        reason=verdict.reason,
-                    )
-                )
+        )
         self._used[call.name] = self._used.get(call.name, 0) + 1
         self._used_total += 1
+        arguments = call.arguments if decided.modified is None else decided.modified
         self._emit(ToolCalled(call_id=call.id, tool=call.name, arguments=arguments))
         if self._recorded is not None:
             returned = self._recorded(call)
             self._emit(returned)
             return returned.result
         try:
-            content = tool.call(kwargs)
+            content = decided.tool.call(decided.kwargs)
         except Exception as exc:  # a raising tool is a result the model sees, never a crash
             message = f"{type(exc).__name__}: {exc}"
-            if policy.include_traceback:
+            if self._policy.include_traceback:
                 message += "\n" + "".join(traceback.format_exception(exc))
             return self._result(call, message, type(exc).__name__)
         return self._result(call, content, None)
+
+    def _decide(self, call: ToolCallPart) -> _Permit | _Refusal:
+        """The rules in the module docstring's order; the first refusal decides."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(self._tools)) or "none"
+            return _Refusal("UnknownTool", f"no tool named {call.name!r} (tools: {known})")
+        if call.name not in self._policy.allow:
+            return _Refusal("ToolDenied", f"tool {call.name!r} is not allowed by the policy")
+        try:
+            kwargs = tool.validate(call.arguments)
+        except ValidationError as exc:
+            return _Refusal(
+                "InvalidArguments",
+                f"arguments for {call.name!r} are invalid:\n{format_validation_error(exc)}",
+            )
+        spent = self._spent(call.name)
+        if spent is not None:
+            return _Refusal("BudgetExceeded", spent)
+        hook = self._policy.approval
+        if hook is None:
+            return _Permit(tool, kwargs, "policy", "allowed by name", None)
+        verdict: object = hook(call)
+        if isinstance(verdict, Approve):
+            return _Permit(tool, kwargs, "approval", verdict.reason, None)
+        if isinstance(verdict, Deny):
+            return _Refusal("ToolDenied", verdict.reason, "approval")
+        if not isinstance(verdict, Modify):
+            # Deny by default: only an explicit Approve or Modify lets a call run.
+            return _Refusal(
+                "ToolDenied",
+                f"the approval hook returned {type(verdict).__name__}, not Approve, Deny or Modify",
+                "approval",
+            )
+        try:
+            kwargs = tool.validate(verdict.arguments)
+        except ValidationError as exc:
+            return _Refusal(
+                "InvalidArguments",
+                f"modified arguments for {call.name!r} are invalid:\n"
+                f"{format_validation_error(exc)}",
+                "approval",
+            )
+        return _Permit(tool, kwargs, "approval", verdict.reason, verdict.arguments)
 
     def _deny(
         self,

@@ -25,12 +25,14 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from twinflow.agent._errors import AgentError, InvalidModelReply, RunError
+from twinflow.agent._agent import Agent
+from twinflow.agent._errors import AgentConfigError, AgentError, InvalidModelReply, RunError
 from twinflow.agent._events import (
     ModelRequested,
     ModelResponded,
@@ -42,12 +44,16 @@ from twinflow.agent._events import (
     ToolReturned,
     TraceEvent,
 )
-from twinflow.agent._trace import EVENT_INFIX, LINE_PREFIX
+from twinflow.agent._observe import Steering
+from twinflow.agent._policy import RecordedResults
 from twinflow.agent._verify import Trace
-from twinflow.kernel import NondeterminismError, nondeterminism_guard
+from twinflow.kernel import Clock, Ids, NondeterminismError, nondeterminism_guard
+from twinflow.trace import TraceSink
+from twinflow.trace import encode_line as frame_line
 from twinflow.vocab import (
     Attempt,
     CallId,
+    ChatModel,
     Difference,
     ModelRequest,
     ModelResponse,
@@ -209,12 +215,10 @@ class _ReplayModel:
 
     def __init__(
         self,
-        label: str,
         responses: list[ModelResponse],
         failure: RunFailed | None,
         refused: tuple[Attempt, ...] = (),
     ):
-        self.trace_label = label
         self._responses = iter(responses)
         self._failure = failure
         self._refused = refused
@@ -261,31 +265,54 @@ class _RecordedSteering:
         return self._by_step.pop(step, [])
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReplayPorts:
-    """What the agent factory must build the agent with, to be replayed."""
+    """What the agent factory must build the agent with, to be replayed.
 
-    def __init__(
-        self,
-        *,
-        model: _ReplayModel,
-        clock: _ReplayClock,
-        ids: _ReplayIds,
-        trace: _ComparingSink,
-        prompt: str,
-        steering: _RecordedSteering,
-    ) -> None:
-        self.model = model
-        """The replaying chat model."""
-        self.clock = clock
-        """The replaying clock."""
-        self.ids = ids
-        """The replaying ids."""
-        self.trace = trace
-        """The comparing trace sink."""
-        self.prompt = prompt
-        """The recorded prompt (the harness runs the agent on it)."""
-        self.steering = steering
-        """The recorded steering messages; pass it as the agent's ``steering``."""
+    Pass each to `Agent` under its own name (``model`` first)::
+
+        Agent(ports.model, clock=ports.clock, ids=ports.ids, trace=ports.trace,
+              model_label=ports.model_label, tool_results=ports.tool_results, ...)
+
+    `replay` refuses an agent built without any of them, naming the one missing.
+    """
+
+    model: ChatModel
+    """The replaying chat model: the recorded responses, in order."""
+    clock: Clock
+    """The replaying clock: each recorded event's time, in order."""
+    ids: Ids
+    """The replaying ids: the recorded run id and tool-call ids."""
+    trace: TraceSink
+    """The comparing trace sink: each line written is checked against the recorded one."""
+    model_label: str
+    """The recorded run's model name, for the agent's ``model_label``."""
+    tool_results: RecordedResults | None
+    """The recorded tool results (``recorded`` mode), or None: the tools run (``live``)."""
+    prompt: str
+    """The recorded prompt (the harness runs the agent on it)."""
+    steering: Steering
+    """The recorded steering messages, each before its step: the agent's ``steering``."""
+
+
+def _check_built(agent: Agent[Any], ports: ReplayPorts) -> None:
+    """Refuse an agent that does not use every replaying port: it would not be a replay."""
+    used = {
+        "model": agent.model,
+        "clock": agent.clock,
+        "ids": agent.ids,
+        "trace": agent.writer.sink,
+        "tool_results": agent.tool_results,
+    }
+    missing = [name for name, value in used.items() if value is not getattr(ports, name)]
+    if agent.config.model != ports.model_label:
+        missing.append("model_label")
+    if missing:
+        raise AgentConfigError(
+            f"the agent the replay factory built does not use the replaying "
+            f"{', '.join(f'ports.{name}' for name in missing)}; pass each to Agent "
+            "under its own name (see ReplayPorts)"
+        )
 
 
 def _refused_replies(
@@ -322,7 +349,7 @@ def _call_ids(events: tuple[TraceEvent, ...]) -> Iterator[CallId]:
 
 def replay(
     trace: Trace,
-    build: Callable[[ReplayPorts], Any],
+    build: Callable[[ReplayPorts], Agent[Any]],
     *,
     mode: ReplayMode = "recorded",
 ) -> ReplayResult:
@@ -330,10 +357,10 @@ def replay(
 
     Args:
         trace: The recorded trace (`Trace.load` verified it).
-        build: Makes the agent from the replaying ports; it must pass ``ports.model``,
-            ``ports.clock``, ``ports.ids`` and ``ports.trace`` to `Agent` (and
-            ``ports.steering``, when the run was steered), and configure it
-            exactly as the recorded run was (same tools, policy, output type, settings).
+        build: Makes the agent from the replaying ports; it must pass every one of them to
+            `Agent` (see `ReplayPorts`), and configure it exactly as the recorded run was
+            (same tools, policy, output type, settings); ``ports.steering`` too when the run
+            was steered.
         mode: ``recorded`` serves tool results from the trace; ``live`` runs the tools.
 
     Returns:
@@ -344,6 +371,7 @@ def replay(
             re-run did not produce.
         NondeterminismError: Replayed code reached time, randomness or the network from
             outside the kernel (even if that code caught the error).
+        AgentConfigError: ``build`` made an agent that does not use every replaying port.
         AgentError: The trace does not start with ``run_started``.
     """
     events = trace.events
@@ -352,16 +380,12 @@ def replay(
     started = events[0].body
     if any(isinstance(e.body, RunStarted) for e in events[1:]):
         raise AgentError("the trace holds several runs; replay replays one run per trace")
-    # The lines exactly as the writer frames them, from the bytes that were read and verified.
-    lines = [
-        LINE_PREFIX + digest.encode() + EVENT_INFIX + encoded + b"}\n"
-        for digest, encoded in zip(trace.digests, trace.encoded, strict=True)
-    ]
+    # The lines framed by the one framing function the writer uses, from the verified bytes.
+    lines = [frame_line(encoded)[0] for encoded in trace.encoded]
     failed = events[-1].body if isinstance(events[-1].body, RunFailed) else None
     sink = _ComparingSink(lines)
     ports = ReplayPorts(
         model=_ReplayModel(
-            started.config.model,
             [e.body.response for e in events if isinstance(e.body, ModelResponded)],
             failed,
             _refused_replies(events, failed),
@@ -369,14 +393,17 @@ def replay(
         clock=_ReplayClock([event.at for event in events]),
         ids=_ReplayIds(started.run_id, list(_call_ids(events))),
         trace=sink,
+        model_label=started.config.model,
+        tool_results=(
+            _RecordedToolResults(_recorded_tool_results(events)) if mode == "recorded" else None
+        ),
         prompt=started.prompt,
         steering=_RecordedSteering(
             [e.body for e in events if isinstance(e.body, SteeringReceived)]
         ),
     )
     agent = build(ports)
-    if mode == "recorded":
-        agent.serve_tool_results(_RecordedToolResults(_recorded_tool_results(events)))
+    _check_built(agent, ports)
     with nondeterminism_guard() as guard:
         try:
             agent.run(started.prompt)

@@ -31,7 +31,7 @@ from twinflow.agent import (
 )
 from twinflow.cli._spec import RunSpec, load_tools
 from twinflow.cli._wiring import build_agent, build_model, embedded_server, model_base_url
-from twinflow.kernel import SystemClock, SystemIds, UrllibJsonTransport
+from twinflow.kernel import HttpTransport, SystemClock, SystemIds
 
 __all__ = ["connect", "embedded_model", "replay_run"]
 
@@ -71,7 +71,7 @@ def connect(
     path.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         url = stack.enter_context(model_base_url(spec.model.url, path.parent, _quiet))
-        transport = UrllibJsonTransport()
+        transport = HttpTransport()
         stack.callback(transport.close)
         ids = SystemIds()
         model = build_model(spec.model.model_copy(update={"url": url}), transport, ids)
@@ -128,6 +128,8 @@ def replay_run(
             ids=ports.ids,
             trace=ports.trace,
             tools=callables,
+            model_label=ports.model_label,
+            tool_results=ports.tool_results,
         )
 
     return replay(Trace.load(trace), build, mode=mode)

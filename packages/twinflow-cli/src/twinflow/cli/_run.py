@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from twinflow.agent import (
+    Agent,
     FileTraceSink,
     FunctionModel,
     MemoryTraceSink,
@@ -308,7 +309,7 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
     trace = parse_trace(trace_path, data)
     spec = spec_of()
 
-    def build(ports: ReplayPorts) -> Any:
+    def build(ports: ReplayPorts) -> Agent[Any]:
         return build_agent(
             spec,
             model=ports.model,
@@ -316,6 +317,8 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
             ids=ports.ids,
             trace=ports.trace,
             steering=ports.steering,
+            model_label=ports.model_label,
+            tool_results=ports.tool_results,
         )
 
     try:

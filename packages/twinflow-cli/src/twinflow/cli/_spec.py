@@ -7,7 +7,6 @@ A bad spec is refused with an error that names the file, the line and the offend
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -17,9 +16,16 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from twinflow.eval import unknown_key_message, yaml_syntax_problem
+from twinflow.eval import (
+    ScorerError,
+    split_dotted,
+    validation_problem,
+    yaml_line,
+    yaml_syntax_problem,
+)
+from twinflow.eval import resolve_dotted as resolve_any_dotted
 from twinflow.kernel import check_endpoint_url
-from twinflow.vocab import UserError, did_you_mean
+from twinflow.vocab import UserError
 
 __all__ = [
     "ModelSpec",
@@ -135,15 +141,6 @@ def _importing_from(code_dir: Path | None) -> Iterator[None]:
         sys.path[:] = [*(p for p in sys.path if p not in saved), *saved]
 
 
-def _split_dotted(path: str) -> tuple[str, str]:
-    module_name, sep, attribute = path.partition(":")
-    if not sep:
-        module_name, _, attribute = path.rpartition(".")
-    if not module_name or not attribute:
-        raise SpecError(f"{path!r} is not a dotted path: write 'package.module:name'")
-    return module_name, attribute
-
-
 def spec_modules(spec: RunSpec) -> tuple[str, ...]:
     """The modules building an agent from ``spec`` would import (tools, then output), unimported.
 
@@ -151,7 +148,10 @@ def spec_modules(spec: RunSpec) -> tuple[str, ...]:
         SpecError: a path is not a dotted path.
     """
     paths = [*spec.tools, *([spec.output] if spec.output else [])]
-    return tuple(dict.fromkeys(_split_dotted(p)[0] for p in paths))
+    try:
+        return tuple(dict.fromkeys(split_dotted(p)[0] for p in paths))
+    except ScorerError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def resolve_dotted(path: str, code_dir: Path | None = None) -> Any:
@@ -163,64 +163,12 @@ def resolve_dotted(path: str, code_dir: Path | None = None) -> Any:
     Raises:
         SpecError: the module or the attribute does not exist, or importing the module raised.
     """
-    module_name, attribute = _split_dotted(path)
     try:
         with _importing_from(code_dir):
-            # gate: loads user code (the module the user named; scripts/checks/determinism)
-            module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise SpecError(
-            f"cannot import {module_name!r} for {path!r}: {exc}; is it installed in this environment?"
-        ) from exc
-    except Exception as exc:
-        # The user's module itself is broken (a syntax error, code that raises at import):
-        # a mistake in their code to fix, reported in one line like a missing module.
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
-        raise SpecError(f"cannot import {module_name!r} for {path!r}: {reason}") from exc
-    target = module
-    for part in attribute.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            known = [name for name in dir(target) if not name.startswith("_")]
-            raise SpecError(
-                f"{module_name!r} has no attribute {attribute!r} (from {path!r})"
-                + did_you_mean(part, known)
-            ) from None
-    return target
-
-
-def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
-    """The 1-based line of the YAML node at ``loc`` (or of its nearest existing parent)."""
-    line = None if node is None else node.start_mark.line + 1
-    for key in loc:
-        if isinstance(node, yaml.MappingNode):
-            found = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
-            if found is None:
-                return line
-            # Point at the key itself: that is where an unknown or bad key is written.
-            key_node = next(k for k, v in node.value if v is found)
-            line = key_node.start_mark.line + 1
-            node = found
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
-
-
-def _describe(error: Any, root: yaml.Node | None, source: str) -> str:
-    loc: tuple[int | str, ...] = tuple(error["loc"])
-    dotted = ".".join(str(part) for part in loc) or "(top level)"
-    line = _line_of(root, loc)
-    where = f"{source}:{line}" if line is not None else source
-    message = str(error["msg"])
-    if error["type"] == "extra_forbidden":
-        message = unknown_key_message(RunSpec, loc)
-    elif error["type"] == "missing":
-        message = "required key is missing"
-    return f"{where}: {dotted}: {message}"
+            return resolve_any_dotted(path)
+    except ScorerError as exc:
+        # The resolver is eval's (one for the workspace); its error is a spec's problem here.
+        raise SpecError(str(exc)) from exc
 
 
 MAX_SPEC_CHARS = 1024 * 1024
@@ -309,7 +257,10 @@ def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec
     try:
         spec = RunSpec.model_validate(data)
     except ValidationError as exc:
-        problems = [_describe(error, root, path) for error in exc.errors()]
+        problems = [
+            validation_problem(path, yaml_line(root, error["loc"]), error, RunSpec)
+            for error in exc.errors()
+        ]
         more = (
             f" (and {len(problems) - 1} more: {'; '.join(problems[1:])})"
             if len(problems) > 1

@@ -15,17 +15,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from twinflow.agent import Agent, Observer, Policy, Steering, TraceSink
+from twinflow.agent import Agent, Observer, Policy, RecordedResults, Steering, TraceSink
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._grammar import llama_cpp_grammar_check
 from twinflow.cli._spec import ModelSpec, RunSpec, SpecError, load_tools, resolve_dotted
 from twinflow.eval import RunIdentity
 from twinflow.kernel import (
     Clock,
+    HttpTransport,
     Ids,
     SubprocessLauncher,
     Transport,
-    UrllibJsonTransport,
     free_port,
     redact_url,
 )
@@ -47,13 +47,13 @@ EMBEDDED = "embedded"
 """A spec's ``model.url`` that means: start the embedded SmolLM2 server for this run."""
 
 
-def build_transport(spec: ModelSpec) -> UrllibJsonTransport:
+def build_transport(spec: ModelSpec) -> HttpTransport:
     """The real transport for a spec's model: its API key (``api_key_env``) as a bearer header.
 
     Raises:
         UserError: ``api_key_env`` names an unset variable.
     """
-    return UrllibJsonTransport(api_key_env=spec.api_key_env)
+    return HttpTransport(api_key_env=spec.api_key_env)
 
 
 def run_identity(spec: RunSpec) -> RunIdentity:
@@ -114,6 +114,8 @@ def build_agent(
     tools: list[Callable[..., Any]] | None = None,
     observer: Observer | None = None,
     steering: Steering | None = None,
+    model_label: str | None = None,
+    tool_results: RecordedResults | None = None,
 ) -> Agent[Any]:
     """An agent configured by ``spec``, with the given ports.
 
@@ -126,6 +128,8 @@ def build_agent(
         tools: The tool callables (default: resolved from the spec's dotted paths).
         observer: Watches the run (streams the model's replies).
         steering: Steering messages (replay passes the recorded ones).
+        model_label: The model's name in the trace (replay passes the recorded one).
+        tool_results: Recorded tool results to serve instead of running the tools (replay).
     """
     policy = Policy(
         allow=frozenset(spec.policy.allow),
@@ -139,7 +143,7 @@ def build_agent(
         ids=ids,
         tools=load_tools(spec) if tools is None else tools,
         policy=policy,
-        output_type=output_type,
+        output_type=str if output_type is None else output_type,
         max_steps=spec.max_steps,
         system=spec.system,
         settings=ModelSettings(
@@ -148,6 +152,8 @@ def build_agent(
         trace=trace,
         observer=observer,
         steering=steering,
+        model_label=model_label,
+        tool_results=tool_results,
     )
     return agent
 

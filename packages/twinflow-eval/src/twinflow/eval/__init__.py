@@ -54,7 +54,9 @@ from twinflow.eval._scorers import (
     ScorerSpec,
     ToolCalls,
     matches,
+    resolve_dotted,
     score_all,
+    split_dotted,
 )
 from twinflow.eval._stats import (
     Comparison,
@@ -63,7 +65,14 @@ from twinflow.eval._stats import (
     mcnemar_exact,
     wilson_interval,
 )
-from twinflow.eval._yaml import known_keys, unknown_key_message, yaml_syntax_problem
+from twinflow.eval._yaml import (
+    known_keys,
+    located_problem,
+    unknown_key_message,
+    validation_problem,
+    yaml_line,
+    yaml_syntax_problem,
+)
 
 __all__ = [
     "AgentFactory",
@@ -104,6 +113,7 @@ __all__ = [
     "known_keys",
     "load_dataset",
     "load_run",
+    "located_problem",
     "matches",
     "mcnemar_exact",
     "merge_runs",
@@ -112,12 +122,16 @@ __all__ = [
     "render_html",
     "render_markdown",
     "rescore",
+    "resolve_dotted",
     "run_eval",
     "score_all",
     "score_trace",
     "select_keys",
+    "split_dotted",
     "unknown_key_message",
+    "validation_problem",
     "wilson_interval",
     "write_reports",
+    "yaml_line",
     "yaml_syntax_problem",
 ]

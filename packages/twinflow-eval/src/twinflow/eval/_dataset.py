@@ -21,14 +21,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
 from twinflow.eval._errors import DatasetError
 from twinflow.eval._scorers import ExactMatch, ScorerSpec
-from twinflow.eval._yaml import unknown_key_message, yaml_syntax_problem
+from twinflow.eval._yaml import (
+    located_problem,
+    validation_problem,
+    yaml_line,
+    yaml_syntax_problem,
+)
 from twinflow.vocab import CanonicalError, canonical_bytes, digest
 
 __all__ = ["Case", "Dataset", "load_dataset"]
@@ -90,38 +94,6 @@ class Dataset(BaseModel):
         return scorers
 
 
-def _line_of(node: yaml.Node | None, loc: Sequence[int | str]) -> int | None:
-    """The 1-based line of the YAML node at ``loc`` (or of its nearest existing parent)."""
-    line = None if node is None else node.start_mark.line + 1
-    for key in loc:
-        if isinstance(node, yaml.MappingNode):
-            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == key), None)
-            if pair is None:
-                return line
-            line = pair[0].start_mark.line + 1
-            node = pair[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
-
-
-def _message(error: Any, model: type[BaseModel]) -> str:
-    if error["type"] == "extra_forbidden":
-        return unknown_key_message(model, error["loc"])
-    if error["type"] == "missing":
-        return "required key is missing"
-    return str(error["msg"])
-
-
-def _problem(source: Path, line: int | None, loc: Sequence[int | str], message: str) -> str:
-    where = f"{source}:{line}" if line is not None else str(source)
-    dotted = ".".join(str(part) for part in loc) or "(top level)"
-    return f"{where}: {dotted}: {message}"
-
-
 def _raise(problems: list[str]) -> None:
     more = (
         f" (and {len(problems) - 1} more: {'; '.join(problems[1:4])})" if len(problems) > 1 else ""
@@ -137,8 +109,8 @@ def _check_ids(
         if case.id in seen:
             _raise(
                 [
-                    _problem(
-                        source,
+                    located_problem(
+                        str(source),
                         lines[index],
                         (*prefix, index, "id") if prefix else ("id",),
                         f"duplicate case id {case.id!r} (first used by case {seen[case.id]})",
@@ -162,12 +134,12 @@ def _load_yaml(path: Path, text: str) -> Dataset:
     except ValidationError as exc:
         _raise(
             [
-                _problem(path, _line_of(root, e["loc"]), e["loc"], _message(e, Dataset))
+                validation_problem(str(path), yaml_line(root, e["loc"]), e, Dataset)
                 for e in exc.errors()
             ]
         )
         raise  # unreachable: _raise always raises
-    lines = [_line_of(root, ("cases", i)) for i in range(len(dataset.cases))]
+    lines = [yaml_line(root, ("cases", i)) for i in range(len(dataset.cases))]
     _check_ids(dataset.cases, lines, path, ("cases",))
     return dataset
 
@@ -187,7 +159,7 @@ def _load_jsonl(path: Path, text: str) -> Dataset:
         try:
             cases.append(Case.model_validate(data))
         except ValidationError as exc:
-            _raise([_problem(path, number, e["loc"], _message(e, Case)) for e in exc.errors()])
+            _raise([validation_problem(str(path), number, e, Case) for e in exc.errors()])
         lines.append(number)
     if not cases:
         raise DatasetError(f"{path}: the dataset holds no cases")

@@ -38,6 +38,7 @@ __all__ = [
     "matches",
     "resolve_dotted",
     "score_all",
+    "split_dotted",
 ]
 
 
@@ -399,22 +400,43 @@ ScorerSpec = Annotated[
 """A scorer, tagged by ``kind``: exact, fields, schema, numeric, tool_calls, no_denied_calls, custom."""
 
 
-def resolve_dotted(path: str) -> object:
-    """Import ``package.module:attribute`` (or ``package.module.attribute``).
+def split_dotted(path: str) -> tuple[str, str]:
+    """``package.module:name`` (or ``package.module.name``) as (module, attribute path).
 
     Raises:
-        ScorerError: the module or attribute does not exist.
+        ScorerError: ``path`` is not a dotted path.
     """
     module_name, sep, attribute = path.partition(":")
     if not sep:
         module_name, _, attribute = path.rpartition(".")
     if not module_name or not attribute:
         raise ScorerError(f"{path!r} is not a dotted path: write 'package.module:name'")
+    return module_name, attribute
+
+
+def resolve_dotted(path: str) -> object:
+    """Import ``package.module:attribute`` (or ``package.module.attribute``) and return it.
+
+    The one resolver of the workspace's dotted paths (scorers here, a run spec's tools and
+    output type in ``twinflow.cli``, which sets the import path around the call).
+
+    Raises:
+        ScorerError: not a dotted path, the module or attribute does not exist, or importing
+            the module raised.
+    """
+    module_name, attribute = split_dotted(path)
     try:
         # gate: loads user code (the module the user named; scripts/checks/determinism)
         target: object = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ScorerError(f"cannot import {module_name!r} for {path!r}: {exc}") from exc
+        raise ScorerError(
+            f"cannot import {module_name!r} for {path!r}: {exc}; is it installed in this environment?"
+        ) from exc
+    except Exception as exc:
+        # The user's module itself is broken (a syntax error, code that raises at import):
+        # a mistake in their code to fix, reported in one line like a missing module.
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+        raise ScorerError(f"cannot import {module_name!r} for {path!r}: {reason}") from exc
     for part in attribute.split("."):
         try:
             target = getattr(target, part)

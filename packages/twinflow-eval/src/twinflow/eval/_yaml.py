@@ -15,10 +15,18 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel
+from pydantic_core import ErrorDetails
 
 from twinflow.vocab import did_you_mean
 
-__all__ = ["known_keys", "unknown_key_message", "yaml_syntax_problem"]
+__all__ = [
+    "known_keys",
+    "located_problem",
+    "unknown_key_message",
+    "validation_problem",
+    "yaml_line",
+    "yaml_syntax_problem",
+]
 
 
 def yaml_syntax_problem(exc: yaml.YAMLError, source: str) -> str:
@@ -91,3 +99,45 @@ def known_keys(model: type[BaseModel], loc: Sequence[int | str]) -> tuple[str, .
 def unknown_key_message(model: type[BaseModel], loc: Sequence[int | str]) -> str:
     """``unknown key``, with the closest key the mapping accepts, if one is close."""
     return "unknown key" + did_you_mean(str(loc[-1]), known_keys(model, loc))
+
+
+def yaml_line(node: yaml.Node | None, loc: Sequence[int | str]) -> int | None:
+    """The 1-based line of the YAML node at ``loc`` (or of its nearest existing parent).
+
+    A mapping entry is placed at its key, where an unknown or bad key is written.
+    """
+    line = None if node is None else node.start_mark.line + 1
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == key), None)
+            if pair is None:
+                return line
+            line = pair[0].start_mark.line + 1
+            node = pair[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def located_problem(source: str, line: int | None, loc: Sequence[int | str], message: str) -> str:
+    """``FILE:LINE: dotted.key: message`` (``FILE: ...`` when the line is not known)."""
+    where = source if line is None else f"{source}:{line}"
+    dotted = ".".join(str(part) for part in loc) or "(top level)"
+    return f"{where}: {dotted}: {message}"
+
+
+def validation_problem(
+    source: str, line: int | None, error: ErrorDetails, model: type[BaseModel]
+) -> str:
+    """One pydantic error against ``model`` as a located problem, worded for a file's author."""
+    loc = error["loc"]
+    if error["type"] == "extra_forbidden":
+        message = unknown_key_message(model, loc)
+    elif error["type"] == "missing":
+        message = "required key is missing"
+    else:
+        message = str(error["msg"])
+    return located_problem(source, line, loc, message)

@@ -1,8 +1,8 @@
 """twinflow.kernel (L1): the ports for all nondeterminism and their adapters.
 
 Time, ids, the network and processes enter twinflow only through the ports here (`Clock`, `Ids`,
-`Transport`, `Launcher`). The real adapters (`SystemClock`, `SystemIds`, `UrllibJsonTransport`,
-`SubprocessLauncher`) sit beside deterministic and test ones (`FixedClock`, `SteppingClock`,
+`Transport`, `Launcher`). The real adapters (`SystemClock`, `SystemIds`, `HttpTransport`, once
+`UrllibJsonTransport` and still so aliased, `SubprocessLauncher`) sit beside deterministic and test ones (`FixedClock`, `SteppingClock`,
 `CountingIds`, `SeededIds`, `MockTransport`, `RecordingTransport`, `ReplayTransport`,
 `FaultTransport`, `LoopbackServer`). Bounded concurrency is the `Executor` port
 (`SerialExecutor`, `ThreadExecutor`, and `RayExecutor` with the ``ray`` extra).
@@ -86,6 +86,7 @@ if _typing.TYPE_CHECKING:
     )
     from twinflow.kernel._ports import (
         Clock,
+        Closing,
         Ids,
         Launcher,
         Transport,
@@ -100,12 +101,14 @@ if _typing.TYPE_CHECKING:
         ReplayTransport,
     )
     from twinflow.kernel._transport import (
+        HttpTransport,
         UrllibJsonTransport,
     )
 
 __all__ = [
     "GUARDED_ENTRY_POINTS",
     "Clock",
+    "Closing",
     "ClusterError",
     "ConnectError",
     "CountingIds",
@@ -116,6 +119,7 @@ __all__ = [
     "FixedClock",
     "GuardRecord",
     "HTTPStatusError",
+    "HttpTransport",
     "Ids",
     "KernelError",
     "LaunchError",
@@ -188,6 +192,7 @@ _LAZY = {
     "NondeterminismError": "_nondeterminism",
     "nondeterminism_guard": "_nondeterminism",
     "Clock": "_ports",
+    "Closing": "_ports",
     "Ids": "_ports",
     "Launcher": "_ports",
     "StreamingTransport": "_ports",
@@ -197,6 +202,7 @@ _LAZY = {
     "RayExecutor": "_ray",
     "RecordingTransport": "_replay",
     "ReplayTransport": "_replay",
+    "HttpTransport": "_transport",
     "UrllibJsonTransport": "_transport",
 }
 

@@ -126,7 +126,7 @@ class ResponseTooLarge(TransportError):
 class NetworkBlockedError(TransportError):
     """The network kill switch refused a request to a non-loopback host.
 
-    Allow it with `UrllibJsonTransport(allow_network=True)` or `TWINFLOW_ALLOW_NETWORK=1`.
+    Allow it with `HttpTransport(allow_network=True)` or `TWINFLOW_ALLOW_NETWORK=1`.
     """
 
 

@@ -1,6 +1,6 @@
 """`FaultTransport`: injects real transport failures into a run, by schedule.
 
-A scheduled fault is not faked: the request is sent by a real `UrllibJsonTransport` to a
+A scheduled fault is not faked: the request is sent by a real `HttpTransport` to a
 private `LoopbackServer` (or to a closed port) that misbehaves in that way, so the error the
 caller sees is the one the real transport maps from a real socket. Its URL and message are then
 rewritten to name the URL the caller asked for.
@@ -15,8 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 from twinflow.kernel._errors import KernelError, TransportError
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse, LoopbackServer
 from twinflow.kernel._netpolicy import free_port
-from twinflow.kernel._ports import Transport
-from twinflow.kernel._transport import UrllibJsonTransport
+from twinflow.kernel._ports import Closing, Transport
+from twinflow.kernel._transport import HttpTransport
 from twinflow.vocab import JsonValue, UserError
 
 Fault = Literal["refuse", "timeout", "reset", "server_error", "garbage", "invalid_json", "oversize"]
@@ -69,7 +69,7 @@ def _misbehave(request: LoopbackRequest) -> LoopbackResponse:
     return LoopbackResponse(status=404, body=f"unknown fault {fault!r}".encode())
 
 
-class FaultTransport:
+class FaultTransport(Closing):
     """Wraps a transport and replaces chosen calls with real failures.
 
     `faults` says, per call (numbered from 0), which fault to inject or `None` to pass the call
@@ -95,7 +95,7 @@ class FaultTransport:
         self._faults = faults
         self._calls = 0
         self._server: LoopbackServer | None = None
-        self._real = UrllibJsonTransport(max_response_bytes=_OVERSIZE_LIMIT)
+        self._real = HttpTransport(max_response_bytes=_OVERSIZE_LIMIT)
         self.injected: list[tuple[int, Fault]] = []
         """Every fault injected so far, as (call number, fault)."""
 

@@ -20,11 +20,11 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Self
+from typing import IO
 
 from twinflow.kernel._errors import LaunchError, PlantedLinkError
 from twinflow.kernel._netpolicy import is_loopback
+from twinflow.kernel._ports import Closing
 from twinflow.vocab import UserError
 
 _GUARD = Path(__file__).with_name("_guard.py")
@@ -41,7 +41,7 @@ def _tail(path: Path) -> str:
         return ""
 
 
-class ServerProcess:
+class ServerProcess(Closing):
     """A running server started by `SubprocessLauncher`; a context manager that stops it.
 
     Attributes:
@@ -112,15 +112,8 @@ class ServerProcess:
             self._popen.wait()
         self._log.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """`stop()`, under the name `Closing` gives a ``with`` block's exit."""
         self.stop()
 
 

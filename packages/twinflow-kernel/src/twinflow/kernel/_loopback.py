@@ -17,11 +17,11 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict
 
+from twinflow.kernel._ports import Closing
 from twinflow.vocab import JsonValue, UserError
 
 
@@ -231,7 +231,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-class LoopbackServer:
+class LoopbackServer(Closing):
     """A threaded HTTP server on 127.0.0.1 and a free port, answering through `handler`.
 
     Use it as a context manager::
@@ -319,13 +319,10 @@ class LoopbackServer:
         if self._thread is not None:
             self._thread.join()
 
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """`stop()`, under the name `Closing` gives a ``with`` block's exit."""
         self.stop()
+
+    def __enter__(self) -> Self:
+        """Start serving for the block; `close()` stops it when the block exits."""
+        return self.start()

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
+from twinflow.kernel._ports import Closing
 from twinflow.vocab import JsonValue, UserError
 
 MockHandler = Callable[[str, JsonValue], JsonValue]
 MockStreamHandler = Callable[[str, JsonValue], Iterable[bytes]]
 
 
-class MockTransport:
+class MockTransport(Closing):
     """Answers every `post_json` with `handler(url, body)`.
 
     The handler may raise any `TransportError` to stand for a failure. For failures produced by

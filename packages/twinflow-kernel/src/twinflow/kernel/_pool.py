@@ -1,10 +1,10 @@
-"""Keep-alive connections for `UrllibJsonTransport`: one idle connection per origin.
+"""Keep-alive connections for `HttpTransport`: one idle connection per origin.
 
 An origin is `(scheme, host, port)`. A connection is taken out of the pool for one exchange
 and given back only when its answer was read to the end and the server did not ask to close
 it; anything else closes it. A pooled connection that the server has closed meanwhile (an idle
 keep-alive timeout) is usually seen before use, because its socket has become readable; the
-transport handles the rest of that race (see `UrllibJsonTransport`).
+transport handles the rest of that race (see `HttpTransport`).
 """
 
 from __future__ import annotations

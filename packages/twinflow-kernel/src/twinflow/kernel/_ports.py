@@ -6,15 +6,45 @@ this package, and callers receive them injected, never constructing them implici
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from types import TracebackType
+from typing import TYPE_CHECKING, Protocol, Self
 
 from twinflow.vocab import CallId, JsonValue, RunId
 
 if TYPE_CHECKING:
     from twinflow.kernel._launcher import ServerProcess
+
+
+class Closing(ABC):
+    """Base of what a ``with`` block uses and ``close()`` releases when the block exits.
+
+    The one place the context-manager methods are written: a subclass says only what
+    ``close()`` does (one that must not close with an exception in flight overrides
+    ``__exit__``).
+    """
+
+    __slots__ = ()
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release what the object holds; it must not be used afterwards."""
+
+    def __enter__(self) -> Self:
+        """Use the object in a ``with`` block; it is closed when the block exits."""
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close, however the block exits."""
+        self.close()
 
 
 class Clock(Protocol):

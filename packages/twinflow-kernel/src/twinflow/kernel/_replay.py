@@ -23,7 +23,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Self
+from typing import IO, Any
 
 from twinflow.kernel._errors import (
     ConnectError,
@@ -35,7 +35,7 @@ from twinflow.kernel._errors import (
     TransportError,
     TransportTimeout,
 )
-from twinflow.kernel._ports import Transport
+from twinflow.kernel._ports import Closing, Transport
 from twinflow.vocab import Difference, JsonValue, UserError, canonical_bytes, diff, parse_canonical
 
 _ERRORS: dict[str, type[TransportError]] = {
@@ -103,7 +103,7 @@ def _chunks_valid(chunks: object) -> bool:
     return True
 
 
-class RecordingTransport:
+class RecordingTransport(Closing):
     """Wraps a transport and writes every exchange to a JSON Lines file as it happens.
 
     Each line is written and flushed before `post_json` returns (or raises), so a crash loses
@@ -186,19 +186,8 @@ class RecordingTransport:
         self._file.close()
         self._inner.close()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class ReplayTransport:
+class ReplayTransport(Closing):
     """Serves a recording back in order, checking every request against the recorded one.
 
     A request that differs raises `ReplayDivergence` with the first structural difference; after
@@ -337,9 +326,6 @@ class ReplayTransport:
                 ),
             )
             raise self._problem
-
-    def __enter__(self) -> Self:
-        return self
 
     def __exit__(
         self,

@@ -1,4 +1,4 @@
-"""`UrllibJsonTransport`: the one real JSON-over-HTTP adapter, on the standard library only.
+"""`HttpTransport`: the one real JSON-over-HTTP adapter, on the standard library only.
 
 It speaks HTTP/1.1 through `http.client` and keeps one idle connection per origin alive between
 calls (docs/adr/0011), enforces one deadline over the whole exchange (connect, send, headers and
@@ -10,6 +10,7 @@ a redirect unless asked, never retries a failed exchange, and maps every failure
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -17,6 +18,7 @@ import socket
 import ssl
 import urllib.parse
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from twinflow.kernel._credentials import api_key_headers, redact_url
@@ -31,6 +33,7 @@ from twinflow.kernel._errors import (
 )
 from twinflow.kernel._netpolicy import ENV_ALLOW_NETWORK, is_loopback, network_allowed
 from twinflow.kernel._pool import Connection, ConnectionPool, Deadline, Origin, open_connection
+from twinflow.kernel._ports import Closing
 from twinflow.vocab import JsonValue, UserError
 
 _CHUNK = 64 * 1024
@@ -78,7 +81,7 @@ def _map_os_error(url: str, error: BaseException, deadline: Deadline, phase: str
         return ConnectError(
             f"TLS certificate of {url} failed verification ({error.verify_message}): if the "
             "server uses a private CA or a self-signed certificate, pass "
-            "UrllibJsonTransport(cafile=<that CA's PEM file>); otherwise fix the server's certificate",
+            "HttpTransport(cafile=<that CA's PEM file>); otherwise fix the server's certificate",
             url=url,
         )
     if isinstance(error, ssl.SSLError):
@@ -100,13 +103,35 @@ def _map_os_error(url: str, error: BaseException, deadline: Deadline, phase: str
     )
 
 
-class UrllibJsonTransport:
+@dataclass(frozen=True, slots=True)
+class _Redirect:
+    """An exchange's answer was a redirect the transport follows."""
+
+    url: str
+    """Where to send the request next."""
+    status: int
+    """The redirect's status (307 or 308)."""
+
+
+def _past_the_limit(shown: str, redirect: _Redirect, followed: int) -> HTTPStatusError:
+    """A redirect past `max_redirects` is not followed: the same error, with its real status,
+    as any redirect the transport does not follow."""
+    return HTTPStatusError(
+        f"{shown} answered HTTP {redirect.status}, a redirect to {redact_url(redirect.url)}, "
+        f"after {followed} redirects followed (max_redirects); use the final URL",
+        url=shown,
+        status=redirect.status,
+        body_excerpt="",
+    )
+
+
+class HttpTransport(Closing):
     """POSTs JSON over HTTP/1.1 with `http.client` and returns the decoded JSON answer.
 
     Connections are kept alive: after an answer read to its end, the connection waits, one per
     `(scheme, host, port)`, for the next call; `close()` closes them. An instance may be shared
-    between threads (each call takes its own connection). The name is historical: the transport
-    was built on `urllib.request` and keeps its behaviour, not its module (docs/adr/0011).
+    between threads (each call takes its own connection). It was called `UrllibJsonTransport`
+    (built on `urllib.request` at first, docs/adr/0011); that name remains an alias.
 
     A failed exchange is never retried, with one exception that is not a retry of the server's
     work: when writing to a kept connection fails before the socket accepted any byte of the
@@ -153,7 +178,7 @@ class UrllibJsonTransport:
         """
         if max_response_bytes <= 0 or max_redirects < 0:
             raise UserError(
-                f"UrllibJsonTransport(max_response_bytes={max_response_bytes}, "
+                f"HttpTransport(max_response_bytes={max_response_bytes}, "
                 f"max_redirects={max_redirects}): pass a positive size and a redirect count >= 0"
             )
         self._allow_network = allow_network
@@ -200,21 +225,18 @@ class UrllibJsonTransport:
             raise
 
     def _post(self, url: str, payload: bytes, deadline: Deadline) -> JsonValue:
-        for _hop in range(self._max_redirects + 1):
+        followed = 0
+        while True:
             origin, target = self._check_url(url)
             # Messages and errors name the URL without userinfo or query (they may hold a key).
-            location = self._exchange(redact_url(url), origin, target, payload, deadline)
-            if isinstance(location, str):
-                url = location
-                continue
-            return location[0]
-        raise HTTPStatusError(
-            f"more than {self._max_redirects} redirects, the last to {redact_url(url)}: use the "
-            "final URL",
-            url=redact_url(url),
-            status=310,
-            body_excerpt="",
-        )
+            shown = redact_url(url)
+            answer = self._exchange(shown, origin, target, payload, deadline)
+            if not isinstance(answer, _Redirect):
+                return answer
+            if followed == self._max_redirects:
+                raise _past_the_limit(shown, answer, followed)
+            followed += 1
+            url = answer.url
 
     def post_stream(
         self, url: str, body: JsonValue, *, timeout: float, idle_timeout: float | None = None
@@ -262,7 +284,8 @@ class UrllibJsonTransport:
     def _stream(
         self, url: str, payload: bytes, deadline: Deadline, idle: float | None
     ) -> Iterator[bytes]:
-        for _hop in range(self._max_redirects + 1):
+        followed = 0
+        while True:
             origin, target = self._check_url(url)
             # Messages and errors name the URL without userinfo or query (they may hold a key).
             url = redact_url(url)
@@ -271,7 +294,10 @@ class UrllibJsonTransport:
             try:
                 location = self._check_head(url, response, deadline)
                 if location is not None:
-                    url = location
+                    if followed == self._max_redirects:
+                        raise _past_the_limit(url, location, followed)
+                    followed += 1
+                    url = location.url
                     continue
                 total = 0
                 while True:
@@ -317,20 +343,12 @@ class UrllibJsonTransport:
                 else:
                     response.close()
                     connection.close()
-        raise HTTPStatusError(
-            f"more than {self._max_redirects} redirects, the last to {url}: use the final URL",
-            url=url,
-            status=310,
-            body_excerpt="",
-        )
 
     def _payload(self, method: str, url: str, body: JsonValue, timeout: float) -> bytes:
         """Check a call's arguments and encode `body` as compact UTF-8 JSON."""
         shown = redact_url(url)
         if self._closed:
-            raise UserError(
-                f"{method}({shown!r}) on a closed UrllibJsonTransport: create a new one"
-            )
+            raise UserError(f"{method}({shown!r}) on a closed HttpTransport: create a new one")
         if not timeout > 0:
             raise UserError(f"{method}({shown!r}, timeout={timeout!r}): pass a timeout > 0 seconds")
         try:
@@ -362,13 +380,13 @@ class UrllibJsonTransport:
             # http.client would silently drop them, and the URL would carry the key into messages.
             raise UserError(
                 f"{shown} carries credentials (user:key@), which are not sent: give the key with "
-                "UrllibJsonTransport(api_key_env=...) (a spec's model.api_key_env) instead"
+                "HttpTransport(api_key_env=...) (a spec's model.api_key_env) instead"
             )
         if not is_loopback(parsed.hostname) and not network_allowed(self._allow_network):
             raise NetworkBlockedError(
                 f"the network kill switch refused {shown}: {parsed.hostname} is not a loopback host "
                 f"and the network is off (it is off under tests by default); pass "
-                f"UrllibJsonTransport(allow_network=True) or set {ENV_ALLOW_NETWORK}=1 to allow it",
+                f"HttpTransport(allow_network=True) or set {ENV_ALLOW_NETWORK}=1 to allow it",
                 url=shown,
             )
         default = 443 if parsed.scheme == "https" else 80
@@ -431,8 +449,8 @@ class UrllibJsonTransport:
 
     def _exchange(
         self, url: str, origin: Origin, target: str, payload: bytes, deadline: Deadline
-    ) -> str | tuple[JsonValue]:
-        """Do one HTTP exchange: the decoded answer (in a 1-tuple), or the next URL to follow."""
+    ) -> JsonValue | _Redirect:
+        """Do one HTTP exchange: the decoded answer, or the redirect to follow."""
         connection, response = self._send(url, origin, target, payload, deadline)
         try:
             status = response.status
@@ -447,7 +465,7 @@ class UrllibJsonTransport:
                     f"{self._max_bytes}; nothing was read. Ask for less, or raise max_response_bytes",
                     url=url,
                 )
-            data = self._read(url, response, deadline, self._max_bytes, length, partial=False)
+            data = self._read(url, response, deadline, length)
         finally:
             # Kept only when the answer was read to its end and the server keeps the connection.
             if response.isclosed() and not response.will_close and connection.sock is not None:
@@ -456,7 +474,8 @@ class UrllibJsonTransport:
                 response.close()
                 connection.close()
         try:
-            return (json.loads(data, parse_constant=_refuse_constant),)
+            value: JsonValue = json.loads(data, parse_constant=_refuse_constant)
+            return value
         except (ValueError, RecursionError) as error:
             raise ResponseDecodeError(
                 f"the {len(data)}-byte body from {url} (HTTP {status}) is not JSON ({error}); it "
@@ -466,15 +485,13 @@ class UrllibJsonTransport:
 
     def _check_head(
         self, url: str, response: http.client.HTTPResponse, deadline: Deadline
-    ) -> str | None:
-        """Return the URL a followed redirect points to, raise for a refused one or an error status."""
+    ) -> _Redirect | None:
+        """Return the redirect to follow, or None; raise for a refused redirect or an error status."""
         status = response.status
         if status in _REDIRECTS:
             return self._redirect(url, status, response.headers.get("Location"))
         if status >= 400:
-            excerpt = _excerpt(
-                self._read(url, response, deadline, _EXCERPT_BYTES, None, partial=True)
-            )
+            excerpt = _excerpt(_read_excerpt(response, deadline))
             advice = (
                 "the server failed; check its log"
                 if status >= 500
@@ -488,10 +505,10 @@ class UrllibJsonTransport:
             )
         return None
 
-    def _redirect(self, url: str, status: int, location: str | None) -> str:
+    def _redirect(self, url: str, status: int, location: str | None) -> _Redirect:
         target = urllib.parse.urljoin(url, location or "")
         if self._follow and status in (307, 308) and location:
-            return target
+            return _Redirect(target, status)
         advice = (
             "use the final URL, or pass follow_redirects=True"
             if status in (307, 308)
@@ -509,44 +526,60 @@ class UrllibJsonTransport:
         url: str,
         response: http.client.HTTPResponse,
         deadline: Deadline,
-        limit: int,
         length: int | None,
-        *,
-        partial: bool,
     ) -> bytes:
-        """Read at most `limit` bytes; past it, stop (partial) or refuse (ResponseTooLarge)."""
+        """The whole body: past `max_response_bytes`, or cut short, it is refused."""
         chunks: list[bytes] = []
         total = 0
         try:
-            while not response.isclosed():
-                if response.length == 0:
-                    # read1 leaves a fully read body open; read() marks it done, so the
-                    # connection can carry the next request.
-                    response.read()
-                    break
-                deadline.arm()
-                # read1: at most one socket read, so the deadline is checked between reads.
-                chunk = response.read1(min(_CHUNK, limit + 1 - total))
-                if not chunk:
-                    break
+            for chunk in _chunks(response, deadline, self._max_bytes):
                 chunks.append(chunk)
                 total += len(chunk)
-                if total > limit:
-                    if partial:
-                        break
-                    raise ResponseTooLarge(
-                        f"the body from {url} passed max_response_bytes={self._max_bytes}; reading "
-                        "stopped there. Ask for less, or raise max_response_bytes",
-                        url=url,
-                    )
         except (OSError, http.client.HTTPException) as error:
-            if partial:
-                return b"".join(chunks)
             raise _map_os_error(url, error, deadline, f"after {total} bytes of the body") from error
-        if length is not None and total < length and not partial:
+        if total > self._max_bytes:
+            raise ResponseTooLarge(
+                f"the body from {url} passed max_response_bytes={self._max_bytes}; reading "
+                "stopped there. Ask for less, or raise max_response_bytes",
+                url=url,
+            )
+        if length is not None and total < length:
             raise ConnectError(
                 f"connection to {url} closed after {total} of {length} body bytes: the server "
                 "stopped mid-answer; check its log (twinflow does not retry)",
                 url=url,
             )
         return b"".join(chunks)
+
+
+def _chunks(response: http.client.HTTPResponse, deadline: Deadline, limit: int) -> Iterator[bytes]:
+    """The body's chunks, one socket read each, stopping once more than `limit` bytes came."""
+    total = 0
+    while not response.isclosed():
+        if response.length == 0:
+            # read1 leaves a fully read body open; read() marks it done, so the
+            # connection can carry the next request.
+            response.read()
+            return
+        deadline.arm()
+        # read1: at most one socket read, so the deadline is checked between reads.
+        chunk = response.read1(min(_CHUNK, limit + 1 - total))
+        if not chunk:
+            return
+        yield chunk
+        total += len(chunk)
+        if total > limit:
+            return
+
+
+def _read_excerpt(response: http.client.HTTPResponse, deadline: Deadline) -> bytes:
+    """The start of an error answer's body, for its message: whatever arrives, never an error."""
+    chunks: list[bytes] = []
+    with contextlib.suppress(OSError, http.client.HTTPException):
+        for chunk in _chunks(response, deadline, _EXCERPT_BYTES):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+UrllibJsonTransport = HttpTransport
+"""The transport's former name, kept as an alias for one release."""

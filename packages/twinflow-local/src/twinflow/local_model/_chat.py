@@ -11,7 +11,6 @@ index (or taken from injected `Ids`), never random (ADR 0032).
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -33,6 +32,7 @@ from twinflow.local_model._wire import Dialect, Reply
 from twinflow.vocab import (
     Attempt,
     CallId,
+    CanonicalError,
     Message,
     ModelRequest,
     ModelResponse,
@@ -46,6 +46,7 @@ from twinflow.vocab import (
     Usage,
     UserError,
     WireFormatError,
+    canonical_bytes,
 )
 from twinflow.vocab.wire import DEFAULT_JSON_LIMITS, JsonLimits, read_json_text
 
@@ -155,22 +156,23 @@ class _ActionRefused(Exception):
     """Internal: an emission that parsed as JSON but is not one of the offered actions."""
 
 
-_MAX_SAFE_INTEGER = 2**53 - 1
-
-
 def _non_canonical(value: object, where: str) -> str | None:
     """Where a parsed JSON value holds a number with no canonical form (RFC 8785), if anywhere.
 
     A decoder can emit `1e400` (read as infinity), an integer past 2**53-1, or Python's `NaN`
     and `Infinity`; twinflow's values refuse them, so such a reply is a validation failure to
-    re-ask, like any other, rather than an error escaping the request.
+    re-ask, like any other, rather than an error escaping the request. Whether a number has
+    that form is the canonical encoder's to say (one bound for the workspace).
     """
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"{where}: numbers must be finite, got {value}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        if abs(value) <= _MAX_SAFE_INTEGER:
-            return None
-        return f"{where}: integers must lie within +-(2**53-1), got {value}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            canonical_bytes(value)
+        except CanonicalError:
+            return (
+                f"{where}: {value} is not a JSON number twinflow keeps: numbers must be finite, "
+                "integers within +-(2**53-1)"
+            )
+        return None
     if isinstance(value, dict):
         items: Sequence[tuple[object, object]] = list(value.items())
     elif isinstance(value, list):

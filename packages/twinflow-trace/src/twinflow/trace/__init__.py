@@ -7,6 +7,7 @@ consistency proofs, checkpoints (as C2SP tlog-checkpoint bodies), and repair.
 
 from twinflow.trace._canonical import (
     DEFAULT_MAX_DEPTH,
+    MAX_SAFE_INTEGER,
     canonical_bytes,
     canonical_dump_bytes,
     es_number,
@@ -77,6 +78,7 @@ __all__ = [
     "EMPTY_ROOT",
     "EVENT_KINDS",
     "GENESIS",
+    "MAX_SAFE_INTEGER",
     "TERMINAL_KINDS",
     "CanonicalError",
     "Checkpoint",

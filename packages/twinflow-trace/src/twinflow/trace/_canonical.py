@@ -27,6 +27,7 @@ from twinflow.trace._errors import CanonicalError
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "MAX_SAFE_INTEGER",
     "canonical_bytes",
     "canonical_dump_bytes",
     "es_number",
@@ -39,9 +40,11 @@ DEFAULT_MAX_DEPTH = 64
 """Default nesting limit of `parse_json` (objects and arrays): far above what an event holds,
 far below what overflows a recursive parser."""
 
-# I-JSON (RFC 7493) and JCS: a JSON number is an IEEE-754 double, so only integers that a double
-# holds exactly are numbers; the `rfc8785` package draws the same line.
-_MAX_SAFE = 2**53 - 1
+MAX_SAFE_INTEGER = 2**53 - 1
+"""Largest integer with a canonical JSON form (and the negative of the smallest): I-JSON
+(RFC 7493) and JCS read a number as an IEEE-754 double, which holds integers exactly only up to
+here; the `rfc8785` package draws the same line. The workspace's one copy of the bound."""
+_MAX_SAFE = MAX_SAFE_INTEGER
 _INF = float("inf")
 
 _dumps = json.JSONEncoder(

@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from twinflow.trace import MAX_SAFE_INTEGER
 from twinflow.vocab._canonical import json_pointer
 from twinflow.vocab._errors import InvalidValueError
 
@@ -53,8 +54,6 @@ RunId = NewType("RunId", str)
 Role = Literal["system", "user", "assistant", "tool"]
 """Who a message is from: tool results travel in `tool` messages."""
 
-_MAX_SAFE = 2**53 - 1
-
 
 def check_json(value: object, path: tuple[str | int, ...] = ()) -> None:
     """Refuse JSON that has no canonical form: NaN, infinities, integers beyond ±(2**53-1).
@@ -66,7 +65,7 @@ def check_json(value: object, path: tuple[str | int, ...] = ()) -> None:
         if not math.isfinite(value):
             raise ValueError(f"{value!r} at {json_pointer(path) or '/'} is not a JSON number")
     elif isinstance(value, int) and not isinstance(value, bool):
-        if not -_MAX_SAFE <= value <= _MAX_SAFE:
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             raise ValueError(
                 f"integer at {json_pointer(path) or '/'} is outside ±(2**53-1), the range a JSON "
                 "number holds exactly; send it as a string"
