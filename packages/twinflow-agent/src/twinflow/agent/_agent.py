@@ -354,8 +354,8 @@ class Agent(Generic[OutputT]):
         )
 
     def _ask(self, state: _Run, purpose: str, *, append: bool = True) -> ModelResponse:
-        messages = state.transcript.messages
-        new = messages[state.sent :]
+        # Only what was not sent yet: reading `.messages` would build the whole tuple each step.
+        new = state.transcript.messages_from(state.sent)
         self._emit(
             ModelRequested(
                 step=state.step,
@@ -369,7 +369,7 @@ class Agent(Generic[OutputT]):
             )
         )
         state.chain.update(new)
-        state.sent = len(messages)
+        state.sent = len(state.transcript)
         # Every field is an already validated value and tool names were checked unique in
         # __init__; validating again would re-walk the whole transcript each step (O(n)).
         request = ModelRequest.model_construct(
