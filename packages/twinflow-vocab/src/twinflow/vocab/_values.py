@@ -461,9 +461,9 @@ class Transcript(FrozenValue):
 
     def __eq__(self, other: object) -> bool:
         """Equal to another transcript with equal messages."""
-        if not isinstance(other, BaseModel):
-            return NotImplemented
-        return type(other) is type(self) and self._materialise() == other._materialise()  # type: ignore[attr-defined]
+        if isinstance(other, Transcript):
+            return type(other) is type(self) and self._materialise() == other._materialise()
+        return NotImplemented if not isinstance(other, BaseModel) else False
 
     def __hash__(self) -> int:
         """The hash of the messages (as pydantic's frozen-model hash)."""
