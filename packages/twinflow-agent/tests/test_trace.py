@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,8 +15,11 @@ from hypothesis import strategies as st
 
 from twinflow.agent import (
     GENESIS,
+    Agent,
     Checkpoint,
     FileTraceSink,
+    FsyncPolicy,
+    FunctionModel,
     InvalidProofError,
     MemoryTraceSink,
     MessageChain,
@@ -36,6 +40,7 @@ from twinflow.agent import (
     verify_trace,
 )
 from twinflow.agent._events import AgentConfig, PolicyRecord
+from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.vocab import (
     CallId,
     Message,
@@ -351,6 +356,59 @@ def test_fsync_policy(policy: str, flushes: int, durable: int) -> None:
     sink = MemoryTraceSink()
     write_sample(TraceWriter(sink, fsync=policy))
     assert (flushes, durable) == (sink.flushes, sink.durable_flushes)
+
+
+def count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count ``os.fsync`` calls from here on (each call still syncs); returns the tally list."""
+    calls: list[int] = []
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    return calls
+
+
+@pytest.mark.parametrize(("policy", "fsyncs"), [("event", 7), ("step", 2), ("none", 0)])
+def test_a_file_trace_pays_exactly_the_fsyncs_its_policy_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: FsyncPolicy, fsyncs: int
+) -> None:
+    """Writing and closing a file trace syncs per event, per step, or never: close adds none."""
+    calls = count_fsyncs(monkeypatch)
+    writer = TraceWriter(FileTraceSink(tmp_path / "t.jsonl"), fsync=policy)
+    write_sample(writer)
+    writer.close()
+    assert (fsyncs, True) == (len(calls), verify_trace(tmp_path / "t.jsonl").ok)
+
+
+@pytest.mark.parametrize(("policy", "durable"), [("event", 1), ("step", 1), ("none", 0)])
+def test_closing_the_writer_syncs_lines_written_after_the_last_step(
+    policy: FsyncPolicy, durable: int
+) -> None:
+    """An event written outside a step is made durable at close, unless the policy is none."""
+    sink = MemoryTraceSink()
+    writer = TraceWriter(sink, fsync=policy)
+    writer.append(
+        START, RunStarted(run_id=RunId("r1"), config_digest="0" * 64, config=config(), prompt="p")
+    )
+    writer.close()
+    assert durable == sink.durable_flushes
+
+
+def test_an_agent_run_under_fsync_none_never_syncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole agent run with ``fsync="none"``, closed through its ``with`` block, pays no fsync."""
+    calls = count_fsyncs(monkeypatch)
+    model = FunctionModel(lambda request: Message(role="assistant", parts=(TextPart(text="hi"),)))
+    trace = FileTraceSink(tmp_path / "t.jsonl")
+    with Agent(
+        model, clock=SteppingClock(START), ids=CountingIds(), trace=trace, fsync="none"
+    ) as agent:
+        agent.run("hello")
+    assert (0, True) == (len(calls), verify_trace(tmp_path / "t.jsonl").ok)
 
 
 def test_message_chain_is_incremental() -> None:

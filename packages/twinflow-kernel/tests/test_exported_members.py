@@ -20,6 +20,7 @@ EXPECTED = {
     "Clock",
     "ClusterError",
     "ConnectError",
+    "ConnectionPool",
     "CountingIds",
     "Executor",
     "Fault",

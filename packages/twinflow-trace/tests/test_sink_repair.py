@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import resource
 import signal
 from collections.abc import Iterator
@@ -104,3 +105,43 @@ def test_repair_does_not_write_through_a_planted_side_file_link(tmp_path: Path) 
     (tmp_path / "t.jsonl.partial").symlink_to(target)
     result = repair_trace(path)
     assert (str(tmp_path / "t.jsonl.partial.1"), b"keep") == (result.moved_to, target.read_bytes())
+
+
+def count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count ``os.fsync`` calls from here on (each call still syncs); returns the tally list."""
+    calls: list[int] = []
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    return calls
+
+
+def test_closing_the_file_sink_writes_its_lines_and_never_syncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Close hands buffered lines to the OS without an fsync; durability is asked for explicitly."""
+    path = tmp_path / "t.jsonl"
+    data = trace(3)
+    fsyncs = count_fsyncs(monkeypatch)
+    sink = FileTraceSink(path)
+    for line in data.splitlines(keepends=True):
+        sink.write(line)
+    sink.close()
+    sink.close()
+    assert (data, 0) == (path.read_bytes(), len(fsyncs))
+
+
+def test_a_durable_flush_syncs_the_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``flush(durable=True)`` is the one way the file sink syncs."""
+    fsyncs = count_fsyncs(monkeypatch)
+    sink = FileTraceSink(tmp_path / "t.jsonl")
+    sink.write(trace(1))
+    sink.flush(durable=True)
+    sink.close()
+    assert 1 == len(fsyncs)

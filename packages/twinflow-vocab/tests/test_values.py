@@ -185,3 +185,38 @@ def test_tool_spec_defaults_to_empty_object_schema() -> None:
     """A ToolSpec without parameters takes no arguments."""
     expected = {"type": "object", "properties": {}}
     assert expected == ToolSpec(name="now").parameters
+
+
+def test_a_nested_error_is_one_invalid_value_error_with_the_whole_path() -> None:
+    """Nested values are validated inside pydantic: one error, the full path, no per-level wrapper."""
+    bad = {"messages": [{"role": "user", "parts": [{"kind": "text"}]}]}
+    with pytest.raises(InvalidValueError) as caught:
+        Transcript(**bad)
+    message = str(caught.value)
+    expected = (True, True, False)
+    actual = (
+        message.startswith("invalid Transcript:"),
+        "messages.0.parts.0.text.text" in message,
+        "invalid Message" in message or "invalid TextPart" in message,
+    )
+    assert expected == actual
+
+
+def test_a_subclass_with_its_own_init_is_still_called_when_nested() -> None:
+    """Only FrozenValue's own __init__ is skipped for nested values; a subclass's runs."""
+    from twinflow.vocab._values import FrozenValue
+
+    seen: list[str] = []
+
+    class Counted(FrozenValue):
+        name: str
+
+        def __init__(self, /, **data: object) -> None:
+            seen.append(str(data.get("name")))
+            super().__init__(**data)
+
+    class Holder(FrozenValue):
+        inner: Counted
+
+    Holder(inner={"name": "x"})
+    assert ["x"] == seen

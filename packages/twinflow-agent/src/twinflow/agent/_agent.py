@@ -354,8 +354,8 @@ class Agent(Closing, Generic[OutputT]):
 
     def _ask(self, state: _Run, purpose: Literal["step", "reask"]) -> ModelResponse:
         """Send the transcript; a re-ask's reply joins it here, a step's with its tool results."""
-        messages = state.transcript.messages
-        new = messages[state.sent :]
+        # Only what was not sent yet: reading `.messages` would build the whole tuple each step.
+        new = state.transcript.messages_from(state.sent)
         self._emit(
             ModelRequested(
                 step=state.step,
@@ -369,7 +369,7 @@ class Agent(Closing, Generic[OutputT]):
             )
         )
         state.chain.update(new)
-        state.sent = len(messages)
+        state.sent = len(state.transcript)
         # Every field is an already validated value and tool names were checked unique in
         # __init__; validating again would re-walk the whole transcript each step (O(n)).
         request = ModelRequest.model_construct(

@@ -5,7 +5,8 @@ Time, ids, the network and processes enter twinflow only through the ports here 
 `UrllibJsonTransport` and still so aliased, `SubprocessLauncher`) sit beside deterministic and test ones (`FixedClock`, `SteppingClock`,
 `CountingIds`, `SeededIds`, `MockTransport`, `RecordingTransport`, `ReplayTransport`,
 `FaultTransport`, `LoopbackServer`). Bounded concurrency is the `Executor` port
-(`SerialExecutor`, `ThreadExecutor`, and `RayExecutor` with the ``ray`` extra).
+(`SerialExecutor`, `ThreadExecutor`, and `RayExecutor` with the ``ray`` extra). The HTTP
+transport keeps its idle connections in a `ConnectionPool`.
 
 The errors are imported eagerly (they need no pydantic). Every other name is resolved on first
 access (PEP 562), so `import twinflow.kernel` stays cheap for a caller that needs only a few
@@ -84,6 +85,7 @@ if _typing.TYPE_CHECKING:
         NondeterminismError,
         nondeterminism_guard,
     )
+    from twinflow.kernel._pool import ConnectionPool
     from twinflow.kernel._ports import (
         Clock,
         Closing,
@@ -111,6 +113,7 @@ __all__ = [
     "Closing",
     "ClusterError",
     "ConnectError",
+    "ConnectionPool",
     "CountingIds",
     "Executor",
     "Fault",
@@ -191,6 +194,7 @@ _LAZY = {
     "GuardRecord": "_nondeterminism",
     "NondeterminismError": "_nondeterminism",
     "nondeterminism_guard": "_nondeterminism",
+    "ConnectionPool": "_pool",
     "Clock": "_ports",
     "Closing": "_ports",
     "Ids": "_ports",

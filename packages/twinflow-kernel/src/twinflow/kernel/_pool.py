@@ -153,6 +153,8 @@ class ConnectionPool:
     """At most one idle connection per origin, safe to share between threads.
 
     The idle connections are closed by `close()`, or when the pool is garbage-collected.
+    `UrllibJsonTransport(pool=...)` takes one; a subclass may override `take` or `usable` to
+    stage the races a kept connection meets (tests do, instead of patching this module).
     """
 
     def __init__(self) -> None:
@@ -166,10 +168,18 @@ class ConnectionPool:
         """Remove and return the idle connection to `origin`, if it is still usable."""
         with self._lock:
             connection = self._idle.pop(origin, None)
-        if connection is not None and _dropped(connection):
+        if connection is not None and not self.usable(connection):
             connection.close()
             return None
         return connection
+
+    def usable(self, connection: Connection) -> bool:
+        """Tell whether an idle connection may carry a request: still open, and silent.
+
+        An idle keep-alive socket has nothing to say; a readable one was closed by the server
+        (end of file or a reset) or sent something unasked, and is closed instead of used.
+        """
+        return not _dropped(connection)
 
     def give(self, origin: Origin, connection: Connection) -> None:
         """Keep `connection` for the next exchange with `origin` (closed if one is kept already)."""

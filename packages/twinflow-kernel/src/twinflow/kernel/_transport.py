@@ -157,6 +157,7 @@ class HttpTransport(Closing):
         cafile: str | os.PathLike[str] | None = None,
         headers: Mapping[str, str] | None = None,
         api_key_env: str | None = None,
+        pool: ConnectionPool | None = None,
     ) -> None:
         """Create the transport.
 
@@ -172,6 +173,8 @@ class HttpTransport(Closing):
             headers: Extra request headers (for example an `Authorization` header).
             api_key_env: An environment variable holding an API key, sent as
                 `Authorization: Bearer <key>` (read once, here; never shown).
+            pool: Where kept connections wait between calls (a new `ConnectionPool` if None);
+                closed with the transport.
 
         Raises:
             UserError: A limit is not positive, or `api_key_env` names an unset variable.
@@ -197,7 +200,7 @@ class HttpTransport(Closing):
         auth = self._headers.get("Authorization", "")
         self._secret = auth.split(" ", 1)[1] if auth.startswith("Bearer ") else None
         self._ssl_context: ssl.SSLContext | None = None
-        self._pool = ConnectionPool()
+        self._pool = pool if pool is not None else ConnectionPool()
         self._closed = False
 
     def post_json(self, url: str, body: JsonValue, *, timeout: float) -> JsonValue:

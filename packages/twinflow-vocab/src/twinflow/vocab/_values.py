@@ -9,7 +9,7 @@ for pydantic's sake: treat them as read-only, the digest of a value assumes nobo
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, NewType, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NewType, Self
 
 from pydantic import (
     BaseModel,
@@ -18,8 +18,10 @@ from pydantic import (
     Field,
     JsonValue,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -108,6 +110,14 @@ class FrozenValue(BaseModel):
             super().__init__(**data)
         except ValidationError as exc:
             raise InvalidValueError(f"invalid {type(self).__name__}: {exc}") from None
+
+    # Only the outermost value translates the error, so nested values need not pass through this
+    # method: marked as pydantic marks its own base __init__ (and RootModel's), nested values are
+    # validated inside pydantic-core, not by a Python call per level (2.8x slower on four levels,
+    # and the message nested one "invalid X:" per level). Subclasses that define their own
+    # __init__ are unmarked, so pydantic still calls theirs. ADR 0008; held by
+    # test_a_nested_error_is_one_invalid_value_error_with_the_whole_path.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
 
 class TextPart(FrozenValue):
@@ -291,18 +301,22 @@ class Message(FrozenValue):
 
 
 class _CallIndex:
-    """Tool call ids of a transcript: id -> (tool name, position of the calling message).
+    """One line of transcripts: the messages of its newest transcript and their tool call ids.
 
-    Derived from the messages, so it never decides equality. Appending to the newest transcript
-    of a line extends its index in place and shares it (O(new messages), not O(transcript));
-    a transcript older than its index reads only the entries before its own length.
+    ``log`` holds the messages, ``calls`` maps id -> (tool name, position of the calling
+    message). Derived from the messages, so it never decides equality. Appending to the newest
+    transcript of a line extends both in place and shares them (O(new messages), not
+    O(transcript)); an older transcript reads only the entries before its own length.
+    ``claims`` gives each position to one extender: of two threads appending to the same newest
+    transcript, the one whose ``dict.setdefault`` (atomic) lands first extends, the other copies.
     """
 
-    __slots__ = ("calls", "length")
+    __slots__ = ("calls", "claims", "log")
 
-    def __init__(self, calls: dict[str, tuple[str, int]], length: int) -> None:
+    def __init__(self, calls: dict[str, tuple[str, int]], log: list[Message]) -> None:
         self.calls = calls
-        self.length = length
+        self.log = log
+        self.claims: dict[int, object] = {}
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _CallIndex)
@@ -349,25 +363,31 @@ def _index_calls(
 class Transcript(FrozenValue):
     """An ordered, immutable conversation. A tool result must answer an earlier tool call."""
 
+    # (Not in the docstring, which is the JSON schema's description.) `append` costs O(new
+    # messages) whatever the length: the new transcript shares its line's message log and builds
+    # its ``messages`` tuple only when something reads it (a dump, an equality, ``.messages``);
+    # docs/adr/0009.
+
     messages: tuple[Message, ...] = ()
     """The messages, oldest first."""
 
-    _index: _CallIndex = PrivateAttr(default_factory=lambda: _CallIndex({}, 0))
+    _index: _CallIndex = PrivateAttr(default_factory=lambda: _CallIndex({}, []))
+    _size: int = PrivateAttr(default=0)
 
     @model_validator(mode="after")
     def _results_answer_calls(self) -> Self:
         try:
-            calls = _index_calls(_CallIndex({}, 0), self.messages, 0)
+            calls = _index_calls(_CallIndex({}, []), self.messages, 0)
         except InvalidValueError as exc:
             raise ValueError(str(exc)) from None
-        self._index = _CallIndex(calls, len(self.messages))
+        self._index = _CallIndex(calls, list(self.messages))
         return self
 
     def append(self, *messages: Message) -> Transcript:
         """Return a new transcript with `messages` added at the end.
 
-        Only the new messages are checked, and the call index is shared with the transcript
-        appended to, so appending costs nothing per earlier message beyond copying the tuple.
+        Only the new messages are checked, and the new transcript shares the message log and
+        call index of the one appended to, so appending costs nothing per earlier message.
 
         Raises:
             InvalidValueError: A new message is not a `Message`, or holds a tool result for no
@@ -378,24 +398,94 @@ class Transcript(FrozenValue):
                 raise InvalidValueError(
                     f"append() takes Message values; argument {i} is {type(message).__name__}"
                 )
+        length = len(self)
         index = self._index
-        length = len(self.messages)
         calls = _index_calls(index, messages, length)
-        if index.length == length and not any(k in index.calls for k in calls):
-            # The newest transcript of its line, no call id reused: extend the index in place.
+        token = object()
+        if (
+            len(index.log) == length
+            and not any(k in index.calls for k in calls)
+            and index.claims.setdefault(length, token) is token
+        ):
+            # The newest transcript of its line, no call id reused, and this position claimed
+            # by us alone: extend the line in place.
             index.calls.update(calls)
-            index.length = length + len(messages)
+            index.log.extend(messages)
         else:
-            kept = {k: v for k, v in index.calls.items() if v[1] < length}
+            # dict() copies in one step, safe while another thread extends the line.
+            kept = {k: v for k, v in dict(index.calls).items() if v[1] < length}
             kept.update(calls)
-            index = _CallIndex(kept, length + len(messages))
-        new = Transcript.model_construct(messages=self.messages + messages)
+            index = _CallIndex(kept, [*self.messages, *messages])
+        new = Transcript.model_construct(messages=())
+        # The tuple is built from the log on first read (`_materialise`), not here.
+        del new.__dict__["messages"]
         new._index = index
+        new._size = length + len(messages)
         return new
+
+    def messages_from(self, start: int) -> tuple[Message, ...]:
+        """The messages from position `start` on, as ``messages[start:]``, without building
+        the whole tuple.
+
+        Args:
+            start: A position, as in a slice.
+        """
+        built = self.__dict__.get("messages")
+        if built is not None:
+            return built[start:]  # type: ignore[no-any-return]
+        begin, end, _ = slice(start, self._size).indices(self._size)
+        return tuple(self._index.log[begin:end])
+
+    def _materialise(self) -> tuple[Message, ...]:
+        built: tuple[Message, ...] | None = self.__dict__.get("messages")
+        if built is None:
+            built = tuple(self._index.log[: self._size])
+            self.__dict__["messages"] = built
+        return built
+
+    if not TYPE_CHECKING:
+        # Reached only for names not in __dict__: ``messages`` of an appended transcript not
+        # read yet, and pydantic's private attributes (its own __getattr__ serves those).
+        def __getattr__(self, name: str) -> Any:
+            if name == "messages":
+                return self._materialise()
+            return super().__getattr__(name)
+
+    # No return annotation: pydantic would make it the serialization schema (`Any` gives `{}`).
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        # pydantic-core reads __dict__ directly: build the tuple before it looks.
+        self._materialise()
+        return handler(self)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to another transcript with equal messages."""
+        if isinstance(other, Transcript):
+            return type(other) is type(self) and self._materialise() == other._materialise()
+        return NotImplemented if not isinstance(other, BaseModel) else False
+
+    def __hash__(self) -> int:
+        """The hash of the messages (as pydantic's frozen-model hash)."""
+        return hash(self._materialise())
+
+    def __iter__(self) -> Any:
+        """Field name and value pairs, as pydantic gives them."""
+        self._materialise()
+        return super().__iter__()
+
+    def __repr_args__(self) -> Any:
+        self._materialise()
+        return super().__repr_args__()
+
+    def __getstate__(self) -> dict[Any, Any]:
+        """Pickle the built tuple, not a view of a shared log."""
+        self._materialise()
+        return super().__getstate__()
 
     def __len__(self) -> int:
         """Number of messages."""
-        return len(self.messages)
+        built = self.__dict__.get("messages")
+        return self._size if built is None else len(built)
 
 
 def _empty_object_schema() -> dict[str, JsonValue]:
