@@ -51,13 +51,13 @@ def test_invoice_example_runs_against_the_embedded_model_and_rescores(
     assert "<svg" in html and "http://" not in html and "https://" not in html
     assert "Pass rate" in (out / "lab-notes.md").read_text()
 
-    code, payload = _run(["eval", "rescore", str(out)], capsys)
+    code, payload = _run(["eval", "rescore", str(out), "--trust-code"], capsys)
     assert (0, [], []) == (code, payload["changed"], payload["flagged"])
 
     victim = out / results["cases"][4]["trace"]
     data = victim.read_bytes()
     victim.write_bytes(data.replace(b'"step":1', b'"step":2', 1))
-    code, payload = _run(["eval", "rescore", str(out)], capsys)
+    code, payload = _run(["eval", "rescore", str(out), "--trust-code"], capsys)
     assert 1 == code
     assert [results["cases"][4]["key"]] == [f["key"] for f in payload["flagged"]]
 

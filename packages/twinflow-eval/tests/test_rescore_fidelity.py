@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 from eval_testkit import START, dataset, factory
 
 from twinflow.agent import Agent, TraceSink
-from twinflow.eval import Case, Dataset, RunAborted, rescore, run_eval
+from twinflow.eval import Case, Dataset, RunAborted, RunDirError, merge_runs, rescore, run_eval
 from twinflow.kernel import ConnectError, SteppingClock, ThreadExecutor
 
 SCORER = '''
@@ -48,8 +49,47 @@ def test_rescore_imports_user_code_from_the_directories_the_run_used(tmp_path: P
         sys.path.remove(str(code))
         sys.modules.pop("my_scorers", None)
     assert ["passed"] * 3 == [c.status for c in results.cases]
-    assert results.cases == rescore(run_dir).cases
+    assert results.cases == rescore(run_dir, trust_code=True).cases
     assert str(code) not in sys.path
+
+
+def test_a_received_run_directory_runs_no_code_unless_trusted(tmp_path: Path) -> None:
+    """Rescore and merge of a run naming scorer code refuse it, import nothing, write nothing."""
+    code = tmp_path / "code"
+    code.mkdir()
+    marker = tmp_path / "PWNED"
+    (code / "planted.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+        "def total_is_positive(obs, expected):\n    return True\n"
+    )
+    base = dataset(2)
+    data = Dataset.model_validate({**base.model_dump(), "scorers": [{"kind": "no_denied_calls"}]})
+    run_dir = tmp_path / "run"
+    run_eval(data, factory(), run_dir, clock=SteppingClock(START), code_dirs=[code])
+    # The bundle as an attacker ships it: its run.json now names the planted module.
+    manifest = json.loads((run_dir / "run.json").read_text())
+    manifest["dataset"]["scorers"] = [{"kind": "custom", "path": "planted:total_is_positive"}]
+    tampered = Dataset.model_validate(manifest["dataset"])
+    manifest["dataset_digest"] = tampered.digest
+    (run_dir / "run.json").write_text(json.dumps(manifest))
+    before = sorted(p.name for p in run_dir.iterdir())
+    with pytest.raises(RunDirError, match="planted") as caught:
+        rescore(run_dir)
+    with pytest.raises(RunDirError, match="planted"):
+        merge_runs([run_dir], tmp_path / "merged")
+    expected = (False, before, False)
+    actual = (
+        marker.exists(),
+        sorted(p.name for p in run_dir.iterdir()),
+        (tmp_path / "merged").exists(),
+    )
+    assert expected == actual
+    assert "--trust-code" in str(caught.value)
+    try:
+        rescore(run_dir, trust_code=True)
+    finally:
+        sys.modules.pop("planted", None)
+    assert marker.exists()
 
 
 def test_a_run_that_failed_never_passes_even_if_its_scorers_do(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import argparse
 import contextlib
 import dataclasses
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from twinflow.eval import (
     Shard,
     ShardError,
     Summary,
+    code_modules,
     compare_runs,
     load_dataset,
     load_run,
@@ -128,6 +129,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
         description=_rescore.__doc__,
     )
     re.add_argument("run_dir", type=Path, help="a run directory")
+    _add_trust_code(re)
     _add_json(re)
     cmp = sub.add_parser(
         "compare",
@@ -146,6 +148,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     merge.add_argument(
         "--out", type=Path, required=True, help="the merged run directory (new or empty)"
     )
+    _add_trust_code(merge)
     _add_json(merge)
 
 
@@ -323,6 +326,32 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def _add_trust_code(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--trust-code",
+        action="store_true",
+        help=(
+            "import the scorer modules the run's dataset names (custom scorers, schema models); "
+            "without it a run that needs code is refused, since a received run directory could "
+            "bring any. The modules are printed first"
+        ),
+    )
+
+
+def _announce_code(run_dirs: Sequence[Path], trust_code: bool) -> None:
+    """With --trust-code, say which modules scoring will import before it does."""
+    if not trust_code:
+        return
+    for run_dir in run_dirs:
+        modules = code_modules(load_run(run_dir)[0].dataset)
+        if modules:
+            print(
+                f"twinflow eval: --trust-code: importing {', '.join(map(repr, modules))} "
+                f"as {run_dir}/run.json names them",
+                file=sys.stderr,
+            )
+
+
 def _rescore(args: argparse.Namespace, out: Output) -> int:
     """Verify every trace of a run directory and score it again from the traces alone.
 
@@ -331,7 +360,8 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
     from results.json.
     """
     _, recorded = load_run(args.run_dir)
-    results = rescore(args.run_dir)
+    _announce_code([args.run_dir], args.trust_code)
+    results = rescore(args.run_dir, trust_code=args.trust_code)
     before = {c.key: (c.status, c.scores) for c in recorded.cases}
     changed = [c.key for c in results.cases if before.get(c.key) != (c.status, c.scores)]
     flagged = [c for c in results.cases if c.status == "flagged"]
@@ -378,7 +408,8 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
 
 def _merge(args: argparse.Namespace, out: Output) -> int:
     """Combine the run directories of shards 1/n .. n/n into one, verifying every trace."""
-    results = merge_runs(args.shards, args.out)
+    _announce_code(args.shards, args.trust_code)
+    results = merge_runs(args.shards, args.out, trust_code=args.trust_code)
     payload = _summary_payload(results, args.out)
     if results.summary.flagged:
         raise CheckFailed(

@@ -36,6 +36,7 @@ from twinflow.eval._results import (
 from twinflow.eval._runner import (
     AgentFactory,
     Progress,
+    code_modules,
     load_run,
     merge_runs,
     rescore,
@@ -108,6 +109,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolCalls",
     "case_key",
+    "code_modules",
     "compare_results",
     "compare_runs",
     "known_keys",

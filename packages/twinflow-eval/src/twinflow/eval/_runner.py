@@ -49,13 +49,14 @@ from twinflow.eval._results import (
     select_keys,
     write_atomic,
 )
-from twinflow.eval._scorers import ScorerSpec, score_all
+from twinflow.eval._scorers import Custom, SchemaValid, ScorerSpec, score_all, split_dotted
 from twinflow.kernel import Clock, Executor, SerialExecutor, TaskLost, TransportError
 from twinflow.vocab import canonical_bytes
 
 __all__ = [
     "AgentFactory",
     "Progress",
+    "code_modules",
     "load_run",
     "merge_runs",
     "rescore",
@@ -186,6 +187,33 @@ def importable(directories: Sequence[str]) -> Iterator[None]:
         for directory in added:
             with contextlib.suppress(ValueError):
                 sys.path.remove(directory)
+
+
+def code_modules(dataset: Dataset) -> tuple[str, ...]:
+    """The modules scoring ``dataset`` would import (custom scorers, schema models), unimported.
+
+    Raises:
+        ScorerError: a scorer names something that is not a dotted path.
+    """
+    paths = []
+    for case in dataset.cases:
+        for scorer in dataset.scorers_for(case):
+            if isinstance(scorer, Custom):
+                paths.append(scorer.path)
+            elif isinstance(scorer, SchemaValid) and scorer.model is not None:
+                paths.append(scorer.model)
+    return tuple(dict.fromkeys(split_dotted(path)[0] for path in paths))
+
+
+def _refuse_untrusted_code(where: Path, dataset: Dataset, trust_code: bool) -> None:
+    """A run directory is a file like any other: scoring it imports code only when told to."""
+    modules = code_modules(dataset)
+    if modules and not trust_code:
+        raise RunDirError(
+            f"{where}/run.json names scorer code to import ({', '.join(modules)}): scoring a run "
+            "directory you received would run it. Pass trust_code=True (`--trust-code`) only "
+            "for a run you made or trust; nothing was imported or written"
+        )
 
 
 def _prepare(out: Path, manifest: RunManifest) -> None:
@@ -430,7 +458,7 @@ def _rescore_dir(run_dir: Path, manifest: RunManifest, recorded: EvalResults) ->
     )
 
 
-def rescore(run_dir: str | Path) -> EvalResults:
+def rescore(run_dir: str | Path, *, trust_code: bool = False) -> EvalResults:
     """Verify every trace of a run and score it again from the traces alone (no model).
 
     A trace that is missing or fails verification flags its case (status ``flagged``, the
@@ -439,24 +467,31 @@ def rescore(run_dir: str | Path) -> EvalResults:
 
     Args:
         run_dir: A run directory written by `run_eval` or `merge_runs`.
+        trust_code: Import the scorer modules the run's dataset names (custom scorers, schema
+            models), from the directories ``run.json`` records. Without it, a run whose
+            scoring needs code is refused before anything is imported.
 
     Returns:
         The new results.
 
     Raises:
-        RunDirError: The directory is not a run directory.
+        RunDirError: The directory is not a run directory, or it names code and
+            ``trust_code`` is not set.
     """
     path = Path(run_dir)
     manifest, recorded = load_run(path)
     if manifest.dataset.digest != manifest.dataset_digest:
         raise RunDirError(f"{path}/run.json: the dataset does not match its digest; it was edited")
+    _refuse_untrusted_code(path, manifest.dataset, trust_code)
     with importable(manifest.code_dirs):
         results = _rescore_dir(path, manifest, recorded)
     write_atomic(path / "rescore.json", _encode(results))
     return results
 
 
-def merge_runs(shard_dirs: Sequence[str | Path], out: str | Path) -> EvalResults:
+def merge_runs(
+    shard_dirs: Sequence[str | Path], out: str | Path, *, trust_code: bool = False
+) -> EvalResults:
     """Combine the run directories of every shard of one dataset into one run directory.
 
     Every trace is copied, verified and scored again (a bad one flags its case); the merged
@@ -465,17 +500,21 @@ def merge_runs(shard_dirs: Sequence[str | Path], out: str | Path) -> EvalResults
     Args:
         shard_dirs: One complete run directory per shard ``1/n`` .. ``n/n``.
         out: The new run directory (must not exist or be empty).
+        trust_code: Import the scorer modules the dataset names, as `rescore`.
 
     Returns:
         The merged results (also written with the Lab Notes).
 
     Raises:
         ShardError: The directories are not the complete shards of one dataset.
-        RunDirError: A directory is not a run directory, or ``out`` is not empty.
+        RunDirError: A directory is not a run directory, ``out`` is not empty, or the
+            dataset names code and ``trust_code`` is not set.
     """
     loaded = [(Path(d), *load_run(d)) for d in shard_dirs]
     if not loaded:
         raise ShardError("merge needs at least one shard directory")
+    for path, manifest, _ in loaded:
+        _refuse_untrusted_code(path, manifest.dataset, trust_code)
     digests = {manifest.dataset_digest for _, manifest, _ in loaded}
     if len(digests) != 1:
         raise ShardError(
