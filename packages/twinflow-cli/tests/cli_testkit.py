@@ -8,6 +8,7 @@ gives the final answer from `FINALS` (an ``output`` object when a schema is aske
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from twinflow.kernel import LoopbackRequest, LoopbackResponse
@@ -68,6 +69,50 @@ def scripted_chat(request: LoopbackRequest) -> LoopbackResponse:
         ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
+    if body.get("stream"):
+        return LoopbackResponse(
+            headers=(("Content-Type", "text/event-stream"),),
+            stream=lambda: sse_events(reply),
+        )
     return LoopbackResponse(
         body=json.dumps(reply).encode(), headers=(("Content-Type", "application/json"),)
     )
+
+
+def sse_events(reply: dict[str, Any]) -> Iterator[bytes]:
+    """A non-streamed chat completion as the server-sent events that stream it."""
+
+    def event(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+        chunk = {
+            "model": reply["model"],
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            **extra,
+        }
+        return f"data: {json.dumps(chunk)}\n\n".encode()
+
+    choice = reply["choices"][0]
+    content = choice["message"].get("content") or ""
+    for start in range(0, len(content), 3):
+        yield event({"content": content[start : start + 3]})
+    for index, call in enumerate(choice["message"].get("tool_calls") or []):
+        yield event(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call["id"],
+                        "function": {"name": call["function"]["name"], "arguments": ""},
+                    }
+                ]
+            }
+        )
+        yield event(
+            {
+                "tool_calls": [
+                    {"index": index, "function": {"arguments": call["function"]["arguments"]}}
+                ]
+            }
+        )
+    yield event({}, choice["finish_reason"])
+    yield f"data: {json.dumps({'choices': [], 'usage': reply['usage']})}\n\n".encode()
+    yield b"data: [DONE]\n\n"

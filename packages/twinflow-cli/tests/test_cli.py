@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_testkit import sse_events
 
 from twinflow.kernel import (
     LoopbackRequest,
@@ -102,45 +103,6 @@ def chat_completion(request: LoopbackRequest) -> LoopbackResponse:
     return LoopbackResponse(
         body=json.dumps(reply).encode(), headers=(("Content-Type", "application/json"),)
     )
-
-
-def sse_events(reply: dict[str, Any]) -> Iterator[bytes]:
-    """A non-streamed chat completion as the server-sent events that stream it."""
-
-    def event(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
-        chunk = {
-            "model": reply["model"],
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-            **extra,
-        }
-        return f"data: {json.dumps(chunk)}\n\n".encode()
-
-    choice = reply["choices"][0]
-    content = choice["message"].get("content") or ""
-    for start in range(0, len(content), 3):
-        yield event({"content": content[start : start + 3]})
-    for index, call in enumerate(choice["message"].get("tool_calls") or []):
-        yield event(
-            {
-                "tool_calls": [
-                    {
-                        "index": index,
-                        "id": call["id"],
-                        "function": {"name": call["function"]["name"], "arguments": ""},
-                    }
-                ]
-            }
-        )
-        yield event(
-            {
-                "tool_calls": [
-                    {"index": index, "function": {"arguments": call["function"]["arguments"]}}
-                ]
-            }
-        )
-    yield event({}, choice["finish_reason"])
-    yield f"data: {json.dumps({'choices': [], 'usage': reply['usage']})}\n\n".encode()
-    yield b"data: [DONE]\n\n"
 
 
 @pytest.fixture
