@@ -51,8 +51,11 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         str(port),
         "--n_ctx",
         "1024",
+        # One thread, as the CLI's embedded server (ADR 0034): steady on a busy machine.
         "--n_threads",
-        "2",
+        "1",
+        "--n_threads_batch",
+        "1",
         "--seed",
         "0",
         "--verbose",

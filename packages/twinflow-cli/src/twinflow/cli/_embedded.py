@@ -14,7 +14,13 @@ from pathlib import Path
 
 from twinflow.vocab import UserError
 
-__all__ = ["GGUF_NAME", "EmbeddedModelMissing", "server_command", "smollm2_gguf"]
+__all__ = [
+    "EMBEDDED_THREADS",
+    "GGUF_NAME",
+    "EmbeddedModelMissing",
+    "server_command",
+    "smollm2_gguf",
+]
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _FIX = (
@@ -44,7 +50,16 @@ def smollm2_gguf() -> Path:
     return path
 
 
-def server_command(gguf: Path, port: int, *, n_ctx: int = 2048) -> list[str]:
+EMBEDDED_THREADS = 1
+"""Threads the embedded server computes with. One, not one per core: ggml's threads meet at a
+spinning barrier after every operation, so on a shared machine a thread that loses its core
+stalls the other, and two threads beside two busy processes answered 5x slower than one
+(ADR 0034; `benchmarks/embedded_threads.py` measures both)."""
+
+
+def server_command(
+    gguf: Path, port: int, *, n_ctx: int = 2048, threads: int = EMBEDDED_THREADS
+) -> list[str]:
     """The command that serves ``gguf`` on 127.0.0.1:``port`` with llama-cpp-python.
 
     Raises:
@@ -65,7 +80,9 @@ def server_command(gguf: Path, port: int, *, n_ctx: int = 2048) -> list[str]:
         "--n_ctx",
         str(n_ctx),
         "--n_threads",
-        "2",
+        str(threads),
+        "--n_threads_batch",
+        str(threads),
         "--seed",
         "0",
         "--verbose",
