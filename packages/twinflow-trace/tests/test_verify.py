@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from json import loads as json_loads
 from pathlib import Path
 
 import pytest
@@ -12,12 +13,14 @@ from hypothesis import strategies as st
 from tracekit import events, forged_line, lines_of, trace
 
 from twinflow.trace import (
+    CanonicalError,
     Checkpoint,
     Limits,
     TraceCorruptError,
     UserError,
     VerificationReport,
     canonical_bytes,
+    parse_json,
     sign_checkpoint,
     verify_trace,
     walk_trace,
@@ -101,12 +104,56 @@ def test_each_format_failure_is_its_own_kind_at_its_seq(kind: str) -> None:
     )
 
 
-def test_a_big_integer_is_a_number_form_problem() -> None:
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"9007199254740993",
+        b"-9007199254740993",
+        b"[9007199254740993]",
+        b"[1,-90071992547409930]",
+        b'{"a":[0,9007199254740993]}',
+    ],
+)
+def test_a_big_integer_is_a_number_form_problem(value: bytes) -> None:
     """An integer beyond 2**53-1 has no exact double: its line is refused as number_form."""
-    event = seq1().replace(b'"n":1', b'"n":9007199254740993')
+    event = seq1().replace(b'"n":1', b'"n":' + value)
     report = verify_trace(with_line_1(event))
     assert report.problem is not None
     assert ("number_form", 1) == (report.problem.kind, report.problem.seq)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b'"id,12345678901234567890"',
+        b'"[-12345678901234567890"',
+        b"9007199254740991",
+        b"-9007199254740991",
+        '"😀 and \ue000"'.encode(),
+        b"1e+21",
+        b"5e-324",
+    ],
+)
+def test_a_line_the_fast_screens_send_aside_still_verifies(value: bytes) -> None:
+    """Long digit runs in strings, the largest safe integers, astral characters and floats
+    the C encoder prints differently are canonical: the strict path accepts what the screens
+    sent it."""
+    event = seq1().replace(b'"n":1', b'"n":' + value)
+    lines = lines_of(events(5))
+    lines[1] = forged_line(event)
+    assert canonical_bytes(json_loads(event)) == event
+    # The forged line verifies; the chain breaks only at seq 2, whose prev names the original.
+    report = verify_trace(b"".join(lines), require_complete=False)
+    assert report.problem is not None
+    assert ("edited", 2, 2) == (report.problem.kind, report.problem.seq, report.events)
+
+
+def test_parse_json_refuses_a_big_top_level_integer_as_not_canonical() -> None:
+    """A document that is only an integer beyond 2**53-1 reads as a double, printed otherwise."""
+    with pytest.raises(CanonicalError) as caught:
+        parse_json(b"9007199254740993", canonical=True)
+    assert "number_form" == caught.value.reason
+    assert 2**53 - 1 == parse_json(b"9007199254740991", canonical=True)
 
 
 @pytest.mark.parametrize(
