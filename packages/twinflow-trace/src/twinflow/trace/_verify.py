@@ -140,9 +140,13 @@ class VerificationReport:
     """The first problem, if any."""
 
 
-@dataclass(frozen=True, slots=True)
-class VerifiedEvent:
-    """One event that verified, as `walk_trace` yields it."""
+class VerifiedEvent(NamedTuple):
+    """One event that verified, as `walk_trace` yields it.
+
+    A named tuple, not a frozen dataclass: one is made per event, and a frozen dataclass's
+    ``__init__`` (an ``object.__setattr__`` per field) cost a reader of a long trace more than
+    hashing the event did.
+    """
 
     seq: int
     """Its sequence number."""
