@@ -37,7 +37,13 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Literal, NamedTuple
 
-from twinflow.trace._canonical import _MISS, _fast_canonical, parse_json
+from twinflow.trace._canonical import (
+    _MISS,
+    _canonical_texts,
+    _fast_canonical,
+    _fast_parse,
+    parse_json,
+)
 from twinflow.trace._checkpoint import (
     Checkpoint,
     ConsistencyProof,
@@ -158,6 +164,23 @@ class VerifiedEvent(NamedTuple):
     """What ``check`` returned for it (the parsed JSON object when there is no ``check``)."""
 
 
+_BATCH_LINES = 64
+"""Lines whose canonical form one encoder call checks (`_canonical_texts`)."""
+_BATCH_BYTES = 64 * 1024
+"""At most this many event bytes in a batch; a longer event is checked on its own."""
+
+
+class _Pending(NamedTuple):
+    """A line that passed every rule but the canonical comparison, waiting for its batch."""
+
+    seq: int
+    digest: str
+    raw: bytes
+    hashed: bytes
+    value: dict[str, Any]
+    text: str
+
+
 class _Line(NamedTuple):
     """A line that passed every per-line rule (the chain is checked by the walk)."""
 
@@ -251,6 +274,12 @@ class _Walk:
         self.done = False
         self.ranges = ranges
         self.range_hashes: list[bytes | None] = [None] * len(ranges)
+        # Proof ranges are disjoint: collect them in leaf order, store them in proof order.
+        self.order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+        self.current = 0
+        """The position in ``order`` of the range being collected."""
+        self.partial: Frontier | None = None
+        """The tree of the range being collected, so far."""
 
     def _fail(self, kind: ProblemKind, index: int, message: str) -> None:
         self.problem = Problem(kind=kind, seq=index, line=index + 1, message=message)
@@ -267,37 +296,36 @@ class _Walk:
     def _events(self, lines: Iterator[bytes]) -> Iterator[tuple[int, str, bytes, object]]:
         limit = self.limits.max_line_bytes
         max_depth = self.limits.max_depth
-        check = self.check
-        marks = self.marks
-        frontier = self.frontier
-        append = frontier.append_hash
         sha256 = hashlib.sha256
-        ranges = self.ranges
-        partial: Frontier | None = None
-        # Proof ranges are disjoint: collect them in leaf order, store them in proof order.
-        order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
-        current = 0  # the position in `order` of the range being collected
         expected_prev = GENESIS
-        if 0 in marks:
-            self.roots[0] = frontier.root()
+        if 0 in self.marks:
+            self.roots[0] = self.frontier.root()
+        # Lines that passed every rule but the canonical comparison, which `_confirm` makes for
+        # the whole batch in one encoder call.
+        batch: list[_Pending] = []
+        size = 0
         for index, raw in enumerate(lines):
-            # The fast path accepts exactly the lines `_parse` accepts that also chain (seq and
+            # The fast path takes exactly the lines `_parse` accepts that also chain (seq and
             # prev as expected): framed, hashed, canonical, an event. Anything else, however
             # slightly off, takes the slow path, which names the problem.
             event = raw[EVENT_START:-2]
             hashed = sha256(event).digest()
             digest = hashed.hex()
             value: Any = _MISS
+            text = ""
             if (
                 raw[-2:] == b"}\n"
                 and raw[:EVENT_START] == LINE_PREFIX + digest.encode() + EVENT_INFIX
+                and len(event) <= _BATCH_BYTES
                 and event.count(b"[") + event.count(b"{") <= max_depth
             ):
                 try:
-                    value = _fast_canonical(event, event.decode())
+                    text = event.decode()
                 except UnicodeDecodeError:
-                    value = _MISS
-            if not (
+                    pass
+                else:
+                    value = _fast_parse(event, text)
+            if (
                 type(value) is dict
                 and value.keys() == _ENVELOPE
                 and value["prev"] == expected_prev
@@ -307,40 +335,101 @@ class _Walk:
                 and type(body := value["body"]) is dict
                 and body.get("kind") in EVENT_KINDS
             ):
-                slow = self._slow(index, raw, limit, expected_prev, lines)
+                batch.append(_Pending(index, digest, raw, hashed, value, text))
+                size += len(event)
+                expected_prev = digest
+                if len(batch) < _BATCH_LINES and size < _BATCH_BYTES:
+                    continue
+                good = yield from self._confirm(batch)
+                batch.clear()
+                size = 0
+                if not good:
+                    return
+                continue
+            # The lines before this one come first.
+            good = yield from self._confirm(batch)
+            batch.clear()
+            size = 0
+            if not good:
+                return
+            slow = self._slow(index, raw, limit, expected_prev, lines)
+            if isinstance(slow, Problem):
+                self.problem = slow
+                return
+            accepted = self._accept(index, slow.digest, slow.event, slow.hashed, slow.value)
+            if accepted is None:
+                return
+            expected_prev = slow.digest
+            yield accepted
+        yield from self._confirm(batch)
+
+    def _confirm(
+        self, batch: list[_Pending]
+    ) -> Generator[tuple[int, str, bytes, object], None, bool]:
+        """Yield a batch's events once they are known canonical; False if one is not (or is
+        refused by ``check``), with ``problem`` set at the first such line."""
+        if not batch:
+            return True
+        if _canonical_texts([p.value for p in batch], [p.text for p in batch]):
+            for p in batch:
+                accepted = self._accept(p.seq, p.digest, p.raw[EVENT_START:-2], p.hashed, p.value)
+                if accepted is None:
+                    return False
+                yield accepted
+            return True
+        # One of them is not canonical (or the C encoder prints it otherwise): line by line,
+        # the slow path names the first problem.
+        for p in batch:
+            event = p.raw[EVENT_START:-2]
+            value = _fast_canonical(event, p.text)
+            if value is _MISS:
+                # Its chain held when it was read, so the slow path never classifies it.
+                expected_prev = p.value["prev"]
+                slow = self._slow(p.seq, p.raw, self.limits.max_line_bytes, expected_prev, iter(()))
                 if isinstance(slow, Problem):
                     self.problem = slow
-                    return
+                    return False
                 value = slow.value
-            typed: object = value
-            if check is not None:
-                try:
-                    typed = check(value)
-                except ValueError as exc:
-                    first = " ".join(str(exc).split())[:300]
-                    self._fail(
-                        "not_event",
-                        index,
-                        f"its digest and chain match but it is not a valid event (it was forged): {first}",
-                    )
-                    return
-            hashed = sha256(b"\x00" + hashed).digest()  # the RFC 9162 leaf hash
-            append(hashed)
-            if current < len(order):
-                start, end = ranges[order[current]]
-                if start <= index < end:
-                    if partial is None:
-                        partial = Frontier()
-                    partial.append_hash(hashed)
-                    if index == end - 1:
-                        self.range_hashes[order[current]] = partial.root()
-                        partial = None
-                        current += 1
-            expected_prev = self.head = digest
-            self.last_kind = value["body"]["kind"]
-            if index + 1 in marks:
-                self.roots[index + 1] = frontier.root()
-            yield index, digest, event, typed
+            accepted = self._accept(p.seq, p.digest, event, p.hashed, value)
+            if accepted is None:
+                return False
+            yield accepted
+        return True
+
+    def _accept(
+        self, index: int, digest: str, event: bytes, hashed: bytes, value: dict[str, Any]
+    ) -> tuple[int, str, bytes, object] | None:
+        """Take a verified, chained event into the tree (None: ``check`` refused it)."""
+        typed: object = value
+        if self.check is not None:
+            try:
+                typed = self.check(value)
+            except ValueError as exc:
+                first = " ".join(str(exc).split())[:300]
+                self._fail(
+                    "not_event",
+                    index,
+                    f"its digest and chain match but it is not a valid event (it was forged): {first}",
+                )
+                return None
+        leaf = hashlib.sha256(b"\x00" + hashed).digest()  # the RFC 9162 leaf hash
+        self.frontier.append_hash(leaf)
+        order = self.order
+        if self.current < len(order):
+            start, end = self.ranges[order[self.current]]
+            if start <= index < end:
+                if self.partial is None:
+                    self.partial = Frontier()
+                self.partial.append_hash(leaf)
+                if index == end - 1:
+                    self.range_hashes[order[self.current]] = self.partial.root()
+                    self.partial = None
+                    self.current += 1
+        self.head = digest
+        self.last_kind = value["body"]["kind"]
+        if index + 1 in self.marks:
+            self.roots[index + 1] = self.frontier.root()
+        return index, digest, event, typed
 
     def _slow(
         self, index: int, raw: bytes, limit: int, expected_prev: str, lines: Iterator[bytes]
