@@ -164,21 +164,16 @@ class VerifiedEvent(NamedTuple):
     """What ``check`` returned for it (the parsed JSON object when there is no ``check``)."""
 
 
+_DIGEST_START = len(LINE_PREFIX)
 _BATCH_LINES = 64
 """Lines whose canonical form one encoder call checks (`_canonical_texts`)."""
 _BATCH_BYTES = 64 * 1024
 """At most this many event bytes in a batch; a longer event is checked on its own."""
 
 
-class _Pending(NamedTuple):
-    """A line that passed every rule but the canonical comparison, waiting for its batch."""
-
-    seq: int
-    digest: str
-    raw: bytes
-    hashed: bytes
-    value: dict[str, Any]
-    text: str
+_Pending = tuple[int, str, bytes, bytes, dict[str, Any], str, bytes]
+"""A line that passed every rule but the canonical comparison, waiting for its batch:
+(seq, digest, event bytes, their sha256, value, their text, the line)."""
 
 
 class _Line(NamedTuple):
@@ -302,7 +297,7 @@ class _Walk:
             self.roots[0] = self.frontier.root()
         # Lines that passed every rule but the canonical comparison, which `_confirm` makes for
         # the whole batch in one encoder call.
-        batch: list[_Pending] = []
+        batch: list[_Pending] = []  # plain tuples: a named tuple per line cost 2 us
         size = 0
         for index, raw in enumerate(lines):
             # The fast path takes exactly the lines `_parse` accepts that also chain (seq and
@@ -314,8 +309,10 @@ class _Walk:
             value: Any = _MISS
             text = ""
             if (
-                raw[-2:] == b"}\n"
-                and raw[:EVENT_START] == LINE_PREFIX + digest.encode() + EVENT_INFIX
+                raw.endswith(b"}\n")
+                and raw.startswith(LINE_PREFIX)
+                and raw.startswith(digest.encode(), _DIGEST_START)
+                and raw.startswith(EVENT_INFIX, DIGEST_END)
                 and len(event) <= _BATCH_BYTES
                 and event.count(b"[") + event.count(b"{") <= max_depth
             ):
@@ -324,7 +321,7 @@ class _Walk:
                 except UnicodeDecodeError:
                     pass
                 else:
-                    value = _fast_parse(event, text)
+                    value = _fast_parse(text)
             if (
                 type(value) is dict
                 and value.keys() == _ENVELOPE
@@ -335,7 +332,7 @@ class _Walk:
                 and type(body := value["body"]) is dict
                 and body.get("kind") in EVENT_KINDS
             ):
-                batch.append(_Pending(index, digest, raw, hashed, value, text))
+                batch.append((index, digest, event, hashed, value, text, raw))
                 size += len(event)
                 expected_prev = digest
                 if len(batch) < _BATCH_LINES and size < _BATCH_BYTES:
@@ -356,11 +353,12 @@ class _Walk:
             if isinstance(slow, Problem):
                 self.problem = slow
                 return
-            accepted = self._accept(index, slow.digest, slow.event, slow.hashed, slow.value)
-            if accepted is None:
+            good = yield from self._accept(
+                [(index, slow.digest, slow.event, slow.hashed, slow.value, "", raw)]
+            )
+            if not good:
                 return
             expected_prev = slow.digest
-            yield accepted
         yield from self._confirm(batch)
 
     def _confirm(
@@ -370,50 +368,58 @@ class _Walk:
         refused by ``check``), with ``problem`` set at the first such line."""
         if not batch:
             return True
-        if _canonical_texts([p.value for p in batch], [p.text for p in batch]):
-            for p in batch:
-                accepted = self._accept(p.seq, p.digest, p.raw[EVENT_START:-2], p.hashed, p.value)
-                if accepted is None:
-                    return False
-                yield accepted
-            return True
+        if _canonical_texts([p[4] for p in batch], [p[5] for p in batch], [p[2] for p in batch]):
+            return (yield from self._accept(batch))
         # One of them is not canonical (or the C encoder prints it otherwise): line by line,
         # the slow path names the first problem.
-        for p in batch:
-            event = p.raw[EVENT_START:-2]
-            value = _fast_canonical(event, p.text)
-            if value is _MISS:
+        for seq, digest, event, hashed, value, text, raw in batch:
+            if _fast_canonical(event, text) is _MISS:
                 # Its chain held when it was read, so the slow path never classifies it.
-                expected_prev = p.value["prev"]
-                slow = self._slow(p.seq, p.raw, self.limits.max_line_bytes, expected_prev, iter(()))
+                slow = self._slow(seq, raw, self.limits.max_line_bytes, value["prev"], iter(()))
                 if isinstance(slow, Problem):
                     self.problem = slow
                     return False
                 value = slow.value
-            accepted = self._accept(p.seq, p.digest, event, p.hashed, value)
-            if accepted is None:
+            if not (yield from self._accept([(seq, digest, event, hashed, value, text, raw)])):
                 return False
-            yield accepted
         return True
 
     def _accept(
-        self, index: int, digest: str, event: bytes, hashed: bytes, value: dict[str, Any]
-    ) -> tuple[int, str, bytes, object] | None:
-        """Take a verified, chained event into the tree (None: ``check`` refused it)."""
-        typed: object = value
-        if self.check is not None:
-            try:
-                typed = self.check(value)
-            except ValueError as exc:
-                first = " ".join(str(exc).split())[:300]
-                self._fail(
-                    "not_event",
-                    index,
-                    f"its digest and chain match but it is not a valid event (it was forged): {first}",
-                )
-                return None
-        leaf = hashlib.sha256(b"\x00" + hashed).digest()  # the RFC 9162 leaf hash
-        self.frontier.append_hash(leaf)
+        self, items: list[_Pending]
+    ) -> Generator[tuple[int, str, bytes, object], None, bool]:
+        """Take verified, chained events into the tree and yield them; False (with ``problem``
+        set) at the first one ``check`` refuses."""
+        check = self.check
+        append = self.frontier.append_hash
+        sha256 = hashlib.sha256
+        marks = self.marks
+        collecting = bool(self.order)
+        for index, digest, event, hashed, value, _, _ in items:
+            typed: object = value
+            if check is not None:
+                try:
+                    typed = check(value)
+                except ValueError as exc:
+                    first = " ".join(str(exc).split())[:300]
+                    self._fail(
+                        "not_event",
+                        index,
+                        f"its digest and chain match but it is not a valid event (it was forged): {first}",
+                    )
+                    return False
+            leaf = sha256(b"\x00" + hashed).digest()  # the RFC 9162 leaf hash
+            append(leaf)
+            if collecting:
+                self._collect(index, leaf)
+            self.head = digest
+            self.last_kind = value["body"]["kind"]
+            if index + 1 in marks:
+                self.roots[index + 1] = self.frontier.root()
+            yield index, digest, event, typed
+        return True
+
+    def _collect(self, index: int, leaf: bytes) -> None:
+        """Add a leaf to the proof range being collected, if it falls in one."""
         order = self.order
         if self.current < len(order):
             start, end = self.ranges[order[self.current]]
@@ -425,11 +431,6 @@ class _Walk:
                     self.range_hashes[order[self.current]] = self.partial.root()
                     self.partial = None
                     self.current += 1
-        self.head = digest
-        self.last_kind = value["body"]["kind"]
-        if index + 1 in self.marks:
-            self.roots[index + 1] = self.frontier.root()
-        return index, digest, event, typed
 
     def _slow(
         self, index: int, raw: bytes, limit: int, expected_prev: str, lines: Iterator[bytes]
