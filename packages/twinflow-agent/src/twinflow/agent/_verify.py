@@ -158,16 +158,11 @@ class Trace:
 
     Held compactly, since a trace can be long: the events are the typed values; the canonical
     bytes of all events share one buffer; the digests are read off the chain (event ``i + 1``'s
-    ``prev`` is event ``i``'s digest, verified); the Merkle tree keeps 32 bytes per node.
+    ``prev`` is event ``i``'s digest, verified); the Merkle tree (32 bytes per node) is built
+    from the digests when a checkpoint or proof first needs it (replay, diff and reports never do).
     """
 
-    def __init__(
-        self,
-        events: tuple[TraceEvent, ...],
-        head: str,
-        tree: MerkleTree,
-        encoded: _Encoded,
-    ) -> None:
+    def __init__(self, events: tuple[TraceEvent, ...], head: str, encoded: _Encoded) -> None:
         """Use `Trace.load`; this takes already verified parts."""
         self.events = events
         """The events, in order."""
@@ -175,7 +170,17 @@ class Trace:
         """Each event's hex digest."""
         self.encoded: Sequence[bytes] = encoded
         """Each event's canonical bytes, as read (what its digest covers)."""
-        self._tree = tree
+        self._merkle: MerkleTree | None = None
+
+    @property
+    def _tree(self) -> MerkleTree:
+        """The Merkle tree of the events, built on first use."""
+        if self._merkle is None:
+            tree = MerkleTree()
+            for digest in self.digests:
+                tree.append_hash(leaf_hash(bytes.fromhex(digest)))
+            self._merkle = tree
+        return self._merkle
 
     @classmethod
     def load(
@@ -201,7 +206,6 @@ class Trace:
         """
         events: list[TraceEvent] = []
         encoded = _Encoded()
-        tree = MerkleTree()
         head = _GENESIS
         with _collector_paused():
             for item in walk_trace(
@@ -210,13 +214,12 @@ class Trace:
                 events.append(item.value)
                 encoded.append(item.event)
                 head = item.digest
-                tree.append_hash(leaf_hash(bytes.fromhex(head)))
-        return cls(tuple(events), head, tree, encoded)
+        return cls(tuple(events), head, encoded)
 
     @property
     def size(self) -> int:
         """Number of events."""
-        return self._tree.size
+        return len(self.events)
 
     def checkpoint(self, size: int | None = None, *, key: bytes | None = None) -> Checkpoint:
         """The checkpoint of the first ``size`` events (default: all), signed if ``key``.
