@@ -2,7 +2,9 @@
 
 Verification reads the trace line by line, in memory independent of its length: the Merkle root
 is kept as a `Frontier` of O(log n) hashes, and a line longer than the limit is reported, never
-buffered. Each line must be framed as the writer frames it, its digest must be the sha256 of its
+buffered. Lines are parsed one by one and their canonical form is compared in batches of up to 64
+lines (64 KiB), one encoder call each (`_canonical_texts` says why that is exact); events are
+yielded once their batch is confirmed. Each line must be framed as the writer frames it, its digest must be the sha256 of its
 event bytes, those bytes must be exactly the RFC 8785 encoding of what they parse to, the event
 must have the envelope's shape, its ``seq`` must be its position and its ``prev`` the digest of
 the event before. The first line that breaks a rule is classified:
