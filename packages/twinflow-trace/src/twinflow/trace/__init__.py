@@ -11,7 +11,6 @@ loads what verification needs, not the signature, repair and writer modules.
 """
 
 # Only underscored names and the public ones may live here (tests/test_exported_members.py).
-import typing as _typing
 from importlib import import_module as _import_module
 
 from twinflow.trace._errors import (
@@ -27,7 +26,9 @@ from twinflow.trace._errors import (
     UserError,
 )
 
-if _typing.TYPE_CHECKING:
+# `typing` would be most of this package's import time: mypy reads any `TYPE_CHECKING` as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
     from twinflow.trace._canonical import (
         DEFAULT_MAX_DEPTH,
         MAX_SAFE_INTEGER,
@@ -82,6 +83,7 @@ if _typing.TYPE_CHECKING:
         verify_trace,
         walk_trace,
     )
+del TYPE_CHECKING
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
