@@ -96,10 +96,13 @@ IMPORTS = (
 )
 
 
-def import_times(statements: tuple[str, ...] = IMPORTS, runs: int = 15) -> dict[str, float]:
+def import_times(
+    statements: tuple[str, ...] = IMPORTS, runs: int = 15, env: dict[str, str] | None = None
+) -> dict[str, float]:
     """Best-of-`runs` seconds each statement takes in a fresh interpreter (startup excluded).
 
     Rounds interleave the statements, so a busy moment on the machine hits all of them alike.
+    ``env`` replaces the children's environment (default: this process's).
     """
     code = "import time; t=time.perf_counter(); {}; print(time.perf_counter()-t)"
     best = dict.fromkeys(statements, float("inf"))
@@ -110,6 +113,7 @@ def import_times(statements: tuple[str, ...] = IMPORTS, runs: int = 15) -> dict[
                 capture_output=True,
                 text=True,
                 check=True,
+                env=env,
             )
             best[statement] = min(best[statement], float(out.stdout))
     return best

@@ -4,13 +4,50 @@ import ast
 import sys
 from pathlib import Path
 
+import pytest
+
 import twinflow.trace
+
+# pytester runs a fresh interpreter: the import test needs one with nothing imported yet.
+pytest_plugins = ["pytester"]
 
 
 def test_all_lists_exactly_the_public_names() -> None:
-    """Every public name is in __all__ and every name in __all__ exists."""
+    """Every public name is in __all__ and every name in __all__ exists (resolved lazily)."""
+    for name in twinflow.trace.__all__:
+        getattr(twinflow.trace, name)
     public = {name for name in vars(twinflow.trace) if not name.startswith("_")}
-    assert public == set(twinflow.trace.__all__)
+    assert set(twinflow.trace.__all__) == public
+
+
+def test_dir_lists_the_lazy_names() -> None:
+    """dir() lists every public name, also those not resolved yet, and no other public name."""
+    listed = {name for name in dir(twinflow.trace) if not name.startswith("_")}
+    assert set(twinflow.trace.__all__) == listed
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    """The lazy `__getattr__` refuses names outside __all__ as a module would."""
+    with pytest.raises(AttributeError, match="no attribute 'Trace'"):
+        _ = twinflow.trace.Trace
+
+
+def test_importing_the_package_loads_only_the_errors(pytester: pytest.Pytester) -> None:
+    """`import twinflow.trace` in a fresh interpreter loads the errors and no other module of it;
+    `verify_trace` loads what verification needs, not signatures, repair or the writer."""
+    script = (
+        "import sys, twinflow.trace\n"
+        "def mine(): return sorted(m for m in sys.modules if m.startswith('twinflow.trace.'))\n"
+        "print(mine())\n"
+        "twinflow.trace.verify_trace\n"
+        "print(mine())\n"
+    )
+    result = pytester.run(sys.executable, "-c", script)
+    loaded = [
+        f"twinflow.trace._{name}"
+        for name in ("canonical", "checkpoint", "errors", "format", "merkle", "verify")
+    ]
+    assert (0, ["['twinflow.trace._errors']", str(loaded)]) == (result.ret, result.outlines)
 
 
 def test_the_leaf_imports_only_the_standard_library_at_module_level() -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Callable
+from json import loads as json_loads
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,12 +15,15 @@ from hypothesis import strategies as st
 from tracekit import events, forged_line, lines_of, trace
 
 from twinflow.trace import (
+    GENESIS,
+    CanonicalError,
     Checkpoint,
     Limits,
     TraceCorruptError,
     UserError,
     VerificationReport,
     canonical_bytes,
+    parse_json,
     sign_checkpoint,
     verify_trace,
     walk_trace,
@@ -101,12 +107,56 @@ def test_each_format_failure_is_its_own_kind_at_its_seq(kind: str) -> None:
     )
 
 
-def test_a_big_integer_is_a_number_form_problem() -> None:
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"9007199254740993",
+        b"-9007199254740993",
+        b"[9007199254740993]",
+        b"[1,-90071992547409930]",
+        b'{"a":[0,9007199254740993]}',
+    ],
+)
+def test_a_big_integer_is_a_number_form_problem(value: bytes) -> None:
     """An integer beyond 2**53-1 has no exact double: its line is refused as number_form."""
-    event = seq1().replace(b'"n":1', b'"n":9007199254740993')
+    event = seq1().replace(b'"n":1', b'"n":' + value)
     report = verify_trace(with_line_1(event))
     assert report.problem is not None
     assert ("number_form", 1) == (report.problem.kind, report.problem.seq)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b'"id,12345678901234567890"',
+        b'"[-12345678901234567890"',
+        b"9007199254740991",
+        b"-9007199254740991",
+        '"😀 and \ue000"'.encode(),
+        b"1e+21",
+        b"5e-324",
+    ],
+)
+def test_a_line_the_fast_screens_send_aside_still_verifies(value: bytes) -> None:
+    """Long digit runs in strings, the largest safe integers, astral characters and floats
+    the C encoder prints differently are canonical: the strict path accepts what the screens
+    sent it."""
+    event = seq1().replace(b'"n":1', b'"n":' + value)
+    lines = lines_of(events(5))
+    lines[1] = forged_line(event)
+    assert canonical_bytes(json_loads(event)) == event
+    # The forged line verifies; the chain breaks only at seq 2, whose prev names the original.
+    report = verify_trace(b"".join(lines), require_complete=False)
+    assert report.problem is not None
+    assert ("edited", 2, 2) == (report.problem.kind, report.problem.seq, report.events)
+
+
+def test_parse_json_refuses_a_big_top_level_integer_as_not_canonical() -> None:
+    """A document that is only an integer beyond 2**53-1 reads as a double, printed otherwise."""
+    with pytest.raises(CanonicalError) as caught:
+        parse_json(b"9007199254740993", canonical=True)
+    assert "number_form" == caught.value.reason
+    assert 2**53 - 1 == parse_json(b"9007199254740991", canonical=True)
 
 
 @pytest.mark.parametrize(
@@ -307,3 +357,55 @@ def test_note_body_matches_the_signed_note_modules_checkpoint_text() -> None:
     checkpoint = verify_trace(trace(7)).checkpoint
     body = _note.CheckpointBody("example.org/lab", 7, bytes.fromhex(checkpoint.root), ("ext",))
     assert body.text == checkpoint.note_body("example.org/lab", ["ext"])
+
+
+def rechained(n: int, k: int, mutate: Callable[[bytes], bytes]) -> bytes:
+    """A trace of ``n`` events whose event ``k`` is stored as ``mutate`` makes it, the chain
+    recomputed over the mutated bytes, so the format is the only thing wrong."""
+    lines = []
+    prev = GENESIS
+    for seq, item in enumerate(events(n)):
+        data = canonical_bytes({**item, "prev": prev})
+        if seq == k:
+            data = mutate(data)
+        lines.append(forged_line(data))
+        prev = hashlib.sha256(data).hexdigest()
+    return b"".join(lines)
+
+
+MUTATIONS: dict[str, Callable[[bytes], bytes]] = {
+    "whitespace": lambda data: data.replace(b',"body"', b', "body"', 1),
+    "duplicate_key": lambda data: data.replace(b'"n":', b'"n":0,"n":', 1),
+    "escape_form": lambda data: data.replace(b'"text":"event', b'"text":"\\u0065vent', 1),
+    "number_form": lambda data: data.replace(b"2.5", b"2.50", 1),
+    "key_order": lambda data: data.replace(b'"a":[1,2.5]', b'"a":[1,2.5],"A":0', 1),
+}
+
+
+@pytest.mark.parametrize("k", [0, 1, 62, 63, 64, 65, 130, 199])
+@pytest.mark.parametrize("kind", sorted(MUTATIONS))
+def test_the_first_non_canonical_line_is_named_wherever_it_falls(kind: str, k: int) -> None:
+    """Verification checks lines in batches: a non-canonical line at any place in a batch (or
+    across batches) is named at its own seq, and the good prefix before it is counted."""
+    report = verify_trace(rechained(200, k, MUTATIONS[kind]))
+    assert report.problem is not None
+    assert (kind, k, k) == (report.problem.kind, report.problem.seq, report.events)
+    assert [e.seq for e in walk_trace(rechained(200, k, lambda data: data))] == list(range(200))
+
+
+@pytest.mark.parametrize("k", [0, 63, 64, 130])
+def test_check_refusing_an_event_in_a_batch_stops_there(k: int) -> None:
+    """An event ``check`` refuses is not_event at its seq; walk_trace yielded exactly those before."""
+
+    def check(value: dict[str, Any]) -> object:
+        if value["seq"] == k:
+            raise ValueError("refused")
+        return value["seq"]
+
+    seen: list[object] = []
+    with pytest.raises(TraceCorruptError) as caught:
+        seen.extend(e.value for e in walk_trace(trace(200), check=check))
+    assert list(range(k)) == seen
+    problem = caught.value.report.problem
+    assert problem is not None
+    assert ("not_event", k) == (problem.kind, problem.seq)

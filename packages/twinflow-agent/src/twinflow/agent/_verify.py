@@ -9,8 +9,12 @@ its seq for both.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
-from typing import Any
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
 
 from twinflow.agent._events import TraceEvent
 from twinflow.trace import GENESIS as _GENESIS
@@ -29,6 +33,81 @@ from twinflow.trace import (
 from twinflow.trace import verify_trace as _verify_trace
 
 __all__ = ["Trace", "typed_event", "verify_trace"]
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a trace is read into memory.
+
+    Every typed event is a few container objects that live as long as the trace, so reading a
+    long one sets off generation after generation of collections that find nothing to free (it
+    took about 40% of `Trace.load`). Reference counting still frees everything at once; the
+    collector is switched back on (if it was on) when reading ends, however it ends.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Encoded(Sequence[bytes]):
+    """The events' canonical bytes in one buffer: a `bytes` object per event costs 41 bytes more."""
+
+    __slots__ = ("_data", "_ends")
+
+    def __init__(self) -> None:
+        self._data = bytearray()
+        self._ends = array("Q")
+
+    def append(self, event: bytes) -> None:
+        """Add the next event's bytes."""
+        self._data += event
+        self._ends.append(len(self._data))
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
+    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        ends = self._ends
+        end = ends[index]  # IndexError as a tuple raises it
+        index %= len(ends)
+        return bytes(self._data[ends[index - 1] if index else 0 : end])
+
+
+class _Digests(Sequence[str]):
+    """Each event's hex digest, read off the verified chain: no copy of them is kept."""
+
+    __slots__ = ("_events", "_head")
+
+    def __init__(self, events: tuple[TraceEvent, ...], head: str) -> None:
+        self._events = events
+        self._head = head
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        events = self._events
+        n = len(events)
+        if not -n <= index < n:
+            raise IndexError(f"digest index {index} is outside a trace of {n} events")
+        index %= n
+        return self._head if index == n - 1 else events[index + 1].prev
 
 
 def typed_event(value: dict[str, Any]) -> TraceEvent:
@@ -75,23 +154,33 @@ def verify_trace(
 
 
 class Trace:
-    """A verified trace, read back: its events, digests, checkpoints and proofs."""
+    """A verified trace, read back: its events, digests, checkpoints and proofs.
 
-    def __init__(
-        self,
-        events: tuple[TraceEvent, ...],
-        digests: tuple[str, ...],
-        tree: MerkleTree,
-        encoded: tuple[bytes, ...] = (),
-    ) -> None:
+    Held compactly, since a trace can be long: the events are the typed values; the canonical
+    bytes of all events share one buffer; the digests are read off the chain (event ``i + 1``'s
+    ``prev`` is event ``i``'s digest, verified); the Merkle tree (32 bytes per node) is built
+    from the digests when a checkpoint or proof first needs it (replay, diff and reports never do).
+    """
+
+    def __init__(self, events: tuple[TraceEvent, ...], head: str, encoded: _Encoded) -> None:
         """Use `Trace.load`; this takes already verified parts."""
         self.events = events
         """The events, in order."""
-        self.digests = digests
+        self.digests: Sequence[str] = _Digests(events, head)
         """Each event's hex digest."""
-        self.encoded = encoded
+        self.encoded: Sequence[bytes] = encoded
         """Each event's canonical bytes, as read (what its digest covers)."""
-        self._tree = tree
+        self._merkle: MerkleTree | None = None
+
+    @property
+    def _tree(self) -> MerkleTree:
+        """The Merkle tree of the events, built on first use."""
+        if self._merkle is None:
+            tree = MerkleTree()
+            for digest in self.digests:
+                tree.append_hash(leaf_hash(bytes.fromhex(digest)))
+            self._merkle = tree
+        return self._merkle
 
     @classmethod
     def load(
@@ -116,22 +205,21 @@ class Trace:
             OSError: The file cannot be read.
         """
         events: list[TraceEvent] = []
-        digests: list[str] = []
-        encoded: list[bytes] = []
-        tree = MerkleTree()
-        for item in walk_trace(
-            source, limits=limits, check=typed_event, require_complete=require_complete
-        ):
-            events.append(item.value)
-            digests.append(item.digest)
-            encoded.append(item.event)
-            tree.append_hash(leaf_hash(bytes.fromhex(item.digest)))
-        return cls(tuple(events), tuple(digests), tree, tuple(encoded))
+        encoded = _Encoded()
+        head = _GENESIS
+        with _collector_paused():
+            for item in walk_trace(
+                source, limits=limits, check=typed_event, require_complete=require_complete
+            ):
+                events.append(item.value)
+                encoded.append(item.event)
+                head = item.digest
+        return cls(tuple(events), head, encoded)
 
     @property
     def size(self) -> int:
         """Number of events."""
-        return self._tree.size
+        return len(self.events)
 
     def checkpoint(self, size: int | None = None, *, key: bytes | None = None) -> Checkpoint:
         """The checkpoint of the first ``size`` events (default: all), signed if ``key``.

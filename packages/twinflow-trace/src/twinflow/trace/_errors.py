@@ -17,8 +17,9 @@ The trace leaf is the lowest layer, so the root of the workspace's error tree li
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+# Not `typing.TYPE_CHECKING`: importing `typing` would be most of `import twinflow.trace`;
+# mypy reads any `TYPE_CHECKING` as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from twinflow.trace._verify import VerificationReport
 

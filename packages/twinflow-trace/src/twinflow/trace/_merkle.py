@@ -4,9 +4,11 @@ Hashing follows RFC 9162 section 2.1.1 (the same as RFC 6962): a leaf hash is
 ``sha256(0x00 || leaf)``, an interior node is ``sha256(0x01 || left || right)`` and the
 empty tree hashes to ``sha256(b"")``.
 
-`MerkleTree` keeps every complete, aligned subtree hash (``levels[h][i]`` covers leaves
-``i * 2**h`` to ``(i + 1) * 2**h``), so an append costs one leaf hash plus, amortised,
-one node hash, a root costs O(log n), and a proof costs O(log n) node look-ups.
+`MerkleTree` keeps every complete, aligned subtree hash (hash ``i`` of level ``h`` covers
+leaves ``i * 2**h`` to ``(i + 1) * 2**h``), so an append costs one leaf hash plus, amortised,
+one node hash, a root costs O(log n), and a proof costs O(log n) node look-ups. A level is one
+`bytearray` of 32-byte hashes: about 64 bytes per leaf in all, where a list of `bytes` objects
+took about 150.
 
 `Frontier` is the streaming form: it keeps only the roots of the O(log n) complete subtrees
 that make up the tree so far (a "compact range"), so a verifier's memory does not grow with the
@@ -81,12 +83,12 @@ class MerkleTree:
 
     def __init__(self) -> None:
         """Create an empty tree."""
-        self._levels: list[list[bytes]] = [[]]
+        self._levels: list[bytearray] = [bytearray()]
 
     @property
     def size(self) -> int:
         """The number of leaves."""
-        return len(self._levels[0])
+        return len(self._levels[0]) // _HASH_SIZE
 
     def append(self, leaf: bytes) -> bytes:
         """Append one leaf input.
@@ -106,18 +108,23 @@ class MerkleTree:
 
         Args:
             hashed: A 32-byte leaf hash.
+
+        Raises:
+            ValueError: ``hashed`` is not 32 bytes long.
         """
+        if len(hashed) != _HASH_SIZE:
+            raise ValueError(f"a leaf hash is {_HASH_SIZE} bytes, not {len(hashed)}")
         levels = self._levels
-        levels[0].append(hashed)
+        levels[0] += hashed
         height = 0
         # A subtree at this height is complete when its level holds an even count.
-        while len(levels[height]) % 2 == 0:
+        while len(levels[height]) % (2 * _HASH_SIZE) == 0:
             row = levels[height]
-            parent = hashlib.sha256(_NODE_PREFIX + row[-2] + row[-1]).digest()
+            parent = hashlib.sha256(_NODE_PREFIX + row[-2 * _HASH_SIZE :]).digest()
             height += 1
             if height == len(levels):
-                levels.append([])
-            levels[height].append(parent)
+                levels.append(bytearray())
+            levels[height] += parent
 
     def leaf_hash_at(self, index: int) -> bytes:
         """The leaf hash at ``index``.
@@ -127,8 +134,13 @@ class MerkleTree:
 
         Returns:
             The stored 32-byte leaf hash.
+
+        Raises:
+            IndexError: ``index`` is not a leaf of the tree.
         """
-        return self._levels[0][index]
+        if not 0 <= index < self.size:
+            raise IndexError(f"leaf index {index} is outside a tree of {self.size} leaves")
+        return self._hash_at(0, index)
 
     def root(self, size: int | None = None) -> bytes:
         """The root of the tree of the first ``size`` leaves (default: all of them).
@@ -196,11 +208,15 @@ class MerkleTree:
         if not 0 <= n <= self.size:
             raise ValueError(f"tree size {n} is outside 0..{self.size}")
 
+    def _hash_at(self, height: int, index: int) -> bytes:
+        offset = index * _HASH_SIZE
+        return bytes(self._levels[height][offset : offset + _HASH_SIZE])
+
     def _subtree(self, start: int, end: int) -> bytes:
         """MTH(D[start:end]) for ``end > start``, using stored complete subtrees."""
         n = end - start
         if n & (n - 1) == 0 and start % n == 0:
-            return self._levels[n.bit_length() - 1][start // n]
+            return self._hash_at(n.bit_length() - 1, start // n)
         k = _largest_power_of_two_below(n)
         return node_hash(self._subtree(start, start + k), self._subtree(start + k, end))
 
