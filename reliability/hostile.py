@@ -135,8 +135,21 @@ def scripted(request: LoopbackRequest) -> LoopbackResponse:
             "tool_calls": [{"id": "c", "type": "function", "function": call}],
         }
     )
-    return LoopbackResponse.json_body(
-        {"model": "scripted", "choices": [{"index": 0, "message": message}], "usage": {}}
+    if not body.get("stream"):
+        return LoopbackResponse.json_body(
+            {"model": "scripted", "choices": [{"index": 0, "message": message}], "usage": {}}
+        )
+    # `twinflow run` streams unless --quiet: the same message as one delta, then the finish.
+    delta = dict(message)
+    if "tool_calls" in delta:
+        delta["tool_calls"] = [{"index": 0, **delta["tool_calls"][0]}]
+    events = [
+        {"model": "scripted", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {"model": "scripted", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    sse = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
+    return LoopbackResponse(
+        headers=(("Content-Type", "text/event-stream"),), stream=lambda: iter([sse])
     )
 
 

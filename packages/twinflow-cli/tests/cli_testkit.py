@@ -69,14 +69,21 @@ def scripted_chat(request: LoopbackRequest) -> LoopbackResponse:
         ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
+    return chat_answer(body, reply)
+
+
+def chat_answer(body: dict[str, Any], reply: dict[str, Any]) -> LoopbackResponse:
+    """`reply` as the request `body` asks for it: server-sent events if it streams, else JSON.
+
+    `twinflow run` and `demo` stream unless told `--quiet` or `--json`, so every scripted
+    OpenAI-compatible server answers both ways, as real ones do.
+    """
     if body.get("stream"):
         return LoopbackResponse(
             headers=(("Content-Type", "text/event-stream"),),
             stream=lambda: sse_events(reply),
         )
-    return LoopbackResponse(
-        body=json.dumps(reply).encode(), headers=(("Content-Type", "application/json"),)
-    )
+    return LoopbackResponse.json_body(reply)
 
 
 def sse_events(reply: dict[str, Any]) -> Iterator[bytes]:

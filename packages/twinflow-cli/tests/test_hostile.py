@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_testkit import chat_answer
 
 from twinflow.kernel import (
     LoopbackRequest,
@@ -99,7 +100,7 @@ def scripted(request: LoopbackRequest) -> LoopbackResponse:
         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1},
     }
-    return LoopbackResponse.json_body(reply)
+    return chat_answer(body, reply)
 
 
 @pytest.fixture
@@ -281,15 +282,25 @@ DEEP = "[" * 5000 + "]" * 5000
 
 def deep_content(request: LoopbackRequest) -> LoopbackResponse:
     """A server whose every reply's content is 5000 nested arrays."""
-    del request
+    body = request.json_value()
+    assert isinstance(body, dict)
     message = {"role": "assistant", "content": DEEP}
-    reply = {"model": "hostile", "choices": [{"index": 0, "message": message}]}
-    return LoopbackResponse.json_body(reply)
+    reply = {
+        "model": "hostile",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {},
+    }
+    return chat_answer(body, reply)
 
 
 def deep_body(request: LoopbackRequest) -> LoopbackResponse:
-    """A server whose whole answer is 5000 nested arrays."""
-    del request
+    """A server whose whole answer (or, streamed, whose one event) is 5000 nested arrays."""
+    body = request.json_value()
+    if isinstance(body, dict) and body.get("stream"):
+        event = f"data: {DEEP}\n\n".encode()
+        return LoopbackResponse(
+            headers=(("Content-Type", "text/event-stream"),), stream=lambda: iter([event])
+        )
     return LoopbackResponse(body=DEEP.encode(), headers=(("Content-Type", "application/json"),))
 
 
@@ -308,15 +319,18 @@ def test_a_model_that_never_gives_a_valid_action_fails_like_any_run(tmp_path: Pa
 
 
 def test_a_server_answering_deep_json_is_a_one_line_error(tmp_path: Path) -> None:
-    """A whole answer of 5000 nested arrays: exit 2, one line, no traceback, in both modes."""
+    """A whole answer of 5000 nested arrays: exit 2, one line, no traceback, in both modes,
+    streamed (the default) and not (`--quiet`)."""
     (tmp_path / "calc.py").write_text(CALC)
     with LoopbackServer(deep_body) as hostile:
         for mode in ("native", "structured-action"):
             spec = SPEC.format(prompt="add", url=hostile.url, extra="")
             (tmp_path / f"{mode}.yaml").write_text(spec.replace("mode: native", f"mode: {mode}"))
-            result = twinflow("run", f"{mode}.yaml", "--out", mode, cwd=tmp_path)
-            assert (2, 1) == (result.returncode, len(result.stderr.strip().splitlines()))
-            assert "is not JSON" in result.stderr
+            for flags in ((), ("--quiet",)):
+                out = f"{mode}{''.join(flags)}"
+                result = twinflow("run", f"{mode}.yaml", "--out", out, *flags, cwd=tmp_path)
+                assert (2, 1) == (result.returncode, len(result.stderr.strip().splitlines()))
+                assert "is not JSON" in result.stderr
 
 
 BROKEN = '''

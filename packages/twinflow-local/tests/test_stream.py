@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from twinflow.kernel import MockTransport, UrllibJsonTransport
 from twinflow.local_model import (
+    AnthropicChatModel,
     MalformedResponseError,
     OllamaChatModel,
     OpenAICompatibleChatModel,
@@ -306,7 +307,7 @@ def test_streamed_structured_output_is_validated_and_reasked_like_a_plain_one() 
 def test_the_real_model_streams_its_reply_in_several_text_deltas(llama_server: str) -> None:
     """SmolLM2 on llama-cpp-python streams; the deltas join to the reply a plain request returns."""
     model = OpenAICompatibleChatModel(
-        UrllibJsonTransport(), base_url=llama_server, dialect="llama-cpp-python"
+        UrllibJsonTransport(), base_url=llama_server, dialect="llama-cpp-python", mode="native"
     )
     request = ModelRequest(
         transcript=Transcript(messages=(Message.user("Name three colours."),)),
@@ -357,3 +358,22 @@ def test_the_real_server_reports_no_usage_in_a_stream_even_when_asked(llama_serv
         plain.usage.input_tokens > 0 and plain.usage.output_tokens > 0,
         (streamed.usage.input_tokens, streamed.usage.output_tokens),
     )
+
+
+@pytest.mark.parametrize("dialect", ["vllm", "anthropic"])
+def test_a_server_that_answers_a_stream_with_one_json_document_is_told_apart(
+    dialect: str,
+) -> None:
+    """A server ignoring `stream` answers JSON: the error says so and how to ask without streaming."""
+    body = json.dumps(OPENAI_TEXT).encode()
+    transport = MockTransport(lambda url, body: {}, stream_handler=lambda url, request: [body])
+    if dialect == "anthropic":
+        model: OpenAICompatibleChatModel | AnthropicChatModel = AnthropicChatModel(
+            transport, base_url="http://127.0.0.1:9", model="claude"
+        )
+    else:
+        model = OpenAICompatibleChatModel(transport, base_url="http://127.0.0.1:9", dialect="vllm")
+    with pytest.raises(MalformedResponseError) as caught:
+        model.stream(REQUEST, lambda chunk: None)
+    assert "not server-sent events" in str(caught.value)
+    assert "--quiet" in str(caught.value)

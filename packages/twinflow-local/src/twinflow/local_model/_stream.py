@@ -99,9 +99,23 @@ def _count(value: object) -> int | None:
 
 
 def _sse_data(chunks: Iterable[bytes], url: str) -> Iterator[bytes]:
-    """The `data` of each server-sent event (multi-line data joined with `\\n`)."""
+    """The `data` of each server-sent event (multi-line data joined with `\\n`).
+
+    Raises:
+        MalformedResponseError: The answer opens with a JSON document, not an event: the server
+            did not stream (SSE would ignore such a line, and the reply would be "empty").
+    """
     data: list[bytes] = []
+    seen = False
     for line in lines(chunks, url):
+        if not seen and line.lstrip()[:1] in (b"{", b"["):
+            raise MalformedResponseError(
+                "the server answered a JSON document, not server-sent events: it does not "
+                "stream this request; ask without streaming (`twinflow run --quiet`)",
+                url=url,
+                path="",
+            )
+        seen = seen or bool(line)
         if not line:
             if data:
                 yield b"\n".join(data)
