@@ -112,7 +112,7 @@ def test_a_server_echoing_the_key_does_not_put_it_in_the_error(
     assert "bad token Bearer ***" in caught.value.body_excerpt
 
 
-X_API_KEY = KeyHeader(name="x-api-key", prefix="")
+X_API_KEY = KeyHeader("x-api-key")
 
 
 def echo_key(request: LoopbackRequest) -> LoopbackResponse:

@@ -3,9 +3,10 @@
 A key is read from an environment variable the caller names (``api_key_env``), once, and sent
 by the transport in the header its API takes it in (a `KeyHeader`: ``Authorization: Bearer``
 for OpenAI-compatible servers, ``x-api-key`` for Anthropic's Messages API; the model client
-names it); it is never part of a URL, a body, a message, a trace event or a file. A URL with credentials in it (``http://user:key@host/`` or
-``?api_key=...``) is refused where a model endpoint is configured, and every URL shown in an
-error or an event goes through `redact_url` first.
+names it); it is never part of a URL, a body, a message, a trace event or a file. A URL with
+credentials in it (``http://user:key@host/`` or ``?api_key=...``) is refused where a model
+endpoint is configured, and every URL shown in an error or an event goes through `redact_url`
+first.
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ class KeyHeader:
     Anthropic) and the transport puts the key there.
     """
 
-    name: str = "Authorization"
+    name: str
     """The header's name."""
-    prefix: str = "Bearer "
+    prefix: str = ""
     """What precedes the key in the header's value (``""``: the key alone)."""
 
     def __post_init__(self) -> None:
@@ -53,7 +54,7 @@ class KeyHeader:
             raise UserError(f"KeyHeader prefix {self.prefix!r} holds a line break or NUL")
 
 
-BEARER = KeyHeader()
+BEARER = KeyHeader("Authorization", prefix="Bearer ")
 """``Authorization: Bearer <key>``: OpenAI's header, and most servers'."""
 
 

@@ -79,7 +79,7 @@ class AnthropicChatModel:
         timeout: Seconds allowed per request.
     """
 
-    key_header: ClassVar[KeyHeader] = KeyHeader(name="x-api-key", prefix="")
+    key_header: ClassVar[KeyHeader] = KeyHeader("x-api-key")
     """The header the Messages API takes its key in, for `HttpTransport(key_header=...)`:
     ``x-api-key: <key>``, not a bearer token."""
     required_headers: ClassVar[Mapping[str, str]] = MappingProxyType(
