@@ -35,6 +35,32 @@ def test_connect_runs_and_replay_runs_from_the_same_spec(tmp_path: Path) -> None
     assert verify_trace(trace).events == replay_run(trace, spec, tools=[add]).events
 
 
+def test_connect_sends_the_key_api_key_env_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The spec's api_key_env and headers reach the server from Python as from `twinflow run`."""
+    monkeypatch.setenv("TWINFLOW_TEST_API_KEY", "sk-api-test-key")
+    with LoopbackServer(scripted_chat) as server:
+        spec = RunSpec(
+            prompt="Add 2 and 3.",
+            model=ModelSpec(
+                url=server.url,
+                dialect="llama.cpp",
+                api_key_env="TWINFLOW_TEST_API_KEY",
+                headers={"X-Gateway": "team-a"},
+            ),
+            policy=PolicySpec(allow=("add",), max_tool_calls=1),
+            max_steps=3,
+        )
+        with connect(spec, tmp_path / "trace.jsonl", tools=[add]) as agent:
+            agent.run(spec.prompt)
+        sent = [{k.lower(): v for k, v in r.headers} for r in server.requests]
+    assert {("Bearer sk-api-test-key", "team-a")} == {
+        (h.get("authorization"), h.get("x-gateway")) for h in sent
+    }
+    assert b"sk-api-test-key" not in (tmp_path / "trace.jsonl").read_bytes()
+
+
 def test_replay_run_with_changed_code_diverges(tmp_path: Path) -> None:
     """A tool whose code changed makes a live replay from the same spec diverge."""
 

@@ -1,4 +1,5 @@
-"""API keys travel as a bearer header from an environment variable; URLs never show credentials."""
+"""API keys travel from an environment variable in the API's header (a bearer token by default);
+URLs and errors never show them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import pytest
 from twinflow.kernel import (
     ConnectError,
     HTTPStatusError,
+    HttpTransport,
+    KeyHeader,
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
@@ -107,3 +110,62 @@ def test_a_server_echoing_the_key_does_not_put_it_in_the_error(
             transport.close()
     assert (False, False) == (KEY in str(caught.value), KEY in caught.value.body_excerpt)
     assert "bad token Bearer ***" in caught.value.body_excerpt
+
+
+X_API_KEY = KeyHeader("x-api-key")
+
+
+def echo_key(request: LoopbackRequest) -> LoopbackResponse:
+    """A server that refuses every request, quoting the x-api-key header it received."""
+    key = dict((k.lower(), v) for k, v in request.headers).get("x-api-key", "")
+    return LoopbackResponse(status=401, body=f"invalid x-api-key {key}".encode())
+
+
+def test_the_key_goes_in_the_header_the_api_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """key_header x-api-key: the key alone in that header, no Authorization header at all."""
+    monkeypatch.setenv("TWINFLOW_TEST_KEY", KEY)
+    with LoopbackServer(lambda _request: LoopbackResponse.json_body({})) as server:
+        transport = HttpTransport(
+            api_key_env="TWINFLOW_TEST_KEY",
+            key_header=X_API_KEY,
+            headers={"X-Api-Key": "not-this-one", "anthropic-version": "2023-06-01"},
+        )
+        try:
+            transport.post_json(server.url_for("/v1"), {}, timeout=10)
+        finally:
+            transport.close()
+        headers = [(k.lower(), v) for k, v in server.requests[0].headers]
+    sent = dict(headers)
+    assert (KEY, "2023-06-01", None) == (
+        sent["x-api-key"],
+        sent["anthropic-version"],
+        sent.get("authorization"),
+    )
+    assert 1 == [k for k, _ in headers].count("x-api-key")
+    assert {"x-api-key": KEY} == api_key_headers("TWINFLOW_TEST_KEY", X_API_KEY)
+
+
+def test_a_key_echoed_in_any_header_scheme_is_scrubbed_plain_and_streamed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """x-api-key quoted back in a 401: post_json's and post_stream's errors show *** instead."""
+    monkeypatch.setenv("TWINFLOW_TEST_KEY", KEY)
+    with LoopbackServer(echo_key) as server:
+        transport = HttpTransport(api_key_env="TWINFLOW_TEST_KEY", key_header=X_API_KEY)
+        try:
+            with pytest.raises(HTTPStatusError) as plain:
+                transport.post_json(server.url_for("/v1"), {}, timeout=10)
+            with pytest.raises(HTTPStatusError) as streamed:
+                list(transport.post_stream(server.url_for("/v1"), {}, timeout=10))
+        finally:
+            transport.close()
+    for caught in (plain, streamed):
+        assert (False, False) == (KEY in str(caught.value), KEY in caught.value.body_excerpt)
+        assert "invalid x-api-key ***" in caught.value.body_excerpt
+
+
+@pytest.mark.parametrize(("name", "prefix"), [("x api key", ""), ("Authorization", "Bearer\r\n")])
+def test_a_key_header_that_http_cannot_carry_is_refused(name: str, prefix: str) -> None:
+    """A header name that is not a token, or a prefix with a line break: UserError at once."""
+    with pytest.raises(UserError):
+        KeyHeader(name=name, prefix=prefix)

@@ -6,6 +6,8 @@ EXPECTED = {
     "FileWriteError",
     "PlantedLinkError",
     "TargetExistsError",
+    "BEARER",
+    "KeyHeader",
     "api_key_headers",
     "check_endpoint_url",
     "redact_url",

@@ -10,6 +10,7 @@ import pytest
 
 from twinflow.kernel import (
     HTTPStatusError,
+    HttpTransport,
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
@@ -32,11 +33,13 @@ from twinflow.vocab import (
     ToolResultPart,
     ToolSpec,
     Transcript,
+    UserError,
     digest,
 )
 
 STREAMS = Path(__file__).parent / "fixtures" / "streams"
 KEY = "sk-ant-test-key"
+KEY_ENV = "TWINFLOW_TEST_ANTHROPIC_KEY"
 WEATHER = ToolSpec(
     name="get_weather",
     description="Get the current weather in a given location",
@@ -123,11 +126,25 @@ class Anthropic:
         return LoopbackResponse.json_body(self.plain)
 
 
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key in the environment, where `api_key_env` reads it."""
+    monkeypatch.setenv(KEY_ENV, KEY)
+
+
+def keyed() -> HttpTransport:
+    """A transport carrying the key and version headers the way the client names them."""
+    return HttpTransport(
+        api_key_env=KEY_ENV,
+        key_header=AnthropicChatModel.key_header,
+        headers=AnthropicChatModel.required_headers,
+    )
+
+
 def model(server: LoopbackServer, transport: object = None) -> AnthropicChatModel:
     """The client on `server`, its transport carrying the key and version headers."""
-    headers = {"x-api-key": KEY, "anthropic-version": ANTHROPIC_VERSION}
     return AnthropicChatModel(
-        transport or UrllibJsonTransport(headers=headers),  # type: ignore[arg-type]
+        transport or keyed(),  # type: ignore[arg-type]  # a Transport, or a recorder of one
         model="claude-sonnet-4-5",
         base_url=server.url,
     )
@@ -250,12 +267,25 @@ def test_a_missing_key_is_the_servers_401_and_the_key_is_never_recorded(tmp_path
                 ASK
             )
         assert 401 == caught.value.status
-        headers = {"x-api-key": KEY, "anthropic-version": ANTHROPIC_VERSION}
-        with RecordingTransport(
-            UrllibJsonTransport(headers=headers), tmp_path / "rec.jsonl"
-        ) as recorder:
+        with RecordingTransport(keyed(), tmp_path / "rec.jsonl") as recorder:
             model(api.server, recorder).request(ASK)
     assert KEY.encode() not in (tmp_path / "rec.jsonl").read_bytes()
+
+
+def test_the_client_names_its_key_header_and_version() -> None:
+    """Messages takes the key as `x-api-key: KEY` (no bearer) and wants `anthropic-version`."""
+    assert ("x-api-key", "") == (
+        AnthropicChatModel.key_header.name,
+        AnthropicChatModel.key_header.prefix,
+    )
+    assert {"anthropic-version": ANTHROPIC_VERSION} == dict(AnthropicChatModel.required_headers)
+
+
+def test_a_key_in_the_base_url_is_refused_without_repeating_it() -> None:
+    """The endpoint check the other clients use: userinfo refused, pointing at api_key_env."""
+    with pytest.raises(UserError) as caught:
+        AnthropicChatModel(keyed(), model="m", base_url=f"https://u:{KEY}@api.example")
+    assert ("api_key_env" in str(caught.value), KEY in str(caught.value)) == (True, False)
 
 
 @pytest.mark.parametrize(

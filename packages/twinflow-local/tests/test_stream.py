@@ -341,6 +341,25 @@ def test_the_real_model_streams_a_schema_valid_structured_answer(llama_server: s
     assert isinstance(result.output, Age)
 
 
+def test_the_real_server_reports_no_usage_in_a_stream_even_when_asked(llama_server: str) -> None:
+    """llama-cpp-python drops `stream_options.include_usage` (ADR 0070): a streamed reply's
+    usage is zero where the plain reply's is not. Failing here means the server now honours
+    the option: ADR 0070's consequence and this test go."""
+    model = OpenAICompatibleChatModel(
+        UrllibJsonTransport(), base_url=llama_server, dialect="llama-cpp-python", mode="native"
+    )
+    request = ModelRequest(
+        transcript=Transcript(messages=(Message.user("Say hi."),)),
+        settings=ModelSettings(temperature=0, max_tokens=8, seed=0),
+    )
+    plain = model.request(request)
+    streamed = model.stream(request, lambda chunk: None)
+    assert (True, (0, 0)) == (
+        plain.usage.input_tokens > 0 and plain.usage.output_tokens > 0,
+        (streamed.usage.input_tokens, streamed.usage.output_tokens),
+    )
+
+
 @pytest.mark.parametrize("dialect", ["vllm", "anthropic"])
 def test_a_server_that_answers_a_stream_with_one_json_document_is_told_apart(
     dialect: str,

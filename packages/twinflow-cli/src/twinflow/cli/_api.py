@@ -30,8 +30,14 @@ from twinflow.agent import (
     replay,
 )
 from twinflow.cli._spec import RunSpec, load_tools
-from twinflow.cli._wiring import build_agent, build_model, embedded_server, model_base_url
-from twinflow.kernel import HttpTransport, SystemClock, SystemIds
+from twinflow.cli._wiring import (
+    build_agent,
+    build_model,
+    build_transport,
+    embedded_server,
+    model_base_url,
+)
+from twinflow.kernel import SystemClock, SystemIds
 
 __all__ = ["connect", "embedded_model", "replay_run"]
 
@@ -64,15 +70,17 @@ def connect(
 
     Raises:
         SpecError: a tool or the output model does not resolve.
+        UserError: ``model.api_key_env`` names an unset variable.
         TraceExistsError: ``trace`` exists (traces are never overwritten).
     """
     callables = _tools(spec, tools)
     path = Path(trace)
     path.parent.mkdir(parents=True, exist_ok=True)
+    # Before the embedded server starts: an unset API key is refused at once.
+    transport = build_transport(spec.model)
     with contextlib.ExitStack() as stack:
-        url = stack.enter_context(model_base_url(spec.model.url, path.parent, _quiet))
-        transport = HttpTransport()
         stack.callback(transport.close)
+        url = stack.enter_context(model_base_url(spec.model.url, path.parent, _quiet))
         ids = SystemIds()
         model = build_model(spec.model.model_copy(update={"url": url}), transport, ids)
         agent = build_agent(

@@ -8,13 +8,22 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from twinflow.eval import (
     ScorerError,
@@ -45,6 +54,14 @@ class SpecError(UserError):
     """A run spec that cannot be used: unreadable, not YAML, or a key with a bad value."""
 
 
+# RFC 9110 field-name: a token.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_KEY_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "x-goog-api-key"}
+)
+"""Header names that carry a credential (lower case): a spec may not write one."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -52,17 +69,19 @@ class _Strict(BaseModel):
 class ModelSpec(_Strict):
     """Where the model is served and how to speak to it."""
 
-    kind: Literal["openai-compatible", "ollama"] = "openai-compatible"
-    """The server's API: OpenAI chat-completions or Ollama's /api/chat."""
+    kind: Literal["openai-compatible", "ollama", "anthropic"] = "openai-compatible"
+    """The server's API: OpenAI chat-completions, Ollama's /api/chat, or Anthropic's Messages."""
     url: str
-    """Base URL of the server (``http://127.0.0.1:8080``, ``http://127.0.0.1:11434``), or
-    ``embedded`` to start the bundled SmolLM2-135M under llama-cpp-python for the run."""
+    """Base URL of the server (``http://127.0.0.1:8080``, ``http://127.0.0.1:11434``,
+    ``https://api.anthropic.com``), or ``embedded`` to start the bundled SmolLM2-135M under
+    llama-cpp-python for the run."""
     dialect: Literal["llama-cpp-python", "llama.cpp", "vllm", "lmstudio"] = "llama-cpp-python"
     """How structured output is requested from an OpenAI-compatible server."""
     name: str = "local"
     """The model name sent to the server."""
     mode: Literal["structured-action", "native"] = "structured-action"
-    """How tool calls are obtained: constrained decoding of an action union, or native tool calling."""
+    """How tool calls are obtained: constrained decoding of an action union, or native tool
+    calling (the only mode of ``kind: anthropic``, and its default)."""
     temperature: float = 0.0
     """Sampling temperature; 0 is the reproducible choice."""
     max_tokens: int = Field(default=256, ge=1)
@@ -72,8 +91,52 @@ class ModelSpec(_Strict):
     timeout: float = Field(default=120.0, gt=0)
     """Seconds to wait for one model response."""
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    """The environment variable holding the server's API key, sent as ``Authorization: Bearer``.
-    The spec names the variable, never the key; a key in ``url`` is refused."""
+    """The environment variable holding the server's API key, sent in the header the ``kind``'s
+    API takes it in (``Authorization: Bearer``; ``x-api-key`` for anthropic). The spec names the
+    variable, never the key; a key in ``url`` or ``headers`` is refused."""
+    headers: dict[str, str] = Field(default_factory=dict, max_length=64)
+    """Extra request headers (a gateway's, ``anthropic-beta``, an ``anthropic-version`` other than
+    the client's). They are copied into the run directory with the spec: never a key."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _anthropic_is_native(cls, data: Any) -> Any:
+        # Messages has its own tool calling and no decoder-side schema for an action union.
+        if isinstance(data, dict) and data.get("kind") == "anthropic" and "mode" not in data:
+            return {**data, "mode": "native"}
+        return data
+
+    @model_validator(mode="after")
+    def _fits_the_kind(self) -> ModelSpec:
+        if self.kind == "anthropic":
+            if self.mode != "native":
+                raise ValueError(
+                    "kind anthropic takes mode native only (the Messages API's own tool "
+                    "calling): remove `mode` or set it to native"
+                )
+            if self.url == "embedded":
+                raise ValueError(
+                    "the embedded model speaks the OpenAI-compatible API, not Anthropic's: "
+                    "give the Messages API's base URL (https://api.anthropic.com), or drop "
+                    "`kind: anthropic`"
+                )
+        return self
+
+    @field_validator("headers")
+    @classmethod
+    def _plain_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not an HTTP header name")
+            if any(c in value for c in "\r\n\0"):
+                raise ValueError(f"the value of header {name} holds a line break or NUL")
+            if name.lower() in _KEY_HEADERS:
+                raise ValueError(
+                    f"header {name} carries credentials, and headers are copied into the run "
+                    "directory: put the key in an environment variable and name it with "
+                    "api_key_env (sent in the API's key header)"
+                )
+        return headers
 
     @field_validator("url")
     @classmethod

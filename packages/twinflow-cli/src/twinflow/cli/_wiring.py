@@ -29,7 +29,7 @@ from twinflow.kernel import (
     free_port,
     redact_url,
 )
-from twinflow.local_model import OllamaChatModel, OpenAICompatibleChatModel
+from twinflow.local_model import AnthropicChatModel, OllamaChatModel, OpenAICompatibleChatModel
 from twinflow.vocab import ChatModel, ModelSettings, digest
 
 __all__ = [
@@ -47,27 +47,54 @@ EMBEDDED = "embedded"
 """A spec's ``model.url`` that means: start the embedded SmolLM2 server for this run."""
 
 
+_CLIENTS: dict[str, type[AnthropicChatModel | OllamaChatModel | OpenAICompatibleChatModel]] = {
+    "anthropic": AnthropicChatModel,
+    "ollama": OllamaChatModel,
+    "openai-compatible": OpenAICompatibleChatModel,
+}
+"""The client of each ``model.kind``: it names the header its API takes a key in."""
+
+
 def build_transport(spec: ModelSpec) -> HttpTransport:
-    """The real transport for a spec's model: its API key (``api_key_env``) as a bearer header.
+    """The real transport for a spec's model.
+
+    The API key (``api_key_env``) goes in the header the kind's client names (bearer, or
+    Anthropic's ``x-api-key``), with the headers that client requires and then the spec's own.
 
     Raises:
         UserError: ``api_key_env`` names an unset variable.
     """
-    return HttpTransport(api_key_env=spec.api_key_env)
+    client = _CLIENTS[spec.kind]
+    return HttpTransport(
+        api_key_env=spec.api_key_env,
+        key_header=client.key_header,
+        headers={**client.required_headers, **spec.headers},
+    )
 
 
 def run_identity(spec: RunSpec) -> RunIdentity:
     """What an eval run's ``run.json`` records of the spec: its digest and the model's identity."""
     m = spec.model
     url = m.url if m.url == EMBEDDED else redact_url(m.url)
+    # A dialect is an OpenAI-compatible server's; Messages has none to name.
+    api = m.kind if m.kind == "anthropic" else f"{m.kind} {m.dialect}"
     return RunIdentity(
         spec_digest=digest(spec),
-        model=f"{m.kind} {m.dialect} {url} name={m.name} mode={m.mode}",
+        model=f"{api} {url} name={m.name} mode={m.mode}",
     )
 
 
 def build_model(spec: ModelSpec, transport: Transport, ids: Ids) -> ChatModel:
     """The chat model a spec names, speaking through ``transport``."""
+    if spec.kind == "anthropic":
+        # Anthropic issues its own tool-call ids (a result must name the one it issued).
+        return AnthropicChatModel(
+            transport,
+            model=spec.name,
+            base_url=spec.url,
+            max_tokens=spec.max_tokens,
+            timeout=spec.timeout,
+        )
     if spec.kind == "ollama":
         return OllamaChatModel(
             transport,

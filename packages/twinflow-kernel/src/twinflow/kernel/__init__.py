@@ -47,6 +47,8 @@ if _typing.TYPE_CHECKING:
         ThreadExecutor,
     )
     from twinflow.kernel._credentials import (
+        BEARER,
+        KeyHeader,
         api_key_headers,
         check_endpoint_url,
         redact_url,
@@ -108,6 +110,7 @@ if _typing.TYPE_CHECKING:
     )
 
 __all__ = [
+    "BEARER",
     "GUARDED_ENTRY_POINTS",
     "Clock",
     "Closing",
@@ -125,6 +128,7 @@ __all__ = [
     "HttpTransport",
     "Ids",
     "KernelError",
+    "KeyHeader",
     "LaunchError",
     "Launcher",
     "LoopbackRequest",
@@ -173,6 +177,8 @@ _LAZY = {
     "Executor": "_concurrency",
     "SerialExecutor": "_concurrency",
     "ThreadExecutor": "_concurrency",
+    "BEARER": "_credentials",
+    "KeyHeader": "_credentials",
     "api_key_headers": "_credentials",
     "check_endpoint_url": "_credentials",
     "redact_url": "_credentials",

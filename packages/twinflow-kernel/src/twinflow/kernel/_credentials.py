@@ -1,10 +1,12 @@
 """API keys and URLs that may carry them: one place that reads a key and one that hides one.
 
-A key is read from an environment variable the caller names (``api_key_env``) and sent as an
-``Authorization: Bearer`` header by the transport; it is never part of a URL, a message, a
-trace event or a file. A URL with credentials in it (``http://user:key@host/`` or
-``?api_key=...``) is refused where a model endpoint is configured, and every URL shown in an
-error or an event goes through `redact_url` first.
+A key is read from an environment variable the caller names (``api_key_env``), once, and sent
+by the transport in the header its API takes it in (a `KeyHeader`: ``Authorization: Bearer``
+for OpenAI-compatible servers, ``x-api-key`` for Anthropic's Messages API; the model client
+names it); it is never part of a URL, a body, a message, a trace event or a file. A URL with
+credentials in it (``http://user:key@host/`` or ``?api_key=...``) is refused where a model
+endpoint is configured, and every URL shown in an error or an event goes through `redact_url`
+first.
 """
 
 from __future__ import annotations
@@ -12,12 +14,48 @@ from __future__ import annotations
 import os
 import re
 import urllib.parse
+from dataclasses import dataclass
 
 from twinflow.vocab import UserError
 
-__all__ = ["api_key_headers", "check_endpoint_url", "redact_url"]
+__all__ = [
+    "BEARER",
+    "KeyHeader",
+    "api_key_headers",
+    "check_endpoint_url",
+    "read_api_key",
+    "redact_url",
+]
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# RFC 9110 field-name: a token.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class KeyHeader:
+    """The request header an API takes its key in: ``name: prefix + key``.
+
+    Where the key goes is the API's choice, not the caller's, so each model client names its
+    own (`BEARER` for OpenAI-compatible servers and Ollama, ``KeyHeader("x-api-key")`` for
+    Anthropic) and the transport puts the key there.
+    """
+
+    name: str
+    """The header's name."""
+    prefix: str = ""
+    """What precedes the key in the header's value (``""``: the key alone)."""
+
+    def __post_init__(self) -> None:
+        """Refuse a name that is not an HTTP header name, or a prefix with a line break."""
+        if not _HEADER_NAME.fullmatch(self.name):
+            raise UserError(f"KeyHeader name {self.name!r} is not an HTTP header name")
+        if any(c in self.prefix for c in "\r\n\0"):
+            raise UserError(f"KeyHeader prefix {self.prefix!r} holds a line break or NUL")
+
+
+BEARER = KeyHeader("Authorization", prefix="Bearer ")
+"""``Authorization: Bearer <key>``: OpenAI's header, and most servers'."""
 
 
 def redact_url(url: str) -> str:
@@ -57,24 +95,19 @@ def check_endpoint_url(url: str, *, where: str = "the model URL") -> str:
         raise UserError(
             f"{where} {redact_url(url)} carries {what}: they would not be sent as credentials "
             "and would be written into error messages and traces. Put the key in an environment "
-            "variable and name it with api_key_env (sent as 'Authorization: Bearer'); give the "
-            "URL without them"
+            "variable and name it with api_key_env (sent in the API's key header, such as "
+            "'Authorization: Bearer'); give the URL without them"
         )
     return url
 
 
-def api_key_headers(api_key_env: str | None) -> dict[str, str]:
-    """The ``Authorization: Bearer`` header for the key in environment variable ``api_key_env``.
-
-    Args:
-        api_key_env: The variable's name, or None for no key (no header).
+def read_api_key(api_key_env: str) -> str:
+    """The API key in environment variable ``api_key_env``, surrounding white space removed.
 
     Raises:
-        UserError: The name is not a variable name, or the variable is unset or empty (the
-            message names the variable, never a value).
+        UserError: The name is not a variable name, or the variable is unset, empty, or holds
+            a line break or NUL (the message names the variable, never a value).
     """
-    if api_key_env is None:
-        return {}
     if not _ENV_NAME.fullmatch(api_key_env):
         raise UserError(
             f"api_key_env must name an environment variable (letters, digits, _), got "
@@ -87,4 +120,19 @@ def api_key_headers(api_key_env: str | None) -> dict[str, str]:
         )
     if any(c in key for c in "\r\n\0"):
         raise UserError(f"the key in {api_key_env} holds a line break or NUL: fix the variable")
-    return {"Authorization": f"Bearer {key.strip()}"}
+    return key.strip()
+
+
+def api_key_headers(api_key_env: str | None, key_header: KeyHeader = BEARER) -> dict[str, str]:
+    """The header carrying the key in environment variable ``api_key_env``, as ``key_header``.
+
+    Args:
+        api_key_env: The variable's name, or None for no key (no header).
+        key_header: The header the API takes its key in (default ``Authorization: Bearer``).
+
+    Raises:
+        UserError: As `read_api_key`.
+    """
+    if api_key_env is None:
+        return {}
+    return {key_header.name: key_header.prefix + read_api_key(api_key_env)}

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from twinflow.kernel._credentials import api_key_headers, redact_url
+from twinflow.kernel._credentials import BEARER, KeyHeader, read_api_key, redact_url
 from twinflow.kernel._errors import (
     ConnectError,
     HTTPStatusError,
@@ -157,6 +157,7 @@ class HttpTransport(Closing):
         cafile: str | os.PathLike[str] | None = None,
         headers: Mapping[str, str] | None = None,
         api_key_env: str | None = None,
+        key_header: KeyHeader = BEARER,
         pool: ConnectionPool | None = None,
     ) -> None:
         """Create the transport.
@@ -170,9 +171,12 @@ class HttpTransport(Closing):
             max_redirects: Most redirects followed for one request.
             cafile: PEM file of the certificate authorities trusted for https, instead of the
                 system trust store.
-            headers: Extra request headers (for example an `Authorization` header).
-            api_key_env: An environment variable holding an API key, sent as
-                `Authorization: Bearer <key>` (read once, here; never shown).
+            headers: Extra request headers (for example `anthropic-version`). Never a key:
+                a key given here is not scrubbed from errors; use `api_key_env`.
+            api_key_env: An environment variable holding an API key, sent in `key_header`
+                (read once, here; scrubbed from every error this transport raises).
+            key_header: The header the API takes its key in: `Authorization: Bearer <key>`
+                by default; the model client names its own (`AnthropicChatModel.key_header`).
             pool: Where kept connections wait between calls (a new `ConnectionPool` if None);
                 closed with the transport.
 
@@ -189,16 +193,20 @@ class HttpTransport(Closing):
         self._follow = follow_redirects
         self._max_redirects = max_redirects
         self._cafile = os.fspath(cafile) if cafile is not None else None
-        self._headers = {
+        # Read once, here: a server may echo the key back (a 401 body quoting the header), and
+        # every error raised below is scrubbed of it.
+        self._secret = None if api_key_env is None else read_api_key(api_key_env)
+        given = {
             "Content-Type": "application/json",
             "Accept": "application/json",
             "User-Agent": "twinflow-kernel",
             **(headers or {}),
-            **api_key_headers(api_key_env),
         }
-        # A server may echo the key back (a 401 body quoting the header): never into a message.
-        auth = self._headers.get("Authorization", "")
-        self._secret = auth.split(" ", 1)[1] if auth.startswith("Bearer ") else None
+        if self._secret is not None:
+            # Header names are case-insensitive: the key's header replaces any spelling of it.
+            given = {k: v for k, v in given.items() if k.lower() != key_header.name.lower()}
+            given[key_header.name] = key_header.prefix + self._secret
+        self._headers = given
         self._ssl_context: ssl.SSLContext | None = None
         self._pool = pool if pool is not None else ConnectionPool()
         self._closed = False

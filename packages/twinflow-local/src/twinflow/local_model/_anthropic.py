@@ -7,11 +7,15 @@ non-streamed reply goes through the same assembler too (one chunk per part), so 
 the same value: adjacent text blocks join into one text part either way.
 
 The API key and the `anthropic-version` header travel on the transport, never in a body, so
-no recording or trace holds them::
+no recording or trace holds them. Where they go is this client's (`key_header`,
+`required_headers`); the transport reads the key once from the variable named and scrubs it
+from its errors::
 
-    transport = UrllibJsonTransport(
+    transport = HttpTransport(
         allow_network=True,
-        headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"], "anthropic-version": ANTHROPIC_VERSION},
+        api_key_env="ANTHROPIC_API_KEY",
+        key_header=AnthropicChatModel.key_header,
+        headers=AnthropicChatModel.required_headers,
     )
     model = AnthropicChatModel(transport, model="claude-sonnet-4-5")
 
@@ -22,13 +26,16 @@ and the answer is validated (and re-asked) by the structured-output adapter, as 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import closing
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import JsonValue
 
+from twinflow.kernel import KeyHeader
 from twinflow.local_model._errors import MalformedResponseError
-from twinflow.local_model._servers import OnChunk
+from twinflow.local_model._servers import OnChunk, endpoint_root
 from twinflow.local_model._stream import anthropic_chunks, anthropic_finish
 from twinflow.vocab import (
     ChunkAssembler,
@@ -72,6 +79,14 @@ class AnthropicChatModel:
         timeout: Seconds allowed per request.
     """
 
+    key_header: ClassVar[KeyHeader] = KeyHeader("x-api-key")
+    """The header the Messages API takes its key in, for `HttpTransport(key_header=...)`:
+    ``x-api-key: <key>``, not a bearer token."""
+    required_headers: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"anthropic-version": ANTHROPIC_VERSION}
+    )
+    """Headers every request needs besides the key: the API version this client speaks."""
+
     def __init__(
         self,
         transport: Transport,
@@ -82,13 +97,11 @@ class AnthropicChatModel:
         timeout: float = 120.0,
     ) -> None:
         """Configure the model; nothing is sent until `request` or `stream`."""
-        if not base_url.startswith(("http://", "https://")):
-            raise UserError(f"base_url must be an http(s) URL, got {base_url!r}")
         if max_tokens < 1:
             raise UserError(f"max_tokens must be at least 1, got {max_tokens}")
         self._transport = transport
         self._model = model
-        self._url = f"{base_url.rstrip('/')}/v1/messages"
+        self._url = f"{endpoint_root(base_url)}/v1/messages"
         self._max_tokens = max_tokens
         self._timeout = timeout
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from types import MappingProxyType
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import JsonValue
 
+from twinflow.kernel import BEARER, KeyHeader
 from twinflow.local_model._budget import max_tokens_for
 from twinflow.local_model._errors import MalformedResponseError
 from twinflow.local_model._preflight import Decoder, GrammarCheck, preflight
@@ -225,6 +227,12 @@ def _parse_action(
 
 class _ChatModel:
     """Shared engine of the two chat models."""
+
+    key_header: ClassVar[KeyHeader] = BEARER
+    """The header these APIs take a key in, for `HttpTransport(key_header=...)`: ``Authorization:
+    Bearer`` (OpenAI's; an Ollama behind an authenticating proxy takes the same)."""
+    required_headers: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    """Headers every request needs besides the key: none."""
 
     def __init__(
         self,

@@ -60,7 +60,12 @@ _DECODERS: dict[str, Decoder] = {
 }
 
 
-def _root(base_url: str) -> str:
+def endpoint_root(base_url: str) -> str:
+    """``base_url`` without a trailing ``/``, checked: http(s), and no credentials in it.
+
+    Raises:
+        UserError: Not an http(s) URL, or a URL carrying a key (the message shows it redacted).
+    """
     if not base_url.startswith(("http://", "https://")):
         raise UserError(f"base_url must be an http(s) URL, got {redact_url(base_url)!r}")
     return check_endpoint_url(base_url, where="base_url").rstrip("/")
@@ -204,7 +209,7 @@ def ollama_server(transport: Transport, *, base_url: str, model: str, timeout: f
     """An Ollama server's `/api/chat`."""
     return Server(
         transport=transport,
-        url=f"{_root(base_url)}/api/chat",
+        url=f"{endpoint_root(base_url)}/api/chat",
         model=model,
         decoder="ollama",
         timeout=timeout,
@@ -230,7 +235,7 @@ def openai_server(
         check_extra_body(extra_body)
     return Server(
         transport=transport,
-        url=f"{_root(base_url)}/v1/chat/completions",
+        url=f"{endpoint_root(base_url)}/v1/chat/completions",
         model=model,
         decoder=decoder or _DECODERS[dialect],
         timeout=timeout,
