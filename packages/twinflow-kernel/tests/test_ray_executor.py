@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,13 @@ def test_every_result_comes_back_once_with_its_index(ray_executor: RayExecutor) 
     """Twelve calls at two in flight yield each (index, result) exactly once."""
     results = sorted(ray_executor.map_bounded(ray_tasks.square, range(12), 2))
     assert [(i, i * i) for i in range(12)] == results
+
+
+def test_a_local_ray_waits_for_slow_worker_starts(ray_executor: RayExecutor) -> None:
+    """A Ray started here gives a worker ten minutes to register, not Ray's 60 s (a busy
+    machine starts workers slowly); the raylet reads the setting from the environment."""
+    ray_executor.start()
+    assert "600" == os.environ["RAY_worker_register_timeout_seconds"]
 
 
 def test_ray_gives_the_serial_executors_results(ray_executor: RayExecutor) -> None:

@@ -149,6 +149,12 @@ class RayExecutor:
             # Ray reads this switch (meant for laptops) once, when it is imported; without it
             # a Linux node binds every interface. A value the user set is kept.
             os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        if self.address is None:
+            # The raylet started here reads this when it starts. A worker not registered
+            # within Ray's default 60 s is killed and its task retried, then lost; on a busy
+            # two-core machine a worker's start (importing Ray and the task's modules) takes
+            # longer than that. Ten minutes, unless the user set it.
+            os.environ.setdefault("RAY_worker_register_timeout_seconds", "600")
         ray = _import_ray()
         if ray.is_initialized():
             return ray
