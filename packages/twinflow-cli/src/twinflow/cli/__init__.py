@@ -10,7 +10,8 @@ package first, does not load the agent or pydantic to print its help.
 """
 
 import typing as _typing
-from importlib import import_module as _import_module
+
+from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from twinflow.cli._api import connect, embedded_model, replay_run
@@ -29,23 +30,11 @@ __all__ = [
     "replay_run",
 ]
 
-_LAZY = {
-    **dict.fromkeys(("connect", "embedded_model", "replay_run"), "_api"),
-    "main": "_main",
-    **dict.fromkeys(("ModelSpec", "PolicySpec", "RunSpec", "SpecError", "load_spec"), "_spec"),
-}
-
-
-def __getattr__(name: str) -> object:
-    """Import the private module that defines `name` on first access, then cache the name."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's attributes, the not yet resolved public names included."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = _lazy_exports(
+    globals(),
+    {
+        "_api": ("connect", "embedded_model", "replay_run"),
+        "_main": ("main",),
+        "_spec": ("load_spec", "ModelSpec", "PolicySpec", "RunSpec", "SpecError"),
+    },
+)

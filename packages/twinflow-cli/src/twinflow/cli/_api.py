@@ -24,13 +24,18 @@ from twinflow.agent import (
     Agent,
     FileTraceSink,
     ReplayMode,
-    ReplayPorts,
     ReplayResult,
     Trace,
     replay,
 )
 from twinflow.cli._spec import RunSpec, load_tools
-from twinflow.cli._wiring import build_agent, build_model, embedded_server, model_base_url
+from twinflow.cli._wiring import (
+    build_agent,
+    build_model,
+    embedded_server,
+    model_base_url,
+    replay_builder,
+)
 from twinflow.kernel import HttpTransport, SystemClock, SystemIds
 
 __all__ = ["connect", "embedded_model", "replay_run"]
@@ -118,18 +123,4 @@ def replay_run(
         ReplayDivergenceError: an event differs from the recorded one (it is named).
         TraceCorruptError: the trace does not verify.
     """
-    callables = _tools(spec, tools)
-
-    def build(ports: ReplayPorts) -> Agent[Any]:
-        return build_agent(
-            spec,
-            model=ports.model,
-            clock=ports.clock,
-            ids=ports.ids,
-            trace=ports.trace,
-            tools=callables,
-            model_label=ports.model_label,
-            tool_results=ports.tool_results,
-        )
-
-    return replay(Trace.load(trace), build, mode=mode)
+    return replay(Trace.load(trace), replay_builder(spec, _tools(spec, tools)), mode=mode)

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
+from twinflow.cli._errors import CliError
 from twinflow.eval import (
     ScorerError,
     split_dotted,
@@ -25,7 +26,7 @@ from twinflow.eval import (
 )
 from twinflow.eval import resolve_dotted as resolve_any_dotted
 from twinflow.kernel import check_endpoint_url
-from twinflow.vocab import UserError
+from twinflow.vocab import FrozenValue, UserError
 
 __all__ = [
     "ModelSpec",
@@ -41,12 +42,14 @@ __all__ = [
 ]
 
 
-class SpecError(UserError):
+class SpecError(CliError, UserError):
     """A run spec that cannot be used: unreadable, not YAML, or a key with a bad value."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Strict(FrozenValue):
+    """Base of the spec's sections: frozen, no extra keys, `SpecError` on bad input."""
+
+    _invalid_error = SpecError
 
 
 class ModelSpec(_Strict):

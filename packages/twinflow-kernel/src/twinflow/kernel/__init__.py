@@ -13,9 +13,8 @@ access (PEP 562), so `import twinflow.kernel` stays cheap for a caller that need
 adapters, and pydantic's model machinery is built only when a value class is used.
 """
 
-# Only underscored names and the public ones may live here (tests/test_exported_members.py).
+# Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).
 import typing as _typing
-from importlib import import_module as _import_module
 
 from twinflow.kernel._errors import (
     ClusterError,
@@ -26,7 +25,7 @@ from twinflow.kernel._errors import (
     LaunchError,
     NetworkBlockedError,
     PlantedLinkError,
-    ReplayDivergence,
+    ReplayDivergenceError,
     ResponseDecodeError,
     ResponseTooLarge,
     TargetExistsError,
@@ -34,6 +33,7 @@ from twinflow.kernel._errors import (
     TransportError,
     TransportTimeout,
 )
+from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from twinflow.kernel._clock import (
@@ -137,7 +137,7 @@ __all__ = [
     "ProcessResult",
     "RayExecutor",
     "RecordingTransport",
-    "ReplayDivergence",
+    "ReplayDivergenceError",
     "ReplayTransport",
     "ResponseDecodeError",
     "ResponseTooLarge",
@@ -166,61 +166,30 @@ __all__ = [
     "write_replace",
 ]
 
-_LAZY = {
-    "FixedClock": "_clock",
-    "SteppingClock": "_clock",
-    "SystemClock": "_clock",
-    "Executor": "_concurrency",
-    "SerialExecutor": "_concurrency",
-    "ThreadExecutor": "_concurrency",
-    "api_key_headers": "_credentials",
-    "check_endpoint_url": "_credentials",
-    "redact_url": "_credentials",
-    "Fault": "_fault",
-    "FaultTransport": "_fault",
-    "write_new": "_files",
-    "write_replace": "_files",
-    "CountingIds": "_ids",
-    "SeededIds": "_ids",
-    "SystemIds": "_ids",
-    "ServerProcess": "_launcher",
-    "SubprocessLauncher": "_launcher",
-    "LoopbackRequest": "_loopback",
-    "LoopbackResponse": "_loopback",
-    "LoopbackServer": "_loopback",
-    "MockTransport": "_mock",
-    "free_port": "_netpolicy",
-    "GUARDED_ENTRY_POINTS": "_nondeterminism",
-    "GuardRecord": "_nondeterminism",
-    "NondeterminismError": "_nondeterminism",
-    "nondeterminism_guard": "_nondeterminism",
-    "ConnectionPool": "_pool",
-    "Clock": "_ports",
-    "Closing": "_ports",
-    "Ids": "_ports",
-    "Launcher": "_ports",
-    "StreamingTransport": "_ports",
-    "Transport": "_ports",
-    "ProcessResult": "_process",
-    "run_process": "_process",
-    "RayExecutor": "_ray",
-    "RecordingTransport": "_replay",
-    "ReplayTransport": "_replay",
-    "HttpTransport": "_transport",
-    "UrllibJsonTransport": "_transport",
-}
-
-
-def __getattr__(name: str) -> object:
-    """Import the private module that defines `name` on first access, then cache the name."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's attributes, the not yet resolved public names included."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = _lazy_exports(
+    globals(),
+    {
+        "_clock": ("FixedClock", "SteppingClock", "SystemClock"),
+        "_concurrency": ("Executor", "SerialExecutor", "ThreadExecutor"),
+        "_credentials": ("api_key_headers", "check_endpoint_url", "redact_url"),
+        "_fault": ("Fault", "FaultTransport"),
+        "_files": ("write_new", "write_replace"),
+        "_ids": ("CountingIds", "SeededIds", "SystemIds"),
+        "_launcher": ("ServerProcess", "SubprocessLauncher"),
+        "_loopback": ("LoopbackRequest", "LoopbackResponse", "LoopbackServer"),
+        "_mock": ("MockTransport",),
+        "_netpolicy": ("free_port",),
+        "_nondeterminism": (
+            "GUARDED_ENTRY_POINTS",
+            "GuardRecord",
+            "nondeterminism_guard",
+            "NondeterminismError",
+        ),
+        "_pool": ("ConnectionPool",),
+        "_ports": ("Clock", "Closing", "Ids", "Launcher", "StreamingTransport", "Transport"),
+        "_process": ("ProcessResult", "run_process"),
+        "_ray": ("RayExecutor",),
+        "_replay": ("RecordingTransport", "ReplayTransport"),
+        "_transport": ("HttpTransport", "UrllibJsonTransport"),
+    },
+)

@@ -7,9 +7,8 @@ The errors are imported eagerly; every other name is resolved on first access (P
 importing the package does not build pydantic models until a caller uses one of its names.
 """
 
-# Only underscored names and the public ones may live here (tests/test_exports.py).
+# Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).
 import typing as _typing
-from importlib import import_module as _import_module
 
 from twinflow.local_model._errors import (
     LocalModelError,
@@ -17,6 +16,7 @@ from twinflow.local_model._errors import (
     UncompilableSchemaError,
     UnenforcedSchemaError,
 )
+from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from twinflow.local_model._anthropic import (
@@ -79,53 +79,34 @@ __all__ = [
     "preflight",
 ]
 
-_LAZY = {
-    **dict.fromkeys(
-        ("ANTHROPIC_VERSION", "DEFAULT_ANTHROPIC_URL", "AnthropicChatModel"), "_anthropic"
-    ),
-    **dict.fromkeys(
-        (
+__getattr__, __dir__ = _lazy_exports(
+    globals(),
+    {
+        "_anthropic": ("ANTHROPIC_VERSION", "AnthropicChatModel", "DEFAULT_ANTHROPIC_URL"),
+        "_chat": (
+            "action_instructions",
+            "action_schema",
             "ChatMode",
             "OllamaChatModel",
             "OpenAICompatibleChatModel",
-            "action_instructions",
-            "action_schema",
         ),
-        "_chat",
-    ),
-    **dict.fromkeys(
-        (
+        "_preflight": (
+            "anchor_pattern",
             "Decoder",
+            "grammar_pattern",
             "GrammarCheck",
             "GrammarVerdict",
+            "preflight",
             "PreflightReport",
             "SchemaFinding",
             "SchemaRewrite",
             "SchemaSource",
-            "anchor_pattern",
-            "grammar_pattern",
-            "preflight",
         ),
-        "_preflight",
-    ),
-    "Dialect": "_wire",
-    **dict.fromkeys(
-        ("LocalStructuredResult", "OllamaStructuredOutput", "OpenAICompatibleStructuredOutput"),
-        "_structured",
-    ),
-}
-
-
-def __getattr__(name: str) -> object:
-    """Import the private module that defines `name` on first access, then cache the name."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's attributes, the not yet resolved public names included."""
-    return sorted({*globals(), *__all__})
+        "_structured": (
+            "LocalStructuredResult",
+            "OllamaStructuredOutput",
+            "OpenAICompatibleStructuredOutput",
+        ),
+        "_wire": ("Dialect",),
+    },
+)

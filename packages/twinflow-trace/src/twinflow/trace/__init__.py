@@ -45,6 +45,7 @@ from twinflow.trace._format import (
     Limits,
     encode_line,
 )
+from twinflow.trace._lazy import lazy_exports
 from twinflow.trace._merkle import (
     EMPTY_ROOT,
     Frontier,
@@ -116,6 +117,7 @@ __all__ = [
     "inclusion_ranges",
     "json_kind",
     "json_pointer",
+    "lazy_exports",
     "leaf_hash",
     "load_proof",
     "node_hash",

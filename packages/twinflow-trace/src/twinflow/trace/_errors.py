@@ -12,7 +12,10 @@ The trace leaf is the lowest layer, so the root of the workspace's error tree li
         ├── TraceWriteError                        the trace (or a repair side file) could not be written: disk full, ...
         ├── TraceCorruptError                      a trace that does not verify was read as events (`.report`)
         ├── SignatureError                         a checkpoint signature is missing, empty-keyed or wrong
-        └── InvalidProofError(TraceError, ValueError)  an inclusion / consistency proof fails
+        ├── InvalidProofError(TraceError, ValueError)  an inclusion / consistency proof fails
+        └── NoteError                              a signed note, key or checkpoint refused (`._note`, `python -m twinflow.trace`)
+            └── MalformedNoteError, MalformedKeyError, AmbiguousKeyError, MalformedCheckpointError,
+                InvalidSignatureError, UnverifiedNoteError, OriginMismatchError, SigningUnavailableError
 """
 
 from __future__ import annotations
@@ -55,12 +58,32 @@ class CanonicalError(TraceError):
         reason: A short tag for what is wrong (``duplicate_key``, ``non_finite``, ``too_deep``,
             ``not_json``, ``not_utf8``, ``number_form``, ``escape_form``, ``whitespace``,
             ``key_order``, ``no_json_form``), so callers can report each failure as its own kind.
+        pointer: JSON pointer (RFC 6901) to the value that has no canonical form; ``""`` for
+            the whole value, or where the failure has no one place (bytes that do not parse).
+        detail: What is wrong there, without the pointer (the message is built from both), so
+            a caller can render the failure its own way without parsing the message.
     """
 
-    def __init__(self, message: str, *, reason: str = "no_json_form") -> None:
-        """Create the error with its message and reason tag."""
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str = "no_json_form",
+        pointer: str = "",
+        detail: str | None = None,
+    ) -> None:
+        """Create the error with its message, reason tag, and where and what went wrong.
+
+        Args:
+            message: The whole message.
+            reason: The short tag (see the class).
+            pointer: JSON pointer to the offending value.
+            detail: What is wrong at ``pointer``; the message when not given.
+        """
         super().__init__(message)
         self.reason = reason
+        self.pointer = pointer
+        self.detail = message if detail is None else detail
 
 
 class TraceFormatError(TraceError, ValueError):

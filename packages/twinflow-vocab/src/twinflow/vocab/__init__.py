@@ -9,10 +9,10 @@ access (PEP 562), so `import twinflow.vocab` does not build pydantic's model mac
 value classes until a caller uses one of them.
 """
 
-# Only underscored names and the public ones may live here (tests/test_exports.py).
+# Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).
 import typing as _typing
-from importlib import import_module as _import_module
 
+from twinflow.trace import lazy_exports as _lazy_exports
 from twinflow.vocab._errors import (
     CanonicalError,
     InvalidValueError,
@@ -57,6 +57,7 @@ if _typing.TYPE_CHECKING:
     from twinflow.vocab._suggest import did_you_mean
     from twinflow.vocab._values import (
         CallId,
+        FrozenValue,
         JsonValue,
         MediaPart,
         Message,
@@ -83,6 +84,7 @@ __all__ = [
     "EnvelopeKind",
     "FinishChunk",
     "FinishReason",
+    "FrozenValue",
     "InvalidValueError",
     "JsonValue",
     "MediaPart",
@@ -127,30 +129,13 @@ __all__ = [
     "response_chunks",
 ]
 
-_LAZY = {
-    **dict.fromkeys(("canonical_bytes", "digest", "parse_canonical"), "_canonical"),
-    **dict.fromkeys(("Difference", "diff"), "_diff"),
-    "did_you_mean": "_suggest",
-    **dict.fromkeys(("EnvelopeKind", "envelope"), "_envelope"),
-    **dict.fromkeys(
-        (
-            "Chunk",
-            "ChunkAssembler",
-            "FinishChunk",
-            "ReasoningDelta",
-            "StreamingChatModel",
-            "TextDelta",
-            "ToolCallDelta",
-            "ToolCallEnd",
-            "ToolCallStart",
-            "UsageChunk",
-            "assemble",
-            "response_chunks",
-        ),
-        "_stream",
-    ),
-    **dict.fromkeys(
-        (
+__getattr__, __dir__ = _lazy_exports(
+    globals(),
+    {
+        "_canonical": ("canonical_bytes", "digest", "parse_canonical"),
+        "_diff": ("diff", "Difference"),
+        "_envelope": ("envelope", "EnvelopeKind"),
+        "_protocols": (
             "Attempt",
             "ChatModel",
             "FinishReason",
@@ -163,11 +148,24 @@ _LAZY = {
             "StructuredResult",
             "Usage",
         ),
-        "_protocols",
-    ),
-    **dict.fromkeys(
-        (
+        "_stream": (
+            "assemble",
+            "Chunk",
+            "ChunkAssembler",
+            "FinishChunk",
+            "ReasoningDelta",
+            "response_chunks",
+            "StreamingChatModel",
+            "TextDelta",
+            "ToolCallDelta",
+            "ToolCallEnd",
+            "ToolCallStart",
+            "UsageChunk",
+        ),
+        "_suggest": ("did_you_mean",),
+        "_values": (
             "CallId",
+            "FrozenValue",
             "JsonValue",
             "MediaPart",
             "Message",
@@ -182,21 +180,5 @@ _LAZY = {
             "ToolSpec",
             "Transcript",
         ),
-        "_values",
-    ),
-}
-
-
-def __getattr__(name: str) -> object:
-    """Import the private module that defines `name` on first access, then cache the name."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's attributes, the not yet resolved public names included."""
-    return sorted({*globals(), *__all__})
+    },
+)

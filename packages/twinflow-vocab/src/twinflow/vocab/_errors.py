@@ -51,7 +51,14 @@ class CanonicalError(VocabError, _TraceCanonicalError):
 
     Attributes:
         reason: What is wrong, as `twinflow.trace.CanonicalError.reason` names it.
+        pointer: JSON pointer to the offending value (``""``: the whole value).
+        detail: What is wrong there, without the pointer.
     """
+
+    @classmethod
+    def of(cls, error: _TraceCanonicalError) -> CanonicalError:
+        """The same failure, raised as vocab's error: message, reason, pointer and detail."""
+        return cls(str(error), reason=error.reason, pointer=error.pointer, detail=error.detail)
 
 
 class WireFormatError(VocabError):

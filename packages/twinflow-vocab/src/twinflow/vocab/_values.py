@@ -9,7 +9,8 @@ for pydantic's sake: treat them as read-only, the digest of a value assumes nobo
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NewType, Self
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NewType, Self
 
 from pydantic import (
     BaseModel,
@@ -95,9 +96,19 @@ def _non_empty(value: str, what: str) -> str:
 
 
 class FrozenValue(BaseModel):
-    """Base of every vocab value: frozen, no extra fields, `InvalidValueError` on bad input."""
+    """Base of every twinflow value: frozen, no extra fields, a typed error on bad input.
+
+    The error is `InvalidValueError` here; a package whose values should raise its own error
+    (a `TwinflowError` subclass: `AgentConfigError`, `EvalValueError`, ...) subclasses this
+    base once with ``_invalid_error`` set, so no bare pydantic ``ValidationError`` leaves a
+    constructor (ADR 0074). ``model_validate`` still raises pydantic's error: its callers read
+    untrusted files and say where the problem is themselves.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    _invalid_error: ClassVar[Callable[[str], Exception]] = InvalidValueError
+    """Called with the message to make the error a bad construction raises."""
 
     def __init__(self, /, **data: Any) -> None:
         """Validate `data` into the value.
@@ -109,7 +120,7 @@ class FrozenValue(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise InvalidValueError(f"invalid {type(self).__name__}: {exc}") from None
+            raise type(self)._invalid_error(f"invalid {type(self).__name__}: {exc}") from None
 
     # Only the outermost value translates the error, so nested values need not pass through this
     # method: marked as pydantic marks its own base __init__ (and RootModel's), nested values are
