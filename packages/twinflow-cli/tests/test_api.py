@@ -55,7 +55,7 @@ def test_replay_run_with_changed_code_diverges(tmp_path: Path) -> None:
         with connect(spec, trace, tools=[add]) as agent:
             agent.run(spec.prompt)
     with pytest.raises(ReplayDivergenceError):
-        replay_run(trace, spec, tools=[changed()], mode="live")  # type: ignore[list-item]
+        replay_run(trace, spec, tools=[changed()], mode="live")  # type: ignore[list-item]  # changed() returns the tool typed as object
 
 
 def test_the_package_exports_the_front_door_names() -> None:

@@ -127,7 +127,7 @@ def model(server: LoopbackServer, transport: object = None) -> AnthropicChatMode
     """The client on `server`, its transport carrying the key and version headers."""
     headers = {"x-api-key": KEY, "anthropic-version": ANTHROPIC_VERSION}
     return AnthropicChatModel(
-        transport or UrllibJsonTransport(headers=headers),  # type: ignore[arg-type]
+        transport or UrllibJsonTransport(headers=headers),  # type: ignore[arg-type]  # a test double may stand in for the Transport port
         model="claude-sonnet-4-5",
         base_url=server.url,
     )
@@ -206,7 +206,7 @@ def test_a_published_stream_assembles_to_its_non_streamed_reply(fixture: str) ->
     assert digest(plain) == digest(streamed)
     assert streamed.message.text == "".join(c.text for c in shown if isinstance(c, TextDelta))
     streamed_body, plain_body = api.bodies
-    assert {**plain_body, "stream": True} == streamed_body  # type: ignore[dict-item]
+    assert {**plain_body, "stream": True} == streamed_body  # type: ignore[dict-item]  # bodies are JsonValue; these two are objects
 
 
 def test_thinking_is_read_as_reasoning_and_usage_from_both_events() -> None:

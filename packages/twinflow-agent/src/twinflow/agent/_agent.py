@@ -159,8 +159,7 @@ class Agent(Closing, Generic[OutputT]):
         ids: Ids,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         policy: Policy | None = None,
-        # The one ignore: mypy cannot see that the default binds OutputT to str (PEP 696).
-        output_type: type[OutputT] = str,  # type: ignore[assignment]
+        output_type: type[OutputT] = str,  # type: ignore[assignment]  # the default binds OutputT to str (PEP 696), which mypy cannot see
         structured: StructuredOutputAdapter | None = None,
         max_steps: int = 10,
         usage_limits: UsageLimits | None = None,

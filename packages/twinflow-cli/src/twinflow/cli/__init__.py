@@ -7,10 +7,24 @@ the bundled SmolLM2 server.
 
 Names resolve on first access (PEP 562), so the ``twinflow`` command, which imports this
 package first, does not load the agent or pydantic to print its help.
+
+Errors (the command prints each as one line and exits 1 or 2)::
+
+    TwinflowError                                 (twinflow.vocab)
+    └── CliError
+        ├── SpecError (also a UserError)          a run spec that cannot be used (file:line: key: why),
+        │                                         or a `RunSpec` section built with a bad field
+        ├── UnreadableTrace (also a UserError)    the file is not a twinflow trace at all
+        ├── EmbeddedModelMissing (also a UserError)  llama-cpp-python or the SmolLM2 file is not installed
+        └── CheckFailed                           a check asked for did not pass (``verify``, ``replay``)
+
+Every other package's errors pass through unchanged: `replay_run` raises the agent's
+`ReplayDivergenceError` and the kernel's `NondeterminismError`, a failed run its `RunError`.
 """
 
 import typing as _typing
 
+from twinflow.cli._errors import CliError
 from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
@@ -19,6 +33,7 @@ if _typing.TYPE_CHECKING:
     from twinflow.cli._spec import ModelSpec, PolicySpec, RunSpec, SpecError, load_spec
 
 __all__ = [
+    "CliError",
     "ModelSpec",
     "PolicySpec",
     "RunSpec",

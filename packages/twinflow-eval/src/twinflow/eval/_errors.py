@@ -1,16 +1,4 @@
-"""The errors of twinflow.eval.
-
-```
-TwinflowError
-└── EvalError
-    ├── DatasetError(EvalError, UserError)   a dataset file that cannot be used (file:line: key: why)
-    ├── RunDirError(EvalError, UserError)    a run directory that is missing, foreign or inconsistent
-    ├── ShardError(EvalError, UserError)     a bad ``--shard i/n`` or shards that do not fit together
-    ├── ScorerError(EvalError, UserError)    a scorer spec that cannot be built (unknown dotted path...)
-    ├── EvalValueError(EvalError, UserError, ValueError)  a case, score or result built with a bad field
-    └── RunAborted(EvalError)                the model could not be reached; finished cases are kept
-```
-"""
+"""The errors of twinflow.eval; the tree is drawn in the package docstring."""
 
 from __future__ import annotations
 

@@ -1,26 +1,6 @@
-"""The kernel's error tree, under the one twinflow root.
+"""The kernel's error tree, under the one twinflow root; drawn in the package docstring.
 
-Every message names where (the URL or the command), what went wrong, and what to do::
-
-    TwinflowError                          (twinflow.vocab)
-    └── KernelError                        raised by twinflow.kernel
-        ├── TransportError                 a request did not produce a JSON answer (`.url`)
-        │   ├── ConnectError               refused, DNS, TLS, reset: the connection failed (never retried)
-        │   ├── TransportTimeout           no complete answer within the timeout (also a TimeoutError)
-        │   ├── HTTPStatusError            status >= 400, or a redirect not followed (`.status`, `.body_excerpt`)
-        │   ├── ResponseDecodeError        the answer is not HTTP, or its body is not JSON
-        │   ├── ResponseTooLarge           the body is larger than `max_response_bytes`
-        │   └── NetworkBlockedError        the network kill switch refused a non-loopback host
-        ├── ReplayDivergenceError          a replayed request differs from the recording (`.difference`)
-        ├── NondeterminismError            replayed code reached the clock, randomness or the network (also a RuntimeError)
-        ├── LaunchError                    a server process did not start, or did not become healthy
-        ├── FileWriteError                 a file could not be written safely (also an OSError; `.filename`)
-        │   ├── PlantedLinkError           the target or its directory is a symbolic link: refused
-        │   └── TargetExistsError          `write_new` found the name taken (also a FileExistsError)
-        └── ClusterError                   the Ray cluster could not be reached or started
-            └── TaskLost                   a call's worker died on its last allowed attempt (`.index`)
-
-Usage mistakes (a bad URL scheme, a naive datetime) raise `twinflow.vocab.UserError` instead.
+Every message names where (the URL or the command), what went wrong, and what to do.
 """
 
 from __future__ import annotations

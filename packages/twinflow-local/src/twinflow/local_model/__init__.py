@@ -5,6 +5,22 @@ every request goes through the kernel's injected `Transport`.
 
 The errors are imported eagerly; every other name is resolved on first access (PEP 562), so
 importing the package does not build pydantic models until a caller uses one of its names.
+
+Errors::
+
+    TwinflowError (twinflow.vocab)
+    ├── UserError (twinflow.vocab)         also a bad max_attempts (vocab's one check)
+    │   ├── UnenforcedSchemaError          strict pre-flight: the decoder would not enforce part of the schema
+    │   └── UncompilableSchemaError        the server could not compile the schema's grammar (never sent)
+    ├── LocalModelError                    raised by twinflow.local_model
+    │   ├── UnenforcedSchemaError          (also a UserError, above)
+    │   ├── UncompilableSchemaError        (also a UserError, above)
+    │   └── MalformedResponseError         the server answered 2xx with a body that is not its wire format
+    ├── VocabError (twinflow.vocab)
+    │   └── StructuredOutputError          no answer validated in max_attempts (`.attempts`)
+    └── KernelError (twinflow.kernel)
+        └── TransportError                 ConnectError, TransportTimeout, HTTPStatusError, ...:
+                                           the kernel's, propagated unchanged, never retried or wrapped
 """
 
 # Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).

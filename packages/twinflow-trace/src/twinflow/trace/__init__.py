@@ -3,6 +3,25 @@
 The leaf an auditor installs to check a published run: the trace line format, RFC 8785
 canonical JSON of plain values, streaming verification, the RFC 9162 Merkle tree, inclusion and
 consistency proofs, checkpoints (as C2SP tlog-checkpoint bodies), and repair.
+
+The root of every twinflow error lives here, at the lowest layer (one ``except TwinflowError``
+catches every package's); this package's own tree::
+
+    TwinflowError                                  root of every twinflow error, in every package
+    ├── UserError                                  a usage mistake (bad argument, key or limit)
+    └── TraceError                                 raised by twinflow.trace
+        ├── CanonicalError                         no RFC 8785 form (`.reason`, `.pointer`, `.detail`)
+        ├── TraceFormatError (also ValueError)     a proof, checkpoint or key file not in its form
+        ├── TraceExistsError (also FileExistsError)  refusing to write over (or through) a path
+        ├── TraceWriteError                        a trace or repair side file not written (`.path`)
+        ├── TraceCorruptError                      a trace that does not verify, read as events (`.report`)
+        ├── SignatureError                         a checkpoint signature missing, empty-keyed or wrong
+        ├── InvalidProofError (also ValueError)    an inclusion / consistency proof fails
+        └── NoteError                              a signed note, key or checkpoint refused (`python -m twinflow.trace`)
+            ├── MalformedNoteError, MalformedKeyError, AmbiguousKeyError,
+            │   MalformedCheckpointError (each also ValueError)
+            ├── InvalidSignatureError, UnverifiedNoteError, OriginMismatchError
+            └── SigningUnavailableError (also ImportError)  the ``signatures`` extra is missing
 """
 
 from twinflow.trace._canonical import (

@@ -1,21 +1,8 @@
 """The errors of twinflow.trace, and the root of every twinflow error.
 
 The trace leaf is the lowest layer, so the root of the workspace's error tree lives here and
-`twinflow.vocab` re-exports it (one ``except TwinflowError`` still catches every package)::
-
-    TwinflowError                                  root of every twinflow error, in every package
-    ├── UserError                                  a usage mistake (bad argument, key or limit)
-    └── TraceError                                 raised by twinflow.trace
-        ├── CanonicalError                         a value with no RFC 8785 form, or bytes that are not canonical JSON
-        ├── TraceFormatError(TraceError, ValueError)  a file that is not what it claims (proof, checkpoint, key)
-        ├── TraceExistsError(TraceError, FileExistsError)  refusing to write over (or through) an existing path
-        ├── TraceWriteError                        the trace (or a repair side file) could not be written: disk full, ...
-        ├── TraceCorruptError                      a trace that does not verify was read as events (`.report`)
-        ├── SignatureError                         a checkpoint signature is missing, empty-keyed or wrong
-        ├── InvalidProofError(TraceError, ValueError)  an inclusion / consistency proof fails
-        └── NoteError                              a signed note, key or checkpoint refused (`._note`, `python -m twinflow.trace`)
-            └── MalformedNoteError, MalformedKeyError, AmbiguousKeyError, MalformedCheckpointError,
-                InvalidSignatureError, UnverifiedNoteError, OriginMismatchError, SigningUnavailableError
+`twinflow.vocab` re-exports it (one ``except TwinflowError`` still catches every package). The
+whole tree is drawn in the package docstring (``twinflow.trace.__doc__``).
 """
 
 from __future__ import annotations

@@ -4,6 +4,18 @@ structural diff, and the model-facing protocols.
 Wire translation lives in `twinflow.vocab.wire`; datapizza interop in `twinflow.vocab.datapizza`
 (extra `datapizza`). Neither is imported here.
 
+Errors (the root is `twinflow.trace`'s, re-exported here)::
+
+    TwinflowError                      root of every twinflow error, in every package
+    ├── UserError                      a usage mistake (bad argument, bad config; a bad max_attempts)
+    └── VocabError                     raised by twinflow.vocab
+        ├── InvalidValueError          a value refused at construction (also a ValueError);
+        │                              `FrozenValue` subclasses elsewhere raise their package's error
+        ├── CanonicalError             no RFC 8785 form, or bytes that are not canonical JSON
+        │                              (also twinflow.trace.CanonicalError; `.pointer`, `.detail`)
+        ├── WireFormatError            a provider payload that does not match its wire format (`.path`)
+        └── StructuredOutputError      no valid structured output after every attempt (`.attempts`)
+
 The errors are imported eagerly (they need no pydantic). Every other name is resolved on first
 access (PEP 562), so `import twinflow.vocab` does not build pydantic's model machinery and the
 value classes until a caller uses one of them.

@@ -128,7 +128,7 @@ class FrozenValue(BaseModel):
     # and the message nested one "invalid X:" per level). Subclasses that define their own
     # __init__ are unmarked, so pydantic still calls theirs. ADR 0008; held by
     # test_a_nested_error_is_one_invalid_value_error_with_the_whole_path.
-    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]  # pydantic's marker, set on a function
 
 
 class TextPart(FrozenValue):
@@ -443,7 +443,7 @@ class Transcript(FrozenValue):
         """
         built = self.__dict__.get("messages")
         if built is not None:
-            return built[start:]  # type: ignore[no-any-return]
+            return built[start:]  # type: ignore[no-any-return]  # __dict__ holds Any; "messages" is a tuple of Message
         begin, end, _ = slice(start, self._size).indices(self._size)
         return tuple(self._index.log[begin:end])
 
@@ -464,7 +464,7 @@ class Transcript(FrozenValue):
 
     # No return annotation: pydantic would make it the serialization schema (`Any` gives `{}`).
     @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+    def _dump(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]  # unannotated on purpose (above)
         # pydantic-core reads __dict__ directly: build the tuple before it looks.
         self._materialise()
         return handler(self)
