@@ -129,9 +129,10 @@ class ReplayDivergenceError(KernelError):
 
         Args:
             message: What diverged and what to do.
-            difference: The first structural difference, appended to the message.
+            difference: The first structural difference, appended to the message after ``; ``.
         """
-        super().__init__(message if difference is None else f"{message}\n{difference}")
+        # One line, so a command prints it as one line (the difference names its pointer).
+        super().__init__(message if difference is None else f"{message}; {difference}")
         self.difference = difference
 
     def __reduce__(self) -> tuple[Any, ...]:
