@@ -168,15 +168,15 @@ def test_the_model_sees_schema_only_specs() -> None:
         (call("nope", {}), "UnknownTool: no tool named 'nope' (tools: add, big, boom, shell)"),
         (
             call("add", {"a": "1", "b": 2}),
-            "InvalidArguments: arguments for 'add' are invalid:\na: Input should be a valid integer",
+            "InvalidArguments: arguments for 'add' are invalid:\n/a: Input should be a valid integer",
         ),
         (
             call("add", {"a": 1}),
-            "InvalidArguments: arguments for 'add' are invalid:\nb: Field required",
+            "InvalidArguments: arguments for 'add' are invalid:\n/b: Field required",
         ),
         (
             call("add", {"a": 1, "b": 2, "c": 3}),
-            "InvalidArguments: arguments for 'add' are invalid:\nc: Extra inputs are not permitted",
+            "InvalidArguments: arguments for 'add' are invalid:\n/c: Extra inputs are not permitted",
         ),
         (call("boom", {"x": 7}), "ValueError: bad x 7"),
     ],
@@ -251,7 +251,7 @@ def test_approval_hook_can_approve_deny_or_modify() -> None:
         (
             "deny",
             "approval",
-            "modified arguments for 'add' are invalid:\na: Input should be a valid integer",
+            "modified arguments for 'add' are invalid:\n/a: Input should be a valid integer",
         ),
     ] == decisions(agent)
 
@@ -405,7 +405,7 @@ def test_an_output_without_a_json_form_is_reasked() -> None:
         for e in Trace.load(agent.writer.sink.data).events
         if e.body.kind == "output_rejected"
     ]
-    assert ["value: inf has no JSON form"] == [r.error for r in rejected]
+    assert ["/value: inf has no JSON form"] == [r.error for r in rejected]
 
 
 def test_structured_output_gives_up_after_the_bound() -> None:
@@ -416,7 +416,7 @@ def test_structured_output_gives_up_after_the_bound() -> None:
         ids=CountingIds(),
         output_type=Answer,
     )
-    with pytest.raises(OutputValidationFailed, match="after 3 attempts"):
+    with pytest.raises(OutputValidationFailed, match="in 3 attempt"):
         agent.run("sum")
     events = Trace.load(agent.writer.sink.data).events
     assert ("run_failed", 3) == (
@@ -527,7 +527,7 @@ def test_structured_adapter_is_a_constructor_argument() -> None:
         output_type=Answer,
         structured=PydanticStructuredOutput(max_attempts=1),
     )
-    with pytest.raises(OutputValidationFailed, match="after 1 attempts"):
+    with pytest.raises(OutputValidationFailed, match="in 1 attempt"):
         agent.run("sum")
     requests = [
         e for e in Trace.load(agent.writer.sink.data).events if e.body.kind == "model_requested"

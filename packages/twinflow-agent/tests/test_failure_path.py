@@ -110,5 +110,5 @@ def test_a_model_with_no_valid_action_fails_the_run_with_every_reply_recorded() 
     assert ".attempts" not in str(caught.value)
     assert "output_rejected" in str(caught.value)
 
-    result = replay(trace, lambda ports: agent(Refusing(), ports), mode="recorded")  # type: ignore[arg-type]
+    result = replay(trace, lambda ports: agent(Refusing(), ports), mode="recorded")  # type: ignore[arg-type]  # raises before returning anything
     assert trace.size == result.events

@@ -147,5 +147,5 @@ def test_a_steered_run_replays_with_its_recorded_steering_and_diverges_without()
 def test_a_steering_message_that_is_not_text_fails_the_run(bad: object) -> None:
     """Empty or non-text steering is refused by name, not sent to the model."""
     with pytest.raises(AgentConfigError) as caught:
-        agent(steering=lambda step: [bad]).run("add 2 and 3")  # type: ignore[list-item]
+        agent(steering=lambda step: [bad]).run("add 2 and 3")  # type: ignore[list-item]  # not text on purpose: the run must refuse it
     assert "steering message before step 1" in str(caught.value)

@@ -71,7 +71,7 @@ def test_signed_checkpoint_verifies_and_catches_a_rewrite(
     )
     assert (0, 1, 2) == (ok[0], wrong[0], none[0])
     assert (0, 1) == (forged_alone[0], forged[0])
-    assert "checkpoint" == forged[1]["problem"]["kind"]  # type: ignore[index]
+    assert "checkpoint" == forged[1]["problem"]["kind"]  # type: ignore[index]  # the --json payload is JSON
 
 
 def _rechain(data: bytes) -> bytes:

@@ -26,7 +26,8 @@ def test_a_local_ray_waits_for_slow_worker_starts(ray_executor: RayExecutor) -> 
     """A Ray started here gives a worker ten minutes to register, not Ray's 60 s (a busy
     machine starts workers slowly); the raylet reads the setting from the environment."""
     ray_executor.start()
-    assert "600" == os.environ["RAY_worker_register_timeout_seconds"]
+    setting = "RAY_worker_register_timeout_seconds"  # Ray's own spelling: RAY_ + the config key
+    assert "600" == os.environ[setting]
 
 
 def test_ray_gives_the_serial_executors_results(ray_executor: RayExecutor) -> None:

@@ -13,7 +13,7 @@ from twinflow.kernel import (
     LoopbackServer,
     MockTransport,
     RecordingTransport,
-    ReplayDivergence,
+    ReplayDivergenceError,
     ReplayTransport,
     Transport,
     UrllibJsonTransport,
@@ -100,7 +100,7 @@ def test_record_then_replay_is_byte_identical(recording: Path, tmp_path: Path) -
 
 
 def test_a_changed_request_is_a_divergence_with_a_diff(recording: Path) -> None:
-    """A request that differs raises ReplayDivergence pointing at the first difference."""
+    """A request that differs raises ReplayDivergenceError pointing at the first difference."""
     port = recording.read_text().split("127.0.0.1:")[1].split("/")[0]
     replay = ReplayTransport(recording)
     base = f"http://127.0.0.1:{port}"
@@ -113,7 +113,7 @@ def test_a_changed_request_is_a_divergence_with_a_diff(recording: Path) -> None:
             {"role": "user", "content": "turn 1!"},
         ]
     }
-    with pytest.raises(ReplayDivergence) as caught:
+    with pytest.raises(ReplayDivergenceError) as caught:
         replay.post_json(f"{base}/v1/chat", changed, timeout=5)
     expected = Difference(
         pointer="/1/request/body/messages/1/content",
@@ -125,10 +125,10 @@ def test_a_changed_request_is_a_divergence_with_a_diff(recording: Path) -> None:
     assert "request 1" in str(caught.value)
     assert "record again" in str(caught.value)
     assert "/1/request/body/messages/1/content" in str(caught.value)
-    with pytest.raises(ReplayDivergence) as again:
+    with pytest.raises(ReplayDivergenceError) as again:
         replay.post_json(f"{base}/v1/chat", changed, timeout=5)
     assert caught.value is again.value
-    with pytest.raises(ReplayDivergence):
+    with pytest.raises(ReplayDivergenceError):
         replay.close()
 
 
@@ -138,7 +138,7 @@ def test_a_missing_request_is_reported_at_close(recording: Path) -> None:
     replay = ReplayTransport(recording)
     conversation(replay, f"http://127.0.0.1:{port}", turns=2)
     assert 1 == replay.remaining
-    with pytest.raises(ReplayDivergence, match="1 recorded exchange") as caught:
+    with pytest.raises(ReplayDivergenceError, match="1 recorded exchange") as caught:
         replay.close()
     difference = caught.value.difference
     assert ("/2", "missing", None) == (difference.pointer, difference.reason, difference.actual)
@@ -147,11 +147,11 @@ def test_a_missing_request_is_reported_at_close(recording: Path) -> None:
 
 
 def test_an_extra_request_is_reported_at_once_and_at_close(recording: Path) -> None:
-    """A request past the end raises ReplayDivergence; close() reports it even if it was caught."""
+    """A request past the end raises ReplayDivergenceError; close() reports it even if it was caught."""
     port = recording.read_text().split("127.0.0.1:")[1].split("/")[0]
     replay = ReplayTransport(recording)
     conversation(replay, f"http://127.0.0.1:{port}")
-    with pytest.raises(ReplayDivergence, match="extra") as caught:
+    with pytest.raises(ReplayDivergenceError, match="extra") as caught:
         replay.post_json(f"http://127.0.0.1:{port}/v1/chat", {"messages": []}, timeout=5)
     expected = Difference(
         pointer="/3",
@@ -160,7 +160,7 @@ def test_an_extra_request_is_reported_at_once_and_at_close(recording: Path) -> N
         reason="unexpected",
     )
     assert expected == caught.value.difference
-    with pytest.raises(ReplayDivergence, match="extra"):
+    with pytest.raises(ReplayDivergenceError, match="extra"):
         replay.close()
 
 

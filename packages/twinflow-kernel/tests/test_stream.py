@@ -18,7 +18,7 @@ from twinflow.kernel import (
     LoopbackServer,
     MockTransport,
     RecordingTransport,
-    ReplayDivergence,
+    ReplayDivergenceError,
     ReplayTransport,
     ResponseTooLarge,
     StreamingTransport,
@@ -155,7 +155,7 @@ def test_a_streamed_request_is_not_the_recorded_plain_one(tmp_path: Path) -> Non
     with RecordingTransport(MockTransport(lambda u, b: {"ok": True}), path) as recorder:
         recorder.post_json("http://127.0.0.1:9/s", {}, timeout=5)
     replay = ReplayTransport(path)
-    with pytest.raises(ReplayDivergence) as caught:
+    with pytest.raises(ReplayDivergenceError) as caught:
         next(replay.post_stream("http://127.0.0.1:9/s", {}, timeout=5))
     assert "/0/request/stream" == caught.value.difference.pointer
 

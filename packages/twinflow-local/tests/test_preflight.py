@@ -267,7 +267,7 @@ def test_a_root_ref_is_hoisted_and_the_rewrite_named() -> None:
     report = preflight(Node, "llama-cpp-python")
     sent = report.sent_schema
     expected = ("object", "#/$defs/Node", "/$ref")
-    items = sent["properties"]["children"]["items"]  # type: ignore[index,call-overload]
+    items = sent["properties"]["children"]["items"]  # type: ignore[index,call-overload]  # JsonValue, of a shape the test knows
     assert expected == (sent["type"], items["$ref"], report.rewrites[0].pointer)
     assert "$ref" not in sent
 

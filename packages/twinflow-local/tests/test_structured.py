@@ -126,7 +126,7 @@ def test_a_refused_answer_is_reasked_with_the_error_and_the_schema() -> None:
     assert [a.number for a in result.attempts] == [1, 2]
     first, second = script.bodies
     assert first["response_format"] == second["response_format"]
-    assert result.attempts[0].error == "age: Input should be greater than or equal to 50"
+    assert result.attempts[0].error == "/age: Input should be greater than or equal to 50"
     assert second["messages"][1] == {"role": "assistant", "content": '{"name": "Ada", "age": 36}'}
     assert "greater than or equal to 50" in second["messages"][2]["content"]
     assert [digest(b) for b in script.bodies] == [a.request_digest for a in result.attempts]
@@ -175,7 +175,7 @@ def test_validate_is_the_seam_and_reasks_through_the_callback() -> None:
 
     result = openai(Script([])).validate('{"name": "Ada"}', Person, reask)
     assert Person(name="Ada", age=51) == result.output
-    assert errors == ["age: Field required"]
+    assert errors == ["/age: Field required"]
     assert [a.request_digest for a in result.attempts] == [None, None]
 
 

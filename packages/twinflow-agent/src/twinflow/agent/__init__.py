@@ -1,4 +1,28 @@
-"""twinflow.agent: the agent loop, deny-by-default tool policy, the tamper-evident trace."""
+"""twinflow.agent: the agent loop, deny-by-default tool policy, the tamper-evident trace.
+
+Errors (every one under the workspace's root)::
+
+    TwinflowError                                    (twinflow.vocab)
+    ├── AgentError
+    │   ├── AgentConfigError (also a UserError)       a usage mistake: bad tool, policy, agent or value
+    │   │                                            (every agent value, `Policy(max_tool_calls=-1)` too)
+    │   ├── RunError                                 a run ended without an output (``run_failed``)
+    │   │   ├── MaxStepsExceeded
+    │   │   ├── UsageLimitExceeded
+    │   │   ├── OutputValidationFailed               structured output still invalid after the last attempt
+    │   │   ├── InvalidModelReply                    a reply the loop cannot act on; no tool of it ran
+    │   │   └── RecordedFailure                      replay: the recorded run failed here (its type and message)
+    │   └── ReplayDivergenceError                    replay: an event differs (`.seq`, `.expected`, `.actual`,
+    │                                                `.difference`); also the kernel's ReplayDivergenceError
+    ├── KernelError                                  (twinflow.kernel)
+    │   ├── ReplayDivergenceError                    the one replay-divergence error (the agent's above)
+    │   └── NondeterminismError (also a RuntimeError)  replayed code reached the clock, randomness or network
+    └── TraceError                                   (twinflow.trace, re-exported here unchanged)
+        └── TraceExistsError, TraceWriteError, TraceCorruptError, SignatureError, InvalidProofError, ...
+
+Errors raised by the injected model (a connection failure from the kernel's transport, for
+example) are recorded in the trace as ``run_failed`` and re-raised unchanged.
+"""
 
 from twinflow.agent._agent import Agent, RunResult, UsageLimits
 from twinflow.agent._behaviour import BehaviourDivergence, behaviour_of, compare_behaviour

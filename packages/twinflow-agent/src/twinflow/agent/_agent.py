@@ -33,6 +33,7 @@ from twinflow.agent._events import (
     RunFinished,
     RunStarted,
     SteeringReceived,
+    _Frozen,
 )
 from twinflow.agent._observe import Observer, Steering, poll_steering
 from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
@@ -60,6 +61,7 @@ from twinflow.vocab import (
     digest,
     envelope,
 )
+from twinflow.vocab._reask import reask_message  # the one re-ask message, shared with local_model
 
 __all__ = ["Agent", "RunResult", "UsageLimits"]
 
@@ -71,10 +73,8 @@ OutputT = TypeVar("OutputT", default=str)
 ResultT = typing.TypeVar("ResultT")
 
 
-class UsageLimits(BaseModel):
+class UsageLimits(_Frozen):
     """Limits on one run's usage; None means no limit."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     requests: int | None = Field(default=None, ge=1)
     """Model requests, re-asks included."""
@@ -86,10 +86,10 @@ class UsageLimits(BaseModel):
     """Input plus output tokens."""
 
 
-class RunResult(BaseModel, Generic[ResultT]):
+class RunResult(_Frozen, Generic[ResultT]):
     """What a run produced."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     output: ResultT
     """The validated output (a pydantic model), or the final text for a ``str`` output type."""
@@ -159,8 +159,7 @@ class Agent(Closing, Generic[OutputT]):
         ids: Ids,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         policy: Policy | None = None,
-        # The one ignore: mypy cannot see that the default binds OutputT to str (PEP 696).
-        output_type: type[OutputT] = str,  # type: ignore[assignment]
+        output_type: type[OutputT] = str,  # type: ignore[assignment]  # the default binds OutputT to str (PEP 696), which mypy cannot see
         structured: StructuredOutputAdapter | None = None,
         max_steps: int = 10,
         usage_limits: UsageLimits | None = None,
@@ -471,12 +470,7 @@ class Agent(Closing, Generic[OutputT]):
 
         def reask(error: str) -> str:
             self._emit(OutputRejected(attempt=len(emissions), emission=emissions[-1], error=error))
-            state.transcript = state.transcript.append(
-                Message.user(
-                    f"Your answer did not validate against the schema {schema_name}:\n{error}\n"
-                    "Reply again with only JSON that matches the schema."
-                )
-            )
+            state.transcript = state.transcript.append(Message.user(reask_message(error)))
             emissions.append(_emission(self._ask(state, "reask").message))
             return emissions[-1]
 

@@ -29,8 +29,9 @@ import json
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import JsonValue
 
+from twinflow.agent._events import _Frozen
 from twinflow.vocab import diff
 
 __all__ = ["BehaviourDivergence", "behaviour_of", "compare_behaviour"]
@@ -39,10 +40,8 @@ __all__ = ["BehaviourDivergence", "behaviour_of", "compare_behaviour"]
 _DROPPED_KEYS = frozenset({"run_id", "usage", "model_name"})
 
 
-class BehaviourDivergence(BaseModel):
+class BehaviourDivergence(_Frozen):
     """One place where two traces' behaviour differs."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     change: Literal["changed", "missing", "extra"]
     """``changed``: both traces have an event here and they differ; ``missing``: only A has it;

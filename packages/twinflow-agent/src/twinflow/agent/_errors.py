@@ -1,20 +1,4 @@
-"""The errors of twinflow.agent.
-
-::
-
-    TwinflowError                                   (twinflow.vocab)
-    └── AgentError
-        ├── AgentConfigError(AgentError, UserError)  a usage mistake: bad tool, policy or agent setup
-        ├── RunError                                 a run ended without an output
-        │   ├── MaxStepsExceeded
-        │   ├── UsageLimitExceeded
-        │   ├── OutputValidationFailed               structured output still invalid after the last attempt
-        │   └── InvalidModelReply                    a reply the loop cannot act on (no valid action,
-        │                                            a repeated tool-call id); no tool of it ran
-
-The trace's errors (`TraceError` and its subtree: `TraceExistsError`, `TraceWriteError`,
-`TraceCorruptError`, `SignatureError`, `InvalidProofError`) belong to `twinflow.trace`, the leaf
-that writes and verifies traces; they are re-exported here unchanged.
+"""The errors of twinflow.agent; the whole tree is drawn in the package docstring.
 
 Errors raised by the injected model (a connection failure from the kernel's transport, for
 example) are recorded in the trace as ``run_failed`` and re-raised unchanged: never wrapped,

@@ -14,11 +14,13 @@ from __future__ import annotations
 import hashlib
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Discriminator, Field, JsonValue
+from pydantic import AwareDatetime, Discriminator, Field, JsonValue
 
+from twinflow.agent._errors import AgentConfigError
 from twinflow.trace import GENESIS, TERMINAL_KINDS
 from twinflow.vocab import (
     CallId,
+    FrozenValue,
     Message,
     ModelResponse,
     ModelSettings,
@@ -52,8 +54,10 @@ __all__ = [
 ]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class _Frozen(FrozenValue):
+    """Base of the agent's values: frozen, no extra fields, `AgentConfigError` on bad input."""
+
+    _invalid_error = AgentConfigError
 
 
 class PolicyRecord(_Frozen):

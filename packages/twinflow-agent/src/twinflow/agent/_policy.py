@@ -15,11 +15,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, ValidationError
+from pydantic import ConfigDict, Discriminator, Field, JsonValue, ValidationError
 
-from twinflow.agent._events import EventBody, PolicyDecided, PolicyRecord, ToolCalled, ToolReturned
-from twinflow.agent._tools import Tool, format_validation_error
+from twinflow.agent._events import (
+    EventBody,
+    PolicyDecided,
+    PolicyRecord,
+    ToolCalled,
+    ToolReturned,
+    _Frozen,
+)
+from twinflow.agent._tools import Tool
 from twinflow.vocab import ToolCallPart, ToolResultPart
+from twinflow.vocab._reask import (
+    validation_error_text,  # the one rendering, shared with local_model
+)
 
 __all__ = [
     "Approval",
@@ -33,10 +43,8 @@ __all__ = [
 ]
 
 
-class Approve(BaseModel):
+class Approve(_Frozen):
     """The approval hook lets the call run as asked."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["approve"] = "approve"
     """Union tag."""
@@ -44,10 +52,8 @@ class Approve(BaseModel):
     """Why."""
 
 
-class Deny(BaseModel):
+class Deny(_Frozen):
     """The approval hook refuses the call."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["deny"] = "deny"
     """Union tag."""
@@ -55,10 +61,8 @@ class Deny(BaseModel):
     """Why; the model sees it."""
 
 
-class Modify(BaseModel):
+class Modify(_Frozen):
     """The approval hook lets the call run with other arguments (validated again)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["modify"] = "modify"
     """Union tag."""
@@ -75,10 +79,10 @@ ApprovalHook = Callable[[ToolCallPart], Approve | Deny | Modify]
 """Called with each call that passed the automatic rules, before it runs."""
 
 
-class Policy(BaseModel):
+class Policy(_Frozen):
     """Which tools may run, how often, and with whose approval. Deny by default."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     allow: frozenset[str] = frozenset()
     """Tool names allowed to run; every other tool is denied."""
@@ -233,7 +237,7 @@ class ToolRunner:
         except ValidationError as exc:
             return _Refusal(
                 "InvalidArguments",
-                f"arguments for {call.name!r} are invalid:\n{format_validation_error(exc)}",
+                f"arguments for {call.name!r} are invalid:\n{validation_error_text(exc)}",
             )
         spent = self._spent(call.name)
         if spent is not None:
@@ -258,8 +262,7 @@ class ToolRunner:
         except ValidationError as exc:
             return _Refusal(
                 "InvalidArguments",
-                f"modified arguments for {call.name!r} are invalid:\n"
-                f"{format_validation_error(exc)}",
+                f"modified arguments for {call.name!r} are invalid:\n{validation_error_text(exc)}",
                 "approval",
             )
         return _Permit(tool, kwargs, "approval", verdict.reason, verdict.arguments)

@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from twinflow.agent._agent import Agent
 from twinflow.agent._errors import AgentConfigError, AgentError, InvalidModelReply, RunError
 from twinflow.agent._events import (
@@ -43,11 +41,13 @@ from twinflow.agent._events import (
     ToolCalled,
     ToolReturned,
     TraceEvent,
+    _Frozen,
 )
 from twinflow.agent._observe import Steering
 from twinflow.agent._policy import RecordedResults
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Ids, NondeterminismError, nondeterminism_guard
+from twinflow.kernel import ReplayDivergenceError as KernelReplayDivergenceError
 from twinflow.trace import TraceSink
 from twinflow.trace import encode_line as frame_line
 from twinflow.vocab import (
@@ -76,8 +76,11 @@ ReplayMode = Literal["recorded", "live"]
 """``recorded``: tool results come from the trace; ``live``: the tools run again."""
 
 
-class ReplayDivergenceError(AgentError):
+class ReplayDivergenceError(AgentError, KernelReplayDivergenceError):
     """The re-run produced an event that differs from the recorded one (or one too many or few).
+
+    Also the kernel's `ReplayDivergenceError` (the one replay-divergence error), with the same
+    argument order: the message first, the fields by keyword.
 
     Attributes:
         seq: The sequence number of the first differing event.
@@ -88,27 +91,34 @@ class ReplayDivergenceError(AgentError):
 
     def __init__(
         self,
+        message: str,
+        *,
         seq: int,
         expected: Any,
         actual: Any,
-        difference: Difference | None,
-        message: str,
+        difference: Difference | None = None,
     ) -> None:
+        """Create the error.
+
+        Args:
+            message: Which event diverged and how.
+            seq: The sequence number of the first differing event.
+            expected: The recorded event as JSON, or None.
+            actual: The re-run's event as JSON, or None.
+            difference: The structural difference, when both events exist.
+        """
+        super().__init__(message, difference=difference)
         self.seq = seq
         self.expected = expected
         self.actual = actual
-        self.difference = difference
-        super().__init__(message)
 
 
 class RecordedFailure(RunError):
     """Raised by the replaying model where the recorded run failed (its type name and message)."""
 
 
-class ReplayResult(BaseModel):
+class ReplayResult(_Frozen):
     """A replay that matched the recorded trace, event for event."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     mode: ReplayMode
     """How tool results were obtained."""
@@ -141,12 +151,11 @@ class _ComparingSink:
         if seq >= len(self._lines):
             actual = _event_json(line)
             self.divergence = ReplayDivergenceError(
-                seq,
-                None,
-                actual,
-                None,
                 f"the re-run wrote event {seq} ({actual['body']['kind']}) but the recorded "
                 f"trace ends at {len(self._lines)} events",
+                seq=seq,
+                expected=None,
+                actual=actual,
             )
             raise self.divergence
         expected_line = self._lines[seq]
@@ -155,12 +164,12 @@ class _ComparingSink:
         expected, actual = _event_json(expected_line), _event_json(line)
         difference = diff(expected, actual)
         self.divergence = ReplayDivergenceError(
-            seq,
-            expected,
-            actual,
-            difference,
             f"event {seq} differs: recorded {expected['body']['kind']}, re-run "
-            f"{actual['body']['kind']}; {difference}",
+            f"{actual['body']['kind']}",
+            seq=seq,
+            expected=expected,
+            actual=actual,
+            difference=difference,
         )
         raise self.divergence
 
@@ -421,11 +430,10 @@ def replay(
     if sink.written < len(lines):
         missing = events[sink.written]
         raise ReplayDivergenceError(
-            sink.written,
-            _event_json(lines[sink.written]),
-            None,
-            None,
             f"the re-run stopped after {sink.written} events; the recorded trace goes on with "
             f"event {sink.written} ({missing.body.kind})",
+            seq=sink.written,
+            expected=_event_json(lines[sink.written]),
+            actual=None,
         )
     return ReplayResult(mode=mode, events=len(lines), root=trace.checkpoint().root)

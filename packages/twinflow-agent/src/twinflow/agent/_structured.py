@@ -1,35 +1,24 @@
-"""`PydanticStructuredOutput`: the default `StructuredOutputAdapter` (validate, re-ask, bounded)."""
+"""`PydanticStructuredOutput`: the default `StructuredOutputAdapter` (validate, re-ask, bounded).
+
+The loop itself is vocab's (`twinflow.vocab._reask`), the same one the local model clients run,
+so an agent run and a local client refuse, render and re-ask an answer alike (ADR 0074).
+"""
 
 from __future__ import annotations
 
 from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from twinflow.agent._errors import AgentConfigError
-from twinflow.agent._tools import format_validation_error
-from twinflow.vocab import (
-    Attempt,
-    CanonicalError,
-    Reask,
-    StructuredOutputError,
-    StructuredResult,
-    canonical_bytes,
-)
+from twinflow.vocab import Reask, StructuredResult
+
+# The loop is shared with twinflow.local_model, which this package may not import.
+from twinflow.vocab._reask import check_max_attempts, validate_with_reask
 
 __all__ = ["PydanticStructuredOutput"]
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def _no_json_form(output: BaseModel) -> str | None:
-    """Why ``output`` has no canonical JSON form (``location: reason``), or None if it has one."""
-    try:
-        canonical_bytes(output.model_dump(mode="json"))
-    except CanonicalError as exc:
-        where, _, reason = str(exc).removeprefix("no RFC 8785 form at /").partition(": ")
-        return f"{where.replace('/', '.') or '(root)'}: {reason}"
-    return None
 
 
 class PydanticStructuredOutput:
@@ -44,11 +33,9 @@ class PydanticStructuredOutput:
             max_attempts: Attempts in all, the first included (at least 1).
 
         Raises:
-            AgentConfigError: ``max_attempts`` is below 1.
+            UserError: ``max_attempts`` is not an integer of at least 1.
         """
-        if max_attempts < 1:
-            raise AgentConfigError(f"max_attempts must be at least 1, not {max_attempts}")
-        self.max_attempts = max_attempts
+        self.max_attempts = check_max_attempts(max_attempts)
 
     def __repr__(self) -> str:
         """Show the bound."""
@@ -74,25 +61,4 @@ class PydanticStructuredOutput:
             raise AgentConfigError(
                 f"output_type must be a pydantic model class, not {output_type!r}"
             )
-        attempts: list[Attempt] = []
-        for number in range(1, self.max_attempts + 1):
-            try:
-                output = output_type.model_validate_json(emission)
-                # The output is recorded as canonical JSON: one without that form (pydantic
-                # reads 1e400 as inf) is refused like any invalid answer, and re-asked.
-                error = _no_json_form(output)
-            except ValidationError as exc:
-                error = format_validation_error(exc)
-            if error is not None:
-                attempts.append(Attempt(number=number, emission=emission, error=error))
-                if number == self.max_attempts:
-                    break
-                emission = reask(error)
-                continue
-            attempts.append(Attempt(number=number, emission=emission, error=None))
-            return StructuredResult[output_type](output=output, attempts=tuple(attempts))  # type: ignore[valid-type]  # runtime type argument
-        raise StructuredOutputError(
-            f"{output_type.__name__}: no valid output after {self.max_attempts} attempts; "
-            f"last error: {attempts[-1].error}",
-            attempts=tuple(attempts),
-        )
+        return validate_with_reask(emission, output_type, reask, max_attempts=self.max_attempts)

@@ -6,30 +6,13 @@ import inspect
 from collections.abc import Callable
 from typing import Any, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, JsonValue, create_model
 from pydantic_core import to_json, to_jsonable_python
 
 from twinflow.agent._errors import AgentConfigError
 from twinflow.vocab import ToolSpec, canonical_bytes
 
-__all__ = ["Tool", "format_validation_error"]
-
-
-def format_validation_error(error: ValidationError) -> str:
-    """A compact, version-independent rendering of a pydantic validation error.
-
-    Args:
-        error: The error.
-
-    Returns:
-        One ``location: message`` line per problem (no documentation URLs, which name the
-        pydantic version and would make traces differ between installs).
-    """
-    lines = []
-    for item in error.errors(include_url=False, include_context=False):
-        where = ".".join(str(p) for p in item["loc"]) or "(root)"
-        lines.append(f"{where}: {item['msg']}")
-    return "\n".join(lines)
+__all__ = ["Tool"]
 
 
 def _arguments_model(name: str, function: Callable[..., object]) -> type[BaseModel]:

@@ -7,10 +7,25 @@ the bundled SmolLM2 server.
 
 Names resolve on first access (PEP 562), so the ``twinflow`` command, which imports this
 package first, does not load the agent or pydantic to print its help.
+
+Errors (the command prints each as one line and exits 1 or 2)::
+
+    TwinflowError                                 (twinflow.vocab)
+    └── CliError
+        ├── SpecError (also a UserError)          a run spec that cannot be used (file:line: key: why),
+        │                                         or a `RunSpec` section built with a bad field
+        ├── UnreadableTrace (also a UserError)    the file is not a twinflow trace at all
+        ├── EmbeddedModelMissing (also a UserError)  llama-cpp-python or the SmolLM2 file is not installed
+        └── CheckFailed                           a check asked for did not pass (``verify``, ``replay``)
+
+Every other package's errors pass through unchanged: `replay_run` raises the agent's
+`ReplayDivergenceError` and the kernel's `NondeterminismError`, a failed run its `RunError`.
 """
 
 import typing as _typing
-from importlib import import_module as _import_module
+
+from twinflow.cli._errors import CliError
+from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from twinflow.cli._api import connect, embedded_model, replay_run
@@ -18,6 +33,7 @@ if _typing.TYPE_CHECKING:
     from twinflow.cli._spec import ModelSpec, PolicySpec, RunSpec, SpecError, load_spec
 
 __all__ = [
+    "CliError",
     "ModelSpec",
     "PolicySpec",
     "RunSpec",
@@ -29,23 +45,11 @@ __all__ = [
     "replay_run",
 ]
 
-_LAZY = {
-    **dict.fromkeys(("connect", "embedded_model", "replay_run"), "_api"),
-    "main": "_main",
-    **dict.fromkeys(("ModelSpec", "PolicySpec", "RunSpec", "SpecError", "load_spec"), "_spec"),
-}
-
-
-def __getattr__(name: str) -> object:
-    """Import the private module that defines `name` on first access, then cache the name."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's attributes, the not yet resolved public names included."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = _lazy_exports(
+    globals(),
+    {
+        "_api": ("connect", "embedded_model", "replay_run"),
+        "_main": ("main",),
+        "_spec": ("load_spec", "ModelSpec", "PolicySpec", "RunSpec", "SpecError"),
+    },
+)

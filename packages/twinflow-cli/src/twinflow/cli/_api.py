@@ -24,7 +24,6 @@ from twinflow.agent import (
     Agent,
     FileTraceSink,
     ReplayMode,
-    ReplayPorts,
     ReplayResult,
     Trace,
     replay,
@@ -36,6 +35,7 @@ from twinflow.cli._wiring import (
     build_transport,
     embedded_server,
     model_base_url,
+    replay_builder,
 )
 from twinflow.kernel import SystemClock, SystemIds
 
@@ -126,18 +126,4 @@ def replay_run(
         ReplayDivergenceError: an event differs from the recorded one (it is named).
         TraceCorruptError: the trace does not verify.
     """
-    callables = _tools(spec, tools)
-
-    def build(ports: ReplayPorts) -> Agent[Any]:
-        return build_agent(
-            spec,
-            model=ports.model,
-            clock=ports.clock,
-            ids=ports.ids,
-            trace=ports.trace,
-            tools=callables,
-            model_label=ports.model_label,
-            tool_results=ports.tool_results,
-        )
-
-    return replay(Trace.load(trace), build, mode=mode)
+    return replay(Trace.load(trace), replay_builder(spec, _tools(spec, tools)), mode=mode)

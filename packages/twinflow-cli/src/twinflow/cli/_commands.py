@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from twinflow.agent import Trace, TraceCorruptError, verify_trace
+from twinflow.cli._errors import CliError
 from twinflow.cli._main import EXIT_OK, CheckFailed, Output
 from twinflow.trace import (
     Checkpoint,
@@ -66,7 +67,7 @@ to publish a run so a stranger can check it:
 _MAX_SMALL_FILE = 1024 * 1024
 
 
-class UnreadableTrace(UserError):
+class UnreadableTrace(CliError, UserError):
     """The file is not a twinflow trace at all (missing, empty, another format)."""
 
 

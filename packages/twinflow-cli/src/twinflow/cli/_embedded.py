@@ -12,6 +12,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from twinflow.cli._errors import CliError
 from twinflow.vocab import UserError
 
 __all__ = [
@@ -29,7 +30,7 @@ _FIX = (
 )
 
 
-class EmbeddedModelMissing(UserError):
+class EmbeddedModelMissing(CliError, UserError):
     """llama-cpp-python or the SmolLM2 model file is not installed."""
 
 

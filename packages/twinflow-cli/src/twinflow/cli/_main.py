@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from twinflow.cli._errors import CliError
 from twinflow.vocab import TwinflowError, UserError
 
 __all__ = [
@@ -39,7 +40,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
-class CheckFailed(TwinflowError):
+class CheckFailed(CliError):
     """A check the user asked for did not pass (exit 1). ``payload`` is the ``--json`` output."""
 
     def __init__(self, message: str, payload: dict[str, Any] | None = None) -> None:

@@ -27,14 +27,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from twinflow.agent import (
-    Agent,
     FileTraceSink,
     FunctionModel,
     MemoryTraceSink,
     OutputRejected,
     PolicyDecided,
     ReplayDivergenceError,
-    ReplayPorts,
     RunError,
     ToolCalled,
     ToolReturned,
@@ -59,6 +57,7 @@ from twinflow.cli._wiring import (
     build_model,
     build_transport,
     model_base_url,
+    replay_builder,
 )
 from twinflow.kernel import (
     NondeterminismError,
@@ -309,20 +308,8 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
     trace = parse_trace(trace_path, data)
     spec = spec_of()
 
-    def build(ports: ReplayPorts) -> Agent[Any]:
-        return build_agent(
-            spec,
-            model=ports.model,
-            clock=ports.clock,
-            ids=ports.ids,
-            trace=ports.trace,
-            steering=ports.steering,
-            model_label=ports.model_label,
-            tool_results=ports.tool_results,
-        )
-
     try:
-        result = replay(trace, build, mode="live" if mode == "live" else "recorded")
+        result = replay(trace, replay_builder(spec), mode="live" if mode == "live" else "recorded")
     except ReplayDivergenceError as exc:
         raise CheckFailed(
             f"{trace_path}: replay ({mode}) diverged: {exc}",

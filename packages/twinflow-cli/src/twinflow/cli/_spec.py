@@ -15,16 +15,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from twinflow.cli._errors import CliError
 from twinflow.eval import (
     ScorerError,
     split_dotted,
@@ -34,7 +27,7 @@ from twinflow.eval import (
 )
 from twinflow.eval import resolve_dotted as resolve_any_dotted
 from twinflow.kernel import check_endpoint_url
-from twinflow.vocab import UserError
+from twinflow.vocab import FrozenValue, UserError
 
 __all__ = [
     "ModelSpec",
@@ -50,7 +43,7 @@ __all__ = [
 ]
 
 
-class SpecError(UserError):
+class SpecError(CliError, UserError):
     """A run spec that cannot be used: unreadable, not YAML, or a key with a bad value."""
 
 
@@ -62,8 +55,10 @@ _KEY_HEADERS = frozenset(
 """Header names that carry a credential (lower case): a spec may not write one."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Strict(FrozenValue):
+    """Base of the spec's sections: frozen, no extra keys, `SpecError` on bad input."""
+
+    _invalid_error = SpecError
 
 
 class ModelSpec(_Strict):

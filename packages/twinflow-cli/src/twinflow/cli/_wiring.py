@@ -15,7 +15,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from twinflow.agent import Agent, Observer, Policy, RecordedResults, Steering, TraceSink
+from twinflow.agent import (
+    Agent,
+    Observer,
+    Policy,
+    RecordedResults,
+    ReplayPorts,
+    Steering,
+    TraceSink,
+)
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._grammar import llama_cpp_grammar_check
 from twinflow.cli._spec import ModelSpec, RunSpec, SpecError, load_tools, resolve_dotted
@@ -40,6 +48,7 @@ __all__ = [
     "embedded_server",
     "model_base_url",
     "output_type_of",
+    "replay_builder",
     "run_identity",
 ]
 
@@ -183,6 +192,36 @@ def build_agent(
         tool_results=tool_results,
     )
     return agent
+
+
+def replay_builder(
+    spec: RunSpec, tools: list[Callable[..., Any]] | None = None
+) -> Callable[[ReplayPorts], Agent[Any]]:
+    """The agent factory `replay` calls: the agent ``spec`` describes, on the replaying ports.
+
+    The one builder behind ``twinflow replay`` and `replay_run`: every port the harness hands
+    over (clock, ids, trace, model, steering, the model's label and the recorded tool results)
+    reaches the agent, so neither can forget one.
+
+    Args:
+        spec: The run spec the trace was recorded with.
+        tools: The tool callables (default: resolved from the spec's dotted paths).
+    """
+
+    def build(ports: ReplayPorts) -> Agent[Any]:
+        return build_agent(
+            spec,
+            model=ports.model,
+            clock=ports.clock,
+            ids=ports.ids,
+            trace=ports.trace,
+            tools=tools,
+            steering=ports.steering,
+            model_label=ports.model_label,
+            tool_results=ports.tool_results,
+        )
+
+    return build
 
 
 @contextlib.contextmanager

@@ -2,12 +2,27 @@
 
 Every score is computed from a verified trace, so anyone holding a run directory can check
 it: `rescore` verifies each trace and scores it again without a model.
+
+Errors::
+
+    TwinflowError                                      (twinflow.vocab)
+    └── EvalError
+        ├── DatasetError (also a UserError)            a dataset file that cannot be used (file:line: key: why)
+        ├── RunDirError (also a UserError)             a run directory that is missing, foreign or inconsistent
+        ├── ShardError (also a UserError)              a bad ``--shard i/n`` or shards that do not fit together
+        ├── ScorerError (also a UserError)             a scorer spec that cannot be built (unknown dotted path...)
+        ├── EvalValueError (also UserError, ValueError)  a case, scorer, score or result built with a bad field
+        └── RunAborted                                 the model could not be reached; finished cases are kept
+
+A run's own failures (`twinflow.agent.RunError`, the kernel's `TransportError`) are recorded per
+case; replaying a case in `rescore` may raise the agent's `ReplayDivergenceError`.
 """
 
 from twinflow.eval._dataset import Case, Dataset, load_dataset
 from twinflow.eval._errors import (
     DatasetError,
     EvalError,
+    EvalValueError,
     RunAborted,
     RunDirError,
     ScorerError,
@@ -87,6 +102,7 @@ __all__ = [
     "DatasetError",
     "EvalError",
     "EvalResults",
+    "EvalValueError",
     "ExactMatch",
     "ExpectedCall",
     "FieldMatch",

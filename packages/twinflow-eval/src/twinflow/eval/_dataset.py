@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
+from pydantic import Field, JsonValue, ValidationError, field_validator
 
 from twinflow.eval._errors import DatasetError
+from twinflow.eval._frozen import EvalValue
 from twinflow.eval._scorers import ExactMatch, ScorerSpec
 from twinflow.eval._yaml import (
     located_problem,
@@ -38,10 +39,8 @@ from twinflow.vocab import CanonicalError, canonical_bytes, digest
 __all__ = ["Case", "Dataset", "load_dataset"]
 
 
-class Case(BaseModel):
+class Case(EvalValue):
     """One eval case."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
     """Unique id; letters, digits, ``.``, ``_``, ``-`` (it names the case's files)."""
@@ -69,10 +68,8 @@ class Case(BaseModel):
         return loaded
 
 
-class Dataset(BaseModel):
+class Dataset(EvalValue):
     """A named set of cases with the scorers applied to every case."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(min_length=1)
     """The dataset's name."""

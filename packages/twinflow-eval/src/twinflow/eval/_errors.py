@@ -1,21 +1,18 @@
-"""The errors of twinflow.eval.
-
-```
-TwinflowError
-└── EvalError
-    ├── DatasetError(EvalError, UserError)   a dataset file that cannot be used (file:line: key: why)
-    ├── RunDirError(EvalError, UserError)    a run directory that is missing, foreign or inconsistent
-    ├── ShardError(EvalError, UserError)     a bad ``--shard i/n`` or shards that do not fit together
-    ├── ScorerError(EvalError, UserError)    a scorer spec that cannot be built (unknown dotted path...)
-    └── RunAborted(EvalError)                the model could not be reached; finished cases are kept
-```
-"""
+"""The errors of twinflow.eval; the tree is drawn in the package docstring."""
 
 from __future__ import annotations
 
 from twinflow.vocab import TwinflowError, UserError
 
-__all__ = ["DatasetError", "EvalError", "RunAborted", "RunDirError", "ScorerError", "ShardError"]
+__all__ = [
+    "DatasetError",
+    "EvalError",
+    "EvalValueError",
+    "RunAborted",
+    "RunDirError",
+    "ScorerError",
+    "ShardError",
+]
 
 
 class EvalError(TwinflowError):
@@ -36,6 +33,12 @@ class ShardError(EvalError, UserError):
 
 class ScorerError(EvalError, UserError):
     """A scorer that cannot be built (an unknown dotted path, a bad argument)."""
+
+
+class EvalValueError(EvalError, UserError, ValueError):
+    """A case, scorer, score or result record was constructed with a bad field; the message
+    names the class and the field. (Reading a file reports its own error: `DatasetError`,
+    `RunDirError`.)"""
 
 
 class RunAborted(EvalError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import JsonValue
 
 from twinflow.agent import (
     ModelResponded,
@@ -23,15 +23,12 @@ from twinflow.agent import (
     Trace,
     TraceCorruptError,
 )
+from twinflow.eval._frozen import EvalValue
 
 __all__ = ["Observation", "ToolCallRecord", "observe", "observe_file"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ToolCallRecord(_Frozen):
+class ToolCallRecord(EvalValue):
     """One tool call the model asked for, and what became of it."""
 
     call_id: str
@@ -50,7 +47,7 @@ class ToolCallRecord(_Frozen):
     """The result text the model saw, if any."""
 
 
-class Observation(_Frozen):
+class Observation(EvalValue):
     """A run as its trace records it."""
 
     status: Literal["finished", "failed", "incomplete"]

@@ -14,9 +14,10 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import JsonValue
 
 from twinflow.agent import ModelResponded, RunStarted, Trace, TraceCorruptError, render_trace_page
+from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
 from twinflow.eval._results import CaseResult, EvalResults, write_atomic
 from twinflow.eval._stats import wilson_interval
@@ -31,10 +32,8 @@ __all__ = [
 ]
 
 
-class CaseDetail(BaseModel):
+class CaseDetail(EvalValue):
     """What one case's trace shows, for Lab Notes (read from the trace, never from the model)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     output: JsonValue = None
     """The accepted output (JSON), if any."""
@@ -44,10 +43,8 @@ class CaseDetail(BaseModel):
     """The trace page's path, relative to the run directory."""
 
 
-class RunFacts(BaseModel):
+class RunFacts(EvalValue):
     """What the run's traces say about the run as a whole (Lab Notes' header)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     models: tuple[str, ...] = ()
     """The model names the servers reported (and the client types), sorted."""

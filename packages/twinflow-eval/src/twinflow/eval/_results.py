@@ -25,11 +25,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from twinflow.agent import Checkpoint
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunDirError, ShardError
+from twinflow.eval._frozen import EvalValue
 from twinflow.eval._scorers import Score
 from twinflow.kernel import PlantedLinkError, write_replace
 
@@ -54,11 +55,7 @@ CaseStatus = Literal["passed", "failed", "errored", "flagged"]
 """A case's verdict: every scorer passed; one failed; one raised; or its trace did not verify."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Shard(_Frozen):
+class Shard(EvalValue):
     """One slice of a dataset's cases: the ``index``-th of ``count`` (1-based)."""
 
     index: int = Field(ge=1)
@@ -103,7 +100,7 @@ def select_keys(dataset: Dataset, shard: Shard | None) -> tuple[tuple[Case, int,
     )
 
 
-class RunIdentity(_Frozen):
+class RunIdentity(EvalValue):
     """What configuration produced a run's traces, beyond its dataset."""
 
     spec_digest: str | None = None
@@ -112,7 +109,7 @@ class RunIdentity(_Frozen):
     """The model's identity: API, dialect, endpoint (without credentials), name and mode."""
 
 
-class RunManifest(_Frozen):
+class RunManifest(EvalValue):
     """``run.json``: what a run directory is a run of."""
 
     format: Literal["twinflow-eval/1"] = "twinflow-eval/1"
@@ -156,7 +153,7 @@ class RunManifest(_Frozen):
                 )
 
 
-class CaseResult(_Frozen):
+class CaseResult(EvalValue):
     """The verdict on one repeat of one case."""
 
     key: str
@@ -189,7 +186,7 @@ class CaseResult(_Frozen):
     """What verification found wrong with the trace, when flagged."""
 
 
-class Summary(_Frozen):
+class Summary(EvalValue):
     """Counts over a run's results."""
 
     total: int
@@ -213,7 +210,7 @@ class Summary(_Frozen):
         return cls(total=len(cases), **count)
 
 
-class EvalResults(_Frozen):
+class EvalResults(EvalValue):
     """``results.json`` (and ``rescore.json``): every case's result and the summary."""
 
     format: Literal["twinflow-eval/1"] = "twinflow-eval/1"

@@ -18,9 +18,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, ValidationError
+from pydantic import BaseModel, Discriminator, Field, JsonValue, ValidationError
 
 from twinflow.eval._errors import ScorerError
+from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import Observation, ToolCallRecord
 from twinflow.vocab import canonical_bytes, did_you_mean
 
@@ -42,11 +43,7 @@ __all__ = [
 ]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Score(_Frozen):
+class Score(EvalValue):
     """One scorer's verdict on one case."""
 
     scorer: str
@@ -81,7 +78,7 @@ def _label(name: str | None, kind: str) -> str:
     return name if name else kind
 
 
-class _Base(_Frozen):
+class _Base(EvalValue):
     name: str | None = None
     """A label for the score (default: the kind)."""
 
@@ -212,7 +209,7 @@ class NumericTolerance(_Base):
         )
 
 
-class ExpectedCall(_Frozen):
+class ExpectedCall(EvalValue):
     """A tool call that should have been made."""
 
     tool: str

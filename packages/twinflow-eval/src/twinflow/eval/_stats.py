@@ -7,8 +7,9 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import JsonValue
 
+from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import observe_file
 from twinflow.eval._results import CaseResult, EvalResults, read_json_model
 
@@ -39,10 +40,8 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2 * tail)
 
 
-class Comparison(BaseModel):
+class Comparison(EvalValue):
     """How run B differs from run A, case repeat by case repeat."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     regressions: tuple[str, ...]
     """Keys that passed in A and do not in B."""

@@ -11,11 +11,33 @@ transport keeps its idle connections in a `ConnectionPool`.
 The errors are imported eagerly (they need no pydantic). Every other name is resolved on first
 access (PEP 562), so `import twinflow.kernel` stays cheap for a caller that needs only a few
 adapters, and pydantic's model machinery is built only when a value class is used.
+
+Errors; every message names where (the URL or the command), what went wrong, and what to do::
+
+    TwinflowError                          (twinflow.vocab)
+    └── KernelError                        raised by twinflow.kernel
+        ├── TransportError                 a request did not produce a JSON answer (`.url`)
+        │   ├── ConnectError               refused, DNS, TLS, reset: the connection failed (never retried)
+        │   ├── TransportTimeout           no complete answer within the timeout (also a TimeoutError)
+        │   ├── HTTPStatusError            status >= 400, or a redirect not followed (`.status`, `.body_excerpt`)
+        │   ├── ResponseDecodeError        the answer is not HTTP, or its body is not JSON
+        │   ├── ResponseTooLarge           the body is larger than `max_response_bytes`
+        │   └── NetworkBlockedError        the network kill switch refused a non-loopback host
+        ├── ReplayDivergenceError          a replayed request differs from the recording (`.difference`);
+        │                                  twinflow.agent's, for a trace event, is a subclass
+        ├── NondeterminismError            replayed code reached the clock, randomness or the network (also a RuntimeError)
+        ├── LaunchError                    a server process did not start, or did not become healthy
+        ├── FileWriteError                 a file could not be written safely (also an OSError; `.filename`)
+        │   ├── PlantedLinkError           the target or its directory is a symbolic link: refused
+        │   └── TargetExistsError          `write_new` found the name taken (also a FileExistsError)
+        └── ClusterError                   the Ray cluster could not be reached or started
+            └── TaskLost                   a call's worker died on its last allowed attempt (`.index`)
+
+Usage mistakes (a bad URL scheme, a naive datetime) raise `twinflow.vocab.UserError` instead.
 """
 
-# Only underscored names and the public ones may live here (tests/test_exported_members.py).
+# Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).
 import typing as _typing
-from importlib import import_module as _import_module
 
 from twinflow.kernel._errors import (
     ClusterError,
@@ -26,7 +48,7 @@ from twinflow.kernel._errors import (
     LaunchError,
     NetworkBlockedError,
     PlantedLinkError,
-    ReplayDivergence,
+    ReplayDivergenceError,
     ResponseDecodeError,
     ResponseTooLarge,
     TargetExistsError,
@@ -34,6 +56,7 @@ from twinflow.kernel._errors import (
     TransportError,
     TransportTimeout,
 )
+from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from twinflow.kernel._clock import (
@@ -141,7 +164,7 @@ __all__ = [
     "ProcessResult",
     "RayExecutor",
     "RecordingTransport",
-    "ReplayDivergence",
+    "ReplayDivergenceError",
     "ReplayTransport",
     "ResponseDecodeError",
     "ResponseTooLarge",
@@ -170,63 +193,36 @@ __all__ = [
     "write_replace",
 ]
 
-_LAZY = {
-    "FixedClock": "_clock",
-    "SteppingClock": "_clock",
-    "SystemClock": "_clock",
-    "Executor": "_concurrency",
-    "SerialExecutor": "_concurrency",
-    "ThreadExecutor": "_concurrency",
-    "BEARER": "_credentials",
-    "KeyHeader": "_credentials",
-    "api_key_headers": "_credentials",
-    "check_endpoint_url": "_credentials",
-    "redact_url": "_credentials",
-    "Fault": "_fault",
-    "FaultTransport": "_fault",
-    "write_new": "_files",
-    "write_replace": "_files",
-    "CountingIds": "_ids",
-    "SeededIds": "_ids",
-    "SystemIds": "_ids",
-    "ServerProcess": "_launcher",
-    "SubprocessLauncher": "_launcher",
-    "LoopbackRequest": "_loopback",
-    "LoopbackResponse": "_loopback",
-    "LoopbackServer": "_loopback",
-    "MockTransport": "_mock",
-    "free_port": "_netpolicy",
-    "GUARDED_ENTRY_POINTS": "_nondeterminism",
-    "GuardRecord": "_nondeterminism",
-    "NondeterminismError": "_nondeterminism",
-    "nondeterminism_guard": "_nondeterminism",
-    "ConnectionPool": "_pool",
-    "Clock": "_ports",
-    "Closing": "_ports",
-    "Ids": "_ports",
-    "Launcher": "_ports",
-    "StreamingTransport": "_ports",
-    "Transport": "_ports",
-    "ProcessResult": "_process",
-    "run_process": "_process",
-    "RayExecutor": "_ray",
-    "RecordingTransport": "_replay",
-    "ReplayTransport": "_replay",
-    "HttpTransport": "_transport",
-    "UrllibJsonTransport": "_transport",
-}
-
-
-def __getattr__(name: str) -> object:
-    """Import the private module that defines `name` on first access, then cache the name."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's attributes, the not yet resolved public names included."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = _lazy_exports(
+    globals(),
+    {
+        "_clock": ("FixedClock", "SteppingClock", "SystemClock"),
+        "_concurrency": ("Executor", "SerialExecutor", "ThreadExecutor"),
+        "_credentials": (
+            "BEARER",
+            "KeyHeader",
+            "api_key_headers",
+            "check_endpoint_url",
+            "redact_url",
+        ),
+        "_fault": ("Fault", "FaultTransport"),
+        "_files": ("write_new", "write_replace"),
+        "_ids": ("CountingIds", "SeededIds", "SystemIds"),
+        "_launcher": ("ServerProcess", "SubprocessLauncher"),
+        "_loopback": ("LoopbackRequest", "LoopbackResponse", "LoopbackServer"),
+        "_mock": ("MockTransport",),
+        "_netpolicy": ("free_port",),
+        "_nondeterminism": (
+            "GUARDED_ENTRY_POINTS",
+            "GuardRecord",
+            "nondeterminism_guard",
+            "NondeterminismError",
+        ),
+        "_pool": ("ConnectionPool",),
+        "_ports": ("Clock", "Closing", "Ids", "Launcher", "StreamingTransport", "Transport"),
+        "_process": ("ProcessResult", "run_process"),
+        "_ray": ("RayExecutor",),
+        "_replay": ("RecordingTransport", "ReplayTransport"),
+        "_transport": ("HttpTransport", "UrllibJsonTransport"),
+    },
+)

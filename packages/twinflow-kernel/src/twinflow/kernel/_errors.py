@@ -1,25 +1,6 @@
-"""The kernel's error tree, under the one twinflow root.
+"""The kernel's error tree, under the one twinflow root; drawn in the package docstring.
 
-Every message names where (the URL or the command), what went wrong, and what to do::
-
-    TwinflowError                          (twinflow.vocab)
-    └── KernelError                        raised by twinflow.kernel
-        ├── TransportError                 a request did not produce a JSON answer (`.url`)
-        │   ├── ConnectError               refused, DNS, TLS, reset: the connection failed (never retried)
-        │   ├── TransportTimeout           no complete answer within the timeout (also a TimeoutError)
-        │   ├── HTTPStatusError            status >= 400, or a redirect not followed (`.status`, `.body_excerpt`)
-        │   ├── ResponseDecodeError        the answer is not HTTP, or its body is not JSON
-        │   ├── ResponseTooLarge           the body is larger than `max_response_bytes`
-        │   └── NetworkBlockedError        the network kill switch refused a non-loopback host
-        ├── ReplayDivergence               a replayed request differs from the recording (`.difference`)
-        ├── LaunchError                    a server process did not start, or did not become healthy
-        ├── FileWriteError                 a file could not be written safely (also an OSError; `.filename`)
-        │   ├── PlantedLinkError           the target or its directory is a symbolic link: refused
-        │   └── TargetExistsError          `write_new` found the name taken (also a FileExistsError)
-        └── ClusterError                   the Ray cluster could not be reached or started
-            └── TaskLost                   a call's worker died on its last allowed attempt (`.index`)
-
-Usage mistakes (a bad URL scheme, a naive datetime) raise `twinflow.vocab.UserError` instead.
+Every message names where (the URL or the command), what went wrong, and what to do.
 """
 
 from __future__ import annotations
@@ -130,23 +111,33 @@ class NetworkBlockedError(TransportError):
     """
 
 
-class ReplayDivergence(KernelError):
-    """A replayed run asked for something other than what was recorded.
+class ReplayDivergenceError(KernelError):
+    """A replayed run asked for, or wrote, something other than what was recorded.
+
+    The one replay-divergence error of the workspace: the kernel's replaying transport raises
+    it for a request, and `twinflow.agent.ReplayDivergenceError` (a subclass) for a trace event,
+    so ``except twinflow.kernel.ReplayDivergenceError`` catches both.
 
     Attributes:
-        difference: The first structural difference between the recorded request and the
-            actual one; for a missing or extra exchange, one side is `None`.
+        difference: The first structural difference between the recorded value and the
+            actual one; for a missing or extra item, one side is `None`. None where there is
+            no pair to compare (the agent's replay: an extra or missing event).
     """
 
-    def __init__(self, message: str, *, difference: Difference) -> None:
+    def __init__(self, message: str, *, difference: Difference | None = None) -> None:
         """Create the error.
 
         Args:
-            message: Which exchange diverged and what to do.
-            difference: The first structural difference.
+            message: What diverged and what to do.
+            difference: The first structural difference, appended to the message after ``; ``.
         """
-        super().__init__(f"{message}\n{difference}")
+        # One line, so a command prints it as one line (the difference names its pointer).
+        super().__init__(message if difference is None else f"{message}; {difference}")
         self.difference = difference
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # As TransportError: keyword-only fields break the default exception pickling.
+        return (_rebuild, (type(self), self.args, self.__dict__))
 
 
 class LaunchError(KernelError):

@@ -19,16 +19,12 @@ from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict
-
 from twinflow.kernel._ports import Closing
-from twinflow.vocab import JsonValue, UserError
+from twinflow.vocab import FrozenValue, JsonValue, UserError
 
 
-class LoopbackRequest(BaseModel):
+class LoopbackRequest(FrozenValue):
     """A request the loopback server received."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     method: str
     """The HTTP method, e.g. `"POST"`."""
@@ -48,10 +44,8 @@ class LoopbackRequest(BaseModel):
 Behaviour = Literal["respond", "reset_mid_body", "garbage"]
 
 
-class LoopbackResponse(BaseModel):
+class LoopbackResponse(FrozenValue):
     """What the loopback server does with one request."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     status: int = 200
     """HTTP status code."""

@@ -29,7 +29,7 @@ from twinflow.kernel._errors import (
     ConnectError,
     HTTPStatusError,
     NetworkBlockedError,
-    ReplayDivergence,
+    ReplayDivergenceError,
     ResponseDecodeError,
     ResponseTooLarge,
     TransportError,
@@ -190,10 +190,10 @@ class RecordingTransport(Closing):
 class ReplayTransport(Closing):
     """Serves a recording back in order, checking every request against the recorded one.
 
-    A request that differs raises `ReplayDivergence` with the first structural difference; after
+    A request that differs raises `ReplayDivergenceError` with the first structural difference; after
     that the replay is broken and every call raises it again. A request past the end of the
-    recording raises `ReplayDivergence` (an "unexpected" difference). `close()` is the verdict:
-    it raises `ReplayDivergence` if any recorded exchange was not consumed, or if any divergence
+    recording raises `ReplayDivergenceError` (an "unexpected" difference). `close()` is the verdict:
+    it raises `ReplayDivergenceError` if any recorded exchange was not consumed, or if any divergence
     or extra request happened (even one the caller caught).
     """
 
@@ -237,13 +237,13 @@ class ReplayTransport(Closing):
                 )
             self._records.append(record)
         self._next = 0
-        self._problem: ReplayDivergence | None = None
+        self._problem: ReplayDivergenceError | None = None
 
     def post_json(self, url: str, body: JsonValue, *, timeout: float) -> JsonValue:
         """Return the next recorded answer if this request equals the recorded one.
 
         Raises:
-            ReplayDivergence: The request differs, or the recording has no more exchanges.
+            ReplayDivergenceError: The request differs, or the recording has no more exchanges.
             TransportError: The recorded exchange was a failure; it is raised again.
         """
         record = self._take(url, {"url": url, "body": body})
@@ -260,7 +260,7 @@ class ReplayTransport(Closing):
         The request is checked when iteration starts, as a real stream sends it then.
 
         Raises:
-            ReplayDivergence: The request differs (a streamed request is not a plain one), or
+            ReplayDivergenceError: The request differs (a streamed request is not a plain one), or
                 the recording has no more exchanges.
             TransportError: The recorded stream failed; it is raised after its chunks.
         """
@@ -276,7 +276,7 @@ class ReplayTransport(Closing):
             raise self._problem
         seq = self._next
         if seq >= len(self._records):
-            self._problem = ReplayDivergence(
+            self._problem = ReplayDivergenceError(
                 f"replay of {self.path}: request {seq} ({url}) is extra, the recording has only "
                 f"{len(self._records)}; if the new request is intended, record again",
                 difference=Difference(
@@ -287,7 +287,7 @@ class ReplayTransport(Closing):
         record = self._records[seq]
         difference = diff(record["request"], actual)
         if difference is not None:
-            self._problem = ReplayDivergence(
+            self._problem = ReplayDivergenceError(
                 f"replay of {self.path}: request {seq} ({url}) differs from the recorded one; "
                 "if the change is intended, record again",
                 difference=difference.model_copy(
@@ -307,14 +307,14 @@ class ReplayTransport(Closing):
         """Check that the replay was complete and exact.
 
         Raises:
-            ReplayDivergence: A divergence or extra request happened, or recorded exchanges
+            ReplayDivergenceError: A divergence or extra request happened, or recorded exchanges
                 were not consumed (the first unconsumed one is shown).
         """
         if self._problem is not None:
             raise self._problem
         if self._next < len(self._records):
             seq = self._next
-            self._problem = ReplayDivergence(
+            self._problem = ReplayDivergenceError(
                 f"replay of {self.path}: {len(self._records) - seq} recorded exchange(s) were "
                 f"not requested, starting with request {seq}; the code now stops earlier than "
                 "when it was recorded: if that is intended, record again",

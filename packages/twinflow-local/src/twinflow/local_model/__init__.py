@@ -5,11 +5,26 @@ every request goes through the kernel's injected `Transport`.
 
 The errors are imported eagerly; every other name is resolved on first access (PEP 562), so
 importing the package does not build pydantic models until a caller uses one of its names.
+
+Errors::
+
+    TwinflowError (twinflow.vocab)
+    ├── UserError (twinflow.vocab)         also a bad max_attempts (vocab's one check)
+    │   ├── UnenforcedSchemaError          strict pre-flight: the decoder would not enforce part of the schema
+    │   └── UncompilableSchemaError        the server could not compile the schema's grammar (never sent)
+    ├── LocalModelError                    raised by twinflow.local_model
+    │   ├── UnenforcedSchemaError          (also a UserError, above)
+    │   ├── UncompilableSchemaError        (also a UserError, above)
+    │   └── MalformedResponseError         the server answered 2xx with a body that is not its wire format
+    ├── VocabError (twinflow.vocab)
+    │   └── StructuredOutputError          no answer validated in max_attempts (`.attempts`)
+    └── KernelError (twinflow.kernel)
+        └── TransportError                 ConnectError, TransportTimeout, HTTPStatusError, ...:
+                                           the kernel's, propagated unchanged, never retried or wrapped
 """
 
-# Only underscored names and the public ones may live here (tests/test_exports.py).
+# Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).
 import typing as _typing
-from importlib import import_module as _import_module
 
 from twinflow.local_model._errors import (
     LocalModelError,
@@ -17,6 +32,7 @@ from twinflow.local_model._errors import (
     UncompilableSchemaError,
     UnenforcedSchemaError,
 )
+from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from twinflow.local_model._anthropic import (
@@ -79,53 +95,34 @@ __all__ = [
     "preflight",
 ]
 
-_LAZY = {
-    **dict.fromkeys(
-        ("ANTHROPIC_VERSION", "DEFAULT_ANTHROPIC_URL", "AnthropicChatModel"), "_anthropic"
-    ),
-    **dict.fromkeys(
-        (
+__getattr__, __dir__ = _lazy_exports(
+    globals(),
+    {
+        "_anthropic": ("ANTHROPIC_VERSION", "AnthropicChatModel", "DEFAULT_ANTHROPIC_URL"),
+        "_chat": (
+            "action_instructions",
+            "action_schema",
             "ChatMode",
             "OllamaChatModel",
             "OpenAICompatibleChatModel",
-            "action_instructions",
-            "action_schema",
         ),
-        "_chat",
-    ),
-    **dict.fromkeys(
-        (
+        "_preflight": (
+            "anchor_pattern",
             "Decoder",
+            "grammar_pattern",
             "GrammarCheck",
             "GrammarVerdict",
+            "preflight",
             "PreflightReport",
             "SchemaFinding",
             "SchemaRewrite",
             "SchemaSource",
-            "anchor_pattern",
-            "grammar_pattern",
-            "preflight",
         ),
-        "_preflight",
-    ),
-    "Dialect": "_wire",
-    **dict.fromkeys(
-        ("LocalStructuredResult", "OllamaStructuredOutput", "OpenAICompatibleStructuredOutput"),
-        "_structured",
-    ),
-}
-
-
-def __getattr__(name: str) -> object:
-    """Import the private module that defines `name` on first access, then cache the name."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's attributes, the not yet resolved public names included."""
-    return sorted({*globals(), *__all__})
+        "_structured": (
+            "LocalStructuredResult",
+            "OllamaStructuredOutput",
+            "OpenAICompatibleStructuredOutput",
+        ),
+        "_wire": ("Dialect",),
+    },
+)

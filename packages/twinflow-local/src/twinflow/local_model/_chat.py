@@ -29,7 +29,7 @@ from twinflow.local_model._servers import (
     ollama_server,
     openai_server,
 )
-from twinflow.local_model._structured import check_attempts, reask_message, retry_settings
+from twinflow.local_model._structured import retry_settings
 from twinflow.local_model._wire import Dialect, Reply
 from twinflow.vocab import (
     Attempt,
@@ -50,6 +50,7 @@ from twinflow.vocab import (
     WireFormatError,
     canonical_bytes,
 )
+from twinflow.vocab._reask import check_max_attempts, reask_message  # shared with agent
 from twinflow.vocab.wire import DEFAULT_JSON_LIMITS, JsonLimits, read_json_text
 
 if TYPE_CHECKING:
@@ -250,7 +251,7 @@ class _ChatModel:
         self._limits = limits or DEFAULT_JSON_LIMITS
         self._server = dataclasses.replace(server, limits=self._limits)
         self._mode = mode
-        self._max_attempts = check_attempts(max_attempts)
+        self._max_attempts = check_max_attempts(max_attempts)
         self._ids = ids
         self._strict = strict
         self._grammar_check = grammar_check

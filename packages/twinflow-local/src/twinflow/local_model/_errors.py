@@ -1,20 +1,4 @@
-"""The errors raised by `twinflow.local_model`.
-
-::
-
-    TwinflowError (twinflow.vocab)
-    ├── UserError (twinflow.vocab)
-    │   ├── UnenforcedSchemaError      strict pre-flight: the decoder would not enforce part of the schema
-    │   └── UncompilableSchemaError    the server could not compile the schema's grammar (never sent)
-    └── LocalModelError                raised by twinflow.local_model
-        ├── UnenforcedSchemaError      (also a UserError, above)
-        ├── UncompilableSchemaError    (also a UserError, above)
-        └── MalformedResponseError     the server answered 2xx with a body that is not its wire format
-
-Transport failures (`ConnectError`, `TransportTimeout`, `HTTPStatusError`, ...) are the kernel's
-and propagate unchanged: this package never retries them and never wraps them. A structured
-answer that fails validation on every attempt raises vocab's `StructuredOutputError`.
-"""
+"""The errors raised by `twinflow.local_model`; the tree is drawn in the package docstring."""
 
 from __future__ import annotations
 

@@ -15,10 +15,10 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, JsonValue, TypeAdapter
+from pydantic import BaseModel, JsonValue, TypeAdapter
 
 from twinflow.local_model._errors import UncompilableSchemaError, UnenforcedSchemaError
-from twinflow.vocab import UserError
+from twinflow.vocab import FrozenValue, UserError
 
 __all__ = [
     "Decoder",
@@ -73,10 +73,8 @@ _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
 
 
-class SchemaFinding(BaseModel):
+class SchemaFinding(FrozenValue):
     """One keyword of the schema that the decoder will not enforce."""
-
-    model_config = ConfigDict(frozen=True)
 
     pointer: str
     """JSON pointer (RFC 6901) to the keyword, e.g. `/properties/age/minimum`."""
@@ -86,10 +84,8 @@ class SchemaFinding(BaseModel):
     """Why the decoder lets through values this keyword refuses."""
 
 
-class SchemaRewrite(BaseModel):
+class SchemaRewrite(FrozenValue):
     """One change pre-flight made to the schema before it is sent, with the same meaning."""
-
-    model_config = ConfigDict(frozen=True)
 
     pointer: str
     """JSON pointer (RFC 6901) to the rewritten keyword."""
@@ -103,10 +99,8 @@ class SchemaRewrite(BaseModel):
     """Why the rewrite was needed."""
 
 
-class GrammarVerdict(BaseModel):
+class GrammarVerdict(FrozenValue):
     """What the decoder's own schema-to-grammar converter made of a schema."""
-
-    model_config = ConfigDict(frozen=True)
 
     status: Literal["enforced", "fallback", "uncompilable"]
     """`enforced`: a grammar that compiles; `fallback`: the converter rejects the schema and the
@@ -134,10 +128,8 @@ SchemaSource = type[BaseModel] | TypeAdapter[Any] | Mapping[str, JsonValue]
 """What `preflight` accepts: a model class, a `TypeAdapter`, or a JSON Schema dict."""
 
 
-class PreflightReport(BaseModel):
+class PreflightReport(FrozenValue):
     """What a decoder will and will not enforce of one schema, and the schema actually sent."""
-
-    model_config = ConfigDict(frozen=True)
 
     decoder: Decoder
     """The grammar converter the report is for."""
@@ -535,8 +527,8 @@ def _exclusive(branches: list[JsonValue]) -> bool:
                 continue
             if "const" in sub:
                 consts[name] = sub["const"]
-            elif isinstance(sub.get("enum"), list) and len(sub["enum"]) == 1:  # type: ignore[arg-type]
-                consts[name] = sub["enum"][0]  # type: ignore[index]
+            elif isinstance(enum := sub.get("enum"), list) and len(enum) == 1:
+                consts[name] = enum[0]
         tags.append(consts)
     shared = set.intersection(*(set(t) for t in tags)) if tags else set()
     return any(len({repr(t[name]) for t in tags}) == len(tags) for name in shared)

@@ -15,10 +15,9 @@ all, so a connection refused, a timeout or any HTTP error status leaves at once,
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from pydantic import BaseModel, JsonValue, ValidationError
+from pydantic import BaseModel, JsonValue
 
 from twinflow.local_model._budget import max_tokens_for
 from twinflow.local_model._preflight import Decoder, GrammarCheck, PreflightReport, preflight
@@ -32,14 +31,20 @@ from twinflow.local_model._servers import (
 )
 from twinflow.local_model._wire import Dialect
 from twinflow.vocab import (
-    Attempt,
     Message,
     ModelSettings,
     Reask,
-    StructuredOutputError,
     StructuredResult,
     Transcript,
-    UserError,
+)
+
+# The one validate-and-re-ask loop, shared with twinflow.agent, which this package may not import.
+from twinflow.vocab._reask import (
+    SentRequest,
+    check_max_attempts,
+    parametrized,
+    reask_message,
+    validate_with_reask,
 )
 
 if TYPE_CHECKING:
@@ -51,11 +56,9 @@ __all__ = [
     "OllamaStructuredOutput",
     "OpenAICompatibleStructuredOutput",
     "retry_settings",
-    "validation_error_text",
 ]
 
 M = TypeVar("M", bound=BaseModel)
-R = TypeVar("R", bound=BaseModel)
 
 _DEFAULT_SETTINGS = ModelSettings(temperature=0)
 
@@ -92,128 +95,6 @@ class LocalStructuredResult(StructuredResult[M], Generic[M]):
     """What the server's decoder would not enforce of the schema, and any rewrite made to it."""
 
 
-def validation_error_text(exc: ValidationError) -> str:
-    """Render a pydantic validation error for the model to read: one line per error, no URLs."""
-    lines = []
-    for error in exc.errors(include_url=False):
-        where = "/".join(str(p) for p in error["loc"]) or "(root)"
-        lines.append(f"{where}: {error['msg']}")
-    return "\n".join(lines)
-
-
-def reask_message(error: str) -> str:
-    """The user message that gives a validation error back to the model."""
-    return (
-        "Your previous reply was refused by the schema validator:\n"
-        f"{error}\n"
-        "Reply again with one JSON object that satisfies the schema."
-    )
-
-
-def check_attempts(max_attempts: int) -> int:
-    """Refuse a non-positive attempt budget."""
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
-        raise UserError(
-            f"max_attempts counts every attempt and must be at least 1, got {max_attempts!r}"
-        )
-    return max_attempts
-
-
-_PARAMETRIZED: dict[tuple[type[BaseModel], type[BaseModel]], type[BaseModel]] = {}
-
-
-def _parametrized(generic: type[R], output_type: type[BaseModel]) -> type[R]:
-    """``generic[output_type]``, built once per pair (pydantic's own lookup costs ~0.1 ms a call)."""
-    key = (generic, output_type)
-    found = _PARAMETRIZED.get(key)
-    if found is None:
-        found = _PARAMETRIZED[key] = generic[output_type]  # type: ignore[index]  # pydantic generic, subscripted at runtime
-    return found  # type: ignore[return-value]  # generic[output_type] is a subclass of R
-
-
-@dataclass(frozen=True)
-class SentRequest:
-    """What `generate` knows of one request it made, for the attempt its reply becomes."""
-
-    digest: str
-    """The request's digest."""
-    settings: ModelSettings
-    """Its sampling settings."""
-    cut: bool
-    """The reply stopped at `max_tokens` (finish reason `length`)."""
-
-
-def validate_with_reask(
-    emission: str,
-    output_type: type[M],
-    reask: Reask,
-    *,
-    max_attempts: int,
-    requests: Sequence[SentRequest] = (),
-) -> StructuredResult[M]:
-    """Validate `emission`, re-asking on failure until `max_attempts` attempts are spent.
-
-    Args:
-        emission: The first raw emission.
-        output_type: The pydantic model to validate into.
-        reask: Called with the error text; returns the next emission.
-        max_attempts: Total attempts allowed, the first included.
-        requests: When the caller made the requests, each one so far, read after each reask
-            so attempt `n` carries the digest and settings of request `n`.
-
-    Returns:
-        The validated output and every attempt.
-
-    Raises:
-        StructuredOutputError: No emission validated; `.attempts` holds them all.
-    """
-    attempts: list[Attempt] = []
-    number = 1
-    while True:
-        sent = requests[number - 1] if len(requests) >= number else None
-        request_digest = None if sent is None else sent.digest
-        settings = None if sent is None else sent.settings
-        try:
-            output = output_type.model_validate_json(emission)
-        except ValidationError as exc:
-            error = validation_error_text(exc)
-            if sent is not None and sent.cut:
-                error = (
-                    f"(root): the reply was cut off at max_tokens={sent.settings.max_tokens} "
-                    f"before it ended; give a shorter answer\n{error}"
-                )
-            attempts.append(
-                Attempt(
-                    number=number,
-                    emission=emission,
-                    error=error,
-                    request_digest=request_digest,
-                    settings=settings,
-                )
-            )
-            if number >= max_attempts:
-                raise StructuredOutputError(
-                    f"no reply validated as {output_type.__name__} in {max_attempts} attempt(s); "
-                    f"last error: {error}. Inspect .attempts, simplify the schema, or use a "
-                    "stronger model",
-                    attempts=tuple(attempts),
-                ) from None
-            number += 1
-            emission = reask(error)
-            continue
-        attempts.append(
-            Attempt(
-                number=number,
-                emission=emission,
-                error=None,
-                request_digest=request_digest,
-                settings=settings,
-            )
-        )
-        result_type = _parametrized(StructuredResult, output_type)
-        return result_type(output=output, attempts=tuple(attempts))
-
-
 class _StructuredOutput:
     """Shared engine of the two adapters."""
 
@@ -227,7 +108,7 @@ class _StructuredOutput:
         grammar_check: GrammarCheck | None = None,
     ) -> None:
         self._server = server
-        self._max_attempts = check_attempts(max_attempts)
+        self._max_attempts = check_max_attempts(max_attempts)
         self._settings = settings
         self._strict = strict
         self._grammar_check = grammar_check
@@ -323,7 +204,7 @@ class _StructuredOutput:
         result = validate_with_reask(
             ask(), output_type, reask, max_attempts=self._max_attempts, requests=requests
         )
-        return _parametrized(LocalStructuredResult, output_type)(
+        return parametrized(LocalStructuredResult, output_type)(
             output=result.output, attempts=result.attempts, preflight=report
         )
 

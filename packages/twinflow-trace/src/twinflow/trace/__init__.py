@@ -4,14 +4,30 @@ The leaf an auditor installs to check a published run: the trace line format, RF
 canonical JSON of plain values, streaming verification, the RFC 9162 Merkle tree, inclusion and
 consistency proofs, checkpoints (as C2SP tlog-checkpoint bodies), and repair.
 
+The root of every twinflow error lives here, at the lowest layer (one ``except TwinflowError``
+catches every package's); this package's own tree::
+
+    TwinflowError                                  root of every twinflow error, in every package
+    ├── UserError                                  a usage mistake (bad argument, key or limit)
+    └── TraceError                                 raised by twinflow.trace
+        ├── CanonicalError                         no RFC 8785 form (`.reason`, `.pointer`, `.detail`)
+        ├── TraceFormatError (also ValueError)     a proof, checkpoint or key file not in its form
+        ├── TraceExistsError (also FileExistsError)  refusing to write over (or through) a path
+        ├── TraceWriteError                        a trace or repair side file not written (`.path`)
+        ├── TraceCorruptError                      a trace that does not verify, read as events (`.report`)
+        ├── SignatureError                         a checkpoint signature missing, empty-keyed or wrong
+        ├── InvalidProofError (also ValueError)    an inclusion / consistency proof fails
+        └── NoteError                              a signed note, key or checkpoint refused (`python -m twinflow.trace`)
+            ├── MalformedNoteError, MalformedKeyError, AmbiguousKeyError,
+            │   MalformedCheckpointError (each also ValueError)
+            ├── InvalidSignatureError, UnverifiedNoteError, OriginMismatchError
+            └── SigningUnavailableError (also ImportError)  the ``signatures`` extra is missing
+
 The errors are imported eagerly (they import nothing). Every other name is resolved on first
 access (PEP 562), as in `twinflow.vocab`: `import twinflow.trace` costs an auditor's tool, or a
 package that only catches `TwinflowError`, next to nothing, and a caller of `verify_trace`
 loads what verification needs, not the signature, repair and writer modules.
 """
-
-# Only underscored names and the public ones may live here (tests/test_exported_members.py).
-from importlib import import_module as _import_module
 
 from twinflow.trace._errors import (
     CanonicalError,
@@ -25,6 +41,7 @@ from twinflow.trace._errors import (
     TwinflowError,
     UserError,
 )
+from twinflow.trace._lazy import lazy_exports
 
 # `typing` would be most of this package's import time: mypy reads any `TYPE_CHECKING` as true.
 TYPE_CHECKING = False
@@ -129,6 +146,7 @@ __all__ = [
     "inclusion_ranges",
     "json_kind",
     "json_pointer",
+    "lazy_exports",
     "leaf_hash",
     "load_proof",
     "node_hash",
@@ -146,9 +164,10 @@ __all__ = [
     "walk_trace",
 ]
 
-_LAZY = {
-    **dict.fromkeys(
-        (
+__getattr__, __dir__ = lazy_exports(
+    globals(),
+    {
+        "_canonical": (
             "DEFAULT_MAX_DEPTH",
             "MAX_SAFE_INTEGER",
             "canonical_bytes",
@@ -158,10 +177,7 @@ _LAZY = {
             "json_pointer",
             "parse_json",
         ),
-        "_canonical",
-    ),
-    **dict.fromkeys(
-        (
+        "_checkpoint": (
             "Checkpoint",
             "ConsistencyProof",
             "InclusionProof",
@@ -171,10 +187,7 @@ _LAZY = {
             "sign_checkpoint",
             "verify_checkpoint_signature",
         ),
-        "_checkpoint",
-    ),
-    **dict.fromkeys(
-        (
+        "_format": (
             "DEFAULT_MAX_LINE_BYTES",
             "EVENT_KINDS",
             "GENESIS",
@@ -182,10 +195,7 @@ _LAZY = {
             "Limits",
             "encode_line",
         ),
-        "_format",
-    ),
-    **dict.fromkeys(
-        (
+        "_merkle": (
             "EMPTY_ROOT",
             "Frontier",
             "MerkleTree",
@@ -197,26 +207,17 @@ _LAZY = {
             "verify_consistency",
             "verify_inclusion",
         ),
-        "_merkle",
-    ),
-    **dict.fromkeys(
-        (
+        "_repair": (
             "RepairResult",
             "repair_trace",
         ),
-        "_repair",
-    ),
-    **dict.fromkeys(
-        (
+        "_sink": (
             "FileTraceSink",
             "FsyncPolicy",
             "MemoryTraceSink",
             "TraceSink",
         ),
-        "_sink",
-    ),
-    **dict.fromkeys(
-        (
+        "_verify": (
             "Problem",
             "ProblemKind",
             "Source",
@@ -228,21 +229,5 @@ _LAZY = {
             "verify_trace",
             "walk_trace",
         ),
-        "_verify",
-    ),
-}
-
-
-def __getattr__(name: str) -> object:
-    """Import the private module that defines `name` on first access, then cache the name."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's attributes, the not yet resolved public names included."""
-    return sorted({*globals(), *__all__})
+    },
+)

@@ -280,7 +280,7 @@ def _refuse(value: object, cause: BaseException | None) -> CanonicalError:
         )
     found = _locate(value, ())
     where, why = found if found else ("", "value has no JSON form")
-    return CanonicalError(f"no RFC 8785 form at {where or '/'}: {why}")
+    return CanonicalError(f"no RFC 8785 form at {where or '/'}: {why}", pointer=where, detail=why)
 
 
 def canonical_bytes(value: object) -> bytes:

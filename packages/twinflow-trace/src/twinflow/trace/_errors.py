@@ -1,18 +1,8 @@
 """The errors of twinflow.trace, and the root of every twinflow error.
 
 The trace leaf is the lowest layer, so the root of the workspace's error tree lives here and
-`twinflow.vocab` re-exports it (one ``except TwinflowError`` still catches every package)::
-
-    TwinflowError                                  root of every twinflow error, in every package
-    ├── UserError                                  a usage mistake (bad argument, key or limit)
-    └── TraceError                                 raised by twinflow.trace
-        ├── CanonicalError                         a value with no RFC 8785 form, or bytes that are not canonical JSON
-        ├── TraceFormatError(TraceError, ValueError)  a file that is not what it claims (proof, checkpoint, key)
-        ├── TraceExistsError(TraceError, FileExistsError)  refusing to write over (or through) an existing path
-        ├── TraceWriteError                        the trace (or a repair side file) could not be written: disk full, ...
-        ├── TraceCorruptError                      a trace that does not verify was read as events (`.report`)
-        ├── SignatureError                         a checkpoint signature is missing, empty-keyed or wrong
-        └── InvalidProofError(TraceError, ValueError)  an inclusion / consistency proof fails
+`twinflow.vocab` re-exports it (one ``except TwinflowError`` still catches every package). The
+whole tree is drawn in the package docstring (``twinflow.trace.__doc__``).
 """
 
 from __future__ import annotations
@@ -56,12 +46,32 @@ class CanonicalError(TraceError):
         reason: A short tag for what is wrong (``duplicate_key``, ``non_finite``, ``too_deep``,
             ``not_json``, ``not_utf8``, ``number_form``, ``escape_form``, ``whitespace``,
             ``key_order``, ``no_json_form``), so callers can report each failure as its own kind.
+        pointer: JSON pointer (RFC 6901) to the value that has no canonical form; ``""`` for
+            the whole value, or where the failure has no one place (bytes that do not parse).
+        detail: What is wrong there, without the pointer (the message is built from both), so
+            a caller can render the failure its own way without parsing the message.
     """
 
-    def __init__(self, message: str, *, reason: str = "no_json_form") -> None:
-        """Create the error with its message and reason tag."""
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str = "no_json_form",
+        pointer: str = "",
+        detail: str | None = None,
+    ) -> None:
+        """Create the error with its message, reason tag, and where and what went wrong.
+
+        Args:
+            message: The whole message.
+            reason: The short tag (see the class).
+            pointer: JSON pointer to the offending value.
+            detail: What is wrong at ``pointer``; the message when not given.
+        """
         super().__init__(message)
         self.reason = reason
+        self.pointer = pointer
+        self.detail = message if detail is None else detail
 
 
 class TraceFormatError(TraceError, ValueError):

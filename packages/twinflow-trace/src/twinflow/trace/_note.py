@@ -26,16 +26,17 @@ Every reader is strict and bounded: a note larger than ``max_bytes`` or with mor
 the canonical standard encoding, and every malformed input raises exactly one error with a
 ``problem`` code naming what was wrong. Errors::
 
-    TraceError                        (stand-in for the twinflow.trace root error)
-    └── NoteError                     anything this module refuses
-        ├── MalformedNoteError        the bytes are not a signed note           (ValueError)
-        ├── MalformedKeyError         a verifier or signer key text is invalid  (ValueError)
-        ├── AmbiguousKeyError         two different known keys share name and hash (ValueError)
-        ├── MalformedCheckpointError  the text is not a tlog-checkpoint body    (ValueError)
-        ├── InvalidSignatureError     a known key's signature does not verify
-        ├── UnverifiedNoteError       too few known keys signed (none, by default)
-        ├── OriginMismatchError       the checkpoint is for another log
-        └── SigningUnavailableError   the signatures extra is not installed     (ImportError)
+    TwinflowError                         (the root of every twinflow error)
+    └── TraceError                        (twinflow.trace's root)
+        └── NoteError                     anything this module refuses
+            ├── MalformedNoteError        the bytes are not a signed note           (ValueError)
+            ├── MalformedKeyError         a verifier or signer key text is invalid  (ValueError)
+            ├── AmbiguousKeyError         two different known keys share name and hash (ValueError)
+            ├── MalformedCheckpointError  the text is not a tlog-checkpoint body    (ValueError)
+            ├── InvalidSignatureError     a known key's signature does not verify
+            ├── UnverifiedNoteError       too few known keys signed (none, by default)
+            ├── OriginMismatchError       the checkpoint is for another log
+            └── SigningUnavailableError   the signatures extra is not installed     (ImportError)
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from twinflow.trace import _ed25519
+from twinflow.trace._errors import TraceError
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -96,10 +98,6 @@ _MAX_TREE_SIZE = 2**63 - 1
 _HASH_SIZE = 32
 _HEX = frozenset("0123456789abcdef")
 _DIGITS = frozenset("0123456789")
-
-
-class TraceError(Exception):
-    """Stand-in for the root error of `twinflow.trace` until it exists (re-parent at merge)."""
 
 
 class NoteError(TraceError):

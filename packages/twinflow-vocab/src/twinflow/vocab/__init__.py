@@ -4,15 +4,27 @@ structural diff, and the model-facing protocols.
 Wire translation lives in `twinflow.vocab.wire`; datapizza interop in `twinflow.vocab.datapizza`
 (extra `datapizza`). Neither is imported here.
 
+Errors (the root is `twinflow.trace`'s, re-exported here)::
+
+    TwinflowError                      root of every twinflow error, in every package
+    ├── UserError                      a usage mistake (bad argument, bad config; a bad max_attempts)
+    └── VocabError                     raised by twinflow.vocab
+        ├── InvalidValueError          a value refused at construction (also a ValueError);
+        │                              `FrozenValue` subclasses elsewhere raise their package's error
+        ├── CanonicalError             no RFC 8785 form, or bytes that are not canonical JSON
+        │                              (also twinflow.trace.CanonicalError; `.pointer`, `.detail`)
+        ├── WireFormatError            a provider payload that does not match its wire format (`.path`)
+        └── StructuredOutputError      no valid structured output after every attempt (`.attempts`)
+
 The errors are imported eagerly (they need no pydantic). Every other name is resolved on first
 access (PEP 562), so `import twinflow.vocab` does not build pydantic's model machinery and the
 value classes until a caller uses one of them.
 """
 
-# Only underscored names and the public ones may live here (tests/test_exports.py).
+# Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).
 import typing as _typing
-from importlib import import_module as _import_module
 
+from twinflow.trace import lazy_exports as _lazy_exports
 from twinflow.vocab._errors import (
     CanonicalError,
     InvalidValueError,
@@ -57,6 +69,7 @@ if _typing.TYPE_CHECKING:
     from twinflow.vocab._suggest import did_you_mean
     from twinflow.vocab._values import (
         CallId,
+        FrozenValue,
         JsonValue,
         MediaPart,
         Message,
@@ -83,6 +96,7 @@ __all__ = [
     "EnvelopeKind",
     "FinishChunk",
     "FinishReason",
+    "FrozenValue",
     "InvalidValueError",
     "JsonValue",
     "MediaPart",
@@ -127,30 +141,13 @@ __all__ = [
     "response_chunks",
 ]
 
-_LAZY = {
-    **dict.fromkeys(("canonical_bytes", "digest", "parse_canonical"), "_canonical"),
-    **dict.fromkeys(("Difference", "diff"), "_diff"),
-    "did_you_mean": "_suggest",
-    **dict.fromkeys(("EnvelopeKind", "envelope"), "_envelope"),
-    **dict.fromkeys(
-        (
-            "Chunk",
-            "ChunkAssembler",
-            "FinishChunk",
-            "ReasoningDelta",
-            "StreamingChatModel",
-            "TextDelta",
-            "ToolCallDelta",
-            "ToolCallEnd",
-            "ToolCallStart",
-            "UsageChunk",
-            "assemble",
-            "response_chunks",
-        ),
-        "_stream",
-    ),
-    **dict.fromkeys(
-        (
+__getattr__, __dir__ = _lazy_exports(
+    globals(),
+    {
+        "_canonical": ("canonical_bytes", "digest", "parse_canonical"),
+        "_diff": ("diff", "Difference"),
+        "_envelope": ("envelope", "EnvelopeKind"),
+        "_protocols": (
             "Attempt",
             "ChatModel",
             "FinishReason",
@@ -163,11 +160,24 @@ _LAZY = {
             "StructuredResult",
             "Usage",
         ),
-        "_protocols",
-    ),
-    **dict.fromkeys(
-        (
+        "_stream": (
+            "assemble",
+            "Chunk",
+            "ChunkAssembler",
+            "FinishChunk",
+            "ReasoningDelta",
+            "response_chunks",
+            "StreamingChatModel",
+            "TextDelta",
+            "ToolCallDelta",
+            "ToolCallEnd",
+            "ToolCallStart",
+            "UsageChunk",
+        ),
+        "_suggest": ("did_you_mean",),
+        "_values": (
             "CallId",
+            "FrozenValue",
             "JsonValue",
             "MediaPart",
             "Message",
@@ -182,21 +192,5 @@ _LAZY = {
             "ToolSpec",
             "Transcript",
         ),
-        "_values",
-    ),
-}
-
-
-def __getattr__(name: str) -> object:
-    """Import the private module that defines `name` on first access, then cache the name."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's attributes, the not yet resolved public names included."""
-    return sorted({*globals(), *__all__})
+    },
+)

@@ -46,7 +46,7 @@ def canonical_bytes(value: BaseModel | JsonValue) -> bytes:
             return _dump_bytes(dump) if type(dump) is dict else _canonical_bytes(dump)
         return _canonical_bytes(value)
     except _TraceCanonicalError as exc:
-        raise CanonicalError(str(exc), reason=exc.reason) from None
+        raise CanonicalError.of(exc) from None
 
 
 def digest(value: BaseModel | JsonValue) -> str:
@@ -92,8 +92,10 @@ def parse_canonical(
                 "bytes are valid JSON but not RFC 8785 canonical (key order, whitespace, number "
                 f"or escape form: {exc}); re-encode with canonical_bytes, or pass strict=False",
                 reason=exc.reason,
+                pointer=exc.pointer,
+                detail=exc.detail,
             ) from None
-        raise CanonicalError(str(exc), reason=exc.reason) from None
+        raise CanonicalError.of(exc) from None
     if type_ is None:
         return value
     try:

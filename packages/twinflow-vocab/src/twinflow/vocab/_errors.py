@@ -1,19 +1,7 @@
-"""The error tree of twinflow, rooted here at the bottom layer.
+"""The errors of twinflow.vocab; the tree is drawn in the package docstring.
 
-Every twinflow package raises errors under one root, so a caller can catch "anything twinflow
-refused" with one clause::
-
-    TwinflowError                      root of every twinflow error, in every package (twinflow.trace)
-    ├── UserError                      a usage mistake (bad argument, bad config), not a run-time failure
-    └── VocabError                     raised by twinflow.vocab
-        ├── InvalidValueError          a value refused at construction (also a ValueError)
-        ├── CanonicalError             a value that has no RFC 8785 form, or bytes that are not canonical JSON
-        │                              (also a twinflow.trace.CanonicalError, the encoder's own error)
-        ├── WireFormatError            a provider payload that does not match its wire format (`.path`)
-        └── StructuredOutputError      no valid structured output after every attempt (`.attempts`)
-
-Other packages hang their own subtree under `TwinflowError` (for example `KernelError`). The root
-and `UserError` are defined in `twinflow.trace`, the lowest layer, and re-exported here.
+The root `TwinflowError` and `UserError` are defined in `twinflow.trace`, the lowest layer, and
+re-exported here.
 """
 
 from __future__ import annotations
@@ -51,7 +39,14 @@ class CanonicalError(VocabError, _TraceCanonicalError):
 
     Attributes:
         reason: What is wrong, as `twinflow.trace.CanonicalError.reason` names it.
+        pointer: JSON pointer to the offending value (``""``: the whole value).
+        detail: What is wrong there, without the pointer.
     """
+
+    @classmethod
+    def of(cls, error: _TraceCanonicalError) -> CanonicalError:
+        """The same failure, raised as vocab's error: message, reason, pointer and detail."""
+        return cls(str(error), reason=error.reason, pointer=error.pointer, detail=error.detail)
 
 
 class WireFormatError(VocabError):

@@ -9,7 +9,8 @@ for pydantic's sake: treat them as read-only, the digest of a value assumes nobo
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NewType, Self
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NewType, Self
 
 from pydantic import (
     BaseModel,
@@ -95,9 +96,19 @@ def _non_empty(value: str, what: str) -> str:
 
 
 class FrozenValue(BaseModel):
-    """Base of every vocab value: frozen, no extra fields, `InvalidValueError` on bad input."""
+    """Base of every twinflow value: frozen, no extra fields, a typed error on bad input.
+
+    The error is `InvalidValueError` here; a package whose values should raise its own error
+    (a `TwinflowError` subclass: `AgentConfigError`, `EvalValueError`, ...) subclasses this
+    base once with ``_invalid_error`` set, so no bare pydantic ``ValidationError`` leaves a
+    constructor (ADR 0074). ``model_validate`` still raises pydantic's error: its callers read
+    untrusted files and say where the problem is themselves.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    _invalid_error: ClassVar[Callable[[str], Exception]] = InvalidValueError
+    """Called with the message to make the error a bad construction raises."""
 
     def __init__(self, /, **data: Any) -> None:
         """Validate `data` into the value.
@@ -109,7 +120,7 @@ class FrozenValue(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise InvalidValueError(f"invalid {type(self).__name__}: {exc}") from None
+            raise type(self)._invalid_error(f"invalid {type(self).__name__}: {exc}") from None
 
     # Only the outermost value translates the error, so nested values need not pass through this
     # method: marked as pydantic marks its own base __init__ (and RootModel's), nested values are
@@ -117,7 +128,7 @@ class FrozenValue(BaseModel):
     # and the message nested one "invalid X:" per level). Subclasses that define their own
     # __init__ are unmarked, so pydantic still calls theirs. ADR 0008; held by
     # test_a_nested_error_is_one_invalid_value_error_with_the_whole_path.
-    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]  # pydantic's marker, set on a function
 
 
 class TextPart(FrozenValue):
@@ -432,7 +443,7 @@ class Transcript(FrozenValue):
         """
         built = self.__dict__.get("messages")
         if built is not None:
-            return built[start:]  # type: ignore[no-any-return]
+            return built[start:]  # type: ignore[no-any-return]  # __dict__ holds Any; "messages" is a tuple of Message
         begin, end, _ = slice(start, self._size).indices(self._size)
         return tuple(self._index.log[begin:end])
 
@@ -453,7 +464,7 @@ class Transcript(FrozenValue):
 
     # No return annotation: pydantic would make it the serialization schema (`Any` gives `{}`).
     @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+    def _dump(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]  # unannotated on purpose (above)
         # pydantic-core reads __dict__ directly: build the tuple before it looks.
         self._materialise()
         return handler(self)

@@ -1,0 +1,40 @@
+"""Every package's ``__all__`` is exactly its public names, each of which resolves.
+
+Derived from the modules themselves (like httpx's test_exported_members), so a name is added
+to a package in its ``__init__`` alone: nothing here lists them again. Subpackages
+(``twinflow.vocab.wire``) are modules, not exports, and are left out.
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+
+import pytest
+
+PACKAGES = ("trace", "vocab", "kernel", "local_model", "agent", "eval", "cli")
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_all_is_exactly_the_public_names_and_each_resolves(package: str) -> None:
+    """Each name of ``__all__`` resolves (lazy ones too), once, and nothing public is unlisted."""
+    module = importlib.import_module(f"twinflow.{package}")
+    exported: list[str] = list(module.__all__)
+    unresolved = [name for name in exported if not hasattr(module, name)]
+    public = {
+        name
+        for name in dir(module)
+        if not name.startswith("_") and not isinstance(getattr(module, name), types.ModuleType)
+    }
+    assert ([], sorted(set(exported)), sorted(exported)) == (
+        unresolved,
+        sorted(public),
+        sorted(set(exported)),
+    )
+
+
+@pytest.mark.parametrize("package", ["cli", "kernel", "local_model", "vocab"])
+def test_the_lazy_packages_share_the_one_hook(package: str) -> None:
+    """The packages that resolve names on first access take their hooks from one helper."""
+    module = importlib.import_module(f"twinflow.{package}")
+    assert "twinflow.trace._lazy" == module.__getattr__.__module__
