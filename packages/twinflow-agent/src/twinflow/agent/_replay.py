@@ -383,7 +383,7 @@ def replay(
         AgentConfigError: ``build`` made an agent that does not use every replaying port.
         AgentError: The trace does not start with ``run_started``.
     """
-    events = trace.events
+    events = tuple(trace.events)  # read several times below: typed once
     if not events or not isinstance(events[0].body, RunStarted):
         raise AgentError("a replayable trace starts with run_started; this one does not")
     started = events[0].body

@@ -9,12 +9,11 @@ its seq for both.
 
 from __future__ import annotations
 
-import contextlib
-import gc
+import json
 import os
 from array import array
 from collections.abc import Iterator, Sequence
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from twinflow.agent._events import TraceEvent
 from twinflow.trace import GENESIS as _GENESIS
@@ -34,26 +33,32 @@ from twinflow.trace import verify_trace as _verify_trace
 
 __all__ = ["Trace", "typed_event", "verify_trace"]
 
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a trace is read into memory.
-
-    Every typed event is a few container objects that live as long as the trace, so reading a
-    long one sets off generation after generation of collections that find nothing to free (it
-    took about 40% of `Trace.load`). Reference counting still frees everything at once; the
-    collector is switched back on (if it was on) when reading ends, however it ends.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+_T = TypeVar("_T")
 
 
-class _Encoded(Sequence[bytes]):
+class _OnRead(Sequence[_T]):
+    """A sequence over a trace's shared buffers whose items are made when read."""
+
+    __slots__ = ()
+
+    def _item(self, index: int) -> _T:
+        """Item ``index``, with ``0 <= index < len(self)``."""
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> _T: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[_T]: ...
+    def __getitem__(self, index: int | slice) -> _T | Sequence[_T]:
+        if isinstance(index, slice):
+            return tuple(map(self._item, range(*index.indices(len(self)))))
+        n = len(self)
+        if not -n <= index < n:
+            raise IndexError(f"index {index} is outside a trace of {n} events")
+        return self._item(index % n)
+
+
+class _Encoded(_OnRead[bytes]):
     """The events' canonical bytes in one buffer: a `bytes` object per event costs 41 bytes more."""
 
     __slots__ = ("_data", "_ends")
@@ -70,44 +75,56 @@ class _Encoded(Sequence[bytes]):
     def __len__(self) -> int:
         return len(self._ends)
 
-    @overload
-    def __getitem__(self, index: int) -> bytes: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
-    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
-        if isinstance(index, slice):
-            return tuple(self[i] for i in range(*index.indices(len(self))))
-        ends = self._ends
-        end = ends[index]  # IndexError as a tuple raises it
-        index %= len(ends)
-        return bytes(self._data[ends[index - 1] if index else 0 : end])
+    def _item(self, index: int) -> bytes:
+        return bytes(self._data[self._ends[index - 1] if index else 0 : self._ends[index]])
+
+    def __iter__(self) -> Iterator[bytes]:
+        data, start = self._data, 0
+        for end in self._ends:
+            yield bytes(data[start:end])
+            start = end
 
 
-class _Digests(Sequence[str]):
-    """Each event's hex digest, read off the verified chain: no copy of them is kept."""
+class _Events(_OnRead[TraceEvent]):
+    """The typed events, each built from its verified bytes when it is read (ADR 0075).
 
-    __slots__ = ("_events", "_head")
+    `Trace.load` typed every event once to verify it; holding those values cost four times the
+    file. An event is built again, by the same `typed_event` call, each time it is read: a
+    reader that goes over the events several times keeps ``tuple(trace.events)``.
+    """
 
-    def __init__(self, events: tuple[TraceEvent, ...], head: str) -> None:
-        self._events = events
-        self._head = head
+    __slots__ = ("_encoded",)
+
+    def __init__(self, encoded: _Encoded) -> None:
+        self._encoded = encoded
 
     def __len__(self) -> int:
-        return len(self._events)
+        return len(self._encoded)
 
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[str]: ...
-    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
-        if isinstance(index, slice):
-            return tuple(self[i] for i in range(*index.indices(len(self))))
-        events = self._events
-        n = len(events)
-        if not -n <= index < n:
-            raise IndexError(f"digest index {index} is outside a trace of {n} events")
-        index %= n
-        return self._head if index == n - 1 else events[index + 1].prev
+    def _item(self, index: int) -> TraceEvent:
+        return _typed(self._encoded._item(index))
+
+    def __iter__(self) -> Iterator[TraceEvent]:
+        return map(_typed, self._encoded)
+
+
+class _Digests(_OnRead[str]):
+    """Each event's digest, 32 bytes apiece in one buffer; read as hex."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self) -> None:
+        self._raw = bytearray()
+
+    def append(self, digest: str) -> None:
+        """Add the next event's hex digest."""
+        self._raw += bytes.fromhex(digest)
+
+    def __len__(self) -> int:
+        return len(self._raw) // 32
+
+    def _item(self, index: int) -> str:
+        return self._raw[index * 32 : index * 32 + 32].hex()
 
 
 def typed_event(value: dict[str, Any]) -> TraceEvent:
@@ -118,6 +135,11 @@ def typed_event(value: dict[str, Any]) -> TraceEvent:
             ``ValidationError``).
     """
     return TraceEvent.model_validate(value)
+
+
+def _typed(event: bytes) -> TraceEvent:
+    """The typed event of verified canonical bytes, built as `Trace.load` built it to check it."""
+    return typed_event(json.loads(event))
 
 
 def verify_trace(
@@ -156,17 +178,18 @@ def verify_trace(
 class Trace:
     """A verified trace, read back: its events, digests, checkpoints and proofs.
 
-    Held compactly, since a trace can be long: the events are the typed values; the canonical
-    bytes of all events share one buffer; the digests are read off the chain (event ``i + 1``'s
-    ``prev`` is event ``i``'s digest, verified); the Merkle tree (32 bytes per node) is built
-    from the digests when a checkpoint or proof first needs it (replay, diff and reports never do).
+    Held compactly, since a trace can be long (ADR 0075): the canonical bytes of all events share
+    one buffer and the digests another (32 bytes each); ``events`` builds each typed event from
+    its bytes when it is read; the Merkle tree (32 bytes per node) is built from the digests when
+    a checkpoint or proof first needs it (replay, diff and reports never do).
     """
 
-    def __init__(self, events: tuple[TraceEvent, ...], head: str, encoded: _Encoded) -> None:
+    def __init__(self, encoded: _Encoded, digests: _Digests) -> None:
         """Use `Trace.load`; this takes already verified parts."""
-        self.events = events
-        """The events, in order."""
-        self.digests: Sequence[str] = _Digests(events, head)
+        self.events: Sequence[TraceEvent] = _Events(encoded)
+        """The events, in order, each typed when it is read (keep ``tuple(trace.events)`` to
+        read them several times)."""
+        self.digests: Sequence[str] = digests
         """Each event's hex digest."""
         self.encoded: Sequence[bytes] = encoded
         """Each event's canonical bytes, as read (what its digest covers)."""
@@ -190,7 +213,7 @@ class Trace:
         require_complete: bool = False,
         limits: Limits | None = None,
     ) -> Trace:
-        """Read and verify a trace, each event parsed once.
+        """Read and verify a trace; every event is typed once to check it.
 
         Args:
             source: A trace file path, or the trace's bytes.
@@ -204,22 +227,19 @@ class Trace:
             TraceCorruptError: The trace does not verify; ``.report`` holds the report.
             OSError: The file cannot be read.
         """
-        events: list[TraceEvent] = []
         encoded = _Encoded()
-        head = _GENESIS
-        with _collector_paused():
-            for item in walk_trace(
-                source, limits=limits, check=typed_event, require_complete=require_complete
-            ):
-                events.append(item.value)
-                encoded.append(item.event)
-                head = item.digest
-        return cls(tuple(events), head, encoded)
+        digests = _Digests()
+        for item in walk_trace(
+            source, limits=limits, check=typed_event, require_complete=require_complete
+        ):
+            encoded.append(item.event)
+            digests.append(item.digest)
+        return cls(encoded, digests)
 
     @property
     def size(self) -> int:
         """Number of events."""
-        return len(self.events)
+        return len(self.encoded)
 
     def checkpoint(self, size: int | None = None, *, key: bytes | None = None) -> Checkpoint:
         """The checkpoint of the first ``size`` events (default: all), signed if ``key``.

@@ -6,6 +6,7 @@ gets the same scores, with or without a model.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
@@ -102,7 +103,9 @@ def observe(trace: Trace) -> Observation:
     error: str | None = None
     tokens_in = tokens_out = 0
     calls: dict[str, dict[str, object]] = {}
+    times: list[datetime] = []  # one pass: `Trace.events` types each event when it is read
     for event in trace.events:
+        times.append(event.at)
         body = event.body
         if isinstance(body, RunStarted):
             prompt = body.prompt
@@ -148,7 +151,6 @@ def observe(trace: Trace) -> Observation:
             error = body.message
     if not accepted:
         attempts = rejected
-    times = [event.at for event in trace.events]
     duration = (times[-1] - times[0]).total_seconds() if times else 0.0
     return Observation(
         status=status,
