@@ -324,7 +324,7 @@ class _Walk:
                     pass
                 else:
                     value = _fast_parse(text)
-            if (
+            fast = (
                 type(value) is dict
                 and value.keys() == _ENVELOPE
                 and value["prev"] == expected_prev
@@ -333,24 +333,21 @@ class _Walk:
                 and type(value["at"]) is str
                 and type(body := value["body"]) is dict
                 and body.get("kind") in EVENT_KINDS
-            ):
+            )
+            if fast:
                 batch.append((index, digest, event, hashed, value, text, raw))
                 size += len(event)
                 expected_prev = digest
                 if len(batch) < _BATCH_LINES and size < _BATCH_BYTES:
                     continue
-                good = yield from self._confirm(batch)
-                batch.clear()
-                size = 0
-                if not good:
-                    return
-                continue
-            # The lines before this one come first.
+            # A full batch, or a line for the slow path: the lines before it come first.
             good = yield from self._confirm(batch)
             batch.clear()
             size = 0
             if not good:
                 return
+            if fast:
+                continue
             slow = self._slow(index, raw, limit, expected_prev, lines)
             if isinstance(slow, Problem):
                 self.problem = slow
