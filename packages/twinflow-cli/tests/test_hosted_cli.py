@@ -55,28 +55,7 @@ max_steps: 3
 
 # The published streams' answers, non-streamed (what `stream: false` returns for them); the
 # Anthropic client's tests hold that each stream assembles to exactly its plain answer.
-PLAIN: dict[str, Any] = {
-    "anthropic_docs_tool_use.sse": {
-        "model": "claude-opus-4-20250514",
-        "content": [
-            {"type": "text", "text": "Okay, let's check the weather for San Francisco, CA:"},
-            {
-                "type": "tool_use",
-                "id": "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
-                "name": "get_weather",
-                "input": {"location": "San Francisco, CA", "unit": "fahrenheit"},
-            },
-        ],
-        "stop_reason": "tool_use",
-        "usage": {"input_tokens": 472, "output_tokens": 89},
-    },
-    "anthropic_docs_messages.sse": {
-        "model": "claude-opus-4-20250514",
-        "content": [{"type": "text", "text": "Hello!"}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 25, "output_tokens": 15},
-    },
-}
+PLAIN: dict[str, Any] = json.loads((STREAMS / "anthropic_docs_plain.json").read_text())
 
 
 class Messages:

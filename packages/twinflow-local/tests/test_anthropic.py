@@ -57,42 +57,7 @@ ASK = ModelRequest(
 )
 
 # The published streams' answers, non-streamed (what `stream: false` returns for them).
-PLAIN: dict[str, JsonValue] = {
-    "anthropic_docs_messages.sse": {
-        "model": "claude-opus-4-20250514",
-        "content": [{"type": "text", "text": "Hello!"}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 25, "output_tokens": 15},
-    },
-    "anthropic_docs_tool_use.sse": {
-        "model": "claude-opus-4-20250514",
-        "content": [
-            {"type": "text", "text": "Okay, let's check the weather for San Francisco, CA:"},
-            {
-                "type": "tool_use",
-                "id": "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
-                "name": "get_weather",
-                "input": {"location": "San Francisco, CA", "unit": "fahrenheit"},
-            },
-        ],
-        "stop_reason": "tool_use",
-        "usage": {"input_tokens": 472, "output_tokens": 89},
-    },
-    "anthropic_docs_thinking.sse": {
-        "model": "claude-opus-4-20250514",
-        "content": [
-            {
-                "type": "thinking",
-                "thinking": "Let me solve this step by step:\n\n1. First break down 27 * 453"
-                "\n2. 453 = 400 + 50 + 3\n3. 27 * 400 = 10,800\n4. 27 * 50 = 1,350"
-                "\n5. 27 * 3 = 81\n6. 10,800 + 1,350 + 81 = 12,231",
-                "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds...",
-            },
-            {"type": "text", "text": "27 * 453 = 12,231"},
-        ],
-        "stop_reason": "end_turn",
-    },
-}
+PLAIN: dict[str, JsonValue] = json.loads((STREAMS / "anthropic_docs_plain.json").read_text())
 
 
 class Anthropic:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from abc import abstractmethod
 from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar, overload
@@ -41,9 +42,9 @@ class _OnRead(Sequence[_T]):
 
     __slots__ = ()
 
+    @abstractmethod
     def _item(self, index: int) -> _T:
         """Item ``index``, with ``0 <= index < len(self)``."""
-        raise NotImplementedError
 
     @overload
     def __getitem__(self, index: int) -> _T: ...
