@@ -42,6 +42,7 @@ from twinflow.agent import (
 )
 from twinflow.agent._events import AgentConfig, PolicyRecord
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import Limits
 from twinflow.vocab import (
     CallId,
     Message,
@@ -53,6 +54,7 @@ from twinflow.vocab import (
     ToolResultPart,
     Transcript,
     Usage,
+    canonical_bytes,
     digest,
 )
 
@@ -176,6 +178,32 @@ def test_loaded_events_read_as_a_sequence_typed_from_their_bytes() -> None:
             trace.events[index]
         with pytest.raises(IndexError):
             trace.digests[index]
+
+
+def test_events_read_back_are_the_values_that_verified_and_encode_to_their_bytes() -> None:
+    """Each event read from a loaded trace is the value the verifier typed: it re-encodes to
+    its verified bytes, for numbers only a double denotes (``1e16`` is written
+    ``10000000000000000``, which a plain parse reads as an int with no canonical form) and
+    for nesting deeper than the default limit that the trace was loaded with."""
+    nested: object = "bottom"
+    for _ in range(80):
+        nested = [nested]
+    sink = MemoryTraceSink()
+    writer = TraceWriter(sink)
+    writer.append(
+        START,
+        ToolCalled(
+            call_id=CallId("c1"), tool="add", arguments={"big": 1e16, "half": 2.5, "deep": nested}
+        ),
+    )
+    writer.append(
+        START,
+        PolicyDecided(call_id=CallId("c1"), tool="add", decision="deny", by="policy", reason="no"),
+    )
+    trace = Trace.load(sink.data, limits=Limits(max_depth=100))
+    for event, encoded in zip(trace.events, trace.encoded, strict=True):
+        assert canonical_bytes(event) == encoded
+    assert isinstance(trace.events[0].body.arguments["big"], float)
 
 
 def test_a_loaded_trace_holds_less_than_three_times_its_file() -> None:

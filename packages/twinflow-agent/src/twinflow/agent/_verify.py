@@ -9,7 +9,6 @@ its seq for both.
 
 from __future__ import annotations
 
-import json
 import os
 from abc import abstractmethod
 from array import array
@@ -27,6 +26,7 @@ from twinflow.trace import (
     Source,
     VerificationReport,
     leaf_hash,
+    parse_json,
     sign_checkpoint,
     walk_trace,
 )
@@ -90,23 +90,29 @@ class _Events(_OnRead[TraceEvent]):
     """The typed events, each built from its verified bytes when it is read (ADR 0075).
 
     `Trace.load` typed every event once to verify it; holding those values cost four times the
-    file. An event is built again, by the same `typed_event` call, each time it is read: a
+    file. An event is built again each time it is read, from the value the verifier reads
+    (`parse_json` in canonical mode: an integer of 16 or more digits is the double it denotes,
+    as at load, not a Python int with no canonical form) and the same `typed_event` call. A
     reader that goes over the events several times keeps ``tuple(trace.events)``.
     """
 
-    __slots__ = ("_encoded",)
+    __slots__ = ("_encoded", "_max_depth")
 
-    def __init__(self, encoded: _Encoded) -> None:
+    def __init__(self, encoded: _Encoded, max_depth: int) -> None:
         self._encoded = encoded
+        self._max_depth = max_depth
 
     def __len__(self) -> int:
         return len(self._encoded)
 
     def _item(self, index: int) -> TraceEvent:
-        return _typed(self._encoded._item(index))
+        return self._typed(self._encoded._item(index))
 
     def __iter__(self) -> Iterator[TraceEvent]:
-        return map(_typed, self._encoded)
+        return map(self._typed, self._encoded)
+
+    def _typed(self, event: bytes) -> TraceEvent:
+        return typed_event(parse_json(event, max_depth=self._max_depth, canonical=True))
 
 
 class _Digests(_OnRead[str]):
@@ -136,11 +142,6 @@ def typed_event(value: dict[str, Any]) -> TraceEvent:
             ``ValidationError``).
     """
     return TraceEvent.model_validate(value)
-
-
-def _typed(event: bytes) -> TraceEvent:
-    """The typed event of verified canonical bytes, built as `Trace.load` built it to check it."""
-    return typed_event(json.loads(event))
 
 
 def verify_trace(
@@ -185,9 +186,9 @@ class Trace:
     a checkpoint or proof first needs it (replay, diff and reports never do).
     """
 
-    def __init__(self, encoded: _Encoded, digests: _Digests) -> None:
+    def __init__(self, encoded: _Encoded, digests: _Digests, max_depth: int) -> None:
         """Use `Trace.load`; this takes already verified parts."""
-        self.events: Sequence[TraceEvent] = _Events(encoded)
+        self.events: Sequence[TraceEvent] = _Events(encoded, max_depth)
         """The events, in order, each typed when it is read (keep ``tuple(trace.events)`` to
         read them several times)."""
         self.digests: Sequence[str] = digests
@@ -228,6 +229,7 @@ class Trace:
             TraceCorruptError: The trace does not verify; ``.report`` holds the report.
             OSError: The file cannot be read.
         """
+        limits = limits or Limits()
         encoded = _Encoded()
         digests = _Digests()
         for item in walk_trace(
@@ -235,7 +237,7 @@ class Trace:
         ):
             encoded.append(item.event)
             digests.append(item.digest)
-        return cls(encoded, digests)
+        return cls(encoded, digests, limits.max_depth)
 
     @property
     def size(self) -> int:
