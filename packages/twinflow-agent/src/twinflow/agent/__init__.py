@@ -4,6 +4,8 @@ Errors (every one under the workspace's root)::
 
     TwinflowError                                    (twinflow.vocab)
     ├── AgentError
+    │   ├── CannotResume (also a UserError)           a trace that cannot be continued as it is; nothing written
+    │   ├── RunPaused                                a run waits for a person's decision (`.paused`)
     │   ├── AgentConfigError (also a UserError)       a usage mistake: bad tool, policy, agent or value
     │   │                                            (every agent value, `Policy(max_tool_calls=-1)` too)
     │   ├── RunError                                 a run ended without an output (``run_failed``)
@@ -45,7 +47,10 @@ from twinflow.agent._events import (
     GENESIS,
     TERMINAL_KINDS,
     AgentConfig,
+    ApprovalDecided,
+    ApprovalRequested,
     EventBody,
+    ForkParent,
     MessageChain,
     ModelRequested,
     ModelResponded,
@@ -55,6 +60,7 @@ from twinflow.agent._events import (
     PolicyRecord,
     RunFailed,
     RunFinished,
+    RunResumed,
     RunStarted,
     SteeringReceived,
     ToolCalled,
@@ -80,6 +86,13 @@ from twinflow.agent._replay import (
     ReplayPorts,
     ReplayResult,
     replay,
+)
+from twinflow.agent._resume import (
+    CannotResume,
+    Decision,
+    Paused,
+    RunPaused,
+    approval_signed_bytes,
 )
 from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.agent._tools import Tool
@@ -120,14 +133,19 @@ __all__ = [
     "AgentConfigError",
     "AgentError",
     "Approval",
+    "ApprovalDecided",
     "ApprovalHook",
+    "ApprovalRequested",
     "Approve",
     "BehaviourDivergence",
+    "CannotResume",
     "Checkpoint",
     "ConsistencyProof",
+    "Decision",
     "Deny",
     "EventBody",
     "FileTraceSink",
+    "ForkParent",
     "FsyncPolicy",
     "FunctionModel",
     "InclusionProof",
@@ -144,6 +162,7 @@ __all__ = [
     "OutputAccepted",
     "OutputRejected",
     "OutputValidationFailed",
+    "Paused",
     "Policy",
     "PolicyDecided",
     "PolicyRecord",
@@ -160,7 +179,9 @@ __all__ = [
     "RunError",
     "RunFailed",
     "RunFinished",
+    "RunPaused",
     "RunResult",
+    "RunResumed",
     "RunStarted",
     "SignatureError",
     "Steering",
@@ -179,6 +200,7 @@ __all__ = [
     "UsageLimitExceeded",
     "UsageLimits",
     "VerificationReport",
+    "approval_signed_bytes",
     "behaviour_of",
     "check_consistency",
     "check_inclusion",

@@ -7,8 +7,9 @@ decisions and results), so a step's cost does not grow with the length of the ru
 
 from __future__ import annotations
 
+import os
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,6 +24,8 @@ from twinflow.agent._errors import (
 )
 from twinflow.agent._events import (
     AgentConfig,
+    ApprovalDecided,
+    ApprovalRequested,
     EventBody,
     MessageChain,
     ModelRequested,
@@ -37,11 +40,33 @@ from twinflow.agent._events import (
 )
 from twinflow.agent._observe import Observer, Steering, poll_steering
 from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
+from twinflow.agent._resume import (
+    Decision,
+    Gate,
+    Paused,
+    RecordedRunIds,
+    ResumeSink,
+    RunPaused,
+    ThenLiveClock,
+    ThenLiveModel,
+    ThenLiveResults,
+    ThenLiveSteering,
+    plan,
+    recorded_tool_results,
+)
 from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
+from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Closing, Ids
-from twinflow.trace import Checkpoint, FsyncPolicy, MemoryTraceSink, TraceSink
+from twinflow.trace import (
+    Checkpoint,
+    FileTraceSink,
+    FsyncPolicy,
+    MemoryTraceSink,
+    TraceSink,
+    repair_trace,
+)
 from twinflow.vocab import (
     ChatModel,
     Message,
@@ -235,7 +260,9 @@ class Agent(Closing, Generic[OutputT]):
                     f"two tools are named {tool.name!r}; tool names must be unique"
                 )
             self.tools[tool.name] = tool
-        unknown = sorted(self.policy.allow - set(self.tools))
+        unknown = sorted(
+            (self.policy.allow | self.policy.ask | self.policy.repeat_safe) - set(self.tools)
+        )
         if unknown:
             raise AgentConfigError(
                 f"the policy allows tools that are not registered: {unknown}; "
@@ -259,12 +286,22 @@ class Agent(Closing, Generic[OutputT]):
         self.config_digest = digest(self.config)
         self._offer_digests: dict[tuple[str, ...], str] = {}
         self._schema_digest = None if self._schema is None else digest(self._schema)
+        # Events written where a record has them (a resume's run_resumed, say), by sequence
+        # number, and a person's decisions by call id: both empty for a fresh run.
+        self._inserts: dict[int, EventBody] = {}
+        self._decisions: dict[str, ApprovalDecided] = {}
 
     def close(self) -> None:
         """Close the trace writer (and its sink); a ``with`` block does it on exit."""
         self.writer.close()
 
     def _emit(self, body: EventBody) -> None:
+        inserts = self._inserts
+        while inserts and self.writer.size in inserts:
+            self._write(inserts.pop(self.writer.size))
+        self._write(body)
+
+    def _write(self, body: EventBody) -> None:
         self.writer.append(self.clock.now(), body)
         if self.observer is not None:
             self.observer(body)
@@ -282,8 +319,13 @@ class Agent(Closing, Generic[OutputT]):
             MaxStepsExceeded: The model still called tools after ``max_steps`` requests.
             UsageLimitExceeded: A usage limit was crossed.
             OutputValidationFailed: The structured output never validated.
+            RunPaused: The model called a tool in ``policy.ask``: the run waits for a person
+                (``.paused`` lists the calls; `resume` with ``decisions=`` goes on).
             Exception: Whatever the model raised (a transport failure, say), unchanged.
         """
+        return self._run(prompt)
+
+    def _run(self, prompt: str) -> RunResult[OutputT]:
         run_id = self.ids.run_id()
         self._emit(
             RunStarted(
@@ -292,9 +334,18 @@ class Agent(Closing, Generic[OutputT]):
         )
         opening = (Message.system(self.system),) if self.system is not None else ()
         state = _Run(run_id, Transcript(messages=(*opening, Message.user(prompt))))
-        runner = ToolRunner(self.tools, self.policy, self._emit, recorded=self.tool_results)
+        runner = ToolRunner(
+            self.tools,
+            self.policy,
+            self._emit,
+            recorded=self.tool_results,
+            decisions=self._decisions,
+        )
         try:
             output = self._loop(state, runner)
+        except RunPaused:
+            self.writer.end_step()
+            raise
         except BaseException as exc:
             try:
                 self._emit(
@@ -340,6 +391,7 @@ class Agent(Closing, Generic[OutputT]):
                 state.transcript = state.transcript.append(response.message)
                 return self._finish(state, response)
             self._check_call_ids(state, calls)
+            self._ask_people(state, calls)
             results = tuple(runner.run(call) for call in calls)
             # One append per step (the reply and its results): one copy of the messages tuple.
             state.transcript = state.transcript.append(
@@ -395,6 +447,106 @@ class Agent(Closing, Generic[OutputT]):
         if purpose == "reask":
             state.transcript = state.transcript.append(response.message)
         return response
+
+    def _ask_people(self, state: _Run, calls: Sequence[ToolCallPart]) -> None:
+        """Record the calls that wait for a person; stop unless each has its decision.
+
+        Nothing of the reply runs before every call in it that waits is decided, so a decision
+        is taken knowing the whole reply, and a resume re-runs the reply from its start.
+        """
+        asked = [call for call in calls if call.name in self.policy.ask]
+        if not asked:
+            return
+        requested = []
+        for call in asked:
+            request = ApprovalRequested(
+                call_id=call.id,
+                tool=call.name,
+                arguments=call.arguments,
+                digest=digest({"call_id": call.id, "tool": call.name, "arguments": call.arguments}),
+            )
+            self._emit(request)
+            requested.append(request)
+        pending = tuple(r for r in requested if r.call_id not in self._decisions)
+        if pending:
+            names = ", ".join(f"{p.call_id} ({p.tool})" for p in pending)
+            raise RunPaused(
+                f"run {state.run_id} waits for a decision on {names}",
+                Paused(run_id=state.run_id, pending=pending, events=self.writer.size),
+            )
+        for call in asked:
+            self._emit(self._decisions[call.id])
+
+    def resume(
+        self,
+        trace: str | os.PathLike[str],
+        *,
+        decisions: Iterable[Decision] = (),
+    ) -> RunResult[OutputT]:
+        """Continue the run recorded in ``trace``, appending to it.
+
+        The recorded prefix is re-run with this agent's code against the record, as
+        `replay` does in recorded mode: no model request and no tool call is made for anything
+        the trace holds. Once every recorded event is matched, ``run_resumed`` is appended and
+        the run goes on with this agent's model, clock and tools, into the same file. The
+        trace's writer lock is held throughout; a torn last line is first moved aside (as
+        `repair_trace` does).
+
+        Args:
+            trace: The trace file of a run that has no terminal event, failed for a reason that
+                can pass (a transport error, a timeout), or waits for approval.
+            decisions: Decisions on calls waiting for approval (see `Paused`).
+
+        Returns:
+            The run's result, as `run` returns it.
+
+        Raises:
+            TraceLockedError: Another process is writing the trace; nothing was written.
+            TraceCorruptError: The trace does not verify (``.report`` names the event).
+            CannotResume: The run finished, failed for good, stopped inside a tool that is
+                not safe to repeat, or a decision names a call that is not waiting.
+            ReplayDivergenceError: This agent's code does not reproduce the recorded prefix.
+            RunPaused: The run reached another call that waits for a person.
+        """
+        sink = FileTraceSink.append_to(trace)
+        try:
+            repair_trace(trace)
+            loaded = Trace.load(trace)
+            resumed = plan(
+                loaded, os.fspath(trace), repeat_safe=self.policy.repeat_safe, decisions=decisions
+            )
+        except BaseException:
+            sink.close()
+            raise
+        writer = ResumeSink(resumed.lines, sink)
+        gate = Gate(writer, resumed.gate)
+        saved = (self.model, self.clock, self.ids, self.writer, self.tool_results, self.steering)
+        self.model = ThenLiveModel(
+            [e.body.response for e in resumed.events if isinstance(e.body, ModelResponded)],
+            self.model,
+            gate,
+        )
+        self.clock = ThenLiveClock([e.at for e in resumed.events], self.clock)
+        self.ids = RecordedRunIds(resumed.started.run_id, self.ids)
+        self.writer = TraceWriter(writer, fsync=self.writer.fsync)
+        self.tool_results = ThenLiveResults(recorded_tool_results(resumed.events), gate)
+        self.steering = ThenLiveSteering(
+            [e.body for e in resumed.events if isinstance(e.body, SteeringReceived)],
+            self.steering,
+            gate,
+        )
+        self._inserts = dict(resumed.inserts)
+        self._decisions = dict(resumed.decisions)
+        try:
+            return self._run(resumed.started.prompt)
+        finally:
+            try:
+                self.writer.close()
+            finally:
+                (self.model, self.clock, self.ids, self.writer, self.tool_results) = saved[:5]
+                self.steering = saved[5]
+                self._inserts = {}
+                self._decisions = {}
 
     @staticmethod
     def _check_call_ids(state: _Run, calls: Sequence[ToolCallPart]) -> None:

@@ -36,7 +36,10 @@ __all__ = [
     "GENESIS",
     "TERMINAL_KINDS",
     "AgentConfig",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "EventBody",
+    "ForkParent",
     "MessageChain",
     "ModelRequested",
     "ModelResponded",
@@ -46,6 +49,7 @@ __all__ = [
     "PolicyRecord",
     "RunFailed",
     "RunFinished",
+    "RunResumed",
     "RunStarted",
     "SteeringReceived",
     "ToolCalled",
@@ -75,6 +79,9 @@ class PolicyRecord(_Frozen):
     """Tool output above this many characters is truncated with a marker."""
     include_traceback: bool
     """Whether a raising tool's error result carries the traceback."""
+    ask: tuple[str, ...] = Field(default=(), exclude_if=lambda value: not value)
+    """Tools whose calls wait for a person's decision, sorted (absent when none, so
+    configurations recorded before approvals existed keep their digests)."""
 
 
 class AgentConfig(_Frozen):
@@ -98,6 +105,17 @@ class AgentConfig(_Frozen):
     """Model settings sent with every request."""
 
 
+class ForkParent(_Frozen):
+    """The run a fork continues from: the parent trace's prefix it re-ran, and where it branched."""
+
+    root: str
+    """Merkle root of the parent trace, as it was when forked (hex)."""
+    size: int = Field(ge=1)
+    """Events in the parent trace when forked (``root`` covers that many)."""
+    step: int = Field(ge=1)
+    """The step the fork asked the model afresh: steps before it are the parent's."""
+
+
 class RunStarted(_Frozen):
     """A run began."""
 
@@ -111,6 +129,9 @@ class RunStarted(_Frozen):
     """The agent configuration."""
     prompt: str
     """The user prompt."""
+    parent: ForkParent | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The trace this run was forked from (`twinflow fork`); absent, not null, for other runs,
+    so the events of runs recorded before forks existed keep their bytes."""
 
 
 class ModelRequested(_Frozen):
@@ -259,6 +280,62 @@ class RunFailed(_Frozen):
     """Error message."""
 
 
+class RunResumed(_Frozen):
+    """The run went on after its recorded prefix (`Agent.resume`): what follows was produced live.
+
+    Everything before this event was re-run against the record, not done again: no model
+    request and no tool call of the prefix was repeated, except ``repeated_call``.
+    """
+
+    kind: Literal["run_resumed"] = "run_resumed"
+    """Union tag."""
+    why: str
+    """Why the run is continued (the prefix's end: no terminal event, a failure that can
+    pass, calls that were waiting for approval)."""
+    prefix_size: int = Field(ge=1)
+    """Events on disk before this one (the prefix re-run against the record)."""
+    prefix_root: str
+    """Merkle root of those events (hex); ``prove --from-size prefix_size`` ties them to the
+    continued trace."""
+    repeated_call: CallId | None = None
+    """A call recorded as started but never returned, run again because its tool is declared
+    safe to repeat; None when nothing is run twice."""
+
+
+class ApprovalRequested(_Frozen):
+    """The policy asks a person to decide on a call (``Policy.ask``); the run stops until then."""
+
+    kind: Literal["approval_requested"] = "approval_requested"
+    """Union tag."""
+    call_id: CallId
+    """The call waiting."""
+    tool: str
+    """Tool name."""
+    arguments: dict[str, JsonValue]
+    """Arguments the model sent."""
+    digest: str
+    """`twinflow.vocab.digest` of ``{call_id, tool, arguments}``: what a signed decision signs."""
+
+
+class ApprovalDecided(_Frozen):
+    """A person's decision on a call that waited for approval."""
+
+    kind: Literal["approval_decided"] = "approval_decided"
+    """Union tag."""
+    call_id: CallId
+    """The call decided on."""
+    decision: Literal["approve", "deny"]
+    """The decision."""
+    by: str
+    """Who decided (as given; not authenticated unless ``signature`` is set)."""
+    reason: str
+    """Why; a denial's reason reaches the model."""
+    public_key: str | None = None
+    """Ed25519 public key (hex) that signed the decision, if signed."""
+    signature: str | None = None
+    """Ed25519 signature (hex) over ``approval_signed_bytes(...)``, if signed."""
+
+
 EventBody = Annotated[
     RunStarted
     | ModelRequested
@@ -270,7 +347,10 @@ EventBody = Annotated[
     | OutputRejected
     | OutputAccepted
     | RunFinished
-    | RunFailed,
+    | RunFailed
+    | RunResumed
+    | ApprovalRequested
+    | ApprovalDecided,
     Discriminator("kind"),
 ]
 """What happened, tagged by ``kind``."""

@@ -1,9 +1,10 @@
 """The tool policy, deny by default, and the runner that applies it to each call.
 
 For each tool call the model asks for, in this order: an unknown tool is denied; a tool not
-allowed by name is denied; arguments that fail validation are denied; a call over the
-per-tool or per-run budget is denied; then the approval hook, if any, approves, denies or
-modifies the arguments (which are validated again). Only then does the function run. Every
+allowed by name (or named in ``ask``) is denied; arguments that fail validation are denied; a
+call over the per-tool or per-run budget is denied; then a person's recorded decision (for a
+tool in ``ask``) or else the approval hook, if any, approves, denies or modifies the arguments
+(which are validated again). Only then does the function run. Every
 decision is a `PolicyDecided` event with its reason; every outcome, denials and raising
 tools included, is a `ToolReturned` event and an error result the model sees.
 """
@@ -18,6 +19,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Discriminator, Field, JsonValue, ValidationError
 
 from twinflow.agent._events import (
+    ApprovalDecided,
     EventBody,
     PolicyDecided,
     PolicyRecord,
@@ -96,6 +98,15 @@ class Policy(_Frozen):
     """Tool output above this many characters is cut, with a marker saying how much."""
     include_traceback: bool = False
     """Add the traceback to the error result of a tool that raises."""
+    ask: frozenset[str] = frozenset()
+    """Tools that run only once a person approves the call: the run stops with
+    ``approval_requested`` and goes on when `Agent.resume` is given the decision. Naming a tool
+    here allows it (subject to that decision)."""
+    repeat_safe: frozenset[str] = frozenset()
+    """Tools `Agent.resume` may run again when a crash left a call to them without a result
+    (the tool's effect may have happened once already). A call to any other tool left that way
+    stops the resume, naming it. Not part of the recorded configuration: it is a permission
+    for resuming, and the trace records its use (``run_resumed.repeated_call``)."""
 
     def record(self) -> PolicyRecord:
         """The policy's data, as recorded in the trace."""
@@ -109,13 +120,19 @@ class Policy(_Frozen):
             approval=None if hook is None else f"{hook.__module__}.{hook.__qualname__}",
             max_output_chars=self.max_output_chars,
             include_traceback=self.include_traceback,
+            ask=tuple(sorted(self.ask)),
         )
+
+    def allows(self, name: str) -> bool:
+        """Whether calls to ``name`` may run at all (by name, or once a person approves)."""
+        return name in self.allow or name in self.ask
 
 
 Emit = Callable[[EventBody], None]
 
-RecordedResults = Callable[[ToolCallPart], ToolReturned]
-"""Gives the recorded result of a call, in place of running the tool (replay)."""
+RecordedResults = Callable[[ToolCallPart], ToolReturned | None]
+"""Gives the recorded result of a call, in place of running the tool (replay); None runs the
+tool (a resume past its recorded prefix)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +166,7 @@ class ToolRunner:
         emit: Emit,
         *,
         recorded: RecordedResults | None = None,
+        decisions: Mapping[str, ApprovalDecided] | None = None,
     ) -> None:
         """Start a run's tool runner.
 
@@ -158,11 +176,14 @@ class ToolRunner:
             emit: Receives each event (decision, call, result) in order.
             recorded: If given, allowed calls are answered with the recorded result instead
                 of running the tool (replay's recorded mode).
+            decisions: A person's decisions on calls to tools in ``policy.ask``, by call id
+                (the agent pauses the run before a call without one reaches the runner).
         """
         self._tools = tools
         self._policy = policy
         self._emit = emit
         self._recorded = recorded
+        self._decisions = decisions if decisions is not None else {}
         self._used: dict[str, int] = {}
         self._used_total = 0
 
@@ -211,8 +232,8 @@ class ToolRunner:
         self._used_total += 1
         arguments = call.arguments if decided.modified is None else decided.modified
         self._emit(ToolCalled(call_id=call.id, tool=call.name, arguments=arguments))
-        if self._recorded is not None:
-            returned = self._recorded(call)
+        returned = None if self._recorded is None else self._recorded(call)
+        if returned is not None:
             self._emit(returned)
             return returned.result
         try:
@@ -230,7 +251,7 @@ class ToolRunner:
         if tool is None:
             known = ", ".join(sorted(self._tools)) or "none"
             return _Refusal("UnknownTool", f"no tool named {call.name!r} (tools: {known})")
-        if call.name not in self._policy.allow:
+        if not self._policy.allows(call.name):
             return _Refusal("ToolDenied", f"tool {call.name!r} is not allowed by the policy")
         try:
             kwargs = tool.validate(call.arguments)
@@ -242,6 +263,18 @@ class ToolRunner:
         spent = self._spent(call.name)
         if spent is not None:
             return _Refusal("BudgetExceeded", spent)
+        if call.name in self._policy.ask:
+            decided = self._decisions.get(call.id)
+            if decided is None:
+                # The agent pauses before any call of a reply that waits reaches here.
+                raise AssertionError(f"call {call.id} reached the runner without a decision")
+            if decided.decision == "deny":
+                return _Refusal(
+                    "ToolDenied", f"denied by {decided.by}: {decided.reason}", "approval"
+                )
+            return _Permit(
+                tool, kwargs, "approval", f"approved by {decided.by}: {decided.reason}", None
+            )
         hook = self._policy.approval
         if hook is None:
             return _Permit(tool, kwargs, "policy", "allowed by name", None)

@@ -22,14 +22,13 @@ rather than with a confusing divergence.
 
 from __future__ import annotations
 
-import itertools
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from twinflow.agent._agent import Agent
+from twinflow.agent._compare import ComparingSink, ReplayDivergenceError, event_json
 from twinflow.agent._errors import AgentConfigError, AgentError, InvalidModelReply, RunError
 from twinflow.agent._events import (
     ModelRequested,
@@ -38,29 +37,31 @@ from twinflow.agent._events import (
     RunFailed,
     RunStarted,
     SteeringReceived,
-    ToolCalled,
     ToolReturned,
     TraceEvent,
     _Frozen,
 )
 from twinflow.agent._observe import Steering
 from twinflow.agent._policy import RecordedResults
+from twinflow.agent._resume import (
+    RunPaused,
+    recorded_decisions,
+    recorded_inserts,
+    recorded_tool_results,
+)
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Ids, NondeterminismError, nondeterminism_guard
-from twinflow.kernel import ReplayDivergenceError as KernelReplayDivergenceError
 from twinflow.trace import TraceSink
 from twinflow.trace import encode_line as frame_line
 from twinflow.vocab import (
     Attempt,
     CallId,
     ChatModel,
-    Difference,
     ModelRequest,
     ModelResponse,
     RunId,
     StructuredOutputError,
     ToolCallPart,
-    diff,
 )
 
 __all__ = [
@@ -76,43 +77,6 @@ ReplayMode = Literal["recorded", "live"]
 """``recorded``: tool results come from the trace; ``live``: the tools run again."""
 
 
-class ReplayDivergenceError(AgentError, KernelReplayDivergenceError):
-    """The re-run produced an event that differs from the recorded one (or one too many or few).
-
-    Also the kernel's `ReplayDivergenceError` (the one replay-divergence error), with the same
-    argument order: the message first, the fields by keyword.
-
-    Attributes:
-        seq: The sequence number of the first differing event.
-        expected: The recorded event as JSON (None if the re-run wrote an extra event).
-        actual: The re-run's event as JSON (None if a recorded event was never produced).
-        difference: The structural difference between the two, when both exist.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        seq: int,
-        expected: Any,
-        actual: Any,
-        difference: Difference | None = None,
-    ) -> None:
-        """Create the error.
-
-        Args:
-            message: Which event diverged and how.
-            seq: The sequence number of the first differing event.
-            expected: The recorded event as JSON, or None.
-            actual: The re-run's event as JSON, or None.
-            difference: The structural difference, when both events exist.
-        """
-        super().__init__(message, difference=difference)
-        self.seq = seq
-        self.expected = expected
-        self.actual = actual
-
-
 class RecordedFailure(RunError):
     """Raised by the replaying model where the recorded run failed (its type name and message)."""
 
@@ -126,58 +90,6 @@ class ReplayResult(_Frozen):
     """Events compared (all of them)."""
     root: str
     """The Merkle root both traces share."""
-
-
-def _event_json(line: bytes) -> Any:
-    # A trace line is {"digest": ..., "event": {...}}; compare the events, not the envelopes.
-    return json.loads(line)["event"]
-
-
-class _ComparingSink:
-    """A trace sink that checks each written line against the recorded one."""
-
-    def __init__(self, lines: list[bytes]) -> None:
-        self._lines = lines
-        self.written = 0
-        self.divergence: ReplayDivergenceError | None = None
-
-    def write(self, line: bytes) -> None:
-        if self.divergence is not None:
-            # After the first difference the re-run is off the record; what it writes next
-            # (its run_failed, say) is noise, and the first divergence is the one to report.
-            return
-        seq = self.written
-        self.written += 1
-        if seq >= len(self._lines):
-            actual = _event_json(line)
-            self.divergence = ReplayDivergenceError(
-                f"the re-run wrote event {seq} ({actual['body']['kind']}) but the recorded "
-                f"trace ends at {len(self._lines)} events",
-                seq=seq,
-                expected=None,
-                actual=actual,
-            )
-            raise self.divergence
-        expected_line = self._lines[seq]
-        if line == expected_line:
-            return
-        expected, actual = _event_json(expected_line), _event_json(line)
-        difference = diff(expected, actual)
-        self.divergence = ReplayDivergenceError(
-            f"event {seq} differs: recorded {expected['body']['kind']}, re-run "
-            f"{actual['body']['kind']}",
-            seq=seq,
-            expected=expected,
-            actual=actual,
-            difference=difference,
-        )
-        raise self.divergence
-
-    def flush(self, *, durable: bool) -> None:
-        del durable  # nothing is written anywhere: the comparison is the output
-
-    def close(self) -> None:
-        pass
 
 
 class _ReplayClock:
@@ -342,14 +254,6 @@ def _refused_replies(
     return ()
 
 
-def _recorded_tool_results(events: tuple[TraceEvent, ...]) -> list[ToolReturned]:
-    results = []
-    for before, event in itertools.pairwise(events):
-        if isinstance(before.body, ToolCalled) and isinstance(event.body, ToolReturned):
-            results.append(event.body)
-    return results
-
-
 def _call_ids(events: tuple[TraceEvent, ...]) -> Iterator[CallId]:
     for event in events:
         if isinstance(event.body, ModelResponded):
@@ -392,7 +296,7 @@ def replay(
     # The lines framed by the one framing function the writer uses, from the verified bytes.
     lines = [frame_line(encoded)[0] for encoded in trace.encoded]
     failed = events[-1].body if isinstance(events[-1].body, RunFailed) else None
-    sink = _ComparingSink(lines)
+    sink = ComparingSink(lines)
     ports = ReplayPorts(
         model=_ReplayModel(
             [e.body.response for e in events if isinstance(e.body, ModelResponded)],
@@ -404,7 +308,7 @@ def replay(
         trace=sink,
         model_label=started.config.model,
         tool_results=(
-            _RecordedToolResults(_recorded_tool_results(events)) if mode == "recorded" else None
+            _RecordedToolResults(recorded_tool_results(events)) if mode == "recorded" else None
         ),
         prompt=started.prompt,
         steering=_RecordedSteering(
@@ -413,11 +317,18 @@ def replay(
     )
     agent = build(ports)
     _check_built(agent, ports)
+    # Where the record went on past a resume, and what people decided on calls that waited.
+    agent._inserts = recorded_inserts(events)
+    agent._decisions = recorded_decisions(events)
     with nondeterminism_guard() as guard:
         try:
             agent.run(started.prompt)
         except NondeterminismError:
             raise
+        except RunPaused:
+            # A run that waits for a person stops where its trace does; missing or extra
+            # events are reported below like any others.
+            pass
         except Exception:
             # A recorded failure replays as the same failure; anything else is reported as
             # the divergence it caused (or, if events still matched, re-raised below).
@@ -433,7 +344,7 @@ def replay(
             f"the re-run stopped after {sink.written} events; the recorded trace goes on with "
             f"event {sink.written} ({missing.body.kind})",
             seq=sink.written,
-            expected=_event_json(lines[sink.written]),
+            expected=event_json(lines[sink.written]),
             actual=None,
         )
     return ReplayResult(mode=mode, events=len(lines), root=trace.checkpoint().root)

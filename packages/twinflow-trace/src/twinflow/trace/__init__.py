@@ -13,6 +13,7 @@ catches every package's); this package's own tree::
         ├── CanonicalError                         no RFC 8785 form (`.reason`, `.pointer`, `.detail`)
         ├── TraceFormatError (also ValueError)     a proof, checkpoint or key file not in its form
         ├── TraceExistsError (also FileExistsError)  refusing to write over (or through) a path
+        ├── TraceLockedError (also UserError)      another process is writing the trace: nothing written
         ├── TraceWriteError                        a trace or repair side file not written (`.path`)
         ├── TraceCorruptError                      a trace that does not verify, read as events (`.report`)
         ├── SignatureError                         a checkpoint signature missing, empty-keyed or wrong
@@ -37,6 +38,7 @@ from twinflow.trace._errors import (
     TraceError,
     TraceExistsError,
     TraceFormatError,
+    TraceLockedError,
     TraceWriteError,
     TwinflowError,
     UserError,
@@ -130,6 +132,7 @@ __all__ = [
     "TraceError",
     "TraceExistsError",
     "TraceFormatError",
+    "TraceLockedError",
     "TraceSink",
     "TraceWriteError",
     "TwinflowError",

@@ -21,6 +21,7 @@ __all__ = [
     "TraceError",
     "TraceExistsError",
     "TraceFormatError",
+    "TraceLockedError",
     "TraceWriteError",
     "TwinflowError",
     "UserError",
@@ -80,6 +81,10 @@ class TraceFormatError(TraceError, ValueError):
 
 class TraceExistsError(TraceError, FileExistsError):
     """The trace path exists (a file, or a link planted there); traces are never overwritten."""
+
+
+class TraceLockedError(TraceError, UserError):
+    """Another process is writing the trace (a run, a resume or an approval); nothing was written."""
 
 
 class TraceWriteError(TraceError):

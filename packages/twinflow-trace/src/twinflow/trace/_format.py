@@ -43,6 +43,9 @@ EVENT_KINDS = frozenset(
         "output_accepted",
         "run_finished",
         "run_failed",
+        "run_resumed",
+        "approval_requested",
+        "approval_decided",
     }
 )
 """Every ``body.kind`` a trace may hold (the agent's event models carry the same tags)."""

@@ -9,11 +9,12 @@ written before it are intact and `repair_trace` moves a torn last line aside onc
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 from pathlib import Path
 from typing import Literal, Protocol
 
-from twinflow.trace._errors import TraceExistsError, TraceWriteError
+from twinflow.trace._errors import TraceExistsError, TraceLockedError, TraceWriteError
 
 __all__ = ["FileTraceSink", "FsyncPolicy", "MemoryTraceSink", "TraceSink", "create_exclusive"]
 
@@ -56,6 +57,26 @@ def create_exclusive(path: Path, what: str) -> int:
         ) from None
 
 
+def _lock(fd: int, path: Path) -> None:
+    """Hold the writer's lock on an open trace file, or refuse at once (never wait).
+
+    An advisory ``flock`` on the file itself: the operating system releases it when the
+    process ends, however it ends, so a run killed mid-step leaves no stale lock behind for
+    the resume that follows it (a lock file created exclusively would).
+
+    Raises:
+        TraceLockedError: Another process holds it; ``fd`` is closed.
+    """
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise TraceLockedError(
+            f"trace file {path} is being written by another process (a run, a resume or an "
+            "approval holds its lock); nothing was written: wait for it to end and try again"
+        ) from None
+
+
 def _write_error(path: Path, exc: OSError) -> TraceWriteError:
     return TraceWriteError(
         f"cannot write trace file {path}: {exc.strerror or exc}; the events written before "
@@ -85,7 +106,11 @@ class TraceSink(Protocol):
 
 
 class FileTraceSink:
-    """Appends trace lines to a new file; refuses to touch an existing one or follow a link."""
+    """Appends trace lines to a new file; refuses to touch an existing one or follow a link.
+
+    The sink holds the trace's writer lock (see `_lock`) from creation to `close`, so a resume
+    or an approval of the same trace refuses while the run is still writing it.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         """Create the trace file.
@@ -98,7 +123,33 @@ class FileTraceSink:
             OSError: The file cannot be created (a missing directory, permissions).
         """
         self.path = Path(path)
-        self._file = os.fdopen(create_exclusive(self.path, "trace file"), "wb")
+        fd = create_exclusive(self.path, "trace file")
+        _lock(fd, self.path)
+        self._file = os.fdopen(fd, "wb")
+
+    @classmethod
+    def append_to(cls, path: str | os.PathLike[str]) -> FileTraceSink:
+        """Open an existing trace to append to it, holding its writer lock (never through a link).
+
+        Take the lock before reading the trace to continue it: what is read is then what the
+        lines written here extend (nothing else can append in between).
+
+        Args:
+            path: The trace file.
+
+        Returns:
+            The sink; its lines go after the file's last byte.
+
+        Raises:
+            TraceLockedError: Another process is writing the trace; nothing was written.
+            OSError: The file cannot be opened (missing, a link, permissions).
+        """
+        self = cls.__new__(cls)
+        self.path = Path(path)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW | _CLOEXEC)
+        _lock(fd, self.path)
+        self._file = os.fdopen(fd, "ab")
+        return self
 
     def write(self, line: bytes) -> None:
         """Buffer one line.

@@ -1,0 +1,101 @@
+"""Comparing a re-run with a recorded trace, line by line: one mechanism for replay and resume."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from twinflow.agent._errors import AgentError
+from twinflow.kernel import ReplayDivergenceError as KernelReplayDivergenceError
+from twinflow.vocab import Difference, diff
+
+__all__ = ["ComparingSink", "ReplayDivergenceError", "event_json"]
+
+
+class ReplayDivergenceError(AgentError, KernelReplayDivergenceError):
+    """The re-run produced an event that differs from the recorded one (or one too many or few).
+
+    Also the kernel's `ReplayDivergenceError` (the one replay-divergence error), with the same
+    argument order: the message first, the fields by keyword.
+
+    Attributes:
+        seq: The sequence number of the first differing event.
+        expected: The recorded event as JSON (None if the re-run wrote an extra event).
+        actual: The re-run's event as JSON (None if a recorded event was never produced).
+        difference: The structural difference between the two, when both exist.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        seq: int,
+        expected: Any,
+        actual: Any,
+        difference: Difference | None = None,
+    ) -> None:
+        """Create the error.
+
+        Args:
+            message: Which event diverged and how.
+            seq: The sequence number of the first differing event.
+            expected: The recorded event as JSON, or None.
+            actual: The re-run's event as JSON, or None.
+            difference: The structural difference, when both events exist.
+        """
+        super().__init__(message, difference=difference)
+        self.seq = seq
+        self.expected = expected
+        self.actual = actual
+
+
+def event_json(line: bytes) -> Any:
+    # A trace line is {"digest": ..., "event": {...}}; compare the events, not the envelopes.
+    return json.loads(line)["event"]
+
+
+class ComparingSink:
+    """A trace sink that checks each written line against the recorded one."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self._lines = lines
+        self.written = 0
+        self.divergence: ReplayDivergenceError | None = None
+
+    def write(self, line: bytes) -> None:
+        if self.divergence is not None:
+            # After the first difference the re-run is off the record; what it writes next
+            # (its run_failed, say) is noise, and the first divergence is the one to report.
+            return
+        seq = self.written
+        self.written += 1
+        if seq >= len(self._lines):
+            actual = event_json(line)
+            self.divergence = ReplayDivergenceError(
+                f"the re-run wrote event {seq} ({actual['body']['kind']}) but the recorded "
+                f"trace ends at {len(self._lines)} events",
+                seq=seq,
+                expected=None,
+                actual=actual,
+            )
+            raise self.divergence
+        expected_line = self._lines[seq]
+        if line == expected_line:
+            return
+        expected, actual = event_json(expected_line), event_json(line)
+        difference = diff(expected, actual)
+        self.divergence = ReplayDivergenceError(
+            f"event {seq} differs: recorded {expected['body']['kind']}, re-run "
+            f"{actual['body']['kind']}",
+            seq=seq,
+            expected=expected,
+            actual=actual,
+            difference=difference,
+        )
+        raise self.divergence
+
+    def flush(self, *, durable: bool) -> None:
+        del durable  # nothing is written anywhere: the comparison is the output
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,403 @@
+"""Continuing a run from its trace: re-run the recorded prefix against the record, then go live.
+
+The trace is the run's state. `Agent.resume` re-runs the same code against the recorded events
+exactly as replay's recorded mode does (the model's responses, the tools' results, the clock
+readings and the run id are served from the trace; every event the re-run writes is compared,
+byte for byte, with the recorded one), and only once every recorded line has been matched do
+the real ports take over: the next event is ``run_resumed``, appended to the same file through
+the same writer, so the chain goes on unbroken and the continued trace extends what was on disk.
+
+A port asked to act live before the prefix is matched (the re-run asks the model, or runs a
+tool, where the record has nothing) is a divergence: nothing is done twice and nothing is done
+that the prefix did not lead to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from twinflow.agent._compare import ComparingSink, ReplayDivergenceError, event_json
+from twinflow.agent._errors import AgentError
+from twinflow.agent._events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    EventBody,
+    RunFailed,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    SteeringReceived,
+    ToolCalled,
+    ToolReturned,
+    TraceEvent,
+    _Frozen,
+)
+from twinflow.agent._observe import Steering, poll_steering
+from twinflow.agent._verify import Trace
+from twinflow.kernel import Clock, Ids, TransportError
+from twinflow.trace import TraceSink, TraceWriteError
+from twinflow.trace import encode_line as frame_line
+from twinflow.vocab import (
+    CallId,
+    ChatModel,
+    ModelRequest,
+    ModelResponse,
+    RunId,
+    ToolCallPart,
+    UserError,
+)
+
+__all__ = [
+    "CannotResume",
+    "Decision",
+    "Paused",
+    "RunPaused",
+    "recorded_decisions",
+    "recorded_inserts",
+    "recorded_tool_results",
+]
+
+
+class CannotResume(AgentError, UserError):
+    """The trace cannot be continued as it is (finished, failed for good, a call left
+    mid-tool that is not safe to repeat, a decision for a call that is not waiting); nothing
+    was written."""
+
+
+class Decision(_Frozen):
+    """A person's decision on a call waiting for approval, for `Agent.resume`."""
+
+    call_id: CallId
+    """The waiting call (its ``approval_requested`` event)."""
+    approve: bool
+    """True to let it run, False to deny it (the model sees the denial and the reason)."""
+    by: str = "unnamed"
+    """Who decided."""
+    reason: str = ""
+    """Why."""
+    public_key: str | None = None
+    """Ed25519 public key (hex) of a signed decision."""
+    signature: str | None = None
+    """Ed25519 signature (hex) over `approval_signed_bytes` of the call's digest and decision."""
+
+
+class Paused(_Frozen):
+    """A run that stopped for a person: the calls it waits on, and how far it got."""
+
+    run_id: RunId
+    """The run."""
+    pending: tuple[ApprovalRequested, ...]
+    """The calls waiting for a decision, in the order the model made them."""
+    events: int
+    """Events in the trace when it stopped."""
+
+
+class RunPaused(AgentError):
+    """The run stopped to wait for a person's decision on the calls in ``.paused.pending``;
+    the trace ends with their ``approval_requested`` events, and `Agent.resume` with
+    ``decisions=`` goes on from there."""
+
+    def __init__(self, message: str, paused: Paused) -> None:
+        """Carry the pause along with the message."""
+        super().__init__(message)
+        self.paused = paused
+
+
+def approval_signed_bytes(call_digest: str, decision: str) -> bytes:
+    """What a signed decision signs: the call's digest and the verdict, nothing a signer can vary."""
+    return f"twinflow approval v1\n{call_digest}\n{decision}\n".encode()
+
+
+# Failures that say nothing about the run itself: the same request may well succeed later.
+_TRANSPORT: list[type[BaseException]] = [TransportError, *TransportError.__subclasses__()]
+_PASSING = frozenset(
+    {cls.__name__ for cls in _TRANSPORT} - {"NetworkBlockedError", "ResponseTooLarge"}
+    | {TimeoutError.__name__, TraceWriteError.__name__}
+)
+
+
+def passing_failure(failed: RunFailed) -> bool:
+    """Whether a recorded failure can pass on its own (a transport error, a timeout, a full disk)."""
+    return failed.error_type in _PASSING
+
+
+def recorded_inserts(events: Iterable[TraceEvent]) -> dict[int, EventBody]:
+    """Events a re-run writes where the record has them, not where its code reaches them.
+
+    A ``run_resumed`` marks where an earlier resume went live, and a ``run_failed`` just before
+    it is the failure that resume continued past: neither is produced by the loop's code at
+    that point, so replays and later resumes put them back at their recorded positions.
+    """
+    inserts: dict[int, EventBody] = {}
+    previous: TraceEvent | None = None
+    for event in events:
+        if isinstance(event.body, RunResumed):
+            inserts[event.seq] = event.body
+            if previous is not None and isinstance(previous.body, RunFailed):
+                inserts[previous.seq] = previous.body
+        previous = event
+    return inserts
+
+
+def recorded_decisions(events: Iterable[TraceEvent]) -> dict[str, ApprovalDecided]:
+    """The decisions recorded in a trace, by call id."""
+    return {e.body.call_id: e.body for e in events if isinstance(e.body, ApprovalDecided)}
+
+
+def recorded_tool_results(events: Iterable[TraceEvent]) -> list[ToolReturned]:
+    """The results of the calls that ran (a denial has no ``tool_called``), in order."""
+    called: set[str] = set()
+    results: list[ToolReturned] = []
+    for event in events:
+        body = event.body
+        if isinstance(body, ToolCalled):
+            called.add(body.call_id)
+        elif isinstance(body, ToolReturned) and body.result.call_id in called:
+            results.append(body)
+    return results
+
+
+def pending_approvals(events: tuple[TraceEvent, ...]) -> tuple[ApprovalRequested, ...]:
+    """The calls whose approval was asked for and not yet decided."""
+    decided = recorded_decisions(events)
+    return tuple(
+        e.body
+        for e in events
+        if isinstance(e.body, ApprovalRequested) and e.body.call_id not in decided
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a resume re-runs, writes where, and why."""
+
+    events: tuple[TraceEvent, ...]
+    lines: list[bytes]
+    gate: int
+    """Lines the re-run must have matched before a port may act live."""
+    inserts: dict[int, EventBody]
+    decisions: dict[str, ApprovalDecided]
+    started: RunStarted
+    repeated: ToolCalled | None
+
+
+def _dangling_call(events: tuple[TraceEvent, ...]) -> ToolCalled | None:
+    """A call the trace shows started and never returned (the process died inside the tool)."""
+    last = events[-1].body
+    return last if isinstance(last, ToolCalled) else None
+
+
+def plan(
+    trace: Trace,
+    path: str,
+    *,
+    repeat_safe: frozenset[str],
+    decisions: Iterable[Decision],
+) -> Plan:
+    """Check the trace can be continued and say how; raise `CannotResume` if not."""
+    events = tuple(trace.events)
+    if not events or not isinstance(events[0].body, RunStarted):
+        raise CannotResume(f"{path}: does not start with run_started; it is not a run's trace")
+    started = events[0].body
+    last = events[-1].body
+    if isinstance(last, RunFinished):
+        raise CannotResume(
+            f"{path}: the run already finished (run_finished at seq {events[-1].seq}); "
+            "there is nothing to resume: fork it to try another continuation"
+        )
+    failed = isinstance(last, RunFailed)
+    if isinstance(last, RunFailed) and not passing_failure(last):
+        raise CannotResume(
+            f"{path}: the run failed with {last.error_type} (seq {events[-1].seq}), which "
+            "continuing the same code would only repeat: fork it with another spec instead"
+        )
+    dangling = _dangling_call(events)
+    if dangling is not None and dangling.tool not in repeat_safe:
+        raise CannotResume(
+            f"{path}: the run stopped inside tool call {dangling.call_id} ({dangling.tool}, "
+            f"seq {events[-1].seq}): it may have taken effect, so it is not run again; declare "
+            f"{dangling.tool!r} safe to repeat (policy repeat_safe) if running it twice is "
+            "harmless, or fork the run before that step"
+        )
+    pending = {p.call_id: p for p in pending_approvals(events)}
+    recorded = recorded_decisions(events)
+    new = list(decisions)
+    for decision in new:
+        if decision.call_id not in pending:
+            waiting = ", ".join(f"{p.call_id} ({p.tool})" for p in pending.values()) or "none"
+            raise CannotResume(
+                f"{path}: no call {decision.call_id!r} is waiting for a decision; "
+                f"waiting: {waiting}"
+            )
+    for decision in new:
+        recorded[decision.call_id] = ApprovalDecided(
+            call_id=decision.call_id,
+            decision="approve" if decision.approve else "deny",
+            by=decision.by,
+            reason=decision.reason or ("approved" if decision.approve else "denied"),
+            public_key=decision.public_key,
+            signature=decision.signature,
+        )
+    inserts = recorded_inserts(events)
+    size = len(events)
+    if failed:
+        inserts[size - 1] = last
+    why = (
+        f"the run failed with {last.error_type}, which can pass"
+        if isinstance(last, RunFailed)
+        else "decisions on calls waiting for approval"
+        if new
+        else "the trace ended without a terminal event"
+    )
+    inserts[size] = RunResumed(
+        why=why,
+        prefix_size=size,
+        prefix_root=trace.checkpoint().root,
+        repeated_call=None if dangling is None else dangling.call_id,
+    )
+    return Plan(
+        events=events,
+        lines=[frame_line(encoded)[0] for encoded in trace.encoded],
+        gate=size - 1 if failed else size,
+        inserts=inserts,
+        decisions=recorded,
+        started=started,
+        repeated=dangling,
+    )
+
+
+class Gate:
+    """Opens once the re-run has matched every recorded line it is to produce."""
+
+    def __init__(self, sink: ResumeSink, at: int) -> None:
+        self._sink = sink
+        self._at = at
+
+    @property
+    def open(self) -> bool:
+        """Whether the prefix is matched."""
+        return self._sink.written >= self._at
+
+    def check(self, what: str) -> None:
+        """Refuse to act live before the prefix is matched: the code no longer reproduces it."""
+        if self.open:
+            return
+        seq = self._sink.written
+        expected = event_json(self._sink.lines[seq])
+        raise ReplayDivergenceError(
+            f"the re-run {what} after {seq} events, where the recorded prefix goes on with event "
+            f"{seq} ({expected['body']['kind']}): the code no longer reproduces the trace",
+            seq=seq,
+            expected=expected,
+            actual=None,
+        )
+
+
+class ResumeSink:
+    """Compares the recorded prefix line by line, then appends to the trace file."""
+
+    def __init__(self, lines: list[bytes], live: TraceSink) -> None:
+        self.lines = lines
+        self._compare = ComparingSink(lines)
+        self._live = live
+        self.written = 0
+
+    def write(self, line: bytes) -> None:
+        if self._compare.divergence is not None:
+            # Off the record: whatever the re-run writes now (its run_failed) is not the run's.
+            return
+        if self.written < len(self.lines):
+            self._compare.write(line)
+        else:
+            self._live.write(line)
+        self.written += 1
+
+    def flush(self, *, durable: bool) -> None:
+        if self._compare.divergence is None and self.written > len(self.lines):
+            self._live.flush(durable=durable)
+
+    def close(self) -> None:
+        self._live.close()
+
+
+class ThenLiveModel:
+    """The recorded responses, in order; then the live model, once the prefix is matched."""
+
+    def __init__(self, recorded: list[ModelResponse], live: ChatModel, gate: Gate) -> None:
+        self._recorded = iter(recorded)
+        self._live = live
+        self._gate = gate
+        self.live_requests = 0
+
+    def request(self, request: ModelRequest) -> ModelResponse:
+        response = next(self._recorded, None)
+        if response is not None:
+            return response
+        self._gate.check("asked the model")
+        self.live_requests += 1
+        return self._live.request(request)
+
+
+class ThenLiveClock:
+    """Each recorded event's time, in order; then the live clock."""
+
+    def __init__(self, ats: list[datetime], live: Clock) -> None:
+        self._ats: Iterator[datetime] = iter(ats)
+        self._live = live
+
+    def now(self) -> datetime:
+        at = next(self._ats, None)
+        return self._live.now() if at is None else at
+
+    def monotonic(self) -> float:
+        return self._live.monotonic()
+
+
+class RecordedRunIds:
+    """The recorded run id; call ids from the live port."""
+
+    def __init__(self, run_id: RunId, live: Ids) -> None:
+        self._run_id = run_id
+        self._live = live
+
+    def run_id(self) -> RunId:
+        return self._run_id
+
+    def call_id(self) -> CallId:
+        return self._live.call_id()
+
+
+class ThenLiveResults:
+    """The recorded results of the calls that returned; past the prefix, None: the tool runs."""
+
+    def __init__(self, returned: list[ToolReturned], gate: Gate) -> None:
+        self._returned = iter(returned)
+        self._gate = gate
+
+    def __call__(self, call: ToolCallPart) -> ToolReturned | None:
+        returned = next(self._returned, None)
+        if returned is not None:
+            return returned
+        self._gate.check(f"ran tool {call.name!r} (call {call.id})")
+        return None
+
+
+class ThenLiveSteering:
+    """The recorded steering messages, each before its step; then the live source, if any."""
+
+    def __init__(self, received: list[SteeringReceived], live: Steering | None, gate: Gate) -> None:
+        self._by_step: dict[int, list[str]] = {}
+        for event in received:
+            self._by_step.setdefault(event.step, []).append(event.text)
+        self._live = live
+        self._gate = gate
+
+    def __call__(self, step: int) -> list[str]:
+        recorded = self._by_step.pop(step, None)
+        if recorded is not None:
+            return recorded
+        if self._live is None or not self._gate.open:
+            return []
+        return poll_steering(self._live, step)
