@@ -25,6 +25,7 @@ from twinflow.agent import (
     Trace,
     TraceCorruptError,
     check_consistency,
+    record_decisions,
     replay,
 )
 from twinflow.kernel import ConnectError, CountingIds, SteppingClock
@@ -300,3 +301,21 @@ def test_a_decision_for_a_call_not_waiting_is_refused(tmp_path: Path) -> None:
     ):
         agent.resume(path, decisions=[Decision(call_id=CallId("zz"), approve=True)])
     assert data == path.read_bytes()
+
+
+def test_decisions_recorded_without_the_code_are_read_by_resume(tmp_path: Path) -> None:
+    """record_decisions appends the decision alone; a later resume reads it there and goes on."""
+    path = tmp_path / "t.jsonl"
+    policy = {"allow": frozenset[str](), "ask": frozenset({"add"})}
+    with make(Counts(), FileTraceSink(path), **policy) as agent, pytest.raises(RunPaused):
+        agent.run("add")
+    before = Trace.load(path).checkpoint()
+    clock = SteppingClock(START, timedelta(seconds=1))
+    head = record_decisions(path, [Decision(call_id=CallId("c0"), approve=True)], clock)
+    assert before.size + 1 == head.size
+    counts = Counts()
+    with make(counts, **policy) as agent, pytest.raises(RunPaused) as paused:
+        agent.resume(path)
+    assert (["c1"], 1) == ([p.call_id for p in paused.value.paused.pending], counts.tools)
+    after = Trace.load(path)
+    check_consistency(after.consistency_proof(before.size), before, after.checkpoint())

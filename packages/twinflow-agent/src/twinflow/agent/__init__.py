@@ -93,6 +93,7 @@ from twinflow.agent._resume import (
     Paused,
     RunPaused,
     approval_signed_bytes,
+    record_decisions,
 )
 from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.agent._tools import Tool
@@ -208,6 +209,7 @@ __all__ = [
     "encode_line",
     "leaf_hash",
     "node_hash",
+    "record_decisions",
     "render_trace_page",
     "repair_trace",
     "replay",

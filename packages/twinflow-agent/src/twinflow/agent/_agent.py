@@ -467,6 +467,12 @@ class Agent(Closing, Generic[OutputT]):
             )
             self._emit(request)
             requested.append(request)
+        # Decisions go in the order they were recorded (then the order given): a decision
+        # taken on its own, before the others of the reply, keeps its place in the trace.
+        waiting = {r.call_id for r in requested}
+        for call_id, decided in list(self._decisions.items()):
+            if call_id in waiting:
+                self._emit(decided)
         pending = tuple(r for r in requested if r.call_id not in self._decisions)
         if pending:
             names = ", ".join(f"{p.call_id} ({p.tool})" for p in pending)
@@ -474,8 +480,6 @@ class Agent(Closing, Generic[OutputT]):
                 f"run {state.run_id} waits for a decision on {names}",
                 Paused(run_id=state.run_id, pending=pending, events=self.writer.size),
             )
-        for call in asked:
-            self._emit(self._decisions[call.id])
 
     def resume(
         self,

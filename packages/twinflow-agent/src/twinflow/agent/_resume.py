@@ -14,6 +14,7 @@ that the prefix did not lead to.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,9 +36,16 @@ from twinflow.agent._events import (
     _Frozen,
 )
 from twinflow.agent._observe import Steering, poll_steering
+from twinflow.agent._trace import TraceWriter
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Ids, TransportError
-from twinflow.trace import TraceSink, TraceWriteError
+from twinflow.trace import (
+    Checkpoint,
+    FileTraceSink,
+    TraceSink,
+    TraceWriteError,
+    repair_trace,
+)
 from twinflow.trace import encode_line as frame_line
 from twinflow.vocab import (
     CallId,
@@ -54,6 +62,7 @@ __all__ = [
     "Decision",
     "Paused",
     "RunPaused",
+    "record_decisions",
     "recorded_decisions",
     "recorded_inserts",
     "recorded_tool_results",
@@ -221,25 +230,10 @@ def plan(
             f"{dangling.tool!r} safe to repeat (policy repeat_safe) if running it twice is "
             "harmless, or fork the run before that step"
         )
-    pending = {p.call_id: p for p in pending_approvals(events)}
     recorded = recorded_decisions(events)
-    new = list(decisions)
-    for decision in new:
-        if decision.call_id not in pending:
-            waiting = ", ".join(f"{p.call_id} ({p.tool})" for p in pending.values()) or "none"
-            raise CannotResume(
-                f"{path}: no call {decision.call_id!r} is waiting for a decision; "
-                f"waiting: {waiting}"
-            )
-    for decision in new:
-        recorded[decision.call_id] = ApprovalDecided(
-            call_id=decision.call_id,
-            decision="approve" if decision.approve else "deny",
-            by=decision.by,
-            reason=decision.reason or ("approved" if decision.approve else "denied"),
-            public_key=decision.public_key,
-            signature=decision.signature,
-        )
+    new = check_decisions(events, decisions, path)
+    for decided in new:
+        recorded[decided.call_id] = decided
     inserts = recorded_inserts(events)
     size = len(events)
     if failed:
@@ -401,3 +395,68 @@ class ThenLiveSteering:
         if self._live is None or not self._gate.open:
             return []
         return poll_steering(self._live, step)
+
+
+def _decided(decision: Decision) -> ApprovalDecided:
+    return ApprovalDecided(
+        call_id=decision.call_id,
+        decision="approve" if decision.approve else "deny",
+        by=decision.by,
+        reason=decision.reason or ("approved" if decision.approve else "denied"),
+        public_key=decision.public_key,
+        signature=decision.signature,
+    )
+
+
+def check_decisions(
+    events: tuple[TraceEvent, ...], decisions: Iterable[Decision], path: str
+) -> list[ApprovalDecided]:
+    """The decisions as events, each for a call that waits; `CannotResume` otherwise."""
+    pending = {p.call_id: p for p in pending_approvals(events)}
+    decided: list[ApprovalDecided] = []
+    for decision in decisions:
+        if decision.call_id not in pending:
+            waiting = ", ".join(f"{p.call_id} ({p.tool})" for p in pending.values()) or "none"
+            raise CannotResume(
+                f"{path}: no call {decision.call_id!r} is waiting for a decision; "
+                f"waiting: {waiting}"
+            )
+        del pending[decision.call_id]
+        decided.append(_decided(decision))
+    return decided
+
+
+def record_decisions(
+    trace: str | os.PathLike[str], decisions: Iterable[Decision], clock: Clock
+) -> Checkpoint:
+    """Append decisions on calls waiting for approval to a paused run's trace, without resuming.
+
+    No code of the run is imported or run: a person (or a tool acting for one) can decide
+    without the agent's spec. `Agent.resume` later re-runs the run, reads the decisions where
+    they were recorded, and goes on.
+
+    Args:
+        trace: The trace of a paused run.
+        decisions: One per call decided.
+        clock: Each decision's time.
+
+    Returns:
+        The trace's checkpoint after the decisions.
+
+    Raises:
+        TraceLockedError: Another process is writing the trace; nothing was written.
+        TraceCorruptError: The trace does not verify.
+        CannotResume: A decision names a call that is not waiting; nothing was written.
+    """
+    sink = FileTraceSink.append_to(trace)
+    try:
+        repair_trace(trace)
+        loaded = Trace.load(trace)
+        decided = check_decisions(tuple(loaded.events), decisions, os.fspath(trace))
+        writer = TraceWriter.continuing(sink, loaded.digests)
+        for body in decided:
+            writer.append(clock.now(), body)
+        writer.end_step()
+        return writer.checkpoint()
+    finally:
+        sink.close()

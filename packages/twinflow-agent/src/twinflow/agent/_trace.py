@@ -9,6 +9,7 @@ buffered write, whatever the length of the trace.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from twinflow.agent._events import GENESIS, EventBody, TraceEvent
@@ -61,6 +62,26 @@ class TraceWriter:
         self._tree = MerkleTree()
         self._head = GENESIS
         self._unsynced = 0  # lines written since the last durable flush
+
+    @classmethod
+    def continuing(
+        cls, sink: TraceSink, digests: Sequence[str], *, fsync: FsyncPolicy = "step"
+    ) -> TraceWriter:
+        """A writer that appends to a trace already holding events with ``digests``.
+
+        Args:
+            sink: Where the new lines go (after the existing ones: `FileTraceSink.append_to`).
+            digests: The existing events' hex digests, in order (`Trace.digests`).
+            fsync: When lines are made durable.
+
+        Returns:
+            The writer; its next event has sequence number ``len(digests)``.
+        """
+        writer = cls(sink, fsync=fsync)
+        for hexdigest in digests:
+            writer._tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))
+            writer._head = hexdigest
+        return writer
 
     @property
     def size(self) -> int:
