@@ -92,7 +92,7 @@ from twinflow.agent._resume import (
     Decision,
     Paused,
     RunPaused,
-    approval_signed_bytes,
+    approval_statement,
     record_decisions,
 )
 from twinflow.agent._structured import PydanticStructuredOutput
@@ -201,7 +201,7 @@ __all__ = [
     "UsageLimitExceeded",
     "UsageLimits",
     "VerificationReport",
-    "approval_signed_bytes",
+    "approval_statement",
     "behaviour_of",
     "check_consistency",
     "check_inclusion",

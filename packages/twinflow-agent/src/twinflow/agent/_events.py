@@ -330,10 +330,9 @@ class ApprovalDecided(_Frozen):
     """Who decided (as given; not authenticated unless ``signature`` is set)."""
     reason: str
     """Why; a denial's reason reaches the model."""
-    public_key: str | None = None
-    """Ed25519 public key (hex) that signed the decision, if signed."""
-    signature: str | None = None
-    """Ed25519 signature (hex) over ``approval_signed_bytes(...)``, if signed."""
+    signed_note: str | None = None
+    """A C2SP signed note of `approval_statement` (the call's digest and the decision), signed
+    with a `twinflow keygen` Ed25519 key; ``twinflow verify --key`` checks it. None if unsigned."""
 
 
 EventBody = Annotated[

@@ -86,10 +86,8 @@ class Decision(_Frozen):
     """Who decided."""
     reason: str = ""
     """Why."""
-    public_key: str | None = None
-    """Ed25519 public key (hex) of a signed decision."""
-    signature: str | None = None
-    """Ed25519 signature (hex) over `approval_signed_bytes` of the call's digest and decision."""
+    signed_note: str | None = None
+    """The decision's signed note (see `ApprovalDecided.signed_note`), if signed."""
 
 
 class Paused(_Frozen):
@@ -114,9 +112,10 @@ class RunPaused(AgentError):
         self.paused = paused
 
 
-def approval_signed_bytes(call_digest: str, decision: str) -> bytes:
-    """What a signed decision signs: the call's digest and the verdict, nothing a signer can vary."""
-    return f"twinflow approval v1\n{call_digest}\n{decision}\n".encode()
+def approval_statement(call_digest: str, decision: str) -> str:
+    """The note text a signed decision signs: the call's digest (`ApprovalRequested.digest`,
+    which covers the call id, tool and arguments) and the verdict."""
+    return f"twinflow approval v1\ncall {call_digest}\ndecision {decision}\n"
 
 
 # Failures that say nothing about the run itself: the same request may well succeed later.
@@ -403,8 +402,7 @@ def _decided(decision: Decision) -> ApprovalDecided:
         decision="approve" if decision.approve else "deny",
         by=decision.by,
         reason=decision.reason or ("approved" if decision.approve else "denied"),
-        public_key=decision.public_key,
-        signature=decision.signature,
+        signed_note=decision.signed_note,
     )
 
 

@@ -83,6 +83,14 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
         "twinflow.cli._run",
         "re-run a trace's agent against the trace; exit 1 at the first event that differs",
     ),
+    "resume": (
+        "twinflow.cli._continue",
+        "continue a run that did not finish from its trace, repeating nothing recorded",
+    ),
+    "approve": (
+        "twinflow.cli._continue",
+        "decide on calls a run waits for (approve or deny), then resume it",
+    ),
     "show": (
         "twinflow.cli._show",
         "show a trace as a person reads it (--html: a page that verifies it)",
@@ -132,6 +140,10 @@ def command_module_commands(module: str) -> dict[str, Any]:
         from twinflow.cli._run import COMMANDS as run_commands
 
         return run_commands
+    if module == "twinflow.cli._continue":
+        from twinflow.cli._continue import COMMANDS as continue_commands
+
+        return continue_commands
     if module == "twinflow.cli._show":
         from twinflow.cli._show import COMMANDS as show_commands
 

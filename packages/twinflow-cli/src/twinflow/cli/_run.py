@@ -20,13 +20,14 @@ import itertools
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from twinflow.agent import (
+    Decision,
     FileTraceSink,
     FunctionModel,
     MemoryTraceSink,
@@ -34,6 +35,7 @@ from twinflow.agent import (
     PolicyDecided,
     ReplayDivergenceError,
     RunError,
+    RunPaused,
     ToolCalled,
     ToolReturned,
     Trace,
@@ -72,17 +74,24 @@ from twinflow.vocab import Message, ModelRequest, UserError
 __all__ = [
     "COMMANDS",
     "DEMO_SPEC",
+    "EXIT_PAUSED",
     "claim_run_files",
     "configure_demo",
     "configure_replay",
     "configure_run",
     "demo",
+    "divergence_failed",
     "replay_command",
+    "replay_spec",
+    "report_outcome",
     "run",
     "spec_beside",
 ]
 
 SPEC_NAME = "spec.yaml"
+
+EXIT_PAUSED = 3
+"""The run stopped to wait for a person's decision (`twinflow approve`)."""
 
 
 class _Phases:
@@ -172,6 +181,8 @@ class RunOutcome(BaseModel):
     """Tools that raised, as ``name: ErrorType``, in order (the model saw an error result)."""
     rejected: int = 0
     """Replies refused (invalid actions or outputs), each recorded in the trace."""
+    paused: list[dict[str, Any]] = []
+    """The calls the run waits on a person for (``approval_requested`` events), if it paused."""
 
 
 def _never_called(request: ModelRequest) -> Message:
@@ -179,8 +190,18 @@ def _never_called(request: ModelRequest) -> Message:
 
 
 def _execute(
-    spec: RunSpec, spec_text: str, out_dir: Path, out: Output, phases: _Phases, *, watch: bool
+    spec: RunSpec,
+    spec_text: str,
+    out_dir: Path,
+    out: Output,
+    phases: _Phases,
+    *,
+    watch: bool,
+    resume_from: Path | None = None,
+    decisions: Sequence[Decision] = (),
 ) -> RunOutcome:
+    """Run the agent ``spec`` describes into a new trace in ``out_dir``, or continue the run
+    in ``resume_from`` (`Agent.resume`, with ``decisions`` on calls waiting for approval)."""
     # Build the agent once before touching the run directory, so a usage error in the spec
     # (a tool that does not import, a policy naming an unknown tool, an unset API key)
     # changes no file.
@@ -196,7 +217,11 @@ def _execute(
         trace=MemoryTraceSink(),
         tools=callables,
     )
-    trace_path, _spec_path = claim_run_files(out_dir, spec_text)
+    if resume_from is None:
+        trace_path, _spec_path = claim_run_files(out_dir, spec_text)
+    else:
+        trace_path = resume_from
+    paused: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         stack.callback(transport.close)
         loading = spec.model.url == EMBEDDED
@@ -205,31 +230,38 @@ def _execute(
         model_spec = spec.model.model_copy(update={"url": url})
         ids = SystemIds()
         model = build_model(model_spec, transport, ids)
-        sink = FileTraceSink(trace_path)
         agent = build_agent(
             spec,
             model=model,
             clock=SystemClock(),
             ids=ids,
-            trace=sink,
+            trace=MemoryTraceSink() if resume_from is not None else FileTraceSink(trace_path),
             tools=callables,
-            observer=TextPrinter(sys.stdout) if watch else None,
+            observer=TextPrinter(sys.stdout) if watch and resume_from is None else None,
         )
-        out.line(f"running the agent ({spec.model.mode} mode, up to {spec.max_steps} steps) ...")
+        doing = "running" if resume_from is None else "resuming"
+        out.line(f"{doing} the agent ({spec.model.mode} mode, up to {spec.max_steps} steps) ...")
         output: Any = None
         error: str | None = None
         with phases.phase("run"):
             try:
-                result = agent.run(spec.prompt)
+                if resume_from is None:
+                    result = agent.run(spec.prompt)
+                else:
+                    result = agent.resume(resume_from, decisions=decisions)
                 output = result.output
+            except RunPaused as exc:
+                paused = [p.model_dump(mode="json") for p in exc.paused.pending]
             except RunError as exc:
                 error = f"{type(exc).__name__}: {exc}"
             finally:
                 agent.writer.close()
-        # The root and size come from this run's own writer, never from re-reading a path.
-        checkpoint = agent.writer.checkpoint()
+        # A new run's root and size come from its own writer, never from re-reading a path.
+        checkpoint = agent.writer.checkpoint() if resume_from is None else None
     trace = Trace.load(trace_path)
-    decisions: dict[str, int] = {}
+    if checkpoint is None:
+        checkpoint = trace.checkpoint()
+    verdicts: dict[str, int] = {}
     tools: list[str] = []
     tool_errors: list[str] = []
     called: set[str] = set()
@@ -237,7 +269,7 @@ def _execute(
     for event in trace.events:
         body = event.body
         if isinstance(body, PolicyDecided):
-            decisions[body.decision] = decisions.get(body.decision, 0) + 1
+            verdicts[body.decision] = verdicts.get(body.decision, 0) + 1
         elif isinstance(body, ToolCalled):
             tools.append(body.tool)
             called.add(body.call_id)
@@ -259,15 +291,14 @@ def _execute(
         error=error,
         steps=steps,
         tool_calls=tools,
-        decisions=decisions,
+        decisions=verdicts,
+        paused=paused,
         tool_errors=tool_errors,
         rejected=rejected,
     )
 
 
-def _replay_spec(
-    trace_path: Path, spec_path: Path | None, trust_spec: bool, out: Output
-) -> RunSpec:
+def replay_spec(trace_path: Path, spec_path: Path | None, trust_spec: bool, out: Output) -> RunSpec:
     """The spec to rebuild the agent from: the one named, or the trace's own only if trusted."""
     if spec_path is not None:
         return load_spec(spec_path)
@@ -302,6 +333,24 @@ def _names(modules: tuple[str, ...]) -> str:
     return ", ".join(shown) or "nothing"
 
 
+def divergence_failed(
+    trace_path: Path, what: str, exc: ReplayDivergenceError, **extra: str
+) -> CheckFailed:
+    """The failed check a divergence is reported as (exit 1): where, both events, the difference."""
+    return CheckFailed(
+        f"{trace_path}: {what} diverged: {exc}",
+        {
+            "trace": str(trace_path),
+            **extra,
+            "seq": exc.seq,
+            "expected": exc.expected,
+            "actual": exc.actual,
+            "pointer": None if exc.difference is None else exc.difference.pointer,
+            "difference": None if exc.difference is None else str(exc.difference),
+        },
+    )
+
+
 def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) -> dict[str, Any]:
     # The trace is read and checked before the spec: an unreadable trace imports nothing.
     data = read_trace_bytes(trace_path)
@@ -311,18 +360,7 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
     try:
         result = replay(trace, replay_builder(spec), mode="live" if mode == "live" else "recorded")
     except ReplayDivergenceError as exc:
-        raise CheckFailed(
-            f"{trace_path}: replay ({mode}) diverged: {exc}",
-            {
-                "trace": str(trace_path),
-                "mode": mode,
-                "seq": exc.seq,
-                "expected": exc.expected,
-                "actual": exc.actual,
-                "pointer": None if exc.difference is None else exc.difference.pointer,
-                "difference": None if exc.difference is None else str(exc.difference),
-            },
-        ) from None
+        raise divergence_failed(trace_path, f"replay ({mode})", exc, mode=mode) from None
     except NondeterminismError as exc:
         raise CheckFailed(
             f"{trace_path}: replay ({mode}) reached nondeterminism: {exc}",
@@ -367,12 +405,25 @@ def run(args: argparse.Namespace, out: Output) -> int:
     spec = parse_spec(text, str(args.spec), code_dir=args.spec.resolve().parent)
     phases = _Phases()
     outcome = _execute(spec, text, args.out, out, phases, watch=not (args.quiet or args.json))
-    payload = {"ok": outcome.error is None, **outcome.model_dump()}
+    return report_outcome(outcome, out, "run")
+
+
+def report_outcome(outcome: RunOutcome, out: Output, command: str) -> int:
+    """Print a run's outcome and return its exit code: 0 done, 1 failed, 3 waiting for a person."""
+    payload = {"ok": outcome.error is None and not outcome.paused, **outcome.model_dump()}
     out.document(payload)
     _print_outcome(outcome, out)
     if outcome.error is not None:
-        print(f"twinflow run: the run failed: {outcome.error}", file=sys.stderr)
+        print(f"twinflow {command}: the run failed: {outcome.error}", file=sys.stderr)
         return EXIT_FAILED
+    if outcome.paused:
+        tf = invocation()
+        print(
+            f"twinflow {command}: the run waits for a decision on {len(outcome.paused)} call(s); "
+            f"decide with: {tf} approve {outcome.trace} --call ID [--deny] --spec SPEC",
+            file=sys.stderr,
+        )
+        return EXIT_PAUSED
     return EXIT_OK
 
 
@@ -386,7 +437,14 @@ def _print_outcome(outcome: RunOutcome, out: Output) -> None:
     if outcome.rejected:
         out.line(f"  refused   {outcome.rejected} reply(ies) (output_rejected events in the trace)")
     out.line(f"  policy    {allow + deny} decision(s): {allow} allowed, {deny} denied")
-    if outcome.error is None:
+    for call in outcome.paused:
+        arguments = json.dumps(call["arguments"], sort_keys=True, ensure_ascii=True)
+        out.line(f"  waiting   {call['call_id']!a} {call['tool']!a} {arguments}")
+    if outcome.paused:
+        out.line(
+            f"  decide    {invocation()} approve {outcome.trace} (--call ID ... | --all) [--deny]"
+        )
+    elif outcome.error is None:
         out.line(f"  answer    {json.dumps(outcome.output, sort_keys=True)}")
     else:
         out.line(f"  failed    {outcome.error}")
@@ -423,7 +481,7 @@ def configure_replay(p: argparse.ArgumentParser) -> None:
 def replay_command(args: argparse.Namespace, out: Output) -> int:
     """``twinflow replay TRACE``."""
     payload = _replay_file(
-        args.trace, lambda: _replay_spec(args.trace, args.spec, args.trust_spec, out), args.mode
+        args.trace, lambda: replay_spec(args.trace, args.spec, args.trust_spec, out), args.mode
     )
     out.document({"ok": True, **payload})
     out.line(f"ok: {args.trace}: replay ({args.mode}) matched all {payload['events']} events")

@@ -151,6 +151,10 @@ class PolicySpec(_Strict):
     """Maximum calls per tool name."""
     max_tool_calls: int | None = Field(default=None, ge=0)
     """Maximum tool calls in the whole run."""
+    ask: tuple[str, ...] = ()
+    """Tool names that run only once a person approves each call (`twinflow approve`)."""
+    repeat_safe: tuple[str, ...] = ()
+    """Tool names `twinflow resume` may run again when a crash left a call without a result."""
 
 
 class RunSpec(_Strict):

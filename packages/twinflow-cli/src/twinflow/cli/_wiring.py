@@ -171,6 +171,8 @@ def build_agent(
         allow=frozenset(spec.policy.allow),
         per_tool_budget=dict(spec.policy.per_tool_budget),
         max_tool_calls=spec.policy.max_tool_calls,
+        ask=frozenset(spec.policy.ask),
+        repeat_safe=frozenset(spec.policy.repeat_safe),
     )
     output_type = output_type_of(spec)
     agent: Agent[Any] = Agent(

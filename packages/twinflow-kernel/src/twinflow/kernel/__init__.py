@@ -120,7 +120,9 @@ if _typing.TYPE_CHECKING:
     )
     from twinflow.kernel._process import (
         ProcessResult,
+        StartedProcess,
         run_process,
+        start_process,
     )
     from twinflow.kernel._ray import RayExecutor
     from twinflow.kernel._replay import (
@@ -171,6 +173,7 @@ __all__ = [
     "SeededIds",
     "SerialExecutor",
     "ServerProcess",
+    "StartedProcess",
     "SteppingClock",
     "StreamingTransport",
     "SubprocessLauncher",
@@ -189,6 +192,7 @@ __all__ = [
     "nondeterminism_guard",
     "redact_url",
     "run_process",
+    "start_process",
     "write_new",
     "write_replace",
 ]
@@ -220,7 +224,7 @@ __getattr__, __dir__ = _lazy_exports(
         ),
         "_pool": ("ConnectionPool",),
         "_ports": ("Clock", "Closing", "Ids", "Launcher", "StreamingTransport", "Transport"),
-        "_process": ("ProcessResult", "run_process"),
+        "_process": ("ProcessResult", "StartedProcess", "run_process", "start_process"),
         "_ray": ("RayExecutor",),
         "_replay": ("RecordingTransport", "ReplayTransport"),
         "_transport": ("HttpTransport", "UrllibJsonTransport"),

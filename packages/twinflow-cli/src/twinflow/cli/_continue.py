@@ -1,0 +1,197 @@
+"""``twinflow resume`` and ``twinflow approve``: runs that continue from their traces.
+
+Both re-run the recorded prefix with the spec's code against the trace (no model request, no
+tool call for anything recorded) and go on live into the same file, holding the trace's writer
+lock: a second ``resume`` or ``approve`` of the same trace at the same time exits 2 and writes
+nothing. Like ``replay``, they import code only from a spec the user names (``--spec``), or the
+one beside the trace with ``--trust-spec``; ``approve --no-resume`` imports nothing at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from twinflow.agent import (
+    Decision,
+    ReplayDivergenceError,
+    Trace,
+    TraceCorruptError,
+    approval_statement,
+    record_decisions,
+)
+from twinflow.cli._commands import parse_trace, read_trace_bytes
+from twinflow.cli._main import EXIT_OK, CheckFailed, Handler, Output
+from twinflow.cli._run import (
+    _execute,
+    _Phases,
+    divergence_failed,
+    replay_spec,
+    report_outcome,
+)
+from twinflow.kernel import SystemClock
+from twinflow.trace import _note
+from twinflow.vocab import CallId, UserError
+
+__all__ = ["COMMANDS", "approve", "configure_approve", "configure_resume", "resume"]
+
+_MAX_KEY_BYTES = 4096
+
+
+def _add_spec(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--spec",
+        type=Path,
+        help="the run spec to rebuild the agent from; its tool and output modules are imported "
+        "from its own directory",
+    )
+    p.add_argument(
+        "--trust-spec",
+        action="store_true",
+        help="use the spec beside the trace instead (it names code that will be imported: only "
+        "for traces you made or trust); the modules are printed first",
+    )
+
+
+def _continue(
+    args: argparse.Namespace, out: Output, decisions: list[Decision], command: str
+) -> int:
+    """Re-run the prefix, then go on live: the one path of ``resume`` and ``approve``."""
+    trace_path: Path = args.trace
+    # A file that is not a trace at all is refused before any spec is read or code imported.
+    parse_trace(trace_path, read_trace_bytes(trace_path))
+    spec = replay_spec(trace_path, args.spec, args.trust_spec, out)
+    try:
+        outcome = _execute(
+            spec,
+            "",
+            trace_path.parent,
+            out,
+            _Phases(),
+            watch=False,
+            resume_from=trace_path,
+            decisions=decisions,
+        )
+    except TraceCorruptError as exc:
+        raise CheckFailed(f"{trace_path}: {exc}") from None
+    except ReplayDivergenceError as exc:
+        raise divergence_failed(trace_path, "the recorded prefix", exc) from None
+    return report_outcome(outcome, out, command)
+
+
+# -- resume ---------------------------------------------------------------------------------
+
+
+def configure_resume(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``twinflow resume``."""
+    p.add_argument("trace", type=Path, help="the trace of a run that did not finish (JSONL)")
+    _add_spec(p)
+
+
+def resume(args: argparse.Namespace, out: Output) -> int:
+    """``twinflow resume TRACE``."""
+    return _continue(args, out, [], "resume")
+
+
+# -- approve --------------------------------------------------------------------------------
+
+
+def configure_approve(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``twinflow approve``."""
+    p.add_argument("trace", type=Path, help="the trace of a run waiting for approval (JSONL)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--call", action="append", metavar="ID", help="a waiting call's id (repeat for several)"
+    )
+    which.add_argument("--all", action="store_true", help="every call that is waiting")
+    p.add_argument("--deny", action="store_true", help="deny the calls (the model sees why)")
+    p.add_argument("--reason", default="", help="why (a denial's reason reaches the model)")
+    p.add_argument("--by", default="unnamed", help="who decides (recorded as given)")
+    p.add_argument(
+        "--sign",
+        type=Path,
+        metavar="KEYFILE",
+        help="sign each decision with this `twinflow keygen` signer key (verify --key checks it)",
+    )
+    p.add_argument(
+        "--no-resume",
+        action="store_true",
+        help="only record the decisions (imports no code; no spec needed); resume later",
+    )
+    _add_spec(p)
+
+
+def _signer(path: Path | None) -> Any:
+    if path is None:
+        return None
+    with path.open("rb") as f:
+        data = f.read(_MAX_KEY_BYTES + 1)
+    if len(data) > _MAX_KEY_BYTES:
+        raise UserError(f"{path}: a signer key file is at most {_MAX_KEY_BYTES} bytes")
+    try:
+        return _note.parse_signer_key(data)
+    except (ValueError, _note.NoteError) as exc:
+        raise UserError(f"{path}: not a twinflow keygen signer key ({exc})") from None
+
+
+def _decisions(args: argparse.Namespace, trace: Trace) -> list[Decision]:
+    """One decision per named (or every waiting) call, signed if asked."""
+    asked = {e.body.call_id: e.body for e in trace.events if e.body.kind == "approval_requested"}
+    decided = {e.body.call_id for e in trace.events if e.body.kind == "approval_decided"}
+    waiting = [call_id for call_id in asked if call_id not in decided]
+    ids = waiting if args.all else list(dict.fromkeys(args.call))
+    if not ids:
+        raise UserError(f"{args.trace}: no call is waiting for a decision")
+    signer = _signer(args.sign)
+    verdict = "deny" if args.deny else "approve"
+    decisions = []
+    for call_id in ids:
+        note = None
+        if signer is not None and call_id in asked:
+            try:
+                note = _note.sign_note(approval_statement(asked[call_id].digest, verdict), [signer])
+            except _note.NoteError as exc:
+                raise UserError(str(exc)) from None
+        decisions.append(
+            Decision(
+                call_id=CallId(call_id),
+                approve=not args.deny,
+                by=args.by,
+                reason=args.reason,
+                signed_note=None if note is None else note.decode(),
+            )
+        )
+    return decisions
+
+
+def approve(args: argparse.Namespace, out: Output) -> int:
+    """``twinflow approve TRACE``."""
+    trace = parse_trace(args.trace, read_trace_bytes(args.trace))
+    decisions = _decisions(args, trace)
+    if not args.no_resume:
+        return _continue(args, out, decisions, "approve")
+    try:
+        head = record_decisions(args.trace, decisions, SystemClock())
+    except TraceCorruptError as exc:
+        raise CheckFailed(f"{args.trace}: {exc}") from None
+    verdict = "denied" if args.deny else "approved"
+    out.document({"ok": True, "trace": str(args.trace), "decided": [d.call_id for d in decisions]})
+    out.line(f"{verdict} {', '.join(d.call_id for d in decisions)}; {head.size} events")
+    out.line(f"root {head.root}")
+    return EXIT_OK
+
+
+COMMANDS: dict[str, tuple[str, Any, Handler]] = {
+    "resume": (
+        "continue a run that did not finish from its trace, repeating nothing recorded",
+        configure_resume,
+        resume,
+    ),
+    "approve": (
+        "decide on calls a run waits for (approve or deny), then resume it",
+        configure_approve,
+        approve,
+    ),
+}
+"""The commands that continue runs."""

@@ -1,0 +1,318 @@
+"""Runs that continue: real `twinflow run` processes killed with SIGKILL, then resumed or approved.
+
+The model is a scripted OpenAI-compatible server on loopback that counts the requests of each
+step; the tool appends each execution to a file. A run is stopped where the test chooses: the
+tool kills its own process at a given step, or blocks on a FIFO the test holds (a barrier, not
+a sleep), so the test can act while the run is held there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_testkit import sse_events
+
+from twinflow.agent import Trace
+from twinflow.kernel import (
+    LoopbackRequest,
+    LoopbackResponse,
+    LoopbackServer,
+    ProcessResult,
+    StartedProcess,
+    run_process,
+    start_process,
+)
+
+STEPS = 3
+
+TOOLS = '''
+import os
+import signal
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def step(n: int) -> str:
+    """Do step n of the task."""
+    with open(HERE / "executions", "a") as f:
+        f.write(f"{n}\\n")
+    kill_at = HERE / "kill_at"
+    if kill_at.exists() and kill_at.read_text() == str(n):
+        os.kill(os.getpid(), signal.SIGKILL)
+    hold = HERE / f"hold{n}"
+    if hold.exists():
+        with open(HERE / "ready", "w") as ready:
+            ready.write(f"in step {n}")
+        with open(hold) as barrier:  # blocks until the test opens it, or kills this process
+            barrier.read()
+    return f"step {n} done"
+'''
+
+SPEC = """\
+prompt: do the three steps
+model:
+  url: {url}
+  dialect: llama.cpp
+  mode: native
+tools: [steps:step]
+policy:
+  allow: [{allow}]
+  ask: [{ask}]
+max_steps: 6
+"""
+
+
+class Script:
+    """The scripted server: call `step` with n = the tool results so far, then answer."""
+
+    def __init__(self) -> None:
+        self.requests: Counter[int] = Counter()
+
+    def __call__(self, request: LoopbackRequest) -> LoopbackResponse:
+        body = request.json_value()
+        assert isinstance(body, dict)
+        messages = body["messages"]
+        assert isinstance(messages, list)
+        n = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "tool")
+        self.requests[n] += 1
+        if n < STEPS:
+            arguments = json.dumps({"n": n})
+            call = {
+                "id": f"call_{n}",
+                "type": "function",
+                "function": {"name": "step", "arguments": arguments},
+            }
+            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+            finish = "tool_calls"
+        else:
+            message, finish = {"role": "assistant", "content": "all done"}, "stop"
+        reply = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "scripted",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+        if body.get("stream"):
+            return LoopbackResponse(
+                headers=(("Content-Type", "text/event-stream"),),
+                stream=lambda: sse_events(reply),
+            )
+        return LoopbackResponse.json_body(reply)
+
+
+class Project:
+    """A user's project directory, with the server that scripts its model."""
+
+    def __init__(self, root: Path, script: Script, url: str) -> None:
+        self.root = root
+        self.script = script
+        self.url = url
+        self.trace = root / "out" / "trace.jsonl"
+        (root / "steps.py").write_text(TOOLS)
+        self.spec(allow="step")
+
+    def spec(self, *, allow: str = "", ask: str = "", name: str = "spec.yaml") -> Path:
+        path = self.root / name
+        path.write_text(SPEC.format(url=self.url, allow=allow, ask=ask))
+        return path
+
+    def executions(self) -> Counter[int]:
+        path = self.root / "executions"
+        return Counter(int(n) for n in path.read_text().split()) if path.exists() else Counter()
+
+    def twinflow(self, *args: str) -> ProcessResult:
+        return run_process(
+            [sys.executable, "-m", "twinflow.cli", *args],
+            cwd=self.root,
+            env={"PYTHONDONTWRITEBYTECODE": "1"},
+            timeout=300,
+        )
+
+    def start(self, *args: str) -> StartedProcess:
+        return start_process(
+            [sys.executable, "-m", "twinflow.cli", *args],
+            cwd=self.root,
+            env={"PYTHONDONTWRITEBYTECODE": "1"},
+        )
+
+    def hold_at(self, n: int) -> None:
+        """Make the tool block at step ``n`` until the process is killed (a FIFO barrier)."""
+        os.mkfifo(self.root / f"hold{n}")
+        os.mkfifo(self.root / "ready")
+
+    def wait_ready(self, process: StartedProcess) -> str:
+        """Block until the tool says it is held: a FIFO rendezvous. The bound only ends the test
+        of a process that died before reaching the barrier; it never decides an outcome."""
+        fd = os.open(self.root / "ready", os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            readable, _, _ = select.select([fd], [], [], 300)
+            if not readable:
+                process.kill()
+                raise AssertionError(f"the run never reached the barrier: {process.wait()}")
+            return os.read(fd, 64).decode()
+        finally:
+            os.close(fd)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    """A project whose model is a scripted, counting server."""
+    script = Script()
+    with LoopbackServer(script) as server:
+        yield Project(tmp_path, script, server.url)
+
+
+def one_line(stderr: str) -> str:
+    """The single line of a failure's stderr (and check it is a single line)."""
+    lines = stderr.strip().splitlines()
+    assert 1 == len(lines), stderr
+    return lines[0]
+
+
+def killed_run(project: Project, at: int) -> Trace:
+    """Run until the tool kills its process at step ``at``; the trace it left on disk."""
+    (project.root / "kill_at").write_text(str(at))
+    result = project.twinflow("run", "spec.yaml", "--out", "out", "--quiet")
+    assert -9 == result.returncode, result.stderr
+    (project.root / "kill_at").unlink()
+    return Trace.load(project.trace)
+
+
+def recorded_steps(trace: Trace) -> tuple[set[int], set[int]]:
+    """The steps whose model reply, and whose tool result, the trace holds (by n)."""
+    replied, returned = set(), set()
+    for event in trace.events:
+        body = event.body
+        if body.kind == "model_responded":
+            replied.add(body.step - 1)
+        if body.kind == "tool_returned":
+            returned.add(int(body.result.content.split()[1]))
+    return replied, returned
+
+
+def test_a_killed_run_resumes_without_repeating_anything_recorded(project: Project) -> None:
+    """SIGKILL mid-tool, resume: recorded steps are neither asked nor run again; the trace extends."""
+    before = killed_run(project, at=1)
+    replied, returned = recorded_steps(before)
+    assert (True, False) == (0 in returned, 1 in returned)
+    checkpoint = project.root / "before.json"
+    made = project.twinflow("checkpoint", str(project.trace), "--json")
+    checkpoint.write_text(made.stdout)
+    asked, ran = Counter(project.script.requests), project.executions()
+
+    result = project.twinflow("resume", str(project.trace), "--spec", "spec.yaml", "--json")
+    assert 0 == result.returncode, result.stderr
+    assert "all done" == json.loads(result.stdout)["output"]
+    new_requests = project.script.requests - asked
+    new_runs = project.executions() - ran
+    assert Counter(dict.fromkeys({0, 1, 2, 3} - replied, 1)) == new_requests
+    assert Counter(dict.fromkeys({0, 1, 2} - returned, 1)) == new_runs
+    assert 0 == project.twinflow("verify", str(project.trace)).returncode
+    proof = project.twinflow(
+        "prove", str(project.trace), "--from-size", str(before.size), "--out", "p.json"
+    )
+    assert 0 == proof.returncode, proof.stderr
+    after = project.twinflow("checkpoint", str(project.trace), "--json")
+    (project.root / "after.json").write_text(after.stdout)
+    checked = project.twinflow(
+        "prove",
+        "--check",
+        "p.json",
+        "--checkpoint",
+        "after.json",
+        "--old-checkpoint",
+        "before.json",
+    )
+    assert 0 == checked.returncode, checked.stderr
+    kinds = [e.body.kind for e in Trace.load(project.trace).events]
+    assert "run_resumed" == kinds[before.size]
+    replayed = project.twinflow("replay", str(project.trace), "--spec", "spec.yaml")
+    assert 0 == replayed.returncode, replayed.stderr
+
+
+def test_a_second_writer_is_refused_while_one_holds_the_trace(project: Project) -> None:
+    """While a run, then a resume, is held inside a tool, another resume exits 2 and writes nothing."""
+    killed_run(project, at=1)
+    project.hold_at(2)
+    first = project.start("resume", str(project.trace), "--spec", "spec.yaml")
+    assert "in step 2" == project.wait_ready(first)
+    data = project.trace.read_bytes()
+    second = project.twinflow("resume", str(project.trace), "--spec", "spec.yaml")
+    assert 2 == second.returncode
+    assert "being written by another process" in one_line(second.stderr)
+    assert data == project.trace.read_bytes()
+    first.kill()
+    assert -9 == first.wait().returncode
+    (project.root / "hold2").unlink()
+    result = project.twinflow("resume", str(project.trace), "--spec", "spec.yaml")
+    assert 0 == result.returncode, result.stderr
+    assert 0 == project.twinflow("verify", str(project.trace)).returncode
+
+
+def test_bad_inputs_exit_with_one_line_and_change_nothing(project: Project) -> None:
+    """Finished, tampered, unnamed spec, changed spec: each refused with its exit code."""
+    killed_run(project, at=2)
+    trace = str(project.trace)
+    data = project.trace.read_bytes()
+    no_spec = project.twinflow("resume", trace)
+    assert 2 == no_spec.returncode
+    assert "--trust-spec" in one_line(no_spec.stderr)
+    changed = project.spec(allow="", ask="step", name="changed.yaml")
+    diverged = project.twinflow("resume", trace, "--spec", str(changed))
+    assert 1 == diverged.returncode
+    assert "diverged" in one_line(diverged.stderr)
+    tampered = project.root / "tampered.jsonl"
+    tampered.write_bytes(data.replace(b'"n":0', b'"n":9'))
+    bad = project.twinflow("resume", str(tampered), "--spec", "spec.yaml")
+    assert 1 == bad.returncode
+    assert "seq" in one_line(bad.stderr)
+    assert data == project.trace.read_bytes()
+    assert 0 == project.twinflow("resume", trace, "--spec", "spec.yaml").returncode
+    finished = project.trace.read_bytes()
+    again = project.twinflow("resume", trace, "--spec", "spec.yaml")
+    assert 2 == again.returncode
+    assert "already finished" in one_line(again.stderr)
+    assert finished == project.trace.read_bytes()
+
+
+def test_approve_then_deny_until_the_run_finishes(project: Project) -> None:
+    """A tool in ask stops the run (exit 3); approve runs it, deny reaches the model as a denial."""
+    project.spec(ask="step")
+    run = project.twinflow("run", "spec.yaml", "--out", "out", "--json")
+    assert 3 == run.returncode, run.stderr
+    assert "approve out/trace.jsonl --call ID" in one_line(run.stderr)
+    [waiting] = json.loads(run.stdout)["paused"]
+    call = waiting["call_id"]
+    assert ({"n": 0}, "step") == (waiting["arguments"], waiting["tool"])
+    assert Counter() == project.executions()
+    trace = str(project.trace)
+    unknown = project.twinflow("approve", trace, "--call", "nope", "--spec", "spec.yaml")
+    assert 2 == unknown.returncode
+    assert f"waiting: {call} (step)" in one_line(unknown.stderr)
+    first = project.twinflow("approve", trace, "--call", call, "--by", "ann", "--spec", "spec.yaml")
+    assert 3 == first.returncode, first.stderr
+    assert Counter({0: 1}) == project.executions()
+    recorded = project.twinflow(
+        "approve", trace, "--all", "--deny", "--reason", "not now", "--no-resume"
+    )
+    assert 0 == recorded.returncode, recorded.stderr
+    last = project.twinflow("resume", trace, "--spec", "spec.yaml")
+    assert 3 == last.returncode, last.stderr
+    done = project.twinflow("approve", trace, "--all", "--spec", "spec.yaml", "--json")
+    assert 0 == done.returncode, done.stderr
+    events = list(Trace.load(project.trace, require_complete=True).events)
+    denial = [e.body.result.content for e in events if e.body.kind == "tool_returned"][1]
+    assert "ToolDenied: denied by unnamed: not now" == denial
+    assert Counter({0: 1, 2: 1}) == project.executions()
+    assert Counter({0: 1, 1: 1, 2: 1, 3: 1}) == project.script.requests
