@@ -316,3 +316,32 @@ def test_approve_then_deny_until_the_run_finishes(project: Project) -> None:
     assert "ToolDenied: denied by unnamed: not now" == denial
     assert Counter({0: 1, 2: 1}) == project.executions()
     assert Counter({0: 1, 1: 1, 2: 1, 3: 1}) == project.script.requests
+
+
+def test_signed_decisions_are_checked_by_verify_key(project: Project) -> None:
+    """approve --sign signs each decision over its call; verify --key checks it, another key fails."""
+    project.spec(ask="step")
+    assert 0 == project.twinflow("keygen", "lab.example/ann", "--out", "ann").returncode
+    assert 0 == project.twinflow("keygen", "lab.example/bob", "--out", "bob").returncode
+    assert 3 == project.twinflow("run", "spec.yaml", "--out", "out", "--quiet").returncode
+    trace = str(project.trace)
+    for _ in range(STEPS):
+        project.twinflow("approve", trace, "--all", "--sign", "ann.key", "--spec", "spec.yaml")
+    assert Counter({0: 1, 1: 1, 2: 1}) == project.executions()
+    checked = project.twinflow("verify", trace, "--key", "ann.pub", "--json")
+    assert (0, 3) == (checked.returncode, json.loads(checked.stdout)["signed_decisions"])
+    other = project.twinflow("verify", trace, "--key", "bob.pub")
+    assert 1 == other.returncode
+    assert "does not verify" in one_line(other.stderr)
+
+
+def test_an_unsigned_decision_fails_verify_key(project: Project) -> None:
+    """A decision recorded without --sign fails verify --key, naming its seq."""
+    project.spec(ask="step")
+    assert 0 == project.twinflow("keygen", "lab.example/ann", "--out", "ann").returncode
+    assert 3 == project.twinflow("run", "spec.yaml", "--out", "out", "--quiet").returncode
+    trace = str(project.trace)
+    assert 0 == project.twinflow("approve", trace, "--all", "--no-resume").returncode
+    unsigned = project.twinflow("verify", trace, "--key", "ann.pub", "--allow-incomplete")
+    assert 1 == unsigned.returncode
+    assert "seq 4 (call" in one_line(unsigned.stderr) and "is not signed" in unsigned.stderr

@@ -217,7 +217,8 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
         action="append",
         metavar="VKEY",
         help="a verifier key file (from `twinflow keygen`) that must have signed the C2SP "
-        "checkpoint; repeat for cosigners (every key given must have signed)",
+        "checkpoint; repeat for cosigners (every key given must have signed); without "
+        "--checkpoint, every decision on a waiting call must be signed by one of the keys",
     )
     p.add_argument(
         "--allow-incomplete",
@@ -258,10 +259,61 @@ def _open_signed_checkpoint(path: Path, keys: list[Path] | None) -> Checkpoint:
     return Checkpoint(size=body.size, root=body.root_hash.hex(), head=GENESIS)
 
 
+def _check_signed_decisions(path: Path, keys: list[Path]) -> int:
+    """Check every decision on a waiting call is signed by one of ``keys`` over that call.
+
+    Returns:
+        The number of decisions checked.
+
+    Raises:
+        CheckFailed: A decision is unsigned, signed by another key, or signs another call or
+            verdict than the one recorded.
+        UserError: The trace holds no decisions, or a key file is not a verifier key.
+    """
+    from twinflow.agent import approval_statement
+
+    try:
+        verifiers = [_note.parse_verifier_key(_small_file(k, "key")) for k in keys]
+    except _NOTE_ERRORS as exc:
+        raise UserError(f"not a verifier key: {_squash(exc)}") from None
+    trace = _load(path)
+    digests: dict[str, str] = {}
+    checked = 0
+    for event in trace.events:
+        body = event.body
+        if body.kind == "approval_requested":
+            digests[body.call_id] = body.digest
+        if body.kind != "approval_decided":
+            continue
+        where = f"{path}: the decision at seq {event.seq} (call {body.call_id!a})"
+        if body.signed_note is None:
+            raise CheckFailed(f"{where} is not signed")
+        try:
+            opened = _note.open_note(body.signed_note.encode(), verifiers)
+        except _NOTE_ERRORS as exc:
+            raise CheckFailed(f"{where}: its signature does not verify: {_squash(exc)}") from None
+        expected = approval_statement(digests.get(body.call_id, ""), body.decision)
+        if opened.text != expected:
+            raise CheckFailed(f"{where}: the signed note is for another call or verdict")
+        checked += 1
+    if not checked:
+        raise UserError(f"{path}: no decisions on waiting calls to check with --key")
+    return checked
+
+
 def _verify(args: argparse.Namespace, out: Output) -> int:
     _check_head(args.trace)
-    if (args.key or args.key_file) and not args.checkpoint:
-        raise UserError("--key and --key-file need --checkpoint: a key checks a checkpoint")
+    if args.key and not args.checkpoint:
+        # Without a checkpoint, verifier keys check the signed decisions in the trace.
+        report = verify_trace(args.trace, require_complete=not args.allow_incomplete)
+        if report.problem is not None:
+            raise CheckFailed(f"{args.trace}: {report.problem}")
+        checked = _check_signed_decisions(args.trace, args.key)
+        out.document({"ok": True, "trace": str(args.trace), "signed_decisions": checked})
+        out.line(f"ok: {args.trace}: {report.events} events verify; {checked} signed decision(s)")
+        return EXIT_OK
+    if args.key_file and not args.checkpoint:
+        raise UserError("--key-file needs --checkpoint: an HMAC key checks a checkpoint")
     checkpoint = None
     if args.checkpoint and _is_note(_small_file(args.checkpoint, "checkpoint")):
         if args.key_file:
