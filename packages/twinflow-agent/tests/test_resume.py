@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,6 +26,7 @@ from twinflow.agent import (
     Trace,
     TraceCorruptError,
     check_consistency,
+    compare_behaviour,
     record_decisions,
     replay,
 )
@@ -319,3 +321,38 @@ def test_decisions_recorded_without_the_code_are_read_by_resume(tmp_path: Path) 
     assert (["c1"], 1) == ([p.call_id for p in paused.value.paused.pending], counts.tools)
     after = Trace.load(path)
     check_consistency(after.consistency_proof(before.size), before, after.checkpoint())
+
+
+def test_fork_serves_the_steps_before_it_and_names_its_parent(
+    recorded: Path, tmp_path: Path
+) -> None:
+    """A fork at step 2 asks the model from step 2 on only, runs only later tools, links the parent."""
+    parent = Trace.load(recorded)
+    counts = Counts()
+    child_path = tmp_path / "child.jsonl"
+    with make(counts, FileTraceSink(child_path)) as agent:
+        result = agent.fork(recorded, at_step=2)
+    assert ({"total": STEPS}, STEPS, STEPS - 1) == (
+        result.output.model_dump(),
+        counts.requests,
+        counts.tools,
+    )
+    child = Trace.load(child_path, require_complete=True)
+    first = child.events[0].body
+    assert (parent.checkpoint().root, parent.size, 2) == (
+        first.parent.root,
+        first.parent.size,
+        first.parent.step,
+    )
+    as_json = [[json.loads(e) for e in t.encoded] for t in (parent, child)]
+    assert () == compare_behaviour(*as_json)
+
+
+def test_fork_at_a_step_the_parent_never_took_is_refused(recorded: Path, tmp_path: Path) -> None:
+    """Forking past the parent's last step names the steps it has."""
+    expected = "no step 9 to fork at; its steps are 1 to 4"
+    with (
+        make(Counts(), FileTraceSink(tmp_path / "c.jsonl")) as agent,
+        pytest.raises(CannotResume, match=expected),
+    ):
+        agent.fork(recorded, at_step=9)

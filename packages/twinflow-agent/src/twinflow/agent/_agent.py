@@ -27,6 +27,7 @@ from twinflow.agent._events import (
     ApprovalDecided,
     ApprovalRequested,
     EventBody,
+    ForkParent,
     MessageChain,
     ModelRequested,
     ModelResponded,
@@ -52,6 +53,8 @@ from twinflow.agent._resume import (
     ThenLiveResults,
     ThenLiveSteering,
     plan,
+    plan_fork,
+    recorded_decisions,
     recorded_tool_results,
 )
 from twinflow.agent._structured import PydanticStructuredOutput
@@ -290,6 +293,7 @@ class Agent(Closing, Generic[OutputT]):
         # number, and a person's decisions by call id: both empty for a fresh run.
         self._inserts: dict[int, EventBody] = {}
         self._decisions: dict[str, ApprovalDecided] = {}
+        self._parent: ForkParent | None = None
 
     def close(self) -> None:
         """Close the trace writer (and its sink); a ``with`` block does it on exit."""
@@ -329,7 +333,11 @@ class Agent(Closing, Generic[OutputT]):
         run_id = self.ids.run_id()
         self._emit(
             RunStarted(
-                run_id=run_id, config_digest=self.config_digest, config=self.config, prompt=prompt
+                run_id=run_id,
+                config_digest=self.config_digest,
+                config=self.config,
+                prompt=prompt,
+                parent=self._parent,
             )
         )
         opening = (Message.system(self.system),) if self.system is not None else ()
@@ -551,6 +559,50 @@ class Agent(Closing, Generic[OutputT]):
                 self.steering = saved[5]
                 self._inserts = {}
                 self._decisions = {}
+
+    def fork(self, parent: str | os.PathLike[str], *, at_step: int) -> RunResult[OutputT]:
+        """Start a new run that takes the first ``at_step - 1`` steps from ``parent``'s trace.
+
+        The parent's model responses, tool results, steering and decisions for those steps are
+        served from its (verified) trace: no model request and no tool call is made for them.
+        From step ``at_step`` on, this agent's model and tools (another model, prompt steering,
+        tools or policy) run live. The new run is written to this agent's own trace, whose
+        ``run_started`` names the parent (`ForkParent`: its root, size and the step).
+
+        Args:
+            parent: The parent run's trace file (not changed).
+            at_step: The first step asked of this agent's model (from 1).
+
+        Returns:
+            The new run's result.
+
+        Raises:
+            TraceCorruptError: The parent trace does not verify.
+            CannotResume: The parent has no step ``at_step``.
+            RunPaused: The new run reached a call that waits for a person.
+        """
+        loaded = Trace.load(parent)
+        forked = plan_fork(loaded, os.fspath(parent), at_step)
+        prefix = forked.prefix
+        results = {r.result.call_id: r for r in recorded_tool_results(prefix)}
+        saved = (self.model, self.tool_results, self.steering)
+        self.model = ThenLiveModel(
+            [e.body.response for e in prefix if isinstance(e.body, ModelResponded)],
+            self.model,
+            None,
+        )
+        self.tool_results = lambda call: results.get(call.id)
+        self.steering = ThenLiveSteering(
+            [e.body for e in prefix if isinstance(e.body, SteeringReceived)], self.steering, None
+        )
+        self._decisions = recorded_decisions(prefix)
+        self._parent = forked.parent
+        try:
+            return self._run(forked.started.prompt)
+        finally:
+            (self.model, self.tool_results, self.steering) = saved
+            self._decisions = {}
+            self._parent = None
 
     @staticmethod
     def _check_call_ids(state: _Run, calls: Sequence[ToolCallPart]) -> None:

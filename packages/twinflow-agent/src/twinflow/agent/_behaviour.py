@@ -109,6 +109,9 @@ def behaviour_of(events: Sequence[JsonValue]) -> list[JsonValue]:
     out: list[JsonValue] = []
     for event in events:
         body = event.get("body") if isinstance(event, dict) else None
+        if isinstance(body, dict) and body.get("kind") == "run_started" and "parent" in body:
+            # A fork's link to its parent says where the run came from, not what it did.
+            body = {key: value for key, value in body.items() if key != "parent"}
         out.append(_strip(body, calls))
     return out
 

@@ -25,6 +25,8 @@ from twinflow.agent._events import (
     ApprovalDecided,
     ApprovalRequested,
     EventBody,
+    ForkParent,
+    ModelRequested,
     RunFailed,
     RunFinished,
     RunResumed,
@@ -318,7 +320,7 @@ class ResumeSink:
 class ThenLiveModel:
     """The recorded responses, in order; then the live model, once the prefix is matched."""
 
-    def __init__(self, recorded: list[ModelResponse], live: ChatModel, gate: Gate) -> None:
+    def __init__(self, recorded: list[ModelResponse], live: ChatModel, gate: Gate | None) -> None:
         self._recorded = iter(recorded)
         self._live = live
         self._gate = gate
@@ -328,7 +330,8 @@ class ThenLiveModel:
         response = next(self._recorded, None)
         if response is not None:
             return response
-        self._gate.check("asked the model")
+        if self._gate is not None:
+            self._gate.check("asked the model")
         self.live_requests += 1
         return self._live.request(request)
 
@@ -380,7 +383,9 @@ class ThenLiveResults:
 class ThenLiveSteering:
     """The recorded steering messages, each before its step; then the live source, if any."""
 
-    def __init__(self, received: list[SteeringReceived], live: Steering | None, gate: Gate) -> None:
+    def __init__(
+        self, received: list[SteeringReceived], live: Steering | None, gate: Gate | None
+    ) -> None:
         self._by_step: dict[int, list[str]] = {}
         for event in received:
             self._by_step.setdefault(event.step, []).append(event.text)
@@ -391,7 +396,7 @@ class ThenLiveSteering:
         recorded = self._by_step.pop(step, None)
         if recorded is not None:
             return recorded
-        if self._live is None or not self._gate.open:
+        if self._live is None or (self._gate is not None and not self._gate.open):
             return []
         return poll_steering(self._live, step)
 
@@ -458,3 +463,37 @@ def record_decisions(
         return writer.checkpoint()
     finally:
         sink.close()
+
+
+@dataclass(frozen=True, slots=True)
+class ForkPlan:
+    """What a fork serves from its parent, and the link its first event records."""
+
+    parent: ForkParent
+    started: RunStarted
+    prefix: tuple[TraceEvent, ...]
+    """The parent's events before the model request of the fork's step."""
+
+
+def plan_fork(trace: Trace, path: str, at_step: int) -> ForkPlan:
+    """The parent's prefix before step ``at_step``; `CannotResume` if the parent has no such step."""
+    events = tuple(trace.events)
+    if not events or not isinstance(events[0].body, RunStarted):
+        raise CannotResume(f"{path}: does not start with run_started; it is not a run's trace")
+    steps = [
+        e.seq
+        for e in events
+        if isinstance(e.body, ModelRequested)
+        and e.body.purpose == "step"
+        and e.body.step == at_step
+    ]
+    if at_step < 1 or not steps:
+        last = max((e.body.step for e in events if isinstance(e.body, ModelRequested)), default=0)
+        raise CannotResume(
+            f"{path}: the run has no step {at_step} to fork at; its steps are 1 to {last}"
+        )
+    return ForkPlan(
+        parent=ForkParent(root=trace.checkpoint().root, size=trace.size, step=at_step),
+        started=events[0].body,
+        prefix=events[: steps[0]],
+    )
