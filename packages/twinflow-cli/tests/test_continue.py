@@ -345,3 +345,35 @@ def test_an_unsigned_decision_fails_verify_key(project: Project) -> None:
     unsigned = project.twinflow("verify", trace, "--key", "ann.pub", "--allow-incomplete")
     assert 1 == unsigned.returncode
     assert "seq 4 (call" in one_line(unsigned.stderr) and "is not signed" in unsigned.stderr
+
+
+def test_fork_takes_the_first_steps_from_the_parent_and_links_it(project: Project) -> None:
+    """fork --at-step 2: step 1 is neither asked nor run again; diff finds no divergence; show links."""
+    assert 0 == project.twinflow("run", "spec.yaml", "--out", "out", "--quiet").returncode
+    parent = project.trace.read_bytes()
+    asked, ran = Counter(project.script.requests), project.executions()
+    forked = project.twinflow(
+        "fork",
+        str(project.trace),
+        "--at-step",
+        "2",
+        "--spec",
+        "spec.yaml",
+        "--out",
+        "fork",
+        "--json",
+    )
+    assert 0 == forked.returncode, forked.stderr
+    child = json.loads(forked.stdout)["trace"]
+    assert Counter({1: 1, 2: 1, 3: 1}) == project.script.requests - asked
+    assert Counter({1: 1, 2: 1}) == project.executions() - ran
+    assert parent == project.trace.read_bytes()
+    same = project.twinflow("diff", str(project.trace), child)
+    assert 0 == same.returncode, same.stdout + same.stderr
+    shown = project.twinflow("show", child)
+    head = Trace.load(project.trace).checkpoint()
+    link = f"forked at step 2 from the run whose trace had {head.size} events, root {head.root}"
+    assert link in shown.stdout
+    past = project.twinflow("fork", str(project.trace), "--at-step", "9", "--spec", "spec.yaml")
+    assert 2 == past.returncode
+    assert "no step 9 to fork at; its steps are 1 to 4" in one_line(past.stderr)

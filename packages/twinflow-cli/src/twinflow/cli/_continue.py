@@ -1,9 +1,10 @@
-"""``twinflow resume`` and ``twinflow approve``: runs that continue from their traces.
+"""``twinflow resume``, ``approve`` and ``fork``: runs that continue from their traces.
 
 Both re-run the recorded prefix with the spec's code against the trace (no model request, no
 tool call for anything recorded) and go on live into the same file, holding the trace's writer
 lock: a second ``resume`` or ``approve`` of the same trace at the same time exits 2 and writes
-nothing. Like ``replay``, they import code only from a spec the user names (``--spec``), or the
+nothing. ``fork`` takes a run's first steps from its trace into a new one and goes on there
+with the spec given (another model, tools or policy). Like ``replay``, they import code only from a spec the user names (``--spec``), or the
 one beside the trace with ``--trust-spec``; ``approve --no-resume`` imports nothing at all.
 """
 
@@ -29,12 +30,22 @@ from twinflow.cli._run import (
     divergence_failed,
     replay_spec,
     report_outcome,
+    spec_beside,
 )
+from twinflow.cli._spec import read_spec_text
 from twinflow.kernel import SystemClock
 from twinflow.trace import _note
 from twinflow.vocab import CallId, UserError
 
-__all__ = ["COMMANDS", "approve", "configure_approve", "configure_resume", "resume"]
+__all__ = [
+    "COMMANDS",
+    "approve",
+    "configure_approve",
+    "configure_fork",
+    "configure_resume",
+    "fork",
+    "resume",
+]
 
 _MAX_KEY_BYTES = 4096
 
@@ -182,6 +193,49 @@ def approve(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+# -- fork -----------------------------------------------------------------------------------
+
+
+def configure_fork(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``twinflow fork``."""
+    p.add_argument("trace", type=Path, help="the parent run's trace (JSONL); it is not changed")
+    p.add_argument(
+        "--at-step",
+        type=int,
+        required=True,
+        metavar="N",
+        help="the first step asked of the spec's model; steps before it come from the trace",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="directory for the new run's trace and spec (default: the parent's directory)",
+    )
+    _add_spec(p)
+
+
+def fork(args: argparse.Namespace, out: Output) -> int:
+    """``twinflow fork TRACE --at-step N``."""
+    trace_path: Path = args.trace
+    parse_trace(trace_path, read_trace_bytes(trace_path))
+    spec = replay_spec(trace_path, args.spec, args.trust_spec, out)
+    spec_path = args.spec if args.spec is not None else spec_beside(trace_path)
+    out_dir = args.out if args.out is not None else trace_path.parent
+    try:
+        outcome = _execute(
+            spec,
+            read_spec_text(spec_path),
+            out_dir,
+            out,
+            _Phases(),
+            watch=False,
+            fork_from=(trace_path, args.at_step),
+        )
+    except TraceCorruptError as exc:
+        raise CheckFailed(f"{trace_path}: {exc}") from None
+    return report_outcome(outcome, out, "fork")
+
+
 COMMANDS: dict[str, tuple[str, Any, Handler]] = {
     "resume": (
         "continue a run that did not finish from its trace, repeating nothing recorded",
@@ -192,6 +246,11 @@ COMMANDS: dict[str, tuple[str, Any, Handler]] = {
         "decide on calls a run waits for (approve or deny), then resume it",
         configure_approve,
         approve,
+    ),
+    "fork": (
+        "start a new run from a trace's first steps, then go on with another spec",
+        configure_fork,
+        fork,
     ),
 }
 """The commands that continue runs."""

@@ -91,6 +91,10 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
         "twinflow.cli._continue",
         "decide on calls a run waits for (approve or deny), then resume it",
     ),
+    "fork": (
+        "twinflow.cli._continue",
+        "start a new run from a trace's first steps, then go on with another spec",
+    ),
     "show": (
         "twinflow.cli._show",
         "show a trace as a person reads it (--html: a page that verifies it)",

@@ -199,9 +199,11 @@ def _execute(
     watch: bool,
     resume_from: Path | None = None,
     decisions: Sequence[Decision] = (),
+    fork_from: tuple[Path, int] | None = None,
 ) -> RunOutcome:
-    """Run the agent ``spec`` describes into a new trace in ``out_dir``, or continue the run
-    in ``resume_from`` (`Agent.resume`, with ``decisions`` on calls waiting for approval)."""
+    """Run the agent ``spec`` describes into a new trace in ``out_dir``, continue the run in
+    ``resume_from`` (`Agent.resume`, with ``decisions`` on calls waiting for approval), or
+    fork the run ``fork_from`` names at its step into a new trace (`Agent.fork`)."""
     # Build the agent once before touching the run directory, so a usage error in the spec
     # (a tool that does not import, a policy naming an unknown tool, an unset API key)
     # changes no file.
@@ -239,13 +241,17 @@ def _execute(
             tools=callables,
             observer=TextPrinter(sys.stdout) if watch and resume_from is None else None,
         )
-        doing = "running" if resume_from is None else "resuming"
+        doing = (
+            "forking" if fork_from is not None else "running" if resume_from is None else "resuming"
+        )
         out.line(f"{doing} the agent ({spec.model.mode} mode, up to {spec.max_steps} steps) ...")
         output: Any = None
         error: str | None = None
         with phases.phase("run"):
             try:
-                if resume_from is None:
+                if fork_from is not None:
+                    result = agent.fork(fork_from[0], at_step=fork_from[1])
+                elif resume_from is None:
                     result = agent.run(spec.prompt)
                 else:
                     result = agent.resume(resume_from, decisions=decisions)

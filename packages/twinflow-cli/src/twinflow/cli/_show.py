@@ -106,6 +106,12 @@ def _started(body: dict[str, Any]) -> list[str]:
     if config.get("system_prompt"):
         lines.append(f"  system: {_indent(_clean(config['system_prompt']))}")
     lines.append(f"  tools: {tools or 'none'}; the policy allows {allow}")
+    parent = body.get("parent")
+    if isinstance(parent, dict):
+        lines.append(
+            f"  forked at step {_clean(parent.get('step'))} from the run whose trace had "
+            f"{_clean(parent.get('size'))} events, root {_clean(parent.get('root'))}"
+        )
     return lines
 
 
@@ -140,6 +146,24 @@ def _event_lines(body: dict[str, Any]) -> list[str]:
         return [f"answer: {_clean(body.get('value'))}"]
     if kind == "run_finished":
         return [f"finished after {_clean(body.get('steps'))} step(s)"]
+    if kind == "run_resumed":
+        repeated = body.get("repeated_call")
+        again = "" if repeated is None else f"; call {_clean(repeated)} run again"
+        return [
+            f"resumed after {_clean(body.get('prefix_size'))} events "
+            f"({_clean(body.get('why'))}){again}"
+        ]
+    if kind == "approval_requested":
+        return [
+            f"  waiting for approval: {_clean(body.get('tool'))} {_clean(body.get('arguments'))} "
+            f"(call {_clean(body.get('call_id'))})"
+        ]
+    if kind == "approval_decided":
+        signed = ", signed" if body.get("signed_note") else ""
+        return [
+            f"  {_clean(body.get('decision'))}d by {_clean(body.get('by'))}{signed}: "
+            f"{_clean(body.get('reason'))} (call {_clean(body.get('call_id'))})"
+        ]
     if kind == "run_failed":
         return [
             f"failed after {_clean(body.get('steps'))} step(s): "
