@@ -1,0 +1,121 @@
+"""Resume cost: continuing a run after a 1000-step recorded prefix, against replaying it.
+
+Scenario: a scripted model makes one tool call per step (``add(a, b)``) for N steps, then
+answers; the run writes its trace to a file. A crash is simulated by cutting the file back to
+the end of step N (every event up to its last ``tool_returned``: what a process killed before
+its final request leaves). `Agent.resume` then verifies the prefix, re-runs it against the
+record (no model request, no tool call), appends ``run_resumed`` and asks the model once.
+The comparison is `Trace.load` plus ``replay(mode="recorded")`` of the finished run: the same
+re-run of the same steps, without a file to append to. Target: resume at most 1.1x the replay.
+
+Run: .venv/bin/python benchmarks/resume.py [--steps N] [--repeats R] [--smoke]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from twinflow.agent import (
+    Agent,
+    FileTraceSink,
+    FunctionModel,
+    Policy,
+    ReplayPorts,
+    Trace,
+    replay,
+)
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.vocab import CallId, Message, ModelRequest, TextPart, ToolCallPart
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def build(
+    steps: int, trace: FileTraceSink | None = None, ports: ReplayPorts | None = None
+) -> Agent[str]:
+    """The benchmark's agent: scripted by the number of tool results it has seen."""
+
+    def handler(request: ModelRequest) -> Message:
+        done = sum(1 for m in request.transcript.messages if m.role == "tool")
+        if done < steps:
+            call = ToolCallPart(id=CallId(f"c{done}"), name="add", arguments={"a": done, "b": 1})
+            return Message(role="assistant", parts=(call,))
+        return Message(role="assistant", parts=(TextPart(text="done"),))
+
+    common = {"tools": [add], "policy": Policy(allow=frozenset({"add"})), "max_steps": steps + 1}
+    if ports is None:
+        return Agent(
+            FunctionModel(handler),
+            clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC), timedelta(milliseconds=1)),
+            ids=CountingIds(),
+            trace=trace,
+            **common,
+        )
+    return Agent(
+        ports.model,
+        clock=ports.clock,
+        ids=ports.ids,
+        trace=ports.trace,
+        model_label=ports.model_label,
+        tool_results=ports.tool_results,
+        **common,
+    )
+
+
+def main() -> None:
+    """Print the resume's and the replay's medians and their ratio."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
+    args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.repeats = 20, 1
+
+    with tempfile.TemporaryDirectory() as tmp:
+        full = Path(tmp) / "full.jsonl"
+        with build(args.steps, FileTraceSink(full)) as agent:
+            agent.run("add numbers")
+        data = full.read_bytes()
+        lines = data.splitlines(keepends=True)
+        trace = Trace.load(data)
+        last_result = max(e.seq for e in trace.events if e.body.kind == "tool_returned")
+        prefix = b"".join(lines[: last_result + 1])
+
+        resumes, replays = [], []
+        for n in range(args.repeats):
+            path = Path(tmp) / f"crashed{n}.jsonl"
+            path.write_bytes(prefix)
+            agent = build(args.steps)
+            start = time.perf_counter()
+            agent.resume(path)
+            resumes.append(time.perf_counter() - start)
+            agent.close()
+            start = time.perf_counter()
+            replay(Trace.load(data), lambda ports: build(args.steps, ports=ports))
+            replays.append(time.perf_counter() - start)
+
+    resumed, replayed = statistics.median(resumes), statistics.median(replays)
+    ratio = resumed / replayed
+    print(f"{args.steps}-step prefix: {last_result + 1} events, {len(prefix) / 1e6:.2f} MB")
+    print(f"Trace.load + replay (recorded)  {replayed:8.3f} s   (median of {args.repeats})")
+    print(f"resume (verify, re-run, append) {resumed:8.3f} s")
+    if not args.smoke:
+        verdict = "meets" if ratio <= 1.1 else "MISSES"
+        print(f"ratio resume / replay           {ratio:8.2f}x  ({verdict} the 1.1x target)")
+
+
+if __name__ == "__main__":
+    main()
