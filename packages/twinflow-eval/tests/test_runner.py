@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from eval_testkit import START, dataset, factory
 
-from twinflow.agent import Agent, Trace, TraceSink
+from twinflow.agent import Agent, FunctionModel, Trace, TraceSink
 from twinflow.eval import (
     Case,
     RunAborted,
@@ -312,3 +312,29 @@ def test_load_run_reports_a_foreign_directory(tmp_path: Path) -> None:
     """A directory that is not a run directory is named in the error."""
     with pytest.raises(RunDirError, match=r"run\.json: no such file"):
         load_run(tmp_path)
+
+
+def test_an_interrupted_case_resumes_from_its_trace(tmp_path: Path) -> None:
+    """A case whose trace stops after its tool returned goes on from there: no step is redone."""
+    run_dir = tmp_path / "run"
+    whole = run_eval(dataset(2), factory(), tmp_path / "whole", clock=CLOCK)
+    lines = (tmp_path / "whole" / whole.cases[1].trace).read_bytes().splitlines(keepends=True)
+    cut = 1 + max(i for i, line in enumerate(lines) if b'"kind":"tool_returned"' in line)
+    (run_dir / "traces").mkdir(parents=True)
+    (run_dir / "traces" / "c1@1.jsonl").write_bytes(b"".join(lines[:cut]))
+    asked: list[str] = []
+
+    def counting(case: Case, sink: TraceSink) -> Agent[Any]:
+        agent = factory()(case, sink)
+        model = agent.model
+        agent.model = FunctionModel(
+            lambda request: (asked.append(case.id), model.request(request).message)[1]
+        )
+        return agent
+
+    results = run_eval(dataset(2), counting, run_dir, clock=CLOCK)
+    # c0 runs from the start (a tool call, an answer); c1 only asks for its answer.
+    assert (2, ["c0", "c0", "c1"]) == (results.summary.passed, asked)
+    kinds = [e.body.kind for e in Trace.load(run_dir / "traces" / "c1@1.jsonl").events]
+    assert ("run_resumed", "run_finished") == (kinds[cut], kinds[-1])
+    assert not (run_dir / "traces" / "c1@1.interrupted.jsonl").exists()

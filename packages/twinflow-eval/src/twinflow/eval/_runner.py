@@ -25,9 +25,12 @@ from typing import Any
 
 from twinflow.agent import (
     Agent,
+    CannotResume,
     Checkpoint,
     FileTraceSink,
     MemoryTraceSink,
+    ReplayDivergenceError,
+    RunError,
     Trace,
     TraceCorruptError,
     TraceSink,
@@ -356,24 +359,55 @@ def run_eval(
     )
     _prepare(run_dir, manifest)
     render = prompt or (lambda case: case.input)
+    runner = executor or SerialExecutor()
+    local = getattr(runner, "shares_filesystem", True)
     done: list[CaseResult] = []
     todo: list[_Item] = []
+    unfinished: set[str] = set()
     for case, repeat, key in items:
         result_path = run_dir / "cases" / f"{key}.json"
         if result_path.is_file():
             done.append(read_json_model(result_path, CaseResult))
             continue
         trace = run_dir / "traces" / f"{key}.jsonl"
-        if trace.exists():
+        if trace.exists() and local:
+            unfinished.add(key)  # resumed from its trace in run_one, or set aside there
+        elif trace.exists():
             _set_aside(trace)
         todo.append((case, repeat, key))
 
+    def resumed(case: Case, key: str) -> bool:
+        """Continue a case's interrupted run from its trace; False if it cannot be (set aside)."""
+        trace = run_dir / "traces" / f"{key}.jsonl"
+        with trace.open("rb") as f:
+            started = b"\n" in f.read(1 << 16)
+        if not started:  # not one whole event: there is no run to continue
+            _set_aside(trace)
+            return False
+        agent = factory(case, MemoryTraceSink())
+        try:
+            agent.resume(trace)
+        except (CannotResume, ReplayDivergenceError, TraceCorruptError):
+            # Not a run this code can continue (torn at its start, another spec, finished
+            # without a result file): kept aside, and the case runs again from the start.
+            _set_aside(trace)
+            return False
+        except RunError:  # recorded in the trace (run_failed); scoring reads it there
+            pass
+        finally:
+            agent.close()
+        return True
+
     def run_one(item: _Item) -> CaseResult:
         case, repeat, key = item
-        sink = FileTraceSink(run_dir / "traces" / f"{key}.jsonl")
         started = clock.monotonic()
         try:
-            factory(case, sink).run(render(case))
+            if key not in unfinished or not resumed(case, key):
+                sink = FileTraceSink(run_dir / "traces" / f"{key}.jsonl")
+                try:
+                    factory(case, sink).run(render(case))
+                finally:
+                    sink.close()
         except TransportError as exc:
             raise RunAborted(
                 f"case {key}: the model could not be reached ({type(exc).__name__}: {exc}); "
@@ -381,8 +415,6 @@ def run_eval(
             ) from exc
         except Exception:  # the trace records the failure (run_failed); scoring reads it there
             pass
-        finally:
-            sink.close()
         latency = clock.monotonic() - started
         result = score_trace(run_dir, case, repeat, key, dataset.scorers_for(case), latency)
         # Written here, by the worker, not by the loop below: when another case aborts the run,
@@ -390,9 +422,8 @@ def run_eval(
         write_atomic(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
         return result
 
-    runner = executor or SerialExecutor()
     finished: Iterator[CaseResult]
-    if getattr(runner, "shares_filesystem", True):
+    if local:
         finished = (result for _, result in runner.map_bounded(run_one, todo, concurrency))
     else:
         # The cases run elsewhere (a cluster): each returns its trace, kept here once verified.
