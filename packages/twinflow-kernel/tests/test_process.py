@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from twinflow.kernel import LaunchError, run_process
+from twinflow.kernel import LaunchError, run_process, start_process
 
 
 def test_exit_code_stdout_stderr_and_stdin_are_all_carried() -> None:
@@ -33,3 +33,17 @@ def test_a_missing_program_is_a_typed_error() -> None:
     """An unknown program raises LaunchError naming it, not a bare OSError."""
     with pytest.raises(LaunchError, match="no-such-program"):
         run_process(["no-such-program-twinflow"])
+
+
+def test_a_started_process_killed_with_sigkill_reports_the_signal() -> None:
+    """start_process runs in the background; kill() ends it at once and wait() says by SIGKILL."""
+    script = "import sys; print('up', flush=True); sys.stdin.read()"
+    process = start_process([sys.executable, "-c", script])
+    process.kill()
+    assert -9 == process.wait().returncode
+
+
+def test_a_started_process_that_exits_hands_back_its_output() -> None:
+    """wait() collects the exit status and output of a process left to finish."""
+    process = start_process([sys.executable, "-c", "print('done')"], env={"TWINFLOW_X": "1"})
+    assert (0, "done\n") == (process.wait().returncode, process.wait().stdout)

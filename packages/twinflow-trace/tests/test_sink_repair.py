@@ -15,6 +15,7 @@ from tracekit import trace
 from twinflow.trace import (
     FileTraceSink,
     TraceExistsError,
+    TraceLockedError,
     TraceWriteError,
     repair_trace,
     verify_trace,
@@ -145,3 +146,27 @@ def test_a_durable_flush_syncs_the_file_once(
     sink.flush(durable=True)
     sink.close()
     assert 1 == len(fsyncs)
+
+
+def test_a_trace_being_written_cannot_be_reopened_until_closed(tmp_path: Path) -> None:
+    """A file sink holds the trace's writer lock: append_to refuses while it is open, not after."""
+    path = tmp_path / "trace.jsonl"
+    writing = FileTraceSink(path)
+    writing.write(b"x\n")
+    with pytest.raises(TraceLockedError, match="being written by another process"):
+        FileTraceSink.append_to(path)
+    writing.close()
+    again = FileTraceSink.append_to(path)
+    again.write(b"y\n")
+    again.close()
+    assert b"x\ny\n" == path.read_bytes()
+
+
+def test_append_to_refuses_a_link(tmp_path: Path) -> None:
+    """Reopening a trace to continue it never follows a planted link."""
+    target = tmp_path / "precious.txt"
+    target.write_bytes(b"keep me")
+    (tmp_path / "trace.jsonl").symlink_to(target)
+    with pytest.raises(OSError):
+        FileTraceSink.append_to(tmp_path / "trace.jsonl")
+    assert b"keep me" == target.read_bytes()
