@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from cli_testkit import scripted_chat
 
-from twinflow.agent import ReplayDivergenceError, verify_trace
+from twinflow.agent import Decision, ReplayDivergenceError, RunPaused, verify_trace
 from twinflow.cli import ModelSpec, PolicySpec, RunSpec, connect, replay_run
 from twinflow.kernel import LoopbackServer
 
@@ -96,3 +96,23 @@ def test_the_python_names_are_the_spec_names() -> None:
         {"system", "max_steps"} & agent_parameters,
     )
     assert expected == actual
+
+
+def test_connect_resume_continues_a_run_waiting_for_approval(tmp_path: Path) -> None:
+    """A run paused on an ask tool goes on through connect(resume=True) and Agent.resume."""
+    with LoopbackServer(scripted_chat) as server:
+        spec = RunSpec(
+            prompt="Add 2 and 3.",
+            model=ModelSpec(url=server.url, dialect="llama.cpp"),
+            policy=PolicySpec(ask=("add",)),
+            max_steps=3,
+        )
+        trace = tmp_path / "run" / "trace.jsonl"
+        with connect(spec, trace, tools=[add]) as agent, pytest.raises(RunPaused) as paused:
+            agent.run(spec.prompt)
+        [waiting] = paused.value.paused.pending
+        decision = Decision(call_id=waiting.call_id, approve=True, by="ann")
+        with connect(spec, trace, tools=[add], resume=True) as agent:
+            result = agent.resume(trace, decisions=[decision])
+    assert "5" == result.output
+    assert None is verify_trace(trace).problem

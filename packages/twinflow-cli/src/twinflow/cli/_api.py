@@ -23,6 +23,7 @@ from typing import Any
 from twinflow.agent import (
     Agent,
     FileTraceSink,
+    MemoryTraceSink,
     ReplayMode,
     ReplayResult,
     Trace,
@@ -56,8 +57,12 @@ def connect(
     trace: str | Path = "trace.jsonl",
     *,
     tools: Sequence[Callable[..., Any]] | None = None,
+    resume: bool = False,
 ) -> Iterator[Agent[Any]]:
     """The agent ``spec`` describes, wired to the real clock, ids, transport and model.
+
+    With ``resume=True`` the trace is one that exists, for ``agent.resume(trace)`` to
+    continue (a run that stopped, or one waiting for decisions): nothing else is written.
 
     With ``model.url: embedded`` the bundled SmolLM2 server is started for the block (its
     log goes beside the trace). Everything opened is closed when the block exits: the trace
@@ -67,6 +72,7 @@ def connect(
         spec: The run configuration (the same object ``spec.yaml`` loads into).
         trace: The new trace file (its directory is made if missing).
         tools: The tool callables (default: imported from ``spec.tools``'s dotted paths).
+        resume: ``trace`` exists and the block continues it with `Agent.resume`.
 
     Raises:
         SpecError: a tool or the output model does not resolve.
@@ -88,7 +94,7 @@ def connect(
             model=model,
             clock=SystemClock(),
             ids=ids,
-            trace=FileTraceSink(path),
+            trace=MemoryTraceSink() if resume else FileTraceSink(path),
             tools=callables,
         )
         with agent:
