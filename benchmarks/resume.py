@@ -8,6 +8,10 @@ record (no model request, no tool call), appends ``run_resumed`` and asks the mo
 The comparison is `Trace.load` plus ``replay(mode="recorded")`` of the finished run: the same
 re-run of the same steps, without a file to append to. Target: resume at most 1.1x the replay.
 
+Second figure: a 10-step run whose tool needs a person's approval (``Policy(ask=...)``) pauses
+at every step; each pause is approved with `Agent.resume(..., decisions=...)` until the run
+finishes. Target: all the pauses and resumes add at most 1 s to the same run without approval.
+
 Run: .venv/bin/python benchmarks/resume.py [--steps N] [--repeats R] [--smoke]
 """
 
@@ -22,10 +26,12 @@ from pathlib import Path
 
 from twinflow.agent import (
     Agent,
+    Decision,
     FileTraceSink,
     FunctionModel,
     Policy,
     ReplayPorts,
+    RunPaused,
     Trace,
     replay,
 )
@@ -39,7 +45,11 @@ def add(a: int, b: int) -> int:
 
 
 def build(
-    steps: int, trace: FileTraceSink | None = None, ports: ReplayPorts | None = None
+    steps: int,
+    trace: FileTraceSink | None = None,
+    ports: ReplayPorts | None = None,
+    *,
+    ask: bool = False,
 ) -> Agent[str]:
     """The benchmark's agent: scripted by the number of tool results it has seen."""
 
@@ -50,7 +60,8 @@ def build(
             return Message(role="assistant", parts=(call,))
         return Message(role="assistant", parts=(TextPart(text="done"),))
 
-    common = {"tools": [add], "policy": Policy(allow=frozenset({"add"})), "max_steps": steps + 1}
+    policy = Policy(ask=frozenset({"add"})) if ask else Policy(allow=frozenset({"add"}))
+    common = {"tools": [add], "policy": policy, "max_steps": steps + 1}
     if ports is None:
         return Agent(
             FunctionModel(handler),
@@ -70,6 +81,33 @@ def build(
     )
 
 
+def approval_overhead(tmp: Path, steps: int) -> tuple[float, float, int]:
+    """Seconds for a run without approval, with approval at every step, and the pauses taken."""
+    plain = tmp / "plain.jsonl"
+    start = time.perf_counter()
+    with build(steps, FileTraceSink(plain)) as agent:
+        agent.run("add numbers")
+    without = time.perf_counter() - start
+    asked = tmp / "asked.jsonl"
+    pauses = 0
+    start = time.perf_counter()
+    try:
+        with build(steps, FileTraceSink(asked), ask=True) as agent:
+            agent.run("add numbers")
+    except RunPaused as exc:
+        pending = exc.paused.pending
+        while pending:
+            pauses += 1
+            decisions = [Decision(call_id=p.call_id, approve=True) for p in pending]
+            try:
+                with build(steps, ask=True) as agent:
+                    agent.resume(asked, decisions=decisions)
+                pending = ()
+            except RunPaused as again:
+                pending = again.paused.pending
+    return without, time.perf_counter() - start, pauses
+
+
 def main() -> None:
     """Print the resume's and the replay's medians and their ratio."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -85,6 +123,7 @@ def main() -> None:
         args.steps, args.repeats = 20, 1
 
     with tempfile.TemporaryDirectory() as tmp:
+        without, with_approval, pauses = approval_overhead(Path(tmp), 10)
         full = Path(tmp) / "full.jsonl"
         with build(args.steps, FileTraceSink(full)) as agent:
             agent.run("add numbers")
@@ -112,9 +151,14 @@ def main() -> None:
     print(f"{args.steps}-step prefix: {last_result + 1} events, {len(prefix) / 1e6:.2f} MB")
     print(f"Trace.load + replay (recorded)  {replayed:8.3f} s   (median of {args.repeats})")
     print(f"resume (verify, re-run, append) {resumed:8.3f} s")
+    added = with_approval - without
+    print(f"10-step run, no approval        {without:8.3f} s")
+    print(f"10-step run, {pauses} approvals        {with_approval:8.3f} s   (+{added:.3f} s)")
     if not args.smoke:
         verdict = "meets" if ratio <= 1.1 else "MISSES"
         print(f"ratio resume / replay           {ratio:8.2f}x  ({verdict} the 1.1x target)")
+        verdict = "meets" if added <= 1.0 else "MISSES"
+        print(f"approvals add                   {added:8.3f} s   ({verdict} the 1 s target)")
 
 
 if __name__ == "__main__":
