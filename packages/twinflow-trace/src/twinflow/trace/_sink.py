@@ -9,7 +9,6 @@ written before it are intact and `repair_trace` moves a torn last line aside onc
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from pathlib import Path
 from typing import Literal, Protocol
@@ -22,6 +21,11 @@ FsyncPolicy = Literal["event", "step", "none"]
 """When trace lines are made durable: after every event, at the end of every step (the
 default: events are on disk when the step that wrote them returns), or never (flushed to
 the operating system at step ends and at close, never synced: not even when the sink closes)."""
+
+try:
+    import fcntl
+except ImportError:  # Windows: the leaf still imports (an auditor verifies there); no lock
+    fcntl = None  # type: ignore[assignment]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -62,11 +66,14 @@ def _lock(fd: int, path: Path) -> None:
 
     An advisory ``flock`` on the file itself: the operating system releases it when the
     process ends, however it ends, so a run killed mid-step leaves no stale lock behind for
-    the resume that follows it (a lock file created exclusively would).
+    the resume that follows it (a lock file created exclusively would). Where there is no
+    ``fcntl`` (Windows) no lock is taken.
 
     Raises:
         TraceLockedError: Another process holds it; ``fd`` is closed.
     """
+    if fcntl is None:
+        return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
