@@ -40,8 +40,7 @@ from twinflow.agent import (
     replay,
     verify_trace,
 )
-from twinflow.cli._commands import parse_trace, read_trace_bytes
-from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output, invocation
+from twinflow.cli._output import EXIT_FAILED, EXIT_OK, CheckFailed, Command, Output, invocation
 from twinflow.cli._spec import (
     RunSpec,
     load_spec,
@@ -50,6 +49,7 @@ from twinflow.cli._spec import (
     read_spec_text,
     spec_modules,
 )
+from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.cli._watch import TextPrinter
 from twinflow.cli._wiring import (
     EMBEDDED,
@@ -530,17 +530,9 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handler]] = {
-    "demo": (
-        "run a small agent task on the embedded local model, then verify and replay its trace",
-        configure_demo,
-        demo,
-    ),
-    "run": ("run an agent from a spec file (YAML), writing a trace", configure_run, run),
-    "replay": (
-        "re-run a trace's agent against the trace; exit 1 at the first event that differs",
-        configure_replay,
-        replay_command,
-    ),
+COMMANDS: dict[str, Command] = {
+    "demo": (configure_demo, demo),
+    "run": (configure_run, run),
+    "replay": (configure_replay, replay_command),
 }
 """The commands that run agents (the trace commands are in `twinflow.cli._commands`)."""
