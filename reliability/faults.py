@@ -31,6 +31,7 @@ from twinflow.kernel import (
     ConnectError,
     FaultTransport,
     HTTPStatusError,
+    HttpTransport,
     MockTransport,
     ResponseDecodeError,
     ResponseTooLarge,
@@ -38,7 +39,6 @@ from twinflow.kernel import (
     Transport,
     TransportError,
     TransportTimeout,
-    UrllibJsonTransport,
     free_port,
 )
 from twinflow.local_model import (
@@ -241,7 +241,7 @@ def stopped_server(figures: Figures) -> None:
             log_path=Path(tmp) / "server.log",
         )
         with server:
-            transport = Counting(UrllibJsonTransport())
+            transport = Counting(HttpTransport())
             client = OpenAICompatibleChatModel(
                 transport,
                 base_url=base,

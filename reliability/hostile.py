@@ -53,13 +53,13 @@ from twinflow.cli._run import claim_run_files
 from twinflow.eval._results import write_atomic
 from twinflow.kernel import (
     CountingIds,
+    HttpTransport,
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
     PlantedLinkError,
     SteppingClock,
     SubprocessLauncher,
-    UrllibJsonTransport,
     free_port,
     write_new,
 )
@@ -256,7 +256,7 @@ def servers(figures: Figures, scale: int) -> None:
             )
         ) as server:
             for mode in ("native", "structured-action"):
-                transport = UrllibJsonTransport()
+                transport = HttpTransport()
                 model = OpenAICompatibleChatModel(
                     transport,
                     base_url=server.url,

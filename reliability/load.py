@@ -33,11 +33,11 @@ from twinflow.eval import Case, Dataset, RunAborted, rescore, run_eval
 from twinflow.kernel import (
     CountingIds,
     FaultTransport,
+    HttpTransport,
     SubprocessLauncher,
     SystemClock,
     ThreadExecutor,
     Transport,
-    UrllibJsonTransport,
     free_port,
 )
 from twinflow.local_model import OpenAICompatibleChatModel
@@ -97,7 +97,7 @@ def factory(
 
     def make(case: Case, sink: TraceSink) -> Agent[Any]:
         built.append(case.id)
-        transport: Transport = UrllibJsonTransport()
+        transport: Transport = HttpTransport()
         if case.id in transport_faults:
             transport = FaultTransport(transport, [transport_faults[case.id]])
         elif case.id in malformed:

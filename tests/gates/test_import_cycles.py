@@ -24,12 +24,13 @@ def _lazy_modules(package: str) -> list[str]:
     source = Path(importlib.import_module(package).__file__ or "").read_text(encoding="utf-8")
     modules: list[str] = []
     for node in ast.walk(ast.parse(source)):
-        is_call = isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-        if is_call and "lazy_exports" in node.func.id and len(node.args) == 2:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if "lazy_exports" in node.func.id and len(node.args) == 2:
             mapping = node.args[1]
             if isinstance(mapping, ast.Dict):
                 keys = [k.value for k in mapping.keys if isinstance(k, ast.Constant)]
-                modules += [f"{package}.{key}" for key in keys]
+                modules += [f"{package}.{key}" for key in keys if isinstance(key, str)]
     return modules
 
 
@@ -74,7 +75,7 @@ def _package(root: Path, files: dict[str, str]) -> None:
         (
             {
                 "__init__.py": "from twinflow.trace import lazy_exports\n"
-                "__getattr__, __dir__ = lazy_exports(globals(), {'_a': ('x',)})\n",
+                "__getattr__, __dir__, __all__ = lazy_exports(globals(), {'_a': ('x',)})\n",
                 "_a.py": "from cyc import y\n",
             },
             [["cyc", "cyc._a", "cyc"], ["cyc._a", "cyc", "cyc._a"]],
