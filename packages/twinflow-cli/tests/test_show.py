@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from twinflow.agent import Agent, FileTraceSink, FunctionModel, Policy
+from twinflow.agent import Agent, FunctionModel, Policy
 from twinflow.cli._main import COMMAND_TABLE, command_module_commands, main
 from twinflow.kernel import CountingIds, SteppingClock, run_process
+from twinflow.trace import FileTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Trace, TraceCorruptError, verify_trace
+from twinflow.agent import Trace, verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import (
     check_trace_head,
@@ -28,6 +28,7 @@ from twinflow.trace import (
     InclusionProof,
     InvalidProofError,
     Limits,
+    TraceCorruptError,
     TraceFormatError,
     _note,
     check_consistency,
@@ -197,7 +198,7 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
             )
         checkpoint = read_checkpoint_file(args.checkpoint)
     key = _read_key(args.key_file)
-    report = verify_trace(
+    report = verify_agent_trace(
         args.trace,
         checkpoint=checkpoint,
         key=key,
@@ -252,7 +253,7 @@ def _signed_note(checkpoint: Checkpoint, keys: list[Path], origin: str | None) -
         body = _note.CheckpointBody(
             origin or signers[0].name, checkpoint.size, bytes.fromhex(checkpoint.root)
         )
-        return _note.sign_checkpoint(body, signers)
+        return _note.sign_checkpoint_note(body, signers)
     except _NOTE_ERRORS as exc:
         raise UserError(f"cannot sign the checkpoint: {squash(exc)}") from None
 
@@ -467,7 +468,7 @@ def _repair(args: argparse.Namespace, out: Output) -> int:
     check_trace_head(args.trace)
     result = repair_trace(args.trace)
     moved = {"moved_to": result.moved_to, "moved_bytes": result.moved_bytes}
-    report = verify_trace(args.trace, require_complete=False)
+    report = verify_agent_trace(args.trace, require_complete=False)
     if report.problem is not None:
         raise CheckFailed(
             f"{args.trace}: "

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Agent, TraceSink
+from twinflow.agent import Agent
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._spec import RunSpec, load_spec, load_tools
 from twinflow.cli._wiring import (
@@ -56,6 +56,7 @@ from twinflow.kernel import (
     SystemIds,
     ThreadExecutor,
 )
+from twinflow.trace import TraceSink
 from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS"]

@@ -27,9 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from twinflow.agent import (
-    FileTraceSink,
     FunctionModel,
-    MemoryTraceSink,
     OutputRejected,
     PolicyDecided,
     ReplayDivergenceError,
@@ -38,7 +36,7 @@ from twinflow.agent import (
     ToolReturned,
     Trace,
     replay,
-    verify_trace,
+    verify_agent_trace,
 )
 from twinflow.cli._output import EXIT_FAILED, EXIT_OK, CheckFailed, Command, Output, invocation
 from twinflow.cli._spec import (
@@ -67,6 +65,7 @@ from twinflow.kernel import (
     TargetExistsError,
     write_new,
 )
+from twinflow.trace import FileTraceSink, MemoryTraceSink
 from twinflow.vocab import Message, ModelRequest, UserError
 
 __all__ = [
@@ -500,7 +499,7 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     outcome = _execute(spec, spec_text, args.out, out, phases, watch=not (args.quiet or args.json))
     trace_path = Path(outcome.trace)
     with phases.phase("verify"):
-        report = verify_trace(trace_path)
+        report = verify_agent_trace(trace_path)
     if report.problem is not None:
         raise CheckFailed(f"{trace_path}: the demo's own trace does not verify: {report.problem}")
     with phases.phase("replay"):

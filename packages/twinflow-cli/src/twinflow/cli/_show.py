@@ -19,7 +19,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import compare_behaviour, render_trace_page, verify_trace
+from twinflow.agent import compare_behaviour, render_trace_page, verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import parse_trace, read_checkpoint_file, read_trace_bytes
 from twinflow.kernel import write_replace
@@ -209,7 +209,7 @@ def _show(args: argparse.Namespace, out: Output) -> int:
             f"({MAX_SHOW_BYTES} bytes); `twinflow verify` checks a trace of any size"
         )
     data = read_trace_bytes(args.trace)
-    report = verify_trace(data, require_complete=False)
+    report = verify_agent_trace(data, require_complete=False)
     problem = report.problem
     events = _events(data)
     if args.checkpoint is not None and args.html is None:

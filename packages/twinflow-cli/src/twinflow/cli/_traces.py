@@ -10,10 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Trace, TraceCorruptError
+from twinflow.agent import Trace
 from twinflow.cli._errors import CliError
 from twinflow.cli._output import CheckFailed
-from twinflow.trace import Checkpoint, TraceFormatError, canonical_bytes, parse_json
+from twinflow.trace import (
+    Checkpoint,
+    TraceCorruptError,
+    TraceFormatError,
+    canonical_bytes,
+    parse_json,
+)
 from twinflow.trace._format import LINE_PREFIX
 from twinflow.vocab import UserError
 

@@ -22,9 +22,9 @@ from twinflow.agent import (
     RunStarted,
     ToolReturned,
     Trace,
-    TraceCorruptError,
 )
 from twinflow.eval._frozen import EvalValue
+from twinflow.trace import TraceCorruptError
 
 __all__ = ["Observation", "ToolCallRecord", "observe", "observe_file"]
 
