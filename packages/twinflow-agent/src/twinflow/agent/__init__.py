@@ -74,6 +74,7 @@ from twinflow.agent._replay import (
     replay,
 )
 from twinflow.agent._structured import PydanticStructuredOutput
+from twinflow.agent._summary import CallSummary, TraceSummary, summarize_trace
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter, encode_event
 from twinflow.agent._verify import Trace, verify_agent_trace
@@ -87,6 +88,7 @@ __all__ = [
     "ApprovalHook",
     "Approve",
     "BehaviourDivergence",
+    "CallSummary",
     "Deny",
     "EventBody",
     "FunctionModel",
@@ -122,6 +124,7 @@ __all__ = [
     "ToolReturned",
     "Trace",
     "TraceEvent",
+    "TraceSummary",
     "TraceWriter",
     "UsageLimitExceeded",
     "UsageLimits",
@@ -130,5 +133,6 @@ __all__ = [
     "encode_event",
     "render_trace_page",
     "replay",
+    "summarize_trace",
     "verify_agent_trace",
 ]

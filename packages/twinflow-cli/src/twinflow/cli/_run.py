@@ -28,14 +28,11 @@ from pydantic import BaseModel
 
 from twinflow.agent import (
     FunctionModel,
-    OutputRejected,
-    PolicyDecided,
     ReplayDivergenceError,
     RunError,
-    ToolCalled,
-    ToolReturned,
     Trace,
     replay,
+    summarize_trace,
     verify_agent_trace,
 )
 from twinflow.cli._output import EXIT_FAILED, EXIT_OK, CheckFailed, Command, Output, invocation
@@ -227,27 +224,7 @@ def _execute(
                 agent.writer.close()
         # The root and size come from this run's own writer, never from re-reading a path.
         checkpoint = agent.writer.checkpoint()
-    trace = Trace.load(trace_path)
-    decisions: dict[str, int] = {}
-    tools: list[str] = []
-    tool_errors: list[str] = []
-    called: set[str] = set()
-    steps = rejected = 0
-    for event in trace.events:
-        body = event.body
-        if isinstance(body, PolicyDecided):
-            decisions[body.decision] = decisions.get(body.decision, 0) + 1
-        elif isinstance(body, ToolCalled):
-            tools.append(body.tool)
-            called.add(body.call_id)
-        elif isinstance(body, ToolReturned) and body.error_type is not None:
-            # A denied call has no tool_called event; an error after one is the tool raising.
-            if body.result.call_id in called:
-                tool_errors.append(f"{body.result.name}: {body.error_type}")
-        elif isinstance(body, OutputRejected):
-            rejected += 1
-        elif body.kind == "model_responded":
-            steps += 1
+    summary = summarize_trace(Trace.load(trace_path).events)
     if isinstance(output, BaseModel):
         output = output.model_dump(mode="json")
     return RunOutcome(
@@ -256,11 +233,11 @@ def _execute(
         root=checkpoint.root,
         output=output,
         error=error,
-        steps=steps,
-        tool_calls=tools,
-        decisions=decisions,
-        tool_errors=tool_errors,
-        rejected=rejected,
+        steps=summary.replies,
+        tool_calls=summary.tools_run,
+        decisions=summary.decisions,
+        tool_errors=summary.tool_errors,
+        rejected=summary.rejected,
     )
 
 
