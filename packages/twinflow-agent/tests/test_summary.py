@@ -72,7 +72,7 @@ def _summary() -> TraceSummary:
 
 def test_the_calls_say_what_the_policy_decided_and_what_became_of_each() -> None:
     """Each call keeps its decision, whether it ran, and its result or error type."""
-    calls = _summary().calls
+    calls = _summary().tool_calls
     assert [
         ("c1", "add", "allow", True, False, None, "5"),
         ("c2", "boom", "allow", True, True, "ValueError", "ValueError: no 1"),
@@ -120,7 +120,7 @@ def test_no_events_is_an_incomplete_run() -> None:
     summary = summarize_trace([])
     assert ("incomplete", (), {}, 0, 0.0) == (
         summary.status,
-        summary.calls,
+        summary.tool_calls,
         summary.decisions,
         summary.replies,
         summary.duration_s,

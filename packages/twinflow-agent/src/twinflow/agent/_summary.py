@@ -77,7 +77,7 @@ class TraceSummary(_Frozen):
     """Model requests made, as the terminal event counts them (0 without one)."""
     replies: int
     """Model replies recorded (``model_responded`` events)."""
-    calls: tuple[CallSummary, ...]
+    tool_calls: tuple[CallSummary, ...]
     """Tool calls in the order the model asked for them."""
     decisions: dict[str, int]
     """Policy decisions by verdict (``allow``, ``deny``)."""
@@ -95,12 +95,12 @@ class TraceSummary(_Frozen):
     @property
     def tools_run(self) -> list[str]:
         """The tools that ran, in order."""
-        return [call.tool for call in self.calls if call.ran]
+        return [call.tool for call in self.tool_calls if call.ran]
 
     @property
     def tool_errors(self) -> list[str]:
         """Tools that ran and raised, as ``name: ErrorType``, in order."""
-        return [f"{c.tool}: {c.error_type}" for c in self.calls if c.ran and c.error_type]
+        return [f"{c.tool}: {c.error_type}" for c in self.tool_calls if c.ran and c.error_type]
 
 
 def summarize_trace(events: Iterable[TraceEvent]) -> TraceSummary:
@@ -184,7 +184,7 @@ def summarize_trace(events: Iterable[TraceEvent]) -> TraceSummary:
     duration = 0.0 if first is None or last is None else (last - first).total_seconds()
     return TraceSummary(
         **summary,
-        calls=tuple(CallSummary(**call) for call in calls.values()),
+        tool_calls=tuple(CallSummary(**call) for call in calls.values()),
         decisions=decisions,
         duration_s=duration,
     )

@@ -80,34 +80,8 @@ def observe(trace: Trace) -> Observation:
     Returns:
         What the run did.
     """
-    summary = summarize_trace(trace.events)
-    return Observation(
-        status=summary.status,
-        prompt=summary.prompt,
-        output=summary.output,
-        schema_name=summary.schema_name,
-        output_schema=summary.output_schema,
-        output_accepted=summary.output_accepted,
-        attempts=summary.attempts,
-        steps=summary.steps,
-        tool_calls=tuple(
-            ToolCallRecord(
-                call_id=call.call_id,
-                tool=call.tool,
-                arguments=call.arguments,
-                decision=call.decision,
-                reason=call.reason,
-                is_error=call.is_error,
-                result=call.result,
-            )
-            for call in summary.calls
-        ),
-        error_type=summary.error_type,
-        error=summary.error,
-        input_tokens=summary.input_tokens,
-        output_tokens=summary.output_tokens,
-        duration_s=summary.duration_s,
-    )
+    # The observation's fields are the summary's of the same names (its calls' too).
+    return Observation.model_validate(summarize_trace(trace.events), from_attributes=True)
 
 
 def observe_file(path: Path) -> Observation | None:
