@@ -27,7 +27,6 @@ from pathlib import Path
 from twinflow.agent import (
     Agent,
     Decision,
-    FileTraceSink,
     FunctionModel,
     Policy,
     ReplayPorts,
@@ -36,6 +35,7 @@ from twinflow.agent import (
     replay,
 )
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import FileTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, TextPart, ToolCallPart
 
 

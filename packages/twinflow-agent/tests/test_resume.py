@@ -16,7 +16,6 @@ from twinflow.agent import (
     ApprovalRequested,
     CannotResume,
     Decision,
-    FileTraceSink,
     FunctionModel,
     Policy,
     ReplayDivergenceError,
@@ -24,14 +23,12 @@ from twinflow.agent import (
     RunPaused,
     RunResumed,
     Trace,
-    TraceCorruptError,
-    check_consistency,
     compare_behaviour,
     record_decisions,
     replay,
 )
 from twinflow.kernel import ConnectError, CountingIds, SteppingClock
-from twinflow.trace import TraceLockedError
+from twinflow.trace import FileTraceSink, TraceCorruptError, TraceLockedError, check_consistency
 from twinflow.vocab import CallId, Message, ModelRequest, StructuredPart, ToolCallPart
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

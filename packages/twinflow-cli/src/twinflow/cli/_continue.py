@@ -18,12 +18,10 @@ from twinflow.agent import (
     Decision,
     ReplayDivergenceError,
     Trace,
-    TraceCorruptError,
     approval_statement,
     record_decisions,
 )
-from twinflow.cli._commands import parse_trace, read_trace_bytes
-from twinflow.cli._main import EXIT_OK, CheckFailed, Handler, Output
+from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._run import (
     _execute,
     _Phases,
@@ -33,8 +31,9 @@ from twinflow.cli._run import (
     spec_beside,
 )
 from twinflow.cli._spec import read_spec_text
+from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.kernel import SystemClock
-from twinflow.trace import _note
+from twinflow.trace import TraceCorruptError, _note
 from twinflow.vocab import CallId, UserError
 
 __all__ = [
@@ -236,21 +235,9 @@ def fork(args: argparse.Namespace, out: Output) -> int:
     return report_outcome(outcome, out, "fork")
 
 
-COMMANDS: dict[str, tuple[str, Any, Handler]] = {
-    "resume": (
-        "continue a run that did not finish from its trace, repeating nothing recorded",
-        configure_resume,
-        resume,
-    ),
-    "approve": (
-        "decide on calls a run waits for (approve or deny), then resume it",
-        configure_approve,
-        approve,
-    ),
-    "fork": (
-        "start a new run from a trace's first steps, then go on with another spec",
-        configure_fork,
-        fork,
-    ),
+COMMANDS: dict[str, Command] = {
+    "resume": (configure_resume, resume),
+    "approve": (configure_approve, approve),
+    "fork": (configure_fork, fork),
 }
-"""The commands that continue runs."""
+"""The commands that continue runs (their summaries are in the command table)."""
