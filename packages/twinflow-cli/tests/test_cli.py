@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from cli_testkit import sse_events
 
+from twinflow.cli._main import COMMAND_TABLE
 from twinflow.kernel import (
     LoopbackRequest,
     LoopbackResponse,
@@ -19,10 +20,7 @@ from twinflow.kernel import (
     run_process,
 )
 
-SUBCOMMANDS = (
-    "demo", "run", "replay", "show", "verify", "checkpoint", "prove", "repair", "keygen", "diff", "preflight",
-    "eval",
-)  # fmt: skip
+SUBCOMMANDS = tuple(COMMAND_TABLE)  # every command `twinflow --help` lists
 
 CALC = '''
 def add(a: int, b: int) -> int:
