@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CAMPAIGNS = ("tamper", "crash", "fuzz", "faults", "load", "hostile")
+CAMPAIGNS = ("tamper", "crash", "fuzz", "faults", "load", "hostile", "resume")
 BOUND_S = {"short": 240, "full": 1800}
 
 
