@@ -21,6 +21,7 @@ import pytest
 from cli_testkit import sse_events
 
 from twinflow.agent import Trace
+from twinflow.cli._run import DEMO_SPEC
 from twinflow.kernel import (
     LoopbackRequest,
     LoopbackResponse,
@@ -377,3 +378,41 @@ def test_fork_takes_the_first_steps_from_the_parent_and_links_it(project: Projec
     past = project.twinflow("fork", str(project.trace), "--at-step", "9", "--spec", "spec.yaml")
     assert 2 == past.returncode
     assert "no step 9 to fork at; its steps are 1 to 4" in one_line(past.stderr)
+
+
+def test_a_run_paused_on_the_embedded_model_is_approved_and_finished(tmp_path: Path) -> None:
+    """SmolLM2-135M calls a tool that needs approval; approve resumes it without asking again."""
+    spec = DEMO_SPEC.format(
+        kind="openai-compatible", url="embedded", dialect="llama-cpp-python", name="local"
+    ).replace("  allow: [convert_currency]", "  ask: [convert_currency]")
+    (tmp_path / "spec.yaml").write_text(spec)
+
+    def twinflow(*args: str) -> ProcessResult:
+        return run_process(
+            [sys.executable, "-m", "twinflow.cli", *args],
+            cwd=tmp_path,
+            env={"PYTHONDONTWRITEBYTECODE": "1"},
+            timeout=900,
+        )
+
+    run = twinflow("run", "spec.yaml", "--out", "out", "--json")
+    assert 3 == run.returncode, run.stderr
+    [waiting] = json.loads(run.stdout)["paused"]
+    assert "convert_currency" == waiting["tool"]
+    paused = Trace.load(tmp_path / "out" / "trace.jsonl")
+    approved = twinflow(
+        "approve", "out/trace.jsonl", "--all", "--by", "ann", "--spec", "spec.yaml", "--json"
+    )
+    assert 0 == approved.returncode, approved.stderr
+    outcome = json.loads(approved.stdout)
+    assert (["convert_currency"], {"amount", "currency"}) == (
+        outcome["tool_calls"],
+        set(outcome["output"]),
+    )
+    events = list(Trace.load(tmp_path / "out" / "trace.jsonl", require_complete=True).events)
+    assert "run_resumed" == events[paused.size].body.kind
+    # The recorded step was served from the trace: one reply before the pause, the rest after.
+    replies = [e.seq for e in events if e.body.kind == "model_responded"]
+    assert 1 == sum(1 for seq in replies if seq < paused.size)
+    replayed = twinflow("replay", "out/trace.jsonl", "--spec", "spec.yaml")
+    assert 0 == replayed.returncode, replayed.stderr
