@@ -14,16 +14,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from twinflow.cli._errors import CliError
 from twinflow.eval import (
     ScorerError,
+    YamlLimits,
+    read_yaml,
     split_dotted,
     validation_problem,
     yaml_line,
-    yaml_syntax_problem,
 )
 from twinflow.eval import resolve_dotted as resolve_any_dotted
 from twinflow.kernel import check_endpoint_url
@@ -235,27 +235,7 @@ MAX_SPEC_DEPTH = 32
 """Deepest nesting of a spec's YAML."""
 MAX_SPEC_NODES = 100_000
 """Most YAML nodes a spec expands to, aliases followed (a billion-laughs spec stops here)."""
-
-
-def _check_nodes(root: yaml.Node | None, path: str) -> None:
-    """Refuse a spec nested deeper than `MAX_SPEC_DEPTH` or expanding past `MAX_SPEC_NODES`."""
-    stack: list[tuple[yaml.Node, int]] = [] if root is None else [(root, 1)]
-    seen = 0
-    while stack:
-        node, depth = stack.pop()
-        seen += 1
-        if seen > MAX_SPEC_NODES:
-            raise SpecError(
-                f"{path}: expands to more than {MAX_SPEC_NODES} YAML nodes (aliases included)"
-            )
-        if depth > MAX_SPEC_DEPTH:
-            line = node.start_mark.line + 1
-            raise SpecError(f"{path}:{line}: nested deeper than {MAX_SPEC_DEPTH} levels")
-        if isinstance(node, yaml.SequenceNode):
-            stack.extend((child, depth + 1) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                stack.extend(((key, depth + 1), (value, depth + 1)))
+_SPEC_LIMITS = YamlLimits("run spec", MAX_SPEC_CHARS, MAX_SPEC_DEPTH, MAX_SPEC_NODES)
 
 
 def load_spec(path: Path) -> RunSpec:
@@ -296,18 +276,7 @@ def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec
     Raises:
         SpecError: naming the file, line and key of the first problem (and listing the rest).
     """
-    if len(text) > MAX_SPEC_CHARS:
-        raise SpecError(
-            f"{path}: {len(text)} characters, over the limit of {MAX_SPEC_CHARS} for a run spec"
-        )
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        _check_nodes(root, path)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SpecError(yaml_syntax_problem(exc, path)) from None
-    except RecursionError:
-        raise SpecError(f"{path}: nested too deeply to be a run spec") from None
+    root, data = read_yaml(text, path, _SPEC_LIMITS, SpecError)
     if data is None:
         raise SpecError(f"{path}: the spec is empty; it needs at least 'prompt' and 'model'")
     if not isinstance(data, dict):

@@ -82,8 +82,10 @@ from twinflow.eval._stats import (
     wilson_interval,
 )
 from twinflow.eval._yaml import (
+    YamlLimits,
     known_keys,
     located_problem,
+    read_yaml,
     unknown_key_message,
     validation_problem,
     yaml_line,
@@ -124,6 +126,7 @@ __all__ = [
     "Summary",
     "ToolCallRecord",
     "ToolCalls",
+    "YamlLimits",
     "case_key",
     "code_modules",
     "compare_results",
@@ -137,6 +140,7 @@ __all__ = [
     "merge_runs",
     "observe",
     "read_details",
+    "read_yaml",
     "render_html",
     "render_markdown",
     "rescore",
