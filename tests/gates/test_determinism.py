@@ -50,7 +50,7 @@ EVASIONS = {
     "file-level ruff noqa": "# ruff: noqa\nimport os\n",
 }
 
-# Issue 12, class 6: the private C modules behind the public names, every way to start a
+# Class 6 of the banned families: the private C modules behind the public names, every way to start a
 # process, asyncio's network, thread and timer entry points, ctypes, wall-clock time in every
 # form, sched, timeit and third-party network, time and randomness libraries.
 COVERAGE = {
