@@ -33,7 +33,6 @@ from twinflow.agent import (
     ToolReturned,
     Trace,
     TraceCorruptError,
-    TraceExistsError,
     TraceWriter,
     check_consistency,
     check_inclusion,
@@ -42,7 +41,7 @@ from twinflow.agent import (
 )
 from twinflow.agent._events import AgentConfig, PolicyRecord
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.trace import Limits
+from twinflow.trace import Limits, TargetExistsError
 from twinflow.vocab import (
     CallId,
     Message,
@@ -411,7 +410,7 @@ def test_file_sink_refuses_an_existing_file(tmp_path: Path) -> None:
     """The file sink never writes over an existing trace."""
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"")
-    with pytest.raises(TraceExistsError, match="already exists"):
+    with pytest.raises(TargetExistsError, match="already exists"):
         FileTraceSink(path)
 
 

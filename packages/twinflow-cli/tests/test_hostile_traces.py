@@ -16,7 +16,8 @@ import pytest
 from twinflow.agent import Agent, FunctionModel, MemoryTraceSink
 from twinflow.cli._main import main
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.trace import DEFAULT_MAX_LINE_BYTES, _note, verify_trace
+from twinflow.trace import DEFAULT_MAX_LINE_BYTES, verify_trace
+from twinflow.trace import note as _note
 from twinflow.vocab import Message
 
 SPEC = "prompt: hi\nmodel:\n  url: http://127.0.0.1:9/v1\n"

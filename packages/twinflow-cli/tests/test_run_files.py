@@ -9,7 +9,7 @@ import pytest
 
 from twinflow.cli._run import claim_run_files, spec_beside
 from twinflow.cli._spec import SpecError, load_spec
-from twinflow.kernel import PlantedLinkError
+from twinflow.trace import PlantedLinkError
 
 
 def test_each_run_claims_its_own_pair_and_nothing_is_renamed(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from twinflow.agent import Agent, FileTraceSink, FunctionModel
 from twinflow.kernel import CountingIds, SteppingClock, run_process
-from twinflow.trace import _note, verify_trace
+from twinflow.trace import note as _note
+from twinflow.trace import verify_trace
 from twinflow.vocab import Message
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import resource
+import signal
+from collections.abc import Iterator
 from typing import Any
 
 from twinflow.trace import GENESIS, canonical_bytes, encode_line
@@ -41,3 +45,16 @@ def forged_line(event_bytes: bytes) -> bytes:
     """A line whose digest is recomputed over arbitrary event bytes (a forger's line)."""
     digest = hashlib.sha256(event_bytes).hexdigest().encode()
     return b'{"digest":"' + digest + b'","event":' + event_bytes + b"}\n"
+
+
+@contextlib.contextmanager
+def file_size_limit(limit: int) -> Iterator[None]:
+    """Make files stop growing at ``limit`` bytes (EFBIG), as a full disk stops them."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)

@@ -18,7 +18,8 @@ Errors (every one under the workspace's root)::
     │   ├── ReplayDivergenceError                    the one replay-divergence error (the agent's above)
     │   └── NondeterminismError (also a RuntimeError)  replayed code reached the clock, randomness or network
     └── TraceError                                   (twinflow.trace, re-exported here unchanged)
-        └── TraceExistsError, TraceWriteError, TraceCorruptError, SignatureError, InvalidProofError, ...
+        └── TraceCorruptError, SignatureError, InvalidProofError, ... (a trace file not written:
+            the trace's FileWriteError, TargetExistsError, PlantedLinkError)
 
 Errors raised by the injected model (a connection failure from the kernel's transport, for
 example) are recorded in the trace as ``run_failed`` and re-raised unchanged.
@@ -37,8 +38,6 @@ from twinflow.agent._errors import (
     SignatureError,
     TraceCorruptError,
     TraceError,
-    TraceExistsError,
-    TraceWriteError,
     UsageLimitExceeded,
 )
 from twinflow.agent._events import (
@@ -172,9 +171,7 @@ __all__ = [
     "TraceCorruptError",
     "TraceError",
     "TraceEvent",
-    "TraceExistsError",
     "TraceSink",
-    "TraceWriteError",
     "TraceWriter",
     "UsageLimitExceeded",
     "UsageLimits",

@@ -59,14 +59,8 @@ from twinflow.cli._wiring import (
     model_base_url,
     replay_builder,
 )
-from twinflow.kernel import (
-    NondeterminismError,
-    PlantedLinkError,
-    SystemClock,
-    SystemIds,
-    TargetExistsError,
-    write_new,
-)
+from twinflow.kernel import NondeterminismError, SystemClock, SystemIds
+from twinflow.trace import PlantedLinkError, TargetExistsError, write_new
 from twinflow.vocab import Message, ModelRequest, UserError
 
 __all__ = [

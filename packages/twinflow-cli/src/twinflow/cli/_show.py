@@ -24,7 +24,7 @@ from twinflow.agent import compare_behaviour, render_trace_page, verify_trace
 from twinflow.cli._commands import _read_checkpoint as read_checkpoint
 from twinflow.cli._commands import parse_trace, read_trace_bytes
 from twinflow.cli._main import EXIT_OK, CheckFailed, Handler, Output
-from twinflow.kernel import write_replace
+from twinflow.trace import write_replace
 from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]

@@ -47,10 +47,10 @@ from twinflow.eval._results import (
     read_json_model,
     refuse_planted_links,
     select_keys,
-    write_atomic,
 )
 from twinflow.eval._scorers import Custom, SchemaValid, ScorerSpec, score_all, split_dotted
 from twinflow.kernel import Clock, Executor, SerialExecutor, TaskLost, TransportError
+from twinflow.trace import write_replace
 from twinflow.vocab import canonical_bytes
 
 __all__ = [
@@ -224,7 +224,7 @@ def _prepare(out: Path, manifest: RunManifest) -> None:
     if path.exists():
         read_json_model(path, RunManifest).check_resume(manifest, out)
         return
-    write_atomic(path, _encode(manifest))
+    write_replace(path, _encode(manifest))
 
 
 def _set_aside(trace: Path) -> None:
@@ -301,10 +301,10 @@ def _keep(
         result = result.model_copy(
             update={"problem": f"the trace a worker returned did not verify: {result.problem}"}
         )
-        write_atomic(run_dir / "traces" / f"{key}.rejected.jsonl", data, durable=False)
+        write_replace(run_dir / "traces" / f"{key}.rejected.jsonl", data, durable=False)
     else:
-        write_atomic(run_dir / relative, data, durable=False)
-    write_atomic(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
+        write_replace(run_dir / relative, data, durable=False)
+    write_replace(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
     return result
 
 
@@ -387,7 +387,7 @@ def run_eval(
         result = score_trace(run_dir, case, repeat, key, dataset.scorers_for(case), latency)
         # Written here, by the worker, not by the loop below: when another case aborts the run,
         # cases still in flight finish and are kept, so a resume does not run them again.
-        write_atomic(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
+        write_replace(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
         return result
 
     runner = executor or SerialExecutor()
@@ -415,7 +415,7 @@ def run_eval(
             "run the same command again to resume"
         ) from exc
     results = _collect(run_dir, manifest)
-    write_atomic(run_dir / "results.json", _encode(results))
+    write_replace(run_dir / "results.json", _encode(results))
     write_reports(results, run_dir)
     return results
 
@@ -485,7 +485,7 @@ def rescore(run_dir: str | Path, *, trust_code: bool = False) -> EvalResults:
     _refuse_untrusted_code(path, manifest.dataset, trust_code)
     with importable(manifest.code_dirs):
         results = _rescore_dir(path, manifest, recorded)
-    write_atomic(path / "rescore.json", _encode(results))
+    write_replace(path / "rescore.json", _encode(results))
     return results
 
 
@@ -561,8 +561,8 @@ def merge_runs(
             result = score_trace(
                 target, case, repeat, key, dataset.scorers_for(case), recorded.latency_s
             )
-        write_atomic(target / "cases" / f"{key}.json", _encode(result))
+        write_replace(target / "cases" / f"{key}.json", _encode(result))
     results = _collect(target, manifest)
-    write_atomic(target / "results.json", _encode(results))
+    write_replace(target / "results.json", _encode(results))
     write_reports(results, target)
     return results

@@ -27,9 +27,6 @@ Errors; every message names where (the URL or the command), what went wrong, and
         │                                  twinflow.agent's, for a trace event, is a subclass
         ├── NondeterminismError            replayed code reached the clock, randomness or the network (also a RuntimeError)
         ├── LaunchError                    a server process did not start, or did not become healthy
-        ├── FileWriteError                 a file could not be written safely (also an OSError; `.filename`)
-        │   ├── PlantedLinkError           the target or its directory is a symbolic link: refused
-        │   └── TargetExistsError          `write_new` found the name taken (also a FileExistsError)
         └── ClusterError                   the Ray cluster could not be reached or started
             └── TaskLost                   a call's worker died on its last allowed attempt (`.index`)
 
@@ -42,16 +39,13 @@ import typing as _typing
 from twinflow.kernel._errors import (
     ClusterError,
     ConnectError,
-    FileWriteError,
     HTTPStatusError,
     KernelError,
     LaunchError,
     NetworkBlockedError,
-    PlantedLinkError,
     ReplayDivergenceError,
     ResponseDecodeError,
     ResponseTooLarge,
-    TargetExistsError,
     TaskLost,
     TransportError,
     TransportTimeout,
@@ -79,10 +73,6 @@ if _typing.TYPE_CHECKING:
     from twinflow.kernel._fault import (
         Fault,
         FaultTransport,
-    )
-    from twinflow.kernel._files import (
-        write_new,
-        write_replace,
     )
     from twinflow.kernel._ids import (
         CountingIds,
@@ -144,7 +134,6 @@ __all__ = [
     "Executor",
     "Fault",
     "FaultTransport",
-    "FileWriteError",
     "FixedClock",
     "GuardRecord",
     "HTTPStatusError",
@@ -160,7 +149,6 @@ __all__ = [
     "MockTransport",
     "NetworkBlockedError",
     "NondeterminismError",
-    "PlantedLinkError",
     "ProcessResult",
     "RayExecutor",
     "RecordingTransport",
@@ -176,7 +164,6 @@ __all__ = [
     "SubprocessLauncher",
     "SystemClock",
     "SystemIds",
-    "TargetExistsError",
     "TaskLost",
     "ThreadExecutor",
     "Transport",
@@ -189,8 +176,6 @@ __all__ = [
     "nondeterminism_guard",
     "redact_url",
     "run_process",
-    "write_new",
-    "write_replace",
 ]
 
 __getattr__, __dir__ = _lazy_exports(
@@ -206,7 +191,6 @@ __getattr__, __dir__ = _lazy_exports(
             "redact_url",
         ),
         "_fault": ("Fault", "FaultTransport"),
-        "_files": ("write_new", "write_replace"),
         "_ids": ("CountingIds", "SeededIds", "SystemIds"),
         "_launcher": ("ServerProcess", "SubprocessLauncher"),
         "_loopback": ("LoopbackRequest", "LoopbackResponse", "LoopbackServer"),

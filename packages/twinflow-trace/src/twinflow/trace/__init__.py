@@ -12,8 +12,9 @@ catches every package's); this package's own tree::
     └── TraceError                                 raised by twinflow.trace
         ├── CanonicalError                         no RFC 8785 form (`.reason`, `.pointer`, `.detail`)
         ├── TraceFormatError (also ValueError)     a proof, checkpoint or key file not in its form
-        ├── TraceExistsError (also FileExistsError)  refusing to write over (or through) a path
-        ├── TraceWriteError                        a trace or repair side file not written (`.path`)
+        ├── FileWriteError (also OSError)          a file not written: disk full, no permission (`.filename`)
+        │   ├── PlantedLinkError                   the target or its directory is a symbolic link: refused
+        │   └── TargetExistsError (also FileExistsError)  the name is taken: never written over
         ├── TraceCorruptError                      a trace that does not verify, read as events (`.report`)
         ├── SignatureError                         a checkpoint signature missing, empty-keyed or wrong
         ├── InvalidProofError (also ValueError)    an inclusion / consistency proof fails
@@ -31,13 +32,14 @@ loads what verification needs, not the signature, repair and writer modules.
 
 from twinflow.trace._errors import (
     CanonicalError,
+    FileWriteError,
     InvalidProofError,
+    PlantedLinkError,
     SignatureError,
+    TargetExistsError,
     TraceCorruptError,
     TraceError,
-    TraceExistsError,
     TraceFormatError,
-    TraceWriteError,
     TwinflowError,
     UserError,
 )
@@ -66,10 +68,12 @@ if TYPE_CHECKING:
         sign_checkpoint,
         verify_checkpoint_signature,
     )
+    from twinflow.trace._files import create_exclusive, write_new, write_replace
     from twinflow.trace._format import (
         DEFAULT_MAX_LINE_BYTES,
         EVENT_KINDS,
         GENESIS,
+        LINE_PREFIX,
         TERMINAL_KINDS,
         Limits,
         encode_line,
@@ -108,12 +112,14 @@ __all__ = [
     "EMPTY_ROOT",
     "EVENT_KINDS",
     "GENESIS",
+    "LINE_PREFIX",
     "MAX_SAFE_INTEGER",
     "TERMINAL_KINDS",
     "CanonicalError",
     "Checkpoint",
     "ConsistencyProof",
     "FileTraceSink",
+    "FileWriteError",
     "Frontier",
     "FsyncPolicy",
     "InclusionProof",
@@ -121,17 +127,17 @@ __all__ = [
     "Limits",
     "MemoryTraceSink",
     "MerkleTree",
+    "PlantedLinkError",
     "Problem",
     "ProblemKind",
     "RepairResult",
     "SignatureError",
     "Source",
+    "TargetExistsError",
     "TraceCorruptError",
     "TraceError",
-    "TraceExistsError",
     "TraceFormatError",
     "TraceSink",
-    "TraceWriteError",
     "TwinflowError",
     "UserError",
     "VerificationReport",
@@ -141,6 +147,7 @@ __all__ = [
     "check_consistency",
     "check_inclusion",
     "consistency_ranges",
+    "create_exclusive",
     "encode_line",
     "es_number",
     "inclusion_ranges",
@@ -162,6 +169,8 @@ __all__ = [
     "verify_inclusion",
     "verify_trace",
     "walk_trace",
+    "write_new",
+    "write_replace",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -187,10 +196,12 @@ __getattr__, __dir__ = lazy_exports(
             "sign_checkpoint",
             "verify_checkpoint_signature",
         ),
+        "_files": ("create_exclusive", "write_new", "write_replace"),
         "_format": (
             "DEFAULT_MAX_LINE_BYTES",
             "EVENT_KINDS",
             "GENESIS",
+            "LINE_PREFIX",
             "TERMINAL_KINDS",
             "Limits",
             "encode_line",

@@ -52,6 +52,14 @@ if _typing.TYPE_CHECKING:
         StructuredResult,
         Usage,
     )
+    from twinflow.vocab._reask import (
+        SentRequest,
+        check_max_attempts,
+        parametrized,
+        reask_message,
+        validate_with_reask,
+        validation_error_text,
+    )
     from twinflow.vocab._stream import (
         Chunk,
         ChunkAssembler,
@@ -111,6 +119,7 @@ __all__ = [
     "ReasoningPart",
     "Role",
     "RunId",
+    "SentRequest",
     "StreamingChatModel",
     "StructuredOutputAdapter",
     "StructuredOutputError",
@@ -133,12 +142,17 @@ __all__ = [
     "WireFormatError",
     "assemble",
     "canonical_bytes",
+    "check_max_attempts",
     "did_you_mean",
     "diff",
     "digest",
     "envelope",
+    "parametrized",
     "parse_canonical",
+    "reask_message",
     "response_chunks",
+    "validate_with_reask",
+    "validation_error_text",
 ]
 
 __getattr__, __dir__ = _lazy_exports(
@@ -159,6 +173,14 @@ __getattr__, __dir__ = _lazy_exports(
             "StructuredOutputAdapter",
             "StructuredResult",
             "Usage",
+        ),
+        "_reask": (
+            "check_max_attempts",
+            "parametrized",
+            "reask_message",
+            "SentRequest",
+            "validate_with_reask",
+            "validation_error_text",
         ),
         "_stream": (
             "assemble",
