@@ -6,11 +6,8 @@ A bad spec is refused with an error that names the file, the line and the offend
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,6 +36,7 @@ __all__ = [
     "parse_spec",
     "read_spec_text",
     "resolve_dotted",
+    "spec_directories",
     "spec_modules",
 ]
 
@@ -179,26 +177,6 @@ class RunSpec(_Strict):
         return self._code_dir
 
 
-@contextlib.contextmanager
-def _importing_from(code_dir: Path | None) -> Iterator[None]:
-    """Imports for the block look in ``code_dir`` first and never in the current directory.
-
-    ``code_dir`` stays on ``sys.path`` afterwards (a tool may import its siblings when it runs);
-    the current directory (``''`` under ``python -m``) is left out only while importing.
-    """
-    if code_dir is not None and str(code_dir) not in sys.path:
-        sys.path.insert(0, str(code_dir))
-    cwd = os.getcwd()
-    saved = list(sys.path)
-    keep = {str(code_dir)} if code_dir is not None else set()
-    sys.path[:] = [p for p in saved if p in keep or (p not in ("", ".") and p != cwd)]
-    try:
-        yield
-    finally:
-        # Restore, keeping any entry the imported code added itself.
-        sys.path[:] = [*(p for p in sys.path if p not in saved), *saved]
-
-
 def spec_modules(spec: RunSpec) -> tuple[str, ...]:
     """The modules building an agent from ``spec`` would import (tools, then output), unimported.
 
@@ -212,18 +190,23 @@ def spec_modules(spec: RunSpec) -> tuple[str, ...]:
         raise SpecError(str(exc)) from None
 
 
+def spec_directories(spec: RunSpec) -> tuple[Path, ...]:
+    """The directories a spec's code is imported from (its own, when read from a file)."""
+    return () if spec.code_dir is None else (spec.code_dir,)
+
+
 def resolve_dotted(path: str, code_dir: Path | None = None) -> Any:
     """Import ``package.module:attribute`` (or ``package.module.attribute``) and return it.
 
     Modules are looked up in ``code_dir`` (a spec's own directory) first, then in the installed
-    packages; never implicitly in the current directory.
+    packages; never implicitly in the current directory (`twinflow.eval.resolve_dotted`).
 
     Raises:
-        SpecError: the module or the attribute does not exist, or importing the module raised.
+        SpecError: the module or the attribute does not exist (naming where it was looked for),
+            or importing the module raised.
     """
     try:
-        with _importing_from(code_dir):
-            return resolve_any_dotted(path)
+        return resolve_any_dotted(path, () if code_dir is None else (code_dir,))
     except ScorerError as exc:
         # The resolver is eval's (one for the workspace); its error is a spec's problem here.
         raise SpecError(str(exc)) from exc

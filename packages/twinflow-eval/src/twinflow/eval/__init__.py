@@ -18,6 +18,7 @@ A run's own failures (`twinflow.agent.RunError`, the kernel's `TransportError`) 
 case; replaying a case in `rescore` may raise the agent's `ReplayDivergenceError`.
 """
 
+from twinflow.eval._code import importing_from, resolve_dotted, split_dotted
 from twinflow.eval._dataset import Case, Dataset, load_dataset
 from twinflow.eval._errors import (
     DatasetError,
@@ -70,9 +71,7 @@ from twinflow.eval._scorers import (
     ScorerSpec,
     ToolCalls,
     matches,
-    resolve_dotted,
     score_all,
-    split_dotted,
 )
 from twinflow.eval._stats import (
     Comparison,
@@ -131,6 +130,7 @@ __all__ = [
     "code_modules",
     "compare_results",
     "compare_runs",
+    "importing_from",
     "known_keys",
     "load_dataset",
     "load_run",

@@ -15,10 +15,8 @@ the driver verifies them before it writes the trace and the result (docs/adr/004
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import shutil
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from twinflow.agent import (
     TraceCorruptError,
     TraceSink,
 )
+from twinflow.eval._code import importing_from, split_dotted
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ShardError
 from twinflow.eval._observe import observe
@@ -48,7 +47,7 @@ from twinflow.eval._results import (
     refuse_planted_links,
     select_keys,
 )
-from twinflow.eval._scorers import Custom, SchemaValid, ScorerSpec, score_all, split_dotted
+from twinflow.eval._scorers import Custom, SchemaValid, ScorerSpec, score_all
 from twinflow.kernel import Clock, Executor, SerialExecutor, TaskLost, TransportError
 from twinflow.trace import write_replace
 from twinflow.vocab import canonical_bytes
@@ -174,19 +173,6 @@ def _score_bytes(
         latency_s=obs.duration_s if latency_s is None else latency_s,
         error=None if obs.error_type is None else f"{obs.error_type}: {obs.error}",
     )
-
-
-@contextlib.contextmanager
-def importable(directories: Sequence[str]) -> Iterator[None]:
-    """Let dotted paths resolve against ``directories`` (those that exist) for the block."""
-    added = [d for d in directories if Path(d).is_dir() and d not in sys.path]
-    sys.path[:0] = added
-    try:
-        yield
-    finally:
-        for directory in added:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(directory)
 
 
 def code_modules(dataset: Dataset) -> tuple[str, ...]:
@@ -404,16 +390,19 @@ def run_eval(
     total = len(items)
     if progress is not None:
         progress(len(done), total, Summary.of(done))
-    try:
-        for result in finished:
-            done.append(result)
-            if progress is not None:
-                progress(len(done), total, Summary.of(done))
-    except TaskLost as exc:
-        raise RunAborted(
-            f"case {todo[exc.index][2]}: {exc}; {len(done)} finished cases are kept: "
-            "run the same command again to resume"
-        ) from exc
+    # Scorers import from the run's code directories; set once here, so a case's thread that
+    # resolves one changes nothing.
+    with importing_from(manifest.code_dirs):
+        try:
+            for result in finished:
+                done.append(result)
+                if progress is not None:
+                    progress(len(done), total, Summary.of(done))
+        except TaskLost as exc:
+            raise RunAborted(
+                f"case {todo[exc.index][2]}: {exc}; {len(done)} finished cases are kept: "
+                "run the same command again to resume"
+            ) from exc
     results = _collect(run_dir, manifest)
     write_replace(run_dir / "results.json", _encode(results))
     write_reports(results, run_dir)
@@ -483,7 +472,7 @@ def rescore(run_dir: str | Path, *, trust_code: bool = False) -> EvalResults:
     if manifest.dataset.digest != manifest.dataset_digest:
         raise RunDirError(f"{path}/run.json: the dataset does not match its digest; it was edited")
     _refuse_untrusted_code(path, manifest.dataset, trust_code)
-    with importable(manifest.code_dirs):
+    with importing_from(manifest.code_dirs):
         results = _rescore_dir(path, manifest, recorded)
     write_replace(path / "rescore.json", _encode(results))
     return results
@@ -557,7 +546,7 @@ def merge_runs(
         source = source_dir / recorded.trace
         if source.is_file():
             shutil.copyfile(source, target / "traces" / f"{key}.jsonl")
-        with importable(code_dirs):
+        with importing_from(code_dirs):
             result = score_trace(
                 target, case, repeat, key, dataset.scorers_for(case), recorded.latency_s
             )
