@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
 from twinflow.agent import (
-    GENESIS,
     Agent,
     FunctionModel,
     MemoryTraceSink,
@@ -19,17 +16,8 @@ from twinflow.agent import (
     verify_trace,
 )
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.vocab import Message, canonical_bytes
-
-
-def rechain(events: list[dict[str, Any]]) -> bytes:
-    """Trace lines for ``events`` with seq, prev and digests recomputed (a full rewrite)."""
-    prev, lines = GENESIS, []
-    for seq, event in enumerate(events):
-        body = canonical_bytes({**event, "seq": seq, "prev": prev})
-        prev = hashlib.sha256(body).hexdigest()
-        lines.append(b'{"digest":"' + prev.encode() + b'","event":' + body + b"}\n")
-    return b"".join(lines)
+from twinflow.trace.testing import rechain
+from twinflow.vocab import Message
 
 
 def test_a_rechained_trace_with_a_forged_event_is_refused_with_a_typed_error() -> None:

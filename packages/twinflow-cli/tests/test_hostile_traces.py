@@ -6,7 +6,6 @@ handler would fail the test rather than hide in a child's stderr.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from twinflow.cli._main import main
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import DEFAULT_MAX_LINE_BYTES, verify_trace
 from twinflow.trace import note as _note
+from twinflow.trace.testing import framed
 from twinflow.vocab import Message
 
 SPEC = "prompt: hi\nmodel:\n  url: http://127.0.0.1:9/v1\n"
@@ -36,15 +36,9 @@ def good_trace() -> bytes:
     return sink.data
 
 
-def forged(event: bytes) -> bytes:
-    """A line whose digest is recomputed over the given event bytes."""
-    digest = hashlib.sha256(event).hexdigest().encode()
-    return b'{"digest":"' + digest + b'","event":' + event + b"}\n"
-
-
 def first_event_with(body: bytes) -> bytes:
     """A forged first line whose body is ``body`` (raw JSON bytes)."""
-    return forged(
+    return framed(
         b'{"at":"2026-01-01T00:00:00Z","body":' + body + b',"prev":"' + b"0" * 64 + b'","seq":0}'
     )
 
@@ -70,7 +64,7 @@ def corpus() -> dict[str, bytes]:
         "non-utf8": first_event_with(b'{"kind":"run_started","x":"\xff\xfe"}'),
         "bom": b"\xef\xbb\xbf" + good,
         "not-an-event": b'{"a":1}\n',
-        "forged-not-an-event": forged(b'{"a":1}'),
+        "forged-not-an-event": framed(b'{"a":1}'),
         "truncated": good[:-30],
         "empty": b"",
         "binary": bytes(range(256)) * 4,

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from tracekit import file_size_limit, trace
+from tracekit import file_size_limit
 
 from twinflow.trace import (
     FileTraceSink,
@@ -16,6 +16,7 @@ from twinflow.trace import (
     repair_trace,
     verify_trace,
 )
+from twinflow.trace.testing import small_trace as trace
 
 
 def test_a_planted_symlink_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
