@@ -3,30 +3,13 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from cli_testkit import run_trace
 
-from twinflow.agent import Agent, FunctionModel, MemoryTraceSink
 from twinflow.cli._main import main
-from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace.testing import events_of, rechain
-from twinflow.vocab import Message
-
-
-def run_trace(replies: int = 1) -> bytes:
-    """A real trace of a run (a longer one for more replies)."""
-    sink = MemoryTraceSink()
-    agent = Agent(
-        FunctionModel(lambda request: Message.assistant("hi")),
-        clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
-        ids=CountingIds(),
-        trace=sink,
-    )
-    for _ in range(replies):
-        agent.run("hello")
-    return sink.data
 
 
 def twinflow(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object], str]:

@@ -29,6 +29,7 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from twinflow.trace._errors import FileWriteError, PlantedLinkError, TargetExistsError
@@ -136,6 +137,33 @@ def _failed(path: Path, exc: OSError) -> FileWriteError:
     return FileWriteError(f"{path}: cannot write it ({reason}); nothing was changed", path=path)
 
 
+def _write_through(
+    target: Path,
+    data: bytes,
+    *,
+    durable: bool,
+    mode: int | None,
+    take_name: Callable[[str, int], None],
+) -> None:
+    """Write ``data`` to a temporary file beside ``target``, then ``take_name`` gives it the name."""
+    dir_fd = _open_directory(target)
+    try:
+        _refuse_link(target, dir_fd)
+        try:
+            temporary = _write_temporary(target, data, dir_fd, durable=durable, mode=mode)
+        except OSError as exc:
+            raise _failed(target, exc) from None
+        try:
+            take_name(temporary, dir_fd)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=dir_fd)
+        if durable:
+            os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 def write_new(
     path: str | os.PathLike[str], data: bytes, *, durable: bool = True, mode: int | None = None
 ) -> None:
@@ -157,13 +185,8 @@ def write_new(
         FileWriteError: Writing failed (the disk is full, no permission); nothing was created.
     """
     target = Path(path)
-    dir_fd = _open_directory(target)
-    try:
-        _refuse_link(target, dir_fd)
-        try:
-            temporary = _write_temporary(target, data, dir_fd, durable=durable, mode=mode)
-        except OSError as exc:
-            raise _failed(target, exc) from None
+
+    def link(temporary: str, dir_fd: int) -> None:
         try:
             os.link(temporary, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except FileExistsError:
@@ -173,13 +196,8 @@ def write_new(
             ) from None
         except OSError as exc:
             raise _failed(target, exc) from None
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=dir_fd)
-        if durable:
-            os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+
+    _write_through(target, data, durable=durable, mode=mode, take_name=link)
 
 
 def write_replace(
@@ -201,20 +219,11 @@ def write_replace(
         FileWriteError: Writing failed (the disk is full, no permission); the old file is kept.
     """
     target = Path(path)
-    dir_fd = _open_directory(target)
-    try:
-        _refuse_link(target, dir_fd)
-        try:
-            temporary = _write_temporary(target, data, dir_fd, durable=durable, mode=mode)
-        except OSError as exc:
-            raise _failed(target, exc) from None
+
+    def rename(temporary: str, dir_fd: int) -> None:
         try:
             os.replace(temporary, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=dir_fd)
             raise _failed(target, exc) from None
-        if durable:
-            os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+
+    _write_through(target, data, durable=durable, mode=mode, take_name=rename)
