@@ -7,15 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from twinflow.agent import (
-    Agent,
-    FunctionModel,
-    MemoryTraceSink,
-    Trace,
-    TraceCorruptError,
-    verify_trace,
-)
+from twinflow.agent import Agent, FunctionModel, Trace, verify_agent_trace
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import MemoryTraceSink, TraceCorruptError
 from twinflow.trace.testing import events_of, rechain
 from twinflow.vocab import Message
 
@@ -34,11 +28,11 @@ def hello_trace() -> bytes:
 
 
 def test_a_rechained_trace_with_a_forged_event_is_refused_with_a_typed_error() -> None:
-    """verify_trace and Trace.load both refuse a chained but invalid event, at its seq."""
+    """verify_agent_trace and Trace.load both refuse a chained but invalid event, at its seq."""
     events = events_of(hello_trace())
     events[1] = {**events[1], "body": {"kind": "run_started"}}
     forged = rechain(events)
-    report = verify_trace(forged)
+    report = verify_agent_trace(forged)
     with pytest.raises(TraceCorruptError) as caught:
         Trace.load(forged)
     problem = caught.value.report.problem
@@ -54,6 +48,6 @@ def test_a_foreign_event_repeating_the_last_seq_is_named_where_it_was_inserted()
     events = [json.loads(line)["event"] for line in lines]
     other = rechain([{**e, "at": "2027-01-01T00:00:00Z"} for e in events]).splitlines(keepends=True)
     tampered = b"".join([*lines[:2], other[1], *lines[2:]])
-    report = verify_trace(tampered)
+    report = verify_agent_trace(tampered)
     assert report.problem is not None
     assert ("inserted", 2, 3) == (report.problem.kind, report.problem.seq, report.problem.line)

@@ -84,7 +84,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (root / "lab.pub").write_text(signer.verifier.text + "\n")
     checkpoint = verify_trace(root / "good.jsonl").checkpoint
     body = _note.CheckpointBody("example.org/lab", checkpoint.size, bytes.fromhex(checkpoint.root))
-    (root / "cp.note").write_bytes(_note.sign_checkpoint(body, [signer]))
+    (root / "cp.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
     return out
 
 

@@ -23,10 +23,10 @@ from twinflow.trace import (
 from twinflow.trace import encode_line as _frame
 from twinflow.vocab import canonical_bytes
 
-__all__ = ["TraceWriter", "encode_line"]
+__all__ = ["TraceWriter", "encode_event"]
 
 
-def encode_line(event: TraceEvent) -> tuple[bytes, str]:
+def encode_event(event: TraceEvent) -> tuple[bytes, str]:
     """Encode an event as a trace line.
 
     Args:
@@ -78,7 +78,7 @@ class TraceWriter:
             FileWriteError: The sink could not write the line (disk full, ...).
         """
         event = TraceEvent(seq=self._tree.size, prev=self._head, at=at, body=body)
-        line, hexdigest = encode_line(event)
+        line, hexdigest = encode_event(event)
         self.sink.write(line)
         self._tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))
         self._head = hexdigest

@@ -19,8 +19,7 @@ from twinflow.eval import (
     YamlLimits,
     read_yaml,
     split_dotted,
-    validation_problem,
-    yaml_line,
+    validation_problems,
 )
 from twinflow.eval import resolve_dotted as resolve_any_dotted
 from twinflow.kernel import check_endpoint_url
@@ -267,10 +266,7 @@ def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec
     try:
         spec = RunSpec.model_validate(data)
     except ValidationError as exc:
-        problems = [
-            validation_problem(path, yaml_line(root, error["loc"]), error, RunSpec)
-            for error in exc.errors()
-        ]
+        problems = validation_problems(exc, root, path, RunSpec)
         more = (
             f" (and {len(problems) - 1} more: {'; '.join(problems[1:])})"
             if len(problems) > 1

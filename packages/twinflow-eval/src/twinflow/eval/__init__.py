@@ -80,16 +80,7 @@ from twinflow.eval._stats import (
     mcnemar_exact,
     wilson_interval,
 )
-from twinflow.eval._yaml import (
-    YamlLimits,
-    known_keys,
-    located_problem,
-    read_yaml,
-    unknown_key_message,
-    validation_problem,
-    yaml_line,
-    yaml_syntax_problem,
-)
+from twinflow.eval._yaml import YamlLimits, read_yaml, validation_problems
 
 __all__ = [
     "AgentFactory",
@@ -131,10 +122,8 @@ __all__ = [
     "compare_results",
     "compare_runs",
     "importing_from",
-    "known_keys",
     "load_dataset",
     "load_run",
-    "located_problem",
     "matches",
     "mcnemar_exact",
     "merge_runs",
@@ -150,10 +139,7 @@ __all__ = [
     "score_trace",
     "select_keys",
     "split_dotted",
-    "unknown_key_message",
-    "validation_problem",
+    "validation_problems",
     "wilson_interval",
     "write_reports",
-    "yaml_line",
-    "yaml_syntax_problem",
 ]

@@ -16,12 +16,12 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import JsonValue
 
-from twinflow.agent import ModelResponded, RunStarted, Trace, TraceCorruptError, render_trace_page
+from twinflow.agent import ModelResponded, RunStarted, Trace, render_trace_page
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
 from twinflow.eval._results import CaseResult, EvalResults
 from twinflow.eval._stats import wilson_interval
-from twinflow.trace import write_replace
+from twinflow.trace import TraceCorruptError, write_replace
 
 __all__ = [
     "CaseDetail",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from twinflow.vocab import UserError, did_you_mean
@@ -30,6 +30,7 @@ __all__ = [
     "read_yaml",
     "unknown_key_message",
     "validation_problem",
+    "validation_problems",
     "yaml_line",
     "yaml_syntax_problem",
 ]
@@ -283,3 +284,20 @@ def validation_problem(
     else:
         message = str(error["msg"])
     return located_problem(source, line, loc, message)
+
+
+def validation_problems(
+    exc: ValidationError, root: yaml.Node | None, source: str, model: type[BaseModel]
+) -> list[str]:
+    """Each error of validating a YAML document against ``model``, located in ``source``.
+
+    Args:
+        exc: What ``model.model_validate`` raised for the document.
+        root: The document's composed node (`yaml.compose`), for the line of each key.
+        source: The file, as problems name it.
+        model: The model the document was validated against.
+    """
+    return [
+        validation_problem(source, yaml_line(root, error["loc"]), error, model)
+        for error in exc.errors()
+    ]

@@ -2,8 +2,8 @@
 
 The public home of the signed-note API (`twinflow.trace._note` holds the code; its docstring
 draws the format and the error tree). A module of its own, not names at the package's top
-level: a note's ``sign_checkpoint`` and ``open_checkpoint`` sign and open C2SP notes, where
-``twinflow.trace.sign_checkpoint`` signs a JSON checkpoint with HMAC.
+level: the names here sign and open C2SP notes (``sign_checkpoint_note``, ``open_checkpoint``),
+beside the package's JSON checkpoints signed with HMAC (``twinflow.trace.sign_checkpoint``).
 
 Verification runs on the standard library alone; signing and key derivation need the
 ``signatures`` extra (``twinflow-trace[signatures]``).
@@ -36,7 +36,7 @@ from twinflow.trace._note import (
     parse_note,
     parse_signer_key,
     parse_verifier_key,
-    sign_checkpoint,
+    sign_checkpoint_note,
     sign_note,
 )
 
@@ -67,6 +67,6 @@ __all__ = [
     "parse_note",
     "parse_signer_key",
     "parse_verifier_key",
-    "sign_checkpoint",
+    "sign_checkpoint_note",
     "sign_note",
 ]
