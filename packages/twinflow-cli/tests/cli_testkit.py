@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from twinflow.agent import Agent, FunctionModel, MemoryTraceSink
+from twinflow.agent import Agent, FunctionModel
 from twinflow.kernel import CountingIds, LoopbackRequest, LoopbackResponse, SteppingClock
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import Message
 
 CALLS: dict[str, dict[str, Any]] = {

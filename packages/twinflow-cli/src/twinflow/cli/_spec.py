@@ -17,6 +17,7 @@ from twinflow.cli._errors import CliError
 from twinflow.eval import (
     ScorerError,
     YamlLimits,
+    read_user_file,
     read_yaml,
     split_dotted,
     validation_problems,
@@ -235,18 +236,8 @@ def read_spec_text(path: Path) -> str:
     Raises:
         SpecError: the file is missing or unreadable.
     """
-    try:
-        with path.open("rb") as file:
-            # Bounded: a spec may be hostile (a huge file, /dev/zero); parse_spec refuses the rest.
-            data = file.read(4 * MAX_SPEC_CHARS + 1)
-        text = data.decode("utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SpecError(f"{path}: is a directory, expected a YAML file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read the spec ({exc})") from None
-    return text
+    # Bytes up to four per character: parse_spec refuses a text over MAX_SPEC_CHARS.
+    return read_user_file(path, 4 * MAX_SPEC_CHARS, SpecError, "run spec")
 
 
 def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec:

@@ -80,7 +80,7 @@ from twinflow.eval._stats import (
     mcnemar_exact,
     wilson_interval,
 )
-from twinflow.eval._yaml import YamlLimits, read_yaml, validation_problems
+from twinflow.eval._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 
 __all__ = [
     "AgentFactory",
@@ -129,6 +129,7 @@ __all__ = [
     "merge_runs",
     "observe",
     "read_details",
+    "read_user_file",
     "read_yaml",
     "render_html",
     "render_markdown",

@@ -30,6 +30,7 @@ from twinflow.eval._scorers import ExactMatch, ScorerSpec
 from twinflow.eval._yaml import (
     YamlLimits,
     located_problem,
+    read_user_file,
     read_yaml,
     validation_problem,
     validation_problems,
@@ -184,21 +185,7 @@ def load_dataset(path: str | Path) -> Dataset:
         DatasetError: Naming the file, line and key of the first problem.
     """
     source = Path(path)
-    try:
-        with source.open("rb") as file:
-            # Bounded: a received dataset may be hostile (a huge file, /dev/zero).
-            data = file.read(MAX_DATASET_BYTES + 1)
-        if len(data) > MAX_DATASET_BYTES:
-            raise DatasetError(
-                f"{source}: over the limit of {MAX_DATASET_BYTES} bytes for a dataset"
-            )
-        text = data.decode("utf-8")
-    except FileNotFoundError:
-        raise DatasetError(f"{source}: no such file") from None
-    except IsADirectoryError:
-        raise DatasetError(f"{source}: is a directory, expected a dataset file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{source}: cannot read the dataset ({exc})") from None
+    text = read_user_file(source, MAX_DATASET_BYTES, DatasetError, "dataset")
     if source.suffix == ".jsonl":
         return _load_jsonl(source, text)
     if source.suffix in {".yaml", ".yml"}:

@@ -15,6 +15,7 @@ import types
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -27,6 +28,7 @@ __all__ = [
     "YamlLimits",
     "known_keys",
     "located_problem",
+    "read_user_file",
     "read_yaml",
     "unknown_key_message",
     "validation_problem",
@@ -123,6 +125,29 @@ def _check_nodes(root: yaml.Node | None, limits: YamlLimits) -> None:
         elif isinstance(node, yaml.MappingNode):
             for key, value in node.value:
                 stack.extend(((key, depth + 1), (value, depth + 1)))
+
+
+def read_user_file(path: Path, max_bytes: int, error: type[UserError], what: str) -> str:
+    """The UTF-8 text of a file a user names (a spec, a dataset), read at most ``max_bytes``.
+
+    Bounded: a named file may be hostile or a mistake (a huge file, ``/dev/zero``).
+
+    Raises:
+        UserError: As ``error``, naming ``path``: missing, a directory, unreadable, not UTF-8,
+            or over ``max_bytes``.
+    """
+    try:
+        with path.open("rb") as file:
+            data = file.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise error(f"{path}: over the limit of {max_bytes} bytes for a {what}")
+        return data.decode("utf-8")
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a directory, expected a {what} file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot read the {what} ({exc})") from None
 
 
 def read_yaml(
