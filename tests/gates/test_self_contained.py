@@ -42,7 +42,7 @@ def outside_references(root: Path) -> list[str]:
 
 
 def test_no_file_names_a_document_or_tracker_outside_the_repository(repo_root: Path) -> None:
-    """No tracked file names an outside design or style file, a tracker's issue or a seed record."""
+    """No tracked file names an outside design or style document or a tracker's issue."""
     assert [] == outside_references(repo_root)
 
 
