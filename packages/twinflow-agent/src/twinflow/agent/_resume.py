@@ -44,8 +44,8 @@ from twinflow.kernel import Clock, Ids, TransportError
 from twinflow.trace import (
     Checkpoint,
     FileTraceSink,
+    FileWriteError,
     TraceSink,
-    TraceWriteError,
     repair_trace,
 )
 from twinflow.trace import encode_line as frame_line
@@ -124,7 +124,7 @@ def approval_statement(call_digest: str, decision: str) -> str:
 _TRANSPORT: list[type[BaseException]] = [TransportError, *TransportError.__subclasses__()]
 _PASSING = frozenset(
     {cls.__name__ for cls in _TRANSPORT} - {"NetworkBlockedError", "ResponseTooLarge"}
-    | {TimeoutError.__name__, TraceWriteError.__name__}
+    | {TimeoutError.__name__, FileWriteError.__name__}
 )
 
 

@@ -30,8 +30,9 @@ from twinflow.cli._run import (
     report_outcome,
     spec_beside,
 )
-from twinflow.cli._spec import read_spec_text
+from twinflow.cli._spec import read_spec_text, spec_directories
 from twinflow.cli._traces import parse_trace, read_trace_bytes
+from twinflow.eval import importing_from
 from twinflow.kernel import SystemClock
 from twinflow.trace import TraceCorruptError, _note
 from twinflow.vocab import CallId, UserError
@@ -73,16 +74,18 @@ def _continue(
     parse_trace(trace_path, read_trace_bytes(trace_path))
     spec = replay_spec(trace_path, args.spec, args.trust_spec, out)
     try:
-        outcome = _execute(
-            spec,
-            "",
-            trace_path.parent,
-            out,
-            _Phases(),
-            watch=False,
-            resume_from=trace_path,
-            decisions=decisions,
-        )
+        # For the whole run, as `run` does: a tool may import its siblings when it is called.
+        with importing_from(spec_directories(spec)):
+            outcome = _execute(
+                spec,
+                "",
+                trace_path.parent,
+                out,
+                _Phases(),
+                watch=False,
+                resume_from=trace_path,
+                decisions=decisions,
+            )
     except TraceCorruptError as exc:
         raise CheckFailed(f"{trace_path}: {exc}") from None
     except ReplayDivergenceError as exc:
@@ -221,15 +224,16 @@ def fork(args: argparse.Namespace, out: Output) -> int:
     spec_path = args.spec if args.spec is not None else spec_beside(trace_path)
     out_dir = args.out if args.out is not None else trace_path.parent
     try:
-        outcome = _execute(
-            spec,
-            read_spec_text(spec_path),
-            out_dir,
-            out,
-            _Phases(),
-            watch=False,
-            fork_from=(trace_path, args.at_step),
-        )
+        with importing_from(spec_directories(spec)):
+            outcome = _execute(
+                spec,
+                read_spec_text(spec_path),
+                out_dir,
+                out,
+                _Phases(),
+                watch=False,
+                fork_from=(trace_path, args.at_step),
+            )
     except TraceCorruptError as exc:
         raise CheckFailed(f"{trace_path}: {exc}") from None
     return report_outcome(outcome, out, "fork")
