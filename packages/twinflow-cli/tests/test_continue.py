@@ -380,6 +380,7 @@ def test_fork_takes_the_first_steps_from_the_parent_and_links_it(project: Projec
     assert "no step 9 to fork at; its steps are 1 to 4" in one_line(past.stderr)
 
 
+@pytest.mark.real_model
 def test_a_run_paused_on_the_embedded_model_is_approved_and_finished(tmp_path: Path) -> None:
     """SmolLM2-135M calls a tool that needs approval; approve resumes it without asking again."""
     spec = DEMO_SPEC.format(

@@ -34,7 +34,8 @@ from twinflow.cli._spec import read_spec_text, spec_directories
 from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.eval import importing_from
 from twinflow.kernel import SystemClock
-from twinflow.trace import TraceCorruptError, _note
+from twinflow.trace import TraceCorruptError
+from twinflow.trace import note as _note
 from twinflow.vocab import CallId, UserError
 
 __all__ = [
