@@ -190,7 +190,6 @@ class Plan:
     inserts: dict[int, EventBody]
     decisions: dict[str, ApprovalDecided]
     started: RunStarted
-    repeated: ToolCalled | None
 
 
 def _dangling_call(events: tuple[TraceEvent, ...]) -> ToolCalled | None:
@@ -259,7 +258,6 @@ def plan(
         inserts=inserts,
         decisions=recorded,
         started=started,
-        repeated=dangling,
     )
 
 
@@ -324,7 +322,6 @@ class ThenLiveModel:
         self._recorded = iter(recorded)
         self._live = live
         self._gate = gate
-        self.live_requests = 0
 
     def request(self, request: ModelRequest) -> ModelResponse:
         response = next(self._recorded, None)
@@ -332,7 +329,6 @@ class ThenLiveModel:
             return response
         if self._gate is not None:
             self._gate.check("asked the model")
-        self.live_requests += 1
         return self._live.request(request)
 
 
