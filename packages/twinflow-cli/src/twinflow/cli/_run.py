@@ -1,15 +1,17 @@
 """``twinflow run``, ``twinflow replay`` and ``twinflow demo``: agents on real adapters.
 
-A run writes two files into its directory: ``trace.jsonl`` (the run, as a verifiable value)
-and ``spec.yaml`` (what it was run with, so ``replay`` can rebuild the same agent). A later run
-into the same directory, or one running at the same time, takes the next free pair
-``trace.N.jsonl``/``spec.N.yaml``: each pair is claimed by creating its spec exclusively, so no
-file is ever renamed or shared. A run that is refused (a bad spec, a tool that does not import,
-an unset API key) writes nothing.
+A run writes three files into its directory: ``trace.jsonl`` (the run, as a verifiable value),
+``spec.yaml`` (what it was run with, so ``replay`` can rebuild the same agent) and ``code.json``
+(the directory the spec's modules were imported from and each module's sha256). A later run
+into the same directory, or one running at the same time, takes the next free set
+``trace.N.jsonl``/``spec.N.yaml``/``code.N.json``: each set is claimed by creating its spec
+exclusively, so no file is ever renamed or shared. A run that is refused (a bad spec, a tool
+that does not import, an unset API key) writes nothing.
 
 ``replay`` never imports code because a trace came with it: it rebuilds the agent from the spec
 the user names (``--spec``), or from the spec beside the trace only with ``--trust-spec``, after
-printing the modules that spec will import.
+printing the modules that spec will import; those are then imported from the directory the code
+record names only if each file still has the digest the run recorded.
 """
 
 from __future__ import annotations
@@ -43,11 +45,15 @@ from twinflow.agent import (
 from twinflow.cli._commands import parse_trace, read_trace_bytes
 from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output, invocation
 from twinflow.cli._spec import (
+    CodeChangedError,
     RunSpec,
+    check_code,
     load_spec,
     load_tools,
     parse_spec,
+    read_code_record,
     read_spec_text,
+    record_code,
     spec_modules,
 )
 from twinflow.cli._watch import TextPrinter
@@ -73,6 +79,7 @@ __all__ = [
     "COMMANDS",
     "DEMO_SPEC",
     "claim_run_files",
+    "code_beside",
     "configure_demo",
     "configure_replay",
     "configure_run",
@@ -109,12 +116,15 @@ def _pair(directory: Path, n: int) -> tuple[Path, Path]:
     return directory / f"trace{suffix}.jsonl", directory / f"spec{suffix}.yaml"
 
 
-def claim_run_files(directory: Path, spec_text: str) -> tuple[Path, Path]:
+def claim_run_files(
+    directory: Path, spec_text: str, code_record: bytes | None = None
+) -> tuple[Path, Path]:
     """Claim the first free ``(trace, spec)`` pair in ``directory`` and write the spec there.
 
     The claim is the spec's exclusive creation (`write_new`): of runs racing for one pair,
     one gets it and the others move on to the next, so each run's trace and spec are its own.
-    The trace path is returned unwritten; the trace sink creates it exclusively.
+    The trace path is returned unwritten; the trace sink creates it exclusively. A
+    ``code_record`` is written beside the spec as its ``code.N.json`` (`code_beside`).
 
     Raises:
         PlantedLinkError: the directory, or a name in it, is a symbolic link.
@@ -131,12 +141,14 @@ def claim_run_files(directory: Path, spec_text: str) -> tuple[Path, Path]:
         if n >= _MAX_RUNS_PER_DIRECTORY:
             raise UserError(f"{directory} holds {n} runs already: pick a new --out directory")
         trace, spec = _pair(directory, n)
-        if os.path.lexists(trace):
+        if os.path.lexists(trace) or os.path.lexists(code_beside(trace)):
             continue
         try:
             write_new(spec, spec_text.encode("utf-8"))
         except TargetExistsError:
             continue
+        if code_record is not None:
+            write_new(code_beside(trace), code_record)
         return trace, spec
     raise AssertionError("unreachable")
 
@@ -147,6 +159,12 @@ def spec_beside(trace_path: Path) -> Path:
     if name.startswith("trace") and name.endswith(".jsonl"):
         return trace_path.with_name(f"spec{name[len('trace') : -len('.jsonl')]}.yaml")
     return trace_path.with_name(SPEC_NAME)
+
+
+def code_beside(trace_path: Path) -> Path:
+    """The code record a run wrote with ``trace_path``: ``trace.N.jsonl`` pairs with ``code.N.json``."""
+    spec = spec_beside(trace_path).name
+    return trace_path.with_name(f"code{spec[len('spec') : -len('.yaml')]}.json")
 
 
 class RunOutcome(BaseModel):
@@ -196,7 +214,8 @@ def _execute(
         trace=MemoryTraceSink(),
         tools=callables,
     )
-    trace_path, _spec_path = claim_run_files(out_dir, spec_text)
+    code = record_code(spec).model_dump_json(indent=2).encode("utf-8")
+    trace_path, _spec_path = claim_run_files(out_dir, spec_text, code)
     with contextlib.ExitStack() as stack:
         stack.callback(transport.close)
         loading = spec.model.url == EMBEDDED
@@ -285,15 +304,33 @@ def _replay_spec(
         )
     if not beside.is_file():
         raise UserError(f"{beside}: no spec beside the trace; pass --spec PATH")
-    spec = load_spec(beside)
+    record = read_code_record(code_beside(trace_path))
+    # The run's own code directory if it recorded one that is still there (a run written to
+    # another directory than its spec's); else the run directory (a bundle with its modules).
+    code_dir = beside.resolve().parent
+    if record is not None and record.code_dir is not None and Path(record.code_dir).is_dir():
+        code_dir = Path(record.code_dir)
+    spec = parse_spec(read_spec_text(beside), str(beside), code_dir=code_dir)
     modules = spec_modules(spec)
     out.line(
         f"--trust-spec: rebuilding from {beside}, importing {_names(modules)} "
-        f"(from {spec.code_dir} first)"
+        f"(from {_shown(str(code_dir))} first)"
     )
     if out.as_json:
         print(f"twinflow replay: importing {_names(modules)}", file=sys.stderr)
+    if record is not None:
+        try:
+            check_code(spec, record)
+        except CodeChangedError as exc:
+            raise CheckFailed(
+                f"{trace_path}: {exc}", {"trace": str(trace_path), "module": exc.module}
+            ) from None
     return spec
+
+
+def _shown(path: str) -> str:
+    """A path as it may be shown on a terminal (a received record may name anything)."""
+    return path if path.isprintable() else ascii(path)
 
 
 def _names(modules: tuple[str, ...]) -> str:
