@@ -158,3 +158,34 @@ def test_a_record_whose_directory_is_gone_looks_in_the_run_directory(
     (run_dir / "calc.py").write_text(EDITED)
     changed = twinflow("replay", str(layout["trace"]), "--trust-spec", cwd=layout["cwd"])
     assert (1, False) == (changed.returncode, (run_dir / "IMPORTED").exists())
+
+
+LONG = '''
+import os
+
+
+def add(a: int, b: int) -> str:
+    """Add two integers, at length."""
+    return "x" * 700 + os.environ["TWIST"] + "y" * 300
+'''
+
+
+def test_diff_shows_where_two_long_tool_results_differ(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    """Two runs whose 1000-character tool results differ at 700: `diff` prints that place."""
+    (tmp_path / "calc.py").write_text(LONG)
+    (tmp_path / "spec.yaml").write_text(SPEC.format(url=server.url))
+    for out, twist in (("a", "EXPECTED"), ("b", "ACTUAL")):
+        made = run_process(
+            [sys.executable, "-m", "twinflow.cli", "run", "spec.yaml", "--out", out, "--quiet"],
+            cwd=tmp_path,
+            env={"PYTHONDONTWRITEBYTECODE": "1", "TWIST": twist},
+            timeout=300,
+        )
+        assert 0 == made.returncode, made.stderr
+    result = twinflow("diff", "a/trace.jsonl", "b/trace.jsonl", cwd=tmp_path)
+    assert 1 == result.returncode
+    assert f'..."{"x" * 30}EXPECTED{"y" * 52}"...' in result.stdout
+    assert f'..."{"x" * 30}ACTUAL{"y" * 54}"...' in result.stdout
+    assert "more characters" not in result.stdout + result.stderr
