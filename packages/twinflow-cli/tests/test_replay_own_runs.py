@@ -189,3 +189,22 @@ def test_diff_shows_where_two_long_tool_results_differ(
     assert f'..."{"x" * 30}EXPECTED{"y" * 52}"...' in result.stdout
     assert f'..."{"x" * 30}ACTUAL{"y" * 54}"...' in result.stdout
     assert "more characters" not in result.stdout + result.stderr
+
+
+def test_run_warns_up_front_about_tools_the_policy_never_allows(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    """A policy allowing none of the registered tools: one stderr line names them first."""
+    (tmp_path / "calc.py").write_text(CALC)
+    (tmp_path / "spec.yaml").write_text(
+        SPEC.format(url=server.url).replace("  allow: [add]\n", "  allow: []\n")
+    )
+    result = twinflow("run", "spec.yaml", "--out", "out", "--quiet", cwd=tmp_path)
+    expected = (
+        "twinflow run: warning: the policy allows no call to add (registered tools not in "
+        "policy.allow): every call to them will be denied"
+    )
+    assert (0, expected) == (result.returncode, result.stderr.splitlines()[0])
+    (tmp_path / "allowed.yaml").write_text(SPEC.format(url=server.url))
+    allowed = twinflow("run", "allowed.yaml", "--out", "out2", "--quiet", cwd=tmp_path)
+    assert (0, "") == (allowed.returncode, allowed.stderr)

@@ -30,8 +30,6 @@ from pydantic import BaseModel
 
 from twinflow.agent import (
     FileTraceSink,
-    FunctionModel,
-    MemoryTraceSink,
     OutputRejected,
     PolicyDecided,
     ReplayDivergenceError,
@@ -62,6 +60,7 @@ from twinflow.cli._wiring import (
     build_agent,
     build_model,
     build_transport,
+    check_agent,
     model_base_url,
     replay_builder,
 )
@@ -73,7 +72,7 @@ from twinflow.kernel import (
     TargetExistsError,
     write_new,
 )
-from twinflow.vocab import Message, ModelRequest, UserError
+from twinflow.vocab import UserError
 
 __all__ = [
     "COMMANDS",
@@ -192,12 +191,15 @@ class RunOutcome(BaseModel):
     """Replies refused (invalid actions or outputs), each recorded in the trace."""
 
 
-def _never_called(request: ModelRequest) -> Message:
-    raise AssertionError("the configuration check never runs the agent")
-
-
 def _execute(
-    spec: RunSpec, spec_text: str, out_dir: Path, out: Output, phases: _Phases, *, watch: bool
+    spec: RunSpec,
+    spec_text: str,
+    out_dir: Path,
+    out: Output,
+    phases: _Phases,
+    *,
+    watch: bool,
+    command: str = "run",
 ) -> RunOutcome:
     # Build the agent once before touching the run directory, so a usage error in the spec
     # (a tool that does not import, a policy naming an unknown tool, an unset API key)
@@ -206,14 +208,7 @@ def _execute(
     transport = build_transport(spec.model)
     if spec.model.url != EMBEDDED:
         build_model(spec.model, transport, SystemIds())  # checks URL and dialect
-    build_agent(
-        spec,
-        model=FunctionModel(_never_called),
-        clock=SystemClock(),
-        ids=SystemIds(),
-        trace=MemoryTraceSink(),
-        tools=callables,
-    )
+    check_agent(spec, callables, command)
     code = record_code(spec).model_dump_json(indent=2).encode("utf-8")
     trace_path, _spec_path = claim_run_files(out_dir, spec_text, code)
     with contextlib.ExitStack() as stack:
@@ -534,7 +529,9 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     spec = parse_spec(spec_text, "<demo spec>")
     phases = _Phases()
     out.line("twinflow demo: one agent run on a local model, then verify and replay its trace")
-    outcome = _execute(spec, spec_text, args.out, out, phases, watch=not (args.quiet or args.json))
+    outcome = _execute(
+        spec, spec_text, args.out, out, phases, watch=not (args.quiet or args.json), command="demo"
+    )
     trace_path = Path(outcome.trace)
     with phases.phase("verify"):
         report = verify_trace(trace_path)

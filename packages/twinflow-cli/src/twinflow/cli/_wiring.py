@@ -8,8 +8,10 @@ kernel's real clock and ids (or, under replay, the recorded ones).
 from __future__ import annotations
 
 import contextlib
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,8 @@ from pydantic import BaseModel
 
 from twinflow.agent import (
     Agent,
+    FunctionModel,
+    MemoryTraceSink,
     Observer,
     Policy,
     RecordedResults,
@@ -30,26 +34,30 @@ from twinflow.cli._spec import ModelSpec, RunSpec, SpecError, load_tools, resolv
 from twinflow.eval import RunIdentity
 from twinflow.kernel import (
     Clock,
+    CountingIds,
     HttpTransport,
     Ids,
+    SteppingClock,
     SubprocessLauncher,
     Transport,
     free_port,
     redact_url,
 )
 from twinflow.local_model import AnthropicChatModel, OllamaChatModel, OpenAICompatibleChatModel
-from twinflow.vocab import ChatModel, ModelSettings, digest
+from twinflow.vocab import ChatModel, Message, ModelRequest, ModelSettings, digest
 
 __all__ = [
     "EMBEDDED",
     "build_agent",
     "build_model",
     "build_transport",
+    "check_agent",
     "embedded_server",
     "model_base_url",
     "output_type_of",
     "replay_builder",
     "run_identity",
+    "warn_denied_tools",
 ]
 
 EMBEDDED = "embedded"
@@ -192,6 +200,44 @@ def build_agent(
         tool_results=tool_results,
     )
     return agent
+
+
+def _never_called(request: ModelRequest) -> Message:
+    raise AssertionError("the configuration check never runs the agent")
+
+
+def check_agent(spec: RunSpec, tools: list[Callable[..., Any]], command: str) -> None:
+    """Build ``spec``'s agent once without a model, so a mistake is refused before any file or
+    server exists, and warn (`warn_denied_tools`) about tools the policy never allows.
+
+    Raises:
+        AgentConfigError: the policy names a tool that is not registered, two tools share a name.
+        SpecError: the output model does not resolve.
+    """
+    agent = build_agent(
+        spec,
+        model=FunctionModel(_never_called),
+        clock=SteppingClock(datetime(2000, 1, 1, tzinfo=UTC)),
+        ids=CountingIds(),
+        trace=MemoryTraceSink(),
+        tools=tools,
+    )
+    warn_denied_tools(agent, command)
+
+
+def warn_denied_tools(agent: Agent[Any], command: str) -> None:
+    """Say on stderr, before a run, which registered tools the policy will deny every call to.
+
+    A policy that allows none of the tools a model is given makes it spend its steps on
+    denied calls; one line up front saves reading the trace to find out.
+    """
+    if agent.denied_tools:
+        names = ", ".join(agent.denied_tools)
+        print(
+            f"twinflow {command}: warning: the policy allows no call to {names} (registered "
+            "tools not in policy.allow): every call to them will be denied",
+            file=sys.stderr,
+        )
 
 
 def replay_builder(
