@@ -51,6 +51,13 @@ def test_invoice_example_runs_against_the_embedded_model_and_rescores(
     assert "<svg" in html and "http://" not in html and "https://" not in html
     assert "Pass rate" in (out / "lab-notes.md").read_text()
 
+    # Running the finished run's command again decides from the run directory: no model starts.
+    argv = ["eval", "run", str(work / "dataset.yaml"), "--spec", str(spec), "--out", str(out)]
+    again = main(argv)
+    captured = capsys.readouterr()
+    assert (0, False) == (again, "loading SmolLM2" in captured.err + captured.out)
+    assert "no model is started" in captured.out
+
     code, payload = _run(["eval", "rescore", str(out), "--trust-code"], capsys)
     assert (0, [], []) == (code, payload["changed"], payload["flagged"])
 

@@ -30,6 +30,7 @@ from twinflow.cli._wiring import (
     build_agent,
     build_model,
     build_transport,
+    check_agent,
     model_base_url,
     run_identity,
 )
@@ -45,16 +46,20 @@ from twinflow.eval import (
     load_dataset,
     load_run,
     merge_runs,
+    pending_keys,
     rescore,
     run_eval,
 )
 from twinflow.kernel import (
+    Clock,
     Executor,
+    Ids,
     RayExecutor,
     SerialExecutor,
     SystemClock,
     SystemIds,
     ThreadExecutor,
+    Transport,
 )
 from twinflow.vocab import UserError
 
@@ -241,6 +246,28 @@ class _WorkerAgents:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class _LocalAgents:
+    """Builds each case's agent in this process, on one transport, clock and ids."""
+
+    spec: RunSpec
+    transport: Transport
+    clock: Clock
+    ids: Ids
+    tools: list[Callable[..., Any]]
+
+    def __call__(self, case: Case, sink: TraceSink) -> Agent[Any]:
+        """A fresh agent for one case repeat, writing its trace to ``sink``."""
+        model = build_model(self.spec.model, self.transport, self.ids)
+        return build_agent(
+            self.spec, model=model, clock=self.clock, ids=self.ids, trace=sink, tools=self.tools
+        )
+
+
+def _no_case_left(case: Case, sink: TraceSink) -> Agent[Any]:
+    raise AssertionError(f"case {case.id}: a finished run asked for an agent")
+
+
 def _render(spec: RunSpec) -> Callable[[Case], str]:
     def render(case: Case) -> str:
         if "{input}" in spec.prompt:
@@ -266,32 +293,39 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     code_dirs = tuple(dict.fromkeys(p.resolve().parent for p in (args.spec, args.dataset)))
     sys.path[:0] = [str(d) for d in code_dirs]
     tools = load_tools(spec)
+    check_agent(spec, tools, "eval run")
+    identity = run_identity(spec)
+    # A resume is decided here, before any model server or Ray starts: one refused for another
+    # spec is refused before a model loads, and a finished run needs no model at all.
+    pending = pending_keys(
+        dataset, args.out, shard=args.shard, code_dirs=code_dirs, identity=identity
+    )
     transport = build_transport(spec.model)
     clock, ids = SystemClock(), SystemIds()
     progress = _ProgressLine()
     with contextlib.ExitStack() as stack:
         stack.callback(transport.close)
-        executor: Executor
-        factory: AgentFactory
-        if args.ray is not None:
-            address = None if args.ray == _LOCAL_RAY else args.ray
-            ray = RayExecutor(address, code_dirs=[str(d) for d in code_dirs]).start()
-            stack.callback(ray.close)
-        # However the run ends (an abort, ^C), the progress line is finished first, so the
-        # message that follows is on its own line.
-        stack.callback(progress.end)
-        wired = stack.enter_context(_model_url(spec, args.out, progress.message))
-        if args.ray is not None:
-            factory, executor = _WorkerAgents(wired), ray
+        executor: Executor = SerialExecutor()
+        factory: AgentFactory = _no_case_left
+        wired = spec
+        if not pending:
+            out.line(f"{args.out}: every case has a result already; no model is started")
         else:
-
-            def factory(case: Case, sink: TraceSink) -> Agent[Any]:
-                model = build_model(wired.model, transport, ids)
-                return build_agent(
-                    wired, model=model, clock=clock, ids=ids, trace=sink, tools=tools
-                )
-
-            executor = ThreadExecutor() if args.concurrency > 1 else SerialExecutor()
+            ray: RayExecutor | None = None
+            if args.ray is not None:
+                address = None if args.ray == _LOCAL_RAY else args.ray
+                ray = RayExecutor(address, code_dirs=[str(d) for d in code_dirs]).start()
+                stack.callback(ray.close)
+            # However the run ends (an abort, ^C), the progress line is finished first, so the
+            # message that follows is on its own line.
+            stack.callback(progress.end)
+            wired = stack.enter_context(_model_url(spec, args.out, progress.message))
+            if ray is not None:
+                factory, executor = _WorkerAgents(wired), ray
+            else:
+                factory = _LocalAgents(wired, transport, clock, ids, tools)
+                if args.concurrency > 1:
+                    executor = ThreadExecutor()
         results = run_eval(
             dataset,
             factory,
@@ -303,7 +337,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             prompt=_render(wired),
             progress=progress,
             code_dirs=code_dirs,
-            identity=run_identity(spec),
+            identity=identity,
         )
     payload = _summary_payload(results, args.out)
     s = results.summary
