@@ -88,7 +88,9 @@ def _shard(text: str) -> Shard:
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="eval_command", metavar="SUBCOMMAND", required=True)
+    # Not required by argparse: `twinflow eval` alone is refused by `_handle`, as one line (or,
+    # with --json, one JSON document) like every other usage error.
+    sub = p.add_subparsers(dest="eval_command", metavar="SUBCOMMAND")
     run = sub.add_parser(
         "run", help="run a dataset through the agent a spec describes", description=_run.__doc__
     )
@@ -460,6 +462,11 @@ _HANDLERS = {"run": _run, "rescore": _rescore, "compare": _compare, "merge": _me
 
 
 def _handle(args: argparse.Namespace, out: Output) -> int:
+    if args.eval_command is None:
+        raise UserError(
+            f"name a subcommand: {', '.join(_HANDLERS)} (`eval SUBCOMMAND --help` for its "
+            "arguments)"
+        )
     return _HANDLERS[args.eval_command](args, out)
 
 
