@@ -116,6 +116,12 @@ def test_compare_and_merge_subcommands(tmp_path: Path, capsys: pytest.CaptureFix
         len(payload["improvements"]),
         payload["p_value"],
     )
+    assert 0 == main(["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    lines = capsys.readouterr().out.splitlines()
+    side = f"dataset yesno {DATASET.digest[:12]}, spec not recorded, model not recorded"
+    assert [f"A: {side}", f"B: {side}"] == lines[:2]
+    assert "  exact                8/8 -> 0/8 (-100.0%)" in lines
+    assert lines[-3].startswith("  caveat: only 8 discordant pair(s): the exact binomial p")
     shards = [tmp_path / "s1", tmp_path / "s2"]
     for i, path in enumerate(shards, start=1):
         run_eval(DATASET, _factory(False), path, clock=clock, shard=Shard(index=i, count=2))

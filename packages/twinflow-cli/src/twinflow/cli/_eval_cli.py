@@ -25,6 +25,7 @@ from typing import Any
 
 from twinflow.agent import Agent, TraceSink
 from twinflow.cli._main import EXIT_OK, CheckFailed, Output
+from twinflow.cli._show import _clean
 from twinflow.cli._spec import RunSpec, load_spec, load_tools
 from twinflow.cli._wiring import (
     build_agent,
@@ -425,13 +426,31 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
 def _compare(args: argparse.Namespace, out: Output) -> int:
     """List the cases that regressed and improved from run A to run B, with an exact McNemar test."""
     c = compare_runs(args.a, args.b)
-    out.document({"ok": True, **c.model_dump()})
+    scorers = [{**d.model_dump(), "delta": d.delta} for d in c.scorers]
+    out.document({"ok": True, **c.model_dump(), "scorers": scorers})
+    for label, side in (("A", c.side_a), ("B", c.side_b)):
+        if side is not None:
+            out.line(
+                f"{label}: dataset {side.dataset}, spec {side.spec}, model {_clean(side.model)}"
+            )
+    if c.differs:
+        out.line(
+            f"A and B differ in {', '.join(c.differs)}: the comparison is across those, not "
+            "only the change you made"
+        )
     out.line(f"pass rate {c.pass_rate_a:.1%} -> {c.pass_rate_b:.1%} over the paired cases")
+    for d in c.scorers:
+        out.line(
+            f"  {_clean(d.scorer):<20} {d.passed_a}/{d.scored} -> {d.passed_b}/{d.scored} "
+            f"({d.delta:+.1%})"
+        )
     out.line(f"regressions ({len(c.regressions)}): {', '.join(c.regressions) or 'none'}")
     out.line(f"improvements ({len(c.improvements)}): {', '.join(c.improvements) or 'none'}")
     out.line(
         f"exact McNemar p = {c.p_value:.4g} (unchanged: {c.both_passed} passed, {c.both_not_passed} not)"
     )
+    if c.caveat is not None:
+        out.line(f"  caveat: {c.caveat}")
     out.line(
         f"same verdict, other reasons ({len(c.reasons_changed)}): "
         f"{', '.join(c.reasons_changed) or 'none'}"

@@ -42,6 +42,7 @@ from twinflow.agent import (
 )
 from twinflow.cli._commands import parse_trace, read_trace_bytes
 from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output, invocation
+from twinflow.cli._show import _clean
 from twinflow.cli._spec import (
     CodeChangedError,
     RunSpec,
@@ -309,7 +310,7 @@ def _replay_spec(
     modules = spec_modules(spec)
     out.line(
         f"--trust-spec: rebuilding from {beside}, importing {_names(modules)} "
-        f"(from {_shown(str(code_dir))} first)"
+        f"(from {_clean(str(code_dir))} first)"
     )
     if out.as_json:
         print(f"twinflow replay: importing {_names(modules)}", file=sys.stderr)
@@ -321,11 +322,6 @@ def _replay_spec(
                 f"{trace_path}: {exc}", {"trace": str(trace_path), "module": exc.module}
             ) from None
     return spec
-
-
-def _shown(path: str) -> str:
-    """A path as it may be shown on a terminal (a received record may name anything)."""
-    return path if path.isprintable() else ascii(path)
 
 
 def _names(modules: tuple[str, ...]) -> str:

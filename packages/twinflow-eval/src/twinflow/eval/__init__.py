@@ -77,6 +77,8 @@ from twinflow.eval._scorers import (
 )
 from twinflow.eval._stats import (
     Comparison,
+    RunSide,
+    ScorerDelta,
     compare_results,
     compare_runs,
     mcnemar_exact,
@@ -116,8 +118,10 @@ __all__ = [
     "RunFacts",
     "RunIdentity",
     "RunManifest",
+    "RunSide",
     "SchemaValid",
     "Score",
+    "ScorerDelta",
     "ScorerError",
     "ScorerSpec",
     "Shard",
