@@ -40,6 +40,7 @@ __all__ = [
     "RunSpec",
     "SpecError",
     "check_code",
+    "file_sha256",
     "load_spec",
     "load_tools",
     "parse_spec",
@@ -404,7 +405,8 @@ def _module_file(name: str) -> Path | None:
     return Path(found.origin)
 
 
-def _sha256_file(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes (hex), read in chunks."""
     with path.open("rb") as file:
         return hashlib.file_digest(file, "sha256").hexdigest()
 
@@ -423,7 +425,7 @@ def record_code(spec: RunSpec) -> CodeRecord:
             if path is None:
                 continue  # a built-in or namespace module has no file to digest
             try:
-                digest = _sha256_file(path)
+                digest = file_sha256(path)
             except OSError as exc:
                 raise SpecError(f"cannot read module {name!r} at {path}: {exc}") from None
             inside = code_dir is not None and path.resolve().is_relative_to(code_dir)
@@ -505,7 +507,7 @@ def check_code(spec: RunSpec, record: CodeRecord) -> None:
                 f"the run's code record has no digest for module {name!r}: replay with --spec "
                 "PATH naming the spec you trust"
             )
-        digest = _sha256_file(path)
+        digest = file_sha256(path)
         if digest != entry.sha256:
             raise CodeChangedError(
                 f"module {name!r} changed since the run: {path} has sha256 {digest}, the run "

