@@ -126,7 +126,7 @@ def test_run_lists_the_directories_searched_for_a_missing_tool(
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("where", ["relative", "link"])
+@pytest.mark.parametrize("where", ["relative", "link", "nul"])
 def test_a_received_record_naming_a_relative_or_linked_directory_is_refused(
     layout: dict[str, Path], where: str
 ) -> None:
@@ -134,7 +134,7 @@ def test_a_received_record_naming_a_relative_or_linked_directory_is_refused(
     cwd, project = layout["cwd"], layout["project"]
     (cwd / "calc.py").write_text(EDITED)
     (cwd / "via").symlink_to(project, target_is_directory=True)
-    named = {"relative": ".", "link": str(cwd / "via")}[where]
+    named = {"relative": ".", "link": str(cwd / "via"), "nul": f"{project}\0x"}[where]
     record_path = layout["trace"].parent / "code.json"
     record = json.loads(record_path.read_text())
     record_path.write_text(json.dumps({**record, "code_dir": named}))
@@ -208,3 +208,22 @@ def test_run_warns_up_front_about_tools_the_policy_never_allows(
     (tmp_path / "allowed.yaml").write_text(SPEC.format(url=server.url))
     allowed = twinflow("run", "allowed.yaml", "--out", "out2", "--quiet", cwd=tmp_path)
     assert (0, "") == (allowed.returncode, allowed.stderr)
+
+
+def test_a_changed_parent_package_is_refused_before_it_runs(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    """tools: [pkg.calc:add]: pkg/__init__.py is recorded too, and an edit to it never runs."""
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "pkg" / "calc.py").write_text(CALC)
+    (project / "spec.yaml").write_text(SPEC.format(url=server.url).replace("calc:", "pkg.calc:"))
+    made = twinflow("run", str(project / "spec.yaml"), "--out", "run", cwd=tmp_path)
+    assert 0 == made.returncode, made.stderr
+    record = json.loads((tmp_path / "run" / "code.json").read_text())
+    assert ["pkg", "pkg.calc"] == [m["module"] for m in record["modules"]]
+    (project / "pkg" / "__init__.py").write_text(EDITED)
+    result = twinflow("replay", "run/trace.jsonl", "--trust-spec", cwd=tmp_path)
+    assert (1, False) == (result.returncode, (project / "pkg" / "IMPORTED").exists())
+    assert "module 'pkg' changed since the run" in result.stderr

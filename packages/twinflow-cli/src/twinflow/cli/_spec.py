@@ -420,7 +420,7 @@ def record_code(spec: RunSpec) -> CodeRecord:
     code_dir = spec.code_dir.resolve() if spec.code_dir is not None else None
     modules = []
     with _importing_from(spec.code_dir):
-        for name in spec_modules(spec):
+        for name in _executed_modules(spec):
             path = _module_file(name)
             if path is None:
                 continue  # a built-in or namespace module has no file to digest
@@ -432,6 +432,20 @@ def record_code(spec: RunSpec) -> CodeRecord:
             origin: Literal["code_dir", "installed"] = "code_dir" if inside else "installed"
             modules.append(ModuleDigest(module=name, origin=origin, sha256=digest))
     return CodeRecord(code_dir=None if code_dir is None else str(code_dir), modules=tuple(modules))
+
+
+def _executed_modules(spec: RunSpec) -> tuple[str, ...]:
+    """Every module whose file runs when the spec's modules are imported, parents first.
+
+    Importing ``a.b.c`` runs ``a/__init__.py`` and ``a/b/__init__.py`` before ``c``: each is
+    recorded, and checked before the next is looked up (looking up ``a.b`` imports ``a``).
+    """
+    names: dict[str, None] = {}
+    for module in spec_modules(spec):
+        parts = module.split(".")
+        for end in range(1, len(parts) + 1):
+            names[".".join(parts[:end])] = None
+    return tuple(names)
 
 
 def read_code_record(path: Path) -> CodeRecord | None:
@@ -462,7 +476,13 @@ def read_code_record(path: Path) -> CodeRecord | None:
         recorded = Path(record.code_dir)
         # A received run directory names this path: it is only a place to look (the digests
         # decide what is imported), and never one reached through a link or relative to the cwd.
-        if not recorded.is_absolute() or os.path.realpath(recorded) != os.path.normpath(recorded):
+        try:
+            plain = recorded.is_absolute() and os.path.realpath(recorded) == os.path.normpath(
+                recorded
+            )
+        except (OSError, ValueError):  # a NUL byte, a name too long for the system
+            plain = False
+        if not plain:
             raise SpecError(
                 f"{path}: the code directory {record.code_dir!r} is not an absolute path free "
                 "of links; replay with --spec PATH naming the spec you trust"
@@ -490,24 +510,33 @@ def check_code(spec: RunSpec, record: CodeRecord) -> None:
         CodeChangedError: a module's file differs from the one the run imported.
     """
     recorded = {m.module: m for m in record.modules}
-    for name in spec_modules(spec):
+    for name in _executed_modules(spec):
         with _importing_from(spec.code_dir):
             try:
-                path = _module_file(name)
-            except (ImportError, ValueError):
-                path = None
-        if path is None:
+                found = importlib.util.find_spec(name)  # gate: loads user code (parents checked)
+            except ImportError:
+                found = None
+            except Exception as exc:  # a checked parent package raised while it was imported
+                reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+                raise SpecError(f"cannot import {name!r}: {reason}") from None
+        if found is None:
             raise SpecError(
                 f"cannot find module {name!r} that the run imported; searched "
                 f"{_searched(spec.code_dir)}"
             )
+        if found.origin is None or not found.has_location:
+            continue  # a namespace package: no file of its own runs
+        path = Path(found.origin)
         entry = recorded.get(name)
         if entry is None:
             raise SpecError(
                 f"the run's code record has no digest for module {name!r}: replay with --spec "
                 "PATH naming the spec you trust"
             )
-        digest = file_sha256(path)
+        try:
+            digest = file_sha256(path)
+        except OSError as exc:
+            raise SpecError(f"cannot read module {name!r} at {path}: {exc}") from None
         if digest != entry.sha256:
             raise CodeChangedError(
                 f"module {name!r} changed since the run: {path} has sha256 {digest}, the run "
