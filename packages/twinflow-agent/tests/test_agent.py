@@ -656,6 +656,7 @@ def test_a_run_out_of_steps_because_every_call_was_denied_says_so() -> None:
     """A policy allowing none of the tools: the hint names the denials, not more steps."""
     forever = FunctionModel(lambda r: call("add", {"a": 1, "b": 1}, f"c{len(r.transcript)}"))
     agent = make_agent(forever, Calls(), max_steps=4, policy=Policy())
+    assert ("add", "big", "boom", "shell") == agent.denied_tools
     with pytest.raises(MaxStepsExceeded) as caught:
         agent.run("go")
     expected = (
