@@ -428,10 +428,16 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
     c = compare_runs(args.a, args.b)
     scorers = [{**d.model_dump(), "delta": d.delta} for d in c.scorers]
     out.document({"ok": True, **c.model_dump(), "scorers": scorers})
+
+    # Everything shown comes from two run directories, received input: escaped for the terminal.
+    def keys(found: tuple[str, ...]) -> str:
+        return ", ".join(_clean(k) for k in found) or "none"
+
     for label, side in (("A", c.side_a), ("B", c.side_b)):
         if side is not None:
             out.line(
-                f"{label}: dataset {side.dataset}, spec {side.spec}, model {_clean(side.model)}"
+                f"{label}: dataset {_clean(side.dataset)}, spec {_clean(side.spec)}, "
+                f"model {_clean(side.model)}"
             )
     if c.differs:
         out.line(
@@ -444,18 +450,15 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
             f"  {_clean(d.scorer):<20} {d.passed_a}/{d.scored} -> {d.passed_b}/{d.scored} "
             f"({d.delta:+.1%})"
         )
-    out.line(f"regressions ({len(c.regressions)}): {', '.join(c.regressions) or 'none'}")
-    out.line(f"improvements ({len(c.improvements)}): {', '.join(c.improvements) or 'none'}")
+    out.line(f"regressions ({len(c.regressions)}): {keys(c.regressions)}")
+    out.line(f"improvements ({len(c.improvements)}): {keys(c.improvements)}")
     out.line(
         f"exact McNemar p = {c.p_value:.4g} (unchanged: {c.both_passed} passed, {c.both_not_passed} not)"
     )
     if c.caveat is not None:
         out.line(f"  caveat: {c.caveat}")
-    out.line(
-        f"same verdict, other reasons ({len(c.reasons_changed)}): "
-        f"{', '.join(c.reasons_changed) or 'none'}"
-    )
-    out.line(f"output changed ({len(c.outputs_changed)}): {', '.join(c.outputs_changed) or 'none'}")
+    out.line(f"same verdict, other reasons ({len(c.reasons_changed)}): {keys(c.reasons_changed)}")
+    out.line(f"output changed ({len(c.outputs_changed)}): {keys(c.outputs_changed)}")
     if c.only_in_a or c.only_in_b:
         out.line(f"unpaired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
     return EXIT_OK
