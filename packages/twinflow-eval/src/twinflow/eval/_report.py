@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import JsonValue
 
-from twinflow.agent import ModelResponded, RunStarted, Trace, TraceCorruptError, render_trace_page
+from twinflow.agent import ModelResponded, RunStarted, Trace, render_trace_page
 from twinflow.eval._errors import RunDirError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
@@ -28,6 +28,7 @@ from twinflow.eval._results import (
     write_atomic,
 )
 from twinflow.eval._stats import wilson_interval
+from twinflow.trace import TraceCorruptError
 
 __all__ = [
     "CaseDetail",
