@@ -44,6 +44,7 @@ from twinflow.eval import (
     Summary,
     code_modules,
     compare_runs,
+    importing_from,
     load_dataset,
     load_run,
     merge_runs,
@@ -295,19 +296,21 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     # Tools, output models and custom scorers may live next to the spec or the dataset (as in
     # examples/); the run records these directories so rescore and merge import from them too.
     code_dirs = tuple(dict.fromkeys(p.resolve().parent for p in (args.spec, args.dataset)))
-    sys.path[:0] = [str(d) for d in code_dirs]
-    tools = load_tools(spec)
-    check_agent(spec, tools, "eval run")
-    identity = run_identity(spec)
-    # A resume is decided here, before any model server or Ray starts: one refused for another
-    # spec is refused before a model loads, and a finished run needs no model at all.
-    pending = pending_keys(
-        dataset, args.out, shard=args.shard, code_dirs=code_dirs, identity=identity
-    )
-    transport = build_transport(spec.model)
-    clock, ids = SystemClock(), SystemIds()
-    progress = _ProgressLine()
     with contextlib.ExitStack() as stack:
+        # For the whole run: tools may import their siblings when called, scorers are resolved
+        # as cases finish.
+        stack.enter_context(importing_from(code_dirs))
+        tools = load_tools(spec)
+        check_agent(spec, tools, "eval run")
+        identity = run_identity(spec)
+        # A resume is decided here, before any model server or Ray starts: one refused for
+        # another spec is refused before a model loads, and a finished run needs no model.
+        pending = pending_keys(
+            dataset, args.out, shard=args.shard, code_dirs=code_dirs, identity=identity
+        )
+        transport = build_transport(spec.model)
+        clock, ids = SystemClock(), SystemIds()
+        progress = _ProgressLine()
         stack.callback(transport.close)
         executor: Executor = SerialExecutor()
         factory: AgentFactory = _no_case_left

@@ -6,25 +6,24 @@ A bad spec is refused with an error that names the file, the line and the offend
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import importlib.util
 import os
 import re
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from twinflow.cli._errors import CliError
 from twinflow.eval import (
     ScorerError,
+    YamlLimits,
+    module_file,
+    read_user_file,
+    read_yaml,
     split_dotted,
     validation_problems,
-    yaml_syntax_problem,
 )
 from twinflow.eval import resolve_dotted as resolve_any_dotted
 from twinflow.kernel import check_endpoint_url
@@ -47,6 +46,7 @@ __all__ = [
     "read_spec_text",
     "record_code",
     "resolve_dotted",
+    "spec_directories",
     "spec_modules",
 ]
 
@@ -195,26 +195,6 @@ class RunSpec(_Strict):
         return self._code_dir
 
 
-@contextlib.contextmanager
-def _importing_from(code_dir: Path | None) -> Iterator[None]:
-    """Imports for the block look in ``code_dir`` first and never in the current directory.
-
-    ``code_dir`` stays on ``sys.path`` afterwards (a tool may import its siblings when it runs);
-    the current directory (``''`` under ``python -m``) is left out only while importing.
-    """
-    if code_dir is not None and str(code_dir) not in sys.path:
-        sys.path.insert(0, str(code_dir))
-    cwd = os.getcwd()
-    saved = list(sys.path)
-    keep = {str(code_dir)} if code_dir is not None else set()
-    sys.path[:] = [p for p in saved if p in keep or (p not in ("", ".") and p != cwd)]
-    try:
-        yield
-    finally:
-        # Restore, keeping any entry the imported code added itself.
-        sys.path[:] = [*(p for p in sys.path if p not in saved), *saved]
-
-
 def spec_modules(spec: RunSpec) -> tuple[str, ...]:
     """The modules building an agent from ``spec`` would import (tools, then output), unimported.
 
@@ -228,23 +208,26 @@ def spec_modules(spec: RunSpec) -> tuple[str, ...]:
         raise SpecError(str(exc)) from None
 
 
+def spec_directories(spec: RunSpec) -> tuple[Path, ...]:
+    """The directories a spec's code is imported from (its own, when read from a file)."""
+    return () if spec.code_dir is None else (spec.code_dir,)
+
+
 def resolve_dotted(path: str, code_dir: Path | None = None) -> Any:
     """Import ``package.module:attribute`` (or ``package.module.attribute``) and return it.
 
     Modules are looked up in ``code_dir`` (a spec's own directory) first, then in the installed
-    packages; never implicitly in the current directory.
+    packages; never implicitly in the current directory (`twinflow.eval.resolve_dotted`).
 
     Raises:
-        SpecError: the module or the attribute does not exist, or importing the module raised.
+        SpecError: the module or the attribute does not exist (naming where it was looked for),
+            or importing the module raised.
     """
     try:
-        with _importing_from(code_dir):
-            return resolve_any_dotted(path)
+        return resolve_any_dotted(path, () if code_dir is None else (code_dir,))
     except ScorerError as exc:
         # The resolver is eval's (one for the workspace); its error is a spec's problem here.
-        missing = isinstance(exc.__cause__, ModuleNotFoundError)
-        searched = f" (searched {_searched(code_dir)})" if missing else ""
-        raise SpecError(f"{exc}{searched}") from exc
+        raise SpecError(str(exc)) from exc
 
 
 MAX_SPEC_CHARS = 1024 * 1024
@@ -253,27 +236,7 @@ MAX_SPEC_DEPTH = 32
 """Deepest nesting of a spec's YAML."""
 MAX_SPEC_NODES = 100_000
 """Most YAML nodes a spec expands to, aliases followed (a billion-laughs spec stops here)."""
-
-
-def _check_nodes(root: yaml.Node | None, path: str) -> None:
-    """Refuse a spec nested deeper than `MAX_SPEC_DEPTH` or expanding past `MAX_SPEC_NODES`."""
-    stack: list[tuple[yaml.Node, int]] = [] if root is None else [(root, 1)]
-    seen = 0
-    while stack:
-        node, depth = stack.pop()
-        seen += 1
-        if seen > MAX_SPEC_NODES:
-            raise SpecError(
-                f"{path}: expands to more than {MAX_SPEC_NODES} YAML nodes (aliases included)"
-            )
-        if depth > MAX_SPEC_DEPTH:
-            line = node.start_mark.line + 1
-            raise SpecError(f"{path}:{line}: nested deeper than {MAX_SPEC_DEPTH} levels")
-        if isinstance(node, yaml.SequenceNode):
-            stack.extend((child, depth + 1) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                stack.extend(((key, depth + 1), (value, depth + 1)))
+_SPEC_LIMITS = YamlLimits("run spec", MAX_SPEC_CHARS, MAX_SPEC_DEPTH, MAX_SPEC_NODES)
 
 
 def load_spec(path: Path) -> RunSpec:
@@ -291,18 +254,8 @@ def read_spec_text(path: Path) -> str:
     Raises:
         SpecError: the file is missing or unreadable.
     """
-    try:
-        with path.open("rb") as file:
-            # Bounded: a spec may be hostile (a huge file, /dev/zero); parse_spec refuses the rest.
-            data = file.read(4 * MAX_SPEC_CHARS + 1)
-        text = data.decode("utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SpecError(f"{path}: is a directory, expected a YAML file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read the spec ({exc})") from None
-    return text
+    # Bytes up to four per character: parse_spec refuses a text over MAX_SPEC_CHARS.
+    return read_user_file(path, 4 * MAX_SPEC_CHARS, SpecError, "run spec")
 
 
 def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec:
@@ -314,18 +267,7 @@ def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec
     Raises:
         SpecError: naming the file, line and key of the first problem (and listing the rest).
     """
-    if len(text) > MAX_SPEC_CHARS:
-        raise SpecError(
-            f"{path}: {len(text)} characters, over the limit of {MAX_SPEC_CHARS} for a run spec"
-        )
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        _check_nodes(root, path)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SpecError(yaml_syntax_problem(exc, path)) from None
-    except RecursionError:
-        raise SpecError(f"{path}: nested too deeply to be a run spec") from None
+    root, data = read_yaml(text, path, _SPEC_LIMITS, SpecError)
     if data is None:
         raise SpecError(f"{path}: the spec is empty; it needs at least 'prompt' and 'model'")
     if not isinstance(data, dict):
@@ -392,15 +334,6 @@ class CodeRecord(_Strict):
     """The tool and output modules that ran, with their digests."""
 
 
-def _module_file(name: str) -> Path | None:
-    """The source file of module ``name`` as the import system finds it now (no module runs)."""
-    # gate: loads user code (finds the module the spec names; a dotted name imports its parents)
-    found = importlib.util.find_spec(name)
-    if found is None or found.origin is None or not found.has_location:
-        return None
-    return Path(found.origin)
-
-
 def file_sha256(path: Path) -> str:
     """The sha256 of a file's bytes (hex), read in chunks."""
     with path.open("rb") as file:
@@ -415,18 +348,17 @@ def record_code(spec: RunSpec) -> CodeRecord:
     """
     code_dir = spec.code_dir.resolve() if spec.code_dir is not None else None
     modules = []
-    with _importing_from(spec.code_dir):
-        for name in _executed_modules(spec):
-            path = _module_file(name)
-            if path is None:
-                continue  # a built-in or namespace module has no file to digest
-            try:
-                digest = file_sha256(path)
-            except OSError as exc:
-                raise SpecError(f"cannot read module {name!r} at {path}: {exc}") from None
-            inside = code_dir is not None and path.resolve().is_relative_to(code_dir)
-            origin: Literal["code_dir", "installed"] = "code_dir" if inside else "installed"
-            modules.append(ModuleDigest(module=name, origin=origin, sha256=digest))
+    for name in _executed_modules(spec):
+        path = _file_of(name, spec)
+        if path is None:
+            continue  # a built-in or namespace module has no file to digest
+        try:
+            digest = file_sha256(path)
+        except OSError as exc:
+            raise SpecError(f"cannot read module {name!r} at {path}: {exc}") from None
+        inside = code_dir is not None and path.resolve().is_relative_to(code_dir)
+        origin: Literal["code_dir", "installed"] = "code_dir" if inside else "installed"
+        modules.append(ModuleDigest(module=name, origin=origin, sha256=digest))
     return CodeRecord(code_dir=None if code_dir is None else str(code_dir), modules=tuple(modules))
 
 
@@ -486,11 +418,12 @@ def read_code_record(path: Path) -> CodeRecord | None:
     return record
 
 
-def _searched(code_dir: Path | None) -> str:
-    """The directories an import looks in under `_importing_from`, for error messages."""
-    with _importing_from(code_dir):
-        places = [p for p in sys.path if p]
-    return ", ".join(places)
+def _file_of(name: str, spec: RunSpec) -> Path | None:
+    """`twinflow.eval.module_file` from the spec's directories; its error as a spec's."""
+    try:
+        return module_file(name, spec_directories(spec))
+    except ScorerError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def check_code(spec: RunSpec, record: CodeRecord) -> None:
@@ -507,22 +440,9 @@ def check_code(spec: RunSpec, record: CodeRecord) -> None:
     """
     recorded = {m.module: m for m in record.modules}
     for name in _executed_modules(spec):
-        with _importing_from(spec.code_dir):
-            try:
-                found = importlib.util.find_spec(name)  # gate: loads user code (parents checked)
-            except ImportError:
-                found = None
-            except Exception as exc:  # a checked parent package raised while it was imported
-                reason = " ".join(f"{type(exc).__name__}: {exc}".split())
-                raise SpecError(f"cannot import {name!r}: {reason}") from None
-        if found is None:
-            raise SpecError(
-                f"cannot find module {name!r} that the run imported; searched "
-                f"{_searched(spec.code_dir)}"
-            )
-        if found.origin is None or not found.has_location:
+        path = _file_of(name, spec)
+        if path is None:
             continue  # a namespace package: no file of its own runs
-        path = Path(found.origin)
         entry = recorded.get(name)
         if entry is None:
             raise SpecError(
