@@ -353,3 +353,9 @@ def test_fork_at_a_step_the_parent_never_took_is_refused(recorded: Path, tmp_pat
         pytest.raises(CannotResume, match=expected),
     ):
         agent.fork(recorded, at_step=9)
+
+
+def test_a_tool_in_ask_is_not_reported_as_denied() -> None:
+    """A tool that runs once a person approves it is not among the tools every call is denied to."""
+    with make(Counts(), allow=frozenset(), ask=frozenset({"add"})) as agent:
+        assert () == agent.denied_tools

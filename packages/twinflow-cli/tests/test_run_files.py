@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.cli._run import claim_run_files, spec_beside
+from twinflow.cli._run import claim_run_files, code_beside, spec_beside
 from twinflow.cli._spec import SpecError, load_spec
 from twinflow.trace import PlantedLinkError
 
@@ -87,3 +87,17 @@ def test_a_hostile_spec_is_a_spec_error_not_a_hang_or_traceback(tmp_path: Path) 
     with pytest.raises(SpecError) as endless:
         load_spec(Path("/dev/zero"))
     assert "over the limit" in str(endless.value)
+
+
+def test_a_code_record_is_claimed_with_its_pair_and_a_leftover_one_is_skipped(
+    tmp_path: Path,
+) -> None:
+    """code.N.json is written with spec.N.yaml; a leftover code.json (planted or old) moves the claim on."""
+    (tmp_path / "code.json").write_text("planted")
+    trace, spec = claim_run_files(tmp_path, "prompt: x", b"{}")
+    assert ("trace.1.jsonl", "spec.1.yaml") == (trace.name, spec.name)
+    assert ("planted", "{}") == (
+        (tmp_path / "code.json").read_text(),
+        (tmp_path / "code.1.json").read_text(),
+    )
+    assert tmp_path / "code.1.json" == code_beside(trace)

@@ -84,6 +84,7 @@ def _continue(
                 out,
                 _Phases(),
                 watch=False,
+                command=command,
                 resume_from=trace_path,
                 decisions=decisions,
             )
@@ -233,6 +234,7 @@ def fork(args: argparse.Namespace, out: Output) -> int:
                 out,
                 _Phases(),
                 watch=False,
+                command="fork",
                 fork_from=(trace_path, args.at_step),
             )
     except TraceCorruptError as exc:

@@ -1,15 +1,17 @@
 """``twinflow run``, ``twinflow replay`` and ``twinflow demo``: agents on real adapters.
 
-A run writes two files into its directory: ``trace.jsonl`` (the run, as a verifiable value)
-and ``spec.yaml`` (what it was run with, so ``replay`` can rebuild the same agent). A later run
-into the same directory, or one running at the same time, takes the next free pair
-``trace.N.jsonl``/``spec.N.yaml``: each pair is claimed by creating its spec exclusively, so no
-file is ever renamed or shared. A run that is refused (a bad spec, a tool that does not import,
-an unset API key) writes nothing.
+A run writes three files into its directory: ``trace.jsonl`` (the run, as a verifiable value),
+``spec.yaml`` (what it was run with, so ``replay`` can rebuild the same agent) and ``code.json``
+(the directory the spec's modules were imported from and each module's sha256). A later run
+into the same directory, or one running at the same time, takes the next free set
+``trace.N.jsonl``/``spec.N.yaml``/``code.N.json``: each set is claimed by creating its spec
+exclusively, so no file is ever renamed or shared. A run that is refused (a bad spec, a tool
+that does not import, an unset API key) writes nothing.
 
 ``replay`` never imports code because a trace came with it: it rebuilds the agent from the spec
 the user names (``--spec``), or from the spec beside the trace only with ``--trust-spec``, after
-printing the modules that spec will import.
+printing the modules that spec will import; those are then imported from the directory the code
+record names only if each file still has the digest the run recorded.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from pydantic import BaseModel
 
 from twinflow.agent import (
     Decision,
-    FunctionModel,
     ReplayDivergenceError,
     RunError,
     RunPaused,
@@ -46,12 +47,17 @@ from twinflow.cli._output import (
     Output,
     invocation,
 )
+from twinflow.cli._show import _clean
 from twinflow.cli._spec import (
+    CodeChangedError,
     RunSpec,
+    check_code,
     load_spec,
     load_tools,
     parse_spec,
+    read_code_record,
     read_spec_text,
+    record_code,
     spec_directories,
     spec_modules,
 )
@@ -62,6 +68,7 @@ from twinflow.cli._wiring import (
     build_agent,
     build_model,
     build_transport,
+    check_agent,
     model_base_url,
     replay_builder,
 )
@@ -74,12 +81,13 @@ from twinflow.trace import (
     TargetExistsError,
     write_new,
 )
-from twinflow.vocab import Message, ModelRequest, UserError
+from twinflow.vocab import UserError
 
 __all__ = [
     "COMMANDS",
     "DEMO_SPEC",
     "claim_run_files",
+    "code_beside",
     "configure_demo",
     "configure_replay",
     "configure_run",
@@ -119,12 +127,15 @@ def _pair(directory: Path, n: int) -> tuple[Path, Path]:
     return directory / f"trace{suffix}.jsonl", directory / f"spec{suffix}.yaml"
 
 
-def claim_run_files(directory: Path, spec_text: str) -> tuple[Path, Path]:
+def claim_run_files(
+    directory: Path, spec_text: str, code_record: bytes | None = None
+) -> tuple[Path, Path]:
     """Claim the first free ``(trace, spec)`` pair in ``directory`` and write the spec there.
 
     The claim is the spec's exclusive creation (`write_new`): of runs racing for one pair,
     one gets it and the others move on to the next, so each run's trace and spec are its own.
-    The trace path is returned unwritten; the trace sink creates it exclusively.
+    The trace path is returned unwritten; the trace sink creates it exclusively. A
+    ``code_record`` is written beside the spec as its ``code.N.json`` (`code_beside`).
 
     Raises:
         PlantedLinkError: the directory, or a name in it, is a symbolic link.
@@ -141,12 +152,14 @@ def claim_run_files(directory: Path, spec_text: str) -> tuple[Path, Path]:
         if n >= _MAX_RUNS_PER_DIRECTORY:
             raise UserError(f"{directory} holds {n} runs already: pick a new --out directory")
         trace, spec = _pair(directory, n)
-        if os.path.lexists(trace):
+        if os.path.lexists(trace) or os.path.lexists(code_beside(trace)):
             continue
         try:
             write_new(spec, spec_text.encode("utf-8"))
         except TargetExistsError:
             continue
+        if code_record is not None:
+            write_new(code_beside(trace), code_record)
         return trace, spec
     raise AssertionError("unreachable")
 
@@ -157,6 +170,12 @@ def spec_beside(trace_path: Path) -> Path:
     if name.startswith("trace") and name.endswith(".jsonl"):
         return trace_path.with_name(f"spec{name[len('trace') : -len('.jsonl')]}.yaml")
     return trace_path.with_name(SPEC_NAME)
+
+
+def code_beside(trace_path: Path) -> Path:
+    """The code record a run wrote with ``trace_path``: ``trace.N.jsonl`` pairs with ``code.N.json``."""
+    spec = spec_beside(trace_path).name
+    return trace_path.with_name(f"code{spec[len('spec') : -len('.yaml')]}.json")
 
 
 class RunOutcome(BaseModel):
@@ -186,10 +205,6 @@ class RunOutcome(BaseModel):
     """The calls the run waits on a person for (``approval_requested`` events), if it paused."""
 
 
-def _never_called(request: ModelRequest) -> Message:
-    raise AssertionError("the configuration check never runs the agent")
-
-
 def _execute(
     spec: RunSpec,
     spec_text: str,
@@ -198,6 +213,7 @@ def _execute(
     phases: _Phases,
     *,
     watch: bool,
+    command: str = "run",
     resume_from: Path | None = None,
     decisions: Sequence[Decision] = (),
     fork_from: tuple[Path, int] | None = None,
@@ -212,16 +228,10 @@ def _execute(
     transport = build_transport(spec.model)
     if spec.model.url != EMBEDDED:
         build_model(spec.model, transport, SystemIds())  # checks URL and dialect
-    build_agent(
-        spec,
-        model=FunctionModel(_never_called),
-        clock=SystemClock(),
-        ids=SystemIds(),
-        trace=MemoryTraceSink(),
-        tools=callables,
-    )
+    check_agent(spec, callables, command)
     if resume_from is None:
-        trace_path, _spec_path = claim_run_files(out_dir, spec_text)
+        code = record_code(spec).model_dump_json(indent=2).encode("utf-8")
+        trace_path, _spec_path = claim_run_files(out_dir, spec_text, code)
     else:
         trace_path = resume_from
     paused: list[dict[str, Any]] = []
@@ -304,14 +314,27 @@ def replay_spec(trace_path: Path, spec_path: Path | None, trust_spec: bool, out:
         )
     if not beside.is_file():
         raise UserError(f"{beside}: no spec beside the trace; pass --spec PATH")
-    spec = load_spec(beside)
+    record = read_code_record(code_beside(trace_path))
+    # The run's own code directory if it recorded one that is still there (a run written to
+    # another directory than its spec's); else the run directory (a bundle with its modules).
+    code_dir = beside.resolve().parent
+    if record is not None and record.code_dir is not None and Path(record.code_dir).is_dir():
+        code_dir = Path(record.code_dir)
+    spec = parse_spec(read_spec_text(beside), str(beside), code_dir=code_dir)
     modules = spec_modules(spec)
     out.line(
         f"--trust-spec: rebuilding from {beside}, importing {_names(modules)} "
-        f"(from {spec.code_dir} first)"
+        f"(from {_clean(str(code_dir))} first)"
     )
     if out.as_json:
         print(f"twinflow replay: importing {_names(modules)}", file=sys.stderr)
+    if record is not None:
+        try:
+            check_code(spec, record)
+        except CodeChangedError as exc:
+            raise CheckFailed(
+                f"{trace_path}: {exc}", {"trace": str(trace_path), "module": exc.module}
+            ) from None
     return spec
 
 
@@ -549,7 +572,9 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     spec = parse_spec(spec_text, "<demo spec>")
     phases = _Phases()
     out.line("twinflow demo: one agent run on a local model, then verify and replay its trace")
-    outcome = _execute(spec, spec_text, args.out, out, phases, watch=not (args.quiet or args.json))
+    outcome = _execute(
+        spec, spec_text, args.out, out, phases, watch=not (args.quiet or args.json), command="demo"
+    )
     trace_path = Path(outcome.trace)
     with phases.phase("verify"):
         report = verify_agent_trace(trace_path)

@@ -31,6 +31,9 @@ __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]
 MAX_SHOW_BYTES = 64 * 1024 * 1024
 # Longest text shown for one string in the terminal (the page shows it all).
 MAX_TEXT = 2000
+# Longest divergence line: a difference shows each side in 200 characters at most (a window
+# around the first differing character of long strings), so this cuts only a hostile pointer.
+MAX_DETAIL = 1000
 
 
 def _clean(value: object, limit: int = MAX_TEXT) -> str:
@@ -290,12 +293,12 @@ def behaviour_diff(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
     for d in divergences:
         where = f"seq {'-' if d.seq_a is None else d.seq_a}/{'-' if d.seq_b is None else d.seq_b}"
-        out.line(f"step {d.step}  {where}  {d.change:<8} {_clean(d.detail, 300)}")
+        out.line(f"step {d.step}  {where}  {d.change:<8} {_clean(d.detail, MAX_DETAIL)}")
     payload = {"same": False, "divergences": [d.model_dump() for d in divergences]}
     first = divergences[0]
     raise CheckFailed(
         f"behaviour differs in {len(divergences)} place(s); first at step {first.step}: "
-        f"{_clean(first.detail, 300)}",
+        f"{_clean(first.detail, MAX_DETAIL)}",
         payload,
     )
 

@@ -57,6 +57,7 @@ __all__ = [
     "code_modules",
     "load_run",
     "merge_runs",
+    "pending_keys",
     "rescore",
     "run_eval",
     "score_trace",
@@ -331,14 +332,7 @@ def run_eval(
     """
     run_dir = Path(out)
     items = select_keys(dataset, shard)
-    manifest = RunManifest(
-        dataset=dataset,
-        dataset_digest=dataset.digest,
-        shard=shard,
-        keys=tuple(k for _, _, k in items),
-        code_dirs=tuple(str(Path(d).resolve()) for d in code_dirs),
-        identity=identity,
-    )
+    manifest = _manifest(dataset, items, code_dirs, shard, identity)
     _prepare(run_dir, manifest)
     render = prompt or (lambda case: case.input)
     runner = executor or SerialExecutor()
@@ -434,6 +428,47 @@ def run_eval(
     write_replace(run_dir / "results.json", _encode(results))
     write_reports(results, run_dir)
     return results
+
+
+def _manifest(
+    dataset: Dataset,
+    items: Sequence[_Item],
+    code_dirs: Sequence[str | Path],
+    shard: Shard | None,
+    identity: RunIdentity | None,
+) -> RunManifest:
+    return RunManifest(
+        dataset=dataset,
+        dataset_digest=dataset.digest,
+        shard=shard,
+        keys=tuple(k for _, _, k in items),
+        code_dirs=tuple(str(Path(d).resolve()) for d in code_dirs),
+        identity=identity,
+    )
+
+
+def pending_keys(
+    dataset: Dataset,
+    out: str | Path,
+    *,
+    shard: Shard | None = None,
+    code_dirs: Sequence[str | Path] = (),
+    identity: RunIdentity | None = None,
+) -> tuple[str, ...]:
+    """The case keys `run_eval` with these arguments would still run, decided before anything
+    runs or is written: a caller starts a model server only if some are left.
+
+    Raises:
+        RunDirError: ``out`` holds a run of another dataset, shard, spec or model (the same
+            refusal `run_eval` makes, made here before any model loads).
+    """
+    run_dir = Path(out)
+    items = select_keys(dataset, shard)
+    path = run_dir / "run.json"
+    if path.exists():
+        recorded = read_json_model(path, RunManifest)
+        recorded.check_resume(_manifest(dataset, items, code_dirs, shard, identity), run_dir)
+    return tuple(k for _, _, k in items if not (run_dir / "cases" / f"{k}.json").is_file())
 
 
 def load_run(run_dir: str | Path) -> tuple[RunManifest, EvalResults]:
@@ -557,12 +592,15 @@ def merge_runs(
     dataset = loaded[0][1].dataset
     items = select_keys(dataset, None)
     code_dirs = tuple(dict.fromkeys(d for _, m, _ in loaded for d in m.code_dirs))
+    identities = {m.identity for _, m, _ in loaded}
     manifest = RunManifest(
         dataset=dataset,
         dataset_digest=dataset.digest,
         shard=None,
         keys=tuple(k for _, _, k in items),
         code_dirs=code_dirs,
+        # The shards' spec and model, when they agree (Lab Notes name them from here).
+        identity=identities.pop() if len(identities) == 1 else None,
     )
     _prepare(target, manifest)
     by_key = {r.key: (path, r) for path, _, results in loaded for r in results.cases}
