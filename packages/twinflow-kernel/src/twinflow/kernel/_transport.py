@@ -1,8 +1,10 @@
 """`HttpTransport`: the one real JSON-over-HTTP adapter, on the standard library only.
 
 It speaks HTTP/1.1 through `http.client` and keeps one idle connection per origin alive between
-calls (docs/adr/0011), enforces one deadline over the whole exchange (connect, send, headers and
-every body read), streams the body in chunks and stops past `max_response_bytes`, never follows
+calls (docs/adr/0011), enforces one deadline over the whole exchange (connect, every send, the
+status line and headers, any `1xx` answers before them, every body read, and the redirects
+followed): every receive and send is given only what is left of it, so a server that dribbles
+its head a byte at a time cannot stretch it (docs/adr/0091), streams the body in chunks and stops past `max_response_bytes`, never follows
 a redirect unless asked, never retries a failed exchange, and maps every failure to one
 `TransportError` subclass naming the URL. https verifies against the system trust store through
 `ssl.create_default_context()`, or against `cafile`: certifi is never imported.
@@ -311,15 +313,13 @@ class HttpTransport(Closing):
                     url = location.url
                     continue
                 total = 0
+                # From here each receive waits at most `idle`, and never past the deadline.
+                deadline.idle = idle
                 while True:
-                    gap = deadline.remaining()
-                    idle_fired = idle is not None and idle < gap
-                    if connection.sock is not None and connection.sock.fileno() != -1:
-                        connection.sock.settimeout(min(gap, idle) if idle is not None else gap)
                     try:
                         chunk = response.read1(_CHUNK)
                     except TimeoutError as error:
-                        if idle_fired:
+                        if idle is not None and not deadline.expired():
                             raise TransportTimeout(
                                 f"the stream from {url} sent nothing for {idle:g} s after "
                                 f"{total} bytes (idle_timeout): the server is stuck; check its "
@@ -430,6 +430,8 @@ class HttpTransport(Closing):
                     connection = open_connection(origin, deadline, context)
                 except OSError as error:
                     raise _map_os_error(url, error, deadline, "while connecting") from error
+            # A kept connection carries this exchange now: its reads and writes use this deadline.
+            connection.deadline = deadline
             deadline.sock = connection.sock
             before = connection.bytes_out
             try:
