@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from twinflow.kernel import (
+    REDACTED,
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
@@ -169,7 +170,7 @@ def test_a_plain_anthropic_run_writes_no_key_either(project: tuple[Path, Message
 
 
 def test_a_server_echoing_the_key_in_its_error_gets_it_scrubbed(tmp_path: Path) -> None:
-    """A 401 quoting x-api-key: the run fails, its message, output and trace show *** instead."""
+    """A 401 quoting x-api-key: the run fails, its message, output and trace show the redaction marker instead."""
     api = Messages(echo_key=True)
     with api.server:
         (tmp_path / "weather.py").write_text(WEATHER)
@@ -177,7 +178,7 @@ def test_a_server_echoing_the_key_in_its_error_gets_it_scrubbed(tmp_path: Path) 
         result = twinflow("run", "spec.yaml", "--out", "out", cwd=tmp_path)
     assert 0 != result.returncode
     assert KEY == api.requests[0][0]["x-api-key"]
-    assert "***" in result.stdout + result.stderr
+    assert REDACTED in result.stdout + result.stderr
     assert ([], False) == (files_holding_the_key(tmp_path), KEY in result.stdout + result.stderr)
 
 

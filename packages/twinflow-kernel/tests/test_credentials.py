@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from twinflow.kernel import (
+    REDACTED,
     ConnectError,
     HTTPStatusError,
     HttpTransport,
@@ -94,7 +95,7 @@ def test_the_transport_refuses_userinfo_and_hides_a_query_key() -> None:
 def test_a_server_echoing_the_key_does_not_put_it_in_the_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A 401 body quoting the Authorization header: the message and excerpt show *** instead."""
+    """A 401 body quoting the Authorization header: the message and excerpt show the redaction marker instead."""
     monkeypatch.setenv("TWINFLOW_TEST_KEY", KEY)
 
     def echo_auth(request: LoopbackRequest) -> LoopbackResponse:
@@ -109,7 +110,7 @@ def test_a_server_echoing_the_key_does_not_put_it_in_the_error(
         finally:
             transport.close()
     assert (False, False) == (KEY in str(caught.value), KEY in caught.value.body_excerpt)
-    assert "bad token Bearer ***" in caught.value.body_excerpt
+    assert f"bad token Bearer {REDACTED}" in caught.value.body_excerpt
 
 
 X_API_KEY = KeyHeader("x-api-key")
@@ -148,7 +149,7 @@ def test_the_key_goes_in_the_header_the_api_names(monkeypatch: pytest.MonkeyPatc
 def test_a_key_echoed_in_any_header_scheme_is_scrubbed_plain_and_streamed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """x-api-key quoted back in a 401: post_json's and post_stream's errors show *** instead."""
+    """x-api-key quoted back in a 401: post_json's and post_stream's errors show the redaction marker instead."""
     monkeypatch.setenv("TWINFLOW_TEST_KEY", KEY)
     with LoopbackServer(echo_key) as server:
         transport = HttpTransport(api_key_env="TWINFLOW_TEST_KEY", key_header=X_API_KEY)
@@ -161,7 +162,7 @@ def test_a_key_echoed_in_any_header_scheme_is_scrubbed_plain_and_streamed(
             transport.close()
     for caught in (plain, streamed):
         assert (False, False) == (KEY in str(caught.value), KEY in caught.value.body_excerpt)
-        assert "invalid x-api-key ***" in caught.value.body_excerpt
+        assert f"invalid x-api-key {REDACTED}" in caught.value.body_excerpt
 
 
 @pytest.mark.parametrize(("name", "prefix"), [("x api key", ""), ("Authorization", "Bearer\r\n")])

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from twinflow.agent._events import GENESIS, EventBody, TraceEvent
+from twinflow.kernel import holds_secret, scrub_value
 from twinflow.trace import (
     Checkpoint,
     FsyncPolicy,
@@ -44,6 +45,11 @@ def encode_line(event: TraceEvent) -> tuple[bytes, str]:
         The line (with its newline) and the event's hex digest.
     """
     return _frame(canonical_bytes(event))
+
+
+def _scrubbed(event: TraceEvent) -> TraceEvent:
+    """The event with every secret replaced by `twinflow.kernel.REDACTED` (`scrub_value`)."""
+    return TraceEvent.model_validate(scrub_value(event.model_dump(mode="json")))
 
 
 class TraceWriter:
@@ -87,6 +93,11 @@ class TraceWriter:
         """
         event = TraceEvent(seq=self._tree.size, prev=self._head, at=at, body=body)
         line, hexdigest = encode_line(event)
+        if holds_secret(line):
+            # A key the process read reached an event (a server echoed it in an error, the model
+            # in its reply): the event is written with it replaced by the redaction marker.
+            event = _scrubbed(event)
+            line, hexdigest = encode_line(event)
         self.sink.write(line)
         self._tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))
         self._head = hexdigest

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from twinflow.cli._errors import CliError
+from twinflow.kernel import for_terminal, scrub
 from twinflow.vocab import TwinflowError, UserError
 
 __all__ = [
@@ -56,14 +57,24 @@ class Output:
         self._stream = stream
 
     def line(self, text: str = "") -> None:
-        """Print a human line (suppressed under ``--json``)."""
+        """Print a human line (suppressed under ``--json``), through `for_terminal`."""
         if not self.as_json:
-            print(text, file=self._stream, flush=True)
+            print(for_terminal(text), file=self._stream, flush=True)
 
     def document(self, payload: dict[str, Any]) -> None:
-        """Print the machine-readable result (only under ``--json``)."""
+        """Print the machine-readable result (only under ``--json``), scrubbed of secrets.
+
+        ``json.dumps`` escapes every control character; non-ASCII stays escaped too, so a bidi
+        override or a lone surrogate is printed as ``\\u....``.
+        """
         if self.as_json:
-            print(json.dumps(payload, indent=2, sort_keys=True, default=str), file=self._stream)
+            text = json.dumps(payload, indent=2, sort_keys=True, default=str)
+            print(scrub(text), file=self._stream)
+
+
+def say(text: str) -> None:
+    """Print one line on stderr through `for_terminal`: every message of a command goes here."""
+    print(for_terminal(text), file=sys.stderr, flush=True)
 
 
 Handler = Callable[[argparse.Namespace, Output], int]
@@ -210,20 +221,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CheckFailed as exc:
         if exc.payload:
             out.document({"ok": False, "error": str(exc), **exc.payload})
-        print(f"twinflow {args.command}: {exc}", file=sys.stderr)
+        say(f"twinflow {args.command}: {exc}")
         return EXIT_FAILED
     except (UserError, OSError) as exc:
         reason = _one_line(exc)
         out.document({"ok": False, "error": reason})
-        print(f"twinflow {args.command}: {reason}", file=sys.stderr)
+        say(f"twinflow {args.command}: {reason}")
         return EXIT_USAGE
     except TwinflowError as exc:
         reason = _one_line(exc)
         out.document({"ok": False, "error": reason})
-        print(f"twinflow {args.command}: {type(exc).__name__}: {reason}", file=sys.stderr)
+        say(f"twinflow {args.command}: {type(exc).__name__}: {reason}")
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print(f"twinflow {args.command}: interrupted", file=sys.stderr)
+        say(f"twinflow {args.command}: interrupted")
         return 130
     except BrokenPipeError:
         # The reader went away (`twinflow verify --json t | head`): not an error of ours.

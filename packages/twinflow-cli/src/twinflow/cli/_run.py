@@ -41,7 +41,15 @@ from twinflow.agent import (
     verify_trace,
 )
 from twinflow.cli._commands import parse_trace, read_trace_bytes
-from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output, invocation
+from twinflow.cli._main import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CheckFailed,
+    Handler,
+    Output,
+    invocation,
+    say,
+)
 from twinflow.cli._spec import (
     RunSpec,
     load_spec,
@@ -292,7 +300,7 @@ def _replay_spec(
         f"(from {spec.code_dir} first)"
     )
     if out.as_json:
-        print(f"twinflow replay: importing {_names(modules)}", file=sys.stderr)
+        say(f"twinflow replay: importing {_names(modules)}")
     return spec
 
 
@@ -371,7 +379,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     out.document(payload)
     _print_outcome(outcome, out)
     if outcome.error is not None:
-        print(f"twinflow run: the run failed: {outcome.error}", file=sys.stderr)
+        say(f"twinflow run: the run failed: {outcome.error}")
         return EXIT_FAILED
     return EXIT_OK
 
@@ -525,7 +533,7 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     out.line(f"      {tf} replay {trace_path} --spec {spec_path} --mode live")
     out.line(f"      {tf} prove {trace_path} --seq 0   |   {tf} checkpoint {trace_path}")
     if outcome.error is not None:
-        print(f"twinflow demo: the agent run failed: {outcome.error}", file=sys.stderr)
+        say(f"twinflow demo: the agent run failed: {outcome.error}")
         return EXIT_FAILED
     return EXIT_OK
 

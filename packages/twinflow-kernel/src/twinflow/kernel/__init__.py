@@ -131,10 +131,20 @@ if _typing.TYPE_CHECKING:
         HttpTransport,
         UrllibJsonTransport,
     )
+    from twinflow.kernel._untrusted import (
+        REDACTED,
+        for_terminal,
+        holds_secret,
+        register_secret,
+        scrub,
+        scrub_value,
+        unfinished_secret,
+    )
 
 __all__ = [
     "BEARER",
     "GUARDED_ENTRY_POINTS",
+    "REDACTED",
     "Clock",
     "Closing",
     "ClusterError",
@@ -185,10 +195,16 @@ __all__ = [
     "UrllibJsonTransport",
     "api_key_headers",
     "check_endpoint_url",
+    "for_terminal",
     "free_port",
+    "holds_secret",
     "nondeterminism_guard",
     "redact_url",
+    "register_secret",
     "run_process",
+    "scrub",
+    "scrub_value",
+    "unfinished_secret",
     "write_new",
     "write_replace",
 ]
@@ -224,5 +240,14 @@ __getattr__, __dir__ = _lazy_exports(
         "_ray": ("RayExecutor",),
         "_replay": ("RecordingTransport", "ReplayTransport"),
         "_transport": ("HttpTransport", "UrllibJsonTransport"),
+        "_untrusted": (
+            "REDACTED",
+            "for_terminal",
+            "holds_secret",
+            "unfinished_secret",
+            "register_secret",
+            "scrub",
+            "scrub_value",
+        ),
     },
 )

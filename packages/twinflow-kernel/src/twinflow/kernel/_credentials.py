@@ -6,7 +6,8 @@ for OpenAI-compatible servers, ``x-api-key`` for Anthropic's Messages API; the m
 names it); it is never part of a URL, a body, a message, a trace event or a file. A URL with
 credentials in it (``http://user:key@host/`` or ``?api_key=...``) is refused where a model
 endpoint is configured, and every URL shown in an error or an event goes through `redact_url`
-first.
+first. Every key read is registered with `register_secret`, so `scrub` removes it from whatever
+is printed or written afterwards.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
+from twinflow.kernel._untrusted import register_secret
 from twinflow.vocab import UserError
 
 __all__ = [
@@ -120,6 +122,9 @@ def read_api_key(api_key_env: str) -> str:
         )
     if any(c in key for c in "\r\n\0"):
         raise UserError(f"the key in {api_key_env} holds a line break or NUL: fix the variable")
+    # From here on every printer and writer scrubs it (`twinflow.kernel.scrub`), whatever
+    # path carries it: a server's error event, the model's own reply, a failed run's message.
+    register_secret(key)
     return key.strip()
 
 

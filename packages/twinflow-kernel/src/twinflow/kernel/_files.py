@@ -9,7 +9,8 @@ never followed or reused), is synced, and then takes the target's name:
   processes can race for a name and exactly one gets it, complete;
 - `write_replace` renames it over the target, which replaces a regular file whole.
 
-Both refuse a target that is a symbolic link with `PlantedLinkError`, leaving the link and
+Both write the data scrubbed of every secret the process has read (`scrub_bytes`, the one
+door untrusted text leaves a process through into a file). Both refuse a target that is a symbolic link with `PlantedLinkError`, leaving the link and
 what it points at untouched. The directory is opened once without following a link
 (``O_DIRECTORY | O_NOFOLLOW``) and every step works relative to it, so a directory swapped for a
 link between the check and the write cannot redirect the write.
@@ -25,6 +26,7 @@ import stat
 from pathlib import Path
 
 from twinflow.kernel._errors import FileWriteError, PlantedLinkError, TargetExistsError
+from twinflow.kernel._untrusted import scrub_bytes
 
 __all__ = ["write_new", "write_replace"]
 
@@ -54,7 +56,11 @@ def _refuse_link(path: Path, dir_fd: int) -> None:
 
 
 def _write_temporary(path: Path, data: bytes, dir_fd: int, *, durable: bool) -> str:
-    """Write ``data`` to a fresh hidden name beside ``path``; return that name."""
+    """Write ``data``, scrubbed of secrets (`scrub_bytes`), to a fresh hidden name beside
+    ``path``; return that name."""
+    # The last door of every artefact (results, reports, pages, spec copies): a key that came
+    # in through any path is not written.
+    data = scrub_bytes(data)
     name = f".{path.name}.{secrets.token_hex(8)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(name, flags, 0o644, dir_fd=dir_fd)

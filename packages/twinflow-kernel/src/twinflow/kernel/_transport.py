@@ -36,6 +36,7 @@ from twinflow.kernel._errors import (
 from twinflow.kernel._netpolicy import ENV_ALLOW_NETWORK, is_loopback, network_allowed
 from twinflow.kernel._pool import Connection, ConnectionPool, Deadline, Origin, open_connection
 from twinflow.kernel._ports import Closing
+from twinflow.kernel._untrusted import scrub
 from twinflow.vocab import JsonValue, UserError
 
 _CHUNK = 64 * 1024
@@ -51,11 +52,11 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _scrub(error: TransportError, secret: str) -> None:
-    """Replace ``secret`` in the error's message and body excerpt, in place."""
-    error.args = tuple(a.replace(secret, "***") if isinstance(a, str) else a for a in error.args)
+def _scrub(error: TransportError) -> None:
+    """Scrub every secret from the error's message and body excerpt, in place (`scrub`)."""
+    error.args = tuple(scrub(a) if isinstance(a, str) else a for a in error.args)
     if isinstance(error, HTTPStatusError):
-        error.body_excerpt = error.body_excerpt.replace(secret, "***")
+        error.body_excerpt = scrub(error.body_excerpt)
 
 
 def _map_os_error(url: str, error: BaseException, deadline: Deadline, phase: str) -> TransportError:
@@ -233,8 +234,7 @@ class HttpTransport(Closing):
         try:
             return self._post(url, payload, Deadline(timeout))
         except TransportError as error:
-            if self._secret is not None:
-                _scrub(error, self._secret)
+            _scrub(error)
             raise
 
     def _post(self, url: str, payload: bytes, deadline: Deadline) -> JsonValue:
@@ -290,8 +290,7 @@ class HttpTransport(Closing):
         try:
             yield from chunks
         except TransportError as error:
-            if self._secret is not None:
-                _scrub(error, self._secret)
+            _scrub(error)
             raise
 
     def _stream(
