@@ -80,8 +80,13 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray comparison")
     parser.add_argument("--ray-cpus", type=int, default=2, help="workers of the local Ray")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
     args = parser.parse_args()
-    n = args.cases
+    n = 5 if args.smoke else args.cases
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "direct").mkdir()

@@ -131,7 +131,14 @@ def main() -> None:
     parser.add_argument(
         "--imports", type=int, default=15, help="fresh interpreters per import timing"
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.requests, args.rounds, args.imports = 5, 1, 1
     bench_transport(args.requests, args.rounds)
     bench_import(args.imports)
 

@@ -141,7 +141,14 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="requests per client per round")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--import-runs", type=int, default=15, help="fresh interpreters per import")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.requests, args.rounds, args.import_runs = 5, 1, 1
 
     stub = subprocess.Popen(
         [sys.executable, "-c", STUB], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True

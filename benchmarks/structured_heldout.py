@@ -542,7 +542,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--only", nargs="*", default=None, help="model names to run")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.trials, args.only = 1, ["Weather"]
     tasks = [t for t in TASKS if not args.only or t.model.__name__ in args.only]
     check = llama_cpp_grammar_check()
     server = Server()
