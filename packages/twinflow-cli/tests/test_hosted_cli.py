@@ -198,12 +198,16 @@ def test_an_unset_key_variable_is_refused_before_any_request_or_file(
         ("  mode: structured-action\n", "mode native only"),
         ("  headers:\n    x-api-key: sk-in-the-spec\n", "api_key_env"),
         ("  headers:\n    Authorization: Bearer sk-in-the-spec\n", "api_key_env"),
+        ("  headers:\n    X-Auth-Token: sk-in-the-spec\n", "api_key_env"),
+        ("  headers:\n    Ocp-Apim-Subscription-Key: sk-in-the-spec\n", "api_key_env"),
+        ("  headers:\n    X-Gateway-Secret: sk-in-the-spec\n", "api_key_env"),
+        ("  headers:\n    anthropic-beta: ok\n    x-custom: sk-in-the-spec\n", "api_key_env"),
     ],
 )
 def test_an_anthropic_spec_that_cannot_work_is_refused(
     tmp_path: Path, model: str, words: str
 ) -> None:
-    """Structured-action mode, or a key written into headers: exit 2, the reason, no file."""
+    """Structured-action mode, or a header not known to be harmless: exit 2, the reason, no file."""
     spec = SPEC.format(url="http://127.0.0.1:9").replace(
         f"  api_key_env: {KEY_ENV}\n  headers:\n    anthropic-beta: twinflow-test\n", model
     )

@@ -41,14 +41,41 @@ def test_redact_url_drops_userinfo_query_and_fragment(url: str, expected: str) -
 
 
 @pytest.mark.parametrize(
-    "url", ["http://user:sk-1@127.0.0.1:8080/", "http://127.0.0.1:8080/?api_key=sk-1"]
+    ("url", "secret"),
+    [
+        ("http://user:sk-1@127.0.0.1:8080/", "sk-1"),
+        ("http://127.0.0.1:8080/?api_key=sk-1", "sk-1"),
+        ("http://127.0.0.1:8080/v1#sk-1", "sk-1"),
+        ("http://127.0.0.1:8080/v1/sk-proj-Ab3dEf6hIj9kLm/chat", "sk-proj-Ab3dEf6hIj9kLm"),
+        ("http://127.0.0.1:8080/key/AIzaSyA1b2C3d4E5f6G7h8/v1", "AIzaSyA1b2C3d4E5f6G7h8"),
+        ("http://127.0.0.1:8080/v1/sk%2Dproj%2DAb3dEf6hIj9kLm", "sk%2Dproj%2DAb3dEf6hIj9kLm"),
+        ("http://127.0.0.1:8080/0123456789abcdef0123456789abcdef/v1", "0123456789abcdef0123"),
+        ("http://127.0.0.1:8080/t/3f2a9c1e-7b4d-4e8a-9f0c-2d6b8a1e5c7f/v1", "3f2a9c1e-7b4d"),
+    ],
 )
-def test_credentials_in_an_endpoint_url_are_refused_pointing_at_api_key_env(url: str) -> None:
-    """The refusal names api_key_env and does not repeat the key."""
+def test_credentials_in_an_endpoint_url_are_refused_pointing_at_api_key_env(
+    url: str, secret: str
+) -> None:
+    """Userinfo, a query, a fragment or a key-like path segment: refused, the key not repeated."""
     with pytest.raises(UserError) as caught:
         check_endpoint_url(url)
     assert "api_key_env" in str(caught.value)
-    assert "sk-1" not in str(caught.value)
+    assert secret not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://api.openai.com/v1",
+        "https://api.anthropic.com",
+        "https://generativelanguage.googleapis.com/v1beta/openai",
+        "https://x.openai.azure.com/openai/deployments/gpt-4o-mini-2024-07-18",
+        "http://127.0.0.1:8080/v1/chat/completions",
+    ],
+)
+def test_ordinary_endpoint_urls_pass(url: str) -> None:
+    """Model and deployment names in a path are not taken for keys."""
+    assert url == check_endpoint_url(url)
 
 
 def test_api_key_headers_reads_the_named_variable(monkeypatch: pytest.MonkeyPatch) -> None:
