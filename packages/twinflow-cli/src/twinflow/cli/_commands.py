@@ -28,10 +28,12 @@ from twinflow.trace import (
     check_consistency,
     check_inclusion,
     load_proof,
+    open_regular,
     parse_json,
     prove_consistency,
     prove_inclusion,
     read_checkpoint,
+    read_regular,
     repair_trace,
     sign_checkpoint,
 )
@@ -73,7 +75,7 @@ class UnreadableTrace(CliError, UserError):
 
 def _check_head(path: Path) -> None:
     """Refuse what is not a trace at all (exit 2), reading only its first bytes."""
-    with path.open("rb") as f:
+    with open_regular(path) as f:
         head = f.read(len(LINE_PREFIX))
     if not head:
         raise UnreadableTrace(f"{path}: the file is empty, not a twinflow trace")
@@ -95,7 +97,7 @@ def read_trace_bytes(path: Path) -> bytes:
         OSError: the file cannot be read.
     """
     _check_head(path)
-    return path.read_bytes()
+    return read_regular(path)
 
 
 def parse_trace(path: Path, data: bytes | Path) -> Trace:
@@ -121,8 +123,7 @@ def _load(path: Path) -> Trace:
 
 
 def _small_file(path: Path, what: str) -> bytes:
-    with path.open("rb") as f:
-        data = f.read(_MAX_SMALL_FILE + 1)
+    data = read_regular(path, _MAX_SMALL_FILE)
     if len(data) > _MAX_SMALL_FILE:
         raise UserError(f"{path}: a {what} file is at most {_MAX_SMALL_FILE} bytes")
     return data

@@ -27,6 +27,7 @@ from twinflow.eval import (
 )
 from twinflow.eval import resolve_dotted as resolve_any_dotted
 from twinflow.kernel import check_endpoint_url
+from twinflow.trace import NotRegularFileError, read_regular
 from twinflow.vocab import FrozenValue, UserError
 
 __all__ = [
@@ -292,14 +293,15 @@ def read_spec_text(path: Path) -> str:
         SpecError: the file is missing or unreadable.
     """
     try:
-        with path.open("rb") as file:
-            # Bounded: a spec may be hostile (a huge file, /dev/zero); parse_spec refuses the rest.
-            data = file.read(4 * MAX_SPEC_CHARS + 1)
+        # Bounded: a spec may be hostile (a huge file); a FIFO or a device is refused unread.
+        data = read_regular(path, 4 * MAX_SPEC_CHARS)
         text = data.decode("utf-8")
     except FileNotFoundError:
         raise SpecError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise SpecError(f"{path}: is a directory, expected a YAML file") from None
+    except NotRegularFileError as exc:
+        raise SpecError(f"{path}: {exc.strerror}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read the spec ({exc})") from None
     return text

@@ -34,6 +34,7 @@ from twinflow.eval._yaml import (
     yaml_line,
     yaml_syntax_problem,
 )
+from twinflow.trace import read_regular
 from twinflow.vocab import CanonicalError, canonical_bytes, digest
 
 __all__ = ["Case", "Dataset", "load_dataset"]
@@ -178,7 +179,7 @@ def load_dataset(path: str | Path) -> Dataset:
     """
     source = Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        text = read_regular(source).decode("utf-8")
     except FileNotFoundError:
         raise DatasetError(f"{source}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -25,6 +25,7 @@ from twinflow.agent import (
     TraceCorruptError,
 )
 from twinflow.eval._frozen import EvalValue
+from twinflow.trace import read_regular
 
 __all__ = ["Observation", "ToolCallRecord", "observe", "observe_file"]
 
@@ -173,6 +174,6 @@ def observe(trace: Trace) -> Observation:
 def observe_file(path: Path) -> Observation | None:
     """`observe` a trace file; None if it is missing or does not verify."""
     try:
-        return observe(Trace.load(path.read_bytes()))
+        return observe(Trace.load(read_regular(path)))
     except (OSError, TraceCorruptError):
         return None

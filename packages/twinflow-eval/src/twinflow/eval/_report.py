@@ -21,6 +21,7 @@ from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
 from twinflow.eval._results import CaseResult, EvalResults, write_atomic
 from twinflow.eval._stats import wilson_interval
+from twinflow.trace import read_regular
 
 __all__ = [
     "CaseDetail",
@@ -87,7 +88,7 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
             details[result.key] = CaseDetail()
             continue
         try:
-            data = (run_dir / result.trace).read_bytes()
+            data = read_regular(run_dir / result.trace)
         except OSError:
             details[result.key] = CaseDetail()
             continue

@@ -33,6 +33,7 @@ from twinflow.eval._errors import RunDirError, ShardError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._scorers import Score
 from twinflow.kernel import PlantedLinkError, write_replace
+from twinflow.trace import read_regular
 
 __all__ = [
     "CaseResult",
@@ -288,7 +289,7 @@ def read_json_model(path: Path, model: type[M]) -> M:
         RunDirError: The file is missing or is not a valid ``model``.
     """
     try:
-        return model.model_validate_json(path.read_bytes())
+        return model.model_validate_json(read_regular(path))
     except FileNotFoundError:
         raise RunDirError(f"{path}: no such file; is this a twinflow eval run directory?") from None
     except ValidationError as exc:

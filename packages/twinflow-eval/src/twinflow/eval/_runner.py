@@ -51,6 +51,7 @@ from twinflow.eval._results import (
 )
 from twinflow.eval._scorers import Custom, SchemaValid, ScorerSpec, score_all, split_dotted
 from twinflow.kernel import Clock, Executor, SerialExecutor, TaskLost, TransportError
+from twinflow.trace import read_regular
 from twinflow.vocab import canonical_bytes
 
 __all__ = [
@@ -111,7 +112,8 @@ def score_trace(
     """
     relative = f"traces/{key}.jsonl"
     path = run_dir / relative
-    data = path.read_bytes() if path.is_file() else b""
+    # A FIFO or device planted at the name is refused unread, like a missing trace.
+    data = read_regular(path) if path.is_file() else b""
     return _score_bytes(data, relative, case, repeat, key, scorers, latency_s)
 
 

@@ -9,6 +9,7 @@ catches every package's); this package's own tree::
 
     TwinflowError                                  root of every twinflow error, in every package
     ├── UserError                                  a usage mistake (bad argument, key or limit)
+    │   └── NotRegularFileError (also OSError)     an input path that is a FIFO, device or socket
     └── TraceError                                 raised by twinflow.trace
         ├── CanonicalError                         no RFC 8785 form (`.reason`, `.pointer`, `.detail`)
         ├── TraceFormatError (also ValueError)     a proof, checkpoint or key file not in its form
@@ -32,6 +33,7 @@ loads what verification needs, not the signature, repair and writer modules.
 from twinflow.trace._errors import (
     CanonicalError,
     InvalidProofError,
+    NotRegularFileError,
     SignatureError,
     TraceCorruptError,
     TraceError,
@@ -86,6 +88,7 @@ if TYPE_CHECKING:
         verify_consistency,
         verify_inclusion,
     )
+    from twinflow.trace._open import open_regular, read_regular
     from twinflow.trace._repair import RepairResult, repair_trace
     from twinflow.trace._sink import FileTraceSink, FsyncPolicy, MemoryTraceSink, TraceSink
     from twinflow.trace._verify import (
@@ -121,6 +124,7 @@ __all__ = [
     "Limits",
     "MemoryTraceSink",
     "MerkleTree",
+    "NotRegularFileError",
     "Problem",
     "ProblemKind",
     "RepairResult",
@@ -150,10 +154,12 @@ __all__ = [
     "leaf_hash",
     "load_proof",
     "node_hash",
+    "open_regular",
     "parse_json",
     "prove_consistency",
     "prove_inclusion",
     "read_checkpoint",
+    "read_regular",
     "repair_trace",
     "root_from_inclusion_proof",
     "sign_checkpoint",
@@ -207,6 +213,7 @@ __getattr__, __dir__ = lazy_exports(
             "verify_consistency",
             "verify_inclusion",
         ),
+        "_open": ("open_regular", "read_regular"),
         "_repair": (
             "RepairResult",
             "repair_trace",

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CanonicalError",
     "InvalidProofError",
+    "NotRegularFileError",
     "SignatureError",
     "TraceCorruptError",
     "TraceError",
@@ -33,6 +34,13 @@ class TwinflowError(Exception):
 
 class UserError(TwinflowError):
     """A usage mistake (a bad argument or configuration), as opposed to a run-time failure."""
+
+
+class NotRegularFileError(UserError, OSError):
+    """A path named as input is a FIFO, a device or a socket, not a file (`open_regular`).
+
+    Constructed as ``OSError(errno, message, path)``: ``.filename`` names the path.
+    """
 
 
 class TraceError(TwinflowError):
