@@ -30,6 +30,7 @@ from twinflow.eval import (
     select_keys,
 )
 from twinflow.kernel import (
+    WRITER_LOCK,
     ConnectError,
     PlantedLinkError,
     SteppingClock,
@@ -199,7 +200,8 @@ def test_eval_files_refuse_a_planted_link(tmp_path: Path, name: str) -> None:
     with pytest.raises(PlantedLinkError):
         run_eval(dataset(2), factory(), out, clock=CLOCK)
     assert "precious" == victim.read_text()
-    assert [name] == [str(p.relative_to(out)) for p in out.rglob("*") if not p.is_dir()]
+    written = [p for p in out.rglob("*") if not p.is_dir() and p.name != WRITER_LOCK]
+    assert [name] == [str(p.relative_to(out)) for p in written]
 
 
 def test_an_unreachable_model_aborts_and_keeps_finished_cases(tmp_path: Path) -> None:

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from twinflow.agent import (
     Agent,
@@ -50,7 +51,15 @@ from twinflow.eval._results import (
     write_atomic,
 )
 from twinflow.eval._scorers import Custom, SchemaValid, ScorerSpec, score_all, split_dotted
-from twinflow.kernel import Clock, Executor, SerialExecutor, TaskLost, TransportError
+from twinflow.kernel import (
+    WRITER_LOCK,
+    Clock,
+    Executor,
+    SerialExecutor,
+    TaskLost,
+    TransportError,
+    hold_directory,
+)
 from twinflow.trace import read_regular
 from twinflow.vocab import canonical_bytes
 
@@ -310,6 +319,31 @@ def _keep(
     return result
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _one_writer(parameter: str) -> Callable[[F], F]:
+    """Run the function holding the writer lock of the directory its ``parameter`` names.
+
+    Two evals writing one run directory would set aside and rename each other's traces: the
+    second is refused at once (`DirectoryBusyError`, exit 2) instead (`hold_directory`).
+    """
+
+    def wrap(function: F) -> F:
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def held(*args: Any, **kwargs: Any) -> Any:
+            directory = signature.bind(*args, **kwargs).arguments[parameter]
+            with hold_directory(directory):
+                return function(*args, **kwargs)
+
+        return cast(F, held)
+
+    return wrap
+
+
+@_one_writer("out")
 def run_eval(
     dataset: Dataset,
     factory: AgentFactory,
@@ -460,6 +494,7 @@ def _rescore_dir(run_dir: Path, manifest: RunManifest, recorded: EvalResults) ->
     )
 
 
+@_one_writer("run_dir")
 def rescore(run_dir: str | Path, *, trust_code: bool = False) -> EvalResults:
     """Verify every trace of a run and score it again from the traces alone (no model).
 
@@ -491,6 +526,7 @@ def rescore(run_dir: str | Path, *, trust_code: bool = False) -> EvalResults:
     return results
 
 
+@_one_writer("out")
 def merge_runs(
     shard_dirs: Sequence[str | Path], out: str | Path, *, trust_code: bool = False
 ) -> EvalResults:
@@ -538,7 +574,7 @@ def merge_runs(
                 f"{path} is an unfinished run; run it again to complete it, then merge"
             )
     target = Path(out)
-    if target.exists() and any(target.iterdir()):
+    if target.exists() and any(p.name != WRITER_LOCK for p in target.iterdir()):
         raise RunDirError(f"{target} is not empty; merge into a new directory")
     dataset = loaded[0][1].dataset
     items = select_keys(dataset, None)

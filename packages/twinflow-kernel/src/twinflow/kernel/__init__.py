@@ -29,7 +29,8 @@ Errors; every message names where (the URL or the command), what went wrong, and
         ├── LaunchError                    a server process did not start, or did not become healthy
         ├── FileWriteError                 a file could not be written safely (also an OSError; `.filename`)
         │   ├── PlantedLinkError           the target or its directory is a symbolic link: refused
-        │   └── TargetExistsError          `write_new` found the name taken (also a FileExistsError)
+        │   ├── TargetExistsError          `write_new` found the name taken (also a FileExistsError)
+        │   └── DirectoryBusyError         another process holds the directory's writer lock
         └── ClusterError                   the Ray cluster could not be reached or started
             └── TaskLost                   a call's worker died on its last allowed attempt (`.index`)
 
@@ -42,6 +43,7 @@ import typing as _typing
 from twinflow.kernel._errors import (
     ClusterError,
     ConnectError,
+    DirectoryBusyError,
     FileWriteError,
     HTTPStatusError,
     KernelError,
@@ -81,6 +83,8 @@ if _typing.TYPE_CHECKING:
         FaultTransport,
     )
     from twinflow.kernel._files import (
+        WRITER_LOCK,
+        hold_directory,
         write_new,
         write_replace,
     )
@@ -145,12 +149,14 @@ __all__ = [
     "BEARER",
     "GUARDED_ENTRY_POINTS",
     "REDACTED",
+    "WRITER_LOCK",
     "Clock",
     "Closing",
     "ClusterError",
     "ConnectError",
     "ConnectionPool",
     "CountingIds",
+    "DirectoryBusyError",
     "Executor",
     "Fault",
     "FaultTransport",
@@ -197,6 +203,7 @@ __all__ = [
     "check_endpoint_url",
     "for_terminal",
     "free_port",
+    "hold_directory",
     "holds_secret",
     "nondeterminism_guard",
     "redact_url",
@@ -222,7 +229,7 @@ __getattr__, __dir__ = _lazy_exports(
             "redact_url",
         ),
         "_fault": ("Fault", "FaultTransport"),
-        "_files": ("write_new", "write_replace"),
+        "_files": ("WRITER_LOCK", "hold_directory", "write_new", "write_replace"),
         "_ids": ("CountingIds", "SeededIds", "SystemIds"),
         "_launcher": ("ServerProcess", "SubprocessLauncher"),
         "_loopback": ("LoopbackRequest", "LoopbackResponse", "LoopbackServer"),

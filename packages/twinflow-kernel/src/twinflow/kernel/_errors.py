@@ -170,6 +170,10 @@ class TargetExistsError(FileWriteError, FileExistsError):
     """`write_new` found the name taken; the existing file is untouched."""
 
 
+class DirectoryBusyError(FileWriteError):
+    """Another process holds the directory's writer lock (`hold_directory`); nothing was written."""
+
+
 class ClusterError(KernelError):
     """The Ray cluster could not be reached or started (`RayExecutor`)."""
 

@@ -20,15 +20,72 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
-from twinflow.kernel._errors import FileWriteError, PlantedLinkError, TargetExistsError
+from twinflow.kernel._errors import (
+    DirectoryBusyError,
+    FileWriteError,
+    PlantedLinkError,
+    TargetExistsError,
+)
 from twinflow.kernel._untrusted import scrub_bytes
 
-__all__ = ["write_new", "write_replace"]
+__all__ = ["WRITER_LOCK", "hold_directory", "write_new", "write_replace"]
+
+WRITER_LOCK = ".twinflow-writer.lock"
+"""The file in a directory whose lock its one writer holds (`hold_directory`)."""
+
+
+@contextlib.contextmanager
+def hold_directory(path: str | os.PathLike[str], *, what: str = "run directory") -> Iterator[None]:
+    """Be the one writer of directory ``path`` (created if missing) until the block ends.
+
+    The lock is an exclusive ``flock`` on `WRITER_LOCK` inside the directory, taken without
+    waiting: a second writer is refused at once, and the lock goes with the process that held
+    it (a killed writer leaves no stale lock; the empty file stays). A directory created here
+    is removed again if the block raises before anything but the lock was written in it.
+
+    Raises:
+        DirectoryBusyError: Another process (or another block of this one) holds it.
+        PlantedLinkError: The lock file's name, or the directory, is a symbolic link.
+    """
+    directory = Path(path)
+    created = not os.path.lexists(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    lock = directory / WRITER_LOCK
+    dir_fd = _open_directory(lock)
+    try:
+        _refuse_link(lock, dir_fd)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(WRITER_LOCK, flags, 0o644, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise DirectoryBusyError(
+            f"{directory}: another twinflow process is writing this {what} (an eval run, "
+            "rescore or merge); wait for it to finish, or use another directory",
+            path=directory,
+        ) from None
+    try:
+        yield
+    except BaseException:
+        # A writer refused before it wrote anything leaves no directory behind it.
+        if created:
+            with contextlib.suppress(OSError):
+                if [p.name for p in directory.iterdir()] == [WRITER_LOCK]:
+                    lock.unlink()
+                    directory.rmdir()
+        raise
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _open_directory(path: Path) -> int:
