@@ -6,6 +6,8 @@ gets the same scores, with or without a model.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -23,11 +25,13 @@ from twinflow.agent import (
     ToolReturned,
     Trace,
     TraceCorruptError,
+    TraceEvent,
 )
+from twinflow.agent._verify import typed_event
 from twinflow.eval._frozen import EvalValue
-from twinflow.trace import read_regular
+from twinflow.trace import GENESIS, Checkpoint, Frontier, leaf_hash, walk_trace
 
-__all__ = ["Observation", "ToolCallRecord", "observe", "observe_file"]
+__all__ = ["Observation", "ToolCallRecord", "observe", "observe_file", "observe_verified"]
 
 
 class ToolCallRecord(EvalValue):
@@ -82,11 +86,12 @@ class Observation(EvalValue):
     """Seconds between the first and last event's clock readings."""
 
 
-def observe(trace: Trace) -> Observation:
+def observe(trace: Trace | Iterable[TraceEvent]) -> Observation:
     """Read a verified trace into an `Observation`.
 
     Args:
-        trace: A trace loaded with `Trace.load` (so it verified).
+        trace: A trace loaded with `Trace.load` (so it verified), or its events as they verify
+            (`observe_verified` streams them, so a long trace is never held whole).
 
     Returns:
         What the run did.
@@ -104,9 +109,12 @@ def observe(trace: Trace) -> Observation:
     error: str | None = None
     tokens_in = tokens_out = 0
     calls: dict[str, dict[str, object]] = {}
-    times: list[datetime] = []  # one pass: `Trace.events` types each event when it is read
-    for event in trace.events:
-        times.append(event.at)
+    first: datetime | None = None
+    last: datetime | None = None
+    # One pass over events typed as they are read: nothing per event is kept but the calls.
+    for event in trace.events if isinstance(trace, Trace) else trace:
+        first = event.at if first is None else first
+        last = event.at
         body = event.body
         if isinstance(body, RunStarted):
             prompt = body.prompt
@@ -152,7 +160,7 @@ def observe(trace: Trace) -> Observation:
             error = body.message
     if not accepted:
         attempts = rejected
-    duration = (times[-1] - times[0]).total_seconds() if times else 0.0
+    duration = (last - first).total_seconds() if first is not None and last is not None else 0.0
     return Observation(
         status=status,
         prompt=prompt,
@@ -171,9 +179,37 @@ def observe(trace: Trace) -> Observation:
     )
 
 
+def observe_verified(
+    source: str | os.PathLike[str] | bytes, *, require_complete: bool = False
+) -> tuple[Observation, Checkpoint]:
+    """Verify a trace and observe it in one streaming pass; also return its checkpoint.
+
+    Memory is bounded by the largest event and the observation, not by the trace: each event
+    is typed, observed and dropped as it verifies, and the checkpoint's root is grown on a
+    Merkle frontier (one hash per level).
+
+    Raises:
+        TraceCorruptError: The trace does not verify (its ``.report`` holds where and the
+            checkpoint of the part that did).
+        OSError: The file cannot be read (a FIFO or device is refused unread).
+    """
+    frontier = Frontier()
+    heads = [GENESIS]
+
+    def events() -> Iterator[TraceEvent]:
+        for item in walk_trace(source, check=typed_event, require_complete=require_complete):
+            frontier.append_hash(leaf_hash(bytes.fromhex(item.digest)))
+            heads[0] = item.digest
+            yield item.value
+
+    observation = observe(events())
+    checkpoint = Checkpoint(size=frontier.size, root=frontier.root().hex(), head=heads[0])
+    return observation, checkpoint
+
+
 def observe_file(path: Path) -> Observation | None:
-    """`observe` a trace file; None if it is missing or does not verify."""
+    """`observe` a trace file, streaming; None if it is missing or does not verify."""
     try:
-        return observe(Trace.load(read_regular(path)))
+        return observe_verified(path)[0]
     except (OSError, TraceCorruptError):
         return None

@@ -29,13 +29,12 @@ from twinflow.agent import (
     Checkpoint,
     FileTraceSink,
     MemoryTraceSink,
-    Trace,
     TraceCorruptError,
     TraceSink,
 )
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ShardError
-from twinflow.eval._observe import observe
+from twinflow.eval._observe import observe_verified
 from twinflow.eval._report import write_reports
 from twinflow.eval._results import (
     CaseResult,
@@ -60,7 +59,7 @@ from twinflow.kernel import (
     TransportError,
     hold_directory,
 )
-from twinflow.trace import read_regular
+from twinflow.trace import EMPTY_ROOT, GENESIS
 from twinflow.vocab import canonical_bytes
 
 __all__ = [
@@ -121,9 +120,10 @@ def score_trace(
     """
     relative = f"traces/{key}.jsonl"
     path = run_dir / relative
-    # A FIFO or device planted at the name is refused unread, like a missing trace.
-    data = read_regular(path) if path.is_file() else b""
-    return _score_bytes(data, relative, case, repeat, key, scorers, latency_s)
+    # Streamed from the file (bounded memory); a FIFO or device planted at the name is
+    # refused unread, like a missing trace.
+    source = path if path.is_file() else b""
+    return _score_bytes(source, relative, case, repeat, key, scorers, latency_s)
 
 
 def _flagged(
@@ -143,7 +143,7 @@ def _flagged(
 
 
 def _score_bytes(
-    data: bytes,
+    data: bytes | Path,
     relative: str,
     case: Case,
     repeat: int,
@@ -152,7 +152,8 @@ def _score_bytes(
     latency_s: float | None,
     prompt: str | None = None,
 ) -> CaseResult:
-    """`score_trace` on the trace's bytes (``relative`` is where the run directory keeps them).
+    """`score_trace` on the trace's bytes or file (``relative`` is where the run directory
+    keeps them), verified and observed in one streaming pass (`observe_verified`).
 
     With ``prompt``, a trace whose run started from another prompt is flagged too: it verifies,
     but it is not this case's.
@@ -165,20 +166,22 @@ def _score_bytes(
         "trace": relative,
     }
     try:
-        trace = Trace.load(data, require_complete=True)
+        obs, checkpoint = observe_verified(data, require_complete=True)
     except TraceCorruptError as exc:
         problem = f"{relative} is missing" if not data else f"{relative}: {exc.report.problem}"
         return _flagged(common, problem, exc.report.checkpoint, latency_s)
-    obs = observe(trace)
+    except OSError as exc:
+        unread = Checkpoint(size=0, root=EMPTY_ROOT.hex(), head=GENESIS)
+        return _flagged(common, f"{relative}: {exc}", unread, latency_s)
     if prompt is not None and obs.prompt != prompt:
         problem = f"{relative}: its run started from another prompt than this case's"
-        return _flagged(common, problem, trace.checkpoint(), latency_s)
+        return _flagged(common, problem, checkpoint, latency_s)
     scores = score_all(scorers, case.expected, obs)
     return CaseResult(
         **common,
         status=_status(scores, obs.status),
         scores=scores,
-        checkpoint=trace.checkpoint(),
+        checkpoint=checkpoint,
         run_status=obs.status,
         attempts=obs.attempts,
         steps=obs.steps,
