@@ -304,6 +304,28 @@ def _replay_spec(
     return spec
 
 
+_SHOWN_CALLS = 20
+
+
+def _announce_live_calls(trace: Trace) -> None:
+    """Say, before any tool runs, which tools live replay runs and with which arguments.
+
+    The arguments are the trace's, and the tools the spec's: replaying a received trace live
+    runs the user's own tools on what the trace's author chose. The line goes to stderr (also
+    under ``--json``), escaped, so it is read before the first call (docs/adr/0093).
+    """
+    calls = [e.body for e in trace.events if isinstance(e.body, ToolCalled)]
+    shown = [
+        f"{call.tool}({json.dumps(call.arguments, sort_keys=True)[:200]})"
+        for call in calls[:_SHOWN_CALLS]
+    ]
+    more = f"; and {len(calls) - _SHOWN_CALLS} more" if len(calls) > _SHOWN_CALLS else ""
+    say(
+        f"twinflow replay: --mode live runs the spec's tools on the trace's recorded arguments, "
+        f"{len(calls)} call(s): {'; '.join(shown) or 'none'}{more}"
+    )
+
+
 def _names(modules: tuple[str, ...]) -> str:
     """Module names as they may be shown on a terminal (a hostile name is shown escaped)."""
     shown = [m if all(p.isidentifier() for p in m.split(".")) else ascii(m) for m in modules]
@@ -315,7 +337,8 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
     data = read_trace_bytes(trace_path)
     trace = parse_trace(trace_path, data)
     spec = spec_of()
-
+    if mode == "live":
+        _announce_live_calls(trace)
     try:
         result = replay(trace, replay_builder(spec), mode="live" if mode == "live" else "recorded")
     except ReplayDivergenceError as exc:
