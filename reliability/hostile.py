@@ -762,7 +762,7 @@ def _echo_server(name: str) -> Callable[[LoopbackRequest], LoopbackResponse]:
     return answer
 
 
-def keys_and_escapes(figures: Figures, work: Path) -> None:
+def keys_and_escapes(figures: Figures, work: Path, modes: tuple[tuple[str, ...], ...]) -> None:
     """The key echoed, and terminal escapes sent, along every path: no form of the key in any
     output or file, no raw control character on the terminal, no traceback."""
     project = work / "echo"
@@ -796,7 +796,7 @@ def keys_and_escapes(figures: Figures, work: Path) -> None:
                     tools="calc:add",
                 ).replace("tools: [calc:add]\npolicy:\n  allow: [add]\n", "")
             )
-            for mode in ((), ("--json",)):
+            for mode in modes:
                 out = project / f"out-{runs}"
                 before = len(asked)
                 result = twinflow(
@@ -845,7 +845,7 @@ def keys_and_escapes(figures: Figures, work: Path) -> None:
                 if "Traceback" in result.stderr:
                     tracebacks += 1
                     figures.fail(f"{name}: a traceback: {result.stderr[-200:]}")
-    figures.values["key echoes: runs (7 paths x human/--json)"] = runs
+    figures.values["key echoes: runs (7 paths x output modes)"] = runs
     figures.values["key echoes: runs leaking a key form"] = leaks
     figures.values["terminal escapes: runs printing a raw control"] = raw
     figures.values["key echoes and escapes: tracebacks"] = tracebacks
@@ -1003,7 +1003,7 @@ def main() -> int:
         concurrent(figures, work, server.url, runs=4 if full else 3, rounds=8 if full else 2)
         secrets(figures, work)
         slow_heads(figures)
-        keys_and_escapes(figures, work)
+        keys_and_escapes(figures, work, ((), ("--json",)) if full else ((),))
         special_files(
             figures, work, ("/dev/zero", "/dev/tty", "/dev/urandom") if full else ("/dev/zero",)
         )
