@@ -21,15 +21,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from twinflow.agent import (
-    Agent,
-    FileTraceSink,
-    FsyncPolicy,
-    FunctionModel,
-    MemoryTraceSink,
-    TraceSink,
-)
+from twinflow.agent import Agent, FunctionModel
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import FileTraceSink, FsyncPolicy, MemoryTraceSink, TraceSink
 from twinflow.vocab import Message
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

@@ -15,16 +15,9 @@ import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
-from twinflow.agent import (
-    Agent,
-    FunctionModel,
-    MemoryTraceSink,
-    Policy,
-    ReplayPorts,
-    Trace,
-    replay,
-)
+from twinflow.agent import Agent, FunctionModel, Policy, ReplayPorts, Trace, replay
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, TextPart, ToolCallPart
 
 

@@ -41,10 +41,10 @@ from pydantic import BaseModel, Field, ValidationError
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._grammar import llama_cpp_grammar_check
 from twinflow.kernel import (
+    HttpTransport,
     ServerProcess,
     SubprocessLauncher,
     TransportError,
-    UrllibJsonTransport,
     free_port,
 )
 from twinflow.local_model import OpenAICompatibleStructuredOutput
@@ -557,7 +557,7 @@ def main() -> None:
     base = server.base
     crashes = {"twinflow": 0, "peer": 0}
     try:
-        transport = UrllibJsonTransport()
+        transport = HttpTransport()
         adapter = OpenAICompatibleStructuredOutput(
             transport,
             base_url=base,

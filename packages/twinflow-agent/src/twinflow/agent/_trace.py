@@ -31,11 +31,11 @@ __all__ = [
     "EVENT_START",
     "LINE_PREFIX",
     "TraceWriter",
-    "encode_line",
+    "encode_event",
 ]
 
 
-def encode_line(event: TraceEvent) -> tuple[bytes, str]:
+def encode_event(event: TraceEvent) -> tuple[bytes, str]:
     """Encode an event as a trace line.
 
     Args:
@@ -92,12 +92,12 @@ class TraceWriter:
             TraceWriteError: The sink could not write the line (disk full, ...).
         """
         event = TraceEvent(seq=self._tree.size, prev=self._head, at=at, body=body)
-        line, hexdigest = encode_line(event)
+        line, hexdigest = encode_event(event)
         if holds_secret(line):
             # A key the process read reached an event (a server echoed it in an error, the model
             # in its reply): the event is written with it replaced by the redaction marker.
             event = _scrubbed(event)
-            line, hexdigest = encode_line(event)
+            line, hexdigest = encode_event(event)
         self.sink.write(line)
         self._tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))
         self._head = hexdigest

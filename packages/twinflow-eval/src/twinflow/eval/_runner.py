@@ -24,14 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from twinflow.agent import (
-    Agent,
-    Checkpoint,
-    FileTraceSink,
-    MemoryTraceSink,
-    TraceCorruptError,
-    TraceSink,
-)
+from twinflow.agent import Agent
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ShardError
 from twinflow.eval._observe import observe_verified
@@ -59,7 +52,15 @@ from twinflow.kernel import (
     TransportError,
     hold_directory,
 )
-from twinflow.trace import EMPTY_ROOT, GENESIS
+from twinflow.trace import (
+    EMPTY_ROOT,
+    GENESIS,
+    Checkpoint,
+    FileTraceSink,
+    MemoryTraceSink,
+    TraceCorruptError,
+    TraceSink,
+)
 from twinflow.vocab import canonical_bytes
 
 __all__ = [
