@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from twinflow.kernel import (
-    REDACTED,
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
@@ -26,6 +25,7 @@ from twinflow.kernel import (
     run_process,
 )
 from twinflow.local_model import ANTHROPIC_VERSION
+from twinflow.trace import REDACTED
 
 STREAMS = Path(__file__).resolve().parents[2] / "twinflow-local" / "tests" / "fixtures" / "streams"
 KEY = "sk-ant-cli-test-0123456789"

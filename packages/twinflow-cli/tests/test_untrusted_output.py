@@ -22,14 +22,13 @@ import pytest
 from twinflow.agent import RunFailed
 from twinflow.cli._watch import REPLY_PREFIX, TextPrinter
 from twinflow.kernel import (
-    REDACTED,
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
     ProcessResult,
-    register_secret,
     run_process,
 )
+from twinflow.trace import REDACTED, register_secret
 from twinflow.vocab import JsonValue, RunId, TextDelta
 
 KEY = "sk-hostile-echo-5e8a1f0c77d2"

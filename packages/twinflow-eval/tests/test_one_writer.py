@@ -10,11 +10,10 @@ from eval_testkit import START, dataset, factory
 
 from twinflow.eval import merge_runs, rescore, run_eval
 from twinflow.kernel import (
-    DirectoryBusyError,
     SteppingClock,
-    hold_directory,
     run_process,
 )
+from twinflow.trace import DirectoryBusyError, hold_directory
 
 CLOCK = SteppingClock(START)
 

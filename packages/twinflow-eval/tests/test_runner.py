@@ -30,15 +30,13 @@ from twinflow.eval import (
     select_keys,
 )
 from twinflow.kernel import (
-    WRITER_LOCK,
     ConnectError,
-    PlantedLinkError,
     SteppingClock,
     SubprocessLauncher,
     ThreadExecutor,
     free_port,
 )
-from twinflow.trace import TraceSink
+from twinflow.trace import WRITER_LOCK, PlantedLinkError, TraceSink
 
 CLOCK = SteppingClock(START)
 
@@ -116,7 +114,9 @@ import http.server, sys
 sys.path.insert(0, {tests!r})
 from eval_testkit import START, dataset, factory
 from twinflow.eval import run_eval
-from twinflow.kernel import SteppingClock
+from twinflow.kernel import (
+    SteppingClock,
+)
 inner = factory()
 class Up(http.server.BaseHTTPRequestHandler):
     def do_GET(self):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from twinflow.kernel import (
-    REDACTED,
     ConnectError,
     HTTPStatusError,
     HttpTransport,
@@ -19,6 +18,7 @@ from twinflow.kernel import (
     free_port,
     redact_url,
 )
+from twinflow.trace import REDACTED
 from twinflow.vocab import UserError
 
 KEY = "sk-test-5ecr3t-value"

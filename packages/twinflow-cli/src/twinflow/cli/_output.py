@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from twinflow.cli._errors import CliError
-from twinflow.kernel import for_terminal, scrub
+from twinflow.trace import for_terminal, scrub
 
 __all__ = [
     "EXIT_FAILED",

@@ -14,6 +14,7 @@ from twinflow.agent import Trace
 from twinflow.cli._errors import CliError
 from twinflow.cli._output import CheckFailed
 from twinflow.trace import (
+    LINE_PREFIX,
     Checkpoint,
     TraceCorruptError,
     TraceFormatError,
@@ -22,7 +23,6 @@ from twinflow.trace import (
     parse_json,
     read_regular,
 )
-from twinflow.trace._format import LINE_PREFIX
 from twinflow.vocab import UserError
 
 __all__ = [

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from twinflow.agent import EventBody, ModelResponded, RunFailed
-from twinflow.kernel import for_terminal, scrub, unfinished_secret
+from twinflow.trace import for_terminal, scrub, unfinished_secret
 from twinflow.vocab import Chunk, TextDelta
 
 __all__ = ["REPLY_PREFIX", "TextPrinter"]

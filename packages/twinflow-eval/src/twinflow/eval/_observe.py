@@ -14,8 +14,7 @@ from typing import Literal
 
 from pydantic import JsonValue
 
-from twinflow.agent import Trace, TraceEvent, summarize_trace
-from twinflow.agent._verify import typed_event
+from twinflow.agent import Trace, TraceEvent, summarize_trace, typed_event
 from twinflow.eval._frozen import EvalValue
 from twinflow.trace import GENESIS, Checkpoint, Frontier, TraceCorruptError, leaf_hash, walk_trace
 

@@ -27,10 +27,6 @@ Errors; every message names where (the URL or the command), what went wrong, and
         │                                  twinflow.agent's, for a trace event, is a subclass
         ├── NondeterminismError            replayed code reached the clock, randomness or the network (also a RuntimeError)
         ├── LaunchError                    a server process did not start, or did not become healthy
-        ├── FileWriteError                 a file could not be written safely (also an OSError; `.filename`)
-        │   ├── PlantedLinkError           the target or its directory is a symbolic link: refused
-        │   ├── TargetExistsError          `write_new` found the name taken (also a FileExistsError)
-        │   └── DirectoryBusyError         another process holds the directory's writer lock
         └── ClusterError                   the Ray cluster could not be reached or started
             └── TaskLost                   a call's worker died on its last allowed attempt (`.index`)
 
@@ -42,17 +38,13 @@ import typing as _typing
 
 from twinflow.kernel._errors import ClusterError as ClusterError
 from twinflow.kernel._errors import ConnectError as ConnectError
-from twinflow.kernel._errors import DirectoryBusyError as DirectoryBusyError
-from twinflow.kernel._errors import FileWriteError as FileWriteError
 from twinflow.kernel._errors import HTTPStatusError as HTTPStatusError
 from twinflow.kernel._errors import KernelError as KernelError
 from twinflow.kernel._errors import LaunchError as LaunchError
 from twinflow.kernel._errors import NetworkBlockedError as NetworkBlockedError
-from twinflow.kernel._errors import PlantedLinkError as PlantedLinkError
 from twinflow.kernel._errors import ReplayDivergenceError as ReplayDivergenceError
 from twinflow.kernel._errors import ResponseDecodeError as ResponseDecodeError
 from twinflow.kernel._errors import ResponseTooLarge as ResponseTooLarge
-from twinflow.kernel._errors import TargetExistsError as TargetExistsError
 from twinflow.kernel._errors import TaskLost as TaskLost
 from twinflow.kernel._errors import TransportError as TransportError
 from twinflow.kernel._errors import TransportTimeout as TransportTimeout
@@ -72,10 +64,6 @@ if _typing.TYPE_CHECKING:
     from twinflow.kernel._credentials import redact_url as redact_url
     from twinflow.kernel._fault import Fault as Fault
     from twinflow.kernel._fault import FaultTransport as FaultTransport
-    from twinflow.kernel._files import WRITER_LOCK as WRITER_LOCK
-    from twinflow.kernel._files import hold_directory as hold_directory
-    from twinflow.kernel._files import write_new as write_new
-    from twinflow.kernel._files import write_replace as write_replace
     from twinflow.kernel._ids import CountingIds as CountingIds
     from twinflow.kernel._ids import SeededIds as SeededIds
     from twinflow.kernel._ids import SystemIds as SystemIds
@@ -103,13 +91,6 @@ if _typing.TYPE_CHECKING:
     from twinflow.kernel._replay import RecordingTransport as RecordingTransport
     from twinflow.kernel._replay import ReplayTransport as ReplayTransport
     from twinflow.kernel._transport import HttpTransport as HttpTransport
-    from twinflow.kernel._untrusted import REDACTED as REDACTED
-    from twinflow.kernel._untrusted import for_terminal as for_terminal
-    from twinflow.kernel._untrusted import holds_secret as holds_secret
-    from twinflow.kernel._untrusted import register_secret as register_secret
-    from twinflow.kernel._untrusted import scrub as scrub
-    from twinflow.kernel._untrusted import scrub_value as scrub_value
-    from twinflow.kernel._untrusted import unfinished_secret as unfinished_secret
 
 
 __getattr__, __dir__, __all__ = _lazy_exports(
@@ -125,7 +106,6 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "redact_url",
         ),
         "_fault": ("Fault", "FaultTransport"),
-        "_files": ("WRITER_LOCK", "hold_directory", "write_new", "write_replace"),
         "_ids": ("CountingIds", "SeededIds", "SystemIds"),
         "_launcher": ("ServerProcess", "SubprocessLauncher"),
         "_loopback": ("LoopbackRequest", "LoopbackResponse", "LoopbackServer"),
@@ -143,14 +123,5 @@ __getattr__, __dir__, __all__ = _lazy_exports(
         "_ray": ("RayExecutor",),
         "_replay": ("RecordingTransport", "ReplayTransport"),
         "_transport": ("HttpTransport",),
-        "_untrusted": (
-            "REDACTED",
-            "for_terminal",
-            "holds_secret",
-            "register_secret",
-            "scrub",
-            "scrub_value",
-            "unfinished_secret",
-        ),
     },
 )

@@ -17,7 +17,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-from twinflow.kernel._untrusted import holds_secret, register_secret
+from twinflow.trace import holds_secret, register_secret
 from twinflow.vocab import UserError
 
 __all__ = [

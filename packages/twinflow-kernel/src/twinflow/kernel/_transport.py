@@ -36,7 +36,7 @@ from twinflow.kernel._errors import (
 from twinflow.kernel._netpolicy import ENV_ALLOW_NETWORK, is_loopback, network_allowed
 from twinflow.kernel._pool import Connection, ConnectionPool, Deadline, Origin, open_connection
 from twinflow.kernel._ports import Closing
-from twinflow.kernel._untrusted import scrub
+from twinflow.trace import scrub
 from twinflow.vocab import JsonValue, UserError
 
 _CHUNK = 64 * 1024

@@ -13,8 +13,10 @@ catches every package's); this package's own tree::
     └── TraceError                                 raised by twinflow.trace
         ├── CanonicalError                         no RFC 8785 form (`.reason`, `.pointer`, `.detail`)
         ├── TraceFormatError (also ValueError)     a proof, checkpoint or key file not in its form
-        ├── TraceExistsError (also FileExistsError)  refusing to write over (or through) a path
-        ├── TraceWriteError                        a trace or repair side file not written (`.path`)
+        ├── FileWriteError (also OSError)          a file not written: disk full, no permission (`.filename`)
+        │   ├── PlantedLinkError                   the target or its directory is a symbolic link: refused
+        │   ├── DirectoryBusyError                 another process holds the directory's writer lock
+        │   └── TargetExistsError (also FileExistsError)  the name is taken: never written over
         ├── TraceCorruptError                      a trace that does not verify, read as events (`.report`)
         ├── SignatureError                         a checkpoint signature missing, empty-keyed or wrong
         ├── InvalidProofError (also ValueError)    an inclusion / consistency proof fails
@@ -31,14 +33,16 @@ loads what verification needs, not the signature, repair and writer modules.
 """
 
 from twinflow.trace._errors import CanonicalError as CanonicalError
+from twinflow.trace._errors import DirectoryBusyError as DirectoryBusyError
+from twinflow.trace._errors import FileWriteError as FileWriteError
 from twinflow.trace._errors import InvalidProofError as InvalidProofError
 from twinflow.trace._errors import NotRegularFileError as NotRegularFileError
+from twinflow.trace._errors import PlantedLinkError as PlantedLinkError
 from twinflow.trace._errors import SignatureError as SignatureError
+from twinflow.trace._errors import TargetExistsError as TargetExistsError
 from twinflow.trace._errors import TraceCorruptError as TraceCorruptError
 from twinflow.trace._errors import TraceError as TraceError
-from twinflow.trace._errors import TraceExistsError as TraceExistsError
 from twinflow.trace._errors import TraceFormatError as TraceFormatError
-from twinflow.trace._errors import TraceWriteError as TraceWriteError
 from twinflow.trace._errors import TwinflowError as TwinflowError
 from twinflow.trace._errors import UserError as UserError
 from twinflow.trace._lazy import lazy_exports as lazy_exports
@@ -64,9 +68,15 @@ if TYPE_CHECKING:
     from twinflow.trace._checkpoint import (
         verify_checkpoint_signature as verify_checkpoint_signature,
     )
+    from twinflow.trace._files import WRITER_LOCK as WRITER_LOCK
+    from twinflow.trace._files import create_exclusive as create_exclusive
+    from twinflow.trace._files import hold_directory as hold_directory
+    from twinflow.trace._files import write_new as write_new
+    from twinflow.trace._files import write_replace as write_replace
     from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
     from twinflow.trace._format import EVENT_KINDS as EVENT_KINDS
     from twinflow.trace._format import GENESIS as GENESIS
+    from twinflow.trace._format import LINE_PREFIX as LINE_PREFIX
     from twinflow.trace._format import TERMINAL_KINDS as TERMINAL_KINDS
     from twinflow.trace._format import Limits as Limits
     from twinflow.trace._format import encode_line as encode_line
@@ -88,6 +98,14 @@ if TYPE_CHECKING:
     from twinflow.trace._sink import FsyncPolicy as FsyncPolicy
     from twinflow.trace._sink import MemoryTraceSink as MemoryTraceSink
     from twinflow.trace._sink import TraceSink as TraceSink
+    from twinflow.trace._untrusted import REDACTED as REDACTED
+    from twinflow.trace._untrusted import for_terminal as for_terminal
+    from twinflow.trace._untrusted import holds_secret as holds_secret
+    from twinflow.trace._untrusted import register_secret as register_secret
+    from twinflow.trace._untrusted import scrub as scrub
+    from twinflow.trace._untrusted import scrub_bytes as scrub_bytes
+    from twinflow.trace._untrusted import scrub_value as scrub_value
+    from twinflow.trace._untrusted import unfinished_secret as unfinished_secret
     from twinflow.trace._verify import Problem as Problem
     from twinflow.trace._verify import ProblemKind as ProblemKind
     from twinflow.trace._verify import Source as Source
@@ -124,10 +142,18 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "sign_checkpoint",
             "verify_checkpoint_signature",
         ),
+        "_files": (
+            "WRITER_LOCK",
+            "create_exclusive",
+            "hold_directory",
+            "write_new",
+            "write_replace",
+        ),
         "_format": (
             "DEFAULT_MAX_LINE_BYTES",
             "EVENT_KINDS",
             "GENESIS",
+            "LINE_PREFIX",
             "TERMINAL_KINDS",
             "Limits",
             "encode_line",
@@ -145,6 +171,16 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "verify_inclusion",
         ),
         "_open": ("open_regular", "read_regular"),
+        "_untrusted": (
+            "REDACTED",
+            "for_terminal",
+            "holds_secret",
+            "register_secret",
+            "scrub",
+            "scrub_bytes",
+            "scrub_value",
+            "unfinished_secret",
+        ),
         "_repair": (
             "RepairResult",
             "repair_trace",

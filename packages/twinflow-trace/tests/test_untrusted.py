@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import (
+from twinflow.trace import (
     REDACTED,
     for_terminal,
     holds_secret,

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import base64
 import re
-import threading
 import unicodedata
 import urllib.parse
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from twinflow.vocab import JsonValue
+JsonValue = Any
+"""A plain JSON value (this leaf works on plain values; `scrub_value` keeps its shape)."""
 
 __all__ = [
     "REDACTED",
@@ -53,10 +52,12 @@ REDACTED = "[REDACTED:secret]"
 _MIN_ENCODED = 12
 """Shortest key whose encodings are scrubbed too (a shorter base64 core could match anything)."""
 
-_lock = threading.Lock()
 _forms: set[str] = set()
+"""Every form registered (it only grows)."""
 _pattern: re.Pattern[str] | None = None
 _bytes_pattern: re.Pattern[bytes] | None = None
+_installed: frozenset[str] = frozenset()
+"""The forms the two patterns above match (installed together with them)."""
 
 # What may drive or mislead a terminal: controls (C0, DEL, C1), format characters (the bidi
 # overrides and isolates, zero-width marks), line and paragraph separators, lone surrogates.
@@ -93,15 +94,18 @@ def register_secret(secret: str) -> None:
     if len(secret) >= _MIN_ENCODED:
         forms.add(urllib.parse.quote(secret, safe=""))
         forms.update(_base64_cores(secret.encode("utf-8")))
-    global _pattern, _bytes_pattern
-    with _lock:
-        if forms <= _forms:
-            return
-        _forms.update(forms)
+    global _pattern, _bytes_pattern, _installed
+    _forms.update(forms)
+    # No lock (this leaf starts no threads and takes no lock): each caller installs patterns
+    # built from a snapshot of every form, then checks that what is installed covers every form
+    # registered by then; the last to install always checks, so none is lost to a race.
+    while _installed != frozenset(_forms):
+        snapshot = frozenset(_forms)
         # Longest first, so a form that contains another is replaced whole.
-        ordered = sorted(_forms, key=len, reverse=True)
-        _pattern = re.compile("|".join(re.escape(f) for f in ordered))
-        _bytes_pattern = re.compile(b"|".join(re.escape(f.encode("utf-8")) for f in ordered))
+        ordered = sorted(snapshot, key=len, reverse=True)
+        text = re.compile("|".join(re.escape(f) for f in ordered))
+        data = re.compile(b"|".join(re.escape(f.encode("utf-8")) for f in ordered))
+        _pattern, _bytes_pattern, _installed = text, data, snapshot
 
 
 def scrub(text: str) -> str:
@@ -144,8 +148,7 @@ def unfinished_secret(text: str) -> int:
     A streaming printer holds that much back until the next piece arrives, so a secret split
     across two pieces is still found whole, while text that cannot begin one is shown at once.
     """
-    with _lock:
-        forms = tuple(_forms)
+    forms = tuple(_installed)
     longest = 0
     for form in forms:
         for size in range(min(len(form) - 1, len(text)), longest, -1):
