@@ -41,7 +41,7 @@ def encode_event(event: TraceEvent) -> tuple[bytes, str]:
 
 
 def _scrubbed(event: TraceEvent) -> TraceEvent:
-    """The event with every secret replaced by `twinflow.kernel.REDACTED` (`scrub_value`)."""
+    """The event with every secret replaced by `twinflow.trace.REDACTED` (`scrub_value`)."""
     return TraceEvent.model_validate(scrub_value(event.model_dump(mode="json")))
 
 

@@ -7,7 +7,7 @@ trace verifies (and where it breaks if it does not). ``--html FILE`` writes the 
 one self-contained page that verifies the trace again in the reader's browser
 (`twinflow.agent.render_trace_page`).
 
-The trace is hostile input: every string from it is printed through `twinflow.kernel.for_terminal`
+The trace is hostile input: every string from it is printed through `twinflow.trace.for_terminal`
 (control and format characters escaped, secrets scrubbed), so a trace cannot move the cursor,
 recolour the terminal or reorder text.
 """

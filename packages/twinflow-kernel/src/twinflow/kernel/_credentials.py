@@ -159,7 +159,7 @@ def read_api_key(api_key_env: str) -> str:
         )
     if any(c in key for c in "\r\n\0"):
         raise UserError(f"the key in {api_key_env} holds a line break or NUL: fix the variable")
-    # From here on every printer and writer scrubs it (`twinflow.kernel.scrub`), whatever
+    # From here on every printer and writer scrubs it (`twinflow.trace.scrub`), whatever
     # path carries it: a server's error event, the model's own reply, a failed run's message.
     register_secret(key)
     return key.strip()
