@@ -37,7 +37,7 @@ from twinflow.kernel import (
     ThreadExecutor,
     free_port,
 )
-from twinflow.trace import PlantedLinkError, TraceSink
+from twinflow.trace import WRITER_LOCK, PlantedLinkError, TraceSink
 
 CLOCK = SteppingClock(START)
 
@@ -115,7 +115,9 @@ import http.server, sys
 sys.path.insert(0, {tests!r})
 from eval_testkit import START, dataset, factory
 from twinflow.eval import run_eval
-from twinflow.kernel import SteppingClock
+from twinflow.kernel import (
+    SteppingClock,
+)
 inner = factory()
 class Up(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -200,7 +202,8 @@ def test_eval_files_refuse_a_planted_link(tmp_path: Path, name: str) -> None:
     with pytest.raises(PlantedLinkError):
         run_eval(dataset(2), factory(), out, clock=CLOCK)
     assert "precious" == victim.read_text()
-    assert [name] == [str(p.relative_to(out)) for p in out.rglob("*") if not p.is_dir()]
+    written = [p for p in out.rglob("*") if not p.is_dir() and p.name != WRITER_LOCK]
+    assert [name] == [str(p.relative_to(out)) for p in written]
 
 
 def test_an_unreachable_model_aborts_and_keeps_finished_cases(tmp_path: Path) -> None:

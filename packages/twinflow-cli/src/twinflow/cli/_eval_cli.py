@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from twinflow.agent import Agent
-from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
+from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._show import _clean
 from twinflow.cli._spec import RunSpec, load_spec, load_tools
 from twinflow.cli._wiring import (
@@ -70,7 +70,7 @@ __all__ = ["COMMANDS"]
 
 
 def _stderr(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    say(text)
 
 
 def _add_json(p: argparse.ArgumentParser) -> None:
@@ -386,10 +386,9 @@ def _announce_code(run_dirs: Sequence[Path], trust_code: bool) -> None:
     for run_dir in run_dirs:
         modules = code_modules(load_run(run_dir)[0].dataset)
         if modules:
-            print(
+            say(
                 f"twinflow eval: --trust-code: importing {', '.join(map(repr, modules))} "
-                f"as {run_dir}/run.json names them",
-                file=sys.stderr,
+                f"as {run_dir}/run.json names them"
             )
 
 

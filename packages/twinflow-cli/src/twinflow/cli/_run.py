@@ -33,6 +33,7 @@ from twinflow.agent import (
     ReplayDivergenceError,
     RunError,
     RunPaused,
+    ToolCalled,
     Trace,
     replay,
     summarize_trace,
@@ -46,6 +47,7 @@ from twinflow.cli._output import (
     Command,
     Output,
     invocation,
+    say,
 )
 from twinflow.cli._show import _clean
 from twinflow.cli._spec import (
@@ -327,7 +329,7 @@ def replay_spec(trace_path: Path, spec_path: Path | None, trust_spec: bool, out:
         f"(from {_clean(str(code_dir))} first)"
     )
     if out.as_json:
-        print(f"twinflow replay: importing {_names(modules)}", file=sys.stderr)
+        say(f"twinflow replay: importing {_names(modules)}")
     if record is not None:
         try:
             check_code(spec, record)
@@ -336,6 +338,28 @@ def replay_spec(trace_path: Path, spec_path: Path | None, trust_spec: bool, out:
                 f"{trace_path}: {exc}", {"trace": str(trace_path), "module": exc.module}
             ) from None
     return spec
+
+
+_SHOWN_CALLS = 20
+
+
+def _announce_live_calls(trace: Trace) -> None:
+    """Say, before any tool runs, which tools live replay runs and with which arguments.
+
+    The arguments are the trace's, and the tools the spec's: replaying a received trace live
+    runs the user's own tools on what the trace's author chose. The line goes to stderr (also
+    under ``--json``), escaped, so it is read before the first call (docs/adr/0093).
+    """
+    calls = [e.body for e in trace.events if isinstance(e.body, ToolCalled)]
+    shown = [
+        f"{call.tool}({json.dumps(call.arguments, sort_keys=True)[:200]})"
+        for call in calls[:_SHOWN_CALLS]
+    ]
+    more = f"; and {len(calls) - _SHOWN_CALLS} more" if len(calls) > _SHOWN_CALLS else ""
+    say(
+        f"twinflow replay: --mode live runs the spec's tools on the trace's recorded arguments, "
+        f"{len(calls)} call(s): {'; '.join(shown) or 'none'}{more}"
+    )
 
 
 def _names(modules: tuple[str, ...]) -> str:
@@ -367,7 +391,8 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
     data = read_trace_bytes(trace_path)
     trace = parse_trace(trace_path, data)
     spec = spec_of()
-
+    if mode == "live":
+        _announce_live_calls(trace)
     try:
         with importing_from(spec_directories(spec)):
             result = replay(
@@ -431,14 +456,13 @@ def report_outcome(outcome: RunOutcome, out: Output, command: str) -> int:
     out.document(payload)
     _print_outcome(outcome, out)
     if outcome.error is not None:
-        print(f"twinflow {command}: the run failed: {outcome.error}", file=sys.stderr)
+        say(f"twinflow {command}: the run failed: {outcome.error}")
         return EXIT_FAILED
     if outcome.paused:
         tf = invocation()
-        print(
+        say(
             f"twinflow {command}: the run waits for a decision on {len(outcome.paused)} call(s); "
-            f"decide with: {tf} approve {outcome.trace} --call ID [--deny] --spec SPEC",
-            file=sys.stderr,
+            f"decide with: {tf} approve {outcome.trace} --call ID [--deny] --spec SPEC"
         )
         return EXIT_PAUSED
     return EXIT_OK
@@ -602,7 +626,7 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     out.line(f"      {tf} replay {trace_path} --spec {spec_path} --mode live")
     out.line(f"      {tf} prove {trace_path} --seq 0   |   {tf} checkpoint {trace_path}")
     if outcome.error is not None:
-        print(f"twinflow demo: the agent run failed: {outcome.error}", file=sys.stderr)
+        say(f"twinflow demo: the agent run failed: {outcome.error}")
         return EXIT_FAILED
     return EXIT_OK
 

@@ -7,22 +7,22 @@ trace verifies (and where it breaks if it does not). ``--html FILE`` writes the 
 one self-contained page that verifies the trace again in the reader's browser
 (`twinflow.agent.render_trace_page`).
 
-The trace is hostile input: every string from it is printed with control and format
-characters escaped, so a trace cannot move the cursor, recolour the terminal or reorder text.
+The trace is hostile input: every string from it is printed through `twinflow.trace.for_terminal`
+(control and format characters escaped, secrets scrubbed), so a trace cannot move the cursor,
+recolour the terminal or reorder text.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import unicodedata
 from pathlib import Path
 from typing import Any
 
 from twinflow.agent import compare_behaviour, render_trace_page, verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import parse_trace, read_checkpoint_file, read_trace_bytes
-from twinflow.trace import write_replace
+from twinflow.trace import for_terminal, write_replace
 from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]
@@ -41,15 +41,7 @@ def _clean(value: object, limit: int = MAX_TEXT) -> str:
     text = (
         value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
     )
-    out = []
-    for char in text:
-        if char == "\n":
-            out.append("\n")
-        elif unicodedata.category(char) in {"Cc", "Cf", "Zl", "Zp"}:
-            out.append(char.encode("unicode_escape").decode("ascii"))
-        else:
-            out.append(char)
-    cleaned = "".join(out)
+    cleaned = for_terminal(text)
     if len(cleaned) > limit:
         cleaned = f"{cleaned[:limit]}... ({len(cleaned) - limit} more characters)"
     return cleaned

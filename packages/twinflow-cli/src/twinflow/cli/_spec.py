@@ -65,10 +65,27 @@ class CodeChangedError(CliError):
 
 # RFC 9110 field-name: a token.
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_KEY_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "x-goog-api-key"}
+_HARMLESS_HEADERS = frozenset(
+    {
+        "accept",
+        "accept-language",
+        "anthropic-beta",
+        "anthropic-version",
+        "http-referer",
+        "openai-beta",
+        "openai-organization",
+        "openai-project",
+        "user-agent",
+        "x-request-id",
+        "x-title",
+    }
 )
-"""Header names that carry a credential (lower case): a spec may not write one."""
+"""The only header names a spec may set (lower case): ones known to carry no credential.
+
+A spec is copied into the run directory and published with the trace, and a gateway can take a
+key in any header (``X-Auth-Token``, ``Ocp-Apim-Subscription-Key``, ...): a list of the
+credential headers is never complete, so the headers that may be written are listed instead
+(docs/adr/0093). A key goes in the variable ``api_key_env`` names."""
 
 
 class _Strict(FrozenValue):
@@ -141,11 +158,12 @@ class ModelSpec(_Strict):
                 raise ValueError(f"{name!r} is not an HTTP header name")
             if any(c in value for c in "\r\n\0"):
                 raise ValueError(f"the value of header {name} holds a line break or NUL")
-            if name.lower() in _KEY_HEADERS:
+            if name.lower() not in _HARMLESS_HEADERS:
                 raise ValueError(
-                    f"header {name} carries credentials, and headers are copied into the run "
-                    "directory: put the key in an environment variable and name it with "
-                    "api_key_env (sent in the API's key header)"
+                    f"header {name} is not one known to carry no credential, and headers are "
+                    "copied into the run directory: a key goes in an environment variable named "
+                    "by api_key_env (sent in the API's key header); the headers a spec may set "
+                    f"are {', '.join(sorted(_HARMLESS_HEADERS))}"
                 )
         return headers
 

@@ -22,7 +22,7 @@ from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 from twinflow.eval._stats import wilson_interval
-from twinflow.trace import TraceCorruptError, write_replace
+from twinflow.trace import TraceCorruptError, read_regular, write_replace
 
 __all__ = [
     "CaseDetail",
@@ -106,7 +106,7 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
             details[result.key] = CaseDetail(**given)
             continue
         try:
-            data = (run_dir / result.trace).read_bytes()
+            data = read_regular(run_dir / result.trace)
         except OSError:
             details[result.key] = CaseDetail(**given)
             continue

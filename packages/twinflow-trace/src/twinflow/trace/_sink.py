@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from twinflow.trace._errors import FileWriteError, TraceLockedError
-from twinflow.trace._files import create_exclusive
+from twinflow.trace._files import create_exclusive, lock_now
 
 __all__ = ["FileTraceSink", "FsyncPolicy", "MemoryTraceSink", "TraceSink"]
 
@@ -24,36 +24,27 @@ FsyncPolicy = Literal["event", "step", "none"]
 default: events are on disk when the step that wrote them returns), or never (flushed to
 the operating system at step ends and at close, never synced: not even when the sink closes)."""
 
-try:
-    import fcntl
-except ImportError:  # Windows: the leaf still imports (an auditor verifies there); no lock
-    fcntl = None  # type: ignore[assignment]
-
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def _lock(fd: int, path: Path) -> None:
-    """Hold the writer's lock on an open trace file, or refuse at once (never wait).
+    """Hold the trace's writer lock (`lock_now` on the trace file itself), or refuse at once.
 
-    An advisory ``flock`` on the file itself: the operating system releases it when the
-    process ends, however it ends, so a run killed mid-step leaves no stale lock behind for
-    the resume that follows it (a lock file created exclusively would). Where there is no
-    ``fcntl`` (Windows) no lock is taken.
+    On the file, not on a lock file beside it: a trace is written by one process at a time
+    whatever directory it is in, and a run killed mid-step leaves no stale lock behind for the
+    resume that follows it.
 
     Raises:
         TraceLockedError: Another process holds it; ``fd`` is closed.
     """
-    if fcntl is None:
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise TraceLockedError(
+    lock_now(
+        fd,
+        lambda: TraceLockedError(
             f"trace file {path} is being written by another process (a run, a resume or an "
             "approval holds its lock); nothing was written: wait for it to end and try again"
-        ) from None
+        ),
+    )
 
 
 def _write_error(path: Path, exc: OSError) -> FileWriteError:
