@@ -40,6 +40,7 @@ from twinflow.eval import (
     Shard,
     ShardError,
     Summary,
+    TraceMismatchError,
     code_modules,
     compare_runs,
     load_dataset,
@@ -388,7 +389,10 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
 
 def _compare(args: argparse.Namespace, out: Output) -> int:
     """List the cases that regressed and improved from run A to run B, with an exact McNemar test."""
-    c = compare_runs(args.a, args.b)
+    try:
+        c = compare_runs(args.a, args.b)
+    except TraceMismatchError as exc:
+        raise CheckFailed(str(exc), {"ok": False, "problem": str(exc)}) from None
     out.document({"ok": True, **c.model_dump()})
     out.line(f"pass rate {c.pass_rate_a:.1%} -> {c.pass_rate_b:.1%} over the paired cases")
     out.line(f"regressions ({len(c.regressions)}): {', '.join(c.regressions) or 'none'}")

@@ -21,6 +21,7 @@ from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
 from twinflow.eval._results import CaseResult, EvalResults, write_atomic
 from twinflow.eval._stats import wilson_interval
+from twinflow.kernel import read_inside
 
 __all__ = [
     "CaseDetail",
@@ -87,8 +88,8 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
             details[result.key] = CaseDetail()
             continue
         try:
-            data = (run_dir / result.trace).read_bytes()
-        except OSError:
+            data = read_inside(run_dir, result.trace, what="results.json")
+        except OSError:  # missing or unreadable; a link or a non-file raises UnsafePathError
             details[result.key] = CaseDetail()
             continue
         # Not synced: a page is regenerated from its trace whenever the reports are written.

@@ -30,6 +30,8 @@ Errors; every message names where (the URL or the command), what went wrong, and
         ├── FileWriteError                 a file could not be written safely (also an OSError; `.filename`)
         │   ├── PlantedLinkError           the target or its directory is a symbolic link: refused
         │   └── TargetExistsError          `write_new` found the name taken (also a FileExistsError)
+        ├── UnsafePathError                a path a received file names is absolute, climbs out of its
+        │                                  directory, or reaches a link or a non-file (also a ValueError)
         └── ClusterError                   the Ray cluster could not be reached or started
             └── TaskLost                   a call's worker died on its last allowed attempt (`.index`)
 
@@ -55,6 +57,7 @@ from twinflow.kernel._errors import (
     TaskLost,
     TransportError,
     TransportTimeout,
+    UnsafePathError,
 )
 from twinflow.trace import lazy_exports as _lazy_exports
 
@@ -81,6 +84,8 @@ if _typing.TYPE_CHECKING:
         FaultTransport,
     )
     from twinflow.kernel._files import (
+        open_inside,
+        read_inside,
         write_new,
         write_replace,
     )
@@ -182,11 +187,14 @@ __all__ = [
     "Transport",
     "TransportError",
     "TransportTimeout",
+    "UnsafePathError",
     "UrllibJsonTransport",
     "api_key_headers",
     "check_endpoint_url",
     "free_port",
     "nondeterminism_guard",
+    "open_inside",
+    "read_inside",
     "redact_url",
     "run_process",
     "write_new",
@@ -206,7 +214,7 @@ __getattr__, __dir__ = _lazy_exports(
             "redact_url",
         ),
         "_fault": ("Fault", "FaultTransport"),
-        "_files": ("write_new", "write_replace"),
+        "_files": ("open_inside", "read_inside", "write_new", "write_replace"),
         "_ids": ("CountingIds", "SeededIds", "SystemIds"),
         "_launcher": ("ServerProcess", "SubprocessLauncher"),
         "_loopback": ("LoopbackRequest", "LoopbackResponse", "LoopbackServer"),

@@ -170,6 +170,30 @@ class TargetExistsError(FileWriteError, FileExistsError):
     """`write_new` found the name taken; the existing file is untouched."""
 
 
+class UnsafePathError(KernelError, ValueError):
+    """A path a received file names leaves its directory, or reaches a link or a non-file.
+
+    Attributes:
+        directory: The directory the path is relative to.
+        path: The path as the received file names it.
+    """
+
+    def __init__(self, message: str, *, directory: str | os.PathLike[str], path: str) -> None:
+        """Create the error.
+
+        Args:
+            message: What is wrong, naming the directory and the path.
+            directory: The directory the path is relative to.
+            path: The path as named.
+        """
+        super().__init__(message)
+        self.directory = os.fspath(directory)
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
 class ClusterError(KernelError):
     """The Ray cluster could not be reached or started (`RayExecutor`)."""
 
