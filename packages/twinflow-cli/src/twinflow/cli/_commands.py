@@ -22,20 +22,21 @@ from twinflow.trace import (
     InclusionProof,
     InvalidProofError,
     Limits,
+    PublishedCheckpoint,
+    SignatureError,
     TraceFormatError,
     _note,
-    canonical_bytes,
     check_consistency,
     check_inclusion,
     load_proof,
-    parse_json,
     prove_consistency,
     prove_inclusion,
     read_checkpoint,
+    read_published_checkpoint,
     repair_trace,
     sign_checkpoint,
 )
-from twinflow.trace._format import GENESIS, LINE_PREFIX
+from twinflow.trace._format import LINE_PREFIX
 from twinflow.trace._sink import create_exclusive
 from twinflow.vocab import UserError, diff
 
@@ -139,18 +140,29 @@ def _read_key(path: Path | None) -> bytes | None:
 
 
 def _read_checkpoint(path: Path) -> Checkpoint:
+    """An unsigned checkpoint file (a C2SP note body, or JSON) through the one reader."""
+    return _published(path, None).checkpoint
+
+
+def _published(
+    path: Path, keys: list[Path] | None, origin: str | None = None
+) -> PublishedCheckpoint:
+    """Read a checkpoint file and check its signatures (`read_published_checkpoint`).
+
+    Raises:
+        UserError: Not a checkpoint, or keys that do not fit the file (exit 2).
+        CheckFailed: A signature does not verify or is for another origin (exit 1).
+    """
     data = _small_file(path, "checkpoint")
     try:
-        value = parse_json(data, max_depth=4)
-        if isinstance(value, dict):
-            value.pop("ok", None)  # `twinflow checkpoint --json` output is accepted as is
-        return Checkpoint.from_json(canonical_bytes(value))
-    except (TraceFormatError, ValueError) as exc:
-        raise UserError(f"{path}: not a checkpoint file ({_squash(exc)})") from None
-    except UserError:
-        raise
-    except Exception as exc:  # CanonicalError: not JSON at all
-        raise UserError(f"{path}: not a checkpoint file ({_squash(exc)})") from None
+        return read_published_checkpoint(
+            data, [_small_file(k, "key") for k in keys or ()], where=str(path), origin=origin
+        )
+    except SignatureError as exc:
+        raise CheckFailed(
+            _squash(exc),
+            {"checkpoint": str(path), "problem": {"kind": "signature", "message": _squash(exc)}},
+        ) from None
 
 
 def _squash(exc: BaseException) -> str:
@@ -220,6 +232,17 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
         "checkpoint; repeat for cosigners (every key given must have signed)",
     )
     p.add_argument(
+        "--origin",
+        help="the log the signed checkpoint must be for (default: the first --key's name, what "
+        "`checkpoint --sign` writes); a note signed for another log is refused",
+    )
+    p.add_argument(
+        "--allow-unsigned-tail",
+        action="store_true",
+        help="accept events past the checkpoint's size: they verify as a chain, but the "
+        "checkpoint does not vouch for them (by default such a trace fails)",
+    )
+    p.add_argument(
         "--allow-incomplete",
         action="store_true",
         help="accept a trace without run_finished / run_failed (a run still in progress)",
@@ -227,76 +250,57 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
     _add_limits(p)
 
 
-def _is_note(data: bytes) -> bool:
-    """A C2SP signed note starts with its origin line; a JSON checkpoint with ``{``."""
-    return data.lstrip()[:1] != b"{"
-
-
-def _open_signed_checkpoint(path: Path, keys: list[Path] | None) -> Checkpoint:
-    """Verify a C2SP signed checkpoint with the given verifier keys; the checkpoint it names.
-
-    Raises:
-        UserError: No key was given, a key file is not a verifier key, or the note does not
-            verify (unsigned by a given key, a bad signature, not a checkpoint).
-    """
-    data = _small_file(path, "checkpoint")
-    if not keys:
-        raise UserError(
-            f"{path} is a signed checkpoint: give the signer's verifier key with --key VKEY "
-            "(a signature is never passed over unchecked)"
-        )
-    try:
-        verifiers = [_note.parse_verifier_key(_small_file(k, "key")) for k in keys]
-        opened = _note.open_checkpoint(data, verifiers, required=len(verifiers))
-    except _NOTE_ERRORS as exc:
-        raise CheckFailed(
-            f"{path}: the signed checkpoint does not verify: {_squash(exc)}",
-            {"checkpoint": str(path), "problem": {"kind": "signature", "message": _squash(exc)}},
-        ) from None
-    body = opened.body
-    # The note carries size and root; the head digest is implied by the root and not compared.
-    return Checkpoint(size=body.size, root=body.root_hash.hex(), head=GENESIS)
-
-
 def _verify(args: argparse.Namespace, out: Output) -> int:
     _check_head(args.trace)
-    if (args.key or args.key_file) and not args.checkpoint:
-        raise UserError("--key and --key-file need --checkpoint: a key checks a checkpoint")
-    checkpoint = None
-    if args.checkpoint and _is_note(_small_file(args.checkpoint, "checkpoint")):
-        if args.key_file:
-            raise UserError("a C2SP signed checkpoint is checked with --key VKEY, not --key-file")
-        checkpoint = _open_signed_checkpoint(args.checkpoint, args.key)
-    elif args.checkpoint:
-        if args.key:
-            raise UserError(
-                f"{args.checkpoint} is a JSON checkpoint: --key checks C2SP signed checkpoints "
-                "(`twinflow checkpoint --sign`); use --key-file for an HMAC signature"
-            )
-        checkpoint = _read_checkpoint(args.checkpoint)
+    if (args.key or args.key_file or args.origin) and not args.checkpoint:
+        raise UserError("--key, --key-file and --origin need --checkpoint: they check a checkpoint")
+    if args.key and args.key_file:
+        raise UserError("--key checks a signed C2SP note, --key-file an HMAC JSON checkpoint: one")
+    published = _published(args.checkpoint, args.key, args.origin) if args.checkpoint else None
+    if published is not None and args.key_file and published.form != "json":
+        raise UserError("a C2SP checkpoint is checked with --key VKEY, not --key-file")
     key = _read_key(args.key_file)
     report = verify_trace(
         args.trace,
-        checkpoint=checkpoint,
+        checkpoint=None if published is None else published.checkpoint,
         key=key,
         require_complete=not args.allow_incomplete,
         limits=_limits(args),
+        allow_tail=args.allow_unsigned_tail,
     )
+    vouched = None if published is None else _vouched(published, key is not None)
     payload = {
         "ok": report.ok,
         "trace": str(args.trace),
         "events": report.events,
         "checkpoint": report.checkpoint.to_json(),
+        "root_encoding": "hex",
+        "covered": report.covered,
+        "coverage": report.coverage(),
+        "signed_by": [] if published is None else list(published.signed_by),
+        "vouched": vouched,
         "problem": None if report.problem is None else report.problem.to_json(),
     }
     if report.problem is not None:
         raise CheckFailed(f"{args.trace}: {report.problem}", payload)
     out.document(payload)
-    out.line(f"ok: {args.trace}: {report.events} events verify")
-    out.line(f"root {report.checkpoint.root} (size {report.checkpoint.size})")
-    if checkpoint is None:
+    line = f"ok: {args.trace}: {report.events} events verify"
+    out.line(line if vouched is None else f"{line}; {vouched}: {report.coverage()}")
+    out.line(f"root (hex) {report.checkpoint.root} (size {report.checkpoint.size})")
+    if published is None:
         out.line("(a hash chain alone does not catch a full rewrite: check a published checkpoint)")
+    elif report.covered is not None and report.covered < report.events:
+        out.line(
+            f"(events {report.covered}-{report.events - 1} are NOT vouched for by the checkpoint)"
+        )
     return EXIT_OK
+
+
+def _vouched(published: PublishedCheckpoint, hmac: bool) -> str:
+    """Who vouches for the checkpoint: ``signed by KEY...``, or how it is not signed."""
+    if published.signed_by:
+        return f"signed by {', '.join(published.signed_by)}"
+    return "checkpoint (HMAC-signed)" if hmac else "checkpoint (unsigned)"
 
 
 # -- checkpoint -----------------------------------------------------------------------------

@@ -86,6 +86,7 @@ if TYPE_CHECKING:
         verify_consistency,
         verify_inclusion,
     )
+    from twinflow.trace._published import PublishedCheckpoint, read_published_checkpoint
     from twinflow.trace._repair import RepairResult, repair_trace
     from twinflow.trace._sink import FileTraceSink, FsyncPolicy, MemoryTraceSink, TraceSink
     from twinflow.trace._verify import (
@@ -123,6 +124,7 @@ __all__ = [
     "MerkleTree",
     "Problem",
     "ProblemKind",
+    "PublishedCheckpoint",
     "RepairResult",
     "SignatureError",
     "Source",
@@ -154,6 +156,7 @@ __all__ = [
     "prove_consistency",
     "prove_inclusion",
     "read_checkpoint",
+    "read_published_checkpoint",
     "repair_trace",
     "root_from_inclusion_proof",
     "sign_checkpoint",
@@ -207,6 +210,7 @@ __getattr__, __dir__ = lazy_exports(
             "verify_consistency",
             "verify_inclusion",
         ),
+        "_published": ("PublishedCheckpoint", "read_published_checkpoint"),
         "_repair": (
             "RepairResult",
             "repair_trace",
