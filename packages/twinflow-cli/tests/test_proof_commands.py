@@ -294,3 +294,19 @@ def test_a_note_signed_for_another_origin_is_refused_unless_expected(
     assert "example.org/someone-else" in err
     assert 0 == twinflow(capsys, *argv, "--origin", "example.org/someone-else")[0]
     assert 1 == twinflow(capsys, *argv, "--origin", "example.org/third")[0]
+
+
+def test_prove_check_reads_the_signed_note_and_names_its_signer(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The note `checkpoint --sign` writes is the checkpoint `prove --check` reads (with --key)."""
+    twinflow(capsys, "keygen", "example.org/lab", "--out", "lab")
+    twinflow(capsys, "keygen", "example.org/other", "--out", "other")
+    twinflow(capsys, "checkpoint", "short.jsonl", "--sign", "lab.key", "--out", "cp.note")
+    assert 0 == twinflow(capsys, "prove", "short.jsonl", "--seq", "1", "--out", "p.json")[0]
+    check = ["prove", "--check", "p.json", "--checkpoint", "cp.note"]
+    code, doc, _ = twinflow(capsys, *check, "--key", "lab.pub")
+    key = "+".join((work / "lab.pub").read_text().split("+")[:2])
+    assert (0, [key]) == (code, doc["signed_by"])
+    assert 2 == twinflow(capsys, *check)[0]  # a signature is never passed over unchecked
+    assert 1 == twinflow(capsys, *check, "--key", "other.pub")[0]

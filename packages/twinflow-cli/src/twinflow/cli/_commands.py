@@ -223,19 +223,7 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
         type=Path,
         help="file holding the HMAC key the checkpoint must be signed with (bytes as written)",
     )
-    p.add_argument(
-        "--key",
-        type=Path,
-        action="append",
-        metavar="VKEY",
-        help="a verifier key file (from `twinflow keygen`) that must have signed the C2SP "
-        "checkpoint; repeat for cosigners (every key given must have signed)",
-    )
-    p.add_argument(
-        "--origin",
-        help="the log the signed checkpoint must be for (default: the first --key's name, what "
-        "`checkpoint --sign` writes); a note signed for another log is refused",
-    )
+    _add_checkpoint_keys(p)
     p.add_argument(
         "--allow-unsigned-tail",
         action="store_true",
@@ -410,7 +398,25 @@ def _configure_prove(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--old-checkpoint", type=Path, help="the earlier checkpoint a consistency proof extends"
     )
+    _add_checkpoint_keys(p)
     _add_limits(p)
+
+
+def _add_checkpoint_keys(p: argparse.ArgumentParser) -> None:
+    """--key and --origin: how a signed checkpoint note given to this command is checked."""
+    p.add_argument(
+        "--key",
+        type=Path,
+        action="append",
+        metavar="VKEY",
+        help="a verifier key file (from `twinflow keygen`) that must have signed the C2SP "
+        "checkpoint note; repeat for cosigners (every key given must have signed)",
+    )
+    p.add_argument(
+        "--origin",
+        help="the log the signed checkpoint must be for (default: the first --key's name, what "
+        "`checkpoint --sign` writes); a note signed for another log is refused",
+    )
 
 
 def _prove(args: argparse.Namespace, out: Output) -> int:
@@ -420,8 +426,8 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
         raise UserError("give a TRACE to make a proof, or --check PROOF --checkpoint CP")
     if (args.seq is None) == (args.from_size is None):
         raise UserError("give exactly one of --seq N (inclusion) or --from-size N (consistency)")
-    if args.checkpoint or args.old_checkpoint:
-        raise UserError("--checkpoint and --old-checkpoint go with --check")
+    if args.checkpoint or args.old_checkpoint or args.key or args.origin:
+        raise UserError("--checkpoint, --old-checkpoint, --key and --origin go with --check")
     _check_head(args.trace)
     limits = _limits(args)
     try:
@@ -453,7 +459,7 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
         _write_out(args.out, proof_json)
     out.document({"ok": True, "proof": proof_json, **checkpoints})
     out.line(summary)
-    out.line(f"root {checkpoints['checkpoint']['root']}")
+    out.line(f"root (hex) {checkpoints['checkpoint']['root']}")
     for index, node in enumerate(proof_json["path"]):
         out.line(f"  path[{index}] {node}")
     if args.out:
@@ -470,31 +476,34 @@ def _check_proof(args: argparse.Namespace, out: Output) -> int:
         proof = load_proof(_small_file(args.check, "proof"))
     except TraceFormatError as exc:
         raise UserError(f"{args.check}: not a proof file ({_squash(exc)})") from None
-    checkpoint = _read_checkpoint(args.checkpoint)
+    published = _published(args.checkpoint, args.key, args.origin)
+    checkpoint = published.checkpoint
+    signed = f" ({_vouched(published, False)})"
     try:
         if isinstance(proof, InclusionProof):
             if args.old_checkpoint:
                 raise UserError("an inclusion proof is checked against one --checkpoint")
             check_inclusion(proof, checkpoint)
             summary = (
-                f"ok: event {proof.seq} (digest {proof.event_digest}) is in the checkpoint "
-                f"of size {checkpoint.size}"
+                f"ok: event {proof.seq} (digest (hex) {proof.event_digest}) is in the checkpoint "
+                f"of size {checkpoint.size}{signed}"
             )
         else:
             assert isinstance(proof, ConsistencyProof)
             if args.old_checkpoint is None:
                 raise UserError("a consistency proof needs --old-checkpoint OLD as well")
-            old = _read_checkpoint(args.old_checkpoint)
+            old = _published(args.old_checkpoint, args.key, args.origin).checkpoint
             check_consistency(proof, old, checkpoint)
             summary = (
-                f"ok: the checkpoint of size {checkpoint.size} extends the one of size {old.size}"
+                f"ok: the checkpoint of size {checkpoint.size}{signed} extends the one of size "
+                f"{old.size}"
             )
     except InvalidProofError as exc:
         raise CheckFailed(
             f"{args.check}: the proof does not hold: {exc}",
             {"proof": str(args.check), "reason": str(exc)},
         ) from None
-    out.document({"ok": True, "proof": proof.to_json()})
+    out.document({"ok": True, "proof": proof.to_json(), "signed_by": list(published.signed_by)})
     out.line(summary)
     return EXIT_OK
 
