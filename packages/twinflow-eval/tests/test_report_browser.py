@@ -20,14 +20,14 @@ from eval_testkit import START, dataset, factory
 from twinflow.agent import (
     Agent,
     FunctionModel,
-    MemoryTraceSink,
     Policy,
     Trace,
     render_trace_page,
-    verify_trace,
+    verify_agent_trace,
 )
 from twinflow.eval import run_eval
 from twinflow.kernel import CountingIds, ProcessResult, SteppingClock, run_process
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
 HOSTILE = "</script><img src=x onerror=console.error('pwned')><b>bold</b>"
@@ -171,7 +171,7 @@ def tamperings(data: bytes) -> dict[str, bytes]:
 def test_the_trace_page_names_where_a_tampered_trace_breaks(tmp_path: Path) -> None:
     """Each tampering: broken at the seq `verify_trace` names, with no console message."""
     for name, damaged in tamperings(hostile_trace()).items():
-        report = verify_trace(damaged)
+        report = verify_agent_trace(damaged)
         assert report.problem is not None, name
         result = render_in_chromium(damaged, tmp_path, name)
         assert 0 == result.returncode, result.stderr[-2000:]
@@ -269,7 +269,7 @@ def test_a_rewritten_trace_with_the_genuine_checkpoint_is_not_verified(tmp_path:
     data = hostile_trace()
     genuine = Trace.load(data).checkpoint()
     forged = rechain(data, lambda seq, e: e.replace(b"hostile_tool", b"friendly_tool"))
-    assert verify_trace(forged).ok
+    assert verify_agent_trace(forged).ok
     for form in ({"size": genuine.size, "root": genuine.root}, genuine.to_json()):
         verdict = page_verdict(forged, dict(form), tmp_path, "forged")
         assert ("checkpoint-mismatch", "mismatch") == verdict
@@ -308,7 +308,7 @@ def test_the_page_refuses_a_non_canonical_event_as_verify_does(
     target = 4
     forged = rechain(data, lambda seq, e: mutation(e) if seq == target else e)
     assert forged != rechain(data, lambda seq, e: e)
-    report = verify_trace(forged)
+    report = verify_agent_trace(forged)
     assert report.problem is not None
     page = tmp_path / "noncanonical.html"
     page.write_text(render_trace_page(forged, "t"), encoding="utf-8")

@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import unicodedata
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import compare_behaviour, render_trace_page, verify_trace
-from twinflow.cli._commands import _add_checkpoint_keys, _published, parse_trace, read_trace_bytes
-from twinflow.cli._main import EXIT_OK, CheckFailed, Handler, Output
+from twinflow.agent import compare_behaviour, render_trace_page, verify_agent_trace
+from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
+from twinflow.cli._traces import add_checkpoint_keys, parse_trace, read_published, read_trace_bytes
 from twinflow.kernel import write_replace
 from twinflow.trace import Checkpoint
 from twinflow.vocab import UserError
@@ -202,7 +201,7 @@ def _configure_show(p: argparse.ArgumentParser) -> None:
         "one is checked with --key) the trace must match before the page is written; the page "
         "checks it again",
     )
-    _add_checkpoint_keys(p)
+    add_checkpoint_keys(p)
 
 
 def _check_before_the_page(args: argparse.Namespace, data: bytes, checkpoint: Checkpoint) -> None:
@@ -212,7 +211,7 @@ def _check_before_the_page(args: argparse.Namespace, data: bytes, checkpoint: Ch
         CheckFailed: the trace's events do not match the checkpoint (or it covers fewer events
             than the trace holds, or more).
     """
-    matched = verify_trace(data, checkpoint=checkpoint, require_complete=False)
+    matched = verify_agent_trace(data, checkpoint=checkpoint, require_complete=False)
     if matched.problem is not None:
         raise CheckFailed(
             f"{args.trace}: does not match {args.checkpoint}: {_clean(str(matched.problem))}; "
@@ -229,7 +228,7 @@ def _show(args: argparse.Namespace, out: Output) -> int:
             f"({MAX_SHOW_BYTES} bytes); `twinflow verify` checks a trace of any size"
         )
     data = read_trace_bytes(args.trace)
-    report = verify_trace(data, require_complete=False)
+    report = verify_agent_trace(data, require_complete=False)
     problem = report.problem
     events = _events(data)
     if (args.checkpoint is not None or args.key or args.origin) and args.html is None:
@@ -239,7 +238,7 @@ def _show(args: argparse.Namespace, out: Output) -> int:
     if args.html is not None:
         checkpoint = None
         if args.checkpoint is not None:
-            published = _published(args.checkpoint, args.key, args.origin)
+            published = read_published(args.checkpoint, args.key, args.origin)
             if problem is None:  # a broken trace is the verdict already (its page says where)
                 _check_before_the_page(args, data, published.checkpoint)
             # A note carries no head digest: the page compares size and root.
@@ -304,10 +303,4 @@ def behaviour_diff(args: argparse.Namespace, out: Output) -> int:
     )
 
 
-COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handler]] = {
-    "show": (
-        "show a trace as a person reads it (--html: a page that verifies it)",
-        _configure_show,
-        _show,
-    ),
-}
+COMMANDS: dict[str, Command] = {"show": (_configure_show, _show)}

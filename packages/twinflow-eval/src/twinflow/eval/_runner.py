@@ -23,15 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import (
-    Agent,
-    Checkpoint,
-    FileTraceSink,
-    MemoryTraceSink,
-    Trace,
-    TraceCorruptError,
-    TraceSink,
-)
+from twinflow.agent import Agent, Trace
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ShardError
 from twinflow.eval._observe import observe
@@ -60,6 +52,7 @@ from twinflow.kernel import (
     open_inside,
     read_inside,
 )
+from twinflow.trace import Checkpoint, FileTraceSink, MemoryTraceSink, TraceCorruptError, TraceSink
 from twinflow.vocab import canonical_bytes
 
 __all__ = [
