@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from twinflow.agent import Agent, FunctionModel, TraceSink
+from twinflow.agent import Agent, FunctionModel
 from twinflow.cli._main import main
 from twinflow.eval import Case, Dataset, Shard, run_eval
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import TraceSink
 from twinflow.vocab import Message
 
 DATASET = Dataset(

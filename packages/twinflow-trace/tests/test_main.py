@@ -88,7 +88,7 @@ def prefix(tmp_path: Path) -> Path:
     signer = _note.generate_key("example.org/lab", bytes([1]) * 32)
     (tmp_path / "lab.pub").write_text(signer.verifier.text + "\n")
     body = _note.CheckpointBody("example.org/lab", 5, bytes.fromhex(root))
-    (tmp_path / "cp5.note").write_bytes(_note.sign_checkpoint(body, [signer]))
+    (tmp_path / "cp5.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
     (tmp_path / "cp5.body").write_text(body.text)
     (tmp_path / "forged.jsonl").write_bytes(_forged_tail(10, 5))
     return tmp_path
@@ -148,7 +148,7 @@ def test_a_note_signed_for_another_origin_is_refused(
     signer = _note.generate_key("example.org/lab", bytes([1]) * 32)
     (tmp_path / "lab.pub").write_text(signer.verifier.text + "\n")
     body = _note.CheckpointBody(origin, 6, bytes.fromhex(root))
-    (tmp_path / "cp.note").write_bytes(_note.sign_checkpoint(body, [signer]))
+    (tmp_path / "cp.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
     code = main(["verify", "t.jsonl", "--checkpoint", "cp.note", "--key", "lab.pub", *args])
     err = capsys.readouterr().err.strip().splitlines()
     assert (expected, 0 if expected == 0 else 1) == (code, len(err)), err
