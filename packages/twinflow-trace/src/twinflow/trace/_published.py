@@ -5,7 +5,7 @@ checked against the verifier keys the reader gives, every one of which must have
 the origin the reader expects) or unsigned (the same note body with no signature lines). The
 JSON a checkpoint was once written as (with or without an HMAC signature, or the output of
 ``twinflow checkpoint --json``) is still read, one way, here, so the two verifiers agree on
-every file (docs/adr/0076-the-note-is-the-checkpoint.md).
+every file (docs/adr/0056-the-note-is-the-checkpoint.md).
 """
 
 from __future__ import annotations
