@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import pytest
-from tracekit import events, lines_of, trace
 
-from twinflow.trace import GENESIS, _note, canonical_bytes, read_checkpoint, verify_trace
+from twinflow.trace import note as _note
+from twinflow.trace import read_checkpoint, verify_trace
 from twinflow.trace.__main__ import main
+from twinflow.trace.testing import rechain, small_events
+from twinflow.trace.testing import small_trace as trace
 
 
 @pytest.fixture
@@ -69,16 +70,13 @@ def test_a_damaged_trace_exits_1_naming_the_seq(
 
 def _forged_tail(n: int, keep: int) -> bytes:
     """``n`` events whose events from ``keep`` on are rewritten and the chain recomputed."""
-    items = events(n)
-    prev = items[keep - 1]["prev"] if keep else GENESIS
-    out = []
-    for seq, item in enumerate(items):
+    items: list[dict[str, object]] = []
+    for seq, item in enumerate(small_events(n)):
         if seq >= keep:
-            body = {**item["body"], "text": f"forged {seq}"}
-            item = {**item, "body": body, "prev": prev}
-        out.append(item)
-        prev = hashlib.sha256(canonical_bytes(item)).hexdigest()
-    return b"".join(lines_of(out))
+            body = dict(item["body"])  # type: ignore[call-overload]
+            item = {**item, "body": {**body, "text": f"forged {seq}"}}
+        items.append(item)
+    return rechain(items)
 
 
 @pytest.fixture

@@ -65,7 +65,7 @@ def connect(
     Raises:
         SpecError: a tool or the output model does not resolve.
         UserError: ``model.api_key_env`` names an unset variable.
-        TraceExistsError: ``trace`` exists (traces are never overwritten).
+        TargetExistsError: ``trace`` exists (traces are never overwritten).
     """
     callables = _tools(spec, tools)
     path = Path(trace)

@@ -22,8 +22,7 @@ from typing import Any
 from twinflow.agent import compare_behaviour, render_trace_page, verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import add_checkpoint_keys, parse_trace, read_published, read_trace_bytes
-from twinflow.kernel import write_replace
-from twinflow.trace import Checkpoint
+from twinflow.trace import Checkpoint, write_replace
 from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]

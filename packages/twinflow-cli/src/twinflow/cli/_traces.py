@@ -15,13 +15,13 @@ from twinflow.agent import Trace
 from twinflow.cli._errors import CliError
 from twinflow.cli._output import CheckFailed
 from twinflow.trace import (
+    LINE_PREFIX,
     Checkpoint,
     PublishedCheckpoint,
     SignatureError,
     TraceCorruptError,
     read_published_checkpoint,
 )
-from twinflow.trace._format import LINE_PREFIX
 from twinflow.vocab import UserError
 
 __all__ = [

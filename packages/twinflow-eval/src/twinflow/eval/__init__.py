@@ -19,6 +19,7 @@ A run's own failures (`twinflow.agent.RunError`, the kernel's `TransportError`) 
 case; replaying a case in `rescore` may raise the agent's `ReplayDivergenceError`.
 """
 
+from twinflow.eval._code import importing_from, resolve_dotted, split_dotted
 from twinflow.eval._dataset import Case, Dataset, load_dataset
 from twinflow.eval._errors import (
     DatasetError,
@@ -72,9 +73,7 @@ from twinflow.eval._scorers import (
     ScorerSpec,
     ToolCalls,
     matches,
-    resolve_dotted,
     score_all,
-    split_dotted,
 )
 from twinflow.eval._stats import (
     Comparison,
@@ -83,7 +82,7 @@ from twinflow.eval._stats import (
     mcnemar_exact,
     wilson_interval,
 )
-from twinflow.eval._yaml import validation_problems, yaml_syntax_problem
+from twinflow.eval._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 
 __all__ = [
     "AgentFactory",
@@ -120,10 +119,12 @@ __all__ = [
     "ToolCallRecord",
     "ToolCalls",
     "TraceMismatchError",
+    "YamlLimits",
     "case_key",
     "code_modules",
     "compare_results",
     "compare_runs",
+    "importing_from",
     "load_dataset",
     "load_run",
     "matches",
@@ -131,6 +132,8 @@ __all__ = [
     "merge_runs",
     "observe",
     "read_details",
+    "read_user_file",
+    "read_yaml",
     "render_html",
     "render_markdown",
     "rescore",
@@ -143,5 +146,4 @@ __all__ = [
     "validation_problems",
     "wilson_interval",
     "write_reports",
-    "yaml_syntax_problem",
 ]

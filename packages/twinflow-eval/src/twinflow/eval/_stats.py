@@ -14,8 +14,7 @@ from twinflow.eval._errors import TraceMismatchError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import observe
 from twinflow.eval._results import CaseResult, EvalResults, read_json_model
-from twinflow.kernel import read_inside
-from twinflow.trace import TraceCorruptError
+from twinflow.trace import TraceCorruptError, read_inside
 
 __all__ = ["Comparison", "compare_results", "compare_runs", "mcnemar_exact", "wilson_interval"]
 
