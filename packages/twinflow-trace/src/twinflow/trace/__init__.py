@@ -9,11 +9,13 @@ catches every package's); this package's own tree::
 
     TwinflowError                                  root of every twinflow error, in every package
     ├── UserError                                  a usage mistake (bad argument, key or limit)
+    │   └── NotRegularFileError (also OSError)     an input path that is a FIFO, device or socket
     └── TraceError                                 raised by twinflow.trace
         ├── CanonicalError                         no RFC 8785 form (`.reason`, `.pointer`, `.detail`)
         ├── TraceFormatError (also ValueError)     a proof, checkpoint or key file not in its form
         ├── FileWriteError (also OSError)          a file not written: disk full, no permission (`.filename`)
         │   ├── PlantedLinkError                   the target or its directory is a symbolic link: refused
+        │   ├── DirectoryBusyError                 another process holds the directory's writer lock
         │   └── TargetExistsError (also FileExistsError)  the name is taken: never written over
         ├── UnsafePathError (also ValueError)      a path a received file names leaves its directory,
         │                                          or reaches a link or a non-file (`.directory`, `.path`)
@@ -33,8 +35,10 @@ loads what verification needs, not the signature, repair and writer modules.
 """
 
 from twinflow.trace._errors import CanonicalError as CanonicalError
+from twinflow.trace._errors import DirectoryBusyError as DirectoryBusyError
 from twinflow.trace._errors import FileWriteError as FileWriteError
 from twinflow.trace._errors import InvalidProofError as InvalidProofError
+from twinflow.trace._errors import NotRegularFileError as NotRegularFileError
 from twinflow.trace._errors import PlantedLinkError as PlantedLinkError
 from twinflow.trace._errors import SignatureError as SignatureError
 from twinflow.trace._errors import TargetExistsError as TargetExistsError
@@ -67,7 +71,9 @@ if TYPE_CHECKING:
     from twinflow.trace._checkpoint import (
         verify_checkpoint_signature as verify_checkpoint_signature,
     )
+    from twinflow.trace._files import WRITER_LOCK as WRITER_LOCK
     from twinflow.trace._files import create_exclusive as create_exclusive
+    from twinflow.trace._files import hold_directory as hold_directory
     from twinflow.trace._files import open_inside as open_inside
     from twinflow.trace._files import read_inside as read_inside
     from twinflow.trace._files import write_new as write_new
@@ -89,6 +95,8 @@ if TYPE_CHECKING:
     from twinflow.trace._merkle import root_from_inclusion_proof as root_from_inclusion_proof
     from twinflow.trace._merkle import verify_consistency as verify_consistency
     from twinflow.trace._merkle import verify_inclusion as verify_inclusion
+    from twinflow.trace._open import open_regular as open_regular
+    from twinflow.trace._open import read_regular as read_regular
     from twinflow.trace._published import PublishedCheckpoint as PublishedCheckpoint
     from twinflow.trace._published import read_published_checkpoint as read_published_checkpoint
     from twinflow.trace._repair import RepairResult as RepairResult
@@ -97,6 +105,14 @@ if TYPE_CHECKING:
     from twinflow.trace._sink import FsyncPolicy as FsyncPolicy
     from twinflow.trace._sink import MemoryTraceSink as MemoryTraceSink
     from twinflow.trace._sink import TraceSink as TraceSink
+    from twinflow.trace._untrusted import REDACTED as REDACTED
+    from twinflow.trace._untrusted import for_terminal as for_terminal
+    from twinflow.trace._untrusted import holds_secret as holds_secret
+    from twinflow.trace._untrusted import register_secret as register_secret
+    from twinflow.trace._untrusted import scrub as scrub
+    from twinflow.trace._untrusted import scrub_bytes as scrub_bytes
+    from twinflow.trace._untrusted import scrub_value as scrub_value
+    from twinflow.trace._untrusted import unfinished_secret as unfinished_secret
     from twinflow.trace._verify import Problem as Problem
     from twinflow.trace._verify import ProblemKind as ProblemKind
     from twinflow.trace._verify import Source as Source
@@ -134,7 +150,9 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "verify_checkpoint_signature",
         ),
         "_files": (
+            "WRITER_LOCK",
             "create_exclusive",
+            "hold_directory",
             "open_inside",
             "read_inside",
             "write_new",
@@ -162,6 +180,17 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "verify_inclusion",
         ),
         "_published": ("PublishedCheckpoint", "read_published_checkpoint"),
+        "_open": ("open_regular", "read_regular"),
+        "_untrusted": (
+            "REDACTED",
+            "for_terminal",
+            "holds_secret",
+            "register_secret",
+            "scrub",
+            "scrub_bytes",
+            "scrub_value",
+            "unfinished_secret",
+        ),
         "_repair": (
             "RepairResult",
             "repair_trace",

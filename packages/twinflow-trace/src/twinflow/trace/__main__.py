@@ -22,6 +22,7 @@ from pathlib import Path
 
 from twinflow.trace._errors import SignatureError, TwinflowError, UserError
 from twinflow.trace._format import Limits
+from twinflow.trace._open import read_regular
 from twinflow.trace._published import PublishedCheckpoint, read_published_checkpoint
 from twinflow.trace._verify import verify_trace
 
@@ -31,8 +32,7 @@ _MAX_FILE = 1024 * 1024
 
 
 def _read(path: Path) -> bytes:
-    with path.open("rb") as f:
-        data = f.read(_MAX_FILE + 1)
+    data = read_regular(path, _MAX_FILE)
     if len(data) > _MAX_FILE:
         raise UserError(f"{path}: larger than {_MAX_FILE} bytes; not a checkpoint or key file")
     return data
