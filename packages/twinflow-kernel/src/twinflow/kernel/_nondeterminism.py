@@ -84,6 +84,8 @@ class _Target:
     kind: Kind
     name: str
     unless_argument: int | None
+    paths: tuple[str, ...] = ()
+    """For an ``open`` audit event: the files (or folders) it refuses; empty: every event."""
 
 
 def _load_table() -> tuple[tuple[_Target, ...], tuple[tuple[str, str], ...]]:
@@ -94,7 +96,11 @@ def _load_table() -> tuple[tuple[_Target, ...], tuple[tuple[str, str], ...]]:
         for entry in row.get("runtime", ()):
             kind: Kind
             (kind,) = (k for k in _KINDS if k in entry)
-            targets.append(_Target(kind, entry[kind], entry.get("unless_argument")))
+            targets.append(
+                _Target(
+                    kind, entry[kind], entry.get("unless_argument"), tuple(entry.get("paths", ()))
+                )
+            )
     allowed = tuple((row["module"], row["function"]) for row in table.get("allowed_caller", ()))
     return tuple(targets), allowed
 
@@ -104,7 +110,8 @@ _TARGETS, _ALLOWED_CALLERS = _load_table()
 GUARDED_ENTRY_POINTS: Final[tuple[tuple[str, str], ...]] = tuple((t.kind, t.name) for t in _TARGETS)
 """Every (kind, name) the guard refuses, derived from ``banned.toml``'s ``runtime`` entries."""
 
-_AUDIT_EVENTS: Final = frozenset(t.name for t in _TARGETS if t.kind == "audit")
+# event -> the paths it is refused for (empty: always).
+_AUDIT_EVENTS: Final = {t.name: t.paths for t in _TARGETS if t.kind == "audit"}
 
 
 def _stdlib_dirs() -> tuple[str, ...]:
@@ -180,10 +187,33 @@ def _refuse(dotted: str, frame: FrameType | None, record: GuardRecord) -> None:
     raise error
 
 
-def _audit_hook(event: str, _args: tuple[object, ...]) -> None:
-    if not _active or event not in _AUDIT_EVENTS:
+def _named_path(args: tuple[object, ...], paths: tuple[str, ...]) -> str | None:
+    """The real path of an ``open`` event when it is (or is under) one of `paths`, links
+    followed; None otherwise."""
+    path = args[0] if args else None
+    if not isinstance(path, (str, bytes)):
+        return None  # a file descriptor: what it names was opened, and judged, before
+    try:
+        real = os.path.realpath(os.fsdecode(path))
+    except (OSError, ValueError):
+        return None
+    hit = any(real == p or real.startswith(p.rstrip("/") + "/") for p in paths)
+    return real if hit else None
+
+
+def _audit_hook(event: str, args: tuple[object, ...]) -> None:
+    if not _active:
         return
-    _refuse(event, sys._getframe(1), _active[-1])
+    paths = _AUDIT_EVENTS.get(event)
+    if paths is None:
+        return
+    what = event
+    if paths:
+        real = _named_path(args, paths)
+        if real is None:
+            return
+        what = f"{event}({real!r})"
+    _refuse(what, sys._getframe(1), _active[-1])
 
 
 def _argument_given(args: tuple[Any, ...], kwargs: dict[str, Any], index: int) -> bool:
