@@ -451,6 +451,28 @@ def _chain_nodes(nodes: list[ast.AST]) -> Iterator[ast.expr]:
             yield node
 
 
+# The insides of functions, frames and generators: where the runtime guard keeps the originals
+# it swapped out (a wrapper's closure, the guard's frame), and where another module's namespace
+# is reached without naming it. Only the kernel reads them.
+INTROSPECTION = frozenset(
+    {
+        "__wrapped__",
+        "__closure__",
+        "cell_contents",
+        "__globals__",
+        "__builtins__",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "f_back",
+        "gi_frame",
+        "cr_frame",
+        "ag_frame",
+        "tb_frame",
+    }
+)
+
+
 def check_file(resolver: Resolver, tree: ast.AST, package: str | None) -> list[Finding]:
     """Every banned object or module-through-module path the file reaches by name."""
     nodes = list(ast.walk(tree))
@@ -458,6 +480,19 @@ def check_file(resolver: Resolver, tree: ast.AST, package: str | None) -> list[F
     scope.bind_statement(nodes)
     findings: list[Finding] = []
     findings.extend(_entropy_files(nodes))
+    for node in nodes:
+        name = node.attr if isinstance(node, ast.Attribute) else None
+        if isinstance(node, ast.Call):
+            called = _chain(node)  # getattr(f, "__closure__")
+            name = called[1][-1][1] if called and called[1] else None
+        if name in INTROSPECTION:
+            findings.append(
+                Finding(
+                    getattr(node, "lineno", 0),
+                    f"{name}: reads the insides of a function, frame or generator (where the "
+                    "runtime guard keeps the originals it swaps out); not outside the kernel",
+                )
+            )
     # Imports: each from-import is a step from a module to a name.
     for node in nodes:
         if isinstance(node, ast.Import):

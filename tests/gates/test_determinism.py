@@ -607,6 +607,16 @@ RESOLVED = {
         "import sys\n\nf = sys.modules['email.utils'].random\n",
         "random",
     ),
+    "a closure cell": ("def f() -> None:\n    pass\n\n\nx = f.__closure__\n", "__closure__"),
+    "a cell's contents": ("x = [c.cell_contents for c in ()]\n", "cell_contents"),
+    "__wrapped__ by getattr": (
+        "import os\n\nf = getattr(os.getcwd, '__wrapped__')\n",
+        "__wrapped__",
+    ),
+    "a frame's caller": ("import sys\n\nf = sys._getframe().f_back\n", "f_back"),
+    "a generator's frame": ("g = (x for x in ())\nf = g.gi_frame\n", "gi_frame"),
+    "gc's walkers": ("import gc\n\nx = gc.get_referents(1)\n", "gc.get_referents"),
+    "inspect's closure reader": ("from inspect import getclosurevars\n", "inspect.getclosurevars"),
     "noqa does not silence it": (
         "import logging\n\nx = logging.time.time()  # noqa\n",
         "time.time",

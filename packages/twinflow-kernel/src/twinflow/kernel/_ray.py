@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Self, TypeVar
 
 from twinflow.kernel._concurrency import _check_limit
 from twinflow.kernel._errors import ClusterError, TaskLost
+from twinflow.kernel._nondeterminism import guard_active, guarded_elsewhere, on_behalf_of_caller
 from twinflow.vocab import UserError
 
 __all__ = ["RayExecutor"]
@@ -71,7 +72,7 @@ def _call(code_dirs: tuple[str, ...], fn: bytes, item: bytes) -> Any:
     cloudpickle = _import_ray().cloudpickle
     call = cloudpickle.loads(fn)
     try:
-        return call(cloudpickle.loads(item))
+        return on_behalf_of_caller(call, cloudpickle.loads(item))
     except Exception as exc:
         exc.add_note(f"raised on {_where()}")
         raise
@@ -195,7 +196,15 @@ class RayExecutor:
         task = ray.remote(_call).options(max_retries=self.max_retries, num_cpus=1)
         dumps = ray.cloudpickle.dumps
         # Serialised once, not once per task; loaded by `_call` after its code_dirs are set.
-        shipped = ray.put(_ship(lambda: dumps(fn), "the function"))
+        # Under a guard, each call is guarded in its worker too: the guard does not cross
+        # processes, and the function is the caller's, not the kernel's.
+        call: Callable[[T], R] = fn
+        if guard_active():
+
+            def call(item: T) -> R:
+                return guarded_elsewhere(fn, item)
+
+        shipped = ray.put(_ship(lambda: dumps(call), "the function"))
         pending: dict[Any, int] = {}
         counter = 0
         failure: BaseException | None = None
