@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Agent, FileTraceSink, FunctionModel, TraceSink
+from twinflow.agent import Agent, FunctionModel
 from twinflow.eval import Case, Dataset, run_eval
 from twinflow.kernel import (
     CountingIds,
@@ -33,6 +33,7 @@ from twinflow.kernel import (
     SystemClock,
     ThreadExecutor,
 )
+from twinflow.trace import FileTraceSink, TraceSink
 from twinflow.vocab import Message
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

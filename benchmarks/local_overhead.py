@@ -30,7 +30,7 @@ import openai
 from pydantic import BaseModel
 from vocab_canonical import import_times, print_import_times  # this folder: sys.path[0]
 
-from twinflow.kernel import UrllibJsonTransport
+from twinflow.kernel import HttpTransport
 from twinflow.local_model import OllamaStructuredOutput, OpenAICompatibleStructuredOutput
 from twinflow.vocab import Message
 
@@ -84,7 +84,7 @@ server.stop()
 
 def clients(base: str, port: int) -> dict[str, Callable[[], object]]:
     schema = Person.model_json_schema()
-    transport = UrllibJsonTransport()
+    transport = HttpTransport()
     ours_openai = OpenAICompatibleStructuredOutput(
         transport, base_url=base, dialect="llama-cpp-python"
     )

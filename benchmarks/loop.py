@@ -30,15 +30,9 @@ from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.models.function import FunctionModel as PydanticFunctionModel
 from pydantic_ai.usage import UsageLimits as PydanticUsageLimits
 
-from twinflow.agent import (
-    Agent,
-    FileTraceSink,
-    FunctionModel,
-    MemoryTraceSink,
-    Policy,
-    verify_trace,
-)
+from twinflow.agent import Agent, FunctionModel, Policy, verify_agent_trace
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import FileTraceSink, MemoryTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest
 from twinflow.vocab import TextPart as TfText
 from twinflow.vocab import ToolCallPart as TfCall
@@ -114,13 +108,13 @@ def best_us_per_step(fn: object, steps: int, smoke: bool = False) -> float:
 
 
 def verification(path: Path) -> tuple[float, float]:
-    """(verify_trace seconds, json.loads + sha256 per line seconds), best of 5."""
+    """(verify_agent_trace seconds, json.loads + sha256 per line seconds), best of 5."""
     data = path.read_bytes()
     lines = data.splitlines()
     verify_times, base_times = [], []
     for _ in range(5):
         start = time.perf_counter()
-        report = verify_trace(data)
+        report = verify_agent_trace(data)
         verify_times.append(time.perf_counter() - start)
         assert report.ok, report.problem
         start = time.perf_counter()

@@ -19,7 +19,7 @@ import json
 import statistics
 import time
 
-from twinflow.kernel import LoopbackRequest, LoopbackResponse, LoopbackServer, UrllibJsonTransport
+from twinflow.kernel import HttpTransport, LoopbackRequest, LoopbackResponse, LoopbackServer
 from twinflow.local_model import OpenAICompatibleChatModel
 from twinflow.local_model._stream import openai_chunks
 from twinflow.vocab import (
@@ -85,7 +85,7 @@ def bench_first_delta(rounds: int) -> None:
     """Median time to first text delta through twinflow, minus the raw stream's first byte."""
     with LoopbackServer(serve) as server:
         model = OpenAICompatibleChatModel(
-            UrllibJsonTransport(), base_url=server.url, dialect="vllm", mode="native"
+            HttpTransport(), base_url=server.url, dialect="vllm", mode="native"
         )
         connection = http.client.HTTPConnection("127.0.0.1", server.port)
         body = json.dumps(

@@ -17,7 +17,7 @@ A trial is valid when the answer validates as the model. A request that takes th
 and the server is started again before the next trial, so one client's crash never costs the
 other a trial. Printed per model: valid trials, mean
 attempts (twinflow) and mean seconds per trial, for both; then the totals and the load average.
-Targets (issue 19): twinflow at least 95% valid overall, no model below 4 of 5, and ahead of
+Targets: twinflow at least 95% valid overall, no model below 4 of 5, and ahead of
 the peer at equal temperature.
 
 Usage: .venv/bin/python benchmarks/structured_heldout.py [--trials N] [--only NAME ...]
@@ -41,10 +41,10 @@ from pydantic import BaseModel, Field, ValidationError
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._grammar import llama_cpp_grammar_check
 from twinflow.kernel import (
+    HttpTransport,
     ServerProcess,
     SubprocessLauncher,
     TransportError,
-    UrllibJsonTransport,
     free_port,
 )
 from twinflow.local_model import OpenAICompatibleStructuredOutput
@@ -557,7 +557,7 @@ def main() -> None:
     base = server.base
     crashes = {"twinflow": 0, "peer": 0}
     try:
-        transport = UrllibJsonTransport()
+        transport = HttpTransport()
         adapter = OpenAICompatibleStructuredOutput(
             transport,
             base_url=base,

@@ -5,7 +5,7 @@ events), then runs each operation in its own fresh interpreter, so its peak memo
 
 - `json.loads+sha256`: the peer, a streaming pass that parses and hashes each line;
 - `trace.verify_trace`: the stdlib leaf's strict, streaming verify (what an auditor runs);
-- `agent.verify_trace`: the same walk plus the typed event check (what `twinflow verify` runs);
+- `agent.verify_agent_trace`: the same walk plus the typed event check (what `twinflow verify` runs);
 - `trace.read_checkpoint`, `trace.prove_inclusion`: the streaming checkpoint and proof;
 - `agent Trace.load`: a verified trace in memory, each event typed once to check it (what replay
   and diff read);
@@ -20,7 +20,7 @@ imports, before the file is opened; printed too), also as a ratio to the file si
 fresh interpreters, startup excluded), with sources compiled on every import and with bytecode
 cached as an installed wheel has it.
 
-Targets (issue 13): verify >= 0.5 of the peer and <= 64 MB above baseline at 1e6 events;
+Targets: verify >= 0.5 of the peer and <= 64 MB above baseline at 1e6 events;
 Trace.load >= 0.25 of the peer and <= 3x the file; import <= 30 ms above an empty interpreter.
 
 Run: .venv/bin/python benchmarks/trace_verify.py [--events 50000] [--million] [--runs 3] [--skip-load]
@@ -69,8 +69,8 @@ if op == "json.loads+sha256":
 elif op == "trace.verify_trace":
     r = trace.verify_trace(path)
     assert r.ok, r.problem
-elif op == "agent.verify_trace":
-    r = agent.verify_trace(path)
+elif op == "agent.verify_agent_trace":
+    r = agent.verify_agent_trace(path)
     assert r.ok, r.problem
 elif op == "trace.read_checkpoint":
     trace.read_checkpoint(path)
@@ -90,7 +90,7 @@ print(json.dumps({"seconds": cpu, "wall": elapsed, "peak_kb": peak - base, "base
 OPS = (
     "json.loads+sha256",
     "trace.verify_trace",
-    "agent.verify_trace",
+    "agent.verify_agent_trace",
     "trace.read_checkpoint",
     "trace.prove_inclusion",
     "agent Trace.load",

@@ -44,26 +44,23 @@ from twinflow.agent import (
     Agent,
     FunctionModel,
     InvalidModelReply,
-    MemoryTraceSink,
     Policy,
     Trace,
-    verify_trace,
+    verify_agent_trace,
 )
 from twinflow.cli._run import claim_run_files
-from twinflow.eval._results import write_atomic
 from twinflow.kernel import (
     CountingIds,
+    HttpTransport,
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
-    PlantedLinkError,
     SteppingClock,
     SubprocessLauncher,
-    UrllibJsonTransport,
     free_port,
-    write_new,
 )
 from twinflow.local_model import OpenAICompatibleChatModel
+from twinflow.trace import MemoryTraceSink, PlantedLinkError, write_new, write_replace
 from twinflow.vocab import CallId, Message, ToolCallPart, TwinflowError
 
 KEY = "sk-reliability-hostile-7f3a9c"
@@ -256,7 +253,7 @@ def servers(figures: Figures, scale: int) -> None:
             )
         ) as server:
             for mode in ("native", "structured-action"):
-                transport = UrllibJsonTransport()
+                transport = HttpTransport()
                 model = OpenAICompatibleChatModel(
                     transport,
                     base_url=server.url,
@@ -295,7 +292,7 @@ def servers(figures: Figures, scale: int) -> None:
                 finally:
                     transport.close()
                 outcomes[kind] = outcomes.get(kind, 0) + 1
-                report = verify_trace(sink.data)
+                report = verify_agent_trace(sink.data)
                 if report.problem is not None:
                     figures.fail(f"{name} ({mode}): the trace does not verify: {report.problem}")
     figures.values["hostile server runs (payloads x modes)"] = f"{runs} ({len(cases)} x 2)"
@@ -345,10 +342,10 @@ def servers(figures: Figures, scale: int) -> None:
 def links(figures: Figures, work: Path) -> None:
     writers: dict[str, Callable[[Path], object]] = {
         "spec copy (claim_run_files)": lambda d: claim_run_files(d, "prompt: x"),
-        "run.json": lambda d: write_atomic(d / "run.json", b"{}"),
-        "results.json": lambda d: write_atomic(d / "results.json", b"{}"),
-        "case result": lambda d: write_atomic(d / "a@1.json", b"{}"),
-        "lab-notes.md": lambda d: write_atomic(d / "lab-notes.md", b"# notes"),
+        "run.json": lambda d: write_replace(d / "run.json", b"{}"),
+        "results.json": lambda d: write_replace(d / "results.json", b"{}"),
+        "case result": lambda d: write_replace(d / "a@1.json", b"{}"),
+        "lab-notes.md": lambda d: write_replace(d / "lab-notes.md", b"# notes"),
         "trace-style exclusive file": lambda d: write_new(d / "spec.yaml", b"x"),
     }
     names = {

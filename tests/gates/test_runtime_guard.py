@@ -1,5 +1,5 @@
 """The runtime guard, in fresh interpreters: classes 7 (no crash unless ssl came first),
-8 (what the static gate cannot see is refused) and 9 (no false alarms) of issue 12."""
+8 (what the static gate cannot see is refused) and 9 (no false alarms) of ADR 0004's guard."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ SCRIPT = """
 import importlib, sys
 from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel
-from twinflow.agent import Agent, FunctionModel, MemoryTraceSink, Policy, Trace, replay
+from twinflow.agent import Agent, FunctionModel, Policy, Trace, replay
 from twinflow.kernel import CountingIds, NondeterminismError, SteppingClock
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, Message, StructuredPart, ToolCallPart
 
 class Total(BaseModel):

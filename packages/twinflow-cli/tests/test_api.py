@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from cli_testkit import scripted_chat
 
-from twinflow.agent import ReplayDivergenceError, verify_trace
+from twinflow.agent import ReplayDivergenceError, verify_agent_trace
 from twinflow.cli import ModelSpec, PolicySpec, RunSpec, connect, replay_run
 from twinflow.kernel import LoopbackServer
 
@@ -30,8 +30,8 @@ def test_connect_runs_and_replay_runs_from_the_same_spec(tmp_path: Path) -> None
         with connect(spec, trace, tools=[add]) as agent:
             result = agent.run(spec.prompt)
     assert "5" == result.output
-    assert None is verify_trace(trace).problem
-    assert verify_trace(trace).events == replay_run(trace, spec, tools=[add]).events
+    assert None is verify_agent_trace(trace).problem
+    assert verify_agent_trace(trace).events == replay_run(trace, spec, tools=[add]).events
 
 
 def test_connect_sends_the_key_api_key_env_names(

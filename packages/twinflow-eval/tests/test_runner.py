@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from eval_testkit import START, dataset, factory
 
-from twinflow.agent import Agent, Trace, TraceSink
+from twinflow.agent import Agent, Trace
 from twinflow.eval import (
     Case,
     RunAborted,
@@ -31,12 +31,12 @@ from twinflow.eval import (
 )
 from twinflow.kernel import (
     ConnectError,
-    PlantedLinkError,
     SteppingClock,
     SubprocessLauncher,
     ThreadExecutor,
     free_port,
 )
+from twinflow.trace import PlantedLinkError, TraceSink
 
 CLOCK = SteppingClock(START)
 

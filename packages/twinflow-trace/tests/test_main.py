@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tracekit import trace
 
 from twinflow.trace import _note, verify_trace
 from twinflow.trace.__main__ import main
+from twinflow.trace.testing import small_trace as trace
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def signed(tmp_path: Path) -> Path:
             body = _note.CheckpointBody(
                 "example.org/lab", checkpoint.size, bytes.fromhex(checkpoint.root)
             )
-            (tmp_path / "cp.note").write_bytes(_note.sign_checkpoint(body, [signer]))
+            (tmp_path / "cp.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
     return tmp_path
 
 

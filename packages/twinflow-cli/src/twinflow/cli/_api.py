@@ -20,14 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import (
-    Agent,
-    FileTraceSink,
-    ReplayMode,
-    ReplayResult,
-    Trace,
-    replay,
-)
+from twinflow.agent import Agent, ReplayMode, ReplayResult, Trace, replay
 from twinflow.cli._spec import RunSpec, load_tools
 from twinflow.cli._wiring import (
     build_agent,
@@ -38,6 +31,7 @@ from twinflow.cli._wiring import (
     replay_builder,
 )
 from twinflow.kernel import SystemClock, SystemIds
+from twinflow.trace import FileTraceSink
 
 __all__ = ["connect", "embedded_model", "replay_run"]
 
@@ -71,7 +65,7 @@ def connect(
     Raises:
         SpecError: a tool or the output model does not resolve.
         UserError: ``model.api_key_env`` names an unset variable.
-        TraceExistsError: ``trace`` exists (traces are never overwritten).
+        TargetExistsError: ``trace`` exists (traces are never overwritten).
     """
     callables = _tools(spec, tools)
     path = Path(trace)

@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Agent, TraceSink
-from twinflow.cli._main import EXIT_OK, CheckFailed, Output
+from twinflow.agent import Agent
+from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._spec import RunSpec, load_spec, load_tools
 from twinflow.cli._wiring import (
     build_agent,
@@ -42,6 +42,7 @@ from twinflow.eval import (
     Summary,
     code_modules,
     compare_runs,
+    importing_from,
     load_dataset,
     load_run,
     merge_runs,
@@ -56,9 +57,10 @@ from twinflow.kernel import (
     SystemIds,
     ThreadExecutor,
 )
+from twinflow.trace import TraceSink
 from twinflow.vocab import UserError
 
-__all__ = ["COMMANDS", "EVAL_COMMAND"]
+__all__ = ["COMMANDS"]
 
 
 def _stderr(text: str) -> None:
@@ -264,12 +266,14 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     # Tools, output models and custom scorers may live next to the spec or the dataset (as in
     # examples/); the run records these directories so rescore and merge import from them too.
     code_dirs = tuple(dict.fromkeys(p.resolve().parent for p in (args.spec, args.dataset)))
-    sys.path[:0] = [str(d) for d in code_dirs]
-    tools = load_tools(spec)
-    transport = build_transport(spec.model)
-    clock, ids = SystemClock(), SystemIds()
-    progress = _ProgressLine()
     with contextlib.ExitStack() as stack:
+        # For the whole run: tools may import their siblings when called, scorers are resolved
+        # as cases finish.
+        stack.enter_context(importing_from(code_dirs))
+        tools = load_tools(spec)
+        transport = build_transport(spec.model)
+        clock, ids = SystemClock(), SystemIds()
+        progress = _ProgressLine()
         stack.callback(transport.close)
         executor: Executor
         factory: AgentFactory
@@ -429,14 +433,5 @@ def _handle(args: argparse.Namespace, out: Output) -> int:
     return _HANDLERS[args.eval_command](args, out)
 
 
-EVAL_COMMAND: tuple[
-    str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace, Output], int]
-] = (
-    "run datasets through an agent; rescore, compare and merge run directories",
-    _configure,
-    _handle,
-)
-"""(summary, configure, handler), to register as ``COMMANDS["eval"]``."""
-
-COMMANDS = {"eval": EVAL_COMMAND}
+COMMANDS: dict[str, Command] = {"eval": (_configure, _handle)}
 """The command this module defines, as `twinflow.cli._main.COMMAND_TABLE` looks it up."""

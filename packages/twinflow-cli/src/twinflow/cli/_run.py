@@ -27,29 +27,25 @@ from typing import Any
 from pydantic import BaseModel
 
 from twinflow.agent import (
-    FileTraceSink,
     FunctionModel,
-    MemoryTraceSink,
-    OutputRejected,
-    PolicyDecided,
     ReplayDivergenceError,
     RunError,
-    ToolCalled,
-    ToolReturned,
     Trace,
     replay,
-    verify_trace,
+    summarize_trace,
+    verify_agent_trace,
 )
-from twinflow.cli._commands import parse_trace, read_trace_bytes
-from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output, invocation
+from twinflow.cli._output import EXIT_FAILED, EXIT_OK, CheckFailed, Command, Output, invocation
 from twinflow.cli._spec import (
     RunSpec,
     load_spec,
     load_tools,
     parse_spec,
     read_spec_text,
+    spec_directories,
     spec_modules,
 )
+from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.cli._watch import TextPrinter
 from twinflow.cli._wiring import (
     EMBEDDED,
@@ -59,11 +55,12 @@ from twinflow.cli._wiring import (
     model_base_url,
     replay_builder,
 )
-from twinflow.kernel import (
-    NondeterminismError,
+from twinflow.eval import importing_from
+from twinflow.kernel import NondeterminismError, SystemClock, SystemIds
+from twinflow.trace import (
+    FileTraceSink,
+    MemoryTraceSink,
     PlantedLinkError,
-    SystemClock,
-    SystemIds,
     TargetExistsError,
     write_new,
 )
@@ -228,27 +225,7 @@ def _execute(
                 agent.writer.close()
         # The root and size come from this run's own writer, never from re-reading a path.
         checkpoint = agent.writer.checkpoint()
-    trace = Trace.load(trace_path)
-    decisions: dict[str, int] = {}
-    tools: list[str] = []
-    tool_errors: list[str] = []
-    called: set[str] = set()
-    steps = rejected = 0
-    for event in trace.events:
-        body = event.body
-        if isinstance(body, PolicyDecided):
-            decisions[body.decision] = decisions.get(body.decision, 0) + 1
-        elif isinstance(body, ToolCalled):
-            tools.append(body.tool)
-            called.add(body.call_id)
-        elif isinstance(body, ToolReturned) and body.error_type is not None:
-            # A denied call has no tool_called event; an error after one is the tool raising.
-            if body.result.call_id in called:
-                tool_errors.append(f"{body.result.name}: {body.error_type}")
-        elif isinstance(body, OutputRejected):
-            rejected += 1
-        elif body.kind == "model_responded":
-            steps += 1
+    summary = summarize_trace(Trace.load(trace_path).events)
     if isinstance(output, BaseModel):
         output = output.model_dump(mode="json")
     return RunOutcome(
@@ -257,11 +234,11 @@ def _execute(
         root=checkpoint.root,
         output=output,
         error=error,
-        steps=steps,
-        tool_calls=tools,
-        decisions=decisions,
-        tool_errors=tool_errors,
-        rejected=rejected,
+        steps=summary.replies,
+        tool_calls=summary.tools_run,
+        decisions=summary.decisions,
+        tool_errors=summary.tool_errors,
+        rejected=summary.rejected,
     )
 
 
@@ -309,7 +286,10 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
     spec = spec_of()
 
     try:
-        result = replay(trace, replay_builder(spec), mode="live" if mode == "live" else "recorded")
+        with importing_from(spec_directories(spec)):
+            result = replay(
+                trace, replay_builder(spec), mode="live" if mode == "live" else "recorded"
+            )
     except ReplayDivergenceError as exc:
         raise CheckFailed(
             f"{trace_path}: replay ({mode}) diverged: {exc}",
@@ -366,7 +346,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
     text = read_spec_text(args.spec)
     spec = parse_spec(text, str(args.spec), code_dir=args.spec.resolve().parent)
     phases = _Phases()
-    outcome = _execute(spec, text, args.out, out, phases, watch=not (args.quiet or args.json))
+    # For the whole run, not only while the tools are imported: a tool may import its siblings
+    # when it is called.
+    with importing_from(spec_directories(spec)):
+        outcome = _execute(spec, text, args.out, out, phases, watch=not (args.quiet or args.json))
     payload = {"ok": outcome.error is None, **outcome.model_dump()}
     out.document(payload)
     _print_outcome(outcome, out)
@@ -500,7 +483,7 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     outcome = _execute(spec, spec_text, args.out, out, phases, watch=not (args.quiet or args.json))
     trace_path = Path(outcome.trace)
     with phases.phase("verify"):
-        report = verify_trace(trace_path)
+        report = verify_agent_trace(trace_path)
     if report.problem is not None:
         raise CheckFailed(f"{trace_path}: the demo's own trace does not verify: {report.problem}")
     with phases.phase("replay"):
@@ -530,17 +513,9 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handler]] = {
-    "demo": (
-        "run a small agent task on the embedded local model, then verify and replay its trace",
-        configure_demo,
-        demo,
-    ),
-    "run": ("run an agent from a spec file (YAML), writing a trace", configure_run, run),
-    "replay": (
-        "re-run a trace's agent against the trace; exit 1 at the first event that differs",
-        configure_replay,
-        replay_command,
-    ),
+COMMANDS: dict[str, Command] = {
+    "demo": (configure_demo, demo),
+    "run": (configure_run, run),
+    "replay": (configure_replay, replay_command),
 }
 """The commands that run agents (the trace commands are in `twinflow.cli._commands`)."""

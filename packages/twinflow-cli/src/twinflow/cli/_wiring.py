@@ -15,15 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from twinflow.agent import (
-    Agent,
-    Observer,
-    Policy,
-    RecordedResults,
-    ReplayPorts,
-    Steering,
-    TraceSink,
-)
+from twinflow.agent import Agent, Observer, Policy, RecordedResults, ReplayPorts, Steering
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._grammar import llama_cpp_grammar_check
 from twinflow.cli._spec import ModelSpec, RunSpec, SpecError, load_tools, resolve_dotted
@@ -38,6 +30,7 @@ from twinflow.kernel import (
     redact_url,
 )
 from twinflow.local_model import AnthropicChatModel, OllamaChatModel, OpenAICompatibleChatModel
+from twinflow.trace import TraceSink
 from twinflow.vocab import ChatModel, ModelSettings, digest
 
 __all__ = [
@@ -121,7 +114,7 @@ def build_model(spec: ModelSpec, transport: Transport, ids: Ids) -> ChatModel:
         mode=spec.mode,
         ids=ids,
         timeout=spec.timeout,
-        # llama-cpp-python's own converter decides what its server enforces (issue 19).
+        # llama-cpp-python's own converter decides what its server enforces (ADR 0033).
         grammar_check=llama_cpp_grammar_check() if spec.dialect == "llama-cpp-python" else None,
     )
 

@@ -18,6 +18,7 @@ A run's own failures (`twinflow.agent.RunError`, the kernel's `TransportError`) 
 case; replaying a case in `rescore` may raise the agent's `ReplayDivergenceError`.
 """
 
+from twinflow.eval._code import importing_from, resolve_dotted, split_dotted
 from twinflow.eval._dataset import Case, Dataset, load_dataset
 from twinflow.eval._errors import (
     DatasetError,
@@ -70,9 +71,7 @@ from twinflow.eval._scorers import (
     ScorerSpec,
     ToolCalls,
     matches,
-    resolve_dotted,
     score_all,
-    split_dotted,
 )
 from twinflow.eval._stats import (
     Comparison,
@@ -81,14 +80,7 @@ from twinflow.eval._stats import (
     mcnemar_exact,
     wilson_interval,
 )
-from twinflow.eval._yaml import (
-    known_keys,
-    located_problem,
-    unknown_key_message,
-    validation_problem,
-    yaml_line,
-    yaml_syntax_problem,
-)
+from twinflow.eval._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 
 __all__ = [
     "AgentFactory",
@@ -124,19 +116,21 @@ __all__ = [
     "Summary",
     "ToolCallRecord",
     "ToolCalls",
+    "YamlLimits",
     "case_key",
     "code_modules",
     "compare_results",
     "compare_runs",
-    "known_keys",
+    "importing_from",
     "load_dataset",
     "load_run",
-    "located_problem",
     "matches",
     "mcnemar_exact",
     "merge_runs",
     "observe",
     "read_details",
+    "read_user_file",
+    "read_yaml",
     "render_html",
     "render_markdown",
     "rescore",
@@ -146,10 +140,7 @@ __all__ = [
     "score_trace",
     "select_keys",
     "split_dotted",
-    "unknown_key_message",
-    "validation_problem",
+    "validation_problems",
     "wilson_interval",
     "write_reports",
-    "yaml_line",
-    "yaml_syntax_problem",
 ]
