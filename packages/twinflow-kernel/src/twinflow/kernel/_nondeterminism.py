@@ -54,10 +54,7 @@ __all__ = [
     "GUARDED_ENTRY_POINTS",
     "GuardRecord",
     "NondeterminismError",
-    "guard_active",
-    "guarded_elsewhere",
     "nondeterminism_guard",
-    "on_behalf_of_caller",
 ]
 
 
@@ -187,7 +184,21 @@ def on_behalf_of_caller(fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kw
     What it reaches is judged as its caller's, never the kernel's: a kernel adapter does not
     lend its exemption to ``SerialExecutor().map_bounded(os.urandom, ...)``.
     """
-    return fn(*args, **kwargs)
+    return _as_guarded(fn)(*args, **kwargs)
+
+
+def _as_guarded(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """`fn`, or the guard's wrapper when `fn` is an entry point the guard swapped out (taken
+    before the guard began: a callable shipped to another process and loaded there first)."""
+    if not _swapped:
+        return fn
+    if isinstance(fn, functools.partial):
+        inner = _swapped[-1].get(id(fn.func))
+        if inner is not None:
+            return functools.partial(inner, *fn.args, **fn.keywords)
+        return fn
+    wrapper: Callable[_P, _R] | None = _swapped[-1].get(id(fn))
+    return fn if wrapper is None else wrapper
 
 
 def guarded_elsewhere(fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -275,6 +286,8 @@ def _named_path(args: tuple[object, ...], paths: tuple[str, ...]) -> str | None:
     return real if hit else None
 
 
+# Per active guard (parallel to _active): the originals it swapped out (by id) -> its wrappers.
+_swapped: list[dict[int, Any]] = []
 # Per active guard (parallel to _active): the guarded modules' names and files.
 _fresh_names: list[frozenset[str]] = []
 _fresh_files: list[frozenset[str]] = []
@@ -439,6 +452,7 @@ def nondeterminism_guard() -> Iterator[GuardRecord]:
     record = GuardRecord()
     saved: list[tuple[Any, str, Any]] = []
     type_dicts: list[tuple[type, dict[str, Any], str, Any]] = []
+    swapped: dict[int, Any] = {}
     classmethods: dict[tuple[Any, str], dict[str, object]] = {}
     try:
         for target in _TARGETS:
@@ -457,6 +471,7 @@ def nondeterminism_guard() -> Iterator[GuardRecord]:
                 wrapper = _wrapper(target.name, original, record, target.unless_argument)
                 saved.append((owner, attribute, original))
                 setattr(owner, attribute, wrapper)
+                swapped.setdefault(id(original), wrapper)  # os.urandom is posix.urandom
                 continue
             real = _type_dict(owner)
             if real is not None:
@@ -495,12 +510,13 @@ def nondeterminism_guard() -> Iterator[GuardRecord]:
             _audit_hook_added = True
         _fresh_names.append(names)
         _fresh_files.append(files)
+        _swapped.append(swapped)
         _active.append(record)
         yield record
     finally:
         if record in _active:
             index = _active.index(record)
-            del _active[index], _fresh_names[index], _fresh_files[index]
+            del _active[index], _fresh_names[index], _fresh_files[index], _swapped[index]
         for owner, attribute, original in reversed(saved):
             setattr(owner, attribute, original)
         for cls, real, attribute, descriptor in reversed(type_dicts):
