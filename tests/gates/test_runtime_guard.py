@@ -172,6 +172,9 @@ from twinflow.kernel import (
 )
 
 made_before = datetime.datetime(2024, 1, 1)
+import functools
+early_urandom = functools.partial(os.urandom)
+early_localtime = time.localtime
 class MadeBefore(datetime.datetime):
     pass
 
@@ -236,6 +239,14 @@ GUARD_VARIANTS = {
     "SerialExecutor with a stdlib function": (
         "list(SerialExecutor().map_bounded(random.randbytes, [4], 1))",
         "refused random.randbytes",
+    ),
+    "an entry point taken before the guard, handed to an adapter": (
+        "list(SerialExecutor().map_bounded(early_localtime, [None], 1))",
+        "refused time.localtime",
+    ),
+    "a partial of an entry point taken before the guard": (
+        "list(ThreadExecutor().map_bounded(early_urandom, [4], 1))",
+        "refused os.urandom",
     ),
     "MockTransport's handler as a deputy": (
         "MockTransport(lambda url, body: time.time()).post_json('http://x', {}, timeout=1)",
