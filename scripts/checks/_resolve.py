@@ -522,43 +522,86 @@ def check_file(resolver: Resolver, tree: ast.AST, package: str | None) -> list[F
     for node in _chain_nodes(nodes):
         chain = _chain(node)
         assert chain is not None
-        root, steps = chain
-        for start in scope.get(root):
-            if resolver.banned_as(start) is not None:
-                continue  # the import that bound it is reported
-            value = start
-            spelled = root
-            first: list[Finding] = []
-            for kind, name in steps:
-                if kind == "computed":
-                    if _namespace_of(value) is not None:
-                        first = first or [
-                            Finding(
-                                node.lineno,
-                                f"{spelled}[...]: a computed name taken from the namespace of "
-                                f"{_namespace_of(value)}; the gate cannot see what it reaches: "
-                                "name the attribute",
-                            )
-                        ]
-                    break
-                if kind == "item":
-                    nxt = value.get(name, OPAQUE) if isinstance(value, dict) else OPAQUE
-                    shown = f"{spelled}[{name!r}]"
-                else:
-                    nxt = _first(resolver.attribute(value, name))
-                    shown = f"{spelled}.{name}"
-                step = _step(resolver, scope, value, name, nxt, shown, node.lineno)
-                spelled = shown
-                if step and "is banned" in step[0].message:
-                    first = step
-                    break
-                first = first or step
-                value = nxt
-                if value is OPAQUE:
-                    break
-            findings.extend(first)
+        findings.extend(_walk(resolver, scope, chain, node.lineno))
+    for node in nodes:
+        chain = _getter_chain(scope, node)
+        if chain is not None:
+            findings.extend(_walk(resolver, scope, chain, getattr(node, "lineno", 0)))
     unique = {(f.line, f.message): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.line, f.message))
+
+
+def _getter_chain(scope: FileScope, node: ast.AST) -> tuple[str, list[Step]] | None:
+    """`operator.attrgetter("a.b")(x)` and `operator.methodcaller("a", ...)(x)` as the chain
+    `x.a.b` / `x.a` (the getter named by any binding); a computed path as a computed step."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Call)
+        and len(node.args) == 1
+        and node.func.args
+    ):
+        return None
+    getter = node.func.func
+    kinds = {
+        getattr(value, "__name__", None)
+        for value in scope.values_of(getter)
+        if getattr(value, "__module__", None) == "operator"
+    }
+    if not kinds & {"attrgetter", "methodcaller"}:
+        return None
+    target = _chain(node.args[0])
+    if target is None:
+        return None
+    path = _literal(node.func.args[0])
+    if path is None:
+        return target[0], [*target[1], ("computed", "")]
+    if "attrgetter" in kinds:
+        return target[0], [*target[1], *(("attr", part) for part in path.split("."))]
+    return target[0], [*target[1], ("attr", path)]
+
+
+def _walk(
+    resolver: Resolver, scope: FileScope, chain: tuple[str, list[Step]], line: int
+) -> list[Finding]:
+    """Follow one chain from every value its root may have; the findings of the first path
+    that reaches a banned object, else of the first that reaches through a module."""
+    root, steps = chain
+    findings: list[Finding] = []
+    for start in scope.get(root):
+        if resolver.banned_as(start) is not None:
+            continue  # the import that bound it is reported
+        value = start
+        spelled = root
+        first: list[Finding] = []
+        for kind, name in steps:
+            if kind == "computed":
+                if _namespace_of(value) is not None:
+                    first = first or [
+                        Finding(
+                            line,
+                            f"{spelled}[...]: a computed name taken from the namespace of "
+                            f"{_namespace_of(value)}; the gate cannot see what it reaches: "
+                            "name the attribute",
+                        )
+                    ]
+                break
+            if kind == "item":
+                nxt = value.get(name, OPAQUE) if isinstance(value, dict) else OPAQUE
+                shown = f"{spelled}[{name!r}]"
+            else:
+                nxt = _first(resolver.attribute(value, name))
+                shown = f"{spelled}.{name}"
+            step = _step(resolver, scope, value, name, nxt, shown, line)
+            spelled = shown
+            if step and "is banned" in step[0].message:
+                first = step
+                break
+            first = first or step
+            value = nxt
+            if value is OPAQUE:
+                break
+        findings.extend(first)
+    return findings
 
 
 # The kernel's entropy devices: reading them is os.urandom by another name.

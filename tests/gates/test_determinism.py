@@ -612,6 +612,22 @@ RESOLVED = {
         "import sys\n\nf = sys.modules['email.utils'].random\n",
         "random",
     ),
+    "operator.attrgetter with a dotted path": (
+        "import logging\nimport operator\n\nf = operator.attrgetter('time.time')(logging)\n",
+        "time.time",
+    ),
+    "an aliased attrgetter": (
+        "import os\nfrom operator import attrgetter as ag\n\nf = ag('urandom')(os)\n",
+        "os.urandom",
+    ),
+    "operator.methodcaller": (
+        "import operator\nimport os\n\nx = operator.methodcaller('urandom', 4)(os)\n",
+        "os.urandom",
+    ),
+    "attrgetter of a computed name": (
+        "import operator\nimport os\n\nn = str(1)\nf = operator.attrgetter(n)(os)\n",
+        "computed name",
+    ),
     "a closure cell": ("def f() -> None:\n    pass\n\n\nx = f.__closure__\n", "__closure__"),
     "a cell's contents": ("x = [c.cell_contents for c in ()]\n", "cell_contents"),
     "__wrapped__ by getattr": (
