@@ -6,7 +6,8 @@
   real model is exercised by the demo and invoice tests.
 - ``yaml`` blocks are loaded with the loader of what they show: a run spec or a dataset.
 - ``bash`` blocks: each ``uv run --frozen twinflow ...`` line runs as ``python -m
-  twinflow.cli ...`` in one working directory, in order, and must exit 0. The model behind
+  twinflow.cli ...`` (a ``twinflow-trace ...`` line as the environment's ``twinflow-trace``
+  script) in one working directory, in order, and must exit 0. The model behind
   ``twinflow demo`` and the invoice example's ``eval run`` is the scripted server. Not run:
   environment set-up and the whole-suite commands (``uv sync``, ``scripts/...``, ``bash
   .ci/run``, ``pip``) and ``demo --model-url`` lines, which name servers the reader runs.
@@ -109,14 +110,17 @@ def test_bash_commands_run(readme: Path, tmp_path: Path) -> None:
         spec.write_text(text.replace("url: embedded", f"url: {server.url}"), encoding="utf-8")
         ran = []
         for words in lines:
-            assert "twinflow" == words[0]
+            assert words[0] in ("twinflow", "twinflow-trace"), words
             args = words[1:]
+            program = [sys.executable, "-m", "twinflow.cli"]
+            if words[0] == "twinflow-trace":
+                program = [str(Path(sys.executable).parent / "twinflow-trace")]
             if args[0] == "demo":
                 if "--model-url" in args:
                     continue  # the reader's own server
                 args = [*args, "--model-url", server.url, "--dialect", "llama.cpp"]
             result = run_process(
-                [sys.executable, "-m", "twinflow.cli", *args],
+                [*program, *args],
                 cwd=work,
                 env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
                 timeout=600,
