@@ -96,3 +96,20 @@ def test_the_python_names_are_the_spec_names() -> None:
         {"system", "max_steps"} & agent_parameters,
     )
     assert expected == actual
+
+
+def test_two_runs_of_one_spec_send_the_model_the_same_bytes(tmp_path: Path) -> None:
+    """Nothing random (call or run ids, times) reaches the model: two runs send equal bodies."""
+    with LoopbackServer(scripted_chat) as server:
+        spec = RunSpec(
+            prompt="Add 2 and 3.",
+            model=ModelSpec(url=server.url, dialect="llama.cpp", temperature=0),
+            policy=PolicySpec(allow=("add",), max_tool_calls=1),
+            max_steps=3,
+        )
+        for name in ("a", "b"):
+            with connect(spec, tmp_path / name / "trace.jsonl", tools=[add]) as agent:
+                agent.run(spec.prompt)
+        bodies = [request.body for request in server.requests]
+    assert 4 == len(bodies)
+    assert bodies[:2] == bodies[2:]

@@ -40,8 +40,10 @@ from twinflow.agent import (
     replay,
     verify_trace,
 )
+from twinflow.cli import _demo
 from twinflow.cli._commands import parse_trace, read_trace_bytes
 from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output, invocation
+from twinflow.cli._show import _clean as clean_text
 from twinflow.cli._spec import (
     RunSpec,
     load_spec,
@@ -149,9 +151,26 @@ def spec_beside(trace_path: Path) -> Path:
     return trace_path.with_name(SPEC_NAME)
 
 
+class CallOutcome(BaseModel):
+    """One tool call the model made, as the trace records it."""
+
+    tool: str
+    """The tool the model called."""
+    arguments: dict[str, Any]
+    """The arguments it called it with."""
+    decision: str
+    """The policy's verdict: ``allow`` or ``deny``."""
+    result: str | None = None
+    """What the model was sent back: the tool's result, its error, or the denial."""
+    error: str | None = None
+    """The error type, if the tool raised or the call was refused."""
+
+
 class RunOutcome(BaseModel):
     """What a run produced."""
 
+    prompt: str = ""
+    """The prompt the run started from."""
     trace: str
     """The trace file."""
     events: int
@@ -170,6 +189,8 @@ class RunOutcome(BaseModel):
     """Policy decisions by verdict."""
     tool_errors: list[str] = []
     """Tools that raised, as ``name: ErrorType``, in order (the model saw an error result)."""
+    calls: list[CallOutcome] = []
+    """Each tool call the model made, in order, with its arguments and what came back."""
     rejected: int = 0
     """Replies refused (invalid actions or outputs), each recorded in the trace."""
 
@@ -233,17 +254,29 @@ def _execute(
     tools: list[str] = []
     tool_errors: list[str] = []
     called: set[str] = set()
+    calls: dict[str, CallOutcome] = {}
     steps = rejected = 0
     for event in trace.events:
         body = event.body
         if isinstance(body, PolicyDecided):
             decisions[body.decision] = decisions.get(body.decision, 0) + 1
+            calls[body.call_id] = CallOutcome(
+                tool=body.tool, arguments=body.arguments or {}, decision=body.decision
+            )
         elif isinstance(body, ToolCalled):
             tools.append(body.tool)
             called.add(body.call_id)
-        elif isinstance(body, ToolReturned) and body.error_type is not None:
+            if body.call_id in calls:
+                call = calls[body.call_id]
+                calls[body.call_id] = call.model_copy(update={"arguments": body.arguments})
+        elif isinstance(body, ToolReturned):
+            if body.result.call_id in calls:
+                call = calls[body.result.call_id]
+                calls[body.result.call_id] = call.model_copy(
+                    update={"result": body.result.content, "error": body.error_type}
+                )
             # A denied call has no tool_called event; an error after one is the tool raising.
-            if body.result.call_id in called:
+            if body.error_type is not None and body.result.call_id in called:
                 tool_errors.append(f"{body.result.name}: {body.error_type}")
         elif isinstance(body, OutputRejected):
             rejected += 1
@@ -252,6 +285,7 @@ def _execute(
     if isinstance(output, BaseModel):
         output = output.model_dump(mode="json")
     return RunOutcome(
+        prompt=spec.prompt,
         trace=str(trace_path),
         events=checkpoint.size,
         root=checkpoint.root,
@@ -261,6 +295,7 @@ def _execute(
         tool_calls=tools,
         decisions=decisions,
         tool_errors=tool_errors,
+        calls=list(calls.values()),
         rejected=rejected,
     )
 
@@ -376,20 +411,38 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def _one_line(value: object) -> str:
+    """A value from the run (the model's, a tool's) as one printable line."""
+    text = (
+        value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+    )
+    return clean_text(text.replace("\n", "\\n"))
+
+
 def _print_outcome(outcome: RunOutcome, out: Output) -> None:
     allow, deny = outcome.decisions.get("allow", 0), outcome.decisions.get("deny", 0)
     tools = ", ".join(outcome.tool_calls) or "none"
+    out.line(f"  prompt    {_one_line(outcome.prompt)}")
     out.line(f"  steps     {outcome.steps} model requests")
     out.line(f"  tools     {len(outcome.tool_calls)} call(s): {tools}")
+    for call in outcome.calls:
+        shown = f"{_one_line(call.tool)} {_one_line(call.arguments)}"
+        if call.decision != "allow":
+            came_back = f"denied: {_one_line(call.result)}"
+        elif call.error is not None:
+            came_back = f"raised {_one_line(call.error)}: {_one_line(call.result)}"
+        else:
+            came_back = _one_line(call.result)
+        out.line(f"    call    {shown} -> {came_back}")
     if outcome.tool_errors:
         out.line(f"  raised    {len(outcome.tool_errors)}: {', '.join(outcome.tool_errors)}")
     if outcome.rejected:
         out.line(f"  refused   {outcome.rejected} reply(ies) (output_rejected events in the trace)")
     out.line(f"  policy    {allow + deny} decision(s): {allow} allowed, {deny} denied")
     if outcome.error is None:
-        out.line(f"  answer    {json.dumps(outcome.output, sort_keys=True)}")
+        out.line(f"  answer    {_one_line(outcome.output)}")
     else:
-        out.line(f"  failed    {outcome.error}")
+        out.line(f"  failed    {_one_line(outcome.error)}")
     out.line(f"  trace     {outcome.trace} ({outcome.events} events)")
     out.line(f"  root      {outcome.root}")
 
@@ -435,10 +488,8 @@ def replay_command(args: argparse.Namespace, out: Output) -> int:
 
 DEMO_SPEC = """\
 # The demo's run spec: `twinflow replay` rebuilds the agent from this file.
-prompt: >-
-  Convert 120 EUR to USD. Call the convert_currency tool with amount 120, source EUR and
-  target USD, then give the converted amount and its currency as the final answer.
-system: You are a careful assistant. Use the tools you are given; answer with what they return.
+prompt: {prompt}
+system: {system}
 model:
   kind: {kind}
   url: {url}
@@ -489,6 +540,8 @@ def configure_demo(p: argparse.ArgumentParser) -> None:
 def demo(args: argparse.Namespace, out: Output) -> int:
     """``twinflow demo``: run, verify and replay a small agent task on a local model."""
     spec_text = DEMO_SPEC.format(
+        prompt=json.dumps(_demo.PROMPT),
+        system=json.dumps(_demo.SYSTEM),
         kind=args.kind,
         url=args.model_url or EMBEDDED,
         dialect=args.dialect,
@@ -505,15 +558,19 @@ def demo(args: argparse.Namespace, out: Output) -> int:
         raise CheckFailed(f"{trace_path}: the demo's own trace does not verify: {report.problem}")
     with phases.phase("replay"):
         replayed = _replay_file(trace_path, lambda: spec, "recorded")
+    correct, verdict = _demo.judge(outcome.output)
     payload = {
         "ok": outcome.error is None,
         **outcome.model_dump(),
+        "correct": correct,
+        "verdict": verdict,
         "verified": True,
         "replayed": replayed,
         "seconds": {k: round(v, 3) for k, v in phases.seconds.items()},
     }
     out.document(payload)
     _print_outcome(outcome, out)
+    out.line(f"  correct?  {verdict}")
     out.line(f"  verify    ok: {report.events} events, hash chain and Merkle root check out")
     out.line(f"  replay    ok: recorded mode matched all {replayed['events']} events")
     timing = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.seconds.items())
