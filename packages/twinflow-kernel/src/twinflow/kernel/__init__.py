@@ -32,6 +32,7 @@ Errors; every message names where (the URL or the command), what went wrong, and
         │   └── TargetExistsError          `write_new` found the name taken (also a FileExistsError)
         └── ClusterError                   the Ray cluster could not be reached or started
             └── TaskLost                   a call's worker died on its last allowed attempt (`.index`)
+                └── WorkerStartFailed      no worker could be started for the call (node, Ray's reason)
 
 Usage mistakes (a bad URL scheme, a naive datetime) raise `twinflow.vocab.UserError` instead.
 """
@@ -55,6 +56,7 @@ from twinflow.kernel._errors import (
     TaskLost,
     TransportError,
     TransportTimeout,
+    WorkerStartFailed,
 )
 from twinflow.trace import lazy_exports as _lazy_exports
 
@@ -183,6 +185,7 @@ __all__ = [
     "TransportError",
     "TransportTimeout",
     "UrllibJsonTransport",
+    "WorkerStartFailed",
     "api_key_headers",
     "check_endpoint_url",
     "free_port",
