@@ -48,7 +48,9 @@ class Conversion(BaseModel):
     """The currency of the converted amount."""
 
 
-AMOUNT, SOURCE, TARGET = 120, "EUR", "USD"
+AMOUNT: int = 120
+SOURCE: Currency = "EUR"
+TARGET: Currency = "USD"
 """The conversion the demo asks for: the prompt names it and `judge` checks the answer against it."""
 
 PROMPT = (
