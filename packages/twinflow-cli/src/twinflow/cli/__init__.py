@@ -2,8 +2,8 @@
 
 From Python, the same wiring in one call: `connect` gives the agent a `RunSpec` describes
 (the same keys as ``spec.yaml``) on the real clock, ids, transport and model, as a context
-manager; `replay_run` rebuilds it from the same spec against a trace; `embedded_model` starts
-the bundled SmolLM2 server.
+manager (the trace it writes is `trace_path_of` the agent); `replay_run` rebuilds it from the
+same spec against a trace; `embedded_model` starts the bundled SmolLM2 server.
 
 Names resolve on first access (PEP 562), so the ``twinflow`` command, which imports this
 package first, does not load the agent or pydantic to print its help.
@@ -28,7 +28,7 @@ from twinflow.cli._errors import CliError
 from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
-    from twinflow.cli._api import connect, embedded_model, replay_run
+    from twinflow.cli._api import connect, embedded_model, replay_run, trace_path_of
     from twinflow.cli._main import main
     from twinflow.cli._spec import ModelSpec, PolicySpec, RunSpec, SpecError, load_spec
 
@@ -43,12 +43,13 @@ __all__ = [
     "load_spec",
     "main",
     "replay_run",
+    "trace_path_of",
 ]
 
 __getattr__, __dir__ = _lazy_exports(
     globals(),
     {
-        "_api": ("connect", "embedded_model", "replay_run"),
+        "_api": ("connect", "embedded_model", "replay_run", "trace_path_of"),
         "_main": ("main",),
         "_spec": ("load_spec", "ModelSpec", "PolicySpec", "RunSpec", "SpecError"),
     },

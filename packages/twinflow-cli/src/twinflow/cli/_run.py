@@ -28,8 +28,6 @@ from pydantic import BaseModel
 
 from twinflow.agent import (
     FileTraceSink,
-    FunctionModel,
-    MemoryTraceSink,
     OutputRejected,
     PolicyDecided,
     ReplayDivergenceError,
@@ -58,7 +56,9 @@ from twinflow.cli._wiring import (
     build_agent,
     build_model,
     build_transport,
+    check_buildable,
     model_base_url,
+    numbered,
     replay_builder,
 )
 from twinflow.kernel import (
@@ -69,7 +69,7 @@ from twinflow.kernel import (
     TargetExistsError,
     write_new,
 )
-from twinflow.vocab import Message, ModelRequest, UserError
+from twinflow.vocab import UserError
 
 __all__ = [
     "COMMANDS",
@@ -107,8 +107,7 @@ _MAX_RUNS_PER_DIRECTORY = 100_000
 
 
 def _pair(directory: Path, n: int) -> tuple[Path, Path]:
-    suffix = "" if n == 0 else f".{n}"
-    return directory / f"trace{suffix}.jsonl", directory / f"spec{suffix}.yaml"
+    return numbered(directory / "trace.jsonl", n), numbered(directory / SPEC_NAME, n)
 
 
 def claim_run_files(directory: Path, spec_text: str) -> tuple[Path, Path]:
@@ -195,10 +194,6 @@ class RunOutcome(BaseModel):
     """Replies refused (invalid actions or outputs), each recorded in the trace."""
 
 
-def _never_called(request: ModelRequest) -> Message:
-    raise AssertionError("the configuration check never runs the agent")
-
-
 def _execute(
     spec: RunSpec, spec_text: str, out_dir: Path, out: Output, phases: _Phases, *, watch: bool
 ) -> RunOutcome:
@@ -207,16 +202,7 @@ def _execute(
     # changes no file.
     callables = load_tools(spec)
     transport = build_transport(spec.model)
-    if spec.model.url != EMBEDDED:
-        build_model(spec.model, transport, SystemIds())  # checks URL and dialect
-    build_agent(
-        spec,
-        model=FunctionModel(_never_called),
-        clock=SystemClock(),
-        ids=SystemIds(),
-        trace=MemoryTraceSink(),
-        tools=callables,
-    )
+    check_buildable(spec, transport, callables)
     trace_path, _spec_path = claim_run_files(out_dir, spec_text)
     with contextlib.ExitStack() as stack:
         stack.callback(transport.close)

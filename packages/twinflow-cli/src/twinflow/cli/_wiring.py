@@ -17,6 +17,8 @@ from pydantic import BaseModel
 
 from twinflow.agent import (
     Agent,
+    FunctionModel,
+    MemoryTraceSink,
     Observer,
     Policy,
     RecordedResults,
@@ -33,20 +35,24 @@ from twinflow.kernel import (
     HttpTransport,
     Ids,
     SubprocessLauncher,
+    SystemClock,
+    SystemIds,
     Transport,
     free_port,
     redact_url,
 )
 from twinflow.local_model import AnthropicChatModel, OllamaChatModel, OpenAICompatibleChatModel
-from twinflow.vocab import ChatModel, ModelSettings, digest
+from twinflow.vocab import ChatModel, Message, ModelRequest, ModelSettings, digest
 
 __all__ = [
     "EMBEDDED",
     "build_agent",
     "build_model",
     "build_transport",
+    "check_buildable",
     "embedded_server",
     "model_base_url",
+    "numbered",
     "output_type_of",
     "replay_builder",
     "run_identity",
@@ -132,12 +138,42 @@ def output_type_of(spec: RunSpec) -> type[BaseModel] | None:
     Raises:
         SpecError: the path does not name a pydantic model.
     """
-    if spec.output is None:
-        return None
+    if spec.output is None or isinstance(spec.output, type):
+        return spec.output
     target = resolve_dotted(spec.output, spec.code_dir)
     if not (isinstance(target, type) and issubclass(target, BaseModel)):
         raise SpecError(f"output: {spec.output!r} is not a pydantic model class")
     return target
+
+
+def numbered(path: Path, n: int) -> Path:
+    """The ``n``-th name for a new file: ``trace.jsonl``, ``trace.1.jsonl``, ``trace.2.jsonl``..."""
+    if n == 0:
+        return path
+    return path.with_name(f"{path.stem}.{n}{path.suffix}")
+
+
+def _never_called(request: ModelRequest) -> Message:
+    raise AssertionError("the configuration check never runs the agent")
+
+
+def check_buildable(spec: RunSpec, transport: Transport, tools: list[Callable[..., Any]]) -> None:
+    """Build the agent ``spec`` describes once, on a model that is never asked anything.
+
+    Called before any file is claimed or server started, so that a usage error (a policy
+    naming an unknown tool, an output that is not a model, a bad URL or dialect) changes
+    nothing and starts nothing.
+    """
+    if spec.model.url != EMBEDDED:
+        build_model(spec.model, transport, SystemIds())  # checks URL and dialect
+    build_agent(
+        spec,
+        model=FunctionModel(_never_called),
+        clock=SystemClock(),
+        ids=SystemIds(),
+        trace=MemoryTraceSink(),
+        tools=tools,
+    )
 
 
 def build_agent(
