@@ -16,7 +16,7 @@ Failures:
   ``max_retries`` times (default once); after that, `TaskLost` names the call's index;
 - a worker that cannot start (its interpreter or environment is broken, or it does not
   register in time): `WorkerStartFailed` names the node and gives Ray's reason. A local Ray
-  started here gives a worker one start of at most `WORKER_START_SECONDS` (docs/adr/0041).
+  started here gives a worker one start of at most `WORKER_START_SECONDS` (docs/adr/0045).
 
 Workers run the interpreter and environment they find, never a copy Ray makes: Ray's own
 ``uv run`` integration (which, when the driver runs under ``uv run``, packages the current
@@ -53,7 +53,7 @@ given its full wait), so a broken worker environment took six minutes to report 
 at the ten minutes once set here). Both are Ray settings that a value in the environment
 overrides: ``RAY_worker_register_timeout_seconds`` and ``RAY_pop_worker_max_retries``."""
 
-# Ray's settings for a Ray started here, each kept if the user set it (docs/adr/0041).
+# Ray's settings for a Ray started here, each kept if the user set it (docs/adr/0045).
 _LOCAL_RAY_SETTINGS = {
     # Ray reads this switch (meant for laptops) once, when it is imported; without it a Linux
     # node binds every interface. A Ray started here serves this machine only: loopback alone.
@@ -122,7 +122,7 @@ def _node_named_in(ray: ModuleType, text: str) -> str:
     return "an unnamed Ray node"
 
 
-def _first_line(exc: BaseException) -> str:
+def _one_line(exc: BaseException) -> str:
     """Ray's reason, as one line (its messages run over several)."""
     return " ".join(str(exc).split())
 
@@ -268,7 +268,7 @@ class RayExecutor:
                     # No worker could be started for the call: retrying will not help.
                     failure = failure or WorkerStartFailed(
                         f"call {index}: Ray could not start a worker for it on "
-                        f"{_node_named_in(ray, str(exc))}: {_first_line(exc)}; a local Ray's "
+                        f"{_node_named_in(ray, str(exc))}: {_one_line(exc)}; a local Ray's "
                         f"workers run {sys.executable}, a cluster's run each node's own Python "
                         "(it needs twinflow and the spec's tool modules); Ray's logs are in "
                         "the node's /tmp/ray/session_latest/logs",
