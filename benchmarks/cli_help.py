@@ -31,7 +31,14 @@ def _median_ms(argv: list[str], runs: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=21, help="runs of each (median reported)")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 2
     empty = _median_ms([sys.executable, "-c", "pass"], args.runs)
     help_ = _median_ms([sys.executable, "-m", "twinflow.cli", "--help"], args.runs)
     version = _median_ms([sys.executable, "-m", "twinflow.cli", "--version"], args.runs)

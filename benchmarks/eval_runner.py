@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Agent, FileTraceSink, FunctionModel, TraceSink
+from twinflow.agent import Agent, FunctionModel
 from twinflow.eval import Case, Dataset, run_eval
 from twinflow.kernel import (
     CountingIds,
@@ -33,6 +33,7 @@ from twinflow.kernel import (
     SystemClock,
     ThreadExecutor,
 )
+from twinflow.trace import FileTraceSink, TraceSink
 from twinflow.vocab import Message
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -80,8 +81,13 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray comparison")
     parser.add_argument("--ray-cpus", type=int, default=2, help="workers of the local Ray")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
     args = parser.parse_args()
-    n = args.cases
+    n = 5 if args.smoke else args.cases
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "direct").mkdir()

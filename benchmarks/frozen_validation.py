@@ -16,6 +16,7 @@ Usage: .venv/bin/python benchmarks/frozen_validation.py
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import timeit
@@ -92,9 +93,16 @@ def us_per_validation(root: type[BaseModel], number: int = 2000) -> float:
 
 def main() -> None:
     """Print µs per validation and the ratios to the plain model."""
-    plain = us_per_validation(family(Plain))
-    frozen = us_per_validation(family(FrozenValue))
-    baseline = us_per_validation(family(CustomInit))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
+    number = 5 if parser.parse_args().smoke else 2000
+    plain = us_per_validation(family(Plain), number)
+    frozen = us_per_validation(family(FrozenValue), number)
+    baseline = us_per_validation(family(CustomInit), number)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("four-level model, 1 + 3 + 9 + 27 values per validation")
     print(f"plain frozen pydantic (peer):        {plain:7.2f} us")

@@ -21,15 +21,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from twinflow.agent import (
-    Agent,
-    FileTraceSink,
-    FsyncPolicy,
-    FunctionModel,
-    MemoryTraceSink,
-    TraceSink,
-)
+from twinflow.agent import Agent, FunctionModel
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import FileTraceSink, FsyncPolicy, MemoryTraceSink, TraceSink
 from twinflow.vocab import Message
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -74,7 +68,13 @@ def main() -> None:
     """Print ms/case for each sink and the ratios."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", type=int, default=300)
-    n = parser.parse_args().cases
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
+    args = parser.parse_args()
+    n = 3 if args.smoke else args.cases
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
 

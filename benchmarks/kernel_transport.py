@@ -1,6 +1,6 @@
 """Benchmark: twinflow.kernel's transport and import cost, against named peers in the same run.
 
-1. `UrllibJsonTransport.post_json` round trip to a loopback JSON echo server, against the
+1. `HttpTransport.post_json` round trip to a loopback JSON echo server, against the
    `httpx2` sync client (or `httpx` when httpx2 is not installed) posting the same body to the
    same server. Both keep their connection alive between requests (the kernel's transport keeps
    one idle connection per origin, docs/adr/0011); the peer with `Connection: close` is printed
@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from twinflow.kernel import LoopbackRequest, LoopbackResponse, LoopbackServer, UrllibJsonTransport
+from twinflow.kernel import HttpTransport, LoopbackRequest, LoopbackResponse, LoopbackServer
 
 BODY = {
     "model": "smollm2",
@@ -75,7 +75,7 @@ def bench_transport(requests: int, rounds: int) -> None:
     """Round-trip time, ours vs the peer's, against one loopback server."""
     name, client = peer_client()
     peer = name.split()[0]
-    transport = UrllibJsonTransport()
+    transport = HttpTransport()
     close = {"Connection": "close"}
     with LoopbackServer(echo) as server, client:
         url = server.url_for("/v1/chat/completions")
@@ -131,7 +131,14 @@ def main() -> None:
     parser.add_argument(
         "--imports", type=int, default=15, help="fresh interpreters per import timing"
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.requests, args.rounds, args.imports = 5, 1, 1
     bench_transport(args.requests, args.rounds)
     bench_import(args.imports)
 

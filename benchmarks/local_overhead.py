@@ -30,7 +30,7 @@ import openai
 from pydantic import BaseModel
 from vocab_canonical import import_times, print_import_times  # this folder: sys.path[0]
 
-from twinflow.kernel import UrllibJsonTransport
+from twinflow.kernel import HttpTransport
 from twinflow.local_model import OllamaStructuredOutput, OpenAICompatibleStructuredOutput
 from twinflow.vocab import Message
 
@@ -84,7 +84,7 @@ server.stop()
 
 def clients(base: str, port: int) -> dict[str, Callable[[], object]]:
     schema = Person.model_json_schema()
-    transport = UrllibJsonTransport()
+    transport = HttpTransport()
     ours_openai = OpenAICompatibleStructuredOutput(
         transport, base_url=base, dialect="llama-cpp-python"
     )
@@ -141,7 +141,14 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="requests per client per round")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--import-runs", type=int, default=15, help="fresh interpreters per import")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.requests, args.rounds, args.import_runs = 5, 1, 1
 
     stub = subprocess.Popen(
         [sys.executable, "-c", STUB], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True

@@ -14,6 +14,7 @@ Run: .venv/bin/python benchmarks/loop.py
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -29,15 +30,9 @@ from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.models.function import FunctionModel as PydanticFunctionModel
 from pydantic_ai.usage import UsageLimits as PydanticUsageLimits
 
-from twinflow.agent import (
-    Agent,
-    FileTraceSink,
-    FunctionModel,
-    MemoryTraceSink,
-    Policy,
-    verify_trace,
-)
+from twinflow.agent import Agent, FunctionModel, Policy, verify_agent_trace
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import FileTraceSink, MemoryTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest
 from twinflow.vocab import TextPart as TfText
 from twinflow.vocab import ToolCallPart as TfCall
@@ -103,23 +98,23 @@ def pydantic_ai_run(steps: int) -> float:
     return time.perf_counter() - start
 
 
-def best_us_per_step(fn: object, steps: int) -> float:
+def best_us_per_step(fn: object, steps: int, smoke: bool = False) -> float:
     """Median over several runs, in microseconds per step."""
     # Short runs are cheap and noisy (a shared machine): more of them. pydantic-ai takes ~20-40 s
     # per 1000-step run, so that size gets two.
-    repeats = 30 if steps <= 10 else REPEATS if steps <= 100 else 2
+    repeats = 1 if smoke else 30 if steps <= 10 else REPEATS if steps <= 100 else 2
     times = [fn(steps) for _ in range(repeats)]
     return statistics.median(times) / steps * 1e6
 
 
 def verification(path: Path) -> tuple[float, float]:
-    """(verify_trace seconds, json.loads + sha256 per line seconds), best of 5."""
+    """(verify_agent_trace seconds, json.loads + sha256 per line seconds), best of 5."""
     data = path.read_bytes()
     lines = data.splitlines()
     verify_times, base_times = [], []
     for _ in range(5):
         start = time.perf_counter()
-        report = verify_trace(data)
+        report = verify_agent_trace(data)
         verify_times.append(time.perf_counter() - start)
         assert report.ok, report.problem
         start = time.perf_counter()
@@ -146,6 +141,14 @@ def bare_fsync_us(directory: Path, lines: int = 200) -> float:
 
 def main() -> None:
     """Run the benchmark and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
+    smoke = parser.parse_args().smoke
+    sizes = SIZES[:1] if smoke else SIZES
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -154,24 +157,28 @@ def main() -> None:
             f"bare append+fsync of one line on this filesystem: {bare:.1f} us "
             "(median; the fsync column pays one per step, the rest is twinflow)"
         )
-        for _ in range(3):  # warm-up: imports, schema builds, caches
+        for _ in range(1 if smoke else 3):  # warm-up: imports, schema builds, caches
             for mode in ("fsync", "nofsync", "memory"):
                 twinflow_run(10, directory, mode)
             pydantic_ai_run(10)
         print(
             f"{'steps':>6} {'twinflow us/step':>17} {'no fsync':>9} {'memory':>8} {'pydantic-ai':>12} {'ratio':>7} {'ratio no fsync':>15} {'fsync step - bare fsync':>24}"
         )
-        for steps in SIZES:
-            tf = best_us_per_step(lambda n: twinflow_run(n, directory, "fsync"), steps)
-            nofsync = best_us_per_step(lambda n: twinflow_run(n, directory, "nofsync"), steps)
-            memory = best_us_per_step(lambda n: twinflow_run(n, directory, "memory"), steps)
-            pa = best_us_per_step(pydantic_ai_run, steps)
+        for steps in sizes:
+            tf = best_us_per_step(lambda n: twinflow_run(n, directory, "fsync"), steps, smoke)
+            nofsync = best_us_per_step(
+                lambda n: twinflow_run(n, directory, "nofsync"), steps, smoke
+            )
+            memory = best_us_per_step(lambda n: twinflow_run(n, directory, "memory"), steps, smoke)
+            pa = best_us_per_step(pydantic_ai_run, steps, smoke)
             print(
                 f"{steps:>6} {tf:>17.1f} {nofsync:>9.1f} {memory:>8.1f} {pa:>12.1f} {pa / tf:>6.1f}x {pa / nofsync:>14.1f}x {tf - bare:>24.1f}"
             )
         print(f"bare append+fsync after the runs: {bare_fsync_us(directory):.1f} us")
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        big = max(directory.glob("trace-fsync-1000-*.jsonl"), key=lambda p: p.stat().st_mtime)
+        big = max(
+            directory.glob(f"trace-fsync-{sizes[-1]}-*.jsonl"), key=lambda p: p.stat().st_mtime
+        )
         verify_s, base_s = verification(big)
         size_mb = big.stat().st_size / 1e6
         print(

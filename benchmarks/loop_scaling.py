@@ -68,7 +68,13 @@ def main() -> None:
     """Print the table and the ratios."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--max-steps", type=int, default=SIZES[-1])
-    sizes = [n for n in SIZES if n <= parser.parse_args().max_steps]
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
+    args = parser.parse_args()
+    sizes = [n for n in SIZES if n <= (100 if args.smoke else args.max_steps)]
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         for _ in range(3):  # warm-up: imports, schema builds

@@ -15,16 +15,9 @@ import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
-from twinflow.agent import (
-    Agent,
-    FunctionModel,
-    MemoryTraceSink,
-    Policy,
-    ReplayPorts,
-    Trace,
-    replay,
-)
+from twinflow.agent import Agent, FunctionModel, Policy, ReplayPorts, Trace, replay
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, TextPart, ToolCallPart
 
 
@@ -74,7 +67,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.repeats = 20, 1
 
     runs, loads = [], []
     replays: dict[str, list[float]] = {"recorded": [], "live": []}

@@ -19,7 +19,7 @@ import json
 import statistics
 import time
 
-from twinflow.kernel import LoopbackRequest, LoopbackResponse, LoopbackServer, UrllibJsonTransport
+from twinflow.kernel import HttpTransport, LoopbackRequest, LoopbackResponse, LoopbackServer
 from twinflow.local_model import OpenAICompatibleChatModel
 from twinflow.local_model._stream import openai_chunks
 from twinflow.vocab import (
@@ -85,7 +85,7 @@ def bench_first_delta(rounds: int) -> None:
     """Median time to first text delta through twinflow, minus the raw stream's first byte."""
     with LoopbackServer(serve) as server:
         model = OpenAICompatibleChatModel(
-            UrllibJsonTransport(), base_url=server.url, dialect="vllm"
+            HttpTransport(), base_url=server.url, dialect="vllm", mode="native"
         )
         connection = http.client.HTTPConnection("127.0.0.1", server.port)
         body = json.dumps(
@@ -156,7 +156,14 @@ def main() -> None:
     """Run both benchmarks."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 3
     bench_first_delta(args.rounds)
     bench_assembly(max(10, args.rounds // 10))
 

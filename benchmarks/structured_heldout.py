@@ -41,10 +41,10 @@ from pydantic import BaseModel, Field, ValidationError
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._grammar import llama_cpp_grammar_check
 from twinflow.kernel import (
+    HttpTransport,
     ServerProcess,
     SubprocessLauncher,
     TransportError,
-    UrllibJsonTransport,
     free_port,
 )
 from twinflow.local_model import OpenAICompatibleStructuredOutput
@@ -542,7 +542,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--only", nargs="*", default=None, help="model names to run")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.trials, args.only = 1, ["Weather"]
     tasks = [t for t in TASKS if not args.only or t.model.__name__ in args.only]
     check = llama_cpp_grammar_check()
     server = Server()
@@ -550,7 +557,7 @@ def main() -> None:
     base = server.base
     crashes = {"twinflow": 0, "peer": 0}
     try:
-        transport = UrllibJsonTransport()
+        transport = HttpTransport()
         adapter = OpenAICompatibleStructuredOutput(
             transport,
             base_url=base,

@@ -5,7 +5,7 @@ events), then runs each operation in its own fresh interpreter, so its peak memo
 
 - `json.loads+sha256`: the peer, a streaming pass that parses and hashes each line;
 - `trace.verify_trace`: the stdlib leaf's strict, streaming verify (what an auditor runs);
-- `agent.verify_trace`: the same walk plus the typed event check (what `twinflow verify` runs);
+- `agent.verify_agent_trace`: the same walk plus the typed event check (what `twinflow verify` runs);
 - `trace.read_checkpoint`, `trace.prove_inclusion`: the streaming checkpoint and proof;
 - `agent Trace.load`: a verified trace in memory, each event typed once to check it (what replay
   and diff read);
@@ -43,7 +43,7 @@ from twinflow.trace import GENESIS, canonical_bytes, encode_line
 
 CHILD = r"""
 import json, sys, time, hashlib
-op, path = sys.argv[1], sys.argv[2]
+op, path, index = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
 def hwm_kb():
     # VmHWM is per address space, so it starts afresh at exec (ru_maxrss keeps the parent's).
@@ -69,13 +69,13 @@ if op == "json.loads+sha256":
 elif op == "trace.verify_trace":
     r = trace.verify_trace(path)
     assert r.ok, r.problem
-elif op == "agent.verify_trace":
-    r = agent.verify_trace(path)
+elif op == "agent.verify_agent_trace":
+    r = agent.verify_agent_trace(path)
     assert r.ok, r.problem
 elif op == "trace.read_checkpoint":
     trace.read_checkpoint(path)
 elif op == "trace.prove_inclusion":
-    trace.prove_inclusion(path, 12345 % 1000)
+    trace.prove_inclusion(path, index)
 elif op == "agent Trace.load":
     loaded = agent.Trace.load(path)
     assert loaded.size > 0
@@ -90,7 +90,7 @@ print(json.dumps({"seconds": cpu, "wall": elapsed, "peak_kb": peak - base, "base
 OPS = (
     "json.loads+sha256",
     "trace.verify_trace",
-    "agent.verify_trace",
+    "agent.verify_agent_trace",
     "trace.read_checkpoint",
     "trace.prove_inclusion",
     "agent Trace.load",
@@ -143,10 +143,14 @@ def write_trace(path: Path, events: int) -> None:
             f.write(line)
 
 
-def measure(op: str, path: Path) -> dict[str, float]:
+def measure(op: str, path: Path, events: int) -> dict[str, float]:
     """Run one operation in a fresh interpreter; its seconds and peak kB above its baseline."""
+    index = 12345 % min(1000, events)  # the event whose inclusion is proved
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, op, str(path)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", CHILD, op, str(path), str(index)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     result: dict[str, float] = json.loads(out.stdout)
     return result
@@ -163,7 +167,14 @@ def main() -> None:
         action="store_true",
         help="leave out Trace.load (the slowest: about 2 minutes at 1e6 events)",
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.events, args.million, args.runs = 200, False, 1
     ops = tuple(op for op in OPS if not (args.skip_load and op.startswith("agent Trace.load")))
     events = 1_000_000 if args.million else args.events
     with tempfile.TemporaryDirectory() as tmp:
@@ -175,7 +186,7 @@ def main() -> None:
         best: dict[str, dict[str, float]] = {}
         for _ in range(args.runs):
             for op in ops:  # interleaved, so a busy moment hits every operation alike
-                got = measure(op, path)
+                got = measure(op, path, events)
                 if op not in best or got["seconds"] < best[op]["seconds"]:
                     best[op] = {
                         **got,
@@ -196,7 +207,7 @@ def main() -> None:
                 f"{peer_wall / best[op]['wall']:>8.2f}"
                 f"{kb / 1024:>9.1f}{kb * 1024 / size:>8.2f}{best[op]['base_kb'] / 1024:>9.1f}"
             )
-    runs = 15
+    runs = 1 if args.smoke else 15
     statements = (
         "pass",
         "import twinflow.trace",

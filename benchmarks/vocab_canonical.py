@@ -14,6 +14,7 @@ Run: .venv/bin/python benchmarks/vocab_canonical.py
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import subprocess
@@ -154,13 +155,23 @@ def print_import_times(times: dict[str, float], runs: int) -> None:
 
 def main() -> None:
     """Print the figures and ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations: checks the benchmark runs, no figures to read",
+    )
+    smoke = parser.parse_args().smoke
+    number = 3 if smoke else 300
     t = transcript_of_50()
     data = t.model_dump(mode="json")
     assert canonical_bytes(data) == canonical_bytes(t)
 
-    peer = best(lambda: hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest(), 300)
-    ours_dump = best(lambda: hashlib.sha256(canonical_bytes(data)).hexdigest(), 300)
-    ours_model = best(lambda: digest(t), 300)
+    peer = best(
+        lambda: hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest(), number
+    )
+    ours_dump = best(lambda: hashlib.sha256(canonical_bytes(data)).hexdigest(), number)
+    ours_model = best(lambda: digest(t), number)
     print(f"50-message transcript: {len(canonical_bytes(t))} canonical bytes")
     print(f"  peer   json.dumps(sort_keys=True)+sha256 : {peer * 1e6:8.1f} us")
     print(
@@ -170,7 +181,7 @@ def main() -> None:
         f"  ours   digest(transcript) incl. model_dump: {ours_model * 1e6:8.1f} us  ratio {ours_model / peer:.2f}x"
     )
 
-    runs = 15
+    runs = 1 if smoke else 15
     print_import_times(import_times(runs=runs), runs)
 
 

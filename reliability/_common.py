@@ -18,8 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from twinflow.agent import Agent, FunctionModel, MemoryTraceSink, Policy, TraceSink
+from twinflow.agent import Agent, FunctionModel, Policy
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import MemoryTraceSink, TraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, TextPart, ToolCallPart
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

@@ -35,8 +35,9 @@ from typing import Any
 
 from _common import Figures, agent, call, parse_mode, scripted, text
 
-from twinflow.agent import FileTraceSink, Trace, TraceSink, repair_trace, verify_trace
+from twinflow.agent import Trace, verify_agent_trace
 from twinflow.agent._trace import DIGEST_END, LINE_PREFIX
+from twinflow.trace import FileTraceSink, TraceSink, repair_trace
 
 DIGEST_START = len(LINE_PREFIX)
 
@@ -139,7 +140,7 @@ def kill_agent_once(
         kinds["no file yet"] += 1
         return durable
     data = path.read_bytes()
-    report = verify_trace(data)
+    report = verify_agent_trace(data)
     problem = report.problem
     if problem is None:
         kinds["complete"] += 1
@@ -163,7 +164,7 @@ def kill_agent_once(
         if kept != durable_digest:
             figures.fail(f"kill {number}: durable event {durable - 1} changed after the kill")
     repair_trace(path)
-    repaired = verify_trace(path, require_complete=False)
+    repaired = verify_agent_trace(path, require_complete=False)
     if not repaired.ok or repaired.events != report.events:
         figures.fail(f"kill {number}: after repair_trace: {repaired.problem}")
     torn_write(figures, rng, path, data, durable, number, kinds)
@@ -191,7 +192,7 @@ def torn_write(
     cut = rng.randrange(floor, len(data))
     torn = path.with_name(path.stem + ".torn.jsonl")
     torn.write_bytes(data[:cut])
-    report = verify_trace(torn)
+    report = verify_agent_trace(torn)
     problem = report.problem
     kinds[f"torn:{problem.kind if problem else 'complete'}"] += 1
     if (
@@ -203,7 +204,7 @@ def torn_write(
     if report.events < durable:
         figures.fail(f"torn {number}: {durable} events were durable, {report.events} verify")
     repair_trace(torn)
-    repaired = verify_trace(torn, require_complete=False)
+    repaired = verify_agent_trace(torn, require_complete=False)
     if not repaired.ok or repaired.events != report.events:
         figures.fail(f"torn {number}: after repair_trace: {repaired.problem}")
 
@@ -298,7 +299,7 @@ def kill_eval_once(
     for p in (out / "traces").glob("*.jsonl"):
         if ".interrupted" in p.name:
             continue
-        report = verify_trace(p)
+        report = verify_agent_trace(p)
         if not report.ok:
             figures.fail(f"eval kill {number}: {p.name}: {report.problem}")
     interrupted = len(list((out / "traces").glob("*.interrupted*.jsonl")))

@@ -26,11 +26,12 @@ from typing import Any
 
 from _common import Answer, Figures, agent, parse_mode
 
-from twinflow.agent import MemoryTraceSink, Trace, verify_trace
+from twinflow.agent import Trace, verify_agent_trace
 from twinflow.kernel import (
     ConnectError,
     FaultTransport,
     HTTPStatusError,
+    HttpTransport,
     MockTransport,
     ResponseDecodeError,
     ResponseTooLarge,
@@ -38,7 +39,6 @@ from twinflow.kernel import (
     Transport,
     TransportError,
     TransportTimeout,
-    UrllibJsonTransport,
     free_port,
 )
 from twinflow.local_model import (
@@ -46,6 +46,7 @@ from twinflow.local_model import (
     OpenAICompatibleChatModel,
     OpenAICompatibleStructuredOutput,
 )
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import (
     JsonValue,
     Message,
@@ -204,7 +205,7 @@ def fault_matrix(figures: Figures, rounds: int) -> None:
                     finally:
                         transport.close()
                     sent = len(transport.injected) + inner.calls
-                    report = verify_trace(sink.data)
+                    report = verify_agent_trace(sink.data)
                     last = Trace.load(sink.data).events[-1].body if report.ok else None
                     if sent != at + 1:
                         figures.fail(
@@ -241,7 +242,7 @@ def stopped_server(figures: Figures) -> None:
             log_path=Path(tmp) / "server.log",
         )
         with server:
-            transport = Counting(UrllibJsonTransport())
+            transport = Counting(HttpTransport())
             client = OpenAICompatibleChatModel(
                 transport,
                 base_url=base,
@@ -273,7 +274,7 @@ def stopped_server(figures: Figures) -> None:
                 except Exception as exc:
                     outcome = f"{type(exc).__name__}: {exc}"
                     break
-            report = verify_trace(sink.data)
+            report = verify_agent_trace(sink.data)
             events = Trace.load(sink.data).events if report.ok else ()
             kinds = [e.body.kind for e in events]
             figures.values["real_server_requests_sent"] = transport.calls

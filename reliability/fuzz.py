@@ -35,7 +35,7 @@ from _common import Answer, Figures, parse_mode, trace_shapes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from twinflow.agent import Trace, TraceCorruptError, verify_trace
+from twinflow.agent import Trace, verify_agent_trace
 from twinflow.cli._spec import SpecError, parse_spec
 from twinflow.eval import DatasetError, load_dataset
 from twinflow.kernel import MockTransport
@@ -45,6 +45,7 @@ from twinflow.local_model import (
     OpenAICompatibleChatModel,
     OpenAICompatibleStructuredOutput,
 )
+from twinflow.trace import TraceCorruptError
 from twinflow.vocab import (
     Message,
     ModelRequest,
@@ -119,19 +120,19 @@ class Target:
 
 
 def trace_reader(data: bytes) -> None:
-    """verify_trace must never raise; Trace.load only TraceCorruptError, and agree with it."""
-    report = verify_trace(data, require_complete=False)
+    """verify_agent_trace must never raise; Trace.load only TraceCorruptError, and agree with it."""
+    report = verify_agent_trace(data, require_complete=False)
     try:
         trace = Trace.load(data)
     except TraceCorruptError as exc:
-        # verify_trace checks digests and the chain, not event schemas: a re-chained forgery
+        # verify_agent_trace checks digests and the chain, not event schemas: a re-chained forgery
         # passes it and only Trace.load (or a checkpoint) can refuse it, as "edited".
         problem = exc.report.problem
         if report.ok and (problem is None or problem.kind != "edited"):
-            raise AssertionError("verify_trace says ok, Trace.load refuses") from None
+            raise AssertionError("verify_agent_trace says ok, Trace.load refuses") from None
         return
     if not report.ok or trace.size != report.events:
-        raise AssertionError("Trace.load accepted what verify_trace refused")
+        raise AssertionError("Trace.load accepted what verify_agent_trace refused")
 
 
 def json_of(data: bytes) -> Any:
@@ -232,7 +233,7 @@ def rechain(events: list[dict[str, Any]]) -> bytes:
     """Encode events as trace lines, fixing seq, prev and every digest."""
     import hashlib
 
-    from twinflow.agent import GENESIS
+    from twinflow.trace import GENESIS
     from twinflow.vocab import canonical_bytes
 
     prev, lines = GENESIS, []

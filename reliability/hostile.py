@@ -44,26 +44,26 @@ from twinflow.agent import (
     Agent,
     FunctionModel,
     InvalidModelReply,
-    MemoryTraceSink,
     Policy,
     Trace,
-    verify_trace,
+    verify_agent_trace,
 )
 from twinflow.cli._run import claim_run_files
 from twinflow.eval._results import write_atomic
 from twinflow.kernel import (
     CountingIds,
+    HttpTransport,
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
     PlantedLinkError,
     SteppingClock,
     SubprocessLauncher,
-    UrllibJsonTransport,
     free_port,
     write_new,
 )
 from twinflow.local_model import OpenAICompatibleChatModel
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, Message, ToolCallPart, TwinflowError
 
 KEY = "sk-reliability-hostile-7f3a9c"
@@ -256,7 +256,7 @@ def servers(figures: Figures, scale: int) -> None:
             )
         ) as server:
             for mode in ("native", "structured-action"):
-                transport = UrllibJsonTransport()
+                transport = HttpTransport()
                 model = OpenAICompatibleChatModel(
                     transport,
                     base_url=server.url,
@@ -295,7 +295,7 @@ def servers(figures: Figures, scale: int) -> None:
                 finally:
                     transport.close()
                 outcomes[kind] = outcomes.get(kind, 0) + 1
-                report = verify_trace(sink.data)
+                report = verify_agent_trace(sink.data)
                 if report.problem is not None:
                     figures.fail(f"{name} ({mode}): the trace does not verify: {report.problem}")
     figures.values["hostile server runs (payloads x modes)"] = f"{runs} ({len(cases)} x 2)"

@@ -28,19 +28,20 @@ from typing import Any
 
 from _common import Figures, parse_mode
 
-from twinflow.agent import Agent, Policy, TraceSink, verify_trace
+from twinflow.agent import Agent, Policy, verify_agent_trace
 from twinflow.eval import Case, Dataset, RunAborted, rescore, run_eval
 from twinflow.kernel import (
     CountingIds,
     FaultTransport,
+    HttpTransport,
     SubprocessLauncher,
     SystemClock,
     ThreadExecutor,
     Transport,
-    UrllibJsonTransport,
     free_port,
 )
 from twinflow.local_model import OpenAICompatibleChatModel
+from twinflow.trace import TraceSink
 from twinflow.vocab import JsonValue, ModelSettings
 
 TRANSPORT_FAULTS = ("refuse", "reset", "server_error", "garbage", "invalid_json")
@@ -97,7 +98,7 @@ def factory(
 
     def make(case: Case, sink: TraceSink) -> Agent[Any]:
         built.append(case.id)
-        transport: Transport = UrllibJsonTransport()
+        transport: Transport = HttpTransport()
         if case.id in transport_faults:
             transport = FaultTransport(transport, [transport_faults[case.id]])
         elif case.id in malformed:
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             figures.values["phase1_cases_kept"] = len(kept)
             figures.values["phase1_seconds"] = round(time.perf_counter() - started, 1)
             for trace in (out / "traces").glob("*.jsonl"):
-                report = verify_trace(trace, require_complete=False)
+                report = verify_agent_trace(trace, require_complete=False)
                 if not report.ok:
                     figures.fail(f"phase 1: {trace.name}: {report.problem}")
             # 2. resume with model-level faults: every case ends with a verdict and a reason.

@@ -22,7 +22,7 @@ from collections import Counter
 
 from _common import Figures, parse_mode, trace_shapes
 
-from twinflow.agent import verify_trace
+from twinflow.agent import verify_agent_trace
 
 
 def first_difference(original: list[bytes], tampered: list[bytes]) -> int:
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def check(what: str, shape: str, original: list[bytes], tampered: bytes, kind: str) -> None:
         tried[what] += 1
-        report = verify_trace(tampered)
+        report = verify_agent_trace(tampered)
         if report.ok or report.problem is None:
             figures.fail(f"{shape}: {what} not detected")
             return

@@ -342,7 +342,7 @@ def test_a_new_package_in_the_kernels_folder_is_not_exempt(
 REAL_ADAPTER_USES = {
     "from-import": "from twinflow.kernel import SystemClock\n",
     "module attribute": "import twinflow.kernel as k\n\nclock = k.SystemIds()\n",
-    "private module": "from twinflow.kernel._transport import UrllibJsonTransport\n",
+    "private module": "from twinflow.kernel._transport import HttpTransport\n",
     "run_process": "from twinflow.kernel import run_process\n",
     "dynamic": "import importlib\n\nc = importlib.import_module('twinflow.kernel').SystemClock\n",
 }

@@ -7,7 +7,9 @@ to a package in its ``__init__`` alone: nothing here lists them again. Subpackag
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import types
 
 import pytest
@@ -38,3 +40,25 @@ def test_the_lazy_packages_share_the_one_hook(package: str) -> None:
     """The packages that resolve names on first access take their hooks from one helper."""
     module = importlib.import_module(f"twinflow.{package}")
     assert "twinflow.trace._lazy" == module.__getattr__.__module__
+
+
+def _imported_names(module: types.ModuleType) -> tuple[set[str], set[str]]:
+    """The public names a package imports: at the top (eager), under ``if TYPE_CHECKING:``."""
+    eager: set[str] = set()
+    typing_only: set[str] = set()
+    for node in ast.parse(inspect.getsource(module)).body:
+        if isinstance(node, ast.ImportFrom):
+            eager |= {alias.asname or alias.name for alias in node.names}
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom):
+                    typing_only |= {alias.asname or alias.name for alias in statement.names}
+    return {name for name in eager if not name.startswith("_")}, typing_only
+
+
+@pytest.mark.parametrize("package", ["cli", "kernel", "local_model", "trace", "vocab"])
+def test_type_checkers_see_exactly_the_lazy_names(package: str) -> None:
+    """The names imported for type checkers are the lazy ones, each in the re-export form."""
+    module = importlib.import_module(f"twinflow.{package}")
+    eager, typing_only = _imported_names(module)
+    assert sorted(set(module.__all__) - eager) == sorted(typing_only)

@@ -17,8 +17,9 @@ SCRIPT = """
 import importlib, sys
 from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel
-from twinflow.agent import Agent, FunctionModel, MemoryTraceSink, Policy, Trace, replay
+from twinflow.agent import Agent, FunctionModel, Policy, Trace, replay
 from twinflow.kernel import CountingIds, NondeterminismError, SteppingClock
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, Message, StructuredPart, ToolCallPart
 
 class Total(BaseModel):

@@ -16,10 +16,8 @@ from twinflow.agent import (
     AgentConfigError,
     Approve,
     Deny,
-    FileTraceSink,
     FunctionModel,
     MaxStepsExceeded,
-    MemoryTraceSink,
     Modify,
     OutputValidationFailed,
     Policy,
@@ -28,9 +26,10 @@ from twinflow.agent import (
     Trace,
     UsageLimitExceeded,
     UsageLimits,
-    verify_trace,
+    verify_agent_trace,
 )
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import FileTraceSink, MemoryTraceSink
 from twinflow.vocab import (
     CallId,
     JsonValue,
@@ -139,7 +138,7 @@ def test_allowed_tool_runs_and_the_run_answers() -> None:
     assert [("add", {"a": 2, "b": 3})] == calls.seen
     assert "5" == seen[1].transcript.messages[-1].parts[0].content
     assert [("allow", "policy", "allowed by name")] == decisions(agent)
-    assert verify_trace(agent.writer.sink.data).ok
+    assert verify_agent_trace(agent.writer.sink.data).ok
     assert result.head == Trace.load(agent.writer.sink.data).checkpoint()
 
 
@@ -338,7 +337,7 @@ def test_property_disallowed_tools_never_run_and_bad_args_never_arrive(
         assert "shell" != name
         assert all(type(v) is int for v in kwargs.values())
         assert {"x"} == set(kwargs) if name == "boom" else {"a", "b"} == set(kwargs)
-    assert verify_trace(agent.writer.sink.data).ok
+    assert verify_agent_trace(agent.writer.sink.data).ok
 
 
 class Answer(BaseModel):
@@ -423,7 +422,7 @@ def test_structured_output_gives_up_after_the_bound() -> None:
         events[-1].body.kind,
         sum(e.body.kind == "output_rejected" for e in events),
     )
-    assert verify_trace(agent.writer.sink.data).ok
+    assert verify_agent_trace(agent.writer.sink.data).ok
 
 
 def test_max_steps_and_usage_limits_fail_the_run_with_a_trace() -> None:
@@ -472,7 +471,7 @@ def test_runs_are_deterministic_given_the_ports(tmp_path: Path) -> None:
         agent.run("go")
         agent.writer.close()
     assert paths[0].read_bytes() == paths[1].read_bytes()
-    assert verify_trace(paths[0]).ok
+    assert verify_agent_trace(paths[0]).ok
 
 
 def test_requests_record_only_the_delta() -> None:

@@ -7,16 +7,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from twinflow.agent import (
-    Agent,
-    FunctionModel,
-    MemoryTraceSink,
-    Policy,
-    Trace,
-    behaviour_of,
-    compare_behaviour,
-)
+from twinflow.agent import Agent, FunctionModel, Policy, Trace, behaviour_of, compare_behaviour
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, JsonValue, Message, ModelRequest, ToolCallPart
 
 

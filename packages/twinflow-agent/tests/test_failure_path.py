@@ -10,7 +10,6 @@ from twinflow.agent import (
     Agent,
     FunctionModel,
     InvalidModelReply,
-    MemoryTraceSink,
     OutputRejected,
     Policy,
     ReplayPorts,
@@ -20,6 +19,7 @@ from twinflow.agent import (
     replay,
 )
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import (
     Attempt,
     CallId,

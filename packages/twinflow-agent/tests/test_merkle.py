@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from twinflow.agent import (
+from twinflow.trace import (
     InvalidProofError,
     MerkleTree,
     leaf_hash,

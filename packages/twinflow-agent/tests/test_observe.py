@@ -11,7 +11,6 @@ from twinflow.agent import (
     Agent,
     AgentConfigError,
     FunctionModel,
-    MemoryTraceSink,
     ModelRequested,
     ModelResponded,
     Policy,
@@ -21,9 +20,10 @@ from twinflow.agent import (
     SteeringReceived,
     Trace,
     replay,
-    verify_trace,
+    verify_agent_trace,
 )
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import (
     CallId,
     Message,
@@ -93,7 +93,7 @@ def test_a_streamed_run_writes_the_trace_of_the_non_streamed_run() -> None:
     streamed.run("add 2 and 3")
     assert trace_bytes(plain) == trace_bytes(streamed)
     assert any(isinstance(item, TextDelta) for item in seen)
-    report = verify_trace(trace_bytes(streamed))
+    report = verify_agent_trace(trace_bytes(streamed))
     assert report.ok
     result = replay(Trace.load(trace_bytes(streamed)), lambda ports: agent(ports=ports))
     assert len(Trace.load(trace_bytes(streamed)).events) == result.events

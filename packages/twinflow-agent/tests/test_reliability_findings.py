@@ -9,16 +9,9 @@ from typing import Any
 
 import pytest
 
-from twinflow.agent import (
-    GENESIS,
-    Agent,
-    FunctionModel,
-    MemoryTraceSink,
-    Trace,
-    TraceCorruptError,
-    verify_trace,
-)
+from twinflow.agent import Agent, FunctionModel, Trace, verify_agent_trace
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import GENESIS, MemoryTraceSink, TraceCorruptError
 from twinflow.vocab import Message, canonical_bytes
 
 
@@ -33,7 +26,7 @@ def rechain(events: list[dict[str, Any]]) -> bytes:
 
 
 def test_a_rechained_trace_with_a_forged_event_is_refused_with_a_typed_error() -> None:
-    """verify_trace and Trace.load both refuse a chained but invalid event, at its seq."""
+    """verify_agent_trace and Trace.load both refuse a chained but invalid event, at its seq."""
     sink = MemoryTraceSink()
     agent = Agent(
         FunctionModel(lambda request: Message.assistant("hi")),
@@ -45,7 +38,7 @@ def test_a_rechained_trace_with_a_forged_event_is_refused_with_a_typed_error() -
     events = [json.loads(line)["event"] for line in sink.data.splitlines()]
     events[1] = {**events[1], "body": {"kind": "run_started"}}
     forged = rechain(events)
-    report = verify_trace(forged)
+    report = verify_agent_trace(forged)
     with pytest.raises(TraceCorruptError) as caught:
         Trace.load(forged)
     problem = caught.value.report.problem
@@ -69,6 +62,6 @@ def test_a_foreign_event_repeating_the_last_seq_is_named_where_it_was_inserted()
     events = [json.loads(line)["event"] for line in lines]
     other = rechain([{**e, "at": "2027-01-01T00:00:00Z"} for e in events]).splitlines(keepends=True)
     tampered = b"".join([*lines[:2], other[1], *lines[2:]])
-    report = verify_trace(tampered)
+    report = verify_agent_trace(tampered)
     assert report.problem is not None
     assert ("inserted", 2, 3) == (report.problem.kind, report.problem.seq, report.problem.line)

@@ -15,7 +15,6 @@ from twinflow.agent import (
     Agent,
     AgentConfigError,
     FunctionModel,
-    MemoryTraceSink,
     Policy,
     ReplayDivergenceError,
     ReplayMode,
@@ -25,6 +24,7 @@ from twinflow.agent import (
     replay,
 )
 from twinflow.kernel import CountingIds, NondeterminismError, SteppingClock
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, RunId, StructuredPart, ToolCallPart
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -207,9 +207,9 @@ class MemoryTraceSinkBytes:
     @staticmethod
     def of(trace: Trace) -> bytes:
         """The trace's bytes, line by line, as the writer wrote them."""
-        from twinflow.agent import encode_line
+        from twinflow.agent import encode_event
 
-        return b"".join(encode_line(event)[0] for event in trace.events)
+        return b"".join(encode_event(event)[0] for event in trace.events)
 
 
 @pytest.mark.parametrize(

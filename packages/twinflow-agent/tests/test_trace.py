@@ -15,14 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from twinflow.agent import (
-    GENESIS,
     Agent,
-    Checkpoint,
-    FileTraceSink,
-    FsyncPolicy,
     FunctionModel,
-    InvalidProofError,
-    MemoryTraceSink,
     MessageChain,
     ModelRequested,
     ModelResponded,
@@ -32,17 +26,25 @@ from twinflow.agent import (
     ToolCalled,
     ToolReturned,
     Trace,
-    TraceCorruptError,
-    TraceExistsError,
     TraceWriter,
-    check_consistency,
-    check_inclusion,
-    repair_trace,
-    verify_trace,
+    verify_agent_trace,
 )
 from twinflow.agent._events import AgentConfig, PolicyRecord
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.trace import Limits
+from twinflow.trace import (
+    GENESIS,
+    Checkpoint,
+    FileTraceSink,
+    FsyncPolicy,
+    InvalidProofError,
+    Limits,
+    MemoryTraceSink,
+    TraceCorruptError,
+    TraceExistsError,
+    check_consistency,
+    check_inclusion,
+    repair_trace,
+)
 from twinflow.vocab import (
     CallId,
     Message,
@@ -147,7 +149,7 @@ def test_sample_trace_verifies() -> None:
     sink = MemoryTraceSink()
     writer = TraceWriter(sink)
     write_sample(writer)
-    report = verify_trace(sink.data)
+    report = verify_agent_trace(sink.data)
     expected = (True, 7, None)
     assert expected == (report.ok, report.events, report.problem)
     assert writer.checkpoint() == report.checkpoint
@@ -242,7 +244,7 @@ def test_every_single_byte_flip_is_detected() -> None:
     for mask in (0x01, 0x20, 0x80):
         for i in range(len(data)):
             tampered = data[:i] + bytes([data[i] ^ mask]) + data[i + 1 :]
-            if verify_trace(tampered).ok:
+            if verify_agent_trace(tampered).ok:
                 missed.append((i, mask))
     assert not missed, f"undetected flips: {missed[:10]}"
 
@@ -252,7 +254,7 @@ def test_every_line_deletion_is_detected_as_removed() -> None:
     lines = sample().splitlines(keepends=True)
     found = []
     for i in range(len(lines)):
-        report = verify_trace(b"".join(lines[:i] + lines[i + 1 :]))
+        report = verify_agent_trace(b"".join(lines[:i] + lines[i + 1 :]))
         assert report.problem is not None
         found.append((report.problem.kind, report.problem.seq))
     assert [("removed", i) for i in range(len(lines))] == found
@@ -266,7 +268,7 @@ def test_every_line_swap_is_detected_as_reordered() -> None:
         for j in range(i + 1, len(lines)):
             swapped = list(lines)
             swapped[i], swapped[j] = swapped[j], swapped[i]
-            report = verify_trace(b"".join(swapped))
+            report = verify_agent_trace(b"".join(swapped))
             assert report.problem is not None
             found.append((report.problem.kind, report.problem.seq))
             expected.append(("reordered", i))
@@ -278,7 +280,7 @@ def test_every_cut_point_is_detected() -> None:
     data = sample()
     found, expected = [], []
     for cut in range(len(data)):
-        report = verify_trace(data[:cut])
+        report = verify_agent_trace(data[:cut])
         assert report.problem is not None
         found.append(report.problem.kind)
         expected.append("removed" if cut == 0 or data[cut - 1] == ord("\n") else "truncated")
@@ -288,7 +290,7 @@ def test_every_cut_point_is_detected() -> None:
 def test_truncated_last_line_keeps_earlier_events_verified() -> None:
     """A crash mid-line is reported as truncated, with every complete event still verified."""
     data = sample()
-    report = verify_trace(data[:-10])
+    report = verify_agent_trace(data[:-10])
     assert report.problem is not None
     expected = ("truncated", 6, 6)
     assert expected == (report.problem.kind, report.problem.seq, report.events)
@@ -297,7 +299,7 @@ def test_truncated_last_line_keeps_earlier_events_verified() -> None:
 def test_duplicated_line_is_detected_as_inserted() -> None:
     """Re-inserting a copy of an earlier line is reported as an insertion of that event."""
     lines = sample().splitlines(keepends=True)
-    report = verify_trace(b"".join([*lines[:4], lines[1], *lines[4:]]))
+    report = verify_agent_trace(b"".join([*lines[:4], lines[1], *lines[4:]]))
     assert report.problem is not None
     expected = ("inserted", 4)
     assert expected == (report.problem.kind, report.problem.seq)
@@ -312,7 +314,7 @@ def test_foreign_event_with_valid_digest_is_detected() -> None:
     forged.append(
         START, RunStarted(run_id=RunId("evil"), config_digest="x", config=config(), prompt="p")
     )
-    report = verify_trace(b"".join([forged_sink.lines[0], *real]))
+    report = verify_agent_trace(b"".join([forged_sink.lines[0], *real]))
     assert report.problem is not None
     expected = ("inserted", 0)
     assert expected == (report.problem.kind, report.problem.seq)
@@ -336,8 +338,8 @@ def test_rewritten_trace_fails_against_signed_checkpoint() -> None:
             START,
             RunFinished(run_id=RunId("r2"), steps=0, usage=Usage(), transcript_digest="d"),
         )
-    assert verify_trace(sink.data).ok
-    report = verify_trace(sink.data, checkpoint=checkpoint, key=KEY)
+    assert verify_agent_trace(sink.data).ok
+    report = verify_agent_trace(sink.data, checkpoint=checkpoint, key=KEY)
     assert report.problem is not None
     expected = "checkpoint"
     assert expected == report.problem.kind
@@ -347,10 +349,10 @@ def test_checkpoint_signature_is_checked() -> None:
     """A signed checkpoint verifies with its key and fails with another key or when altered."""
     data = sample()
     checkpoint = Trace.load(data).checkpoint(key=KEY)
-    assert verify_trace(data, checkpoint=checkpoint, key=KEY).ok
-    wrong_key = verify_trace(data, checkpoint=checkpoint, key=b"other").problem
+    assert verify_agent_trace(data, checkpoint=checkpoint, key=KEY).ok
+    wrong_key = verify_agent_trace(data, checkpoint=checkpoint, key=b"other").problem
     altered = dataclasses.replace(checkpoint, size=6)
-    altered_problem = verify_trace(data, checkpoint=altered, key=KEY).problem
+    altered_problem = verify_agent_trace(data, checkpoint=altered, key=KEY).problem
     assert wrong_key is not None and altered_problem is not None
     expected = ("signature", "signature")
     assert expected == (wrong_key.kind, altered_problem.kind)
@@ -359,9 +361,9 @@ def test_checkpoint_signature_is_checked() -> None:
 def test_checkpoint_of_a_prefix_matches_a_longer_trace() -> None:
     """A trace extends the checkpoint of its prefix; a bigger checkpoint reports removal."""
     trace = Trace.load(sample())
-    assert verify_trace(sample(), checkpoint=trace.checkpoint(3)).ok
+    assert verify_agent_trace(sample(), checkpoint=trace.checkpoint(3)).ok
     bigger = Checkpoint(size=9, root=trace.checkpoint().root, head=trace.digests[-1])
-    problem = verify_trace(sample(), checkpoint=bigger).problem
+    problem = verify_agent_trace(sample(), checkpoint=bigger).problem
     assert problem is not None
     expected = "removed"
     assert expected == problem.kind
@@ -402,7 +404,7 @@ def test_repair_moves_the_partial_line_aside(tmp_path: Path) -> None:
     assert result.moved_to is not None
     moved = Path(result.moved_to).read_bytes()
     assert data[:-10] == path.read_bytes() + moved
-    assert verify_trace(path, require_complete=False).ok
+    assert verify_agent_trace(path, require_complete=False).ok
     expected = (None, 0)
     assert expected == dataclasses.astuple(repair_trace(path))
 
@@ -421,7 +423,7 @@ def test_file_sink_writes_a_verifiable_trace(tmp_path: Path) -> None:
     writer = TraceWriter(FileTraceSink(path), fsync="event")
     write_sample(writer)
     writer.close()
-    assert verify_trace(path).ok
+    assert verify_agent_trace(path).ok
 
 
 @pytest.mark.parametrize(
@@ -456,7 +458,7 @@ def test_a_file_trace_pays_exactly_the_fsyncs_its_policy_names(
     writer = TraceWriter(FileTraceSink(tmp_path / "t.jsonl"), fsync=policy)
     write_sample(writer)
     writer.close()
-    assert (fsyncs, True) == (len(calls), verify_trace(tmp_path / "t.jsonl").ok)
+    assert (fsyncs, True) == (len(calls), verify_agent_trace(tmp_path / "t.jsonl").ok)
 
 
 @pytest.mark.parametrize(("policy", "durable"), [("event", 1), ("step", 1), ("none", 0)])
@@ -484,7 +486,7 @@ def test_an_agent_run_under_fsync_none_never_syncs(
         model, clock=SteppingClock(START), ids=CountingIds(), trace=trace, fsync="none"
     ) as agent:
         agent.run("hello")
-    assert (0, True) == (len(calls), verify_trace(tmp_path / "t.jsonl").ok)
+    assert (0, True) == (len(calls), verify_agent_trace(tmp_path / "t.jsonl").ok)
 
 
 def test_message_chain_is_incremental() -> None:
@@ -539,9 +541,9 @@ def _mutate(data: bytes, op: str, i: int, j: int) -> bytes:
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from(OPS), st.integers(0, 100_000), st.integers(0, 100_000))
 def test_verify_trace_and_trace_load_agree_on_mutated_traces(op: str, i: int, j: int) -> None:
-    """For every mutated trace, verify_trace's report is the one Trace.load raises (or it loads)."""
+    """For every mutated trace, verify_agent_trace's report is the one Trace.load raises (or it loads)."""
     data = _mutate(sample(), op, i, j)
-    report = verify_trace(data, require_complete=False)
+    report = verify_agent_trace(data, require_complete=False)
     try:
         loaded = Trace.load(data)
     except TraceCorruptError as exc:

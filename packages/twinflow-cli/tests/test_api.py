@@ -8,7 +8,7 @@ import pytest
 from cli_testkit import scripted_chat
 from pydantic import BaseModel
 
-from twinflow.agent import ReplayDivergenceError, verify_trace
+from twinflow.agent import ReplayDivergenceError, verify_agent_trace
 from twinflow.cli import ModelSpec, PolicySpec, RunSpec, connect, replay_run, trace_path_of
 from twinflow.kernel import LoopbackServer, PlantedLinkError
 
@@ -31,8 +31,8 @@ def test_connect_runs_and_replay_runs_from_the_same_spec(tmp_path: Path) -> None
         with connect(spec, trace, tools=[add]) as agent:
             result = agent.run(spec.prompt)
     assert "5" == result.output
-    assert None is verify_trace(trace).problem
-    assert verify_trace(trace).events == replay_run(trace, spec, tools=[add]).events
+    assert None is verify_agent_trace(trace).problem
+    assert verify_agent_trace(trace).events == replay_run(trace, spec, tools=[add]).events
 
 
 def test_connect_sends_the_key_api_key_env_names(
@@ -142,7 +142,7 @@ def test_output_takes_the_model_class_itself(tmp_path: Path) -> None:
     assert Money(amount=129.6, currency="USD") == result.output
     assert f"{__name__}:Money" == spec.model_dump(mode="json")["output"]
     replayed = replay_run(tmp_path / "trace.jsonl", spec, tools=[convert_currency])
-    assert verify_trace(tmp_path / "trace.jsonl").events == replayed.events
+    assert verify_agent_trace(tmp_path / "trace.jsonl").events == replayed.events
 
 
 def test_a_second_run_to_the_same_trace_takes_the_next_free_name(tmp_path: Path) -> None:
@@ -160,7 +160,7 @@ def test_a_second_run_to_the_same_trace_takes_the_next_free_name(tmp_path: Path)
                 agent.run(spec.prompt)
                 taken.append(trace_path_of(agent))
     assert [trace, tmp_path / "run" / "trace.1.jsonl"] == taken
-    assert [None, None] == [verify_trace(path).problem for path in taken]
+    assert [None, None] == [verify_agent_trace(path).problem for path in taken]
 
 
 def test_the_trace_is_claimed_before_the_embedded_server_starts(tmp_path: Path) -> None:

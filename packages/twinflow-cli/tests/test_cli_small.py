@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from twinflow.cli._eval_cli import _ProgressLine
-from twinflow.cli._main import invocation
+from twinflow.cli._output import invocation
 from twinflow.eval import Summary
 
 

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from twinflow.agent import Agent, FunctionModel, Trace, TraceSink
+from twinflow.agent import Agent, FunctionModel, Trace
 from twinflow.cli._main import main
 from twinflow.eval import Case, Dataset, Shard, run_eval
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import TraceSink
 from twinflow.vocab import Message
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "invoice-extraction"

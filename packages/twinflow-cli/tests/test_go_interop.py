@@ -30,7 +30,7 @@ from twinflow.trace._note import (
     parse_note,
     parse_signer_key,
     parse_verifier_key,
-    sign_checkpoint,
+    sign_checkpoint_note,
     sign_note,
 )
 
@@ -83,7 +83,7 @@ def _go_keygen(binary: Path, name: str) -> tuple[str, str]:
 def test_go_verifies_a_checkpoint_twinflow_signed(notecheck: Path) -> None:
     """Go opens a twinflow-signed checkpoint with twinflow's verifier key and reads its text."""
     status, out, err = _go(
-        notecheck, "verify", LOG.verifier.text, stdin=sign_checkpoint(BODY, [LOG])
+        notecheck, "verify", LOG.verifier.text, stdin=sign_checkpoint_note(BODY, [LOG])
     )
     assert 0 == status, err
     opened = json.loads(out)
@@ -116,13 +116,17 @@ def test_go_signs_with_a_twinflow_key_byte_for_byte(notecheck: Path) -> None:
     """Go signing with twinflow's signer key text writes exactly the note twinflow writes."""
     status, signed, err = _go(notecheck, "sign", LOG.text, stdin=BODY.text.encode())
     assert 0 == status, err
-    assert sign_checkpoint(BODY, [LOG]) == signed.encode()
+    assert sign_checkpoint_note(BODY, [LOG]) == signed.encode()
 
 
 def test_cosigning_across_implementations(notecheck: Path) -> None:
     """A twinflow log signature cosigned by Go, and the reverse, verify with both keys on both sides."""
     status, cosigned, err = _go(
-        notecheck, "cosign", WITNESS.text, LOG.verifier.text, stdin=sign_checkpoint(BODY, [LOG])
+        notecheck,
+        "cosign",
+        WITNESS.text,
+        LOG.verifier.text,
+        stdin=sign_checkpoint_note(BODY, [LOG]),
     )
     assert 0 == status, err
     ours = open_note(cosigned.encode(), [LOG.verifier, WITNESS.verifier], required=2)
@@ -140,7 +144,7 @@ def test_cosigning_across_implementations(notecheck: Path) -> None:
 
 def test_both_refuse_a_tampered_checkpoint(notecheck: Path) -> None:
     """Go and twinflow both refuse a twinflow checkpoint whose tree size was changed."""
-    tampered = sign_checkpoint(BODY, [LOG]).replace(b"\n1024\n", b"\n1025\n")
+    tampered = sign_checkpoint_note(BODY, [LOG]).replace(b"\n1024\n", b"\n1025\n")
     status, _, err = _go(notecheck, "verify", LOG.verifier.text, stdin=tampered)
     assert (1, "invalid signature") == (status, err.split(": ", 1)[1][:17])
     with pytest.raises(NoteError):
@@ -184,7 +188,7 @@ def _mutations(note: bytes) -> list[bytes]:
 def _edge_cases() -> list[bytes]:
     """Hand-made notes at the edges of the format: odd texts, limits, odd but valid characters."""
     unknown = f"— example.com/other {base64.b64encode(bytes(68)).decode()}\n".encode()
-    signed = sign_checkpoint(BODY, [LOG])
+    signed = sign_checkpoint_note(BODY, [LOG])
     cases = [
         sign_note("\n", [LOG]),
         sign_note("a\n\nb\n\n", [LOG]),
@@ -218,7 +222,7 @@ def test_go_and_twinflow_agree_on_mutated_notes(notecheck: Path) -> None:
     The only allowed difference is twinflow's stricter base64: Go ignores set padding bits in
     a signature, twinflow refuses them as non-canonical.
     """
-    note = sign_note(parse_note(sign_checkpoint(BODY, [LOG])), [WITNESS])
+    note = sign_note(parse_note(sign_checkpoint_note(BODY, [LOG])), [WITNESS])
     mutated = _mutations(note) + _edge_cases()
     stdin = "".join(base64.b64encode(m).decode() + "\n" for m in mutated).encode()
     status, out, err = _go(

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.agent import Agent, FunctionModel, MemoryTraceSink
+from twinflow.agent import Agent, FunctionModel
 from twinflow.cli._main import main
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.trace import DEFAULT_MAX_LINE_BYTES, _note, verify_trace
+from twinflow.trace import DEFAULT_MAX_LINE_BYTES, MemoryTraceSink, _note, verify_trace
 from twinflow.vocab import Message
 
 SPEC = "prompt: hi\nmodel:\n  url: http://127.0.0.1:9/v1\n"
@@ -105,7 +105,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (root / "lab.pub").write_text(signer.verifier.text + "\n")
     checkpoint = verify_trace(root / "good.jsonl").checkpoint
     body = _note.CheckpointBody("example.org/lab", checkpoint.size, bytes.fromhex(checkpoint.root))
-    (root / "cp.note").write_bytes(_note.sign_checkpoint(body, [signer]))
+    (root / "cp.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
     return out
 
 

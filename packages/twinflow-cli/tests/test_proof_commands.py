@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.agent import Agent, FunctionModel, MemoryTraceSink
+from twinflow.agent import Agent, FunctionModel
 from twinflow.cli._main import main
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import Message
 
 

@@ -8,9 +8,9 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from twinflow.agent import Agent, FileTraceSink, FunctionModel
+from twinflow.agent import Agent, FunctionModel
 from twinflow.kernel import CountingIds, SteppingClock, run_process
-from twinflow.trace import _note, verify_trace
+from twinflow.trace import FileTraceSink, _note, verify_trace
 from twinflow.vocab import Message
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -70,7 +70,7 @@ def test_the_wheel_installs_nothing_else_and_verifies_a_demo_trace(tmp_path: Pat
     (tmp_path / "lab.pub").write_text(signer.verifier.text + "\n")
     checkpoint = verify_trace(trace).checkpoint
     body = _note.CheckpointBody("example.org/lab", checkpoint.size, bytes.fromhex(checkpoint.root))
-    (tmp_path / "cp.note").write_bytes(_note.sign_checkpoint(body, [signer]))
+    (tmp_path / "cp.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
     signed = run_process(
         [
             str(python),

@@ -12,9 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from twinflow.agent import Agent, FunctionModel, Policy, TraceSink
+from twinflow.agent import Agent, FunctionModel, Policy
 from twinflow.eval import Case, Dataset, Observation
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import TraceSink
 from twinflow.vocab import CallId, JsonValue, Message, ModelRequest, TextPart, ToolCallPart
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from eval_testkit import START, dataset, dying_factory, factory
 
-from twinflow.agent import Agent, TraceSink
+from twinflow.agent import Agent
 from twinflow.eval import Case, EvalResults, RunAborted, Shard, merge_runs, rescore, run_eval
 from twinflow.kernel import ConnectError, RayExecutor, SteppingClock
+from twinflow.trace import TraceSink
 
 CLOCK = SteppingClock(START)
 

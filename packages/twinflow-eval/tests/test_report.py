@@ -47,7 +47,7 @@ def test_every_case_is_listed_with_output_calls_and_trace_page(tmp_path: Path) -
 
 def test_a_histogram_of_one_value_is_one_bar_of_bounded_width() -> None:
     """Every case taking the same time: one latency bar, at most 60 px wide, with axis titles."""
-    from twinflow.agent import Checkpoint
+    from twinflow.trace import Checkpoint
 
     cases = tuple(
         CaseResult(

@@ -17,14 +17,14 @@ from eval_testkit import START, dataset, factory
 from twinflow.agent import (
     Agent,
     FunctionModel,
-    MemoryTraceSink,
     Policy,
     Trace,
     render_trace_page,
-    verify_trace,
+    verify_agent_trace,
 )
 from twinflow.eval import run_eval
 from twinflow.kernel import CountingIds, ProcessResult, SteppingClock, run_process
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
 HOSTILE = "</script><img src=x onerror=console.error('pwned')><b>bold</b>"
@@ -168,7 +168,7 @@ def tamperings(data: bytes) -> dict[str, bytes]:
 def test_the_trace_page_names_where_a_tampered_trace_breaks(tmp_path: Path) -> None:
     """Each tampering: broken at the seq `verify_trace` names, with no console message."""
     for name, damaged in tamperings(hostile_trace()).items():
-        report = verify_trace(damaged)
+        report = verify_agent_trace(damaged)
         assert report.problem is not None, name
         result = render_in_chromium(damaged, tmp_path, name)
         assert 0 == result.returncode, result.stderr[-2000:]

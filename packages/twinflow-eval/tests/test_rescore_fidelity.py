@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from eval_testkit import START, dataset, factory
 
-from twinflow.agent import Agent, TraceSink
+from twinflow.agent import Agent
 from twinflow.eval import Case, Dataset, RunAborted, RunDirError, merge_runs, rescore, run_eval
 from twinflow.kernel import ConnectError, SteppingClock, ThreadExecutor
+from twinflow.trace import TraceSink
 
 SCORER = '''
 def total_is_positive(observation, expected):

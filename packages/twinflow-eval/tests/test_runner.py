@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from eval_testkit import START, dataset, factory
 
-from twinflow.agent import Agent, Trace, TraceSink
+from twinflow.agent import Agent, Trace
 from twinflow.eval import (
     Case,
     RunAborted,
@@ -37,6 +37,7 @@ from twinflow.kernel import (
     ThreadExecutor,
     free_port,
 )
+from twinflow.trace import TraceSink
 
 CLOCK = SteppingClock(START)
 

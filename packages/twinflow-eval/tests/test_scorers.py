@@ -8,14 +8,7 @@ from pathlib import Path
 import pytest
 from eval_testkit import START, Total, convert, factory
 
-from twinflow.agent import (
-    Agent,
-    FunctionModel,
-    MemoryTraceSink,
-    OutputValidationFailed,
-    Policy,
-    Trace,
-)
+from twinflow.agent import Agent, FunctionModel, OutputValidationFailed, Policy, Trace
 from twinflow.eval import (
     Case,
     Custom,
@@ -33,6 +26,7 @@ from twinflow.eval import (
     score_all,
 )
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
 

@@ -13,7 +13,6 @@ from twinflow.kernel import (
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
-    UrllibJsonTransport,
     api_key_headers,
     check_endpoint_url,
     free_port,
@@ -68,7 +67,7 @@ def test_the_transport_sends_the_key_as_a_bearer_header(monkeypatch: pytest.Monk
     """A real server receives `Authorization: Bearer <key>` from `api_key_env`."""
     monkeypatch.setenv("TWINFLOW_TEST_KEY", KEY)
     with LoopbackServer(lambda _request: LoopbackResponse.json_body({})) as server:
-        transport = UrllibJsonTransport(api_key_env="TWINFLOW_TEST_KEY")
+        transport = HttpTransport(api_key_env="TWINFLOW_TEST_KEY")
         try:
             transport.post_json(server.url_for("/v1"), {}, timeout=10)
         finally:
@@ -80,7 +79,7 @@ def test_the_transport_sends_the_key_as_a_bearer_header(monkeypatch: pytest.Monk
 def test_the_transport_refuses_userinfo_and_hides_a_query_key() -> None:
     """Userinfo is refused; a connection error names the URL without its query."""
     port = free_port()
-    transport = UrllibJsonTransport()
+    transport = HttpTransport()
     with pytest.raises(UserError) as refused:
         transport.post_json(f"http://u:{KEY}@127.0.0.1:{port}/", {}, timeout=5)
     assert KEY not in str(refused.value)
@@ -102,7 +101,7 @@ def test_a_server_echoing_the_key_does_not_put_it_in_the_error(
         return LoopbackResponse(status=401, body=f"bad token {auth}".encode())
 
     with LoopbackServer(echo_auth) as server:
-        transport = UrllibJsonTransport(api_key_env="TWINFLOW_TEST_KEY")
+        transport = HttpTransport(api_key_env="TWINFLOW_TEST_KEY")
         try:
             with pytest.raises(HTTPStatusError) as caught:
                 transport.post_json(server.url_for("/v1"), {}, timeout=10)

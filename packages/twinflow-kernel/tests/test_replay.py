@@ -8,6 +8,7 @@ from twinflow.kernel import (
     ConnectError,
     FaultTransport,
     HTTPStatusError,
+    HttpTransport,
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
@@ -16,7 +17,6 @@ from twinflow.kernel import (
     ReplayDivergenceError,
     ReplayTransport,
     Transport,
-    UrllibJsonTransport,
 )
 from twinflow.vocab import Difference, JsonValue, UserError
 
@@ -49,7 +49,7 @@ def recording(tmp_path: Path) -> Path:
     """A recording of a three-turn conversation with a real loopback server."""
     path = tmp_path / "first.jsonl"
     with LoopbackServer(chat_handler) as server:
-        recorder = RecordingTransport(UrllibJsonTransport(), path)
+        recorder = RecordingTransport(HttpTransport(), path)
         conversation(recorder, server.url)
         recorder.close()
     return path
@@ -177,7 +177,7 @@ def test_recorded_failures_replay_as_the_same_error(tmp_path: Path) -> None:
     """A transport failure is recorded and raised again on replay, same class and message."""
     path, again = tmp_path / "fail.jsonl", tmp_path / "again.jsonl"
     with LoopbackServer(chat_handler) as server:
-        recorder = RecordingTransport(UrllibJsonTransport(), path)
+        recorder = RecordingTransport(HttpTransport(), path)
         with pytest.raises(HTTPStatusError) as live:
             recorder.post_json(server.url_for("/fail"), {"messages": [1]}, timeout=5)
         faulty = RecordingTransport(FaultTransport(recorder, ["refuse"]), tmp_path / "outer.jsonl")

@@ -13,6 +13,7 @@ from twinflow.kernel import (
     ConnectError,
     FaultTransport,
     HTTPStatusError,
+    HttpTransport,
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
@@ -23,7 +24,6 @@ from twinflow.kernel import (
     ResponseTooLarge,
     StreamingTransport,
     TransportTimeout,
-    UrllibJsonTransport,
 )
 from twinflow.vocab import JsonValue, UserError
 
@@ -48,7 +48,7 @@ def test_chunks_arrive_before_the_stream_ends() -> None:
     """The first chunk is yielded while the server still holds the rest of the answer."""
     gate = threading.Event()
     with streaming(b"data: one\n\n", b"data: two\n\n", gate=gate) as server:
-        transport: StreamingTransport = UrllibJsonTransport()
+        transport: StreamingTransport = HttpTransport()
         chunks = transport.post_stream(server.url_for("/v1/chat"), {"q": 1}, timeout=30)
         first = next(chunks)
         gate.set()
@@ -66,7 +66,7 @@ def test_a_stream_read_to_its_end_keeps_the_connection_for_the_next_call() -> No
         return LoopbackResponse(stream=lambda: iter([b"a", b"b"]))
 
     with LoopbackServer(answer) as server:
-        transport = UrllibJsonTransport()
+        transport = HttpTransport()
         for _ in range(2):
             assert b"ab" == b"".join(transport.post_stream(server.url_for("/s"), {}, timeout=30))
             connection = transport._pool.take(("http", "127.0.0.1", server.port))
@@ -81,7 +81,7 @@ def test_a_silent_gap_past_idle_timeout_is_a_transport_timeout() -> None:
     """A server that stalls after the first chunk fails the stream after idle_timeout, not timeout."""
     gate = threading.Event()
     with streaming(b"data: one\n\n", b"data: two\n\n", gate=gate) as server:
-        transport = UrllibJsonTransport()
+        transport = HttpTransport()
         chunks = transport.post_stream(server.url, {}, timeout=60, idle_timeout=0.2)
         assert b"data: one\n\n" == next(chunks)
         with pytest.raises(TransportTimeout) as caught:
@@ -95,7 +95,7 @@ def test_a_silent_gap_past_idle_timeout_is_a_transport_timeout() -> None:
 def test_a_stream_past_max_response_bytes_is_refused() -> None:
     """The size limit counts every chunk; passing it raises ResponseTooLarge mid-stream."""
     with streaming(b"12345678", b"12345678", b"12345678") as server:
-        transport = UrllibJsonTransport(max_response_bytes=20)
+        transport = HttpTransport(max_response_bytes=20)
         with pytest.raises(ResponseTooLarge):
             b"".join(transport.post_stream(server.url, {}, timeout=30))
         transport.close()
@@ -104,7 +104,7 @@ def test_a_stream_past_max_response_bytes_is_refused() -> None:
 def test_an_error_status_raises_before_any_chunk() -> None:
     """HTTP 500 to a streamed request is the same HTTPStatusError post_json raises."""
     with LoopbackServer(lambda _r: LoopbackResponse.json_body({"e": 1}, status=500)) as server:
-        transport = UrllibJsonTransport()
+        transport = HttpTransport()
         with pytest.raises(HTTPStatusError) as caught:
             next(transport.post_stream(server.url, {}, timeout=30))
         transport.close()
@@ -115,14 +115,14 @@ def test_an_error_status_raises_before_any_chunk() -> None:
 def test_a_non_positive_idle_timeout_is_a_usage_error(idle: float) -> None:
     """idle_timeout must be positive, checked at the call."""
     with pytest.raises(UserError):
-        UrllibJsonTransport().post_stream("http://127.0.0.1:1/", {}, timeout=5, idle_timeout=idle)
+        HttpTransport().post_stream("http://127.0.0.1:1/", {}, timeout=5, idle_timeout=idle)
 
 
 def test_a_recorded_stream_replays_chunk_by_chunk_byte_identical(tmp_path: Path) -> None:
     """Chunks (one ends mid-character) replay as the same bytes in the same chunks."""
     pieces = (b"data: caf\xc3", b"\xa9\n\n", b"data: [DONE]\n\n")
     path = tmp_path / "rec.jsonl"
-    with streaming(*pieces) as server, RecordingTransport(UrllibJsonTransport(), path) as recorder:
+    with streaming(*pieces) as server, RecordingTransport(HttpTransport(), path) as recorder:
         recorded = list(recorder.post_stream(server.url_for("/s"), {"a": 1}, timeout=30))
     with ReplayTransport(path) as replay:
         replayed = list(replay.post_stream(server.url_for("/s"), {"a": 1}, timeout=30))

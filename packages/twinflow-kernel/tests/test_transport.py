@@ -1,4 +1,4 @@
-"""UrllibJsonTransport against real loopback servers: answers, every failure kind, the kill switch."""
+"""HttpTransport against real loopback servers: answers, every failure kind, the kill switch."""
 
 import pickle
 import subprocess
@@ -12,6 +12,7 @@ import pytest
 from twinflow.kernel import (
     ConnectError,
     HTTPStatusError,
+    HttpTransport,
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
@@ -21,7 +22,6 @@ from twinflow.kernel import (
     Transport,
     TransportError,
     TransportTimeout,
-    UrllibJsonTransport,
     free_port,
 )
 from twinflow.vocab import UserError
@@ -36,7 +36,7 @@ def serve(response: LoopbackResponse) -> LoopbackServer:
 
 def test_round_trip_posts_json_and_decodes_the_answer(echo_server: LoopbackServer) -> None:
     """The body arrives as UTF-8 JSON with a JSON content type, and the answer is decoded."""
-    transport: Transport = UrllibJsonTransport()
+    transport: Transport = HttpTransport()
     body = {"text": "héllo ☃", "n": [1, 2.5, None, True]}
     answer = transport.post_json(echo_server.url_for("/v1/chat?x=1"), body, timeout=5)
     received = echo_server.requests[0]
@@ -49,7 +49,7 @@ def test_localhost_name_is_loopback(echo_server: LoopbackServer) -> None:
     """`localhost` counts as loopback for the kill switch and reaches the server."""
     url = f"http://localhost:{echo_server.port}/x"
     expected = {"path": "/x", "echo": 1}
-    assert expected == UrllibJsonTransport(allow_network=False).post_json(url, 1, timeout=5)
+    assert expected == HttpTransport(allow_network=False).post_json(url, 1, timeout=5)
 
 
 def test_refused_fails_at_once_without_retry() -> None:
@@ -57,7 +57,7 @@ def test_refused_fails_at_once_without_retry() -> None:
     url = f"http://127.0.0.1:{free_port()}/v1/chat"
     start = time.monotonic()
     with pytest.raises(ConnectError) as caught:
-        UrllibJsonTransport().post_json(url, {}, timeout=600)
+        HttpTransport().post_json(url, {}, timeout=600)
     elapsed = time.monotonic() - start
     # One-sided and a hundredfold below the timeout: holds on a loaded machine.
     assert elapsed < 60
@@ -70,7 +70,7 @@ def test_a_failing_server_is_asked_exactly_once() -> None:
     """An HTTP 500 is not retried: the server sees one request."""
     with serve(LoopbackResponse.json_body({"error": "boom"}, status=500)) as server:
         with pytest.raises(HTTPStatusError):
-            UrllibJsonTransport().post_json(server.url_for("/x"), {}, timeout=5)
+            HttpTransport().post_json(server.url_for("/x"), {}, timeout=5)
         expected = 1
         assert expected == len(server.requests)
 
@@ -81,7 +81,7 @@ def test_sleeping_server_times_out_at_the_timeout_not_at_the_server() -> None:
         url = server.url_for("/slow")
         start = time.monotonic()
         with pytest.raises(TransportTimeout) as caught:
-            UrllibJsonTransport().post_json(url, {}, timeout=0.6)
+            HttpTransport().post_json(url, {}, timeout=0.6)
         elapsed = time.monotonic() - start
     # Load only lengthens waits: the lower bound is exact, the upper one far from the server's 300 s.
     assert 0.6 <= elapsed < 60
@@ -96,7 +96,7 @@ def test_deadline_covers_a_body_that_trickles() -> None:
     with serve(trickle) as server:
         start = time.monotonic()
         with pytest.raises(TransportTimeout, match="body"):
-            UrllibJsonTransport().post_json(server.url, {}, timeout=0.5)
+            HttpTransport().post_json(server.url, {}, timeout=0.5)
         elapsed = time.monotonic() - start
     # The whole body takes 300 s; a per-read timeout would never fire.
     assert 0.5 <= elapsed < 60
@@ -109,7 +109,7 @@ def test_announced_200_mb_body_is_refused_without_reading() -> None:
         tracemalloc.start()
         try:
             with pytest.raises(ResponseTooLarge) as caught:
-                UrllibJsonTransport(max_response_bytes=MB).post_json(server.url, {}, timeout=10)
+                HttpTransport(max_response_bytes=MB).post_json(server.url, {}, timeout=10)
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
@@ -125,7 +125,7 @@ def test_unannounced_200_mb_body_stops_past_the_limit() -> None:
         tracemalloc.start()
         try:
             with pytest.raises(ResponseTooLarge) as caught:
-                UrllibJsonTransport(max_response_bytes=MB).post_json(server.url, {}, timeout=60)
+                HttpTransport(max_response_bytes=MB).post_json(server.url, {}, timeout=60)
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
@@ -142,7 +142,7 @@ def test_http_error_carries_status_and_body_excerpt() -> None:
     with serve(LoopbackResponse.json_body({"error": "no such model"}, status=404)) as server:
         url = server.url_for("/v1/chat")
         with pytest.raises(HTTPStatusError) as caught:
-            UrllibJsonTransport().post_json(url, {}, timeout=5)
+            HttpTransport().post_json(url, {}, timeout=5)
     error = caught.value
     assert (404, '{"error":"no such model"}', url) == (error.status, error.body_excerpt, error.url)
     assert "HTTP 404" in str(error)
@@ -156,7 +156,7 @@ def test_server_error_advice_points_at_the_server_log() -> None:
         serve(LoopbackResponse(status=503, body=b"overloaded")) as server,
         pytest.raises(HTTPStatusError, match=advice) as caught,
     ):
-        UrllibJsonTransport().post_json(server.url, {}, timeout=5)
+        HttpTransport().post_json(server.url, {}, timeout=5)
     expected = (503, "overloaded")
     assert expected == (caught.value.status, caught.value.body_excerpt)
 
@@ -167,14 +167,14 @@ def test_invalid_json_body_is_a_decode_error() -> None:
         serve(LoopbackResponse(body=b"<html>hi</html>")) as server,
         pytest.raises(ResponseDecodeError, match="not JSON") as caught,
     ):
-        UrllibJsonTransport().post_json(server.url, {}, timeout=5)
+        HttpTransport().post_json(server.url, {}, timeout=5)
     assert "<html>hi</html>" in str(caught.value)
 
 
 def test_non_standard_json_constants_are_refused() -> None:
     """NaN is not JSON, even though Python's json module would accept it."""
     with serve(LoopbackResponse(body=b"[NaN]")) as server, pytest.raises(ResponseDecodeError):
-        UrllibJsonTransport().post_json(server.url, {}, timeout=5)
+        HttpTransport().post_json(server.url, {}, timeout=5)
 
 
 def test_garbage_instead_of_http_is_a_decode_error() -> None:
@@ -183,7 +183,7 @@ def test_garbage_instead_of_http_is_a_decode_error() -> None:
         serve(LoopbackResponse(body=b"\x00\x17garbage\xff\r\n\r\n", behaviour="garbage")) as server,
         pytest.raises(ResponseDecodeError, match="not valid HTTP"),
     ):
-        UrllibJsonTransport().post_json(server.url, {}, timeout=5)
+        HttpTransport().post_json(server.url, {}, timeout=5)
 
 
 def test_reset_mid_body_is_a_connection_error() -> None:
@@ -191,7 +191,7 @@ def test_reset_mid_body_is_a_connection_error() -> None:
     body = b'{"a": "' + b"x" * 100_000 + b'"}'
     with serve(LoopbackResponse(body=body, behaviour="reset_mid_body")) as server:
         with pytest.raises(ConnectError, match="twinflow does not retry"):
-            UrllibJsonTransport().post_json(server.url, {}, timeout=5)
+            HttpTransport().post_json(server.url, {}, timeout=5)
         expected = 1
         assert expected == len(server.requests)
 
@@ -202,7 +202,7 @@ def test_kill_switch_refuses_non_loopback_hosts_under_tests(
     """Under pytest, a non-loopback host is refused before any connection, saying how to allow it."""
     monkeypatch.delenv("TWINFLOW_ALLOW_NETWORK", raising=False)
     with pytest.raises(NetworkBlockedError) as caught:
-        UrllibJsonTransport().post_json("https://api.example.com/v1/chat", {}, timeout=5)
+        HttpTransport().post_json("https://api.example.com/v1/chat", {}, timeout=5)
     expected = "https://api.example.com/v1/chat"
     assert expected == caught.value.url
     assert "allow_network=True" in str(caught.value)
@@ -213,12 +213,10 @@ def test_kill_switch_environment_and_explicit_settings(monkeypatch: pytest.Monke
     """TWINFLOW_ALLOW_NETWORK=0 refuses even when allowed otherwise; an explicit False wins over =1."""
     monkeypatch.setenv("TWINFLOW_ALLOW_NETWORK", "0")
     with pytest.raises(NetworkBlockedError):
-        UrllibJsonTransport().post_json("http://10.255.255.1:9/", {}, timeout=0.3)
+        HttpTransport().post_json("http://10.255.255.1:9/", {}, timeout=0.3)
     monkeypatch.setenv("TWINFLOW_ALLOW_NETWORK", "1")
     with pytest.raises(NetworkBlockedError):
-        UrllibJsonTransport(allow_network=False).post_json(
-            "http://10.255.255.1:9/", {}, timeout=0.3
-        )
+        HttpTransport(allow_network=False).post_json("http://10.255.255.1:9/", {}, timeout=0.3)
 
 
 @pytest.mark.parametrize("allow", ["env", "explicit"])
@@ -227,7 +225,7 @@ def test_allowed_network_attempts_the_connection(
 ) -> None:
     """Once allowed, a non-loopback host is really tried (here an unroutable one fails)."""
     monkeypatch.setenv("TWINFLOW_ALLOW_NETWORK", "1" if allow == "env" else "0")
-    transport = UrllibJsonTransport(allow_network=True if allow == "explicit" else None)
+    transport = HttpTransport(allow_network=True if allow == "explicit" else None)
     with pytest.raises(TransportError) as caught:
         transport.post_json("http://10.255.255.1:9/", {}, timeout=0.3)
     assert not isinstance(caught.value, NetworkBlockedError)
@@ -248,7 +246,7 @@ def test_redirects_are_not_followed_by_default() -> None:
     """A 307 is an HTTPStatusError naming the target and the switch that follows it."""
     with redirecting(307, "/final") as server:
         with pytest.raises(HTTPStatusError, match="follow_redirects=True") as caught:
-            UrllibJsonTransport().post_json(server.url_for("/start"), {"a": 1}, timeout=5)
+            HttpTransport().post_json(server.url_for("/start"), {"a": 1}, timeout=5)
         expected = 1
         assert expected == len(server.requests)
     expected = 307
@@ -259,7 +257,7 @@ def test_redirects_are_not_followed_by_default() -> None:
 def test_307_is_followed_when_allowed_keeping_method_and_body() -> None:
     """With follow_redirects, a 307 re-POSTs the same body to the target."""
     with redirecting(307, "/final") as server:
-        answer = UrllibJsonTransport(follow_redirects=True).post_json(
+        answer = HttpTransport(follow_redirects=True).post_json(
             server.url_for("/start"), {"a": 1}, timeout=5
         )
     expected = {"path": "/final", "echo": {"a": 1}}
@@ -272,9 +270,7 @@ def test_302_is_never_followed() -> None:
         redirecting(302, "/final") as server,
         pytest.raises(HTTPStatusError, match="lose its body"),
     ):
-        UrllibJsonTransport(follow_redirects=True).post_json(
-            server.url_for("/start"), {}, timeout=5
-        )
+        HttpTransport(follow_redirects=True).post_json(server.url_for("/start"), {}, timeout=5)
 
 
 def test_a_followed_redirect_still_obeys_the_kill_switch(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -284,14 +280,12 @@ def test_a_followed_redirect_still_obeys_the_kill_switch(monkeypatch: pytest.Mon
         redirecting(308, "http://api.example.com/steal") as server,
         pytest.raises(NetworkBlockedError),
     ):
-        UrllibJsonTransport(follow_redirects=True).post_json(
-            server.url_for("/start"), {}, timeout=5
-        )
+        HttpTransport(follow_redirects=True).post_json(server.url_for("/start"), {}, timeout=5)
 
 
 def test_usage_mistakes_are_user_errors(echo_server: LoopbackServer) -> None:
     """A bad scheme, a non-JSON body, a bad timeout or a closed transport are UserErrors."""
-    transport = UrllibJsonTransport()
+    transport = HttpTransport()
     with pytest.raises(UserError, match="not an absolute http"):
         transport.post_json("ftp://127.0.0.1/x", {}, timeout=5)
     with pytest.raises(UserError, match="not JSON"):
@@ -363,7 +357,7 @@ def test_self_signed_tls_is_refused_by_default(tls_files: tuple[Path, Path]) -> 
     with tls_server(*tls_files) as server:
         assert server.url.startswith("https://")
         with pytest.raises(ConnectError, match="certificate") as caught:
-            UrllibJsonTransport().post_json(server.url, {"a": 1}, timeout=5)
+            HttpTransport().post_json(server.url, {"a": 1}, timeout=5)
     assert "cafile=" in str(caught.value)
 
 
@@ -371,7 +365,7 @@ def test_self_signed_tls_is_accepted_with_its_ca_file(tls_files: tuple[Path, Pat
     """With the certificate given as cafile, the https request succeeds."""
     cert, _key = tls_files
     with tls_server(*tls_files) as server:
-        answer = UrllibJsonTransport(cafile=cert).post_json(server.url, {"a": 1}, timeout=5)
+        answer = HttpTransport(cafile=cert).post_json(server.url, {"a": 1}, timeout=5)
     expected = {"echo": {"a": 1}}
     assert expected == answer
 
@@ -381,13 +375,13 @@ def test_certifi_is_never_imported(tls_files: tuple[Path, Path]) -> None:
     cert, key = tls_files
     script = f"""
 import ssl, sys
-from twinflow.kernel import LoopbackResponse, LoopbackServer, UrllibJsonTransport
+from twinflow.kernel import LoopbackResponse, LoopbackServer, HttpTransport
 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 context.load_cert_chain({str(cert)!r}, {str(key)!r})
 echo = lambda r: LoopbackResponse.json_body(r.json_value())
 with LoopbackServer(echo) as plain, LoopbackServer(echo, ssl_context=context) as tls:
-    assert UrllibJsonTransport().post_json(plain.url, 1, timeout=5) == 1
-    assert UrllibJsonTransport(cafile={str(cert)!r}).post_json(tls.url, 2, timeout=5) == 2
+    assert HttpTransport().post_json(plain.url, 1, timeout=5) == 1
+    assert HttpTransport(cafile={str(cert)!r}).post_json(tls.url, 2, timeout=5) == 2
 print("certifi" in sys.modules, "httpx" in sys.modules)
 """
     result = subprocess.run(

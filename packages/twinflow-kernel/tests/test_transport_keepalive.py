@@ -1,4 +1,4 @@
-"""UrllibJsonTransport keeps connections alive: reuse, stale connections, and what is never retried."""
+"""HttpTransport keeps connections alive: reuse, stale connections, and what is never retried."""
 
 import http.client
 import json
@@ -16,11 +16,11 @@ from twinflow.kernel import (
     ConnectError,
     ConnectionPool,
     HTTPStatusError,
+    HttpTransport,
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
     TransportTimeout,
-    UrllibJsonTransport,
 )
 
 # No test waits a fixed time: where a test needs the server's close to have reached the kept
@@ -113,7 +113,7 @@ class ShutForWritingPool(ConnectionPool):
 def test_one_connection_carries_every_request() -> None:
     """Ten calls to one server travel on one connection, and each gets its own answer."""
     connections = Connections()
-    transport = UrllibJsonTransport()
+    transport = HttpTransport()
     with LoopbackServer(connections) as server:
         answers = [transport.post_json(server.url_for("/x"), n, timeout=5) for n in range(10)]
         transport.close()
@@ -125,7 +125,7 @@ def test_one_connection_carries_every_request() -> None:
 def test_connections_are_kept_per_server() -> None:
     """Calls alternating between two servers keep one connection to each."""
     first, second = Connections(), Connections()
-    transport = UrllibJsonTransport()
+    transport = HttpTransport()
     with LoopbackServer(first) as one, LoopbackServer(second) as two:
         for n in range(4):
             transport.post_json(one.url, n, timeout=5)
@@ -138,7 +138,7 @@ def test_connections_are_kept_per_server() -> None:
 def test_close_closes_the_kept_connection() -> None:
     """After close(), the server sees its end of the kept connection close."""
     connections = Connections()
-    transport = UrllibJsonTransport()
+    transport = HttpTransport()
     with LoopbackServer(connections) as server:
         transport.post_json(server.url, 1, timeout=5)
         thread = connections.threads[0]
@@ -154,7 +154,7 @@ def test_a_server_that_asks_to_close_gets_a_new_connection_each_time() -> None:
         update={"headers": (("Content-Type", "application/json"), ("Connection", "close"))}
     )
     connections = Connections({"/close": closing})
-    transport = UrllibJsonTransport()
+    transport = HttpTransport()
     with LoopbackServer(connections) as server:
         for _ in range(3):
             transport.post_json(server.url_for("/close"), {}, timeout=5)
@@ -166,7 +166,7 @@ def test_an_error_answer_read_to_its_end_keeps_the_connection() -> None:
     """A 404 with a short body is read whole, so its connection carries the next call."""
     missing = LoopbackResponse.json_body({"error": "no"}, status=404)
     connections = Connections({"/missing": missing})
-    transport = UrllibJsonTransport()
+    transport = HttpTransport()
     with LoopbackServer(connections) as server:
         with pytest.raises(HTTPStatusError):
             transport.post_json(server.url_for("/missing"), {}, timeout=5)
@@ -179,7 +179,7 @@ def test_an_error_answer_read_to_its_end_keeps_the_connection() -> None:
 def test_a_connection_closed_by_the_server_while_idle_is_dropped_before_use() -> None:
     """A kept connection the server closed is seen readable before use and replaced; the call succeeds."""
     connections = Connections({"/stale": stale_answer({"first": True})})
-    transport = UrllibJsonTransport(pool=PatientPool())
+    transport = HttpTransport(pool=PatientPool())
     with LoopbackServer(connections) as server:
         expected_first = {"first": True}
         assert expected_first == transport.post_json(server.url_for("/stale"), 1, timeout=5)
@@ -195,7 +195,7 @@ def test_a_request_written_to_a_dead_kept_connection_is_not_sent_again() -> None
     # the socket takes the bytes and only the answer's read fails. Nothing proves the server did
     # not read them, so the transport must not send them again.
     connections = Connections({"/stale": stale_answer({"first": True})})
-    transport = UrllibJsonTransport(pool=ClosedFirstPool())
+    transport = HttpTransport(pool=ClosedFirstPool())
     with LoopbackServer(connections) as server:
         transport.post_json(server.url_for("/stale"), 1, timeout=5)
         with pytest.raises(ConnectError, match="twinflow does not retry"):
@@ -209,7 +209,7 @@ def test_a_server_that_reads_the_request_then_drops_the_connection_gets_it_once(
     """A server that read the whole request and dropped the kept connection receives it exactly once."""
     drop = LoopbackResponse(body=b"", behaviour="garbage")
     connections = Connections({"/drop": drop})
-    transport = UrllibJsonTransport()
+    transport = HttpTransport()
     with LoopbackServer(connections) as server:
         transport.post_json(server.url_for("/x"), 1, timeout=5)
         with pytest.raises(ConnectError) as caught:
@@ -225,7 +225,7 @@ def test_a_kept_connection_that_takes_no_byte_is_replaced_once() -> None:
     connections = Connections()
     # Shut for writing on our side after the idle check: the very first send raises
     # BrokenPipeError with nothing out.
-    transport = UrllibJsonTransport(pool=ShutForWritingPool())
+    transport = HttpTransport(pool=ShutForWritingPool())
     with LoopbackServer(connections) as server:
         transport.post_json(server.url_for("/x"), 1, timeout=5)
         answer = transport.post_json(server.url_for("/y"), 2, timeout=5)
@@ -237,7 +237,7 @@ def test_a_kept_connection_that_takes_no_byte_is_replaced_once() -> None:
 def test_a_stale_connection_to_a_stopped_server_fails_at_once() -> None:
     """A stale kept connection to a stopped server: the head went out, so a ConnectError, not a wait."""
     connections = Connections({"/stale": stale_answer(1)})
-    transport = UrllibJsonTransport(pool=TrustingPool())
+    transport = HttpTransport(pool=TrustingPool())
     with LoopbackServer(connections) as server:
         transport.post_json(server.url_for("/stale"), 1, timeout=5)
     # A transport that waited for an answer would end in TransportTimeout after 60 s (and fail
@@ -253,7 +253,7 @@ def test_a_reset_mid_body_on_a_kept_connection_is_not_retried() -> None:
     body = b'{"a": "' + b"x" * 100_000 + b'"}'
     reset = LoopbackResponse(body=body, behaviour="reset_mid_body")
     connections = Connections({"/reset": reset})
-    transport = UrllibJsonTransport()
+    transport = HttpTransport()
     with LoopbackServer(connections) as server:
         transport.post_json(server.url_for("/x"), 1, timeout=5)
         with pytest.raises(ConnectError, match="twinflow does not retry"):
@@ -267,7 +267,7 @@ def test_a_timeout_on_a_kept_connection_is_not_retried() -> None:
     """A server that sleeps on a kept connection gives TransportTimeout in time, asked once."""
     slow = LoopbackResponse.json_body({}).model_copy(update={"delay": 300.0})
     connections = Connections({"/slow": slow})
-    transport = UrllibJsonTransport()
+    transport = HttpTransport()
     with LoopbackServer(connections) as server:
         transport.post_json(server.url_for("/x"), 1, timeout=5)
         start = time.monotonic()
@@ -286,7 +286,7 @@ def test_one_transport_shared_by_threads() -> None:
     """Threads sharing a transport each get their own answers, whichever connection carried them."""
     # One idle connection is kept per origin, so busy threads open more: no bound is asserted.
     connections = Connections()
-    transport = UrllibJsonTransport()
+    transport = HttpTransport()
     results: dict[int, list[object]] = {}
 
     def worker(number: int, url: str) -> None:
@@ -323,7 +323,7 @@ def test_https_keeps_its_connection(tmp_path: Path) -> None:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     connections = Connections()
-    transport = UrllibJsonTransport(cafile=cert)
+    transport = HttpTransport(cafile=cert)
     with LoopbackServer(connections, ssl_context=context) as server:
         answers = [transport.post_json(server.url, n, timeout=5) for n in range(3)]
         transport.close()

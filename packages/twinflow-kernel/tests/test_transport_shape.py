@@ -11,13 +11,7 @@ from twinflow.kernel import (
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
-    UrllibJsonTransport,
 )
-
-
-def test_the_former_name_is_an_alias_of_the_transport() -> None:
-    """`UrllibJsonTransport` still names the one transport class, for one release."""
-    assert HttpTransport is UrllibJsonTransport
 
 
 @pytest.mark.parametrize("status", [307, 308])

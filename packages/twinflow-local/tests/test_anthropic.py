@@ -15,7 +15,6 @@ from twinflow.kernel import (
     LoopbackResponse,
     LoopbackServer,
     RecordingTransport,
-    UrllibJsonTransport,
 )
 from twinflow.local_model import ANTHROPIC_VERSION, AnthropicChatModel, MalformedResponseError
 from twinflow.vocab import (
@@ -228,9 +227,7 @@ def test_a_missing_key_is_the_servers_401_and_the_key_is_never_recorded(tmp_path
     api = Anthropic(PLAIN["anthropic_docs_messages.sse"])
     with api.server:
         with pytest.raises(HTTPStatusError) as caught:
-            AnthropicChatModel(UrllibJsonTransport(), model="m", base_url=api.server.url).request(
-                ASK
-            )
+            AnthropicChatModel(HttpTransport(), model="m", base_url=api.server.url).request(ASK)
         assert 401 == caught.value.status
         with RecordingTransport(keyed(), tmp_path / "rec.jsonl") as recorder:
             model(api.server, recorder).request(ASK)

@@ -11,11 +11,11 @@ import pytest
 
 from twinflow.kernel import (
     HTTPStatusError,
+    HttpTransport,
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
     RecordingTransport,
-    UrllibJsonTransport,
     run_process,
 )
 from twinflow.local_model import OpenAICompatibleChatModel
@@ -71,9 +71,7 @@ def test_a_hosted_endpoint_over_tls_with_a_bearer_key_plain_and_streamed(
     """https with the CA given, the key in a header: both replies equal; no recording holds the key."""
     seen: list[dict[str, str]] = []
     with hosted(*certificate, seen) as server:
-        transport = UrllibJsonTransport(
-            cafile=certificate[0], headers={"Authorization": f"Bearer {KEY}"}
-        )
+        transport = HttpTransport(cafile=certificate[0], headers={"Authorization": f"Bearer {KEY}"})
         with RecordingTransport(transport, tmp_path / "rec.jsonl") as recorder:
             model = OpenAICompatibleChatModel(
                 recorder, base_url=server.url, dialect="vllm", mode="native"
@@ -96,7 +94,7 @@ def test_a_wrong_key_is_the_endpoints_401(certificate: tuple[Path, Path]) -> Non
     seen: list[dict[str, str]] = []
     with hosted(*certificate, seen) as server:
         model = OpenAICompatibleChatModel(
-            UrllibJsonTransport(cafile=certificate[0]), base_url=server.url, dialect="vllm"
+            HttpTransport(cafile=certificate[0]), base_url=server.url, dialect="vllm"
         )
         with pytest.raises(HTTPStatusError) as caught:
             model.stream(REQUEST, lambda chunk: None)

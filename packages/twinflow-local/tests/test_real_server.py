@@ -8,7 +8,7 @@ from enum import StrEnum
 import pytest
 from pydantic import BaseModel, Field
 
-from twinflow.kernel import UrllibJsonTransport
+from twinflow.kernel import HttpTransport
 from twinflow.local_model import OpenAICompatibleChatModel, OpenAICompatibleStructuredOutput
 from twinflow.local_model._structured import RETRY_TEMPERATURE_STEP
 from twinflow.vocab import (
@@ -89,7 +89,7 @@ class Person(BaseModel):
 
 def adapter(base: str, max_attempts: int = 3) -> OpenAICompatibleStructuredOutput:
     return OpenAICompatibleStructuredOutput(
-        UrllibJsonTransport(),
+        HttpTransport(),
         base_url=base,
         dialect="llama-cpp-python",
         settings=SETTINGS,
@@ -120,7 +120,7 @@ def test_the_real_model_answers_schema_valid_values(
 def test_the_second_validation_catches_what_the_grammar_let_through(llama_server: str) -> None:
     """The decoder emits age 36 under `minimum: 50`; pydantic refuses it and the retry keeps the schema."""
     bodies: list[dict[str, object]] = []
-    real = UrllibJsonTransport()
+    real = HttpTransport()
 
     class Spy:
         def post_json(self, url: str, body: object, *, timeout: float) -> object:
@@ -170,7 +170,7 @@ def test_a_structured_action_exchange_with_the_real_model(llama_server: str) -> 
         },
     )
     model = OpenAICompatibleChatModel(
-        UrllibJsonTransport(),
+        HttpTransport(),
         base_url=llama_server,
         dialect="llama-cpp-python",
         mode="structured-action",
@@ -228,7 +228,7 @@ class Code(BaseModel):
 def server_answers(base: str) -> bool:
     """The server still answers a one-token request."""
     body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
-    answer = UrllibJsonTransport().post_json(f"{base}/v1/chat/completions", body, timeout=60)
+    answer = HttpTransport().post_json(f"{base}/v1/chat/completions", body, timeout=60)
     return isinstance(answer, dict) and "choices" in answer
 
 
@@ -245,7 +245,7 @@ def test_the_shapes_that_failed_now_give_valid_answers(
 ) -> None:
     """Recursive, bounded-list and \\d-pattern models validate, and the server lives on."""
     structured = OpenAICompatibleStructuredOutput(
-        UrllibJsonTransport(), base_url=llama_server, dialect="llama-cpp-python", timeout=60
+        HttpTransport(), base_url=llama_server, dialect="llama-cpp-python", timeout=60
     )
     result = structured.generate((Message.user(question),), output_type)
     assert (True, None) == (isinstance(result.output, output_type), result.attempts[-1].error)

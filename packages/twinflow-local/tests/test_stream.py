@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from twinflow.kernel import MockTransport, UrllibJsonTransport
+from twinflow.kernel import HttpTransport, MockTransport
 from twinflow.local_model import (
     AnthropicChatModel,
     MalformedResponseError,
@@ -307,7 +307,7 @@ def test_streamed_structured_output_is_validated_and_reasked_like_a_plain_one() 
 def test_the_real_model_streams_its_reply_in_several_text_deltas(llama_server: str) -> None:
     """SmolLM2 on llama-cpp-python streams; the deltas join to the reply a plain request returns."""
     model = OpenAICompatibleChatModel(
-        UrllibJsonTransport(), base_url=llama_server, dialect="llama-cpp-python", mode="native"
+        HttpTransport(), base_url=llama_server, dialect="llama-cpp-python", mode="native"
     )
     request = ModelRequest(
         transcript=Transcript(messages=(Message.user("Name three colours."),)),
@@ -328,7 +328,7 @@ def test_the_real_model_streams_its_reply_in_several_text_deltas(llama_server: s
 def test_the_real_model_streams_a_schema_valid_structured_answer(llama_server: str) -> None:
     """Structured output over a real stream: the assembled emission validates with pydantic."""
     adapter = OpenAICompatibleStructuredOutput(
-        UrllibJsonTransport(), base_url=llama_server, dialect="llama-cpp-python"
+        HttpTransport(), base_url=llama_server, dialect="llama-cpp-python"
     )
     shown: list[Chunk] = []
     result = adapter.generate(
@@ -346,7 +346,7 @@ def test_the_real_server_reports_no_usage_in_a_stream_even_when_asked(llama_serv
     usage is zero where the plain reply's is not. Failing here means the server now honours
     the option: ADR 0070's consequence and this test go."""
     model = OpenAICompatibleChatModel(
-        UrllibJsonTransport(), base_url=llama_server, dialect="llama-cpp-python", mode="native"
+        HttpTransport(), base_url=llama_server, dialect="llama-cpp-python", mode="native"
     )
     request = ModelRequest(
         transcript=Transcript(messages=(Message.user("Say hi."),)),

@@ -11,11 +11,11 @@ from twinflow.kernel import (
     ConnectError,
     FaultTransport,
     HTTPStatusError,
+    HttpTransport,
     LoopbackResponse,
     LoopbackServer,
     MockTransport,
     TransportTimeout,
-    UrllibJsonTransport,
     free_port,
 )
 from twinflow.local_model import (
@@ -306,7 +306,7 @@ def test_a_missing_daemon_is_not_retried_and_is_never_swallowed() -> None:
     """A refused connection (real socket, nothing listening) raises ConnectError after one try."""
     port = free_port()
     calls: list[str] = []
-    real = UrllibJsonTransport()
+    real = HttpTransport()
 
     def counting(url: str, body: JsonValue) -> JsonValue:
         calls.append(url)
@@ -352,7 +352,7 @@ def test_an_http_4xx_is_not_retried() -> None:
         lambda r: LoopbackResponse.json_body({"error": "bad schema"}, status=400)
     ) as server:
         adapter = OpenAICompatibleStructuredOutput(
-            UrllibJsonTransport(), base_url=server.url, dialect="llama-cpp-python"
+            HttpTransport(), base_url=server.url, dialect="llama-cpp-python"
         )
         with pytest.raises(HTTPStatusError) as caught:
             adapter.generate(QUESTION, Person)

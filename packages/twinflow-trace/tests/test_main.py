@@ -25,7 +25,7 @@ def signed(tmp_path: Path) -> Path:
             body = _note.CheckpointBody(
                 "example.org/lab", checkpoint.size, bytes.fromhex(checkpoint.root)
             )
-            (tmp_path / "cp.note").write_bytes(_note.sign_checkpoint(body, [signer]))
+            (tmp_path / "cp.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
     return tmp_path
 
 

@@ -37,7 +37,7 @@ from twinflow.trace._note import (
     parse_note,
     parse_signer_key,
     parse_verifier_key,
-    sign_checkpoint,
+    sign_checkpoint_note,
     sign_note,
 )
 
@@ -82,7 +82,7 @@ BODY = CheckpointBody("example.com/log", 3, ROOT)
 
 
 def _signed_by_log() -> bytes:
-    return sign_checkpoint(BODY, [LOG])
+    return sign_checkpoint_note(BODY, [LOG])
 
 
 # --- Ed25519 ---------------------------------------------------------------------------------
@@ -556,7 +556,7 @@ def test_signing_without_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None
     """With cryptography unimportable, signing and signer keys raise an error naming the extra."""
     _without_cryptography(monkeypatch)
     for attempt in (
-        lambda: sign_checkpoint(BODY, [LOG]),
+        lambda: sign_checkpoint_note(BODY, [LOG]),
         lambda: parse_signer_key(LOG.text),
         lambda: generate_key("n", bytes(32)),
     ):
@@ -585,7 +585,9 @@ def test_checkpoint_text_matches_the_c2sp_example() -> None:
 def test_checkpoint_round_trip_with_extensions() -> None:
     """A signed checkpoint with extension lines opens to the same body and names its signer."""
     body = CheckpointBody("example.com/log", 0, bytes(32), ("head abc", "— x"))
-    opened = open_checkpoint(sign_checkpoint(body, [LOG]), [LOG.verifier], origin="example.com/log")
+    opened = open_checkpoint(
+        sign_checkpoint_note(body, [LOG]), [LOG.verifier], origin="example.com/log"
+    )
     assert body == opened.body
     assert (LOG.verifier,) == opened.verified_by
 

@@ -17,7 +17,7 @@ Errors (every one under the workspace's root)::
     ├── KernelError                                  (twinflow.kernel)
     │   ├── ReplayDivergenceError                    the one replay-divergence error (the agent's above)
     │   └── NondeterminismError (also a RuntimeError)  replayed code reached the clock, randomness or network
-    └── TraceError                                   (twinflow.trace, re-exported here unchanged)
+    └── TraceError                                   (twinflow.trace: import it from there)
         └── TraceExistsError, TraceWriteError, TraceCorruptError, SignatureError, InvalidProofError, ...
 
 Errors raised by the injected model (a connection failure from the kernel's transport, for
@@ -30,20 +30,12 @@ from twinflow.agent._errors import (
     AgentConfigError,
     AgentError,
     InvalidModelReply,
-    InvalidProofError,
     MaxStepsExceeded,
     OutputValidationFailed,
     RunError,
-    SignatureError,
-    TraceCorruptError,
-    TraceError,
-    TraceExistsError,
-    TraceWriteError,
     UsageLimitExceeded,
 )
 from twinflow.agent._events import (
-    GENESIS,
-    TERMINAL_KINDS,
     AgentConfig,
     EventBody,
     MessageChain,
@@ -82,39 +74,12 @@ from twinflow.agent._replay import (
     replay,
 )
 from twinflow.agent._structured import PydanticStructuredOutput
+from twinflow.agent._summary import CallSummary, TraceSummary, summarize_trace
 from twinflow.agent._tools import Tool
-from twinflow.agent._trace import TraceWriter, encode_line
-from twinflow.agent._verify import Trace, verify_trace
-from twinflow.trace import (
-    EMPTY_ROOT,
-    Checkpoint,
-    ConsistencyProof,
-    FileTraceSink,
-    FsyncPolicy,
-    InclusionProof,
-    MemoryTraceSink,
-    MerkleTree,
-    Problem,
-    ProblemKind,
-    RepairResult,
-    TraceSink,
-    VerificationReport,
-    check_consistency,
-    check_inclusion,
-    leaf_hash,
-    node_hash,
-    repair_trace,
-    root_from_inclusion_proof,
-    sign_checkpoint,
-    verify_checkpoint_signature,
-    verify_consistency,
-    verify_inclusion,
-)
+from twinflow.agent._trace import TraceWriter, encode_event
+from twinflow.agent._verify import Trace, verify_agent_trace
 
 __all__ = [
-    "EMPTY_ROOT",
-    "GENESIS",
-    "TERMINAL_KINDS",
     "Agent",
     "AgentConfig",
     "AgentConfigError",
@@ -123,19 +88,12 @@ __all__ = [
     "ApprovalHook",
     "Approve",
     "BehaviourDivergence",
-    "Checkpoint",
-    "ConsistencyProof",
+    "CallSummary",
     "Deny",
     "EventBody",
-    "FileTraceSink",
-    "FsyncPolicy",
     "FunctionModel",
-    "InclusionProof",
     "InvalidModelReply",
-    "InvalidProofError",
     "MaxStepsExceeded",
-    "MemoryTraceSink",
-    "MerkleTree",
     "MessageChain",
     "ModelRequested",
     "ModelResponded",
@@ -147,12 +105,9 @@ __all__ = [
     "Policy",
     "PolicyDecided",
     "PolicyRecord",
-    "Problem",
-    "ProblemKind",
     "PydanticStructuredOutput",
     "RecordedFailure",
     "RecordedResults",
-    "RepairResult",
     "ReplayDivergenceError",
     "ReplayMode",
     "ReplayPorts",
@@ -162,37 +117,22 @@ __all__ = [
     "RunFinished",
     "RunResult",
     "RunStarted",
-    "SignatureError",
     "Steering",
     "SteeringReceived",
     "Tool",
     "ToolCalled",
     "ToolReturned",
     "Trace",
-    "TraceCorruptError",
-    "TraceError",
     "TraceEvent",
-    "TraceExistsError",
-    "TraceSink",
-    "TraceWriteError",
+    "TraceSummary",
     "TraceWriter",
     "UsageLimitExceeded",
     "UsageLimits",
-    "VerificationReport",
     "behaviour_of",
-    "check_consistency",
-    "check_inclusion",
     "compare_behaviour",
-    "encode_line",
-    "leaf_hash",
-    "node_hash",
+    "encode_event",
     "render_trace_page",
-    "repair_trace",
     "replay",
-    "root_from_inclusion_proof",
-    "sign_checkpoint",
-    "verify_checkpoint_signature",
-    "verify_consistency",
-    "verify_inclusion",
-    "verify_trace",
+    "summarize_trace",
+    "verify_agent_trace",
 ]

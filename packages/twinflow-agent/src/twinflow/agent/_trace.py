@@ -30,11 +30,11 @@ __all__ = [
     "EVENT_START",
     "LINE_PREFIX",
     "TraceWriter",
-    "encode_line",
+    "encode_event",
 ]
 
 
-def encode_line(event: TraceEvent) -> tuple[bytes, str]:
+def encode_event(event: TraceEvent) -> tuple[bytes, str]:
     """Encode an event as a trace line.
 
     Args:
@@ -86,7 +86,7 @@ class TraceWriter:
             TraceWriteError: The sink could not write the line (disk full, ...).
         """
         event = TraceEvent(seq=self._tree.size, prev=self._head, at=at, body=body)
-        line, hexdigest = encode_line(event)
+        line, hexdigest = encode_event(event)
         self.sink.write(line)
         self._tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))
         self._head = hexdigest

@@ -2,7 +2,7 @@
 
 `twinflow.trace` verifies the bytes (format, digests, chain, envelope) streaming; each event that
 passes is handed to `TraceEvent.model_validate` through the leaf's ``check`` hook, so this
-module's `verify_trace` and `Trace.load` run the very same walk and agree on every input: an
+module's `verify_agent_trace` and `Trace.load` run the very same walk and agree on every input: an
 event whose digest and chain hold but that no writer could produce is a ``not_event`` problem at
 its seq for both.
 """
@@ -32,7 +32,7 @@ from twinflow.trace import (
 )
 from twinflow.trace import verify_trace as _verify_trace
 
-__all__ = ["Trace", "typed_event", "verify_trace"]
+__all__ = ["Trace", "typed_event", "verify_agent_trace"]
 
 _T = TypeVar("_T")
 
@@ -144,7 +144,7 @@ def typed_event(value: dict[str, Any]) -> TraceEvent:
     return TraceEvent.model_validate(value)
 
 
-def verify_trace(
+def verify_agent_trace(
     source: Source,
     *,
     checkpoint: Checkpoint | None = None,

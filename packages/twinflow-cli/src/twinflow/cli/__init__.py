@@ -24,29 +24,23 @@ Every other package's errors pass through unchanged: `replay_run` raises the age
 
 import typing as _typing
 
-from twinflow.cli._errors import CliError
+from twinflow.cli._errors import CliError as CliError
 from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
-    from twinflow.cli._api import connect, embedded_model, replay_run, trace_path_of
-    from twinflow.cli._main import main
-    from twinflow.cli._spec import ModelSpec, PolicySpec, RunSpec, SpecError, load_spec
+    from twinflow.cli._api import connect as connect
+    from twinflow.cli._api import embedded_model as embedded_model
+    from twinflow.cli._api import replay_run as replay_run
+    from twinflow.cli._api import trace_path_of as trace_path_of
+    from twinflow.cli._main import main as main
+    from twinflow.cli._spec import ModelSpec as ModelSpec
+    from twinflow.cli._spec import PolicySpec as PolicySpec
+    from twinflow.cli._spec import RunSpec as RunSpec
+    from twinflow.cli._spec import SpecError as SpecError
+    from twinflow.cli._spec import load_spec as load_spec
 
-__all__ = [
-    "CliError",
-    "ModelSpec",
-    "PolicySpec",
-    "RunSpec",
-    "SpecError",
-    "connect",
-    "embedded_model",
-    "load_spec",
-    "main",
-    "replay_run",
-    "trace_path_of",
-]
 
-__getattr__, __dir__ = _lazy_exports(
+__getattr__, __dir__, __all__ = _lazy_exports(
     globals(),
     {
         "_api": ("connect", "embedded_model", "replay_run", "trace_path_of"),

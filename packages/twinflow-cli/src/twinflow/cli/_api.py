@@ -20,15 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import (
-    Agent,
-    FileTraceSink,
-    ReplayMode,
-    ReplayResult,
-    Trace,
-    TraceExistsError,
-    replay,
-)
+from twinflow.agent import Agent, ReplayMode, ReplayResult, Trace, replay
 from twinflow.cli._spec import RunSpec, load_tools
 from twinflow.cli._wiring import (
     build_agent,
@@ -41,6 +33,7 @@ from twinflow.cli._wiring import (
     replay_builder,
 )
 from twinflow.kernel import PlantedLinkError, SystemClock, SystemIds
+from twinflow.trace import FileTraceSink, TraceExistsError
 from twinflow.vocab import UserError
 
 __all__ = ["connect", "embedded_model", "replay_run", "trace_path_of"]

@@ -1,4 +1,4 @@
-"""The trace subcommands of ``twinflow``: each a (summary, configure, handler) triple.
+"""The trace subcommands of ``twinflow``: each a (configure, handler) pair.
 
 verify, checkpoint and prove stream the trace through `twinflow.trace` (memory independent of
 its length, bounded lines and nesting); diff and replay read typed events through the agent.
@@ -9,37 +9,42 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Trace, TraceCorruptError, verify_trace
-from twinflow.cli._errors import CliError
-from twinflow.cli._main import EXIT_OK, CheckFailed, Output
+from twinflow.agent import Trace, verify_agent_trace
+from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
+from twinflow.cli._traces import (
+    check_trace_head,
+    corrupt_payload,
+    load_trace,
+    read_checkpoint_file,
+    read_small_file,
+    squash,
+)
 from twinflow.trace import (
     Checkpoint,
     ConsistencyProof,
     InclusionProof,
     InvalidProofError,
     Limits,
+    TraceCorruptError,
     TraceFormatError,
     _note,
-    canonical_bytes,
     check_consistency,
     check_inclusion,
     load_proof,
-    parse_json,
     prove_consistency,
     prove_inclusion,
     read_checkpoint,
     repair_trace,
     sign_checkpoint,
 )
-from twinflow.trace._format import GENESIS, LINE_PREFIX
+from twinflow.trace._format import GENESIS
 from twinflow.trace._sink import create_exclusive
 from twinflow.vocab import UserError, diff
 
-__all__ = ["COMMANDS", "THREAT_MODEL", "parse_trace", "read_trace_bytes"]
+__all__ = ["COMMANDS", "THREAT_MODEL"]
 
 _NOTE_ERRORS = (_note.NoteError,)
 
@@ -64,97 +69,15 @@ to publish a run so a stranger can check it:
   in a run by `twinflow prove TRACE --seq N` and `twinflow prove --check PROOF --checkpoint CP`.
 """
 
-_MAX_SMALL_FILE = 1024 * 1024
-
-
-class UnreadableTrace(CliError, UserError):
-    """The file is not a twinflow trace at all (missing, empty, another format)."""
-
-
-def _check_head(path: Path) -> None:
-    """Refuse what is not a trace at all (exit 2), reading only its first bytes."""
-    with path.open("rb") as f:
-        head = f.read(len(LINE_PREFIX))
-    if not head:
-        raise UnreadableTrace(f"{path}: the file is empty, not a twinflow trace")
-    if head != LINE_PREFIX:
-        raise UnreadableTrace(
-            f"{path}: not a twinflow trace (a trace is JSON lines starting with "
-            f"{LINE_PREFIX.decode()!r}); check the path"
-        )
-
-
-def read_trace_bytes(path: Path) -> bytes:
-    """Read a trace file, refusing what is not a trace at all (exit 2, not a failed check).
-
-    A file that starts like a trace but is damaged further on is returned: verification, not
-    this function, reports where and how it was damaged.
-
-    Raises:
-        UnreadableTrace: the file is empty or does not start with a trace line.
-        OSError: the file cannot be read.
-    """
-    _check_head(path)
-    return path.read_bytes()
-
-
-def parse_trace(path: Path, data: bytes | Path) -> Trace:
-    """Load a trace (its bytes, or its path); a damaged trace fails the check.
-
-    Raises:
-        CheckFailed: the trace does not load (exit 1, naming ``path``).
-    """
-    try:
-        return Trace.load(data)
-    except TraceCorruptError as exc:
-        raise CheckFailed(f"{path}: {exc}", _corrupt_payload(path, exc)) from None
-
-
-def _corrupt_payload(path: Path, exc: TraceCorruptError) -> dict[str, Any]:
-    problem = exc.report.problem
-    return {"trace": str(path), "problem": None if problem is None else problem.to_json()}
-
-
-def _load(path: Path) -> Trace:
-    _check_head(path)
-    return parse_trace(path, path)
-
-
-def _small_file(path: Path, what: str) -> bytes:
-    with path.open("rb") as f:
-        data = f.read(_MAX_SMALL_FILE + 1)
-    if len(data) > _MAX_SMALL_FILE:
-        raise UserError(f"{path}: a {what} file is at most {_MAX_SMALL_FILE} bytes")
-    return data
-
 
 def _read_key(path: Path | None) -> bytes | None:
     """An HMAC key file's bytes, exactly as written (a trailing newline is part of the key)."""
     if path is None:
         return None
-    key = _small_file(path, "key")
+    key = read_small_file(path, "key")
     if not key:
         raise UserError(f"{path}: the key file is empty; an empty key signs nothing")
     return key
-
-
-def _read_checkpoint(path: Path) -> Checkpoint:
-    data = _small_file(path, "checkpoint")
-    try:
-        value = parse_json(data, max_depth=4)
-        if isinstance(value, dict):
-            value.pop("ok", None)  # `twinflow checkpoint --json` output is accepted as is
-        return Checkpoint.from_json(canonical_bytes(value))
-    except (TraceFormatError, ValueError) as exc:
-        raise UserError(f"{path}: not a checkpoint file ({_squash(exc)})") from None
-    except UserError:
-        raise
-    except Exception as exc:  # CanonicalError: not JSON at all
-        raise UserError(f"{path}: not a checkpoint file ({_squash(exc)})") from None
-
-
-def _squash(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300]
 
 
 def _limits(args: argparse.Namespace) -> Limits:
@@ -239,19 +162,19 @@ def _open_signed_checkpoint(path: Path, keys: list[Path] | None) -> Checkpoint:
         UserError: No key was given, a key file is not a verifier key, or the note does not
             verify (unsigned by a given key, a bad signature, not a checkpoint).
     """
-    data = _small_file(path, "checkpoint")
+    data = read_small_file(path, "checkpoint")
     if not keys:
         raise UserError(
             f"{path} is a signed checkpoint: give the signer's verifier key with --key VKEY "
             "(a signature is never passed over unchecked)"
         )
     try:
-        verifiers = [_note.parse_verifier_key(_small_file(k, "key")) for k in keys]
+        verifiers = [_note.parse_verifier_key(read_small_file(k, "key")) for k in keys]
         opened = _note.open_checkpoint(data, verifiers, required=len(verifiers))
     except _NOTE_ERRORS as exc:
         raise CheckFailed(
-            f"{path}: the signed checkpoint does not verify: {_squash(exc)}",
-            {"checkpoint": str(path), "problem": {"kind": "signature", "message": _squash(exc)}},
+            f"{path}: the signed checkpoint does not verify: {squash(exc)}",
+            {"checkpoint": str(path), "problem": {"kind": "signature", "message": squash(exc)}},
         ) from None
     body = opened.body
     # The note carries size and root; the head digest is implied by the root and not compared.
@@ -259,11 +182,11 @@ def _open_signed_checkpoint(path: Path, keys: list[Path] | None) -> Checkpoint:
 
 
 def _verify(args: argparse.Namespace, out: Output) -> int:
-    _check_head(args.trace)
+    check_trace_head(args.trace)
     if (args.key or args.key_file) and not args.checkpoint:
         raise UserError("--key and --key-file need --checkpoint: a key checks a checkpoint")
     checkpoint = None
-    if args.checkpoint and _is_note(_small_file(args.checkpoint, "checkpoint")):
+    if args.checkpoint and _is_note(read_small_file(args.checkpoint, "checkpoint")):
         if args.key_file:
             raise UserError("a C2SP signed checkpoint is checked with --key VKEY, not --key-file")
         checkpoint = _open_signed_checkpoint(args.checkpoint, args.key)
@@ -273,9 +196,9 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
                 f"{args.checkpoint} is a JSON checkpoint: --key checks C2SP signed checkpoints "
                 "(`twinflow checkpoint --sign`); use --key-file for an HMAC signature"
             )
-        checkpoint = _read_checkpoint(args.checkpoint)
+        checkpoint = read_checkpoint_file(args.checkpoint)
     key = _read_key(args.key_file)
-    report = verify_trace(
+    report = verify_agent_trace(
         args.trace,
         checkpoint=checkpoint,
         key=key,
@@ -326,24 +249,24 @@ def _configure_checkpoint(p: argparse.ArgumentParser) -> None:
 
 def _signed_note(checkpoint: Checkpoint, keys: list[Path], origin: str | None) -> bytes:
     try:
-        signers = [_note.parse_signer_key(_small_file(k, "key")) for k in keys]
+        signers = [_note.parse_signer_key(read_small_file(k, "key")) for k in keys]
         body = _note.CheckpointBody(
             origin or signers[0].name, checkpoint.size, bytes.fromhex(checkpoint.root)
         )
-        return _note.sign_checkpoint(body, signers)
+        return _note.sign_checkpoint_note(body, signers)
     except _NOTE_ERRORS as exc:
-        raise UserError(f"cannot sign the checkpoint: {_squash(exc)}") from None
+        raise UserError(f"cannot sign the checkpoint: {squash(exc)}") from None
 
 
 def _checkpoint(args: argparse.Namespace, out: Output) -> int:
-    _check_head(args.trace)
+    check_trace_head(args.trace)
     key = _read_key(args.key_file)
     if args.size is not None and args.size < 0:
         raise UserError(f"--size {args.size}: a size is 0 or more")
     try:
         checkpoint = read_checkpoint(args.trace, args.size, limits=_limits(args))
     except TraceCorruptError as exc:
-        raise CheckFailed(f"{args.trace}: {exc}", _corrupt_payload(args.trace, exc)) from None
+        raise CheckFailed(f"{args.trace}: {exc}", corrupt_payload(args.trace, exc)) from None
     except UserError as exc:
         raise UserError(f"--size: {exc}") from None
     if key is not None:
@@ -418,7 +341,7 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
         raise UserError("give exactly one of --seq N (inclusion) or --from-size N (consistency)")
     if args.checkpoint or args.old_checkpoint:
         raise UserError("--checkpoint and --old-checkpoint go with --check")
-    _check_head(args.trace)
+    check_trace_head(args.trace)
     limits = _limits(args)
     try:
         if args.seq is not None:
@@ -444,7 +367,7 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
             summary = f"the first {new.size} events extend the first {old.size}"
             proof_json = consistency.to_json()
     except TraceCorruptError as exc:
-        raise CheckFailed(f"{args.trace}: {exc}", _corrupt_payload(args.trace, exc)) from None
+        raise CheckFailed(f"{args.trace}: {exc}", corrupt_payload(args.trace, exc)) from None
     if args.out:
         _write_out(args.out, proof_json)
     out.document({"ok": True, "proof": proof_json, **checkpoints})
@@ -463,10 +386,10 @@ def _check_proof(args: argparse.Namespace, out: Output) -> int:
     if args.checkpoint is None:
         raise UserError("--check needs --checkpoint CP (the checkpoint the proof leads to)")
     try:
-        proof = load_proof(_small_file(args.check, "proof"))
+        proof = load_proof(read_small_file(args.check, "proof"))
     except TraceFormatError as exc:
-        raise UserError(f"{args.check}: not a proof file ({_squash(exc)})") from None
-    checkpoint = _read_checkpoint(args.checkpoint)
+        raise UserError(f"{args.check}: not a proof file ({squash(exc)})") from None
+    checkpoint = read_checkpoint_file(args.checkpoint)
     try:
         if isinstance(proof, InclusionProof):
             if args.old_checkpoint:
@@ -480,7 +403,7 @@ def _check_proof(args: argparse.Namespace, out: Output) -> int:
             assert isinstance(proof, ConsistencyProof)
             if args.old_checkpoint is None:
                 raise UserError("a consistency proof needs --old-checkpoint OLD as well")
-            old = _read_checkpoint(args.old_checkpoint)
+            old = read_checkpoint_file(args.old_checkpoint)
             check_consistency(proof, old, checkpoint)
             summary = (
                 f"ok: the checkpoint of size {checkpoint.size} extends the one of size {old.size}"
@@ -518,7 +441,7 @@ def _keygen(args: argparse.Namespace, out: Output) -> int:
     try:
         signer = _note.generate_key(args.name, SystemIds().secret(32))
     except _NOTE_ERRORS as exc:
-        raise UserError(f"cannot make a key named {args.name!r}: {_squash(exc)}") from None
+        raise UserError(f"cannot make a key named {args.name!r}: {squash(exc)}") from None
     secret, public = Path(f"{args.out}.key"), Path(f"{args.out}.pub")
     for path in (secret, public):
         if os.path.lexists(path):
@@ -542,10 +465,10 @@ def _configure_repair(p: argparse.ArgumentParser) -> None:
 def _repair(args: argparse.Namespace, out: Output) -> int:
     if args.trace.is_symlink():
         raise UserError(f"{args.trace}: is a symbolic link; repair the file it points to")
-    _check_head(args.trace)
+    check_trace_head(args.trace)
     result = repair_trace(args.trace)
     moved = {"moved_to": result.moved_to, "moved_bytes": result.moved_bytes}
-    report = verify_trace(args.trace, require_complete=False)
+    report = verify_agent_trace(args.trace, require_complete=False)
     if report.problem is not None:
         raise CheckFailed(
             f"{args.trace}: "
@@ -588,7 +511,7 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
         from twinflow.cli._show import behaviour_diff
 
         return behaviour_diff(args, out)
-    a, b = _load(args.a), _load(args.b)
+    a, b = load_trace(args.a), load_trace(args.b)
     for seq in range(min(a.size, b.size)):
         if a.digests[seq] == b.digests[seq]:
             continue
@@ -616,38 +539,11 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-Configure = Callable[[argparse.ArgumentParser], None]
-Handler = Callable[[argparse.Namespace, Output], int]
-
-COMMANDS: dict[str, tuple[str, Configure, Handler]] = {
-    "verify": (
-        "verify a trace: format, hash chain, digests, completeness (and a checkpoint)",
-        _configure_verify,
-        _verify,
-    ),
-    "checkpoint": (
-        "print a trace's checkpoint: size, Merkle root, head (optionally signed)",
-        _configure_checkpoint,
-        _checkpoint,
-    ),
-    "prove": (
-        "make or check an RFC 9162 inclusion or consistency proof",
-        _configure_prove,
-        _prove,
-    ),
-    "keygen": (
-        "make an Ed25519 signer key and its verifier key (C2SP signed-note text forms)",
-        _configure_keygen,
-        _keygen,
-    ),
-    "repair": (
-        "move a torn last line aside (as a crashed writer leaves it)",
-        _configure_repair,
-        _repair,
-    ),
-    "diff": (
-        "show where two runs' behaviour differs (--exact: the first differing event's bytes)",
-        _configure_diff,
-        _diff,
-    ),
+COMMANDS: dict[str, Command] = {
+    "verify": (_configure_verify, _verify),
+    "checkpoint": (_configure_checkpoint, _checkpoint),
+    "prove": (_configure_prove, _prove),
+    "keygen": (_configure_keygen, _keygen),
+    "repair": (_configure_repair, _repair),
+    "diff": (_configure_diff, _diff),
 }

@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Agent, TraceSink
-from twinflow.cli._main import EXIT_OK, CheckFailed, Output
+from twinflow.agent import Agent
+from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._spec import RunSpec, load_spec, load_tools
 from twinflow.cli._wiring import (
     build_agent,
@@ -56,9 +56,10 @@ from twinflow.kernel import (
     SystemIds,
     ThreadExecutor,
 )
+from twinflow.trace import TraceSink
 from twinflow.vocab import UserError
 
-__all__ = ["COMMANDS", "EVAL_COMMAND"]
+__all__ = ["COMMANDS"]
 
 
 def _stderr(text: str) -> None:
@@ -429,14 +430,5 @@ def _handle(args: argparse.Namespace, out: Output) -> int:
     return _HANDLERS[args.eval_command](args, out)
 
 
-EVAL_COMMAND: tuple[
-    str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace, Output], int]
-] = (
-    "run datasets through an agent; rescore, compare and merge run directories",
-    _configure,
-    _handle,
-)
-"""(summary, configure, handler), to register as ``COMMANDS["eval"]``."""
-
-COMMANDS = {"eval": EVAL_COMMAND}
+COMMANDS: dict[str, Command] = {"eval": (_configure, _handle)}
 """The command this module defines, as `twinflow.cli._main.COMMAND_TABLE` looks it up."""

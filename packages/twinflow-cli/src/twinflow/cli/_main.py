@@ -1,78 +1,35 @@
-"""The ``twinflow`` command: argument parsing, exit codes, and human or ``--json`` output.
+"""The ``twinflow`` command: the command table, argument parsing, and each failure as one line.
 
-Exit codes are a contract scripts rely on:
-
-- 0: the command did what it was asked and every check passed;
-- 1: a check failed (a tampered trace, a replay that diverged, traces that differ);
-- 2: a usage error or unreadable input (a missing file, a bad spec, an unreachable server).
-
-Every failure prints one line on stderr saying what went wrong and what to do.
+Exit codes (`twinflow.cli._output`) are a contract scripts rely on: 0 ok, 1 a check failed,
+2 a usage error or unreadable input. Every failure prints one line on stderr saying what went
+wrong and what to do.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, TextIO
+from collections.abc import Sequence
+from typing import Any
 
-from twinflow.cli._errors import CliError
+from twinflow.cli._output import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CheckFailed,
+    Command,
+    Handler,
+    Output,
+)
 from twinflow.vocab import TwinflowError, UserError
 
-__all__ = [
-    "COMMAND_TABLE",
-    "EXIT_FAILED",
-    "EXIT_OK",
-    "EXIT_USAGE",
-    "CheckFailed",
-    "Handler",
-    "Output",
-    "command_module_commands",
-    "invocation",
-    "main",
-]
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
-
-class CheckFailed(CliError):
-    """A check the user asked for did not pass (exit 1). ``payload`` is the ``--json`` output."""
-
-    def __init__(self, message: str, payload: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.payload = payload or {}
-
-
-class Output:
-    """Where a command writes: human lines on stdout, or one JSON document with ``--json``."""
-
-    def __init__(self, as_json: bool, stream: TextIO) -> None:
-        self.as_json = as_json
-        self._stream = stream
-
-    def line(self, text: str = "") -> None:
-        """Print a human line (suppressed under ``--json``)."""
-        if not self.as_json:
-            print(text, file=self._stream, flush=True)
-
-    def document(self, payload: dict[str, Any]) -> None:
-        """Print the machine-readable result (only under ``--json``)."""
-        if self.as_json:
-            print(json.dumps(payload, indent=2, sort_keys=True, default=str), file=self._stream)
-
-
-Handler = Callable[[argparse.Namespace, Output], int]
-
+__all__ = ["COMMAND_TABLE", "command_module_commands", "main"]
 
 # The command table: name -> (the module whose ``COMMANDS`` defines it, its one-line summary).
 # `twinflow --help` reads only this table; a command's module, and everything it imports
 # (pydantic, the agent, the model clients), loads only when that command is the one chosen.
-# tests/test_show.py holds each summary equal to the module's own.
+# The summary is written here only: a module's ``COMMANDS`` holds (configure, handler).
 COMMAND_TABLE: dict[str, tuple[str, str]] = {
     "demo": (
         "twinflow.cli._run",
@@ -122,7 +79,7 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
 }
 
 
-def command_module_commands(module: str) -> dict[str, Any]:
+def command_module_commands(module: str) -> dict[str, Command]:
     """The ``COMMANDS`` of one module named in `COMMAND_TABLE`, imported on first use.
 
     Each import is written out with its literal name, so the layer and determinism gates see
@@ -193,7 +150,7 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         if name == chosen:
             # Imported here so `twinflow --help` stays fast and a broken optional piece cannot
             # stop another command from parsing its arguments.
-            _, configure, handler = command_module_commands(module)[name]
+            configure, handler = command_module_commands(module)[name]
             configure(command)
             command.set_defaults(handler=handler)
     return parser
@@ -242,24 +199,3 @@ def _one_line(exc: BaseException) -> str:
         return f"{exc.filename}: {exc.strerror}"
     # Notes carry where an error happened (a Ray worker's node, say): part of the one line.
     return " ".join("; ".join([str(exc), *getattr(exc, "__notes__", ())]).split())
-
-
-def invocation() -> str:
-    """How to type ``twinflow`` in the user's shell, for hints they can paste as they are.
-
-    Under ``uv run`` the workspace's environment is not on the user's own PATH, so a bare
-    ``twinflow`` would fail there; outside it, ``twinflow`` if the shell finds it, else the
-    interpreter that is running now.
-    """
-    import shutil
-
-    if os.environ.get("UV_RUN_RECURSION_DEPTH"):
-        return "uv run --frozen twinflow"
-    if shutil.which("twinflow"):
-        return "twinflow"
-    return f"{sys.executable} -m twinflow.cli"
-
-
-def existing_file(value: str) -> Path:
-    """An argparse type for an input file path (checked when the command reads it)."""
-    return Path(value)

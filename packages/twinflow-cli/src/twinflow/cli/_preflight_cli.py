@@ -10,19 +10,18 @@ sent schema, run in this process. Exit 0 when everything is enforced, 1 when som
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
 from twinflow.cli._grammar import llama_cpp_grammar_check
-from twinflow.cli._main import EXIT_FAILED, EXIT_OK, Output
+from twinflow.cli._output import EXIT_FAILED, EXIT_OK, Command, Output
 from twinflow.cli._spec import resolve_dotted
 from twinflow.local_model import Decoder, PreflightReport, preflight
 from twinflow.vocab import UserError
 
-__all__ = ["COMMANDS", "PREFLIGHT_COMMAND"]
+__all__ = ["COMMANDS"]
 
 _DECODERS: tuple[Decoder, ...] = ("llama-cpp-python", "llama.cpp", "ollama")
 
@@ -95,13 +94,5 @@ def _handle(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK if report.enforced else EXIT_FAILED
 
 
-PREFLIGHT_COMMAND: tuple[
-    str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace, Output], int]
-] = (
-    "report what a model server's decoder will enforce of a pydantic model's schema",
-    _configure,
-    _handle,
-)
-"""(summary, configure, handler), to register as ``COMMANDS["preflight"]``."""
-
-COMMANDS = {"preflight": PREFLIGHT_COMMAND}
+COMMANDS: dict[str, Command] = {"preflight": (_configure, _handle)}
+"""The command this module defines, as `twinflow.cli._main.COMMAND_TABLE` looks it up."""

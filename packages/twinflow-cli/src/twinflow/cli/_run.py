@@ -27,20 +27,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from twinflow.agent import (
-    FileTraceSink,
-    OutputRejected,
-    PolicyDecided,
+    CallSummary,
     ReplayDivergenceError,
     RunError,
-    ToolCalled,
-    ToolReturned,
     Trace,
     replay,
-    verify_trace,
+    summarize_trace,
+    verify_agent_trace,
 )
 from twinflow.cli import _demo
-from twinflow.cli._commands import parse_trace, read_trace_bytes
-from twinflow.cli._main import EXIT_FAILED, EXIT_OK, CheckFailed, Handler, Output, invocation
+from twinflow.cli._output import EXIT_FAILED, EXIT_OK, CheckFailed, Command, Output, invocation
 from twinflow.cli._show import _clean as clean_text
 from twinflow.cli._spec import (
     RunSpec,
@@ -50,6 +46,7 @@ from twinflow.cli._spec import (
     read_spec_text,
     spec_modules,
 )
+from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.cli._watch import TextPrinter
 from twinflow.cli._wiring import (
     EMBEDDED,
@@ -69,6 +66,7 @@ from twinflow.kernel import (
     TargetExistsError,
     write_new,
 )
+from twinflow.trace import FileTraceSink
 from twinflow.vocab import UserError
 
 __all__ = [
@@ -150,21 +148,6 @@ def spec_beside(trace_path: Path) -> Path:
     return trace_path.with_name(SPEC_NAME)
 
 
-class CallOutcome(BaseModel):
-    """One tool call the model made, as the trace records it."""
-
-    tool: str
-    """The tool the model called."""
-    arguments: dict[str, Any]
-    """The arguments it called it with."""
-    decision: str
-    """The policy's verdict: ``allow`` or ``deny``."""
-    result: str | None = None
-    """What the model was sent back: the tool's result, its error, or the denial."""
-    error: str | None = None
-    """The error type, if the tool raised or the call was refused."""
-
-
 class RunOutcome(BaseModel):
     """What a run produced."""
 
@@ -188,8 +171,9 @@ class RunOutcome(BaseModel):
     """Policy decisions by verdict."""
     tool_errors: list[str] = []
     """Tools that raised, as ``name: ErrorType``, in order (the model saw an error result)."""
-    calls: list[CallOutcome] = []
-    """Each tool call the model made, in order, with its arguments and what came back."""
+    calls: list[CallSummary] = []
+    """Each tool call the model asked for, in order: its arguments, the policy's decision and
+    the result the model saw."""
     rejected: int = 0
     """Replies refused (invalid actions or outputs), each recorded in the trace."""
 
@@ -235,54 +219,22 @@ def _execute(
                 agent.writer.close()
         # The root and size come from this run's own writer, never from re-reading a path.
         checkpoint = agent.writer.checkpoint()
-    trace = Trace.load(trace_path)
-    decisions: dict[str, int] = {}
-    tools: list[str] = []
-    tool_errors: list[str] = []
-    called: set[str] = set()
-    calls: dict[str, CallOutcome] = {}
-    steps = rejected = 0
-    for event in trace.events:
-        body = event.body
-        if isinstance(body, PolicyDecided):
-            decisions[body.decision] = decisions.get(body.decision, 0) + 1
-            calls[body.call_id] = CallOutcome(
-                tool=body.tool, arguments=body.arguments or {}, decision=body.decision
-            )
-        elif isinstance(body, ToolCalled):
-            tools.append(body.tool)
-            called.add(body.call_id)
-            if body.call_id in calls:
-                call = calls[body.call_id]
-                calls[body.call_id] = call.model_copy(update={"arguments": body.arguments})
-        elif isinstance(body, ToolReturned):
-            if body.result.call_id in calls:
-                call = calls[body.result.call_id]
-                calls[body.result.call_id] = call.model_copy(
-                    update={"result": body.result.content, "error": body.error_type}
-                )
-            # A denied call has no tool_called event; an error after one is the tool raising.
-            if body.error_type is not None and body.result.call_id in called:
-                tool_errors.append(f"{body.result.name}: {body.error_type}")
-        elif isinstance(body, OutputRejected):
-            rejected += 1
-        elif body.kind == "model_responded":
-            steps += 1
+    summary = summarize_trace(Trace.load(trace_path).events)
     if isinstance(output, BaseModel):
         output = output.model_dump(mode="json")
     return RunOutcome(
-        prompt=spec.prompt,
+        prompt=summary.prompt,
         trace=str(trace_path),
         events=checkpoint.size,
         root=checkpoint.root,
         output=output,
         error=error,
-        steps=steps,
-        tool_calls=tools,
-        decisions=decisions,
-        tool_errors=tool_errors,
-        calls=list(calls.values()),
-        rejected=rejected,
+        steps=summary.replies,
+        tool_calls=summary.tools_run,
+        decisions=summary.decisions,
+        tool_errors=summary.tool_errors,
+        calls=list(summary.tool_calls),
+        rejected=summary.rejected,
     )
 
 
@@ -413,10 +365,12 @@ def _print_outcome(outcome: RunOutcome, out: Output) -> None:
     out.line(f"  tools     {len(outcome.tool_calls)} call(s): {tools}")
     for call in outcome.calls:
         shown = f"{_one_line(call.tool)} {_one_line(call.arguments)}"
-        if call.decision != "allow":
-            came_back = f"denied: {_one_line(call.result)}"
-        elif call.error is not None:
-            came_back = f"raised {_one_line(call.error)}: {_one_line(call.result)}"
+        if call.decision is None:
+            came_back = "not decided (the run ended first)"
+        elif call.decision == "deny":
+            came_back = f"denied: {_one_line(call.reason)}"
+        elif call.error_type is not None:
+            came_back = f"raised {_one_line(call.error_type)}: {_one_line(call.result)}"
         else:
             came_back = _one_line(call.result)
         out.line(f"    call    {shown} -> {came_back}")
@@ -539,7 +493,7 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     outcome = _execute(spec, spec_text, args.out, out, phases, watch=not (args.quiet or args.json))
     trace_path = Path(outcome.trace)
     with phases.phase("verify"):
-        report = verify_trace(trace_path)
+        report = verify_agent_trace(trace_path)
     if report.problem is not None:
         raise CheckFailed(f"{trace_path}: the demo's own trace does not verify: {report.problem}")
     with phases.phase("replay"):
@@ -573,17 +527,9 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handler]] = {
-    "demo": (
-        "run a small agent task on the embedded local model, then verify and replay its trace",
-        configure_demo,
-        demo,
-    ),
-    "run": ("run an agent from a spec file (YAML), writing a trace", configure_run, run),
-    "replay": (
-        "re-run a trace's agent against the trace; exit 1 at the first event that differs",
-        configure_replay,
-        replay_command,
-    ),
+COMMANDS: dict[str, Command] = {
+    "demo": (configure_demo, demo),
+    "run": (configure_run, run),
+    "replay": (configure_replay, replay_command),
 }
 """The commands that run agents (the trace commands are in `twinflow.cli._commands`)."""

@@ -16,14 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import unicodedata
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import compare_behaviour, render_trace_page, verify_trace
-from twinflow.cli._commands import _read_checkpoint as read_checkpoint
-from twinflow.cli._commands import parse_trace, read_trace_bytes
-from twinflow.cli._main import EXIT_OK, CheckFailed, Handler, Output
+from twinflow.agent import compare_behaviour, render_trace_page, verify_agent_trace
+from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
+from twinflow.cli._traces import parse_trace, read_checkpoint_file, read_trace_bytes
 from twinflow.kernel import write_replace
 from twinflow.vocab import UserError
 
@@ -211,13 +209,15 @@ def _show(args: argparse.Namespace, out: Output) -> int:
             f"({MAX_SHOW_BYTES} bytes); `twinflow verify` checks a trace of any size"
         )
     data = read_trace_bytes(args.trace)
-    report = verify_trace(data, require_complete=False)
+    report = verify_agent_trace(data, require_complete=False)
     problem = report.problem
     events = _events(data)
     if args.checkpoint is not None and args.html is None:
         raise UserError("--checkpoint goes into the page: give --html FILE too")
     if args.html is not None:
-        checkpoint = None if args.checkpoint is None else read_checkpoint(args.checkpoint).to_json()
+        checkpoint = (
+            None if args.checkpoint is None else read_checkpoint_file(args.checkpoint).to_json()
+        )
         page = render_trace_page(data, args.trace.name, checkpoint)
         # A page is a report: written whole, never through a planted link (docs/adr/0050).
         write_replace(args.html, page.encode("utf-8"), durable=False)
@@ -276,10 +276,4 @@ def behaviour_diff(args: argparse.Namespace, out: Output) -> int:
     )
 
 
-COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handler]] = {
-    "show": (
-        "show a trace as a person reads it (--html: a page that verifies it)",
-        _configure_show,
-        _show,
-    ),
-}
+COMMANDS: dict[str, Command] = {"show": (_configure_show, _show)}

@@ -30,8 +30,7 @@ from twinflow.cli._errors import CliError
 from twinflow.eval import (
     ScorerError,
     split_dotted,
-    validation_problem,
-    yaml_line,
+    validation_problems,
     yaml_syntax_problem,
 )
 from twinflow.eval import resolve_dotted as resolve_any_dotted
@@ -333,10 +332,7 @@ def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec
     try:
         spec = RunSpec.model_validate(data)
     except ValidationError as exc:
-        problems = [
-            validation_problem(path, yaml_line(root, error["loc"]), error, RunSpec)
-            for error in exc.errors()
-        ]
+        problems = validation_problems(exc, root, path, RunSpec)
         more = (
             f" (and {len(problems) - 1} more: {'; '.join(problems[1:])})"
             if len(problems) > 1

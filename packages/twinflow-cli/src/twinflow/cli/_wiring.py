@@ -18,13 +18,11 @@ from pydantic import BaseModel
 from twinflow.agent import (
     Agent,
     FunctionModel,
-    MemoryTraceSink,
     Observer,
     Policy,
     RecordedResults,
     ReplayPorts,
     Steering,
-    TraceSink,
 )
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._grammar import llama_cpp_grammar_check
@@ -42,6 +40,7 @@ from twinflow.kernel import (
     redact_url,
 )
 from twinflow.local_model import AnthropicChatModel, OllamaChatModel, OpenAICompatibleChatModel
+from twinflow.trace import MemoryTraceSink, TraceSink
 from twinflow.vocab import ChatModel, Message, ModelRequest, ModelSettings, digest
 
 __all__ = [

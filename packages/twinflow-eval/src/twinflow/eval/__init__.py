@@ -81,14 +81,7 @@ from twinflow.eval._stats import (
     mcnemar_exact,
     wilson_interval,
 )
-from twinflow.eval._yaml import (
-    known_keys,
-    located_problem,
-    unknown_key_message,
-    validation_problem,
-    yaml_line,
-    yaml_syntax_problem,
-)
+from twinflow.eval._yaml import validation_problems, yaml_syntax_problem
 
 __all__ = [
     "AgentFactory",
@@ -128,10 +121,8 @@ __all__ = [
     "code_modules",
     "compare_results",
     "compare_runs",
-    "known_keys",
     "load_dataset",
     "load_run",
-    "located_problem",
     "matches",
     "mcnemar_exact",
     "merge_runs",
@@ -146,10 +137,8 @@ __all__ = [
     "score_trace",
     "select_keys",
     "split_dotted",
-    "unknown_key_message",
-    "validation_problem",
+    "validation_problems",
     "wilson_interval",
     "write_reports",
-    "yaml_line",
     "yaml_syntax_problem",
 ]

@@ -31,6 +31,7 @@ from twinflow.eval._scorers import ExactMatch, ScorerSpec
 from twinflow.eval._yaml import (
     located_problem,
     validation_problem,
+    validation_problems,
     yaml_line,
     yaml_syntax_problem,
 )
@@ -129,12 +130,7 @@ def _load_yaml(path: Path, text: str) -> Dataset:
     try:
         dataset = Dataset.model_validate(data)
     except ValidationError as exc:
-        _raise(
-            [
-                validation_problem(str(path), yaml_line(root, e["loc"]), e, Dataset)
-                for e in exc.errors()
-            ]
-        )
+        _raise(validation_problems(exc, root, str(path), Dataset))
         raise  # unreachable: _raise always raises
     lines = [yaml_line(root, ("cases", i)) for i in range(len(dataset.cases))]
     _check_ids(dataset.cases, lines, path, ("cases",))

@@ -1,30 +1,20 @@
 """What a run did, read back from its verified trace: the only thing scorers ever see.
 
 Scoring in the runner and in ``rescore`` both go through `observe`, so the same trace always
-gets the same scores, with or without a model.
+gets the same scores, with or without a model. The events are read once, by the agent's
+`twinflow.agent.summarize_trace` (what ``twinflow run`` prints, too).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
 from pydantic import JsonValue
 
-from twinflow.agent import (
-    ModelResponded,
-    OutputAccepted,
-    OutputRejected,
-    PolicyDecided,
-    RunFailed,
-    RunFinished,
-    RunStarted,
-    ToolReturned,
-    Trace,
-    TraceCorruptError,
-)
+from twinflow.agent import Trace, summarize_trace
 from twinflow.eval._frozen import EvalValue
+from twinflow.trace import TraceCorruptError
 
 __all__ = ["Observation", "ToolCallRecord", "observe", "observe_file"]
 
@@ -82,7 +72,7 @@ class Observation(EvalValue):
 
 
 def observe(trace: Trace) -> Observation:
-    """Read a verified trace into an `Observation`.
+    """Read a verified trace into an `Observation` (from the agent's `summarize_trace`).
 
     Args:
         trace: A trace loaded with `Trace.load` (so it verified).
@@ -90,84 +80,8 @@ def observe(trace: Trace) -> Observation:
     Returns:
         What the run did.
     """
-    prompt = ""
-    output: JsonValue = None
-    schema_name: str | None = None
-    schema: dict[str, JsonValue] | None = None
-    accepted = False
-    attempts = 0
-    rejected = 0
-    steps = 0
-    status: Literal["finished", "failed", "incomplete"] = "incomplete"
-    error_type: str | None = None
-    error: str | None = None
-    tokens_in = tokens_out = 0
-    calls: dict[str, dict[str, object]] = {}
-    times: list[datetime] = []  # one pass: `Trace.events` types each event when it is read
-    for event in trace.events:
-        times.append(event.at)
-        body = event.body
-        if isinstance(body, RunStarted):
-            prompt = body.prompt
-            if body.config.output_schema is not None:
-                schema_name = body.config.output_schema.name
-                schema = dict(body.config.output_schema.json_schema)
-        elif isinstance(body, ModelResponded):
-            tokens_in += body.response.usage.input_tokens
-            tokens_out += body.response.usage.output_tokens
-            for call in body.response.message.tool_calls:
-                calls[call.id] = {
-                    "call_id": call.id,
-                    "tool": call.name,
-                    "arguments": dict(call.arguments),
-                    "decision": None,
-                    "reason": "",
-                    "is_error": False,
-                    "result": None,
-                }
-        elif isinstance(body, PolicyDecided):
-            record = calls.get(body.call_id)
-            if record is not None:
-                record["decision"] = body.decision
-                record["reason"] = body.reason
-        elif isinstance(body, ToolReturned):
-            record = calls.get(body.result.call_id)
-            if record is not None:
-                record["is_error"] = body.result.is_error
-                record["result"] = body.result.content
-        elif isinstance(body, OutputRejected):
-            rejected = max(rejected, body.attempt)
-        elif isinstance(body, OutputAccepted):
-            accepted = True
-            output = body.value
-            attempts = body.attempts if body.schema_name is not None else 0
-        elif isinstance(body, RunFinished):
-            status = "finished"
-            steps = body.steps
-        elif isinstance(body, RunFailed):
-            status = "failed"
-            steps = body.steps
-            error_type = body.error_type
-            error = body.message
-    if not accepted:
-        attempts = rejected
-    duration = (times[-1] - times[0]).total_seconds() if times else 0.0
-    return Observation(
-        status=status,
-        prompt=prompt,
-        output=output,
-        schema_name=schema_name,
-        output_schema=schema,
-        output_accepted=accepted,
-        attempts=attempts,
-        steps=steps,
-        tool_calls=tuple(ToolCallRecord.model_validate(record) for record in calls.values()),
-        error_type=error_type,
-        error=error,
-        input_tokens=tokens_in,
-        output_tokens=tokens_out,
-        duration_s=duration,
-    )
+    # The observation's fields are the summary's of the same names (its calls' too).
+    return Observation.model_validate(summarize_trace(trace.events), from_attributes=True)
 
 
 def observe_file(path: Path) -> Observation | None:

@@ -16,11 +16,12 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import JsonValue
 
-from twinflow.agent import ModelResponded, RunStarted, Trace, TraceCorruptError, render_trace_page
+from twinflow.agent import ModelResponded, RunStarted, Trace, render_trace_page
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
 from twinflow.eval._results import CaseResult, EvalResults, write_atomic
 from twinflow.eval._stats import wilson_interval
+from twinflow.trace import TraceCorruptError
 
 __all__ = [
     "CaseDetail",

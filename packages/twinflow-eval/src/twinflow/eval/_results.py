@@ -27,12 +27,12 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from twinflow.agent import Checkpoint
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunDirError, ShardError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._scorers import Score
 from twinflow.kernel import PlantedLinkError, write_replace
+from twinflow.trace import Checkpoint
 
 __all__ = [
     "CaseResult",

@@ -23,15 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import (
-    Agent,
-    Checkpoint,
-    FileTraceSink,
-    MemoryTraceSink,
-    Trace,
-    TraceCorruptError,
-    TraceSink,
-)
+from twinflow.agent import Agent, Trace
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ShardError
 from twinflow.eval._observe import observe
@@ -51,6 +43,7 @@ from twinflow.eval._results import (
 )
 from twinflow.eval._scorers import Custom, SchemaValid, ScorerSpec, score_all, split_dotted
 from twinflow.kernel import Clock, Executor, SerialExecutor, TaskLost, TransportError
+from twinflow.trace import Checkpoint, FileTraceSink, MemoryTraceSink, TraceCorruptError, TraceSink
 from twinflow.vocab import canonical_bytes
 
 __all__ = [

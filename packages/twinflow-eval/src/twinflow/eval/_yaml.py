@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from twinflow.vocab import did_you_mean
@@ -24,6 +24,7 @@ __all__ = [
     "located_problem",
     "unknown_key_message",
     "validation_problem",
+    "validation_problems",
     "yaml_line",
     "yaml_syntax_problem",
 ]
@@ -141,3 +142,20 @@ def validation_problem(
     else:
         message = str(error["msg"])
     return located_problem(source, line, loc, message)
+
+
+def validation_problems(
+    exc: ValidationError, root: yaml.Node | None, source: str, model: type[BaseModel]
+) -> list[str]:
+    """Each error of validating a YAML document against ``model``, located in ``source``.
+
+    Args:
+        exc: What ``model.model_validate`` raised for the document.
+        root: The document's composed node (`yaml.compose`), for the line of each key.
+        source: The file, as problems name it.
+        model: The model the document was validated against.
+    """
+    return [
+        validation_problem(source, yaml_line(root, error["loc"]), error, model)
+        for error in exc.errors()
+    ]

@@ -1,8 +1,8 @@
 """twinflow.kernel (L1): the ports for all nondeterminism and their adapters.
 
 Time, ids, the network and processes enter twinflow only through the ports here (`Clock`, `Ids`,
-`Transport`, `Launcher`). The real adapters (`SystemClock`, `SystemIds`, `HttpTransport`, once
-`UrllibJsonTransport` and still so aliased, `SubprocessLauncher`) sit beside deterministic and test ones (`FixedClock`, `SteppingClock`,
+`Transport`, `Launcher`). The real adapters (`SystemClock`, `SystemIds`, `HttpTransport`,
+`SubprocessLauncher`) sit beside deterministic and test ones (`FixedClock`, `SteppingClock`,
 `CountingIds`, `SeededIds`, `MockTransport`, `RecordingTransport`, `ReplayTransport`,
 `FaultTransport`, `LoopbackServer`). Bounded concurrency is the `Executor` port
 (`SerialExecutor`, `ThreadExecutor`, and `RayExecutor` with the ``ray`` extra). The HTTP
@@ -40,163 +40,70 @@ Usage mistakes (a bad URL scheme, a naive datetime) raise `twinflow.vocab.UserEr
 # Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).
 import typing as _typing
 
-from twinflow.kernel._errors import (
-    ClusterError,
-    ConnectError,
-    FileWriteError,
-    HTTPStatusError,
-    KernelError,
-    LaunchError,
-    NetworkBlockedError,
-    PlantedLinkError,
-    ReplayDivergenceError,
-    ResponseDecodeError,
-    ResponseTooLarge,
-    TargetExistsError,
-    TaskLost,
-    TransportError,
-    TransportTimeout,
-    WorkerStartFailed,
-)
+from twinflow.kernel._errors import ClusterError as ClusterError
+from twinflow.kernel._errors import ConnectError as ConnectError
+from twinflow.kernel._errors import FileWriteError as FileWriteError
+from twinflow.kernel._errors import HTTPStatusError as HTTPStatusError
+from twinflow.kernel._errors import KernelError as KernelError
+from twinflow.kernel._errors import LaunchError as LaunchError
+from twinflow.kernel._errors import NetworkBlockedError as NetworkBlockedError
+from twinflow.kernel._errors import PlantedLinkError as PlantedLinkError
+from twinflow.kernel._errors import ReplayDivergenceError as ReplayDivergenceError
+from twinflow.kernel._errors import ResponseDecodeError as ResponseDecodeError
+from twinflow.kernel._errors import ResponseTooLarge as ResponseTooLarge
+from twinflow.kernel._errors import TargetExistsError as TargetExistsError
+from twinflow.kernel._errors import TaskLost as TaskLost
+from twinflow.kernel._errors import TransportError as TransportError
+from twinflow.kernel._errors import TransportTimeout as TransportTimeout
+from twinflow.kernel._errors import WorkerStartFailed as WorkerStartFailed
 from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
-    from twinflow.kernel._clock import (
-        FixedClock,
-        SteppingClock,
-        SystemClock,
-    )
-    from twinflow.kernel._concurrency import (
-        Executor,
-        SerialExecutor,
-        ThreadExecutor,
-    )
-    from twinflow.kernel._credentials import (
-        BEARER,
-        KeyHeader,
-        api_key_headers,
-        check_endpoint_url,
-        redact_url,
-    )
-    from twinflow.kernel._fault import (
-        Fault,
-        FaultTransport,
-    )
-    from twinflow.kernel._files import (
-        write_new,
-        write_replace,
-    )
-    from twinflow.kernel._ids import (
-        CountingIds,
-        SeededIds,
-        SystemIds,
-    )
-    from twinflow.kernel._launcher import (
-        ServerProcess,
-        SubprocessLauncher,
-    )
-    from twinflow.kernel._loopback import (
-        LoopbackRequest,
-        LoopbackResponse,
-        LoopbackServer,
-    )
-    from twinflow.kernel._mock import (
-        MockTransport,
-    )
-    from twinflow.kernel._netpolicy import (
-        free_port,
-    )
-    from twinflow.kernel._nondeterminism import (
-        GUARDED_ENTRY_POINTS,
-        GuardRecord,
-        NondeterminismError,
-        nondeterminism_guard,
-    )
-    from twinflow.kernel._pool import ConnectionPool
-    from twinflow.kernel._ports import (
-        Clock,
-        Closing,
-        Ids,
-        Launcher,
-        Transport,
-    )
-    from twinflow.kernel._process import (
-        ProcessResult,
-        run_process,
-    )
-    from twinflow.kernel._ray import RayExecutor
-    from twinflow.kernel._replay import (
-        RecordingTransport,
-        ReplayTransport,
-    )
-    from twinflow.kernel._transport import (
-        HttpTransport,
-        UrllibJsonTransport,
-    )
+    from twinflow.kernel._clock import FixedClock as FixedClock
+    from twinflow.kernel._clock import SteppingClock as SteppingClock
+    from twinflow.kernel._clock import SystemClock as SystemClock
+    from twinflow.kernel._concurrency import Executor as Executor
+    from twinflow.kernel._concurrency import SerialExecutor as SerialExecutor
+    from twinflow.kernel._concurrency import ThreadExecutor as ThreadExecutor
+    from twinflow.kernel._credentials import BEARER as BEARER
+    from twinflow.kernel._credentials import KeyHeader as KeyHeader
+    from twinflow.kernel._credentials import api_key_headers as api_key_headers
+    from twinflow.kernel._credentials import check_endpoint_url as check_endpoint_url
+    from twinflow.kernel._credentials import redact_url as redact_url
+    from twinflow.kernel._fault import Fault as Fault
+    from twinflow.kernel._fault import FaultTransport as FaultTransport
+    from twinflow.kernel._files import write_new as write_new
+    from twinflow.kernel._files import write_replace as write_replace
+    from twinflow.kernel._ids import CountingIds as CountingIds
+    from twinflow.kernel._ids import SeededIds as SeededIds
+    from twinflow.kernel._ids import SystemIds as SystemIds
+    from twinflow.kernel._launcher import ServerProcess as ServerProcess
+    from twinflow.kernel._launcher import SubprocessLauncher as SubprocessLauncher
+    from twinflow.kernel._loopback import LoopbackRequest as LoopbackRequest
+    from twinflow.kernel._loopback import LoopbackResponse as LoopbackResponse
+    from twinflow.kernel._loopback import LoopbackServer as LoopbackServer
+    from twinflow.kernel._mock import MockTransport as MockTransport
+    from twinflow.kernel._netpolicy import free_port as free_port
+    from twinflow.kernel._nondeterminism import GUARDED_ENTRY_POINTS as GUARDED_ENTRY_POINTS
+    from twinflow.kernel._nondeterminism import GuardRecord as GuardRecord
+    from twinflow.kernel._nondeterminism import NondeterminismError as NondeterminismError
+    from twinflow.kernel._nondeterminism import nondeterminism_guard as nondeterminism_guard
+    from twinflow.kernel._pool import ConnectionPool as ConnectionPool
+    from twinflow.kernel._ports import Clock as Clock
+    from twinflow.kernel._ports import Closing as Closing
+    from twinflow.kernel._ports import Ids as Ids
+    from twinflow.kernel._ports import Launcher as Launcher
+    from twinflow.kernel._ports import StreamingTransport as StreamingTransport
+    from twinflow.kernel._ports import Transport as Transport
+    from twinflow.kernel._process import ProcessResult as ProcessResult
+    from twinflow.kernel._process import run_process as run_process
+    from twinflow.kernel._ray import RayExecutor as RayExecutor
+    from twinflow.kernel._replay import RecordingTransport as RecordingTransport
+    from twinflow.kernel._replay import ReplayTransport as ReplayTransport
+    from twinflow.kernel._transport import HttpTransport as HttpTransport
 
-__all__ = [
-    "BEARER",
-    "GUARDED_ENTRY_POINTS",
-    "Clock",
-    "Closing",
-    "ClusterError",
-    "ConnectError",
-    "ConnectionPool",
-    "CountingIds",
-    "Executor",
-    "Fault",
-    "FaultTransport",
-    "FileWriteError",
-    "FixedClock",
-    "GuardRecord",
-    "HTTPStatusError",
-    "HttpTransport",
-    "Ids",
-    "KernelError",
-    "KeyHeader",
-    "LaunchError",
-    "Launcher",
-    "LoopbackRequest",
-    "LoopbackResponse",
-    "LoopbackServer",
-    "MockTransport",
-    "NetworkBlockedError",
-    "NondeterminismError",
-    "PlantedLinkError",
-    "ProcessResult",
-    "RayExecutor",
-    "RecordingTransport",
-    "ReplayDivergenceError",
-    "ReplayTransport",
-    "ResponseDecodeError",
-    "ResponseTooLarge",
-    "SeededIds",
-    "SerialExecutor",
-    "ServerProcess",
-    "SteppingClock",
-    "StreamingTransport",
-    "SubprocessLauncher",
-    "SystemClock",
-    "SystemIds",
-    "TargetExistsError",
-    "TaskLost",
-    "ThreadExecutor",
-    "Transport",
-    "TransportError",
-    "TransportTimeout",
-    "UrllibJsonTransport",
-    "WorkerStartFailed",
-    "api_key_headers",
-    "check_endpoint_url",
-    "free_port",
-    "nondeterminism_guard",
-    "redact_url",
-    "run_process",
-    "write_new",
-    "write_replace",
-]
 
-__getattr__, __dir__ = _lazy_exports(
+__getattr__, __dir__, __all__ = _lazy_exports(
     globals(),
     {
         "_clock": ("FixedClock", "SteppingClock", "SystemClock"),
@@ -226,6 +133,6 @@ __getattr__, __dir__ = _lazy_exports(
         "_process": ("ProcessResult", "run_process"),
         "_ray": ("RayExecutor",),
         "_replay": ("RecordingTransport", "ReplayTransport"),
-        "_transport": ("HttpTransport", "UrllibJsonTransport"),
+        "_transport": ("HttpTransport",),
     },
 )

@@ -270,7 +270,7 @@ class LoopbackServer(Closing):
         """A server that speaks https with the certificate in `certfile` (PEM) and its key.
 
         For tests outside the kernel, which may not import `ssl`: a client trusts it through
-        `UrllibJsonTransport(cafile=certfile)` when the certificate is self-signed.
+        `HttpTransport(cafile=certfile)` when the certificate is self-signed.
         """
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(certfile, keyfile)

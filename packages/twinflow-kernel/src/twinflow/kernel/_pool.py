@@ -153,7 +153,7 @@ class ConnectionPool:
     """At most one idle connection per origin, safe to share between threads.
 
     The idle connections are closed by `close()`, or when the pool is garbage-collected.
-    `UrllibJsonTransport(pool=...)` takes one; a subclass may override `take` or `usable` to
+    `HttpTransport(pool=...)` takes one; a subclass may override `take` or `usable` to
     stage the races a kept connection meets (tests do, instead of patching this module).
     """
 

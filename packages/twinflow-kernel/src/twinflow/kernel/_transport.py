@@ -131,7 +131,7 @@ class HttpTransport(Closing):
     Connections are kept alive: after an answer read to its end, the connection waits, one per
     `(scheme, host, port)`, for the next call; `close()` closes them. An instance may be shared
     between threads (each call takes its own connection). It was called `UrllibJsonTransport`
-    (built on `urllib.request` at first, docs/adr/0011); that name remains an alias.
+    (built on `urllib.request` at first, docs/adr/0011); that name is gone.
 
     A failed exchange is never retried, with one exception that is not a retry of the server's
     work: when writing to a kept connection fails before the socket accepted any byte of the
@@ -590,7 +590,3 @@ def _read_excerpt(response: http.client.HTTPResponse, deadline: Deadline) -> byt
         for chunk in _chunks(response, deadline, _EXCERPT_BYTES):
             chunks.append(chunk)
     return b"".join(chunks)
-
-
-UrllibJsonTransport = HttpTransport
-"""The transport's former name, kept as an alias for one release."""

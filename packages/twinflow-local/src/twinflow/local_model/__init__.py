@@ -26,76 +26,40 @@ Errors::
 # Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).
 import typing as _typing
 
-from twinflow.local_model._errors import (
-    LocalModelError,
-    MalformedResponseError,
-    UncompilableSchemaError,
-    UnenforcedSchemaError,
-)
+from twinflow.local_model._errors import LocalModelError as LocalModelError
+from twinflow.local_model._errors import MalformedResponseError as MalformedResponseError
+from twinflow.local_model._errors import UncompilableSchemaError as UncompilableSchemaError
+from twinflow.local_model._errors import UnenforcedSchemaError as UnenforcedSchemaError
 from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
-    from twinflow.local_model._anthropic import (
-        ANTHROPIC_VERSION,
-        DEFAULT_ANTHROPIC_URL,
-        AnthropicChatModel,
-    )
-    from twinflow.local_model._chat import (
-        ChatMode,
-        OllamaChatModel,
-        OpenAICompatibleChatModel,
-        action_instructions,
-        action_schema,
-    )
-    from twinflow.local_model._preflight import (
-        Decoder,
-        GrammarCheck,
-        GrammarVerdict,
-        PreflightReport,
-        SchemaFinding,
-        SchemaRewrite,
-        SchemaSource,
-        anchor_pattern,
-        grammar_pattern,
-        preflight,
-    )
+    from twinflow.local_model._anthropic import ANTHROPIC_VERSION as ANTHROPIC_VERSION
+    from twinflow.local_model._anthropic import DEFAULT_ANTHROPIC_URL as DEFAULT_ANTHROPIC_URL
+    from twinflow.local_model._anthropic import AnthropicChatModel as AnthropicChatModel
+    from twinflow.local_model._chat import ChatMode as ChatMode
+    from twinflow.local_model._chat import OllamaChatModel as OllamaChatModel
+    from twinflow.local_model._chat import OpenAICompatibleChatModel as OpenAICompatibleChatModel
+    from twinflow.local_model._chat import action_instructions as action_instructions
+    from twinflow.local_model._chat import action_schema as action_schema
+    from twinflow.local_model._preflight import Decoder as Decoder
+    from twinflow.local_model._preflight import GrammarCheck as GrammarCheck
+    from twinflow.local_model._preflight import GrammarVerdict as GrammarVerdict
+    from twinflow.local_model._preflight import PreflightReport as PreflightReport
+    from twinflow.local_model._preflight import SchemaFinding as SchemaFinding
+    from twinflow.local_model._preflight import SchemaRewrite as SchemaRewrite
+    from twinflow.local_model._preflight import SchemaSource as SchemaSource
+    from twinflow.local_model._preflight import anchor_pattern as anchor_pattern
+    from twinflow.local_model._preflight import grammar_pattern as grammar_pattern
+    from twinflow.local_model._preflight import preflight as preflight
+    from twinflow.local_model._structured import LocalStructuredResult as LocalStructuredResult
+    from twinflow.local_model._structured import OllamaStructuredOutput as OllamaStructuredOutput
     from twinflow.local_model._structured import (
-        LocalStructuredResult,
-        OllamaStructuredOutput,
-        OpenAICompatibleStructuredOutput,
+        OpenAICompatibleStructuredOutput as OpenAICompatibleStructuredOutput,
     )
-    from twinflow.local_model._wire import Dialect
+    from twinflow.local_model._wire import Dialect as Dialect
 
-__all__ = [
-    "ANTHROPIC_VERSION",
-    "DEFAULT_ANTHROPIC_URL",
-    "AnthropicChatModel",
-    "ChatMode",
-    "Decoder",
-    "Dialect",
-    "GrammarCheck",
-    "GrammarVerdict",
-    "LocalModelError",
-    "LocalStructuredResult",
-    "MalformedResponseError",
-    "OllamaChatModel",
-    "OllamaStructuredOutput",
-    "OpenAICompatibleChatModel",
-    "OpenAICompatibleStructuredOutput",
-    "PreflightReport",
-    "SchemaFinding",
-    "SchemaRewrite",
-    "SchemaSource",
-    "UncompilableSchemaError",
-    "UnenforcedSchemaError",
-    "action_instructions",
-    "action_schema",
-    "anchor_pattern",
-    "grammar_pattern",
-    "preflight",
-]
 
-__getattr__, __dir__ = _lazy_exports(
+__getattr__, __dir__, __all__ = _lazy_exports(
     globals(),
     {
         "_anthropic": ("ANTHROPIC_VERSION", "AnthropicChatModel", "DEFAULT_ANTHROPIC_URL"),

@@ -29,142 +29,75 @@ package that only catches `TwinflowError`, next to nothing, and a caller of `ver
 loads what verification needs, not the signature, repair and writer modules.
 """
 
-from twinflow.trace._errors import (
-    CanonicalError,
-    InvalidProofError,
-    SignatureError,
-    TraceCorruptError,
-    TraceError,
-    TraceExistsError,
-    TraceFormatError,
-    TraceWriteError,
-    TwinflowError,
-    UserError,
-)
-from twinflow.trace._lazy import lazy_exports
+from twinflow.trace._errors import CanonicalError as CanonicalError
+from twinflow.trace._errors import InvalidProofError as InvalidProofError
+from twinflow.trace._errors import SignatureError as SignatureError
+from twinflow.trace._errors import TraceCorruptError as TraceCorruptError
+from twinflow.trace._errors import TraceError as TraceError
+from twinflow.trace._errors import TraceExistsError as TraceExistsError
+from twinflow.trace._errors import TraceFormatError as TraceFormatError
+from twinflow.trace._errors import TraceWriteError as TraceWriteError
+from twinflow.trace._errors import TwinflowError as TwinflowError
+from twinflow.trace._errors import UserError as UserError
+from twinflow.trace._lazy import lazy_exports as lazy_exports
 
 # `typing` would be most of this package's import time: mypy reads any `TYPE_CHECKING` as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from twinflow.trace._canonical import (
-        DEFAULT_MAX_DEPTH,
-        MAX_SAFE_INTEGER,
-        canonical_bytes,
-        canonical_dump_bytes,
-        es_number,
-        json_kind,
-        json_pointer,
-        parse_json,
-    )
+    from twinflow.trace._canonical import DEFAULT_MAX_DEPTH as DEFAULT_MAX_DEPTH
+    from twinflow.trace._canonical import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
+    from twinflow.trace._canonical import canonical_bytes as canonical_bytes
+    from twinflow.trace._canonical import canonical_dump_bytes as canonical_dump_bytes
+    from twinflow.trace._canonical import es_number as es_number
+    from twinflow.trace._canonical import json_kind as json_kind
+    from twinflow.trace._canonical import json_pointer as json_pointer
+    from twinflow.trace._canonical import parse_json as parse_json
+    from twinflow.trace._checkpoint import Checkpoint as Checkpoint
+    from twinflow.trace._checkpoint import ConsistencyProof as ConsistencyProof
+    from twinflow.trace._checkpoint import InclusionProof as InclusionProof
+    from twinflow.trace._checkpoint import check_consistency as check_consistency
+    from twinflow.trace._checkpoint import check_inclusion as check_inclusion
+    from twinflow.trace._checkpoint import load_proof as load_proof
+    from twinflow.trace._checkpoint import sign_checkpoint as sign_checkpoint
     from twinflow.trace._checkpoint import (
-        Checkpoint,
-        ConsistencyProof,
-        InclusionProof,
-        check_consistency,
-        check_inclusion,
-        load_proof,
-        sign_checkpoint,
-        verify_checkpoint_signature,
+        verify_checkpoint_signature as verify_checkpoint_signature,
     )
-    from twinflow.trace._format import (
-        DEFAULT_MAX_LINE_BYTES,
-        EVENT_KINDS,
-        GENESIS,
-        TERMINAL_KINDS,
-        Limits,
-        encode_line,
-    )
-    from twinflow.trace._merkle import (
-        EMPTY_ROOT,
-        Frontier,
-        MerkleTree,
-        consistency_ranges,
-        inclusion_ranges,
-        leaf_hash,
-        node_hash,
-        root_from_inclusion_proof,
-        verify_consistency,
-        verify_inclusion,
-    )
-    from twinflow.trace._repair import RepairResult, repair_trace
-    from twinflow.trace._sink import FileTraceSink, FsyncPolicy, MemoryTraceSink, TraceSink
-    from twinflow.trace._verify import (
-        Problem,
-        ProblemKind,
-        Source,
-        VerificationReport,
-        VerifiedEvent,
-        prove_consistency,
-        prove_inclusion,
-        read_checkpoint,
-        verify_trace,
-        walk_trace,
-    )
-del TYPE_CHECKING
+    from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
+    from twinflow.trace._format import EVENT_KINDS as EVENT_KINDS
+    from twinflow.trace._format import GENESIS as GENESIS
+    from twinflow.trace._format import TERMINAL_KINDS as TERMINAL_KINDS
+    from twinflow.trace._format import Limits as Limits
+    from twinflow.trace._format import encode_line as encode_line
+    from twinflow.trace._merkle import EMPTY_ROOT as EMPTY_ROOT
+    from twinflow.trace._merkle import Frontier as Frontier
+    from twinflow.trace._merkle import MerkleTree as MerkleTree
+    from twinflow.trace._merkle import consistency_ranges as consistency_ranges
+    from twinflow.trace._merkle import inclusion_ranges as inclusion_ranges
+    from twinflow.trace._merkle import leaf_hash as leaf_hash
+    from twinflow.trace._merkle import node_hash as node_hash
+    from twinflow.trace._merkle import root_from_inclusion_proof as root_from_inclusion_proof
+    from twinflow.trace._merkle import verify_consistency as verify_consistency
+    from twinflow.trace._merkle import verify_inclusion as verify_inclusion
+    from twinflow.trace._repair import RepairResult as RepairResult
+    from twinflow.trace._repair import repair_trace as repair_trace
+    from twinflow.trace._sink import FileTraceSink as FileTraceSink
+    from twinflow.trace._sink import FsyncPolicy as FsyncPolicy
+    from twinflow.trace._sink import MemoryTraceSink as MemoryTraceSink
+    from twinflow.trace._sink import TraceSink as TraceSink
+    from twinflow.trace._verify import Problem as Problem
+    from twinflow.trace._verify import ProblemKind as ProblemKind
+    from twinflow.trace._verify import Source as Source
+    from twinflow.trace._verify import VerificationReport as VerificationReport
+    from twinflow.trace._verify import VerifiedEvent as VerifiedEvent
+    from twinflow.trace._verify import prove_consistency as prove_consistency
+    from twinflow.trace._verify import prove_inclusion as prove_inclusion
+    from twinflow.trace._verify import read_checkpoint as read_checkpoint
+    from twinflow.trace._verify import verify_trace as verify_trace
+    from twinflow.trace._verify import walk_trace as walk_trace
+del TYPE_CHECKING  # not an export
 
-__all__ = [
-    "DEFAULT_MAX_DEPTH",
-    "DEFAULT_MAX_LINE_BYTES",
-    "EMPTY_ROOT",
-    "EVENT_KINDS",
-    "GENESIS",
-    "MAX_SAFE_INTEGER",
-    "TERMINAL_KINDS",
-    "CanonicalError",
-    "Checkpoint",
-    "ConsistencyProof",
-    "FileTraceSink",
-    "Frontier",
-    "FsyncPolicy",
-    "InclusionProof",
-    "InvalidProofError",
-    "Limits",
-    "MemoryTraceSink",
-    "MerkleTree",
-    "Problem",
-    "ProblemKind",
-    "RepairResult",
-    "SignatureError",
-    "Source",
-    "TraceCorruptError",
-    "TraceError",
-    "TraceExistsError",
-    "TraceFormatError",
-    "TraceSink",
-    "TraceWriteError",
-    "TwinflowError",
-    "UserError",
-    "VerificationReport",
-    "VerifiedEvent",
-    "canonical_bytes",
-    "canonical_dump_bytes",
-    "check_consistency",
-    "check_inclusion",
-    "consistency_ranges",
-    "encode_line",
-    "es_number",
-    "inclusion_ranges",
-    "json_kind",
-    "json_pointer",
-    "lazy_exports",
-    "leaf_hash",
-    "load_proof",
-    "node_hash",
-    "parse_json",
-    "prove_consistency",
-    "prove_inclusion",
-    "read_checkpoint",
-    "repair_trace",
-    "root_from_inclusion_proof",
-    "sign_checkpoint",
-    "verify_checkpoint_signature",
-    "verify_consistency",
-    "verify_inclusion",
-    "verify_trace",
-    "walk_trace",
-]
 
-__getattr__, __dir__ = lazy_exports(
+__getattr__, __dir__, __all__ = lazy_exports(
     globals(),
     {
         "_canonical": (

@@ -7,12 +7,19 @@ map from each private module to the names it defines, and takes back the module'
 only, and every package depends on it (ADR 0074). Whether each package's ``__all__`` matches
 what the package really exports is checked for all of them at once, from the modules
 themselves, by ``tests/gates/test_exported_members.py``.
+
+The map is where a package's lazy names are written; its ``__all__`` is derived from it and
+from the public names already bound when the helper is called (the eager ones, such as its
+errors). For type checkers, the package imports each name under ``if TYPE_CHECKING:`` in the
+re-export form ``from pkg._module import Name as Name``, which is what marks it public to them
+without a literal ``__all__``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from importlib import import_module
+from types import ModuleType
 
 __all__ = ["lazy_exports"]
 
@@ -20,12 +27,14 @@ __all__ = ["lazy_exports"]
 def lazy_exports(
     namespace: MutableMapping[str, object],
     modules: Mapping[str, Iterable[str]],
-) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-    """The ``__getattr__`` and ``__dir__`` of a package whose names resolve on first access.
+) -> tuple[Callable[[str], object], Callable[[], list[str]], list[str]]:
+    """The ``__getattr__``, ``__dir__`` and ``__all__`` of a package whose names resolve lazily.
 
-    Use it as::
+    Use it as the package's last statement::
 
-        __getattr__, __dir__ = lazy_exports(globals(), {"_clock": ("FixedClock", "SystemClock")})
+        __getattr__, __dir__, __all__ = lazy_exports(
+            globals(), {"_clock": ("FixedClock", "SystemClock")}
+        )
 
     Args:
         namespace: The package's ``globals()``: its ``__name__`` names the package, and each
@@ -35,11 +44,12 @@ def lazy_exports(
 
     Returns:
         ``__getattr__``, importing the module that defines a name on its first access and
-        raising `AttributeError` for any other name; and ``__dir__``, listing the package's
-        attributes with the names not yet resolved.
+        raising `AttributeError` for any other name; ``__dir__``, listing the package's
+        attributes with the names not yet resolved; and ``__all__``, the sorted public names:
+        those of the map and the public names (not modules) already in ``namespace``.
 
     Raises:
-        ValueError: A name is given for two modules, or a module is not a private submodule
+        ValueError: A name is given for two modules or is bound already, or a module is not a private submodule
             name (``_clock``, not ``os`` or ``_a.b``).
     """
     package = str(namespace["__name__"])
@@ -72,4 +82,15 @@ def lazy_exports(
         """The package's attributes, the not yet resolved public names included."""
         return sorted({*namespace, *where})
 
-    return __getattr__, __dir__
+    bound = [
+        name
+        for name, value in namespace.items()
+        if not name.startswith("_") and not isinstance(value, ModuleType)
+    ]
+    for name in bound:
+        if name in where:
+            raise ValueError(
+                f"{package}: {name!r} is bound already and given for {where[name]!r} too; "
+                "name each public name once"
+            )
+    return __getattr__, __dir__, sorted({*bound, *where})

@@ -80,7 +80,7 @@ __all__ = [
     "parse_note",
     "parse_signer_key",
     "parse_verifier_key",
-    "sign_checkpoint",
+    "sign_checkpoint_note",
     "sign_note",
 ]
 
@@ -889,7 +889,7 @@ class VerifiedCheckpoint(_Value):
     """Signatures by unknown keys (ignored)."""
 
 
-def sign_checkpoint(body: CheckpointBody, signers: Sequence[SignerKey]) -> bytes:
+def sign_checkpoint_note(body: CheckpointBody, signers: Sequence[SignerKey]) -> bytes:
     """Return ``body`` as a signed note, signed by every key in ``signers``.
 
     Raises:

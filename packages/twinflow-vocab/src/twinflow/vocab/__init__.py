@@ -25,123 +25,64 @@ value classes until a caller uses one of them.
 import typing as _typing
 
 from twinflow.trace import lazy_exports as _lazy_exports
-from twinflow.vocab._errors import (
-    CanonicalError,
-    InvalidValueError,
-    StructuredOutputError,
-    TwinflowError,
-    UserError,
-    VocabError,
-    WireFormatError,
-)
+from twinflow.vocab._errors import CanonicalError as CanonicalError
+from twinflow.vocab._errors import InvalidValueError as InvalidValueError
+from twinflow.vocab._errors import StructuredOutputError as StructuredOutputError
+from twinflow.vocab._errors import TwinflowError as TwinflowError
+from twinflow.vocab._errors import UserError as UserError
+from twinflow.vocab._errors import VocabError as VocabError
+from twinflow.vocab._errors import WireFormatError as WireFormatError
 
 if _typing.TYPE_CHECKING:
-    from twinflow.vocab._canonical import canonical_bytes, digest, parse_canonical
-    from twinflow.vocab._diff import Difference, diff
-    from twinflow.vocab._envelope import EnvelopeKind, envelope
-    from twinflow.vocab._protocols import (
-        Attempt,
-        ChatModel,
-        FinishReason,
-        ModelRequest,
-        ModelResponse,
-        ModelSettings,
-        OutputSchema,
-        Reask,
-        StructuredOutputAdapter,
-        StructuredResult,
-        Usage,
-    )
-    from twinflow.vocab._stream import (
-        Chunk,
-        ChunkAssembler,
-        FinishChunk,
-        ReasoningDelta,
-        StreamingChatModel,
-        TextDelta,
-        ToolCallDelta,
-        ToolCallEnd,
-        ToolCallStart,
-        UsageChunk,
-        assemble,
-        response_chunks,
-    )
-    from twinflow.vocab._suggest import did_you_mean
-    from twinflow.vocab._values import (
-        CallId,
-        FrozenValue,
-        JsonValue,
-        MediaPart,
-        Message,
-        Part,
-        ReasoningPart,
-        Role,
-        RunId,
-        StructuredPart,
-        TextPart,
-        ToolCallPart,
-        ToolResultPart,
-        ToolSpec,
-        Transcript,
-    )
+    from twinflow.vocab._canonical import canonical_bytes as canonical_bytes
+    from twinflow.vocab._canonical import digest as digest
+    from twinflow.vocab._canonical import parse_canonical as parse_canonical
+    from twinflow.vocab._diff import Difference as Difference
+    from twinflow.vocab._diff import diff as diff
+    from twinflow.vocab._envelope import EnvelopeKind as EnvelopeKind
+    from twinflow.vocab._envelope import envelope as envelope
+    from twinflow.vocab._protocols import Attempt as Attempt
+    from twinflow.vocab._protocols import ChatModel as ChatModel
+    from twinflow.vocab._protocols import FinishReason as FinishReason
+    from twinflow.vocab._protocols import ModelRequest as ModelRequest
+    from twinflow.vocab._protocols import ModelResponse as ModelResponse
+    from twinflow.vocab._protocols import ModelSettings as ModelSettings
+    from twinflow.vocab._protocols import OutputSchema as OutputSchema
+    from twinflow.vocab._protocols import Reask as Reask
+    from twinflow.vocab._protocols import StructuredOutputAdapter as StructuredOutputAdapter
+    from twinflow.vocab._protocols import StructuredResult as StructuredResult
+    from twinflow.vocab._protocols import Usage as Usage
+    from twinflow.vocab._stream import Chunk as Chunk
+    from twinflow.vocab._stream import ChunkAssembler as ChunkAssembler
+    from twinflow.vocab._stream import FinishChunk as FinishChunk
+    from twinflow.vocab._stream import ReasoningDelta as ReasoningDelta
+    from twinflow.vocab._stream import StreamingChatModel as StreamingChatModel
+    from twinflow.vocab._stream import TextDelta as TextDelta
+    from twinflow.vocab._stream import ToolCallDelta as ToolCallDelta
+    from twinflow.vocab._stream import ToolCallEnd as ToolCallEnd
+    from twinflow.vocab._stream import ToolCallStart as ToolCallStart
+    from twinflow.vocab._stream import UsageChunk as UsageChunk
+    from twinflow.vocab._stream import assemble as assemble
+    from twinflow.vocab._stream import response_chunks as response_chunks
+    from twinflow.vocab._suggest import did_you_mean as did_you_mean
+    from twinflow.vocab._values import CallId as CallId
+    from twinflow.vocab._values import FrozenValue as FrozenValue
+    from twinflow.vocab._values import JsonValue as JsonValue
+    from twinflow.vocab._values import MediaPart as MediaPart
+    from twinflow.vocab._values import Message as Message
+    from twinflow.vocab._values import Part as Part
+    from twinflow.vocab._values import ReasoningPart as ReasoningPart
+    from twinflow.vocab._values import Role as Role
+    from twinflow.vocab._values import RunId as RunId
+    from twinflow.vocab._values import StructuredPart as StructuredPart
+    from twinflow.vocab._values import TextPart as TextPart
+    from twinflow.vocab._values import ToolCallPart as ToolCallPart
+    from twinflow.vocab._values import ToolResultPart as ToolResultPart
+    from twinflow.vocab._values import ToolSpec as ToolSpec
+    from twinflow.vocab._values import Transcript as Transcript
 
-__all__ = [
-    "Attempt",
-    "CallId",
-    "CanonicalError",
-    "ChatModel",
-    "Chunk",
-    "ChunkAssembler",
-    "Difference",
-    "EnvelopeKind",
-    "FinishChunk",
-    "FinishReason",
-    "FrozenValue",
-    "InvalidValueError",
-    "JsonValue",
-    "MediaPart",
-    "Message",
-    "ModelRequest",
-    "ModelResponse",
-    "ModelSettings",
-    "OutputSchema",
-    "Part",
-    "Reask",
-    "ReasoningDelta",
-    "ReasoningPart",
-    "Role",
-    "RunId",
-    "StreamingChatModel",
-    "StructuredOutputAdapter",
-    "StructuredOutputError",
-    "StructuredPart",
-    "StructuredResult",
-    "TextDelta",
-    "TextPart",
-    "ToolCallDelta",
-    "ToolCallEnd",
-    "ToolCallPart",
-    "ToolCallStart",
-    "ToolResultPart",
-    "ToolSpec",
-    "Transcript",
-    "TwinflowError",
-    "Usage",
-    "UsageChunk",
-    "UserError",
-    "VocabError",
-    "WireFormatError",
-    "assemble",
-    "canonical_bytes",
-    "did_you_mean",
-    "diff",
-    "digest",
-    "envelope",
-    "parse_canonical",
-    "response_chunks",
-]
 
-__getattr__, __dir__ = _lazy_exports(
+__getattr__, __dir__, __all__ = _lazy_exports(
     globals(),
     {
         "_canonical": ("canonical_bytes", "digest", "parse_canonical"),

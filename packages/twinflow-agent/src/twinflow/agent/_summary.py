@@ -1,0 +1,190 @@
+"""What a run did, read from its events once: the one summary the command line and eval share.
+
+`summarize_trace` walks a run's events in one pass and keeps what a reader asks first: how it
+ended and with what output, each tool call the model asked for with the policy's decision and
+what became of it, the decisions by verdict, the rejected outputs, the model replies, the
+tokens and the time it took. ``twinflow run`` prints it and eval's `observe` scores from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import JsonValue
+
+from twinflow.agent._events import (
+    ModelResponded,
+    OutputAccepted,
+    OutputRejected,
+    PolicyDecided,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    ToolCalled,
+    ToolReturned,
+    TraceEvent,
+    _Frozen,
+)
+
+__all__ = ["CallSummary", "TraceSummary", "summarize_trace"]
+
+
+class CallSummary(_Frozen):
+    """One tool call the model asked for, and what became of it."""
+
+    call_id: str
+    """The call's id."""
+    tool: str
+    """The tool name the model asked for."""
+    arguments: dict[str, JsonValue]
+    """The arguments the model sent."""
+    decision: Literal["allow", "deny"] | None = None
+    """The policy's final decision (None if the run ended before one was made)."""
+    reason: str = ""
+    """Why the policy decided so."""
+    ran: bool = False
+    """The tool ran (a ``tool_called`` event): a denied call never does."""
+    is_error: bool = False
+    """The result the model saw was an error (a denial, bad arguments, a raising tool)."""
+    error_type: str | None = None
+    """The error's type, when the result was one (``ToolDenied``, or what the tool raised)."""
+    result: str | None = None
+    """The result text the model saw, if any."""
+
+
+class TraceSummary(_Frozen):
+    """A run as its events record it."""
+
+    status: Literal["finished", "failed", "incomplete"]
+    """How the run ended: an output, an error, or no terminal event."""
+    prompt: str
+    """The prompt the run started with."""
+    schema_name: str | None
+    """The output schema's name, when the agent had one."""
+    output_schema: dict[str, JsonValue] | None
+    """The output JSON schema the agent sent, when it had one."""
+    output: JsonValue
+    """The accepted output (JSON form, or text); None when no output was accepted."""
+    output_accepted: bool
+    """An output was accepted (for a schema: it validated)."""
+    attempts: int
+    """Structured-output attempts: accepted after N, or N rejected; 0 if never asked."""
+    rejected: int
+    """Replies refused (``output_rejected`` events)."""
+    steps: int
+    """Model requests made, as the terminal event counts them (0 without one)."""
+    replies: int
+    """Model replies recorded (``model_responded`` events)."""
+    tool_calls: tuple[CallSummary, ...]
+    """Tool calls in the order the model asked for them."""
+    decisions: dict[str, int]
+    """Policy decisions by verdict (``allow``, ``deny``)."""
+    error_type: str | None
+    """The error class name when the run failed."""
+    error: str | None
+    """The error message when the run failed."""
+    input_tokens: int
+    """Prompt tokens over the run."""
+    output_tokens: int
+    """Generated tokens over the run."""
+    duration_s: float
+    """Seconds between the first and last event's clock readings."""
+
+    @property
+    def tools_run(self) -> list[str]:
+        """The tools that ran, in order."""
+        return [call.tool for call in self.tool_calls if call.ran]
+
+    @property
+    def tool_errors(self) -> list[str]:
+        """Tools that ran and raised, as ``name: ErrorType``, in order."""
+        return [f"{c.tool}: {c.error_type}" for c in self.tool_calls if c.ran and c.error_type]
+
+
+def summarize_trace(events: Iterable[TraceEvent]) -> TraceSummary:
+    """Summarize one run's events (`Trace.events` of a loaded trace), in one pass.
+
+    Args:
+        events: The run's events, in order.
+
+    Returns:
+        What the run did.
+    """
+    summary: dict[str, Any] = {
+        "status": "incomplete",
+        "prompt": "",
+        "schema_name": None,
+        "output_schema": None,
+        "output": None,
+        "output_accepted": False,
+        "attempts": 0,
+        "rejected": 0,
+        "steps": 0,
+        "replies": 0,
+        "error_type": None,
+        "error": None,
+        "input_tokens": 0,
+        "output_tokens": 0,
+    }
+    calls: dict[str, dict[str, Any]] = {}
+    decisions: dict[str, int] = {}
+    last_attempt = 0
+    first: datetime | None = None
+    last: datetime | None = None
+    for event in events:
+        first = event.at if first is None else first
+        last = event.at
+        body = event.body
+        if isinstance(body, RunStarted):
+            summary["prompt"] = body.prompt
+            if body.config.output_schema is not None:
+                summary["schema_name"] = body.config.output_schema.name
+                summary["output_schema"] = dict(body.config.output_schema.json_schema)
+        elif isinstance(body, ModelResponded):
+            summary["replies"] += 1
+            summary["input_tokens"] += body.response.usage.input_tokens
+            summary["output_tokens"] += body.response.usage.output_tokens
+            for call in body.response.message.tool_calls:
+                calls[call.id] = {
+                    "call_id": call.id,
+                    "tool": call.name,
+                    "arguments": dict(call.arguments),
+                }
+        elif isinstance(body, PolicyDecided):
+            decisions[body.decision] = decisions.get(body.decision, 0) + 1
+            if body.call_id in calls:
+                calls[body.call_id].update(decision=body.decision, reason=body.reason)
+        elif isinstance(body, ToolCalled):
+            if body.call_id in calls:
+                calls[body.call_id]["ran"] = True
+        elif isinstance(body, ToolReturned):
+            if body.result.call_id in calls:
+                calls[body.result.call_id].update(
+                    is_error=body.result.is_error,
+                    error_type=body.error_type,
+                    result=body.result.content,
+                )
+        elif isinstance(body, OutputRejected):
+            summary["rejected"] += 1
+            last_attempt = max(last_attempt, body.attempt)
+        elif isinstance(body, OutputAccepted):
+            summary["output_accepted"] = True
+            summary["output"] = body.value
+            summary["attempts"] = body.attempts if body.schema_name is not None else 0
+        elif isinstance(body, RunFinished):
+            summary.update(status="finished", steps=body.steps)
+        elif isinstance(body, RunFailed):
+            summary.update(
+                status="failed", steps=body.steps, error_type=body.error_type, error=body.message
+            )
+    if not summary["output_accepted"]:
+        summary["attempts"] = last_attempt
+    duration = 0.0 if first is None or last is None else (last - first).total_seconds()
+    return TraceSummary(
+        **summary,
+        tool_calls=tuple(CallSummary(**call) for call in calls.values()),
+        decisions=decisions,
+        duration_s=duration,
+    )

@@ -1,0 +1,90 @@
+"""What every ``twinflow`` command shares: its exit codes, its output, its failed check.
+
+Exit codes are a contract scripts rely on:
+
+- 0: the command did what it was asked and every check passed;
+- 1: a check failed (a tampered trace, a replay that diverged, traces that differ);
+- 2: a usage error or unreadable input (a missing file, a bad spec, an unreachable server).
+
+The command modules import this module and `twinflow.cli._traces`, never `twinflow.cli._main`,
+which imports each of them only when its command is the one chosen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from twinflow.cli._errors import CliError
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CheckFailed",
+    "Command",
+    "Configure",
+    "Handler",
+    "Output",
+    "invocation",
+]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class CheckFailed(CliError):
+    """A check the user asked for did not pass (exit 1). ``payload`` is the ``--json`` output."""
+
+    def __init__(self, message: str, payload: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.payload = payload or {}
+
+
+class Output:
+    """Where a command writes: human lines on stdout, or one JSON document with ``--json``."""
+
+    def __init__(self, as_json: bool, stream: TextIO) -> None:
+        self.as_json = as_json
+        self._stream = stream
+
+    def line(self, text: str = "") -> None:
+        """Print a human line (suppressed under ``--json``)."""
+        if not self.as_json:
+            print(text, file=self._stream, flush=True)
+
+    def document(self, payload: dict[str, Any]) -> None:
+        """Print the machine-readable result (only under ``--json``)."""
+        if self.as_json:
+            print(json.dumps(payload, indent=2, sort_keys=True, default=str), file=self._stream)
+
+
+Configure = Callable[[argparse.ArgumentParser], None]
+"""Adds a command's arguments to its parser."""
+
+Handler = Callable[[argparse.Namespace, Output], int]
+"""Runs a command on its parsed arguments; returns the exit code."""
+
+Command = tuple[Configure, Handler]
+"""One command as its module's ``COMMANDS`` defines it (its summary is in the command table)."""
+
+
+def invocation() -> str:
+    """How to type ``twinflow`` in the user's shell, for hints they can paste as they are.
+
+    Under ``uv run`` the workspace's environment is not on the user's own PATH, so a bare
+    ``twinflow`` would fail there; outside it, ``twinflow`` if the shell finds it, else the
+    interpreter that is running now.
+    """
+    import shutil
+
+    if os.environ.get("UV_RUN_RECURSION_DEPTH"):
+        return "uv run --frozen twinflow"
+    if shutil.which("twinflow"):
+        return "twinflow"
+    return f"{sys.executable} -m twinflow.cli"

@@ -1,0 +1,138 @@
+"""The trace and small input files the ``twinflow`` commands read, read one way for all of them.
+
+A file that is not a trace at all is a usage error (exit 2); a trace that is damaged further on
+is a failed check (exit 1) that names where. Checkpoint, key and proof files are small: each is
+read whole up to a bound, so a huge file named by mistake is refused, not loaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from twinflow.agent import Trace
+from twinflow.cli._errors import CliError
+from twinflow.cli._output import CheckFailed
+from twinflow.trace import (
+    Checkpoint,
+    TraceCorruptError,
+    TraceFormatError,
+    canonical_bytes,
+    parse_json,
+)
+from twinflow.trace._format import LINE_PREFIX
+from twinflow.vocab import UserError
+
+__all__ = [
+    "MAX_SMALL_FILE",
+    "UnreadableTrace",
+    "check_trace_head",
+    "corrupt_payload",
+    "load_trace",
+    "parse_trace",
+    "read_checkpoint_file",
+    "read_small_file",
+    "read_trace_bytes",
+    "squash",
+]
+
+MAX_SMALL_FILE = 1024 * 1024
+
+
+class UnreadableTrace(CliError, UserError):
+    """The file is not a twinflow trace at all (missing, empty, another format)."""
+
+
+def check_trace_head(path: Path) -> None:
+    """Refuse what is not a trace at all (exit 2), reading only its first bytes.
+
+    Raises:
+        UnreadableTrace: the file is empty or does not start with a trace line.
+        OSError: the file cannot be read.
+    """
+    with path.open("rb") as f:
+        head = f.read(len(LINE_PREFIX))
+    if not head:
+        raise UnreadableTrace(f"{path}: the file is empty, not a twinflow trace")
+    if head != LINE_PREFIX:
+        raise UnreadableTrace(
+            f"{path}: not a twinflow trace (a trace is JSON lines starting with "
+            f"{LINE_PREFIX.decode()!r}); check the path"
+        )
+
+
+def read_trace_bytes(path: Path) -> bytes:
+    """Read a trace file, refusing what is not a trace at all (exit 2, not a failed check).
+
+    A file that starts like a trace but is damaged further on is returned: verification, not
+    this function, reports where and how it was damaged.
+
+    Raises:
+        UnreadableTrace: the file is empty or does not start with a trace line.
+        OSError: the file cannot be read.
+    """
+    check_trace_head(path)
+    return path.read_bytes()
+
+
+def corrupt_payload(path: Path, exc: TraceCorruptError) -> dict[str, Any]:
+    """The ``--json`` payload of a trace that does not verify: the file and its problem."""
+    problem = exc.report.problem
+    return {"trace": str(path), "problem": None if problem is None else problem.to_json()}
+
+
+def parse_trace(path: Path, data: bytes | Path) -> Trace:
+    """Load a trace (its bytes, or its path); a damaged trace fails the check.
+
+    Raises:
+        CheckFailed: the trace does not load (exit 1, naming ``path``).
+    """
+    try:
+        return Trace.load(data)
+    except TraceCorruptError as exc:
+        raise CheckFailed(f"{path}: {exc}", corrupt_payload(path, exc)) from None
+
+
+def load_trace(path: Path) -> Trace:
+    """`parse_trace` of a file, after refusing what is not a trace at all."""
+    check_trace_head(path)
+    return parse_trace(path, path)
+
+
+def squash(exc: BaseException) -> str:
+    """An error's message as one line of at most 300 characters."""
+    return " ".join(str(exc).split())[:300]
+
+
+def read_small_file(path: Path, what: str) -> bytes:
+    """A checkpoint, key or proof file's bytes; ``what`` names it in the error.
+
+    Raises:
+        UserError: the file is larger than `MAX_SMALL_FILE`.
+        OSError: the file cannot be read.
+    """
+    with path.open("rb") as f:
+        data = f.read(MAX_SMALL_FILE + 1)
+    if len(data) > MAX_SMALL_FILE:
+        raise UserError(f"{path}: a {what} file is at most {MAX_SMALL_FILE} bytes")
+    return data
+
+
+def read_checkpoint_file(path: Path) -> Checkpoint:
+    """A JSON checkpoint file (``twinflow checkpoint --out``, or its ``--json`` output).
+
+    Raises:
+        UserError: the file is not a checkpoint.
+    """
+    data = read_small_file(path, "checkpoint")
+    try:
+        value = parse_json(data, max_depth=4)
+        if isinstance(value, dict):
+            value.pop("ok", None)  # `twinflow checkpoint --json` output is accepted as is
+        return Checkpoint.from_json(canonical_bytes(value))
+    except (TraceFormatError, ValueError) as exc:
+        raise UserError(f"{path}: not a checkpoint file ({squash(exc)})") from None
+    except UserError:
+        raise
+    except Exception as exc:  # CanonicalError: not JSON at all
+        raise UserError(f"{path}: not a checkpoint file ({squash(exc)})") from None
