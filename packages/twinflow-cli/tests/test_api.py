@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from twinflow.agent import ReplayDivergenceError, verify_agent_trace
 from twinflow.cli import ModelSpec, PolicySpec, RunSpec, connect, replay_run, trace_path_of
 from twinflow.kernel import LoopbackServer, PlantedLinkError
+from twinflow.vocab import UserError
 
 
 def add(a: int, b: int) -> int:
@@ -173,3 +174,16 @@ def test_the_trace_is_claimed_before_the_embedded_server_starts(tmp_path: Path) 
     with pytest.raises(PlantedLinkError, match="linked is a symbolic link"), claim:
         pass
     assert [] == list(real.iterdir())
+
+
+def test_a_spec_error_is_raised_before_any_file_or_server(tmp_path: Path) -> None:
+    """A policy naming a tool not given is refused before the trace is claimed or SmolLM2 starts."""
+    spec = RunSpec(
+        prompt="Add 2 and 3.",
+        model=ModelSpec(url="embedded"),
+        policy=PolicySpec(allow=("add", "nope")),
+    )
+    claim = connect(spec, tmp_path / "run" / "trace.jsonl", tools=[add])
+    with pytest.raises(UserError, match="nope"), claim:
+        pass
+    assert [] == list(tmp_path.iterdir())
