@@ -1,7 +1,7 @@
 """Benchmark: `twinflow --help` against an empty interpreter, started the same way.
 
 Peer, measured in the same run: `python -c pass` (the interpreter's own start-up, which no
-command can beat). Target: `twinflow --help` within 80 ms of the peer (issue 16), which holds
+command can beat). Target: `twinflow --help` within 80 ms of the peer, which holds
 as long as the command table stays lazy (`twinflow.cli._main.COMMAND_TABLE`: no command
 module, pydantic or agent is imported to print the help).
 

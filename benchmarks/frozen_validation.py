@@ -9,7 +9,7 @@ each holding three leaves) validated from one nested dict. Measured in the same 
 - the baseline: a base whose ``__init__`` translates errors but is not marked as pydantic's
   base ``__init__``, as `FrozenValue` was, so pydantic calls it once per nested value.
 
-Item 10 of issue 17; target: `FrozenValue` within 1.3x of the plain model.
+Target: `FrozenValue` within 1.3x of the plain model.
 
 Usage: .venv/bin/python benchmarks/frozen_validation.py
 """

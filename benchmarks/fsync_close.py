@@ -4,7 +4,7 @@ Scenario: one scripted case as the eval runner runs it (a `FunctionModel` that a
 an agent writing its trace to a new file, the file closed), repeated N times. Measured in the same
 run: the current `FileTraceSink` (closing never syncs), the baseline (the same sink with the one
 fsync at close it used to pay: `SyncOnCloseSink` below), ``fsync="step"`` for scale, and an
-in-memory sink (no file at all). Item 8 of issue 17: ``"none"`` means none; the figure to read is
+in-memory sink (no file at all). ``"none"`` means none; the figure to read is
 the baseline / current ratio and the share of the baseline's time its close-time fsync took.
 
 Usage: .venv/bin/python benchmarks/fsync_close.py [--cases N]

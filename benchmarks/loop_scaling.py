@@ -4,7 +4,7 @@ Scenario: `benchmarks/loop.py`'s scripted model (one ``add`` tool call per step,
 trace to an in-memory sink so only the loop is measured. Printed for N = 10, 100, 1000, 10000:
 µs/step now, the same with garbage collection off (what the collector adds), and the baseline,
 measured in the same run: `Transcript.append` replaced by the copying append it used to be (each
-step a new tuple of every message so far). Item 9 of issue 17; target: µs/step at 10,000 steps
+step a new tuple of every message so far). Target: µs/step at 10,000 steps
 within 1.2x of 10 steps.
 
 Usage: .venv/bin/python benchmarks/loop_scaling.py [--max-steps N]

@@ -3,7 +3,7 @@
 Scenario: a scripted model makes one tool call per step (``add(a, b)``) for N steps, then
 answers; the run writes its trace to memory. The trace is then read back (`Trace.load`,
 which verifies it) and replayed in both modes, each event compared with the recorded one,
-under the runtime nondeterminism guard. Target (issue 7): a 1000-step replay in at most 1 s.
+under the runtime nondeterminism guard. Target: a 1000-step replay in at most 1 s.
 
 Run: .venv/bin/python benchmarks/replay.py [--steps N] [--repeats R]
 """

@@ -17,7 +17,7 @@ A trial is valid when the answer validates as the model. A request that takes th
 and the server is started again before the next trial, so one client's crash never costs the
 other a trial. Printed per model: valid trials, mean
 attempts (twinflow) and mean seconds per trial, for both; then the totals and the load average.
-Targets (issue 19): twinflow at least 95% valid overall, no model below 4 of 5, and ahead of
+Targets: twinflow at least 95% valid overall, no model below 4 of 5, and ahead of
 the peer at equal temperature.
 
 Usage: .venv/bin/python benchmarks/structured_heldout.py [--trials N] [--only NAME ...]

@@ -20,7 +20,7 @@ imports, before the file is opened; printed too), also as a ratio to the file si
 fresh interpreters, startup excluded), with sources compiled on every import and with bytecode
 cached as an installed wheel has it.
 
-Targets (issue 13): verify >= 0.5 of the peer and <= 64 MB above baseline at 1e6 events;
+Targets: verify >= 0.5 of the peer and <= 64 MB above baseline at 1e6 events;
 Trace.load >= 0.25 of the peer and <= 3x the file; import <= 30 ms above an empty interpreter.
 
 Run: .venv/bin/python benchmarks/trace_verify.py [--events 50000] [--million] [--runs 3] [--skip-load]

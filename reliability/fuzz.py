@@ -46,6 +46,7 @@ from twinflow.local_model import (
     OpenAICompatibleStructuredOutput,
 )
 from twinflow.trace import TraceCorruptError
+from twinflow.trace.testing import rechain
 from twinflow.vocab import (
     Message,
     ModelRequest,
@@ -227,22 +228,6 @@ def rewritten_traces() -> list[bytes]:
                 copy[index] = {**copy[index], **change}
                 out.append(rechain(copy))
     return out
-
-
-def rechain(events: list[dict[str, Any]]) -> bytes:
-    """Encode events as trace lines, fixing seq, prev and every digest."""
-    import hashlib
-
-    from twinflow.trace import GENESIS
-    from twinflow.vocab import canonical_bytes
-
-    prev, lines = GENESIS, []
-    for seq, event in enumerate(events):
-        event = {**event, "seq": seq, "prev": prev}
-        body = canonical_bytes(event)
-        prev = hashlib.sha256(body).hexdigest()
-        lines.append(b'{"digest":"' + prev.encode() + b'","event":' + body + b"}\n")
-    return b"".join(lines)
 
 
 def seeds(workdir: Path) -> dict[str, list[bytes]]:

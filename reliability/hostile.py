@@ -49,21 +49,18 @@ from twinflow.agent import (
     verify_agent_trace,
 )
 from twinflow.cli._run import claim_run_files
-from twinflow.eval._results import write_atomic
 from twinflow.kernel import (
     CountingIds,
     HttpTransport,
     LoopbackRequest,
     LoopbackResponse,
     LoopbackServer,
-    PlantedLinkError,
     SteppingClock,
     SubprocessLauncher,
     free_port,
-    write_new,
 )
 from twinflow.local_model import OpenAICompatibleChatModel
-from twinflow.trace import MemoryTraceSink
+from twinflow.trace import MemoryTraceSink, PlantedLinkError, write_new, write_replace
 from twinflow.vocab import CallId, Message, ToolCallPart, TwinflowError
 
 KEY = "sk-reliability-hostile-7f3a9c"
@@ -345,10 +342,10 @@ def servers(figures: Figures, scale: int) -> None:
 def links(figures: Figures, work: Path) -> None:
     writers: dict[str, Callable[[Path], object]] = {
         "spec copy (claim_run_files)": lambda d: claim_run_files(d, "prompt: x"),
-        "run.json": lambda d: write_atomic(d / "run.json", b"{}"),
-        "results.json": lambda d: write_atomic(d / "results.json", b"{}"),
-        "case result": lambda d: write_atomic(d / "a@1.json", b"{}"),
-        "lab-notes.md": lambda d: write_atomic(d / "lab-notes.md", b"# notes"),
+        "run.json": lambda d: write_replace(d / "run.json", b"{}"),
+        "results.json": lambda d: write_replace(d / "results.json", b"{}"),
+        "case result": lambda d: write_replace(d / "a@1.json", b"{}"),
+        "lab-notes.md": lambda d: write_replace(d / "lab-notes.md", b"# notes"),
         "trace-style exclusive file": lambda d: write_new(d / "spec.yaml", b"x"),
     }
     names = {

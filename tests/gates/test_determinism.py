@@ -50,7 +50,7 @@ EVASIONS = {
     "file-level ruff noqa": "# ruff: noqa\nimport os\n",
 }
 
-# Issue 12, class 6: the private C modules behind the public names, every way to start a
+# Class 6 of the banned families: the private C modules behind the public names, every way to start a
 # process, asyncio's network, thread and timer entry points, ctypes, wall-clock time in every
 # form, sched, timeit and third-party network, time and randomness libraries.
 COVERAGE = {
@@ -90,11 +90,16 @@ COVERAGE = {
 
 
 TABLE = "packages/twinflow-kernel/src/twinflow/kernel/banned.toml"
-MEMBERS = {"twinflow-agent": "agent", "twinflow-kernel": "kernel", "twinflow-cli": "cli"}
+MEMBERS = {
+    "twinflow-agent": "agent",
+    "twinflow-kernel": "kernel",
+    "twinflow-cli": "cli",
+    "twinflow-eval": "eval",
+}
 
 
 def _tree(tmp_path: Path, repo_root: Path, module: str, source: str | bytes) -> Path:
-    """A throw-away workspace: the real root config and banned table, three members, one file."""
+    """A throw-away workspace: the real root config and banned table, four members, one file."""
     root = tmp_path / "tree"
     root.mkdir(parents=True)
     shutil.copy(repo_root / "pyproject.toml", root / "pyproject.toml")
@@ -484,8 +489,8 @@ def test_a_package_may_resolve_its_own_private_modules_lazily(
 def test_a_user_code_loader_may_import_a_computed_name_when_it_says_so(
     tmp_path: Path, repo_root: Path, run_gate: GateRunner
 ) -> None:
-    """cli/_spec.py may import a computed name with the comment; without it, it fails."""
-    module = "packages/twinflow-cli/src/twinflow/cli/_spec.py"
+    """eval/_code.py may import a computed name with the comment; without it, it fails."""
+    module = "packages/twinflow-eval/src/twinflow/eval/_code.py"
     call = "import importlib\n\nname = 'x'\nm = importlib.import_module(name)"
     root = _tree(tmp_path, repo_root, module, call + "  # gate: loads user code\n")
     done = run_gate("determinism", "--root", root)

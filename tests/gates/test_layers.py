@@ -112,7 +112,7 @@ def test_the_skeleton_passes(tmp_path: Path, repo_root: Path, run_gate: GateRunn
     """Six packages that import nothing keep every contract (the control for the cases below)."""
     done = run_gate("layers", "--root", _skeleton(tmp_path, repo_root))
     assert 0 == done.returncode, done.stdout + done.stderr
-    assert "4 kept, 0 broken" in done.stdout
+    assert "5 kept, 0 broken" in done.stdout
 
 
 @pytest.mark.parametrize(("package", "line"), BROKEN.values(), ids=BROKEN.keys())
@@ -125,6 +125,53 @@ def test_each_broken_contract_fails(
     done = run_gate("layers", "--root", root)
     assert 1 == done.returncode, done.stdout + done.stderr
     assert f"twinflow.{package}._fixture" in done.stdout + done.stderr
+
+
+PRIVATE = {
+    "agent imports trace's private module": ("agent", "from twinflow.trace._shared import X"),
+    "cli imports a name of it": ("cli", "import twinflow.trace._shared"),
+    "local_model imports it by name": (
+        "local_model",
+        "import importlib\nimportlib.import_module('twinflow.trace._shared')",
+    ),
+    "eval imports a private name": ("eval", "from twinflow.trace import _shared"),
+}
+
+
+@pytest.mark.parametrize(("package", "line"), PRIVATE.values(), ids=PRIVATE.keys())
+def test_a_private_module_imported_from_another_package_fails(
+    package: str, line: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """Another package's private module, imported statically or by name, makes the gate exit 1."""
+    root = _skeleton(tmp_path, repo_root)
+    _add(root, "trace", "X = 1", module="_shared")
+    _add(root, package, line)
+    done = run_gate("layers", "--root", root)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert "twinflow.trace._shared is private to twinflow.trace" in done.stderr
+
+
+def test_a_private_module_imported_from_inside_its_package_passes(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A package imports its own private modules; others import its public names."""
+    root = _skeleton(tmp_path, repo_root)
+    _add(root, "trace", "X = 1", module="_shared")
+    _add(root, "trace", "from twinflow.trace._shared import X", module="_user")
+    _add(root, "agent", "from twinflow.trace import X")
+    done = run_gate("layers", "--root", root)
+    assert 0 == done.returncode, done.stdout + done.stderr
+
+
+def test_import_linter_alone_holds_the_private_modules(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """The .importlinter contract itself is broken by a planted private import (not only the AST pass)."""
+    root = _skeleton(tmp_path, repo_root)
+    _add(root, "trace", "X = 1", module="_shared")
+    _add(root, "agent", "from twinflow.trace._shared import X")
+    done = run_gate("layers", "--root", root)
+    assert "A package's private modules are imported only from inside it BROKEN" in done.stdout
 
 
 @pytest.mark.parametrize(("package", "line"), KEPT.values(), ids=KEPT.keys())
@@ -145,7 +192,11 @@ def test_datapizza_is_allowed_in_its_module(
     root = _skeleton(tmp_path, repo_root)
     translate = root / "packages/twinflow-vocab/src/twinflow/vocab/datapizza/_translate.py"
     translate.write_text("from datapizza.type import TextBlock\n", encoding="utf-8")
-    _add(root, "cli", "import twinflow.vocab.datapizza._translate")
+    (translate.parent / "__init__.py").write_text(
+        "from twinflow.vocab.datapizza._translate import TextBlock\n", encoding="utf-8"
+    )
+    # Through the package's public face: its private module is its own (the private rule).
+    _add(root, "cli", "import twinflow.vocab.datapizza")
     done = run_gate("layers", "--root", root)
     assert 0 == done.returncode, done.stdout + done.stderr
 

@@ -1,5 +1,5 @@
 """The runtime guard, in fresh interpreters: classes 7 (no crash unless ssl came first),
-8 (what the static gate cannot see is refused) and 9 (no false alarms) of issue 12."""
+8 (what the static gate cannot see is refused) and 9 (no false alarms) of ADR 0004's guard."""
 
 from __future__ import annotations
 

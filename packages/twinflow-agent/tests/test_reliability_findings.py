@@ -2,31 +2,20 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
 from twinflow.agent import Agent, FunctionModel, Trace, verify_agent_trace
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.trace import GENESIS, MemoryTraceSink, TraceCorruptError
-from twinflow.vocab import Message, canonical_bytes
+from twinflow.trace import MemoryTraceSink, TraceCorruptError
+from twinflow.trace.testing import events_of, rechain
+from twinflow.vocab import Message
 
 
-def rechain(events: list[dict[str, Any]]) -> bytes:
-    """Trace lines for ``events`` with seq, prev and digests recomputed (a full rewrite)."""
-    prev, lines = GENESIS, []
-    for seq, event in enumerate(events):
-        body = canonical_bytes({**event, "seq": seq, "prev": prev})
-        prev = hashlib.sha256(body).hexdigest()
-        lines.append(b'{"digest":"' + prev.encode() + b'","event":' + body + b"}\n")
-    return b"".join(lines)
-
-
-def test_a_rechained_trace_with_a_forged_event_is_refused_with_a_typed_error() -> None:
-    """verify_agent_trace and Trace.load both refuse a chained but invalid event, at its seq."""
+def hello_trace() -> bytes:
+    """A real, complete trace of one run answering "hi"."""
     sink = MemoryTraceSink()
     agent = Agent(
         FunctionModel(lambda request: Message.assistant("hi")),
@@ -35,7 +24,12 @@ def test_a_rechained_trace_with_a_forged_event_is_refused_with_a_typed_error() -
         trace=sink,
     )
     agent.run("hello")
-    events = [json.loads(line)["event"] for line in sink.data.splitlines()]
+    return bytes(sink.data)
+
+
+def test_a_rechained_trace_with_a_forged_event_is_refused_with_a_typed_error() -> None:
+    """verify_agent_trace and Trace.load both refuse a chained but invalid event, at its seq."""
+    events = events_of(hello_trace())
     events[1] = {**events[1], "body": {"kind": "run_started"}}
     forged = rechain(events)
     report = verify_agent_trace(forged)
@@ -50,15 +44,7 @@ def test_a_rechained_trace_with_a_forged_event_is_refused_with_a_typed_error() -
 
 def test_a_foreign_event_repeating_the_last_seq_is_named_where_it_was_inserted() -> None:
     """A foreign event claiming the previous seq, placed after it, is reported at its own line."""
-    sink = MemoryTraceSink()
-    agent = Agent(
-        FunctionModel(lambda request: Message.assistant("hi")),
-        clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
-        ids=CountingIds(),
-        trace=sink,
-    )
-    agent.run("hello")
-    lines = sink.data.splitlines(keepends=True)
+    lines = hello_trace().splitlines(keepends=True)
     events = [json.loads(line)["event"] for line in lines]
     other = rechain([{**e, "at": "2027-01-01T00:00:00Z"} for e in events]).splitlines(keepends=True)
     tampered = b"".join([*lines[:2], other[1], *lines[2:]])

@@ -39,8 +39,8 @@ from twinflow.trace import (
     InvalidProofError,
     Limits,
     MemoryTraceSink,
+    TargetExistsError,
     TraceCorruptError,
-    TraceExistsError,
     check_consistency,
     check_inclusion,
     repair_trace,
@@ -413,7 +413,7 @@ def test_file_sink_refuses_an_existing_file(tmp_path: Path) -> None:
     """The file sink never writes over an existing trace."""
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"")
-    with pytest.raises(TraceExistsError, match="already exists"):
+    with pytest.raises(TargetExistsError, match="already exists"):
         FileTraceSink(path)
 
 

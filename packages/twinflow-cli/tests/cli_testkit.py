@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
-from twinflow.kernel import LoopbackRequest, LoopbackResponse
+from twinflow.agent import Agent, FunctionModel
+from twinflow.kernel import CountingIds, LoopbackRequest, LoopbackResponse, SteppingClock
+from twinflow.trace import MemoryTraceSink
+from twinflow.vocab import Message
 
 CALLS: dict[str, dict[str, Any]] = {
     "add": {"a": 2, "b": 3},
@@ -123,3 +127,17 @@ def sse_events(reply: dict[str, Any]) -> Iterator[bytes]:
     yield event({}, choice["finish_reason"])
     yield f"data: {json.dumps({'choices': [], 'usage': reply['usage']})}\n\n".encode()
     yield b"data: [DONE]\n\n"
+
+
+def run_trace(replies: int = 1) -> bytes:
+    """A real, complete trace written by the agent (one run per reply; a longer one for more)."""
+    sink = MemoryTraceSink()
+    agent = Agent(
+        FunctionModel(lambda request: Message.assistant("hi")),
+        clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        ids=CountingIds(),
+        trace=sink,
+    )
+    for _ in range(replies):
+        agent.run("hello")
+    return bytes(sink.data)

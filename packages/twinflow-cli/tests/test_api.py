@@ -10,7 +10,8 @@ from pydantic import BaseModel
 
 from twinflow.agent import ReplayDivergenceError, verify_agent_trace
 from twinflow.cli import ModelSpec, PolicySpec, RunSpec, connect, replay_run, trace_path_of
-from twinflow.kernel import LoopbackServer, PlantedLinkError
+from twinflow.kernel import LoopbackServer
+from twinflow.trace import PlantedLinkError
 from twinflow.vocab import UserError
 
 

@@ -242,6 +242,7 @@ def test_checkpoint_prove_and_diff(project: Path) -> None:
     )
 
 
+@pytest.mark.real_model
 def test_demo_runs_verifies_and_replays_on_the_embedded_model(tmp_path: Path) -> None:
     """`twinflow demo` on SmolLM2-135M: a tool call, a structured answer, verify and replay."""
     demo = twinflow("demo", "--out", "demo", "--json", cwd=tmp_path, timeout=600)

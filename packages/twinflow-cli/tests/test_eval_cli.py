@@ -27,6 +27,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]
     return code, json.loads(captured.out)
 
 
+@pytest.mark.real_model
 def test_invoice_example_runs_against_the_embedded_model_and_rescores(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -68,7 +68,7 @@ def _verdicts(run_dir: Path) -> list[tuple[Any, ...]]:
     return [(c["key"], c["status"], c["scores"]) for c in results["cases"]]
 
 
-@pytest.mark.usefixtures("ray_session")
+@pytest.mark.usefixtures("ray_executor")
 def test_eval_run_on_ray_gives_the_local_verdicts_and_rescores(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -87,7 +87,7 @@ def test_eval_run_on_ray_gives_the_local_verdicts_and_rescores(
     assert (0, [], []) == (code, payload["changed"], payload["flagged"])
 
 
-@pytest.mark.usefixtures("ray_session")
+@pytest.mark.usefixtures("ray_executor")
 def test_an_unreachable_model_aborts_naming_the_ray_node(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

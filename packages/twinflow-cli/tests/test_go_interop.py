@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from twinflow.kernel import run_process
-from twinflow.trace._note import (
+from twinflow.trace.note import (
     CheckpointBody,
     MalformedKeyError,
     MalformedNoteError,

@@ -6,51 +6,30 @@ handler would fail the test rather than hide in a child's stderr.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from cli_testkit import run_trace
 
-from twinflow.agent import Agent, FunctionModel
 from twinflow.cli._main import main
-from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.trace import DEFAULT_MAX_LINE_BYTES, MemoryTraceSink, _note, verify_trace
-from twinflow.vocab import Message
+from twinflow.trace import DEFAULT_MAX_LINE_BYTES, verify_trace
+from twinflow.trace import note as _note
+from twinflow.trace.testing import framed
 
 SPEC = "prompt: hi\nmodel:\n  url: http://127.0.0.1:9/v1\n"
 
 
-def good_trace() -> bytes:
-    """A real, complete trace written by the agent."""
-    sink = MemoryTraceSink()
-    agent = Agent(
-        FunctionModel(lambda request: Message.assistant("hi")),
-        clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
-        ids=CountingIds(),
-        trace=sink,
-    )
-    agent.run("hello")
-    return sink.data
-
-
-def forged(event: bytes) -> bytes:
-    """A line whose digest is recomputed over the given event bytes."""
-    digest = hashlib.sha256(event).hexdigest().encode()
-    return b'{"digest":"' + digest + b'","event":' + event + b"}\n"
-
-
 def first_event_with(body: bytes) -> bytes:
     """A forged first line whose body is ``body`` (raw JSON bytes)."""
-    return forged(
+    return framed(
         b'{"at":"2026-01-01T00:00:00Z","body":' + body + b',"prev":"' + b"0" * 64 + b'","seq":0}'
     )
 
 
 def corpus() -> dict[str, bytes]:
     """The hostile files, by name."""
-    good = good_trace()
+    good = run_trace()
     return {
         "deep": first_event_with(b'{"kind":"run_started","x":' + b"[" * 1000 + b"]" * 1000 + b"}"),
         "deep-unhashed": b'{"digest":"'
@@ -69,7 +48,7 @@ def corpus() -> dict[str, bytes]:
         "non-utf8": first_event_with(b'{"kind":"run_started","x":"\xff\xfe"}'),
         "bom": b"\xef\xbb\xbf" + good,
         "not-an-event": b'{"a":1}\n',
-        "forged-not-an-event": forged(b'{"a":1}'),
+        "forged-not-an-event": framed(b'{"a":1}'),
         "truncated": good[:-30],
         "empty": b"",
         "binary": bytes(range(256)) * 4,
@@ -99,7 +78,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name, data in corpus().items():
         out[name] = root / f"{name}.jsonl"
         out[name].write_bytes(data)
-    (root / "good.jsonl").write_bytes(good_trace())
+    (root / "good.jsonl").write_bytes(run_trace())
     (root / "spec.yaml").write_text(SPEC)
     signer = _note.generate_key("example.org/lab", bytes(range(32)))
     (root / "lab.pub").write_text(signer.verifier.text + "\n")

@@ -3,30 +3,13 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from cli_testkit import run_trace
 
-from twinflow.agent import Agent, FunctionModel
 from twinflow.cli._main import main
-from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.trace import MemoryTraceSink
-from twinflow.vocab import Message
-
-
-def run_trace(replies: int = 1) -> bytes:
-    """A real trace of a run (a longer one for more replies)."""
-    sink = MemoryTraceSink()
-    agent = Agent(
-        FunctionModel(lambda request: Message.assistant("hi")),
-        clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
-        ids=CountingIds(),
-        trace=sink,
-    )
-    for _ in range(replies):
-        agent.run("hello")
-    return sink.data
+from twinflow.trace.testing import events_of, rechain
 
 
 def twinflow(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object], str]:
@@ -65,7 +48,7 @@ def test_signed_checkpoint_verifies_and_catches_a_rewrite(
     none = twinflow(capsys, "verify", "short.jsonl", "--checkpoint", "cp.note")
     rewritten = run_trace(1).replace(b'"hello"', b'"HELLO"')
     # Re-chain the rewrite the way a forger would: every digest and prev recomputed.
-    (work / "forged.jsonl").write_bytes(_rechain(rewritten))
+    (work / "forged.jsonl").write_bytes(rechain(events_of(rewritten)))
     forged_alone = twinflow(capsys, "verify", "forged.jsonl")
     forged = twinflow(
         capsys, "verify", "forged.jsonl", "--checkpoint", "cp.note", "--key", "lab.pub"
@@ -73,19 +56,6 @@ def test_signed_checkpoint_verifies_and_catches_a_rewrite(
     assert (0, 1, 2) == (ok[0], wrong[0], none[0])
     assert (0, 1) == (forged_alone[0], forged[0])
     assert "checkpoint" == forged[1]["problem"]["kind"]  # type: ignore[index]  # the --json payload is JSON
-
-
-def _rechain(data: bytes) -> bytes:
-    """Recompute every digest and prev of a trace (a full rewrite)."""
-    from twinflow.trace import GENESIS, canonical_bytes, encode_line
-
-    prev, out = GENESIS, []
-    for line in data.splitlines():
-        event = json.loads(line)["event"]
-        event["prev"] = prev
-        framed, prev = encode_line(canonical_bytes(event))
-        out.append(framed)
-    return b"".join(out)
 
 
 def test_cosigned_checkpoint_needs_every_key_given(
@@ -176,7 +146,9 @@ def test_a_later_checkpoint_is_proved_to_extend_an_earlier_one(
         "--old-checkpoint",
         "new.json",
     )
-    (work / "other.jsonl").write_bytes(_rechain(run_trace(3).replace(b'"hello"', b'"howdy"')))
+    (work / "other.jsonl").write_bytes(
+        rechain(events_of(run_trace(3).replace(b'"hello"', b'"howdy"')))
+    )
     twinflow(capsys, "checkpoint", "other.jsonl", "--out", "other.json")
     foreign = twinflow(
         capsys,

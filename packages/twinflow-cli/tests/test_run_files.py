@@ -9,7 +9,7 @@ import pytest
 
 from twinflow.cli._run import claim_run_files, spec_beside
 from twinflow.cli._spec import SpecError, load_spec
-from twinflow.kernel import PlantedLinkError
+from twinflow.trace import PlantedLinkError
 
 
 def test_each_run_claims_its_own_pair_and_nothing_is_renamed(tmp_path: Path) -> None:
@@ -76,7 +76,7 @@ def test_a_hostile_spec_is_a_spec_error_not_a_hang_or_traceback(tmp_path: Path) 
         laughs += f"{name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]\n"
     cases = {
         "laughs": (laughs + "tools: *i\n", "expands to more than 100000 YAML nodes"),
-        "deep": ("prompt: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+        "deep": ("prompt: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper than 32 levels"),
         "wide": ("prompt: x\n" + "#" * (2 * 1024 * 1024) + "\n", "over the limit of 1048576"),
     }
     for name, (text, reason) in cases.items():

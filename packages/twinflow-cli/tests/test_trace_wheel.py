@@ -10,7 +10,8 @@ from pathlib import Path
 
 from twinflow.agent import Agent, FunctionModel
 from twinflow.kernel import CountingIds, SteppingClock, run_process
-from twinflow.trace import FileTraceSink, _note, verify_trace
+from twinflow.trace import FileTraceSink, verify_trace
+from twinflow.trace import note as _note
 from twinflow.vocab import Message
 
 ROOT = Path(__file__).resolve().parents[3]

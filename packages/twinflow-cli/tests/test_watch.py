@@ -167,6 +167,7 @@ class Writes(io.StringIO):
         return super().write(text)
 
 
+@pytest.mark.real_model
 def test_run_on_the_embedded_model_prints_the_reply_in_several_pieces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -31,13 +31,12 @@ from twinflow.eval import (
 )
 from twinflow.kernel import (
     ConnectError,
-    PlantedLinkError,
     SteppingClock,
     SubprocessLauncher,
     ThreadExecutor,
     free_port,
 )
-from twinflow.trace import TraceSink
+from twinflow.trace import PlantedLinkError, TraceSink
 
 CLOCK = SteppingClock(START)
 

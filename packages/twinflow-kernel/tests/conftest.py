@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import LoopbackRequest, LoopbackResponse, LoopbackServer, RayExecutor
+from twinflow.kernel import LoopbackRequest, LoopbackResponse, LoopbackServer
 
 # The Ray tests' calls live in ray_tasks.py, imported by name here and on the workers.
 sys.path.insert(0, str(Path(__file__).parent))
@@ -22,15 +22,3 @@ def echo_server() -> Iterator[LoopbackServer]:
     """A loopback server that echoes JSON."""
     with LoopbackServer(echo) as server:
         yield server
-
-
-@pytest.fixture(scope="session")
-def ray_executor() -> Iterator[RayExecutor]:
-    """A RayExecutor on a local Ray of two CPUs, started once per session (about 4 s).
-
-    Its workers import this directory's modules (`ray_tasks`). Another package's tests may
-    have started Ray already; then it is joined, and shut down by whichever started it.
-    """
-    executor = RayExecutor(num_cpus=2, code_dirs=[str(Path(__file__).parent)])
-    yield executor
-    executor.close()

@@ -196,7 +196,7 @@ def test_a_structured_action_exchange_with_the_real_model(llama_server: str) -> 
     assert final.message.text != ""
 
 
-# --- the shapes of issue 19, with the adapter's own defaults (no max_tokens given) ---------
+# --- the held-out schema shapes, with the adapter's own defaults (no max_tokens given) -----
 
 
 class Node(BaseModel):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tracekit import trace
 
 from twinflow.trace import _note, verify_trace
 from twinflow.trace.__main__ import main
+from twinflow.trace.testing import small_trace as trace
 
 
 @pytest.fixture

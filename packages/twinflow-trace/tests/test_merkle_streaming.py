@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from tracekit import trace
 
 from twinflow.trace import (
     Frontier,
@@ -23,6 +22,7 @@ from twinflow.trace import (
     read_checkpoint,
     verify_trace,
 )
+from twinflow.trace.testing import small_trace as trace
 
 
 def leaves(n: int) -> list[bytes]:

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import resource
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tracekit import trace
+from tracekit import file_size_limit
 
 from twinflow.trace import (
     FileTraceSink,
-    TraceExistsError,
-    TraceWriteError,
+    FileWriteError,
+    PlantedLinkError,
+    TargetExistsError,
     repair_trace,
     verify_trace,
 )
+from twinflow.trace.testing import small_trace as trace
 
 
 def test_a_planted_symlink_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
@@ -27,11 +25,11 @@ def test_a_planted_symlink_is_refused_and_its_target_untouched(tmp_path: Path) -
     target.write_bytes(b"keep me")
     link = tmp_path / "trace.jsonl"
     link.symlink_to(target)
-    with pytest.raises(TraceExistsError) as caught:
+    with pytest.raises(PlantedLinkError) as caught:
         FileTraceSink(link)
     dangling = tmp_path / "other.jsonl"
     dangling.symlink_to(tmp_path / "not-yet")
-    with pytest.raises(TraceExistsError):
+    with pytest.raises(PlantedLinkError):
         FileTraceSink(dangling)
     assert "symbolic link" in str(caught.value)
     assert (b"keep me", False) == (target.read_bytes(), (tmp_path / "not-yet").exists())
@@ -41,22 +39,9 @@ def test_an_existing_file_is_refused(tmp_path: Path) -> None:
     """Traces are never overwritten."""
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"old")
-    with pytest.raises(TraceExistsError):
+    with pytest.raises(TargetExistsError):
         FileTraceSink(path)
     assert b"old" == path.read_bytes()
-
-
-@contextlib.contextmanager
-def file_size_limit(limit: int) -> Iterator[None]:
-    """Make files stop growing at ``limit`` bytes (EFBIG), as a full disk stops them."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-        signal.signal(signal.SIGXFSZ, previous)
 
 
 def test_a_full_disk_names_the_file_and_repair_succeeds_once_space_is_free(tmp_path: Path) -> None:
@@ -67,14 +52,14 @@ def test_a_full_disk_names_the_file_and_repair_succeeds_once_space_is_free(tmp_p
     limit = len(b"".join(lines[:5])) + 40  # room for 5 lines and a torn piece of the 6th
     sink = FileTraceSink(path)
     with file_size_limit(limit):
-        with pytest.raises(TraceWriteError) as caught:
+        with pytest.raises(FileWriteError) as caught:
             for line in lines:
                 sink.write(line)
                 sink.flush(durable=True)
-        with pytest.raises(TraceWriteError):
+        with pytest.raises(FileWriteError):
             sink.close()
         torn = path.read_bytes()
-        with file_size_limit(10), pytest.raises(TraceWriteError) as repair_error:
+        with file_size_limit(10), pytest.raises(FileWriteError) as repair_error:
             repair_trace(path)
         assert [] == sorted(p.name for p in tmp_path.iterdir() if ".partial" in p.name)
     assert str(path) in str(caught.value)

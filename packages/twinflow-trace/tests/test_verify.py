@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tracekit import events, forged_line, lines_of, trace
+from tracekit import lines_of
 
 from twinflow.trace import (
     GENESIS,
@@ -28,6 +28,9 @@ from twinflow.trace import (
     verify_trace,
     walk_trace,
 )
+from twinflow.trace.testing import framed as forged_line
+from twinflow.trace.testing import small_events as events
+from twinflow.trace.testing import small_trace as trace
 
 
 def with_line_1(event_bytes: bytes) -> bytes:

@@ -18,7 +18,7 @@ Errors (every one under the workspace's root)::
     │   ├── ReplayDivergenceError                    the one replay-divergence error (the agent's above)
     │   └── NondeterminismError (also a RuntimeError)  replayed code reached the clock, randomness or network
     └── TraceError                                   (twinflow.trace: import it from there)
-        └── TraceExistsError, TraceWriteError, TraceCorruptError, SignatureError, InvalidProofError, ...
+        └── TraceCorruptError, SignatureError, InvalidProofError, FileWriteError, TargetExistsError, ...
 
 Errors raised by the injected model (a connection failure from the kernel's transport, for
 example) are recorded in the trace as ``run_failed`` and re-raised unchanged.

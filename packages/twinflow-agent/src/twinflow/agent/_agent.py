@@ -60,8 +60,8 @@ from twinflow.vocab import (
     canonical_bytes,
     digest,
     envelope,
+    reask_message,  # the one re-ask message, shared with local_model
 )
-from twinflow.vocab._reask import reask_message  # the one re-ask message, shared with local_model
 
 __all__ = ["Agent", "RunResult", "UsageLimits"]
 

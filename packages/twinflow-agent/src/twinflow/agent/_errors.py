@@ -12,8 +12,6 @@ from twinflow.trace import (
     SignatureError,
     TraceCorruptError,
     TraceError,
-    TraceExistsError,
-    TraceWriteError,
 )
 from twinflow.vocab import Attempt, TwinflowError, UserError
 
@@ -28,8 +26,6 @@ __all__ = [
     "SignatureError",
     "TraceCorruptError",
     "TraceError",
-    "TraceExistsError",
-    "TraceWriteError",
     "UsageLimitExceeded",
 ]
 

@@ -26,10 +26,9 @@ from twinflow.agent._events import (
     _Frozen,
 )
 from twinflow.agent._tools import Tool
-from twinflow.vocab import ToolCallPart, ToolResultPart
-from twinflow.vocab._reask import (
-    validation_error_text,  # the one rendering, shared with local_model
-)
+
+# validation_error_text: the one rendering of a refusal, shared with local_model.
+from twinflow.vocab import ToolCallPart, ToolResultPart, validation_error_text
 
 __all__ = [
     "Approval",

@@ -1,6 +1,6 @@
 """`PydanticStructuredOutput`: the default `StructuredOutputAdapter` (validate, re-ask, bounded).
 
-The loop itself is vocab's (`twinflow.vocab._reask`), the same one the local model clients run,
+The loop itself is vocab's (`twinflow.vocab.validate_with_reask`), the same one the local model clients run,
 so an agent run and a local client refuse, render and re-ask an answer alike (ADR 0074).
 """
 
@@ -11,10 +11,9 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from twinflow.agent._errors import AgentConfigError
-from twinflow.vocab import Reask, StructuredResult
 
 # The loop is shared with twinflow.local_model, which this package may not import.
-from twinflow.vocab._reask import check_max_attempts, validate_with_reask
+from twinflow.vocab import Reask, StructuredResult, check_max_attempts, validate_with_reask
 
 __all__ = ["PydanticStructuredOutput"]
 

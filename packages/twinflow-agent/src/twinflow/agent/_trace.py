@@ -1,7 +1,7 @@
 """Writing the trace: typed events encoded by the trace leaf, hash-chained over a Merkle tree.
 
 The line format, the encoder, the Merkle tree and the checkpoint values are `twinflow.trace`'s
-(see `twinflow.trace._format`); this module turns the agent's typed events into those lines. An
+(see `twinflow.trace.encode_line`); this module turns the agent's typed events into those lines. An
 event's bytes are ``canonical_bytes`` of the model (its JSON-mode dump through the one encoder).
 Appending an event costs the encoding of that event, two hashes, one amortised node hash and a
 buffered write, whatever the length of the trace.
@@ -21,17 +21,9 @@ from twinflow.trace import (
     sign_checkpoint,
 )
 from twinflow.trace import encode_line as _frame
-from twinflow.trace._format import DIGEST_END, EVENT_INFIX, EVENT_START, LINE_PREFIX
 from twinflow.vocab import canonical_bytes
 
-__all__ = [
-    "DIGEST_END",
-    "EVENT_INFIX",
-    "EVENT_START",
-    "LINE_PREFIX",
-    "TraceWriter",
-    "encode_event",
-]
+__all__ = ["TraceWriter", "encode_event"]
 
 
 def encode_event(event: TraceEvent) -> tuple[bytes, str]:
@@ -83,7 +75,7 @@ class TraceWriter:
             The event as written.
 
         Raises:
-            TraceWriteError: The sink could not write the line (disk full, ...).
+            FileWriteError: The sink could not write the line (disk full, ...).
         """
         event = TraceEvent(seq=self._tree.size, prev=self._head, at=at, body=body)
         line, hexdigest = encode_event(event)

@@ -32,8 +32,8 @@ from twinflow.cli._wiring import (
     numbered,
     replay_builder,
 )
-from twinflow.kernel import PlantedLinkError, SystemClock, SystemIds
-from twinflow.trace import FileTraceSink, TraceExistsError
+from twinflow.kernel import SystemClock, SystemIds
+from twinflow.trace import FileTraceSink, PlantedLinkError, TargetExistsError
 from twinflow.vocab import UserError
 
 __all__ = ["connect", "embedded_model", "replay_run", "trace_path_of"]
@@ -114,7 +114,8 @@ def _claim_trace(path: Path) -> FileTraceSink:
     """A new trace file at ``path``, or at the first free numbered name beside it.
 
     Each name is created exclusively (`FileTraceSink`), so of runs racing for one name, one
-    gets it and the others move on; an existing file or link is never opened.
+    gets it and the others move on; an existing file or link is never opened, as
+    `claim_run_files` skips them for ``twinflow run``.
     """
     if path.parent.is_symlink():
         raise PlantedLinkError(
@@ -126,8 +127,8 @@ def _claim_trace(path: Path) -> FileTraceSink:
     for n in range(_MAX_TRACES):
         try:
             return FileTraceSink(numbered(path, n))
-        except TraceExistsError:
-            continue
+        except (TargetExistsError, PlantedLinkError):
+            continue  # a file, or a link planted at the name: never opened, the next name is tried
     raise UserError(
         f"{path.parent} holds {_MAX_TRACES} traces named like {path.name}: pick a new one"
     )

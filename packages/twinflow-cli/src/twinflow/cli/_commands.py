@@ -23,6 +23,7 @@ from twinflow.cli._traces import (
     squash,
 )
 from twinflow.trace import (
+    GENESIS,
     Checkpoint,
     ConsistencyProof,
     InclusionProof,
@@ -30,7 +31,6 @@ from twinflow.trace import (
     Limits,
     TraceCorruptError,
     TraceFormatError,
-    _note,
     check_consistency,
     check_inclusion,
     load_proof,
@@ -39,9 +39,9 @@ from twinflow.trace import (
     read_checkpoint,
     repair_trace,
     sign_checkpoint,
+    write_new,
 )
-from twinflow.trace._format import GENESIS
-from twinflow.trace._sink import create_exclusive
+from twinflow.trace import note as _note
 from twinflow.vocab import UserError, diff
 
 __all__ = ["COMMANDS", "THREAT_MODEL"]
@@ -104,17 +104,7 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
 
 def _write_out(path: Path, payload: dict[str, Any]) -> None:
     """Write a proof or checkpoint file: exclusively, never through a link, synced."""
-    _write_bytes(path, json.dumps(payload, indent=2, sort_keys=True).encode() + b"\n")
-
-
-def _write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write a new file exclusively (never through a link), synced; ``mode`` before any byte."""
-    fd = create_exclusive(path, "output file")
-    os.fchmod(fd, mode)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+    write_new(path, json.dumps(payload, indent=2, sort_keys=True).encode() + b"\n", mode=0o644)
 
 
 # -- verify ---------------------------------------------------------------------------------
@@ -278,7 +268,7 @@ def _checkpoint(args: argparse.Namespace, out: Output) -> int:
             )
         note = _signed_note(checkpoint, args.sign, args.origin)
         if args.out:
-            _write_bytes(args.out, note)
+            write_new(args.out, note, mode=0o644)
         out.document({"ok": True, **checkpoint.to_json(), "note": note.decode()})
         out.line(note.decode().rstrip("\n"))
         if args.out:
@@ -446,8 +436,8 @@ def _keygen(args: argparse.Namespace, out: Output) -> int:
     for path in (secret, public):
         if os.path.lexists(path):
             raise UserError(f"{path} already exists; keys are never overwritten")
-    _write_bytes(secret, signer.text.encode() + b"\n", 0o600)
-    _write_bytes(public, signer.verifier.text.encode() + b"\n")
+    write_new(secret, signer.text.encode() + b"\n", mode=0o600)
+    write_new(public, signer.verifier.text.encode() + b"\n", mode=0o644)
     out.document({"ok": True, "signer_key_file": str(secret), "verifier_key": signer.verifier.text})
     out.line(f"signer key (secret): {secret}")
     out.line(f"verifier key (publish it): {public}")

@@ -42,6 +42,7 @@ from twinflow.eval import (
     Summary,
     code_modules,
     compare_runs,
+    importing_from,
     load_dataset,
     load_run,
     merge_runs,
@@ -265,12 +266,14 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     # Tools, output models and custom scorers may live next to the spec or the dataset (as in
     # examples/); the run records these directories so rescore and merge import from them too.
     code_dirs = tuple(dict.fromkeys(p.resolve().parent for p in (args.spec, args.dataset)))
-    sys.path[:0] = [str(d) for d in code_dirs]
-    tools = load_tools(spec)
-    transport = build_transport(spec.model)
-    clock, ids = SystemClock(), SystemIds()
-    progress = _ProgressLine()
     with contextlib.ExitStack() as stack:
+        # For the whole run: tools may import their siblings when called, scorers are resolved
+        # as cases finish.
+        stack.enter_context(importing_from(code_dirs))
+        tools = load_tools(spec)
+        transport = build_transport(spec.model)
+        clock, ids = SystemClock(), SystemIds()
+        progress = _ProgressLine()
         stack.callback(transport.close)
         executor: Executor
         factory: AgentFactory

@@ -44,6 +44,7 @@ from twinflow.cli._spec import (
     load_tools,
     parse_spec,
     read_spec_text,
+    spec_directories,
     spec_modules,
 )
 from twinflow.cli._traces import parse_trace, read_trace_bytes
@@ -58,15 +59,14 @@ from twinflow.cli._wiring import (
     numbered,
     replay_builder,
 )
-from twinflow.kernel import (
-    NondeterminismError,
+from twinflow.eval import importing_from
+from twinflow.kernel import NondeterminismError, SystemClock, SystemIds
+from twinflow.trace import (
+    FileTraceSink,
     PlantedLinkError,
-    SystemClock,
-    SystemIds,
     TargetExistsError,
     write_new,
 )
-from twinflow.trace import FileTraceSink
 from twinflow.vocab import UserError
 
 __all__ = [
@@ -282,7 +282,10 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
     spec = spec_of()
 
     try:
-        result = replay(trace, replay_builder(spec), mode="live" if mode == "live" else "recorded")
+        with importing_from(spec_directories(spec)):
+            result = replay(
+                trace, replay_builder(spec), mode="live" if mode == "live" else "recorded"
+            )
     except ReplayDivergenceError as exc:
         raise CheckFailed(
             f"{trace_path}: replay ({mode}) diverged: {exc}",
@@ -339,7 +342,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
     text = read_spec_text(args.spec)
     spec = parse_spec(text, str(args.spec), code_dir=args.spec.resolve().parent)
     phases = _Phases()
-    outcome = _execute(spec, text, args.out, out, phases, watch=not (args.quiet or args.json))
+    # For the whole run, not only while the tools are imported: a tool may import its siblings
+    # when it is called.
+    with importing_from(spec_directories(spec)):
+        outcome = _execute(spec, text, args.out, out, phases, watch=not (args.quiet or args.json))
     payload = {"ok": outcome.error is None, **outcome.model_dump()}
     out.document(payload)
     _print_outcome(outcome, out)

@@ -14,6 +14,7 @@ from typing import Any
 
 from twinflow.cli._spec import RunSpec
 from twinflow.eval import Case, Dataset
+from twinflow.trace import write_replace
 
 __all__ = ["published_schemas", "schema_texts"]
 
@@ -63,5 +64,5 @@ if __name__ == "__main__":
     texts = schema_texts()
     for key, path in published_schemas().items():
         path.parent.mkdir(exist_ok=True)
-        path.write_text(texts[key], encoding="utf-8")
+        write_replace(path, texts[key].encode("utf-8"))
         print(path)

@@ -22,7 +22,7 @@ from typing import Any
 from twinflow.agent import compare_behaviour, render_trace_page, verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import parse_trace, read_checkpoint_file, read_trace_bytes
-from twinflow.kernel import write_replace
+from twinflow.trace import write_replace
 from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]

@@ -6,15 +6,11 @@ A bad spec is refused with an error that names the file, the line and the offend
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     Field,
@@ -29,9 +25,11 @@ from pydantic.json_schema import SkipJsonSchema
 from twinflow.cli._errors import CliError
 from twinflow.eval import (
     ScorerError,
+    YamlLimits,
+    read_user_file,
+    read_yaml,
     split_dotted,
     validation_problems,
-    yaml_syntax_problem,
 )
 from twinflow.eval import resolve_dotted as resolve_any_dotted
 from twinflow.kernel import check_endpoint_url
@@ -47,6 +45,7 @@ __all__ = [
     "parse_spec",
     "read_spec_text",
     "resolve_dotted",
+    "spec_directories",
     "spec_modules",
 ]
 
@@ -195,26 +194,6 @@ class RunSpec(_Strict):
         return self._code_dir
 
 
-@contextlib.contextmanager
-def _importing_from(code_dir: Path | None) -> Iterator[None]:
-    """Imports for the block look in ``code_dir`` first and never in the current directory.
-
-    ``code_dir`` stays on ``sys.path`` afterwards (a tool may import its siblings when it runs);
-    the current directory (``''`` under ``python -m``) is left out only while importing.
-    """
-    if code_dir is not None and str(code_dir) not in sys.path:
-        sys.path.insert(0, str(code_dir))
-    cwd = os.getcwd()
-    saved = list(sys.path)
-    keep = {str(code_dir)} if code_dir is not None else set()
-    sys.path[:] = [p for p in saved if p in keep or (p not in ("", ".") and p != cwd)]
-    try:
-        yield
-    finally:
-        # Restore, keeping any entry the imported code added itself.
-        sys.path[:] = [*(p for p in sys.path if p not in saved), *saved]
-
-
 def spec_modules(spec: RunSpec) -> tuple[str, ...]:
     """The modules building an agent from ``spec`` would import (tools, then output), unimported.
 
@@ -229,18 +208,23 @@ def spec_modules(spec: RunSpec) -> tuple[str, ...]:
         raise SpecError(str(exc)) from None
 
 
+def spec_directories(spec: RunSpec) -> tuple[Path, ...]:
+    """The directories a spec's code is imported from (its own, when read from a file)."""
+    return () if spec.code_dir is None else (spec.code_dir,)
+
+
 def resolve_dotted(path: str, code_dir: Path | None = None) -> Any:
     """Import ``package.module:attribute`` (or ``package.module.attribute``) and return it.
 
     Modules are looked up in ``code_dir`` (a spec's own directory) first, then in the installed
-    packages; never implicitly in the current directory.
+    packages; never implicitly in the current directory (`twinflow.eval.resolve_dotted`).
 
     Raises:
-        SpecError: the module or the attribute does not exist, or importing the module raised.
+        SpecError: the module or the attribute does not exist (naming where it was looked for),
+            or importing the module raised.
     """
     try:
-        with _importing_from(code_dir):
-            return resolve_any_dotted(path)
+        return resolve_any_dotted(path, () if code_dir is None else (code_dir,))
     except ScorerError as exc:
         # The resolver is eval's (one for the workspace); its error is a spec's problem here.
         raise SpecError(str(exc)) from exc
@@ -252,27 +236,7 @@ MAX_SPEC_DEPTH = 32
 """Deepest nesting of a spec's YAML."""
 MAX_SPEC_NODES = 100_000
 """Most YAML nodes a spec expands to, aliases followed (a billion-laughs spec stops here)."""
-
-
-def _check_nodes(root: yaml.Node | None, path: str) -> None:
-    """Refuse a spec nested deeper than `MAX_SPEC_DEPTH` or expanding past `MAX_SPEC_NODES`."""
-    stack: list[tuple[yaml.Node, int]] = [] if root is None else [(root, 1)]
-    seen = 0
-    while stack:
-        node, depth = stack.pop()
-        seen += 1
-        if seen > MAX_SPEC_NODES:
-            raise SpecError(
-                f"{path}: expands to more than {MAX_SPEC_NODES} YAML nodes (aliases included)"
-            )
-        if depth > MAX_SPEC_DEPTH:
-            line = node.start_mark.line + 1
-            raise SpecError(f"{path}:{line}: nested deeper than {MAX_SPEC_DEPTH} levels")
-        if isinstance(node, yaml.SequenceNode):
-            stack.extend((child, depth + 1) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                stack.extend(((key, depth + 1), (value, depth + 1)))
+_SPEC_LIMITS = YamlLimits("run spec", MAX_SPEC_CHARS, MAX_SPEC_DEPTH, MAX_SPEC_NODES)
 
 
 def load_spec(path: Path) -> RunSpec:
@@ -290,18 +254,8 @@ def read_spec_text(path: Path) -> str:
     Raises:
         SpecError: the file is missing or unreadable.
     """
-    try:
-        with path.open("rb") as file:
-            # Bounded: a spec may be hostile (a huge file, /dev/zero); parse_spec refuses the rest.
-            data = file.read(4 * MAX_SPEC_CHARS + 1)
-        text = data.decode("utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SpecError(f"{path}: is a directory, expected a YAML file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read the spec ({exc})") from None
-    return text
+    # Bytes up to four per character: parse_spec refuses a text over MAX_SPEC_CHARS.
+    return read_user_file(path, 4 * MAX_SPEC_CHARS, SpecError, "run spec")
 
 
 def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec:
@@ -313,18 +267,7 @@ def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec
     Raises:
         SpecError: naming the file, line and key of the first problem (and listing the rest).
     """
-    if len(text) > MAX_SPEC_CHARS:
-        raise SpecError(
-            f"{path}: {len(text)} characters, over the limit of {MAX_SPEC_CHARS} for a run spec"
-        )
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        _check_nodes(root, path)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SpecError(yaml_syntax_problem(exc, path)) from None
-    except RecursionError:
-        raise SpecError(f"{path}: nested too deeply to be a run spec") from None
+    root, data = read_yaml(text, path, _SPEC_LIMITS, SpecError)
     if data is None:
         raise SpecError(f"{path}: the spec is empty; it needs at least 'prompt' and 'model'")
     if not isinstance(data, dict):

@@ -14,13 +14,13 @@ from twinflow.agent import Trace
 from twinflow.cli._errors import CliError
 from twinflow.cli._output import CheckFailed
 from twinflow.trace import (
+    LINE_PREFIX,
     Checkpoint,
     TraceCorruptError,
     TraceFormatError,
     canonical_bytes,
     parse_json,
 )
-from twinflow.trace._format import LINE_PREFIX
 from twinflow.vocab import UserError
 
 __all__ = [

@@ -126,7 +126,7 @@ def build_model(spec: ModelSpec, transport: Transport, ids: Ids) -> ChatModel:
         mode=spec.mode,
         ids=ids,
         timeout=spec.timeout,
-        # llama-cpp-python's own converter decides what its server enforces (issue 19).
+        # llama-cpp-python's own converter decides what its server enforces (ADR 0033).
         grammar_check=llama_cpp_grammar_check() if spec.dialect == "llama-cpp-python" else None,
     )
 

@@ -18,6 +18,7 @@ A run's own failures (`twinflow.agent.RunError`, the kernel's `TransportError`) 
 case; replaying a case in `rescore` may raise the agent's `ReplayDivergenceError`.
 """
 
+from twinflow.eval._code import importing_from, resolve_dotted, split_dotted
 from twinflow.eval._dataset import Case, Dataset, load_dataset
 from twinflow.eval._errors import (
     DatasetError,
@@ -70,9 +71,7 @@ from twinflow.eval._scorers import (
     ScorerSpec,
     ToolCalls,
     matches,
-    resolve_dotted,
     score_all,
-    split_dotted,
 )
 from twinflow.eval._stats import (
     Comparison,
@@ -81,7 +80,7 @@ from twinflow.eval._stats import (
     mcnemar_exact,
     wilson_interval,
 )
-from twinflow.eval._yaml import validation_problems, yaml_syntax_problem
+from twinflow.eval._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 
 __all__ = [
     "AgentFactory",
@@ -117,10 +116,12 @@ __all__ = [
     "Summary",
     "ToolCallRecord",
     "ToolCalls",
+    "YamlLimits",
     "case_key",
     "code_modules",
     "compare_results",
     "compare_runs",
+    "importing_from",
     "load_dataset",
     "load_run",
     "matches",
@@ -128,6 +129,8 @@ __all__ = [
     "merge_runs",
     "observe",
     "read_details",
+    "read_user_file",
+    "read_yaml",
     "render_html",
     "render_markdown",
     "rescore",
@@ -140,5 +143,4 @@ __all__ = [
     "validation_problems",
     "wilson_interval",
     "write_reports",
-    "yaml_syntax_problem",
 ]

@@ -22,22 +22,37 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import yaml
 from pydantic import Field, JsonValue, ValidationError, field_validator
 
 from twinflow.eval._errors import DatasetError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._scorers import ExactMatch, ScorerSpec
 from twinflow.eval._yaml import (
+    YamlLimits,
     located_problem,
+    read_user_file,
+    read_yaml,
     validation_problem,
     validation_problems,
     yaml_line,
-    yaml_syntax_problem,
 )
+from twinflow.trace import CanonicalError as NotJsonError
+from twinflow.trace import parse_json
 from twinflow.vocab import CanonicalError, canonical_bytes, digest
 
-__all__ = ["Case", "Dataset", "load_dataset"]
+__all__ = ["MAX_DATASET_BYTES", "Case", "Dataset", "load_dataset"]
+
+MAX_DATASET_BYTES = 64 * 1024 * 1024
+"""Largest dataset file read (a dataset may be received with a run directory)."""
+MAX_DATASET_DEPTH = 64
+"""Deepest nesting in a dataset (a case's ``expected`` value included), as in a trace's events."""
+_YAML_LIMITS = YamlLimits(
+    "dataset",
+    MAX_DATASET_BYTES,
+    MAX_DATASET_DEPTH,
+    # Room for a large dataset's own nodes; an alias bomb expands past it.
+    max_nodes=4_000_000,
+)
 
 
 class Case(EvalValue):
@@ -119,11 +134,7 @@ def _check_ids(
 
 
 def _load_yaml(path: Path, text: str) -> Dataset:
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise DatasetError(yaml_syntax_problem(exc, str(path))) from None
+    root, data = read_yaml(text, str(path), _YAML_LIMITS, DatasetError)
     if not isinstance(data, dict):
         raise DatasetError(f"{path}: a YAML dataset is a mapping with 'name' and 'cases'")
     data.setdefault("name", path.stem)
@@ -144,8 +155,9 @@ def _load_jsonl(path: Path, text: str) -> Dataset:
         if not raw.strip():
             continue
         try:
-            data = json.loads(raw)
-        except ValueError as exc:
+            # Plain JSON (duplicate keys: the last wins), nested no deeper than a YAML dataset.
+            data = parse_json(raw.encode("utf-8"), max_depth=MAX_DATASET_DEPTH, strict=False)
+        except NotJsonError as exc:
             raise DatasetError(f"{path}:{number}: not valid JSON: {exc}") from None
         if not isinstance(data, dict):
             raise DatasetError(f"{path}:{number}: each line must be a JSON object (one case)")
@@ -173,12 +185,7 @@ def load_dataset(path: str | Path) -> Dataset:
         DatasetError: Naming the file, line and key of the first problem.
     """
     source = Path(path)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DatasetError(f"{source}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{source}: cannot read the dataset ({exc})") from None
+    text = read_user_file(source, MAX_DATASET_BYTES, DatasetError, "dataset")
     if source.suffix == ".jsonl":
         return _load_jsonl(source, text)
     if source.suffix in {".yaml", ".yml"}:

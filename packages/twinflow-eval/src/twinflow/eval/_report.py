@@ -19,9 +19,9 @@ from pydantic import JsonValue
 from twinflow.agent import ModelResponded, RunStarted, Trace, render_trace_page
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
-from twinflow.eval._results import CaseResult, EvalResults, write_atomic
+from twinflow.eval._results import CaseResult, EvalResults
 from twinflow.eval._stats import wilson_interval
-from twinflow.trace import TraceCorruptError
+from twinflow.trace import TraceCorruptError, write_replace
 
 __all__ = [
     "CaseDetail",
@@ -94,7 +94,7 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
             continue
         # Not synced: a page is regenerated from its trace whenever the reports are written.
         page_html = render_trace_page(data, result.trace).encode()
-        write_atomic(run_dir / page, page_html, durable=False)
+        write_replace(run_dir / page, page_html, durable=False)
         try:
             trace = Trace.load(data)
         except TraceCorruptError:
@@ -460,5 +460,5 @@ def render_html(
 def write_reports(results: EvalResults, run_dir: Path) -> None:
     """Write ``lab-notes.md``, ``lab-notes.html`` and each case's trace page into the run directory."""
     facts, details = read_details(results, run_dir)
-    write_atomic(run_dir / "lab-notes.md", render_markdown(results, facts, details).encode())
-    write_atomic(run_dir / "lab-notes.html", render_html(results, facts, details).encode())
+    write_replace(run_dir / "lab-notes.md", render_markdown(results, facts, details).encode())
+    write_replace(run_dir / "lab-notes.html", render_html(results, facts, details).encode())

@@ -31,8 +31,7 @@ from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunDirError, ShardError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._scorers import Score
-from twinflow.kernel import PlantedLinkError, write_replace
-from twinflow.trace import Checkpoint
+from twinflow.trace import Checkpoint, PlantedLinkError
 
 __all__ = [
     "CaseResult",
@@ -46,7 +45,6 @@ __all__ = [
     "read_json_model",
     "refuse_planted_links",
     "select_keys",
-    "write_atomic",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -264,21 +262,6 @@ def refuse_planted_links(run_dir: Path) -> None:
                 "link, or pick a new --out directory",
                 path=planted,
             )
-
-
-def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename (`write_replace`).
-
-    The rename makes the write all-or-nothing even if the process is killed; a symbolic link
-    planted at ``path`` (or as its directory) is refused. ``durable`` also syncs the file
-    first, so it survives a power loss; per-case files skip that (it costs more than the rest
-    of a scripted case) since a lost one is simply run again.
-
-    Raises:
-        PlantedLinkError: ``path`` or its directory is a symbolic link.
-        FileWriteError: The write failed (a full disk, say), naming ``path``.
-    """
-    write_replace(path, data, durable=durable)
 
 
 def read_json_model(path: Path, model: type[M]) -> M:

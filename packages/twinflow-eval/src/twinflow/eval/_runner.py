@@ -15,15 +15,14 @@ the driver verifies them before it writes the trace and the result (docs/adr/004
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import shutil
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from twinflow.agent import Agent, Trace
+from twinflow.eval._code import importing_from, split_dotted
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ShardError
 from twinflow.eval._observe import observe
@@ -39,11 +38,17 @@ from twinflow.eval._results import (
     read_json_model,
     refuse_planted_links,
     select_keys,
-    write_atomic,
 )
-from twinflow.eval._scorers import Custom, SchemaValid, ScorerSpec, score_all, split_dotted
+from twinflow.eval._scorers import Custom, SchemaValid, ScorerSpec, score_all
 from twinflow.kernel import Clock, Executor, SerialExecutor, TaskLost, TransportError
-from twinflow.trace import Checkpoint, FileTraceSink, MemoryTraceSink, TraceCorruptError, TraceSink
+from twinflow.trace import (
+    Checkpoint,
+    FileTraceSink,
+    MemoryTraceSink,
+    TraceCorruptError,
+    TraceSink,
+    write_replace,
+)
 from twinflow.vocab import canonical_bytes
 
 __all__ = [
@@ -169,19 +174,6 @@ def _score_bytes(
     )
 
 
-@contextlib.contextmanager
-def importable(directories: Sequence[str]) -> Iterator[None]:
-    """Let dotted paths resolve against ``directories`` (those that exist) for the block."""
-    added = [d for d in directories if Path(d).is_dir() and d not in sys.path]
-    sys.path[:0] = added
-    try:
-        yield
-    finally:
-        for directory in added:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(directory)
-
-
 def code_modules(dataset: Dataset) -> tuple[str, ...]:
     """The modules scoring ``dataset`` would import (custom scorers, schema models), unimported.
 
@@ -217,7 +209,7 @@ def _prepare(out: Path, manifest: RunManifest) -> None:
     if path.exists():
         read_json_model(path, RunManifest).check_resume(manifest, out)
         return
-    write_atomic(path, _encode(manifest))
+    write_replace(path, _encode(manifest))
 
 
 def _set_aside(trace: Path) -> None:
@@ -294,10 +286,10 @@ def _keep(
         result = result.model_copy(
             update={"problem": f"the trace a worker returned did not verify: {result.problem}"}
         )
-        write_atomic(run_dir / "traces" / f"{key}.rejected.jsonl", data, durable=False)
+        write_replace(run_dir / "traces" / f"{key}.rejected.jsonl", data, durable=False)
     else:
-        write_atomic(run_dir / relative, data, durable=False)
-    write_atomic(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
+        write_replace(run_dir / relative, data, durable=False)
+    write_replace(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
     return result
 
 
@@ -380,7 +372,7 @@ def run_eval(
         result = score_trace(run_dir, case, repeat, key, dataset.scorers_for(case), latency)
         # Written here, by the worker, not by the loop below: when another case aborts the run,
         # cases still in flight finish and are kept, so a resume does not run them again.
-        write_atomic(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
+        write_replace(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
         return result
 
     runner = executor or SerialExecutor()
@@ -397,18 +389,21 @@ def run_eval(
     total = len(items)
     if progress is not None:
         progress(len(done), total, Summary.of(done))
-    try:
-        for result in finished:
-            done.append(result)
-            if progress is not None:
-                progress(len(done), total, Summary.of(done))
-    except TaskLost as exc:
-        raise RunAborted(
-            f"case {todo[exc.index][2]}: {exc}; {len(done)} finished cases are kept: "
-            "run the same command again to resume"
-        ) from exc
+    # Scorers import from the run's code directories; set once here, so a case's thread that
+    # resolves one changes nothing.
+    with importing_from(manifest.code_dirs):
+        try:
+            for result in finished:
+                done.append(result)
+                if progress is not None:
+                    progress(len(done), total, Summary.of(done))
+        except TaskLost as exc:
+            raise RunAborted(
+                f"case {todo[exc.index][2]}: {exc}; {len(done)} finished cases are kept: "
+                "run the same command again to resume"
+            ) from exc
     results = _collect(run_dir, manifest)
-    write_atomic(run_dir / "results.json", _encode(results))
+    write_replace(run_dir / "results.json", _encode(results))
     write_reports(results, run_dir)
     return results
 
@@ -476,9 +471,9 @@ def rescore(run_dir: str | Path, *, trust_code: bool = False) -> EvalResults:
     if manifest.dataset.digest != manifest.dataset_digest:
         raise RunDirError(f"{path}/run.json: the dataset does not match its digest; it was edited")
     _refuse_untrusted_code(path, manifest.dataset, trust_code)
-    with importable(manifest.code_dirs):
+    with importing_from(manifest.code_dirs):
         results = _rescore_dir(path, manifest, recorded)
-    write_atomic(path / "rescore.json", _encode(results))
+    write_replace(path / "rescore.json", _encode(results))
     return results
 
 
@@ -550,12 +545,12 @@ def merge_runs(
         source = source_dir / recorded.trace
         if source.is_file():
             shutil.copyfile(source, target / "traces" / f"{key}.jsonl")
-        with importable(code_dirs):
+        with importing_from(code_dirs):
             result = score_trace(
                 target, case, repeat, key, dataset.scorers_for(case), recorded.latency_s
             )
-        write_atomic(target / "cases" / f"{key}.json", _encode(result))
+        write_replace(target / "cases" / f"{key}.json", _encode(result))
     results = _collect(target, manifest)
-    write_atomic(target / "results.json", _encode(results))
+    write_replace(target / "results.json", _encode(results))
     write_reports(results, target)
     return results

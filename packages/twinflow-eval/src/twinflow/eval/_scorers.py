@@ -12,7 +12,6 @@ whose keys all start with ``$``: ``{"$approx": 12.5, "$tol": 0.01}``, ``{"$regex
 
 from __future__ import annotations
 
-import importlib
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -20,10 +19,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Discriminator, Field, JsonValue, ValidationError
 
+from twinflow.eval._code import resolve_dotted
 from twinflow.eval._errors import ScorerError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import Observation, ToolCallRecord
-from twinflow.vocab import canonical_bytes, did_you_mean
+from twinflow.vocab import canonical_bytes
 
 __all__ = [
     "Custom",
@@ -37,9 +37,7 @@ __all__ = [
     "ScorerSpec",
     "ToolCalls",
     "matches",
-    "resolve_dotted",
     "score_all",
-    "split_dotted",
 ]
 
 
@@ -395,55 +393,6 @@ ScorerSpec = Annotated[
     Discriminator("kind"),
 ]
 """A scorer, tagged by ``kind``: exact, fields, schema, numeric, tool_calls, no_denied_calls, custom."""
-
-
-def split_dotted(path: str) -> tuple[str, str]:
-    """``package.module:name`` (or ``package.module.name``) as (module, attribute path).
-
-    Raises:
-        ScorerError: ``path`` is not a dotted path.
-    """
-    module_name, sep, attribute = path.partition(":")
-    if not sep:
-        module_name, _, attribute = path.rpartition(".")
-    if not module_name or not attribute:
-        raise ScorerError(f"{path!r} is not a dotted path: write 'package.module:name'")
-    return module_name, attribute
-
-
-def resolve_dotted(path: str) -> object:
-    """Import ``package.module:attribute`` (or ``package.module.attribute``) and return it.
-
-    The one resolver of the workspace's dotted paths (scorers here, a run spec's tools and
-    output type in ``twinflow.cli``, which sets the import path around the call).
-
-    Raises:
-        ScorerError: not a dotted path, the module or attribute does not exist, or importing
-            the module raised.
-    """
-    module_name, attribute = split_dotted(path)
-    try:
-        # gate: loads user code (the module the user named; scripts/checks/determinism)
-        target: object = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ScorerError(
-            f"cannot import {module_name!r} for {path!r}: {exc}; is it installed in this environment?"
-        ) from exc
-    except Exception as exc:
-        # The user's module itself is broken (a syntax error, code that raises at import):
-        # a mistake in their code to fix, reported in one line like a missing module.
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
-        raise ScorerError(f"cannot import {module_name!r} for {path!r}: {reason}") from exc
-    for part in attribute.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            known = [name for name in dir(target) if not name.startswith("_")]
-            raise ScorerError(
-                f"{module_name!r} has no attribute {attribute!r} (from {path!r})"
-                + did_you_mean(part, known)
-            ) from None
-    return target
 
 
 def score_all(

@@ -1,7 +1,10 @@
-"""Wording for problems in the YAML files users write (run specs, datasets).
+"""The one reader of the YAML files users write (run specs, datasets), and its wording.
 
-Both readers (``twinflow.cli``'s spec loader and `load_dataset`) word their problems through
-here, so a YAML syntax error or a misspelt key reads the same in either file:
+`read_yaml` is the only place a spec or a dataset is parsed: it is bounded (characters,
+nesting depth, nodes with aliases followed, digits of an integer) and total (a value or the
+caller's one-line error, never a `RecursionError` or a traceback). Both readers
+(``twinflow.cli``'s spec loader and `load_dataset`) word their problems through here, so a
+YAML syntax error or a misspelt key reads the same in either file:
 ``spec.yaml:4:12: not valid YAML: mapping values are not allowed here`` and
 ``dataset.yaml:7: cases.0.expcted: unknown key (did you mean 'expected'?)``.
 """
@@ -11,23 +14,187 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from twinflow.vocab import did_you_mean
+from twinflow.vocab import UserError, did_you_mean
 
 __all__ = [
+    "YamlLimits",
     "known_keys",
     "located_problem",
+    "read_user_file",
+    "read_yaml",
     "unknown_key_message",
     "validation_problem",
     "validation_problems",
     "yaml_line",
     "yaml_syntax_problem",
 ]
+
+
+MAX_INT_DIGITS = 4300
+"""Most digits of an integer in a YAML file: Python's own limit for turning text into an int
+and back (`sys.get_int_max_str_digits`), so every integer read can also be printed."""
+
+_INT_BOUND = 10**MAX_INT_DIGITS
+
+
+@dataclass(frozen=True)
+class YamlLimits:
+    """The bounds of one kind of YAML document (a run spec, a dataset)."""
+
+    what: str
+    """What the document is, for the messages (``run spec``, ``dataset``)."""
+    max_chars: int
+    """Longest text read."""
+    max_depth: int
+    """Deepest nesting of sequences and mappings, aliases followed."""
+    max_nodes: int
+    """Most nodes the document expands to, aliases followed (a billion-laughs file stops here)."""
+
+
+class _Refused(Exception):
+    """A bound crossed while reading: the 1-based line (if one is to blame) and the problem."""
+
+    def __init__(self, mark: Any, problem: str) -> None:
+        super().__init__(problem)
+        self.line = None if mark is None else mark.line + 1
+        self.problem = problem
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with integers held to `MAX_INT_DIGITS` digits."""
+
+    def construct_bounded_int(self, node: yaml.ScalarNode) -> int:
+        # int() of more digits raises a ValueError with a traceback's worth of text; a hex or
+        # sexagesimal integer can be short and still too long to print: both bounds are checked.
+        text = str(node.value)
+        if len(text) <= MAX_INT_DIGITS:
+            value: int = self.construct_yaml_int(node)
+            if abs(value) < _INT_BOUND:
+                return value
+        raise _Refused(
+            node.start_mark,
+            f"an integer of more than {MAX_INT_DIGITS} digits (the most a number may have): "
+            "write it as a string",
+        )
+
+
+_BoundedLoader.add_constructor(
+    "tag:yaml.org,2002:int",
+    _BoundedLoader.construct_bounded_int,
+)
+
+
+def _check_events(loader: yaml.SafeLoader, limits: YamlLimits) -> None:
+    """Refuse nesting past ``max_depth`` from the event stream, before any recursion."""
+    depth = 0
+    while loader.check_event():
+        event = loader.get_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > limits.max_depth:
+                raise _Refused(event.start_mark, f"nested deeper than {limits.max_depth} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def _check_nodes(root: yaml.Node | None, limits: YamlLimits) -> None:
+    """Refuse a document nested too deeply or expanding to too many nodes, aliases followed."""
+    stack: list[tuple[yaml.Node, int]] = [] if root is None else [(root, 1)]
+    seen = 0
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        if seen > limits.max_nodes:
+            raise _Refused(
+                None, f"expands to more than {limits.max_nodes} YAML nodes (aliases included)"
+            )
+        if depth > limits.max_depth:
+            raise _Refused(
+                node.start_mark, f"nested deeper than {limits.max_depth} levels (aliases followed)"
+            )
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack.extend(((key, depth + 1), (value, depth + 1)))
+
+
+def read_user_file(path: Path, max_bytes: int, error: type[UserError], what: str) -> str:
+    """The UTF-8 text of a file a user names (a spec, a dataset), read at most ``max_bytes``.
+
+    Bounded: a named file may be hostile or a mistake (a huge file, ``/dev/zero``).
+
+    Raises:
+        UserError: As ``error``, naming ``path``: missing, a directory, unreadable, not UTF-8,
+            or over ``max_bytes``.
+    """
+    try:
+        with path.open("rb") as file:
+            data = file.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise error(f"{path}: over the limit of {max_bytes} bytes for a {what}")
+        return data.decode("utf-8")
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a directory, expected a {what} file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot read the {what} ({exc})") from None
+
+
+def read_yaml(
+    text: str, source: str, limits: YamlLimits, error: type[UserError]
+) -> tuple[yaml.Node | None, Any]:
+    """Parse one YAML document within ``limits``: its node tree (for lines) and its value.
+
+    Args:
+        text: The document.
+        source: Names it in messages (the file's path).
+        limits: Its bounds.
+        error: The caller's error type, raised with one line naming ``source``.
+
+    Returns:
+        The composed node tree (None for an empty document) and the plain value it holds.
+
+    Raises:
+        UserError: As ``error``: the text is over a bound, or not YAML.
+    """
+    if len(text) > limits.max_chars:
+        raise error(
+            f"{source}: {len(text)} characters, over the limit of {limits.max_chars} "
+            f"for a {limits.what}"
+        )
+    try:
+        # Three steps on one text: events (depth, without recursion), nodes (aliases
+        # followed, counted), then values from the nodes already composed.
+        scan = _BoundedLoader(text)
+        try:
+            _check_events(scan, limits)
+        finally:
+            scan.dispose()
+        loader = _BoundedLoader(text)
+        try:
+            root = loader.get_single_node()
+            _check_nodes(root, limits)
+            data = None if root is None else loader.construct_document(root)
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        raise error(yaml_syntax_problem(exc, source)) from None
+    except _Refused as exc:
+        where = source if exc.line is None else f"{source}:{exc.line}"
+        raise error(f"{where}: {exc.problem}") from None
+    except RecursionError:  # pragma: no cover - the event pass bounds the depth first
+        raise error(f"{source}: nested too deeply to be a {limits.what}") from None
+    return root, data
 
 
 def yaml_syntax_problem(exc: yaml.YAMLError, source: str) -> str:

@@ -27,9 +27,6 @@ Errors; every message names where (the URL or the command), what went wrong, and
         │                                  twinflow.agent's, for a trace event, is a subclass
         ├── NondeterminismError            replayed code reached the clock, randomness or the network (also a RuntimeError)
         ├── LaunchError                    a server process did not start, or did not become healthy
-        ├── FileWriteError                 a file could not be written safely (also an OSError; `.filename`)
-        │   ├── PlantedLinkError           the target or its directory is a symbolic link: refused
-        │   └── TargetExistsError          `write_new` found the name taken (also a FileExistsError)
         └── ClusterError                   the Ray cluster could not be reached or started
             └── TaskLost                   a call's worker died on its last allowed attempt (`.index`)
                 └── WorkerStartFailed      no worker could be started for the call (node, Ray's reason)
@@ -42,16 +39,13 @@ import typing as _typing
 
 from twinflow.kernel._errors import ClusterError as ClusterError
 from twinflow.kernel._errors import ConnectError as ConnectError
-from twinflow.kernel._errors import FileWriteError as FileWriteError
 from twinflow.kernel._errors import HTTPStatusError as HTTPStatusError
 from twinflow.kernel._errors import KernelError as KernelError
 from twinflow.kernel._errors import LaunchError as LaunchError
 from twinflow.kernel._errors import NetworkBlockedError as NetworkBlockedError
-from twinflow.kernel._errors import PlantedLinkError as PlantedLinkError
 from twinflow.kernel._errors import ReplayDivergenceError as ReplayDivergenceError
 from twinflow.kernel._errors import ResponseDecodeError as ResponseDecodeError
 from twinflow.kernel._errors import ResponseTooLarge as ResponseTooLarge
-from twinflow.kernel._errors import TargetExistsError as TargetExistsError
 from twinflow.kernel._errors import TaskLost as TaskLost
 from twinflow.kernel._errors import TransportError as TransportError
 from twinflow.kernel._errors import TransportTimeout as TransportTimeout
@@ -72,8 +66,6 @@ if _typing.TYPE_CHECKING:
     from twinflow.kernel._credentials import redact_url as redact_url
     from twinflow.kernel._fault import Fault as Fault
     from twinflow.kernel._fault import FaultTransport as FaultTransport
-    from twinflow.kernel._files import write_new as write_new
-    from twinflow.kernel._files import write_replace as write_replace
     from twinflow.kernel._ids import CountingIds as CountingIds
     from twinflow.kernel._ids import SeededIds as SeededIds
     from twinflow.kernel._ids import SystemIds as SystemIds
@@ -116,7 +108,6 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "redact_url",
         ),
         "_fault": ("Fault", "FaultTransport"),
-        "_files": ("write_new", "write_replace"),
         "_ids": ("CountingIds", "SeededIds", "SystemIds"),
         "_launcher": ("ServerProcess", "SubprocessLauncher"),
         "_loopback": ("LoopbackRequest", "LoopbackResponse", "LoopbackServer"),

@@ -6,7 +6,6 @@ Every message names where (the URL or the command), what went wrong, and what to
 from __future__ import annotations
 
 import copy
-import os
 from typing import TYPE_CHECKING, Any, Self
 
 from twinflow.vocab import TwinflowError
@@ -142,32 +141,6 @@ class ReplayDivergenceError(KernelError):
 
 class LaunchError(KernelError):
     """A server process did not start, exited early, or did not become healthy in time."""
-
-
-class FileWriteError(KernelError, OSError):
-    """A file could not be written safely; the message names it and says what to do."""
-
-    def __init__(self, message: str, *, path: str | os.PathLike[str]) -> None:
-        """Create the error.
-
-        Args:
-            message: What went wrong, naming ``path``.
-            path: The file that was to be written.
-        """
-        KernelError.__init__(self, message)
-        self.filename = os.fspath(path)
-
-    def __str__(self) -> str:
-        """The message (not OSError's ``[Errno]`` form)."""
-        return str(self.args[0])
-
-
-class PlantedLinkError(FileWriteError):
-    """The target (or its directory) is a symbolic link; nothing was written through it."""
-
-
-class TargetExistsError(FileWriteError, FileExistsError):
-    """`write_new` found the name taken; the existing file is untouched."""
 
 
 class ClusterError(KernelError):

@@ -22,9 +22,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from twinflow.kernel._errors import LaunchError, PlantedLinkError
+from twinflow.kernel._errors import LaunchError
 from twinflow.kernel._netpolicy import is_loopback
 from twinflow.kernel._ports import Closing
+from twinflow.trace import PlantedLinkError
 from twinflow.vocab import UserError
 
 _GUARD = Path(__file__).with_name("_guard.py")

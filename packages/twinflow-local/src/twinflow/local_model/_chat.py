@@ -49,8 +49,9 @@ from twinflow.vocab import (
     UserError,
     WireFormatError,
     canonical_bytes,
+    check_max_attempts,  # shared with agent
+    reask_message,
 )
-from twinflow.vocab._reask import check_max_attempts, reask_message  # shared with agent
 from twinflow.vocab.wire import DEFAULT_JSON_LIMITS, JsonLimits, read_json_text
 
 if TYPE_CHECKING:

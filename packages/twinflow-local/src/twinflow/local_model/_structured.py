@@ -30,17 +30,16 @@ from twinflow.local_model._servers import (
     openai_server,
 )
 from twinflow.local_model._wire import Dialect
+
+# The one validate-and-re-ask loop (validate_with_reask and its helpers) is shared with
+# twinflow.agent, which this package may not import.
 from twinflow.vocab import (
     Message,
     ModelSettings,
     Reask,
+    SentRequest,
     StructuredResult,
     Transcript,
-)
-
-# The one validate-and-re-ask loop, shared with twinflow.agent, which this package may not import.
-from twinflow.vocab._reask import (
-    SentRequest,
     check_max_attempts,
     parametrized,
     reask_message,

@@ -12,8 +12,9 @@ catches every package's); this package's own tree::
     └── TraceError                                 raised by twinflow.trace
         ├── CanonicalError                         no RFC 8785 form (`.reason`, `.pointer`, `.detail`)
         ├── TraceFormatError (also ValueError)     a proof, checkpoint or key file not in its form
-        ├── TraceExistsError (also FileExistsError)  refusing to write over (or through) a path
-        ├── TraceWriteError                        a trace or repair side file not written (`.path`)
+        ├── FileWriteError (also OSError)          a file not written: disk full, no permission (`.filename`)
+        │   ├── PlantedLinkError                   the target or its directory is a symbolic link: refused
+        │   └── TargetExistsError (also FileExistsError)  the name is taken: never written over
         ├── TraceCorruptError                      a trace that does not verify, read as events (`.report`)
         ├── SignatureError                         a checkpoint signature missing, empty-keyed or wrong
         ├── InvalidProofError (also ValueError)    an inclusion / consistency proof fails
@@ -30,13 +31,14 @@ loads what verification needs, not the signature, repair and writer modules.
 """
 
 from twinflow.trace._errors import CanonicalError as CanonicalError
+from twinflow.trace._errors import FileWriteError as FileWriteError
 from twinflow.trace._errors import InvalidProofError as InvalidProofError
+from twinflow.trace._errors import PlantedLinkError as PlantedLinkError
 from twinflow.trace._errors import SignatureError as SignatureError
+from twinflow.trace._errors import TargetExistsError as TargetExistsError
 from twinflow.trace._errors import TraceCorruptError as TraceCorruptError
 from twinflow.trace._errors import TraceError as TraceError
-from twinflow.trace._errors import TraceExistsError as TraceExistsError
 from twinflow.trace._errors import TraceFormatError as TraceFormatError
-from twinflow.trace._errors import TraceWriteError as TraceWriteError
 from twinflow.trace._errors import TwinflowError as TwinflowError
 from twinflow.trace._errors import UserError as UserError
 from twinflow.trace._lazy import lazy_exports as lazy_exports
@@ -62,9 +64,13 @@ if TYPE_CHECKING:
     from twinflow.trace._checkpoint import (
         verify_checkpoint_signature as verify_checkpoint_signature,
     )
+    from twinflow.trace._files import create_exclusive as create_exclusive
+    from twinflow.trace._files import write_new as write_new
+    from twinflow.trace._files import write_replace as write_replace
     from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
     from twinflow.trace._format import EVENT_KINDS as EVENT_KINDS
     from twinflow.trace._format import GENESIS as GENESIS
+    from twinflow.trace._format import LINE_PREFIX as LINE_PREFIX
     from twinflow.trace._format import TERMINAL_KINDS as TERMINAL_KINDS
     from twinflow.trace._format import Limits as Limits
     from twinflow.trace._format import encode_line as encode_line
@@ -120,10 +126,16 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "sign_checkpoint",
             "verify_checkpoint_signature",
         ),
+        "_files": (
+            "create_exclusive",
+            "write_new",
+            "write_replace",
+        ),
         "_format": (
             "DEFAULT_MAX_LINE_BYTES",
             "EVENT_KINDS",
             "GENESIS",
+            "LINE_PREFIX",
             "TERMINAL_KINDS",
             "Limits",
             "encode_line",

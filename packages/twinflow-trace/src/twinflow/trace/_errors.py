@@ -7,6 +7,8 @@ whole tree is drawn in the package docstring (``twinflow.trace.__doc__``).
 
 from __future__ import annotations
 
+import os
+
 # Not `typing.TYPE_CHECKING`: importing `typing` would be most of `import twinflow.trace`;
 # mypy reads any `TYPE_CHECKING` as true.
 TYPE_CHECKING = False
@@ -15,13 +17,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CanonicalError",
+    "FileWriteError",
     "InvalidProofError",
+    "PlantedLinkError",
     "SignatureError",
+    "TargetExistsError",
     "TraceCorruptError",
     "TraceError",
-    "TraceExistsError",
     "TraceFormatError",
-    "TraceWriteError",
     "TwinflowError",
     "UserError",
 ]
@@ -78,21 +81,46 @@ class TraceFormatError(TraceError, ValueError):
     """A proof, checkpoint or key file is not in the documented form; the message says where."""
 
 
-class TraceExistsError(TraceError, FileExistsError):
-    """The trace path exists (a file, or a link planted there); traces are never overwritten."""
+class FileWriteError(TraceError, OSError):
+    """A file (a trace, a side file, a run's spec, a proof) could not be written safely.
 
-
-class TraceWriteError(TraceError):
-    """A trace or a repair side file could not be written (disk full, quota, I/O error).
+    Every writer of a file in the workspace raises it (`twinflow.trace.write_new`,
+    `write_replace`, `create_exclusive` and the trace sinks); the message names the file and
+    says what was kept.
 
     Attributes:
-        path: The file that could not be written.
+        filename: The file that was to be written (as `OSError` names it).
     """
 
-    def __init__(self, message: str, *, path: str) -> None:
-        """Create the error naming the file."""
-        super().__init__(message)
-        self.path = path
+    def __init__(self, message: str, *, path: str | os.PathLike[str]) -> None:
+        """Create the error.
+
+        Args:
+            message: What went wrong, naming ``path``.
+            path: The file that was to be written.
+        """
+        TraceError.__init__(self, message)
+        self.filename = os.fspath(path)
+
+    def __str__(self) -> str:
+        """The message alone (not `OSError`'s ``[Errno ...]`` form)."""
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle with the path (a worker process's error reaches its caller whole)."""
+        return (_rebuild_file_error, (type(self), str(self.args[0]), self.filename))
+
+
+def _rebuild_file_error(cls: type[FileWriteError], message: str, path: str) -> FileWriteError:
+    return cls(message, path=path)
+
+
+class PlantedLinkError(FileWriteError):
+    """The target (or its directory) is a symbolic link; nothing was written through it."""
+
+
+class TargetExistsError(FileWriteError, FileExistsError):
+    """The name is taken (a file, a directory, a link): a new file is never written over one."""
 
 
 class TraceCorruptError(TraceError):

@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
     "EVENT_KINDS",
     "GENESIS",
+    "LINE_PREFIX",
     "TERMINAL_KINDS",
     "Limits",
     "encode_line",
@@ -54,6 +55,7 @@ DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 """Default longest trace line a reader accepts (16 MiB, newline included)."""
 
 LINE_PREFIX = b'{"digest":"'
+"""The bytes every trace line starts with (a reader can tell a trace from another file by them)."""
 DIGEST_END = len(LINE_PREFIX) + 64
 EVENT_INFIX = b'","event":'
 EVENT_START = DIGEST_END + len(EVENT_INFIX)

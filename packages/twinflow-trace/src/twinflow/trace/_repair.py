@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from twinflow.trace._errors import TraceWriteError
-from twinflow.trace._sink import create_exclusive
+from twinflow.trace._errors import FileWriteError
+from twinflow.trace._files import create_exclusive
 
 __all__ = ["RepairResult", "repair_trace"]
 
@@ -53,7 +53,7 @@ def repair_trace(path: str | os.PathLike[str]) -> RepairResult:
         Where the bytes went, if anywhere.
 
     Raises:
-        TraceWriteError: The side file or the trace could not be written.
+        FileWriteError: The side file or the trace could not be written.
         OSError: The trace cannot be read (missing, a directory, permissions).
     """
     trace = Path(path)
@@ -81,20 +81,20 @@ def repair_trace(path: str | os.PathLike[str]) -> RepairResult:
         except OSError as exc:
             os.close(out)
             side.unlink(missing_ok=True)
-            raise TraceWriteError(
+            raise FileWriteError(
                 f"cannot write repair side file {side}: {exc.strerror or exc}; the trace "
                 f"{trace} is unchanged; free space and run repair again",
-                path=str(side),
+                path=side,
             ) from None
         os.close(out)
         try:
             os.ftruncate(fd, cut)
             os.fsync(fd)
         except OSError as exc:
-            raise TraceWriteError(
+            raise FileWriteError(
                 f"cannot cut trace file {trace} back to {cut} bytes: {exc.strerror or exc}; "
                 f"its torn line is saved in {side}",
-                path=str(trace),
+                path=trace,
             ) from None
         return RepairResult(moved_to=str(side), moved_bytes=size - cut)
     finally:

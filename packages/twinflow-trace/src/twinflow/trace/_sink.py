@@ -1,8 +1,9 @@
 """Trace sinks: where trace lines go. A port with a file adapter and an in-memory adapter.
 
-The file adapter creates its file exclusively and never through a link: a path that exists, a
-symbolic link planted there included (dangling or not), is refused and left untouched. A write
-that fails (disk full, quota, I/O error) raises `TraceWriteError` naming the file; the lines
+The file adapter creates its file with the one writer of new files (`create_exclusive`): a path
+that exists is `TargetExistsError`, a symbolic link planted there (dangling or not) is
+`PlantedLinkError`, and either is left untouched. A write that fails (disk full, quota, I/O
+error) raises `FileWriteError` naming the file; the lines
 written before it are intact and `repair_trace` moves a torn last line aside once space is free.
 """
 
@@ -13,54 +14,22 @@ import os
 from pathlib import Path
 from typing import Literal, Protocol
 
-from twinflow.trace._errors import TraceExistsError, TraceWriteError
+from twinflow.trace._errors import FileWriteError
+from twinflow.trace._files import create_exclusive
 
-__all__ = ["FileTraceSink", "FsyncPolicy", "MemoryTraceSink", "TraceSink", "create_exclusive"]
+__all__ = ["FileTraceSink", "FsyncPolicy", "MemoryTraceSink", "TraceSink"]
 
 FsyncPolicy = Literal["event", "step", "none"]
 """When trace lines are made durable: after every event, at the end of every step (the
 default: events are on disk when the step that wrote them returns), or never (flushed to
 the operating system at step ends and at close, never synced: not even when the sink closes)."""
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
-
-def create_exclusive(path: Path, what: str) -> int:
-    """Create ``path`` for writing, exclusively and without following a link; return its fd.
-
-    Args:
-        path: The new file.
-        what: What the file is, for the error message (``"trace file"``).
-
-    Returns:
-        A file descriptor open for writing.
-
-    Raises:
-        TraceExistsError: Something exists at ``path`` (a link included); it is not touched.
-        OSError: The file cannot be created for another reason.
-    """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
-    try:
-        # O_EXCL fails on any existing name, a symbolic link included, without following it.
-        return os.open(path, flags, 0o644)
-    except FileExistsError:
-        if path.is_symlink():
-            raise TraceExistsError(
-                f"{what} {path} is a symbolic link; refusing to write through it "
-                "(a planted link could redirect the trace); pick a path that does not exist"
-            ) from None
-        raise TraceExistsError(
-            f"{what} {path} already exists; traces are append-only, "
-            "pick a new path or move the old one away"
-        ) from None
-
-
-def _write_error(path: Path, exc: OSError) -> TraceWriteError:
-    return TraceWriteError(
+def _write_error(path: Path, exc: OSError) -> FileWriteError:
+    return FileWriteError(
         f"cannot write trace file {path}: {exc.strerror or exc}; the events written before "
         f"are intact; free space, then run `twinflow repair {path}` if its last line is torn",
-        path=str(path),
+        path=path,
     )
 
 
@@ -94,7 +63,8 @@ class FileTraceSink:
             path: Where to write; nothing (no file, no link) may exist there yet.
 
         Raises:
-            TraceExistsError: Something exists at the path (traces are never overwritten).
+            TargetExistsError: Something exists at the path (traces are never overwritten).
+            PlantedLinkError: The path is a symbolic link.
             OSError: The file cannot be created (a missing directory, permissions).
         """
         self.path = Path(path)
@@ -104,7 +74,7 @@ class FileTraceSink:
         """Buffer one line.
 
         Raises:
-            TraceWriteError: The file cannot be written (disk full, ...).
+            FileWriteError: The file cannot be written (disk full, ...).
         """
         try:
             self._file.write(line)
@@ -115,7 +85,7 @@ class FileTraceSink:
         """Write buffered lines out; with ``durable``, ``os.fsync`` the file.
 
         Raises:
-            TraceWriteError: The file cannot be written (disk full, ...).
+            FileWriteError: The file cannot be written (disk full, ...).
         """
         try:
             self._file.flush()
@@ -131,7 +101,7 @@ class FileTraceSink:
         closes (an fsync here cost an eval case three quarters of its time under ``"none"``).
 
         Raises:
-            TraceWriteError: The last lines cannot be written.
+            FileWriteError: The last lines cannot be written.
         """
         if self._file.closed:
             return

@@ -52,6 +52,12 @@ if _typing.TYPE_CHECKING:
     from twinflow.vocab._protocols import StructuredOutputAdapter as StructuredOutputAdapter
     from twinflow.vocab._protocols import StructuredResult as StructuredResult
     from twinflow.vocab._protocols import Usage as Usage
+    from twinflow.vocab._reask import SentRequest as SentRequest
+    from twinflow.vocab._reask import check_max_attempts as check_max_attempts
+    from twinflow.vocab._reask import parametrized as parametrized
+    from twinflow.vocab._reask import reask_message as reask_message
+    from twinflow.vocab._reask import validate_with_reask as validate_with_reask
+    from twinflow.vocab._reask import validation_error_text as validation_error_text
     from twinflow.vocab._stream import Chunk as Chunk
     from twinflow.vocab._stream import ChunkAssembler as ChunkAssembler
     from twinflow.vocab._stream import FinishChunk as FinishChunk
@@ -100,6 +106,14 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "StructuredOutputAdapter",
             "StructuredResult",
             "Usage",
+        ),
+        "_reask": (
+            "check_max_attempts",
+            "parametrized",
+            "reask_message",
+            "SentRequest",
+            "validate_with_reask",
+            "validation_error_text",
         ),
         "_stream": (
             "assemble",

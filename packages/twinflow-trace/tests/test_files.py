@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import pytest
+from tracekit import file_size_limit
 
-from twinflow.kernel import (
+from twinflow.trace import (
     FileWriteError,
     PlantedLinkError,
     TargetExistsError,
@@ -104,46 +102,8 @@ def test_a_failed_write_names_the_file(tmp_path: Path) -> None:
 
 def test_a_write_past_the_file_size_limit_names_the_file_and_leaves_nothing(tmp_path: Path) -> None:
     """A write the system refuses part way (here RLIMIT_FSIZE, as a full disk would) names the file."""
-    script = f"""
-import resource, signal
-from twinflow.kernel import FileWriteError, write_new
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
-try:
-    write_new({str(tmp_path / "big.json")!r}, b"x" * 100_000)
-except FileWriteError as exc:
-    print(exc.filename)
-    print(exc)
-"""
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    )
-    filename, message = done.stdout.splitlines()
-    assert str(tmp_path / "big.json") == filename
-    assert message.startswith(f"{tmp_path / 'big.json'}: cannot write it")
+    with file_size_limit(4096), pytest.raises(FileWriteError) as caught:
+        write_new(tmp_path / "big.json", b"x" * 100_000)
+    assert str(tmp_path / "big.json") == caught.value.filename
+    assert str(caught.value).startswith(f"{tmp_path / 'big.json'}: cannot write it")
     assert [] == os.listdir(tmp_path)
-
-
-def test_racing_writers_get_one_winner_each_complete(tmp_path: Path) -> None:
-    """Of many threads creating one name at once, exactly one wins and its content is whole."""
-    barrier = threading.Barrier(8)
-    outcomes: list[str] = []
-
-    def claim(n: int) -> None:
-        barrier.wait()
-        try:
-            write_new(tmp_path / "slot", str(n).encode() * 1000, durable=False)
-            outcomes.append(f"won {n}")
-        except TargetExistsError:
-            outcomes.append("lost")
-
-    threads = [threading.Thread(target=claim, args=(n,)) for n in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    winners = [o for o in outcomes if o.startswith("won")]
-    assert 1 == len(winners)
-    n = winners[0].split()[1]
-    assert n.encode() * 1000 == (tmp_path / "slot").read_bytes()
-    assert ["slot"] == os.listdir(tmp_path)
