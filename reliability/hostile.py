@@ -22,19 +22,39 @@ Five attacks, each counted, each with the invariant it must not break:
 5. **Secrets.** A run with `api_key_env`, a run whose server is down, a URL with the key in
    userinfo or query: the key reaches the server as a bearer header, and appears in no file
    of the run directory, no stdout, no stderr.
+6. **Slow heads.** Socket servers that dribble the status line, send headers or `1xx` answers
+   forever, redirect before a dribbled head, or stream inside the idle timeout forever: every
+   exchange ends with `TransportTimeout` at its deadline.
+7. **Keys in error paths, terminal escapes.** A server echoes the key (exact, url-encoded,
+   base64 of `user:key`, split across deltas) and OSC / CSI / OSC 52 / `\r` / C1 / bidi escapes
+   in reply content, a streamed error event, a non-JSON event, a bad field and an error status,
+   and a lone surrogate: no form of the key in stdout, stderr, any file of the run or the trace
+   page; no raw control on the terminal; no traceback.
+8. **Special files.** A FIFO, `/dev/zero`, `/dev/tty` and `/dev/urandom` named as the trace,
+   spec, dataset or checkpoint of each command (and the stdlib verifier): exit 2 at once.
+9. **Spec credentials.** Keys in headers of other names, in a URL's fragment or path: refused
+   before any file is written. **One writer**: eval run, rescore and merge into a directory
+   another process writes exit 2.
 
     .venv/bin/python reliability/hostile.py --short | --full
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+import urllib.parse
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +69,7 @@ from twinflow.agent import (
     verify_agent_trace,
 )
 from twinflow.cli._run import claim_run_files
+from twinflow.eval import Dataset, run_eval
 from twinflow.kernel import (
     CountingIds,
     HttpTransport,
@@ -57,13 +78,22 @@ from twinflow.kernel import (
     LoopbackServer,
     SteppingClock,
     SubprocessLauncher,
+    TransportTimeout,
     free_port,
 )
 from twinflow.local_model import OpenAICompatibleChatModel
-from twinflow.trace import MemoryTraceSink, PlantedLinkError, write_new, write_replace
+from twinflow.trace import (
+    DirectoryBusyError,
+    MemoryTraceSink,
+    PlantedLinkError,
+    hold_directory,
+    write_new,
+    write_replace,
+)
 from twinflow.vocab import CallId, Message, ToolCallPart, TwinflowError
 
 KEY = "sk-reliability-hostile-7f3a9c"
+START = datetime(2026, 1, 1, tzinfo=UTC)
 TOOL = '''
 import os, time
 
@@ -549,6 +579,416 @@ def secrets(figures: Figures, work: Path) -> None:
         figures.fail(f"the server saw authorization headers {sorted(set(seen))[:3]}")
 
 
+# -- round two: slow heads, keys in error paths, terminal escapes, special files, spec
+#    credentials, one writer per run directory, live replay's notice ----------------------------
+
+SAFETY_S = 60.0
+
+
+def _raw_server(script: Callable[[Any, Any], None]) -> tuple[str, Callable[[], None]]:
+    """A loopback socket server answering each connection with `script(conn, stop)`."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(SAFETY_S)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    more = conn.recv(65536)
+                    if not more:
+                        break
+                    data += more
+                with contextlib.suppress(OSError):
+                    script(conn, stop)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    def close() -> None:
+        stop.set()
+        listener.close()
+        thread.join(SAFETY_S)
+
+    return f"http://127.0.0.1:{listener.getsockname()[1]}/v1", close
+
+
+def _dribble(data: bytes, gap: float) -> Callable[[Any, Any], None]:
+    def script(conn: Any, stop: Any) -> None:
+        for i in range(int(SAFETY_S / gap)):
+            if stop.is_set():
+                return
+            conn.sendall(data[i % len(data) : i % len(data) + 1])
+            stop.wait(gap)
+
+    return script
+
+
+def _flood(chunk: bytes, head: bytes = b"") -> Callable[[Any, Any], None]:
+    def script(conn: Any, stop: Any) -> None:
+        conn.sendall(head)
+        for _ in range(int(SAFETY_S * 1000)):
+            if stop.is_set():
+                return
+            conn.sendall(chunk)
+            stop.wait(0.001)
+
+    return script
+
+
+def slow_heads(figures: Figures) -> None:
+    """Servers that never finish their head (or body): each exchange must end at its deadline."""
+
+    def status_then(script: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+        def both(conn: Any, stop: Any) -> None:
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")
+            script(conn, stop)
+
+        return both
+
+    def redirect_then(conn: Any, stop: Any) -> None:
+        conn.sendall(
+            b"HTTP/1.1 307 Temporary Redirect\r\nLocation: /x\r\nContent-Length: 0\r\n\r\n"
+        )
+        _dribble(b"HTTP/1.1 200 OK\r\n", 0.05)(conn, stop)
+
+    sse = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+    variants: dict[str, tuple[Callable[[Any, Any], None], bool]] = {
+        "status line a byte per 50 ms": (_dribble(b"HTTP/1.1 200 OK\r\n", 0.05), False),
+        "status line a byte per 500 ms": (_dribble(b"HTTP/1.1 200 OK\r\n", 0.5), False),
+        "headers forever": (status_then(_dribble(b"X-Pad: a\r\n", 0.02)), False),
+        "100 Continue forever": (_flood(b"HTTP/1.1 100 Continue\r\n\r\n"), False),
+        "102 Processing forever": (_flood(b"HTTP/1.1 102 Processing\r\n\r\n"), False),
+        "103 Early Hints forever": (
+            _flood(b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"),
+            False,
+        ),
+        "redirect, then a dribbled head": (redirect_then, False),
+        "stream: status dribbled": (_dribble(b"HTTP/1.1 200 OK\r\n", 0.05), True),
+        "stream: 100 Continue forever": (_flood(b"HTTP/1.1 100 Continue\r\n\r\n"), True),
+        "stream: body inside idle_timeout forever": (_flood(b":\n", head=sse), True),
+    }
+    timeout = 1.0
+    late = 0
+    worst = 0.0
+    for name, (script, stream) in variants.items():
+        url, close = _raw_server(script)
+        started = time.monotonic()
+        try:
+            with HttpTransport(follow_redirects=True, max_redirects=50) as transport:
+                if stream:
+                    for _ in transport.post_stream(url, {}, timeout=timeout, idle_timeout=30.0):
+                        pass
+                else:
+                    transport.post_json(url, {}, timeout=timeout)
+            late += 1
+            figures.fail(f"slow head {name}: answered instead of timing out")
+        except TransportTimeout:
+            pass
+        except Exception as exc:  # a typed error that is not the deadline's
+            late += 1
+            figures.fail(f"slow head {name}: {type(exc).__name__}: {str(exc)[:200]}")
+        finally:
+            close()
+        worst = max(worst, time.monotonic() - started)
+    figures.values["slow heads: exchanges (timeout 1 s)"] = len(variants)
+    figures.values["slow heads: not ended by the deadline"] = late
+    figures.values["slow heads: longest exchange, s"] = round(worst, 1)
+
+
+KEY_FORMS = (
+    KEY,
+    urllib.parse.quote(KEY, safe=""),
+    base64.b64encode(f"user:{KEY}".encode()).decode()[8:-4],
+)
+TERMINAL = "\x1b]0;pwned\x07\x1b[2J\x1b]52;c;aGk=\x07ok\rFAIL\u202e\x9b\x1b[31m"
+
+
+def _echo_server(name: str) -> Callable[[LoopbackRequest], LoopbackResponse]:
+    """A model server that echoes the key (and terminal escapes) along the path `name` names."""
+    keyed = (
+        f"{KEY_FORMS[0]} {KEY_FORMS[1]} Basic {base64.b64encode(f'user:{KEY}'.encode()).decode()}"
+    )
+
+    def events(*items: object) -> LoopbackResponse:
+        body = b"".join(
+            f"data: {i if isinstance(i, str) else json.dumps(i)}\n\n".encode() for i in items
+        )
+        return LoopbackResponse(
+            headers=(("Content-Type", "text/event-stream"),), stream=lambda: iter([body])
+        )
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    def answer(request: LoopbackRequest) -> LoopbackResponse:
+        body = request.json_value()
+        stream = isinstance(body, dict) and body.get("stream") is True
+        text = {
+            "content": f"your key {keyed} {TERMINAL}",
+            "split key": f"a {KEY} b",
+            "lone surrogate": "a \ud800 b \udfff",
+        }.get(name)
+        if text is not None:
+            if not stream:
+                message = {"role": "assistant", "content": text}
+                return LoopbackResponse.json_body(
+                    {
+                        "model": "m",
+                        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                    }
+                )
+            cut = text.index(KEY) + 5 if KEY in text else len(text) // 2
+            return events(
+                chunk({"role": "assistant", "content": text[:cut]}),
+                chunk({"content": text[cut:]}),
+                chunk({}, "stop"),
+                "[DONE]",
+            )
+        if name == "streamed error event":
+            return events({"error": {"message": f"bad key {keyed} {TERMINAL}"}})
+        if name == "non-JSON event":
+            return events(f"oops {keyed} {TERMINAL.replace(chr(13), '')}")
+        if name == "bad field":
+            return events(chunk({"role": keyed}, finish=7))  # type: ignore[arg-type]
+        if name == "error status":
+            return LoopbackResponse(status=401, body=f"denied {keyed} {TERMINAL}".encode())
+        raise AssertionError(name)
+
+    return answer
+
+
+def keys_and_escapes(figures: Figures, work: Path, modes: tuple[tuple[str, ...], ...]) -> None:
+    """The key echoed, and terminal escapes sent, along every path: no form of the key in any
+    output or file, no raw control character on the terminal, no traceback."""
+    project = work / "echo"
+    project.mkdir()
+    variants = (
+        "content",
+        "split key",
+        "lone surrogate",
+        "streamed error event",
+        "non-JSON event",
+        "bad field",
+        "error status",
+    )
+    runs = leaks = raw = tracebacks = 0
+    asked: list[int] = []
+    for name in variants:
+        answer = _echo_server(name)
+
+        def counted(request: LoopbackRequest, answer: Any = answer) -> LoopbackResponse:
+            asked.append(1)
+            return answer(request)
+
+        with LoopbackServer(counted) as server:
+            spec = project / "spec.yaml"
+            spec.write_text(
+                SPEC.format(
+                    prompt="say",
+                    url=server.url,
+                    mode="native",
+                    extra="  api_key_env: TWINFLOW_RELIABILITY_KEY\n",
+                    tools="calc:add",
+                ).replace("tools: [calc:add]\npolicy:\n  allow: [add]\n", "")
+            )
+            for mode in modes:
+                out = project / f"out-{runs}"
+                before = len(asked)
+                result = twinflow(
+                    "run",
+                    "spec.yaml",
+                    "--out",
+                    out.name,
+                    *mode,
+                    cwd=project,
+                    env={"TWINFLOW_RELIABILITY_KEY": KEY, "PYTHONIOENCODING": "utf-8"},
+                )
+                runs += 1
+                if len(asked) == before:
+                    figures.fail(
+                        f"key echo ({name}): the run never reached the server: {result.stderr[-200:]}"
+                    )
+                texts = [result.stdout, result.stderr]
+                if out.exists():
+                    texts += [
+                        p.read_bytes().decode("utf-8", "replace")
+                        for p in out.rglob("*")
+                        if p.is_file()
+                    ]
+                    page = twinflow(
+                        "show",
+                        str(out / "trace.jsonl"),
+                        "--html",
+                        str(out / "page.html"),
+                        cwd=project,
+                    )
+                    texts += [page.stdout, page.stderr]
+                    if (out / "page.html").exists():
+                        texts.append((out / "page.html").read_text())
+                found = [f for f in KEY_FORMS for t in texts if f in t]
+                if found:
+                    leaks += 1
+                    figures.fail(
+                        f"key echo ({name}{' --json' if mode else ''}): {found[0][:12]}... leaked"
+                    )
+                controls = [
+                    c for c in ("\x1b", "\r", "\u202e", "\x9b") for t in texts[:2] if c in t
+                ]
+                if controls:
+                    raw += 1
+                    figures.fail(f"terminal ({name}): raw {controls[0]!r} printed")
+                if "Traceback" in result.stderr:
+                    tracebacks += 1
+                    figures.fail(f"{name}: a traceback: {result.stderr[-200:]}")
+    figures.values["key echoes: runs (7 paths x output modes)"] = runs
+    figures.values["key echoes: runs leaking a key form"] = leaks
+    figures.values["terminal escapes: runs printing a raw control"] = raw
+    figures.values["key echoes and escapes: tracebacks"] = tracebacks
+
+
+def special_files(figures: Figures, work: Path, devices: tuple[str, ...]) -> None:
+    """A FIFO or a device named as every input path: each command refuses at once (exit 2)."""
+    place = work / "special"
+    place.mkdir()
+    fifo = place / "trace.jsonl"
+    os.mkfifo(fifo)
+    commands = [
+        ("verify", "{p}"),
+        ("checkpoint", "{p}"),
+        ("prove", "{p}", "--seq", "0"),
+        ("diff", "{p}", "{p}"),
+        ("show", "{p}"),
+        ("replay", "{p}"),
+        ("run", "{p}"),
+        ("eval", "run", "{p}", "--spec", "{p}", "--out", "out"),
+        ("verify", "x.jsonl", "--checkpoint", "{p}"),
+    ]
+    tried = hung = wrong = 0
+    for target in (str(fifo), *devices):
+        if not os.path.exists(target):
+            continue
+        for command in commands:
+            args = [a.format(p=target) for a in command]
+            tried += 1
+            try:
+                result = subprocess.run(
+                    [sys.executable, "-m", "twinflow.cli", *args],
+                    cwd=place,
+                    capture_output=True,
+                    text=True,
+                    timeout=SAFETY_S,
+                    check=False,
+                    stdin=subprocess.DEVNULL,
+                )
+            except subprocess.TimeoutExpired:
+                hung += 1
+                figures.fail(f"`{' '.join(args)}` hung")
+                continue
+            if result.returncode != 2 or len(result.stderr.strip().splitlines()) != 1:
+                wrong += 1
+                figures.fail(
+                    f"`{' '.join(args)}`: exit {result.returncode}: {result.stderr[-200:]}"
+                )
+        stdlib = subprocess.run(
+            [sys.executable, "-m", "twinflow.trace", "verify", target],
+            cwd=place,
+            capture_output=True,
+            text=True,
+            timeout=SAFETY_S,
+            check=False,
+        )
+        tried += 1
+        if stdlib.returncode != 2:
+            wrong += 1
+            figures.fail(f"python -m twinflow.trace verify {target}: exit {stdlib.returncode}")
+    figures.values["special files: commands given a FIFO or device"] = tried
+    figures.values["special files: hung / not a one-line exit 2"] = f"{hung} / {wrong}"
+
+
+def spec_credentials(figures: Figures, work: Path) -> None:
+    """Keys in headers of any name, in a URL's fragment or path: refused before any file."""
+    project = work / "spec-credentials"
+    project.mkdir()
+    (project / "calc.py").write_text(TOOL)
+    headers = (
+        "X-Auth-Token",
+        "Ocp-Apim-Subscription-Key",
+        "X-Gateway-Key",
+        "api_key",
+        "X-Amz-Security-Token",
+        "Private-Token",
+    )
+    urls = (
+        f"http://127.0.0.1:9/v1#{KEY}",
+        f"http://127.0.0.1:9/v1/{KEY}/chat",
+        f"http://127.0.0.1:9/key/{KEY}",
+        "http://127.0.0.1:9/v1/AIzaSyA1b2C3d4E5f6G7h8i9J0/chat",
+        "http://127.0.0.1:9/t/3f2a9c1e-7b4d-4e8a-9f0c-2d6b8a1e5c7f/v1",
+    )
+    specs = [
+        SPEC.format(
+            prompt="add",
+            url="http://127.0.0.1:9",
+            mode="native",
+            extra=f"  headers:\n    {h}: {KEY}\n",
+            tools="calc:add",
+        )
+        for h in headers
+    ] + [SPEC.format(prompt="add", url=u, mode="native", extra="", tools="calc:add") for u in urls]
+    accepted = 0
+    for i, text in enumerate(specs):
+        (project / "spec.yaml").write_text(text)
+        result = twinflow("run", "spec.yaml", "--out", f"out-{i}", cwd=project)
+        written = (project / f"out-{i}").exists()
+        if result.returncode != 2 or written or KEY in result.stdout + result.stderr:
+            accepted += 1
+            figures.fail(f"spec credential {i}: exit {result.returncode}, written {written}")
+    figures.values["spec credentials: header names and URL parts tried"] = len(specs)
+    figures.values["spec credentials: accepted, written or echoed"] = accepted
+
+
+def one_writer(figures: Figures, work: Path) -> None:
+    """A second writer of an eval run directory is refused at once with one line."""
+    run_dir = work / "locked-run"
+    data = Dataset.model_validate(
+        {"name": "d", "scorers": [], "cases": [{"id": "c", "input": "hi"}]}
+    )
+
+    def factory(case: Any, sink: Any) -> Agent[str]:
+        model = FunctionModel(lambda request: Message.assistant("hi"))
+        return Agent(model, clock=SteppingClock(START), ids=CountingIds(), trace=sink)
+
+    run_eval(data, factory, run_dir, clock=SteppingClock(START))
+    commands = [
+        ("eval", "rescore", str(run_dir)),
+        ("eval", "merge", str(run_dir), "--out", str(run_dir)),
+    ]
+    let_in = 0
+    with hold_directory(run_dir):
+        for command in commands:
+            result = twinflow(*command, cwd=work)
+            if result.returncode != 2 or "another twinflow process" not in result.stderr:
+                let_in += 1
+                figures.fail(
+                    f"`{' '.join(command[:2])}` on a held directory: exit {result.returncode}: "
+                    f"{result.stderr[-200:]}"
+                )
+        # run_eval itself, in this process: a second holder of the same directory.
+        try:
+            run_eval(data, factory, run_dir, clock=SteppingClock(START))
+            let_in += 1
+            figures.fail("run_eval wrote a directory another writer held")
+        except DirectoryBusyError:
+            pass
+    figures.values["one writer: second writers tried / let in"] = f"{len(commands) + 1} / {let_in}"
+
+
 def main() -> int:
     args = parse_mode(__doc__ or "")
     full = args.mode == "full"
@@ -563,6 +1003,13 @@ def main() -> int:
         links(figures, work)
         concurrent(figures, work, server.url, runs=4 if full else 3, rounds=8 if full else 2)
         secrets(figures, work)
+        slow_heads(figures)
+        keys_and_escapes(figures, work, ((), ("--json",)) if full else ((),))
+        special_files(
+            figures, work, ("/dev/zero", "/dev/tty", "/dev/urandom") if full else ("/dev/zero",)
+        )
+        spec_credentials(figures, work)
+        one_writer(figures, work)
     return figures.finish(args.json)
 
 

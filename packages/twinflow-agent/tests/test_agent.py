@@ -429,8 +429,9 @@ def test_max_steps_and_usage_limits_fail_the_run_with_a_trace() -> None:
     """Too many steps or too many tokens raise, after a run_failed event."""
     forever = FunctionModel(lambda r: call("add", {"a": 1, "b": 1}, f"c{len(r.transcript)}"))
     agent = make_agent(forever, Calls(), max_steps=3)
-    with pytest.raises(MaxStepsExceeded, match="max_steps=3"):
+    with pytest.raises(MaxStepsExceeded, match="max_steps=3") as caught:
         agent.run("go")
+    assert "raise max_steps or check the tools' results" in str(caught.value)
     costly = FunctionModel(
         lambda r: ModelResponse(message=text("hi"), usage=Usage(input_tokens=50, output_tokens=60))
     )
@@ -648,3 +649,33 @@ def test_a_modify_verdict_with_empty_arguments_runs_with_exactly_those() -> None
     decided = [b.arguments for b in bodies if b.kind == "policy_decided"]
     called = [b.arguments for b in bodies if b.kind == "tool_called"]
     assert ([{}], [{}], [("greet", "hello you", False)]) == (decided, called, results(agent))
+
+
+def test_a_run_out_of_steps_because_every_call_was_denied_says_so() -> None:
+    """A policy allowing none of the tools: the hint names the denials, not more steps."""
+    forever = FunctionModel(lambda r: call("add", {"a": 1, "b": 1}, f"c{len(r.transcript)}"))
+    agent = make_agent(forever, Calls(), max_steps=4, policy=Policy())
+    assert ("add", "big", "boom", "shell") == agent.denied_tools
+    with pytest.raises(MaxStepsExceeded) as caught:
+        agent.run("go")
+    expected = (
+        "requests; all 4 tool calls were refused (add ToolDenied x4; the policy allows no "
+        "tool): fix the policy or the tool calls, more steps will not help"
+    )
+    assert expected == str(caught.value).split(" max_steps=4 ")[1]
+
+
+def test_a_run_out_of_steps_with_some_calls_denied_counts_them() -> None:
+    """Some calls allowed, some denied: the hint says how many of each before 'raise max_steps'."""
+    asked = iter(range(100))
+
+    def alternate(request: ModelRequest) -> Message:
+        n = next(asked)
+        return call(("add", "shell")[n % 2], {"a": 1, "b": 1}, f"c{n}")
+
+    forever = FunctionModel(alternate)
+    agent = make_agent(forever, Calls(), max_steps=4, policy=Policy(allow=frozenset({"add"})))
+    with pytest.raises(MaxStepsExceeded) as caught:
+        agent.run("go")
+    assert "2 of 4 tool calls were refused (" in str(caught.value)
+    assert "the policy allows add): check the policy before raising max_steps" in str(caught.value)

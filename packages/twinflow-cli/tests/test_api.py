@@ -49,7 +49,7 @@ def test_connect_sends_the_key_api_key_env_names(
                 url=server.url,
                 dialect="llama.cpp",
                 api_key_env="TWINFLOW_TEST_API_KEY",
-                headers={"X-Gateway": "team-a"},
+                headers={"X-Title": "team-a"},
             ),
             policy=PolicySpec(allow=("add",), max_tool_calls=1),
             max_steps=3,
@@ -58,7 +58,7 @@ def test_connect_sends_the_key_api_key_env_names(
             agent.run(spec.prompt)
         sent = [{k.lower(): v for k, v in r.headers} for r in server.requests]
     assert {("Bearer sk-api-test-key", "team-a")} == {
-        (h.get("authorization"), h.get("x-gateway")) for h in sent
+        (h.get("authorization"), h.get("x-title")) for h in sent
     }
     assert b"sk-api-test-key" not in (tmp_path / "trace.jsonl").read_bytes()
 

@@ -53,6 +53,13 @@ def test_invoice_example_runs_against_the_embedded_model_and_rescores(
     assert "<svg" in html and "http://" not in html and "https://" not in html
     assert "Pass rate" in (out / "lab-notes.md").read_text()
 
+    # Running the finished run's command again decides from the run directory: no model starts.
+    argv = ["eval", "run", str(work / "dataset.yaml"), "--spec", str(spec), "--out", str(out)]
+    again = main(argv)
+    captured = capsys.readouterr()
+    assert (0, False) == (again, "loading SmolLM2" in captured.err + captured.out)
+    assert "no model is started" in captured.out
+
     code, payload = _run(["eval", "rescore", str(out), "--trust-code"], capsys)
     assert (0, [], []) == (code, payload["changed"], payload["flagged"])
 
@@ -111,6 +118,22 @@ def test_compare_and_merge_subcommands(tmp_path: Path, capsys: pytest.CaptureFix
         len(payload["improvements"]),
         payload["p_value"],
     )
+    assert 0 == main(["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    lines = capsys.readouterr().out.splitlines()
+    side = f"dataset yesno {DATASET.digest[:12]}, spec not recorded, model not recorded"
+    assert [f"A: {side}", f"B: {side}"] == lines[:2]
+    assert "  exact                8/8 -> 0/8 (-100.0%)" in lines
+    assert lines[-3].startswith("  caveat: only 8 discordant pair(s): the exact binomial p")
+    # Run directories are received input: a dataset name or case key cannot drive the terminal.
+    for name in ("a", "b"):
+        results_path = tmp_path / name / "results.json"
+        results = json.loads(results_path.read_text())
+        results["dataset"] = "yesno\x1b[2J"
+        results["cases"][0]["key"] = "q0@1\x1b]0;pwned\x07"
+        results_path.write_text(json.dumps(results))
+    assert 0 == main(["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    shown = capsys.readouterr().out
+    assert ("\x1b" not in shown, "yesno\\x1b[2J" in shown) == (True, True)
     shards = [tmp_path / "s1", tmp_path / "s2"]
     for i, path in enumerate(shards, start=1):
         run_eval(DATASET, _factory(False), path, clock=clock, shard=Shard(index=i, count=2))

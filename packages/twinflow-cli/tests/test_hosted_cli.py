@@ -25,6 +25,7 @@ from twinflow.kernel import (
     run_process,
 )
 from twinflow.local_model import ANTHROPIC_VERSION
+from twinflow.trace import REDACTED
 
 STREAMS = Path(__file__).resolve().parents[2] / "twinflow-local" / "tests" / "fixtures" / "streams"
 KEY = "sk-ant-cli-test-0123456789"
@@ -169,7 +170,7 @@ def test_a_plain_anthropic_run_writes_no_key_either(project: tuple[Path, Message
 
 
 def test_a_server_echoing_the_key_in_its_error_gets_it_scrubbed(tmp_path: Path) -> None:
-    """A 401 quoting x-api-key: the run fails, its message, output and trace show *** instead."""
+    """A 401 quoting x-api-key: the run fails, its message, output and trace show the redaction marker instead."""
     api = Messages(echo_key=True)
     with api.server:
         (tmp_path / "weather.py").write_text(WEATHER)
@@ -177,7 +178,7 @@ def test_a_server_echoing_the_key_in_its_error_gets_it_scrubbed(tmp_path: Path) 
         result = twinflow("run", "spec.yaml", "--out", "out", cwd=tmp_path)
     assert 0 != result.returncode
     assert KEY == api.requests[0][0]["x-api-key"]
-    assert "***" in result.stdout + result.stderr
+    assert REDACTED in result.stdout + result.stderr
     assert ([], False) == (files_holding_the_key(tmp_path), KEY in result.stdout + result.stderr)
 
 
@@ -197,12 +198,16 @@ def test_an_unset_key_variable_is_refused_before_any_request_or_file(
         ("  mode: structured-action\n", "mode native only"),
         ("  headers:\n    x-api-key: sk-in-the-spec\n", "api_key_env"),
         ("  headers:\n    Authorization: Bearer sk-in-the-spec\n", "api_key_env"),
+        ("  headers:\n    X-Auth-Token: sk-in-the-spec\n", "api_key_env"),
+        ("  headers:\n    Ocp-Apim-Subscription-Key: sk-in-the-spec\n", "api_key_env"),
+        ("  headers:\n    X-Gateway-Secret: sk-in-the-spec\n", "api_key_env"),
+        ("  headers:\n    anthropic-beta: ok\n    x-custom: sk-in-the-spec\n", "api_key_env"),
     ],
 )
 def test_an_anthropic_spec_that_cannot_work_is_refused(
     tmp_path: Path, model: str, words: str
 ) -> None:
-    """Structured-action mode, or a key written into headers: exit 2, the reason, no file."""
+    """Structured-action mode, or a header not known to be harmless: exit 2, the reason, no file."""
     spec = SPEC.format(url="http://127.0.0.1:9").replace(
         f"  api_key_env: {KEY_ENV}\n  headers:\n    anthropic-beta: twinflow-test\n", model
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.cli._run import claim_run_files, spec_beside
+from twinflow.cli._run import claim_run_files, code_beside, spec_beside
 from twinflow.cli._spec import SpecError, load_spec
 from twinflow.trace import PlantedLinkError
 
@@ -70,7 +70,7 @@ def test_the_spec_beside_a_trace_is_its_pair(tmp_path: Path, trace: str, spec: s
 
 
 def test_a_hostile_spec_is_a_spec_error_not_a_hang_or_traceback(tmp_path: Path) -> None:
-    """A billion-laughs spec, 5000-deep nesting and an endless file are each a one-line SpecError."""
+    """A billion-laughs spec, 5000-deep nesting, a huge file and a device are each a one-line SpecError."""
     laughs = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
     for previous, name in zip("abcdefgh", "bcdefghi", strict=True):
         laughs += f"{name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]\n"
@@ -86,4 +86,19 @@ def test_a_hostile_spec_is_a_spec_error_not_a_hang_or_traceback(tmp_path: Path) 
         assert reason in str(caught.value), name
     with pytest.raises(SpecError) as endless:
         load_spec(Path("/dev/zero"))
-    assert "over the limit" in str(endless.value)
+    # Refused unread: a device is not a file (it once was read up to the size limit).
+    assert "/dev/zero: is a character device, not a file: name a regular file" == str(endless.value)
+
+
+def test_a_code_record_is_claimed_with_its_pair_and_a_leftover_one_is_skipped(
+    tmp_path: Path,
+) -> None:
+    """code.N.json is written with spec.N.yaml; a leftover code.json (planted or old) moves the claim on."""
+    (tmp_path / "code.json").write_text("planted")
+    trace, spec = claim_run_files(tmp_path, "prompt: x", b"{}")
+    assert ("trace.1.jsonl", "spec.1.yaml") == (trace.name, spec.name)
+    assert ("planted", "{}") == (
+        (tmp_path / "code.json").read_text(),
+        (tmp_path / "code.1.json").read_text(),
+    )
+    assert tmp_path / "code.1.json" == code_beside(trace)

@@ -29,7 +29,9 @@ model:
 max_steps: 1
 """
 
-FIRST, REST = "The first words", " and the rest of the reply."
+# FIRST ends with a character no secret's form begins with: the printer holds back the end of
+# a piece that could begin a secret registered by another test in this process (`TextPrinter`).
+FIRST, REST = "The first words;", " and the rest of the reply."
 MARKER = REPLY_PREFIX + FIRST
 
 

@@ -7,25 +7,63 @@ from pathlib import Path
 
 from eval_testkit import START, dataset, factory
 
-from twinflow.eval import CaseResult, EvalResults, Summary, render_html, run_eval
+from twinflow.eval import CaseResult, EvalResults, RunIdentity, Summary, render_html, run_eval
 from twinflow.kernel import SteppingClock
+
+IDENTITY = RunIdentity(
+    spec_digest="5" * 64, model="openai-compatible llama-cpp-python embedded model.gguf sha256:ab"
+)
 
 
 def run(tmp_path: Path) -> Path:
     """A six-case run, case c1 failing, on the scripted agent."""
     run_dir = tmp_path / "run"
-    run_eval(dataset(6, wrong=(1,)), factory(), run_dir, clock=SteppingClock(START))
+    clock = SteppingClock(START)
+    run_eval(dataset(6, wrong=(1,)), factory(), run_dir, clock=clock, identity=IDENTITY)
     return run_dir
 
 
 def test_the_header_names_model_spec_digest_dataset_and_date(tmp_path: Path) -> None:
-    """The Markdown header has the model, the configuration digest, the dataset and the date."""
+    """The Markdown header has the model and spec digest of run.json, the agent configuration
+    digest, the dataset and the date."""
     text = (run(tmp_path) / "lab-notes.md").read_text()
     header = dict(re.findall(r"^- \*\*([a-z ]+)\*\*: (.*)$", text, flags=re.MULTILINE))
-    assert ["dataset", "date", "model", "spec digest"] == sorted(header)
-    assert "FunctionModel" in header["model"]
-    assert re.match(r"[0-9a-f]{64} ", header["spec digest"])
+    expected = ["agent configuration digest", "dataset", "date", "model", "spec digest"]
+    assert expected == sorted(header)
+    assert f"{IDENTITY.model} (replies name: " == header["model"][: len(IDENTITY.model or "") + 16]
+    assert IDENTITY.spec_digest == header["spec digest"]
+    assert re.match(r"[0-9a-f]{64} ", header["agent configuration digest"])
     assert header["date"].startswith("2026-01-01T")
+
+
+def test_a_table_per_scorer_and_each_case_input_and_expected_beside_its_output(
+    tmp_path: Path,
+) -> None:
+    """Lab Notes count each scorer's outcomes and show a case's input and expected value."""
+    run_dir = run(tmp_path)
+    text = (run_dir / "lab-notes.md").read_text()
+    assert "| fields | 5 | 1 | 0 | 83.3% | 43.6% to 97.0% |" in text
+    assert "| schema | 6 | 0 | 0 | 100.0% | 61.0% to 100.0% |" in text
+    row = next(line for line in text.splitlines() if line.startswith("| c1@1 |"))
+    assert '| wrong 11.0 EUR | {"total_eur": 11} | {"total_eur": 0} |' in row
+    page = (run_dir / "lab-notes.html").read_text()
+    assert "<p>input: <code>wrong 11.0 EUR</code></p>" in page
+    assert "<p>expected: <code>{&quot;total_eur&quot;: 11}</code></p>" in page
+    assert "<th>scorer</th>" in page
+
+
+def test_a_hostile_input_is_escaped_in_both_reports(tmp_path: Path) -> None:
+    """A case input holding HTML and a pipe cannot add markup or a table column to Lab Notes."""
+    hostile = dataset(1).model_dump()
+    hostile["cases"][0]["input"] = "10.0 USD <img src=x onerror=alert(1)> | col"
+    run_dir = tmp_path / "run"
+    data = type(dataset(1)).model_validate(hostile)
+    run_eval(data, factory(), run_dir, clock=SteppingClock(START))
+    text = (run_dir / "lab-notes.md").read_text()
+    page = (run_dir / "lab-notes.html").read_text()
+    assert "<img" not in text and "<img" not in page
+    assert "10.0 USD &lt;img src=x onerror=alert(1)&gt; \\| col" in text
+    assert "10.0 USD &lt;img src=x onerror=alert(1)&gt; | col" in page
 
 
 def test_every_case_is_listed_with_output_calls_and_trace_page(tmp_path: Path) -> None:

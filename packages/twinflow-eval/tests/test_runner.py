@@ -18,6 +18,7 @@ from twinflow.eval import (
     RunAborted,
     RunDirError,
     RunIdentity,
+    RunSide,
     Shard,
     ShardError,
     Summary,
@@ -36,7 +37,7 @@ from twinflow.kernel import (
     ThreadExecutor,
     free_port,
 )
-from twinflow.trace import PlantedLinkError, TraceSink
+from twinflow.trace import WRITER_LOCK, PlantedLinkError, TraceSink
 
 CLOCK = SteppingClock(START)
 
@@ -114,7 +115,9 @@ import http.server, sys
 sys.path.insert(0, {tests!r})
 from eval_testkit import START, dataset, factory
 from twinflow.eval import run_eval
-from twinflow.kernel import SteppingClock
+from twinflow.kernel import (
+    SteppingClock,
+)
 inner = factory()
 class Up(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -199,7 +202,8 @@ def test_eval_files_refuse_a_planted_link(tmp_path: Path, name: str) -> None:
     with pytest.raises(PlantedLinkError):
         run_eval(dataset(2), factory(), out, clock=CLOCK)
     assert "precious" == victim.read_text()
-    assert [name] == [str(p.relative_to(out)) for p in out.rglob("*") if not p.is_dir()]
+    written = [p for p in out.rglob("*") if not p.is_dir() and p.name != WRITER_LOCK]
+    assert [name] == [str(p.relative_to(out)) for p in written]
 
 
 def test_an_unreachable_model_aborts_and_keeps_finished_cases(tmp_path: Path) -> None:
@@ -290,7 +294,45 @@ def test_compare_lists_regressions_and_improvements(tmp_path: Path) -> None:
     from_dirs = compare_runs(tmp_path / "a", tmp_path / "b")
     # The directories add what only the traces hold: the outputs (every case's changed here).
     assert tuple(f"c{i}@1" for i in range(8)) == from_dirs.outputs_changed
-    assert comparison == from_dirs.model_copy(update={"outputs_changed": ()})
+    from_results = {"outputs_changed": (), "side_a": None, "side_b": None, "differs": ()}
+    assert comparison == from_dirs.model_copy(update=from_results)
+
+
+def test_compare_names_both_sides_scorer_deltas_and_a_small_sample(tmp_path: Path) -> None:
+    """compare says what each side ran and where they differ, per-scorer counts, and that 8
+    discordant pairs are too few to conclude."""
+    data_a, data_b = dataset(8, wrong=(0,)), dataset(8, wrong=(1, 2, 3, 4, 5, 6, 7))
+    for name, data, spec in (("a", data_a, "a" * 64), ("b", data_b, "b" * 64)):
+        identity = RunIdentity(spec_digest=spec, model="openai-compatible llama.cpp m1")
+        run_eval(data, factory(), tmp_path / name, clock=CLOCK, identity=identity)
+    c = compare_runs(tmp_path / "a", tmp_path / "b")
+    assert ("dataset", "spec") == c.differs
+    expected_a = RunSide(
+        dataset=f"scripted {data_a.digest[:12]}",
+        spec="a" * 12,
+        model="openai-compatible llama.cpp m1",
+    )
+    assert expected_a == c.side_a
+    assert [
+        ("fields", 8, 7, 1),
+        ("schema", 8, 8, 8),
+        ("tool_calls", 8, 8, 8),
+        ("no_denied_calls", 8, 8, 8),
+    ] == [(d.scorer, d.scored, d.passed_a, d.passed_b) for d in c.scorers]
+    assert -0.75 == c.scorers[0].delta
+    assert (c.caveat or "").startswith("only 8 discordant pair(s): the exact binomial p is used")
+
+
+def test_compare_gives_no_caveat_from_ten_discordant_pairs_and_one_for_none(
+    tmp_path: Path,
+) -> None:
+    """12 regressions: no small-sample caveat; two identical runs: the test has nothing to weigh."""
+    run_eval(dataset(12), factory(), tmp_path / "a", clock=CLOCK)
+    run_eval(dataset(12, wrong=tuple(range(12))), factory(), tmp_path / "b", clock=CLOCK)
+    run_eval(dataset(12), factory(), tmp_path / "c", clock=CLOCK)
+    assert None is compare_runs(tmp_path / "a", tmp_path / "b").caveat
+    same = compare_runs(tmp_path / "a", tmp_path / "c")
+    assert ((), "no discordant pairs:") == (same.differs, (same.caveat or "")[:20])
 
 
 def test_compare_reports_a_case_still_failing_for_another_reason(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from twinflow.kernel import (
     free_port,
     redact_url,
 )
+from twinflow.trace import REDACTED
 from twinflow.vocab import UserError
 
 KEY = "sk-test-5ecr3t-value"
@@ -39,14 +40,41 @@ def test_redact_url_drops_userinfo_query_and_fragment(url: str, expected: str) -
 
 
 @pytest.mark.parametrize(
-    "url", ["http://user:sk-1@127.0.0.1:8080/", "http://127.0.0.1:8080/?api_key=sk-1"]
+    ("url", "secret"),
+    [
+        ("http://user:sk-1@127.0.0.1:8080/", "sk-1"),
+        ("http://127.0.0.1:8080/?api_key=sk-1", "sk-1"),
+        ("http://127.0.0.1:8080/v1#sk-1", "sk-1"),
+        ("http://127.0.0.1:8080/v1/sk-proj-Ab3dEf6hIj9kLm/chat", "sk-proj-Ab3dEf6hIj9kLm"),
+        ("http://127.0.0.1:8080/key/AIzaSyA1b2C3d4E5f6G7h8/v1", "AIzaSyA1b2C3d4E5f6G7h8"),
+        ("http://127.0.0.1:8080/v1/sk%2Dproj%2DAb3dEf6hIj9kLm", "sk%2Dproj%2DAb3dEf6hIj9kLm"),
+        ("http://127.0.0.1:8080/0123456789abcdef0123456789abcdef/v1", "0123456789abcdef0123"),
+        ("http://127.0.0.1:8080/t/3f2a9c1e-7b4d-4e8a-9f0c-2d6b8a1e5c7f/v1", "3f2a9c1e-7b4d"),
+    ],
 )
-def test_credentials_in_an_endpoint_url_are_refused_pointing_at_api_key_env(url: str) -> None:
-    """The refusal names api_key_env and does not repeat the key."""
+def test_credentials_in_an_endpoint_url_are_refused_pointing_at_api_key_env(
+    url: str, secret: str
+) -> None:
+    """Userinfo, a query, a fragment or a key-like path segment: refused, the key not repeated."""
     with pytest.raises(UserError) as caught:
         check_endpoint_url(url)
     assert "api_key_env" in str(caught.value)
-    assert "sk-1" not in str(caught.value)
+    assert secret not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://api.openai.com/v1",
+        "https://api.anthropic.com",
+        "https://generativelanguage.googleapis.com/v1beta/openai",
+        "https://x.openai.azure.com/openai/deployments/gpt-4o-mini-2024-07-18",
+        "http://127.0.0.1:8080/v1/chat/completions",
+    ],
+)
+def test_ordinary_endpoint_urls_pass(url: str) -> None:
+    """Model and deployment names in a path are not taken for keys."""
+    assert url == check_endpoint_url(url)
 
 
 def test_api_key_headers_reads_the_named_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -93,7 +121,7 @@ def test_the_transport_refuses_userinfo_and_hides_a_query_key() -> None:
 def test_a_server_echoing_the_key_does_not_put_it_in_the_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A 401 body quoting the Authorization header: the message and excerpt show *** instead."""
+    """A 401 body quoting the Authorization header: the message and excerpt show the redaction marker instead."""
     monkeypatch.setenv("TWINFLOW_TEST_KEY", KEY)
 
     def echo_auth(request: LoopbackRequest) -> LoopbackResponse:
@@ -108,7 +136,7 @@ def test_a_server_echoing_the_key_does_not_put_it_in_the_error(
         finally:
             transport.close()
     assert (False, False) == (KEY in str(caught.value), KEY in caught.value.body_excerpt)
-    assert "bad token Bearer ***" in caught.value.body_excerpt
+    assert f"bad token Bearer {REDACTED}" in caught.value.body_excerpt
 
 
 X_API_KEY = KeyHeader("x-api-key")
@@ -147,7 +175,7 @@ def test_the_key_goes_in_the_header_the_api_names(monkeypatch: pytest.MonkeyPatc
 def test_a_key_echoed_in_any_header_scheme_is_scrubbed_plain_and_streamed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """x-api-key quoted back in a 401: post_json's and post_stream's errors show *** instead."""
+    """x-api-key quoted back in a 401: post_json's and post_stream's errors show the redaction marker instead."""
     monkeypatch.setenv("TWINFLOW_TEST_KEY", KEY)
     with LoopbackServer(echo_key) as server:
         transport = HttpTransport(api_key_env="TWINFLOW_TEST_KEY", key_header=X_API_KEY)
@@ -160,7 +188,7 @@ def test_a_key_echoed_in_any_header_scheme_is_scrubbed_plain_and_streamed(
             transport.close()
     for caught in (plain, streamed):
         assert (False, False) == (KEY in str(caught.value), KEY in caught.value.body_excerpt)
-        assert "invalid x-api-key ***" in caught.value.body_excerpt
+        assert f"invalid x-api-key {REDACTED}" in caught.value.body_excerpt
 
 
 @pytest.mark.parametrize(("name", "prefix"), [("x api key", ""), ("Authorization", "Bearer\r\n")])

@@ -31,7 +31,16 @@ def test_importing_the_package_loads_only_the_errors(pytester: pytest.Pytester) 
     result = pytester.run(sys.executable, "-c", script)
     loaded = [
         f"twinflow.trace._{name}"
-        for name in ("canonical", "checkpoint", "errors", "format", "lazy", "merkle", "verify")
+        for name in (
+            "canonical",
+            "checkpoint",
+            "errors",
+            "format",
+            "lazy",
+            "merkle",
+            "open",
+            "verify",
+        )
     ]
     first = "['twinflow.trace._errors', 'twinflow.trace._lazy']"
     assert (0, [first, str(loaded)]) == (result.ret, result.outlines)

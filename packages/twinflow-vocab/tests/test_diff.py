@@ -51,3 +51,26 @@ def test_models_are_compared_by_dump() -> None:
     assert expected == d.pointer  # type: ignore[union-attr]  # diff returns None only for equal values
     expected = 'at /messages/0/parts/0/text: value differs: expected "hello", actual "help"'
     assert expected == str(d)
+
+
+def test_long_strings_show_a_window_around_the_first_differing_character() -> None:
+    """Two 1000-character strings differing at 700: the line shows that place on both sides."""
+    a = "x" * 700 + "EXPECTED" + "y" * 292
+    b = "x" * 700 + "ACTUAL" + "y" * 294
+    d = diff({"text": a}, {"text": b})
+    expected = (
+        f'at /text: value differs from character 700 (of 1000 and 1000): expected ..."'
+        f'{"x" * 30}EXPECTED{"y" * 52}"..., actual ..."{"x" * 30}ACTUAL{"y" * 54}"...'
+    )
+    assert expected == str(d)
+
+
+def test_a_long_string_that_is_a_prefix_of_the_other_shows_where_it_ends() -> None:
+    """A string cut short: the window starts just before its end, the other side goes on."""
+    a = "z" * 500
+    d = diff(a, a + "MORE")
+    expected = (
+        f'at /: value differs from character 500 (of 500 and 504): expected ..."{"z" * 30}", '
+        f'actual ..."{"z" * 30}MORE"'
+    )
+    assert expected == str(d)

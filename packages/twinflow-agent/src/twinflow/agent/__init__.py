@@ -77,7 +77,7 @@ from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.agent._summary import CallSummary, TraceSummary, summarize_trace
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter, encode_event
-from twinflow.agent._verify import Trace, verify_agent_trace
+from twinflow.agent._verify import Trace, typed_event, verify_agent_trace
 
 __all__ = [
     "Agent",
@@ -134,5 +134,6 @@ __all__ = [
     "render_trace_page",
     "replay",
     "summarize_trace",
+    "typed_event",
     "verify_agent_trace",
 ]

@@ -242,6 +242,8 @@ class Agent(Closing, Generic[OutputT]):
                 f"registered: {sorted(self.tools)}"
             )
         self._specs = tuple(t.spec for t in self.tools.values())
+        self.denied_tools = tuple(sorted(set(self.tools) - self.policy.allow))
+        """Registered tools the policy does not allow: every call to them will be denied."""
         self._schema = (
             OutputSchema.for_model(output_type) if issubclass(output_type, BaseModel) else None
         )
@@ -348,7 +350,26 @@ class Agent(Closing, Generic[OutputT]):
             self.writer.end_step()
         raise MaxStepsExceeded(
             f"run {state.run_id}: the model was still calling tools after max_steps={self.max_steps} "
-            "requests; raise max_steps or check the tools' results"
+            f"requests; {self._max_steps_hint(runner)}"
+        )
+
+    def _max_steps_hint(self, runner: ToolRunner) -> str:
+        """What to do about a run that ran out of steps: refused calls come before more steps."""
+        if not runner.refused:
+            return "raise max_steps or check the tools' results"
+        refused = sum(runner.refused.values())
+        which = ", ".join(
+            f"{name} {error_type} x{count}" for (name, error_type), count in runner.refused.items()
+        )
+        allowed = ", ".join(sorted(self.policy.allow)) or "no tool"
+        if refused == runner.decided:
+            return (
+                f"all {refused} tool calls were refused ({which}; the policy allows {allowed}): "
+                "fix the policy or the tool calls, more steps will not help"
+            )
+        return (
+            f"{refused} of {runner.decided} tool calls were refused ({which}; the policy allows "
+            f"{allowed}): check the policy before raising max_steps"
         )
 
     def _ask(self, state: _Run, purpose: Literal["step", "reask"]) -> ModelResponse:

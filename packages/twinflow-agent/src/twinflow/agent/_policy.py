@@ -164,6 +164,10 @@ class ToolRunner:
         self._recorded = recorded
         self._used: dict[str, int] = {}
         self._used_total = 0
+        self.decided = 0
+        """Calls decided so far in this run."""
+        self.refused: dict[tuple[str, str], int] = {}
+        """Calls refused so far, counted by (tool name, error type)."""
 
     def may_call(self, name: str) -> bool:
         """Whether a call to ``name`` could still run: its budgets are not used up.
@@ -194,7 +198,10 @@ class ToolRunner:
             The result part (an error result for every refusal or failure).
         """
         decided = self._decide(call)
+        self.decided += 1
         if isinstance(decided, _Refusal):
+            key = (call.name, decided.error_type)
+            self.refused[key] = self.refused.get(key, 0) + 1
             return self._deny(call, decided.error_type, decided.reason, by=decided.by)
         self._emit(
             PolicyDecided(

@@ -17,7 +17,9 @@ from twinflow.trace import (
     FsyncPolicy,
     MerkleTree,
     TraceSink,
+    holds_secret,
     leaf_hash,
+    scrub_value,
     sign_checkpoint,
 )
 from twinflow.trace import encode_line as _frame
@@ -36,6 +38,11 @@ def encode_event(event: TraceEvent) -> tuple[bytes, str]:
         The line (with its newline) and the event's hex digest.
     """
     return _frame(canonical_bytes(event))
+
+
+def _scrubbed(event: TraceEvent) -> TraceEvent:
+    """The event with every secret replaced by `twinflow.trace.REDACTED` (`scrub_value`)."""
+    return TraceEvent.model_validate(scrub_value(event.model_dump(mode="json")))
 
 
 class TraceWriter:
@@ -79,6 +86,11 @@ class TraceWriter:
         """
         event = TraceEvent(seq=self._tree.size, prev=self._head, at=at, body=body)
         line, hexdigest = encode_event(event)
+        if holds_secret(line):
+            # A key the process read reached an event (a server echoed it in an error, the model
+            # in its reply): the event is written with it replaced by the redaction marker.
+            event = _scrubbed(event)
+            line, hexdigest = encode_event(event)
         self.sink.write(line)
         self._tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))
         self._head = hexdigest

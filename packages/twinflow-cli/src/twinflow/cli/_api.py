@@ -23,10 +23,11 @@ from typing import Any
 from twinflow.agent import Agent, ReplayMode, ReplayResult, Trace, replay
 from twinflow.cli._spec import RunSpec, load_tools
 from twinflow.cli._wiring import (
+    EMBEDDED,
     build_agent,
     build_model,
     build_transport,
-    check_buildable,
+    check_agent,
     embedded_server,
     model_base_url,
     numbered,
@@ -81,7 +82,9 @@ def connect(
     transport = build_transport(spec.model)
     with contextlib.ExitStack() as stack:
         stack.callback(transport.close)
-        check_buildable(spec, transport, callables)
+        if spec.model.url != EMBEDDED:
+            build_model(spec.model, transport, SystemIds())  # checks URL and dialect
+        check_agent(spec, callables, "connect")
         sink = _claim_trace(Path(trace))
         stack.callback(_drop_if_empty, sink)
         url = stack.enter_context(model_base_url(spec.model.url, sink.path.parent, _quiet))

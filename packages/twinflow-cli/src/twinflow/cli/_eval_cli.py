@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from twinflow.agent import Agent
-from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
+from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
+from twinflow.cli._show import _clean
 from twinflow.cli._spec import RunSpec, load_spec, load_tools
 from twinflow.cli._wiring import (
     build_agent,
     build_model,
     build_transport,
+    check_agent,
     model_base_url,
     run_identity,
 )
@@ -46,16 +48,20 @@ from twinflow.eval import (
     load_dataset,
     load_run,
     merge_runs,
+    pending_keys,
     rescore,
     run_eval,
 )
 from twinflow.kernel import (
+    Clock,
     Executor,
+    Ids,
     RayExecutor,
     SerialExecutor,
     SystemClock,
     SystemIds,
     ThreadExecutor,
+    Transport,
 )
 from twinflow.trace import TraceSink
 from twinflow.vocab import UserError
@@ -64,7 +70,7 @@ __all__ = ["COMMANDS"]
 
 
 def _stderr(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    say(text)
 
 
 def _add_json(p: argparse.ArgumentParser) -> None:
@@ -85,7 +91,9 @@ def _shard(text: str) -> Shard:
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="eval_command", metavar="SUBCOMMAND", required=True)
+    # Not required by argparse: `twinflow eval` alone is refused by `_handle`, as one line (or,
+    # with --json, one JSON document) like every other usage error.
+    sub = p.add_subparsers(dest="eval_command", metavar="SUBCOMMAND")
     run = sub.add_parser(
         "run", help="run a dataset through the agent a spec describes", description=_run.__doc__
     )
@@ -243,6 +251,28 @@ class _WorkerAgents:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class _LocalAgents:
+    """Builds each case's agent in this process, on one transport, clock and ids."""
+
+    spec: RunSpec
+    transport: Transport
+    clock: Clock
+    ids: Ids
+    tools: list[Callable[..., Any]]
+
+    def __call__(self, case: Case, sink: TraceSink) -> Agent[Any]:
+        """A fresh agent for one case repeat, writing its trace to ``sink``."""
+        model = build_model(self.spec.model, self.transport, self.ids)
+        return build_agent(
+            self.spec, model=model, clock=self.clock, ids=self.ids, trace=sink, tools=self.tools
+        )
+
+
+def _no_case_left(case: Case, sink: TraceSink) -> Agent[Any]:
+    raise AssertionError(f"case {case.id}: a finished run asked for an agent")
+
+
 def _render(spec: RunSpec) -> Callable[[Case], str]:
     def render(case: Case) -> str:
         if "{input}" in spec.prompt:
@@ -271,31 +301,38 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         # as cases finish.
         stack.enter_context(importing_from(code_dirs))
         tools = load_tools(spec)
+        check_agent(spec, tools, "eval run")
+        identity = run_identity(spec)
+        # A resume is decided here, before any model server or Ray starts: one refused for
+        # another spec is refused before a model loads, and a finished run needs no model.
+        pending = pending_keys(
+            dataset, args.out, shard=args.shard, code_dirs=code_dirs, identity=identity
+        )
         transport = build_transport(spec.model)
         clock, ids = SystemClock(), SystemIds()
         progress = _ProgressLine()
         stack.callback(transport.close)
-        executor: Executor
-        factory: AgentFactory
-        if args.ray is not None:
-            address = None if args.ray == _LOCAL_RAY else args.ray
-            ray = RayExecutor(address, code_dirs=[str(d) for d in code_dirs]).start()
-            stack.callback(ray.close)
-        # However the run ends (an abort, ^C), the progress line is finished first, so the
-        # message that follows is on its own line.
-        stack.callback(progress.end)
-        wired = stack.enter_context(_model_url(spec, args.out, progress.message))
-        if args.ray is not None:
-            factory, executor = _WorkerAgents(wired), ray
+        executor: Executor = SerialExecutor()
+        factory: AgentFactory = _no_case_left
+        wired = spec
+        if not pending:
+            out.line(f"{args.out}: every case has a result already; no model is started")
         else:
-
-            def factory(case: Case, sink: TraceSink) -> Agent[Any]:
-                model = build_model(wired.model, transport, ids)
-                return build_agent(
-                    wired, model=model, clock=clock, ids=ids, trace=sink, tools=tools
-                )
-
-            executor = ThreadExecutor() if args.concurrency > 1 else SerialExecutor()
+            ray: RayExecutor | None = None
+            if args.ray is not None:
+                address = None if args.ray == _LOCAL_RAY else args.ray
+                ray = RayExecutor(address, code_dirs=[str(d) for d in code_dirs]).start()
+                stack.callback(ray.close)
+            # However the run ends (an abort, ^C), the progress line is finished first, so the
+            # message that follows is on its own line.
+            stack.callback(progress.end)
+            wired = stack.enter_context(_model_url(spec, args.out, progress.message))
+            if ray is not None:
+                factory, executor = _WorkerAgents(wired), ray
+            else:
+                factory = _LocalAgents(wired, transport, clock, ids, tools)
+                if args.concurrency > 1:
+                    executor = ThreadExecutor()
         results = run_eval(
             dataset,
             factory,
@@ -307,7 +344,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             prompt=_render(wired),
             progress=progress,
             code_dirs=code_dirs,
-            identity=run_identity(spec),
+            identity=identity,
         )
     payload = _summary_payload(results, args.out)
     s = results.summary
@@ -349,10 +386,9 @@ def _announce_code(run_dirs: Sequence[Path], trust_code: bool) -> None:
     for run_dir in run_dirs:
         modules = code_modules(load_run(run_dir)[0].dataset)
         if modules:
-            print(
+            say(
                 f"twinflow eval: --trust-code: importing {', '.join(map(repr, modules))} "
-                f"as {run_dir}/run.json names them",
-                file=sys.stderr,
+                f"as {run_dir}/run.json names them"
             )
 
 
@@ -393,18 +429,39 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
 def _compare(args: argparse.Namespace, out: Output) -> int:
     """List the cases that regressed and improved from run A to run B, with an exact McNemar test."""
     c = compare_runs(args.a, args.b)
-    out.document({"ok": True, **c.model_dump()})
+    scorers = [{**d.model_dump(), "delta": d.delta} for d in c.scorers]
+    out.document({"ok": True, **c.model_dump(), "scorers": scorers})
+
+    # Everything shown comes from two run directories, received input: escaped for the terminal.
+    def keys(found: tuple[str, ...]) -> str:
+        return ", ".join(_clean(k) for k in found) or "none"
+
+    for label, side in (("A", c.side_a), ("B", c.side_b)):
+        if side is not None:
+            out.line(
+                f"{label}: dataset {_clean(side.dataset)}, spec {_clean(side.spec)}, "
+                f"model {_clean(side.model)}"
+            )
+    if c.differs:
+        out.line(
+            f"A and B differ in {', '.join(c.differs)}: the comparison is across those, not "
+            "only the change you made"
+        )
     out.line(f"pass rate {c.pass_rate_a:.1%} -> {c.pass_rate_b:.1%} over the paired cases")
-    out.line(f"regressions ({len(c.regressions)}): {', '.join(c.regressions) or 'none'}")
-    out.line(f"improvements ({len(c.improvements)}): {', '.join(c.improvements) or 'none'}")
+    for d in c.scorers:
+        out.line(
+            f"  {_clean(d.scorer):<20} {d.passed_a}/{d.scored} -> {d.passed_b}/{d.scored} "
+            f"({d.delta:+.1%})"
+        )
+    out.line(f"regressions ({len(c.regressions)}): {keys(c.regressions)}")
+    out.line(f"improvements ({len(c.improvements)}): {keys(c.improvements)}")
     out.line(
         f"exact McNemar p = {c.p_value:.4g} (unchanged: {c.both_passed} passed, {c.both_not_passed} not)"
     )
-    out.line(
-        f"same verdict, other reasons ({len(c.reasons_changed)}): "
-        f"{', '.join(c.reasons_changed) or 'none'}"
-    )
-    out.line(f"output changed ({len(c.outputs_changed)}): {', '.join(c.outputs_changed) or 'none'}")
+    if c.caveat is not None:
+        out.line(f"  caveat: {c.caveat}")
+    out.line(f"same verdict, other reasons ({len(c.reasons_changed)}): {keys(c.reasons_changed)}")
+    out.line(f"output changed ({len(c.outputs_changed)}): {keys(c.outputs_changed)}")
     if c.only_in_a or c.only_in_b:
         out.line(f"unpaired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
     return EXIT_OK
@@ -430,6 +487,11 @@ _HANDLERS = {"run": _run, "rescore": _rescore, "compare": _compare, "merge": _me
 
 
 def _handle(args: argparse.Namespace, out: Output) -> int:
+    if args.eval_command is None:
+        raise UserError(
+            f"name a subcommand: {', '.join(_HANDLERS)} (`eval SUBCOMMAND --help` for its "
+            "arguments)"
+        )
     return _HANDLERS[args.eval_command](args, out)
 
 

@@ -21,6 +21,7 @@ from twinflow.cli._output import (
     Command,
     Handler,
     Output,
+    say,
 )
 from twinflow.vocab import TwinflowError, UserError
 
@@ -167,20 +168,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CheckFailed as exc:
         if exc.payload:
             out.document({"ok": False, "error": str(exc), **exc.payload})
-        print(f"twinflow {args.command}: {exc}", file=sys.stderr)
+        say(f"twinflow {args.command}: {exc}")
         return EXIT_FAILED
     except (UserError, OSError) as exc:
         reason = _one_line(exc)
         out.document({"ok": False, "error": reason})
-        print(f"twinflow {args.command}: {reason}", file=sys.stderr)
+        say(f"twinflow {args.command}: {reason}")
         return EXIT_USAGE
     except TwinflowError as exc:
         reason = _one_line(exc)
         out.document({"ok": False, "error": reason})
-        print(f"twinflow {args.command}: {type(exc).__name__}: {reason}", file=sys.stderr)
+        say(f"twinflow {args.command}: {type(exc).__name__}: {reason}")
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print(f"twinflow {args.command}: interrupted", file=sys.stderr)
+        say(f"twinflow {args.command}: interrupted")
         return 130
     except BrokenPipeError:
         # The reader went away (`twinflow verify --json t | head`): not an error of ours.

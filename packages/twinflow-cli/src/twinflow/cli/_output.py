@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from twinflow.cli._errors import CliError
+from twinflow.trace import for_terminal, scrub
 
 __all__ = [
     "EXIT_FAILED",
@@ -31,6 +32,7 @@ __all__ = [
     "Handler",
     "Output",
     "invocation",
+    "say",
 ]
 
 EXIT_OK = 0
@@ -54,14 +56,24 @@ class Output:
         self._stream = stream
 
     def line(self, text: str = "") -> None:
-        """Print a human line (suppressed under ``--json``)."""
+        """Print a human line (suppressed under ``--json``), through `for_terminal`."""
         if not self.as_json:
-            print(text, file=self._stream, flush=True)
+            print(for_terminal(text), file=self._stream, flush=True)
 
     def document(self, payload: dict[str, Any]) -> None:
-        """Print the machine-readable result (only under ``--json``)."""
+        """Print the machine-readable result (only under ``--json``), scrubbed of secrets.
+
+        ``json.dumps`` escapes every control character and all non-ASCII, so a bidi override or
+        a lone surrogate is printed as ``\\u....``.
+        """
         if self.as_json:
-            print(json.dumps(payload, indent=2, sort_keys=True, default=str), file=self._stream)
+            text = json.dumps(payload, indent=2, sort_keys=True, default=str)
+            print(scrub(text), file=self._stream)
+
+
+def say(text: str) -> None:
+    """Print one line on stderr through `for_terminal`: every message of a command goes here."""
+    print(for_terminal(text), file=sys.stderr, flush=True)
 
 
 Configure = Callable[[argparse.ArgumentParser], None]

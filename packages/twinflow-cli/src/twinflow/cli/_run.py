@@ -1,15 +1,17 @@
 """``twinflow run``, ``twinflow replay`` and ``twinflow demo``: agents on real adapters.
 
-A run writes two files into its directory: ``trace.jsonl`` (the run, as a verifiable value)
-and ``spec.yaml`` (what it was run with, so ``replay`` can rebuild the same agent). A later run
-into the same directory, or one running at the same time, takes the next free pair
-``trace.N.jsonl``/``spec.N.yaml``: each pair is claimed by creating its spec exclusively, so no
-file is ever renamed or shared. A run that is refused (a bad spec, a tool that does not import,
-an unset API key) writes nothing.
+A run writes three files into its directory: ``trace.jsonl`` (the run, as a verifiable value),
+``spec.yaml`` (what it was run with, so ``replay`` can rebuild the same agent) and ``code.json``
+(the directory the spec's modules were imported from and each module's sha256). A later run
+into the same directory, or one running at the same time, takes the next free set
+``trace.N.jsonl``/``spec.N.yaml``/``code.N.json``: each set is claimed by creating its spec
+exclusively, so no file is ever renamed or shared. A run that is refused (a bad spec, a tool
+that does not import, an unset API key) writes nothing.
 
 ``replay`` never imports code because a trace came with it: it rebuilds the agent from the spec
 the user names (``--spec``), or from the spec beside the trace only with ``--trust-spec``, after
-printing the modules that spec will import.
+printing the modules that spec will import; those are then imported from the directory the code
+record names only if each file still has the digest the run recorded.
 """
 
 from __future__ import annotations
@@ -30,20 +32,33 @@ from twinflow.agent import (
     CallSummary,
     ReplayDivergenceError,
     RunError,
+    ToolCalled,
     Trace,
     replay,
     summarize_trace,
     verify_agent_trace,
 )
 from twinflow.cli import _demo
-from twinflow.cli._output import EXIT_FAILED, EXIT_OK, CheckFailed, Command, Output, invocation
-from twinflow.cli._show import _clean as clean_text
+from twinflow.cli._output import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CheckFailed,
+    Command,
+    Output,
+    invocation,
+    say,
+)
+from twinflow.cli._show import _clean
 from twinflow.cli._spec import (
+    CodeChangedError,
     RunSpec,
+    check_code,
     load_spec,
     load_tools,
     parse_spec,
+    read_code_record,
     read_spec_text,
+    record_code,
     spec_directories,
     spec_modules,
 )
@@ -54,7 +69,7 @@ from twinflow.cli._wiring import (
     build_agent,
     build_model,
     build_transport,
-    check_buildable,
+    check_agent,
     model_base_url,
     numbered,
     replay_builder,
@@ -73,6 +88,7 @@ __all__ = [
     "COMMANDS",
     "DEMO_SPEC",
     "claim_run_files",
+    "code_beside",
     "configure_demo",
     "configure_replay",
     "configure_run",
@@ -108,12 +124,15 @@ def _pair(directory: Path, n: int) -> tuple[Path, Path]:
     return numbered(directory / "trace.jsonl", n), numbered(directory / SPEC_NAME, n)
 
 
-def claim_run_files(directory: Path, spec_text: str) -> tuple[Path, Path]:
+def claim_run_files(
+    directory: Path, spec_text: str, code_record: bytes | None = None
+) -> tuple[Path, Path]:
     """Claim the first free ``(trace, spec)`` pair in ``directory`` and write the spec there.
 
     The claim is the spec's exclusive creation (`write_new`): of runs racing for one pair,
     one gets it and the others move on to the next, so each run's trace and spec are its own.
-    The trace path is returned unwritten; the trace sink creates it exclusively.
+    The trace path is returned unwritten; the trace sink creates it exclusively. A
+    ``code_record`` is written beside the spec as its ``code.N.json`` (`code_beside`).
 
     Raises:
         PlantedLinkError: the directory, or a name in it, is a symbolic link.
@@ -130,12 +149,14 @@ def claim_run_files(directory: Path, spec_text: str) -> tuple[Path, Path]:
         if n >= _MAX_RUNS_PER_DIRECTORY:
             raise UserError(f"{directory} holds {n} runs already: pick a new --out directory")
         trace, spec = _pair(directory, n)
-        if os.path.lexists(trace):
+        if os.path.lexists(trace) or os.path.lexists(code_beside(trace)):
             continue
         try:
             write_new(spec, spec_text.encode("utf-8"))
         except TargetExistsError:
             continue
+        if code_record is not None:
+            write_new(code_beside(trace), code_record)
         return trace, spec
     raise AssertionError("unreachable")
 
@@ -146,6 +167,12 @@ def spec_beside(trace_path: Path) -> Path:
     if name.startswith("trace") and name.endswith(".jsonl"):
         return trace_path.with_name(f"spec{name[len('trace') : -len('.jsonl')]}.yaml")
     return trace_path.with_name(SPEC_NAME)
+
+
+def code_beside(trace_path: Path) -> Path:
+    """The code record a run wrote with ``trace_path``: ``trace.N.jsonl`` pairs with ``code.N.json``."""
+    spec = spec_beside(trace_path).name
+    return trace_path.with_name(f"code{spec[len('spec') : -len('.yaml')]}.json")
 
 
 class RunOutcome(BaseModel):
@@ -179,15 +206,25 @@ class RunOutcome(BaseModel):
 
 
 def _execute(
-    spec: RunSpec, spec_text: str, out_dir: Path, out: Output, phases: _Phases, *, watch: bool
+    spec: RunSpec,
+    spec_text: str,
+    out_dir: Path,
+    out: Output,
+    phases: _Phases,
+    *,
+    watch: bool,
+    command: str = "run",
 ) -> RunOutcome:
     # Build the agent once before touching the run directory, so a usage error in the spec
     # (a tool that does not import, a policy naming an unknown tool, an unset API key)
     # changes no file.
     callables = load_tools(spec)
     transport = build_transport(spec.model)
-    check_buildable(spec, transport, callables)
-    trace_path, _spec_path = claim_run_files(out_dir, spec_text)
+    if spec.model.url != EMBEDDED:
+        build_model(spec.model, transport, SystemIds())  # checks URL and dialect
+    check_agent(spec, callables, command)
+    code = record_code(spec).model_dump_json(indent=2).encode("utf-8")
+    trace_path, _spec_path = claim_run_files(out_dir, spec_text, code)
     with contextlib.ExitStack() as stack:
         stack.callback(transport.close)
         loading = spec.model.url == EMBEDDED
@@ -258,15 +295,50 @@ def _replay_spec(
         )
     if not beside.is_file():
         raise UserError(f"{beside}: no spec beside the trace; pass --spec PATH")
-    spec = load_spec(beside)
+    record = read_code_record(code_beside(trace_path))
+    # The run's own code directory if it recorded one that is still there (a run written to
+    # another directory than its spec's); else the run directory (a bundle with its modules).
+    code_dir = beside.resolve().parent
+    if record is not None and record.code_dir is not None and Path(record.code_dir).is_dir():
+        code_dir = Path(record.code_dir)
+    spec = parse_spec(read_spec_text(beside), str(beside), code_dir=code_dir)
     modules = spec_modules(spec)
     out.line(
         f"--trust-spec: rebuilding from {beside}, importing {_names(modules)} "
-        f"(from {spec.code_dir} first)"
+        f"(from {_clean(str(code_dir))} first)"
     )
     if out.as_json:
-        print(f"twinflow replay: importing {_names(modules)}", file=sys.stderr)
+        say(f"twinflow replay: importing {_names(modules)}")
+    if record is not None:
+        try:
+            check_code(spec, record)
+        except CodeChangedError as exc:
+            raise CheckFailed(
+                f"{trace_path}: {exc}", {"trace": str(trace_path), "module": exc.module}
+            ) from None
     return spec
+
+
+_SHOWN_CALLS = 20
+
+
+def _announce_live_calls(trace: Trace) -> None:
+    """Say, before any tool runs, which tools live replay runs and with which arguments.
+
+    The arguments are the trace's, and the tools the spec's: replaying a received trace live
+    runs the user's own tools on what the trace's author chose. The line goes to stderr (also
+    under ``--json``), escaped, so it is read before the first call (docs/adr/0093).
+    """
+    calls = [e.body for e in trace.events if isinstance(e.body, ToolCalled)]
+    shown = [
+        f"{call.tool}({json.dumps(call.arguments, sort_keys=True)[:200]})"
+        for call in calls[:_SHOWN_CALLS]
+    ]
+    more = f"; and {len(calls) - _SHOWN_CALLS} more" if len(calls) > _SHOWN_CALLS else ""
+    say(
+        f"twinflow replay: --mode live runs the spec's tools on the trace's recorded arguments, "
+        f"{len(calls)} call(s): {'; '.join(shown) or 'none'}{more}"
+    )
 
 
 def _names(modules: tuple[str, ...]) -> str:
@@ -280,7 +352,8 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
     data = read_trace_bytes(trace_path)
     trace = parse_trace(trace_path, data)
     spec = spec_of()
-
+    if mode == "live":
+        _announce_live_calls(trace)
     try:
         with importing_from(spec_directories(spec)):
             result = replay(
@@ -350,7 +423,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     out.document(payload)
     _print_outcome(outcome, out)
     if outcome.error is not None:
-        print(f"twinflow run: the run failed: {outcome.error}", file=sys.stderr)
+        say(f"twinflow run: the run failed: {outcome.error}")
         return EXIT_FAILED
     return EXIT_OK
 
@@ -360,7 +433,7 @@ def _one_line(value: object) -> str:
     text = (
         value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
     )
-    return clean_text(text.replace("\n", "\\n"))
+    return _clean(text.replace("\n", "\\n"))
 
 
 def _print_outcome(outcome: RunOutcome, out: Output) -> None:
@@ -496,7 +569,9 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     spec = parse_spec(spec_text, "<demo spec>")
     phases = _Phases()
     out.line("twinflow demo: one agent run on a local model, then verify and replay its trace")
-    outcome = _execute(spec, spec_text, args.out, out, phases, watch=not (args.quiet or args.json))
+    outcome = _execute(
+        spec, spec_text, args.out, out, phases, watch=not (args.quiet or args.json), command="demo"
+    )
     trace_path = Path(outcome.trace)
     with phases.phase("verify"):
         report = verify_agent_trace(trace_path)
@@ -528,7 +603,7 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     out.line(f"      {tf} replay {trace_path} --spec {spec_path} --mode live")
     out.line(f"      {tf} prove {trace_path} --seq 0   |   {tf} checkpoint {trace_path}")
     if outcome.error is not None:
-        print(f"twinflow demo: the agent run failed: {outcome.error}", file=sys.stderr)
+        say(f"twinflow demo: the agent run failed: {outcome.error}")
         return EXIT_FAILED
     return EXIT_OK
 

@@ -19,7 +19,9 @@ from twinflow.trace import (
     TraceCorruptError,
     TraceFormatError,
     canonical_bytes,
+    open_regular,
     parse_json,
+    read_regular,
 )
 from twinflow.vocab import UserError
 
@@ -50,7 +52,7 @@ def check_trace_head(path: Path) -> None:
         UnreadableTrace: the file is empty or does not start with a trace line.
         OSError: the file cannot be read.
     """
-    with path.open("rb") as f:
+    with open_regular(path) as f:
         head = f.read(len(LINE_PREFIX))
     if not head:
         raise UnreadableTrace(f"{path}: the file is empty, not a twinflow trace")
@@ -72,7 +74,7 @@ def read_trace_bytes(path: Path) -> bytes:
         OSError: the file cannot be read.
     """
     check_trace_head(path)
-    return path.read_bytes()
+    return read_regular(path)
 
 
 def corrupt_payload(path: Path, exc: TraceCorruptError) -> dict[str, Any]:
@@ -111,8 +113,7 @@ def read_small_file(path: Path, what: str) -> bytes:
         UserError: the file is larger than `MAX_SMALL_FILE`.
         OSError: the file cannot be read.
     """
-    with path.open("rb") as f:
-        data = f.read(MAX_SMALL_FILE + 1)
+    data = read_regular(path, MAX_SMALL_FILE)
     if len(data) > MAX_SMALL_FILE:
         raise UserError(f"{path}: a {what} file is at most {MAX_SMALL_FILE} bytes")
     return data

@@ -3,6 +3,11 @@
 `TextPrinter` is an agent observer (`twinflow.agent.Observer`). It writes each text delta as it
 arrives, so a person watching a slow model sees the reply grow instead of waiting for it, and
 ends the line when the reply is complete. It only watches: the trace is the same without it.
+
+The text is the model server's: it goes through `twinflow.trace.for_terminal` (secrets scrubbed,
+terminal controls escaped) like every other untrusted text printed. The end of a piece that
+begins a secret is held back until the next piece, so a key the server splits across two deltas
+is still found whole; other text is shown at once.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from twinflow.agent import EventBody, ModelResponded, RunFailed
+from twinflow.trace import for_terminal, scrub, unfinished_secret
 from twinflow.vocab import Chunk, TextDelta
 
 __all__ = ["REPLY_PREFIX", "TextPrinter"]
@@ -25,6 +31,7 @@ class TextPrinter:
         """Print on `stream` (flushed after every delta)."""
         self._stream = stream
         self._open = False
+        self._held = ""
 
     def __call__(self, item: EventBody | Chunk) -> None:
         """Take one event or chunk from the agent."""
@@ -34,9 +41,18 @@ class TextPrinter:
             if not self._open:
                 self._stream.write(REPLY_PREFIX)
                 self._open = True
-            self._stream.write(item.text)
-            self._stream.flush()
+            # Scrubbed whole before the cut: a key inside the text is replaced, one only begun
+            # at its end is held back and completed by the next delta.
+            text = scrub(self._held + item.text)
+            cut = len(text) - unfinished_secret(text)
+            self._held = text[cut:]
+            self._write(text[:cut])
         elif isinstance(item, ModelResponded | RunFailed) and self._open:
-            self._stream.write("\n")
-            self._stream.flush()
+            self._write(self._held + "\n")
+            self._held = ""
             self._open = False
+
+    def _write(self, text: str) -> None:
+        if text:
+            self._stream.write(for_terminal(text))
+            self._stream.flush()

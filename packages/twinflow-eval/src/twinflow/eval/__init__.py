@@ -18,7 +18,7 @@ A run's own failures (`twinflow.agent.RunError`, the kernel's `TransportError`) 
 case; replaying a case in `rescore` may raise the agent's `ReplayDivergenceError`.
 """
 
-from twinflow.eval._code import importing_from, resolve_dotted, split_dotted
+from twinflow.eval._code import importing_from, module_file, resolve_dotted, split_dotted
 from twinflow.eval._dataset import Case, Dataset, load_dataset
 from twinflow.eval._errors import (
     DatasetError,
@@ -55,6 +55,7 @@ from twinflow.eval._runner import (
     code_modules,
     load_run,
     merge_runs,
+    pending_keys,
     rescore,
     run_eval,
     score_trace,
@@ -75,6 +76,8 @@ from twinflow.eval._scorers import (
 )
 from twinflow.eval._stats import (
     Comparison,
+    RunSide,
+    ScorerDelta,
     compare_results,
     compare_runs,
     mcnemar_exact,
@@ -107,8 +110,10 @@ __all__ = [
     "RunFacts",
     "RunIdentity",
     "RunManifest",
+    "RunSide",
     "SchemaValid",
     "Score",
+    "ScorerDelta",
     "ScorerError",
     "ScorerSpec",
     "Shard",
@@ -127,7 +132,9 @@ __all__ = [
     "matches",
     "mcnemar_exact",
     "merge_runs",
+    "module_file",
     "observe",
+    "pending_keys",
     "read_details",
     "read_user_file",
     "read_yaml",

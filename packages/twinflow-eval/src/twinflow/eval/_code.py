@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -21,7 +22,7 @@ from pathlib import Path
 from twinflow.eval._errors import ScorerError
 from twinflow.vocab import did_you_mean
 
-__all__ = ["importing_from", "resolve_dotted", "split_dotted"]
+__all__ = ["importing_from", "module_file", "resolve_dotted", "split_dotted"]
 
 
 def _current_directory_entries() -> set[str]:
@@ -132,3 +133,33 @@ def resolve_dotted(path: str, directories: Sequence[str | os.PathLike[str]] = ()
                 + did_you_mean(part, known)
             ) from None
     return target
+
+
+def module_file(name: str, directories: Sequence[str | os.PathLike[str]] = ()) -> Path | None:
+    """The source file importing module ``name`` would run, found without running it.
+
+    Looked up as `resolve_dotted` imports: ``directories`` first, then the installed packages.
+    Finding ``a.b`` imports its parent ``a`` (a caller checking files checks parents first).
+
+    Returns:
+        The file, or None for a module without one of its own (a namespace package, a built-in).
+
+    Raises:
+        ScorerError: the module is not found (naming the directories searched), or importing
+            a parent package raised.
+    """
+    with importing_from(directories):
+        try:
+            # gate: loads user code (finds the module the user named; its parents are imported)
+            found = importlib.util.find_spec(name)
+        except ImportError:
+            found = None
+        except Exception as exc:  # a parent package's own code raised
+            reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+            raise ScorerError(f"cannot import {name!r}: {reason}") from exc
+        if found is None:
+            searched = _searched(list(dict.fromkeys([*_named(directories), *_outer()])))
+            raise ScorerError(f"cannot find module {name!r} ({searched})")
+    if found.origin is None or not found.has_location:
+        return None
+    return Path(found.origin)

@@ -7,16 +7,18 @@ gets the same scores, with or without a model. The events are read once, by the 
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Literal
 
 from pydantic import JsonValue
 
-from twinflow.agent import Trace, summarize_trace
+from twinflow.agent import Trace, TraceEvent, summarize_trace, typed_event
 from twinflow.eval._frozen import EvalValue
-from twinflow.trace import TraceCorruptError
+from twinflow.trace import GENESIS, Checkpoint, Frontier, TraceCorruptError, leaf_hash, walk_trace
 
-__all__ = ["Observation", "ToolCallRecord", "observe", "observe_file"]
+__all__ = ["Observation", "ToolCallRecord", "observe", "observe_file", "observe_verified"]
 
 
 class ToolCallRecord(EvalValue):
@@ -71,22 +73,52 @@ class Observation(EvalValue):
     """Seconds between the first and last event's clock readings."""
 
 
-def observe(trace: Trace) -> Observation:
+def observe(trace: Trace | Iterable[TraceEvent]) -> Observation:
     """Read a verified trace into an `Observation` (from the agent's `summarize_trace`).
 
     Args:
-        trace: A trace loaded with `Trace.load` (so it verified).
+        trace: A trace loaded with `Trace.load` (so it verified), or its events as they verify
+            (`observe_verified` streams them, so a long trace is never held whole).
 
     Returns:
         What the run did.
     """
     # The observation's fields are the summary's of the same names (its calls' too).
-    return Observation.model_validate(summarize_trace(trace.events), from_attributes=True)
+    events = trace.events if isinstance(trace, Trace) else trace
+    return Observation.model_validate(summarize_trace(events), from_attributes=True)
+
+
+def observe_verified(
+    source: str | os.PathLike[str] | bytes, *, require_complete: bool = False
+) -> tuple[Observation, Checkpoint]:
+    """Verify a trace and observe it in one streaming pass; also return its checkpoint.
+
+    Memory is bounded by the largest event and the observation, not by the trace: each event
+    is typed, observed and dropped as it verifies, and the checkpoint's root is grown on a
+    Merkle frontier (one hash per level).
+
+    Raises:
+        TraceCorruptError: The trace does not verify (its ``.report`` holds where and the
+            checkpoint of the part that did).
+        OSError: The file cannot be read (a FIFO or device is refused unread).
+    """
+    frontier = Frontier()
+    heads = [GENESIS]
+
+    def events() -> Iterator[TraceEvent]:
+        for item in walk_trace(source, check=typed_event, require_complete=require_complete):
+            frontier.append_hash(leaf_hash(bytes.fromhex(item.digest)))
+            heads[0] = item.digest
+            yield item.value
+
+    observation = observe(events())
+    checkpoint = Checkpoint(size=frontier.size, root=frontier.root().hex(), head=heads[0])
+    return observation, checkpoint
 
 
 def observe_file(path: Path) -> Observation | None:
-    """`observe` a trace file; None if it is missing or does not verify."""
+    """`observe` a trace file, streaming; None if it is missing or does not verify."""
     try:
-        return observe(Trace.load(path.read_bytes()))
+        return observe_verified(path)[0]
     except (OSError, TraceCorruptError):
         return None

@@ -17,11 +17,12 @@ from pathlib import Path, PurePosixPath
 from pydantic import JsonValue
 
 from twinflow.agent import ModelResponded, RunStarted, Trace, render_trace_page
+from twinflow.eval._errors import RunDirError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
-from twinflow.eval._results import CaseResult, EvalResults
+from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 from twinflow.eval._stats import wilson_interval
-from twinflow.trace import TraceCorruptError, write_replace
+from twinflow.trace import TraceCorruptError, read_regular, write_replace
 
 __all__ = [
     "CaseDetail",
@@ -42,13 +43,24 @@ class CaseDetail(EvalValue):
     """The tool calls, with decisions and results."""
     page: str | None = None
     """The trace page's path, relative to the run directory."""
+    input: str | None = None
+    """The case's input, from the run's dataset (None when ``run.json`` is not at hand)."""
+    expected: JsonValue = None
+    """The case's expected value, from the run's dataset."""
 
 
 class RunFacts(EvalValue):
     """What the run's traces say about the run as a whole (Lab Notes' header)."""
 
+    model: str | None = None
+    """The model the run was configured with, from ``run.json`` (`RunIdentity.model`: the
+    embedded model's file name and sha256, or a server's endpoint and model name)."""
+    spec_digest: str | None = None
+    """The run spec's digest from ``run.json`` (`RunIdentity.spec_digest`): the value a resume
+    with another spec is refused for."""
     models: tuple[str, ...] = ()
-    """The model names the servers reported (and the client types), sorted."""
+    """The model ids the servers reported in their replies, sorted (the client types when no
+    server reported one)."""
     config_digests: tuple[str, ...] = ()
     """Digests of the agent configurations the cases ran with (one, normally)."""
     first: str | None = None
@@ -79,18 +91,24 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
     says where it breaks) but no output or tool calls.
     """
     details: dict[str, CaseDetail] = {}
-    models: set[str] = set()
+    reported: set[str] = set()
+    clients: set[str] = set()
     digests: set[str] = set()
     starts: list[str] = []
+    manifest = _manifest(run_dir)
+    identity = manifest.identity if manifest is not None else None
+    cases = {c.id: c for c in manifest.dataset.cases} if manifest is not None else {}
     for result in results.cases:
+        case = cases.get(result.case_id)
+        given = {} if case is None else {"input": case.input, "expected": case.expected}
         page = _page_of(result.trace)
         if page is None:  # not a path the runner writes: neither read nor written beside
-            details[result.key] = CaseDetail()
+            details[result.key] = CaseDetail(**given)
             continue
         try:
-            data = (run_dir / result.trace).read_bytes()
+            data = read_regular(run_dir / result.trace)
         except OSError:
-            details[result.key] = CaseDetail()
+            details[result.key] = CaseDetail(**given)
             continue
         # Not synced: a page is regenerated from its trace whenever the reports are written.
         page_html = render_trace_page(data, result.trace).encode()
@@ -98,27 +116,40 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
         try:
             trace = Trace.load(data)
         except TraceCorruptError:
-            details[result.key] = CaseDetail(page=str(page))
+            details[result.key] = CaseDetail(page=str(page), **given)
             continue
         seen = observe(trace)  # the trace is loaded once: its events give the facts too
         details[result.key] = CaseDetail(
-            output=seen.output, tool_calls=seen.tool_calls, page=str(page)
+            output=seen.output, tool_calls=seen.tool_calls, page=str(page), **given
         )
         for event in trace.events:
             body = event.body
             if isinstance(body, RunStarted):
                 digests.add(body.config_digest)
-                models.add(body.config.model)
+                clients.add(body.config.model)
                 starts.append(event.at.isoformat())
             elif isinstance(body, ModelResponded) and body.response.model_name:
-                models.add(body.response.model_name)
+                reported.add(body.response.model_name)
     facts = RunFacts(
-        models=tuple(sorted(models)),
+        model=None if identity is None else identity.model,
+        spec_digest=None if identity is None else identity.spec_digest,
+        models=tuple(sorted(reported or clients)),
         config_digests=tuple(sorted(digests)),
         first=min(starts, default=None),
         last=max(starts, default=None),
     )
     return facts, details
+
+
+def _manifest(run_dir: Path) -> RunManifest | None:
+    """The run's ``run.json``, or None where there is none (or it cannot be read)."""
+    path = run_dir / "run.json"
+    if not path.is_file():
+        return None
+    try:
+        return read_json_model(path, RunManifest)
+    except RunDirError:
+        return None
 
 
 def _rate(results: list[CaseResult]) -> tuple[int, int, float, float, float]:
@@ -173,9 +204,11 @@ def _header(results: EvalResults, facts: RunFacts) -> list[tuple[str, str]]:
     if facts.first is not None:
         dates = facts.first if facts.first == facts.last else f"{facts.first} to {facts.last}"
     digests = ", ".join(facts.config_digests) or "unknown"
+    reported = ", ".join(facts.models) or "none"
     return [
-        ("model", ", ".join(facts.models) or "unknown"),
-        ("spec digest", f"{digests} (the agent configuration every case ran with)"),
+        ("model", f"{facts.model or 'not recorded'} (replies name: {reported})"),
+        ("spec digest", facts.spec_digest or "not recorded"),
+        ("agent configuration digest", f"{digests} (every case's run_started)"),
         (
             "dataset",
             f"{results.dataset} ({len(results.cases)} case runs), digest {results.dataset_digest}",
@@ -186,6 +219,25 @@ def _header(results: EvalResults, facts: RunFacts) -> list[tuple[str, str]]:
 
 def _json(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _cell(text: str, limit: int = 200) -> str:
+    """Text for one Markdown table cell: one line, cut, HTML-escaped (Markdown passes raw HTML
+    through to the page), and its pipes escaped."""
+    line = " ".join(text.split())
+    if len(line) > limit:
+        line = line[:limit] + "..."
+    return html.escape(line, quote=False).replace("|", "\\|")
+
+
+def _by_scorer(results: EvalResults) -> list[tuple[str, int, int, int]]:
+    """(scorer, passed, failed, errored) for each scorer label, in the order first met."""
+    rows: dict[str, list[int]] = {}
+    for result in results.cases:
+        for score in result.scores:
+            row = rows.setdefault(score.scorer, [0, 0, 0])
+            row[("passed", "failed", "errored").index(score.outcome)] += 1
+    return [(name, c[0], c[1], c[2]) for name, c in rows.items()]
 
 
 def _calls(detail: CaseDetail) -> str:
@@ -207,7 +259,7 @@ def render_markdown(
     details = details or {}
     passed, total, rate, low, high = _rate(list(results.cases))
     out = [f"# {_title(results)}", ""]
-    out += [f"- **{label}**: {value}" for label, value in _header(results, facts)]
+    out += [f"- **{label}**: {_cell(value, 1000)}" for label, value in _header(results, facts)]
     if not results.complete:
         out.append("**This run is incomplete**: run it again to finish it.")
     out += [
@@ -222,7 +274,20 @@ def render_markdown(
     ]
     for tag, rows in _by_tag(results):
         p, t, share, lo, hi = _rate(rows)
-        out.append(f"| {tag} | {p} | {t} | {_pct(share)} | {_pct(lo)} to {_pct(hi)} |")
+        out.append(f"| {_cell(tag)} | {p} | {t} | {_pct(share)} | {_pct(lo)} to {_pct(hi)} |")
+    out += [
+        "",
+        "## Pass rate by scorer",
+        "",
+        "| scorer | passed | failed | errored | rate | 95% CI |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for name, p, f, err in _by_scorer(results):
+        lo, hi = wilson_interval(p, p + f + err)
+        share = p / (p + f + err)
+        out.append(
+            f"| {_cell(name)} | {p} | {f} | {err} | {_pct(share)} | {_pct(lo)} to {_pct(hi)} |"
+        )
     attempts = Counter(r.attempts for r in results.cases)
     out += ["", "## Structured-output attempts per case", "", "| attempts | cases |", "|---:|---:|"]
     out += [f"| {a} | {attempts[a]} |" for a in sorted(attempts)]
@@ -244,17 +309,26 @@ def render_markdown(
         f"## Cases ({len(failing)} not passed, {len(results.cases) - len(failing)} passed)",
         "",
     ]
-    out += ["| case | status | why | output | tool calls | trace |", "|---|---|---|---|---|---|"]
+    out += [
+        "| case | status | why | input | expected | output | tool calls | trace |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in [*failing, *(r for r in results.cases if r.status == "passed")]:
         detail = details.get(r.key, CaseDetail())
         why = "" if r.status == "passed" else _why(r)
-        cells = [why, _json(detail.output)[:200], _calls(detail)]
-        why, output, calls = (c.replace("|", "\\|") for c in cells)
+        given = "" if detail.input is None else detail.input
+        cells = [why, given, _json(detail.expected), _json(detail.output), _calls(detail)]
+        why, given, expected, output, calls = (_cell(c, 300) for c in cells)
         page = f" ([page]({detail.page}))" if detail.page else ""
-        trace = f"[{r.trace}]({r.trace})" if _page_of(r.trace) else r.trace.replace("|", "\\|")
-        out.append(f"| {r.key} | {r.status} | {why} | {output} | {calls} | {trace}{page} |")
+        trace = f"[{r.trace}]({r.trace})" if _page_of(r.trace) else _cell(r.trace)
+        out.append(
+            f"| {_cell(r.key)} | {r.status} | {why} | {given} | {expected} | {output} | {calls} "
+            f"| {trace}{page} |"
+        )
     out += ["", "## Checkpoint roots", "", "| case | events | Merkle root |", "|---|---:|---|"]
-    out += [f"| {r.key} | {r.checkpoint.size} | `{r.checkpoint.root}` |" for r in results.cases]
+    out += [
+        f"| {_cell(r.key)} | {r.checkpoint.size} | `{r.checkpoint.root}` |" for r in results.cases
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -362,6 +436,9 @@ def _case_html(r: CaseResult, detail: CaseDetail) -> str:
     if r.status != "passed":
         parts.append(f" · {e(_why(r))}")
     parts.append("</summary>")
+    if detail.input is not None:
+        parts.append(f"<p>input: <code>{e(detail.input)}</code></p>")
+        parts.append(f"<p>expected: <code>{e(_json(detail.expected))}</code></p>")
     parts.append(f"<p>output: <code>{e(_json(detail.output))}</code></p>")
     if detail.tool_calls:
         parts.append("<ul>")
@@ -411,6 +488,19 @@ def render_html(
         p, t, share, lo, hi = _rate(group)
         body.append(
             f'<tr><td>{e(tag)}</td><td class="n">{p}</td><td class="n">{t}</td><td class="n">{_pct(share)}</td><td>{_pct(lo)} to {_pct(hi)}</td></tr>'
+        )
+    body.append("</table>")
+    body.append("<h2>Pass rate by scorer</h2>")
+    body.append(
+        '<table><tr><th>scorer</th><th class="n">passed</th><th class="n">failed</th>'
+        '<th class="n">errored</th><th class="n">rate</th><th>95% CI</th></tr>'
+    )
+    for name, p, f, err in _by_scorer(results):
+        lo, hi = wilson_interval(p, p + f + err)
+        body.append(
+            f'<tr><td>{e(name)}</td><td class="n">{p}</td><td class="n">{f}</td>'
+            f'<td class="n">{err}</td><td class="n">{_pct(p / (p + f + err))}</td>'
+            f"<td>{_pct(lo)} to {_pct(hi)}</td></tr>"
         )
     body.append("</table>")
     attempts = Counter(r.attempts for r in results.cases)

@@ -31,7 +31,7 @@ from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunDirError, ShardError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._scorers import Score
-from twinflow.trace import Checkpoint, PlantedLinkError
+from twinflow.trace import Checkpoint, PlantedLinkError, read_regular
 
 __all__ = [
     "CaseResult",
@@ -271,7 +271,7 @@ def read_json_model(path: Path, model: type[M]) -> M:
         RunDirError: The file is missing or is not a valid ``model``.
     """
     try:
-        return model.model_validate_json(path.read_bytes())
+        return model.model_validate_json(read_regular(path))
     except FileNotFoundError:
         raise RunDirError(f"{path}: no such file; is this a twinflow eval run directory?") from None
     except ValidationError as exc:

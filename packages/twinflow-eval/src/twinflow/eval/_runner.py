@@ -16,16 +16,17 @@ the driver verifies them before it writes the trace and the result (docs/adr/004
 from __future__ import annotations
 
 import functools
+import inspect
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from twinflow.agent import Agent, Trace
+from twinflow.agent import Agent
 from twinflow.eval._code import importing_from, split_dotted
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ShardError
-from twinflow.eval._observe import observe
+from twinflow.eval._observe import observe_verified
 from twinflow.eval._report import write_reports
 from twinflow.eval._results import (
     CaseResult,
@@ -40,13 +41,23 @@ from twinflow.eval._results import (
     select_keys,
 )
 from twinflow.eval._scorers import Custom, SchemaValid, ScorerSpec, score_all
-from twinflow.kernel import Clock, Executor, SerialExecutor, TaskLost, TransportError
+from twinflow.kernel import (
+    Clock,
+    Executor,
+    SerialExecutor,
+    TaskLost,
+    TransportError,
+)
 from twinflow.trace import (
+    EMPTY_ROOT,
+    GENESIS,
+    WRITER_LOCK,
     Checkpoint,
     FileTraceSink,
     MemoryTraceSink,
     TraceCorruptError,
     TraceSink,
+    hold_directory,
     write_replace,
 )
 from twinflow.vocab import canonical_bytes
@@ -57,6 +68,7 @@ __all__ = [
     "code_modules",
     "load_run",
     "merge_runs",
+    "pending_keys",
     "rescore",
     "run_eval",
     "score_trace",
@@ -109,8 +121,10 @@ def score_trace(
     """
     relative = f"traces/{key}.jsonl"
     path = run_dir / relative
-    data = path.read_bytes() if path.is_file() else b""
-    return _score_bytes(data, relative, case, repeat, key, scorers, latency_s)
+    # Streamed from the file (bounded memory); a FIFO or device planted at the name is
+    # refused unread, like a missing trace.
+    source = path if path.is_file() else b""
+    return _score_bytes(source, relative, case, repeat, key, scorers, latency_s)
 
 
 def _flagged(
@@ -130,7 +144,7 @@ def _flagged(
 
 
 def _score_bytes(
-    data: bytes,
+    data: bytes | Path,
     relative: str,
     case: Case,
     repeat: int,
@@ -139,7 +153,8 @@ def _score_bytes(
     latency_s: float | None,
     prompt: str | None = None,
 ) -> CaseResult:
-    """`score_trace` on the trace's bytes (``relative`` is where the run directory keeps them).
+    """`score_trace` on the trace's bytes or file (``relative`` is where the run directory
+    keeps them), verified and observed in one streaming pass (`observe_verified`).
 
     With ``prompt``, a trace whose run started from another prompt is flagged too: it verifies,
     but it is not this case's.
@@ -152,20 +167,22 @@ def _score_bytes(
         "trace": relative,
     }
     try:
-        trace = Trace.load(data, require_complete=True)
+        obs, checkpoint = observe_verified(data, require_complete=True)
     except TraceCorruptError as exc:
         problem = f"{relative} is missing" if not data else f"{relative}: {exc.report.problem}"
         return _flagged(common, problem, exc.report.checkpoint, latency_s)
-    obs = observe(trace)
+    except OSError as exc:
+        unread = Checkpoint(size=0, root=EMPTY_ROOT.hex(), head=GENESIS)
+        return _flagged(common, f"{relative}: {exc}", unread, latency_s)
     if prompt is not None and obs.prompt != prompt:
         problem = f"{relative}: its run started from another prompt than this case's"
-        return _flagged(common, problem, trace.checkpoint(), latency_s)
+        return _flagged(common, problem, checkpoint, latency_s)
     scores = score_all(scorers, case.expected, obs)
     return CaseResult(
         **common,
         status=_status(scores, obs.status),
         scores=scores,
-        checkpoint=trace.checkpoint(),
+        checkpoint=checkpoint,
         run_status=obs.status,
         attempts=obs.attempts,
         steps=obs.steps,
@@ -293,6 +310,31 @@ def _keep(
     return result
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _one_writer(parameter: str) -> Callable[[F], F]:
+    """Run the function holding the writer lock of the directory its ``parameter`` names.
+
+    Two evals writing one run directory would set aside and rename each other's traces: the
+    second is refused at once (`DirectoryBusyError`, exit 2) instead (`hold_directory`).
+    """
+
+    def wrap(function: F) -> F:
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def held(*args: Any, **kwargs: Any) -> Any:
+            directory = signature.bind(*args, **kwargs).arguments[parameter]
+            with hold_directory(directory):
+                return function(*args, **kwargs)
+
+        return cast(F, held)
+
+    return wrap
+
+
+@_one_writer("out")
 def run_eval(
     dataset: Dataset,
     factory: AgentFactory,
@@ -331,14 +373,7 @@ def run_eval(
     """
     run_dir = Path(out)
     items = select_keys(dataset, shard)
-    manifest = RunManifest(
-        dataset=dataset,
-        dataset_digest=dataset.digest,
-        shard=shard,
-        keys=tuple(k for _, _, k in items),
-        code_dirs=tuple(str(Path(d).resolve()) for d in code_dirs),
-        identity=identity,
-    )
+    manifest = _manifest(dataset, items, code_dirs, shard, identity)
     _prepare(run_dir, manifest)
     render = prompt or (lambda case: case.input)
     done: list[CaseResult] = []
@@ -408,6 +443,47 @@ def run_eval(
     return results
 
 
+def _manifest(
+    dataset: Dataset,
+    items: Sequence[_Item],
+    code_dirs: Sequence[str | Path],
+    shard: Shard | None,
+    identity: RunIdentity | None,
+) -> RunManifest:
+    return RunManifest(
+        dataset=dataset,
+        dataset_digest=dataset.digest,
+        shard=shard,
+        keys=tuple(k for _, _, k in items),
+        code_dirs=tuple(str(Path(d).resolve()) for d in code_dirs),
+        identity=identity,
+    )
+
+
+def pending_keys(
+    dataset: Dataset,
+    out: str | Path,
+    *,
+    shard: Shard | None = None,
+    code_dirs: Sequence[str | Path] = (),
+    identity: RunIdentity | None = None,
+) -> tuple[str, ...]:
+    """The case keys `run_eval` with these arguments would still run, decided before anything
+    runs or is written: a caller starts a model server only if some are left.
+
+    Raises:
+        RunDirError: ``out`` holds a run of another dataset, shard, spec or model (the same
+            refusal `run_eval` makes, made here before any model loads).
+    """
+    run_dir = Path(out)
+    items = select_keys(dataset, shard)
+    path = run_dir / "run.json"
+    if path.exists():
+        recorded = read_json_model(path, RunManifest)
+        recorded.check_resume(_manifest(dataset, items, code_dirs, shard, identity), run_dir)
+    return tuple(k for _, _, k in items if not (run_dir / "cases" / f"{k}.json").is_file())
+
+
 def load_run(run_dir: str | Path) -> tuple[RunManifest, EvalResults]:
     """Read a run directory's manifest and ``results.json``.
 
@@ -446,6 +522,7 @@ def _rescore_dir(run_dir: Path, manifest: RunManifest, recorded: EvalResults) ->
     )
 
 
+@_one_writer("run_dir")
 def rescore(run_dir: str | Path, *, trust_code: bool = False) -> EvalResults:
     """Verify every trace of a run and score it again from the traces alone (no model).
 
@@ -477,6 +554,7 @@ def rescore(run_dir: str | Path, *, trust_code: bool = False) -> EvalResults:
     return results
 
 
+@_one_writer("out")
 def merge_runs(
     shard_dirs: Sequence[str | Path], out: str | Path, *, trust_code: bool = False
 ) -> EvalResults:
@@ -524,17 +602,20 @@ def merge_runs(
                 f"{path} is an unfinished run; run it again to complete it, then merge"
             )
     target = Path(out)
-    if target.exists() and any(target.iterdir()):
+    if target.exists() and any(p.name != WRITER_LOCK for p in target.iterdir()):
         raise RunDirError(f"{target} is not empty; merge into a new directory")
     dataset = loaded[0][1].dataset
     items = select_keys(dataset, None)
     code_dirs = tuple(dict.fromkeys(d for _, m, _ in loaded for d in m.code_dirs))
+    identities = {m.identity for _, m, _ in loaded}
     manifest = RunManifest(
         dataset=dataset,
         dataset_digest=dataset.digest,
         shard=None,
         keys=tuple(k for _, _, k in items),
         code_dirs=code_dirs,
+        # The shards' spec and model, when they agree (Lab Notes name them from here).
+        identity=identities.pop() if len(identities) == 1 else None,
     )
     _prepare(target, manifest)
     by_key = {r.key: (path, r) for path, _, results in loaded for r in results.cases}

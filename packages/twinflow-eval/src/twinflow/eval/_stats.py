@@ -11,9 +11,22 @@ from pydantic import JsonValue
 
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import observe_file
-from twinflow.eval._results import CaseResult, EvalResults, read_json_model
+from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 
-__all__ = ["Comparison", "compare_results", "compare_runs", "mcnemar_exact", "wilson_interval"]
+__all__ = [
+    "Comparison",
+    "RunSide",
+    "ScorerDelta",
+    "compare_results",
+    "compare_runs",
+    "mcnemar_exact",
+    "wilson_interval",
+]
+
+FEW_DISCORDANT = 10
+"""Below this many discordant pairs a McNemar test cannot show much: `Comparison.caveat` says
+so. The p-value is the exact binomial one at every size, never the chi-squared approximation
+(which needs about 10 or more discordant pairs to be close)."""
 
 Z95 = 1.959963984540054
 """The 97.5th percentile of the standard normal distribution."""
@@ -38,6 +51,47 @@ def mcnemar_exact(b: int, c: int) -> float:
     k = min(b, c)
     tail: float = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
     return min(1.0, 2 * tail)
+
+
+class RunSide(EvalValue):
+    """What one side of a comparison is a run of: its dataset, spec and model."""
+
+    dataset: str
+    """The dataset's name and the start of its digest."""
+    spec: str
+    """The start of the run spec's digest (``not recorded`` for runs made before it was)."""
+    model: str
+    """The model's identity as the run recorded it."""
+
+    @classmethod
+    def of(cls, results: EvalResults, manifest: RunManifest | None) -> RunSide:
+        """The side ``results`` (and its run's ``run.json``, if there is one) describe."""
+        identity = manifest.identity if manifest is not None else None
+        spec = identity.spec_digest if identity is not None else None
+        model = identity.model if identity is not None else None
+        return cls(
+            dataset=f"{results.dataset} {results.dataset_digest[:12]}",
+            spec="not recorded" if spec is None else spec[:12],
+            model=model or "not recorded",
+        )
+
+
+class ScorerDelta(EvalValue):
+    """One scorer's pass counts in A and B over the paired case repeats that it scored."""
+
+    scorer: str
+    """The scorer's label."""
+    scored: int
+    """Paired case repeats both runs scored with it."""
+    passed_a: int
+    """Of those, passed in A."""
+    passed_b: int
+    """Of those, passed in B."""
+
+    @property
+    def delta(self) -> float:
+        """B's pass rate minus A's, for this scorer."""
+        return (self.passed_b - self.passed_a) / self.scored if self.scored else 0.0
 
 
 class Comparison(EvalValue):
@@ -66,6 +120,16 @@ class Comparison(EvalValue):
     detail, the run's error, the trace's problem): "still failing, differently"."""
     outputs_changed: tuple[str, ...] = ()
     """Paired keys whose accepted output differs (read from the traces; `compare_runs` only)."""
+    side_a: RunSide | None = None
+    """What A is a run of (None when not given)."""
+    side_b: RunSide | None = None
+    """What B is a run of."""
+    differs: tuple[str, ...] = ()
+    """Which of dataset, spec and model differ between A and B (empty: the same, or unknown)."""
+    scorers: tuple[ScorerDelta, ...] = ()
+    """Each scorer's pass counts in both runs, in the order A first names them."""
+    caveat: str | None = None
+    """Why the McNemar p-value says little here (too few discordant pairs), if it does."""
 
 
 def _reasons(result: CaseResult) -> tuple[object, ...]:
@@ -73,11 +137,44 @@ def _reasons(result: CaseResult) -> tuple[object, ...]:
     return (result.status, scores, result.error, result.problem)
 
 
+def _scorer_deltas(
+    paired: list[str], by_key_a: Mapping[str, CaseResult], by_key_b: Mapping[str, CaseResult]
+) -> tuple[ScorerDelta, ...]:
+    counts: dict[str, list[int]] = {}
+    for key in paired:
+        in_b = {s.scorer: s.outcome == "passed" for s in by_key_b[key].scores}
+        for score in by_key_a[key].scores:
+            if score.scorer in in_b:
+                row = counts.setdefault(score.scorer, [0, 0, 0])
+                row[0] += 1
+                row[1] += score.outcome == "passed"
+                row[2] += in_b[score.scorer]
+    return tuple(
+        ScorerDelta(scorer=name, scored=n, passed_a=pa, passed_b=pb)
+        for name, (n, pa, pb) in counts.items()
+    )
+
+
+def _caveat(discordant: int) -> str | None:
+    if discordant == 0:
+        return "no discordant pairs: the runs agree on every paired case, the test has nothing to weigh"
+    if discordant < FEW_DISCORDANT:
+        return (
+            f"only {discordant} discordant pair(s): the exact binomial p is used, but fewer than "
+            f"{FEW_DISCORDANT} are too few to conclude either way (a large p is not evidence of "
+            "no difference)"
+        )
+    return None
+
+
 def compare_results(
     a: EvalResults,
     b: EvalResults,
     outputs_a: Mapping[str, JsonValue] | None = None,
     outputs_b: Mapping[str, JsonValue] | None = None,
+    *,
+    side_a: RunSide | None = None,
+    side_b: RunSide | None = None,
 ) -> Comparison:
     """Pair two runs' results by case key and test the difference (exact McNemar).
 
@@ -86,6 +183,8 @@ def compare_results(
         b: The new run's results.
         outputs_a: Each case's output in A (keys missing: not compared).
         outputs_b: The same for B.
+        side_a: What A is a run of (its dataset, spec and model), to say whether they differ.
+        side_b: The same for B.
     """
     by_key_a = {r.key: r for r in a.cases}
     by_key_b = {r.key: r for r in b.cases}
@@ -114,6 +213,17 @@ def compare_results(
         outputs_changed=tuple(
             k for k in paired if k in outputs_a and k in outputs_b and outputs_a[k] != outputs_b[k]
         ),
+        side_a=side_a,
+        side_b=side_b,
+        differs=tuple(
+            what
+            for what in ("dataset", "spec", "model")
+            if side_a is not None
+            and side_b is not None
+            and getattr(side_a, what) != getattr(side_b, what)
+        ),
+        scorers=_scorer_deltas(paired, by_key_a, by_key_b),
+        caveat=_caveat(len(regressions) + len(improvements)),
     )
 
 
@@ -136,5 +246,15 @@ def compare_runs(a: str | Path, b: str | Path) -> Comparison:
     results_a = read_json_model(run_a / "results.json", EvalResults)
     results_b = read_json_model(run_b / "results.json", EvalResults)
     return compare_results(
-        results_a, results_b, _outputs(run_a, results_a), _outputs(run_b, results_b)
+        results_a,
+        results_b,
+        _outputs(run_a, results_a),
+        _outputs(run_b, results_b),
+        side_a=RunSide.of(results_a, _manifest(run_a)),
+        side_b=RunSide.of(results_b, _manifest(run_b)),
     )
+
+
+def _manifest(run_dir: Path) -> RunManifest | None:
+    path = run_dir / "run.json"
+    return read_json_model(path, RunManifest) if path.exists() else None

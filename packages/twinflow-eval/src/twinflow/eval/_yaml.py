@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from twinflow.trace import NotRegularFileError, read_regular
 from twinflow.vocab import UserError, did_you_mean
 
 __all__ = [
@@ -130,15 +131,16 @@ def _check_nodes(root: yaml.Node | None, limits: YamlLimits) -> None:
 def read_user_file(path: Path, max_bytes: int, error: type[UserError], what: str) -> str:
     """The UTF-8 text of a file a user names (a spec, a dataset), read at most ``max_bytes``.
 
-    Bounded: a named file may be hostile or a mistake (a huge file, ``/dev/zero``).
+    Bounded: a named file may be hostile or a mistake (a huge file); a FIFO or a device
+    (``/dev/zero``) is refused without reading it.
 
     Raises:
         UserError: As ``error``, naming ``path``: missing, a directory, unreadable, not UTF-8,
             or over ``max_bytes``.
     """
     try:
-        with path.open("rb") as file:
-            data = file.read(max_bytes + 1)
+        # A FIFO or a device is refused unread (`read_regular`), never waited on or read forever.
+        data = read_regular(path, max_bytes)
         if len(data) > max_bytes:
             raise error(f"{path}: over the limit of {max_bytes} bytes for a {what}")
         return data.decode("utf-8")
@@ -146,6 +148,8 @@ def read_user_file(path: Path, max_bytes: int, error: type[UserError], what: str
         raise error(f"{path}: no such file") from None
     except IsADirectoryError:
         raise error(f"{path}: is a directory, expected a {what} file") from None
+    except NotRegularFileError as exc:
+        raise error(f"{path}: {exc.strerror}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise error(f"{path}: cannot read the {what} ({exc})") from None
 

@@ -6,7 +6,8 @@ for OpenAI-compatible servers, ``x-api-key`` for Anthropic's Messages API; the m
 names it); it is never part of a URL, a body, a message, a trace event or a file. A URL with
 credentials in it (``http://user:key@host/`` or ``?api_key=...``) is refused where a model
 endpoint is configured, and every URL shown in an error or an event goes through `redact_url`
-first.
+first. Every key read is registered with `register_secret`, so `scrub` removes it from whatever
+is printed or written afterwards.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
+from twinflow.trace import holds_secret, register_secret
 from twinflow.vocab import UserError
 
 __all__ = [
@@ -78,25 +80,62 @@ def redact_url(url: str) -> str:
     return shown + ("?***" if parts.query else "")
 
 
+_KEY_PREFIX = re.compile(
+    r"(?:sk|pk|rk|ak|key|api[_-]?key|token|AIza|ghp|gho|ghs|xox[abpr]|hf|gsk|r8)[_-]?[A-Za-z0-9_\-]{12,}"
+)
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-.~+=]{32,}")
+
+
+def _looks_like_a_key(segment: str) -> bool:
+    """Tell whether a URL path segment looks like a credential.
+
+    A known key prefix (``sk-``, ``AIza``, ``ghp_``, ``hf_``, ``xoxb-``, ...) followed by 12 or more
+    key characters, or a token of 32 or more characters, either mixing letters and digits (a
+    hex or base64 key, a UUID): longer than model and deployment names are. A secret this process read
+    is found whatever it looks like.
+    """
+    segment = urllib.parse.unquote(segment)
+    if holds_secret(segment):
+        return True
+    shaped = _KEY_PREFIX.fullmatch(segment) or _LONG_TOKEN.fullmatch(segment)
+    return bool(shaped and any(c.isdigit() for c in segment) and any(c.isalpha() for c in segment))
+
+
 def check_endpoint_url(url: str, *, where: str = "the model URL") -> str:
-    """Refuse an endpoint URL that carries credentials (userinfo or a query); return it.
+    """Refuse an endpoint URL that may carry credentials; return it.
+
+    Refused: a ``user:password@`` part, a ``?query``, a ``#fragment`` (never sent to a server,
+    so only a place to paste a key), and a path segment that looks like a key
+    (`_looks_like_a_key`). The URL is copied into the run directory and the trace.
 
     Raises:
-        UserError: The URL has a ``user:password@`` part or a ``?query``; the message shows the
-            URL redacted and points at ``api_key_env``.
+        UserError: The URL carries one of those; the message shows the URL redacted and points at
+            ``api_key_env``.
     """
     try:
         parts = urllib.parse.urlsplit(url)
         userinfo = parts.username is not None or parts.password is not None
     except ValueError:
         raise UserError(f"{where} {redact_url(url)} is not a URL") from None
-    if userinfo or parts.query:
-        what = "credentials (user:key@)" if userinfo else "a query string (?...)"
+    keyed_path = any(_looks_like_a_key(segment) for segment in parts.path.split("/"))
+    if userinfo or parts.query or parts.fragment or keyed_path:
+        what = (
+            "credentials (user:key@)"
+            if userinfo
+            else "a query string (?...)"
+            if parts.query
+            else "a fragment (#...)"
+            if parts.fragment
+            else "a path segment that looks like a key"
+        )
+        shown = redact_url(url)
+        if keyed_path and not (userinfo or parts.query or parts.fragment):
+            shown = "/".join("***" if _looks_like_a_key(seg) else seg for seg in shown.split("/"))
         raise UserError(
-            f"{where} {redact_url(url)} carries {what}: they would not be sent as credentials "
-            "and would be written into error messages and traces. Put the key in an environment "
-            "variable and name it with api_key_env (sent in the API's key header, such as "
-            "'Authorization: Bearer'); give the URL without them"
+            f"{where} {shown} carries {what}: they would not be sent as credentials "
+            "and would be written into error messages, traces and the spec's copy. Put the key "
+            "in an environment variable and name it with api_key_env (sent in the API's key "
+            "header, such as 'Authorization: Bearer'); give the URL without them"
         )
     return url
 
@@ -120,6 +159,9 @@ def read_api_key(api_key_env: str) -> str:
         )
     if any(c in key for c in "\r\n\0"):
         raise UserError(f"the key in {api_key_env} holds a line break or NUL: fix the variable")
+    # From here on every printer and writer scrubs it (`twinflow.trace.scrub`), whatever
+    # path carries it: a server's error event, the model's own reply, a failed run's message.
+    register_secret(key)
     return key.strip()
 
 

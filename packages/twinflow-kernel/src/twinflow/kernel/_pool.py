@@ -10,6 +10,7 @@ transport handles the rest of that race (see `HttpTransport`).
 from __future__ import annotations
 
 import http.client
+import io
 import select
 import socket
 import ssl
@@ -34,6 +35,8 @@ class Deadline:
         self.end = time.monotonic() + timeout
         self.sock: socket.socket | None = None
         """The socket of the exchange in progress, re-armed before each blocking step."""
+        self.idle: float | None = None
+        """Longest wait for any one read, when shorter than what is left (a stream's idle_timeout)."""
 
     def remaining(self) -> float:
         """Return the seconds left.
@@ -46,11 +49,84 @@ class Deadline:
             raise TimeoutError("deadline passed")
         return left
 
-    def arm(self) -> None:
-        """Give the socket what is left of the deadline as its timeout."""
+    def expired(self) -> bool:
+        """Tell whether the deadline has passed (so a timeout was the deadline's, not `idle`'s)."""
+        return self.end - time.monotonic() <= 0
+
+    def arm(self, sock: socket.socket | None = None) -> None:
+        """Give the socket (`sock`, or the exchange's) what is left of the deadline as its timeout.
+
+        Raises:
+            TimeoutError: The deadline has passed.
+        """
+        sock = self.sock if sock is None else sock
+        left = self.remaining()
+        if self.idle is not None:
+            left = min(left, self.idle)
         # Once a response that closes its connection is read, the socket is gone: nothing to arm.
-        if self.sock is not None and self.sock.fileno() != -1:
-            self.sock.settimeout(self.remaining())
+        if sock is not None and sock.fileno() != -1:
+            sock.settimeout(left)
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The socket's reader, re-armed with what is left of the deadline before every receive.
+
+    A socket timeout bounds one receive, not an answer: a server sending its status line and
+    headers one byte a second, or `100 Continue` after `100 Continue`, would never let a
+    per-receive timeout fire. `http.client` reads the whole head (1xx answers included) and the
+    body through this reader, so each receive gets only what is left of the one deadline.
+    """
+
+    def __init__(self, raw: io.RawIOBase, sock: socket.socket, deadline: Deadline) -> None:
+        super().__init__()
+        self._raw = raw
+        self._sock = sock
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        self._deadline.arm(self._sock)
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        # Closing the socket's reader releases the socket (http.client counts its readers).
+        try:
+            self._raw.close()
+        finally:
+            super().close()
+
+
+class _DeadlineResponse(http.client.HTTPResponse):
+    """An answer read through `_DeadlineReader`: the deadline bounds the head and the body."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        debuglevel: int = 0,
+        method: str | None = None,
+        url: str | None = None,
+        *,
+        deadline: Deadline,
+    ) -> None:
+        super().__init__(sock, debuglevel, method, url)
+        # Keep the socket's own reader (it holds the socket open for a response that outlives its
+        # connection) and put the deadline between it and http.client's buffer.
+        raw = self.fp.detach()
+        self.fp = io.BufferedReader(_DeadlineReader(raw, sock, deadline))
+
+    def _read_status(self) -> tuple[str, int, str]:
+        """The status line; an interim answer (102, 103, ...) reads as 100 so it is skipped too.
+
+        `http.client` skips `100 Continue` answers and their headers until the final answer, but
+        takes any other `1xx` for the final one (an empty body). Every `1xx` but 101 is interim
+        (RFC 9110, section 15.2), and each one is skipped within the deadline.
+        """
+        version, status, reason = super()._read_status()  # type: ignore[misc]
+        if 100 < status < 200 and status != 101:
+            return version, http.client.CONTINUE, reason
+        return version, status, reason
 
 
 class Connection(http.client.HTTPConnection):
@@ -64,6 +140,14 @@ class Connection(http.client.HTTPConnection):
     bytes_out: int = 0
     """Bytes of requests the socket has accepted on this connection, counted as they go out."""
 
+    # http.client builds the answer with `self.response_class(sock, ...)`: a method that hands
+    # over this exchange's deadline, where the base class names a class.
+    def response_class(  # type: ignore[override]
+        self, sock: socket.socket, *args: Any, **kwargs: Any
+    ) -> http.client.HTTPResponse:
+        """The answer to the request, read within this exchange's deadline."""
+        return _DeadlineResponse(sock, *args, deadline=self.deadline, **kwargs)
+
     def send(self, data: Any) -> None:
         """Send `data`, counting each byte the socket accepts (`sendall` would hide a partial send)."""
         if self.sock is None or not isinstance(data, bytes | bytearray | memoryview):
@@ -73,6 +157,8 @@ class Connection(http.client.HTTPConnection):
             return
         view = memoryview(data)
         while view:
+            # Each send gets what is left: a server that reads a byte at a time cannot stretch it.
+            self.deadline.arm(self.sock)
             sent = self.sock.send(view)
             self.bytes_out += sent
             view = view[sent:]

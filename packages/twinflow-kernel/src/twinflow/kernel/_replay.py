@@ -36,6 +36,7 @@ from twinflow.kernel._errors import (
     TransportTimeout,
 )
 from twinflow.kernel._ports import Closing, Transport
+from twinflow.trace import read_regular
 from twinflow.vocab import Difference, JsonValue, UserError, canonical_bytes, diff, parse_canonical
 
 _ERRORS: dict[str, type[TransportError]] = {
@@ -208,7 +209,7 @@ class ReplayTransport(Closing):
         """
         self.path = Path(path)
         try:
-            lines = self.path.read_bytes().splitlines()
+            lines = read_regular(self.path).splitlines()
         except OSError as error:
             raise UserError(
                 f"cannot read the recording {self.path} ({error}): check the path"

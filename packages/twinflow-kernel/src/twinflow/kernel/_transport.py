@@ -1,8 +1,10 @@
 """`HttpTransport`: the one real JSON-over-HTTP adapter, on the standard library only.
 
 It speaks HTTP/1.1 through `http.client` and keeps one idle connection per origin alive between
-calls (docs/adr/0011), enforces one deadline over the whole exchange (connect, send, headers and
-every body read), streams the body in chunks and stops past `max_response_bytes`, never follows
+calls (docs/adr/0011), enforces one deadline over the whole exchange (connect, every send, the
+status line and headers, any `1xx` answers before them, every body read, and the redirects
+followed): every receive and send is given only what is left of it, so a server that dribbles
+its head a byte at a time cannot stretch it (docs/adr/0091), streams the body in chunks and stops past `max_response_bytes`, never follows
 a redirect unless asked, never retries a failed exchange, and maps every failure to one
 `TransportError` subclass naming the URL. https verifies against the system trust store through
 `ssl.create_default_context()`, or against `cafile`: certifi is never imported.
@@ -34,6 +36,7 @@ from twinflow.kernel._errors import (
 from twinflow.kernel._netpolicy import ENV_ALLOW_NETWORK, is_loopback, network_allowed
 from twinflow.kernel._pool import Connection, ConnectionPool, Deadline, Origin, open_connection
 from twinflow.kernel._ports import Closing
+from twinflow.trace import scrub
 from twinflow.vocab import JsonValue, UserError
 
 _CHUNK = 64 * 1024
@@ -49,11 +52,11 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _scrub(error: TransportError, secret: str) -> None:
-    """Replace ``secret`` in the error's message and body excerpt, in place."""
-    error.args = tuple(a.replace(secret, "***") if isinstance(a, str) else a for a in error.args)
+def _scrub(error: TransportError) -> None:
+    """Scrub every secret from the error's message and body excerpt, in place (`scrub`)."""
+    error.args = tuple(scrub(a) if isinstance(a, str) else a for a in error.args)
     if isinstance(error, HTTPStatusError):
-        error.body_excerpt = error.body_excerpt.replace(secret, "***")
+        error.body_excerpt = scrub(error.body_excerpt)
 
 
 def _map_os_error(url: str, error: BaseException, deadline: Deadline, phase: str) -> TransportError:
@@ -231,8 +234,7 @@ class HttpTransport(Closing):
         try:
             return self._post(url, payload, Deadline(timeout))
         except TransportError as error:
-            if self._secret is not None:
-                _scrub(error, self._secret)
+            _scrub(error)
             raise
 
     def _post(self, url: str, payload: bytes, deadline: Deadline) -> JsonValue:
@@ -288,8 +290,7 @@ class HttpTransport(Closing):
         try:
             yield from chunks
         except TransportError as error:
-            if self._secret is not None:
-                _scrub(error, self._secret)
+            _scrub(error)
             raise
 
     def _stream(
@@ -311,15 +312,13 @@ class HttpTransport(Closing):
                     url = location.url
                     continue
                 total = 0
+                # From here each receive waits at most `idle`, and never past the deadline.
+                deadline.idle = idle
                 while True:
-                    gap = deadline.remaining()
-                    idle_fired = idle is not None and idle < gap
-                    if connection.sock is not None and connection.sock.fileno() != -1:
-                        connection.sock.settimeout(min(gap, idle) if idle is not None else gap)
                     try:
                         chunk = response.read1(_CHUNK)
                     except TimeoutError as error:
-                        if idle_fired:
+                        if idle is not None and not deadline.expired():
                             raise TransportTimeout(
                                 f"the stream from {url} sent nothing for {idle:g} s after "
                                 f"{total} bytes (idle_timeout): the server is stuck; check its "
@@ -430,6 +429,8 @@ class HttpTransport(Closing):
                     connection = open_connection(origin, deadline, context)
                 except OSError as error:
                     raise _map_os_error(url, error, deadline, "while connecting") from error
+            # A kept connection carries this exchange now: its reads and writes use this deadline.
+            connection.deadline = deadline
             deadline.sock = connection.sock
             before = connection.bytes_out
             try:

@@ -9,11 +9,13 @@ catches every package's); this package's own tree::
 
     TwinflowError                                  root of every twinflow error, in every package
     ├── UserError                                  a usage mistake (bad argument, key or limit)
+    │   └── NotRegularFileError (also OSError)     an input path that is a FIFO, device or socket
     └── TraceError                                 raised by twinflow.trace
         ├── CanonicalError                         no RFC 8785 form (`.reason`, `.pointer`, `.detail`)
         ├── TraceFormatError (also ValueError)     a proof, checkpoint or key file not in its form
         ├── FileWriteError (also OSError)          a file not written: disk full, no permission (`.filename`)
         │   ├── PlantedLinkError                   the target or its directory is a symbolic link: refused
+        │   ├── DirectoryBusyError                 another process holds the directory's writer lock
         │   └── TargetExistsError (also FileExistsError)  the name is taken: never written over
         ├── TraceCorruptError                      a trace that does not verify, read as events (`.report`)
         ├── SignatureError                         a checkpoint signature missing, empty-keyed or wrong
@@ -31,8 +33,10 @@ loads what verification needs, not the signature, repair and writer modules.
 """
 
 from twinflow.trace._errors import CanonicalError as CanonicalError
+from twinflow.trace._errors import DirectoryBusyError as DirectoryBusyError
 from twinflow.trace._errors import FileWriteError as FileWriteError
 from twinflow.trace._errors import InvalidProofError as InvalidProofError
+from twinflow.trace._errors import NotRegularFileError as NotRegularFileError
 from twinflow.trace._errors import PlantedLinkError as PlantedLinkError
 from twinflow.trace._errors import SignatureError as SignatureError
 from twinflow.trace._errors import TargetExistsError as TargetExistsError
@@ -64,7 +68,9 @@ if TYPE_CHECKING:
     from twinflow.trace._checkpoint import (
         verify_checkpoint_signature as verify_checkpoint_signature,
     )
+    from twinflow.trace._files import WRITER_LOCK as WRITER_LOCK
     from twinflow.trace._files import create_exclusive as create_exclusive
+    from twinflow.trace._files import hold_directory as hold_directory
     from twinflow.trace._files import write_new as write_new
     from twinflow.trace._files import write_replace as write_replace
     from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
@@ -84,12 +90,22 @@ if TYPE_CHECKING:
     from twinflow.trace._merkle import root_from_inclusion_proof as root_from_inclusion_proof
     from twinflow.trace._merkle import verify_consistency as verify_consistency
     from twinflow.trace._merkle import verify_inclusion as verify_inclusion
+    from twinflow.trace._open import open_regular as open_regular
+    from twinflow.trace._open import read_regular as read_regular
     from twinflow.trace._repair import RepairResult as RepairResult
     from twinflow.trace._repair import repair_trace as repair_trace
     from twinflow.trace._sink import FileTraceSink as FileTraceSink
     from twinflow.trace._sink import FsyncPolicy as FsyncPolicy
     from twinflow.trace._sink import MemoryTraceSink as MemoryTraceSink
     from twinflow.trace._sink import TraceSink as TraceSink
+    from twinflow.trace._untrusted import REDACTED as REDACTED
+    from twinflow.trace._untrusted import for_terminal as for_terminal
+    from twinflow.trace._untrusted import holds_secret as holds_secret
+    from twinflow.trace._untrusted import register_secret as register_secret
+    from twinflow.trace._untrusted import scrub as scrub
+    from twinflow.trace._untrusted import scrub_bytes as scrub_bytes
+    from twinflow.trace._untrusted import scrub_value as scrub_value
+    from twinflow.trace._untrusted import unfinished_secret as unfinished_secret
     from twinflow.trace._verify import Problem as Problem
     from twinflow.trace._verify import ProblemKind as ProblemKind
     from twinflow.trace._verify import Source as Source
@@ -127,7 +143,9 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "verify_checkpoint_signature",
         ),
         "_files": (
+            "WRITER_LOCK",
             "create_exclusive",
+            "hold_directory",
             "write_new",
             "write_replace",
         ),
@@ -151,6 +169,17 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "root_from_inclusion_proof",
             "verify_consistency",
             "verify_inclusion",
+        ),
+        "_open": ("open_regular", "read_regular"),
+        "_untrusted": (
+            "REDACTED",
+            "for_terminal",
+            "holds_secret",
+            "register_secret",
+            "scrub",
+            "scrub_bytes",
+            "scrub_value",
+            "unfinished_secret",
         ),
         "_repair": (
             "RepairResult",

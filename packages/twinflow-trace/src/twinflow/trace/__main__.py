@@ -18,6 +18,7 @@ from twinflow.trace import _note
 from twinflow.trace._checkpoint import Checkpoint
 from twinflow.trace._errors import TwinflowError, UserError
 from twinflow.trace._format import GENESIS, Limits
+from twinflow.trace._open import read_regular
 from twinflow.trace._verify import verify_trace
 
 __all__ = ["main"]
@@ -30,8 +31,7 @@ class _Refused(Exception):
 
 
 def _read(path: Path) -> bytes:
-    with path.open("rb") as f:
-        data = f.read(_MAX_FILE + 1)
+    data = read_regular(path, _MAX_FILE)
     if len(data) > _MAX_FILE:
         raise UserError(f"{path}: larger than {_MAX_FILE} bytes; not a checkpoint or key file")
     return data

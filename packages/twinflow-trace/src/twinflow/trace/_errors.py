@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CanonicalError",
+    "DirectoryBusyError",
     "FileWriteError",
     "InvalidProofError",
+    "NotRegularFileError",
     "PlantedLinkError",
     "SignatureError",
     "TargetExistsError",
@@ -36,6 +38,13 @@ class TwinflowError(Exception):
 
 class UserError(TwinflowError):
     """A usage mistake (a bad argument or configuration), as opposed to a run-time failure."""
+
+
+class NotRegularFileError(UserError, OSError):
+    """A path named as input is a FIFO, a device or a socket, not a file (`open_regular`).
+
+    Constructed as ``OSError(errno, message, path)``: ``.filename`` names the path.
+    """
 
 
 class TraceError(TwinflowError):
@@ -117,6 +126,10 @@ def _rebuild_file_error(cls: type[FileWriteError], message: str, path: str) -> F
 
 class PlantedLinkError(FileWriteError):
     """The target (or its directory) is a symbolic link; nothing was written through it."""
+
+
+class DirectoryBusyError(FileWriteError):
+    """Another process holds the directory's writer lock (`hold_directory`); nothing was written."""
 
 
 class TargetExistsError(FileWriteError, FileExistsError):

@@ -14,6 +14,9 @@ Three ways to write, one mechanism under them. Every file is created with
 A name taken is `TargetExistsError`; a symbolic link at the name (or as the directory) is
 `PlantedLinkError`, the link and what it points at untouched; any other failure to write (a
 full disk, no permission) is `FileWriteError` naming the file. `write_new` and `write_replace`
+write the data scrubbed of every secret the process has read (`scrub_bytes`, the one door
+untrusted text leaves through into a file). `hold_directory` makes a process the one writer of
+a directory (an eval's run directory) while a block runs. `write_new` and `write_replace`
 open the directory once without following a link (``O_DIRECTORY | O_NOFOLLOW``) and work
 relative to it, so a directory swapped for a link between the check and the write cannot
 redirect the write.
@@ -27,14 +30,72 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from twinflow.trace._errors import FileWriteError, PlantedLinkError, TargetExistsError
+from twinflow.trace._errors import (
+    DirectoryBusyError,
+    FileWriteError,
+    PlantedLinkError,
+    TargetExistsError,
+)
+from twinflow.trace._untrusted import scrub_bytes
 
-__all__ = ["create_exclusive", "write_new", "write_replace"]
+__all__ = ["WRITER_LOCK", "create_exclusive", "hold_directory", "write_new", "write_replace"]
+
+WRITER_LOCK = ".twinflow-writer.lock"
+"""The file in a directory whose lock its one writer holds (`hold_directory`)."""
+
+
+@contextlib.contextmanager
+def hold_directory(path: str | os.PathLike[str], *, what: str = "run directory") -> Iterator[None]:
+    """Be the one writer of directory ``path`` (created if missing) until the block ends.
+
+    The lock is an exclusive ``flock`` on `WRITER_LOCK` inside the directory, taken without
+    waiting: a second writer is refused at once, and the lock goes with the process that held
+    it (a killed writer leaves no stale lock; the empty file stays). A directory created here
+    is removed again if the block raises before anything but the lock was written in it.
+
+    Raises:
+        DirectoryBusyError: Another process (or another block of this one) holds it.
+        PlantedLinkError: The lock file's name, or the directory, is a symbolic link.
+    """
+    directory = Path(path)
+    created = not os.path.lexists(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    lock = directory / WRITER_LOCK
+    dir_fd = _open_directory(lock)
+    try:
+        _refuse_link(lock, dir_fd)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(WRITER_LOCK, flags, 0o644, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise DirectoryBusyError(
+            f"{directory}: another twinflow process is writing this {what} (an eval run, "
+            "rescore or merge); wait for it to finish, or use another directory",
+            path=directory,
+        ) from None
+    try:
+        yield
+    except BaseException:
+        # A writer refused before it wrote anything leaves no directory behind it.
+        if created:
+            with contextlib.suppress(OSError):
+                if [p.name for p in directory.iterdir()] == [WRITER_LOCK]:
+                    lock.unlink()
+                    directory.rmdir()
+        raise
+    finally:
+        os.close(fd)  # releases the lock
+
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 _CREATE |= getattr(os, "O_CLOEXEC", 0)
@@ -107,7 +168,11 @@ def _refuse_link(path: Path, dir_fd: int) -> None:
 def _write_temporary(
     path: Path, data: bytes, dir_fd: int, *, durable: bool, mode: int | None
 ) -> str:
-    """Write ``data`` to a fresh hidden name beside ``path``; return that name."""
+    """Write ``data``, scrubbed of secrets (`scrub_bytes`), to a fresh hidden name beside
+    ``path``; return that name."""
+    # The last door of every whole file written (results, reports, pages, spec copies): a key
+    # the process read is not written, whatever path brought it here.
+    data = scrub_bytes(data)
     for number in range(_TEMPORARY_TRIES):
         name = f".{path.name}.{os.getpid()}.{number}.tmp"
         try:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from twinflow.trace._errors import FileWriteError
 from twinflow.trace._files import create_exclusive
+from twinflow.trace._open import refuse_irregular
 
 __all__ = ["RepairResult", "repair_trace"]
 
@@ -57,8 +58,9 @@ def repair_trace(path: str | os.PathLike[str]) -> RepairResult:
         OSError: The trace cannot be read (missing, a directory, permissions).
     """
     trace = Path(path)
-    fd = os.open(trace, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(trace, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     try:
+        refuse_irregular(fd, trace)
         size = os.fstat(fd).st_size
         cut = _last_newline_end(fd, size)
         if cut == size:

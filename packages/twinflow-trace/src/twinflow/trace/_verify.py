@@ -69,6 +69,7 @@ from twinflow.trace._format import (
     Limits,
 )
 from twinflow.trace._merkle import Frontier, consistency_ranges, inclusion_ranges
+from twinflow.trace._open import open_regular
 
 __all__ = [
     "Problem",
@@ -189,7 +190,7 @@ class _Line(NamedTuple):
 
 def _lines(source: Source, limit: int) -> Generator[bytes, None, None]:
     """The raw lines of a trace, each at most ``limit + 1`` bytes (a longer one is cut there)."""
-    stream: BinaryIO = io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")  # noqa: SIM115
+    stream: BinaryIO = io.BytesIO(source) if isinstance(source, bytes) else open_regular(source)
     try:
         while line := stream.readline(limit + 1):
             yield line

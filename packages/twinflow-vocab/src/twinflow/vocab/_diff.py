@@ -17,9 +17,39 @@ from twinflow.vocab._values import FrozenValue
 __all__ = ["Difference", "diff"]
 
 
+_SHOWN = 200
+"""Longest rendering of one side of a difference."""
+_BEFORE, _AFTER = 30, 60
+"""Characters shown before and from the first differing character of two long strings."""
+
+
 def _show(value: JsonValue) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return text if len(text) <= 200 else text[:197] + "..."
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def _windows(a: str, b: str) -> tuple[int, str, str] | None:
+    """Where two long strings first differ, and each side's window around that character.
+
+    None when both strings show whole: cutting them at the front would hide the difference
+    in a long string, so the window is what is shown instead.
+    """
+    if (
+        max(len(json.dumps(a, ensure_ascii=False)), len(json.dumps(b, ensure_ascii=False)))
+        <= _SHOWN
+    ):
+        return None
+    at = next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+    start = max(0, at - _BEFORE)
+
+    def window(text: str) -> str:
+        end = at + _AFTER
+        shown = json.dumps(text[start:end], ensure_ascii=False)
+        return f"{'...' if start else ''}{shown}{'...' if end < len(text) else ''}"
+
+    return at, window(a), window(b)
 
 
 class Difference(FrozenValue):
@@ -41,6 +71,15 @@ class Difference(FrozenValue):
             return f"at {where}: missing in actual; expected {_show(self.expected)}"
         if self.reason == "unexpected":
             return f"at {where}: not expected; actual has {_show(self.actual)}"
+        if isinstance(self.expected, str) and isinstance(self.actual, str):
+            found = _windows(self.expected, self.actual)
+            if found is not None:
+                at, expected, actual = found
+                return (
+                    f"at {where}: {self.reason} differs from character {at} (of "
+                    f"{len(self.expected)} and {len(self.actual)}): expected {expected}, "
+                    f"actual {actual}"
+                )
         return f"at {where}: {self.reason} differs: expected {_show(self.expected)}, actual {_show(self.actual)}"
 
 

@@ -1,0 +1,112 @@
+"""``twinflow eval`` on a scripted loopback server: resumes decided before any model starts,
+one spec digest, the embedded model named by its weights."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_testkit import scripted_chat
+
+from twinflow.cli._embedded import smollm2_gguf
+from twinflow.cli._main import main
+from twinflow.cli._spec import load_spec
+from twinflow.cli._wiring import run_identity
+from twinflow.kernel import LoopbackServer
+
+CALC = '''
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+'''
+
+SPEC = """\
+prompt: add the numbers in {{input}}
+model:
+  url: {url}
+  dialect: llama.cpp
+tools: [calc:add]
+policy:
+  allow: [add]
+max_steps: 3
+"""
+
+DATASET = """\
+name: sums
+cases:
+- {id: s1, input: "2 and 3", expected: "5"}
+- {id: s2, input: "3 and 2", expected: "5"}
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    """A scripted OpenAI-compatible server on loopback."""
+    with LoopbackServer(scripted_chat) as running:
+        yield running
+
+
+@pytest.fixture
+def project(tmp_path: Path, server: LoopbackServer) -> Path:
+    """A dataset, a spec on the scripted server and its tool module, side by side."""
+    (tmp_path / "calc.py").write_text(CALC)
+    (tmp_path / "spec.yaml").write_text(SPEC.format(url=server.url))
+    (tmp_path / "dataset.yaml").write_text(DATASET)
+    return tmp_path
+
+
+def eval_run(
+    project: Path, spec: str, out: str, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    """`twinflow eval run` in this process: its exit code and stderr."""
+    argv = ["eval", "run", str(project / "dataset.yaml"), "--spec", str(project / spec)]
+    code = main([*argv, "--out", str(project / out), "--json"])
+    return code, capsys.readouterr().err
+
+
+def test_a_resume_refused_for_another_spec_starts_no_model(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A finished run, resumed with an embedded-model spec: refused before the model loads."""
+    assert 0 == eval_run(project, "spec.yaml", "out", capsys)[0]
+    text = (project / "spec.yaml").read_text()
+    url_line = next(line for line in text.splitlines() if line.strip().startswith("url:"))
+    (project / "embedded.yaml").write_text(text.replace(url_line, "  url: embedded"))
+    code, err = eval_run(project, "embedded.yaml", "out", capsys)
+    assert 2 == code
+    assert "holds a run of another spec" in err
+    assert (False, False) == (
+        "loading SmolLM2" in err,
+        (project / "out" / "model-server.log").exists(),
+    )
+
+
+def test_lab_notes_and_a_refused_resume_quote_one_spec_digest(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The spec digest in Lab Notes is run_identity's, the one a resume for another spec quotes."""
+    assert 0 == eval_run(project, "spec.yaml", "out", capsys)[0]
+    spec_digest = run_identity(load_spec(project / "spec.yaml")).spec_digest
+    assert spec_digest is not None
+    notes = (project / "out" / "lab-notes.md").read_text()
+    assert f"- **spec digest**: {spec_digest}" in notes.splitlines()
+    changed = (project / "spec.yaml").read_text().replace("max_steps: 3", "max_steps: 4")
+    (project / "other.yaml").write_text(changed)
+    code, err = eval_run(project, "other.yaml", "out", capsys)
+    assert 2 == code
+    assert f"holds a run of another spec (recorded: {spec_digest[:12]};" in err
+
+
+def test_the_embedded_model_is_named_by_its_file_and_sha256(project: Path) -> None:
+    """run.json's model for `url: embedded` is the GGUF file's name and digest, not 'embedded'."""
+    text = (project / "spec.yaml").read_text()
+    url_line = next(line for line in text.splitlines() if line.strip().startswith("url:"))
+    (project / "embedded.yaml").write_text(text.replace(url_line, "  url: embedded"))
+    gguf = smollm2_gguf()
+    digest = hashlib.sha256(gguf.read_bytes()).hexdigest()
+    model = run_identity(load_spec(project / "embedded.yaml")).model
+    assert f"openai-compatible llama.cpp embedded {gguf.name} sha256:{digest} name=local" in (
+        model or ""
+    )
