@@ -1,6 +1,6 @@
 """Hostile-input campaign: received bundles, hostile servers, planted links, concurrent runs, secrets.
 
-Five attacks, each counted, each with the invariant it must not break:
+Twelve attacks, each counted, each with the invariant it must not break:
 
 1. **Hostile bundles.** A received directory holds a real trace, a spec naming a tool module
    that marks its own import (beside the trace, and as a `json`-like name in the working
@@ -35,6 +35,17 @@ Five attacks, each counted, each with the invariant it must not break:
 9. **Spec credentials.** Keys in headers of other names, in a URL's fragment or path: refused
    before any file is written. **One writer**: eval run, rescore and merge into a directory
    another process writes exit 2.
+10. **Received run directories.** A shard's or run's ``results.json`` names its trace as an
+    absolute path, a climbing path, through a link (file, ``traces/`` directory), at a FIFO, or
+    under a key its case does not make: `merge_runs`, `rescore` and `compare_runs` refuse with a
+    typed error, read nothing outside the directory, and merge creates no output directory; a
+    scored trace rewritten, removed or swapped after scoring makes compare refuse.
+11. **Prefix and foreign checkpoints.** A checkpoint (signed note, unsigned note) of the first
+    events, or of every size short of the whole, against a trace whose tail was rewritten and
+    re-chained, and notes signed for another origin: `twinflow-trace verify` fails each (exit 1)
+    unless the tail is accepted explicitly or the origin named.
+12. **Planted auditor modules.** ``twinflow/trace/__main__.py``, ``argparse.py``, ``pathlib.py``
+    beside a trace: the ``twinflow-trace`` script and ``python -P -m twinflow.trace`` run none.
 
     .venv/bin/python reliability/hostile.py --short | --full
 """
@@ -43,6 +54,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
+import hashlib
+import io
 import json
 import os
 import shutil
@@ -53,7 +67,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -69,7 +83,18 @@ from twinflow.agent import (
     verify_agent_trace,
 )
 from twinflow.cli._run import claim_run_files
-from twinflow.eval import Dataset, run_eval
+from twinflow.eval import (
+    Case,
+    Dataset,
+    RunDirError,
+    Shard,
+    ShardError,
+    TraceMismatchError,
+    compare_runs,
+    merge_runs,
+    rescore,
+    run_eval,
+)
 from twinflow.kernel import (
     CountingIds,
     HttpTransport,
@@ -83,13 +108,21 @@ from twinflow.kernel import (
 )
 from twinflow.local_model import OpenAICompatibleChatModel
 from twinflow.trace import (
+    GENESIS,
     DirectoryBusyError,
     MemoryTraceSink,
     PlantedLinkError,
+    TraceSink,
+    UnsafePathError,
+    canonical_bytes,
+    encode_line,
     hold_directory,
+    read_checkpoint,
     write_new,
     write_replace,
 )
+from twinflow.trace import note as _note
+from twinflow.trace.__main__ import main as trace_main
 from twinflow.vocab import CallId, Message, ToolCallPart, TwinflowError
 
 KEY = "sk-reliability-hostile-7f3a9c"
@@ -579,6 +612,256 @@ def secrets(figures: Figures, work: Path) -> None:
         figures.fail(f"the server saw authorization headers {sorted(set(seen))[:3]}")
 
 
+# -- 6. received run directories -------------------------------------------------------------
+
+SECRET = b"SECRET-KEY-MATERIAL-hostile\n"
+
+
+def _yes_agent(case: Case, sink: TraceSink) -> Agent[Any]:
+    return Agent(
+        FunctionModel(lambda request: Message.assistant("yes")),
+        clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        ids=CountingIds(),
+        trace=sink,
+    )
+
+
+def _plant_path(run_dir: Path, secret: Path, variant: str) -> None:
+    """Make the first case of ``run_dir`` name its trace the way ``variant`` says."""
+    results = json.loads((run_dir / "results.json").read_bytes())
+    case = results["cases"][0]
+    trace = run_dir / case["trace"]
+    outside = secret.parent / f"outside-{variant}-{run_dir.name}"
+    outside.mkdir()
+    if variant == "absolute":
+        case["trace"] = str(secret)
+    elif variant == "climbing":
+        case["trace"] = os.path.relpath(secret, run_dir)
+    elif variant == "climbing-inside":
+        case["trace"] = f"traces/../../{run_dir.name}/../{secret.name}"
+    elif variant == "dot-component":
+        case["trace"] = "./" + case["trace"]
+    elif variant == "link":
+        trace.unlink()
+        trace.symlink_to(secret)
+    elif variant == "dangling-link":
+        trace.unlink()
+        trace.symlink_to(outside / "nowhere")
+    elif variant == "traces-dir-link":
+        shutil.move(str(run_dir / "traces"), str(outside / "traces"))
+        (run_dir / "traces").symlink_to(outside / "traces")
+    elif variant == "fifo":
+        trace.unlink()
+        os.mkfifo(trace)
+    elif variant == "key":
+        case["key"] = "../../escape"
+    (run_dir / "results.json").write_text(json.dumps(results))
+
+
+PATH_VARIANTS = (
+    "absolute",
+    "climbing",
+    "climbing-inside",
+    "dot-component",
+    "link",
+    "dangling-link",
+    "traces-dir-link",
+    "fifo",
+    "key",
+)
+
+
+RECORDED_PATH_ONLY = ("absolute", "climbing", "climbing-inside", "dot-component")
+
+
+def received_paths(figures: Figures, work: Path) -> None:
+    """Merge, rescore and compare of run directories whose results name paths that leave them."""
+    root = work / "received"
+    root.mkdir()
+    secret = root / "secret.key"
+    secret.write_bytes(SECRET)
+    dataset = Dataset(
+        name="yesno",
+        cases=tuple(Case(id=f"q{i}", input=f"q {i}", expected="yes") for i in range(4)),
+    )
+    refused = tried = 0
+    for variant in PATH_VARIANTS:
+        base = root / variant
+        shards = [base / "s1", base / "s2"]
+        for i, path in enumerate(shards, start=1):
+            run_eval(
+                dataset, _yes_agent, path, clock=SteppingClock(START), shard=Shard(index=i, count=2)
+            )
+        whole = base / "whole"
+        other = base / "other"
+        for path in (whole, other):
+            run_eval(dataset, _yes_agent, path, clock=SteppingClock(START))
+        _plant_path(shards[1], secret, variant)
+        _plant_path(whole, secret, variant)
+        attempts: dict[str, Callable[[], object]] = {
+            "merge": functools.partial(merge_runs, shards, base / "merged"),
+            "compare": functools.partial(compare_runs, other, whole),
+            "rescore": functools.partial(rescore, whole),
+        }
+        for command, attempt in attempts.items():
+            if (command == "rescore" and variant in RECORDED_PATH_ONLY) or (
+                command == "compare" and variant == "key"
+            ):
+                continue  # rescore reads traces/<key>.jsonl, compare the recorded path
+            tried += 1
+            try:
+                attempt()
+                figures.fail(f"{command} accepted a received path ({variant})")
+            except (UnsafePathError, RunDirError, TraceMismatchError, ShardError):
+                refused += 1
+            written = [
+                p
+                for p in base.rglob("*")
+                if not p.is_symlink() and p.is_file() and p.read_bytes() == SECRET
+            ]
+            if written or (base / "merged").exists() or (whole / "rescore.json").exists():
+                figures.fail(f"{command} ({variant}) wrote something: {written[:2]}")
+    tampered = 0
+    for change in ("rewritten", "removed", "swapped"):
+        base = root / f"tamper-{change}"
+        for name in ("a", "b"):
+            run_eval(dataset, _yes_agent, base / name, clock=SteppingClock(START))
+        traces = sorted((base / "b" / "traces").glob("*.jsonl"))
+        if change == "rewritten":
+            traces[0].write_bytes(traces[0].read_bytes().replace(b'"yes"', b'"no!"', 1))
+        elif change == "removed":
+            traces[0].unlink()
+        else:
+            traces[0].write_bytes(traces[1].read_bytes())
+        try:
+            compare_runs(base / "a", base / "b")
+            figures.fail(f"compare accepted a {change} trace")
+        except TraceMismatchError:
+            tampered += 1
+    figures.values["received paths refused (merge, rescore, compare)"] = f"{refused} of {tried}"
+    figures.values["traces altered after scoring refused by compare"] = f"{tampered} of 3"
+
+
+# -- 7. prefix and foreign checkpoints ----------------------------------------------------------
+
+
+def _auditor(*argv: str, cwd: Path) -> int:
+    """`twinflow-trace ARGV` in this process, its output swallowed; the exit code."""
+    with (
+        contextlib.chdir(cwd),
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
+        return trace_main(list(argv))
+
+
+def prefix_checkpoints(figures: Figures, work: Path, sizes: Iterable[int]) -> None:
+    """Checkpoints of every prefix against a trace whose tail was forged, and foreign origins."""
+    root = work / "prefix"
+    root.mkdir()
+    sink = MemoryTraceSink()
+    agent: Agent[str] = Agent(
+        FunctionModel(lambda request: Message.assistant("hello")),
+        clock=SteppingClock(START),
+        ids=CountingIds(),
+        trace=sink,
+    )
+    for _ in range(3):
+        agent.run("hi")
+    genuine = sink.data
+    lines = genuine.splitlines(keepends=True)
+    total = len(lines)
+    signer = _note.generate_key("example.org/lab", bytes(range(32)))
+    (root / "lab.pub").write_text(signer.verifier.text + "\n")
+    refused = tried = 0
+    for n in sizes:
+        if n >= total:
+            continue
+        # The forger keeps events 0..n-1 and rewrites the rest, the chain recomputed.
+        kept = lines[:n]
+        forged = b"".join(kept) + _rechained_tail(lines, n)
+        (root / f"forged-{n}.jsonl").write_bytes(forged)
+        cp = read_checkpoint(genuine, n)
+        body = _note.CheckpointBody("example.org/lab", n, bytes.fromhex(cp.root))
+        (root / f"cp{n}.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
+        (root / f"cp{n}.body").write_text(body.text)
+        for trace in (f"forged-{n}.jsonl",):
+            for form, keys in ((f"cp{n}.note", ("--key", "lab.pub")), (f"cp{n}.body", ())):
+                tried += 1
+                code = _auditor(
+                    "verify", trace, "--checkpoint", form, *keys, "--allow-incomplete", cwd=root
+                )
+                if code == 1:
+                    refused += 1
+                else:
+                    figures.fail(f"a checkpoint of {n} of {total} events vouched for a forged tail")
+    whole = read_checkpoint(genuine)
+    (root / "genuine.jsonl").write_bytes(genuine)
+    for origin in ("example.org/other", "example.org/lab/", "example.org/Lab", "x"):
+        body = _note.CheckpointBody(origin, whole.size, bytes.fromhex(whole.root))
+        (root / "foreign.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
+        tried += 1
+        code = _auditor(
+            "verify", "genuine.jsonl", "--checkpoint", "foreign.note", "--key", "lab.pub", cwd=root
+        )
+        if code == 1:
+            refused += 1
+        else:
+            figures.fail(f"a note signed for origin {origin!r} was accepted")
+    figures.values["prefix / foreign-origin checkpoints refused"] = f"{refused} of {tried}"
+
+
+def _rechained_tail(lines: list[bytes], n: int) -> bytes:
+    head, infix = b'{"digest":"', b'","event":'
+    prev = lines[n - 1][len(head) : len(head) + 64].decode() if n else GENESIS
+    out = []
+    for line in lines[n:]:
+        event = json.loads(line)["event"]
+        event["prev"] = prev
+        if event["body"].get("kind") == "model_responded":
+            event["body"] = json.loads(json.dumps(event["body"]).replace("hello", "FORGED"))
+        data = canonical_bytes(event)
+        prev = hashlib.sha256(data).hexdigest()
+        out.append(head + prev.encode() + infix + data + b"}\n")
+    return b"".join(out)
+
+
+# -- 8. planted auditor modules -----------------------------------------------------------------
+
+
+def planted_auditor(figures: Figures, work: Path) -> None:
+    """The auditor's command inside a bundle that plants the modules it would import."""
+    bundle = work / "planted-auditor"
+    planted = ("twinflow/trace/__main__.py", "twinflow/__init__.py", "argparse.py", "pathlib.py")
+    for name in planted:
+        path = bundle / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mark = bundle / ("RAN-" + name.replace("/", "-"))
+        path.write_text(f"open({str(mark)!r}, 'w').close()\nraise SystemExit(99)\n")
+    event = {
+        "at": "2026-01-01T00:00:00Z",
+        "body": {"kind": "run_finished"},
+        "prev": GENESIS,
+        "seq": 0,
+    }
+    (bundle / "t.jsonl").write_bytes(encode_line(canonical_bytes(event))[0])
+    commands = [
+        [str(Path(sys.executable).parent / "twinflow-trace"), "verify", "t.jsonl"],
+        [sys.executable, "-P", "-m", "twinflow.trace", "verify", "t.jsonl"],
+    ]
+    clean = 0
+    for argv in commands:
+        result = subprocess.run(
+            argv, cwd=bundle, capture_output=True, text=True, timeout=120, check=False
+        )
+        ran = sorted(p.name for p in bundle.glob("RAN-*"))
+        if result.returncode != 0 or ran:
+            figures.fail(f"{argv[0]} in a planted bundle: exit {result.returncode}, ran {ran}")
+        else:
+            clean += 1
+    figures.values["auditor commands clean in a planted bundle"] = f"{clean} of {len(commands)}"
+
+
 # -- round two: slow heads, keys in error paths, terminal escapes, special files, spec
 #    credentials, one writer per run directory, live replay's notice ----------------------------
 
@@ -1010,6 +1293,9 @@ def main() -> int:
         )
         spec_credentials(figures, work)
         one_writer(figures, work)
+        received_paths(figures, work)
+        prefix_checkpoints(figures, work, sizes=range(0, 12) if full else range(0, 12, 5))
+        planted_auditor(figures, work)
     return figures.finish(args.json)
 
 

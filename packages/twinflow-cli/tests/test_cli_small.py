@@ -21,10 +21,14 @@ def test_hints_under_uv_run_say_uv_run(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_hints_use_twinflow_when_the_shell_finds_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Outside uv, a `twinflow` on PATH is used as is; without one, the running interpreter."""
+    """Outside uv, a `twinflow` on PATH is used as is; without one, the running interpreter with
+    -P (so the current directory, maybe a received bundle, is not on sys.path)."""
     monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert f"{sys.executable} -m twinflow.cli" == invocation()
+    assert f"{sys.executable} -P -m twinflow.cli" == invocation()
+    assert f"{sys.executable} -P -m twinflow.trace" == invocation(
+        "twinflow-trace", "twinflow.trace"
+    )
     script = tmp_path / "twinflow"
     script.write_text("#!/bin/sh\n")
     script.chmod(0o755)

@@ -118,15 +118,21 @@ def test_a_hostile_jsonl_dataset_is_one_line_naming_it_exit_2(
     assert f"{dataset}:1: not valid JSON" in lines[0] and reason in lines[0], lines[0]
 
 
-def test_an_endless_dataset_is_refused_at_the_limit(
+def test_an_endless_or_oversized_dataset_is_refused_at_the_limit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """/dev/zero as a dataset stops at the size limit: one line, exit 2, no hang."""
+    """/dev/zero is refused unread, a file past 64 MiB at the limit: one line, exit 2, no hang."""
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC)
     argv = ["eval", "run", "/dev/zero", "--spec", str(spec), "--out", str(tmp_path / "o")]
-    code, lines = _one_line_error(argv, capsys)
-    assert (2, ["twinflow eval: /dev/zero: over the limit of 67108864 bytes for a dataset"]) == (
-        code,
-        lines,
+    assert (
+        2,
+        ["twinflow eval: /dev/zero: is a character device, not a file: name a regular file"],
+    ) == (_one_line_error(argv, capsys))
+    big = tmp_path / "big.yaml"
+    with big.open("wb") as file:  # sparse: 64 MiB and one byte, no disk used
+        file.truncate(64 * 1024 * 1024 + 1)
+    argv[2] = str(big)
+    assert (2, [f"twinflow eval: {big}: over the limit of 67108864 bytes for a dataset"]) == (
+        _one_line_error(argv, capsys)
     )

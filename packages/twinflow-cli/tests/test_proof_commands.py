@@ -203,3 +203,83 @@ def test_verify_help_states_the_threat_model(capsys: pytest.CaptureFixture[str])
         "to publish a run so a stranger can check it",
     ):
         assert phrase in text
+
+
+def test_a_prefix_checkpoint_fails_verify_unless_the_tail_is_accepted(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A checkpoint of the first n events of a longer trace: exit 1 naming what it covers; with
+    --allow-unsigned-tail exit 0, and the line and --json say which events are signed, by whom."""
+    twinflow(capsys, "keygen", "example.org/lab", "--out", "lab")
+    twinflow(capsys, "checkpoint", "short.jsonl", "--sign", "lab.key", "--out", "cp.note")
+    n = len((work / "short.jsonl").read_bytes().splitlines())
+    total = len((work / "long.jsonl").read_bytes().splitlines())
+    tail = (work / "long.jsonl").read_bytes()[len((work / "short.jsonl").read_bytes()) :]
+    (work / "forged.jsonl").write_bytes(
+        (work / "short.jsonl").read_bytes() + tail.replace(b'"hi"', b'"FORGED"')
+    )
+    (work / "forged.jsonl").write_bytes(rechain(events_of((work / "forged.jsonl").read_bytes())))
+    argv = ["--checkpoint", "cp.note", "--key", "lab.pub"]
+    key = "+".join((work / "lab.pub").read_text().split("+")[:2])
+    for trace in ("long.jsonl", "forged.jsonl"):
+        code, doc, err = twinflow(capsys, "verify", trace, *argv)
+        assert 1 == code, err
+        assert f"events 0-{n - 1} of {total}" in str(doc["problem"]), doc
+        code, doc, _ = twinflow(capsys, "verify", trace, *argv, "--allow-unsigned-tail")
+        assert (0, f"events 0-{n - 1} of {total}", [key], n) == (
+            code,
+            doc["coverage"],
+            doc["signed_by"],
+            doc["covered"],
+        )
+    assert 0 == main(["verify", "forged.jsonl", *argv, "--allow-unsigned-tail"])
+    out = capsys.readouterr().out
+    assert f"signed by {key}: events 0-{n - 1} of {total}" in out, out
+    assert f"events {n}-{total - 1} are NOT vouched for" in out, out
+    code, doc, _ = twinflow(capsys, "verify", "short.jsonl", *argv)
+    assert (0, f"events 0-{n - 1} of {n}", [key], "hex") == (
+        code,
+        doc["coverage"],
+        doc["signed_by"],
+        doc["root_encoding"],
+    )
+
+
+def test_a_note_signed_for_another_origin_is_refused_unless_expected(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The note's origin must be the one expected (--origin, else the key's name)."""
+    twinflow(capsys, "keygen", "example.org/lab", "--out", "lab")
+    twinflow(
+        capsys,
+        "checkpoint",
+        "short.jsonl",
+        "--sign",
+        "lab.key",
+        "--origin",
+        "example.org/someone-else",
+        "--out",
+        "cp.note",
+    )
+    argv = ["verify", "short.jsonl", "--checkpoint", "cp.note", "--key", "lab.pub"]
+    code, _, err = twinflow(capsys, *argv)
+    assert (1, 1) == (code, len(err.strip().splitlines())), err
+    assert "example.org/someone-else" in err
+    assert 0 == twinflow(capsys, *argv, "--origin", "example.org/someone-else")[0]
+    assert 1 == twinflow(capsys, *argv, "--origin", "example.org/third")[0]
+
+
+def test_prove_check_reads_the_signed_note_and_names_its_signer(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The note `checkpoint --sign` writes is the checkpoint `prove --check` reads (with --key)."""
+    twinflow(capsys, "keygen", "example.org/lab", "--out", "lab")
+    twinflow(capsys, "keygen", "example.org/other", "--out", "other")
+    twinflow(capsys, "checkpoint", "short.jsonl", "--sign", "lab.key", "--out", "cp.note")
+    assert 0 == twinflow(capsys, "prove", "short.jsonl", "--seq", "1", "--out", "p.json")[0]
+    check = ["prove", "--check", "p.json", "--checkpoint", "cp.note"]
+    code, doc, _ = twinflow(capsys, *check, "--key", "lab.pub")
+    key = "+".join((work / "lab.pub").read_text().split("+")[:2])
+    assert (0, [key]) == (code, doc["signed_by"])
+    assert 2 == twinflow(capsys, *check)[0]  # a signature is never passed over unchecked
+    assert 1 == twinflow(capsys, *check, "--key", "other.pub")[0]

@@ -6,11 +6,11 @@
   (`cli_testkit.scripted_chat`): SmolLM2's answers are not the README's to promise, and the
   real model is exercised by the demo and invoice tests.
 - ``yaml`` blocks are loaded with the loader of what they show: a run spec or a dataset.
-- ``bash`` blocks: each ``uv run --frozen twinflow ...`` line runs as the reader types it,
-  through ``uv run --frozen`` (with ``--project`` naming this workspace, since the test's
-  directory is outside it), in one working directory, in order, and must exit 0; the Ray
-  line starts its Ray under ``uv run`` as a reader's does. The model behind ``twinflow
-  demo`` and the invoice example's ``eval run`` is the scripted server. Not run:
+- ``bash`` blocks: each ``uv run --frozen twinflow ...`` (or ``twinflow-trace ...``) line
+  runs as the reader types it, through ``uv run --frozen`` (with ``--project`` naming this
+  workspace, since the test's directory is outside it), in one working directory, in order,
+  and must exit 0; the Ray line starts its Ray under ``uv run`` as a reader's does. The model
+  behind ``twinflow demo`` and the invoice example's ``eval run`` is the scripted server. Not run:
   environment set-up and the whole-suite commands (``uv sync``, ``scripts/...``, ``bash
   .ci/run``, ``pip``) and ``demo --model-url`` lines, which name servers the reader runs.
 - ``text`` blocks are illustrations (a trace excerpt, sample output) and are not run.
@@ -131,14 +131,15 @@ def test_bash_commands_run(readme: Path, tmp_path: Path) -> None:
         spec.write_text(text.replace("url: embedded", f"url: {server.url}"), encoding="utf-8")
         ran = []
         for words in lines:
-            assert "twinflow" == words[0]
+            assert words[0] in ("twinflow", "twinflow-trace"), words
             args = words[1:]
+            program = [uv, "run", "--project", str(ROOT), "--frozen", words[0]]
             if args[0] == "demo":
                 if "--model-url" in args:
                     continue  # the reader's own server
                 args = [*args, "--model-url", server.url, "--dialect", "llama.cpp"]
             result = run_process(
-                [uv, "run", "--project", str(ROOT), "--frozen", "twinflow", *args],
+                [*program, *args],
                 cwd=work,
                 env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
                 timeout=600,

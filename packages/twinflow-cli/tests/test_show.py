@@ -195,3 +195,38 @@ def test_show_html_embeds_a_published_checkpoint(
     args = ["show", str(trace), "--html", str(page), "--checkpoint", str(tmp_path / "cp.json")]
     assert 0 == main(args)
     assert 'id="checkpoint-data"' in page.read_text()
+
+
+@pytest.mark.parametrize("form", ["signed note", "unsigned note", "json"])
+def test_show_html_refuses_a_checkpoint_the_trace_does_not_match(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], form: str
+) -> None:
+    """A published checkpoint of another run (a signed or unsigned note, or JSON): exit 1 naming
+    the mismatch, and no page is written; the genuine one writes the page."""
+    genuine = record(tmp_path / "t.jsonl")
+    other = record(tmp_path / "other.jsonl", prompt="add 5 and 7")
+    assert 0 == main(["keygen", "example.org/lab", "--out", str(tmp_path / "lab")])
+    keys: list[str] = []
+    for name, trace in (("genuine", genuine), ("other", other)):
+        argv = ["checkpoint", str(trace), "--out", str(tmp_path / f"{name}.cp")]
+        if form == "signed note":
+            argv += ["--sign", str(tmp_path / "lab.key")]
+            keys = ["--key", str(tmp_path / "lab.pub")]
+        elif form == "unsigned note":
+            argv = ["checkpoint", str(trace), "--origin", "example.org/lab"]
+        capsys.readouterr()
+        assert 0 == main([*argv, "--json"])
+        document = json.loads(capsys.readouterr().out)
+        if form == "unsigned note":
+            (tmp_path / f"{name}.cp").write_text(document["note_body"])
+        elif form == "json":
+            (tmp_path / f"{name}.cp").unlink()
+            (tmp_path / f"{name}.cp").write_text(json.dumps(document))
+    page = tmp_path / "t.html"
+    args = ["show", str(genuine), "--html", str(page), *keys, "--checkpoint"]
+    assert 1 == main([*args, str(tmp_path / "other.cp")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert 1 == len(err) and "no page was written" in err[0], err
+    assert not page.exists()
+    assert 0 == main([*args, str(tmp_path / "genuine.cp")])
+    assert page.exists()

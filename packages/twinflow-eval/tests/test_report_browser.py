@@ -8,7 +8,10 @@ strings as text, and logs nothing to the console.
 
 from __future__ import annotations
 
+import hashlib
+import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -207,12 +210,12 @@ def test_the_trace_page_checks_a_published_signed_checkpoint(tmp_path: Path) -> 
 
 
 def test_the_trace_page_refuses_a_checkpoint_of_other_events(tmp_path: Path) -> None:
-    """A checkpoint of another run's trace does not match these events."""
+    """A checkpoint of another run's trace does not match these events: that is the verdict."""
     other = Trace.load(hostile_trace("another prompt")).checkpoint().to_json()
     page = tmp_path / "other.html"
     page.write_text(render_trace_page(hostile_trace(), "t", other), encoding="utf-8")
     result = open_in_chromium(page, tmp_path / "profile")
-    assert ("verified", "mismatch") == (
+    assert ("checkpoint-mismatch", "mismatch") == (
         root_attribute(result.stdout, "data-verdict"),
         root_attribute(result.stdout, "data-checkpoint"),
     )
@@ -231,3 +234,87 @@ def test_the_trace_pages_lab_notes_link_verify(tmp_path: Path) -> None:
         root_attribute(result.stdout, "data-root"),
     )
     assert [] == console_lines(result.stderr)
+
+
+def rechain(data: bytes, mutate: Callable[[int, bytes], bytes]) -> bytes:
+    """``data`` with each event's bytes as ``mutate(seq, bytes)`` makes them, the digests and
+    every ``prev`` recomputed as a forger would."""
+    head, infix = b'{"digest":"', b'","event":'
+    out, prev = [], "0" * 64
+    for seq, line in enumerate(data.splitlines()):
+        event = line[len(head) + 64 + len(infix) : -1]
+        event = re.sub(rb'"prev":"[0-9a-f]{64}"', f'"prev":"{prev}"'.encode(), event, count=1)
+        event = mutate(seq, event)
+        prev = hashlib.sha256(event).hexdigest()
+        out.append(head + prev.encode() + infix + event + b"}\n")
+    return b"".join(out)
+
+
+def page_verdict(
+    data: bytes, checkpoint: dict[str, object] | None, tmp_path: Path, name: str
+) -> tuple[str | None, str | None]:
+    """The (verdict, checkpoint) attributes of ``data``'s page with ``checkpoint`` embedded."""
+    page = tmp_path / f"{name}.html"
+    page.write_text(render_trace_page(data, name, checkpoint), encoding="utf-8")
+    result = open_in_chromium(page, tmp_path / "profile")
+    assert [] == console_lines(result.stderr)
+    return root_attribute(result.stdout, "data-verdict"), root_attribute(
+        result.stdout, "data-checkpoint"
+    )
+
+
+def test_a_rewritten_trace_with_the_genuine_checkpoint_is_not_verified(tmp_path: Path) -> None:
+    """Events rewritten and re-chained, the genuine published checkpoint embedded (as JSON, or
+    as a note's size and root): the verdict is the checkpoint mismatch, not a green Verified."""
+    data = hostile_trace()
+    genuine = Trace.load(data).checkpoint()
+    forged = rechain(data, lambda seq, e: e.replace(b"hostile_tool", b"friendly_tool"))
+    assert verify_agent_trace(forged).ok
+    for form in ({"size": genuine.size, "root": genuine.root}, genuine.to_json()):
+        verdict = page_verdict(forged, dict(form), tmp_path, "forged")
+        assert ("checkpoint-mismatch", "mismatch") == verdict
+    assert ("verified", "match") == page_verdict(
+        data, {"size": genuine.size, "root": genuine.root}, tmp_path, "genuine"
+    )
+
+
+def test_a_prefix_checkpoint_leaves_the_tail_unvouched_for_on_the_page(tmp_path: Path) -> None:
+    """A checkpoint of the first 3 events: they match, but the verdict says the rest is not vouched for."""
+    data = hostile_trace()
+    prefix = Trace.load(data).checkpoint()
+    lines = data.splitlines(keepends=True)
+    first3 = Trace.load(b"".join(lines[:3]), require_complete=False).checkpoint()
+    assert prefix.size > 3
+    verdict = page_verdict(data, {"size": 3, "root": first3.root}, tmp_path, "prefix")
+    assert ("checkpoint-tail", "match") == verdict
+
+
+@pytest.mark.parametrize(
+    "mutation",
+    [
+        lambda e: e[:-1] + b',"seq":' + e.rsplit(b'"seq":', 1)[1],  # duplicate key
+        lambda e: e.replace(b'"seq":', b'"seq": ', 1),  # whitespace
+        lambda e: e.replace(b'{"at":', b'{"zz":0,"at":', 1),  # key order
+        lambda e: e.replace(b'"seq":4}', b'"seq":4.0}', 1),  # number form
+        lambda e: e.replace(b'"kind":"', b'"kind":"\\u0074', 1) if b'"kind":"t' in e else e,
+    ],
+    ids=["duplicate_key", "whitespace", "key_order", "number_form", "escape_form"],
+)
+def test_the_page_refuses_a_non_canonical_event_as_verify_does(
+    tmp_path: Path, mutation: Callable[[bytes], bytes]
+) -> None:
+    """A re-chained trace whose event is not canonical JSON: verify refuses it, so does the page."""
+    data = hostile_trace()
+    target = 4
+    forged = rechain(data, lambda seq, e: mutation(e) if seq == target else e)
+    assert forged != rechain(data, lambda seq, e: e)
+    report = verify_agent_trace(forged)
+    assert report.problem is not None
+    page = tmp_path / "noncanonical.html"
+    page.write_text(render_trace_page(forged, "t"), encoding="utf-8")
+    result = open_in_chromium(page, tmp_path / "profile")
+    expected = ("broken", str(report.problem.seq))
+    assert expected == (
+        root_attribute(result.stdout, "data-verdict"),
+        root_attribute(result.stdout, "data-break-seq"),
+    )

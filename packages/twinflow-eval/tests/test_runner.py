@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -143,6 +144,11 @@ def test_a_killed_run_resumes_without_rerunning_finished_cases(tmp_path: Path) -
         log_path=tmp_path / "child.log",
     ) as child:
         os.killpg(child.pid, signal.SIGKILL)  # the whole group: the run dies mid-case, unwarned
+    # The launcher reaps its watchdog; the killed run may still be exiting. A blocking flock on
+    # the run's writer lock returns once the dead process has let go of it (no sleep, no window).
+    with (out / WRITER_LOCK).open("rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_UN)
     assert ["c0@1", "c1@1", "c2@1", "c3@1"] == sorted(
         p.stem for p in (out / "cases").glob("*.json")
     )

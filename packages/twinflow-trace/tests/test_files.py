@@ -1,4 +1,5 @@
-"""Safe writes: exclusive creation, whole replacement, planted links refused, races have one winner."""
+"""Safe writes: exclusive creation, whole replacement, planted links refused, races have one winner;
+safe reads of a path a received file names: inside its directory, no link, a regular file."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from twinflow.trace import (
     FileWriteError,
     PlantedLinkError,
     TargetExistsError,
+    UnsafePathError,
+    read_inside,
     write_new,
     write_replace,
 )
@@ -107,3 +110,84 @@ def test_a_write_past_the_file_size_limit_names_the_file_and_leaves_nothing(tmp_
     assert str(tmp_path / "big.json") == caught.value.filename
     assert str(caught.value).startswith(f"{tmp_path / 'big.json'}: cannot write it")
     assert [] == os.listdir(tmp_path)
+
+
+def _received(tmp_path: Path) -> tuple[Path, Path]:
+    """A received directory holding ``traces/a.jsonl``, and a secret file outside it."""
+    received = tmp_path / "received"
+    (received / "traces").mkdir(parents=True)
+    (received / "traces" / "a.jsonl").write_bytes(b"trace\n")
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"SECRET\n")
+    return received, secret
+
+
+def test_read_inside_reads_a_plain_relative_path(tmp_path: Path) -> None:
+    """A relative path of plain components inside the directory is read as it is."""
+    received, _ = _received(tmp_path)
+    assert b"trace\n" == read_inside(received, "traces/a.jsonl")
+
+
+@pytest.mark.parametrize(
+    "named",
+    [
+        "SECRET_ABS",
+        "../secret",
+        "traces/../../secret",
+        "traces/../traces/a.jsonl",
+        "./traces/a.jsonl",
+        "traces//a.jsonl",
+        "traces/a.jsonl/",
+        "",
+        "traces/a\0.jsonl",
+        "x" * 5000,
+        7,
+        None,
+    ],
+)
+def test_read_inside_refuses_a_path_that_could_leave(tmp_path: Path, named: object) -> None:
+    """Absolute, '..', '.', empty components, NUL, overlong and non-string paths are refused."""
+    received, secret = _received(tmp_path)
+    named = str(secret) if named == "SECRET_ABS" else named
+    with pytest.raises(UnsafePathError) as info:
+        read_inside(received, named, what="results.json")
+    assert "results.json" in str(info.value) and "\n" not in str(info.value)
+    assert str(received) == info.value.directory
+
+
+@pytest.mark.parametrize("where", ["file", "directory", "dangling", "fifo", "deep-directory"])
+def test_read_inside_refuses_a_link_or_a_non_file_at_any_component(
+    tmp_path: Path, where: str
+) -> None:
+    """A symbolic link at the file or any directory component, or a FIFO, is refused unread."""
+    received, secret = _received(tmp_path)
+    outside = tmp_path / "outside"
+    (outside / "deeper").mkdir(parents=True)
+    (outside / "a.jsonl").symlink_to(secret)
+    (outside / "deeper" / "a.jsonl").write_bytes(b"SECRET\n")
+    named = "traces/a.jsonl"
+    if where == "file":
+        (received / "traces" / "b.jsonl").symlink_to(secret)
+        named = "traces/b.jsonl"
+    elif where == "directory":
+        (received / "linked").symlink_to(outside)
+        named = "linked/a.jsonl"
+    elif where == "dangling":
+        (received / "traces" / "c.jsonl").symlink_to(tmp_path / "nowhere")
+        named = "traces/c.jsonl"
+    elif where == "fifo":
+        os.mkfifo(received / "traces" / "f.jsonl")
+        named = "traces/f.jsonl"
+    else:
+        (received / "traces" / "sub").symlink_to(outside)
+        named = "traces/sub/deeper/a.jsonl"
+    with pytest.raises(UnsafePathError) as info:
+        read_inside(received, named)
+    assert named == info.value.path
+
+
+def test_read_inside_reports_a_missing_file_as_not_found(tmp_path: Path) -> None:
+    """A missing file is FileNotFoundError (the caller decides what missing means), not a refusal."""
+    received, _ = _received(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        read_inside(received, "traces/none.jsonl")

@@ -3,13 +3,17 @@
 The page holds the trace's exact bytes (base64, so no byte of the trace can end the script
 element or be read as markup) and a short script that, with WebCrypto's SHA-256:
 
-- checks each line's frame, that its digest is the sha256 of its event bytes, that ``seq`` is
-  its position and ``prev`` the digest before it (the same rules as `verify_trace`);
+- checks each line's frame, that its digest is the sha256 of its event bytes, that those bytes
+  are the RFC 8785 canonical form of what they parse to (so a duplicate key or a non-canonical
+  number is refused, as `verify_trace` refuses it), that ``seq`` is its position and ``prev``
+  the digest before it;
 - recomputes the RFC 9162 Merkle root over the events' digests (leaf =
   ``sha256(0x00 || digest bytes)``, node = ``sha256(0x01 || left || right)``), and compares it
   with a root the reader pastes (a published checkpoint's);
 - shows the run as a timeline (steps, messages, tool calls with arguments and results, policy
-  decisions with reasons, the answer) and a verdict: verified, or where the trace breaks.
+  decisions with reasons, the answer) and a verdict: verified, or where the trace breaks, or
+  (with an embedded published checkpoint) that the checkpoint does not match or leaves events
+  unvouched for: a checkpoint that fails is the verdict, never a note under a green one.
 
 The trace is hostile input: the script puts its strings into the page with ``textContent``
 only, never as markup, and a Content-Security-Policy forbids every fetch, so a string such as
@@ -33,7 +37,7 @@ __all__ = ["render_trace_page"]
 _CSS = """
 body{font:15px/1.5 system-ui,sans-serif;margin:2rem auto;max-width:62rem;padding:0 1rem;color:#1d232a}
 h1{font-size:1.4rem;word-break:break-all}#verdict{font-size:1.1rem;padding:.6rem .8rem;border-radius:6px;background:#eef1f4}
-#verdict[data-verdict=verified]{background:#e3f4e6;color:#135c26}#verdict[data-verdict=broken]{background:#fbe4e4;color:#8a1414}
+#verdict[data-verdict=verified]{background:#e3f4e6;color:#135c26}#verdict[data-verdict=broken],#verdict[data-verdict^=checkpoint]{background:#fbe4e4;color:#8a1414}
 #verdict[data-verdict=unsupported],#verdict[data-verdict=error]{background:#fff3d6;color:#6b4a00}
 ol{list-style:none;padding:0}li.ev{border-left:3px solid #c9d1d9;margin:.4rem 0;padding:.2rem .7rem}
 li.ev.broken{border-left-color:#c62828;background:#fdf0f0}li.ev.unverified{opacity:.6}
@@ -142,6 +146,19 @@ _SCRIPT = r"""
       into.appendChild(el('pre', '', json(body)));
     }
   }
+  // RFC 8785 is ECMAScript's own JSON.stringify with object members sorted by UTF-16 code
+  // units: re-encoding what JSON.parse read and comparing bytes catches every form verify
+  // refuses (a duplicate key parses to fewer members, "2.50" re-encodes as "2.5", ...).
+  function canon(v) {
+    if (v === null || typeof v !== 'object') { return JSON.stringify(v); }
+    if (Array.isArray(v)) { return '[' + v.map(canon).join(',') + ']'; }
+    return '{' + Object.keys(v).sort().map(function (k) { return JSON.stringify(k) + ':' + canon(v[k]); }).join(',') + '}';
+  }
+  function same(a, b) {
+    if (a.length !== b.length) { return false; }
+    for (var i = 0; i < a.length; i++) { if (a[i] !== b[i]) { return false; } }
+    return true;
+  }
   async function check() {
     var secure = window.isSecureContext && window.crypto && crypto.subtle;
     root.setAttribute('data-secure', secure ? 'true' : 'false');
@@ -169,6 +186,7 @@ _SCRIPT = r"""
       var actual = hex(await sha(line.subarray(at, line.length - 1)));
       if (actual !== digest) { problem = [n, 'event ' + n + ' was edited: its bytes do not match its digest']; continue; }
       if (!event || typeof event !== 'object' || !event.body) { problem = [n, 'line ' + (n + 1) + ' matches its digest but is not an event (forged)']; continue; }
+      if (!same(enc(canon(event)), line.subarray(at, line.length - 1))) { problem = [n, 'event ' + n + ' is not in canonical form (a duplicate key, a number, escape, whitespace or key order not the RFC 8785 one): twinflow verify refuses it']; continue; }
       if (event.seq !== n) { problem = [n, 'line ' + (n + 1) + ' holds seq ' + event.seq + ' where seq ' + n + ' belongs: events were removed, reordered or inserted']; continue; }
       if (event.prev !== prev) { problem = [n, 'the chain breaks at seq ' + n + ': its prev is not the digest of the event before']; continue; }
       events[n].ok = true;
@@ -180,7 +198,7 @@ _SCRIPT = r"""
     if (!problem && lines.length === 0) { problem = [0, 'the trace holds no events']; }
     var merkle = hex(await mth(leaves));
     render(events, problem);
-    await checkCheckpoint(leaves, digests);
+    var published = await checkCheckpoint(leaves, digests);
     root.setAttribute('data-events', String(leaves.length));
     root.setAttribute('data-root', merkle);
     document.getElementById('root').textContent = merkle;
@@ -189,8 +207,11 @@ _SCRIPT = r"""
       setVerdict('broken', 'NOT VERIFIED: the trace breaks at seq ' + problem[0] + ': ' + problem[1] + '. The ' + leaves.length + ' event(s) before it verify.');
       var broken = document.getElementById('seq-' + problem[0]);
       if (broken) { broken.classList.add('broken'); }
+    } else if (published && published.state !== 'match') {
+      // The checkpoint is what ties the trace to its publisher: failing it is the verdict.
+      setVerdict('checkpoint-' + published.state, 'NOT VERIFIED against the published checkpoint: ' + published.message);
     } else {
-      setVerdict('verified', 'Verified in this browser: ' + leaves.length + ' events, every digest and the hash chain check out; Merkle root below.');
+      setVerdict('verified', 'Verified in this browser: ' + leaves.length + ' events, every digest, the canonical form and the hash chain check out' + (published ? ', and the published checkpoint covers all of them' : '') + '; Merkle root below.');
     }
     var input = document.getElementById('expected-root');
     input.addEventListener('input', function () {
@@ -204,19 +225,28 @@ _SCRIPT = r"""
     var out = document.getElementById('checkpoint-result');
     var cp = null;
     try { cp = JSON.parse(dec(Uint8Array.from(atob(holder.textContent.trim()), function (c) { return c.charCodeAt(0); }))); } catch (e) { cp = null; }
-    if (!cp || typeof cp.size !== 'number' || typeof cp.root !== 'string' || typeof cp.head !== 'string') {
-      root.setAttribute('data-checkpoint', 'invalid'); out.textContent = 'The published checkpoint is not readable.'; return;
+    // A C2SP note carries no head digest: ``head`` is compared only when the checkpoint has one.
+    if (!cp || typeof cp.size !== 'number' || typeof cp.root !== 'string' || (cp.head !== undefined && typeof cp.head !== 'string')) {
+      root.setAttribute('data-checkpoint', 'invalid'); out.textContent = 'The published checkpoint is not readable.';
+      return { state: 'invalid', message: 'it is not readable.' };
     }
     var covered = cp.size >= 0 && cp.size <= leaves.length;
     var cpRoot = covered ? hex(await mth(leaves.slice(0, cp.size))) : '';
     var cpHead = covered ? (cp.size ? digests[cp.size - 1] : GENESIS) : '';
-    var match = covered && cpRoot === cp.root && cpHead === cp.head;
+    var match = covered && cpRoot === cp.root && (cp.head === undefined || cpHead === cp.head);
     root.setAttribute('data-checkpoint', match ? 'match' : 'mismatch');
+    var result = { state: 'match', message: '' };
+    if (!match) {
+      result = { state: 'mismatch', message: covered ? 'it (size ' + cp.size + ') does NOT match these events: they were rewritten, or this is another trace.'
+                                                     : 'it covers ' + cp.size + ' events; only ' + leaves.length + ' verify here.' };
+    } else if (cp.size < leaves.length) {
+      result = { state: 'tail', message: 'it covers events 0-' + (cp.size - 1) + ' of ' + leaves.length + ': events ' + cp.size + '-' + (leaves.length - 1) + ' are not vouched for by it (anyone can append or re-chain them).' };
+    }
+    root.setAttribute('data-coverage', cp.size + ' of ' + leaves.length);
     out.textContent = match
-      ? 'The published checkpoint (size ' + cp.size + ') matches the first ' + cp.size + ' verified events.'
-      : (covered ? 'The published checkpoint (size ' + cp.size + ') does NOT match these events: root or head differ.'
-                 : 'The published checkpoint covers ' + cp.size + ' events; only ' + leaves.length + ' verify here.');
-    if (typeof cp.signature !== 'string') { return; }
+      ? 'The published checkpoint (size ' + cp.size + ') matches the first ' + cp.size + ' of ' + leaves.length + ' verified events.'
+      : 'The published checkpoint ' + result.message.replace(/^it /, '');
+    if (typeof cp.signature !== 'string') { return result; }
     var key = document.getElementById('checkpoint-key');
     key.parentNode.hidden = false;
     key.addEventListener('input', async function () {
@@ -230,6 +260,7 @@ _SCRIPT = r"""
         result.textContent = ok ? 'Signature valid for this key.' : 'Signature does NOT match this key.';
       } catch (e) { root.setAttribute('data-signature', 'invalid'); result.textContent = 'Cannot check the signature: ' + e; }
     });
+    return result;
   }
   function render(events, problem) {
     var list = document.getElementById('timeline'), step = -1;

@@ -151,6 +151,7 @@ def verify_agent_trace(
     key: bytes | None = None,
     require_complete: bool = True,
     limits: Limits | None = None,
+    allow_tail: bool = False,
 ) -> VerificationReport:
     """Verify a trace as `twinflow.trace.verify_trace` does, and type every event.
 
@@ -160,6 +161,7 @@ def verify_agent_trace(
         key: The HMAC key ``checkpoint`` must be signed with.
         require_complete: Require the trace to end with ``run_finished`` or ``run_failed``.
         limits: Line-size and nesting limits.
+        allow_tail: Accept events past ``checkpoint.size`` (not vouched for by it).
 
     Returns:
         The report; ``ok`` is False when there is a problem.
@@ -174,6 +176,7 @@ def verify_agent_trace(
         require_complete=require_complete,
         limits=limits,
         check=typed_event,
+        allow_tail=allow_tail,
     )
 
 

@@ -15,15 +15,16 @@ from typing import Any
 from twinflow.agent import Trace, verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import (
+    add_checkpoint_keys,
     check_trace_head,
     corrupt_payload,
     load_trace,
-    read_checkpoint_file,
+    read_published,
     read_small_file,
     squash,
+    vouched,
 )
 from twinflow.trace import (
-    GENESIS,
     Checkpoint,
     ConsistencyProof,
     InclusionProof,
@@ -117,20 +118,20 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--checkpoint",
         type=Path,
-        help="a checkpoint JSON file (from `twinflow checkpoint`) the trace must match",
+        help="the checkpoint the trace must match: the C2SP note `twinflow checkpoint --out` "
+        "writes (signed ones are checked with --key)",
     )
     p.add_argument(
         "--key-file",
         type=Path,
         help="file holding the HMAC key the checkpoint must be signed with (bytes as written)",
     )
+    add_checkpoint_keys(p)
     p.add_argument(
-        "--key",
-        type=Path,
-        action="append",
-        metavar="VKEY",
-        help="a verifier key file (from `twinflow keygen`) that must have signed the C2SP "
-        "checkpoint; repeat for cosigners (every key given must have signed)",
+        "--allow-unsigned-tail",
+        action="store_true",
+        help="accept events past the checkpoint's size: they verify as a chain, but the "
+        "checkpoint does not vouch for them (by default such a trace fails)",
     )
     p.add_argument(
         "--allow-incomplete",
@@ -140,75 +141,49 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
     _add_limits(p)
 
 
-def _is_note(data: bytes) -> bool:
-    """A C2SP signed note starts with its origin line; a JSON checkpoint with ``{``."""
-    return data.lstrip()[:1] != b"{"
-
-
-def _open_signed_checkpoint(path: Path, keys: list[Path] | None) -> Checkpoint:
-    """Verify a C2SP signed checkpoint with the given verifier keys; the checkpoint it names.
-
-    Raises:
-        UserError: No key was given, a key file is not a verifier key, or the note does not
-            verify (unsigned by a given key, a bad signature, not a checkpoint).
-    """
-    data = read_small_file(path, "checkpoint")
-    if not keys:
-        raise UserError(
-            f"{path} is a signed checkpoint: give the signer's verifier key with --key VKEY "
-            "(a signature is never passed over unchecked)"
-        )
-    try:
-        verifiers = [_note.parse_verifier_key(read_small_file(k, "key")) for k in keys]
-        opened = _note.open_checkpoint(data, verifiers, required=len(verifiers))
-    except _NOTE_ERRORS as exc:
-        raise CheckFailed(
-            f"{path}: the signed checkpoint does not verify: {squash(exc)}",
-            {"checkpoint": str(path), "problem": {"kind": "signature", "message": squash(exc)}},
-        ) from None
-    body = opened.body
-    # The note carries size and root; the head digest is implied by the root and not compared.
-    return Checkpoint(size=body.size, root=body.root_hash.hex(), head=GENESIS)
-
-
 def _verify(args: argparse.Namespace, out: Output) -> int:
     check_trace_head(args.trace)
-    if (args.key or args.key_file) and not args.checkpoint:
-        raise UserError("--key and --key-file need --checkpoint: a key checks a checkpoint")
-    checkpoint = None
-    if args.checkpoint and _is_note(read_small_file(args.checkpoint, "checkpoint")):
-        if args.key_file:
-            raise UserError("a C2SP signed checkpoint is checked with --key VKEY, not --key-file")
-        checkpoint = _open_signed_checkpoint(args.checkpoint, args.key)
-    elif args.checkpoint:
-        if args.key:
-            raise UserError(
-                f"{args.checkpoint} is a JSON checkpoint: --key checks C2SP signed checkpoints "
-                "(`twinflow checkpoint --sign`); use --key-file for an HMAC signature"
-            )
-        checkpoint = read_checkpoint_file(args.checkpoint)
+    if (args.key or args.key_file or args.origin) and not args.checkpoint:
+        raise UserError("--key, --key-file and --origin need --checkpoint: they check a checkpoint")
+    if args.key and args.key_file:
+        raise UserError("--key checks a signed C2SP note, --key-file an HMAC JSON checkpoint: one")
+    published = read_published(args.checkpoint, args.key, args.origin) if args.checkpoint else None
+    if published is not None and args.key_file and published.form != "json":
+        raise UserError("a C2SP checkpoint is checked with --key VKEY, not --key-file")
     key = _read_key(args.key_file)
     report = verify_agent_trace(
         args.trace,
-        checkpoint=checkpoint,
+        checkpoint=None if published is None else published.checkpoint,
         key=key,
         require_complete=not args.allow_incomplete,
         limits=_limits(args),
+        allow_tail=args.allow_unsigned_tail,
     )
+    signer = None if published is None else vouched(published, key is not None)
     payload = {
         "ok": report.ok,
         "trace": str(args.trace),
         "events": report.events,
         "checkpoint": report.checkpoint.to_json(),
+        "root_encoding": "hex",
+        "covered": report.covered,
+        "coverage": report.coverage(),
+        "signed_by": [] if published is None else list(published.signed_by),
+        "vouched": signer,
         "problem": None if report.problem is None else report.problem.to_json(),
     }
     if report.problem is not None:
         raise CheckFailed(f"{args.trace}: {report.problem}", payload)
     out.document(payload)
-    out.line(f"ok: {args.trace}: {report.events} events verify")
-    out.line(f"root {report.checkpoint.root} (size {report.checkpoint.size})")
-    if checkpoint is None:
+    line = f"ok: {args.trace}: {report.events} events verify"
+    out.line(line if signer is None else f"{line}; {signer}: {report.coverage()}")
+    out.line(f"root (hex) {report.checkpoint.root} (size {report.checkpoint.size})")
+    if published is None:
         out.line("(a hash chain alone does not catch a full rewrite: check a published checkpoint)")
+    elif report.covered is not None and report.covered < report.events:
+        out.line(
+            f"(events {report.covered}-{report.events - 1} are NOT vouched for by the checkpoint)"
+        )
     return EXIT_OK
 
 
@@ -319,6 +294,7 @@ def _configure_prove(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--old-checkpoint", type=Path, help="the earlier checkpoint a consistency proof extends"
     )
+    add_checkpoint_keys(p)
     _add_limits(p)
 
 
@@ -329,8 +305,8 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
         raise UserError("give a TRACE to make a proof, or --check PROOF --checkpoint CP")
     if (args.seq is None) == (args.from_size is None):
         raise UserError("give exactly one of --seq N (inclusion) or --from-size N (consistency)")
-    if args.checkpoint or args.old_checkpoint:
-        raise UserError("--checkpoint and --old-checkpoint go with --check")
+    if args.checkpoint or args.old_checkpoint or args.key or args.origin:
+        raise UserError("--checkpoint, --old-checkpoint, --key and --origin go with --check")
     check_trace_head(args.trace)
     limits = _limits(args)
     try:
@@ -362,7 +338,7 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
         _write_out(args.out, proof_json)
     out.document({"ok": True, "proof": proof_json, **checkpoints})
     out.line(summary)
-    out.line(f"root {checkpoints['checkpoint']['root']}")
+    out.line(f"root (hex) {checkpoints['checkpoint']['root']}")
     for index, node in enumerate(proof_json["path"]):
         out.line(f"  path[{index}] {node}")
     if args.out:
@@ -379,31 +355,34 @@ def _check_proof(args: argparse.Namespace, out: Output) -> int:
         proof = load_proof(read_small_file(args.check, "proof"))
     except TraceFormatError as exc:
         raise UserError(f"{args.check}: not a proof file ({squash(exc)})") from None
-    checkpoint = read_checkpoint_file(args.checkpoint)
+    published = read_published(args.checkpoint, args.key, args.origin)
+    checkpoint = published.checkpoint
+    signed = f" ({vouched(published, False)})"
     try:
         if isinstance(proof, InclusionProof):
             if args.old_checkpoint:
                 raise UserError("an inclusion proof is checked against one --checkpoint")
             check_inclusion(proof, checkpoint)
             summary = (
-                f"ok: event {proof.seq} (digest {proof.event_digest}) is in the checkpoint "
-                f"of size {checkpoint.size}"
+                f"ok: event {proof.seq} (digest (hex) {proof.event_digest}) is in the checkpoint "
+                f"of size {checkpoint.size}{signed}"
             )
         else:
             assert isinstance(proof, ConsistencyProof)
             if args.old_checkpoint is None:
                 raise UserError("a consistency proof needs --old-checkpoint OLD as well")
-            old = read_checkpoint_file(args.old_checkpoint)
+            old = read_published(args.old_checkpoint, args.key, args.origin).checkpoint
             check_consistency(proof, old, checkpoint)
             summary = (
-                f"ok: the checkpoint of size {checkpoint.size} extends the one of size {old.size}"
+                f"ok: the checkpoint of size {checkpoint.size}{signed} extends the one of size "
+                f"{old.size}"
             )
     except InvalidProofError as exc:
         raise CheckFailed(
             f"{args.check}: the proof does not hold: {exc}",
             {"proof": str(args.check), "reason": str(exc)},
         ) from None
-    out.document({"ok": True, "proof": proof.to_json()})
+    out.document({"ok": True, "proof": proof.to_json(), "signed_by": list(published.signed_by)})
     out.line(summary)
     return EXIT_OK
 

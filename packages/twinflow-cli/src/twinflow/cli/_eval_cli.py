@@ -42,6 +42,7 @@ from twinflow.eval import (
     Shard,
     ShardError,
     Summary,
+    TraceMismatchError,
     code_modules,
     compare_runs,
     importing_from,
@@ -428,7 +429,10 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
 
 def _compare(args: argparse.Namespace, out: Output) -> int:
     """List the cases that regressed and improved from run A to run B, with an exact McNemar test."""
-    c = compare_runs(args.a, args.b)
+    try:
+        c = compare_runs(args.a, args.b)
+    except TraceMismatchError as exc:
+        raise CheckFailed(str(exc), {"ok": False, "problem": str(exc)}) from None
     scorers = [{**d.model_dump(), "delta": d.delta} for d in c.scorers]
     out.document({"ok": True, **c.model_dump(), "scorers": scorers})
 

@@ -86,17 +86,19 @@ Command = tuple[Configure, Handler]
 """One command as its module's ``COMMANDS`` defines it (its summary is in the command table)."""
 
 
-def invocation() -> str:
-    """How to type ``twinflow`` in the user's shell, for hints they can paste as they are.
+def invocation(script: str = "twinflow", module: str = "twinflow.cli") -> str:
+    """How to type ``script`` in the user's shell, for hints they can paste as they are.
 
     Under ``uv run`` the workspace's environment is not on the user's own PATH, so a bare
-    ``twinflow`` would fail there; outside it, ``twinflow`` if the shell finds it, else the
-    interpreter that is running now.
+    ``twinflow`` would fail there; outside it, ``script`` if the shell finds it, else the
+    interpreter that is running now with ``-P``: plain ``python -m`` puts the current directory
+    first on ``sys.path``, so a received directory holding ``twinflow/`` or ``argparse.py``
+    would run its own code (a console script does not).
     """
     import shutil
 
     if os.environ.get("UV_RUN_RECURSION_DEPTH"):
-        return "uv run --frozen twinflow"
-    if shutil.which("twinflow"):
-        return "twinflow"
-    return f"{sys.executable} -m twinflow.cli"
+        return f"uv run --frozen {script}"
+    if shutil.which(script):
+        return script
+    return f"{sys.executable} -P -m {module}"

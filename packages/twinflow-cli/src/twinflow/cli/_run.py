@@ -602,6 +602,8 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     out.line(f"next: {tf} show {trace_path}   |   {tf} verify {trace_path}")
     out.line(f"      {tf} replay {trace_path} --spec {spec_path} --mode live")
     out.line(f"      {tf} prove {trace_path} --seq 0   |   {tf} checkpoint {trace_path}")
+    auditor = invocation("twinflow-trace", "twinflow.trace")
+    out.line(f"      an auditor, with only twinflow-trace installed: {auditor} verify {trace_path}")
     if outcome.error is not None:
         say(f"twinflow demo: the agent run failed: {outcome.error}")
         return EXIT_FAILED

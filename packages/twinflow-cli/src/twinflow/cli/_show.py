@@ -21,8 +21,8 @@ from typing import Any
 
 from twinflow.agent import compare_behaviour, render_trace_page, verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
-from twinflow.cli._traces import parse_trace, read_checkpoint_file, read_trace_bytes
-from twinflow.trace import for_terminal, write_replace
+from twinflow.cli._traces import add_checkpoint_keys, parse_trace, read_published, read_trace_bytes
+from twinflow.trace import Checkpoint, for_terminal, write_replace
 from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]
@@ -191,9 +191,27 @@ def _configure_show(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--checkpoint",
         type=Path,
-        help="a published checkpoint (`twinflow checkpoint --json`) the page checks the trace "
-        "against (and its HMAC signature, with a key the reader types)",
+        help="a published checkpoint (the C2SP note `twinflow checkpoint --out` writes; a signed "
+        "one is checked with --key) the trace must match before the page is written; the page "
+        "checks it again",
     )
+    add_checkpoint_keys(p)
+
+
+def _check_before_the_page(args: argparse.Namespace, data: bytes, checkpoint: Checkpoint) -> None:
+    """A checkpoint the trace does not match is the verdict: exit 1, and no page is written.
+
+    Raises:
+        CheckFailed: the trace's events do not match the checkpoint (or it covers fewer events
+            than the trace holds, or more).
+    """
+    matched = verify_agent_trace(data, checkpoint=checkpoint, require_complete=False)
+    if matched.problem is not None:
+        raise CheckFailed(
+            f"{args.trace}: does not match {args.checkpoint}: {_clean(str(matched.problem))}; "
+            f"no page was written",
+            {"ok": False, "trace": str(args.trace), "problem": matched.problem.to_json()},
+        )
 
 
 def _show(args: argparse.Namespace, out: Output) -> int:
@@ -207,12 +225,20 @@ def _show(args: argparse.Namespace, out: Output) -> int:
     report = verify_agent_trace(data, require_complete=False)
     problem = report.problem
     events = _events(data)
-    if args.checkpoint is not None and args.html is None:
-        raise UserError("--checkpoint goes into the page: give --html FILE too")
+    if (args.checkpoint is not None or args.key or args.origin) and args.html is None:
+        raise UserError("--checkpoint, --key and --origin go into the page: give --html FILE too")
+    if (args.key or args.origin) and args.checkpoint is None:
+        raise UserError("--key and --origin check a checkpoint: give --checkpoint CP too")
     if args.html is not None:
-        checkpoint = (
-            None if args.checkpoint is None else read_checkpoint_file(args.checkpoint).to_json()
-        )
+        checkpoint = None
+        if args.checkpoint is not None:
+            published = read_published(args.checkpoint, args.key, args.origin)
+            if problem is None:  # a broken trace is the verdict already (its page says where)
+                _check_before_the_page(args, data, published.checkpoint)
+            # A note carries no head digest: the page compares size and root.
+            checkpoint = {"size": published.checkpoint.size, "root": published.checkpoint.root}
+            if published.form == "json":
+                checkpoint = published.checkpoint.to_json()
         page = render_trace_page(data, args.trace.name, checkpoint)
         # A page is a report: written whole, never through a planted link (docs/adr/0050).
         write_replace(args.html, page.encode("utf-8"), durable=False)

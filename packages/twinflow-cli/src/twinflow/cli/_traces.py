@@ -7,6 +7,7 @@ read whole up to a bound, so a huge file named by mistake is refused, not loaded
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,11 @@ from twinflow.cli._output import CheckFailed
 from twinflow.trace import (
     LINE_PREFIX,
     Checkpoint,
+    PublishedCheckpoint,
+    SignatureError,
     TraceCorruptError,
-    TraceFormatError,
-    canonical_bytes,
     open_regular,
-    parse_json,
+    read_published_checkpoint,
     read_regular,
 )
 from twinflow.vocab import UserError
@@ -28,14 +29,17 @@ from twinflow.vocab import UserError
 __all__ = [
     "MAX_SMALL_FILE",
     "UnreadableTrace",
+    "add_checkpoint_keys",
     "check_trace_head",
     "corrupt_payload",
     "load_trace",
     "parse_trace",
     "read_checkpoint_file",
+    "read_published",
     "read_small_file",
     "read_trace_bytes",
     "squash",
+    "vouched",
 ]
 
 MAX_SMALL_FILE = 1024 * 1024
@@ -120,20 +124,54 @@ def read_small_file(path: Path, what: str) -> bytes:
 
 
 def read_checkpoint_file(path: Path) -> Checkpoint:
-    """A JSON checkpoint file (``twinflow checkpoint --out``, or its ``--json`` output).
+    """An unsigned checkpoint file (a C2SP note body, or JSON) through the one reader.
 
     Raises:
-        UserError: the file is not a checkpoint.
+        UserError: the file is not a checkpoint, or is a signed note (which needs --key).
+    """
+    return read_published(path, None).checkpoint
+
+
+def read_published(
+    path: Path, keys: list[Path] | None, origin: str | None = None
+) -> PublishedCheckpoint:
+    """Read a checkpoint file and check its signatures (`read_published_checkpoint`).
+
+    Raises:
+        UserError: Not a checkpoint, or keys that do not fit the file (exit 2).
+        CheckFailed: A signature does not verify or is for another origin (exit 1).
     """
     data = read_small_file(path, "checkpoint")
     try:
-        value = parse_json(data, max_depth=4)
-        if isinstance(value, dict):
-            value.pop("ok", None)  # `twinflow checkpoint --json` output is accepted as is
-        return Checkpoint.from_json(canonical_bytes(value))
-    except (TraceFormatError, ValueError) as exc:
-        raise UserError(f"{path}: not a checkpoint file ({squash(exc)})") from None
-    except UserError:
-        raise
-    except Exception as exc:  # CanonicalError: not JSON at all
-        raise UserError(f"{path}: not a checkpoint file ({squash(exc)})") from None
+        return read_published_checkpoint(
+            data, [read_small_file(k, "key") for k in keys or ()], where=str(path), origin=origin
+        )
+    except SignatureError as exc:
+        raise CheckFailed(
+            squash(exc),
+            {"checkpoint": str(path), "problem": {"kind": "signature", "message": squash(exc)}},
+        ) from None
+
+
+def vouched(published: PublishedCheckpoint, hmac: bool) -> str:
+    """Who vouches for the checkpoint: ``signed by KEY...``, or how it is not signed."""
+    if published.signed_by:
+        return f"signed by {', '.join(published.signed_by)}"
+    return "checkpoint (HMAC-signed)" if hmac else "checkpoint (unsigned)"
+
+
+def add_checkpoint_keys(p: argparse.ArgumentParser) -> None:
+    """--key and --origin: how a signed checkpoint note given to a command is checked."""
+    p.add_argument(
+        "--key",
+        type=Path,
+        action="append",
+        metavar="VKEY",
+        help="a verifier key file (from `twinflow keygen`) that must have signed the C2SP "
+        "checkpoint note; repeat for cosigners (every key given must have signed)",
+    )
+    p.add_argument(
+        "--origin",
+        help="the log the signed checkpoint must be for (default: the first --key's name, what "
+        "`checkpoint --sign` writes); a note signed for another log is refused",
+    )

@@ -10,6 +10,7 @@ Errors::
         ├── DatasetError (also a UserError)            a dataset file that cannot be used (file:line: key: why)
         ├── RunDirError (also a UserError)             a run directory that is missing, foreign or inconsistent
         ├── ShardError (also a UserError)              a bad ``--shard i/n`` or shards that do not fit together
+        ├── TraceMismatchError                         a trace the results name is missing, unverified or not the recorded one
         ├── ScorerError (also a UserError)             a scorer spec that cannot be built (unknown dotted path...)
         ├── EvalValueError (also UserError, ValueError)  a case, scorer, score or result built with a bad field
         └── RunAborted                                 the model could not be reached; finished cases are kept
@@ -28,6 +29,7 @@ from twinflow.eval._errors import (
     RunDirError,
     ScorerError,
     ShardError,
+    TraceMismatchError,
 )
 from twinflow.eval._observe import Observation, ToolCallRecord, observe
 from twinflow.eval._report import (
@@ -121,6 +123,7 @@ __all__ = [
     "Summary",
     "ToolCallRecord",
     "ToolCalls",
+    "TraceMismatchError",
     "YamlLimits",
     "case_key",
     "code_modules",

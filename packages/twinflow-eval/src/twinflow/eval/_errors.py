@@ -12,6 +12,7 @@ __all__ = [
     "RunDirError",
     "ScorerError",
     "ShardError",
+    "TraceMismatchError",
 ]
 
 
@@ -25,6 +26,11 @@ class DatasetError(EvalError, UserError):
 
 class RunDirError(EvalError, UserError):
     """A run directory that is missing, belongs to another dataset, or does not hold together."""
+
+
+class TraceMismatchError(EvalError):
+    """A trace a run directory's results name is missing, does not verify, or is not the trace
+    the results recorded (its checkpoint differs): the results cannot be trusted as they are."""
 
 
 class ShardError(EvalError, UserError):

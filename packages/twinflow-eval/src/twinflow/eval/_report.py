@@ -22,7 +22,7 @@ from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 from twinflow.eval._stats import wilson_interval
-from twinflow.trace import TraceCorruptError, read_regular, write_replace
+from twinflow.trace import TraceCorruptError, read_inside, write_replace
 
 __all__ = [
     "CaseDetail",
@@ -106,8 +106,8 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
             details[result.key] = CaseDetail(**given)
             continue
         try:
-            data = read_regular(run_dir / result.trace)
-        except OSError:
+            data = read_inside(run_dir, result.trace, what="results.json")
+        except OSError:  # missing or unreadable; a link or a non-file raises UnsafePathError
             details[result.key] = CaseDetail(**given)
             continue
         # Not synced: a page is regenerated from its trace whenever the reports are written.

@@ -31,7 +31,7 @@ from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunDirError, ShardError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._scorers import Score
-from twinflow.trace import Checkpoint, PlantedLinkError, read_regular
+from twinflow.trace import Checkpoint, PlantedLinkError, read_inside
 
 __all__ = [
     "CaseResult",
@@ -265,13 +265,14 @@ def refuse_planted_links(run_dir: Path) -> None:
 
 
 def read_json_model(path: Path, model: type[M]) -> M:
-    """Read a JSON file as ``model``.
+    """Read a JSON file as ``model``; a symbolic link or a FIFO at its name is refused.
 
     Raises:
         RunDirError: The file is missing or is not a valid ``model``.
+        UnsafePathError: The name is a symbolic link or not a regular file.
     """
     try:
-        return model.model_validate_json(read_regular(path))
+        return model.model_validate_json(read_inside(path.parent, path.name, what=path.name))
     except FileNotFoundError:
         raise RunDirError(f"{path}: no such file; is this a twinflow eval run directory?") from None
     except ValidationError as exc:

@@ -15,6 +15,7 @@ the driver verifies them before it writes the trace and the result (docs/adr/004
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import shutil
@@ -36,6 +37,7 @@ from twinflow.eval._results import (
     RunManifest,
     Shard,
     Summary,
+    case_key,
     read_json_model,
     refuse_planted_links,
     select_keys,
@@ -58,6 +60,7 @@ from twinflow.trace import (
     TraceCorruptError,
     TraceSink,
     hold_directory,
+    open_inside,
     write_replace,
 )
 from twinflow.vocab import canonical_bytes
@@ -121,9 +124,14 @@ def score_trace(
     """
     relative = f"traces/{key}.jsonl"
     path = run_dir / relative
-    # Streamed from the file (bounded memory); a FIFO or device planted at the name is
-    # refused unread, like a missing trace.
-    source = path if path.is_file() else b""
+    # Streamed from the file (bounded memory), once `open_inside` has checked the name: no
+    # link at any component, a regular file (a FIFO or device is refused unread).
+    try:
+        with open_inside(run_dir, relative, what="the case's trace"):
+            pass
+        source: Path | bytes = path
+    except FileNotFoundError:
+        source = b""
     return _score_bytes(source, relative, case, repeat, key, scorers, latency_s)
 
 
@@ -508,6 +516,7 @@ def _rescore_dir(run_dir: Path, manifest: RunManifest, recorded: EvalResults) ->
             raise RunDirError(
                 f"{run_dir}/results.json: case {result.case_id!r} is not in the run's dataset"
             )
+        _check_key(run_dir, result)
         scorers = manifest.dataset.scorers_for(case)
         results.append(
             score_trace(run_dir, case, result.repeat, result.key, scorers, latency[result.key])
@@ -520,6 +529,31 @@ def _rescore_dir(run_dir: Path, manifest: RunManifest, recorded: EvalResults) ->
         summary=Summary.of(results),
         cases=tuple(results),
     )
+
+
+def _check_key(run_dir: Path, result: CaseResult) -> None:
+    """A recorded key names the case's files: it must be the one its case and repeat make."""
+    if result.key != case_key(result.case_id, result.repeat):
+        raise RunDirError(
+            f"{run_dir}/results.json: case {result.case_id!r} repeat {result.repeat} is recorded "
+            f"under the key {result.key!r:.100}, not {case_key(result.case_id, result.repeat)!r}; "
+            "the file was edited"
+        )
+
+
+def _trace_sources(by_key: dict[str, tuple[Path, CaseResult]]) -> None:
+    """Check every trace a shard's ``results.json`` names before anything is written.
+
+    Each must be a regular file inside its shard directory (`open_inside`): a path that is
+    absolute, climbs out or passes through a link is refused here, so the merged directory is
+    not even created.
+    """
+    for source_dir, recorded in by_key.values():
+        with (
+            contextlib.suppress(FileNotFoundError),
+            open_inside(source_dir, recorded.trace, what="results.json"),
+        ):
+            pass
 
 
 @_one_writer("run_dir")
@@ -606,6 +640,11 @@ def merge_runs(
         raise RunDirError(f"{target} is not empty; merge into a new directory")
     dataset = loaded[0][1].dataset
     items = select_keys(dataset, None)
+    by_key = {r.key: (path, r) for path, _, results in loaded for r in results.cases}
+    for _, _, key in items:
+        if key not in by_key:
+            raise ShardError(f"case {key} is in no shard's results")
+    _trace_sources(by_key)
     code_dirs = tuple(dict.fromkeys(d for _, m, _ in loaded for d in m.code_dirs))
     identities = {m.identity for _, m, _ in loaded}
     manifest = RunManifest(
@@ -618,14 +657,14 @@ def merge_runs(
         identity=identities.pop() if len(identities) == 1 else None,
     )
     _prepare(target, manifest)
-    by_key = {r.key: (path, r) for path, _, results in loaded for r in results.cases}
     for case, repeat, key in items:
-        if key not in by_key:
-            raise ShardError(f"case {key} is in no shard's results")
         source_dir, recorded = by_key[key]
-        source = source_dir / recorded.trace
-        if source.is_file():
-            shutil.copyfile(source, target / "traces" / f"{key}.jsonl")
+        with (
+            contextlib.suppress(FileNotFoundError),
+            open_inside(source_dir, recorded.trace, what="results.json") as source,
+            (target / "traces" / f"{key}.jsonl").open("xb") as copy,
+        ):
+            shutil.copyfileobj(source, copy)
         with importing_from(code_dirs):
             result = score_trace(
                 target, case, repeat, key, dataset.scorers_for(case), recorded.latency_s

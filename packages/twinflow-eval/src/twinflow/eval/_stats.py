@@ -9,9 +9,12 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
+from twinflow.agent import Trace
+from twinflow.eval._errors import TraceMismatchError
 from twinflow.eval._frozen import EvalValue
-from twinflow.eval._observe import observe_file
+from twinflow.eval._observe import observe
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
+from twinflow.trace import TraceCorruptError, read_inside
 
 __all__ = [
     "Comparison",
@@ -228,19 +231,50 @@ def compare_results(
 
 
 def _outputs(run_dir: Path, results: EvalResults) -> dict[str, JsonValue]:
+    """Each scored case's accepted output, read from its verified trace."""
     out: dict[str, JsonValue] = {}
     for result in results.cases:
-        seen = observe_file(run_dir / result.trace)
-        if seen is not None:
-            out[result.key] = seen.output
+        if result.status == "flagged":  # its trace did not verify when scored: no output
+            continue
+        where = f"{run_dir}/results.json: case {result.key}"
+        try:
+            data = read_inside(run_dir, result.trace, what="results.json")
+        except FileNotFoundError:
+            raise TraceMismatchError(
+                f"{where} names the trace {result.trace!r:.200}, which is missing; "
+                "compare needs every scored case's trace"
+            ) from None
+        try:
+            trace = Trace.load(data)
+        except TraceCorruptError as exc:
+            raise TraceMismatchError(
+                f"{where}: its trace {result.trace!r:.200} does not verify "
+                f"({exc.report.problem}); it was altered after it was scored"
+            ) from None
+        actual = trace.checkpoint()
+        recorded = result.checkpoint
+        if (actual.size, actual.root) != (recorded.size, recorded.root):
+            raise TraceMismatchError(
+                f"{where}: its trace {result.trace!r:.200} (size {actual.size}, root "
+                f"{actual.root[:12]}) is not the one the results recorded (size "
+                f"{recorded.size}, root {recorded.root[:12]}); a trace or the results were "
+                "replaced"
+            )
+        out[result.key] = observe(trace).output
     return out
 
 
 def compare_runs(a: str | Path, b: str | Path) -> Comparison:
-    """`compare_results` over two run directories' ``results.json``.
+    """`compare_results` over two run directories' ``results.json``, their traces verified.
+
+    Every case that was scored (not flagged) must have its trace, inside its run directory, and
+    the trace must verify and be the one the results recorded (same size and Merkle root): a
+    comparison of results whose traces were altered or removed would compare nothing.
 
     Raises:
         RunDirError: A directory has no valid ``results.json``.
+        UnsafePathError: ``results.json`` names a trace outside its directory or through a link.
+        TraceMismatchError: A scored case's trace is missing, does not verify, or differs.
     """
     run_a, run_b = Path(a), Path(b)
     results_a = read_json_model(run_a / "results.json", EvalResults)

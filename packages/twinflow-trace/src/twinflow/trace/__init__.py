@@ -17,6 +17,8 @@ catches every package's); this package's own tree::
         │   ├── PlantedLinkError                   the target or its directory is a symbolic link: refused
         │   ├── DirectoryBusyError                 another process holds the directory's writer lock
         │   └── TargetExistsError (also FileExistsError)  the name is taken: never written over
+        ├── UnsafePathError (also ValueError)      a path a received file names leaves its directory,
+        │                                          or reaches a link or a non-file (`.directory`, `.path`)
         ├── TraceCorruptError                      a trace that does not verify, read as events (`.report`)
         ├── SignatureError                         a checkpoint signature missing, empty-keyed or wrong
         ├── InvalidProofError (also ValueError)    an inclusion / consistency proof fails
@@ -44,6 +46,7 @@ from twinflow.trace._errors import TraceCorruptError as TraceCorruptError
 from twinflow.trace._errors import TraceError as TraceError
 from twinflow.trace._errors import TraceFormatError as TraceFormatError
 from twinflow.trace._errors import TwinflowError as TwinflowError
+from twinflow.trace._errors import UnsafePathError as UnsafePathError
 from twinflow.trace._errors import UserError as UserError
 from twinflow.trace._lazy import lazy_exports as lazy_exports
 
@@ -71,6 +74,8 @@ if TYPE_CHECKING:
     from twinflow.trace._files import WRITER_LOCK as WRITER_LOCK
     from twinflow.trace._files import create_exclusive as create_exclusive
     from twinflow.trace._files import hold_directory as hold_directory
+    from twinflow.trace._files import open_inside as open_inside
+    from twinflow.trace._files import read_inside as read_inside
     from twinflow.trace._files import write_new as write_new
     from twinflow.trace._files import write_replace as write_replace
     from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
@@ -92,6 +97,8 @@ if TYPE_CHECKING:
     from twinflow.trace._merkle import verify_inclusion as verify_inclusion
     from twinflow.trace._open import open_regular as open_regular
     from twinflow.trace._open import read_regular as read_regular
+    from twinflow.trace._published import PublishedCheckpoint as PublishedCheckpoint
+    from twinflow.trace._published import read_published_checkpoint as read_published_checkpoint
     from twinflow.trace._repair import RepairResult as RepairResult
     from twinflow.trace._repair import repair_trace as repair_trace
     from twinflow.trace._sink import FileTraceSink as FileTraceSink
@@ -146,6 +153,8 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "WRITER_LOCK",
             "create_exclusive",
             "hold_directory",
+            "open_inside",
+            "read_inside",
             "write_new",
             "write_replace",
         ),
@@ -170,6 +179,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "verify_consistency",
             "verify_inclusion",
         ),
+        "_published": ("PublishedCheckpoint", "read_published_checkpoint"),
         "_open": ("open_regular", "read_regular"),
         "_untrusted": (
             "REDACTED",

@@ -1,10 +1,16 @@
-"""``python -m twinflow.trace verify TRACE [--checkpoint CP [--key VKEY]...]``: the auditor's verifier.
+"""``twinflow-trace verify TRACE [--checkpoint CP [--key VKEY]...]``: the auditor's verifier.
 
-Checks the format, digests, chain and completeness, and a checkpoint (a JSON one, or a C2SP
-signed note checked against the verifier keys given, every one of which must have signed), with
-nothing but the standard library (the event bodies' typed schema is the agent's, checked by
-``twinflow verify``). Exit 0 when the trace verifies, 1 when a check fails, 2 for a usage error or
-unreadable input; one line on stderr for every failure.
+Checks the format, digests, chain and completeness, and a checkpoint (a C2SP checkpoint note,
+signed and checked against the verifier keys given, every one of which must have signed, for the
+origin expected; or unsigned), with nothing but the standard library (the event bodies' typed
+schema is the agent's, checked by ``twinflow verify``). A checkpoint that covers fewer events
+than the trace holds fails unless ``--allow-unsigned-tail``; the ok line says which events it
+covers. Exit 0 when the trace verifies, 1 when a check fails, 2 for a usage error or unreadable
+input; one line on stderr for every failure.
+
+Run it as the ``twinflow-trace`` console script, or as ``python -P -m twinflow.trace``: plain
+``python -m`` puts the current directory first on ``sys.path``, so a received bundle holding a
+``twinflow/`` or ``argparse.py`` would run its own code.
 """
 
 from __future__ import annotations
@@ -14,20 +20,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from twinflow.trace import _note
-from twinflow.trace._checkpoint import Checkpoint
-from twinflow.trace._errors import TwinflowError, UserError
-from twinflow.trace._format import GENESIS, Limits
+from twinflow.trace._errors import SignatureError, TwinflowError, UserError
+from twinflow.trace._format import Limits
 from twinflow.trace._open import read_regular
+from twinflow.trace._published import PublishedCheckpoint, read_published_checkpoint
 from twinflow.trace._verify import verify_trace
 
 __all__ = ["main"]
 
 _MAX_FILE = 1024 * 1024
-
-
-class _Refused(Exception):
-    """Internal: a checkpoint's signature does not verify (exit 1)."""
 
 
 def _read(path: Path) -> bytes:
@@ -37,22 +38,11 @@ def _read(path: Path) -> bytes:
     return data
 
 
-def _checkpoint(path: Path, keys: list[Path] | None) -> Checkpoint:
-    """A JSON checkpoint, or the checkpoint a C2SP note names once every key given verified it."""
-    data = _read(path)
-    if data.lstrip()[:1] == b"{":
-        if keys:
-            raise UserError(f"{path} is a JSON checkpoint: --key checks C2SP signed notes")
-        return Checkpoint.from_json(data)
-    if not keys:
-        raise UserError(f"{path} is a signed checkpoint: give its signer's verifier key with --key")
-    try:
-        verifiers = [_note.parse_verifier_key(_read(k)) for k in keys]
-        body = _note.open_checkpoint(data, verifiers, required=len(verifiers)).body
-    except _note.NoteError as exc:
-        raise _Refused(f"{path}: the signed checkpoint does not verify: {exc}") from None
-    # The note carries size and root; the head digest is implied by the root and not compared.
-    return Checkpoint(size=body.size, root=body.root_hash.hex(), head=GENESIS)
+def _vouched(published: PublishedCheckpoint, hmac: bool) -> str:
+    """Who vouches for the checkpoint: ``signed by KEY...``, or how it is not signed."""
+    if published.signed_by:
+        return f"signed by {', '.join(published.signed_by)}"
+    return "checkpoint (HMAC-signed)" if hmac else "checkpoint (unsigned)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,9 +51,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     verify = sub.add_parser("verify", help="verify a trace file")
     verify.add_argument("trace", type=Path)
-    verify.add_argument("--checkpoint", type=Path, help="a JSON or C2SP checkpoint to match")
+    verify.add_argument("--checkpoint", type=Path, help="the C2SP checkpoint note to match")
     verify.add_argument(
         "--key", type=Path, action="append", help="a verifier key that signed the C2SP checkpoint"
+    )
+    verify.add_argument(
+        "--origin", help="the log the checkpoint must be for (default: the first key's name)"
+    )
+    verify.add_argument(
+        "--allow-unsigned-tail",
+        action="store_true",
+        help="accept events past the checkpoint's size (they are not vouched for)",
     )
     verify.add_argument(
         "--key-file", type=Path, help="the HMAC key a JSON checkpoint is signed with"
@@ -71,16 +69,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     verify.add_argument("--allow-incomplete", action="store_true")
     args = parser.parse_args(argv)
     try:
-        checkpoint = _checkpoint(args.checkpoint, args.key) if args.checkpoint else None
+        if (args.key or args.origin) and not args.checkpoint:
+            raise UserError("--key and --origin need --checkpoint: they check a checkpoint")
+        published: PublishedCheckpoint | None = None
+        if args.checkpoint:
+            published = read_published_checkpoint(
+                _read(args.checkpoint),
+                [_read(k) for k in args.key or ()],
+                where=str(args.checkpoint),
+                origin=args.origin,
+            )
         key = _read(args.key_file) if args.key_file else None
         report = verify_trace(
             args.trace,
-            checkpoint=checkpoint,
+            checkpoint=None if published is None else published.checkpoint,
             key=key,
             require_complete=not args.allow_incomplete,
             limits=Limits(),
+            allow_tail=args.allow_unsigned_tail,
         )
-    except _Refused as exc:
+    except SignatureError as exc:
         print(f"twinflow-trace: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
     except (OSError, TwinflowError) as exc:
@@ -89,7 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if report.problem is not None:
         print(f"twinflow-trace: {args.trace}: {report.problem}", file=sys.stderr)
         return 1
-    print(f"ok: {args.trace}: {report.events} events verify; root {report.checkpoint.root}")
+    line = f"ok: {args.trace}: {report.events} events verify; root (hex) {report.checkpoint.root}"
+    if published is not None:
+        line += f"; {_vouched(published, key is not None)}: {report.coverage()}"
+    print(line)
     return 0
 
 

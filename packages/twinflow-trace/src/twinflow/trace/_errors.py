@@ -28,6 +28,7 @@ __all__ = [
     "TraceError",
     "TraceFormatError",
     "TwinflowError",
+    "UnsafePathError",
     "UserError",
 ]
 
@@ -134,6 +135,35 @@ class DirectoryBusyError(FileWriteError):
 
 class TargetExistsError(FileWriteError, FileExistsError):
     """The name is taken (a file, a directory, a link): a new file is never written over one."""
+
+
+class UnsafePathError(TraceError, ValueError):
+    """A path a received file names leaves its directory, or reaches a link or a non-file.
+
+    Attributes:
+        directory: The directory the path is relative to.
+        path: The path as the received file names it.
+    """
+
+    def __init__(self, message: str, *, directory: str | os.PathLike[str], path: str) -> None:
+        """Create the error.
+
+        Args:
+            message: What is wrong, naming the directory and the path.
+            directory: The directory the path is relative to.
+            path: The path as named.
+        """
+        super().__init__(message)
+        self.directory = os.fspath(directory)
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle with the directory and path."""
+        return (_rebuild_unsafe_path, (str(self.args[0]), self.directory, self.path))
+
+
+def _rebuild_unsafe_path(message: str, directory: str, path: str) -> UnsafePathError:
+    return UnsafePathError(message, directory=directory, path=path)
 
 
 class TraceCorruptError(TraceError):

@@ -24,6 +24,13 @@ redirect the write.
 The temporary names hold the process id and a counter, not random bytes: this leaf reads no
 entropy (randomness enters the workspace only through `twinflow.kernel`), and the exclusive
 creation is what keeps two writers apart.
+
+Reading a path that a received file names (a run directory's ``results.json`` naming a trace,
+say) is the mirror image, `open_inside` / `read_inside`: the path is resolved inside the
+directory it is relative to, one component at a time with ``O_NOFOLLOW``, and refused
+(`UnsafePathError`) if it is absolute, empty, holds ``.``/``..`` or a NUL, passes through a
+symbolic link at any component, or ends at something other than a regular file (a FIFO would
+block the reader). The directory itself is the one the user named, and is opened as named.
 """
 
 from __future__ import annotations
@@ -35,16 +42,28 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from twinflow.trace._errors import (
     DirectoryBusyError,
     FileWriteError,
     PlantedLinkError,
     TargetExistsError,
+    UnsafePathError,
 )
 from twinflow.trace._untrusted import scrub_bytes
 
-__all__ = ["WRITER_LOCK", "create_exclusive", "hold_directory", "write_new", "write_replace"]
+__all__ = [
+    "WRITER_LOCK",
+    "create_exclusive",
+    "hold_directory",
+    "open_inside",
+    "read_inside",
+    "write_new",
+    "write_replace",
+]
+
+_MAX_NAMED_PATH = 4096
 
 WRITER_LOCK = ".twinflow-writer.lock"
 """The file in a directory whose lock its one writer holds (`hold_directory`)."""
@@ -292,3 +311,141 @@ def write_replace(
             raise _failed(target, exc) from None
 
     _write_through(target, data, durable=durable, mode=mode, take_name=rename)
+
+
+def _components(directory: Path, relative: object, what: str) -> list[str]:
+    """The components of a named path, or `UnsafePathError` for one that could leave."""
+
+    def refuse(why: str) -> UnsafePathError:
+        shown = repr(relative)[:200]
+        return UnsafePathError(
+            f"{directory}: {what} names the path {shown}, which {why}; a path a received file "
+            "names must stay inside its directory: nothing was read from it",
+            directory=directory,
+            path=str(relative)[:_MAX_NAMED_PATH],
+        )
+
+    if not isinstance(relative, str) or not relative:
+        raise refuse("is not a non-empty relative path")
+    if len(relative) > _MAX_NAMED_PATH or "\0" in relative:
+        raise refuse("is too long or holds a NUL character")
+    if relative.startswith("/"):
+        raise refuse("is absolute")
+    parts = relative.split("/")
+    if ".." in parts:
+        raise refuse("climbs out with '..'")
+    if any(p in ("", ".") for p in parts):
+        raise refuse("has an empty or '.' component")
+    return parts
+
+
+def open_inside(
+    directory: str | os.PathLike[str], relative: object, *, what: str = "a received file"
+) -> BinaryIO:
+    """Open for reading a regular file that a received file names, inside ``directory``.
+
+    Args:
+        directory: The directory the path is relative to (opened as the user named it).
+        relative: The path as the received file names it (``traces/a@1.jsonl``); anything but
+            a relative POSIX path of plain components is refused.
+        what: Which file named the path (``results.json``), for the error message.
+
+    Returns:
+        The open file (binary, positioned at its start); the caller closes it.
+
+    Raises:
+        UnsafePathError: The path is absolute, climbs out, holds ``.``/empty components, passes
+            through a symbolic link at any component, or is not a regular file.
+        FileNotFoundError: Nothing has that name (the caller decides what a missing file means).
+        OSError: The directory or file cannot be opened for another reason.
+    """
+    root = Path(directory)
+    parts = _components(root, relative, what)
+    name = "/".join(parts)
+    nofollow = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            flags = os.O_RDONLY | nofollow | (os.O_NONBLOCK if last else os.O_DIRECTORY)
+            try:
+                st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                raise FileNotFoundError(
+                    errno.ENOENT, f"{root}: {what} names {name!r:.200}, which does not exist"
+                ) from None
+            if stat.S_ISLNK(st.st_mode):
+                raise UnsafePathError(
+                    f"{root}: {what} names {name!r:.200}, whose component {part!r:.100} is a "
+                    "symbolic link; links in a received directory are never followed: nothing "
+                    "was read from it",
+                    directory=root,
+                    path=name,
+                )
+            wanted = stat.S_ISREG if last else stat.S_ISDIR
+            if not wanted(st.st_mode):
+                kind = "a regular file" if last else "a directory"
+                raise UnsafePathError(
+                    f"{root}: {what} names {name!r:.200}, whose component {part!r:.100} is "
+                    f"not {kind} (a FIFO or device would block or never end): nothing was read",
+                    directory=root,
+                    path=name,
+                )
+            try:
+                next_fd = os.open(part, flags, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
+                    raise UnsafePathError(
+                        f"{root}: {what} names {name!r:.200}, which changed into a link or "
+                        "a non-file while it was opened: nothing was read from it",
+                        directory=root,
+                        path=name,
+                    ) from None
+                raise
+            os.close(fd)
+            fd = next_fd
+        # Checked again on the open descriptor: what was opened is what is read.
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePathError(
+                f"{root}: {what} names {name!r:.200}, which is not a regular file: nothing "
+                "was read from it",
+                directory=root,
+                path=name,
+            )
+        os.set_blocking(fd, True)
+        opened = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    return opened
+
+
+def read_inside(
+    directory: str | os.PathLike[str],
+    relative: object,
+    *,
+    what: str = "a received file",
+    max_bytes: int | None = None,
+) -> bytes:
+    """The bytes of the regular file a received file names, inside ``directory`` (`open_inside`).
+
+    Args:
+        directory: The directory the path is relative to.
+        relative: The path as named.
+        what: Which file named the path, for the error message.
+        max_bytes: Refuse a file larger than this (None: no limit).
+
+    Raises:
+        UnsafePathError: As `open_inside`, or the file is larger than ``max_bytes``.
+        FileNotFoundError: Nothing has that name.
+        OSError: The file cannot be read.
+    """
+    with open_inside(directory, relative, what=what) as f:
+        data = f.read() if max_bytes is None else f.read(max_bytes + 1)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise UnsafePathError(
+            f"{directory}: {what} names {relative!r:.200}, which is over {max_bytes} bytes",
+            directory=directory,
+            path=str(relative),
+        )
+    return data

@@ -23,8 +23,10 @@ the event before. The first line that breaks a rule is classified:
   number, or an event with a number already passed;
 - ``truncated``: the last line has no newline (a writer cut off mid-line); every earlier
   event still verifies and `repair_trace` moves the partial line aside;
-- ``checkpoint`` / ``signature``: the events do not match a given checkpoint, or its
-  signature does not match the key (or it is signed and no key was given).
+- ``checkpoint`` / ``signature``: the events do not match a given checkpoint, or the trace
+  holds events past the checkpoint and the caller did not accept an uncovered tail (a
+  checkpoint of events 0-4 says nothing about events 5-9: anyone can append or re-chain them),
+  or its signature does not match the key (or it is signed and no key was given).
 
 A hash chain alone catches accidental and partial edits. A full rewrite that recomputes every
 digest and ``prev`` verifies: only a checkpoint published before the rewrite catches it.
@@ -32,6 +34,7 @@ digest and ``prev`` verifies: only a checkpoint published before the rewrite cat
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import os
@@ -147,6 +150,18 @@ class VerificationReport:
     """Checkpoint of the good prefix."""
     problem: Problem | None
     """The first problem, if any."""
+    covered: int | None = None
+    """How many events (seqs ``0..covered-1``) the given checkpoint vouches for; None without one.
+
+    Less than ``events`` only when the caller accepted an uncovered tail."""
+
+    def coverage(self) -> str | None:
+        """``events 0-4 of 10`` (what the checkpoint covers), or None without a checkpoint."""
+        if self.covered is None:
+            return None
+        if self.covered == 0:
+            return f"no events of {self.events}"
+        return f"events 0-{self.covered - 1} of {self.events}"
 
 
 class VerifiedEvent(NamedTuple):
@@ -595,13 +610,14 @@ def verify_trace(
     require_complete: bool = True,
     limits: Limits | None = None,
     check: Callable[[dict[str, Any]], object] | None = None,
+    allow_tail: bool = False,
 ) -> VerificationReport:
     """Verify a trace, streaming, and name the first problem.
 
     Args:
         source: A trace file path, or the trace's bytes.
-        checkpoint: A checkpoint the trace must match (its first ``size`` events); the trace may
-            extend past it.
+        checkpoint: A checkpoint the trace must match (its first ``size`` events). A trace that
+            holds more events than it covers is a ``checkpoint`` problem unless ``allow_tail``.
         key: The HMAC key ``checkpoint`` must be signed with. A signed checkpoint given without a
             key is a ``signature`` problem: a signature is never passed over silently.
         require_complete: Require the trace to end with ``run_finished`` or ``run_failed``,
@@ -609,6 +625,8 @@ def verify_trace(
         limits: Line-size and nesting limits (default `Limits()`).
         check: Called with each event (a JSON object) that passed every other rule; raising
             `ValueError` makes it a ``not_event`` problem (the agent checks its typed models here).
+        allow_tail: Accept events past ``checkpoint.size`` (a run that went on after a
+            checkpoint was published); the report's ``covered`` says how many are vouched for.
 
     Returns:
         The report; ``ok`` is False when there is a problem.
@@ -621,11 +639,16 @@ def verify_trace(
     walk = _Walk(source, limits or Limits(), check, marks)
     walk.finish(require_complete)
     if walk.problem is None and checkpoint is not None:
-        walk.problem = _check_checkpoint(walk, checkpoint, key)
-    return walk.report()
+        walk.problem = _check_checkpoint(walk, checkpoint, key, allow_tail)
+    report = walk.report()
+    if checkpoint is None or walk.problem is not None:
+        return report
+    return dataclasses.replace(report, covered=checkpoint.size)
 
 
-def _check_checkpoint(walk: _Walk, checkpoint: Checkpoint, key: bytes | None) -> Problem | None:
+def _check_checkpoint(
+    walk: _Walk, checkpoint: Checkpoint, key: bytes | None, allow_tail: bool
+) -> Problem | None:
     size = walk.frontier.size
     n = checkpoint.size
     if checkpoint.signature is not None or key is not None:
@@ -655,6 +678,18 @@ def _check_checkpoint(walk: _Walk, checkpoint: Checkpoint, key: bytes | None) ->
                 "was rewritten (chain and digests recomputed) or this is another trace; the "
                 "checkpoint commits to them as a whole, so `twinflow diff` against the "
                 "published trace names the first that differs"
+            ),
+        )
+    if n < size and not allow_tail:
+        covered = f"events 0-{n - 1}" if n else "no events"
+        return Problem(
+            kind="checkpoint",
+            seq=n,
+            line=n + 1,
+            message=(
+                f"the checkpoint covers {covered} of {size}: events {n}-{size - 1} are not "
+                "vouched for by it (anyone can append or re-chain them); check a checkpoint of "
+                "the whole trace, or accept the uncovered tail explicitly"
             ),
         )
     return None
