@@ -51,6 +51,10 @@ def ray_executor() -> Iterator[Any]:
     from twinflow.kernel import RayExecutor
 
     code_dirs = [str(p) for p in sorted(_ROOT.glob("packages/*/tests")) if p.is_dir()]
+    # The suite runs on busy two-core machines, where a worker's start has taken more than the
+    # minute a local Ray gives it (WORKER_START_SECONDS) and the run failed: the tests' Ray
+    # waits five. A user's run keeps the minute, so a broken worker fails fast there.
+    os.environ.setdefault("RAY_worker_register_timeout_seconds", "300")
     executor = RayExecutor(num_cpus=2, code_dirs=code_dirs).start()
     yield executor
     executor.close()

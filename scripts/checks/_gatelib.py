@@ -374,13 +374,17 @@ class _Finder(ast.NodeVisitor):
         super().generic_visit(node)
 
 
-def dynamic_imports(source: str, filename: str) -> list[DynamicImport]:
-    """Every dynamic import in `source`, with the dotted name it reaches when it is literal.
+def dynamic_imports(
+    source: str, filename: str, tree: ast.Module | None = None
+) -> list[DynamicImport]:
+    """Every dynamic import in `source` (parsed as `tree` if given), with the dotted name it
+    reaches when it is literal.
 
     Raises:
         SyntaxError: the source does not parse.
     """
-    tree = ast.parse(source, filename=filename)
+    if tree is None:
+        tree = ast.parse(source, filename=filename)
     finder = _Finder(source.splitlines())
     # Aliases first, so a call before its import in the file still resolves.
     for node in ast.walk(tree):

@@ -497,3 +497,196 @@ def test_a_user_code_loader_may_import_a_computed_name_when_it_says_so(
     assert 0 == done.returncode, done.stdout + done.stderr
     bare = _tree(tmp_path / "bare", repo_root, module, call + "\n")
     _gate_fails_naming(bare, run_gate, module)
+
+
+# ------------------------------------------- names resolved the way Python resolves them
+
+# Each reaches a banned object through a module, an alias, a binding or a namespace, where no
+# spelling in the table matches; the gate must name the banned name it resolves to.
+RESOLVED = {
+    "a re-export through logging": ("import logging\n\nx = logging.time.time()\n", "time.time"),
+    "a re-export two deep": (
+        "import logging.handlers\n\nlogging.handlers.time.sleep(1)\n",
+        "time.sleep",
+    ),
+    "a module through email.utils": (
+        "import email.utils\n\nx = email.utils.random.random()\n",
+        "random",
+    ),
+    "a private C function through two modules": (
+        "import asyncio.base_subprocess\n\nf = asyncio.base_subprocess.subprocess._fork_exec\n",
+        "subprocess",
+    ),
+    "a private thread starter": (
+        "import logging\n\nf = logging.threading._start_new_thread\n",
+        "threading",
+    ),
+    "bound at import": ("import logging\n\n_now = logging.time.time\n", "time.time"),
+    "bound in a default argument": (
+        "import logging\n\n\ndef f(now=logging.time.monotonic):\n    return now()\n",
+        "time.monotonic",
+    ),
+    "bound as a class attribute": (
+        "import logging\n\n\nclass A:\n    now = logging.time.time_ns\n",
+        "time.time_ns",
+    ),
+    "from-import of a module's import": ("from logging import threading\n", "threading"),
+    "from-import of a module's import, renamed": (
+        "from logging import time as clock\n\nclock.time()\n",
+        "time",
+    ),
+    "a module alias": ("import logging as l\n\nl.time.time()\n", "time.time"),
+    "a name bound to a module": (
+        "import logging\n\nt = logging\nt.time.perf_counter()\n",
+        "time.perf_counter",
+    ),
+    "a walrus": ("import logging\n\nif (t := logging.time):\n    t.time()\n", "time"),
+    "a tuple assignment": ("import logging\n\na, b = logging, 1\na.time.time()\n", "time.time"),
+    "getattr with a literal": (
+        "import logging\n\nf = getattr(logging.time, 'time')\n",
+        "time.time",
+    ),
+    "vars with a literal": ("import logging\n\nf = vars(logging)['time'].time\n", "time.time"),
+    "__dict__ with a literal": (
+        "import logging\n\nf = logging.__dict__['threading']\n",
+        "threading",
+    ),
+    "a function's globals": (
+        "import logging\n\nf = logging.Logger.__init__.__globals__['time'].time\n",
+        "time.time",
+    ),
+    "a computed name from a module's namespace": (
+        "import logging\n\nname = 'ti' + 'me'\nm = getattr(logging, name)\n",
+        "computed name",
+    ),
+    "vars of a module with a computed key": (
+        "import logging\n\nm = vars(logging)[str(1)]\n",
+        "computed name",
+    ),
+    "a class method through an instance": (
+        "import datetime\n\nx = datetime.datetime.min.now()\n",
+        "datetime.datetime.now",
+    ),
+    "a class method through a class alias": (
+        "from datetime import date as D\n\nx = D.max.today()\n",
+        "datetime.date.today",
+    ),
+    "a C type's method through its C module": ("import _datetime\n", "_datetime"),
+    "a class reached without its module": ("import tempfile\n\nr = tempfile._Random()\n", "random"),
+    "os re-exporting posix": ("import os as o\n\nx = o.urandom(8)\n", "os.urandom"),
+    "os.times": ("import os\n\nx = os.times()\n", "os.times"),
+    "from os import times": ("from os import times\n", "os.times"),
+    "_uuid": ("import _uuid\n", "_uuid"),
+    "_thread": ("from _thread import start_new_thread\n", "_thread"),
+    "ssl.RAND_bytes": ("from ssl import RAND_bytes\n", "ssl"),
+    "select's timeout": ("import select\n\nselect.select([], [], [], 1.0)\n", "select"),
+    "selectors": ("import selectors\n", "selectors"),
+    "signal.setitimer": (
+        "import signal\n\nsignal.setitimer(signal.ITIMER_REAL, 1.0)\n",
+        "signal.setitimer",
+    ),
+    "signal.alarm": ("from signal import alarm\n", "signal.alarm"),
+    "cffi": ("import cffi\n\nffi = cffi.FFI()\nlib = ffi.dlopen(None)\n", "cffi"),
+    "_ctypes": ("import _ctypes\n", "_ctypes"),
+    "_posixsubprocess": ("import _posixsubprocess\n", "_posixsubprocess"),
+    "the entropy device": ("f = open('/dev/urandom', 'rb')\n", "/dev/urandom"),
+    "the entropy device as bytes": (
+        "import os\n\nfd = os.open(b'/dev/random', 0)\n",
+        "/dev/random",
+    ),
+    "a star import that binds banned names": ("from asyncio import *\n", "asyncio.sleep"),
+    "a workspace module's import": (
+        "from twinflow.kernel import _other\n\nx = _other.time.time()\n",
+        "time.time",
+    ),
+    "a workspace module's binding": ("from twinflow.kernel._other import _now\n", "time.time"),
+    "a relative import of a workspace module's binding": (
+        "from ..kernel._other import _now\n",
+        "time.time",
+    ),
+    "a dynamic import reaching through a module": (
+        "import importlib\n\nf = importlib.import_module('logging').time.time\n",
+        "time.time",
+    ),
+    "sys.modules reaching through a module": (
+        "import sys\n\nf = sys.modules['email.utils'].random\n",
+        "random",
+    ),
+    "operator.attrgetter with a dotted path": (
+        "import logging\nimport operator\n\nf = operator.attrgetter('time.time')(logging)\n",
+        "time.time",
+    ),
+    "an aliased attrgetter": (
+        "import os\nfrom operator import attrgetter as ag\n\nf = ag('urandom')(os)\n",
+        "os.urandom",
+    ),
+    "operator.methodcaller": (
+        "import operator\nimport os\n\nx = operator.methodcaller('urandom', 4)(os)\n",
+        "os.urandom",
+    ),
+    "attrgetter of a computed name": (
+        "import operator\nimport os\n\nn = str(1)\nf = operator.attrgetter(n)(os)\n",
+        "computed name",
+    ),
+    "a closure cell": ("def f() -> None:\n    pass\n\n\nx = f.__closure__\n", "__closure__"),
+    "a cell's contents": ("x = [c.cell_contents for c in ()]\n", "cell_contents"),
+    "__wrapped__ by getattr": (
+        "import os\n\nf = getattr(os.getcwd, '__wrapped__')\n",
+        "__wrapped__",
+    ),
+    "a frame's caller": ("import sys\n\nf = sys._getframe().f_back\n", "f_back"),
+    "a generator's frame": ("g = (x for x in ())\nf = g.gi_frame\n", "gi_frame"),
+    "gc's walkers": ("import gc\n\nx = gc.get_referents(1)\n", "gc.get_referents"),
+    "inspect's closure reader": ("from inspect import getclosurevars\n", "inspect.getclosurevars"),
+    "noqa does not silence it": (
+        "import logging\n\nx = logging.time.time()  # noqa\n",
+        "time.time",
+    ),
+    "type: ignore does not silence it": (
+        "import logging\n\nx = logging.time.time()  # type: ignore[attr-defined]\n",
+        "time.time",
+    ),
+}
+
+# A kernel module the variants above reach into: it imports time and binds a clock (allowed
+# there, the home of real I/O; not a way for other packages to reach the clock).
+OTHER_MODULE = "packages/twinflow-kernel/src/twinflow/kernel/_other.py"
+OTHER_SOURCE = "import time\n\n_now = time.time\n"
+
+
+@pytest.mark.parametrize(("source", "resolved"), RESOLVED.values(), ids=RESOLVED.keys())
+def test_names_are_resolved_the_way_python_resolves_them(
+    source: str, resolved: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """Every path to a banned object through modules, aliases and bindings fails, naming it."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
+    (root / OTHER_MODULE).write_text(OTHER_SOURCE, encoding="utf-8")
+    done = run_gate("determinism", "--root", root)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if "_fixture.py:" in line]
+    assert any(resolved in line for line in lines), done.stderr
+
+
+# Paths through modules that are the module's own (submodules, os.path) or that the file
+# imported itself are not evasions.
+NOT_EVASIONS = {
+    "os.path": "import os\n\nx = os.path.join('a', 'b')\n",
+    "from os import path": "from os import path\n\nx = path.join('a')\n",
+    "a submodule from its package": "from email import utils\n\nx = utils.parseaddr('a')\n",
+    "a submodule by attribute": "import xml.etree.ElementTree\n\nx = xml.etree.ElementTree.fromstring('<a/>')\n",
+    "a module the file imports itself": "import logging\nimport time\n\nx = logging.time.struct_time((2000, 1, 1, 0, 0, 0, 0, 1, 0))\n",
+    "a pure datetime constructor": "import datetime\n\nx = datetime.datetime.min.replace(year=2000)\n",
+    "a namespace read by a literal": "import json\n\nf = vars(json)['dumps']\n",
+    "a workspace module's own function": "from twinflow.kernel import _other\n\nx = _other.__name__\n",
+}
+
+
+@pytest.mark.parametrize("source", NOT_EVASIONS.values(), ids=NOT_EVASIONS.keys())
+def test_resolution_raises_no_false_alarm(
+    source: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A module's own submodules, and modules the file imports itself, pass."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
+    (root / OTHER_MODULE).write_text(OTHER_SOURCE, encoding="utf-8")
+    done = run_gate("determinism", "--root", root)
+    assert 0 == done.returncode, done.stdout + done.stderr

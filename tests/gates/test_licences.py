@@ -306,22 +306,60 @@ def test_markers_are_evaluated_for_every_declared_environment() -> None:
     """One export line per marker reaches exactly the platforms and Pythons it names."""
     export = (
         "colorama==0.4.6 ; sys_platform == 'win32'\n"
-        "numpy==2.4.6 ; python_full_version < '3.12'\n"
-        "numpy==2.5.5 ; python_full_version >= '3.12'\n"
+        "numpy==2.4.6 ; python_full_version < '3.12' and platform_machine == 'aarch64'\n"
         "tomli==2.0 ; python_full_version < '3.11'\n"
         "pydantic==2.14.4\n"
     )
     dists = gate.parse_export(export, [], ROOT)
     assert [
-        ("colorama", "0.4.6", "windows py3.11,3.12,3.13,3.14"),
-        ("numpy", "2.4.6", "linux py3.11; macos py3.11; windows py3.11"),
-        (
-            "numpy",
-            "2.5.5",
-            "linux py3.12,3.13,3.14; macos py3.12,3.13,3.14; windows py3.12,3.13,3.14",
-        ),
+        ("colorama", "0.4.6", "windows-amd64 cpython py3.11,3.12,3.13,3.14"),
+        ("numpy", "2.4.6", "linux-aarch64 cpython py3.11; linux-aarch64 pypy py3.11"),
         ("pydantic", "2.14.4", ""),
-    ] == [(d.name, d.version, d.where) for d in dists]
+    ] == [(d.name, d.version, d.where.split("; windows-amd64 pypy")[0]) for d in dists]
+
+
+# A dependency behind each of these markers reaches some supported environment, so it is in the
+# closure, however narrow the environment.
+MARKERS_THAT_REACH_SOMEONE = {
+    "ARM Linux": "platform_machine == 'aarch64'",
+    "ARM Linux, spelt in a list": "platform_machine in 'aarch64 armv8l'",
+    "Intel macOS": "sys_platform == 'darwin' and platform_machine == 'x86_64'",
+    "Apple silicon": "sys_platform == 'darwin' and platform_machine == 'arm64'",
+    "Windows on ARM": "platform_machine == 'ARM64'",
+    "PyPy": "platform_python_implementation == 'PyPy'",
+    "PyPy by implementation name": "implementation_name == 'pypy'",
+    "an early micro release": "python_full_version < '3.11.4'",
+    "a late micro release": "python_full_version >= '3.13.9'",
+    "one micro release": "python_full_version == '3.12.7'",
+    "a newer Python": "python_version >= '3.14'",
+    "not CPython on Linux": "implementation_name != 'cpython' and sys_platform == 'linux'",
+    "an os_name": "os_name == 'nt'",
+    "a platform release the grid cannot model": "platform_release >= '6'",
+    "a negated machine": "platform_machine != 'x86_64'",
+}
+
+
+@pytest.mark.parametrize(
+    "marker", MARKERS_THAT_REACH_SOMEONE.values(), ids=MARKERS_THAT_REACH_SOMEONE
+)
+def test_a_dependency_counts_unless_its_marker_is_false_everywhere(marker: str) -> None:
+    """A GPL dependency behind any marker true in some supported environment is in the closure."""
+    dists = gate.parse_export(f"gpl-thing==1.0 ; {marker}\n", [], ROOT)
+    assert ["gpl-thing"] == [d.name for d in dists]
+
+
+MARKERS_FALSE_EVERYWHERE = {
+    "Python 2": "python_version < '3'",
+    "before the supported floor": "python_full_version < '3.11'",
+    "Jython": "platform_python_implementation == 'Jython'",
+    "an unsupported platform": "sys_platform == 'cygwin'",
+}
+
+
+@pytest.mark.parametrize("marker", MARKERS_FALSE_EVERYWHERE.values(), ids=MARKERS_FALSE_EVERYWHERE)
+def test_a_marker_false_in_every_supported_environment_drops_the_dependency(marker: str) -> None:
+    """Only a marker false in the whole grid keeps a dependency out of the closure."""
+    assert () == gate.parse_export(f"gpl-thing==1.0 ; {marker}\n", [], ROOT)
 
 
 def test_a_release_not_installed_here_is_read_from_its_published_metadata(
@@ -364,32 +402,155 @@ def test_a_distribution_only_pip_installs_is_a_violation() -> None:
     assert [("llm", "VIOLATION")] == [(r.name, r.verdict) for r in rows]
 
 
-# ------------------------------------------------------------ class 15: conflicting metadata
+# ------------------------------------------------------------ conflicting or vague metadata
+
+# Each reading cannot be evaluated: it fails, naming the fields it read.
+UNREADABLE_METADATA = {
+    "a copyleft classifier without a version beside License: MIT": (
+        None,
+        "MIT",
+        ("GNU General Public License (GPL)",),
+        "copyleft family without a version",
+    ),
+    "LGPL without a version": (
+        None,
+        None,
+        ("GNU Library or Lesser General Public License (LGPL)",),
+        "without a version",
+    ),
+    "License: GPL": (None, "GPL", (), "without a version"),
+    "License: AGPL beside an expression": ("MIT", "AGPL", (), "without a version"),
+    "License: LGPL": (None, "LGPL", ("MIT License",), "without a version"),
+    "Mozilla without a version": (None, "Mozilla Public License", (), "without a version"),
+    "a licence text whose first line names GPL": (
+        None,
+        "GNU GENERAL PUBLIC LICENSE\nterms...",
+        (),
+        "without a version",
+    ),
+    "License-Expression and License disagree": ("MIT", "GPL-3.0-only", (), "disagree"),
+    "License-Expression and a classifier disagree": (
+        "MIT",
+        None,
+        ("GNU General Public License v3 (GPLv3)",),
+        "disagree",
+    ),
+    "License and a classifier disagree": (
+        None,
+        "MIT",
+        ("Mozilla Public License 2.0 (MPL 2.0)",),
+        "disagree",
+    ),
+    "a dual licence against one classifier": (
+        "MIT OR GPL-3.0-only",
+        None,
+        ("GNU General Public License v3 (GPLv3)",),
+        "disagree",
+    ),
+    "an unreadable License beside a classifier": (
+        None,
+        "Custom-Licence-1",
+        ("MIT License",),
+        "cannot be read",
+    ),
+    "an unreadable classifier beside an expression": (
+        "MIT",
+        None,
+        ("Other/Proprietary License",),
+        "cannot be read",
+    ),
+    "only a vague name": (None, None, ("BSD License",), "no readable licence"),
+    "no field at all": (None, None, (), "no readable licence"),
+}
+
+
+@pytest.mark.parametrize(
+    ("expression", "license_", "classifiers", "complaint"),
+    UNREADABLE_METADATA.values(),
+    ids=UNREADABLE_METADATA,
+)
+def test_vague_conflicting_or_unreadable_metadata_fails_naming_the_fields(
+    expression: str | None, license_: str | None, classifiers: tuple[str, ...], complaint: str
+) -> None:
+    """No reading is taken from metadata that cannot be evaluated; the fields read are named."""
+    installed = gate.Installed("x", "1", expression, license_, classifiers)
+    found, source = gate.licence_of(installed)
+    assert (None, True) == (found, complaint in source), source
+    for value in (expression, *classifiers):
+        if value:
+            assert value in source
+    closure = gate.Closure("twinflow-agent", "run-time", "twinflow-agent", (gate.Dist("x", "1"),))
+    rows = gate.check_closure(closure, {"x": installed}, _policy(), gate.Usage())
+    assert ["VIOLATION"] == [row.verdict for row in rows]
 
 
 @pytest.mark.parametrize(
     ("expression", "license_", "classifiers", "expected"),
     [
-        ("MIT", "GPL-3.0-only", (), "MIT AND GPL-3.0-only"),
-        ("MIT", None, ("GNU General Public License v3 (GPLv3)",), "MIT AND GPL-3.0-only"),
-        (None, "MIT", ("Mozilla Public License 2.0 (MPL 2.0)",), "MIT AND MPL-2.0"),
-        ("MIT OR GPL-3.0-only", None, ("GNU General Public License v3 (GPLv3)",), None),
         ("Apache-2.0", "Apache 2.0", ("Apache Software License",), "Apache-2.0"),
+        (
+            "MIT OR Apache-2.0",
+            None,
+            ("MIT License", "Apache Software License"),
+            "MIT OR Apache-2.0",
+        ),
+        ("BSD-3-Clause", None, ("BSD License",), "BSD-3-Clause"),
+        (None, "PSF", ("Python Software Foundation License",), "PSF-2.0"),
+        (None, None, ("GNU General Public License v3 (GPLv3)",), "GPL-3.0-only"),
     ],
 )
-def test_conflicting_metadata_takes_the_most_restrictive_reading(
-    expression: str | None, license_: str | None, classifiers: tuple[str, ...], expected: str | None
+def test_fields_that_agree_give_one_reading(
+    expression: str | None, license_: str | None, classifiers: tuple[str, ...], expected: str
 ) -> None:
-    """When the sources disagree, every reading applies (AND), never the most permissive one."""
+    """Fields naming the same licences agree; a vague name its family settles is no conflict."""
     installed = gate.Installed("x", "1", expression, license_, classifiers)
-    found, source = gate.licence_of(installed)
-    if expected is None:
-        assert found is not None
-        assert "GPL-3.0-only" in found and "conflicting metadata" in source
-    else:
-        assert expected == found
-    if found is not None and "GPL" in found:
-        assert (False, True) == (gate.evaluate(found, "run-time", _policy(), gate.Usage())[0], True)
+    assert expected == gate.licence_of(installed)[0]
+
+
+# ------------------------------------------------- overrides and a stale lock, in the fast run
+
+
+def _locked(tmp_path: Path, uv: str, root_extra: str = "") -> Path:
+    """A workspace of one member without dependencies, locked offline."""
+    root = tmp_path / "locked"
+    _write(
+        root / "pyproject.toml",
+        '[tool.uv.workspace]\nmembers = ["packages/*"]\n' + root_extra,
+    )
+    _write(
+        root / "packages" / "one" / "pyproject.toml",
+        '[project]\nname = "one"\nversion = "0"\nrequires-python = ">=3.11"\ndependencies = []\n',
+    )
+    done = subprocess.run(
+        [uv, "lock", "--offline"], cwd=root, capture_output=True, text=True, check=False
+    )
+    assert 0 == done.returncode, done.stderr
+    return root
+
+
+def test_a_fresh_lock_without_overrides_passes(tmp_path: Path, uv: str) -> None:
+    """The resolution check finds nothing in a locked workspace without overrides."""
+    root = _locked(tmp_path, uv)
+    assert [] == gate.check_resolution(uv, root, gate.workspace_members(root))
+
+
+def test_override_dependencies_fail_in_the_fast_run(tmp_path: Path, uv: str) -> None:
+    """[tool.uv] override-dependencies is named, in the root or in a member."""
+    root = _locked(tmp_path, uv, '[tool.uv]\noverride-dependencies = ["colorama==0.4.6"]\n')
+    problems = gate.check_resolution(uv, root, gate.workspace_members(root))
+    assert any("override-dependencies" in p for p in problems), problems
+
+
+def test_a_stale_lock_fails_in_the_fast_run(tmp_path: Path, uv: str) -> None:
+    """A pyproject changed after the lock was written is named."""
+    root = _locked(tmp_path, uv)
+    member = root / "packages" / "one" / "pyproject.toml"
+    member.write_text(
+        member.read_text(encoding="utf-8").replace('version = "0"', 'version = "1"'),
+        encoding="utf-8",
+    )
+    problems = gate.check_resolution(uv, root, gate.workspace_members(root))
+    assert any("does not match" in p for p in problems), problems
 
 
 # ------------------------------------------- class 16: members anywhere, every group

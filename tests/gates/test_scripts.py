@@ -21,6 +21,7 @@ def test_every_script_has_help(repo_root: Path) -> None:
         "checks/licences",
         "checks/determinism",
         "checks/layers",
+        "checks/shipped",
         "checks/workflows",
     ]
     for script in scripts:

@@ -51,8 +51,10 @@ def add_changed(a: int, b: int) -> int:
 def add_reading_the_clock(a: int, b: int) -> int:
     """Add two integers."""
     # Reads the wall clock behind the ports' back.
-    name = "time"  # computed, as code hiding from the static gate would do
-    getattr(time, name)()
+    # Through a container and a computed name, as code hiding from the static gate would do
+    # (values built at run time are the runtime guard's to catch; docs/adr/0004).
+    modules, name = [time], "time"
+    getattr(modules[0], name)()
     return a + b
 
 

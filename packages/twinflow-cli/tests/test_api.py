@@ -6,10 +6,13 @@ from pathlib import Path
 
 import pytest
 from cli_testkit import scripted_chat
+from pydantic import BaseModel
 
 from twinflow.agent import Decision, ReplayDivergenceError, RunPaused, verify_agent_trace
-from twinflow.cli import ModelSpec, PolicySpec, RunSpec, connect, replay_run
+from twinflow.cli import ModelSpec, PolicySpec, RunSpec, connect, replay_run, trace_path_of
 from twinflow.kernel import LoopbackServer
+from twinflow.trace import PlantedLinkError
+from twinflow.vocab import UserError
 
 
 def add(a: int, b: int) -> int:
@@ -96,6 +99,95 @@ def test_the_python_names_are_the_spec_names() -> None:
         {"system", "max_steps"} & agent_parameters,
     )
     assert expected == actual
+
+
+def test_two_runs_of_one_spec_send_the_model_the_same_bytes(tmp_path: Path) -> None:
+    """Nothing random (call or run ids, times) reaches the model: two runs send equal bodies."""
+    with LoopbackServer(scripted_chat) as server:
+        spec = RunSpec(
+            prompt="Add 2 and 3.",
+            model=ModelSpec(url=server.url, dialect="llama.cpp", temperature=0),
+            policy=PolicySpec(allow=("add",), max_tool_calls=1),
+            max_steps=3,
+        )
+        for name in ("a", "b"):
+            with connect(spec, tmp_path / name / "trace.jsonl", tools=[add]) as agent:
+                agent.run(spec.prompt)
+        bodies = [request.body for request in server.requests]
+    assert 4 == len(bodies)
+    assert bodies[:2] == bodies[2:]
+
+
+class Money(BaseModel):
+    """An amount of money (the scripted server's answer to a conversion)."""
+
+    amount: float
+    currency: str
+
+
+def convert_currency(amount: float, source: str, target: str) -> float:
+    """Convert an amount between currencies at a fixed rate."""
+    return round(amount * 1.08, 2)
+
+
+def test_output_takes_the_model_class_itself(tmp_path: Path) -> None:
+    """RunSpec(output=Money) validates the answer as Money, digests as its name, and replays."""
+    with LoopbackServer(scripted_chat) as server:
+        spec = RunSpec(
+            prompt="Convert 120 EUR to USD.",
+            model=ModelSpec(url=server.url, dialect="llama.cpp"),
+            policy=PolicySpec(allow=("convert_currency",)),
+            output=Money,
+        )
+        with connect(spec, tmp_path / "trace.jsonl", tools=[convert_currency]) as agent:
+            result = agent.run(spec.prompt)
+    assert Money(amount=129.6, currency="USD") == result.output
+    assert f"{__name__}:Money" == spec.model_dump(mode="json")["output"]
+    replayed = replay_run(tmp_path / "trace.jsonl", spec, tools=[convert_currency])
+    assert verify_agent_trace(tmp_path / "trace.jsonl").events == replayed.events
+
+
+def test_a_second_run_to_the_same_trace_takes_the_next_free_name(tmp_path: Path) -> None:
+    """An existing trace is neither an error nor overwritten: the run takes trace.1.jsonl."""
+    trace = tmp_path / "run" / "trace.jsonl"
+    with LoopbackServer(scripted_chat) as server:
+        spec = RunSpec(
+            prompt="Add 2 and 3.",
+            model=ModelSpec(url=server.url, dialect="llama.cpp"),
+            policy=PolicySpec(allow=("add",), max_tool_calls=1),
+        )
+        taken = []
+        for _ in range(2):
+            with connect(spec, trace, tools=[add]) as agent:
+                agent.run(spec.prompt)
+                taken.append(trace_path_of(agent))
+    assert [trace, tmp_path / "run" / "trace.1.jsonl"] == taken
+    assert [None, None] == [verify_agent_trace(path).problem for path in taken]
+
+
+def test_the_trace_is_claimed_before_the_embedded_server_starts(tmp_path: Path) -> None:
+    """A trace that cannot be written is refused before SmolLM2 is started, with a typed error."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "linked").symlink_to(real)
+    spec = RunSpec(prompt="Add 2 and 3.", model=ModelSpec(url="embedded"))
+    claim = connect(spec, tmp_path / "linked" / "trace.jsonl", tools=[add])
+    with pytest.raises(PlantedLinkError, match="linked is a symbolic link"), claim:
+        pass
+    assert [] == list(real.iterdir())
+
+
+def test_a_spec_error_is_raised_before_any_file_or_server(tmp_path: Path) -> None:
+    """A policy naming a tool not given is refused before the trace is claimed or SmolLM2 starts."""
+    spec = RunSpec(
+        prompt="Add 2 and 3.",
+        model=ModelSpec(url="embedded"),
+        policy=PolicySpec(allow=("add", "nope")),
+    )
+    claim = connect(spec, tmp_path / "run" / "trace.jsonl", tools=[add])
+    with pytest.raises(UserError, match="nope"), claim:
+        pass
+    assert [] == list(tmp_path.iterdir())
 
 
 def test_connect_resume_continues_a_run_waiting_for_approval(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_testkit import sse_events
+from cli_testkit import CALLS, chat_answer, scripted_chat, sse_events
 
 from twinflow.cli._main import COMMAND_TABLE
 from twinflow.kernel import (
@@ -257,6 +257,65 @@ def test_demo_runs_verifies_and_replays_on_the_embedded_model(tmp_path: Path) ->
     for mode in ("recorded", "live"):
         replayed = twinflow("replay", str(trace), "--trust-spec", "--mode", mode, cwd=tmp_path)
         assert 0 == replayed.returncode, replayed.stderr
+
+
+def test_two_demo_runs_on_the_embedded_model_behave_alike(tmp_path: Path) -> None:
+    """Temperature 0 on the embedded model is a zero-noise baseline: two runs diff as equal."""
+    for _ in range(2):
+        demo = twinflow("demo", "--out", "demo", "--quiet", cwd=tmp_path, timeout=600)
+        assert 0 == demo.returncode, demo.stderr
+    diff = twinflow("diff", "demo/trace.jsonl", "demo/trace.1.jsonl", cwd=tmp_path)
+    assert (0, "") == (diff.returncode, diff.stderr), diff.stdout
+
+
+def wrong_way_round(request: LoopbackRequest) -> LoopbackResponse:
+    """A model that converts USD to EUR when asked for EUR to USD, then answers in EUR."""
+    body = request.json_value()
+    assert isinstance(body, dict)
+    called = any(m.get("role") == "assistant" for m in body["messages"])
+    action = (
+        {"action": "final", "output": {"amount": 120.0, "currency": "EUR"}}
+        if called
+        else {
+            "action": "call_tool",
+            "tool": "convert_currency",
+            "arguments": {"amount": 120, "source": "USD", "target": "EUR"},
+        }
+    )
+    message = {"role": "assistant", "content": json.dumps(action)}
+    return chat_answer(body, {"choices": [{"index": 0, "message": message}], "model": "m"})
+
+
+@pytest.mark.parametrize(
+    ("server", "verdict"),
+    [
+        (wrong_way_round, "wrong: expected 129.60 USD (120 EUR at 1.08 USD/EUR)"),
+        (scripted_chat, "right: 129.60 USD (120 EUR at 1.08 USD/EUR)"),
+    ],
+)
+def test_the_demo_shows_prompt_calls_and_whether_the_answer_is_right(
+    tmp_path: Path, server: Any, verdict: str
+) -> None:
+    """The demo prints the prompt, each call with its arguments and result, and judges the answer."""
+    with LoopbackServer(server) as model:
+        args = ("demo", "--model-url", model.url, "--dialect", "llama.cpp", "--quiet")
+        shown = twinflow(*args, cwd=tmp_path)
+        as_json = twinflow(*args, "--json", cwd=tmp_path)
+    assert 0 == shown.returncode, shown.stderr
+    lines = [line.strip() for line in shown.stdout.splitlines()]
+    prompt = "prompt    Convert 120 EUR to USD. Call the convert_currency tool with amount 120,"
+    assert [True] == [line.startswith(prompt) for line in lines if line.startswith("prompt")]
+    arguments = json.dumps(
+        CALLS["convert_currency"]
+        if server is scripted_chat
+        else {"amount": 120, "source": "USD", "target": "EUR"},
+        sort_keys=True,
+    )
+    result = "129.6" if server is scripted_chat else "111.12"
+    assert f"call    convert_currency {arguments} -> {result}" in lines
+    assert f"correct?  {verdict}" in lines
+    document = json.loads(as_json.stdout)
+    assert (verdict.startswith("right"), verdict) == (document["correct"], document["verdict"])
 
 
 def test_a_spec_usage_error_changes_no_file_in_the_run_directory(project: Path) -> None:

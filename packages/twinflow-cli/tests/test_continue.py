@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -152,18 +151,11 @@ class Project:
         os.mkfifo(self.root / f"hold{n}")
         os.mkfifo(self.root / "ready")
 
-    def wait_ready(self, process: StartedProcess) -> str:
-        """Block until the tool says it is held: a FIFO rendezvous. The bound only ends the test
-        of a process that died before reaching the barrier; it never decides an outcome."""
-        fd = os.open(self.root / "ready", os.O_RDONLY | os.O_NONBLOCK)
-        try:
-            readable, _, _ = select.select([fd], [], [], 300)
-            if not readable:
-                process.kill()
-                raise AssertionError(f"the run never reached the barrier: {process.wait()}")
-            return os.read(fd, 64).decode()
-        finally:
-            os.close(fd)
+    def wait_ready(self) -> str:
+        """Block until the tool says it is held: a FIFO rendezvous (opening it for reading
+        returns once the tool opens it for writing; the read ends when the tool closes it)."""
+        with (self.root / "ready").open("rb") as ready:
+            return ready.read().decode()
 
 
 @pytest.fixture
@@ -247,7 +239,7 @@ def test_a_second_writer_is_refused_while_one_holds_the_trace(project: Project) 
     killed_run(project, at=1)
     project.hold_at(2)
     first = project.start("resume", str(project.trace), "--spec", "spec.yaml")
-    assert "in step 2" == project.wait_ready(first)
+    assert "in step 2" == project.wait_ready()
     data = project.trace.read_bytes()
     second = project.twinflow("resume", str(project.trace), "--spec", "spec.yaml")
     assert 2 == second.returncode

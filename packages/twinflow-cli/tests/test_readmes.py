@@ -1,14 +1,16 @@
 """Every code block of every README runs, as a reader would run it.
 
-- ``python`` blocks are executed, each in a fresh directory. A block that starts the
+- ``python`` blocks are executed, each in a fresh directory (the README's own example twice
+  in one directory too, as a reader who runs it again does). A block that starts the
   embedded model (``url="embedded"``) is pointed at a scripted server instead
   (`cli_testkit.scripted_chat`): SmolLM2's answers are not the README's to promise, and the
   real model is exercised by the demo and invoice tests.
 - ``yaml`` blocks are loaded with the loader of what they show: a run spec or a dataset.
-- ``bash`` blocks: each ``uv run --frozen twinflow ...`` line runs as ``python -m
-  twinflow.cli ...`` (a ``twinflow-trace ...`` line as the environment's ``twinflow-trace``
-  script) in one working directory, in order, and must exit 0. The model behind
-  ``twinflow demo`` and the invoice example's ``eval run`` is the scripted server. Not run:
+- ``bash`` blocks: each ``uv run --frozen twinflow ...`` (or ``twinflow-trace ...``) line
+  runs as the reader types it, through ``uv run --frozen`` (with ``--project`` naming this
+  workspace, since the test's directory is outside it), in one working directory, in order,
+  and must exit 0; the Ray line starts its Ray under ``uv run`` as a reader's does. The model
+  behind ``twinflow demo`` and the invoice example's ``eval run`` is the scripted server. Not run:
   environment set-up and the whole-suite commands (``uv sync``, ``scripts/...``, ``bash
   .ci/run``, ``pip``) and ``demo --model-url`` lines, which name servers the reader runs.
 - ``text`` blocks are illustrations (a trace excerpt, sample output) and are not run.
@@ -20,7 +22,6 @@ import os
 import re
 import shlex
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -63,18 +64,34 @@ def test_python_and_yaml_blocks_run(
             work.mkdir()
             monkeypatch.chdir(work)
             if lang == "python":
-                if '"embedded"' in code:
-                    code = code.replace(
-                        'url="embedded"', f'url="{server.url}", dialect="llama.cpp"'
-                    )
-                    assert '"embedded"' not in code, "an embedded model the test cannot redirect"
-                # gate: loads user code (a README's Python block, run as a reader would)
-                exec(compile(code, f"{readme.name}[{index}]", "exec"), {"__name__": "__readme__"})
+                run_python_block(code, f"{readme.name}[{index}]", server.url)
             elif lang == "yaml" and "prompt:" in code:
                 parse_spec(code, f"{readme.name}[{index}]")
             elif lang == "yaml":
                 (work / "dataset.yaml").write_text(code, encoding="utf-8")
                 load_dataset(work / "dataset.yaml")
+
+
+def run_python_block(code: str, name: str, model_url: str) -> None:
+    """Execute a README's Python block as a reader would, its embedded model the scripted one."""
+    if '"embedded"' in code:
+        code = code.replace('url="embedded"', f'url="{model_url}", dialect="llama.cpp"')
+        assert '"embedded"' not in code, "an embedded model the test cannot redirect"
+    # gate: loads user code (a README's Python block, run as a reader would)
+    exec(compile(code, name, "exec"), {"__name__": "__readme__"})
+
+
+def test_the_readme_python_example_runs_twice_in_a_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run again in the same directory, the example writes the next trace and replays it."""
+    (code,) = [code for lang, code in blocks(ROOT / "README.md") if lang == "python"]
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(scripted_chat) as server:
+        for _ in range(2):
+            run_python_block(code, "README.md[python]", server.url)
+    written = sorted(p.name for p in (tmp_path / "py-run").glob("trace*.jsonl"))
+    assert ["trace.1.jsonl", "trace.jsonl"] == written
 
 
 def commands(path: Path) -> list[list[str]]:
@@ -100,6 +117,10 @@ def test_bash_commands_run(readme: Path, tmp_path: Path) -> None:
     lines = commands(readme)
     if not lines:
         return
+    uv = shutil.which("uv")
+    assert uv is not None, (
+        "the README's commands run through `uv run`, as a reader's do: install uv"
+    )
     work = tmp_path / "work"
     example = work / "examples" / "invoice-extraction"
     shutil.copytree(ROOT / "examples" / "invoice-extraction", example)
@@ -112,9 +133,7 @@ def test_bash_commands_run(readme: Path, tmp_path: Path) -> None:
         for words in lines:
             assert words[0] in ("twinflow", "twinflow-trace"), words
             args = words[1:]
-            program = [sys.executable, "-m", "twinflow.cli"]
-            if words[0] == "twinflow-trace":
-                program = [str(Path(sys.executable).parent / "twinflow-trace")]
+            program = [uv, "run", "--project", str(ROOT), "--frozen", words[0]]
             if args[0] == "demo":
                 if "--model-url" in args:
                     continue  # the reader's own server

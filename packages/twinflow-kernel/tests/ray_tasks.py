@@ -30,3 +30,10 @@ def attempt(marker_dir: str, n: int, deaths: int) -> int:
     if len(path.read_text().splitlines()) <= deaths:
         os._exit(1)  # the worker dies mid-call, unwarned, as a killed or crashed process does
     return n
+
+
+def interpreter(n: int) -> tuple[int, str, str]:
+    """``n`` with the worker's interpreter and its environment's prefix."""
+    import sys
+
+    return n, sys.executable, sys.prefix

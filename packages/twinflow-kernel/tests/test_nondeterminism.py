@@ -280,3 +280,13 @@ def test_the_guard_works_in_a_fresh_interpreter_that_imports_ssl_under_it() -> N
     assert (0, "refused subprocess.Popen\nssl True\n") == (done.returncode, done.stdout), (
         done.stderr
     )
+
+
+def test_a_call_shipped_to_another_process_is_guarded_there() -> None:
+    """What RayExecutor ships under a guard refuses in a worker that has no guard of its own."""
+    from twinflow.kernel._nondeterminism import guard_active, guarded_elsewhere
+
+    assert (False, 3) == (guard_active(), guarded_elsewhere(len, "abc"))
+    with pytest.raises(NondeterminismError) as refused:
+        guarded_elsewhere(os.urandom, 4)
+    assert ("os.urandom", False) == (refused.value.entry_point, guard_active())

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import os
+import platform
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray_tasks
 
-from twinflow.kernel import RayExecutor, SerialExecutor, TaskLost
+from twinflow.kernel import RayExecutor, SerialExecutor, TaskLost, run_process
+from twinflow.kernel._ray import WORKER_START_SECONDS
 from twinflow.vocab import UserError
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_every_result_comes_back_once_with_its_index(ray_executor: RayExecutor) -> None:
@@ -22,12 +29,70 @@ def test_every_result_comes_back_once_with_its_index(ray_executor: RayExecutor) 
     assert [(i, i * i) for i in range(12)] == results
 
 
-def test_a_local_ray_waits_for_slow_worker_starts(ray_executor: RayExecutor) -> None:
-    """A Ray started here gives a worker ten minutes to register, not Ray's 60 s (a busy
-    machine starts workers slowly); the raylet reads the setting from the environment."""
+def test_a_local_ray_starts_each_worker_once_with_a_bounded_wait(
+    ray_executor: RayExecutor,
+) -> None:
+    """A Ray started here waits WORKER_START_SECONDS for a worker, once, and leaves uv alone."""
     ray_executor.start()
-    setting = "RAY_worker_register_timeout_seconds"  # Ray's own spelling: RAY_ + the config key
-    assert "600" == os.environ[setting]
+    # Ray's own spellings: RAY_ + the config key; the raylet and `import ray` read them.
+    settings = ("RAY_worker_register_timeout_seconds", "RAY_pop_worker_max_retries")
+    assert (str(WORKER_START_SECONDS), "0") == tuple(os.environ[s] for s in settings)
+    assert "0" == os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"]
+
+
+DRIVER = """\
+import json, sys
+from twinflow.kernel import RayExecutor, WorkerStartFailed
+executor = RayExecutor(num_cpus=1, code_dirs=[{tests!r}])
+sys.path.insert(0, {tests!r})
+try:
+    import ray_tasks
+    results = list(executor.map_bounded(ray_tasks.interpreter, [0], 1))
+    print(json.dumps({{"driver": [sys.executable, sys.prefix], "worker": results[0][1][1:]}}))
+except WorkerStartFailed as exc:
+    print(json.dumps({{"index": exc.index, "error": str(exc)}}))
+finally:
+    executor.close()
+"""
+
+
+def drive(tmp_path: Path, argv: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """Run a driver that maps one call on its own local Ray; its one JSON line, parsed."""
+    script = tmp_path / "driver.py"
+    tests = str(Path(__file__).parent)
+    script.write_text(DRIVER.format(tests=tests), encoding="utf-8")
+    result = run_process([*argv, str(script)], cwd=ROOT, env={**os.environ, **env}, timeout=600)
+    assert 0 == result.returncode, result.stderr[-3000:]
+    parsed: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return parsed
+
+
+def test_under_uv_run_a_local_rays_workers_run_the_drivers_interpreter(tmp_path: Path) -> None:
+    """`uv run` does not reach the workers: no copy of the directory, no re-sync, same Python."""
+    uv = shutil.which("uv")
+    assert uv is not None, "these tests run the driver as users do, with `uv run`: install uv"
+    ran = drive(tmp_path, [uv, "run", "--frozen", "python"], {})
+    assert ran["driver"] == ran["worker"]
+
+
+def test_a_worker_that_cannot_start_fails_the_run_naming_its_node_and_rays_reason(
+    tmp_path: Path,
+) -> None:
+    """A broken worker interpreter is started once and reported with its node, not retried."""
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho 'this interpreter is broken' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    env = {
+        # The job's own runtime environment, as `ray job submit` passes it: its workers'
+        # interpreter is the broken one.
+        "RAY_JOB_CONFIG_JSON_ENV_VAR": json.dumps({"runtime_env": {"py_executable": str(broken)}}),
+        "RAY_worker_register_timeout_seconds": "5",  # the bound, shortened for the test
+    }
+    ran = drive(tmp_path, [sys.executable], env)
+    assert 0 == ran["index"]
+    where = f"call 0: Ray could not start a worker for it on Ray node {platform.node()} ("
+    assert where == ran["error"][: len(where)]
+    assert "Failed to startup worker after retrying 0 times" in ran["error"]
 
 
 def test_ray_gives_the_serial_executors_results(ray_executor: RayExecutor) -> None:

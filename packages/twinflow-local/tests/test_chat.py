@@ -241,7 +241,7 @@ def test_structured_action_call_then_final() -> None:
         assert "tools" not in body
     rendered = [m["content"] for m in script.bodies[1]["messages"]]
     assert rendered[2] == '{"action":"call_tool","arguments":{"a":2,"b":3},"tool":"add"}'
-    assert f"Tool add (call {call.id}) result: 5" == rendered[3]
+    assert "Tool add result: 5" == rendered[3]
     assert rendered[0].startswith("Reply with exactly one JSON object.")
 
 

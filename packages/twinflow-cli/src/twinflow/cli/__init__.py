@@ -2,8 +2,8 @@
 
 From Python, the same wiring in one call: `connect` gives the agent a `RunSpec` describes
 (the same keys as ``spec.yaml``) on the real clock, ids, transport and model, as a context
-manager; `replay_run` rebuilds it from the same spec against a trace; `embedded_model` starts
-the bundled SmolLM2 server.
+manager (the trace it writes is `trace_path_of` the agent); `replay_run` rebuilds it from the
+same spec against a trace; `embedded_model` starts the bundled SmolLM2 server.
 
 Names resolve on first access (PEP 562), so the ``twinflow`` command, which imports this
 package first, does not load the agent or pydantic to print its help.
@@ -31,6 +31,7 @@ if _typing.TYPE_CHECKING:
     from twinflow.cli._api import connect as connect
     from twinflow.cli._api import embedded_model as embedded_model
     from twinflow.cli._api import replay_run as replay_run
+    from twinflow.cli._api import trace_path_of as trace_path_of
     from twinflow.cli._main import main as main
     from twinflow.cli._spec import ModelSpec as ModelSpec
     from twinflow.cli._spec import PolicySpec as PolicySpec
@@ -42,7 +43,7 @@ if _typing.TYPE_CHECKING:
 __getattr__, __dir__, __all__ = _lazy_exports(
     globals(),
     {
-        "_api": ("connect", "embedded_model", "replay_run"),
+        "_api": ("connect", "embedded_model", "replay_run", "trace_path_of"),
         "_main": ("main",),
         "_spec": ("load_spec", "ModelSpec", "PolicySpec", "RunSpec", "SpecError"),
     },

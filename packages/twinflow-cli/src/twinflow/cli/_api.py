@@ -23,17 +23,21 @@ from typing import Any
 from twinflow.agent import Agent, ReplayMode, ReplayResult, Trace, replay
 from twinflow.cli._spec import RunSpec, load_tools
 from twinflow.cli._wiring import (
+    EMBEDDED,
     build_agent,
     build_model,
     build_transport,
+    check_agent,
     embedded_server,
     model_base_url,
+    numbered,
     replay_builder,
 )
 from twinflow.kernel import SystemClock, SystemIds
-from twinflow.trace import FileTraceSink, MemoryTraceSink
+from twinflow.trace import FileTraceSink, MemoryTraceSink, PlantedLinkError, TargetExistsError
+from twinflow.vocab import UserError
 
-__all__ = ["connect", "embedded_model", "replay_run"]
+__all__ = ["connect", "embedded_model", "replay_run", "trace_path_of"]
 
 
 def _quiet(message: str) -> None:
@@ -54,32 +58,43 @@ def connect(
 ) -> Iterator[Agent[Any]]:
     """The agent ``spec`` describes, wired to the real clock, ids, transport and model.
 
-    With ``resume=True`` the trace is one that exists, for ``agent.resume(trace)`` to
-    continue (a run that stopped, or one waiting for decisions): nothing else is written.
+    The trace file is claimed first: if ``trace`` exists, the run takes the next free name
+    beside it (``trace.1.jsonl``, ``trace.2.jsonl``, ..., as ``twinflow run`` does), so
+    running the same code again never fails on, or overwrites, an earlier run; the path
+    taken is ``agent.writer.sink.path`` (and `trace_path_of`). Then, with ``model.url:
+    embedded``, the bundled SmolLM2 server is started for the block (its log goes beside
+    the trace). Everything opened is closed when the block exits: the trace file, the
+    transport's connections, the embedded server.
 
-    With ``model.url: embedded`` the bundled SmolLM2 server is started for the block (its
-    log goes beside the trace). Everything opened is closed when the block exits: the trace
-    file, the transport's connections, the embedded server.
+    With ``resume=True`` the trace is one that exists, for ``agent.resume(trace)`` to
+    continue (a run that stopped, or one waiting for decisions): no new trace is claimed.
 
     Args:
         spec: The run configuration (the same object ``spec.yaml`` loads into).
-        trace: The new trace file (its directory is made if missing).
+        trace: Where the new trace goes (its directory is made if missing).
         tools: The tool callables (default: imported from ``spec.tools``'s dotted paths).
         resume: ``trace`` exists and the block continues it with `Agent.resume`.
 
     Raises:
-        SpecError: a tool or the output model does not resolve.
-        UserError: ``model.api_key_env`` names an unset variable.
-        TargetExistsError: ``trace`` exists (traces are never overwritten).
+        SpecError: a tool or the output model does not resolve, or the policy names a tool
+            that is not given.
+        UserError: ``model.api_key_env`` names an unset variable, or the trace's directory
+            already holds an absurd number of runs.
+        PlantedLinkError: the trace's directory is a symbolic link.
     """
     callables = _tools(spec, tools)
-    path = Path(trace)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Before the embedded server starts: an unset API key is refused at once.
+    # Before anything is written or started: a usage error changes nothing.
     transport = build_transport(spec.model)
     with contextlib.ExitStack() as stack:
         stack.callback(transport.close)
-        url = stack.enter_context(model_base_url(spec.model.url, path.parent, _quiet))
+        if spec.model.url != EMBEDDED:
+            build_model(spec.model, transport, SystemIds())  # checks URL and dialect
+        check_agent(spec, callables, "connect")
+        sink = None if resume else _claim_trace(Path(trace))
+        if sink is not None:
+            stack.callback(_drop_if_empty, sink)
+        log_dir = Path(trace).parent if sink is None else sink.path.parent
+        url = stack.enter_context(model_base_url(spec.model.url, log_dir, _quiet))
         ids = SystemIds()
         model = build_model(spec.model.model_copy(update={"url": url}), transport, ids)
         agent = build_agent(
@@ -87,11 +102,59 @@ def connect(
             model=model,
             clock=SystemClock(),
             ids=ids,
-            trace=MemoryTraceSink() if resume else FileTraceSink(path),
+            trace=MemoryTraceSink() if sink is None else sink,
             tools=callables,
         )
         with agent:
             yield agent
+
+
+def trace_path_of(agent: Agent[Any]) -> Path:
+    """The trace file `connect` claimed for ``agent`` (the next free name if the one asked for
+    was taken).
+
+    Raises:
+        UserError: the agent does not write to a file.
+    """
+    sink = agent.writer.sink
+    if not isinstance(sink, FileTraceSink):
+        raise UserError("this agent's trace is not written to a file (it was not made by connect)")
+    return sink.path
+
+
+_MAX_TRACES = 100_000
+
+
+def _claim_trace(path: Path) -> FileTraceSink:
+    """A new trace file at ``path``, or at the first free numbered name beside it.
+
+    Each name is created exclusively (`FileTraceSink`), so of runs racing for one name, one
+    gets it and the others move on; an existing file or link is never opened, as
+    `claim_run_files` skips them for ``twinflow run``.
+    """
+    if path.parent.is_symlink():
+        raise PlantedLinkError(
+            f"{path.parent} is a symbolic link; a trace is not written through it: name the "
+            "real directory",
+            path=path.parent,
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for n in range(_MAX_TRACES):
+        try:
+            return FileTraceSink(numbered(path, n))
+        except (TargetExistsError, PlantedLinkError):
+            continue  # a file, or a link planted at the name: never opened, the next name is tried
+    raise UserError(
+        f"{path.parent} holds {_MAX_TRACES} traces named like {path.name}: pick a new one"
+    )
+
+
+def _drop_if_empty(sink: FileTraceSink) -> None:
+    """Remove a claimed trace no event reached (the server did not start, the block failed)."""
+    sink.close()
+    with contextlib.suppress(OSError):
+        if sink.path.stat().st_size == 0:
+            sink.path.unlink()
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["RATES", "Conversion", "convert_currency"]
+__all__ = ["PROMPT", "RATES", "SYSTEM", "Conversion", "convert_currency", "judge"]
 
 Currency = Literal["EUR", "USD", "GBP", "JPY", "CHF"]
 
@@ -48,11 +48,36 @@ class Conversion(BaseModel):
     """The currency of the converted amount."""
 
 
+AMOUNT: int = 120
+SOURCE: Currency = "EUR"
+TARGET: Currency = "USD"
+"""The conversion the demo asks for: the prompt names it and `judge` checks the answer against it."""
+
 PROMPT = (
-    "Convert 120 EUR to USD. Call the convert_currency tool with amount 120, source EUR and "
-    "target USD, then give the converted amount and its currency as the final answer."
+    f"Convert {AMOUNT} {SOURCE} to {TARGET}. Call the convert_currency tool with amount {AMOUNT}, "
+    f"source {SOURCE} and target {TARGET}, then give the converted amount and its currency as "
+    "the final answer."
 )
 
-SYSTEM = (
-    "You are a careful assistant. Use the tools you are given; answer only with what they return."
-)
+SYSTEM = "You are a careful assistant. Use the tools you are given; answer with what they return."
+
+
+def judge(output: object) -> tuple[bool, str]:
+    """Whether the demo's answer is the conversion it asked for, and a line saying so.
+
+    The rate table is the demo's own, so the right answer is known: a small model that converts
+    the wrong way round, or copies the input amount, is told so rather than shown as a success.
+    """
+    rate = RATES[(SOURCE, TARGET)]
+    expected = convert_currency(AMOUNT, SOURCE, TARGET)
+    want = f"{expected:.2f} {TARGET} ({AMOUNT} {SOURCE} at {rate} {TARGET}/{SOURCE})"
+    if not isinstance(output, dict):
+        return False, f"wrong: no answer; expected {want}"
+    amount, currency = output.get("amount"), output.get("currency")
+    right = (
+        currency == TARGET
+        and isinstance(amount, int | float)
+        and not isinstance(amount, bool)
+        and abs(amount - expected) < 0.005
+    )
+    return (True, f"right: {want}") if right else (False, f"wrong: expected {want}")

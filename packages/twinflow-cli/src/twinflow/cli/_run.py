@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from twinflow.agent import (
+    CallSummary,
     Decision,
     ReplayDivergenceError,
     RunError,
@@ -39,6 +40,7 @@ from twinflow.agent import (
     summarize_trace,
     verify_agent_trace,
 )
+from twinflow.cli import _demo
 from twinflow.cli._output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -72,6 +74,7 @@ from twinflow.cli._wiring import (
     build_transport,
     check_agent,
     model_base_url,
+    numbered,
     replay_builder,
 )
 from twinflow.eval import importing_from
@@ -125,8 +128,7 @@ _MAX_RUNS_PER_DIRECTORY = 100_000
 
 
 def _pair(directory: Path, n: int) -> tuple[Path, Path]:
-    suffix = "" if n == 0 else f".{n}"
-    return directory / f"trace{suffix}.jsonl", directory / f"spec{suffix}.yaml"
+    return numbered(directory / "trace.jsonl", n), numbered(directory / SPEC_NAME, n)
 
 
 def claim_run_files(
@@ -183,6 +185,8 @@ def code_beside(trace_path: Path) -> Path:
 class RunOutcome(BaseModel):
     """What a run produced."""
 
+    prompt: str = ""
+    """The prompt the run started from."""
     trace: str
     """The trace file."""
     events: int
@@ -201,6 +205,9 @@ class RunOutcome(BaseModel):
     """Policy decisions by verdict."""
     tool_errors: list[str] = []
     """Tools that raised, as ``name: ErrorType``, in order (the model saw an error result)."""
+    calls: list[CallSummary] = []
+    """Each tool call the model asked for, in order: its arguments, the policy's decision and
+    the result the model saw."""
     rejected: int = 0
     """Replies refused (invalid actions or outputs), each recorded in the trace."""
     paused: list[dict[str, Any]] = []
@@ -284,6 +291,7 @@ def _execute(
     if isinstance(output, BaseModel):
         output = output.model_dump(mode="json")
     return RunOutcome(
+        prompt=summary.prompt,
         trace=str(trace_path),
         events=checkpoint.size,
         root=checkpoint.root,
@@ -294,6 +302,7 @@ def _execute(
         decisions=summary.decisions,
         paused=paused,
         tool_errors=summary.tool_errors,
+        calls=list(summary.tool_calls),
         rejected=summary.rejected,
     )
 
@@ -468,27 +477,47 @@ def report_outcome(outcome: RunOutcome, out: Output, command: str) -> int:
     return EXIT_OK
 
 
+def _one_line(value: object) -> str:
+    """A value from the run (the model's, a tool's) as one printable line."""
+    text = (
+        value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+    )
+    return _clean(text.replace("\n", "\\n"))
+
+
 def _print_outcome(outcome: RunOutcome, out: Output) -> None:
     allow, deny = outcome.decisions.get("allow", 0), outcome.decisions.get("deny", 0)
     tools = ", ".join(outcome.tool_calls) or "none"
+    out.line(f"  prompt    {_one_line(outcome.prompt)}")
     out.line(f"  steps     {outcome.steps} model requests")
     out.line(f"  tools     {len(outcome.tool_calls)} call(s): {tools}")
+    for call in outcome.calls:
+        shown = f"{_one_line(call.tool)} {_one_line(call.arguments)}"
+        if call.decision is None:
+            came_back = "not decided (the run ended first)"
+        elif call.decision == "deny":
+            came_back = f"denied: {_one_line(call.reason)}"
+        elif call.error_type is not None:
+            came_back = f"raised {_one_line(call.error_type)}: {_one_line(call.result)}"
+        else:
+            came_back = _one_line(call.result)
+        out.line(f"    call    {shown} -> {came_back}")
     if outcome.tool_errors:
         out.line(f"  raised    {len(outcome.tool_errors)}: {', '.join(outcome.tool_errors)}")
     if outcome.rejected:
         out.line(f"  refused   {outcome.rejected} reply(ies) (output_rejected events in the trace)")
     out.line(f"  policy    {allow + deny} decision(s): {allow} allowed, {deny} denied")
-    for call in outcome.paused:
-        arguments = json.dumps(call["arguments"], sort_keys=True, ensure_ascii=True)
-        out.line(f"  waiting   {call['call_id']!a} {call['tool']!a} {arguments}")
+    for waiting in outcome.paused:
+        arguments = json.dumps(waiting["arguments"], sort_keys=True, ensure_ascii=True)
+        out.line(f"  waiting   {waiting['call_id']!a} {waiting['tool']!a} {arguments}")
     if outcome.paused:
         out.line(
             f"  decide    {invocation()} approve {outcome.trace} (--call ID ... | --all) [--deny]"
         )
     elif outcome.error is None:
-        out.line(f"  answer    {json.dumps(outcome.output, sort_keys=True)}")
+        out.line(f"  answer    {_one_line(outcome.output)}")
     else:
-        out.line(f"  failed    {outcome.error}")
+        out.line(f"  failed    {_one_line(outcome.error)}")
     out.line(f"  trace     {outcome.trace} ({outcome.events} events)")
     out.line(f"  root      {outcome.root}")
 
@@ -534,10 +563,8 @@ def replay_command(args: argparse.Namespace, out: Output) -> int:
 
 DEMO_SPEC = """\
 # The demo's run spec: `twinflow replay` rebuilds the agent from this file.
-prompt: >-
-  Convert 120 EUR to USD. Call the convert_currency tool with amount 120, source EUR and
-  target USD, then give the converted amount and its currency as the final answer.
-system: You are a careful assistant. Use the tools you are given; answer with what they return.
+prompt: {prompt}
+system: {system}
 model:
   kind: {kind}
   url: {url}
@@ -588,6 +615,8 @@ def configure_demo(p: argparse.ArgumentParser) -> None:
 def demo(args: argparse.Namespace, out: Output) -> int:
     """``twinflow demo``: run, verify and replay a small agent task on a local model."""
     spec_text = DEMO_SPEC.format(
+        prompt=json.dumps(_demo.PROMPT),
+        system=json.dumps(_demo.SYSTEM),
         kind=args.kind,
         url=args.model_url or EMBEDDED,
         dialect=args.dialect,
@@ -606,15 +635,19 @@ def demo(args: argparse.Namespace, out: Output) -> int:
         raise CheckFailed(f"{trace_path}: the demo's own trace does not verify: {report.problem}")
     with phases.phase("replay"):
         replayed = _replay_file(trace_path, lambda: spec, "recorded")
+    correct, verdict = _demo.judge(outcome.output)
     payload = {
         "ok": outcome.error is None,
         **outcome.model_dump(),
+        "correct": correct,
+        "verdict": verdict,
         "verified": True,
         "replayed": replayed,
         "seconds": {k: round(v, 3) for k, v in phases.seconds.items()},
     }
     out.document(payload)
     _print_outcome(outcome, out)
+    out.line(f"  correct?  {verdict}")
     out.line(f"  verify    ok: {report.events} events, hash chain and Merkle root check out")
     out.line(f"  replay    ok: recorded mode matched all {replayed['events']} events")
     timing = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.seconds.items())

@@ -13,7 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
 
 from twinflow.cli._errors import CliError
 from twinflow.eval import (
@@ -204,12 +213,20 @@ class RunSpec(_Strict):
     """Dotted paths to Python callables (``package.module:function`` or ``package.module.function``)."""
     policy: PolicySpec = PolicySpec()
     """The tool policy (deny by default)."""
-    output: str | None = None
-    """Dotted path to a pydantic model the final answer must validate against."""
+    output: str | SkipJsonSchema[type[BaseModel]] | None = None
+    """The pydantic model the final answer must validate against: its dotted path, or (from
+    Python) the class itself. A class is recorded under its ``module:QualName``."""
     max_steps: int = Field(default=8, ge=1, le=1000)
     """Maximum model turns."""
 
     _code_dir: Path | None = PrivateAttr(default=None)
+
+    @field_serializer("output")
+    def _output_name(self, output: str | type[BaseModel] | None) -> str | None:
+        """A class given from Python is written (and digested) as its ``module:QualName``."""
+        if isinstance(output, type):
+            return f"{output.__module__}:{output.__qualname__}"
+        return output
 
     @property
     def code_dir(self) -> Path | None:
@@ -223,7 +240,8 @@ def spec_modules(spec: RunSpec) -> tuple[str, ...]:
     Raises:
         SpecError: a path is not a dotted path.
     """
-    paths = [*spec.tools, *([spec.output] if spec.output else [])]
+    # An output given as a class is already imported.
+    paths = [*spec.tools, *([spec.output] if isinstance(spec.output, str) else [])]
     try:
         return tuple(dict.fromkeys(split_dotted(p)[0] for p in paths))
     except ScorerError as exc:

@@ -60,6 +60,7 @@ __all__ = [
     "check_agent",
     "embedded_server",
     "model_base_url",
+    "numbered",
     "output_type_of",
     "replay_builder",
     "run_identity",
@@ -156,12 +157,19 @@ def output_type_of(spec: RunSpec) -> type[BaseModel] | None:
     Raises:
         SpecError: the path does not name a pydantic model.
     """
-    if spec.output is None:
-        return None
+    if spec.output is None or isinstance(spec.output, type):
+        return spec.output
     target = resolve_dotted(spec.output, spec.code_dir)
     if not (isinstance(target, type) and issubclass(target, BaseModel)):
         raise SpecError(f"output: {spec.output!r} is not a pydantic model class")
     return target
+
+
+def numbered(path: Path, n: int) -> Path:
+    """The ``n``-th name for a new file: ``trace.jsonl``, ``trace.1.jsonl``, ``trace.2.jsonl``..."""
+    if n == 0:
+        return path
+    return path.with_name(f"{path.stem}.{n}{path.suffix}")
 
 
 def build_agent(

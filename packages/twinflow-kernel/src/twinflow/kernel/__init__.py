@@ -29,6 +29,7 @@ Errors; every message names where (the URL or the command), what went wrong, and
         ├── LaunchError                    a server process did not start, or did not become healthy
         └── ClusterError                   the Ray cluster could not be reached or started
             └── TaskLost                   a call's worker died on its last allowed attempt (`.index`)
+                └── WorkerStartFailed      no worker could be started for the call (node, Ray's reason)
 
 Usage mistakes (a bad URL scheme, a naive datetime) raise `twinflow.vocab.UserError` instead.
 """
@@ -48,6 +49,7 @@ from twinflow.kernel._errors import ResponseTooLarge as ResponseTooLarge
 from twinflow.kernel._errors import TaskLost as TaskLost
 from twinflow.kernel._errors import TransportError as TransportError
 from twinflow.kernel._errors import TransportTimeout as TransportTimeout
+from twinflow.kernel._errors import WorkerStartFailed as WorkerStartFailed
 from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:

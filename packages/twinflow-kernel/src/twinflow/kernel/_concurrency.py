@@ -18,6 +18,7 @@ import concurrent.futures
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol, TypeVar
 
+from twinflow.kernel._nondeterminism import on_behalf_of_caller
 from twinflow.vocab import UserError
 
 __all__ = ["Executor", "SerialExecutor", "ThreadExecutor"]
@@ -59,7 +60,7 @@ class SerialExecutor:
             UserError: ``limit`` is below 1.
         """
         _check_limit(limit)
-        return ((index, fn(item)) for index, item in enumerate(items))
+        return ((index, on_behalf_of_caller(fn, item)) for index, item in enumerate(items))
 
 
 class ThreadExecutor:
@@ -88,7 +89,7 @@ class ThreadExecutor:
         counter = 0
         try:
             for item in items:
-                pending[pool.submit(fn, item)] = counter
+                pending[pool.submit(on_behalf_of_caller, fn, item)] = counter
                 counter += 1
                 if len(pending) >= limit:
                     break
@@ -101,7 +102,7 @@ class ThreadExecutor:
                     result = future.result()
                     nxt = next(items, _END)
                     if nxt is not _END:
-                        pending[pool.submit(fn, nxt)] = counter  # type: ignore[arg-type]  # not _END, so a T
+                        pending[pool.submit(on_behalf_of_caller, fn, nxt)] = counter  # type: ignore[arg-type]  # not _END, so a T
                         counter += 1
                     yield index, result
         finally:

@@ -167,3 +167,11 @@ class TaskLost(ClusterError):
     def __reduce__(self) -> tuple[Any, ...]:
         # As TransportError: keyword-only fields break the default exception pickling.
         return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+class WorkerStartFailed(TaskLost):
+    """No Ray worker could be started for a call: its node and Ray's reason are in the message.
+
+    A worker whose interpreter or environment is broken, or that does not register in time,
+    fails every call sent to it; the run stops rather than waiting for Ray to give up on each.
+    """

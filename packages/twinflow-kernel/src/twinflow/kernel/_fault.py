@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 from twinflow.kernel._errors import KernelError, TransportError
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse, LoopbackServer
 from twinflow.kernel._netpolicy import free_port
+from twinflow.kernel._nondeterminism import on_behalf_of_caller
 from twinflow.kernel._ports import Closing, Transport
 from twinflow.kernel._transport import HttpTransport
 from twinflow.vocab import JsonValue, UserError
@@ -101,7 +102,7 @@ class FaultTransport(Closing):
 
     def _fault_for(self, number: int, url: str, body: JsonValue) -> Fault | None:
         if callable(self._faults):
-            fault = self._faults(number, url, body)
+            fault = on_behalf_of_caller(self._faults, number, url, body)
             if fault is not None and fault not in FAULTS:
                 raise UserError(
                     f"FaultTransport: the schedule returned {fault!r}; use one of {FAULTS}"

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Self
 
+from twinflow.kernel._nondeterminism import on_behalf_of_caller
 from twinflow.kernel._ports import Closing
 from twinflow.vocab import FrozenValue, JsonValue, UserError
 
@@ -152,7 +153,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         with owner.lock:
             owner.requests.append(request)
         try:
-            response = owner.handler(request)
+            response = on_behalf_of_caller(owner.handler, request)
         except Exception as error:
             owner.errors.append(error)
             response = LoopbackResponse(
@@ -214,7 +215,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         owner = self.server.owner
-        for piece in stream():
+        for piece in on_behalf_of_caller(stream):
             if not piece:
                 continue
             self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
+from twinflow.kernel._nondeterminism import on_behalf_of_caller
 from twinflow.kernel._ports import Closing
 from twinflow.vocab import JsonValue, UserError
 
@@ -40,7 +41,7 @@ class MockTransport(Closing):
         """
         if self._closed:
             raise UserError(f"post_json({url!r}) on a closed MockTransport: create a new one")
-        return self._handler(url, body)
+        return on_behalf_of_caller(self._handler, url, body)
 
     def post_stream(
         self, url: str, body: JsonValue, *, timeout: float, idle_timeout: float | None = None
@@ -57,7 +58,9 @@ class MockTransport(Closing):
                 f"post_stream({url!r}) on a MockTransport made without stream_handler: pass "
                 "MockTransport(handler, stream_handler=...) to answer streamed requests"
             )
-        return (bytes(chunk) for chunk in self._stream_handler(url, body) if chunk)
+        return (
+            bytes(chunk) for chunk in on_behalf_of_caller(self._stream_handler, url, body) if chunk
+        )
 
     def close(self) -> None:
         """Mark the transport closed."""

@@ -34,17 +34,19 @@ third-party libraries are banned by name.
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import os
 import sys
 import sysconfig
 import tomllib
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from types import FrameType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, ParamSpec, TypeVar
 
 from twinflow.kernel._errors import KernelError
 
@@ -54,6 +56,10 @@ __all__ = [
     "NondeterminismError",
     "nondeterminism_guard",
 ]
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class NondeterminismError(KernelError, RuntimeError):
@@ -84,6 +90,8 @@ class _Target:
     kind: Kind
     name: str
     unless_argument: int | None
+    paths: tuple[str, ...] = ()
+    """For an ``open`` audit event: the files (or folders) it refuses; empty: every event."""
 
 
 def _load_table() -> tuple[tuple[_Target, ...], tuple[tuple[str, str], ...]]:
@@ -94,7 +102,11 @@ def _load_table() -> tuple[tuple[_Target, ...], tuple[tuple[str, str], ...]]:
         for entry in row.get("runtime", ()):
             kind: Kind
             (kind,) = (k for k in _KINDS if k in entry)
-            targets.append(_Target(kind, entry[kind], entry.get("unless_argument")))
+            targets.append(
+                _Target(
+                    kind, entry[kind], entry.get("unless_argument"), tuple(entry.get("paths", ()))
+                )
+            )
     allowed = tuple((row["module"], row["function"]) for row in table.get("allowed_caller", ()))
     return tuple(targets), allowed
 
@@ -104,7 +116,8 @@ _TARGETS, _ALLOWED_CALLERS = _load_table()
 GUARDED_ENTRY_POINTS: Final[tuple[tuple[str, str], ...]] = tuple((t.kind, t.name) for t in _TARGETS)
 """Every (kind, name) the guard refuses, derived from ``banned.toml``'s ``runtime`` entries."""
 
-_AUDIT_EVENTS: Final = frozenset(t.name for t in _TARGETS if t.kind == "audit")
+# event -> the paths it is refused for (empty: always).
+_AUDIT_EVENTS: Final = {t.name: t.paths for t in _TARGETS if t.kind == "audit"}
 
 
 def _stdlib_dirs() -> tuple[str, ...]:
@@ -136,12 +149,91 @@ def _allowed_bookkeeping(frame: FrameType) -> bool:
     return False
 
 
+_KERNEL_DIR: Final = os.path.dirname(_THIS_FILE) + os.sep
+
+
+@functools.lru_cache(maxsize=4096)
+def _real(filename: str) -> str:
+    return os.path.normcase(os.path.realpath(filename))
+
+
+def _is_kernel_frame(frame: FrameType) -> bool:
+    """Whether the frame runs code loaded from a file of the kernel package, in that module.
+
+    Identity is the file, not ``__name__`` (which any module may set): the code object's file
+    is under this package's folder, and the frame's globals are the namespace of the module
+    imported from that very file.
+    """
+    filename = frame.f_code.co_filename
+    if filename.startswith("<") or not _real(filename).startswith(_KERNEL_DIR):
+        return False
+    name = frame.f_globals.get("__name__")
+    module = sys.modules.get(name) if isinstance(name, str) else None
+    loaded_from = getattr(module, "__file__", None)
+    return (
+        module is not None
+        and vars(module) is frame.f_globals
+        and isinstance(loaded_from, str)
+        and _real(loaded_from) == _real(filename)
+    )
+
+
+def on_behalf_of_caller(fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+    """Call a callable handed to the kernel (an executor's function, a mock's handler).
+
+    What it reaches is judged as its caller's, never the kernel's: a kernel adapter does not
+    lend its exemption to ``SerialExecutor().map_bounded(os.urandom, ...)``.
+    """
+    return _as_guarded(fn)(*args, **kwargs)
+
+
+def _as_guarded(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """`fn`, or the guard's wrapper when `fn` is an entry point the guard swapped out (taken
+    before the guard began: a callable shipped to another process and loaded there first)."""
+    if not _swapped:
+        return fn
+    if isinstance(fn, functools.partial):
+        inner = _swapped[-1].get(id(fn.func))
+        if inner is not None:
+            return functools.partial(inner, *fn.args, **fn.keywords)
+        return fn
+    wrapper: Callable[_P, _R] | None = _swapped[-1].get(id(fn))
+    return fn if wrapper is None else wrapper
+
+
+def guarded_elsewhere(fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+    """`on_behalf_of_caller` in another process (a Ray worker), under a guard of its own.
+
+    An executor whose calls leave the process ships this around the function while a guard is
+    active in the caller, so the call is refused there as it would be here.
+
+    Raises:
+        NondeterminismError: the call reached a guarded entry point.
+    """
+    with nondeterminism_guard() as record:
+        result = on_behalf_of_caller(fn, *args, **kwargs)
+    if record.violations:
+        raise record.violations[0]
+    return result
+
+
+def guard_active() -> bool:
+    """Whether a guard is active in this process."""
+    return bool(_active)
+
+
+_BOUNDARIES: Final = frozenset({on_behalf_of_caller.__code__})
+
+
 def _verdict(frame: FrameType | None) -> tuple[bool, str]:
     """(allowed, calling module) for a guarded call whose innermost frame is `frame`."""
     # Walk out through the standard library to the first caller outside it; an allowed
     # bookkeeping caller (banned.toml's [[allowed_caller]] rows) on the way, or as that first
-    # caller, is let through.
+    # caller, is let through. A callable the kernel calls on someone's behalf
+    # (on_behalf_of_caller) is that someone's, whatever it is.
     while frame is not None:
+        if frame.f_code in _BOUNDARIES:
+            return False, "a callable handed to a twinflow.kernel adapter"
         if _allowed_bookkeeping(frame):
             return True, str(frame.f_globals.get("__name__"))
         if not _is_stdlib_or_guard_file(frame.f_code.co_filename):
@@ -151,7 +243,7 @@ def _verdict(frame: FrameType | None) -> tuple[bool, str]:
         return False, "<unknown>"
     name = frame.f_globals.get("__name__")
     module = name if isinstance(name, str) else "<unknown>"
-    return module == "twinflow.kernel" or module.startswith("twinflow.kernel."), module
+    return _is_kernel_frame(frame), module
 
 
 class GuardRecord:
@@ -180,10 +272,60 @@ def _refuse(dotted: str, frame: FrameType | None, record: GuardRecord) -> None:
     raise error
 
 
-def _audit_hook(event: str, _args: tuple[object, ...]) -> None:
-    if not _active or event not in _AUDIT_EVENTS:
+def _named_path(args: tuple[object, ...], paths: tuple[str, ...]) -> str | None:
+    """The real path of an ``open`` event when it is (or is under) one of `paths`, links
+    followed; None otherwise."""
+    path = args[0] if args else None
+    if not isinstance(path, (str, bytes)):
+        return None  # a file descriptor: what it names was opened, and judged, before
+    try:
+        real = os.path.realpath(os.fsdecode(path))
+    except (OSError, ValueError):
+        return None
+    hit = any(real == p or real.startswith(p.rstrip("/") + "/") for p in paths)
+    return real if hit else None
+
+
+# Per active guard (parallel to _active): the originals it swapped out (by id) -> its wrappers.
+_swapped: list[dict[int, Any]] = []
+# Per active guard (parallel to _active): the guarded modules' names and files.
+_fresh_names: list[frozenset[str]] = []
+_fresh_files: list[frozenset[str]] = []
+
+
+def _fresh_copy(event: str, args: tuple[object, ...]) -> str | None:
+    """What an ``exec`` or ``import`` event makes a fresh copy of, if it is a guarded module."""
+    first = args[0] if args else None
+    if event == "exec" and isinstance(first, types.CodeType):
+        filename = first.co_filename
+        module_code = first.co_name == "<module>" and not filename.startswith("<")
+        if module_code and _real(filename) in _fresh_files[-1]:
+            return filename
+    # An `import` event with a file is an extension module being loaded from it.
+    loaded_from = args[1] if len(args) > 1 else None
+    if event == "import" and isinstance(first, str) and loaded_from is not None:
+        return first if first in _fresh_names[-1] else None
+    return None
+
+
+def _audit_hook(event: str, args: tuple[object, ...]) -> None:
+    if not _active:
         return
-    _refuse(event, sys._getframe(1), _active[-1])
+    if event in ("exec", "import"):
+        copied = _fresh_copy(event, args)
+        if copied is not None:
+            _refuse(f"a fresh copy of {copied}", sys._getframe(1), _active[-1])
+        return
+    paths = _AUDIT_EVENTS.get(event)
+    if paths is None:
+        return
+    what = event
+    if paths:
+        real = _named_path(args, paths)
+        if real is None:
+            return
+        what = f"{event}({real!r})"
+    _refuse(what, sys._getframe(1), _active[-1])
 
 
 def _argument_given(args: tuple[Any, ...], kwargs: dict[str, Any], index: int) -> bool:
@@ -203,7 +345,7 @@ def _wrapper(
     guarded.__name__ = getattr(original, "__name__", dotted.rpartition(".")[2])
     guarded.__qualname__ = getattr(original, "__qualname__", guarded.__name__)
     guarded.__doc__ = f"{dotted}, refused outside twinflow.kernel while replaying."
-    guarded.__wrapped__ = original  # type: ignore[attr-defined]  # functools convention, read by inspect
+    # No __wrapped__: inspect.unwrap would hand the original to the code the guard refuses.
     return guarded
 
 
@@ -226,14 +368,79 @@ def _guarded_class(cls: type, methods: dict[str, object]) -> type:
     return type(cls.__name__, (cls,), {"__module__": cls.__module__, **methods})
 
 
+def _type_dict(cls: type) -> dict[str, Any] | None:
+    """The writable dict behind a C type's read-only ``__dict__`` (CPython), or None.
+
+    A C type's methods cannot be set by assignment; its dict can be written, after which
+    CPython's method cache is told with ``PyType_Modified``. This is how the clock
+    constructors of ``datetime`` are guarded however they are reached: the class, a subclass
+    or instance made at any time, ``_datetime`` directly, ``datetime.min.now()``.
+    """
+    if sys.implementation.name != "cpython":
+        return None
+    referents = gc.get_referents(cls.__dict__)
+    if len(referents) != 1 or not isinstance(referents[0], dict):
+        return None
+    return referents[0]
+
+
+def _type_modified(cls: type) -> None:
+    import ctypes  # the kernel's own: the guard tells CPython a C type changed
+
+    ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
+
+
+def _guarded_modules() -> tuple[frozenset[str], frozenset[str]]:
+    """(names, real source files) of the modules that hold a guarded entry point: a fresh copy
+    of one (find_spec + exec_module, importlib.reload) would hold the originals."""
+    names: set[str] = set()
+    files: set[str] = set()
+    for target in _TARGETS:
+        if target.kind == "audit":
+            continue
+        parts = target.name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = sys.modules.get(".".join(parts[:cut]))
+            if module is not None:
+                names.add(module.__name__)
+                filename = getattr(module, "__file__", None)
+                if isinstance(filename, str):
+                    files.add(_real(filename))
+                break
+    return frozenset(names), frozenset(files)
+
+
+def _fresh_copy_hooks(record: GuardRecord, names: frozenset[str]) -> list[tuple[Any, str, Any]]:
+    """Wrappers for ``_imp``'s builtin-module constructors: a second ``time`` module made from
+    its spec would hold the original clocks (C modules built in have no audit event)."""
+    import _imp
+
+    patched: list[tuple[Any, str, Any]] = []
+    for attribute in ("create_builtin", "exec_builtin", "create_dynamic", "exec_dynamic"):
+        original = getattr(_imp, attribute, None)
+        if original is None:
+            continue
+
+        def refusing(spec: Any, *args: Any, _o: Any = original, _a: str = attribute) -> Any:
+            name = getattr(spec, "name", None) or getattr(spec, "__name__", None)
+            if name in names:
+                _refuse(f"a fresh copy of {name} ({_a})", sys._getframe(1), record)
+            return _o(spec, *args)
+
+        patched.append((_imp, attribute, original))
+        setattr(_imp, attribute, refusing)
+    return patched
+
+
 @contextmanager
 def nondeterminism_guard() -> Iterator[GuardRecord]:
     """Refuse nondeterministic entry points reached from outside the kernel.
 
     Every ``call`` and ``classmethod`` target of the banned list is swapped while the block
     runs and restored when it exits, whatever way it exits; every ``audit`` target is refused
-    by an audit hook that is silent outside a guard. Not re-entrant across threads: the
-    replay harness runs the agent on the calling thread.
+    by an audit hook that is silent outside a guard. A fresh copy of a module holding a guarded
+    entry point (re-executed from its file or spec) is refused too. Not re-entrant across
+    threads: the replay harness runs the agent on the calling thread.
 
     Yields:
         The record of refusals, complete when the block exits.
@@ -244,6 +451,8 @@ def nondeterminism_guard() -> Iterator[GuardRecord]:
     global _audit_hook_added
     record = GuardRecord()
     saved: list[tuple[Any, str, Any]] = []
+    type_dicts: list[tuple[type, dict[str, Any], str, Any]] = []
+    swapped: dict[int, Any] = {}
     classmethods: dict[tuple[Any, str], dict[str, object]] = {}
     try:
         for target in _TARGETS:
@@ -262,24 +471,57 @@ def nondeterminism_guard() -> Iterator[GuardRecord]:
                 wrapper = _wrapper(target.name, original, record, target.unless_argument)
                 saved.append((owner, attribute, original))
                 setattr(owner, attribute, wrapper)
-            else:
-                holder, class_name = _owner(target.name.rpartition(".")[0])
-                function = getattr(owner, attribute)
-                refusing = _wrapper(target.name, function, record, None)
-                classmethods.setdefault((holder, class_name), {})[attribute] = classmethod(
-                    lambda _cls, *a, _f=refusing, **k: _f(*a, **k)
+                swapped.setdefault(id(original), wrapper)  # os.urandom is posix.urandom
+                continue
+            real = _type_dict(owner)
+            if real is not None:
+                if any(owner is t and attribute == a for t, _, a, _ in type_dicts):
+                    continue  # _datetime.datetime is datetime.datetime
+                # An inherited method (datetime.today is date.today) is set on the class
+                # itself, so the refusal names it, and deleted again on the way out.
+                descriptor = real.get(attribute)
+                inherited = next(
+                    vars(base)[attribute] for base in owner.__mro__ if attribute in vars(base)
                 )
+                refusing = _wrapper(
+                    target.name,
+                    lambda cls, *a, _d=inherited, **k: _d.__get__(None, cls)(*a, **k),
+                    record,
+                    None,
+                )
+                type_dicts.append((owner, real, attribute, descriptor))
+                real[attribute] = classmethod(refusing)
+                _type_modified(owner)
+                continue
+            holder, class_name = _owner(target.name.rpartition(".")[0])
+            function = getattr(owner, attribute)
+            refusing = _wrapper(target.name, function, record, None)
+            classmethods.setdefault((holder, class_name), {})[attribute] = classmethod(
+                lambda _cls, *a, _f=refusing, **k: _f(*a, **k)
+            )
         for (holder, class_name), methods in classmethods.items():
             original_class = getattr(holder, class_name)
             saved.append((holder, class_name, original_class))
             setattr(holder, class_name, _guarded_class(original_class, methods))
+        names, files = _guarded_modules()
+        saved.extend(_fresh_copy_hooks(record, names))
         if not _audit_hook_added:
             sys.addaudithook(_audit_hook)
             _audit_hook_added = True
+        _fresh_names.append(names)
+        _fresh_files.append(files)
+        _swapped.append(swapped)
         _active.append(record)
         yield record
     finally:
         if record in _active:
-            _active.remove(record)
+            index = _active.index(record)
+            del _active[index], _fresh_names[index], _fresh_files[index], _swapped[index]
         for owner, attribute, original in reversed(saved):
             setattr(owner, attribute, original)
+        for cls, real, attribute, descriptor in reversed(type_dicts):
+            if descriptor is None:
+                del real[attribute]
+            else:
+                real[attribute] = descriptor
+            _type_modified(cls)

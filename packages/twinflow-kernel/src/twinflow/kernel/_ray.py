@@ -13,7 +13,17 @@ Failures:
   (host, IP, node id) it ran on, after the calls already in flight have finished and been
   yielded (their results are not thrown away);
 - a worker process (or node) that dies mid-call: Ray runs the call again, at most
-  ``max_retries`` times (default once); after that, `TaskLost` names the call's index.
+  ``max_retries`` times (default once); after that, `TaskLost` names the call's index;
+- a worker that cannot start (its interpreter or environment is broken, or it does not
+  register in time): `WorkerStartFailed` names the node and gives Ray's reason. A local Ray
+  started here gives a worker one start of at most `WORKER_START_SECONDS` (docs/adr/0045).
+
+Workers run the interpreter and environment they find, never a copy Ray makes: Ray's own
+``uv run`` integration (which, when the driver runs under ``uv run``, packages the current
+directory and starts each worker through ``uv run`` in that copy, re-syncing the project
+there) is switched off with Ray's switch ``RAY_ENABLE_UV_RUN_RUNTIME_ENV=0`` before Ray is
+imported. A local Ray's workers are then this interpreter with this environment; on a cluster,
+each node's own Python, which must have twinflow (and the spec's tool modules) installed.
 
 ``ray`` is imported only when a `RayExecutor` is first used, so the kernel stays importable
 without the extra.
@@ -30,10 +40,32 @@ from types import ModuleType
 from typing import Any, ClassVar, Self, TypeVar
 
 from twinflow.kernel._concurrency import _check_limit
-from twinflow.kernel._errors import ClusterError, TaskLost
+from twinflow.kernel._errors import ClusterError, TaskLost, WorkerStartFailed
+from twinflow.kernel._nondeterminism import guard_active, guarded_elsewhere, on_behalf_of_caller
 from twinflow.vocab import UserError
 
-__all__ = ["RayExecutor"]
+__all__ = ["WORKER_START_SECONDS", "RayExecutor"]
+
+WORKER_START_SECONDS = 60
+"""How long a local Ray started by `RayExecutor` waits for a worker to start and register
+(Ray's default wait), with no second start: a worker that cannot start fails the run about a
+minute after its first task is submitted. Ray would otherwise start it six times (each start
+given its full wait), so a broken worker environment took six minutes to report (and an hour
+at the ten minutes once set here). Both are Ray settings that a value in the environment
+overrides: ``RAY_worker_register_timeout_seconds`` and ``RAY_pop_worker_max_retries``."""
+
+# Ray's settings for a Ray started here, each kept if the user set it (docs/adr/0045).
+_LOCAL_RAY_SETTINGS = {
+    # Ray reads this switch (meant for laptops) once, when it is imported; without it a Linux
+    # node binds every interface. A Ray started here serves this machine only: loopback alone.
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    # Read by the raylet started here: one start per worker, of at most WORKER_START_SECONDS.
+    "RAY_worker_register_timeout_seconds": str(WORKER_START_SECONDS),
+    "RAY_pop_worker_max_retries": "0",
+}
+# Read by `ray` when it is imported, for a local Ray and a cluster alike: workers run the
+# Python they find, never a `uv run` re-sync of a copy of the current directory.
+_ANY_RAY_SETTINGS = {"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -71,10 +103,29 @@ def _call(code_dirs: tuple[str, ...], fn: bytes, item: bytes) -> Any:
     cloudpickle = _import_ray().cloudpickle
     call = cloudpickle.loads(fn)
     try:
-        return call(cloudpickle.loads(item))
+        return on_behalf_of_caller(call, cloudpickle.loads(item))
     except Exception as exc:
         exc.add_note(f"raised on {_where()}")
         raise
+
+
+def _node_named_in(ray: ModuleType, text: str) -> str:
+    """The Ray node whose id ``text`` mentions, as host (IP, node id); else "an unnamed node"."""
+    try:
+        nodes = ray.nodes()
+    except Exception:  # the cluster is going away: the message is still worth giving
+        nodes = []
+    for node in nodes:
+        node_id = str(node.get("NodeID", ""))
+        if node_id and node_id in text:
+            host, ip = node.get("NodeManagerHostname"), node.get("NodeManagerAddress")
+            return f"Ray node {host} ({ip}, node id {node_id[:12]})"
+    return "an unnamed Ray node"
+
+
+def _one_line(exc: BaseException) -> str:
+    """Ray's reason, as one line (its messages run over several)."""
+    return " ".join(str(exc).split())
 
 
 def _ship(send: Callable[[], Any], what: str) -> Any:
@@ -144,17 +195,11 @@ class RayExecutor:
         return self
 
     def _connect(self) -> ModuleType:
-        if self.address is None and "ray" not in sys.modules:
-            # A Ray started here serves this machine only, so it listens on loopback alone.
-            # Ray reads this switch (meant for laptops) once, when it is imported; without it
-            # a Linux node binds every interface. A value the user set is kept.
-            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        settings = dict(_ANY_RAY_SETTINGS)
         if self.address is None:
-            # The raylet started here reads this when it starts. A worker not registered
-            # within Ray's default 60 s is killed and its task retried, then lost; on a busy
-            # two-core machine a worker's start (importing Ray and the task's modules) takes
-            # longer than that. Ten minutes, unless the user set it.
-            os.environ.setdefault("RAY_worker_register_timeout_seconds", "600")
+            settings.update(_LOCAL_RAY_SETTINGS)
+        for name, value in settings.items():
+            os.environ.setdefault(name, value)
         ray = _import_ray()
         if ray.is_initialized():
             return ray
@@ -195,7 +240,15 @@ class RayExecutor:
         task = ray.remote(_call).options(max_retries=self.max_retries, num_cpus=1)
         dumps = ray.cloudpickle.dumps
         # Serialised once, not once per task; loaded by `_call` after its code_dirs are set.
-        shipped = ray.put(_ship(lambda: dumps(fn), "the function"))
+        # Under a guard, each call is guarded in its worker too: the guard does not cross
+        # processes, and the function is the caller's, not the kernel's.
+        call: Callable[[T], R] = fn
+        if guard_active():
+
+            def call(item: T) -> R:
+                return guarded_elsewhere(fn, item)
+
+        shipped = ray.put(_ship(lambda: dumps(call), "the function"))
         pending: dict[Any, int] = {}
         counter = 0
         failure: BaseException | None = None
@@ -219,6 +272,17 @@ class RayExecutor:
                 except RayTaskError as exc:
                     cause = getattr(exc, "cause", None)
                     failure = failure or (cause if isinstance(cause, BaseException) else exc)
+                    continue
+                except (ray.exceptions.RaySystemError, ray.exceptions.RuntimeEnvSetupError) as exc:
+                    # No worker could be started for the call: retrying will not help.
+                    failure = failure or WorkerStartFailed(
+                        f"call {index}: Ray could not start a worker for it on "
+                        f"{_node_named_in(ray, str(exc))}: {_one_line(exc)}; a local Ray's "
+                        f"workers run {sys.executable}, a cluster's run each node's own Python "
+                        "(it needs twinflow and the spec's tool modules); Ray's logs are in "
+                        "the node's /tmp/ray/session_latest/logs",
+                        index=index,
+                    )
                     continue
                 except ray.exceptions.RayError as exc:
                     # The worker (or its node) died on the last allowed attempt.

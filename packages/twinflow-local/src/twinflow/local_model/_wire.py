@@ -89,9 +89,15 @@ def _dumps(value: JsonValue) -> str:
 
 
 def render_tool_result(part: ToolResultPart) -> str:
-    """Render a tool result as text for a server that has no tool role in play."""
+    """Render a tool result as text for a server that has no tool role in play.
+
+    The call id is left out: it is random per run, the model never saw it (a structured
+    action carries none) and each result follows its own call. With it, two runs of one spec
+    sent different tokens after their first tool call, so a temperature-0 model could answer
+    differently from there on.
+    """
     status = "error" if part.is_error else "result"
-    return f"Tool {part.name} (call {part.call_id}) {status}: {part.content}"
+    return f"Tool {part.name} {status}: {part.content}"
 
 
 def render_tool_call(part: ToolCallPart) -> str:
