@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import importlib.machinery
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -137,12 +138,24 @@ def _workspace(
         '[project]\nname = "fixture"\nversion = "0"\nrequires-python = ">=3.11"\n'
         f'[tool.uv]\npackage = false\n[tool.uv.workspace]\nmembers = ["{where}/*"]\n' + root_extra,
     )
-    shutil.copy(repo_root / "CONTRIBUTING.md", root / "CONTRIBUTING.md")
+    # The certifi exceptions pin the fixture's licence file instead of the real one.
+    policy = (repo_root / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    exceptions = gate.load_policy(repo_root / "CONTRIBUTING.md").exceptions
+    real_pin = next(e.sha256 for e in exceptions if e.distribution == "certifi")
+    _write(root / "CONTRIBUTING.md", policy.replace(real_pin, FIXTURE_LICENCE_SHA256))
     for name, body in members.items():
         _package(root, f"{where}/{name}", name, "Apache-2.0", body)
     _package(root, "vendor/gpl-thing", "gpl-thing", "GPL-3.0-only")
     # A version inside the certifi exception's range, so only the scope decides.
-    _package(root, "vendor/certifi", "certifi", "MPL-2.0", version="2025.1.1")
+    _write(root / "vendor" / "certifi" / "LICENSE", FIXTURE_LICENCE)
+    _package(
+        root,
+        "vendor/certifi",
+        "certifi",
+        "MPL-2.0",
+        'license-files = ["LICENSE"]\n',
+        version="2025.1.1",
+    )
     env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(root / ".venv")}
     for command in (
         ["lock", "--offline"],
@@ -154,6 +167,9 @@ def _workspace(
         assert 0 == done.returncode, done.stderr
     return root
 
+
+FIXTURE_LICENCE = "Mozilla Public License Version 2.0 (the fixture's copy)\n"
+FIXTURE_LICENCE_SHA256 = hashlib.sha256(FIXTURE_LICENCE.encode()).hexdigest()
 
 SOURCES = (
     '[tool.uv.sources]\ngpl-thing = { path = "../../vendor/gpl-thing" }\n'
@@ -192,6 +208,140 @@ def test_certifi_outside_the_datapizza_extra_fails(
     certifi = next(line for line in done.stdout.splitlines() if line.startswith("certifi "))
     assert "MPL-2.0" in certifi
     assert "exception" in certifi
+
+
+# ------------------------------------------------------- pinned licence files
+
+
+def _datapizza_workspace(tmp_path: Path, repo_root: Path, uv: str) -> Path:
+    members = {
+        "twinflow-vocab": '[project.optional-dependencies]\ndatapizza = ["certifi"]\n' + SOURCES
+    }
+    return _workspace(tmp_path, repo_root, uv, members)
+
+
+def _installed_licence(root: Path) -> Path:
+    (path,) = (root / ".venv").glob(
+        "lib/python*/site-packages/certifi-*.dist-info/licenses/LICENSE"
+    )
+    return path
+
+
+def test_the_pinned_licence_file_passes_when_unchanged(
+    tmp_path: Path, repo_root: Path, uv: str, run_gate: GateRunner
+) -> None:
+    """An exception whose licence file is installed with the pinned hash admits the distribution."""
+    root = _datapizza_workspace(tmp_path, repo_root, uv)
+    done = run_gate("licences", "--root", root, "--python", root / ".venv" / "bin" / "python")
+    assert 0 == done.returncode, done.stdout + done.stderr
+    assert "1 pinned licence files checked" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("change", "complaint"),
+    [
+        ("rewrite", "LICENSE in the installed certifi 2025.1.1 has sha256:{actual}, the exception "
+         "pins sha256:{pinned}: the licence changed, review the exception"),
+        ("rename", "the exception pins LICENSE sha256:{pinned} but the installed certifi "
+         "2025.1.1 has no such file"),
+        ("delete", "the exception pins LICENSE sha256:{pinned} but the installed certifi "
+         "2025.1.1 has no such file"),
+    ],
+)  # fmt: skip
+def test_a_changed_or_missing_licence_file_fails_naming_the_hashes(
+    tmp_path: Path, repo_root: Path, uv: str, run_gate: GateRunner, change: str, complaint: str
+) -> None:
+    """A licence file that differs from the pin, or is gone, fails the exception it backs."""
+    root = _datapizza_workspace(tmp_path, repo_root, uv)
+    licence = _installed_licence(root)
+    new_text = b"GNU General Public License version 3\n"
+    if change == "rewrite":
+        licence.write_bytes(new_text)
+    elif change == "rename":
+        licence.rename(licence.with_name("COPYING"))
+    else:
+        licence.unlink()
+    done = run_gate("licences", "--root", root, "--python", root / ".venv" / "bin" / "python")
+    assert 1 == done.returncode, done.stdout + done.stderr
+    expected = complaint.format(
+        actual=hashlib.sha256(new_text).hexdigest(), pinned=FIXTURE_LICENCE_SHA256
+    )
+    assert f"twinflow-vocab[datapizza]: certifi 2025.1.1 [MPL-2.0]: {expected}" in done.stderr
+
+
+def test_every_pin_of_the_real_policy_matches_what_is_installed(repo_root: Path) -> None:
+    """The real CONTRIBUTING.md: each pinned licence file installed here has its pinned hash,
+    and the Windows-only ones are reported unread, not passed."""
+    policy = gate.load_policy(repo_root / "CONTRIBUTING.md")
+    files = gate.LicenceFiles(str(repo_root / ".venv" / "bin" / "python"), download=False)
+    installed = {
+        "certifi": "2026.10.19.post1",
+        "jinja2": "3.1.6",
+        "click-default-group": "1.2.4",
+        "colorama": "0.4.6",
+        "pyreadline3": "3.5.6",
+    }
+    failures = [
+        files.check(name, version, exc, policy)
+        for exc in policy.exceptions
+        for name, version in installed.items()
+        if exc.distribution == name
+    ]
+    assert [None] * 6 == failures
+    assert {"colorama 0.4.6 LICENSE.txt", "pyreadline3 3.5.6 LICENSE.md"} == files.unread
+    assert {
+        "certifi 2026.10.19.post1 LICENSE",
+        "jinja2 3.1.6 LICENSE.txt",
+        "click-default-group 1.2.4 LICENSE",
+    } == files.read
+
+
+def test_a_windows_only_pin_is_checked_in_its_downloaded_wheel(repo_root: Path) -> None:
+    """With download (the full run), colorama's Windows wheel is fetched and its pin checked;
+    a wrong pin fails naming the wheel."""
+    policy = gate.load_policy(repo_root / "CONTRIBUTING.md")
+    (colorama,) = (e for e in policy.exceptions if e.distribution == "colorama")
+    files = gate.LicenceFiles(None, download=True)
+    assert None is files.check("colorama", "0.4.6", colorama, policy)
+    wrong = dataclasses.replace(colorama, sha256="0" * 64)
+    failure = gate.LicenceFiles(None, download=True).check("colorama", "0.4.6", wrong, policy)
+    assert failure is not None
+    assert "LICENSE.txt in the colorama 0.4.6 wheel for Windows has sha256:" in failure
+
+
+@pytest.mark.parametrize(
+    ("paths", "expected"),
+    [
+        (["x-1.dist-info/licenses/LICENSE", "x/LICENSE"], "x-1.dist-info/licenses/LICENSE"),
+        (["x-1.dist-info/LICENSE", "x-1.dist-info/RECORD"], "x-1.dist-info/LICENSE"),
+        (["x/LICENSE", "y/LICENSE"], None),
+        (["x-1.dist-info/licenses/COPYING"], None),
+        (["x-1.dist-info/licenses/NOT_LICENSE"], None),
+    ],
+)
+def test_the_licence_file_is_found_in_the_licenses_folder_or_alone(
+    paths: list[str], expected: str | None
+) -> None:
+    """The dist-info licenses/ copy wins; otherwise one path must end in the name, or none is found."""
+    assert expected == gate.pick_licence_file(paths, "LICENSE")
+
+
+def test_an_exception_row_without_its_licence_file_is_refused(tmp_path: Path) -> None:
+    """A five-cell exception row (no licence file), or a file without a sha256, is a policy error."""
+    head = (
+        f"{gate.POLICY_BEGIN}\n| SPDX id | scope | decision | reason |\n|---|---|---|---|\n"
+        f"| MIT | run-time | allow | because |\n{gate.POLICY_END}\n{gate.EXCEPTIONS_BEGIN}\n"
+        "| a | b | c | d | e | f |\n|---|---|---|---|---|---|\n"
+    )
+    for row, complaint in [
+        ("| jinja2 | >=3.1 | BSD-3-Clause | development | because |", "has 5 cells, expected 6"),
+        ("| jinja2 | >=3.1 | BSD-3-Clause | LICENSE | development | because |", "is not 'FILE"),
+        (f"| jinja2 | >=3.1 | BSD-3-Clause | LICENSE sha256:{'a' * 63} | development | why |", "is not 'FILE"),
+    ]:  # fmt: skip
+        policy = tmp_path / "CONTRIBUTING.md"
+        policy.write_text(f"{head}{row}\n{gate.EXCEPTIONS_END}\n", encoding="utf-8")
+        with pytest.raises(gate.PolicyError, match=complaint):
+            gate.load_policy(policy)
 
 
 # --------------------------------------------------------------------- the policy
