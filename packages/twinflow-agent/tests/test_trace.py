@@ -359,9 +359,11 @@ def test_checkpoint_signature_is_checked() -> None:
 
 
 def test_checkpoint_of_a_prefix_matches_a_longer_trace() -> None:
-    """A trace extends the checkpoint of its prefix; a bigger checkpoint reports removal."""
+    """A prefix's checkpoint matches only with the tail accepted; a bigger one reports removal."""
     trace = Trace.load(sample())
-    assert verify_agent_trace(sample(), checkpoint=trace.checkpoint(3)).ok
+    assert verify_agent_trace(sample(), checkpoint=trace.checkpoint(3), allow_tail=True).ok
+    uncovered = verify_agent_trace(sample(), checkpoint=trace.checkpoint(3)).problem
+    assert uncovered is not None and "covers events 0-2 of 7" in uncovered.message
     bigger = Checkpoint(size=9, root=trace.checkpoint().root, head=trace.digests[-1])
     problem = verify_agent_trace(sample(), checkpoint=bigger).problem
     assert problem is not None
