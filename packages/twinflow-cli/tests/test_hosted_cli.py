@@ -134,7 +134,7 @@ def test_a_streamed_anthropic_run_calls_the_tool_answers_and_never_writes_the_ke
     result = twinflow("run", "spec.yaml", "--out", "out", cwd=tmp_path)
     assert 0 == result.returncode, result.stderr
     assert "Okay, let's check the weather for San Francisco, CA:" in result.stdout
-    assert '  answer    Hello!' in result.stdout
+    assert "  answer    Hello!" in result.stdout
     assert "1 call(s): get_weather" in result.stdout
     assert 2 == len(api.requests)
     for headers, body in api.requests:

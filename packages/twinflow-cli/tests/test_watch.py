@@ -125,7 +125,7 @@ def test_quiet_prints_no_streamed_text_and_does_not_stream(
     code, output, held = run(tmp_path, monkeypatch, "--quiet")
     assert 0 == code
     assert REPLY_PREFIX not in output
-    assert f'"{FIRST}{REST}"' in output
+    assert f"  answer    {FIRST}{REST}\n" in output
     assert [False] == held.streamed
 
 

@@ -140,6 +140,15 @@ def _ship(send: Callable[[], Any], what: str) -> Any:
         ) from exc
 
 
+def ray_settings(address: str | None) -> dict[str, str]:
+    """The Ray settings `RayExecutor` puts in the environment (each unless already set) before
+    it starts a local Ray (``address`` None) or joins ``address``."""
+    settings = dict(_ANY_RAY_SETTINGS)
+    if address is None:
+        settings.update(_LOCAL_RAY_SETTINGS)
+    return settings
+
+
 class RayExecutor:
     """Runs each call as a Ray task; yields results in completion order.
 
@@ -195,10 +204,7 @@ class RayExecutor:
         return self
 
     def _connect(self) -> ModuleType:
-        settings = dict(_ANY_RAY_SETTINGS)
-        if self.address is None:
-            settings.update(_LOCAL_RAY_SETTINGS)
-        for name, value in settings.items():
+        for name, value in ray_settings(self.address).items():
             os.environ.setdefault(name, value)
         ray = _import_ray()
         if ray.is_initialized():
