@@ -20,6 +20,7 @@ import pytest
 from cli_testkit import sse_events
 
 from twinflow.agent import Trace
+from twinflow.cli._demo import PROMPT, SYSTEM
 from twinflow.cli._run import DEMO_SPEC
 from twinflow.kernel import (
     LoopbackRequest,
@@ -376,7 +377,12 @@ def test_fork_takes_the_first_steps_from_the_parent_and_links_it(project: Projec
 def test_a_run_paused_on_the_embedded_model_is_approved_and_finished(tmp_path: Path) -> None:
     """SmolLM2-135M calls a tool that needs approval; approve resumes it without asking again."""
     spec = DEMO_SPEC.format(
-        kind="openai-compatible", url="embedded", dialect="llama-cpp-python", name="local"
+        prompt=json.dumps(PROMPT),
+        system=json.dumps(SYSTEM),
+        kind="openai-compatible",
+        url="embedded",
+        dialect="llama-cpp-python",
+        name="local",
     ).replace("  allow: [convert_currency]", "  ask: [convert_currency]")
     (tmp_path / "spec.yaml").write_text(spec)
 
