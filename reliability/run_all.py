@@ -17,7 +17,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CAMPAIGNS = ("tamper", "crash", "fuzz", "faults", "load", "hostile", "resume")
-BOUND_S = {"short": 240, "full": 1800}
+# A hang guard per campaign, not a speed target: the short hostile campaign alone takes two to
+# three minutes on a quiet two-core machine, and a CI machine may be running other jobs.
+BOUND_S = {"short": 600, "full": 1800}
 
 
 def main() -> int:
