@@ -99,7 +99,7 @@ def main() -> int:
 
         def factory(case: Case, sink: object) -> Agent[str]:
             model = FunctionModel(lambda request: Message.assistant("hello"))
-            return Agent(model, clock=SteppingClock(START), ids=CountingIds(), trace=sink)  # type: ignore[arg-type]
+            return Agent(model, clock=SteppingClock(START), ids=CountingIds(), trace=sink)  # type: ignore[arg-type]  # the runner hands a TraceSink typed as object
 
         run_eval(data, factory, run_dir, clock=SteppingClock(START))
         trace = run_dir / "traces" / "c0@1.jsonl"

@@ -1038,7 +1038,7 @@ def _echo_server(name: str) -> Callable[[LoopbackRequest], LoopbackResponse]:
         if name == "non-JSON event":
             return events(f"oops {keyed} {TERMINAL.replace(chr(13), '')}")
         if name == "bad field":
-            return events(chunk({"role": keyed}, finish=7))  # type: ignore[arg-type]
+            return events(chunk({"role": keyed}, finish=7))  # type: ignore[arg-type]  # a bad field on purpose
         if name == "error status":
             return LoopbackResponse(status=401, body=f"denied {keyed} {TERMINAL}".encode())
         raise AssertionError(name)

@@ -29,7 +29,7 @@ def test_a_module_is_imported_from_the_named_directory(tmp_path: Path) -> None:
     (code / "tc_named_tool.py").write_text("def add(a, b):\n    return a + b\n")
     before = list(sys.path)
     add = resolve_dotted("tc_named_tool:add", [code])
-    assert (5, before) == (add(2, 3), sys.path)  # type: ignore[operator]
+    assert (5, before) == (add(2, 3), sys.path)  # type: ignore[operator]  # resolve_dotted returns object
 
 
 def test_never_from_the_current_directory(in_directory: Path) -> None:

@@ -73,7 +73,7 @@ def _forged_tail(n: int, keep: int) -> bytes:
     items: list[dict[str, object]] = []
     for seq, item in enumerate(small_events(n)):
         if seq >= keep:
-            body = dict(item["body"])  # type: ignore[call-overload]
+            body = dict(item["body"])  # type: ignore[call-overload]  # a plain JSON value, a dict here
             item = {**item, "body": {**body, "text": f"forged {seq}"}}
         items.append(item)
     return rechain(items)

@@ -97,7 +97,7 @@ def _check_events(loader: yaml.SafeLoader, limits: YamlLimits) -> None:
     """Refuse nesting past ``max_depth`` from the event stream, before any recursion."""
     depth = 0
     while loader.check_event():
-        event = loader.get_event()  # type: ignore[no-untyped-call]
+        event = loader.get_event()  # type: ignore[no-untyped-call]  # types-pyyaml leaves it untyped
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > limits.max_depth:

@@ -123,7 +123,7 @@ class _DeadlineResponse(http.client.HTTPResponse):
         takes any other `1xx` for the final one (an empty body). Every `1xx` but 101 is interim
         (RFC 9110, section 15.2), and each one is skipped within the deadline.
         """
-        version, status, reason = super()._read_status()  # type: ignore[misc]
+        version, status, reason = super()._read_status()  # type: ignore[misc]  # a private http.client method
         if 100 < status < 200 and status != 101:
             return version, http.client.CONTINUE, reason
         return version, status, reason
@@ -142,7 +142,7 @@ class Connection(http.client.HTTPConnection):
 
     # http.client builds the answer with `self.response_class(sock, ...)`: a method that hands
     # over this exchange's deadline, where the base class names a class.
-    def response_class(  # type: ignore[override]
+    def response_class(  # type: ignore[override]  # a method where the base names a class
         self, sock: socket.socket, *args: Any, **kwargs: Any
     ) -> http.client.HTTPResponse:
         """The answer to the request, read within this exchange's deadline."""
