@@ -63,8 +63,27 @@ _dumps = json.JSONEncoder(
 # strings), "[" or "," (an array element), and a float's repr always has a digit right before "."
 # or "e". Matches inside strings are false alarms that only cost the exact path; requiring the
 # quote before ":" keeps clock readings ("10:45:55.46") from being one.
-_NUMBER = re.compile(r'(?:":|[,\[])-?\d(?:\d*[.eE]|\d{15})')
+# The patterns open with a character class, not an alternation: `re` then skips ahead to the
+# candidates by the class instead of trying the pattern at every offset (4-20x faster on event
+# dumps); a colon not after a quote is refused in `_plain_numbers`.
+_NUMBER = re.compile(r"[:,\[]-?\d(?:\d*[.eE]|\d{15})")
+_SIXTEEN_DIGITS = re.compile(r"[0-9][0-9]{15}")
 _ASTRAL = re.compile(r"[\U00010000-\U0010ffff]")
+
+
+def _plain_numbers(text: str) -> bool:
+    """Whether the C encoder's ``text`` holds no float and no integer of 16 or more digits.
+
+    A float's repr has a "." or an "e+"/"e-" exponent, so text without them needs only the
+    digit-run check; otherwise each number-like token is checked for what precedes it.
+    """
+    if "." not in text and "e+" not in text and "e-" not in text:
+        return _SIXTEEN_DIGITS.search(text) is None
+    for match in _NUMBER.finditer(text):
+        start = match.start()
+        if text[start] != ":" or text[start - 1] == '"':
+            return False
+    return True
 
 
 class _Slow(Exception):
@@ -334,7 +353,7 @@ def canonical_dump_bytes(value: dict[str, Any]) -> bytes:
     if type(value) is dict:
         try:
             text = _dumps(value)
-            if _NUMBER.search(text) is None and (text.isascii() or _ASTRAL.search(text) is None):
+            if _plain_numbers(text) and (text.isascii() or _ASTRAL.search(text) is None):
                 return text.encode("utf-8")
         except (ValueError, TypeError, RecursionError):
             pass
