@@ -193,7 +193,7 @@ def test_a_naive_clock_reading_is_refused_as_before() -> None:
     sink = MemoryTraceSink()
     with pytest.raises(AgentConfigError, match="invalid TraceEvent"):
         TraceWriter(sink).append(
-            datetime(2026, 1, 1),  # noqa: DTZ001  # naive on purpose
+            datetime(2026, 1, 1),  # naive on purpose
             ToolCalled(call_id=CallId("c1"), tool="add", arguments={}),
         )
     assert b"" == sink.data
