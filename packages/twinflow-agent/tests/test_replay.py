@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from twinflow.agent import (
     Agent,
     AgentConfigError,
+    AgentError,
     FunctionModel,
     Policy,
     ReplayDivergenceError,
@@ -21,6 +22,7 @@ from twinflow.agent import (
     ReplayPorts,
     RunFailed,
     Trace,
+    TraceWriter,
     replay,
 )
 from twinflow.kernel import CountingIds, NondeterminismError, SteppingClock
@@ -234,3 +236,46 @@ def test_an_agent_built_without_every_replaying_port_is_refused(
         f"the agent the replay factory built does not use the replaying {missing}; pass each "
         "to Agent under its own name (see ReplayPorts)"
     ) == str(caught.value)
+
+
+def test_a_loaded_traces_kinds_are_its_typed_events_kinds() -> None:
+    """`Trace.kinds`, noted at load without keeping typed events, is each event's body kind."""
+    trace = record()
+    assert [event.body.kind for event in trace.events] == list(trace.kinds)
+    assert "run_started" == trace.kinds[0] and "run_finished" == trace.kinds[-1]
+
+
+def _lines_without(trace: Trace, drop: Callable[[int], bool]) -> Trace:
+    """The trace's events, some dropped, re-chained by a fresh writer."""
+    writer = TraceWriter(MemoryTraceSink())
+    for seq, event in enumerate(trace.events):
+        if not drop(seq):
+            writer.append(event.at, event.body)
+    sink = writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    return Trace.load(sink.data)
+
+
+def test_a_trace_whose_run_starts_later_is_refused() -> None:
+    """A trace opening with another event than run_started is refused, even when one follows."""
+    trace = record()
+    moved = TraceWriter(MemoryTraceSink())
+    events = list(trace.events)
+    for event in [events[1], events[0], *events[2:]]:
+        moved.append(event.at, event.body)
+    assert isinstance(moved.sink, MemoryTraceSink)
+    with pytest.raises(AgentError, match="starts with run_started"):
+        replay(Trace.load(moved.sink.data), lambda ports: agent_with(add, ports))
+    with pytest.raises(AgentError, match="starts with run_started"):
+        replay(_lines_without(trace, lambda seq: seq == 0), lambda ports: agent_with(add, ports))
+
+
+def test_a_trace_of_two_runs_is_refused() -> None:
+    """A second run_started anywhere in the trace is refused before anything runs."""
+    trace = record()
+    twice = TraceWriter(MemoryTraceSink())
+    for event in [*trace.events, *trace.events]:
+        twice.append(event.at, event.body)
+    assert isinstance(twice.sink, MemoryTraceSink)
+    with pytest.raises(AgentError, match="several runs"):
+        replay(Trace.load(twice.sink.data), lambda ports: agent_with(add, ports))

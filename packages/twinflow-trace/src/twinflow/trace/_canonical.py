@@ -68,6 +68,7 @@ _dumps = json.JSONEncoder(
 # dumps); a colon not after a quote is refused in `_plain_numbers`.
 _NUMBER = re.compile(r"[:,\[]-?\d(?:\d*[.eE]|\d{15})")
 _SIXTEEN_DIGITS = re.compile(r"[0-9][0-9]{15}")
+_LONG_INTEGER = re.compile(r"[:,\[]-?[0-9]{16}")
 _ASTRAL = re.compile(r"[\U00010000-\U0010ffff]")
 
 
@@ -75,10 +76,12 @@ def _plain_numbers(text: str) -> bool:
     """Whether the C encoder's ``text`` holds no float and no integer of 16 or more digits.
 
     A float's repr has a "." or an "e+"/"e-" exponent, so text without them needs only the
-    digit-run check; otherwise each number-like token is checked for what precedes it.
+    long-integer check, first as a bare digit run (the quickest scan), then, if a digest's hex
+    has one, in a number's place; otherwise each number-like token is checked for what precedes
+    it.
     """
     if "." not in text and "e+" not in text and "e-" not in text:
-        return _SIXTEEN_DIGITS.search(text) is None
+        return _SIXTEEN_DIGITS.search(text) is None or _LONG_INTEGER.search(text) is None
     for match in _NUMBER.finditer(text):
         start = match.start()
         if text[start] != ":" or text[start - 1] == '"':
