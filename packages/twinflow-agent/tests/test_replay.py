@@ -21,13 +21,22 @@ from twinflow.agent import (
     ReplayMode,
     ReplayPorts,
     RunFailed,
+    RunStarted,
     Trace,
     TraceWriter,
     replay,
 )
 from twinflow.kernel import CountingIds, NondeterminismError, SteppingClock
 from twinflow.trace import MemoryTraceSink
-from twinflow.vocab import CallId, Message, ModelRequest, RunId, StructuredPart, ToolCallPart
+from twinflow.vocab import (
+    CallId,
+    Message,
+    ModelRequest,
+    RunId,
+    StructuredPart,
+    ToolCallPart,
+    canonical_bytes,
+)
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -279,3 +288,18 @@ def test_a_trace_of_two_runs_is_refused() -> None:
     assert isinstance(twice.sink, MemoryTraceSink)
     with pytest.raises(AgentError, match="several runs"):
         replay(Trace.load(twice.sink.data), lambda ports: agent_with(add, ports))
+
+
+def test_a_run_after_its_configuration_is_replaced_records_the_new_one() -> None:
+    """The configuration bytes kept from construction are not used for another configuration:
+    each run_started is its event's encoding."""
+    agent = agent_with(add)
+    agent.config = agent.config.model_copy(update={"model": "Replaced"})
+    agent.run("add 2 and 3, twice")
+    sink = agent.writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    trace = Trace.load(sink.data)
+    started = trace.events[0].body
+    assert isinstance(started, RunStarted)
+    assert "Replaced" == started.config.model
+    assert [canonical_bytes(e) for e in trace.events] == list(trace.encoded)

@@ -7,6 +7,7 @@ decisions and results), so a step's cost does not grow with the length of the ru
 
 from __future__ import annotations
 
+import hashlib
 import os
 import typing
 from collections.abc import Callable, Iterable, Sequence
@@ -290,7 +291,9 @@ class Agent(Closing, Generic[OutputT]):
             usage_limits=self.usage_limits.model_dump(),
             settings=self.settings,
         )
-        self.config_digest = digest(self.config)
+        # Encoded once here for the digest, and again into each run's run_started (ADR 0135).
+        self._config_bytes = (self.config, canonical_bytes(self.config))
+        self.config_digest = hashlib.sha256(self._config_bytes[1]).hexdigest()
         self._offer_digests: dict[tuple[str, ...], str] = {}
         self._schema_digest = None if self._schema is None else digest(self._schema)
         # Events written where a record has them (a resume's run_resumed, say), by sequence
@@ -303,16 +306,26 @@ class Agent(Closing, Generic[OutputT]):
         """Close the trace writer (and its sink); a ``with`` block does it on exit."""
         self.writer.close()
 
-    def _emit(self, body: EventBody) -> None:
+    def _emit(self, body: EventBody, encoded: bytes | None = None) -> None:
         inserts = self._inserts
         while inserts and self.writer.size in inserts:
             self._write(inserts.pop(self.writer.size))
-        self._write(body)
+        self._write(body, encoded)
 
-    def _write(self, body: EventBody) -> None:
-        self.writer.append(self.clock.now(), body)
+    def _write(self, body: EventBody, encoded: bytes | None = None) -> None:
+        self.writer.append(self.clock.now(), body, encoded=encoded)
         if self.observer is not None:
             self.observer(body)
+
+    def _started_bytes(self, started: RunStarted) -> bytes:
+        """``canonical_bytes(started)``, its configuration's bytes taken from the encoding done
+        for the digest: "config" is the body's first key, and a member's canonical form does
+        not depend on what surrounds it."""
+        config, encoded = self._config_bytes
+        if started.config is not config:  # the configuration was replaced since: encode it
+            encoded = canonical_bytes(started.config)
+        rest = canonical_bytes(started.model_dump(mode="json", exclude={"config"}))
+        return b'{"config":' + encoded + b"," + rest[1:]
 
     def run(self, prompt: str) -> RunResult[OutputT]:
         """Run the agent on one prompt.
@@ -335,15 +348,14 @@ class Agent(Closing, Generic[OutputT]):
 
     def _run(self, prompt: str) -> RunResult[OutputT]:
         run_id = self.ids.run_id()
-        self._emit(
-            RunStarted(
-                run_id=run_id,
-                config_digest=self.config_digest,
-                config=self.config,
-                prompt=prompt,
-                parent=self._parent,
-            )
+        started = RunStarted(
+            run_id=run_id,
+            config_digest=self.config_digest,
+            config=self.config,
+            prompt=prompt,
+            parent=self._parent,
         )
+        self._emit(started, self._started_bytes(started))
         opening = (Message.system(self.system),) if self.system is not None else ()
         state = _Run(run_id, Transcript(messages=(*opening, Message.user(prompt))))
         runner = ToolRunner(

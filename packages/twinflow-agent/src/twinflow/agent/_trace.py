@@ -108,12 +108,15 @@ class TraceWriter:
         """Hex digest of the last event (`GENESIS` when empty)."""
         return self._head
 
-    def append(self, at: datetime, body: EventBody) -> str:
+    def append(self, at: datetime, body: EventBody, *, encoded: bytes | None = None) -> str:
         """Write one event.
 
         Args:
             at: The clock reading for the event (from the `Clock` port).
             body: What happened.
+            encoded: ``canonical_bytes(body)``, when the caller has it already (the agent
+                splices a run's configuration in from the bytes it digested); None: encoded
+                here.
 
         Returns:
             The event's hex digest. The typed `TraceEvent` is not built: a caller that wants
@@ -123,7 +126,7 @@ class TraceWriter:
             AgentConfigError: ``at`` is not an aware datetime, or ``body`` is not an event.
             FileWriteError: The sink could not write the line (disk full, ...).
         """
-        framed = self._spliced(at, body)
+        framed = self._spliced(at, body, encoded)
         if framed is None or holds_secret(framed[0]):
             event = TraceEvent(seq=self._tree.size, prev=self._head, at=at, body=body)
             framed = encode_event(event)
@@ -140,15 +143,18 @@ class TraceWriter:
             self._sync()
         return hexdigest
 
-    def _spliced(self, at: datetime, body: EventBody) -> tuple[bytes, str] | None:
+    def _spliced(
+        self, at: datetime, body: EventBody, encoded: bytes | None
+    ) -> tuple[bytes, str] | None:
         """The event's line and digest, built around its body's bytes; None where only the
         whole-event encoding decides (see the module docstring)."""
         if type(body) not in _BODY_TYPES or type(at) is not datetime or at.utcoffset() is None:
             return None
-        try:
-            encoded = canonical_bytes(body)
-        except CanonicalError:
-            return None  # the whole event's encoding raises, naming the member's full path
+        if encoded is None:
+            try:
+                encoded = canonical_bytes(body)
+            except CanonicalError:
+                return None  # the whole event's encoding raises, naming the member's full path
         stamp = _AT.dump_python(at, mode="json")
         return _frame(
             b'{"at":"%s","body":%s,"prev":"%s","seq":%d}'
