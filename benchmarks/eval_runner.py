@@ -21,9 +21,9 @@ import argparse
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from twinflow.agent import Agent, FunctionModel

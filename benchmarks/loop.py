@@ -160,8 +160,16 @@ def main() -> None:
         action="store_true",
         help="a few iterations: checks the benchmark runs, no figures to read",
     )
-    smoke = parser.parse_args().smoke
-    sizes = SIZES[:1] if smoke else SIZES
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=list(SIZES),
+        help="steps per run (default: %(default)s)",
+    )
+    args = parser.parse_args()
+    smoke = args.smoke
+    sizes = args.sizes[:1] if smoke else args.sizes
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -21,6 +21,7 @@ from twinflow.agent import (
     ReplayMode,
     ReplayPorts,
     RunFailed,
+    RunFinished,
     RunStarted,
     Trace,
     TraceWriter,
@@ -36,6 +37,7 @@ from twinflow.vocab import (
     StructuredPart,
     ToolCallPart,
     canonical_bytes,
+    digest,
 )
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -303,3 +305,21 @@ def test_a_run_after_its_configuration_is_replaced_records_the_new_one() -> None
     assert isinstance(started, RunStarted)
     assert "Replaced" == started.config.model
     assert [canonical_bytes(e) for e in trace.events] == list(trace.encoded)
+
+
+def test_spliced_requests_and_the_transcript_digest_are_fresh_encodings() -> None:
+    """The model_requested events built from each message's kept bytes, and run_finished's
+    transcript digest, equal the fresh encodings of the values they record."""
+    agent = agent_with(add)
+    result = agent.run("add 2 and 3, twice")
+    sink = agent.writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    trace = Trace.load(sink.data)
+    finished = trace.events[-1].body
+    assert isinstance(finished, RunFinished)
+    assert digest(result.transcript) == finished.transcript_digest
+    requested = [i for i, kind in enumerate(trace.kinds) if kind == "model_requested"]
+    assert 3 == len(requested)
+    assert [canonical_bytes(trace.events[i]) for i in requested] == [
+        trace.encoded[i] for i in requested
+    ]

@@ -140,6 +140,7 @@ class _Run:
     __slots__ = (
         "call_ids",
         "chain",
+        "encoded",
         "offered",
         "requests",
         "run_id",
@@ -154,6 +155,10 @@ class _Run:
         self.run_id = run_id
         self.transcript = transcript
         self.chain = MessageChain()
+        # Each message's canonical bytes by identity (the message kept, so its id is not
+        # reused): encoded once for the chain, spliced into model_requested and the final
+        # transcript digest (ADR 0135).
+        self.encoded: dict[int, tuple[Message, bytes]] = {}
         self.call_ids: set[str] = set()
         self.offered: tuple[ToolSpec, ...] = ()
         self.sent = 0
@@ -161,6 +166,41 @@ class _Run:
         self.requests = 0
         self.usage_in = 0
         self.usage_out = 0
+
+
+def _message_bytes(state: _Run, message: Message) -> bytes:
+    """``canonical_bytes(message)``, encoded once per run."""
+    found = state.encoded.get(id(message))
+    if found is not None and found[0] is message:
+        return found[1]
+    encoded = canonical_bytes(message)
+    state.encoded[id(message)] = (message, encoded)
+    return encoded
+
+
+def _transcript_digest(state: _Run) -> str:
+    """``digest(state.transcript)``, from each message's bytes: a transcript is its one member."""
+    messages = state.transcript.messages
+    joined = b",".join(_message_bytes(state, message) for message in messages)
+    return hashlib.sha256(b'{"messages":[' + joined + b"]}").hexdigest()
+
+
+_REQUESTED_HEAD = b'{"kind":"model_requested",'
+
+
+def _requested_bytes(requested: ModelRequested, encoded: list[bytes]) -> bytes | None:
+    """``canonical_bytes(requested)`` with its new messages spliced in from their bytes:
+    "new_messages" sorts right after "kind", the first key of the rest."""
+    rest = canonical_bytes(requested.model_dump(mode="json", exclude={"new_messages"}))
+    if not rest.startswith(_REQUESTED_HEAD):
+        return None
+    return (
+        _REQUESTED_HEAD
+        + b'"new_messages":['
+        + b",".join(encoded)
+        + b"],"
+        + rest[len(_REQUESTED_HEAD) :]
+    )
 
 
 def _emission(message: Message) -> str:
@@ -390,7 +430,7 @@ class Agent(Closing, Generic[OutputT]):
                 run_id=run_id,
                 steps=state.requests,
                 usage=usage,
-                transcript_digest=digest(state.transcript),
+                transcript_digest=_transcript_digest(state),
             )
         )
         self.writer.end_step()
@@ -450,19 +490,19 @@ class Agent(Closing, Generic[OutputT]):
         """Send the transcript; a re-ask's reply joins it here, a step's with its tool results."""
         # Only what was not sent yet: reading `.messages` would build the whole tuple each step.
         new = state.transcript.messages_from(state.sent)
-        self._emit(
-            ModelRequested(
-                step=state.step,
-                purpose=purpose,
-                prefix_length=state.chain.length,
-                prefix_digest=state.chain.hexdigest,
-                new_messages=new,
-                tools_digest=self._offer_digest(state.offered),
-                output_schema_digest=self._schema_digest,
-                settings=self.settings,
-            )
+        encoded = [_message_bytes(state, message) for message in new]
+        requested = ModelRequested(
+            step=state.step,
+            purpose=purpose,
+            prefix_length=state.chain.length,
+            prefix_digest=state.chain.hexdigest,
+            new_messages=new,
+            tools_digest=self._offer_digest(state.offered),
+            output_schema_digest=self._schema_digest,
+            settings=self.settings,
         )
-        state.chain.update(new)
+        self._emit(requested, _requested_bytes(requested, encoded))
+        state.chain.update_encoded(encoded)
         state.sent = len(state.transcript)
         # Every field is an already validated value and tool names were checked unique in
         # __init__; validating again would re-walk the whole transcript each step (O(n)).
