@@ -126,6 +126,39 @@ def _fast_ok(value: Any) -> None:
     raise _Slow
 
 
+def _fast_copy(value: Any) -> Any:
+    """``value`` with each integral float within ±(2**53-1) as the int it equals, or `_Slow`.
+
+    Such a float's shortest digits are the integer's, so the C encoder prints the copy as
+    ECMAScript prints the float (``1.0`` as ``1``, ``-0.0`` as ``0``); a score of ``1.0`` then
+    costs a copy, not the exact writer. Anything else `_fast_ok` refuses is refused here too.
+    """
+    t = type(value)
+    if t is str or value is None or t is bool:
+        return value
+    if t is int:
+        if -_MAX_SAFE <= value <= _MAX_SAFE:
+            return value
+        raise _Slow
+    if t is float:
+        a = abs(value)
+        if (1e-4 <= a < 1e16 and not value.is_integer()) or 1e21 <= a < _INF:
+            return value
+        if a <= _MAX_SAFE and value.is_integer():
+            return int(value)
+        raise _Slow
+    if t is dict:
+        copy = {}
+        for k, v in value.items():
+            if type(k) is not str or not (k.isascii() or max(k) <= "\uffff"):
+                raise _Slow
+            copy[k] = _fast_copy(v)
+        return copy
+    if t is list or t is tuple:
+        return [_fast_copy(v) for v in value]
+    raise _Slow
+
+
 def es_number(value: float) -> str:
     """Format a finite float as ECMAScript's `Number.prototype.toString` does (ECMA-262 7.1.12.1).
 
@@ -326,9 +359,12 @@ def canonical_bytes(value: object) -> bytes:
             _fast_ok(value)
             text = _dumps(value)
         except _Slow:
-            out: list[str] = []
-            _write(value, out)
-            text = "".join(out)
+            try:
+                text = _dumps(_fast_copy(value))
+            except _Slow:
+                out: list[str] = []
+                _write(value, out)
+                text = "".join(out)
         return text.encode("utf-8")
     except (_Unsupported, UnicodeEncodeError, RecursionError, ValueError, TypeError) as exc:
         raise _refuse(value, exc) from None
