@@ -323,3 +323,46 @@ def test_spliced_requests_and_the_transcript_digest_are_fresh_encodings() -> Non
     assert [canonical_bytes(trace.events[i]) for i in requested] == [
         trace.encoded[i] for i in requested
     ]
+
+
+def test_recorded_mode_serves_only_results_of_calls_that_ran() -> None:
+    """A denied call's result (no tool_called before it) is not served to a call that ran: the
+    recorded replay of a reply mixing a denied and an allowed call matches."""
+    replies = iter(
+        [
+            Message(
+                role="assistant",
+                parts=(
+                    ToolCallPart(id=CallId("d1"), name="nope", arguments={}),
+                    ToolCallPart(id=CallId("c1"), name="add", arguments={"a": 2, "b": 3}),
+                ),
+            ),
+            Message(
+                role="assistant", parts=(StructuredPart(schema_name="Total", value={"total": 5}),)
+            ),
+        ]
+    )
+
+    def build(ports: ReplayPorts | None = None) -> Agent[Total]:
+        if ports is None:
+            return Agent(
+                FunctionModel(lambda request: next(replies)),
+                clock=SteppingClock(START, timedelta(milliseconds=5)),
+                ids=CountingIds(),
+                tools=[add],
+                policy=Policy(allow=frozenset({"add"})),
+                output_type=Total,
+                trace=MemoryTraceSink(),
+            )
+        return agent_with(add, ports)
+
+    agent = build()
+    agent.run("add 2 and 3")
+    sink = agent.writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    trace = Trace.load(sink.data)
+    assert ["tool_returned", "policy_decided"] == [
+        trace.kinds[i] for i in (4, 5)
+    ]  # the denial's result comes before the allowed call's decision
+    result = replay(trace, build, mode="recorded")
+    assert (trace.size, trace.checkpoint().root) == (result.events, result.root)

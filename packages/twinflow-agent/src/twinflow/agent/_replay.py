@@ -22,6 +22,7 @@ rather than with a confusing divergence.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -243,7 +244,7 @@ def _check_built(agent: Agent[Any], ports: ReplayPorts) -> None:
 _REPLAY_KINDS = frozenset(
     {"run_started", "model_responded", "steering_received", "approval_decided", "run_failed"}
 )
-_RECORDED_KINDS = _REPLAY_KINDS | {"tool_called", "tool_returned"}
+_RECORDED_KINDS = _REPLAY_KINDS | {"tool_returned"}
 # The clock reading opens every event's canonical bytes (the envelope's first member).
 _AT_PREFIX = b'{"at":"'
 _AT = TypeAdapter(AwareDatetime)
@@ -256,6 +257,24 @@ def _events_for(trace: Trace, mode: ReplayMode) -> tuple[TraceEvent, ...]:
         return tuple(trace.events)
     wanted = _RECORDED_KINDS if mode == "recorded" else _REPLAY_KINDS
     return tuple(trace.events[i] for i, kind in enumerate(kinds) if kind in wanted)
+
+
+def _served_results(trace: Trace, events: tuple[TraceEvent, ...]) -> list[ToolReturned]:
+    """`recorded_tool_results` of the trace, a ``tool_called``'s call id read from its bytes
+    (a JSON string: nothing in it needs the event typed)."""
+    if len(events) == trace.size:  # typed whole already (a resumed run's trace)
+        return recorded_tool_results(events)
+    returned = iter(e.body for e in events if isinstance(e.body, ToolReturned))
+    called: set[str] = set()
+    results: list[ToolReturned] = []
+    for index, kind in enumerate(trace.kinds):
+        if kind == "tool_called":
+            called.add(json.loads(trace.encoded[index])["body"]["call_id"])
+        elif kind == "tool_returned":
+            body = next(returned)
+            if body.result.call_id in called:
+                results.append(body)
+    return results
 
 
 def _clock_readings(trace: Trace) -> list[datetime]:
@@ -348,7 +367,7 @@ def replay(
         trace=sink,
         model_label=started.config.model,
         tool_results=(
-            _RecordedToolResults(recorded_tool_results(events)) if mode == "recorded" else None
+            _RecordedToolResults(_served_results(trace, events)) if mode == "recorded" else None
         ),
         prompt=started.prompt,
         steering=_RecordedSteering(
