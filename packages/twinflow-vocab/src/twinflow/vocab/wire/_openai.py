@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from twinflow.vocab._canonical import canonical_bytes
+from twinflow.vocab._parts import carried_parts
 from twinflow.vocab._values import (
     CallId,
     MediaPart,
@@ -69,9 +70,14 @@ def to_openai_messages(transcript: Transcript) -> list[dict[str, Any]]:
 
     Assistant reasoning goes in `reasoning_content` (the field vLLM, llama.cpp and DeepSeek use);
     each tool result becomes its own `tool` message; `is_error` has no field and is dropped.
+    Extension parts are sent as their kind's fallback text (a cache hint is dropped).
+
+    Raises:
+        PartNotCarriedError: A part of an extension kind that declares no fallback (a prefill).
     """
     out: list[dict[str, Any]] = []
     for m in transcript.messages:
+        parts = carried_parts(m.parts, "openai")
         if m.role == "tool":
             out.extend(
                 {"role": "tool", "tool_call_id": r.call_id, "content": r.content}
@@ -79,12 +85,12 @@ def to_openai_messages(transcript: Transcript) -> list[dict[str, Any]]:
             )
             continue
         if m.role != "assistant":
-            out.append({"role": m.role, "content": _content(m.parts)})
+            out.append({"role": m.role, "content": _content(parts)})
             continue
         msg: dict[str, Any] = {"role": "assistant"}
-        texts = [p for p in m.parts if isinstance(p, TextPart | StructuredPart)]
+        texts = [p for p in parts if isinstance(p, TextPart | StructuredPart)]
         msg["content"] = _content(texts) if texts else None
-        reasoning = [p.text for p in m.parts if isinstance(p, ReasoningPart)]
+        reasoning = [p.text for p in parts if isinstance(p, ReasoningPart)]
         if reasoning:
             msg["reasoning_content"] = "".join(reasoning)
         if m.tool_calls:
