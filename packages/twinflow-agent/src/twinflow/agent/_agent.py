@@ -33,6 +33,7 @@ from twinflow.agent._events import (
     ModelResponded,
     OutputAccepted,
     OutputRejected,
+    PartKindRecord,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -72,6 +73,8 @@ from twinflow.trace import (
 )
 from twinflow.vocab import (
     ChatModel,
+    ExtensionPart,
+    GenericPart,
     Message,
     ModelRequest,
     ModelResponse,
@@ -170,6 +173,42 @@ def _emission(message: Message) -> str:
     return message.text
 
 
+def _class_path(cls: type) -> str:
+    """``module:QualName`` of a class; vocab's own kinds under their public module."""
+    module = cls.__module__
+    if module.startswith("twinflow.vocab._"):
+        module = "twinflow.vocab"
+    return f"{module}:{cls.__qualname__}"
+
+
+def _part_kinds(classes: Sequence[type[ExtensionPart]]) -> dict[str, type[ExtensionPart]]:
+    """The declared extension kinds by name, sorted (so the record does not depend on order).
+
+    Raises:
+        AgentConfigError: Not an `ExtensionPart` subclass with its own kind, or a kind twice.
+    """
+    kinds: dict[str, type[ExtensionPart]] = {}
+    for index, cls in enumerate(classes):
+        if (
+            not isinstance(cls, type)
+            or not issubclass(cls, ExtensionPart)
+            or cls in (ExtensionPart, GenericPart)
+            or issubclass(cls, GenericPart)
+        ):
+            raise AgentConfigError(
+                f"part_kinds[{index}]: {cls!r} is not an extension part class (a subclass of "
+                "twinflow.vocab.ExtensionPart declaring its kind)"
+            )
+        kind = cls.model_fields["kind"].default
+        if kind in kinds:
+            raise AgentConfigError(
+                f"part_kinds[{index}]: kind {kind!r} is declared twice ({_class_path(kinds[kind])} "
+                f"and {_class_path(cls)})"
+            )
+        kinds[kind] = cls
+    return dict(sorted(kinds.items()))
+
+
 def _bad_output_type(output_type: object) -> AgentConfigError:
     return AgentConfigError(
         f"output_type must be str or a pydantic model class, not {output_type!r}"
@@ -200,6 +239,7 @@ class Agent(Closing, Generic[OutputT]):
         steering: Steering | None = None,
         model_label: str | None = None,
         tool_results: RecordedResults | None = None,
+        part_kinds: Sequence[type[ExtensionPart]] = (),
     ) -> None:
         """Configure an agent.
 
@@ -229,11 +269,16 @@ class Agent(Closing, Generic[OutputT]):
             tool_results: Serve each allowed call's result from a record instead of running
                 the tool (replay's recorded mode, `ReplayPorts.tool_results`). Every policy
                 decision is still made and traced; only the function call is replaced.
+            part_kinds: The extension part classes (`twinflow.vocab.ExtensionPart`
+                subclasses: a plugin's, or vocab's resource links, cache hints...) the model's
+                replies may hold; recorded in ``run_started``. A reply holding a part of any
+                other extension kind fails the run (`InvalidModelReply`).
 
         Raises:
             AgentConfigError: Duplicate tool names, a policy naming unknown tools, a bad
-                ``max_steps``, or an ``output_type`` that is neither ``str`` nor a pydantic
-                model class.
+                ``max_steps``, an ``output_type`` that is neither ``str`` nor a pydantic
+                model class, or ``part_kinds`` holding something other than extension part
+                classes, or one kind twice.
         """
         if max_steps < 1:
             raise AgentConfigError(f"max_steps must be at least 1, not {max_steps}")
@@ -280,7 +325,12 @@ class Agent(Closing, Generic[OutputT]):
             OutputSchema.for_model(output_type) if issubclass(output_type, BaseModel) else None
         )
         self.tool_results = tool_results
+        self.part_kinds = _part_kinds(part_kinds)
         self.config = AgentConfig(
+            part_kinds=tuple(
+                PartKindRecord(kind=kind, type=_class_path(cls))
+                for kind, cls in self.part_kinds.items()
+            ),
             model=type(model).__name__ if model_label is None else model_label,
             system_prompt=system,
             tools=self._specs,
@@ -471,6 +521,7 @@ class Agent(Closing, Generic[OutputT]):
         except StructuredOutputError as exc:
             raise self._no_valid_reply(state, exc) from exc
         self._emit(ModelResponded(step=state.step, response=response))
+        self._check_part_kinds(state, response.message)
         state.requests += 1
         state.usage_in += response.usage.input_tokens
         state.usage_out += response.usage.output_tokens
@@ -626,6 +677,17 @@ class Agent(Closing, Generic[OutputT]):
             (self.model, self.tool_results, self.steering) = saved
             self._decisions = {}
             self._parent = None
+
+    def _check_part_kinds(self, state: _Run, message: Message) -> None:
+        """Refuse a reply holding a part of an extension kind the run did not declare."""
+        for part in message.parts:
+            if isinstance(part, ExtensionPart) and part.kind not in self.part_kinds:
+                declared = ", ".join(self.part_kinds) or "none"
+                raise InvalidModelReply(
+                    f"run {state.run_id}: the model's reply at step {state.step} holds a "
+                    f"{part.kind!r} part, a kind this run did not declare (declared: "
+                    f"{declared}); name its class in part_kinds where the agent is built"
+                )
 
     @staticmethod
     def _check_call_ids(state: _Run, calls: Sequence[ToolCallPart]) -> None:

@@ -33,6 +33,7 @@ from twinflow.cli._spec import (
     RunSpec,
     SpecError,
     file_sha256,
+    load_part_kinds,
     load_tools,
     resolve_dotted,
 )
@@ -224,6 +225,7 @@ def build_agent(
         steering=steering,
         model_label=model_label,
         tool_results=tool_results,
+        part_kinds=load_part_kinds(spec),
     )
     return agent
 
