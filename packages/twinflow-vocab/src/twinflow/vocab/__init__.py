@@ -44,6 +44,7 @@ if _typing.TYPE_CHECKING:
     from twinflow.vocab._diff import diff as diff
     from twinflow.vocab._envelope import EnvelopeKind as EnvelopeKind
     from twinflow.vocab._envelope import envelope as envelope
+    from twinflow.vocab._parts import carried_parts as carried_parts
     from twinflow.vocab._protocols import Attempt as Attempt
     from twinflow.vocab._protocols import ChatModel as ChatModel
     from twinflow.vocab._protocols import FinishReason as FinishReason
@@ -73,7 +74,6 @@ if _typing.TYPE_CHECKING:
     from twinflow.vocab._stream import UsageChunk as UsageChunk
     from twinflow.vocab._stream import assemble as assemble
     from twinflow.vocab._stream import response_chunks as response_chunks
-    from twinflow.vocab._parts import carried_parts as carried_parts
     from twinflow.vocab._suggest import did_you_mean as did_you_mean
     from twinflow.vocab._values import CacheHintPart as CacheHintPart
     from twinflow.vocab._values import CallId as CallId

@@ -86,11 +86,11 @@ class PartNotCarriedError(VocabError, UserError):
             kind: The part kind it cannot carry.
             detail: Why, when it is more than "no field for it" (a prefill not at the end).
         """
-        why = detail or "it has no field for that kind and the kind declares no text fallback"
-        super().__init__(
-            f"the {adapter} wire format cannot carry a {kind!r} part: {why}; use a model whose "
-            "adapter carries it, or give the kind a fallback"
+        why = detail or (
+            "it has no field for that kind and the kind declares no text fallback; use a "
+            "model whose adapter carries it, or give the kind a fallback"
         )
+        super().__init__(f"the {adapter} wire format cannot carry a {kind!r} part: {why}")
         self.adapter = adapter
         self.kind = kind
 

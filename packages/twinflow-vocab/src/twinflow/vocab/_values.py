@@ -9,8 +9,8 @@ for pydantic's sake: treat them as read-only, the digest of a value assumes nobo
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NewType, Self, get_args
 
 from pydantic import (
@@ -18,8 +18,8 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
-    JsonValue,
     InstanceOf,
+    JsonValue,
     PrivateAttr,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
@@ -323,7 +323,7 @@ class GenericPart(ExtensionPart):
 
     model_config = ConfigDict(extra="allow")
 
-    __pydantic_extra__: dict[str, JsonValue] = Field(init=False)  # type: ignore[assignment]  # pydantic's documented way to type extra fields
+    __pydantic_extra__: dict[str, JsonValue] = Field(init=False)  # pydantic: the type of extra fields
 
     @field_validator("kind")
     @classmethod

@@ -56,6 +56,10 @@ _CARRIED = frozenset({"cache_hint", "prefill"})
 
 
 def _media_block(p: MediaPart) -> dict[str, Any]:
+    if p.media_type.startswith(("audio/", "video/")):
+        raise PartNotCarriedError(
+            "anthropic", p.kind, f"Messages takes images and PDFs, not {p.media_type}"
+        )
     kind = "document" if p.media_type == "application/pdf" else "image"
     if p.uri.startswith("data:"):
         header, _, data = p.uri[5:].partition(",")
@@ -153,9 +157,7 @@ def to_anthropic(transcript: Transcript) -> dict[str, Any]:
                 raise InvalidValueError(
                     f"messages[{i}]: Anthropic has one system prompt, before the messages"
                 )
-            out["system"] = _plain(
-                [b for b in _blocks(m, i, i == last) if b["type"] == "text"]
-            )
+            out["system"] = _plain([b for b in _blocks(m, i, i == last) if b["type"] == "text"])
             continue
         messages.append(
             {

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from twinflow.vocab._canonical import canonical_bytes
+from twinflow.vocab._errors import PartNotCarriedError
 from twinflow.vocab._parts import carried_parts
 from twinflow.vocab._values import (
     CallId,
@@ -51,6 +52,23 @@ def _media_type_of(uri: str) -> str:
     return "image/*"
 
 
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+
+
+def _audio(p: MediaPart) -> dict[str, str]:
+    """Audio as chat-completions ``input_audio``: base64 wav or mp3 only."""
+    header, comma, data = p.uri[5:].partition(",") if p.uri.startswith("data:") else ("", "", "")
+    audio_format = _AUDIO_FORMATS.get(p.media_type)
+    if audio_format is None or not comma or not header.endswith(";base64"):
+        raise PartNotCarriedError(
+            "openai",
+            p.kind,
+            f"chat completions take audio as a base64 data: URI of wav or mp3, not "
+            f"{p.media_type} at {p.uri[:40]!r}",
+        )
+    return {"data": data, "format": audio_format}
+
+
 def _content(parts: Iterable[Part]) -> str | list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for p in parts:
@@ -58,6 +76,8 @@ def _content(parts: Iterable[Part]) -> str | list[dict[str, Any]]:
             items.append({"type": "text", "text": p.text})
         elif isinstance(p, StructuredPart):
             items.append({"type": "text", "text": structured_text(p)})
+        elif isinstance(p, MediaPart) and p.media_type.startswith("audio/"):
+            items.append({"type": "input_audio", "input_audio": _audio(p)})
         elif isinstance(p, MediaPart):
             items.append({"type": "image_url", "image_url": {"url": p.uri}})
     if len(items) == 1 and items[0]["type"] == "text":
