@@ -323,7 +323,8 @@ class GenericPart(ExtensionPart):
 
     model_config = ConfigDict(extra="allow")
 
-    __pydantic_extra__: dict[str, JsonValue] = Field(init=False)  # pydantic: the type of extra fields
+    # pydantic validates extra fields against this annotation: JSON values only.
+    __pydantic_extra__: dict[str, JsonValue] = Field(init=False)
 
     @field_validator("kind")
     @classmethod
