@@ -78,7 +78,7 @@ def test_a_kind_the_reader_does_not_know_reads_as_a_generic_part_with_the_same_b
     data = canonical_bytes(answer(Citation(source="doc.pdf", page=3)))
     read = parse_canonical(data, Message)
     part = read.parts[0]
-    assert GenericPart == type(part)
+    assert GenericPart is type(part)
     assert ("acme.citation", {"page": 3, "source": "doc.pdf"}) == (part.kind, part.fields)
     assert data == canonical_bytes(read)
 
@@ -118,7 +118,7 @@ def test_a_generic_part_cannot_take_a_kind_vocab_defines() -> None:
     """cache_hint and the rest are read as their own classes, never as generic parts."""
     with pytest.raises(InvalidValueError, match="not an extension kind"):
         GenericPart(kind="cache_hint")
-    assert CacheHintPart == type(answer({"kind": "cache_hint"}).parts[0])
+    assert CacheHintPart is type(answer({"kind": "cache_hint"}).parts[0])
 
 
 def test_an_extension_class_must_declare_its_own_kind() -> None:
