@@ -13,10 +13,12 @@ from twinflow.agent import (
     AgentConfigError,
     FunctionModel,
     InvalidModelReply,
+    ModelResponded,
     Policy,
     ReplayDivergenceError,
     ReplayPorts,
     RunFailed,
+    RunStarted,
     Trace,
     encode_event,
     replay,
@@ -65,7 +67,9 @@ def test_the_declared_kinds_are_recorded_in_run_started_sorted_by_kind() -> None
     """Kind and class path; vocab's own kinds under their public module."""
     sink = MemoryTraceSink()
     agent(sink, part_kinds=[ResourceLinkPart, Citation]).run("q")
-    config = Trace.load(bytes(sink.data)).events[0].body.config  # type: ignore[union-attr]  # the first event is run_started
+    started = Trace.load(bytes(sink.data)).events[0].body
+    assert isinstance(started, RunStarted)
+    config = started.config
     expected = [
         ("acme.citation", f"{__name__}:Citation"),
         ("resource_link", "twinflow.vocab:ResourceLinkPart"),
@@ -135,8 +139,10 @@ def test_trace_load_keeps_an_unknown_kind_byte_exact() -> None:
     data = bytes(sink.data)
     trace = Trace.load(data)
     responded = trace.events[2].body
-    part = responded.response.message.parts[1]  # type: ignore[union-attr]  # the third event is model_responded
-    assert (GenericPart, {"source": "doc"}) == (type(part), part.fields)
+    assert isinstance(responded, ModelResponded)
+    part = responded.response.message.parts[1]
+    assert isinstance(part, GenericPart)
+    assert ("acme.citation", {"source": "doc"}) == (part.kind, part.fields)
     assert [bytes(event) for event in trace.encoded] == [canonical_bytes(e) for e in trace.events]
     assert data == b"".join(encode_event(e)[0] for e in trace.events)
 
