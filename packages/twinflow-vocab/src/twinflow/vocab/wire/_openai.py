@@ -53,6 +53,7 @@ def _media_type_of(uri: str) -> str:
 
 
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+_AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
 
 
 def _audio(p: MediaPart) -> dict[str, str]:
@@ -158,9 +159,20 @@ def _read_content(value: object, path: Path) -> tuple[Part, ...]:
                 string,
             )
             parts.append(build(ipath, MediaPart, media_type=_media_type_of(url), uri=url))
+        elif kind == "input_audio":
+            apath = (*ipath, "input_audio")
+            audio = field(o, "input_audio", ipath, obj)
+            audio_format = field(audio, "format", apath, string)
+            media_type = _AUDIO_TYPES.get(audio_format)
+            if media_type is None:
+                raise fail(f"audio format {audio_format!r} is not wav or mp3", (*apath, "format"))
+            data = field(audio, "data", apath, string)
+            uri = f"data:{media_type};base64,{data}"
+            parts.append(build(ipath, MediaPart, media_type=media_type, uri=uri))
         else:
             raise fail(
-                f"unsupported content part type {kind!r} (expected 'text' or 'image_url')",
+                f"unsupported content part type {kind!r} (expected 'text', 'image_url' or "
+                "'input_audio')",
                 (*ipath, "type"),
             )
     return tuple(parts)
