@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -24,7 +25,7 @@ from twinflow.agent import (
     replay,
 )
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.trace import MemoryTraceSink
+from twinflow.trace import FileTraceSink, MemoryTraceSink
 from twinflow.vocab import (
     CallId,
     ExtensionPart,
@@ -38,6 +39,7 @@ from twinflow.vocab import (
     ToolCallPart,
     canonical_bytes,
 )
+from twinflow.vocab.wire import to_openai_messages
 
 
 class Citation(ExtensionPart):
@@ -46,13 +48,17 @@ class Citation(ExtensionPart):
     kind: Literal["acme.citation"] = "acme.citation"
     source: str
 
+    def fallback(self) -> str:
+        """The source in brackets."""
+        return f"[{self.source}]"
+
 
 def cite(request: ModelRequest) -> Message:
     """Answer with a text and a citation."""
     return Message(role="assistant", parts=(TextPart(text="yes"), Citation(source="doc")))
 
 
-def agent(sink: MemoryTraceSink, **kwargs: Any) -> Agent[Any]:
+def agent(sink: MemoryTraceSink | FileTraceSink, **kwargs: Any) -> Agent[Any]:
     """An agent answering with `cite`, on fixed ports."""
     return Agent(
         kwargs.pop("model", FunctionModel(cite)),
@@ -171,3 +177,71 @@ def test_a_trace_without_extension_kinds_keeps_the_bytes_it_had_before_they_exis
     ).run("add 2 and 3")
     expected = "874a998019e22c4f67e4fc79bed8130581253554e1b12f516ba0fc324398f334"
     assert expected == hashlib.sha256(bytes(sink.data)).hexdigest()
+
+
+def test_a_fork_types_recorded_plugin_parts_so_the_wire_sends_their_fallback(
+    tmp_path: Path,
+) -> None:
+    """Step 1 is served from the parent's trace; the live model at step 2 sees a Citation."""
+
+    def two_steps(request: ModelRequest) -> Message:
+        if not any(m.role == "tool" for m in request.transcript.messages):
+            call = ToolCallPart(id=CallId("c1"), name="add", arguments={"a": 2, "b": 3})
+            return Message(role="assistant", parts=(Citation(source="doc"), call))
+        return Message.assistant("5")
+
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    seen: list[Any] = []
+
+    def live(request: ModelRequest) -> Message:
+        seen.append(to_openai_messages(request.transcript)[1]["content"])
+        return Message.assistant("5")
+
+    common: dict[str, Any] = {
+        "tools": [add],
+        "policy": Policy(allow=frozenset({"add"})),
+        "part_kinds": [Citation],
+    }
+    parent = tmp_path / "parent.jsonl"
+    with agent(FileTraceSink(parent), model=FunctionModel(two_steps), **common) as first:
+        first.run("q")
+    with agent(
+        FileTraceSink(tmp_path / "fork.jsonl"), model=FunctionModel(live), **common
+    ) as second:
+        assert "5" == second.fork(parent, at_step=2).output
+    assert ["[doc]"] == seen
+
+
+def test_a_recorded_part_that_no_longer_fits_its_class_fails_the_run_in_one_line() -> None:
+    """The plugin's fields changed since the run: the replayed reply is refused, naming why."""
+
+    class Strict(ExtensionPart):
+        kind: Literal["acme.citation"] = "acme.citation"
+        source: int
+
+    sink = MemoryTraceSink()
+    agent(sink, part_kinds=[Citation]).run("q")
+    trace = Trace.load(bytes(sink.data))
+    with pytest.raises(ReplayDivergenceError):
+        replay(
+            trace,
+            lambda ports: Agent(
+                ports.model,
+                clock=ports.clock,
+                ids=ports.ids,
+                trace=ports.trace,
+                model_label=ports.model_label,
+                tool_results=ports.tool_results,
+                part_kinds=[Strict],
+            ),
+        )
+    refused = MemoryTraceSink()
+    replies = [trace.events[2].body.response]  # type: ignore[union-attr]  # the third event is model_responded
+    with pytest.raises(InvalidModelReply) as caught:
+        agent(refused, model=FunctionModel(lambda request: replies.pop()), part_kinds=[Strict]).run(
+            "q"
+        )
+    assert "is not a valid" in str(caught.value) and "\n" not in str(caught.value)

@@ -12,7 +12,7 @@ import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypeVar
 
 from twinflow.agent._errors import (
@@ -92,6 +92,7 @@ from twinflow.vocab import (
     digest,
     envelope,
     reask_message,  # the one re-ask message, shared with local_model
+    validation_error_text,
 )
 
 __all__ = ["Agent", "RunResult", "UsageLimits"]
@@ -521,7 +522,7 @@ class Agent(Closing, Generic[OutputT]):
         except StructuredOutputError as exc:
             raise self._no_valid_reply(state, exc) from exc
         self._emit(ModelResponded(step=state.step, response=response))
-        self._check_part_kinds(state, response.message)
+        response = self._check_part_kinds(state, response)
         state.requests += 1
         state.usage_in += response.usage.input_tokens
         state.usage_out += response.usage.output_tokens
@@ -678,16 +679,39 @@ class Agent(Closing, Generic[OutputT]):
             self._decisions = {}
             self._parent = None
 
-    def _check_part_kinds(self, state: _Run, message: Message) -> None:
-        """Refuse a reply holding a part of an extension kind the run did not declare."""
-        for part in message.parts:
-            if isinstance(part, ExtensionPart) and part.kind not in self.part_kinds:
-                declared = ", ".join(self.part_kinds) or "none"
-                raise InvalidModelReply(
-                    f"run {state.run_id}: the model's reply at step {state.step} holds a "
-                    f"{part.kind!r} part, a kind this run did not declare (declared: "
-                    f"{declared}); name its class in part_kinds where the agent is built"
-                )
+    def _check_part_kinds(self, state: _Run, response: ModelResponse) -> ModelResponse:
+        """Refuse a reply holding a part of an extension kind the run did not declare.
+
+        A declared kind read back from a trace (a resume's or a fork's recorded replies) is a
+        `GenericPart`: it is typed here with the declared class, so the adapters see the
+        plugin's own fallback when the conversation is sent on. The bytes are the same.
+        """
+        parts = response.message.parts
+        typed: list[Any] = []
+        for part in parts:
+            if isinstance(part, ExtensionPart):
+                cls = self.part_kinds.get(part.kind)
+                if cls is None:
+                    declared = ", ".join(self.part_kinds) or "none"
+                    raise InvalidModelReply(
+                        f"run {state.run_id}: the model's reply at step {state.step} holds a "
+                        f"{part.kind!r} part, a kind this run did not declare (declared: "
+                        f"{declared}); name its class in part_kinds where the agent is built"
+                    )
+                if isinstance(part, GenericPart):
+                    try:
+                        part = cls.model_validate({"kind": part.kind, **part.fields})
+                    except ValidationError as exc:
+                        raise InvalidModelReply(
+                            f"run {state.run_id}: the {part.kind!r} part of the reply at step "
+                            f"{state.step} is not a valid {_class_path(cls)}: "
+                            f"{'; '.join(validation_error_text(exc).splitlines())}"
+                        ) from None
+            typed.append(part)
+        if all(a is b for a, b in zip(typed, parts, strict=True)):
+            return response
+        message = response.message.model_copy(update={"parts": tuple(typed)})
+        return response.model_copy(update={"message": message})
 
     @staticmethod
     def _check_call_ids(state: _Run, calls: Sequence[ToolCallPart]) -> None:
