@@ -207,9 +207,14 @@ def test_recorded_replay_needs_no_server_and_live_replay_catches_a_changed_list(
         return agent(calls(), McpTools.recorded("calc", listed), {"calc.add"}, ports)
 
     assert trace.size == replay(trace, offline, mode="recorded").events
-    assert trace.size == replay(
-        trace, lambda p: agent(calls(), McpTools.live("calc", connect), {"calc.add"}, p), mode="live"
-    ).events
+    assert (
+        trace.size
+        == replay(
+            trace,
+            lambda p: agent(calls(), McpTools.live("calc", connect), {"calc.add"}, p),
+            mode="live",
+        ).events
+    )
     changed = listed[0].model_copy(update={"server_info": {"name": "calc", "version": "2.0.0"}})
     with pytest.raises(ReplayDivergenceError) as caught:
         replay(

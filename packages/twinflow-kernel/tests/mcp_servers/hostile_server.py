@@ -66,8 +66,8 @@ def call(request: dict) -> None:
         sys.stderr.write("hostile server: exiting mid-call\n")
         sys.exit(3)
     if MODE == "oversize":
-        sys.stdout.write('{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"%s"}]}}\n' % (request["id"], "x" * (5 * 1024 * 1024)))
-        sys.stdout.flush()
+        text = "x" * (5 * 1024 * 1024)
+        result(request["id"], {"content": [{"type": "text", "text": text}]})
         return
     if MODE == "deep":
         sys.stdout.write("[" * 100_000 + "]" * 100_000 + "\n")
