@@ -137,6 +137,16 @@ def test_stdio_server_end_to_end_and_recorded_replay_without_the_server(
     assert ["5"] == [b["result"]["content"] for b in bodies if b["kind"] == "tool_returned"]
     assert [{"tool": "add", "arguments": {"a": 2, "b": 3}}] == seen(log)
     assert (project / "run" / "mcp-calc.log").exists()  # the server's stderr, beside the trace
+    for command in (
+        ["show", str(trace)],
+        ["show", str(trace), "--html", str(project / "page.html")],
+        ["diff", str(trace), str(trace)],
+        ["verify", str(trace)],
+    ):
+        shown = twinflow(*command, cwd=project)
+        assert (command, 0) == (command, shown.returncode), shown.stderr
+        assert "Traceback" not in shown.stderr
+    assert "calc" in twinflow("show", str(trace), cwd=project).stdout
     source = (project / "calc_server.py").read_text()
     (project / "calc_server.py").unlink()
     replayed = twinflow("replay", str(trace), "--spec", str(spec), cwd=project)
@@ -266,3 +276,25 @@ def test_a_resumed_prefix_starts_no_server(
     # The prefix needed no server; the approved call found none, and that is its result.
     assert ["McpClosed"] == [b["error_type"] for b in returned]
     assert 1 == sum(b["kind"] == "tools_listed" for b in events(trace))
+
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "mcp-calculator"
+
+
+@pytest.mark.real_model
+def test_the_mcp_example_runs_on_the_embedded_model_and_replays(tmp_path: Path) -> None:
+    """examples/mcp-calculator on SmolLM2: the server's list is traced, and recorded replay of
+    the run matches with the server's file removed."""
+    work = tmp_path / "example"
+    shutil.copytree(EXAMPLE, work, ignore=shutil.ignore_patterns("__pycache__"))
+    spec = work / "spec.yaml"
+    # The interpreter running the tests has the `mcp` package the example's server needs.
+    spec.write_text(spec.read_text().replace("[python,", f"[{json.dumps(sys.executable)},"))
+    made = twinflow("run", str(spec), "--out", str(tmp_path / "run"), "--quiet", cwd=work)
+    assert 0 == made.returncode, made.stderr
+    trace = tmp_path / "run" / "trace.jsonl"
+    listed = [b for b in events(trace) if b["kind"] == "tools_listed"]
+    assert [["calc.add", "calc.multiply"]] == [[t["name"] for t in b["tools"]] for b in listed]
+    (work / "calc_server.py").unlink()
+    replayed = twinflow("replay", str(trace), "--spec", str(spec), cwd=work)
+    assert 0 == replayed.returncode, replayed.stderr

@@ -290,7 +290,7 @@ class SubprocessLauncher:
                 "so pass one like http://127.0.0.1:<port>/v1/models"
             )
         log = _open_log(Path(log_path))
-        popen, lifeline = self._start_guarded(command, log, subprocess.DEVNULL, log)
+        popen, lifeline = self._start_guarded(command, subprocess.DEVNULL, log, log)
         server = ServerProcess(
             popen,
             lifeline,
