@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from cli_testkit import chat_answer
 
+from twinflow.cli import McpServerSpec, ModelSpec, PolicySpec, RunSpec, connect, replay_run
 from twinflow.kernel import (
     LoopbackRequest,
     LoopbackResponse,
@@ -298,3 +299,34 @@ def test_the_mcp_example_runs_on_the_embedded_model_and_replays(tmp_path: Path) 
     (work / "calc_server.py").unlink()
     replayed = twinflow("replay", str(trace), "--spec", str(spec), cwd=work)
     assert 0 == replayed.returncode, replayed.stderr
+
+
+def test_the_python_front_door_takes_mcp_servers_from_the_run_spec(
+    project: Path, model: Callable[[str, dict[str, Any]], str]
+) -> None:
+    """connect() starts the spec's servers for the block; replay_run replays without them."""
+    log = project / "seen.jsonl"
+    spec = RunSpec(
+        prompt="add",
+        model=ModelSpec(url=model("calc.add", {"a": 1, "b": 1}), dialect="llama.cpp"),
+        mcp_servers=(
+            McpServerSpec(
+                name="calc",
+                command=(
+                    sys.executable,
+                    str(project / "calc_server.py"),
+                    "stdio",
+                    "--log",
+                    str(log),
+                ),
+            ),
+        ),
+        policy=PolicySpec(allow=("calc.add",)),
+        max_steps=3,
+    )
+    with connect(spec, project / "py" / "trace.jsonl") as agent:
+        assert "done" == agent.run(spec.prompt).output
+    assert [{"tool": "add", "arguments": {"a": 1, "b": 1}}] == seen(log)
+    (project / "calc_server.py").unlink()
+    trace = project / "py" / "trace.jsonl"
+    assert replay_run(trace, spec).events == len(trace.read_text().splitlines())

@@ -148,7 +148,8 @@ def _event_lines(body: dict[str, Any]) -> list[str]:
         ]
     if kind == "tools_listed":
         info = _obj(body.get("server_info"))
-        tools = body.get("tools") if isinstance(body.get("tools"), list) else []
+        listed = body.get("tools")
+        tools: list[Any] = listed if isinstance(listed, list) else []
         names = ", ".join(str(_obj(t).get("name")) for t in tools) or "none"
         return [
             f"  MCP server {_clean(body.get('server'))} ({_clean(info.get('name'))} "
