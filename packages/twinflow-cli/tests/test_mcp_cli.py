@@ -330,3 +330,18 @@ def test_the_python_front_door_takes_mcp_servers_from_the_run_spec(
     (project / "calc_server.py").unlink()
     trace = project / "py" / "trace.jsonl"
     assert replay_run(trace, spec).events == len(trace.read_text().splitlines())
+
+
+def test_a_command_that_does_not_start_mcp_servers_refuses_a_spec_naming_them() -> None:
+    """eval run does not start MCP servers yet: a spec with mcp_servers is refused, not run
+    without its tools."""
+    from twinflow.cli import SpecError
+    from twinflow.cli._spec import parse_spec
+    from twinflow.cli._wiring import check_agent
+
+    spec = parse_spec(
+        spec_text("http://127.0.0.1:9/", "  - name: calc\n    command: [x]\n", "calc.add"), "s"
+    )
+    with pytest.raises(SpecError) as caught:
+        check_agent(spec, [], "eval run")
+    assert "does not start MCP servers" in str(caught.value)
