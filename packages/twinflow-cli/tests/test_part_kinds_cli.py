@@ -157,7 +157,8 @@ def test_trace_load_without_the_plugin_keeps_the_part_byte_exact(project: Path) 
 def test_twinflow_run_records_the_spec_kinds_and_replays(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The run command resolves part_kinds beside the spec and records them in run_started."""
+    """The run command resolves part_kinds beside the spec, records them in run_started and the
+    plugin module in code.json; replay --spec and --trust-spec both match."""
     with LoopbackServer(scripted_chat) as server:
         spec = project / "served.yaml"
         spec.write_text(SPEC.format(url=server.url))
@@ -173,6 +174,9 @@ def test_twinflow_run_records_the_spec_kinds_and_replays(
     ]
     assert expected == started["config"]["part_kinds"]
     assert 0 == main(["replay", str(trace), "--spec", str(spec)])
+    code = json.loads((out / "code.json").read_text())
+    assert ["acme_parts"] == [m["module"] for m in code["modules"]]
+    assert 0 == main(["replay", str(trace), "--trust-spec"])
 
 
 def test_a_spec_naming_something_else_is_refused_in_one_line(
