@@ -134,6 +134,12 @@ def test_an_extension_class_must_declare_its_own_kind() -> None:
             kind: str = "acme.loose"
 
 
+def test_the_base_class_makes_no_part() -> None:
+    """ExtensionPart(kind="text") would write a part no reader could read back: refused."""
+    with pytest.raises(InvalidValueError, match="ExtensionPart is a base"):
+        ExtensionPart(kind="text")
+
+
 def test_carried_parts_keeps_carried_kinds_and_sends_the_rest_by_fallback() -> None:
     """Fallback text replaces the part, an empty fallback drops it, a carried kind stays."""
     parts = [TextPart(text="a"), Citation(source="s"), CacheHintPart(), Stamp(by="x")]

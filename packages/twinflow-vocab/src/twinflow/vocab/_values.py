@@ -287,6 +287,14 @@ class ExtensionPart(FrozenValue):
     kind: str
     """Union tag: the kind's name (``citation``, ``acme.citation``); never a core kind."""
 
+    @model_validator(mode="after")
+    def _a_subclass(self) -> Self:
+        # The base names no kind of its own: a part is of a subclass (a plugin's, vocab's, or
+        # GenericPart), so no part can claim a core kind it does not have the fields of.
+        if type(self) is ExtensionPart:
+            raise ValueError("ExtensionPart is a base: subclass it with a kind, or use GenericPart")
+        return self
+
     def fallback(self) -> str | None:
         """What stands for this part on a wire that cannot carry its kind.
 
