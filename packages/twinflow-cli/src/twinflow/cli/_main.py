@@ -77,6 +77,10 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
         "twinflow.cli._commands",
         "make an Ed25519 signer key and its verifier key (C2SP signed-note text forms)",
     ),
+    "attest": (
+        "twinflow.cli._publish",
+        "sign an in-toto attestation of a run (DSSE, Ed25519), or check one (--check)",
+    ),
     "repair": (
         "twinflow.cli._commands",
         "move a torn last line aside (as a crashed writer leaves it)",
@@ -118,6 +122,10 @@ def command_module_commands(module: str) -> dict[str, Command]:
         from twinflow.cli._preflight_cli import COMMANDS as preflight_commands
 
         return preflight_commands
+    if module == "twinflow.cli._publish":
+        from twinflow.cli._publish import COMMANDS as publish_commands
+
+        return publish_commands
     if module == "twinflow.cli._commands":
         from twinflow.cli._commands import COMMANDS as trace_commands
 

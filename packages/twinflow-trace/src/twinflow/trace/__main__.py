@@ -1,5 +1,9 @@
 """``twinflow-trace verify TRACE [--checkpoint CP [--key VKEY]...]``: the auditor's verifier.
 
+``twinflow-trace attest-check ATTESTATION --key VKEY [--trace TRACE] [--checkpoint CP]`` checks
+a run attestation (an in-toto statement in a DSSE envelope): its signature by every key given,
+and that it names the trace file, its output and its checkpoint (``twinflow.trace.attest``).
+
 Checks the format, digests, chain and completeness, and a checkpoint (a C2SP checkpoint note,
 signed and checked against the verifier keys given, every one of which must have signed, for the
 origin expected; or unsigned), with nothing but the standard library (the event bodies' typed
@@ -20,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from twinflow.trace._errors import SignatureError, TwinflowError, UserError
+from twinflow.trace._errors import SignatureError, TraceCorruptError, TwinflowError, UserError
 from twinflow.trace._format import Limits
 from twinflow.trace._open import read_regular
 from twinflow.trace._published import PublishedCheckpoint, read_published_checkpoint
@@ -67,7 +71,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--key-file", type=Path, help="the HMAC key a JSON checkpoint is signed with"
     )
     verify.add_argument("--allow-incomplete", action="store_true")
+    attest = sub.add_parser("attest-check", help="check a run attestation (DSSE envelope)")
+    attest.add_argument("attestation", type=Path)
+    attest.add_argument(
+        "--key", type=Path, action="append", required=True, help="a verifier key that signed it"
+    )
+    attest.add_argument("--trace", type=Path, help="the trace it must name (file and output)")
+    attest.add_argument("--checkpoint", type=Path, help="the checkpoint note it must name")
+    attest.add_argument("--origin", help="the log the checkpoint is for (default: its key's)")
     args = parser.parse_args(argv)
+    if args.command == "attest-check":
+        return _attest_check(args)
     try:
         if (args.key or args.origin) and not args.checkpoint:
             raise UserError("--key and --origin need --checkpoint: they check a checkpoint")
@@ -101,6 +115,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     if published is not None:
         line += f"; {_vouched(published, key is not None)}: {report.coverage()}"
     print(line)
+    return 0
+
+
+def _attest_check(args: argparse.Namespace) -> int:
+    from twinflow.trace import _attest, _note
+
+    try:
+        try:
+            keys = [_note.parse_verifier_key(_read(k)) for k in args.key]
+        except _note.MalformedKeyError as exc:
+            raise UserError(f"not a verifier key ({exc})") from None
+        opened = _attest.open_attestation(
+            read_regular(args.attestation, _attest.MAX_ENVELOPE_BYTES), keys
+        )
+        facts = None
+        if args.trace is not None:
+            facts = _attest.run_facts(read_regular(args.trace))
+        checkpoint = None
+        if args.checkpoint is not None:
+            published = read_published_checkpoint(
+                _read(args.checkpoint),
+                [_read(k) for k in args.key],
+                where=str(args.checkpoint),
+                origin=args.origin,
+            )
+            root = bytes.fromhex(published.checkpoint.root)
+            checkpoint = (published.origin, published.checkpoint.size, root)
+        _attest.check_statement(opened.statement, facts=facts, checkpoint=checkpoint)
+    except _attest.AttestationError as exc:
+        print(f"twinflow-trace: {args.attestation}: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1 if isinstance(exc, _attest.AttestationMismatchError) else 2
+    except (SignatureError, TraceCorruptError) as exc:
+        print(f"twinflow-trace: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    except (OSError, TwinflowError) as exc:
+        print(f"twinflow-trace: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    signers = ", ".join(_attest.key_id(k) for k in opened.signed_by)
+    checked = [w for w, given in (("trace", facts), ("checkpoint", checkpoint)) if given]
+    line = f"ok: {args.attestation}: attestation signed by {signers}"
+    print(line + (f"; matches the {' and the '.join(checked)}" if checked else ""))
     return 0
 
 
