@@ -261,8 +261,6 @@ def _show(args: argparse.Namespace, out: Output) -> int:
                 _check_before_the_page(args, data, published.checkpoint)
             # A note carries no head digest: the page compares size and root.
             checkpoint = {"size": published.checkpoint.size, "root": published.checkpoint.root}
-            if published.form == "json":
-                checkpoint = published.checkpoint.to_json()
         page = render_trace_page(data, args.trace.name, checkpoint)
         # A page is a report: written whole, never through a planted link (docs/adr/0050).
         write_replace(args.html, page.encode("utf-8"), durable=False)
@@ -273,13 +271,14 @@ def _show(args: argparse.Namespace, out: Output) -> int:
         "verified": problem is None,
         "problem": None if problem is None else problem.to_json(),
         "root": report.checkpoint.root,
+        "root_encoding": "hex",
         "html": None if args.html is None else str(args.html),
     }
     for line in describe_events(events, None if problem is None else problem.seq):
         out.line(line)
     out.line("")
     if problem is None:
-        out.line(f"verified: {report.events} events; Merkle root {report.checkpoint.root}")
+        out.line(f"verified: {report.events} events; Merkle root (hex) {report.checkpoint.root}")
     else:
         out.line(
             f"NOT VERIFIED: {args.trace}: {_clean(str(problem))}; the {report.events} events "
