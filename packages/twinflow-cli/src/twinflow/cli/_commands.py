@@ -16,6 +16,7 @@ from typing import Any
 
 from twinflow.agent import Trace, approval_statement, verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
+from twinflow.cli._publish import add_witness_policy, check_witness_policy, cosigned_line
 from twinflow.cli._traces import (
     add_checkpoint_keys,
     check_trace_head,
@@ -133,6 +134,7 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
     )
     _add_retired_key_file(p)
     add_checkpoint_keys(p)
+    add_witness_policy(p)
     p.add_argument(
         "--allow-unsigned-tail",
         action="store_true",
@@ -202,6 +204,7 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
     if args.origin and not args.checkpoint:
         raise UserError("--origin needs --checkpoint: it names the log the checkpoint is for")
     published = read_published(args.checkpoint, args.key, args.origin) if args.checkpoint else None
+    cosigned = check_witness_policy(args, args.checkpoint)
     report = verify_agent_trace(
         args.trace,
         checkpoint=None if published is None else published.checkpoint,
@@ -221,6 +224,7 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
         "origin": None if published is None else published.origin,
         "signed_by": [] if published is None else list(published.signed_by),
         "vouched": signer,
+        "cosigned_by": [{"witness": c.key.label, "timestamp": c.timestamp} for c in cosigned or ()],
         "problem": None if report.problem is None else report.problem.to_json(),
     }
     if report.problem is not None:
@@ -228,6 +232,8 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
     out.document(payload)
     line = f"ok: {args.trace}: {report.events} events verify"
     out.line(line if signer is None else f"{line}; {signer}: {report.coverage()}")
+    if cosigned:
+        out.line(cosigned_line(cosigned))
     out.line(f"root (hex) {report.checkpoint.root} (size {report.checkpoint.size})")
     if published is None:
         out.line("(a hash chain alone does not catch a full rewrite: check a published checkpoint)")
@@ -561,6 +567,12 @@ def _configure_keygen(p: argparse.ArgumentParser) -> None:
         help="write PREFIX.key (the signer key, mode 0600: keep it secret) and PREFIX.pub "
         "(the verifier key: publish it)",
     )
+    p.add_argument(
+        "--cosigner",
+        action="store_true",
+        help="a witness's key: PREFIX.pub is its C2SP cosignature/v1 verifier key (type 0x04), "
+        "what `verify --witness` reads",
+    )
 
 
 def _keygen(args: argparse.Namespace, out: Output) -> int:
@@ -574,12 +586,17 @@ def _keygen(args: argparse.Namespace, out: Output) -> int:
     for path in (secret, public):
         if os.path.lexists(path):
             raise UserError(f"{path} already exists; keys are never overwritten")
+    verifier = signer.verifier.text
+    if args.cosigner:
+        from twinflow.trace.witness import CosignerKey
+
+        verifier = CosignerKey.of_signer(signer).text
     write_new(secret, signer.text.encode() + b"\n", mode=0o600)
-    write_new(public, signer.verifier.text.encode() + b"\n", mode=0o644)
-    out.document({"ok": True, "signer_key_file": str(secret), "verifier_key": signer.verifier.text})
+    write_new(public, verifier.encode() + b"\n", mode=0o644)
+    out.document({"ok": True, "signer_key_file": str(secret), "verifier_key": verifier})
     out.line(f"signer key (secret): {secret}")
-    out.line(f"verifier key (publish it): {public}")
-    out.line(signer.verifier.text)
+    out.line(f"{'cosigner ' if args.cosigner else ''}verifier key (publish it): {public}")
+    out.line(verifier)
     return EXIT_OK
 
 

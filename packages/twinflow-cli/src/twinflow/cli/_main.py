@@ -81,6 +81,10 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
         "twinflow.cli._publish",
         "sign an in-toto attestation of a run (DSSE, Ed25519), or check one (--check)",
     ),
+    "witness": (
+        "twinflow.cli._publish",
+        "cosign a log's checkpoint as a C2SP witness, only if it extends the last one cosigned",
+    ),
     "repair": (
         "twinflow.cli._commands",
         "move a torn last line aside (as a crashed writer leaves it)",

@@ -1,9 +1,13 @@
-"""``twinflow attest``: what a publisher adds to a run beyond its signed checkpoint.
+"""``twinflow attest`` and ``twinflow witness``: what a run gets beyond its signed checkpoint.
 
 ``attest`` writes an in-toto Statement v1 about a run in a DSSE envelope signed with Ed25519
 (`twinflow.trace.attest`): the trace file and its accepted output as subjects, the checkpoint,
 config, spec, model and tool modules in the predicate. ``attest --check`` checks one, as the
 stdlib leaf's ``twinflow-trace attest-check`` does.
+
+``witness`` is a C2SP witness run from the command line: given a consistency proof file (the
+tlog-witness ``add-checkpoint`` body ``twinflow prove --from-size`` writes), it cosigns the
+checkpoint only if it extends the last one it cosigned for that log (`twinflow.trace.witness`).
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ from typing import Any
 
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import check_trace_head, read_published, read_small_file, squash
-from twinflow.trace import TraceCorruptError, read_regular, write_new
+from twinflow.trace import TraceCorruptError, TraceFormatError, read_regular, write_new
 from twinflow.trace import attest as attestation
 from twinflow.trace import note as _note
+from twinflow.trace import witness as _witness
 from twinflow.vocab import UserError
 
-__all__ = ["COMMANDS"]
+__all__ = ["COMMANDS", "add_witness_policy", "check_witness_policy", "cosigned_line"]
 
 
 def _configure_attest(p: argparse.ArgumentParser) -> None:
@@ -154,6 +159,167 @@ def _check(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+# -- a witness policy for verify --------------------------------------------------------------
+
+
+def add_witness_policy(p: argparse.ArgumentParser) -> None:
+    """``--witness VKEY`` (repeated) and ``--quorum N``: who must have cosigned the checkpoint."""
+    p.add_argument(
+        "--witness",
+        type=Path,
+        action="append",
+        metavar="VKEY",
+        help="a witness's cosigner verifier key (`keygen --cosigner`); repeat. The checkpoint "
+        "must carry C2SP cosignatures by --quorum of them",
+    )
+    p.add_argument(
+        "--quorum",
+        type=int,
+        metavar="N",
+        help="how many of the --witness keys must have cosigned (default: all of them)",
+    )
+
+
+def check_witness_policy(
+    args: argparse.Namespace, checkpoint: Path | None
+) -> tuple[_witness.Cosignature, ...] | None:
+    """The cosignatures that meet the policy ``--witness``/``--quorum`` asks for (None: none asked).
+
+    A cosignature dated more than `DEFAULT_CLOCK_SKEW` seconds after this machine's clock does
+    not count (docs/adr/0115-witness-cosignatures.md).
+
+    Raises:
+        UserError: The policy is not one (no checkpoint, a quorum out of range, a bad key).
+        CheckFailed: Too few witnesses cosigned, or a known witness's cosignature is forged.
+    """
+    if not args.witness:
+        if args.quorum is not None:
+            raise UserError("--quorum counts --witness keys: give the witnesses' keys")
+        return None
+    if checkpoint is None:
+        raise UserError("--witness checks the cosignatures on a --checkpoint note: give one")
+    quorum = len(args.witness) if args.quorum is None else args.quorum
+    if not 1 <= quorum <= len(args.witness):
+        raise UserError(f"--quorum {quorum}: between 1 and the {len(args.witness)} witness key(s)")
+    from twinflow.kernel import SystemClock  # the one real clock
+
+    try:
+        keys = [_witness.parse_cosigner_key(read_small_file(k, "key")) for k in args.witness]
+    except _note.NoteError as exc:
+        raise UserError(f"--witness: not a cosigner verifier key ({squash(exc)})") from None
+    try:
+        return _witness.verify_cosignatures(
+            read_small_file(checkpoint, "checkpoint"),
+            keys,
+            quorum=quorum,
+            now=int(SystemClock().now().timestamp()),
+        )
+    except _note.MalformedNoteError as exc:
+        raise UserError(f"{checkpoint}: not a cosigned checkpoint note ({squash(exc)})") from None
+    except _note.AmbiguousKeyError as exc:
+        raise UserError(f"--witness: {squash(exc)}") from None
+    except _witness.CosignatureError as exc:
+        raise CheckFailed(
+            f"{checkpoint}: the witness policy is not met: {squash(exc)}",
+            {"problem": {"kind": "cosignature", "message": squash(exc)}},
+        ) from None
+
+
+def cosigned_line(cosigned: tuple[_witness.Cosignature, ...]) -> str:
+    """``cosigned by W (time T UTC), ...`` for an ok line."""
+    from datetime import UTC, datetime
+
+    return "cosigned by " + ", ".join(
+        f"{c.key.label} ({datetime.fromtimestamp(c.timestamp, UTC):%Y-%m-%dT%H:%M:%SZ})"
+        for c in cosigned
+    )
+
+
+# -- witness --------------------------------------------------------------------------------
+
+
+def _configure_witness(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = (
+        "once:      twinflow keygen example.org/witness --cosigner --out witness\n"
+        "per log checkpoint (the log sends a consistency proof from the size the witness\n"
+        "last cosigned; 0 the first time):\n"
+        "           twinflow prove TRACE --from-size N --checkpoint cp.note --out cp.tlog-consistency\n"
+        "           twinflow witness cp.tlog-consistency --state witness.state --key witness.key \\\n"
+        "               --log lab.pub --out cp.cosigned.note\n"
+        "A checkpoint that does not extend the last one cosigned (a fork) is refused, exit 1."
+    )
+    p.add_argument(
+        "request",
+        type=Path,
+        help="the consistency proof file (old size, proof hashes, blank line, the log's note)",
+    )
+    p.add_argument(
+        "--state",
+        type=Path,
+        required=True,
+        help="the witness's state file: per log, the last checkpoint it cosigned (created)",
+    )
+    p.add_argument("--key", type=Path, required=True, help="the witness's signer key file")
+    p.add_argument(
+        "--log",
+        type=Path,
+        action="append",
+        required=True,
+        metavar="VKEY",
+        help="a log's verifier key the witness follows (its name is the log's origin); repeat",
+    )
+    p.add_argument("--out", type=Path, help="write the cosigned checkpoint note to this new file")
+
+
+def _witness_command(args: argparse.Namespace, out: Output) -> int:
+    from twinflow.kernel import SystemClock  # the one real clock
+
+    try:
+        signer = _note.parse_signer_key(read_small_file(args.key, "key"))
+        logs = [_note.parse_verifier_key(read_small_file(k, "key")) for k in args.log]
+    except _note.NoteError as exc:
+        raise UserError(f"not a key for the witness ({squash(exc)})") from None
+    request = read_small_file(args.request, "consistency proof")
+    now = int(SystemClock().now().timestamp())
+    try:
+        note, body, old = _witness.add_checkpoint(
+            request, state=args.state, signer=signer, logs=logs, now=now
+        )
+    except _witness.WitnessRefusedError as exc:
+        raise CheckFailed(
+            f"{args.request}: not cosigned: {squash(exc)}",
+            {"reason": exc.reason, "cosigned_size": exc.size},
+        ) from None
+    except (TraceFormatError, _witness.MalformedWitnessStateError) as exc:
+        raise UserError(squash(exc)) from None
+    if args.out:
+        write_new(args.out, note, mode=0o644)
+    line = note.decode().rstrip("\n").rsplit("\n", 1)[-1]
+    key = _witness.CosignerKey.of_signer(signer)
+    out.document(
+        {
+            "ok": True,
+            "origin": body.origin,
+            "size": body.size,
+            "old_size": old,
+            "witness": key.label,
+            "timestamp": now,
+            "cosignature": line,
+            "note": note.decode(),
+        }
+    )
+    out.line(
+        f"cosigned {body.origin} at size {body.size} (extends size {old}) as {key.label}, "
+        f"time {now}"
+    )
+    out.line(line)
+    if args.out:
+        out.line(f"(the cosigned checkpoint written to {args.out})")
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Command] = {
     "attest": (_configure_attest, _attest),
+    "witness": (_configure_witness, _witness_command),
 }
