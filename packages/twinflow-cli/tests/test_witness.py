@@ -12,7 +12,7 @@ import pytest
 from cli_testkit import run_trace
 
 from twinflow.cli._main import main
-from twinflow.kernel import SystemClock, start_process
+from twinflow.kernel import SystemClock, run_process, start_process
 from twinflow.trace import hold_directory
 from twinflow.trace.note import parse_note, parse_signer_key
 from twinflow.trace.testing import events_of, rechain
@@ -383,3 +383,22 @@ def test_two_witnesses_at_once_on_one_state_one_wins(
         winner = codes.index(0)
         saved = json.loads((work / state).read_bytes())["logs"]["example.org/lab"]
         assert base64.b64decode(roots[winner]).hex() == saved["root_hex"]
+
+
+def test_the_stdlib_leaf_holds_the_same_policy(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -P -m twinflow.trace verify --witness`: ok with the witness, and names it; the wrong
+    witness, or a --now an hour before the cosignature (dated in the future): exit 1."""
+    doc = witness(capsys, request(capsys, "short", 0), "w1", "--out", "cosigned.note")[1]
+    stamp = doc["timestamp"]
+    assert isinstance(stamp, int)
+    base = [sys.executable, "-P", "-m", "twinflow.trace", "verify", "short.jsonl"]
+    base += ["--checkpoint", "cosigned.note", "--key", "lab.pub"]
+    runs = [
+        run_process([*base, "--witness", who, "--now", str(now)], cwd=work)
+        for who, now in (("w1.pub", stamp), ("w2.pub", stamp), ("w1.pub", stamp - 3600))
+    ]
+    assert [0, 1, 1] == [r.returncode for r in runs], [r.stderr for r in runs]
+    assert "cosigned by example.org/w1+" in runs[0].stdout
+    assert "dated in the future, not counted" in runs[2].stderr

@@ -43,6 +43,10 @@ from twinflow.trace._published import PublishedCheckpoint, read_published_checkp
 from twinflow.trace._tlog import check_proof_file
 from twinflow.trace._verify import verify_trace
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from twinflow.trace._witness import Cosignature
+
 __all__ = ["main"]
 
 _MAX_FILE = 1024 * 1024
@@ -127,6 +131,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="accept events past the checkpoint's size (they are not vouched for)",
     )
     verify.add_argument("--allow-incomplete", action="store_true")
+    verify.add_argument(
+        "--witness",
+        type=Path,
+        action="append",
+        help="a witness's cosigner verifier key; repeat (the checkpoint must be cosigned by "
+        "--quorum of them)",
+    )
+    verify.add_argument(
+        "--quorum", type=int, help="witnesses that must have cosigned (default: all)"
+    )
+    verify.add_argument(
+        "--now",
+        type=int,
+        metavar="SECONDS",
+        help="the time now (POSIX seconds, `date +%%s`): a cosignature dated more than 10 minutes "
+        "later does not count (this verifier reads no clock of its own)",
+    )
     attest = sub.add_parser("attest-check", help="check a run attestation (DSSE envelope)")
     attest.add_argument("attestation", type=Path)
     attest.add_argument(
@@ -159,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 where=str(args.checkpoint),
                 origin=args.origin,
             )
+        cosigned = _witness_policy(args)
         report = verify_trace(
             args.trace,
             checkpoint=None if published is None else published.checkpoint,
@@ -178,8 +200,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     line = f"ok: {args.trace}: {report.events} events verify; root (hex) {report.checkpoint.root}"
     if published is not None:
         line += f"; {_vouched(published)}: {report.coverage()}"
+    if cosigned is not None:
+        line += "; cosigned by " + ", ".join(
+            f"{c.key.label} ({_utc(c.timestamp)})" for c in cosigned
+        )
+        if args.now is None:
+            line += " (cosignature times not compared with a clock: give --now)"
     print(line)
     return 0
+
+
+def _utc(timestamp: int) -> str:
+    from datetime import UTC, datetime
+
+    return f"{datetime.fromtimestamp(timestamp, UTC):%Y-%m-%dT%H:%M:%SZ}"
+
+
+def _witness_policy(args: argparse.Namespace) -> tuple[Cosignature, ...] | None:
+    """The cosignatures meeting ``--witness``/``--quorum`` (None: no policy was given).
+
+    Raises:
+        UserError: The policy cannot be applied (exit 2).
+        SignatureError: It is not met, or a known witness's cosignature is forged (exit 1).
+    """
+    from twinflow.trace import _note, _witness
+
+    if not args.witness:
+        if args.quorum is not None or args.now is not None:
+            raise UserError("--quorum and --now go with --witness")
+        return None
+    if not args.checkpoint:
+        raise UserError("--witness checks the cosignatures on a --checkpoint note: give one")
+    quorum = len(args.witness) if args.quorum is None else args.quorum
+    if not 1 <= quorum <= len(args.witness):
+        raise UserError(f"--quorum {quorum}: between 1 and the {len(args.witness)} witness key(s)")
+    try:
+        keys = [_witness.parse_cosigner_key(_read(k)) for k in args.witness]
+        return _witness.verify_cosignatures(
+            _read(args.checkpoint), keys, quorum=quorum, now=args.now
+        )
+    except (_note.MalformedKeyError, _note.MalformedNoteError, _note.AmbiguousKeyError) as exc:
+        raise UserError(f"--witness: {exc}") from None
+    except _witness.CosignatureError as exc:
+        raise SignatureError(f"{args.checkpoint}: the witness policy is not met: {exc}") from None
 
 
 def _attest_check(args: argparse.Namespace) -> int:
