@@ -13,10 +13,9 @@ from cli_testkit import run_trace
 
 from twinflow.cli._main import main
 from twinflow.kernel import SystemClock, run_process, start_process
-from twinflow.trace import hold_directory
 from twinflow.trace.note import parse_note, parse_signer_key
 from twinflow.trace.testing import events_of, rechain
-from twinflow.trace.witness import cosign
+from twinflow.trace.witness import cosign, hold_state
 
 
 def twinflow(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object], str]:
@@ -312,14 +311,14 @@ def test_a_held_state_refuses_a_second_witness(
     """While another process holds the state's directory, the witness cosigns nothing: exit 2."""
     req = request(capsys, "short", 0)
     (work / "state").mkdir()
-    with hold_directory(work / "state", what="witness state directory"):
+    with hold_state(work / "state" / "w1.state"):
         code, _, err = witness(capsys, req, "w1", "--out", "held.note")
     assert (2, False, False) == (
         code,
         (work / "held.note").exists(),
         (work / "state" / "w1.state").exists(),
     )
-    assert "another twinflow process is writing this witness state directory" in err
+    assert "another witness process is cosigning with this state" in err
 
 
 # Each witness process: import everything, say it arrived, wait at the gate, then cosign.

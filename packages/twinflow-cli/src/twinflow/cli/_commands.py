@@ -204,7 +204,7 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
     if args.origin and not args.checkpoint:
         raise UserError("--origin needs --checkpoint: it names the log the checkpoint is for")
     published = read_published(args.checkpoint, args.key, args.origin) if args.checkpoint else None
-    cosigned = check_witness_policy(args, args.checkpoint)
+    cosigned = check_witness_policy(args, args.checkpoint, published)
     report = verify_agent_trace(
         args.trace,
         checkpoint=None if published is None else published.checkpoint,

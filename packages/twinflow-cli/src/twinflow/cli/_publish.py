@@ -19,7 +19,13 @@ from typing import Any
 
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import check_trace_head, read_published, read_small_file, squash
-from twinflow.trace import TraceCorruptError, TraceFormatError, read_regular, write_new
+from twinflow.trace import (
+    PublishedCheckpoint,
+    TraceCorruptError,
+    TraceFormatError,
+    read_regular,
+    write_new,
+)
 from twinflow.trace import attest as attestation
 from twinflow.trace import note as _note
 from twinflow.trace import witness as _witness
@@ -181,7 +187,7 @@ def add_witness_policy(p: argparse.ArgumentParser) -> None:
 
 
 def check_witness_policy(
-    args: argparse.Namespace, checkpoint: Path | None
+    args: argparse.Namespace, checkpoint: Path | None, published: PublishedCheckpoint | None
 ) -> tuple[_witness.Cosignature, ...] | None:
     """The cosignatures that meet the policy ``--witness``/``--quorum`` asks for (None: none asked).
 
@@ -196,7 +202,7 @@ def check_witness_policy(
         if args.quorum is not None:
             raise UserError("--quorum counts --witness keys: give the witnesses' keys")
         return None
-    if checkpoint is None:
+    if checkpoint is None or published is None:
         raise UserError("--witness checks the cosignatures on a --checkpoint note: give one")
     quorum = len(args.witness) if args.quorum is None else args.quorum
     if not 1 <= quorum <= len(args.witness):
@@ -207,14 +213,13 @@ def check_witness_policy(
         keys = [_witness.parse_cosigner_key(read_small_file(k, "key")) for k in args.witness]
     except _note.NoteError as exc:
         raise UserError(f"--witness: not a cosigner verifier key ({squash(exc)})") from None
+    data = read_small_file(checkpoint, "checkpoint")
     try:
-        return _witness.verify_cosignatures(
-            read_small_file(checkpoint, "checkpoint"),
-            keys,
-            quorum=quorum,
-            now=int(SystemClock().now().timestamp()),
+        cosigned = _witness.verify_cosignatures(
+            data, keys, quorum=quorum, now=int(SystemClock().now().timestamp())
         )
-    except _note.MalformedNoteError as exc:
+        body = _note.parse_checkpoint_body(_note.parse_note(data).text)
+    except (_note.MalformedNoteError, _note.MalformedCheckpointError) as exc:
         raise UserError(f"{checkpoint}: not a cosigned checkpoint note ({squash(exc)})") from None
     except _note.AmbiguousKeyError as exc:
         raise UserError(f"--witness: {squash(exc)}") from None
@@ -223,6 +228,14 @@ def check_witness_policy(
             f"{checkpoint}: the witness policy is not met: {squash(exc)}",
             {"problem": {"kind": "cosignature", "message": squash(exc)}},
         ) from None
+    # The file was read twice (signatures, then cosignatures): both reads must be one note.
+    if (body.origin, body.size, body.root_hash.hex()) != (
+        published.origin,
+        published.checkpoint.size,
+        published.checkpoint.root,
+    ):
+        raise CheckFailed(f"{checkpoint}: the file changed while it was read; verify again")
+    return cosigned
 
 
 def cosigned_line(cosigned: tuple[_witness.Cosignature, ...]) -> str:

@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 where=str(args.checkpoint),
                 origin=args.origin,
             )
-        cosigned = _witness_policy(args)
+        cosigned = _witness_policy(args, published)
         report = verify_trace(
             args.trace,
             checkpoint=None if published is None else published.checkpoint,
@@ -216,7 +216,9 @@ def _utc(timestamp: int) -> str:
     return f"{datetime.fromtimestamp(timestamp, UTC):%Y-%m-%dT%H:%M:%SZ}"
 
 
-def _witness_policy(args: argparse.Namespace) -> tuple[Cosignature, ...] | None:
+def _witness_policy(
+    args: argparse.Namespace, published: PublishedCheckpoint | None
+) -> tuple[Cosignature, ...] | None:
     """The cosignatures meeting ``--witness``/``--quorum`` (None: no policy was given).
 
     Raises:
@@ -229,20 +231,30 @@ def _witness_policy(args: argparse.Namespace) -> tuple[Cosignature, ...] | None:
         if args.quorum is not None or args.now is not None:
             raise UserError("--quorum and --now go with --witness")
         return None
-    if not args.checkpoint:
+    if not args.checkpoint or published is None:
         raise UserError("--witness checks the cosignatures on a --checkpoint note: give one")
     quorum = len(args.witness) if args.quorum is None else args.quorum
     if not 1 <= quorum <= len(args.witness):
         raise UserError(f"--quorum {quorum}: between 1 and the {len(args.witness)} witness key(s)")
+    data = _read(args.checkpoint)
     try:
         keys = [_witness.parse_cosigner_key(_read(k)) for k in args.witness]
-        return _witness.verify_cosignatures(
-            _read(args.checkpoint), keys, quorum=quorum, now=args.now
-        )
-    except (_note.MalformedKeyError, _note.MalformedNoteError, _note.AmbiguousKeyError) as exc:
+        cosigned = _witness.verify_cosignatures(data, keys, quorum=quorum, now=args.now)
+        body = _note.parse_checkpoint_body(_note.parse_note(data).text)
+    except (
+        _note.MalformedKeyError,
+        _note.MalformedNoteError,
+        _note.MalformedCheckpointError,
+        _note.AmbiguousKeyError,
+    ) as exc:
         raise UserError(f"--witness: {exc}") from None
     except _witness.CosignatureError as exc:
         raise SignatureError(f"{args.checkpoint}: the witness policy is not met: {exc}") from None
+    # The file was read twice (signatures, then cosignatures): both reads must be one note.
+    seen = (published.origin, published.checkpoint.size, published.checkpoint.root)
+    if (body.origin, body.size, body.root_hash.hex()) != seen:
+        raise SignatureError(f"{args.checkpoint}: the file changed while it was read")
+    return cosigned
 
 
 def _attest_check(args: argparse.Namespace) -> int:

@@ -168,7 +168,9 @@ def run_facts(data: bytes, *, limits: Limits | None = None) -> RunFacts:
                 )
             started = body
         elif kind == "model_responded":
-            name = body.get("response", {}).get("model_name", "")
+            # The leaf checks the line format, not the agent's event schema: read defensively.
+            response = body.get("response")
+            name = response.get("model_name") if isinstance(response, dict) else None
             if type(name) is str and name:
                 served.setdefault(name, None)
         elif kind == "output_accepted":

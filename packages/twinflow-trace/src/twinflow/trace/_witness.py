@@ -19,7 +19,7 @@ signed-note signer key (`twinflow keygen`), as transparency-dev's witnesses use 
 The state file is canonical JSON and a newline, read strictly (a carriage return, a missing
 newline, an unknown member, a non-canonical byte: `MalformedWitnessStateError`, nothing
 cosigned). Checking the old size and writing the new state happen while the process holds the
-state directory's writer lock (`hold_directory`), so of two witnesses sharing a state file one
+state's writer lock (`hold_state`, `lock_now` on ``STATE.lock``), so of two witnesses sharing a state file one
 wins and the other is refused at once; the state is replaced whole (`write_replace`) before the
 cosignature is returned. How timestamps are checked: docs/adr/0115-witness-cosignatures.md.
 
@@ -34,14 +34,16 @@ Errors::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+import os
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
 from twinflow.trace import _ed25519, _note
 from twinflow.trace._canonical import canonical_bytes, parse_json
-from twinflow.trace._errors import CanonicalError, InvalidProofError, TraceError
-from twinflow.trace._files import hold_directory, write_replace
+from twinflow.trace._errors import CanonicalError, DirectoryBusyError, InvalidProofError, TraceError
+from twinflow.trace._files import lock_now, write_replace
 from twinflow.trace._merkle import EMPTY_ROOT, verify_consistency
 from twinflow.trace._note import (
     CheckpointBody,
@@ -68,6 +70,7 @@ __all__ = [
     "add_checkpoint",
     "cosign",
     "cosignature_message",
+    "hold_state",
     "parse_cosigner_key",
     "read_state",
     "verify_cosignatures",
@@ -347,6 +350,33 @@ def _encode_state(logs: dict[str, _Log]) -> bytes:
     return canonical_bytes({"format": _STATE_FORMAT, "logs": entries}) + b"\n"
 
 
+@contextlib.contextmanager
+def hold_state(state: Path) -> Iterator[None]:
+    """Be the one witness using ``state`` until the block ends (the writer lock on ``STATE.lock``).
+
+    The lock is `lock_now`'s: taken without waiting, released with the process however it ends.
+
+    Raises:
+        DirectoryBusyError: Another witness process holds it (nothing was read or written).
+    """
+    lock = state.with_name(state.name + ".lock")
+    state.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(lock, flags, 0o644)
+    lock_now(
+        fd,
+        lambda: DirectoryBusyError(
+            f"{state}: another witness process is cosigning with this state; nothing was "
+            "cosigned: send the request again (its answer may move the size to prove from)",
+            path=state,
+        ),
+    )
+    try:
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def _opened_checkpoint(note: bytes, logs: Sequence[VerifierKey]) -> CheckpointBody:
     """The request's checkpoint, signed by a trusted key of its own origin."""
     try:
@@ -414,7 +444,7 @@ def add_checkpoint(
         )
     if body.size == 0 and body.root_hash != EMPTY_ROOT:
         raise WitnessRefusedError("not-consistent", "a size-0 checkpoint must have the empty root")
-    with hold_directory(state.parent, what="witness state directory"):
+    with hold_state(state):
         logs_state = read_state(state)
         last = logs_state.get(body.origin)
         last_size = 0 if last is None else last.size
