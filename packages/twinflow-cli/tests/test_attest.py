@@ -17,6 +17,7 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import CryptoSigner, SSlibKey
 
+from twinflow.cli._main import main
 from twinflow.kernel import LoopbackServer, ProcessResult, run_process
 from twinflow.trace.attest import PAYLOAD_TYPE, PREDICATE_TYPE, key_id
 from twinflow.trace.note import parse_signer_key, parse_verifier_key
@@ -260,3 +261,40 @@ def test_another_trace_or_checkpoint_is_refused(published: Path) -> None:
     ]
     assert [1, 1] == [r.returncode for r in leaf], [r.stderr for r in leaf]
     assert [True, True] == ["the attestation states" in r.stderr for r in leaf]
+
+
+def test_the_command_refuses_what_the_leaf_refuses(
+    published: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`twinflow attest TRACE --check` on each bad envelope: exit 1 or 2, one line, nothing on stdout."""
+    good = (published / "run.intoto.json").read_bytes()
+    trace, key, bad = (str(published / p) for p in ("r1/trace.jsonl", "lab.pub", "bad2.json"))
+    outcomes = {}
+    for name, data in _envelope_variants(good).items():
+        Path(bad).write_bytes(data)
+        code = main(["attest", trace, "--check", bad, "--key", key])
+        captured = capsys.readouterr()
+        outcomes[name] = (code in (1, 2), 1 == len(captured.err.splitlines()), "" == captured.out)
+    assert {name: (True, True, True) for name in outcomes} == outcomes
+
+
+def test_a_damaged_trace_is_not_attested(
+    published: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trace with one byte changed: `attest` exits 1 and writes no attestation."""
+    data = bytearray((published / "r1" / "trace.jsonl").read_bytes())
+    data[data.index(b'"prompt"') + 12] ^= 1
+    (published / "damaged.jsonl").write_bytes(bytes(data))
+    out = published / "damaged.intoto.json"
+    code = main(
+        [
+            "attest",
+            str(published / "damaged.jsonl"),
+            "--key",
+            str(published / "lab.key"),
+            "--out",
+            str(out),
+        ]
+    )
+    assert (1, False) == (code, out.exists())
+    assert 1 == len(capsys.readouterr().err.splitlines())
