@@ -24,7 +24,6 @@ from twinflow.trace import (
     VerificationReport,
     canonical_bytes,
     parse_json,
-    sign_checkpoint,
     verify_trace,
     walk_trace,
 )
@@ -228,34 +227,6 @@ def test_a_torn_last_line_is_truncated_and_the_rest_verifies() -> None:
     report = verify_trace(data, require_complete=False)
     assert report.problem is not None
     assert ("truncated", 4, 4) == (report.problem.kind, report.problem.seq, report.events)
-
-
-def test_a_signed_checkpoint_without_a_key_is_refused() -> None:
-    """A signature is never passed over: checking a signed checkpoint needs its key."""
-    data = trace(5)
-    good = verify_trace(data).checkpoint
-    signed = sign_checkpoint(good, b"k" * 32)
-    unsigned_ok = verify_trace(data, checkpoint=good)
-    no_key = verify_trace(data, checkpoint=signed).problem
-    with_key = verify_trace(data, checkpoint=signed, key=b"k" * 32)
-    assert no_key is not None
-    assert (True, "signature", True) == (unsigned_ok.ok, no_key.kind, with_key.ok)
-
-
-def test_an_empty_hmac_key_is_refused() -> None:
-    """An empty key neither signs nor checks."""
-    good = verify_trace(trace(3)).checkpoint
-    with pytest.raises(UserError):
-        sign_checkpoint(good, b"")
-
-
-def test_key_bytes_are_used_as_written() -> None:
-    """A key with a trailing newline is a different key from the one without."""
-    data = trace(3)
-    signed = sign_checkpoint(verify_trace(data).checkpoint, b"secret\n")
-    problem = verify_trace(data, checkpoint=signed, key=b"secret").problem
-    assert problem is not None
-    assert "signature" == problem.kind
 
 
 def test_a_rewritten_prefix_is_named_at_the_checkpoints_last_seq() -> None:

@@ -247,20 +247,6 @@ _SCRIPT = r"""
     out.textContent = match
       ? 'The published checkpoint (size ' + cp.size + ') matches the first ' + cp.size + ' of ' + leaves.length + ' verified events.'
       : 'The published checkpoint ' + result.message.replace(/^it /, '');
-    if (typeof cp.signature !== 'string') { return result; }
-    var key = document.getElementById('checkpoint-key');
-    key.parentNode.hidden = false;
-    key.addEventListener('input', async function () {
-      var result = document.getElementById('signature-result');
-      try {
-        // The same bytes Checkpoint.signing_bytes() signs: a domain tag, then canonical JSON.
-        var body = 'twinflow-checkpoint-v1\n{"head":"' + cp.head + '","root":"' + cp.root + '","size":' + cp.size + '}';
-        var k = await crypto.subtle.importKey('raw', enc(key.value.trim()), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-        var ok = hex(await crypto.subtle.sign('HMAC', k, enc(body))) === cp.signature.toLowerCase();
-        root.setAttribute('data-signature', ok ? 'valid' : 'invalid');
-        result.textContent = ok ? 'Signature valid for this key.' : 'Signature does NOT match this key.';
-      } catch (e) { root.setAttribute('data-signature', 'invalid'); result.textContent = 'Cannot check the signature: ' + e; }
-    });
     return result;
   }
   function render(events, problem) {
@@ -295,10 +281,9 @@ def render_trace_page(
         data: The trace file's bytes, exactly as read (a damaged trace included: the page
             says where it breaks).
         title: What the page is called (escaped; a file name, say).
-        checkpoint: A published checkpoint as JSON (``size``, ``root``, ``head``, optional
-            ``signature``: what ``twinflow checkpoint --json`` prints) the page checks the
-            events against; if it is signed, the page asks for the HMAC key and checks the
-            signature with WebCrypto.
+        checkpoint: A published checkpoint (``size`` and hex ``root``, optionally ``head``),
+            its note's signatures already checked by the caller (`twinflow show --html
+            --checkpoint`), that the page checks the events against.
 
     Returns:
         The page: no external asset, no network access, every trace string escaped.
@@ -309,9 +294,7 @@ def render_trace_page(
         # base64 again: the checkpoint file is outside input too.
         cp = base64.b64encode(json.dumps(dict(checkpoint)).encode()).decode("ascii")
         published = (
-            '<p>Published checkpoint: <span id="checkpoint-result">checking ...</span>'
-            '<label hidden><br>HMAC key of the signature: <input id="checkpoint-key" size="40">'
-            ' <span id="signature-result"></span></label></p>\n'
+            '<p>Published checkpoint: <span id="checkpoint-result">checking ...</span></p>\n'
             f'<script type="application/octet-stream" id="checkpoint-data">{cp}</script>\n'
         )
     # 'unsafe-inline' allows only this page's own inline script and style; every fetch,

@@ -69,11 +69,6 @@ if TYPE_CHECKING:
     from twinflow.trace._checkpoint import InclusionProof as InclusionProof
     from twinflow.trace._checkpoint import check_consistency as check_consistency
     from twinflow.trace._checkpoint import check_inclusion as check_inclusion
-    from twinflow.trace._checkpoint import load_proof as load_proof
-    from twinflow.trace._checkpoint import sign_checkpoint as sign_checkpoint
-    from twinflow.trace._checkpoint import (
-        verify_checkpoint_signature as verify_checkpoint_signature,
-    )
     from twinflow.trace._files import WRITER_LOCK as WRITER_LOCK
     from twinflow.trace._files import create_exclusive as create_exclusive
     from twinflow.trace._files import hold_directory as hold_directory
@@ -163,9 +158,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "InclusionProof",
             "check_consistency",
             "check_inclusion",
-            "load_proof",
-            "sign_checkpoint",
-            "verify_checkpoint_signature",
         ),
         "_files": (
             "WRITER_LOCK",

@@ -23,10 +23,10 @@ the event before. The first line that breaks a rule is classified:
   number, or an event with a number already passed;
 - ``truncated``: the last line has no newline (a writer cut off mid-line); every earlier
   event still verifies and `repair_trace` moves the partial line aside;
-- ``checkpoint`` / ``signature``: the events do not match a given checkpoint, or the trace
-  holds events past the checkpoint and the caller did not accept an uncovered tail (a
-  checkpoint of events 0-4 says nothing about events 5-9: anyone can append or re-chain them),
-  or its signature does not match the key (or it is signed and no key was given).
+- ``checkpoint``: the events do not match a given checkpoint, or the trace holds events past
+  the checkpoint and the caller did not accept an uncovered tail (a checkpoint of events 0-4
+  says nothing about events 5-9: anyone can append or re-chain them). Who signed the
+  checkpoint is checked where its note is read (`read_published_checkpoint`).
 
 A hash chain alone catches accidental and partial edits. A full rewrite that recomputes every
 digest and ``prev`` verifies: only a checkpoint published before the rewrite catches it.
@@ -49,18 +49,8 @@ from twinflow.trace._canonical import (
     _fast_parse,
     parse_json,
 )
-from twinflow.trace._checkpoint import (
-    Checkpoint,
-    ConsistencyProof,
-    InclusionProof,
-    verify_checkpoint_signature,
-)
-from twinflow.trace._errors import (
-    CanonicalError,
-    SignatureError,
-    TraceCorruptError,
-    UserError,
-)
+from twinflow.trace._checkpoint import Checkpoint, ConsistencyProof, InclusionProof
+from twinflow.trace._errors import CanonicalError, TraceCorruptError, UserError
 from twinflow.trace._format import (
     DIGEST_END,
     EVENT_INFIX,
@@ -105,7 +95,6 @@ ProblemKind = Literal[
     "inserted",
     "truncated",
     "checkpoint",
-    "signature",
 ]
 """What is wrong with a trace (see the module docstring)."""
 
@@ -606,7 +595,6 @@ def verify_trace(
     source: Source,
     *,
     checkpoint: Checkpoint | None = None,
-    key: bytes | None = None,
     require_complete: bool = True,
     limits: Limits | None = None,
     check: Callable[[dict[str, Any]], object] | None = None,
@@ -618,8 +606,6 @@ def verify_trace(
         source: A trace file path, or the trace's bytes.
         checkpoint: A checkpoint the trace must match (its first ``size`` events). A trace that
             holds more events than it covers is a ``checkpoint`` problem unless ``allow_tail``.
-        key: The HMAC key ``checkpoint`` must be signed with. A signed checkpoint given without a
-            key is a ``signature`` problem: a signature is never passed over silently.
         require_complete: Require the trace to end with ``run_finished`` or ``run_failed``,
             which catches a file cut exactly at a line boundary.
         limits: Line-size and nesting limits (default `Limits()`).
@@ -633,34 +619,21 @@ def verify_trace(
 
     Raises:
         OSError: The file cannot be read.
-        UserError: ``key`` is empty.
     """
     marks = {checkpoint.size} if checkpoint is not None else None
     walk = _Walk(source, limits or Limits(), check, marks)
     walk.finish(require_complete)
     if walk.problem is None and checkpoint is not None:
-        walk.problem = _check_checkpoint(walk, checkpoint, key, allow_tail)
+        walk.problem = _check_checkpoint(walk, checkpoint, allow_tail)
     report = walk.report()
     if checkpoint is None or walk.problem is not None:
         return report
     return dataclasses.replace(report, covered=checkpoint.size)
 
 
-def _check_checkpoint(
-    walk: _Walk, checkpoint: Checkpoint, key: bytes | None, allow_tail: bool
-) -> Problem | None:
+def _check_checkpoint(walk: _Walk, checkpoint: Checkpoint, allow_tail: bool) -> Problem | None:
     size = walk.frontier.size
     n = checkpoint.size
-    if checkpoint.signature is not None or key is not None:
-        try:
-            if key is None:
-                raise SignatureError(
-                    "the checkpoint is signed but no key was given to check the signature; "
-                    "pass the key (or check a checkpoint without a signature)"
-                )
-            verify_checkpoint_signature(checkpoint, key)
-        except SignatureError as exc:
-            return Problem(kind="signature", seq=max(n - 1, 0), line=max(n, 1), message=str(exc))
     if n > size:
         return Problem(
             kind="removed",
