@@ -7,6 +7,8 @@ element or be read as markup) and a short script that, with WebCrypto's SHA-256:
   are the RFC 8785 canonical form of what they parse to (so a duplicate key or a non-canonical
   number is refused, as `verify_trace` refuses it), that ``seq`` is its position and ``prev``
   the digest before it;
+- takes a redacted event's line (``{"digest":d,"redacted":true}``) as its digest alone, into
+  the chain and the tree, and says which seqs are redacted;
 - recomputes the RFC 9162 Merkle root over the events' digests (leaf =
   ``sha256(0x00 || digest bytes)``, node = ``sha256(0x01 || left || right)``), and compares it
   with a root the reader pastes (a published checkpoint's);
@@ -175,9 +177,22 @@ _SCRIPT = r"""
     var partial = raw.length - start;
     var PREFIX = enc('{"digest":"'), INFIX = enc('","event":');
     var at = PREFIX.length + 64 + INFIX.length;
-    var prev = GENESIS, leaves = [], digests = [], problem = null, events = [];
+    var prev = GENESIS, leaves = [], digests = [], problem = null, events = [], redacted = [];
+    var SUFFIX = enc('","redacted":true}');
     for (var n = 0; n < lines.length; n++) {
       var line = lines[n], event = null;
+      // A redacted event: its digest alone (the chain and the tree keep it; its bytes are gone).
+      if (line.length === PREFIX.length + 64 + SUFFIX.length && startsAt(line, PREFIX, 0) && startsAt(line, SUFFIX, PREFIX.length + 64)
+          && /^[0-9a-f]{64}$/.test(dec(line.subarray(PREFIX.length, PREFIX.length + 64)))) {
+        var kept = dec(line.subarray(PREFIX.length, PREFIX.length + 64));
+        events.push({ event: null, ok: !problem, redacted: kept });
+        if (problem) { continue; }
+        redacted.push(n);
+        leaves.push(await sha(cat(new Uint8Array([0]), unhex(kept))));
+        digests.push(kept);
+        prev = kept;
+        continue;
+      }
       var framed = startsAt(line, PREFIX, 0) && startsAt(line, INFIX, PREFIX.length + 64) && line[line.length - 1] === 125;
       if (framed) { try { event = JSON.parse(dec(line.subarray(at, line.length - 1))); } catch (e) { event = null; } }
       events.push({ event: event, ok: false });
@@ -201,6 +216,7 @@ _SCRIPT = r"""
     render(events, problem);
     var published = await checkCheckpoint(leaves, digests);
     root.setAttribute('data-events', String(leaves.length));
+    root.setAttribute('data-redacted', redacted.join(','));
     root.setAttribute('data-root', merkle);
     document.getElementById('root').textContent = merkle;
     if (problem) {
@@ -212,7 +228,7 @@ _SCRIPT = r"""
       // The checkpoint is what ties the trace to its publisher: failing it is the verdict.
       setVerdict('checkpoint-' + published.state, 'NOT VERIFIED against the published checkpoint: ' + published.message);
     } else {
-      setVerdict('verified', 'Verified in this browser: ' + leaves.length + ' events, every digest, the canonical form and the hash chain check out' + (published ? ', and the published checkpoint covers all of them' : '') + '; Merkle root below.');
+      setVerdict('verified', 'Verified in this browser: ' + leaves.length + ' events, every digest, the canonical form and the hash chain check out' + (published ? ', and the published checkpoint covers all of them' : '') + (redacted.length ? '; seq ' + redacted.join(', ') + (redacted.length > 1 ? ' are' : ' is') + ' REDACTED (digest only)' : '') + '; Merkle root below.');
     }
     var input = document.getElementById('expected-root');
     input.addEventListener('input', function () {
@@ -258,11 +274,12 @@ _SCRIPT = r"""
       }
       var li = el('li', 'ev' + (item.ok ? '' : ' unverified'));
       li.id = 'seq-' + n;
-      var kind = body && body.kind ? String(body.kind) : '(unreadable line)';
+      var kind = item.redacted ? 'REDACTED' : body && body.kind ? String(body.kind) : '(unreadable line)';
       var head = el('div', 'head');
       head.appendChild(el('span', 'kind', kind));
       head.appendChild(document.createTextNode(' · seq ' + n + (item.event && item.event.at ? ' · ' + item.event.at : '') + (item.ok ? '' : ' · not verified')));
       li.appendChild(head);
+      if (item.redacted) { li.appendChild(el('div', '', 'only its digest is published: ' + item.redacted)); }
       if (body) { describe(body, li); }
       list.appendChild(li);
     });

@@ -83,6 +83,7 @@ if TYPE_CHECKING:
     from twinflow.trace._format import TERMINAL_KINDS as TERMINAL_KINDS
     from twinflow.trace._format import Limits as Limits
     from twinflow.trace._format import encode_line as encode_line
+    from twinflow.trace._format import encode_redacted as encode_redacted
     from twinflow.trace._merkle import EMPTY_ROOT as EMPTY_ROOT
     from twinflow.trace._merkle import Frontier as Frontier
     from twinflow.trace._merkle import MerkleTree as MerkleTree
@@ -176,6 +177,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "TERMINAL_KINDS",
             "Limits",
             "encode_line",
+            "encode_redacted",
         ),
         "_merkle": (
             "EMPTY_ROOT",

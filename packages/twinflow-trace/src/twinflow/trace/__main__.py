@@ -158,6 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     line = f"ok: {args.trace}: {report.events} events verify; root (hex) {report.checkpoint.root}"
     if published is not None:
         line += f"; {_vouched(published)}: {report.coverage()}"
+    if report.redacted:
+        line += f"; {report.redaction()}"
     print(line)
     return 0
 
