@@ -27,7 +27,7 @@ from twinflow.agent import (
 )
 from twinflow.eval import run_eval
 from twinflow.kernel import CountingIds, ProcessResult, SteppingClock, run_process
-from twinflow.trace import MemoryTraceSink
+from twinflow.trace import MemoryTraceSink, encode_redacted
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
 HOSTILE = "</script><img src=x onerror=console.error('pwned')><b>bold</b>"
@@ -292,3 +292,23 @@ def test_the_page_refuses_a_non_canonical_event_as_verify_does(
         root_attribute(result.stdout, "data-verdict"),
         root_attribute(result.stdout, "data-break-seq"),
     )
+
+
+def test_the_trace_page_verifies_a_redacted_trace_and_names_the_seqs(tmp_path: Path) -> None:
+    """Events replaced by their digest line: verified, the same root, and the page says which."""
+    data = hostile_trace()
+    lines = data.splitlines(keepends=True)
+    redacted = b"".join(
+        encode_redacted(line[11:75].decode()) if n in (1, 2) else line
+        for n, line in enumerate(lines)
+    )
+    result = render_in_chromium(redacted, tmp_path, "redacted")
+    assert 0 == result.returncode, result.stderr[-2000:]
+    expected = ("verified", "1,2", Trace.load(data).checkpoint().root)
+    actual = tuple(
+        root_attribute(result.stdout, name)
+        for name in ("data-verdict", "data-redacted", "data-root")
+    )
+    assert expected == actual
+    assert "REDACTED (digest only)" in result.stdout
+    assert [] == console_lines(result.stderr)

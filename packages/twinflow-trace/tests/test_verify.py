@@ -23,6 +23,7 @@ from twinflow.trace import (
     UserError,
     VerificationReport,
     canonical_bytes,
+    encode_redacted,
     parse_json,
     verify_trace,
     walk_trace,
@@ -383,3 +384,58 @@ def test_check_refusing_an_event_in_a_batch_stops_there(k: int) -> None:
     problem = caught.value.report.problem
     assert problem is not None
     assert ("not_event", k) == (problem.kind, problem.seq)
+
+
+def _redacted(data: bytes, *seqs: int) -> bytes:
+    """``data`` with the events at ``seqs`` replaced by their digest lines."""
+    lines = data.splitlines(keepends=True)
+    return b"".join(
+        encode_redacted(line[11:75].decode()) if n in seqs else line for n, line in enumerate(lines)
+    )
+
+
+def test_a_redacted_event_keeps_the_chain_and_the_root() -> None:
+    """Digest-only lines verify, are listed, and leave the Merkle root as it was."""
+    data = trace(6)
+    report = verify_trace(_redacted(data, 0, 2))
+    expected = (True, (0, 2), verify_trace(data).checkpoint.root)
+    assert expected == (report.ok, report.redacted, report.checkpoint.root)
+    assert "seqs 0, 2 are redacted (digest only)" == report.redaction()
+
+
+@pytest.mark.parametrize(
+    ("edit", "kind", "seq"),
+    [
+        (lambda line: line.replace(b"true", b"false"), "edited", 2),
+        (
+            lambda line: (
+                line.upper()
+                .replace(b"DIGEST", b"digest")
+                .replace(b"REDACTED", b"redacted")
+                .replace(b"TRUE", b"true")
+            ),
+            "edited",
+            2,
+        ),
+        (lambda line: line.replace(b'":true', b'": true'), "edited", 2),
+        (lambda line: line[:11] + b"0" * 64 + line[75:], "edited", 3),
+    ],
+)
+def test_a_line_that_only_looks_redacted_is_refused(
+    edit: Callable[[bytes], bytes], kind: str, seq: int
+) -> None:
+    """Another case, spacing or value is not a redacted line; a made-up digest breaks the chain."""
+    lines = _redacted(trace(6), 2).splitlines(keepends=True)
+    lines[2] = edit(lines[2])
+    problem = verify_trace(b"".join(lines)).problem
+    assert problem is not None
+    assert (kind, seq) == (problem.kind, problem.seq)
+
+
+def test_readers_that_need_the_events_refuse_a_redacted_one_by_name() -> None:
+    """walk_trace stops with a `redacted` problem unless it is allowed to yield digest-only events."""
+    data = _redacted(trace(4), 1)
+    with pytest.raises(TraceCorruptError, match="redacted at seq 1"):
+        list(walk_trace(data))
+    events = list(walk_trace(data, allow_redacted=True))
+    assert (b"", None) == (events[1].event, events[1].value)
