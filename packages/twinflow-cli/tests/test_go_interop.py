@@ -11,11 +11,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from cli_testkit import build_go_tool
 
 from twinflow.kernel import run_process
 from twinflow.trace.note import (
@@ -35,10 +35,6 @@ from twinflow.trace.note import (
 )
 from twinflow.trace.witness import CosignatureError, CosignerKey, cosign, verify_cosignatures
 
-_SOURCE = Path(__file__).parent / "go" / "notecheck"
-_GOPATH = "/usr/share/gocode"
-_INSTALL = "apt-get install -y golang-go golang-golang-x-mod-dev"
-
 LOG = generate_key("example.com/log", hashlib.sha256(b"log").digest())
 WITNESS = generate_key("example.com/witness", hashlib.sha256(b"witness").digest())
 BODY = CheckpointBody("example.com/log", 1024, hashlib.sha256(b"root").digest(), ("ext 1",))
@@ -47,26 +43,7 @@ BODY = CheckpointBody("example.com/log", 1024, hashlib.sha256(b"root").digest(),
 @pytest.fixture(scope="session")
 def notecheck(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Go reference driver, built once for the session."""
-    go = shutil.which("go")
-    if go is None:
-        pytest.fail(f"the Go interoperability test needs Go and golang.org/x/mod: {_INSTALL}")
-    if not (Path(_GOPATH) / "src/golang.org/x/mod/sumdb/note").is_dir():
-        pytest.fail(f"golang.org/x/mod is not under {_GOPATH}: {_INSTALL}")
-    out = tmp_path_factory.mktemp("go")
-    binary = out / "notecheck"
-    result = run_process(
-        [go, "build", "-o", str(binary), "."],
-        cwd=_SOURCE,
-        env={
-            "GO111MODULE": "off",
-            "GOPATH": _GOPATH,
-            "GOCACHE": str(out / "cache"),
-            "GOFLAGS": "",
-            "CGO_ENABLED": "0",
-        },
-    )
-    assert 0 == result.returncode, result.stderr
-    return binary
+    return build_go_tool("notecheck", tmp_path_factory.mktemp("go"))
 
 
 def _go(binary: Path, *args: str, stdin: bytes = b"") -> tuple[int, str, str]:

@@ -28,6 +28,7 @@ from twinflow.cli._traces import (
     vouched,
 )
 from twinflow.trace import (
+    TERMINAL_KINDS,
     Checkpoint,
     InvalidProofError,
     Limits,
@@ -35,11 +36,14 @@ from twinflow.trace import (
     TraceCorruptError,
     TraceFormatError,
     check_proof_file,
+    encode_line,
+    encode_redacted,
     prove_tlog_consistency,
     prove_tlog_inclusion,
     read_checkpoint,
     read_regular,
     repair_trace,
+    verify_trace,
     walk_trace,
     write_new,
 )
@@ -225,13 +229,15 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
         "signed_by": [] if published is None else list(published.signed_by),
         "vouched": signer,
         "cosigned_by": [{"witness": c.key.label, "timestamp": c.timestamp} for c in cosigned or ()],
+        "redacted": list(report.redacted),
         "problem": None if report.problem is None else report.problem.to_json(),
     }
     if report.problem is not None:
         raise CheckFailed(f"{args.trace}: {report.problem}", payload)
     out.document(payload)
     line = f"ok: {args.trace}: {report.events} events verify"
-    out.line(line if signer is None else f"{line}; {signer}: {report.coverage()}")
+    line = line if signer is None else f"{line}; {signer}: {report.coverage()}"
+    out.line(line if not report.redacted else f"{line}; {report.redaction()}")
     if cosigned:
         out.line(cosigned_line(cosigned))
     out.line(f"root (hex) {report.checkpoint.root} (size {report.checkpoint.size})")
@@ -634,6 +640,71 @@ def _repair(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+# -- redact ---------------------------------------------------------------------------------
+
+
+def _configure_redact(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace", type=Path, help="the trace file (JSONL)")
+    p.add_argument(
+        "--seq",
+        type=int,
+        action="append",
+        required=True,
+        metavar="N",
+        help="an event to replace by its digest (repeat for more)",
+    )
+    p.add_argument(
+        "--out", type=Path, required=True, help="the new trace file to publish (PUBLIC.jsonl)"
+    )
+    _add_limits(p)
+
+
+def _redact(args: argparse.Namespace, out: Output) -> int:
+    check_trace_head(args.trace)
+    chosen = sorted(set(args.seq))
+    limits = _limits(args)
+    lines: list[bytes] = []
+    kinds: dict[int, str] = {}
+    try:
+        for event in walk_trace(args.trace, limits=limits, allow_redacted=True):
+            value = event.value
+            kind = "redacted" if value is None else str(value["body"]["kind"])
+            kinds[event.seq] = kind
+            if event.seq in chosen or value is None:
+                lines.append(encode_redacted(event.digest))
+            else:
+                lines.append(encode_line(event.event)[0])
+    except TraceCorruptError as exc:
+        raise CheckFailed(f"{args.trace}: {exc}", corrupt_payload(args.trace, exc)) from None
+    for seq in chosen:
+        if seq not in kinds:
+            raise UserError(f"--seq {seq}: the trace holds events 0..{len(kinds) - 1}")
+        if kinds[seq] in TERMINAL_KINDS:
+            raise UserError(
+                f"--seq {seq}: the run's last event ({kinds[seq]}) shows the run is whole, so "
+                "it is never redacted"
+            )
+    data = b"".join(lines)
+    before, after = read_checkpoint(args.trace, limits=limits), verify_trace(data, limits=limits)
+    # A redaction that changed what the checkpoint commits to is a bug to report, not a file.
+    if not after.ok or (after.checkpoint.root, after.events) != (before.root, before.size):
+        raise CheckFailed(f"{args.trace}: the redacted trace would not keep its Merkle root")
+    _write_out(args.out, data)
+    out.document(
+        {
+            "ok": True,
+            "trace": str(args.out),
+            "events": after.events,
+            "redacted": list(after.redacted),
+            "root": after.checkpoint.root,
+            "root_encoding": "hex",
+        }
+    )
+    out.line(f"{args.out}: {after.events} events; {after.redaction()}")
+    out.line(f"root (hex) {after.checkpoint.root}: unchanged, so every checkpoint and proof holds")
+    return EXIT_OK
+
+
 # -- diff -----------------------------------------------------------------------------------
 
 
@@ -691,5 +762,6 @@ COMMANDS: dict[str, Command] = {
     "prove": (_configure_prove, _prove),
     "keygen": (_configure_keygen, _keygen),
     "repair": (_configure_repair, _repair),
+    "redact": (_configure_redact, _redact),
     "diff": (_configure_diff, _diff),
 }

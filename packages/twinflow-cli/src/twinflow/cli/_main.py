@@ -67,11 +67,15 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
     ),
     "checkpoint": (
         "twinflow.cli._commands",
-        "print a trace's checkpoint: size, Merkle root, head (optionally signed)",
+        "write a trace's checkpoint as a C2SP note (signed with --sign)",
     ),
     "prove": (
         "twinflow.cli._commands",
-        "make or check an RFC 9162 inclusion or consistency proof",
+        "make or check a C2SP tlog-proof (inclusion) or consistency proof",
+    ),
+    "redact": (
+        "twinflow.cli._commands",
+        "publish a trace with chosen events replaced by their digest (every proof still checks)",
     ),
     "keygen": (
         "twinflow.cli._commands",

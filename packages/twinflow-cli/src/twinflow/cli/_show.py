@@ -182,12 +182,19 @@ def _events(data: bytes) -> list[dict[str, Any] | None]:
     return events
 
 
-def describe_events(events: list[dict[str, Any] | None], broken_at: int | None) -> list[str]:
-    """The run as lines a person reads, step by step; events from ``broken_at`` on are marked."""
+def describe_events(
+    events: list[dict[str, Any] | None], broken_at: int | None, redacted: tuple[int, ...] = ()
+) -> list[str]:
+    """The run as lines a person reads, step by step; events from ``broken_at`` on are marked,
+    and each of the ``redacted`` seqs (verified: their digest alone is in the file) says so."""
     lines: list[str] = []
     step = None
+    hidden = set(redacted)
     for seq, event in enumerate(events):
         mark = "  [not verified]" if broken_at is not None and seq >= broken_at else ""
+        if seq in hidden:
+            lines.append(f"  seq {seq}: REDACTED (only its digest is published; it verifies)")
+            continue
         body = event.get("body") if event is not None else None
         if not isinstance(body, dict):
             lines.append(f"  (line {seq + 1} is not readable as an event){mark}")
@@ -272,13 +279,16 @@ def _show(args: argparse.Namespace, out: Output) -> int:
         "problem": None if problem is None else problem.to_json(),
         "root": report.checkpoint.root,
         "root_encoding": "hex",
+        "redacted": list(report.redacted),
         "html": None if args.html is None else str(args.html),
     }
-    for line in describe_events(events, None if problem is None else problem.seq):
+    for line in describe_events(events, None if problem is None else problem.seq, report.redacted):
         out.line(line)
     out.line("")
     if problem is None:
         out.line(f"verified: {report.events} events; Merkle root (hex) {report.checkpoint.root}")
+        if report.redacted:
+            out.line(f"{report.redaction()}: the rest of the file cannot show what they said")
     else:
         out.line(
             f"NOT VERIFIED: {args.trace}: {_clean(str(problem))}; the {report.events} events "

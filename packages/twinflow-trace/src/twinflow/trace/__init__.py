@@ -69,11 +69,6 @@ if TYPE_CHECKING:
     from twinflow.trace._checkpoint import InclusionProof as InclusionProof
     from twinflow.trace._checkpoint import check_consistency as check_consistency
     from twinflow.trace._checkpoint import check_inclusion as check_inclusion
-    from twinflow.trace._checkpoint import load_proof as load_proof
-    from twinflow.trace._checkpoint import sign_checkpoint as sign_checkpoint
-    from twinflow.trace._checkpoint import (
-        verify_checkpoint_signature as verify_checkpoint_signature,
-    )
     from twinflow.trace._files import WRITER_LOCK as WRITER_LOCK
     from twinflow.trace._files import create_exclusive as create_exclusive
     from twinflow.trace._files import hold_directory as hold_directory
@@ -88,6 +83,7 @@ if TYPE_CHECKING:
     from twinflow.trace._format import TERMINAL_KINDS as TERMINAL_KINDS
     from twinflow.trace._format import Limits as Limits
     from twinflow.trace._format import encode_line as encode_line
+    from twinflow.trace._format import encode_redacted as encode_redacted
     from twinflow.trace._merkle import EMPTY_ROOT as EMPTY_ROOT
     from twinflow.trace._merkle import Frontier as Frontier
     from twinflow.trace._merkle import MerkleTree as MerkleTree
@@ -163,9 +159,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "InclusionProof",
             "check_consistency",
             "check_inclusion",
-            "load_proof",
-            "sign_checkpoint",
-            "verify_checkpoint_signature",
         ),
         "_files": (
             "WRITER_LOCK",
@@ -184,6 +177,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "TERMINAL_KINDS",
             "Limits",
             "encode_line",
+            "encode_redacted",
         ),
         "_merkle": (
             "EMPTY_ROOT",

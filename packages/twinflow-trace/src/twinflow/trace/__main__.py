@@ -200,6 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     line = f"ok: {args.trace}: {report.events} events verify; root (hex) {report.checkpoint.root}"
     if published is not None:
         line += f"; {_vouched(published)}: {report.coverage()}"
+    if report.redacted:
+        line += f"; {report.redaction()}"
     if cosigned is not None:
         line += "; cosigned by " + ", ".join(
             f"{c.key.label} ({_utc(c.timestamp)})" for c in cosigned
