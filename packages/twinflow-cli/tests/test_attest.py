@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import rfc8785
-from cli_testkit import scripted_chat
+from cli_testkit import scripted_chat, trace_only_venv
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
@@ -66,6 +66,20 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         ("checkpoint", "r1/trace.jsonl", "--sign", "lab.key", "--out", "cp.note"),
         ("checkpoint", "r1/trace.1.jsonl", "--sign", "lab.key", "--out", "cp1.note"),
         ("attest", "r1/trace.jsonl", "--key", "lab.key", "--out", "run.intoto.json"),
+        ("keygen", "example.org/witness", "--cosigner", "--out", "witness"),
+        ("prove", "r1/trace.jsonl", "--from-size", "0", "--checkpoint", "cp.note", "--out", "c0"),
+        (
+            "witness",
+            "c0",
+            "--state",
+            "w.state",
+            "--key",
+            "witness.key",
+            "--log",
+            "lab.pub",
+            "--out",
+            "cp.cosigned.note",
+        ),
     ):
         done = run(*step, cwd=root)
         assert 0 == done.returncode, done.stderr
@@ -298,3 +312,47 @@ def test_a_damaged_trace_is_not_attested(
     )
     assert (1, False) == (code, out.exists())
     assert 1 == len(capsys.readouterr().err.splitlines())
+
+
+def test_an_auditor_with_only_twinflow_trace_checks_the_whole_claim(
+    published: Path, tmp_path: Path
+) -> None:
+    """In a venv holding the twinflow-trace wheel alone: the trace against the cosigned note
+    (log key, witness, quorum, a clock given) and the attestation against both: ok."""
+    bin_dir = trace_only_venv(tmp_path)
+    now = str(json.loads((published / "w.state").read_bytes())["logs"]["example.org/lab"]["time"])
+    verify = run_process(
+        [
+            str(bin_dir / "twinflow-trace"),
+            "verify",
+            "r1/trace.jsonl",
+            "--checkpoint",
+            "cp.cosigned.note",
+            "--key",
+            "lab.pub",
+            "--witness",
+            "witness.pub",
+            "--quorum",
+            "1",
+            "--now",
+            now,
+        ],
+        cwd=published,
+    )
+    check = run_process(
+        [
+            str(bin_dir / "twinflow-trace"),
+            "attest-check",
+            "run.intoto.json",
+            "--key",
+            "lab.pub",
+            "--trace",
+            "r1/trace.jsonl",
+            "--checkpoint",
+            "cp.cosigned.note",
+        ],
+        cwd=published,
+    )
+    assert (0, 0) == (verify.returncode, check.returncode), verify.stderr + check.stderr
+    assert "cosigned by example.org/witness+" in verify.stdout
+    assert "matches the trace and the checkpoint" in check.stdout
