@@ -13,9 +13,9 @@ from cli_testkit import run_trace
 
 from twinflow.cli._main import main
 from twinflow.kernel import SystemClock, run_process, start_process
-from twinflow.trace.note import parse_note, parse_signer_key
+from twinflow.trace.note import parse_note, parse_signer_key, parse_verifier_key
 from twinflow.trace.testing import events_of, rechain
-from twinflow.trace.witness import cosign, hold_state
+from twinflow.trace.witness import WitnessRefusedError, add_checkpoint, cosign, hold_state
 
 
 def twinflow(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object], str]:
@@ -401,3 +401,39 @@ def test_the_stdlib_leaf_holds_the_same_policy(
     assert [0, 1, 1] == [r.returncode for r in runs], [r.stderr for r in runs]
     assert "cosigned by example.org/w1+" in runs[0].stdout
     assert "dated in the future, not counted" in runs[2].stderr
+
+
+def test_a_witness_never_dates_backwards(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A clock reading earlier than the log's last cosignature: refused ("clock"), state kept."""
+    signer = parse_signer_key((work / "w1.key").read_bytes())
+    logs = [parse_verifier_key((work / "lab.pub").read_bytes())]
+    state = work / "state" / "lib.state"
+    first = (work / request(capsys, "short", 0)).read_bytes()
+    add_checkpoint(first, state=state, signer=signer, logs=logs, now=2_000_000_000)
+    kept = state.read_bytes()
+    with pytest.raises(WitnessRefusedError) as refused:
+        add_checkpoint(
+            (work / request(capsys, "long", 5)).read_bytes(),
+            state=state,
+            signer=signer,
+            logs=logs,
+            now=1_999_999_999,
+        )
+    assert ("clock", kept) == (refused.value.reason, state.read_bytes())
+
+
+def test_a_log_key_is_not_a_witness_key(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--witness lab.pub` (a signed-note key, type 0x01): exit 2 naming keygen --cosigner."""
+    witness(capsys, request(capsys, "short", 0), "w1", "--out", "cosigned.note")
+    code, _, err = twinflow(
+        capsys,
+        "verify",
+        "short.jsonl",
+        "--checkpoint",
+        "cosigned.note",
+        "--key",
+        "lab.pub",
+        "--witness",
+        "lab.pub",
+    )
+    assert (2, True) == (code, "keygen NAME --cosigner" in err)
