@@ -329,3 +329,49 @@ def test_a_note_signed_for_another_origin_is_refused_unless_expected(
     assert "example.org/someone-else" in err
     assert 0 == twinflow(capsys, *argv, "--origin", "example.org/someone-else")[0]
     assert 1 == twinflow(capsys, *argv, "--origin", "example.org/third")[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("crlf", 2), ("cut", 2), ("huge", 2), ("json", 2), ("another-tree", 1), ("past-size", 1)],
+)
+def test_prove_check_answers_bad_proof_files_in_one_line(
+    work: Path, capsys: pytest.CaptureFixture[str], name: str, expected: int
+) -> None:
+    """Malformed proof files exit 2, false ones 1, each with one line and no traceback."""
+    twinflow(capsys, "keygen", "example.org/lab", "--out", "lab")
+    twinflow(capsys, "checkpoint", "long.jsonl", "--sign", "lab.key", "--out", "cp.note")
+    twinflow(
+        capsys, "checkpoint", "long.jsonl", "--size", "4", "--sign", "lab.key", "--out", "four.note"
+    )
+    twinflow(
+        capsys,
+        "prove",
+        "long.jsonl",
+        "--seq",
+        "2",
+        "--checkpoint",
+        "cp.note",
+        "--out",
+        "p.tlog-proof",
+    )
+    good = (work / "p.tlog-proof").read_bytes()
+    head = good[: good.index(b"\n\n") + 2]
+    forms = {
+        "crlf": lambda: good.replace(b"\n", b"\r\n"),
+        "cut": lambda: good[:-1],
+        "json": lambda: b'{"kind": "inclusion", "seq": 2}\n',
+        "another-tree": lambda: head + (work / "four.note").read_bytes(),
+        "past-size": lambda: good.replace(b"index 2", b"index 99"),
+    }
+    path = work / "bad.tlog-proof"
+    if name == "huge":
+        with path.open("wb") as f:
+            f.write(good)
+            f.truncate(100 * 1024 * 1024)
+    else:
+        path.write_bytes(forms[name]())
+    code, doc, err = twinflow(capsys, "prove", "--check", "bad.tlog-proof", "--key", "lab.pub")
+    lines = err.strip().splitlines()
+    assert (expected, 1, False) == (code, len(lines), doc["ok"]), err
+    assert "Traceback" not in err
