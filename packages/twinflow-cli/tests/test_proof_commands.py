@@ -375,3 +375,57 @@ def test_prove_check_answers_bad_proof_files_in_one_line(
     lines = err.strip().splitlines()
     assert (expected, 1, False) == (code, len(lines), doc["ok"]), err
     assert "Traceback" not in err
+
+
+def test_every_root_a_command_prints_says_its_encoding(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each human line naming a root says (hex) or (base64); each --json root has root_encoding."""
+    twinflow(capsys, "keygen", "example.org/lab", "--out", "lab")
+    twinflow(
+        capsys, "checkpoint", "short.jsonl", "--size", "2", "--sign", "lab.key", "--out", "two.note"
+    )
+    human = [
+        ["checkpoint", "long.jsonl"],
+        ["checkpoint", "long.jsonl", "--sign", "lab.key", "--out", "cp.note"],
+        ["verify", "long.jsonl", "--checkpoint", "cp.note", "--key", "lab.pub"],
+        ["redact", "long.jsonl", "--seq", "1", "--out", "public.jsonl"],
+        ["prove", "long.jsonl", "--seq", "2", "--checkpoint", "cp.note", "--out", "p.tlog-proof"],
+        ["prove", "--check", "p.tlog-proof", "--key", "lab.pub"],
+        [
+            "prove",
+            "long.jsonl",
+            "--from-size",
+            "2",
+            "--checkpoint",
+            "cp.note",
+            "--out",
+            "c.tlog-consistency",
+        ],
+        [
+            "prove",
+            "--check",
+            "c.tlog-consistency",
+            "--key",
+            "lab.pub",
+            "--old-checkpoint",
+            "two.note",
+        ],
+        ["diff", "--exact", "long.jsonl", "long.jsonl"],
+        ["show", "long.jsonl"],
+    ]
+    unlabelled = []
+    for argv in human:
+        assert 0 == main(argv), argv
+        for line in capsys.readouterr().out.splitlines():
+            if " root" in line.lower() and "(hex)" not in line and "base64" not in line:
+                unlabelled.append((argv[0], line))
+    assert [] == unlabelled
+    for argv in (
+        ["checkpoint", "long.jsonl"],
+        ["verify", "long.jsonl"],
+        ["show", "long.jsonl"],
+        ["prove", "--check", "p.tlog-proof", "--key", "lab.pub"],
+    ):
+        doc = twinflow(capsys, *argv)[1]
+        assert "hex" == doc["root_encoding"], argv
