@@ -366,7 +366,9 @@ def test_fork_takes_the_first_steps_from_the_parent_and_links_it(project: Projec
     assert 0 == same.returncode, same.stdout + same.stderr
     shown = project.twinflow("show", child)
     head = Trace.load(project.trace).checkpoint()
-    link = f"forked at step 2 from the run whose trace had {head.size} events, root {head.root}"
+    link = (
+        f"forked at step 2 from the run whose trace had {head.size} events, root (hex) {head.root}"
+    )
     assert link in shown.stdout
     past = project.twinflow("fork", str(project.trace), "--at-step", "9", "--spec", "spec.yaml")
     assert 2 == past.returncode

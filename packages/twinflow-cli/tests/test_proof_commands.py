@@ -329,3 +329,103 @@ def test_a_note_signed_for_another_origin_is_refused_unless_expected(
     assert "example.org/someone-else" in err
     assert 0 == twinflow(capsys, *argv, "--origin", "example.org/someone-else")[0]
     assert 1 == twinflow(capsys, *argv, "--origin", "example.org/third")[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("crlf", 2), ("cut", 2), ("huge", 2), ("json", 2), ("another-tree", 1), ("past-size", 1)],
+)
+def test_prove_check_answers_bad_proof_files_in_one_line(
+    work: Path, capsys: pytest.CaptureFixture[str], name: str, expected: int
+) -> None:
+    """Malformed proof files exit 2, false ones 1, each with one line and no traceback."""
+    twinflow(capsys, "keygen", "example.org/lab", "--out", "lab")
+    twinflow(capsys, "checkpoint", "long.jsonl", "--sign", "lab.key", "--out", "cp.note")
+    twinflow(
+        capsys, "checkpoint", "long.jsonl", "--size", "4", "--sign", "lab.key", "--out", "four.note"
+    )
+    twinflow(
+        capsys,
+        "prove",
+        "long.jsonl",
+        "--seq",
+        "2",
+        "--checkpoint",
+        "cp.note",
+        "--out",
+        "p.tlog-proof",
+    )
+    good = (work / "p.tlog-proof").read_bytes()
+    head = good[: good.index(b"\n\n") + 2]
+    forms = {
+        "crlf": lambda: good.replace(b"\n", b"\r\n"),
+        "cut": lambda: good[:-1],
+        "json": lambda: b'{"kind": "inclusion", "seq": 2}\n',
+        "another-tree": lambda: head + (work / "four.note").read_bytes(),
+        "past-size": lambda: good.replace(b"index 2", b"index 99"),
+    }
+    path = work / "bad.tlog-proof"
+    if name == "huge":
+        with path.open("wb") as f:
+            f.write(good)
+            f.truncate(100 * 1024 * 1024)
+    else:
+        path.write_bytes(forms[name]())
+    code, doc, err = twinflow(capsys, "prove", "--check", "bad.tlog-proof", "--key", "lab.pub")
+    lines = err.strip().splitlines()
+    assert (expected, 1, False) == (code, len(lines), doc["ok"]), err
+    assert "Traceback" not in err
+
+
+def test_every_root_a_command_prints_says_its_encoding(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each human line naming a root says (hex) or (base64); each --json root has root_encoding."""
+    twinflow(capsys, "keygen", "example.org/lab", "--out", "lab")
+    twinflow(
+        capsys, "checkpoint", "short.jsonl", "--size", "2", "--sign", "lab.key", "--out", "two.note"
+    )
+    human = [
+        ["checkpoint", "long.jsonl"],
+        ["checkpoint", "long.jsonl", "--sign", "lab.key", "--out", "cp.note"],
+        ["verify", "long.jsonl", "--checkpoint", "cp.note", "--key", "lab.pub"],
+        ["redact", "long.jsonl", "--seq", "1", "--out", "public.jsonl"],
+        ["prove", "long.jsonl", "--seq", "2", "--checkpoint", "cp.note", "--out", "p.tlog-proof"],
+        ["prove", "--check", "p.tlog-proof", "--key", "lab.pub"],
+        [
+            "prove",
+            "long.jsonl",
+            "--from-size",
+            "2",
+            "--checkpoint",
+            "cp.note",
+            "--out",
+            "c.tlog-consistency",
+        ],
+        [
+            "prove",
+            "--check",
+            "c.tlog-consistency",
+            "--key",
+            "lab.pub",
+            "--old-checkpoint",
+            "two.note",
+        ],
+        ["diff", "--exact", "long.jsonl", "long.jsonl"],
+        ["show", "long.jsonl"],
+    ]
+    unlabelled = []
+    for argv in human:
+        assert 0 == main(argv), argv
+        for line in capsys.readouterr().out.splitlines():
+            if " root" in line.lower() and "(hex)" not in line and "base64" not in line:
+                unlabelled.append((argv[0], line))
+    assert [] == unlabelled
+    for argv in (
+        ["checkpoint", "long.jsonl"],
+        ["verify", "long.jsonl"],
+        ["show", "long.jsonl"],
+        ["prove", "--check", "p.tlog-proof", "--key", "lab.pub"],
+    ):
+        doc = twinflow(capsys, *argv)[1]
+        assert "hex" == doc["root_encoding"], argv

@@ -65,6 +65,7 @@ def test_every_proof_still_checks_against_the_redacted_trace(
     for seq in range(4):
         for trace in ("t", "public"):
             out = f"{trace}{seq}.tlog-proof"
+            event = [] if trace == "public" and seq in (1, 2) else ["--event-out", f"{out}.json"]
             made = twinflow(
                 capsys,
                 "prove",
@@ -75,6 +76,7 @@ def test_every_proof_still_checks_against_the_redacted_trace(
                 "cp.note",
                 "--out",
                 out,
+                *event,
             )
             assert 0 == made[0], made
             checked = twinflow(capsys, "prove", "--check", out, "--key", "lab.pub")
@@ -82,6 +84,20 @@ def test_every_proof_still_checks_against_the_redacted_trace(
         assert (work / f"t{seq}.tlog-proof").read_bytes() == (
             work / f"public{seq}.tlog-proof"
         ).read_bytes()
+    refused = twinflow(
+        capsys,
+        "prove",
+        "public.jsonl",
+        "--seq",
+        "1",
+        "--checkpoint",
+        "cp.note",
+        "--out",
+        "x.tlog-proof",
+        "--event-out",
+        "x.json",
+    )
+    assert (2, False) == (refused[0], (work / "x.tlog-proof").exists()), refused
     twinflow(
         capsys, "checkpoint", "t.jsonl", "--size", "2", "--sign", "lab.key", "--out", "two.note"
     )

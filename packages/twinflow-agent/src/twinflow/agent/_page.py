@@ -124,7 +124,7 @@ _SCRIPT = r"""
       var tools = (config.tools || []).map(function (t) { return t.name; }).join(', ') || 'none';
       var allow = ((config.policy || {}).allow || []).join(', ') || 'nothing';
       into.appendChild(el('div', '', 'run ' + body.run_id + ' · tools: ' + tools + ' · policy allows: ' + allow));
-      if (body.parent) { into.appendChild(el('div', '', 'forked at step ' + body.parent.step + ' from the run whose trace had ' + body.parent.size + ' events, root ' + body.parent.root)); }
+      if (body.parent) { into.appendChild(el('div', '', 'forked at step ' + body.parent.step + ' from the run whose trace had ' + body.parent.size + ' events, root (hex) ' + body.parent.root)); }
     } else if (kind === 'model_requested') {
       into.appendChild(el('div', '', (body.purpose === 'reask' ? 're-ask' : 'request') + ' with ' + (body.new_messages || []).length + ' new message(s)'));
       (body.new_messages || []).forEach(function (m) { messageLines(m, into); });

@@ -492,8 +492,13 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
 
 def _event_bytes(trace: Path, seq: int, digest: str) -> bytes:
     """Event ``seq``'s canonical bytes, the ones its digest is the sha256 of."""
-    for event in walk_trace(trace):
+    for event in walk_trace(trace, allow_redacted=True):
         if event.seq == seq:
+            if event.value is None:
+                raise UserError(
+                    f"--event-out: event {seq} is redacted in {trace}: its bytes are not there "
+                    "(the proof holds its digest)"
+                )
             if event.digest != digest:  # the file changed between two reads of it
                 raise CheckFailed(f"{trace}: event {seq} changed while it was read")
             return event.event

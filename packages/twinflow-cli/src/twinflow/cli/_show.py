@@ -103,7 +103,7 @@ def _started(body: dict[str, Any]) -> list[str]:
     if isinstance(parent, dict):
         lines.append(
             f"  forked at step {_clean(parent.get('step'))} from the run whose trace had "
-            f"{_clean(parent.get('size'))} events, root {_clean(parent.get('root'))}"
+            f"{_clean(parent.get('size'))} events, root (hex) {_clean(parent.get('root'))}"
         )
     return lines
 
