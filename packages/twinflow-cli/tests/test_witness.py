@@ -437,3 +437,24 @@ def test_a_log_key_is_not_a_witness_key(work: Path, capsys: pytest.CaptureFixtur
         "lab.pub",
     )
     assert (2, True) == (code, "keygen NAME --cosigner" in err)
+
+
+def test_a_crlf_copy_of_a_cosigned_note_says_so(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cosigned note converted to CRLF: exit 2 naming the carriage return (not "unsigned")."""
+    witness(capsys, request(capsys, "short", 0), "w1", "--out", "cosigned.note")
+    crlf = (work / "cosigned.note").read_bytes().replace(b"\n", b"\r\n")
+    (work / "crlf.note").write_bytes(crlf)
+    code, _, err = twinflow(
+        capsys,
+        "verify",
+        "short.jsonl",
+        "--checkpoint",
+        "crlf.note",
+        "--key",
+        "lab.pub",
+        "--witness",
+        "w1.pub",
+    )
+    assert (2, True) == (code, "carriage return" in err)

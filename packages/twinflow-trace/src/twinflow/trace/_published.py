@@ -77,6 +77,9 @@ def read_published_checkpoint(
             f"{where} is a JSON checkpoint, a form twinflow no longer reads (a checkpoint is a "
             f"C2SP note): {REMAKE_CHECKPOINT}"
         )
+    if b"\r" in data:
+        # Before telling signed from unsigned: a CRLF copy of a signed note has no "\n\n".
+        raise UserError(f"{where}: not a checkpoint note (a carriage return; lines end in \\n)")
     signed = b"\n\n" in data
     if signed and not keys:
         raise UserError(
