@@ -132,8 +132,8 @@ def _attest(args: argparse.Namespace, out: Output) -> int:
 
 
 def _check(args: argparse.Namespace, out: Output) -> int:
-    if args.trace is None and args.checkpoint is None and not args.key:
-        raise UserError("--check needs --key VKEY (and TRACE, --checkpoint to match)")
+    if args.out is not None or args.spec is not None:
+        raise UserError("--out and --spec make an attestation; --check checks one")
     if not args.key:
         raise UserError("--check needs the verifier key(s) that signed it: --key VKEY")
     try:
