@@ -236,7 +236,6 @@ class Agent(Closing, Generic[OutputT]):
         settings: ModelSettings | None = None,
         trace: TraceSink | None = None,
         fsync: FsyncPolicy = "step",
-        signing_key: bytes | None = None,
         observer: Observer | None = None,
         steering: Steering | None = None,
         model_label: str | None = None,
@@ -261,7 +260,6 @@ class Agent(Closing, Generic[OutputT]):
             settings: Model settings sent with every request.
             trace: Where trace lines go (default: an in-memory sink). Runs append to it.
             fsync: When trace lines are made durable.
-            signing_key: HMAC key signing the checkpoint returned with each run.
             observer: Watches the run: every event as recorded and, when the model has
                 `stream` (a `StreamingChatModel`), every raw chunk of its replies as they
                 arrive. The trace is the same with or without it.
@@ -299,7 +297,6 @@ class Agent(Closing, Generic[OutputT]):
         self.usage_limits = usage_limits or UsageLimits()
         self.system = system
         self.settings = settings or ModelSettings()
-        self.signing_key = signing_key
         self.observer = observer
         self.steering = steering
         self.writer = TraceWriter(trace if trace is not None else MemoryTraceSink(), fsync=fsync)
@@ -465,7 +462,7 @@ class Agent(Closing, Generic[OutputT]):
         return RunResult(
             output=output,
             transcript=state.transcript,
-            head=self.writer.checkpoint(self.signing_key),
+            head=self.writer.checkpoint(),
             run_id=run_id,
             usage=usage,
             steps=state.requests,
