@@ -13,7 +13,7 @@ import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypeVar
 
 from twinflow.agent._errors import (
@@ -34,12 +34,14 @@ from twinflow.agent._events import (
     ModelResponded,
     OutputAccepted,
     OutputRejected,
+    PartKindRecord,
     RunFailed,
     RunFinished,
     RunStarted,
     SteeringReceived,
     _Frozen,
 )
+from twinflow.agent._mcp import McpTools
 from twinflow.agent._observe import Observer, Steering, poll_steering
 from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
 from twinflow.agent._resume import (
@@ -73,6 +75,8 @@ from twinflow.trace import (
 )
 from twinflow.vocab import (
     ChatModel,
+    ExtensionPart,
+    GenericPart,
     Message,
     ModelRequest,
     ModelResponse,
@@ -90,6 +94,7 @@ from twinflow.vocab import (
     digest,
     envelope,
     reask_message,  # the one re-ask message, shared with local_model
+    validation_error_text,
 )
 
 __all__ = ["Agent", "RunResult", "UsageLimits"]
@@ -211,6 +216,42 @@ def _emission(message: Message) -> str:
     return message.text
 
 
+def _class_path(cls: type) -> str:
+    """``module:QualName`` of a class; vocab's own kinds under their public module."""
+    module = cls.__module__
+    if module.startswith("twinflow.vocab._"):
+        module = "twinflow.vocab"
+    return f"{module}:{cls.__qualname__}"
+
+
+def _part_kinds(classes: Sequence[type[ExtensionPart]]) -> dict[str, type[ExtensionPart]]:
+    """The declared extension kinds by name, sorted (so the record does not depend on order).
+
+    Raises:
+        AgentConfigError: Not an `ExtensionPart` subclass with its own kind, or a kind twice.
+    """
+    kinds: dict[str, type[ExtensionPart]] = {}
+    for index, cls in enumerate(classes):
+        if (
+            not isinstance(cls, type)
+            or not issubclass(cls, ExtensionPart)
+            or cls in (ExtensionPart, GenericPart)
+            or issubclass(cls, GenericPart)
+        ):
+            raise AgentConfigError(
+                f"part_kinds[{index}]: {cls!r} is not an extension part class (a subclass of "
+                "twinflow.vocab.ExtensionPart declaring its kind)"
+            )
+        kind = cls.model_fields["kind"].default
+        if kind in kinds:
+            raise AgentConfigError(
+                f"part_kinds[{index}]: kind {kind!r} is declared twice ({_class_path(kinds[kind])} "
+                f"and {_class_path(cls)})"
+            )
+        kinds[kind] = cls
+    return dict(sorted(kinds.items()))
+
+
 def _bad_output_type(output_type: object) -> AgentConfigError:
     return AgentConfigError(
         f"output_type must be str or a pydantic model class, not {output_type!r}"
@@ -226,7 +267,7 @@ class Agent(Closing, Generic[OutputT]):
         *,
         clock: Clock,
         ids: Ids,
-        tools: Sequence[Tool | Callable[..., Any]] = (),
+        tools: Sequence[Tool | McpTools | Callable[..., Any]] = (),
         policy: Policy | None = None,
         output_type: type[OutputT] = str,  # type: ignore[assignment]  # the default binds OutputT to str (PEP 696), which mypy cannot see
         structured: StructuredOutputAdapter | None = None,
@@ -236,11 +277,11 @@ class Agent(Closing, Generic[OutputT]):
         settings: ModelSettings | None = None,
         trace: TraceSink | None = None,
         fsync: FsyncPolicy = "step",
-        signing_key: bytes | None = None,
         observer: Observer | None = None,
         steering: Steering | None = None,
         model_label: str | None = None,
         tool_results: RecordedResults | None = None,
+        part_kinds: Sequence[type[ExtensionPart]] = (),
     ) -> None:
         """Configure an agent.
 
@@ -248,7 +289,8 @@ class Agent(Closing, Generic[OutputT]):
             model: The chat model (injected; any `ChatModel`).
             clock: Clock port; every event's ``at`` comes from it.
             ids: Ids port; run ids come from it.
-            tools: Tools, or typed callables turned into tools.
+            tools: Tools, typed callables turned into tools, and MCP servers (`McpTools`,
+                each started here if it was not: its tools are named ``<server>.<tool>``).
             policy: Tool policy (default: deny every tool).
             output_type: Pydantic model of the final answer; ``str`` (the default) for the
                 model's final text.
@@ -259,7 +301,6 @@ class Agent(Closing, Generic[OutputT]):
             settings: Model settings sent with every request.
             trace: Where trace lines go (default: an in-memory sink). Runs append to it.
             fsync: When trace lines are made durable.
-            signing_key: HMAC key signing the checkpoint returned with each run.
             observer: Watches the run: every event as recorded and, when the model has
                 `stream` (a `StreamingChatModel`), every raw chunk of its replies as they
                 arrive. The trace is the same with or without it.
@@ -270,11 +311,16 @@ class Agent(Closing, Generic[OutputT]):
             tool_results: Serve each allowed call's result from a record instead of running
                 the tool (replay's recorded mode, `ReplayPorts.tool_results`). Every policy
                 decision is still made and traced; only the function call is replaced.
+            part_kinds: The extension part classes (`twinflow.vocab.ExtensionPart`
+                subclasses: a plugin's, or vocab's resource links, cache hints...) the model's
+                replies may hold; recorded in ``run_started``. A reply holding a part of any
+                other extension kind fails the run (`InvalidModelReply`).
 
         Raises:
             AgentConfigError: Duplicate tool names, a policy naming unknown tools, a bad
-                ``max_steps``, or an ``output_type`` that is neither ``str`` nor a pydantic
-                model class.
+                ``max_steps``, an ``output_type`` that is neither ``str`` nor a pydantic
+                model class, or ``part_kinds`` holding something other than extension part
+                classes, or one kind twice.
         """
         if max_steps < 1:
             raise AgentConfigError(f"max_steps must be at least 1, not {max_steps}")
@@ -292,18 +338,20 @@ class Agent(Closing, Generic[OutputT]):
         self.usage_limits = usage_limits or UsageLimits()
         self.system = system
         self.settings = settings or ModelSettings()
-        self.signing_key = signing_key
         self.observer = observer
         self.steering = steering
         self.writer = TraceWriter(trace if trace is not None else MemoryTraceSink(), fsync=fsync)
         self.tools: dict[str, Tool] = {}
+        self.servers: tuple[McpTools, ...] = tuple(t for t in tools if isinstance(t, McpTools))
+        """The MCP servers whose tools the agent offers (their lists are traced)."""
+        if len({server.name for server in self.servers}) < len(self.servers):
+            names = sorted(server.name for server in self.servers)
+            raise AgentConfigError(f"two MCP servers share a name ({names}); names must be unique")
         for item in tools:
-            tool = item if isinstance(item, Tool) else Tool.from_function(item)
-            if tool.name in self.tools:
-                raise AgentConfigError(
-                    f"two tools are named {tool.name!r}; tool names must be unique"
-                )
-            self.tools[tool.name] = tool
+            if isinstance(item, McpTools):
+                self._register(item.tools)
+            else:
+                self._register([item if isinstance(item, Tool) else Tool.from_function(item)])
         unknown = sorted(
             (self.policy.allow | self.policy.ask | self.policy.repeat_safe) - set(self.tools)
         )
@@ -321,7 +369,12 @@ class Agent(Closing, Generic[OutputT]):
             OutputSchema.for_model(output_type) if issubclass(output_type, BaseModel) else None
         )
         self.tool_results = tool_results
+        self.part_kinds = _part_kinds(part_kinds)
         self.config = AgentConfig(
+            part_kinds=tuple(
+                PartKindRecord(kind=kind, type=_class_path(cls))
+                for kind, cls in self.part_kinds.items()
+            ),
             model=type(model).__name__ if model_label is None else model_label,
             system_prompt=system,
             tools=self._specs,
@@ -341,6 +394,28 @@ class Agent(Closing, Generic[OutputT]):
         self._inserts: dict[int, EventBody] = {}
         self._decisions: dict[str, ApprovalDecided] = {}
         self._parent: ForkParent | None = None
+
+    def _register(self, tools: Sequence[Tool]) -> None:
+        for tool in tools:
+            if tool.name in self.tools:
+                raise AgentConfigError(
+                    f"two tools are named {tool.name!r}; tool names must be unique"
+                )
+            self.tools[tool.name] = tool
+
+    def _relist(self, step: int) -> None:
+        """Before a step: a server whose tool list changed is listed again, traced, and offered."""
+        for server in self.servers:
+            listed = server.relist(step)
+            if listed is None:
+                continue
+            self._emit(listed)
+            prefix = f"{server.name}."
+            kept = {n: t for n, t in self.tools.items() if not n.startswith(prefix)}
+            self.tools.clear()
+            self.tools.update(kept)
+            self._register(server.tools)
+            self._specs = tuple(t.spec for t in self.tools.values())
 
     def close(self) -> None:
         """Close the trace writer (and its sink); a ``with`` block does it on exit."""
@@ -396,6 +471,8 @@ class Agent(Closing, Generic[OutputT]):
             parent=self._parent,
         )
         self._emit(started, self._started_bytes(started))
+        for server in self.servers:
+            self._emit(server.announce())
         opening = (Message.system(self.system),) if self.system is not None else ()
         state = _Run(run_id, Transcript(messages=(*opening, Message.user(prompt))))
         runner = ToolRunner(
@@ -437,7 +514,7 @@ class Agent(Closing, Generic[OutputT]):
         return RunResult(
             output=output,
             transcript=state.transcript,
-            head=self.writer.checkpoint(self.signing_key),
+            head=self.writer.checkpoint(),
             run_id=run_id,
             usage=usage,
             steps=state.requests,
@@ -446,6 +523,8 @@ class Agent(Closing, Generic[OutputT]):
     def _loop(self, state: _Run, runner: ToolRunner) -> OutputT:
         for step in range(1, self.max_steps + 1):
             state.step = step
+            if step > 1:
+                self._relist(step)
             state.offered = tuple(s for s in self._specs if runner.may_call(s.name))
             if self.steering is not None:
                 self._steer(state, poll_steering(self.steering, step))
@@ -523,6 +602,7 @@ class Agent(Closing, Generic[OutputT]):
         except StructuredOutputError as exc:
             raise self._no_valid_reply(state, exc) from exc
         self._emit(ModelResponded(step=state.step, response=response))
+        response = self._check_part_kinds(state, response)
         state.requests += 1
         state.usage_in += response.usage.input_tokens
         state.usage_out += response.usage.output_tokens
@@ -678,6 +758,40 @@ class Agent(Closing, Generic[OutputT]):
             (self.model, self.tool_results, self.steering) = saved
             self._decisions = {}
             self._parent = None
+
+    def _check_part_kinds(self, state: _Run, response: ModelResponse) -> ModelResponse:
+        """Refuse a reply holding a part of an extension kind the run did not declare.
+
+        A declared kind read back from a trace (a resume's or a fork's recorded replies) is a
+        `GenericPart`: it is typed here with the declared class, so the adapters see the
+        plugin's own fallback when the conversation is sent on. The bytes are the same.
+        """
+        parts = response.message.parts
+        typed: list[Any] = []
+        for part in parts:
+            if isinstance(part, ExtensionPart):
+                cls = self.part_kinds.get(part.kind)
+                if cls is None:
+                    declared = ", ".join(self.part_kinds) or "none"
+                    raise InvalidModelReply(
+                        f"run {state.run_id}: the model's reply at step {state.step} holds a "
+                        f"{part.kind!r} part, a kind this run did not declare (declared: "
+                        f"{declared}); name its class in part_kinds where the agent is built"
+                    )
+                if isinstance(part, GenericPart):
+                    try:
+                        part = cls.model_validate({"kind": part.kind, **part.fields})
+                    except ValidationError as exc:
+                        raise InvalidModelReply(
+                            f"run {state.run_id}: the {part.kind!r} part of the reply at step "
+                            f"{state.step} is not a valid {_class_path(cls)}: "
+                            f"{'; '.join(validation_error_text(exc).splitlines())}"
+                        ) from None
+            typed.append(part)
+        if all(a is b for a, b in zip(typed, parts, strict=True)):
+            return response
+        message = response.message.model_copy(update={"parts": tuple(typed)})
+        return response.model_copy(update={"message": message})
 
     @staticmethod
     def _check_call_ids(state: _Run, calls: Sequence[ToolCallPart]) -> None:

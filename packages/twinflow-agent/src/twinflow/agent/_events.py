@@ -41,11 +41,13 @@ __all__ = [
     "ApprovalRequested",
     "EventBody",
     "ForkParent",
+    "ListedTool",
     "MessageChain",
     "ModelRequested",
     "ModelResponded",
     "OutputAccepted",
     "OutputRejected",
+    "PartKindRecord",
     "PolicyDecided",
     "PolicyRecord",
     "RunFailed",
@@ -55,6 +57,7 @@ __all__ = [
     "SteeringReceived",
     "ToolCalled",
     "ToolReturned",
+    "ToolsListed",
     "TraceEvent",
 ]
 
@@ -85,6 +88,15 @@ class PolicyRecord(_Frozen):
     configurations recorded before approvals existed keep their digests)."""
 
 
+class PartKindRecord(_Frozen):
+    """An extension part kind a run declared (`Agent(part_kinds=...)`), as recorded."""
+
+    kind: str
+    """The kind's name, as its parts carry it."""
+    type: str
+    """The class defining it, as ``module:QualName`` (``twinflow.vocab:...`` for vocab's own)."""
+
+
 class AgentConfig(_Frozen):
     """The configuration of an agent, recorded in ``run_started`` and digested."""
 
@@ -104,6 +116,9 @@ class AgentConfig(_Frozen):
     """Usage limits by name."""
     settings: ModelSettings
     """Model settings sent with every request."""
+    part_kinds: tuple[PartKindRecord, ...] = Field(default=(), exclude_if=lambda value: not value)
+    """The extension part kinds the run's model may reply with, by kind (absent when none, so
+    configurations recorded before extension kinds existed keep their digests)."""
 
 
 class ForkParent(_Frozen):
@@ -223,6 +238,42 @@ class ToolReturned(_Frozen):
     """Error class name when ``result.is_error``."""
     truncated_chars: int = 0
     """Characters cut off by the output size cap."""
+
+
+class ListedTool(_Frozen):
+    """One tool an MCP server offers, as the model is shown it."""
+
+    name: str
+    """``<server>.<tool>``: the name in the policy, the model's calls and the trace."""
+    description: str
+    """The server's description of it."""
+    parameters: dict[str, JsonValue]
+    """The JSON Schema of its arguments (the server's ``inputSchema``)."""
+    output_schema: dict[str, JsonValue] | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
+    """The JSON Schema its structured results are checked against (``outputSchema``), if any."""
+
+
+class ToolsListed(_Frozen):
+    """An MCP server's identity and tool list, as the run used it from here on.
+
+    Written after ``run_started`` for each server, and again before the step that follows the
+    server's saying its list changed: replay serves the tools from these events, with no server.
+    """
+
+    kind: Literal["tools_listed"] = "tools_listed"
+    """Union tag."""
+    server: str
+    """The server's name (the spec's ``mcp_servers[].name``)."""
+    step: int = Field(ge=1)
+    """The step whose model request is the first to offer this list."""
+    protocol_version: str
+    """The MCP protocol revision negotiated at ``initialize``."""
+    server_info: dict[str, JsonValue]
+    """The server's ``serverInfo`` (its name and version, as it says)."""
+    tools: tuple[ListedTool, ...]
+    """Its tools, in the order it listed them."""
 
 
 class OutputRejected(_Frozen):
@@ -350,7 +401,8 @@ EventBody = Annotated[
     | RunFailed
     | RunResumed
     | ApprovalRequested
-    | ApprovalDecided,
+    | ApprovalDecided
+    | ToolsListed,
     Discriminator("kind"),
 ]
 """What happened, tagged by ``kind``."""
