@@ -65,12 +65,14 @@ from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Closing, Ids
+from twinflow.trace import CanonicalError as TraceCanonicalError
 from twinflow.trace import (
     Checkpoint,
     FileTraceSink,
     FsyncPolicy,
     MemoryTraceSink,
     TraceSink,
+    canonical_dump_bytes,
     repair_trace,
 )
 from twinflow.vocab import (
@@ -193,11 +195,20 @@ def _transcript_digest(state: _Run) -> str:
 _REQUESTED_HEAD = b'{"kind":"model_requested",'
 
 
+def _dump_bytes(dump: dict[str, Any]) -> bytes | None:
+    """The canonical bytes of a JSON-mode dump (the leaf's screened fast path), or None where
+    it has none: the writer then encodes the whole event, and its error names the member."""
+    try:
+        return canonical_dump_bytes(dump)
+    except TraceCanonicalError:
+        return None
+
+
 def _requested_bytes(requested: ModelRequested, encoded: list[bytes]) -> bytes | None:
     """``canonical_bytes(requested)`` with its new messages spliced in from their bytes:
     "new_messages" sorts right after "kind", the first key of the rest."""
-    rest = canonical_bytes(requested.model_dump(mode="json", exclude={"new_messages"}))
-    if not rest.startswith(_REQUESTED_HEAD):
+    rest = _dump_bytes(requested.model_dump(mode="json", exclude={"new_messages"}))
+    if rest is None or not rest.startswith(_REQUESTED_HEAD):
         return None
     return (
         _REQUESTED_HEAD
@@ -432,15 +443,15 @@ class Agent(Closing, Generic[OutputT]):
         if self.observer is not None:
             self.observer(body)
 
-    def _started_bytes(self, started: RunStarted) -> bytes:
+    def _started_bytes(self, started: RunStarted) -> bytes | None:
         """``canonical_bytes(started)``, its configuration's bytes taken from the encoding done
         for the digest: "config" is the body's first key, and a member's canonical form does
         not depend on what surrounds it."""
         config, encoded = self._config_bytes
         if started.config is not config:  # the configuration was replaced since: encode it
             encoded = canonical_bytes(started.config)
-        rest = canonical_bytes(started.model_dump(mode="json", exclude={"config"}))
-        return b'{"config":' + encoded + b"," + rest[1:]
+        rest = _dump_bytes(started.model_dump(mode="json", exclude={"config"}))
+        return None if rest is None else b'{"config":' + encoded + b"," + rest[1:]
 
     def run(self, prompt: str) -> RunResult[OutputT]:
         """Run the agent on one prompt.
