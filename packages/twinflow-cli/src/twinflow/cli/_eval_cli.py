@@ -237,8 +237,8 @@ class _WorkerAgents:
 
     spec: RunSpec
 
-    def __call__(self, case: Case, sink: TraceSink) -> Agent[Any]:
-        """A fresh agent for one case repeat, writing its trace to ``sink``."""
+    def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
+        """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
         ids = SystemIds()
         # One transport per case: its connections go with the agent when the case ends.
         model = build_model(self.spec.model, build_transport(self.spec.model), ids)
@@ -249,6 +249,7 @@ class _WorkerAgents:
             ids=ids,
             trace=sink,
             tools=load_tools(self.spec),
+            seed=seed,
         )
 
 
@@ -262,15 +263,21 @@ class _LocalAgents:
     ids: Ids
     tools: list[Callable[..., Any]]
 
-    def __call__(self, case: Case, sink: TraceSink) -> Agent[Any]:
-        """A fresh agent for one case repeat, writing its trace to ``sink``."""
+    def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
+        """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
         model = build_model(self.spec.model, self.transport, self.ids)
         return build_agent(
-            self.spec, model=model, clock=self.clock, ids=self.ids, trace=sink, tools=self.tools
+            self.spec,
+            model=model,
+            clock=self.clock,
+            ids=self.ids,
+            trace=sink,
+            tools=self.tools,
+            seed=seed,
         )
 
 
-def _no_case_left(case: Case, sink: TraceSink) -> Agent[Any]:
+def _no_case_left(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
     raise AssertionError(f"case {case.id}: a finished run asked for an agent")
 
 

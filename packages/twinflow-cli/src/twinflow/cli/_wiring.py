@@ -184,6 +184,7 @@ def build_agent(
     steering: Steering | None = None,
     model_label: str | None = None,
     tool_results: RecordedResults | None = None,
+    seed: int = 0,
 ) -> Agent[Any]:
     """An agent configured by ``spec``, with the given ports.
 
@@ -198,6 +199,7 @@ def build_agent(
         steering: Steering messages (replay passes the recorded ones).
         model_label: The model's name in the trace (replay passes the recorded one).
         tool_results: Recorded tool results to serve instead of running the tools (replay).
+        seed: The sampling seed sent with every request (an eval trial's; 0 otherwise).
     """
     policy = Policy(
         allow=frozenset(spec.policy.allow),
@@ -217,7 +219,7 @@ def build_agent(
         max_steps=spec.max_steps,
         system=spec.system,
         settings=ModelSettings(
-            temperature=spec.model.temperature, max_tokens=spec.model.max_tokens, seed=0
+            temperature=spec.model.temperature, max_tokens=spec.model.max_tokens, seed=seed
         ),
         trace=trace,
         observer=observer,

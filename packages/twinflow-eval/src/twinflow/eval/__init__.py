@@ -41,6 +41,7 @@ from twinflow.eval._report import (
     write_reports,
 )
 from twinflow.eval._results import (
+    SEED_STRIDE,
     CaseResult,
     CaseStatus,
     EvalResults,
@@ -50,6 +51,8 @@ from twinflow.eval._results import (
     Summary,
     case_key,
     select_keys,
+    trial_seed,
+    trials_of,
 )
 from twinflow.eval._runner import (
     AgentFactory,
@@ -85,14 +88,24 @@ from twinflow.eval._stats import (
     mcnemar_exact,
     wilson_interval,
 )
+from twinflow.eval._trials import (
+    CaseTrials,
+    TrialStats,
+    clustered_stderr,
+    pass_at_k,
+    pass_hat_k,
+    trial_stats,
+)
 from twinflow.eval._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 
 __all__ = [
+    "SEED_STRIDE",
     "AgentFactory",
     "Case",
     "CaseDetail",
     "CaseResult",
     "CaseStatus",
+    "CaseTrials",
     "Comparison",
     "Custom",
     "Dataset",
@@ -124,8 +137,10 @@ __all__ = [
     "ToolCallRecord",
     "ToolCalls",
     "TraceMismatchError",
+    "TrialStats",
     "YamlLimits",
     "case_key",
+    "clustered_stderr",
     "code_modules",
     "compare_results",
     "compare_runs",
@@ -137,6 +152,8 @@ __all__ = [
     "merge_runs",
     "module_file",
     "observe",
+    "pass_at_k",
+    "pass_hat_k",
     "pending_keys",
     "read_details",
     "read_user_file",
@@ -150,6 +167,9 @@ __all__ = [
     "score_trace",
     "select_keys",
     "split_dotted",
+    "trial_seed",
+    "trial_stats",
+    "trials_of",
     "validation_problems",
     "wilson_interval",
     "write_reports",

@@ -10,7 +10,8 @@ YAML::
         expected: {total: 12.5}
         assertions: [{kind: numeric, field: total, tolerance: 0.01}]
         tags: [eur]
-        repeats: 1
+        repeats: 1                     # at least this many trials of this case
+    trials: 3                          # each case's trials by default (``--trials`` overrides)
 
 JSON Lines: one case object per line (the dataset is named after the file); a case with
 ``expected`` and no ``assertions`` is scored by exact match.
@@ -69,7 +70,7 @@ class Case(EvalValue):
     tags: tuple[str, ...] = ()
     """Tags, for pass rates by tag."""
     repeats: int = Field(default=1, ge=1, le=1000)
-    """How many times the case is run."""
+    """How many times the case is run, at least (a run's ``trials`` above it wins)."""
 
     @field_validator("expected")
     @classmethod
@@ -93,6 +94,9 @@ class Dataset(EvalValue):
     """Scorers applied to every case."""
     cases: tuple[Case, ...] = Field(min_length=1)
     """The cases, in order."""
+    trials: int = Field(default=1, ge=1, le=1000, exclude_if=lambda value: value == 1)
+    """How many times each case is run when the run names no ``--trials`` (absent when 1, so
+    datasets written before trials keep their digests)."""
 
     @property
     def digest(self) -> str:

@@ -14,6 +14,7 @@ from twinflow.eval._errors import TraceMismatchError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import observe
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
+from twinflow.eval._trials import Z95
 from twinflow.trace import TraceCorruptError, read_inside
 
 __all__ = [
@@ -30,9 +31,6 @@ FEW_DISCORDANT = 10
 """Below this many discordant pairs a McNemar test cannot show much: `Comparison.caveat` says
 so. The p-value is the exact binomial one at every size, never the chi-squared approximation
 (which needs about 10 or more discordant pairs to be close)."""
-
-Z95 = 1.959963984540054
-"""The 97.5th percentile of the standard normal distribution."""
 
 
 def wilson_interval(successes: int, total: int, z: float = Z95) -> tuple[float, float]:
