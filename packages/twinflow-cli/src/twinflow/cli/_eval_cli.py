@@ -3,8 +3,9 @@
 The composition root for `twinflow.eval`: here the real model client, transport, clock, ids
 and thread pool are wired into the eval runner, which only knows the ports.
 
-- ``eval run DATASET --spec SPEC --out DIR [--concurrency N] [--shard i/n] [--min-pass-rate R]
-  [--ray [ADDRESS]]``: with ``--ray`` each case runs as a Ray task on a local Ray (no address)
+- ``eval run DATASET --spec SPEC --out DIR [--trials K] [--concurrency N] [--shard i/n]
+  [--min-pass-rate R] [--ray [ADDRESS]]``: ``--trials`` runs each case K times with distinct
+  recorded seeds (default: the dataset's ``trials``, else 1); with ``--ray`` each case runs as a Ray task on a local Ray (no address)
   or on a cluster; every worker builds its own model and returns its trace, which is verified
   here before it is written
 - ``eval rescore DIR``: verify every trace, score again without a model; exit 1 if a trace is
@@ -36,6 +37,7 @@ from twinflow.cli._wiring import (
     run_identity,
 )
 from twinflow.eval import (
+    MAX_TRIALS,
     AgentFactory,
     Case,
     EvalResults,
@@ -43,6 +45,7 @@ from twinflow.eval import (
     ShardError,
     Summary,
     TraceMismatchError,
+    TrialStats,
     code_modules,
     compare_runs,
     importing_from,
@@ -117,6 +120,15 @@ def _configure(p: argparse.ArgumentParser) -> None:
             "server can serve at once)"
         ),
     )
+    run.add_argument(
+        "--trials",
+        type=int,
+        help=(
+            "run each case K times, trial r with sampling seed (r-1)*1000 (default: the "
+            "dataset's trials, else 1); Lab Notes show pass@K, pass^K and a case-clustered "
+            "interval"
+        ),
+    )
     run.add_argument("--shard", type=_shard, help="run only slice i of n (1-based), e.g. 2/4")
     run.add_argument(
         "--min-pass-rate", type=float, help="exit 1 if the pass rate is below this fraction"
@@ -172,6 +184,7 @@ def _summary_payload(results: EvalResults, run_dir: Path) -> dict[str, Any]:
         "complete": results.complete,
         "summary": s.model_dump(),
         "pass_rate": s.passed / s.total if s.total else 0.0,
+        "trials": None if results.trials is None else results.trials.model_dump(),
         "results": str(run_dir / "results.json"),
         "lab_notes": [str(run_dir / "lab-notes.md"), str(run_dir / "lab-notes.html")],
     }
@@ -299,6 +312,8 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     """
     if args.concurrency < 1:
         raise UserError(f"--concurrency {args.concurrency}: must be at least 1")
+    if args.trials is not None and not 1 <= args.trials <= MAX_TRIALS:
+        raise UserError(f"--trials {args.trials}: must be from 1 to {MAX_TRIALS}")
     dataset = load_dataset(args.dataset)
     spec = load_spec(args.spec)
     # Tools, output models and custom scorers may live next to the spec or the dataset (as in
@@ -314,7 +329,12 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         # A resume is decided here, before any model server or Ray starts: one refused for
         # another spec is refused before a model loads, and a finished run needs no model.
         pending = pending_keys(
-            dataset, args.out, shard=args.shard, code_dirs=code_dirs, identity=identity
+            dataset,
+            args.out,
+            shard=args.shard,
+            code_dirs=code_dirs,
+            identity=identity,
+            trials=args.trials,
         )
         transport = build_transport(spec.model)
         clock, ids = SystemClock(), SystemIds()
@@ -353,6 +373,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             progress=progress,
             code_dirs=code_dirs,
             identity=identity,
+            trials=args.trials,
         )
     payload = _summary_payload(results, args.out)
     s = results.summary
@@ -370,9 +391,23 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     out.line(
         f"{results.dataset}: {s.passed}/{s.total} passed ({rate:.1%}), {s.failed} failed, {s.errored} errored"
     )
+    if results.trials is not None:
+        out.line(_trials_line(results.trials))
     out.line(f"results: {args.out / 'results.json'}")
     out.line(f"lab notes: {args.out / 'lab-notes.md'}, {args.out / 'lab-notes.html'}")
     return EXIT_OK
+
+
+def _trials_line(stats: TrialStats) -> str:
+    k = stats.k
+    interval = (
+        "no interval (fewer than two cases)"
+        if stats.interval is None
+        else f"95% CI {stats.interval[0]:.1%} to {stats.interval[1]:.1%}, clustered by case"
+    )
+    at_k = "n/a" if stats.pass_at_k is None else f"{stats.pass_at_k:.1%}"
+    hat_k = "n/a" if stats.pass_hat_k is None else f"{stats.pass_hat_k:.1%}"
+    return f"{k} trials per case: rate {stats.rate:.1%} ({interval}); pass@{k} {at_k}, pass^{k} {hat_k}"
 
 
 def _add_trust_code(p: argparse.ArgumentParser) -> None:

@@ -20,7 +20,7 @@ case; replaying a case in `rescore` may raise the agent's `ReplayDivergenceError
 """
 
 from twinflow.eval._code import importing_from, module_file, resolve_dotted, split_dotted
-from twinflow.eval._dataset import Case, Dataset, load_dataset
+from twinflow.eval._dataset import MAX_TRIALS, Case, Dataset, load_dataset
 from twinflow.eval._errors import (
     DatasetError,
     EvalError,
@@ -99,6 +99,7 @@ from twinflow.eval._trials import (
 from twinflow.eval._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 
 __all__ = [
+    "MAX_TRIALS",
     "SEED_STRIDE",
     "AgentFactory",
     "Case",

@@ -27,7 +27,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from twinflow.eval._dataset import Case, Dataset
+from twinflow.eval._dataset import MAX_TRIALS, Case, Dataset
 from twinflow.eval._errors import RunDirError, ShardError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._scorers import Score
@@ -149,7 +149,7 @@ class RunManifest(EvalValue):
     """The slice run, or None for all cases."""
     keys: tuple[str, ...]
     """The case keys of this run, in order."""
-    trials: int = Field(default=1, ge=1, le=1000, exclude_if=lambda value: value == 1)
+    trials: int = Field(default=1, ge=1, le=MAX_TRIALS, exclude_if=lambda value: value == 1)
     """Trials of each case (a case's ``repeats`` above it wins); the ``k`` of pass@k. Absent
     when 1, so a manifest written before trials reads, and is written, as it was."""
     code_dirs: tuple[str, ...] = ()
