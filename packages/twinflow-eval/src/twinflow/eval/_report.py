@@ -294,10 +294,10 @@ def render_markdown(
         f"Passed {s.passed}, failed {s.failed}, errored {s.errored}, flagged {s.flagged}.",
     ]
     if results.trials is not None:
-        headline, header, cells = _trials(results.trials)
+        headline, header, table = _trials(results.trials)
         out += ["", "## Trials", "", headline, "", f"| {' | '.join(header)} |"]
         out.append("|---|" + "---:|" * (len(header) - 1))
-        out += [f"| {_cell(row[0])} | {' | '.join(row[1:])} |" for row in cells]
+        out += [f"| {_cell(row[0])} | {' | '.join(row[1:])} |" for row in table]
     out += [
         "",
         "## Pass rate by tag",
