@@ -142,3 +142,24 @@ def test_a_trial_count_out_of_range_is_a_usage_error(
     assert 2 == code
     assert "--trials 0: must be from 1 to 1000" in err
     assert not (project / "out").exists()
+
+
+def test_compare_prints_a_seeded_bootstrap_interval_and_says_the_sample_is_small(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`eval compare --seed 5` prints the paired interval with its seed, and that 2 cases are
+    too few for it; the JSON records the seed; a negative seed is a usage error."""
+    argv = ["eval", "run", str(project / "dataset.yaml"), "--spec", str(project / "spec.yaml")]
+    for out in ("a", "b"):
+        assert 0 == main([*argv, "--out", str(project / out), "--trials", "2"])
+    capsys.readouterr()
+    pair = ["eval", "compare", str(project / "a"), str(project / "b")]
+    assert 0 == main([*pair, "--seed", "5"])
+    text = capsys.readouterr().out
+    assert "95% interval on the difference +0.0% to +0.0% (paired cluster bootstrap" in text
+    assert "2 cases, 10000 resamples, --seed 5)" in text
+    assert "caveat: only 2 paired case(s): a percentile bootstrap needs about 20" in text
+    assert 0 == main([*pair, "--seed", "5", "--json"])
+    assert 5 == json.loads(capsys.readouterr().out)["bootstrap"]["seed"]
+    assert 2 == main([*pair, "--seed", "-1"])
+    assert "--seed -1: must be from 0 to 2**64 - 1" in capsys.readouterr().err

@@ -21,6 +21,7 @@ from twinflow.eval import (
     Shard,
     ShardError,
     clustered_stderr,
+    compare_runs,
     load_run,
     merge_runs,
     pass_at_k,
@@ -235,3 +236,22 @@ def test_results_written_before_trials_read_and_report_as_before(tmp_path: Path)
     assert digest(json.loads(data.model_dump_json())) == data.digest
     assert "trials" not in data.model_dump()
     assert None is trial_stats(old.cases, 1)
+
+
+def test_compare_of_two_trials_runs_resamples_cases_and_says_mcnemar_counts_trials(
+    tmp_path: Path,
+) -> None:
+    """Pairs are trials, clusters are cases: the bootstrap resamples 3 cases and records its
+    seed, the McNemar caveat says 9 paired trials come from 3 cases, the field scorer's delta
+    is 9/9 to 5/9."""
+    run_eval(_trials_dataset(), factory(), tmp_path / "a", clock=CLOCK)
+    flaky = _flaky_factory({"c0": {0, 1000, 2000}, "c1": {1000}})
+    run_eval(_trials_dataset(), flaky, tmp_path / "b", clock=CLOCK)
+    c = compare_runs(tmp_path / "a", tmp_path / "b", seed=11)
+    assert -4 / 9 == pytest.approx(c.rate_delta)
+    assert c.bootstrap is not None
+    assert (3, 11) == (c.bootstrap.cases, c.bootstrap.seed)
+    assert c.bootstrap.low <= -4 / 9 <= c.bootstrap.high
+    assert "the 9 paired trials come from 3 cases: McNemar counts them" in (c.caveat or "")
+    fields = c.scorers[0]
+    assert (9, 9, 5) == (fields.scored, fields.passed_a, fields.passed_b)

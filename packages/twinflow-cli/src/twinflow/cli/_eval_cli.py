@@ -10,7 +10,8 @@ and thread pool are wired into the eval runner, which only knows the ports.
   here before it is written
 - ``eval rescore DIR``: verify every trace, score again without a model; exit 1 if a trace is
   flagged or a score differs from ``results.json``
-- ``eval compare A B``: regressions and improvements per case, exact McNemar p-value
+- ``eval compare A B [--seed N]``: regressions and improvements per case, exact McNemar
+  p-value, a paired bootstrap interval on the rate difference (resampling cases, seeded)
 - ``eval merge DIR... --out DIR``: combine the shard directories of one dataset
 """
 
@@ -161,6 +162,12 @@ def _configure(p: argparse.ArgumentParser) -> None:
     )
     cmp.add_argument("a", type=Path, help="the baseline run directory")
     cmp.add_argument("b", type=Path, help="the new run directory")
+    cmp.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the paired bootstrap's seed (default 0; printed, so the interval can be redrawn)",
+    )
     _add_json(cmp)
     merge = sub.add_parser(
         "merge", help="combine the shard directories of one dataset", description=_merge.__doc__
@@ -470,9 +477,12 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
 
 
 def _compare(args: argparse.Namespace, out: Output) -> int:
-    """List the cases that regressed and improved from run A to run B, with an exact McNemar test."""
+    """List the cases that regressed and improved from run A to run B, with an exact McNemar test
+    and a paired bootstrap interval on the pass-rate difference (cases resampled, seeded)."""
+    if not 0 <= args.seed < 2**64:
+        raise UserError(f"--seed {args.seed}: must be from 0 to 2**64 - 1")
     try:
-        c = compare_runs(args.a, args.b)
+        c = compare_runs(args.a, args.b, seed=args.seed)
     except TraceMismatchError as exc:
         raise CheckFailed(str(exc), {"ok": False, "problem": str(exc)}) from None
     scorers = [{**d.model_dump(), "delta": d.delta} for d in c.scorers]
@@ -493,7 +503,18 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
             f"A and B differ in {', '.join(c.differs)}: the comparison is across those, not "
             "only the change you made"
         )
-    out.line(f"pass rate {c.pass_rate_a:.1%} -> {c.pass_rate_b:.1%} over the paired cases")
+    out.line(
+        f"pass rate {c.pass_rate_a:.1%} -> {c.pass_rate_b:.1%} over the paired cases "
+        f"({c.rate_delta:+.1%})"
+    )
+    if c.bootstrap is not None:
+        boot = c.bootstrap
+        out.line(
+            f"  95% interval on the difference {boot.low:+.1%} to {boot.high:+.1%} ({boot.method}; "
+            f"{boot.cases} cases, {boot.resamples} resamples, --seed {boot.seed})"
+        )
+        if boot.caveat is not None:
+            out.line(f"  caveat: {boot.caveat}")
     for d in c.scorers:
         out.line(
             f"  {_clean(d.scorer):<20} {d.passed_a}/{d.scored} -> {d.passed_b}/{d.scored} "

@@ -80,12 +80,17 @@ from twinflow.eval._scorers import (
     score_all,
 )
 from twinflow.eval._stats import (
+    BOOTSTRAP_RESAMPLES,
+    FEW_CASES,
     Comparison,
+    PairedBootstrap,
     RunSide,
     ScorerDelta,
     compare_results,
     compare_runs,
     mcnemar_exact,
+    paired_bootstrap,
+    splitmix64,
     wilson_interval,
 )
 from twinflow.eval._trials import (
@@ -99,6 +104,8 @@ from twinflow.eval._trials import (
 from twinflow.eval._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 
 __all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "FEW_CASES",
     "MAX_TRIALS",
     "SEED_STRIDE",
     "AgentFactory",
@@ -120,6 +127,7 @@ __all__ = [
     "NoDeniedCalls",
     "NumericTolerance",
     "Observation",
+    "PairedBootstrap",
     "Progress",
     "RunAborted",
     "RunDirError",
@@ -153,6 +161,7 @@ __all__ = [
     "merge_runs",
     "module_file",
     "observe",
+    "paired_bootstrap",
     "pass_at_k",
     "pass_hat_k",
     "pending_keys",
@@ -168,6 +177,7 @@ __all__ = [
     "score_trace",
     "select_keys",
     "split_dotted",
+    "splitmix64",
     "trial_seed",
     "trial_stats",
     "trials_of",
