@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Agent
+from twinflow.agent import Agent, Environment
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._show import _clean
 from twinflow.cli._spec import RunSpec, load_spec, load_tools
@@ -35,6 +35,7 @@ from twinflow.cli._wiring import (
     build_transport,
     check_agent,
     model_base_url,
+    run_environment,
     run_identity,
 )
 from twinflow.eval import (
@@ -42,6 +43,7 @@ from twinflow.eval import (
     AgentFactory,
     Case,
     EvalResults,
+    RunIdentity,
     Shard,
     ShardError,
     Summary,
@@ -256,10 +258,12 @@ class _WorkerAgents:
     """
 
     spec: RunSpec
+    identity: RunIdentity
 
     def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
         """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
         ids = SystemIds()
+        tools = load_tools(self.spec)
         # One transport per case: its connections go with the agent when the case ends.
         model = build_model(self.spec.model, build_transport(self.spec.model), ids)
         return build_agent(
@@ -268,8 +272,10 @@ class _WorkerAgents:
             clock=SystemClock(),
             ids=ids,
             trace=sink,
-            tools=load_tools(self.spec),
+            tools=tools,
             seed=seed,
+            # The worker's own interpreter and packages: the case ran here, not on the driver.
+            environment=run_environment(self.spec, self.identity),
         )
 
 
@@ -282,6 +288,7 @@ class _LocalAgents:
     clock: Clock
     ids: Ids
     tools: list[Callable[..., Any]]
+    environment: Environment
 
     def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
         """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
@@ -294,6 +301,7 @@ class _LocalAgents:
             trace=sink,
             tools=self.tools,
             seed=seed,
+            environment=self.environment,
         )
 
 
@@ -363,9 +371,10 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             stack.callback(progress.end)
             wired = stack.enter_context(_model_url(spec, args.out, progress.message))
             if ray is not None:
-                factory, executor = _WorkerAgents(wired), ray
+                factory, executor = _WorkerAgents(wired, identity), ray
             else:
-                factory = _LocalAgents(wired, transport, clock, ids, tools)
+                environment = run_environment(spec, identity)
+                factory = _LocalAgents(wired, transport, clock, ids, tools, environment)
                 if args.concurrency > 1:
                     executor = ThreadExecutor()
         results = run_eval(
