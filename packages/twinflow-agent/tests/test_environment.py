@@ -172,7 +172,8 @@ def test_a_resume_elsewhere_keeps_the_recorded_start_and_records_where_it_went_o
 
 
 def test_differences_name_each_changed_field_distribution_and_module() -> None:
-    """One line per difference, distributions and modules by name, absent ones said so."""
+    """One line per difference, distributions and modules by name, absent ones said so (or,
+    without imports, only versions of distributions both sides imported)."""
     assert (
         "python: 3.11.7 -> 3.12.1",
         "platform: Linux-6-x86_64 -> Darwin-23-arm64",
@@ -180,3 +181,8 @@ def test_differences_name_each_changed_field_distribution_and_module() -> None:
         "distribution pydantic: 2.14.4 -> 2.15.0",
     ) == HERE.differences(ELSEWHERE)
     assert () == HERE.differences(HERE)
+    assert (
+        "python: 3.11.7 -> 3.12.1",
+        "platform: Linux-6-x86_64 -> Darwin-23-arm64",
+        "distribution pydantic: 2.14.4 -> 2.15.0",
+    ) == HERE.differences(ELSEWHERE, imports=False)
