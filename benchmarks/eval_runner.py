@@ -38,18 +38,25 @@ from twinflow.kernel import (
     ThreadExecutor,
 )
 from twinflow.trace import FileTraceSink, TraceSink
-from twinflow.vocab import Message
+from twinflow.vocab import Message, ModelSettings
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _agent(sink: TraceSink) -> Agent[Any]:
+def _agent(sink: TraceSink, seed: int | None = None) -> Agent[Any]:
     model = FunctionModel(lambda request: Message.assistant("yes"))
-    return Agent(model, clock=SteppingClock(START), ids=CountingIds(), trace=sink, fsync="none")
+    return Agent(
+        model,
+        clock=SteppingClock(START),
+        ids=CountingIds(),
+        trace=sink,
+        fsync="none",
+        settings=ModelSettings(seed=seed),
+    )
 
 
-def _factory(case: Case, sink: TraceSink) -> Agent[Any]:
-    return _agent(sink)
+def _factory(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
+    return _agent(sink, seed)
 
 
 def _dataset(n: int) -> Dataset:
