@@ -31,6 +31,14 @@ from twinflow.eval._errors import (
     ShardError,
     TraceMismatchError,
 )
+from twinflow.eval._judge import (
+    JudgeVerdict,
+    JudgeWiring,
+    Judging,
+    judge_agent,
+    judge_prompt,
+    verdict_type,
+)
 from twinflow.eval._observe import Observation, ToolCallRecord, observe
 from twinflow.eval._report import (
     CaseDetail,
@@ -67,6 +75,8 @@ from twinflow.eval._scorers import (
     ExactMatch,
     ExpectedCall,
     FieldMatch,
+    Judge,
+    JudgementLink,
     NoDeniedCalls,
     NumericTolerance,
     SchemaValid,
@@ -103,6 +113,11 @@ __all__ = [
     "ExactMatch",
     "ExpectedCall",
     "FieldMatch",
+    "Judge",
+    "JudgeVerdict",
+    "JudgeWiring",
+    "JudgementLink",
+    "Judging",
     "NoDeniedCalls",
     "NumericTolerance",
     "Observation",
@@ -130,6 +145,8 @@ __all__ = [
     "compare_results",
     "compare_runs",
     "importing_from",
+    "judge_agent",
+    "judge_prompt",
     "load_dataset",
     "load_run",
     "matches",
@@ -151,6 +168,7 @@ __all__ = [
     "select_keys",
     "split_dotted",
     "validation_problems",
+    "verdict_type",
     "wilson_interval",
     "write_reports",
 ]
