@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from twinflow.agent import Agent, AgentError, ReplayPorts, Trace, replay
+from twinflow.agent import Agent, AgentError, RecordedResults, ReplayPorts, Trace, replay
 from twinflow.eval._code import resolve_dotted
 from twinflow.eval._errors import RunAborted, ScorerError
 from twinflow.eval._observe import Observation, observe
@@ -123,6 +123,7 @@ def judge_agent(
     ids: Ids,
     trace: TraceSink,
     model_label: str | None = None,
+    tool_results: RecordedResults | None = None,
 ) -> Agent[Any]:
     """The agent that makes (or replays) one judgement: no tools, one answer, the verdict schema."""
     return Agent(
@@ -135,6 +136,7 @@ def judge_agent(
         settings=settings,
         trace=trace,
         model_label=model_label,
+        tool_results=tool_results,
     )
 
 
@@ -276,6 +278,7 @@ class Judging:
                     ids=ports.ids,
                     trace=ports.trace,
                     model_label=ports.model_label,
+                    tool_results=ports.tool_results,
                 )
 
             try:
