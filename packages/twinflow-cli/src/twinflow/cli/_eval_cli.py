@@ -28,16 +28,22 @@ from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._show import _clean
 from twinflow.cli._spec import RunSpec, load_spec, load_tools
 from twinflow.cli._wiring import (
+    EMBEDDED,
+    JudgeModels,
     build_agent,
     build_model,
     build_transport,
     check_agent,
+    judge_model_spec,
+    judges_of,
     model_base_url,
     run_identity,
 )
 from twinflow.eval import (
     AgentFactory,
     Case,
+    CaseResult,
+    Dataset,
     EvalResults,
     Shard,
     ShardError,
@@ -140,6 +146,14 @@ def _configure(p: argparse.ArgumentParser) -> None:
         description=_rescore.__doc__,
     )
     re.add_argument("run_dir", type=Path, help="a run directory")
+    re.add_argument(
+        "--rejudge",
+        action="store_true",
+        help=(
+            "call each judge scorer's model again (live) instead of replaying its recorded "
+            "judgement; the new judgements go under DIR/rejudged, and changed verdicts are listed"
+        ),
+    )
     _add_trust_code(re)
     _add_json(re)
     cmp = sub.add_parser(
@@ -274,6 +288,35 @@ def _no_case_left(case: Case, sink: TraceSink) -> Agent[Any]:
     raise AssertionError(f"case {case.id}: a finished run asked for an agent")
 
 
+def _no_judge_left(url: str) -> str:
+    raise AssertionError("a finished run asked for a judge")
+
+
+def _judge_models(
+    stack: contextlib.ExitStack,
+    dataset: Dataset,
+    out_dir: Path,
+    agent_url: str,
+    spec: RunSpec | None,
+    on_progress: Callable[[str], None],
+) -> JudgeModels:
+    """The judges' models, closed with ``stack``: an ``embedded`` judge shares the agent's
+    embedded server when the agent has one, else one is started for the judges here."""
+    embedded = agent_url if spec is not None and spec.model.url == EMBEDDED else None
+    if embedded is None and any(judge_model_spec(j).url == EMBEDDED for j in judges_of(dataset)):
+        embedded = stack.enter_context(model_base_url(EMBEDDED, out_dir, on_progress))
+
+    def url(named: str) -> str:
+        if named != EMBEDDED:
+            return named
+        assert embedded is not None  # started above for every judge that names it
+        return embedded
+
+    models = JudgeModels(url, SystemIds())
+    stack.callback(models.close)
+    return models
+
+
 def _render(spec: RunSpec) -> Callable[[Case], str]:
     def render(case: Case) -> str:
         if "{input}" in spec.prompt:
@@ -303,6 +346,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         stack.enter_context(importing_from(code_dirs))
         tools = load_tools(spec)
         check_agent(spec, tools, "eval run")
+        JudgeModels.check(dataset)
         identity = run_identity(spec)
         # A resume is decided here, before any model server or Ray starts: one refused for
         # another spec is refused before a model loads, and a finished run needs no model.
@@ -315,6 +359,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         stack.callback(transport.close)
         executor: Executor = SerialExecutor()
         factory: AgentFactory = _no_case_left
+        judges = JudgeModels(_no_judge_left, ids)
         wired = spec
         if not pending:
             out.line(f"{args.out}: every case has a result already; no model is started")
@@ -328,6 +373,9 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             # message that follows is on its own line.
             stack.callback(progress.end)
             wired = stack.enter_context(_model_url(spec, args.out, progress.message))
+            judges = _judge_models(
+                stack, dataset, args.out, wired.model.url, spec, progress.message
+            )
             if ray is not None:
                 factory, executor = _WorkerAgents(wired), ray
             else:
@@ -346,6 +394,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             progress=progress,
             code_dirs=code_dirs,
             identity=identity,
+            judges=judges.wiring(clock),
         )
     payload = _summary_payload(results, args.out)
     s = results.summary
@@ -400,12 +449,25 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
     new scores go to DIR/rescore.json; exit 1 if a case is flagged or any verdict differs
     from results.json.
     """
-    _, recorded = load_run(args.run_dir)
+    manifest, recorded = load_run(args.run_dir)
     _announce_code([args.run_dir], args.trust_code)
-    results = rescore(args.run_dir, trust_code=args.trust_code)
+    with contextlib.ExitStack() as stack:
+        JudgeModels.check(manifest.dataset, verdicts=False)
+        if args.rejudge:
+            judges = _judge_models(stack, manifest.dataset, args.run_dir, "", None, _stderr)
+        else:
+            judges = JudgeModels(_no_judge_left, SystemIds())  # replay: settings only
+        results = rescore(
+            args.run_dir,
+            trust_code=args.trust_code,
+            judges=judges.wiring(SystemClock()),
+            rejudge=args.rejudge,
+        )
+    flagged = [c for c in results.cases if c.status == "flagged"]
+    if args.rejudge:
+        return _rejudged(args, out, recorded, results, flagged)
     before = {c.key: (c.status, c.scores) for c in recorded.cases}
     changed = [c.key for c in results.cases if before.get(c.key) != (c.status, c.scores)]
-    flagged = [c for c in results.cases if c.status == "flagged"]
     payload = {
         **_summary_payload(results, args.run_dir),
         "rescore": str(args.run_dir / "rescore.json"),
@@ -424,6 +486,43 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
     out.line(
         f"ok: {s.total} traces verify; scores identical to results.json ({s.passed}/{s.total} passed)"
     )
+    return EXIT_OK
+
+
+def _rejudged(
+    args: argparse.Namespace,
+    out: Output,
+    recorded: EvalResults,
+    results: EvalResults,
+    flagged: Sequence[CaseResult],
+) -> int:
+    """Report ``rescore --rejudge``: each judge verdict that differs from the recorded one."""
+    before = {(c.key, s.scorer): s for c in recorded.cases for s in c.scores if s.judgement}
+    changed = [
+        {"key": c.key, "scorer": s.scorer, "before": old.outcome, "after": s.outcome}
+        for c in results.cases
+        for s in c.scores
+        if (old := before.get((c.key, s.scorer))) is not None and old.outcome != s.outcome
+    ]
+    judged = sum(1 for c in results.cases for s in c.scores if s.judgement)
+    payload = {
+        **_summary_payload(results, args.run_dir),
+        "rescore": str(args.run_dir / "rescore.json"),
+        "judged": judged,
+        "changed_verdicts": changed,
+        "flagged": [{"key": c.key, "problem": c.problem} for c in flagged],
+    }
+    lines = [
+        f"{_clean(v['key'])} {_clean(v['scorer'])}: {v['before']} -> {v['after']}" for v in changed
+    ]
+    if flagged or changed:
+        raise CheckFailed(
+            f"{len(changed)} of {judged} judge verdict(s) changed when judged again, "
+            f"{len(flagged)} case(s) flagged" + (f" ({'; '.join(lines[:5])})" if lines else ""),
+            payload,
+        )
+    out.document(payload)
+    out.line(f"ok: {judged} judgement(s) made again; every verdict is the one recorded")
     return EXIT_OK
 
 
@@ -474,7 +573,11 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
 def _merge(args: argparse.Namespace, out: Output) -> int:
     """Combine the run directories of shards 1/n .. n/n into one, verifying every trace."""
     _announce_code(args.shards, args.trust_code)
-    results = merge_runs(args.shards, args.out, trust_code=args.trust_code)
+    dataset = load_run(args.shards[0])[0].dataset
+    JudgeModels.check(dataset, verdicts=False)
+    # Judgements are replayed, never made again: the judges' settings only, no model.
+    judges = JudgeModels(_no_judge_left, SystemIds()).wiring(SystemClock())
+    results = merge_runs(args.shards, args.out, trust_code=args.trust_code, judges=judges)
     payload = _summary_payload(results, args.out)
     if results.summary.flagged:
         raise CheckFailed(
