@@ -12,6 +12,8 @@ Errors::
         ├── ShardError (also a UserError)              a bad ``--shard i/n`` or shards that do not fit together
         ├── TraceMismatchError                         a trace the results name is missing, unverified or not the recorded one
         ├── ScorerError (also a UserError)             a scorer spec that cannot be built (unknown dotted path...)
+        ├── PlanError (also a UserError)               a plan file or decision rule that cannot be used (malformed, tampered)
+        ├── PlanMismatchError (also a UserError)       a run that is not the one its plan registered
         ├── EvalValueError (also UserError, ValueError)  a case, scorer, score or result built with a bad field
         └── RunAborted                                 the model could not be reached; finished cases are kept
 
@@ -40,6 +42,23 @@ from twinflow.eval._judge import (
     verdict_type,
 )
 from twinflow.eval._observe import Observation, ToolCallRecord, observe
+from twinflow.eval._plan import (
+    METRICS,
+    Plan,
+    PlanError,
+    PlanMismatchError,
+    PlanOutcome,
+    ReadPlan,
+    Rule,
+    check_plan,
+    judge_plan,
+    make_plan,
+    parse_rule,
+    read_plan,
+    run_metrics,
+    scorers_digest,
+    write_plan,
+)
 from twinflow.eval._report import (
     CaseDetail,
     RunFacts,
@@ -62,6 +81,7 @@ from twinflow.eval._results import (
 from twinflow.eval._runner import (
     AgentFactory,
     Progress,
+    check_plan_slot,
     code_modules,
     load_run,
     merge_runs,
@@ -98,6 +118,7 @@ from twinflow.eval._stats import (
 from twinflow.eval._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 
 __all__ = [
+    "METRICS",
     "AgentFactory",
     "Case",
     "CaseDetail",
@@ -121,7 +142,13 @@ __all__ = [
     "NoDeniedCalls",
     "NumericTolerance",
     "Observation",
+    "Plan",
+    "PlanError",
+    "PlanMismatchError",
+    "PlanOutcome",
     "Progress",
+    "ReadPlan",
+    "Rule",
     "RunAborted",
     "RunDirError",
     "RunFacts",
@@ -141,21 +168,27 @@ __all__ = [
     "TraceMismatchError",
     "YamlLimits",
     "case_key",
+    "check_plan",
+    "check_plan_slot",
     "code_modules",
     "compare_results",
     "compare_runs",
     "importing_from",
     "judge_agent",
+    "judge_plan",
     "judge_prompt",
     "load_dataset",
     "load_run",
+    "make_plan",
     "matches",
     "mcnemar_exact",
     "merge_runs",
     "module_file",
     "observe",
+    "parse_rule",
     "pending_keys",
     "read_details",
+    "read_plan",
     "read_user_file",
     "read_yaml",
     "render_html",
@@ -163,12 +196,15 @@ __all__ = [
     "rescore",
     "resolve_dotted",
     "run_eval",
+    "run_metrics",
     "score_all",
     "score_trace",
+    "scorers_digest",
     "select_keys",
     "split_dotted",
     "validation_problems",
     "verdict_type",
     "wilson_interval",
+    "write_plan",
     "write_reports",
 ]

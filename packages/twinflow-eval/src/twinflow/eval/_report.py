@@ -12,6 +12,7 @@ import html
 import json
 from collections import Counter
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from pydantic import JsonValue
@@ -20,6 +21,7 @@ from twinflow.agent import ModelResponded, RunStarted, Trace, render_trace_page
 from twinflow.eval._errors import RunDirError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
+from twinflow.eval._plan import Plan, PlanError, judge_plan, read_plan
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 from twinflow.eval._stats import wilson_interval
 from twinflow.trace import TraceCorruptError, read_inside, write_replace
@@ -67,6 +69,12 @@ class RunFacts(EvalValue):
     """The earliest run start, as recorded (ISO 8601)."""
     last: str | None = None
     """The latest run start, as recorded (ISO 8601)."""
+    plan: Plan | None = None
+    """The plan the run was registered under (``plan.note``), if any."""
+    plan_signers: tuple[str, ...] = ()
+    """The names on the plan's signature lines (verified when the run started with it)."""
+    plan_problem: str | None = None
+    """Why ``plan.note`` could not be read, when it could not."""
 
 
 def _page_of(trace: str) -> PurePosixPath | None:
@@ -130,7 +138,11 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
                 starts.append(event.at.isoformat())
             elif isinstance(body, ModelResponded) and body.response.model_name:
                 reported.add(body.response.model_name)
+    plan, signers, problem = _plan_of(run_dir)
     facts = RunFacts(
+        plan=plan,
+        plan_signers=signers,
+        plan_problem=problem,
         model=None if identity is None else identity.model,
         spec_digest=None if identity is None else identity.spec_digest,
         models=tuple(sorted(reported or clients)),
@@ -139,6 +151,56 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
         last=max(starts, default=None),
     )
     return facts, details
+
+
+def _plan_of(run_dir: Path) -> tuple[Plan | None, tuple[str, ...], str | None]:
+    """The run's ``plan.note`` (plan, signature names, problem); all empty when there is none."""
+    try:
+        data = read_inside(run_dir, "plan.note", what="plan.note")
+    except FileNotFoundError:
+        return None, (), None
+    except OSError as exc:
+        return None, (), f"plan.note cannot be read: {exc}"
+    try:
+        read = read_plan(data, check_signature=False)
+    except PlanError as exc:
+        return None, (), f"plan.note: {exc}"
+    return read.plan, read.signers, None
+
+
+def _plan_lines(results: EvalResults, facts: RunFacts) -> list[str]:
+    """The pre-registered plan's sentences for Lab Notes: the rule's outcome and which came
+    first, the plan or the run (empty when the run had no plan)."""
+    if facts.plan_problem is not None:
+        return [facts.plan_problem]
+    plan = facts.plan
+    if plan is None:
+        return []
+    first = None if facts.first is None else datetime.fromisoformat(facts.first)
+    outcome = judge_plan(plan, results, first)
+    values = ", ".join(f"{name} = {value:.4g}" for name, value in outcome.values.items())
+    signed = f"signed by {', '.join(facts.plan_signers)}" if facts.plan_signers else "not signed"
+    made = plan.made_at.isoformat()
+    if outcome.before_run is None:
+        order = f"made at {made}; no trace was read to compare it with"
+    elif outcome.before_run:
+        order = (
+            f"made at {made}, before the run's first trace started ({facts.first}): "
+            "the plan came first"
+        )
+    else:
+        order = (
+            f"made at {made}, after the run's first trace started ({facts.first}): the run "
+            "came first, so this plan is not a pre-registration"
+        )
+    return [
+        f"metric {plan.metric}; decision rule: {plan.rule}",
+        f"rule {'met' if outcome.met else 'NOT met'} ({values})",
+        f"plan {order}",
+        f"plan {signed}; dataset, spec and scorer digests matched when the run was started "
+        f"with it (dataset {plan.dataset_digest[:12]}, spec {plan.spec_digest[:12]}, "
+        f"scorers {plan.scorers_digest[:12]})",
+    ]
 
 
 def _manifest(run_dir: Path) -> RunManifest | None:
@@ -266,6 +328,12 @@ def render_markdown(
         "",
         f"**Pass rate {_pct(rate)}** ({passed}/{total}; 95% Wilson interval {_pct(low)} to {_pct(high)}). "
         f"Passed {s.passed}, failed {s.failed}, errored {s.errored}, flagged {s.flagged}.",
+    ]
+    plan = _plan_lines(results, facts)
+    if plan:
+        out += ["", "## Pre-registered plan", ""]
+        out += [f"- {_cell(line, 1000)}" for line in plan]
+    out += [
         "",
         "## Pass rate by tag",
         "",
@@ -478,6 +546,11 @@ def render_html(
         f'<p class="headline"><strong>Pass rate {_pct(rate)}</strong> ({passed}/{total}; 95% Wilson interval '
         f"{_pct(low)} to {_pct(high)}). Passed {s.passed}, failed {s.failed}, errored {s.errored}, flagged {s.flagged}.</p>"
     )
+    plan = _plan_lines(results, facts)
+    if plan:
+        body.append("<h2>Pre-registered plan</h2><ul>")
+        body += [f"<li>{e(line)}</li>" for line in plan]
+        body.append("</ul>")
     rows = _by_tag(results)
     body.append("<h2>Pass rate by tag</h2>")
     body.append(_svg_rates(rows))

@@ -63,6 +63,7 @@ from twinflow.trace import (
     TraceSink,
     hold_directory,
     open_inside,
+    read_inside,
     write_replace,
 )
 from twinflow.vocab import canonical_bytes
@@ -70,6 +71,7 @@ from twinflow.vocab import canonical_bytes
 __all__ = [
     "AgentFactory",
     "Progress",
+    "check_plan_slot",
     "code_modules",
     "load_run",
     "merge_runs",
@@ -245,6 +247,23 @@ def _prepare(out: Path, manifest: RunManifest) -> None:
     write_replace(path, _encode(manifest))
 
 
+def check_plan_slot(run_dir: str | Path, plan: bytes) -> None:
+    """Refuse to register a run directory under ``plan`` when it holds another plan.
+
+    Raises:
+        RunDirError: ``plan.note`` in the directory is another plan's.
+    """
+    try:
+        kept = read_inside(Path(run_dir), "plan.note", what="plan.note")
+    except FileNotFoundError:
+        return
+    if kept != plan:
+        raise RunDirError(
+            f"{run_dir} holds a run registered under another plan (its plan.note); one run "
+            "directory has one plan: pick a new --out directory"
+        )
+
+
 def _collect(out: Path, manifest: RunManifest) -> EvalResults:
     results = []
     for key in manifest.keys:
@@ -359,6 +378,7 @@ def run_eval(
     code_dirs: Sequence[str | Path] = (),
     identity: RunIdentity | None = None,
     judges: JudgeWiring | None = None,
+    plan: bytes | None = None,
 ) -> EvalResults:
     """Run every case repeat (of a shard) through a fresh agent and score it from its trace.
 
@@ -376,6 +396,9 @@ def run_eval(
         identity: The spec and model, recorded in ``run.json``; a resume must match them.
         judges: The judge scorers' model and settings (judgements are traced runs of their
             own, under ``judgements/``); without it a judge scorer's score is errored.
+        plan: The plan file the run is registered under (read and checked against the
+            dataset and spec by the caller: `read_plan`, `check_plan`), kept as ``plan.note``;
+            Lab Notes report its rule.
 
     Returns:
         The results, also written to ``results.json`` with the Lab Notes.
@@ -387,7 +410,11 @@ def run_eval(
     run_dir = Path(out)
     items = select_keys(dataset, shard)
     manifest = _manifest(dataset, items, code_dirs, shard, identity)
+    if plan is not None:
+        check_plan_slot(run_dir, plan)
     _prepare(run_dir, manifest)
+    if plan is not None:
+        write_replace(run_dir / "plan.note", plan)
     render = prompt or (lambda case: case.input)
     runner = executor or SerialExecutor()
     local = getattr(runner, "shares_filesystem", True)
