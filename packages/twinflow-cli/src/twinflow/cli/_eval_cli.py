@@ -11,6 +11,9 @@ and thread pool are wired into the eval runner, which only knows the ports.
   flagged or a score differs from ``results.json``
 - ``eval compare A B``: regressions and improvements per case, exact McNemar p-value
 - ``eval merge DIR... --out DIR``: combine the shard directories of one dataset
+- ``eval plan DATASET --spec SPEC --metric M --rule R --out FILE [--sign KEY]``: pre-register
+  a run (``eval run --plan FILE [--plan-key PUB]`` refuses any other, and Lab Notes say
+  whether the rule was met)
 """
 
 from __future__ import annotations
@@ -18,15 +21,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from twinflow.agent import Agent
+from twinflow.cli._continue import _signer
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._show import _clean
 from twinflow.cli._spec import RunSpec, load_spec, load_tools
+from twinflow.cli._traces import read_small_file
 from twinflow.cli._wiring import (
     EMBEDDED,
     JudgeModels,
@@ -40,24 +46,33 @@ from twinflow.cli._wiring import (
     run_identity,
 )
 from twinflow.eval import (
+    METRICS,
     AgentFactory,
     Case,
     CaseResult,
     Dataset,
     EvalResults,
+    PlanError,
+    ReadPlan,
     Shard,
     ShardError,
     Summary,
     TraceMismatchError,
+    check_plan,
+    check_plan_slot,
     code_modules,
     compare_runs,
     importing_from,
+    judge_plan,
     load_dataset,
     load_run,
+    make_plan,
     merge_runs,
     pending_keys,
+    read_plan,
     rescore,
     run_eval,
+    write_plan,
 )
 from twinflow.kernel import (
     Clock,
@@ -70,7 +85,8 @@ from twinflow.kernel import (
     ThreadExecutor,
     Transport,
 )
-from twinflow.trace import TraceSink
+from twinflow.trace import TraceSink, write_new
+from twinflow.trace import note as _note
 from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS"]
@@ -128,6 +144,19 @@ def _configure(p: argparse.ArgumentParser) -> None:
         "--min-pass-rate", type=float, help="exit 1 if the pass rate is below this fraction"
     )
     run.add_argument(
+        "--plan",
+        type=Path,
+        metavar="FILE",
+        help="the run's plan (`eval plan`): refuse to run anything it does not name; Lab Notes "
+        "say whether its rule was met",
+    )
+    run.add_argument(
+        "--plan-key",
+        type=Path,
+        metavar="PUB",
+        help="the verifier key (`twinflow keygen`'s .pub) a signed plan must verify by",
+    )
+    run.add_argument(
         "--ray",
         nargs="?",
         const=_LOCAL_RAY,
@@ -175,6 +204,32 @@ def _configure(p: argparse.ArgumentParser) -> None:
     )
     _add_trust_code(merge)
     _add_json(merge)
+    plan = sub.add_parser(
+        "plan",
+        help="pre-register a run: the dataset, spec, scorers, metric and decision rule",
+        description=_plan.__doc__,
+    )
+    plan.add_argument("dataset", type=Path, help="the dataset (.yaml, .yml or .jsonl)")
+    plan.add_argument("--spec", type=Path, required=True, help="the run spec the run will use")
+    plan.add_argument(
+        "--metric",
+        required=True,
+        help=f"the metric the run reports: one of {', '.join(METRICS)}",
+    )
+    plan.add_argument(
+        "--rule",
+        required=True,
+        help="the decision rule, a comparison of metrics and numbers joined by and, or, not: "
+        "'rate >= 0.8', 'rate_low > 0.5 and flagged == 0'",
+    )
+    plan.add_argument("--out", type=Path, required=True, help="the plan file to write (new)")
+    plan.add_argument(
+        "--sign",
+        type=Path,
+        metavar="KEYFILE",
+        help="sign the plan with this `twinflow keygen` signer key",
+    )
+    _add_json(plan)
 
 
 def _summary_payload(results: EvalResults, run_dir: Path) -> dict[str, Any]:
@@ -348,6 +403,10 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         check_agent(spec, tools, "eval run")
         JudgeModels.check(dataset)
         identity = run_identity(spec)
+        plan = None if args.plan is None else _read_plan(args.plan, args.plan_key)
+        if plan is not None:
+            check_plan(plan.plan, dataset, identity.spec_digest)
+            check_plan_slot(args.out, plan.data)
         # A resume is decided here, before any model server or Ray starts: one refused for
         # another spec is refused before a model loads, and a finished run needs no model.
         pending = pending_keys(
@@ -395,8 +454,12 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             code_dirs=code_dirs,
             identity=identity,
             judges=judges.wiring(clock),
+            plan=None if plan is None else plan.data,
         )
     payload = _summary_payload(results, args.out)
+    if plan is not None:
+        outcome = judge_plan(plan.plan, results, None)
+        payload["plan"] = {"rule": plan.plan.rule, "met": outcome.met, "values": outcome.values}
     s = results.summary
     rate = payload["pass_rate"]
     if s.flagged:
@@ -412,8 +475,59 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     out.line(
         f"{results.dataset}: {s.passed}/{s.total} passed ({rate:.1%}), {s.failed} failed, {s.errored} errored"
     )
+    if plan is not None:
+        values = ", ".join(f"{k} = {v:.4g}" for k, v in payload["plan"]["values"].items())
+        met = "met" if payload["plan"]["met"] else "NOT met"
+        out.line(f"plan: rule {_clean(plan.plan.rule)!r} {met} ({values})")
     out.line(f"results: {args.out / 'results.json'}")
     out.line(f"lab notes: {args.out / 'lab-notes.md'}, {args.out / 'lab-notes.html'}")
+    return EXIT_OK
+
+
+def _read_plan(path: Path, key: Path | None) -> ReadPlan:
+    """The plan file at ``path``, its signature verified by the key file ``key``.
+
+    Raises:
+        PlanError: unreadable, malformed, or (signed) not verifying by ``key``.
+    """
+    try:
+        data = read_small_file(path, "plan")
+        keys = () if key is None else (_note.parse_verifier_key(read_small_file(key, "key")),)
+    except OSError as exc:
+        raise PlanError(f"cannot read {exc.filename or path}: {exc.strerror or exc}") from None
+    except _note.NoteError as exc:
+        raise PlanError(f"{key}: not a verifier key ({exc})") from None
+    try:
+        return read_plan(data, keys)
+    except PlanError as exc:
+        raise PlanError(f"{path}: {exc}") from None
+
+
+def _plan(args: argparse.Namespace, out: Output) -> int:
+    """Write a plan for a run before it is made: the dataset's, spec's and scorers' digests,
+    the metric reported and the rule that decides the outcome, and the time, optionally signed.
+
+    `eval run --plan FILE` then refuses a run of anything else, and its Lab Notes say whether
+    the rule was met, and whether the plan was made before the run's first trace.
+    """
+    dataset = load_dataset(args.dataset)
+    spec = load_spec(args.spec)
+    spec_digest = run_identity(spec).spec_digest
+    assert spec_digest is not None  # run_identity always digests the spec
+    made = make_plan(
+        dataset, spec_digest, metric=args.metric, rule=args.rule, made_at=SystemClock().now()
+    )
+    signer = _signer(args.sign)
+    if os.path.lexists(args.out):
+        raise UserError(f"{args.out} already exists; a plan is never overwritten")
+    write_new(args.out, write_plan(made, signer))
+    out.document({"ok": True, "plan": str(args.out), **made.model_dump(mode="json")})
+    signed = "signed" if signer is not None else "not signed"
+    out.line(
+        f"plan {args.out} ({signed}): {dataset.name} {made.dataset_digest[:12]}, spec "
+        f"{spec_digest[:12]}, scorers {made.scorers_digest[:12]}; metric {made.metric}; "
+        f"rule {made.rule}"
+    )
     return EXIT_OK
 
 
@@ -590,7 +704,13 @@ def _merge(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-_HANDLERS = {"run": _run, "rescore": _rescore, "compare": _compare, "merge": _merge}
+_HANDLERS = {
+    "run": _run,
+    "rescore": _rescore,
+    "compare": _compare,
+    "merge": _merge,
+    "plan": _plan,
+}
 
 
 def _handle(args: argparse.Namespace, out: Output) -> int:

@@ -34,10 +34,10 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from twinflow.eval._dataset import Dataset
-from twinflow.eval._errors import EvalError, EvalValueError
+from twinflow.eval._errors import EvalError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._results import EvalResults
 from twinflow.eval._stats import wilson_interval
@@ -428,8 +428,12 @@ def read_plan(
         raise PlanError("not a plan file: its JSON line is not an object")
     try:
         plan = Plan.model_validate(value)
-    except EvalValueError as exc:
-        raise PlanError(f"not a plan file: {exc}") from None
+    except ValidationError as exc:
+        problems = exc.errors()
+        first = problems[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(the object)"
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise PlanError(f"not a plan file: {where}: {first['msg']}{more}") from None
     _check_terms(plan.metric, parse_rule(plan.rule))
     return ReadPlan(plan=plan, signers=signers, data=data)
 
