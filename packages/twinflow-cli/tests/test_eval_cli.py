@@ -77,7 +77,7 @@ def _reply(request: Any) -> Message:
 
 
 def _factory(flip: bool) -> Any:
-    def build(case: Case, sink: TraceSink) -> Agent[Any]:
+    def build(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
         handler = (
             _reply
             if not flip

@@ -26,6 +26,7 @@ from twinflow.agent._events import (
     AgentConfig,
     ApprovalDecided,
     ApprovalRequested,
+    Environment,
     EventBody,
     ForkParent,
     MessageChain,
@@ -35,6 +36,7 @@ from twinflow.agent._events import (
     OutputRejected,
     RunFailed,
     RunFinished,
+    RunResumed,
     RunStarted,
     SteeringReceived,
     _Frozen,
@@ -200,6 +202,7 @@ class Agent(Closing, Generic[OutputT]):
         steering: Steering | None = None,
         model_label: str | None = None,
         tool_results: RecordedResults | None = None,
+        environment: Environment | None = None,
     ) -> None:
         """Configure an agent.
 
@@ -229,6 +232,8 @@ class Agent(Closing, Generic[OutputT]):
             tool_results: Serve each allowed call's result from a record instead of running
                 the tool (replay's recorded mode, `ReplayPorts.tool_results`). Every policy
                 decision is still made and traced; only the function call is replaced.
+            environment: Where the agent runs (`Environment`), recorded in ``run_started``;
+                replay passes the recorded one (`ReplayPorts.environment`).
 
         Raises:
             AgentConfigError: Duplicate tool names, a policy naming unknown tools, a bad
@@ -280,6 +285,9 @@ class Agent(Closing, Generic[OutputT]):
             OutputSchema.for_model(output_type) if issubclass(output_type, BaseModel) else None
         )
         self.tool_results = tool_results
+        self.environment = environment
+        # The environment run_started records: this agent's, or a resumed run's recorded one.
+        self._started_in = environment
         self.config = AgentConfig(
             model=type(model).__name__ if model_label is None else model_label,
             system_prompt=system,
@@ -342,6 +350,7 @@ class Agent(Closing, Generic[OutputT]):
                 config=self.config,
                 prompt=prompt,
                 parent=self._parent,
+                environment=self._started_in,
             )
         )
         opening = (Message.system(self.system),) if self.system is not None else ()
@@ -572,6 +581,18 @@ class Agent(Closing, Generic[OutputT]):
         )
         self._inserts = dict(resumed.inserts)
         self._decisions = dict(resumed.decisions)
+        # The prefix is re-run as recorded, its environment included; a continuation that runs
+        # somewhere else says where in its own run_resumed.
+        self._started_in = resumed.started.environment
+        marker = self._inserts[len(resumed.events)]
+        if (
+            isinstance(marker, RunResumed)
+            and self.environment is not None
+            and self.environment != resumed.started.environment
+        ):
+            self._inserts[len(resumed.events)] = marker.model_copy(
+                update={"environment": self.environment}
+            )
         try:
             return self._run(resumed.started.prompt)
         finally:
@@ -582,6 +603,7 @@ class Agent(Closing, Generic[OutputT]):
                 self.steering = saved[5]
                 self._inserts = {}
                 self._decisions = {}
+                self._started_in = self.environment
 
     def fork(self, parent: str | os.PathLike[str], *, at_step: int) -> RunResult[OutputT]:
         """Start a new run that takes the first ``at_step - 1`` steps from ``parent``'s trace.

@@ -32,6 +32,7 @@ from twinflow.cli._wiring import (
     model_base_url,
     numbered,
     replay_builder,
+    run_environment,
 )
 from twinflow.kernel import SystemClock, SystemIds
 from twinflow.trace import FileTraceSink, MemoryTraceSink, PlantedLinkError, TargetExistsError
@@ -104,6 +105,7 @@ def connect(
             ids=ids,
             trace=MemoryTraceSink() if sink is None else sink,
             tools=callables,
+            environment=run_environment(spec),
         )
         with agent:
             yield agent

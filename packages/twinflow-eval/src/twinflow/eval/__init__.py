@@ -22,7 +22,7 @@ case; replaying a case in `rescore` may raise the agent's `ReplayDivergenceError
 """
 
 from twinflow.eval._code import importing_from, module_file, resolve_dotted, split_dotted
-from twinflow.eval._dataset import Case, Dataset, load_dataset
+from twinflow.eval._dataset import MAX_TRIALS, Case, Dataset, load_dataset
 from twinflow.eval._errors import (
     DatasetError,
     EvalError,
@@ -68,6 +68,7 @@ from twinflow.eval._report import (
     write_reports,
 )
 from twinflow.eval._results import (
+    SEED_STRIDE,
     CaseResult,
     CaseStatus,
     EvalResults,
@@ -77,6 +78,8 @@ from twinflow.eval._results import (
     Summary,
     case_key,
     select_keys,
+    trial_seed,
+    trials_of,
 )
 from twinflow.eval._runner import (
     AgentFactory,
@@ -107,23 +110,41 @@ from twinflow.eval._scorers import (
     score_all,
 )
 from twinflow.eval._stats import (
+    BOOTSTRAP_RESAMPLES,
+    FEW_CASES,
     Comparison,
+    PairedBootstrap,
     RunSide,
     ScorerDelta,
     compare_results,
     compare_runs,
     mcnemar_exact,
+    paired_bootstrap,
+    splitmix64,
     wilson_interval,
+)
+from twinflow.eval._trials import (
+    CaseTrials,
+    TrialStats,
+    clustered_stderr,
+    pass_at_k,
+    pass_hat_k,
+    trial_stats,
 )
 from twinflow.eval._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 
 __all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "FEW_CASES",
+    "MAX_TRIALS",
     "METRICS",
+    "SEED_STRIDE",
     "AgentFactory",
     "Case",
     "CaseDetail",
     "CaseResult",
     "CaseStatus",
+    "CaseTrials",
     "Comparison",
     "Custom",
     "Dataset",
@@ -142,6 +163,7 @@ __all__ = [
     "NoDeniedCalls",
     "NumericTolerance",
     "Observation",
+    "PairedBootstrap",
     "Plan",
     "PlanError",
     "PlanMismatchError",
@@ -166,10 +188,12 @@ __all__ = [
     "ToolCallRecord",
     "ToolCalls",
     "TraceMismatchError",
+    "TrialStats",
     "YamlLimits",
     "case_key",
     "check_plan",
     "check_plan_slot",
+    "clustered_stderr",
     "code_modules",
     "compare_results",
     "compare_runs",
@@ -185,7 +209,10 @@ __all__ = [
     "merge_runs",
     "module_file",
     "observe",
+    "paired_bootstrap",
     "parse_rule",
+    "pass_at_k",
+    "pass_hat_k",
     "pending_keys",
     "read_details",
     "read_plan",
@@ -202,6 +229,10 @@ __all__ = [
     "scorers_digest",
     "select_keys",
     "split_dotted",
+    "splitmix64",
+    "trial_seed",
+    "trial_stats",
+    "trials_of",
     "validation_problems",
     "verdict_type",
     "wilson_interval",

@@ -24,6 +24,7 @@ from twinflow.eval._observe import ToolCallRecord, observe
 from twinflow.eval._plan import Plan, PlanError, judge_plan, read_plan
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 from twinflow.eval._stats import wilson_interval
+from twinflow.eval._trials import TrialStats
 from twinflow.trace import TraceCorruptError, read_inside, write_replace
 
 __all__ = [
@@ -279,6 +280,31 @@ def _header(results: EvalResults, facts: RunFacts) -> list[tuple[str, str]]:
     ]
 
 
+def _opt_pct(x: float | None) -> str:
+    return "n/a" if x is None else _pct(x)
+
+
+def _trials(stats: TrialStats) -> tuple[str, list[str], list[list[str]]]:
+    """The trials section of both reports: a headline, the table's header and its rows."""
+    interval = (
+        "no interval: fewer than two cases"
+        if stats.interval is None or stats.stderr is None
+        else f"95% interval {_pct(stats.interval[0])} to {_pct(stats.interval[1])}, "
+        f"{stats.method}, standard error {stats.stderr:.4f}"
+    )
+    headline = (
+        f"{stats.k} trial(s) per case: rate {_pct(stats.rate)} ({interval}); "
+        f"pass@{stats.k} {_opt_pct(stats.pass_at_k)}, pass^{stats.k} {_opt_pct(stats.pass_hat_k)} "
+        "(mean over cases; unbiased estimators)."
+    )
+    header = ["case", "passed", "trials", f"pass@{stats.k}", f"pass^{stats.k}"]
+    rows = [
+        [c.case_id, str(c.passed), str(c.trials), _opt_pct(c.pass_at_k), _opt_pct(c.pass_hat_k)]
+        for c in stats.cases
+    ]
+    return headline, header, rows
+
+
 def _json(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
@@ -333,6 +359,11 @@ def render_markdown(
     if plan:
         out += ["", "## Pre-registered plan", ""]
         out += [f"- {_cell(line, 1000)}" for line in plan]
+    if results.trials is not None:
+        headline, header, table = _trials(results.trials)
+        out += ["", "## Trials", "", headline, "", f"| {' | '.join(header)} |"]
+        out.append("|---|" + "---:|" * (len(header) - 1))
+        out += [f"| {_cell(row[0])} | {' | '.join(row[1:])} |" for row in table]
     out += [
         "",
         "## Pass rate by tag",
@@ -551,6 +582,13 @@ def render_html(
         body.append("<h2>Pre-registered plan</h2><ul>")
         body += [f"<li>{e(line)}</li>" for line in plan]
         body.append("</ul>")
+    if results.trials is not None:
+        headline, header, cells = _trials(results.trials)
+        body.append(f"<h2>Trials</h2><p>{e(headline)}</p><table><tr>")
+        body += [f"<th>{e(h)}</th>" for h in header]
+        body.append("</tr>")
+        body += ["<tr>" + "".join(f"<td>{e(cell)}</td>" for cell in row) + "</tr>" for row in cells]
+        body.append("</table>")
     rows = _by_tag(results)
     body.append("<h2>Pass rate by tag</h2>")
     body.append(_svg_rates(rows))
