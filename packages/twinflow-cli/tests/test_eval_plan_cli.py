@@ -162,3 +162,15 @@ def test_a_bad_rule_or_metric_writes_no_plan(
     code, payload, _ = plan(project, capsys, rule="rate >= 0.8; import os")
     assert (2, False) == (code, (project / "plan.note").exists())
     assert "cannot read '; import os'" in payload["error"]
+
+
+def test_a_run_with_another_trial_count_is_refused(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plan for 2 trials: a run of 1 is refused, exit 2; a run of 2 runs both trials."""
+    assert 0 == plan(project, capsys, "--trials", "2")[0]
+    code, payload, _ = run(project, capsys, "--plan", str(project / "plan.note"))
+    assert (2, False) == (code, (project / "out").exists())
+    assert payload["error"].startswith("the plan registered another trial count (plan: 2;")
+    code, payload, _ = run(project, capsys, "--plan", str(project / "plan.note"), "--trials", "2")
+    assert (0, 4) == (code, payload["summary"]["total"])

@@ -132,13 +132,15 @@ def test_a_plan_with_a_rule_edited_to_garbage_is_refused() -> None:
 
 
 def test_a_run_of_another_dataset_spec_or_scorers_is_refused() -> None:
-    """check_plan names what differs from the plan: the dataset, the scorers, the spec."""
+    """check_plan names what differs from the plan: the dataset, the spec, the trial count."""
     plan = read_plan(_plan_bytes()).plan
     check_plan(plan, dataset(3), SPEC)
     with pytest.raises(PlanMismatchError, match="another dataset"):
         check_plan(plan, dataset(4), SPEC)
     with pytest.raises(PlanMismatchError, match="another spec"):
         check_plan(plan, dataset(3), "b" * 64)
+    with pytest.raises(PlanMismatchError, match=r"another trial count \(plan: 1; this run: 3\)"):
+        check_plan(plan, dataset(3), SPEC, 3)
 
 
 def test_lab_notes_say_whether_the_rule_was_met_and_which_came_first(tmp_path: Path) -> None:

@@ -243,6 +243,11 @@ def _configure(p: argparse.ArgumentParser) -> None:
         help="the decision rule, a comparison of metrics and numbers joined by and, or, not: "
         "'rate >= 0.8', 'rate_low > 0.5 and flagged == 0'",
     )
+    plan.add_argument(
+        "--trials",
+        type=int,
+        help="trials of each case the run will make (default: the dataset's trials, else 1)",
+    )
     plan.add_argument("--out", type=Path, required=True, help="the plan file to write (new)")
     plan.add_argument(
         "--sign",
@@ -442,7 +447,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         identity = run_identity(spec)
         plan = None if args.plan is None else _read_plan(args.plan, args.plan_key)
         if plan is not None:
-            check_plan(plan.plan, dataset, identity.spec_digest)
+            check_plan(plan.plan, dataset, identity.spec_digest, args.trials)
             check_plan_slot(args.out, plan.data)
         # A resume is decided here, before any model server or Ray starts: one refused for
         # another spec is refused before a model loads, and a finished run needs no model.
@@ -560,8 +565,15 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
     spec = load_spec(args.spec)
     spec_digest = run_identity(spec).spec_digest
     assert spec_digest is not None  # run_identity always digests the spec
+    if args.trials is not None and not 1 <= args.trials <= MAX_TRIALS:
+        raise UserError(f"--trials {args.trials}: must be from 1 to {MAX_TRIALS}")
     made = make_plan(
-        dataset, spec_digest, metric=args.metric, rule=args.rule, made_at=SystemClock().now()
+        dataset,
+        spec_digest,
+        metric=args.metric,
+        rule=args.rule,
+        made_at=SystemClock().now(),
+        trials=args.trials,
     )
     signer = _signer(args.sign)
     if os.path.lexists(args.out):
@@ -571,7 +583,8 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
     signed = "signed" if signer is not None else "not signed"
     out.line(
         f"plan {args.out} ({signed}): {dataset.name} {made.dataset_digest[:12]}, spec "
-        f"{spec_digest[:12]}, scorers {made.scorers_digest[:12]}; metric {made.metric}; "
+        f"{spec_digest[:12]}, scorers {made.scorers_digest[:12]}, {made.trials} trial(s); "
+        f"metric {made.metric}; "
         f"rule {made.rule}"
     )
     return EXIT_OK

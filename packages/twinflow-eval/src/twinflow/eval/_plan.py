@@ -36,7 +36,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError
 
-from twinflow.eval._dataset import Dataset
+from twinflow.eval._dataset import MAX_TRIALS, Dataset
 from twinflow.eval._errors import EvalError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._results import EvalResults
@@ -307,6 +307,8 @@ class Plan(EvalValue):
     """The run spec's digest (`twinflow.cli` `run_identity`)."""
     scorers_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
     """`scorers_digest` of the dataset: how every case is scored."""
+    trials: int = Field(ge=1, le=MAX_TRIALS)
+    """Trials of each case (a case's ``repeats`` above it wins, as in the run)."""
     metric: str
     """The metric reported as the result (one of `METRICS`)."""
     rule: str = Field(min_length=1, max_length=MAX_RULE_CHARS)
@@ -330,9 +332,16 @@ def _check_terms(metric: str, rule: Rule) -> None:
 
 
 def make_plan(
-    dataset: Dataset, spec_digest: str, *, metric: str, rule: str, made_at: datetime
+    dataset: Dataset,
+    spec_digest: str,
+    *,
+    metric: str,
+    rule: str,
+    made_at: datetime,
+    trials: int | None = None,
 ) -> Plan:
-    """A plan for running ``dataset`` with the spec of ``spec_digest``.
+    """A plan for running ``dataset`` with the spec of ``spec_digest``, ``trials`` times per
+    case (default: the dataset's ``trials``).
 
     Raises:
         PlanError: an unknown metric, a rule that does not parse or does not use the metric.
@@ -343,6 +352,7 @@ def make_plan(
         dataset_digest=dataset.digest,
         spec_digest=spec_digest,
         scorers_digest=scorers_digest(dataset),
+        trials=dataset.trials if trials is None else trials,
         metric=metric,
         rule=rule,
         made_at=made_at,
@@ -438,8 +448,11 @@ def read_plan(
     return ReadPlan(plan=plan, signers=signers, data=data)
 
 
-def check_plan(plan: Plan, dataset: Dataset, spec_digest: str | None) -> None:
-    """Refuse a run that is not the one ``plan`` registered.
+def check_plan(
+    plan: Plan, dataset: Dataset, spec_digest: str | None, trials: int | None = None
+) -> None:
+    """Refuse a run that is not the one ``plan`` registered (``trials``: the run's; default
+    the dataset's).
 
     Raises:
         PlanMismatchError: naming what differs, the plan's value and the run's.
@@ -448,6 +461,7 @@ def check_plan(plan: Plan, dataset: Dataset, spec_digest: str | None) -> None:
         "dataset": (plan.dataset_digest, dataset.digest),
         "scorers": (plan.scorers_digest, scorers_digest(dataset)),
         "spec": (plan.spec_digest, spec_digest or "not recorded"),
+        "trial count": (str(plan.trials), str(dataset.trials if trials is None else trials)),
     }
     for what, (planned, now) in pairs.items():
         if planned != now:

@@ -200,7 +200,7 @@ def _plan_lines(results: EvalResults, facts: RunFacts) -> list[str]:
         f"plan {order}",
         f"plan {signed}; dataset, spec and scorer digests matched when the run was started "
         f"with it (dataset {plan.dataset_digest[:12]}, spec {plan.spec_digest[:12]}, "
-        f"scorers {plan.scorers_digest[:12]})",
+        f"scorers {plan.scorers_digest[:12]}, {plan.trials} trial(s) of each case)",
     ]
 
 
