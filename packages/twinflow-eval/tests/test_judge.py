@@ -197,3 +197,24 @@ def test_merged_shards_carry_their_judgements(tmp_path: Path) -> None:
     )
     assert _judge_scores(whole) == _judge_scores(merged)
     assert all((tmp_path / "merged" / "judgements" / f"c{i}@1.1.jsonl").is_file() for i in range(6))
+
+
+def test_a_judge_model_that_cannot_be_built_errors_its_score(tmp_path: Path) -> None:
+    """The wiring refusing a judge's model: an errored score naming why, no judgement file."""
+
+    def refuse(judge: Any) -> Any:
+        raise ValueError("no such dialect")
+
+    broken = JudgeWiring(
+        model=refuse,
+        settings=lambda judge: ModelSettings(seed=0),
+        clock=SteppingClock(START),
+        ids=CountingIds(),
+    )
+    results = run_eval(judged(1), factory(), tmp_path / "run", clock=CLOCK, judges=broken)
+    score = results.cases[0].scores[1]
+    assert ("errored", "the judge's model: ValueError: no such dialect") == (
+        score.outcome,
+        score.detail,
+    )
+    assert not (tmp_path / "run" / "judgements" / "c0@1.1.jsonl").exists()

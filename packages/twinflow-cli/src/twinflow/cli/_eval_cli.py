@@ -409,6 +409,7 @@ def _judge_models(
 
     models = JudgeModels(url, SystemIds())
     stack.callback(models.close)
+    models.prepare(dataset)
     return models
 
 

@@ -146,11 +146,22 @@ class JudgeModels:
         self._ids = ids
         self._transports: dict[str, HttpTransport] = {}
 
-    def model(self, judge: Judge) -> ChatModel:
-        """The judge's client (its transport is opened here, kept until `close`)."""
+    def _spec(self, judge: Judge) -> tuple[str, ModelSpec]:
         spec = judge_model_spec(judge)
         spec = spec.model_copy(update={"url": self._urls(spec.url)})
-        key = digest(spec)
+        return digest(spec), spec
+
+    def prepare(self, dataset: Dataset) -> None:
+        """Open the transport of every judge of ``dataset`` now, before cases run in threads
+        (`model` then only reads them)."""
+        for judge in judges_of(dataset):
+            key, spec = self._spec(judge)
+            if key not in self._transports:
+                self._transports[key] = build_transport(spec)
+
+    def model(self, judge: Judge) -> ChatModel:
+        """The judge's client, on the transport `prepare` opened (or one opened now)."""
+        key, spec = self._spec(judge)
         if key not in self._transports:
             self._transports[key] = build_transport(spec)
         return build_model(spec, self._transports[key], self._ids)

@@ -224,12 +224,16 @@ class Judging:
             verdict_type(judge)  # checked before a model is called or a file made
         except ScorerError as exc:
             raise _Unscorable(str(exc)) from None
+        try:
+            model, settings = self.wiring.model(judge), self.wiring.settings(judge)
+        except Exception as exc:  # a bad model section: this judge's error, not the run's
+            raise _Unscorable(f"the judge's model: {type(exc).__name__}: {exc}") from None
         sink = FileTraceSink(path)
         try:
             agent = judge_agent(
                 judge,
-                model=self.wiring.model(judge),
-                settings=self.wiring.settings(judge),
+                model=model,
+                settings=settings,
                 clock=self.wiring.clock,
                 ids=self.wiring.ids,
                 trace=sink,
