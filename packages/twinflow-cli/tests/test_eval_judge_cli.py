@@ -151,7 +151,7 @@ def test_rescore_replays_the_judgements_with_the_judge_server_gone(
     assert 0 == eval_run(project, capsys)[0]
     server.__exit__(None, None, None)
     code, payload, err = twinflow(capsys, "eval", "rescore", str(project / "out"))
-    assert (0, [], "") == (code, payload["changed"], err)
+    assert (0, [], "", 2) == (code, payload["changed"], err, payload["judgements_replayed"])
     assert judge_scores(project / "out") == judge_scores(project / "out", "rescore.json")
 
 

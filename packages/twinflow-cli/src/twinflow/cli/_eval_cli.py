@@ -654,10 +654,12 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
         return _rejudged(args, out, recorded, results, flagged)
     before = {c.key: (c.status, c.scores) for c in recorded.cases}
     changed = [c.key for c in results.cases if before.get(c.key) != (c.status, c.scores)]
+    judged = sum(1 for c in results.cases for s in c.scores if s.judgement is not None)
     payload = {
         **_summary_payload(results, args.run_dir),
         "rescore": str(args.run_dir / "rescore.json"),
         "changed": changed,
+        "judgements_replayed": judged,
         "flagged": [{"key": c.key, "problem": c.problem} for c in flagged],
     }
     if flagged or changed:
@@ -671,6 +673,7 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
     out.document(payload)
     out.line(
         f"ok: {s.total} traces verify; scores identical to results.json ({s.passed}/{s.total} passed)"
+        + (f"; {judged} judgement(s) replayed, no judge called" if judged else "")
     )
     return EXIT_OK
 
