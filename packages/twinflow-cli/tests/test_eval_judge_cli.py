@@ -168,7 +168,8 @@ def test_rejudge_calls_the_judge_again_and_lists_changed_verdicts(
         {"key": "s2@1", "scorer": "judged", "before": "passed", "after": "failed"},
     ]
     assert expected == payload["changed_verdicts"]
-    assert (4, 1) == (judge.judged, err.count("\n"))
+    assert (4, 2) == (judge.judged, err.count("\n"))
+    assert "--rejudge: judge 'judged' calls http://127.0.0.1:" in err
     assert (project / "out" / "rejudged" / "s1@1.1.jsonl").is_file()
 
 
@@ -193,3 +194,19 @@ def test_a_judge_with_a_bad_model_section_is_refused_before_anything_runs(
     assert (2, False) == (code, (project / "out").exists())
     assert "judge 'judged': model:" in payload["error"]
     assert 0 == judge.judged
+
+
+def test_rejudge_sends_no_key_the_user_did_not_name(
+    project: Path, judge: Judge, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run directory's judge naming api_key_env: --rejudge refuses (exit 2) until --send-key."""
+    monkeypatch.setenv("JUDGE_KEY", "secret")
+    text = (project / "dataset.yaml").read_text()
+    keyed = text.replace("max_tokens: 64}", "max_tokens: 64, api_key_env: JUDGE_KEY}")
+    (project / "dataset.yaml").write_text(keyed)
+    assert 0 == eval_run(project, capsys)[0]
+    code, payload, _ = twinflow(capsys, "eval", "rescore", str(project / "out"), "--rejudge")
+    assert (2, 2) == (code, judge.judged)
+    assert "would send the key in $JUDGE_KEY to http://127.0.0.1:" in payload["error"]
+    argv = ("eval", "rescore", str(project / "out"), "--rejudge", "--send-key", "JUDGE_KEY")
+    assert (0, 4) == (twinflow(capsys, *argv)[0], judge.judged)

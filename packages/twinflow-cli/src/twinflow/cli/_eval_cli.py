@@ -90,6 +90,7 @@ from twinflow.kernel import (
     SystemIds,
     ThreadExecutor,
     Transport,
+    redact_url,
 )
 from twinflow.trace import TraceSink, write_new
 from twinflow.trace import note as _note
@@ -195,7 +196,19 @@ def _configure(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help=(
             "call each judge scorer's model again (live) instead of replaying its recorded "
-            "judgement; the new judgements go under DIR/rejudged, and changed verdicts are listed"
+            "judgement; the new judgements go under DIR/rejudged, and changed verdicts are listed. "
+            "Each judge's endpoint is printed first"
+        ),
+    )
+    re.add_argument(
+        "--send-key",
+        action="append",
+        default=[],
+        metavar="VAR",
+        help=(
+            "with --rejudge: send the API key in the environment variable VAR to the judge "
+            "whose model names it (api_key_env); a run directory's dataset names its own "
+            "endpoints, so no key is sent unless named here"
         ),
     )
     _add_trust_code(re)
@@ -640,6 +653,7 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
     with contextlib.ExitStack() as stack:
         JudgeModels.check(manifest.dataset, verdicts=False)
         if args.rejudge:
+            _announce_judges(manifest.dataset, args.send_key)
             judges = _judge_models(stack, manifest.dataset, args.run_dir, "", None, _stderr)
         else:
             judges = JudgeModels(_no_judge_left, SystemIds())  # replay: settings only
@@ -676,6 +690,29 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
         + (f"; {judged} judgement(s) replayed, no judge called" if judged else "")
     )
     return EXIT_OK
+
+
+def _announce_judges(dataset: Dataset, keys: Sequence[str]) -> None:
+    """Before ``--rejudge`` calls anything: name each judge's endpoint, and refuse to send a
+    key the user did not name (the endpoints come from the run directory, which may be a
+    received one).
+
+    Raises:
+        UserError: a judge names ``api_key_env`` and ``--send-key`` does not name it.
+    """
+    for judge in judges_of(dataset):
+        spec = judge_model_spec(judge)
+        if spec.api_key_env is not None and spec.api_key_env not in keys:
+            raise UserError(
+                f"judge {_clean(judge.name or judge.kind)!r} would send the key in "
+                f"${spec.api_key_env} to {_clean(redact_url(spec.url))}, as the run's dataset "
+                f"names it: pass --send-key {spec.api_key_env} if you trust that endpoint; "
+                "nothing was called"
+            )
+        say(
+            f"twinflow eval: --rejudge: judge {_clean(judge.name or judge.kind)!r} calls "
+            f"{_clean(redact_url(spec.url))} (model {_clean(spec.name)})"
+        )
 
 
 def _rejudged(
