@@ -21,9 +21,11 @@ CALLS: dict[str, dict[str, Any]] = {
     "add": {"a": 2, "b": 3},
     "convert_currency": {"amount": 120, "source": "EUR", "target": "USD"},
     "convert_to_eur": {"amount": 120.0, "currency": "USD"},
+    "calc.add": {"a": 2, "b": 3},
 }
 FINALS: dict[str, Any] = {
     "add": "5",
+    "calc.add": "5",
     "convert_currency": {"amount": 129.6, "currency": "USD"},
     "convert_to_eur": {
         "vendor": "Acme Tools",

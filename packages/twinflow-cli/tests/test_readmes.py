@@ -122,13 +122,14 @@ def test_bash_commands_run(readme: Path, tmp_path: Path) -> None:
         "the README's commands run through `uv run`, as a reader's do: install uv"
     )
     work = tmp_path / "work"
-    example = work / "examples" / "invoice-extraction"
-    shutil.copytree(ROOT / "examples" / "invoice-extraction", example)
     with LoopbackServer(scripted_chat) as server:
-        spec = example / "spec.yaml"
-        text = spec.read_text(encoding="utf-8")
-        assert "url: embedded" in text
-        spec.write_text(text.replace("url: embedded", f"url: {server.url}"), encoding="utf-8")
+        for name in ("invoice-extraction", "mcp-calculator"):
+            example = work / "examples" / name
+            shutil.copytree(ROOT / "examples" / name, example)
+            spec = example / "spec.yaml"
+            text = spec.read_text(encoding="utf-8")
+            assert "url: embedded" in text
+            spec.write_text(text.replace("url: embedded", f"url: {server.url}"), encoding="utf-8")
         ran = []
         for words in lines:
             assert words[0] in ("twinflow", "twinflow-trace"), words

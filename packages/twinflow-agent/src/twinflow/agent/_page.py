@@ -139,6 +139,10 @@ _SCRIPT = r"""
       into.appendChild(el('pre', 'deny', 'attempt ' + body.attempt + ' rejected: ' + body.error));
     } else if (kind === 'output_accepted') {
       into.appendChild(el('pre', 'allow', 'answer' + (body.schema_name ? ' (' + body.schema_name + ')' : '') + ': ' + json(body.value)));
+    } else if (kind === 'tools_listed') {
+      var info = body.server_info || {};
+      var names = (body.tools || []).map(function (t) { return t.name; }).join(', ') || 'none';
+      into.appendChild(el('div', '', 'MCP server ' + body.server + ' (' + info.name + ' ' + info.version + ', protocol ' + body.protocol_version + ') lists: ' + names));
     } else if (kind === 'run_finished') {
       into.appendChild(el('div', '', 'finished after ' + body.steps + ' step(s)'));
     } else if (kind === 'run_failed') {

@@ -146,6 +146,16 @@ def _event_lines(body: dict[str, Any]) -> list[str]:
             f"resumed after {_clean(body.get('prefix_size'))} events "
             f"({_clean(body.get('why'))}){again}"
         ]
+    if kind == "tools_listed":
+        info = _obj(body.get("server_info"))
+        listed = body.get("tools")
+        tools: list[Any] = listed if isinstance(listed, list) else []
+        names = ", ".join(str(_obj(t).get("name")) for t in tools) or "none"
+        return [
+            f"  MCP server {_clean(body.get('server'))} ({_clean(info.get('name'))} "
+            f"{_clean(info.get('version'))}, protocol {_clean(body.get('protocol_version'))}) "
+            f"lists {len(tools)} tool(s): {_clean(names)}"
+        ]
     if kind == "approval_requested":
         return [
             f"  waiting for approval: {_clean(body.get('tool'))} {_clean(body.get('arguments'))} "

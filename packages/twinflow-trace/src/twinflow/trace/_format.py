@@ -47,6 +47,7 @@ EVENT_KINDS = frozenset(
         "run_resumed",
         "approval_requested",
         "approval_decided",
+        "tools_listed",
     }
 )
 """Every ``body.kind`` a trace may hold (the agent's event models carry the same tags)."""
