@@ -183,3 +183,21 @@ def test_a_good_trace_of_another_case_is_flagged(ray_executor: RayExecutor, tmp_
     assert ["flagged"] == [c.status for c in results.cases if c.key == "c1@1"]
     assert "another prompt than this case's" in (results.cases[1].problem or "")
     assert ["c0@1.jsonl", "c1@1.rejected.jsonl", "c2@1.jsonl"] == _files(out)
+
+
+def test_trials_on_ray_give_the_local_runs_seeds_and_statistics(
+    ray_executor: RayExecutor, tmp_path: Path
+) -> None:
+    """Three trials of each case on Ray: the same keys, seeds, trace bytes and trial statistics
+    as a local run."""
+    data = dataset(3, wrong=(1,)).model_copy(update={"trials": 3})
+    local = run_eval(data, factory(), tmp_path / "local", clock=CLOCK)
+    on_ray = run_eval(
+        data, factory(), tmp_path / "ray", clock=CLOCK, executor=ray_executor, concurrency=2
+    )
+    assert [0, 1000, 2000] * 3 == [c.seed for c in on_ray.cases]
+    assert _same(local) == _same(on_ray)
+    assert local.trials == on_ray.trials
+    for name in _files(tmp_path / "local"):
+        local_bytes = (tmp_path / "local" / "traces" / name).read_bytes()
+        assert local_bytes == (tmp_path / "ray" / "traces" / name).read_bytes()

@@ -16,12 +16,14 @@ from twinflow.agent import Agent, FunctionModel, Policy
 from twinflow.eval import (
     Case,
     Dataset,
+    DatasetError,
     EvalResults,
     RunDirError,
     Shard,
     ShardError,
     clustered_stderr,
     compare_runs,
+    load_dataset,
     load_run,
     merge_runs,
     pass_at_k,
@@ -255,3 +257,11 @@ def test_compare_of_two_trials_runs_resamples_cases_and_says_mcnemar_counts_tria
     assert "the 9 paired trials come from 3 cases: McNemar counts them" in (c.caveat or "")
     fields = c.scorers[0]
     assert (9, 9, 5) == (fields.scored, fields.passed_a, fields.passed_b)
+
+
+def test_a_dataset_asking_for_no_trials_is_refused_naming_the_key(tmp_path: Path) -> None:
+    """`trials: 0` in a dataset file is a DatasetError naming the file and the key."""
+    path = tmp_path / "d.yaml"
+    path.write_text("name: d\ntrials: 0\ncases:\n- {id: a, input: x}\n")
+    with pytest.raises(DatasetError, match=r"d\.yaml:2: trials: "):
+        load_dataset(path)

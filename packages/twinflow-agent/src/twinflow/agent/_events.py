@@ -143,18 +143,31 @@ class Environment(_Frozen):
     modules: dict[str, str] = Field(default_factory=dict, max_length=10_000)
     """The spec's tool and output modules (parent packages too), module to file sha256."""
 
-    def differences(self, other: Environment) -> tuple[str, ...]:
-        """What differs from this environment to ``other``, one line each (``what: a -> b``)."""
+    def differences(self, other: Environment, *, imports: bool = True) -> tuple[str, ...]:
+        """What differs from this environment to ``other``, one line each (``what: a -> b``).
+
+        Args:
+            other: The environment compared with this one.
+            imports: Also list distributions only one side imported (``absent``). Without it
+                only versions of distributions both imported are compared: a process that
+                imported more (a replay verifying signatures, say) is not another machine.
+        """
         lines = [
             f"{name}: {getattr(self, name)} -> {getattr(other, name)}"
             for name in ("python", "implementation", "platform", "model", "spec_digest")
             if getattr(self, name) != getattr(other, name)
         ]
-        for label, mine, theirs in (
-            ("distribution", self.distributions, other.distributions),
-            ("module", self.modules, other.modules),
+        shared = self.distributions.keys() & other.distributions.keys()
+        for label, mine, theirs, names in (
+            (
+                "distribution",
+                self.distributions,
+                other.distributions,
+                self.distributions.keys() | other.distributions.keys() if imports else shared,
+            ),
+            ("module", self.modules, other.modules, self.modules.keys() | other.modules.keys()),
         ):
-            for key in sorted(mine.keys() | theirs.keys()):
+            for key in sorted(names):
                 a, b = mine.get(key, "absent"), theirs.get(key, "absent")
                 if a != b:
                     lines.append(f"{label} {key}: {a} -> {b}")

@@ -774,6 +774,13 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
                 f"{label}: dataset {_clean(side.dataset)}, spec {_clean(side.spec)}, "
                 f"model {_clean(side.model)}"
             )
+    if c.environment_differences:
+        shown = c.environment_differences
+        out.line(f"environments differ ({len(shown)}):")
+        for line in shown[:20]:
+            out.line(f"  {_clean(line)}")
+        if len(shown) > 20:
+            out.line(f"  ... and {len(shown) - 20} more (--json lists all)")
     if c.differs:
         out.line(
             f"A and B differ in {', '.join(c.differs)}: the comparison is across those, not "

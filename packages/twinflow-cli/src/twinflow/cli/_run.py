@@ -455,7 +455,9 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
     # from the recording one is said, never held against the replay.
     started = next(iter(trace.events)).body
     recorded = started.environment if isinstance(started, RunStarted) else None
-    differences = [] if recorded is None else list(recorded.differences(run_environment(spec)))
+    differences = (
+        [] if recorded is None else list(recorded.differences(run_environment(spec), imports=False))
+    )
     return {
         "trace": str(trace_path),
         "mode": mode,

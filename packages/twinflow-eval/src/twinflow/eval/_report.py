@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import JsonValue
 
-from twinflow.agent import ModelResponded, RunStarted, Trace, render_trace_page
+from twinflow.agent import Environment, ModelResponded, RunStarted, Trace, render_trace_page
 from twinflow.eval._errors import RunDirError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
@@ -76,6 +76,9 @@ class RunFacts(EvalValue):
     """The names on the plan's signature lines (verified when the run started with it)."""
     plan_problem: str | None = None
     """Why ``plan.note`` could not be read, when it could not."""
+    environments: tuple[Environment, ...] = ()
+    """The distinct environments the cases ran in (``run_started``), in the order first met:
+    one, normally; several when workers differ."""
 
 
 def _page_of(trace: str) -> PurePosixPath | None:
@@ -104,6 +107,7 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
     clients: set[str] = set()
     digests: set[str] = set()
     starts: list[str] = []
+    environments: list[Environment] = []
     manifest = _manifest(run_dir)
     identity = manifest.identity if manifest is not None else None
     cases = {c.id: c for c in manifest.dataset.cases} if manifest is not None else {}
@@ -137,6 +141,8 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
                 digests.add(body.config_digest)
                 clients.add(body.config.model)
                 starts.append(event.at.isoformat())
+                if body.environment is not None and body.environment not in environments:
+                    environments.append(body.environment)
             elif isinstance(body, ModelResponded) and body.response.model_name:
                 reported.add(body.response.model_name)
     plan, signers, problem = _plan_of(run_dir)
@@ -150,6 +156,7 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
         config_digests=tuple(sorted(digests)),
         first=min(starts, default=None),
         last=max(starts, default=None),
+        environments=tuple(environments),
     )
     return facts, details
 
@@ -277,7 +284,38 @@ def _header(results: EvalResults, facts: RunFacts) -> list[tuple[str, str]]:
             f"{results.dataset} ({len(results.cases)} case runs), digest {results.dataset_digest}",
         ),
         ("date", f"{dates} (run starts, as the traces record them)"),
+        ("environment", _environment_line(facts.environments)),
     ]
+
+
+def _environment_line(environments: tuple[Environment, ...]) -> str:
+    if not environments:
+        return "not recorded"
+    first = environments[0]
+    line = (
+        f"Python {first.python} ({first.implementation}) on {first.platform}; "
+        f"{len(first.distributions)} distributions imported, {len(first.modules)} spec modules"
+    )
+    if len(environments) > 1:
+        line += f"; the cases ran in {len(environments)} environments, see below"
+    return line
+
+
+def _environment_rows(environments: tuple[Environment, ...]) -> list[str]:
+    """The environment section's lines: the first environment whole, then each other one as
+    its differences from the first (one line each)."""
+    if not environments:
+        return []
+    first = environments[0]
+    rows = [
+        f"python {first.python} ({first.implementation}), platform {first.platform}",
+        f"model {first.model or 'not recorded'}, spec digest {first.spec_digest or 'not recorded'}",
+    ]
+    rows += [f"module {name} sha256 {digest}" for name, digest in first.modules.items()]
+    rows += [f"distribution {name} {version}" for name, version in first.distributions.items()]
+    for index, other in enumerate(environments[1:], start=2):
+        rows += [f"environment {index}: {line}" for line in first.differences(other)]
+    return rows
 
 
 def _opt_pct(x: float | None) -> str:
@@ -387,6 +425,9 @@ def render_markdown(
         out.append(
             f"| {_cell(name)} | {p} | {f} | {err} | {_pct(share)} | {_pct(lo)} to {_pct(hi)} |"
         )
+    if facts.environments:
+        out += ["", "## Environment", ""]
+        out += [f"- {_cell(row, 1000)}" for row in _environment_rows(facts.environments)]
     attempts = Counter(r.attempts for r in results.cases)
     out += ["", "## Structured-output attempts per case", "", "| attempts | cases |", "|---:|---:|"]
     out += [f"| {a} | {attempts[a]} |" for a in sorted(attempts)]
@@ -614,6 +655,10 @@ def render_html(
             f"<td>{_pct(lo)} to {_pct(hi)}</td></tr>"
         )
     body.append("</table>")
+    if facts.environments:
+        body.append("<h2>Environment</h2><ul>")
+        body += [f"<li>{e(row)}</li>" for row in _environment_rows(facts.environments)]
+        body.append("</ul>")
     attempts = Counter(r.attempts for r in results.cases)
     body.append("<h2>Structured-output attempts per case</h2>")
     body.append(

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import JsonValue
 
-from twinflow.agent import Trace
+from twinflow.agent import Environment, RunStarted, Trace
 from twinflow.eval._errors import TraceMismatchError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import observe
@@ -242,6 +242,9 @@ class Comparison(EvalValue):
     """B's pass rate minus A's over the paired keys."""
     bootstrap: PairedBootstrap | None = None
     """The paired cluster bootstrap interval on ``rate_delta`` (None: nothing paired)."""
+    environment_differences: tuple[str, ...] = ()
+    """How B's environment differs from A's (interpreter, platform, distributions, model,
+    spec and module digests; each side's first recorded one), one line each."""
 
 
 def _reasons(result: CaseResult) -> tuple[object, ...]:
@@ -297,6 +300,7 @@ def compare_results(
     side_a: RunSide | None = None,
     side_b: RunSide | None = None,
     seed: int = 0,
+    environments: tuple[Environment | None, Environment | None] = (None, None),
 ) -> Comparison:
     """Pair two runs' results by case key and test the difference (exact McNemar, and a paired
     bootstrap interval resampling cases).
@@ -309,6 +313,7 @@ def compare_results(
         side_a: What A is a run of (its dataset, spec and model), to say whether they differ.
         side_b: The same for B.
         seed: The bootstrap's seed (recorded in the comparison).
+        environments: A's and B's environments (`run_started`), when known.
     """
     by_key_a = {r.key: r for r in a.cases}
     by_key_b = {r.key: r for r in b.cases}
@@ -354,12 +359,28 @@ def compare_results(
         caveat=_caveat(len(regressions) + len(improvements), n, cases),
         rate_delta=rate_b - rate_a,
         bootstrap=paired_bootstrap(pairs, seed=seed),
+        environment_differences=_environment_differences(*environments),
     )
 
 
-def _outputs(run_dir: Path, results: EvalResults) -> dict[str, JsonValue]:
-    """Each scored case's accepted output, read from its verified trace."""
+def _environment_differences(a: Environment | None, b: Environment | None) -> tuple[str, ...]:
+    if a is None and b is None:
+        return ()
+    if a is None or b is None:
+        return (
+            f"environment: {'recorded' if a else 'not recorded'} -> "
+            f"{'recorded' if b else 'not recorded'}",
+        )
+    return a.differences(b)
+
+
+def _outputs(
+    run_dir: Path, results: EvalResults
+) -> tuple[dict[str, JsonValue], Environment | None]:
+    """Each scored case's accepted output, read from its verified trace, and the environment
+    the first of them records."""
     out: dict[str, JsonValue] = {}
+    environment: Environment | None = None
     for result in results.cases:
         if result.status == "flagged":  # its trace did not verify when scored: no output
             continue
@@ -388,7 +409,10 @@ def _outputs(run_dir: Path, results: EvalResults) -> dict[str, JsonValue]:
                 "replaced"
             )
         out[result.key] = observe(trace).output
-    return out
+        started = next(iter(trace.events)).body
+        if environment is None and isinstance(started, RunStarted):
+            environment = started.environment
+    return out, environment
 
 
 def compare_runs(a: str | Path, b: str | Path, *, seed: int = 0) -> Comparison:
@@ -406,14 +430,17 @@ def compare_runs(a: str | Path, b: str | Path, *, seed: int = 0) -> Comparison:
     run_a, run_b = Path(a), Path(b)
     results_a = read_json_model(run_a / "results.json", EvalResults)
     results_b = read_json_model(run_b / "results.json", EvalResults)
+    outputs_a, environment_a = _outputs(run_a, results_a)
+    outputs_b, environment_b = _outputs(run_b, results_b)
     return compare_results(
         results_a,
         results_b,
-        _outputs(run_a, results_a),
-        _outputs(run_b, results_b),
+        outputs_a,
+        outputs_b,
         side_a=RunSide.of(results_a, _manifest(run_a)),
         side_b=RunSide.of(results_b, _manifest(run_b)),
         seed=seed,
+        environments=(environment_a, environment_b),
     )
 
 
