@@ -84,6 +84,12 @@ def test_each_judgement_is_a_verified_trace_linked_from_its_score(tmp_path: Path
     assert "judgements/c0@1.1.jsonl" == score.judgement.trace
     assert Trace.load(run_dir / score.judgement.trace).checkpoint() == score.judgement.checkpoint
     assert "positive=True" == score.detail
+    notes = (run_dir / "lab-notes.md").read_text()
+    assert "([positive's judgement](judgements/c0@1.1.jsonl))" in notes
+    assert (
+        'href="judgements/c0@1.1.jsonl">positive\'s judgement</a>'
+        in (run_dir / "lab-notes.html").read_text()
+    )
 
 
 def test_rescore_replays_judgements_without_calling_the_judge(tmp_path: Path) -> None:
@@ -218,3 +224,24 @@ def test_a_judge_model_that_cannot_be_built_errors_its_score(tmp_path: Path) -> 
         score.detail,
     )
     assert not (tmp_path / "run" / "judgements" / "c0@1.1.jsonl").exists()
+
+
+def test_lab_notes_link_no_judgement_path_outside_the_judge_folders(tmp_path: Path) -> None:
+    """A results file naming a judgement at another path: Lab Notes do not link it."""
+    from twinflow.eval import render_markdown
+
+    run_dir = tmp_path / "run"
+    results = run_eval(judged(1), factory(), run_dir, clock=CLOCK, judges=wiring(verdict_reply()))
+    case = results.cases[0]
+    link = case.scores[1].judgement
+    assert link is not None
+    moved = link.model_copy(update={"trace": "../../elsewhere/c0@1.1.jsonl"})
+    score = case.scores[1].model_copy(update={"judgement": moved})
+    edited = results.model_copy(
+        update={"cases": (case.model_copy(update={"scores": (case.scores[0], score)}),)}
+    )
+    linked = "([positive's judgement](judgements/c0@1.1.jsonl))"
+    assert (True, False) == (
+        linked in render_markdown(results),
+        "elsewhere" in render_markdown(edited),
+    )

@@ -95,6 +95,22 @@ def _page_of(trace: str) -> PurePosixPath | None:
     return path.with_suffix(".html")
 
 
+def _judgements(result: CaseResult) -> list[tuple[str, str]]:
+    """(scorer, path) of each judgement a case's scores link, for paths of the form the judge
+    writes (``judgements/`` or ``rejudged/``, ``<key>.<n>.jsonl``): no other is linked."""
+    found = []
+    for score in result.scores:
+        link = score.judgement
+        if link is None:
+            continue
+        path = PurePosixPath(link.trace)
+        folder_ok = str(path.parent) in {"judgements", "rejudged"}
+        name_ok = path.name.startswith(f"{result.key}.") and path.suffix == ".jsonl"
+        if folder_ok and name_ok and "\\" not in link.trace:
+            found.append((score.scorer, str(path)))
+    return found
+
+
 def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[str, CaseDetail]]:
     """Read every case's trace for Lab Notes, and write its trace page beside it.
 
@@ -461,6 +477,9 @@ def render_markdown(
         why, given, expected, output, calls = (_cell(c, 300) for c in cells)
         page = f" ([page]({detail.page}))" if detail.page else ""
         trace = f"[{r.trace}]({r.trace})" if _page_of(r.trace) else _cell(r.trace)
+        trace += "".join(
+            f" ([{_cell(scorer)}'s judgement]({path}))" for scorer, path in _judgements(r)
+        )
         out.append(
             f"| {_cell(r.key)} | {r.status} | {why} | {given} | {expected} | {output} | {calls} "
             f"| {trace}{page} |"
@@ -594,6 +613,9 @@ def _case_html(r: CaseResult, detail: CaseDetail) -> str:
     links = [f'<a href="{e(r.trace)}">trace</a>' if _page_of(r.trace) else f"trace {e(r.trace)}"]
     if detail.page:
         links.insert(0, f'<a href="{e(detail.page)}">trace page (verifies in the browser)</a>')
+    links += [
+        f'<a href="{e(path)}">{e(scorer)}\'s judgement</a>' for scorer, path in _judgements(r)
+    ]
     parts.append(f"<p>{' · '.join(links)} · {r.checkpoint.size} events</p></details>")
     return "".join(parts)
 
