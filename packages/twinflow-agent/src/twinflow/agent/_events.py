@@ -47,6 +47,7 @@ __all__ = [
     "ModelResponded",
     "OutputAccepted",
     "OutputRejected",
+    "PartKindRecord",
     "PolicyDecided",
     "PolicyRecord",
     "RunFailed",
@@ -87,6 +88,15 @@ class PolicyRecord(_Frozen):
     configurations recorded before approvals existed keep their digests)."""
 
 
+class PartKindRecord(_Frozen):
+    """An extension part kind a run declared (`Agent(part_kinds=...)`), as recorded."""
+
+    kind: str
+    """The kind's name, as its parts carry it."""
+    type: str
+    """The class defining it, as ``module:QualName`` (``twinflow.vocab:...`` for vocab's own)."""
+
+
 class AgentConfig(_Frozen):
     """The configuration of an agent, recorded in ``run_started`` and digested."""
 
@@ -106,6 +116,9 @@ class AgentConfig(_Frozen):
     """Usage limits by name."""
     settings: ModelSettings
     """Model settings sent with every request."""
+    part_kinds: tuple[PartKindRecord, ...] = Field(default=(), exclude_if=lambda value: not value)
+    """The extension part kinds the run's model may reply with, by kind (absent when none, so
+    configurations recorded before extension kinds existed keep their digests)."""
 
 
 class ForkParent(_Frozen):

@@ -564,7 +564,7 @@ def _print_outcome(outcome: RunOutcome, out: Output) -> None:
     else:
         out.line(f"  failed    {_one_line(outcome.error)}")
     out.line(f"  trace     {outcome.trace} ({outcome.events} events)")
-    out.line(f"  root      {outcome.root}")
+    out.line(f"  root      (hex) {outcome.root}")
 
 
 # -- replay ---------------------------------------------------------------------------------
@@ -600,7 +600,7 @@ def replay_command(args: argparse.Namespace, out: Output) -> int:
     )
     out.document({"ok": True, **payload})
     out.line(f"ok: {args.trace}: replay ({args.mode}) matched all {payload['events']} events")
-    out.line(f"root {payload['root']}")
+    out.line(f"root (hex) {payload['root']}")
     differences = payload["environment_differences"]
     if differences:
         # The trace is received input: what it recorded is escaped for the terminal.

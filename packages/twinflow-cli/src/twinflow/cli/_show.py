@@ -83,7 +83,10 @@ def _message(message: Any) -> list[str]:
                 f"{_clean(part.get('value'))}"
             )
         else:
-            lines.append(f"    {role}: {_clean(part)}")
+            # Any other kind (media, vocab's extension kinds, a plugin's): its name and fields,
+            # read as plain JSON, so no kind needs its plugin installed to be shown.
+            fields = {k: v for k, v in part.items() if k != "kind"}
+            lines.append(f"    {role} ({_clean(kind)}): {_clean(fields)}")
     return lines
 
 
@@ -99,11 +102,16 @@ def _started(body: dict[str, Any]) -> list[str]:
     if config.get("system_prompt"):
         lines.append(f"  system: {_indent(_clean(config['system_prompt']))}")
     lines.append(f"  tools: {tools or 'none'}; the policy allows {allow}")
+    listed = config.get("part_kinds")
+    kinds = [k for k in listed if isinstance(k, dict)] if isinstance(listed, list) else []
+    if kinds:
+        named = ", ".join(f"{_clean(k.get('kind'))} ({_clean(k.get('type'))})" for k in kinds)
+        lines.append(f"  part kinds: {named}")
     parent = body.get("parent")
     if isinstance(parent, dict):
         lines.append(
             f"  forked at step {_clean(parent.get('step'))} from the run whose trace had "
-            f"{_clean(parent.get('size'))} events, root {_clean(parent.get('root'))}"
+            f"{_clean(parent.get('size'))} events, root (hex) {_clean(parent.get('root'))}"
         )
     return lines
 
@@ -192,12 +200,19 @@ def _events(data: bytes) -> list[dict[str, Any] | None]:
     return events
 
 
-def describe_events(events: list[dict[str, Any] | None], broken_at: int | None) -> list[str]:
-    """The run as lines a person reads, step by step; events from ``broken_at`` on are marked."""
+def describe_events(
+    events: list[dict[str, Any] | None], broken_at: int | None, redacted: tuple[int, ...] = ()
+) -> list[str]:
+    """The run as lines a person reads, step by step; events from ``broken_at`` on are marked,
+    and each of the ``redacted`` seqs (verified: their digest alone is in the file) says so."""
     lines: list[str] = []
     step = None
+    hidden = set(redacted)
     for seq, event in enumerate(events):
         mark = "  [not verified]" if broken_at is not None and seq >= broken_at else ""
+        if seq in hidden:
+            lines.append(f"  seq {seq}: REDACTED (only its digest is published; it verifies)")
+            continue
         body = event.get("body") if event is not None else None
         if not isinstance(body, dict):
             lines.append(f"  (line {seq + 1} is not readable as an event){mark}")
@@ -271,8 +286,6 @@ def _show(args: argparse.Namespace, out: Output) -> int:
                 _check_before_the_page(args, data, published.checkpoint)
             # A note carries no head digest: the page compares size and root.
             checkpoint = {"size": published.checkpoint.size, "root": published.checkpoint.root}
-            if published.form == "json":
-                checkpoint = published.checkpoint.to_json()
         page = render_trace_page(data, args.trace.name, checkpoint)
         # A page is a report: written whole, never through a planted link (docs/adr/0050).
         write_replace(args.html, page.encode("utf-8"), durable=False)
@@ -283,13 +296,17 @@ def _show(args: argparse.Namespace, out: Output) -> int:
         "verified": problem is None,
         "problem": None if problem is None else problem.to_json(),
         "root": report.checkpoint.root,
+        "root_encoding": "hex",
+        "redacted": list(report.redacted),
         "html": None if args.html is None else str(args.html),
     }
-    for line in describe_events(events, None if problem is None else problem.seq):
+    for line in describe_events(events, None if problem is None else problem.seq, report.redacted):
         out.line(line)
     out.line("")
     if problem is None:
-        out.line(f"verified: {report.events} events; Merkle root {report.checkpoint.root}")
+        out.line(f"verified: {report.events} events; Merkle root (hex) {report.checkpoint.root}")
+        if report.redacted:
+            out.line(f"{report.redaction()}: the rest of the file cannot show what they said")
     else:
         out.line(
             f"NOT VERIFIED: {args.trace}: {_clean(str(problem))}; the {report.events} events "

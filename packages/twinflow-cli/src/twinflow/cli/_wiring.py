@@ -37,6 +37,7 @@ from twinflow.cli._spec import (
     ModelSpec,
     RunSpec,
     SpecError,
+    load_part_kinds,
     load_tools,
     record_code,
     resolve_dotted,
@@ -360,6 +361,7 @@ def build_agent(
         model_label=model_label,
         tool_results=tool_results,
         environment=environment,
+        part_kinds=load_part_kinds(spec),
     )
     return agent
 
