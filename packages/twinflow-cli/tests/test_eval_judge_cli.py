@@ -200,7 +200,7 @@ def test_rejudge_sends_no_key_the_user_did_not_name(
     project: Path, judge: Judge, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A run directory's judge naming api_key_env: --rejudge refuses (exit 2) until --send-key."""
-    monkeypatch.setenv("JUDGE_KEY", "secret")
+    monkeypatch.setenv("JUDGE_KEY", "tf-judge-test-key-7c1e9a")
     text = (project / "dataset.yaml").read_text()
     keyed = text.replace("max_tokens: 64}", "max_tokens: 64, api_key_env: JUDGE_KEY}")
     (project / "dataset.yaml").write_text(keyed)
