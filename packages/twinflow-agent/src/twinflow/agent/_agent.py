@@ -242,8 +242,8 @@ class Agent(Closing, Generic[OutputT]):
         steering: Steering | None = None,
         model_label: str | None = None,
         tool_results: RecordedResults | None = None,
-        environment: Environment | None = None,
         part_kinds: Sequence[type[ExtensionPart]] = (),
+        environment: Environment | None = None,
     ) -> None:
         """Configure an agent.
 
@@ -273,12 +273,12 @@ class Agent(Closing, Generic[OutputT]):
             tool_results: Serve each allowed call's result from a record instead of running
                 the tool (replay's recorded mode, `ReplayPorts.tool_results`). Every policy
                 decision is still made and traced; only the function call is replaced.
-            environment: Where the agent runs (`Environment`), recorded in ``run_started``;
-                replay passes the recorded one (`ReplayPorts.environment`).
             part_kinds: The extension part classes (`twinflow.vocab.ExtensionPart`
                 subclasses: a plugin's, or vocab's resource links, cache hints...) the model's
                 replies may hold; recorded in ``run_started``. A reply holding a part of any
                 other extension kind fails the run (`InvalidModelReply`).
+            environment: Where the agent runs (`Environment`), recorded in ``run_started``;
+                replay passes the recorded one (`ReplayPorts.environment`).
 
         Raises:
             AgentConfigError: Duplicate tool names, a policy naming unknown tools, a bad
@@ -333,10 +333,10 @@ class Agent(Closing, Generic[OutputT]):
             OutputSchema.for_model(output_type) if issubclass(output_type, BaseModel) else None
         )
         self.tool_results = tool_results
+        self.part_kinds = _part_kinds(part_kinds)
         self.environment = environment
         # The environment run_started records: this agent's, or a resumed run's recorded one.
         self._started_in = environment
-        self.part_kinds = _part_kinds(part_kinds)
         self.config = AgentConfig(
             part_kinds=tuple(
                 PartKindRecord(kind=kind, type=_class_path(cls))

@@ -360,8 +360,8 @@ def build_agent(
         steering=steering,
         model_label=model_label,
         tool_results=tool_results,
-        environment=environment,
         part_kinds=load_part_kinds(spec),
+        environment=environment,
     )
     return agent
 
