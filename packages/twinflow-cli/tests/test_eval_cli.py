@@ -72,6 +72,29 @@ def test_invoice_example_runs_against_the_embedded_model_and_rescores(
     assert [results["cases"][4]["key"]] == [f["key"] for f in payload["flagged"]]
 
 
+@pytest.mark.real_model
+def test_the_judged_invoice_example_runs_three_trials_on_the_embedded_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """3 trials with a judge on SmolLM2: every judgement verifies; rescore replays them all."""
+    work = tmp_path / "example"
+    shutil.copytree(EXAMPLE, work, ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "run"
+    argv = ["eval", "run", str(work / "judged.yaml"), "--spec", str(work / "spec.yaml")]
+    code, payload = _run([*argv, "--out", str(out), "--trials", "3"], capsys)
+    assert (0, 9) == (code, payload["summary"]["total"]), payload
+    results = json.loads((out / "results.json").read_bytes())
+    judged = [s for c in results["cases"] for s in c["scores"] if s["scorer"] == "judge"]
+    assert 9 == len(judged)
+    for score in judged:
+        link = score["judgement"]
+        assert link is not None, score
+        assert Trace.load(out / link["trace"]).checkpoint().root == link["checkpoint"]["root"]
+    # The embedded server stopped with the run: rescore replays every judgement without it.
+    code, payload = _run(["eval", "rescore", str(out), "--trust-code"], capsys)
+    assert (0, [], []) == (code, payload["changed"], payload["flagged"])
+
+
 def _reply(request: Any) -> Message:
     prompt = request.transcript.messages[-1].text
     return Message.assistant("yes" if "good" in prompt or "flip" in prompt else "no")

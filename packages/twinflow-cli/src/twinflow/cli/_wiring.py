@@ -42,7 +42,7 @@ from twinflow.cli._spec import (
     record_code,
     resolve_dotted,
 )
-from twinflow.eval import RunIdentity
+from twinflow.eval import Dataset, Judge, JudgeWiring, RunIdentity, verdict_type
 from twinflow.kernel import (
     Clock,
     CountingIds,
@@ -67,13 +67,17 @@ from twinflow.vocab import ChatModel, Message, ModelRequest, ModelSettings, dige
 
 __all__ = [
     "EMBEDDED",
+    "JudgeModels",
     "build_agent",
     "build_model",
     "build_transport",
     "check_agent",
     "embedded_server",
+    "judge_model_spec",
+    "judges_of",
     "mcp_servers",
     "model_base_url",
+    "model_settings",
     "numbered",
     "output_type_of",
     "replay_builder",
@@ -109,6 +113,98 @@ def build_transport(spec: ModelSpec) -> HttpTransport:
         key_header=client.key_header,
         headers={**client.required_headers, **spec.headers},
     )
+
+
+def model_settings(spec: ModelSpec, *, seed: int = 0) -> ModelSettings:
+    """The settings every request to a spec's model carries (the agent's, a judge's)."""
+    return ModelSettings(temperature=spec.temperature, max_tokens=spec.max_tokens, seed=seed)
+
+
+def judges_of(dataset: Dataset) -> tuple[Judge, ...]:
+    """The dataset's judge scorers, each once, in the order they first appear."""
+    found: dict[str, Judge] = {}
+    for case in dataset.cases:
+        for scorer in dataset.scorers_for(case):
+            if isinstance(scorer, Judge):
+                found.setdefault(digest(scorer), scorer)
+    return tuple(found.values())
+
+
+def judge_model_spec(judge: Judge) -> ModelSpec:
+    """A judge scorer's ``model`` section, read as a run spec's.
+
+    Raises:
+        SpecError: naming the judge and the key at fault.
+    """
+    try:
+        return ModelSpec(**judge.model)
+    except SpecError as exc:
+        raise SpecError(f"judge {judge.name or judge.kind!r}: model: {exc}") from None
+
+
+class JudgeModels:
+    """Builds each judge scorer's chat model on demand, one transport per judge model.
+
+    Args:
+        urls: Maps a judge's ``model.url`` to the URL to call (``embedded`` to the running
+            embedded server's).
+        ids: The ids port of the clients (tool-call ids of structured-action mode).
+    """
+
+    def __init__(self, urls: Callable[[str], str], ids: Ids) -> None:
+        self._urls = urls
+        self._ids = ids
+        self._transports: dict[str, HttpTransport] = {}
+
+    def _spec(self, judge: Judge) -> tuple[str, ModelSpec]:
+        spec = judge_model_spec(judge)
+        spec = spec.model_copy(update={"url": self._urls(spec.url)})
+        return digest(spec), spec
+
+    def prepare(self, dataset: Dataset) -> None:
+        """Open the transport of every judge of ``dataset`` now, before cases run in threads
+        (`model` then only reads them)."""
+        for judge in judges_of(dataset):
+            key, spec = self._spec(judge)
+            if key not in self._transports:
+                self._transports[key] = build_transport(spec)
+
+    def model(self, judge: Judge) -> ChatModel:
+        """The judge's client, on the transport `prepare` opened (or one opened now)."""
+        key, spec = self._spec(judge)
+        if key not in self._transports:
+            self._transports[key] = build_transport(spec)
+        return build_model(spec, self._transports[key], self._ids)
+
+    @staticmethod
+    def settings(judge: Judge) -> ModelSettings:
+        """The judge's model settings (needed to replay its judgements, too)."""
+        return model_settings(judge_model_spec(judge))
+
+    def wiring(self, clock: Clock) -> JudgeWiring:
+        """The eval's judging port on these models."""
+        return JudgeWiring(model=self.model, settings=self.settings, clock=clock, ids=self._ids)
+
+    @staticmethod
+    def check(dataset: Dataset, *, verdicts: bool = True) -> None:
+        """Refuse, before anything runs, a judge whose model section or verdict model is wrong.
+
+        ``verdicts=False`` checks the model sections only: resolving a verdict model imports
+        code, which a received run directory's scoring does only once trusted.
+
+        Raises:
+            SpecError: a judge's model section is not a valid model spec.
+            ScorerError: a verdict model does not resolve or has no boolean pass field.
+        """
+        for judge in judges_of(dataset):
+            judge_model_spec(judge)
+            if verdicts:
+                verdict_type(judge)
+
+    def close(self) -> None:
+        """Close every transport opened."""
+        for transport in self._transports.values():
+            transport.close()
 
 
 def run_identity(spec: RunSpec) -> RunIdentity:
@@ -258,9 +354,7 @@ def build_agent(
         output_type=str if output_type is None else output_type,
         max_steps=spec.max_steps,
         system=spec.system,
-        settings=ModelSettings(
-            temperature=spec.model.temperature, max_tokens=spec.model.max_tokens, seed=seed
-        ),
+        settings=model_settings(spec.model, seed=seed),
         trace=trace,
         observer=observer,
         steering=steering,

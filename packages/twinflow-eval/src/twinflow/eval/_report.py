@@ -12,6 +12,7 @@ import html
 import json
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from pydantic import JsonValue
@@ -27,6 +28,7 @@ from twinflow.agent import (
 from twinflow.eval._errors import RunDirError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
+from twinflow.eval._plan import Plan, PlanError, judge_plan, read_plan
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 from twinflow.eval._stats import wilson_interval
 from twinflow.eval._trials import TrialStats
@@ -75,6 +77,12 @@ class RunFacts(EvalValue):
     """The earliest run start, as recorded (ISO 8601)."""
     last: str | None = None
     """The latest run start, as recorded (ISO 8601)."""
+    plan: Plan | None = None
+    """The plan the run was registered under (``plan.note``), if any."""
+    plan_signers: tuple[str, ...] = ()
+    """The names on the plan's signature lines (verified when the run started with it)."""
+    plan_problem: str | None = None
+    """Why ``plan.note`` could not be read, when it could not."""
     environments: tuple[Environment, ...] = ()
     """The distinct environments the cases ran in (``run_started``), in the order first met:
     one, normally; several when workers differ."""
@@ -92,6 +100,22 @@ def _page_of(trace: str) -> PurePosixPath | None:
     if path.name.startswith("."):
         return None
     return path.with_suffix(".html")
+
+
+def _judgements(result: CaseResult) -> list[tuple[str, str]]:
+    """(scorer, path) of each judgement a case's scores link, for paths of the form the judge
+    writes (``judgements/`` or ``rejudged/``, ``<key>.<n>.jsonl``): no other is linked."""
+    found = []
+    for score in result.scores:
+        link = score.judgement
+        if link is None:
+            continue
+        path = PurePosixPath(link.trace)
+        folder_ok = str(path.parent) in {"judgements", "rejudged"}
+        name_ok = path.name.startswith(f"{result.key}.") and path.suffix == ".jsonl"
+        if folder_ok and name_ok and "\\" not in link.trace:
+            found.append((score.scorer, str(path)))
+    return found
 
 
 def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[str, CaseDetail]]:
@@ -154,7 +178,11 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
                     environments.append(body.environment)
             elif isinstance(body, ModelResponded) and body.response.model_name:
                 reported.add(body.response.model_name)
+    plan, signers, problem = _plan_of(run_dir)
     facts = RunFacts(
+        plan=plan,
+        plan_signers=signers,
+        plan_problem=problem,
         model=None if identity is None else identity.model,
         spec_digest=None if identity is None else identity.spec_digest,
         models=tuple(sorted(reported or clients)),
@@ -164,6 +192,56 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
         environments=tuple(environments),
     )
     return facts, details
+
+
+def _plan_of(run_dir: Path) -> tuple[Plan | None, tuple[str, ...], str | None]:
+    """The run's ``plan.note`` (plan, signature names, problem); all empty when there is none."""
+    try:
+        data = read_inside(run_dir, "plan.note", what="plan.note")
+    except FileNotFoundError:
+        return None, (), None
+    except OSError as exc:
+        return None, (), f"plan.note cannot be read: {exc}"
+    try:
+        read = read_plan(data, check_signature=False)
+    except PlanError as exc:
+        return None, (), f"plan.note: {exc}"
+    return read.plan, read.signers, None
+
+
+def _plan_lines(results: EvalResults, facts: RunFacts) -> list[str]:
+    """The pre-registered plan's sentences for Lab Notes: the rule's outcome and which came
+    first, the plan or the run (empty when the run had no plan)."""
+    if facts.plan_problem is not None:
+        return [facts.plan_problem]
+    plan = facts.plan
+    if plan is None:
+        return []
+    first = None if facts.first is None else datetime.fromisoformat(facts.first)
+    outcome = judge_plan(plan, results, first)
+    values = ", ".join(f"{name} = {value:.4g}" for name, value in outcome.values.items())
+    signed = f"signed by {', '.join(facts.plan_signers)}" if facts.plan_signers else "not signed"
+    made = plan.made_at.isoformat()
+    if outcome.before_run is None:
+        order = f"made at {made}; no trace was read to compare it with"
+    elif outcome.before_run:
+        order = (
+            f"made at {made}, before the run's first trace started ({facts.first}): "
+            "the plan came first"
+        )
+    else:
+        order = (
+            f"made at {made}, after the run's first trace started ({facts.first}): the run "
+            "came first, so this plan is not a pre-registration"
+        )
+    return [
+        f"metric {plan.metric}; decision rule: {plan.rule}",
+        f"rule {'met' if outcome.met else 'NOT met'} ({values})",
+        f"plan {order}",
+        f"plan {signed}; dataset, spec and scorer digests matched when the run was started "
+        f"with it (dataset {plan.dataset_digest[:12]}, spec {plan.spec_digest[:12]}, "
+        f"scorers {plan.scorers_digest[:12]}, {plan.trials} trial(s) of each case)",
+    ]
 
 
 def _manifest(run_dir: Path) -> RunManifest | None:
@@ -348,6 +426,10 @@ def render_markdown(
         f"**Pass rate {_pct(rate)}** ({passed}/{total}; 95% Wilson interval {_pct(low)} to {_pct(high)}). "
         f"Passed {s.passed}, failed {s.failed}, errored {s.errored}, flagged {s.flagged}.",
     ]
+    plan = _plan_lines(results, facts)
+    if plan:
+        out += ["", "## Pre-registered plan", ""]
+        out += [f"- {_cell(line, 1000)}" for line in plan]
     if results.trials is not None:
         headline, header, table = _trials(results.trials)
         out += ["", "## Trials", "", headline, "", f"| {' | '.join(header)} |"]
@@ -412,6 +494,9 @@ def render_markdown(
         why, given, expected, output, calls = (_cell(c, 300) for c in cells)
         page = f" ([page]({detail.page}))" if detail.page else ""
         trace = f"[{r.trace}]({r.trace})" if _page_of(r.trace) else _cell(r.trace)
+        trace += "".join(
+            f" ([{_cell(scorer)}'s judgement]({path}))" for scorer, path in _judgements(r)
+        )
         out.append(
             f"| {_cell(r.key)} | {r.status} | {why} | {given} | {expected} | {output} | {calls} "
             f"| {trace}{page} |"
@@ -551,6 +636,9 @@ def _case_html(r: CaseResult, detail: CaseDetail) -> str:
     links = [f'<a href="{e(r.trace)}">trace</a>' if _page_of(r.trace) else f"trace {e(r.trace)}"]
     if detail.page:
         links.insert(0, f'<a href="{e(detail.page)}">trace page (verifies in the browser)</a>')
+    links += [
+        f'<a href="{e(path)}">{e(scorer)}\'s judgement</a>' for scorer, path in _judgements(r)
+    ]
     parts.append(f"<p>{' · '.join(links)} · {r.checkpoint.size} events</p></details>")
     return "".join(parts)
 
@@ -575,6 +663,11 @@ def render_html(
         f'<p class="headline"><strong>Pass rate {_pct(rate)}</strong> ({passed}/{total}; 95% Wilson interval '
         f"{_pct(low)} to {_pct(high)}). Passed {s.passed}, failed {s.failed}, errored {s.errored}, flagged {s.flagged}.</p>"
     )
+    plan = _plan_lines(results, facts)
+    if plan:
+        body.append("<h2>Pre-registered plan</h2><ul>")
+        body += [f"<li>{e(line)}</li>" for line in plan]
+        body.append("</ul>")
     if results.trials is not None:
         headline, header, cells = _trials(results.trials)
         body.append(f"<h2>Trials</h2><p>{e(headline)}</p><table><tr>")

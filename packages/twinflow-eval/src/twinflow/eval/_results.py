@@ -47,6 +47,7 @@ __all__ = [
     "read_json_model",
     "refuse_planted_links",
     "select_keys",
+    "set_aside",
     "trial_seed",
     "trials_of",
 ]
@@ -270,7 +271,14 @@ def _short(value: str | None) -> str:
     return "not recorded" if value is None else value[:12]
 
 
-RUN_FILES = ("run.json", "results.json", "rescore.json", "lab-notes.md", "lab-notes.html")
+RUN_FILES = (
+    "run.json",
+    "results.json",
+    "rescore.json",
+    "lab-notes.md",
+    "lab-notes.html",
+    "plan.note",
+)
 """The fixed names a run directory holds besides ``traces/`` and ``cases/``."""
 
 
@@ -283,14 +291,15 @@ def refuse_planted_links(run_dir: Path) -> None:
     Raises:
         PlantedLinkError: naming the first link found.
     """
-    for path in (run_dir, *(run_dir / n for n in ("traces", "cases", *RUN_FILES))):
+    subdirs = ("traces", "cases", "judgements", "rejudged")
+    for path in (run_dir, *(run_dir / n for n in (*subdirs, *RUN_FILES))):
         if path.is_symlink():
             raise PlantedLinkError(
                 f"{path} is a symbolic link; the run writes nothing through it: remove the "
                 "link, or pick a new --out directory",
                 path=path,
             )
-    for sub in ("traces", "cases"):
+    for sub in subdirs:
         if not (run_dir / sub).is_dir():
             continue
         with os.scandir(run_dir / sub) as entries:
@@ -320,3 +329,13 @@ def read_json_model(path: Path, model: type[M]) -> M:
         raise RunDirError(
             f"{path}: not a valid {model.__name__} ({where}: {first['msg']})"
         ) from None
+
+
+def set_aside(trace: Path) -> None:
+    """Rename a trace a new run must not reuse to ``<stem>.interrupted[-N].jsonl``; never delete it."""
+    number = 0
+    target = trace.with_name(f"{trace.stem}.interrupted.jsonl")
+    while target.exists():
+        number += 1
+        target = trace.with_name(f"{trace.stem}.interrupted-{number}.jsonl")
+    trace.rename(target)
