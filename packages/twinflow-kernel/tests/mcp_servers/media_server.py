@@ -1,9 +1,9 @@
 """A real MCP server built with the official SDK's `MCPServer` whose tool returns more than text.
 
-    python media_server.py [--log FILE]     (stdio)
+    python media_server.py [--log FILE] [--pixel BYTES]     (stdio)
 
-Tool ``gallery``: a caption, a one-pixel image and a link to the full picture. Every call is
-appended to ``--log`` (one JSON line).
+Tool ``gallery``: a caption, a one-pixel image (whose bytes ``--pixel`` sets) and a link to the
+full picture. Every call is appended to ``--log`` (one JSON line).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from mcp_types import ImageContent, ResourceLink, TextContent
 
 server = MCPServer("media", version="1.0.0")
 _log_path: str | None = None
+_pixel = b"png"
 
 
 @server.tool()
@@ -27,16 +28,19 @@ def gallery() -> list[TextContent | ImageContent | ResourceLink]:
             log.write(json.dumps({"tool": "gallery", "arguments": {}}) + "\n")
     return [
         TextContent(type="text", text="a picture"),
-        ImageContent(type="image", mimeType="image/png", data=base64.b64encode(b"png").decode()),
+        ImageContent(type="image", mimeType="image/png", data=base64.b64encode(_pixel).decode()),
         ResourceLink(type="resource_link", uri="file:///pictures/full.png", name="full.png"),
     ]
 
 
 def main() -> None:
-    global _log_path
+    global _log_path, _pixel
     parser = argparse.ArgumentParser()
     parser.add_argument("--log")
-    _log_path = parser.parse_args().log
+    parser.add_argument("--pixel", default="png")
+    args = parser.parse_args()
+    _log_path = args.log
+    _pixel = args.pixel.encode()
     server.run("stdio")
 
 
