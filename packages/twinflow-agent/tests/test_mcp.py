@@ -268,6 +268,7 @@ def test_non_text_content_is_carried_as_parts_and_replays_without_the_server(
     ("mode", "words"),
     [
         ("bad-base64", "data is not valid base64 (at /content/0/data)"),
+        ("bad-mime", "data: URI declares 'image/png' but media_type is 'image/png,x'"),
         ("huge-image", "bytes of content, over the limit of 1048576"),
         ("unknown-block", "unknown content block type 'hologram'"),
     ],

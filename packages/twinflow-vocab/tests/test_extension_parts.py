@@ -306,6 +306,8 @@ def test_mcp_content_blocks_map_onto_parts() -> None:
         ({"type": "image", "data": "not base64!", "mimeType": "image/png"}, "/0/data"),
         ({"type": "audio", "data": "AAA", "mimeType": "audio/wav"}, "/0/data"),
         ({"type": "resource", "resource": {"uri": "u", "blob": "%%%%"}}, "/0/resource/blob"),
+        ({"type": "image", "data": "AA==", "mimeType": "image/"}, "/0"),
+        ({"type": "image", "data": "AA==", "mimeType": "image/png,x"}, "/0"),
         ({"type": "resource_link", "uri": 5, "name": "n"}, "/0/uri"),
         ("text", "/0"),
     ],
@@ -313,10 +315,12 @@ def test_mcp_content_blocks_map_onto_parts() -> None:
 def test_a_malformed_mcp_block_is_a_wire_format_error_at_its_pointer(
     block: object, pointer: str
 ) -> None:
-    """Unknown types and wrong fields name where they are, in one typed error."""
+    """Unknown types and wrong fields name where they are, in one typed error of one line
+    (no pydantic layout or URL: the message can become a recorded tool error)."""
     with pytest.raises(WireFormatError) as caught:
         from_mcp_content(block, (0,))
     assert pointer == caught.value.path
+    assert (1, False) == (len(str(caught.value).splitlines()), "pydantic" in str(caught.value))
 
 
 GALLERY = (
