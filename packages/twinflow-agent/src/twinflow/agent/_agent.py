@@ -26,6 +26,7 @@ from twinflow.agent._events import (
     AgentConfig,
     ApprovalDecided,
     ApprovalRequested,
+    Environment,
     EventBody,
     ForkParent,
     MessageChain,
@@ -36,6 +37,7 @@ from twinflow.agent._events import (
     PartKindRecord,
     RunFailed,
     RunFinished,
+    RunResumed,
     RunStarted,
     SteeringReceived,
     _Frozen,
@@ -241,6 +243,7 @@ class Agent(Closing, Generic[OutputT]):
         model_label: str | None = None,
         tool_results: RecordedResults | None = None,
         part_kinds: Sequence[type[ExtensionPart]] = (),
+        environment: Environment | None = None,
     ) -> None:
         """Configure an agent.
 
@@ -274,6 +277,8 @@ class Agent(Closing, Generic[OutputT]):
                 subclasses: a plugin's, or vocab's resource links, cache hints...) the model's
                 replies may hold; recorded in ``run_started``. A reply holding a part of any
                 other extension kind fails the run (`InvalidModelReply`).
+            environment: Where the agent runs (`Environment`), recorded in ``run_started``;
+                replay passes the recorded one (`ReplayPorts.environment`).
 
         Raises:
             AgentConfigError: Duplicate tool names, a policy naming unknown tools, a bad
@@ -329,6 +334,9 @@ class Agent(Closing, Generic[OutputT]):
         )
         self.tool_results = tool_results
         self.part_kinds = _part_kinds(part_kinds)
+        self.environment = environment
+        # The environment run_started records: this agent's, or a resumed run's recorded one.
+        self._started_in = environment
         self.config = AgentConfig(
             part_kinds=tuple(
                 PartKindRecord(kind=kind, type=_class_path(cls))
@@ -417,6 +425,7 @@ class Agent(Closing, Generic[OutputT]):
                 config=self.config,
                 prompt=prompt,
                 parent=self._parent,
+                environment=self._started_in,
             )
         )
         for server in self.servers:
@@ -652,6 +661,18 @@ class Agent(Closing, Generic[OutputT]):
         )
         self._inserts = dict(resumed.inserts)
         self._decisions = dict(resumed.decisions)
+        # The prefix is re-run as recorded, its environment included; a continuation that runs
+        # somewhere else says where in its own run_resumed.
+        self._started_in = resumed.started.environment
+        marker = self._inserts[len(resumed.events)]
+        if (
+            isinstance(marker, RunResumed)
+            and self.environment is not None
+            and self.environment != resumed.started.environment
+        ):
+            self._inserts[len(resumed.events)] = marker.model_copy(
+                update={"environment": self.environment}
+            )
         try:
             return self._run(resumed.started.prompt)
         finally:
@@ -662,6 +683,7 @@ class Agent(Closing, Generic[OutputT]):
                 self.steering = saved[5]
                 self._inserts = {}
                 self._decisions = {}
+                self._started_in = self.environment
 
     def fork(self, parent: str | os.PathLike[str], *, at_step: int) -> RunResult[OutputT]:
         """Start a new run that takes the first ``at_step - 1`` steps from ``parent``'s trace.

@@ -7,7 +7,6 @@ its length, bounded lines and nesting); diff and replay read typed events throug
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -38,10 +37,10 @@ from twinflow.trace import (
     check_proof_file,
     encode_line,
     encode_redacted,
+    event_file_digest,
     prove_tlog_consistency,
     prove_tlog_inclusion,
     read_checkpoint,
-    read_regular,
     repair_trace,
     verify_trace,
     walk_trace,
@@ -520,10 +519,9 @@ def _check_proof(args: argparse.Namespace, out: Output) -> int:
         digest = bytes.fromhex(args.digest) if _HEX64.fullmatch(args.digest) else None
         if digest is None:
             raise UserError(f"--digest {args.digest[:80]!r}: 64 lowercase hex digits")
-    if args.event:
-        # The event's file holds its canonical bytes: the digest is their sha256, as written.
-        digest = hashlib.sha256(read_regular(args.event)).digest()
     try:
+        if args.event:
+            digest = event_file_digest(args.event)
         checked = check_proof_file(
             read_small_file(args.check, "proof"),
             [read_small_file(k, "key") for k in args.key or ()],

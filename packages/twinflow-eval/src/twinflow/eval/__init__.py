@@ -20,7 +20,7 @@ case; replaying a case in `rescore` may raise the agent's `ReplayDivergenceError
 """
 
 from twinflow.eval._code import importing_from, module_file, resolve_dotted, split_dotted
-from twinflow.eval._dataset import Case, Dataset, load_dataset
+from twinflow.eval._dataset import MAX_TRIALS, Case, Dataset, load_dataset
 from twinflow.eval._errors import (
     DatasetError,
     EvalError,
@@ -41,6 +41,7 @@ from twinflow.eval._report import (
     write_reports,
 )
 from twinflow.eval._results import (
+    SEED_STRIDE,
     CaseResult,
     CaseStatus,
     EvalResults,
@@ -50,6 +51,8 @@ from twinflow.eval._results import (
     Summary,
     case_key,
     select_keys,
+    trial_seed,
+    trials_of,
 )
 from twinflow.eval._runner import (
     AgentFactory,
@@ -77,22 +80,40 @@ from twinflow.eval._scorers import (
     score_all,
 )
 from twinflow.eval._stats import (
+    BOOTSTRAP_RESAMPLES,
+    FEW_CASES,
     Comparison,
+    PairedBootstrap,
     RunSide,
     ScorerDelta,
     compare_results,
     compare_runs,
     mcnemar_exact,
+    paired_bootstrap,
+    splitmix64,
     wilson_interval,
+)
+from twinflow.eval._trials import (
+    CaseTrials,
+    TrialStats,
+    clustered_stderr,
+    pass_at_k,
+    pass_hat_k,
+    trial_stats,
 )
 from twinflow.eval._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 
 __all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "FEW_CASES",
+    "MAX_TRIALS",
+    "SEED_STRIDE",
     "AgentFactory",
     "Case",
     "CaseDetail",
     "CaseResult",
     "CaseStatus",
+    "CaseTrials",
     "Comparison",
     "Custom",
     "Dataset",
@@ -106,6 +127,7 @@ __all__ = [
     "NoDeniedCalls",
     "NumericTolerance",
     "Observation",
+    "PairedBootstrap",
     "Progress",
     "RunAborted",
     "RunDirError",
@@ -124,8 +146,10 @@ __all__ = [
     "ToolCallRecord",
     "ToolCalls",
     "TraceMismatchError",
+    "TrialStats",
     "YamlLimits",
     "case_key",
+    "clustered_stderr",
     "code_modules",
     "compare_results",
     "compare_runs",
@@ -137,6 +161,9 @@ __all__ = [
     "merge_runs",
     "module_file",
     "observe",
+    "paired_bootstrap",
+    "pass_at_k",
+    "pass_hat_k",
     "pending_keys",
     "read_details",
     "read_user_file",
@@ -150,6 +177,10 @@ __all__ = [
     "score_trace",
     "select_keys",
     "split_dotted",
+    "splitmix64",
+    "trial_seed",
+    "trial_stats",
+    "trials_of",
     "validation_problems",
     "wilson_interval",
     "write_reports",

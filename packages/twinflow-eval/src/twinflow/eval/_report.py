@@ -16,12 +16,13 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import JsonValue
 
-from twinflow.agent import ModelResponded, RunStarted, Trace, render_trace_page
+from twinflow.agent import Environment, ModelResponded, RunStarted, Trace, render_trace_page
 from twinflow.eval._errors import RunDirError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 from twinflow.eval._stats import wilson_interval
+from twinflow.eval._trials import TrialStats
 from twinflow.trace import TraceCorruptError, read_inside, write_replace
 
 __all__ = [
@@ -67,6 +68,9 @@ class RunFacts(EvalValue):
     """The earliest run start, as recorded (ISO 8601)."""
     last: str | None = None
     """The latest run start, as recorded (ISO 8601)."""
+    environments: tuple[Environment, ...] = ()
+    """The distinct environments the cases ran in (``run_started``), in the order first met:
+    one, normally; several when workers differ."""
 
 
 def _page_of(trace: str) -> PurePosixPath | None:
@@ -95,6 +99,7 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
     clients: set[str] = set()
     digests: set[str] = set()
     starts: list[str] = []
+    environments: list[Environment] = []
     manifest = _manifest(run_dir)
     identity = manifest.identity if manifest is not None else None
     cases = {c.id: c for c in manifest.dataset.cases} if manifest is not None else {}
@@ -128,6 +133,8 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
                 digests.add(body.config_digest)
                 clients.add(body.config.model)
                 starts.append(event.at.isoformat())
+                if body.environment is not None and body.environment not in environments:
+                    environments.append(body.environment)
             elif isinstance(body, ModelResponded) and body.response.model_name:
                 reported.add(body.response.model_name)
     facts = RunFacts(
@@ -137,6 +144,7 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
         config_digests=tuple(sorted(digests)),
         first=min(starts, default=None),
         last=max(starts, default=None),
+        environments=tuple(environments),
     )
     return facts, details
 
@@ -214,7 +222,63 @@ def _header(results: EvalResults, facts: RunFacts) -> list[tuple[str, str]]:
             f"{results.dataset} ({len(results.cases)} case runs), digest {results.dataset_digest}",
         ),
         ("date", f"{dates} (run starts, as the traces record them)"),
+        ("environment", _environment_line(facts.environments)),
     ]
+
+
+def _environment_line(environments: tuple[Environment, ...]) -> str:
+    if not environments:
+        return "not recorded"
+    first = environments[0]
+    line = (
+        f"Python {first.python} ({first.implementation}) on {first.platform}; "
+        f"{len(first.distributions)} distributions imported, {len(first.modules)} spec modules"
+    )
+    if len(environments) > 1:
+        line += f"; the cases ran in {len(environments)} environments, see below"
+    return line
+
+
+def _environment_rows(environments: tuple[Environment, ...]) -> list[str]:
+    """The environment section's lines: the first environment whole, then each other one as
+    its differences from the first (one line each)."""
+    if not environments:
+        return []
+    first = environments[0]
+    rows = [
+        f"python {first.python} ({first.implementation}), platform {first.platform}",
+        f"model {first.model or 'not recorded'}, spec digest {first.spec_digest or 'not recorded'}",
+    ]
+    rows += [f"module {name} sha256 {digest}" for name, digest in first.modules.items()]
+    rows += [f"distribution {name} {version}" for name, version in first.distributions.items()]
+    for index, other in enumerate(environments[1:], start=2):
+        rows += [f"environment {index}: {line}" for line in first.differences(other)]
+    return rows
+
+
+def _opt_pct(x: float | None) -> str:
+    return "n/a" if x is None else _pct(x)
+
+
+def _trials(stats: TrialStats) -> tuple[str, list[str], list[list[str]]]:
+    """The trials section of both reports: a headline, the table's header and its rows."""
+    interval = (
+        "no interval: fewer than two cases"
+        if stats.interval is None or stats.stderr is None
+        else f"95% interval {_pct(stats.interval[0])} to {_pct(stats.interval[1])}, "
+        f"{stats.method}, standard error {stats.stderr:.4f}"
+    )
+    headline = (
+        f"{stats.k} trial(s) per case: rate {_pct(stats.rate)} ({interval}); "
+        f"pass@{stats.k} {_opt_pct(stats.pass_at_k)}, pass^{stats.k} {_opt_pct(stats.pass_hat_k)} "
+        "(mean over cases; unbiased estimators)."
+    )
+    header = ["case", "passed", "trials", f"pass@{stats.k}", f"pass^{stats.k}"]
+    rows = [
+        [c.case_id, str(c.passed), str(c.trials), _opt_pct(c.pass_at_k), _opt_pct(c.pass_hat_k)]
+        for c in stats.cases
+    ]
+    return headline, header, rows
 
 
 def _json(value: JsonValue) -> str:
@@ -266,6 +330,13 @@ def render_markdown(
         "",
         f"**Pass rate {_pct(rate)}** ({passed}/{total}; 95% Wilson interval {_pct(low)} to {_pct(high)}). "
         f"Passed {s.passed}, failed {s.failed}, errored {s.errored}, flagged {s.flagged}.",
+    ]
+    if results.trials is not None:
+        headline, header, table = _trials(results.trials)
+        out += ["", "## Trials", "", headline, "", f"| {' | '.join(header)} |"]
+        out.append("|---|" + "---:|" * (len(header) - 1))
+        out += [f"| {_cell(row[0])} | {' | '.join(row[1:])} |" for row in table]
+    out += [
         "",
         "## Pass rate by tag",
         "",
@@ -288,6 +359,9 @@ def render_markdown(
         out.append(
             f"| {_cell(name)} | {p} | {f} | {err} | {_pct(share)} | {_pct(lo)} to {_pct(hi)} |"
         )
+    if facts.environments:
+        out += ["", "## Environment", ""]
+        out += [f"- {_cell(row, 1000)}" for row in _environment_rows(facts.environments)]
     attempts = Counter(r.attempts for r in results.cases)
     out += ["", "## Structured-output attempts per case", "", "| attempts | cases |", "|---:|---:|"]
     out += [f"| {a} | {attempts[a]} |" for a in sorted(attempts)]
@@ -484,6 +558,13 @@ def render_html(
         f'<p class="headline"><strong>Pass rate {_pct(rate)}</strong> ({passed}/{total}; 95% Wilson interval '
         f"{_pct(low)} to {_pct(high)}). Passed {s.passed}, failed {s.failed}, errored {s.errored}, flagged {s.flagged}.</p>"
     )
+    if results.trials is not None:
+        headline, header, cells = _trials(results.trials)
+        body.append(f"<h2>Trials</h2><p>{e(headline)}</p><table><tr>")
+        body += [f"<th>{e(h)}</th>" for h in header]
+        body.append("</tr>")
+        body += ["<tr>" + "".join(f"<td>{e(cell)}</td>" for cell in row) + "</tr>" for row in cells]
+        body.append("</table>")
     rows = _by_tag(results)
     body.append("<h2>Pass rate by tag</h2>")
     body.append(_svg_rates(rows))
@@ -509,6 +590,10 @@ def render_html(
             f"<td>{_pct(lo)} to {_pct(hi)}</td></tr>"
         )
     body.append("</table>")
+    if facts.environments:
+        body.append("<h2>Environment</h2><ul>")
+        body += [f"<li>{e(row)}</li>" for row in _environment_rows(facts.environments)]
+        body.append("</ul>")
     attempts = Counter(r.attempts for r in results.cases)
     body.append("<h2>Structured-output attempts per case</h2>")
     body.append(

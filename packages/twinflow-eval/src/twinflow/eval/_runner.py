@@ -1,4 +1,9 @@
-"""The runner: every case repeat through an agent, one trace each; rescoring; merging shards.
+"""The runner: every trial of every case through an agent, one trace each; rescoring; merging shards.
+
+Trials: a run of ``trials`` K runs each case K times (at least its ``repeats``), trial ``r``
+under the key ``<case id>@<r>`` and with the sampling seed `trial_seed` (r), which the agent
+records in its ``run_started`` and the result reads back from the trace. Every mechanism below
+(resume, shards, Ray, rescore, merge) works per trial: a trial is a key like any other.
 
 Every score is computed from a verified trace (`score_trace`), in the runner as in
 `rescore` and `merge`, so a run directory can be scored again by anyone, without a model.
@@ -41,8 +46,10 @@ from twinflow.eval._results import (
     read_json_model,
     refuse_planted_links,
     select_keys,
+    trial_seed,
 )
 from twinflow.eval._scorers import Custom, SchemaValid, ScorerSpec, score_all
+from twinflow.eval._trials import trial_stats
 from twinflow.kernel import (
     Clock,
     Executor,
@@ -80,8 +87,9 @@ __all__ = [
 _Item = tuple[Case, int, str]
 """(case, repeat, key): one case repeat to run."""
 
-AgentFactory = Callable[[Case, TraceSink], Agent[Any]]
-"""Builds a fresh agent for one case repeat, writing its trace to the given sink."""
+AgentFactory = Callable[[Case, TraceSink, int], Agent[Any]]
+"""Builds a fresh agent for one trial of a case, writing its trace to the given sink and
+sampling with the given seed (`trial_seed`: the agent's settings carry it into the trace)."""
 
 Progress = Callable[[int, int, Summary], None]
 """Called after each case repeat with (done, total, counts so far)."""
@@ -196,6 +204,7 @@ def _score_bytes(
         steps=obs.steps,
         latency_s=obs.duration_s if latency_s is None else latency_s,
         error=None if obs.error_type is None else f"{obs.error_type}: {obs.error}",
+        seed=obs.seed,
     )
 
 
@@ -259,6 +268,7 @@ def _collect(out: Path, manifest: RunManifest) -> EvalResults:
         complete=len(results) == len(manifest.keys),
         summary=Summary.of(results),
         cases=tuple(results),
+        trials=trial_stats(results, manifest.trials),
     )
 
 
@@ -269,11 +279,11 @@ def _run_detached(
 
     Returns the trace bytes and the latency; the driver verifies them before it keeps them.
     """
-    case, _, key = item
+    case, repeat, key = item
     sink = MemoryTraceSink()
     started = clock.monotonic()
     try:
-        factory(case, sink).run(render(case))
+        factory(case, sink, trial_seed(repeat)).run(render(case))
     except TransportError as exc:
         raise RunAborted(
             f"case {key}: the model could not be reached ({type(exc).__name__}: {exc}); "
@@ -356,12 +366,13 @@ def run_eval(
     progress: Progress | None = None,
     code_dirs: Sequence[str | Path] = (),
     identity: RunIdentity | None = None,
+    trials: int | None = None,
 ) -> EvalResults:
-    """Run every case repeat (of a shard) through a fresh agent and score it from its trace.
+    """Run every trial of every case (of a shard) through a fresh agent; score it from its trace.
 
     Args:
         dataset: The dataset.
-        factory: Builds the agent for each case repeat, given the trace sink.
+        factory: Builds the agent for each trial, given the trace sink and the trial's seed.
         out: The run directory (created; an existing one for the same dataset and shard is resumed).
         clock: Measures each case's latency (``monotonic()``).
         executor: Runs cases concurrently (default: one after another, in order).
@@ -371,17 +382,19 @@ def run_eval(
         progress: Called after each case repeat.
         code_dirs: Directories user code is imported from (recorded for rescoring).
         identity: The spec and model, recorded in ``run.json``; a resume must match them.
+        trials: Trials of each case (default: the dataset's ``trials``); a resume must match.
 
     Returns:
         The results, also written to ``results.json`` with the Lab Notes.
 
     Raises:
-        RunDirError: ``out`` holds a run of another dataset, shard, spec or model.
+        RunDirError: ``out`` holds a run of another dataset, shard, trial count, spec or model.
         RunAborted: The model could not be reached; finished cases are kept for a resume.
     """
     run_dir = Path(out)
-    items = select_keys(dataset, shard)
-    manifest = _manifest(dataset, items, code_dirs, shard, identity)
+    count = dataset.trials if trials is None else trials
+    items = select_keys(dataset, shard, count)
+    manifest = _manifest(dataset, items, code_dirs, shard, identity, count)
     _prepare(run_dir, manifest)
     render = prompt or (lambda case: case.input)
     runner = executor or SerialExecutor()
@@ -401,7 +414,7 @@ def run_eval(
             _set_aside(trace)
         todo.append((case, repeat, key))
 
-    def resumed(case: Case, key: str) -> bool:
+    def resumed(case: Case, repeat: int, key: str) -> bool:
         """Continue a case's interrupted run from its trace; False if it cannot be (set aside)."""
         trace = run_dir / "traces" / f"{key}.jsonl"
         with trace.open("rb") as f:
@@ -409,7 +422,7 @@ def run_eval(
         if not started:  # not one whole event: there is no run to continue
             _set_aside(trace)
             return False
-        agent = factory(case, MemoryTraceSink())
+        agent = factory(case, MemoryTraceSink(), trial_seed(repeat))
         try:
             agent.resume(trace)
         except (CannotResume, ReplayDivergenceError, TraceCorruptError):
@@ -427,10 +440,10 @@ def run_eval(
         case, repeat, key = item
         started = clock.monotonic()
         try:
-            if key not in unfinished or not resumed(case, key):
+            if key not in unfinished or not resumed(case, repeat, key):
                 sink = FileTraceSink(run_dir / "traces" / f"{key}.jsonl")
                 try:
-                    factory(case, sink).run(render(case))
+                    factory(case, sink, trial_seed(repeat)).run(render(case))
                 finally:
                     sink.close()
         except TransportError as exc:
@@ -485,6 +498,7 @@ def _manifest(
     code_dirs: Sequence[str | Path],
     shard: Shard | None,
     identity: RunIdentity | None,
+    trials: int,
 ) -> RunManifest:
     return RunManifest(
         dataset=dataset,
@@ -493,6 +507,7 @@ def _manifest(
         keys=tuple(k for _, _, k in items),
         code_dirs=tuple(str(Path(d).resolve()) for d in code_dirs),
         identity=identity,
+        trials=trials,
     )
 
 
@@ -503,6 +518,7 @@ def pending_keys(
     shard: Shard | None = None,
     code_dirs: Sequence[str | Path] = (),
     identity: RunIdentity | None = None,
+    trials: int | None = None,
 ) -> tuple[str, ...]:
     """The case keys `run_eval` with these arguments would still run, decided before anything
     runs or is written: a caller starts a model server only if some are left.
@@ -512,11 +528,13 @@ def pending_keys(
             refusal `run_eval` makes, made here before any model loads).
     """
     run_dir = Path(out)
-    items = select_keys(dataset, shard)
+    count = dataset.trials if trials is None else trials
+    items = select_keys(dataset, shard, count)
     path = run_dir / "run.json"
     if path.exists():
         recorded = read_json_model(path, RunManifest)
-        recorded.check_resume(_manifest(dataset, items, code_dirs, shard, identity), run_dir)
+        resumed = _manifest(dataset, items, code_dirs, shard, identity, count)
+        recorded.check_resume(resumed, run_dir)
     return tuple(k for _, _, k in items if not (run_dir / "cases" / f"{k}.json").is_file())
 
 
@@ -556,6 +574,7 @@ def _rescore_dir(run_dir: Path, manifest: RunManifest, recorded: EvalResults) ->
         complete=recorded.complete,
         summary=Summary.of(results),
         cases=tuple(results),
+        trials=trial_stats(results, manifest.trials),
     )
 
 
@@ -648,6 +667,12 @@ def merge_runs(
         raise ShardError(
             "the shard directories are runs of different datasets; merge shards of one dataset"
         )
+    counts = sorted({manifest.trials for _, manifest, _ in loaded})
+    if len(counts) != 1:
+        raise ShardError(
+            f"the shard directories ran different numbers of trials ({', '.join(map(str, counts))}); "
+            "merge shards run with one --trials"
+        )
     shards = sorted(
         (manifest.shard.index, manifest.shard.count) if manifest.shard else (1, 1)
         for _, manifest, _ in loaded
@@ -667,7 +692,7 @@ def merge_runs(
     if target.exists() and any(p.name != WRITER_LOCK for p in target.iterdir()):
         raise RunDirError(f"{target} is not empty; merge into a new directory")
     dataset = loaded[0][1].dataset
-    items = select_keys(dataset, None)
+    items = select_keys(dataset, None, counts[0])
     by_key = {r.key: (path, r) for path, _, results in loaded for r in results.cases}
     for _, _, key in items:
         if key not in by_key:
@@ -683,6 +708,7 @@ def merge_runs(
         code_dirs=code_dirs,
         # The shards' spec and model, when they agree (Lab Notes name them from here).
         identity=identities.pop() if len(identities) == 1 else None,
+        trials=counts[0],
     )
     _prepare(target, manifest)
     for case, repeat, key in items:
