@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from twinflow.agent import (
     Agent,
     FunctionModel,
+    ListedTool,
     McpTools,
     Policy,
     ReplayDivergenceError,
@@ -23,7 +25,13 @@ from twinflow.agent import (
     Trace,
     replay,
 )
-from twinflow.kernel import CountingIds, McpClient, SteppingClock, connect_stdio
+from twinflow.kernel import (
+    CountingIds,
+    McpClient,
+    McpProtocolError,
+    SteppingClock,
+    connect_stdio,
+)
 from twinflow.trace import MemoryTraceSink, verify_trace
 from twinflow.vocab import (
     CallId,
@@ -293,3 +301,85 @@ def test_content_that_maps_onto_no_part_is_a_typed_tool_error(
     assert words in got.result.content
     assert 1 == len(got.result.content.splitlines())
     assert () == got.result.parts
+
+
+def listing(schema: dict[str, Any], *, output: bool = False) -> ToolsListed:
+    """A recorded listing of one tool whose input (or output) schema is ``schema``."""
+    plain: dict[str, Any] = {"type": "object"}
+    return ToolsListed(
+        server="bad",
+        step=1,
+        protocol_version="2025-06-18",
+        server_info={"name": "bad"},
+        tools=(
+            ListedTool(
+                name="bad.t",
+                description="",
+                parameters=plain if output else schema,
+                output_schema=schema if output else None,
+            ),
+        ),
+    )
+
+
+@pytest.mark.parametrize("output", [False, True])
+@pytest.mark.parametrize(
+    ("schema", "words"),
+    [
+        (
+            {"type": "object", "properties": {"a": {"type": "string", "pattern": "^(a|a)*$"}}},
+            "pattern is refused",
+        ),
+        ({"type": "object", "patternProperties": {"^(a|a)*$": {}}}, "patternProperties is refused"),
+        (
+            {"type": "object", "properties": {"a": {"type": "array", "uniqueItems": True}}},
+            "uniqueItems is refused",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"$ref": "http://127.0.0.1:9/s"}}},
+            "not a local reference",
+        ),
+        (
+            {"type": "object", "$defs": {"d": {"$dynamicRef": "other.json#x"}}},
+            "not a local reference",
+        ),
+        ({"type": "object", "$schema": {}}, "names no JSON Schema draft"),
+        (
+            {"type": "object", "$schema": "https://example.com/my-draft"},
+            "names no JSON Schema draft",
+        ),
+        ({"type": "object", "properties": {"a": {"type": 5}}}, "not a valid JSON Schema"),
+    ],
+)
+def test_a_schema_that_could_hang_crash_or_fetch_is_refused_when_listed(
+    schema: dict[str, Any], words: str, output: bool
+) -> None:
+    """ReDoS patterns, quadratic checks, remote references, an unknown $schema: one typed error."""
+    tools = McpTools.recorded("bad", [listing(schema, output=output)])
+    with pytest.raises(McpProtocolError) as caught:
+        tools.start()
+    assert words in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_known_draft_and_local_references_are_used() -> None:
+    """Draft-07, a local $ref, a property named pattern: used; a dangling $ref fails, no crash."""
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "definitions": {"n": {"type": "integer"}},
+        "properties": {
+            "a": {"$ref": "#/definitions/n"},
+            "b": {"$ref": "#/definitions/gone"},
+            "pattern": {"type": "string"},
+        },
+        "uniqueItems": False,
+    }
+    tool = McpTools.recorded("bad", [listing(schema)]).tools[0]
+    assert {"a": 1} == tool.validate({"a": 1})
+    with pytest.raises(ValidationError) as caught:
+        tool.validate({"a": "x"})
+    assert "is not of type 'integer'" in str(caught.value)
+    with pytest.raises(ValidationError) as dangling:
+        tool.validate({"b": 1})
+    assert "resolves to nothing" in str(dangling.value)

@@ -37,11 +37,83 @@ _SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A server's name: no dot, so ``<server>.<tool>`` names one tool of one server."""
 
 
+_DRAFTS = {
+    "http://json-schema.org/draft-03/schema": "Draft3Validator",
+    "http://json-schema.org/draft-04/schema": "Draft4Validator",
+    "http://json-schema.org/draft-06/schema": "Draft6Validator",
+    "http://json-schema.org/draft-07/schema": "Draft7Validator",
+    "https://json-schema.org/draft/2019-09/schema": "Draft201909Validator",
+    "https://json-schema.org/draft/2020-12/schema": "Draft202012Validator",
+}
+"""The ``$schema`` a tool's schema may name (a trailing ``#`` allowed); none means 2020-12."""
+
+_REFUSED_KEYWORDS = {
+    "pattern": "its regular expression could take hours on a crafted string (ReDoS)",
+    "patternProperties": "its regular expressions could take hours on a crafted name (ReDoS)",
+    "uniqueItems": "checking it is quadratic in an array's length",
+}
+"""Keywords whose check is not linear in the value's size: a schema holding one is refused
+when listed (docs/adr/0101), so no server's schema can make a check run for hours."""
+
+_REFS = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+_NAMED = ("properties", "$defs", "definitions", "dependentSchemas", "dependencies")
+"""Keywords whose value maps names (any names, ``pattern`` too) to subschemas."""
+
+
+def _unsafe(schema: JsonValue, path: str) -> str | None:
+    """Why ``schema`` may not be checked against (a refused keyword, a non-local reference,
+    an unknown ``$schema``), with where; None if it may."""
+    if isinstance(schema, list):
+        for i, item in enumerate(schema):
+            found = _unsafe(item, f"{path}/{i}")
+            if found is not None:
+                return found
+        return None
+    if not isinstance(schema, dict):
+        return None
+    for key, value in schema.items():
+        here = f"{path}/{key}"
+        if key in _REFUSED_KEYWORDS and value is not False:
+            return f"{here}: {key} is refused ({_REFUSED_KEYWORDS[key]})"
+        if key in _REFS and not (isinstance(value, str) and value.startswith("#")):
+            return (
+                f"{here}: {str(value)[:100]!r} is not a local reference ('#...'); none is fetched"
+            )
+        if key == "$schema" and (
+            not isinstance(value, str) or value.removesuffix("#") not in _DRAFTS
+        ):
+            return f"{here}: {str(value)[:100]!r} names no JSON Schema draft twinflow knows"
+        if key in _NAMED and isinstance(value, dict):
+            inner = [(f"{here}/{name}", sub) for name, sub in value.items()]
+        else:
+            inner = [(here, value)]
+        for where, sub in inner:
+            found = _unsafe(sub, where)
+            if found is not None:
+                return found
+    return None
+
+
 def _validator(schema: dict[str, JsonValue], where: str, server: str) -> Any:
+    """A validator for ``schema``, built once when the tool is listed (or replayed).
+
+    Raises:
+        McpProtocolError: The schema is not valid, or may not be checked against (`_unsafe`).
+    """
     # jsonschema ships no type information; the validator is used through two methods only.
     from jsonschema import exceptions, validators  # type: ignore[import-untyped]  # no py.typed
+    from referencing import Registry
 
-    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+    unsafe = _unsafe(schema, "")
+    if unsafe is not None:
+        raise McpProtocolError(
+            f"MCP server {server!r}: {where} cannot be used: at {unsafe}", server=server
+        )
+    declared = schema.get("$schema")
+    name = "Draft202012Validator" if declared is None else _DRAFTS[str(declared).removesuffix("#")]
+    cls = getattr(validators, name)
     try:
         cls.check_schema(schema)
     except (exceptions.SchemaError, RecursionError) as exc:
@@ -50,17 +122,22 @@ def _validator(schema: dict[str, JsonValue], where: str, server: str) -> Any:
             f"MCP server {server!r}: {where} is not a valid JSON Schema: {str(message)[:300]}",
             server=server,
         ) from None
-    return cls(schema)
+    # An empty registry that retrieves nothing: no reference can reach the network.
+    return cls(schema, registry=Registry())
 
 
 def _first_error(validator: Any, value: JsonValue) -> tuple[tuple[str | int, ...], str] | None:
     """Where and why ``value`` fails the schema, or None if it passes."""
     from jsonschema import exceptions
+    from referencing.exceptions import Unresolvable
 
     try:
         error = exceptions.best_match(validator.iter_errors(value))
     except RecursionError:
         return (), "nests too deeply to check"
+    except Unresolvable as exc:
+        # A local reference to nothing (``#/$defs/missing``): the schema's fault, not the value's.
+        return (), f"the schema has a reference that resolves to nothing ({exc})"[:500]
     if error is None:
         return None
     return tuple(error.absolute_path), str(error.message)[:500]
@@ -69,7 +146,7 @@ def _first_error(validator: Any, value: JsonValue) -> tuple[tuple[str | int, ...
 class _McpTool(Tool):
     """One tool of an MCP server: validated by its JSON Schema, called on the server."""
 
-    __slots__ = ("_input", "_listed", "_server")
+    __slots__ = ("_input", "_listed", "_output", "_server")
 
     def __init__(self, listed: ListedTool, server: McpTools) -> None:
         # Not Tool.__init__: there is no Python signature to derive a model from.
@@ -81,6 +158,11 @@ class _McpTool(Tool):
         self._server = server
         self._input = _validator(
             listed.parameters, f"the inputSchema of {listed.name}", server.name
+        )
+        self._output = (
+            None
+            if listed.output_schema is None
+            else _validator(listed.output_schema, f"the outputSchema of {listed.name}", server.name)
         )
 
     def _unbound(self, **kwargs: object) -> object:
@@ -109,7 +191,7 @@ class _McpTool(Tool):
 
     def call(self, kwargs: dict[str, object]) -> str | tuple[Part, ...]:
         """Call the tool on its server; the result as text, or its parts (see `McpTools`)."""
-        return self._server.call(self._listed, kwargs)
+        return self._server.call(self._listed, kwargs, self._output)
 
 
 class McpTools:
@@ -243,8 +325,12 @@ class McpTools:
             tools[item.name] = _McpTool(item, self)
         self._tools = tools
 
-    def call(self, listed: ListedTool, arguments: Mapping[str, object]) -> str | tuple[Part, ...]:
+    def call(
+        self, listed: ListedTool, arguments: Mapping[str, object], output: Any
+    ) -> str | tuple[Part, ...]:
         """Call ``listed`` on the server; its result as text, or as parts if it has more.
+
+        ``output`` is the validator of its ``outputSchema``, built when it was listed.
 
         Raises:
             McpToolError: The server marked the result ``isError``.
@@ -268,15 +354,12 @@ class McpTools:
         if result.get("isError") is True:
             raise McpToolError(text or "the server marked the result as an error")
         structured = result.get("structuredContent")
-        if listed.output_schema is not None:
+        if output is not None:
             if structured is None:
                 raise McpOutputInvalid(
                     f"{listed.name} has an outputSchema but returned no structuredContent"
                 )
-            found = _first_error(
-                _validator(listed.output_schema, f"the outputSchema of {listed.name}", self.name),
-                structured,
-            )
+            found = _first_error(output, structured)
             if found is not None:
                 where = "/".join(map(str, found[0])) or "the value"
                 raise McpOutputInvalid(
