@@ -41,6 +41,8 @@ from twinflow.vocab import (
     ResourceLinkPart,
     TextPart,
     ToolCallPart,
+    ToolResultPart,
+    carried_parts,
 )
 
 SERVERS = Path(__file__).resolve().parents[2] / "twinflow-kernel" / "tests" / "mcp_servers"
@@ -92,6 +94,7 @@ def agent(
     server: McpTools,
     allow: set[str],
     ports: ReplayPorts | None = None,
+    max_output_chars: int = 16_000,
 ) -> Agent[str]:
     """The agent under test, fresh or on replaying ports."""
     if ports is None:
@@ -100,7 +103,7 @@ def agent(
             clock=SteppingClock(START, timedelta(milliseconds=5)),
             ids=CountingIds(),
             tools=[server],
-            policy=Policy(allow=frozenset(allow)),
+            policy=Policy(allow=frozenset(allow), max_output_chars=max_output_chars),
             trace=MemoryTraceSink(),
         )
     return Agent(
@@ -270,6 +273,33 @@ def test_non_text_content_is_carried_as_parts_and_replays_without_the_server(
         return agent(calls(), McpTools.recorded("media", listed), {"media.gallery"}, ports)
 
     assert trace.size == replay(trace, offline, mode="recorded").events
+
+
+def test_max_output_chars_caps_the_text_parts_the_model_is_sent(tmp_path: Path) -> None:
+    """A result with an image is cut like a text one: its text parts hold at most the cap."""
+
+    def start() -> McpClient:
+        command = [sys.executable, str(SERVERS / "hostile_server.py"), "long-with-image"]
+        return connect_stdio("bad", command, log_path=tmp_path / "bad.log")
+
+    server = McpTools.live("bad", start)
+    try:
+        handler = calls(("bad.add", {"a": 1, "b": 2}))
+        run = agent(handler, server, {"bad.add"}, max_output_chars=50)
+        run.run("add")
+    finally:
+        server.close()
+    got = results(recorded(run))[0]
+    marker = "[truncated: 151 more characters]"
+    assert 151 == got.truncated_chars
+    assert "A" * 50 + "\n" + marker == got.result.content
+    assert (
+        TextPart(text="A" * 50 + "\n" + marker),
+        MediaPart(media_type="image/png", uri="data:image/png;base64,cG5n"),
+    ) == got.result.parts
+    (sent,) = carried_parts([got.result], "test")
+    assert isinstance(sent, ToolResultPart)
+    assert "A" * 50 + "\n" + marker + "\n[image/png: 3 bytes]" == sent.content
 
 
 @pytest.mark.parametrize(

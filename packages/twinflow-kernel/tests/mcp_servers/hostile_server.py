@@ -12,7 +12,7 @@ It initializes properly, lists one tool ``add`` (or misbehaves there), and answe
 - ``many``: lists 10,000 tools; ``homoglyph``: lists ``\\u0430dd`` (a Cyrillic a);
 - ``bad-base64`` / ``bad-mime`` / ``huge-image`` / ``unknown-block``: a result whose image's
   data is not base64, whose image's type is not one, whose image is 2 MiB, or whose block is
-  of a type MCP does not define;
+  of a type MCP does not define; ``long-with-image``: 100 ``A``s, an image, 100 ``B``s;
 - ``paged``: lists ``add`` and ``sub`` on two pages; ``init-garbage``: garbage for initialize.
 
 It writes a marker to stderr, which must reach the server's log and never the trace.
@@ -88,6 +88,11 @@ def call(request: dict) -> None:
         "bad-mime": [{"type": "image", "mimeType": "image/png,x", "data": "cG5n"}],
         "huge-image": [{"type": "image", "mimeType": "image/png", "data": "QUJD" * (1 << 19)}],
         "unknown-block": [{"type": "hologram", "data": "x"}],
+        "long-with-image": [
+            {"type": "text", "text": "A" * 100},
+            {"type": "image", "mimeType": "image/png", "data": "cG5n"},
+            {"type": "text", "text": "B" * 100},
+        ],
     }
     if MODE in blocks:
         result(request["id"], {"content": blocks[MODE], "isError": False})

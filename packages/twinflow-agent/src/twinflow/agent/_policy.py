@@ -329,11 +329,15 @@ class ToolRunner:
         error_type: str | None,
         parts: tuple[Part, ...] = (),
     ) -> ToolResultPart:
-        # The cap is on text; a result's other parts are bounded by the tool that made them.
+        # The cap is on text, wherever the model reads it: ``content``, and the text parts a
+        # result with more than text carries (an adapter sends those, not ``content``). Its
+        # other parts are bounded by the tool that made them.
         cap = self._policy.max_output_chars
         cut = max(0, len(content) - cap)
         if cut:
-            content = content[:cap] + f"\n[truncated: {cut} more characters]"
+            marker = f"[truncated: {cut} more characters]"
+            content = content[:cap] + "\n" + marker
+            parts = _capped_text(parts, cap, marker)
         result = ToolResultPart(
             call_id=call.id,
             name=call.name,
@@ -343,3 +347,21 @@ class ToolRunner:
         )
         self._emit(ToolReturned(result=result, error_type=error_type, truncated_chars=cut))
         return result
+
+
+def _capped_text(parts: tuple[Part, ...], cap: int, marker: str) -> tuple[Part, ...]:
+    """``parts`` with their text cut to ``cap`` characters in all (counting the newline that
+    joins two text parts, as ``content`` does), ``marker`` where the cut is; others kept."""
+    kept: list[Part] = []
+    room = cap
+    for part in parts:
+        if not isinstance(part, TextPart):
+            kept.append(part)
+        elif room > len(part.text):
+            kept.append(part)
+            room -= len(part.text) + 1
+        elif room >= 0:
+            head = part.text[: max(room, 0)]
+            kept.append(TextPart(text=f"{head}\n{marker}" if head else marker))
+            room = -1
+    return tuple(kept)
