@@ -37,14 +37,14 @@ _SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A server's name: no dot, so ``<server>.<tool>`` names one tool of one server."""
 
 
-_DRAFTS = {
-    "http://json-schema.org/draft-03/schema": "Draft3Validator",
-    "http://json-schema.org/draft-04/schema": "Draft4Validator",
-    "http://json-schema.org/draft-06/schema": "Draft6Validator",
-    "http://json-schema.org/draft-07/schema": "Draft7Validator",
-    "https://json-schema.org/draft/2019-09/schema": "Draft201909Validator",
-    "https://json-schema.org/draft/2020-12/schema": "Draft202012Validator",
-}
+_DRAFTS = (
+    "http://json-schema.org/draft-03/schema",
+    "http://json-schema.org/draft-04/schema",
+    "http://json-schema.org/draft-06/schema",
+    "http://json-schema.org/draft-07/schema",
+    "https://json-schema.org/draft/2019-09/schema",
+    "https://json-schema.org/draft/2020-12/schema",
+)
 """The ``$schema`` a tool's schema may name (a trailing ``#`` allowed); none means 2020-12."""
 
 _REFUSED_KEYWORDS = {
@@ -112,8 +112,15 @@ def _validator(schema: dict[str, JsonValue], where: str, server: str) -> Any:
             f"MCP server {server!r}: {where} cannot be used: at {unsafe}", server=server
         )
     declared = schema.get("$schema")
-    name = "Draft202012Validator" if declared is None else _DRAFTS[str(declared).removesuffix("#")]
-    cls = getattr(validators, name)
+    drafts = (
+        validators.Draft3Validator,
+        validators.Draft4Validator,
+        validators.Draft6Validator,
+        validators.Draft7Validator,
+        validators.Draft201909Validator,
+        validators.Draft202012Validator,
+    )
+    cls = drafts[-1] if declared is None else drafts[_DRAFTS.index(str(declared).removesuffix("#"))]
     try:
         cls.check_schema(schema)
     except (exceptions.SchemaError, RecursionError) as exc:
