@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from twinflow.kernel import (
     McpProtocolError,
     McpTimeout,
     PipedProcess,
+    SteppingClock,
     SubprocessLauncher,
     connect_http,
     connect_stdio,
@@ -108,6 +110,22 @@ def test_a_server_that_never_answers_meets_the_deadline(
     client = hostile("silent", timeout=0.5)
     with pytest.raises(McpTimeout):
         client.call_tool("add", {"a": 1, "b": 2})
+
+
+def test_a_server_that_pings_for_every_reply_meets_the_deadline(tmp_path: Path) -> None:
+    """Pings answering each reply keep the inbox full: the request's deadline still ends it."""
+    process = SubprocessLauncher().spawn(
+        [sys.executable, str(HOSTILE), "http-ping"], log_path=tmp_path / "http.log"
+    )
+    with process:
+        line = process.read_line(timeout=120, limit=100)
+        assert line is not None and line.startswith(b"PORT ")
+        url = f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+        clock = SteppingClock(datetime(2026, 1, 1, tzinfo=UTC), timedelta(seconds=1))
+        client = connect_http("bad", url, limits=McpLimits(timeout=5), clock=clock)
+        with client, pytest.raises(McpTimeout) as caught:
+            client.call_tool("add", {"a": 1, "b": 2})
+    assert "did not answer tools/call within 5 s" in str(caught.value)
 
 
 @pytest.mark.parametrize(

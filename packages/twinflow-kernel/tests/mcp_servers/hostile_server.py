@@ -13,7 +13,9 @@ It initializes properly, lists one tool ``add`` (or misbehaves there), and answe
 - ``bad-base64`` / ``bad-mime`` / ``huge-image`` / ``unknown-block``: a result whose image's
   data is not base64, whose image's type is not one, whose image is 2 MiB, or whose block is
   of a type MCP does not define; ``long-with-image``: 100 ``A``s, an image, 100 ``B``s;
-- ``paged``: lists ``add`` and ``sub`` on two pages; ``init-garbage``: garbage for initialize.
+- ``paged``: lists ``add`` and ``sub`` on two pages; ``init-garbage``: garbage for initialize;
+- ``http-ping``: Streamable HTTP on 127.0.0.1 (prints ``PORT <n>``), answering a call, and
+  every reply the client sends, with a ping (server-sent events): it never answers the call.
 
 It writes a marker to stderr, which must reach the server's log and never the trace.
 """
@@ -129,5 +131,53 @@ def main() -> None:
             call(request)
 
 
+def http_ping() -> None:
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    pings = iter(range(1 << 62))
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if request.get("method") == "initialize":
+                body = json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": request["id"],
+                        "result": {
+                            "protocolVersion": request["params"]["protocolVersion"],
+                            "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "hostile", "version": "0"},
+                        },
+                    }
+                ).encode()
+                self.answer("application/json", body)
+            elif "id" not in request:
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            else:  # the call, or the client's reply to a ping: ping again
+                ping = {"jsonrpc": "2.0", "id": f"ping-{next(pings)}", "method": "ping"}
+                self.answer("text/event-stream", f"data: {json.dumps(ping)}\n\n".encode())
+
+        def answer(self, kind: str, body: bytes) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    sys.stdout.write(f"PORT {server.server_address[1]}\n")
+    sys.stdout.flush()
+    server.serve_forever()
+
+
 if __name__ == "__main__":
-    main()
+    if MODE == "http-ping":
+        http_ping()
+    else:
+        main()

@@ -34,7 +34,7 @@ from twinflow.kernel._errors import (
     TransportTimeout,
 )
 from twinflow.kernel._launcher import PipedProcess, SubprocessLauncher, _tail
-from twinflow.kernel._ports import Closing
+from twinflow.kernel._ports import Clock, Closing
 from twinflow.kernel._transport import HttpTransport
 from twinflow.trace import CanonicalError, parse_json
 from twinflow.vocab import JsonValue, canonical_bytes
@@ -258,15 +258,24 @@ def _sse_data(body: bytes) -> list[bytes]:
 class McpClient(Closing):
     """One MCP server's tools: initialize, list, call, close. Not thread-safe."""
 
-    def __init__(self, channel: McpChannel, *, server: str, limits: McpLimits | None = None):
+    def __init__(
+        self,
+        channel: McpChannel,
+        *,
+        server: str,
+        limits: McpLimits | None = None,
+        clock: Clock | None = None,
+    ):
         """Wrap an open channel (use `connect_stdio` or `connect_http`).
 
         Args:
             channel: The connection to the server.
             server: The server's name, for messages.
             limits: Bounds on the server's answers (default `McpLimits()`).
+            clock: What a request's deadline is measured on (`monotonic`; the system's).
         """
         self.server = server
+        self._clock: Clock = clock or SystemClock()
         self._channel = channel
         self._limits = limits or McpLimits()
         self._next_id = 0
@@ -388,7 +397,7 @@ class McpClient(Closing):
         request_id = self._next_id
         self._next_id += 1
         limits = self._limits
-        clock = SystemClock()
+        clock = self._clock
         end = clock.monotonic() + limits.timeout
         message: dict[str, JsonValue] = {
             "jsonrpc": "2.0",
@@ -398,21 +407,22 @@ class McpClient(Closing):
         }
         self._inbox.extend(self._channel.send(message, timeout=limits.timeout))
         while True:
-            if self._inbox:
-                answer = self._inbox.popleft()
-            else:
-                remaining = end - clock.monotonic()
-                if remaining <= 0:
-                    raise McpTimeout(
-                        f"MCP server {self.server!r} ({self._channel.where}) did not answer "
-                        f"{method} within {limits.timeout:g} s",
-                        server=self.server,
-                    )
-                answer = self._channel.receive(timeout=remaining)
+            # Every turn, not only when waiting: a server that keeps sending (a ping for each
+            # reply) must not keep the request alive past its deadline.
+            remaining = end - clock.monotonic()
+            if remaining <= 0:
+                raise McpTimeout(
+                    f"MCP server {self.server!r} ({self._channel.where}) did not answer "
+                    f"{method} within {limits.timeout:g} s",
+                    server=self.server,
+                )
+            answer = (
+                self._inbox.popleft() if self._inbox else self._channel.receive(timeout=remaining)
+            )
             if not isinstance(answer, dict) or answer.get("jsonrpc") != "2.0":
                 raise self._error(f"sent a message that is not JSON-RPC 2.0 during {method}")
             if "method" in answer:
-                self._from_server(answer, end - clock.monotonic())
+                self._from_server(answer, remaining)
                 continue
             if answer.get("id") != request_id:
                 if isinstance(answer.get("id"), int) and answer["id"] < request_id:  # type: ignore[operator]  # an int, checked on the left
@@ -455,7 +465,7 @@ class McpClient(Closing):
                     "call back into the run",
                 },
             }
-        self._inbox.extend(self._channel.send(reply, timeout=max(remaining, 0.001)))
+        self._inbox.extend(self._channel.send(reply, timeout=remaining))
 
     def close(self) -> None:
         """End the session: stdin closed and the process stopped, or the connection closed."""
@@ -470,6 +480,7 @@ def connect_stdio(
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     limits: McpLimits | None = None,
+    clock: Clock | None = None,
 ) -> McpClient:
     """Start `command` as an MCP server under the watchdog and initialize it.
 
@@ -480,6 +491,7 @@ def connect_stdio(
         env: Variables set for it, on top of a few of ours (PATH, HOME, LANG...: never keys).
         cwd: Its working directory.
         limits: Bounds on its answers.
+        clock: What request deadlines are measured on (the system's).
 
     Raises:
         LaunchError: It cannot be started.
@@ -488,7 +500,9 @@ def connect_stdio(
     inherited = {k: v for k, v in os.environ.items() if k in _INHERITED_ENV}
     launcher = SubprocessLauncher(env={**inherited, **(env or {})}, cwd=cwd, grace=2.0)
     process = launcher.spawn(command, log_path=log_path)
-    client = McpClient(_Stdio(process, server, limits or McpLimits()), server=server, limits=limits)
+    client = McpClient(
+        _Stdio(process, server, limits or McpLimits()), server=server, limits=limits, clock=clock
+    )
     try:
         client.initialize()
     except BaseException:
@@ -505,6 +519,7 @@ def connect_http(
     headers: Mapping[str, str] | None = None,
     limits: McpLimits | None = None,
     allow_network: bool | None = None,
+    clock: Clock | None = None,
 ) -> McpClient:
     """Open a Streamable HTTP session with the MCP server at `url` and initialize it.
 
@@ -515,6 +530,7 @@ def connect_http(
         headers: Extra request headers (never a key).
         limits: Bounds on its answers.
         allow_network: As `HttpTransport`'s kill switch.
+        clock: What request deadlines are measured on (the system's).
 
     Raises:
         UserError: `api_key_env` names an unset variable, or the URL is not http(s).
@@ -527,7 +543,9 @@ def connect_http(
         max_response_bytes=limits.max_message_bytes,
         allow_network=allow_network,
     )
-    client = McpClient(_Http(transport, url, server, limits), server=server, limits=limits)
+    client = McpClient(
+        _Http(transport, url, server, limits), server=server, limits=limits, clock=clock
+    )
     try:
         client.initialize()
     except BaseException:
