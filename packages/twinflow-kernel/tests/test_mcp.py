@@ -23,6 +23,7 @@ from twinflow.kernel import (
     connect_http,
     connect_stdio,
 )
+from twinflow.trace import DEFAULT_MAX_LINE_BYTES
 
 SERVERS = Path(__file__).parent / "mcp_servers"
 CALC = SERVERS / "calc_server.py"
@@ -139,6 +140,22 @@ def test_a_hostile_tool_list_is_refused(
     with pytest.raises(McpProtocolError) as caught:
         hostile(mode).list_tools()
     assert words in str(caught.value)
+
+
+def test_a_listing_heavier_than_its_limit_in_all_pages_is_refused(
+    hostile: Callable[..., McpClient],
+) -> None:
+    """1 MiB tools on page after page: refused once their sum passes max_listing_bytes."""
+    client = hostile("fat-pages", max_listing_bytes=3 * 1024 * 1024)
+    with pytest.raises(McpProtocolError) as caught:
+        client.list_tools()
+    assert "lists tools of more than 3145728 bytes in all" in str(caught.value)
+
+
+def test_the_default_listing_limit_leaves_room_in_a_trace_line() -> None:
+    """A listing at the limit, with a server_info as large as a message, fits a trace line."""
+    limits = McpLimits()
+    assert limits.max_listing_bytes + limits.max_message_bytes < DEFAULT_MAX_LINE_BYTES
 
 
 @pytest.mark.parametrize(

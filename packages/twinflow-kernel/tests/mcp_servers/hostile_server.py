@@ -9,7 +9,7 @@ It initializes properly, lists one tool ``add`` (or misbehaves there), and answe
 - ``oversize``: a 5 MiB line; ``deep``: JSON nested 100,000 levels;
 - ``sampling`` / ``elicitation``: asks the client to sample / elicit, then answers the call
   with the client's reply quoted;
-- ``many``: lists 10,000 tools; ``homoglyph``: lists ``\\u0430dd`` (a Cyrillic a);
+- ``many``: lists 10,000 tools; ``fat-pages``: a 1 MiB tool on each of endless pages; ``homoglyph``: lists ``\\u0430dd`` (a Cyrillic a);
 - ``bad-base64`` / ``bad-mime`` / ``huge-image`` / ``unknown-block``: a result whose image's
   data is not base64, whose image's type is not one, whose image is 2 MiB, or whose block is
   of a type MCP does not define; ``long-with-image``: 100 ``A``s, an image, 100 ``B``s;
@@ -52,6 +52,10 @@ def tools_list(request: dict) -> None:
         result(request["id"], {"tools": tools})
     elif MODE == "homoglyph":
         result(request["id"], {"tools": [dict(ADD, name="\u0430dd")]})
+    elif MODE == "fat-pages":
+        page = int(request.get("params", {}).get("cursor") or 0)
+        fat = dict(ADD, name=f"t{page}", description="x" * (1 << 20))
+        result(request["id"], {"tools": [fat], "nextCursor": str(page + 1)})
     elif MODE == "paged" and not request.get("params", {}).get("cursor"):
         result(request["id"], {"tools": [ADD], "nextCursor": "page2"})
     elif MODE == "paged":

@@ -75,6 +75,9 @@ class McpLimits:
     """Most tools a server may offer."""
     max_pages: int = 100
     """Most pages of ``tools/list`` read."""
+    max_listing_bytes: int = 8 * 1024 * 1024
+    """Most bytes the tools of one listing may weigh in all pages together (each tool's
+    canonical JSON): the listing is one trace line, which readers take up to 16 MiB."""
     timeout: float = 30.0
     """Seconds one request may take, from sending it to its answer (notifications included)."""
 
@@ -326,10 +329,11 @@ class McpClient(Closing):
         """Every tool the server offers, all pages read, each checked.
 
         Raises:
-            McpError: The server failed, offered too many tools or pages, or a tool that is
-                not one (no name, a name outside the specification's characters, no schema).
+            McpError: The server failed, offered too many tools, pages or bytes of tools, or a
+                tool that is not one (no name, a name outside the specification's characters, no schema).
         """
         tools: list[dict[str, JsonValue]] = []
+        weight = 0
         cursor: JsonValue = None
         for _page in range(self._limits.max_pages):
             result = self._request("tools/list", {} if cursor is None else {"cursor": cursor})
@@ -341,6 +345,12 @@ class McpClient(Closing):
                 if len(tools) > self._limits.max_tools:
                     raise self._error(
                         f"offers more than {self._limits.max_tools} tools (the limit)"
+                    )
+                weight += len(canonical_bytes(tool))
+                if weight > self._limits.max_listing_bytes:
+                    raise self._error(
+                        f"lists tools of more than {self._limits.max_listing_bytes} bytes in all "
+                        "(the limit: a listing is one trace line)"
                     )
             cursor = result.get("nextCursor")
             if cursor is None:
