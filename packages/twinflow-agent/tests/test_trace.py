@@ -36,8 +36,10 @@ from twinflow.agent._events import AgentConfig, PolicyRecord
 from twinflow.agent._trace import encode_event
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import (
+    DEFAULT_MAX_LINE_BYTES,
     GENESIS,
     Checkpoint,
+    EventTooLargeError,
     FileTraceSink,
     FsyncPolicy,
     InvalidProofError,
@@ -196,6 +198,22 @@ def test_a_naive_clock_reading_is_refused_as_before() -> None:
             ToolCalled(call_id=CallId("c1"), tool="add", arguments={}),
         )
     assert b"" == sink.data
+
+
+def test_an_event_longer_than_a_reader_accepts_is_not_written() -> None:
+    """A line past the readers' limit is `EventTooLargeError`; nothing of it is written."""
+    sink = MemoryTraceSink()
+    writer = TraceWriter(sink)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    writer.append(at, ToolCalled(call_id=CallId("c1"), tool="add", arguments={}))
+    before = sink.data
+    huge = ToolCalled(
+        call_id=CallId("c2"), tool="add", arguments={"x": "a" * DEFAULT_MAX_LINE_BYTES}
+    )
+    with pytest.raises(EventTooLargeError) as caught:
+        writer.append(at, huge)
+    assert "tool_called event of" in str(caught.value)
+    assert (before, 1) == (sink.data, writer.size)
 
 
 def test_sample_trace_verifies() -> None:

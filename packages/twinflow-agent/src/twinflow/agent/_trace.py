@@ -24,7 +24,9 @@ from pydantic import AwareDatetime, TypeAdapter
 
 from twinflow.agent._events import GENESIS, EventBody, TraceEvent
 from twinflow.trace import (
+    DEFAULT_MAX_LINE_BYTES,
     Checkpoint,
+    EventTooLargeError,
     FsyncPolicy,
     MerkleTree,
     TraceSink,
@@ -124,6 +126,8 @@ class TraceWriter:
         Raises:
             AgentConfigError: ``at`` is not an aware datetime, or ``body`` is not an event.
             FileWriteError: The sink could not write the line (disk full, ...).
+            EventTooLargeError: The line would be longer than readers accept
+                (`DEFAULT_MAX_LINE_BYTES`); nothing was written.
         """
         framed = self._spliced(at, body, encoded)
         if framed is None or holds_secret(framed[0]):
@@ -134,6 +138,11 @@ class TraceWriter:
                 # model in its reply): the event is written with it replaced by the marker.
                 framed = encode_event(_scrubbed(event))
         line, hexdigest = framed
+        if len(line) > DEFAULT_MAX_LINE_BYTES:
+            raise EventTooLargeError(
+                f"a {body.kind} event of {len(line)} bytes is longer than the "
+                f"{DEFAULT_MAX_LINE_BYTES} bytes a trace reader accepts; it was not written"
+            )
         self.sink.write(line)
         self._tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))
         self._head = hexdigest

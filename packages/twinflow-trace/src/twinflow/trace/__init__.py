@@ -14,6 +14,7 @@ catches every package's); this package's own tree::
     └── TraceError                                 raised by twinflow.trace
         ├── CanonicalError                         no RFC 8785 form (`.reason`, `.pointer`, `.detail`)
         ├── TraceFormatError (also ValueError)     a proof, checkpoint or key file not in its form
+        ├── EventTooLargeError (also ValueError)   an event whose line readers would refuse: not written
         ├── FileWriteError (also OSError)          a file not written: disk full, no permission (`.filename`)
         │   ├── PlantedLinkError                   the target or its directory is a symbolic link: refused
         │   ├── DirectoryBusyError                 another process holds the directory's writer lock
@@ -38,6 +39,7 @@ loads what verification needs, not the signature, repair and writer modules.
 
 from twinflow.trace._errors import CanonicalError as CanonicalError
 from twinflow.trace._errors import DirectoryBusyError as DirectoryBusyError
+from twinflow.trace._errors import EventTooLargeError as EventTooLargeError
 from twinflow.trace._errors import FileWriteError as FileWriteError
 from twinflow.trace._errors import InvalidProofError as InvalidProofError
 from twinflow.trace._errors import NotRegularFileError as NotRegularFileError

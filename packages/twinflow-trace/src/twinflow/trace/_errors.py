@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CanonicalError",
     "DirectoryBusyError",
+    "EventTooLargeError",
     "FileWriteError",
     "InvalidProofError",
     "NotRegularFileError",
@@ -90,6 +91,11 @@ class CanonicalError(TraceError):
 
 class TraceFormatError(TraceError, ValueError):
     """A proof, checkpoint or key file is not in the documented form; the message says where."""
+
+
+class EventTooLargeError(TraceError, ValueError):
+    """An event whose trace line would be longer than readers accept: it is not written, so no
+    writer makes a trace its own readers refuse."""
 
 
 class FileWriteError(TraceError, OSError):
