@@ -30,12 +30,12 @@ from twinflow.kernel import (
 SERVERS = Path(__file__).resolve().parents[2] / "twinflow-kernel" / "tests" / "mcp_servers"
 
 
-def twinflow(*args: str, cwd: Path) -> ProcessResult:
-    """Run `python -m twinflow.cli ARGS` in a fresh interpreter."""
+def twinflow(*args: str, cwd: Path, env: dict[str, str] | None = None) -> ProcessResult:
+    """Run `python -m twinflow.cli ARGS` in a fresh interpreter (``env`` added to ours)."""
     return run_process(
         [sys.executable, "-m", "twinflow.cli", *args],
         cwd=cwd,
-        env={"PYTHONDONTWRITEBYTECODE": "1"},
+        env={"PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
         timeout=300,
     )
 
@@ -219,6 +219,18 @@ def test_streamable_http_server_end_to_end(
         ),
         ("  - name: calc.x\n    command: [x]\n", "", "name"),
         ("  - name: calc\n    command: [x]\n    url: http://127.0.0.1:1/\n", "", "not both"),
+        (
+            "  - name: calc\n    command: [x]\n    env: {GITHUB_TOKEN: ghp_0123456789abcdef}\n",
+            "",
+            "GITHUB_TOKEN looks like a credential",
+        ),
+        ("  - name: calc\n    command: [x]\n    env: {db_password: x}\n", "", "pass_env"),
+        (
+            stdio_server("calc", "calc_server.py", "stdio")
+            + "    pass_env: [TWINFLOW_TEST_MCP_UNSET_VARIABLE]\n",
+            "calc.add",
+            "pass_env names TWINFLOW_TEST_MCP_UNSET_VARIABLE, which is unset",
+        ),
     ],
 )
 def test_a_server_that_cannot_serve_refuses_the_run_before_it_starts(
@@ -234,6 +246,33 @@ def test_a_server_that_cannot_serve_refuses_the_run_before_it_starts(
     assert words in made.stderr
     assert not (project / "run" / "trace.jsonl").exists()
     assert "Traceback" not in made.stderr
+
+
+def test_pass_env_forwards_a_key_that_reaches_no_file_of_the_run(
+    project: Path, model: Callable[[str, dict[str, Any]], str]
+) -> None:
+    """The server gets the pass_env variable; the spec copy names it, and the trace holds the
+    scrub marker where the server echoed its value."""
+    token = "tok-cli-pass-env-0123456789"
+    servers = stdio_server("bad", str(SERVERS / "hostile_server.py"), "echo-env")
+    servers += "    pass_env: [TWINFLOW_TEST_MCP_TOKEN]\n"
+    spec = project / "spec.yaml"
+    spec.write_text(spec_text(model("bad.add", {"a": 1, "b": 2}), servers, "bad.add"))
+    made = twinflow(
+        "run",
+        str(spec),
+        "--out",
+        str(project / "run"),
+        "--quiet",
+        cwd=project,
+        env={"TWINFLOW_TEST_MCP_TOKEN": token},
+    )
+    assert 0 == made.returncode, made.stderr
+    returned = [b for b in events(project / "run" / "trace.jsonl") if b["kind"] == "tool_returned"]
+    assert ["[REDACTED:secret]"] == [b["result"]["content"] for b in returned]
+    written = [p for p in (project / "run").rglob("*") if p.is_file()]
+    assert [] == [p.name for p in written if token.encode() in p.read_bytes()]
+    assert "TWINFLOW_TEST_MCP_TOKEN" in (project / "run" / "spec.yaml").read_text()
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from twinflow.kernel import (
     connect_http,
     connect_stdio,
 )
-from twinflow.trace import DEFAULT_MAX_LINE_BYTES
+from twinflow.trace import DEFAULT_MAX_LINE_BYTES, REDACTED, UserError, scrub
 
 SERVERS = Path(__file__).parent / "mcp_servers"
 CALC = SERVERS / "calc_server.py"
@@ -202,3 +202,42 @@ def test_a_command_that_does_not_exist_is_one_typed_error(tmp_path: Path) -> Non
     with pytest.raises(McpClosed) as caught:
         connect_stdio("gone", ["/nonexistent/mcp-server"], log_path=tmp_path / "gone.log")
     assert "cannot start" in str(caught.value)
+
+
+def test_a_servers_arguments_stay_out_of_its_error_messages(tmp_path: Path) -> None:
+    """A token among the command's arguments never reaches McpClosed (a recorded tool error)."""
+    command = [sys.executable, str(HOSTILE), "exit", "--token=tok-in-argv-0123456789"]
+    with connect_stdio("bad", command, log_path=tmp_path / "bad.log") as client:
+        client.list_tools()
+        with pytest.raises(McpClosed) as caught:
+            client.call_tool("add", {"a": 1, "b": 2})
+    assert "tok-in-argv" not in str(caught.value)
+    assert f"({Path(sys.executable).name})" in str(caught.value)
+
+
+def test_pass_env_forwards_a_variable_and_registers_it_as_a_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server gets the variable's value; scrub() replaces that value from then on."""
+    token = "tok-pass-env-0123456789"
+    monkeypatch.setenv("TWINFLOW_TEST_MCP_TOKEN", token)
+    command = [sys.executable, str(HOSTILE), "echo-env"]
+    with connect_stdio(
+        "bad", command, log_path=tmp_path / "bad.log", pass_env=["TWINFLOW_TEST_MCP_TOKEN"]
+    ) as client:
+        answer = client.call_tool("add", {"a": 1, "b": 2})
+    assert [{"type": "text", "text": token}] == answer["content"]
+    assert REDACTED == scrub(f"echoed {token}").removeprefix("echoed ")
+
+
+def test_pass_env_naming_an_unset_variable_is_one_usage_error(tmp_path: Path) -> None:
+    """An unset pass_env variable: UserError naming it, and no server started."""
+    with pytest.raises(UserError) as caught:
+        connect_stdio(
+            "bad",
+            [sys.executable, str(HOSTILE), "echo-env"],
+            log_path=tmp_path / "bad.log",
+            pass_env=["TWINFLOW_TEST_MCP_UNSET_VARIABLE"],
+        )
+    assert "pass_env names TWINFLOW_TEST_MCP_UNSET_VARIABLE, which is unset" in str(caught.value)
+    assert not (tmp_path / "bad.log").exists()

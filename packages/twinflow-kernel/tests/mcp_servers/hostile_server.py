@@ -13,6 +13,7 @@ It initializes properly, lists one tool ``add`` (or misbehaves there), and answe
 - ``bad-base64`` / ``bad-mime`` / ``huge-image`` / ``unknown-block``: a result whose image's
   data is not base64, whose image's type is not one, whose image is 2 MiB, or whose block is
   of a type MCP does not define; ``long-with-image``: 100 ``A``s, an image, 100 ``B``s;
+- ``echo-env``: answers a call with the value of ``TWINFLOW_TEST_MCP_TOKEN`` (or ``unset``);
 - ``paged``: lists ``add`` and ``sub`` on two pages; ``init-garbage``: garbage for initialize;
 - ``http-ping``: Streamable HTTP on 127.0.0.1 (prints ``PORT <n>``), answering a call, and
   every reply the client sends, with a ping (server-sent events): it never answers the call.
@@ -23,6 +24,7 @@ It writes a marker to stderr, which must reach the server's log and never the tr
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 MODE = sys.argv[1]
@@ -102,6 +104,10 @@ def call(request: dict) -> None:
     }
     if MODE in blocks:
         result(request["id"], {"content": blocks[MODE], "isError": False})
+        return
+    if MODE == "echo-env":
+        text = os.environ.get("TWINFLOW_TEST_MCP_TOKEN", "unset")
+        result(request["id"], {"content": [{"type": "text", "text": text}], "isError": False})
         return
     arguments = request["params"]["arguments"]
     total = arguments["a"] + arguments["b"]

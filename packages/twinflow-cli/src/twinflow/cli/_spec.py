@@ -174,6 +174,14 @@ class ModelSpec(_Strict):
             raise ValueError(str(exc)) from None
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CREDENTIAL_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL|COOKIE|SESSION", re.I
+)
+"""Words in a variable's name that say it holds a credential (``GITHUB_TOKEN``, ``API_KEY``,
+``DB_PASSWORD``): such a variable goes in ``pass_env``, never as a literal in ``env``."""
+
+
 def _check_headers(headers: dict[str, str]) -> dict[str, str]:
     """Refuse a header that is not a plain one known to carry no credential (docs/adr/0093)."""
     for name, value in headers.items():
@@ -200,7 +208,11 @@ class McpServerSpec(_Strict):
     """The program and its arguments, for a server spoken to over stdin and stdout."""
     env: dict[str, str] = Field(default_factory=dict, max_length=64)
     """Variables set for the command (it inherits only PATH, HOME, LANG and the like of
-    ours). Copied into the run directory with the spec: never a key."""
+    ours). Copied into the run directory with the spec: never a key (a name that looks like
+    one is refused; use ``pass_env``)."""
+    pass_env: tuple[str, ...] = Field(default=(), max_length=64)
+    """Variables of our environment forwarded to the command (its keys): the spec names them,
+    each must be set, and their values are scrubbed from every message and trace."""
     cwd: str | None = None
     """The command's working directory, relative to the spec's directory (default: that
     directory)."""
@@ -217,8 +229,10 @@ class McpServerSpec(_Strict):
     def _one_kind(self) -> McpServerSpec:
         if (self.command is None) == (self.url is None):
             raise ValueError("give the server a command (stdio) or a url (HTTP), not both")
-        if self.command is None and (self.env or self.cwd is not None):
-            raise ValueError("env and cwd are for a command; an HTTP server takes headers")
+        if self.command is None and (self.env or self.pass_env or self.cwd is not None):
+            raise ValueError(
+                "env, pass_env and cwd are for a command; an HTTP server takes api_key_env"
+            )
         if self.url is None and (self.headers or self.api_key_env is not None):
             raise ValueError("api_key_env and headers are for a url; a command takes env")
         return self
@@ -227,6 +241,28 @@ class McpServerSpec(_Strict):
     @classmethod
     def _plain_headers(cls, headers: dict[str, str]) -> dict[str, str]:
         return _check_headers(headers)
+
+    @field_validator("env")
+    @classmethod
+    def _no_keys(cls, env: dict[str, str]) -> dict[str, str]:
+        for name in env:
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"env: {name[:64]!r} is not an environment variable name")
+            if _CREDENTIAL_NAME.search(name):
+                raise ValueError(
+                    f"env: {name} looks like a credential, and env is copied into the run "
+                    f"directory with the spec: leave it in your environment and name it in "
+                    f"pass_env ([{name}]), which forwards it and scrubs it"
+                )
+        return env
+
+    @field_validator("pass_env")
+    @classmethod
+    def _names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"pass_env: {name[:64]!r} is not an environment variable name")
+        return names
 
     @field_validator("url")
     @classmethod

@@ -463,7 +463,13 @@ def _connector(server: McpServerSpec, spec: RunSpec, log_dir: Path) -> Callable[
         def start() -> McpClient:
             log_dir.mkdir(parents=True, exist_ok=True)
             return connect_stdio(
-                server.name, command, log_path=log, env=server.env, cwd=cwd, limits=limits
+                server.name,
+                command,
+                log_path=log,
+                env=server.env,
+                pass_env=server.pass_env,
+                cwd=cwd,
+                limits=limits,
             )
 
         return start

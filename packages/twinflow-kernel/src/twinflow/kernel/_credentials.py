@@ -140,8 +140,12 @@ def check_endpoint_url(url: str, *, where: str = "the model URL") -> str:
     return url
 
 
-def read_api_key(api_key_env: str) -> str:
+def read_api_key(api_key_env: str, *, field: str = "api_key_env") -> str:
     """The API key in environment variable ``api_key_env``, surrounding white space removed.
+
+    Args:
+        api_key_env: The variable's name.
+        field: What named it, for messages (``api_key_env``, an MCP server's ``pass_env``).
 
     Raises:
         UserError: The name is not a variable name, or the variable is unset, empty, or holds
@@ -149,13 +153,13 @@ def read_api_key(api_key_env: str) -> str:
     """
     if not _ENV_NAME.fullmatch(api_key_env):
         raise UserError(
-            f"api_key_env must name an environment variable (letters, digits, _), got "
+            f"{field} must name an environment variable (letters, digits, _), got "
             f"{len(api_key_env)} characters that are not one; give the variable's name, not the key"
         )
     key = os.environ.get(api_key_env, "")
     if not key.strip():
         raise UserError(
-            f"api_key_env names {api_key_env}, which is unset or empty: export {api_key_env}=<your key>"
+            f"{field} names {api_key_env}, which is unset or empty: export {api_key_env}=<your key>"
         )
     if any(c in key for c in "\r\n\0"):
         raise UserError(f"the key in {api_key_env} holds a line break or NUL: fix the variable")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from twinflow.kernel._clock import SystemClock
+from twinflow.kernel._credentials import read_api_key
 from twinflow.kernel._errors import (
     McpClosed,
     McpProtocolError,
@@ -57,8 +58,8 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 cannot imitate another with look-alike characters (``calc.\u0430dd``, with a Cyrillic ``a``)."""
 
 _INHERITED_ENV = ("HOME", "LANG", "LC_ALL", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR", "USER")
-"""What a stdio server inherits of our environment (the spec's ``env`` adds to it): never our
-API keys."""
+"""What a stdio server inherits of our environment (``env`` and ``pass_env`` add to it): never
+our API keys unless named."""
 
 _REFUSED = -32601
 
@@ -133,7 +134,9 @@ class _Stdio:
         self._process = process
         self._server = server
         self._limits = limits
-        self.where = " ".join(process.command)
+        # The program alone: its arguments may carry a token, and these messages are recorded
+        # as tool errors.
+        self.where = Path(process.command[0]).name if process.command else "?"
 
     def send(self, message: dict[str, JsonValue], *, timeout: float) -> list[JsonValue]:
         try:
@@ -488,6 +491,7 @@ def connect_stdio(
     *,
     log_path: Path,
     env: Mapping[str, str] | None = None,
+    pass_env: Sequence[str] = (),
     cwd: str | os.PathLike[str] | None = None,
     limits: McpLimits | None = None,
     clock: Clock | None = None,
@@ -499,16 +503,20 @@ def connect_stdio(
         command: The program and its arguments.
         log_path: Where its stderr goes (appended).
         env: Variables set for it, on top of a few of ours (PATH, HOME, LANG...: never keys).
+        pass_env: Variables of ours forwarded to it (its keys): each must be set, and each
+            value is registered with the scrubber (`twinflow.trace.scrub`), as an API key is.
         cwd: Its working directory.
         limits: Bounds on its answers.
         clock: What request deadlines are measured on (the system's).
 
     Raises:
+        UserError: A `pass_env` variable is unset or empty.
         LaunchError: It cannot be started.
         McpError: It failed to initialize (it has been stopped).
     """
     inherited = {k: v for k, v in os.environ.items() if k in _INHERITED_ENV}
-    launcher = SubprocessLauncher(env={**inherited, **(env or {})}, cwd=cwd, grace=2.0)
+    passed = {name: read_api_key(name, field="pass_env") for name in pass_env}
+    launcher = SubprocessLauncher(env={**inherited, **(env or {}), **passed}, cwd=cwd, grace=2.0)
     process = launcher.spawn(command, log_path=log_path)
     client = McpClient(
         _Stdio(process, server, limits or McpLimits()), server=server, limits=limits, clock=clock
