@@ -367,11 +367,36 @@ def listing(schema: dict[str, Any], *, output: bool = False) -> ToolsListed:
         ),
         (
             {"type": "object", "properties": {"a": {"$ref": "http://127.0.0.1:9/s"}}},
-            "not a local reference",
+            "not a local JSON Pointer reference",
+        ),
+        ({"type": "object", "properties": {"a": {"$ref": "#name"}}}, "not a local JSON Pointer"),
+        (
+            {"type": "object", "$defs": {"d": {"$dynamicRef": "#x"}}},
+            "$dynamicRef is refused",
+        ),
+        ({"type": "object", "$defs": {"d": {"$id": "http://x/y"}}}, "an $id below the root"),
+        (
+            # d0 tries d1 twice, d1 tries d2 twice...: 2**40 checks of one value.
+            {
+                "type": "object",
+                "$defs": {
+                    f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}] * 2} for i in range(40)
+                }
+                | {"d40": {"type": "string"}},
+                "properties": {"a": {"$ref": "#/$defs/d0"}},
+            },
+            "expand to more than 100000 subschemas",
         ),
         (
-            {"type": "object", "$defs": {"d": {"$dynamicRef": "other.json#x"}}},
-            "not a local reference",
+            # Two ways down at every level of a 64-deep value: 2**64 checks.
+            {
+                "type": "object",
+                "anyOf": [
+                    {"properties": {"a": {"$ref": "#"}}, "required": ["x"]},
+                    {"properties": {"a": {"$ref": "#"}}, "required": ["y"]},
+                ],
+            },
+            "expand to more than 100000 subschemas",
         ),
         ({"type": "object", "$schema": {}}, "names no JSON Schema draft"),
         (
@@ -393,7 +418,8 @@ def test_a_schema_that_could_hang_crash_or_fetch_is_refused_when_listed(
 
 
 def test_a_known_draft_and_local_references_are_used() -> None:
-    """Draft-07, a local $ref, a property named pattern: used; a dangling $ref fails, no crash."""
+    """Draft-07, a local $ref, a property named pattern, a recursive tree: used; a dangling
+    $ref fails the value, no crash."""
     schema = {
         "$schema": "http://json-schema.org/draft-07/schema#",
         "type": "object",
@@ -402,11 +428,14 @@ def test_a_known_draft_and_local_references_are_used() -> None:
             "a": {"$ref": "#/definitions/n"},
             "b": {"$ref": "#/definitions/gone"},
             "pattern": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#"}},
         },
         "uniqueItems": False,
     }
     tool = McpTools.recorded("bad", [listing(schema)]).tools[0]
     assert {"a": 1} == tool.validate({"a": 1})
+    tree = {"children": [{"children": [{"a": 2}]}]}
+    assert tree == tool.validate(tree)
     with pytest.raises(ValidationError) as caught:
         tool.validate({"a": "x"})
     assert "is not of type 'integer'" in str(caught.value)

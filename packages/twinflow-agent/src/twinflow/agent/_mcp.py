@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote
 
 from pydantic import JsonValue, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -55,7 +56,14 @@ _REFUSED_KEYWORDS = {
 """Keywords whose check is not linear in the value's size: a schema holding one is refused
 when listed (docs/adr/0101), so no server's schema can make a check run for hours."""
 
-_REFS = ("$ref", "$dynamicRef", "$recursiveRef")
+_DYNAMIC = ("$dynamicRef", "$recursiveRef")
+
+_MAX_EXPANDED = 100_000
+"""Most subschemas a schema may expand to, its ``$ref``s followed (`_expanded`): references
+shared through ``anyOf`` make a check's work grow exponentially with the schema's size."""
+_REF_DEPTH = 64
+"""How many ``$ref``s deep `_expanded` follows: a value nests at most 64 levels (`McpLimits`,
+a trace reader's limit), so a recursive schema is checked no deeper than that."""
 
 
 _NAMED = ("properties", "$defs", "definitions", "dependentSchemas", "dependencies")
@@ -77,10 +85,17 @@ def _unsafe(schema: JsonValue, path: str) -> str | None:
         here = f"{path}/{key}"
         if key in _REFUSED_KEYWORDS and value is not False:
             return f"{here}: {key} is refused ({_REFUSED_KEYWORDS[key]})"
-        if key in _REFS and not (isinstance(value, str) and value.startswith("#")):
+        if key == "$ref" and not (
+            isinstance(value, str) and (value == "#" or value.startswith("#/"))
+        ):
             return (
-                f"{here}: {str(value)[:100]!r} is not a local reference ('#...'); none is fetched"
+                f"{here}: {str(value)[:100]!r} is not a local JSON Pointer reference ('#/...'); "
+                "none is fetched"
             )
+        if key in _DYNAMIC:
+            return f"{here}: {key} is refused (only '#/...' references are followed)"
+        if key == "$id" and path:
+            return f"{here}: an $id below the root is refused (it would move what '#/...' means)"
         if key == "$schema" and (
             not isinstance(value, str) or value.removesuffix("#") not in _DRAFTS
         ):
@@ -96,6 +111,47 @@ def _unsafe(schema: JsonValue, path: str) -> str | None:
     return None
 
 
+def _pointer(root: JsonValue, ref: str) -> JsonValue:
+    """What the local reference ``ref`` (``#`` or ``#/...``) points at in ``root``, or None."""
+    node = root
+    for raw in ref[2:].split("/") if ref != "#" else []:
+        token = unquote(raw).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return None
+    return node
+
+
+def _expanded(root: JsonValue) -> int:
+    """How many subschemas ``root`` expands to with its references followed `_REF_DEPTH`
+    deep, counted up to just past `_MAX_EXPANDED` (each shared subschema counted once per
+    depth, so the count takes linear time however large the expansion)."""
+    memo: dict[tuple[int, int], int] = {}
+
+    def size(node: JsonValue, depth: int) -> int:
+        if isinstance(node, list):
+            return min(sum(size(item, depth) for item in node), _MAX_EXPANDED + 1)
+        if not isinstance(node, dict):
+            return 1
+        key = (id(node), depth)
+        if key not in memo:
+            total = 1
+            for name, value in node.items():
+                if name == "$ref" and isinstance(value, str) and depth > 0:
+                    total += size(_pointer(root, value), depth - 1)
+                else:
+                    total += size(value, depth)
+                if total > _MAX_EXPANDED:
+                    break
+            memo[key] = min(total, _MAX_EXPANDED + 1)
+        return memo[key]
+
+    return size(root, _REF_DEPTH)
+
+
 def _validator(schema: dict[str, JsonValue], where: str, server: str) -> Any:
     """A validator for ``schema``, built once when the tool is listed (or replayed).
 
@@ -107,6 +163,11 @@ def _validator(schema: dict[str, JsonValue], where: str, server: str) -> Any:
     from referencing import Registry
 
     unsafe = _unsafe(schema, "")
+    if unsafe is None and _expanded(schema) > _MAX_EXPANDED:
+        unsafe = (
+            f"the root: its $refs, followed, expand to more than {_MAX_EXPANDED} subschemas "
+            "(a check could take exponential time)"
+        )
     if unsafe is not None:
         raise McpProtocolError(
             f"MCP server {server!r}: {where} cannot be used: at {unsafe}", server=server
