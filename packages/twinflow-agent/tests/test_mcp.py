@@ -385,7 +385,7 @@ def listing(schema: dict[str, Any], *, output: bool = False) -> ToolsListed:
                 | {"d40": {"type": "string"}},
                 "properties": {"a": {"$ref": "#/$defs/d0"}},
             },
-            "expand to more than 100000 subschemas",
+            "expand to more than 100000 schema values",
         ),
         (
             # Two ways down at every level of a 64-deep value: 2**64 checks.
@@ -396,7 +396,7 @@ def listing(schema: dict[str, Any], *, output: bool = False) -> ToolsListed:
                     {"properties": {"a": {"$ref": "#"}}, "required": ["y"]},
                 ],
             },
-            "expand to more than 100000 subschemas",
+            "expand to more than 100000 schema values",
         ),
         ({"type": "object", "$schema": {}}, "names no JSON Schema draft"),
         (

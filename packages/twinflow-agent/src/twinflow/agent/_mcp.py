@@ -59,8 +59,9 @@ when listed (docs/adr/0101), so no server's schema can make a check run for hour
 _DYNAMIC = ("$dynamicRef", "$recursiveRef")
 
 _MAX_EXPANDED = 100_000
-"""Most subschemas a schema may expand to, its ``$ref``s followed (`_expanded`): references
-shared through ``anyOf`` make a check's work grow exponentially with the schema's size."""
+"""Most JSON values (subschemas and keywords' values) a schema may expand to, its ``$ref``s
+followed (`_expanded`): references shared through ``anyOf`` make a check's work grow
+exponentially with the schema's size."""
 _REF_DEPTH = 64
 """How many ``$ref``s deep `_expanded` follows: a value nests at most 64 levels (`McpLimits`,
 a trace reader's limit), so a recursive schema is checked no deeper than that."""
@@ -165,7 +166,7 @@ def _validator(schema: dict[str, JsonValue], where: str, server: str) -> Any:
     unsafe = _unsafe(schema, "")
     if unsafe is None and _expanded(schema) > _MAX_EXPANDED:
         unsafe = (
-            f"the root: its $refs, followed, expand to more than {_MAX_EXPANDED} subschemas "
+            f"the root: its $refs, followed, expand to more than {_MAX_EXPANDED} schema values "
             "(a check could take exponential time)"
         )
     if unsafe is not None:
