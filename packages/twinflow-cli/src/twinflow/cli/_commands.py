@@ -1,7 +1,10 @@
 """The trace subcommands of ``twinflow``: each a (configure, handler) pair.
 
 verify, checkpoint and prove stream the trace through `twinflow.trace` (memory independent of
-its length, bounded lines and nesting); diff and replay read typed events through the agent.
+its length, bounded lines and nesting), the very verifier the stdlib leaf's
+``python -m twinflow.trace verify`` runs; ``verify --typed`` adds the agent's typed check as its
+hook. The agent (and pydantic) is imported only where a command reads typed events, so these
+commands and their ``--help`` start without it.
 """
 
 from __future__ import annotations
@@ -9,10 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Trace, approval_statement, verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import (
     add_checkpoint_keys,
@@ -27,23 +30,28 @@ from twinflow.cli._traces import (
 from twinflow.trace import (
     Checkpoint,
     ConsistencyProof,
+    Frontier,
     InclusionProof,
     InvalidProofError,
     Limits,
     TraceCorruptError,
     TraceFormatError,
+    VerifiedEvent,
     check_consistency,
     check_inclusion,
+    leaf_hash,
     load_proof,
     prove_consistency,
     prove_inclusion,
     read_checkpoint,
     repair_trace,
     sign_checkpoint,
+    verify_trace,
+    walk_trace,
     write_new,
 )
 from twinflow.trace import note as _note
-from twinflow.vocab import UserError, diff
+from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS", "THREAT_MODEL"]
 
@@ -138,6 +146,13 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="accept a trace without run_finished / run_failed (a run still in progress)",
     )
+    p.add_argument(
+        "--typed",
+        action="store_true",
+        help="also build every event as the agent's typed event and refuse one no twinflow "
+        "writer could produce, even where its digest and chain hold (slower; replay, diff "
+        "and show always do)",
+    )
     _add_limits(p)
 
 
@@ -156,6 +171,8 @@ def _check_signed_decisions(path: Path, keys: list[Path]) -> int:
         verifiers = [_note.parse_verifier_key(read_small_file(k, "key")) for k in keys]
     except _NOTE_ERRORS as exc:
         raise UserError(f"not a verifier key: {squash(exc)}") from None
+    from twinflow.agent import approval_statement
+
     trace = load_trace(path)
     digests: dict[str, str] = {}
     checked = 0
@@ -184,7 +201,10 @@ def _check_signed_decisions(path: Path, keys: list[Path]) -> int:
 def _verify(args: argparse.Namespace, out: Output) -> int:
     check_trace_head(args.trace)
     if args.key and not (args.checkpoint or args.key_file or args.origin):
-        # Without a checkpoint, verifier keys check the signed decisions in the trace.
+        # Without a checkpoint, verifier keys check the signed decisions in the trace, which
+        # are read as typed events: the typed check runs here whatever --typed says.
+        from twinflow.agent import verify_agent_trace
+
         report = verify_agent_trace(args.trace, require_complete=not args.allow_incomplete)
         if report.problem is not None:
             raise CheckFailed(f"{args.trace}: {report.problem}")
@@ -200,12 +220,18 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
     if published is not None and args.key_file and published.form != "json":
         raise UserError("a C2SP checkpoint is checked with --key VKEY, not --key-file")
     key = _read_key(args.key_file)
-    report = verify_agent_trace(
+    check = None
+    if args.typed:
+        from twinflow.agent import typed_event
+
+        check = typed_event
+    report = verify_trace(
         args.trace,
         checkpoint=None if published is None else published.checkpoint,
         key=key,
         require_complete=not args.allow_incomplete,
         limits=_limits(args),
+        check=check,
         allow_tail=args.allow_unsigned_tail,
     )
     signer = None if published is None else vouched(published, key is not None)
@@ -486,6 +512,8 @@ def _repair(args: argparse.Namespace, out: Output) -> int:
     check_trace_head(args.trace)
     result = repair_trace(args.trace)
     moved = {"moved_to": result.moved_to, "moved_bytes": result.moved_bytes}
+    from twinflow.agent import verify_agent_trace
+
     report = verify_agent_trace(args.trace, require_complete=False)
     if report.problem is not None:
         raise CheckFailed(
@@ -520,8 +548,22 @@ def _configure_diff(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _event_json(trace: Trace, seq: int) -> Any:
-    return json.loads(trace.encoded[seq])
+def _walk(path: Path) -> Iterator[VerifiedEvent]:
+    """A trace's events as they verify and type, streaming; a damaged one fails the check.
+
+    The same checks as `load_trace` (the leaf's walk with the agent's typed check), event by
+    event, so a reader that stops early reads no further.
+
+    Raises:
+        CheckFailed: the trace does not verify up to where it was read (exit 1).
+    """
+    from twinflow.agent import typed_event
+
+    check_trace_head(path)
+    try:
+        yield from walk_trace(path, check=typed_event)
+    except TraceCorruptError as exc:
+        raise CheckFailed(f"{path}: {exc}", corrupt_payload(path, exc)) from None
 
 
 def _diff(args: argparse.Namespace, out: Output) -> int:
@@ -529,32 +571,50 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
         from twinflow.cli._show import behaviour_diff
 
         return behaviour_diff(args, out)
-    a, b = load_trace(args.a), load_trace(args.b)
-    for seq in range(min(a.size, b.size)):
-        if a.digests[seq] == b.digests[seq]:
-            continue
-        # Events embed their predecessor's digest, so after the first difference every
-        # later event differs too; the first one is the one worth reading.
-        difference = diff(_event_json(a, seq), _event_json(b, seq))
-        payload = {
-            "same": False,
-            "seq": seq,
-            "pointer": None if difference is None else difference.pointer,
-            "a": _event_json(a, seq),
-            "b": _event_json(b, seq),
-            "difference": None if difference is None else str(difference),
-        }
-        raise CheckFailed(f"the traces differ first at seq {seq}: {difference}", payload)
-    if a.size != b.size:
-        longer, shorter = (args.a, args.b) if a.size > b.size else (args.b, args.a)
-        seq = min(a.size, b.size)
-        raise CheckFailed(
-            f"{shorter} stops at {seq} events; {longer} goes on to {max(a.size, b.size)}",
-            {"same": False, "seq": seq},
-        )
-    out.document({"ok": True, "same": True, "events": a.size, "root": a.checkpoint().root})
-    out.line(f"same: {a.size} events, root {a.checkpoint().root}")
+    # Both traces are read in step, each event verified as it is read: the first difference
+    # ends the comparison, and neither file is read past it (a long trace that differs at
+    # seq 0 costs one event of each).
+    a, b = _walk(args.a), _walk(args.b)
+    root = Frontier()
+    size = 0
+    for left in a:
+        right = next(b, None)
+        if right is None:
+            return _longer(args.a, args.b, size + 1 + sum(1 for _ in a), size)
+        if left.digest != right.digest:
+            _differ(left, right)
+        root.append_hash(leaf_hash(bytes.fromhex(left.digest)))
+        size += 1
+    if next(b, None) is not None:
+        return _longer(args.b, args.a, size + 1 + sum(1 for _ in b), size)
+    out.document({"ok": True, "same": True, "events": size, "root": root.root().hex()})
+    out.line(f"same: {size} events, root {root.root().hex()}")
     return EXIT_OK
+
+
+def _differ(left: VerifiedEvent, right: VerifiedEvent) -> None:
+    """Fail naming the first differing event (events embed their predecessor's digest, so
+    every later event differs too: the first is the one worth reading)."""
+    from twinflow.vocab import diff
+
+    seq = left.seq
+    difference = diff(json.loads(left.event), json.loads(right.event))
+    payload = {
+        "same": False,
+        "seq": seq,
+        "pointer": None if difference is None else difference.pointer,
+        "a": json.loads(left.event),
+        "b": json.loads(right.event),
+        "difference": None if difference is None else str(difference),
+    }
+    raise CheckFailed(f"the traces differ first at seq {seq}: {difference}", payload)
+
+
+def _longer(longer: Path, shorter: Path, total: int, seq: int) -> int:
+    """Fail: ``shorter`` is a prefix of ``longer``, which holds ``total`` events."""
+    raise CheckFailed(
+        f"{shorter} stops at {seq} events; {longer} goes on to {total}", {"same": False, "seq": seq}
+    )
 
 
 COMMANDS: dict[str, Command] = {

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from twinflow.agent import Trace
 from twinflow.cli._errors import CliError
 from twinflow.cli._output import CheckFailed
 from twinflow.trace import (
@@ -25,6 +24,11 @@ from twinflow.trace import (
     read_regular,
 )
 from twinflow.vocab import UserError
+
+if TYPE_CHECKING:
+    # The agent (and pydantic under it) loads only where a command reads typed events, so the
+    # trace commands that do not (`verify`, `checkpoint`, `prove`, their `--help`) start fast.
+    from twinflow.agent import Trace
 
 __all__ = [
     "MAX_SMALL_FILE",
@@ -93,6 +97,8 @@ def parse_trace(path: Path, data: bytes | Path) -> Trace:
     Raises:
         CheckFailed: the trace does not load (exit 1, naming ``path``).
     """
+    from twinflow.agent import Trace
+
     try:
         return Trace.load(data)
     except TraceCorruptError as exc:
