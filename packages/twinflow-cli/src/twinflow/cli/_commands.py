@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from twinflow.cli._traces import (
     read_small_file,
     squash,
     vouched,
+    walk_typed,
 )
 from twinflow.trace import (
     Checkpoint,
@@ -47,7 +47,6 @@ from twinflow.trace import (
     repair_trace,
     sign_checkpoint,
     verify_trace,
-    walk_trace,
     write_new,
 )
 from twinflow.trace import note as _note
@@ -548,24 +547,6 @@ def _configure_diff(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _walk(path: Path) -> Iterator[VerifiedEvent]:
-    """A trace's events as they verify and type, streaming; a damaged one fails the check.
-
-    The same checks as `load_trace` (the leaf's walk with the agent's typed check), event by
-    event, so a reader that stops early reads no further.
-
-    Raises:
-        CheckFailed: the trace does not verify up to where it was read (exit 1).
-    """
-    from twinflow.agent import typed_event
-
-    check_trace_head(path)
-    try:
-        yield from walk_trace(path, check=typed_event)
-    except TraceCorruptError as exc:
-        raise CheckFailed(f"{path}: {exc}", corrupt_payload(path, exc)) from None
-
-
 def _diff(args: argparse.Namespace, out: Output) -> int:
     if not args.exact:
         from twinflow.cli._show import behaviour_diff
@@ -574,7 +555,7 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
     # Both traces are read in step, each event verified as it is read: the first difference
     # ends the comparison, and neither file is read past it (a long trace that differs at
     # seq 0 costs one event of each).
-    a, b = _walk(args.a), _walk(args.b)
+    a, b = walk_typed(args.a), walk_typed(args.b)
     root = Frontier()
     size = 0
     for left in a:

@@ -8,6 +8,7 @@ read whole up to a bound, so a huge file named by mistake is refused, not loaded
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +20,11 @@ from twinflow.trace import (
     PublishedCheckpoint,
     SignatureError,
     TraceCorruptError,
+    VerifiedEvent,
     open_regular,
     read_published_checkpoint,
     read_regular,
+    walk_trace,
 )
 from twinflow.vocab import UserError
 
@@ -44,6 +47,7 @@ __all__ = [
     "read_trace_bytes",
     "squash",
     "vouched",
+    "walk_typed",
 ]
 
 MAX_SMALL_FILE = 1024 * 1024
@@ -101,6 +105,24 @@ def parse_trace(path: Path, data: bytes | Path) -> Trace:
 
     try:
         return Trace.load(data)
+    except TraceCorruptError as exc:
+        raise CheckFailed(f"{path}: {exc}", corrupt_payload(path, exc)) from None
+
+
+def walk_typed(path: Path) -> Iterator[VerifiedEvent]:
+    """A trace file's events as they verify and type, streaming: `load_trace`'s checks (the
+    leaf's walk with the agent's typed check), event by event, so a reader that stops early
+    reads no further and one that goes on holds no more than it keeps.
+
+    Raises:
+        UnreadableTrace: the file is empty or does not start with a trace line (exit 2).
+        CheckFailed: the trace does not verify up to where it was read (exit 1, naming ``path``).
+    """
+    from twinflow.agent import typed_event
+
+    check_trace_head(path)
+    try:
+        yield from walk_trace(path, check=typed_event)
     except TraceCorruptError as exc:
         raise CheckFailed(f"{path}: {exc}", corrupt_payload(path, exc)) from None
 
