@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from twinflow import trace as _trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import (
     add_checkpoint_keys,
@@ -27,34 +28,10 @@ from twinflow.cli._traces import (
     vouched,
     walk_typed,
 )
-from twinflow.trace import (
-    Checkpoint,
-    ConsistencyProof,
-    Frontier,
-    InclusionProof,
-    InvalidProofError,
-    Limits,
-    TraceCorruptError,
-    TraceFormatError,
-    VerifiedEvent,
-    check_consistency,
-    check_inclusion,
-    leaf_hash,
-    load_proof,
-    prove_consistency,
-    prove_inclusion,
-    read_checkpoint,
-    repair_trace,
-    sign_checkpoint,
-    verify_trace,
-    write_new,
-)
-from twinflow.trace import note as _note
 from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS", "THREAT_MODEL"]
 
-_NOTE_ERRORS = (_note.NoteError,)
 
 THREAT_MODEL = """\
 what verification proves:
@@ -88,12 +65,12 @@ def _read_key(path: Path | None) -> bytes | None:
     return key
 
 
-def _limits(args: argparse.Namespace) -> Limits:
-    return Limits(max_line_bytes=args.max_line_bytes, max_depth=args.max_depth)
+def _limits(args: argparse.Namespace) -> _trace.Limits:
+    return _trace.Limits(max_line_bytes=args.max_line_bytes, max_depth=args.max_depth)
 
 
 def _add_limits(p: argparse.ArgumentParser) -> None:
-    defaults = Limits()
+    defaults = _trace.Limits()
     p.add_argument(
         "--max-line-bytes",
         type=int,
@@ -112,7 +89,9 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
 
 def _write_out(path: Path, payload: dict[str, Any]) -> None:
     """Write a proof or checkpoint file: exclusively, never through a link, synced."""
-    write_new(path, json.dumps(payload, indent=2, sort_keys=True).encode() + b"\n", mode=0o644)
+    _trace.write_new(
+        path, json.dumps(payload, indent=2, sort_keys=True).encode() + b"\n", mode=0o644
+    )
 
 
 # -- verify ---------------------------------------------------------------------------------
@@ -166,9 +145,11 @@ def _check_signed_decisions(path: Path, keys: list[Path]) -> int:
             verdict than the one recorded.
         UserError: The trace holds no decisions, or a key file is not a verifier key.
     """
+    from twinflow.trace import note as _note  # the signed-note codec: only where used
+
     try:
         verifiers = [_note.parse_verifier_key(read_small_file(k, "key")) for k in keys]
-    except _NOTE_ERRORS as exc:
+    except _note.NoteError as exc:
         raise UserError(f"not a verifier key: {squash(exc)}") from None
     from twinflow.agent import approval_statement
 
@@ -186,7 +167,7 @@ def _check_signed_decisions(path: Path, keys: list[Path]) -> int:
             raise CheckFailed(f"{where} is not signed")
         try:
             opened = _note.open_note(body.signed_note.encode(), verifiers)
-        except _NOTE_ERRORS as exc:
+        except _note.NoteError as exc:
             raise CheckFailed(f"{where}: its signature does not verify: {squash(exc)}") from None
         expected = approval_statement(digests.get(body.call_id, ""), body.decision)
         if opened.text != expected:
@@ -224,7 +205,7 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
         from twinflow.agent import typed_event
 
         check = typed_event
-    report = verify_trace(
+    report = _trace.verify_trace(
         args.trace,
         checkpoint=None if published is None else published.checkpoint,
         key=key,
@@ -286,14 +267,16 @@ def _configure_checkpoint(p: argparse.ArgumentParser) -> None:
     _add_limits(p)
 
 
-def _signed_note(checkpoint: Checkpoint, keys: list[Path], origin: str | None) -> bytes:
+def _signed_note(checkpoint: _trace.Checkpoint, keys: list[Path], origin: str | None) -> bytes:
+    from twinflow.trace import note as _note  # the signed-note codec: only where used
+
     try:
         signers = [_note.parse_signer_key(read_small_file(k, "key")) for k in keys]
         body = _note.CheckpointBody(
             origin or signers[0].name, checkpoint.size, bytes.fromhex(checkpoint.root)
         )
         return _note.sign_checkpoint_note(body, signers)
-    except _NOTE_ERRORS as exc:
+    except _note.NoteError as exc:
         raise UserError(f"cannot sign the checkpoint: {squash(exc)}") from None
 
 
@@ -303,13 +286,13 @@ def _checkpoint(args: argparse.Namespace, out: Output) -> int:
     if args.size is not None and args.size < 0:
         raise UserError(f"--size {args.size}: a size is 0 or more")
     try:
-        checkpoint = read_checkpoint(args.trace, args.size, limits=_limits(args))
-    except TraceCorruptError as exc:
+        checkpoint = _trace.read_checkpoint(args.trace, args.size, limits=_limits(args))
+    except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{args.trace}: {exc}", corrupt_payload(args.trace, exc)) from None
     except UserError as exc:
         raise UserError(f"--size: {exc}") from None
     if key is not None:
-        checkpoint = sign_checkpoint(checkpoint, key)
+        checkpoint = _trace.sign_checkpoint(checkpoint, key)
     if args.sign:
         if key is not None:
             raise UserError(
@@ -317,7 +300,7 @@ def _checkpoint(args: argparse.Namespace, out: Output) -> int:
             )
         note = _signed_note(checkpoint, args.sign, args.origin)
         if args.out:
-            write_new(args.out, note, mode=0o644)
+            _trace.write_new(args.out, note, mode=0o644)
         out.document({"ok": True, **checkpoint.to_json(), "note": note.decode()})
         out.line(note.decode().rstrip("\n"))
         if args.out:
@@ -388,25 +371,27 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
             if args.seq < 0:
                 raise UserError(f"--seq {args.seq}: events are numbered from 0")
             try:
-                proof, checkpoint = prove_inclusion(args.trace, args.seq, args.size, limits=limits)
+                proof, checkpoint = _trace.prove_inclusion(
+                    args.trace, args.seq, args.size, limits=limits
+                )
             except UserError as exc:
                 raise UserError(f"--seq {args.seq}: {exc}") from None
-            check_inclusion(proof, checkpoint)  # a proof we cannot verify is a bug to report
+            _trace.check_inclusion(proof, checkpoint)  # a proof we cannot verify is a bug to report
             checkpoints = {"checkpoint": checkpoint.to_json()}
             summary = f"event {args.seq} (digest {proof.event_digest}) is in the first {proof.size}"
             proof_json = proof.to_json()
         else:
             try:
-                consistency, old, new = prove_consistency(
+                consistency, old, new = _trace.prove_consistency(
                     args.trace, args.from_size, args.size, limits=limits
                 )
             except UserError as exc:
                 raise UserError(f"--from-size {args.from_size}: {exc}") from None
-            check_consistency(consistency, old, new)
+            _trace.check_consistency(consistency, old, new)
             checkpoints = {"old_checkpoint": old.to_json(), "checkpoint": new.to_json()}
             summary = f"the first {new.size} events extend the first {old.size}"
             proof_json = consistency.to_json()
-    except TraceCorruptError as exc:
+    except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{args.trace}: {exc}", corrupt_payload(args.trace, exc)) from None
     if args.out:
         _write_out(args.out, proof_json)
@@ -426,32 +411,32 @@ def _check_proof(args: argparse.Namespace, out: Output) -> int:
     if args.checkpoint is None:
         raise UserError("--check needs --checkpoint CP (the checkpoint the proof leads to)")
     try:
-        proof = load_proof(read_small_file(args.check, "proof"))
-    except TraceFormatError as exc:
+        proof = _trace.load_proof(read_small_file(args.check, "proof"))
+    except _trace.TraceFormatError as exc:
         raise UserError(f"{args.check}: not a proof file ({squash(exc)})") from None
     published = read_published(args.checkpoint, args.key, args.origin)
     checkpoint = published.checkpoint
     signed = f" ({vouched(published, False)})"
     try:
-        if isinstance(proof, InclusionProof):
+        if isinstance(proof, _trace.InclusionProof):
             if args.old_checkpoint:
                 raise UserError("an inclusion proof is checked against one --checkpoint")
-            check_inclusion(proof, checkpoint)
+            _trace.check_inclusion(proof, checkpoint)
             summary = (
                 f"ok: event {proof.seq} (digest (hex) {proof.event_digest}) is in the checkpoint "
                 f"of size {checkpoint.size}{signed}"
             )
         else:
-            assert isinstance(proof, ConsistencyProof)
+            assert isinstance(proof, _trace.ConsistencyProof)
             if args.old_checkpoint is None:
                 raise UserError("a consistency proof needs --old-checkpoint OLD as well")
             old = read_published(args.old_checkpoint, args.key, args.origin).checkpoint
-            check_consistency(proof, old, checkpoint)
+            _trace.check_consistency(proof, old, checkpoint)
             summary = (
                 f"ok: the checkpoint of size {checkpoint.size}{signed} extends the one of size "
                 f"{old.size}"
             )
-    except InvalidProofError as exc:
+    except _trace.InvalidProofError as exc:
         raise CheckFailed(
             f"{args.check}: the proof does not hold: {exc}",
             {"proof": str(args.check), "reason": str(exc)},
@@ -480,17 +465,18 @@ def _configure_keygen(p: argparse.ArgumentParser) -> None:
 
 def _keygen(args: argparse.Namespace, out: Output) -> int:
     from twinflow.kernel import SystemIds  # the one source of real entropy
+    from twinflow.trace import note as _note  # the signed-note codec: only where used
 
     try:
         signer = _note.generate_key(args.name, SystemIds().secret(32))
-    except _NOTE_ERRORS as exc:
+    except _note.NoteError as exc:
         raise UserError(f"cannot make a key named {args.name!r}: {squash(exc)}") from None
     secret, public = Path(f"{args.out}.key"), Path(f"{args.out}.pub")
     for path in (secret, public):
         if os.path.lexists(path):
             raise UserError(f"{path} already exists; keys are never overwritten")
-    write_new(secret, signer.text.encode() + b"\n", mode=0o600)
-    write_new(public, signer.verifier.text.encode() + b"\n", mode=0o644)
+    _trace.write_new(secret, signer.text.encode() + b"\n", mode=0o600)
+    _trace.write_new(public, signer.verifier.text.encode() + b"\n", mode=0o644)
     out.document({"ok": True, "signer_key_file": str(secret), "verifier_key": signer.verifier.text})
     out.line(f"signer key (secret): {secret}")
     out.line(f"verifier key (publish it): {public}")
@@ -509,7 +495,7 @@ def _repair(args: argparse.Namespace, out: Output) -> int:
     if args.trace.is_symlink():
         raise UserError(f"{args.trace}: is a symbolic link; repair the file it points to")
     check_trace_head(args.trace)
-    result = repair_trace(args.trace)
+    result = _trace.repair_trace(args.trace)
     moved = {"moved_to": result.moved_to, "moved_bytes": result.moved_bytes}
     from twinflow.agent import verify_agent_trace
 
@@ -556,7 +542,7 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
     # ends the comparison, and neither file is read past it (a long trace that differs at
     # seq 0 costs one event of each).
     a, b = walk_typed(args.a), walk_typed(args.b)
-    root = Frontier()
+    root = _trace.Frontier()
     size = 0
     for left in a:
         right = next(b, None)
@@ -564,7 +550,7 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
             return _longer(args.a, args.b, size + 1 + sum(1 for _ in a), size)
         if left.digest != right.digest:
             _differ(left, right)
-        root.append_hash(leaf_hash(bytes.fromhex(left.digest)))
+        root.append_hash(_trace.leaf_hash(bytes.fromhex(left.digest)))
         size += 1
     if next(b, None) is not None:
         return _longer(args.b, args.a, size + 1 + sum(1 for _ in b), size)
@@ -573,7 +559,7 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-def _differ(left: VerifiedEvent, right: VerifiedEvent) -> None:
+def _differ(left: _trace.VerifiedEvent, right: _trace.VerifiedEvent) -> None:
     """Fail naming the first differing event (events embed their predecessor's digest, so
     every later event differs too: the first is the one worth reading)."""
     from twinflow.vocab import diff

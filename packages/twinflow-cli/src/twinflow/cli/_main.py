@@ -198,6 +198,10 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         from twinflow.vocab import did_you_mean
 
         parser.error(f"unknown command {chosen!r}{did_you_mean(chosen, COMMAND_TABLE)}")
+    if chosen is None and "--version" in argv and not {"-h", "--help"} & set(argv):
+        # `--version` exits while the line is parsed: the command list is never read, and
+        # building it costs more than the version lookup (its target: below `--help`).
+        return parser
     for name, (module, summary) in COMMAND_TABLE.items():
         command = sub.add_parser(name, parents=[common], help=summary, description=summary)
         if name == chosen:

@@ -12,20 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from twinflow import trace as _trace
 from twinflow.cli._errors import CliError
 from twinflow.cli._output import CheckFailed
-from twinflow.trace import (
-    LINE_PREFIX,
-    Checkpoint,
-    PublishedCheckpoint,
-    SignatureError,
-    TraceCorruptError,
-    VerifiedEvent,
-    open_regular,
-    read_published_checkpoint,
-    read_regular,
-    walk_trace,
-)
 from twinflow.vocab import UserError
 
 if TYPE_CHECKING:
@@ -64,14 +53,14 @@ def check_trace_head(path: Path) -> None:
         UnreadableTrace: the file is empty or does not start with a trace line.
         OSError: the file cannot be read.
     """
-    with open_regular(path) as f:
-        head = f.read(len(LINE_PREFIX))
+    with _trace.open_regular(path) as f:
+        head = f.read(len(_trace.LINE_PREFIX))
     if not head:
         raise UnreadableTrace(f"{path}: the file is empty, not a twinflow trace")
-    if head != LINE_PREFIX:
+    if head != _trace.LINE_PREFIX:
         raise UnreadableTrace(
             f"{path}: not a twinflow trace (a trace is JSON lines starting with "
-            f"{LINE_PREFIX.decode()!r}); check the path"
+            f"{_trace.LINE_PREFIX.decode()!r}); check the path"
         )
 
 
@@ -86,10 +75,10 @@ def read_trace_bytes(path: Path) -> bytes:
         OSError: the file cannot be read.
     """
     check_trace_head(path)
-    return read_regular(path)
+    return _trace.read_regular(path)
 
 
-def corrupt_payload(path: Path, exc: TraceCorruptError) -> dict[str, Any]:
+def corrupt_payload(path: Path, exc: _trace.TraceCorruptError) -> dict[str, Any]:
     """The ``--json`` payload of a trace that does not verify: the file and its problem."""
     problem = exc.report.problem
     return {"trace": str(path), "problem": None if problem is None else problem.to_json()}
@@ -105,11 +94,11 @@ def parse_trace(path: Path, data: bytes | Path) -> Trace:
 
     try:
         return Trace.load(data)
-    except TraceCorruptError as exc:
+    except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{path}: {exc}", corrupt_payload(path, exc)) from None
 
 
-def walk_typed(path: Path) -> Iterator[VerifiedEvent]:
+def walk_typed(path: Path) -> Iterator[_trace.VerifiedEvent]:
     """A trace file's events as they verify and type, streaming: `load_trace`'s checks (the
     leaf's walk with the agent's typed check), event by event, so a reader that stops early
     reads no further and one that goes on holds no more than it keeps.
@@ -122,8 +111,8 @@ def walk_typed(path: Path) -> Iterator[VerifiedEvent]:
 
     check_trace_head(path)
     try:
-        yield from walk_trace(path, check=typed_event)
-    except TraceCorruptError as exc:
+        yield from _trace.walk_trace(path, check=typed_event)
+    except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{path}: {exc}", corrupt_payload(path, exc)) from None
 
 
@@ -145,13 +134,13 @@ def read_small_file(path: Path, what: str) -> bytes:
         UserError: the file is larger than `MAX_SMALL_FILE`.
         OSError: the file cannot be read.
     """
-    data = read_regular(path, MAX_SMALL_FILE)
+    data = _trace.read_regular(path, MAX_SMALL_FILE)
     if len(data) > MAX_SMALL_FILE:
         raise UserError(f"{path}: a {what} file is at most {MAX_SMALL_FILE} bytes")
     return data
 
 
-def read_checkpoint_file(path: Path) -> Checkpoint:
+def read_checkpoint_file(path: Path) -> _trace.Checkpoint:
     """An unsigned checkpoint file (a C2SP note body, or JSON) through the one reader.
 
     Raises:
@@ -162,7 +151,7 @@ def read_checkpoint_file(path: Path) -> Checkpoint:
 
 def read_published(
     path: Path, keys: list[Path] | None, origin: str | None = None
-) -> PublishedCheckpoint:
+) -> _trace.PublishedCheckpoint:
     """Read a checkpoint file and check its signatures (`read_published_checkpoint`).
 
     Raises:
@@ -171,17 +160,17 @@ def read_published(
     """
     data = read_small_file(path, "checkpoint")
     try:
-        return read_published_checkpoint(
+        return _trace.read_published_checkpoint(
             data, [read_small_file(k, "key") for k in keys or ()], where=str(path), origin=origin
         )
-    except SignatureError as exc:
+    except _trace.SignatureError as exc:
         raise CheckFailed(
             squash(exc),
             {"checkpoint": str(path), "problem": {"kind": "signature", "message": squash(exc)}},
         ) from None
 
 
-def vouched(published: PublishedCheckpoint, hmac: bool) -> str:
+def vouched(published: _trace.PublishedCheckpoint, hmac: bool) -> str:
     """Who vouches for the checkpoint: ``signed by KEY...``, or how it is not signed."""
     if published.signed_by:
         return f"signed by {', '.join(published.signed_by)}"
