@@ -3,7 +3,8 @@
 Checks the format, digests, chain and completeness, and a checkpoint (a C2SP checkpoint note,
 signed and checked against the verifier keys given, every one of which must have signed, for the
 origin expected; or unsigned), with nothing but the standard library (the event bodies' typed
-schema is the agent's, checked by ``twinflow verify``). A checkpoint that covers fewer events
+schema is the agent's, checked by ``twinflow verify --typed``; plain ``twinflow verify`` runs this
+very verifier). A checkpoint that covers fewer events
 than the trace holds fails unless ``--allow-unsigned-tail``; the ok line says which events it
 covers. Exit 0 when the trace verifies, 1 when a check fails, 2 for a usage error or unreadable
 input; one line on stderr for every failure.
