@@ -467,7 +467,6 @@ def test_runs_are_deterministic_given_the_ports(tmp_path: Path) -> None:
             scripted(call("add", {"a": 1, "b": 2}), text("3")),
             Calls(),
             trace=FileTraceSink(path),
-            signing_key=b"k",
         )
         agent.run("go")
         agent.writer.close()

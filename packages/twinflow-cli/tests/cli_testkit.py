@@ -8,12 +8,22 @@ gives the final answer from `FINALS` (an ``output`` object when a schema is aske
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from twinflow.agent import Agent, FunctionModel
-from twinflow.kernel import CountingIds, LoopbackRequest, LoopbackResponse, SteppingClock
+from twinflow.kernel import (
+    CountingIds,
+    LoopbackRequest,
+    LoopbackResponse,
+    SteppingClock,
+    run_process,
+)
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import Message
 
@@ -21,9 +31,11 @@ CALLS: dict[str, dict[str, Any]] = {
     "add": {"a": 2, "b": 3},
     "convert_currency": {"amount": 120, "source": "EUR", "target": "USD"},
     "convert_to_eur": {"amount": 120.0, "currency": "USD"},
+    "calc.add": {"a": 2, "b": 3},
 }
 FINALS: dict[str, Any] = {
     "add": "5",
+    "calc.add": "5",
     "convert_currency": {"amount": 129.6, "currency": "USD"},
     "convert_to_eur": {
         "vendor": "Acme Tools",
@@ -141,3 +153,70 @@ def run_trace(replies: int = 1) -> bytes:
     for _ in range(replies):
         agent.run("hello")
     return bytes(sink.data)
+
+
+GOPATH = "/usr/share/gocode"
+GO_INSTALL = "apt-get install -y golang-go golang-golang-x-mod-dev"
+
+
+def build_go_tool(name: str, out: Path) -> Path:
+    """Build ``tests/go/NAME`` (a reference driver over golang.org/x/mod) offline, GOPATH mode.
+
+    Without Go the interoperability tests fail and say how to install it: interoperability is a
+    promise, not an optional extra (.ci/run installs both Debian packages where they are missing).
+    """
+    import pytest
+
+    go = shutil.which("go")
+    if go is None:
+        pytest.fail(f"the Go interoperability test needs Go and golang.org/x/mod: {GO_INSTALL}")
+    if not (Path(GOPATH) / "src/golang.org/x/mod/sumdb/note").is_dir():
+        pytest.fail(f"golang.org/x/mod is not under {GOPATH}: {GO_INSTALL}")
+    binary = out / name
+    result = run_process(
+        [go, "build", "-o", str(binary), "."],
+        cwd=Path(__file__).parent / "go" / name,
+        env={
+            "GO111MODULE": "off",
+            "GOPATH": GOPATH,
+            "GOCACHE": str(out / "cache"),
+            "GOFLAGS": "",
+            "CGO_ENABLED": "0",
+        },
+        timeout=600,
+    )
+    assert 0 == result.returncode, result.stderr
+    return binary
+
+
+def trace_only_venv(tmp: Path) -> Path:
+    """A fresh venv holding the twinflow-trace wheel and nothing else (the auditor's install).
+
+    Returns:
+        The venv's ``bin`` directory (its ``python`` and the ``twinflow-trace`` script).
+    """
+    uv = os.environ.get("UV") or shutil.which("uv")  # .ci/run exports $UV when it installed uv
+    assert uv, "uv is needed to build the wheel (it is on PATH wherever scripts/check runs)"
+    root = Path(__file__).resolve().parents[3]
+    dist = tmp / "dist"
+    build = run_process(
+        [uv, "build", "--wheel", "--package", "twinflow-trace", "--out-dir", str(dist)],
+        cwd=root,
+        timeout=300,
+    )
+    assert 0 == build.returncode, build.stderr
+    wheel = next(dist.glob("twinflow_trace-*.whl"))
+    venv = tmp / "venv"
+    made = run_process([sys.executable, "-m", "venv", "--without-pip", str(venv)], timeout=300)
+    assert 0 == made.returncode, made.stderr
+    python = venv / "bin" / "python"
+    install = run_process(
+        [uv, "pip", "install", "--offline", "--no-index", "--python", str(python), str(wheel)],
+        cwd=tmp,
+        timeout=300,
+    )
+    assert 0 == install.returncode, install.stderr
+    freeze = run_process([uv, "pip", "freeze", "--python", str(python)], cwd=tmp, timeout=300)
+    installed = [line.split("==")[0].split(" @ ")[0] for line in freeze.stdout.splitlines()]
+    assert ["twinflow-trace"] == installed
+    return venv / "bin"

@@ -219,16 +219,19 @@ def test_checkpoint_prove_and_diff(project: Path) -> None:
     for out in ("a", "b"):
         assert 0 == twinflow("run", "spec.yaml", "--out", out, cwd=project).returncode
     a, b = "a/trace.jsonl", "b/trace.jsonl"
-    checkpoint = json.loads(twinflow("checkpoint", a, "--json", cwd=project).stdout)
+    made = twinflow(
+        "checkpoint", a, "--origin", "example.org/lab", "--out", "cp.note", "--json", cwd=project
+    )
+    checkpoint = json.loads(made.stdout)
     verify = json.loads(twinflow("verify", a, "--json", cwd=project).stdout)
     assert verify["checkpoint"]["root"] == checkpoint["root"]
-    (project / "cp.json").write_text(json.dumps(checkpoint))
-    assert 0 == twinflow("verify", a, "--checkpoint", "cp.json", cwd=project).returncode
-    assert 1 == twinflow("verify", b, "--checkpoint", "cp.json", cwd=project).returncode
+    assert 0 == twinflow("verify", a, "--checkpoint", "cp.note", cwd=project).returncode
+    assert 1 == twinflow("verify", b, "--checkpoint", "cp.note", cwd=project).returncode
 
-    proof = json.loads(twinflow("prove", a, "--seq", "2", "--json", cwd=project).stdout)
-    assert (2, checkpoint["root"]) == (proof["proof"]["seq"], proof["checkpoint"]["root"])
-    out_of_range = twinflow("prove", a, "--seq", "999", cwd=project)
+    prove = ["prove", a, "--seq", "2", "--checkpoint", "cp.note", "--json"]
+    proof = json.loads(twinflow(*prove, cwd=project).stdout)
+    assert (2, checkpoint["note"]) == (proof["index"], proof["proof"].split("\n\n", 1)[1])
+    out_of_range = twinflow("prove", a, "--seq", "999", "--checkpoint", "cp.note", cwd=project)
     assert 2 == out_of_range.returncode
     assert "--seq 999" in one_line(out_of_range.stderr)
 

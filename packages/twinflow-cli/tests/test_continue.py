@@ -200,9 +200,10 @@ def test_a_killed_run_resumes_without_repeating_anything_recorded(project: Proje
     before = killed_run(project, at=1)
     replied, returned = recorded_steps(before)
     assert (True, False) == (0 in returned, 1 in returned)
-    checkpoint = project.root / "before.json"
-    made = project.twinflow("checkpoint", str(project.trace), "--json")
-    checkpoint.write_text(made.stdout)
+    made = project.twinflow(
+        "checkpoint", str(project.trace), "--origin", "example.org/lab", "--out", "before.note"
+    )
+    assert 0 == made.returncode, made.stderr
     asked, ran = Counter(project.script.requests), project.executions()
 
     result = project.twinflow("resume", str(project.trace), "--spec", "spec.yaml", "--json")
@@ -214,19 +215,18 @@ def test_a_killed_run_resumes_without_repeating_anything_recorded(project: Proje
     assert Counter(dict.fromkeys({0, 1, 2} - returned, 1)) == new_runs
     assert 0 == project.twinflow("verify", str(project.trace)).returncode
     proof = project.twinflow(
-        "prove", str(project.trace), "--from-size", str(before.size), "--out", "p.json"
+        "prove",
+        str(project.trace),
+        "--from-size",
+        str(before.size),
+        "--origin",
+        "example.org/lab",
+        "--out",
+        "p.tlog-consistency",
     )
     assert 0 == proof.returncode, proof.stderr
-    after = project.twinflow("checkpoint", str(project.trace), "--json")
-    (project.root / "after.json").write_text(after.stdout)
     checked = project.twinflow(
-        "prove",
-        "--check",
-        "p.json",
-        "--checkpoint",
-        "after.json",
-        "--old-checkpoint",
-        "before.json",
+        "prove", "--check", "p.tlog-consistency", "--old-checkpoint", "before.note"
     )
     assert 0 == checked.returncode, checked.stderr
     kinds = [e.body.kind for e in Trace.load(project.trace).events]
@@ -366,7 +366,9 @@ def test_fork_takes_the_first_steps_from_the_parent_and_links_it(project: Projec
     assert 0 == same.returncode, same.stdout + same.stderr
     shown = project.twinflow("show", child)
     head = Trace.load(project.trace).checkpoint()
-    link = f"forked at step 2 from the run whose trace had {head.size} events, root {head.root}"
+    link = (
+        f"forked at step 2 from the run whose trace had {head.size} events, root (hex) {head.root}"
+    )
     assert link in shown.stdout
     past = project.twinflow("fork", str(project.trace), "--at-step", "9", "--spec", "spec.yaml")
     assert 2 == past.returncode

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from twinflow.cli._schemas import published_schemas, schema_texts
-from twinflow.cli._spec import ModelSpec, PolicySpec, RunSpec
+from twinflow.cli._spec import McpServerSpec, ModelSpec, PolicySpec, RunSpec
 from twinflow.eval import Case, Dataset, ScorerSpec
 
 REFERENCE = Path(__file__).parents[3] / "docs" / "spec-reference.md"
@@ -34,6 +34,7 @@ def test_the_reference_lists_every_key_and_no_other() -> None:
         "## Run spec": RunSpec,
         "### `model`": ModelSpec,
         "### `policy`": PolicySpec,
+        "### `mcp_servers`": McpServerSpec,
         "## Dataset": Dataset,
         "### A case": Case,
     }

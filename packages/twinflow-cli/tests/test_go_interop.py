@@ -11,11 +11,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from cli_testkit import build_go_tool
 
 from twinflow.kernel import run_process
 from twinflow.trace.note import (
@@ -33,10 +33,7 @@ from twinflow.trace.note import (
     sign_checkpoint_note,
     sign_note,
 )
-
-_SOURCE = Path(__file__).parent / "go" / "notecheck"
-_GOPATH = "/usr/share/gocode"
-_INSTALL = "apt-get install -y golang-go golang-golang-x-mod-dev"
+from twinflow.trace.witness import CosignatureError, CosignerKey, cosign, verify_cosignatures
 
 LOG = generate_key("example.com/log", hashlib.sha256(b"log").digest())
 WITNESS = generate_key("example.com/witness", hashlib.sha256(b"witness").digest())
@@ -46,26 +43,7 @@ BODY = CheckpointBody("example.com/log", 1024, hashlib.sha256(b"root").digest(),
 @pytest.fixture(scope="session")
 def notecheck(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Go reference driver, built once for the session."""
-    go = shutil.which("go")
-    if go is None:
-        pytest.fail(f"the Go interoperability test needs Go and golang.org/x/mod: {_INSTALL}")
-    if not (Path(_GOPATH) / "src/golang.org/x/mod/sumdb/note").is_dir():
-        pytest.fail(f"golang.org/x/mod is not under {_GOPATH}: {_INSTALL}")
-    out = tmp_path_factory.mktemp("go")
-    binary = out / "notecheck"
-    result = run_process(
-        [go, "build", "-o", str(binary), "."],
-        cwd=_SOURCE,
-        env={
-            "GO111MODULE": "off",
-            "GOPATH": _GOPATH,
-            "GOCACHE": str(out / "cache"),
-            "GOFLAGS": "",
-            "CGO_ENABLED": "0",
-        },
-    )
-    assert 0 == result.returncode, result.stderr
-    return binary
+    return build_go_tool("notecheck", tmp_path_factory.mktemp("go"))
 
 
 def _go(binary: Path, *args: str, stdin: bytes = b"") -> tuple[int, str, str]:
@@ -267,3 +245,59 @@ def test_go_and_twinflow_agree_on_mutated_verifier_keys(notecheck: Path) -> None
             disagreements.append((data, go_answer, "ok"))
     assert [] == disagreements
     assert 500 < len(mutated)
+
+
+# C2SP tlog-cosignature/v1: x/mod/sumdb/note knows key type 0x01 only, so Go checks the log's
+# signature on a cosigned note with x/mod alone (the cosignature ignored as an unknown key's),
+# and the cosignature with a cosignature/v1 verifier notecheck writes on Go's crypto/ed25519.
+COSIGNED_AT = 1_796_000_000
+
+
+def _cosigned_note() -> bytes:
+    line = cosign(BODY.text, WITNESS, COSIGNED_AT).line
+    return sign_checkpoint_note(BODY, [LOG]) + f"{line}\n".encode()
+
+
+def test_go_checks_a_twinflow_cosignature(notecheck: Path) -> None:
+    """Go opens a twinflow-cosigned checkpoint with the log key and the witness's cosigner key,
+    and reads the cosignature's timestamp."""
+    cosigner = CosignerKey.of_signer(WITNESS)
+    status, out, err = _go(
+        notecheck, "cosigned", LOG.verifier.text, cosigner.text, stdin=_cosigned_note()
+    )
+    assert 0 == status, err
+    opened = json.loads(out)
+    assert (
+        BODY.text,
+        [f"{LOG.key_hash:08x}", f"{cosigner.key_hash:08x}"],
+        {cosigner.label: COSIGNED_AT},
+    ) == (opened["text"], [s["hash"] for s in opened["sigs"]], opened["times"])
+
+
+def test_x_mod_alone_verifies_the_log_and_ignores_the_cosignature(notecheck: Path) -> None:
+    """With x/mod's own verifier only, the cosigned note opens; the cosignature is listed as
+    unverified; x/mod's NewVerifier refuses the cosigner key text (type 0x04)."""
+    status, out, err = _go(notecheck, "verify", LOG.verifier.text, stdin=_cosigned_note())
+    assert 0 == status, err
+    cosigner = CosignerKey.of_signer(WITNESS)
+    assert [{"name": WITNESS.name, "hash": f"{cosigner.key_hash:08x}"}] == json.loads(out)[
+        "unverified"
+    ]
+    stdin = base64.b64encode(cosigner.text.encode()) + b"\n"
+    assert (0, "error\n") == _go(notecheck, "keys", "-", stdin=stdin)[:2]
+
+
+def test_go_and_twinflow_refuse_a_changed_cosignature_time(notecheck: Path) -> None:
+    """A cosignature whose timestamp was moved: Go's note.Open and twinflow both refuse it."""
+    note = _cosigned_note()
+    line = note.rstrip(b"\n").rsplit(b"\n", 1)[1]
+    name, data = line.split(b" ")[1:]
+    raw = bytearray(base64.b64decode(data))
+    raw[11] ^= 1
+    moved = note.replace(data, base64.b64encode(bytes(raw)))
+    cosigner = CosignerKey.of_signer(WITNESS)
+    status, _, err = _go(notecheck, "cosigned", LOG.verifier.text, cosigner.text, stdin=moved)
+    assert (1, "invalid signature") == (status, err.split(": ", 1)[1][:17])
+    with pytest.raises(CosignatureError):
+        verify_cosignatures(moved, [cosigner], quorum=1, now=None)
+    assert name == WITNESS.name.encode()

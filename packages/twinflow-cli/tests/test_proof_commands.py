@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -101,66 +102,116 @@ def test_cosigned_checkpoint_needs_every_key_given(
     assert (0, 1) == (both[0], one[0])
 
 
-def test_inclusion_proof_is_checked_without_the_trace(
+def test_inclusion_proof_is_a_tlog_proof_checked_without_the_trace(
     work: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """prove --seq writes a proof file; prove --check verifies it against the checkpoint alone."""
-    twinflow(capsys, "checkpoint", "long.jsonl", "--out", "cp.json")
-    assert 0 == twinflow(capsys, "prove", "long.jsonl", "--seq", "3", "--out", "p.json")[0]
+    """prove --seq writes a C2SP tlog-proof carrying the published note; prove --check verifies
+    it with the key alone (digest from the event file, given, or the extra line); another seq,
+    another event or another key fails."""
+    twinflow(capsys, "keygen", "example.org/lab", "--out", "lab")
+    twinflow(capsys, "keygen", "example.org/other", "--out", "other")
+    twinflow(capsys, "checkpoint", "long.jsonl", "--sign", "lab.key", "--out", "cp.note")
+    made = twinflow(
+        capsys,
+        "prove",
+        "long.jsonl",
+        "--seq",
+        "3",
+        "--checkpoint",
+        "cp.note",
+        "--out",
+        "p.tlog-proof",
+        "--event-out",
+        "e3.json",
+    )
+    assert 0 == made[0], made
+    twinflow(
+        capsys,
+        "prove",
+        "long.jsonl",
+        "--seq",
+        "4",
+        "--checkpoint",
+        "cp.note",
+        "--out",
+        "p4.tlog-proof",
+        "--event-out",
+        "e4.json",
+    )
+    text = (work / "p.tlog-proof").read_text()
+    assert ("c2sp.org/tlog-proof@v1", "index 3") == (text.split("\n")[0], text.split("\n")[2])
+    assert text.endswith((work / "cp.note").read_text())
     (work / "long.jsonl").unlink()
-    ok = twinflow(capsys, "prove", "--check", "p.json", "--checkpoint", "cp.json")
-    proof = json.loads((work / "p.json").read_text())
-    proof["seq"] = 4
-    (work / "bad.json").write_text(json.dumps(proof))
-    bad = twinflow(capsys, "prove", "--check", "bad.json", "--checkpoint", "cp.json")
-    assert (0, 1) == (ok[0], bad[0])
+    check = ["prove", "--check", "p.tlog-proof", "--key", "lab.pub"]
+    code, doc, _ = twinflow(capsys, *check, "--event", "e3.json")
+    key = "+".join((work / "lab.pub").read_text().split("+")[:2])
+    assert (0, 3, [key], "hex") == (code, doc["index"], doc["signed_by"], doc["root_encoding"])
+    assert 0 == twinflow(capsys, *check, "--digest", str(made[1]["digest"]))[0]
+    assert (0, "from the proof's extra line") == (
+        twinflow(capsys, *check)[0],
+        twinflow(capsys, *check)[1]["digest_from"],
+    )
+    assert 1 == twinflow(capsys, *check, "--event", "e4.json")[0]
+    assert 1 == twinflow(capsys, "prove", "--check", "p.tlog-proof", "--key", "other.pub")[0]
+    assert 2 == twinflow(capsys, "prove", "--check", "p.tlog-proof")[0]  # signed: needs --key
+    moved = text.replace("index 3", "index 4")
+    (work / "moved.tlog-proof").write_text(moved)
+    assert 1 == twinflow(capsys, "prove", "--check", "moved.tlog-proof", "--key", "lab.pub")[0]
 
 
 def test_a_later_checkpoint_is_proved_to_extend_an_earlier_one(
     work: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """prove --from-size writes a consistency proof; --check with both checkpoints verifies it."""
-    twinflow(capsys, "checkpoint", "short.jsonl", "--out", "old.json")
-    twinflow(capsys, "checkpoint", "long.jsonl", "--out", "new.json")
-    size = json.loads((work / "old.json").read_text())["size"]
-    assert (
-        0 == twinflow(capsys, "prove", "long.jsonl", "--from-size", str(size), "--out", "c.json")[0]
-    )
-    ok = twinflow(
+    """prove --from-size writes the tlog-witness request body; --check with the old note
+    verifies it; swapped checkpoints or another run's old note fail."""
+    twinflow(capsys, "keygen", "example.org/lab", "--out", "lab")
+    twinflow(capsys, "checkpoint", "short.jsonl", "--sign", "lab.key", "--out", "old.note")
+    twinflow(capsys, "checkpoint", "long.jsonl", "--sign", "lab.key", "--out", "new.note")
+    size = (work / "old.note").read_text().split("\n")[1]
+    made = twinflow(
         capsys,
         "prove",
-        "--check",
-        "c.json",
+        "long.jsonl",
+        "--from-size",
+        size,
         "--checkpoint",
-        "new.json",
-        "--old-checkpoint",
-        "old.json",
+        "new.note",
+        "--out",
+        "c.tlog-consistency",
     )
-    swapped = twinflow(
+    assert 0 == made[0], made
+    assert (work / "c.tlog-consistency").read_text().startswith(f"old {size}\n")
+    check = ["prove", "--check", "c.tlog-consistency", "--key", "lab.pub"]
+    ok = twinflow(capsys, *check, "--old-checkpoint", "old.note")
+    twinflow(
         capsys,
         "prove",
-        "--check",
-        "c.json",
+        "long.jsonl",
+        "--from-size",
+        size,
         "--checkpoint",
-        "old.json",
-        "--old-checkpoint",
-        "new.json",
+        "old.note",
+        "--out",
+        "back.tlog-consistency",
     )
     (work / "other.jsonl").write_bytes(
         rechain(events_of(run_trace(3).replace(b'"hello"', b'"howdy"')))
     )
-    twinflow(capsys, "checkpoint", "other.jsonl", "--out", "other.json")
-    foreign = twinflow(
+    twinflow(
         capsys,
-        "prove",
-        "--check",
-        "c.json",
-        "--checkpoint",
-        "other.json",
-        "--old-checkpoint",
-        "old.json",
+        "checkpoint",
+        "other.jsonl",
+        "--size",
+        size,
+        "--sign",
+        "lab.key",
+        "--out",
+        "other.note",
     )
-    assert (0, 1, 1) == (ok[0], swapped[0], foreign[0])
+    foreign = twinflow(capsys, *check, "--old-checkpoint", "other.note")
+    swapped = twinflow(capsys, *check, "--old-checkpoint", "new.note")
+    assert (0, 1, 1) == (ok[0], foreign[0], swapped[0])
+    assert (int(size), "hex") == (ok[1]["old_size"], ok[1]["root_encoding"])
 
 
 def test_repair_moves_a_torn_line_and_the_trace_verifies(
@@ -175,19 +226,30 @@ def test_repair_moves_a_torn_line_and_the_trace_verifies(
     assert 0 == twinflow(capsys, "verify", "long.jsonl", "--allow-incomplete")[0]
 
 
-def test_an_hmac_key_file_is_used_as_written(
+@pytest.mark.parametrize("command", ["checkpoint", "verify"])
+def test_an_hmac_key_file_is_refused_saying_what_replaced_it(
+    work: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """--key-file (HMAC) is retired: one line naming keygen / --sign / --key, exit 2."""
+    (work / "k").write_bytes(b"secret\n")
+    code, _, err = twinflow(capsys, command, "short.jsonl", "--key-file", "k")
+    assert (2, 1) == (code, len(err.strip().splitlines())), err
+    assert "checkpoint TRACE --sign lab.key" in err
+
+
+def test_checkpoint_writes_the_note_and_json_is_only_a_view(
     work: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The CLI and the API sign with the same bytes: a key file's newline is part of the key."""
-    from twinflow.trace import Checkpoint, read_checkpoint, sign_checkpoint
-
-    (work / "k").write_bytes(b"secret\n")
-    (work / "empty").write_bytes(b"")
-    code, doc, _ = twinflow(capsys, "checkpoint", "short.jsonl", "--key-file", "k")
-    api = sign_checkpoint(read_checkpoint(work / "short.jsonl"), b"secret\n")
-    empty = twinflow(capsys, "checkpoint", "short.jsonl", "--key-file", "empty")
-    assert (0, api.signature, 2) == (code, doc["signature"], empty[0])
-    assert isinstance(api, Checkpoint)
+    """Without --sign, --origin writes the unsigned note (the body alone); --out needs a log
+    name; --json prints the root labelled hex beside the note."""
+    code, doc, _ = twinflow(
+        capsys, "checkpoint", "short.jsonl", "--origin", "example.org/lab", "--out", "cp.note"
+    )
+    lines = (work / "cp.note").read_text().split("\n")
+    assert (0, "example.org/lab", "hex") == (code, lines[0], doc["root_encoding"])
+    assert doc["root"] == base64.b64decode(lines[2]).hex()
+    assert 2 == twinflow(capsys, "checkpoint", "short.jsonl", "--out", "x.note")[0]
+    assert 0 == twinflow(capsys, "verify", "short.jsonl", "--checkpoint", "cp.note")[0]
 
 
 def test_verify_help_states_the_threat_model(capsys: pytest.CaptureFixture[str]) -> None:
@@ -199,7 +261,7 @@ def test_verify_help_states_the_threat_model(capsys: pytest.CaptureFixture[str])
     for phrase in (
         "not edited by accident or in part",
         "a full rewrite or a truncation",
-        "anyone who can check it can forge it",
+        "an unsigned note says nothing about who did",
         "to publish a run so a stranger can check it",
     ):
         assert phrase in text
@@ -269,17 +331,101 @@ def test_a_note_signed_for_another_origin_is_refused_unless_expected(
     assert 1 == twinflow(capsys, *argv, "--origin", "example.org/third")[0]
 
 
-def test_prove_check_reads_the_signed_note_and_names_its_signer(
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("crlf", 2), ("cut", 2), ("huge", 2), ("json", 2), ("another-tree", 1), ("past-size", 1)],
+)
+def test_prove_check_answers_bad_proof_files_in_one_line(
+    work: Path, capsys: pytest.CaptureFixture[str], name: str, expected: int
+) -> None:
+    """Malformed proof files exit 2, false ones 1, each with one line and no traceback."""
+    twinflow(capsys, "keygen", "example.org/lab", "--out", "lab")
+    twinflow(capsys, "checkpoint", "long.jsonl", "--sign", "lab.key", "--out", "cp.note")
+    twinflow(
+        capsys, "checkpoint", "long.jsonl", "--size", "4", "--sign", "lab.key", "--out", "four.note"
+    )
+    twinflow(
+        capsys,
+        "prove",
+        "long.jsonl",
+        "--seq",
+        "2",
+        "--checkpoint",
+        "cp.note",
+        "--out",
+        "p.tlog-proof",
+    )
+    good = (work / "p.tlog-proof").read_bytes()
+    head = good[: good.index(b"\n\n") + 2]
+    forms = {
+        "crlf": lambda: good.replace(b"\n", b"\r\n"),
+        "cut": lambda: good[:-1],
+        "json": lambda: b'{"kind": "inclusion", "seq": 2}\n',
+        "another-tree": lambda: head + (work / "four.note").read_bytes(),
+        "past-size": lambda: good.replace(b"index 2", b"index 99"),
+    }
+    path = work / "bad.tlog-proof"
+    if name == "huge":
+        with path.open("wb") as f:
+            f.write(good)
+            f.truncate(100 * 1024 * 1024)
+    else:
+        path.write_bytes(forms[name]())
+    code, doc, err = twinflow(capsys, "prove", "--check", "bad.tlog-proof", "--key", "lab.pub")
+    lines = err.strip().splitlines()
+    assert (expected, 1, False) == (code, len(lines), doc["ok"]), err
+    assert "Traceback" not in err
+
+
+def test_every_root_a_command_prints_says_its_encoding(
     work: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The note `checkpoint --sign` writes is the checkpoint `prove --check` reads (with --key)."""
+    """Each human line naming a root says (hex) or (base64); each --json root has root_encoding."""
     twinflow(capsys, "keygen", "example.org/lab", "--out", "lab")
-    twinflow(capsys, "keygen", "example.org/other", "--out", "other")
-    twinflow(capsys, "checkpoint", "short.jsonl", "--sign", "lab.key", "--out", "cp.note")
-    assert 0 == twinflow(capsys, "prove", "short.jsonl", "--seq", "1", "--out", "p.json")[0]
-    check = ["prove", "--check", "p.json", "--checkpoint", "cp.note"]
-    code, doc, _ = twinflow(capsys, *check, "--key", "lab.pub")
-    key = "+".join((work / "lab.pub").read_text().split("+")[:2])
-    assert (0, [key]) == (code, doc["signed_by"])
-    assert 2 == twinflow(capsys, *check)[0]  # a signature is never passed over unchecked
-    assert 1 == twinflow(capsys, *check, "--key", "other.pub")[0]
+    twinflow(
+        capsys, "checkpoint", "short.jsonl", "--size", "2", "--sign", "lab.key", "--out", "two.note"
+    )
+    human = [
+        ["checkpoint", "long.jsonl"],
+        ["checkpoint", "long.jsonl", "--sign", "lab.key", "--out", "cp.note"],
+        ["verify", "long.jsonl", "--checkpoint", "cp.note", "--key", "lab.pub"],
+        ["redact", "long.jsonl", "--seq", "1", "--out", "public.jsonl"],
+        ["prove", "long.jsonl", "--seq", "2", "--checkpoint", "cp.note", "--out", "p.tlog-proof"],
+        ["prove", "--check", "p.tlog-proof", "--key", "lab.pub"],
+        [
+            "prove",
+            "long.jsonl",
+            "--from-size",
+            "2",
+            "--checkpoint",
+            "cp.note",
+            "--out",
+            "c.tlog-consistency",
+        ],
+        [
+            "prove",
+            "--check",
+            "c.tlog-consistency",
+            "--key",
+            "lab.pub",
+            "--old-checkpoint",
+            "two.note",
+        ],
+        ["diff", "--exact", "long.jsonl", "long.jsonl"],
+        ["show", "long.jsonl"],
+    ]
+    unlabelled = []
+    for argv in human:
+        assert 0 == main(argv), argv
+        for line in capsys.readouterr().out.splitlines():
+            if " root" in line.lower() and "(hex)" not in line and "base64" not in line:
+                unlabelled.append((argv[0], line))
+    assert [] == unlabelled
+    for argv in (
+        ["checkpoint", "long.jsonl"],
+        ["verify", "long.jsonl"],
+        ["show", "long.jsonl"],
+        ["prove", "--check", "p.tlog-proof", "--key", "lab.pub"],
+    ):
+        doc = twinflow(capsys, *argv)[1]
+        assert "hex" == doc["root_encoding"], argv

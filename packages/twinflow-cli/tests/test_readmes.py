@@ -9,7 +9,8 @@
 - ``bash`` blocks: each ``uv run --frozen twinflow ...`` (or ``twinflow-trace ...``) line
   runs as the reader types it, through ``uv run --frozen`` (with ``--project`` naming this
   workspace, since the test's directory is outside it), in one working directory, in order,
-  and must exit 0; the Ray line starts its Ray under ``uv run`` as a reader's does. The model
+  and must exit 0; a line that is a bare ``twinflow-trace ...`` is the auditor's, run exactly
+  as written in a venv that holds the twinflow-trace wheel and nothing else; the Ray line starts its Ray under ``uv run`` as a reader's does. The model
   behind ``twinflow demo`` and the invoice example's ``eval run`` is the scripted server. Not run:
   environment set-up and the whole-suite commands (``uv sync``, ``scripts/...``, ``bash
   .ci/run``, ``pip``) and ``demo --model-url`` lines, which name servers the reader runs.
@@ -25,7 +26,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli_testkit import scripted_chat
+from cli_testkit import scripted_chat, trace_only_venv
 
 from twinflow.cli._spec import parse_spec
 from twinflow.eval import load_dataset
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[3]
 READMES = [ROOT / "README.md", *sorted(ROOT.glob("packages/*/README.md"))]
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 NOT_RUN = ("uv sync", "scripts/", "bash .ci/run", "pip ", "python3 -m pip")
+AUDITOR = "(auditor)"
 
 
 def blocks(path: Path) -> list[tuple[str, str]]:
@@ -95,7 +97,8 @@ def test_the_readme_python_example_runs_twice_in_a_row(
 
 
 def commands(path: Path) -> list[list[str]]:
-    """The ``twinflow`` command lines of a README's bash blocks, in order, as argv lists."""
+    """The ``twinflow`` command lines of a README's bash blocks, in order, as argv lists (an
+    auditor's bare ``twinflow-trace`` line starts with ``AUDITOR``)."""
     found = []
     for lang, code in blocks(path):
         if lang != "bash":
@@ -106,6 +109,9 @@ def commands(path: Path) -> list[list[str]]:
             if not line or line.startswith(NOT_RUN):
                 continue
             words = shlex.split(line)
+            if words[0] == "twinflow-trace":
+                found.append([AUDITOR, *words])
+                continue
             assert words[:3] == ["uv", "run", "--frozen"], f"a command this test cannot run: {line}"
             found.append(words[3:])
     return found
@@ -122,15 +128,24 @@ def test_bash_commands_run(readme: Path, tmp_path: Path) -> None:
         "the README's commands run through `uv run`, as a reader's do: install uv"
     )
     work = tmp_path / "work"
-    example = work / "examples" / "invoice-extraction"
-    shutil.copytree(ROOT / "examples" / "invoice-extraction", example)
     with LoopbackServer(scripted_chat) as server:
-        spec = example / "spec.yaml"
-        text = spec.read_text(encoding="utf-8")
-        assert "url: embedded" in text
-        spec.write_text(text.replace("url: embedded", f"url: {server.url}"), encoding="utf-8")
+        for name in ("invoice-extraction", "mcp-calculator"):
+            example = work / "examples" / name
+            shutil.copytree(ROOT / "examples" / name, example)
+            spec = example / "spec.yaml"
+            text = spec.read_text(encoding="utf-8")
+            assert "url: embedded" in text
+            spec.write_text(text.replace("url: embedded", f"url: {server.url}"), encoding="utf-8")
         ran = []
+        auditor: Path | None = None
         for words in lines:
+            if words[0] == AUDITOR:
+                # The auditor's install: the twinflow-trace wheel alone, its console script.
+                auditor = auditor or trace_only_venv(tmp_path / "auditor")
+                result = run_process([str(auditor / words[1]), *words[2:]], cwd=work, timeout=600)
+                assert (words, 0, "") == (words, result.returncode, result.stderr)
+                ran.append(words[1])
+                continue
             assert words[0] in ("twinflow", "twinflow-trace"), words
             args = words[1:]
             program = [uv, "run", "--project", str(ROOT), "--frozen", words[0]]

@@ -187,22 +187,22 @@ def test_show_html_embeds_a_published_checkpoint(
 ) -> None:
     """--checkpoint puts the checkpoint into the page; without --html it is a usage error."""
     trace = record(tmp_path / "t.jsonl")
-    assert 0 == main(["checkpoint", str(trace), "--json"])
-    (tmp_path / "cp.json").write_text(capsys.readouterr().out)
+    cp = str(tmp_path / "cp.note")
+    assert 0 == main(["checkpoint", str(trace), "--origin", "example.org/lab", "--out", cp])
     page = tmp_path / "t.html"
-    assert 2 == main(["show", str(trace), "--checkpoint", str(tmp_path / "cp.json")])
+    assert 2 == main(["show", str(trace), "--checkpoint", cp])
     assert "give --html FILE too" in capsys.readouterr().err
-    args = ["show", str(trace), "--html", str(page), "--checkpoint", str(tmp_path / "cp.json")]
+    args = ["show", str(trace), "--html", str(page), "--checkpoint", cp]
     assert 0 == main(args)
     assert 'id="checkpoint-data"' in page.read_text()
 
 
-@pytest.mark.parametrize("form", ["signed note", "unsigned note", "json"])
+@pytest.mark.parametrize("form", ["signed note", "unsigned note"])
 def test_show_html_refuses_a_checkpoint_the_trace_does_not_match(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], form: str
 ) -> None:
-    """A published checkpoint of another run (a signed or unsigned note, or JSON): exit 1 naming
-    the mismatch, and no page is written; the genuine one writes the page."""
+    """A published checkpoint of another run (a signed or unsigned note): exit 1 naming the
+    mismatch, and no page is written; the genuine one writes the page."""
     genuine = record(tmp_path / "t.jsonl")
     other = record(tmp_path / "other.jsonl", prompt="add 5 and 7")
     assert 0 == main(["keygen", "example.org/lab", "--out", str(tmp_path / "lab")])
@@ -212,16 +212,12 @@ def test_show_html_refuses_a_checkpoint_the_trace_does_not_match(
         if form == "signed note":
             argv += ["--sign", str(tmp_path / "lab.key")]
             keys = ["--key", str(tmp_path / "lab.pub")]
-        elif form == "unsigned note":
-            argv = ["checkpoint", str(trace), "--origin", "example.org/lab"]
+        else:
+            argv += ["--origin", "example.org/lab"]
         capsys.readouterr()
         assert 0 == main([*argv, "--json"])
         document = json.loads(capsys.readouterr().out)
-        if form == "unsigned note":
-            (tmp_path / f"{name}.cp").write_text(document["note_body"])
-        elif form == "json":
-            (tmp_path / f"{name}.cp").unlink()
-            (tmp_path / f"{name}.cp").write_text(json.dumps(document))
+        assert document["note"] == (tmp_path / f"{name}.cp").read_text()
     page = tmp_path / "t.html"
     args = ["show", str(genuine), "--html", str(page), *keys, "--checkpoint"]
     assert 1 == main([*args, str(tmp_path / "other.cp")])

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
+
+from cli_testkit import trace_only_venv
 
 from twinflow.agent import Agent, FunctionModel
 from twinflow.kernel import CountingIds, SteppingClock, run_process
@@ -14,44 +13,10 @@ from twinflow.trace import FileTraceSink, verify_trace
 from twinflow.trace import note as _note
 from twinflow.vocab import Message
 
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def uv() -> str:
-    """The uv binary (.ci/run exports $UV when it installed uv itself)."""
-    found = os.environ.get("UV") or shutil.which("uv")
-    assert found, "uv is needed to build the wheel (it is on PATH wherever scripts/check runs)"
-    return found
-
 
 def test_the_wheel_installs_nothing_else_and_verifies_a_demo_trace(tmp_path: Path) -> None:
     """`pip install twinflow-trace` (from its wheel, no index) brings no other distribution."""
-    dist = tmp_path / "dist"
-    build = run_process(
-        [uv(), "build", "--wheel", "--package", "twinflow-trace", "--out-dir", str(dist)],
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert 0 == build.returncode, build.stderr
-    wheel = next(dist.glob("twinflow_trace-*.whl"))
-    venv = tmp_path / "venv"
-    made = run_process(
-        [sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path, timeout=300
-    )
-    assert 0 == made.returncode, made.stderr
-    python = venv / "bin" / "python"
-    install = run_process(
-        [uv(), "pip", "install", "--offline", "--no-index", "--python", str(python), str(wheel)],
-        cwd=tmp_path,
-        timeout=300,
-    )
-    assert 0 == install.returncode, install.stderr
-    freeze = run_process(
-        [uv(), "pip", "freeze", "--python", str(python)], cwd=tmp_path, timeout=300
-    )
-    installed = [line.split("==")[0].split(" @ ")[0] for line in freeze.stdout.splitlines()]
-    assert ["twinflow-trace"] == installed
-
+    python = trace_only_venv(tmp_path) / "python"
     trace = tmp_path / "demo.jsonl"
     sink = FileTraceSink(trace)
     Agent(

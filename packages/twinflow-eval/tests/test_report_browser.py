@@ -27,7 +27,7 @@ from twinflow.agent import (
 )
 from twinflow.eval import run_eval
 from twinflow.kernel import CountingIds, ProcessResult, SteppingClock, run_process
-from twinflow.trace import MemoryTraceSink
+from twinflow.trace import MemoryTraceSink, encode_redacted
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
 HOSTILE = "</script><img src=x onerror=console.error('pwned')><b>bold</b>"
@@ -183,32 +183,6 @@ def test_the_trace_page_names_where_a_tampered_trace_breaks(tmp_path: Path) -> N
         assert [] == console_lines(result.stderr)
 
 
-def test_the_trace_page_checks_a_published_signed_checkpoint(tmp_path: Path) -> None:
-    """An embedded signed checkpoint: matched, and the HMAC checked with the key typed in."""
-    data = hostile_trace()
-    signed = Trace.load(data).checkpoint(3, key=b"sesame").to_json()
-    # The reader types the key: a line of script after the page does what typing does.
-    typing = (
-        "<script>var k=document.getElementById('checkpoint-key');"
-        "setTimeout(function(){k.value='{KEY}';k.dispatchEvent(new Event('input'));},50);</script>"
-    )
-    outcomes = {}
-    for key in ("sesame", "wrong"):
-        page = tmp_path / f"{key}.html"
-        html = render_trace_page(data, "t", signed).replace(
-            "</body>", typing.replace("{KEY}", key) + "</body>"
-        )
-        page.write_text(html, encoding="utf-8")
-        result = open_in_chromium(page, tmp_path / "profile")
-        assert [] == console_lines(result.stderr)
-        outcomes[key] = (
-            root_attribute(result.stdout, "data-checkpoint"),
-            root_attribute(result.stdout, "data-signature"),
-        )
-    expected = {"sesame": ("match", "valid"), "wrong": ("match", "invalid")}
-    assert expected == outcomes
-
-
 def test_the_trace_page_refuses_a_checkpoint_of_other_events(tmp_path: Path) -> None:
     """A checkpoint of another run's trace does not match these events: that is the verdict."""
     other = Trace.load(hostile_trace("another prompt")).checkpoint().to_json()
@@ -318,3 +292,23 @@ def test_the_page_refuses_a_non_canonical_event_as_verify_does(
         root_attribute(result.stdout, "data-verdict"),
         root_attribute(result.stdout, "data-break-seq"),
     )
+
+
+def test_the_trace_page_verifies_a_redacted_trace_and_names_the_seqs(tmp_path: Path) -> None:
+    """Events replaced by their digest line: verified, the same root, and the page says which."""
+    data = hostile_trace()
+    lines = data.splitlines(keepends=True)
+    redacted = b"".join(
+        encode_redacted(line[11:75].decode()) if n in (1, 2) else line
+        for n, line in enumerate(lines)
+    )
+    result = render_in_chromium(redacted, tmp_path, "redacted")
+    assert 0 == result.returncode, result.stderr[-2000:]
+    expected = ("verified", "1,2", Trace.load(data).checkpoint().root)
+    actual = tuple(
+        root_attribute(result.stdout, name)
+        for name in ("data-verdict", "data-redacted", "data-root")
+    )
+    assert expected == actual
+    assert "REDACTED (digest only)" in result.stdout
+    assert [] == console_lines(result.stderr)

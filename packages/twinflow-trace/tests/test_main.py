@@ -16,11 +16,12 @@ from twinflow.trace.testing import small_trace as trace
 
 @pytest.fixture
 def signed(tmp_path: Path) -> Path:
-    """A trace, its JSON checkpoint, a C2SP note signed by one key, and two verifier keys."""
+    """A trace, an old JSON checkpoint, an unsigned note, one signed by one key, two verifier keys."""
     path = tmp_path / "t.jsonl"
     path.write_bytes(trace(6))
     checkpoint = verify_trace(path).checkpoint
     (tmp_path / "cp.json").write_text(str(checkpoint.to_json()).replace("'", '"'))
+    (tmp_path / "cp.body").write_text(checkpoint.note_body("example.org/lab"))
     for name, seed in (("lab", 1), ("other", 2)):
         signer = _note.generate_key(f"example.org/{name}", bytes([seed]) * 32)
         (tmp_path / f"{name}.pub").write_text(signer.verifier.text + "\n")
@@ -35,7 +36,8 @@ def signed(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--checkpoint", "cp.json"], 0),
+        (["--checkpoint", "cp.body"], 0),
+        (["--checkpoint", "cp.json"], 2),
         (["--checkpoint", "cp.note", "--key", "lab.pub"], 0),
         (["--checkpoint", "cp.note", "--key", "other.pub"], 1),
         (["--checkpoint", "cp.note", "--key", "lab.pub", "--key", "other.pub"], 1),
@@ -152,15 +154,16 @@ def test_a_note_signed_for_another_origin_is_refused(
     assert (expected, 0 if expected == 0 else 1) == (code, len(err)), err
 
 
-def test_checkpoint_json_output_and_an_unsigned_note_are_read(
+def test_a_json_checkpoint_is_refused_saying_how_to_make_the_note(
     signed: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The `twinflow checkpoint --json` document and an unsigned note body both check (one reader)."""
+    """The note is the one checkpoint file: JSON (once HMAC-signed or not) is one line, exit 2."""
     monkeypatch.chdir(signed)
     checkpoint = verify_trace(signed / "t.jsonl").checkpoint
-    document = {"ok": True, **checkpoint.to_json(), "note_body": checkpoint.note_body("x/y")}
-    (signed / "out.json").write_text(json.dumps(document))
-    (signed / "cp.body").write_text(checkpoint.note_body("x/y"))
-    assert 0 == main(["verify", "t.jsonl", "--checkpoint", "out.json"])
+    document = {**checkpoint.to_json(), "signature": "ab" * 32}
+    (signed / "hmac.json").write_text(json.dumps(document))
+    assert 2 == main(["verify", "t.jsonl", "--checkpoint", "hmac.json"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert 1 == len(err) and "twinflow checkpoint TRACE" in err[0], err
     assert 0 == main(["verify", "t.jsonl", "--checkpoint", "cp.body"])
     assert 1 == main(["verify", "t.jsonl", "--checkpoint", "cp.body", "--key", "lab.pub"])

@@ -23,8 +23,8 @@ from twinflow.trace import (
     UserError,
     VerificationReport,
     canonical_bytes,
+    encode_redacted,
     parse_json,
-    sign_checkpoint,
     verify_trace,
     walk_trace,
 )
@@ -230,34 +230,6 @@ def test_a_torn_last_line_is_truncated_and_the_rest_verifies() -> None:
     assert ("truncated", 4, 4) == (report.problem.kind, report.problem.seq, report.events)
 
 
-def test_a_signed_checkpoint_without_a_key_is_refused() -> None:
-    """A signature is never passed over: checking a signed checkpoint needs its key."""
-    data = trace(5)
-    good = verify_trace(data).checkpoint
-    signed = sign_checkpoint(good, b"k" * 32)
-    unsigned_ok = verify_trace(data, checkpoint=good)
-    no_key = verify_trace(data, checkpoint=signed).problem
-    with_key = verify_trace(data, checkpoint=signed, key=b"k" * 32)
-    assert no_key is not None
-    assert (True, "signature", True) == (unsigned_ok.ok, no_key.kind, with_key.ok)
-
-
-def test_an_empty_hmac_key_is_refused() -> None:
-    """An empty key neither signs nor checks."""
-    good = verify_trace(trace(3)).checkpoint
-    with pytest.raises(UserError):
-        sign_checkpoint(good, b"")
-
-
-def test_key_bytes_are_used_as_written() -> None:
-    """A key with a trailing newline is a different key from the one without."""
-    data = trace(3)
-    signed = sign_checkpoint(verify_trace(data).checkpoint, b"secret\n")
-    problem = verify_trace(data, checkpoint=signed, key=b"secret").problem
-    assert problem is not None
-    assert "signature" == problem.kind
-
-
 def test_a_rewritten_prefix_is_named_at_the_checkpoints_last_seq() -> None:
     """A checkpoint mismatch names the last event the checkpoint covers, not seq 0."""
     published = verify_trace(trace(6)).checkpoint
@@ -412,3 +384,58 @@ def test_check_refusing_an_event_in_a_batch_stops_there(k: int) -> None:
     problem = caught.value.report.problem
     assert problem is not None
     assert ("not_event", k) == (problem.kind, problem.seq)
+
+
+def _redacted(data: bytes, *seqs: int) -> bytes:
+    """``data`` with the events at ``seqs`` replaced by their digest lines."""
+    lines = data.splitlines(keepends=True)
+    return b"".join(
+        encode_redacted(line[11:75].decode()) if n in seqs else line for n, line in enumerate(lines)
+    )
+
+
+def test_a_redacted_event_keeps_the_chain_and_the_root() -> None:
+    """Digest-only lines verify, are listed, and leave the Merkle root as it was."""
+    data = trace(6)
+    report = verify_trace(_redacted(data, 0, 2))
+    expected = (True, (0, 2), verify_trace(data).checkpoint.root)
+    assert expected == (report.ok, report.redacted, report.checkpoint.root)
+    assert "seqs 0, 2 are redacted (digest only)" == report.redaction()
+
+
+@pytest.mark.parametrize(
+    ("edit", "kind", "seq"),
+    [
+        (lambda line: line.replace(b"true", b"false"), "edited", 2),
+        (
+            lambda line: (
+                line.upper()
+                .replace(b"DIGEST", b"digest")
+                .replace(b"REDACTED", b"redacted")
+                .replace(b"TRUE", b"true")
+            ),
+            "edited",
+            2,
+        ),
+        (lambda line: line.replace(b'":true', b'": true'), "edited", 2),
+        (lambda line: line[:11] + b"0" * 64 + line[75:], "edited", 3),
+    ],
+)
+def test_a_line_that_only_looks_redacted_is_refused(
+    edit: Callable[[bytes], bytes], kind: str, seq: int
+) -> None:
+    """Another case, spacing or value is not a redacted line; a made-up digest breaks the chain."""
+    lines = _redacted(trace(6), 2).splitlines(keepends=True)
+    lines[2] = edit(lines[2])
+    problem = verify_trace(b"".join(lines)).problem
+    assert problem is not None
+    assert (kind, seq) == (problem.kind, problem.seq)
+
+
+def test_readers_that_need_the_events_refuse_a_redacted_one_by_name() -> None:
+    """walk_trace stops with a `redacted` problem unless it is allowed to yield digest-only events."""
+    data = _redacted(trace(4), 1)
+    with pytest.raises(TraceCorruptError, match="redacted at seq 1"):
+        list(walk_trace(data))
+    events = list(walk_trace(data, allow_redacted=True))
+    assert (b"", None) == (events[1].event, events[1].value)

@@ -8,6 +8,10 @@ Errors (every one under the workspace's root)::
     │   ├── RunPaused                                a run waits for a person's decision (`.paused`)
     │   ├── AgentConfigError (also a UserError)       a usage mistake: bad tool, policy, agent or value
     │   │                                            (every agent value, `Policy(max_tool_calls=-1)` too)
+    │   ├── McpToolFailed                            an MCP call's result is unusable (an error result)
+    │   │   ├── McpToolError                         the server marked it ``isError``
+    │   │   ├── McpOutputInvalid                     ``structuredContent`` does not match ``outputSchema``
+    │   │   └── McpRequestRefused                    the server asked to sample or elicit during the call
     │   ├── RunError                                 a run ended without an output (``run_failed``)
     │   │   ├── MaxStepsExceeded
     │   │   ├── UsageLimitExceeded
@@ -33,6 +37,10 @@ from twinflow.agent._errors import (
     AgentError,
     InvalidModelReply,
     MaxStepsExceeded,
+    McpOutputInvalid,
+    McpRequestRefused,
+    McpToolError,
+    McpToolFailed,
     OutputValidationFailed,
     RunError,
     UsageLimitExceeded,
@@ -43,6 +51,7 @@ from twinflow.agent._events import (
     ApprovalRequested,
     EventBody,
     ForkParent,
+    ListedTool,
     MessageChain,
     ModelRequested,
     ModelResponded,
@@ -57,9 +66,11 @@ from twinflow.agent._events import (
     SteeringReceived,
     ToolCalled,
     ToolReturned,
+    ToolsListed,
     TraceEvent,
 )
 from twinflow.agent._function_model import FunctionModel
+from twinflow.agent._mcp import McpTools, mcp_content_value
 from twinflow.agent._observe import Observer, Steering
 from twinflow.agent._page import render_trace_page
 from twinflow.agent._policy import (
@@ -112,7 +123,13 @@ __all__ = [
     "ForkParent",
     "FunctionModel",
     "InvalidModelReply",
+    "ListedTool",
     "MaxStepsExceeded",
+    "McpOutputInvalid",
+    "McpRequestRefused",
+    "McpToolError",
+    "McpToolFailed",
+    "McpTools",
     "MessageChain",
     "ModelRequested",
     "ModelResponded",
@@ -144,6 +161,7 @@ __all__ = [
     "Tool",
     "ToolCalled",
     "ToolReturned",
+    "ToolsListed",
     "Trace",
     "TraceEvent",
     "TraceSummary",
@@ -154,6 +172,7 @@ __all__ = [
     "behaviour_of",
     "compare_behaviour",
     "encode_event",
+    "mcp_content_value",
     "record_decisions",
     "render_trace_page",
     "replay",

@@ -39,6 +39,7 @@ from twinflow.agent._events import (
     SteeringReceived,
     _Frozen,
 )
+from twinflow.agent._mcp import McpTools
 from twinflow.agent._observe import Observer, Steering, poll_steering
 from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
 from twinflow.agent._resume import (
@@ -185,7 +186,7 @@ class Agent(Closing, Generic[OutputT]):
         *,
         clock: Clock,
         ids: Ids,
-        tools: Sequence[Tool | Callable[..., Any]] = (),
+        tools: Sequence[Tool | McpTools | Callable[..., Any]] = (),
         policy: Policy | None = None,
         output_type: type[OutputT] = str,  # type: ignore[assignment]  # the default binds OutputT to str (PEP 696), which mypy cannot see
         structured: StructuredOutputAdapter | None = None,
@@ -195,7 +196,6 @@ class Agent(Closing, Generic[OutputT]):
         settings: ModelSettings | None = None,
         trace: TraceSink | None = None,
         fsync: FsyncPolicy = "step",
-        signing_key: bytes | None = None,
         observer: Observer | None = None,
         steering: Steering | None = None,
         model_label: str | None = None,
@@ -207,7 +207,8 @@ class Agent(Closing, Generic[OutputT]):
             model: The chat model (injected; any `ChatModel`).
             clock: Clock port; every event's ``at`` comes from it.
             ids: Ids port; run ids come from it.
-            tools: Tools, or typed callables turned into tools.
+            tools: Tools, typed callables turned into tools, and MCP servers (`McpTools`,
+                each started here if it was not: its tools are named ``<server>.<tool>``).
             policy: Tool policy (default: deny every tool).
             output_type: Pydantic model of the final answer; ``str`` (the default) for the
                 model's final text.
@@ -218,7 +219,6 @@ class Agent(Closing, Generic[OutputT]):
             settings: Model settings sent with every request.
             trace: Where trace lines go (default: an in-memory sink). Runs append to it.
             fsync: When trace lines are made durable.
-            signing_key: HMAC key signing the checkpoint returned with each run.
             observer: Watches the run: every event as recorded and, when the model has
                 `stream` (a `StreamingChatModel`), every raw chunk of its replies as they
                 arrive. The trace is the same with or without it.
@@ -251,18 +251,20 @@ class Agent(Closing, Generic[OutputT]):
         self.usage_limits = usage_limits or UsageLimits()
         self.system = system
         self.settings = settings or ModelSettings()
-        self.signing_key = signing_key
         self.observer = observer
         self.steering = steering
         self.writer = TraceWriter(trace if trace is not None else MemoryTraceSink(), fsync=fsync)
         self.tools: dict[str, Tool] = {}
+        self.servers: tuple[McpTools, ...] = tuple(t for t in tools if isinstance(t, McpTools))
+        """The MCP servers whose tools the agent offers (their lists are traced)."""
+        if len({server.name for server in self.servers}) < len(self.servers):
+            names = sorted(server.name for server in self.servers)
+            raise AgentConfigError(f"two MCP servers share a name ({names}); names must be unique")
         for item in tools:
-            tool = item if isinstance(item, Tool) else Tool.from_function(item)
-            if tool.name in self.tools:
-                raise AgentConfigError(
-                    f"two tools are named {tool.name!r}; tool names must be unique"
-                )
-            self.tools[tool.name] = tool
+            if isinstance(item, McpTools):
+                self._register(item.tools)
+            else:
+                self._register([item if isinstance(item, Tool) else Tool.from_function(item)])
         unknown = sorted(
             (self.policy.allow | self.policy.ask | self.policy.repeat_safe) - set(self.tools)
         )
@@ -298,6 +300,28 @@ class Agent(Closing, Generic[OutputT]):
         self._inserts: dict[int, EventBody] = {}
         self._decisions: dict[str, ApprovalDecided] = {}
         self._parent: ForkParent | None = None
+
+    def _register(self, tools: Sequence[Tool]) -> None:
+        for tool in tools:
+            if tool.name in self.tools:
+                raise AgentConfigError(
+                    f"two tools are named {tool.name!r}; tool names must be unique"
+                )
+            self.tools[tool.name] = tool
+
+    def _relist(self, step: int) -> None:
+        """Before a step: a server whose tool list changed is listed again, traced, and offered."""
+        for server in self.servers:
+            listed = server.relist(step)
+            if listed is None:
+                continue
+            self._emit(listed)
+            prefix = f"{server.name}."
+            kept = {n: t for n, t in self.tools.items() if not n.startswith(prefix)}
+            self.tools.clear()
+            self.tools.update(kept)
+            self._register(server.tools)
+            self._specs = tuple(t.spec for t in self.tools.values())
 
     def close(self) -> None:
         """Close the trace writer (and its sink); a ``with`` block does it on exit."""
@@ -344,6 +368,8 @@ class Agent(Closing, Generic[OutputT]):
                 parent=self._parent,
             )
         )
+        for server in self.servers:
+            self._emit(server.announce())
         opening = (Message.system(self.system),) if self.system is not None else ()
         state = _Run(run_id, Transcript(messages=(*opening, Message.user(prompt))))
         runner = ToolRunner(
@@ -385,7 +411,7 @@ class Agent(Closing, Generic[OutputT]):
         return RunResult(
             output=output,
             transcript=state.transcript,
-            head=self.writer.checkpoint(self.signing_key),
+            head=self.writer.checkpoint(),
             run_id=run_id,
             usage=usage,
             steps=state.requests,
@@ -394,6 +420,8 @@ class Agent(Closing, Generic[OutputT]):
     def _loop(self, state: _Run, runner: ToolRunner) -> OutputT:
         for step in range(1, self.max_steps + 1):
             state.step = step
+            if step > 1:
+                self._relist(step)
             state.offered = tuple(s for s in self._specs if runner.may_call(s.name))
             if self.steering is not None:
                 self._steer(state, poll_steering(self.steering, step))

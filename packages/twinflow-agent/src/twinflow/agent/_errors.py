@@ -21,6 +21,10 @@ __all__ = [
     "InvalidModelReply",
     "InvalidProofError",
     "MaxStepsExceeded",
+    "McpOutputInvalid",
+    "McpRequestRefused",
+    "McpToolError",
+    "McpToolFailed",
     "OutputValidationFailed",
     "RunError",
     "SignatureError",
@@ -63,3 +67,19 @@ class InvalidModelReply(RunError):
         """Carry the refused attempts along with the message."""
         super().__init__(message)
         self.attempts = attempts
+
+
+class McpToolFailed(AgentError):
+    """An MCP tool call gave no usable result; the run records it as the call's error result."""
+
+
+class McpToolError(McpToolFailed):
+    """The server answered that the call failed (``isError``); the message is its text."""
+
+
+class McpOutputInvalid(McpToolFailed):
+    """The call's ``structuredContent`` does not match the tool's ``outputSchema``."""
+
+
+class McpRequestRefused(McpToolFailed):
+    """The server asked to call back into the run (sampling, elicitation) during the call."""

@@ -40,6 +40,7 @@ __all__ = [
     "ApprovalRequested",
     "EventBody",
     "ForkParent",
+    "ListedTool",
     "MessageChain",
     "ModelRequested",
     "ModelResponded",
@@ -54,6 +55,7 @@ __all__ = [
     "SteeringReceived",
     "ToolCalled",
     "ToolReturned",
+    "ToolsListed",
     "TraceEvent",
 ]
 
@@ -224,6 +226,42 @@ class ToolReturned(_Frozen):
     """Characters cut off by the output size cap."""
 
 
+class ListedTool(_Frozen):
+    """One tool an MCP server offers, as the model is shown it."""
+
+    name: str
+    """``<server>.<tool>``: the name in the policy, the model's calls and the trace."""
+    description: str
+    """The server's description of it."""
+    parameters: dict[str, JsonValue]
+    """The JSON Schema of its arguments (the server's ``inputSchema``)."""
+    output_schema: dict[str, JsonValue] | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
+    """The JSON Schema its structured results are checked against (``outputSchema``), if any."""
+
+
+class ToolsListed(_Frozen):
+    """An MCP server's identity and tool list, as the run used it from here on.
+
+    Written after ``run_started`` for each server, and again before the step that follows the
+    server's saying its list changed: replay serves the tools from these events, with no server.
+    """
+
+    kind: Literal["tools_listed"] = "tools_listed"
+    """Union tag."""
+    server: str
+    """The server's name (the spec's ``mcp_servers[].name``)."""
+    step: int = Field(ge=1)
+    """The step whose model request is the first to offer this list."""
+    protocol_version: str
+    """The MCP protocol revision negotiated at ``initialize``."""
+    server_info: dict[str, JsonValue]
+    """The server's ``serverInfo`` (its name and version, as it says)."""
+    tools: tuple[ListedTool, ...]
+    """Its tools, in the order it listed them."""
+
+
 class OutputRejected(_Frozen):
     """A structured output attempt failed validation."""
 
@@ -349,7 +387,8 @@ EventBody = Annotated[
     | RunFailed
     | RunResumed
     | ApprovalRequested
-    | ApprovalDecided,
+    | ApprovalDecided
+    | ToolsListed,
     Discriminator("kind"),
 ]
 """What happened, tagged by ``kind``."""

@@ -7,6 +7,8 @@ element or be read as markup) and a short script that, with WebCrypto's SHA-256:
   are the RFC 8785 canonical form of what they parse to (so a duplicate key or a non-canonical
   number is refused, as `verify_trace` refuses it), that ``seq`` is its position and ``prev``
   the digest before it;
+- takes a redacted event's line (``{"digest":d,"redacted":true}``) as its digest alone, into
+  the chain and the tree, and says which seqs are redacted;
 - recomputes the RFC 9162 Merkle root over the events' digests (leaf =
   ``sha256(0x00 || digest bytes)``, node = ``sha256(0x01 || left || right)``), and compares it
   with a root the reader pastes (a published checkpoint's);
@@ -122,7 +124,7 @@ _SCRIPT = r"""
       var tools = (config.tools || []).map(function (t) { return t.name; }).join(', ') || 'none';
       var allow = ((config.policy || {}).allow || []).join(', ') || 'nothing';
       into.appendChild(el('div', '', 'run ' + body.run_id + ' · tools: ' + tools + ' · policy allows: ' + allow));
-      if (body.parent) { into.appendChild(el('div', '', 'forked at step ' + body.parent.step + ' from the run whose trace had ' + body.parent.size + ' events, root ' + body.parent.root)); }
+      if (body.parent) { into.appendChild(el('div', '', 'forked at step ' + body.parent.step + ' from the run whose trace had ' + body.parent.size + ' events, root (hex) ' + body.parent.root)); }
     } else if (kind === 'model_requested') {
       into.appendChild(el('div', '', (body.purpose === 'reask' ? 're-ask' : 'request') + ' with ' + (body.new_messages || []).length + ' new message(s)'));
       (body.new_messages || []).forEach(function (m) { messageLines(m, into); });
@@ -139,6 +141,10 @@ _SCRIPT = r"""
       into.appendChild(el('pre', 'deny', 'attempt ' + body.attempt + ' rejected: ' + body.error));
     } else if (kind === 'output_accepted') {
       into.appendChild(el('pre', 'allow', 'answer' + (body.schema_name ? ' (' + body.schema_name + ')' : '') + ': ' + json(body.value)));
+    } else if (kind === 'tools_listed') {
+      var info = body.server_info || {};
+      var names = (body.tools || []).map(function (t) { return t.name; }).join(', ') || 'none';
+      into.appendChild(el('div', '', 'MCP server ' + body.server + ' (' + info.name + ' ' + info.version + ', protocol ' + body.protocol_version + ') lists: ' + names));
     } else if (kind === 'run_finished') {
       into.appendChild(el('div', '', 'finished after ' + body.steps + ' step(s)'));
     } else if (kind === 'run_failed') {
@@ -175,9 +181,22 @@ _SCRIPT = r"""
     var partial = raw.length - start;
     var PREFIX = enc('{"digest":"'), INFIX = enc('","event":');
     var at = PREFIX.length + 64 + INFIX.length;
-    var prev = GENESIS, leaves = [], digests = [], problem = null, events = [];
+    var prev = GENESIS, leaves = [], digests = [], problem = null, events = [], redacted = [];
+    var SUFFIX = enc('","redacted":true}');
     for (var n = 0; n < lines.length; n++) {
       var line = lines[n], event = null;
+      // A redacted event: its digest alone (the chain and the tree keep it; its bytes are gone).
+      if (line.length === PREFIX.length + 64 + SUFFIX.length && startsAt(line, PREFIX, 0) && startsAt(line, SUFFIX, PREFIX.length + 64)
+          && /^[0-9a-f]{64}$/.test(dec(line.subarray(PREFIX.length, PREFIX.length + 64)))) {
+        var kept = dec(line.subarray(PREFIX.length, PREFIX.length + 64));
+        events.push({ event: null, ok: !problem, redacted: kept });
+        if (problem) { continue; }
+        redacted.push(n);
+        leaves.push(await sha(cat(new Uint8Array([0]), unhex(kept))));
+        digests.push(kept);
+        prev = kept;
+        continue;
+      }
       var framed = startsAt(line, PREFIX, 0) && startsAt(line, INFIX, PREFIX.length + 64) && line[line.length - 1] === 125;
       if (framed) { try { event = JSON.parse(dec(line.subarray(at, line.length - 1))); } catch (e) { event = null; } }
       events.push({ event: event, ok: false });
@@ -201,6 +220,7 @@ _SCRIPT = r"""
     render(events, problem);
     var published = await checkCheckpoint(leaves, digests);
     root.setAttribute('data-events', String(leaves.length));
+    root.setAttribute('data-redacted', redacted.join(','));
     root.setAttribute('data-root', merkle);
     document.getElementById('root').textContent = merkle;
     if (problem) {
@@ -212,7 +232,7 @@ _SCRIPT = r"""
       // The checkpoint is what ties the trace to its publisher: failing it is the verdict.
       setVerdict('checkpoint-' + published.state, 'NOT VERIFIED against the published checkpoint: ' + published.message);
     } else {
-      setVerdict('verified', 'Verified in this browser: ' + leaves.length + ' events, every digest, the canonical form and the hash chain check out' + (published ? ', and the published checkpoint covers all of them' : '') + '; Merkle root below.');
+      setVerdict('verified', 'Verified in this browser: ' + leaves.length + ' events, every digest, the canonical form and the hash chain check out' + (published ? ', and the published checkpoint covers all of them' : '') + (redacted.length ? '; seq ' + redacted.join(', ') + (redacted.length > 1 ? ' are' : ' is') + ' REDACTED (digest only)' : '') + '; Merkle root below.');
     }
     var input = document.getElementById('expected-root');
     input.addEventListener('input', function () {
@@ -247,20 +267,6 @@ _SCRIPT = r"""
     out.textContent = match
       ? 'The published checkpoint (size ' + cp.size + ') matches the first ' + cp.size + ' of ' + leaves.length + ' verified events.'
       : 'The published checkpoint ' + result.message.replace(/^it /, '');
-    if (typeof cp.signature !== 'string') { return result; }
-    var key = document.getElementById('checkpoint-key');
-    key.parentNode.hidden = false;
-    key.addEventListener('input', async function () {
-      var result = document.getElementById('signature-result');
-      try {
-        // The same bytes Checkpoint.signing_bytes() signs: a domain tag, then canonical JSON.
-        var body = 'twinflow-checkpoint-v1\n{"head":"' + cp.head + '","root":"' + cp.root + '","size":' + cp.size + '}';
-        var k = await crypto.subtle.importKey('raw', enc(key.value.trim()), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-        var ok = hex(await crypto.subtle.sign('HMAC', k, enc(body))) === cp.signature.toLowerCase();
-        root.setAttribute('data-signature', ok ? 'valid' : 'invalid');
-        result.textContent = ok ? 'Signature valid for this key.' : 'Signature does NOT match this key.';
-      } catch (e) { root.setAttribute('data-signature', 'invalid'); result.textContent = 'Cannot check the signature: ' + e; }
-    });
     return result;
   }
   function render(events, problem) {
@@ -272,11 +278,12 @@ _SCRIPT = r"""
       }
       var li = el('li', 'ev' + (item.ok ? '' : ' unverified'));
       li.id = 'seq-' + n;
-      var kind = body && body.kind ? String(body.kind) : '(unreadable line)';
+      var kind = item.redacted ? 'REDACTED' : body && body.kind ? String(body.kind) : '(unreadable line)';
       var head = el('div', 'head');
       head.appendChild(el('span', 'kind', kind));
       head.appendChild(document.createTextNode(' · seq ' + n + (item.event && item.event.at ? ' · ' + item.event.at : '') + (item.ok ? '' : ' · not verified')));
       li.appendChild(head);
+      if (item.redacted) { li.appendChild(el('div', '', 'only its digest is published: ' + item.redacted)); }
       if (body) { describe(body, li); }
       list.appendChild(li);
     });
@@ -295,10 +302,9 @@ def render_trace_page(
         data: The trace file's bytes, exactly as read (a damaged trace included: the page
             says where it breaks).
         title: What the page is called (escaped; a file name, say).
-        checkpoint: A published checkpoint as JSON (``size``, ``root``, ``head``, optional
-            ``signature``: what ``twinflow checkpoint --json`` prints) the page checks the
-            events against; if it is signed, the page asks for the HMAC key and checks the
-            signature with WebCrypto.
+        checkpoint: A published checkpoint (``size`` and hex ``root``, optionally ``head``),
+            its note's signatures already checked by the caller (`twinflow show --html
+            --checkpoint`), that the page checks the events against.
 
     Returns:
         The page: no external asset, no network access, every trace string escaped.
@@ -309,9 +315,7 @@ def render_trace_page(
         # base64 again: the checkpoint file is outside input too.
         cp = base64.b64encode(json.dumps(dict(checkpoint)).encode()).decode("ascii")
         published = (
-            '<p>Published checkpoint: <span id="checkpoint-result">checking ...</span>'
-            '<label hidden><br>HMAC key of the signature: <input id="checkpoint-key" size="40">'
-            ' <span id="signature-result"></span></label></p>\n'
+            '<p>Published checkpoint: <span id="checkpoint-result">checking ...</span></p>\n'
             f'<script type="application/octet-stream" id="checkpoint-data">{cp}</script>\n'
         )
     # 'unsafe-inline' allows only this page's own inline script and style; every fetch,

@@ -21,7 +21,6 @@ from twinflow.trace import (
     holds_secret,
     leaf_hash,
     scrub_value,
-    sign_checkpoint,
 )
 from twinflow.trace import encode_line as _frame
 from twinflow.vocab import canonical_bytes
@@ -131,17 +130,9 @@ class TraceWriter:
         elif self.fsync == "none":
             self.sink.flush(durable=False)
 
-    def checkpoint(self, key: bytes | None = None) -> Checkpoint:
-        """The current head, signed with HMAC-SHA256 when ``key`` is given.
-
-        Args:
-            key: Optional signing key (used exactly as given; an empty key is refused).
-
-        Returns:
-            The checkpoint.
-        """
-        checkpoint = Checkpoint(size=self._tree.size, root=self._tree.root().hex(), head=self._head)
-        return checkpoint if key is None else sign_checkpoint(checkpoint, key)
+    def checkpoint(self) -> Checkpoint:
+        """The current head: size, Merkle root and the last event's digest."""
+        return Checkpoint(size=self._tree.size, root=self._tree.root().hex(), head=self._head)
 
     def close(self) -> None:
         """Sync lines written since the last step end (unless the policy is ``"none"``), close.

@@ -27,7 +27,6 @@ from twinflow.trace import (
     VerificationReport,
     leaf_hash,
     parse_json,
-    sign_checkpoint,
     walk_trace,
 )
 from twinflow.trace import verify_trace as _verify_trace
@@ -148,7 +147,6 @@ def verify_agent_trace(
     source: Source,
     *,
     checkpoint: Checkpoint | None = None,
-    key: bytes | None = None,
     require_complete: bool = True,
     limits: Limits | None = None,
     allow_tail: bool = False,
@@ -158,7 +156,6 @@ def verify_agent_trace(
     Args:
         source: A trace file path, or the trace's bytes.
         checkpoint: A checkpoint the trace must match (its first ``size`` events).
-        key: The HMAC key ``checkpoint`` must be signed with.
         require_complete: Require the trace to end with ``run_finished`` or ``run_failed``.
         limits: Line-size and nesting limits.
         allow_tail: Accept events past ``checkpoint.size`` (not vouched for by it).
@@ -172,7 +169,6 @@ def verify_agent_trace(
     return _verify_trace(
         source,
         checkpoint=checkpoint,
-        key=key,
         require_complete=require_complete,
         limits=limits,
         check=typed_event,
@@ -247,20 +243,18 @@ class Trace:
         """Number of events."""
         return len(self.encoded)
 
-    def checkpoint(self, size: int | None = None, *, key: bytes | None = None) -> Checkpoint:
-        """The checkpoint of the first ``size`` events (default: all), signed if ``key``.
+    def checkpoint(self, size: int | None = None) -> Checkpoint:
+        """The checkpoint of the first ``size`` events (default: all).
 
         Args:
             size: Events covered.
-            key: Optional HMAC key (used exactly as given; an empty key is refused).
 
         Returns:
             The checkpoint.
         """
         n = self.size if size is None else size
         head = self.digests[n - 1] if n else _GENESIS
-        checkpoint = Checkpoint(size=n, root=self._tree.root(n).hex(), head=head)
-        return checkpoint if key is None else sign_checkpoint(checkpoint, key)
+        return Checkpoint(size=n, root=self._tree.root(n).hex(), head=head)
 
     def inclusion_proof(self, seq: int, size: int | None = None) -> InclusionProof:
         """Prove event ``seq`` is in the checkpoint of ``size`` events (default: all).

@@ -33,6 +33,7 @@ if _typing.TYPE_CHECKING:
     from twinflow.cli._api import replay_run as replay_run
     from twinflow.cli._api import trace_path_of as trace_path_of
     from twinflow.cli._main import main as main
+    from twinflow.cli._spec import McpServerSpec as McpServerSpec
     from twinflow.cli._spec import ModelSpec as ModelSpec
     from twinflow.cli._spec import PolicySpec as PolicySpec
     from twinflow.cli._spec import RunSpec as RunSpec
@@ -45,6 +46,13 @@ __getattr__, __dir__, __all__ = _lazy_exports(
     {
         "_api": ("connect", "embedded_model", "replay_run", "trace_path_of"),
         "_main": ("main",),
-        "_spec": ("load_spec", "ModelSpec", "PolicySpec", "RunSpec", "SpecError"),
+        "_spec": (
+            "load_spec",
+            "McpServerSpec",
+            "ModelSpec",
+            "PolicySpec",
+            "RunSpec",
+            "SpecError",
+        ),
     },
 )

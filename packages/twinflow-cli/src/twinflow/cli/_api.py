@@ -29,6 +29,7 @@ from twinflow.cli._wiring import (
     build_transport,
     check_agent,
     embedded_server,
+    mcp_servers,
     model_base_url,
     numbered,
     replay_builder,
@@ -78,6 +79,8 @@ def connect(
     Raises:
         SpecError: a tool or the output model does not resolve, or the policy names a tool
             that is not given.
+        LaunchError, McpError: an MCP server of ``spec.mcp_servers`` did not start (its
+            tools, named ``<server>.<tool>``, join ``tools``; it stops when the block exits).
         UserError: ``model.api_key_env`` names an unset variable, or the trace's directory
             already holds an absurd number of runs.
         PlantedLinkError: the trace's directory is a symbolic link.
@@ -89,7 +92,11 @@ def connect(
         stack.callback(transport.close)
         if spec.model.url != EMBEDDED:
             build_model(spec.model, transport, SystemIds())  # checks URL and dialect
-        check_agent(spec, callables, "connect")
+        log_dir = Path(trace).parent
+        # A resumed run's servers start only if it goes on past its recorded prefix.
+        recorded = Trace.load(trace) if resume and spec.mcp_servers else None
+        servers = stack.enter_context(mcp_servers(spec, log_dir, recorded=recorded))
+        check_agent(spec, callables, "connect", servers)
         sink = None if resume else _claim_trace(Path(trace))
         if sink is not None:
             stack.callback(_drop_if_empty, sink)
@@ -104,6 +111,7 @@ def connect(
             ids=ids,
             trace=MemoryTraceSink() if sink is None else sink,
             tools=callables,
+            servers=servers,
         )
         with agent:
             yield agent
@@ -188,4 +196,9 @@ def replay_run(
         ReplayDivergenceError: an event differs from the recorded one (it is named).
         TraceCorruptError: the trace does not verify.
     """
-    return replay(Trace.load(trace), replay_builder(spec, _tools(spec, tools)), mode=mode)
+    loaded = Trace.load(trace)
+    # Recorded mode starts no MCP server: the tool lists are the trace's own.
+    with mcp_servers(
+        spec, Path(trace).parent, recorded=None if mode == "live" else loaded, live=False
+    ) as servers:
+        return replay(loaded, replay_builder(spec, _tools(spec, tools), servers), mode=mode)

@@ -3,20 +3,24 @@
 verify, checkpoint and prove stream the trace through `twinflow.trace` (memory independent of
 its length, bounded lines and nesting), the very verifier the stdlib leaf's
 ``python -m twinflow.trace verify`` runs; ``verify --typed`` adds the agent's typed check as its
-hook. The agent (and pydantic) is imported only where a command reads typed events, so these
-commands and their ``--help`` start without it.
+hook. The agent (and pydantic) is imported only where a command reads typed events, the
+signed-note codec only where one is read or written, so these commands and their ``--help``
+start without them (ADR 0130).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from twinflow import trace as _trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
+from twinflow.cli._publish import add_witness_policy, check_witness_policy, cosigned_line
 from twinflow.cli._traces import (
     add_checkpoint_keys,
     check_trace_head,
@@ -32,6 +36,7 @@ from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS", "THREAT_MODEL"]
 
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 THREAT_MODEL = """\
 what verification proves:
@@ -40,29 +45,38 @@ what verification proves:
   the file is the one that was published: whoever rewrites every event and recomputes every
   digest and prev gets a trace that verifies, and a trace cut at a line boundary after a
   terminal event looks complete.
-  --checkpoint CP: only a checkpoint the publisher put out (size, Merkle root, head) catches a
-  full rewrite or a truncation, and only if you got CP from the publisher, not beside the file.
-  A signature on CP says who put it out: an HMAC key (--key-file) is shared, so anyone who can
-  check it can forge it; use it for your own runs. A stranger needs a public-key signature:
-  a C2SP signed note with Ed25519 (`twinflow keygen`, `checkpoint --sign`, `verify --key`).
+  --checkpoint CP: only a checkpoint the publisher put out (a C2SP note: log, size, Merkle
+  root) catches a full rewrite or a truncation, and only if you got CP from the publisher, not
+  beside the file. Its Ed25519 signature (`twinflow keygen`, `checkpoint --sign`, `verify
+  --key`) says who put it out; an unsigned note says nothing about who did.
 to publish a run so a stranger can check it:
   `twinflow keygen example.org/lab --out lab` once; publish lab.pub where strangers trust it;
   for each run publish the trace and `twinflow checkpoint TRACE --sign lab.key --out cp.note`;
-  the stranger runs `twinflow verify TRACE --checkpoint cp.note --key lab.pub`. Later checkpoints of a
-  growing trace are tied to earlier ones by `twinflow prove TRACE --from-size N` and
-  `twinflow prove --check PROOF --checkpoint NEW --old-checkpoint OLD`; one event is shown to be
-  in a run by `twinflow prove TRACE --seq N` and `twinflow prove --check PROOF --checkpoint CP`.
+  the stranger runs `twinflow verify TRACE --checkpoint cp.note --key lab.pub`. One event is
+  shown to be in a run, without the trace, by a C2SP tlog-proof: `twinflow prove TRACE --seq N
+  --checkpoint cp.note --out e.tlog-proof`, checked by `twinflow prove --check e.tlog-proof
+  --key lab.pub`; a later checkpoint of a growing trace is tied to an earlier one by `twinflow
+  prove TRACE --from-size N --checkpoint new.note --out c.tlog-consistency`, checked by `twinflow
+  prove --check c.tlog-consistency --old-checkpoint old.note --key lab.pub`.
 """
 
 
-def _read_key(path: Path | None) -> bytes | None:
-    """An HMAC key file's bytes, exactly as written (a trailing newline is part of the key)."""
-    if path is None:
-        return None
-    key = read_small_file(path, "key")
-    if not key:
-        raise UserError(f"{path}: the key file is empty; an empty key signs nothing")
-    return key
+_HMAC_RETIRED = (
+    "--key-file: HMAC-signed checkpoints are retired (a shared key lets every checker forge "
+    "one); sign a C2SP note: `twinflow keygen NAME --out lab` once, then "
+    "`checkpoint TRACE --sign lab.key --out cp.note` and `verify TRACE --checkpoint cp.note "
+    "--key lab.pub`"
+)
+
+
+def _add_retired_key_file(p: argparse.ArgumentParser) -> None:
+    """--key-file stays only to say what replaced it (one line, exit 2), not as an option."""
+    p.add_argument("--key-file", type=Path, help=argparse.SUPPRESS)
+
+
+def _refuse_key_file(args: argparse.Namespace) -> None:
+    if args.key_file is not None:
+        raise UserError(_HMAC_RETIRED)
 
 
 def _limits(args: argparse.Namespace) -> _trace.Limits:
@@ -87,11 +101,9 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _write_out(path: Path, payload: dict[str, Any]) -> None:
-    """Write a proof or checkpoint file: exclusively, never through a link, synced."""
-    _trace.write_new(
-        path, json.dumps(payload, indent=2, sort_keys=True).encode() + b"\n", mode=0o644
-    )
+def _write_out(path: Path, data: bytes) -> None:
+    """Write a proof, checkpoint or event file: exclusively, never through a link, synced."""
+    _trace.write_new(path, data, mode=0o644)
 
 
 # -- verify ---------------------------------------------------------------------------------
@@ -107,12 +119,9 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
         help="the checkpoint the trace must match: the C2SP note `twinflow checkpoint --out` "
         "writes (signed ones are checked with --key)",
     )
-    p.add_argument(
-        "--key-file",
-        type=Path,
-        help="file holding the HMAC key the checkpoint must be signed with (bytes as written)",
-    )
+    _add_retired_key_file(p)
     add_checkpoint_keys(p)
+    add_witness_policy(p)
     p.add_argument(
         "--allow-unsigned-tail",
         action="store_true",
@@ -179,8 +188,9 @@ def _check_signed_decisions(path: Path, keys: list[Path]) -> int:
 
 
 def _verify(args: argparse.Namespace, out: Output) -> int:
+    _refuse_key_file(args)
     check_trace_head(args.trace)
-    if args.key and not (args.checkpoint or args.key_file or args.origin):
+    if args.key and not (args.checkpoint or args.origin):
         # Without a checkpoint, verifier keys check the signed decisions in the trace, which
         # are read as typed events: the typed check runs here whatever --typed says.
         from twinflow.agent import verify_agent_trace
@@ -192,14 +202,10 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
         out.document({"ok": True, "trace": str(args.trace), "signed_decisions": checked})
         out.line(f"ok: {args.trace}: {report.events} events verify; {checked} signed decision(s)")
         return EXIT_OK
-    if (args.key or args.key_file or args.origin) and not args.checkpoint:
-        raise UserError("--key, --key-file and --origin need --checkpoint: they check a checkpoint")
-    if args.key and args.key_file:
-        raise UserError("--key checks a signed C2SP note, --key-file an HMAC JSON checkpoint: one")
+    if args.origin and not args.checkpoint:
+        raise UserError("--origin needs --checkpoint: it names the log the checkpoint is for")
     published = read_published(args.checkpoint, args.key, args.origin) if args.checkpoint else None
-    if published is not None and args.key_file and published.form != "json":
-        raise UserError("a C2SP checkpoint is checked with --key VKEY, not --key-file")
-    key = _read_key(args.key_file)
+    cosigned = check_witness_policy(args, args.checkpoint, published)
     check = None
     if args.typed:
         from twinflow.agent import typed_event
@@ -208,13 +214,12 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
     report = _trace.verify_trace(
         args.trace,
         checkpoint=None if published is None else published.checkpoint,
-        key=key,
         require_complete=not args.allow_incomplete,
         limits=_limits(args),
         check=check,
         allow_tail=args.allow_unsigned_tail,
     )
-    signer = None if published is None else vouched(published, key is not None)
+    signer = None if published is None else vouched(published)
     payload = {
         "ok": report.ok,
         "trace": str(args.trace),
@@ -223,15 +228,21 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
         "root_encoding": "hex",
         "covered": report.covered,
         "coverage": report.coverage(),
+        "origin": None if published is None else published.origin,
         "signed_by": [] if published is None else list(published.signed_by),
         "vouched": signer,
+        "cosigned_by": [{"witness": c.key.label, "timestamp": c.timestamp} for c in cosigned or ()],
+        "redacted": list(report.redacted),
         "problem": None if report.problem is None else report.problem.to_json(),
     }
     if report.problem is not None:
         raise CheckFailed(f"{args.trace}: {report.problem}", payload)
     out.document(payload)
     line = f"ok: {args.trace}: {report.events} events verify"
-    out.line(line if signer is None else f"{line}; {signer}: {report.coverage()}")
+    line = line if signer is None else f"{line}; {signer}: {report.coverage()}"
+    out.line(line if not report.redacted else f"{line}; {report.redaction()}")
+    if cosigned:
+        out.line(cosigned_line(cosigned))
     out.line(f"root (hex) {report.checkpoint.root} (size {report.checkpoint.size})")
     if published is None:
         out.line("(a hash chain alone does not catch a full rewrite: check a published checkpoint)")
@@ -248,77 +259,91 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
 def _configure_checkpoint(p: argparse.ArgumentParser) -> None:
     p.add_argument("trace", type=Path, help="the trace file (JSONL)")
     p.add_argument("--size", type=int, help="cover only the first SIZE events (default: all)")
-    p.add_argument(
-        "--key-file", type=Path, help="sign the checkpoint with the HMAC key in this file"
-    )
-    p.add_argument("--out", type=Path, help="also write the checkpoint to this new file")
+    p.add_argument("--out", type=Path, help="write the checkpoint note to this new file (cp.note)")
     p.add_argument(
         "--sign",
         type=Path,
         action="append",
         metavar="SKEY",
-        help="sign a C2SP checkpoint note with this signer key file (from `twinflow keygen`); "
+        help="sign the C2SP checkpoint note with this signer key file (from `twinflow keygen`); "
         "repeat to cosign",
     )
     p.add_argument(
         "--origin",
-        help="the log's origin line of the C2SP checkpoint (default with --sign: the first key's name)",
+        help="the log's origin line (default with --sign: the first key's name); without "
+        "--sign, the note is written unsigned (its body alone)",
     )
+    _add_retired_key_file(p)
     _add_limits(p)
 
 
-def _signed_note(checkpoint: _trace.Checkpoint, keys: list[Path], origin: str | None) -> bytes:
+def _checkpoint_note(
+    checkpoint: _trace.Checkpoint, keys: list[Path] | None, origin: str | None
+) -> bytes:
+    """The C2SP checkpoint note of ``checkpoint``: signed by ``keys``, or the body alone."""
     from twinflow.trace import note as _note  # the signed-note codec: only where used
 
     try:
-        signers = [_note.parse_signer_key(read_small_file(k, "key")) for k in keys]
+        signers = [_note.parse_signer_key(read_small_file(k, "key")) for k in keys or ()]
+        if origin is None and not signers:
+            raise UserError(
+                "a checkpoint note names its log: give --sign SKEY (its name is the log) or "
+                "--origin ORIGIN (unsigned)"
+            )
         body = _note.CheckpointBody(
             origin or signers[0].name, checkpoint.size, bytes.fromhex(checkpoint.root)
         )
-        return _note.sign_checkpoint_note(body, signers)
+        return _note.sign_checkpoint_note(body, signers) if signers else body.text.encode()
     except _note.NoteError as exc:
-        raise UserError(f"cannot sign the checkpoint: {squash(exc)}") from None
+        raise UserError(f"cannot make the checkpoint note: {squash(exc)}") from None
 
 
-def _checkpoint(args: argparse.Namespace, out: Output) -> int:
-    check_trace_head(args.trace)
-    key = _read_key(args.key_file)
-    if args.size is not None and args.size < 0:
-        raise UserError(f"--size {args.size}: a size is 0 or more")
+def _trace_checkpoint(args: argparse.Namespace, size: int | None) -> _trace.Checkpoint:
+    """The checkpoint of the trace's first ``size`` events (all: None), the trace verified."""
+    if size is not None and size < 0:
+        raise UserError(f"--size {size}: a size is 0 or more")
     try:
-        checkpoint = _trace.read_checkpoint(args.trace, args.size, limits=_limits(args))
+        return _trace.read_checkpoint(args.trace, size, limits=_limits(args))
     except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{args.trace}: {exc}", corrupt_payload(args.trace, exc)) from None
     except UserError as exc:
         raise UserError(f"--size: {exc}") from None
-    if key is not None:
-        checkpoint = _trace.sign_checkpoint(checkpoint, key)
-    if args.sign:
-        if key is not None:
-            raise UserError(
-                "--sign (Ed25519, C2SP) and --key-file (HMAC) are two formats: pick one"
-            )
-        note = _signed_note(checkpoint, args.sign, args.origin)
-        if args.out:
-            _trace.write_new(args.out, note, mode=0o644)
-        out.document({"ok": True, **checkpoint.to_json(), "note": note.decode()})
-        out.line(note.decode().rstrip("\n"))
-        if args.out:
-            out.line(f"(written to {args.out})")
-        return EXIT_OK
-    body = checkpoint.note_body(args.origin) if args.origin else None
-    if args.out:
-        _write_out(args.out, checkpoint.to_json())
-    out.document({"ok": True, **checkpoint.to_json(), **({"note_body": body} if body else {})})
-    out.line(f"size {checkpoint.size}")
-    out.line(f"root {checkpoint.root}")
-    out.line(f"head {checkpoint.head}")
-    if checkpoint.signature:
-        out.line(f"signature {checkpoint.signature}")
-    if body:
-        out.line("C2SP checkpoint body:")
-        for line in body.splitlines():
-            out.line(f"  {line}")
+
+
+def _checkpoint(args: argparse.Namespace, out: Output) -> int:
+    _refuse_key_file(args)
+    check_trace_head(args.trace)
+    checkpoint = _trace_checkpoint(args, args.size)
+    named = bool(args.sign or args.origin)
+    if args.out and not named:
+        raise UserError(
+            "--out writes a C2SP checkpoint note, which names its log: add --sign SKEY or "
+            "--origin ORIGIN"
+        )
+    note = _checkpoint_note(checkpoint, args.sign, args.origin) if named else None
+    if note is not None and args.out:
+        _write_out(args.out, note)
+    text = None if note is None else note.decode()
+    out.document(
+        {
+            "ok": True,
+            "size": checkpoint.size,
+            "root": checkpoint.root,
+            "head": checkpoint.head,
+            "root_encoding": "hex",
+            "note": text,
+            "signed": bool(args.sign),
+        }
+    )
+    if text is not None:
+        for line in text.rstrip("\n").split("\n"):
+            out.line(line)
+        out.line(f"(root (hex) {checkpoint.root}; the note's third line is it in base64)")
+    else:
+        out.line(f"size {checkpoint.size}")
+        out.line(f"root (hex) {checkpoint.root}")
+        out.line(f"head (hex) {checkpoint.head}")
+        out.line("(to write the checkpoint note: --sign SKEY, or --origin ORIGIN unsigned)")
     if args.out:
         out.line(f"written to {args.out}")
     return EXIT_OK
@@ -330,11 +355,15 @@ def _checkpoint(args: argparse.Namespace, out: Output) -> int:
 def _configure_prove(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = (
-        "make a proof:   twinflow prove TRACE --seq N [--size S] [--out PROOF]\n"
-        "                twinflow prove TRACE --from-size N [--size S] [--out PROOF]\n"
-        "check a proof:  twinflow prove --check PROOF --checkpoint CP\n"
-        "                twinflow prove --check PROOF --checkpoint NEW --old-checkpoint OLD\n"
-        "Checking needs no trace: the checkpoints (from the publisher) are enough."
+        "make a proof (the checkpoint note it is for: --checkpoint CP, the one published; or\n"
+        "a new one: --sign SKEY, or --origin ORIGIN unsigned):\n"
+        "  twinflow prove TRACE --seq N --checkpoint CP --out e.tlog-proof [--event-out e.json]\n"
+        "  twinflow prove TRACE --from-size N --checkpoint CP --out c.tlog-consistency\n"
+        "check a proof, with nothing else (the proof carries its checkpoint):\n"
+        "  twinflow prove --check e.tlog-proof --key VKEY [--event e.json | --digest HEX]\n"
+        "  twinflow prove --check c.tlog-consistency --old-checkpoint OLD --key VKEY\n"
+        "An inclusion proof is a C2SP tlog-proof; a consistency proof is the body of a C2SP\n"
+        "tlog-witness add-checkpoint request (docs/adr/0111-proofs-are-c2sp-text.md)."
     )
     p.add_argument("trace", type=Path, nargs="?", help="the trace file (JSONL), to make a proof")
     p.add_argument("--seq", type=int, help="prove this event is included")
@@ -342,107 +371,204 @@ def _configure_prove(p: argparse.ArgumentParser) -> None:
         "--from-size",
         type=int,
         metavar="N",
-        help="prove the trace (or its first --size events) extends its first N events",
+        help="prove the trace at the checkpoint's size extends its first N events",
     )
-    p.add_argument("--size", type=int, help="prove against the first SIZE events (default: all)")
-    p.add_argument("--out", type=Path, help="write the proof to this new file")
-    p.add_argument("--check", type=Path, metavar="PROOF", help="check this proof file")
-    p.add_argument("--checkpoint", type=Path, help="the checkpoint a proof is checked against")
     p.add_argument(
-        "--old-checkpoint", type=Path, help="the earlier checkpoint a consistency proof extends"
+        "--size",
+        type=int,
+        help="with --sign or --origin: the size of the new checkpoint (default: all events)",
+    )
+    p.add_argument("--out", type=Path, help="write the proof to this new file")
+    p.add_argument(
+        "--event-out",
+        type=Path,
+        metavar="FILE",
+        help="with --seq: also write the event's canonical bytes (what its digest hashes)",
+    )
+    p.add_argument(
+        "--sign",
+        type=Path,
+        action="append",
+        metavar="SKEY",
+        help="make and sign a new checkpoint note for the proof (repeat to cosign)",
+    )
+    p.add_argument("--check", type=Path, metavar="PROOF", help="check this proof file")
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="making a proof: the checkpoint note it is for, copied into it verbatim",
+    )
+    p.add_argument("--digest", help="checking: the event's digest (64 hex digits)")
+    p.add_argument(
+        "--event", type=Path, help="checking: the event's file (its canonical bytes), to hash"
+    )
+    p.add_argument(
+        "--old-checkpoint",
+        type=Path,
+        help="checking: the earlier checkpoint a consistency proof extends",
     )
     add_checkpoint_keys(p)
     _add_limits(p)
+
+
+def _proof_checkpoint(args: argparse.Namespace) -> bytes:
+    """The checkpoint note a proof being made is for: the one named, or a new one."""
+    if args.checkpoint is not None:
+        if args.sign or args.size is not None:
+            raise UserError(
+                "--checkpoint names the note the proof is for (its size is the tree's): "
+                "no --sign or --size with it"
+            )
+        data = read_small_file(args.checkpoint, "checkpoint")
+        if args.key:
+            read_published(args.checkpoint, args.key, args.origin)
+        return data
+    if args.key:
+        raise UserError("--key checks the --checkpoint a proof is made for; there is none")
+    if not (args.sign or args.origin):
+        raise UserError(
+            "name the checkpoint the proof is for: --checkpoint CP (the published note), "
+            "--sign SKEY (a new signed one) or --origin ORIGIN (a new unsigned one)"
+        )
+    return _checkpoint_note(_trace_checkpoint(args, args.size), args.sign, args.origin)
 
 
 def _prove(args: argparse.Namespace, out: Output) -> int:
     if args.check is not None:
         return _check_proof(args, out)
     if args.trace is None:
-        raise UserError("give a TRACE to make a proof, or --check PROOF --checkpoint CP")
+        raise UserError("give a TRACE to make a proof, or --check PROOF")
     if (args.seq is None) == (args.from_size is None):
         raise UserError("give exactly one of --seq N (inclusion) or --from-size N (consistency)")
-    if args.checkpoint or args.old_checkpoint or args.key or args.origin:
-        raise UserError("--checkpoint, --old-checkpoint, --key and --origin go with --check")
+    if args.old_checkpoint or args.digest or args.event:
+        raise UserError("--old-checkpoint, --digest and --event go with --check")
+    if args.event_out and args.seq is None:
+        raise UserError("--event-out writes the event an inclusion proof (--seq) is for")
     check_trace_head(args.trace)
+    note = _proof_checkpoint(args)
+    where = str(args.checkpoint or "the new checkpoint")
     limits = _limits(args)
+    event: bytes | None = None
     try:
         if args.seq is not None:
             if args.seq < 0:
                 raise UserError(f"--seq {args.seq}: events are numbered from 0")
             try:
-                proof, checkpoint = _trace.prove_inclusion(
-                    args.trace, args.seq, args.size, limits=limits
+                proof = _trace.prove_tlog_inclusion(
+                    args.trace, args.seq, note, where=where, limits=limits
                 )
             except UserError as exc:
                 raise UserError(f"--seq {args.seq}: {exc}") from None
-            _trace.check_inclusion(proof, checkpoint)  # a proof we cannot verify is a bug to report
-            checkpoints = {"checkpoint": checkpoint.to_json()}
-            summary = f"event {args.seq} (digest {proof.event_digest}) is in the first {proof.size}"
-            proof_json = proof.to_json()
+            data = proof.to_bytes()
+            assert proof.extra is not None
+            digest = proof.extra.hex()
+            if args.event_out:
+                event = _event_bytes(args.trace, args.seq, digest)
+            payload: dict[str, Any] = {"kind": "inclusion", "index": proof.index, "digest": digest}
+            summary = f"event {args.seq} (digest (hex) {digest}) is in the checkpoint below"
         else:
             try:
-                consistency, old, new = _trace.prove_consistency(
-                    args.trace, args.from_size, args.size, limits=limits
+                consistency = _trace.prove_tlog_consistency(
+                    args.trace, args.from_size, note, where=where, limits=limits
                 )
             except UserError as exc:
                 raise UserError(f"--from-size {args.from_size}: {exc}") from None
-            _trace.check_consistency(consistency, old, new)
-            checkpoints = {"old_checkpoint": old.to_json(), "checkpoint": new.to_json()}
-            summary = f"the first {new.size} events extend the first {old.size}"
-            proof_json = consistency.to_json()
+            data = consistency.to_bytes()
+            payload = {"kind": "consistency", "old_size": consistency.old_size}
+            summary = f"the checkpoint below extends the first {consistency.old_size} events"
     except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{args.trace}: {exc}", corrupt_payload(args.trace, exc)) from None
+    except _trace.InvalidProofError as exc:
+        raise CheckFailed(
+            squash(exc), {"problem": {"kind": "checkpoint", "message": squash(exc)}}
+        ) from None
     if args.out:
-        _write_out(args.out, proof_json)
-    out.document({"ok": True, "proof": proof_json, **checkpoints})
+        _write_out(args.out, data)
+    if event is not None:
+        _write_out(args.event_out, event)
+    text = data.decode()
+    out.document({"ok": True, **payload, "proof": text})
     out.line(summary)
-    out.line(f"root (hex) {checkpoints['checkpoint']['root']}")
-    for index, node in enumerate(proof_json["path"]):
-        out.line(f"  path[{index}] {node}")
-    if args.out:
+    if not args.out:
+        for line in text.rstrip("\n").split("\n"):
+            out.line(line)
+    else:
         out.line(f"proof written to {args.out}")
+    if event is not None:
+        out.line(f"event written to {args.event_out}")
     return EXIT_OK
+
+
+def _event_bytes(trace: Path, seq: int, digest: str) -> bytes:
+    """Event ``seq``'s canonical bytes, the ones its digest is the sha256 of."""
+    for event in _trace.walk_trace(trace, allow_redacted=True):
+        if event.seq == seq:
+            if event.value is None:
+                raise UserError(
+                    f"--event-out: event {seq} is redacted in {trace}: its bytes are not there "
+                    "(the proof holds its digest)"
+                )
+            if event.digest != digest:  # the file changed between two reads of it
+                raise CheckFailed(f"{trace}: event {seq} changed while it was read")
+            return event.event
+    raise CheckFailed(f"{trace}: event {seq} is gone (the file changed while it was read)")
 
 
 def _check_proof(args: argparse.Namespace, out: Output) -> int:
     if args.trace is not None or args.seq is not None or args.from_size is not None:
         raise UserError("--check takes no TRACE, --seq or --from-size: the proof holds them")
-    if args.checkpoint is None:
-        raise UserError("--check needs --checkpoint CP (the checkpoint the proof leads to)")
+    if args.checkpoint or args.sign or args.out or args.event_out:
+        raise UserError(
+            "--check reads the checkpoint from the proof (a tlog-proof carries it): check its "
+            "signature with --key VKEY; --checkpoint, --sign and --out make proofs"
+        )
+    if args.digest and args.event:
+        raise UserError("--digest and --event both name the event: give one")
+    digest = None
+    if args.digest:
+        digest = bytes.fromhex(args.digest) if _HEX64.fullmatch(args.digest) else None
+        if digest is None:
+            raise UserError(f"--digest {args.digest[:80]!r}: 64 lowercase hex digits")
+    if args.event:
+        # The event's file holds its canonical bytes: the digest is their sha256, as written.
+        digest = hashlib.sha256(_trace.read_regular(args.event)).digest()
     try:
-        proof = _trace.load_proof(read_small_file(args.check, "proof"))
+        checked = _trace.check_proof_file(
+            read_small_file(args.check, "proof"),
+            [read_small_file(k, "key") for k in args.key or ()],
+            where=str(args.check),
+            origin=args.origin,
+            digest=digest,
+            old_checkpoint=None
+            if args.old_checkpoint is None
+            else read_small_file(args.old_checkpoint, "checkpoint"),
+            old_where=str(args.old_checkpoint),
+        )
     except _trace.TraceFormatError as exc:
-        raise UserError(f"{args.check}: not a proof file ({squash(exc)})") from None
-    published = read_published(args.checkpoint, args.key, args.origin)
-    checkpoint = published.checkpoint
-    signed = f" ({vouched(published, False)})"
-    try:
-        if isinstance(proof, _trace.InclusionProof):
-            if args.old_checkpoint:
-                raise UserError("an inclusion proof is checked against one --checkpoint")
-            _trace.check_inclusion(proof, checkpoint)
-            summary = (
-                f"ok: event {proof.seq} (digest (hex) {proof.event_digest}) is in the checkpoint "
-                f"of size {checkpoint.size}{signed}"
-            )
-        else:
-            assert isinstance(proof, _trace.ConsistencyProof)
-            if args.old_checkpoint is None:
-                raise UserError("a consistency proof needs --old-checkpoint OLD as well")
-            old = read_published(args.old_checkpoint, args.key, args.origin).checkpoint
-            _trace.check_consistency(proof, old, checkpoint)
-            summary = (
-                f"ok: the checkpoint of size {checkpoint.size}{signed} extends the one of size "
-                f"{old.size}"
-            )
-    except _trace.InvalidProofError as exc:
+        raise UserError(squash(exc)) from None
+    except (_trace.InvalidProofError, _trace.SignatureError) as exc:
         raise CheckFailed(
-            f"{args.check}: the proof does not hold: {exc}",
-            {"proof": str(args.check), "reason": str(exc)},
+            f"{args.check}: the proof does not hold: {squash(exc)}",
+            {"proof": str(args.check), "problem": {"kind": "proof", "message": squash(exc)}},
         ) from None
-    out.document({"ok": True, "proof": proof.to_json(), "signed_by": list(published.signed_by)})
-    out.line(summary)
+    cp = checked.checkpoint
+    out.document(
+        {
+            "ok": True,
+            "kind": checked.kind,
+            "index": checked.index,
+            "digest": checked.digest,
+            "digest_from": checked.digest_from,
+            "origin": cp.origin,
+            "size": cp.checkpoint.size,
+            "root": cp.checkpoint.root,
+            "root_encoding": "hex",
+            "signed_by": list(cp.signed_by),
+            "old_size": None if checked.old is None else checked.old.checkpoint.size,
+            "old_root": None if checked.old is None else checked.old.checkpoint.root,
+        }
+    )
+    out.line(checked.summary())
     return EXIT_OK
 
 
@@ -461,6 +587,12 @@ def _configure_keygen(p: argparse.ArgumentParser) -> None:
         help="write PREFIX.key (the signer key, mode 0600: keep it secret) and PREFIX.pub "
         "(the verifier key: publish it)",
     )
+    p.add_argument(
+        "--cosigner",
+        action="store_true",
+        help="a witness's key: PREFIX.pub is its C2SP cosignature/v1 verifier key (type 0x04), "
+        "what `verify --witness` reads",
+    )
 
 
 def _keygen(args: argparse.Namespace, out: Output) -> int:
@@ -475,12 +607,17 @@ def _keygen(args: argparse.Namespace, out: Output) -> int:
     for path in (secret, public):
         if os.path.lexists(path):
             raise UserError(f"{path} already exists; keys are never overwritten")
+    verifier = signer.verifier.text
+    if args.cosigner:
+        from twinflow.trace.witness import CosignerKey
+
+        verifier = CosignerKey.of_signer(signer).text
     _trace.write_new(secret, signer.text.encode() + b"\n", mode=0o600)
-    _trace.write_new(public, signer.verifier.text.encode() + b"\n", mode=0o644)
-    out.document({"ok": True, "signer_key_file": str(secret), "verifier_key": signer.verifier.text})
+    _trace.write_new(public, verifier.encode() + b"\n", mode=0o644)
+    out.document({"ok": True, "signer_key_file": str(secret), "verifier_key": verifier})
     out.line(f"signer key (secret): {secret}")
-    out.line(f"verifier key (publish it): {public}")
-    out.line(signer.verifier.text)
+    out.line(f"{'cosigner ' if args.cosigner else ''}verifier key (publish it): {public}")
+    out.line(verifier)
     return EXIT_OK
 
 
@@ -520,6 +657,74 @@ def _repair(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+# -- redact ---------------------------------------------------------------------------------
+
+
+def _configure_redact(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace", type=Path, help="the trace file (JSONL)")
+    p.add_argument(
+        "--seq",
+        type=int,
+        action="append",
+        required=True,
+        metavar="N",
+        help="an event to replace by its digest (repeat for more)",
+    )
+    p.add_argument(
+        "--out", type=Path, required=True, help="the new trace file to publish (PUBLIC.jsonl)"
+    )
+    _add_limits(p)
+
+
+def _redact(args: argparse.Namespace, out: Output) -> int:
+    check_trace_head(args.trace)
+    chosen = sorted(set(args.seq))
+    limits = _limits(args)
+    lines: list[bytes] = []
+    kinds: dict[int, str] = {}
+    try:
+        for event in _trace.walk_trace(args.trace, limits=limits, allow_redacted=True):
+            value = event.value
+            kind = "redacted" if value is None else str(value["body"]["kind"])
+            kinds[event.seq] = kind
+            if event.seq in chosen or value is None:
+                lines.append(_trace.encode_redacted(event.digest))
+            else:
+                lines.append(_trace.encode_line(event.event)[0])
+    except _trace.TraceCorruptError as exc:
+        raise CheckFailed(f"{args.trace}: {exc}", corrupt_payload(args.trace, exc)) from None
+    for seq in chosen:
+        if seq not in kinds:
+            raise UserError(f"--seq {seq}: the trace holds events 0..{len(kinds) - 1}")
+        if kinds[seq] in _trace.TERMINAL_KINDS:
+            raise UserError(
+                f"--seq {seq}: the run's last event ({kinds[seq]}) shows the run is whole, so "
+                "it is never redacted"
+            )
+    data = b"".join(lines)
+    before, after = (
+        _trace.read_checkpoint(args.trace, limits=limits),
+        _trace.verify_trace(data, limits=limits),
+    )
+    # A redaction that changed what the checkpoint commits to is a bug to report, not a file.
+    if not after.ok or (after.checkpoint.root, after.events) != (before.root, before.size):
+        raise CheckFailed(f"{args.trace}: the redacted trace would not keep its Merkle root")
+    _write_out(args.out, data)
+    out.document(
+        {
+            "ok": True,
+            "trace": str(args.out),
+            "events": after.events,
+            "redacted": list(after.redacted),
+            "root": after.checkpoint.root,
+            "root_encoding": "hex",
+        }
+    )
+    out.line(f"{args.out}: {after.events} events; {after.redaction()}")
+    out.line(f"root (hex) {after.checkpoint.root}: unchanged, so every checkpoint and proof holds")
+    return EXIT_OK
+
+
 # -- diff -----------------------------------------------------------------------------------
 
 
@@ -539,8 +744,7 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
 
         return behaviour_diff(args, out)
     # Both traces are read in step, each event verified as it is read: the first difference
-    # ends the comparison, and neither file is read past it (a long trace that differs at
-    # seq 0 costs one event of each).
+    # ends the comparison, and neither file is read past it (ADR 0131).
     a, b = walk_typed(args.a), walk_typed(args.b)
     root = _trace.Frontier()
     size = 0
@@ -580,7 +784,8 @@ def _differ(left: _trace.VerifiedEvent, right: _trace.VerifiedEvent) -> None:
 def _longer(longer: Path, shorter: Path, total: int, seq: int) -> int:
     """Fail: ``shorter`` is a prefix of ``longer``, which holds ``total`` events."""
     raise CheckFailed(
-        f"{shorter} stops at {seq} events; {longer} goes on to {total}", {"same": False, "seq": seq}
+        f"{shorter} stops at {seq} events; {longer} goes on to {total}",
+        {"same": False, "seq": seq},
     )
 
 
@@ -590,5 +795,6 @@ COMMANDS: dict[str, Command] = {
     "prove": (_configure_prove, _prove),
     "keygen": (_configure_keygen, _keygen),
     "repair": (_configure_repair, _repair),
+    "redact": (_configure_redact, _redact),
     "diff": (_configure_diff, _diff),
 }

@@ -193,7 +193,7 @@ def approve(args: argparse.Namespace, out: Output) -> int:
     verdict = "denied" if args.deny else "approved"
     out.document({"ok": True, "trace": str(args.trace), "decided": [d.call_id for d in decisions]})
     out.line(f"{verdict} {', '.join(d.call_id for d in decisions)}; {head.size} events")
-    out.line(f"root {head.root}")
+    out.line(f"root (hex) {head.root}")
     return EXIT_OK
 
 

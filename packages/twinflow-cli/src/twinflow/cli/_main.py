@@ -67,15 +67,27 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
     ),
     "checkpoint": (
         "twinflow.cli._commands",
-        "print a trace's checkpoint: size, Merkle root, head (optionally signed)",
+        "write a trace's checkpoint as a C2SP note (signed with --sign)",
     ),
     "prove": (
         "twinflow.cli._commands",
-        "make or check an RFC 9162 inclusion or consistency proof",
+        "make or check a C2SP tlog-proof (inclusion) or consistency proof",
+    ),
+    "redact": (
+        "twinflow.cli._commands",
+        "publish a trace with chosen events replaced by their digest (every proof still checks)",
     ),
     "keygen": (
         "twinflow.cli._commands",
         "make an Ed25519 signer key and its verifier key (C2SP signed-note text forms)",
+    ),
+    "attest": (
+        "twinflow.cli._publish",
+        "sign an in-toto attestation of a run (DSSE, Ed25519), or check one (--check)",
+    ),
+    "witness": (
+        "twinflow.cli._publish",
+        "cosign a log's checkpoint as a C2SP witness, only if it extends the last one cosigned",
     ),
     "repair": (
         "twinflow.cli._commands",
@@ -118,6 +130,10 @@ def command_module_commands(module: str) -> dict[str, Command]:
         from twinflow.cli._preflight_cli import COMMANDS as preflight_commands
 
         return preflight_commands
+    if module == "twinflow.cli._publish":
+        from twinflow.cli._publish import COMMANDS as publish_commands
+
+        return publish_commands
     if module == "twinflow.cli._commands":
         from twinflow.cli._commands import COMMANDS as trace_commands
 

@@ -73,6 +73,7 @@ from twinflow.cli._wiring import (
     build_model,
     build_transport,
     check_agent,
+    mcp_servers,
     model_base_url,
     numbered,
     replay_builder,
@@ -84,6 +85,7 @@ from twinflow.trace import (
     MemoryTraceSink,
     PlantedLinkError,
     TargetExistsError,
+    TraceError,
     write_new,
 )
 from twinflow.vocab import UserError
@@ -237,15 +239,20 @@ def _execute(
     transport = build_transport(spec.model)
     if spec.model.url != EMBEDDED:
         build_model(spec.model, transport, SystemIds())  # checks URL and dialect
-    check_agent(spec, callables, command)
-    if resume_from is None:
-        code = record_code(spec).model_dump_json(indent=2).encode("utf-8")
-        trace_path, _spec_path = claim_run_files(out_dir, spec_text, code)
-    else:
-        trace_path = resume_from
     paused: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         stack.callback(transport.close)
+        # A continued run takes its tool lists from its trace: the prefix starts no server.
+        continued = resume_from if resume_from is not None else fork_from and fork_from[0]
+        recorded = _recorded_or_none(continued) if continued else None
+        log_dir = out_dir if resume_from is None else resume_from.parent
+        servers = stack.enter_context(mcp_servers(spec, log_dir, recorded=recorded))
+        check_agent(spec, callables, command, servers)
+        if resume_from is None:
+            code = record_code(spec).model_dump_json(indent=2).encode("utf-8")
+            trace_path, _spec_path = claim_run_files(out_dir, spec_text, code)
+        else:
+            trace_path = resume_from
         loading = spec.model.url == EMBEDDED
         with phases.phase("model load") if loading else contextlib.nullcontext():
             url = stack.enter_context(model_base_url(spec.model.url, out_dir, out.line))
@@ -260,6 +267,7 @@ def _execute(
             trace=MemoryTraceSink() if resume_from is not None else FileTraceSink(trace_path),
             tools=callables,
             observer=TextPrinter(sys.stdout) if watch and resume_from is None else None,
+            servers=servers,
         )
         doing = (
             "forking" if fork_from is not None else "running" if resume_from is None else "resuming"
@@ -305,6 +313,15 @@ def _execute(
         calls=list(summary.tool_calls),
         rejected=summary.rejected,
     )
+
+
+def _recorded_or_none(path: Path) -> Trace | None:
+    """The trace a continued run starts from, or None if it does not load as it is (a torn
+    last line, which `Agent.resume` repairs first): its servers then start for the prefix."""
+    try:
+        return Trace.load(path)
+    except TraceError:
+        return None
 
 
 def replay_spec(trace_path: Path, spec_path: Path | None, trust_spec: bool, out: Output) -> RunSpec:
@@ -403,9 +420,20 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
     if mode == "live":
         _announce_live_calls(trace)
     try:
-        with importing_from(spec_directories(spec)):
+        # Recorded mode starts no MCP server: the tool lists are the trace's own.
+        with (
+            importing_from(spec_directories(spec)),
+            mcp_servers(
+                spec,
+                trace_path.parent,
+                recorded=None if mode == "live" else trace,
+                live=False,
+            ) as servers,
+        ):
             result = replay(
-                trace, replay_builder(spec), mode="live" if mode == "live" else "recorded"
+                trace,
+                replay_builder(spec, servers=servers),
+                mode="live" if mode == "live" else "recorded",
             )
     except ReplayDivergenceError as exc:
         raise divergence_failed(trace_path, f"replay ({mode})", exc, mode=mode) from None
@@ -519,7 +547,7 @@ def _print_outcome(outcome: RunOutcome, out: Output) -> None:
     else:
         out.line(f"  failed    {_one_line(outcome.error)}")
     out.line(f"  trace     {outcome.trace} ({outcome.events} events)")
-    out.line(f"  root      {outcome.root}")
+    out.line(f"  root      (hex) {outcome.root}")
 
 
 # -- replay ---------------------------------------------------------------------------------
@@ -555,7 +583,7 @@ def replay_command(args: argparse.Namespace, out: Output) -> int:
     )
     out.document({"ok": True, **payload})
     out.line(f"ok: {args.trace}: replay ({args.mode}) matched all {payload['events']} events")
-    out.line(f"root {payload['root']}")
+    out.line(f"root (hex) {payload['root']}")
     return EXIT_OK
 
 

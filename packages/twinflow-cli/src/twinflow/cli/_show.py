@@ -104,7 +104,7 @@ def _started(body: dict[str, Any]) -> list[str]:
     if isinstance(parent, dict):
         lines.append(
             f"  forked at step {_clean(parent.get('step'))} from the run whose trace had "
-            f"{_clean(parent.get('size'))} events, root {_clean(parent.get('root'))}"
+            f"{_clean(parent.get('size'))} events, root (hex) {_clean(parent.get('root'))}"
         )
     return lines
 
@@ -147,6 +147,16 @@ def _event_lines(body: dict[str, Any]) -> list[str]:
             f"resumed after {_clean(body.get('prefix_size'))} events "
             f"({_clean(body.get('why'))}){again}"
         ]
+    if kind == "tools_listed":
+        info = _obj(body.get("server_info"))
+        listed = body.get("tools")
+        tools: list[Any] = listed if isinstance(listed, list) else []
+        names = ", ".join(str(_obj(t).get("name")) for t in tools) or "none"
+        return [
+            f"  MCP server {_clean(body.get('server'))} ({_clean(info.get('name'))} "
+            f"{_clean(info.get('version'))}, protocol {_clean(body.get('protocol_version'))}) "
+            f"lists {len(tools)} tool(s): {_clean(names)}"
+        ]
     if kind == "approval_requested":
         return [
             f"  waiting for approval: {_clean(body.get('tool'))} {_clean(body.get('arguments'))} "
@@ -183,12 +193,19 @@ def _events(data: bytes) -> list[dict[str, Any] | None]:
     return events
 
 
-def describe_events(events: list[dict[str, Any] | None], broken_at: int | None) -> list[str]:
-    """The run as lines a person reads, step by step; events from ``broken_at`` on are marked."""
+def describe_events(
+    events: list[dict[str, Any] | None], broken_at: int | None, redacted: tuple[int, ...] = ()
+) -> list[str]:
+    """The run as lines a person reads, step by step; events from ``broken_at`` on are marked,
+    and each of the ``redacted`` seqs (verified: their digest alone is in the file) says so."""
     lines: list[str] = []
     step = None
+    hidden = set(redacted)
     for seq, event in enumerate(events):
         mark = "  [not verified]" if broken_at is not None and seq >= broken_at else ""
+        if seq in hidden:
+            lines.append(f"  seq {seq}: REDACTED (only its digest is published; it verifies)")
+            continue
         body = event.get("body") if event is not None else None
         if not isinstance(body, dict):
             lines.append(f"  (line {seq + 1} is not readable as an event){mark}")
@@ -262,8 +279,6 @@ def _show(args: argparse.Namespace, out: Output) -> int:
                 _check_before_the_page(args, data, published.checkpoint)
             # A note carries no head digest: the page compares size and root.
             checkpoint = {"size": published.checkpoint.size, "root": published.checkpoint.root}
-            if published.form == "json":
-                checkpoint = published.checkpoint.to_json()
         page = render_trace_page(data, args.trace.name, checkpoint)
         # A page is a report: written whole, never through a planted link (docs/adr/0050).
         write_replace(args.html, page.encode("utf-8"), durable=False)
@@ -274,13 +289,17 @@ def _show(args: argparse.Namespace, out: Output) -> int:
         "verified": problem is None,
         "problem": None if problem is None else problem.to_json(),
         "root": report.checkpoint.root,
+        "root_encoding": "hex",
+        "redacted": list(report.redacted),
         "html": None if args.html is None else str(args.html),
     }
-    for line in describe_events(events, None if problem is None else problem.seq):
+    for line in describe_events(events, None if problem is None else problem.seq, report.redacted):
         out.line(line)
     out.line("")
     if problem is None:
-        out.line(f"verified: {report.events} events; Merkle root {report.checkpoint.root}")
+        out.line(f"verified: {report.events} events; Merkle root (hex) {report.checkpoint.root}")
+        if report.redacted:
+            out.line(f"{report.redaction()}: the rest of the file cannot show what they said")
     else:
         out.line(
             f"NOT VERIFIED: {args.trace}: {_clean(str(problem))}; the {report.events} events "

@@ -41,6 +41,7 @@ from twinflow.vocab import FrozenValue, UserError
 __all__ = [
     "CodeChangedError",
     "CodeRecord",
+    "McpServerSpec",
     "ModelSpec",
     "ModuleDigest",
     "PolicySpec",
@@ -162,25 +163,76 @@ class ModelSpec(_Strict):
     @field_validator("headers")
     @classmethod
     def _plain_headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        for name, value in headers.items():
-            if not _HEADER_NAME.fullmatch(name):
-                raise ValueError(f"{name!r} is not an HTTP header name")
-            if any(c in value for c in "\r\n\0"):
-                raise ValueError(f"the value of header {name} holds a line break or NUL")
-            if name.lower() not in _HARMLESS_HEADERS:
-                raise ValueError(
-                    f"header {name} is not one known to carry no credential, and headers are "
-                    "copied into the run directory: a key goes in an environment variable named "
-                    "by api_key_env (sent in the API's key header); the headers a spec may set "
-                    f"are {', '.join(sorted(_HARMLESS_HEADERS))}"
-                )
-        return headers
+        return _check_headers(headers)
 
     @field_validator("url")
     @classmethod
     def _no_credentials(cls, url: str) -> str:
         try:
             return url if url == "embedded" else check_endpoint_url(url, where="model.url")
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+
+
+def _check_headers(headers: dict[str, str]) -> dict[str, str]:
+    """Refuse a header that is not a plain one known to carry no credential (docs/adr/0093)."""
+    for name, value in headers.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not an HTTP header name")
+        if any(c in value for c in "\r\n\0"):
+            raise ValueError(f"the value of header {name} holds a line break or NUL")
+        if name.lower() not in _HARMLESS_HEADERS:
+            raise ValueError(
+                f"header {name} is not one known to carry no credential, and headers are "
+                "copied into the run directory: a key goes in an environment variable named "
+                "by api_key_env (sent in the API's key header); the headers a spec may set "
+                f"are {', '.join(sorted(_HARMLESS_HEADERS))}"
+            )
+    return headers
+
+
+class McpServerSpec(_Strict):
+    """An MCP server whose tools the run offers, named ``<name>.<tool>``: a command or a URL."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    """The server's name: the first part of its tools' names (no ``.``)."""
+    command: tuple[str, ...] | None = Field(default=None, min_length=1, max_length=256)
+    """The program and its arguments, for a server spoken to over stdin and stdout."""
+    env: dict[str, str] = Field(default_factory=dict, max_length=64)
+    """Variables set for the command (it inherits only PATH, HOME, LANG and the like of
+    ours). Copied into the run directory with the spec: never a key."""
+    cwd: str | None = None
+    """The command's working directory, relative to the spec's directory (default: that
+    directory)."""
+    url: str | None = None
+    """The Streamable HTTP endpoint (``http://127.0.0.1:8000/mcp``), for a server over HTTP."""
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """The variable holding the HTTP server's key, sent as ``Authorization: Bearer``."""
+    headers: dict[str, str] = Field(default_factory=dict, max_length=64)
+    """Extra request headers for the HTTP server (never a key)."""
+    timeout: float = Field(default=30.0, gt=0, le=3600)
+    """Seconds one request to the server may take."""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> McpServerSpec:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give the server a command (stdio) or a url (HTTP), not both")
+        if self.command is None and (self.env or self.cwd is not None):
+            raise ValueError("env and cwd are for a command; an HTTP server takes headers")
+        if self.url is None and (self.headers or self.api_key_env is not None):
+            raise ValueError("api_key_env and headers are for a url; a command takes env")
+        return self
+
+    @field_validator("headers")
+    @classmethod
+    def _plain_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        return _check_headers(headers)
+
+    @field_validator("url")
+    @classmethod
+    def _no_credentials(cls, url: str | None) -> str | None:
+        try:
+            return None if url is None else check_endpoint_url(url, where="mcp_servers[].url")
         except UserError as exc:
             raise ValueError(str(exc)) from None
 
@@ -211,6 +263,9 @@ class RunSpec(_Strict):
     """The model endpoint."""
     tools: tuple[str, ...] = ()
     """Dotted paths to Python callables (``package.module:function`` or ``package.module.function``)."""
+    mcp_servers: tuple[McpServerSpec, ...] = Field(default=(), max_length=64)
+    """MCP servers whose tools the run offers, each named ``<server>.<tool>`` (and allowed
+    only by that name in ``policy``)."""
     policy: PolicySpec = PolicySpec()
     """The tool policy (deny by default)."""
     output: str | SkipJsonSchema[type[BaseModel]] | None = None
@@ -220,6 +275,15 @@ class RunSpec(_Strict):
     """Maximum model turns."""
 
     _code_dir: Path | None = PrivateAttr(default=None)
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _unique_servers(cls, servers: tuple[McpServerSpec, ...]) -> tuple[McpServerSpec, ...]:
+        names = [server.name for server in servers]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"two MCP servers are named {twice[0]!r}: names must be unique")
+        return servers
 
     @field_serializer("output")
     def _output_name(self, output: str | type[BaseModel] | None) -> str | None:

@@ -30,7 +30,6 @@ __all__ = [
     "corrupt_payload",
     "load_trace",
     "parse_trace",
-    "read_checkpoint_file",
     "read_published",
     "read_small_file",
     "read_trace_bytes",
@@ -140,15 +139,6 @@ def read_small_file(path: Path, what: str) -> bytes:
     return data
 
 
-def read_checkpoint_file(path: Path) -> _trace.Checkpoint:
-    """An unsigned checkpoint file (a C2SP note body, or JSON) through the one reader.
-
-    Raises:
-        UserError: the file is not a checkpoint, or is a signed note (which needs --key).
-    """
-    return read_published(path, None).checkpoint
-
-
 def read_published(
     path: Path, keys: list[Path] | None, origin: str | None = None
 ) -> _trace.PublishedCheckpoint:
@@ -170,11 +160,11 @@ def read_published(
         ) from None
 
 
-def vouched(published: _trace.PublishedCheckpoint, hmac: bool) -> str:
-    """Who vouches for the checkpoint: ``signed by KEY...``, or how it is not signed."""
+def vouched(published: _trace.PublishedCheckpoint) -> str:
+    """Who vouches for the checkpoint: ``signed by KEY...``, or that nobody signed it."""
     if published.signed_by:
         return f"signed by {', '.join(published.signed_by)}"
-    return "checkpoint (HMAC-signed)" if hmac else "checkpoint (unsigned)"
+    return "checkpoint (unsigned)"
 
 
 def add_checkpoint_keys(p: argparse.ArgumentParser) -> None:

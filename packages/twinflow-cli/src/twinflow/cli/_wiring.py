@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,15 +20,19 @@ from pydantic import BaseModel
 from twinflow.agent import (
     Agent,
     FunctionModel,
+    McpTools,
     Observer,
     Policy,
     RecordedResults,
     ReplayPorts,
     Steering,
+    ToolsListed,
+    Trace,
 )
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._grammar import llama_cpp_grammar_check
 from twinflow.cli._spec import (
+    McpServerSpec,
     ModelSpec,
     RunSpec,
     SpecError,
@@ -42,9 +46,13 @@ from twinflow.kernel import (
     CountingIds,
     HttpTransport,
     Ids,
+    McpClient,
+    McpLimits,
     SteppingClock,
     SubprocessLauncher,
     Transport,
+    connect_http,
+    connect_stdio,
     free_port,
     redact_url,
 )
@@ -59,6 +67,7 @@ __all__ = [
     "build_transport",
     "check_agent",
     "embedded_server",
+    "mcp_servers",
     "model_base_url",
     "numbered",
     "output_type_of",
@@ -184,6 +193,7 @@ def build_agent(
     steering: Steering | None = None,
     model_label: str | None = None,
     tool_results: RecordedResults | None = None,
+    servers: Sequence[McpTools] = (),
 ) -> Agent[Any]:
     """An agent configured by ``spec``, with the given ports.
 
@@ -198,6 +208,7 @@ def build_agent(
         steering: Steering messages (replay passes the recorded ones).
         model_label: The model's name in the trace (replay passes the recorded one).
         tool_results: Recorded tool results to serve instead of running the tools (replay).
+        servers: The spec's MCP servers (`mcp_servers`), whose tools join the callables.
     """
     policy = Policy(
         allow=frozenset(spec.policy.allow),
@@ -211,7 +222,7 @@ def build_agent(
         model,
         clock=clock,
         ids=ids,
-        tools=load_tools(spec) if tools is None else tools,
+        tools=[*(load_tools(spec) if tools is None else tools), *servers],
         policy=policy,
         output_type=str if output_type is None else output_type,
         max_steps=spec.max_steps,
@@ -232,14 +243,25 @@ def _never_called(request: ModelRequest) -> Message:
     raise AssertionError("the configuration check never runs the agent")
 
 
-def check_agent(spec: RunSpec, tools: list[Callable[..., Any]], command: str) -> None:
+def check_agent(
+    spec: RunSpec,
+    tools: list[Callable[..., Any]],
+    command: str,
+    servers: Sequence[McpTools] | None = None,
+) -> None:
     """Build ``spec``'s agent once without a model, so a mistake is refused before any file or
     server exists, and warn (`warn_denied_tools`) about tools the policy never allows.
 
     Raises:
         AgentConfigError: the policy names a tool that is not registered, two tools share a name.
-        SpecError: the output model does not resolve.
+        SpecError: the output model does not resolve, or the spec names MCP servers and
+            ``command`` does not start them (``servers`` is None).
     """
+    if servers is None and spec.mcp_servers:
+        raise SpecError(
+            f"twinflow {command} does not start MCP servers yet: this spec names "
+            f"{', '.join(s.name for s in spec.mcp_servers)} (mcp_servers); use twinflow run"
+        )
     agent = build_agent(
         spec,
         model=FunctionModel(_never_called),
@@ -247,6 +269,7 @@ def check_agent(spec: RunSpec, tools: list[Callable[..., Any]], command: str) ->
         ids=CountingIds(),
         trace=MemoryTraceSink(),
         tools=tools,
+        servers=servers or (),
     )
     warn_denied_tools(agent, command)
 
@@ -267,7 +290,9 @@ def warn_denied_tools(agent: Agent[Any], command: str) -> None:
 
 
 def replay_builder(
-    spec: RunSpec, tools: list[Callable[..., Any]] | None = None
+    spec: RunSpec,
+    tools: list[Callable[..., Any]] | None = None,
+    servers: Sequence[McpTools] = (),
 ) -> Callable[[ReplayPorts], Agent[Any]]:
     """The agent factory `replay` calls: the agent ``spec`` describes, on the replaying ports.
 
@@ -278,6 +303,7 @@ def replay_builder(
     Args:
         spec: The run spec the trace was recorded with.
         tools: The tool callables (default: resolved from the spec's dotted paths).
+        servers: The spec's MCP servers (`mcp_servers`: from the trace in recorded mode).
     """
 
     def build(ports: ReplayPorts) -> Agent[Any]:
@@ -291,9 +317,74 @@ def replay_builder(
             steering=ports.steering,
             model_label=ports.model_label,
             tool_results=ports.tool_results,
+            servers=servers,
         )
 
     return build
+
+
+def _connector(server: McpServerSpec, spec: RunSpec, log_dir: Path) -> Callable[[], McpClient]:
+    """What starts (stdio) or opens (HTTP) ``server`` and initializes it, when called."""
+    limits = McpLimits(timeout=server.timeout)
+    if server.command is not None:
+        base = spec.code_dir if spec.code_dir is not None else Path.cwd()
+        cwd = base if server.cwd is None else base / server.cwd
+        command = server.command
+        log = log_dir / f"mcp-{server.name}.log"
+
+        def start() -> McpClient:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            return connect_stdio(
+                server.name, command, log_path=log, env=server.env, cwd=cwd, limits=limits
+            )
+
+        return start
+    url = server.url
+    assert url is not None  # McpServerSpec holds a command or a url
+
+    def open_session() -> McpClient:
+        return connect_http(
+            server.name, url, api_key_env=server.api_key_env, headers=server.headers, limits=limits
+        )
+
+    return open_session
+
+
+@contextlib.contextmanager
+def mcp_servers(
+    spec: RunSpec, log_dir: Path, *, recorded: Trace | None = None, live: bool = True
+) -> Iterator[list[McpTools]]:
+    """The spec's MCP servers for the block; each one connected is closed when it exits.
+
+    Without ``recorded``, each server is started (or its session opened) and listed now, so a
+    server that fails refuses the run before it starts. With ``recorded``, the tool lists come
+    from the trace's ``tools_listed`` events and nothing is started: the servers connect only
+    when the run goes on past the record (a resume or fork, ``live``), never with ``live=False``
+    (recorded replay). A stdio server's stderr goes to ``log_dir/mcp-<name>.log``.
+
+    Raises:
+        LaunchError, McpError: a server did not start, initialize or list its tools.
+        AgentConfigError: ``recorded`` has no tool list of a server the spec names.
+    """
+    listed = (
+        [e.body for e in recorded.events if isinstance(e.body, ToolsListed)]
+        if recorded is not None
+        else []
+    )
+    servers: list[McpTools] = []
+    try:
+        for server in spec.mcp_servers:
+            connect = _connector(server, spec, log_dir)
+            if recorded is None:
+                tools = McpTools.live(server.name, connect)
+                servers.append(tools)
+                tools.start()
+            else:
+                servers.append(McpTools.recorded(server.name, listed, connect if live else None))
+        yield servers
+    finally:
+        for tools in servers:
+            tools.close()
 
 
 @contextlib.contextmanager

@@ -325,7 +325,13 @@ def render_markdown(
             f"| {_cell(r.key)} | {r.status} | {why} | {given} | {expected} | {output} | {calls} "
             f"| {trace}{page} |"
         )
-    out += ["", "## Checkpoint roots", "", "| case | events | Merkle root |", "|---|---:|---|"]
+    out += [
+        "",
+        "## Checkpoint roots",
+        "",
+        "| case | events | Merkle root (hex) |",
+        "|---|---:|---|",
+    ]
     out += [
         f"| {_cell(r.key)} | {r.checkpoint.size} | `{r.checkpoint.root}` |" for r in results.cases
     ]
@@ -532,7 +538,7 @@ def render_html(
     for r in [*failing, *(r for r in results.cases if r.status == "passed")]:
         body.append(_case_html(r, details.get(r.key, CaseDetail())))
     body.append(
-        '<h2>Checkpoint roots</h2><table><tr><th>case</th><th class="n">events</th><th>Merkle root</th></tr>'
+        '<h2>Checkpoint roots</h2><table><tr><th>case</th><th class="n">events</th><th>Merkle root (hex)</th></tr>'
     )
     for r in results.cases:
         body.append(

@@ -256,8 +256,8 @@ def _outputs(run_dir: Path, results: EvalResults) -> dict[str, JsonValue]:
         if (actual.size, actual.root) != (recorded.size, recorded.root):
             raise TraceMismatchError(
                 f"{where}: its trace {result.trace!r:.200} (size {actual.size}, root "
-                f"{actual.root[:12]}) is not the one the results recorded (size "
-                f"{recorded.size}, root {recorded.root[:12]}); a trace or the results were "
+                f"(hex) {actual.root[:12]}) is not the one the results recorded (size "
+                f"{recorded.size}, root (hex) {recorded.root[:12]}); a trace or the results were "
                 "replaced"
             )
         out[result.key] = observe(trace).output

@@ -27,6 +27,11 @@ Errors; every message names where (the URL or the command), what went wrong, and
         │                                  twinflow.agent's, for a trace event, is a subclass
         ├── NondeterminismError            replayed code reached the clock, randomness or the network (also a RuntimeError)
         ├── LaunchError                    a server process did not start, or did not become healthy
+        ├── McpError                       an MCP server gave no usable answer (`.server`)
+        │   ├── McpProtocolError           not JSON-RPC, past the size or depth limit, a bad tool list
+        │   ├── McpTimeout                 no answer before the request's deadline (also a TimeoutError)
+        │   ├── McpClosed                  the server exited or closed the connection first
+        │   └── McpRemoteError             a JSON-RPC error answer (`.code`)
         └── ClusterError                   the Ray cluster could not be reached or started
             └── TaskLost                   a call's worker died on its last allowed attempt (`.index`)
                 └── WorkerStartFailed      no worker could be started for the call (node, Ray's reason)
@@ -42,6 +47,11 @@ from twinflow.kernel._errors import ConnectError as ConnectError
 from twinflow.kernel._errors import HTTPStatusError as HTTPStatusError
 from twinflow.kernel._errors import KernelError as KernelError
 from twinflow.kernel._errors import LaunchError as LaunchError
+from twinflow.kernel._errors import McpClosed as McpClosed
+from twinflow.kernel._errors import McpError as McpError
+from twinflow.kernel._errors import McpProtocolError as McpProtocolError
+from twinflow.kernel._errors import McpRemoteError as McpRemoteError
+from twinflow.kernel._errors import McpTimeout as McpTimeout
 from twinflow.kernel._errors import NetworkBlockedError as NetworkBlockedError
 from twinflow.kernel._errors import ReplayDivergenceError as ReplayDivergenceError
 from twinflow.kernel._errors import ResponseDecodeError as ResponseDecodeError
@@ -69,11 +79,19 @@ if _typing.TYPE_CHECKING:
     from twinflow.kernel._ids import CountingIds as CountingIds
     from twinflow.kernel._ids import SeededIds as SeededIds
     from twinflow.kernel._ids import SystemIds as SystemIds
+    from twinflow.kernel._launcher import PipedProcess as PipedProcess
     from twinflow.kernel._launcher import ServerProcess as ServerProcess
     from twinflow.kernel._launcher import SubprocessLauncher as SubprocessLauncher
     from twinflow.kernel._loopback import LoopbackRequest as LoopbackRequest
     from twinflow.kernel._loopback import LoopbackResponse as LoopbackResponse
     from twinflow.kernel._loopback import LoopbackServer as LoopbackServer
+    from twinflow.kernel._mcp import MCP_PROTOCOL_VERSIONS as MCP_PROTOCOL_VERSIONS
+    from twinflow.kernel._mcp import McpChannel as McpChannel
+    from twinflow.kernel._mcp import McpClient as McpClient
+    from twinflow.kernel._mcp import McpLimits as McpLimits
+    from twinflow.kernel._mcp import McpSession as McpSession
+    from twinflow.kernel._mcp import connect_http as connect_http
+    from twinflow.kernel._mcp import connect_stdio as connect_stdio
     from twinflow.kernel._mock import MockTransport as MockTransport
     from twinflow.kernel._netpolicy import free_port as free_port
     from twinflow.kernel._nondeterminism import GUARDED_ENTRY_POINTS as GUARDED_ENTRY_POINTS
@@ -94,6 +112,7 @@ if _typing.TYPE_CHECKING:
     from twinflow.kernel._ray import RayExecutor as RayExecutor
     from twinflow.kernel._replay import RecordingTransport as RecordingTransport
     from twinflow.kernel._replay import ReplayTransport as ReplayTransport
+    from twinflow.kernel._transport import HttpAnswer as HttpAnswer
     from twinflow.kernel._transport import HttpTransport as HttpTransport
 
 
@@ -111,8 +130,17 @@ __getattr__, __dir__, __all__ = _lazy_exports(
         ),
         "_fault": ("Fault", "FaultTransport"),
         "_ids": ("CountingIds", "SeededIds", "SystemIds"),
-        "_launcher": ("ServerProcess", "SubprocessLauncher"),
+        "_launcher": ("PipedProcess", "ServerProcess", "SubprocessLauncher"),
         "_loopback": ("LoopbackRequest", "LoopbackResponse", "LoopbackServer"),
+        "_mcp": (
+            "MCP_PROTOCOL_VERSIONS",
+            "McpChannel",
+            "McpClient",
+            "McpLimits",
+            "McpSession",
+            "connect_http",
+            "connect_stdio",
+        ),
         "_mock": ("MockTransport",),
         "_netpolicy": ("free_port",),
         "_nondeterminism": (
@@ -126,6 +154,6 @@ __getattr__, __dir__, __all__ = _lazy_exports(
         "_process": ("ProcessResult", "StartedProcess", "run_process", "start_process"),
         "_ray": ("RayExecutor",),
         "_replay": ("RecordingTransport", "ReplayTransport"),
-        "_transport": ("HttpTransport",),
+        "_transport": ("HttpAnswer", "HttpTransport"),
     },
 )

@@ -175,3 +175,40 @@ class WorkerStartFailed(TaskLost):
     A worker whose interpreter or environment is broken, or that does not register in time,
     fails every call sent to it; the run stops rather than waiting for Ray to give up on each.
     """
+
+
+class McpError(KernelError):
+    """An MCP server did not give a usable answer.
+
+    Attributes:
+        server: The server's name (as the spec names it).
+    """
+
+    def __init__(self, message: str, *, server: str) -> None:
+        """Create the error; `message` names the server."""
+        super().__init__(message)
+        self.server = server
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+class McpProtocolError(McpError):
+    """The server broke the protocol: not JSON-RPC, past the size or depth limit, a wrong answer."""
+
+
+class McpTimeout(McpError, TimeoutError):
+    """The server did not answer before the deadline."""
+
+
+class McpClosed(McpError):
+    """The server exited, or closed the connection, before it answered."""
+
+
+class McpRemoteError(McpError):
+    """The server answered a request with a JSON-RPC error (`.code`)."""
+
+    def __init__(self, message: str, *, server: str, code: int) -> None:
+        """Create the error with the JSON-RPC error code."""
+        super().__init__(message, server=server)
+        self.code = code

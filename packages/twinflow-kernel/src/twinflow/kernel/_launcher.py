@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -118,6 +119,123 @@ class ServerProcess(Closing):
         self.stop()
 
 
+def _open_log(log_path: Path) -> IO[bytes]:
+    """Open a server's log for appending, refusing a link planted at its name."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    # O_NOFOLLOW: a link planted at the log's name must not redirect the server's output.
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.fdopen(os.open(log_path, flags, 0o644), "ab")
+    except OSError as exc:
+        if log_path.is_symlink():
+            raise PlantedLinkError(
+                f"{log_path} is a symbolic link; the server log is not written through it: "
+                "remove the link, or pick another directory",
+                path=log_path,
+            ) from None
+        raise LaunchError(f"cannot open the server log {log_path}: {exc.strerror}") from None
+
+
+class PipedProcess(ServerProcess):
+    """A command started by `SubprocessLauncher.spawn`, spoken to over its stdin and stdout.
+
+    Every read and write waits at most the time it is given: a process that stops reading or
+    never answers raises `TimeoutError`, never blocks the caller for ever.
+    """
+
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        lifeline: int,
+        log: IO[bytes],
+        *,
+        command: tuple[str, ...],
+        log_path: Path,
+        grace: float,
+        stdin: int,
+        stdout: int,
+    ) -> None:
+        """Wrap a started watchdog and the pipes to its command (use `SubprocessLauncher.spawn`)."""
+        super().__init__(
+            popen, lifeline, log, command=command, health_url="", log_path=log_path, grace=grace
+        )
+        os.set_blocking(stdin, False)
+        os.set_blocking(stdout, False)
+        self._stdin: int | None = stdin
+        self._stdout: int | None = stdout
+        self._buffer = bytearray()
+        self._eof = False
+
+    def write(self, data: bytes, *, timeout: float) -> None:
+        """Write all of `data` to the command's stdin.
+
+        Raises:
+            TimeoutError: The command did not take it all within `timeout` seconds.
+            BrokenPipeError: The command closed its stdin (it exited).
+        """
+        if self._stdin is None:
+            raise BrokenPipeError("the command's stdin is closed")
+        view = memoryview(data)
+        end = time.monotonic() + timeout
+        while view:
+            remaining = end - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"the command took no input for {timeout:g} s")
+            _, writable, _ = select.select([], [self._stdin], [], remaining)
+            if writable:
+                try:
+                    sent = os.write(self._stdin, view)
+                except BlockingIOError:
+                    continue
+                view = view[sent:]
+
+    def read_line(self, *, timeout: float, limit: int) -> bytes | None:
+        """Read the next line of the command's stdout (without its end), or None at its end.
+
+        Raises:
+            TimeoutError: No whole line came within `timeout` seconds.
+            ValueError: The line is longer than `limit` bytes (reading stopped there).
+        """
+        end = time.monotonic() + timeout
+        while True:
+            newline = self._buffer.find(b"\n")
+            if newline >= 0:
+                if newline > limit:
+                    raise ValueError(f"a line of more than {limit} bytes")
+                line = bytes(self._buffer[:newline])
+                del self._buffer[: newline + 1]
+                return line
+            if len(self._buffer) > limit:
+                raise ValueError(f"a line of more than {limit} bytes")
+            if self._eof or self._stdout is None:
+                return None
+            remaining = end - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no whole line from the command within {timeout:g} s")
+            readable, _, _ = select.select([self._stdout], [], [], remaining)
+            if readable:
+                try:
+                    chunk = os.read(self._stdout, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    self._eof = True
+                self._buffer += chunk
+
+    def stop(self) -> None:
+        """Close the command's stdin, give it the grace to exit, then stop it as `ServerProcess`."""
+        if self._stdin is not None:
+            os.close(self._stdin)
+            self._stdin = None
+            end = time.monotonic() + self._grace
+            while not self._exited() and time.monotonic() < end:
+                time.sleep(0.02)
+        super().stop()
+        if self._stdout is not None:
+            os.close(self._stdout)
+            self._stdout = None
+
+
 class SubprocessLauncher:
     """Starts server commands as subprocesses, under a watchdog that never leaves orphans."""
 
@@ -171,20 +289,76 @@ class SubprocessLauncher:
                 f"health URL {health_url!r} is not a loopback http URL: a launched server is local, "
                 "so pass one like http://127.0.0.1:<port>/v1/models"
             )
-        log_path = Path(log_path)
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        # O_NOFOLLOW: a link planted at the log's name must not redirect the server's output.
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        log = _open_log(Path(log_path))
+        popen, lifeline = self._start_guarded(command, subprocess.DEVNULL, log, log)
+        server = ServerProcess(
+            popen,
+            lifeline,
+            log,
+            command=command,
+            health_url=health_url,
+            log_path=Path(log_path),
+            grace=self._grace,
+        )
         try:
-            log = os.fdopen(os.open(log_path, flags, 0o644), "ab")
-        except OSError as exc:
-            if log_path.is_symlink():
-                raise PlantedLinkError(
-                    f"{log_path} is a symbolic link; the server log is not written through it: "
-                    "remove the link, or pick another directory",
-                    path=log_path,
-                ) from None
-            raise LaunchError(f"cannot open the server log {log_path}: {exc.strerror}") from None
+            self._wait_healthy(server, deadline)
+        except BaseException:
+            server.stop()
+            raise
+        return server
+
+    def spawn(self, command: Sequence[str], *, log_path: Path) -> PipedProcess:
+        """Start `command` with its stdin and stdout as pipes to this process (an MCP server).
+
+        The same watchdog as `launch` guards it, so it never outlives this process; its stderr
+        (and the watchdog's own complaints) go to `log_path`.
+
+        Args:
+            command: The program and its arguments.
+            log_path: File that receives the command's stderr (appended to).
+
+        Returns:
+            The running process; `PipedProcess.write` and `PipedProcess.read_line` talk to it,
+            and using it as a context manager stops it.
+
+        Raises:
+            UserError: The command is empty.
+            LaunchError: The watchdog could not be started or the log opened.
+        """
+        command = tuple(command)
+        if not command:
+            raise UserError("SubprocessLauncher.spawn(command=()): pass the command")
+        log = _open_log(Path(log_path))
+        # (read end, write end): the child reads `child_in` and writes `child_out`.
+        child_in, ours_in = os.pipe2(os.O_CLOEXEC)
+        ours_out, child_out = os.pipe2(os.O_CLOEXEC)
+        try:
+            popen, lifeline = self._start_guarded(command, child_in, child_out, log)
+        except BaseException:
+            for fd in (child_in, ours_in, ours_out, child_out):
+                os.close(fd)
+            raise
+        os.close(child_in)  # the child's ends live in the child now
+        os.close(child_out)
+        return PipedProcess(
+            popen,
+            lifeline,
+            log,
+            command=command,
+            log_path=Path(log_path),
+            grace=self._grace,
+            stdin=ours_in,
+            stdout=ours_out,
+        )
+
+    def _start_guarded(
+        self,
+        command: tuple[str, ...],
+        stdin: int | IO[bytes],
+        stdout: int | IO[bytes],
+        log: IO[bytes],
+    ) -> tuple[subprocess.Popen[bytes], int]:
+        """Start the watchdog running `command`; returns it and the lifeline's write end."""
         lifeline_read, lifeline_write = os.pipe()
         try:
             popen = subprocess.Popen(
@@ -198,9 +372,9 @@ class SubprocessLauncher:
                     "--",
                     *command,
                 ],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=log,
                 pass_fds=(lifeline_read,),
                 start_new_session=True,
                 env=self._env,
@@ -212,21 +386,7 @@ class SubprocessLauncher:
             raise LaunchError(f"cannot start the watchdog for {command[0]!r}: {error}") from error
         finally:
             os.close(lifeline_read)
-        server = ServerProcess(
-            popen,
-            lifeline_write,
-            log,
-            command=command,
-            health_url=health_url,
-            log_path=log_path,
-            grace=self._grace,
-        )
-        try:
-            self._wait_healthy(server, deadline)
-        except BaseException:
-            server.stop()
-            raise
-        return server
+        return popen, lifeline_write
 
     def _wait_healthy(self, server: ServerProcess, deadline: float) -> None:
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))

@@ -107,6 +107,18 @@ def _map_os_error(url: str, error: BaseException, deadline: Deadline, phase: str
 
 
 @dataclass(frozen=True, slots=True)
+class HttpAnswer:
+    """An answer `HttpTransport.post_message` read whole."""
+
+    status: int
+    """The HTTP status (below 300)."""
+    headers: dict[str, str]
+    """The answer's headers, names in lower case."""
+    body: bytes
+    """The body, at most `max_response_bytes`."""
+
+
+@dataclass(frozen=True, slots=True)
 class _Redirect:
     """An exchange's answer was a redirect the transport follows."""
 
@@ -210,6 +222,7 @@ class HttpTransport(Closing):
             given = {k: v for k, v in given.items() if k.lower() != key_header.name.lower()}
             given[key_header.name] = key_header.prefix + self._secret
         self._headers = given
+        self._key_name = key_header.name.lower() if self._secret is not None else None
         self._ssl_context: ssl.SSLContext | None = None
         self._pool = pool if pool is not None else ConnectionPool()
         self._closed = False
@@ -408,8 +421,66 @@ class HttpTransport(Closing):
             self._ssl_context = ssl.create_default_context(cafile=self._cafile)
         return self._ssl_context
 
+    def post_message(
+        self, url: str, body: JsonValue, *, timeout: float, headers: Mapping[str, str]
+    ) -> HttpAnswer:
+        """POST `body` as JSON with extra `headers` and return the status, headers and raw body.
+
+        For protocols that read the answer's headers and take more than JSON back (MCP's
+        Streamable HTTP: a session header, a body of JSON or of server-sent events, 202 with
+        no body). Same limits, deadline, kill switch, key handling and scrubbing as
+        `post_json`; redirects are refused.
+
+        Args:
+            url: Absolute http or https URL.
+            body: The JSON request body.
+            timeout: Seconds allowed for the whole exchange.
+            headers: Headers added to this request (they replace the transport's of the
+                same name); never a key (use `api_key_env`).
+
+        Returns:
+            The answer (status below 300).
+
+        Raises:
+            UserError: As `post_json`.
+            TransportError: As `post_json`.
+        """
+        payload = self._payload("post_message", url, body, timeout)
+        deadline = Deadline(timeout)
+        try:
+            origin, target = self._check_url(url)
+            shown = redact_url(url)
+            connection, response = self._send(shown, origin, target, payload, deadline, headers)
+            try:
+                location = self._check_head(shown, response, deadline)
+                if location is not None:
+                    raise _past_the_limit(shown, location, 0)
+                length_header = response.headers.get("Content-Length")
+                length = int(length_header) if length_header and length_header.isdigit() else None
+                data = self._read(shown, response, deadline, length)
+                return HttpAnswer(
+                    status=response.status,
+                    headers={k.lower(): v for k, v in response.headers.items()},
+                    body=data,
+                )
+            finally:
+                if response.isclosed() and not response.will_close and connection.sock is not None:
+                    self._pool.give(origin, connection)
+                else:
+                    response.close()
+                    connection.close()
+        except TransportError as error:
+            _scrub(error)
+            raise
+
     def _send(
-        self, url: str, origin: Origin, target: str, payload: bytes, deadline: Deadline
+        self,
+        url: str,
+        origin: Origin,
+        target: str,
+        payload: bytes,
+        deadline: Deadline,
+        extra: Mapping[str, str] | None = None,
     ) -> tuple[Connection, http.client.HTTPResponse]:
         """Send the request and read the answer's head, on a kept or a fresh connection.
 
@@ -435,7 +506,7 @@ class HttpTransport(Closing):
             before = connection.bytes_out
             try:
                 deadline.arm()
-                connection.request("POST", target, body=payload, headers=self._headers)
+                connection.request("POST", target, body=payload, headers=self._with(extra))
                 deadline.arm()
                 return connection, connection.getresponse()
             except (BrokenPipeError, ConnectionResetError) as error:
@@ -458,6 +529,14 @@ class HttpTransport(Closing):
             except BaseException:
                 connection.close()
                 raise
+
+    def _with(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        """The transport's headers, with `extra` replacing any of the same name (not the key's)."""
+        if not extra:
+            return self._headers
+        extra = {k: v for k, v in extra.items() if k.lower() != self._key_name}
+        names = {name.lower() for name in extra}
+        return {**{k: v for k, v in self._headers.items() if k.lower() not in names}, **extra}
 
     def _exchange(
         self, url: str, origin: Origin, target: str, payload: bytes, deadline: Deadline

@@ -2,7 +2,8 @@
 
 The leaf an auditor installs to check a published run: the trace line format, RFC 8785
 canonical JSON of plain values, streaming verification, the RFC 9162 Merkle tree, inclusion and
-consistency proofs, checkpoints (as C2SP tlog-checkpoint bodies), and repair.
+consistency proofs as C2SP tlog-proof files and tlog-witness request bodies, checkpoints (C2SP
+tlog-checkpoint notes), and repair.
 
 The root of every twinflow error lives here, at the lowest layer (one ``except TwinflowError``
 catches every package's); this package's own tree::
@@ -68,11 +69,6 @@ if TYPE_CHECKING:
     from twinflow.trace._checkpoint import InclusionProof as InclusionProof
     from twinflow.trace._checkpoint import check_consistency as check_consistency
     from twinflow.trace._checkpoint import check_inclusion as check_inclusion
-    from twinflow.trace._checkpoint import load_proof as load_proof
-    from twinflow.trace._checkpoint import sign_checkpoint as sign_checkpoint
-    from twinflow.trace._checkpoint import (
-        verify_checkpoint_signature as verify_checkpoint_signature,
-    )
     from twinflow.trace._files import WRITER_LOCK as WRITER_LOCK
     from twinflow.trace._files import create_exclusive as create_exclusive
     from twinflow.trace._files import hold_directory as hold_directory
@@ -87,6 +83,7 @@ if TYPE_CHECKING:
     from twinflow.trace._format import TERMINAL_KINDS as TERMINAL_KINDS
     from twinflow.trace._format import Limits as Limits
     from twinflow.trace._format import encode_line as encode_line
+    from twinflow.trace._format import encode_redacted as encode_redacted
     from twinflow.trace._merkle import EMPTY_ROOT as EMPTY_ROOT
     from twinflow.trace._merkle import Frontier as Frontier
     from twinflow.trace._merkle import MerkleTree as MerkleTree
@@ -99,14 +96,29 @@ if TYPE_CHECKING:
     from twinflow.trace._merkle import verify_inclusion as verify_inclusion
     from twinflow.trace._open import open_regular as open_regular
     from twinflow.trace._open import read_regular as read_regular
+    from twinflow.trace._published import REMAKE_CHECKPOINT as REMAKE_CHECKPOINT
     from twinflow.trace._published import PublishedCheckpoint as PublishedCheckpoint
     from twinflow.trace._published import read_published_checkpoint as read_published_checkpoint
+    from twinflow.trace._published import unverified_checkpoint_body as unverified_checkpoint_body
     from twinflow.trace._repair import RepairResult as RepairResult
     from twinflow.trace._repair import repair_trace as repair_trace
     from twinflow.trace._sink import FileTraceSink as FileTraceSink
     from twinflow.trace._sink import FsyncPolicy as FsyncPolicy
     from twinflow.trace._sink import MemoryTraceSink as MemoryTraceSink
     from twinflow.trace._sink import TraceSink as TraceSink
+    from twinflow.trace._tlog import MAX_PROOF_BYTES as MAX_PROOF_BYTES
+    from twinflow.trace._tlog import MAX_PROOF_HASHES as MAX_PROOF_HASHES
+    from twinflow.trace._tlog import TLOG_PROOF_HEADER as TLOG_PROOF_HEADER
+    from twinflow.trace._tlog import ProofCheck as ProofCheck
+    from twinflow.trace._tlog import TlogConsistency as TlogConsistency
+    from twinflow.trace._tlog import TlogProof as TlogProof
+    from twinflow.trace._tlog import check_proof_file as check_proof_file
+    from twinflow.trace._tlog import check_tlog_consistency as check_tlog_consistency
+    from twinflow.trace._tlog import check_tlog_proof as check_tlog_proof
+    from twinflow.trace._tlog import parse_tlog_consistency as parse_tlog_consistency
+    from twinflow.trace._tlog import parse_tlog_proof as parse_tlog_proof
+    from twinflow.trace._tlog import prove_tlog_consistency as prove_tlog_consistency
+    from twinflow.trace._tlog import prove_tlog_inclusion as prove_tlog_inclusion
     from twinflow.trace._untrusted import REDACTED as REDACTED
     from twinflow.trace._untrusted import for_terminal as for_terminal
     from twinflow.trace._untrusted import holds_secret as holds_secret
@@ -147,9 +159,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "InclusionProof",
             "check_consistency",
             "check_inclusion",
-            "load_proof",
-            "sign_checkpoint",
-            "verify_checkpoint_signature",
         ),
         "_files": (
             "WRITER_LOCK",
@@ -168,6 +177,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "TERMINAL_KINDS",
             "Limits",
             "encode_line",
+            "encode_redacted",
         ),
         "_merkle": (
             "EMPTY_ROOT",
@@ -181,7 +191,27 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "verify_consistency",
             "verify_inclusion",
         ),
-        "_published": ("PublishedCheckpoint", "read_published_checkpoint"),
+        "_published": (
+            "REMAKE_CHECKPOINT",
+            "PublishedCheckpoint",
+            "read_published_checkpoint",
+            "unverified_checkpoint_body",
+        ),
+        "_tlog": (
+            "MAX_PROOF_BYTES",
+            "MAX_PROOF_HASHES",
+            "TLOG_PROOF_HEADER",
+            "ProofCheck",
+            "TlogConsistency",
+            "TlogProof",
+            "check_proof_file",
+            "check_tlog_consistency",
+            "check_tlog_proof",
+            "parse_tlog_consistency",
+            "parse_tlog_proof",
+            "prove_tlog_consistency",
+            "prove_tlog_inclusion",
+        ),
         "_open": ("open_regular", "read_regular"),
         "_untrusted": (
             "REDACTED",

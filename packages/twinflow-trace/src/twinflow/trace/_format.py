@@ -8,6 +8,10 @@ exactly the members ``at`` (an RFC 3339 time), ``body`` (an object whose ``kind`
 canonical the event's bytes are a slice of the line: a verifier hashes them as they are, then
 checks they are exactly the canonical encoding of what they parse to. The Merkle leaf of an event
 is its 32-byte digest (RFC 9162 leaf hashing applies on top).
+
+A redacted event is the line ``{"digest":d,"redacted":true}`` (the canonical JSON of that object):
+its digest, and so the chain to the next event and the Merkle tree, stay; its bytes are gone
+(`encode_redacted`; docs/adr/0112-redaction-keeps-the-digest.md).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ __all__ = [
     "TERMINAL_KINDS",
     "Limits",
     "encode_line",
+    "encode_redacted",
 ]
 
 GENESIS = "0" * 64
@@ -47,6 +52,7 @@ EVENT_KINDS = frozenset(
         "run_resumed",
         "approval_requested",
         "approval_decided",
+        "tools_listed",
     }
 )
 """Every ``body.kind`` a trace may hold (the agent's event models carry the same tags)."""
@@ -62,6 +68,9 @@ LINE_PREFIX = b'{"digest":"'
 DIGEST_END = len(LINE_PREFIX) + 64
 EVENT_INFIX = b'","event":'
 EVENT_START = DIGEST_END + len(EVENT_INFIX)
+REDACTED_SUFFIX = b'","redacted":true}\n'
+"""What follows the digest on a redacted event's line."""
+REDACTED_LINE_BYTES = DIGEST_END + len(REDACTED_SUFFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,3 +104,17 @@ def encode_line(event: bytes) -> tuple[bytes, str]:
     """
     hexdigest = hashlib.sha256(event).hexdigest()
     return LINE_PREFIX + hexdigest.encode() + EVENT_INFIX + event + b"}\n", hexdigest
+
+
+def encode_redacted(digest: str) -> bytes:
+    """The line that stands for a redacted event: its hex digest, nothing of its bytes.
+
+    Args:
+        digest: The event's 64-digit lowercase hex digest.
+
+    Raises:
+        UserError: ``digest`` is not 64 lowercase hex digits.
+    """
+    if len(digest) != 64 or not set(digest) <= set("0123456789abcdef"):
+        raise UserError(f"{digest[:80]!r} is not a 64-digit lowercase hex digest")
+    return LINE_PREFIX + digest.encode("ascii") + REDACTED_SUFFIX

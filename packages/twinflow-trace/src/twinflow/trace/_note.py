@@ -435,8 +435,11 @@ def _key_text(text: str | bytes) -> str:
     return text.removesuffix("\n")
 
 
-def _key_fields(fields: list[str]) -> tuple[str, int, bytes]:
-    """Check ``name``, ``hash`` and the base64 key data; return (name, hash, algorithm + key)."""
+def _key_fields(fields: list[str], algorithm: int = _ED25519) -> tuple[str, int, bytes]:
+    """Check ``name``, ``hash`` and the base64 key data; return (name, hash, algorithm + key).
+
+    ``algorithm`` is the one key type byte accepted: Ed25519 (0x01) for note signers, or a
+    C2SP cosignature type (``twinflow.trace._witness``)."""
     name, hash_text, data = fields
     if not _valid_name(name):
         raise MalformedKeyError("bad-key-name", f"{name!r} is empty or holds a space")
@@ -447,9 +450,11 @@ def _key_fields(fields: list[str]) -> tuple[str, int, bytes]:
     raw = _b64decode(data)
     if raw is None or not raw:
         raise MalformedKeyError("bad-base64", "the key data is not canonical standard base64")
-    if raw[0] != _ED25519:
+    if raw[0] != algorithm:
         raise MalformedKeyError(
-            "unknown-algorithm", f"algorithm byte {raw[0]:#04x}; only Ed25519 (0x01) is supported"
+            "unknown-algorithm",
+            f"algorithm byte {raw[0]:#04x}; only {algorithm:#04x} is read here"
+            + (" (Ed25519)" if algorithm == _ED25519 else ""),
         )
     if len(raw) != 33:
         raise MalformedKeyError("bad-key-length", f"an Ed25519 key is 32 bytes, not {len(raw) - 1}")

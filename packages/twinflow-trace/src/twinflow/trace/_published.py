@@ -2,10 +2,9 @@
 
 The checkpoint file is a C2SP tlog-checkpoint note: signed (signature lines after a blank line,
 checked against the verifier keys the reader gives, every one of which must have signed, for
-the origin the reader expects) or unsigned (the same note body with no signature lines). The
-JSON a checkpoint was once written as (with or without an HMAC signature, or the output of
-``twinflow checkpoint --json``) is still read, one way, here, so the two verifiers agree on
-every file (docs/adr/0056-the-note-is-the-checkpoint.md).
+the origin the reader expects) or unsigned (the same note body with no signature lines). It is
+the one checkpoint file: the JSON a checkpoint was once written as (with an HMAC signature or
+without) is refused with a line saying how to make the note (docs/adr/0110-one-checkpoint-file.md).
 """
 
 from __future__ import annotations
@@ -14,15 +13,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from twinflow.trace import _note
-from twinflow.trace._canonical import canonical_bytes, parse_json
 from twinflow.trace._checkpoint import Checkpoint
-from twinflow.trace._errors import CanonicalError, SignatureError, TraceFormatError, UserError
+from twinflow.trace._errors import SignatureError, UserError
 from twinflow.trace._format import GENESIS
 
-__all__ = ["PublishedCheckpoint", "read_published_checkpoint"]
+__all__ = [
+    "REMAKE_CHECKPOINT",
+    "PublishedCheckpoint",
+    "read_published_checkpoint",
+    "unverified_checkpoint_body",
+]
 
-_OUTPUT_MEMBERS = ("ok", "note", "note_body")
-"""Members `twinflow checkpoint --json` prints beside the checkpoint's own (dropped on read)."""
+REMAKE_CHECKPOINT = (
+    "make the note with `twinflow checkpoint TRACE --size N --sign KEY --out cp.note` "
+    "(or --origin ORIGIN for an unsigned one)"
+)
+"""How to make a checkpoint note, for messages refusing another form."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,22 +38,11 @@ class PublishedCheckpoint:
     checkpoint: Checkpoint
     """Size and hex root (a note carries no head digest: ``head`` is `GENESIS`, not compared)."""
     form: str
-    """``signed note``, ``note`` (unsigned) or ``json``."""
-    origin: str | None
-    """The note's origin line (None for JSON)."""
+    """``signed note``, or ``note`` (unsigned)."""
+    origin: str
+    """The note's origin line."""
     signed_by: tuple[str, ...]
     """The verifier keys (``name+hash``) that signed it, in the order their lines appear."""
-
-
-def _json(data: bytes, where: str) -> Checkpoint:
-    try:
-        value = parse_json(data, max_depth=4)
-        if isinstance(value, dict):
-            for member in _OUTPUT_MEMBERS:
-                value.pop(member, None)
-        return Checkpoint.from_json(canonical_bytes(value))
-    except (CanonicalError, TraceFormatError, ValueError) as exc:
-        raise UserError(f"{where}: not a checkpoint file ({' '.join(str(exc).split())})") from None
 
 
 def read_published_checkpoint(
@@ -62,7 +57,7 @@ def read_published_checkpoint(
     Args:
         data: The file's bytes (at most `_note.DEFAULT_MAX_NOTE_BYTES` for a note).
         keys: The text of each verifier key that must have signed (none: the file must be
-            unsigned, or JSON).
+            unsigned).
         where: The file's name, for messages.
         origin: The log the checkpoint must be for. With keys and no ``origin``, the first
             key's name is expected (what ``twinflow checkpoint --sign`` writes by default): a
@@ -72,18 +67,19 @@ def read_published_checkpoint(
         The checkpoint, its form, origin and signers.
 
     Raises:
-        UserError: The file is not a checkpoint, or keys were given for a file that cannot
-            carry them, or none for a signed note (exit 2).
+        UserError: The file is not a checkpoint note (a JSON checkpoint is refused, saying how
+            to make the note), or none were given for a signed note (exit 2).
         SignatureError: A signature does not verify, a key did not sign, or the note is for
             another origin (exit 1).
     """
     if data.lstrip()[:1] == b"{":
-        if keys:
-            raise UserError(
-                f"{where} is a JSON checkpoint: --key checks a signed C2SP note "
-                "(`twinflow checkpoint TRACE --sign KEY --out cp.note`)"
-            )
-        return PublishedCheckpoint(_json(data, where), "json", None, ())
+        raise UserError(
+            f"{where} is a JSON checkpoint, a form twinflow no longer reads (a checkpoint is a "
+            f"C2SP note): {REMAKE_CHECKPOINT}"
+        )
+    if b"\r" in data:
+        # Before telling signed from unsigned: a CRLF copy of a signed note has no "\n\n".
+        raise UserError(f"{where}: not a checkpoint note (a carriage return; lines end in \\n)")
     signed = b"\n\n" in data
     if signed and not keys:
         raise UserError(
@@ -120,6 +116,26 @@ def read_published_checkpoint(
     return PublishedCheckpoint(
         checkpoint, "signed note" if signed else "note", body.origin, signers
     )
+
+
+def unverified_checkpoint_body(data: bytes, *, where: str) -> _note.CheckpointBody:
+    """The body of a checkpoint note, its signatures NOT checked.
+
+    For a publisher putting its own note into a proof it makes (the reader of the proof checks
+    the signatures); never for deciding whether to trust a note.
+
+    Raises:
+        UserError: The bytes are not a checkpoint note (signed or not).
+    """
+    if data.lstrip()[:1] == b"{":
+        raise UserError(f"{where} is a JSON checkpoint, not a C2SP note: {REMAKE_CHECKPOINT}")
+    text = _text(data, where)
+    try:
+        if "\n\n" in text:
+            text = _note.parse_note(data).text
+        return _note.parse_checkpoint_body(text)
+    except (_note.MalformedNoteError, _note.MalformedCheckpointError) as exc:
+        raise UserError(f"{where}: not a checkpoint note ({_squash(exc)})") from None
 
 
 def _text(data: bytes, where: str) -> str:

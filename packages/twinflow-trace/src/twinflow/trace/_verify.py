@@ -23,10 +23,14 @@ the event before. The first line that breaks a rule is classified:
   number, or an event with a number already passed;
 - ``truncated``: the last line has no newline (a writer cut off mid-line); every earlier
   event still verifies and `repair_trace` moves the partial line aside;
-- ``checkpoint`` / ``signature``: the events do not match a given checkpoint, or the trace
-  holds events past the checkpoint and the caller did not accept an uncovered tail (a
-  checkpoint of events 0-4 says nothing about events 5-9: anyone can append or re-chain them),
-  or its signature does not match the key (or it is signed and no key was given).
+- ``redacted``: the line stands for a redacted event (its digest alone,
+  `twinflow.trace.encode_redacted`) and the reader needs the event itself (`walk_trace` without
+  ``allow_redacted``); `verify_trace` accepts such lines, chains and hashes their digests, and
+  lists their seqs in the report's ``redacted``;
+- ``checkpoint``: the events do not match a given checkpoint, or the trace holds events past
+  the checkpoint and the caller did not accept an uncovered tail (a checkpoint of events 0-4
+  says nothing about events 5-9: anyone can append or re-chain them). Who signed the
+  checkpoint is checked where its note is read (`read_published_checkpoint`).
 
 A hash chain alone catches accidental and partial edits. A full rewrite that recomputes every
 digest and ``prev`` verifies: only a checkpoint published before the rewrite catches it.
@@ -49,18 +53,8 @@ from twinflow.trace._canonical import (
     _fast_parse,
     parse_json,
 )
-from twinflow.trace._checkpoint import (
-    Checkpoint,
-    ConsistencyProof,
-    InclusionProof,
-    verify_checkpoint_signature,
-)
-from twinflow.trace._errors import (
-    CanonicalError,
-    SignatureError,
-    TraceCorruptError,
-    UserError,
-)
+from twinflow.trace._checkpoint import Checkpoint, ConsistencyProof, InclusionProof
+from twinflow.trace._errors import CanonicalError, TraceCorruptError, UserError
 from twinflow.trace._format import (
     DIGEST_END,
     EVENT_INFIX,
@@ -68,6 +62,8 @@ from twinflow.trace._format import (
     EVENT_START,
     GENESIS,
     LINE_PREFIX,
+    REDACTED_LINE_BYTES,
+    REDACTED_SUFFIX,
     TERMINAL_KINDS,
     Limits,
 )
@@ -105,7 +101,7 @@ ProblemKind = Literal[
     "inserted",
     "truncated",
     "checkpoint",
-    "signature",
+    "redacted",
 ]
 """What is wrong with a trace (see the module docstring)."""
 
@@ -154,6 +150,19 @@ class VerificationReport:
     """How many events (seqs ``0..covered-1``) the given checkpoint vouches for; None without one.
 
     Less than ``events`` only when the caller accepted an uncovered tail."""
+    redacted: tuple[int, ...] = ()
+    """The seqs of the verified events that are redacted (their digest alone is in the file)."""
+
+    def redaction(self) -> str | None:
+        """``seqs 1, 4 are redacted (digest only)``, or None when none is."""
+        if not self.redacted:
+            return None
+        seqs = ", ".join(str(s) for s in self.redacted[:20])
+        more = f" and {len(self.redacted) - 20} more" if len(self.redacted) > 20 else ""
+        verb = "is" if len(self.redacted) == 1 else "are"
+        return (
+            f"seq{'s' if len(self.redacted) > 1 else ''} {seqs}{more} {verb} redacted (digest only)"
+        )
 
     def coverage(self) -> str | None:
         """``events 0-4 of 10`` (what the checkpoint covers), or None without a checkpoint."""
@@ -277,8 +286,12 @@ class _Walk:
         check: Callable[[dict[str, Any]], object] | None,
         marks: set[int] | None = None,
         ranges: tuple[tuple[int, int], ...] = (),
+        allow_redacted: bool = True,
     ) -> None:
         self.source = source
+        self.allow_redacted = allow_redacted
+        self.redacted: list[int] = []
+        """Seqs of the redacted events passed so far."""
         self.limits = limits
         self.check = check
         self.frontier = Frontier()
@@ -376,6 +389,20 @@ class _Walk:
                 return
             if fast:
                 continue
+            if (
+                len(raw) == REDACTED_LINE_BYTES
+                and raw.endswith(REDACTED_SUFFIX)
+                and raw.startswith(LINE_PREFIX)
+                and _HEX.issuperset(raw[_DIGEST_START:DIGEST_END])
+            ):
+                redacted = raw[_DIGEST_START:DIGEST_END].decode("ascii")
+                accepted, good = self._redacted(index, redacted)
+                if accepted:
+                    yield accepted
+                if not good:
+                    return
+                expected_prev = redacted
+                continue
             slow = self._slow(index, raw, limit, expected_prev, lines)
             if isinstance(slow, Problem):
                 self.problem = slow
@@ -449,6 +476,29 @@ class _Walk:
                 self.roots[index + 1] = self.frontier.root()
             out.append((index, digest, event, typed))
         return out, True
+
+    def _redacted(self, index: int, digest: str) -> tuple[list[_Accepted], bool]:
+        """Take a redacted event's digest into the chain and the tree (its own ``seq`` and
+        ``prev`` went with its bytes): the event, or False (with ``problem`` set) if the reader
+        refuses it."""
+        if not self.allow_redacted:
+            self._fail(
+                "redacted",
+                index,
+                f"event {index} is redacted (its digest alone is in the file): `verify` checks "
+                "such a trace; this reader needs every event itself",
+            )
+            return [], False
+        leaf = hashlib.sha256(b"\x00" + bytes.fromhex(digest)).digest()
+        self.frontier.append_hash(leaf)
+        if self.order:
+            self._collect(index, leaf)
+        self.head = digest
+        self.last_kind = "redacted"
+        self.redacted.append(index)
+        if index + 1 in self.marks:
+            self.roots[index + 1] = self.frontier.root()
+        return [(index, digest, b"", None)], True
 
     def _collect(self, index: int, leaf: bytes) -> None:
         """Add a leaf to the proof range being collected, if it falls in one."""
@@ -616,6 +666,7 @@ class _Walk:
             events=self.frontier.size,
             checkpoint=self.checkpoint(),
             problem=self.problem,
+            redacted=tuple(self.redacted),
         )
 
 
@@ -623,7 +674,6 @@ def verify_trace(
     source: Source,
     *,
     checkpoint: Checkpoint | None = None,
-    key: bytes | None = None,
     require_complete: bool = True,
     limits: Limits | None = None,
     check: Callable[[dict[str, Any]], object] | None = None,
@@ -635,8 +685,6 @@ def verify_trace(
         source: A trace file path, or the trace's bytes.
         checkpoint: A checkpoint the trace must match (its first ``size`` events). A trace that
             holds more events than it covers is a ``checkpoint`` problem unless ``allow_tail``.
-        key: The HMAC key ``checkpoint`` must be signed with. A signed checkpoint given without a
-            key is a ``signature`` problem: a signature is never passed over silently.
         require_complete: Require the trace to end with ``run_finished`` or ``run_failed``,
             which catches a file cut exactly at a line boundary.
         limits: Line-size and nesting limits (default `Limits()`).
@@ -650,34 +698,21 @@ def verify_trace(
 
     Raises:
         OSError: The file cannot be read.
-        UserError: ``key`` is empty.
     """
     marks = {checkpoint.size} if checkpoint is not None else None
     walk = _Walk(source, limits or Limits(), check, marks)
     walk.finish(require_complete)
     if walk.problem is None and checkpoint is not None:
-        walk.problem = _check_checkpoint(walk, checkpoint, key, allow_tail)
+        walk.problem = _check_checkpoint(walk, checkpoint, allow_tail)
     report = walk.report()
     if checkpoint is None or walk.problem is not None:
         return report
     return dataclasses.replace(report, covered=checkpoint.size)
 
 
-def _check_checkpoint(
-    walk: _Walk, checkpoint: Checkpoint, key: bytes | None, allow_tail: bool
-) -> Problem | None:
+def _check_checkpoint(walk: _Walk, checkpoint: Checkpoint, allow_tail: bool) -> Problem | None:
     size = walk.frontier.size
     n = checkpoint.size
-    if checkpoint.signature is not None or key is not None:
-        try:
-            if key is None:
-                raise SignatureError(
-                    "the checkpoint is signed but no key was given to check the signature; "
-                    "pass the key (or check a checkpoint without a signature)"
-                )
-            verify_checkpoint_signature(checkpoint, key)
-        except SignatureError as exc:
-            return Problem(kind="signature", seq=max(n - 1, 0), line=max(n, 1), message=str(exc))
     if n > size:
         return Problem(
             kind="removed",
@@ -725,6 +760,7 @@ def walk_trace(
     limits: Limits | None = None,
     check: Callable[[dict[str, Any]], object] | None = None,
     require_complete: bool = False,
+    allow_redacted: bool = False,
 ) -> Iterator[VerifiedEvent]:
     """Yield a trace's events as they verify, streaming; raise at the first problem.
 
@@ -733,6 +769,8 @@ def walk_trace(
         limits: Line-size and nesting limits (default `Limits()`).
         check: As in `verify_trace`; its return value is each event's ``value``.
         require_complete: Refuse a trace without a terminal event (raised after the last event).
+        allow_redacted: Yield a redacted event (its ``event`` empty, its ``value`` None, never
+            passed to ``check``) instead of stopping there with a ``redacted`` problem.
 
     Yields:
         The events that verified, in order.
@@ -741,7 +779,7 @@ def walk_trace(
         TraceCorruptError: The trace does not verify; ``.report`` holds the report.
         OSError: The file cannot be read.
     """
-    walk = _Walk(source, limits or Limits(), check)
+    walk = _Walk(source, limits or Limits(), check, allow_redacted=allow_redacted)
     for seq, digest, event, value in walk:
         yield VerifiedEvent(seq, digest, event, value)
     _verified(walk, require_complete)

@@ -1,0 +1,325 @@
+"""Tools from an MCP server: `McpTools`, named ``<server>.<tool>``, listed in the trace.
+
+The server's identity and tool list are a `ToolsListed` event after ``run_started`` (and again
+before the step after the server says its list changed), so a replay serves them from the trace
+and needs no server: `McpTools.recorded` is built from those events alone. Every call goes
+through the agent's policy like any tool's; the arguments are checked against the tool's
+``inputSchema`` before the server sees them, a result the server marks ``isError`` is an error
+result, and ``structuredContent`` is checked against the ``outputSchema`` when there is one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import JsonValue, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from twinflow.agent._errors import (
+    AgentConfigError,
+    AgentError,
+    McpOutputInvalid,
+    McpRequestRefused,
+    McpToolError,
+)
+from twinflow.agent._events import ListedTool, ToolsListed
+from twinflow.agent._tools import Tool
+from twinflow.kernel import McpClient, McpProtocolError
+from twinflow.vocab import ToolSpec, canonical_bytes
+
+__all__ = ["McpTools", "mcp_content_value"]
+
+_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A server's name: no dot, so ``<server>.<tool>`` names one tool of one server."""
+
+
+def _validator(schema: dict[str, JsonValue], where: str, server: str) -> Any:
+    # jsonschema ships no type information; the validator is used through two methods only.
+    from jsonschema import exceptions, validators  # type: ignore[import-untyped]  # no py.typed
+
+    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except (exceptions.SchemaError, RecursionError) as exc:
+        message = getattr(exc, "message", str(exc))
+        raise McpProtocolError(
+            f"MCP server {server!r}: {where} is not a valid JSON Schema: {str(message)[:300]}",
+            server=server,
+        ) from None
+    return cls(schema)
+
+
+def _first_error(validator: Any, value: JsonValue) -> tuple[tuple[str | int, ...], str] | None:
+    """Where and why ``value`` fails the schema, or None if it passes."""
+    from jsonschema import exceptions
+
+    try:
+        error = exceptions.best_match(validator.iter_errors(value))
+    except RecursionError:
+        return (), "nests too deeply to check"
+    if error is None:
+        return None
+    return tuple(error.absolute_path), str(error.message)[:500]
+
+
+def mcp_content_value(part: JsonValue) -> JsonValue:
+    """One content block of an MCP tool result, as the value the run carries for it.
+
+    Text is ``{"type": "text", "text": ...}``; an image, audio, a resource link or an embedded
+    resource is a plain JSON object with the fields MCP defines for it (and no others). This is
+    the one place those kinds are mapped: a run's content parts replace it.
+    """
+    if not isinstance(part, dict):
+        return {"type": "unknown"}
+    kind = part.get("type")
+    fields: dict[str, tuple[str, ...]] = {
+        "text": ("text",),
+        "image": ("mimeType", "data"),
+        "audio": ("mimeType", "data"),
+        "resource_link": ("uri", "name", "title", "description", "mimeType", "size"),
+        "resource": ("resource",),
+    }
+    keep = fields.get(kind if isinstance(kind, str) else "", ())
+    value: dict[str, JsonValue] = {"type": kind if keep else "unknown"}
+    value.update({key: part[key] for key in keep if key in part})
+    return value
+
+
+class _McpTool(Tool):
+    """One tool of an MCP server: validated by its JSON Schema, called on the server."""
+
+    __slots__ = ("_input", "_listed", "_server")
+
+    def __init__(self, listed: ListedTool, server: McpTools) -> None:
+        # Not Tool.__init__: there is no Python signature to derive a model from.
+        self.spec = ToolSpec(
+            name=listed.name, description=listed.description, parameters=listed.parameters
+        )
+        self.function = self._unbound
+        self._listed = listed
+        self._server = server
+        self._input = _validator(
+            listed.parameters, f"the inputSchema of {listed.name}", server.name
+        )
+
+    def _unbound(self, **kwargs: object) -> object:
+        raise AgentError(f"{self.name} is an MCP tool: call it through Tool.call")
+
+    def validate(self, arguments: dict[str, JsonValue]) -> dict[str, object]:
+        """Check the arguments against the tool's ``inputSchema``; return them unchanged.
+
+        Raises:
+            ValidationError: They do not match it (the model sees where and why).
+        """
+        found = _first_error(self._input, arguments)
+        if found is not None:
+            path, message = found
+            raise ValidationError.from_exception_data(
+                self.name,
+                [
+                    InitErrorDetails(
+                        type=PydanticCustomError("json_schema", "{message}", {"message": message}),
+                        loc=path,
+                        input=arguments,
+                    )
+                ],
+            )
+        return dict(arguments)
+
+    def call(self, kwargs: dict[str, object]) -> str:
+        """Call the tool on its server; the result as text (see `McpTools`)."""
+        return self._server.call(self._listed, kwargs)
+
+
+class McpTools:
+    """An MCP server's tools for an `Agent` (pass it in ``tools=``), named ``<server>.<tool>``.
+
+    Live (`McpTools.live`): the server is connected when first needed, listed, and called.
+    Recorded (`McpTools.recorded`): the tool lists come from a trace's ``tools_listed`` events
+    and no server is started; a call must be served from the record (replay), or it connects
+    if a ``connect`` was given (a resume going on past its recorded prefix).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        connect: Callable[[], McpClient] | None,
+        recorded: Sequence[ToolsListed] = (),
+    ) -> None:
+        """Use `live` or `recorded`."""
+        if not _SERVER_NAME.fullmatch(name):
+            raise AgentConfigError(
+                f"MCP server name {name!r}: use 1 to 64 ASCII letters, digits, '_' or '-' "
+                "(no '.', which separates the server from the tool in a tool's name)"
+            )
+        self.name = name
+        self._connect = connect
+        self._client: McpClient | None = None
+        self._recorded = {listed.step: listed for listed in recorded if listed.server == name}
+        self._listing: ToolsListed | None = None
+        self._tools: dict[str, _McpTool] = {}
+
+    @classmethod
+    def live(cls, name: str, connect: Callable[[], McpClient]) -> McpTools:
+        """A server reached through ``connect`` (which starts or opens it and initializes it)."""
+        return cls(name, connect=connect)
+
+    @classmethod
+    def recorded(
+        cls,
+        name: str,
+        listed: Sequence[ToolsListed],
+        connect: Callable[[], McpClient] | None = None,
+    ) -> McpTools:
+        """A server as a trace recorded it: its ``tools_listed`` events; ``connect`` only if
+        the run may go on live past the record (a resume)."""
+        if not any(event.server == name for event in listed):
+            raise AgentConfigError(
+                f"the trace lists no tools of MCP server {name!r}: it was not in the recorded run"
+            )
+        return cls(name, connect=connect, recorded=listed)
+
+    def start(self) -> None:
+        """Make the first listing now (connecting a live server): start-up errors surface here.
+
+        Raises:
+            LaunchError: The server could not be started.
+            McpError: It failed to initialize or list its tools, or listed one badly.
+        """
+        if self._listing is None:
+            self._listing = self._recorded.get(1) or self._list(1)
+            self._install(self._listing)
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools of the current listing (`start` is called first if needed)."""
+        self.start()
+        return list(self._tools.values())
+
+    def announce(self) -> ToolsListed:
+        """The listing the run starts with (its ``tools_listed`` event)."""
+        self.start()
+        assert self._listing is not None
+        return self._listing
+
+    def relist(self, step: int) -> ToolsListed | None:
+        """A new listing to offer from ``step`` on, if the list changed (or the record has one)."""
+        listed = self._recorded.get(step)
+        if listed is None and self._client is not None and self._client.tools_changed:
+            listed = self._list(step)
+        if listed is not None:
+            self._listing = listed
+            self._install(listed)
+        return listed
+
+    def _client_now(self) -> McpClient:
+        if self._client is None:
+            if self._connect is None:
+                raise AgentError(
+                    f"MCP server {self.name!r} is replayed from its trace and has no connection: "
+                    "a call that is not in the record cannot be made"
+                )
+            self._client = self._connect()
+        return self._client
+
+    def _list(self, step: int) -> ToolsListed:
+        client = self._client_now()
+        offered = client.list_tools()
+        session = client.session
+        assert session is not None  # connect() initialized it
+        listed = ToolsListed(
+            server=self.name,
+            step=step,
+            protocol_version=session.protocol_version,
+            server_info=session.server_info,
+            tools=tuple(
+                ListedTool(
+                    name=f"{self.name}.{tool['name']}",
+                    description=str(tool.get("description") or ""),
+                    parameters=_dict(tool["inputSchema"]),
+                    output_schema=None
+                    if tool.get("outputSchema") is None
+                    else _dict(tool["outputSchema"]),
+                )
+                for tool in offered
+            ),
+        )
+        return listed
+
+    def _install(self, listed: ToolsListed) -> None:
+        tools: dict[str, _McpTool] = {}
+        for item in listed.tools:
+            if item.name in tools:
+                raise McpProtocolError(
+                    f"MCP server {self.name!r} lists two tools named {item.name!r}",
+                    server=self.name,
+                )
+            tools[item.name] = _McpTool(item, self)
+        self._tools = tools
+
+    def call(self, listed: ListedTool, arguments: Mapping[str, object]) -> str:
+        """Call ``listed`` on the server; its result as the text the model sees.
+
+        Raises:
+            McpToolError: The server marked the result ``isError``.
+            McpOutputInvalid: ``structuredContent`` does not match the ``outputSchema``.
+            McpRequestRefused: The server asked to sample or elicit during the call.
+            McpError: The server failed (timeout, exit, garbage).
+        """
+        client = self._client_now()
+        bare = listed.name[len(self.name) + 1 :]
+        result = client.call_tool(bare, {k: _json(v) for k, v in arguments.items()})
+        refused = client.take_refused()
+        if refused:
+            raise McpRequestRefused(
+                f"{listed.name} asked for {', '.join(refused)} during the call; an MCP server "
+                "may not call back into the run, so the call's result is not used"
+            )
+        content = result.get("content", [])
+        parts = [mcp_content_value(part) for part in content] if isinstance(content, list) else []
+        texts = [p.get("text") for p in parts if isinstance(p, dict)]
+        text = "\n".join(t for t in texts if isinstance(t, str))
+        if result.get("isError") is True:
+            raise McpToolError(text or "the server marked the result as an error")
+        structured = result.get("structuredContent")
+        if listed.output_schema is not None:
+            if structured is None:
+                raise McpOutputInvalid(
+                    f"{listed.name} has an outputSchema but returned no structuredContent"
+                )
+            found = _first_error(
+                _validator(listed.output_schema, f"the outputSchema of {listed.name}", self.name),
+                structured,
+            )
+            if found is not None:
+                where = "/".join(map(str, found[0])) or "the value"
+                raise McpOutputInvalid(
+                    f"{listed.name}'s structuredContent does not match its outputSchema at "
+                    f"{where}: {found[1]}"
+                )
+        # The model sees the content, as the server meant it to be read; structuredContent
+        # is what was checked, and stands in only when there is no content.
+        if not parts and structured is not None:
+            return canonical_bytes(structured).decode()
+        if all(isinstance(p, dict) and p.get("type") == "text" for p in parts):
+            return text
+        return canonical_bytes(parts).decode()
+
+    def close(self) -> None:
+        """Close the connection (a stdio server is stopped), if one was made."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _dict(value: JsonValue) -> dict[str, JsonValue]:
+    assert isinstance(value, dict)  # the client checked the schemas are objects
+    return value
+
+
+def _json(value: object) -> JsonValue:
+    # Arguments come from the model's JSON, validated: they are JSON values already.
+    return value  # type: ignore[return-value]  # validate() returned the model's JSON unchanged

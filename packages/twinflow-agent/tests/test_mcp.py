@@ -1,0 +1,236 @@
+"""Tools from a real MCP server (the official SDK's `MCPServer`, over stdio) in the agent loop."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from twinflow.agent import (
+    Agent,
+    FunctionModel,
+    McpTools,
+    Policy,
+    ReplayDivergenceError,
+    ReplayPorts,
+    ToolReturned,
+    ToolsListed,
+    Trace,
+    mcp_content_value,
+    replay,
+)
+from twinflow.kernel import CountingIds, McpClient, SteppingClock, connect_stdio
+from twinflow.trace import MemoryTraceSink, verify_trace
+from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
+
+SERVERS = Path(__file__).resolve().parents[2] / "twinflow-kernel" / "tests" / "mcp_servers"
+CALC = SERVERS / "calc_server.py"
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def calls(*steps: tuple[str, dict[str, Any]]) -> Callable[[ModelRequest], Message]:
+    """A model that makes one call per step, in order, then answers with the last result."""
+
+    def handler(request: ModelRequest) -> Message:
+        done = [m for m in request.transcript.messages if m.role == "tool"]
+        if len(done) < len(steps):
+            name, arguments = steps[len(done)]
+            call = ToolCallPart(id=CallId(f"c{len(done)}"), name=name, arguments=arguments)
+            return Message(role="assistant", parts=(call,))
+        return Message.assistant(done[-1].tool_results[0].content)
+
+    return handler
+
+
+@pytest.fixture
+def server_log(tmp_path: Path) -> Path:
+    """Where the server writes each call it receives."""
+    return tmp_path / "seen.jsonl"
+
+
+@pytest.fixture
+def connect(tmp_path: Path, server_log: Path) -> Iterator[Callable[[], McpClient]]:
+    """Starts the calc server over stdio; every server started is stopped afterwards."""
+    started: list[McpClient] = []
+
+    def start() -> McpClient:
+        client = connect_stdio(
+            "calc",
+            [sys.executable, str(CALC), "stdio", "--log", str(server_log)],
+            log_path=tmp_path / "calc.stderr.log",
+        )
+        started.append(client)
+        return client
+
+    yield start
+    for client in started:
+        client.close()
+
+
+def agent(
+    handler: Callable[[ModelRequest], Message],
+    server: McpTools,
+    allow: set[str],
+    ports: ReplayPorts | None = None,
+) -> Agent[str]:
+    """The agent under test, fresh or on replaying ports."""
+    if ports is None:
+        return Agent(
+            FunctionModel(handler),
+            clock=SteppingClock(START, timedelta(milliseconds=5)),
+            ids=CountingIds(),
+            tools=[server],
+            policy=Policy(allow=frozenset(allow)),
+            trace=MemoryTraceSink(),
+        )
+    return Agent(
+        ports.model,
+        clock=ports.clock,
+        ids=ports.ids,
+        tools=[server],
+        policy=Policy(allow=frozenset(allow)),
+        trace=ports.trace,
+        model_label=ports.model_label,
+        tool_results=ports.tool_results,
+    )
+
+
+def recorded(run: Agent[str]) -> Trace:
+    """The trace a finished agent wrote."""
+    sink = run.writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    return Trace.load(sink.data)
+
+
+def seen(log: Path) -> list[dict[str, Any]]:
+    """The calls the server received, from its own log."""
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def results(trace: Trace) -> list[ToolReturned]:
+    """Every tool result of a trace."""
+    return [e.body for e in trace.events if isinstance(e.body, ToolReturned)]
+
+
+def test_an_mcp_tool_runs_under_the_policy_and_its_list_is_in_the_trace(
+    connect: Callable[[], McpClient], server_log: Path
+) -> None:
+    """The server's list is a tools_listed event after run_started; an allowed call reaches it."""
+    run = agent(calls(("calc.add", {"a": 2, "b": 3})), McpTools.live("calc", connect), {"calc.add"})
+    assert "5" == run.run("add").output
+    trace = recorded(run)
+    listed = trace.events[1].body
+    assert isinstance(listed, ToolsListed)
+    assert ("calc", 1, "calc") == (listed.server, listed.step, listed.server_info["name"])
+    assert {"calc.add", "calc.divide", "calc.echo", "calc.grow", "calc.picture"} == {
+        t.name for t in listed.tools
+    }
+    assert [{"tool": "add", "arguments": {"a": 2, "b": 3}}] == seen(server_log)
+    # The stdlib verifier verifies a trace holding the new kind of event.
+    sink = run.writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    assert None is verify_trace(sink.data).problem
+
+
+def test_a_denied_mcp_call_never_reaches_the_server(
+    connect: Callable[[], McpClient], server_log: Path
+) -> None:
+    """A tool the policy does not allow is denied; the server's own log shows no call."""
+    run = agent(calls(("calc.echo", {"text": "hi"})), McpTools.live("calc", connect), {"calc.add"})
+    run.run("echo")
+    assert ["ToolDenied"] == [r.error_type for r in results(recorded(run))]
+    assert [] == seen(server_log)
+
+
+def test_arguments_that_fail_the_input_schema_never_reach_the_server(
+    connect: Callable[[], McpClient], server_log: Path
+) -> None:
+    """The inputSchema is checked before the call: a string for an integer is refused here."""
+    run = agent(
+        calls(("calc.add", {"a": "two", "b": 3})), McpTools.live("calc", connect), {"calc.add"}
+    )
+    run.run("add")
+    assert ["InvalidArguments"] == [r.error_type for r in results(recorded(run))]
+    assert [] == seen(server_log)
+
+
+def test_an_error_result_is_a_tool_error_and_structured_results_are_checked(
+    connect: Callable[[], McpClient],
+) -> None:
+    """isError becomes McpToolError; a structured result matching its outputSchema passes."""
+    run = agent(
+        calls(("calc.divide", {"a": 1, "b": 0}), ("calc.divide", {"a": 1, "b": 4})),
+        McpTools.live("calc", connect),
+        {"calc.divide"},
+    )
+    run.run("divide")
+    got = results(recorded(run))
+    assert ["McpToolError", None] == [r.error_type for r in got]
+    assert {"value": 0.25} == json.loads(got[1].result.content)
+
+
+def test_a_changed_tool_list_is_listed_again_before_the_next_step(
+    connect: Callable[[], McpClient],
+) -> None:
+    """After notifications/tools/list_changed the new list is traced and its tool offered."""
+    run = agent(
+        calls(("calc.grow", {}), ("calc.shout", {"text": "hi"})),
+        McpTools.live("calc", connect),
+        {"calc.grow"},
+    )
+    run.run("grow")
+    trace = recorded(run)
+    listings = [e.body for e in trace.events if isinstance(e.body, ToolsListed)]
+    assert [1, 2] == [listed.step for listed in listings]
+    assert "calc.shout" in {t.name for t in listings[1].tools}
+    # Not allowed by the policy, but now known: denied, not unknown.
+    assert [None, "ToolDenied"] == [r.error_type for r in results(trace)]
+
+
+def test_recorded_replay_needs_no_server_and_live_replay_catches_a_changed_list(
+    connect: Callable[[], McpClient],
+) -> None:
+    """Recorded replay builds the tools from the trace alone; live replay compares the list."""
+    run = agent(calls(("calc.add", {"a": 2, "b": 3})), McpTools.live("calc", connect), {"calc.add"})
+    run.run("add")
+    trace = recorded(run)
+    listed = [e.body for e in trace.events if isinstance(e.body, ToolsListed)]
+
+    def offline(ports: ReplayPorts) -> Agent[str]:
+        return agent(calls(), McpTools.recorded("calc", listed), {"calc.add"}, ports)
+
+    assert trace.size == replay(trace, offline, mode="recorded").events
+    assert (
+        trace.size
+        == replay(
+            trace,
+            lambda p: agent(calls(), McpTools.live("calc", connect), {"calc.add"}, p),
+            mode="live",
+        ).events
+    )
+    changed = listed[0].model_copy(update={"server_info": {"name": "calc", "version": "2.0.0"}})
+    with pytest.raises(ReplayDivergenceError) as caught:
+        replay(
+            trace,
+            lambda p: agent(calls(), McpTools.recorded("calc", [changed]), {"calc.add"}, p),
+            mode="recorded",
+        )
+    assert 1 == caught.value.seq
+
+
+def test_non_text_content_is_carried_as_plain_values(
+    connect: Callable[[], McpClient],
+) -> None:
+    """An image result reaches the model as a plain JSON value of its MCP fields."""
+    run = agent(calls(("calc.picture", {})), McpTools.live("calc", connect), {"calc.picture"})
+    run.run("picture")
+    content = json.loads(results(recorded(run))[0].result.content)
+    assert [{"type": "image", "mimeType": "image/png", "data": "cG5n"}] == content
+    assert {"type": "unknown"} == mcp_content_value({"type": "hologram", "x": 1})

@@ -1,0 +1,347 @@
+"""Tools from MCP servers end to end through ``twinflow run``, ``replay`` and ``approve``.
+
+The servers are real: the official SDK's `MCPServer` (over stdio and Streamable HTTP) and a
+hostile one; the model is a scripted OpenAI-compatible server on loopback that calls one tool
+and then answers.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_testkit import chat_answer
+
+from twinflow.cli import McpServerSpec, ModelSpec, PolicySpec, RunSpec, connect, replay_run
+from twinflow.kernel import (
+    LoopbackRequest,
+    LoopbackResponse,
+    LoopbackServer,
+    ProcessResult,
+    SubprocessLauncher,
+    run_process,
+)
+
+SERVERS = Path(__file__).resolve().parents[2] / "twinflow-kernel" / "tests" / "mcp_servers"
+
+
+def twinflow(*args: str, cwd: Path) -> ProcessResult:
+    """Run `python -m twinflow.cli ARGS` in a fresh interpreter."""
+    return run_process(
+        [sys.executable, "-m", "twinflow.cli", *args],
+        cwd=cwd,
+        env={"PYTHONDONTWRITEBYTECODE": "1"},
+        timeout=300,
+    )
+
+
+def calling(tool: str, arguments: dict[str, Any]) -> Callable[[LoopbackRequest], LoopbackResponse]:
+    """A structured-action model that calls ``tool`` once, then answers ``done``."""
+
+    def answer(request: LoopbackRequest) -> LoopbackResponse:
+        body = request.json_value()
+        assert isinstance(body, dict)
+        called = any(m.get("role") == "assistant" for m in body["messages"])
+        action: dict[str, Any] = (
+            {"action": "final", "answer": "done"}
+            if called
+            else {"action": "call_tool", "tool": tool, "arguments": arguments}
+        )
+        reply = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "scripted",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": json.dumps(action)},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+        return chat_answer(body, reply)
+
+    return answer
+
+
+@pytest.fixture
+def model() -> Iterator[Callable[[str, dict[str, Any]], str]]:
+    """Starts scripted model servers; yields a function giving one's URL."""
+    servers: list[LoopbackServer] = []
+
+    def start(tool: str, arguments: dict[str, Any]) -> str:
+        server = LoopbackServer(calling(tool, arguments))
+        server.__enter__()
+        servers.append(server)
+        return server.url
+
+    yield start
+    for server in servers:
+        server.__exit__(None, None, None)
+
+
+def spec_text(url: str, servers: str, allow: str, extra: str = "") -> str:
+    """A run spec with the given ``mcp_servers`` block (YAML) and ``policy.allow`` list."""
+    return (
+        f"prompt: use the tool\nmodel:\n  url: {url}\n  dialect: llama.cpp\n"
+        f"mcp_servers:\n{servers}policy:\n  allow: [{allow}]\n{extra}max_steps: 3\n"
+    )
+
+
+def stdio_server(name: str, script: str, *args: str) -> str:
+    """A ``mcp_servers`` entry running ``script`` (relative to the spec) with this Python."""
+    argv = json.dumps([sys.executable, script, *args])
+    return f"  - name: {name}\n    command: {argv}\n"
+
+
+def events(trace: Path) -> list[dict[str, Any]]:
+    """The bodies of a trace's events."""
+    return [json.loads(line)["event"]["body"] for line in trace.read_text().splitlines()]
+
+
+def seen(log: Path) -> list[dict[str, Any]]:
+    """The calls the calc server received, from its own log."""
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A directory holding a copy of the calc server (so a test can remove it) and the spec."""
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(SERVERS / "calc_server.py", project / "calc_server.py")
+    return project
+
+
+def test_stdio_server_end_to_end_and_recorded_replay_without_the_server(
+    project: Path, model: Callable[[str, dict[str, Any]], str]
+) -> None:
+    """run offers calc.add and records its list; replay --mode recorded works with the server
+    removed from the machine, --mode live then cannot start it, and a changed server diverges."""
+    log = project / "seen.jsonl"
+    servers = stdio_server("calc", "calc_server.py", "stdio", "--log", str(log))
+    spec = project / "spec.yaml"
+    spec.write_text(spec_text(model("calc.add", {"a": 2, "b": 3}), servers, "calc.add"))
+    made = twinflow("run", str(spec), "--out", str(project / "run"), "--quiet", cwd=project)
+    assert 0 == made.returncode, made.stderr
+    trace = project / "run" / "trace.jsonl"
+    bodies = events(trace)
+    assert ["run_started", "tools_listed"] == [b["kind"] for b in bodies[:2]]
+    assert "calc.add" in [t["name"] for t in bodies[1]["tools"]]
+    assert ["5"] == [b["result"]["content"] for b in bodies if b["kind"] == "tool_returned"]
+    assert [{"tool": "add", "arguments": {"a": 2, "b": 3}}] == seen(log)
+    assert (project / "run" / "mcp-calc.log").exists()  # the server's stderr, beside the trace
+    for command in (
+        ["show", str(trace)],
+        ["show", str(trace), "--html", str(project / "page.html")],
+        ["diff", str(trace), str(trace)],
+        ["verify", str(trace)],
+    ):
+        shown = twinflow(*command, cwd=project)
+        assert (command, 0) == (command, shown.returncode), shown.stderr
+        assert "Traceback" not in shown.stderr
+    assert "calc" in twinflow("show", str(trace), cwd=project).stdout
+    source = (project / "calc_server.py").read_text()
+    (project / "calc_server.py").unlink()
+    replayed = twinflow("replay", str(trace), "--spec", str(spec), cwd=project)
+    assert 0 == replayed.returncode, replayed.stderr
+    assert [{"tool": "add", "arguments": {"a": 2, "b": 3}}] == seen(log)  # nothing called
+    live = twinflow("replay", str(trace), "--spec", str(spec), "--mode", "live", cwd=project)
+    # The notice of what live replay runs, then one line: the server could not start.
+    assert 2 == live.returncode, live.stderr
+    assert "McpClosed" in live.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in live.stderr
+    (project / "calc_server.py").write_text(source.replace('"calc", version="1.0.0"', '"calc"'))
+    changed = twinflow("replay", str(trace), "--spec", str(spec), "--mode", "live", cwd=project)
+    assert 1 == changed.returncode, changed.stderr
+    assert "seq 1" in changed.stderr or "event 1" in changed.stderr, changed.stderr
+
+
+def test_a_denied_mcp_call_never_reaches_the_server(
+    project: Path, model: Callable[[str, dict[str, Any]], str]
+) -> None:
+    """The policy denies calc.echo (only calc.add is allowed): the server's log shows no call."""
+    log = project / "seen.jsonl"
+    servers = stdio_server("calc", "calc_server.py", "stdio", "--log", str(log))
+    spec = project / "spec.yaml"
+    spec.write_text(spec_text(model("calc.echo", {"text": "hi"}), servers, "calc.add"))
+    made = twinflow("run", str(spec), "--out", str(project / "run"), "--quiet", cwd=project)
+    assert 0 == made.returncode, made.stderr
+    decided = [b for b in events(project / "run" / "trace.jsonl") if b["kind"] == "policy_decided"]
+    assert [("calc.echo", "deny")] == [(b["tool"], b["decision"]) for b in decided]
+    assert [] == seen(log)
+
+
+def test_streamable_http_server_end_to_end(
+    tmp_path: Path, model: Callable[[str, dict[str, Any]], str]
+) -> None:
+    """A server over Streamable HTTP: its port read from its own output, its tool called."""
+    log = tmp_path / "seen.jsonl"
+    process = SubprocessLauncher().spawn(
+        [sys.executable, str(SERVERS / "calc_server.py"), "http", "--log", str(log)],
+        log_path=tmp_path / "http.log",
+    )
+    with process:
+        line = process.read_line(timeout=120, limit=100)
+        assert line is not None and line.startswith(b"PORT ")
+        url = f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+        spec = tmp_path / "spec.yaml"
+        servers = f"  - name: calc\n    url: {url}\n"
+        spec.write_text(spec_text(model("calc.add", {"a": 4, "b": 5}), servers, "calc.add"))
+        made = twinflow("run", str(spec), "--out", str(tmp_path / "run"), "--quiet", cwd=tmp_path)
+    assert 0 == made.returncode, made.stderr
+    assert [{"tool": "add", "arguments": {"a": 4, "b": 5}}] == seen(log)
+
+
+@pytest.mark.parametrize(
+    ("servers", "allow", "words"),
+    [
+        (stdio_server("calc", "calc_server.py", "stdio"), "calc.nope", "not registered"),
+        (stdio_server("calc", "missing_server.py", "stdio"), "calc.add", "exited"),
+        (
+            stdio_server("calc", "calc_server.py", "stdio") * 2,
+            "calc.add",
+            "two MCP servers are named 'calc'",
+        ),
+        (stdio_server("calc", str(SERVERS / "hostile_server.py"), "homoglyph"), "", "ASCII"),
+        (stdio_server("calc", str(SERVERS / "hostile_server.py"), "many"), "", "1000 tools"),
+        (
+            stdio_server("calc", str(SERVERS / "hostile_server.py"), "init-garbage"),
+            "",
+            "not JSON",
+        ),
+        ("  - name: calc.x\n    command: [x]\n", "", "name"),
+        ("  - name: calc\n    command: [x]\n    url: http://127.0.0.1:1/\n", "", "not both"),
+    ],
+)
+def test_a_server_that_cannot_serve_refuses_the_run_before_it_starts(
+    project: Path, servers: str, allow: str, words: str
+) -> None:
+    """A tool the server does not list, a server that fails, garbage, a collision: one line,
+    exit 2, no trace."""
+    spec = project / "spec.yaml"
+    spec.write_text(spec_text("http://127.0.0.1:9/", servers, allow))
+    made = twinflow("run", str(spec), "--out", str(project / "run"), "--quiet", cwd=project)
+    assert 2 == made.returncode, made.stderr
+    assert 1 == len(made.stderr.strip().splitlines()), made.stderr
+    assert words in made.stderr
+    assert not (project / "run" / "trace.jsonl").exists()
+    assert "Traceback" not in made.stderr
+
+
+@pytest.mark.parametrize(
+    ("mode", "error_type"), [("exit", "McpClosed"), ("sampling", "McpRequestRefused")]
+)
+def test_a_server_failing_mid_run_is_a_recorded_tool_error(
+    project: Path, model: Callable[[str, dict[str, Any]], str], mode: str, error_type: str
+) -> None:
+    """A server that exits mid-call, or asks to sample: the call's error result is recorded,
+    the run goes on, and the server's stderr stays in its log, out of the trace."""
+    servers = stdio_server("bad", str(SERVERS / "hostile_server.py"), mode)
+    spec = project / "spec.yaml"
+    spec.write_text(spec_text(model("bad.add", {"a": 1, "b": 2}), servers, "bad.add"))
+    made = twinflow("run", str(spec), "--out", str(project / "run"), "--quiet", cwd=project)
+    assert 0 == made.returncode, made.stderr
+    trace = project / "run" / "trace.jsonl"
+    returned = [b for b in events(trace) if b["kind"] == "tool_returned"]
+    assert [error_type] == [b["error_type"] for b in returned]
+    assert "stderr marker" in (project / "run" / "mcp-bad.log").read_text()
+    assert "stderr marker" not in trace.read_text()
+
+
+def test_a_resumed_prefix_starts_no_server(
+    project: Path, model: Callable[[str, dict[str, Any]], str]
+) -> None:
+    """A run waiting for approval of an MCP call is continued with its server removed: the
+    prefix takes the tool list from the trace; only the approved call needs the server."""
+    log = project / "seen.jsonl"
+    servers = stdio_server("calc", "calc_server.py", "stdio", "--log", str(log))
+    spec = project / "spec.yaml"
+    spec.write_text(
+        spec_text(model("calc.add", {"a": 2, "b": 3}), servers, "", "  ask: [calc.add]\n")
+    )
+    made = twinflow("run", str(spec), "--out", str(project / "run"), "--quiet", cwd=project)
+    assert 3 == made.returncode, made.stderr
+    trace = project / "run" / "trace.jsonl"
+    (project / "calc_server.py").unlink()
+    approved = twinflow("approve", str(trace), "--all", "--spec", str(spec), cwd=project)
+    assert 0 == approved.returncode, approved.stderr
+    returned = [b for b in events(trace) if b["kind"] == "tool_returned"]
+    # The prefix needed no server; the approved call found none, and that is its result.
+    assert ["McpClosed"] == [b["error_type"] for b in returned]
+    assert 1 == sum(b["kind"] == "tools_listed" for b in events(trace))
+
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "mcp-calculator"
+
+
+@pytest.mark.real_model
+def test_the_mcp_example_runs_on_the_embedded_model_and_replays(tmp_path: Path) -> None:
+    """examples/mcp-calculator on SmolLM2: the server's list is traced, and recorded replay of
+    the run matches with the server's file removed."""
+    work = tmp_path / "example"
+    shutil.copytree(EXAMPLE, work, ignore=shutil.ignore_patterns("__pycache__"))
+    spec = work / "spec.yaml"
+    # The interpreter running the tests has the `mcp` package the example's server needs.
+    spec.write_text(spec.read_text().replace("[python,", f"[{json.dumps(sys.executable)},"))
+    made = twinflow("run", str(spec), "--out", str(tmp_path / "run"), "--quiet", cwd=work)
+    assert 0 == made.returncode, made.stderr
+    trace = tmp_path / "run" / "trace.jsonl"
+    listed = [b for b in events(trace) if b["kind"] == "tools_listed"]
+    assert [["calc.add", "calc.multiply"]] == [[t["name"] for t in b["tools"]] for b in listed]
+    (work / "calc_server.py").unlink()
+    replayed = twinflow("replay", str(trace), "--spec", str(spec), cwd=work)
+    assert 0 == replayed.returncode, replayed.stderr
+
+
+def test_the_python_front_door_takes_mcp_servers_from_the_run_spec(
+    project: Path, model: Callable[[str, dict[str, Any]], str]
+) -> None:
+    """connect() starts the spec's servers for the block; replay_run replays without them."""
+    log = project / "seen.jsonl"
+    spec = RunSpec(
+        prompt="add",
+        model=ModelSpec(url=model("calc.add", {"a": 1, "b": 1}), dialect="llama.cpp"),
+        mcp_servers=(
+            McpServerSpec(
+                name="calc",
+                command=(
+                    sys.executable,
+                    str(project / "calc_server.py"),
+                    "stdio",
+                    "--log",
+                    str(log),
+                ),
+            ),
+        ),
+        policy=PolicySpec(allow=("calc.add",)),
+        max_steps=3,
+    )
+    with connect(spec, project / "py" / "trace.jsonl") as agent:
+        assert "done" == agent.run(spec.prompt).output
+    assert [{"tool": "add", "arguments": {"a": 1, "b": 1}}] == seen(log)
+    (project / "calc_server.py").unlink()
+    trace = project / "py" / "trace.jsonl"
+    assert replay_run(trace, spec).events == len(trace.read_text().splitlines())
+
+
+def test_a_command_that_does_not_start_mcp_servers_refuses_a_spec_naming_them() -> None:
+    """eval run does not start MCP servers yet: a spec with mcp_servers is refused, not run
+    without its tools."""
+    from twinflow.cli import SpecError
+    from twinflow.cli._spec import parse_spec
+    from twinflow.cli._wiring import check_agent
+
+    spec = parse_spec(
+        spec_text("http://127.0.0.1:9/", "  - name: calc\n    command: [x]\n", "calc.add"), "s"
+    )
+    with pytest.raises(SpecError) as caught:
+        check_agent(spec, [], "eval run")
+    assert "does not start MCP servers" in str(caught.value)

@@ -1,0 +1,536 @@
+"""`McpClient`: a small client for the tools of an MCP server, on the kernel's own doors.
+
+An MCP server is a process spoken to over its stdin and stdout (newline-delimited JSON-RPC), or
+an HTTP endpoint (Streamable HTTP: each message a POST, the answer JSON or server-sent events,
+the session in the ``Mcp-Session-Id`` header). The process starts under the launcher's watchdog
+(`SubprocessLauncher.spawn`: it never outlives us), the HTTP exchange goes through
+`HttpTransport` (its deadline, size limit, kill switch, key handling and scrubbing), so both are
+the kernel's and the determinism gate covers them (docs/adr/0100).
+
+The client speaks only what tools need: ``initialize`` (the protocol version negotiated),
+``notifications/initialized``, ``tools/list`` (every page), ``tools/call`` and shutdown. It
+offers the server no capability: a server's request to sample, elicit or list roots is
+answered with an error and remembered (`McpClient.take_refused`); ``ping`` is answered.
+Every answer is bounded (`McpLimits`) and every failure is one `McpError` naming the server.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from twinflow.kernel._clock import SystemClock
+from twinflow.kernel._errors import (
+    McpClosed,
+    McpProtocolError,
+    McpRemoteError,
+    McpTimeout,
+    TransportError,
+    TransportTimeout,
+)
+from twinflow.kernel._launcher import PipedProcess, SubprocessLauncher, _tail
+from twinflow.kernel._ports import Closing
+from twinflow.kernel._transport import HttpTransport
+from twinflow.trace import CanonicalError, parse_json
+from twinflow.vocab import JsonValue, canonical_bytes
+
+__all__ = [
+    "MCP_PROTOCOL_VERSIONS",
+    "McpChannel",
+    "McpClient",
+    "McpLimits",
+    "McpSession",
+    "connect_http",
+    "connect_stdio",
+]
+
+MCP_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+"""The protocol revisions the client negotiates, newest (the one it offers) first."""
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+"""The MCP specification's tool names: ASCII letters, digits, ``_``, ``-`` and ``.``, so a name
+cannot imitate another with look-alike characters (``calc.\u0430dd``, with a Cyrillic ``a``)."""
+
+_INHERITED_ENV = ("HOME", "LANG", "LC_ALL", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR", "USER")
+"""What a stdio server inherits of our environment (the spec's ``env`` adds to it): never our
+API keys."""
+
+_REFUSED = -32601
+
+
+@dataclass(frozen=True, slots=True)
+class McpLimits:
+    """Bounds on what a server may send and how long it may take."""
+
+    max_message_bytes: int = 4 * 1024 * 1024
+    """Largest message (a stdio line, an HTTP body)."""
+    max_depth: int = 64
+    """Deepest nesting of a message's objects and arrays."""
+    max_tools: int = 1000
+    """Most tools a server may offer."""
+    max_pages: int = 100
+    """Most pages of ``tools/list`` read."""
+    timeout: float = 30.0
+    """Seconds one request may take, from sending it to its answer (notifications included)."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpSession:
+    """What ``initialize`` agreed on."""
+
+    protocol_version: str
+    """The negotiated revision."""
+    server_info: dict[str, JsonValue]
+    """The server's ``serverInfo`` (name, version...)."""
+    capabilities: dict[str, JsonValue]
+    """The server's capabilities."""
+
+
+class McpChannel(Protocol):
+    """Carries JSON-RPC messages to a server and back."""
+
+    where: str
+    """The command or URL, for messages."""
+
+    def send(self, message: dict[str, JsonValue], *, timeout: float) -> list[JsonValue]:
+        """Send one message; return the messages the exchange itself brought back (HTTP)."""
+        ...
+
+    def receive(self, *, timeout: float) -> JsonValue:
+        """The next message from the server."""
+        ...
+
+    def close(self) -> None:
+        """End the connection (a process is stopped)."""
+        ...
+
+
+def _parse(data: bytes, server: str, where: str, limits: McpLimits) -> JsonValue:
+    try:
+        value: JsonValue = parse_json(data, max_depth=limits.max_depth, strict=False)
+    except CanonicalError as exc:
+        start = data[:80].decode("utf-8", errors="replace")
+        raise McpProtocolError(
+            f"MCP server {server!r} ({where}) sent a message that is not JSON ({exc}); it starts "
+            f"{start!r}: a server must write only JSON-RPC messages",
+            server=server,
+        ) from None
+    return value
+
+
+class _Stdio:
+    """A server process's stdin and stdout, one JSON-RPC message per line."""
+
+    def __init__(self, process: PipedProcess, server: str, limits: McpLimits) -> None:
+        self._process = process
+        self._server = server
+        self._limits = limits
+        self.where = " ".join(process.command)
+
+    def send(self, message: dict[str, JsonValue], *, timeout: float) -> list[JsonValue]:
+        try:
+            self._process.write(canonical_bytes(message) + b"\n", timeout=timeout)
+        except TimeoutError:
+            raise McpTimeout(
+                f"MCP server {self._server!r} ({self.where}) took no input for {timeout:g} s",
+                server=self._server,
+            ) from None
+        except OSError:
+            raise self._closed("before it read the request") from None
+        return []
+
+    def receive(self, *, timeout: float) -> JsonValue:
+        try:
+            line = self._process.read_line(timeout=timeout, limit=self._limits.max_message_bytes)
+        except TimeoutError:
+            raise McpTimeout(
+                f"MCP server {self._server!r} ({self.where}) did not answer within {timeout:g} s "
+                "(the request's deadline); check its log",
+                server=self._server,
+            ) from None
+        except ValueError:
+            raise McpProtocolError(
+                f"MCP server {self._server!r} ({self.where}) sent a message of more than "
+                f"{self._limits.max_message_bytes} bytes (the limit); reading stopped there",
+                server=self._server,
+            ) from None
+        if line is None:
+            raise self._closed("before it answered")
+        return _parse(line, self._server, self.where, self._limits)
+
+    def _closed(self, when: str) -> McpClosed:
+        self._process.stop()
+        tail = _tail(self._process.log_path).strip().splitlines()[-1:] or [""]
+        return McpClosed(
+            f"MCP server {self._server!r} ({self.where}) exited (status "
+            f"{self._process.returncode}) {when}; last line of its log "
+            f"({self._process.log_path}): {tail[0][:200]!r}",
+            server=self._server,
+        )
+
+    def close(self) -> None:
+        self._process.stop()
+
+
+class _Http:
+    """A Streamable HTTP endpoint: each message a POST; the answer JSON or server-sent events."""
+
+    def __init__(self, transport: HttpTransport, url: str, server: str, limits: McpLimits):
+        self._transport = transport
+        self._url = url
+        self._server = server
+        self._limits = limits
+        self._session: str | None = None
+        self.protocol_version: str | None = None
+        self.where = url
+
+    def send(self, message: dict[str, JsonValue], *, timeout: float) -> list[JsonValue]:
+        headers = {"Accept": "application/json, text/event-stream"}
+        if self._session is not None:
+            headers["Mcp-Session-Id"] = self._session
+        if self.protocol_version is not None:
+            headers["MCP-Protocol-Version"] = self.protocol_version
+        try:
+            answer = self._transport.post_message(
+                self._url, message, timeout=timeout, headers=headers
+            )
+        except TransportTimeout:
+            raise McpTimeout(
+                f"MCP server {self._server!r} ({self.where}) did not answer within {timeout:g} s",
+                server=self._server,
+            ) from None
+        except TransportError as exc:
+            raise McpClosed(f"MCP server {self._server!r}: {exc}", server=self._server) from None
+        session = answer.headers.get("mcp-session-id")
+        if session is not None:
+            self._session = session
+        if answer.status == 202 or not answer.body:
+            return []
+        kind = answer.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind == "text/event-stream":
+            return [
+                _parse(data, self._server, self.where, self._limits)
+                for data in _sse_data(answer.body)
+            ]
+        if kind == "application/json":
+            value = _parse(answer.body, self._server, self.where, self._limits)
+            return value if isinstance(value, list) else [value]
+        raise McpProtocolError(
+            f"MCP server {self._server!r} ({self.where}) answered with content type {kind!r}, "
+            "neither application/json nor text/event-stream",
+            server=self._server,
+        )
+
+    def receive(self, *, timeout: float) -> JsonValue:
+        raise McpProtocolError(
+            f"MCP server {self._server!r} ({self.where}) ended its answer to the POST without "
+            "the response to the request",
+            server=self._server,
+        )
+
+    def close(self) -> None:
+        self._transport.close()
+
+
+def _sse_data(body: bytes) -> list[bytes]:
+    """The ``data`` of each server-sent event in ``body`` (multi-line data joined by ``\\n``)."""
+    events: list[bytes] = []
+    data: list[bytes] = []
+    for raw in body.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"):
+        if not raw:
+            if data:
+                events.append(b"\n".join(data))
+                data = []
+            continue
+        field, _, value = raw.partition(b":")
+        if field == b"data":
+            data.append(value[1:] if value.startswith(b" ") else value)
+    if data:
+        events.append(b"\n".join(data))
+    return [event for event in events if event.strip()]
+
+
+class McpClient(Closing):
+    """One MCP server's tools: initialize, list, call, close. Not thread-safe."""
+
+    def __init__(self, channel: McpChannel, *, server: str, limits: McpLimits | None = None):
+        """Wrap an open channel (use `connect_stdio` or `connect_http`).
+
+        Args:
+            channel: The connection to the server.
+            server: The server's name, for messages.
+            limits: Bounds on the server's answers (default `McpLimits()`).
+        """
+        self.server = server
+        self._channel = channel
+        self._limits = limits or McpLimits()
+        self._next_id = 0
+        self._inbox: deque[JsonValue] = deque()
+        self._refused: list[str] = []
+        self.tools_changed = False
+        """The server said its tool list changed (``notifications/tools/list_changed``)."""
+        self.session: McpSession | None = None
+        """What ``initialize`` agreed on (None before it)."""
+
+    def _error(self, what: str) -> McpProtocolError:
+        return McpProtocolError(
+            f"MCP server {self.server!r} ({self._channel.where}) {what}", server=self.server
+        )
+
+    def initialize(self) -> McpSession:
+        """Negotiate the protocol version and say the client is ready.
+
+        Raises:
+            McpError: The server failed, or speaks no version the client knows.
+        """
+        result = self._request(
+            "initialize",
+            {
+                "protocolVersion": MCP_PROTOCOL_VERSIONS[0],
+                "capabilities": {},
+                "clientInfo": {"name": "twinflow", "version": "0.1.0"},
+            },
+        )
+        version = result.get("protocolVersion")
+        if version not in MCP_PROTOCOL_VERSIONS:
+            raise self._error(
+                f"speaks protocol version {version!r}; twinflow speaks "
+                f"{', '.join(MCP_PROTOCOL_VERSIONS)}"
+            )
+        info = result.get("serverInfo", {})
+        capabilities = result.get("capabilities", {})
+        if not isinstance(info, dict) or not isinstance(capabilities, dict):
+            raise self._error("answered initialize without serverInfo and capabilities objects")
+        assert isinstance(version, str)
+        if isinstance(self._channel, _Http):
+            self._channel.protocol_version = version
+        self._notify("notifications/initialized")
+        self.session = McpSession(version, info, capabilities)
+        return self.session
+
+    def list_tools(self) -> list[dict[str, JsonValue]]:
+        """Every tool the server offers, all pages read, each checked.
+
+        Raises:
+            McpError: The server failed, offered too many tools or pages, or a tool that is
+                not one (no name, a name outside the specification's characters, no schema).
+        """
+        tools: list[dict[str, JsonValue]] = []
+        cursor: JsonValue = None
+        for _page in range(self._limits.max_pages):
+            result = self._request("tools/list", {} if cursor is None else {"cursor": cursor})
+            page = result.get("tools")
+            if not isinstance(page, list):
+                raise self._error("answered tools/list without a tools array")
+            for tool in page:
+                tools.append(self._checked_tool(tool))
+                if len(tools) > self._limits.max_tools:
+                    raise self._error(
+                        f"offers more than {self._limits.max_tools} tools (the limit)"
+                    )
+            cursor = result.get("nextCursor")
+            if cursor is None:
+                self.tools_changed = False
+                return tools
+            if not isinstance(cursor, str):
+                raise self._error("answered tools/list with a nextCursor that is not a string")
+        raise self._error(f"kept paging tools/list past {self._limits.max_pages} pages (the limit)")
+
+    def _checked_tool(self, tool: JsonValue) -> dict[str, JsonValue]:
+        if not isinstance(tool, dict):
+            raise self._error("listed a tool that is not an object")
+        name = tool.get("name")
+        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+            raise self._error(
+                f"listed a tool named {name!r}: tool names are 1 to 128 ASCII letters, digits, "
+                "'_', '-' or '.' (so no name imitates another)"
+            )
+        for key in ("inputSchema", "outputSchema"):
+            schema = tool.get(key)
+            if (key == "inputSchema" or schema is not None) and not (
+                isinstance(schema, dict) and schema.get("type") == "object"
+            ):
+                raise self._error(
+                    f"listed tool {name!r} with an {key} that is not an object schema"
+                )
+        description = tool.get("description")
+        if description is not None and not isinstance(description, str):
+            raise self._error(f"listed tool {name!r} with a description that is not a string")
+        return tool
+
+    def call_tool(self, name: str, arguments: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+        """Call a tool; the server's ``CallToolResult`` (``isError`` true for a tool's failure).
+
+        Raises:
+            McpError: The server failed to answer (timeout, exit, garbage, a JSON-RPC error).
+        """
+        result = self._request("tools/call", {"name": name, "arguments": dict(arguments)})
+        content = result.get("content", [])
+        if not isinstance(content, list):
+            raise self._error(f"answered tools/call {name!r} with content that is not an array")
+        return result
+
+    def take_refused(self) -> list[str]:
+        """The methods of the server's requests refused since the last call (oldest first)."""
+        refused, self._refused = self._refused, []
+        return refused
+
+    def _notify(self, method: str) -> None:
+        message: dict[str, JsonValue] = {"jsonrpc": "2.0", "method": method}
+        self._inbox.extend(self._channel.send(message, timeout=self._limits.timeout))
+
+    def _request(self, method: str, params: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        request_id = self._next_id
+        self._next_id += 1
+        limits = self._limits
+        clock = SystemClock()
+        end = clock.monotonic() + limits.timeout
+        message: dict[str, JsonValue] = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": method,
+            "params": params,
+        }
+        self._inbox.extend(self._channel.send(message, timeout=limits.timeout))
+        while True:
+            if self._inbox:
+                answer = self._inbox.popleft()
+            else:
+                remaining = end - clock.monotonic()
+                if remaining <= 0:
+                    raise McpTimeout(
+                        f"MCP server {self.server!r} ({self._channel.where}) did not answer "
+                        f"{method} within {limits.timeout:g} s",
+                        server=self.server,
+                    )
+                answer = self._channel.receive(timeout=remaining)
+            if not isinstance(answer, dict) or answer.get("jsonrpc") != "2.0":
+                raise self._error(f"sent a message that is not JSON-RPC 2.0 during {method}")
+            if "method" in answer:
+                self._from_server(answer, end - clock.monotonic())
+                continue
+            if answer.get("id") != request_id:
+                if isinstance(answer.get("id"), int) and answer["id"] < request_id:  # type: ignore[operator]  # an int, checked on the left
+                    continue  # the late answer to a request that timed out
+                raise self._error(
+                    f"answered {method} with id {answer.get('id')!r}, not {request_id}"
+                )
+            error = answer.get("error")
+            if error is not None:
+                code = error.get("code") if isinstance(error, dict) else None
+                text = error.get("message") if isinstance(error, dict) else None
+                raise McpRemoteError(
+                    f"MCP server {self.server!r} refused {method}: {str(text)[:500]} "
+                    f"(JSON-RPC error {code})",
+                    server=self.server,
+                    code=code if isinstance(code, int) else 0,
+                )
+            result = answer.get("result")
+            if not isinstance(result, dict):
+                raise self._error(f"answered {method} with a result that is not an object")
+            return result
+
+    def _from_server(self, message: dict[str, JsonValue], remaining: float) -> None:
+        """A notification or a request from the server, met while waiting for an answer."""
+        method = message.get("method")
+        if "id" not in message:
+            if method == "notifications/tools/list_changed":
+                self.tools_changed = True
+            return
+        if method == "ping":
+            reply: dict[str, JsonValue] = {"jsonrpc": "2.0", "id": message["id"], "result": {}}
+        else:
+            self._refused.append(str(method)[:200])
+            reply = {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "error": {
+                    "code": _REFUSED,
+                    "message": f"twinflow offers no {str(method)[:200]}: a tool's server may not "
+                    "call back into the run",
+                },
+            }
+        self._inbox.extend(self._channel.send(reply, timeout=max(remaining, 0.001)))
+
+    def close(self) -> None:
+        """End the session: stdin closed and the process stopped, or the connection closed."""
+        self._channel.close()
+
+
+def connect_stdio(
+    server: str,
+    command: Sequence[str],
+    *,
+    log_path: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    limits: McpLimits | None = None,
+) -> McpClient:
+    """Start `command` as an MCP server under the watchdog and initialize it.
+
+    Args:
+        server: The server's name, for messages.
+        command: The program and its arguments.
+        log_path: Where its stderr goes (appended).
+        env: Variables set for it, on top of a few of ours (PATH, HOME, LANG...: never keys).
+        cwd: Its working directory.
+        limits: Bounds on its answers.
+
+    Raises:
+        LaunchError: It cannot be started.
+        McpError: It failed to initialize (it has been stopped).
+    """
+    inherited = {k: v for k, v in os.environ.items() if k in _INHERITED_ENV}
+    launcher = SubprocessLauncher(env={**inherited, **(env or {})}, cwd=cwd, grace=2.0)
+    process = launcher.spawn(command, log_path=log_path)
+    client = McpClient(_Stdio(process, server, limits or McpLimits()), server=server, limits=limits)
+    try:
+        client.initialize()
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def connect_http(
+    server: str,
+    url: str,
+    *,
+    api_key_env: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    limits: McpLimits | None = None,
+    allow_network: bool | None = None,
+) -> McpClient:
+    """Open a Streamable HTTP session with the MCP server at `url` and initialize it.
+
+    Args:
+        server: The server's name, for messages.
+        url: The endpoint (``http://127.0.0.1:8000/mcp``).
+        api_key_env: The variable holding its key (sent as a bearer header, scrubbed from errors).
+        headers: Extra request headers (never a key).
+        limits: Bounds on its answers.
+        allow_network: As `HttpTransport`'s kill switch.
+
+    Raises:
+        UserError: `api_key_env` names an unset variable, or the URL is not http(s).
+        McpError: It failed to initialize.
+    """
+    limits = limits or McpLimits()
+    transport = HttpTransport(
+        api_key_env=api_key_env,
+        headers=headers,
+        max_response_bytes=limits.max_message_bytes,
+        allow_network=allow_network,
+    )
+    client = McpClient(_Http(transport, url, server, limits), server=server, limits=limits)
+    try:
+        client.initialize()
+    except BaseException:
+        client.close()
+        raise
+    return client

@@ -1,0 +1,169 @@
+"""The MCP client against real servers: the official SDK's `MCPServer`, and hostile ones."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from twinflow.kernel import (
+    MCP_PROTOCOL_VERSIONS,
+    McpClient,
+    McpClosed,
+    McpLimits,
+    McpProtocolError,
+    McpTimeout,
+    PipedProcess,
+    SubprocessLauncher,
+    connect_http,
+    connect_stdio,
+)
+
+SERVERS = Path(__file__).parent / "mcp_servers"
+CALC = SERVERS / "calc_server.py"
+HOSTILE = SERVERS / "hostile_server.py"
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Iterator[Callable[..., McpClient]]:
+    """Starts the hostile server in a mode; every one started is stopped afterwards."""
+    started: list[McpClient] = []
+
+    def start(mode: str, **limits: float) -> McpClient:
+        client = connect_stdio(
+            "bad",
+            [sys.executable, str(HOSTILE), mode],
+            log_path=tmp_path / "bad.log",
+            limits=McpLimits(**limits),  # type: ignore[arg-type]  # the test passes known fields
+        )
+        started.append(client)
+        return client
+
+    yield start
+    for client in started:
+        client.close()
+
+
+def test_stdio_lifecycle_against_the_official_sdk_server(tmp_path: Path) -> None:
+    """initialize negotiates a version, tools/list lists, tools/call answers, close stops it."""
+    with connect_stdio(
+        "calc", [sys.executable, str(CALC), "stdio"], log_path=tmp_path / "calc.log"
+    ) as client:
+        assert client.session is not None
+        assert client.session.protocol_version in MCP_PROTOCOL_VERSIONS
+        assert "calc" == client.session.server_info["name"]
+        assert "add" in [tool["name"] for tool in client.list_tools()]
+        result = client.call_tool("add", {"a": 2, "b": 3})
+        assert [{"type": "text", "text": "5"}] == result["content"]
+
+
+def test_streamable_http_against_the_official_sdk_server(tmp_path: Path) -> None:
+    """The same over Streamable HTTP: the session header is kept, SSE answers are read."""
+    process = SubprocessLauncher().spawn(
+        [sys.executable, str(CALC), "http"], log_path=tmp_path / "http.log"
+    )
+    with process:
+        line = process.read_line(timeout=120, limit=100)
+        assert line is not None and line.startswith(b"PORT ")
+        url = f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+        with connect_http("calc", url) as client:
+            assert "divide" in [tool["name"] for tool in client.list_tools()]
+            result = client.call_tool("divide", {"a": 1, "b": 4})
+            assert {"value": 0.25} == result["structuredContent"]
+
+
+def test_every_page_of_the_tool_list_is_read(hostile: Callable[..., McpClient]) -> None:
+    """tools/list follows nextCursor to the last page."""
+    assert ["add", "sub"] == [tool["name"] for tool in hostile("paged").list_tools()]
+
+
+@pytest.mark.parametrize(
+    ("mode", "error", "words"),
+    [
+        ("garbage", McpProtocolError, "not JSON"),
+        ("oversize", McpProtocolError, "more than"),
+        ("deep", McpProtocolError, "deeper"),
+        ("exit", McpClosed, "exiting mid-call"),
+    ],
+)
+def test_a_hostile_answer_to_a_call_is_one_typed_error(
+    hostile: Callable[..., McpClient], mode: str, error: type[Exception], words: str
+) -> None:
+    """Garbage, an oversize or deep line, an exit mid-call: a typed one-line error, no hang."""
+    client = hostile(mode)
+    client.list_tools()
+    with pytest.raises(error) as caught:
+        client.call_tool("add", {"a": 1, "b": 2})
+    assert words in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_server_that_never_answers_meets_the_deadline(
+    hostile: Callable[..., McpClient],
+) -> None:
+    """A call the server never answers ends at the request's deadline with McpTimeout."""
+    client = hostile("silent", timeout=0.5)
+    with pytest.raises(McpTimeout):
+        client.call_tool("add", {"a": 1, "b": 2})
+
+
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [("many", "more than 1000 tools"), ("homoglyph", "tool names are 1 to 128 ASCII")],
+)
+def test_a_hostile_tool_list_is_refused(
+    hostile: Callable[..., McpClient], mode: str, words: str
+) -> None:
+    """10,000 tools, or a name with a look-alike letter, is refused when listed."""
+    with pytest.raises(McpProtocolError) as caught:
+        hostile(mode).list_tools()
+    assert words in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("mode", "method"),
+    [("sampling", "sampling/createMessage"), ("elicitation", "elicitation/create")],
+)
+def test_requests_from_the_server_are_refused_and_remembered(
+    hostile: Callable[..., McpClient], mode: str, method: str
+) -> None:
+    """The server's request gets a JSON-RPC error answer; the client remembers the method."""
+    client = hostile(mode)
+    result = client.call_tool("add", {"a": 1, "b": 2})
+    assert [method] == client.take_refused()
+    assert '"code": -32601' in str(result["content"])
+
+
+def test_garbage_before_initialize_refuses_the_server(tmp_path: Path) -> None:
+    """A server that writes a banner on stdout is refused at start, and is stopped."""
+    with pytest.raises(McpProtocolError) as caught:
+        connect_stdio(
+            "bad",
+            [sys.executable, str(HOSTILE), "init-garbage"],
+            log_path=tmp_path / "bad.log",
+        )
+    assert "Starting server" in str(caught.value)
+
+
+def test_the_servers_stderr_goes_to_its_log_and_it_is_stopped(tmp_path: Path) -> None:
+    """stderr lands in the log file; closing the client leaves no process behind."""
+    log = tmp_path / "bad.log"
+    client = connect_stdio("bad", [sys.executable, str(HOSTILE), "silent"], log_path=log)
+    channel = client._channel
+    process = channel._process  # type: ignore[attr-defined]  # the stdio channel's process
+    assert isinstance(process, PipedProcess)
+    client.close()
+    assert "hostile server stderr marker" in log.read_text()
+    assert process.returncode is not None
+    with pytest.raises(ProcessLookupError):
+        os.killpg(process.pid, 0)
+
+
+def test_a_command_that_does_not_exist_is_one_typed_error(tmp_path: Path) -> None:
+    """A missing program: McpClosed naming the status and the log's last line."""
+    with pytest.raises(McpClosed) as caught:
+        connect_stdio("gone", ["/nonexistent/mcp-server"], log_path=tmp_path / "gone.log")
+    assert "cannot start" in str(caught.value)
