@@ -758,8 +758,11 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
         size += 1
     if next(b, None) is not None:
         return _longer(args.b, args.a, size + 1 + sum(1 for _ in b), size)
-    out.document({"ok": True, "same": True, "events": size, "root": root.root().hex()})
-    out.line(f"same: {size} events, root {root.root().hex()}")
+    hex_root = root.root().hex()
+    out.document(
+        {"ok": True, "same": True, "events": size, "root": hex_root, "root_encoding": "hex"}
+    )
+    out.line(f"same: {size} events, root (hex) {hex_root}")
     return EXIT_OK
 
 
