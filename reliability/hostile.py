@@ -246,7 +246,7 @@ def bundles(figures: Figures, work: Path, url: str, rounds: int) -> None:
             commands = [
                 ("verify", "trace.jsonl"),
                 ("checkpoint", "trace.jsonl"),
-                ("prove", "trace.jsonl", "--seq", "0"),
+                ("prove", "trace.jsonl", "--seq", "0", "--origin", "example.org/lab"),
                 ("diff", "trace.jsonl", "trace.jsonl"),
                 ("replay", "trace.jsonl", "--mode", "live"),
                 ("replay", "trace.jsonl", "--spec", str(user / "spec.yaml"), "--mode", "live"),
@@ -1144,7 +1144,8 @@ def special_files(figures: Figures, work: Path, devices: tuple[str, ...]) -> Non
     commands = [
         ("verify", "{p}"),
         ("checkpoint", "{p}"),
-        ("prove", "{p}", "--seq", "0"),
+        ("prove", "{p}", "--seq", "0", "--origin", "example.org/lab"),
+        ("prove", "--check", "{p}"),
         ("diff", "{p}", "{p}"),
         ("show", "{p}"),
         ("replay", "{p}"),

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from twinflow.agent import Agent, FunctionModel, Trace
+from twinflow.agent import Agent, FunctionModel, RunStarted, Trace
+from twinflow.cli._embedded import smollm2_gguf
 from twinflow.cli._main import main
-from twinflow.eval import Case, Dataset, Shard, run_eval
+from twinflow.eval import Case, Dataset, Shard, load_dataset, run_eval
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import TraceSink
 from twinflow.vocab import Message
@@ -71,13 +72,36 @@ def test_invoice_example_runs_against_the_embedded_model_and_rescores(
     assert [results["cases"][4]["key"]] == [f["key"] for f in payload["flagged"]]
 
 
+@pytest.mark.real_model
+def test_the_judged_invoice_example_runs_three_trials_on_the_embedded_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """3 trials with a judge on SmolLM2: every judgement verifies; rescore replays them all."""
+    work = tmp_path / "example"
+    shutil.copytree(EXAMPLE, work, ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "run"
+    argv = ["eval", "run", str(work / "judged.yaml"), "--spec", str(work / "spec.yaml")]
+    code, payload = _run([*argv, "--out", str(out), "--trials", "3"], capsys)
+    assert (0, 9) == (code, payload["summary"]["total"]), payload
+    results = json.loads((out / "results.json").read_bytes())
+    judged = [s for c in results["cases"] for s in c["scores"] if s["scorer"] == "judge"]
+    assert 9 == len(judged)
+    for score in judged:
+        link = score["judgement"]
+        assert link is not None, score
+        assert Trace.load(out / link["trace"]).checkpoint().root == link["checkpoint"]["root"]
+    # The embedded server stopped with the run: rescore replays every judgement without it.
+    code, payload = _run(["eval", "rescore", str(out), "--trust-code"], capsys)
+    assert (0, [], []) == (code, payload["changed"], payload["flagged"])
+
+
 def _reply(request: Any) -> Message:
     prompt = request.transcript.messages[-1].text
     return Message.assistant("yes" if "good" in prompt or "flip" in prompt else "no")
 
 
 def _factory(flip: bool) -> Any:
-    def build(case: Case, sink: TraceSink) -> Agent[Any]:
+    def build(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
         handler = (
             _reply
             if not flip
@@ -164,3 +188,30 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit) as info:
         main(["eval", "merge", "--help"])
     assert 0 == info.value.code
+
+
+@pytest.mark.real_model
+def test_two_trials_on_the_embedded_model_record_seeds_and_the_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two invoice cases, two trials each, on SmolLM2: seeds 0 and 1000 reach the traces, the
+    results carry per-case trial counts, and every trace names the model file's sha256."""
+    work = tmp_path / "example"
+    shutil.copytree(EXAMPLE, work, ignore=shutil.ignore_patterns("__pycache__"))
+    whole = load_dataset(work / "dataset.yaml")
+    small = whole.model_copy(update={"cases": whole.cases[:2]}).model_dump(mode="json")
+    (work / "small.yaml").write_text(json.dumps(small))  # JSON is YAML
+    out = tmp_path / "run"
+    argv = ["eval", "run", str(work / "small.yaml"), "--spec", str(work / "spec.yaml")]
+    code, payload = _run([*argv, "--out", str(out), "--trials", "2"], capsys)
+    assert (0, True) == (code, payload["complete"]), payload
+    results = json.loads((out / "results.json").read_bytes())
+    assert [0, 1000, 0, 1000] == [c["seed"] for c in results["cases"]]
+    assert [2, 2] == [c["trials"] for c in results["trials"]["cases"]]
+    assert 2 == payload["trials"]["k"]
+    gguf = smollm2_gguf()
+    for case in results["cases"]:
+        body = next(iter(Trace.load(out / case["trace"]).events)).body
+        assert isinstance(body, RunStarted) and body.environment is not None
+        assert f"{gguf.name} sha256:" in (body.environment.model or "")
+    assert "## Trials" in (out / "lab-notes.md").read_text()

@@ -30,7 +30,7 @@ def _clock() -> SteppingClock:
     return SteppingClock(datetime(2026, 1, 1, tzinfo=UTC))
 
 
-def _factory(case: Case, sink: TraceSink) -> Agent[Any]:
+def _factory(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
     return Agent(
         FunctionModel(lambda r: Message.assistant("yes")),
         clock=_clock(),

@@ -4,6 +4,7 @@ one spec digest, the embedded model named by its weights."""
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -110,3 +111,55 @@ def test_the_embedded_model_is_named_by_its_file_and_sha256(project: Path) -> No
     assert f"openai-compatible llama.cpp embedded {gguf.name} sha256:{digest} name=local" in (
         model or ""
     )
+
+
+def test_trials_send_distinct_seeds_to_the_server_and_report_pass_at_k(
+    project: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`eval run --trials 3` sends seeds 0, 1000 and 2000 per case and prints pass@3 and pass^3."""
+    argv = ["eval", "run", str(project / "dataset.yaml"), "--spec", str(project / "spec.yaml")]
+    code = main([*argv, "--out", str(project / "out"), "--trials", "3"])
+    out = capsys.readouterr().out
+    assert 0 == code
+    assert "3 trials per case: rate 100.0% (95% CI 100.0% to 100.0%, clustered by case); " in out
+    assert "pass@3 100.0%, pass^3 100.0%" in out
+    results = json.loads((project / "out" / "results.json").read_bytes())
+    assert [0, 1000, 2000, 0, 1000, 2000] == [c["seed"] for c in results["cases"]]
+    sent = {body["seed"] for r in server.requests if isinstance(body := r.json_value(), dict)}
+    assert {0, 1000, 2000} == sent
+    assert [("s1", 3, 3), ("s2", 3, 3)] == [
+        (c["case_id"], c["trials"], c["passed"]) for c in results["trials"]["cases"]
+    ]
+
+
+def test_a_trial_count_out_of_range_is_a_usage_error(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--trials 0 exits 2 with one line naming the bound; nothing is written."""
+    argv = ["eval", "run", str(project / "dataset.yaml"), "--spec", str(project / "spec.yaml")]
+    code = main([*argv, "--out", str(project / "out"), "--trials", "0"])
+    err = capsys.readouterr().err
+    assert 2 == code
+    assert "--trials 0: must be from 1 to 1000" in err
+    assert not (project / "out").exists()
+
+
+def test_compare_prints_a_seeded_bootstrap_interval_and_says_the_sample_is_small(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`eval compare --seed 5` prints the paired interval with its seed, and that 2 cases are
+    too few for it; the JSON records the seed; a negative seed is a usage error."""
+    argv = ["eval", "run", str(project / "dataset.yaml"), "--spec", str(project / "spec.yaml")]
+    for out in ("a", "b"):
+        assert 0 == main([*argv, "--out", str(project / out), "--trials", "2"])
+    capsys.readouterr()
+    pair = ["eval", "compare", str(project / "a"), str(project / "b")]
+    assert 0 == main([*pair, "--seed", "5"])
+    text = capsys.readouterr().out
+    assert "95% interval on the difference +0.0% to +0.0% (paired cluster bootstrap" in text
+    assert "2 cases, 10000 resamples, --seed 5)" in text
+    assert "caveat: only 2 paired case(s): a percentile bootstrap needs about 20" in text
+    assert 0 == main([*pair, "--seed", "5", "--json"])
+    assert 5 == json.loads(capsys.readouterr().out)["bootstrap"]["seed"]
+    assert 2 == main([*pair, "--seed", "-1"])
+    assert "--seed -1: must be from 0 to 2**64 - 1" in capsys.readouterr().err

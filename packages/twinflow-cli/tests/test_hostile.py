@@ -132,7 +132,7 @@ def test_trace_commands_import_nothing_from_a_bundle(bundle: Path) -> None:
     for args in (
         ("verify", "trace.jsonl"),
         ("checkpoint", "trace.jsonl"),
-        ("prove", "trace.jsonl", "--seq", "0"),
+        ("prove", "trace.jsonl", "--seq", "0", "--origin", "example.org/lab"),
         ("diff", "trace.jsonl", "trace.jsonl"),
     ):
         result = twinflow(*args, cwd=bundle)

@@ -16,7 +16,15 @@ from twinflow.agent import Agent, FunctionModel, Policy
 from twinflow.eval import Case, Dataset, Observation
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import TraceSink
-from twinflow.vocab import CallId, JsonValue, Message, ModelRequest, TextPart, ToolCallPart
+from twinflow.vocab import (
+    CallId,
+    JsonValue,
+    Message,
+    ModelRequest,
+    ModelSettings,
+    TextPart,
+    ToolCallPart,
+)
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -55,10 +63,10 @@ def reply(request: ModelRequest) -> Message:
     return Message.assistant(json.dumps({"total_eur": value}))
 
 
-def factory(counter: list[str] | None = None) -> Callable[[Case, TraceSink], Agent[Any]]:
+def factory(counter: list[str] | None = None) -> Callable[[Case, TraceSink, int], Agent[Any]]:
     """An agent factory; appends each case id it builds an agent for to ``counter``."""
 
-    def build(case: Case, sink: TraceSink) -> Agent[Any]:
+    def build(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
         if counter is not None:
             counter.append(case.id)
         return Agent(
@@ -69,6 +77,7 @@ def factory(counter: list[str] | None = None) -> Callable[[Case, TraceSink], Age
             policy=Policy(allow=frozenset({"convert"})),
             output_type=Total,
             max_steps=3,
+            settings=ModelSettings(seed=seed),
             trace=sink,
         )
 
@@ -77,7 +86,7 @@ def factory(counter: list[str] | None = None) -> Callable[[Case, TraceSink], Age
 
 def dying_factory(
     marker_dir: str, case_id: str, deaths: int
-) -> Callable[[Case, TraceSink], Agent[Any]]:
+) -> Callable[[Case, TraceSink, int], Agent[Any]]:
     """`factory`, but the process running case ``case_id`` dies at its first model request,
     on each of its first ``deaths`` attempts (counted as lines of ``<marker_dir>/<case_id>``).
 
@@ -85,8 +94,8 @@ def dying_factory(
     """
     inner = factory()
 
-    def build(case: Case, sink: TraceSink) -> Agent[Any]:
-        agent = inner(case, sink)
+    def build(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
+        agent = inner(case, sink, seed)
         if case.id == case_id:
             marker = Path(marker_dir) / case.id
             with marker.open("a") as f:

@@ -104,8 +104,8 @@ def test_an_unreachable_model_aborts_naming_the_node_and_keeps_finished_cases(
     """A transport failure on a worker stops the run, names the node; a resume runs only the rest."""
     inner = factory()
 
-    def unreachable(case: Case, sink: TraceSink) -> Agent[Any]:
-        agent = inner(case, sink)
+    def unreachable(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
+        agent = inner(case, sink, seed)
         if case.id == "c2":
 
             def refuse(request: Any) -> Any:
@@ -132,10 +132,10 @@ def test_a_trace_that_does_not_verify_is_flagged_and_never_kept_as_the_trace(
     """The driver verifies what a worker returns: a bad trace flags its case and is set aside."""
     inner = factory()
 
-    def tampering(case: Case, sink: TraceSink) -> Agent[Any]:
+    def tampering(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
         if case.id == "c1":
             sink.write(b'{"not": "a trace event"}\n')
-        return inner(case, sink)
+        return inner(case, sink, seed)
 
     out = tmp_path / "run"
     results = run_eval(dataset(3), tampering, out, clock=CLOCK, executor=ray_executor)
@@ -171,8 +171,8 @@ def test_a_good_trace_of_another_case_is_flagged(ray_executor: RayExecutor, tmp_
     """A worker returning a verifying trace of another prompt (c0's, for c1) is caught."""
     inner = factory()
 
-    def swapping(case: Case, sink: TraceSink) -> Agent[Any]:
-        agent = inner(case, sink)
+    def swapping(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
+        agent = inner(case, sink, seed)
         if case.id == "c1":
             run = agent.run
             agent.run = lambda prompt: run("10.0 USD")  # type: ignore[method-assign]  # c0's prompt
@@ -183,3 +183,21 @@ def test_a_good_trace_of_another_case_is_flagged(ray_executor: RayExecutor, tmp_
     assert ["flagged"] == [c.status for c in results.cases if c.key == "c1@1"]
     assert "another prompt than this case's" in (results.cases[1].problem or "")
     assert ["c0@1.jsonl", "c1@1.rejected.jsonl", "c2@1.jsonl"] == _files(out)
+
+
+def test_trials_on_ray_give_the_local_runs_seeds_and_statistics(
+    ray_executor: RayExecutor, tmp_path: Path
+) -> None:
+    """Three trials of each case on Ray: the same keys, seeds, trace bytes and trial statistics
+    as a local run."""
+    data = dataset(3, wrong=(1,)).model_copy(update={"trials": 3})
+    local = run_eval(data, factory(), tmp_path / "local", clock=CLOCK)
+    on_ray = run_eval(
+        data, factory(), tmp_path / "ray", clock=CLOCK, executor=ray_executor, concurrency=2
+    )
+    assert [0, 1000, 2000] * 3 == [c.seed for c in on_ray.cases]
+    assert _same(local) == _same(on_ray)
+    assert local.trials == on_ray.trials
+    for name in _files(tmp_path / "local"):
+        local_bytes = (tmp_path / "local" / "traces" / name).read_bytes()
+        assert local_bytes == (tmp_path / "ray" / "traces" / name).read_bytes()

@@ -25,11 +25,19 @@ def run(tmp_path: Path) -> Path:
 
 def test_the_header_names_model_spec_digest_dataset_and_date(tmp_path: Path) -> None:
     """The Markdown header has the model and spec digest of run.json, the agent configuration
-    digest, the dataset and the date."""
+    digest, the dataset, the date and the environment (none recorded by these agents)."""
     text = (run(tmp_path) / "lab-notes.md").read_text()
     header = dict(re.findall(r"^- \*\*([a-z ]+)\*\*: (.*)$", text, flags=re.MULTILINE))
-    expected = ["agent configuration digest", "dataset", "date", "model", "spec digest"]
+    expected = [
+        "agent configuration digest",
+        "dataset",
+        "date",
+        "environment",
+        "model",
+        "spec digest",
+    ]
     assert expected == sorted(header)
+    assert "not recorded" == header["environment"]
     assert f"{IDENTITY.model} (replies name: " == header["model"][: len(IDENTITY.model or "") + 16]
     assert IDENTITY.spec_digest == header["spec digest"]
     assert re.match(r"[0-9a-f]{64} ", header["agent configuration digest"])

@@ -108,8 +108,8 @@ def test_cases_in_flight_when_the_run_aborts_are_kept(tmp_path: Path) -> None:
     """At concurrency 4, every case that started beside the one that aborts finishes and is kept."""
     inner = factory()
 
-    def unreachable(case: Case, sink: TraceSink) -> Agent[Any]:
-        agent = inner(case, sink)
+    def unreachable(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
+        agent = inner(case, sink, seed)
         if case.id == "c0":
 
             def refuse(request: Any) -> Any:

@@ -94,11 +94,11 @@ def test_resume_after_an_interrupt_runs_only_unfinished_cases(tmp_path: Path) ->
     built: list[str] = []
     inner = factory(built)
 
-    def interrupting(case: Case, sink: TraceSink) -> Agent[Any]:
+    def interrupting(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
         if case.id == "c3":
             sink.write(b'{"digest":"partial')
             raise KeyboardInterrupt
-        return inner(case, sink)
+        return inner(case, sink, seed)
 
     with pytest.raises(KeyboardInterrupt):
         run_eval(dataset(6), interrupting, run_dir, clock=CLOCK)
@@ -124,10 +124,10 @@ class Up(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200)
         self.end_headers()
-def slow(case, sink):
+def slow(case, sink, seed):
     if case.id == "c4":  # tell the parent we are mid-case, then hang until killed
         http.server.HTTPServer(("127.0.0.1", {port}), Up).serve_forever()
-    return inner(case, sink)
+    return inner(case, sink, seed)
 run_eval(dataset(8), slow, {out!r}, clock=SteppingClock(START))
 """
 
@@ -216,8 +216,8 @@ def test_an_unreachable_model_aborts_and_keeps_finished_cases(tmp_path: Path) ->
     """A transport failure stops the run (it is not a model failure) and finished cases stay."""
     inner = factory()
 
-    def unreachable(case: Case, sink: TraceSink) -> Agent[Any]:
-        agent = inner(case, sink)
+    def unreachable(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
+        agent = inner(case, sink, seed)
         if case.id == "c2":
 
             def refuse(request: Any) -> Any:
@@ -372,8 +372,8 @@ def test_an_interrupted_case_resumes_from_its_trace(tmp_path: Path) -> None:
     (run_dir / "traces" / "c1@1.jsonl").write_bytes(b"".join(lines[:cut]))
     asked: list[str] = []
 
-    def counting(case: Case, sink: TraceSink) -> Agent[Any]:
-        agent = factory()(case, sink)
+    def counting(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
+        agent = factory()(case, sink, seed)
         model = agent.model
         agent.model = FunctionModel(
             lambda request: (asked.append(case.id), model.request(request).message)[1]

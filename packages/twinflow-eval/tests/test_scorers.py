@@ -32,7 +32,7 @@ from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
 def _observe(prompt: str) -> Observation:
     sink = MemoryTraceSink()
-    agent = factory()(Case(id="x", input=prompt), sink)
+    agent = factory()(Case(id="x", input=prompt), sink, 0)
     with contextlib.suppress(OutputValidationFailed):
         agent.run(prompt)
     return observe(Trace.load(sink.data))

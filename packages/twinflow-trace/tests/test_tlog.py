@@ -261,3 +261,29 @@ def test_the_digest_is_given_hashed_from_the_event_file_or_read_from_extra(
     assert [0, 0, 0, 1, 2] == outcomes
     assert hashlib.sha256((tmp_path / "e5.json").read_bytes()).hexdigest() in out
     assert "from the proof's extra line" in out
+
+
+def test_an_unsigned_proof_checks_without_keys_and_says_unsigned() -> None:
+    """A proof carrying the note body alone checks with no key; its line says UNSIGNED; a key
+    given asks for a signature it does not have."""
+    data = prove_tlog_inclusion(TRACE, 2, note(5, signers=())).to_bytes()
+    checked = check_proof_file(data, [], where="p")
+    assert ((), True) == (checked.checkpoint.signed_by, "UNSIGNED" in checked.summary())
+    with pytest.raises(SignatureError):
+        check_proof_file(data, KEYS, where="p")
+
+
+def test_a_proof_for_another_log_is_refused_unless_that_origin_is_expected() -> None:
+    """The checkpoint's origin must be the key's name, or the --origin given."""
+    root = bytes.fromhex(read_checkpoint(TRACE, 5).root)
+    body = _note.CheckpointBody("example.org/elsewhere", 5, root)
+    cp = _note.sign_checkpoint_note(body, [LAB])
+    data = prove_tlog_inclusion(TRACE, 2, cp).to_bytes()
+    with pytest.raises(SignatureError, match="elsewhere"):
+        check_proof_file(data, KEYS, where="p")
+    assert (
+        5
+        == check_proof_file(
+            data, KEYS, where="p", origin="example.org/elsewhere"
+        ).checkpoint.checkpoint.size
+    )

@@ -12,7 +12,7 @@ import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypeVar
 
 from twinflow.agent._errors import (
@@ -26,6 +26,7 @@ from twinflow.agent._events import (
     AgentConfig,
     ApprovalDecided,
     ApprovalRequested,
+    Environment,
     EventBody,
     ForkParent,
     MessageChain,
@@ -33,8 +34,10 @@ from twinflow.agent._events import (
     ModelResponded,
     OutputAccepted,
     OutputRejected,
+    PartKindRecord,
     RunFailed,
     RunFinished,
+    RunResumed,
     RunStarted,
     SteeringReceived,
     _Frozen,
@@ -73,6 +76,8 @@ from twinflow.trace import (
 )
 from twinflow.vocab import (
     ChatModel,
+    ExtensionPart,
+    GenericPart,
     Message,
     ModelRequest,
     ModelResponse,
@@ -90,6 +95,7 @@ from twinflow.vocab import (
     digest,
     envelope,
     reask_message,  # the one re-ask message, shared with local_model
+    validation_error_text,
 )
 
 __all__ = ["Agent", "RunResult", "UsageLimits"]
@@ -171,6 +177,42 @@ def _emission(message: Message) -> str:
     return message.text
 
 
+def _class_path(cls: type) -> str:
+    """``module:QualName`` of a class; vocab's own kinds under their public module."""
+    module = cls.__module__
+    if module.startswith("twinflow.vocab._"):
+        module = "twinflow.vocab"
+    return f"{module}:{cls.__qualname__}"
+
+
+def _part_kinds(classes: Sequence[type[ExtensionPart]]) -> dict[str, type[ExtensionPart]]:
+    """The declared extension kinds by name, sorted (so the record does not depend on order).
+
+    Raises:
+        AgentConfigError: Not an `ExtensionPart` subclass with its own kind, or a kind twice.
+    """
+    kinds: dict[str, type[ExtensionPart]] = {}
+    for index, cls in enumerate(classes):
+        if (
+            not isinstance(cls, type)
+            or not issubclass(cls, ExtensionPart)
+            or cls in (ExtensionPart, GenericPart)
+            or issubclass(cls, GenericPart)
+        ):
+            raise AgentConfigError(
+                f"part_kinds[{index}]: {cls!r} is not an extension part class (a subclass of "
+                "twinflow.vocab.ExtensionPart declaring its kind)"
+            )
+        kind = cls.model_fields["kind"].default
+        if kind in kinds:
+            raise AgentConfigError(
+                f"part_kinds[{index}]: kind {kind!r} is declared twice ({_class_path(kinds[kind])} "
+                f"and {_class_path(cls)})"
+            )
+        kinds[kind] = cls
+    return dict(sorted(kinds.items()))
+
+
 def _bad_output_type(output_type: object) -> AgentConfigError:
     return AgentConfigError(
         f"output_type must be str or a pydantic model class, not {output_type!r}"
@@ -200,6 +242,8 @@ class Agent(Closing, Generic[OutputT]):
         steering: Steering | None = None,
         model_label: str | None = None,
         tool_results: RecordedResults | None = None,
+        part_kinds: Sequence[type[ExtensionPart]] = (),
+        environment: Environment | None = None,
     ) -> None:
         """Configure an agent.
 
@@ -229,11 +273,18 @@ class Agent(Closing, Generic[OutputT]):
             tool_results: Serve each allowed call's result from a record instead of running
                 the tool (replay's recorded mode, `ReplayPorts.tool_results`). Every policy
                 decision is still made and traced; only the function call is replaced.
+            part_kinds: The extension part classes (`twinflow.vocab.ExtensionPart`
+                subclasses: a plugin's, or vocab's resource links, cache hints...) the model's
+                replies may hold; recorded in ``run_started``. A reply holding a part of any
+                other extension kind fails the run (`InvalidModelReply`).
+            environment: Where the agent runs (`Environment`), recorded in ``run_started``;
+                replay passes the recorded one (`ReplayPorts.environment`).
 
         Raises:
             AgentConfigError: Duplicate tool names, a policy naming unknown tools, a bad
-                ``max_steps``, or an ``output_type`` that is neither ``str`` nor a pydantic
-                model class.
+                ``max_steps``, an ``output_type`` that is neither ``str`` nor a pydantic
+                model class, or ``part_kinds`` holding something other than extension part
+                classes, or one kind twice.
         """
         if max_steps < 1:
             raise AgentConfigError(f"max_steps must be at least 1, not {max_steps}")
@@ -282,7 +333,15 @@ class Agent(Closing, Generic[OutputT]):
             OutputSchema.for_model(output_type) if issubclass(output_type, BaseModel) else None
         )
         self.tool_results = tool_results
+        self.part_kinds = _part_kinds(part_kinds)
+        self.environment = environment
+        # The environment run_started records: this agent's, or a resumed run's recorded one.
+        self._started_in = environment
         self.config = AgentConfig(
+            part_kinds=tuple(
+                PartKindRecord(kind=kind, type=_class_path(cls))
+                for kind, cls in self.part_kinds.items()
+            ),
             model=type(model).__name__ if model_label is None else model_label,
             system_prompt=system,
             tools=self._specs,
@@ -366,6 +425,7 @@ class Agent(Closing, Generic[OutputT]):
                 config=self.config,
                 prompt=prompt,
                 parent=self._parent,
+                environment=self._started_in,
             )
         )
         for server in self.servers:
@@ -499,6 +559,7 @@ class Agent(Closing, Generic[OutputT]):
         except StructuredOutputError as exc:
             raise self._no_valid_reply(state, exc) from exc
         self._emit(ModelResponded(step=state.step, response=response))
+        response = self._check_part_kinds(state, response)
         state.requests += 1
         state.usage_in += response.usage.input_tokens
         state.usage_out += response.usage.output_tokens
@@ -600,6 +661,18 @@ class Agent(Closing, Generic[OutputT]):
         )
         self._inserts = dict(resumed.inserts)
         self._decisions = dict(resumed.decisions)
+        # The prefix is re-run as recorded, its environment included; a continuation that runs
+        # somewhere else says where in its own run_resumed.
+        self._started_in = resumed.started.environment
+        marker = self._inserts[len(resumed.events)]
+        if (
+            isinstance(marker, RunResumed)
+            and self.environment is not None
+            and self.environment != resumed.started.environment
+        ):
+            self._inserts[len(resumed.events)] = marker.model_copy(
+                update={"environment": self.environment}
+            )
         try:
             return self._run(resumed.started.prompt)
         finally:
@@ -610,6 +683,7 @@ class Agent(Closing, Generic[OutputT]):
                 self.steering = saved[5]
                 self._inserts = {}
                 self._decisions = {}
+                self._started_in = self.environment
 
     def fork(self, parent: str | os.PathLike[str], *, at_step: int) -> RunResult[OutputT]:
         """Start a new run that takes the first ``at_step - 1`` steps from ``parent``'s trace.
@@ -654,6 +728,40 @@ class Agent(Closing, Generic[OutputT]):
             (self.model, self.tool_results, self.steering) = saved
             self._decisions = {}
             self._parent = None
+
+    def _check_part_kinds(self, state: _Run, response: ModelResponse) -> ModelResponse:
+        """Refuse a reply holding a part of an extension kind the run did not declare.
+
+        A declared kind read back from a trace (a resume's or a fork's recorded replies) is a
+        `GenericPart`: it is typed here with the declared class, so the adapters see the
+        plugin's own fallback when the conversation is sent on. The bytes are the same.
+        """
+        parts = response.message.parts
+        typed: list[Any] = []
+        for part in parts:
+            if isinstance(part, ExtensionPart):
+                cls = self.part_kinds.get(part.kind)
+                if cls is None:
+                    declared = ", ".join(self.part_kinds) or "none"
+                    raise InvalidModelReply(
+                        f"run {state.run_id}: the model's reply at step {state.step} holds a "
+                        f"{part.kind!r} part, a kind this run did not declare (declared: "
+                        f"{declared}); name its class in part_kinds where the agent is built"
+                    )
+                if isinstance(part, GenericPart):
+                    try:
+                        part = cls.model_validate({"kind": part.kind, **part.fields})
+                    except ValidationError as exc:
+                        raise InvalidModelReply(
+                            f"run {state.run_id}: the {part.kind!r} part of the reply at step "
+                            f"{state.step} is not a valid {_class_path(cls)}: "
+                            f"{'; '.join(validation_error_text(exc).splitlines())}"
+                        ) from None
+            typed.append(part)
+        if all(a is b for a, b in zip(typed, parts, strict=True)):
+            return response
+        message = response.message.model_copy(update={"parts": tuple(typed)})
+        return response.model_copy(update={"message": message})
 
     @staticmethod
     def _check_call_ids(state: _Run, calls: Sequence[ToolCallPart]) -> None:

@@ -38,6 +38,7 @@ __all__ = [
     "AgentConfig",
     "ApprovalDecided",
     "ApprovalRequested",
+    "Environment",
     "EventBody",
     "ForkParent",
     "ListedTool",
@@ -46,6 +47,7 @@ __all__ = [
     "ModelResponded",
     "OutputAccepted",
     "OutputRejected",
+    "PartKindRecord",
     "PolicyDecided",
     "PolicyRecord",
     "RunFailed",
@@ -86,6 +88,15 @@ class PolicyRecord(_Frozen):
     configurations recorded before approvals existed keep their digests)."""
 
 
+class PartKindRecord(_Frozen):
+    """An extension part kind a run declared (`Agent(part_kinds=...)`), as recorded."""
+
+    kind: str
+    """The kind's name, as its parts carry it."""
+    type: str
+    """The class defining it, as ``module:QualName`` (``twinflow.vocab:...`` for vocab's own)."""
+
+
 class AgentConfig(_Frozen):
     """The configuration of an agent, recorded in ``run_started`` and digested."""
 
@@ -105,6 +116,9 @@ class AgentConfig(_Frozen):
     """Usage limits by name."""
     settings: ModelSettings
     """Model settings sent with every request."""
+    part_kinds: tuple[PartKindRecord, ...] = Field(default=(), exclude_if=lambda value: not value)
+    """The extension part kinds the run's model may reply with, by kind (absent when none, so
+    configurations recorded before extension kinds existed keep their digests)."""
 
 
 class ForkParent(_Frozen):
@@ -116,6 +130,61 @@ class ForkParent(_Frozen):
     """Events in the parent trace when forked (``root`` covers that many)."""
     step: int = Field(ge=1)
     """The step the fork asked the model afresh: steps before it are the parent's."""
+
+
+class Environment(_Frozen):
+    """Where a run ran: the interpreter, the platform, the code and the model (a fingerprint).
+
+    Recorded in ``run_started`` (and in ``run_resumed`` when a continuation ran elsewhere). It
+    is evidence, not configuration: replay carries the recorded one forward and reports how
+    the replaying machine differs, never failing on it (docs/adr/0122).
+    """
+
+    python: str = Field(max_length=200)
+    """The Python version (``platform.python_version()``)."""
+    implementation: str = Field(max_length=200)
+    """The Python implementation (``CPython``, ``PyPy``...)."""
+    platform: str = Field(max_length=1000)
+    """The platform (``platform.platform()``: system, release, machine, libc)."""
+    distributions: dict[str, str] = Field(default_factory=dict, max_length=10_000)
+    """Installed distributions the process had imported when the run began, name to version."""
+    model: str | None = Field(default=None, max_length=2000)
+    """The model: the embedded model's file name and sha256, or a server's API, endpoint
+    (without credentials) and model name (each reply records the id the server reports)."""
+    spec_digest: str | None = Field(default=None, max_length=200)
+    """The digest of the run spec, when the run had one."""
+    modules: dict[str, str] = Field(default_factory=dict, max_length=10_000)
+    """The spec's tool and output modules (parent packages too), module to file sha256."""
+
+    def differences(self, other: Environment, *, imports: bool = True) -> tuple[str, ...]:
+        """What differs from this environment to ``other``, one line each (``what: a -> b``).
+
+        Args:
+            other: The environment compared with this one.
+            imports: Also list distributions only one side imported (``absent``). Without it
+                only versions of distributions both imported are compared: a process that
+                imported more (a replay verifying signatures, say) is not another machine.
+        """
+        lines = [
+            f"{name}: {getattr(self, name)} -> {getattr(other, name)}"
+            for name in ("python", "implementation", "platform", "model", "spec_digest")
+            if getattr(self, name) != getattr(other, name)
+        ]
+        shared = self.distributions.keys() & other.distributions.keys()
+        for label, mine, theirs, names in (
+            (
+                "distribution",
+                self.distributions,
+                other.distributions,
+                self.distributions.keys() | other.distributions.keys() if imports else shared,
+            ),
+            ("module", self.modules, other.modules, self.modules.keys() | other.modules.keys()),
+        ):
+            for key in sorted(names):
+                a, b = mine.get(key, "absent"), theirs.get(key, "absent")
+                if a != b:
+                    lines.append(f"{label} {key}: {a} -> {b}")
+        return tuple(lines)
 
 
 class RunStarted(_Frozen):
@@ -134,6 +203,8 @@ class RunStarted(_Frozen):
     parent: ForkParent | None = Field(default=None, exclude_if=lambda value: value is None)
     """The trace this run was forked from (`twinflow fork`); absent, not null, for other runs,
     so the events of runs recorded before forks existed keep their bytes."""
+    environment: Environment | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Where the run ran (absent when the agent was given none, as in runs recorded before)."""
 
 
 class ModelRequested(_Frozen):
@@ -338,6 +409,8 @@ class RunResumed(_Frozen):
     repeated_call: CallId | None = None
     """A call recorded as started but never returned, run again because its tool is declared
     safe to repeat; None when nothing is run twice."""
+    environment: Environment | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Where the continuation runs, when it is not where the run started (absent otherwise)."""
 
 
 class ApprovalRequested(_Frozen):

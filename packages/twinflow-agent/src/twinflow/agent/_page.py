@@ -111,7 +111,9 @@ _SCRIPT = r"""
       } else if (part.kind === 'structured') {
         into.appendChild(el('pre', '', role + ' answers (' + part.schema_name + '): ' + json(part.value)));
       } else {
-        into.appendChild(el('pre', '', role + ': ' + json(part)));
+        var fields = {};
+        Object.keys(part || {}).forEach(function (k) { if (k !== 'kind') { fields[k] = part[k]; } });
+        into.appendChild(el('pre', '', role + ' (' + String(part && part.kind) + '): ' + json(fields)));
       }
     });
   }
@@ -124,6 +126,7 @@ _SCRIPT = r"""
       var tools = (config.tools || []).map(function (t) { return t.name; }).join(', ') || 'none';
       var allow = ((config.policy || {}).allow || []).join(', ') || 'nothing';
       into.appendChild(el('div', '', 'run ' + body.run_id + ' · tools: ' + tools + ' · policy allows: ' + allow));
+      if (Array.isArray(config.part_kinds) && config.part_kinds.length) { into.appendChild(el('div', '', 'part kinds: ' + config.part_kinds.map(function (k) { return String((k || {}).kind) + ' (' + String((k || {}).type) + ')'; }).join(', '))); }
       if (body.parent) { into.appendChild(el('div', '', 'forked at step ' + body.parent.step + ' from the run whose trace had ' + body.parent.size + ' events, root (hex) ' + body.parent.root)); }
     } else if (kind === 'model_requested') {
       into.appendChild(el('div', '', (body.purpose === 'reask' ? 're-ask' : 'request') + ' with ' + (body.new_messages || []).length + ' new message(s)'));

@@ -31,6 +31,7 @@ from twinflow.agent._agent import Agent
 from twinflow.agent._compare import ComparingSink, ReplayDivergenceError, event_json
 from twinflow.agent._errors import AgentConfigError, AgentError, InvalidModelReply, RunError
 from twinflow.agent._events import (
+    Environment,
     ModelRequested,
     ModelResponded,
     OutputRejected,
@@ -193,7 +194,8 @@ class ReplayPorts:
     Pass each to `Agent` under its own name (``model`` first)::
 
         Agent(ports.model, clock=ports.clock, ids=ports.ids, trace=ports.trace,
-              model_label=ports.model_label, tool_results=ports.tool_results, ...)
+              model_label=ports.model_label, tool_results=ports.tool_results,
+              environment=ports.environment, ...)
 
     `replay` refuses an agent built without any of them, naming the one missing.
     """
@@ -214,6 +216,10 @@ class ReplayPorts:
     """The recorded prompt (the harness runs the agent on it)."""
     steering: Steering
     """The recorded steering messages, each before its step: the agent's ``steering``."""
+    environment: Environment | None = None
+    """The recorded run's environment, for the agent's ``environment``: a replay re-runs the
+    record, so its ``run_started`` names where the run was recorded, not where it is replayed
+    (compare it with the replaying machine's: `Environment.differences`)."""
 
 
 def _check_built(agent: Agent[Any], ports: ReplayPorts) -> None:
@@ -228,6 +234,8 @@ def _check_built(agent: Agent[Any], ports: ReplayPorts) -> None:
     missing = [name for name, value in used.items() if value is not getattr(ports, name)]
     if agent.config.model != ports.model_label:
         missing.append("model_label")
+    if agent.environment != ports.environment:
+        missing.append("environment")
     if missing:
         raise AgentConfigError(
             f"the agent the replay factory built does not use the replaying "
@@ -314,6 +322,7 @@ def replay(
         steering=_RecordedSteering(
             [e.body for e in events if isinstance(e.body, SteeringReceived)]
         ),
+        environment=started.environment,
     )
     agent = build(ports)
     _check_built(agent, ports)

@@ -61,6 +61,8 @@ class TraceSummary(_Frozen):
     """How the run ended: an output, an error, or no terminal event."""
     prompt: str
     """The prompt the run started with."""
+    seed: int | None = None
+    """The sampling seed the run's configuration sends (None: it sends none)."""
     schema_name: str | None
     """The output schema's name, when the agent had one."""
     output_schema: dict[str, JsonValue] | None
@@ -139,6 +141,7 @@ def summarize_trace(events: Iterable[TraceEvent]) -> TraceSummary:
         body = event.body
         if isinstance(body, RunStarted):
             summary["prompt"] = body.prompt
+            summary["seed"] = body.config.settings.seed
             if body.config.output_schema is not None:
                 summary["schema_name"] = body.config.output_schema.name
                 summary["output_schema"] = dict(body.config.output_schema.json_schema)

@@ -33,6 +33,7 @@ from twinflow.cli._wiring import (
     model_base_url,
     numbered,
     replay_builder,
+    run_environment,
 )
 from twinflow.kernel import SystemClock, SystemIds
 from twinflow.trace import FileTraceSink, MemoryTraceSink, PlantedLinkError, TargetExistsError
@@ -111,6 +112,7 @@ def connect(
             ids=ids,
             trace=MemoryTraceSink() if sink is None else sink,
             tools=callables,
+            environment=run_environment(spec),
             servers=servers,
         )
         with agent:

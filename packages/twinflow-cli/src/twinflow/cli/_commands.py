@@ -11,7 +11,6 @@ start without them (ADR 0130).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -529,10 +528,9 @@ def _check_proof(args: argparse.Namespace, out: Output) -> int:
         digest = bytes.fromhex(args.digest) if _HEX64.fullmatch(args.digest) else None
         if digest is None:
             raise UserError(f"--digest {args.digest[:80]!r}: 64 lowercase hex digits")
-    if args.event:
-        # The event's file holds its canonical bytes: the digest is their sha256, as written.
-        digest = hashlib.sha256(_trace.read_regular(args.event)).digest()
     try:
+        if args.event:
+            digest = _trace.event_file_digest(args.event)
         checked = _trace.check_proof_file(
             read_small_file(args.check, "proof"),
             [read_small_file(k, "key") for k in args.key or ()],

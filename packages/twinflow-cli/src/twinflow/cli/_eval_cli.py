@@ -3,14 +3,19 @@
 The composition root for `twinflow.eval`: here the real model client, transport, clock, ids
 and thread pool are wired into the eval runner, which only knows the ports.
 
-- ``eval run DATASET --spec SPEC --out DIR [--concurrency N] [--shard i/n] [--min-pass-rate R]
-  [--ray [ADDRESS]]``: with ``--ray`` each case runs as a Ray task on a local Ray (no address)
+- ``eval run DATASET --spec SPEC --out DIR [--trials K] [--concurrency N] [--shard i/n]
+  [--min-pass-rate R] [--ray [ADDRESS]]``: ``--trials`` runs each case K times with distinct
+  recorded seeds (default: the dataset's ``trials``, else 1); with ``--ray`` each case runs as a Ray task on a local Ray (no address)
   or on a cluster; every worker builds its own model and returns its trace, which is verified
   here before it is written
 - ``eval rescore DIR``: verify every trace, score again without a model; exit 1 if a trace is
   flagged or a score differs from ``results.json``
-- ``eval compare A B``: regressions and improvements per case, exact McNemar p-value
+- ``eval compare A B [--seed N]``: regressions and improvements per case, exact McNemar
+  p-value, a paired bootstrap interval on the rate difference (resampling cases, seeded)
 - ``eval merge DIR... --out DIR``: combine the shard directories of one dataset
+- ``eval plan DATASET --spec SPEC --metric M --rule R --out FILE [--sign KEY]``: pre-register
+  a run (``eval run --plan FILE [--plan-key PUB]`` refuses any other, and Lab Notes say
+  whether the rule was met)
 """
 
 from __future__ import annotations
@@ -18,40 +23,62 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Agent
+from twinflow.agent import Agent, Environment
+from twinflow.cli._continue import _signer
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._show import _clean
 from twinflow.cli._spec import RunSpec, load_spec, load_tools
+from twinflow.cli._traces import read_small_file
 from twinflow.cli._wiring import (
+    EMBEDDED,
+    JudgeModels,
     build_agent,
     build_model,
     build_transport,
     check_agent,
+    judge_model_spec,
+    judges_of,
     model_base_url,
+    run_environment,
     run_identity,
 )
 from twinflow.eval import (
+    MAX_TRIALS,
+    METRICS,
     AgentFactory,
     Case,
+    CaseResult,
+    Dataset,
     EvalResults,
+    PlanError,
+    ReadPlan,
+    RunIdentity,
     Shard,
     ShardError,
     Summary,
     TraceMismatchError,
+    TrialStats,
+    check_plan,
+    check_plan_slot,
     code_modules,
     compare_runs,
     importing_from,
+    judge_plan,
     load_dataset,
     load_run,
+    make_plan,
     merge_runs,
     pending_keys,
+    read_plan,
     rescore,
     run_eval,
+    write_plan,
 )
 from twinflow.kernel import (
     Clock,
@@ -63,8 +90,10 @@ from twinflow.kernel import (
     SystemIds,
     ThreadExecutor,
     Transport,
+    redact_url,
 )
-from twinflow.trace import TraceSink
+from twinflow.trace import TraceSink, write_new
+from twinflow.trace import note as _note
 from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS"]
@@ -117,9 +146,31 @@ def _configure(p: argparse.ArgumentParser) -> None:
             "server can serve at once)"
         ),
     )
+    run.add_argument(
+        "--trials",
+        type=int,
+        help=(
+            "run each case K times, trial r with sampling seed (r-1)*1000 (default: the "
+            "dataset's trials, else 1); Lab Notes show pass@K, pass^K and a case-clustered "
+            "interval"
+        ),
+    )
     run.add_argument("--shard", type=_shard, help="run only slice i of n (1-based), e.g. 2/4")
     run.add_argument(
         "--min-pass-rate", type=float, help="exit 1 if the pass rate is below this fraction"
+    )
+    run.add_argument(
+        "--plan",
+        type=Path,
+        metavar="FILE",
+        help="the run's plan (`eval plan`): refuse to run anything it does not name; Lab Notes "
+        "say whether its rule was met",
+    )
+    run.add_argument(
+        "--plan-key",
+        type=Path,
+        metavar="PUB",
+        help="the verifier key (`twinflow keygen`'s .pub) a signed plan must verify by",
     )
     run.add_argument(
         "--ray",
@@ -140,6 +191,26 @@ def _configure(p: argparse.ArgumentParser) -> None:
         description=_rescore.__doc__,
     )
     re.add_argument("run_dir", type=Path, help="a run directory")
+    re.add_argument(
+        "--rejudge",
+        action="store_true",
+        help=(
+            "call each judge scorer's model again (live) instead of replaying its recorded "
+            "judgement; the new judgements go under DIR/rejudged, and changed verdicts are listed. "
+            "Each judge's endpoint is printed first"
+        ),
+    )
+    re.add_argument(
+        "--send-key",
+        action="append",
+        default=[],
+        metavar="VAR",
+        help=(
+            "with --rejudge: send the API key in the environment variable VAR to the judge "
+            "whose model names it (api_key_env); a run directory's dataset names its own "
+            "endpoints, so no key is sent unless named here"
+        ),
+    )
     _add_trust_code(re)
     _add_json(re)
     cmp = sub.add_parser(
@@ -149,6 +220,12 @@ def _configure(p: argparse.ArgumentParser) -> None:
     )
     cmp.add_argument("a", type=Path, help="the baseline run directory")
     cmp.add_argument("b", type=Path, help="the new run directory")
+    cmp.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the paired bootstrap's seed (default 0; printed, so the interval can be redrawn)",
+    )
     _add_json(cmp)
     merge = sub.add_parser(
         "merge", help="combine the shard directories of one dataset", description=_merge.__doc__
@@ -161,6 +238,37 @@ def _configure(p: argparse.ArgumentParser) -> None:
     )
     _add_trust_code(merge)
     _add_json(merge)
+    plan = sub.add_parser(
+        "plan",
+        help="pre-register a run: the dataset, spec, scorers, metric and decision rule",
+        description=_plan.__doc__,
+    )
+    plan.add_argument("dataset", type=Path, help="the dataset (.yaml, .yml or .jsonl)")
+    plan.add_argument("--spec", type=Path, required=True, help="the run spec the run will use")
+    plan.add_argument(
+        "--metric",
+        required=True,
+        help=f"the metric the run reports: one of {', '.join(METRICS)}",
+    )
+    plan.add_argument(
+        "--rule",
+        required=True,
+        help="the decision rule, a comparison of metrics and numbers joined by and, or, not: "
+        "'rate >= 0.8', 'rate_low > 0.5 and flagged == 0'",
+    )
+    plan.add_argument(
+        "--trials",
+        type=int,
+        help="trials of each case the run will make (default: the dataset's trials, else 1)",
+    )
+    plan.add_argument("--out", type=Path, required=True, help="the plan file to write (new)")
+    plan.add_argument(
+        "--sign",
+        type=Path,
+        metavar="KEYFILE",
+        help="sign the plan with this `twinflow keygen` signer key",
+    )
+    _add_json(plan)
 
 
 def _summary_payload(results: EvalResults, run_dir: Path) -> dict[str, Any]:
@@ -172,6 +280,7 @@ def _summary_payload(results: EvalResults, run_dir: Path) -> dict[str, Any]:
         "complete": results.complete,
         "summary": s.model_dump(),
         "pass_rate": s.passed / s.total if s.total else 0.0,
+        "trials": None if results.trials is None else results.trials.model_dump(),
         "results": str(run_dir / "results.json"),
         "lab_notes": [str(run_dir / "lab-notes.md"), str(run_dir / "lab-notes.html")],
     }
@@ -236,10 +345,12 @@ class _WorkerAgents:
     """
 
     spec: RunSpec
+    identity: RunIdentity
 
-    def __call__(self, case: Case, sink: TraceSink) -> Agent[Any]:
-        """A fresh agent for one case repeat, writing its trace to ``sink``."""
+    def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
+        """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
         ids = SystemIds()
+        tools = load_tools(self.spec)
         # One transport per case: its connections go with the agent when the case ends.
         model = build_model(self.spec.model, build_transport(self.spec.model), ids)
         return build_agent(
@@ -248,7 +359,10 @@ class _WorkerAgents:
             clock=SystemClock(),
             ids=ids,
             trace=sink,
-            tools=load_tools(self.spec),
+            tools=tools,
+            seed=seed,
+            # The worker's own interpreter and packages: the case ran here, not on the driver.
+            environment=run_environment(self.spec, self.identity),
         )
 
 
@@ -261,17 +375,55 @@ class _LocalAgents:
     clock: Clock
     ids: Ids
     tools: list[Callable[..., Any]]
+    environment: Environment
 
-    def __call__(self, case: Case, sink: TraceSink) -> Agent[Any]:
-        """A fresh agent for one case repeat, writing its trace to ``sink``."""
+    def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
+        """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
         model = build_model(self.spec.model, self.transport, self.ids)
         return build_agent(
-            self.spec, model=model, clock=self.clock, ids=self.ids, trace=sink, tools=self.tools
+            self.spec,
+            model=model,
+            clock=self.clock,
+            ids=self.ids,
+            trace=sink,
+            tools=self.tools,
+            seed=seed,
+            environment=self.environment,
         )
 
 
-def _no_case_left(case: Case, sink: TraceSink) -> Agent[Any]:
+def _no_case_left(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
     raise AssertionError(f"case {case.id}: a finished run asked for an agent")
+
+
+def _no_judge_left(url: str) -> str:
+    raise AssertionError("a finished run asked for a judge")
+
+
+def _judge_models(
+    stack: contextlib.ExitStack,
+    dataset: Dataset,
+    out_dir: Path,
+    agent_url: str,
+    spec: RunSpec | None,
+    on_progress: Callable[[str], None],
+) -> JudgeModels:
+    """The judges' models, closed with ``stack``: an ``embedded`` judge shares the agent's
+    embedded server when the agent has one, else one is started for the judges here."""
+    embedded = agent_url if spec is not None and spec.model.url == EMBEDDED else None
+    if embedded is None and any(judge_model_spec(j).url == EMBEDDED for j in judges_of(dataset)):
+        embedded = stack.enter_context(model_base_url(EMBEDDED, out_dir, on_progress))
+
+    def url(named: str) -> str:
+        if named != EMBEDDED:
+            return named
+        assert embedded is not None  # started above for every judge that names it
+        return embedded
+
+    models = JudgeModels(url, SystemIds())
+    stack.callback(models.close)
+    models.prepare(dataset)
+    return models
 
 
 def _render(spec: RunSpec) -> Callable[[Case], str]:
@@ -292,6 +444,8 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     """
     if args.concurrency < 1:
         raise UserError(f"--concurrency {args.concurrency}: must be at least 1")
+    if args.trials is not None and not 1 <= args.trials <= MAX_TRIALS:
+        raise UserError(f"--trials {args.trials}: must be from 1 to {MAX_TRIALS}")
     dataset = load_dataset(args.dataset)
     spec = load_spec(args.spec)
     # Tools, output models and custom scorers may live next to the spec or the dataset (as in
@@ -303,11 +457,21 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         stack.enter_context(importing_from(code_dirs))
         tools = load_tools(spec)
         check_agent(spec, tools, "eval run")
+        JudgeModels.check(dataset)
         identity = run_identity(spec)
+        plan = None if args.plan is None else _read_plan(args.plan, args.plan_key)
+        if plan is not None:
+            check_plan(plan.plan, dataset, identity.spec_digest, args.trials)
+            check_plan_slot(args.out, plan.data)
         # A resume is decided here, before any model server or Ray starts: one refused for
         # another spec is refused before a model loads, and a finished run needs no model.
         pending = pending_keys(
-            dataset, args.out, shard=args.shard, code_dirs=code_dirs, identity=identity
+            dataset,
+            args.out,
+            shard=args.shard,
+            code_dirs=code_dirs,
+            identity=identity,
+            trials=args.trials,
         )
         transport = build_transport(spec.model)
         clock, ids = SystemClock(), SystemIds()
@@ -315,6 +479,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         stack.callback(transport.close)
         executor: Executor = SerialExecutor()
         factory: AgentFactory = _no_case_left
+        judges = JudgeModels(_no_judge_left, ids)
         wired = spec
         if not pending:
             out.line(f"{args.out}: every case has a result already; no model is started")
@@ -328,10 +493,14 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             # message that follows is on its own line.
             stack.callback(progress.end)
             wired = stack.enter_context(_model_url(spec, args.out, progress.message))
+            judges = _judge_models(
+                stack, dataset, args.out, wired.model.url, spec, progress.message
+            )
             if ray is not None:
-                factory, executor = _WorkerAgents(wired), ray
+                factory, executor = _WorkerAgents(wired, identity), ray
             else:
-                factory = _LocalAgents(wired, transport, clock, ids, tools)
+                environment = run_environment(spec, identity)
+                factory = _LocalAgents(wired, transport, clock, ids, tools, environment)
                 if args.concurrency > 1:
                     executor = ThreadExecutor()
         results = run_eval(
@@ -346,8 +515,14 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             progress=progress,
             code_dirs=code_dirs,
             identity=identity,
+            judges=judges.wiring(clock),
+            plan=None if plan is None else plan.data,
+            trials=args.trials,
         )
     payload = _summary_payload(results, args.out)
+    if plan is not None:
+        outcome = judge_plan(plan.plan, results, None)
+        payload["plan"] = {"rule": plan.plan.rule, "met": outcome.met, "values": outcome.values}
     s = results.summary
     rate = payload["pass_rate"]
     if s.flagged:
@@ -363,9 +538,82 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     out.line(
         f"{results.dataset}: {s.passed}/{s.total} passed ({rate:.1%}), {s.failed} failed, {s.errored} errored"
     )
+    if plan is not None:
+        values = ", ".join(f"{k} = {v:.4g}" for k, v in payload["plan"]["values"].items())
+        met = "met" if payload["plan"]["met"] else "NOT met"
+        out.line(f"plan: rule {_clean(plan.plan.rule)!r} {met} ({values})")
+    if results.trials is not None:
+        out.line(_trials_line(results.trials))
     out.line(f"results: {args.out / 'results.json'}")
     out.line(f"lab notes: {args.out / 'lab-notes.md'}, {args.out / 'lab-notes.html'}")
     return EXIT_OK
+
+
+def _read_plan(path: Path, key: Path | None) -> ReadPlan:
+    """The plan file at ``path``, its signature verified by the key file ``key``.
+
+    Raises:
+        PlanError: unreadable, malformed, or (signed) not verifying by ``key``.
+    """
+    try:
+        data = read_small_file(path, "plan")
+        keys = () if key is None else (_note.parse_verifier_key(read_small_file(key, "key")),)
+    except OSError as exc:
+        raise PlanError(f"cannot read {exc.filename or path}: {exc.strerror or exc}") from None
+    except _note.NoteError as exc:
+        raise PlanError(f"{key}: not a verifier key ({exc})") from None
+    try:
+        return read_plan(data, keys)
+    except PlanError as exc:
+        raise PlanError(f"{path}: {exc}") from None
+
+
+def _plan(args: argparse.Namespace, out: Output) -> int:
+    """Write a plan for a run before it is made: the dataset's, spec's and scorers' digests,
+    the metric reported and the rule that decides the outcome, and the time, optionally signed.
+
+    `eval run --plan FILE` then refuses a run of anything else, and its Lab Notes say whether
+    the rule was met, and whether the plan was made before the run's first trace.
+    """
+    dataset = load_dataset(args.dataset)
+    spec = load_spec(args.spec)
+    spec_digest = run_identity(spec).spec_digest
+    assert spec_digest is not None  # run_identity always digests the spec
+    if args.trials is not None and not 1 <= args.trials <= MAX_TRIALS:
+        raise UserError(f"--trials {args.trials}: must be from 1 to {MAX_TRIALS}")
+    made = make_plan(
+        dataset,
+        spec_digest,
+        metric=args.metric,
+        rule=args.rule,
+        made_at=SystemClock().now(),
+        trials=args.trials,
+    )
+    signer = _signer(args.sign)
+    if os.path.lexists(args.out):
+        raise UserError(f"{args.out} already exists; a plan is never overwritten")
+    write_new(args.out, write_plan(made, signer))
+    out.document({"ok": True, "plan": str(args.out), **made.model_dump(mode="json")})
+    signed = "signed" if signer is not None else "not signed"
+    out.line(
+        f"plan {args.out} ({signed}): {dataset.name} {made.dataset_digest[:12]}, spec "
+        f"{spec_digest[:12]}, scorers {made.scorers_digest[:12]}, {made.trials} trial(s); "
+        f"metric {made.metric}; "
+        f"rule {made.rule}"
+    )
+    return EXIT_OK
+
+
+def _trials_line(stats: TrialStats) -> str:
+    k = stats.k
+    interval = (
+        "no interval (fewer than two cases)"
+        if stats.interval is None
+        else f"95% CI {stats.interval[0]:.1%} to {stats.interval[1]:.1%}, clustered by case"
+    )
+    at_k = "n/a" if stats.pass_at_k is None else f"{stats.pass_at_k:.1%}"
+    hat_k = "n/a" if stats.pass_hat_k is None else f"{stats.pass_hat_k:.1%}"
+    return f"{k} trials per case: rate {stats.rate:.1%} ({interval}); pass@{k} {at_k}, pass^{k} {hat_k}"
 
 
 def _add_trust_code(p: argparse.ArgumentParser) -> None:
@@ -400,16 +648,32 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
     new scores go to DIR/rescore.json; exit 1 if a case is flagged or any verdict differs
     from results.json.
     """
-    _, recorded = load_run(args.run_dir)
+    manifest, recorded = load_run(args.run_dir)
     _announce_code([args.run_dir], args.trust_code)
-    results = rescore(args.run_dir, trust_code=args.trust_code)
+    with contextlib.ExitStack() as stack:
+        JudgeModels.check(manifest.dataset, verdicts=False)
+        if args.rejudge:
+            _announce_judges(manifest.dataset, args.send_key)
+            judges = _judge_models(stack, manifest.dataset, args.run_dir, "", None, _stderr)
+        else:
+            judges = JudgeModels(_no_judge_left, SystemIds())  # replay: settings only
+        results = rescore(
+            args.run_dir,
+            trust_code=args.trust_code,
+            judges=judges.wiring(SystemClock()),
+            rejudge=args.rejudge,
+        )
+    flagged = [c for c in results.cases if c.status == "flagged"]
+    if args.rejudge:
+        return _rejudged(args, out, recorded, results, flagged)
     before = {c.key: (c.status, c.scores) for c in recorded.cases}
     changed = [c.key for c in results.cases if before.get(c.key) != (c.status, c.scores)]
-    flagged = [c for c in results.cases if c.status == "flagged"]
+    judged = sum(1 for c in results.cases for s in c.scores if s.judgement is not None)
     payload = {
         **_summary_payload(results, args.run_dir),
         "rescore": str(args.run_dir / "rescore.json"),
         "changed": changed,
+        "judgements_replayed": judged,
         "flagged": [{"key": c.key, "problem": c.problem} for c in flagged],
     }
     if flagged or changed:
@@ -423,14 +687,78 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
     out.document(payload)
     out.line(
         f"ok: {s.total} traces verify; scores identical to results.json ({s.passed}/{s.total} passed)"
+        + (f"; {judged} judgement(s) replayed, no judge called" if judged else "")
     )
     return EXIT_OK
 
 
+def _announce_judges(dataset: Dataset, keys: Sequence[str]) -> None:
+    """Before ``--rejudge`` calls anything: name each judge's endpoint, and refuse to send a
+    key the user did not name (the endpoints come from the run directory, which may be a
+    received one).
+
+    Raises:
+        UserError: a judge names ``api_key_env`` and ``--send-key`` does not name it.
+    """
+    for judge in judges_of(dataset):
+        spec = judge_model_spec(judge)
+        if spec.api_key_env is not None and spec.api_key_env not in keys:
+            raise UserError(
+                f"judge {_clean(judge.name or judge.kind)!r} would send the key in "
+                f"${spec.api_key_env} to {_clean(redact_url(spec.url))}, as the run's dataset "
+                f"names it: pass --send-key {spec.api_key_env} if you trust that endpoint; "
+                "nothing was called"
+            )
+        say(
+            f"twinflow eval: --rejudge: judge {_clean(judge.name or judge.kind)!r} calls "
+            f"{_clean(redact_url(spec.url))} (model {_clean(spec.name)})"
+        )
+
+
+def _rejudged(
+    args: argparse.Namespace,
+    out: Output,
+    recorded: EvalResults,
+    results: EvalResults,
+    flagged: Sequence[CaseResult],
+) -> int:
+    """Report ``rescore --rejudge``: each judge verdict that differs from the recorded one."""
+    before = {(c.key, s.scorer): s for c in recorded.cases for s in c.scores if s.judgement}
+    changed = [
+        {"key": c.key, "scorer": s.scorer, "before": old.outcome, "after": s.outcome}
+        for c in results.cases
+        for s in c.scores
+        if (old := before.get((c.key, s.scorer))) is not None and old.outcome != s.outcome
+    ]
+    judged = sum(1 for c in results.cases for s in c.scores if s.judgement)
+    payload = {
+        **_summary_payload(results, args.run_dir),
+        "rescore": str(args.run_dir / "rescore.json"),
+        "judged": judged,
+        "changed_verdicts": changed,
+        "flagged": [{"key": c.key, "problem": c.problem} for c in flagged],
+    }
+    lines = [
+        f"{_clean(v['key'])} {_clean(v['scorer'])}: {v['before']} -> {v['after']}" for v in changed
+    ]
+    if flagged or changed:
+        raise CheckFailed(
+            f"{len(changed)} of {judged} judge verdict(s) changed when judged again, "
+            f"{len(flagged)} case(s) flagged" + (f" ({'; '.join(lines[:5])})" if lines else ""),
+            payload,
+        )
+    out.document(payload)
+    out.line(f"ok: {judged} judgement(s) made again; every verdict is the one recorded")
+    return EXIT_OK
+
+
 def _compare(args: argparse.Namespace, out: Output) -> int:
-    """List the cases that regressed and improved from run A to run B, with an exact McNemar test."""
+    """List the cases that regressed and improved from run A to run B, with an exact McNemar test
+    and a paired bootstrap interval on the pass-rate difference (cases resampled, seeded)."""
+    if not 0 <= args.seed < 2**64:
+        raise UserError(f"--seed {args.seed}: must be from 0 to 2**64 - 1")
     try:
-        c = compare_runs(args.a, args.b)
+        c = compare_runs(args.a, args.b, seed=args.seed)
     except TraceMismatchError as exc:
         raise CheckFailed(str(exc), {"ok": False, "problem": str(exc)}) from None
     scorers = [{**d.model_dump(), "delta": d.delta} for d in c.scorers]
@@ -446,12 +774,30 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
                 f"{label}: dataset {_clean(side.dataset)}, spec {_clean(side.spec)}, "
                 f"model {_clean(side.model)}"
             )
+    if c.environment_differences:
+        shown = c.environment_differences
+        out.line(f"environments differ ({len(shown)}):")
+        for line in shown[:20]:
+            out.line(f"  {_clean(line)}")
+        if len(shown) > 20:
+            out.line(f"  ... and {len(shown) - 20} more (--json lists all)")
     if c.differs:
         out.line(
             f"A and B differ in {', '.join(c.differs)}: the comparison is across those, not "
             "only the change you made"
         )
-    out.line(f"pass rate {c.pass_rate_a:.1%} -> {c.pass_rate_b:.1%} over the paired cases")
+    out.line(
+        f"pass rate {c.pass_rate_a:.1%} -> {c.pass_rate_b:.1%} over the paired cases "
+        f"({c.rate_delta:+.1%})"
+    )
+    if c.bootstrap is not None:
+        boot = c.bootstrap
+        out.line(
+            f"  95% interval on the difference {boot.low:+.1%} to {boot.high:+.1%} ({boot.method}; "
+            f"{boot.cases} cases, {boot.resamples} resamples, --seed {boot.seed})"
+        )
+        if boot.caveat is not None:
+            out.line(f"  caveat: {boot.caveat}")
     for d in c.scorers:
         out.line(
             f"  {_clean(d.scorer):<20} {d.passed_a}/{d.scored} -> {d.passed_b}/{d.scored} "
@@ -474,7 +820,11 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
 def _merge(args: argparse.Namespace, out: Output) -> int:
     """Combine the run directories of shards 1/n .. n/n into one, verifying every trace."""
     _announce_code(args.shards, args.trust_code)
-    results = merge_runs(args.shards, args.out, trust_code=args.trust_code)
+    dataset = load_run(args.shards[0])[0].dataset
+    JudgeModels.check(dataset, verdicts=False)
+    # Judgements are replayed, never made again: the judges' settings only, no model.
+    judges = JudgeModels(_no_judge_left, SystemIds()).wiring(SystemClock())
+    results = merge_runs(args.shards, args.out, trust_code=args.trust_code, judges=judges)
     payload = _summary_payload(results, args.out)
     if results.summary.flagged:
         raise CheckFailed(
@@ -487,7 +837,13 @@ def _merge(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-_HANDLERS = {"run": _run, "rescore": _rescore, "compare": _compare, "merge": _merge}
+_HANDLERS = {
+    "run": _run,
+    "rescore": _rescore,
+    "compare": _compare,
+    "merge": _merge,
+    "plan": _plan,
+}
 
 
 def _handle(args: argparse.Namespace, out: Output) -> int:

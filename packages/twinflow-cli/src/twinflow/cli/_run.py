@@ -34,6 +34,7 @@ from twinflow.agent import (
     ReplayDivergenceError,
     RunError,
     RunPaused,
+    RunStarted,
     ToolCalled,
     Trace,
     replay,
@@ -77,6 +78,7 @@ from twinflow.cli._wiring import (
     model_base_url,
     numbered,
     replay_builder,
+    run_environment,
 )
 from twinflow.eval import importing_from
 from twinflow.kernel import NondeterminismError, SystemClock, SystemIds
@@ -248,6 +250,7 @@ def _execute(
         log_dir = out_dir if resume_from is None else resume_from.parent
         servers = stack.enter_context(mcp_servers(spec, log_dir, recorded=recorded))
         check_agent(spec, callables, command, servers)
+        environment = run_environment(spec)
         if resume_from is None:
             code = record_code(spec).model_dump_json(indent=2).encode("utf-8")
             trace_path, _spec_path = claim_run_files(out_dir, spec_text, code)
@@ -267,6 +270,7 @@ def _execute(
             trace=MemoryTraceSink() if resume_from is not None else FileTraceSink(trace_path),
             tools=callables,
             observer=TextPrinter(sys.stdout) if watch and resume_from is None else None,
+            environment=environment,
             servers=servers,
         )
         doing = (
@@ -447,7 +451,20 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
                 "caller": exc.caller,
             },
         ) from None
-    return {"trace": str(trace_path), "mode": mode, "events": result.events, "root": result.root}
+    # The replay re-ran the recorded fingerprint (docs/adr/0122); how this machine differs
+    # from the recording one is said, never held against the replay.
+    started = next(iter(trace.events)).body
+    recorded = started.environment if isinstance(started, RunStarted) else None
+    differences = (
+        [] if recorded is None else list(recorded.differences(run_environment(spec), imports=False))
+    )
+    return {
+        "trace": str(trace_path),
+        "mode": mode,
+        "events": result.events,
+        "root": result.root,
+        "environment_differences": differences,
+    }
 
 
 # -- run ------------------------------------------------------------------------------------
@@ -584,6 +601,15 @@ def replay_command(args: argparse.Namespace, out: Output) -> int:
     out.document({"ok": True, **payload})
     out.line(f"ok: {args.trace}: replay ({args.mode}) matched all {payload['events']} events")
     out.line(f"root (hex) {payload['root']}")
+    differences = payload["environment_differences"]
+    if differences:
+        # The trace is received input: what it recorded is escaped for the terminal.
+        shown = "; ".join(_clean(line) for line in differences[:5])
+        more = f" (and {len(differences) - 5} more)" if len(differences) > 5 else ""
+        out.line(
+            f"note: recorded in another environment than this one ({len(differences)} "
+            f"difference(s)): {shown}{more}"
+        )
     return EXIT_OK
 
 

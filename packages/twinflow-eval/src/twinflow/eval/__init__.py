@@ -12,6 +12,8 @@ Errors::
         ├── ShardError (also a UserError)              a bad ``--shard i/n`` or shards that do not fit together
         ├── TraceMismatchError                         a trace the results name is missing, unverified or not the recorded one
         ├── ScorerError (also a UserError)             a scorer spec that cannot be built (unknown dotted path...)
+        ├── PlanError (also a UserError)               a plan file or decision rule that cannot be used (malformed, tampered)
+        ├── PlanMismatchError (also a UserError)       a run that is not the one its plan registered
         ├── EvalValueError (also UserError, ValueError)  a case, scorer, score or result built with a bad field
         └── RunAborted                                 the model could not be reached; finished cases are kept
 
@@ -20,7 +22,7 @@ case; replaying a case in `rescore` may raise the agent's `ReplayDivergenceError
 """
 
 from twinflow.eval._code import importing_from, module_file, resolve_dotted, split_dotted
-from twinflow.eval._dataset import Case, Dataset, load_dataset
+from twinflow.eval._dataset import MAX_TRIALS, Case, Dataset, load_dataset
 from twinflow.eval._errors import (
     DatasetError,
     EvalError,
@@ -31,7 +33,32 @@ from twinflow.eval._errors import (
     ShardError,
     TraceMismatchError,
 )
+from twinflow.eval._judge import (
+    JudgeVerdict,
+    JudgeWiring,
+    Judging,
+    judge_agent,
+    judge_prompt,
+    verdict_type,
+)
 from twinflow.eval._observe import Observation, ToolCallRecord, observe
+from twinflow.eval._plan import (
+    METRICS,
+    Plan,
+    PlanError,
+    PlanMismatchError,
+    PlanOutcome,
+    ReadPlan,
+    Rule,
+    check_plan,
+    judge_plan,
+    make_plan,
+    parse_rule,
+    read_plan,
+    run_metrics,
+    scorers_digest,
+    write_plan,
+)
 from twinflow.eval._report import (
     CaseDetail,
     RunFacts,
@@ -41,6 +68,7 @@ from twinflow.eval._report import (
     write_reports,
 )
 from twinflow.eval._results import (
+    SEED_STRIDE,
     CaseResult,
     CaseStatus,
     EvalResults,
@@ -50,10 +78,13 @@ from twinflow.eval._results import (
     Summary,
     case_key,
     select_keys,
+    trial_seed,
+    trials_of,
 )
 from twinflow.eval._runner import (
     AgentFactory,
     Progress,
+    check_plan_slot,
     code_modules,
     load_run,
     merge_runs,
@@ -67,6 +98,8 @@ from twinflow.eval._scorers import (
     ExactMatch,
     ExpectedCall,
     FieldMatch,
+    Judge,
+    JudgementLink,
     NoDeniedCalls,
     NumericTolerance,
     SchemaValid,
@@ -77,22 +110,41 @@ from twinflow.eval._scorers import (
     score_all,
 )
 from twinflow.eval._stats import (
+    BOOTSTRAP_RESAMPLES,
+    FEW_CASES,
     Comparison,
+    PairedBootstrap,
     RunSide,
     ScorerDelta,
     compare_results,
     compare_runs,
     mcnemar_exact,
+    paired_bootstrap,
+    splitmix64,
     wilson_interval,
+)
+from twinflow.eval._trials import (
+    CaseTrials,
+    TrialStats,
+    clustered_stderr,
+    pass_at_k,
+    pass_hat_k,
+    trial_stats,
 )
 from twinflow.eval._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 
 __all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "FEW_CASES",
+    "MAX_TRIALS",
+    "METRICS",
+    "SEED_STRIDE",
     "AgentFactory",
     "Case",
     "CaseDetail",
     "CaseResult",
     "CaseStatus",
+    "CaseTrials",
     "Comparison",
     "Custom",
     "Dataset",
@@ -103,10 +155,22 @@ __all__ = [
     "ExactMatch",
     "ExpectedCall",
     "FieldMatch",
+    "Judge",
+    "JudgeVerdict",
+    "JudgeWiring",
+    "JudgementLink",
+    "Judging",
     "NoDeniedCalls",
     "NumericTolerance",
     "Observation",
+    "PairedBootstrap",
+    "Plan",
+    "PlanError",
+    "PlanMismatchError",
+    "PlanOutcome",
     "Progress",
+    "ReadPlan",
+    "Rule",
     "RunAborted",
     "RunDirError",
     "RunFacts",
@@ -124,21 +188,34 @@ __all__ = [
     "ToolCallRecord",
     "ToolCalls",
     "TraceMismatchError",
+    "TrialStats",
     "YamlLimits",
     "case_key",
+    "check_plan",
+    "check_plan_slot",
+    "clustered_stderr",
     "code_modules",
     "compare_results",
     "compare_runs",
     "importing_from",
+    "judge_agent",
+    "judge_plan",
+    "judge_prompt",
     "load_dataset",
     "load_run",
+    "make_plan",
     "matches",
     "mcnemar_exact",
     "merge_runs",
     "module_file",
     "observe",
+    "paired_bootstrap",
+    "parse_rule",
+    "pass_at_k",
+    "pass_hat_k",
     "pending_keys",
     "read_details",
+    "read_plan",
     "read_user_file",
     "read_yaml",
     "render_html",
@@ -146,11 +223,19 @@ __all__ = [
     "rescore",
     "resolve_dotted",
     "run_eval",
+    "run_metrics",
     "score_all",
     "score_trace",
+    "scorers_digest",
     "select_keys",
     "split_dotted",
+    "splitmix64",
+    "trial_seed",
+    "trial_stats",
+    "trials_of",
     "validation_problems",
+    "verdict_type",
     "wilson_interval",
+    "write_plan",
     "write_reports",
 ]

@@ -10,7 +10,8 @@ YAML::
         expected: {total: 12.5}
         assertions: [{kind: numeric, field: total, tolerance: 0.01}]
         tags: [eur]
-        repeats: 1
+        repeats: 1                     # at least this many trials of this case
+    trials: 3                          # each case's trials by default (``--trials`` overrides)
 
 JSON Lines: one case object per line (the dataset is named after the file); a case with
 ``expected`` and no ``assertions`` is scored by exact match.
@@ -40,7 +41,10 @@ from twinflow.trace import CanonicalError as NotJsonError
 from twinflow.trace import parse_json
 from twinflow.vocab import CanonicalError, canonical_bytes, digest
 
-__all__ = ["MAX_DATASET_BYTES", "Case", "Dataset", "load_dataset"]
+__all__ = ["MAX_DATASET_BYTES", "MAX_TRIALS", "Case", "Dataset", "load_dataset"]
+
+MAX_TRIALS = 1000
+"""The most trials of one case a run makes (a case's ``repeats``, a dataset's or run's ``trials``)."""
 
 MAX_DATASET_BYTES = 64 * 1024 * 1024
 """Largest dataset file read (a dataset may be received with a run directory)."""
@@ -68,8 +72,8 @@ class Case(EvalValue):
     """Scorers for this case, in addition to the dataset's."""
     tags: tuple[str, ...] = ()
     """Tags, for pass rates by tag."""
-    repeats: int = Field(default=1, ge=1, le=1000)
-    """How many times the case is run."""
+    repeats: int = Field(default=1, ge=1, le=MAX_TRIALS)
+    """How many times the case is run, at least (a run's ``trials`` above it wins)."""
 
     @field_validator("expected")
     @classmethod
@@ -93,6 +97,9 @@ class Dataset(EvalValue):
     """Scorers applied to every case."""
     cases: tuple[Case, ...] = Field(min_length=1)
     """The cases, in order."""
+    trials: int = Field(default=1, ge=1, le=MAX_TRIALS, exclude_if=lambda value: value == 1)
+    """How many times each case is run when the run names no ``--trials`` (absent when 1, so
+    datasets written before trials keep their digests)."""
 
     @property
     def digest(self) -> str:

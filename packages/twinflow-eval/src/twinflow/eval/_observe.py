@@ -47,6 +47,8 @@ class Observation(EvalValue):
     """How the run ended: an output, an error, or no terminal event."""
     prompt: str
     """The prompt the run started with."""
+    seed: int | None = None
+    """The sampling seed the run was configured with (trials differ in it)."""
     output: JsonValue
     """The accepted output (JSON form, or text); None when no output was accepted."""
     schema_name: str | None

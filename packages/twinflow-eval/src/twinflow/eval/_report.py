@@ -12,16 +12,19 @@ import html
 import json
 from collections import Counter
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from pydantic import JsonValue
 
-from twinflow.agent import ModelResponded, RunStarted, Trace, render_trace_page
+from twinflow.agent import Environment, ModelResponded, RunStarted, Trace, render_trace_page
 from twinflow.eval._errors import RunDirError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
+from twinflow.eval._plan import Plan, PlanError, judge_plan, read_plan
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 from twinflow.eval._stats import wilson_interval
+from twinflow.eval._trials import TrialStats
 from twinflow.trace import TraceCorruptError, read_inside, write_replace
 
 __all__ = [
@@ -67,6 +70,15 @@ class RunFacts(EvalValue):
     """The earliest run start, as recorded (ISO 8601)."""
     last: str | None = None
     """The latest run start, as recorded (ISO 8601)."""
+    plan: Plan | None = None
+    """The plan the run was registered under (``plan.note``), if any."""
+    plan_signers: tuple[str, ...] = ()
+    """The names on the plan's signature lines (verified when the run started with it)."""
+    plan_problem: str | None = None
+    """Why ``plan.note`` could not be read, when it could not."""
+    environments: tuple[Environment, ...] = ()
+    """The distinct environments the cases ran in (``run_started``), in the order first met:
+    one, normally; several when workers differ."""
 
 
 def _page_of(trace: str) -> PurePosixPath | None:
@@ -83,6 +95,22 @@ def _page_of(trace: str) -> PurePosixPath | None:
     return path.with_suffix(".html")
 
 
+def _judgements(result: CaseResult) -> list[tuple[str, str]]:
+    """(scorer, path) of each judgement a case's scores link, for paths of the form the judge
+    writes (``judgements/`` or ``rejudged/``, ``<key>.<n>.jsonl``): no other is linked."""
+    found = []
+    for score in result.scores:
+        link = score.judgement
+        if link is None:
+            continue
+        path = PurePosixPath(link.trace)
+        folder_ok = str(path.parent) in {"judgements", "rejudged"}
+        name_ok = path.name.startswith(f"{result.key}.") and path.suffix == ".jsonl"
+        if folder_ok and name_ok and "\\" not in link.trace:
+            found.append((score.scorer, str(path)))
+    return found
+
+
 def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[str, CaseDetail]]:
     """Read every case's trace for Lab Notes, and write its trace page beside it.
 
@@ -95,6 +123,7 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
     clients: set[str] = set()
     digests: set[str] = set()
     starts: list[str] = []
+    environments: list[Environment] = []
     manifest = _manifest(run_dir)
     identity = manifest.identity if manifest is not None else None
     cases = {c.id: c for c in manifest.dataset.cases} if manifest is not None else {}
@@ -128,17 +157,74 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
                 digests.add(body.config_digest)
                 clients.add(body.config.model)
                 starts.append(event.at.isoformat())
+                if body.environment is not None and body.environment not in environments:
+                    environments.append(body.environment)
             elif isinstance(body, ModelResponded) and body.response.model_name:
                 reported.add(body.response.model_name)
+    plan, signers, problem = _plan_of(run_dir)
     facts = RunFacts(
+        plan=plan,
+        plan_signers=signers,
+        plan_problem=problem,
         model=None if identity is None else identity.model,
         spec_digest=None if identity is None else identity.spec_digest,
         models=tuple(sorted(reported or clients)),
         config_digests=tuple(sorted(digests)),
         first=min(starts, default=None),
         last=max(starts, default=None),
+        environments=tuple(environments),
     )
     return facts, details
+
+
+def _plan_of(run_dir: Path) -> tuple[Plan | None, tuple[str, ...], str | None]:
+    """The run's ``plan.note`` (plan, signature names, problem); all empty when there is none."""
+    try:
+        data = read_inside(run_dir, "plan.note", what="plan.note")
+    except FileNotFoundError:
+        return None, (), None
+    except OSError as exc:
+        return None, (), f"plan.note cannot be read: {exc}"
+    try:
+        read = read_plan(data, check_signature=False)
+    except PlanError as exc:
+        return None, (), f"plan.note: {exc}"
+    return read.plan, read.signers, None
+
+
+def _plan_lines(results: EvalResults, facts: RunFacts) -> list[str]:
+    """The pre-registered plan's sentences for Lab Notes: the rule's outcome and which came
+    first, the plan or the run (empty when the run had no plan)."""
+    if facts.plan_problem is not None:
+        return [facts.plan_problem]
+    plan = facts.plan
+    if plan is None:
+        return []
+    first = None if facts.first is None else datetime.fromisoformat(facts.first)
+    outcome = judge_plan(plan, results, first)
+    values = ", ".join(f"{name} = {value:.4g}" for name, value in outcome.values.items())
+    signed = f"signed by {', '.join(facts.plan_signers)}" if facts.plan_signers else "not signed"
+    made = plan.made_at.isoformat()
+    if outcome.before_run is None:
+        order = f"made at {made}; no trace was read to compare it with"
+    elif outcome.before_run:
+        order = (
+            f"made at {made}, before the run's first trace started ({facts.first}): "
+            "the plan came first"
+        )
+    else:
+        order = (
+            f"made at {made}, after the run's first trace started ({facts.first}): the run "
+            "came first, so this plan is not a pre-registration"
+        )
+    return [
+        f"metric {plan.metric}; decision rule: {plan.rule}",
+        f"rule {'met' if outcome.met else 'NOT met'} ({values})",
+        f"plan {order}",
+        f"plan {signed}; dataset, spec and scorer digests matched when the run was started "
+        f"with it (dataset {plan.dataset_digest[:12]}, spec {plan.spec_digest[:12]}, "
+        f"scorers {plan.scorers_digest[:12]}, {plan.trials} trial(s) of each case)",
+    ]
 
 
 def _manifest(run_dir: Path) -> RunManifest | None:
@@ -214,7 +300,63 @@ def _header(results: EvalResults, facts: RunFacts) -> list[tuple[str, str]]:
             f"{results.dataset} ({len(results.cases)} case runs), digest {results.dataset_digest}",
         ),
         ("date", f"{dates} (run starts, as the traces record them)"),
+        ("environment", _environment_line(facts.environments)),
     ]
+
+
+def _environment_line(environments: tuple[Environment, ...]) -> str:
+    if not environments:
+        return "not recorded"
+    first = environments[0]
+    line = (
+        f"Python {first.python} ({first.implementation}) on {first.platform}; "
+        f"{len(first.distributions)} distributions imported, {len(first.modules)} spec modules"
+    )
+    if len(environments) > 1:
+        line += f"; the cases ran in {len(environments)} environments, see below"
+    return line
+
+
+def _environment_rows(environments: tuple[Environment, ...]) -> list[str]:
+    """The environment section's lines: the first environment whole, then each other one as
+    its differences from the first (one line each)."""
+    if not environments:
+        return []
+    first = environments[0]
+    rows = [
+        f"python {first.python} ({first.implementation}), platform {first.platform}",
+        f"model {first.model or 'not recorded'}, spec digest {first.spec_digest or 'not recorded'}",
+    ]
+    rows += [f"module {name} sha256 {digest}" for name, digest in first.modules.items()]
+    rows += [f"distribution {name} {version}" for name, version in first.distributions.items()]
+    for index, other in enumerate(environments[1:], start=2):
+        rows += [f"environment {index}: {line}" for line in first.differences(other)]
+    return rows
+
+
+def _opt_pct(x: float | None) -> str:
+    return "n/a" if x is None else _pct(x)
+
+
+def _trials(stats: TrialStats) -> tuple[str, list[str], list[list[str]]]:
+    """The trials section of both reports: a headline, the table's header and its rows."""
+    interval = (
+        "no interval: fewer than two cases"
+        if stats.interval is None or stats.stderr is None
+        else f"95% interval {_pct(stats.interval[0])} to {_pct(stats.interval[1])}, "
+        f"{stats.method}, standard error {stats.stderr:.4f}"
+    )
+    headline = (
+        f"{stats.k} trial(s) per case: rate {_pct(stats.rate)} ({interval}); "
+        f"pass@{stats.k} {_opt_pct(stats.pass_at_k)}, pass^{stats.k} {_opt_pct(stats.pass_hat_k)} "
+        "(mean over cases; unbiased estimators)."
+    )
+    header = ["case", "passed", "trials", f"pass@{stats.k}", f"pass^{stats.k}"]
+    rows = [
+        [c.case_id, str(c.passed), str(c.trials), _opt_pct(c.pass_at_k), _opt_pct(c.pass_hat_k)]
+        for c in stats.cases
+    ]
+    return headline, header, rows
 
 
 def _json(value: JsonValue) -> str:
@@ -266,6 +408,17 @@ def render_markdown(
         "",
         f"**Pass rate {_pct(rate)}** ({passed}/{total}; 95% Wilson interval {_pct(low)} to {_pct(high)}). "
         f"Passed {s.passed}, failed {s.failed}, errored {s.errored}, flagged {s.flagged}.",
+    ]
+    plan = _plan_lines(results, facts)
+    if plan:
+        out += ["", "## Pre-registered plan", ""]
+        out += [f"- {_cell(line, 1000)}" for line in plan]
+    if results.trials is not None:
+        headline, header, table = _trials(results.trials)
+        out += ["", "## Trials", "", headline, "", f"| {' | '.join(header)} |"]
+        out.append("|---|" + "---:|" * (len(header) - 1))
+        out += [f"| {_cell(row[0])} | {' | '.join(row[1:])} |" for row in table]
+    out += [
         "",
         "## Pass rate by tag",
         "",
@@ -288,6 +441,9 @@ def render_markdown(
         out.append(
             f"| {_cell(name)} | {p} | {f} | {err} | {_pct(share)} | {_pct(lo)} to {_pct(hi)} |"
         )
+    if facts.environments:
+        out += ["", "## Environment", ""]
+        out += [f"- {_cell(row, 1000)}" for row in _environment_rows(facts.environments)]
     attempts = Counter(r.attempts for r in results.cases)
     out += ["", "## Structured-output attempts per case", "", "| attempts | cases |", "|---:|---:|"]
     out += [f"| {a} | {attempts[a]} |" for a in sorted(attempts)]
@@ -321,6 +477,9 @@ def render_markdown(
         why, given, expected, output, calls = (_cell(c, 300) for c in cells)
         page = f" ([page]({detail.page}))" if detail.page else ""
         trace = f"[{r.trace}]({r.trace})" if _page_of(r.trace) else _cell(r.trace)
+        trace += "".join(
+            f" ([{_cell(scorer)}'s judgement]({path}))" for scorer, path in _judgements(r)
+        )
         out.append(
             f"| {_cell(r.key)} | {r.status} | {why} | {given} | {expected} | {output} | {calls} "
             f"| {trace}{page} |"
@@ -460,6 +619,9 @@ def _case_html(r: CaseResult, detail: CaseDetail) -> str:
     links = [f'<a href="{e(r.trace)}">trace</a>' if _page_of(r.trace) else f"trace {e(r.trace)}"]
     if detail.page:
         links.insert(0, f'<a href="{e(detail.page)}">trace page (verifies in the browser)</a>')
+    links += [
+        f'<a href="{e(path)}">{e(scorer)}\'s judgement</a>' for scorer, path in _judgements(r)
+    ]
     parts.append(f"<p>{' · '.join(links)} · {r.checkpoint.size} events</p></details>")
     return "".join(parts)
 
@@ -484,6 +646,18 @@ def render_html(
         f'<p class="headline"><strong>Pass rate {_pct(rate)}</strong> ({passed}/{total}; 95% Wilson interval '
         f"{_pct(low)} to {_pct(high)}). Passed {s.passed}, failed {s.failed}, errored {s.errored}, flagged {s.flagged}.</p>"
     )
+    plan = _plan_lines(results, facts)
+    if plan:
+        body.append("<h2>Pre-registered plan</h2><ul>")
+        body += [f"<li>{e(line)}</li>" for line in plan]
+        body.append("</ul>")
+    if results.trials is not None:
+        headline, header, cells = _trials(results.trials)
+        body.append(f"<h2>Trials</h2><p>{e(headline)}</p><table><tr>")
+        body += [f"<th>{e(h)}</th>" for h in header]
+        body.append("</tr>")
+        body += ["<tr>" + "".join(f"<td>{e(cell)}</td>" for cell in row) + "</tr>" for row in cells]
+        body.append("</table>")
     rows = _by_tag(results)
     body.append("<h2>Pass rate by tag</h2>")
     body.append(_svg_rates(rows))
@@ -509,6 +683,10 @@ def render_html(
             f"<td>{_pct(lo)} to {_pct(hi)}</td></tr>"
         )
     body.append("</table>")
+    if facts.environments:
+        body.append("<h2>Environment</h2><ul>")
+        body += [f"<li>{e(row)}</li>" for row in _environment_rows(facts.environments)]
+        body.append("</ul>")
     attempts = Counter(r.attempts for r in results.cases)
     body.append("<h2>Structured-output attempts per case</h2>")
     body.append(

@@ -27,13 +27,15 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from twinflow.eval._dataset import Case, Dataset
+from twinflow.eval._dataset import MAX_TRIALS, Case, Dataset
 from twinflow.eval._errors import RunDirError, ShardError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._scorers import Score
+from twinflow.eval._trials import TrialStats
 from twinflow.trace import Checkpoint, PlantedLinkError, read_inside
 
 __all__ = [
+    "SEED_STRIDE",
     "CaseResult",
     "CaseStatus",
     "EvalResults",
@@ -45,6 +47,9 @@ __all__ = [
     "read_json_model",
     "refuse_planted_links",
     "select_keys",
+    "set_aside",
+    "trial_seed",
+    "trials_of",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -88,13 +93,38 @@ def case_key(case_id: str, repeat: int) -> str:
     return f"{case_id}@{repeat}"
 
 
-def select_keys(dataset: Dataset, shard: Shard | None) -> tuple[tuple[Case, int, str], ...]:
-    """The (case, repeat, key) triples a shard runs, in dataset order."""
+SEED_STRIDE = 1000
+"""Seeds of consecutive trials are this far apart: a structured-output re-ask moves the seed by
+one per retry (`twinflow.local_model`), so one trial's re-asks never reuse another trial's seed."""
+
+
+def trial_seed(repeat: int) -> int:
+    """The sampling seed of a case's ``repeat``-th trial: 0 for the first (as every run before
+    trials used), then `SEED_STRIDE` apart; the trace records it in ``run_started``."""
+    return (repeat - 1) * SEED_STRIDE
+
+
+def trials_of(case: Case, trials: int) -> int:
+    """How many times ``case`` runs in a run of ``trials`` trials: its ``repeats`` when above."""
+    return max(case.repeats, trials)
+
+
+def select_keys(
+    dataset: Dataset, shard: Shard | None, trials: int | None = None
+) -> tuple[tuple[Case, int, str], ...]:
+    """The (case, repeat, key) triples a shard runs, in dataset order.
+
+    Args:
+        dataset: The dataset.
+        shard: The slice (every trial of a case is in the same slice), or None for all.
+        trials: Trials of each case (default: the dataset's ``trials``).
+    """
+    count = dataset.trials if trials is None else trials
     return tuple(
         (case, repeat, case_key(case.id, repeat))
         for case in dataset.cases
         if shard is None or shard.holds(case.id)
-        for repeat in range(1, case.repeats + 1)
+        for repeat in range(1, trials_of(case, count) + 1)
     )
 
 
@@ -120,6 +150,9 @@ class RunManifest(EvalValue):
     """The slice run, or None for all cases."""
     keys: tuple[str, ...]
     """The case keys of this run, in order."""
+    trials: int = Field(default=1, ge=1, le=MAX_TRIALS, exclude_if=lambda value: value == 1)
+    """Trials of each case (a case's ``repeats`` above it wins); the ``k`` of pass@k. Absent
+    when 1, so a manifest written before trials reads, and is written, as it was."""
     code_dirs: tuple[str, ...] = ()
     """Directories the run imported user code from (tools, output models, custom scorers
     named by dotted path); rescoring and merging import from them too, where they exist."""
@@ -140,6 +173,7 @@ class RunManifest(EvalValue):
                 f"{resumed.dataset.name} {resumed.dataset_digest[:12]}",
             ),
             "shard": (str(self.shard), str(resumed.shard)),
+            "trial count": (str(self.trials), str(resumed.trials)),
             "spec": (_short(mine.spec_digest), _short(theirs.spec_digest)),
             "model": (mine.model or "not recorded", theirs.model or "not recorded"),
         }
@@ -182,6 +216,9 @@ class CaseResult(EvalValue):
     """The run's error (``Type: message``) when it failed."""
     problem: str | None = None
     """What verification found wrong with the trace, when flagged."""
+    seed: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The sampling seed the run was configured with, read from its trace (``run_started``);
+    absent when the trace records none or did not verify, and in results written before."""
 
 
 class Summary(EvalValue):
@@ -225,13 +262,23 @@ class EvalResults(EvalValue):
     """Counts."""
     cases: tuple[CaseResult, ...]
     """Results in manifest order."""
+    trials: TrialStats | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Per-case pass counts, pass@k, pass^k and the rate's case-clustered interval, for a run
+    with more than one trial of a case (absent otherwise, as in results written before)."""
 
 
 def _short(value: str | None) -> str:
     return "not recorded" if value is None else value[:12]
 
 
-RUN_FILES = ("run.json", "results.json", "rescore.json", "lab-notes.md", "lab-notes.html")
+RUN_FILES = (
+    "run.json",
+    "results.json",
+    "rescore.json",
+    "lab-notes.md",
+    "lab-notes.html",
+    "plan.note",
+)
 """The fixed names a run directory holds besides ``traces/`` and ``cases/``."""
 
 
@@ -244,14 +291,15 @@ def refuse_planted_links(run_dir: Path) -> None:
     Raises:
         PlantedLinkError: naming the first link found.
     """
-    for path in (run_dir, *(run_dir / n for n in ("traces", "cases", *RUN_FILES))):
+    subdirs = ("traces", "cases", "judgements", "rejudged")
+    for path in (run_dir, *(run_dir / n for n in (*subdirs, *RUN_FILES))):
         if path.is_symlink():
             raise PlantedLinkError(
                 f"{path} is a symbolic link; the run writes nothing through it: remove the "
                 "link, or pick a new --out directory",
                 path=path,
             )
-    for sub in ("traces", "cases"):
+    for sub in subdirs:
         if not (run_dir / sub).is_dir():
             continue
         with os.scandir(run_dir / sub) as entries:
@@ -281,3 +329,13 @@ def read_json_model(path: Path, model: type[M]) -> M:
         raise RunDirError(
             f"{path}: not a valid {model.__name__} ({where}: {first['msg']})"
         ) from None
+
+
+def set_aside(trace: Path) -> None:
+    """Rename a trace a new run must not reuse to ``<stem>.interrupted[-N].jsonl``; never delete it."""
+    number = 0
+    target = trace.with_name(f"{trace.stem}.interrupted.jsonl")
+    while target.exists():
+        number += 1
+        target = trace.with_name(f"{trace.stem}.interrupted-{number}.jsonl")
+    trace.rename(target)

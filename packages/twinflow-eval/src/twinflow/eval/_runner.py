@@ -1,4 +1,9 @@
-"""The runner: every case repeat through an agent, one trace each; rescoring; merging shards.
+"""The runner: every trial of every case through an agent, one trace each; rescoring; merging shards.
+
+Trials: a run of ``trials`` K runs each case K times (at least its ``repeats``), trial ``r``
+under the key ``<case id>@<r>`` and with the sampling seed `trial_seed` (r), which the agent
+records in its ``run_started`` and the result reads back from the trace. Every mechanism below
+(resume, shards, Ray, rescore, merge) works per trial: a trial is a key like any other.
 
 Every score is computed from a verified trace (`score_trace`), in the runner as in
 `rescore` and `merge`, so a run directory can be scored again by anyone, without a model.
@@ -27,6 +32,7 @@ from twinflow.agent import Agent, CannotResume, ReplayDivergenceError, RunError
 from twinflow.eval._code import importing_from, split_dotted
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ShardError
+from twinflow.eval._judge import JUDGEMENTS, REJUDGED, JudgeWiring, Judging
 from twinflow.eval._observe import observe_verified
 from twinflow.eval._report import write_reports
 from twinflow.eval._results import (
@@ -41,8 +47,11 @@ from twinflow.eval._results import (
     read_json_model,
     refuse_planted_links,
     select_keys,
+    set_aside,
+    trial_seed,
 )
-from twinflow.eval._scorers import Custom, SchemaValid, ScorerSpec, score_all
+from twinflow.eval._scorers import Custom, Judge, SchemaValid, ScorerSpec, score_all
+from twinflow.eval._trials import trial_stats
 from twinflow.kernel import (
     Clock,
     Executor,
@@ -61,6 +70,7 @@ from twinflow.trace import (
     TraceSink,
     hold_directory,
     open_inside,
+    read_inside,
     write_replace,
 )
 from twinflow.vocab import canonical_bytes
@@ -68,6 +78,7 @@ from twinflow.vocab import canonical_bytes
 __all__ = [
     "AgentFactory",
     "Progress",
+    "check_plan_slot",
     "code_modules",
     "load_run",
     "merge_runs",
@@ -80,8 +91,9 @@ __all__ = [
 _Item = tuple[Case, int, str]
 """(case, repeat, key): one case repeat to run."""
 
-AgentFactory = Callable[[Case, TraceSink], Agent[Any]]
-"""Builds a fresh agent for one case repeat, writing its trace to the given sink."""
+AgentFactory = Callable[[Case, TraceSink, int], Agent[Any]]
+"""Builds a fresh agent for one trial of a case, writing its trace to the given sink and
+sampling with the given seed (`trial_seed`: the agent's settings carry it into the trace)."""
 
 Progress = Callable[[int, int, Summary], None]
 """Called after each case repeat with (done, total, counts so far)."""
@@ -108,6 +120,7 @@ def score_trace(
     key: str,
     scorers: Sequence[ScorerSpec],
     latency_s: float | None,
+    judging: Judging | None = None,
 ) -> CaseResult:
     """Verify a case's trace and score it from the trace alone.
 
@@ -118,6 +131,7 @@ def score_trace(
         key: The case key (names the trace file).
         scorers: The scorers to apply.
         latency_s: The measured latency; None takes the span of the trace's clock readings.
+        judging: How judge scorers are scored (live or replayed); None errors them.
 
     Returns:
         The result; ``flagged`` (and unscored) when the trace is missing or does not verify.
@@ -132,7 +146,7 @@ def score_trace(
         source: Path | bytes = path
     except FileNotFoundError:
         source = b""
-    return _score_bytes(source, relative, case, repeat, key, scorers, latency_s)
+    return _score_bytes(source, relative, case, repeat, key, scorers, latency_s, judging=judging)
 
 
 def _flagged(
@@ -160,6 +174,7 @@ def _score_bytes(
     scorers: Sequence[ScorerSpec],
     latency_s: float | None,
     prompt: str | None = None,
+    judging: Judging | None = None,
 ) -> CaseResult:
     """`score_trace` on the trace's bytes or file (``relative`` is where the run directory
     keeps them), verified and observed in one streaming pass (`observe_verified`).
@@ -185,7 +200,8 @@ def _score_bytes(
     if prompt is not None and obs.prompt != prompt:
         problem = f"{relative}: its run started from another prompt than this case's"
         return _flagged(common, problem, checkpoint, latency_s)
-    scores = score_all(scorers, case.expected, obs)
+    hook = None if judging is None else judging.hook(key)
+    scores = score_all(scorers, case.expected, obs, hook)
     return CaseResult(
         **common,
         status=_status(scores, obs.status),
@@ -196,6 +212,7 @@ def _score_bytes(
         steps=obs.steps,
         latency_s=obs.duration_s if latency_s is None else latency_s,
         error=None if obs.error_type is None else f"{obs.error_type}: {obs.error}",
+        seed=obs.seed,
     )
 
 
@@ -212,6 +229,8 @@ def code_modules(dataset: Dataset) -> tuple[str, ...]:
                 paths.append(scorer.path)
             elif isinstance(scorer, SchemaValid) and scorer.model is not None:
                 paths.append(scorer.model)
+            elif isinstance(scorer, Judge) and scorer.verdict is not None:
+                paths.append(scorer.verdict)
     return tuple(dict.fromkeys(split_dotted(path)[0] for path in paths))
 
 
@@ -237,13 +256,21 @@ def _prepare(out: Path, manifest: RunManifest) -> None:
     write_replace(path, _encode(manifest))
 
 
-def _set_aside(trace: Path) -> None:
-    number = 0
-    target = trace.with_name(f"{trace.stem}.interrupted.jsonl")
-    while target.exists():
-        number += 1
-        target = trace.with_name(f"{trace.stem}.interrupted-{number}.jsonl")
-    trace.rename(target)
+def check_plan_slot(run_dir: str | Path, plan: bytes) -> None:
+    """Refuse to register a run directory under ``plan`` when it holds another plan.
+
+    Raises:
+        RunDirError: ``plan.note`` in the directory is another plan's.
+    """
+    try:
+        kept = read_inside(Path(run_dir), "plan.note", what="plan.note")
+    except FileNotFoundError:
+        return
+    if kept != plan:
+        raise RunDirError(
+            f"{run_dir} holds a run registered under another plan (its plan.note); one run "
+            "directory has one plan: pick a new --out directory"
+        )
 
 
 def _collect(out: Path, manifest: RunManifest) -> EvalResults:
@@ -259,6 +286,7 @@ def _collect(out: Path, manifest: RunManifest) -> EvalResults:
         complete=len(results) == len(manifest.keys),
         summary=Summary.of(results),
         cases=tuple(results),
+        trials=trial_stats(results, manifest.trials),
     )
 
 
@@ -269,11 +297,11 @@ def _run_detached(
 
     Returns the trace bytes and the latency; the driver verifies them before it keeps them.
     """
-    case, _, key = item
+    case, repeat, key = item
     sink = MemoryTraceSink()
     started = clock.monotonic()
     try:
-        factory(case, sink).run(render(case))
+        factory(case, sink, trial_seed(repeat)).run(render(case))
     except TransportError as exc:
         raise RunAborted(
             f"case {key}: the model could not be reached ({type(exc).__name__}: {exc}); "
@@ -293,6 +321,7 @@ def _keep(
     item: _Item,
     data: bytes,
     latency: float,
+    judging: Judging | None = None,
 ) -> CaseResult:
     """Verify and score a trace a worker returned, then write it and its result (driver side).
 
@@ -306,7 +335,9 @@ def _keep(
     case, repeat, key = item
     relative = f"traces/{key}.jsonl"
     scorers = dataset.scorers_for(case)
-    result = _score_bytes(data, relative, case, repeat, key, scorers, latency, render(case))
+    result = _score_bytes(
+        data, relative, case, repeat, key, scorers, latency, render(case), judging=judging
+    )
     if result.status == "flagged":
         result = result.model_copy(
             update={"problem": f"the trace a worker returned did not verify: {result.problem}"}
@@ -356,12 +387,15 @@ def run_eval(
     progress: Progress | None = None,
     code_dirs: Sequence[str | Path] = (),
     identity: RunIdentity | None = None,
+    judges: JudgeWiring | None = None,
+    plan: bytes | None = None,
+    trials: int | None = None,
 ) -> EvalResults:
-    """Run every case repeat (of a shard) through a fresh agent and score it from its trace.
+    """Run every trial of every case (of a shard) through a fresh agent; score it from its trace.
 
     Args:
         dataset: The dataset.
-        factory: Builds the agent for each case repeat, given the trace sink.
+        factory: Builds the agent for each trial, given the trace sink and the trial's seed.
         out: The run directory (created; an existing one for the same dataset and shard is resumed).
         clock: Measures each case's latency (``monotonic()``).
         executor: Runs cases concurrently (default: one after another, in order).
@@ -371,21 +405,33 @@ def run_eval(
         progress: Called after each case repeat.
         code_dirs: Directories user code is imported from (recorded for rescoring).
         identity: The spec and model, recorded in ``run.json``; a resume must match them.
+        judges: The judge scorers' model and settings (judgements are traced runs of their
+            own, under ``judgements/``); without it a judge scorer's score is errored.
+        plan: The plan file the run is registered under (read and checked against the
+            dataset and spec by the caller: `read_plan`, `check_plan`), kept as ``plan.note``;
+            Lab Notes report its rule.
+        trials: Trials of each case (default: the dataset's ``trials``); a resume must match.
 
     Returns:
         The results, also written to ``results.json`` with the Lab Notes.
 
     Raises:
-        RunDirError: ``out`` holds a run of another dataset, shard, spec or model.
+        RunDirError: ``out`` holds a run of another dataset, shard, trial count, spec or model.
         RunAborted: The model could not be reached; finished cases are kept for a resume.
     """
     run_dir = Path(out)
-    items = select_keys(dataset, shard)
-    manifest = _manifest(dataset, items, code_dirs, shard, identity)
+    count = dataset.trials if trials is None else trials
+    items = select_keys(dataset, shard, count)
+    manifest = _manifest(dataset, items, code_dirs, shard, identity, count)
+    if plan is not None:
+        check_plan_slot(run_dir, plan)
     _prepare(run_dir, manifest)
+    if plan is not None:
+        write_replace(run_dir / "plan.note", plan)
     render = prompt or (lambda case: case.input)
     runner = executor or SerialExecutor()
     local = getattr(runner, "shares_filesystem", True)
+    judging = Judging(run_dir, judges, mode="live")
     done: list[CaseResult] = []
     todo: list[_Item] = []
     unfinished: set[str] = set()
@@ -398,24 +444,24 @@ def run_eval(
         if trace.exists() and local:
             unfinished.add(key)  # resumed from its trace in run_one, or set aside there
         elif trace.exists():
-            _set_aside(trace)
+            set_aside(trace)
         todo.append((case, repeat, key))
 
-    def resumed(case: Case, key: str) -> bool:
+    def resumed(case: Case, repeat: int, key: str) -> bool:
         """Continue a case's interrupted run from its trace; False if it cannot be (set aside)."""
         trace = run_dir / "traces" / f"{key}.jsonl"
         with trace.open("rb") as f:
             started = b"\n" in f.read(1 << 16)
         if not started:  # not one whole event: there is no run to continue
-            _set_aside(trace)
+            set_aside(trace)
             return False
-        agent = factory(case, MemoryTraceSink())
+        agent = factory(case, MemoryTraceSink(), trial_seed(repeat))
         try:
             agent.resume(trace)
         except (CannotResume, ReplayDivergenceError, TraceCorruptError):
             # Not a run this code can continue (torn at its start, another spec, finished
             # without a result file): kept aside, and the case runs again from the start.
-            _set_aside(trace)
+            set_aside(trace)
             return False
         except RunError:  # recorded in the trace (run_failed); scoring reads it there
             pass
@@ -427,10 +473,10 @@ def run_eval(
         case, repeat, key = item
         started = clock.monotonic()
         try:
-            if key not in unfinished or not resumed(case, key):
+            if key not in unfinished or not resumed(case, repeat, key):
                 sink = FileTraceSink(run_dir / "traces" / f"{key}.jsonl")
                 try:
-                    factory(case, sink).run(render(case))
+                    factory(case, sink, trial_seed(repeat)).run(render(case))
                 finally:
                     sink.close()
         except TransportError as exc:
@@ -441,7 +487,8 @@ def run_eval(
         except Exception:  # the trace records the failure (run_failed); scoring reads it there
             pass
         latency = clock.monotonic() - started
-        result = score_trace(run_dir, case, repeat, key, dataset.scorers_for(case), latency)
+        scorers = dataset.scorers_for(case)
+        result = score_trace(run_dir, case, repeat, key, scorers, latency, judging)
         # Written here, by the worker, not by the loop below: when another case aborts the run,
         # cases still in flight finish and are kept, so a resume does not run them again.
         write_replace(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
@@ -454,7 +501,7 @@ def run_eval(
         # The cases run elsewhere (a cluster): each returns its trace, kept here once verified.
         task = functools.partial(_run_detached, factory, render, clock)
         finished = (
-            _keep(run_dir, dataset, render, todo[index], data, latency)
+            _keep(run_dir, dataset, render, todo[index], data, latency, judging)
             for index, (data, latency) in runner.map_bounded(task, todo, concurrency)
         )
     total = len(items)
@@ -485,6 +532,7 @@ def _manifest(
     code_dirs: Sequence[str | Path],
     shard: Shard | None,
     identity: RunIdentity | None,
+    trials: int,
 ) -> RunManifest:
     return RunManifest(
         dataset=dataset,
@@ -493,6 +541,7 @@ def _manifest(
         keys=tuple(k for _, _, k in items),
         code_dirs=tuple(str(Path(d).resolve()) for d in code_dirs),
         identity=identity,
+        trials=trials,
     )
 
 
@@ -503,6 +552,7 @@ def pending_keys(
     shard: Shard | None = None,
     code_dirs: Sequence[str | Path] = (),
     identity: RunIdentity | None = None,
+    trials: int | None = None,
 ) -> tuple[str, ...]:
     """The case keys `run_eval` with these arguments would still run, decided before anything
     runs or is written: a caller starts a model server only if some are left.
@@ -512,11 +562,13 @@ def pending_keys(
             refusal `run_eval` makes, made here before any model loads).
     """
     run_dir = Path(out)
-    items = select_keys(dataset, shard)
+    count = dataset.trials if trials is None else trials
+    items = select_keys(dataset, shard, count)
     path = run_dir / "run.json"
     if path.exists():
         recorded = read_json_model(path, RunManifest)
-        recorded.check_resume(_manifest(dataset, items, code_dirs, shard, identity), run_dir)
+        resumed = _manifest(dataset, items, code_dirs, shard, identity, count)
+        recorded.check_resume(resumed, run_dir)
     return tuple(k for _, _, k in items if not (run_dir / "cases" / f"{k}.json").is_file())
 
 
@@ -534,7 +586,9 @@ def load_run(run_dir: str | Path) -> tuple[RunManifest, EvalResults]:
     )
 
 
-def _rescore_dir(run_dir: Path, manifest: RunManifest, recorded: EvalResults) -> EvalResults:
+def _rescore_dir(
+    run_dir: Path, manifest: RunManifest, recorded: EvalResults, judging: Judging
+) -> EvalResults:
     cases = {case.id: case for case in manifest.dataset.cases}
     latency = {r.key: r.latency_s for r in recorded.cases}
     results = []
@@ -547,7 +601,9 @@ def _rescore_dir(run_dir: Path, manifest: RunManifest, recorded: EvalResults) ->
         _check_key(run_dir, result)
         scorers = manifest.dataset.scorers_for(case)
         results.append(
-            score_trace(run_dir, case, result.repeat, result.key, scorers, latency[result.key])
+            score_trace(
+                run_dir, case, result.repeat, result.key, scorers, latency[result.key], judging
+            )
         )
     return EvalResults(
         dataset=manifest.dataset.name,
@@ -556,7 +612,21 @@ def _rescore_dir(run_dir: Path, manifest: RunManifest, recorded: EvalResults) ->
         complete=recorded.complete,
         summary=Summary.of(results),
         cases=tuple(results),
+        trials=trial_stats(results, manifest.trials),
     )
+
+
+def _judgement_number(trace: str, key: str) -> int | None:
+    """The judge's number in a judgement trace's name (``<folder>/<key>.<n>.jsonl``), or None."""
+    folder, _, name = trace.partition("/")
+    number = name.removeprefix(f"{key}.").removesuffix(".jsonl")
+    if (
+        folder not in {JUDGEMENTS, REJUDGED}
+        or not number.isdigit()
+        or name != f"{key}.{number}.jsonl"
+    ):
+        return None
+    return int(number)
 
 
 def _check_key(run_dir: Path, result: CaseResult) -> None:
@@ -585,7 +655,13 @@ def _trace_sources(by_key: dict[str, tuple[Path, CaseResult]]) -> None:
 
 
 @_one_writer("run_dir")
-def rescore(run_dir: str | Path, *, trust_code: bool = False) -> EvalResults:
+def rescore(
+    run_dir: str | Path,
+    *,
+    trust_code: bool = False,
+    judges: JudgeWiring | None = None,
+    rejudge: bool = False,
+) -> EvalResults:
     """Verify every trace of a run and score it again from the traces alone (no model).
 
     A trace that is missing or fails verification flags its case (status ``flagged``, the
@@ -597,6 +673,9 @@ def rescore(run_dir: str | Path, *, trust_code: bool = False) -> EvalResults:
         trust_code: Import the scorer modules the run's dataset names (custom scorers, schema
             models), from the directories ``run.json`` records. Without it, a run whose
             scoring needs code is refused before anything is imported.
+        judges: The judge scorers' settings (and, with ``rejudge``, their model): each
+            recorded judgement is verified and replayed against them, calling no model.
+        rejudge: Call each judge again, live; the new judgements go under ``rejudged/``.
 
     Returns:
         The new results.
@@ -610,15 +689,25 @@ def rescore(run_dir: str | Path, *, trust_code: bool = False) -> EvalResults:
     if manifest.dataset.digest != manifest.dataset_digest:
         raise RunDirError(f"{path}/run.json: the dataset does not match its digest; it was edited")
     _refuse_untrusted_code(path, manifest.dataset, trust_code)
+    judging = Judging(
+        path,
+        judges,
+        mode="live" if rejudge else "replay",
+        folder=REJUDGED if rejudge else JUDGEMENTS,
+    )
     with importing_from(manifest.code_dirs):
-        results = _rescore_dir(path, manifest, recorded)
+        results = _rescore_dir(path, manifest, recorded, judging)
     write_replace(path / "rescore.json", _encode(results))
     return results
 
 
 @_one_writer("out")
 def merge_runs(
-    shard_dirs: Sequence[str | Path], out: str | Path, *, trust_code: bool = False
+    shard_dirs: Sequence[str | Path],
+    out: str | Path,
+    *,
+    trust_code: bool = False,
+    judges: JudgeWiring | None = None,
 ) -> EvalResults:
     """Combine the run directories of every shard of one dataset into one run directory.
 
@@ -629,6 +718,8 @@ def merge_runs(
         shard_dirs: One complete run directory per shard ``1/n`` .. ``n/n``.
         out: The new run directory (must not exist or be empty).
         trust_code: Import the scorer modules the dataset names, as `rescore`.
+        judges: The judge scorers' settings: each shard's judgements are copied and
+            replayed, as `rescore` does.
 
     Returns:
         The merged results (also written with the Lab Notes).
@@ -647,6 +738,12 @@ def merge_runs(
     if len(digests) != 1:
         raise ShardError(
             "the shard directories are runs of different datasets; merge shards of one dataset"
+        )
+    counts = sorted({manifest.trials for _, manifest, _ in loaded})
+    if len(counts) != 1:
+        raise ShardError(
+            f"the shard directories ran different numbers of trials ({', '.join(map(str, counts))}); "
+            "merge shards run with one --trials"
         )
     shards = sorted(
         (manifest.shard.index, manifest.shard.count) if manifest.shard else (1, 1)
@@ -667,7 +764,7 @@ def merge_runs(
     if target.exists() and any(p.name != WRITER_LOCK for p in target.iterdir()):
         raise RunDirError(f"{target} is not empty; merge into a new directory")
     dataset = loaded[0][1].dataset
-    items = select_keys(dataset, None)
+    items = select_keys(dataset, None, counts[0])
     by_key = {r.key: (path, r) for path, _, results in loaded for r in results.cases}
     for _, _, key in items:
         if key not in by_key:
@@ -683,19 +780,31 @@ def merge_runs(
         code_dirs=code_dirs,
         # The shards' spec and model, when they agree (Lab Notes name them from here).
         identity=identities.pop() if len(identities) == 1 else None,
+        trials=counts[0],
     )
     _prepare(target, manifest)
+    judging = Judging(target, judges, mode="replay")
     for case, repeat, key in items:
         source_dir, recorded = by_key[key]
-        with (
-            contextlib.suppress(FileNotFoundError),
-            open_inside(source_dir, recorded.trace, what="results.json") as source,
-            (target / "traces" / f"{key}.jsonl").open("xb") as copy,
-        ):
-            shutil.copyfileobj(source, copy)
+        copies = [(recorded.trace, f"traces/{key}.jsonl")]
+        # A judgement keeps its number; its name in the merged directory is made here, never
+        # taken from the shard's results.json.
+        copies += [
+            (link.trace, f"{JUDGEMENTS}/{key}.{number}.jsonl")
+            for link in (s.judgement for s in recorded.scores)
+            if link is not None and (number := _judgement_number(link.trace, key)) is not None
+        ]
+        for source_name, target_name in copies:
+            (target / target_name).parent.mkdir(exist_ok=True)
+            with (
+                contextlib.suppress(FileNotFoundError),
+                open_inside(source_dir, source_name, what="results.json") as source,
+                (target / target_name).open("xb") as copy,
+            ):
+                shutil.copyfileobj(source, copy)
         with importing_from(code_dirs):
             result = score_trace(
-                target, case, repeat, key, dataset.scorers_for(case), recorded.latency_s
+                target, case, repeat, key, dataset.scorers_for(case), recorded.latency_s, judging
             )
         write_replace(target / "cases" / f"{key}.json", _encode(result))
     results = _collect(target, manifest)

@@ -20,9 +20,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Discriminator, Field, JsonValue, ValidationError
 
 from twinflow.eval._code import resolve_dotted
-from twinflow.eval._errors import ScorerError
+from twinflow.eval._errors import RunAborted, ScorerError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import Observation, ToolCallRecord
+from twinflow.trace import Checkpoint
 from twinflow.vocab import canonical_bytes
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
     "ExactMatch",
     "ExpectedCall",
     "FieldMatch",
+    "Judge",
+    "JudgementLink",
     "NoDeniedCalls",
     "NumericTolerance",
     "SchemaValid",
@@ -39,6 +42,15 @@ __all__ = [
     "matches",
     "score_all",
 ]
+
+
+class JudgementLink(EvalValue):
+    """Where a judge scorer's own traced run is kept, and the checkpoint it verified to."""
+
+    trace: str
+    """The judgement's trace, relative to the run directory (``judgements/<key>.<n>.jsonl``)."""
+    checkpoint: Checkpoint
+    """Checkpoint (size, Merkle root, head) of the judgement's trace as it verified."""
 
 
 class Score(EvalValue):
@@ -52,6 +64,8 @@ class Score(EvalValue):
     """A number in [0, 1] (1 for passed; partial credit where the scorer gives it)."""
     detail: str = ""
     """Why, in words."""
+    judgement: JudgementLink | None = None
+    """A judge scorer's traced run, when one was made (None for every other scorer)."""
 
 
 def _get(value: JsonValue, path: str) -> JsonValue:
@@ -388,31 +402,91 @@ class Custom(_Base):
         )
 
 
+class Judge(_Base):
+    """A model judges the output against a rubric; its own run is traced and kept.
+
+    The judge is an agent of its own: no tools, the rubric as its system message, the case's
+    prompt, expected value and output as its prompt, and the verdict model as its output
+    schema (constrained decoding by the model client, then pydantic, as every twinflow call).
+    Scoring it needs the judging context the runner and `rescore` pass (`Judging`).
+    """
+
+    kind: Literal["judge"] = "judge"
+    """Union tag."""
+    rubric: str = Field(min_length=1, max_length=20_000)
+    """What a passing answer is, in words, for the judge."""
+    model: dict[str, JsonValue]
+    """The judge's model, written as a run spec's ``model`` section (``url``, ``kind``,
+    ``name``, ``temperature``...); the command that runs the eval builds the client from it."""
+    verdict: str | None = None
+    """Dotted path of the pydantic model of the verdict (default `JudgeVerdict`:
+    ``passed`` and ``reason``); it must have a boolean ``pass_field``."""
+    pass_field: str = Field(default="passed", min_length=1)
+    """The verdict's boolean field that says whether the case passed."""
+
+    def score(self, case_expected: JsonValue, obs: Observation) -> Score:
+        """A judge is scored by `Judging`, never alone.
+
+        Raises:
+            ScorerError: always; score with a judging context.
+        """
+        raise ScorerError(
+            "judge: this scorer calls a model; it is scored by the runner or rescore with a "
+            "judging context, not on its own"
+        )
+
+
 ScorerSpec = Annotated[
-    ExactMatch | FieldMatch | SchemaValid | NumericTolerance | ToolCalls | NoDeniedCalls | Custom,
+    ExactMatch
+    | FieldMatch
+    | SchemaValid
+    | NumericTolerance
+    | ToolCalls
+    | NoDeniedCalls
+    | Custom
+    | Judge,
     Discriminator("kind"),
 ]
-"""A scorer, tagged by ``kind``: exact, fields, schema, numeric, tool_calls, no_denied_calls, custom."""
+"""A scorer, tagged by ``kind``: exact, fields, schema, numeric, tool_calls, no_denied_calls,
+custom, judge."""
+
+AnyScorer = (
+    ExactMatch
+    | FieldMatch
+    | SchemaValid
+    | NumericTolerance
+    | ToolCalls
+    | NoDeniedCalls
+    | Custom
+    | Judge
+)
+"""The scorer classes (`ScorerSpec` without its tag)."""
+
+JudgeHook = Callable[[int, Judge, JsonValue, Observation], Score]
+"""Scores the ``n``-th judge scorer of a case (the judging context's `Judging.score`)."""
 
 
 def score_all(
-    scorers: Sequence[
-        ExactMatch
-        | FieldMatch
-        | SchemaValid
-        | NumericTolerance
-        | ToolCalls
-        | NoDeniedCalls
-        | Custom
-    ],
+    scorers: Sequence[AnyScorer],
     expected: JsonValue,
     obs: Observation,
+    judge: JudgeHook | None = None,
 ) -> tuple[Score, ...]:
-    """Run every scorer; one that raises gives an errored score naming the exception."""
+    """Run every scorer; one that raises gives an errored score naming the exception.
+
+    Judge scorers go to ``judge`` with their number among the case's judges (from 1).
+    """
     scores: list[Score] = []
+    judges = 0
     for scorer in scorers:
         try:
+            if isinstance(scorer, Judge) and judge is not None:
+                judges += 1
+                scores.append(judge(judges, scorer, expected, obs))
+                continue
             scores.append(scorer.score(expected, obs))
+        except RunAborted:  # a judge that cannot be reached stops the run, as the model does
+            raise
         except Exception as exc:  # a broken scorer must not sink the run, nor pass or fail a case
             label = scorer.name or (scorer.path if isinstance(scorer, Custom) else scorer.kind)
             scores.append(

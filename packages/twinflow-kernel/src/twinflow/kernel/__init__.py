@@ -74,6 +74,10 @@ if _typing.TYPE_CHECKING:
     from twinflow.kernel._credentials import api_key_headers as api_key_headers
     from twinflow.kernel._credentials import check_endpoint_url as check_endpoint_url
     from twinflow.kernel._credentials import redact_url as redact_url
+    from twinflow.kernel._environment import cached_file_sha256 as cached_file_sha256
+    from twinflow.kernel._environment import file_sha256 as file_sha256
+    from twinflow.kernel._environment import imported_distributions as imported_distributions
+    from twinflow.kernel._environment import interpreter as interpreter
     from twinflow.kernel._fault import Fault as Fault
     from twinflow.kernel._fault import FaultTransport as FaultTransport
     from twinflow.kernel._ids import CountingIds as CountingIds
@@ -127,6 +131,12 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "api_key_headers",
             "check_endpoint_url",
             "redact_url",
+        ),
+        "_environment": (
+            "cached_file_sha256",
+            "file_sha256",
+            "imported_distributions",
+            "interpreter",
         ),
         "_fault": ("Fault", "FaultTransport"),
         "_ids": ("CountingIds", "SeededIds", "SystemIds"),

@@ -38,6 +38,7 @@ from twinflow.vocab import (
     UserError,
     WireFormatError,
     canonical_bytes,
+    carried_parts,
 )
 from twinflow.vocab.wire import (
     from_ollama_messages,
@@ -106,10 +107,16 @@ def render_tool_call(part: ToolCallPart) -> str:
 
 
 def _as_text(parts: Sequence[Part]) -> tuple[Part, ...]:
-    """Join text, structured values and rendered tool calls and results into one text part."""
+    """Join text, structured values and rendered tool calls and results into one text part.
+
+    Parts of extension kinds join as their kind's fallback text.
+
+    Raises:
+        PartNotCarriedError: A part of an extension kind that declares no fallback.
+    """
     chunks: list[str] = []
     kept: list[Part] = []
-    for part in parts:
+    for part in carried_parts(parts, "structured-action"):
         if isinstance(part, TextPart):
             chunks.append(part.text)
         elif isinstance(part, StructuredPart):
@@ -136,6 +143,10 @@ def outgoing(messages: Sequence[Message], *, native_tools: bool) -> Transcript:
 
     Returns:
         The transcript to translate.
+
+    Raises:
+        PartNotCarriedError: Without native tools, a part of an extension kind that declares
+            no fallback (with them, the wire translation decides).
     """
     out: list[Message] = []
     for message in messages:

@@ -115,6 +115,7 @@ if TYPE_CHECKING:
     from twinflow.trace._tlog import check_proof_file as check_proof_file
     from twinflow.trace._tlog import check_tlog_consistency as check_tlog_consistency
     from twinflow.trace._tlog import check_tlog_proof as check_tlog_proof
+    from twinflow.trace._tlog import event_file_digest as event_file_digest
     from twinflow.trace._tlog import parse_tlog_consistency as parse_tlog_consistency
     from twinflow.trace._tlog import parse_tlog_proof as parse_tlog_proof
     from twinflow.trace._tlog import prove_tlog_consistency as prove_tlog_consistency
@@ -207,6 +208,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "check_proof_file",
             "check_tlog_consistency",
             "check_tlog_proof",
+            "event_file_digest",
             "parse_tlog_consistency",
             "parse_tlog_proof",
             "prove_tlog_consistency",

@@ -26,7 +26,6 @@ Run it as the ``twinflow-trace`` console script, or as ``python -P -m twinflow.t
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,7 +40,7 @@ from twinflow.trace._errors import (
 from twinflow.trace._format import Limits
 from twinflow.trace._open import read_regular
 from twinflow.trace._published import PublishedCheckpoint, read_published_checkpoint
-from twinflow.trace._tlog import check_proof_file
+from twinflow.trace._tlog import check_proof_file, event_file_digest
 from twinflow.trace._verify import verify_trace
 
 TYPE_CHECKING = False
@@ -82,8 +81,7 @@ def _prove_check(args: argparse.Namespace) -> str:
         raise UserError("--digest and --event both name the event: give one")
     digest = _digest(args.digest) if args.digest else None
     if args.event:
-        # The event file holds the event's canonical bytes, which its digest is the sha256 of.
-        digest = hashlib.sha256(read_regular(args.event)).digest()
+        digest = event_file_digest(args.event)
     checked = check_proof_file(
         _read(args.proof, "proof"),
         [_read(k) for k in args.key or ()],

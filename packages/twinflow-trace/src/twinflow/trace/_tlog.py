@@ -37,13 +37,16 @@ the checkpoint's root (an index past the size, a proof for another tree of the s
 from __future__ import annotations
 
 import binascii
+import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from twinflow.trace._errors import InvalidProofError, TraceFormatError
-from twinflow.trace._format import Limits
+from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES, Limits
 from twinflow.trace._merkle import leaf_hash, root_from_inclusion_proof, verify_consistency
 from twinflow.trace._note import DEFAULT_MAX_NOTE_BYTES
+from twinflow.trace._open import read_regular
 from twinflow.trace._published import (
     PublishedCheckpoint,
     read_published_checkpoint,
@@ -61,6 +64,7 @@ __all__ = [
     "check_proof_file",
     "check_tlog_consistency",
     "check_tlog_proof",
+    "event_file_digest",
     "parse_tlog_consistency",
     "parse_tlog_proof",
     "prove_tlog_consistency",
@@ -375,6 +379,22 @@ def check_tlog_consistency(
         bytes.fromhex(new.checkpoint.root),
     )
     return new
+
+
+def event_file_digest(path: str | os.PathLike[str]) -> bytes:
+    """The digest of an event's file: the sha256 of its bytes as they are (the event's canonical
+    JSON, as ``twinflow prove --event-out`` writes it).
+
+    Raises:
+        TraceFormatError: The file is larger than any event (a trace line's limit).
+        OSError: The file cannot be read, or is not a regular file.
+    """
+    data = read_regular(path, DEFAULT_MAX_LINE_BYTES)
+    if len(data) > DEFAULT_MAX_LINE_BYTES:
+        raise TraceFormatError(
+            f"{path}: larger than {DEFAULT_MAX_LINE_BYTES} bytes, so not an event's file"
+        )
+    return hashlib.sha256(data).digest()
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,8 @@
 
 The public home of the signed-note API (`twinflow.trace._note` holds the code; its docstring
 draws the format and the error tree). A module of its own, not names at the package's top
-level: the names here sign and open C2SP notes (``sign_checkpoint_note``, ``open_checkpoint``),
-beside the package's JSON checkpoints signed with HMAC (``twinflow.trace.sign_checkpoint``).
+level: the names here sign and open C2SP notes (``sign_checkpoint_note``, ``open_checkpoint``);
+the package's ``read_published_checkpoint`` reads a checkpoint file with them.
 
 Verification runs on the standard library alone; signing and key derivation need the
 ``signatures`` extra (``twinflow-trace[signatures]``).

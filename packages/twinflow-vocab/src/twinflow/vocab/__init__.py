@@ -14,6 +14,8 @@ Errors (the root is `twinflow.trace`'s, re-exported here)::
         ├── CanonicalError             no RFC 8785 form, or bytes that are not canonical JSON
         │                              (also twinflow.trace.CanonicalError; `.pointer`, `.detail`)
         ├── WireFormatError            a provider payload that does not match its wire format (`.path`)
+        ├── PartNotCarriedError        a wire adapter cannot carry a part's kind, which declares no
+        │                              fallback (`.adapter`, `.kind`; also a UserError)
         └── StructuredOutputError      no valid structured output after every attempt (`.attempts`)
 
 The errors are imported eagerly (they need no pydantic). Every other name is resolved on first
@@ -27,6 +29,7 @@ import typing as _typing
 from twinflow.trace import lazy_exports as _lazy_exports
 from twinflow.vocab._errors import CanonicalError as CanonicalError
 from twinflow.vocab._errors import InvalidValueError as InvalidValueError
+from twinflow.vocab._errors import PartNotCarriedError as PartNotCarriedError
 from twinflow.vocab._errors import StructuredOutputError as StructuredOutputError
 from twinflow.vocab._errors import TwinflowError as TwinflowError
 from twinflow.vocab._errors import UserError as UserError
@@ -41,6 +44,7 @@ if _typing.TYPE_CHECKING:
     from twinflow.vocab._diff import diff as diff
     from twinflow.vocab._envelope import EnvelopeKind as EnvelopeKind
     from twinflow.vocab._envelope import envelope as envelope
+    from twinflow.vocab._parts import carried_parts as carried_parts
     from twinflow.vocab._protocols import Attempt as Attempt
     from twinflow.vocab._protocols import ChatModel as ChatModel
     from twinflow.vocab._protocols import FinishReason as FinishReason
@@ -71,13 +75,19 @@ if _typing.TYPE_CHECKING:
     from twinflow.vocab._stream import assemble as assemble
     from twinflow.vocab._stream import response_chunks as response_chunks
     from twinflow.vocab._suggest import did_you_mean as did_you_mean
+    from twinflow.vocab._values import CacheHintPart as CacheHintPart
     from twinflow.vocab._values import CallId as CallId
+    from twinflow.vocab._values import EmbeddedResourcePart as EmbeddedResourcePart
+    from twinflow.vocab._values import ExtensionPart as ExtensionPart
     from twinflow.vocab._values import FrozenValue as FrozenValue
+    from twinflow.vocab._values import GenericPart as GenericPart
     from twinflow.vocab._values import JsonValue as JsonValue
     from twinflow.vocab._values import MediaPart as MediaPart
     from twinflow.vocab._values import Message as Message
     from twinflow.vocab._values import Part as Part
+    from twinflow.vocab._values import PrefillPart as PrefillPart
     from twinflow.vocab._values import ReasoningPart as ReasoningPart
+    from twinflow.vocab._values import ResourceLinkPart as ResourceLinkPart
     from twinflow.vocab._values import Role as Role
     from twinflow.vocab._values import RunId as RunId
     from twinflow.vocab._values import StructuredPart as StructuredPart
@@ -129,15 +139,22 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "ToolCallStart",
             "UsageChunk",
         ),
+        "_parts": ("carried_parts",),
         "_suggest": ("did_you_mean",),
         "_values": (
+            "CacheHintPart",
             "CallId",
+            "EmbeddedResourcePart",
+            "ExtensionPart",
             "FrozenValue",
+            "GenericPart",
             "JsonValue",
             "MediaPart",
             "Message",
             "Part",
+            "PrefillPart",
             "ReasoningPart",
+            "ResourceLinkPart",
             "Role",
             "RunId",
             "StructuredPart",

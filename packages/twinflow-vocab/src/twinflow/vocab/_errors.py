@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CanonicalError",
     "InvalidValueError",
+    "PartNotCarriedError",
     "StructuredOutputError",
     "TwinflowError",
     "UserError",
@@ -67,6 +68,31 @@ class WireFormatError(VocabError):
         super().__init__(f"{message} (at {path or '/'})")
         self.path = path
         self.reason = message
+
+
+class PartNotCarriedError(VocabError, UserError):
+    """A wire adapter cannot carry a part's kind, and the kind declares no fallback.
+
+    Attributes:
+        adapter: The wire format or client that refused (``openai``, ``ollama``, ...).
+        kind: The part kind it cannot carry.
+    """
+
+    def __init__(self, adapter: str, kind: str, detail: str = "") -> None:
+        """Create the error.
+
+        Args:
+            adapter: The wire format or client that refused.
+            kind: The part kind it cannot carry.
+            detail: Why, when it is more than "no field for it" (a prefill not at the end).
+        """
+        why = detail or (
+            "it has no field for that kind and the kind declares no text fallback; use a "
+            "model whose adapter carries it, or give the kind a fallback"
+        )
+        super().__init__(f"the {adapter} wire format cannot carry a {kind!r} part: {why}")
+        self.adapter = adapter
+        self.kind = kind
 
 
 class StructuredOutputError(VocabError):

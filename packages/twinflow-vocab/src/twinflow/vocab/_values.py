@@ -9,17 +9,21 @@ for pydantic's sake: treat them as read-only, the digest of a value assumes nobo
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NewType, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NewType, Self, get_args
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
+    InstanceOf,
     JsonValue,
     PrivateAttr,
+    SerializeAsAny,
     SerializerFunctionWrapHandler,
+    Tag,
     ValidationError,
     field_validator,
     model_serializer,
@@ -31,13 +35,19 @@ from twinflow.vocab._canonical import json_pointer
 from twinflow.vocab._errors import InvalidValueError
 
 __all__ = [
+    "CacheHintPart",
     "CallId",
+    "EmbeddedResourcePart",
+    "ExtensionPart",
     "FrozenValue",
+    "GenericPart",
     "JsonValue",
     "MediaPart",
     "Message",
     "Part",
+    "PrefillPart",
     "ReasoningPart",
+    "ResourceLinkPart",
     "Role",
     "RunId",
     "StructuredPart",
@@ -244,11 +254,230 @@ class MediaPart(FrozenValue):
         return self
 
 
+_CORE = (TextPart, ReasoningPart, ToolCallPart, ToolResultPart, StructuredPart, MediaPart)
+CORE_PART_KINDS: frozenset[str] = frozenset(c.model_fields["kind"].default for c in _CORE)
+"""The kinds of the core parts (``text``, ``tool_call``, ...): no extension may take one."""
+
+
+KIND_PATTERN = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*")
+"""What an extension kind's name looks like: ``citation``, ``acme.citation`` (at most 64)."""
+MAX_KIND_LENGTH = 64
+
+
+def _check_kind_name(kind: object) -> str:
+    if not isinstance(kind, str) or len(kind) > MAX_KIND_LENGTH or not KIND_PATTERN.fullmatch(kind):
+        shown = kind if not isinstance(kind, str) or len(kind) <= 80 else kind[:80] + "..."
+        raise ValueError(
+            f"part kind {shown!r} is not a name of the form 'citation' or 'acme.citation' "
+            f"(lowercase letters, digits, '_', dotted; at most {MAX_KIND_LENGTH} characters)"
+        )
+    return kind
+
+
+class ExtensionPart(FrozenValue):
+    """Base of the part kinds defined outside the core union: by a plugin, or by vocab itself.
+
+    A plugin subclasses it with ``kind: Literal["its_name"] = "its_name"`` and its own fields
+    (JSON only), and names the class where the run is built (``Agent(part_kinds=...)``, the
+    spec's ``part_kinds:``); nothing is registered at import. A part of a kind the reader does
+    not know is read as a `GenericPart` holding the same fields, so it encodes to the same
+    bytes. A wire adapter that does not carry the kind uses `fallback`, or refuses the part.
+    """
+
+    kind: str
+    """Union tag: the kind's name (``citation``, ``acme.citation``); never a core kind."""
+
+    @model_validator(mode="after")
+    def _a_subclass(self) -> Self:
+        # The base names no kind of its own: a part is of a subclass (a plugin's, vocab's, or
+        # GenericPart), so no part can claim a core kind it does not have the fields of.
+        if type(self) is ExtensionPart:
+            raise ValueError("ExtensionPart is a base: subclass it with a kind, or use GenericPart")
+        return self
+
+    def fallback(self) -> str | None:
+        """What stands for this part on a wire that cannot carry its kind.
+
+        Returns:
+            Text sent in the part's place (``""`` drops the part), or None (the default):
+            such a wire refuses the part (`PartNotCarriedError` naming the adapter and kind).
+        """
+        return None
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if cls.__name__ == "GenericPart":
+            return
+        # A kind is named once, on the class, as a Literal default: the class is the kind.
+        default = cls.model_fields["kind"].default
+        literal = get_args(cls.model_fields["kind"].annotation)
+        if not isinstance(default, str) or literal != (default,):
+            raise TypeError(
+                f"{cls.__qualname__}: an extension part declares its kind as "
+                'kind: Literal["name"] = "name"'
+            )
+        _check_kind_name(default)
+        if default in CORE_PART_KINDS:
+            raise TypeError(f"{cls.__qualname__}: kind {default!r} is a core part kind")
+
+
+class GenericPart(ExtensionPart):
+    """A part of a kind this reader does not know, kept as read: its kind and its fields.
+
+    Encodes to the same canonical bytes it was read from, so traces holding kinds defined by a
+    plugin verify, load, show, diff and replay without the plugin. Its fields are JSON values.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    # pydantic validates extra fields against this annotation: JSON values only.
+    __pydantic_extra__: dict[str, JsonValue] = Field(init=False)
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, value: str) -> str:
+        _check_kind_name(value)
+        if value in CORE_PART_KINDS or value in _SHIPPED:
+            raise ValueError(f"kind {value!r} is not an extension kind")
+        return value
+
+    @model_validator(mode="after")
+    def _json_fields(self) -> Self:
+        extra = self.__pydantic_extra__ or {}
+        check_json(extra)
+        return self
+
+    @property
+    def fields(self) -> dict[str, JsonValue]:
+        """The part's fields other than ``kind``, as read."""
+        return dict(self.__pydantic_extra__ or {})
+
+
+class ResourceLinkPart(ExtensionPart):
+    """A link to a resource the reader may fetch (an MCP ``resource_link``); not its content."""
+
+    kind: Literal["resource_link"] = "resource_link"
+    """Union tag."""
+    uri: str
+    """Where the resource is."""
+    name: str
+    """The resource's name."""
+    title: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """A human-readable title, if given."""
+    description: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """What the resource is, if given."""
+    media_type: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Its media type, if known."""
+
+    @field_validator("uri", "name")
+    @classmethod
+    def _not_empty(cls, value: str, info: Any) -> str:
+        return _non_empty(value, f"resource link {info.field_name}")
+
+    def fallback(self) -> str:
+        """The link as text: ``[resource name: uri]``."""
+        return f"[resource {self.name}: {self.uri}]"
+
+
+class EmbeddedResourcePart(ExtensionPart):
+    """A resource's content carried inline (an MCP embedded ``resource``): text or base64 bytes."""
+
+    kind: Literal["embedded_resource"] = "embedded_resource"
+    """Union tag."""
+    uri: str
+    """The resource's URI."""
+    media_type: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Its media type, if known."""
+    text: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Its content, if it is text."""
+    blob: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Its content base64-encoded, if it is bytes."""
+
+    @model_validator(mode="after")
+    def _one_content(self) -> Self:
+        _non_empty(self.uri, "embedded resource uri")
+        if (self.text is None) == (self.blob is None):
+            raise ValueError("an embedded resource holds exactly one of text and blob")
+        return self
+
+    def fallback(self) -> str | None:
+        """Text content as text (headed by its URI); bytes have no text form: refused."""
+        return None if self.text is None else f"[resource {self.uri}]\n{self.text}"
+
+
+class CacheHintPart(ExtensionPart):
+    """A prompt-cache breakpoint: everything up to the part before it may be cached.
+
+    Anthropic's adapter carries it as ``cache_control`` on the preceding block; every other
+    wire drops it (a hint changes cost, never meaning).
+    """
+
+    kind: Literal["cache_hint"] = "cache_hint"
+    """Union tag."""
+    ttl: Literal["5m", "1h"] | None = Field(default=None, exclude_if=lambda value: value is None)
+    """How long the cache entry lives, where the provider lets one choose (default: its own)."""
+
+    def fallback(self) -> str:
+        """Dropped: ``""``."""
+        return ""
+
+
+class PrefillPart(ExtensionPart):
+    """The start of the assistant's reply, written for it: the model continues from here.
+
+    Belongs in a final assistant message of a request. Anthropic's adapter carries it as that
+    message's text; a wire without prefill refuses it rather than send a finished turn.
+    """
+
+    kind: Literal["prefill"] = "prefill"
+    """Union tag."""
+    text: str
+    """The reply's opening text."""
+
+
+_SHIPPED_CLASSES = (ResourceLinkPart, EmbeddedResourcePart, CacheHintPart, PrefillPart)
+_SHIPPED: dict[str, type[ExtensionPart]] = {
+    c.model_fields["kind"].default: c for c in _SHIPPED_CLASSES
+}
+
+
+def _part_tag(value: Any) -> str | None:
+    """The union member a part validates as: its kind for a core or shipped kind, ``plugin``
+    for an instance of another extension class (kept as is), ``generic`` for the rest."""
+    if isinstance(value, dict):
+        kind = value.get("kind")
+    elif isinstance(value, ExtensionPart) and not isinstance(value, _SHIPPED_CLASSES):
+        return "generic" if isinstance(value, GenericPart) else "plugin"
+    else:
+        kind = getattr(value, "kind", None)
+    if isinstance(kind, str) and (kind in CORE_PART_KINDS or kind in _SHIPPED):
+        return kind
+    return "generic" if isinstance(value, dict) else None
+
+
 Part = Annotated[
-    TextPart | ReasoningPart | ToolCallPart | ToolResultPart | StructuredPart | MediaPart,
-    Discriminator("kind"),
+    Annotated[TextPart, Tag("text")]
+    | Annotated[ReasoningPart, Tag("reasoning")]
+    | Annotated[ToolCallPart, Tag("tool_call")]
+    | Annotated[ToolResultPart, Tag("tool_result")]
+    | Annotated[StructuredPart, Tag("structured")]
+    | Annotated[MediaPart, Tag("media")]
+    | Annotated[ResourceLinkPart, Tag("resource_link")]
+    | Annotated[EmbeddedResourcePart, Tag("embedded_resource")]
+    | Annotated[CacheHintPart, Tag("cache_hint")]
+    | Annotated[PrefillPart, Tag("prefill")]
+    | Annotated[GenericPart, Tag("generic")]
+    | Annotated[SerializeAsAny[InstanceOf[ExtensionPart]], Tag("plugin")],
+    Discriminator(
+        _part_tag,
+        custom_error_type="part_kind",
+        custom_error_message="a part is an object with a string 'kind'",
+    ),
 ]
-"""Any part of a message, tagged by `kind`."""
+"""Any part of a message, tagged by `kind`: a core kind, one vocab ships (resource links,
+embedded resources, cache hints, prefill), a plugin's `ExtensionPart` instance, or a
+`GenericPart` for a kind this reader does not know."""
 
 
 class Message(FrozenValue):

@@ -24,9 +24,11 @@ from datapizza.type import (  # type: ignore[import-untyped]  # datapizza ships 
 )
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from twinflow.vocab._errors import InvalidValueError, UserError
+from twinflow.vocab._errors import InvalidValueError, PartNotCarriedError, UserError
+from twinflow.vocab._parts import carried_parts
 from twinflow.vocab._values import (
     CallId,
+    ExtensionPart,
     MediaPart,
     Message,
     Part,
@@ -272,8 +274,15 @@ def to_datapizza_block(
     Raises:
         InvalidValueError: The part has no datapizza form (media datapizza cannot hold), or a
             structured value does not validate as its model class.
+        PartNotCarriedError: A part of an extension kind whose fallback is no text (a
+            prefill, a cache hint: `to_datapizza_turn` leaves a cache hint out).
     """
     tools = tools or {}
+    if isinstance(part, ExtensionPart):
+        text = part.fallback()
+        if not text:
+            raise PartNotCarriedError("datapizza", part.kind)
+        return TextBlock(content=text)
     if isinstance(part, TextPart):
         return TextBlock(content=part.text)
     if isinstance(part, ReasoningPart):
@@ -353,8 +362,15 @@ def to_datapizza_turn(
     tools: Mapping[str, ToolSpec] | None = None,
     models: Mapping[str, type[BaseModel]] | None = None,
 ) -> Any:
-    """Translate a message to a datapizza `Turn` (see `to_datapizza_block` for the options)."""
-    blocks = [to_datapizza_block(p, tools=tools, models=models) for p in message.parts]
+    """Translate a message to a datapizza `Turn` (see `to_datapizza_block` for the options).
+
+    Parts of extension kinds become their kind's fallback text (a cache hint is left out).
+
+    Raises:
+        PartNotCarriedError: A part of an extension kind that declares no fallback.
+    """
+    parts = carried_parts(message.parts, "datapizza")
+    blocks = [to_datapizza_block(p, tools=tools, models=models) for p in parts]
     return Turn(blocks, to_datapizza_role(message.role))
 
 

@@ -4,6 +4,12 @@ The system prompt lives outside `messages`; tool calls are `tool_use` blocks and
 `tool_result` blocks (with `is_error`) inside a user message. Reasoning is not sent: Anthropic
 accepts prior `thinking` only with the signature it issued, which a transcript does not keep;
 read back, `thinking` blocks become reasoning parts.
+
+Of the extension part kinds, this wire carries two: a cache hint becomes ``cache_control`` on
+the block before it (and ``cache_control`` read back becomes a cache hint after its block), and
+a prefill in the final assistant message is sent as that message's text, which the model
+continues. Other extension kinds are sent as their declared fallback or refused
+(`twinflow.vocab.carried_parts`).
 """
 
 from __future__ import annotations
@@ -11,12 +17,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from twinflow.vocab._errors import InvalidValueError
+from twinflow.vocab._errors import InvalidValueError, PartNotCarriedError
+from twinflow.vocab._parts import carried_parts
 from twinflow.vocab._values import (
+    CacheHintPart,
     CallId,
     MediaPart,
     Message,
     Part,
+    PrefillPart,
     ReasoningPart,
     StructuredPart,
     TextPart,
@@ -42,8 +51,15 @@ from twinflow.vocab.wire._reader import (
 
 __all__ = ["from_anthropic", "to_anthropic", "to_anthropic_tools"]
 
+_CARRIED = frozenset({"cache_hint", "prefill"})
+"""The extension kinds this wire has a form for."""
+
 
 def _media_block(p: MediaPart) -> dict[str, Any]:
+    if p.media_type.startswith(("audio/", "video/")):
+        raise PartNotCarriedError(
+            "anthropic", p.kind, f"Messages takes images and PDFs, not {p.media_type}"
+        )
     kind = "document" if p.media_type == "application/pdf" else "image"
     if p.uri.startswith("data:"):
         header, _, data = p.uri[5:].partition(",")
@@ -77,36 +93,77 @@ def _block(p: Part) -> dict[str, Any] | None:
     return None  # reasoning: see the module docstring
 
 
+def _cache_control(hint: CacheHintPart) -> dict[str, Any]:
+    control: dict[str, Any] = {"type": "ephemeral"}
+    if hint.ttl is not None:
+        control["ttl"] = hint.ttl
+    return control
+
+
+def _blocks(m: Message, index: int, final: bool) -> list[dict[str, Any]]:
+    """A message's content blocks, cache hints and a prefill carried."""
+    blocks: list[dict[str, Any]] = []
+    for p in carried_parts(m.parts, "anthropic", _CARRIED):
+        if isinstance(p, CacheHintPart):
+            if not blocks:
+                raise PartNotCarriedError(
+                    "anthropic",
+                    p.kind,
+                    f"a cache hint marks the block before it, and messages[{index}] has none",
+                )
+            blocks[-1]["cache_control"] = _cache_control(p)
+        elif isinstance(p, PrefillPart):
+            if not (final and m.role == "assistant"):
+                raise PartNotCarriedError(
+                    "anthropic",
+                    p.kind,
+                    f"a prefill belongs in the final assistant message, not messages[{index}] "
+                    f"({m.role})",
+                )
+            blocks.append({"type": "text", "text": p.text})
+        else:
+            block = _block(p)
+            if block is not None:
+                blocks.append(block)
+    return blocks
+
+
+def _plain(blocks: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """One unmarked text block as the plain string Anthropic's examples use; else the blocks."""
+    if len(blocks) == 1 and blocks[0]["type"] == "text" and "cache_control" not in blocks[0]:
+        return str(blocks[0]["text"])
+    return blocks
+
+
 def to_anthropic(transcript: Transcript) -> dict[str, Any]:
     """Translate a transcript to `{"system": ..., "messages": [...]}` for `/v1/messages`.
 
     One leading system message becomes `system` (a string, or text blocks if it has several
-    parts); tool messages become user messages of `tool_result` blocks (`is_error` only when
-    true); a message that is one text part is sent as a plain string.
+    parts or a cache hint); tool messages become user messages of `tool_result` blocks
+    (`is_error` only when true); a message that is one text part is sent as a plain string.
 
     Raises:
         InvalidValueError: A system message other than the first message (Anthropic has one
             system prompt), or media it cannot carry.
+        PartNotCarriedError: A part of an extension kind with no fallback, a cache hint with
+            no block before it, or a prefill outside the final assistant message.
     """
     out: dict[str, Any] = {}
     messages: list[dict[str, Any]] = []
+    last = len(transcript) - 1
     for i, m in enumerate(transcript.messages):
         if m.role == "system":
             if i != 0:
                 raise InvalidValueError(
                     f"messages[{i}]: Anthropic has one system prompt, before the messages"
                 )
-            texts = [p.text for p in m.parts if isinstance(p, TextPart)]
-            out["system"] = (
-                texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
-            )
+            out["system"] = _plain([b for b in _blocks(m, i, i == last) if b["type"] == "text"])
             continue
-        blocks = [b for b in (_block(p) for p in m.parts) if b is not None]
-        content: str | list[dict[str, Any]] = blocks
-        if len(blocks) == 1 and blocks[0]["type"] == "text":
-            content = str(blocks[0]["text"])  # the plain-string form Anthropic's examples use
         messages.append(
-            {"role": "assistant" if m.role == "assistant" else "user", "content": content}
+            {
+                "role": "assistant" if m.role == "assistant" else "user",
+                "content": _plain(_blocks(m, i, i == last)),
+            }
         )
     out["messages"] = messages
     return out
@@ -155,6 +212,18 @@ def _media(o: dict[str, Any], path: Path) -> MediaPart:
     raise fail(f"unsupported media source type {kind!r} (expected base64 or url)", (*spath, "type"))
 
 
+def _read_cache_hint(block: dict[str, Any], path: Path, into: list[Part]) -> None:
+    """A block's ``cache_control``, read as a cache hint after it."""
+    control = block.get("cache_control")
+    if control is None:
+        return
+    cpath = (*path, "cache_control")
+    if field(obj(control, cpath), "type", cpath, string) != "ephemeral":
+        raise fail("cache_control type must be 'ephemeral'", (*cpath, "type"))
+    ttl = optional(control, "ttl", cpath, string)
+    into.append(build(cpath, CacheHintPart, ttl=ttl))
+
+
 def from_anthropic(payload: object) -> Transcript:
     """Translate a Messages request (`{"system"?, "messages"}`) to a transcript.
 
@@ -172,10 +241,12 @@ def from_anthropic(payload: object) -> Transcript:
         if isinstance(system, str):
             parts: tuple[Part, ...] = (TextPart(text=system),)
         else:
-            parts = tuple(
-                TextPart(text=field(obj(b, ("system", i)), "text", ("system", i), string))
-                for i, b in enumerate(arr(system, ("system",)))
-            )
+            blocks: list[Part] = []
+            for i, b in enumerate(arr(system, ("system",))):
+                block = obj(b, ("system", i))
+                blocks.append(TextPart(text=field(block, "text", ("system", i), string)))
+                _read_cache_hint(block, ("system", i), blocks)
+            parts = tuple(blocks)
         transcript = append(transcript, Message(role="system", parts=parts), ("system",))
     names: dict[str, str] = {}
     for i, item in enumerate(field(root, "messages", (), arr)):
@@ -233,6 +304,8 @@ def from_anthropic(payload: object) -> Transcript:
                 )
             else:
                 raise fail(f"unsupported content block type {kind!r}", (*bpath, "type"))
+            if kind != "tool_result":
+                _read_cache_hint(b, bpath, others)
         if results:
             transcript = append(transcript, Message(role="tool", parts=tuple(results)), path)
         if others or not results:

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from twinflow.vocab._errors import InvalidValueError
+from twinflow.vocab._parts import carried_parts
 from twinflow.vocab._protocols import ModelRequest
 from twinflow.vocab._values import (
     CallId,
@@ -70,8 +71,11 @@ def to_ollama_messages(transcript: Transcript) -> list[dict[str, Any]]:
     Text and structured values (as canonical JSON) join into `content`; reasoning into
     `thinking`; each tool result becomes its own `tool` message (`is_error` has no field).
 
+    Extension parts are sent as their kind's fallback text (a cache hint is dropped).
+
     Raises:
         InvalidValueError: Media that is not a base64 `data:` image (Ollama has no other form).
+        PartNotCarriedError: A part of an extension kind that declares no fallback (a prefill).
     """
     out: list[dict[str, Any]] = []
     for m in transcript.messages:
@@ -84,7 +88,7 @@ def to_ollama_messages(transcript: Transcript) -> list[dict[str, Any]]:
         text: list[str] = []
         thinking: list[str] = []
         images: list[str] = []
-        for p in m.parts:
+        for p in carried_parts(m.parts, "ollama"):
             if isinstance(p, TextPart):
                 text.append(p.text)
             elif isinstance(p, StructuredPart):

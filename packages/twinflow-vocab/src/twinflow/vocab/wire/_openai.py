@@ -13,6 +13,8 @@ from typing import Any
 from pydantic import JsonValue
 
 from twinflow.vocab._canonical import canonical_bytes
+from twinflow.vocab._errors import PartNotCarriedError
+from twinflow.vocab._parts import carried_parts
 from twinflow.vocab._values import (
     CallId,
     MediaPart,
@@ -50,6 +52,24 @@ def _media_type_of(uri: str) -> str:
     return "image/*"
 
 
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+_AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
+
+
+def _audio(p: MediaPart) -> dict[str, str]:
+    """Audio as chat-completions ``input_audio``: base64 wav or mp3 only."""
+    header, comma, data = p.uri[5:].partition(",") if p.uri.startswith("data:") else ("", "", "")
+    audio_format = _AUDIO_FORMATS.get(p.media_type)
+    if audio_format is None or not comma or not header.endswith(";base64"):
+        raise PartNotCarriedError(
+            "openai",
+            p.kind,
+            f"chat completions take audio as a base64 data: URI of wav or mp3, not "
+            f"{p.media_type} at {p.uri[:40]!r}",
+        )
+    return {"data": data, "format": audio_format}
+
+
 def _content(parts: Iterable[Part]) -> str | list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for p in parts:
@@ -57,6 +77,8 @@ def _content(parts: Iterable[Part]) -> str | list[dict[str, Any]]:
             items.append({"type": "text", "text": p.text})
         elif isinstance(p, StructuredPart):
             items.append({"type": "text", "text": structured_text(p)})
+        elif isinstance(p, MediaPart) and p.media_type.startswith("audio/"):
+            items.append({"type": "input_audio", "input_audio": _audio(p)})
         elif isinstance(p, MediaPart):
             items.append({"type": "image_url", "image_url": {"url": p.uri}})
     if len(items) == 1 and items[0]["type"] == "text":
@@ -69,9 +91,14 @@ def to_openai_messages(transcript: Transcript) -> list[dict[str, Any]]:
 
     Assistant reasoning goes in `reasoning_content` (the field vLLM, llama.cpp and DeepSeek use);
     each tool result becomes its own `tool` message; `is_error` has no field and is dropped.
+    Extension parts are sent as their kind's fallback text (a cache hint is dropped).
+
+    Raises:
+        PartNotCarriedError: A part of an extension kind that declares no fallback (a prefill).
     """
     out: list[dict[str, Any]] = []
     for m in transcript.messages:
+        parts = carried_parts(m.parts, "openai")
         if m.role == "tool":
             out.extend(
                 {"role": "tool", "tool_call_id": r.call_id, "content": r.content}
@@ -79,12 +106,12 @@ def to_openai_messages(transcript: Transcript) -> list[dict[str, Any]]:
             )
             continue
         if m.role != "assistant":
-            out.append({"role": m.role, "content": _content(m.parts)})
+            out.append({"role": m.role, "content": _content(parts)})
             continue
         msg: dict[str, Any] = {"role": "assistant"}
-        texts = [p for p in m.parts if isinstance(p, TextPart | StructuredPart)]
+        texts = [p for p in parts if isinstance(p, TextPart | StructuredPart)]
         msg["content"] = _content(texts) if texts else None
-        reasoning = [p.text for p in m.parts if isinstance(p, ReasoningPart)]
+        reasoning = [p.text for p in parts if isinstance(p, ReasoningPart)]
         if reasoning:
             msg["reasoning_content"] = "".join(reasoning)
         if m.tool_calls:
@@ -132,9 +159,20 @@ def _read_content(value: object, path: Path) -> tuple[Part, ...]:
                 string,
             )
             parts.append(build(ipath, MediaPart, media_type=_media_type_of(url), uri=url))
+        elif kind == "input_audio":
+            apath = (*ipath, "input_audio")
+            audio = field(o, "input_audio", ipath, obj)
+            audio_format = field(audio, "format", apath, string)
+            media_type = _AUDIO_TYPES.get(audio_format)
+            if media_type is None:
+                raise fail(f"audio format {audio_format!r} is not wav or mp3", (*apath, "format"))
+            data = field(audio, "data", apath, string)
+            uri = f"data:{media_type};base64,{data}"
+            parts.append(build(ipath, MediaPart, media_type=media_type, uri=uri))
         else:
             raise fail(
-                f"unsupported content part type {kind!r} (expected 'text' or 'image_url')",
+                f"unsupported content part type {kind!r} (expected 'text', 'image_url' or "
+                "'input_audio')",
                 (*ipath, "type"),
             )
     return tuple(parts)

@@ -1,0 +1,311 @@
+"""Extension part kinds: defined outside the core union, read back without their class, carried
+by the wire adapters that know them and sent by fallback or refused by the others."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pytest
+from datapizza.type import TextBlock
+
+from twinflow.vocab import (
+    CacheHintPart,
+    EmbeddedResourcePart,
+    ExtensionPart,
+    GenericPart,
+    InvalidValueError,
+    MediaPart,
+    Message,
+    PartNotCarriedError,
+    PrefillPart,
+    ResourceLinkPart,
+    TextPart,
+    Transcript,
+    UserError,
+    WireFormatError,
+    canonical_bytes,
+    carried_parts,
+    parse_canonical,
+)
+from twinflow.vocab.datapizza import to_datapizza_turn
+from twinflow.vocab.wire import (
+    from_anthropic,
+    from_mcp_content,
+    to_anthropic,
+    to_ollama_messages,
+    to_openai_messages,
+)
+
+
+class Citation(ExtensionPart):
+    """A plugin's kind with a text fallback."""
+
+    kind: Literal["acme.citation"] = "acme.citation"
+    source: str
+    page: int | None = None
+
+    def fallback(self) -> str:
+        """The source in brackets."""
+        return f"[{self.source}]"
+
+
+class Stamp(ExtensionPart):
+    """A plugin's kind with no fallback."""
+
+    kind: Literal["acme.stamp"] = "acme.stamp"
+    by: str
+
+
+def answer(*parts: Any) -> Message:
+    """An assistant message of ``parts``."""
+    return Message(role="assistant", parts=parts)
+
+
+def test_a_plugin_part_is_kept_as_its_own_class_and_encodes_its_fields() -> None:
+    """The instance passes through a message unchanged and its fields reach the canonical bytes."""
+    part = Citation(source="doc.pdf", page=3)
+    message = answer(TextPart(text="yes"), part)
+    assert part is message.parts[1]
+    expected = (
+        b'{"parts":[{"kind":"text","text":"yes"},'
+        b'{"kind":"acme.citation","page":3,"source":"doc.pdf"}],"role":"assistant"}'
+    )
+    assert expected == canonical_bytes(message)
+
+
+def test_a_kind_the_reader_does_not_know_reads_as_a_generic_part_with_the_same_bytes() -> None:
+    """No class in sight: a GenericPart holds kind and fields, and encodes to the bytes it was read from."""
+    data = canonical_bytes(answer(Citation(source="doc.pdf", page=3)))
+    read = parse_canonical(data, Message)
+    part = read.parts[0]
+    assert GenericPart is type(part)
+    assert ("acme.citation", {"page": 3, "source": "doc.pdf"}) == (part.kind, part.fields)
+    assert data == canonical_bytes(read)
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"kind": 5},
+        {"kind": ""},
+        {"kind": "Acme"},
+        {"kind": "acme citation"},
+        {"kind": "a" * 10_000},
+        {"kind": "cache_hint", "ttl": "9m"},
+        {"kind": "text"},
+        "just text",
+        None,
+        [{"kind": "acme.x"}],
+    ],
+)
+def test_a_malformed_part_is_one_invalid_value_error(part: object) -> None:
+    """Wrong types, bad names, core kinds without their fields: a typed error, never a traceback."""
+    data = canonical_bytes({"parts": [part], "role": "assistant"})
+    with pytest.raises(InvalidValueError) as caught:
+        parse_canonical(data, Message)
+    assert "parts.0" in str(caught.value)
+    assert len(str(caught.value)) < 2000
+
+
+def test_a_generic_part_holds_json_only() -> None:
+    """A field that is no JSON value (a set, NaN) is refused at construction."""
+    for bad in ({1, 2}, float("nan")):
+        with pytest.raises(InvalidValueError):
+            answer({"kind": "acme.x", "v": bad})
+
+
+def test_a_generic_part_cannot_take_a_kind_vocab_defines() -> None:
+    """cache_hint and the rest are read as their own classes, never as generic parts."""
+    with pytest.raises(InvalidValueError, match="not an extension kind"):
+        GenericPart(kind="cache_hint")
+    assert CacheHintPart is type(answer({"kind": "cache_hint"}).parts[0])
+
+
+def test_an_extension_class_must_declare_its_own_kind() -> None:
+    """A core kind's name, or a kind that is not a Literal default, fails at class definition."""
+    with pytest.raises(TypeError, match="core part kind"):
+
+        class Text(ExtensionPart):
+            kind: Literal["text"] = "text"
+
+    with pytest.raises(TypeError, match="declares its kind"):
+
+        class Loose(ExtensionPart):
+            kind: str = "acme.loose"
+
+
+def test_the_base_class_makes_no_part() -> None:
+    """ExtensionPart(kind="text") would write a part no reader could read back: refused."""
+    with pytest.raises(InvalidValueError, match="ExtensionPart is a base"):
+        ExtensionPart(kind="text")
+
+
+def test_carried_parts_keeps_carried_kinds_and_sends_the_rest_by_fallback() -> None:
+    """Fallback text replaces the part, an empty fallback drops it, a carried kind stays."""
+    parts = [TextPart(text="a"), Citation(source="s"), CacheHintPart(), Stamp(by="x")]
+    assert [TextPart(text="a"), TextPart(text="[s]")] == carried_parts(parts[:3], "test")
+    assert [parts[3]] == carried_parts(parts[3:], "test", frozenset({"acme.stamp"}))
+
+
+def test_a_kind_without_fallback_is_refused_naming_the_adapter_and_kind() -> None:
+    """One line, a UserError: the adapter and the kind it cannot carry."""
+    with pytest.raises(PartNotCarriedError) as caught:
+        carried_parts([Stamp(by="x")], "openai")
+    error = caught.value
+    assert ("openai", "acme.stamp") == (error.adapter, error.kind)
+    assert isinstance(error, UserError)
+    assert str(error).startswith("the openai wire format cannot carry a 'acme.stamp' part")
+    assert "\n" not in str(error)
+
+
+def test_openai_and_ollama_send_a_plugin_part_as_its_fallback_text() -> None:
+    """A citation becomes its text; a cache hint disappears."""
+    transcript = Transcript(
+        messages=(Message.user("q"), answer(TextPart(text="yes "), Citation(source="s"))),
+    )
+    transcript = transcript.append(
+        Message(role="user", parts=(TextPart(text="more"), CacheHintPart()))
+    )
+    openai = to_openai_messages(transcript)
+    assert [{"type": "text", "text": "yes "}, {"type": "text", "text": "[s]"}] == openai[1][
+        "content"
+    ]
+    assert "more" == openai[2]["content"]
+    assert ["q", "yes [s]", "more"] == [m["content"] for m in to_ollama_messages(transcript)]
+
+
+@pytest.mark.parametrize(
+    ("translate", "adapter"),
+    [(to_openai_messages, "openai"), (to_ollama_messages, "ollama"), (to_anthropic, "anthropic")],
+)
+def test_every_wire_refuses_a_kind_without_fallback(translate: Any, adapter: str) -> None:
+    """The plugin's stamp has no form on any provider wire."""
+    transcript = Transcript(messages=(Message.user("q"), answer(Stamp(by="x"))))
+    with pytest.raises(PartNotCarriedError) as caught:
+        translate(transcript)
+    assert (adapter, "acme.stamp") == (caught.value.adapter, caught.value.kind)
+
+
+@pytest.mark.parametrize(
+    ("translate", "adapter"), [(to_openai_messages, "openai"), (to_ollama_messages, "ollama")]
+)
+def test_a_wire_without_prefill_refuses_it(translate: Any, adapter: str) -> None:
+    """Sending a prefill as a finished assistant turn would change its meaning: refused."""
+    transcript = Transcript(messages=(Message.user("q"), answer(PrefillPart(text="{"))))
+    with pytest.raises(PartNotCarriedError) as caught:
+        translate(transcript)
+    assert (adapter, "prefill") == (caught.value.adapter, caught.value.kind)
+
+
+def test_anthropic_carries_cache_hints_as_cache_control_and_reads_them_back() -> None:
+    """The hint marks the block before it (system prompt included) and round-trips."""
+    transcript = Transcript(
+        messages=(
+            Message(role="system", parts=(TextPart(text="long rules"), CacheHintPart(ttl="1h"))),
+            Message(role="user", parts=(TextPart(text="doc"), CacheHintPart(), TextPart(text="q"))),
+        )
+    )
+    payload = to_anthropic(transcript)
+    expected = {
+        "system": [
+            {
+                "type": "text",
+                "text": "long rules",
+                "cache_control": {"type": "ephemeral", "ttl": "1h"},
+            }
+        ],
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "doc", "cache_control": {"type": "ephemeral"}},
+                    {"type": "text", "text": "q"},
+                ],
+            }
+        ],
+    }
+    assert expected == payload
+    assert transcript == from_anthropic(payload)
+
+
+def test_anthropic_carries_a_prefill_in_the_final_assistant_message_only() -> None:
+    """At the end it is the assistant's opening text; anywhere else it is refused, naming where."""
+    transcript = Transcript(messages=(Message.user("q"), answer(PrefillPart(text='{"a":'))))
+    assert {"role": "assistant", "content": '{"a":'} == to_anthropic(transcript)["messages"][-1]
+    early = transcript.append(Message.user("again"))
+    with pytest.raises(PartNotCarriedError, match=r"final assistant message, not messages\[1\]"):
+        to_anthropic(early)
+
+
+def test_anthropic_refuses_a_cache_hint_with_nothing_before_it() -> None:
+    """A hint that marks no block is a mistake, not something to drop."""
+    transcript = Transcript(messages=(Message(role="user", parts=(CacheHintPart(),)),))
+    with pytest.raises(PartNotCarriedError, match="has none"):
+        to_anthropic(transcript)
+
+
+def test_audio_is_input_audio_on_openai_and_refused_by_anthropic() -> None:
+    """Audio is never sent as an image: chat completions' input_audio, or a named refusal."""
+    audio = MediaPart(media_type="audio/wav", uri="data:audio/wav;base64,UklGRg==")
+    transcript = Transcript(messages=(Message(role="user", parts=(TextPart(text="hear"), audio)),))
+    expected = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
+    assert expected == to_openai_messages(transcript)[0]["content"][1]
+    with pytest.raises(PartNotCarriedError) as caught:
+        to_anthropic(transcript)
+    assert ("anthropic", "media") == (caught.value.adapter, caught.value.kind)
+
+
+def test_datapizza_sends_a_plugin_part_as_its_fallback_text() -> None:
+    """A citation becomes a text block, a cache hint is left out, a stamp is refused."""
+    turn = to_datapizza_turn(answer(Citation(source="s"), CacheHintPart()))
+    assert [TextBlock(content="[s]")] == turn.blocks
+    with pytest.raises(PartNotCarriedError, match="datapizza"):
+        to_datapizza_turn(answer(Stamp(by="x")))
+
+
+def test_mcp_content_blocks_map_onto_parts() -> None:
+    """text, image, audio, resource_link and embedded resource each have their part."""
+    blocks = [
+        {"type": "text", "text": "hi", "annotations": {"priority": 1}},
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+        {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+        {
+            "type": "resource_link",
+            "uri": "file:///a.txt",
+            "name": "a.txt",
+            "mimeType": "text/plain",
+        },
+        {"type": "resource", "resource": {"uri": "file:///b.txt", "text": "B"}},
+        {"type": "resource", "resource": {"uri": "file:///c.bin", "blob": "AAE="}},
+    ]
+    expected = [
+        TextPart(text="hi"),
+        MediaPart(media_type="image/png", uri="data:image/png;base64,iVBORw0KGgo="),
+        MediaPart(media_type="audio/wav", uri="data:audio/wav;base64,UklGRg=="),
+        ResourceLinkPart(uri="file:///a.txt", name="a.txt", media_type="text/plain"),
+        EmbeddedResourcePart(uri="file:///b.txt", text="B"),
+        EmbeddedResourcePart(uri="file:///c.bin", blob="AAE="),
+    ]
+    assert expected == [from_mcp_content(b) for b in blocks]
+    assert ["[resource a.txt: file:///a.txt]", "[resource file:///b.txt]\nB", None] == [
+        p.fallback() for p in expected[3:]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("block", "pointer"),
+    [
+        ({"type": "video", "data": ""}, "/0/type"),
+        ({"type": "image", "data": "AA==", "mimeType": "audio/wav"}, "/0/mimeType"),
+        ({"type": "resource", "resource": {"uri": "u", "text": "a", "blob": "b"}}, "/0/resource"),
+        ({"type": "resource_link", "uri": 5, "name": "n"}, "/0/uri"),
+        ("text", "/0"),
+    ],
+)
+def test_a_malformed_mcp_block_is_a_wire_format_error_at_its_pointer(
+    block: object, pointer: str
+) -> None:
+    """Unknown types and wrong fields name where they are, in one typed error."""
+    with pytest.raises(WireFormatError) as caught:
+        from_mcp_content(block, (0,))
+    assert pointer == caught.value.path
