@@ -8,7 +8,6 @@ wrong and what to do.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -234,13 +233,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``twinflow`` command and return its exit code."""
     words = sys.argv[1:] if argv is None else list(argv)
     args = _parser(words).parse_args(words)
-    if argv is None:
-        # This process is the command, and its modules are imported (the chosen command's
-        # with the rest): move them out of the collector's sight. Otherwise every full
-        # collection walks pydantic's and the agent's object graph again, a third of the CPU
-        # of a diff that keeps 10k events' views (ADR 0133). Called from Python (argv given),
-        # main leaves the caller's collector as it is.
-        gc.freeze()
     out = Output(args.json, sys.stdout)
     handler: Handler = args.handler
     try:
