@@ -14,18 +14,31 @@ from pydantic import BaseModel
 from twinflow.agent import (
     Agent,
     AgentConfigError,
+    AgentError,
     FunctionModel,
     Policy,
     ReplayDivergenceError,
     ReplayMode,
     ReplayPorts,
     RunFailed,
+    RunFinished,
+    RunStarted,
     Trace,
+    TraceWriter,
     replay,
 )
 from twinflow.kernel import CountingIds, NondeterminismError, SteppingClock
 from twinflow.trace import MemoryTraceSink
-from twinflow.vocab import CallId, Message, ModelRequest, RunId, StructuredPart, ToolCallPart
+from twinflow.vocab import (
+    CallId,
+    Message,
+    ModelRequest,
+    RunId,
+    StructuredPart,
+    ToolCallPart,
+    canonical_bytes,
+    digest,
+)
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -234,3 +247,122 @@ def test_an_agent_built_without_every_replaying_port_is_refused(
         f"the agent the replay factory built does not use the replaying {missing}; pass each "
         "to Agent under its own name (see ReplayPorts)"
     ) == str(caught.value)
+
+
+def test_a_loaded_traces_kinds_are_its_typed_events_kinds() -> None:
+    """`Trace.kinds`, noted at load without keeping typed events, is each event's body kind."""
+    trace = record()
+    assert [event.body.kind for event in trace.events] == list(trace.kinds)
+    assert "run_started" == trace.kinds[0] and "run_finished" == trace.kinds[-1]
+
+
+def _lines_without(trace: Trace, drop: Callable[[int], bool]) -> Trace:
+    """The trace's events, some dropped, re-chained by a fresh writer."""
+    writer = TraceWriter(MemoryTraceSink())
+    for seq, event in enumerate(trace.events):
+        if not drop(seq):
+            writer.append(event.at, event.body)
+    sink = writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    return Trace.load(sink.data)
+
+
+def test_a_trace_whose_run_starts_later_is_refused() -> None:
+    """A trace opening with another event than run_started is refused, even when one follows."""
+    trace = record()
+    moved = TraceWriter(MemoryTraceSink())
+    events = list(trace.events)
+    for event in [events[1], events[0], *events[2:]]:
+        moved.append(event.at, event.body)
+    assert isinstance(moved.sink, MemoryTraceSink)
+    with pytest.raises(AgentError, match="starts with run_started"):
+        replay(Trace.load(moved.sink.data), lambda ports: agent_with(add, ports))
+    with pytest.raises(AgentError, match="starts with run_started"):
+        replay(_lines_without(trace, lambda seq: seq == 0), lambda ports: agent_with(add, ports))
+
+
+def test_a_trace_of_two_runs_is_refused() -> None:
+    """A second run_started anywhere in the trace is refused before anything runs."""
+    trace = record()
+    twice = TraceWriter(MemoryTraceSink())
+    for event in [*trace.events, *trace.events]:
+        twice.append(event.at, event.body)
+    assert isinstance(twice.sink, MemoryTraceSink)
+    with pytest.raises(AgentError, match="several runs"):
+        replay(Trace.load(twice.sink.data), lambda ports: agent_with(add, ports))
+
+
+def test_a_run_after_its_configuration_is_replaced_records_the_new_one() -> None:
+    """The configuration bytes kept from construction are not used for another configuration:
+    each run_started is its event's encoding."""
+    agent = agent_with(add)
+    agent.config = agent.config.model_copy(update={"model": "Replaced"})
+    agent.run("add 2 and 3, twice")
+    sink = agent.writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    trace = Trace.load(sink.data)
+    started = trace.events[0].body
+    assert isinstance(started, RunStarted)
+    assert "Replaced" == started.config.model
+    assert [canonical_bytes(e) for e in trace.events] == list(trace.encoded)
+
+
+def test_spliced_requests_and_the_transcript_digest_are_fresh_encodings() -> None:
+    """The model_requested events built from each message's kept bytes, and run_finished's
+    transcript digest, equal the fresh encodings of the values they record."""
+    agent = agent_with(add)
+    result = agent.run("add 2 and 3, twice")
+    sink = agent.writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    trace = Trace.load(sink.data)
+    finished = trace.events[-1].body
+    assert isinstance(finished, RunFinished)
+    assert digest(result.transcript) == finished.transcript_digest
+    requested = [i for i, kind in enumerate(trace.kinds) if kind == "model_requested"]
+    assert 3 == len(requested)
+    assert [canonical_bytes(trace.events[i]) for i in requested] == [
+        trace.encoded[i] for i in requested
+    ]
+
+
+def test_recorded_mode_serves_only_results_of_calls_that_ran() -> None:
+    """A denied call's result (no tool_called before it) is not served to a call that ran: the
+    recorded replay of a reply mixing a denied and an allowed call matches."""
+    replies = iter(
+        [
+            Message(
+                role="assistant",
+                parts=(
+                    ToolCallPart(id=CallId("d1"), name="nope", arguments={}),
+                    ToolCallPart(id=CallId("c1"), name="add", arguments={"a": 2, "b": 3}),
+                ),
+            ),
+            Message(
+                role="assistant", parts=(StructuredPart(schema_name="Total", value={"total": 5}),)
+            ),
+        ]
+    )
+
+    def build(ports: ReplayPorts | None = None) -> Agent[Total]:
+        if ports is None:
+            return Agent(
+                FunctionModel(lambda request: next(replies)),
+                clock=SteppingClock(START, timedelta(milliseconds=5)),
+                ids=CountingIds(),
+                tools=[add],
+                policy=Policy(allow=frozenset({"add"})),
+                output_type=Total,
+                trace=MemoryTraceSink(),
+            )
+        return agent_with(add, ports)
+
+    agent = build()
+    agent.run("add 2 and 3")
+    sink = agent.writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    trace = Trace.load(sink.data)
+    assert ["tool_returned", "policy_decided"] == [
+        trace.kinds[i] for i in (4, 5)
+    ]  # the denial's result comes before the allowed call's decision
+    result = replay(trace, build, mode="recorded")
+    assert (trace.size, trace.checkpoint().root) == (result.events, result.root)

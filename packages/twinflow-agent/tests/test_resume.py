@@ -29,7 +29,14 @@ from twinflow.agent import (
 )
 from twinflow.kernel import ConnectError, CountingIds, SteppingClock
 from twinflow.trace import FileTraceSink, TraceCorruptError, TraceLockedError, check_consistency
-from twinflow.vocab import CallId, Message, ModelRequest, StructuredPart, ToolCallPart
+from twinflow.vocab import (
+    CallId,
+    Message,
+    ModelRequest,
+    StructuredPart,
+    ToolCallPart,
+    canonical_bytes,
+)
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 STEPS = 3
@@ -343,6 +350,8 @@ def test_fork_serves_the_steps_before_it_and_names_its_parent(
     )
     as_json = [[json.loads(e) for e in t.encoded] for t in (parent, child)]
     assert () == compare_behaviour(*as_json)
+    # The run_started the agent splices from its configuration's bytes is the event's encoding.
+    assert [canonical_bytes(e) for e in child.events] == list(child.encoded)
 
 
 def test_fork_at_a_step_the_parent_never_took_is_refused(recorded: Path, tmp_path: Path) -> None:

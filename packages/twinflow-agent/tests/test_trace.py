@@ -7,7 +7,7 @@ import hashlib
 import os
 import tracemalloc
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from twinflow.agent import (
     Agent,
+    AgentConfigError,
+    EventBody,
     FunctionModel,
     MessageChain,
     ModelRequested,
@@ -26,10 +28,12 @@ from twinflow.agent import (
     ToolCalled,
     ToolReturned,
     Trace,
+    TraceEvent,
     TraceWriter,
     verify_agent_trace,
 )
 from twinflow.agent._events import AgentConfig, PolicyRecord
+from twinflow.agent._trace import encode_event
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import (
     GENESIS,
@@ -141,6 +145,57 @@ def sample() -> bytes:
     sink = MemoryTraceSink()
     write_sample(TraceWriter(sink))
     return sink.data
+
+
+class _Remembering(TraceWriter):
+    """A writer that remembers what it was asked to append."""
+
+    def __init__(self, sink: MemoryTraceSink) -> None:
+        super().__init__(sink)
+        self.appended: list[tuple[datetime, EventBody]] = []
+
+    def append(self, at: datetime, body: EventBody) -> str:
+        self.appended.append((at, body))
+        return super().append(at, body)
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        START,
+        START + timedelta(microseconds=1),
+        START + timedelta(milliseconds=1500),
+        datetime(2026, 3, 29, 1, 30, 5, 120000, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+        datetime(1999, 12, 31, 23, 59, 59, 999999, tzinfo=timezone(-timedelta(hours=3))),
+        datetime(2026, 1, 1, tzinfo=timezone(timedelta(seconds=3661))),
+        datetime(1, 1, 1, tzinfo=UTC),
+    ],
+)
+def test_spliced_lines_are_the_whole_event_encoding(at: datetime) -> None:
+    """Each line the writer splices around its body's bytes is the whole `TraceEvent`'s
+    encoding, for clock readings with offsets, fractions and odd years."""
+    sink = MemoryTraceSink()
+    writer = _Remembering(sink)
+    write_sample(writer)
+    writer.append(at, ToolCalled(call_id=CallId("c2"), tool="add", arguments={"x": 0.5}))
+    writer.append(at, ToolCalled(call_id=CallId("c3"), tool="add", arguments={"n": 2**53 - 1}))
+    prev, expected = GENESIS, []
+    for seq, (when, body) in enumerate(writer.appended):
+        line, prev = encode_event(TraceEvent(seq=seq, prev=prev, at=when, body=body))
+        expected.append(line)
+    assert b"".join(expected) == sink.data
+
+
+def test_a_naive_clock_reading_is_refused_as_before() -> None:
+    """A clock reading without a timezone is an `AgentConfigError` naming the event, and
+    nothing is written."""
+    sink = MemoryTraceSink()
+    with pytest.raises(AgentConfigError, match="invalid TraceEvent"):
+        TraceWriter(sink).append(
+            datetime(2026, 1, 1),  # naive on purpose
+            ToolCalled(call_id=CallId("c1"), tool="add", arguments={}),
+        )
+    assert b"" == sink.data
 
 
 def test_sample_trace_verifies() -> None:

@@ -93,6 +93,12 @@ def test_transcript_round_trip(transcript: Transcript) -> None:
 @given(json_values)
 @example({"k": [1e16, 0.5, 1.0, -(10**15), 10**15, 2**53 - 1]})
 @example({"\U0001f600": 1, "\uffff": 2, ":1.5": "x,[9e1"})
+@example({"at": "10:45:55.46", "n": [1e16, -1234567890123456]})  # a float written without "."
+@example({"at": "10:45:55.46", "x": [1e-05, 3]})  # a clock reading, then a float
+@example({"text": "done. 1.5 e+1", "n": [1234567890123456]})  # "." in text, a long integer
+@example({"n": 1234567890123456, "s": "no dot"})  # neither "." nor an exponent
+@example({"score": 1.0, "z": -0.0, "big": 9007199254740991.0, "x": [2.0, 0.5]})  # integral floats
+@example({"over": 9007199254740992.0, "score": 1.0})  # integral, past the safe range
 def test_model_fast_path_byte_equal_to_rfc8785(value: JsonValue) -> None:
     """A model whose dump holds floats, long integers or astral keys still encodes as rfc8785 does."""
     part = StructuredPart(schema_name="s", value=value)

@@ -7,6 +7,7 @@ decisions and results), so a step's cost does not grow with the length of the ru
 
 from __future__ import annotations
 
+import hashlib
 import os
 import typing
 from collections.abc import Callable, Iterable, Sequence
@@ -66,12 +67,14 @@ from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Closing, Ids
+from twinflow.trace import CanonicalError as TraceCanonicalError
 from twinflow.trace import (
     Checkpoint,
     FileTraceSink,
     FsyncPolicy,
     MemoryTraceSink,
     TraceSink,
+    canonical_dump_bytes,
     repair_trace,
 )
 from twinflow.vocab import (
@@ -146,6 +149,7 @@ class _Run:
     __slots__ = (
         "call_ids",
         "chain",
+        "encoded",
         "offered",
         "requests",
         "run_id",
@@ -160,6 +164,10 @@ class _Run:
         self.run_id = run_id
         self.transcript = transcript
         self.chain = MessageChain()
+        # Each message's canonical bytes by identity (the message kept, so its id is not
+        # reused): encoded once for the chain, spliced into model_requested and the final
+        # transcript digest (ADR 0135).
+        self.encoded: dict[int, tuple[Message, bytes]] = {}
         self.call_ids: set[str] = set()
         self.offered: tuple[ToolSpec, ...] = ()
         self.sent = 0
@@ -167,6 +175,50 @@ class _Run:
         self.requests = 0
         self.usage_in = 0
         self.usage_out = 0
+
+
+def _message_bytes(state: _Run, message: Message) -> bytes:
+    """``canonical_bytes(message)``, encoded once per run."""
+    found = state.encoded.get(id(message))
+    if found is not None and found[0] is message:
+        return found[1]
+    encoded = canonical_bytes(message)
+    state.encoded[id(message)] = (message, encoded)
+    return encoded
+
+
+def _transcript_digest(state: _Run) -> str:
+    """``digest(state.transcript)``, from each message's bytes: a transcript is its one member."""
+    messages = state.transcript.messages
+    joined = b",".join(_message_bytes(state, message) for message in messages)
+    return hashlib.sha256(b'{"messages":[' + joined + b"]}").hexdigest()
+
+
+_REQUESTED_HEAD = b'{"kind":"model_requested",'
+
+
+def _dump_bytes(dump: dict[str, Any]) -> bytes | None:
+    """The canonical bytes of a JSON-mode dump (the leaf's screened fast path), or None where
+    it has none: the writer then encodes the whole event, and its error names the member."""
+    try:
+        return canonical_dump_bytes(dump)
+    except TraceCanonicalError:
+        return None
+
+
+def _requested_bytes(requested: ModelRequested, encoded: list[bytes]) -> bytes | None:
+    """``canonical_bytes(requested)`` with its new messages spliced in from their bytes:
+    "new_messages" sorts right after "kind", the first key of the rest."""
+    rest = _dump_bytes(requested.model_dump(mode="json", exclude={"new_messages"}))
+    if rest is None or not rest.startswith(_REQUESTED_HEAD):
+        return None
+    return (
+        _REQUESTED_HEAD
+        + b'"new_messages":['
+        + b",".join(encoded)
+        + b"],"
+        + rest[len(_REQUESTED_HEAD) :]
+    )
 
 
 def _emission(message: Message) -> str:
@@ -351,7 +403,9 @@ class Agent(Closing, Generic[OutputT]):
             usage_limits=self.usage_limits.model_dump(),
             settings=self.settings,
         )
-        self.config_digest = digest(self.config)
+        # Encoded once here for the digest, and again into each run's run_started (ADR 0135).
+        self._config_bytes = (self.config, canonical_bytes(self.config))
+        self.config_digest = hashlib.sha256(self._config_bytes[1]).hexdigest()
         self._offer_digests: dict[tuple[str, ...], str] = {}
         self._schema_digest = None if self._schema is None else digest(self._schema)
         # Events written where a record has them (a resume's run_resumed, say), by sequence
@@ -386,16 +440,26 @@ class Agent(Closing, Generic[OutputT]):
         """Close the trace writer (and its sink); a ``with`` block does it on exit."""
         self.writer.close()
 
-    def _emit(self, body: EventBody) -> None:
+    def _emit(self, body: EventBody, encoded: bytes | None = None) -> None:
         inserts = self._inserts
         while inserts and self.writer.size in inserts:
             self._write(inserts.pop(self.writer.size))
-        self._write(body)
+        self._write(body, encoded)
 
-    def _write(self, body: EventBody) -> None:
-        self.writer.append(self.clock.now(), body)
+    def _write(self, body: EventBody, encoded: bytes | None = None) -> None:
+        self.writer.append(self.clock.now(), body, encoded=encoded)
         if self.observer is not None:
             self.observer(body)
+
+    def _started_bytes(self, started: RunStarted) -> bytes | None:
+        """``canonical_bytes(started)``, its configuration's bytes taken from the encoding done
+        for the digest: "config" is the body's first key, and a member's canonical form does
+        not depend on what surrounds it."""
+        config, encoded = self._config_bytes
+        if started.config is not config:  # the configuration was replaced since: encode it
+            encoded = canonical_bytes(started.config)
+        rest = _dump_bytes(started.model_dump(mode="json", exclude={"config"}))
+        return None if rest is None else b'{"config":' + encoded + b"," + rest[1:]
 
     def run(self, prompt: str) -> RunResult[OutputT]:
         """Run the agent on one prompt.
@@ -418,16 +482,15 @@ class Agent(Closing, Generic[OutputT]):
 
     def _run(self, prompt: str) -> RunResult[OutputT]:
         run_id = self.ids.run_id()
-        self._emit(
-            RunStarted(
-                run_id=run_id,
-                config_digest=self.config_digest,
-                config=self.config,
-                prompt=prompt,
-                parent=self._parent,
-                environment=self._started_in,
-            )
+        started = RunStarted(
+            run_id=run_id,
+            config_digest=self.config_digest,
+            config=self.config,
+            prompt=prompt,
+            parent=self._parent,
+            environment=self._started_in,
         )
+        self._emit(started, self._started_bytes(started))
         for server in self.servers:
             self._emit(server.announce())
         opening = (Message.system(self.system),) if self.system is not None else ()
@@ -464,7 +527,7 @@ class Agent(Closing, Generic[OutputT]):
                 run_id=run_id,
                 steps=state.requests,
                 usage=usage,
-                transcript_digest=digest(state.transcript),
+                transcript_digest=_transcript_digest(state),
             )
         )
         self.writer.end_step()
@@ -526,19 +589,19 @@ class Agent(Closing, Generic[OutputT]):
         """Send the transcript; a re-ask's reply joins it here, a step's with its tool results."""
         # Only what was not sent yet: reading `.messages` would build the whole tuple each step.
         new = state.transcript.messages_from(state.sent)
-        self._emit(
-            ModelRequested(
-                step=state.step,
-                purpose=purpose,
-                prefix_length=state.chain.length,
-                prefix_digest=state.chain.hexdigest,
-                new_messages=new,
-                tools_digest=self._offer_digest(state.offered),
-                output_schema_digest=self._schema_digest,
-                settings=self.settings,
-            )
+        encoded = [_message_bytes(state, message) for message in new]
+        requested = ModelRequested(
+            step=state.step,
+            purpose=purpose,
+            prefix_length=state.chain.length,
+            prefix_digest=state.chain.hexdigest,
+            new_messages=new,
+            tools_digest=self._offer_digest(state.offered),
+            output_schema_digest=self._schema_digest,
+            settings=self.settings,
         )
-        state.chain.update(new)
+        self._emit(requested, _requested_bytes(requested, encoded))
+        state.chain.update_encoded(encoded)
         state.sent = len(state.transcript)
         # Every field is an already validated value and tool names were checked unique in
         # __init__; validating again would re-walk the whole transcript each step (O(n)).

@@ -12,6 +12,7 @@ every model request and response, every policy decision and tool result.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, Discriminator, Field, JsonValue
@@ -510,7 +511,15 @@ class MessageChain:
         Args:
             messages: Messages appended to the transcript, in order.
         """
-        for message in messages:
-            inner = hashlib.sha256(canonical_bytes(message)).digest()
+        self.update_encoded([canonical_bytes(message) for message in messages])
+
+    def update_encoded(self, encoded: Sequence[bytes]) -> None:
+        """Fold in messages given as their ``canonical_bytes`` (a caller that has them).
+
+        Args:
+            encoded: Each appended message's canonical bytes, in order.
+        """
+        for data in encoded:
+            inner = hashlib.sha256(data).digest()
             self._state = hashlib.sha256(self._state + inner).digest()
-        self._length += len(messages)
+        self._length += len(encoded)

@@ -22,10 +22,13 @@ rather than with a confusing divergence.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
+
+from pydantic import AwareDatetime, TypeAdapter
 
 from twinflow.agent._agent import Agent
 from twinflow.agent._compare import ComparingSink, ReplayDivergenceError, event_json
@@ -244,11 +247,65 @@ def _check_built(agent: Agent[Any], ports: ReplayPorts) -> None:
         )
 
 
+# What replay reads of a trace, by body kind: only these events are typed (ADR 0136). A
+# ``run_resumed`` is read with the event before it, so a trace holding one is typed whole.
+_REPLAY_KINDS = frozenset(
+    {"run_started", "model_responded", "steering_received", "approval_decided", "run_failed"}
+)
+_RECORDED_KINDS = _REPLAY_KINDS | {"tool_returned"}
+# The clock reading opens every event's canonical bytes (the envelope's first member).
+_AT_PREFIX = b'{"at":"'
+_AT = TypeAdapter(AwareDatetime)
+
+
+def _events_for(trace: Trace, mode: ReplayMode) -> tuple[TraceEvent, ...]:
+    """The typed events replay reads, in order: those of the kinds it serves from."""
+    kinds = trace.kinds
+    if "run_resumed" in kinds:
+        return tuple(trace.events)
+    wanted = _RECORDED_KINDS if mode == "recorded" else _REPLAY_KINDS
+    return tuple(trace.events[i] for i, kind in enumerate(kinds) if kind in wanted)
+
+
+def _served_results(trace: Trace, events: tuple[TraceEvent, ...]) -> list[ToolReturned]:
+    """`recorded_tool_results` of the trace, a ``tool_called``'s call id read from its bytes
+    (a JSON string: nothing in it needs the event typed)."""
+    if len(events) == trace.size:  # typed whole already (a resumed run's trace)
+        return recorded_tool_results(events)
+    returned = iter(e.body for e in events if isinstance(e.body, ToolReturned))
+    called: set[str] = set()
+    results: list[ToolReturned] = []
+    for index, kind in enumerate(trace.kinds):
+        if kind == "tool_called":
+            called.add(json.loads(trace.encoded[index])["body"]["call_id"])
+        elif kind == "tool_returned":
+            body = next(returned)
+            if body.result.call_id in called:
+                results.append(body)
+    return results
+
+
+def _clock_readings(trace: Trace) -> list[datetime]:
+    """Each event's ``at``, validated from its bytes as typing the event would."""
+    readings = []
+    for encoded in trace.encoded:
+        end = encoded.find(b'"', len(_AT_PREFIX))
+        if not encoded.startswith(_AT_PREFIX) or end < 0:
+            return [event.at for event in trace.events]
+        readings.append(_AT.validate_python(encoded[len(_AT_PREFIX) : end].decode("ascii")))
+    return readings
+
+
+def _refusals(failed: RunFailed | None) -> bool:
+    """Whether the recorded run failed because its model never gave a valid reply."""
+    return failed is not None and failed.error_type == InvalidModelReply.__name__
+
+
 def _refused_replies(
     events: tuple[TraceEvent, ...], failed: RunFailed | None
 ) -> tuple[Attempt, ...]:
     """The replies a model refused as its last request, when that is why the run failed."""
-    if failed is None or failed.error_type != InvalidModelReply.__name__:
+    if failed is None or not _refusals(failed):
         return ()
     refused: list[Attempt] = []
     for event in reversed(events[:-1]):
@@ -295,28 +352,30 @@ def replay(
         AgentConfigError: ``build`` made an agent that does not use every replaying port.
         AgentError: The trace does not start with ``run_started``.
     """
-    events = tuple(trace.events)  # read several times below: typed once
-    if not events or not isinstance(events[0].body, RunStarted):
+    if not trace.kinds or trace.kinds[0] != "run_started":
         raise AgentError("a replayable trace starts with run_started; this one does not")
+    events = _events_for(trace, mode)
     started = events[0].body
-    if any(isinstance(e.body, RunStarted) for e in events[1:]):
+    assert isinstance(started, RunStarted)  # kinds[0] says so, and it is always wanted
+    if "run_started" in trace.kinds[1:]:
         raise AgentError("the trace holds several runs; replay replays one run per trace")
     # The lines framed by the one framing function the writer uses, from the verified bytes.
     lines = [frame_line(encoded)[0] for encoded in trace.encoded]
-    failed = events[-1].body if isinstance(events[-1].body, RunFailed) else None
+    last = trace.events[-1].body
+    failed = last if isinstance(last, RunFailed) else None
     sink = ComparingSink(lines)
     ports = ReplayPorts(
         model=_ReplayModel(
             [e.body.response for e in events if isinstance(e.body, ModelResponded)],
             failed,
-            _refused_replies(events, failed),
+            _refused_replies(tuple(trace.events), failed) if _refusals(failed) else (),
         ),
-        clock=_ReplayClock([event.at for event in events]),
+        clock=_ReplayClock(_clock_readings(trace)),
         ids=_ReplayIds(started.run_id, list(_call_ids(events))),
         trace=sink,
         model_label=started.config.model,
         tool_results=(
-            _RecordedToolResults(recorded_tool_results(events)) if mode == "recorded" else None
+            _RecordedToolResults(_served_results(trace, events)) if mode == "recorded" else None
         ),
         prompt=started.prompt,
         steering=_RecordedSteering(
@@ -348,12 +407,14 @@ def replay(
     if sink.divergence is not None:
         raise sink.divergence
     if sink.written < len(lines):
-        missing = events[sink.written]
         raise ReplayDivergenceError(
             f"the re-run stopped after {sink.written} events; the recorded trace goes on with "
-            f"event {sink.written} ({missing.body.kind})",
+            f"event {sink.written} ({trace.kinds[sink.written]})",
             seq=sink.written,
             expected=event_json(lines[sink.written]),
             actual=None,
         )
-    return ReplayResult(mode=mode, events=len(lines), root=trace.checkpoint().root)
+    # Every line matched, so the re-run's writer grew the recorded trace's Merkle tree: its
+    # root is the trace's, without building the tree a second time.
+    root = agent.writer.checkpoint().root if agent.writer.size == trace.size else None
+    return ReplayResult(mode=mode, events=len(lines), root=root or trace.checkpoint().root)

@@ -5,12 +5,22 @@ The line format, the encoder, the Merkle tree and the checkpoint values are `twi
 event's bytes are ``canonical_bytes`` of the model (its JSON-mode dump through the one encoder).
 Appending an event costs the encoding of that event, two hashes, one amortised node hash and a
 buffered write, whatever the length of the trace.
+
+The writer encodes only the body: the envelope's members (``at``, ``body``, ``prev``, ``seq``,
+already in canonical key order) are three values it knows the form of, so the line is spliced
+around the body's bytes and no `TraceEvent` is built or dumped per event (ADR 0135). Anything
+unusual (a secret to scrub, a datetime subclass, a body that is not one of the event types, a
+value with no canonical form) takes the whole-event path, which is the definition the splice is
+held equal to (``test_spliced_lines_are_the_whole_event_encoding``).
 """
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
 from datetime import datetime
+
+from pydantic import AwareDatetime, TypeAdapter
 
 from twinflow.agent._events import GENESIS, EventBody, TraceEvent
 from twinflow.trace import (
@@ -23,9 +33,15 @@ from twinflow.trace import (
     scrub_value,
 )
 from twinflow.trace import encode_line as _frame
-from twinflow.vocab import canonical_bytes
+from twinflow.vocab import CanonicalError, canonical_bytes
 
 __all__ = ["TraceWriter", "encode_event"]
+
+# The event types a body may be, read from the union: a body of another type (a dict, say)
+# goes through `TraceEvent`'s validation as before.
+_BODY_TYPES = frozenset(typing.get_args(typing.get_args(EventBody)[0]))
+# `TraceEvent.at`'s JSON form, by the same serializer pydantic uses for the field.
+_AT = TypeAdapter(AwareDatetime)
 
 
 def encode_event(event: TraceEvent) -> tuple[bytes, str]:
@@ -91,33 +107,58 @@ class TraceWriter:
         """Hex digest of the last event (`GENESIS` when empty)."""
         return self._head
 
-    def append(self, at: datetime, body: EventBody) -> TraceEvent:
+    def append(self, at: datetime, body: EventBody, *, encoded: bytes | None = None) -> str:
         """Write one event.
 
         Args:
             at: The clock reading for the event (from the `Clock` port).
             body: What happened.
+            encoded: ``canonical_bytes(body)``, when the caller has it already (the agent
+                splices a run's configuration in from the bytes it digested); None: encoded
+                here.
 
         Returns:
-            The event as written.
+            The event's hex digest. The typed `TraceEvent` is not built: a caller that wants
+            it has ``at`` and ``body``, and `Trace.load` types events read back.
 
         Raises:
+            AgentConfigError: ``at`` is not an aware datetime, or ``body`` is not an event.
             FileWriteError: The sink could not write the line (disk full, ...).
         """
-        event = TraceEvent(seq=self._tree.size, prev=self._head, at=at, body=body)
-        line, hexdigest = encode_event(event)
-        if holds_secret(line):
-            # A key the process read reached an event (a server echoed it in an error, the model
-            # in its reply): the event is written with it replaced by the redaction marker.
-            event = _scrubbed(event)
-            line, hexdigest = encode_event(event)
+        framed = self._spliced(at, body, encoded)
+        if framed is None or holds_secret(framed[0]):
+            event = TraceEvent(seq=self._tree.size, prev=self._head, at=at, body=body)
+            framed = encode_event(event)
+            if holds_secret(framed[0]):
+                # A key the process read reached an event (a server echoed it in an error, the
+                # model in its reply): the event is written with it replaced by the marker.
+                framed = encode_event(_scrubbed(event))
+        line, hexdigest = framed
         self.sink.write(line)
         self._tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))
         self._head = hexdigest
         self._unsynced += 1
         if self.fsync == "event":
             self._sync()
-        return event
+        return hexdigest
+
+    def _spliced(
+        self, at: datetime, body: EventBody, encoded: bytes | None
+    ) -> tuple[bytes, str] | None:
+        """The event's line and digest, built around its body's bytes; None where only the
+        whole-event encoding decides (see the module docstring)."""
+        if type(body) not in _BODY_TYPES or type(at) is not datetime or at.utcoffset() is None:
+            return None
+        if encoded is None:
+            try:
+                encoded = canonical_bytes(body)
+            except CanonicalError:
+                return None  # the whole event's encoding raises, naming the member's full path
+        stamp = _AT.dump_python(at, mode="json")
+        return _frame(
+            b'{"at":"%s","body":%s,"prev":"%s","seq":%d}'
+            % (stamp.encode("ascii"), encoded, self._head.encode("ascii"), self._tree.size)
+        )
 
     def _sync(self) -> None:
         self.sink.flush(durable=True)

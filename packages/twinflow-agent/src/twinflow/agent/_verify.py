@@ -10,12 +10,13 @@ its seq for both.
 from __future__ import annotations
 
 import os
+import typing
 from abc import abstractmethod
 from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar, overload
 
-from twinflow.agent._events import TraceEvent
+from twinflow.agent._events import EventBody, TraceEvent
 from twinflow.trace import GENESIS as _GENESIS
 from twinflow.trace import (
     Checkpoint,
@@ -114,6 +115,33 @@ class _Events(_OnRead[TraceEvent]):
         return typed_event(parse_json(event, max_depth=self._max_depth, canonical=True))
 
 
+# Every body kind, in a fixed order: `_Kinds` holds one byte per event, an index into it.
+_KIND_NAMES: tuple[str, ...] = tuple(
+    typing.get_args(body.model_fields["kind"].annotation)[0]
+    for body in typing.get_args(typing.get_args(EventBody)[0])
+)
+_KIND_INDEX = {kind: index for index, kind in enumerate(_KIND_NAMES)}
+
+
+class _Kinds(_OnRead[str]):
+    """Each event's body kind, one byte apiece, noted as the event was typed at load."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self) -> None:
+        self._raw = bytearray()
+
+    def append(self, kind: str) -> None:
+        """Add the next event's kind."""
+        self._raw.append(_KIND_INDEX[kind])
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def _item(self, index: int) -> str:
+        return _KIND_NAMES[self._raw[index]]
+
+
 class _Digests(_OnRead[str]):
     """Each event's digest, 32 bytes apiece in one buffer; read as hex."""
 
@@ -185,11 +213,20 @@ class Trace:
     a checkpoint or proof first needs it (replay, diff and reports never do).
     """
 
-    def __init__(self, encoded: _Encoded, digests: _Digests, max_depth: int) -> None:
+    def __init__(
+        self, encoded: _Encoded, digests: _Digests, max_depth: int, kinds: _Kinds | None = None
+    ) -> None:
         """Use `Trace.load`; this takes already verified parts."""
         self.events: Sequence[TraceEvent] = _Events(encoded, max_depth)
         """The events, in order, each typed when it is read (keep ``tuple(trace.events)`` to
         read them several times)."""
+        if kinds is None:
+            kinds = _Kinds()
+            for event in self.events:
+                kinds.append(event.body.kind)
+        self.kinds: Sequence[str] = kinds
+        """Each event's body kind (``model_responded``, ...), read without typing the event:
+        a reader that needs a few kinds types only those (``trace.events[i]``)."""
         self.digests: Sequence[str] = digests
         """Each event's hex digest."""
         self.encoded: Sequence[bytes] = encoded
@@ -231,12 +268,14 @@ class Trace:
         limits = limits or Limits()
         encoded = _Encoded()
         digests = _Digests()
+        kinds = _Kinds()
         for item in walk_trace(
             source, limits=limits, check=typed_event, require_complete=require_complete
         ):
             encoded.append(item.event)
             digests.append(item.digest)
-        return cls(encoded, digests, limits.max_depth)
+            kinds.append(item.value.body.kind)
+        return cls(encoded, digests, limits.max_depth, kinds)
 
     @property
     def size(self) -> int:

@@ -11,13 +11,20 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from pydantic import JsonValue
 
-from twinflow.agent import Environment, ModelResponded, RunStarted, Trace, render_trace_page
+from twinflow.agent import (
+    Environment,
+    ModelResponded,
+    RunStarted,
+    TraceEvent,
+    render_trace_page,
+    typed_event,
+)
 from twinflow.eval._errors import RunDirError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import ToolCallRecord, observe
@@ -25,7 +32,7 @@ from twinflow.eval._plan import Plan, PlanError, judge_plan, read_plan
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 from twinflow.eval._stats import wilson_interval
 from twinflow.eval._trials import TrialStats
-from twinflow.trace import TraceCorruptError, read_inside, write_replace
+from twinflow.trace import TraceCorruptError, read_inside, walk_trace, write_replace
 
 __all__ = [
     "CaseDetail",
@@ -142,16 +149,26 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
         # Not synced: a page is regenerated from its trace whenever the reports are written.
         page_html = render_trace_page(data, result.trace).encode()
         write_replace(run_dir / page, page_html, durable=False)
+        # One streaming pass verifies, types and observes the trace and keeps the two kinds of
+        # event the run's facts come from (its typed events are not held whole).
+        kept: list[TraceEvent] = []
+
+        def events(data: bytes = data, kept: list[TraceEvent] = kept) -> Iterator[TraceEvent]:
+            for item in walk_trace(data, check=typed_event):
+                event: TraceEvent = item.value
+                if isinstance(event.body, RunStarted | ModelResponded):
+                    kept.append(event)
+                yield event
+
         try:
-            trace = Trace.load(data)
+            seen = observe(events())
         except TraceCorruptError:
             details[result.key] = CaseDetail(page=str(page), **given)
             continue
-        seen = observe(trace)  # the trace is loaded once: its events give the facts too
         details[result.key] = CaseDetail(
             output=seen.output, tool_calls=seen.tool_calls, page=str(page), **given
         )
-        for event in trace.events:
+        for event in kept:
             body = event.body
             if isinstance(body, RunStarted):
                 digests.add(body.config_digest)
