@@ -206,3 +206,17 @@ def test_a_run_directory_keeps_one_plan(tmp_path: Path) -> None:
     second = make_plan(data, SPEC, metric="rate", rule="rate >= 0.9", made_at=START)
     with pytest.raises(RunDirError, match="registered under another plan"):
         run_eval(data, factory(), tmp_path / "run", clock=CLOCK, plan=write_plan(second))
+
+
+def test_lab_notes_of_a_run_whose_plan_names_no_offset_say_so(tmp_path: Path) -> None:
+    """A received run's plan.note with a naive made_at: Lab Notes name the problem, no crash."""
+    from twinflow.eval import write_plan, write_reports
+
+    data = dataset(2)
+    plan = make_plan(data, SPEC, metric="rate", rule="rate >= 0.5", made_at=START)
+    run = tmp_path / "run"
+    results = run_eval(data, factory(), run, clock=CLOCK, plan=write_plan(plan))
+    note_bytes = (run / "plan.note").read_bytes()
+    (run / "plan.note").write_bytes(note_bytes.replace(b'00:00Z"', b'00:00"'))
+    write_reports(results, run)
+    assert "made_at: Input should have timezone info" in (run / "lab-notes.md").read_text()
