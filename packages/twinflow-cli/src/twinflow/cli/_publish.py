@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from twinflow import trace as _trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import check_trace_head, read_published, read_small_file, squash
-from twinflow.vocab import UserError
+from twinflow.vocab import TwinflowError, UserError
 
 if TYPE_CHECKING:
     from twinflow.trace import witness as _witness
@@ -299,6 +300,8 @@ def _witness_command(args: argparse.Namespace, out: Output) -> int:
     except _note.NoteError as exc:
         raise UserError(f"not a key for the witness ({squash(exc)})") from None
     request = read_small_file(args.request, "consistency proof")
+    if args.out:
+        _refuse_output(args.out)
     now = int(SystemClock().now().timestamp())
     try:
         note, body, old = _witness.add_checkpoint(
@@ -311,8 +314,6 @@ def _witness_command(args: argparse.Namespace, out: Output) -> int:
         ) from None
     except (_trace.TraceFormatError, _witness.MalformedWitnessStateError) as exc:
         raise UserError(squash(exc)) from None
-    if args.out:
-        _trace.write_new(args.out, note, mode=0o644)
     line = note.decode().rstrip("\n").rsplit("\n", 1)[-1]
     key = _witness.CosignerKey.of_signer(signer)
     out.document(
@@ -333,8 +334,33 @@ def _witness_command(args: argparse.Namespace, out: Output) -> int:
     )
     out.line(line)
     if args.out:
+        # The state is written first and durably (a cosignature is never out before the state
+        # that forbids a fork of it); the note is printed above, so a failed write loses nothing.
+        try:
+            _trace.write_new(args.out, note, mode=0o644)
+        except (TwinflowError, OSError) as exc:
+            out.line(note.decode().rstrip("\n"))
+            raise UserError(
+                f"{args.out}: not written ({squash(exc)}); the witness state has advanced and "
+                "the cosigned note is printed on stdout: save it from there"
+            ) from None
         out.line(f"(the cosigned checkpoint written to {args.out})")
     return EXIT_OK
+
+
+def _refuse_output(path: Path) -> None:
+    """Refuse an ``--out`` that cannot be written, before the witness state changes."""
+    if os.path.lexists(path):
+        raise UserError(
+            f"{path} already exists; it was left as it is, nothing was cosigned and the witness "
+            "state is unchanged: pick a new --out"
+        )
+    directory = path.parent
+    if directory.is_symlink() or not directory.is_dir() or not os.access(directory, os.W_OK):
+        raise UserError(
+            f"{path}: its directory {directory} is not a writable directory (or is a link); "
+            "nothing was cosigned and the witness state is unchanged"
+        )
 
 
 COMMANDS: dict[str, Command] = {
