@@ -615,6 +615,8 @@ class Transcript(FrozenValue):
     messages: tuple[Message, ...] = ()
     """The messages, oldest first."""
 
+    # Read from ``__pydantic_private__`` in the hot methods: a private attribute read goes
+    # through pydantic's Python ``__getattr__`` (and this class's), 80 times slower.
     _index: _CallIndex = PrivateAttr(default_factory=lambda: _CallIndex({}, []))
     _size: int = PrivateAttr(default=0)
 
@@ -643,7 +645,7 @@ class Transcript(FrozenValue):
                     f"append() takes Message values; argument {i} is {type(message).__name__}"
                 )
         length = len(self)
-        index = self._index
+        index = self.__pydantic_private__["_index"]  # type: ignore[index]  # set in every init
         calls = _index_calls(index, messages, length)
         token = object()
         if (
@@ -683,13 +685,16 @@ class Transcript(FrozenValue):
         built = self.__dict__.get("messages")
         if built is not None:
             return built[start:]  # type: ignore[no-any-return]  # __dict__ holds Any; "messages" is a tuple of Message
-        begin, end, _ = slice(start, self._size).indices(self._size)
-        return tuple(self._index.log[begin:end])
+        private = self.__pydantic_private__
+        size = private["_size"]  # type: ignore[index]  # set in every init
+        begin, end, _ = slice(start, size).indices(size)
+        return tuple(private["_index"].log[begin:end])  # type: ignore[index]
 
     def _materialise(self) -> tuple[Message, ...]:
         built: tuple[Message, ...] | None = self.__dict__.get("messages")
         if built is None:
-            built = tuple(self._index.log[: self._size])
+            private = self.__pydantic_private__
+            built = tuple(private["_index"].log[: private["_size"]])  # type: ignore[index]
             self.__dict__["messages"] = built
         return built
 
@@ -735,7 +740,7 @@ class Transcript(FrozenValue):
     def __len__(self) -> int:
         """Number of messages."""
         built = self.__dict__.get("messages")
-        return self._size if built is None else len(built)
+        return self.__pydantic_private__["_size"] if built is None else len(built)  # type: ignore[index]
 
 
 def _empty_object_schema() -> dict[str, JsonValue]:
