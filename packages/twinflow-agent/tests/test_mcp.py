@@ -21,12 +21,19 @@ from twinflow.agent import (
     ToolReturned,
     ToolsListed,
     Trace,
-    mcp_content_value,
     replay,
 )
 from twinflow.kernel import CountingIds, McpClient, SteppingClock, connect_stdio
 from twinflow.trace import MemoryTraceSink, verify_trace
-from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
+from twinflow.vocab import (
+    CallId,
+    MediaPart,
+    Message,
+    ModelRequest,
+    ResourceLinkPart,
+    TextPart,
+    ToolCallPart,
+)
 
 SERVERS = Path(__file__).resolve().parents[2] / "twinflow-kernel" / "tests" / "mcp_servers"
 CALC = SERVERS / "calc_server.py"
@@ -225,12 +232,64 @@ def test_recorded_replay_needs_no_server_and_live_replay_catches_a_changed_list(
     assert 1 == caught.value.seq
 
 
-def test_non_text_content_is_carried_as_plain_values(
-    connect: Callable[[], McpClient],
+def test_non_text_content_is_carried_as_parts_and_replays_without_the_server(
+    tmp_path: Path,
 ) -> None:
-    """An image result reaches the model as a plain JSON value of its MCP fields."""
-    run = agent(calls(("calc.picture", {})), McpTools.live("calc", connect), {"calc.picture"})
-    run.run("picture")
-    content = json.loads(results(recorded(run))[0].result.content)
-    assert [{"type": "image", "mimeType": "image/png", "data": "cG5n"}] == content
-    assert {"type": "unknown"} == mcp_content_value({"type": "hologram", "x": 1})
+    """Text, an image and a resource link from an SDK server are the result's parts, in order;
+    the text blocks are its content, and recorded replay serves the parts with no server."""
+
+    def start() -> McpClient:
+        command = [sys.executable, str(SERVERS / "media_server.py")]
+        return connect_stdio("media", command, log_path=tmp_path / "media.log")
+
+    server = McpTools.live("media", start)
+    try:
+        run = agent(calls(("media.gallery", {})), server, {"media.gallery"})
+        run.run("gallery")
+    finally:
+        server.close()
+    trace = recorded(run)
+    result = results(trace)[0].result
+    assert "a picture" == result.content
+    assert (
+        TextPart(text="a picture"),
+        MediaPart(media_type="image/png", uri="data:image/png;base64,cG5n"),
+        ResourceLinkPart(uri="file:///pictures/full.png", name="full.png"),
+    ) == result.parts
+    listed = [e.body for e in trace.events if isinstance(e.body, ToolsListed)]
+
+    def offline(ports: ReplayPorts) -> Agent[str]:
+        return agent(calls(), McpTools.recorded("media", listed), {"media.gallery"}, ports)
+
+    assert trace.size == replay(trace, offline, mode="recorded").events
+
+
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [
+        ("bad-base64", "data is not valid base64 (at /content/0/data)"),
+        ("bad-mime", "data: URI declares 'image/png' but media_type is 'image/png,x'"),
+        ("huge-image", "bytes of content, over the limit of 1048576"),
+        ("unknown-block", "unknown content block type 'hologram'"),
+    ],
+)
+def test_content_that_maps_onto_no_part_is_a_typed_tool_error(
+    tmp_path: Path, mode: str, words: str
+) -> None:
+    """A malformed image, a huge one, an unknown block type: the call's recorded error result."""
+
+    def start() -> McpClient:
+        command = [sys.executable, str(SERVERS / "hostile_server.py"), mode]
+        return connect_stdio("bad", command, log_path=tmp_path / "bad.log")
+
+    server = McpTools.live("bad", start)
+    try:
+        run = agent(calls(("bad.add", {"a": 1, "b": 2})), server, {"bad.add"})
+        run.run("add")
+    finally:
+        server.close()
+    got = results(recorded(run))[0]
+    assert ("McpContentInvalid", True) == (got.error_type, got.result.is_error)
+    assert words in got.result.content
+    assert 1 == len(got.result.content.splitlines())
+    assert () == got.result.parts

@@ -20,6 +20,8 @@ from twinflow.vocab import (
     PrefillPart,
     ResourceLinkPart,
     TextPart,
+    ToolCallPart,
+    ToolResultPart,
     Transcript,
     UserError,
     WireFormatError,
@@ -297,7 +299,15 @@ def test_mcp_content_blocks_map_onto_parts() -> None:
     [
         ({"type": "video", "data": ""}, "/0/type"),
         ({"type": "image", "data": "AA==", "mimeType": "audio/wav"}, "/0/mimeType"),
-        ({"type": "resource", "resource": {"uri": "u", "text": "a", "blob": "b"}}, "/0/resource"),
+        (
+            {"type": "resource", "resource": {"uri": "u", "text": "a", "blob": "AA=="}},
+            "/0/resource",
+        ),
+        ({"type": "image", "data": "not base64!", "mimeType": "image/png"}, "/0/data"),
+        ({"type": "audio", "data": "AAA", "mimeType": "audio/wav"}, "/0/data"),
+        ({"type": "resource", "resource": {"uri": "u", "blob": "%%%%"}}, "/0/resource/blob"),
+        ({"type": "image", "data": "AA==", "mimeType": "image/"}, "/0"),
+        ({"type": "image", "data": "AA==", "mimeType": "image/png,x"}, "/0"),
         ({"type": "resource_link", "uri": 5, "name": "n"}, "/0/uri"),
         ("text", "/0"),
     ],
@@ -305,7 +315,80 @@ def test_mcp_content_blocks_map_onto_parts() -> None:
 def test_a_malformed_mcp_block_is_a_wire_format_error_at_its_pointer(
     block: object, pointer: str
 ) -> None:
-    """Unknown types and wrong fields name where they are, in one typed error."""
+    """Unknown types and wrong fields name where they are, in one typed error of one line
+    (no pydantic layout or URL: the message can become a recorded tool error)."""
     with pytest.raises(WireFormatError) as caught:
         from_mcp_content(block, (0,))
     assert pointer == caught.value.path
+    assert (1, False) == (len(str(caught.value).splitlines()), "pydantic" in str(caught.value))
+
+
+GALLERY = (
+    TextPart(text="a picture"),
+    MediaPart(media_type="image/png", uri="data:image/png;base64,cG5n"),
+    ResourceLinkPart(uri="file:///full.png", name="full.png"),
+)
+
+
+def tool_turn(*parts: Any, content: str = "a picture") -> Transcript:
+    """A call and its result holding ``parts``."""
+    call = ToolCallPart(id="c1", name="media.gallery", arguments={})
+    result = ToolResultPart(call_id="c1", name="media.gallery", content=content, parts=parts)
+    return Transcript(
+        messages=(
+            Message.user("q"),
+            Message(role="assistant", parts=(call,)),
+            Message(role="tool", parts=(result,)),
+        )
+    )
+
+
+def test_a_text_result_encodes_as_before_and_a_result_with_parts_round_trips() -> None:
+    """No parts: the encoding has no ``parts`` key; parts encode and read back as themselves."""
+    text = ToolResultPart(call_id="c", name="t", content="5")
+    assert b'{"call_id":"c","content":"5","is_error":false,"kind":"tool_result","name":"t"}' == (
+        canonical_bytes(text)
+    )
+    rich = tool_turn(*GALLERY)
+    assert rich == Transcript.model_validate(parse_canonical(canonical_bytes(rich)))
+
+
+@pytest.mark.parametrize(
+    "inner", [ToolCallPart(id="x", name="t", arguments={}), PrefillPart(text="{")]
+)
+def test_a_tool_result_holds_no_conversation_parts(inner: Any) -> None:
+    """A call or a prefill inside a result would be a turn of its own: refused in one line."""
+    with pytest.raises(InvalidValueError, match=f"holds no {inner.kind} part"):
+        ToolResultPart(call_id="c", name="t", content="", parts=(inner,))
+
+
+def test_openai_ollama_and_datapizza_send_a_result_with_parts_as_its_fallback_text() -> None:
+    """Text as itself, the image by its media fallback, the link by its kind's fallback."""
+    sent = "a picture\n[image/png: 3 bytes]\n[resource full.png: file:///full.png]"
+    assert sent == to_openai_messages(tool_turn(*GALLERY))[2]["content"]
+    assert sent == to_ollama_messages(tool_turn(*GALLERY))[2]["content"]
+    assert sent == to_datapizza_turn(tool_turn(*GALLERY).messages[2]).blocks[0].result
+
+
+def test_anthropic_carries_a_results_image_and_sends_its_link_by_fallback() -> None:
+    """Messages takes text and images inside a tool_result; the link becomes its text."""
+    block = to_anthropic(tool_turn(*GALLERY))["messages"][2]["content"][0]
+    assert [
+        {"type": "text", "text": "a picture"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "cG5n"}},
+        {"type": "text", "text": "[resource full.png: file:///full.png]"},
+    ] == block["content"]
+
+
+@pytest.mark.parametrize(
+    ("translate", "adapter"),
+    [(to_openai_messages, "openai"), (to_ollama_messages, "ollama"), (to_anthropic, "anthropic")],
+)
+def test_a_result_part_without_fallback_is_refused_naming_adapter_and_kind(
+    translate: Any, adapter: str
+) -> None:
+    """An embedded binary resource has no text form: every wire refuses it in one line."""
+    blob = EmbeddedResourcePart(uri="file:///c.bin", blob="AAE=")
+    with pytest.raises(PartNotCarriedError) as caught:
+        translate(tool_turn(blob, content=""))
+    assert (adapter, "embedded_resource") == (caught.value.adapter, caught.value.kind)

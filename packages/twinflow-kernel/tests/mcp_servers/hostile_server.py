@@ -10,6 +10,9 @@ It initializes properly, lists one tool ``add`` (or misbehaves there), and answe
 - ``sampling`` / ``elicitation``: asks the client to sample / elicit, then answers the call
   with the client's reply quoted;
 - ``many``: lists 10,000 tools; ``homoglyph``: lists ``\\u0430dd`` (a Cyrillic a);
+- ``bad-base64`` / ``bad-mime`` / ``huge-image`` / ``unknown-block``: a result whose image's
+  data is not base64, whose image's type is not one, whose image is 2 MiB, or whose block is
+  of a type MCP does not define;
 - ``paged``: lists ``add`` and ``sub`` on two pages; ``init-garbage``: garbage for initialize.
 
 It writes a marker to stderr, which must reach the server's log and never the trace.
@@ -79,6 +82,15 @@ def call(request: dict) -> None:
         reply = json.loads(sys.stdin.readline())
         text = json.dumps(reply)
         result(request["id"], {"content": [{"type": "text", "text": text}], "isError": False})
+        return
+    blocks = {
+        "bad-base64": [{"type": "image", "mimeType": "image/png", "data": "not base64!"}],
+        "bad-mime": [{"type": "image", "mimeType": "image/png,x", "data": "cG5n"}],
+        "huge-image": [{"type": "image", "mimeType": "image/png", "data": "QUJD" * (1 << 19)}],
+        "unknown-block": [{"type": "hologram", "data": "x"}],
+    }
+    if MODE in blocks:
+        result(request["id"], {"content": blocks[MODE], "isError": False})
         return
     arguments = request["params"]["arguments"]
     total = arguments["a"] + arguments["b"]

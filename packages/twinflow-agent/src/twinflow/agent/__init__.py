@@ -11,6 +11,7 @@ Errors (every one under the workspace's root)::
     │   ├── McpToolFailed                            an MCP call's result is unusable (an error result)
     │   │   ├── McpToolError                         the server marked it ``isError``
     │   │   ├── McpOutputInvalid                     ``structuredContent`` does not match ``outputSchema``
+    │   │   ├── McpContentInvalid                    a content block maps onto no part, or is too big
     │   │   └── McpRequestRefused                    the server asked to sample or elicit during the call
     │   ├── RunError                                 a run ended without an output (``run_failed``)
     │   │   ├── MaxStepsExceeded
@@ -37,6 +38,7 @@ from twinflow.agent._errors import (
     AgentError,
     InvalidModelReply,
     MaxStepsExceeded,
+    McpContentInvalid,
     McpOutputInvalid,
     McpRequestRefused,
     McpToolError,
@@ -72,7 +74,7 @@ from twinflow.agent._events import (
     TraceEvent,
 )
 from twinflow.agent._function_model import FunctionModel
-from twinflow.agent._mcp import McpTools, mcp_content_value
+from twinflow.agent._mcp import McpTools
 from twinflow.agent._observe import Observer, Steering
 from twinflow.agent._page import render_trace_page
 from twinflow.agent._policy import (
@@ -128,6 +130,7 @@ __all__ = [
     "InvalidModelReply",
     "ListedTool",
     "MaxStepsExceeded",
+    "McpContentInvalid",
     "McpOutputInvalid",
     "McpRequestRefused",
     "McpToolError",
@@ -176,7 +179,6 @@ __all__ = [
     "behaviour_of",
     "compare_behaviour",
     "encode_event",
-    "mcp_content_value",
     "record_decisions",
     "render_trace_page",
     "replay",

@@ -21,6 +21,7 @@ __all__ = [
     "InvalidModelReply",
     "InvalidProofError",
     "MaxStepsExceeded",
+    "McpContentInvalid",
     "McpOutputInvalid",
     "McpRequestRefused",
     "McpToolError",
@@ -75,6 +76,11 @@ class McpToolFailed(AgentError):
 
 class McpToolError(McpToolFailed):
     """The server answered that the call failed (``isError``); the message is its text."""
+
+
+class McpContentInvalid(McpToolFailed):
+    """The call's content has a block that maps onto no part (an unknown type, bad base64) or
+    weighs more than the server's limit."""
 
 
 class McpOutputInvalid(McpToolFailed):

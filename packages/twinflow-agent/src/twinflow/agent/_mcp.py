@@ -20,6 +20,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from twinflow.agent._errors import (
     AgentConfigError,
     AgentError,
+    McpContentInvalid,
     McpOutputInvalid,
     McpRequestRefused,
     McpToolError,
@@ -27,9 +28,10 @@ from twinflow.agent._errors import (
 from twinflow.agent._events import ListedTool, ToolsListed
 from twinflow.agent._tools import Tool
 from twinflow.kernel import McpClient, McpProtocolError
-from twinflow.vocab import ToolSpec, canonical_bytes
+from twinflow.vocab import Part, TextPart, ToolSpec, WireFormatError, canonical_bytes
+from twinflow.vocab.wire import from_mcp_content
 
-__all__ = ["McpTools", "mcp_content_value"]
+__all__ = ["McpTools"]
 
 _SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A server's name: no dot, so ``<server>.<tool>`` names one tool of one server."""
@@ -62,29 +64,6 @@ def _first_error(validator: Any, value: JsonValue) -> tuple[tuple[str | int, ...
     if error is None:
         return None
     return tuple(error.absolute_path), str(error.message)[:500]
-
-
-def mcp_content_value(part: JsonValue) -> JsonValue:
-    """One content block of an MCP tool result, as the value the run carries for it.
-
-    Text is ``{"type": "text", "text": ...}``; an image, audio, a resource link or an embedded
-    resource is a plain JSON object with the fields MCP defines for it (and no others). This is
-    the one place those kinds are mapped: a run's content parts replace it.
-    """
-    if not isinstance(part, dict):
-        return {"type": "unknown"}
-    kind = part.get("type")
-    fields: dict[str, tuple[str, ...]] = {
-        "text": ("text",),
-        "image": ("mimeType", "data"),
-        "audio": ("mimeType", "data"),
-        "resource_link": ("uri", "name", "title", "description", "mimeType", "size"),
-        "resource": ("resource",),
-    }
-    keep = fields.get(kind if isinstance(kind, str) else "", ())
-    value: dict[str, JsonValue] = {"type": kind if keep else "unknown"}
-    value.update({key: part[key] for key in keep if key in part})
-    return value
 
 
 class _McpTool(Tool):
@@ -128,8 +107,8 @@ class _McpTool(Tool):
             )
         return dict(arguments)
 
-    def call(self, kwargs: dict[str, object]) -> str:
-        """Call the tool on its server; the result as text (see `McpTools`)."""
+    def call(self, kwargs: dict[str, object]) -> str | tuple[Part, ...]:
+        """Call the tool on its server; the result as text, or its parts (see `McpTools`)."""
         return self._server.call(self._listed, kwargs)
 
 
@@ -141,6 +120,10 @@ class McpTools:
     and no server is started; a call must be served from the record (replay), or it connects
     if a ``connect`` was given (a resume going on past its recorded prefix).
     """
+
+    max_content_bytes: int = 1024 * 1024
+    """The most a call's non-text content may weigh (its parts' canonical JSON, base64 as sent):
+    more is the call's error result, not a megabyte-scale event in the trace."""
 
     def __init__(
         self,
@@ -260,12 +243,14 @@ class McpTools:
             tools[item.name] = _McpTool(item, self)
         self._tools = tools
 
-    def call(self, listed: ListedTool, arguments: Mapping[str, object]) -> str:
-        """Call ``listed`` on the server; its result as the text the model sees.
+    def call(self, listed: ListedTool, arguments: Mapping[str, object]) -> str | tuple[Part, ...]:
+        """Call ``listed`` on the server; its result as text, or as parts if it has more.
 
         Raises:
             McpToolError: The server marked the result ``isError``.
             McpOutputInvalid: ``structuredContent`` does not match the ``outputSchema``.
+            McpContentInvalid: A content block does not map onto a part, or the content is
+                past `max_content_bytes`.
             McpRequestRefused: The server asked to sample or elicit during the call.
             McpError: The server failed (timeout, exit, garbage).
         """
@@ -278,10 +263,8 @@ class McpTools:
                 f"{listed.name} asked for {', '.join(refused)} during the call; an MCP server "
                 "may not call back into the run, so the call's result is not used"
             )
-        content = result.get("content", [])
-        parts = [mcp_content_value(part) for part in content] if isinstance(content, list) else []
-        texts = [p.get("text") for p in parts if isinstance(p, dict)]
-        text = "\n".join(t for t in texts if isinstance(t, str))
+        parts = self._parts(listed.name, result.get("content", []))
+        text = "\n".join(p.text for p in parts if isinstance(p, TextPart))
         if result.get("isError") is True:
             raise McpToolError(text or "the server marked the result as an error")
         structured = result.get("structuredContent")
@@ -304,9 +287,25 @@ class McpTools:
         # is what was checked, and stands in only when there is no content.
         if not parts and structured is not None:
             return canonical_bytes(structured).decode()
-        if all(isinstance(p, dict) and p.get("type") == "text" for p in parts):
+        if all(isinstance(p, TextPart) for p in parts):
             return text
-        return canonical_bytes(parts).decode()
+        size = len(canonical_bytes([p.model_dump(mode="json") for p in parts]))
+        if size > self.max_content_bytes:
+            raise McpContentInvalid(
+                f"{listed.name} returned {size} bytes of content, over the limit of "
+                f"{self.max_content_bytes}"
+            )
+        return tuple(parts)
+
+    def _parts(self, tool: str, content: JsonValue) -> list[Part]:
+        """The result's content blocks as parts (`from_mcp_content`), or its error."""
+        assert isinstance(content, list)  # the client checked the result's shape
+        try:
+            return [from_mcp_content(block, ("content", i)) for i, block in enumerate(content)]
+        except WireFormatError as exc:
+            raise McpContentInvalid(
+                f"{tool} returned a content block that is not MCP's: {exc}"
+            ) from None
 
     def close(self) -> None:
         """Close the connection (a stdio server is stopped), if one was made."""

@@ -108,13 +108,23 @@ _SCRIPT = r"""
         into.appendChild(el('pre', '', role + ' asks to call ' + part.name + ' ' + json(part.arguments)));
       } else if (part.kind === 'tool_result') {
         into.appendChild(el('pre', '', 'result of ' + part.name + (part.is_error ? ' (error)' : '') + ': ' + part.content));
+        resultParts(part, into);
       } else if (part.kind === 'structured') {
         into.appendChild(el('pre', '', role + ' answers (' + part.schema_name + '): ' + json(part.value)));
       } else {
-        var fields = {};
-        Object.keys(part || {}).forEach(function (k) { if (k !== 'kind') { fields[k] = part[k]; } });
-        into.appendChild(el('pre', '', role + ' (' + String(part && part.kind) + '): ' + json(fields)));
+        otherPart(part, role, into);
       }
+    });
+  }
+  function otherPart(part, label, into) {
+    var fields = {};
+    Object.keys(part || {}).forEach(function (k) { if (k !== 'kind') { fields[k] = part[k]; } });
+    into.appendChild(el('pre', '', label + ' (' + String(part && part.kind) + '): ' + json(fields)));
+  }
+  function resultParts(result, into) {
+    if (!Array.isArray(result.parts)) { return; }
+    result.parts.forEach(function (part) {
+      if (!part || part.kind !== 'text') { otherPart(part, 'result part', into); }
     });
   }
   function describe(body, into) {
@@ -140,6 +150,7 @@ _SCRIPT = r"""
     } else if (kind === 'tool_returned') {
       var result = body.result || {};
       into.appendChild(el('pre', result.is_error ? 'deny' : '', (result.is_error ? 'error: ' : '') + result.content));
+      resultParts(result, into);
     } else if (kind === 'output_rejected') {
       into.appendChild(el('pre', 'deny', 'attempt ' + body.attempt + ' rejected: ' + body.error));
     } else if (kind === 'output_accepted') {

@@ -30,7 +30,7 @@ from twinflow.agent._events import (
 from twinflow.agent._tools import Tool
 
 # validation_error_text: the one rendering of a refusal, shared with local_model.
-from twinflow.vocab import ToolCallPart, ToolResultPart, validation_error_text
+from twinflow.vocab import Part, TextPart, ToolCallPart, ToolResultPart, validation_error_text
 
 __all__ = [
     "Approval",
@@ -243,13 +243,16 @@ class ToolRunner:
             self._emit(returned)
             return returned.result
         try:
-            content = decided.tool.call(decided.kwargs)
+            output = decided.tool.call(decided.kwargs)
         except Exception as exc:  # a raising tool is a result the model sees, never a crash
             message = f"{type(exc).__name__}: {exc}"
             if self._policy.include_traceback:
                 message += "\n" + "".join(traceback.format_exception(exc))
             return self._result(call, message, type(exc).__name__)
-        return self._result(call, content, None)
+        if isinstance(output, str):
+            return self._result(call, output, None)
+        text = "\n".join(p.text for p in output if isinstance(p, TextPart))
+        return self._result(call, text, None, output)
 
     def _decide(self, call: ToolCallPart) -> _Permit | _Refusal:
         """The rules in the module docstring's order; the first refusal decides."""
@@ -319,13 +322,24 @@ class ToolRunner:
         )
         return self._result(call, f"{error_type}: {reason}", error_type)
 
-    def _result(self, call: ToolCallPart, content: str, error_type: str | None) -> ToolResultPart:
+    def _result(
+        self,
+        call: ToolCallPart,
+        content: str,
+        error_type: str | None,
+        parts: tuple[Part, ...] = (),
+    ) -> ToolResultPart:
+        # The cap is on text; a result's other parts are bounded by the tool that made them.
         cap = self._policy.max_output_chars
         cut = max(0, len(content) - cap)
         if cut:
             content = content[:cap] + f"\n[truncated: {cut} more characters]"
         result = ToolResultPart(
-            call_id=call.id, name=call.name, content=content, is_error=error_type is not None
+            call_id=call.id,
+            name=call.name,
+            content=content,
+            is_error=error_type is not None,
+            parts=parts,
         )
         self._emit(ToolReturned(result=result, error_type=error_type, truncated_chars=cut))
         return result

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, create_model
 from pydantic_core import to_json, to_jsonable_python
 
 from twinflow.agent._errors import AgentConfigError
-from twinflow.vocab import ToolSpec, canonical_bytes
+from twinflow.vocab import Part, ToolSpec, canonical_bytes
 
 __all__ = ["Tool"]
 
@@ -142,14 +142,15 @@ class Tool:
         validated = self._arguments.model_validate_json(to_json(arguments), strict=True)
         return {name: getattr(validated, name) for name in type(validated).model_fields}
 
-    def call(self, kwargs: dict[str, object]) -> str:
+    def call(self, kwargs: dict[str, object]) -> str | tuple[Part, ...]:
         """Call the function and render its return value as text.
 
         Args:
             kwargs: Validated keyword arguments (from `validate`).
 
         Returns:
-            The value if it is a string, otherwise its canonical JSON.
+            The value if it is a string, otherwise its canonical JSON. (A tool whose results
+            can hold more than text, an MCP server's, returns those as content parts.)
         """
         value = self.function(**kwargs)
         if isinstance(value, str):

@@ -56,6 +56,26 @@ def _indent(text: str, prefix: str = "      ") -> str:
     return text.replace("\n", "\n" + prefix)
 
 
+def _other_part(part: dict[str, Any], prefix: str) -> str:
+    # Any kind without a line of its own (media, vocab's extension kinds, a plugin's): its name
+    # and fields, read as plain JSON, so no kind needs its plugin installed to be shown.
+    fields = {k: v for k, v in part.items() if k != "kind"}
+    return f"{prefix} ({_clean(part.get('kind'))}): {_clean(fields)}"
+
+
+def _result_parts(result: dict[str, Any], prefix: str) -> list[str]:
+    """The lines of a tool result's parts other than its text (which is its ``content``)."""
+    parts = result.get("parts")
+    if not isinstance(parts, list):
+        return []
+    return [
+        _other_part(part, prefix)
+        for part in parts
+        if not (isinstance(part, dict) and part.get("kind") == "text")
+        for part in [part if isinstance(part, dict) else {"kind": "?", "value": part}]
+    ]
+
+
 def _message(message: Any) -> list[str]:
     if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
         return [f"    {_clean(message)}"]
@@ -77,16 +97,14 @@ def _message(message: Any) -> list[str]:
                 f"    result of {_clean(part.get('name'))}{error}: "
                 f"{_indent(_clean(part.get('content')))}"
             )
+            lines += _result_parts(part, "      result part")
         elif kind == "structured":
             lines.append(
                 f"    {role} answers ({_clean(part.get('schema_name'))}): "
                 f"{_clean(part.get('value'))}"
             )
         else:
-            # Any other kind (media, vocab's extension kinds, a plugin's): its name and fields,
-            # read as plain JSON, so no kind needs its plugin installed to be shown.
-            fields = {k: v for k, v in part.items() if k != "kind"}
-            lines.append(f"    {role} ({_clean(kind)}): {_clean(fields)}")
+            lines.append(_other_part(part, f"    {role}"))
     return lines
 
 
@@ -137,7 +155,10 @@ def _event_lines(body: dict[str, Any]) -> list[str]:
     if kind == "tool_returned":
         result = _obj(body.get("result"))
         label = "tool error" if result.get("is_error") else "tool result"
-        return [f"  {label}: {_indent(_clean(result.get('content')), '    ')}"]
+        return [
+            f"  {label}: {_indent(_clean(result.get('content')), '    ')}",
+            *_result_parts(result, "    part"),
+        ]
     if kind == "output_rejected":
         return [
             f"  output rejected (attempt {_clean(body.get('attempt'))}): "

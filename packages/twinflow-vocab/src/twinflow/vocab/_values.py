@@ -196,11 +196,23 @@ class ToolResultPart(FrozenValue):
     """The result (or error description) as text."""
     is_error: bool = False
     """True when the call failed or was refused; `content` then says why."""
+    parts: tuple[Part, ...] = Field(default=(), exclude_if=lambda value: not value)
+    """The result's content blocks in order, when it has more than text (an MCP tool's image
+    or resource link); `content` then holds its text blocks. Empty (and left out of the
+    encoding, so a text result keeps its bytes) for a result that is text only."""
 
     @field_validator("call_id", "name")
     @classmethod
     def _not_empty(cls, value: str, info: Any) -> str:
         return _non_empty(value, f"tool result {info.field_name}")
+
+    @field_validator("parts")
+    @classmethod
+    def _content_kinds(cls, value: tuple[Any, ...]) -> tuple[Any, ...]:
+        for i, part in enumerate(value):
+            if part.kind in _NOT_IN_RESULTS:
+                raise ValueError(f"parts[{i}]: a tool result's content holds no {part.kind} part")
+        return value
 
 
 class StructuredPart(FrozenValue):
@@ -242,6 +254,17 @@ class MediaPart(FrozenValue):
     @classmethod
     def _uri(cls, value: str) -> str:
         return _non_empty(value, "media uri")
+
+    def fallback(self) -> str:
+        """What a wire that cannot carry the media where it stands (inside a tool result) sends:
+        ``[image/png: 1234 bytes]`` for inline data, ``[image/png: <uri>]`` for a reference."""
+        if self.uri.startswith("data:"):
+            head, _, data = self.uri.partition(",")
+            size = len(data)
+            if head.endswith(";base64"):
+                size = size * 3 // 4 - data.endswith("=") - data.endswith("==")
+            return f"[{self.media_type}: {size} bytes]"
+        return f"[{self.media_type}: {self.uri}]"
 
     @model_validator(mode="after")
     def _data_uri_agrees(self) -> Self:
@@ -478,6 +501,10 @@ Part = Annotated[
 """Any part of a message, tagged by `kind`: a core kind, one vocab ships (resource links,
 embedded resources, cache hints, prefill), a plugin's `ExtensionPart` instance, or a
 `GenericPart` for a kind this reader does not know."""
+
+_NOT_IN_RESULTS = frozenset({"reasoning", "tool_call", "tool_result", "structured", "prefill"})
+"""Kinds a tool result's `parts` refuses: they are the conversation's, not a tool's content."""
+ToolResultPart.model_rebuild()
 
 
 class Message(FrozenValue):

@@ -51,8 +51,8 @@ from twinflow.vocab.wire._reader import (
 
 __all__ = ["from_anthropic", "to_anthropic", "to_anthropic_tools"]
 
-_CARRIED = frozenset({"cache_hint", "prefill"})
-"""The extension kinds this wire has a form for."""
+_CARRIED = frozenset({"cache_hint", "prefill", "media"})
+"""The extension kinds this wire has a form for (and media inside a tool result)."""
 
 
 def _media_block(p: MediaPart) -> dict[str, Any]:
@@ -87,6 +87,8 @@ def _block(p: Part) -> dict[str, Any] | None:
             "tool_use_id": p.call_id,
             "content": p.content,
         }
+        if p.parts:  # carried_parts left text and media: Messages takes both in a result
+            block["content"] = [b for b in map(_block, p.parts) if b is not None]
         if p.is_error:  # absent means false, as in Anthropic's own examples
             block["is_error"] = True
         return block

@@ -8,6 +8,9 @@ an embedded ``resource`` an `EmbeddedResourcePart` (text or base64 blob). Annota
 
 from __future__ import annotations
 
+import binascii
+from typing import Any
+
 from twinflow.vocab._values import (
     EmbeddedResourcePart,
     MediaPart,
@@ -18,6 +21,16 @@ from twinflow.vocab._values import (
 from twinflow.vocab.wire._reader import Path, build, fail, field, obj, optional, string
 
 __all__ = ["from_mcp_content"]
+
+
+def _base64(o: dict[str, Any], key: str, path: Path) -> str:
+    """A field that must be base64 (MCP's ``data`` and ``blob``), checked strictly."""
+    value = field(o, key, path, string)
+    try:
+        binascii.a2b_base64(value, strict_mode=True)
+    except (binascii.Error, ValueError):
+        raise fail(f"{key} is not valid base64", (*path, key)) from None
+    return value
 
 
 def from_mcp_content(block: object, path: Path = ()) -> Part:
@@ -40,7 +53,7 @@ def from_mcp_content(block: object, path: Path = ()) -> Part:
         return TextPart(text=field(o, "text", path, string))
     if kind in ("image", "audio"):
         media_type = field(o, "mimeType", path, string)
-        data = field(o, "data", path, string)
+        data = _base64(o, "data", path)
         if not media_type.startswith(f"{kind}/"):
             raise fail(f"an {kind} block's mimeType must be {kind}/...", (*path, "mimeType"))
         uri = f"data:{media_type};base64,{data}"
@@ -64,7 +77,7 @@ def from_mcp_content(block: object, path: Path = ()) -> Part:
             uri=field(resource, "uri", rpath, string),
             media_type=optional(resource, "mimeType", rpath, string),
             text=optional(resource, "text", rpath, string),
-            blob=optional(resource, "blob", rpath, string),
+            blob=None if resource.get("blob") is None else _base64(resource, "blob", rpath),
         )
     raise fail(
         f"unknown content block type {kind!r} (MCP defines text, image, audio, "

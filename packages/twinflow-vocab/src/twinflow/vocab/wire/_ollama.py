@@ -81,7 +81,9 @@ def to_ollama_messages(transcript: Transcript) -> list[dict[str, Any]]:
     for m in transcript.messages:
         if m.role == "tool":
             out.extend(
-                {"role": "tool", "content": r.content, "tool_name": r.name} for r in m.tool_results
+                {"role": "tool", "content": r.content, "tool_name": r.name}
+                for r in carried_parts(m.parts, "ollama")
+                if isinstance(r, ToolResultPart)
             )
             continue
         msg: dict[str, Any] = {"role": m.role, "content": ""}

@@ -102,7 +102,8 @@ def to_openai_messages(transcript: Transcript) -> list[dict[str, Any]]:
         if m.role == "tool":
             out.extend(
                 {"role": "tool", "tool_call_id": r.call_id, "content": r.content}
-                for r in m.tool_results
+                for r in parts
+                if isinstance(r, ToolResultPart)
             )
             continue
         if m.role != "assistant":

@@ -7,10 +7,11 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from twinflow.vocab._canonical import canonical_bytes, json_kind, json_pointer
 from twinflow.vocab._errors import CanonicalError, InvalidValueError, WireFormatError
+from twinflow.vocab._reask import validation_error_text
 from twinflow.vocab._values import Message, StructuredPart, Transcript
 
 T = TypeVar("T")
@@ -161,12 +162,22 @@ def json_object(value: object, path: Path) -> dict[str, JsonValue]:
     return o
 
 
+def _refusal(exc: InvalidValueError) -> str:
+    """A refused construction in one line: each problem as ``pointer: message``, without
+    pydantic's multi-line layout and its documentation URLs (which name its version, and a
+    reader's error can end up in a trace: an MCP result that maps onto no part)."""
+    found = exc.__context__
+    if isinstance(found, ValidationError):
+        return f"invalid {found.title}: " + "; ".join(validation_error_text(found).splitlines())
+    return str(exc)
+
+
 def build(path: Path, make: Callable[..., T], /, **kwargs: Any) -> T:
     """Call `make(**kwargs)`, turning a refusal into a WireFormatError at `path`."""
     try:
         return make(**kwargs)
     except InvalidValueError as exc:
-        raise fail(str(exc), path) from None
+        raise fail(_refusal(exc), path) from None
 
 
 def append(transcript: Transcript, message: Message, path: Path) -> Transcript:
@@ -174,7 +185,7 @@ def append(transcript: Transcript, message: Message, path: Path) -> Transcript:
     try:
         return transcript.append(message)
     except InvalidValueError as exc:
-        raise fail(str(exc), path) from None
+        raise fail(_refusal(exc), path) from None
 
 
 def structured_text(part: StructuredPart) -> str:
