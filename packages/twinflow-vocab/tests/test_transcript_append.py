@@ -11,9 +11,11 @@ from twinflow.vocab import (
     CallId,
     Message,
     ModelRequest,
+    ModelSettings,
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    ToolSpec,
     Transcript,
     canonical_bytes,
     diff,
@@ -176,3 +178,18 @@ def test_an_appended_transcript_is_what_construct_builds() -> None:
     assert expected == actual
     assert Transcript(messages=_messages(2)) == appended
     assert Transcript(messages=_messages(2)).model_dump() == appended.model_dump()
+
+
+def test_a_request_of_valid_values_is_what_construct_builds() -> None:
+    """`ModelRequest.of_valid` builds the value and pydantic state `model_construct` does."""
+    transcript = _appended(2)
+    tools = (ToolSpec(name="add"),)
+    settings = ModelSettings(temperature=0.5)
+    built = ModelRequest.model_construct(
+        transcript=transcript, tools=tools, output_schema=None, settings=settings
+    )
+    fast = ModelRequest.of_valid(transcript, tools, None, settings)
+    expected = (built.__dict__, built.__pydantic_fields_set__, built.__pydantic_extra__)
+    assert expected == (fast.__dict__, fast.__pydantic_fields_set__, fast.__pydantic_extra__)
+    assert built.__pydantic_private__ == fast.__pydantic_private__
+    assert ModelRequest(transcript=transcript, tools=tools, settings=settings) == fast
