@@ -1,7 +1,8 @@
 """Trace verification against its peer: a streaming `json.loads` + sha256 pass over the same file.
 
-Writes a synthetic trace of valid agent events (about 300 bytes each, the size of a real run's
-events), then runs each operation in its own fresh interpreter, so its peak memory is its own:
+Writes a trace of real agent events (the agent loop's own, `_agent_trace.py`: about 450 bytes
+each; `--synthetic` writes the older synthetic one, about 300 bytes), then runs each operation
+in its own fresh interpreter, so its peak memory is its own:
 
 - `json.loads+sha256`: the peer, a streaming pass that parses and hashes each line;
 - `trace.verify_trace`: the stdlib leaf's strict, streaming verify (what an auditor runs);
@@ -12,6 +13,12 @@ events), then runs each operation in its own fresh interpreter, so its peak memo
 - `agent Trace.load+events`: the same, then every typed event read once (`Trace.events` builds
   each from its bytes when read: ADR 0075), so the table shows what a reader pays for that.
 
+Then the commands a user types, each timed as the CPU of its whole process (start-up and imports
+included, from `os.wait4`) against the same floor run as a process of its own:
+`twinflow verify` (the leaf's verifier, typed events not built), `twinflow verify --typed` (the
+agent's typed check on every event as well) and the stdlib leaf's `python -P -m twinflow.trace
+verify`. `--cli-only` measures only these.
+
 Each is timed best-of-`--runs` in CPU seconds of its process (on a shared machine, wall time also
 counts the time the scheduler gives others; the wall-clock ratio is printed beside); the table
 gives throughput as a ratio to the peer measured in the same run, and peak memory above the child interpreter's baseline (its high-water mark after its
@@ -20,10 +27,12 @@ imports, before the file is opened; printed too), also as a ratio to the file si
 fresh interpreters, startup excluded), with sources compiled on every import and with bytecode
 cached as an installed wheel has it.
 
-Targets: verify >= 0.5 of the peer and <= 64 MB above baseline at 1e6 events;
+Targets: verify >= 0.5 of the peer and <= 64 MB above baseline at 1e6 events; the commands
+`twinflow verify` and `python -m twinflow.trace verify` >= 0.5 of the floor process;
 Trace.load >= 0.25 of the peer and <= 3x the file; import <= 30 ms above an empty interpreter.
 
 Run: .venv/bin/python benchmarks/trace_verify.py [--events 50000] [--million] [--runs 3] [--skip-load]
+     [--cli-only] [--synthetic]
 """
 
 from __future__ import annotations
@@ -37,7 +46,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from vocab_canonical import import_times  # this folder: sys.path[0]
+from _agent_trace import steps_for, write_agent_trace  # this folder: sys.path[0]
+from vocab_canonical import import_times
 
 from twinflow.trace import GENESIS, canonical_bytes, encode_line
 
@@ -96,6 +106,56 @@ OPS = (
     "agent Trace.load",
     "agent Trace.load+events",
 )
+
+
+FLOOR = r"""
+import hashlib, json, sys
+with open(sys.argv[1], "rb") as f:
+    for line in f:
+        hashlib.sha256(line).digest()
+        json.loads(line)
+"""
+
+COMMANDS = {
+    "floor: json.loads+sha256": ["-c", FLOOR, "{path}"],
+    "twinflow verify": ["-m", "twinflow.cli", "verify", "{path}"],
+    "twinflow verify --typed": ["-m", "twinflow.cli", "verify", "--typed", "{path}"],
+    "python -m twinflow.trace verify": ["-P", "-m", "twinflow.trace", "verify", "{path}"],
+}
+"""Whole processes, timed by the CPU `os.wait4` reports: what a user who types them waits for."""
+
+
+def process_cpu(name: str, path: Path) -> float:
+    """CPU seconds (user + system) of one process of ``COMMANDS[name]`` over ``path``."""
+    argv = [sys.executable, *(a.format(path=path) for a in COMMANDS[name])]
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{name} failed on {path}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def commands_table(path: Path, runs: int, judge: bool = True) -> None:
+    """The commands against the floor process, interleaved, best of ``runs``; targets judged."""
+    loads = []
+    best: dict[str, float] = {}
+    for _ in range(runs):
+        loads.append(os.getloadavg()[0])
+        for name in COMMANDS:
+            got = process_cpu(name, path)
+            best[name] = min(best.get(name, got), got)
+    floor = best["floor: json.loads+sha256"]
+    print(
+        f"commands, CPU of the whole process, best of {runs} interleaved "
+        f"(load {min(loads):.1f}-{max(loads):.1f}, {os.cpu_count()} cores):"
+    )
+    for name, seconds in best.items():
+        print(f"  {name:<34}{seconds:>8.2f} s{floor / seconds:>8.2f} of the floor")
+    for name in ("twinflow verify", "python -m twinflow.trace verify") if judge else ():
+        ratio = floor / best[name]
+        print(
+            f"  target: {name} >= 0.5 of the floor: {ratio:.2f} {'met' if ratio >= 0.5 else 'NOT MET'}"
+        )
 
 
 def write_trace(path: Path, events: int) -> None:
@@ -172,6 +232,14 @@ def main() -> None:
         action="store_true",
         help="a few iterations: checks the benchmark runs, no figures to read",
     )
+    parser.add_argument(
+        "--cli-only", action="store_true", help="only the commands against the floor process"
+    )
+    parser.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="a synthetic trace of three event kinds instead of the agent loop's own",
+    )
     args = parser.parse_args()
     if args.smoke:
         args.events, args.million, args.runs = 200, False, 1
@@ -179,9 +247,16 @@ def main() -> None:
     events = 1_000_000 if args.million else args.events
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trace.jsonl"
-        write_trace(path, events)
+        if args.synthetic:
+            write_trace(path, events)
+        else:
+            events = write_agent_trace(path, steps_for(events))
         size = path.stat().st_size
-        print(f"{events} events, {size / 1e6:.1f} MB ({size / events:.0f} bytes per line)")
+        kind = "synthetic" if args.synthetic else "real agent"
+        print(f"{events} {kind} events, {size / 1e6:.1f} MB ({size / events:.0f} bytes per line)")
+        commands_table(path, args.runs, judge=not args.smoke)
+        if args.cli_only:
+            return
         print(f"sha256 of the file: {hashlib.sha256(path.read_bytes()).hexdigest()[:16]}...")
         best: dict[str, dict[str, float]] = {}
         for _ in range(args.runs):

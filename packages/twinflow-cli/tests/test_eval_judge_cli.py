@@ -4,6 +4,7 @@ rescored with the server gone, judged again with ``--rejudge``; bad judges are r
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -210,3 +211,22 @@ def test_rejudge_sends_no_key_the_user_did_not_name(
     assert "would send the key in $JUDGE_KEY to http://127.0.0.1:" in payload["error"]
     argv = ("eval", "rescore", str(project / "out"), "--rejudge", "--send-key", "JUDGE_KEY")
     assert (0, 4) == (twinflow(capsys, *argv)[0], judge.judged)
+
+
+@pytest.mark.parametrize("held", [[], ["s1@1.1.jsonl"]])
+def test_rejudge_refuses_a_rejudged_folder_that_is_a_link(
+    project: Path,
+    judge: Judge,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path_factory: pytest.TempPathFactory,
+    held: list[str],
+) -> None:
+    """A received run whose rejudged/ is a link: exit 2, one error line, nothing made or moved there."""
+    assert 0 == eval_run(project, capsys)[0]
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    for name in held:
+        (elsewhere / name).write_bytes(b"theirs")
+    (project / "out" / "rejudged").symlink_to(elsewhere, target_is_directory=True)
+    code, payload, _ = twinflow(capsys, "eval", "rescore", str(project / "out"), "--rejudge")
+    assert (2, 1, held) == (code, len(payload["error"].splitlines()), sorted(os.listdir(elsewhere)))
+    assert "symbolic link" in payload["error"]

@@ -458,3 +458,49 @@ def test_a_crlf_copy_of_a_cosigned_note_says_so(
         "w1.pub",
     )
     assert (2, True) == (code, "carriage return" in err)
+
+
+def test_an_existing_out_is_refused_before_the_state_moves(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--out naming a file that exists: exit 2, one line, file and state untouched; then cosigns."""
+    (work / "taken.note").write_bytes(b"mine\n")
+    req = request(capsys, "short", 0)
+    code, _, err = witness(capsys, req, "w1", "--out", "taken.note")
+    assert (2, 1, b"mine\n", False) == (
+        code,
+        len(err.strip().splitlines()),
+        (work / "taken.note").read_bytes(),
+        (work / "state" / "w1.state").exists(),
+    )
+    assert 0 == witness(capsys, req, "w1", "--out", "fresh.note")[0]
+
+
+def test_an_out_in_a_missing_directory_is_refused_before_the_state_moves(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--out in a directory that does not exist: exit 2 and the state is never created."""
+    code, _, err = witness(capsys, request(capsys, "short", 0), "w1", "--out", "no/such.note")
+    assert (2, 1, False) == (
+        code,
+        len(err.strip().splitlines()),
+        (work / "state" / "w1.state").exists(),
+    )
+
+
+def test_an_out_that_fails_to_write_after_cosigning_still_prints_the_note(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A write failure the early check cannot see (a name too long): the state has moved, so
+    the cosigned note is printed on stdout, exit 2 with one line naming where it is."""
+    out = "n" * 250 + ".note"  # the name passes, its temporary sibling's is too long
+    code = main(["witness", request(capsys, "short", 0), "--state", "state/w1.state",
+                 "--key", "w1.key", "--log", "lab.pub", "--out", out])  # fmt: skip
+    captured = capsys.readouterr()
+    note = parse_note("\n".join(captured.out.splitlines()[2:]).encode() + b"\n")
+    assert (2, 1, "example.org/w1") == (
+        code,
+        len(captured.err.strip().splitlines()),
+        note.signatures[-1].name,
+    )
+    assert "printed on stdout" in captured.err

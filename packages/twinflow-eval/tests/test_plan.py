@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from twinflow.eval import (
     run_eval,
 )
 from twinflow.kernel import SteppingClock
-from twinflow.trace import note
+from twinflow.trace import canonical_bytes, note
 
 SPEC = "a" * 64
 CLOCK = SteppingClock(START)
@@ -124,6 +125,39 @@ def test_a_malformed_plan_file_is_one_plan_error(data: bytes, why: str) -> None:
     assert (True, 1) == (why in str(caught.value), len(str(caught.value).splitlines()))
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("made_at", "2026-01-01T00:00:00"),
+        ("made_at", "99999-01-01T00:00:00Z"),
+        ("made_at", []),
+        ("trials", 2**53 - 1),
+        ("trials", 1.5),
+        ("rule", {"and": ["rate >= 0.5"]}),
+        ("rule", "rate >= 1e400"),
+        ("rule", "(" * 60 + "rate >= 1" + ")" * 60),
+        ("metric", None),
+        ("dataset_digest", 7),
+    ],
+)
+def test_a_plan_field_of_the_wrong_shape_is_one_plan_error(field: str, value: object) -> None:
+    """Every field a received plan holds, wrong in type or range (a naive made_at), is a PlanError."""
+    header, body, _ = _plan_bytes().split(b"\n")
+    fields = json.loads(body)
+    fields[field] = value
+    data = header + b"\n" + canonical_bytes(fields) + b"\n"
+    with pytest.raises(PlanError) as caught:
+        read_plan(data)
+    assert 1 == len(str(caught.value).splitlines())
+
+
+def test_a_naive_made_at_is_refused_before_lab_notes_compare_it() -> None:
+    """A plan whose time names no offset is refused when read, so judging it never raises."""
+    data = _plan_bytes().replace(b'"2026-01-01T00:00:00Z"', b'"2026-01-01T00:00:00"')
+    with pytest.raises(PlanError, match="made_at"):
+        read_plan(data, check_signature=False)
+
+
 def test_a_plan_with_a_rule_edited_to_garbage_is_refused() -> None:
     """A plan file whose rule does not parse is refused when read, not when the run ends."""
     data = _plan_bytes().replace(b'"rate >= 0.5"', b'"rate >= "')
@@ -172,3 +206,17 @@ def test_a_run_directory_keeps_one_plan(tmp_path: Path) -> None:
     second = make_plan(data, SPEC, metric="rate", rule="rate >= 0.9", made_at=START)
     with pytest.raises(RunDirError, match="registered under another plan"):
         run_eval(data, factory(), tmp_path / "run", clock=CLOCK, plan=write_plan(second))
+
+
+def test_lab_notes_of_a_run_whose_plan_names_no_offset_say_so(tmp_path: Path) -> None:
+    """A received run's plan.note with a naive made_at: Lab Notes name the problem, no crash."""
+    from twinflow.eval import write_plan, write_reports
+
+    data = dataset(2)
+    plan = make_plan(data, SPEC, metric="rate", rule="rate >= 0.5", made_at=START)
+    run = tmp_path / "run"
+    results = run_eval(data, factory(), run, clock=CLOCK, plan=write_plan(plan))
+    note_bytes = (run / "plan.note").read_bytes()
+    (run / "plan.note").write_bytes(note_bytes.replace(b'00:00Z"', b'00:00"'))
+    write_reports(results, run)
+    assert "made_at: Input should have timezone info" in (run / "lab-notes.md").read_text()

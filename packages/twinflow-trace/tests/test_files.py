@@ -14,6 +14,8 @@ from twinflow.trace import (
     PlantedLinkError,
     TargetExistsError,
     UnsafePathError,
+    create_exclusive,
+    make_directory,
     read_inside,
     write_new,
     write_replace,
@@ -67,6 +69,44 @@ def test_a_directory_that_is_a_link_is_refused(tmp_path: Path, write: object) ->
     with pytest.raises(PlantedLinkError):
         write(tmp_path / "cases" / "a@1.json", b"{}")
     assert [] == os.listdir(elsewhere)
+
+
+def test_create_exclusive_refuses_a_directory_that_is_a_link(tmp_path: Path) -> None:
+    """A new file (a trace sink's) is not created through a folder swapped for a link."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "judgements").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(PlantedLinkError):
+        create_exclusive(tmp_path / "judgements" / "a@1.0.jsonl", "trace file")
+    assert [] == os.listdir(elsewhere)
+
+
+def test_make_directory_makes_a_folder_or_keeps_one(tmp_path: Path) -> None:
+    """A missing folder is created; an existing one is kept as it is."""
+    make_directory(tmp_path / "traces")
+    (tmp_path / "traces" / "a.jsonl").write_bytes(b"x")
+    make_directory(tmp_path / "traces")
+    assert ["a.jsonl"] == os.listdir(tmp_path / "traces")
+
+
+@pytest.mark.parametrize("dangling", [False, True])
+def test_make_directory_refuses_a_link_to_a_directory(tmp_path: Path, dangling: bool) -> None:
+    """A folder name that is a link (to a directory, or dangling) is refused, nothing created."""
+    elsewhere = tmp_path / "elsewhere"
+    if not dangling:
+        elsewhere.mkdir()
+    (tmp_path / "rejudged").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(PlantedLinkError) as caught:
+        make_directory(tmp_path / "rejudged")
+    assert (1, not dangling) == (len(str(caught.value).splitlines()), elsewhere.exists())
+
+
+def test_make_directory_refuses_a_file_at_the_name(tmp_path: Path) -> None:
+    """A regular file where the folder should be is TargetExistsError, the file kept."""
+    (tmp_path / "cases").write_bytes(b"x")
+    with pytest.raises(TargetExistsError):
+        make_directory(tmp_path / "cases")
+    assert b"x" == (tmp_path / "cases").read_bytes()
 
 
 def test_write_replace_replaces_a_regular_file_whole(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from pydantic import JsonValue
@@ -79,9 +79,14 @@ class _CallIds:
         return name
 
 
+# Values `_strip` returns as they are, tested by exact type before anything else: it is called
+# for every value of every event, and most are these.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _strip(value: JsonValue, calls: _CallIds) -> JsonValue:
     if isinstance(value, list):
-        return [_strip(item, calls) for item in value]
+        return [item if type(item) in _SCALARS else _strip(item, calls) for item in value]
     if not isinstance(value, dict):
         return value
     out: dict[str, JsonValue] = {}
@@ -91,16 +96,19 @@ def _strip(value: JsonValue, calls: _CallIds) -> JsonValue:
             continue
         if key == "call_id" or (is_call and key == "id"):
             out[key] = calls(item)
+        elif type(item) in _SCALARS:
+            out[key] = item
         else:
             out[key] = _strip(item, calls)
     return out
 
 
-def behaviour_of(events: Sequence[JsonValue]) -> list[JsonValue]:
+def behaviour_of(events: Iterable[JsonValue]) -> list[JsonValue]:
     """Each event's behaviour: its body without what differs between any two runs.
 
     Args:
-        events: One trace's events as JSON values (``{"seq", "prev", "at", "body"}``), in order.
+        events: One trace's events as JSON values (``{"seq", "prev", "at", "body"}``), in order,
+            read once (an iterator that parses each when read keeps none of them).
 
     Returns:
         One JSON value per event (see the module docstring for what is dropped and renamed).
@@ -130,8 +138,12 @@ def _kind(view: JsonValue) -> str:
     return kind if isinstance(kind, str) else "(not an event)"
 
 
+# One encoder for every key: `json.dumps` with options builds a new encoder on each call.
+_encode_key = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+
+
 def _key(view: JsonValue) -> str:
-    return json.dumps(view, sort_keys=True, ensure_ascii=False)
+    return _encode_key(view)
 
 
 def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
@@ -139,13 +151,13 @@ def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]
 
 
 def compare_behaviour(
-    a: Sequence[JsonValue], b: Sequence[JsonValue]
+    a: Iterable[JsonValue], b: Iterable[JsonValue]
 ) -> tuple[BehaviourDivergence, ...]:
     """Every place, in order, where trace B's behaviour differs from trace A's.
 
     Args:
-        a: Trace A's events as JSON values, in order.
-        b: Trace B's events as JSON values, in order.
+        a: Trace A's events as JSON values, in order, read once (A's all before B's).
+        b: Trace B's events as JSON values, in order, read once.
 
     Returns:
         The divergences, in trace order; empty when the two runs behaved the same.

@@ -1,7 +1,11 @@
 """The trace subcommands of ``twinflow``: each a (configure, handler) pair.
 
 verify, checkpoint and prove stream the trace through `twinflow.trace` (memory independent of
-its length, bounded lines and nesting); diff and replay read typed events through the agent.
+its length, bounded lines and nesting), the very verifier the stdlib leaf's
+``python -m twinflow.trace verify`` runs; ``verify --typed`` adds the agent's typed check as its
+hook. The agent (and pydantic) is imported only where a command reads typed events, the
+signed-note codec only where one is read or written, so these commands and their ``--help``
+start without them (ADR 0130).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Trace, approval_statement, verify_agent_trace
+from twinflow import trace as _trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._publish import add_witness_policy, check_witness_policy, cosigned_line
 from twinflow.cli._traces import (
@@ -25,33 +29,12 @@ from twinflow.cli._traces import (
     read_small_file,
     squash,
     vouched,
+    walk_typed,
 )
-from twinflow.trace import (
-    TERMINAL_KINDS,
-    Checkpoint,
-    InvalidProofError,
-    Limits,
-    SignatureError,
-    TraceCorruptError,
-    TraceFormatError,
-    check_proof_file,
-    encode_line,
-    encode_redacted,
-    event_file_digest,
-    prove_tlog_consistency,
-    prove_tlog_inclusion,
-    read_checkpoint,
-    repair_trace,
-    verify_trace,
-    walk_trace,
-    write_new,
-)
-from twinflow.trace import note as _note
-from twinflow.vocab import UserError, diff
+from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS", "THREAT_MODEL"]
 
-_NOTE_ERRORS = (_note.NoteError,)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 THREAT_MODEL = """\
@@ -95,12 +78,12 @@ def _refuse_key_file(args: argparse.Namespace) -> None:
         raise UserError(_HMAC_RETIRED)
 
 
-def _limits(args: argparse.Namespace) -> Limits:
-    return Limits(max_line_bytes=args.max_line_bytes, max_depth=args.max_depth)
+def _limits(args: argparse.Namespace) -> _trace.Limits:
+    return _trace.Limits(max_line_bytes=args.max_line_bytes, max_depth=args.max_depth)
 
 
 def _add_limits(p: argparse.ArgumentParser) -> None:
-    defaults = Limits()
+    defaults = _trace.Limits()
     p.add_argument(
         "--max-line-bytes",
         type=int,
@@ -119,7 +102,7 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
 
 def _write_out(path: Path, data: bytes) -> None:
     """Write a proof, checkpoint or event file: exclusively, never through a link, synced."""
-    write_new(path, data, mode=0o644)
+    _trace.write_new(path, data, mode=0o644)
 
 
 # -- verify ---------------------------------------------------------------------------------
@@ -149,6 +132,13 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="accept a trace without run_finished / run_failed (a run still in progress)",
     )
+    p.add_argument(
+        "--typed",
+        action="store_true",
+        help="also build every event as the agent's typed event and refuse one no twinflow "
+        "writer could produce, even where its digest and chain hold (slower; replay, diff "
+        "and show always do)",
+    )
     _add_limits(p)
 
 
@@ -163,10 +153,14 @@ def _check_signed_decisions(path: Path, keys: list[Path]) -> int:
             verdict than the one recorded.
         UserError: The trace holds no decisions, or a key file is not a verifier key.
     """
+    from twinflow.trace import note as _note  # the signed-note codec: only where used
+
     try:
         verifiers = [_note.parse_verifier_key(read_small_file(k, "key")) for k in keys]
-    except _NOTE_ERRORS as exc:
+    except _note.NoteError as exc:
         raise UserError(f"not a verifier key: {squash(exc)}") from None
+    from twinflow.agent import approval_statement
+
     trace = load_trace(path)
     digests: dict[str, str] = {}
     checked = 0
@@ -181,7 +175,7 @@ def _check_signed_decisions(path: Path, keys: list[Path]) -> int:
             raise CheckFailed(f"{where} is not signed")
         try:
             opened = _note.open_note(body.signed_note.encode(), verifiers)
-        except _NOTE_ERRORS as exc:
+        except _note.NoteError as exc:
             raise CheckFailed(f"{where}: its signature does not verify: {squash(exc)}") from None
         expected = approval_statement(digests.get(body.call_id, ""), body.decision)
         if opened.text != expected:
@@ -196,7 +190,10 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
     _refuse_key_file(args)
     check_trace_head(args.trace)
     if args.key and not (args.checkpoint or args.origin):
-        # Without a checkpoint, verifier keys check the signed decisions in the trace.
+        # Without a checkpoint, verifier keys check the signed decisions in the trace, which
+        # are read as typed events: the typed check runs here whatever --typed says.
+        from twinflow.agent import verify_agent_trace
+
         report = verify_agent_trace(args.trace, require_complete=not args.allow_incomplete)
         if report.problem is not None:
             raise CheckFailed(f"{args.trace}: {report.problem}")
@@ -208,11 +205,17 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
         raise UserError("--origin needs --checkpoint: it names the log the checkpoint is for")
     published = read_published(args.checkpoint, args.key, args.origin) if args.checkpoint else None
     cosigned = check_witness_policy(args, args.checkpoint, published)
-    report = verify_agent_trace(
+    check = None
+    if args.typed:
+        from twinflow.agent import typed_event
+
+        check = typed_event
+    report = _trace.verify_trace(
         args.trace,
         checkpoint=None if published is None else published.checkpoint,
         require_complete=not args.allow_incomplete,
         limits=_limits(args),
+        check=check,
         allow_tail=args.allow_unsigned_tail,
     )
     signer = None if published is None else vouched(published)
@@ -273,8 +276,12 @@ def _configure_checkpoint(p: argparse.ArgumentParser) -> None:
     _add_limits(p)
 
 
-def _checkpoint_note(checkpoint: Checkpoint, keys: list[Path] | None, origin: str | None) -> bytes:
+def _checkpoint_note(
+    checkpoint: _trace.Checkpoint, keys: list[Path] | None, origin: str | None
+) -> bytes:
     """The C2SP checkpoint note of ``checkpoint``: signed by ``keys``, or the body alone."""
+    from twinflow.trace import note as _note  # the signed-note codec: only where used
+
     try:
         signers = [_note.parse_signer_key(read_small_file(k, "key")) for k in keys or ()]
         if origin is None and not signers:
@@ -286,17 +293,17 @@ def _checkpoint_note(checkpoint: Checkpoint, keys: list[Path] | None, origin: st
             origin or signers[0].name, checkpoint.size, bytes.fromhex(checkpoint.root)
         )
         return _note.sign_checkpoint_note(body, signers) if signers else body.text.encode()
-    except _NOTE_ERRORS as exc:
+    except _note.NoteError as exc:
         raise UserError(f"cannot make the checkpoint note: {squash(exc)}") from None
 
 
-def _trace_checkpoint(args: argparse.Namespace, size: int | None) -> Checkpoint:
+def _trace_checkpoint(args: argparse.Namespace, size: int | None) -> _trace.Checkpoint:
     """The checkpoint of the trace's first ``size`` events (all: None), the trace verified."""
     if size is not None and size < 0:
         raise UserError(f"--size {size}: a size is 0 or more")
     try:
-        return read_checkpoint(args.trace, size, limits=_limits(args))
-    except TraceCorruptError as exc:
+        return _trace.read_checkpoint(args.trace, size, limits=_limits(args))
+    except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{args.trace}: {exc}", corrupt_payload(args.trace, exc)) from None
     except UserError as exc:
         raise UserError(f"--size: {exc}") from None
@@ -446,7 +453,9 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
             if args.seq < 0:
                 raise UserError(f"--seq {args.seq}: events are numbered from 0")
             try:
-                proof = prove_tlog_inclusion(args.trace, args.seq, note, where=where, limits=limits)
+                proof = _trace.prove_tlog_inclusion(
+                    args.trace, args.seq, note, where=where, limits=limits
+                )
             except UserError as exc:
                 raise UserError(f"--seq {args.seq}: {exc}") from None
             data = proof.to_bytes()
@@ -458,7 +467,7 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
             summary = f"event {args.seq} (digest (hex) {digest}) is in the checkpoint below"
         else:
             try:
-                consistency = prove_tlog_consistency(
+                consistency = _trace.prove_tlog_consistency(
                     args.trace, args.from_size, note, where=where, limits=limits
                 )
             except UserError as exc:
@@ -466,9 +475,9 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
             data = consistency.to_bytes()
             payload = {"kind": "consistency", "old_size": consistency.old_size}
             summary = f"the checkpoint below extends the first {consistency.old_size} events"
-    except TraceCorruptError as exc:
+    except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{args.trace}: {exc}", corrupt_payload(args.trace, exc)) from None
-    except InvalidProofError as exc:
+    except _trace.InvalidProofError as exc:
         raise CheckFailed(
             squash(exc), {"problem": {"kind": "checkpoint", "message": squash(exc)}}
         ) from None
@@ -491,7 +500,7 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
 
 def _event_bytes(trace: Path, seq: int, digest: str) -> bytes:
     """Event ``seq``'s canonical bytes, the ones its digest is the sha256 of."""
-    for event in walk_trace(trace, allow_redacted=True):
+    for event in _trace.walk_trace(trace, allow_redacted=True):
         if event.seq == seq:
             if event.value is None:
                 raise UserError(
@@ -521,8 +530,8 @@ def _check_proof(args: argparse.Namespace, out: Output) -> int:
             raise UserError(f"--digest {args.digest[:80]!r}: 64 lowercase hex digits")
     try:
         if args.event:
-            digest = event_file_digest(args.event)
-        checked = check_proof_file(
+            digest = _trace.event_file_digest(args.event)
+        checked = _trace.check_proof_file(
             read_small_file(args.check, "proof"),
             [read_small_file(k, "key") for k in args.key or ()],
             where=str(args.check),
@@ -533,9 +542,9 @@ def _check_proof(args: argparse.Namespace, out: Output) -> int:
             else read_small_file(args.old_checkpoint, "checkpoint"),
             old_where=str(args.old_checkpoint),
         )
-    except TraceFormatError as exc:
+    except _trace.TraceFormatError as exc:
         raise UserError(squash(exc)) from None
-    except (InvalidProofError, SignatureError) as exc:
+    except (_trace.InvalidProofError, _trace.SignatureError) as exc:
         raise CheckFailed(
             f"{args.check}: the proof does not hold: {squash(exc)}",
             {"proof": str(args.check), "problem": {"kind": "proof", "message": squash(exc)}},
@@ -586,10 +595,11 @@ def _configure_keygen(p: argparse.ArgumentParser) -> None:
 
 def _keygen(args: argparse.Namespace, out: Output) -> int:
     from twinflow.kernel import SystemIds  # the one source of real entropy
+    from twinflow.trace import note as _note  # the signed-note codec: only where used
 
     try:
         signer = _note.generate_key(args.name, SystemIds().secret(32))
-    except _NOTE_ERRORS as exc:
+    except _note.NoteError as exc:
         raise UserError(f"cannot make a key named {args.name!r}: {squash(exc)}") from None
     secret, public = Path(f"{args.out}.key"), Path(f"{args.out}.pub")
     for path in (secret, public):
@@ -600,8 +610,8 @@ def _keygen(args: argparse.Namespace, out: Output) -> int:
         from twinflow.trace.witness import CosignerKey
 
         verifier = CosignerKey.of_signer(signer).text
-    write_new(secret, signer.text.encode() + b"\n", mode=0o600)
-    write_new(public, verifier.encode() + b"\n", mode=0o644)
+    _trace.write_new(secret, signer.text.encode() + b"\n", mode=0o600)
+    _trace.write_new(public, verifier.encode() + b"\n", mode=0o644)
     out.document({"ok": True, "signer_key_file": str(secret), "verifier_key": verifier})
     out.line(f"signer key (secret): {secret}")
     out.line(f"{'cosigner ' if args.cosigner else ''}verifier key (publish it): {public}")
@@ -620,8 +630,10 @@ def _repair(args: argparse.Namespace, out: Output) -> int:
     if args.trace.is_symlink():
         raise UserError(f"{args.trace}: is a symbolic link; repair the file it points to")
     check_trace_head(args.trace)
-    result = repair_trace(args.trace)
+    result = _trace.repair_trace(args.trace)
     moved = {"moved_to": result.moved_to, "moved_bytes": result.moved_bytes}
+    from twinflow.agent import verify_agent_trace
+
     report = verify_agent_trace(args.trace, require_complete=False)
     if report.problem is not None:
         raise CheckFailed(
@@ -669,26 +681,29 @@ def _redact(args: argparse.Namespace, out: Output) -> int:
     lines: list[bytes] = []
     kinds: dict[int, str] = {}
     try:
-        for event in walk_trace(args.trace, limits=limits, allow_redacted=True):
+        for event in _trace.walk_trace(args.trace, limits=limits, allow_redacted=True):
             value = event.value
             kind = "redacted" if value is None else str(value["body"]["kind"])
             kinds[event.seq] = kind
             if event.seq in chosen or value is None:
-                lines.append(encode_redacted(event.digest))
+                lines.append(_trace.encode_redacted(event.digest))
             else:
-                lines.append(encode_line(event.event)[0])
-    except TraceCorruptError as exc:
+                lines.append(_trace.encode_line(event.event)[0])
+    except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{args.trace}: {exc}", corrupt_payload(args.trace, exc)) from None
     for seq in chosen:
         if seq not in kinds:
             raise UserError(f"--seq {seq}: the trace holds events 0..{len(kinds) - 1}")
-        if kinds[seq] in TERMINAL_KINDS:
+        if kinds[seq] in _trace.TERMINAL_KINDS:
             raise UserError(
                 f"--seq {seq}: the run's last event ({kinds[seq]}) shows the run is whole, so "
                 "it is never redacted"
             )
     data = b"".join(lines)
-    before, after = read_checkpoint(args.trace, limits=limits), verify_trace(data, limits=limits)
+    before, after = (
+        _trace.read_checkpoint(args.trace, limits=limits),
+        _trace.verify_trace(data, limits=limits),
+    )
     # A redaction that changed what the checkpoint commits to is a bug to report, not a file.
     if not after.ok or (after.checkpoint.root, after.events) != (before.root, before.size):
         raise CheckFailed(f"{args.trace}: the redacted trace would not keep its Merkle root")
@@ -721,42 +736,58 @@ def _configure_diff(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _event_json(trace: Trace, seq: int) -> Any:
-    return json.loads(trace.encoded[seq])
-
-
 def _diff(args: argparse.Namespace, out: Output) -> int:
     if not args.exact:
         from twinflow.cli._show import behaviour_diff
 
         return behaviour_diff(args, out)
-    a, b = load_trace(args.a), load_trace(args.b)
-    for seq in range(min(a.size, b.size)):
-        if a.digests[seq] == b.digests[seq]:
-            continue
-        # Events embed their predecessor's digest, so after the first difference every
-        # later event differs too; the first one is the one worth reading.
-        difference = diff(_event_json(a, seq), _event_json(b, seq))
-        payload = {
-            "same": False,
-            "seq": seq,
-            "pointer": None if difference is None else difference.pointer,
-            "a": _event_json(a, seq),
-            "b": _event_json(b, seq),
-            "difference": None if difference is None else str(difference),
-        }
-        raise CheckFailed(f"the traces differ first at seq {seq}: {difference}", payload)
-    if a.size != b.size:
-        longer, shorter = (args.a, args.b) if a.size > b.size else (args.b, args.a)
-        seq = min(a.size, b.size)
-        raise CheckFailed(
-            f"{shorter} stops at {seq} events; {longer} goes on to {max(a.size, b.size)}",
-            {"same": False, "seq": seq},
-        )
-    root = a.checkpoint().root
-    out.document({"ok": True, "same": True, "events": a.size, "root": root, "root_encoding": "hex"})
-    out.line(f"same: {a.size} events, root (hex) {root}")
+    # Both traces are read in step, each event verified as it is read: the first difference
+    # ends the comparison, and neither file is read past it (ADR 0131).
+    a, b = walk_typed(args.a), walk_typed(args.b)
+    root = _trace.Frontier()
+    size = 0
+    for left in a:
+        right = next(b, None)
+        if right is None:
+            return _longer(args.a, args.b, size + 1 + sum(1 for _ in a), size)
+        if left.digest != right.digest:
+            _differ(left, right)
+        root.append_hash(_trace.leaf_hash(bytes.fromhex(left.digest)))
+        size += 1
+    if next(b, None) is not None:
+        return _longer(args.b, args.a, size + 1 + sum(1 for _ in b), size)
+    hex_root = root.root().hex()
+    out.document(
+        {"ok": True, "same": True, "events": size, "root": hex_root, "root_encoding": "hex"}
+    )
+    out.line(f"same: {size} events, root (hex) {hex_root}")
     return EXIT_OK
+
+
+def _differ(left: _trace.VerifiedEvent, right: _trace.VerifiedEvent) -> None:
+    """Fail naming the first differing event (events embed their predecessor's digest, so
+    every later event differs too: the first is the one worth reading)."""
+    from twinflow.vocab import diff
+
+    seq = left.seq
+    difference = diff(json.loads(left.event), json.loads(right.event))
+    payload = {
+        "same": False,
+        "seq": seq,
+        "pointer": None if difference is None else difference.pointer,
+        "a": json.loads(left.event),
+        "b": json.loads(right.event),
+        "difference": None if difference is None else str(difference),
+    }
+    raise CheckFailed(f"the traces differ first at seq {seq}: {difference}", payload)
+
+
+def _longer(longer: Path, shorter: Path, total: int, seq: int) -> int:
+    """Fail: ``shorter`` is a prefix of ``longer``, which holds ``total`` events."""
+    raise CheckFailed(
+        f"{shorter} stops at {seq} events; {longer} goes on to {total}",
+        {"same": False, "seq": seq},
+    )
 
 
 COMMANDS: dict[str, Command] = {

@@ -25,7 +25,7 @@ from twinflow.cli._output import (
 )
 from twinflow.vocab import TwinflowError, UserError
 
-__all__ = ["COMMAND_TABLE", "command_module_commands", "main"]
+__all__ = ["COMMAND_TABLE", "command_module_commands", "installed_version", "main"]
 
 # The command table: name -> (the module whose ``COMMANDS`` defines it, its one-line summary).
 # `twinflow --help` reads only this table; a command's module, and everything it imports
@@ -148,11 +148,47 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-        from importlib.metadata import version
-
         python = ".".join(str(part) for part in sys.version_info[:3])
-        print(f"twinflow {version('twinflow-cli')} (Python {python})")
+        print(f"twinflow {installed_version('twinflow-cli')} (Python {python})")
         parser.exit()
+
+
+def installed_version(name: str) -> str:
+    """The version of the installed distribution ``name``, as `importlib.metadata.version` says.
+
+    Read from the ``Version:`` header of the first ``<name>-*.dist-info/METADATA`` along
+    ``sys.path``, in the order `importlib.metadata` searches it: importing that module (email,
+    zipfile, csv, pathlib) costs more than printing the whole ``--help``. Where no such
+    directory holds the answer (a zipped or egg install) it asks `importlib.metadata` after all.
+    """
+    prefix = name.lower().replace("-", "_") + "-"
+    for entry in sys.path:
+        try:
+            found = sorted(os.listdir(entry or "."))
+        except OSError:
+            continue
+        for folder in found:
+            if folder.lower().startswith(prefix) and folder.endswith(".dist-info"):
+                version = _metadata_version(os.path.join(entry, folder, "METADATA"))
+                if version is not None:
+                    return version
+    from importlib.metadata import version as metadata_version
+
+    return metadata_version(name)
+
+
+def _metadata_version(path: str) -> str | None:
+    """The ``Version:`` header of a METADATA file (the headers end at the first empty line)."""
+    try:
+        with open(path, encoding="utf-8") as metadata:
+            for line in metadata:
+                if line.startswith("Version:"):
+                    return line.removeprefix("Version:").strip()
+                if not line.strip():
+                    return None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
 
 
 def _chosen(argv: Sequence[str]) -> str | None:
@@ -178,6 +214,10 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         from twinflow.vocab import did_you_mean
 
         parser.error(f"unknown command {chosen!r}{did_you_mean(chosen, COMMAND_TABLE)}")
+    if chosen is None and "--version" in argv and not {"-h", "--help"} & set(argv):
+        # `--version` exits while the line is parsed: the command list is never read, and
+        # building it costs more than the version lookup (its target: below `--help`).
+        return parser
     for name, (module, summary) in COMMAND_TABLE.items():
         command = sub.add_parser(name, parents=[common], help=summary, description=summary)
         if name == chosen:

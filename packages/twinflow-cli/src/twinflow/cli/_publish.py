@@ -14,22 +14,17 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from twinflow import trace as _trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import check_trace_head, read_published, read_small_file, squash
-from twinflow.trace import (
-    PublishedCheckpoint,
-    TraceCorruptError,
-    TraceFormatError,
-    read_regular,
-    write_new,
-)
-from twinflow.trace import attest as attestation
-from twinflow.trace import note as _note
-from twinflow.trace import witness as _witness
-from twinflow.vocab import UserError
+from twinflow.vocab import TwinflowError, UserError
+
+if TYPE_CHECKING:
+    from twinflow.trace import witness as _witness
 
 __all__ = ["COMMANDS", "add_witness_policy", "check_witness_policy", "cosigned_line"]
 
@@ -89,6 +84,9 @@ def _spec_and_tools(
 
 
 def _attest(args: argparse.Namespace, out: Output) -> int:
+    from twinflow.trace import attest as attestation
+    from twinflow.trace import note as _note
+
     if args.check is not None:
         return _check(args, out)
     if args.trace is None or not args.key or args.out is None:
@@ -102,10 +100,10 @@ def _attest(args: argparse.Namespace, out: Output) -> int:
         signer = _note.parse_signer_key(read_small_file(args.key[0], "key"))
     except _note.NoteError as exc:
         raise UserError(f"{args.key[0]}: not a signer key ({squash(exc)})") from None
-    data = read_regular(args.trace)
+    data = _trace.read_regular(args.trace)
     try:
         facts = attestation.run_facts(data)
-    except TraceCorruptError as exc:
+    except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{args.trace}: {exc}") from None
     except attestation.MalformedAttestationError as exc:
         raise UserError(f"{args.trace}: {exc}") from None
@@ -119,7 +117,7 @@ def _attest(args: argparse.Namespace, out: Output) -> int:
         tools=tools,
     )
     envelope = attestation.sign_attestation(statement, [signer])
-    write_new(args.out, envelope, mode=0o644)
+    _trace.write_new(args.out, envelope, mode=0o644)
     out.document({"ok": True, "attestation": str(args.out), "statement": statement})
     out.line(f"attestation signed by {attestation.key_id(signer.verifier)} written to {args.out}")
     out.line(f"  subject {args.trace.name}: sha256 {facts.sha256}")
@@ -132,6 +130,9 @@ def _attest(args: argparse.Namespace, out: Output) -> int:
 
 
 def _check(args: argparse.Namespace, out: Output) -> int:
+    from twinflow.trace import attest as attestation
+    from twinflow.trace import note as _note
+
     if args.out is not None or args.spec is not None:
         raise UserError("--out and --spec make an attestation; --check checks one")
     if not args.key:
@@ -140,13 +141,13 @@ def _check(args: argparse.Namespace, out: Output) -> int:
         keys = [_note.parse_verifier_key(read_small_file(k, "key")) for k in args.key]
     except _note.NoteError as exc:
         raise UserError(f"not a verifier key ({squash(exc)})") from None
-    data = read_regular(args.check, attestation.MAX_ENVELOPE_BYTES)
+    data = _trace.read_regular(args.check, attestation.MAX_ENVELOPE_BYTES)
     try:
         opened = attestation.open_attestation(data, keys)
         facts = None
         if args.trace is not None:
             check_trace_head(args.trace)
-            facts = attestation.run_facts(read_regular(args.trace))
+            facts = attestation.run_facts(_trace.read_regular(args.trace))
         checkpoint = None
         if args.checkpoint is not None:
             published = read_published(args.checkpoint, args.key, args.origin)
@@ -155,7 +156,7 @@ def _check(args: argparse.Namespace, out: Output) -> int:
         attestation.check_statement(opened.statement, facts=facts, checkpoint=checkpoint)
     except attestation.MalformedAttestationError as exc:
         raise UserError(f"{args.check}: not an attestation ({squash(exc)})") from None
-    except (attestation.AttestationMismatchError, TraceCorruptError) as exc:
+    except (attestation.AttestationMismatchError, _trace.TraceCorruptError) as exc:
         raise CheckFailed(f"{args.check}: {squash(exc)}") from None
     signers = [attestation.key_id(k) for k in opened.signed_by]
     matched = [w for w, given in (("trace", facts), ("checkpoint", checkpoint)) if given]
@@ -187,7 +188,7 @@ def add_witness_policy(p: argparse.ArgumentParser) -> None:
 
 
 def check_witness_policy(
-    args: argparse.Namespace, checkpoint: Path | None, published: PublishedCheckpoint | None
+    args: argparse.Namespace, checkpoint: Path | None, published: _trace.PublishedCheckpoint | None
 ) -> tuple[_witness.Cosignature, ...] | None:
     """The cosignatures that meet the policy ``--witness``/``--quorum`` asks for (None: none asked).
 
@@ -198,6 +199,9 @@ def check_witness_policy(
         UserError: The policy is not one (no checkpoint, a quorum out of range, a bad key).
         CheckFailed: Too few witnesses cosigned, or a known witness's cosignature is forged.
     """
+    from twinflow.trace import note as _note
+    from twinflow.trace import witness as _witness
+
     if not args.witness:
         if args.quorum is not None:
             raise UserError("--quorum counts --witness keys: give the witnesses' keys")
@@ -287,6 +291,8 @@ def _configure_witness(p: argparse.ArgumentParser) -> None:
 
 def _witness_command(args: argparse.Namespace, out: Output) -> int:
     from twinflow.kernel import SystemClock  # the one real clock
+    from twinflow.trace import note as _note
+    from twinflow.trace import witness as _witness
 
     try:
         signer = _note.parse_signer_key(read_small_file(args.key, "key"))
@@ -294,6 +300,8 @@ def _witness_command(args: argparse.Namespace, out: Output) -> int:
     except _note.NoteError as exc:
         raise UserError(f"not a key for the witness ({squash(exc)})") from None
     request = read_small_file(args.request, "consistency proof")
+    if args.out:
+        _refuse_output(args.out)
     now = int(SystemClock().now().timestamp())
     try:
         note, body, old = _witness.add_checkpoint(
@@ -304,10 +312,8 @@ def _witness_command(args: argparse.Namespace, out: Output) -> int:
             f"{args.request}: not cosigned: {squash(exc)}",
             {"reason": exc.reason, "cosigned_size": exc.size},
         ) from None
-    except (TraceFormatError, _witness.MalformedWitnessStateError) as exc:
+    except (_trace.TraceFormatError, _witness.MalformedWitnessStateError) as exc:
         raise UserError(squash(exc)) from None
-    if args.out:
-        write_new(args.out, note, mode=0o644)
     line = note.decode().rstrip("\n").rsplit("\n", 1)[-1]
     key = _witness.CosignerKey.of_signer(signer)
     out.document(
@@ -328,8 +334,33 @@ def _witness_command(args: argparse.Namespace, out: Output) -> int:
     )
     out.line(line)
     if args.out:
+        # The state is written first and durably (a cosignature is never out before the state
+        # that forbids a fork of it); the note is printed above, so a failed write loses nothing.
+        try:
+            _trace.write_new(args.out, note, mode=0o644)
+        except (TwinflowError, OSError) as exc:
+            out.line(note.decode().rstrip("\n"))
+            raise UserError(
+                f"{args.out}: not written ({squash(exc)}); the witness state has advanced and "
+                "the cosigned note is printed on stdout: save it from there"
+            ) from None
         out.line(f"(the cosigned checkpoint written to {args.out})")
     return EXIT_OK
+
+
+def _refuse_output(path: Path) -> None:
+    """Refuse an ``--out`` that cannot be written, before the witness state changes."""
+    if os.path.lexists(path):
+        raise UserError(
+            f"{path} already exists; it was left as it is, nothing was cosigned and the witness "
+            "state is unchanged: pick a new --out"
+        )
+    directory = path.parent
+    if directory.is_symlink() or not directory.is_dir() or not os.access(directory, os.W_OK):
+        raise UserError(
+            f"{path}: its directory {directory} is not a writable directory (or is a link); "
+            "nothing was cosigned and the witness state is unchanged"
+        )
 
 
 COMMANDS: dict[str, Command] = {

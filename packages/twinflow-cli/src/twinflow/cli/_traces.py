@@ -8,22 +8,19 @@ read whole up to a bound, so a huge file named by mistake is refused, not loaded
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from twinflow.agent import Trace
+from twinflow import trace as _trace
 from twinflow.cli._errors import CliError
 from twinflow.cli._output import CheckFailed
-from twinflow.trace import (
-    LINE_PREFIX,
-    PublishedCheckpoint,
-    SignatureError,
-    TraceCorruptError,
-    open_regular,
-    read_published_checkpoint,
-    read_regular,
-)
 from twinflow.vocab import UserError
+
+if TYPE_CHECKING:
+    # The agent (and pydantic under it) loads only where a command reads typed events, so the
+    # trace commands that do not (`verify`, `checkpoint`, `prove`, their `--help`) start fast.
+    from twinflow.agent import Trace
 
 __all__ = [
     "MAX_SMALL_FILE",
@@ -38,6 +35,7 @@ __all__ = [
     "read_trace_bytes",
     "squash",
     "vouched",
+    "walk_typed",
 ]
 
 MAX_SMALL_FILE = 1024 * 1024
@@ -54,14 +52,14 @@ def check_trace_head(path: Path) -> None:
         UnreadableTrace: the file is empty or does not start with a trace line.
         OSError: the file cannot be read.
     """
-    with open_regular(path) as f:
-        head = f.read(len(LINE_PREFIX))
+    with _trace.open_regular(path) as f:
+        head = f.read(len(_trace.LINE_PREFIX))
     if not head:
         raise UnreadableTrace(f"{path}: the file is empty, not a twinflow trace")
-    if head != LINE_PREFIX:
+    if head != _trace.LINE_PREFIX:
         raise UnreadableTrace(
             f"{path}: not a twinflow trace (a trace is JSON lines starting with "
-            f"{LINE_PREFIX.decode()!r}); check the path"
+            f"{_trace.LINE_PREFIX.decode()!r}); check the path"
         )
 
 
@@ -76,10 +74,10 @@ def read_trace_bytes(path: Path) -> bytes:
         OSError: the file cannot be read.
     """
     check_trace_head(path)
-    return read_regular(path)
+    return _trace.read_regular(path)
 
 
-def corrupt_payload(path: Path, exc: TraceCorruptError) -> dict[str, Any]:
+def corrupt_payload(path: Path, exc: _trace.TraceCorruptError) -> dict[str, Any]:
     """The ``--json`` payload of a trace that does not verify: the file and its problem."""
     problem = exc.report.problem
     return {"trace": str(path), "problem": None if problem is None else problem.to_json()}
@@ -91,9 +89,29 @@ def parse_trace(path: Path, data: bytes | Path) -> Trace:
     Raises:
         CheckFailed: the trace does not load (exit 1, naming ``path``).
     """
+    from twinflow.agent import Trace
+
     try:
         return Trace.load(data)
-    except TraceCorruptError as exc:
+    except _trace.TraceCorruptError as exc:
+        raise CheckFailed(f"{path}: {exc}", corrupt_payload(path, exc)) from None
+
+
+def walk_typed(path: Path) -> Iterator[_trace.VerifiedEvent]:
+    """A trace file's events as they verify and type, streaming: `load_trace`'s checks (the
+    leaf's walk with the agent's typed check), event by event, so a reader that stops early
+    reads no further and one that goes on holds no more than it keeps.
+
+    Raises:
+        UnreadableTrace: the file is empty or does not start with a trace line (exit 2).
+        CheckFailed: the trace does not verify up to where it was read (exit 1, naming ``path``).
+    """
+    from twinflow.agent import typed_event
+
+    check_trace_head(path)
+    try:
+        yield from _trace.walk_trace(path, check=typed_event)
+    except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{path}: {exc}", corrupt_payload(path, exc)) from None
 
 
@@ -115,7 +133,7 @@ def read_small_file(path: Path, what: str) -> bytes:
         UserError: the file is larger than `MAX_SMALL_FILE`.
         OSError: the file cannot be read.
     """
-    data = read_regular(path, MAX_SMALL_FILE)
+    data = _trace.read_regular(path, MAX_SMALL_FILE)
     if len(data) > MAX_SMALL_FILE:
         raise UserError(f"{path}: a {what} file is at most {MAX_SMALL_FILE} bytes")
     return data
@@ -123,7 +141,7 @@ def read_small_file(path: Path, what: str) -> bytes:
 
 def read_published(
     path: Path, keys: list[Path] | None, origin: str | None = None
-) -> PublishedCheckpoint:
+) -> _trace.PublishedCheckpoint:
     """Read a checkpoint file and check its signatures (`read_published_checkpoint`).
 
     Raises:
@@ -132,17 +150,17 @@ def read_published(
     """
     data = read_small_file(path, "checkpoint")
     try:
-        return read_published_checkpoint(
+        return _trace.read_published_checkpoint(
             data, [read_small_file(k, "key") for k in keys or ()], where=str(path), origin=origin
         )
-    except SignatureError as exc:
+    except _trace.SignatureError as exc:
         raise CheckFailed(
             squash(exc),
             {"checkpoint": str(path), "problem": {"kind": "signature", "message": squash(exc)}},
         ) from None
 
 
-def vouched(published: PublishedCheckpoint) -> str:
+def vouched(published: _trace.PublishedCheckpoint) -> str:
     """Who vouches for the checkpoint: ``signed by KEY...``, or that nobody signed it."""
     if published.signed_by:
         return f"signed by {', '.join(published.signed_by)}"

@@ -29,7 +29,13 @@ from twinflow.eval._observe import Observation, observe
 from twinflow.eval._results import set_aside
 from twinflow.eval._scorers import Judge, JudgeHook, JudgementLink, Score
 from twinflow.kernel import Clock, Ids, TransportError
-from twinflow.trace import FileTraceSink, TraceCorruptError, TraceSink, open_inside
+from twinflow.trace import (
+    FileTraceSink,
+    TraceCorruptError,
+    TraceSink,
+    make_directory,
+    open_inside,
+)
 from twinflow.vocab import ChatModel, ModelSettings, canonical_bytes
 
 __all__ = [
@@ -160,7 +166,11 @@ class Judging:
         run_dir: The run directory (judgement traces live under it).
         wiring: The judge's model and settings; None scores every judge as errored.
         mode: ``live`` calls the judge; ``replay`` re-runs the recorded judgement.
-        folder: Where live judgements are written (``judgements``, or ``rejudged``).
+        folder: Where live judgements are written (``judgements``, or ``rejudged``); made
+            here when judging live.
+
+    Raises:
+        PlantedLinkError: Judging live, the folder is a symbolic link.
     """
 
     def __init__(
@@ -175,6 +185,10 @@ class Judging:
         self.wiring = wiring
         self.mode = mode
         self.folder = folder
+        if mode == "live" and wiring is not None:
+            # Refused here, before any case is scored, when the folder is a link: a scorer's
+            # error would only error the case, and the run would go on to end "ok".
+            make_directory(run_dir / folder, what="the judgements folder")
 
     def hook(self, key: str) -> JudgeHook:
         """The `score_all` hook for the case repeat ``key``."""
@@ -217,7 +231,8 @@ class Judging:
     def _call(self, judge: Judge, relative: str, prompt: str, key: str) -> None:
         assert self.wiring is not None
         path = self.run_dir / relative
-        path.parent.mkdir(exist_ok=True)
+        # A received run directory's folder may be a link: refused, never written through.
+        make_directory(path.parent, what="the judgements folder")
         if path.exists() or path.is_symlink():
             set_aside(path)  # an interrupted judgement, or one judged before: kept, not reused
         try:

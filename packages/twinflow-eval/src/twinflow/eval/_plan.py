@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import AwareDatetime, Field, ValidationError
 
 from twinflow.eval._dataset import MAX_TRIALS, Dataset
 from twinflow.eval._errors import EvalError
@@ -313,8 +313,9 @@ class Plan(EvalValue):
     """The metric reported as the result (one of `METRICS`)."""
     rule: str = Field(min_length=1, max_length=MAX_RULE_CHARS)
     """The decision rule (the module docstring's grammar)."""
-    made_at: datetime
-    """When the plan was made (the maker's clock; signed with the rest when signed)."""
+    made_at: AwareDatetime
+    """When the plan was made (the maker's clock; signed with the rest when signed). It must
+    name its offset: a naive time cannot be ordered against the run's traces."""
 
 
 def scorers_digest(dataset: Dataset) -> str:

@@ -24,6 +24,7 @@ import contextlib
 import functools
 import hashlib
 import inspect
+import os
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -76,7 +77,9 @@ from twinflow.trace import (
     MemoryTraceSink,
     TraceCorruptError,
     TraceSink,
+    create_exclusive,
     hold_directory,
+    make_directory,
     open_inside,
     read_inside,
     write_replace,
@@ -310,8 +313,8 @@ def _refuse_untrusted_code(where: Path, dataset: Dataset, trust_code: bool) -> N
 
 def _prepare(out: Path, manifest: RunManifest) -> None:
     refuse_planted_links(out)
-    (out / "traces").mkdir(parents=True, exist_ok=True)
-    (out / "cases").mkdir(exist_ok=True)
+    make_directory(out / "traces", what="the traces folder")
+    make_directory(out / "cases", what="the cases folder")
     path = out / "run.json"
     if path.exists():
         read_json_model(path, RunManifest).check_resume(manifest, out)
@@ -863,11 +866,11 @@ def merge_runs(
             if link is not None and (number := _judgement_number(link.trace, key)) is not None
         ]
         for source_name, target_name in copies:
-            (target / target_name).parent.mkdir(exist_ok=True)
+            make_directory((target / target_name).parent)
             with (
                 contextlib.suppress(FileNotFoundError),
                 open_inside(source_dir, source_name, what="results.json") as source,
-                (target / target_name).open("xb") as copy,
+                os.fdopen(create_exclusive(target / target_name, "trace copy"), "wb") as copy,
             ):
                 shutil.copyfileobj(source, copy)
         with importing_from(code_dirs):

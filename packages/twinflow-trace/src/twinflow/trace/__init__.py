@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from twinflow.trace._files import WRITER_LOCK as WRITER_LOCK
     from twinflow.trace._files import create_exclusive as create_exclusive
     from twinflow.trace._files import hold_directory as hold_directory
+    from twinflow.trace._files import make_directory as make_directory
     from twinflow.trace._files import open_inside as open_inside
     from twinflow.trace._files import read_inside as read_inside
     from twinflow.trace._files import write_new as write_new
@@ -165,6 +166,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "WRITER_LOCK",
             "create_exclusive",
             "hold_directory",
+            "make_directory",
             "open_inside",
             "read_inside",
             "write_new",

@@ -9,7 +9,8 @@ and that it names the trace file, its output and its checkpoint (``twinflow.trac
 Checks the format, digests, chain and completeness, and a checkpoint (a C2SP checkpoint note,
 signed and checked against the verifier keys given, every one of which must have signed, for the
 origin expected; or unsigned), with nothing but the standard library (the event bodies' typed
-schema is the agent's, checked by ``twinflow verify``). A checkpoint that covers fewer events
+schema is the agent's, checked by ``twinflow verify --typed``; plain ``twinflow verify`` runs this
+very verifier). A checkpoint that covers fewer events
 than the trace holds fails unless ``--allow-unsigned-tail``; the ok line says which events it
 covers. ``prove-check`` checks a C2SP tlog-proof (an event is in the log: the event's digest is
 given, read from the event's file, or taken from the proof's ``extra`` line) or a consistency

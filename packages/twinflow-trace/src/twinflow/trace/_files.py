@@ -58,6 +58,7 @@ __all__ = [
     "create_exclusive",
     "hold_directory",
     "lock_now",
+    "make_directory",
     "open_inside",
     "read_inside",
     "write_new",
@@ -151,16 +152,20 @@ def create_exclusive(path: str | os.PathLike[str], what: str, mode: int | None =
         A file descriptor open for writing.
 
     Raises:
-        PlantedLinkError: ``path`` is a symbolic link (dangling or not); it is not touched.
+        PlantedLinkError: ``path`` or its directory is a symbolic link (dangling or not); it
+            is not touched.
         TargetExistsError: Something else exists at ``path``; it is not touched.
         OSError: The file cannot be created for another reason (a missing directory).
     """
     target = Path(path)
+    # Created relative to its directory opened without following a link, as `write_new`
+    # does: a folder of a received directory swapped for a link is not written through.
+    dir_fd = _open_directory(target)
     try:
         # O_EXCL fails on any existing name, a symbolic link included, without following it.
-        fd = os.open(target, _CREATE, 0o644 if mode is None else mode)
+        fd = os.open(target.name, _CREATE, 0o644 if mode is None else mode, dir_fd=dir_fd)
     except FileExistsError:
-        if target.is_symlink():
+        if stat.S_ISLNK(os.stat(target.name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
             raise PlantedLinkError(
                 f"{what} {target} is a symbolic link; refusing to write through it "
                 "(a planted link could redirect the write); pick a path that does not exist",
@@ -171,10 +176,46 @@ def create_exclusive(path: str | os.PathLike[str], what: str, mode: int | None =
             "pick a new path or move the old one away",
             path=target,
         ) from None
+    finally:
+        os.close(dir_fd)
     if mode is not None:
         # The umask changed what os.open set; a mode asked for is meant exactly.
         os.fchmod(fd, mode)
     return fd
+
+
+def make_directory(path: str | os.PathLike[str], *, what: str = "folder") -> None:
+    """Create the directory ``path`` (its parent must exist), or keep the one there.
+
+    Where ``mkdir(exist_ok=True)`` accepts a symbolic link to a directory, and every file then
+    written "inside" lands where the link points, this refuses it: the name and its parent
+    are looked at without following a link. The folders of a run directory (which may be one
+    received from someone else) are made or entered through here.
+
+    Raises:
+        PlantedLinkError: ``path`` or its parent is a symbolic link; nothing is created.
+        TargetExistsError: ``path`` is something other than a directory.
+        OSError: The directory cannot be created for another reason (a missing parent).
+    """
+    target = Path(path)
+    dir_fd = _open_directory(target)
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(target.name, dir_fd=dir_fd)
+        mode = os.stat(target.name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    finally:
+        os.close(dir_fd)
+    if stat.S_ISLNK(mode):
+        raise PlantedLinkError(
+            f"{what} {target} is a symbolic link; nothing is written through it (a planted "
+            "link could redirect the writes): remove the link",
+            path=target,
+        )
+    if not stat.S_ISDIR(mode):
+        raise TargetExistsError(
+            f"{what} {target} exists and is not a directory; it was left as it is: move it away",
+            path=target,
+        )
 
 
 def _open_directory(path: Path) -> int:

@@ -36,7 +36,6 @@ the checkpoint's root (an index past the size, a proof for another tree of the s
 
 from __future__ import annotations
 
-import binascii
 import hashlib
 import os
 from collections.abc import Sequence
@@ -45,7 +44,7 @@ from dataclasses import dataclass
 from twinflow.trace._errors import InvalidProofError, TraceFormatError
 from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES, Limits
 from twinflow.trace._merkle import leaf_hash, root_from_inclusion_proof, verify_consistency
-from twinflow.trace._note import DEFAULT_MAX_NOTE_BYTES
+from twinflow.trace._note import DEFAULT_MAX_NOTE_BYTES, _b64decode, _b64encode
 from twinflow.trace._open import read_regular
 from twinflow.trace._published import (
     PublishedCheckpoint,
@@ -82,17 +81,10 @@ _MAX_SIZE = 2**63 - 1
 _HASH_SIZE = 32
 
 
-def _b64(raw: bytes) -> str:
-    return binascii.b2a_base64(raw, newline=False).decode("ascii")
-
-
 def _unb64(text: str, what: str) -> bytes:
-    """Canonical standard base64 (padded, alphabet only, zero trailing bits), else refused."""
-    try:
-        raw = binascii.a2b_base64(text, strict_mode=True) if text.isascii() and text else None
-    except binascii.Error:
-        raw = None
-    if raw is None or _b64(raw) != text:
+    """Canonical standard base64 (`_note`'s one reading), not empty, else refused."""
+    raw = _b64decode(text) if text else None
+    if raw is None:
         raise TraceFormatError(f"{what} is not canonical standard base64")
     return raw
 
@@ -167,9 +159,9 @@ class TlogProof:
         """The proof file's bytes."""
         lines = [TLOG_PROOF_HEADER]
         if self.extra is not None:
-            lines.append(f"extra {_b64(self.extra)}")
+            lines.append(f"extra {_b64encode(self.extra)}")
         lines.append(f"index {self.index}")
-        lines += [_b64(h) for h in self.hashes]
+        lines += [_b64encode(h) for h in self.hashes]
         return ("\n".join(lines) + "\n\n").encode("ascii") + self.checkpoint
 
 
@@ -186,7 +178,7 @@ class TlogConsistency:
 
     def to_bytes(self) -> bytes:
         """The proof file's bytes."""
-        lines = [f"old {self.old_size}", *(_b64(h) for h in self.hashes)]
+        lines = [f"old {self.old_size}", *(_b64encode(h) for h in self.hashes)]
         return ("\n".join(lines) + "\n\n").encode("ascii") + self.checkpoint
 
 

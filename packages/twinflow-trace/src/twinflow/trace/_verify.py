@@ -203,6 +203,10 @@ _Pending = tuple[int, str, bytes, bytes, dict[str, Any], str, bytes]
 (seq, digest, event bytes, their sha256, value, their text, the line)."""
 
 
+_Accepted = tuple[int, str, bytes, object]
+"""An event taken into the tree: (seq, digest, event bytes, what ``check`` made of it)."""
+
+
 class _Line(NamedTuple):
     """A line that passed every per-line rule (the chain is checked by the walk)."""
 
@@ -310,8 +314,14 @@ class _Walk:
     def _fail(self, kind: ProblemKind, index: int, message: str) -> None:
         self.problem = Problem(kind=kind, seq=index, line=index + 1, message=message)
 
-    def __iter__(self) -> Iterator[tuple[int, str, bytes, object]]:
+    def __iter__(self) -> Iterator[_Accepted]:
         """The good events as ``(seq, digest, event bytes, checked value)``, streaming."""
+        for accepted in self._batches():
+            yield from accepted
+
+    def _batches(self) -> Iterator[list[_Accepted]]:
+        """The good events a batch at a time: a caller that only needs the walk's outcome
+        (`verify_trace`) resumes one generator per batch, not per event."""
         lines = _lines(self.source, self.limits.max_line_bytes)
         try:
             yield from self._events(lines)
@@ -319,7 +329,7 @@ class _Walk:
             self.done = True
             lines.close()
 
-    def _events(self, lines: Iterator[bytes]) -> Iterator[tuple[int, str, bytes, object]]:
+    def _events(self, lines: Iterator[bytes]) -> Iterator[list[_Accepted]]:
         limit = self.limits.max_line_bytes
         max_depth = self.limits.max_depth
         sha256 = hashlib.sha256
@@ -370,7 +380,9 @@ class _Walk:
                 if len(batch) < _BATCH_LINES and size < _BATCH_BYTES:
                     continue
             # A full batch, or a line for the slow path: the lines before it come first.
-            good = yield from self._confirm(batch)
+            accepted, good = self._confirm(batch)
+            if accepted:
+                yield accepted
             batch.clear()
             size = 0
             if not good:
@@ -384,7 +396,10 @@ class _Walk:
                 and _HEX.issuperset(raw[_DIGEST_START:DIGEST_END])
             ):
                 redacted = raw[_DIGEST_START:DIGEST_END].decode("ascii")
-                if not (yield from self._redacted(index, redacted)):
+                accepted, good = self._redacted(index, redacted)
+                if accepted:
+                    yield accepted
+                if not good:
                     return
                 expected_prev = redacted
                 continue
@@ -392,47 +407,52 @@ class _Walk:
             if isinstance(slow, Problem):
                 self.problem = slow
                 return
-            good = yield from self._accept(
+            accepted, good = self._accept(
                 [(index, slow.digest, slow.event, slow.hashed, slow.value, "", raw)]
             )
+            if accepted:
+                yield accepted
             if not good:
                 return
             expected_prev = slow.digest
-        yield from self._confirm(batch)
+        accepted, _ = self._confirm(batch)
+        if accepted:
+            yield accepted
 
-    def _confirm(
-        self, batch: list[_Pending]
-    ) -> Generator[tuple[int, str, bytes, object], None, bool]:
-        """Yield a batch's events once they are known canonical; False if one is not (or is
-        refused by ``check``), with ``problem`` set at the first such line."""
+    def _confirm(self, batch: list[_Pending]) -> tuple[list[_Accepted], bool]:
+        """A batch's events once they are known canonical, and whether all of them are; False
+        if one is not (or is refused by ``check``), with ``problem`` set at the first such line
+        and the events before it accepted."""
         if not batch:
-            return True
+            return [], True
         if _canonical_texts([p[4] for p in batch], [p[5] for p in batch], [p[2] for p in batch]):
-            return (yield from self._accept(batch))
+            return self._accept(batch)
         # One of them is not canonical (or the C encoder prints it otherwise): line by line,
         # the slow path names the first problem.
+        out: list[_Accepted] = []
         for seq, digest, event, hashed, value, text, raw in batch:
             if _fast_canonical(event, text) is _MISS:
                 # Its chain held when it was read, so the slow path never classifies it.
                 slow = self._slow(seq, raw, self.limits.max_line_bytes, value["prev"], iter(()))
                 if isinstance(slow, Problem):
                     self.problem = slow
-                    return False
+                    return out, False
                 value = slow.value
-            if not (yield from self._accept([(seq, digest, event, hashed, value, text, raw)])):
-                return False
-        return True
+            accepted, good = self._accept([(seq, digest, event, hashed, value, text, raw)])
+            out += accepted
+            if not good:
+                return out, False
+        return out, True
 
-    def _accept(
-        self, items: list[_Pending]
-    ) -> Generator[tuple[int, str, bytes, object], None, bool]:
-        """Take verified, chained events into the tree and yield them; False (with ``problem``
-        set) at the first one ``check`` refuses."""
+    def _accept(self, items: list[_Pending]) -> tuple[list[_Accepted], bool]:
+        """Take verified, chained events into the tree; them, and False (with ``problem`` set)
+        at the first one ``check`` refuses."""
         check = self.check
         append = self.frontier.append_hash
         sha256 = hashlib.sha256
         marks = self.marks
         collecting = bool(self.order)
+        out: list[_Accepted] = []
         for index, digest, event, hashed, value, _, _ in items:
             typed: object = value
             if check is not None:
@@ -445,7 +465,7 @@ class _Walk:
                         index,
                         f"its digest and chain match but it is not a valid event (it was forged): {first}",
                     )
-                    return False
+                    return out, False
             leaf = sha256(b"\x00" + hashed).digest()  # the RFC 9162 leaf hash
             append(leaf)
             if collecting:
@@ -454,14 +474,13 @@ class _Walk:
             self.last_kind = value["body"]["kind"]
             if index + 1 in marks:
                 self.roots[index + 1] = self.frontier.root()
-            yield index, digest, event, typed
-        return True
+            out.append((index, digest, event, typed))
+        return out, True
 
-    def _redacted(
-        self, index: int, digest: str
-    ) -> Generator[tuple[int, str, bytes, object], None, bool]:
+    def _redacted(self, index: int, digest: str) -> tuple[list[_Accepted], bool]:
         """Take a redacted event's digest into the chain and the tree (its own ``seq`` and
-        ``prev`` went with its bytes); False (with ``problem`` set) if the reader refuses it."""
+        ``prev`` went with its bytes): the event, or False (with ``problem`` set) if the reader
+        refuses it."""
         if not self.allow_redacted:
             self._fail(
                 "redacted",
@@ -469,7 +488,7 @@ class _Walk:
                 f"event {index} is redacted (its digest alone is in the file): `verify` checks "
                 "such a trace; this reader needs every event itself",
             )
-            return False
+            return [], False
         leaf = hashlib.sha256(b"\x00" + bytes.fromhex(digest)).digest()
         self.frontier.append_hash(leaf)
         if self.order:
@@ -479,8 +498,7 @@ class _Walk:
         self.redacted.append(index)
         if index + 1 in self.marks:
             self.roots[index + 1] = self.frontier.root()
-        yield index, digest, b"", None
-        return True
+        return [(index, digest, b"", None)], True
 
     def _collect(self, index: int, leaf: bytes) -> None:
         """Add a leaf to the proof range being collected, if it falls in one."""
@@ -624,7 +642,7 @@ class _Walk:
     def finish(self, require_complete: bool) -> None:
         """Drain the walk (unless done) and add the completeness problem, if asked."""
         if not self.done:
-            for _ in self:
+            for _ in self._batches():
                 pass
         size = self.frontier.size
         if self.problem is None and require_complete and self.last_kind not in TERMINAL_KINDS:
