@@ -16,6 +16,7 @@ from twinflow.agent import (
     AgentConfigError,
     AgentError,
     FunctionModel,
+    ModelResponded,
     Policy,
     ReplayDivergenceError,
     ReplayMode,
@@ -33,6 +34,7 @@ from twinflow.vocab import (
     CallId,
     Message,
     ModelRequest,
+    ModelResponse,
     RunId,
     StructuredPart,
     ToolCallPart,
@@ -366,3 +368,20 @@ def test_recorded_mode_serves_only_results_of_calls_that_ran() -> None:
     ]  # the denial's result comes before the allowed call's decision
     result = replay(trace, build, mode="recorded")
     assert (trace.size, trace.checkpoint().root) == (result.events, result.root)
+
+
+def test_typed_events_read_long_numbers_as_the_canonical_parse_does() -> None:
+    """An event typed on read holds the values the canonical parse gives: 2**53 as a double."""
+    writer = TraceWriter(MemoryTraceSink())
+    call = ToolCallPart(
+        id=CallId("c1"), name="add", arguments={"a": 2.0**53, "b": 1.5, "c": 123456789012345}
+    )
+    response = ModelResponse(message=Message(role="assistant", parts=(call,)))
+    writer.append(START, ModelResponded(step=1, response=response))
+    assert isinstance(writer.sink, MemoryTraceSink)
+    trace = Trace.load(writer.sink.data)
+    body = trace.events[0].body
+    assert isinstance(body, ModelResponded)
+    arguments = body.response.message.parts[0].arguments  # type: ignore[union-attr]
+    expected = {"a": (float, 2.0**53), "b": (float, 1.5), "c": (int, 123456789012345)}
+    assert expected == {key: (type(value), value) for key, value in arguments.items()}

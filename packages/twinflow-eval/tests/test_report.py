@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
 from eval_testkit import START, dataset, factory
 
-from twinflow.eval import CaseResult, EvalResults, RunIdentity, Summary, render_html, run_eval
+from twinflow.agent import Trace
+from twinflow.eval import (
+    CaseResult,
+    EvalResults,
+    RunIdentity,
+    Summary,
+    observe,
+    read_details,
+    render_html,
+    run_eval,
+    write_reports,
+)
+from twinflow.eval._report import ScoredTrace
 from twinflow.kernel import SteppingClock
 
 IDENTITY = RunIdentity(
@@ -131,3 +144,29 @@ def test_a_hostile_trace_path_is_neither_written_beside_nor_linked(tmp_path: Pat
         "trace ../escape.jsonl" in page,
     )
     assert expected == actual
+
+
+def test_reports_from_the_scoring_pass_are_the_reports_read_afresh(tmp_path: Path) -> None:
+    """Lab Notes written by the run (from what scoring read) equal those regenerated from disk."""
+    run_dir = run(tmp_path)
+    written = [(run_dir / name).read_bytes() for name in ("lab-notes.md", "lab-notes.html")]
+    results = EvalResults.model_validate_json((run_dir / "results.json").read_bytes())
+    write_reports(results, run_dir)
+    assert written == [(run_dir / name).read_bytes() for name in ("lab-notes.md", "lab-notes.html")]
+
+
+def test_what_scoring_read_stands_only_for_the_bytes_it_scored(tmp_path: Path) -> None:
+    """A trace whose bytes are those scored is not read again; any other bytes are."""
+    run_dir = run(tmp_path)
+    results = EvalResults.model_validate_json((run_dir / "results.json").read_bytes())
+    result = results.cases[0]
+    data = (run_dir / result.trace).read_bytes()
+    other = observe(Trace.load((run_dir / results.cases[1].trace).read_bytes()))
+    assert other.output != observe(Trace.load(data)).output
+    for sha, expected in [
+        (hashlib.sha256(data).digest(), other.output),
+        (hashlib.sha256(data + b"\n").digest(), observe(Trace.load(data)).output),
+    ]:
+        scored = {result.trace: ScoredTrace(sha, other, ())}
+        _, details = read_details(results, run_dir, scored)
+        assert expected == details[result.key].output

@@ -11,9 +11,11 @@ from twinflow.vocab import (
     CallId,
     Message,
     ModelRequest,
+    ModelSettings,
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    ToolSpec,
     Transcript,
     canonical_bytes,
     diff,
@@ -154,3 +156,40 @@ def test_a_bad_append_leaves_the_line_as_it_was() -> None:
     assert expected == [
         m.text for m in t.append(Message(role="assistant", parts=(TextPart(text="ok"),))).messages
     ]
+
+
+def test_an_appended_transcript_is_what_construct_builds() -> None:
+    """An appended transcript's pydantic state is what `model_construct` gives, messages aside."""
+    appended = _appended(2)
+    built = Transcript.model_construct(messages=())
+    del built.__dict__["messages"]
+    expected = (
+        built.__dict__,
+        built.__pydantic_fields_set__,
+        built.__pydantic_extra__,
+        sorted(built.__pydantic_private__ or {}),
+    )
+    actual = (
+        appended.__dict__,
+        appended.__pydantic_fields_set__,
+        appended.__pydantic_extra__,
+        sorted(appended.__pydantic_private__ or {}),
+    )
+    assert expected == actual
+    assert Transcript(messages=_messages(2)) == appended
+    assert Transcript(messages=_messages(2)).model_dump() == appended.model_dump()
+
+
+def test_a_request_of_valid_values_is_what_construct_builds() -> None:
+    """`ModelRequest.of_valid` builds the value and pydantic state `model_construct` does."""
+    transcript = _appended(2)
+    tools = (ToolSpec(name="add"),)
+    settings = ModelSettings(temperature=0.5)
+    built = ModelRequest.model_construct(
+        transcript=transcript, tools=tools, output_schema=None, settings=settings
+    )
+    fast = ModelRequest.of_valid(transcript, tools, None, settings)
+    expected = (built.__dict__, built.__pydantic_fields_set__, built.__pydantic_extra__)
+    assert expected == (fast.__dict__, fast.__pydantic_fields_set__, fast.__pydantic_extra__)
+    assert built.__pydantic_private__ == fast.__pydantic_private__
+    assert ModelRequest(transcript=transcript, tools=tools, settings=settings) == fast

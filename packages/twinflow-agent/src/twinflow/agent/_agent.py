@@ -605,11 +605,8 @@ class Agent(Closing, Generic[OutputT]):
         state.sent = len(state.transcript)
         # Every field is an already validated value and tool names were checked unique in
         # __init__; validating again would re-walk the whole transcript each step (O(n)).
-        request = ModelRequest.model_construct(
-            transcript=state.transcript,
-            tools=state.offered,
-            output_schema=self._schema,
-            settings=self.settings,
+        request = ModelRequest.of_valid(
+            state.transcript, state.offered, self._schema, self.settings
         )
         response: ModelResponse
         stream = getattr(self.model, "stream", None) if self.observer is not None else None

@@ -8,7 +8,7 @@ gets the same scores, with or without a model. The events are read once, by the 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -91,13 +91,22 @@ def observe(trace: Trace | Iterable[TraceEvent]) -> Observation:
 
 
 def observe_verified(
-    source: str | os.PathLike[str] | bytes, *, require_complete: bool = False
+    source: str | os.PathLike[str] | bytes,
+    *,
+    require_complete: bool = False,
+    keep: Callable[[TraceEvent], object] | None = None,
 ) -> tuple[Observation, Checkpoint]:
     """Verify a trace and observe it in one streaming pass; also return its checkpoint.
 
     Memory is bounded by the largest event and the observation, not by the trace: each event
     is typed, observed and dropped as it verifies, and the checkpoint's root is grown on a
     Merkle frontier (one hash per level).
+
+    Args:
+        source: A trace file path, or the trace's bytes.
+        require_complete: Refuse a trace without a terminal event.
+        keep: Called with each typed event as it verifies (the reports keep a few kinds from
+            the same pass, ADR 0139).
 
     Raises:
         TraceCorruptError: The trace does not verify (its ``.report`` holds where and the
@@ -111,6 +120,8 @@ def observe_verified(
         for item in walk_trace(source, check=typed_event, require_complete=require_complete):
             frontier.append_hash(leaf_hash(bytes.fromhex(item.digest)))
             heads[0] = item.digest
+            if keep is not None:
+                keep(item.value)
             yield item.value
 
     observation = observe(events())

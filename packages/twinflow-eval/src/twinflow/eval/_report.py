@@ -8,12 +8,14 @@ headless-browser test reads. Both reports are pure functions of the results: no 
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from pydantic import JsonValue
 
@@ -27,7 +29,7 @@ from twinflow.agent import (
 )
 from twinflow.eval._errors import RunDirError
 from twinflow.eval._frozen import EvalValue
-from twinflow.eval._observe import ToolCallRecord, observe
+from twinflow.eval._observe import Observation, ToolCallRecord, observe
 from twinflow.eval._plan import Plan, PlanError, judge_plan, read_plan
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 from twinflow.eval._stats import wilson_interval
@@ -42,6 +44,22 @@ __all__ = [
     "render_markdown",
     "write_reports",
 ]
+
+
+class ScoredTrace(NamedTuple):
+    """What the reports read from a case's trace, kept by the pass that scored it (ADR 0139)."""
+
+    sha256: bytes
+    """The digest of the trace file's bytes as scored: the rest stands for those bytes only."""
+    observation: Observation
+    """The observation scoring read."""
+    kept: tuple[TraceEvent, ...]
+    """The run's facts' events (`keeps_fact`), in order."""
+
+
+def keeps_fact(event: TraceEvent) -> bool:
+    """Whether the run's facts (`RunFacts`) come from ``event``: its run_started and replies."""
+    return isinstance(event.body, RunStarted | ModelResponded)
 
 
 class CaseDetail(EvalValue):
@@ -118,12 +136,20 @@ def _judgements(result: CaseResult) -> list[tuple[str, str]]:
     return found
 
 
-def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[str, CaseDetail]]:
+def read_details(
+    results: EvalResults, run_dir: Path, scored: Mapping[str, ScoredTrace] | None = None
+) -> tuple[RunFacts, dict[str, CaseDetail]]:
     """Read every case's trace for Lab Notes, and write its trace page beside it.
 
     Each page (``traces/<key>.html``) is `twinflow.agent.render_trace_page`'s: it verifies the
     trace in the reader's browser. A trace that does not verify still gets its page (which
     says where it breaks) but no output or tool calls.
+
+    Args:
+        results: The run's results.
+        run_dir: The run directory.
+        scored: What the scoring pass read from traces, by path: a trace whose bytes are those
+            it scored is not verified and typed a second time (ADR 0139).
     """
     details: dict[str, CaseDetail] = {}
     reported: set[str] = set()
@@ -149,22 +175,28 @@ def read_details(results: EvalResults, run_dir: Path) -> tuple[RunFacts, dict[st
         # Not synced: a page is regenerated from its trace whenever the reports are written.
         page_html = render_trace_page(data, result.trace).encode()
         write_replace(run_dir / page, page_html, durable=False)
-        # One streaming pass verifies, types and observes the trace and keeps the two kinds of
-        # event the run's facts come from (its typed events are not held whole).
-        kept: list[TraceEvent] = []
+        known = None if scored is None else scored.get(result.trace)
+        if known is not None and known.sha256 == hashlib.sha256(data).digest():
+            # The very bytes the scoring pass verified, typed and observed.
+            seen, kept = known.observation, known.kept
+        else:
+            # One streaming pass verifies, types and observes the trace and keeps the two kinds
+            # of event the run's facts come from (its typed events are not held whole).
+            held: list[TraceEvent] = []
 
-        def events(data: bytes = data, kept: list[TraceEvent] = kept) -> Iterator[TraceEvent]:
-            for item in walk_trace(data, check=typed_event):
-                event: TraceEvent = item.value
-                if isinstance(event.body, RunStarted | ModelResponded):
-                    kept.append(event)
-                yield event
+            def events(data: bytes = data, held: list[TraceEvent] = held) -> Iterator[TraceEvent]:
+                for item in walk_trace(data, check=typed_event):
+                    event: TraceEvent = item.value
+                    if keeps_fact(event):
+                        held.append(event)
+                    yield event
 
-        try:
-            seen = observe(events())
-        except TraceCorruptError:
-            details[result.key] = CaseDetail(page=str(page), **given)
-            continue
+            try:
+                seen = observe(events())
+            except TraceCorruptError:
+                details[result.key] = CaseDetail(page=str(page), **given)
+                continue
+            kept = tuple(held)
         details[result.key] = CaseDetail(
             output=seen.output, tool_calls=seen.tool_calls, page=str(page), **given
         )
@@ -748,8 +780,13 @@ def render_html(
     )
 
 
-def write_reports(results: EvalResults, run_dir: Path) -> None:
-    """Write ``lab-notes.md``, ``lab-notes.html`` and each case's trace page into the run directory."""
-    facts, details = read_details(results, run_dir)
+def write_reports(
+    results: EvalResults, run_dir: Path, scored: Mapping[str, ScoredTrace] | None = None
+) -> None:
+    """Write ``lab-notes.md``, ``lab-notes.html`` and each case's trace page into the run directory.
+
+    ``scored``: as `read_details`'s.
+    """
+    facts, details = read_details(results, run_dir, scored)
     write_replace(run_dir / "lab-notes.md", render_markdown(results, facts, details).encode())
     write_replace(run_dir / "lab-notes.html", render_html(results, facts, details).encode())

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import inspect
 import os
 import shutil
@@ -29,13 +30,20 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from twinflow.agent import Agent, CannotResume, ReplayDivergenceError, RunError
+from twinflow.agent import (
+    Agent,
+    CannotResume,
+    ModelResponded,
+    ReplayDivergenceError,
+    RunError,
+    TraceEvent,
+)
 from twinflow.eval._code import importing_from, split_dotted
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ShardError
 from twinflow.eval._judge import JUDGEMENTS, REJUDGED, JudgeWiring, Judging
-from twinflow.eval._observe import observe_verified
-from twinflow.eval._report import write_reports
+from twinflow.eval._observe import Observation, observe_verified
+from twinflow.eval._report import ScoredTrace, keeps_fact, write_reports
 from twinflow.eval._results import (
     CaseResult,
     CaseStatus,
@@ -139,17 +147,67 @@ def score_trace(
     Returns:
         The result; ``flagged`` (and unscored) when the trace is missing or does not verify.
     """
+    return _score_read(run_dir, case, repeat, key, scorers, latency_s, judging)[0]
+
+
+class _Reading:
+    """What the reports take from a trace, gathered while it is scored (ADR 0139)."""
+
+    def __init__(self) -> None:
+        self.kept: list[TraceEvent] = []
+        self.models: set[str] = set()
+        self.observation: Observation | None = None
+
+    def keep(self, event: TraceEvent) -> None:
+        """Keep a fact's event: every run_started, a reply only when it names a new model."""
+        body = event.body
+        if isinstance(body, ModelResponded):
+            if body.response.model_name in self.models:
+                return
+            self.models.add(body.response.model_name)
+        if keeps_fact(event):
+            self.kept.append(event)
+
+
+def _score_read(
+    run_dir: Path,
+    case: Case,
+    repeat: int,
+    key: str,
+    scorers: Sequence[ScorerSpec],
+    latency_s: float | None,
+    judging: Judging | None,
+) -> tuple[CaseResult, ScoredTrace | None]:
+    """`score_trace`, and what the reports take from the trace when it verified.
+
+    The file is read whole once `open_inside` has checked the name (no link at any component,
+    a regular file: a FIFO or device is refused unread), as the reports read it after; a read
+    that fails is scored from the path, which flags it as before.
+    """
     relative = f"traces/{key}.jsonl"
-    path = run_dir / relative
-    # Streamed from the file (bounded memory), once `open_inside` has checked the name: no
-    # link at any component, a regular file (a FIFO or device is refused unread).
     try:
-        with open_inside(run_dir, relative, what="the case's trace"):
-            pass
-        source: Path | bytes = path
+        with open_inside(run_dir, relative, what="the case's trace") as file:
+            try:
+                data = file.read()
+            except OSError:
+                data = None
     except FileNotFoundError:
-        source = b""
-    return _score_bytes(source, relative, case, repeat, key, scorers, latency_s, judging=judging)
+        return _score_bytes(
+            b"", relative, case, repeat, key, scorers, latency_s, judging=judging
+        ), None
+    if data is None:
+        source = run_dir / relative
+        return _score_bytes(
+            source, relative, case, repeat, key, scorers, latency_s, judging=judging
+        ), None
+    reading = _Reading()
+    result = _score_bytes(
+        data, relative, case, repeat, key, scorers, latency_s, judging=judging, reading=reading
+    )
+    if reading.observation is None:
+        return result, None
+    scored = ScoredTrace(hashlib.sha256(data).digest(), reading.observation, tuple(reading.kept))
+    return result, scored
 
 
 def _flagged(
@@ -178,12 +236,14 @@ def _score_bytes(
     latency_s: float | None,
     prompt: str | None = None,
     judging: Judging | None = None,
+    reading: _Reading | None = None,
 ) -> CaseResult:
     """`score_trace` on the trace's bytes or file (``relative`` is where the run directory
     keeps them), verified and observed in one streaming pass (`observe_verified`).
 
     With ``prompt``, a trace whose run started from another prompt is flagged too: it verifies,
-    but it is not this case's.
+    but it is not this case's. With ``reading``, what the reports take from the trace is kept
+    there (its observation once the trace verified).
     """
     common = {
         "key": key,
@@ -193,7 +253,8 @@ def _score_bytes(
         "trace": relative,
     }
     try:
-        obs, checkpoint = observe_verified(data, require_complete=True)
+        keep = None if reading is None else reading.keep
+        obs, checkpoint = observe_verified(data, require_complete=True, keep=keep)
     except TraceCorruptError as exc:
         problem = f"{relative} is missing" if not data else f"{relative}: {exc.report.problem}"
         return _flagged(common, problem, exc.report.checkpoint, latency_s)
@@ -203,6 +264,8 @@ def _score_bytes(
     if prompt is not None and obs.prompt != prompt:
         problem = f"{relative}: its run started from another prompt than this case's"
         return _flagged(common, problem, checkpoint, latency_s)
+    if reading is not None:
+        reading.observation = obs
     hook = None if judging is None else judging.hook(key)
     scores = score_all(scorers, case.expected, obs, hook)
     return CaseResult(
@@ -472,6 +535,9 @@ def run_eval(
             agent.close()
         return True
 
+    # What the reports take from each trace scored here, by path (ADR 0139).
+    scored: dict[str, ScoredTrace] = {}
+
     def run_one(item: _Item) -> CaseResult:
         case, repeat, key = item
         started = clock.monotonic()
@@ -491,7 +557,9 @@ def run_eval(
             pass
         latency = clock.monotonic() - started
         scorers = dataset.scorers_for(case)
-        result = score_trace(run_dir, case, repeat, key, scorers, latency, judging)
+        result, read = _score_read(run_dir, case, repeat, key, scorers, latency, judging)
+        if read is not None:
+            scored[result.trace] = read
         # Written here, by the worker, not by the loop below: when another case aborts the run,
         # cases still in flight finish and are kept, so a resume does not run them again.
         write_replace(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
@@ -525,7 +593,7 @@ def run_eval(
             ) from exc
     results = _collect(run_dir, manifest)
     write_replace(run_dir / "results.json", _encode(results))
-    write_reports(results, run_dir)
+    write_reports(results, run_dir, scored)
     return results
 
 

@@ -12,7 +12,14 @@ from typing import Generic, Literal, Protocol, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
-from twinflow.vocab._values import FrozenValue, Message, ToolSpec, Transcript, check_json
+from twinflow.vocab._values import (
+    FrozenValue,
+    Message,
+    ToolSpec,
+    Transcript,
+    assembled,
+    check_json,
+)
 
 __all__ = [
     "Attempt",
@@ -79,6 +86,25 @@ class ModelRequest(FrozenValue):
     """Schema the answer must satisfy, if any."""
     settings: ModelSettings = ModelSettings()
     """Sampling settings."""
+
+    @classmethod
+    def of_valid(
+        cls,
+        transcript: Transcript,
+        tools: tuple[ToolSpec, ...],
+        output_schema: OutputSchema | None,
+        settings: ModelSettings,
+    ) -> Self:
+        """The request of values already validated, its tools' names already unique: what
+        `model_construct` builds (not checked again: a step's request would re-walk the whole
+        transcript), at a fifth of its cost."""
+        fields = {
+            "transcript": transcript,
+            "tools": tools,
+            "output_schema": output_schema,
+            "settings": settings,
+        }
+        return assembled(cls, fields)
 
     @model_validator(mode="after")
     def _unique_tools(self) -> Self:
