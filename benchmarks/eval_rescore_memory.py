@@ -97,7 +97,7 @@ def main() -> int:
             }
         )
 
-        def factory(case: Case, sink: object) -> Agent[str]:
+        def factory(case: Case, sink: object, seed: int = 0) -> Agent[str]:
             model = FunctionModel(lambda request: Message.assistant("hello"))
             return Agent(model, clock=SteppingClock(START), ids=CountingIds(), trace=sink)  # type: ignore[arg-type]  # the runner hands a TraceSink typed as object
 

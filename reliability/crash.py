@@ -236,7 +236,7 @@ def eval_dataset(cases: int) -> Any:
 def eval_factory(log: Path) -> Any:
     """An agent factory that logs (durably) every case it builds an agent for."""
 
-    def factory(case: Any, sink: TraceSink) -> Any:
+    def factory(case: Any, sink: TraceSink, seed: int = 0) -> Any:
         with log.open("a") as f:
             f.write(case.id + "\n")
             f.flush()

@@ -617,7 +617,7 @@ def secrets(figures: Figures, work: Path) -> None:
 SECRET = b"SECRET-KEY-MATERIAL-hostile\n"
 
 
-def _yes_agent(case: Case, sink: TraceSink) -> Agent[Any]:
+def _yes_agent(case: Case, sink: TraceSink, seed: int = 0) -> Agent[Any]:
     return Agent(
         FunctionModel(lambda request: Message.assistant("yes")),
         clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
@@ -1244,7 +1244,7 @@ def one_writer(figures: Figures, work: Path) -> None:
         {"name": "d", "scorers": [], "cases": [{"id": "c", "input": "hi"}]}
     )
 
-    def factory(case: Any, sink: Any) -> Agent[str]:
+    def factory(case: Any, sink: Any, seed: int = 0) -> Agent[str]:
         model = FunctionModel(lambda request: Message.assistant("hi"))
         return Agent(model, clock=SteppingClock(START), ids=CountingIds(), trace=sink)
 

@@ -96,7 +96,7 @@ def factory(
 ) -> Any:
     """Builds each case's agent; a chosen share of the cases gets a faulty transport."""
 
-    def make(case: Case, sink: TraceSink) -> Agent[Any]:
+    def make(case: Case, sink: TraceSink, seed: int = 0) -> Agent[Any]:
         built.append(case.id)
         transport: Transport = HttpTransport()
         if case.id in transport_faults:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -68,6 +69,7 @@ tools: [steps:step]
 policy:
   allow: [{allow}]
   ask: [{ask}]
+  repeat_safe: [{repeat}]
 max_steps: 6
 """
 
@@ -123,9 +125,11 @@ class Project:
         (root / "steps.py").write_text(TOOLS)
         self.spec(allow="step")
 
-    def spec(self, *, allow: str = "", ask: str = "", name: str = "spec.yaml") -> Path:
+    def spec(
+        self, *, allow: str = "", ask: str = "", repeat: str = "", name: str = "spec.yaml"
+    ) -> Path:
         path = self.root / name
-        path.write_text(SPEC.format(url=self.url, allow=allow, ask=ask))
+        path.write_text(SPEC.format(url=self.url, allow=allow, ask=ask, repeat=repeat))
         return path
 
     def executions(self) -> Counter[int]:
@@ -152,11 +156,33 @@ class Project:
         os.mkfifo(self.root / f"hold{n}")
         os.mkfifo(self.root / "ready")
 
-    def wait_ready(self) -> str:
-        """Block until the tool says it is held: a FIFO rendezvous (opening it for reading
-        returns once the tool opens it for writing; the read ends when the tool closes it)."""
-        with (self.root / "ready").open("rb") as ready:
-            return ready.read().decode()
+    def wait_ready(self, process: StartedProcess) -> str:
+        """Wait until the tool says it is held: a FIFO rendezvous, read until the tool closes it.
+
+        The FIFO is opened without blocking and watched, so a process that ends before its tool
+        gets there fails the test with its output instead of leaving the test waiting forever.
+        """
+        fd = os.open(self.root / "ready", os.O_RDONLY | os.O_NONBLOCK)
+        said = b""
+        try:
+            while True:
+                readable, _, _ = select.select([fd], [], [], 1.0)
+                if readable:
+                    try:
+                        chunk = os.read(fd, 4096)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        return said.decode()
+                    said += chunk
+                elif process.exited():
+                    ended = process.wait()
+                    raise AssertionError(
+                        f"the process ended ({ended.returncode}) before its tool was held: "
+                        f"{ended.stderr}"
+                    )
+        finally:
+            os.close(fd)
 
 
 @pytest.fixture
@@ -196,10 +222,24 @@ def recorded_steps(trace: Trace) -> tuple[set[int], set[int]]:
 
 
 def test_a_killed_run_resumes_without_repeating_anything_recorded(project: Project) -> None:
-    """SIGKILL mid-tool, resume: recorded steps are neither asked nor run again; the trace extends."""
+    """SIGKILL mid-tool, resume: recorded steps are neither asked nor run again; the trace extends.
+
+    The call the process died in is on record (its line reached the operating system before the
+    tool ran), so a resume refuses to run it again until the spec declares the tool safe to
+    repeat; then it runs once more and ``run_resumed`` names it.
+    """
     before = killed_run(project, at=1)
     replied, returned = recorded_steps(before)
     assert (True, False) == (0 in returned, 1 in returned)
+    dying = before.events[-1].body
+    assert ("tool_called", {"n": 1}) == (dying.kind, getattr(dying, "arguments", None))
+    call_id = getattr(dying, "call_id", None)
+    size = project.trace.stat().st_size
+    refused = project.twinflow("resume", str(project.trace), "--spec", "spec.yaml")
+    assert 0 != refused.returncode
+    assert f"inside tool call {call_id} (step" in one_line(refused.stderr)
+    assert size == project.trace.stat().st_size
+    project.spec(allow="step", repeat="step")
     made = project.twinflow(
         "checkpoint", str(project.trace), "--origin", "example.org/lab", "--out", "before.note"
     )
@@ -229,8 +269,11 @@ def test_a_killed_run_resumes_without_repeating_anything_recorded(project: Proje
         "prove", "--check", "p.tlog-consistency", "--old-checkpoint", "before.note"
     )
     assert 0 == checked.returncode, checked.stderr
-    kinds = [e.body.kind for e in Trace.load(project.trace).events]
-    assert "run_resumed" == kinds[before.size]
+    events = Trace.load(project.trace).events
+    assert ("run_resumed", call_id) == (
+        events[before.size].body.kind,
+        getattr(events[before.size].body, "repeated_call", None),
+    )
     replayed = project.twinflow("replay", str(project.trace), "--spec", "spec.yaml")
     assert 0 == replayed.returncode, replayed.stderr
 
@@ -238,9 +281,10 @@ def test_a_killed_run_resumes_without_repeating_anything_recorded(project: Proje
 def test_a_second_writer_is_refused_while_one_holds_the_trace(project: Project) -> None:
     """While a run, then a resume, is held inside a tool, another resume exits 2 and writes nothing."""
     killed_run(project, at=1)
+    project.spec(allow="step", repeat="step")
     project.hold_at(2)
     first = project.start("resume", str(project.trace), "--spec", "spec.yaml")
-    assert "in step 2" == project.wait_ready()
+    assert "in step 2" == project.wait_ready(first)
     data = project.trace.read_bytes()
     second = project.twinflow("resume", str(project.trace), "--spec", "spec.yaml")
     assert 2 == second.returncode
@@ -257,12 +301,13 @@ def test_a_second_writer_is_refused_while_one_holds_the_trace(project: Project) 
 def test_bad_inputs_exit_with_one_line_and_change_nothing(project: Project) -> None:
     """Finished, tampered, unnamed spec, changed spec: each refused with its exit code."""
     killed_run(project, at=2)
+    project.spec(allow="step", repeat="step")
     trace = str(project.trace)
     data = project.trace.read_bytes()
     no_spec = project.twinflow("resume", trace)
     assert 2 == no_spec.returncode
     assert "--trust-spec" in one_line(no_spec.stderr)
-    changed = project.spec(allow="", ask="step", name="changed.yaml")
+    changed = project.spec(allow="", ask="step", repeat="step", name="changed.yaml")
     diverged = project.twinflow("resume", trace, "--spec", str(changed))
     assert 1 == diverged.returncode
     assert "diverged" in one_line(diverged.stderr)

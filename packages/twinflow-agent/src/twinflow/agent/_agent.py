@@ -501,6 +501,7 @@ class Agent(Closing, Generic[OutputT]):
             self._emit,
             recorded=self.tool_results,
             decisions=self._decisions,
+            before_call=self.writer.before_effect,
         )
         try:
             output = self._loop(state, runner)

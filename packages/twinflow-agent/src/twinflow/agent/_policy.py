@@ -166,6 +166,7 @@ class ToolRunner:
         *,
         recorded: RecordedResults | None = None,
         decisions: Mapping[str, ApprovalDecided] | None = None,
+        before_call: Callable[[], None] | None = None,
     ) -> None:
         """Start a run's tool runner.
 
@@ -177,8 +178,12 @@ class ToolRunner:
                 of running the tool (replay's recorded mode).
             decisions: A person's decisions on calls to tools in ``policy.ask``, by call id
                 (the agent pauses the run before a call without one reaches the runner).
+            before_call: Called after a call's ``tool_called`` is emitted and before the tool
+                runs (the agent hands the trace's buffered lines to the operating system
+                there, so a process that dies inside the tool leaves the call on record).
         """
         self._tools = tools
+        self._before_call = before_call
         self._policy = policy
         self._emit = emit
         self._recorded = recorded
@@ -242,6 +247,8 @@ class ToolRunner:
         if returned is not None:
             self._emit(returned)
             return returned.result
+        if self._before_call is not None:
+            self._before_call()
         try:
             output = decided.tool.call(decided.kwargs)
         except Exception as exc:  # a raising tool is a result the model sees, never a crash

@@ -173,6 +173,17 @@ class TraceWriter:
         self.sink.flush(durable=True)
         self._unsynced = 0
 
+    def before_effect(self) -> None:
+        """Hand buffered lines to the operating system before a side effect (a tool runs).
+
+        A process that dies inside the tool (SIGKILL, out of memory) then leaves its
+        ``tool_called`` in the file, and resume refuses to run that call again unless the
+        tool is declared safe to repeat. The ``"event"`` policy has synced every line
+        already; under ``"step"`` the lines reach the disk itself at the step's end.
+        """
+        if self.fsync != "event":
+            self.sink.flush(durable=False)
+
     def end_step(self) -> None:
         """Mark a step boundary: flush, and sync under the ``step`` policy."""
         if self.fsync == "step":

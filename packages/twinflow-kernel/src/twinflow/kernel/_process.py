@@ -85,6 +85,10 @@ class StartedProcess:
         self.pid = popen.pid
         """The process id."""
 
+    def exited(self) -> bool:
+        """Whether the process has ended (its output is still collected by `wait`)."""
+        return self._popen.poll() is not None
+
     def kill(self) -> None:
         """Send SIGKILL: the process ends at once, without running any of its cleanup."""
         if self._popen.returncode is None:
