@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -52,8 +51,7 @@ def step(n: int) -> str:
         os.kill(os.getpid(), signal.SIGKILL)
     hold = HERE / f"hold{n}"
     if hold.exists():
-        with open(HERE / "ready", "w") as ready:
-            ready.write(f"in step {n}")
+        os.write(int(os.environ["READY_FD"]), f"in step {n}\\n".encode())
         with open(hold) as barrier:  # blocks until the test opens it, or kills this process
             barrier.read()
     return f"step {n} done"
@@ -145,44 +143,32 @@ class Project:
         )
 
     def start(self, *args: str) -> StartedProcess:
-        return start_process(
-            [sys.executable, "-m", "twinflow.cli", *args],
-            cwd=self.root,
-            env={"PYTHONDONTWRITEBYTECODE": "1"},
-        )
+        """Start a command whose held tool says so on a pipe (`wait_ready` reads it)."""
+        self._ready, write_end = os.pipe()
+        try:
+            return start_process(
+                [sys.executable, "-m", "twinflow.cli", *args],
+                cwd=self.root,
+                env={"PYTHONDONTWRITEBYTECODE": "1", "READY_FD": str(write_end)},
+                pass_fds=(write_end,),
+            )
+        finally:
+            os.close(write_end)  # the command holds the only write end now
 
     def hold_at(self, n: int) -> None:
         """Make the tool block at step ``n`` until the process is killed (a FIFO barrier)."""
         os.mkfifo(self.root / f"hold{n}")
-        os.mkfifo(self.root / "ready")
 
-    def wait_ready(self, process: StartedProcess) -> str:
-        """Wait until the tool says it is held: a FIFO rendezvous, read until the tool closes it.
+    def wait_ready(self) -> str:
+        """Block until the started command's tool says it is held, or the command ends.
 
-        The FIFO is opened without blocking and watched, so a process that ends before its tool
-        gets there fails the test with its output instead of leaving the test waiting forever.
+        The command holds the pipe's only write end, so a command that ends before its tool
+        is held gives end of file here: the test fails with what it printed, never hangs.
         """
-        fd = os.open(self.root / "ready", os.O_RDONLY | os.O_NONBLOCK)
-        said = b""
-        try:
-            while True:
-                readable, _, _ = select.select([fd], [], [], 1.0)
-                if readable:
-                    try:
-                        chunk = os.read(fd, 4096)
-                    except BlockingIOError:
-                        continue
-                    if not chunk:
-                        return said.decode()
-                    said += chunk
-                elif process.exited():
-                    ended = process.wait()
-                    raise AssertionError(
-                        f"the process ended ({ended.returncode}) before its tool was held: "
-                        f"{ended.stderr}"
-                    )
-        finally:
-            os.close(fd)
+        with os.fdopen(self._ready, "rb") as ready:
+            line = ready.readline()
+        assert line, "the command ended before its tool was held"
+        return line.decode().strip()
 
 
 @pytest.fixture
@@ -284,7 +270,7 @@ def test_a_second_writer_is_refused_while_one_holds_the_trace(project: Project) 
     project.spec(allow="step", repeat="step")
     project.hold_at(2)
     first = project.start("resume", str(project.trace), "--spec", "spec.yaml")
-    assert "in step 2" == project.wait_ready(first)
+    assert "in step 2" == project.wait_ready()
     data = project.trace.read_bytes()
     second = project.twinflow("resume", str(project.trace), "--spec", "spec.yaml")
     assert 2 == second.returncode

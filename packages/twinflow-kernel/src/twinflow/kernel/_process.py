@@ -85,10 +85,6 @@ class StartedProcess:
         self.pid = popen.pid
         """The process id."""
 
-    def exited(self) -> bool:
-        """Whether the process has ended (its output is still collected by `wait`)."""
-        return self._popen.poll() is not None
-
     def kill(self) -> None:
         """Send SIGKILL: the process ends at once, without running any of its cleanup."""
         if self._popen.returncode is None:
@@ -120,6 +116,7 @@ def start_process(
     *,
     cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> StartedProcess:
     """Start ``command`` in the background, its output captured.
 
@@ -127,6 +124,8 @@ def start_process(
         command: The program and its arguments.
         cwd: Working directory (default: this process's).
         env: Extra environment variables, on top of this process's environment.
+        pass_fds: File descriptors the command inherits (say, the write end of a pipe whose
+            reader learns both what the command writes and, at its end, that it exited).
 
     Returns:
         The running process: `StartedProcess.kill` stops it, `StartedProcess.wait` collects it.
@@ -142,6 +141,7 @@ def start_process(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            pass_fds=tuple(pass_fds),
         )
     except OSError as error:
         raise LaunchError(f"cannot start {command[0]!r}: {error}") from error
