@@ -3,6 +3,10 @@
 It speaks structured-action mode (the default): on the first step it calls the first tool it
 is offered with that tool's arguments from `CALLS`; once the transcript holds its earlier turn it
 gives the final answer from `FINALS` (an ``output`` object when a schema is asked for).
+
+Beside it, the project those tests run: the `calc` tool module (`CALC`), a spec calling its
+``add`` on the scripted server (`calc_spec`, both written by `calc_project`), a two-case dataset
+(`SUMS`), and the CLI run in this process with ``--json`` (`cli_json`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from twinflow.agent import Agent, FunctionModel
+from twinflow.cli._main import main
 from twinflow.kernel import (
     CountingIds,
     LoopbackRequest,
@@ -44,6 +51,56 @@ FINALS: dict[str, Any] = {
         "total_eur": 108.0,
     },
 }
+
+CALC = '''
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+'''
+"""The ``calc`` tool module (``calc.py``) the specs of `calc_spec` import."""
+
+SUMS = """\
+name: sums
+cases:
+- {id: s1, input: "2 and 3", expected: "5"}
+- {id: s2, input: "3 and 2", expected: "5"}
+"""
+"""A dataset of two cases whose answer is 5, for a spec prompted with its ``{input}``."""
+
+EVAL_PROMPT = "add the numbers in {input}"
+"""The prompt of a spec an eval runs: each case's ``input`` in it."""
+
+
+def calc_spec(url: str, prompt: str = "add 2 and 3") -> str:
+    """A spec on the server at ``url`` (llama.cpp dialect) allowed ``calc:add``, three steps."""
+    return f"""\
+prompt: {prompt}
+model:
+  url: {url}
+  dialect: llama.cpp
+tools: [calc:add]
+policy:
+  allow: [add]
+max_steps: 3
+"""
+
+
+def calc_project(
+    root: Path, url: str, *, prompt: str = "add 2 and 3", dataset: str | None = None
+) -> Path:
+    """``root`` holding ``calc.py`` and ``spec.yaml`` (`calc_spec`), and ``dataset.yaml`` if given."""
+    (root / "calc.py").write_text(CALC)
+    (root / "spec.yaml").write_text(calc_spec(url, prompt))
+    if dataset is not None:
+        (root / "dataset.yaml").write_text(dataset)
+    return root
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+    """Run the CLI in this process with --json: exit code, the JSON document, stderr."""
+    code = main([*argv, "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out) if captured.out.strip() else {}, captured.err
 
 
 def _tool(body_text: str) -> str:
@@ -165,8 +222,6 @@ def build_go_tool(name: str, out: Path) -> Path:
     Without Go the interoperability tests fail and say how to install it: interoperability is a
     promise, not an optional extra (.ci/run installs both Debian packages where they are missing).
     """
-    import pytest
-
     go = shutil.which("go")
     if go is None:
         pytest.fail(f"the Go interoperability test needs Go and golang.org/x/mod: {GO_INSTALL}")
