@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_testkit import crashed_at, replaying_agent
 from pydantic import BaseModel
 
 from twinflow.agent import (
@@ -56,12 +57,6 @@ class Counts:
         )
 
 
-def crashed_at(full: Path, size: int, into: Path) -> Path:
-    """The trace a process killed after writing ``size`` events leaves on disk."""
-    into.write_bytes(b"".join(full.read_bytes().splitlines(keepends=True)[:size]))
-    return into
-
-
 HERE = Environment(
     python="3.11.7",
     implementation="CPython",
@@ -95,13 +90,8 @@ def _agent(counts: Counts, trace: FileTraceSink, environment: Environment | None
 
 def _replaying(environment: Any) -> Any:
     def build(ports: ReplayPorts) -> Agent[Total]:
-        return Agent(
-            ports.model,
-            clock=ports.clock,
-            ids=ports.ids,
-            trace=ports.trace,
-            model_label=ports.model_label,
-            tool_results=ports.tool_results,
+        return replaying_agent(
+            ports,
             tools=[Counts().add],
             policy=Policy(allow=frozenset({"add"})),
             output_type=Total,

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from agent_testkit import crashed_at, replaying_agent
 from pydantic import BaseModel
 
 from twinflow.agent import (
@@ -94,13 +95,8 @@ def make(
     """The agent under test: fresh deterministic ports, or replaying ones."""
     policy = Policy(allow=allow, ask=ask, repeat_safe=repeat_safe)
     if ports is not None:
-        return Agent(
-            ports.model,
-            clock=ports.clock,
-            ids=ports.ids,
-            trace=ports.trace,
-            model_label=ports.model_label,
-            tool_results=ports.tool_results,
+        return replaying_agent(
+            ports,
             tools=[counts.add],
             policy=policy,
             output_type=Total,
@@ -123,12 +119,6 @@ def recorded(tmp_path: Path) -> Path:
     with make(Counts(), FileTraceSink(path)) as agent:
         agent.run("add")
     return path
-
-
-def crashed_at(full: Path, size: int, into: Path) -> Path:
-    """The trace a process killed after writing ``size`` events leaves on disk."""
-    into.write_bytes(b"".join(full.read_bytes().splitlines(keepends=True)[:size]))
-    return into
 
 
 def cut_points(full: Path) -> Iterator[int]:
