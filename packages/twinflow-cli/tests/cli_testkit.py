@@ -128,21 +128,33 @@ def scripted_chat(request: LoopbackRequest) -> LoopbackResponse:
         action = {"action": "final", "output": FINALS[tool]}
     else:
         action = {"action": "final", "answer": FINALS[tool]}
-    reply = {
-        "id": "chatcmpl-1",
+    return chat_answer(body, completion({"role": "assistant", "content": json.dumps(action)}))
+
+
+def completion(
+    message: dict[str, Any],
+    finish: str = "stop",
+    *,
+    model: str = "scripted",
+    completion_id: str = "chatcmpl-1",
+    completion_tokens: int = 5,
+) -> dict[str, Any]:
+    """A non-streamed chat completion of one choice: ``message``, ended for ``finish``.
+
+    `chat_answer` sends it as the request asks (streamed or not).
+    """
+    return {
+        "id": completion_id,
         "object": "chat.completion",
         "created": 0,
-        "model": "scripted",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": json.dumps(action)},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": 10,
+            "completion_tokens": completion_tokens,
+            "total_tokens": 10 + completion_tokens,
+        },
     }
-    return chat_answer(body, reply)
 
 
 def chat_answer(body: dict[str, Any], reply: dict[str, Any]) -> LoopbackResponse:

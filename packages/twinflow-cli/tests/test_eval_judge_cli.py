@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_testkit import EVAL_PROMPT, calc_project, chat_answer, cli_json, scripted_chat
+from cli_testkit import (
+    EVAL_PROMPT,
+    calc_project,
+    chat_answer,
+    cli_json,
+    completion,
+    scripted_chat,
+)
 
 from twinflow.agent import Trace
 from twinflow.kernel import LoopbackRequest, LoopbackResponse, LoopbackServer
@@ -44,20 +51,8 @@ class Judge:
         content = json.dumps({"action": "final", "output": self.verdict})
         if self.verdict == "garbage":
             content = "the answer looks fine to me"
-        reply = {
-            "id": "chatcmpl-judge",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "scripted-judge",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
+        message = {"role": "assistant", "content": content}
+        reply = completion(message, model="scripted-judge", completion_id="chatcmpl-judge")
         return chat_answer(body, reply)
 
 
