@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
+
+from _bench import add_smoke, process_cpu  # this folder: sys.path[0]
 
 TARGET_MS = 80.0
 
@@ -40,11 +41,7 @@ COMMANDS = {
 
 def cpu_ms(argv: list[str], env: dict[str, str] | None) -> float:
     """CPU milliseconds (user + system) of one process running ``argv``."""
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, env=env)
-    _, status, usage = os.wait4(child.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(argv)} failed")
-    return (usage.ru_utime + usage.ru_stime) * 1000
+    return process_cpu(argv, env=env) * 1000
 
 
 def best_ms(runs: int, env: dict[str, str] | None) -> dict[str, float]:
@@ -60,11 +57,7 @@ def best_ms(runs: int, env: dict[str, str] | None) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="rounds of each (best reported)")
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a few iterations: checks the benchmark runs, no figures to read",
-    )
+    add_smoke(parser)
     args = parser.parse_args()
     if args.smoke:
         args.runs = 1

@@ -23,6 +23,8 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from _bench import add_smoke  # this folder: sys.path[0]
+
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.kernel import free_port
 
@@ -89,11 +91,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--requests", type=int, default=4)
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a few iterations: checks the benchmark runs, no figures to read",
-    )
+    add_smoke(parser)
     args = parser.parse_args()
     if args.smoke:
         args.rounds, args.requests = 1, 1

@@ -22,6 +22,7 @@ import statistics
 import timeit
 from typing import Any
 
+from _bench import add_smoke  # this folder: sys.path[0]
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from twinflow.vocab import InvalidValueError
@@ -94,11 +95,7 @@ def us_per_validation(root: type[BaseModel], number: int = 2000) -> float:
 def main() -> None:
     """Print µs per validation and the ratios to the plain model."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a few iterations: checks the benchmark runs, no figures to read",
-    )
+    add_smoke(parser)
     number = 5 if parser.parse_args().smoke else 2000
     plain = us_per_validation(family(Plain), number)
     frozen = us_per_validation(family(FrozenValue), number)

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from _bench import add_smoke  # this folder: sys.path[0]
+
 from twinflow.agent import Agent, FunctionModel
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import FileTraceSink, FsyncPolicy, MemoryTraceSink, TraceSink
@@ -68,11 +70,7 @@ def main() -> None:
     """Print ms/case for each sink and the ratios."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", type=int, default=300)
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a few iterations: checks the benchmark runs, no figures to read",
-    )
+    add_smoke(parser)
     args = parser.parse_args()
     n = 3 if args.smoke else args.cases
     with tempfile.TemporaryDirectory() as tmp:

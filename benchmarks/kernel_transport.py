@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from _bench import add_smoke  # this folder: sys.path[0]
+
 from twinflow.kernel import HttpTransport, LoopbackRequest, LoopbackResponse, LoopbackServer
 
 BODY = {
@@ -131,11 +133,7 @@ def main() -> None:
     parser.add_argument(
         "--imports", type=int, default=15, help="fresh interpreters per import timing"
     )
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a few iterations: checks the benchmark runs, no figures to read",
-    )
+    add_smoke(parser)
     args = parser.parse_args()
     if args.smoke:
         args.requests, args.rounds, args.imports = 5, 1, 1

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import ollama
 import openai
+from _bench import add_smoke  # this folder: sys.path[0]
 from pydantic import BaseModel
 from vocab_canonical import import_times, print_import_times  # this folder: sys.path[0]
 
@@ -141,11 +142,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="requests per client per round")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--import-runs", type=int, default=15, help="fresh interpreters per import")
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a few iterations: checks the benchmark runs, no figures to read",
-    )
+    add_smoke(parser)
     args = parser.parse_args()
     if args.smoke:
         args.requests, args.rounds, args.import_runs = 5, 1, 1

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from _bench import add_smoke  # this folder: sys.path[0]
 from loop import twinflow_run
 
 from twinflow.vocab import Message, Transcript
@@ -68,11 +69,7 @@ def main() -> None:
     """Print the table and the ratios."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--max-steps", type=int, default=SIZES[-1])
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a few iterations: checks the benchmark runs, no figures to read",
-    )
+    add_smoke(parser)
     args = parser.parse_args()
     sizes = [n for n in SIZES if n <= (100 if args.smoke else args.max_steps)]
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,6 +24,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from _bench import add_smoke  # this folder: sys.path[0]
+
 from twinflow.agent import (
     Agent,
     Decision,
@@ -113,11 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a few iterations: checks the benchmark runs, no figures to read",
-    )
+    add_smoke(parser)
     args = parser.parse_args()
     if args.smoke:
         args.steps, args.repeats = 20, 1

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import openai
+from _bench import add_smoke  # this folder: sys.path[0]
 from pydantic import BaseModel, Field, ValidationError
 
 from twinflow.cli._embedded import server_command, smollm2_gguf
@@ -542,11 +543,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--only", nargs="*", default=None, help="model names to run")
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a few iterations: checks the benchmark runs, no figures to read",
-    )
+    add_smoke(parser)
     args = parser.parse_args()
     if args.smoke:
         args.trials, args.only = 1, ["Weather"]

@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 
 from _agent_trace import steps_for, write_agent_trace  # this folder: sys.path[0]
+from _bench import add_smoke, process_cpu
 
 FLOOR = r"""
 import hashlib, json, sys
@@ -45,26 +46,11 @@ sys.exit(0 if a == b else 1)
 TARGET = 3.0
 
 
-def process_cpu(args: list[str]) -> float:
-    """CPU seconds (user + system) of one ``python ARGS`` process; it must exit 0 or 1."""
-    child = subprocess.Popen(
-        [sys.executable, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    _, status, usage = os.wait4(child.pid, 0)
-    if os.waitstatus_to_exitcode(status) not in (0, 1):
-        raise SystemExit(f"{' '.join(args[:4])} failed")
-    return usage.ru_utime + usage.ru_stime
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000, help="events in each trace")
     parser.add_argument("--runs", type=int, default=5, help="interleaved rounds (best reported)")
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a few iterations: checks the benchmark runs, no figures to read",
-    )
+    add_smoke(parser)
     args = parser.parse_args()
     if args.smoke:
         args.events, args.runs = 200, 1
@@ -106,7 +92,9 @@ def main() -> None:
         for _ in range(args.runs):
             loads.append(os.getloadavg()[0])
             for name, argv in cases.items():
-                got = process_cpu(argv)
+                got = process_cpu(
+                    [sys.executable, *argv], name=name, stderr=subprocess.DEVNULL, exits=(0, 1)
+                )
                 best[name] = min(best.get(name, got), got)
     floor = best["floor: loads+sha256+compare"]
     print(

@@ -47,6 +47,7 @@ import tempfile
 from pathlib import Path
 
 from _agent_trace import steps_for, write_agent_trace  # this folder: sys.path[0]
+from _bench import add_smoke, process_cpu
 from vocab_canonical import import_times
 
 from twinflow.trace import GENESIS, canonical_bytes, encode_line
@@ -125,14 +126,10 @@ COMMANDS = {
 """Whole processes, timed by the CPU `os.wait4` reports: what a user who types them waits for."""
 
 
-def process_cpu(name: str, path: Path) -> float:
+def command_cpu(name: str, path: Path) -> float:
     """CPU seconds (user + system) of one process of ``COMMANDS[name]`` over ``path``."""
     argv = [sys.executable, *(a.format(path=path) for a in COMMANDS[name])]
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{name} failed on {path}")
-    return usage.ru_utime + usage.ru_stime
+    return process_cpu(argv, name=f"{name} on {path}")
 
 
 def commands_table(path: Path, runs: int, judge: bool = True) -> None:
@@ -142,7 +139,7 @@ def commands_table(path: Path, runs: int, judge: bool = True) -> None:
     for _ in range(runs):
         loads.append(os.getloadavg()[0])
         for name in COMMANDS:
-            got = process_cpu(name, path)
+            got = command_cpu(name, path)
             best[name] = min(best.get(name, got), got)
     floor = best["floor: json.loads+sha256"]
     print(
@@ -227,11 +224,7 @@ def main() -> None:
         action="store_true",
         help="leave out Trace.load (the slowest: about 2 minutes at 1e6 events)",
     )
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a few iterations: checks the benchmark runs, no figures to read",
-    )
+    add_smoke(parser)
     parser.add_argument(
         "--cli-only", action="store_true", help="only the commands against the floor process"
     )

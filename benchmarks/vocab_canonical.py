@@ -21,6 +21,8 @@ import subprocess
 import sys
 import timeit
 
+from _bench import add_smoke  # this folder: sys.path[0]
+
 from twinflow.vocab import (
     CallId,
     Message,
@@ -156,11 +158,7 @@ def print_import_times(times: dict[str, float], runs: int) -> None:
 def main() -> None:
     """Print the figures and ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a few iterations: checks the benchmark runs, no figures to read",
-    )
+    add_smoke(parser)
     smoke = parser.parse_args().smoke
     number = 3 if smoke else 300
     t = transcript_of_50()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from agent_testkit import Counts, Total, crashed_at, replaying_agent
 
 from twinflow.agent import (
     Agent,
@@ -24,42 +24,9 @@ from twinflow.agent import (
 )
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import FileTraceSink
-from twinflow.vocab import CallId, Message, ModelRequest, StructuredPart, ToolCallPart
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-class Total(BaseModel):
-    """The scripted run's answer."""
-
-    total: int
-    """The last sum."""
-
-
-class Counts:
-    """A model that calls `add` twice, then answers with the last result."""
-
-    def add(self, a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    def script(self, request: ModelRequest) -> Message:
-        """The scripted model."""
-        results = [m for m in request.transcript.messages if m.role == "tool"]
-        if len(results) < 2:
-            n = len(results)
-            call = ToolCallPart(id=CallId(f"c{n}"), name="add", arguments={"a": n, "b": 1})
-            return Message(role="assistant", parts=(call,))
-        total = int(results[-1].tool_results[0].content)
-        return Message(
-            role="assistant", parts=(StructuredPart(schema_name="Total", value={"total": total}),)
-        )
-
-
-def crashed_at(full: Path, size: int, into: Path) -> Path:
-    """The trace a process killed after writing ``size`` events leaves on disk."""
-    into.write_bytes(b"".join(full.read_bytes().splitlines(keepends=True)[:size]))
-    return into
+STEPS = 2
 
 
 HERE = Environment(
@@ -95,14 +62,9 @@ def _agent(counts: Counts, trace: FileTraceSink, environment: Environment | None
 
 def _replaying(environment: Any) -> Any:
     def build(ports: ReplayPorts) -> Agent[Total]:
-        return Agent(
-            ports.model,
-            clock=ports.clock,
-            ids=ports.ids,
-            trace=ports.trace,
-            model_label=ports.model_label,
-            tool_results=ports.tool_results,
-            tools=[Counts().add],
+        return replaying_agent(
+            ports,
+            tools=[Counts(STEPS).add],
             policy=Policy(allow=frozenset({"add"})),
             output_type=Total,
             environment=ports.environment if environment == "ports" else environment,
@@ -119,10 +81,10 @@ def _started(path: Path) -> RunStarted:
 
 def test_run_started_records_the_environment_and_omits_it_when_none(tmp_path: Path) -> None:
     """An agent given an environment records it whole; one given none writes no key at all."""
-    with _agent(Counts(), FileTraceSink(tmp_path / "a.jsonl"), HERE) as agent:
+    with _agent(Counts(STEPS), FileTraceSink(tmp_path / "a.jsonl"), HERE) as agent:
         agent.run("add")
     assert HERE == _started(tmp_path / "a.jsonl").environment
-    with _agent(Counts(), FileTraceSink(tmp_path / "b.jsonl"), None) as agent:
+    with _agent(Counts(STEPS), FileTraceSink(tmp_path / "b.jsonl"), None) as agent:
         agent.run("add")
     assert b'"environment"' not in (tmp_path / "b.jsonl").read_bytes()
 
@@ -133,7 +95,7 @@ def test_a_trace_from_another_machine_replays_with_its_recorded_environment(
     """Replay hands the recorded environment to the factory: a run recorded elsewhere replays in
     recorded mode here, event for event."""
     path = tmp_path / "t.jsonl"
-    with _agent(Counts(), FileTraceSink(path), ELSEWHERE) as agent:
+    with _agent(Counts(STEPS), FileTraceSink(path), ELSEWHERE) as agent:
         agent.run("add")
     result = replay(Trace.load(path), _replaying("ports"))
     assert Trace.load(path).size == result.events
@@ -145,7 +107,7 @@ def test_a_replay_factory_that_sets_its_own_environment_is_refused_by_name(
     """A factory that passes this machine's environment instead of the recorded one is told to
     pass ports.environment (it would diverge at event 0 on every other machine)."""
     path = tmp_path / "t.jsonl"
-    with _agent(Counts(), FileTraceSink(path), ELSEWHERE) as agent:
+    with _agent(Counts(STEPS), FileTraceSink(path), ELSEWHERE) as agent:
         agent.run("add")
     with pytest.raises(AgentConfigError, match=r"ports\.environment"):
         replay(Trace.load(path), _replaying(HERE))
@@ -157,12 +119,14 @@ def test_a_resume_elsewhere_keeps_the_recorded_start_and_records_where_it_went_o
     """Resumed on another machine: run_started is the recorded one, run_resumed names the new
     environment; resumed where it started, run_resumed names none."""
     full = tmp_path / "full.jsonl"
-    with _agent(Counts(), FileTraceSink(full), ELSEWHERE) as agent:
+    with _agent(Counts(STEPS), FileTraceSink(full), ELSEWHERE) as agent:
         agent.run("add")
     for environment, expected in ((HERE, HERE), (ELSEWHERE, None)):
         cut = crashed_at(full, 4, tmp_path / f"cut-{environment.python}.jsonl")
         with _agent(
-            Counts(), FileTraceSink(tmp_path / f"unused-{environment.python}.jsonl"), environment
+            Counts(STEPS),
+            FileTraceSink(tmp_path / f"unused-{environment.python}.jsonl"),
+            environment,
         ) as agent:
             agent.resume(cut)
         events = list(Trace.load(cut).events)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from agent_testkit import replaying_agent
 
 from twinflow.agent import (
     Agent,
@@ -120,15 +121,7 @@ def test_a_run_with_plugin_parts_replays_and_a_missing_declaration_diverges() ->
 
     def build(kinds: list[type[ExtensionPart]]) -> Any:
         def make(ports: ReplayPorts) -> Agent[Any]:
-            return Agent(
-                ports.model,
-                clock=ports.clock,
-                ids=ports.ids,
-                trace=ports.trace,
-                model_label=ports.model_label,
-                tool_results=ports.tool_results,
-                part_kinds=kinds,
-            )
+            return replaying_agent(ports, part_kinds=kinds)
 
         return make
 
@@ -228,15 +221,7 @@ def test_a_recorded_part_that_no_longer_fits_its_class_fails_the_run_in_one_line
     with pytest.raises(ReplayDivergenceError):
         replay(
             trace,
-            lambda ports: Agent(
-                ports.model,
-                clock=ports.clock,
-                ids=ports.ids,
-                trace=ports.trace,
-                model_label=ports.model_label,
-                tool_results=ports.tool_results,
-                part_kinds=[Strict],
-            ),
+            lambda ports: replaying_agent(ports, part_kinds=[Strict]),
         )
     refused = MemoryTraceSink()
     replies = [trace.events[2].body.response]  # type: ignore[union-attr]  # the third event is model_responded

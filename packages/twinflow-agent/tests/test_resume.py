@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
+from agent_testkit import Counts, Total, crashed_at, replaying_agent
 
 from twinflow.agent import (
     Agent,
@@ -31,55 +31,11 @@ from twinflow.kernel import ConnectError, CountingIds, SteppingClock
 from twinflow.trace import FileTraceSink, TraceCorruptError, TraceLockedError, check_consistency
 from twinflow.vocab import (
     CallId,
-    Message,
-    ModelRequest,
-    StructuredPart,
-    ToolCallPart,
     canonical_bytes,
 )
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 STEPS = 3
-
-
-class Total(BaseModel):
-    """The scripted run's answer."""
-
-    total: int
-    """The last sum."""
-
-
-class Counts:
-    """Counts the model requests and tool executions of one process, as a crash test must."""
-
-    def __init__(self) -> None:
-        self.requests = 0
-        self.tools = 0
-        self.fail_at: int | None = None
-        """Raise a transport error at this request (1-based), once."""
-
-    def add(self, a: int, b: int) -> int:
-        """Add two integers."""
-        self.tools += 1
-        return a + b
-
-    def script(self, request: ModelRequest) -> Message:
-        """Call `add` STEPS times, then answer with the last result."""
-        self.requests += 1
-        if self.fail_at == self.requests:
-            self.fail_at = None
-            raise ConnectError(
-                "connection refused by http://127.0.0.1:9/", url="http://127.0.0.1:9/"
-            )
-        results = [m for m in request.transcript.messages if m.role == "tool"]
-        if len(results) < STEPS:
-            n = len(results)
-            call = ToolCallPart(id=CallId(f"c{n}"), name="add", arguments={"a": n, "b": 1})
-            return Message(role="assistant", parts=(call,))
-        total = int(results[-1].tool_results[0].content)
-        return Message(
-            role="assistant", parts=(StructuredPart(schema_name="Total", value={"total": total}),)
-        )
 
 
 def make(
@@ -94,13 +50,8 @@ def make(
     """The agent under test: fresh deterministic ports, or replaying ones."""
     policy = Policy(allow=allow, ask=ask, repeat_safe=repeat_safe)
     if ports is not None:
-        return Agent(
-            ports.model,
-            clock=ports.clock,
-            ids=ports.ids,
-            trace=ports.trace,
-            model_label=ports.model_label,
-            tool_results=ports.tool_results,
+        return replaying_agent(
+            ports,
             tools=[counts.add],
             policy=policy,
             output_type=Total,
@@ -120,15 +71,9 @@ def make(
 def recorded(tmp_path: Path) -> Path:
     """A whole run's trace, to cut back to what a crash at any event leaves."""
     path = tmp_path / "full.jsonl"
-    with make(Counts(), FileTraceSink(path)) as agent:
+    with make(Counts(STEPS), FileTraceSink(path)) as agent:
         agent.run("add")
     return path
-
-
-def crashed_at(full: Path, size: int, into: Path) -> Path:
-    """The trace a process killed after writing ``size`` events leaves on disk."""
-    into.write_bytes(b"".join(full.read_bytes().splitlines(keepends=True)[:size]))
-    return into
 
 
 def cut_points(full: Path) -> Iterator[int]:
@@ -147,7 +92,7 @@ def test_resume_after_a_crash_at_every_event_repeats_nothing_recorded(
         requested = sum(e.body.kind == "model_responded" for e in events)
         returned = sum(e.body.kind == "tool_returned" for e in events)
         dangling = events[-1].body.kind == "tool_called"
-        counts = Counts()
+        counts = Counts(STEPS)
         with make(counts, repeat_safe=frozenset({"add"})) as agent:
             result = agent.resume(path)
         assert {"total": STEPS} == result.output.model_dump()
@@ -164,21 +109,21 @@ def test_resume_after_a_crash_at_every_event_repeats_nothing_recorded(
 def test_resumed_trace_replays_in_recorded_mode(recorded: Path, tmp_path: Path) -> None:
     """A resumed trace is an ordinary trace: replay re-runs it, run_resumed included."""
     path = crashed_at(recorded, 6, tmp_path / "t.jsonl")
-    with make(Counts()) as agent:
+    with make(Counts(STEPS)) as agent:
         agent.resume(path)
     trace = Trace.load(path)
-    result = replay(trace, lambda ports: make(Counts(), ports=ports))
+    result = replay(trace, lambda ports: make(Counts(STEPS), ports=ports))
     assert trace.size == result.events
 
 
 def test_resume_twice_replays_the_first_resume(recorded: Path, tmp_path: Path) -> None:
     """A run resumed, crashed again and resumed again holds both run_resumed events."""
     path = crashed_at(recorded, 3, tmp_path / "t.jsonl")
-    with make(Counts()) as agent:
+    with make(Counts(STEPS)) as agent:
         agent.resume(path)
     once = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(once[:7]))
-    counts = Counts()
+    counts = Counts(STEPS)
     with make(counts) as agent:
         agent.resume(path)
     seqs = [e.seq for e in Trace.load(path).events if isinstance(e.body, RunResumed)]
@@ -193,7 +138,7 @@ def test_call_left_inside_a_tool_is_not_repeated_unless_declared_safe(
     size = next(e.seq + 1 for e in Trace.load(recorded).events if e.body.kind == "tool_called")
     path = crashed_at(recorded, size, tmp_path / "t.jsonl")
     data = path.read_bytes()
-    counts = Counts()
+    counts = Counts(STEPS)
     with make(counts) as agent, pytest.raises(CannotResume, match="inside tool call c0 \\(add"):
         agent.resume(path)
     assert (data, 0, 0) == (path.read_bytes(), counts.requests, counts.tools)
@@ -202,7 +147,7 @@ def test_call_left_inside_a_tool_is_not_repeated_unless_declared_safe(
 def test_finished_run_is_refused(recorded: Path) -> None:
     """Resuming a finished run says it already finished and writes nothing."""
     data = recorded.read_bytes()
-    with make(Counts()) as agent, pytest.raises(CannotResume, match="already finished"):
+    with make(Counts(STEPS)) as agent, pytest.raises(CannotResume, match="already finished"):
         agent.resume(recorded)
     assert data == recorded.read_bytes()
 
@@ -212,7 +157,7 @@ def test_tampered_trace_is_refused(recorded: Path, tmp_path: Path) -> None:
     path = crashed_at(recorded, 6, tmp_path / "t.jsonl")
     data = path.read_bytes().replace(b'"a":0', b'"a":7')
     path.write_bytes(data)
-    with make(Counts()) as agent, pytest.raises(TraceCorruptError, match="seq"):
+    with make(Counts(STEPS)) as agent, pytest.raises(TraceCorruptError, match="seq"):
         agent.resume(path)
     assert data == path.read_bytes()
 
@@ -222,7 +167,7 @@ def test_torn_last_line_is_moved_aside(recorded: Path, tmp_path: Path) -> None:
     lines = recorded.read_bytes().splitlines(keepends=True)
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"".join(lines[:4]) + lines[4][:20])
-    with make(Counts()) as agent:
+    with make(Counts(STEPS)) as agent:
         agent.resume(path)
     assert lines[4][:20] == (tmp_path / "t.jsonl.partial").read_bytes()
     assert lines[:4] == path.read_bytes().splitlines(keepends=True)[:4]
@@ -232,7 +177,7 @@ def test_changed_code_diverges_and_writes_nothing(recorded: Path, tmp_path: Path
     """A prefix the code no longer reproduces is refused with the divergence; the file is kept."""
     path = crashed_at(recorded, 6, tmp_path / "t.jsonl")
     data = path.read_bytes()
-    counts = Counts()
+    counts = Counts(STEPS)
     with make(counts, allow=frozenset()) as agent, pytest.raises(ReplayDivergenceError) as caught:
         agent.resume(path)
     assert (0, data, 0) == (caught.value.seq, path.read_bytes(), counts.requests)
@@ -244,7 +189,7 @@ def test_a_locked_trace_is_refused(recorded: Path, tmp_path: Path) -> None:
     data = path.read_bytes()
     holder = FileTraceSink.append_to(path)
     try:
-        with make(Counts()) as agent, pytest.raises(TraceLockedError, match="another process"):
+        with make(Counts(STEPS)) as agent, pytest.raises(TraceLockedError, match="another process"):
             agent.resume(path)
     finally:
         holder.close()
@@ -254,12 +199,12 @@ def test_a_locked_trace_is_refused(recorded: Path, tmp_path: Path) -> None:
 def test_a_transport_failure_resumes(tmp_path: Path) -> None:
     """A run that failed reaching the model goes on where it failed; the failure stays recorded."""
     path = tmp_path / "t.jsonl"
-    counts = Counts()
+    counts = Counts(STEPS)
     counts.fail_at = 2
     with make(counts, FileTraceSink(path)) as agent, pytest.raises(ConnectError):
         agent.run("add")
     size = Trace.load(path).size
-    counts = Counts()
+    counts = Counts(STEPS)
     with make(counts) as agent:
         result = agent.resume(path)
     kinds = [e.body.kind for e in Trace.load(path, require_complete=True).events]
@@ -270,7 +215,7 @@ def test_a_transport_failure_resumes(tmp_path: Path) -> None:
 def test_approval_pauses_then_decisions_continue(tmp_path: Path) -> None:
     """A tool in ask stops the run; approving c0 runs it, denying c1 reaches the model."""
     path = tmp_path / "t.jsonl"
-    counts = Counts()
+    counts = Counts(STEPS)
     policy = {"allow": frozenset[str](), "ask": frozenset({"add"})}
     with make(counts, FileTraceSink(path), **policy) as agent, pytest.raises(RunPaused) as paused:
         agent.run("add")
@@ -290,7 +235,7 @@ def test_approval_pauses_then_decisions_continue(tmp_path: Path) -> None:
     ]
     asked = [e.body for e in events if isinstance(e.body, ApprovalRequested)]
     assert ["c0", "c1", "c2"] == [a.call_id for a in asked]
-    replayed = replay(Trace.load(path), lambda ports: make(Counts(), ports=ports, **policy))
+    replayed = replay(Trace.load(path), lambda ports: make(Counts(STEPS), ports=ports, **policy))
     assert len(events) == replayed.events
 
 
@@ -298,11 +243,11 @@ def test_a_decision_for_a_call_not_waiting_is_refused(tmp_path: Path) -> None:
     """Deciding on an unknown call lists the calls that wait, and writes nothing."""
     path = tmp_path / "t.jsonl"
     policy = {"allow": frozenset[str](), "ask": frozenset({"add"})}
-    with make(Counts(), FileTraceSink(path), **policy) as agent, pytest.raises(RunPaused):
+    with make(Counts(STEPS), FileTraceSink(path), **policy) as agent, pytest.raises(RunPaused):
         agent.run("add")
     data = path.read_bytes()
     with (
-        make(Counts(), **policy) as agent,
+        make(Counts(STEPS), **policy) as agent,
         pytest.raises(CannotResume, match="waiting: c0 \\(add\\)"),
     ):
         agent.resume(path, decisions=[Decision(call_id=CallId("zz"), approve=True)])
@@ -313,13 +258,13 @@ def test_decisions_recorded_without_the_code_are_read_by_resume(tmp_path: Path) 
     """record_decisions appends the decision alone; a later resume reads it there and goes on."""
     path = tmp_path / "t.jsonl"
     policy = {"allow": frozenset[str](), "ask": frozenset({"add"})}
-    with make(Counts(), FileTraceSink(path), **policy) as agent, pytest.raises(RunPaused):
+    with make(Counts(STEPS), FileTraceSink(path), **policy) as agent, pytest.raises(RunPaused):
         agent.run("add")
     before = Trace.load(path).checkpoint()
     clock = SteppingClock(START, timedelta(seconds=1))
     head = record_decisions(path, [Decision(call_id=CallId("c0"), approve=True)], clock)
     assert before.size + 1 == head.size
-    counts = Counts()
+    counts = Counts(STEPS)
     with make(counts, **policy) as agent, pytest.raises(RunPaused) as paused:
         agent.resume(path)
     assert (["c1"], 1) == ([p.call_id for p in paused.value.paused.pending], counts.tools)
@@ -332,7 +277,7 @@ def test_fork_serves_the_steps_before_it_and_names_its_parent(
 ) -> None:
     """A fork at step 2 asks the model from step 2 on only, runs only later tools, links the parent."""
     parent = Trace.load(recorded)
-    counts = Counts()
+    counts = Counts(STEPS)
     child_path = tmp_path / "child.jsonl"
     with make(counts, FileTraceSink(child_path)) as agent:
         result = agent.fork(recorded, at_step=2)
@@ -358,7 +303,7 @@ def test_fork_at_a_step_the_parent_never_took_is_refused(recorded: Path, tmp_pat
     """Forking past the parent's last step names the steps it has."""
     expected = "no step 9 to fork at; its steps are 1 to 4"
     with (
-        make(Counts(), FileTraceSink(tmp_path / "c.jsonl")) as agent,
+        make(Counts(STEPS), FileTraceSink(tmp_path / "c.jsonl")) as agent,
         pytest.raises(CannotResume, match=expected),
     ):
         agent.fork(recorded, at_step=9)
@@ -366,5 +311,5 @@ def test_fork_at_a_step_the_parent_never_took_is_refused(recorded: Path, tmp_pat
 
 def test_a_tool_in_ask_is_not_reported_as_denied() -> None:
     """A tool that runs once a person approves it is not among the tools every call is denied to."""
-    with make(Counts(), allow=frozenset(), ask=frozenset({"add"})) as agent:
+    with make(Counts(STEPS), allow=frozenset(), ask=frozenset({"add"})) as agent:
         assert () == agent.denied_tools

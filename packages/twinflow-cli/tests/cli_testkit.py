@@ -3,6 +3,10 @@
 It speaks structured-action mode (the default): on the first step it calls the first tool it
 is offered with that tool's arguments from `CALLS`; once the transcript holds its earlier turn it
 gives the final answer from `FINALS` (an ``output`` object when a schema is asked for).
+
+Beside it, the project those tests run: the `calc` tool module (`CALC`), a spec calling its
+``add`` on the scripted server (`calc_spec`, both written by `calc_project`), a two-case dataset
+(`SUMS`), and the CLI run in this process with ``--json`` (`cli_json`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from twinflow.agent import Agent, FunctionModel
+from twinflow.cli._main import main
 from twinflow.kernel import (
     CountingIds,
     LoopbackRequest,
@@ -45,6 +52,56 @@ FINALS: dict[str, Any] = {
     },
 }
 
+CALC = '''
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+'''
+"""The ``calc`` tool module (``calc.py``) the specs of `calc_spec` import."""
+
+SUMS = """\
+name: sums
+cases:
+- {id: s1, input: "2 and 3", expected: "5"}
+- {id: s2, input: "3 and 2", expected: "5"}
+"""
+"""A dataset of two cases whose answer is 5, for a spec prompted with its ``{input}``."""
+
+EVAL_PROMPT = "add the numbers in {input}"
+"""The prompt of a spec an eval runs: each case's ``input`` in it."""
+
+
+def calc_spec(url: str, prompt: str = "add 2 and 3") -> str:
+    """A spec on the server at ``url`` (llama.cpp dialect) allowed ``calc:add``, three steps."""
+    return f"""\
+prompt: {prompt}
+model:
+  url: {url}
+  dialect: llama.cpp
+tools: [calc:add]
+policy:
+  allow: [add]
+max_steps: 3
+"""
+
+
+def calc_project(
+    root: Path, url: str, *, prompt: str = "add 2 and 3", dataset: str | None = None
+) -> Path:
+    """``root`` holding ``calc.py`` and ``spec.yaml`` (`calc_spec`), and ``dataset.yaml`` if given."""
+    (root / "calc.py").write_text(CALC)
+    (root / "spec.yaml").write_text(calc_spec(url, prompt))
+    if dataset is not None:
+        (root / "dataset.yaml").write_text(dataset)
+    return root
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+    """Run the CLI in this process with --json: exit code, the JSON document, stderr."""
+    code = main([*argv, "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out) if captured.out.strip() else {}, captured.err
+
 
 def _tool(body_text: str) -> str:
     """The tool this conversation is about: offered in the schema, or called earlier."""
@@ -71,21 +128,33 @@ def scripted_chat(request: LoopbackRequest) -> LoopbackResponse:
         action = {"action": "final", "output": FINALS[tool]}
     else:
         action = {"action": "final", "answer": FINALS[tool]}
-    reply = {
-        "id": "chatcmpl-1",
+    return chat_answer(body, completion({"role": "assistant", "content": json.dumps(action)}))
+
+
+def completion(
+    message: dict[str, Any],
+    finish: str = "stop",
+    *,
+    model: str = "scripted",
+    completion_id: str = "chatcmpl-1",
+    completion_tokens: int = 5,
+) -> dict[str, Any]:
+    """A non-streamed chat completion of one choice: ``message``, ended for ``finish``.
+
+    `chat_answer` sends it as the request asks (streamed or not).
+    """
+    return {
+        "id": completion_id,
         "object": "chat.completion",
         "created": 0,
-        "model": "scripted",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": json.dumps(action)},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": 10,
+            "completion_tokens": completion_tokens,
+            "total_tokens": 10 + completion_tokens,
+        },
     }
-    return chat_answer(body, reply)
 
 
 def chat_answer(body: dict[str, Any], reply: dict[str, Any]) -> LoopbackResponse:
@@ -165,8 +234,6 @@ def build_go_tool(name: str, out: Path) -> Path:
     Without Go the interoperability tests fail and say how to install it: interoperability is a
     promise, not an optional extra (.ci/run installs both Debian packages where they are missing).
     """
-    import pytest
-
     go = shutil.which("go")
     if go is None:
         pytest.fail(f"the Go interoperability test needs Go and golang.org/x/mod: {GO_INSTALL}")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import rfc8785
-from cli_testkit import scripted_chat, trace_only_venv
+from cli_testkit import calc_project, scripted_chat, trace_only_venv
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
@@ -21,23 +21,6 @@ from twinflow.cli._main import main
 from twinflow.kernel import LoopbackServer, ProcessResult, run_process
 from twinflow.trace.attest import PAYLOAD_TYPE, PREDICATE_TYPE, key_id
 from twinflow.trace.note import parse_signer_key, parse_verifier_key
-
-CALC = '''
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-'''
-
-SPEC = """\
-prompt: add 2 and 3
-model:
-  url: {url}
-  dialect: llama.cpp
-tools: [calc:add]
-policy:
-  allow: [add]
-max_steps: 3
-"""
 
 
 def run(*args: str, cwd: Path, module: str = "twinflow.cli") -> ProcessResult:
@@ -54,9 +37,8 @@ def run(*args: str, cwd: Path, module: str = "twinflow.cli") -> ProcessResult:
 def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A real run (tool module beside its spec), a lab key, its signed checkpoint and attestation."""
     root = tmp_path_factory.mktemp("attest")
-    (root / "calc.py").write_text(CALC)
     with LoopbackServer(scripted_chat) as server:
-        (root / "spec.yaml").write_text(SPEC.format(url=server.url))
+        calc_project(root, server.url)
         for _ in range(2):  # trace.jsonl, and another run's trace.1.jsonl
             made = run("run", "spec.yaml", "--out", "r1", cwd=root)
             assert 0 == made.returncode, made.stderr

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_testkit import CALLS, chat_answer, scripted_chat, sse_events
+from cli_testkit import CALLS, chat_answer, completion, scripted_chat, sse_events
 
 from twinflow.cli._main import COMMAND_TABLE
 from twinflow.kernel import (
@@ -85,14 +85,7 @@ def chat_completion(request: LoopbackRequest) -> LoopbackResponse:
         assert isinstance(last, dict)
         message = {"role": "assistant", "content": json.dumps({"total": int(str(last["content"]))})}
         finish = "stop"
-    reply = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "scripted",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
+    reply = completion(message, finish)
     if body.get("stream"):
         return LoopbackResponse(
             headers=(("Content-Type", "text/event-stream"),),

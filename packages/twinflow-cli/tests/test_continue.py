@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_testkit import sse_events
+from cli_testkit import chat_answer, completion
 
 from twinflow.agent import Trace
 from twinflow.cli._demo import PROMPT, SYSTEM
@@ -96,20 +96,7 @@ class Script:
             finish = "tool_calls"
         else:
             message, finish = {"role": "assistant", "content": "all done"}, "stop"
-        reply = {
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "scripted",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
-        if body.get("stream"):
-            return LoopbackResponse(
-                headers=(("Content-Type", "text/event-stream"),),
-                stream=lambda: sse_events(reply),
-            )
-        return LoopbackResponse.json_body(reply)
+        return chat_answer(body, completion(message, finish))
 
 
 class Project:

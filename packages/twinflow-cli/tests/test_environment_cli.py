@@ -6,11 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_testkit import scripted_chat
+from cli_testkit import CALC, calc_project
 
 from twinflow.agent import Environment, RunStarted, Trace
 from twinflow.cli._main import main
@@ -25,37 +24,11 @@ from twinflow.cli._wiring import (
 from twinflow.kernel import LoopbackServer, SystemClock, SystemIds
 from twinflow.trace import FileTraceSink
 
-CALC = '''
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-'''
-
-SPEC = """\
-prompt: add 2 and 3
-model:
-  url: {url}
-  dialect: llama.cpp
-tools: [calc:add]
-policy:
-  allow: [add]
-max_steps: 3
-"""
-
-
-@pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    """A scripted OpenAI-compatible server on loopback."""
-    with LoopbackServer(scripted_chat) as running:
-        yield running
-
 
 @pytest.fixture
 def project(tmp_path: Path, server: LoopbackServer) -> Path:
     """A spec on the scripted server and its tool module, side by side."""
-    (tmp_path / "calc.py").write_text(CALC)
-    (tmp_path / "spec.yaml").write_text(SPEC.format(url=server.url))
-    return tmp_path
+    return calc_project(tmp_path, server.url)
 
 
 def _started(path: Path) -> RunStarted:

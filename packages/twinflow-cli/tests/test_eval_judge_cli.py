@@ -10,28 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_testkit import chat_answer, scripted_chat
+from cli_testkit import (
+    EVAL_PROMPT,
+    calc_project,
+    chat_answer,
+    cli_json,
+    completion,
+    scripted_chat,
+)
 
 from twinflow.agent import Trace
-from twinflow.cli._main import main
 from twinflow.kernel import LoopbackRequest, LoopbackResponse, LoopbackServer
-
-CALC = '''
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-'''
-
-SPEC = """\
-prompt: add the numbers in {{input}}
-model:
-  url: {url}
-  dialect: llama.cpp
-tools: [calc:add]
-policy:
-  allow: [add]
-max_steps: 3
-"""
 
 DATASET = """\
 name: sums
@@ -62,20 +51,8 @@ class Judge:
         content = json.dumps({"action": "final", "output": self.verdict})
         if self.verdict == "garbage":
             content = "the answer looks fine to me"
-        reply = {
-            "id": "chatcmpl-judge",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "scripted-judge",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
+        message = {"role": "assistant", "content": content}
+        reply = completion(message, model="scripted-judge", completion_id="chatcmpl-judge")
         return chat_answer(body, reply)
 
 
@@ -95,22 +72,13 @@ def server(judge: Judge) -> Iterator[LoopbackServer]:
 @pytest.fixture
 def project(tmp_path: Path, server: LoopbackServer) -> Path:
     """A judged dataset, a spec on the scripted server and its tool module, side by side."""
-    (tmp_path / "calc.py").write_text(CALC)
-    (tmp_path / "spec.yaml").write_text(SPEC.format(url=server.url))
-    (tmp_path / "dataset.yaml").write_text(DATASET.format(url=server.url))
-    return tmp_path
-
-
-def twinflow(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
-    """Run the CLI in this process with --json: exit code, the JSON document, stderr."""
-    code = main([*argv, "--json"])
-    captured = capsys.readouterr()
-    return code, json.loads(captured.out) if captured.out.strip() else {}, captured.err
+    dataset = DATASET.format(url=server.url)
+    return calc_project(tmp_path, server.url, prompt=EVAL_PROMPT, dataset=dataset)
 
 
 def eval_run(project: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any], str]:
     """`twinflow eval run` of the judged dataset into project/out."""
-    return twinflow(
+    return cli_json(
         capsys,
         "eval",
         "run",
@@ -151,7 +119,7 @@ def test_rescore_replays_the_judgements_with_the_judge_server_gone(
     """With the server stopped, rescore replays every judgement and finds the same scores."""
     assert 0 == eval_run(project, capsys)[0]
     server.__exit__(None, None, None)
-    code, payload, err = twinflow(capsys, "eval", "rescore", str(project / "out"))
+    code, payload, err = cli_json(capsys, "eval", "rescore", str(project / "out"))
     assert (0, [], "", 2) == (code, payload["changed"], err, payload["judgements_replayed"])
     assert judge_scores(project / "out") == judge_scores(project / "out", "rescore.json")
 
@@ -162,7 +130,7 @@ def test_rejudge_calls_the_judge_again_and_lists_changed_verdicts(
     """--rejudge asks the judge live; a judge now saying no is listed, exit 1."""
     assert 0 == eval_run(project, capsys)[0]
     judge.verdict = {"passed": False, "reason": "changed its mind"}
-    code, payload, err = twinflow(capsys, "eval", "rescore", str(project / "out"), "--rejudge")
+    code, payload, err = cli_json(capsys, "eval", "rescore", str(project / "out"), "--rejudge")
     assert 1 == code
     expected = [
         {"key": "s1@1", "scorer": "judged", "before": "passed", "after": "failed"},
@@ -206,11 +174,11 @@ def test_rejudge_sends_no_key_the_user_did_not_name(
     keyed = text.replace("max_tokens: 64}", "max_tokens: 64, api_key_env: JUDGE_KEY}")
     (project / "dataset.yaml").write_text(keyed)
     assert 0 == eval_run(project, capsys)[0]
-    code, payload, _ = twinflow(capsys, "eval", "rescore", str(project / "out"), "--rejudge")
+    code, payload, _ = cli_json(capsys, "eval", "rescore", str(project / "out"), "--rejudge")
     assert (2, 2) == (code, judge.judged)
     assert "would send the key in $JUDGE_KEY to http://127.0.0.1:" in payload["error"]
     argv = ("eval", "rescore", str(project / "out"), "--rejudge", "--send-key", "JUDGE_KEY")
-    assert (0, 4) == (twinflow(capsys, *argv)[0], judge.judged)
+    assert (0, 4) == (cli_json(capsys, *argv)[0], judge.judged)
 
 
 @pytest.mark.parametrize("held", [[], ["s1@1.1.jsonl"]])
@@ -227,6 +195,6 @@ def test_rejudge_refuses_a_rejudged_folder_that_is_a_link(
     for name in held:
         (elsewhere / name).write_bytes(b"theirs")
     (project / "out" / "rejudged").symlink_to(elsewhere, target_is_directory=True)
-    code, payload, _ = twinflow(capsys, "eval", "rescore", str(project / "out"), "--rejudge")
+    code, payload, _ = cli_json(capsys, "eval", "rescore", str(project / "out"), "--rejudge")
     assert (2, 1, held) == (code, len(payload["error"].splitlines()), sorted(os.listdir(elsewhere)))
     assert "symbolic link" in payload["error"]

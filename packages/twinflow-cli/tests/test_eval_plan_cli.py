@@ -3,57 +3,19 @@ matches its plan runs and reports the rule; anything else is refused with one li
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_testkit import scripted_chat
+from cli_testkit import EVAL_PROMPT, SUMS, calc_project, cli_json
 
-from twinflow.cli._main import main
 from twinflow.kernel import LoopbackServer
-
-CALC = '''
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-'''
-
-SPEC = """\
-prompt: add the numbers in {{input}}
-model:
-  url: {url}
-  dialect: llama.cpp
-tools: [calc:add]
-policy:
-  allow: [add]
-max_steps: 3
-"""
-
-DATASET = """\
-name: sums
-cases:
-- {id: s1, input: "2 and 3", expected: "5"}
-- {id: s2, input: "3 and 2", expected: "5"}
-"""
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Iterator[Path]:
+def project(tmp_path: Path, server: LoopbackServer) -> Path:
     """A dataset, a spec on a scripted server and its tool module, side by side."""
-    with LoopbackServer(scripted_chat) as server:
-        (tmp_path / "calc.py").write_text(CALC)
-        (tmp_path / "spec.yaml").write_text(SPEC.format(url=server.url))
-        (tmp_path / "dataset.yaml").write_text(DATASET)
-        yield tmp_path
-
-
-def twinflow(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
-    """Run the CLI in this process with --json: exit code, the JSON document, stderr."""
-    code = main([*argv, "--json"])
-    captured = capsys.readouterr()
-    return code, json.loads(captured.out) if captured.out.strip() else {}, captured.err
+    return calc_project(tmp_path, server.url, prompt=EVAL_PROMPT, dataset=SUMS)
 
 
 def plan(
@@ -61,7 +23,7 @@ def plan(
 ) -> tuple[int, dict[str, Any], str]:
     """`twinflow eval plan` of the project into project/plan.note."""
     dataset, spec = str(project / "dataset.yaml"), str(project / "spec.yaml")
-    return twinflow(
+    return cli_json(
         capsys,
         *("eval", "plan", dataset, "--spec", spec, "--metric", "rate", "--rule", rule),
         *("--out", str(project / "plan.note"), *extra),
@@ -73,7 +35,7 @@ def run(
 ) -> tuple[int, dict[str, Any], str]:
     """`twinflow eval run` of the project into project/OUT."""
     dataset, spec = str(project / "dataset.yaml"), str(project / "spec.yaml")
-    return twinflow(
+    return cli_json(
         capsys, "eval", "run", dataset, "--spec", spec, "--out", str(project / out), *extra
     )
 
@@ -118,7 +80,7 @@ def test_a_signed_plan_verifies_by_its_key_and_a_tampered_one_is_refused(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--sign, then --plan-key: runs; an edited plan or a missing key: exit 2, nothing run."""
-    assert 0 == twinflow(capsys, "keygen", "example.org/lab", "--out", str(project / "lab"))[0]
+    assert 0 == cli_json(capsys, "keygen", "example.org/lab", "--out", str(project / "lab"))[0]
     assert 0 == plan(project, capsys, "--sign", str(project / "lab.key"))[0]
     key = ("--plan-key", str(project / "lab.pub"))
     note = project / "plan.note"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_testkit import completion
 
 from twinflow.cli._main import main
 from twinflow.kernel import LoopbackRequest, LoopbackResponse, LoopbackServer, free_port
@@ -34,20 +35,7 @@ def yes_no(request: LoopbackRequest) -> LoopbackResponse:
     last = body["messages"][-1]
     assert isinstance(last, dict)
     answer = "yes" if "good" in str(last["content"]) else "no"
-    reply = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "scripted",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": answer},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
-    }
+    reply = completion({"role": "assistant", "content": answer}, completion_tokens=1)
     return LoopbackResponse.json_body(reply)
 
 

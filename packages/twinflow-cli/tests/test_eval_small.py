@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_testkit import scripted_chat
+from cli_testkit import EVAL_PROMPT, SUMS, calc_project
 
 from twinflow.cli._embedded import smollm2_gguf
 from twinflow.cli._main import main
@@ -17,45 +16,11 @@ from twinflow.cli._spec import load_spec
 from twinflow.cli._wiring import run_identity
 from twinflow.kernel import LoopbackServer
 
-CALC = '''
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-'''
-
-SPEC = """\
-prompt: add the numbers in {{input}}
-model:
-  url: {url}
-  dialect: llama.cpp
-tools: [calc:add]
-policy:
-  allow: [add]
-max_steps: 3
-"""
-
-DATASET = """\
-name: sums
-cases:
-- {id: s1, input: "2 and 3", expected: "5"}
-- {id: s2, input: "3 and 2", expected: "5"}
-"""
-
-
-@pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    """A scripted OpenAI-compatible server on loopback."""
-    with LoopbackServer(scripted_chat) as running:
-        yield running
-
 
 @pytest.fixture
 def project(tmp_path: Path, server: LoopbackServer) -> Path:
     """A dataset, a spec on the scripted server and its tool module, side by side."""
-    (tmp_path / "calc.py").write_text(CALC)
-    (tmp_path / "spec.yaml").write_text(SPEC.format(url=server.url))
-    (tmp_path / "dataset.yaml").write_text(DATASET)
-    return tmp_path
+    return calc_project(tmp_path, server.url, prompt=EVAL_PROMPT, dataset=SUMS)
 
 
 def eval_run(

@@ -5,19 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_testkit import scripted_chat
+from cli_testkit import CALC, calc_project, calc_spec
 
 from twinflow.kernel import LoopbackServer, ProcessResult, run_process
-
-CALC = '''
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-'''
 
 # The same tool, edited after the run; importing it leaves a mark.
 EDITED = """
@@ -27,17 +20,6 @@ pathlib.Path(__file__).with_name("IMPORTED").write_text("edited calc ran")
 def add(a: int, b: int) -> int:
     \"\"\"Add two integers.\"\"\"
     return a + b + 1
-"""
-
-SPEC = """\
-prompt: add 2 and 3
-model:
-  url: {url}
-  dialect: llama.cpp
-tools: [calc:add]
-policy:
-  allow: [add]
-max_steps: 3
 """
 
 
@@ -52,20 +34,12 @@ def twinflow(*args: str, cwd: Path) -> ProcessResult:
 
 
 @pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    """A scripted OpenAI-compatible server on loopback."""
-    with LoopbackServer(scripted_chat) as running:
-        yield running
-
-
-@pytest.fixture
 def layout(tmp_path: Path, server: LoopbackServer) -> dict[str, Path]:
     """The README's layout: tool module beside the spec, the run written elsewhere, a third cwd."""
     project, runs, elsewhere = tmp_path / "project", tmp_path / "runs", tmp_path / "elsewhere"
     for directory in (project, runs, elsewhere):
         directory.mkdir()
-    (project / "calc.py").write_text(CALC)
-    (project / "spec.yaml").write_text(SPEC.format(url=server.url))
+    calc_project(project, server.url)
     made = twinflow("run", str(project / "spec.yaml"), "--out", str(runs / "r1"), cwd=tmp_path)
     assert 0 == made.returncode, made.stderr
     return {"project": project, "trace": runs / "r1" / "trace.jsonl", "cwd": elsewhere}
@@ -119,7 +93,7 @@ def test_run_lists_the_directories_searched_for_a_missing_tool(
     tmp_path: Path, server: LoopbackServer
 ) -> None:
     """A spec naming a module that is nowhere: the one-line error lists where it was looked for."""
-    (tmp_path / "spec.yaml").write_text(SPEC.format(url=server.url).replace("calc:", "nocalc:"))
+    (tmp_path / "spec.yaml").write_text(calc_spec(server.url).replace("calc:", "nocalc:"))
     result = twinflow("run", "spec.yaml", "--out", "out", cwd=tmp_path)
     assert 2 == result.returncode
     assert f"(searched {tmp_path.resolve()}, " in result.stderr
@@ -175,7 +149,7 @@ def test_diff_shows_where_two_long_tool_results_differ(
 ) -> None:
     """Two runs whose 1000-character tool results differ at 700: `diff` prints that place."""
     (tmp_path / "calc.py").write_text(LONG)
-    (tmp_path / "spec.yaml").write_text(SPEC.format(url=server.url))
+    (tmp_path / "spec.yaml").write_text(calc_spec(server.url))
     for out, twist in (("a", "EXPECTED"), ("b", "ACTUAL")):
         made = run_process(
             [sys.executable, "-m", "twinflow.cli", "run", "spec.yaml", "--out", out, "--quiet"],
@@ -197,7 +171,7 @@ def test_run_warns_up_front_about_tools_the_policy_never_allows(
     """A policy allowing none of the registered tools: one stderr line names them first."""
     (tmp_path / "calc.py").write_text(CALC)
     (tmp_path / "spec.yaml").write_text(
-        SPEC.format(url=server.url).replace("  allow: [add]\n", "  allow: []\n")
+        calc_spec(server.url).replace("  allow: [add]\n", "  allow: []\n")
     )
     result = twinflow("run", "spec.yaml", "--out", "out", "--quiet", cwd=tmp_path)
     expected = (
@@ -205,7 +179,7 @@ def test_run_warns_up_front_about_tools_the_policy_never_allows(
         "policy.allow): every call to them will be denied"
     )
     assert (0, expected) == (result.returncode, result.stderr.splitlines()[0])
-    (tmp_path / "allowed.yaml").write_text(SPEC.format(url=server.url))
+    (tmp_path / "allowed.yaml").write_text(calc_spec(server.url))
     allowed = twinflow("run", "allowed.yaml", "--out", "out2", "--quiet", cwd=tmp_path)
     assert (0, "") == (allowed.returncode, allowed.stderr)
 
@@ -218,7 +192,7 @@ def test_a_changed_parent_package_is_refused_before_it_runs(
     (project / "pkg").mkdir(parents=True)
     (project / "pkg" / "__init__.py").write_text("")
     (project / "pkg" / "calc.py").write_text(CALC)
-    (project / "spec.yaml").write_text(SPEC.format(url=server.url).replace("calc:", "pkg.calc:"))
+    (project / "spec.yaml").write_text(calc_spec(server.url).replace("calc:", "pkg.calc:"))
     made = twinflow("run", str(project / "spec.yaml"), "--out", "run", cwd=tmp_path)
     assert 0 == made.returncode, made.stderr
     record = json.loads((tmp_path / "run" / "code.json").read_text())

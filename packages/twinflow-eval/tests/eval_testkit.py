@@ -63,23 +63,35 @@ def reply(request: ModelRequest) -> Message:
     return Message.assistant(json.dumps({"total_eur": value}))
 
 
+def scripted_agent(
+    sink: TraceSink,
+    seed: int,
+    answer: Callable[[ModelRequest], Message] = reply,
+    **options: Any,
+) -> Agent[Any]:
+    """The scripted agent (``answer`` its model, `reply` unless told) with `convert` allowed,
+    a `Total` to answer, fresh deterministic ports, ``seed`` and ``sink``; ``options`` are the
+    rest of `Agent`'s keywords."""
+    return Agent(
+        FunctionModel(answer),
+        clock=SteppingClock(START),
+        ids=CountingIds(),
+        tools=[convert],
+        policy=Policy(allow=frozenset({"convert"})),
+        output_type=Total,
+        settings=ModelSettings(seed=seed),
+        trace=sink,
+        **options,
+    )
+
+
 def factory(counter: list[str] | None = None) -> Callable[[Case, TraceSink, int], Agent[Any]]:
     """An agent factory; appends each case id it builds an agent for to ``counter``."""
 
     def build(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
         if counter is not None:
             counter.append(case.id)
-        return Agent(
-            FunctionModel(reply),
-            clock=SteppingClock(START),
-            ids=CountingIds(),
-            tools=[convert],
-            policy=Policy(allow=frozenset({"convert"})),
-            output_type=Total,
-            max_steps=3,
-            settings=ModelSettings(seed=seed),
-            trace=sink,
-        )
+        return scripted_agent(sink, seed, max_steps=3)
 
     return build
 

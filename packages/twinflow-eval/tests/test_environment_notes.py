@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from eval_testkit import START, Total, convert, dataset, reply
+from eval_testkit import START, dataset, scripted_agent
 
-from twinflow.agent import Agent, Environment, FunctionModel, Policy
+from twinflow.agent import Agent, Environment
 from twinflow.eval import Case, compare_runs, run_eval
-from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.kernel import SteppingClock
 from twinflow.trace import TraceSink
-from twinflow.vocab import ModelSettings
 
 CLOCK = SteppingClock(START)
 HERE = Environment(
@@ -27,17 +26,7 @@ HERE = Environment(
 
 def _factory(environment: Environment) -> Any:
     def build(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
-        return Agent(
-            FunctionModel(reply),
-            clock=SteppingClock(START),
-            ids=CountingIds(),
-            tools=[convert],
-            policy=Policy(allow=frozenset({"convert"})),
-            output_type=Total,
-            settings=ModelSettings(seed=seed),
-            trace=sink,
-            environment=environment,
-        )
+        return scripted_agent(sink, seed, environment=environment)
 
     return build
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eval_testkit import START, Total, convert, dataset, factory, reply
+from eval_testkit import START, dataset, factory, reply, scripted_agent
 
-from twinflow.agent import Agent, FunctionModel, Policy
+from twinflow.agent import Agent
 from twinflow.eval import (
     Case,
     Dataset,
@@ -33,9 +33,9 @@ from twinflow.eval import (
     run_eval,
     trial_stats,
 )
-from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.kernel import SteppingClock
 from twinflow.trace import TraceSink
-from twinflow.vocab import Message, ModelRequest, ModelSettings, digest
+from twinflow.vocab import Message, ModelRequest, digest
 
 CLOCK = SteppingClock(START)
 
@@ -119,17 +119,7 @@ def _flaky_factory(flaky: dict[str, set[int]]) -> Any:
                 return Message.assistant(json.dumps({"total_eur": 0}))
             return reply(request)
 
-        return Agent(
-            FunctionModel(answer),
-            clock=SteppingClock(START),
-            ids=CountingIds(),
-            tools=[convert],
-            policy=Policy(allow=frozenset({"convert"})),
-            output_type=Total,
-            max_steps=3,
-            settings=ModelSettings(seed=seed),
-            trace=sink,
-        )
+        return scripted_agent(sink, seed, answer, max_steps=3)
 
     return build
 
