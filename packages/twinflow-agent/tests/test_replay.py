@@ -382,6 +382,8 @@ def test_typed_events_read_long_numbers_as_the_canonical_parse_does() -> None:
     trace = Trace.load(writer.sink.data)
     body = trace.events[0].body
     assert isinstance(body, ModelResponded)
-    arguments = body.response.message.parts[0].arguments  # type: ignore[union-attr]
+    part = body.response.message.parts[0]
+    assert isinstance(part, ToolCallPart)
+    arguments = part.arguments
     expected = {"a": (float, 2.0**53), "b": (float, 1.5), "c": (int, 123456789012345)}
     assert expected == {key: (type(value), value) for key, value in arguments.items()}

@@ -25,6 +25,7 @@ from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._run import (
     _execute,
     _Phases,
+    add_spec_arguments,
     divergence_failed,
     replay_spec,
     report_outcome,
@@ -49,21 +50,6 @@ __all__ = [
 ]
 
 _MAX_KEY_BYTES = 4096
-
-
-def _add_spec(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--spec",
-        type=Path,
-        help="the run spec to rebuild the agent from; its tool and output modules are imported "
-        "from its own directory",
-    )
-    p.add_argument(
-        "--trust-spec",
-        action="store_true",
-        help="use the spec beside the trace instead (it names code that will be imported: only "
-        "for traces you made or trust); the modules are printed first",
-    )
 
 
 def _continue(
@@ -101,7 +87,7 @@ def _continue(
 def configure_resume(p: argparse.ArgumentParser) -> None:
     """Arguments of ``twinflow resume``."""
     p.add_argument("trace", type=Path, help="the trace of a run that did not finish (JSONL)")
-    _add_spec(p)
+    add_spec_arguments(p)
 
 
 def resume(args: argparse.Namespace, out: Output) -> int:
@@ -134,7 +120,7 @@ def configure_approve(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only record the decisions (imports no code; no spec needed); resume later",
     )
-    _add_spec(p)
+    add_spec_arguments(p)
 
 
 def _signer(path: Path | None) -> Any:
@@ -215,7 +201,7 @@ def configure_fork(p: argparse.ArgumentParser) -> None:
         type=Path,
         help="directory for the new run's trace and spec (default: the parent's directory)",
     )
-    _add_spec(p)
+    add_spec_arguments(p)
 
 
 def fork(args: argparse.Namespace, out: Output) -> int:

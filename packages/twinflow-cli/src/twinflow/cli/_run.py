@@ -95,6 +95,7 @@ from twinflow.vocab import UserError
 __all__ = [
     "COMMANDS",
     "DEMO_SPEC",
+    "add_spec_arguments",
     "claim_run_files",
     "code_beside",
     "configure_demo",
@@ -570,9 +571,8 @@ def _print_outcome(outcome: RunOutcome, out: Output) -> None:
 # -- replay ---------------------------------------------------------------------------------
 
 
-def configure_replay(p: argparse.ArgumentParser) -> None:
-    """Arguments of ``twinflow replay``."""
-    p.add_argument("trace", type=Path, help="the recorded trace (JSONL)")
+def add_spec_arguments(p: argparse.ArgumentParser) -> None:
+    """``--spec`` and ``--trust-spec``: where a command that rebuilds a recorded agent reads it."""
     p.add_argument(
         "--spec",
         type=Path,
@@ -582,9 +582,15 @@ def configure_replay(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--trust-spec",
         action="store_true",
-        help="use the spec beside the trace instead (it names code replay will import: only for "
-        "traces you made or trust); the modules are printed first",
+        help="use the spec beside the trace instead (it names code that will be imported: only "
+        "for traces you made or trust); the modules are printed first",
     )
+
+
+def configure_replay(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``twinflow replay``."""
+    p.add_argument("trace", type=Path, help="the recorded trace (JSONL)")
+    add_spec_arguments(p)
     p.add_argument(
         "--mode",
         choices=("recorded", "live"),

@@ -738,13 +738,13 @@ class Transcript(FrozenValue):
         private = self.__pydantic_private__
         size = private["_size"]  # type: ignore[index]  # set in every init
         begin, end, _ = slice(start, size).indices(size)
-        return tuple(private["_index"].log[begin:end])  # type: ignore[index]
+        return tuple(private["_index"].log[begin:end])  # type: ignore[index]  # set in every init
 
     def _materialise(self) -> tuple[Message, ...]:
         built: tuple[Message, ...] | None = self.__dict__.get("messages")
         if built is None:
             private = self.__pydantic_private__
-            built = tuple(private["_index"].log[: private["_size"]])  # type: ignore[index]
+            built = tuple(private["_index"].log[: private["_size"]])  # type: ignore[index]  # set in every init
             self.__dict__["messages"] = built
         return built
 
@@ -790,7 +790,7 @@ class Transcript(FrozenValue):
     def __len__(self) -> int:
         """Number of messages."""
         built = self.__dict__.get("messages")
-        return self.__pydantic_private__["_size"] if built is None else len(built)  # type: ignore[index]
+        return self.__pydantic_private__["_size"] if built is None else len(built)  # type: ignore[index]  # set in every init
 
 
 def _empty_object_schema() -> dict[str, JsonValue]:
