@@ -55,11 +55,22 @@ def test_a_fifo_named_as_input_is_refused_without_blocking(
     assert "FIFO" in result.stderr
 
 
-def test_the_stdlib_verifier_refuses_a_fifo_too(fifo: Path) -> None:
-    """python -m twinflow.trace verify: a FIFO is refused, not waited on."""
-    result = twinflow(("verify", str(fifo)), fifo.parent, module="twinflow.trace")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("verify", "{p}"),
+        ("prove-check", "{p}", "--key", "{p}"),
+        ("attest-check", "{p}", "--key", "{p}"),
+    ],
+)
+def test_the_stdlib_leaf_refuses_a_fifo_too(fifo: Path, args: tuple[str, ...]) -> None:
+    """python -m twinflow.trace: a FIFO is refused, not waited on, in one line naming the file."""
+    argv = tuple(a.format(p=fifo) for a in args)
+    result = twinflow(argv, fifo.parent, module="twinflow.trace")
     assert 2 == result.returncode, result.stderr
-    assert "FIFO" in result.stderr
+    assert [f"twinflow-trace: {fifo}: is a FIFO"] == [
+        line[: len(f"twinflow-trace: {fifo}: is a FIFO")] for line in result.stderr.splitlines()
+    ]
 
 
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/null", "/dev/urandom"])

@@ -52,6 +52,16 @@ __all__ = ["main"]
 _MAX_FILE = 1024 * 1024
 
 
+def _fail(exc: Exception, code: int) -> int:
+    """Say why on one stderr line (a file error as ``NAME: reason``, no errno); return ``code``."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}"
+    else:
+        text = str(exc)
+    print(f"twinflow-trace: {' '.join(text.split())}", file=sys.stderr)
+    return code
+
+
 def _read(path: Path, what: str = "checkpoint or key") -> bytes:
     data = read_regular(path, _MAX_FILE)
     if len(data) > _MAX_FILE:
@@ -162,11 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             print(_prove_check(args))
         except (SignatureError, InvalidProofError) as exc:
-            print(f"twinflow-trace: {' '.join(str(exc).split())}", file=sys.stderr)
-            return 1
+            return _fail(exc, 1)
         except (OSError, TwinflowError) as exc:
-            print(f"twinflow-trace: {' '.join(str(exc).split())}", file=sys.stderr)
-            return 2
+            return _fail(exc, 2)
         return 0
     try:
         if (args.key or args.origin) and not args.checkpoint:
@@ -188,11 +196,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             allow_tail=args.allow_unsigned_tail,
         )
     except SignatureError as exc:
-        print(f"twinflow-trace: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 1
+        return _fail(exc, 1)
     except (OSError, TwinflowError) as exc:
-        print(f"twinflow-trace: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
+        return _fail(exc, 2)
     if report.problem is not None:
         print(f"twinflow-trace: {args.trace}: {report.problem}", file=sys.stderr)
         return 1
@@ -287,11 +293,9 @@ def _attest_check(args: argparse.Namespace) -> int:
         print(f"twinflow-trace: {args.attestation}: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1 if isinstance(exc, _attest.AttestationMismatchError) else 2
     except (SignatureError, TraceCorruptError) as exc:
-        print(f"twinflow-trace: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 1
+        return _fail(exc, 1)
     except (OSError, TwinflowError) as exc:
-        print(f"twinflow-trace: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
+        return _fail(exc, 2)
     signers = ", ".join(_attest.key_id(k) for k in opened.signed_by)
     checked = [w for w, given in (("trace", facts), ("checkpoint", checkpoint)) if given]
     line = f"ok: {args.attestation}: attestation signed by {signers}"
