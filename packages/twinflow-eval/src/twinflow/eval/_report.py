@@ -61,9 +61,14 @@ class ScoredTrace(NamedTuple):
     """The run's facts' events (`keeps_fact`), in order."""
 
 
+_FACT_BODIES = (RunStarted, ModelResponded)
+"""The bodies of the events the run's facts come from (a tuple: `isinstance` with a union
+built at each call costs twice as much, once an event)."""
+
+
 def keeps_fact(event: TraceEvent) -> bool:
     """Whether the run's facts (`RunFacts`) come from ``event``: its run_started and replies."""
-    return isinstance(event.body, RunStarted | ModelResponded)
+    return isinstance(event.body, _FACT_BODIES)
 
 
 class CaseDetail(EvalValue):

@@ -509,10 +509,11 @@ def run_eval(
             done.append(read_json_model(result_path, CaseResult))
             continue
         trace = run_dir / "traces" / f"{key}.jsonl"
-        if trace.exists() and local:
-            unfinished.add(key)  # resumed from its trace in run_one, or set aside there
-        elif trace.exists():
-            set_aside(trace)
+        if trace.exists():
+            if local:
+                unfinished.add(key)  # resumed from its trace in run_one, or set aside there
+            else:
+                set_aside(trace)
         todo.append((case, repeat, key))
 
     def resumed(case: Case, repeat: int, key: str) -> bool:
