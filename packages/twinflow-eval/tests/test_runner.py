@@ -39,6 +39,7 @@ from twinflow.kernel import (
     free_port,
 )
 from twinflow.trace import WRITER_LOCK, PlantedLinkError, TraceSink
+from twinflow.vocab import canonical_bytes
 
 CLOCK = SteppingClock(START)
 
@@ -60,6 +61,18 @@ def test_run_writes_results_traces_and_checkpoint_roots(tmp_path: Path) -> None:
     assert {"lab-notes.md", "lab-notes.html", "run.json", "results.json"} <= set(
         os.listdir(tmp_path / "run")
     )
+
+
+def test_results_json_is_the_canonical_encoding_of_the_results(tmp_path: Path) -> None:
+    """results.json, spliced from the cases files' encodings, is byte for byte the canonical
+    encoding of the results: with trials, and cases an earlier run of a resumed one scored."""
+    out = tmp_path / "run"
+    data = dataset(4, wrong=(1,))
+    first = run_eval(data, factory(), out, clock=CLOCK, trials=2)
+    assert canonical_bytes(first) + b"\n" == (out / "results.json").read_bytes()
+    (out / "cases" / "c2@2.json").unlink()
+    resumed = run_eval(data, factory(), out, clock=CLOCK, trials=2)
+    assert canonical_bytes(resumed) + b"\n" == (out / "results.json").read_bytes()
 
 
 def test_rescore_gives_identical_scores_and_flags_exactly_a_tampered_trace(tmp_path: Path) -> None:

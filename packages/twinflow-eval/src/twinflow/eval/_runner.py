@@ -25,7 +25,7 @@ import functools
 import inspect
 import os
 import shutil
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -111,6 +111,26 @@ Progress = Callable[[int, int, Summary], None]
 
 def _encode(value: Any) -> bytes:
     return canonical_bytes(value) + b"\n"
+
+
+_NO_CASES = b'{"cases":[],'
+
+
+def _encode_results(results: EvalResults, encoded: Mapping[str, bytes]) -> bytes:
+    """`_encode` (results), taking each case's encoding from ``encoded`` (its cases file's
+    bytes, by key) where it is there, instead of encoding every result a second time.
+
+    RFC 8785 writes an object as its members in key order, each member's value encoded on its
+    own; ``cases`` sorts first of the results' members, so the results are the encoding
+    without cases with the cases' encodings spliced into its empty list.
+    """
+    rest = canonical_bytes(results.model_copy(update={"cases": ()}))
+    if not rest.startswith(_NO_CASES):  # not the shape spliced into (a member before cases)
+        return _encode(results)
+    cases = b",".join(
+        encoded[r.key][:-1] if r.key in encoded else canonical_bytes(r) for r in results.cases
+    )
+    return b'{"cases":[' + cases + b"]," + rest[len(_NO_CASES) :] + b"\n"
 
 
 def _status(scores: Sequence[Any], run_status: str) -> CaseStatus:
@@ -538,8 +558,10 @@ def run_eval(
             agent.close()
         return True
 
-    # What the reports take from each trace scored and paged here, by path (ADRs 0139, 0146).
+    # What the reports take from each trace scored and paged here, by path (ADRs 0139, 0146),
+    # and each result's encoding as its cases file holds it, by key (results.json reuses it).
     scored: dict[str, ScoredTrace] = {}
+    encoded: dict[str, bytes] = {}
 
     def run_one(item: _Item) -> CaseResult:
         case, repeat, key = item
@@ -563,7 +585,8 @@ def run_eval(
         result, read = _score_read(run_dir, case, repeat, key, scorers, latency, judging)
         # Written here, by the worker, not by the loop below: when another case aborts the run,
         # cases still in flight finish and are kept, so a resume does not run them again.
-        write_replace(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
+        encoded[key] = _encode(result)
+        write_replace(run_dir / "cases" / f"{key}.json", encoded[key], durable=False)
         if read is not None:
             # The page of a verified trace, from the bytes just scored: the reports neither
             # read the file again nor write its page (ADR 0146).
@@ -598,7 +621,7 @@ def run_eval(
                 "run the same command again to resume"
             ) from exc
     results = _collect(manifest, done)
-    write_replace(run_dir / "results.json", _encode(results))
+    write_replace(run_dir / "results.json", _encode_results(results, encoded))
     write_reports(results, run_dir, scored)
     return results
 
