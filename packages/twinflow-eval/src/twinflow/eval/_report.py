@@ -8,6 +8,7 @@ headless-browser test reads. Both reports are pure functions of the results: no 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
@@ -115,6 +116,9 @@ class RunFacts(EvalValue):
     one, normally; several when workers differ."""
 
 
+# Asked four times a case (the page written, the notes' details, both reports' links); parsing
+# the name is pathlib's slow part, and the answer depends on the name alone: parsed once each.
+@functools.lru_cache(maxsize=4096)
 def _page_of(trace: str) -> PurePosixPath | None:
     """``traces/<name>.html`` for a trace the runner names ``traces/<name>.jsonl``, else None.
 
