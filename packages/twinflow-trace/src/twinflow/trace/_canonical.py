@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -459,11 +459,7 @@ _SCREEN = bytes.maketrans(b"0123456789,[", b"0000000000::")
 _SIXTEEN = b"0" * 16
 _LONG_NUMBER = b":" + _SIXTEEN
 # raw_decode: no whitespace skipping (canonical JSON has none, and a miss costs only the strict path).
-_fast_decoder = json.JSONDecoder(parse_float=_float_literal)
-_fast_decode = _fast_decoder.raw_decode
-_fast_scan: Callable[[str, int], tuple[Any, int]] = vars(_fast_decoder)["scan_once"]
-"""The C scanner under `_fast_decode`: ``(value, end)`` of the JSON value at an index, without
-the Python wrapper (it raises StopIteration where no value starts), for C-level maps."""
+_fast_decode = json.JSONDecoder(parse_float=_float_literal).raw_decode
 
 
 def _screened(data: bytes) -> bool:

@@ -41,20 +41,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
-import operator
 import os
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from itertools import chain, repeat
-from typing import Any, BinaryIO, Literal, NamedTuple, cast
+from typing import Any, BinaryIO, Literal, NamedTuple
 
 from twinflow.trace._canonical import (
     _MISS,
     _canonical_texts,
     _fast_canonical,
     _fast_parse,
-    _fast_scan,
-    _NotFast,
     parse_json,
 )
 from twinflow.trace._checkpoint import Checkpoint, ConsistencyProof, InclusionProof
@@ -71,7 +67,7 @@ from twinflow.trace._format import (
     TERMINAL_KINDS,
     Limits,
 )
-from twinflow.trace._merkle import _HASH_DIGEST, Frontier, consistency_ranges, inclusion_ranges
+from twinflow.trace._merkle import Frontier, consistency_ranges, inclusion_ranges
 from twinflow.trace._open import open_regular
 
 __all__ = [
@@ -200,13 +196,6 @@ _BATCH_LINES = 64
 """Lines whose canonical form one encoder call checks (`_canonical_texts`)."""
 _BATCH_BYTES = 64 * 1024
 """At most this many event bytes in a batch; a longer event is checked on its own."""
-_BLOCK_BYTES = 32 * 1024
-"""Bytes read at a time; the whole lines among them are checked together (`_Walk._block`)."""
-_EVENT_SLICE = slice(EVENT_START, -2)
-_slice_of = cast(Callable[[bytes, slice], bytes], operator.getitem)
-_ENVELOPE_ITEMS = operator.itemgetter("at", "body", "prev", "seq")
-_KIND = operator.methodcaller("get", "kind")
-_LEAF_PREFIX = b"\x00"
 
 
 _Pending = tuple[int, str, bytes, bytes, dict[str, Any], str, bytes]
@@ -233,49 +222,6 @@ def _lines(source: Source, limit: int) -> Generator[bytes, None, None]:
     try:
         while line := stream.readline(limit + 1):
             yield line
-    finally:
-        stream.close()
-
-
-def _blocks(source: Source, limit: int) -> Generator[tuple[bytes, list[bytes]], None, None]:
-    """The raw lines of a trace, about `_BLOCK_BYTES` at a time: (their bytes, the lines).
-
-    The lines are those `_lines` gives one by one: each ends with its newline but the file's last
-    one, and a line longer than ``limit`` is cut after ``limit + 1`` bytes, as
-    ``readline(limit + 1)`` cuts it, so no more than that is held beyond a block.
-    """
-    stream: BinaryIO = io.BytesIO(source) if isinstance(source, bytes) else open_regular(source)
-    step = limit + 1
-    try:
-        rest = b""
-        while block := stream.read(_BLOCK_BYTES):
-            data = rest + block if rest else block
-            cut = data.rfind(b"\n") + 1
-            rest = data[cut:]
-            if cut:
-                whole = data[:cut]
-                if b"\r" in whole:
-                    # splitlines also splits at a carriage return; a canonical event holds none.
-                    lines = [line + b"\n" for line in whole.split(b"\n")[:-1]]
-                else:
-                    lines = whole.splitlines(keepends=True)
-                if max(map(len, lines)) > step:
-                    lines = [
-                        piece
-                        for line in lines
-                        for piece in (
-                            [line]
-                            if len(line) <= step
-                            else [line[i : i + step] for i in range(0, len(line), step)]
-                        )
-                    ]
-                yield whole, lines
-            while len(rest) >= step:
-                # A line past the limit and still no newline: cut it as readline(limit + 1) does.
-                yield rest[:step], [rest[:step]]
-                rest = rest[step:]
-        if rest:
-            yield rest, [rest]
     finally:
         stream.close()
 
@@ -369,8 +315,6 @@ class _Walk:
         """The position in ``order`` of the range being collected."""
         self.partial: Frontier | None = None
         """The tree of the range being collected, so far."""
-        self._next = (0, GENESIS)
-        """The seq and prev the block after one read line by line starts from."""
 
     def _fail(self, kind: ProblemKind, index: int, message: str) -> None:
         self.problem = Problem(kind=kind, seq=index, line=index + 1, message=message)
@@ -383,143 +327,25 @@ class _Walk:
     def _batches(self) -> Iterator[list[_Accepted]]:
         """The good events a batch at a time: a caller that only needs the walk's outcome
         (`verify_trace`) resumes one generator per batch, not per event."""
-        blocks = _blocks(self.source, self.limits.max_line_bytes)
+        lines = _lines(self.source, self.limits.max_line_bytes)
         try:
-            yield from self._events(blocks)
+            yield from self._events(lines)
         finally:
             self.done = True
-            blocks.close()
+            lines.close()
 
-    def _events(self, blocks: Iterator[tuple[bytes, list[bytes]]]) -> Iterator[list[_Accepted]]:
-        """The good events, a block of lines at a time: a block that `_block` finds good in
-        one pass goes in whole; any other goes line by line (`_lines_of`), which names the
-        first problem."""
-        if 0 in self.marks:
-            self.roots[0] = self.frontier.root()
-        index, expected_prev = 0, GENESIS
-        for data, lines in blocks:
-            found = self._block(data, lines, index, expected_prev)
-            if found is not None:
-                accepted, good = self._take(index, *found)
-                if accepted:
-                    yield accepted
-                if not good:
-                    return
-                index += len(lines)
-                expected_prev = found[2][-1]
-                continue
-            # The lines after this block's, for the look-ahead that names a reordering.
-            rest = iter(lines)
-            following = chain(rest, (line for _, more in blocks for line in more))
-            yield from self._lines_of(rest, index, expected_prev, following)
-            if self.problem is not None:
-                return
-            index, expected_prev = self._next
-
-    def _block(
-        self, data: bytes, lines: list[bytes], start: int, prev: str
-    ) -> tuple[list[bytes], list[bytes], list[str], list[dict[str, Any]], object] | None:
-        """A block's (events, their sha256, hex digests, values, the last kind) if every line
-        in it is good and chains on from ``prev`` at seq ``start``; else None, and the lines go
-        one by one. Every rule of the line-by-line path, as one C-level pass per rule over the
-        block (a Python step per line costs more than the event's parse)."""
-        n = len(lines)
-        events = list(map(_slice_of, lines, repeat(_EVENT_SLICE, n)))
-        hashed = list(map(_HASH_DIGEST, map(hashlib.sha256, events)))
-        hexes = list(map(bytes.hex, hashed))
-        # The frame: the block must be exactly its events framed as the writer frames them. A line
-        # shorter than a frame makes the rebuilt block longer than the real one, so equal bytes
-        # mean each line is its own event's frame.
-        framed = b"".join(
-            chain.from_iterable(
-                zip(
-                    repeat(LINE_PREFIX, n),
-                    map(str.encode, hexes),
-                    repeat(EVENT_INFIX, n),
-                    events,
-                    repeat(b"}\n", n),
-                    strict=True,
-                )
-            )
-        )
-        if framed != data:
-            return None
-        counts = map(
-            operator.add,
-            map(bytes.count, events, repeat(b"[")),
-            map(bytes.count, events, repeat(b"{")),
-        )
-        if max(counts) > self.limits.max_depth:
-            return None
-        try:
-            texts = list(map(bytes.decode, events))
-            parsed = list(map(_fast_scan, texts, repeat(0, n)))
-        except (UnicodeDecodeError, _NotFast, ValueError, RecursionError):
-            return None
-        # A line with no JSON value raises StopIteration in the scanner, which ends the map early.
-        # Each end is at most its text's length: equal sums mean each value spans its whole text.
-        if len(parsed) != n or sum(map(operator.itemgetter(1), parsed)) != sum(map(len, texts)):
-            return None
-        values: list[dict[str, Any]] = list(map(operator.itemgetter(0), parsed))
-        if set(map(type, values)) != {dict} or set(map(len, values)) != {4}:
-            return None
-        try:
-            ats, bodies, prevs, seqs = zip(*map(_ENVELOPE_ITEMS, values), strict=True)
-        except KeyError:
-            return None
-        if (
-            seqs != tuple(range(start, start + n))
-            or set(map(type, seqs)) != {int}
-            or prevs[0] != prev
-            or prevs[1:] != tuple(hexes[:-1])
-            or set(map(type, ats)) != {str}
-            or set(map(type, bodies)) != {dict}
-        ):
-            return None
-        kinds = list(map(_KIND, bodies))
-        if set(map(type, kinds)) != {str} or not EVENT_KINDS.issuperset(kinds):
-            return None
-        if not _canonical_texts(values, texts, events):
-            return None
-        return events, hashed, hexes, values, kinds[-1]
-
-    def _take(
-        self,
-        start: int,
-        events: list[bytes],
-        hashed: list[bytes],
-        hexes: list[str],
-        values: list[dict[str, Any]],
-        last_kind: object,
-    ) -> tuple[list[_Accepted], bool]:
-        """Take a good block's events into the tree, as `_accept` takes them one by one."""
-        end = start + len(events)
-        if self.check is not None or self.order or any(start < m <= end for m in self.marks):
-            return self._accept(
-                list(zip(range(start, end), hexes, events, hashed, values, repeat(""), repeat(b"")))
-            )
-        self.frontier.extend(
-            list(map(_HASH_DIGEST, map(hashlib.sha256, map(_LEAF_PREFIX.__add__, hashed))))
-        )
-        self.head = hexes[-1]
-        self.last_kind = last_kind
-        return list(zip(range(start, end), hexes, events, values, strict=True)), True
-
-    def _lines_of(
-        self, lines: Iterator[bytes], start: int, prev: str, following: Iterator[bytes]
-    ) -> Iterator[list[_Accepted]]:
-        """The good events of a block's lines, one by one; afterwards ``problem`` is set, or
-        ``_next`` holds the seq and digest the next block starts from."""
+    def _events(self, lines: Iterator[bytes]) -> Iterator[list[_Accepted]]:
         limit = self.limits.max_line_bytes
         max_depth = self.limits.max_depth
         sha256 = hashlib.sha256
-        expected_prev = prev
+        expected_prev = GENESIS
+        if 0 in self.marks:
+            self.roots[0] = self.frontier.root()
         # Lines that passed every rule but the canonical comparison, which `_confirm` makes for
         # the whole batch in one encoder call.
         batch: list[_Pending] = []  # plain tuples: a named tuple per line cost 2 us
         size = 0
-        index = start - 1
-        for index, raw in enumerate(lines, start):
+        for index, raw in enumerate(lines):
             # The fast path takes exactly the lines `_parse` accepts that also chain (seq and
             # prev as expected): framed, hashed, canonical, an event. Anything else, however
             # slightly off, takes the slow path, which names the problem.
@@ -583,7 +409,7 @@ class _Walk:
                     return
                 expected_prev = redacted
                 continue
-            slow = self._slow(index, raw, limit, expected_prev, following)
+            slow = self._slow(index, raw, limit, expected_prev, lines)
             if isinstance(slow, Problem):
                 self.problem = slow
                 return
@@ -595,11 +421,9 @@ class _Walk:
             if not good:
                 return
             expected_prev = slow.digest
-        accepted, good = self._confirm(batch)
+        accepted, _ = self._confirm(batch)
         if accepted:
             yield accepted
-        if good:
-            self._next = (index + 1, expected_prev)
 
     def _confirm(self, batch: list[_Pending]) -> tuple[list[_Accepted], bool]:
         """A batch's events once they are known canonical, and whether all of them are; False
