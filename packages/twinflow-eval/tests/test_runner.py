@@ -75,6 +75,21 @@ def test_results_json_is_the_canonical_encoding_of_the_results(tmp_path: Path) -
     assert canonical_bytes(resumed) + b"\n" == (out / "results.json").read_bytes()
 
 
+def test_progress_counts_the_results_so_far_an_earlier_runs_included(tmp_path: Path) -> None:
+    """Each progress call carries the summary of every result the run holds at that point."""
+    out = tmp_path / "run"
+    data = dataset(4, wrong=(1,))
+    run_eval(data, factory(), out, clock=CLOCK)
+    for key in ("c1@1", "c3@1"):
+        (out / "cases" / f"{key}.json").unlink()
+    calls: list[tuple[int, int, Summary]] = []
+    results = run_eval(data, factory(), out, clock=CLOCK, progress=lambda *call: calls.append(call))
+    by_key = {r.key: r for r in results.cases}
+    held = [by_key[k] for k in ("c0@1", "c2@1", "c1@1", "c3@1")]  # the earlier run's first
+    expected = [(n, 4, Summary.of(held[:n])) for n in (2, 3, 4)]
+    assert expected == calls
+
+
 def test_rescore_gives_identical_scores_and_flags_exactly_a_tampered_trace(tmp_path: Path) -> None:
     """Rescoring from traces alone reproduces every score; editing one trace flags only that case."""
     run_dir = tmp_path / "run"

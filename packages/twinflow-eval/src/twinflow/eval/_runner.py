@@ -25,6 +25,7 @@ import functools
 import inspect
 import os
 import shutil
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -605,16 +606,18 @@ def run_eval(
             for index, (data, latency) in runner.map_bounded(task, todo, concurrency)
         )
     total = len(items)
+    counts = Counter(result.status for result in done)  # progress's summary, kept as they come
     if progress is not None:
-        progress(len(done), total, Summary.of(done))
+        progress(len(done), total, Summary.tally(counts))
     # Scorers import from the run's code directories; set once here, so a case's thread that
     # resolves one changes nothing.
     with importing_from(manifest.code_dirs):
         try:
             for result in finished:
                 done.append(result)
+                counts[result.status] += 1
                 if progress is not None:
-                    progress(len(done), total, Summary.of(done))
+                    progress(len(done), total, Summary.tally(counts))
         except TaskLost as exc:
             raise RunAborted(
                 f"case {todo[exc.index][2]}: {exc}; {len(done)} finished cases are kept: "
