@@ -242,10 +242,10 @@ class Summary(EvalValue):
         return cls.tally(Counter(c.status for c in cases))
 
     @classmethod
-    def tally(cls, counts: Mapping[str, int]) -> Summary:
+    def tally(cls, counts: Mapping[CaseStatus, int]) -> Summary:
         """The summary of results whose statuses ``counts`` counts (a run's progress keeps
         the counts as results come, instead of counting every result again each time)."""
-        statuses = ("passed", "failed", "errored", "flagged")
+        statuses: tuple[CaseStatus, ...] = ("passed", "failed", "errored", "flagged")
         return cls(total=sum(counts.values()), **{s: counts.get(s, 0) for s in statuses})
 
 
