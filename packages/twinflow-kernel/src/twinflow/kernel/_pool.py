@@ -37,6 +37,8 @@ class Deadline:
         """The socket of the exchange in progress, re-armed before each blocking step."""
         self.idle: float | None = None
         """Longest wait for any one read, when shorter than what is left (a stream's idle_timeout)."""
+        self.no_wait = False
+        """Read only what has already arrived: every receive returns at once (ADR 0152)."""
 
     def remaining(self) -> float:
         """Return the seconds left.
@@ -60,6 +62,13 @@ class Deadline:
             TimeoutError: The deadline has passed.
         """
         sock = self.sock if sock is None else sock
+        if self.no_wait:
+            # A timeout of 0 makes the socket non-blocking: a receive with nothing to read
+            # returns at once (a plain socket's reader gives None, TLS raises
+            # SSLWantReadError), it never waits.
+            if sock is not None and sock.fileno() != -1:
+                sock.settimeout(0.0)
+            return
         left = self.remaining()
         if self.idle is not None:
             left = min(left, self.idle)

@@ -272,8 +272,12 @@ class HttpTransport(Closing):
         For server-sent events and newline-delimited JSON: the chunks are the socket reads, so
         their boundaries fall anywhere (mid-line, mid-character); the caller splits lines. The
         call checks its arguments at once; the request is sent when iteration starts, and
-        `timeout` counts from the call. Closing the iterator early closes the connection;
-        a stream read to its end leaves the connection kept alive, as `post_json` does.
+        `timeout` counts from the call. A stream read to its end leaves the connection kept
+        alive, as `post_json` does. Closing the iterator early closes the connection, unless
+        the rest of the answer has already arrived, all of it: then that rest (the end of a
+        chunked body, or at most 64 KiB of a sized one, within `max_response_bytes`) is read
+        without waiting and dropped, and the connection is kept (a chat stream's reader stops at
+        its last event, before the body's end).
 
         Args:
             url: Absolute http or https URL.
@@ -352,7 +356,16 @@ class HttpTransport(Closing):
                             "reading stopped there. Ask for less, or raise max_response_bytes",
                             url=url,
                         )
-                    yield chunk
+                    try:
+                        yield chunk
+                    except GeneratorExit:
+                        # The reader stopped early: a chat stream stops at `data: [DONE]`,
+                        # before the body's last chunk. The connection is kept only if the
+                        # rest of the answer has already arrived whole (ADR 0152).
+                        done = _rest_already_here(
+                            response, deadline, min(_TAIL_BYTES, self._max_bytes - total)
+                        )
+                        raise
                 done = True
                 return
             finally:
@@ -661,6 +674,59 @@ def _chunks(response: http.client.HTTPResponse, deadline: Deadline, limit: int) 
         total += len(chunk)
         if total > limit:
             return
+
+
+_TAIL_BYTES = 64 * 1024
+"""The most of a sized body left unread that a stream reads to keep its connection (and never
+past `max_response_bytes`)."""
+
+# What is left of a chunked body after its last data chunk: that chunk's CRLF, when http.client
+# has not read it yet (`chunk_left == 0`), the last chunk `0`, and the empty trailer.
+_CHUNKED_END = {0: b"\r\n0\r\n\r\n", None: b"0\r\n\r\n"}
+
+
+def _rest_already_here(response: http.client.HTTPResponse, deadline: Deadline, limit: int) -> bool:
+    """Read the rest of an answer its reader left early, if all of it has arrived; never wait.
+
+    The rest is the end of a chunked body, or at most `limit` bytes of a sized one.
+
+    True when the answer is now read to its end (the connection may carry the next request);
+    False when anything of it is still to come (it may never come: a server still generating),
+    when it is not the exact end of a chunked body, or on any error: the caller closes the
+    connection then, as it did before this existed. Nothing read here reaches anyone.
+    """
+    if response.will_close:
+        return False
+    if response.isclosed():
+        return True
+    if response.chunked:
+        tail = _CHUNKED_END.get(response.chunk_left)
+        if tail is None:
+            return False  # inside a chunk: more of the body is coming
+        size = len(tail)
+    elif response.length is not None and response.length <= limit:
+        tail, size = None, response.length
+    else:
+        return False
+    fp = response.fp
+    assert fp is not None  # an answer not closed has its reader
+    got = bytearray()
+    deadline.no_wait = True
+    try:
+        while len(got) < size:
+            # Buffered bytes first, then one non-blocking receive; b"" when nothing is there.
+            piece = fp.read1(size - len(got))
+            if not piece:
+                return False
+            got += piece
+    except (OSError, ValueError):
+        return False
+    finally:
+        deadline.no_wait = False
+    if tail is not None and got != tail:
+        return False
+    response.close()
+    return True
 
 
 def _read_excerpt(response: http.client.HTTPResponse, deadline: Deadline) -> bytes:
