@@ -341,10 +341,8 @@ class _ChatModel:
             tools=request.tools,
             output=sent,
         )
-        reply = self._server.send(body, on_chunk)
-        # After the exchange: the call ids need it, the request does not (so a stream's first
-        # chunk is not behind it).
         request_digest = self._server.request_digest(body, sent)
+        reply = self._server.send(body, on_chunk)
         parts: list[Part] = []
         if reply.content and len(reply.content) > self._limits.max_bytes:
             raise MalformedResponseError(
