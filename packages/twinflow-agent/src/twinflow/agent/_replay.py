@@ -53,7 +53,7 @@ from twinflow.agent._resume import (
     recorded_inserts,
     recorded_tool_results,
 )
-from twinflow.agent._verify import Trace
+from twinflow.agent._verify import Trace, _OnRead
 from twinflow.kernel import Clock, Ids, NondeterminismError, nondeterminism_guard
 from twinflow.trace import TraceSink
 from twinflow.trace import encode_line as frame_line
@@ -69,6 +69,7 @@ from twinflow.vocab import (
 )
 
 __all__ = [
+    "REPLAY_KINDS",
     "RecordedFailure",
     "ReplayDivergenceError",
     "ReplayMode",
@@ -249,13 +250,18 @@ def _check_built(agent: Agent[Any], ports: ReplayPorts) -> None:
 
 # What replay reads of a trace, by body kind: only these events are typed (ADR 0136). A
 # ``run_resumed`` is read with the event before it, so a trace holding one is typed whole.
-_REPLAY_KINDS = frozenset(
+_LIVE_KINDS = frozenset(
     {"run_started", "model_responded", "steering_received", "approval_decided", "run_failed"}
 )
-_RECORDED_KINDS = _REPLAY_KINDS | {"tool_returned"}
+_RECORDED_KINDS = _LIVE_KINDS | {"tool_returned"}
+REPLAY_KINDS = _RECORDED_KINDS | {"tool_called"}
+"""The body kinds `replay` reads typed, in either mode: ``Trace.load(path, keep=REPLAY_KINDS)``
+loads a trace to replay, keeping those events as verification typed them, so replay does not
+type them again (ADR 0143)."""
 # The clock reading opens every event's canonical bytes (the envelope's first member).
 _AT_PREFIX = b'{"at":"'
-_AT = TypeAdapter(AwareDatetime)
+# All of a trace's readings in one call: the same validator as `TraceEvent.at`, per item.
+_ATS = TypeAdapter(list[AwareDatetime])
 
 
 def _events_for(trace: Trace, mode: ReplayMode) -> tuple[TraceEvent, ...]:
@@ -263,14 +269,18 @@ def _events_for(trace: Trace, mode: ReplayMode) -> tuple[TraceEvent, ...]:
     kinds = trace.kinds
     if "run_resumed" in kinds:
         return tuple(trace.events)
-    wanted = _RECORDED_KINDS if mode == "recorded" else _REPLAY_KINDS
-    return tuple(trace.events[i] for i, kind in enumerate(kinds) if kind in wanted)
+    wanted = _RECORDED_KINDS if mode == "recorded" else _LIVE_KINDS
+    if mode == "recorded" and "tool_called" in trace.kept:
+        wanted = REPLAY_KINDS  # kept typed by load: their call ids cost nothing to read
+    events = trace.events
+    return tuple(events[i] for i, kind in enumerate(kinds) if kind in wanted)
 
 
 def _served_results(trace: Trace, events: tuple[TraceEvent, ...]) -> list[ToolReturned]:
     """`recorded_tool_results` of the trace, a ``tool_called``'s call id read from its bytes
-    (a JSON string: nothing in it needs the event typed)."""
-    if len(events) == trace.size:  # typed whole already (a resumed run's trace)
+    (a JSON string: nothing in it needs the event typed) unless load kept it typed."""
+    if len(events) == trace.size or "tool_called" in trace.kept:
+        # typed whole already (a resumed run's trace), or every tool_called is among events
         return recorded_tool_results(events)
     returned = iter(e.body for e in events if isinstance(e.body, ToolReturned))
     called: set[str] = set()
@@ -287,13 +297,32 @@ def _served_results(trace: Trace, events: tuple[TraceEvent, ...]) -> list[ToolRe
 
 def _clock_readings(trace: Trace) -> list[datetime]:
     """Each event's ``at``, validated from its bytes as typing the event would."""
-    readings = []
+    stamps = []
+    start = len(_AT_PREFIX)
     for encoded in trace.encoded:
-        end = encoded.find(b'"', len(_AT_PREFIX))
+        end = encoded.find(b'"', start)
         if not encoded.startswith(_AT_PREFIX) or end < 0:
             return [event.at for event in trace.events]
-        readings.append(_AT.validate_python(encoded[len(_AT_PREFIX) : end].decode("ascii")))
-    return readings
+        stamps.append(encoded[start:end].decode("ascii"))
+    return _ATS.validate_python(stamps)
+
+
+class _RecordedLines(_OnRead[bytes]):
+    """The recorded lines, each framed when the comparison reads it, by the one framing
+    function the writer uses, from the verified bytes and their verified digest (not hashed
+    again)."""
+
+    __slots__ = ("_digests", "_encoded")
+
+    def __init__(self, trace: Trace) -> None:
+        self._encoded = trace.encoded
+        self._digests = trace.digests
+
+    def __len__(self) -> int:
+        return len(self._encoded)
+
+    def _item(self, index: int) -> bytes:
+        return frame_line(self._encoded[index], self._digests[index])[0]
 
 
 def _refusals(failed: RunFailed | None) -> bool:
@@ -359,8 +388,7 @@ def replay(
     assert isinstance(started, RunStarted)  # kinds[0] says so, and it is always wanted
     if "run_started" in trace.kinds[1:]:
         raise AgentError("the trace holds several runs; replay replays one run per trace")
-    # The lines framed by the one framing function the writer uses, from the verified bytes.
-    lines = [frame_line(encoded)[0] for encoded in trace.encoded]
+    lines = _RecordedLines(trace)
     last = trace.events[-1].body
     failed = last if isinstance(last, RunFailed) else None
     sink = ComparingSink(lines)
