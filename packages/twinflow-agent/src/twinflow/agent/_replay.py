@@ -53,7 +53,7 @@ from twinflow.agent._resume import (
     recorded_inserts,
     recorded_tool_results,
 )
-from twinflow.agent._verify import Trace, _OnRead
+from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Ids, NondeterminismError, nondeterminism_guard
 from twinflow.trace import TraceSink
 from twinflow.trace import encode_line as frame_line
@@ -307,24 +307,6 @@ def _clock_readings(trace: Trace) -> list[datetime]:
     return _ATS.validate_python(stamps)
 
 
-class _RecordedLines(_OnRead[bytes]):
-    """The recorded lines, each framed when the comparison reads it, by the one framing
-    function the writer uses, from the verified bytes and their verified digest (not hashed
-    again)."""
-
-    __slots__ = ("_digests", "_encoded")
-
-    def __init__(self, trace: Trace) -> None:
-        self._encoded = trace.encoded
-        self._digests = trace.digests
-
-    def __len__(self) -> int:
-        return len(self._encoded)
-
-    def _item(self, index: int) -> bytes:
-        return frame_line(self._encoded[index], self._digests[index])[0]
-
-
 def _refusals(failed: RunFailed | None) -> bool:
     """Whether the recorded run failed because its model never gave a valid reply."""
     return failed is not None and failed.error_type == InvalidModelReply.__name__
@@ -350,8 +332,10 @@ def _refused_replies(
 
 def _call_ids(events: tuple[TraceEvent, ...]) -> Iterator[CallId]:
     for event in events:
-        if isinstance(event.body, ModelResponded):
-            yield from (call.id for call in event.body.response.message.tool_calls)
+        body = event.body
+        if isinstance(body, ModelResponded):
+            # The parts, not `Message.tool_calls`: that builds a tuple per message.
+            yield from (p.id for p in body.response.message.parts if isinstance(p, ToolCallPart))
 
 
 def replay(
@@ -386,9 +370,14 @@ def replay(
     events = _events_for(trace, mode)
     started = events[0].body
     assert isinstance(started, RunStarted)  # kinds[0] says so, and it is always wanted
-    if "run_started" in trace.kinds[1:]:
+    if trace.kinds.count("run_started") > 1:  # the first is kinds[0]
         raise AgentError("the trace holds several runs; replay replays one run per trace")
-    lines = _RecordedLines(trace)
+    # The recorded lines, framed by the one framing function the writer uses from the verified
+    # bytes and their verified digests (not hashed again).
+    lines = [
+        frame_line(event, hexdigest)[0]
+        for event, hexdigest in zip(trace.encoded, trace.digests, strict=True)
+    ]
     last = trace.events[-1].body
     failed = last if isinstance(last, RunFailed) else None
     sink = ComparingSink(lines)

@@ -189,6 +189,10 @@ class _Digests(_OnRead[str]):
     def _item(self, index: int) -> str:
         return self._raw[index * 32 : index * 32 + 32].hex()
 
+    def __iter__(self) -> Iterator[str]:
+        raw = self._raw
+        return (raw[start : start + 32].hex() for start in range(0, len(raw), 32))
+
 
 def typed_event(value: dict[str, Any]) -> TraceEvent:
     """The typed event of a verified event object (the leaf's ``check`` hook).
