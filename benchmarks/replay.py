@@ -1,14 +1,16 @@
 """Replay cost: re-running a 1000-step recorded trace, against the original scripted run.
 
 Scenario: a scripted model makes one tool call per step (``add(a, b)``) for N steps, then
-answers; the run writes its trace to memory. The trace is then read back (`Trace.load`,
-which verifies it) and replayed in both modes, each event compared with the recorded one,
-under the runtime nondeterminism guard.
+answers; the run writes its trace to memory. The trace is then read back as `twinflow replay`
+reads it (`Trace.load(..., keep=REPLAY_KINDS)`: verified, the events replay serves from kept as
+verification typed them) and replayed in both modes, each event compared with the recorded
+one, under the runtime nondeterminism guard.
 
 Each figure is the CPU time of this process (``time.process_time``), the best of ``--repeats``
 rounds, each round running the original and both replays one after the other so all see the
 same load. Target: each replay (of the loaded trace) at most 1.0x the original run's CPU; the
-ratio with `Trace.load` included is printed beside it.
+ratio with `Trace.load` included is printed beside it (keeping typed events moves their cost
+to the load: compare that figure too).
 
 Run: .venv/bin/python benchmarks/replay.py [--steps N] [--repeats R]
 """
