@@ -253,9 +253,9 @@ def _check_built(agent: Agent[Any], ports: ReplayPorts) -> None:
 _LIVE_KINDS = frozenset(
     {"run_started", "model_responded", "steering_received", "approval_decided", "run_failed"}
 )
-_RECORDED_KINDS = _LIVE_KINDS | {"tool_returned"}
-REPLAY_KINDS = _RECORDED_KINDS | {"tool_called"}
-"""The body kinds `replay` reads typed, in either mode: ``Trace.load(path, keep=REPLAY_KINDS)``
+REPLAY_KINDS = _LIVE_KINDS | {"tool_returned"}
+"""The body kinds `replay` reads typed (in recorded mode; live mode reads all but
+``tool_returned``): ``Trace.load(path, keep=REPLAY_KINDS)``
 loads a trace to replay, keeping those events as verification typed them, so replay does not
 type them again (ADR 0143)."""
 # The clock reading opens every event's canonical bytes (the envelope's first member).
@@ -269,18 +269,15 @@ def _events_for(trace: Trace, mode: ReplayMode) -> tuple[TraceEvent, ...]:
     kinds = trace.kinds
     if "run_resumed" in kinds:
         return tuple(trace.events)
-    wanted = _RECORDED_KINDS if mode == "recorded" else _LIVE_KINDS
-    if mode == "recorded" and "tool_called" in trace.kept:
-        wanted = REPLAY_KINDS  # kept typed by load: their call ids cost nothing to read
+    wanted = REPLAY_KINDS if mode == "recorded" else _LIVE_KINDS
     events = trace.events
     return tuple(events[i] for i, kind in enumerate(kinds) if kind in wanted)
 
 
 def _served_results(trace: Trace, events: tuple[TraceEvent, ...]) -> list[ToolReturned]:
     """`recorded_tool_results` of the trace, a ``tool_called``'s call id read from its bytes
-    (a JSON string: nothing in it needs the event typed) unless load kept it typed."""
-    if len(events) == trace.size or "tool_called" in trace.kept:
-        # typed whole already (a resumed run's trace), or every tool_called is among events
+    (a JSON string: nothing in it needs the event typed)."""
+    if len(events) == trace.size:  # typed whole already (a resumed run's trace)
         return recorded_tool_results(events)
     returned = iter(e.body for e in events if isinstance(e.body, ToolReturned))
     called: set[str] = set()

@@ -94,7 +94,9 @@ class _Events(_OnRead[TraceEvent]):
     file. An event is built again each time it is read, from the value the verifier reads
     (`parse_json` in canonical mode: an integer of 16 or more digits is the double it denotes,
     as at load, not a Python int with no canonical form) and the same `typed_event` call. A
-    reader that goes over the events several times keeps ``tuple(trace.events)``.
+    reader that goes over the events several times keeps ``tuple(trace.events)``. The events of
+    the kinds load was asked to keep (``Trace.load(keep=...)``, ADR 0143) are held as they
+    verified and returned as they are.
     """
 
     __slots__ = ("_encoded", "_kept", "_max_depth")
@@ -104,9 +106,7 @@ class _Events(_OnRead[TraceEvent]):
     ) -> None:
         self._encoded = encoded
         self._max_depth = max_depth
-        # The events load was asked to keep (``Trace.load(keep=...)``), by index: the very
-        # values that verified, so reading one costs nothing.
-        self._kept = kept or {}
+        self._kept = kept or {}  # by index: the very values that verified
 
     def __len__(self) -> int:
         return len(self._encoded)
@@ -242,7 +242,7 @@ class Trace:
 
     Held compactly, since a trace can be long (ADR 0075): the canonical bytes of all events share
     one buffer and the digests another (32 bytes each); ``events`` builds each typed event from
-    its bytes when it is read; the Merkle tree (32 bytes per node) is built from the digests when
+    its bytes when it is read (but those of the kinds load was asked to keep); the Merkle tree (32 bytes per node) is built from the digests when
     a checkpoint or proof first needs it (replay, diff and reports never do).
     """
 
@@ -265,9 +265,6 @@ class Trace:
         self.kinds: Sequence[str] = kinds
         """Each event's body kind (``model_responded``, ...), read without typing the event:
         a reader that needs a few kinds types only those (``trace.events[i]``)."""
-        self.kept: frozenset[str] = frozenset(e.body.kind for e in (kept or {}).values())
-        """The body kinds whose typed events load kept (``Trace.load(keep=...)``) and that
-        the trace holds: reading those from ``events`` types nothing."""
         self.digests: Sequence[str] = digests
         """Each event's hex digest."""
         self.encoded: Sequence[bytes] = encoded
