@@ -254,10 +254,9 @@ _LIVE_KINDS = frozenset(
     {"run_started", "model_responded", "steering_received", "approval_decided", "run_failed"}
 )
 REPLAY_KINDS = _LIVE_KINDS | {"tool_returned"}
-"""The body kinds `replay` reads typed (in recorded mode; live mode reads all but
-``tool_returned``): ``Trace.load(path, keep=REPLAY_KINDS)``
-loads a trace to replay, keeping those events as verification typed them, so replay does not
-type them again (ADR 0143)."""
+"""The body kinds `replay` reads typed (live mode all but ``tool_returned``): load a trace to
+replay with ``Trace.load(path, keep=REPLAY_KINDS)``, and those events are kept as verification
+typed them, so replay does not type them again (ADR 0143)."""
 # The clock reading opens every event's canonical bytes (the envelope's first member).
 _AT_PREFIX = b'{"at":"'
 # All of a trace's readings in one call: the same validator as `TraceEvent.at`, per item.

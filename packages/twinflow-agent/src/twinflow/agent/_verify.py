@@ -242,8 +242,9 @@ class Trace:
 
     Held compactly, since a trace can be long (ADR 0075): the canonical bytes of all events share
     one buffer and the digests another (32 bytes each); ``events`` builds each typed event from
-    its bytes when it is read (but those of the kinds load was asked to keep); the Merkle tree (32 bytes per node) is built from the digests when
-    a checkpoint or proof first needs it (replay, diff and reports never do).
+    its bytes when it is read (but those of the kinds load was asked to keep); the Merkle tree
+    (32 bytes per node) is built from the digests when a checkpoint or proof first needs it
+    (replay, diff and reports never do).
     """
 
     def __init__(
