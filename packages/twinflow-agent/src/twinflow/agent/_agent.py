@@ -16,6 +16,13 @@ from typing import Any, Generic, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypeVar
 
+from twinflow.agent._encode import (
+    integer_bytes,
+    layout,
+    message_bytes,
+    responded_bytes,
+    text_bytes,
+)
 from twinflow.agent._errors import (
     AgentConfigError,
     InvalidModelReply,
@@ -182,7 +189,7 @@ def _message_bytes(state: _Run, message: Message) -> bytes:
     found = state.encoded.get(id(message))
     if found is not None and found[0] is message:
         return found[1]
-    encoded = canonical_bytes(message)
+    encoded = message_bytes(message)
     state.encoded[id(message)] = (message, encoded)
     return encoded
 
@@ -194,9 +201,6 @@ def _transcript_digest(state: _Run) -> str:
     return hashlib.sha256(b'{"messages":[' + joined + b"]}").hexdigest()
 
 
-_REQUESTED_HEAD = b'{"kind":"model_requested",'
-
-
 def _dump_bytes(dump: dict[str, Any]) -> bytes | None:
     """The canonical bytes of a JSON-mode dump (the leaf's screened fast path), or None where
     it has none: the writer then encodes the whole event, and its error names the member."""
@@ -206,19 +210,37 @@ def _dump_bytes(dump: dict[str, Any]) -> bytes | None:
         return None
 
 
-def _requested_bytes(requested: ModelRequested, encoded: list[bytes]) -> bytes | None:
-    """``canonical_bytes(requested)`` with its new messages spliced in from their bytes:
-    "new_messages" sorts right after "kind", the first key of the rest."""
-    rest = _dump_bytes(requested.model_dump(mode="json", exclude={"new_messages"}))
-    if rest is None or not rest.startswith(_REQUESTED_HEAD):
+_REQUESTED = layout(ModelRequested)
+
+
+def _requested_bytes(
+    requested: ModelRequested, encoded: list[bytes], settings: bytes
+) -> bytes | None:
+    """``canonical_bytes(requested)`` from its members: its new messages' and its settings'
+    bytes given, the rest digests, counts and a literal (ADR 0140)."""
+    schema = requested.output_schema_digest
+    try:
+        return _REQUESTED % {
+            b"new_messages": b"[" + b",".join(encoded) + b"]",
+            b"output_schema_digest": b"null" if schema is None else text_bytes(schema),
+            b"prefix_digest": text_bytes(requested.prefix_digest),
+            b"prefix_length": integer_bytes(requested.prefix_length),
+            b"purpose": text_bytes(requested.purpose),
+            b"settings": settings,
+            b"step": integer_bytes(requested.step),
+            b"tools_digest": text_bytes(requested.tools_digest),
+        }
+    except TraceCanonicalError:
         return None
-    return (
-        _REQUESTED_HEAD
-        + b'"new_messages":['
-        + b",".join(encoded)
-        + b"],"
-        + rest[len(_REQUESTED_HEAD) :]
-    )
+
+
+def _responded_bytes(state: _Run, responded: ModelResponded) -> bytes | None:
+    """``canonical_bytes(responded)`` around its message's bytes, which the run keeps for the
+    next request (ADR 0140); None where only the whole encoding decides."""
+    try:
+        return responded_bytes(responded, _message_bytes(state, responded.response.message))
+    except TraceCanonicalError:
+        return None
 
 
 def _emission(message: Message) -> str:
@@ -405,6 +427,8 @@ class Agent(Closing, Generic[OutputT]):
         )
         # Encoded once here for the digest, and again into each run's run_started (ADR 0135).
         self._config_bytes = (self.config, canonical_bytes(self.config))
+        # The settings every request records, encoded once (ADR 0140).
+        self._settings_encoded = (self.settings, canonical_bytes(self.settings))
         self.config_digest = hashlib.sha256(self._config_bytes[1]).hexdigest()
         self._offer_digests: dict[tuple[str, ...], str] = {}
         self._schema_digest = None if self._schema is None else digest(self._schema)
@@ -460,6 +484,14 @@ class Agent(Closing, Generic[OutputT]):
             encoded = canonical_bytes(started.config)
         rest = _dump_bytes(started.model_dump(mode="json", exclude={"config"}))
         return None if rest is None else b'{"config":' + encoded + b"," + rest[1:]
+
+    def _settings_bytes(self) -> bytes:
+        """``canonical_bytes(self.settings)``, encoded again only if the settings were replaced."""
+        settings, encoded = self._settings_encoded
+        if settings is not self.settings:
+            self._settings_encoded = (self.settings, canonical_bytes(self.settings))
+            encoded = self._settings_encoded[1]
+        return encoded
 
     def run(self, prompt: str) -> RunResult[OutputT]:
         """Run the agent on one prompt.
@@ -601,7 +633,7 @@ class Agent(Closing, Generic[OutputT]):
             output_schema_digest=self._schema_digest,
             settings=self.settings,
         )
-        self._emit(requested, _requested_bytes(requested, encoded))
+        self._emit(requested, _requested_bytes(requested, encoded, self._settings_bytes()))
         state.chain.update_encoded(encoded)
         state.sent = len(state.transcript)
         # Every field is an already validated value and tool names were checked unique in
@@ -619,7 +651,8 @@ class Agent(Closing, Generic[OutputT]):
                 response = self.model.request(request)
         except StructuredOutputError as exc:
             raise self._no_valid_reply(state, exc) from exc
-        self._emit(ModelResponded(step=state.step, response=response))
+        responded = ModelResponded(step=state.step, response=response)
+        self._emit(responded, _responded_bytes(state, responded))
         response = self._check_part_kinds(state, response)
         state.requests += 1
         state.usage_in += response.usage.input_tokens

@@ -22,6 +22,7 @@ from datetime import datetime
 
 from pydantic import AwareDatetime, TypeAdapter
 
+from twinflow.agent._encode import body_bytes
 from twinflow.agent._events import GENESIS, EventBody, TraceEvent
 from twinflow.trace import (
     DEFAULT_MAX_LINE_BYTES,
@@ -160,7 +161,7 @@ class TraceWriter:
             return None
         if encoded is None:
             try:
-                encoded = canonical_bytes(body)
+                encoded = body_bytes(body)
             except CanonicalError:
                 return None  # the whole event's encoding raises, naming the member's full path
         stamp = _AT.dump_python(at, mode="json")
