@@ -101,6 +101,7 @@ from twinflow.vocab import (
     ToolSpec,
     Transcript,
     Usage,
+    assembled,
     canonical_bytes,
     digest,
     envelope,
@@ -554,24 +555,34 @@ class Agent(Closing, Generic[OutputT]):
                 # Even if recording the failure fails, what was written is made durable.
                 self.writer.end_step()
             raise
-        usage = Usage(input_tokens=state.usage_in, output_tokens=state.usage_out)
+        # The run's end is built of values it holds, validated already: sums of validated
+        # token counts, the run's id, its transcript and output (ADR 0141).
+        usage = assembled(Usage, {"input_tokens": state.usage_in, "output_tokens": state.usage_out})
         self._emit(
-            RunFinished(
-                run_id=run_id,
-                steps=state.requests,
-                usage=usage,
-                transcript_digest=_transcript_digest(state),
+            assembled(
+                RunFinished,
+                {
+                    "kind": "run_finished",
+                    "run_id": run_id,
+                    "steps": state.requests,
+                    "usage": usage,
+                    "transcript_digest": _transcript_digest(state),
+                },
             )
         )
         self.writer.end_step()
-        return RunResult(
-            output=output,
-            transcript=state.transcript,
-            head=self.writer.checkpoint(),
-            run_id=run_id,
-            usage=usage,
-            steps=state.requests,
+        result: RunResult[OutputT] = assembled(
+            RunResult,
+            {
+                "output": output,
+                "transcript": state.transcript,
+                "head": self.writer.checkpoint(),
+                "run_id": run_id,
+                "usage": usage,
+                "steps": state.requests,
+            },
         )
+        return result
 
     def _loop(self, state: _Run, runner: ToolRunner) -> OutputT:
         for step in range(1, self.max_steps + 1):
@@ -589,10 +600,10 @@ class Agent(Closing, Generic[OutputT]):
             self._check_call_ids(state, calls)
             self._ask_people(state, calls)
             results = tuple(runner.run(call) for call in calls)
+            # The runner's results, in a tool message as validation would build it (ADR 0141).
+            answered = assembled(Message, {"role": "tool", "parts": results})
             # One append per step (the reply and its results): one copy of the messages tuple.
-            state.transcript = state.transcript.append(
-                response.message, Message(role="tool", parts=results)
-            )
+            state.transcript = state.transcript.append(response.message, answered)
             self.writer.end_step()
         raise MaxStepsExceeded(
             f"run {state.run_id}: the model was still calling tools after max_steps={self.max_steps} "
@@ -623,15 +634,23 @@ class Agent(Closing, Generic[OutputT]):
         # Only what was not sent yet: reading `.messages` would build the whole tuple each step.
         new = state.transcript.messages_from(state.sent)
         encoded = [_message_bytes(state, message) for message in new]
-        requested = ModelRequested(
-            step=state.step,
-            purpose=purpose,
-            prefix_length=state.chain.length,
-            prefix_digest=state.chain.hexdigest,
-            new_messages=new,
-            tools_digest=self._offer_digest(state.offered),
-            output_schema_digest=self._schema_digest,
-            settings=self.settings,
+        fields = {
+            "kind": "model_requested",
+            "step": state.step,
+            "purpose": purpose,
+            "prefix_length": state.chain.length,
+            "prefix_digest": state.chain.hexdigest,
+            "new_messages": new,
+            "tools_digest": self._offer_digest(state.offered),
+            "output_schema_digest": self._schema_digest,
+            "settings": self.settings,
+        }
+        # Messages the transcript holds, digests and counts of the run's own: validated already,
+        # unless the agent's settings were replaced by something else (ADR 0141).
+        requested = (
+            assembled(ModelRequested, fields)
+            if type(self.settings) is ModelSettings
+            else ModelRequested(**fields)
         )
         self._emit(requested, _requested_bytes(requested, encoded, self._settings_bytes()))
         state.chain.update_encoded(encoded)
@@ -651,7 +670,15 @@ class Agent(Closing, Generic[OutputT]):
                 response = self.model.request(request)
         except StructuredOutputError as exc:
             raise self._no_valid_reply(state, exc) from exc
-        responded = ModelResponded(step=state.step, response=response)
+        # The reply was validated where the model built it; anything else is refused as before.
+        responded = (
+            assembled(
+                ModelResponded,
+                {"kind": "model_responded", "step": state.step, "response": response},
+            )
+            if isinstance(response, ModelResponse)
+            else ModelResponded(step=state.step, response=response)
+        )
         self._emit(responded, _responded_bytes(state, responded))
         response = self._check_part_kinds(state, response)
         state.requests += 1
