@@ -17,6 +17,7 @@ from twinflow.agent import (
     FunctionModel,
     ModelResponded,
     Modify,
+    OutputAccepted,
     Policy,
     PolicyDecided,
     Tool,
@@ -25,6 +26,7 @@ from twinflow.agent import (
     Trace,
 )
 from twinflow.agent._encode import (
+    _accepted,
     _called,
     _composed_message,
     _decided,
@@ -155,6 +157,8 @@ def test_composed_events_are_the_whole_event_encodings(
         PolicyDecided(call_id=call.id, tool=call.name, decision="deny", by="policy", reason=reason),
         ToolCalled(call_id=call.id, tool=call.name, arguments=call.arguments),
         ToolReturned(result=result, error_type=reason or None, truncated_chars=truncated),
+        OutputAccepted(attempts=1, schema_name=None, value=reason),
+        OutputAccepted(attempts=step, schema_name=model_name, value=call.arguments),
     ]
     for body in bodies:
         _same(body, lambda body=body: body_bytes(body))  # type: ignore[misc]  # bound per loop
@@ -200,6 +204,7 @@ def test_the_common_shapes_are_composed() -> None:
         ),
         (_called, ToolCalled(call_id=call.id, tool="add", arguments=call.arguments)),
         (_returned, ToolReturned(result=result, error_type="ValueError", truncated_chars=4)),
+        (_accepted, OutputAccepted(attempts=2, schema_name="T", value={"total": 1.0})),
     ]:
         assert canonical_bytes(body) == compose(body)
 
@@ -297,3 +302,37 @@ def test_every_line_of_a_varied_run_is_the_whole_event_encoding(settings_: Model
     kinds = set(trace.kinds)
     assert {"policy_decided", "tool_called", "tool_returned", "run_finished"} <= kinds
     assert [canonical_bytes(event) for event in trace.events] == list(trace.encoded)
+
+
+def test_assembled_values_equal_the_validated_ones() -> None:
+    """The events an observer is shown, and the run's result, equal the values validation
+    builds from the same data: nothing is missing from a value the loop assembles."""
+    shown: list[BaseModel] = []
+    replies = iter(
+        [
+            Message(
+                role="assistant",
+                parts=(ToolCallPart(id=CallId("c1"), name="look", arguments={"query": "x"}),),
+            ),
+            Message.assistant("done"),
+        ]
+    )
+    agent = Agent(
+        FunctionModel(lambda request: next(replies)),
+        clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        ids=CountingIds(),
+        tools=[Tool.from_function(_look, name="look")],
+        policy=Policy(allow=frozenset({"look"})),
+        observer=shown.append,
+    )
+    result = agent.run("find")
+    sink = agent.writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    trace = Trace.load(sink.data)
+    # The observer is also shown the reply's stream chunks, of other kinds.
+    events = [value for value in shown if getattr(value, "kind", None) in set(trace.kinds)]
+    assert [event.body for event in trace.events] == events
+    for value in [*events, result, result.usage, *result.transcript.messages]:
+        again = type(value).model_validate(value.model_dump())
+        assert again == value
+        assert again.model_dump() == value.model_dump()

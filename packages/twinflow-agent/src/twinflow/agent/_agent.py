@@ -97,6 +97,7 @@ from twinflow.vocab import (
     StructuredOutputAdapter,
     StructuredOutputError,
     StructuredPart,
+    TextPart,
     ToolCallPart,
     ToolSpec,
     Transcript,
@@ -212,6 +213,7 @@ def _dump_bytes(dump: dict[str, Any]) -> bytes | None:
 
 
 _REQUESTED = layout(ModelRequested)
+_STARTED = layout(RunStarted, without=frozenset({"parent", "environment"}))
 
 
 def _requested_bytes(
@@ -432,6 +434,9 @@ class Agent(Closing, Generic[OutputT]):
         self._settings_encoded = (self.settings, canonical_bytes(self.settings))
         self.config_digest = hashlib.sha256(self._config_bytes[1]).hexdigest()
         self._offer_digests: dict[tuple[str, ...], str] = {}
+        # The usual offer, every tool, digested here with the configuration that holds the same
+        # specs, rather than in the first request of each run (ADR 0141).
+        self._offer_digest(self._specs)
         self._schema_digest = None if self._schema is None else digest(self._schema)
         # Events written where a record has them (a resume's run_resumed, say), by sequence
         # number, and a person's decisions by call id: both empty for a fresh run.
@@ -483,6 +488,17 @@ class Agent(Closing, Generic[OutputT]):
         config, encoded = self._config_bytes
         if started.config is not config:  # the configuration was replaced since: encode it
             encoded = canonical_bytes(started.config)
+        if started.parent is None and started.environment is None:
+            # A run that names neither (both then absent): composed from its members (ADR 0140).
+            try:
+                return _STARTED % {
+                    b"config": encoded,
+                    b"config_digest": text_bytes(started.config_digest),
+                    b"prompt": text_bytes(started.prompt),
+                    b"run_id": text_bytes(started.run_id),
+                }
+            except TraceCanonicalError:
+                return None
         rest = _dump_bytes(started.model_dump(mode="json", exclude={"config"}))
         return None if rest is None else b'{"config":' + encoded + b"," + rest[1:]
 
@@ -527,7 +543,9 @@ class Agent(Closing, Generic[OutputT]):
         for server in self.servers:
             self._emit(server.announce())
         opening = (Message.system(self.system),) if self.system is not None else ()
-        state = _Run(run_id, Transcript(messages=(*opening, Message.user(prompt))))
+        # The prompt is checked as text; a message of one text part needs nothing more.
+        asked = assembled(Message, {"role": "user", "parts": (TextPart(text=prompt),)})
+        state = _Run(run_id, Transcript(messages=(*opening, asked)))
         runner = ToolRunner(
             self.tools,
             self.policy,
@@ -930,6 +948,13 @@ class Agent(Closing, Generic[OutputT]):
 
     def _check_limits(self, state: _Run) -> None:
         limits = self.usage_limits
+        if (
+            limits.requests is None
+            and limits.input_tokens is None
+            and limits.output_tokens is None
+            and limits.total_tokens is None
+        ):
+            return  # no limit (the usual case): nothing to count against
         used = {
             "requests": state.requests,
             "input_tokens": state.usage_in,
@@ -951,7 +976,13 @@ class Agent(Closing, Generic[OutputT]):
             # lets the text be returned as OutputT, and it refuses an output_type changed since.
             if not isinstance(text, output_type):
                 raise _bad_output_type(output_type)
-            self._emit(OutputAccepted(attempts=1, schema_name=None, value=text))
+            # The text of the reply's parts (ADR 0141).
+            self._emit(
+                assembled(
+                    OutputAccepted,
+                    {"kind": "output_accepted", "attempts": 1, "schema_name": None, "value": text},
+                )
+            )
             return text
         emissions = [_emission(response.message)]
         schema_name = self._schema.name

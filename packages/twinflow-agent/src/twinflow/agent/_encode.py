@@ -3,7 +3,7 @@
 RFC 8785 writes an object as its members sorted by key, each member being the key and the
 member's own canonical form: a member's bytes do not depend on what surrounds them (ADR 0135).
 So the bytes of the events a tool step writes (``model_responded``, ``policy_decided``,
-``tool_called``, ``tool_returned``) and of the messages they carry can be put together from
+``tool_called``, ``tool_returned``), of ``output_accepted``, and of the messages they carry can be put together from
 their members' bytes without a pydantic dump of the whole value: every string, number and
 arguments object still goes through the one encoder (`twinflow.trace.canonical_bytes`); only
 the object around them is laid out here, in key order derived from the value type's fields
@@ -24,7 +24,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from twinflow.agent._events import ModelResponded, PolicyDecided, ToolCalled, ToolReturned
+from twinflow.agent._events import (
+    ModelResponded,
+    OutputAccepted,
+    PolicyDecided,
+    ToolCalled,
+    ToolReturned,
+)
 from twinflow.trace import MAX_SAFE_INTEGER, CanonicalError
 from twinflow.trace import canonical_bytes as _plain
 from twinflow.vocab import (
@@ -103,6 +109,7 @@ _RESPONDED = layout(ModelResponded)
 _DECIDED = layout(PolicyDecided)
 _CALLED = layout(ToolCalled)
 _RETURNED = layout(ToolReturned)
+_ACCEPTED = layout(OutputAccepted)
 _ROLES = {role: _plain(role) for role in ("system", "user", "assistant", "tool")}
 
 
@@ -231,16 +238,26 @@ def _returned(body: ToolReturned) -> bytes | None:
     }
 
 
+def _accepted(body: OutputAccepted) -> bytes:
+    schema = body.schema_name
+    return _ACCEPTED % {
+        b"attempts": integer_bytes(body.attempts),
+        b"schema_name": _NULL if schema is None else text_bytes(schema),
+        b"value": _plain(body.value),
+    }
+
+
 _COMPOSED: dict[type, Callable[[Any], bytes | None]] = {
     PolicyDecided: _decided,
     ToolCalled: _called,
     ToolReturned: _returned,
+    OutputAccepted: _accepted,
 }
 
 
 def body_bytes(body: BaseModel) -> bytes:
-    """``canonical_bytes(body)``: composed for the events a tool call writes, the whole
-    encoding for the rest (and for a body with no canonical form, so the error is the whole
+    """``canonical_bytes(body)``: composed for the events a tool call writes and the accepted
+    output, the whole encoding for the rest (and for a body with no canonical form, so the error is the whole
     encoding's, naming the member).
 
     Raises:

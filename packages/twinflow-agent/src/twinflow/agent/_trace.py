@@ -43,8 +43,9 @@ __all__ = ["TraceWriter", "encode_event"]
 # The event types a body may be, read from the union: a body of another type (a dict, say)
 # goes through `TraceEvent`'s validation as before.
 _BODY_TYPES = frozenset(typing.get_args(typing.get_args(EventBody)[0]))
-# `TraceEvent.at`'s JSON form, by the same serializer pydantic uses for the field.
-_AT = TypeAdapter(AwareDatetime)
+# `TraceEvent.at`'s JSON form, by the same serializer pydantic uses for the field (called
+# directly: `TypeAdapter.dump_python`'s keyword handling cost as much as the serializing).
+_AT = TypeAdapter(AwareDatetime).serializer
 
 
 def encode_event(event: TraceEvent) -> tuple[bytes, str]:
@@ -164,7 +165,7 @@ class TraceWriter:
                 encoded = body_bytes(body)
             except CanonicalError:
                 return None  # the whole event's encoding raises, naming the member's full path
-        stamp = _AT.dump_python(at, mode="json")
+        stamp = _AT.to_python(at, mode="json")
         return _frame(
             b'{"at":"%s","body":%s,"prev":"%s","seq":%d}'
             % (stamp.encode("ascii"), encoded, self._head.encode("ascii"), self._tree.size)
