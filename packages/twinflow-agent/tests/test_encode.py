@@ -15,6 +15,7 @@ from twinflow.agent import (
     Agent,
     Approve,
     FunctionModel,
+    ModelRequested,
     ModelResponded,
     Modify,
     OutputAccepted,
@@ -336,3 +337,24 @@ def test_assembled_values_equal_the_validated_ones() -> None:
         again = type(value).model_validate(value.model_dump())
         assert again == value
         assert again.model_dump() == value.model_dump()
+
+
+def test_requests_after_the_settings_are_replaced_record_the_new_ones() -> None:
+    """The settings' bytes kept by the agent are not used for settings replaced since: every
+    request records the settings it was sent with, as its fresh encoding."""
+    agent = Agent(
+        FunctionModel(lambda request: Message.assistant("done")),
+        clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        ids=CountingIds(),
+    )
+    agent.run("first")
+    agent.settings = ModelSettings(temperature=0.25, max_tokens=9)
+    agent.run("second")
+    sink = agent.writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    trace = Trace.load(sink.data)
+    requested = [e.body for e in trace.events if isinstance(e.body, ModelRequested)]
+    assert [ModelSettings(), ModelSettings(temperature=0.25, max_tokens=9)] == [
+        r.settings for r in requested
+    ]
+    assert [canonical_bytes(event) for event in trace.events] == list(trace.encoded)
