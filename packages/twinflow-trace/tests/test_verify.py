@@ -23,6 +23,7 @@ from twinflow.trace import (
     UserError,
     VerificationReport,
     canonical_bytes,
+    encode_line,
     encode_redacted,
     parse_json,
     verify_trace,
@@ -168,10 +169,13 @@ def test_parse_json_refuses_a_big_top_level_integer_as_not_canonical() -> None:
         (b'{"kind":"no_such_kind"}', "kind 'no_such_kind'"),
         (b'{"n":1}', "kind None"),
         (b"[]", "kind None"),
+        (b'{"kind":["tool_called"]}', "kind ['tool_called']"),
+        (b'{"kind":{"a":1}}', "kind {'a': 1}"),
     ],
 )
 def test_an_unknown_body_is_not_an_event(body: bytes, reason: str) -> None:
-    """A body without a known kind is not_event, with the kind found named."""
+    """A body without a known kind is not_event, with the kind found named (an unhashable kind
+    too: it once escaped as a TypeError from the set lookup)."""
     event = b"{" + AT + b',"body":' + body + b',"prev":"' + PREV.encode() + b'","seq":1}'
     report = verify_trace(with_line_1(event))
     assert report.problem is not None
@@ -439,3 +443,15 @@ def test_readers_that_need_the_events_refuse_a_redacted_one_by_name() -> None:
         list(walk_trace(data))
     events = list(walk_trace(data, allow_redacted=True))
     assert (b"", None) == (events[1].event, events[1].value)
+
+
+def test_a_line_framed_with_its_known_digest_is_the_hashed_framing() -> None:
+    """`encode_line` with the digest a verified event carries frames the same line, unhashed."""
+    event = canonical_bytes({"at": "2026-01-01T00:00:00Z", "body": {"kind": "run_started"}})
+    line, hexdigest = encode_line(event)
+    assert (line, hexdigest) == encode_line(event, hexdigest)
+    assert hashlib.sha256(event).hexdigest() == hexdigest
+    # The digest given is the caller's word (it verified it): it is framed as it is.
+    assert (line.replace(hexdigest.encode(), GENESIS.encode()), GENESIS) == encode_line(
+        event, GENESIS
+    )

@@ -87,6 +87,7 @@ from twinflow.agent._policy import (
     RecordedResults,
 )
 from twinflow.agent._replay import (
+    REPLAY_KINDS,
     RecordedFailure,
     ReplayDivergenceError,
     ReplayMode,
@@ -109,6 +110,7 @@ from twinflow.agent._trace import TraceWriter, encode_event
 from twinflow.agent._verify import Trace, typed_event, verify_agent_trace
 
 __all__ = [
+    "REPLAY_KINDS",
     "Agent",
     "AgentConfig",
     "AgentConfigError",
