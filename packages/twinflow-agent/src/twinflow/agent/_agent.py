@@ -430,12 +430,12 @@ class Agent(Closing, Generic[OutputT]):
         )
         # Encoded once here for the digest, and again into each run's run_started (ADR 0135).
         self._config_bytes = (self.config, canonical_bytes(self.config))
-        # The settings every request records, encoded once (ADR 0140).
+        # The settings every request records, encoded once (ADR 0142).
         self._settings_encoded = (self.settings, canonical_bytes(self.settings))
         self.config_digest = hashlib.sha256(self._config_bytes[1]).hexdigest()
         self._offer_digests: dict[tuple[str, ...], str] = {}
         # The usual offer, every tool, digested here with the configuration that holds the same
-        # specs, rather than in the first request of each run (ADR 0141).
+        # specs, rather than in the first request of each run (ADR 0142).
         self._offer_digest(self._specs)
         self._schema_digest = None if self._schema is None else digest(self._schema)
         # Events written where a record has them (a resume's run_resumed, say), by sequence

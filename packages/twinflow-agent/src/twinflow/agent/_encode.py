@@ -3,16 +3,18 @@
 RFC 8785 writes an object as its members sorted by key, each member being the key and the
 member's own canonical form: a member's bytes do not depend on what surrounds them (ADR 0135).
 So the bytes of the events a tool step writes (``model_responded``, ``policy_decided``,
-``tool_called``, ``tool_returned``), of ``output_accepted``, and of the messages they carry can be put together from
-their members' bytes without a pydantic dump of the whole value: every string, number and
-arguments object still goes through the one encoder (`twinflow.trace.canonical_bytes`); only
-the object around them is laid out here, in key order derived from the value type's fields
-(`layout`). A value already encoded (a message, a result) is spliced in where it recurs.
+``tool_called``, ``tool_returned``), of ``output_accepted``, and of the messages they carry
+can be put together from their members' bytes without a pydantic dump of the whole value:
+every string, number and arguments object still goes through the one encoder
+(`twinflow.trace.canonical_bytes`); only the object around them is laid out here, in key order
+derived from the value type's fields (`layout`). A value already encoded (a message) is spliced
+in where it recurs.
 
 Only exact types of the common shapes are composed: a subclass, a part of another kind, a
 result carrying content parts, anything the layout does not cover, goes through
 `twinflow.vocab.canonical_bytes` whole, which is the definition the composition is held equal
-to (``test_composed_encodings_are_the_whole_value_encodings``). A member with no canonical form
+to (``test_composed_messages_are_the_whole_message_encodings``,
+``test_composed_events_are_the_whole_event_encodings``). A member with no canonical form
 raises `twinflow.trace.CanonicalError` here, and callers fall back to the whole encoding, whose
 error names the member's full path (ADR 0140).
 """

@@ -8,7 +8,8 @@ buffered write, whatever the length of the trace.
 
 The writer encodes only the body: the envelope's members (``at``, ``body``, ``prev``, ``seq``,
 already in canonical key order) are three values it knows the form of, so the line is spliced
-around the body's bytes and no `TraceEvent` is built or dumped per event (ADR 0135). Anything
+around the body's bytes and no `TraceEvent` is built or dumped per event (ADR 0135); the body's
+bytes are composed from its members' where `twinflow.agent._encode` can (ADR 0140). Anything
 unusual (a secret to scrub, a datetime subclass, a body that is not one of the event types, a
 value with no canonical form) takes the whole-event path, which is the definition the splice is
 held equal to (``test_spliced_lines_are_the_whole_event_encoding``).
