@@ -433,7 +433,7 @@ class Agent(Closing, Generic[OutputT]):
         # The settings every request records, encoded once (ADR 0142).
         self._settings_encoded = (self.settings, canonical_bytes(self.settings))
         self.config_digest = hashlib.sha256(self._config_bytes[1]).hexdigest()
-        self._offer_digests: dict[tuple[str, ...], str] = {}
+        self._offer_digests: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = {}
         # The usual offer, every tool, digested here with the configuration that holds the same
         # specs, rather than in the first request of each run (ADR 0142).
         self._offer_digest(self._specs)
@@ -921,12 +921,15 @@ class Agent(Closing, Generic[OutputT]):
             state.transcript = state.transcript.append(envelope("steering", text))
 
     def _offer_digest(self, offered: tuple[ToolSpec, ...]) -> str:
-        names = tuple(spec.name for spec in offered)
-        found = self._offer_digests.get(names)
+        # Keyed by the spec objects, not their names: a server listed again may keep a tool's
+        # name and change its schema, and its new spec is a new object. The entry holds the
+        # specs, so their ids are not reused while it is cached.
+        key = tuple(map(id, offered))
+        found = self._offer_digests.get(key)
         if found is None:
-            found = digest([spec.model_dump(mode="json") for spec in offered])
-            self._offer_digests[names] = found
-        return found
+            found = (offered, digest([spec.model_dump(mode="json") for spec in offered]))
+            self._offer_digests[key] = found
+        return found[1]
 
     def _no_valid_reply(self, state: _Run, exc: StructuredOutputError) -> InvalidModelReply:
         """Record every refused reply, then the run's error: one failure path with the others."""
