@@ -195,7 +195,8 @@ def test_diff_reports_what_the_parsed_bytes_compare_to(
     for a, b in pairs:
         assert 1 == main(["diff", str(a), str(b), "--json"])
         actual = json.loads(capsys.readouterr().out)["divergences"]
-        divergences = compare_behaviour(events_of(a.read_bytes()), events_of(b.read_bytes()))
+        events: list[list[Any]] = [events_of(a.read_bytes()), events_of(b.read_bytes())]
+        divergences = compare_behaviour(*events)
         expected = json.loads(json.dumps([d.model_dump() for d in divergences]))
         assert expected == actual
         assert 1 == main(["diff", str(a), str(b)])
