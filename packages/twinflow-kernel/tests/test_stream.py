@@ -182,3 +182,100 @@ def test_a_fault_free_call_streams_from_the_inner_transport() -> None:
     inner = MockTransport(lambda u, b: None, stream_handler=lambda u, b: [b"x", b"y"])
     transport = FaultTransport(inner, [None])
     assert [b"x", b"y"] == list(transport.post_stream("http://127.0.0.1:9/", {}, timeout=5))
+
+
+class Connections:
+    """A loopback handler that answers `answer` and notes which server connection carried each request.
+
+    The server runs one thread per connection, serving its keep-alive requests in turn, so the
+    thread object identifies the connection (the objects are kept, so none is mistaken for another).
+    """
+
+    def __init__(self, answer: LoopbackResponse) -> None:
+        """Answer every request with `answer`."""
+        self.answer = answer
+        self.threads: list[threading.Thread] = []
+
+    def __call__(self, request: LoopbackRequest) -> LoopbackResponse:
+        """Note the connection and answer."""
+        self.threads.append(threading.current_thread())
+        return self.answer
+
+    def count(self) -> int:
+        """How many distinct connections carried the requests so far."""
+        return len({id(thread) for thread in self.threads})
+
+
+def written_at_once(*pieces: bytes) -> LoopbackResponse:
+    """A chunked answer whose whole body, every chunk and the last `0`, goes out in one write.
+
+    So when its first chunk has arrived, the rest has too. (`LoopbackResponse` announces a
+    `Content-Length` as well; a chunked answer is read by its chunks, RFC 9112 section 6.3.)
+    """
+    body = b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces) + b"0\r\n\r\n"
+    return LoopbackResponse(headers=(("Transfer-Encoding", "chunked"),), body=body)
+
+
+def test_a_stream_left_after_its_last_chunk_keeps_the_connection_when_its_end_is_here() -> None:
+    """Closed after its last data chunk, the end of the body already received: the next request
+    goes over the same connection (a chat stream stops reading at `data: [DONE]`)."""
+    handler = Connections(written_at_once(b"data: one\n\n", b"data: [DONE]\n\n"))
+    with LoopbackServer(handler) as server:
+        transport = HttpTransport()
+        for _ in range(3):
+            chunks = transport.post_stream(server.url, {}, timeout=30)
+            seen = [next(chunks), next(chunks)]
+            chunks.close()
+            assert [b"data: one\n\n", b"data: [DONE]\n\n"] == seen
+        transport.close()
+    assert 1 == handler.count()
+
+
+def test_a_sized_stream_left_after_its_whole_body_keeps_the_connection() -> None:
+    """A stream with a Content-Length, closed once its body arrived whole, keeps its connection."""
+    handler = Connections(LoopbackResponse(body=b"data: one\n\ndata: [DONE]\n\n"))
+    with LoopbackServer(handler) as server:
+        transport = HttpTransport()
+        for _ in range(2):
+            chunks = transport.post_stream(server.url, {}, timeout=30)
+            assert b"data: one\n\ndata: [DONE]\n\n" == next(chunks)
+            chunks.close()
+        transport.close()
+    assert 1 == handler.count()
+
+
+def test_a_stream_left_before_its_last_chunk_closes_the_connection() -> None:
+    """Closed with chunks of the body still unread (arrived or not), the connection is closed."""
+    handler = Connections(written_at_once(b"data: one\n\n", b"data: two\n\n", b"data: [DONE]\n\n"))
+    with LoopbackServer(handler) as server:
+        transport = HttpTransport()
+        for _ in range(2):
+            chunks = transport.post_stream(server.url, {}, timeout=30)
+            assert b"data: one\n\n" == next(chunks)
+            chunks.close()
+        transport.close()
+    assert 2 == handler.count()
+
+
+def test_a_stream_left_before_its_end_arrived_is_closed_without_waiting_for_it() -> None:
+    """Closed after the last data chunk while the server still holds the body's end: closing does
+    not wait for it (the server waits for the close first), and the connection is not kept."""
+    gate = threading.Event()
+    held: list[bool] = []
+
+    def stream() -> Iterator[bytes]:
+        yield b"data: one\n\n"
+        # Released once the reader's close returned; a close that waited for the end of the
+        # body would get it when this wait gives up, keep the connection, and fail below.
+        held.append(gate.wait(30))
+
+    handler = Connections(LoopbackResponse(stream=stream))
+    with LoopbackServer(handler) as server:
+        transport = HttpTransport()
+        chunks = transport.post_stream(server.url, {}, timeout=120)
+        assert b"data: one\n\n" == next(chunks)
+        chunks.close()
+        gate.set()
+        assert b"data: one\n\n" == b"".join(transport.post_stream(server.url, {}, timeout=30))
+        transport.close()
+    assert ([True], 2) == (held[:1], handler.count())

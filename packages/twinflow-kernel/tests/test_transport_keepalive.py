@@ -329,3 +329,32 @@ def test_https_keeps_its_connection(tmp_path: Path) -> None:
         transport.close()
     expected = ([{"echo": 0}, {"echo": 1}, {"echo": 2}], 1)
     assert expected == (answers, connections.count())
+
+
+def test_a_request_goes_out_in_one_write_head_and_body() -> None:
+    """The head and a bytes body are one send (http.client alone makes two: the server would wake
+    for the head, then wait again for the body); the server reads both."""
+    from twinflow.kernel._pool import Connection, Deadline
+
+    class CountingConnection(Connection):
+        """Notes the size of each write."""
+
+        writes: list[int]
+
+        def send(self, data: Any) -> None:
+            """Note the write, then send it as the connection does."""
+            self.writes.append(len(data))
+            super().send(data)
+
+    handler = Connections()
+    with LoopbackServer(handler) as server:
+        connection = CountingConnection("127.0.0.1", server.port)
+        connection.writes = []
+        connection.deadline = Deadline(30)
+        connection.connect()
+        connection.request(
+            "POST", "/x", body=b'{"a":1}', headers={"Content-Type": "application/json"}
+        )
+        answer = json.loads(connection.getresponse().read())
+        connection.close()
+    assert ({"echo": {"a": 1}}, 1) == (answer, len(connection.writes))

@@ -6,11 +6,19 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from twinflow.kernel import HttpTransport, MockTransport
+from twinflow.kernel import (
+    ConnectionPool,
+    HttpTransport,
+    LoopbackRequest,
+    LoopbackResponse,
+    LoopbackServer,
+    MockTransport,
+)
 from twinflow.local_model import (
     AnthropicChatModel,
     MalformedResponseError,
@@ -377,3 +385,39 @@ def test_a_server_that_answers_a_stream_with_one_json_document_is_told_apart(
         model.stream(REQUEST, lambda chunk: None)
     assert "not server-sent events" in str(caught.value)
     assert "--quiet" in str(caught.value)
+
+
+class KeepingPool(ConnectionPool):
+    """A connection pool that notes, for each request, whether a kept connection carried it."""
+
+    def __init__(self) -> None:
+        """An empty pool, nothing taken yet."""
+        super().__init__()
+        self.kept: list[bool] = []
+
+    def take(self, origin: tuple[str, str, int]) -> Any:
+        """Take the kept connection as the pool does, noting whether there was one."""
+        connection = super().take(origin)
+        self.kept.append(connection is not None)
+        return connection
+
+
+def test_a_streamed_reply_leaves_its_connection_for_the_next_request() -> None:
+    """The decoder stops at `data: [DONE]`, before the body's last chunk; with the body's end
+    already received, the connection goes back to the pool after every streamed reply."""
+    events = (STREAMS / "openai_docs_text.sse").read_bytes()
+    # One HTTP chunk and the last `0`, in one write: when the events arrive, so has the end.
+    body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(events), events)
+
+    def answer(request: LoopbackRequest) -> LoopbackResponse:
+        return LoopbackResponse(headers=(("Transfer-Encoding", "chunked"),), body=body)
+
+    pool = KeepingPool()
+    with LoopbackServer(answer) as server:
+        transport = HttpTransport(pool=pool)
+        model = OpenAICompatibleChatModel(
+            transport, base_url=server.url, dialect="vllm", mode="native"
+        )
+        texts = [model.stream(REQUEST, lambda chunk: None).message.text for _ in range(3)]
+        transport.close()
+    assert (["Hello"] * 3, [False, True, True]) == (texts, pool.kept)

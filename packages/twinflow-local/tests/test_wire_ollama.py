@@ -172,3 +172,13 @@ def test_recorded_tool_call_response_parses_into_name_and_arguments() -> None:
     expected = (("get_current_weather", {"format": "celsius", "location": "Paris, FR"}),)
     assert expected == reply.tool_calls
     assert reply.finish_reason == "tool_calls"
+
+
+def test_a_transcript_without_reasoning_is_sent_as_it_is() -> None:
+    """With native tools and no reasoning, `outgoing` hands back the very transcript (nothing to
+    drop, nothing rebuilt); otherwise a transcript goes out exactly as its messages would."""
+    plain = Transcript(messages=(Message.user("Hi"), Message.assistant("Hello")))
+    assert plain is outgoing(plain, native_tools=True)
+    for native_tools in (True, False):
+        expected = outgoing(CONVERSATION.messages, native_tools=native_tools)
+        assert expected == outgoing(CONVERSATION, native_tools=native_tools)

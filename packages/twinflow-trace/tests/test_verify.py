@@ -168,10 +168,13 @@ def test_parse_json_refuses_a_big_top_level_integer_as_not_canonical() -> None:
         (b'{"kind":"no_such_kind"}', "kind 'no_such_kind'"),
         (b'{"n":1}', "kind None"),
         (b"[]", "kind None"),
+        (b'{"kind":["tool_called"]}', "kind ['tool_called']"),
+        (b'{"kind":{"a":1}}', "kind {'a': 1}"),
     ],
 )
 def test_an_unknown_body_is_not_an_event(body: bytes, reason: str) -> None:
-    """A body without a known kind is not_event, with the kind found named."""
+    """A body without a known kind is not_event, with the kind found named (an unhashable kind
+    too: it once escaped as a TypeError from the set lookup)."""
     event = b"{" + AT + b',"body":' + body + b',"prev":"' + PREV.encode() + b'","seq":1}'
     report = verify_trace(with_line_1(event))
     assert report.problem is not None

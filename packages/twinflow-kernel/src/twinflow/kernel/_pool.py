@@ -37,6 +37,8 @@ class Deadline:
         """The socket of the exchange in progress, re-armed before each blocking step."""
         self.idle: float | None = None
         """Longest wait for any one read, when shorter than what is left (a stream's idle_timeout)."""
+        self.no_wait = False
+        """Read only what has already arrived: every receive returns at once (ADR 0152)."""
 
     def remaining(self) -> float:
         """Return the seconds left.
@@ -60,6 +62,13 @@ class Deadline:
             TimeoutError: The deadline has passed.
         """
         sock = self.sock if sock is None else sock
+        if self.no_wait:
+            # A timeout of 0 makes the socket non-blocking: a receive with nothing to read
+            # returns at once (a plain socket's reader gives None, TLS raises
+            # SSLWantReadError), it never waits.
+            if sock is not None and sock.fileno() != -1:
+                sock.settimeout(0.0)
+            return
         left = self.remaining()
         if self.idle is not None:
             left = min(left, self.idle)
@@ -148,8 +157,30 @@ class Connection(http.client.HTTPConnection):
         """The answer to the request, read within this exchange's deadline."""
         return _DeadlineResponse(sock, *args, deadline=self.deadline, **kwargs)
 
+    _body: bytes | None = None
+    """A request body waiting to go out with the head (`endheaders`)."""
+
+    def endheaders(self, message_body: Any = None, *, encode_chunked: bool = False) -> None:
+        """End the head; a bytes body goes out in the same write as the head.
+
+        `http.client` writes the head and the body separately: two sends, and a server that
+        wakes for the head, then waits again for the body. The body is handed to `send`, which
+        appends it to the head; `bytes_out` counts both as one request, as before.
+        """
+        if not isinstance(message_body, bytes) or encode_chunked:
+            super().endheaders(message_body, encode_chunked=encode_chunked)
+            return
+        self._body = message_body
+        try:
+            super().endheaders()
+        finally:
+            self._body = None
+
     def send(self, data: Any) -> None:
         """Send `data`, counting each byte the socket accepts (`sendall` would hide a partial send)."""
+        if self._body is not None:
+            # The head `endheaders` writes, and the body it holds back for it.
+            data, self._body = bytes(data) + self._body, None
         if self.sock is None or not isinstance(data, bytes | bytearray | memoryview):
             # http.client opens the socket or streams a file here; count it as gone out.
             self.bytes_out += 1

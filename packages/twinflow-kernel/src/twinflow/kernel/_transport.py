@@ -13,6 +13,7 @@ a redirect unless asked, never retries a failed exchange, and maps every failure
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import json
 import os
@@ -104,6 +105,39 @@ def _map_os_error(url: str, error: BaseException, deadline: Deadline, phase: str
         "the server is reachable",
         url=url,
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_url(url: str) -> tuple[Origin, str, str, bool]:
+    """The origin, request target and redacted form of an absolute http(s) URL, and whether its
+    host is loopback.
+
+    A pure function of the string, cached: a model client posts to the same URL at every step
+    (an error is raised again at every call, it is not cached).
+
+    Raises:
+        UserError: Not an absolute http(s) URL, or one carrying credentials.
+    """
+    parsed = urllib.parse.urlsplit(url)
+    shown = redact_url(url)
+    try:
+        port = parsed.port
+    except ValueError:
+        port = -1
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or port == -1:
+        raise UserError(
+            f"{shown!r} is not an absolute http(s) URL: pass one like http://127.0.0.1:8080/v1/chat"
+        )
+    if parsed.username is not None or parsed.password is not None:
+        # http.client would silently drop them, and the URL would carry the key into messages.
+        raise UserError(
+            f"{shown} carries credentials (user:key@), which are not sent: give the key with "
+            "HttpTransport(api_key_env=...) (a spec's model.api_key_env) instead"
+        )
+    default = 443 if parsed.scheme == "https" else 80
+    target = (parsed.path or "/") + (f"?{parsed.query}" if parsed.query else "")
+    origin = (parsed.scheme, parsed.hostname, port or default)
+    return origin, target, shown, is_loopback(parsed.hostname)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,9 +287,8 @@ class HttpTransport(Closing):
     def _post(self, url: str, payload: bytes, deadline: Deadline) -> JsonValue:
         followed = 0
         while True:
-            origin, target = self._check_url(url)
             # Messages and errors name the URL without userinfo or query (they may hold a key).
-            shown = redact_url(url)
+            origin, target, shown = self._check_url(url)
             answer = self._exchange(shown, origin, target, payload, deadline)
             if not isinstance(answer, _Redirect):
                 return answer
@@ -272,8 +305,12 @@ class HttpTransport(Closing):
         For server-sent events and newline-delimited JSON: the chunks are the socket reads, so
         their boundaries fall anywhere (mid-line, mid-character); the caller splits lines. The
         call checks its arguments at once; the request is sent when iteration starts, and
-        `timeout` counts from the call. Closing the iterator early closes the connection;
-        a stream read to its end leaves the connection kept alive, as `post_json` does.
+        `timeout` counts from the call. A stream read to its end leaves the connection kept
+        alive, as `post_json` does. Closing the iterator early closes the connection, unless
+        the rest of the answer has already arrived, all of it: then that rest (the end of a
+        chunked body, or at most 64 KiB of a sized one, within `max_response_bytes`) is read
+        without waiting and dropped, and the connection is kept (a chat stream's reader stops at
+        its last event, before the body's end).
 
         Args:
             url: Absolute http or https URL.
@@ -311,9 +348,8 @@ class HttpTransport(Closing):
     ) -> Iterator[bytes]:
         followed = 0
         while True:
-            origin, target = self._check_url(url)
             # Messages and errors name the URL without userinfo or query (they may hold a key).
-            url = redact_url(url)
+            origin, target, url = self._check_url(url)
             connection, response = self._send(url, origin, target, payload, deadline)
             done = False
             try:
@@ -352,7 +388,16 @@ class HttpTransport(Closing):
                             "reading stopped there. Ask for less, or raise max_response_bytes",
                             url=url,
                         )
-                    yield chunk
+                    try:
+                        yield chunk
+                    except GeneratorExit:
+                        # The reader stopped early: a chat stream stops at `data: [DONE]`,
+                        # before the body's last chunk. The connection is kept only if the
+                        # rest of the answer has already arrived whole (ADR 0152).
+                        done = _rest_already_here(
+                            response, deadline, min(_TAIL_BYTES, self._max_bytes - total)
+                        )
+                        raise
                 done = True
                 return
             finally:
@@ -369,16 +414,19 @@ class HttpTransport(Closing):
 
     def _payload(self, method: str, url: str, body: JsonValue, timeout: float) -> bytes:
         """Check a call's arguments and encode `body` as compact UTF-8 JSON."""
-        shown = redact_url(url)
         if self._closed:
-            raise UserError(f"{method}({shown!r}) on a closed HttpTransport: create a new one")
+            raise UserError(
+                f"{method}({redact_url(url)!r}) on a closed HttpTransport: create a new one"
+            )
         if not timeout > 0:
-            raise UserError(f"{method}({shown!r}, timeout={timeout!r}): pass a timeout > 0 seconds")
+            raise UserError(
+                f"{method}({redact_url(url)!r}, timeout={timeout!r}): pass a timeout > 0 seconds"
+            )
         try:
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError) as error:
             raise UserError(
-                f"the body for {shown} is not JSON ({error}): pass JSON values only"
+                f"the body for {redact_url(url)} is not JSON ({error}): pass JSON values only"
             ) from error
         return data.encode("utf-8")
 
@@ -387,34 +435,18 @@ class HttpTransport(Closing):
         self._closed = True
         self._pool.close()
 
-    def _check_url(self, url: str) -> tuple[Origin, str]:
-        """Return the origin and the request target of `url`, after the kill switch allowed it."""
-        parsed = urllib.parse.urlsplit(url)
-        shown = redact_url(url)
-        try:
-            port = parsed.port
-        except ValueError:
-            port = -1
-        if parsed.scheme not in ("http", "https") or not parsed.hostname or port == -1:
-            raise UserError(
-                f"{shown!r} is not an absolute http(s) URL: pass one like http://127.0.0.1:8080/v1/chat"
-            )
-        if parsed.username is not None or parsed.password is not None:
-            # http.client would silently drop them, and the URL would carry the key into messages.
-            raise UserError(
-                f"{shown} carries credentials (user:key@), which are not sent: give the key with "
-                "HttpTransport(api_key_env=...) (a spec's model.api_key_env) instead"
-            )
-        if not is_loopback(parsed.hostname) and not network_allowed(self._allow_network):
+    def _check_url(self, url: str) -> tuple[Origin, str, str]:
+        """Return the origin, the request target and the redacted form of `url`, after the kill
+        switch allowed it (asked at every call: the environment may change between calls)."""
+        origin, target, shown, loopback = _parse_url(url)
+        if not loopback and not network_allowed(self._allow_network):
             raise NetworkBlockedError(
-                f"the network kill switch refused {shown}: {parsed.hostname} is not a loopback host "
+                f"the network kill switch refused {shown}: {origin[1]} is not a loopback host "
                 f"and the network is off (it is off under tests by default); pass "
                 f"HttpTransport(allow_network=True) or set {ENV_ALLOW_NETWORK}=1 to allow it",
                 url=shown,
             )
-        default = 443 if parsed.scheme == "https" else 80
-        target = (parsed.path or "/") + (f"?{parsed.query}" if parsed.query else "")
-        return (parsed.scheme, parsed.hostname, port or default), target
+        return origin, target, shown
 
     def _context(self) -> ssl.SSLContext:
         if self._ssl_context is None:
@@ -448,8 +480,7 @@ class HttpTransport(Closing):
         payload = self._payload("post_message", url, body, timeout)
         deadline = Deadline(timeout)
         try:
-            origin, target = self._check_url(url)
-            shown = redact_url(url)
+            origin, target, shown = self._check_url(url)
             connection, response = self._send(shown, origin, target, payload, deadline, headers)
             try:
                 location = self._check_head(shown, response, deadline)
@@ -661,6 +692,59 @@ def _chunks(response: http.client.HTTPResponse, deadline: Deadline, limit: int) 
         total += len(chunk)
         if total > limit:
             return
+
+
+_TAIL_BYTES = 64 * 1024
+"""The most of a sized body left unread that a stream reads to keep its connection (and never
+past `max_response_bytes`)."""
+
+# What is left of a chunked body after its last data chunk: that chunk's CRLF, when http.client
+# has not read it yet (`chunk_left == 0`), the last chunk `0`, and the empty trailer.
+_CHUNKED_END = {0: b"\r\n0\r\n\r\n", None: b"0\r\n\r\n"}
+
+
+def _rest_already_here(response: http.client.HTTPResponse, deadline: Deadline, limit: int) -> bool:
+    """Read the rest of an answer its reader left early, if all of it has arrived; never wait.
+
+    The rest is the end of a chunked body, or at most `limit` bytes of a sized one.
+
+    True when the answer is now read to its end (the connection may carry the next request);
+    False when anything of it is still to come (it may never come: a server still generating),
+    when it is not the exact end of a chunked body, or on any error: the caller closes the
+    connection then, as it did before this existed. Nothing read here reaches anyone.
+    """
+    if response.will_close:
+        return False
+    if response.isclosed():
+        return True
+    if response.chunked:
+        tail = _CHUNKED_END.get(response.chunk_left)
+        if tail is None:
+            return False  # inside a chunk: more of the body is coming
+        size = len(tail)
+    elif response.length is not None and response.length <= limit:
+        tail, size = None, response.length
+    else:
+        return False
+    fp = response.fp
+    assert fp is not None  # an answer not closed has its reader
+    got = bytearray()
+    deadline.no_wait = True
+    try:
+        while len(got) < size:
+            # Buffered bytes first, then one non-blocking receive; b"" when nothing is there.
+            piece = fp.read1(size - len(got))
+            if not piece:
+                return False
+            got += piece
+    except (OSError, ValueError):
+        return False
+    finally:
+        deadline.no_wait = False
+    if tail is not None and got != tail:
+        return False
+    response.close()
+    return True
 
 
 def _read_excerpt(response: http.client.HTTPResponse, deadline: Deadline) -> bytes:

@@ -335,7 +335,7 @@ class _ChatModel:
         out = request.output_schema
         sent = None if out is None else self._sent((out,), out.name, lambda: out.json_schema)
         body = self._server.body(
-            request.transcript.messages,
+            request.transcript,
             settings=request.settings,
             native_tools=True,
             tools=request.tools,

@@ -35,6 +35,7 @@ from twinflow.vocab import (
     ModelSettings,
     OutputSchema,
     ToolSpec,
+    Transcript,
     UserError,
     WireFormatError,
     canonical_bytes,
@@ -102,7 +103,7 @@ class Server:
 
     def body(
         self,
-        messages: Sequence[Message],
+        messages: Sequence[Message] | Transcript,
         *,
         settings: ModelSettings,
         native_tools: bool,

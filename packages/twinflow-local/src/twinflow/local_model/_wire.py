@@ -130,7 +130,7 @@ def _as_text(parts: Sequence[Part]) -> tuple[Part, ...]:
     return (TextPart(text="".join(chunks)), *kept)
 
 
-def outgoing(messages: Sequence[Message], *, native_tools: bool) -> Transcript:
+def outgoing(messages: Sequence[Message] | Transcript, *, native_tools: bool) -> Transcript:
     """The conversation as this client sends it, for `twinflow.vocab.wire` to translate.
 
     Reasoning is the model's own scratch space: it is not sent back. Without native tools
@@ -138,7 +138,9 @@ def outgoing(messages: Sequence[Message], *, native_tools: bool) -> Transcript:
     calls rendered as the action JSON the model emits and tool results as text in a user turn.
 
     Args:
-        messages: The conversation so far.
+        messages: The conversation so far; given as a `Transcript` with native tools and no
+            reasoning in it, that transcript is what is sent (it is not built and checked
+            again, a pass over every message at every request).
         native_tools: Keep tool calls and results as such, for the server's own tool calling.
 
     Returns:
@@ -148,6 +150,14 @@ def outgoing(messages: Sequence[Message], *, native_tools: bool) -> Transcript:
         PartNotCarriedError: Without native tools, a part of an extension kind that declares
             no fallback (with them, the wire translation decides).
     """
+    if isinstance(messages, Transcript):
+        if native_tools and not any(
+            isinstance(part, ReasoningPart)
+            for message in messages.messages
+            for part in message.parts
+        ):
+            return messages  # nothing to drop: the loop below would rebuild it unchanged
+        messages = messages.messages
     out: list[Message] = []
     for message in messages:
         if native_tools:

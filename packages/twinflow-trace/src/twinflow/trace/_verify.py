@@ -253,7 +253,12 @@ def _parse(raw: bytes, limits: Limits) -> _Line | tuple[ProblemKind, str]:
         return "not_event", "prev is not a 64-digit lowercase hex digest"
     if type(at) is not str:
         return "not_event", "at is not a string"
-    if type(body) is not dict or body.get("kind") not in EVENT_KINDS:
+    # A kind that is not a string (a list is unhashable) is no known kind either.
+    if (
+        type(body) is not dict
+        or type(body.get("kind")) is not str
+        or body["kind"] not in EVENT_KINDS
+    ):
         kind = body.get("kind") if type(body) is dict else None
         return "not_event", f"body is not an event body of a known kind (kind {kind!r:.40})"
     return _Line(digest, event, value, hashed)
@@ -371,7 +376,8 @@ class _Walk:
                 and type(value["seq"]) is int
                 and type(value["at"]) is str
                 and type(body := value["body"]) is dict
-                and body.get("kind") in EVENT_KINDS
+                and type(kind := body.get("kind")) is str
+                and kind in EVENT_KINDS
             )
             if fast:
                 batch.append((index, digest, event, hashed, value, text, raw))
