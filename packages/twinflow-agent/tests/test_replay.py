@@ -12,6 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from twinflow.agent import (
+    REPLAY_KINDS,
     Agent,
     AgentConfigError,
     AgentError,
@@ -387,3 +388,64 @@ def test_typed_events_read_long_numbers_as_the_canonical_parse_does() -> None:
     arguments = part.arguments
     expected = {"a": (float, 2.0**53), "b": (float, 1.5), "c": (int, 123456789012345)}
     assert expected == {key: (type(value), value) for key, value in arguments.items()}
+
+
+def test_a_trace_loaded_to_replay_keeps_the_events_replay_serves_from() -> None:
+    """`Trace.load(keep=REPLAY_KINDS)` keeps the very values that verified for those kinds (read
+    twice, the same object), types the others on read, and every event equals a plain load's."""
+    plain = record()
+    data = MemoryTraceSinkBytes.of(plain)
+    kept = Trace.load(data, keep=REPLAY_KINDS)
+    assert [k in REPLAY_KINDS for k in plain.kinds] == [
+        kept.events[i] is kept.events[i] for i in range(kept.size)
+    ]
+    assert list(plain.events) == list(kept.events)
+    assert [plain.events[i] for i in range(plain.size)] == [
+        kept.events[i] for i in range(kept.size)
+    ]
+
+
+@pytest.mark.parametrize("mode", ["recorded", "live"])
+def test_a_kept_trace_replays_and_diverges_as_a_plain_one(mode: ReplayMode) -> None:
+    """A trace loaded with `REPLAY_KINDS` kept replays to the same result, and a changed tool
+    diverges at the same event with the same message, events and difference."""
+    plain = record()
+    kept = Trace.load(MemoryTraceSinkBytes.of(plain), keep=REPLAY_KINDS)
+    same = [replay(t, lambda ports: agent_with(add, ports), mode=mode) for t in (plain, kept)]
+    assert same[0] == same[1]
+    changed = renamed(add_changed, "add")
+    errors = []
+    for trace in (plain, kept):
+        with pytest.raises(ReplayDivergenceError) as caught:
+            replay(trace, lambda ports: agent_with(changed, ports), mode="live")
+        error = caught.value
+        errors.append((str(error), error.seq, error.expected, error.actual, error.difference))
+    assert errors[0] == errors[1]
+
+
+def test_recorded_mode_on_a_kept_trace_serves_only_results_of_calls_that_ran() -> None:
+    """With the results kept typed, a denied call's result (no tool_called before it) is
+    still not served to a call that ran."""
+    replies = iter(
+        [
+            Message(
+                role="assistant",
+                parts=(
+                    ToolCallPart(id=CallId("d1"), name="nope", arguments={}),
+                    ToolCallPart(id=CallId("c1"), name="add", arguments={"a": 2, "b": 3}),
+                ),
+            ),
+            Message(
+                role="assistant", parts=(StructuredPart(schema_name="Total", value={"total": 5}),)
+            ),
+        ]
+    )
+    agent = agent_with(add)
+    agent.model = FunctionModel(lambda request: next(replies))
+    agent.run("add 2 and 3")
+    sink = agent.writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    trace = Trace.load(sink.data, keep=REPLAY_KINDS)
+    assert ["tool_returned", "policy_decided"] == [trace.kinds[i] for i in (4, 5)]
+    result = replay(trace, lambda ports: agent_with(add, ports), mode="recorded")
+    assert (trace.size, trace.checkpoint().root) == (result.events, result.root)

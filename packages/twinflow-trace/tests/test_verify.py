@@ -23,6 +23,7 @@ from twinflow.trace import (
     UserError,
     VerificationReport,
     canonical_bytes,
+    encode_line,
     encode_redacted,
     parse_json,
     verify_trace,
@@ -442,3 +443,15 @@ def test_readers_that_need_the_events_refuse_a_redacted_one_by_name() -> None:
         list(walk_trace(data))
     events = list(walk_trace(data, allow_redacted=True))
     assert (b"", None) == (events[1].event, events[1].value)
+
+
+def test_a_line_framed_with_its_known_digest_is_the_hashed_framing() -> None:
+    """`encode_line` with the digest a verified event carries frames the same line, unhashed."""
+    event = canonical_bytes({"at": "2026-01-01T00:00:00Z", "body": {"kind": "run_started"}})
+    line, hexdigest = encode_line(event)
+    assert (line, hexdigest) == encode_line(event, hexdigest)
+    assert hashlib.sha256(event).hexdigest() == hexdigest
+    # The digest given is the caller's word (it verified it): it is framed as it is.
+    assert (line.replace(hexdigest.encode(), GENESIS.encode()), GENESIS) == encode_line(
+        event, GENESIS
+    )

@@ -95,6 +95,7 @@ if _typing.TYPE_CHECKING:
     from twinflow.agent._policy import Modify as Modify
     from twinflow.agent._policy import Policy as Policy
     from twinflow.agent._policy import RecordedResults as RecordedResults
+    from twinflow.agent._replay import REPLAY_KINDS as REPLAY_KINDS
     from twinflow.agent._replay import RecordedFailure as RecordedFailure
     from twinflow.agent._replay import ReplayDivergenceError as ReplayDivergenceError
     from twinflow.agent._replay import ReplayMode as ReplayMode
@@ -176,6 +177,7 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "RecordedResults",
         ),
         "_replay": (
+            "REPLAY_KINDS",
             "RecordedFailure",
             "ReplayDivergenceError",
             "ReplayMode",

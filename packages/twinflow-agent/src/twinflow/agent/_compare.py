@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from twinflow.agent._errors import AgentError
@@ -57,7 +58,7 @@ def event_json(line: bytes) -> Any:
 class ComparingSink:
     """A trace sink that checks each written line against the recorded one."""
 
-    def __init__(self, lines: list[bytes]) -> None:
+    def __init__(self, lines: Sequence[bytes]) -> None:
         self._lines = lines
         self.written = 0
         self.divergence: ReplayDivergenceError | None = None

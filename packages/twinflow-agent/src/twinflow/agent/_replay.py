@@ -69,6 +69,7 @@ from twinflow.vocab import (
 )
 
 __all__ = [
+    "REPLAY_KINDS",
     "RecordedFailure",
     "ReplayDivergenceError",
     "ReplayMode",
@@ -249,13 +250,17 @@ def _check_built(agent: Agent[Any], ports: ReplayPorts) -> None:
 
 # What replay reads of a trace, by body kind: only these events are typed (ADR 0136). A
 # ``run_resumed`` is read with the event before it, so a trace holding one is typed whole.
-_REPLAY_KINDS = frozenset(
+_LIVE_KINDS = frozenset(
     {"run_started", "model_responded", "steering_received", "approval_decided", "run_failed"}
 )
-_RECORDED_KINDS = _REPLAY_KINDS | {"tool_returned"}
+REPLAY_KINDS = _LIVE_KINDS | {"tool_returned"}
+"""The body kinds `replay` reads typed (live mode all but ``tool_returned``): load a trace to
+replay with ``Trace.load(path, keep=REPLAY_KINDS)``, and those events are kept as verification
+typed them, so replay does not type them again (ADR 0143)."""
 # The clock reading opens every event's canonical bytes (the envelope's first member).
 _AT_PREFIX = b'{"at":"'
-_AT = TypeAdapter(AwareDatetime)
+# All of a trace's readings in one call: the same validator as `TraceEvent.at`, per item.
+_ATS = TypeAdapter(list[AwareDatetime])
 
 
 def _events_for(trace: Trace, mode: ReplayMode) -> tuple[TraceEvent, ...]:
@@ -263,8 +268,9 @@ def _events_for(trace: Trace, mode: ReplayMode) -> tuple[TraceEvent, ...]:
     kinds = trace.kinds
     if "run_resumed" in kinds:
         return tuple(trace.events)
-    wanted = _RECORDED_KINDS if mode == "recorded" else _REPLAY_KINDS
-    return tuple(trace.events[i] for i, kind in enumerate(kinds) if kind in wanted)
+    wanted = REPLAY_KINDS if mode == "recorded" else _LIVE_KINDS
+    events = trace.events
+    return tuple(events[i] for i, kind in enumerate(kinds) if kind in wanted)
 
 
 def _served_results(trace: Trace, events: tuple[TraceEvent, ...]) -> list[ToolReturned]:
@@ -287,13 +293,14 @@ def _served_results(trace: Trace, events: tuple[TraceEvent, ...]) -> list[ToolRe
 
 def _clock_readings(trace: Trace) -> list[datetime]:
     """Each event's ``at``, validated from its bytes as typing the event would."""
-    readings = []
+    stamps = []
+    start = len(_AT_PREFIX)
     for encoded in trace.encoded:
-        end = encoded.find(b'"', len(_AT_PREFIX))
+        end = encoded.find(b'"', start)
         if not encoded.startswith(_AT_PREFIX) or end < 0:
             return [event.at for event in trace.events]
-        readings.append(_AT.validate_python(encoded[len(_AT_PREFIX) : end].decode("ascii")))
-    return readings
+        stamps.append(encoded[start:end].decode("ascii"))
+    return _ATS.validate_python(stamps)
 
 
 def _refusals(failed: RunFailed | None) -> bool:
@@ -321,8 +328,10 @@ def _refused_replies(
 
 def _call_ids(events: tuple[TraceEvent, ...]) -> Iterator[CallId]:
     for event in events:
-        if isinstance(event.body, ModelResponded):
-            yield from (call.id for call in event.body.response.message.tool_calls)
+        body = event.body
+        if isinstance(body, ModelResponded):
+            # The parts, not `Message.tool_calls`: that builds a tuple per message.
+            yield from (p.id for p in body.response.message.parts if isinstance(p, ToolCallPart))
 
 
 def replay(
@@ -357,10 +366,14 @@ def replay(
     events = _events_for(trace, mode)
     started = events[0].body
     assert isinstance(started, RunStarted)  # kinds[0] says so, and it is always wanted
-    if "run_started" in trace.kinds[1:]:
+    if trace.kinds.count("run_started") > 1:  # the first is kinds[0]
         raise AgentError("the trace holds several runs; replay replays one run per trace")
-    # The lines framed by the one framing function the writer uses, from the verified bytes.
-    lines = [frame_line(encoded)[0] for encoded in trace.encoded]
+    # The recorded lines, framed by the one framing function the writer uses from the verified
+    # bytes and their verified digests (not hashed again).
+    lines = [
+        frame_line(event, hexdigest)[0]
+        for event, hexdigest in zip(trace.encoded, trace.digests, strict=True)
+    ]
     last = trace.events[-1].body
     failed = last if isinstance(last, RunFailed) else None
     sink = ComparingSink(lines)

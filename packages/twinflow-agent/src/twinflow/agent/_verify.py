@@ -14,7 +14,7 @@ import re
 import typing
 from abc import abstractmethod
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any, TypeVar, overload
 
 from twinflow.agent._events import EventBody, TraceEvent
@@ -94,23 +94,37 @@ class _Events(_OnRead[TraceEvent]):
     file. An event is built again each time it is read, from the value the verifier reads
     (`parse_json` in canonical mode: an integer of 16 or more digits is the double it denotes,
     as at load, not a Python int with no canonical form) and the same `typed_event` call. A
-    reader that goes over the events several times keeps ``tuple(trace.events)``.
+    reader that goes over the events several times keeps ``tuple(trace.events)``. The events of
+    the kinds load was asked to keep (``Trace.load(keep=...)``, ADR 0143) are held as they
+    verified and returned as they are.
     """
 
-    __slots__ = ("_encoded", "_max_depth")
+    __slots__ = ("_encoded", "_kept", "_max_depth")
 
-    def __init__(self, encoded: _Encoded, max_depth: int) -> None:
+    def __init__(
+        self, encoded: _Encoded, max_depth: int, kept: dict[int, TraceEvent] | None = None
+    ) -> None:
         self._encoded = encoded
         self._max_depth = max_depth
+        self._kept = kept or {}  # by index: the very values that verified
 
     def __len__(self) -> int:
         return len(self._encoded)
 
     def _item(self, index: int) -> TraceEvent:
-        return self._typed(self._encoded._item(index))
+        kept = self._kept.get(index)
+        return kept if kept is not None else self._typed(self._encoded._item(index))
 
     def __iter__(self) -> Iterator[TraceEvent]:
-        return map(self._typed, self._encoded)
+        if not self._kept:
+            return map(self._typed, self._encoded)
+        return self._with_kept()
+
+    def _with_kept(self) -> Iterator[TraceEvent]:
+        kept = self._kept
+        for index, event in enumerate(self._encoded):
+            found = kept.get(index)
+            yield found if found is not None else self._typed(event)
 
     def _typed(self, event: bytes) -> TraceEvent:
         # The bytes were verified canonical at load (ADR 0138): a plain parse reads the value
@@ -152,6 +166,10 @@ class _Kinds(_OnRead[str]):
     def _item(self, index: int) -> str:
         return _KIND_NAMES[self._raw[index]]
 
+    def __iter__(self) -> Iterator[str]:
+        # Not `Sequence.__iter__`: that indexes item by item, checking the bounds each time.
+        return map(_KIND_NAMES.__getitem__, self._raw)
+
 
 class _Digests(_OnRead[str]):
     """Each event's digest, 32 bytes apiece in one buffer; read as hex."""
@@ -170,6 +188,10 @@ class _Digests(_OnRead[str]):
 
     def _item(self, index: int) -> str:
         return self._raw[index * 32 : index * 32 + 32].hex()
+
+    def __iter__(self) -> Iterator[str]:
+        raw = self._raw
+        return (raw[start : start + 32].hex() for start in range(0, len(raw), 32))
 
 
 def typed_event(value: dict[str, Any]) -> TraceEvent:
@@ -220,15 +242,21 @@ class Trace:
 
     Held compactly, since a trace can be long (ADR 0075): the canonical bytes of all events share
     one buffer and the digests another (32 bytes each); ``events`` builds each typed event from
-    its bytes when it is read; the Merkle tree (32 bytes per node) is built from the digests when
-    a checkpoint or proof first needs it (replay, diff and reports never do).
+    its bytes when it is read (but those of the kinds load was asked to keep); the Merkle tree
+    (32 bytes per node) is built from the digests when a checkpoint or proof first needs it
+    (replay, diff and reports never do).
     """
 
     def __init__(
-        self, encoded: _Encoded, digests: _Digests, max_depth: int, kinds: _Kinds | None = None
+        self,
+        encoded: _Encoded,
+        digests: _Digests,
+        max_depth: int,
+        kinds: _Kinds | None = None,
+        kept: dict[int, TraceEvent] | None = None,
     ) -> None:
         """Use `Trace.load`; this takes already verified parts."""
-        self.events: Sequence[TraceEvent] = _Events(encoded, max_depth)
+        self.events: Sequence[TraceEvent] = _Events(encoded, max_depth, kept)
         """The events, in order, each typed when it is read (keep ``tuple(trace.events)`` to
         read them several times)."""
         if kinds is None:
@@ -261,6 +289,7 @@ class Trace:
         *,
         require_complete: bool = False,
         limits: Limits | None = None,
+        keep: Collection[str] = (),
     ) -> Trace:
         """Read and verify a trace; every event is typed once to check it.
 
@@ -268,6 +297,10 @@ class Trace:
             source: A trace file path, or the trace's bytes.
             require_complete: Refuse a trace without a terminal event.
             limits: Line-size and nesting limits.
+            keep: Body kinds whose typed events are kept as verification typed them, so
+                reading them from ``events`` costs nothing; each costs about four times its
+                bytes in memory (the others are typed again when read). A trace to replay:
+                `REPLAY_KINDS`.
 
         Returns:
             The trace.
@@ -280,13 +313,18 @@ class Trace:
         encoded = _Encoded()
         digests = _Digests()
         kinds = _Kinds()
+        kept: dict[int, TraceEvent] = {}
+        keep = frozenset(keep)
         for item in walk_trace(
             source, limits=limits, check=typed_event, require_complete=require_complete
         ):
+            event: TraceEvent = item.value
+            if event.body.kind in keep:
+                kept[len(kinds)] = event
             encoded.append(item.event)
             digests.append(item.digest)
-            kinds.append(item.value.body.kind)
-        return cls(encoded, digests, limits.max_depth, kinds)
+            kinds.append(event.body.kind)
+        return cls(encoded, digests, limits.max_depth, kinds, kept)
 
     @property
     def size(self) -> int:

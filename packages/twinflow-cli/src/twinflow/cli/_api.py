@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Agent, ReplayMode, ReplayResult, Trace, replay
+from twinflow.agent import REPLAY_KINDS, Agent, ReplayMode, ReplayResult, Trace, replay
 from twinflow.cli._spec import RunSpec, load_tools
 from twinflow.cli._wiring import (
     EMBEDDED,
@@ -198,7 +198,7 @@ def replay_run(
         ReplayDivergenceError: an event differs from the recorded one (it is named).
         TraceCorruptError: the trace does not verify.
     """
-    loaded = Trace.load(trace)
+    loaded = Trace.load(trace, keep=REPLAY_KINDS)
     # Recorded mode starts no MCP server: the tool lists are the trace's own.
     with mcp_servers(
         spec, Path(trace).parent, recorded=None if mode == "live" else loaded, live=False

@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from twinflow.agent import (
+    REPLAY_KINDS,
     CallSummary,
     Decision,
     ReplayDivergenceError,
@@ -420,7 +421,7 @@ def divergence_failed(
 def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) -> dict[str, Any]:
     # The trace is read and checked before the spec: an unreadable trace imports nothing.
     data = read_trace_bytes(trace_path)
-    trace = parse_trace(trace_path, data)
+    trace = parse_trace(trace_path, data, keep=REPLAY_KINDS)
     spec = spec_of()
     if mode == "live":
         _announce_live_calls(trace)

@@ -8,7 +8,7 @@ read whole up to a bound, so a huge file named by mistake is refused, not loaded
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,8 +83,9 @@ def corrupt_payload(path: Path, exc: _trace.TraceCorruptError) -> dict[str, Any]
     return {"trace": str(path), "problem": None if problem is None else problem.to_json()}
 
 
-def parse_trace(path: Path, data: bytes | Path) -> Trace:
-    """Load a trace (its bytes, or its path); a damaged trace fails the check.
+def parse_trace(path: Path, data: bytes | Path, keep: Collection[str] = ()) -> Trace:
+    """Load a trace (its bytes, or its path); a damaged trace fails the check. ``keep``: the
+    body kinds whose typed events load keeps (`Trace.load`).
 
     Raises:
         CheckFailed: the trace does not load (exit 1, naming ``path``).
@@ -92,7 +93,7 @@ def parse_trace(path: Path, data: bytes | Path) -> Trace:
     from twinflow.agent import Trace
 
     try:
-        return Trace.load(data)
+        return Trace.load(data, keep=keep)
     except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{path}: {exc}", corrupt_payload(path, exc)) from None
 

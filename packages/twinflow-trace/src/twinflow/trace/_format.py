@@ -93,16 +93,18 @@ class Limits:
             raise UserError(f"max_depth {self.max_depth}: an event nests at least 2 levels")
 
 
-def encode_line(event: bytes) -> tuple[bytes, str]:
+def encode_line(event: bytes, digest: str | None = None) -> tuple[bytes, str]:
     """Frame an event's canonical bytes as a trace line.
 
     Args:
         event: ``canonical_bytes`` of the event object.
+        digest: The event's hex digest when it is known already (an event read back from a
+            trace that verified: its digest was checked against these bytes); None: hashed here.
 
     Returns:
         The line (with its newline) and the event's hex digest.
     """
-    hexdigest = hashlib.sha256(event).hexdigest()
+    hexdigest = hashlib.sha256(event).hexdigest() if digest is None else digest
     return LINE_PREFIX + hexdigest.encode() + EVENT_INFIX + event + b"}\n", hexdigest
 
 
