@@ -41,6 +41,8 @@ def hwm_kb():
                 return int(line.split()[1])
 from twinflow.eval import rescore
 import twinflow.agent, twinflow.trace
+# twinflow.agent resolves its names on first use: load them all before the baseline.
+[getattr(twinflow.agent, name) for name in twinflow.agent.__all__]
 base = hwm_kb()
 results = rescore(sys.argv[1])
 case = results.cases[0]

@@ -68,6 +68,8 @@ import twinflow.trace as trace
 trace.verify_trace, trace.read_checkpoint, trace.prove_inclusion
 if op.startswith("agent"):
     import twinflow.agent as agent
+    # twinflow.agent resolves its names on first use too.
+    agent.verify_agent_trace, agent.Trace
 base = hwm_kb()
 t, c = time.perf_counter(), time.process_time()
 if op == "json.loads+sha256":

@@ -442,3 +442,30 @@ def test_a_known_draft_and_local_references_are_used() -> None:
     with pytest.raises(ValidationError) as dangling:
         tool.validate({"b": 1})
     assert "resolves to nothing" in str(dangling.value)
+
+
+def test_a_relisted_tool_with_the_same_name_but_a_new_schema_changes_the_offer_digest(
+    connect: Callable[[], McpClient],
+) -> None:
+    """A new listing that keeps a tool's name but changes its description is a new offer: the
+    next request's tools_digest is the digest of what it offers, not of the first listing."""
+    first = agent(
+        calls(("calc.add", {"a": 2, "b": 3})), McpTools.live("calc", connect), {"calc.add"}
+    )
+    first.run("add")
+    listed = [e.body for e in recorded(first).events if isinstance(e.body, ToolsListed)]
+    tools = tuple(
+        t.model_copy(update={"description": t.description + " (new)"}) for t in listed[0].tools
+    )
+    again = listed[0].model_copy(update={"step": 2, "tools": tools})
+    run = agent(
+        calls(("calc.add", {"a": 2, "b": 3}), ("calc.add", {"a": 1, "b": 1})),
+        McpTools.recorded("calc", [listed[0], again], connect),
+        {"calc.add"},
+    )
+    run.run("add twice")
+    trace = recorded(run)
+    requested = [e.body for e in trace.events if e.body.kind == "model_requested"]
+    assert 3 == len(requested)
+    assert requested[0].tools_digest != requested[1].tools_digest
+    assert requested[1].tools_digest == requested[2].tools_digest

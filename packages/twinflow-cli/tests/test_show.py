@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from twinflow.agent import Agent, FunctionModel, Policy
+from twinflow.agent import Agent, FunctionModel, Policy, compare_behaviour
 from twinflow.cli._main import COMMAND_TABLE, command_module_commands, main
 from twinflow.kernel import CountingIds, SteppingClock, run_process
 from twinflow.trace import FileTraceSink
+from twinflow.trace.testing import events_of, rechain
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
 
@@ -145,6 +146,63 @@ def test_diff_lists_every_divergence_with_its_step(
     seen = [(d["step"], d["kind"], d["pointer"]) for d in payload["divergences"]]
     assert (1, "tool_returned", "/result/content") == seen[0]
     assert (2, "output_accepted", "/value") in seen
+
+
+def with_first_argument(trace: Path, out: Path, value: object) -> Path:
+    """``trace`` re-chained into ``out`` with its first tool call's ``a`` argument ``value``."""
+    events: list[Any] = events_of(trace.read_bytes())
+    called = next(e for e in events if e["body"]["kind"] == "tool_called")
+    called["body"]["arguments"]["a"] = value
+    out.write_bytes(rechain(events))
+    return out
+
+
+def test_diff_prints_a_long_number_as_json_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """2.0**53 in a tool call's arguments prints as its bytes say, not as 9007199254740992.0."""
+    trace = record(tmp_path / "t.jsonl")
+    a = with_first_argument(trace, tmp_path / "a.jsonl", 2.0**53)
+    b = with_first_argument(trace, tmp_path / "b.jsonl", 2**53 - 1)
+    assert 1 == main(["diff", str(a), str(b)])
+    expected = (
+        "tool_called: at /arguments/a: value differs: expected 9007199254740992, "
+        "actual 9007199254740991"
+    )
+    assert [expected] == [
+        line.split("changed  ")[1] for line in capsys.readouterr().out.splitlines()
+    ]
+
+
+def test_diff_reports_what_the_parsed_bytes_compare_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each pair's divergences are `compare_behaviour` of `json.loads` of every event's bytes."""
+    one = record(tmp_path / "one.jsonl")
+    pairs = [
+        (one, record(tmp_path / "other.jsonl", day=3, offset=1, prefix="b-")),
+        (
+            with_first_argument(one, tmp_path / "long.jsonl", 2.0**53),
+            with_first_argument(one, tmp_path / "short.jsonl", -(2**53) + 1),
+        ),
+        (
+            one,
+            with_first_argument(
+                one, tmp_path / "astral.jsonl", {"\U0001f600": 1, "\u00e9": [1.5e300]}
+            ),
+        ),
+    ]
+    for a, b in pairs:
+        assert 1 == main(["diff", str(a), str(b), "--json"])
+        actual = json.loads(capsys.readouterr().out)["divergences"]
+        events: list[list[Any]] = [events_of(a.read_bytes()), events_of(b.read_bytes())]
+        divergences = compare_behaviour(*events)
+        expected = json.loads(json.dumps([d.model_dump() for d in divergences]))
+        assert expected == actual
+        assert 1 == main(["diff", str(a), str(b)])
+        lines = capsys.readouterr().out.splitlines()
+        details = [line.split("  ", 2)[2].split(None, 1)[1] for line in lines]
+        assert [d.detail for d in divergences] == details
 
 
 def test_the_command_table_matches_each_module() -> None:

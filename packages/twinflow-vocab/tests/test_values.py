@@ -202,6 +202,17 @@ def test_a_nested_error_is_one_invalid_value_error_with_the_whole_path() -> None
     assert expected == actual
 
 
+@pytest.mark.parametrize(
+    "arguments", [{"\ud800": 1}, {"a": {"\udfff": [1]}}, {"a": [{"\ud83d": None}]}]
+)
+def test_a_key_with_a_lone_surrogate_is_an_invalid_value_error(
+    arguments: dict[str, object],
+) -> None:
+    """pydantic-core cannot read such a key; the constructor still raises its typed error."""
+    with pytest.raises(InvalidValueError, match="a key holds a lone surrogate"):
+        ToolCallPart(id=CallId("c1"), name="add", arguments=arguments)
+
+
 def test_a_subclass_with_its_own_init_is_still_called_when_nested() -> None:
     """Only FrozenValue's own __init__ is skipped for nested values; a subclass's runs."""
     from twinflow.vocab._values import FrozenValue

@@ -16,6 +16,13 @@ from typing import Any, Generic, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypeVar
 
+from twinflow.agent._encode import (
+    integer_bytes,
+    layout,
+    message_bytes,
+    responded_bytes,
+    text_bytes,
+)
 from twinflow.agent._errors import (
     AgentConfigError,
     InvalidModelReply,
@@ -90,10 +97,12 @@ from twinflow.vocab import (
     StructuredOutputAdapter,
     StructuredOutputError,
     StructuredPart,
+    TextPart,
     ToolCallPart,
     ToolSpec,
     Transcript,
     Usage,
+    assembled,
     canonical_bytes,
     digest,
     envelope,
@@ -182,7 +191,7 @@ def _message_bytes(state: _Run, message: Message) -> bytes:
     found = state.encoded.get(id(message))
     if found is not None and found[0] is message:
         return found[1]
-    encoded = canonical_bytes(message)
+    encoded = message_bytes(message)
     state.encoded[id(message)] = (message, encoded)
     return encoded
 
@@ -194,9 +203,6 @@ def _transcript_digest(state: _Run) -> str:
     return hashlib.sha256(b'{"messages":[' + joined + b"]}").hexdigest()
 
 
-_REQUESTED_HEAD = b'{"kind":"model_requested",'
-
-
 def _dump_bytes(dump: dict[str, Any]) -> bytes | None:
     """The canonical bytes of a JSON-mode dump (the leaf's screened fast path), or None where
     it has none: the writer then encodes the whole event, and its error names the member."""
@@ -206,19 +212,38 @@ def _dump_bytes(dump: dict[str, Any]) -> bytes | None:
         return None
 
 
-def _requested_bytes(requested: ModelRequested, encoded: list[bytes]) -> bytes | None:
-    """``canonical_bytes(requested)`` with its new messages spliced in from their bytes:
-    "new_messages" sorts right after "kind", the first key of the rest."""
-    rest = _dump_bytes(requested.model_dump(mode="json", exclude={"new_messages"}))
-    if rest is None or not rest.startswith(_REQUESTED_HEAD):
+_REQUESTED = layout(ModelRequested)
+_STARTED = layout(RunStarted, without=frozenset({"parent", "environment"}))
+
+
+def _requested_bytes(
+    requested: ModelRequested, encoded: list[bytes], settings: bytes
+) -> bytes | None:
+    """``canonical_bytes(requested)`` from its members: its new messages' and its settings'
+    bytes given, the rest digests, counts and a literal (ADR 0140)."""
+    schema = requested.output_schema_digest
+    try:
+        return _REQUESTED % {
+            b"new_messages": b"[" + b",".join(encoded) + b"]",
+            b"output_schema_digest": b"null" if schema is None else text_bytes(schema),
+            b"prefix_digest": text_bytes(requested.prefix_digest),
+            b"prefix_length": integer_bytes(requested.prefix_length),
+            b"purpose": text_bytes(requested.purpose),
+            b"settings": settings,
+            b"step": integer_bytes(requested.step),
+            b"tools_digest": text_bytes(requested.tools_digest),
+        }
+    except TraceCanonicalError:
         return None
-    return (
-        _REQUESTED_HEAD
-        + b'"new_messages":['
-        + b",".join(encoded)
-        + b"],"
-        + rest[len(_REQUESTED_HEAD) :]
-    )
+
+
+def _responded_bytes(state: _Run, responded: ModelResponded) -> bytes | None:
+    """``canonical_bytes(responded)`` around its message's bytes, which the run keeps for the
+    next request (ADR 0140); None where only the whole encoding decides."""
+    try:
+        return responded_bytes(responded, _message_bytes(state, responded.response.message))
+    except TraceCanonicalError:
+        return None
 
 
 def _emission(message: Message) -> str:
@@ -405,8 +430,13 @@ class Agent(Closing, Generic[OutputT]):
         )
         # Encoded once here for the digest, and again into each run's run_started (ADR 0135).
         self._config_bytes = (self.config, canonical_bytes(self.config))
+        # The settings every request records, encoded once (ADR 0142).
+        self._settings_encoded = (self.settings, canonical_bytes(self.settings))
         self.config_digest = hashlib.sha256(self._config_bytes[1]).hexdigest()
-        self._offer_digests: dict[tuple[str, ...], str] = {}
+        self._offer_digests: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = {}
+        # The usual offer, every tool, digested here with the configuration that holds the same
+        # specs, rather than in the first request of each run (ADR 0142).
+        self._offer_digest(self._specs)
         self._schema_digest = None if self._schema is None else digest(self._schema)
         # Events written where a record has them (a resume's run_resumed, say), by sequence
         # number, and a person's decisions by call id: both empty for a fresh run.
@@ -458,8 +488,27 @@ class Agent(Closing, Generic[OutputT]):
         config, encoded = self._config_bytes
         if started.config is not config:  # the configuration was replaced since: encode it
             encoded = canonical_bytes(started.config)
+        if started.parent is None and started.environment is None:
+            # A run that names neither (both then absent): composed from its members (ADR 0140).
+            try:
+                return _STARTED % {
+                    b"config": encoded,
+                    b"config_digest": text_bytes(started.config_digest),
+                    b"prompt": text_bytes(started.prompt),
+                    b"run_id": text_bytes(started.run_id),
+                }
+            except TraceCanonicalError:
+                return None
         rest = _dump_bytes(started.model_dump(mode="json", exclude={"config"}))
         return None if rest is None else b'{"config":' + encoded + b"," + rest[1:]
+
+    def _settings_bytes(self) -> bytes:
+        """``canonical_bytes(self.settings)``, encoded again only if the settings were replaced."""
+        settings, encoded = self._settings_encoded
+        if settings is not self.settings:
+            self._settings_encoded = (self.settings, canonical_bytes(self.settings))
+            encoded = self._settings_encoded[1]
+        return encoded
 
     def run(self, prompt: str) -> RunResult[OutputT]:
         """Run the agent on one prompt.
@@ -494,7 +543,9 @@ class Agent(Closing, Generic[OutputT]):
         for server in self.servers:
             self._emit(server.announce())
         opening = (Message.system(self.system),) if self.system is not None else ()
-        state = _Run(run_id, Transcript(messages=(*opening, Message.user(prompt))))
+        # The prompt is checked as text; a message of one text part needs nothing more.
+        asked = assembled(Message, {"role": "user", "parts": (TextPart(text=prompt),)})
+        state = _Run(run_id, Transcript(messages=(*opening, asked)))
         runner = ToolRunner(
             self.tools,
             self.policy,
@@ -522,24 +573,34 @@ class Agent(Closing, Generic[OutputT]):
                 # Even if recording the failure fails, what was written is made durable.
                 self.writer.end_step()
             raise
-        usage = Usage(input_tokens=state.usage_in, output_tokens=state.usage_out)
+        # The run's end is built of values it holds, validated already: sums of validated
+        # token counts, the run's id, its transcript and output (ADR 0141).
+        usage = assembled(Usage, {"input_tokens": state.usage_in, "output_tokens": state.usage_out})
         self._emit(
-            RunFinished(
-                run_id=run_id,
-                steps=state.requests,
-                usage=usage,
-                transcript_digest=_transcript_digest(state),
+            assembled(
+                RunFinished,
+                {
+                    "kind": "run_finished",
+                    "run_id": run_id,
+                    "steps": state.requests,
+                    "usage": usage,
+                    "transcript_digest": _transcript_digest(state),
+                },
             )
         )
         self.writer.end_step()
-        return RunResult(
-            output=output,
-            transcript=state.transcript,
-            head=self.writer.checkpoint(),
-            run_id=run_id,
-            usage=usage,
-            steps=state.requests,
+        result: RunResult[OutputT] = assembled(
+            RunResult,
+            {
+                "output": output,
+                "transcript": state.transcript,
+                "head": self.writer.checkpoint(),
+                "run_id": run_id,
+                "usage": usage,
+                "steps": state.requests,
+            },
         )
+        return result
 
     def _loop(self, state: _Run, runner: ToolRunner) -> OutputT:
         for step in range(1, self.max_steps + 1):
@@ -557,10 +618,10 @@ class Agent(Closing, Generic[OutputT]):
             self._check_call_ids(state, calls)
             self._ask_people(state, calls)
             results = tuple(runner.run(call) for call in calls)
+            # The runner's results, in a tool message as validation would build it (ADR 0141).
+            answered = assembled(Message, {"role": "tool", "parts": results})
             # One append per step (the reply and its results): one copy of the messages tuple.
-            state.transcript = state.transcript.append(
-                response.message, Message(role="tool", parts=results)
-            )
+            state.transcript = state.transcript.append(response.message, answered)
             self.writer.end_step()
         raise MaxStepsExceeded(
             f"run {state.run_id}: the model was still calling tools after max_steps={self.max_steps} "
@@ -591,17 +652,25 @@ class Agent(Closing, Generic[OutputT]):
         # Only what was not sent yet: reading `.messages` would build the whole tuple each step.
         new = state.transcript.messages_from(state.sent)
         encoded = [_message_bytes(state, message) for message in new]
-        requested = ModelRequested(
-            step=state.step,
-            purpose=purpose,
-            prefix_length=state.chain.length,
-            prefix_digest=state.chain.hexdigest,
-            new_messages=new,
-            tools_digest=self._offer_digest(state.offered),
-            output_schema_digest=self._schema_digest,
-            settings=self.settings,
+        fields = {
+            "kind": "model_requested",
+            "step": state.step,
+            "purpose": purpose,
+            "prefix_length": state.chain.length,
+            "prefix_digest": state.chain.hexdigest,
+            "new_messages": new,
+            "tools_digest": self._offer_digest(state.offered),
+            "output_schema_digest": self._schema_digest,
+            "settings": self.settings,
+        }
+        # Messages the transcript holds, digests and counts of the run's own: validated already,
+        # unless the agent's settings were replaced by something else (ADR 0141).
+        requested = (
+            assembled(ModelRequested, fields)
+            if type(self.settings) is ModelSettings
+            else ModelRequested(**fields)
         )
-        self._emit(requested, _requested_bytes(requested, encoded))
+        self._emit(requested, _requested_bytes(requested, encoded, self._settings_bytes()))
         state.chain.update_encoded(encoded)
         state.sent = len(state.transcript)
         # Every field is an already validated value and tool names were checked unique in
@@ -619,7 +688,16 @@ class Agent(Closing, Generic[OutputT]):
                 response = self.model.request(request)
         except StructuredOutputError as exc:
             raise self._no_valid_reply(state, exc) from exc
-        self._emit(ModelResponded(step=state.step, response=response))
+        # The reply was validated where the model built it; anything else is refused as before.
+        responded = (
+            assembled(
+                ModelResponded,
+                {"kind": "model_responded", "step": state.step, "response": response},
+            )
+            if isinstance(response, ModelResponse)
+            else ModelResponded(step=state.step, response=response)
+        )
+        self._emit(responded, _responded_bytes(state, responded))
         response = self._check_part_kinds(state, response)
         state.requests += 1
         state.usage_in += response.usage.input_tokens
@@ -843,12 +921,15 @@ class Agent(Closing, Generic[OutputT]):
             state.transcript = state.transcript.append(envelope("steering", text))
 
     def _offer_digest(self, offered: tuple[ToolSpec, ...]) -> str:
-        names = tuple(spec.name for spec in offered)
-        found = self._offer_digests.get(names)
+        # Keyed by the spec objects, not their names: a server listed again may keep a tool's
+        # name and change its schema, and its new spec is a new object. The entry holds the
+        # specs, so their ids are not reused while it is cached.
+        key = tuple(map(id, offered))
+        found = self._offer_digests.get(key)
         if found is None:
-            found = digest([spec.model_dump(mode="json") for spec in offered])
-            self._offer_digests[names] = found
-        return found
+            found = (offered, digest([spec.model_dump(mode="json") for spec in offered]))
+            self._offer_digests[key] = found
+        return found[1]
 
     def _no_valid_reply(self, state: _Run, exc: StructuredOutputError) -> InvalidModelReply:
         """Record every refused reply, then the run's error: one failure path with the others."""
@@ -870,6 +951,13 @@ class Agent(Closing, Generic[OutputT]):
 
     def _check_limits(self, state: _Run) -> None:
         limits = self.usage_limits
+        if (
+            limits.requests is None
+            and limits.input_tokens is None
+            and limits.output_tokens is None
+            and limits.total_tokens is None
+        ):
+            return  # no limit (the usual case): nothing to count against
         used = {
             "requests": state.requests,
             "input_tokens": state.usage_in,
@@ -891,7 +979,13 @@ class Agent(Closing, Generic[OutputT]):
             # lets the text be returned as OutputT, and it refuses an output_type changed since.
             if not isinstance(text, output_type):
                 raise _bad_output_type(output_type)
-            self._emit(OutputAccepted(attempts=1, schema_name=None, value=text))
+            # The text of the reply's parts (ADR 0141).
+            self._emit(
+                assembled(
+                    OutputAccepted,
+                    {"kind": "output_accepted", "attempts": 1, "schema_name": None, "value": text},
+                )
+            )
             return text
         emissions = [_emission(response.message)]
         schema_name = self._schema.name

@@ -8,7 +8,8 @@ buffered write, whatever the length of the trace.
 
 The writer encodes only the body: the envelope's members (``at``, ``body``, ``prev``, ``seq``,
 already in canonical key order) are three values it knows the form of, so the line is spliced
-around the body's bytes and no `TraceEvent` is built or dumped per event (ADR 0135). Anything
+around the body's bytes and no `TraceEvent` is built or dumped per event (ADR 0135); the body's
+bytes are composed from its members' where `twinflow.agent._encode` can (ADR 0140). Anything
 unusual (a secret to scrub, a datetime subclass, a body that is not one of the event types, a
 value with no canonical form) takes the whole-event path, which is the definition the splice is
 held equal to (``test_spliced_lines_are_the_whole_event_encoding``).
@@ -22,6 +23,7 @@ from datetime import datetime
 
 from pydantic import AwareDatetime, TypeAdapter
 
+from twinflow.agent._encode import body_bytes
 from twinflow.agent._events import GENESIS, EventBody, TraceEvent
 from twinflow.trace import (
     DEFAULT_MAX_LINE_BYTES,
@@ -42,8 +44,9 @@ __all__ = ["TraceWriter", "encode_event"]
 # The event types a body may be, read from the union: a body of another type (a dict, say)
 # goes through `TraceEvent`'s validation as before.
 _BODY_TYPES = frozenset(typing.get_args(typing.get_args(EventBody)[0]))
-# `TraceEvent.at`'s JSON form, by the same serializer pydantic uses for the field.
-_AT = TypeAdapter(AwareDatetime)
+# `TraceEvent.at`'s JSON form, by the same serializer pydantic uses for the field (called
+# directly: `TypeAdapter.dump_python`'s keyword handling cost as much as the serializing).
+_AT = TypeAdapter(AwareDatetime).serializer
 
 
 def encode_event(event: TraceEvent) -> tuple[bytes, str]:
@@ -160,10 +163,10 @@ class TraceWriter:
             return None
         if encoded is None:
             try:
-                encoded = canonical_bytes(body)
+                encoded = body_bytes(body)
             except CanonicalError:
                 return None  # the whole event's encoding raises, naming the member's full path
-        stamp = _AT.dump_python(at, mode="json")
+        stamp = _AT.to_python(at, mode="json")
         return _frame(
             b'{"at":"%s","body":%s,"prev":"%s","seq":%d}'
             % (stamp.encode("ascii"), encoded, self._head.encode("ascii"), self._tree.size)

@@ -343,13 +343,29 @@ def _show(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+# A verified event's JSON object is what `json.loads` makes of its bytes, but for an integer
+# literal of 16 or more digits, which the leaf's parse reads as the double it denotes (ADR 0131:
+# the divergences print such a number as `json.loads` reads it). In canonical JSON a number
+# follows ':', ',' or '[': mapping those to ':', each digit to '0' and dropping '-' turns such a
+# literal into ':' and sixteen '0's. A string can hold the pattern too: a false alarm only costs
+# a second parse of that event.
+_DIGITS = bytes.maketrans(b"0123456789,[", b"0000000000::")
+_LONG_NUMBER = b":" + b"0" * 16
+
+
 def _event_values(path: Path, count: list[int]) -> Iterator[Any]:
     """Each verified event of a trace as JSON, streaming (only the behaviour views are kept,
-    not the events); appends how many there were to ``count`` once they are all read."""
+    not the events); appends how many there were to ``count`` once they are all read.
+
+    Each value is the object the walk parsed and typed (ADR 0149), not a second parse of the
+    event's bytes, but where it may hold a number the two parses read otherwise."""
     read = 0
-    for item in walk_typed(path):
+    for item in walk_typed(path, values=True):
         read += 1
-        yield json.loads(item.event)
+        if _LONG_NUMBER in item.event.translate(_DIGITS, b"-"):
+            yield json.loads(item.event)
+        else:
+            yield item.value
     count.append(read)
 
 

@@ -98,10 +98,15 @@ def parse_trace(path: Path, data: bytes | Path, keep: Collection[str] = ()) -> T
         raise CheckFailed(f"{path}: {exc}", corrupt_payload(path, exc)) from None
 
 
-def walk_typed(path: Path) -> Iterator[_trace.VerifiedEvent]:
+def walk_typed(path: Path, *, values: bool = False) -> Iterator[_trace.VerifiedEvent]:
     """A trace file's events as they verify and type, streaming: `load_trace`'s checks (the
     leaf's walk with the agent's typed check), event by event, so a reader that stops early
     reads no further and one that goes on holds no more than it keeps.
+
+    Args:
+        path: The trace file.
+        values: Make each event's ``value`` the verified JSON object the typed check passed
+            (the typed event is built, checked and let go) instead of the typed event.
 
     Raises:
         UnreadableTrace: the file is empty or does not start with a trace line (exit 2).
@@ -109,9 +114,13 @@ def walk_typed(path: Path) -> Iterator[_trace.VerifiedEvent]:
     """
     from twinflow.agent import typed_event
 
+    def checked(value: dict[str, Any]) -> dict[str, Any]:
+        typed_event(value)
+        return value
+
     check_trace_head(path)
     try:
-        yield from _trace.walk_trace(path, check=typed_event)
+        yield from _trace.walk_trace(path, check=checked if values else typed_event)
     except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{path}: {exc}", corrupt_payload(path, exc)) from None
 

@@ -141,6 +141,13 @@ class FrozenValue(BaseModel):
             super().__init__(**data)
         except ValidationError as exc:
             raise type(self)._invalid_error(f"invalid {type(self).__name__}: {exc}") from None
+        except UnicodeEncodeError as exc:
+            # pydantic-core cannot read a dict key holding a lone surrogate (a value's string is
+            # refused by the rule that names its path); it raises this instead.
+            raise type(self)._invalid_error(
+                f"invalid {type(self).__name__}: a key holds a lone surrogate "
+                f"({exc.object[exc.start : exc.end]!a}); keys must be valid Unicode text"
+            ) from None
 
     # Only the outermost value translates the error, so nested values need not pass through this
     # method: marked as pydantic marks its own base __init__ (and RootModel's), nested values are
