@@ -1,8 +1,8 @@
 """Benchmark: eval runner overhead per case with a scripted model, and wall time for 1000 cases.
 
 Peer, measured in the same run: the same agent run directly in a loop, writing the same trace
-files (no dataset, no scoring, no result files). The runner's overhead per case is the
-difference in CPU time of this process (``time.process_time``: user and system), each side the
+files (no dataset, no scoring, no result files); the runner is given a progress callback, as
+`twinflow eval run` gives it one. The runner's overhead per case is the difference in CPU time of this process (``time.process_time``: user and system), each side the
 best of ``--repeats`` batches of ``--batch`` cases, the two interleaved within each repeat so
 both see the same load; the target is at most 1 ms. Then 1000 scripted cases through the
 runner at concurrency 1 (SerialExecutor) and 8 (ThreadExecutor), in wall time.
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from twinflow.agent import Agent, FunctionModel
-from twinflow.eval import Case, Dataset, run_eval
+from twinflow.eval import Case, Dataset, Summary, run_eval
 from twinflow.kernel import (
     CountingIds,
     Executor,
@@ -59,6 +59,10 @@ def _factory(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
     return _agent(sink, seed)
 
 
+def _progress(done: int, total: int, summary: Summary) -> None:
+    """The runner's progress callback, doing nothing with what it is given."""
+
+
 def _dataset(n: int) -> Dataset:
     return Dataset(
         name="bench", cases=tuple(Case(id=f"c{i}", input=f"q{i}", expected="yes") for i in range(n))
@@ -86,7 +90,13 @@ def _runner(
         executor = ThreadExecutor() if concurrency > 1 else SerialExecutor()
     start = clock()
     results = run_eval(
-        _dataset(n), _factory, root, clock=SystemClock(), executor=executor, concurrency=concurrency
+        _dataset(n),
+        _factory,
+        root,
+        clock=SystemClock(),
+        executor=executor,
+        concurrency=concurrency,
+        progress=_progress,  # as `twinflow eval run` passes one (its redrawn line)
     )
     elapsed = clock() - start
     assert results.summary.passed == n

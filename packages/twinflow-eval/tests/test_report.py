@@ -8,7 +8,7 @@ from pathlib import Path
 
 from eval_testkit import START, dataset, factory
 
-from twinflow.agent import Trace
+from twinflow.agent import Trace, render_trace_page
 from twinflow.eval import (
     CaseResult,
     EvalResults,
@@ -153,6 +153,45 @@ def test_reports_from_the_scoring_pass_are_the_reports_read_afresh(tmp_path: Pat
     results = EvalResults.model_validate_json((run_dir / "results.json").read_bytes())
     write_reports(results, run_dir)
     assert written == [(run_dir / name).read_bytes() for name in ("lab-notes.md", "lab-notes.html")]
+
+
+def test_a_runs_pages_and_notes_show_the_bytes_it_scored(tmp_path: Path) -> None:
+    """A trace changed after its case was scored changes neither its page nor the notes of the
+    run: they show the bytes the result's checkpoint covers; regenerating them reads the file."""
+    run_dir = tmp_path / "run"
+    trace = run_dir / "traces" / "c0@1.jsonl"
+    scored: list[bytes] = []
+
+    def progress(done: int, total: int, summary: Summary) -> None:
+        if done == 2:  # c0 is scored, its page written; another process swaps its trace
+            scored.append(trace.read_bytes())
+            trace.write_bytes((run_dir / "traces" / "c1@1.jsonl").read_bytes())
+
+    clock = SteppingClock(START)
+    run_eval(dataset(2, wrong=(1,)), factory(), run_dir, clock=clock, progress=progress)
+    page = (run_dir / "traces" / "c0@1.html").read_bytes()
+    notes = (run_dir / "lab-notes.md").read_text()
+    assert render_trace_page(scored[0], "traces/c0@1.jsonl").encode() == page
+    row = notes.split("\n| c0@1 |")[1].split("\n")[0]
+    assert '| {"total_eur": 5} | {"total_eur": 5} |' in row  # expected, and the output scored
+    results = EvalResults.model_validate_json((run_dir / "results.json").read_bytes())
+    write_reports(results, run_dir)
+    assert page != (run_dir / "traces" / "c0@1.html").read_bytes()
+
+
+def test_results_json_holds_the_results_the_run_scored(tmp_path: Path) -> None:
+    """A case file changed while the run goes on does not change results.json: it is made from
+    the results the run wrote, not read back from the folder."""
+    run_dir = tmp_path / "run"
+
+    def progress(done: int, total: int, summary: Summary) -> None:
+        if done == 1:
+            path = run_dir / "cases" / "c0@1.json"
+            path.write_bytes(path.read_bytes().replace(b'"passed"', b'"failed"'))
+
+    run_eval(dataset(2), factory(), run_dir, clock=SteppingClock(START), progress=progress)
+    results = EvalResults.model_validate_json((run_dir / "results.json").read_bytes())
+    assert ["passed", "passed"] == [case.status for case in results.cases]
 
 
 def test_what_scoring_read_stands_only_for_the_bytes_it_scored(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from twinflow.kernel import (
     free_port,
 )
 from twinflow.trace import WRITER_LOCK, PlantedLinkError, TraceSink
+from twinflow.vocab import canonical_bytes
 
 CLOCK = SteppingClock(START)
 
@@ -60,6 +61,33 @@ def test_run_writes_results_traces_and_checkpoint_roots(tmp_path: Path) -> None:
     assert {"lab-notes.md", "lab-notes.html", "run.json", "results.json"} <= set(
         os.listdir(tmp_path / "run")
     )
+
+
+def test_results_json_is_the_canonical_encoding_of_the_results(tmp_path: Path) -> None:
+    """results.json, spliced from the cases files' encodings, is byte for byte the canonical
+    encoding of the results: with trials, and cases an earlier run of a resumed one scored."""
+    out = tmp_path / "run"
+    data = dataset(4, wrong=(1,))
+    first = run_eval(data, factory(), out, clock=CLOCK, trials=2)
+    assert canonical_bytes(first) + b"\n" == (out / "results.json").read_bytes()
+    (out / "cases" / "c2@2.json").unlink()
+    resumed = run_eval(data, factory(), out, clock=CLOCK, trials=2)
+    assert canonical_bytes(resumed) + b"\n" == (out / "results.json").read_bytes()
+
+
+def test_progress_counts_the_results_so_far_an_earlier_runs_included(tmp_path: Path) -> None:
+    """Each progress call carries the summary of every result the run holds at that point."""
+    out = tmp_path / "run"
+    data = dataset(4, wrong=(1,))
+    run_eval(data, factory(), out, clock=CLOCK)
+    for key in ("c1@1", "c3@1"):
+        (out / "cases" / f"{key}.json").unlink()
+    calls: list[tuple[int, int, Summary]] = []
+    results = run_eval(data, factory(), out, clock=CLOCK, progress=lambda *call: calls.append(call))
+    by_key = {r.key: r for r in results.cases}
+    held = [by_key[k] for k in ("c0@1", "c2@1", "c1@1", "c3@1")]  # the earlier run's first
+    expected = [(n, 4, Summary.of(held[:n])) for n in (2, 3, 4)]
+    assert expected == calls
 
 
 def test_rescore_gives_identical_scores_and_flags_exactly_a_tampered_trace(tmp_path: Path) -> None:

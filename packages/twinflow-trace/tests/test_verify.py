@@ -312,6 +312,24 @@ def test_the_good_prefix_checkpoint_is_reported() -> None:
     assert isinstance(report.checkpoint, Checkpoint)
 
 
+def test_walk_trace_returns_the_checkpoint_of_what_it_yielded() -> None:
+    """walk_trace's value (for ``yield from``) is the checkpoint verify_trace reports."""
+
+    def reader() -> Any:
+        checkpoint = yield from walk_trace(trace(7))
+        return checkpoint
+
+    walked = reader()
+    seqs = []
+    while True:
+        try:
+            seqs.append(next(walked).seq)
+        except StopIteration as end:
+            returned = end.value
+            break
+    assert (list(range(7)), verify_trace(trace(7)).checkpoint) == (seqs, returned)
+
+
 def test_a_line_of_escaped_quotes_is_scanned_once() -> None:
     """A bracket-heavy event of unterminated escaped quotes is too_deep, not a quadratic scan."""
     event = b"[" * 100 + b'"' + b'\\"' * 200_000

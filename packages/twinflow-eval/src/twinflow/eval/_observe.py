@@ -16,7 +16,7 @@ from pydantic import JsonValue
 
 from twinflow.agent import Trace, TraceEvent, summarize_trace, typed_event
 from twinflow.eval._frozen import EvalValue
-from twinflow.trace import GENESIS, Checkpoint, Frontier, TraceCorruptError, leaf_hash, walk_trace
+from twinflow.trace import Checkpoint, TraceCorruptError, walk_trace
 
 __all__ = ["Observation", "ToolCallRecord", "observe", "observe_file", "observe_verified"]
 
@@ -99,8 +99,8 @@ def observe_verified(
     """Verify a trace and observe it in one streaming pass; also return its checkpoint.
 
     Memory is bounded by the largest event and the observation, not by the trace: each event
-    is typed, observed and dropped as it verifies, and the checkpoint's root is grown on a
-    Merkle frontier (one hash per level).
+    is typed, observed and dropped as it verifies, and the checkpoint's root is the walk's,
+    grown on a Merkle frontier (one hash per level).
 
     Args:
         source: A trace file path, or the trace's bytes.
@@ -113,19 +113,24 @@ def observe_verified(
             checkpoint of the part that did).
         OSError: The file cannot be read (a FIFO or device is refused unread).
     """
-    frontier = Frontier()
-    heads = [GENESIS]
+    checkpoints: list[Checkpoint] = []
 
     def events() -> Iterator[TraceEvent]:
-        for item in walk_trace(source, check=typed_event, require_complete=require_complete):
-            frontier.append_hash(leaf_hash(bytes.fromhex(item.digest)))
-            heads[0] = item.digest
+        walk = walk_trace(source, check=typed_event, require_complete=require_complete)
+        while True:
+            try:
+                item = next(walk)
+            except StopIteration as end:
+                # Every event verified: the walk returns the checkpoint of its own tree, so
+                # the events are not hashed into a second one here.
+                checkpoints.append(end.value)
+                return
             if keep is not None:
                 keep(item.value)
             yield item.value
 
-    observation = observe(events())
-    checkpoint = Checkpoint(size=frontier.size, root=frontier.root().hex(), head=heads[0])
+    observation = observe(events())  # `summarize_trace` reads every event: the walk ends
+    checkpoint = checkpoints[0]
     return observation, checkpoint
 
 

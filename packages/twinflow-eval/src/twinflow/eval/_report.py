@@ -8,6 +8,7 @@ headless-browser test reads. Both reports are pure functions of the results: no 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
@@ -42,6 +43,7 @@ __all__ = [
     "read_details",
     "render_html",
     "render_markdown",
+    "write_page",
     "write_reports",
 ]
 
@@ -49,17 +51,25 @@ __all__ = [
 class ScoredTrace(NamedTuple):
     """What the reports read from a case's trace, kept by the pass that scored it (ADR 0139)."""
 
-    sha256: bytes
-    """The digest of the trace file's bytes as scored: the rest stands for those bytes only."""
+    sha256: bytes | None
+    """The digest of the trace file's bytes as scored: the rest stands for those bytes only.
+    None: the scoring pass wrote the trace's page from the very bytes it scored
+    (`write_page`), so the reports take the page and the rest as they are and do not read the
+    file again (ADR 0146)."""
     observation: Observation
     """The observation scoring read."""
     kept: tuple[TraceEvent, ...]
     """The run's facts' events (`keeps_fact`), in order."""
 
 
+_FACT_BODIES = (RunStarted, ModelResponded)
+"""The bodies of the events the run's facts come from (a tuple: `isinstance` with a union
+built at each call costs twice as much, once an event)."""
+
+
 def keeps_fact(event: TraceEvent) -> bool:
     """Whether the run's facts (`RunFacts`) come from ``event``: its run_started and replies."""
-    return isinstance(event.body, RunStarted | ModelResponded)
+    return isinstance(event.body, _FACT_BODIES)
 
 
 class CaseDetail(EvalValue):
@@ -106,6 +116,9 @@ class RunFacts(EvalValue):
     one, normally; several when workers differ."""
 
 
+# Asked four times a case (the page written, the notes' details, both reports' links); parsing
+# the name is pathlib's slow part, and the answer depends on the name alone: parsed once each.
+@functools.lru_cache(maxsize=4096)
 def _page_of(trace: str) -> PurePosixPath | None:
     """``traces/<name>.html`` for a trace the runner names ``traces/<name>.jsonl``, else None.
 
@@ -118,6 +131,20 @@ def _page_of(trace: str) -> PurePosixPath | None:
     if path.name.startswith("."):
         return None
     return path.with_suffix(".html")
+
+
+def write_page(run_dir: Path, trace: str, data: bytes) -> PurePosixPath | None:
+    """Write the page of the trace a result names (``traces/<name>.html``) from its bytes.
+
+    Returns:
+        The page's path, relative to the run directory; None, writing nothing, for a name the
+        runner does not write (`_page_of`).
+    """
+    page = _page_of(trace)
+    if page is not None:
+        # Not synced: a page is regenerated from its trace whenever the reports are written.
+        write_replace(run_dir / page, render_trace_page(data, trace).encode(), durable=False)
+    return page
 
 
 def _judgements(result: CaseResult) -> list[tuple[str, str]]:
@@ -149,7 +176,8 @@ def read_details(
         results: The run's results.
         run_dir: The run directory.
         scored: What the scoring pass read from traces, by path: a trace whose bytes are those
-            it scored is not verified and typed a second time (ADR 0139).
+            it scored is not verified and typed a second time (ADR 0139); one whose page it
+            wrote (no digest) is not read again (ADR 0146).
     """
     details: dict[str, CaseDetail] = {}
     reported: set[str] = set()
@@ -167,36 +195,29 @@ def read_details(
         if page is None:  # not a path the runner writes: neither read nor written beside
             details[result.key] = CaseDetail(**given)
             continue
-        try:
-            data = read_inside(run_dir, result.trace, what="results.json")
-        except OSError:  # missing or unreadable; a link or a non-file raises UnsafePathError
-            details[result.key] = CaseDetail(**given)
-            continue
-        # Not synced: a page is regenerated from its trace whenever the reports are written.
-        page_html = render_trace_page(data, result.trace).encode()
-        write_replace(run_dir / page, page_html, durable=False)
         known = None if scored is None else scored.get(result.trace)
-        if known is not None and known.sha256 == hashlib.sha256(data).digest():
-            # The very bytes the scoring pass verified, typed and observed.
+        if known is None or known.sha256 is not None:
+            try:
+                data = read_inside(run_dir, result.trace, what="results.json")
+            except OSError:  # missing or unreadable; a link or a non-file: UnsafePathError
+                details[result.key] = CaseDetail(**given)
+                continue
+            write_page(run_dir, result.trace, data)
+            if known is not None and known.sha256 != hashlib.sha256(data).digest():
+                known = None  # other bytes than those scored: read afresh
+        if known is not None:
+            # The very bytes the scoring pass verified, typed and observed; with no digest, the
+            # pass also wrote their page, so the page, the result and these notes show one set
+            # of bytes and the file is not read again (ADR 0146).
             seen, kept = known.observation, known.kept
         else:
             # One streaming pass verifies, types and observes the trace and keeps the two kinds
             # of event the run's facts come from (its typed events are not held whole).
-            held: list[TraceEvent] = []
-
-            def events(data: bytes = data, held: list[TraceEvent] = held) -> Iterator[TraceEvent]:
-                for item in walk_trace(data, check=typed_event):
-                    event: TraceEvent = item.value
-                    if keeps_fact(event):
-                        held.append(event)
-                    yield event
-
             try:
-                seen = observe(events())
+                seen, kept = _observe_afresh(data)
             except TraceCorruptError:
                 details[result.key] = CaseDetail(page=str(page), **given)
                 continue
-            kept = tuple(held)
         details[result.key] = CaseDetail(
             output=seen.output, tool_calls=seen.tool_calls, page=str(page), **given
         )
@@ -224,6 +245,26 @@ def read_details(
         environments=tuple(environments),
     )
     return facts, details
+
+
+def _observe_afresh(data: bytes) -> tuple[Observation, tuple[TraceEvent, ...]]:
+    """Verify, type and observe a trace's bytes in one streaming pass, keeping the events the
+    run's facts come from (`keeps_fact`); its typed events are not held whole.
+
+    Raises:
+        TraceCorruptError: The trace does not verify.
+    """
+    held: list[TraceEvent] = []
+
+    def events() -> Iterator[TraceEvent]:
+        for item in walk_trace(data, check=typed_event):
+            event: TraceEvent = item.value
+            if keeps_fact(event):
+                held.append(event)
+            yield event
+
+    seen = observe(events())
+    return seen, tuple(held)
 
 
 def _plan_of(run_dir: Path) -> tuple[Plan | None, tuple[str, ...], str | None]:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -238,11 +239,14 @@ class Summary(EvalValue):
     @classmethod
     def of(cls, cases: Sequence[CaseResult]) -> Summary:
         """Count statuses."""
-        count = {
-            s: sum(1 for c in cases if c.status == s)
-            for s in ("passed", "failed", "errored", "flagged")
-        }
-        return cls(total=len(cases), **count)
+        return cls.tally(Counter(c.status for c in cases))
+
+    @classmethod
+    def tally(cls, counts: Mapping[CaseStatus, int]) -> Summary:
+        """The summary of results whose statuses ``counts`` counts (a run's progress keeps
+        the counts as results come, instead of counting every result again each time)."""
+        statuses: tuple[CaseStatus, ...] = ("passed", "failed", "errored", "flagged")
+        return cls(total=sum(counts.values()), **{s: counts.get(s, 0) for s in statuses})
 
 
 class EvalResults(EvalValue):

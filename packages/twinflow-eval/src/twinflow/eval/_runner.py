@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import inspect
 import os
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -43,7 +43,7 @@ from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ShardError
 from twinflow.eval._judge import JUDGEMENTS, REJUDGED, JudgeWiring, Judging
 from twinflow.eval._observe import Observation, observe_verified
-from twinflow.eval._report import ScoredTrace, keeps_fact, write_reports
+from twinflow.eval._report import ScoredTrace, keeps_fact, write_page, write_reports
 from twinflow.eval._results import (
     CaseResult,
     CaseStatus,
@@ -114,6 +114,26 @@ def _encode(value: Any) -> bytes:
     return canonical_bytes(value) + b"\n"
 
 
+_NO_CASES = b'{"cases":[],'
+
+
+def _encode_results(results: EvalResults, encoded: Mapping[str, bytes]) -> bytes:
+    """`_encode` (results), taking each case's encoding from ``encoded`` (its cases file's
+    bytes, by key) where it is there, instead of encoding every result a second time.
+
+    RFC 8785 writes an object as its members in key order, each member's value encoded on its
+    own; ``cases`` sorts first of the results' members, so the results are the encoding
+    without cases with the cases' encodings spliced into its empty list.
+    """
+    rest = canonical_bytes(results.model_copy(update={"cases": ()}))
+    if not rest.startswith(_NO_CASES):  # not the shape spliced into (a member before cases)
+        return _encode(results)
+    cases = b",".join(
+        encoded[r.key][:-1] if r.key in encoded else canonical_bytes(r) for r in results.cases
+    )
+    return b'{"cases":[' + cases + b"]," + rest[len(_NO_CASES) :] + b"\n"
+
+
 def _status(scores: Sequence[Any], run_status: str) -> CaseStatus:
     if any(s.outcome == "errored" for s in scores):
         return "errored"
@@ -177,12 +197,13 @@ def _score_read(
     scorers: Sequence[ScorerSpec],
     latency_s: float | None,
     judging: Judging | None,
-) -> tuple[CaseResult, ScoredTrace | None]:
-    """`score_trace`, and what the reports take from the trace when it verified.
+) -> tuple[CaseResult, tuple[bytes, ScoredTrace] | None]:
+    """`score_trace`, and when the trace verified, the bytes scored and what the reports take
+    from them.
 
     The file is read whole once `open_inside` has checked the name (no link at any component,
-    a regular file: a FIFO or device is refused unread), as the reports read it after; a read
-    that fails is scored from the path, which flags it as before.
+    a regular file: a FIFO or device is refused unread); a read that fails is scored from the
+    path, which flags it as before.
     """
     relative = f"traces/{key}.jsonl"
     try:
@@ -206,8 +227,8 @@ def _score_read(
     )
     if reading.observation is None:
         return result, None
-    scored = ScoredTrace(hashlib.sha256(data).digest(), reading.observation, tuple(reading.kept))
-    return result, scored
+    # No digest: the runner writes the page from these very bytes (ADR 0146).
+    return result, (data, ScoredTrace(None, reading.observation, tuple(reading.kept)))
 
 
 def _flagged(
@@ -339,12 +360,14 @@ def check_plan_slot(run_dir: str | Path, plan: bytes) -> None:
         )
 
 
-def _collect(out: Path, manifest: RunManifest) -> EvalResults:
-    results = []
-    for key in manifest.keys:
-        path = out / "cases" / f"{key}.json"
-        if path.is_file():
-            results.append(read_json_model(path, CaseResult))
+def _collect(manifest: RunManifest, finished: Iterable[CaseResult]) -> EvalResults:
+    """The run's results: those of ``finished`` the manifest lists, in its order.
+
+    Each was written to its ``cases/<key>.json`` before it got here (or read from it, for a
+    case a previous run finished), so these are the files' values without reading them back.
+    """
+    by_key = {result.key: result for result in finished}
+    results = [by_key[key] for key in manifest.keys if key in by_key]
     return EvalResults(
         dataset=manifest.dataset.name,
         dataset_digest=manifest.dataset_digest,
@@ -507,10 +530,11 @@ def run_eval(
             done.append(read_json_model(result_path, CaseResult))
             continue
         trace = run_dir / "traces" / f"{key}.jsonl"
-        if trace.exists() and local:
-            unfinished.add(key)  # resumed from its trace in run_one, or set aside there
-        elif trace.exists():
-            set_aside(trace)
+        if trace.exists():
+            if local:
+                unfinished.add(key)  # resumed from its trace in run_one, or set aside there
+            else:
+                set_aside(trace)
         todo.append((case, repeat, key))
 
     def resumed(case: Case, repeat: int, key: str) -> bool:
@@ -535,8 +559,10 @@ def run_eval(
             agent.close()
         return True
 
-    # What the reports take from each trace scored here, by path (ADR 0139).
+    # What the reports take from each trace scored and paged here, by path (ADRs 0139, 0146),
+    # and each result's encoding as its cases file holds it, by key (results.json reuses it).
     scored: dict[str, ScoredTrace] = {}
+    encoded: dict[str, bytes] = {}
 
     def run_one(item: _Item) -> CaseResult:
         case, repeat, key = item
@@ -558,11 +584,15 @@ def run_eval(
         latency = clock.monotonic() - started
         scorers = dataset.scorers_for(case)
         result, read = _score_read(run_dir, case, repeat, key, scorers, latency, judging)
-        if read is not None:
-            scored[result.trace] = read
         # Written here, by the worker, not by the loop below: when another case aborts the run,
         # cases still in flight finish and are kept, so a resume does not run them again.
-        write_replace(run_dir / "cases" / f"{key}.json", _encode(result), durable=False)
+        encoded[key] = _encode(result)
+        write_replace(run_dir / "cases" / f"{key}.json", encoded[key], durable=False)
+        if read is not None:
+            # The page of a verified trace, from the bytes just scored: the reports neither
+            # read the file again nor write its page (ADR 0146).
+            data, scored[result.trace] = read
+            write_page(run_dir, result.trace, data)
         return result
 
     finished: Iterator[CaseResult]
@@ -576,23 +606,25 @@ def run_eval(
             for index, (data, latency) in runner.map_bounded(task, todo, concurrency)
         )
     total = len(items)
+    counts = Counter(result.status for result in done)  # progress's summary, kept as they come
     if progress is not None:
-        progress(len(done), total, Summary.of(done))
+        progress(len(done), total, Summary.tally(counts))
     # Scorers import from the run's code directories; set once here, so a case's thread that
     # resolves one changes nothing.
     with importing_from(manifest.code_dirs):
         try:
             for result in finished:
                 done.append(result)
+                counts[result.status] += 1
                 if progress is not None:
-                    progress(len(done), total, Summary.of(done))
+                    progress(len(done), total, Summary.tally(counts))
         except TaskLost as exc:
             raise RunAborted(
                 f"case {todo[exc.index][2]}: {exc}; {len(done)} finished cases are kept: "
                 "run the same command again to resume"
             ) from exc
-    results = _collect(run_dir, manifest)
-    write_replace(run_dir / "results.json", _encode(results))
+    results = _collect(manifest, done)
+    write_replace(run_dir / "results.json", _encode_results(results, encoded))
     write_reports(results, run_dir, scored)
     return results
 
@@ -855,6 +887,7 @@ def merge_runs(
     )
     _prepare(target, manifest)
     judging = Judging(target, judges, mode="replay")
+    merged = []
     for case, repeat, key in items:
         source_dir, recorded = by_key[key]
         copies = [(recorded.trace, f"traces/{key}.jsonl")]
@@ -878,7 +911,8 @@ def merge_runs(
                 target, case, repeat, key, dataset.scorers_for(case), recorded.latency_s, judging
             )
         write_replace(target / "cases" / f"{key}.json", _encode(result))
-    results = _collect(target, manifest)
+        merged.append(result)
+    results = _collect(manifest, merged)
     write_replace(target / "results.json", _encode(results))
     write_reports(results, target)
     return results

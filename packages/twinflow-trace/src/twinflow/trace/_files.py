@@ -285,9 +285,10 @@ def _write_through(
     *,
     durable: bool,
     mode: int | None,
-    take_name: Callable[[str, int], None],
+    take_name: Callable[[str, int], bool],
 ) -> None:
-    """Write ``data`` to a temporary file beside ``target``, then ``take_name`` gives it the name."""
+    """Write ``data`` to a temporary file beside ``target``, then ``take_name`` gives it the name
+    and says whether the temporary name is left to remove (a link leaves it, a rename not)."""
     dir_fd = _open_directory(target)
     try:
         _refuse_link(target, dir_fd)
@@ -295,11 +296,13 @@ def _write_through(
             temporary = _write_temporary(target, data, dir_fd, durable=durable, mode=mode)
         except OSError as exc:
             raise _failed(target, exc) from None
+        left = True
         try:
-            take_name(temporary, dir_fd)
+            left = take_name(temporary, dir_fd)
         finally:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=dir_fd)
+            if left:  # after a rename there is nothing to remove: no failing unlink a write
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary, dir_fd=dir_fd)
         if durable:
             os.fsync(dir_fd)
     finally:
@@ -328,7 +331,7 @@ def write_new(
     """
     target = Path(path)
 
-    def link(temporary: str, dir_fd: int) -> None:
+    def link(temporary: str, dir_fd: int) -> bool:
         try:
             os.link(temporary, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except FileExistsError:
@@ -338,6 +341,7 @@ def write_new(
             ) from None
         except OSError as exc:
             raise _failed(target, exc) from None
+        return True
 
     _write_through(target, data, durable=durable, mode=mode, take_name=link)
 
@@ -362,11 +366,12 @@ def write_replace(
     """
     target = Path(path)
 
-    def rename(temporary: str, dir_fd: int) -> None:
+    def rename(temporary: str, dir_fd: int) -> bool:
         try:
             os.replace(temporary, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except OSError as exc:
             raise _failed(target, exc) from None
+        return False
 
     _write_through(target, data, durable=durable, mode=mode, take_name=rename)
 

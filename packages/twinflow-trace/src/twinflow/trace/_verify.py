@@ -767,7 +767,7 @@ def walk_trace(
     check: Callable[[dict[str, Any]], object] | None = None,
     require_complete: bool = False,
     allow_redacted: bool = False,
-) -> Iterator[VerifiedEvent]:
+) -> Generator[VerifiedEvent, None, Checkpoint]:
     """Yield a trace's events as they verify, streaming; raise at the first problem.
 
     Args:
@@ -781,6 +781,10 @@ def walk_trace(
     Yields:
         The events that verified, in order.
 
+    Returns:
+        The trace's checkpoint (the generator's value, for ``yield from``): a reader that
+        needs it does not hash the events into a tree of its own.
+
     Raises:
         TraceCorruptError: The trace does not verify; ``.report`` holds the report.
         OSError: The file cannot be read.
@@ -788,7 +792,7 @@ def walk_trace(
     walk = _Walk(source, limits or Limits(), check, allow_redacted=allow_redacted)
     for seq, digest, event, value in walk:
         yield VerifiedEvent(seq, digest, event, value)
-    _verified(walk, require_complete)
+    return _verified(walk, require_complete).checkpoint()
 
 
 def read_checkpoint(
