@@ -50,9 +50,9 @@ from twinflow.vocab import (
 
 __all__ = [
     "body_bytes",
+    "declared_bytes",
     "integer_bytes",
     "layout",
-    "declared_bytes",
     "message_bytes",
     "responded_bytes",
     "result_bytes",
