@@ -422,7 +422,10 @@ def test_a_result_flag_that_is_not_a_bool_takes_the_whole_encoding(flag: int) ->
     """A result built without validation whose ``is_error`` is an int is written as pydantic
     writes it (the int), not as a boolean or an index error."""
     result = ToolResultPart.model_construct(
-        call_id=CallId("c1"), name="t", content="x", is_error=flag
+        call_id=CallId("c1"),
+        name="t",
+        content="x",
+        is_error=flag,  # type: ignore[arg-type]  # what validation would refuse
     )
     message = Message.model_construct(role="tool", parts=(result,))
     assert canonical_bytes(message) == message_bytes(message)
