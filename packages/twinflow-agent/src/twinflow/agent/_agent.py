@@ -470,6 +470,9 @@ class Agent(Closing, Generic[OutputT]):
             self.tools.update(kept)
             self._register(server.tools)
             self._specs = tuple(t.spec for t in self.tools.values())
+            # The digests cached hold the specs of the old listing: drop them, so a server that
+            # lists again at every step does not grow the cache for the agent's lifetime.
+            self._offer_digests.clear()
 
     def close(self) -> None:
         """Close the trace writer (and its sink); a ``with`` block does it on exit."""

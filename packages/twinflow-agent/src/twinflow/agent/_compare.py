@@ -8,6 +8,7 @@ from typing import Any
 
 from twinflow.agent._errors import AgentError
 from twinflow.kernel import ReplayDivergenceError as KernelReplayDivergenceError
+from twinflow.trace import encode_line
 from twinflow.vocab import Difference, diff
 
 __all__ = ["ComparingSink", "ReplayDivergenceError", "event_json"]
@@ -55,11 +56,24 @@ def event_json(line: bytes) -> Any:
     return json.loads(line)["event"]
 
 
-class ComparingSink:
-    """A trace sink that checks each written line against the recorded one."""
+# Where a line's event bytes start, and the bytes of its frame around them (the one framing
+# function, `encode_line`, lays out every line alike).
+_FRAME = len(encode_line(b"", "0" * 64)[0])
+_EVENT_AT = _FRAME - len(b"}\n")
 
-    def __init__(self, lines: Sequence[bytes]) -> None:
-        self._lines = lines
+
+class ComparingSink:
+    """A trace sink that checks each written line against the recorded event of its seq.
+
+    The record is the events' bytes as the trace verified them (`Trace.encoded`), not framed
+    again: the writer frames each line around its event bytes and their sha256, and load
+    checked each recorded digest against its bytes, so equal event bytes are equal lines. The
+    event is compared in place in the written line.
+    """
+
+    def __init__(self, events: Sequence[bytes]) -> None:
+        self._events = events
+        self._count = len(events)
         self.written = 0
         self.divergence: ReplayDivergenceError | None = None
 
@@ -70,20 +84,20 @@ class ComparingSink:
             return
         seq = self.written
         self.written += 1
-        if seq >= len(self._lines):
+        if seq >= self._count:
             actual = event_json(line)
             self.divergence = ReplayDivergenceError(
                 f"the re-run wrote event {seq} ({actual['body']['kind']}) but the recorded "
-                f"trace ends at {len(self._lines)} events",
+                f"trace ends at {self._count} events",
                 seq=seq,
                 expected=None,
                 actual=actual,
             )
             raise self.divergence
-        expected_line = self._lines[seq]
-        if line == expected_line:
+        recorded = self._events[seq]
+        if len(line) == _FRAME + len(recorded) and line.startswith(recorded, _EVENT_AT):
             return
-        expected, actual = event_json(expected_line), event_json(line)
+        expected, actual = json.loads(recorded), event_json(line)
         difference = diff(expected, actual)
         self.divergence = ReplayDivergenceError(
             f"event {seq} differs: recorded {expected['body']['kind']}, re-run "

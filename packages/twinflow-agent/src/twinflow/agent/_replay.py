@@ -31,7 +31,7 @@ from typing import Any, Literal
 from pydantic import AwareDatetime, TypeAdapter
 
 from twinflow.agent._agent import Agent
-from twinflow.agent._compare import ComparingSink, ReplayDivergenceError, event_json
+from twinflow.agent._compare import ComparingSink, ReplayDivergenceError
 from twinflow.agent._errors import AgentConfigError, AgentError, InvalidModelReply, RunError
 from twinflow.agent._events import (
     Environment,
@@ -56,7 +56,6 @@ from twinflow.agent._resume import (
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Ids, NondeterminismError, nondeterminism_guard
 from twinflow.trace import TraceSink
-from twinflow.trace import encode_line as frame_line
 from twinflow.vocab import (
     Attempt,
     CallId,
@@ -273,7 +272,9 @@ def _events_for(trace: Trace, mode: ReplayMode) -> tuple[TraceEvent, ...]:
     return tuple(events[i] for i, kind in enumerate(kinds) if kind in wanted)
 
 
-def _served_results(trace: Trace, events: tuple[TraceEvent, ...]) -> list[ToolReturned]:
+def _served_results(
+    trace: Trace, events: tuple[TraceEvent, ...], encoded: list[bytes]
+) -> list[ToolReturned]:
     """`recorded_tool_results` of the trace, a ``tool_called``'s call id read from its bytes
     (a JSON string: nothing in it needs the event typed)."""
     if len(events) == trace.size:  # typed whole already (a resumed run's trace)
@@ -283,7 +284,7 @@ def _served_results(trace: Trace, events: tuple[TraceEvent, ...]) -> list[ToolRe
     results: list[ToolReturned] = []
     for index, kind in enumerate(trace.kinds):
         if kind == "tool_called":
-            called.add(json.loads(trace.encoded[index])["body"]["call_id"])
+            called.add(json.loads(encoded[index])["body"]["call_id"])
         elif kind == "tool_returned":
             body = next(returned)
             if body.result.call_id in called:
@@ -291,15 +292,15 @@ def _served_results(trace: Trace, events: tuple[TraceEvent, ...]) -> list[ToolRe
     return results
 
 
-def _clock_readings(trace: Trace) -> list[datetime]:
+def _clock_readings(trace: Trace, encoded: list[bytes]) -> list[datetime]:
     """Each event's ``at``, validated from its bytes as typing the event would."""
     stamps = []
     start = len(_AT_PREFIX)
-    for encoded in trace.encoded:
-        end = encoded.find(b'"', start)
-        if not encoded.startswith(_AT_PREFIX) or end < 0:
-            return [event.at for event in trace.events]
-        stamps.append(encoded[start:end].decode("ascii"))
+    for event in encoded:
+        end = event.find(b'"', start)
+        if not event.startswith(_AT_PREFIX) or end < 0:
+            return [typed.at for typed in trace.events]
+        stamps.append(event[start:end].decode("ascii"))
     return _ATS.validate_python(stamps)
 
 
@@ -368,27 +369,26 @@ def replay(
     assert isinstance(started, RunStarted)  # kinds[0] says so, and it is always wanted
     if trace.kinds.count("run_started") > 1:  # the first is kinds[0]
         raise AgentError("the trace holds several runs; replay replays one run per trace")
-    # The recorded lines, framed by the one framing function the writer uses from the verified
-    # bytes and their verified digests (not hashed again).
-    lines = [
-        frame_line(event, hexdigest)[0]
-        for event, hexdigest in zip(trace.encoded, trace.digests, strict=True)
-    ]
     last = trace.events[-1].body
     failed = last if isinstance(last, RunFailed) else None
-    sink = ComparingSink(lines)
+    # The re-run's lines are compared with the verified event bytes, not with lines framed again.
+    # The events' bytes, read out of the trace's buffer once (a read by index makes a copy).
+    encoded = list(trace.encoded)
+    sink = ComparingSink(encoded)
     ports = ReplayPorts(
         model=_ReplayModel(
             [e.body.response for e in events if isinstance(e.body, ModelResponded)],
             failed,
             _refused_replies(tuple(trace.events), failed) if _refusals(failed) else (),
         ),
-        clock=_ReplayClock(_clock_readings(trace)),
+        clock=_ReplayClock(_clock_readings(trace, encoded)),
         ids=_ReplayIds(started.run_id, list(_call_ids(events))),
         trace=sink,
         model_label=started.config.model,
         tool_results=(
-            _RecordedToolResults(_served_results(trace, events)) if mode == "recorded" else None
+            _RecordedToolResults(_served_results(trace, events, encoded))
+            if mode == "recorded"
+            else None
         ),
         prompt=started.prompt,
         steering=_RecordedSteering(
@@ -419,15 +419,15 @@ def replay(
         raise guard.violations[0]
     if sink.divergence is not None:
         raise sink.divergence
-    if sink.written < len(lines):
+    if sink.written < trace.size:
         raise ReplayDivergenceError(
             f"the re-run stopped after {sink.written} events; the recorded trace goes on with "
             f"event {sink.written} ({trace.kinds[sink.written]})",
             seq=sink.written,
-            expected=event_json(lines[sink.written]),
+            expected=json.loads(encoded[sink.written]),
             actual=None,
         )
     # Every line matched, so the re-run's writer grew the recorded trace's Merkle tree: its
     # root is the trace's, without building the tree a second time.
     root = agent.writer.checkpoint().root if agent.writer.size == trace.size else None
-    return ReplayResult(mode=mode, events=len(lines), root=root or trace.checkpoint().root)
+    return ReplayResult(mode=mode, events=trace.size, root=root or trace.checkpoint().root)

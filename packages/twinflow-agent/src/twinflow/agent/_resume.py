@@ -14,12 +14,13 @@ that the prefix did not lead to.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from twinflow.agent._compare import ComparingSink, ReplayDivergenceError, event_json
+from twinflow.agent._compare import ComparingSink, ReplayDivergenceError
 from twinflow.agent._errors import AgentError
 from twinflow.agent._events import (
     ApprovalDecided,
@@ -48,7 +49,6 @@ from twinflow.trace import (
     TraceSink,
     repair_trace,
 )
-from twinflow.trace import encode_line as frame_line
 from twinflow.vocab import (
     CallId,
     ChatModel,
@@ -184,7 +184,8 @@ class Plan:
     """What a resume re-runs, writes where, and why."""
 
     events: tuple[TraceEvent, ...]
-    lines: list[bytes]
+    lines: Sequence[bytes]
+    """The recorded events' bytes, as the trace verified them (the re-run is compared with them)."""
     gate: int
     """Lines the re-run must have matched before a port may act live."""
     inserts: dict[int, EventBody]
@@ -253,7 +254,7 @@ def plan(
     )
     return Plan(
         events=events,
-        lines=[frame_line(encoded)[0] for encoded in trace.encoded],
+        lines=trace.encoded,
         gate=size - 1 if failed else size,
         inserts=inserts,
         decisions=recorded,
@@ -278,7 +279,7 @@ class Gate:
         if self.open:
             return
         seq = self._sink.written
-        expected = event_json(self._sink.lines[seq])
+        expected = json.loads(self._sink.lines[seq])
         raise ReplayDivergenceError(
             f"the re-run {what} after {seq} events, where the recorded prefix goes on with event "
             f"{seq} ({expected['body']['kind']}): the code no longer reproduces the trace",
@@ -291,7 +292,7 @@ class Gate:
 class ResumeSink:
     """Compares the recorded prefix line by line, then appends to the trace file."""
 
-    def __init__(self, lines: list[bytes], live: TraceSink) -> None:
+    def __init__(self, lines: Sequence[bytes], live: TraceSink) -> None:
         self.lines = lines
         self._compare = ComparingSink(lines)
         self._live = live

@@ -300,7 +300,10 @@ class Trace:
             keep: Body kinds whose typed events are kept as verification typed them, so
                 reading them from ``events`` costs nothing; each costs about four times its
                 bytes in memory (the others are typed again when read). A trace to replay:
-                `REPLAY_KINDS`.
+                `REPLAY_KINDS`. A kept event is the same object at every read: its values
+                are frozen, but a dict inside one (a call's arguments) is not, and a change to
+                it is seen by every later reader of this trace (a second replay included). Copy
+                what you change.
 
         Returns:
             The trace.

@@ -129,9 +129,11 @@ def observe_verified(
                 keep(item.value)
             yield item.value
 
-    observation = observe(events())  # `summarize_trace` reads every event: the walk ends
-    checkpoint = checkpoints[0]
-    return observation, checkpoint
+    walked = events()
+    observation = observe(walked)
+    for _ in walked:  # `summarize_trace` reads every event; were it to stop early, the walk
+        pass  # still ends here, so every event is verified and the checkpoint is the whole's
+    return observation, checkpoints[0]
 
 
 def observe_file(path: Path) -> Observation | None:

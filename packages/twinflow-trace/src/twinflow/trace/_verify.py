@@ -458,6 +458,20 @@ class _Walk:
         sha256 = hashlib.sha256
         marks = self.marks
         collecting = bool(self.order)
+        if (
+            check is None
+            and not collecting
+            and not any(items[0][0] < mark <= items[-1][0] + 1 for mark in marks)
+        ):
+            # Nothing to check, collect or mark inside the batch: its leaves go into the tree
+            # a complete subtree at a time (`Frontier.extend`), not a method call each.
+            self.frontier.extend([sha256(b"\x00" + item[3]).digest() for item in items])
+            last = items[-1]
+            self.head = last[1]
+            self.last_kind = last[4]["body"]["kind"]
+            return [
+                (index, digest, event, value) for index, digest, event, _, value, _, _ in items
+            ], True
         out: list[_Accepted] = []
         for index, digest, event, hashed, value, _, _ in items:
             typed: object = value
