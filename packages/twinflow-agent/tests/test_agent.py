@@ -442,6 +442,21 @@ def test_max_steps_and_usage_limits_fail_the_run_with_a_trace() -> None:
         assert "run_failed" == Trace.load(a.writer.sink.data).events[-1].body.kind
 
 
+@pytest.mark.parametrize("name", list(UsageLimits.model_fields))
+def test_each_usage_limit_alone_fails_the_run(name: str) -> None:
+    """Every usage limit is checked when it is the only one set: none is skipped."""
+    costly = FunctionModel(
+        lambda r: ModelResponse(
+            message=call("add", {"a": 1, "b": 1}, f"c{len(r.transcript)}"),
+            usage=Usage(input_tokens=50, output_tokens=60),
+            finish_reason="tool_calls",
+        )
+    )
+    agent = make_agent(costly, Calls(), usage_limits=UsageLimits(**{name: 1}))
+    with pytest.raises(UsageLimitExceeded, match=f"{name} reached"):
+        agent.run("go")
+
+
 def test_model_errors_are_recorded_and_reraised_unchanged() -> None:
     """An exception from the model is recorded as run_failed and re-raised as is."""
 

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import (
+    BaseModel,
+    Field,
+    PlainSerializer,
+    computed_field,
+    field_serializer,
+    model_serializer,
+)
 
 from twinflow.agent import (
     Agent,
@@ -21,6 +28,7 @@ from twinflow.agent import (
     OutputAccepted,
     Policy,
     PolicyDecided,
+    RunFinished,
     Tool,
     ToolCalled,
     ToolReturned,
@@ -33,6 +41,7 @@ from twinflow.agent._encode import (
     _decided,
     _returned,
     body_bytes,
+    layout,
     message_bytes,
     responded_bytes,
 )
@@ -53,6 +62,7 @@ from twinflow.vocab import (
     ToolResultPart,
     Usage,
     canonical_bytes,
+    digest,
 )
 
 # Every code point, lone surrogates included (they have no canonical form: both sides refuse).
@@ -253,14 +263,40 @@ def _approve(call: ToolCallPart) -> Approve | Modify:
     return Modify(arguments={"query": "seven \u00e9"}) if call.id == "c4" else Approve()
 
 
-@pytest.mark.parametrize("settings_", [ModelSettings(), ModelSettings(temperature=0.7, seed=3)])
-def test_every_line_of_a_varied_run_is_the_whole_event_encoding(settings_: ModelSettings) -> None:
-    """A run with escapes, astral characters, denied, failing, truncated and modified calls and
-    settings writes each event as its whole encoding: what loading re-encodes from the values."""
+class _Settings(ModelSettings):
+    """Settings of a subclass with a field of its own (a request writes them as ModelSettings)."""
+
+    top_p: float | None = None
+
+
+class _Tagged(Message):
+    """A message subclass with a field of its own (a reply writes it as a Message)."""
+
+    tag: str = "x"
+
+
+@pytest.mark.parametrize(
+    ("settings_", "message_type"),
+    [
+        (ModelSettings(), Message),
+        (ModelSettings(temperature=0.7, seed=3), Message),
+        (_Settings(temperature=0.7, top_p=0.9), Message),
+        ({"temperature": 0.7}, Message),
+        (ModelSettings(), _Tagged),
+        (_Settings(temperature=0.7, top_p=0.9), _Tagged),
+        ({"temperature": 0.7}, _Tagged),
+    ],
+)
+def test_every_line_of_a_varied_run_is_the_whole_event_encoding(
+    settings_: ModelSettings, message_type: type[Message]
+) -> None:
+    """A run with escapes, astral characters, denied, failing, truncated and modified calls,
+    settings and replies of subclasses or a dict writes each event as its whole encoding: what
+    loading re-encodes from the values, and what pydantic writes of the events the run built."""
     replies = iter(
         [
             ModelResponse(
-                message=Message(
+                message=message_type(
                     role="assistant",
                     parts=(
                         TextPart(text='looking \u2028 \U0001f600 "q"'),
@@ -280,12 +316,16 @@ def test_every_line_of_a_varied_run_is_the_whole_event_encoding(settings_: Model
                 ),
                 finish_reason="tool_calls",
             ),
-            ModelResponse(message=Message.assistant("done \U0001f600")),
+            ModelResponse(
+                message=message_type(role="assistant", parts=(TextPart(text="done \U0001f600"),))
+            ),
         ]
     )
 
     def reply(request: ModelRequest) -> ModelResponse:
         return next(replies)
+
+    shown: list[BaseModel] = []
 
     agent = Agent(
         FunctionModel(reply),
@@ -295,14 +335,23 @@ def test_every_line_of_a_varied_run_is_the_whole_event_encoding(settings_: Model
         policy=Policy(allow=frozenset({"look"}), max_output_chars=20, approval=_approve),
         system="be \U0001f600 brief",
         settings=settings_,
+        observer=shown.append,
     )
-    agent.run("find \u00e9 things")
+    result = agent.run("find \u00e9 things")
     sink = agent.writer.sink
     assert isinstance(sink, MemoryTraceSink)
     trace = Trace.load(sink.data)
     kinds = set(trace.kinds)
     assert {"policy_decided", "tool_called", "tool_returned", "run_finished"} <= kinds
     assert [canonical_bytes(event) for event in trace.events] == list(trace.encoded)
+    # The bodies the run built (a subclass's values in them), encoded whole by pydantic.
+    built = [body for body in shown if getattr(body, "kind", None) in kinds]
+    assert [canonical_bytes(body) for body in built] == [
+        canonical_bytes(event.body) for event in trace.events
+    ]
+    finished = trace.events[-1].body
+    assert isinstance(finished, RunFinished)
+    assert digest(result.transcript) == finished.transcript_digest
 
 
 def test_assembled_values_equal_the_validated_ones() -> None:
@@ -350,11 +399,96 @@ def test_requests_after_the_settings_are_replaced_record_the_new_ones() -> None:
     agent.run("first")
     agent.settings = ModelSettings(temperature=0.25, max_tokens=9)
     agent.run("second")
+    agent.settings = _Settings(temperature=0.5, top_p=0.9)
+    agent.run("third")
+    agent.settings = {"seed": 4}  # type: ignore[assignment]  # a dict is validated, as before
+    agent.run("fourth")
     sink = agent.writer.sink
     assert isinstance(sink, MemoryTraceSink)
     trace = Trace.load(sink.data)
     requested = [e.body for e in trace.events if isinstance(e.body, ModelRequested)]
-    assert [ModelSettings(), ModelSettings(temperature=0.25, max_tokens=9)] == [
-        r.settings for r in requested
-    ]
+    assert [
+        ModelSettings(),
+        ModelSettings(temperature=0.25, max_tokens=9),
+        ModelSettings(temperature=0.5),
+        ModelSettings(seed=4),
+    ] == [r.settings for r in requested]
     assert [canonical_bytes(event) for event in trace.events] == list(trace.encoded)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # pydantic warns of the int it writes
+@pytest.mark.parametrize("flag", [0, 1, 2])
+def test_a_result_flag_that_is_not_a_bool_takes_the_whole_encoding(flag: int) -> None:
+    """A result built without validation whose ``is_error`` is an int is written as pydantic
+    writes it (the int), not as a boolean or an index error."""
+    result = ToolResultPart.model_construct(
+        call_id=CallId("c1"),
+        name="t",
+        content="x",
+        is_error=flag,  # type: ignore[arg-type]  # what validation would refuse
+    )
+    message = Message.model_construct(role="tool", parts=(result,))
+    assert canonical_bytes(message) == message_bytes(message)
+    returned = ToolReturned.model_construct(result=result, error_type=None, truncated_chars=0)
+    assert canonical_bytes(returned) == body_bytes(returned)
+
+
+class _Excluded(BaseModel):
+    left_out: int = Field(default=0, exclude=True)
+
+
+class _ExcludedIf(BaseModel):
+    left_out: int = Field(default=0, exclude_if=lambda value: not value)
+
+
+class _Computed(BaseModel):
+    a: int = 0
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
+    @property
+    def twice(self) -> int:
+        return 2 * self.a
+
+
+class _FieldSerialized(BaseModel):
+    a: int = 0
+
+    @field_serializer("a")
+    def _a(self, value: int) -> str:
+        return str(value)
+
+
+class _Annotated(BaseModel):
+    a: Annotated[int, PlainSerializer(str)] = 0
+
+
+class _ModelSerialized(BaseModel):
+    a: int = 0
+
+    @model_serializer
+    def _all(self) -> dict[str, int]:
+        return {"b": self.a}
+
+
+class _Aliased(BaseModel):
+    a: int = Field(default=0, serialization_alias="b")
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [_Excluded, _ExcludedIf, _Computed, _FieldSerialized, _Annotated, _ModelSerialized, _Aliased],
+)
+def test_a_type_whose_dump_is_not_its_fields_has_no_layout(cls: type[BaseModel]) -> None:
+    """A field left out of the dump (and not named in ``without``), a serializer, a computed
+    field or an alias makes ``layout`` refuse the type, so its template cannot silently differ."""
+    with pytest.raises(TypeError):
+        layout(cls)
+
+
+class _PartlyExcluded(_ExcludedIf):
+    a: int = 0
+
+
+def test_a_field_left_out_and_named_in_without_is_laid_out() -> None:
+    """A field left out of the dump is accepted when the caller names it in ``without``."""
+    assert b'{"a":%(a)s}' == layout(_PartlyExcluded, without=frozenset({"left_out"}))

@@ -30,9 +30,12 @@ Errors (every one under the workspace's root)::
 Errors raised by the injected model (a connection failure from the kernel's transport, for
 example) are recorded in the trace as ``run_failed`` and re-raised unchanged.
 
-The errors are imported eagerly. Every other name is resolved on first access (PEP 562), so a
-caller that reads typed events (`twinflow diff`, `twinflow show`) imports the event models and
-not the loop, MCP, replay and the page behind them.
+`AgentError`, `AgentConfigError`, the MCP errors and `RunError` with its kinds but
+`RecordedFailure` are imported eagerly. Every other name is resolved on first access (PEP
+562), the errors of resume and replay too (`CannotResume`, `RunPaused`, `RecordedFailure`,
+`ReplayDivergenceError`: importing them would import resume and replay), so a caller that
+reads typed events (`twinflow diff`, `twinflow show`) imports the event models and not the
+loop, MCP, replay and the page behind them.
 """
 
 # Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypeVar
 
 from twinflow.agent._encode import (
+    declared_bytes,
     integer_bytes,
     layout,
     message_bytes,
@@ -131,6 +132,10 @@ class UsageLimits(_Frozen):
     """Generated tokens, summed over requests."""
     total_tokens: int | None = Field(default=None, ge=0)
     """Input plus output tokens."""
+
+
+_LIMITS = tuple(UsageLimits.model_fields)
+"""Every usage limit's name: a run is checked against each (a limit added is never skipped)."""
 
 
 class RunResult(_Frozen, Generic[ResultT]):
@@ -430,8 +435,8 @@ class Agent(Closing, Generic[OutputT]):
         )
         # Encoded once here for the digest, and again into each run's run_started (ADR 0135).
         self._config_bytes = (self.config, canonical_bytes(self.config))
-        # The settings every request records, encoded once (ADR 0142).
-        self._settings_encoded = (self.settings, canonical_bytes(self.settings))
+        # The settings every request records, encoded once, at the first request (ADR 0142).
+        self._settings_encoded: tuple[ModelSettings | None, bytes] = (None, b"")
         self.config_digest = hashlib.sha256(self._config_bytes[1]).hexdigest()
         self._offer_digests: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = {}
         # The usual offer, every tool, digested here with the configuration that holds the same
@@ -490,7 +495,7 @@ class Agent(Closing, Generic[OutputT]):
         not depend on what surrounds it."""
         config, encoded = self._config_bytes
         if started.config is not config:  # the configuration was replaced since: encode it
-            encoded = canonical_bytes(started.config)
+            encoded = declared_bytes(AgentConfig, started.config)
         if started.parent is None and started.environment is None:
             # A run that names neither (both then absent): composed from its members (ADR 0140).
             try:
@@ -505,12 +510,14 @@ class Agent(Closing, Generic[OutputT]):
         rest = _dump_bytes(started.model_dump(mode="json", exclude={"config"}))
         return None if rest is None else b'{"config":' + encoded + b"," + rest[1:]
 
-    def _settings_bytes(self) -> bytes:
-        """``canonical_bytes(self.settings)``, encoded again only if the settings were replaced."""
-        settings, encoded = self._settings_encoded
-        if settings is not self.settings:
-            self._settings_encoded = (self.settings, canonical_bytes(self.settings))
-            encoded = self._settings_encoded[1]
+    def _settings_bytes(self, settings: ModelSettings) -> bytes:
+        """A request's settings' bytes, as its `ModelSettings` field writes them (a subclass's
+        own fields dropped), encoded again only for settings other than the last (by identity:
+        replaced settings, or a dict validated afresh for each request)."""
+        kept, encoded = self._settings_encoded
+        if settings is not kept:
+            encoded = declared_bytes(ModelSettings, settings)
+            self._settings_encoded = (settings, encoded)
         return encoded
 
     def run(self, prompt: str) -> RunResult[OutputT]:
@@ -667,13 +674,15 @@ class Agent(Closing, Generic[OutputT]):
             "settings": self.settings,
         }
         # Messages the transcript holds, digests and counts of the run's own: validated already,
-        # unless the agent's settings were replaced by something else (ADR 0141).
+        # unless the agent's settings are of another type: validated then, as before (a dict
+        # into ModelSettings, a subclass kept and written as ModelSettings; ADR 0141).
         requested = (
             assembled(ModelRequested, fields)
             if type(self.settings) is ModelSettings
             else ModelRequested(**fields)
         )
-        self._emit(requested, _requested_bytes(requested, encoded, self._settings_bytes()))
+        settings = self._settings_bytes(requested.settings)
+        self._emit(requested, _requested_bytes(requested, encoded, settings))
         state.chain.update_encoded(encoded)
         state.sent = len(state.transcript)
         # Every field is an already validated value and tool names were checked unique in
@@ -954,12 +963,7 @@ class Agent(Closing, Generic[OutputT]):
 
     def _check_limits(self, state: _Run) -> None:
         limits = self.usage_limits
-        if (
-            limits.requests is None
-            and limits.input_tokens is None
-            and limits.output_tokens is None
-            and limits.total_tokens is None
-        ):
+        if not any(getattr(limits, name) is not None for name in _LIMITS):
             return  # no limit (the usual case): nothing to count against
         used = {
             "requests": state.requests,
@@ -967,7 +971,8 @@ class Agent(Closing, Generic[OutputT]):
             "output_tokens": state.usage_out,
             "total_tokens": state.usage_in + state.usage_out,
         }
-        for name, value in used.items():
+        for name in _LIMITS:
+            value = used[name]
             limit = getattr(limits, name)
             if limit is not None and value > limit:
                 raise UsageLimitExceeded(

@@ -5,10 +5,13 @@ member's own canonical form: a member's bytes do not depend on what surrounds th
 So the bytes of the events a tool step writes (``model_responded``, ``policy_decided``,
 ``tool_called``, ``tool_returned``), of ``output_accepted``, and of the messages they carry
 can be put together from their members' bytes without a pydantic dump of the whole value:
-every string, number and arguments object still goes through the one encoder
-(`twinflow.trace.canonical_bytes`); only the object around them is laid out here, in key order
-derived from the value type's fields (`layout`). A value already encoded (a message) is spliced
-in where it recurs.
+every string, float and arguments object still goes through the one encoder
+(`twinflow.trace.canonical_bytes`), integers are written with ``%d`` after the safe-range
+check (`integer_bytes`: an int's decimal digits are its ECMAScript form) and booleans as their
+literals; only the object around them is laid out here, in key order derived from the value
+type's fields (`layout`, which refuses a type whose encoding is not its fields as they are). A
+value already encoded (a message, the settings) is spliced in where it recurs, as the field
+that holds it serializes it (`declared_bytes`: a subclass's own fields are dropped there).
 
 Only exact types of the common shapes are composed: a subclass, a part of another kind, a
 result carrying content parts, anything the layout does not cover, goes through
@@ -24,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, PlainSerializer, WrapSerializer
 
 from twinflow.agent._events import (
     ModelResponded,
@@ -47,10 +50,12 @@ from twinflow.vocab import (
 
 __all__ = [
     "body_bytes",
+    "declared_bytes",
     "integer_bytes",
     "layout",
     "message_bytes",
     "responded_bytes",
+    "result_bytes",
     "text_bytes",
 ]
 
@@ -60,16 +65,31 @@ def layout(cls: type[BaseModel], *, without: frozenset[str] = frozenset()) -> by
     with each member's canonical bytes by name (as bytes). ``kind`` is written in.
 
     Args:
-        cls: A value type whose field names are ASCII (their code-point order is the UTF-16
-            order RFC 8785 sorts by) and have no aliases.
+        cls: A value type whose JSON-mode dump is its fields as they are: ASCII field names
+            (their code-point order is the UTF-16 order RFC 8785 sorts by), no aliases, no
+            serializers of its own or of a field, no computed fields, and no field left out of
+            the dump (``exclude``, ``exclude_if``) but those in ``without``.
         without: Fields the template leaves out (a caller composes only values where they are
             absent from the encoding).
+
+    Raises:
+        TypeError: ``cls`` is not such a type (at import: a field added later that the
+            template could not write fails at once, not as different bytes).
     """
+    decorators = cls.__pydantic_decorators__
+    if decorators.model_serializers or decorators.field_serializers or cls.model_computed_fields:
+        raise TypeError(f"{cls.__name__}: serializers or computed fields of its own")
     members = []
-    for name in sorted(set(cls.model_fields) - without):
+    for name in sorted(cls.model_fields):
         field = cls.model_fields[name]
+        if name in without:
+            continue
         if not name.isascii() or field.serialization_alias is not None:
             raise TypeError(f"{cls.__name__}.{name}: not a plain ASCII field name")
+        if field.exclude or field.exclude_if is not None:
+            raise TypeError(f"{cls.__name__}.{name}: left out of the dump, and not in without")
+        if any(isinstance(meta, _SERIALIZERS) for meta in field.metadata):
+            raise TypeError(f"{cls.__name__}.{name}: a serializer of its own")
         key = name.encode("ascii")
         value = (
             _plain(field.default).replace(b"%", b"%%") if name == "kind" else b"%(" + key + b")s"
@@ -98,6 +118,20 @@ def integer_bytes(value: int) -> bytes:
     return b"%d" % value
 
 
+def declared_bytes(cls: type[BaseModel], value: BaseModel) -> bytes:
+    """``value``'s canonical bytes as a field declared ``cls`` writes it: pydantic serializes an
+    instance of a subclass there as ``cls`` (the subclass's own fields dropped), so these are
+    the bytes the whole encoding of a value holding it has at that member.
+
+    Raises:
+        twinflow.vocab.CanonicalError: The value has no canonical form.
+    """
+    if type(value) is cls:
+        return canonical_bytes(value)
+    return canonical_bytes(cls.__pydantic_serializer__.to_python(value, mode="json"))
+
+
+_SERIALIZERS = (PlainSerializer, WrapSerializer)
 _NULL = b"null"
 _BOOLEANS = (b"false", b"true")
 _TEXT = layout(TextPart)
@@ -138,10 +172,13 @@ def result_bytes(result: ToolResultPart) -> bytes | None:
     """
     if result.parts or type(result) is not ToolResultPart:
         return None
+    is_error = result.is_error
+    if type(is_error) is not bool:  # a value built without validation: pydantic decides
+        raise CanonicalError("is_error is not a bool")
     return _RESULT % {
         b"call_id": text_bytes(result.call_id),
         b"content": text_bytes(result.content),
-        b"is_error": _BOOLEANS[result.is_error],
+        b"is_error": _BOOLEANS[is_error],
         b"name": text_bytes(result.name),
     }
 
@@ -161,9 +198,10 @@ def _composed_message(message: Message) -> bytes | None:
 
 
 def message_bytes(message: Message) -> bytes:
-    """``canonical_bytes(message)``: composed for a message of text, tool calls and text
-    results, the whole encoding for any other (and for one with no canonical form, so the
-    error is the whole encoding's, naming the member).
+    """The message's bytes in any value that holds it (``declared_bytes(Message, message)``):
+    composed for a `Message` of text, tool calls and text results, the whole encoding for any
+    other (and for one with no canonical form, so the error is the whole encoding's, naming
+    the member); a subclass's message as a `Message` field writes it, its own fields dropped.
 
     Raises:
         twinflow.vocab.CanonicalError: The message has no canonical form.
@@ -175,13 +213,14 @@ def message_bytes(message: Message) -> bytes:
             encoded = None
         if encoded is not None:
             return encoded
-    return canonical_bytes(message)
+    return declared_bytes(Message, message)
 
 
 def responded_bytes(body: ModelResponded, message: bytes) -> bytes | None:
-    """``canonical_bytes(body)`` with its message's bytes given; None where the whole encoding
-    decides: a response of another type (a subclass encodes as pydantic decides), or a member
-    with no canonical form (the whole encoding's error names it).
+    """``canonical_bytes(body)`` with its message's bytes given (`message_bytes`, which writes
+    a message of a subclass as the response's `Message` field does); None where the whole
+    encoding decides: a response of another type (a subclass encodes as pydantic decides), or
+    a member with no canonical form (the whole encoding's error names it).
     """
     response = body.response
     usage = response.usage
@@ -259,8 +298,8 @@ _COMPOSED: dict[type, Callable[[Any], bytes | None]] = {
 
 def body_bytes(body: BaseModel) -> bytes:
     """``canonical_bytes(body)``: composed for the events a tool call writes and the accepted
-    output, the whole encoding for the rest (and for a body with no canonical form, so the error is the whole
-    encoding's, naming the member).
+    output, the whole encoding for the rest (and for a body with no canonical form, so the
+    error is the whole encoding's, naming the member).
 
     Raises:
         twinflow.vocab.CanonicalError: The body has no canonical form.
