@@ -438,7 +438,7 @@ class Agent(Closing, Generic[OutputT]):
         # The settings every request records, encoded once, at the first request (ADR 0142).
         self._settings_encoded: tuple[ModelSettings | None, bytes] = (None, b"")
         self.config_digest = hashlib.sha256(self._config_bytes[1]).hexdigest()
-        self._offer_digests: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = {}
+        self._offer_digests: dict[tuple[str, ...], str] = {}
         # The usual offer, every tool, digested here with the configuration that holds the same
         # specs, rather than in the first request of each run (ADR 0142).
         self._offer_digest(self._specs)
@@ -470,8 +470,8 @@ class Agent(Closing, Generic[OutputT]):
             self.tools.update(kept)
             self._register(server.tools)
             self._specs = tuple(t.spec for t in self.tools.values())
-            # The digests cached hold the specs of the old listing: drop them, so a server that
-            # lists again at every step does not grow the cache for the agent's lifetime.
+            # The digests cached are of the old listing: a tool listed again under its name may
+            # have a new schema (and a server listing at every step must not grow the cache).
             self._offer_digests.clear()
 
     def close(self) -> None:
@@ -793,7 +793,7 @@ class Agent(Closing, Generic[OutputT]):
         except BaseException:
             sink.close()
             raise
-        writer = ResumeSink(resumed.lines, sink)
+        writer = ResumeSink(resumed.recorded, sink)
         gate = Gate(writer, resumed.gate)
         saved = (self.model, self.clock, self.ids, self.writer, self.tool_results, self.steering)
         self.model = ThenLiveModel(
@@ -933,15 +933,14 @@ class Agent(Closing, Generic[OutputT]):
             state.transcript = state.transcript.append(envelope("steering", text))
 
     def _offer_digest(self, offered: tuple[ToolSpec, ...]) -> str:
-        # Keyed by the spec objects, not their names: a server listed again may keep a tool's
-        # name and change its schema, and its new spec is a new object. The entry holds the
-        # specs, so their ids are not reused while it is cached.
-        key = tuple(map(id, offered))
-        found = self._offer_digests.get(key)
+        # By the offered tools' names: the specs behind a name change only when a server lists
+        # again, and `_relist` empties the cache then.
+        names = tuple(spec.name for spec in offered)
+        found = self._offer_digests.get(names)
         if found is None:
-            found = (offered, digest([spec.model_dump(mode="json") for spec in offered]))
-            self._offer_digests[key] = found
-        return found[1]
+            found = digest([spec.model_dump(mode="json") for spec in offered])
+            self._offer_digests[names] = found
+        return found
 
     def _no_valid_reply(self, state: _Run, exc: StructuredOutputError) -> InvalidModelReply:
         """Record every refused reply, then the run's error: one failure path with the others."""

@@ -184,7 +184,7 @@ class Plan:
     """What a resume re-runs, writes where, and why."""
 
     events: tuple[TraceEvent, ...]
-    lines: Sequence[bytes]
+    recorded: Sequence[bytes]
     """The recorded events' bytes, as the trace verified them (the re-run is compared with them)."""
     gate: int
     """Lines the re-run must have matched before a port may act live."""
@@ -254,7 +254,7 @@ def plan(
     )
     return Plan(
         events=events,
-        lines=trace.encoded,
+        recorded=list(trace.encoded),  # read out of the buffer once (an index makes a copy)
         gate=size - 1 if failed else size,
         inserts=inserts,
         decisions=recorded,
@@ -279,7 +279,7 @@ class Gate:
         if self.open:
             return
         seq = self._sink.written
-        expected = json.loads(self._sink.lines[seq])
+        expected = json.loads(self._sink.recorded[seq])
         raise ReplayDivergenceError(
             f"the re-run {what} after {seq} events, where the recorded prefix goes on with event "
             f"{seq} ({expected['body']['kind']}): the code no longer reproduces the trace",
@@ -292,9 +292,9 @@ class Gate:
 class ResumeSink:
     """Compares the recorded prefix line by line, then appends to the trace file."""
 
-    def __init__(self, lines: Sequence[bytes], live: TraceSink) -> None:
-        self.lines = lines
-        self._compare = ComparingSink(lines)
+    def __init__(self, recorded: Sequence[bytes], live: TraceSink) -> None:
+        self.recorded = recorded
+        self._compare = ComparingSink(recorded)
         self._live = live
         self.written = 0
 
@@ -302,14 +302,14 @@ class ResumeSink:
         if self._compare.divergence is not None:
             # Off the record: whatever the re-run writes now (its run_failed) is not the run's.
             return
-        if self.written < len(self.lines):
+        if self.written < len(self.recorded):
             self._compare.write(line)
         else:
             self._live.write(line)
         self.written += 1
 
     def flush(self, *, durable: bool) -> None:
-        if self._compare.divergence is None and self.written > len(self.lines):
+        if self._compare.divergence is None and self.written > len(self.recorded):
             self._live.flush(durable=durable)
 
     def close(self) -> None:

@@ -531,8 +531,9 @@ def _canonical_texts(values: list[Any], texts: list[str], data: list[bytes]) -> 
         encoded = _dumps(values)
     except (ValueError, TypeError, RecursionError):
         return False
-    # ``encoded == "[" + joined + "]"``, compared in place (building that string copies it twice).
-    return len(encoded) == len(joined) + 2 and encoded.startswith(joined, 1) and encoded[-1] == "]"
+    # ``encoded == "[" + joined + "]"`` (a list's encoding is bracketed), compared in place:
+    # building that string copies it twice.
+    return len(encoded) == len(joined) + 2 and encoded.startswith(joined, 1)
 
 
 # A string token, or an unterminated one running to the end: every match that starts succeeds, so
