@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -11,6 +12,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+import twinflow.agent._replay
+import twinflow.agent._trace
 from twinflow.agent import (
     REPLAY_KINDS,
     Agent,
@@ -25,12 +28,22 @@ from twinflow.agent import (
     RunFailed,
     RunFinished,
     RunStarted,
+    ToolCalled,
     Trace,
     TraceWriter,
     replay,
 )
+from twinflow.agent._compare import ComparingSink, ComparingWriter
+from twinflow.agent._events import GENESIS, TraceEvent
 from twinflow.kernel import CountingIds, NondeterminismError, SteppingClock
-from twinflow.trace import MemoryTraceSink
+from twinflow.trace import (
+    DEFAULT_MAX_LINE_BYTES,
+    Checkpoint,
+    EventTooLargeError,
+    MemoryTraceSink,
+    MerkleTree,
+    leaf_hash,
+)
 from twinflow.vocab import (
     CallId,
     Message,
@@ -449,3 +462,90 @@ def test_recorded_mode_on_a_kept_trace_serves_only_results_of_calls_that_ran() -
     assert ["tool_returned", "policy_decided"] == [trace.kinds[i] for i in (4, 5)]
     result = replay(trace, lambda ports: agent_with(add, ports), mode="recorded")
     assert (trace.size, trace.checkpoint().root) == (result.events, result.root)
+
+
+def test_the_checkpoint_load_keeps_is_the_one_the_digests_make() -> None:
+    """`Trace.load` keeps the checkpoint its verification walk computed; it is the one a tree
+    of the digests makes, and a prefix's checkpoint is still made from the digests."""
+    trace = Trace.load(MemoryTraceSinkBytes.of(record()))
+    tree = MerkleTree()
+    for hexdigest in trace.digests:
+        tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))
+    assert trace.checkpoint() == Checkpoint(
+        size=trace.size, root=tree.root().hex(), head=trace.digests[-1]
+    )
+    assert trace.checkpoint(3) == Checkpoint(size=3, root=tree.root(3).hex(), head=trace.digests[2])
+
+
+@pytest.mark.parametrize("mode", ["recorded", "live"])
+def test_a_replay_frames_and_hashes_no_event_it_matches(
+    mode: ReplayMode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An event the re-run writes as recorded takes its recorded digest: no line is framed
+    (hashed) for it and no tree is grown, yet the result's root is the trace's."""
+    trace = Trace.load(MemoryTraceSinkBytes.of(record()), keep=REPLAY_KINDS)
+    framed: list[bytes] = []
+    frame = twinflow.agent._trace._frame
+
+    def counting(event: bytes) -> tuple[bytes, str]:
+        framed.append(event)
+        return frame(event)
+
+    monkeypatch.setattr(twinflow.agent._trace, "_frame", counting)
+    result = replay(trace, lambda ports: agent_with(add, ports), mode=mode)
+    assert framed == []
+    assert (result.events, result.root) == (trace.size, trace.checkpoint().root)
+    # The first event that differs is the first framed (then the re-run's own failure, which
+    # the sink ignores), and it is reported as before.
+    with pytest.raises(ReplayDivergenceError) as caught:
+        replay(trace, lambda ports: agent_with(renamed(add_changed, "add"), ports), mode="live")
+    seq = caught.value.seq
+    assert framed[0].endswith(b'"seq":%d}' % seq)
+    assert framed[0] != trace.encoded[seq]
+
+
+def test_a_replayed_event_too_long_for_its_line_is_refused_as_the_run_refused_it() -> None:
+    """An event longer than a trace line may be is refused by the replay's writer even when a
+    trace read with wider limits holds the same bytes: the original writer refused it too."""
+    body = RunFailed(
+        run_id=RunId("run-1"),
+        steps=0,
+        error_type="Boom",
+        message="x" * DEFAULT_MAX_LINE_BYTES,
+    )
+    event = canonical_bytes(TraceEvent(seq=0, prev=GENESIS, at=START, body=body))
+    sink = ComparingSink([event], [hashlib.sha256(event).hexdigest()])
+    writer = ComparingWriter(sink, Trace.load(MemoryTraceSinkBytes.of(record())))
+    with pytest.raises(EventTooLargeError):
+        writer.append(START, body)
+    assert sink.written == 0
+
+
+def test_a_diverged_replay_writer_has_no_checkpoint_of_the_record() -> None:
+    """After the first difference the replay's writer gives no checkpoint: it would not be the
+    record's."""
+    trace = Trace.load(MemoryTraceSinkBytes.of(record()))
+    sink = ComparingSink(list(trace.encoded), trace.digests)
+    writer = ComparingWriter(sink, trace)
+    body = RunFailed(run_id=RunId("run-1"), steps=0, error_type="Boom", message="no")
+    with pytest.raises(ReplayDivergenceError):
+        writer.append(START, body)
+    with pytest.raises(ReplayDivergenceError):
+        writer.checkpoint()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {},
+        {"a": 1, "b": 2},
+        {"call_id": "not-this-one", "note": '"body":{"arguments":{},"call_id":"nor-this"}'},
+        {"nested": {"call_id": ["x", {"call_id": "y"}]}, "z": None},
+    ],
+)
+def test_a_tool_calls_id_read_from_its_bytes_is_the_parsed_one(arguments: dict[str, Any]) -> None:
+    """Recorded mode reads a ``tool_called``'s id from its bytes without parsing the event;
+    arguments that hold the same names or the same text do not mislead it."""
+    body = ToolCalled(call_id=CallId("c-7"), tool="add", arguments=arguments)
+    event = canonical_bytes(TraceEvent(seq=3, prev=GENESIS, at=START, body=body))
+    assert twinflow.agent._replay._call_id(event) == "c-7"

@@ -7,11 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from twinflow.agent._errors import AgentError
+from twinflow.agent._trace import TraceWriter
+from twinflow.agent._verify import Trace
 from twinflow.kernel import ReplayDivergenceError as KernelReplayDivergenceError
-from twinflow.trace import encode_line
+from twinflow.trace import DEFAULT_MAX_LINE_BYTES, Checkpoint, FsyncPolicy, encode_line
 from twinflow.vocab import Difference, diff
 
-__all__ = ["ComparingSink", "ReplayDivergenceError", "event_json"]
+__all__ = ["ComparingSink", "ComparingWriter", "ReplayDivergenceError", "event_json"]
 
 
 class ReplayDivergenceError(AgentError, KernelReplayDivergenceError):
@@ -60,6 +62,7 @@ def event_json(line: bytes) -> Any:
 # function, `encode_line`, lays out every line alike).
 _FRAME = len(encode_line(b"", "0" * 64)[0])
 _EVENT_AT = _FRAME - len(b"}\n")
+_LONGEST_EVENT = DEFAULT_MAX_LINE_BYTES - _FRAME
 
 
 class ComparingSink:
@@ -71,11 +74,27 @@ class ComparingSink:
     event is compared in place in the written line.
     """
 
-    def __init__(self, events: Sequence[bytes]) -> None:
+    def __init__(self, events: Sequence[bytes], digests: Sequence[str] = ()) -> None:
+        """Compare with ``events`` (their bytes, as verified), whose digests are ``digests``
+        (needed only by `matched`)."""
         self._events = events
+        self._digests = digests
         self._count = len(events)
         self.written = 0
         self.divergence: ReplayDivergenceError | None = None
+
+    def matched(self, event: bytes) -> str | None:
+        """The recorded digest of the next event if ``event`` is its bytes (it then counts as
+        written), else None: the caller frames the line and `write` reports the difference.
+
+        Equal bytes have the digest load verified, so a writer that asks first neither hashes
+        nor frames what it re-runs as recorded (`ComparingWriter`).
+        """
+        seq = self.written
+        if self.divergence is None and seq < self._count and event == self._events[seq]:
+            self.written = seq + 1
+            return self._digests[seq]
+        return None
 
     def write(self, line: bytes) -> None:
         if self.divergence is not None:
@@ -114,3 +133,37 @@ class ComparingSink:
 
     def close(self) -> None:
         pass
+
+
+class ComparingWriter(TraceWriter):
+    """The writer of a replay: each event the re-run writes is compared with the recorded one
+    by its bytes, before any line is framed.
+
+    An event equal to the recorded one takes the recorded digest (load verified it against
+    these bytes), so it is neither hashed nor framed, and the Merkle tree is not grown: the
+    checkpoint is the trace's (load computed it). The first event that differs is framed and
+    written to the sink like any other, which reports the difference. The lines a plain
+    `TraceWriter` would write are the same; this one only skips the work whose result the
+    record already holds.
+    """
+
+    def __init__(self, sink: ComparingSink, trace: Trace, *, fsync: FsyncPolicy = "step") -> None:
+        """Compare with ``trace``, whose events' bytes and digests ``sink`` holds."""
+        super().__init__(sink, fsync=fsync)
+        self._compare = sink
+        self._trace = trace
+
+    def _put(self, event: bytes, kind: str) -> str:
+        # An event too long for its line is refused by the framing writer, as in the original run.
+        digest = self._compare.matched(event) if len(event) <= _LONGEST_EVENT else None
+        return super()._put(event, kind) if digest is None else digest
+
+    def checkpoint(self) -> Checkpoint:
+        """The recorded trace's checkpoint of the events written so far.
+
+        Raises:
+            ReplayDivergenceError: The re-run diverged: it has no checkpoint of the record.
+        """
+        if self._compare.divergence is not None:
+            raise self._compare.divergence
+        return self._trace.checkpoint(self.size)

@@ -31,7 +31,7 @@ from typing import Any, Literal
 from pydantic import AwareDatetime, TypeAdapter
 
 from twinflow.agent._agent import Agent
-from twinflow.agent._compare import ComparingSink, ReplayDivergenceError
+from twinflow.agent._compare import ComparingSink, ComparingWriter, ReplayDivergenceError
 from twinflow.agent._errors import AgentConfigError, AgentError, InvalidModelReply, RunError
 from twinflow.agent._events import (
     Environment,
@@ -276,7 +276,7 @@ def _served_results(
     trace: Trace, events: tuple[TraceEvent, ...], encoded: list[bytes]
 ) -> list[ToolReturned]:
     """`recorded_tool_results` of the trace, a ``tool_called``'s call id read from its bytes
-    (a JSON string: nothing in it needs the event typed)."""
+    (`_call_id`: nothing else of it is needed, so it is not typed)."""
     if len(events) == trace.size:  # typed whole already (a resumed run's trace)
         return recorded_tool_results(events)
     returned = iter(e.body for e in events if isinstance(e.body, ToolReturned))
@@ -284,12 +284,37 @@ def _served_results(
     results: list[ToolReturned] = []
     for index, kind in enumerate(trace.kinds):
         if kind == "tool_called":
-            called.add(json.loads(encoded[index])["body"]["call_id"])
+            called.add(_call_id(encoded[index]))
         elif kind == "tool_returned":
             body = next(returned)
             if body.result.call_id in called:
                 results.append(body)
     return results
+
+
+# A verified ``tool_called`` event's bytes: its clock reading, then its body's members in
+# canonical order, ``arguments`` (an object) first and ``call_id`` (a string) next. A quote
+# inside a JSON string is escaped, so the first unescaped ``"body":{"arguments":`` is the body's.
+_ARGUMENTS = '"body":{"arguments":'
+_CALL_ID = ',"call_id":'
+_scan = json.JSONDecoder().raw_decode
+
+
+def _call_id(event: bytes) -> str:
+    """The call id of a verified ``tool_called`` event, from its canonical bytes: the arguments
+    are scanned past and the id read, not the whole event parsed (it was, at load)."""
+    text = event.decode()
+    start = text.find(_ARGUMENTS)
+    if start > 0:
+        _, end = _scan(text, start + len(_ARGUMENTS))
+        if text.startswith(_CALL_ID, end):
+            call_id, _ = _scan(text, end + len(_CALL_ID))
+            if type(call_id) is str:
+                return call_id
+    # Not laid out as the event type writes it today: the whole event says.
+    call_id = json.loads(event)["body"]["call_id"]
+    assert type(call_id) is str  # load typed it as a ToolCalled
+    return call_id
 
 
 def _clock_readings(trace: Trace, encoded: list[bytes]) -> list[datetime]:
@@ -374,7 +399,7 @@ def replay(
     # The re-run's lines are compared with the verified event bytes, not with lines framed again.
     # The events' bytes, read out of the trace's buffer once (a read by index makes a copy).
     encoded = list(trace.encoded)
-    sink = ComparingSink(encoded)
+    sink = ComparingSink(encoded, trace.digests)
     ports = ReplayPorts(
         model=_ReplayModel(
             [e.body.response for e in events if isinstance(e.body, ModelResponded)],
@@ -398,6 +423,9 @@ def replay(
     )
     agent = build(ports)
     _check_built(agent, ports)
+    # Events re-run as recorded are compared by their bytes and take their recorded digests:
+    # no line is framed or hashed again, and the checkpoint is the one load computed.
+    agent.writer = ComparingWriter(sink, trace, fsync=agent.writer.fsync)
     # Where the record went on past a resume, and what people decided on calls that waited.
     agent._inserts = recorded_inserts(events)
     agent._decisions = recorded_decisions(events)
@@ -427,7 +455,6 @@ def replay(
             expected=json.loads(encoded[sink.written]),
             actual=None,
         )
-    # Every line matched, so the re-run's writer grew the recorded trace's Merkle tree: its
-    # root is the trace's, without building the tree a second time.
-    root = agent.writer.checkpoint().root if agent.writer.size == trace.size else None
-    return ReplayResult(mode=mode, events=trace.size, root=root or trace.checkpoint().root)
+    # Every event matched, so the re-run's checkpoint is the recorded trace's, which load
+    # computed.
+    return ReplayResult(mode=mode, events=trace.size, root=trace.checkpoint().root)

@@ -80,6 +80,7 @@ class TraceWriter:
         self.fsync: FsyncPolicy = fsync
         self._tree = MerkleTree()
         self._head = GENESIS
+        self._size = 0
         self._unsynced = 0  # lines written since the last durable flush
 
     @classmethod
@@ -100,12 +101,13 @@ class TraceWriter:
         for hexdigest in digests:
             writer._tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))
             writer._head = hexdigest
+        writer._size = len(digests)
         return writer
 
     @property
     def size(self) -> int:
         """Events written."""
-        return self._tree.size
+        return self._size
 
     @property
     def head(self) -> str:
@@ -132,33 +134,37 @@ class TraceWriter:
             EventTooLargeError: The line would be longer than readers accept
                 (`DEFAULT_MAX_LINE_BYTES`); nothing was written.
         """
-        framed = self._spliced(at, body, encoded)
-        if framed is None or holds_secret(framed[0]):
-            event = TraceEvent(seq=self._tree.size, prev=self._head, at=at, body=body)
-            framed = encode_event(event)
-            if holds_secret(framed[0]):
+        event = self._spliced(at, body, encoded)
+        if event is None or holds_secret(event):
+            typed = TraceEvent(seq=self._size, prev=self._head, at=at, body=body)
+            event = canonical_bytes(typed)
+            if holds_secret(event):
                 # A key the process read reached an event (a server echoed it in an error, the
                 # model in its reply): the event is written with it replaced by the marker.
-                framed = encode_event(_scrubbed(event))
-        line, hexdigest = framed
-        if len(line) > DEFAULT_MAX_LINE_BYTES:
-            raise EventTooLargeError(
-                f"a {body.kind} event of {len(line)} bytes is longer than the "
-                f"{DEFAULT_MAX_LINE_BYTES} bytes a trace reader accepts; it was not written"
-            )
-        self.sink.write(line)
-        self._tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))
+                event = canonical_bytes(_scrubbed(typed))
+        hexdigest = self._put(event, body.kind)
+        self._size += 1
         self._head = hexdigest
         self._unsynced += 1
         if self.fsync == "event":
             self._sync()
         return hexdigest
 
-    def _spliced(
-        self, at: datetime, body: EventBody, encoded: bytes | None
-    ) -> tuple[bytes, str] | None:
-        """The event's line and digest, built around its body's bytes; None where only the
-        whole-event encoding decides (see the module docstring)."""
+    def _put(self, event: bytes, kind: str) -> str:
+        """Frame an event's bytes as its line, write it and add it to the tree; its digest."""
+        line, hexdigest = _frame(event)
+        if len(line) > DEFAULT_MAX_LINE_BYTES:
+            raise EventTooLargeError(
+                f"a {kind} event of {len(line)} bytes is longer than the "
+                f"{DEFAULT_MAX_LINE_BYTES} bytes a trace reader accepts; it was not written"
+            )
+        self.sink.write(line)
+        self._tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))
+        return hexdigest
+
+    def _spliced(self, at: datetime, body: EventBody, encoded: bytes | None) -> bytes | None:
+        """The event's bytes, built around its body's; None where only the whole-event
+        encoding decides (see the module docstring)."""
         if type(body) not in _BODY_TYPES or type(at) is not datetime or at.utcoffset() is None:
             return None
         if encoded is None:
@@ -167,9 +173,11 @@ class TraceWriter:
             except CanonicalError:
                 return None  # the whole event's encoding raises, naming the member's full path
         stamp = _AT.to_python(at, mode="json")
-        return _frame(
-            b'{"at":"%s","body":%s,"prev":"%s","seq":%d}'
-            % (stamp.encode("ascii"), encoded, self._head.encode("ascii"), self._tree.size)
+        return b'{"at":"%s","body":%s,"prev":"%s","seq":%d}' % (
+            stamp.encode("ascii"),
+            encoded,
+            self._head.encode("ascii"),
+            self._size,
         )
 
     def _sync(self) -> None:
@@ -196,7 +204,7 @@ class TraceWriter:
 
     def checkpoint(self) -> Checkpoint:
         """The current head: size, Merkle root and the last event's digest."""
-        return Checkpoint(size=self._tree.size, root=self._tree.root().hex(), head=self._head)
+        return Checkpoint(size=self._size, root=self._tree.root().hex(), head=self._head)
 
     def close(self) -> None:
         """Sync lines written since the last step end (unless the policy is ``"none"``), close.

@@ -254,8 +254,10 @@ class Trace:
         max_depth: int,
         kinds: _Kinds | None = None,
         kept: dict[int, TraceEvent] | None = None,
+        checkpoint: Checkpoint | None = None,
     ) -> None:
-        """Use `Trace.load`; this takes already verified parts."""
+        """Use `Trace.load`; this takes already verified parts (``checkpoint``: of all the
+        events, when the walk that verified them computed it)."""
         self.events: Sequence[TraceEvent] = _Events(encoded, max_depth, kept)
         """The events, in order, each typed when it is read (keep ``tuple(trace.events)`` to
         read them several times)."""
@@ -271,6 +273,7 @@ class Trace:
         self.encoded: Sequence[bytes] = encoded
         """Each event's canonical bytes, as read (what its digest covers)."""
         self._merkle: MerkleTree | None = None
+        self._checkpoint = checkpoint
 
     @property
     def _tree(self) -> MerkleTree:
@@ -318,16 +321,24 @@ class Trace:
         kinds = _Kinds()
         kept: dict[int, TraceEvent] = {}
         keep = frozenset(keep)
-        for item in walk_trace(
+        walk = walk_trace(
             source, limits=limits, check=typed_event, require_complete=require_complete
-        ):
+        )
+        while True:
+            try:
+                item = next(walk)
+            except StopIteration as end:
+                # Every event verified: the walk returns the checkpoint of the tree it grew, so
+                # a checkpoint of them all (a replay's) needs no second tree.
+                checkpoint: Checkpoint = end.value
+                break
             event: TraceEvent = item.value
             if event.body.kind in keep:
                 kept[len(kinds)] = event
             encoded.append(item.event)
             digests.append(item.digest)
             kinds.append(event.body.kind)
-        return cls(encoded, digests, limits.max_depth, kinds, kept)
+        return cls(encoded, digests, limits.max_depth, kinds, kept, checkpoint)
 
     @property
     def size(self) -> int:
@@ -344,6 +355,8 @@ class Trace:
             The checkpoint.
         """
         n = self.size if size is None else size
+        if n == self.size and self._checkpoint is not None:
+            return self._checkpoint
         head = self.digests[n - 1] if n else _GENESIS
         return Checkpoint(size=n, root=self._tree.root(n).hex(), head=head)
 
