@@ -38,6 +38,7 @@ from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import (
     DEFAULT_MAX_LINE_BYTES,
     GENESIS,
+    REDACTED,
     Checkpoint,
     EventTooLargeError,
     FileTraceSink,
@@ -47,8 +48,10 @@ from twinflow.trace import (
     MemoryTraceSink,
     TargetExistsError,
     TraceCorruptError,
+    _untrusted,
     check_consistency,
     check_inclusion,
+    register_secret,
     repair_trace,
 )
 from twinflow.vocab import (
@@ -615,3 +618,44 @@ def test_verify_trace_and_trace_load_agree_on_mutated_traces(op: str, i: int, j:
             report.events,
             report.checkpoint,
         )
+
+
+def test_a_secret_escaped_in_an_event_is_written_as_the_marker() -> None:
+    """A registered secret holding a quote is escaped in the event's bytes: the writer still
+    finds it and writes the marker in its place."""
+    secret = 'pw"q-in-a-tool-result-31c7'
+    register_secret(secret)
+    writer = TraceWriter(MemoryTraceSink())
+    result = ToolResultPart(call_id=CallId("c1"), name="add", content=f"the key is {secret}.")
+    writer.append(START, ToolReturned(result=result, error_type=None))
+    data = writer.sink.data if isinstance(writer.sink, MemoryTraceSink) else b""
+    assert REDACTED.encode() in data
+    assert b'pw\\"q-in-a-tool-result' not in data
+    assert Trace.load(data).size == 1
+
+
+def test_a_short_secret_inside_a_digest_leaves_the_chain_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A secret short enough to turn up in a digest's hex sends an event through the scrub,
+    which replaces secrets in its body only: ``prev`` stays the digest, and the trace is the
+    same bytes and verifies."""
+    plain = TraceWriter(MemoryTraceSink())
+    write_sample(plain)
+    assert isinstance(plain.sink, MemoryTraceSink)
+    data = plain.sink.data
+    loaded = Trace.load(data)
+    bodies = b"".join(canonical_bytes(event.body) for event in loaded.events)
+    first = loaded.digests[0]  # the second event's prev
+    secret = next(first[i : i + 4] for i in range(61) if first[i : i + 4].encode() not in bodies)
+    # A registry of its own: a four-letter secret would scrub other tests' text.
+    monkeypatch.setattr(_untrusted, "_forms", set())
+    monkeypatch.setattr(_untrusted, "_installed", frozenset())
+    monkeypatch.setattr(_untrusted, "_pattern", None)
+    monkeypatch.setattr(_untrusted, "_bytes_pattern", None)
+    register_secret(secret)
+    writer = TraceWriter(MemoryTraceSink())
+    write_sample(writer)
+    assert isinstance(writer.sink, MemoryTraceSink)
+    assert data == writer.sink.data
+    assert list(Trace.load(writer.sink.data).digests) == list(loaded.digests)

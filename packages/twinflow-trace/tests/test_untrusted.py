@@ -11,6 +11,7 @@ import pytest
 
 from twinflow.trace import (
     REDACTED,
+    canonical_bytes,
     for_terminal,
     holds_secret,
     register_secret,
@@ -97,3 +98,19 @@ def test_terminal_text_always_encodes_and_is_scrubbed() -> None:
     stream.write(for_terminal(f"\udcff {KEY} \ud83d"))
     stream.flush()
     assert f"\\udcff {REDACTED} \\ud83d" == written.getvalue().decode()
+
+
+@pytest.mark.parametrize(
+    "secret", ['pw"quoted-4be1', "pw\\backslash-9c0d", "pw\ttab\x01ctl-77aa", 'a"b\\c\nd-e3f0']
+)
+def test_a_secret_escaped_inside_encoded_json_is_found_and_scrubbed(secret: str) -> None:
+    """A secret holding a quote, a backslash or a control character is escaped inside a JSON
+    string: the byte screen of encoded JSON (a trace line) finds that form too, and the value's
+    scrub replaces it."""
+    register_secret(secret)
+    value: JsonValue = {"content": f"x{secret}y", "n": 1}
+    encoded = canonical_bytes(value)
+    assert secret.encode() not in encoded  # only its escaped form is in the bytes
+    assert holds_secret(encoded)
+    assert {"content": f"x{REDACTED}y", "n": 1} == scrub_value(value)
+    assert not holds_secret(canonical_bytes(scrub_value(value)))

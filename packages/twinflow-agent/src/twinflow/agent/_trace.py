@@ -62,8 +62,13 @@ def encode_event(event: TraceEvent) -> tuple[bytes, str]:
 
 
 def _scrubbed(event: TraceEvent) -> TraceEvent:
-    """The event with every secret replaced by `twinflow.trace.REDACTED` (`scrub_value`)."""
-    return TraceEvent.model_validate(scrub_value(event.model_dump(mode="json")))
+    """The event with every secret in its body replaced by `twinflow.trace.REDACTED`
+    (`scrub_value`). Its ``seq``, ``prev`` and ``at`` are the writer's own (a number, a digest,
+    a clock reading) and stay: a short secret that happens to be in a digest's hex is no leak,
+    and scrubbing it there would break the chain."""
+    dumped = event.model_dump(mode="json")
+    dumped["body"] = scrub_value(dumped["body"])
+    return TraceEvent.model_validate(dumped)
 
 
 class TraceWriter:

@@ -26,6 +26,7 @@ key base64-encoded after any prefix is found. Encodings are only derived for key
 from __future__ import annotations
 
 import base64
+import json
 import re
 import unicodedata
 import urllib.parse
@@ -90,7 +91,9 @@ def register_secret(secret: str) -> None:
     secret = secret.strip()
     if not secret:
         return
-    forms = {secret}
+    # Inside a JSON string (a trace line, a results file) a quote, a backslash or a control
+    # character is escaped: a byte screen of encoded JSON finds the secret only in that form.
+    forms = {secret, json.dumps(secret, ensure_ascii=False)[1:-1]}
     if len(secret) >= _MIN_ENCODED:
         forms.add(urllib.parse.quote(secret, safe=""))
         forms.update(_base64_cores(secret.encode("utf-8")))
