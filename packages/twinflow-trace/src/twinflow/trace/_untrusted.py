@@ -92,8 +92,9 @@ def register_secret(secret: str) -> None:
     if not secret:
         return
     # Inside a JSON string (a trace line, a results file) a quote, a backslash or a control
-    # character is escaped: a byte screen of encoded JSON finds the secret only in that form.
-    forms = {secret, json.dumps(secret, ensure_ascii=False)[1:-1]}
+    # character is escaped, and by default every non-ASCII character too: a screen of encoded
+    # JSON finds the secret only in those forms.
+    forms = {secret, json.dumps(secret, ensure_ascii=False)[1:-1], json.dumps(secret)[1:-1]}
     if len(secret) >= _MIN_ENCODED:
         forms.add(urllib.parse.quote(secret, safe=""))
         forms.update(_base64_cores(secret.encode("utf-8")))
