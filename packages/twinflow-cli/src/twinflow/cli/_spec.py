@@ -23,17 +23,10 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from twinflow._base._code import module_file, split_dotted
+from twinflow._base._code import resolve_dotted as resolve_any_dotted
+from twinflow._base._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 from twinflow.cli._errors import CliError
-from twinflow.eval import (
-    ScorerError,
-    YamlLimits,
-    module_file,
-    read_user_file,
-    read_yaml,
-    split_dotted,
-    validation_problems,
-)
-from twinflow.eval import resolve_dotted as resolve_any_dotted
 from twinflow.kernel import check_endpoint_url, file_sha256
 from twinflow.vocab import ExtensionPart, FrozenValue, UserError
 
@@ -353,7 +346,7 @@ def spec_modules(spec: RunSpec) -> tuple[str, ...]:
     ]
     try:
         return tuple(dict.fromkeys(split_dotted(p)[0] for p in paths))
-    except ScorerError as exc:
+    except UserError as exc:
         raise SpecError(str(exc)) from None
 
 
@@ -374,8 +367,8 @@ def resolve_dotted(path: str, code_dir: Path | None = None) -> Any:
     """
     try:
         return resolve_any_dotted(path, () if code_dir is None else (code_dir,))
-    except ScorerError as exc:
-        # The resolver is eval's (one for the workspace); its error is a spec's problem here.
+    except UserError as exc:
+        # The resolver is the workspace's one; its error is a spec's problem here.
         raise SpecError(str(exc)) from exc
 
 
@@ -583,7 +576,7 @@ def _file_of(name: str, spec: RunSpec) -> Path | None:
     """`twinflow.eval.module_file` from the spec's directories; its error as a spec's."""
     try:
         return module_file(name, spec_directories(spec))
-    except ScorerError as exc:
+    except UserError as exc:
         raise SpecError(str(exc)) from None
 
 
