@@ -46,7 +46,7 @@ from twinflow.local_model import (
     OpenAICompatibleStructuredOutput,
 )
 from twinflow.trace import TraceCorruptError
-from twinflow.trace.testing import rechain
+from twinflow.trace._testing import rechain
 from twinflow.vocab import (
     Message,
     ModelRequest,

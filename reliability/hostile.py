@@ -15,7 +15,7 @@ Twelve attacks, each counted, each with the invariant it must not break:
    tool-call id is refused before its tool runs.
 3. **Planted links.** A symbolic link planted at every name twinflow writes (the spec copy,
    `run.json`, `results.json`, a case result, the reports, the server log, the run directory
-   itself): the write is refused with `PlantedLinkError` and the link's target is unchanged.
+   itself): the write is refused with `FileWriteError` (reason ``link``) and the link's target is unchanged.
 4. **Concurrent runs.** Several `twinflow run` processes into one `--out`, held together by a
    file barrier inside their tool call: each printed trace holds its own run, its spec
    beside it is its own, and its printed root is the root `verify` computes.
@@ -110,9 +110,8 @@ from twinflow.kernel import (
 from twinflow.local_model import OpenAICompatibleChatModel
 from twinflow.trace import (
     GENESIS,
-    DirectoryBusyError,
+    FileWriteError,
     MemoryTraceSink,
-    PlantedLinkError,
     TraceSink,
     UnsafePathError,
     canonical_bytes,
@@ -437,7 +436,11 @@ def links(figures: Figures, work: Path) -> None:
                     figures.fail(
                         f"{what}: a planted link ({'dir' if as_directory else 'file'}, dangling={dangling}) was written through"
                     )
-                except (PlantedLinkError, FileNotFoundError):
+                except FileNotFoundError:
+                    refused += 1
+                except FileWriteError as exc:
+                    if exc.reason != "link":
+                        raise
                     refused += 1
                 after = (
                     None
@@ -460,7 +463,9 @@ def links(figures: Figures, work: Path) -> None:
             log_path=case / "model-server.log",
         )
         figures.fail("the server log was opened through a planted link")
-    except PlantedLinkError:
+    except FileWriteError as exc:
+        if exc.reason != "link":
+            raise
         refused += 1
     if (case / "victim").read_bytes() != b"precious":
         figures.fail("the server log's link target changed")
@@ -1266,8 +1271,9 @@ def one_writer(figures: Figures, work: Path) -> None:
             run_eval(data, factory, run_dir, clock=SteppingClock(START))
             let_in += 1
             figures.fail("run_eval wrote a directory another writer held")
-        except DirectoryBusyError:
-            pass
+        except FileWriteError as exc:
+            if exc.reason != "busy":
+                raise
     figures.values["one writer: second writers tried / let in"] = f"{len(commands) + 1} / {let_in}"
 
 

@@ -29,7 +29,8 @@ from _common import START, Figures, parse_mode
 
 from twinflow.agent import Agent, FunctionModel, Policy, Trace
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.trace import FileTraceSink, check_consistency
+from twinflow.trace import FileTraceSink
+from twinflow.trace._checkpoint import check_consistency
 from twinflow.vocab import CallId, Message, ModelRequest, TextPart, ToolCallPart
 
 STEPS = 6

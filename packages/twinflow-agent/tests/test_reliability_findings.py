@@ -10,7 +10,7 @@ import pytest
 from twinflow.agent import Agent, FunctionModel, Trace, verify_agent_trace
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import MemoryTraceSink, TraceCorruptError
-from twinflow.trace.testing import events_of, rechain
+from twinflow.trace._testing import events_of, rechain
 from twinflow.vocab import Message
 
 

@@ -28,7 +28,8 @@ from twinflow.agent import (
     replay,
 )
 from twinflow.kernel import ConnectError, CountingIds, SteppingClock
-from twinflow.trace import FileTraceSink, TraceCorruptError, TraceLockedError, check_consistency
+from twinflow.trace import FileTraceSink, FileWriteError, TraceCorruptError
+from twinflow.trace._checkpoint import check_consistency
 from twinflow.vocab import (
     CallId,
     canonical_bytes,
@@ -189,7 +190,7 @@ def test_a_locked_trace_is_refused(recorded: Path, tmp_path: Path) -> None:
     data = path.read_bytes()
     holder = FileTraceSink.append_to(path)
     try:
-        with make(Counts(STEPS)) as agent, pytest.raises(TraceLockedError, match="another process"):
+        with make(Counts(STEPS)) as agent, pytest.raises(FileWriteError, match="another process"):
             agent.resume(path)
     finally:
         holder.close()

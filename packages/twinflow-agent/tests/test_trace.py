@@ -37,10 +37,8 @@ from twinflow.agent._events import AgentConfig, PolicyRecord
 from twinflow.agent._trace import encode_event
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import (
-    DEFAULT_MAX_LINE_BYTES,
     GENESIS,
     Checkpoint,
-    EventTooLargeError,
     FileTraceSink,
     FsyncPolicy,
     InvalidProofError,
@@ -48,11 +46,12 @@ from twinflow.trace import (
     MemoryTraceSink,
     TargetExistsError,
     TraceCorruptError,
+    TraceFormatError,
     _untrusted,
-    check_consistency,
-    check_inclusion,
     repair_trace,
 )
+from twinflow.trace._checkpoint import check_consistency, check_inclusion
+from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES
 from twinflow.vocab import (
     CallId,
     Message,
@@ -212,7 +211,7 @@ def test_an_event_longer_than_a_reader_accepts_is_not_written() -> None:
     huge = ToolCalled(
         call_id=CallId("c2"), tool="add", arguments={"x": "a" * DEFAULT_MAX_LINE_BYTES}
     )
-    with pytest.raises(EventTooLargeError) as caught:
+    with pytest.raises(TraceFormatError, match="a trace reader accepts") as caught:
         writer.append(at, huge)
     assert "tool_called event of" in str(caught.value)
     assert (before, 1) == (sink.data, writer.size)

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from twinflow.agent import Decision, ReplayDivergenceError, RunPaused, verify_agent_trace
 from twinflow.cli import ModelSpec, PolicySpec, RunSpec, connect, replay_run, trace_path_of
 from twinflow.kernel import LoopbackServer
-from twinflow.trace import PlantedLinkError
+from twinflow.trace import FileWriteError
 from twinflow.vocab import UserError
 
 
@@ -172,7 +172,7 @@ def test_the_trace_is_claimed_before_the_embedded_server_starts(tmp_path: Path) 
     (tmp_path / "linked").symlink_to(real)
     spec = RunSpec(prompt="Add 2 and 3.", model=ModelSpec(url="embedded"))
     claim = connect(spec, tmp_path / "linked" / "trace.jsonl", tools=[add])
-    with pytest.raises(PlantedLinkError, match="linked is a symbolic link"), claim:
+    with pytest.raises(FileWriteError, match="linked is a symbolic link"), claim:
         pass
     assert [] == list(real.iterdir())
 

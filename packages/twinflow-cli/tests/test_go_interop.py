@@ -18,11 +18,9 @@ import pytest
 from cli_testkit import build_go_tool
 
 from twinflow.kernel import run_process
-from twinflow.trace.note import (
+from twinflow.trace import SignatureError
+from twinflow.trace._note import (
     CheckpointBody,
-    MalformedKeyError,
-    MalformedNoteError,
-    NoteError,
     SignerKey,
     generate_key,
     open_checkpoint,
@@ -33,7 +31,7 @@ from twinflow.trace.note import (
     sign_checkpoint_note,
     sign_note,
 )
-from twinflow.trace.witness import CosignatureError, CosignerKey, cosign, verify_cosignatures
+from twinflow.trace._witness import CosignerKey, cosign, verify_cosignatures
 
 LOG = generate_key("example.com/log", hashlib.sha256(b"log").digest())
 WITNESS = generate_key("example.com/witness", hashlib.sha256(b"witness").digest())
@@ -125,7 +123,7 @@ def test_both_refuse_a_tampered_checkpoint(notecheck: Path) -> None:
     tampered = sign_checkpoint_note(BODY, [LOG]).replace(b"\n1024\n", b"\n1025\n")
     status, _, err = _go(notecheck, "verify", LOG.verifier.text, stdin=tampered)
     assert (1, "invalid signature") == (status, err.split(": ", 1)[1][:17])
-    with pytest.raises(NoteError):
+    with pytest.raises(SignatureError):
         open_note(tampered, [LOG.verifier])
 
 
@@ -146,8 +144,8 @@ def test_key_names_refuse_the_same_spaces_as_go(notecheck: Path) -> None:
 def _name_refused(char: str) -> bool:
     try:
         parse_verifier_key(f"a{char}b+00000000+" + base64.b64encode(b"\x01" + bytes(32)).decode())
-    except MalformedKeyError as error:
-        return "bad-key-name" == error.problem
+    except SignatureError as error:
+        return ("malformed_key", "bad-key-name") == (error.reason, error.problem)
     return False
 
 
@@ -183,13 +181,11 @@ def _edge_cases() -> list[bytes]:
     return cases
 
 
-def _ours(note: bytes, keys: list[SignerKey]) -> tuple[str, MalformedNoteError | None]:
+def _ours(note: bytes, keys: list[SignerKey]) -> tuple[str, SignatureError | None]:
     try:
         opened = open_note(note, [k.verifier for k in keys])
-    except MalformedNoteError as error:
-        return "error", error
-    except NoteError:
-        return "error", None
+    except SignatureError as error:
+        return "error", error if error.reason == "malformed_note" else None
     names = " ".join(f"{k.name}+{k.key_hash:08x}" for k in opened.verified_by)
     return f"ok {names}", None
 
@@ -237,9 +233,9 @@ def test_go_and_twinflow_agree_on_mutated_verifier_keys(notecheck: Path) -> None
     for data, go_answer in zip(mutated, out.splitlines(), strict=True):
         try:
             key = parse_verifier_key(data)
-        except MalformedKeyError as error:
+        except SignatureError as error:
             if go_answer != "error" and error.problem not in _STRICTER_KEY_PROBLEMS:
-                disagreements.append((data, go_answer, error.problem))
+                disagreements.append((data, go_answer, str(error.problem)))
             continue
         if go_answer != f"ok {key.name}+{key.key_hash:08x}":
             disagreements.append((data, go_answer, "ok"))
@@ -298,6 +294,6 @@ def test_go_and_twinflow_refuse_a_changed_cosignature_time(notecheck: Path) -> N
     cosigner = CosignerKey.of_signer(WITNESS)
     status, _, err = _go(notecheck, "cosigned", LOG.verifier.text, cosigner.text, stdin=moved)
     assert (1, "invalid signature") == (status, err.split(": ", 1)[1][:17])
-    with pytest.raises(CosignatureError):
+    with pytest.raises(SignatureError, match=r"cosigned by|does not verify"):
         verify_cosignatures(moved, [cosigner], quorum=1, now=None)
     assert name == WITNESS.name.encode()

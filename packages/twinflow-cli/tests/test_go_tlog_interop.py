@@ -21,7 +21,7 @@ from twinflow.trace import (
     read_checkpoint,
     walk_trace,
 )
-from twinflow.trace.testing import small_trace
+from twinflow.trace._testing import small_trace
 
 LAB = _note.generate_key("example.org/lab", bytes([7]) * 32)
 TRACE = small_trace(13)

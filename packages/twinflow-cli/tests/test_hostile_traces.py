@@ -13,9 +13,10 @@ import pytest
 from cli_testkit import run_trace
 
 from twinflow.cli._main import main
-from twinflow.trace import DEFAULT_MAX_LINE_BYTES, verify_trace
 from twinflow.trace import note as _note
-from twinflow.trace.testing import framed
+from twinflow.trace import verify_trace
+from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES
+from twinflow.trace._testing import framed
 
 SPEC = "prompt: hi\nmodel:\n  url: http://127.0.0.1:9/v1\n"
 

@@ -24,7 +24,7 @@ from twinflow.cli._spec import load_part_kinds, load_spec
 from twinflow.cli._wiring import build_agent
 from twinflow.kernel import CountingIds, LoopbackServer, SteppingClock, run_process
 from twinflow.trace import FileTraceSink, verify_trace
-from twinflow.trace.testing import events_of, rechain
+from twinflow.trace._testing import events_of, rechain
 from twinflow.vocab import Message, ModelRequest, TextPart
 
 PLUGIN = Path(__file__).parent / "plugin_package" / "acme_parts"

@@ -10,7 +10,7 @@ import pytest
 from cli_testkit import run_trace
 
 from twinflow.cli._main import main
-from twinflow.trace.testing import events_of, rechain
+from twinflow.trace._testing import events_of, rechain
 
 
 def twinflow(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object], str]:

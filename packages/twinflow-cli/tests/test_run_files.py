@@ -9,7 +9,7 @@ import pytest
 
 from twinflow.cli._run import claim_run_files, code_beside, spec_beside
 from twinflow.cli._spec import SpecError, load_spec
-from twinflow.trace import PlantedLinkError
+from twinflow.trace import FileWriteError
 
 
 def test_each_run_claims_its_own_pair_and_nothing_is_renamed(tmp_path: Path) -> None:
@@ -45,7 +45,7 @@ def test_a_planted_spec_link_is_refused_and_its_target_untouched(tmp_path: Path)
     out = tmp_path / "out"
     out.mkdir()
     (out / "spec.yaml").symlink_to(victim)
-    with pytest.raises(PlantedLinkError):
+    with pytest.raises(FileWriteError, match="symbolic link"):
         claim_run_files(out, "prompt: x")
     assert ("precious", ["spec.yaml"]) == (victim.read_text(), os.listdir(out))
 
@@ -55,7 +55,7 @@ def test_an_out_directory_that_is_a_link_is_refused(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "out").symlink_to(elsewhere, target_is_directory=True)
-    with pytest.raises(PlantedLinkError):
+    with pytest.raises(FileWriteError, match="symbolic link"):
         claim_run_files(tmp_path / "out", "prompt: x")
     assert [] == os.listdir(elsewhere)
 

@@ -18,7 +18,7 @@ from test_hostile_traces import corpus
 from twinflow.cli._main import installed_version, main
 from twinflow.kernel import run_process
 from twinflow.trace import __main__ as leaf_main
-from twinflow.trace.testing import events_of, rechain
+from twinflow.trace._testing import events_of, rechain
 
 
 def rewritten(data: bytes, **fields: object) -> bytes:

@@ -13,9 +13,10 @@ from cli_testkit import run_trace
 
 from twinflow.cli._main import main
 from twinflow.kernel import SystemClock, run_process, start_process
-from twinflow.trace.note import parse_note, parse_signer_key, parse_verifier_key
-from twinflow.trace.testing import events_of, rechain
-from twinflow.trace.witness import WitnessRefusedError, add_checkpoint, cosign, hold_state
+from twinflow.trace import SignatureError
+from twinflow.trace._note import parse_note, parse_signer_key, parse_verifier_key
+from twinflow.trace._testing import events_of, rechain
+from twinflow.trace._witness import add_checkpoint, cosign, hold_state
 
 
 def twinflow(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object], str]:
@@ -411,7 +412,7 @@ def test_a_witness_never_dates_backwards(work: Path, capsys: pytest.CaptureFixtu
     first = (work / request(capsys, "short", 0)).read_bytes()
     add_checkpoint(first, state=state, signer=signer, logs=logs, now=2_000_000_000)
     kept = state.read_bytes()
-    with pytest.raises(WitnessRefusedError) as refused:
+    with pytest.raises(SignatureError) as refused:
         add_checkpoint(
             (work / request(capsys, "long", 5)).read_bytes(),
             state=state,
@@ -419,7 +420,10 @@ def test_a_witness_never_dates_backwards(work: Path, capsys: pytest.CaptureFixtu
             logs=logs,
             now=1_999_999_999,
         )
-    assert ("clock", kept) == (refused.value.reason, state.read_bytes())
+    assert (("witness_refused", "clock"), kept) == (
+        (refused.value.reason, refused.value.problem),
+        state.read_bytes(),
+    )
 
 
 def test_a_log_key_is_not_a_witness_key(work: Path, capsys: pytest.CaptureFixture[str]) -> None:

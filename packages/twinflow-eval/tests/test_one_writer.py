@@ -14,7 +14,7 @@ from twinflow.kernel import (
     SteppingClock,
     run_process,
 )
-from twinflow.trace import DirectoryBusyError
+from twinflow.trace import FileWriteError
 
 CLOCK = SteppingClock(START)
 
@@ -30,12 +30,12 @@ def run_dir(tmp_path: Path) -> Path:
 def test_a_second_writer_of_a_run_directory_is_refused(run_dir: Path) -> None:
     """While one writer holds the directory, run_eval, rescore and merge into it are refused."""
     with hold_directory(run_dir):
-        with pytest.raises(DirectoryBusyError) as caught:
+        with pytest.raises(FileWriteError, match="another twinflow process") as caught:
             rescore(run_dir)
         assert "another twinflow process is writing" in str(caught.value)
-        with pytest.raises(DirectoryBusyError):
+        with pytest.raises(FileWriteError, match="another twinflow process"):
             run_eval(dataset(2), factory(), run_dir, clock=CLOCK)
-        with pytest.raises(DirectoryBusyError):
+        with pytest.raises(FileWriteError, match="another twinflow process"):
             merge_runs([run_dir], run_dir)
     # Released with the block: the directory can be written again.
     assert 2 == len(rescore(run_dir).cases)

@@ -24,7 +24,8 @@ from twinflow.kernel import (
     connect_http,
     connect_stdio,
 )
-from twinflow.trace import DEFAULT_MAX_LINE_BYTES, UserError
+from twinflow.trace import UserError
+from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES
 
 SERVERS = Path(__file__).parent / "mcp_servers"
 CALC = SERVERS / "calc_server.py"

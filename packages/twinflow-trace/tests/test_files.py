@@ -16,7 +16,7 @@ from twinflow._base._files import (
     write_new,
     write_replace,
 )
-from twinflow.trace import FileWriteError, PlantedLinkError, TargetExistsError, UnsafePathError
+from twinflow.trace import FileWriteError, TargetExistsError, UnsafePathError
 
 
 def test_write_new_creates_the_file_whole(tmp_path: Path) -> None:
@@ -49,7 +49,7 @@ def test_a_planted_link_is_refused_and_its_target_untouched(
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "spec.yaml").symlink_to(victim)
     assert callable(write)
-    with pytest.raises(PlantedLinkError) as caught:
+    with pytest.raises(FileWriteError, match="symbolic link") as caught:
         write(tmp_path / "run" / "spec.yaml", b"attacker-controlled")
     assert str(tmp_path / "run" / "spec.yaml") == caught.value.filename
     assert (None if dangling else b"precious") == (victim.read_bytes() if victim.exists() else None)
@@ -63,7 +63,7 @@ def test_a_directory_that_is_a_link_is_refused(tmp_path: Path, write: object) ->
     elsewhere.mkdir()
     (tmp_path / "cases").symlink_to(elsewhere, target_is_directory=True)
     assert callable(write)
-    with pytest.raises(PlantedLinkError):
+    with pytest.raises(FileWriteError, match="symbolic link"):
         write(tmp_path / "cases" / "a@1.json", b"{}")
     assert [] == os.listdir(elsewhere)
 
@@ -73,7 +73,7 @@ def test_create_exclusive_refuses_a_directory_that_is_a_link(tmp_path: Path) -> 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "judgements").symlink_to(elsewhere, target_is_directory=True)
-    with pytest.raises(PlantedLinkError):
+    with pytest.raises(FileWriteError, match="symbolic link"):
         create_exclusive(tmp_path / "judgements" / "a@1.0.jsonl", "trace file")
     assert [] == os.listdir(elsewhere)
 
@@ -93,7 +93,7 @@ def test_make_directory_refuses_a_link_to_a_directory(tmp_path: Path, dangling: 
     if not dangling:
         elsewhere.mkdir()
     (tmp_path / "rejudged").symlink_to(elsewhere, target_is_directory=True)
-    with pytest.raises(PlantedLinkError) as caught:
+    with pytest.raises(FileWriteError, match="symbolic link") as caught:
         make_directory(tmp_path / "rejudged")
     assert (1, not dangling) == (len(str(caught.value).splitlines()), elsewhere.exists())
 

@@ -10,8 +10,8 @@ import pytest
 from twinflow.trace import note as _note
 from twinflow.trace import read_checkpoint, verify_trace
 from twinflow.trace.__main__ import main
-from twinflow.trace.testing import rechain, small_events
-from twinflow.trace.testing import small_trace as trace
+from twinflow.trace._testing import rechain, small_events
+from twinflow.trace._testing import small_trace as trace
 
 
 @pytest.fixture

@@ -14,16 +14,13 @@ from twinflow.trace import (
     MerkleTree,
     TraceCorruptError,
     UserError,
-    check_consistency,
-    check_inclusion,
-    consistency_ranges,
-    inclusion_ranges,
-    prove_consistency,
-    prove_inclusion,
     read_checkpoint,
     verify_trace,
 )
-from twinflow.trace.testing import small_trace as trace
+from twinflow.trace._checkpoint import check_consistency, check_inclusion
+from twinflow.trace._merkle import consistency_ranges, inclusion_ranges
+from twinflow.trace._testing import small_trace as trace
+from twinflow.trace._verify import prove_consistency, prove_inclusion
 
 
 def leaves(n: int) -> list[bytes]:

@@ -12,23 +12,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tracekit import refused
 
-from twinflow.trace import _ed25519
+from twinflow.trace import TraceError, _ed25519
 from twinflow.trace._note import (
     DEFAULT_MAX_NOTE_BYTES,
-    AmbiguousKeyError,
     CheckpointBody,
-    InvalidSignatureError,
-    MalformedCheckpointError,
-    MalformedKeyError,
-    MalformedNoteError,
     Note,
-    NoteError,
     NoteSignature,
-    OriginMismatchError,
-    SigningUnavailableError,
-    TraceError,
-    UnverifiedNoteError,
     VerifierKey,
     generate_key,
     open_checkpoint,
@@ -233,8 +224,8 @@ PUB = LOG.verifier.public_key
     ],
 )
 def test_malformed_verifier_keys_are_refused(text: str | bytes, problem: str) -> None:
-    """Each malformed verifier key raises MalformedKeyError naming its own problem."""
-    with pytest.raises(MalformedKeyError) as error:
+    """Each malformed verifier key is refused as a malformed key naming its own problem."""
+    with refused("malformed_key") as error:
         parse_verifier_key(text)
     assert problem == error.value.problem
 
@@ -247,7 +238,7 @@ def test_non_canonical_base64_trailing_bits_are_refused() -> None:
     ]  # 33 bytes encode as 44 characters with one '=': the last letter has 2 spare bits
     alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
     sibling = alphabet[alphabet.index(last) ^ 1]
-    with pytest.raises(MalformedKeyError) as error:
+    with refused("malformed_key") as error:
         parse_verifier_key(text[:-2] + sibling + "=")
     assert "bad-base64" == error.value.problem
 
@@ -273,21 +264,21 @@ def test_non_canonical_base64_trailing_bits_are_refused() -> None:
     ],
 )
 def test_malformed_signer_keys_are_refused(text: str, problem: str) -> None:
-    """Each malformed signer key raises MalformedKeyError naming its own problem."""
-    with pytest.raises(MalformedKeyError) as error:
+    """Each malformed signer key is refused as a malformed key naming its own problem."""
+    with refused("malformed_key") as error:
         parse_signer_key(text)
     assert problem == error.value.problem
 
 
 def test_generate_key_refuses_bad_names_and_seeds() -> None:
     """Key generation refuses a name with '+' or a space and a seed that is not 32 bytes."""
-    with pytest.raises(MalformedKeyError) as name_error:
+    with refused("malformed_key") as name_error:
         generate_key("a+b", bytes(32))
     assert "bad-key-name" == name_error.value.problem
-    with pytest.raises(MalformedKeyError) as surrogate_error:
+    with refused("malformed_key") as surrogate_error:
         generate_key("a\ud800", bytes(32))
     assert "bad-key-name" == surrogate_error.value.problem
-    with pytest.raises(MalformedKeyError) as seed_error:
+    with refused("malformed_key") as seed_error:
         generate_key("ab", bytes(31))
     assert "bad-key-length" == seed_error.value.problem
 
@@ -322,9 +313,11 @@ def test_note_round_trip_keeps_text_with_blank_lines() -> None:
 def test_tampered_text_is_refused() -> None:
     """Changing one character of the signed text makes the known key's signature fail."""
     note = _signed_by_log().replace(b"\n3\n", b"\n4\n")
-    with pytest.raises(InvalidSignatureError) as error:
+    with refused("invalid_signature") as error:
         open_note(note, [LOG.verifier])
-    assert LOG.verifier == error.value.key
+    assert f"key {LOG.verifier.name}+{LOG.verifier.key_hash:08x} does not verify" in str(
+        error.value
+    )
 
 
 def test_tampered_signature_is_refused() -> None:
@@ -335,7 +328,7 @@ def test_tampered_signature_is_refused() -> None:
         good.name, good.key_hash, bytes([good.signature[0] ^ 1]) + good.signature[1:]
     )
     forged = (note.text + "\n" + bad.line + "\n").encode()
-    with pytest.raises(InvalidSignatureError):
+    with refused("invalid_signature"):
         open_note(forged, [LOG.verifier])
 
 
@@ -345,9 +338,9 @@ def test_wrong_key_hint_is_an_unknown_key() -> None:
     good = note.signatures[0]
     other = NoteSignature(good.name, good.key_hash ^ 1, good.signature)
     data = (note.text + "\n" + other.line + "\n").encode()
-    with pytest.raises(UnverifiedNoteError) as error:
+    with refused("unverified") as error:
         open_note(data, [LOG.verifier])
-    assert () == error.value.verified_by
+    assert "signed by 0 known key(s), 1 required" in str(error.value)
 
 
 def test_same_hint_other_name_is_an_unknown_key() -> None:
@@ -355,16 +348,16 @@ def test_same_hint_other_name_is_an_unknown_key() -> None:
     note = parse_note(_signed_by_log())
     good = note.signatures[0]
     other = NoteSignature("example.com/other", good.key_hash, good.signature)
-    with pytest.raises(UnverifiedNoteError):
+    with refused("unverified"):
         open_note((note.text + "\n" + other.line + "\n").encode(), [LOG.verifier])
 
 
 def test_note_without_known_signer_is_refused() -> None:
     """A note signed only by keys the caller does not know fails, naming what was found."""
-    with pytest.raises(UnverifiedNoteError) as error:
+    with refused("unverified") as error:
         open_note(_signed_by_log(), [WITNESS.verifier])
     assert "example.com/log+" in str(error.value)
-    with pytest.raises(UnverifiedNoteError):
+    with refused("unverified"):
         open_note(_signed_by_log(), [])
 
 
@@ -380,11 +373,10 @@ def test_cosigners_report_which_known_keys_signed() -> None:
 
 
 def test_required_cosigners_missing_is_refused() -> None:
-    """Requiring two known signers when one signed fails with UnverifiedNoteError."""
-    with pytest.raises(UnverifiedNoteError) as error:
+    """Requiring two known signers when one signed is refused as unverified."""
+    with refused("unverified") as error:
         open_note(_signed_by_log(), [LOG.verifier, WITNESS.verifier], required=2)
-    assert (LOG.verifier,) == error.value.verified_by
-    assert 2 == error.value.required
+    assert "signed by 1 known key(s), 2 required" in str(error.value)
 
 
 def test_one_bad_cosignature_fails_the_note() -> None:
@@ -393,9 +385,11 @@ def test_one_bad_cosignature_fails_the_note() -> None:
     log_sig, witness_sig = note.signatures
     bad = NoteSignature(witness_sig.name, witness_sig.key_hash, log_sig.signature)
     data = (note.text + "\n" + log_sig.line + "\n" + bad.line + "\n").encode()
-    with pytest.raises(InvalidSignatureError) as error:
+    with refused("invalid_signature") as error:
         open_note(data, [LOG.verifier, WITNESS.verifier])
-    assert WITNESS.verifier == error.value.key
+    assert f"key {WITNESS.verifier.name}+{WITNESS.verifier.key_hash:08x} does not" in str(
+        error.value
+    )
 
 
 def test_resigning_replaces_the_signers_own_line() -> None:
@@ -415,7 +409,7 @@ def test_duplicate_signature_lines_count_once() -> None:
 def test_ambiguous_known_keys_are_refused() -> None:
     """Two different known keys with one name and hash cannot both be trusted."""
     twin = VerifierKey(LOG.verifier.name, LOG.verifier.key_hash, WITNESS.verifier.public_key)
-    with pytest.raises(AmbiguousKeyError):
+    with refused("ambiguous_key"):
         open_note(_signed_by_log(), [LOG.verifier, twin])
     assert (LOG.verifier,) == open_note(_signed_by_log(), [LOG.verifier, LOG.verifier]).verified_by
 
@@ -472,8 +466,8 @@ TEXT = BODY.text.encode()
     ],
 )
 def test_malformed_notes_are_refused(data: bytes, problem: str) -> None:
-    """Each malformed note raises MalformedNoteError naming its own problem, before any crypto."""
-    with pytest.raises(MalformedNoteError) as error:
+    """Each malformed note is refused as a malformed note naming its own problem, before any crypto."""
+    with refused("malformed_note") as error:
         open_note(data, [LOG.verifier])
     assert problem == error.value.problem
 
@@ -482,10 +476,10 @@ def test_limits_are_configurable() -> None:
     """A smaller byte or signature limit refuses a note the defaults accept."""
     data = sign_note(BODY.text, [LOG, WITNESS])
     assert 2 == len(open_note(data, [LOG.verifier, WITNESS.verifier]).verified_by)
-    with pytest.raises(MalformedNoteError) as size:
+    with refused("malformed_note") as size:
         open_note(data, [LOG.verifier], max_bytes=len(data) - 1)
     assert "too-large" == size.value.problem
-    with pytest.raises(MalformedNoteError) as count:
+    with refused("malformed_note") as count:
         open_note(data, [LOG.verifier], max_signatures=1)
     assert "too-many-signatures" == count.value.problem
 
@@ -507,28 +501,16 @@ def test_signing_refuses_texts_no_reader_could_open() -> None:
         ("\udc80\n", "not-utf8"),
         ("x" * DEFAULT_MAX_NOTE_BYTES + "\n", "too-large"),
     ]:
-        with pytest.raises(MalformedNoteError) as error:
+        with refused("malformed_note") as error:
             sign_note(text, [LOG])
         assert problem == error.value.problem
 
 
 def test_errors_share_the_trace_root() -> None:
-    """Every refusal is a NoteError under the trace root; malformed input is also a ValueError."""
-    malformed: list[type[Exception]] = [
-        MalformedNoteError,
-        MalformedKeyError,
-        MalformedCheckpointError,
-        AmbiguousKeyError,
-    ]
-    refused: list[type[Exception]] = [
-        InvalidSignatureError,
-        UnverifiedNoteError,
-        OriginMismatchError,
-    ]
-    assert [True] * 4 == [issubclass(c, NoteError) and issubclass(c, ValueError) for c in malformed]
-    assert [True] * 3 == [issubclass(c, NoteError) for c in refused]
-    assert issubclass(NoteError, TraceError)
-    assert issubclass(SigningUnavailableError, ImportError)
+    """Every refusal is one SignatureError under the trace root, told apart by its reason."""
+    with refused("malformed_key") as caught:
+        parse_verifier_key("not a key")
+    assert (True, "bad-fields") == (isinstance(caught.value, TraceError), caught.value.problem)
 
 
 # --- without the signatures extra ------------------------------------------------------------
@@ -560,7 +542,7 @@ def test_signing_without_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None
         lambda: parse_signer_key(LOG.text),
         lambda: generate_key("n", bytes(32)),
     ):
-        with pytest.raises(SigningUnavailableError) as error:
+        with refused("signing_unavailable") as error:
             attempt()
         assert "twinflow-trace[signatures]" in str(error.value)
 
@@ -594,7 +576,7 @@ def test_checkpoint_round_trip_with_extensions() -> None:
 
 def test_checkpoint_for_another_origin_is_refused() -> None:
     """A valid checkpoint for another log fails when the caller names the expected origin."""
-    with pytest.raises(OriginMismatchError):
+    with refused("origin_mismatch"):
         open_checkpoint(_signed_by_log(), [LOG.verifier], origin="example.com/other")
 
 
@@ -625,8 +607,8 @@ ROOT_B64 = base64.b64encode(ROOT).decode()
     ],
 )
 def test_malformed_checkpoint_bodies_are_refused(text: str, problem: str) -> None:
-    """Each malformed checkpoint body raises MalformedCheckpointError naming its problem."""
-    with pytest.raises(MalformedCheckpointError) as error:
+    """Each malformed checkpoint body is refused as a malformed checkpoint naming its problem."""
+    with refused("malformed_checkpoint") as error:
         parse_checkpoint_body(text)
     assert problem == error.value.problem
 
@@ -644,14 +626,14 @@ def test_checkpoint_body_construction_is_checked() -> None:
     ]
     for kwargs, problem in cases:
         fields: dict[str, Any] = {"origin": "o", "size": 1, "root_hash": ROOT, "extensions": ()}
-        with pytest.raises(MalformedCheckpointError) as error:
+        with refused("malformed_checkpoint") as error:
             CheckpointBody(**(fields | kwargs))
         assert problem == error.value.problem
 
 
 def test_signed_non_checkpoint_note_is_refused_as_checkpoint() -> None:
-    """A validly signed note whose text is not a checkpoint body fails as MalformedCheckpointError."""
-    with pytest.raises(MalformedCheckpointError):
+    """A validly signed note whose text is not a checkpoint body is refused as a malformed checkpoint."""
+    with refused("malformed_checkpoint"):
         open_checkpoint(sign_note("hello\n", [LOG]), [LOG.verifier])
 
 
@@ -682,7 +664,7 @@ def test_values_are_frozen_and_compare_by_fields() -> None:
 def test_unverified_error_quotes_and_caps_names_from_the_note() -> None:
     """Names read from a hostile note are quoted and at most five are listed in the message."""
     lines = "".join(f"— evil\x9b{i} {base64.b64encode(bytes(68)).decode()}\n" for i in range(8))
-    with pytest.raises(UnverifiedNoteError) as error:
+    with refused("unverified") as error:
         open_note((BODY.text + "\n" + lines).encode(), [LOG.verifier])
     message = str(error.value)
     assert "\x9b" not in message
@@ -693,7 +675,7 @@ def test_unverified_error_quotes_and_caps_names_from_the_note() -> None:
 def test_signing_refuses_invalid_signature_names() -> None:
     """Cosigning a hand-built note whose signature has an invalid name fails before signing."""
     bad = Note(BODY.text, (NoteSignature("a b", 1, bytes(64)),))
-    with pytest.raises(MalformedNoteError) as error:
+    with refused("malformed_note") as error:
         sign_note(bad, [LOG])
     assert "bad-key-name" == error.value.problem
 
@@ -703,5 +685,5 @@ def test_second_signature_by_a_known_key_must_verify_too() -> None:
     data = _signed_by_log()
     good = parse_note(data).signatures[0]
     other = NoteSignature(good.name, good.key_hash, bytes(64))
-    with pytest.raises(InvalidSignatureError):
+    with refused("invalid_signature"):
         open_note(data + (other.line + "\n").encode(), [LOG.verifier])

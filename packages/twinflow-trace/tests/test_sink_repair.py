@@ -11,13 +11,11 @@ from tracekit import file_size_limit
 from twinflow.trace import (
     FileTraceSink,
     FileWriteError,
-    PlantedLinkError,
     TargetExistsError,
-    TraceLockedError,
     repair_trace,
     verify_trace,
 )
-from twinflow.trace.testing import small_trace as trace
+from twinflow.trace._testing import small_trace as trace
 
 
 def test_a_planted_symlink_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
@@ -26,11 +24,11 @@ def test_a_planted_symlink_is_refused_and_its_target_untouched(tmp_path: Path) -
     target.write_bytes(b"keep me")
     link = tmp_path / "trace.jsonl"
     link.symlink_to(target)
-    with pytest.raises(PlantedLinkError) as caught:
+    with pytest.raises(FileWriteError, match="symbolic link") as caught:
         FileTraceSink(link)
     dangling = tmp_path / "other.jsonl"
     dangling.symlink_to(tmp_path / "not-yet")
-    with pytest.raises(PlantedLinkError):
+    with pytest.raises(FileWriteError, match="symbolic link"):
         FileTraceSink(dangling)
     assert "symbolic link" in str(caught.value)
     assert (b"keep me", False) == (target.read_bytes(), (tmp_path / "not-yet").exists())
@@ -138,7 +136,7 @@ def test_a_trace_being_written_cannot_be_reopened_until_closed(tmp_path: Path) -
     path = tmp_path / "trace.jsonl"
     writing = FileTraceSink(path)
     writing.write(b"x\n")
-    with pytest.raises(TraceLockedError, match="being written by another process"):
+    with pytest.raises(FileWriteError, match="being written by another process"):
         FileTraceSink.append_to(path)
     writing.close()
     again = FileTraceSink.append_to(path)

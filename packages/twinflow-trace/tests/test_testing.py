@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from twinflow.trace import verify_trace
-from twinflow.trace.testing import events_of, framed, rechain, small_events, small_trace
+from twinflow.trace._testing import events_of, framed, rechain, small_events, small_trace
 
 
 def test_a_small_trace_verifies_complete() -> None:

@@ -14,15 +14,14 @@ from twinflow.trace import (
     SignatureError,
     TraceFormatError,
     check_proof_file,
-    parse_tlog_consistency,
-    parse_tlog_proof,
     prove_tlog_consistency,
     prove_tlog_inclusion,
     read_checkpoint,
 )
 from twinflow.trace import note as _note
 from twinflow.trace.__main__ import main
-from twinflow.trace.testing import small_trace
+from twinflow.trace._testing import small_trace
+from twinflow.trace._tlog import parse_tlog_consistency, parse_tlog_proof
 
 LAB = _note.generate_key("example.org/lab", bytes([1]) * 32)
 OTHER = _note.generate_key("example.org/other", bytes([2]) * 32)

@@ -29,9 +29,9 @@ from twinflow.trace import (
     verify_trace,
     walk_trace,
 )
-from twinflow.trace.testing import framed as forged_line
-from twinflow.trace.testing import small_events as events
-from twinflow.trace.testing import small_trace as trace
+from twinflow.trace._testing import framed as forged_line
+from twinflow.trace._testing import small_events as events
+from twinflow.trace._testing import small_trace as trace
 
 
 def with_line_1(event_bytes: bytes) -> bytes:

@@ -1,4 +1,4 @@
-"""The leaf's own test helpers; small traces come from the workspace's kit, twinflow.trace.testing."""
+"""The leaf's own test helpers; small traces come from the workspace's kit, twinflow.trace._testing."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import signal
 from collections.abc import Iterator
 from typing import Any
 
-from twinflow.trace import canonical_bytes, encode_line
+import pytest
+
+from twinflow.trace import SignatureError, TraceError, canonical_bytes, encode_line
 
 
 def lines_of(items: list[dict[str, Any]]) -> list[bytes]:
@@ -27,3 +29,13 @@ def file_size_limit(limit: int) -> Iterator[None]:
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
         signal.signal(signal.SIGXFSZ, previous)
+
+
+@contextlib.contextmanager
+def refused(
+    reason: str, error: type[TraceError] = SignatureError, match: str | None = None
+) -> Iterator[pytest.ExceptionInfo[TraceError]]:
+    """Expect ``error`` with ``.reason`` equal to ``reason`` (a failure is a tag, not a class)."""
+    with pytest.raises(error, match=match) as caught:
+        yield caught
+    assert reason == getattr(caught.value, "reason", None)

@@ -776,7 +776,7 @@ class Agent(Closing, Generic[OutputT]):
             The run's result, as `run` returns it.
 
         Raises:
-            TraceLockedError: Another process is writing the trace; nothing was written.
+            FileWriteError (``locked``): Another process is writing the trace; nothing was written.
             TraceCorruptError: The trace does not verify (``.report`` names the event).
             CannotResume: The run finished, failed for good, stopped inside a tool that is
                 not safe to repeat, or a decision names a call that is not waiting.

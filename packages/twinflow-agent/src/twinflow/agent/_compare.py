@@ -10,7 +10,7 @@ from twinflow.agent._errors import AgentError
 from twinflow.agent._trace import TraceWriter
 from twinflow.agent._verify import Trace
 from twinflow.kernel import ReplayDivergenceError as KernelReplayDivergenceError
-from twinflow.trace import DEFAULT_MAX_LINE_BYTES, Checkpoint, FsyncPolicy, encode_line
+from twinflow.trace import Checkpoint, FsyncPolicy, Limits, encode_line
 from twinflow.vocab import Difference, diff
 
 __all__ = ["ComparingSink", "ComparingWriter", "ReplayDivergenceError", "event_json"]
@@ -62,7 +62,7 @@ def event_json(line: bytes) -> Any:
 # function, `encode_line`, lays out every line alike).
 _FRAME = len(encode_line(b"", "0" * 64)[0])
 _EVENT_AT = _FRAME - len(b"}\n")
-_LONGEST_EVENT = DEFAULT_MAX_LINE_BYTES - _FRAME
+_LONGEST_EVENT = Limits().max_line_bytes - _FRAME
 
 
 class ComparingSink:

@@ -444,7 +444,7 @@ def record_decisions(
         The trace's checkpoint after the decisions.
 
     Raises:
-        TraceLockedError: Another process is writing the trace; nothing was written.
+        FileWriteError (``locked``): Another process is writing the trace; nothing was written.
         TraceCorruptError: The trace does not verify.
         CannotResume: A decision names a call that is not waiting; nothing was written.
     """

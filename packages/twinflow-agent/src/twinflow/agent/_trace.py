@@ -27,11 +27,11 @@ from twinflow._base._untrusted import holds_secret, scrub_value
 from twinflow.agent._encode import body_bytes
 from twinflow.agent._events import GENESIS, EventBody, TraceEvent
 from twinflow.trace import (
-    DEFAULT_MAX_LINE_BYTES,
     Checkpoint,
-    EventTooLargeError,
     FsyncPolicy,
+    Limits,
     MerkleTree,
+    TraceFormatError,
     TraceSink,
     leaf_hash,
 )
@@ -39,6 +39,8 @@ from twinflow.trace import encode_line as _frame
 from twinflow.vocab import CanonicalError, canonical_bytes
 
 __all__ = ["TraceWriter", "encode_event"]
+
+_MAX_LINE_BYTES = Limits().max_line_bytes
 
 # The event types a body may be, read from the union: a body of another type (a dict, say)
 # goes through `TraceEvent`'s validation as before.
@@ -135,8 +137,8 @@ class TraceWriter:
         Raises:
             AgentConfigError: ``at`` is not an aware datetime, or ``body`` is not an event.
             FileWriteError: The sink could not write the line (disk full, ...).
-            EventTooLargeError: The line would be longer than readers accept
-                (`DEFAULT_MAX_LINE_BYTES`); nothing was written.
+            TraceFormatError (``event_too_large``): The line would be longer than readers accept
+                (`Limits.max_line_bytes`); nothing was written.
         """
         event = self._spliced(at, body, encoded)
         if event is None or holds_secret(event):
@@ -157,10 +159,11 @@ class TraceWriter:
     def _put(self, event: bytes, kind: str) -> str:
         """Frame an event's bytes as its line, write it and add it to the tree; its digest."""
         line, hexdigest = _frame(event)
-        if len(line) > DEFAULT_MAX_LINE_BYTES:
-            raise EventTooLargeError(
+        if len(line) > _MAX_LINE_BYTES:
+            raise TraceFormatError(
                 f"a {kind} event of {len(line)} bytes is longer than the "
-                f"{DEFAULT_MAX_LINE_BYTES} bytes a trace reader accepts; it was not written"
+                f"{_MAX_LINE_BYTES} bytes a trace reader accepts; it was not written",
+                reason="event_too_large",
             )
         self.sink.write(line)
         self._tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))

@@ -25,7 +25,6 @@ from twinflow.trace import (
     InclusionProof,
     Limits,
     MerkleTree,
-    Source,
     VerificationReport,
     leaf_hash,
     parse_json,
@@ -205,7 +204,7 @@ def typed_event(value: dict[str, Any]) -> TraceEvent:
 
 
 def verify_agent_trace(
-    source: Source,
+    source: str | os.PathLike[str] | bytes,
     *,
     checkpoint: Checkpoint | None = None,
     require_complete: bool = True,

@@ -36,7 +36,7 @@ from twinflow.cli._wiring import (
     run_environment,
 )
 from twinflow.kernel import SystemClock, SystemIds
-from twinflow.trace import FileTraceSink, MemoryTraceSink, PlantedLinkError, TargetExistsError
+from twinflow.trace import FileTraceSink, FileWriteError, MemoryTraceSink
 from twinflow.vocab import UserError
 
 __all__ = ["connect", "embedded_model", "replay_run", "trace_path_of"]
@@ -84,7 +84,7 @@ def connect(
             tools, named ``<server>.<tool>``, join ``tools``; it stops when the block exits).
         UserError: ``model.api_key_env`` names an unset variable, or the trace's directory
             already holds an absurd number of runs.
-        PlantedLinkError: the trace's directory is a symbolic link.
+        FileWriteError (``link``): the trace's directory is a symbolic link.
     """
     callables = _tools(spec, tools)
     # Before anything is written or started: a usage error changes nothing.
@@ -143,16 +143,19 @@ def _claim_trace(path: Path) -> FileTraceSink:
     `claim_run_files` skips them for ``twinflow run``.
     """
     if path.parent.is_symlink():
-        raise PlantedLinkError(
+        raise FileWriteError(
             f"{path.parent} is a symbolic link; a trace is not written through it: name the "
             "real directory",
             path=path.parent,
+            reason="link",
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     for n in range(_MAX_TRACES):
         try:
             return FileTraceSink(numbered(path, n))
-        except (TargetExistsError, PlantedLinkError):
+        except FileWriteError as exc:
+            if exc.reason not in ("exists", "link"):
+                raise
             continue  # a file, or a link planted at the name: never opened, the next name is tried
     raise UserError(
         f"{path.parent} holds {_MAX_TRACES} traces named like {path.name}: pick a new one"

@@ -158,7 +158,7 @@ def _check_signed_decisions(path: Path, keys: list[Path]) -> int:
 
     try:
         verifiers = [_note.parse_verifier_key(read_small_file(k, "key")) for k in keys]
-    except _note.NoteError as exc:
+    except _trace.SignatureError as exc:
         raise UserError(f"not a verifier key: {squash(exc)}") from None
     from twinflow.agent import approval_statement
 
@@ -176,7 +176,7 @@ def _check_signed_decisions(path: Path, keys: list[Path]) -> int:
             raise CheckFailed(f"{where} is not signed")
         try:
             opened = _note.open_note(body.signed_note.encode(), verifiers)
-        except _note.NoteError as exc:
+        except _trace.SignatureError as exc:
             raise CheckFailed(f"{where}: its signature does not verify: {squash(exc)}") from None
         expected = approval_statement(digests.get(body.call_id, ""), body.decision)
         if opened.text != expected:
@@ -294,7 +294,7 @@ def _checkpoint_note(
             origin or signers[0].name, checkpoint.size, bytes.fromhex(checkpoint.root)
         )
         return _note.sign_checkpoint_note(body, signers) if signers else body.text.encode()
-    except _note.NoteError as exc:
+    except _trace.SignatureError as exc:
         raise UserError(f"cannot make the checkpoint note: {squash(exc)}") from None
 
 
@@ -600,7 +600,7 @@ def _keygen(args: argparse.Namespace, out: Output) -> int:
 
     try:
         signer = _note.generate_key(args.name, SystemIds().secret(32))
-    except _note.NoteError as exc:
+    except _trace.SignatureError as exc:
         raise UserError(f"cannot make a key named {args.name!r}: {squash(exc)}") from None
     secret, public = Path(f"{args.out}.key"), Path(f"{args.out}.pub")
     for path in (secret, public):

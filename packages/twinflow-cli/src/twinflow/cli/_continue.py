@@ -35,7 +35,7 @@ from twinflow.cli._run import (
 from twinflow.cli._spec import read_spec_text, spec_directories
 from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.kernel import SystemClock
-from twinflow.trace import TraceCorruptError
+from twinflow.trace import SignatureError, TraceCorruptError
 from twinflow.trace import note as _note
 from twinflow.vocab import CallId, UserError
 
@@ -132,7 +132,7 @@ def _signer(path: Path | None) -> Any:
         raise UserError(f"{path}: a signer key file is at most {_MAX_KEY_BYTES} bytes")
     try:
         return _note.parse_signer_key(data)
-    except (ValueError, _note.NoteError) as exc:
+    except (ValueError, SignatureError) as exc:
         raise UserError(f"{path}: not a twinflow keygen signer key ({exc})") from None
 
 
@@ -152,7 +152,7 @@ def _decisions(args: argparse.Namespace, trace: Trace) -> list[Decision]:
         if signer is not None and call_id in asked:
             try:
                 note = _note.sign_note(approval_statement(asked[call_id].digest, verdict), [signer])
-            except _note.NoteError as exc:
+            except SignatureError as exc:
                 raise UserError(str(exc)) from None
         decisions.append(
             Decision(

@@ -93,7 +93,7 @@ from twinflow.kernel import (
     Transport,
     redact_url,
 )
-from twinflow.trace import TraceSink
+from twinflow.trace import SignatureError, TraceSink
 from twinflow.trace import note as _note
 from twinflow.vocab import UserError
 
@@ -561,7 +561,7 @@ def _read_plan(path: Path, key: Path | None) -> ReadPlan:
         keys = () if key is None else (_note.parse_verifier_key(read_small_file(key, "key")),)
     except OSError as exc:
         raise PlanError(f"cannot read {exc.filename or path}: {exc.strerror or exc}") from None
-    except _note.NoteError as exc:
+    except SignatureError as exc:
         raise PlanError(f"{key}: not a verifier key ({exc})") from None
     try:
         return read_plan(data, keys)

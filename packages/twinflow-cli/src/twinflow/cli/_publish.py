@@ -100,14 +100,14 @@ def _attest(args: argparse.Namespace, out: Output) -> int:
     check_trace_head(args.trace)
     try:
         signer = _note.parse_signer_key(read_small_file(args.key[0], "key"))
-    except _note.NoteError as exc:
+    except _trace.SignatureError as exc:
         raise UserError(f"{args.key[0]}: not a signer key ({squash(exc)})") from None
     data = read_regular(args.trace)
     try:
         facts = attestation.run_facts(data)
     except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{args.trace}: {exc}") from None
-    except attestation.MalformedAttestationError as exc:
+    except _trace.TraceFormatError as exc:  # the trace does not start a run
         raise UserError(f"{args.trace}: {exc}") from None
     spec, model, tools = _spec_and_tools(args.trace, args.spec)
     statement = attestation.statement(
@@ -141,7 +141,7 @@ def _check(args: argparse.Namespace, out: Output) -> int:
         raise UserError("--check needs the verifier key(s) that signed it: --key VKEY")
     try:
         keys = [_note.parse_verifier_key(read_small_file(k, "key")) for k in args.key]
-    except _note.NoteError as exc:
+    except _trace.SignatureError as exc:
         raise UserError(f"not a verifier key ({squash(exc)})") from None
     data = read_regular(args.check, attestation.MAX_ENVELOPE_BYTES)
     try:
@@ -156,9 +156,15 @@ def _check(args: argparse.Namespace, out: Output) -> int:
             root = bytes.fromhex(published.checkpoint.root)
             checkpoint = (published.origin, published.checkpoint.size, root)
         attestation.check_statement(opened.statement, facts=facts, checkpoint=checkpoint)
-    except attestation.MalformedAttestationError as exc:
+    except _trace.TraceFormatError as exc:
+        if exc.reason != "attestation":
+            raise
         raise UserError(f"{args.check}: not an attestation ({squash(exc)})") from None
-    except (attestation.AttestationMismatchError, _trace.TraceCorruptError) as exc:
+    except _trace.SignatureError as exc:
+        if exc.reason != "attestation_mismatch":
+            raise
+        raise CheckFailed(f"{args.check}: {squash(exc)}") from None
+    except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{args.check}: {squash(exc)}") from None
     signers = [attestation.key_id(k) for k in opened.signed_by]
     matched = [w for w, given in (("trace", facts), ("checkpoint", checkpoint)) if given]
@@ -217,7 +223,7 @@ def check_witness_policy(
 
     try:
         keys = [_witness.parse_cosigner_key(read_small_file(k, "key")) for k in args.witness]
-    except _note.NoteError as exc:
+    except _trace.SignatureError as exc:
         raise UserError(f"--witness: not a cosigner verifier key ({squash(exc)})") from None
     data = read_small_file(checkpoint, "checkpoint")
     try:
@@ -225,11 +231,13 @@ def check_witness_policy(
             data, keys, quorum=quorum, now=int(SystemClock().now().timestamp())
         )
         body = _note.parse_checkpoint_body(_note.parse_note(data).text)
-    except (_note.MalformedNoteError, _note.MalformedCheckpointError) as exc:
-        raise UserError(f"{checkpoint}: not a cosigned checkpoint note ({squash(exc)})") from None
-    except _note.AmbiguousKeyError as exc:
-        raise UserError(f"--witness: {squash(exc)}") from None
-    except _witness.CosignatureError as exc:
+    except _trace.SignatureError as exc:
+        if exc.reason in ("malformed_note", "malformed_checkpoint"):
+            raise UserError(
+                f"{checkpoint}: not a cosigned checkpoint note ({squash(exc)})"
+            ) from None
+        if exc.reason != "cosignature":  # two witness keys of one name
+            raise UserError(f"--witness: {squash(exc)}") from None
         raise CheckFailed(
             f"{checkpoint}: the witness policy is not met: {squash(exc)}",
             {"problem": {"kind": "cosignature", "message": squash(exc)}},
@@ -299,7 +307,7 @@ def _witness_command(args: argparse.Namespace, out: Output) -> int:
     try:
         signer = _note.parse_signer_key(read_small_file(args.key, "key"))
         logs = [_note.parse_verifier_key(read_small_file(k, "key")) for k in args.log]
-    except _note.NoteError as exc:
+    except _trace.SignatureError as exc:
         raise UserError(f"not a key for the witness ({squash(exc)})") from None
     request = read_small_file(args.request, "consistency proof")
     if args.out:
@@ -309,12 +317,14 @@ def _witness_command(args: argparse.Namespace, out: Output) -> int:
         note, body, old = _witness.add_checkpoint(
             request, state=args.state, signer=signer, logs=logs, now=now
         )
-    except _witness.WitnessRefusedError as exc:
+    except _trace.SignatureError as exc:
+        if exc.reason != "witness_refused":
+            raise
         raise CheckFailed(
             f"{args.request}: not cosigned: {squash(exc)}",
-            {"reason": exc.reason, "cosigned_size": exc.size},
+            {"reason": exc.problem, "cosigned_size": exc.size},
         ) from None
-    except (_trace.TraceFormatError, _witness.MalformedWitnessStateError) as exc:
+    except _trace.TraceFormatError as exc:  # the request, or the witness's state file
         raise UserError(squash(exc)) from None
     line = note.decode().rstrip("\n").rsplit("\n", 1)[-1]
     key = _witness.CosignerKey.of_signer(signer)

@@ -86,8 +86,8 @@ from twinflow.cli._wiring import (
 from twinflow.kernel import NondeterminismError, SystemClock, SystemIds
 from twinflow.trace import (
     FileTraceSink,
+    FileWriteError,
     MemoryTraceSink,
-    PlantedLinkError,
     TargetExistsError,
     TraceError,
 )
@@ -148,14 +148,15 @@ def claim_run_files(
     ``code_record`` is written beside the spec as its ``code.N.json`` (`code_beside`).
 
     Raises:
-        PlantedLinkError: the directory, or a name in it, is a symbolic link.
+        FileWriteError (``link``): the directory, or a name in it, is a symbolic link.
         UserError: the directory holds an absurd number of runs.
     """
     if directory.is_symlink():
-        raise PlantedLinkError(
+        raise FileWriteError(
             f"{directory} is a symbolic link; a run is not written through it: remove the link, "
             "or name the real directory with --out",
             path=directory,
+            reason="link",
         )
     directory.mkdir(parents=True, exist_ok=True)
     for n in itertools.count():

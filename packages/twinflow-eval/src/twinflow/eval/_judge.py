@@ -167,7 +167,7 @@ class Judging:
             here when judging live.
 
     Raises:
-        PlantedLinkError: Judging live, the folder is a symbolic link.
+        FileWriteError (``link``): Judging live, the folder is a symbolic link.
     """
 
     def __init__(

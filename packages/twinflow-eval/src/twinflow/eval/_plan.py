@@ -41,7 +41,7 @@ from twinflow.eval._errors import EvalError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._results import EvalResults
 from twinflow.eval._stats import wilson_interval
-from twinflow.trace import CanonicalError, parse_json
+from twinflow.trace import CanonicalError, SignatureError, parse_json
 from twinflow.trace import note as _note
 from twinflow.vocab import UserError, canonical_bytes, digest
 
@@ -371,7 +371,7 @@ def write_plan(plan: Plan, signer: _note.SignerKey | None = None) -> bytes:
         return text.encode()
     try:
         return _note.sign_note(text, [signer])
-    except _note.NoteError as exc:
+    except SignatureError as exc:
         raise PlanError(f"cannot sign the plan: {exc}") from None
 
 
@@ -406,7 +406,7 @@ def read_plan(
     if b"\n\n" in data and not check_signature:
         try:
             parsed = _note.parse_note(data, max_bytes=MAX_PLAN_BYTES)
-        except (_note.NoteError, ValueError) as exc:
+        except (SignatureError, ValueError) as exc:
             raise PlanError(f"not a plan file: {exc}") from None
         text_bytes = parsed.text.encode()
         signers = tuple(f"{s.name} (not verified here)" for s in parsed.signatures)
@@ -417,7 +417,7 @@ def read_plan(
             )
         try:
             verified = _note.open_note(data, keys, max_bytes=MAX_PLAN_BYTES)
-        except (_note.NoteError, ValueError) as exc:
+        except (SignatureError, ValueError) as exc:
             raise PlanError(f"the plan's signature does not verify: {exc}") from None
         text_bytes = verified.text.encode()
         signers = tuple(k.text for k in verified.verified_by)

@@ -34,7 +34,7 @@ from twinflow.eval._errors import RunDirError, ShardError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._scorers import Score
 from twinflow.eval._trials import TrialStats
-from twinflow.trace import Checkpoint, PlantedLinkError
+from twinflow.trace import Checkpoint, FileWriteError
 
 __all__ = [
     "SEED_STRIDE",
@@ -294,15 +294,16 @@ def refuse_planted_links(run_dir: Path) -> None:
     refuses a link on its own (`write_replace`), which covers a link planted mid-run.
 
     Raises:
-        PlantedLinkError: naming the first link found.
+        FileWriteError (``link``): naming the first link found.
     """
     subdirs = ("traces", "cases", "judgements", "rejudged")
     for path in (run_dir, *(run_dir / n for n in (*subdirs, *RUN_FILES))):
         if path.is_symlink():
-            raise PlantedLinkError(
+            raise FileWriteError(
                 f"{path} is a symbolic link; the run writes nothing through it: remove the "
                 "link, or pick a new --out directory",
                 path=path,
+                reason="link",
             )
     for sub in subdirs:
         if not (run_dir / sub).is_dir():
@@ -310,10 +311,11 @@ def refuse_planted_links(run_dir: Path) -> None:
         with os.scandir(run_dir / sub) as entries:
             planted = next((e.path for e in entries if e.is_symlink()), None)
         if planted is not None:
-            raise PlantedLinkError(
+            raise FileWriteError(
                 f"{planted} is a symbolic link; the run writes nothing through it: remove the "
                 "link, or pick a new --out directory",
                 path=planted,
+                reason="link",
             )
 
 

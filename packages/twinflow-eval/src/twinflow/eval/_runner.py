@@ -78,11 +78,11 @@ from twinflow.kernel import (
     TransportError,
 )
 from twinflow.trace import (
-    EMPTY_ROOT,
     GENESIS,
     Checkpoint,
     FileTraceSink,
     MemoryTraceSink,
+    MerkleTree,
     TraceCorruptError,
     TraceSink,
 )
@@ -282,7 +282,7 @@ def _score_bytes(
         problem = f"{relative} is missing" if not data else f"{relative}: {exc.report.problem}"
         return _flagged(common, problem, exc.report.checkpoint, latency_s)
     except OSError as exc:
-        unread = Checkpoint(size=0, root=EMPTY_ROOT.hex(), head=GENESIS)
+        unread = Checkpoint(size=0, root=MerkleTree().root().hex(), head=GENESIS)
         return _flagged(common, f"{relative}: {exc}", unread, latency_s)
     if prompt is not None and obs.prompt != prompt:
         problem = f"{relative}: its run started from another prompt than this case's"
@@ -447,7 +447,7 @@ def _one_writer(parameter: str) -> Callable[[F], F]:
     """Run the function holding the writer lock of the directory its ``parameter`` names.
 
     Two evals writing one run directory would set aside and rename each other's traces: the
-    second is refused at once (`DirectoryBusyError`, exit 2) instead (`hold_directory`).
+    second is refused at once (`FileWriteError`, reason ``busy``, exit 2) instead (`hold_directory`).
     """
 
     def wrap(function: F) -> F:

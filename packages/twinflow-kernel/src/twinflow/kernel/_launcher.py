@@ -26,7 +26,7 @@ from typing import IO
 from twinflow.kernel._errors import LaunchError
 from twinflow.kernel._netpolicy import is_loopback
 from twinflow.kernel._ports import Closing
-from twinflow.trace import PlantedLinkError
+from twinflow.trace import FileWriteError
 from twinflow.vocab import UserError
 
 _GUARD = Path(__file__).with_name("_guard.py")
@@ -128,10 +128,11 @@ def _open_log(log_path: Path) -> IO[bytes]:
         return os.fdopen(os.open(log_path, flags, 0o644), "ab")
     except OSError as exc:
         if log_path.is_symlink():
-            raise PlantedLinkError(
+            raise FileWriteError(
                 f"{log_path} is a symbolic link; the server log is not written through it: "
                 "remove the link, or pick another directory",
                 path=log_path,
+                reason="link",
             ) from None
         raise LaunchError(f"cannot open the server log {log_path}: {exc.strerror}") from None
 

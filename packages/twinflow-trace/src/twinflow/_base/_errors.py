@@ -8,6 +8,14 @@ from __future__ import annotations
 
 import os
 
+# Not `typing.Literal` at run time: importing `typing` would be most of `import twinflow.trace`;
+# mypy reads any `TYPE_CHECKING` as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    WriteReason = Literal["write", "link", "busy", "locked", "exists"]
+
 
 class TwinflowError(Exception):
     """Root of every error raised by a twinflow package."""
@@ -27,47 +35,60 @@ class NotRegularFileError(UserError, OSError):
 class FileWriteError(TwinflowError, OSError):
     """A file (a trace, a side file, a run's spec, a proof) could not be written safely.
 
-    Every writer of a file in the workspace raises it (`write_new`,
-    `write_replace`, `create_exclusive` and the trace sinks); the message names the file and
+    Every writer of a file in the workspace raises it (`write_new`, `write_replace`,
+    `create_exclusive`, `hold_directory` and the trace sinks); the message names the file and
     says what was kept.
 
     Attributes:
         filename: The file that was to be written (as `OSError` names it).
+        reason: Why, as a stable tag: ``write`` (the disk is full, no permission), ``link``
+            (the target or its directory is a symbolic link: nothing was written through it),
+            ``busy`` (another process holds the directory's writer lock), ``locked`` (another
+            process is writing the trace), ``exists`` (the name is taken: `TargetExistsError`).
     """
 
-    def __init__(self, message: str, *, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, message: str, *, path: str | os.PathLike[str], reason: WriteReason = "write"
+    ) -> None:
         """Create the error.
 
         Args:
             message: What went wrong, naming ``path``.
             path: The file that was to be written.
+            reason: The stable tag (see the class).
         """
         TwinflowError.__init__(self, message)
         self.filename = os.fspath(path)
+        self.reason: WriteReason = reason
 
     def __str__(self) -> str:
         """The message alone (not `OSError`'s ``[Errno ...]`` form)."""
         return str(self.args[0])
 
     def __reduce__(self) -> tuple[object, ...]:
-        """Pickle with the path (a worker process's error reaches its caller whole)."""
-        return (_rebuild_file_error, (type(self), str(self.args[0]), self.filename))
+        """Pickle with the path and reason (a worker process's error reaches its caller whole)."""
+        return (_rebuild_file_error, (type(self), str(self.args[0]), self.filename, self.reason))
 
 
-def _rebuild_file_error(cls: type[FileWriteError], message: str, path: str) -> FileWriteError:
-    return cls(message, path=path)
-
-
-class PlantedLinkError(FileWriteError):
-    """The target (or its directory) is a symbolic link; nothing was written through it."""
-
-
-class DirectoryBusyError(FileWriteError):
-    """Another process holds the directory's writer lock (`hold_directory`); nothing was written."""
+def _rebuild_file_error(
+    cls: type[FileWriteError], message: str, path: str, reason: WriteReason
+) -> FileWriteError:
+    if cls is TargetExistsError:
+        return TargetExistsError(message, path=path)
+    return cls(message, path=path, reason=reason)
 
 
 class TargetExistsError(FileWriteError, FileExistsError):
     """The name is taken (a file, a directory, a link): a new file is never written over one."""
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str]) -> None:
+        """Create the error (reason ``exists``).
+
+        Args:
+            message: What went wrong, naming ``path``.
+            path: The name that is taken.
+        """
+        super().__init__(message, path=path, reason="exists")
 
 
 class UnsafePathError(TwinflowError, ValueError):

@@ -12,7 +12,7 @@ Three ways to write, one mechanism under them. Every file is created with
   whole.
 
 A name taken is `TargetExistsError`; a symbolic link at the name (or as the directory) is
-`PlantedLinkError`, the link and what it points at untouched; any other failure to write (a
+`FileWriteError` with reason ``link``, the link and what it points at untouched; any other failure to write (a
 full disk, no permission) is `FileWriteError` naming the file. `write_new` and `write_replace`
 write the data scrubbed of every secret the process has read (`scrub_bytes`, the one door
 untrusted text leaves through into a file). `hold_directory` makes a process the one writer of
@@ -44,13 +44,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from twinflow._base._errors import (
-    DirectoryBusyError,
-    FileWriteError,
-    PlantedLinkError,
-    TargetExistsError,
-    UnsafePathError,
-)
+from twinflow._base._errors import FileWriteError, TargetExistsError, UnsafePathError
 from twinflow._base._untrusted import scrub_bytes
 
 __all__ = [
@@ -98,8 +92,8 @@ def hold_directory(path: str | os.PathLike[str], *, what: str = "run directory")
     is removed again if the block raises before anything but the lock was written in it.
 
     Raises:
-        DirectoryBusyError: Another process (or another block of this one) holds it.
-        PlantedLinkError: The lock file's name, or the directory, is a symbolic link.
+        FileWriteError (``busy``): Another process (or another block of this one) holds it.
+        FileWriteError (``link``): The lock file's name, or the directory, is a symbolic link.
     """
     directory = Path(path)
     created = not os.path.lexists(directory)
@@ -114,10 +108,11 @@ def hold_directory(path: str | os.PathLike[str], *, what: str = "run directory")
         os.close(dir_fd)
     lock_now(
         fd,
-        lambda: DirectoryBusyError(
+        lambda: FileWriteError(
             f"{directory}: another twinflow process is writing this {what} (an eval run, "
             "rescore or merge); wait for it to finish, or use another directory",
             path=directory,
+            reason="busy",
         ),
     )
     try:
@@ -152,7 +147,7 @@ def create_exclusive(path: str | os.PathLike[str], what: str, mode: int | None =
         A file descriptor open for writing.
 
     Raises:
-        PlantedLinkError: ``path`` or its directory is a symbolic link (dangling or not); it
+        FileWriteError (``link``): ``path`` or its directory is a symbolic link (dangling or not); it
             is not touched.
         TargetExistsError: Something else exists at ``path``; it is not touched.
         OSError: The file cannot be created for another reason (a missing directory).
@@ -166,10 +161,11 @@ def create_exclusive(path: str | os.PathLike[str], what: str, mode: int | None =
         fd = os.open(target.name, _CREATE, 0o644 if mode is None else mode, dir_fd=dir_fd)
     except FileExistsError:
         if stat.S_ISLNK(os.stat(target.name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
-            raise PlantedLinkError(
+            raise FileWriteError(
                 f"{what} {target} is a symbolic link; refusing to write through it "
                 "(a planted link could redirect the write); pick a path that does not exist",
                 path=target,
+                reason="link",
             ) from None
         raise TargetExistsError(
             f"{what} {target} already exists; it was left as it is: "
@@ -193,7 +189,7 @@ def make_directory(path: str | os.PathLike[str], *, what: str = "folder") -> Non
     received from someone else) are made or entered through here.
 
     Raises:
-        PlantedLinkError: ``path`` or its parent is a symbolic link; nothing is created.
+        FileWriteError (``link``): ``path`` or its parent is a symbolic link; nothing is created.
         TargetExistsError: ``path`` is something other than a directory.
         OSError: The directory cannot be created for another reason (a missing parent).
     """
@@ -206,10 +202,11 @@ def make_directory(path: str | os.PathLike[str], *, what: str = "folder") -> Non
     finally:
         os.close(dir_fd)
     if stat.S_ISLNK(mode):
-        raise PlantedLinkError(
+        raise FileWriteError(
             f"{what} {target} is a symbolic link; nothing is written through it (a planted "
             "link could redirect the writes): remove the link",
             path=target,
+            reason="link",
         )
     if not stat.S_ISDIR(mode):
         raise TargetExistsError(
@@ -224,10 +221,11 @@ def _open_directory(path: Path) -> int:
         return os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR) and directory.is_symlink():
-            raise PlantedLinkError(
+            raise FileWriteError(
                 f"{directory} is a symbolic link, so {path.name} is not written through it: "
                 "remove the link, or name the real directory",
                 path=path,
+                reason="link",
             ) from None
         raise
 
@@ -235,10 +233,11 @@ def _open_directory(path: Path) -> int:
 def _refuse_link(path: Path, dir_fd: int) -> None:
     with contextlib.suppress(FileNotFoundError):
         if stat.S_ISLNK(os.stat(path.name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
-            raise PlantedLinkError(
+            raise FileWriteError(
                 f"{path} is a symbolic link; it was not written and the file it points at is "
                 "untouched: remove the link, or pick another directory",
                 path=path,
+                reason="link",
             )
 
 
@@ -325,7 +324,7 @@ def write_new(
             written; None: ``0o644`` less the umask.
 
     Raises:
-        PlantedLinkError: ``path`` or its directory is a symbolic link.
+        FileWriteError (``link``): ``path`` or its directory is a symbolic link.
         TargetExistsError: Something already has the name.
         FileWriteError: Writing failed (the disk is full, no permission); nothing was created.
     """
@@ -361,7 +360,7 @@ def write_replace(
             less the umask.
 
     Raises:
-        PlantedLinkError: ``path`` or its directory is a symbolic link.
+        FileWriteError (``link``): ``path`` or its directory is a symbolic link.
         FileWriteError: Writing failed (the disk is full, no permission); the old file is kept.
     """
     target = Path(path)

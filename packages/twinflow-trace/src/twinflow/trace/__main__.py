@@ -32,7 +32,12 @@ from pathlib import Path
 
 from twinflow._base._errors import TwinflowError, UserError
 from twinflow._base._open import read_regular
-from twinflow.trace._errors import InvalidProofError, SignatureError, TraceCorruptError
+from twinflow.trace._errors import (
+    InvalidProofError,
+    SignatureError,
+    TraceCorruptError,
+    TraceFormatError,
+)
 from twinflow.trace._format import Limits
 from twinflow.trace._published import PublishedCheckpoint, read_published_checkpoint
 from twinflow.trace._tlog import check_proof_file, event_file_digest
@@ -243,19 +248,18 @@ def _witness_policy(
         keys = [_witness.parse_cosigner_key(_read(k)) for k in args.witness]
         cosigned = _witness.verify_cosignatures(data, keys, quorum=quorum, now=args.now)
         body = _note.parse_checkpoint_body(_note.parse_note(data).text)
-    except (
-        _note.MalformedKeyError,
-        _note.MalformedNoteError,
-        _note.MalformedCheckpointError,
-        _note.AmbiguousKeyError,
-    ) as exc:
-        raise UserError(f"--witness: {exc}") from None
-    except _witness.CosignatureError as exc:
-        raise SignatureError(f"{args.checkpoint}: the witness policy is not met: {exc}") from None
+    except SignatureError as exc:
+        if exc.reason != "cosignature":  # a malformed key or note, two keys of one name
+            raise UserError(f"--witness: {exc}") from None
+        raise SignatureError(
+            f"{args.checkpoint}: the witness policy is not met: {exc}", reason="cosignature"
+        ) from None
     # The file was read twice (signatures, then cosignatures): both reads must be one note.
     seen = (published.origin, published.checkpoint.size, published.checkpoint.root)
     if (body.origin, body.size, body.root_hash.hex()) != seen:
-        raise SignatureError(f"{args.checkpoint}: the file changed while it was read")
+        raise SignatureError(
+            f"{args.checkpoint}: the file changed while it was read", reason="unverified"
+        )
     return cosigned
 
 
@@ -265,7 +269,7 @@ def _attest_check(args: argparse.Namespace) -> int:
     try:
         try:
             keys = [_note.parse_verifier_key(_read(k)) for k in args.key]
-        except _note.MalformedKeyError as exc:
+        except SignatureError as exc:  # malformed_key: nothing else
             raise UserError(f"not a verifier key ({exc})") from None
         opened = _attest.open_attestation(
             read_regular(args.attestation, _attest.MAX_ENVELOPE_BYTES), keys
@@ -284,10 +288,15 @@ def _attest_check(args: argparse.Namespace) -> int:
             root = bytes.fromhex(published.checkpoint.root)
             checkpoint = (published.origin, published.checkpoint.size, root)
         _attest.check_statement(opened.statement, facts=facts, checkpoint=checkpoint)
-    except _attest.AttestationError as exc:
-        print(f"twinflow-trace: {args.attestation}: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 1 if isinstance(exc, _attest.AttestationMismatchError) else 2
-    except (SignatureError, TraceCorruptError) as exc:
+    except (SignatureError, TraceFormatError) as exc:
+        if exc.reason in ("attestation_mismatch", "attestation"):
+            print(
+                f"twinflow-trace: {args.attestation}: {' '.join(str(exc).split())}",
+                file=sys.stderr,
+            )
+            return 1 if exc.reason == "attestation_mismatch" else 2
+        return _fail(exc, 1 if isinstance(exc, SignatureError) else 2)
+    except TraceCorruptError as exc:
         return _fail(exc, 1)
     except (OSError, TwinflowError) as exc:
         return _fail(exc, 2)

@@ -18,9 +18,9 @@ library alone (`twinflow.trace._ed25519`); signing needs ``twinflow-trace[signat
 
 Readers are bounded and strict: an envelope over `MAX_ENVELOPE_BYTES`, a carriage return, a
 JSON member that is missing, unknown or repeated, base64 that is not canonical, a repeated
-``keyid``: each is `MalformedAttestationError` (one line, nothing verified). A known key whose
+``keyid``: each is `TraceFormatError` (``attestation``) (one line, nothing verified). A known key whose
 signature fails, too few known signers, or a statement that does not match the trace or the
-checkpoint it is checked against is `AttestationMismatchError`.
+checkpoint it is checked against is `SignatureError` (``attestation_mismatch``).
 """
 
 from __future__ import annotations
@@ -30,31 +30,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from twinflow.trace._canonical import canonical_bytes, parse_json
-from twinflow.trace._errors import CanonicalError, TraceError
+from twinflow.trace._errors import CanonicalError, SignatureError, TraceFormatError
 from twinflow.trace._format import Limits
 from twinflow.trace._merkle import Frontier, leaf_hash
 from twinflow.trace._note import SignerKey, VerifierKey, _b64decode, _b64encode
 from twinflow.trace._verify import walk_trace
-
-__all__ = [
-    "MAX_ENVELOPE_BYTES",
-    "OUTPUT_SUBJECT",
-    "PAYLOAD_TYPE",
-    "PREDICATE_TYPE",
-    "STATEMENT_TYPE",
-    "AttestationError",
-    "AttestationMismatchError",
-    "MalformedAttestationError",
-    "RunFacts",
-    "VerifiedAttestation",
-    "check_statement",
-    "key_id",
-    "open_attestation",
-    "pae",
-    "run_facts",
-    "sign_attestation",
-    "statement",
-]
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 """The DSSE payload type of an in-toto statement."""
@@ -73,17 +53,15 @@ _MAX_KEYID = 512
 _HEX64 = frozenset("0123456789abcdef")
 
 
-class AttestationError(TraceError):
-    """An attestation was refused."""
-
-
-class MalformedAttestationError(AttestationError, ValueError):
+def _malformed(message: str) -> TraceFormatError:
     """The bytes are not a DSSE envelope holding a twinflow run statement (nothing verified)."""
+    return TraceFormatError(message, reason="attestation")
 
 
-class AttestationMismatchError(AttestationError):
+def _mismatch(message: str) -> SignatureError:
     """A signature does not verify, too few known keys signed, or the statement does not match
     the trace or checkpoint it is checked against."""
+    return SignatureError(message, reason="attestation_mismatch")
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -142,7 +120,7 @@ class RunFacts:
 
 def _text(value: object, where: str) -> str:
     if type(value) is not str:
-        raise MalformedAttestationError(f"{where} must be a string, found {type(value).__name__}")
+        raise _malformed(f"{where} must be a string, found {type(value).__name__}")
     return value
 
 
@@ -151,7 +129,7 @@ def run_facts(data: bytes, *, limits: Limits | None = None) -> RunFacts:
 
     Raises:
         TraceCorruptError: The trace does not verify, or is not complete.
-        MalformedAttestationError: The trace does not start with a ``run_started`` event.
+        TraceFormatError (``attestation``): The trace does not start with a ``run_started`` event.
     """
     frontier = Frontier()
     started: dict[str, Any] | None = None
@@ -163,7 +141,7 @@ def run_facts(data: bytes, *, limits: Limits | None = None) -> RunFacts:
         kind = body.get("kind")
         if event.seq == 0:
             if kind != "run_started":
-                raise MalformedAttestationError(
+                raise _malformed(
                     f"the trace's first event is {kind!r:.40}, not run_started: not a run"
                 )
             started = body
@@ -236,7 +214,7 @@ def sign_attestation(statement: dict[str, Any], signers: Sequence[SignerKey]) ->
     """The DSSE envelope of ``statement`` signed by each of ``signers`` (canonical JSON + newline).
 
     Raises:
-        SigningUnavailableError: The ``cryptography`` library is not installed.
+        SignatureError (``signing_unavailable``): The ``cryptography`` library is not installed.
         ValueError: No signer was given.
     """
     if not signers:
@@ -272,10 +250,10 @@ class VerifiedAttestation:
 
 def _object(value: object, where: str, members: set[str]) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise MalformedAttestationError(f"{where} must be a JSON object")
+        raise _malformed(f"{where} must be a JSON object")
     if set(value) != members:
         missing, extra = sorted(members - set(value)), sorted(set(value) - members)
-        raise MalformedAttestationError(
+        raise _malformed(
             f"{where} must hold exactly {sorted(members)}"
             + (f"; missing {missing}" if missing else "")
             + (f"; unknown {[m[:40] for m in extra[:5]]}" if extra else "")
@@ -287,13 +265,13 @@ def _json(data: bytes, where: str) -> Any:
     try:
         return parse_json(data, max_depth=_MAX_DEPTH)
     except CanonicalError as exc:
-        raise MalformedAttestationError(f"{where} is not JSON ({exc.reason})") from None
+        raise _malformed(f"{where} is not JSON ({exc.reason})") from None
 
 
 def _hex64(value: object, where: str) -> str:
     text = _text(value, where)
     if len(text) != 64 or not set(text) <= _HEX64:
-        raise MalformedAttestationError(f"{where} must be 64 lowercase hex digits")
+        raise _malformed(f"{where} must be 64 lowercase hex digits")
     return text
 
 
@@ -301,14 +279,14 @@ def _check_shape(value: object) -> dict[str, Any]:
     """Refuse a statement that is not a twinflow run statement (nothing semantic yet)."""
     st = _object(value, "the statement", {"_type", "subject", "predicateType", "predicate"})
     if st["_type"] != STATEMENT_TYPE:
-        raise MalformedAttestationError(f"the statement's _type is not {STATEMENT_TYPE}")
+        raise _malformed(f"the statement's _type is not {STATEMENT_TYPE}")
     if st["predicateType"] != PREDICATE_TYPE:
-        raise MalformedAttestationError(
+        raise _malformed(
             f"the predicate type {str(st['predicateType'])[:80]!r} is not {PREDICATE_TYPE}"
         )
     subjects = st["subject"]
     if not isinstance(subjects, list) or not 1 <= len(subjects) <= 2:
-        raise MalformedAttestationError("the statement names one or two subjects")
+        raise _malformed("the statement names one or two subjects")
     names = []
     for i, subject in enumerate(subjects):
         item = _object(subject, f"subject[{i}]", {"name", "digest"})
@@ -316,7 +294,7 @@ def _check_shape(value: object) -> dict[str, Any]:
         digest = _object(item["digest"], f"subject[{i}].digest", {"sha256"})
         _hex64(digest["sha256"], f"subject[{i}].digest.sha256")
     if len(set(names)) != len(names):
-        raise MalformedAttestationError("two subjects have the same name")
+        raise _malformed("two subjects have the same name")
     predicate = _object(
         st["predicate"], "the predicate", {"checkpoint", "run", "output", "model", "spec", "tools"}
     )
@@ -325,22 +303,20 @@ def _check_shape(value: object) -> dict[str, Any]:
     )
     _text(checkpoint["origin"], "predicate.checkpoint.origin")
     if type(checkpoint["size"]) is not int or checkpoint["size"] < 1:
-        raise MalformedAttestationError("predicate.checkpoint.size must be a positive integer")
+        raise _malformed("predicate.checkpoint.size must be a positive integer")
     _hex64(checkpoint["root_hex"], "predicate.checkpoint.root_hex")
     run = _object(predicate["run"], "predicate.run", {"run_id", "config_digest"})
     _text(run["run_id"], "predicate.run.run_id")
     _text(run["config_digest"], "predicate.run.config_digest")
     if not isinstance(predicate["model"], dict) or not isinstance(predicate["tools"], list):
-        raise MalformedAttestationError("predicate.model is an object and predicate.tools a list")
+        raise _malformed("predicate.model is an object and predicate.tools a list")
     has_output = OUTPUT_SUBJECT in names
     if predicate["output"] is not None:
         output = _object(predicate["output"], "predicate.output", {"seq", "schema_name"})
         if type(output["seq"]) is not int or output["seq"] < 0:
-            raise MalformedAttestationError("predicate.output.seq must be an integer >= 0")
+            raise _malformed("predicate.output.seq must be an integer >= 0")
     if has_output != (predicate["output"] is not None):
-        raise MalformedAttestationError(
-            "the output subject and predicate.output must be present together"
-        )
+        raise _malformed("the output subject and predicate.output must be present together")
     return st
 
 
@@ -354,32 +330,30 @@ def open_attestation(
     says how many must.
 
     Raises:
-        MalformedAttestationError: The bytes are not an envelope of a twinflow run statement.
-        AttestationMismatchError: A known key's signature fails, or too few known keys signed.
+        TraceFormatError (``attestation``): The bytes are not an envelope of a twinflow run statement.
+        SignatureError (``attestation_mismatch``): A known key's signature fails, or too few known keys signed.
     """
     ring = {key_id(k): k for k in keys}
     need = len(ring) if required is None else required
     if need < 1:
         raise ValueError("at least one known key must sign an attestation")
     if len(data) > MAX_ENVELOPE_BYTES:
-        raise MalformedAttestationError(
+        raise _malformed(
             f"{len(data)} bytes, over the limit of {MAX_ENVELOPE_BYTES}: not an attestation"
         )
     if b"\r" in data:
-        raise MalformedAttestationError("a carriage return: the envelope was converted (CRLF)")
+        raise _malformed("a carriage return: the envelope was converted (CRLF)")
     envelope = _object(
         _json(data, "the envelope"), "the envelope", {"payload", "payloadType", "signatures"}
     )
     if envelope["payloadType"] != PAYLOAD_TYPE:
-        raise MalformedAttestationError(
-            f"payloadType {str(envelope['payloadType'])[:80]!r} is not {PAYLOAD_TYPE}"
-        )
+        raise _malformed(f"payloadType {str(envelope['payloadType'])[:80]!r} is not {PAYLOAD_TYPE}")
     payload = _b64decode(_text(envelope["payload"], "payload"))
     if payload is None:
-        raise MalformedAttestationError("the payload is not canonical standard base64")
+        raise _malformed("the payload is not canonical standard base64")
     signatures = envelope["signatures"]
     if not isinstance(signatures, list) or not 1 <= len(signatures) <= _MAX_SIGNATURES:
-        raise MalformedAttestationError(f"signatures must be a list of 1 to {_MAX_SIGNATURES}")
+        raise _malformed(f"signatures must be a list of 1 to {_MAX_SIGNATURES}")
     message = pae(PAYLOAD_TYPE, payload)
     seen: set[str] = set()
     verified: dict[str, VerifierKey] = {}
@@ -387,25 +361,25 @@ def open_attestation(
         signature = _object(item, f"signatures[{i}]", {"keyid", "sig"})
         keyid = _text(signature["keyid"], f"signatures[{i}].keyid")
         if not keyid or len(keyid) > _MAX_KEYID:
-            raise MalformedAttestationError(f"signatures[{i}].keyid is empty or too long")
+            raise _malformed(f"signatures[{i}].keyid is empty or too long")
         if keyid in seen:
-            raise MalformedAttestationError(f"two signatures name keyid {keyid[:80]!r}")
+            raise _malformed(f"two signatures name keyid {keyid[:80]!r}")
         seen.add(keyid)
         raw = _b64decode(_text(signature["sig"], f"signatures[{i}].sig"))
         if raw is None:
-            raise MalformedAttestationError(f"signatures[{i}].sig is not canonical standard base64")
+            raise _malformed(f"signatures[{i}].sig is not canonical standard base64")
         key = ring.get(keyid)
         if key is None:
             continue
         if len(raw) != 64 or not key.verify(message, raw):
-            raise AttestationMismatchError(
+            raise _mismatch(
                 f"the signature by {keyid} does not verify: the statement was altered after "
                 "signing, or the signature was forged"
             )
         verified[keyid] = key
     if len(verified) < need:
         found = ", ".join(repr(k[:80]) for k in sorted(seen)[:5])
-        raise AttestationMismatchError(
+        raise _mismatch(
             f"signed by {len(verified)} of the {need} key(s) required (keyids found: {found}); "
             "pass the verifier key of its signer"
         )
@@ -428,7 +402,7 @@ def check_statement(
         checkpoint: ``(origin, size, root)`` of the published checkpoint note.
 
     Raises:
-        AttestationMismatchError: A subject or predicate field disagrees; the message names it.
+        SignatureError (``attestation_mismatch``): A subject or predicate field disagrees; the message names it.
     """
     predicate = statement["predicate"]
     stated = predicate["checkpoint"]
@@ -436,7 +410,7 @@ def check_statement(
 
     def differ(source: str, what: str, stated_value: object, actual: object) -> None:
         if stated_value != actual:
-            raise AttestationMismatchError(
+            raise _mismatch(
                 f"the attestation states {what} {str(stated_value)[:80]}, the {source} has "
                 f"{str(actual)[:80]}"
             )

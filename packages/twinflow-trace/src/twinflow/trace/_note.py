@@ -19,24 +19,15 @@ round (``packages/twinflow-cli/tests/test_go_interop.py``).
 
 Verification runs on the standard library alone (``twinflow.trace._ed25519``); signing, signer-key
 parsing and key derivation need the ``cryptography`` library (``twinflow-trace[signatures]``) and
-raise `SigningUnavailableError` naming that extra without it (docs/adr/0006).
+raise `SignatureError` (``signing_unavailable``) naming that extra without it (docs/adr/0006).
 
 Every reader is strict and bounded: a note larger than ``max_bytes`` or with more than
 ``max_signatures`` signature lines is refused before any signature is checked, base64 must be
 the canonical standard encoding, and every malformed input raises exactly one error with a
-``problem`` code naming what was wrong. Errors::
-
-    TwinflowError                         (the root of every twinflow error)
-    └── TraceError                        (twinflow.trace's root)
-        └── NoteError                     anything this module refuses
-            ├── MalformedNoteError        the bytes are not a signed note           (ValueError)
-            ├── MalformedKeyError         a verifier or signer key text is invalid  (ValueError)
-            ├── AmbiguousKeyError         two different known keys share name and hash (ValueError)
-            ├── MalformedCheckpointError  the text is not a tlog-checkpoint body    (ValueError)
-            ├── InvalidSignatureError     a known key's signature does not verify
-            ├── UnverifiedNoteError       too few known keys signed (none, by default)
-            ├── OriginMismatchError       the checkpoint is for another log
-            └── SigningUnavailableError   the signatures extra is not installed     (ImportError)
+``problem`` code naming what was wrong. Every refusal is one `SignatureError` whose ``reason``
+says what was refused: ``malformed_note``, ``malformed_key``, ``malformed_checkpoint`` (with the
+``problem`` code), ``ambiguous_key``, ``invalid_signature``, ``unverified``,
+``origin_mismatch`` or ``signing_unavailable`` (the signatures extra is not installed).
 """
 
 from __future__ import annotations
@@ -47,42 +38,11 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from twinflow.trace import _ed25519
-from twinflow.trace._errors import TraceError
+from twinflow.trace._errors import SignatureError
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-__all__ = [
-    "DEFAULT_MAX_NOTE_BYTES",
-    "DEFAULT_MAX_SIGNATURES",
-    "SIGNATURES_EXTRA",
-    "AmbiguousKeyError",
-    "CheckpointBody",
-    "InvalidSignatureError",
-    "MalformedCheckpointError",
-    "MalformedKeyError",
-    "MalformedNoteError",
-    "Note",
-    "NoteError",
-    "NoteSignature",
-    "OriginMismatchError",
-    "SignerKey",
-    "SigningUnavailableError",
-    "TraceError",
-    "UnverifiedNoteError",
-    "VerifiedCheckpoint",
-    "VerifiedNote",
-    "VerifierKey",
-    "generate_key",
-    "open_checkpoint",
-    "open_note",
-    "parse_checkpoint_body",
-    "parse_note",
-    "parse_signer_key",
-    "parse_verifier_key",
-    "sign_checkpoint_note",
-    "sign_note",
-]
 
 DEFAULT_MAX_NOTE_BYTES = 64 * 1024
 """Largest note read by default: a checkpoint with 100 signatures is under 12 KiB."""
@@ -98,10 +58,6 @@ _MAX_TREE_SIZE = 2**63 - 1
 _HASH_SIZE = 32
 _HEX = frozenset("0123456789abcdef")
 _DIGITS = frozenset("0123456789")
-
-
-class NoteError(TraceError):
-    """A signed note, key or checkpoint was refused."""
 
 
 NoteProblem = Literal[
@@ -141,80 +97,54 @@ CheckpointProblem = Literal[
 ]
 
 
-class MalformedNoteError(NoteError, ValueError):
+def malformed_note(problem: NoteProblem, detail: str) -> SignatureError:
     """The bytes are not a well-formed signed note (nothing was verified)."""
-
-    def __init__(self, problem: NoteProblem, detail: str) -> None:
-        self.problem: NoteProblem = problem
-        """What was wrong, as a stable code."""
-        super().__init__(f"malformed signed note ({problem}): {detail}")
+    return SignatureError(
+        f"malformed signed note ({problem}): {detail}", reason="malformed_note", problem=problem
+    )
 
 
-class MalformedKeyError(NoteError, ValueError):
+def malformed_key(problem: KeyProblem, detail: str) -> SignatureError:
     """A verifier or signer key text is not in the signed-note key format."""
-
-    def __init__(self, problem: KeyProblem, detail: str) -> None:
-        self.problem: KeyProblem = problem
-        """What was wrong, as a stable code."""
-        super().__init__(f"malformed key ({problem}): {detail}")
+    return SignatureError(
+        f"malformed key ({problem}): {detail}", reason="malformed_key", problem=problem
+    )
 
 
-class AmbiguousKeyError(NoteError, ValueError):
-    """Two different known keys have the same name and hash, so a signature could match either."""
-
-
-class MalformedCheckpointError(NoteError, ValueError):
+def malformed_checkpoint(problem: CheckpointProblem, detail: str) -> SignatureError:
     """A note text is not a C2SP tlog-checkpoint body."""
-
-    def __init__(self, problem: CheckpointProblem, detail: str) -> None:
-        self.problem: CheckpointProblem = problem
-        """What was wrong, as a stable code."""
-        super().__init__(f"malformed checkpoint ({problem}): {detail}")
-
-
-class InvalidSignatureError(NoteError):
-    """A signature line names a known key, and that key's signature does not verify."""
-
-    def __init__(self, key: VerifierKey) -> None:
-        self.key = key
-        """The known key whose signature failed."""
-        super().__init__(
-            f"the signature by key {key.name}+{key.key_hash:08x} does not verify: the note "
-            "text was altered after signing, or the signature line was forged"
-        )
+    return SignatureError(
+        f"malformed checkpoint ({problem}): {detail}",
+        reason="malformed_checkpoint",
+        problem=problem,
+    )
 
 
-class UnverifiedNoteError(NoteError):
-    """Fewer known keys signed the note than required (by default: none did)."""
-
-    def __init__(self, note: Note, verified_by: tuple[VerifierKey, ...], required: int) -> None:
-        self.note = note
-        """The parsed note (its text must not be trusted)."""
-        self.verified_by = verified_by
-        """The known keys that did sign."""
-        self.required = required
-        """How many were required."""
-        # The names come from the note, so they are quoted (no terminal escapes) and capped.
-        found = sorted({repr(f"{s.name}+{s.key_hash:08x}") for s in note.signatures})
-        names = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-        super().__init__(
-            f"the note is signed by {len(verified_by)} known key(s), {required} required "
-            f"(signature lines found: {names}); pass the verifier key of its signer"
-        )
+def _invalid_signature(key: VerifierKey) -> SignatureError:
+    return SignatureError(
+        f"the signature by key {key.name}+{key.key_hash:08x} does not verify: the note "
+        "text was altered after signing, or the signature line was forged",
+        reason="invalid_signature",
+    )
 
 
-class OriginMismatchError(NoteError):
-    """The checkpoint's origin line is not the log the caller expected."""
+def _unverified(note: Note, verified_by: int, required: int) -> SignatureError:
+    # The names come from the note, so they are quoted (no terminal escapes) and capped.
+    found = sorted({repr(f"{s.name}+{s.key_hash:08x}") for s in note.signatures})
+    names = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return SignatureError(
+        f"the note is signed by {verified_by} known key(s), {required} required "
+        f"(signature lines found: {names}); pass the verifier key of its signer",
+        reason="unverified",
+    )
 
 
-class SigningUnavailableError(NoteError, ImportError):
-    """Signing needs the ``cryptography`` library, which is not installed."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "signing and signer keys need the 'cryptography' library: "
-            f"pip install '{SIGNATURES_EXTRA}' (verification works without it)"
-        )
+def _signing_unavailable() -> SignatureError:
+    return SignatureError(
+        "signing and signer keys need the 'cryptography' library: "
+        f"pip install '{SIGNATURES_EXTRA}' (verification works without it)",
+        reason="signing_unavailable",
+    )
 
 
 def _valid_name(name: str) -> bool:
@@ -290,7 +220,7 @@ def _ed25519_backend() -> type[Ed25519PrivateKey]:
     try:
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     except ImportError as error:
-        raise SigningUnavailableError() from error
+        raise _signing_unavailable() from error
     return Ed25519PrivateKey
 
 
@@ -298,7 +228,7 @@ def _public_from_seed(seed: bytes) -> bytes:
     try:
         from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
     except ImportError as error:
-        raise SigningUnavailableError() from error
+        raise _signing_unavailable() from error
     private = _ed25519_backend().from_private_bytes(seed)
     raw: bytes = private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     return raw
@@ -325,16 +255,16 @@ class VerifierKey(_Value):
         """Build the verifier key named ``name`` for a raw 32-byte Ed25519 public key.
 
         Raises:
-            MalformedKeyError: The name or the key is invalid.
+            SignatureError (``malformed_key``): The name or the key is invalid.
         """
         if not _valid_name(name):
-            raise MalformedKeyError("bad-key-name", f"{name!r} is empty or holds a space or '+'")
+            raise malformed_key("bad-key-name", f"{name!r} is empty or holds a space or '+'")
         if len(public_key) != 32:
-            raise MalformedKeyError(
+            raise malformed_key(
                 "bad-key-length", f"an Ed25519 public key is 32 bytes, not {len(public_key)}"
             )
         if not _ed25519.is_public_key(public_key):
-            raise MalformedKeyError("not-a-point", "the public key is not an Ed25519 curve point")
+            raise malformed_key("not-a-point", "the public key is not an Ed25519 curve point")
         return cls(name, _key_hash(name, bytes([_ED25519]) + public_key), public_key)
 
     @property
@@ -385,7 +315,7 @@ class SignerKey(_Value):
         """Return the 64-byte Ed25519 signature of ``message`` (no key hint).
 
         Raises:
-            SigningUnavailableError: The ``cryptography`` library is not installed.
+            SignatureError (``signing_unavailable``): The ``cryptography`` library is not installed.
         """
         signature: bytes = _ed25519_backend().from_private_bytes(self.seed).sign(message)
         return signature
@@ -406,29 +336,29 @@ def generate_key(name: str, seed: bytes) -> SignerKey:
         The signer key; ``.verifier`` is its public half.
 
     Raises:
-        MalformedKeyError: The name is invalid or the seed is not 32 bytes.
-        SigningUnavailableError: The ``cryptography`` library is not installed.
+        SignatureError (``malformed_key``): The name is invalid or the seed is not 32 bytes.
+        SignatureError (``signing_unavailable``): The ``cryptography`` library is not installed.
     """
     if not _valid_name(name):
-        raise MalformedKeyError("bad-key-name", f"{name!r} is empty or holds a space or '+'")
+        raise malformed_key("bad-key-name", f"{name!r} is empty or holds a space or '+'")
     if len(seed) != 32:
-        raise MalformedKeyError("bad-key-length", f"an Ed25519 seed is 32 bytes, not {len(seed)}")
+        raise malformed_key("bad-key-length", f"an Ed25519 seed is 32 bytes, not {len(seed)}")
     return SignerKey(name, bytes(seed), VerifierKey.from_public_key(name, _public_from_seed(seed)))
 
 
 def _key_text(text: str | bytes) -> str:
     if len(text) > _MAX_KEY_CHARS:
-        raise MalformedKeyError("too-large", f"{len(text)} characters; a key is far shorter")
+        raise malformed_key("too-large", f"{len(text)} characters; a key is far shorter")
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise MalformedKeyError("not-utf8", f"byte {error.start} is not UTF-8") from None
+            raise malformed_key("not-utf8", f"byte {error.start} is not UTF-8") from None
     else:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as error:
-            raise MalformedKeyError(
+            raise malformed_key(
                 "not-utf8", f"character {error.start} is a lone surrogate"
             ) from None
     # A key file ends with one newline; nothing else around the key is allowed.
@@ -442,22 +372,22 @@ def _key_fields(fields: list[str], algorithm: int = _ED25519) -> tuple[str, int,
     C2SP cosignature type (``twinflow.trace._witness``)."""
     name, hash_text, data = fields
     if not _valid_name(name):
-        raise MalformedKeyError("bad-key-name", f"{name!r} is empty or holds a space")
+        raise malformed_key("bad-key-name", f"{name!r} is empty or holds a space")
     if len(hash_text) != 8 or not set(hash_text) <= _HEX:
-        raise MalformedKeyError(
+        raise malformed_key(
             "bad-hash", f"{hash_text!r} is not a key hash of eight lowercase hex digits"
         )
     raw = _b64decode(data)
     if raw is None or not raw:
-        raise MalformedKeyError("bad-base64", "the key data is not canonical standard base64")
+        raise malformed_key("bad-base64", "the key data is not canonical standard base64")
     if raw[0] != algorithm:
-        raise MalformedKeyError(
+        raise malformed_key(
             "unknown-algorithm",
             f"algorithm byte {raw[0]:#04x}; only {algorithm:#04x} is read here"
             + (" (Ed25519)" if algorithm == _ED25519 else ""),
         )
     if len(raw) != 33:
-        raise MalformedKeyError("bad-key-length", f"an Ed25519 key is 32 bytes, not {len(raw) - 1}")
+        raise malformed_key("bad-key-length", f"an Ed25519 key is 32 bytes, not {len(raw) - 1}")
     return name, int(hash_text, 16), raw
 
 
@@ -471,27 +401,27 @@ def parse_verifier_key(text: str | bytes) -> VerifierKey:
         The key.
 
     Raises:
-        MalformedKeyError: The text is not a valid Ed25519 verifier key; ``problem`` says why
+        SignatureError (``malformed_key``): The text is not a valid Ed25519 verifier key; ``problem`` says why
             (``hash-mismatch`` when the hash does not belong to the name and key).
     """
     text = _key_text(text)
     # The base64 key data may itself hold '+': split at the first two only, as Go's chop does.
     fields = text.split("+", 2)
     if text.startswith("PRIVATE+KEY+"):
-        raise MalformedKeyError(
+        raise malformed_key(
             "bad-fields", "this is a signer (private) key; give the verifier key instead"
         )
     if len(fields) != 3:
-        raise MalformedKeyError(
+        raise malformed_key(
             "bad-fields", f"expected <name>+<hash>+<key>, found {len(fields)} '+'-separated fields"
         )
     name, key_hash, raw = _key_fields(fields)
     if key_hash != _key_hash(name, raw):
-        raise MalformedKeyError(
+        raise malformed_key(
             "hash-mismatch", f"key hash {key_hash:08x} does not belong to name {name!r} and key"
         )
     if not _ed25519.is_public_key(raw[1:]):
-        raise MalformedKeyError("not-a-point", "the public key is not an Ed25519 curve point")
+        raise malformed_key("not-a-point", "the public key is not an Ed25519 curve point")
     return VerifierKey(name, key_hash, raw[1:])
 
 
@@ -505,23 +435,23 @@ def parse_signer_key(text: str | bytes) -> SignerKey:
         The key, with its verifier key derived from the seed.
 
     Raises:
-        MalformedKeyError: The text is not a valid Ed25519 signer key, or its hash does not
+        SignatureError (``malformed_key``): The text is not a valid Ed25519 signer key, or its hash does not
             match the public key derived from it (``hash-mismatch``).
-        SigningUnavailableError: The ``cryptography`` library is not installed.
+        SignatureError (``signing_unavailable``): The ``cryptography`` library is not installed.
     """
     text = _key_text(text)
     fields = text.split("+", 4)
     if fields[:2] != ["PRIVATE", "KEY"]:
-        raise MalformedKeyError("not-private", "a signer key starts with 'PRIVATE+KEY+'")
+        raise malformed_key("not-private", "a signer key starts with 'PRIVATE+KEY+'")
     if len(fields) != 5:
-        raise MalformedKeyError(
+        raise malformed_key(
             "bad-fields",
             f"expected PRIVATE+KEY+<name>+<hash>+<key>, found {len(fields)} '+'-separated fields",
         )
     name, key_hash, raw = _key_fields(fields[2:])
     verifier = VerifierKey.from_public_key(name, _public_from_seed(raw[1:]))
     if key_hash != verifier.key_hash:
-        raise MalformedKeyError(
+        raise malformed_key(
             "hash-mismatch",
             f"key hash {key_hash:08x} does not belong to name {name!r} and this key's public half",
         )
@@ -593,13 +523,11 @@ def _check_text(text: str, *, max_bytes: int) -> bytes:
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError as error:
-        raise MalformedNoteError(
-            "not-utf8", f"character {error.start} is a lone surrogate"
-        ) from None
+        raise malformed_note("not-utf8", f"character {error.start} is a lone surrogate") from None
     if len(data) > max_bytes:
-        raise MalformedNoteError("too-large", f"the text is {len(data)} bytes, over {max_bytes}")
+        raise malformed_note("too-large", f"the text is {len(data)} bytes, over {max_bytes}")
     if not text.endswith("\n"):
-        raise MalformedNoteError("no-final-newline", "a note text ends with a newline")
+        raise malformed_note("no-final-newline", "a note text ends with a newline")
     _check_controls(text)
     return data
 
@@ -607,7 +535,7 @@ def _check_text(text: str, *, max_bytes: int) -> bytes:
 def _check_controls(text: str) -> None:
     for index, char in enumerate(text):
         if char < " " and char != "\n":
-            raise MalformedNoteError(
+            raise malformed_note(
                 "control-character",
                 f"character {index} is control character {ord(char):#04x}; only newline is allowed",
             )
@@ -630,51 +558,51 @@ def parse_note(
         The parsed note.
 
     Raises:
-        MalformedNoteError: The bytes are not a signed note; ``problem`` says why.
+        SignatureError (``malformed_note``): The bytes are not a signed note; ``problem`` says why.
     """
     if len(data) > max_bytes:
-        raise MalformedNoteError(
+        raise malformed_note(
             "too-large", f"the note is {len(data)} bytes, over the limit of {max_bytes}"
         )
     try:
         message = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise MalformedNoteError("not-utf8", f"byte {error.start} is not UTF-8") from None
+        raise malformed_note("not-utf8", f"byte {error.start} is not UTF-8") from None
     _check_controls(message)
     split = message.rfind("\n\n")
     if split < 0:
-        raise MalformedNoteError(
+        raise malformed_note(
             "no-signature-block", "no blank line separates the text from signature lines"
         )
     text, block = message[: split + 1], message[split + 2 :]
     if not block:
-        raise MalformedNoteError("no-signature-block", "the note has no signature lines")
+        raise malformed_note("no-signature-block", "the note has no signature lines")
     if not block.endswith("\n"):
-        raise MalformedNoteError("no-final-newline", "the last signature line has no newline")
+        raise malformed_note("no-final-newline", "the last signature line has no newline")
     lines = block[:-1].split("\n")
     if len(lines) > max_signatures:
-        raise MalformedNoteError(
+        raise malformed_note(
             "too-many-signatures",
             f"{len(lines)} signature lines, over the limit of {max_signatures}",
         )
     signatures: dict[str, NoteSignature] = {}
     for number, line in enumerate(lines, start=1):
         if not line.startswith(_SIG_PREFIX):
-            raise MalformedNoteError(
+            raise malformed_note(
                 "bad-signature-line", f"signature line {number} does not start with '— '"
             )
         name, space, encoded = line[len(_SIG_PREFIX) :].partition(" ")
         if not space or not _valid_name(name):
-            raise MalformedNoteError(
+            raise malformed_note(
                 "bad-key-name", f"signature line {number}: {name!r} is not a key name"
             )
         raw = _b64decode(encoded)
         if raw is None:
-            raise MalformedNoteError(
+            raise malformed_note(
                 "bad-base64", f"signature line {number}: not canonical standard base64"
             )
         if len(raw) < 5:
-            raise MalformedNoteError(
+            raise malformed_note(
                 "short-signature", f"signature line {number}: {len(raw)} bytes, under 5"
             )
         signatures.setdefault(line, NoteSignature(name, int.from_bytes(raw[:4], "big"), raw[4:]))
@@ -686,9 +614,10 @@ def _keyring(keys: Iterable[VerifierKey]) -> dict[tuple[str, int], VerifierKey]:
     for key in keys:
         known = ring.setdefault((key.name, key.key_hash), key)
         if known != key:
-            raise AmbiguousKeyError(
+            raise SignatureError(
                 f"two different known keys are named {key.name}+{key.key_hash:08x}: "
-                "a signature could match either; keep one"
+                "a signature could match either; keep one",
+                reason="ambiguous_key",
             )
     return ring
 
@@ -718,10 +647,10 @@ def open_note(
         The verified note, naming the known keys that signed.
 
     Raises:
-        MalformedNoteError: The bytes are not a signed note.
-        AmbiguousKeyError: Two different known keys share a name and hash.
-        InvalidSignatureError: A known key's signature does not verify.
-        UnverifiedNoteError: Fewer than ``required`` known keys signed.
+        SignatureError (``malformed_note``): The bytes are not a signed note.
+        SignatureError (``ambiguous_key``): Two different known keys share a name and hash.
+        SignatureError (``invalid_signature``): A known key's signature does not verify.
+        SignatureError (``unverified``): Fewer than ``required`` known keys signed.
         ValueError: ``required`` is below 1.
     """
     if required < 1:
@@ -738,9 +667,9 @@ def open_note(
         elif key.verify(message, signature.signature):
             verified[(key.name, key.key_hash)] = key
         else:
-            raise InvalidSignatureError(key)
+            raise _invalid_signature(key)
     if len(verified) < required:
-        raise UnverifiedNoteError(note, tuple(verified.values()), required)
+        raise _unverified(note, len(verified), required)
     return VerifiedNote(note.text, tuple(verified.values()), tuple(unverified))
 
 
@@ -761,8 +690,8 @@ def sign_note(
         The signed note bytes.
 
     Raises:
-        MalformedNoteError: The text cannot be a note text, or the result exceeds ``max_bytes``.
-        SigningUnavailableError: The ``cryptography`` library is not installed.
+        SignatureError (``malformed_note``): The text cannot be a note text, or the result exceeds ``max_bytes``.
+        SignatureError (``signing_unavailable``): The ``cryptography`` library is not installed.
         ValueError: No signer was given.
     """
     if not signers:
@@ -772,13 +701,13 @@ def sign_note(
     message = _check_text(text, max_bytes=max_bytes)
     for name in [s.name for s in existing] + [s.name for s in signers]:
         if not _valid_name(name):
-            raise MalformedNoteError("bad-key-name", f"{name!r} cannot name a signature")
+            raise malformed_note("bad-key-name", f"{name!r} cannot name a signature")
     replaced = {(s.name, s.key_hash) for s in signers}
     lines = [s.line for s in existing if (s.name, s.key_hash) not in replaced]
     lines += [NoteSignature(s.name, s.key_hash, s.sign(message)).line for s in signers]
     signed = (text + "\n" + "".join(line + "\n" for line in lines)).encode("utf-8")
     if len(signed) > max_bytes:
-        raise MalformedNoteError(
+        raise malformed_note(
             "too-large", f"the signed note would be {len(signed)} bytes, over {max_bytes}"
         )
     return signed
@@ -804,26 +733,26 @@ class CheckpointBody(_Value):
         """Build a checkpoint body, refusing one that would not read back as itself.
 
         Raises:
-            MalformedCheckpointError: A field is invalid; ``problem`` says which.
+            SignatureError (``malformed_checkpoint``): A field is invalid; ``problem`` says which.
         """
         self._set(origin=origin, size=size, root_hash=root_hash, extensions=tuple(extensions))
         if not self.origin:
-            raise MalformedCheckpointError("empty-origin", "the origin line is empty")
+            raise malformed_checkpoint("empty-origin", "the origin line is empty")
         if any(c < " " for c in self.origin):
-            raise MalformedCheckpointError(
+            raise malformed_checkpoint(
                 "bad-line", "the origin holds a control character or newline"
             )
         for number, line in enumerate(self.extensions, start=4):
             if not line:
-                raise MalformedCheckpointError("empty-extension", f"line {number} is empty")
+                raise malformed_checkpoint("empty-extension", f"line {number} is empty")
             if any(c < " " for c in line):
-                raise MalformedCheckpointError(
+                raise malformed_checkpoint(
                     "bad-line", f"line {number} holds a control character or newline"
                 )
         if not 0 <= self.size <= _MAX_TREE_SIZE:
-            raise MalformedCheckpointError("bad-size", f"tree size {self.size} is out of range")
+            raise malformed_checkpoint("bad-size", f"tree size {self.size} is out of range")
         if len(self.root_hash) != _HASH_SIZE:
-            raise MalformedCheckpointError(
+            raise malformed_checkpoint(
                 "bad-root-hash", f"the root hash is {len(self.root_hash)} bytes, not 32"
             )
 
@@ -846,13 +775,13 @@ def parse_checkpoint_body(text: str) -> CheckpointBody:
         The checkpoint body.
 
     Raises:
-        MalformedCheckpointError: The text is not a checkpoint body; ``problem`` says why.
+        SignatureError (``malformed_checkpoint``): The text is not a checkpoint body; ``problem`` says why.
     """
     if not text.endswith("\n"):
-        raise MalformedCheckpointError("no-final-newline", "a checkpoint text ends with a newline")
+        raise malformed_checkpoint("no-final-newline", "a checkpoint text ends with a newline")
     lines = text[:-1].split("\n")
     if len(lines) < 3:
-        raise MalformedCheckpointError(
+        raise malformed_checkpoint(
             "too-few-lines", f"{len(lines)} line(s); origin, size and root hash are required"
         )
     origin, size_text, root_text, *extensions = lines
@@ -862,13 +791,13 @@ def parse_checkpoint_body(text: str) -> CheckpointBody:
         or not set(size_text) <= _DIGITS
         or (size_text.startswith("0") and size_text != "0")
     ):
-        raise MalformedCheckpointError(
+        raise malformed_checkpoint(
             "bad-size",
             f"line 2 {size_text[:40]!r} is not a decimal tree size without leading zeros",
         )
     root = _b64decode(root_text)
     if root is None:
-        raise MalformedCheckpointError("bad-root-hash", "line 3 is not canonical standard base64")
+        raise malformed_checkpoint("bad-root-hash", "line 3 is not canonical standard base64")
     return CheckpointBody(origin, int(size_text), root, tuple(extensions))
 
 
@@ -898,7 +827,7 @@ def sign_checkpoint_note(body: CheckpointBody, signers: Sequence[SignerKey]) -> 
     """Return ``body`` as a signed note, signed by every key in ``signers``.
 
     Raises:
-        SigningUnavailableError: The ``cryptography`` library is not installed.
+        SignatureError (``signing_unavailable``): The ``cryptography`` library is not installed.
     """
     return sign_note(body.text, signers)
 
@@ -926,13 +855,16 @@ def open_checkpoint(
         The checkpoint and the known keys that signed it.
 
     Raises:
-        NoteError: Any refusal `open_note` raises, `MalformedCheckpointError` for a body that
-            is not a checkpoint, `OriginMismatchError` for another log's checkpoint.
+        SignatureError: Any refusal `open_note` raises, `SignatureError` (``malformed_checkpoint``) for a body that
+            is not a checkpoint, `SignatureError` (``origin_mismatch``) for another log's checkpoint.
     """
     note = open_note(
         data, keys, required=required, max_bytes=max_bytes, max_signatures=max_signatures
     )
     body = parse_checkpoint_body(note.text)
     if origin is not None and body.origin != origin:
-        raise OriginMismatchError(f"the checkpoint is for log {body.origin!r}, expected {origin!r}")
+        raise SignatureError(
+            f"the checkpoint is for log {body.origin!r}, expected {origin!r}",
+            reason="origin_mismatch",
+        )
     return VerifiedCheckpoint(body, note.verified_by, note.unverified)

@@ -91,12 +91,14 @@ def read_published_checkpoint(
         if not signed:
             if keys:
                 raise SignatureError(
-                    f"{where}: the checkpoint is not signed, and --key asks for a signature"
+                    f"{where}: the checkpoint is not signed, and --key asks for a signature",
+                    reason="unsigned_checkpoint",
                 )
             body = _note.parse_checkpoint_body(_text(data, where))
             if origin is not None and body.origin != origin:
-                raise _note.OriginMismatchError(
-                    f"the checkpoint is for log {body.origin!r}, expected {origin!r}"
+                raise SignatureError(
+                    f"the checkpoint is for log {body.origin!r}, expected {origin!r}",
+                    reason="origin_mismatch",
                 )
             signers: tuple[str, ...] = ()
         else:
@@ -107,12 +109,16 @@ def read_published_checkpoint(
             )
             body = opened.body
             signers = tuple(f"{k.name}+{k.key_hash:08x}" for k in opened.verified_by)
-    except (_note.MalformedNoteError, _note.MalformedCheckpointError) as exc:
-        raise UserError(f"{where}: not a checkpoint note ({_squash(exc)})") from None
-    except _note.MalformedKeyError as exc:
-        raise UserError(f"not a verifier key ({_squash(exc)})") from None
-    except _note.NoteError as exc:
-        raise SignatureError(f"{where}: the checkpoint does not verify: {_squash(exc)}") from None
+    except SignatureError as exc:
+        if exc.reason in ("malformed_note", "malformed_checkpoint"):
+            raise UserError(f"{where}: not a checkpoint note ({_squash(exc)})") from None
+        if exc.reason == "malformed_key":
+            raise UserError(f"not a verifier key ({_squash(exc)})") from None
+        if exc.reason == "unsigned_checkpoint":
+            raise
+        raise SignatureError(
+            f"{where}: the checkpoint does not verify: {_squash(exc)}", reason=exc.reason
+        ) from None
     checkpoint = Checkpoint(size=body.size, root=body.root_hash.hex(), head=GENESIS)
     return PublishedCheckpoint(
         checkpoint, "signed note" if signed else "note", body.origin, signers
@@ -135,7 +141,7 @@ def unverified_checkpoint_body(data: bytes, *, where: str) -> _note.CheckpointBo
         if "\n\n" in text:
             text = _note.parse_note(data).text
         return _note.parse_checkpoint_body(text)
-    except (_note.MalformedNoteError, _note.MalformedCheckpointError) as exc:
+    except SignatureError as exc:  # malformed_note or malformed_checkpoint: nothing else
         raise UserError(f"{where}: not a checkpoint note ({_squash(exc)})") from None
 
 

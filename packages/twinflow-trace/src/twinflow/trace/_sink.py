@@ -2,7 +2,7 @@
 
 The file adapter creates its file with the one writer of new files (`create_exclusive`): a path
 that exists is `TargetExistsError`, a symbolic link planted there (dangling or not) is
-`PlantedLinkError`, and either is left untouched. A write that fails (disk full, quota, I/O
+`FileWriteError` (reason ``link``), and either is left untouched. A write that fails (disk full, quota, I/O
 error) raises `FileWriteError` naming the file; the lines
 written before it are intact and `repair_trace` moves a torn last line aside once space is free.
 """
@@ -16,7 +16,6 @@ from typing import Literal, Protocol
 
 from twinflow._base._errors import FileWriteError
 from twinflow._base._files import create_exclusive, lock_now
-from twinflow.trace._errors import TraceLockedError
 
 __all__ = ["FileTraceSink", "FsyncPolicy", "MemoryTraceSink", "TraceSink"]
 
@@ -37,13 +36,15 @@ def _lock(fd: int, path: Path) -> None:
     resume that follows it.
 
     Raises:
-        TraceLockedError: Another process holds it; ``fd`` is closed.
+        FileWriteError (``locked``): Another process holds it; ``fd`` is closed.
     """
     lock_now(
         fd,
-        lambda: TraceLockedError(
+        lambda: FileWriteError(
             f"trace file {path} is being written by another process (a run, a resume or an "
-            "approval holds its lock); nothing was written: wait for it to end and try again"
+            "approval holds its lock); nothing was written: wait for it to end and try again",
+            path=path,
+            reason="locked",
         ),
     )
 
@@ -91,7 +92,7 @@ class FileTraceSink:
 
         Raises:
             TargetExistsError: Something exists at the path (traces are never overwritten).
-            PlantedLinkError: The path is a symbolic link.
+            FileWriteError (``link``): The path is a symbolic link.
             OSError: The file cannot be created (a missing directory, permissions).
         """
         self.path = Path(path)
@@ -113,7 +114,7 @@ class FileTraceSink:
             The sink; its lines go after the file's last byte.
 
         Raises:
-            TraceLockedError: Another process is writing the trace; nothing was written.
+            FileWriteError (``locked``): Another process is writing the trace; nothing was written.
             OSError: The file cannot be opened (missing, a link, permissions).
         """
         self = cls.__new__(cls)

@@ -17,19 +17,15 @@ signing ``"cosignature/v1\\ntime <timestamp>\\n" || the checkpoint text``, where
 signed-note signer key (`twinflow keygen`), as transparency-dev's witnesses use it.
 
 The state file is canonical JSON and a newline, read strictly (a carriage return, a missing
-newline, an unknown member, a non-canonical byte: `MalformedWitnessStateError`, nothing
+newline, an unknown member, a non-canonical byte: `TraceFormatError` (``witness_state``), nothing
 cosigned). Checking the old size and writing the new state happen while the process holds the
 state's writer lock (`hold_state`, `lock_now` on ``STATE.lock``), so of two witnesses sharing a state file one
 wins and the other is refused at once; the state is replaced whole (`write_replace`) before the
 cosignature is returned. How timestamps are checked: docs/adr/0115-witness-cosignatures.md.
 
-Errors::
-
-    TraceError
-    └── WitnessError                     anything this module refuses
-        ├── MalformedWitnessStateError   the state file is not a witness state   (ValueError)
-        ├── WitnessRefusedError          the witness will not cosign: ``reason`` says why
-        └── CosignatureError             cosignatures do not meet a policy, or one is forged
+Every refusal is a `SignatureError`: ``witness_refused`` (the witness will not cosign; ``problem``
+says why, a fork is ``not-consistent``) or ``cosignature`` (cosignatures do not meet a policy,
+or one is forged); a damaged state file is a `TraceFormatError` (``witness_state``).
 """
 
 from __future__ import annotations
@@ -40,12 +36,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
-from twinflow._base._errors import DirectoryBusyError
+from twinflow._base._errors import FileWriteError
 from twinflow._base._files import lock_now, write_replace
 from twinflow._base._open import read_regular
 from twinflow.trace import _ed25519, _note
 from twinflow.trace._canonical import canonical_bytes, parse_json
-from twinflow.trace._errors import CanonicalError, InvalidProofError, TraceError
+from twinflow.trace._errors import (
+    CanonicalError,
+    InvalidProofError,
+    SignatureError,
+    TraceFormatError,
+)
 from twinflow.trace._merkle import EMPTY_ROOT, verify_consistency
 from twinflow.trace._note import (
     CheckpointBody,
@@ -57,25 +58,6 @@ from twinflow.trace._note import (
     _key_text,
     _Value,
 )
-
-__all__ = [
-    "COSIGNATURE_V1",
-    "DEFAULT_CLOCK_SKEW",
-    "MAX_STATE_BYTES",
-    "Cosignature",
-    "CosignatureError",
-    "CosignerKey",
-    "MalformedWitnessStateError",
-    "WitnessError",
-    "WitnessRefusedError",
-    "add_checkpoint",
-    "cosign",
-    "cosignature_message",
-    "hold_state",
-    "parse_cosigner_key",
-    "read_state",
-    "verify_cosignatures",
-]
 
 COSIGNATURE_V1 = 0x04
 """The key type byte of an Ed25519 ``cosignature/v1`` cosigner key (C2SP tlog-cosignature)."""
@@ -93,27 +75,10 @@ RefusalReason = Literal[
 ]
 
 
-class WitnessError(TraceError):
-    """A witness or cosignature operation was refused."""
-
-
-class MalformedWitnessStateError(WitnessError, ValueError):
-    """The witness state file is not one this module wrote (nothing was cosigned)."""
-
-
-class WitnessRefusedError(WitnessError):
-    """The witness does not cosign: ``reason`` says why (a fork is ``not-consistent``)."""
-
-    def __init__(self, reason: RefusalReason, message: str, *, size: int | None = None) -> None:
-        self.reason: RefusalReason = reason
-        """A stable code (C2SP tlog-witness's status for it in the message)."""
-        self.size = size
-        """For ``old-size-mismatch``: the size the witness last cosigned."""
-        super().__init__(message)
-
-
-class CosignatureError(WitnessError):
-    """A cosignature by a known witness does not verify, or too few witnesses cosigned."""
+def _refused(problem: RefusalReason, message: str, *, size: int | None = None) -> SignatureError:
+    """The witness does not cosign: ``problem`` is the stable code (C2SP tlog-witness's status
+    for it in the message); ``size``, for ``old-size-mismatch``, the size it last cosigned."""
+    return SignatureError(message, reason="witness_refused", problem=problem, size=size)
 
 
 class CosignerKey(_Value):
@@ -154,35 +119,35 @@ def parse_cosigner_key(text: str | bytes) -> CosignerKey:
     """Read a cosigner verifier key ``<name>+<key ID>+base64(0x04 || key)``.
 
     Raises:
-        MalformedKeyError: Not such a key (a signed-note key of type 0x01 included: a log key
+        SignatureError (``malformed_key``): Not such a key (a signed-note key of type 0x01 included: a log key
             given as a witness's is refused, naming the type).
     """
     text = _key_text(text)
     fields = text.split("+", 2)
     if text.startswith("PRIVATE+KEY+"):
-        raise _note.MalformedKeyError(
+        raise _note.malformed_key(
             "bad-fields", "this is a signer (private) key; give the witness's verifier key"
         )
     if len(fields) != 3:
-        raise _note.MalformedKeyError(
+        raise _note.malformed_key(
             "bad-fields", f"expected <name>+<hash>+<key>, found {len(fields)} '+'-separated fields"
         )
     try:
         name, key_hash, raw = _note._key_fields(fields, COSIGNATURE_V1)
-    except _note.MalformedKeyError as exc:
+    except SignatureError as exc:
         if exc.problem == "unknown-algorithm" and "0x01" in str(exc):
-            raise _note.MalformedKeyError(
+            raise _note.malformed_key(
                 "unknown-algorithm",
                 "a signed-note key (type 0x01: a log's key), not a witness's cosigner key "
                 "(type 0x04, from `twinflow keygen NAME --cosigner`)",
             ) from None
         raise
     if key_hash != _key_hash(name, raw):
-        raise _note.MalformedKeyError(
+        raise _note.malformed_key(
             "hash-mismatch", f"key hash {key_hash:08x} does not belong to name {name!r} and key"
         )
     if not _ed25519.is_public_key(raw[1:]):
-        raise _note.MalformedKeyError("not-a-point", "the public key is not an Ed25519 curve point")
+        raise _note.malformed_key("not-a-point", "the public key is not an Ed25519 curve point")
     return CosignerKey(name, key_hash, raw[1:])
 
 
@@ -195,7 +160,7 @@ def cosign(text: str, signer: SignerKey, timestamp: int) -> NoteSignature:
     """A ``cosignature/v1`` signature line by ``signer`` on checkpoint text ``text``.
 
     Raises:
-        SigningUnavailableError: The ``cryptography`` library is not installed.
+        SignatureError (``signing_unavailable``): The ``cryptography`` library is not installed.
         ValueError: The timestamp is not between 1 and 2**63 - 1.
     """
     if not 0 < timestamp <= _MAX_TIMESTAMP:
@@ -238,16 +203,17 @@ def verify_cosignatures(
         The cosignatures that count, in the order their lines appear.
 
     Raises:
-        MalformedNoteError: The bytes are not a signed note.
-        AmbiguousKeyError: Two different witness keys share a name and key ID.
-        CosignatureError: A known witness's line does not verify, or fewer than ``quorum``
+        SignatureError (``malformed_note``): The bytes are not a signed note.
+        SignatureError (``ambiguous_key``): Two different witness keys share a name and key ID.
+        SignatureError (``cosignature``): A known witness's line does not verify, or fewer than ``quorum``
             witnesses cosigned.
     """
     ring: dict[tuple[str, int], CosignerKey] = {}
     for key in witnesses:
         if ring.setdefault((key.name, key.key_hash), key) != key:
-            raise _note.AmbiguousKeyError(
-                f"two different witness keys are named {key.label}: keep one"
+            raise SignatureError(
+                f"two different witness keys are named {key.label}: keep one",
+                reason="ambiguous_key",
             )
     parsed = _note.parse_note(note)
     counted: dict[tuple[str, int], Cosignature] = {}
@@ -265,9 +231,10 @@ def verify_cosignatures(
             or not 0 < timestamp <= _MAX_TIMESTAMP
             or not _ed25519.verify(key.public_key, message, raw[8:])
         ):
-            raise CosignatureError(
+            raise SignatureError(
                 f"the cosignature by witness {key.label} does not verify: the checkpoint was "
-                "altered after it cosigned, or the line was forged"
+                "altered after it cosigned, or the line was forged",
+                reason="cosignature",
             )
         if now is not None and timestamp > now + skew:
             future.append(f"{key.label} at {timestamp}")
@@ -276,9 +243,10 @@ def verify_cosignatures(
     if len(counted) < quorum:
         found = ", ".join(c.key.label for c in counted.values()) or "none"
         late = f"; dated in the future, not counted: {', '.join(future)}" if future else ""
-        raise CosignatureError(
+        raise SignatureError(
             f"cosigned by {len(counted)} of the witnesses given, {quorum} required (cosigned "
-            f"by: {found}{late})"
+            f"by: {found}{late})",
+            reason="cosignature",
         )
     return tuple(counted.values())
 
@@ -297,10 +265,11 @@ class _Log(_Value):
     time: int
 
 
-def _state_error(path: Path, why: str) -> MalformedWitnessStateError:
-    return MalformedWitnessStateError(
+def _state_error(path: Path, why: str) -> TraceFormatError:
+    return TraceFormatError(
         f"{path}: not a witness state ({why}); nothing was cosigned: restore the file from a "
-        "backup (a witness that forgets what it cosigned could be made to cosign a fork)"
+        "backup (a witness that forgets what it cosigned could be made to cosign a fork)",
+        reason="witness_state",
     )
 
 
@@ -308,7 +277,7 @@ def read_state(path: Path) -> dict[str, _Log]:
     """Read a witness state file (a missing file: the witness has cosigned nothing).
 
     Raises:
-        MalformedWitnessStateError: The file is not a state this module wrote.
+        TraceFormatError (``witness_state``): The file is not a state this module wrote.
         OSError: It cannot be read.
     """
     try:
@@ -358,7 +327,7 @@ def hold_state(state: Path) -> Iterator[None]:
     The lock is `lock_now`'s: taken without waiting, released with the process however it ends.
 
     Raises:
-        DirectoryBusyError: Another witness process holds it (nothing was read or written).
+        FileWriteError (``busy``): Another witness process holds it (nothing was read or written).
     """
     lock = state.with_name(state.name + ".lock")
     state.parent.mkdir(parents=True, exist_ok=True)
@@ -366,10 +335,11 @@ def hold_state(state: Path) -> Iterator[None]:
     fd = os.open(lock, flags, 0o644)
     lock_now(
         fd,
-        lambda: DirectoryBusyError(
+        lambda: FileWriteError(
             f"{state}: another witness process is cosigning with this state; nothing was "
             "cosigned: send the request again (its answer may move the size to prove from)",
             path=state,
+            reason="busy",
         ),
     )
     try:
@@ -383,21 +353,21 @@ def _opened_checkpoint(note: bytes, logs: Sequence[VerifierKey]) -> CheckpointBo
     try:
         parsed = _note.parse_note(note)
         origin = _note.parse_checkpoint_body(parsed.text).origin
-    except (_note.MalformedNoteError, _note.MalformedCheckpointError) as exc:
-        raise WitnessRefusedError(
+    except SignatureError as exc:  # malformed_note or malformed_checkpoint: nothing else
+        raise _refused(
             "bad-request", f"the checkpoint is not a signed checkpoint note ({exc})"
         ) from None
     trusted = [k for k in logs if k.name == origin]
     if not trusted:
-        raise WitnessRefusedError(
+        raise _refused(
             "unknown-log",
             f"no log key is configured for origin {origin[:100]!r} (404): this witness does not "
             "follow that log",
         )
     try:
         return _note.open_checkpoint(note, trusted, origin=origin).body
-    except _note.NoteError as exc:
-        raise WitnessRefusedError(
+    except SignatureError as exc:
+        raise _refused(
             "not-signed", f"the checkpoint is not signed by the log's key (403): {exc}"
         ) from None
 
@@ -430,9 +400,9 @@ def add_checkpoint(
         witness had cosigned before.
 
     Raises:
-        WitnessRefusedError: Not cosigned; ``reason`` says why (a fork: ``not-consistent``).
-        MalformedWitnessStateError: The state file is damaged.
-        DirectoryBusyError: Another witness process holds the state's directory.
+        SignatureError (``witness_refused``): Not cosigned; ``reason`` says why (a fork: ``not-consistent``).
+        TraceFormatError (``witness_state``): The state file is damaged.
+        FileWriteError (``busy``): Another witness process holds the state's directory.
         TraceFormatError: The request is not a consistency proof file.
     """
     from twinflow.trace._tlog import parse_tlog_consistency
@@ -440,17 +410,17 @@ def add_checkpoint(
     proof = parse_tlog_consistency(request, where="the request")
     body = _opened_checkpoint(proof.checkpoint, logs)
     if proof.old_size > body.size:
-        raise WitnessRefusedError(
+        raise _refused(
             "bad-request", f"old size {proof.old_size} is above the checkpoint's {body.size} (400)"
         )
     if body.size == 0 and body.root_hash != EMPTY_ROOT:
-        raise WitnessRefusedError("not-consistent", "a size-0 checkpoint must have the empty root")
+        raise _refused("not-consistent", "a size-0 checkpoint must have the empty root")
     with hold_state(state):
         logs_state = read_state(state)
         last = logs_state.get(body.origin)
         last_size = 0 if last is None else last.size
         if proof.old_size != last_size:
-            raise WitnessRefusedError(
+            raise _refused(
                 "old-size-mismatch",
                 f"this witness last cosigned {body.origin[:100]!r} at size {last_size}, the proof "
                 f"starts at {proof.old_size} (409): make the proof from size {last_size}",
@@ -463,14 +433,14 @@ def add_checkpoint(
             else:
                 verify_consistency(last.size, body.size, proof.hashes, last.root, body.root_hash)
         except InvalidProofError as exc:
-            raise WitnessRefusedError(
+            raise _refused(
                 "not-consistent",
                 f"refusing to cosign a fork: the checkpoint of size {body.size} does not extend "
                 f"the one of size {last_size} this witness cosigned for {body.origin[:100]!r} "
                 f"({exc}) (422)",
             ) from None
         if last is not None and now < last.time:
-            raise WitnessRefusedError(
+            raise _refused(
                 "clock",
                 f"the clock reads {now}, before this witness's last cosignature of this log "
                 f"({last.time}): a cosignature must not be dated earlier; fix the clock",

@@ -1,46 +1,15 @@
-"""twinflow.trace.attest: run attestations, in-toto Statements v1 in DSSE envelopes (Ed25519).
+"""Run attestations: an in-toto statement about a run, in a DSSE envelope signed with Ed25519.
 
-The public home of the attestation API (`twinflow.trace._attest` holds the code; its docstring
-draws the format). Verification runs on the standard library alone; signing needs the
-``signatures`` extra (``twinflow-trace[signatures]``), as for signed notes.
+The code and the format live in `twinflow.trace._attest`. Verification runs on the standard
+library alone; signing needs the ``signatures`` extra (``twinflow-trace[signatures]``). A
+malformed envelope is a `twinflow.trace.TraceFormatError` (``attestation``); one that does not
+match is a `twinflow.trace.SignatureError` (``attestation_mismatch``).
 """
 
-from twinflow.trace._attest import (
-    MAX_ENVELOPE_BYTES,
-    OUTPUT_SUBJECT,
-    PAYLOAD_TYPE,
-    PREDICATE_TYPE,
-    STATEMENT_TYPE,
-    AttestationError,
-    AttestationMismatchError,
-    MalformedAttestationError,
-    RunFacts,
-    VerifiedAttestation,
-    check_statement,
-    key_id,
-    open_attestation,
-    pae,
-    run_facts,
-    sign_attestation,
-    statement,
-)
-
-__all__ = [
-    "MAX_ENVELOPE_BYTES",
-    "OUTPUT_SUBJECT",
-    "PAYLOAD_TYPE",
-    "PREDICATE_TYPE",
-    "STATEMENT_TYPE",
-    "AttestationError",
-    "AttestationMismatchError",
-    "MalformedAttestationError",
-    "RunFacts",
-    "VerifiedAttestation",
-    "check_statement",
-    "key_id",
-    "open_attestation",
-    "pae",
-    "run_facts",
-    "sign_attestation",
-    "statement",
-]
+from twinflow.trace._attest import MAX_ENVELOPE_BYTES as MAX_ENVELOPE_BYTES
+from twinflow.trace._attest import check_statement as check_statement
+from twinflow.trace._attest import key_id as key_id
+from twinflow.trace._attest import open_attestation as open_attestation
+from twinflow.trace._attest import run_facts as run_facts
+from twinflow.trace._attest import sign_attestation as sign_attestation
+from twinflow.trace._attest import statement as statement

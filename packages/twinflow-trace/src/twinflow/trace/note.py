@@ -1,72 +1,20 @@
-"""twinflow.trace.note: C2SP signed notes with Ed25519 keys, and signed tlog checkpoints.
+"""Signed notes and checkpoints: C2SP signed-note Ed25519 keys and tlog-checkpoint bodies.
 
-The public home of the signed-note API (`twinflow.trace._note` holds the code; its docstring
-draws the format and the error tree). A module of its own, not names at the package's top
-level: the names here sign and open C2SP notes (``sign_checkpoint_note``, ``open_checkpoint``);
-the package's ``read_published_checkpoint`` reads a checkpoint file with them.
-
-Verification runs on the standard library alone; signing and key derivation need the
-``signatures`` extra (``twinflow-trace[signatures]``).
+The code and the format live in `twinflow.trace._note`; these are the names the `twinflow`
+command and a plan's signer call. Verification runs on the standard library alone; signing and
+key derivation need the ``signatures`` extra (``twinflow-trace[signatures]``). Every refusal is
+a `twinflow.trace.SignatureError` whose ``reason`` says what was refused.
 """
 
-from twinflow.trace._note import (
-    DEFAULT_MAX_NOTE_BYTES,
-    DEFAULT_MAX_SIGNATURES,
-    SIGNATURES_EXTRA,
-    AmbiguousKeyError,
-    CheckpointBody,
-    InvalidSignatureError,
-    MalformedCheckpointError,
-    MalformedKeyError,
-    MalformedNoteError,
-    Note,
-    NoteError,
-    NoteSignature,
-    OriginMismatchError,
-    SignerKey,
-    SigningUnavailableError,
-    UnverifiedNoteError,
-    VerifiedCheckpoint,
-    VerifiedNote,
-    VerifierKey,
-    generate_key,
-    open_checkpoint,
-    open_note,
-    parse_checkpoint_body,
-    parse_note,
-    parse_signer_key,
-    parse_verifier_key,
-    sign_checkpoint_note,
-    sign_note,
-)
-
-__all__ = [
-    "DEFAULT_MAX_NOTE_BYTES",
-    "DEFAULT_MAX_SIGNATURES",
-    "SIGNATURES_EXTRA",
-    "AmbiguousKeyError",
-    "CheckpointBody",
-    "InvalidSignatureError",
-    "MalformedCheckpointError",
-    "MalformedKeyError",
-    "MalformedNoteError",
-    "Note",
-    "NoteError",
-    "NoteSignature",
-    "OriginMismatchError",
-    "SignerKey",
-    "SigningUnavailableError",
-    "UnverifiedNoteError",
-    "VerifiedCheckpoint",
-    "VerifiedNote",
-    "VerifierKey",
-    "generate_key",
-    "open_checkpoint",
-    "open_note",
-    "parse_checkpoint_body",
-    "parse_note",
-    "parse_signer_key",
-    "parse_verifier_key",
-    "sign_checkpoint_note",
-    "sign_note",
-]
+from twinflow.trace._note import CheckpointBody as CheckpointBody
+from twinflow.trace._note import SignerKey as SignerKey
+from twinflow.trace._note import VerifierKey as VerifierKey
+from twinflow.trace._note import generate_key as generate_key
+from twinflow.trace._note import open_checkpoint as open_checkpoint
+from twinflow.trace._note import open_note as open_note
+from twinflow.trace._note import parse_checkpoint_body as parse_checkpoint_body
+from twinflow.trace._note import parse_note as parse_note
+from twinflow.trace._note import parse_signer_key as parse_signer_key
+from twinflow.trace._note import parse_verifier_key as parse_verifier_key
+from twinflow.trace._note import sign_checkpoint_note as sign_checkpoint_note
+from twinflow.trace._note import sign_note as sign_note

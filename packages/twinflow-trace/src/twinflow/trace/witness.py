@@ -1,44 +1,15 @@
-"""twinflow.trace.witness: C2SP tlog-cosignature/v1 cosignatures, a witness, a cosigning policy.
+"""Witness cosignatures (C2SP cosignature/v1) and the tlog-witness cosigning step.
 
-The public home of the witness API (`twinflow.trace._witness` holds the code; its docstring
-draws the formats and the error tree). Checking cosignatures runs on the standard library
-alone; cosigning needs the ``signatures`` extra (``twinflow-trace[signatures]``).
+The code and the formats live in `twinflow.trace._witness`. Checking cosignatures runs on the
+standard library alone; cosigning needs the ``signatures`` extra (``twinflow-trace[signatures]``).
+A refusal is a `twinflow.trace.SignatureError` (``witness_refused``, ``cosignature``); a damaged
+state file a `twinflow.trace.TraceFormatError` (``witness_state``).
 """
 
-from twinflow.trace._witness import (
-    COSIGNATURE_V1,
-    DEFAULT_CLOCK_SKEW,
-    MAX_STATE_BYTES,
-    Cosignature,
-    CosignatureError,
-    CosignerKey,
-    MalformedWitnessStateError,
-    WitnessError,
-    WitnessRefusedError,
-    add_checkpoint,
-    cosign,
-    cosignature_message,
-    hold_state,
-    parse_cosigner_key,
-    read_state,
-    verify_cosignatures,
-)
-
-__all__ = [
-    "COSIGNATURE_V1",
-    "DEFAULT_CLOCK_SKEW",
-    "MAX_STATE_BYTES",
-    "Cosignature",
-    "CosignatureError",
-    "CosignerKey",
-    "MalformedWitnessStateError",
-    "WitnessError",
-    "WitnessRefusedError",
-    "add_checkpoint",
-    "cosign",
-    "cosignature_message",
-    "hold_state",
-    "parse_cosigner_key",
-    "read_state",
-    "verify_cosignatures",
-]
+from twinflow.trace._witness import Cosignature as Cosignature
+from twinflow.trace._witness import CosignerKey as CosignerKey
+from twinflow.trace._witness import add_checkpoint as add_checkpoint
+from twinflow.trace._witness import cosign as cosign
+from twinflow.trace._witness import hold_state as hold_state
+from twinflow.trace._witness import parse_cosigner_key as parse_cosigner_key
+from twinflow.trace._witness import verify_cosignatures as verify_cosignatures
