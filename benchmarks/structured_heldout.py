@@ -48,7 +48,7 @@ from twinflow.kernel import (
     TransportError,
     free_port,
 )
-from twinflow.local_model import OpenAICompatibleStructuredOutput
+from twinflow.models import OpenAICompatibleStructuredOutput
 from twinflow.vocab import Message, StructuredOutputError
 
 PEER_TIMEOUT = 60.0

@@ -41,7 +41,7 @@ from twinflow.kernel import (
     TransportTimeout,
     free_port,
 )
-from twinflow.local_model import (
+from twinflow.models import (
     OllamaChatModel,
     OpenAICompatibleChatModel,
     OpenAICompatibleStructuredOutput,

@@ -39,7 +39,7 @@ from twinflow.agent import Trace, verify_agent_trace
 from twinflow.cli._spec import SpecError, parse_spec
 from twinflow.eval import DatasetError, load_dataset
 from twinflow.kernel import MockTransport
-from twinflow.local_model import (
+from twinflow.models import (
     LocalModelError,
     OllamaChatModel,
     OpenAICompatibleChatModel,

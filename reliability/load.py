@@ -40,7 +40,7 @@ from twinflow.kernel import (
     Transport,
     free_port,
 )
-from twinflow.local_model import OpenAICompatibleChatModel
+from twinflow.models import OpenAICompatibleChatModel
 from twinflow.trace import TraceSink
 from twinflow.vocab import JsonValue, ModelSettings
 

@@ -14,7 +14,7 @@ import types
 
 import pytest
 
-PACKAGES = ("trace", "vocab", "kernel", "local_model", "agent", "eval", "cli")
+PACKAGES = ("trace", "vocab", "kernel", "models", "agent", "eval", "cli")
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -35,7 +35,7 @@ def test_all_is_exactly_the_public_names_and_each_resolves(package: str) -> None
     )
 
 
-@pytest.mark.parametrize("package", ["agent", "cli", "kernel", "local_model", "vocab"])
+@pytest.mark.parametrize("package", ["agent", "cli", "kernel", "models", "vocab"])
 def test_the_lazy_packages_share_the_one_hook(package: str) -> None:
     """The packages that resolve names on first access take their hooks from one helper."""
     module = importlib.import_module(f"twinflow.{package}")
@@ -56,7 +56,7 @@ def _imported_names(module: types.ModuleType) -> tuple[set[str], set[str]]:
     return {name for name in eager if not name.startswith("_")}, typing_only
 
 
-@pytest.mark.parametrize("package", ["agent", "cli", "kernel", "local_model", "trace", "vocab"])
+@pytest.mark.parametrize("package", ["agent", "cli", "kernel", "models", "trace", "vocab"])
 def test_type_checkers_see_exactly_the_lazy_names(package: str) -> None:
     """The names imported for type checkers are the lazy ones, each in the re-export form."""
     module = importlib.import_module(f"twinflow.{package}")

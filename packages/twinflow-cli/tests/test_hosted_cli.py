@@ -24,10 +24,10 @@ from twinflow.kernel import (
     ProcessResult,
     run_process,
 )
-from twinflow.local_model import ANTHROPIC_VERSION
+from twinflow.models import ANTHROPIC_VERSION
 from twinflow.trace import REDACTED
 
-STREAMS = Path(__file__).resolve().parents[2] / "twinflow-local" / "tests" / "fixtures" / "streams"
+STREAMS = Path(__file__).resolve().parents[2] / "twinflow-models" / "tests" / "fixtures" / "streams"
 KEY = "sk-ant-cli-test-0123456789"
 KEY_ENV = "TWINFLOW_TEST_ANTHROPIC_KEY"
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, HttpUrl, TypeAdapter
 
 from twinflow.cli._grammar import LlamaCppGrammarCheck, llama_cpp_grammar_check
 from twinflow.cli._main import main
-from twinflow.local_model import GrammarVerdict, SchemaFinding, preflight
+from twinflow.models import GrammarVerdict, SchemaFinding, preflight
 
 CONVERTER: Any = importlib.import_module("llama_cpp.llama_grammar")
 

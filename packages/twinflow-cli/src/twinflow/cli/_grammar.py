@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from twinflow.local_model import GrammarCheck, GrammarVerdict
+from twinflow.models import GrammarCheck, GrammarVerdict
 
 __all__ = ["LlamaCppGrammarCheck", "llama_cpp_grammar_check"]
 

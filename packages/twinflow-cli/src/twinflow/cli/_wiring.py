@@ -61,7 +61,7 @@ from twinflow.kernel import (
     interpreter,
     redact_url,
 )
-from twinflow.local_model import AnthropicChatModel, OllamaChatModel, OpenAICompatibleChatModel
+from twinflow.models import AnthropicChatModel, OllamaChatModel, OpenAICompatibleChatModel
 from twinflow.trace import MemoryTraceSink, TraceSink
 from twinflow.vocab import ChatModel, Message, ModelRequest, ModelSettings, digest
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from twinflow.local_model._digest import body_digest
+from twinflow.models._digest import body_digest
 from twinflow.vocab import CanonicalError, canonical_bytes, digest
 
 KEYS = st.sampled_from(

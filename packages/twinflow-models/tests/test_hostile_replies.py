@@ -8,7 +8,7 @@ import pytest
 from pydantic import JsonValue
 
 from twinflow.kernel import MockTransport
-from twinflow.local_model import MalformedResponseError, OpenAICompatibleChatModel
+from twinflow.models import MalformedResponseError, OpenAICompatibleChatModel
 from twinflow.vocab import (
     Message,
     ModelRequest,

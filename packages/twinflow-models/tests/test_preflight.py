@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, HttpUrl, TypeAdapter
 
-from twinflow.local_model import (
+from twinflow.models import (
     GrammarVerdict,
     LocalModelError,
     UncompilableSchemaError,
@@ -23,7 +23,7 @@ from twinflow.local_model import (
     grammar_pattern,
     preflight,
 )
-from twinflow.local_model._preflight import JSON_STRING_TEXT
+from twinflow.models._preflight import JSON_STRING_TEXT
 from twinflow.vocab import UserError
 
 ANY = r"(.|[\n\r\u2028\u2029])*"

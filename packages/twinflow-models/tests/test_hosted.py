@@ -18,7 +18,7 @@ from twinflow.kernel import (
     RecordingTransport,
     run_process,
 )
-from twinflow.local_model import OpenAICompatibleChatModel
+from twinflow.models import OpenAICompatibleChatModel
 from twinflow.vocab import Message, ModelRequest, Transcript, digest
 
 STREAMS = Path(__file__).parent / "fixtures" / "streams"

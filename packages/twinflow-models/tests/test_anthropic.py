@@ -16,7 +16,7 @@ from twinflow.kernel import (
     LoopbackServer,
     RecordingTransport,
 )
-from twinflow.local_model import ANTHROPIC_VERSION, AnthropicChatModel, MalformedResponseError
+from twinflow.models import ANTHROPIC_VERSION, AnthropicChatModel, MalformedResponseError
 from twinflow.vocab import (
     CallId,
     Chunk,

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from twinflow.local_model._errors import MalformedResponseError
-from twinflow.local_model._wire import Reply, _finish
+from twinflow.models._errors import MalformedResponseError
+from twinflow.models._wire import Reply, _finish
 from twinflow.vocab import (
     Chunk,
     FinishChunk,

@@ -12,7 +12,7 @@ from ollama._types import Message as OllamaMessage
 from ollama._types import Tool as OllamaTool
 from pydantic import JsonValue
 
-from twinflow.local_model._wire import ollama_chat_body, outgoing, parse_ollama_chat
+from twinflow.models._wire import ollama_chat_body, outgoing, parse_ollama_chat
 from twinflow.vocab import (
     CallId,
     Message,

@@ -1,4 +1,4 @@
-"""The errors raised by `twinflow.local_model`; the tree is drawn in the package docstring."""
+"""The errors raised by `twinflow.models`; the tree is drawn in the package docstring."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 from twinflow.vocab import TwinflowError, UserError
 
 if TYPE_CHECKING:
-    from twinflow.local_model._preflight import PreflightReport
+    from twinflow.models._preflight import PreflightReport
 
 
 class LocalModelError(TwinflowError):
-    """Root of the errors raised by `twinflow.local_model`."""
+    """Root of the errors raised by `twinflow.models`."""
 
 
 class UnenforcedSchemaError(LocalModelError, UserError):

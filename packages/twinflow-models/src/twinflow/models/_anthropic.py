@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import JsonValue
 
 from twinflow.kernel import KeyHeader
-from twinflow.local_model._errors import MalformedResponseError
-from twinflow.local_model._servers import OnChunk, endpoint_root
-from twinflow.local_model._stream import anthropic_chunks, anthropic_finish
+from twinflow.models._errors import MalformedResponseError
+from twinflow.models._servers import OnChunk, endpoint_root
+from twinflow.models._stream import anthropic_chunks, anthropic_finish
 from twinflow.vocab import (
     ChunkAssembler,
     Message,

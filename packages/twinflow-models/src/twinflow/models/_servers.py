@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 from pydantic import JsonValue
 
 from twinflow.kernel import check_endpoint_url, redact_url
-from twinflow.local_model._digest import body_digest
-from twinflow.local_model._errors import MalformedResponseError
-from twinflow.local_model._preflight import Decoder
-from twinflow.local_model._stream import ollama_chunks, openai_chunks, reply_of
-from twinflow.local_model._wire import (
+from twinflow.models._digest import body_digest
+from twinflow.models._errors import MalformedResponseError
+from twinflow.models._preflight import Decoder
+from twinflow.models._stream import ollama_chunks, openai_chunks, reply_of
+from twinflow.models._wire import (
     Dialect,
     Reply,
     check_extra_body,

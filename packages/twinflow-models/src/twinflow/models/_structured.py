@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel, JsonValue
 
-from twinflow.local_model._budget import max_tokens_for
-from twinflow.local_model._preflight import Decoder, GrammarCheck, PreflightReport, preflight
-from twinflow.local_model._servers import (
+from twinflow.models._budget import max_tokens_for
+from twinflow.models._preflight import Decoder, GrammarCheck, PreflightReport, preflight
+from twinflow.models._servers import (
     DEFAULT_OLLAMA_URL,
     OnChunk,
     SentSchema,
@@ -29,7 +29,7 @@ from twinflow.local_model._servers import (
     ollama_server,
     openai_server,
 )
-from twinflow.local_model._wire import Dialect
+from twinflow.models._wire import Dialect
 
 # The one validate-and-re-ask loop (validate_with_reask and its helpers) is shared with
 # twinflow.agent, which this package may not import.

@@ -18,7 +18,7 @@ from twinflow.kernel import (
     TransportTimeout,
     free_port,
 )
-from twinflow.local_model import (
+from twinflow.models import (
     LocalStructuredResult,
     MalformedResponseError,
     OllamaStructuredOutput,
@@ -26,8 +26,8 @@ from twinflow.local_model import (
     UnenforcedSchemaError,
     preflight,
 )
-from twinflow.local_model._budget import MAX_BUDGET, MIN_BUDGET, max_tokens_for
-from twinflow.local_model._structured import RETRY_TEMPERATURE_STEP
+from twinflow.models._budget import MAX_BUDGET, MIN_BUDGET, max_tokens_for
+from twinflow.models._structured import RETRY_TEMPERATURE_STEP
 from twinflow.vocab import (
     Message,
     ModelSettings,

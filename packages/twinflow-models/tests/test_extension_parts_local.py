@@ -7,8 +7,8 @@ from typing import Literal
 import pytest
 
 from twinflow.kernel import MockTransport
-from twinflow.local_model import OpenAICompatibleChatModel
-from twinflow.local_model._wire import outgoing
+from twinflow.models import OpenAICompatibleChatModel
+from twinflow.models._wire import outgoing
 from twinflow.vocab import (
     CacheHintPart,
     ExtensionPart,

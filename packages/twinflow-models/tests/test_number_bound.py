@@ -7,7 +7,7 @@ import json
 import pytest
 
 from twinflow.kernel import MockTransport
-from twinflow.local_model import OpenAICompatibleChatModel
+from twinflow.models import OpenAICompatibleChatModel
 from twinflow.trace import MAX_SAFE_INTEGER
 from twinflow.vocab import (
     JsonValue,

@@ -19,7 +19,7 @@ from twinflow.kernel import (
     LoopbackServer,
     MockTransport,
 )
-from twinflow.local_model import (
+from twinflow.models import (
     AnthropicChatModel,
     MalformedResponseError,
     OllamaChatModel,

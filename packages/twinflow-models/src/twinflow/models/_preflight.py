@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, JsonValue, TypeAdapter
 
-from twinflow.local_model._errors import UncompilableSchemaError, UnenforcedSchemaError
+from twinflow.models._errors import UncompilableSchemaError, UnenforcedSchemaError
 from twinflow.vocab import FrozenValue, UserError
 
 __all__ = [

@@ -6,11 +6,11 @@ import ast
 import sys
 from pathlib import Path
 
-import twinflow.local_model
+import twinflow.models
 
-PACKAGE = Path(twinflow.local_model.__file__).parent
+PACKAGE = Path(twinflow.models.__file__).parent
 ALLOWED_ROOTS = frozenset({"pydantic"})
-ALLOWED_TWINFLOW = ("twinflow.trace", "twinflow.kernel", "twinflow.vocab", "twinflow.local_model")
+ALLOWED_TWINFLOW = ("twinflow.trace", "twinflow.kernel", "twinflow.vocab", "twinflow.models")
 
 
 def imported_modules(path: Path) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import JsonValue
 
-from twinflow.local_model._errors import MalformedResponseError
+from twinflow.models._errors import MalformedResponseError
 from twinflow.vocab import (
     FinishReason,
     MediaPart,

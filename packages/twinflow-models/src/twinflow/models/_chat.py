@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import JsonValue
 
 from twinflow.kernel import BEARER, KeyHeader
-from twinflow.local_model._budget import max_tokens_for
-from twinflow.local_model._errors import MalformedResponseError
-from twinflow.local_model._preflight import Decoder, GrammarCheck, preflight
-from twinflow.local_model._servers import (
+from twinflow.models._budget import max_tokens_for
+from twinflow.models._errors import MalformedResponseError
+from twinflow.models._preflight import Decoder, GrammarCheck, preflight
+from twinflow.models._servers import (
     DEFAULT_OLLAMA_URL,
     OnChunk,
     SentSchema,
@@ -29,8 +29,8 @@ from twinflow.local_model._servers import (
     ollama_server,
     openai_server,
 )
-from twinflow.local_model._structured import retry_settings
-from twinflow.local_model._wire import Dialect, Reply
+from twinflow.models._structured import retry_settings
+from twinflow.models._wire import Dialect, Reply
 from twinflow.vocab import (
     Attempt,
     CallId,

@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from twinflow.kernel import HttpTransport
-from twinflow.local_model import OpenAICompatibleChatModel, OpenAICompatibleStructuredOutput
-from twinflow.local_model._structured import RETRY_TEMPERATURE_STEP
+from twinflow.models import OpenAICompatibleChatModel, OpenAICompatibleStructuredOutput
+from twinflow.models._structured import RETRY_TEMPERATURE_STEP
 from twinflow.vocab import (
     Message,
     ModelRequest,
