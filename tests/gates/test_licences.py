@@ -84,7 +84,13 @@ def test_sbom_is_byte_identical_between_runs(tmp_path: Path, run_gate: GateRunne
     first, second = tmp_path / "a", tmp_path / "b"
     for target in (first, second):
         done = run_gate(
-            "licences", "--member", "twinflow-models", "--member", "twinflow-vocab", "--sbom", target
+            "licences",
+            "--member",
+            "twinflow-models",
+            "--member",
+            "twinflow-vocab",
+            "--sbom",
+            target,
         )
         assert 0 == done.returncode, done.stdout + done.stderr
     names = sorted(p.name for p in first.iterdir())
