@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from vocab_canonical import import_times, print_import_times  # this folder: sys.path[0]
 
 from twinflow.kernel import HttpTransport
-from twinflow.models import OllamaStructuredOutput, OpenAICompatibleStructuredOutput
+from twinflow.models import OllamaChatModel, OpenAICompatibleChatModel
 from twinflow.vocab import Message
 
 
@@ -86,10 +86,8 @@ server.stop()
 def clients(base: str, port: int) -> dict[str, Callable[[], object]]:
     schema = Person.model_json_schema()
     transport = HttpTransport()
-    ours_openai = OpenAICompatibleStructuredOutput(
-        transport, base_url=base, dialect="llama-cpp-python"
-    )
-    ours_ollama = OllamaStructuredOutput(transport, model="smol", base_url=base)
+    ours_openai = OpenAICompatibleChatModel(transport, base_url=base, dialect="llama-cpp-python")
+    ours_ollama = OllamaChatModel(transport, model="smol", base_url=base)
     sdk = openai.OpenAI(base_url=f"{base}/v1", api_key="none", max_retries=0)
     official = ollama.Client(host=base)
     messages = (Message.user(QUESTION),)

@@ -23,7 +23,7 @@ import time
 
 from twinflow.kernel import HttpTransport, LoopbackRequest, LoopbackResponse, LoopbackServer
 from twinflow.models import OpenAICompatibleChatModel
-from twinflow.models._stream import openai_chunks
+from twinflow.models._openai_wire import openai_chunks
 from twinflow.vocab import (
     Chunk,
     ChunkAssembler,

@@ -21,7 +21,8 @@ PACKAGES = ("trace", "vocab", "kernel", "models", "agent", "eval", "cli")
 def test_all_is_exactly_the_public_names_and_each_resolves(package: str) -> None:
     """Each name of ``__all__`` resolves (lazy ones too), once, and nothing public is unlisted."""
     module = importlib.import_module(f"twinflow.{package}")
-    exported: list[str] = list(module.__all__)
+    # A package without `__all__` exports the names its `X as X` import lines name.
+    exported: list[str] = list(getattr(module, "__all__", None) or _imported_names(module)[0])
     unresolved = [name for name in exported if not hasattr(module, name)]
     public = {
         name
@@ -35,7 +36,7 @@ def test_all_is_exactly_the_public_names_and_each_resolves(package: str) -> None
     )
 
 
-@pytest.mark.parametrize("package", ["agent", "cli", "kernel", "models", "vocab"])
+@pytest.mark.parametrize("package", ["agent", "cli", "kernel", "vocab"])
 def test_the_lazy_packages_share_the_one_hook(package: str) -> None:
     """The packages that resolve names on first access take their hooks from one helper."""
     module = importlib.import_module(f"twinflow.{package}")
@@ -56,7 +57,7 @@ def _imported_names(module: types.ModuleType) -> tuple[set[str], set[str]]:
     return {name for name in eager if not name.startswith("_")}, typing_only
 
 
-@pytest.mark.parametrize("package", ["agent", "cli", "kernel", "models", "trace", "vocab"])
+@pytest.mark.parametrize("package", ["agent", "cli", "kernel", "trace", "vocab"])
 def test_type_checkers_see_exactly_the_lazy_names(package: str) -> None:
     """The names imported for type checkers are the lazy ones, each in the re-export form."""
     module = importlib.import_module(f"twinflow.{package}")

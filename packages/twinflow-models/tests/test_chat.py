@@ -9,13 +9,8 @@ import pytest
 from pydantic import BaseModel, JsonValue
 
 from twinflow.kernel import CountingIds, MockTransport
-from twinflow.models import (
-    OllamaChatModel,
-    OpenAICompatibleChatModel,
-    action_schema,
-    preflight,
-)
-from twinflow.models._structured import RETRY_TEMPERATURE_STEP
+from twinflow.models import OllamaChatModel, OpenAICompatibleChatModel, preflight
+from twinflow.models._chat import RETRY_TEMPERATURE_STEP, action_schema
 from twinflow.vocab import (
     CallId,
     ChatModel,
@@ -393,14 +388,14 @@ def test_call_ids_derive_from_the_digest_of_each_body_sent_with_a_schema(server:
 
 def test_strict_refusal_is_raised_on_every_request_not_cached_away() -> None:
     """A schema strict mode refuses is refused again on the next request, before any is sent."""
-    from twinflow.models import UnenforcedSchemaError
+    from twinflow.models import SchemaError
 
     schema = OutputSchema(name="Set", json_schema={"type": "array", "uniqueItems": True})
     request = ModelRequest(transcript=ASK.transcript, output_schema=schema)
     script = Script([])
     model = OllamaChatModel(MockTransport(script), model="llama3.2", mode="native", strict=True)
     for _ in range(2):
-        with pytest.raises(UnenforcedSchemaError):
+        with pytest.raises(SchemaError):
             model.request(request)
     assert [] == script.bodies
 

@@ -14,16 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, HttpUrl, TypeAdapter
 
-from twinflow.models import (
+from twinflow.models import ModelError, SchemaError, preflight
+from twinflow.models._preflight import (
+    JSON_STRING_TEXT,
     GrammarVerdict,
-    LocalModelError,
-    UncompilableSchemaError,
-    UnenforcedSchemaError,
     anchor_pattern,
     grammar_pattern,
-    preflight,
 )
-from twinflow.models._preflight import JSON_STRING_TEXT
 from twinflow.vocab import UserError
 
 ANY = r"(.|[\n\r\u2028\u2029])*"
@@ -165,13 +162,13 @@ def test_anchoring_matches_the_same_strings(pattern: str, text: str) -> None:
 def test_strict_mode_raises_and_names_every_keyword() -> None:
     """Strict pre-flight refuses a schema the decoder would not enforce, naming what and where."""
     schema = {"type": "array", "uniqueItems": True, "items": {"type": "number", "maximum": 3}}
-    with pytest.raises(UnenforcedSchemaError) as caught:
+    with pytest.raises(SchemaError) as caught:
         preflight(schema, "ollama", strict=True)
     message = str(caught.value)
     assert "uniqueItems at /uniqueItems" in message
     assert "maximum at /items/maximum" in message
     assert isinstance(caught.value, UserError)
-    assert isinstance(caught.value, LocalModelError)
+    assert isinstance(caught.value, ModelError)
     assert len(caught.value.report.findings) == 2
 
 
@@ -315,7 +312,7 @@ def test_a_converter_fallback_makes_the_whole_schema_unenforced() -> None:
     report = preflight({"type": "integer"}, "llama-cpp-python", grammar_check=check)
     assert [("", "(schema)")] == [(f.pointer, f.keyword) for f in report.findings]
     assert False is report.enforced
-    with pytest.raises(UnenforcedSchemaError, match="falls back to generic JSON"):
+    with pytest.raises(SchemaError, match="falls back to generic JSON"):
         preflight({"type": "integer"}, "llama-cpp-python", grammar_check=check, strict=True)
 
 
@@ -353,11 +350,9 @@ def test_a_pattern_whose_grammar_does_not_compile_is_dropped_before_sending() ->
 def test_a_schema_that_never_compiles_is_refused_before_any_request() -> None:
     """If the grammar fails even without patterns, pre-flight raises instead of sending it."""
     check = Verdicts(lambda _s: GrammarVerdict(status="uncompilable", reason="too deep"))
-    with pytest.raises(UncompilableSchemaError, match="too deep") as caught:
+    with pytest.raises(SchemaError, match="too deep") as caught:
         preflight({"type": "integer"}, "llama-cpp-python", grammar_check=check)
-    assert True is (
-        isinstance(caught.value, UserError) and isinstance(caught.value, LocalModelError)
-    )
+    assert True is (isinstance(caught.value, UserError) and isinstance(caught.value, ModelError))
 
 
 _PATTERNS = [

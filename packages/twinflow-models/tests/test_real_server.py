@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from twinflow.kernel import HttpTransport
-from twinflow.models import OpenAICompatibleChatModel, OpenAICompatibleStructuredOutput
-from twinflow.models._structured import RETRY_TEMPERATURE_STEP
+from twinflow.models import OpenAICompatibleChatModel
+from twinflow.models._chat import RETRY_TEMPERATURE_STEP
 from twinflow.vocab import (
     Message,
     ModelRequest,
@@ -87,12 +87,11 @@ class Person(BaseModel):
     age: int = Field(ge=50)
 
 
-def adapter(base: str, max_attempts: int = 3) -> OpenAICompatibleStructuredOutput:
-    return OpenAICompatibleStructuredOutput(
+def adapter(base: str, max_attempts: int = 3) -> OpenAICompatibleChatModel:
+    return OpenAICompatibleChatModel(
         HttpTransport(),
         base_url=base,
         dialect="llama-cpp-python",
-        settings=SETTINGS,
         max_attempts=max_attempts,
         timeout=60,
     )
@@ -112,7 +111,9 @@ def test_the_real_model_answers_schema_valid_values(
     llama_server: str, question: str, output_type: type[BaseModel]
 ) -> None:
     """Nested objects, arrays of objects, enums, integer bounds and optional fields all validate."""
-    result = adapter(llama_server).generate((Message.user(question),), output_type)
+    result = adapter(llama_server).generate(
+        (Message.user(question),), output_type, settings=SETTINGS
+    )
     assert isinstance(result.output, output_type)
     assert result.attempts[-1].error is None
 
@@ -131,11 +132,10 @@ def test_the_second_validation_catches_what_the_grammar_let_through(llama_server
         def close(self) -> None:
             real.close()
 
-    structured = OpenAICompatibleStructuredOutput(
+    structured = OpenAICompatibleChatModel(
         Spy(),  # type: ignore[arg-type]  # a duck-typed spy standing in for the transport
         base_url=llama_server,
         dialect="llama-cpp-python",
-        settings=SETTINGS,
         max_attempts=2,
         timeout=60,
     )
@@ -145,7 +145,7 @@ def test_the_second_validation_catches_what_the_grammar_let_through(llama_server
     # The re-ask samples hotter and with another seed, so it may or may not fix the age; either
     # way the value the grammar let through never reaches the caller.
     try:
-        attempts = structured.generate(question, Person).attempts
+        attempts = structured.generate(question, Person, settings=SETTINGS).attempts
     except StructuredOutputError as caught:
         attempts = caught.attempts
     first = attempts[0]
@@ -244,7 +244,7 @@ def test_the_shapes_that_failed_now_give_valid_answers(
     llama_server: str, question: str, output_type: type[BaseModel]
 ) -> None:
     """Recursive, bounded-list and \\d-pattern models validate, and the server lives on."""
-    structured = OpenAICompatibleStructuredOutput(
+    structured = OpenAICompatibleChatModel(
         HttpTransport(), base_url=llama_server, dialect="llama-cpp-python", timeout=60
     )
     result = structured.generate((Message.user(question),), output_type)

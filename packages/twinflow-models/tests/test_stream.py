@@ -24,7 +24,6 @@ from twinflow.models import (
     MalformedResponseError,
     OllamaChatModel,
     OpenAICompatibleChatModel,
-    OpenAICompatibleStructuredOutput,
 )
 from twinflow.vocab import (
     Chunk,
@@ -298,7 +297,7 @@ def test_streamed_structured_output_is_validated_and_reasked_like_a_plain_one() 
         text = emissions[len(bodies) - 3]
         return {"choices": [{"message": {"role": "assistant", "content": text}}]}
 
-    adapter = OpenAICompatibleStructuredOutput(
+    adapter = OpenAICompatibleChatModel(
         MockTransport(plain, stream_handler=streamed),
         base_url="http://127.0.0.1:9",
         dialect="llama-cpp-python",
@@ -335,7 +334,7 @@ def test_the_real_model_streams_its_reply_in_several_text_deltas(llama_server: s
 
 def test_the_real_model_streams_a_schema_valid_structured_answer(llama_server: str) -> None:
     """Structured output over a real stream: the assembled emission validates with pydantic."""
-    adapter = OpenAICompatibleStructuredOutput(
+    adapter = OpenAICompatibleChatModel(
         HttpTransport(), base_url=llama_server, dialect="llama-cpp-python"
     )
     shown: list[Chunk] = []

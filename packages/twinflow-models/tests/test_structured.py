@@ -19,19 +19,17 @@ from twinflow.kernel import (
     free_port,
 )
 from twinflow.models import (
-    LocalStructuredResult,
     MalformedResponseError,
-    OllamaStructuredOutput,
-    OpenAICompatibleStructuredOutput,
-    UnenforcedSchemaError,
+    OllamaChatModel,
+    OpenAICompatibleChatModel,
+    SchemaError,
     preflight,
 )
 from twinflow.models._budget import MAX_BUDGET, MIN_BUDGET, max_tokens_for
-from twinflow.models._structured import RETRY_TEMPERATURE_STEP
+from twinflow.models._chat import RETRY_TEMPERATURE_STEP
 from twinflow.vocab import (
     Message,
     ModelSettings,
-    StructuredOutputAdapter,
     StructuredOutputError,
     Transcript,
     UserError,
@@ -87,19 +85,10 @@ class Script:
         return self.answer(self.emissions.pop(0))
 
 
-def openai(script: Script, **kwargs: Any) -> OpenAICompatibleStructuredOutput:
-    return OpenAICompatibleStructuredOutput(
+def openai(script: Script, **kwargs: Any) -> OpenAICompatibleChatModel:
+    return OpenAICompatibleChatModel(
         MockTransport(script), base_url="http://127.0.0.1:9", dialect="llama-cpp-python", **kwargs
     )
-
-
-def test_both_adapters_implement_the_vocab_seam() -> None:
-    """The adapters are `StructuredOutputAdapter`s, so the loop can be given either."""
-    adapters: list[StructuredOutputAdapter] = [
-        openai(Script([])),
-        OllamaStructuredOutput(MockTransport(Script([])), model="m"),
-    ]
-    assert len(adapters) == 2
 
 
 def test_a_valid_first_answer_takes_one_attempt_with_its_request_digest() -> None:
@@ -115,7 +104,6 @@ def test_a_valid_first_answer_takes_one_attempt_with_its_request_digest() -> Non
         attempt.request_digest,
     )
     assert script.urls == ["http://127.0.0.1:9/v1/chat/completions"]
-    assert isinstance(result, LocalStructuredResult)
 
 
 def test_a_refused_answer_is_reasked_with_the_error_and_the_schema() -> None:
@@ -165,20 +153,6 @@ def test_max_attempts_below_one_is_a_usage_error() -> None:
         openai(Script([]), max_attempts=0)
 
 
-def test_validate_is_the_seam_and_reasks_through_the_callback() -> None:
-    """`validate` takes an emission made elsewhere and calls `reask` with the error text."""
-    errors: list[str] = []
-
-    def reask(error: str) -> str:
-        errors.append(error)
-        return '{"name": "Ada", "age": 51}'
-
-    result = openai(Script([])).validate('{"name": "Ada"}', Person, reask)
-    assert Person(name="Ada", age=51) == result.output
-    assert errors == ["/age: Field required"]
-    assert [a.request_digest for a in result.attempts] == [None, None]
-
-
 @pytest.mark.parametrize(
     ("dialect", "expected"),
     [
@@ -221,7 +195,7 @@ def test_validate_is_the_seam_and_reasks_through_the_callback() -> None:
 def test_each_dialect_sends_the_schema_its_own_way(dialect: Any, expected: JsonValue) -> None:
     """llama-cpp-python gets json_object + schema; llama.cpp, vLLM and LM Studio get json_schema."""
     script = Script(['{"name": "Ada", "age": 50}'])
-    OpenAICompatibleStructuredOutput(
+    OpenAICompatibleChatModel(
         MockTransport(script), base_url="http://127.0.0.1:9/", dialect=dialect
     ).generate(QUESTION, Person)
     assert expected == script.bodies[0]["response_format"]
@@ -250,9 +224,7 @@ def test_extra_body_may_not_replace_the_schema() -> None:
 def test_ollama_sends_format_stream_false_and_temperature_zero() -> None:
     """Ollama gets POST /api/chat with format = the schema and options.temperature = 0."""
     script = Script(['{"name": "Ada", "age": 70}'], answer=ollama_answer)
-    result = OllamaStructuredOutput(MockTransport(script), model="llama3.2").generate(
-        QUESTION, Person
-    )
+    result = OllamaChatModel(MockTransport(script), model="llama3.2").generate(QUESTION, Person)
     body = script.bodies[0]
     assert script.urls == ["http://127.0.0.1:11434/api/chat"]
     budget = max_tokens_for(PERSON_SENT)
@@ -273,16 +245,17 @@ def test_patterns_are_anchored_and_the_rewrite_travels_with_the_result() -> None
         code: str = Field(pattern="[A-Z]{3}")
 
     script = Script(['{"code": "xABCx"}'], answer=ollama_answer)
-    result = OllamaStructuredOutput(MockTransport(script), model="m").generate(QUESTION, Code)
+    model = OllamaChatModel(MockTransport(script), model="m")
+    model.generate(QUESTION, Code)
     anchored = "^(.|[\\n\\r\\u2028\\u2029])*([A-Z]{3})(.|[\\n\\r\\u2028\\u2029])*$"
     assert anchored == script.bodies[0]["format"]["properties"]["code"]["pattern"]
-    assert tuple(r.before for r in result.preflight.rewrites) == ("[A-Z]{3}",)
+    assert tuple(r.before for r in model.preflight(Code).rewrites) == ("[A-Z]{3}",)
 
 
 def test_strict_mode_refuses_before_any_request() -> None:
     """Strict pre-flight raises without sending anything."""
     script = Script([])
-    with pytest.raises(UnenforcedSchemaError, match="minimum"):
+    with pytest.raises(SchemaError, match="minimum"):
         openai(script, strict=True).generate(QUESTION, Person)
     assert script.bodies == []
 
@@ -291,7 +264,7 @@ def test_no_attempt_falls_back_to_an_unconstrained_call() -> None:
     """Every request, retries included, carries the schema; none is sent without it."""
     for make, key in (
         (lambda s: openai(s), "response_format"),
-        (lambda s: OllamaStructuredOutput(MockTransport(s), model="m"), "format"),
+        (lambda s: OllamaChatModel(MockTransport(s), model="m"), "format"),
     ):
         answer = openai_answer if key == "response_format" else ollama_answer
         script = Script(["nope", "{}", '{"name": 1}'], answer=answer)
@@ -312,14 +285,14 @@ def test_a_missing_daemon_is_not_retried_and_is_never_swallowed() -> None:
         calls.append(url)
         return real.post_json(url, body, timeout=5)
 
-    adapter = OpenAICompatibleStructuredOutput(
+    adapter = OpenAICompatibleChatModel(
         MockTransport(counting), base_url=f"http://127.0.0.1:{port}", dialect="llama.cpp"
     )
     with pytest.raises(ConnectError) as caught:
         adapter.generate(QUESTION, Person)
     assert [f"http://127.0.0.1:{port}/v1/chat/completions"] == calls
     assert f"http://127.0.0.1:{port}/v1/chat/completions" == caught.value.url
-    ollama = OllamaStructuredOutput(real, model="m", base_url=f"http://127.0.0.1:{port}")
+    ollama = OllamaChatModel(real, model="m", base_url=f"http://127.0.0.1:{port}")
     with pytest.raises(ConnectError):
         ollama.generate(QUESTION, Person)
 
@@ -337,7 +310,7 @@ def test_transport_faults_leave_at_once_and_unretried(fault: Any, error: type[Ex
     """Refusals, timeouts, resets and 5xx propagate after exactly one request."""
     script = Script(['{"name": "Ada", "age": 50}'] * 3)
     transport = FaultTransport(MockTransport(script), [fault, None, None])
-    adapter = OpenAICompatibleStructuredOutput(
+    adapter = OpenAICompatibleChatModel(
         transport, base_url="http://127.0.0.1:9", dialect="llama.cpp", timeout=0.5
     )
     with pytest.raises(error):
@@ -351,7 +324,7 @@ def test_an_http_4xx_is_not_retried() -> None:
     with LoopbackServer(
         lambda r: LoopbackResponse.json_body({"error": "bad schema"}, status=400)
     ) as server:
-        adapter = OpenAICompatibleStructuredOutput(
+        adapter = OpenAICompatibleChatModel(
             HttpTransport(), base_url=server.url, dialect="llama-cpp-python"
         )
         with pytest.raises(HTTPStatusError) as caught:
@@ -363,9 +336,7 @@ def test_an_http_4xx_is_not_retried() -> None:
 def test_a_response_that_is_not_the_wire_format_is_an_error_not_a_retry() -> None:
     """A 200 without `choices` raises MalformedResponseError naming the pointer."""
     transport = MockTransport(lambda url, body: {"object": "error"})
-    adapter = OpenAICompatibleStructuredOutput(
-        transport, base_url="http://127.0.0.1:9", dialect="vllm"
-    )
+    adapter = OpenAICompatibleChatModel(transport, base_url="http://127.0.0.1:9", dialect="vllm")
     with pytest.raises(MalformedResponseError, match="/choices"):
         adapter.generate(QUESTION, Person)
 
@@ -373,8 +344,8 @@ def test_a_response_that_is_not_the_wire_format_is_an_error_not_a_retry() -> Non
 ADA_OK = '{"name": "Ada", "age": 70}'
 
 
-def openai_with(transport: MockTransport) -> OpenAICompatibleStructuredOutput:
-    return OpenAICompatibleStructuredOutput(
+def openai_with(transport: MockTransport) -> OpenAICompatibleChatModel:
+    return OpenAICompatibleChatModel(
         transport, base_url="http://127.0.0.1:9", dialect="llama-cpp-python"
     )
 
@@ -404,7 +375,7 @@ def test_each_reask_raises_the_temperature_and_moves_the_seed() -> None:
 def test_the_retry_temperature_is_capped_and_never_below_the_callers() -> None:
     """The raised temperature stops at 1.0 and starts from the caller's own temperature."""
     script = Script(['{"name": "Ada"}', '{"name": "Ada"}', ADA_OK])
-    openai(script, settings=ModelSettings(temperature=0.9, seed=7)).generate(QUESTION, Person)
+    openai(script).generate(QUESTION, Person, settings=ModelSettings(temperature=0.9, seed=7))
     expected = [(0.9, 7), (1.0, 8), (1.0, 9)]
     assert expected == [(b["temperature"], b.get("seed")) for b in script.bodies]
 
@@ -416,7 +387,7 @@ def test_every_request_carries_a_max_tokens_derived_from_the_schema() -> None:
     budget = max_tokens_for(PERSON_SENT)
     assert [budget, budget] == [b["max_tokens"] for b in script.bodies]
     given = Script([ADA_OK])
-    openai(given, settings=ModelSettings(temperature=0, max_tokens=77)).generate(QUESTION, Person)
+    openai(given).generate(QUESTION, Person, settings=ModelSettings(temperature=0, max_tokens=77))
     assert [77] == [b["max_tokens"] for b in given.bodies]
 
 

@@ -12,7 +12,8 @@ from ollama._types import Message as OllamaMessage
 from ollama._types import Tool as OllamaTool
 from pydantic import JsonValue
 
-from twinflow.models._wire import ollama_chat_body, outgoing, parse_ollama_chat
+from twinflow.models._ollama_wire import ollama_chat_body, parse_ollama_chat
+from twinflow.models._wire import outgoing
 from twinflow.vocab import (
     CallId,
     Message,

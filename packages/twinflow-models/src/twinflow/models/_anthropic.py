@@ -1,7 +1,7 @@
 """`AnthropicChatModel`: a `ChatModel` (and `StreamingChatModel`) on Anthropic's Messages API.
 
 Messages, the system prompt, tools and tool results (with `is_error`) are translated by
-`twinflow.vocab.wire`'s Anthropic translation, the one translation of that format in twinflow;
+`_anthropic_wire`, the one translation of that format in twinflow;
 a streamed reply is decoded into vocab chunks and built by vocab's one assembler. A
 non-streamed reply goes through the same assembler too (one chunk per part), so both read as
 the same value: adjacent text blocks join into one text part either way.
@@ -26,19 +26,24 @@ and the answer is validated (and re-asked) by the structured-output adapter, as 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
-from contextlib import closing
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import JsonValue
 
-from twinflow.kernel import KeyHeader
+from twinflow.kernel import Closing, KeyHeader
+from twinflow.models._anthropic_wire import (
+    anthropic_chunks,
+    anthropic_finish,
+    from_anthropic,
+    to_anthropic,
+    to_anthropic_tools,
+)
 from twinflow.models._errors import MalformedResponseError
-from twinflow.models._servers import OnChunk, endpoint_root
-from twinflow.models._stream import anthropic_chunks, anthropic_finish
+from twinflow.models._servers import OnChunk, endpoint_root, stream_reply
 from twinflow.vocab import (
-    ChunkAssembler,
     Message,
     ModelRequest,
     ModelResponse,
@@ -50,12 +55,10 @@ from twinflow.vocab import (
     canonical_bytes,
     response_chunks,
 )
-from twinflow.vocab.wire import from_anthropic, to_anthropic, to_anthropic_tools
 
 if TYPE_CHECKING:
     from twinflow.kernel import Transport
 
-__all__ = ["ANTHROPIC_VERSION", "DEFAULT_ANTHROPIC_URL", "AnthropicChatModel"]
 
 DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
 """The Messages API's root; the client appends `/v1/messages`."""
@@ -68,7 +71,7 @@ def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-class AnthropicChatModel:
+class AnthropicChatModel(Closing):
     """A chat model on `POST /v1/messages`, plain or streamed.
 
     Args:
@@ -99,6 +102,7 @@ class AnthropicChatModel:
         """Configure the model; nothing is sent until `request` or `stream`."""
         if max_tokens < 1:
             raise UserError(f"max_tokens must be at least 1, got {max_tokens}")
+        self._owned = contextlib.ExitStack()
         self._transport = transport
         self._model = model
         self._url = f"{endpoint_root(base_url)}/v1/messages"
@@ -158,24 +162,19 @@ class AnthropicChatModel:
             TransportError: Any transport failure, unretried.
             MalformedResponseError: The stream is not a Messages event stream, or was cut.
         """
-        post_stream = getattr(self._transport, "post_stream", None)
-        if post_stream is None:
-            raise UserError(
-                f"streaming from {self._url} needs a transport with post_stream; "
-                f"{type(self._transport).__name__} has none"
-            )
-        body = {**self.body(request), "stream": True}
-        assembler = ChunkAssembler()
-        with closing(post_stream(self._url, body, timeout=self._timeout)) as raw:
-            try:
-                for chunk in anthropic_chunks(raw, self._url):
-                    assembler.feed(chunk)
-                    on_chunk(chunk)
-                return assembler.result()
-            except WireFormatError as exc:
-                raise MalformedResponseError(
-                    f"the stream does not form a reply: {exc}", url=self._url, path=""
-                ) from None
+        return stream_reply(
+            self._transport,
+            self._url,
+            {**self.body(request), "stream": True},
+            self._timeout,
+            lambda raw: anthropic_chunks(raw, self._url),
+            on_chunk,
+        )
+
+    def close(self) -> None:
+        """Release what `open_model` opened for this model (its transport, the embedded
+        server); a model built on a caller's transport holds nothing to release."""
+        self._owned.close()
 
     def _parse(self, answer: JsonValue) -> ModelResponse:
         if not isinstance(answer, dict):

@@ -18,16 +18,6 @@ import math
 
 from pydantic import JsonValue
 
-__all__ = [
-    "MAX_BUDGET",
-    "MIN_BUDGET",
-    "OPEN_DEPTH",
-    "OPEN_ITEMS",
-    "OPEN_STRING",
-    "largest_instance_chars",
-    "max_tokens_for",
-]
-
 OPEN_STRING = 40
 """Characters allowed for a string with no `maxLength` (and no enum, const or format)."""
 OPEN_ITEMS = 3

@@ -1,4 +1,4 @@
-"""`ChatModel` adapters for Ollama and OpenAI-compatible servers.
+"""The one engine of the OpenAI-compatible and Ollama chat models (`ChatModelBase`).
 
 Two modes. `native`: plain text, the server's own tool calling when tools are offered, and the
 output schema (if any) constraining the reply. `structured-action`: every reply is constrained to
@@ -10,27 +10,20 @@ index (or taken from injected `Ids`), never random (ADR 0032).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, TypeVar
 
-from pydantic import JsonValue
+from pydantic import BaseModel, JsonValue
 
-from twinflow.kernel import BEARER, KeyHeader
+from twinflow.kernel import BEARER, Closing, KeyHeader
 from twinflow.models._budget import max_tokens_for
-from twinflow.models._errors import MalformedResponseError
-from twinflow.models._preflight import Decoder, GrammarCheck, preflight
-from twinflow.models._servers import (
-    DEFAULT_OLLAMA_URL,
-    OnChunk,
-    SentSchema,
-    Server,
-    ollama_server,
-    openai_server,
-)
-from twinflow.models._structured import retry_settings
-from twinflow.models._wire import Dialect, Reply
+from twinflow.models._errors import MalformedResponseError, ModelSetupError
+from twinflow.models._preflight import GrammarCheck, PreflightReport, preflight
+from twinflow.models._servers import OnChunk, SentSchema, Server
+from twinflow.models._wire import Reply
 from twinflow.vocab import (
     Attempt,
     CallId,
@@ -38,36 +31,65 @@ from twinflow.vocab import (
     Message,
     ModelRequest,
     ModelResponse,
+    ModelSettings,
     OutputSchema,
     Part,
+    SentRequest,
     StructuredOutputError,
     StructuredPart,
+    StructuredResult,
     TextPart,
     ToolCallPart,
     ToolSpec,
+    Transcript,
     Usage,
     UserError,
     WireFormatError,
     canonical_bytes,
     check_max_attempts,  # shared with agent
     reask_message,
+    validate_with_reask,
 )
 from twinflow.vocab.wire import DEFAULT_JSON_LIMITS, JsonLimits, read_json_text
 
 if TYPE_CHECKING:
-    from twinflow.kernel import Ids, Transport
+    from twinflow.kernel import Ids
 
-__all__ = [
-    "ChatMode",
-    "OllamaChatModel",
-    "OpenAICompatibleChatModel",
-    "action_instructions",
-    "action_schema",
-]
 
 JsonSchema = dict[str, JsonValue]
 
 _SENT_CACHE_SIZE = 64
+
+M = TypeVar("M", bound=BaseModel)
+
+_GENERATE_SETTINGS = ModelSettings(temperature=0)
+
+RETRY_TEMPERATURE_STEP = 0.4
+"""How much each re-ask raises the temperature over the caller's (capped at `_MAX_TEMPERATURE`)."""
+_MAX_TEMPERATURE = 1.0
+
+
+def retry_settings(base: ModelSettings, number: int, max_tokens: int) -> ModelSettings:
+    """The sampling settings of attempt `number` (1 for the first).
+
+    The first attempt uses the caller's settings. Re-ask `n` (attempt `n + 1`) raises the
+    temperature by `n * RETRY_TEMPERATURE_STEP` over the caller's (0 when unset), capped at 1.0,
+    and moves the seed to the caller's (0 when unset) plus `n`: at temperature 0 the same
+    conversation gives the same answer, and the error in the conversation alone rarely moves a
+    small model off a greedy answer. `max_tokens` is the caller's when set, else `max_tokens`
+    (the schema's budget).
+    """
+    tokens = base.max_tokens if base.max_tokens is not None else max_tokens
+    if number <= 1:
+        return base.model_copy(update={"max_tokens": tokens})
+    retry = number - 1
+    temperature = min(_MAX_TEMPERATURE, (base.temperature or 0.0) + retry * RETRY_TEMPERATURE_STEP)
+    return ModelSettings(
+        temperature=max(temperature, base.temperature or 0.0),
+        max_tokens=tokens,
+        seed=(base.seed or 0) + retry,
+    )
+
 
 ChatMode = Literal["native", "structured-action"]
 """`native`: the server's own tool calling; `structured-action`: tool calls as constrained JSON."""
@@ -227,8 +249,9 @@ def _parse_action(
     raise _ActionRefused(f"action: expected 'call_tool' or 'final', got {action!r}")
 
 
-class _ChatModel:
-    """Shared engine of the two chat models."""
+class ChatModelBase(Closing):
+    """The one engine of the OpenAI-compatible and Ollama chat models (a provider's module
+    subclasses it with its `Server`)."""
 
     key_header: ClassVar[KeyHeader] = BEARER
     """The header these APIs take a key in, for `HttpTransport(key_header=...)`: ``Authorization:
@@ -248,7 +271,10 @@ class _ChatModel:
         grammar_check: GrammarCheck | None = None,
     ) -> None:
         if mode not in ("native", "structured-action"):
-            raise UserError(f"mode must be 'native' or 'structured-action', got {mode!r}")
+            raise ModelSetupError(
+                f"mode must be 'native' or 'structured-action', got {mode!r}", reason="mode"
+            )
+        self._owned = contextlib.ExitStack()
         self._limits = limits or DEFAULT_JSON_LIMITS
         self._server = dataclasses.replace(server, limits=self._limits)
         self._mode = mode
@@ -258,6 +284,7 @@ class _ChatModel:
         self._grammar_check = grammar_check
         self._sent_cache: dict[tuple[int, ...], tuple[tuple[object, ...], SentSchema]] = {}
         self._budgets: dict[int, tuple[SentSchema, int]] = {}
+        self._by_type: dict[type[BaseModel], tuple[PreflightReport, SentSchema, int]] = {}
 
     @property
     def mode(self) -> ChatMode:
@@ -270,7 +297,7 @@ class _ChatModel:
         Raises:
             StructuredOutputError: Structured-action mode, no reply was a valid action within
                 `max_attempts`.
-            UnenforcedSchemaError: Strict mode, a schema the decoder would not enforce.
+            SchemaError: Strict mode, a schema the decoder would not enforce.
             TransportError: Any transport failure, unretried and unwrapped.
             MalformedResponseError: The server's answer is not its wire format.
         """
@@ -387,70 +414,63 @@ class _ChatModel:
             "action",
             lambda: action_schema(request.tools, request.output_schema),
         )
-        instructions = action_instructions(request.tools, request.output_schema)
-        messages = list(request.transcript.messages)
-        if messages and messages[0].role == "system":
-            messages[0] = Message.system(f"{instructions}\n\n{messages[0].text}")
-        else:
-            messages.insert(0, Message.system(instructions))
+        messages = _with_instructions(request)
         attempts: list[Attempt] = []
-        input_tokens = output_tokens = 0
-        reply: Reply | None = None
+        usage = Usage(input_tokens=0, output_tokens=0)
         budget = self._budget(schema)
         while True:
             # A re-ask samples differently and every request is bounded, as in `generate`.
             settings = retry_settings(request.settings, len(attempts) + 1, budget)
-            body = self._server.body(
-                messages,
-                settings=settings,
-                native_tools=False,
-                output=schema,
-            )
+            body = self._server.body(messages, settings=settings, native_tools=False, output=schema)
             request_digest = self._server.request_digest(body, schema)
             reply = self._server.send(body, on_chunk)
-            input_tokens += reply.usage.input_tokens
-            output_tokens += reply.usage.output_tokens
+            usage = Usage(
+                input_tokens=usage.input_tokens + reply.usage.input_tokens,
+                output_tokens=usage.output_tokens + reply.usage.output_tokens,
+            )
             emission = reply.content or ""
             try:
                 action = _parse_action(emission, request.tools, request.output_schema, self._limits)
             except _ActionRefused as exc:
-                error = str(exc)
-                if reply.finish_reason == "length":
-                    error = (
-                        f"(root): the reply was cut off at max_tokens={settings.max_tokens} "
-                        f"before it ended; give a shorter answer\n{error}"
-                    )
-                attempts.append(
-                    Attempt(
-                        number=len(attempts) + 1,
-                        emission=emission,
-                        error=error,
-                        request_digest=request_digest,
-                        settings=settings,
-                    )
+                attempt = _refused_attempt(
+                    str(exc), reply, len(attempts) + 1, request_digest, settings
                 )
+                attempts.append(attempt)
+                error = attempt.error or ""
                 if len(attempts) >= self._max_attempts:
                     raise StructuredOutputError(
                         f"no reply was a valid action in {self._max_attempts} attempt(s); last "
-                        f"error: {error}. Inspect .attempts, or offer fewer or simpler tools",
+                        f"error: {error}. Inspect .attempts, or offer fewer or simpler "
+                        "tools",
                         attempts=tuple(attempts),
                     ) from None
-                messages += [Message.assistant(emission), Message.user(reask_message(error))]
+                messages += [
+                    Message.assistant(emission),
+                    Message.user(reask_message(error)),
+                ]
                 continue
-            break
-        usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+            return self._action_response(action, request, request_digest, usage, reply.model_name)
+
+    def _action_response(
+        self,
+        action: dict[str, JsonValue],
+        request: ModelRequest,
+        request_digest: str,
+        usage: Usage,
+        model_name: str,
+    ) -> ModelResponse:
+        """The reply a valid action stands for: a tool call, or the final answer."""
         if action["action"] == "call_tool":
             arguments = action["arguments"]
             assert isinstance(arguments, dict)  # checked by _parse_action
             call = ToolCallPart(
                 id=self._call_id(request_digest, 0), name=str(action["tool"]), arguments=arguments
             )
-            message = Message(role="assistant", parts=(call,))
             return ModelResponse(
-                message=message,
+                message=Message(role="assistant", parts=(call,)),
                 usage=usage,
                 finish_reason="tool_calls",
-                model_name=reply.model_name,
+                model_name=model_name,
             )
         part: Part
         if request.output_schema is None:
@@ -461,105 +481,122 @@ class _ChatModel:
             message=Message(role="assistant", parts=(part,)),
             usage=usage,
             finish_reason="stop",
-            model_name=reply.model_name,
+            model_name=model_name,
         )
 
+    def preflight(self, output_type: type[BaseModel]) -> PreflightReport:
+        """The pre-flight report of `output_type`'s schema against this server's decoder.
 
-class OllamaChatModel(_ChatModel):
-    """A `ChatModel` on Ollama's `/api/chat` (native `tools`, or structured-action mode).
+        Raises:
+            SchemaError: Strict mode, when the decoder would not enforce the schema.
+        """
+        return self._prepared(output_type)[0]
 
-    Args:
-        transport: The kernel transport that carries every request.
-        model: The Ollama model name.
-        base_url: The server root.
-        mode: `native` or `structured-action`.
-        max_attempts: Structured-action mode: total attempts per step, the first included.
-        ids: Source of tool-call ids; without it ids derive from the request digest.
-        strict: Refuse schemas the decoder would not fully enforce.
-        timeout: Seconds allowed per request.
-        limits: Bounds on a reply's nesting and its texts (default `DEFAULT_JSON_LIMITS`:
-            depth 64, 1 MiB); past them a reply is a typed error, re-asked in
-            structured-action mode.
-    """
+    def _prepared(self, output_type: type[BaseModel]) -> tuple[PreflightReport, SentSchema, int]:
+        # A model class's schema does not change: compile, check and encode it once per class.
+        found = self._by_type.get(output_type)
+        if found is None:
+            report = preflight(
+                output_type,
+                self._server.decoder,
+                strict=self._strict,
+                grammar_check=self._grammar_check,
+            )
+            found = (
+                report,
+                SentSchema.of(output_type.__name__, report.sent_schema),
+                max_tokens_for(report.sent_schema),
+            )
+            self._by_type[output_type] = found
+        return found
 
-    def __init__(
+    def generate(
         self,
-        transport: Transport,
+        messages: Transcript | Sequence[Message],
+        output_type: type[M],
         *,
-        model: str,
-        base_url: str = DEFAULT_OLLAMA_URL,
-        mode: ChatMode = "structured-action",
-        max_attempts: int = 3,
-        ids: Ids | None = None,
-        strict: bool = False,
-        timeout: float = 120.0,
-        limits: JsonLimits | None = None,
-    ) -> None:
-        """Configure the model; nothing is sent until `request`."""
-        super().__init__(
-            ollama_server(transport, base_url=base_url, model=model, timeout=timeout),
-            mode=mode,
-            max_attempts=max_attempts,
-            ids=ids,
-            strict=strict,
-            limits=limits,
+        settings: ModelSettings = _GENERATE_SETTINGS,
+        on_chunk: OnChunk | None = None,
+    ) -> StructuredResult[M]:
+        """Ask the server for an `output_type`, the schema constraining every request.
+
+        A failed validation (bad JSON included) is re-asked with the schema still in the body
+        and the validation error given back as a user message; `max_attempts` counts every
+        attempt, the first included, and each re-ask samples differently (`retry_settings`).
+        Every request carries a `max_tokens` derived from the schema unless `settings` names
+        one; a reply cut there is refused and re-asked like any other. Transport failures
+        leave at once, unretried (ADR 0030).
+
+        Args:
+            messages: The conversation (a transcript or messages), ending with the question.
+            output_type: The pydantic model the answer must validate as.
+            settings: Sampling settings of the first attempt (temperature 0 unless given).
+            on_chunk: Stream every request and show it each raw chunk; the assembled reply
+                is validated, and re-asked, exactly as a non-streamed one.
+
+        Returns:
+            The validated output and every attempt (request digest, raw emission, error).
+
+        Raises:
+            SchemaError: Strict mode, before any request.
+            StructuredOutputError: No reply validated within `max_attempts`.
+            TransportError: Any transport failure, unretried and unwrapped.
+            MalformedResponseError: The server's answer is not its wire format.
+        """
+        _, sent, budget = self._prepared(output_type)
+        conversation = list(messages.messages if isinstance(messages, Transcript) else messages)
+        requests: list[SentRequest] = []
+
+        def ask() -> str:
+            attempt_settings = retry_settings(settings, len(requests) + 1, budget)
+            body = self._server.body(
+                conversation, settings=attempt_settings, native_tools=False, output=sent
+            )
+            digest = self._server.request_digest(body, sent)
+            reply = self._server.send(body, on_chunk)
+            requests.append(SentRequest(digest, attempt_settings, reply.finish_reason == "length"))
+            emission = reply.content or ""
+            conversation.append(Message.assistant(emission))
+            return emission
+
+        def reask(error: str) -> str:
+            conversation.append(Message.user(reask_message(error)))
+            return ask()
+
+        return validate_with_reask(
+            ask(), output_type, reask, max_attempts=self._max_attempts, requests=requests
         )
 
+    def close(self) -> None:
+        """Release what `open_model` opened for this model (its transport, the embedded
+        server); a model built on a caller's transport holds nothing to release."""
+        self._owned.close()
 
-class OpenAICompatibleChatModel(_ChatModel):
-    """A `ChatModel` on an OpenAI-compatible `/v1/chat/completions`.
 
-    Args:
-        transport: The kernel transport that carries every request.
-        base_url: The server root (the client appends `/v1/chat/completions`).
-        model: The model name the server expects.
-        dialect: How the server takes a schema (see `Dialect`).
-        mode: `native` (the server's `tools`/`tool_calls`) or `structured-action`.
-        extra_body: Engine-specific fields sent as given; they may not replace owned fields.
-        decoder: The grammar converter to pre-flight against; derived from the dialect if None.
-        max_attempts: Structured-action mode: total attempts per step, the first included.
-        ids: Source of tool-call ids; without it ids derive from the request digest.
-        strict: Refuse schemas the decoder would not fully enforce.
-        timeout: Seconds allowed per request.
-        limits: Bounds on a reply's nesting and its texts (default `DEFAULT_JSON_LIMITS`:
-            depth 64, 1 MiB); past them a reply is a typed error, re-asked in
-            structured-action mode.
-        grammar_check: The decoder's own converter, run in-process by pre-flight (the CLI
-            supplies llama-cpp-python's); without it pre-flight uses its keyword rules.
-    """
+def _with_instructions(request: ModelRequest) -> list[Message]:
+    """The conversation with the structured-action protocol explained in its system message."""
+    instructions = action_instructions(request.tools, request.output_schema)
+    messages = list(request.transcript.messages)
+    if messages and messages[0].role == "system":
+        messages[0] = Message.system(f"{instructions}\n\n{messages[0].text}")
+    else:
+        messages.insert(0, Message.system(instructions))
+    return messages
 
-    def __init__(
-        self,
-        transport: Transport,
-        *,
-        base_url: str,
-        model: str = "local",
-        dialect: Dialect,
-        mode: ChatMode = "structured-action",
-        extra_body: Mapping[str, JsonValue] | None = None,
-        decoder: Decoder | None = None,
-        max_attempts: int = 3,
-        ids: Ids | None = None,
-        strict: bool = False,
-        timeout: float = 120.0,
-        limits: JsonLimits | None = None,
-        grammar_check: GrammarCheck | None = None,
-    ) -> None:
-        """Configure the model; nothing is sent until `request`."""
-        super().__init__(
-            openai_server(
-                transport,
-                base_url=base_url,
-                model=model,
-                dialect=dialect,
-                timeout=timeout,
-                extra_body=extra_body,
-                decoder=decoder,
-            ),
-            mode=mode,
-            max_attempts=max_attempts,
-            ids=ids,
-            strict=strict,
-            limits=limits,
-            grammar_check=grammar_check,
+
+def _refused_attempt(
+    error: str, reply: Reply, number: int, request_digest: str, settings: ModelSettings
+) -> Attempt:
+    """The record of a reply that was no valid action, its error saying if it was cut off."""
+    if reply.finish_reason == "length":
+        error = (
+            f"(root): the reply was cut off at max_tokens={settings.max_tokens} "
+            f"before it ended; give a shorter answer\n{error}"
         )
+    return Attempt(
+        number=number,
+        emission=reply.content or "",
+        error=error,
+        request_digest=request_digest,
+        settings=settings,
+    )

@@ -16,8 +16,6 @@ from pydantic import JsonValue
 
 from twinflow.vocab import canonical_bytes
 
-__all__ = ["body_digest", "encoded"]
-
 _KEYS: dict[str, tuple[bytes, bytes]] = {}
 
 

@@ -17,22 +17,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, JsonValue, TypeAdapter
 
-from twinflow.models._errors import UncompilableSchemaError, UnenforcedSchemaError
+from twinflow.models._errors import SchemaError
 from twinflow.vocab import FrozenValue, UserError
-
-__all__ = [
-    "Decoder",
-    "GrammarCheck",
-    "GrammarVerdict",
-    "PreflightReport",
-    "SchemaFinding",
-    "SchemaRewrite",
-    "SchemaSource",
-    "anchor_pattern",
-    "compile_into",
-    "grammar_pattern",
-    "preflight",
-]
 
 Decoder = Literal["llama.cpp", "llama-cpp-python", "ollama"]
 """The grammar converters this module knows.
@@ -667,9 +653,9 @@ def preflight(
         The report, whose `sent_schema` is the schema to put on the wire.
 
     Raises:
-        UnenforcedSchemaError: In strict mode, when the report has findings.
-        UncompilableSchemaError: The converter's grammar does not compile even without the
-            patterns; nothing may be sent.
+        SchemaError: In strict mode, when the report has findings (reason `unenforced`);
+            or the converter's grammar does not compile even without the patterns (reason
+            `uncompilable`): nothing may be sent.
         UserError: `schema` is none of the accepted kinds.
     """
     sent = _schema_of(schema)
@@ -688,10 +674,11 @@ def preflight(
             _drop_uncompilable_patterns(sent, grammar_check, rewrites, findings)
             verdict = grammar_check(sent)
         if verdict.status == "uncompilable":
-            raise UncompilableSchemaError(
+            raise SchemaError(
                 f"the {decoder} server could not compile the grammar of this schema "
                 f"({verdict.reason}), and sending it would crash the server; simplify the "
-                "schema (fewer or smaller bounds, simpler patterns)"
+                "schema (fewer or smaller bounds, simpler patterns)",
+                reason="uncompilable",
             )
         if verdict.status == "fallback":
             findings.insert(
@@ -711,7 +698,7 @@ def preflight(
         grammar=verdict,
     )
     if strict and report.findings:
-        raise UnenforcedSchemaError(report)
+        raise SchemaError.unenforced(report)
     return report
 
 

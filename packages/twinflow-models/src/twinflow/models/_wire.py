@@ -12,9 +12,8 @@ checked against the `ollama` package's own request types and every recorded resp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
 
 from pydantic import JsonValue
 
@@ -23,54 +22,17 @@ from twinflow.vocab import (
     FinishReason,
     MediaPart,
     Message,
-    ModelRequest,
-    ModelSettings,
-    OutputSchema,
     Part,
     ReasoningPart,
     StructuredPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    ToolSpec,
     Transcript,
     Usage,
-    UserError,
     WireFormatError,
     canonical_bytes,
     carried_parts,
-)
-from twinflow.vocab.wire import (
-    from_ollama_messages,
-    from_openai_messages,
-    ollama_chat_request,
-    to_openai_messages,
-    to_openai_tools,
-)
-
-__all__ = [
-    "Dialect",
-    "Reply",
-    "check_extra_body",
-    "ollama_chat_body",
-    "openai_chat_body",
-    "openai_response_format",
-    "outgoing",
-    "parse_ollama_chat",
-    "parse_openai_chat",
-]
-
-Dialect = Literal["llama-cpp-python", "llama.cpp", "vllm", "lmstudio"]
-"""How an OpenAI-compatible server takes a schema.
-
-`llama-cpp-python`: `response_format: {"type": "json_object", "schema": ...}` (its server answers
-500 to `json_schema`). `llama.cpp`, `vllm`, `lmstudio`: `response_format: {"type": "json_schema",
-"json_schema": {"name": ..., "schema": ..., "strict": true}}`.
-"""
-
-# Fields this client owns: an `extra_body` may not replace them, so the schema cannot be dropped.
-RESERVED_OPENAI_FIELDS = frozenset(
-    {"model", "messages", "response_format", "stream", "stream_options", "tools", "tool_choice"}
 )
 
 
@@ -176,85 +138,7 @@ def outgoing(messages: Sequence[Message] | Transcript, *, native_tools: bool) ->
     return Transcript(messages=tuple(out))
 
 
-def openai_response_format(dialect: Dialect, name: str, schema: dict[str, JsonValue]) -> JsonValue:
-    """The `response_format` that makes `dialect` constrain decoding to `schema`."""
-    if dialect == "llama-cpp-python":
-        return {"type": "json_object", "schema": schema}
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
-
-
-def openai_chat_body(
-    *,
-    model: str,
-    transcript: Transcript,
-    settings: ModelSettings,
-    response_format: JsonValue | None = None,
-    tools: Sequence[ToolSpec] = (),
-    extra_body: Mapping[str, JsonValue] | None = None,
-) -> dict[str, JsonValue]:
-    """Build a non-streaming `/v1/chat/completions` body.
-
-    Messages and tools are translated by `twinflow.vocab.wire`. `extra_body` fields (vLLM's
-    `guided_json`, llama.cpp's `grammar`, ...) are copied as given; they may not replace a field
-    this client owns.
-    """
-    # vocab.wire's builders return plain JSON dicts (`dict[str, Any]`).
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": to_openai_messages(transcript),
-        "stream": False,
-    }
-    if settings.temperature is not None:
-        body["temperature"] = settings.temperature
-    if settings.max_tokens is not None:
-        body["max_tokens"] = settings.max_tokens
-    if settings.seed is not None:
-        body["seed"] = settings.seed
-    if response_format is not None:
-        body["response_format"] = response_format
-    if tools:
-        body["tools"] = to_openai_tools(tools)
-    if extra_body:
-        check_extra_body(extra_body)
-        body.update(extra_body)
-    return body
-
-
-def check_extra_body(extra_body: Mapping[str, JsonValue]) -> None:
-    """Refuse pass-through fields that would replace a field this client owns."""
-    clash = sorted(RESERVED_OPENAI_FIELDS.intersection(extra_body))
-    if clash:
-        raise UserError(
-            f"extra_body may not set {', '.join(clash)}: those fields carry the messages and the "
-            "schema, which this client always sends; put engine-specific fields only in extra_body"
-        )
-
-
-def ollama_chat_body(
-    *,
-    model: str,
-    transcript: Transcript,
-    settings: ModelSettings,
-    format_schema: dict[str, JsonValue] | None = None,
-    schema_name: str = "output",
-    tools: Sequence[ToolSpec] = (),
-    output_schema: OutputSchema | None = None,
-) -> dict[str, JsonValue]:
-    """Build a non-streaming `/api/chat` body with `twinflow.vocab.wire.ollama_chat_request`.
-
-    `format` carries the schema when one is given, as `format_schema` (checked here) or as an
-    already checked `output_schema`, whose `json_schema` becomes `format` as is (the very
-    object, so a caller can reuse its encoding); sampling settings go in `options`.
-    """
-    if format_schema is not None:
-        output_schema = OutputSchema(name=schema_name, json_schema=format_schema)
-    request = ModelRequest(
-        transcript=transcript, tools=tuple(tools), output_schema=output_schema, settings=settings
-    )
-    return ollama_chat_request(request, model=model)
-
-
-def _require_dict(value: JsonValue, url: str, path: str) -> dict[str, JsonValue]:
+def require_dict(value: JsonValue, url: str, path: str) -> dict[str, JsonValue]:
     if not isinstance(value, dict):
         raise MalformedResponseError(
             f"expected an object, found {type(value).__name__}", url=url, path=path
@@ -262,11 +146,11 @@ def _require_dict(value: JsonValue, url: str, path: str) -> dict[str, JsonValue]
     return value
 
 
-def _count(value: JsonValue) -> int:
+def count_of(value: JsonValue) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _finish(reason: JsonValue, has_calls: bool) -> FinishReason:
+def finish_of(reason: JsonValue, has_calls: bool) -> FinishReason:
     if has_calls or reason in ("tool_calls", "function_call"):
         return "tool_calls"
     if reason == "length":
@@ -276,7 +160,7 @@ def _finish(reason: JsonValue, has_calls: bool) -> FinishReason:
     return "error"
 
 
-def _read_assistant(
+def read_assistant(
     message: JsonValue, path: str, read: Callable[[object], Transcript], url: str
 ) -> Message:
     """Read one response message with a `twinflow.vocab.wire` reader; it must be the assistant's."""
@@ -297,7 +181,7 @@ def _read_assistant(
     return assistant
 
 
-def _reply(
+def reply_from(
     top: dict[str, JsonValue], assistant: Message, finish_reason: JsonValue, usage: Usage
 ) -> Reply:
     calls = tuple((c.name, c.arguments) for c in assistant.tool_calls)
@@ -306,56 +190,7 @@ def _reply(
     return Reply(
         content="".join(text) if text else None,
         tool_calls=calls,
-        finish_reason=_finish(finish_reason, bool(calls)),
+        finish_reason=finish_of(finish_reason, bool(calls)),
         usage=usage,
         model_name=model_name if isinstance(model_name, str) else "",
-    )
-
-
-def parse_openai_chat(body: JsonValue, url: str) -> Reply:
-    """Parse a non-streaming chat completion response; the message is read by vocab's reader.
-
-    Raises:
-        MalformedResponseError: When `choices[0].message` or a tool call is missing or malformed.
-    """
-    top = _require_dict(body, url, "")
-    choices = top.get("choices")
-    if not isinstance(choices, list) or not choices:
-        raise MalformedResponseError("expected a non-empty choices array", url=url, path="/choices")
-    choice = _require_dict(choices[0], url, "/choices/0")
-    path = "/choices/0/message"
-    assistant = _read_assistant(
-        _require_dict(choice.get("message"), url, path), path, from_openai_messages, url
-    )
-    usage = top.get("usage")
-    usage_d = usage if isinstance(usage, dict) else {}
-    return _reply(
-        top,
-        assistant,
-        choice.get("finish_reason"),
-        Usage(
-            input_tokens=_count(usage_d.get("prompt_tokens")),
-            output_tokens=_count(usage_d.get("completion_tokens")),
-        ),
-    )
-
-
-def parse_ollama_chat(body: JsonValue, url: str) -> Reply:
-    """Parse a non-streaming `/api/chat` response; the message is read by vocab's reader.
-
-    Raises:
-        MalformedResponseError: When `message` or a tool call is missing or malformed.
-    """
-    top = _require_dict(body, url, "")
-    assistant = _read_assistant(
-        _require_dict(top.get("message"), url, "/message"), "/message", from_ollama_messages, url
-    )
-    return _reply(
-        top,
-        assistant,
-        top.get("done_reason"),
-        Usage(
-            input_tokens=_count(top.get("prompt_eval_count")),
-            output_tokens=_count(top.get("eval_count")),
-        ),
     )

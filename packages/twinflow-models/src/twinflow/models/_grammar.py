@@ -7,7 +7,7 @@ with `llama_grammar.LlamaGrammar.from_json_schema(json.dumps(S))`, which is
 text: the grammar is parsed when a sampler is built from it, and a grammar that does not parse
 takes the server down. So the check does both steps the server does, the conversion and the
 parse (`llama_sampler_init_grammar`, which needs no model for parsing), and reports which
-happened. llama-cpp-python is only in the `demo` extra: without it there is no check, and
+happened. llama-cpp-python is only in the `embedded` extra: without it there is no check, and
 pre-flight uses its keyword-level rules alone.
 """
 
@@ -21,9 +21,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from twinflow.models import GrammarCheck, GrammarVerdict
-
-__all__ = ["LlamaCppGrammarCheck", "llama_cpp_grammar_check"]
+from twinflow.models._preflight import GrammarCheck, GrammarVerdict
 
 
 class LlamaCppGrammarCheck:

@@ -14,27 +14,12 @@ continues. Other extension kinds are sent as their declared fallback or refused
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from twinflow.vocab._errors import InvalidValueError, PartNotCarriedError
-from twinflow.vocab._parts import carried_parts
-from twinflow.vocab._values import (
-    CacheHintPart,
-    CallId,
-    MediaPart,
-    Message,
-    Part,
-    PrefillPart,
-    ReasoningPart,
-    StructuredPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    ToolSpec,
-    Transcript,
-)
-from twinflow.vocab.wire._reader import (
+from twinflow.models._errors import MalformedResponseError
+from twinflow.models._read import (
     Path,
     append,
     arr,
@@ -48,8 +33,34 @@ from twinflow.vocab.wire._reader import (
     string,
     structured_text,
 )
-
-__all__ = ["from_anthropic", "to_anthropic", "to_anthropic_tools"]
+from twinflow.models._stream import json_line, sse_data, token_count
+from twinflow.vocab import (
+    CacheHintPart,
+    CallId,
+    Chunk,
+    FinishChunk,
+    FinishReason,
+    InvalidValueError,
+    MediaPart,
+    Message,
+    Part,
+    PartNotCarriedError,
+    PrefillPart,
+    ReasoningDelta,
+    ReasoningPart,
+    StructuredPart,
+    TextDelta,
+    TextPart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallPart,
+    ToolCallStart,
+    ToolResultPart,
+    ToolSpec,
+    Transcript,
+    UsageChunk,
+    carried_parts,
+)
 
 _CARRIED = frozenset({"cache_hint", "prefill", "media"})
 """The extension kinds this wire has a form for (and media inside a tool result)."""
@@ -317,3 +328,120 @@ def from_anthropic(payload: object) -> Transcript:
                 path,
             )
     return transcript
+
+
+def anthropic_finish(stop_reason: object, has_calls: bool) -> FinishReason:
+    """Map a Messages `stop_reason` to a finish reason."""
+    if has_calls or stop_reason == "tool_use":
+        return "tool_calls"
+    if stop_reason == "max_tokens":
+        return "length"
+    if stop_reason in ("end_turn", "stop_sequence", "pause_turn", None):
+        return "stop"
+    return "error"
+
+
+def anthropic_chunks(chunks: Iterable[bytes], url: str) -> Iterator[Chunk]:
+    """Decode an Anthropic Messages event stream (`message_start` ... `message_stop`).
+
+    Text, thinking and `input_json_delta` deltas become their chunks (a `tool_use` block a
+    call start, its end a call end); the usage of `message_start` and `message_delta` a usage
+    chunk each; `message_stop` the finish chunk. Pings and signatures carry nothing kept.
+
+    Raises:
+        MalformedResponseError: An event is not a Messages stream event, names a block that
+            never started, or is an `error` event.
+    """
+    blocks: dict[int, str] = {}
+    calls = 0
+    reason: object = None
+    model_name = ""
+    for number, data in enumerate(sse_data(chunks, url)):
+        event = json_line(data, url, number, "event")
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message")
+            if not isinstance(message, dict):
+                raise MalformedResponseError(
+                    f"event {number}: message_start without a message", url=url, path="/message"
+                )
+            if isinstance(message.get("model"), str):
+                model_name = message["model"]
+            yield from _anthropic_usage(message.get("usage"))
+        elif kind == "content_block_start":
+            index, block = event.get("index"), event.get("content_block")
+            if token_count(index) is None or not isinstance(block, dict):
+                raise MalformedResponseError(
+                    f"event {number}: content_block_start needs an index and a content_block",
+                    url=url,
+                    path="/content_block",
+                )
+            assert isinstance(index, int)
+            block_type = str(block.get("type"))
+            blocks[index] = block_type
+            if block_type == "text" and block.get("text"):
+                yield TextDelta(text=str(block["text"]))
+            elif block_type == "thinking" and block.get("thinking"):
+                yield ReasoningDelta(text=str(block["thinking"]))
+            elif block_type == "tool_use":
+                call_id, name = block.get("id"), block.get("name")
+                if not isinstance(call_id, str) or not isinstance(name, str):
+                    raise MalformedResponseError(
+                        f"event {number}: a tool_use block needs an id and a name",
+                        url=url,
+                        path="/content_block",
+                    )
+                calls += 1
+                yield ToolCallStart(index=index, id=call_id, name=name)
+                start_input = block.get("input")
+                if start_input:
+                    yield ToolCallDelta(index=index, arguments=json.dumps(start_input))
+            elif block_type not in ("text", "thinking", "redacted_thinking"):
+                raise MalformedResponseError(
+                    f"event {number}: unsupported content block type {block_type!r}",
+                    url=url,
+                    path="/content_block/type",
+                )
+        elif kind in ("content_block_delta", "content_block_stop"):
+            index = event.get("index")
+            if not isinstance(index, int) or index not in blocks:
+                raise MalformedResponseError(
+                    f"event {number}: {kind} for content block {index!r}, which never started",
+                    url=url,
+                    path="/index",
+                )
+            if kind == "content_block_stop":
+                if blocks[index] == "tool_use":
+                    yield ToolCallEnd(index=index)
+                continue
+            delta = event.get("delta")
+            delta = delta if isinstance(delta, dict) else {}
+            delta_type = delta.get("type")
+            if delta_type == "text_delta" and delta.get("text"):
+                yield TextDelta(text=str(delta["text"]))
+            elif delta_type == "thinking_delta" and delta.get("thinking"):
+                yield ReasoningDelta(text=str(delta["thinking"]))
+            elif delta_type == "input_json_delta" and delta.get("partial_json"):
+                yield ToolCallDelta(index=index, arguments=str(delta["partial_json"]))
+        elif kind == "message_delta":
+            delta = event.get("delta")
+            if isinstance(delta, dict) and "stop_reason" in delta:
+                reason = delta["stop_reason"]
+            yield from _anthropic_usage(event.get("usage"))
+        elif kind == "message_stop":
+            yield FinishChunk(reason=anthropic_finish(reason, calls > 0), model_name=model_name)
+            return
+        elif kind == "error":
+            raise MalformedResponseError(
+                f"the server reported an error in event {number}: {str(event.get('error'))[:300]}",
+                url=url,
+                path="/error",
+            )
+
+
+def _anthropic_usage(usage: object) -> Iterator[Chunk]:
+    if isinstance(usage, dict):
+        yield UsageChunk(
+            input_tokens=token_count(usage.get("input_tokens")),
+            output_tokens=token_count(usage.get("output_tokens")),
+        )

@@ -21,9 +21,10 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field, HttpUrl, TypeAdapter
 
-from twinflow.cli._grammar import LlamaCppGrammarCheck, llama_cpp_grammar_check
 from twinflow.cli._main import main
-from twinflow.models import GrammarVerdict, SchemaFinding, preflight
+from twinflow.models import llama_cpp_grammar_check, preflight
+from twinflow.models._grammar import LlamaCppGrammarCheck
+from twinflow.models._preflight import GrammarVerdict, SchemaFinding
 
 CONVERTER: Any = importlib.import_module("llama_cpp.llama_grammar")
 

@@ -9,29 +9,15 @@ JPEG, GIF or WebP by their magic bytes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pydantic import JsonValue
 
-from twinflow.vocab._errors import InvalidValueError
-from twinflow.vocab._parts import carried_parts
-from twinflow.vocab._protocols import ModelRequest
-from twinflow.vocab._values import (
-    CallId,
-    MediaPart,
-    Message,
-    Part,
-    ReasoningPart,
-    StructuredPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    ToolSpec,
-    Transcript,
-)
-from twinflow.vocab.wire._openai import to_openai_tools
-from twinflow.vocab.wire._reader import (
+from twinflow.models._errors import MalformedResponseError
+from twinflow.models._openai_wire import to_openai_tools
+from twinflow.models._read import (
     Path,
     append,
     arr,
@@ -44,8 +30,42 @@ from twinflow.vocab.wire._reader import (
     string,
     structured_text,
 )
-
-__all__ = ["from_ollama_messages", "ollama_chat_request", "to_ollama_messages", "to_ollama_tools"]
+from twinflow.models._stream import json_line, lines, token_count
+from twinflow.models._wire import (
+    Reply,
+    count_of,
+    finish_of,
+    read_assistant,
+    reply_from,
+    require_dict,
+)
+from twinflow.vocab import (
+    CallId,
+    Chunk,
+    FinishChunk,
+    InvalidValueError,
+    MediaPart,
+    Message,
+    ModelRequest,
+    ModelSettings,
+    OutputSchema,
+    Part,
+    ReasoningDelta,
+    ReasoningPart,
+    StructuredPart,
+    TextDelta,
+    TextPart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallPart,
+    ToolCallStart,
+    ToolResultPart,
+    ToolSpec,
+    Transcript,
+    Usage,
+    UsageChunk,
+    carried_parts,
+)
 
 _MAGIC = (
     ("iVBORw0KGgo", "image/png"),
@@ -222,3 +242,103 @@ def from_ollama_messages(messages: object) -> Transcript:
     if pending:
         transcript = append(transcript, Message(role="tool", parts=tuple(pending)), pending_path)
     return transcript
+
+
+def ollama_chat_body(
+    *,
+    model: str,
+    transcript: Transcript,
+    settings: ModelSettings,
+    format_schema: dict[str, JsonValue] | None = None,
+    schema_name: str = "output",
+    tools: Sequence[ToolSpec] = (),
+    output_schema: OutputSchema | None = None,
+) -> dict[str, JsonValue]:
+    """Build a non-streaming `/api/chat` body with `twinflow.vocab.wire.ollama_chat_request`.
+
+    `format` carries the schema when one is given, as `format_schema` (checked here) or as an
+    already checked `output_schema`, whose `json_schema` becomes `format` as is (the very
+    object, so a caller can reuse its encoding); sampling settings go in `options`.
+    """
+    if format_schema is not None:
+        output_schema = OutputSchema(name=schema_name, json_schema=format_schema)
+    request = ModelRequest(
+        transcript=transcript, tools=tuple(tools), output_schema=output_schema, settings=settings
+    )
+    return ollama_chat_request(request, model=model)
+
+
+def parse_ollama_chat(body: JsonValue, url: str) -> Reply:
+    """Parse a non-streaming `/api/chat` response; the message is read by vocab's reader.
+
+    Raises:
+        MalformedResponseError: When `message` or a tool call is missing or malformed.
+    """
+    top = require_dict(body, url, "")
+    assistant = read_assistant(
+        require_dict(top.get("message"), url, "/message"), "/message", from_ollama_messages, url
+    )
+    return reply_from(
+        top,
+        assistant,
+        top.get("done_reason"),
+        Usage(
+            input_tokens=count_of(top.get("prompt_eval_count")),
+            output_tokens=count_of(top.get("eval_count")),
+        ),
+    )
+
+
+def ollama_chunks(chunks: Iterable[bytes], url: str) -> Iterator[Chunk]:
+    """Decode an Ollama `/api/chat` NDJSON stream.
+
+    `message.content` and `message.thinking` become text and reasoning deltas; each complete
+    tool call a start, one argument delta and an end; the last line (`done: true`) its usage
+    and the finish chunk. A stream that ends before `done` has no finish chunk.
+
+    Raises:
+        MalformedResponseError: A line is not an `/api/chat` object, or reports an error.
+    """
+    calls = 0
+    for number, line in enumerate(lines(chunks, url)):
+        if not line.strip():
+            continue
+        event = json_line(line, url, number, "line")
+        message = event.get("message")
+        if message is not None:
+            if not isinstance(message, dict):
+                raise MalformedResponseError(
+                    f"line {number}: message is not an object", url=url, path="/message"
+                )
+            thinking = message.get("thinking")
+            if isinstance(thinking, str) and thinking:
+                yield ReasoningDelta(text=thinking)
+            content = message.get("content")
+            if isinstance(content, str) and content:
+                yield TextDelta(text=content)
+            for j, call in enumerate(message.get("tool_calls") or []):
+                function = call.get("function") if isinstance(call, dict) else None
+                name = function.get("name") if isinstance(function, dict) else None
+                arguments = function.get("arguments", {}) if isinstance(function, dict) else None
+                if not isinstance(name, str) or not name or not isinstance(arguments, dict):
+                    raise MalformedResponseError(
+                        f"line {number}: a tool call needs a function name and an arguments object",
+                        url=url,
+                        path=f"/message/tool_calls/{j}",
+                    )
+                # The same id vocab's Ollama reader gives the call in a one-message reply.
+                yield ToolCallStart(index=calls, id=f"call_0_{calls}", name=name)
+                yield ToolCallDelta(index=calls, arguments=json.dumps(arguments))
+                yield ToolCallEnd(index=calls)
+                calls += 1
+        if event.get("done") is True:
+            yield UsageChunk(
+                input_tokens=token_count(event.get("prompt_eval_count")) or 0,
+                output_tokens=token_count(event.get("eval_count")) or 0,
+            )
+            model = event.get("model")
+            yield FinishChunk(
+                reason=finish_of(event.get("done_reason"), calls > 0),
+                model_name=model if isinstance(model, str) else "",
+            )
+            return

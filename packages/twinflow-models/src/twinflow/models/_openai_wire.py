@@ -7,28 +7,13 @@ media travels as `image_url` (so only `data:` URIs keep their media type).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import JsonValue
 
-from twinflow.vocab._canonical import canonical_bytes
-from twinflow.vocab._errors import PartNotCarriedError
-from twinflow.vocab._parts import carried_parts
-from twinflow.vocab._values import (
-    CallId,
-    MediaPart,
-    Message,
-    Part,
-    ReasoningPart,
-    StructuredPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    ToolSpec,
-    Transcript,
-)
-from twinflow.vocab.wire._reader import (
+from twinflow.models._errors import MalformedResponseError
+from twinflow.models._read import (
     Path,
     append,
     arr,
@@ -38,12 +23,46 @@ from twinflow.vocab.wire._reader import (
     json_object,
     obj,
     optional,
-    read_json_text,
     string,
     structured_text,
 )
-
-__all__ = ["from_openai_messages", "to_openai_messages", "to_openai_tools"]
+from twinflow.models._stream import json_line, sse_data, token_count
+from twinflow.models._wire import (
+    Reply,
+    count_of,
+    finish_of,
+    read_assistant,
+    reply_from,
+    require_dict,
+)
+from twinflow.vocab import (
+    CallId,
+    Chunk,
+    FinishChunk,
+    MediaPart,
+    Message,
+    ModelSettings,
+    Part,
+    PartNotCarriedError,
+    ReasoningDelta,
+    ReasoningPart,
+    StructuredPart,
+    TextDelta,
+    TextPart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallPart,
+    ToolCallStart,
+    ToolResultPart,
+    ToolSpec,
+    Transcript,
+    Usage,
+    UsageChunk,
+    UserError,
+    canonical_bytes,
+    carried_parts,
+)
+from twinflow.vocab.wire import read_json_text
 
 
 def _media_type_of(uri: str) -> str:
@@ -265,3 +284,202 @@ def from_openai_messages(messages: object) -> Transcript:
                 (*path, "role"),
             )
     return flush(transcript)
+
+
+Dialect = Literal["llama-cpp-python", "llama.cpp", "vllm", "lmstudio"]
+"""How an OpenAI-compatible server takes a schema.
+
+`llama-cpp-python`: `response_format: {"type": "json_object", "schema": ...}` (its server answers
+500 to `json_schema`). `llama.cpp`, `vllm`, `lmstudio`: `response_format: {"type": "json_schema",
+"json_schema": {"name": ..., "schema": ..., "strict": true}}`.
+"""
+
+
+# Fields this client owns: an `extra_body` may not replace them, so the schema cannot be dropped.
+RESERVED_OPENAI_FIELDS = frozenset(
+    {"model", "messages", "response_format", "stream", "stream_options", "tools", "tool_choice"}
+)
+
+
+def openai_response_format(dialect: Dialect, name: str, schema: dict[str, JsonValue]) -> JsonValue:
+    """The `response_format` that makes `dialect` constrain decoding to `schema`."""
+    if dialect == "llama-cpp-python":
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+
+def openai_chat_body(
+    *,
+    model: str,
+    transcript: Transcript,
+    settings: ModelSettings,
+    response_format: JsonValue | None = None,
+    tools: Sequence[ToolSpec] = (),
+    extra_body: Mapping[str, JsonValue] | None = None,
+) -> dict[str, JsonValue]:
+    """Build a non-streaming `/v1/chat/completions` body.
+
+    Messages and tools are translated by `twinflow.vocab.wire`. `extra_body` fields (vLLM's
+    `guided_json`, llama.cpp's `grammar`, ...) are copied as given; they may not replace a field
+    this client owns.
+    """
+    # vocab.wire's builders return plain JSON dicts (`dict[str, Any]`).
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": to_openai_messages(transcript),
+        "stream": False,
+    }
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    if settings.max_tokens is not None:
+        body["max_tokens"] = settings.max_tokens
+    if settings.seed is not None:
+        body["seed"] = settings.seed
+    if response_format is not None:
+        body["response_format"] = response_format
+    if tools:
+        body["tools"] = to_openai_tools(tools)
+    if extra_body:
+        check_extra_body(extra_body)
+        body.update(extra_body)
+    return body
+
+
+def check_extra_body(extra_body: Mapping[str, JsonValue]) -> None:
+    """Refuse pass-through fields that would replace a field this client owns."""
+    clash = sorted(RESERVED_OPENAI_FIELDS.intersection(extra_body))
+    if clash:
+        raise UserError(
+            f"extra_body may not set {', '.join(clash)}: those fields carry the messages and the "
+            "schema, which this client always sends; put engine-specific fields only in extra_body"
+        )
+
+
+def parse_openai_chat(body: JsonValue, url: str) -> Reply:
+    """Parse a non-streaming chat completion response; the message is read by vocab's reader.
+
+    Raises:
+        MalformedResponseError: When `choices[0].message` or a tool call is missing or malformed.
+    """
+    top = require_dict(body, url, "")
+    choices = top.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise MalformedResponseError("expected a non-empty choices array", url=url, path="/choices")
+    choice = require_dict(choices[0], url, "/choices/0")
+    path = "/choices/0/message"
+    assistant = read_assistant(
+        require_dict(choice.get("message"), url, path), path, from_openai_messages, url
+    )
+    usage = top.get("usage")
+    usage_d = usage if isinstance(usage, dict) else {}
+    return reply_from(
+        top,
+        assistant,
+        choice.get("finish_reason"),
+        Usage(
+            input_tokens=count_of(usage_d.get("prompt_tokens")),
+            output_tokens=count_of(usage_d.get("completion_tokens")),
+        ),
+    )
+
+
+def openai_chunks(chunks: Iterable[bytes], url: str) -> Iterator[Chunk]:
+    """Decode an OpenAI-compatible chat-completions event stream.
+
+    Text, `reasoning_content` and tool-call deltas become their chunks; `usage` (sent when
+    `stream_options.include_usage` is honoured) a `UsageChunk`; the finish chunk comes at the
+    end, once `finish_reason` or `[DONE]` was seen. A stream cut before either has no finish
+    chunk, and the assembler refuses it.
+
+    Raises:
+        MalformedResponseError: An event is not a chat-completion chunk, or reports an error.
+    """
+    started: dict[int, bool] = {}
+    reason: JsonValue = None
+    finished = False
+    model_name = ""
+    for number, data in enumerate(sse_data(chunks, url)):
+        if data.strip() == b"[DONE]":
+            finished = True
+            break
+        event = json_line(data, url, number, "event")
+        if isinstance(event.get("model"), str) and event["model"]:
+            model_name = event["model"]
+        usage = event.get("usage")
+        if isinstance(usage, dict):
+            yield UsageChunk(
+                input_tokens=token_count(usage.get("prompt_tokens")),
+                output_tokens=token_count(usage.get("completion_tokens")),
+            )
+        # vLLM ends with a usage-only chunk whose choices are null; OpenAI's have [].
+        choices = event.get("choices") or []
+        if not isinstance(choices, list):
+            raise MalformedResponseError(
+                f"event {number} has no choices array", url=url, path="/choices"
+            )
+        # With `n` > 1 the choices interleave; the reply is choice 0, as non-streamed.
+        first = [c for c in choices if not isinstance(c, dict) or c.get("index", 0) == 0]
+        if not first:
+            continue
+        choice = first[0]
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(delta, dict):
+            raise MalformedResponseError(
+                f"event {number} has no delta object", url=url, path="/choices/0/delta"
+            )
+        yield from _openai_delta(delta, started, url, number)
+        if choice.get("finish_reason") is not None:
+            reason = choice["finish_reason"]
+            finished = True
+    if finished:
+        for index in started:
+            yield ToolCallEnd(index=index)
+        yield FinishChunk(reason=finish_of(reason, bool(started)), model_name=model_name)
+
+
+def _openai_delta(
+    delta: dict[str, Any], started: dict[int, bool], url: str, number: int
+) -> Iterator[Chunk]:
+    path = "/choices/0/delta"
+    reasoning = delta.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        yield ReasoningDelta(text=reasoning)
+    content = delta.get("content")
+    if isinstance(content, str) and content:
+        yield TextDelta(text=content)
+    calls = delta.get("tool_calls")
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        raise MalformedResponseError(
+            f"event {number}: tool_calls is not an array", url=url, path=f"{path}/tool_calls"
+        )
+    for j, call in enumerate(calls):
+        cpath = f"{path}/tool_calls/{j}"
+        function = call.get("function") if isinstance(call, dict) else None
+        index = call.get("index", j) if isinstance(call, dict) else None
+        if not isinstance(function, dict) or token_count(index) is None:
+            raise MalformedResponseError(
+                f"event {number}: a tool call delta needs an index and a function object",
+                url=url,
+                path=cpath,
+            )
+        assert isinstance(index, int)
+        if index not in started:
+            name = function.get("name")
+            if not isinstance(name, str) or not name:
+                raise MalformedResponseError(
+                    f"event {number}: tool call {index} starts without a name",
+                    url=url,
+                    path=f"{cpath}/function/name",
+                )
+            call_id = call.get("id")
+            started[index] = True
+            yield ToolCallStart(
+                index=index,
+                id=call_id if isinstance(call_id, str) and call_id else f"call_{index}",
+                name=name,
+            )
+        arguments = function.get("arguments")
+        if isinstance(arguments, str) and arguments:
+            yield ToolCallDelta(index=index, arguments=arguments)
