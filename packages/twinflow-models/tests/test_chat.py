@@ -10,7 +10,8 @@ from pydantic import BaseModel, JsonValue
 
 from twinflow.kernel import CountingIds, MockTransport
 from twinflow.models import OllamaChatModel, OpenAICompatibleChatModel, preflight
-from twinflow.models._chat import RETRY_TEMPERATURE_STEP, action_schema
+from twinflow.models._action import action_schema
+from twinflow.models._chat import RETRY_TEMPERATURE_STEP
 from twinflow.vocab import (
     CallId,
     ChatModel,

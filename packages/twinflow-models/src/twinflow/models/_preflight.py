@@ -11,13 +11,13 @@ the decoder does not: the answer is always validated again with pydantic.
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, JsonValue, TypeAdapter
 
 from twinflow.models._errors import SchemaError
+from twinflow.models._pattern import UnreadablePattern, grammar_pattern
 from twinflow.vocab import FrozenValue, UserError
 
 Decoder = Literal["llama.cpp", "llama-cpp-python", "ollama"]
@@ -139,72 +139,6 @@ def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def _has_top_level_alternation(pattern: str) -> bool:
-    """True when `|` appears outside any group or class, where anchors bind to one branch only."""
-    depth = 0
-    in_class = False
-    escaped = False
-    for ch in pattern:
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            return True
-    return False
-
-
-def anchor_pattern(pattern: str) -> str:
-    """Anchor a JSON Schema `pattern` without changing what it matches.
-
-    JSON Schema patterns are searches, not full matches: `abc` matches any string containing
-    `abc`. The anchored equivalent is `^.*(?:abc).*$`; an existing `^` or `$` drops its `.*`.
-
-    Args:
-        pattern: An ECMA-262 regular expression as written in the schema.
-
-    Returns:
-        A pattern that starts with `^` and ends with `$` and matches the same strings.
-    """
-    if _has_top_level_alternation(pattern):
-        return f"^.*(?:{pattern}).*$"
-    core = pattern
-    lead = ".*"
-    trail = ".*"
-    if core.startswith("^"):
-        core, lead = core[1:], ""
-    if core.endswith("$") and not core.endswith("\\$"):
-        core, trail = core[:-1], ""
-    return f"^{lead}(?:{core}){trail}$"
-
-
-# What a grammar can read of a regex, outside and inside a character class. GBNF knows only
-# the escapes \t \n \r \\ \" \[ \] \xHH \uHHHH, so classes such as \d are spelled out and an
-# escaped punctuation character becomes its \xHH code (ECMA-262 classes are ASCII).
-_CLASSES_OUTSIDE = {
-    "d": "[0-9]",
-    "D": "[^0-9]",
-    "w": "[a-zA-Z0-9_]",
-    "W": "[^a-zA-Z0-9_]",
-    "s": "[ \\t\\n\\r\\x0B\\x0C]",
-    "S": "[^ \\t\\n\\r\\x0B\\x0C]",
-}
-_CLASSES_INSIDE = {"d": "0-9", "w": "a-zA-Z0-9_", "s": " \\t\\n\\r\\x0B\\x0C"}
-_KEPT_ESCAPES = frozenset("tnr")
-# Any run of characters, line terminators included (ECMA-262's `.` stops at them, and a
-# search finds its match anywhere in a multi-line string).
-_ANY = "(.|[\\n\\r\\u2028\\u2029])*"
-_HEX_ESCAPE = re.compile(r"\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}")
-_QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
-_LAZY = re.compile(r"([*+?}])\?")
 # Above this, a length or item bound makes llama-cpp-python's converter nest one optional
 # group per unit; llama.cpp's grammar parser refuses the depth (HttpUrl's maxLength=2083 does),
 # and the server crashes on a grammar it cannot parse. Measured: 1000 parses, 2083 does not.
@@ -219,160 +153,6 @@ the model never finds its way back to the closing quote. The grammar reads a `pa
 the raw text between the quotes, so a plain string is sent with this one: exactly the texts of
 valid JSON strings, hence every string value, in its standard encoding."""
 _STRING_SHAPERS = ("pattern", "format", "enum", "const", "minLength", "maxLength")
-
-
-class _Unreadable(ValueError):
-    """Internal: a regex construct no grammar converter reads (lookaround, backreference...)."""
-
-
-def grammar_pattern(pattern: str) -> str:
-    """Rewrite a JSON Schema `pattern` into the regex subset the grammar converters read.
-
-    The result full-matches exactly the strings `pattern` finds (JSON Schema patterns are
-    searches; ECMA-262 classes are ASCII): it is anchored with `^...$` (see `anchor_pattern`),
-    non-capturing groups are plain groups, lazy quantifiers are greedy (a full match does not
-    care), `\\d`, `\\w`, `\\s` and their negations are spelled out as classes, and escaped
-    punctuation becomes a one-character class with its `\\xHH` code.
-
-    Args:
-        pattern: An ECMA-262 regular expression as written in the schema.
-
-    Returns:
-        The rewritten pattern.
-
-    Raises:
-        ValueError: The pattern uses a construct no grammar can express (a lookaround, a
-            backreference, a word boundary, a Unicode property, an inner anchor).
-    """
-    out: list[str] = []
-    i = 0
-    in_class = False
-    n = len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if ch == "\\":
-            if i + 1 >= n:
-                raise _Unreadable("a trailing backslash")
-            nxt = pattern[i + 1]
-            i += 2
-            if nxt in _KEPT_ESCAPES:
-                out.append("\\" + nxt)
-            elif nxt in "xu" and _HEX_ESCAPE.match(pattern, i - 2):
-                width = 2 if nxt == "x" else 4
-                code = pattern[i - 2 : i + width]
-                out.append(code if in_class else f"[{code}]")
-                i += width
-            elif in_class and nxt in _CLASSES_INSIDE:
-                out.append(_CLASSES_INSIDE[nxt])
-            elif not in_class and nxt in _CLASSES_OUTSIDE:
-                out.append(_CLASSES_OUTSIDE[nxt])
-            elif not nxt.isalnum():
-                code = f"\\x{ord(nxt):02X}" if ord(nxt) < 0x100 else f"\\u{ord(nxt):04X}"
-                out.append(code if in_class else f"[{code}]")
-            else:
-                raise _Unreadable(f"the escape \\{nxt}")
-            continue
-        if in_class:
-            if ch == "]":
-                in_class = False
-            elif ch in '"[':
-                out.append(f"\\x{ord(ch):02X}")
-                i += 1
-                continue
-            out.append(ch)
-            i += 1
-            continue
-        if ch == "[":
-            in_class = True
-            out.append(ch)
-            if pattern.startswith("^", i + 1):
-                out.append("^")
-                i += 1
-            i += 1
-            continue
-        if ch == "(" and pattern.startswith("?", i + 1):
-            if not pattern.startswith("?:", i + 1):
-                raise _Unreadable("a lookaround or named group")
-            out.append("(")
-            i += 3
-            continue
-        if ch == '"':
-            out.append("[\\x22]")
-            i += 1
-            continue
-        if ch == "{":
-            # A brace that does not open a quantifier is a literal in ECMA-262; the converter
-            # would read it as a broken quantifier and reject the whole schema.
-            quantifier = _QUANTIFIER.match(pattern, i)
-            if quantifier is not None:
-                out.append(quantifier.group())
-                i = quantifier.end()
-            else:
-                out.append("[\\x7B]")
-                i += 1
-            continue
-        if ch == "}":
-            out.append("[\\x7D]")
-            i += 1
-            continue
-        out.append(ch)
-        i += 1
-    if in_class:
-        raise _Unreadable("an unclosed character class")
-    body = _LAZY.sub(r"\1", "".join(out)).replace("(?:", "(")
-    whole = (
-        body.startswith("^")
-        and body.endswith("$")
-        and not body.endswith("\\$")
-        and not _has_top_level_alternation(body)
-    )
-    if whole:
-        anchored = body
-    else:
-        # Each branch is a search of its own: anchor them one by one, so no anchor stays inside.
-        branches = [_anchor_branch(b) for b in _top_level_branches(body)]
-        anchored = "^" + (branches[0] if len(branches) == 1 else f"({'|'.join(branches)})") + "$"
-    inner = anchored[1:-1]
-    if re.search(r"(?<!\\)[$^](?<!\[\^)", inner.replace("[^", "[")):
-        raise _Unreadable("an anchor inside the pattern")
-    return anchored
-
-
-def _top_level_branches(pattern: str) -> list[str]:
-    """Split `pattern` at each `|` outside any group or class."""
-    branches: list[str] = []
-    depth = 0
-    in_class = False
-    escaped = False
-    start = 0
-    for i, ch in enumerate(pattern):
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            branches.append(pattern[start:i])
-            start = i + 1
-    branches.append(pattern[start:])
-    return branches
-
-
-def _anchor_branch(branch: str) -> str:
-    """One alternative of a search, as a full match: `.*` where it has no anchor."""
-    lead = trail = _ANY
-    if branch.startswith("^"):
-        branch, lead = branch[1:], ""
-    if branch.endswith("$") and not branch.endswith("\\$"):
-        branch, trail = branch[:-1], ""
-    return f"{lead}({branch}){trail}" if branch else lead + trail
 
 
 def compile_into(
@@ -463,7 +243,7 @@ def _compile_pattern(
     where = f"{pointer}/pattern"
     try:
         rewritten = grammar_pattern(pattern)
-    except _Unreadable as exc:
+    except UnreadablePattern as exc:
         del node["pattern"]
         rewrites.append(
             SchemaRewrite(
@@ -665,31 +445,11 @@ def preflight(
     walker = _Walker(decoder, sent)
     walker.walk(sent, "")
     findings.extend(walker.findings)
-    verdict: GrammarVerdict | None = None
-    if grammar_check is not None:
-        verdict = grammar_check(sent)
-        if verdict.status != "enforced":
-            # A pattern the converter cannot read alone takes the whole schema down with it
-            # (a fallback to generic JSON, or a grammar that crashes the server): drop it.
-            _drop_uncompilable_patterns(sent, grammar_check, rewrites, findings)
-            verdict = grammar_check(sent)
-        if verdict.status == "uncompilable":
-            raise SchemaError(
-                f"the {decoder} server could not compile the grammar of this schema "
-                f"({verdict.reason}), and sending it would crash the server; simplify the "
-                "schema (fewer or smaller bounds, simpler patterns)",
-                reason="uncompilable",
-            )
-        if verdict.status == "fallback":
-            findings.insert(
-                0,
-                SchemaFinding(
-                    pointer="",
-                    keyword="(schema)",
-                    reason=f"the {decoder} converter rejects the schema ({verdict.reason}); "
-                    "the server falls back to generic JSON and enforces none of it",
-                ),
-            )
+    verdict = (
+        None
+        if grammar_check is None
+        else _check_grammar(sent, decoder, grammar_check, rewrites, findings)
+    )
     report = PreflightReport(
         decoder=decoder,
         sent_schema=sent,
@@ -700,6 +460,44 @@ def preflight(
     if strict and report.findings:
         raise SchemaError.unenforced(report)
     return report
+
+
+def _check_grammar(
+    sent: dict[str, JsonValue],
+    decoder: Decoder,
+    grammar_check: GrammarCheck,
+    rewrites: list[SchemaRewrite],
+    findings: list[SchemaFinding],
+) -> GrammarVerdict:
+    """The converter's verdict on `sent`, after dropping the patterns that took it down.
+
+    Raises:
+        SchemaError: The grammar does not compile even without them (reason `uncompilable`).
+    """
+    verdict = grammar_check(sent)
+    if verdict.status != "enforced":
+        # A pattern the converter cannot read alone takes the whole schema down with it
+        # (a fallback to generic JSON, or a grammar that crashes the server): drop it.
+        _drop_uncompilable_patterns(sent, grammar_check, rewrites, findings)
+        verdict = grammar_check(sent)
+    if verdict.status == "uncompilable":
+        raise SchemaError(
+            f"the {decoder} server could not compile the grammar of this schema "
+            f"({verdict.reason}), and sending it would crash the server; simplify the "
+            "schema (fewer or smaller bounds, simpler patterns)",
+            reason="uncompilable",
+        )
+    if verdict.status == "fallback":
+        findings.insert(
+            0,
+            SchemaFinding(
+                pointer="",
+                keyword="(schema)",
+                reason=f"the {decoder} converter rejects the schema ({verdict.reason}); "
+                "the server falls back to generic JSON and enforces none of it",
+            ),
+        )
+    return verdict
 
 
 def _drop_uncompilable_patterns(
