@@ -251,83 +251,88 @@ def from_anthropic(payload: object) -> Transcript:
     transcript = Transcript()
     system = root.get("system")
     if system is not None:
-        if isinstance(system, str):
-            parts: tuple[Part, ...] = (TextPart(text=system),)
-        else:
-            blocks: list[Part] = []
-            for i, b in enumerate(arr(system, ("system",))):
-                block = obj(b, ("system", i))
-                blocks.append(TextPart(text=field(block, "text", ("system", i), string)))
-                _read_cache_hint(block, ("system", i), blocks)
-            parts = tuple(blocks)
-        transcript = append(transcript, Message(role="system", parts=parts), ("system",))
+        transcript = append(transcript, _read_system(system), ("system",))
     names: dict[str, str] = {}
     for i, item in enumerate(field(root, "messages", (), arr)):
-        path: Path = ("messages", i)
-        m = obj(item, path)
-        role = field(m, "role", path, string)
-        if role not in ("user", "assistant"):
-            raise fail(f"unknown role {role!r} (expected user or assistant)", (*path, "role"))
-        content = field(m, "content", path, lambda v, p: v)
-        if isinstance(content, str):
-            transcript = append(
-                transcript, Message(role=role, parts=(TextPart(text=content),)), path
-            )
-            continue
-        results: list[ToolResultPart] = []
-        others: list[Part] = []
-        for j, block in enumerate(arr(content, (*path, "content"))):
-            bpath = (*path, "content", j)
-            b = obj(block, bpath)
-            kind = field(b, "type", bpath, string)
-            if kind == "text":
-                others.append(TextPart(text=field(b, "text", bpath, string)))
-            elif kind == "thinking":
-                others.append(ReasoningPart(text=field(b, "thinking", bpath, string)))
-            elif kind == "redacted_thinking":
-                continue
-            elif kind in ("image", "document"):
-                others.append(_media(b, bpath))
-            elif kind == "tool_use":
-                call_id = field(b, "id", bpath, string)
-                name = field(b, "name", bpath, string)
-                args = field(b, "input", bpath, json_object)
-                others.append(
-                    build(bpath, ToolCallPart, id=CallId(call_id), name=name, arguments=args)
-                )
-                names[call_id] = name
-            elif kind == "tool_result":
-                call_id = field(b, "tool_use_id", bpath, string)
-                if call_id not in names:
-                    raise fail(
-                        f"tool_result for {call_id!r}, which no earlier tool_use made",
-                        (*bpath, "tool_use_id"),
-                    )
-                text = _result_content(b.get("content", ""), (*bpath, "content"))
-                is_error = optional(b, "is_error", bpath, boolean) or False
-                results.append(
-                    build(
-                        bpath,
-                        ToolResultPart,
-                        call_id=CallId(call_id),
-                        name=names[call_id],
-                        content=text,
-                        is_error=is_error,
-                    )
-                )
-            else:
-                raise fail(f"unsupported content block type {kind!r}", (*bpath, "type"))
-            if kind != "tool_result":
-                _read_cache_hint(b, bpath, others)
-        if results:
-            transcript = append(transcript, Message(role="tool", parts=tuple(results)), path)
-        if others or not results:
-            transcript = append(
-                transcript,
-                build(path, Message, role=role, parts=tuple(others)),
-                path,
-            )
+        for message in _read_message(item, ("messages", i), names):
+            transcript = append(transcript, message, ("messages", i))
     return transcript
+
+
+def _read_system(system: object) -> Message:
+    """The system prompt: a string, or text blocks (each may carry a cache hint)."""
+    if isinstance(system, str):
+        return Message(role="system", parts=(TextPart(text=system),))
+    blocks: list[Part] = []
+    for i, b in enumerate(arr(system, ("system",))):
+        block = obj(b, ("system", i))
+        blocks.append(TextPart(text=field(block, "text", ("system", i), string)))
+        _read_cache_hint(block, ("system", i), blocks)
+    return Message(role="system", parts=tuple(blocks))
+
+
+def _read_message(item: object, path: Path, names: dict[str, str]) -> list[Message]:
+    """One Messages message as transcript messages: its tool results first (a tool message),
+    then its other blocks. `names` maps each call id seen so far to its tool's name."""
+    m = obj(item, path)
+    role = field(m, "role", path, string)
+    if role not in ("user", "assistant"):
+        raise fail(f"unknown role {role!r} (expected user or assistant)", (*path, "role"))
+    content = field(m, "content", path, lambda v, p: v)
+    if isinstance(content, str):
+        return [Message(role=role, parts=(TextPart(text=content),))]
+    results: list[ToolResultPart] = []
+    others: list[Part] = []
+    for j, block in enumerate(arr(content, (*path, "content"))):
+        bpath = (*path, "content", j)
+        b = obj(block, bpath)
+        part = _read_block(b, bpath, names)
+        if isinstance(part, ToolResultPart):
+            results.append(part)
+        elif part is not None:
+            others.append(part)
+            _read_cache_hint(b, bpath, others)
+    messages: list[Message] = []
+    if results:
+        messages.append(Message(role="tool", parts=tuple(results)))
+    if others or not results:
+        messages.append(build(path, Message, role=role, parts=tuple(others)))
+    return messages
+
+
+def _read_block(b: dict[str, Any], bpath: Path, names: dict[str, str]) -> Part | None:
+    """One content block as a part (None for redacted thinking, which carries nothing kept)."""
+    kind = field(b, "type", bpath, string)
+    if kind == "text":
+        return TextPart(text=field(b, "text", bpath, string))
+    if kind == "thinking":
+        return ReasoningPart(text=field(b, "thinking", bpath, string))
+    if kind == "redacted_thinking":
+        return None
+    if kind in ("image", "document"):
+        return _media(b, bpath)
+    if kind == "tool_use":
+        call_id = field(b, "id", bpath, string)
+        name = field(b, "name", bpath, string)
+        args = field(b, "input", bpath, json_object)
+        names[call_id] = name
+        return build(bpath, ToolCallPart, id=CallId(call_id), name=name, arguments=args)
+    if kind == "tool_result":
+        call_id = field(b, "tool_use_id", bpath, string)
+        if call_id not in names:
+            raise fail(
+                f"tool_result for {call_id!r}, which no earlier tool_use made",
+                (*bpath, "tool_use_id"),
+            )
+        return build(
+            bpath,
+            ToolResultPart,
+            call_id=CallId(call_id),
+            name=names[call_id],
+            content=_result_content(b.get("content", ""), (*bpath, "content")),
+            is_error=optional(b, "is_error", bpath, boolean) or False,
+        )
+    raise fail(f"unsupported content block type {kind!r}", (*bpath, "type"))
 
 
 def anthropic_finish(stop_reason: object, has_calls: bool) -> FinishReason:
@@ -352,91 +357,118 @@ def anthropic_chunks(chunks: Iterable[bytes], url: str) -> Iterator[Chunk]:
         MalformedResponseError: An event is not a Messages stream event, names a block that
             never started, or is an `error` event.
     """
-    blocks: dict[int, str] = {}
-    calls = 0
-    reason: object = None
-    model_name = ""
+    stream = _AnthropicStream(url)
     for number, data in enumerate(sse_data(chunks, url)):
         event = json_line(data, url, number, "event")
+        yield from stream.read(event, number)
+        if stream.stopped:
+            return
+
+
+class _AnthropicStream:
+    """What a Messages stream has said so far: its blocks, calls, stop reason and model."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.blocks: dict[int, str] = {}
+        self.calls = 0
+        self.reason: object = None
+        self.model_name = ""
+        self.stopped = False
+
+    def read(self, event: dict[str, Any], number: int) -> Iterator[Chunk]:
+        """The chunks of one event."""
         kind = event.get("type")
         if kind == "message_start":
-            message = event.get("message")
-            if not isinstance(message, dict):
-                raise MalformedResponseError(
-                    f"event {number}: message_start without a message", url=url, path="/message"
-                )
-            if isinstance(message.get("model"), str):
-                model_name = message["model"]
-            yield from _anthropic_usage(message.get("usage"))
+            yield from self._message_start(event, number)
         elif kind == "content_block_start":
-            index, block = event.get("index"), event.get("content_block")
-            if token_count(index) is None or not isinstance(block, dict):
-                raise MalformedResponseError(
-                    f"event {number}: content_block_start needs an index and a content_block",
-                    url=url,
-                    path="/content_block",
-                )
-            assert isinstance(index, int)
-            block_type = str(block.get("type"))
-            blocks[index] = block_type
-            if block_type == "text" and block.get("text"):
-                yield TextDelta(text=str(block["text"]))
-            elif block_type == "thinking" and block.get("thinking"):
-                yield ReasoningDelta(text=str(block["thinking"]))
-            elif block_type == "tool_use":
-                call_id, name = block.get("id"), block.get("name")
-                if not isinstance(call_id, str) or not isinstance(name, str):
-                    raise MalformedResponseError(
-                        f"event {number}: a tool_use block needs an id and a name",
-                        url=url,
-                        path="/content_block",
-                    )
-                calls += 1
-                yield ToolCallStart(index=index, id=call_id, name=name)
-                start_input = block.get("input")
-                if start_input:
-                    yield ToolCallDelta(index=index, arguments=json.dumps(start_input))
-            elif block_type not in ("text", "thinking", "redacted_thinking"):
-                raise MalformedResponseError(
-                    f"event {number}: unsupported content block type {block_type!r}",
-                    url=url,
-                    path="/content_block/type",
-                )
+            yield from self._block_start(event, number)
         elif kind in ("content_block_delta", "content_block_stop"):
-            index = event.get("index")
-            if not isinstance(index, int) or index not in blocks:
-                raise MalformedResponseError(
-                    f"event {number}: {kind} for content block {index!r}, which never started",
-                    url=url,
-                    path="/index",
-                )
-            if kind == "content_block_stop":
-                if blocks[index] == "tool_use":
-                    yield ToolCallEnd(index=index)
-                continue
-            delta = event.get("delta")
-            delta = delta if isinstance(delta, dict) else {}
-            delta_type = delta.get("type")
-            if delta_type == "text_delta" and delta.get("text"):
-                yield TextDelta(text=str(delta["text"]))
-            elif delta_type == "thinking_delta" and delta.get("thinking"):
-                yield ReasoningDelta(text=str(delta["thinking"]))
-            elif delta_type == "input_json_delta" and delta.get("partial_json"):
-                yield ToolCallDelta(index=index, arguments=str(delta["partial_json"]))
+            yield from self._block_event(event, number, str(kind))
         elif kind == "message_delta":
             delta = event.get("delta")
             if isinstance(delta, dict) and "stop_reason" in delta:
-                reason = delta["stop_reason"]
+                self.reason = delta["stop_reason"]
             yield from _anthropic_usage(event.get("usage"))
         elif kind == "message_stop":
-            yield FinishChunk(reason=anthropic_finish(reason, calls > 0), model_name=model_name)
-            return
+            self.stopped = True
+            yield FinishChunk(
+                reason=anthropic_finish(self.reason, self.calls > 0), model_name=self.model_name
+            )
         elif kind == "error":
             raise MalformedResponseError(
                 f"the server reported an error in event {number}: {str(event.get('error'))[:300]}",
-                url=url,
+                url=self.url,
                 path="/error",
             )
+        # "ping", and event types added later, carry nothing this client keeps.
+
+    def _message_start(self, event: dict[str, Any], number: int) -> Iterator[Chunk]:
+        message = event.get("message")
+        if not isinstance(message, dict):
+            raise MalformedResponseError(
+                f"event {number}: message_start without a message", url=self.url, path="/message"
+            )
+        if isinstance(message.get("model"), str):
+            self.model_name = message["model"]
+        yield from _anthropic_usage(message.get("usage"))
+
+    def _block_start(self, event: dict[str, Any], number: int) -> Iterator[Chunk]:
+        index, block = event.get("index"), event.get("content_block")
+        if token_count(index) is None or not isinstance(block, dict):
+            raise MalformedResponseError(
+                f"event {number}: content_block_start needs an index and a content_block",
+                url=self.url,
+                path="/content_block",
+            )
+        assert isinstance(index, int)
+        block_type = str(block.get("type"))
+        self.blocks[index] = block_type
+        if block_type == "text" and block.get("text"):
+            yield TextDelta(text=str(block["text"]))
+        elif block_type == "thinking" and block.get("thinking"):
+            yield ReasoningDelta(text=str(block["thinking"]))
+        elif block_type == "tool_use":
+            call_id, name = block.get("id"), block.get("name")
+            if not isinstance(call_id, str) or not isinstance(name, str):
+                raise MalformedResponseError(
+                    f"event {number}: a tool_use block needs an id and a name",
+                    url=self.url,
+                    path="/content_block",
+                )
+            self.calls += 1
+            yield ToolCallStart(index=index, id=call_id, name=name)
+            start_input = block.get("input")
+            if start_input:
+                yield ToolCallDelta(index=index, arguments=json.dumps(start_input))
+        elif block_type not in ("text", "thinking", "redacted_thinking"):
+            raise MalformedResponseError(
+                f"event {number}: unsupported content block type {block_type!r}",
+                url=self.url,
+                path="/content_block/type",
+            )
+
+    def _block_event(self, event: dict[str, Any], number: int, kind: str) -> Iterator[Chunk]:
+        index = event.get("index")
+        if not isinstance(index, int) or index not in self.blocks:
+            raise MalformedResponseError(
+                f"event {number}: {kind} for content block {index!r}, which never started",
+                url=self.url,
+                path="/index",
+            )
+        if kind == "content_block_stop":
+            if self.blocks[index] == "tool_use":
+                yield ToolCallEnd(index=index)
+            return
+        delta = event.get("delta")
+        delta = delta if isinstance(delta, dict) else {}
+        delta_type = delta.get("type")
+        if delta_type == "text_delta" and delta.get("text"):
+            yield TextDelta(text=str(delta["text"]))
+        elif delta_type == "thinking_delta" and delta.get("thinking"):
+            yield ReasoningDelta(text=str(delta["thinking"]))
+        elif delta_type == "input_json_delta" and delta.get("partial_json"):
+            yield ToolCallDelta(index=index, arguments=str(delta["partial_json"]))
 
 
 def _anthropic_usage(usage: object) -> Iterator[Chunk]:
