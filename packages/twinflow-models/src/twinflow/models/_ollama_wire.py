@@ -212,36 +212,44 @@ def from_ollama_messages(messages: object) -> Transcript:
             raise fail(
                 f"unknown role {role!r} (expected system, user, assistant or tool)", (*path, "role")
             )
-        parts: list[Part] = []
-        thinking = optional(m, "thinking", path, string)
-        if thinking is not None:
-            parts.append(ReasoningPart(text=thinking))
-        # `content` is always present on the wire: empty content beside other parts means no text.
-        if content or not (m.get("tool_calls") or m.get("images") or thinking is not None):
-            parts.append(TextPart(text=content))
-        for j, image in enumerate(optional(m, "images", path, arr) or []):
-            data = string(image, (*path, "images", j))
-            parts.append(
-                build(
-                    (*path, "images", j),
-                    MediaPart,
-                    media_type=_media_type(data),
-                    uri=f"data:{_media_type(data)};base64,{data}",
-                )
-            )
-        for j, call in enumerate(optional(m, "tool_calls", path, arr) or []):
-            cpath = (*path, "tool_calls", j)
-            fn = field(obj(call, cpath), "function", cpath, obj)
-            fpath = (*cpath, "function")
-            name = field(fn, "name", fpath, string)
-            args = json_object(fn.get("arguments", {}), (*fpath, "arguments"))
-            part = build(cpath, ToolCallPart, id=CallId(f"call_{i}_{j}"), name=name, arguments=args)
-            parts.append(part)
-            unanswered.append(part)
+        parts = _read_parts(m, path, i, content, unanswered)
         transcript = append(transcript, build(path, Message, role=role, parts=tuple(parts)), path)
     if pending:
         transcript = append(transcript, Message(role="tool", parts=tuple(pending)), pending_path)
     return transcript
+
+
+def _read_parts(
+    m: dict[str, Any], path: Path, i: int, content: str, unanswered: list[ToolCallPart]
+) -> list[Part]:
+    """A system, user or assistant message's parts; its calls join `unanswered`."""
+    parts: list[Part] = []
+    thinking = optional(m, "thinking", path, string)
+    if thinking is not None:
+        parts.append(ReasoningPart(text=thinking))
+    # `content` is always present on the wire: empty content beside other parts means no text.
+    if content or not (m.get("tool_calls") or m.get("images") or thinking is not None):
+        parts.append(TextPart(text=content))
+    for j, image in enumerate(optional(m, "images", path, arr) or []):
+        data = string(image, (*path, "images", j))
+        parts.append(
+            build(
+                (*path, "images", j),
+                MediaPart,
+                media_type=_media_type(data),
+                uri=f"data:{_media_type(data)};base64,{data}",
+            )
+        )
+    for j, call in enumerate(optional(m, "tool_calls", path, arr) or []):
+        cpath = (*path, "tool_calls", j)
+        fn = field(obj(call, cpath), "function", cpath, obj)
+        fpath = (*cpath, "function")
+        name = field(fn, "name", fpath, string)
+        args = json_object(fn.get("arguments", {}), (*fpath, "arguments"))
+        part = build(cpath, ToolCallPart, id=CallId(f"call_{i}_{j}"), name=name, arguments=args)
+        parts.append(part)
+        unanswered.append(part)
+    return parts
 
 
 def ollama_chat_body(

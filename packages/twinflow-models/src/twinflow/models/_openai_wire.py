@@ -217,73 +217,68 @@ def from_openai_messages(messages: object) -> Transcript:
     names: dict[str, str] = {}
     pending: list[ToolResultPart] = []
     pending_path: Path = ()
-
-    def flush(t: Transcript) -> Transcript:
-        if pending:
-            msg = Message(role="tool", parts=tuple(pending))
-            t = append(t, msg, pending_path)
-            pending.clear()
-        return t
-
     for i, item in enumerate(arr(messages, ())):
         path: Path = (i,)
         m = obj(item, path)
         role = field(m, "role", path, string)
         if role == "tool":
-            call_id = field(m, "tool_call_id", path, string)
-            name = names.get(call_id)
-            if name is None:
-                raise fail(
-                    f"tool message answers call id {call_id!r}, which no earlier assistant message made",
-                    (*path, "tool_call_id"),
-                )
-            result_parts = _read_content(m.get("content", ""), (*path, "content"))
-            text = "".join(p.text for p in result_parts if isinstance(p, TextPart))
             if not pending:
                 pending_path = path
-            pending.append(
-                build(path, ToolResultPart, call_id=CallId(call_id), name=name, content=text)
-            )
+            pending.append(_read_tool_message(m, path, names))
             continue
-        transcript = flush(transcript)
-        if role in ("system", "developer", "user"):
-            parts = _read_content(field(m, "content", path, lambda v, p: v), (*path, "content"))
+        if pending:
             transcript = append(
-                transcript,
-                build(path, Message, role="system" if role == "developer" else role, parts=parts),
-                path,
+                transcript, Message(role="tool", parts=tuple(pending)), pending_path
             )
-        elif role == "assistant":
-            parts_list: list[Part] = []
-            reasoning = optional(m, "reasoning_content", path, string)
-            if reasoning is not None:
-                parts_list.append(ReasoningPart(text=reasoning))
-            content = m.get("content")
-            if content is not None:
-                parts_list.extend(_read_content(content, (*path, "content")))
-            for j, call in enumerate(optional(m, "tool_calls", path, arr) or []):
-                cpath = (*path, "tool_calls", j)
-                c = obj(call, cpath)
-                fn = field(c, "function", cpath, obj)
-                fpath = (*cpath, "function")
-                call_id = field(c, "id", cpath, string)
-                name = field(fn, "name", fpath, string)
-                args = field(fn, "arguments", fpath, _read_arguments)
-                parts_list.append(
-                    build(cpath, ToolCallPart, id=CallId(call_id), name=name, arguments=args)
-                )
-                names[call_id] = name
-            transcript = append(
-                transcript,
-                build(path, Message, role="assistant", parts=tuple(parts_list)),
-                path,
-            )
-        else:
-            raise fail(
-                f"unknown role {role!r} (expected system, developer, user, assistant or tool)",
-                (*path, "role"),
-            )
-    return flush(transcript)
+            pending.clear()
+        transcript = append(transcript, _read_message(m, path, role, names), path)
+    if pending:
+        transcript = append(transcript, Message(role="tool", parts=tuple(pending)), pending_path)
+    return transcript
+
+
+def _read_tool_message(m: dict[str, Any], path: Path, names: dict[str, str]) -> ToolResultPart:
+    """A `tool` message as the result of the call it answers (named as that call was)."""
+    call_id = field(m, "tool_call_id", path, string)
+    name = names.get(call_id)
+    if name is None:
+        raise fail(
+            f"tool message answers call id {call_id!r}, which no earlier assistant message made",
+            (*path, "tool_call_id"),
+        )
+    result_parts = _read_content(m.get("content", ""), (*path, "content"))
+    text = "".join(p.text for p in result_parts if isinstance(p, TextPart))
+    return build(path, ToolResultPart, call_id=CallId(call_id), name=name, content=text)
+
+
+def _read_message(m: dict[str, Any], path: Path, role: str, names: dict[str, str]) -> Message:
+    """A system, developer, user or assistant message; `names` learns each call's tool."""
+    if role in ("system", "developer", "user"):
+        parts = _read_content(field(m, "content", path, lambda v, p: v), (*path, "content"))
+        return build(path, Message, role="system" if role == "developer" else role, parts=parts)
+    if role != "assistant":
+        raise fail(
+            f"unknown role {role!r} (expected system, developer, user, assistant or tool)",
+            (*path, "role"),
+        )
+    parts_list: list[Part] = []
+    reasoning = optional(m, "reasoning_content", path, string)
+    if reasoning is not None:
+        parts_list.append(ReasoningPart(text=reasoning))
+    content = m.get("content")
+    if content is not None:
+        parts_list.extend(_read_content(content, (*path, "content")))
+    for j, call in enumerate(optional(m, "tool_calls", path, arr) or []):
+        cpath = (*path, "tool_calls", j)
+        c = obj(call, cpath)
+        fn = field(c, "function", cpath, obj)
+        fpath = (*cpath, "function")
+        call_id = field(c, "id", cpath, string)
+        name = field(fn, "name", fpath, string)
+        args = field(fn, "arguments", fpath, _read_arguments)
+        parts_list.append(build(cpath, ToolCallPart, id=CallId(call_id), name=name, arguments=args))
+        names[call_id] = name
+    return build(path, Message, role="assistant", parts=tuple(parts_list))
 
 
 Dialect = Literal["llama-cpp-python", "llama.cpp", "vllm", "lmstudio"]
