@@ -26,9 +26,9 @@ def main() -> None:
     from twinflow.kernel import cached_file_sha256, imported_distributions
 
     try:
-        from twinflow.cli._embedded import smollm2_gguf
+        from twinflow.models import embedded_model_file
 
-        model = smollm2_gguf()
+        model = embedded_model_file()
     except Exception:  # the demo extra is not installed: the distributions alone
         model = None
     start = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Client overhead of twinflow.local_model vs the official `ollama` client and the `openai` SDK.
+"""Client overhead of twinflow.models vs the official `ollama` client and the `openai` SDK.
 
 Every client asks a loopback stub (the kernel's `LoopbackServer`, answering a canned response
 at once, in its own process) for one
@@ -8,7 +8,7 @@ any socket wait (the SDKs' httpx/h11 stack waits ~40 ms per request on delayed A
 this HTTP/1.0 stub) are excluded. Wall time per request is printed too. Rounds interleave the
 clients; the median per client is reported with ratios to each peer measured in the same run.
 Then the import cost, each in a fresh interpreter (shared with benchmarks/vocab_canonical.py):
-`import twinflow.local_model` vs `import pydantic` (lazy: it defers `BaseModel`), vs
+`import twinflow.models` vs `import pydantic` (lazy: it defers `BaseModel`), vs
 `from pydantic import BaseModel`, and the first use of a vocab model name.
 
 Run: .venv/bin/python benchmarks/local_overhead.py [--requests 200] [--rounds 5]
@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from vocab_canonical import import_times, print_import_times  # this folder: sys.path[0]
 
 from twinflow.kernel import HttpTransport
-from twinflow.local_model import OllamaStructuredOutput, OpenAICompatibleStructuredOutput
+from twinflow.models import OllamaChatModel, OpenAICompatibleChatModel
 from twinflow.vocab import Message
 
 
@@ -86,10 +86,8 @@ server.stop()
 def clients(base: str, port: int) -> dict[str, Callable[[], object]]:
     schema = Person.model_json_schema()
     transport = HttpTransport()
-    ours_openai = OpenAICompatibleStructuredOutput(
-        transport, base_url=base, dialect="llama-cpp-python"
-    )
-    ours_ollama = OllamaStructuredOutput(transport, model="smol", base_url=base)
+    ours_openai = OpenAICompatibleChatModel(transport, base_url=base, dialect="llama-cpp-python")
+    ours_ollama = OllamaChatModel(transport, model="smol", base_url=base)
     sdk = openai.OpenAI(base_url=f"{base}/v1", api_key="none", max_retries=0)
     official = ollama.Client(host=base)
     messages = (Message.user(QUESTION),)

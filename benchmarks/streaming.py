@@ -22,8 +22,8 @@ import statistics
 import time
 
 from twinflow.kernel import HttpTransport, LoopbackRequest, LoopbackResponse, LoopbackServer
-from twinflow.local_model import OpenAICompatibleChatModel
-from twinflow.local_model._stream import openai_chunks
+from twinflow.models import OpenAICompatibleChatModel
+from twinflow.models._openai_wire import openai_chunks
 from twinflow.vocab import (
     Chunk,
     ChunkAssembler,

@@ -6,7 +6,7 @@ constraints, dates, a dict, a recursive model, a tuple, a `\\d` pattern and a 17
 Each gets five questions (five trials), asked of the embedded SmolLM2-135M on one
 llama-cpp-python server started for the run, by:
 
-- twinflow: `OpenAICompatibleStructuredOutput` with its defaults (temperature 0 first, re-asks
+- twinflow: `OpenAICompatibleChatModel` with its defaults (temperature 0 first, re-asks
   hotter with a new seed, `max_tokens` from the schema, 3 attempts) and llama-cpp-python's
   converter as pre-flight's grammar check, exactly as the CLI wires it;
 - the peer: the openai SDK's `chat.completions.create` with the same `response_format` schema at
@@ -39,8 +39,8 @@ import openai
 from _bench import add_smoke  # this folder: sys.path[0]
 from pydantic import BaseModel, Field, ValidationError
 
-from twinflow.cli._embedded import server_command, smollm2_gguf
-from twinflow.cli._grammar import llama_cpp_grammar_check
+from twinflow.models import embedded_model_file, server_command
+from twinflow.models import llama_cpp_grammar_check
 from twinflow.kernel import (
     HttpTransport,
     ServerProcess,
@@ -48,7 +48,7 @@ from twinflow.kernel import (
     TransportError,
     free_port,
 )
-from twinflow.local_model import OpenAICompatibleStructuredOutput
+from twinflow.models import OpenAICompatibleChatModel
 from twinflow.vocab import Message, StructuredOutputError
 
 PEER_TIMEOUT = 60.0
@@ -458,7 +458,7 @@ VERBOSE = os.environ.get("HELDOUT_VERBOSE") == "1"
 
 
 def twinflow_trial(
-    adapter: OpenAICompatibleStructuredOutput, task: Task, question: str
+    adapter: OpenAICompatibleChatModel, task: Task, question: str
 ) -> tuple[bool, int]:
     try:
         result = adapter.generate((Message.user(question),), task.model)
@@ -518,7 +518,7 @@ class Server:
             self.process.stop()
             self.restarts += 1
         self.process = SubprocessLauncher().launch(
-            server_command(smollm2_gguf(), self.port),
+            server_command(embedded_model_file(), self.port),
             health_url=f"{self.base}/v1/models",
             deadline=120.0,
             log_path=self.log,
@@ -555,7 +555,7 @@ def main() -> None:
     crashes = {"twinflow": 0, "peer": 0}
     try:
         transport = HttpTransport()
-        adapter = OpenAICompatibleStructuredOutput(
+        adapter = OpenAICompatibleChatModel(
             transport,
             base_url=base,
             dialect="llama-cpp-python",

@@ -7,7 +7,7 @@
 2. Import time in fresh interpreters, best of N: `import pydantic`, `from pydantic import
    BaseModel`, `import twinflow.vocab` (target: within 25 ms of `import pydantic`),
    `from twinflow.vocab import Message` (the first use of a model name, which pays pydantic's
-   model machinery) and `import twinflow.local_model` (target: within 40 ms).
+   model machinery) and `import twinflow.models` (target: within 40 ms).
 
 Run: .venv/bin/python benchmarks/vocab_canonical.py
 """
@@ -95,7 +95,7 @@ IMPORTS = (
     ONE_MODEL,
     "import twinflow.vocab",
     "from twinflow.vocab import Message",
-    "import twinflow.local_model",
+    "import twinflow.models",
 )
 
 
@@ -137,7 +137,7 @@ def print_import_times(times: dict[str, float], runs: int) -> None:
             f"  {label:36}: {t * 1e3:6.1f} ms  ({(t - pyd) * 1e3:+6.1f} ms vs import pydantic, "
             f"{(t - base) * 1e3:+6.1f} ms vs BaseModel; ratio {t / pyd:.2f}x pydantic)"
         )
-    for statement, target in (("import twinflow.vocab", 25), ("import twinflow.local_model", 40)):
+    for statement, target in (("import twinflow.vocab", 25), ("import twinflow.models", 40)):
         if statement in times:
             delta = (times[statement] - pyd) * 1e3
             verdict = "met" if delta <= target else "NOT met"

@@ -41,11 +41,7 @@ from twinflow.kernel import (
     TransportTimeout,
     free_port,
 )
-from twinflow.local_model import (
-    OllamaChatModel,
-    OpenAICompatibleChatModel,
-    OpenAICompatibleStructuredOutput,
-)
+from twinflow.models import OllamaChatModel, OpenAICompatibleChatModel
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import (
     JsonValue,
@@ -161,7 +157,7 @@ def fault_matrix(figures: Figures, rounds: int) -> None:
                 tried["direct"] += 1
                 try:
                     if name == "structured-output":
-                        OpenAICompatibleStructuredOutput(
+                        OpenAICompatibleChatModel(
                             transport, base_url=BASE, dialect="llama-cpp-python", timeout=TIMEOUT
                         ).generate([Message.user("hi")], Answer)
                     else:
@@ -230,13 +226,13 @@ def fault_matrix(figures: Figures, rounds: int) -> None:
 
 def stopped_server(figures: Figures) -> None:
     """A real server, stopped after its first answer, mid-run."""
-    from twinflow.cli._embedded import server_command, smollm2_gguf
+    from twinflow.models import embedded_model_file, server_command
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="twinflow-faults-") as tmp:
         server = SubprocessLauncher().launch(
-            server_command(smollm2_gguf(), port),
+            server_command(embedded_model_file(), port),
             health_url=f"{base}/v1/models",
             deadline=120.0,
             log_path=Path(tmp) / "server.log",

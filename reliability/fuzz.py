@@ -39,12 +39,10 @@ from twinflow.agent import Trace, verify_agent_trace
 from twinflow.cli._spec import SpecError, parse_spec
 from twinflow.eval import DatasetError, load_dataset
 from twinflow.kernel import MockTransport
-from twinflow.local_model import (
-    LocalModelError,
-    OllamaChatModel,
-    OpenAICompatibleChatModel,
-    OpenAICompatibleStructuredOutput,
-)
+from twinflow.models import ModelError, OllamaChatModel, OpenAICompatibleChatModel
+from twinflow.models._anthropic_wire import from_anthropic
+from twinflow.models._ollama_wire import from_ollama_messages
+from twinflow.models._openai_wire import from_openai_messages
 from twinflow.trace import TraceCorruptError
 from twinflow.trace._testing import rechain
 from twinflow.vocab import (
@@ -56,7 +54,6 @@ from twinflow.vocab import (
     Transcript,
     WireFormatError,
 )
-from twinflow.vocab.wire import from_anthropic, from_ollama_messages, from_openai_messages
 
 DEADLINE_S = 5.0
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,12 +181,12 @@ def model_responses(data: bytes) -> None:
         )
         for client in clients:
             for request in (REQUEST, STRUCTURED_REQUEST):
-                with contextlib.suppress(LocalModelError, StructuredOutputError):
+                with contextlib.suppress(ModelError, StructuredOutputError):
                     client.request(request)
-    adapter = OpenAICompatibleStructuredOutput(
+    adapter = OpenAICompatibleChatModel(
         transport, base_url=base, dialect="llama-cpp-python", max_attempts=2
     )
-    with contextlib.suppress(LocalModelError, StructuredOutputError):
+    with contextlib.suppress(ModelError, StructuredOutputError):
         adapter.generate([Message.user("hi")], Answer)
 
 
@@ -232,7 +229,9 @@ def rewritten_traces() -> list[bytes]:
 
 def seeds(workdir: Path) -> dict[str, list[bytes]]:
     """Valid (or nearly valid) inputs each target starts from."""
-    from twinflow.vocab.wire import to_anthropic, to_ollama_messages, to_openai_messages
+    from twinflow.models._anthropic_wire import to_anthropic
+    from twinflow.models._ollama_wire import to_ollama_messages
+    from twinflow.models._openai_wire import to_openai_messages
 
     shapes = list(trace_shapes().values())
     transcript = Transcript(

@@ -107,7 +107,7 @@ from twinflow.kernel import (
     TransportTimeout,
     free_port,
 )
-from twinflow.local_model import OpenAICompatibleChatModel
+from twinflow.models import OpenAICompatibleChatModel
 from twinflow.trace import (
     GENESIS,
     FileWriteError,

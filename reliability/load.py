@@ -40,7 +40,7 @@ from twinflow.kernel import (
     Transport,
     free_port,
 )
-from twinflow.local_model import OpenAICompatibleChatModel
+from twinflow.models import OpenAICompatibleChatModel
 from twinflow.trace import TraceSink
 from twinflow.vocab import JsonValue, ModelSettings
 
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = rng.sample(ids, 2 * share)
     transport_faults = {cid: rng.choice(TRANSPORT_FAULTS) for cid in chosen[:share]}
     malformed = {cid: rng.choice(MALFORMED) for cid in chosen[share:]}
-    from twinflow.cli._embedded import server_command, smollm2_gguf
+    from twinflow.models import embedded_model_file, server_command
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(tmp) / "run"
         launched = time.perf_counter()
         with SubprocessLauncher().launch(
-            server_command(smollm2_gguf(), port),
+            server_command(embedded_model_file(), port),
             health_url=f"{base}/v1/models",
             deadline=120.0,
             log_path=Path(tmp) / "server.log",

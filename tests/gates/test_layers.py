@@ -16,7 +16,7 @@ PACKAGES = {
     "trace": "twinflow-trace",
     "vocab": "twinflow-vocab",
     "kernel": "twinflow-kernel",
-    "local_model": "twinflow-local",
+    "models": "twinflow-models",
     "agent": "twinflow-agent",
     "eval": "twinflow-eval",
     "cli": "twinflow-cli",
@@ -58,19 +58,18 @@ def _add(root: Path, package: str, line: str, module: str = "_fixture") -> None:
 
 BROKEN = {
     "vocab imports agent": ("vocab", "import twinflow.agent"),
-    "kernel imports local_model": ("kernel", "from twinflow import local_model"),
+    "kernel imports models": ("kernel", "from twinflow import models"),
     "agent imports eval": ("agent", "import twinflow.eval"),
-    "agent imports local_model": ("agent", "import twinflow.local_model"),
-    "local_model imports agent": ("local_model", "import twinflow.agent"),
+    "models imports agent": ("models", "import twinflow.agent"),
     "eval imports cli": ("eval", "import twinflow.cli"),
-    "local_model imports httpx": ("local_model", "import httpx"),
+    "models imports httpx": ("models", "import httpx"),
     "agent imports openai": ("agent", "from openai import OpenAI"),
     "cli imports requests": ("cli", "import requests"),
     "kernel imports anthropic": ("kernel", "import anthropic"),
     "agent imports datapizza": ("agent", "from datapizza.type import TextBlock"),
     "vocab root imports datapizza": ("vocab", "import datapizza"),
     "agent imports urllib.request": ("agent", "import urllib.request"),
-    "local_model imports http.client": ("local_model", "from http import client"),
+    "models imports http.client": ("models", "from http import client"),
     "eval imports socket": ("eval", "import socket"),
     "vocab imports ssl": ("vocab", "import ssl"),
     "cli imports subprocess": ("cli", "import subprocess"),
@@ -84,7 +83,7 @@ BROKEN = {
     # Class 13: every provider SDK and agent framework, every network and process family.
     "agent imports pydantic_ai": ("agent", "from pydantic_ai import Agent"),
     "eval imports litellm": ("eval", "import litellm"),
-    "local_model imports ollama": ("local_model", "import ollama"),
+    "models imports ollama": ("models", "import ollama"),
     "kernel imports langchain_core": ("kernel", "import langchain_core"),
     "vocab imports urllib3": ("vocab", "import urllib3"),
     "agent imports httpcore": ("agent", "import httpcore"),
@@ -92,7 +91,7 @@ BROKEN = {
     "eval imports _ssl": ("eval", "import _ssl"),
     "cli imports ftplib": ("cli", "import ftplib"),
     "agent imports smtplib": ("agent", "import smtplib"),
-    "local_model imports xmlrpc.client": ("local_model", "import xmlrpc.client"),
+    "models imports xmlrpc.client": ("models", "import xmlrpc.client"),
     "eval imports http.server": ("eval", "from http import server"),
     "agent imports asyncio subprocess": ("agent", "from asyncio import subprocess"),
     "cli imports asyncio streams": ("cli", "import asyncio.streams"),
@@ -103,12 +102,13 @@ BROKEN = {
 KEPT = {
     "cli imports everything below": (
         "cli",
-        "import twinflow.agent, twinflow.eval, twinflow.local_model",
+        "import twinflow.agent, twinflow.eval, twinflow.models",
     ),
+    "agent imports models": ("agent", "import twinflow.models"),
     "kernel imports vocab": ("kernel", "import twinflow.vocab"),
     "vocab imports trace": ("vocab", "import twinflow.trace"),
     "kernel imports urllib.request and subprocess": ("kernel", "import subprocess, urllib.request"),
-    "local_model imports urllib.parse": ("local_model", "from urllib.parse import urljoin"),
+    "models imports urllib.parse": ("models", "from urllib.parse import urljoin"),
     "agent imports http's status codes": ("agent", "from http import HTTPStatus"),
 }
 
@@ -117,7 +117,7 @@ def test_the_skeleton_passes(tmp_path: Path, repo_root: Path, run_gate: GateRunn
     """Eight packages that import nothing keep every contract (the control for the cases below)."""
     done = run_gate("layers", "--root", _skeleton(tmp_path, repo_root))
     assert 0 == done.returncode, done.stdout + done.stderr
-    assert "5 kept, 0 broken" in done.stdout
+    assert "4 kept, 0 broken" in done.stdout
 
 
 @pytest.mark.parametrize(("package", "line"), BROKEN.values(), ids=BROKEN.keys())
@@ -135,8 +135,8 @@ def test_each_broken_contract_fails(
 PRIVATE = {
     "agent imports trace's private module": ("agent", "from twinflow.trace._shared import X"),
     "cli imports a name of it": ("cli", "import twinflow.trace._shared"),
-    "local_model imports it by name": (
-        "local_model",
+    "models imports it by name": (
+        "models",
         "import importlib\nimportlib.import_module('twinflow.trace._shared')",
     ),
     "eval imports a private name": ("eval", "from twinflow.trace import _shared"),
@@ -342,14 +342,14 @@ DYNAMIC = {
         "vocab",
         "import importlib\nimportlib.import_module('twinflow.agent')",
     ),
-    "kernel __import__ local_model": ("kernel", "__import__('twinflow.local_model')"),
+    "kernel __import__ models": ("kernel", "__import__('twinflow.models')"),
     "agent sys.modules socket": ("agent", "import sys\nsock = sys.modules['socket']"),
     "eval resolve_name subprocess": (
         "eval",
         "import pkgutil\npkgutil.resolve_name('subprocess:run')",
     ),
-    "local_model import_module openai": (
-        "local_model",
+    "models import_module openai": (
+        "models",
         "import importlib\nimportlib.import_module('openai')",
     ),
     "agent import_module datapizza": (

@@ -51,21 +51,21 @@ def _table(output: str, label: str) -> list[str]:
 
 
 def test_local_closure_is_pydantic_and_two_leaves(run_gate: GateRunner) -> None:
-    """twinflow-local's table lists exactly itself, kernel, vocab, trace and pydantic's own tree."""
-    done = run_gate("licences", "--member", "twinflow-local")
+    """twinflow-models's table lists exactly itself, kernel, vocab, trace and pydantic's own tree."""
+    done = run_gate("licences", "--member", "twinflow-models")
     assert 0 == done.returncode, done.stdout + done.stderr
     expected = [
         "annotated-types",
         "pydantic",
         "pydantic-core",
         "twinflow-kernel",
-        "twinflow-local",
+        "twinflow-models",
         "twinflow-trace",
         "twinflow-vocab",
         "typing-extensions",
         "typing-inspection",
     ]
-    assert expected == _table(done.stdout, "twinflow-local")
+    assert expected == _table(done.stdout, "twinflow-models")
 
 
 def test_certifi_is_admitted_only_in_the_datapizza_extra(run_gate: GateRunner) -> None:
@@ -84,18 +84,25 @@ def test_sbom_is_byte_identical_between_runs(tmp_path: Path, run_gate: GateRunne
     first, second = tmp_path / "a", tmp_path / "b"
     for target in (first, second):
         done = run_gate(
-            "licences", "--member", "twinflow-local", "--member", "twinflow-vocab", "--sbom", target
+            "licences",
+            "--member",
+            "twinflow-models",
+            "--member",
+            "twinflow-vocab",
+            "--sbom",
+            target,
         )
         assert 0 == done.returncode, done.stdout + done.stderr
     names = sorted(p.name for p in first.iterdir())
     assert [
-        "twinflow-local.cdx.json",
+        "twinflow-models+embedded.cdx.json",
+        "twinflow-models.cdx.json",
         "twinflow-vocab+datapizza.cdx.json",
         "twinflow-vocab.cdx.json",
     ] == names
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes()
-    bom = json.loads((first / "twinflow-local.cdx.json").read_text(encoding="utf-8"))
+    bom = json.loads((first / "twinflow-models.cdx.json").read_text(encoding="utf-8"))
     assert ("CycloneDX", "1.5") == (bom["bomFormat"], bom["specVersion"])
     licences = {c["name"]: c["licenses"] for c in bom["components"]}
     assert [{"expression": "MIT"}] == licences["pydantic"]

@@ -15,7 +15,8 @@ from twinflow.agent import AgentConfigError, Policy, PydanticStructuredOutput
 from twinflow.cli import ModelSpec, SpecError
 from twinflow.eval import EvalValueError, Shard
 from twinflow.kernel import LoopbackResponse, MockTransport, ThreadExecutor
-from twinflow.local_model import OllamaStructuredOutput, SchemaFinding
+from twinflow.models import OllamaChatModel
+from twinflow.models._preflight import SchemaFinding
 from twinflow.trace import Limits, TraceError
 from twinflow.vocab import (
     CanonicalError,
@@ -37,11 +38,11 @@ CASES: dict[str, tuple[Callable[[], object], type[TwinflowError]]] = {
         lambda: LoopbackResponse(status="teapot"),
         InvalidValueError,
     ),
-    "local_model: no attempt": (
-        lambda: OllamaStructuredOutput(MockTransport([]), model="m", max_attempts=0),
+    "models: no attempt": (
+        lambda: OllamaChatModel(MockTransport([]), model="m", max_attempts=0),
         UserError,
     ),
-    "local_model: a finding without its fields": (lambda: SchemaFinding(), InvalidValueError),
+    "models: a finding without its fields": (lambda: SchemaFinding(), InvalidValueError),
     "agent: a negative run budget": (lambda: Policy(max_tool_calls=-1), AgentConfigError),
     "agent: no attempt": (lambda: PydanticStructuredOutput(max_attempts=0), UserError),
     "eval: shard 0 of 1": (lambda: Shard(index=0, count=1), EvalValueError),

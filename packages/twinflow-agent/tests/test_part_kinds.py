@@ -26,6 +26,7 @@ from twinflow.agent import (
     replay,
 )
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.models._openai_wire import to_openai_messages
 from twinflow.trace import FileTraceSink, MemoryTraceSink
 from twinflow.vocab import (
     CallId,
@@ -40,7 +41,6 @@ from twinflow.vocab import (
     ToolCallPart,
     canonical_bytes,
 )
-from twinflow.vocab.wire import to_openai_messages
 
 
 class Citation(ExtensionPart):

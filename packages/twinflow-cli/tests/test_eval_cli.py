@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from twinflow.agent import Agent, FunctionModel, RunStarted, Trace
-from twinflow.cli._embedded import smollm2_gguf
 from twinflow.cli._main import main
 from twinflow.eval import Case, Dataset, Shard, load_dataset, run_eval
 from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.models import embedded_model_file
 from twinflow.trace import TraceSink
 from twinflow.vocab import Message
 
@@ -209,7 +209,7 @@ def test_two_trials_on_the_embedded_model_record_seeds_and_the_environment(
     assert [0, 1000, 0, 1000] == [c["seed"] for c in results["cases"]]
     assert [2, 2] == [c["trials"] for c in results["trials"]["cases"]]
     assert 2 == payload["trials"]["k"]
-    gguf = smollm2_gguf()
+    gguf = embedded_model_file()
     for case in results["cases"]:
         body = next(iter(Trace.load(out / case["trace"]).events)).body
         assert isinstance(body, RunStarted) and body.environment is not None

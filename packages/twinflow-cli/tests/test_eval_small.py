@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from cli_testkit import EVAL_PROMPT, SUMS, calc_project
 
-from twinflow.cli._embedded import smollm2_gguf
 from twinflow.cli._main import main
 from twinflow.cli._spec import load_spec
 from twinflow.cli._wiring import run_identity
 from twinflow.kernel import LoopbackServer
+from twinflow.models import embedded_model_file
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_the_embedded_model_is_named_by_its_file_and_sha256(project: Path) -> No
     text = (project / "spec.yaml").read_text()
     url_line = next(line for line in text.splitlines() if line.strip().startswith("url:"))
     (project / "embedded.yaml").write_text(text.replace(url_line, "  url: embedded"))
-    gguf = smollm2_gguf()
+    gguf = embedded_model_file()
     digest = hashlib.sha256(gguf.read_bytes()).hexdigest()
     model = run_identity(load_spec(project / "embedded.yaml")).model
     assert f"openai-compatible llama.cpp embedded {gguf.name} sha256:{digest} name=local" in (

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from twinflow._base._untrusted import REDACTED
 from twinflow.kernel import (
     LoopbackRequest,
     LoopbackResponse,
@@ -25,9 +24,10 @@ from twinflow.kernel import (
     ProcessResult,
     run_process,
 )
-from twinflow.local_model import ANTHROPIC_VERSION
+from twinflow.models._anthropic import ANTHROPIC_VERSION
+from twinflow.trace import REDACTED
 
-STREAMS = Path(__file__).resolve().parents[2] / "twinflow-local" / "tests" / "fixtures" / "streams"
+STREAMS = Path(__file__).resolve().parents[2] / "twinflow-models" / "tests" / "fixtures" / "streams"
 KEY = "sk-ant-cli-test-0123456789"
 KEY_ENV = "TWINFLOW_TEST_ANTHROPIC_KEY"
 

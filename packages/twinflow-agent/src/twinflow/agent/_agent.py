@@ -107,7 +107,7 @@ from twinflow.vocab import (
     canonical_bytes,
     digest,
     envelope,
-    reask_message,  # the one re-ask message, shared with local_model
+    reask_message,  # the one re-ask message, shared with models
     validation_error_text,
 )
 

@@ -29,7 +29,7 @@ from twinflow.agent._events import (
 )
 from twinflow.agent._tools import Tool
 
-# validation_error_text: the one rendering of a refusal, shared with local_model.
+# validation_error_text: the one rendering of a refusal, shared with models.
 from twinflow.vocab import (
     Part,
     TextPart,

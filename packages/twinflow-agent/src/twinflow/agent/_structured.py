@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from twinflow.agent._errors import AgentConfigError
 
-# The loop is shared with twinflow.local_model, which this package may not import.
+# The loop is shared with twinflow.models, which this package may not import.
 from twinflow.vocab import Reask, StructuredResult, check_max_attempts, validate_with_reask
 
 __all__ = ["PydanticStructuredOutput"]

@@ -15,7 +15,6 @@ Errors (the command prints each as one line and exits 1 or 2)::
         ├── SpecError (also a UserError)          a run spec that cannot be used (file:line: key: why),
         │                                         or a `RunSpec` section built with a bad field
         ├── UnreadableTrace (also a UserError)    the file is not a twinflow trace at all
-        ├── EmbeddedModelMissing (also a UserError)  llama-cpp-python or the SmolLM2 file is not installed
         └── CheckFailed                           a check asked for did not pass (``verify``, ``replay``)
 
 Every other package's errors pass through unchanged: `replay_run` raises the agent's

@@ -175,7 +175,7 @@ def embedded_model(log_dir: str | Path | None = None) -> Iterator[str]:
     """Start the bundled SmolLM2-135M-Instruct server; yields its base URL for the block.
 
     Raises:
-        EmbeddedModelMissing: the ``demo`` extra is not installed.
+        ModelSetupError: the ``demo`` extra is not installed (reason ``not-installed``).
         LaunchError: the server did not start in time.
     """
     with embedded_server(None if log_dir is None else Path(log_dir), on_progress=_quiet) as url:

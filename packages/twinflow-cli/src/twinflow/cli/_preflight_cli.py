@@ -15,15 +15,14 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
-from twinflow.cli._grammar import llama_cpp_grammar_check
 from twinflow.cli._output import EXIT_FAILED, EXIT_OK, Command, Output
 from twinflow.cli._spec import resolve_dotted
-from twinflow.local_model import Decoder, PreflightReport, preflight
+from twinflow.models import PreflightReport, llama_cpp_grammar_check, preflight
 from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS"]
 
-_DECODERS: tuple[Decoder, ...] = ("llama-cpp-python", "llama.cpp", "ollama")
+_DECODERS: tuple[str, ...] = ("llama-cpp-python", "llama.cpp", "ollama")
 
 
 def _configure(p: argparse.ArgumentParser) -> None:

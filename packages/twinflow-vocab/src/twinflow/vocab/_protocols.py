@@ -1,7 +1,7 @@
 """The model-facing seams: what the agent loop and the model clients meet at.
 
 `ChatModel` and `StructuredOutputAdapter` are Protocols speaking only vocab values, so the loop
-(`twinflow.agent`) and the clients (`twinflow.local_model`) never import each other; the
+(`twinflow.agent`) and the clients (`twinflow.models`) never import each other; the
 composition root injects one into the other.
 """
 

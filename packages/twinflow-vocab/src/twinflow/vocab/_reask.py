@@ -1,6 +1,6 @@
 """The one validate-and-re-ask loop, shared by the agent's adapter and the local model clients.
 
-`twinflow.agent` (`PydanticStructuredOutput`) and `twinflow.local_model` (the structured-output
+`twinflow.agent` (`PydanticStructuredOutput`) and `twinflow.models` (the structured-output
 adapters and the structured-action chat mode) must not import each other, so the loop, its
 error formatter, its re-ask message and its attempt-count check live here, at the layer both
 depend on. One loop means one rendering of a refusal (JSON pointers, ``/`` joins), one message

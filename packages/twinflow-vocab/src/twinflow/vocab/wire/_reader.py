@@ -191,3 +191,24 @@ def append(transcript: Transcript, message: Message, path: Path) -> Transcript:
 def structured_text(part: StructuredPart) -> str:
     """A structured value as the text a provider carries it in: its canonical JSON."""
     return canonical_bytes(part.value).decode("utf-8")
+
+
+class WireReader:
+    """The bounded, total readers a provider's wire mapping is written with.
+
+    Each raises `WireFormatError` at the JSON pointer of the offending part, so a mapping
+    written with them reads any payload to a value or that one error. A path is a tuple of
+    keys and indices (`("messages", 0, "content")`).
+    """
+
+    fail = staticmethod(fail)
+    obj = staticmethod(obj)
+    arr = staticmethod(arr)
+    string = staticmethod(string)
+    boolean = staticmethod(boolean)
+    field = staticmethod(field)
+    optional = staticmethod(optional)
+    json_object = staticmethod(json_object)
+    build = staticmethod(build)
+    append = staticmethod(append)
+    structured_text = staticmethod(structured_text)
