@@ -26,11 +26,10 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AwareDatetime, TypeAdapter
 
-from twinflow.agent._agent import Agent
 from twinflow.agent._compare import ComparingSink, ComparingWriter, ReplayDivergenceError
 from twinflow.agent._errors import AgentConfigError, AgentError, InvalidModelReply, RunError
 from twinflow.agent._events import (
@@ -66,6 +65,9 @@ from twinflow.vocab import (
     StructuredOutputError,
     ToolCallPart,
 )
+
+if TYPE_CHECKING:
+    from twinflow.agent._agent import Agent  # which builds its replays with `replay`
 
 __all__ = [
     "REPLAY_KINDS",
