@@ -12,51 +12,38 @@ import importlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Generic, Literal
+from typing import Any
 
 from pydantic import BaseModel
-from typing_extensions import TypeVar
 
 from twinflow.agent._errors import (
     AgentConfigError,
-    InvalidModelReply,
-    MaxStepsExceeded,
-    OutputValidationFailed,
 )
 from twinflow.agent._events import (
     AgentConfig,
     ApprovalDecided,
-    ApprovalRequested,
     Environment,
     EventBody,
     ForkParent,
-    ModelRequested,
-    ModelResponded,
-    OutputAccepted,
-    OutputRejected,
     PartKindRecord,
     RunFailed,
     RunFinished,
     RunStarted,
-    SteeringReceived,
 )
 from twinflow.agent._mcp import McpTools
-from twinflow.agent._observe import Observer, Steering, poll_steering
+from twinflow.agent._observe import Observer, Steering
 from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
 from twinflow.agent._replay import REPLAY_KINDS, ReplayMode, ReplayPorts, ReplayResult, replay
-from twinflow.agent._resume import Decision, Paused, RunPaused
+from twinflow.agent._resume import Decision, RunPaused
 from twinflow.agent._run import (
     RunResult,
     RunState,
     UsageLimits,
-    bad_output_type,
-    check_call_ids,
-    check_limits,
+    check_arguments,
     class_path,
-    emission,
     part_kinds_of,
-    typed_parts,
 )
+from twinflow.agent._step import OutputT, Steps
 from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
@@ -67,25 +54,14 @@ from twinflow.vocab import (
     ChatModel,
     ExtensionPart,
     Message,
-    ModelRequest,
-    ModelResponse,
     ModelSettings,
     OutputSchema,
     StructuredOutputAdapter,
-    StructuredOutputError,
-    ToolCallPart,
-    ToolSpec,
     Transcript,
-    digest,
-    envelope,
-    reask_message,  # the one re-ask message, shared with the model clients
+    digest,  # the one re-ask message, shared with the model clients
 )
 
 __all__ = ["Agent", "RunResult", "UsageLimits"]
-
-# Defaults to str, so a bare `Agent` (and `Agent(model, ...)` without an output type) is a
-# text agent: one constructor, no overloads.
-OutputT = TypeVar("OutputT", default=str)
 
 
 def _opened_model(model: ChatModel | str) -> tuple[ChatModel, bool]:
@@ -113,7 +89,7 @@ def _sink(trace: TraceSink | str | os.PathLike[str] | None) -> TraceSink:
     return trace
 
 
-class Agent(Closing, Generic[OutputT]):
+class Agent(Steps[OutputT], Closing):
     """Runs a model with tools under a deny-by-default policy, tracing every event.
 
     Args:
@@ -182,12 +158,7 @@ class Agent(Closing, Generic[OutputT]):
         environment: Environment | None = None,
     ) -> None:
         """Configure an agent (the arguments are described on the class)."""
-        if max_steps < 1:
-            raise AgentConfigError(f"max_steps must be at least 1, not {max_steps}")
-        if output_type is not str and not (
-            isinstance(output_type, type) and issubclass(output_type, BaseModel)
-        ):
-            raise bad_output_type(output_type)
+        check_arguments(max_steps, output_type)
         # What a replay of this agent is built with again (`replay`), its ports aside.
         self._options: dict[str, Any] = {
             "tools": tools,
@@ -223,11 +194,6 @@ class Agent(Closing, Generic[OutputT]):
             OutputSchema.for_model(output_type) if issubclass(output_type, BaseModel) else None
         )
         self._configure(model_label)
-        # Events written where a record has them (a resume's run_resumed, say), by sequence
-        # number, and a person's decisions by call id: both empty for a fresh run.
-        self._inserts: dict[int, EventBody] = {}
-        self._decisions: dict[str, ApprovalDecided] = {}
-        self._parent: ForkParent | None = None
 
     def _add_tools(self, tools: Sequence[Tool | McpTools | Callable[..., Any]]) -> None:
         """Register the tools and MCP servers; check the policy names only registered tools."""
@@ -277,31 +243,11 @@ class Agent(Closing, Generic[OutputT]):
         # again, and `_relist` empties it then.
         self._offer_digests: dict[tuple[str, ...], str] = {}
         self._schema_digest = None if self._schema is None else digest(self._schema)
-
-    def _register(self, tools: Sequence[Tool]) -> None:
-        for tool in tools:
-            if tool.name in self.tools:
-                raise AgentConfigError(
-                    f"two tools are named {tool.name!r}; tool names must be unique"
-                )
-            self.tools[tool.name] = tool
-
-    def _relist(self, step: int) -> None:
-        """Before a step: a server whose tool list changed is listed again, traced, and offered."""
-        for server in self.servers:
-            listed = server.relist(step)
-            if listed is None:
-                continue
-            self._emit(listed)
-            prefix = f"{server.name}."
-            kept = {n: t for n, t in self.tools.items() if not n.startswith(prefix)}
-            self.tools.clear()
-            self.tools.update(kept)
-            self._register(server.tools)
-            self._specs = tuple(t.spec for t in self.tools.values())
-            # The digests kept are of the old listing: a tool listed again under its name may
-            # have a new schema (and a server listing at every step must not grow the table).
-            self._offer_digests.clear()
+        # Events written where a record has them (a resume's run_resumed, say), by sequence
+        # number, and a person's decisions by call id: both empty for a fresh run.
+        self._inserts: dict[int, EventBody] = {}
+        self._decisions: dict[str, ApprovalDecided] = {}
+        self._parent: ForkParent | None = None
 
     def close(self) -> None:
         """Close the trace writer (and its sink), and a model the agent opened by name."""
@@ -319,17 +265,6 @@ class Agent(Closing, Generic[OutputT]):
         """The trace file runs are written to; None for a sink that is not a file."""
         path = getattr(self.writer.sink, "path", None)
         return None if path is None else os.fspath(path)
-
-    def _emit(self, body: EventBody) -> None:
-        inserts = self._inserts
-        while inserts and self.writer.size in inserts:
-            self._write(inserts.pop(self.writer.size))
-        self._write(body)
-
-    def _write(self, body: EventBody) -> None:
-        self.writer.append(self.clock.now(), body)
-        if self.observer is not None:
-            self.observer(body)
 
     def run(self, prompt: str) -> RunResult[OutputT]:
         """Run the agent on one prompt.
@@ -420,127 +355,6 @@ class Agent(Closing, Generic[OutputT]):
             steps=state.requests,
             trace_path=self.trace_path,
         )
-
-    def _loop(self, state: RunState, runner: ToolRunner) -> OutputT:
-        for step in range(1, self.max_steps + 1):
-            state.step = step
-            if step > 1:
-                self._relist(step)
-            state.offered = tuple(s for s in self._specs if runner.may_call(s.name))
-            if self.steering is not None:
-                self._steer(state, poll_steering(self.steering, step))
-            response = self._ask(state, "step")
-            calls = response.message.tool_calls
-            if not calls:
-                state.transcript = state.transcript.append(response.message)
-                return self._finish(state, response)
-            check_call_ids(state, calls)
-            self._ask_people(state, calls)
-            results = tuple(runner.run(call) for call in calls)
-            answered = Message(role="tool", parts=results)
-            # One append per step (the reply and its results): one copy of the messages tuple.
-            state.transcript = state.transcript.append(response.message, answered)
-            self.writer.end_step()
-        raise MaxStepsExceeded(
-            f"run {state.run_id}: the model was still calling tools after max_steps={self.max_steps} "
-            f"requests; {self._max_steps_hint(runner)}"
-        )
-
-    def _max_steps_hint(self, runner: ToolRunner) -> str:
-        """What to do about a run that ran out of steps: refused calls come before more steps."""
-        if not runner.refused:
-            return "raise max_steps or check the tools' results"
-        refused = sum(runner.refused.values())
-        which = ", ".join(
-            f"{name} {error_type} x{count}" for (name, error_type), count in runner.refused.items()
-        )
-        allowed = ", ".join(sorted(self.policy.allow)) or "no tool"
-        if refused == runner.decided:
-            return (
-                f"all {refused} tool calls were refused ({which}; the policy allows {allowed}): "
-                "fix the policy or the tool calls, more steps will not help"
-            )
-        return (
-            f"{refused} of {runner.decided} tool calls were refused ({which}; the policy allows "
-            f"{allowed}): check the policy before raising max_steps"
-        )
-
-    def _ask(self, state: RunState, purpose: Literal["step", "reask"]) -> ModelResponse:
-        """Send the transcript; a re-ask's reply joins it here, a step's with its tool results."""
-        request = self._record_request(state, purpose)
-        stream = getattr(self.model, "stream", None) if self.observer is not None else None
-        try:
-            if stream is not None:
-                # A StreamingChatModel: the observer sees the chunks, the trace the assembled reply.
-                response: ModelResponse = stream(request, self.observer)
-            else:
-                response = self.model.request(request)
-        except StructuredOutputError as exc:
-            raise self._no_valid_reply(state, exc) from exc
-        self._emit(ModelResponded(step=state.step, response=response))
-        response = typed_parts(self.part_kinds, state, response)
-        state.requests += 1
-        state.usage_in += response.usage.input_tokens
-        state.usage_out += response.usage.output_tokens
-        check_limits(self.usage_limits, state)
-        if purpose == "reask":
-            state.transcript = state.transcript.append(response.message)
-        return response
-
-    def _record_request(self, state: RunState, purpose: Literal["step", "reask"]) -> ModelRequest:
-        """Record what is new since the last request (``model_requested``); the request."""
-        # Only what was not sent yet: reading `.messages` would build the whole tuple each step.
-        new = state.transcript.messages_from(state.sent)
-        self._emit(
-            ModelRequested(
-                step=state.step,
-                purpose=purpose,
-                prefix_length=state.chain.length,
-                prefix_digest=state.chain.hexdigest,
-                new_messages=new,
-                tools_digest=self._offer_digest(state.offered),
-                output_schema_digest=self._schema_digest,
-                settings=self.settings,
-            )
-        )
-        state.chain.update(new)
-        state.sent = len(state.transcript)
-        # Every field is an already validated value and tool names were checked unique in
-        # __init__; validating again would re-walk the whole transcript each step (O(n)).
-        return ModelRequest.of_valid(state.transcript, state.offered, self._schema, self.settings)
-
-    def _ask_people(self, state: RunState, calls: Sequence[ToolCallPart]) -> None:
-        """Record the calls that wait for a person; stop unless each has its decision.
-
-        Nothing of the reply runs before every call in it that waits is decided, so a decision
-        is taken knowing the whole reply, and a resume re-runs the reply from its start.
-        """
-        asked = [call for call in calls if call.name in self.policy.ask]
-        if not asked:
-            return
-        requested = []
-        for call in asked:
-            request = ApprovalRequested(
-                call_id=call.id,
-                tool=call.name,
-                arguments=call.arguments,
-                digest=digest({"call_id": call.id, "tool": call.name, "arguments": call.arguments}),
-            )
-            self._emit(request)
-            requested.append(request)
-        # Decisions go in the order they were recorded (then the order given): a decision
-        # taken on its own, before the others of the reply, keeps its place in the trace.
-        waiting = {r.call_id for r in requested}
-        for call_id, decided in list(self._decisions.items()):
-            if call_id in waiting:
-                self._emit(decided)
-        pending = tuple(r for r in requested if r.call_id not in self._decisions)
-        if pending:
-            names = ", ".join(f"{p.call_id} ({p.tool})" for p in pending)
-            raise RunPaused(
-                f"run {state.run_id} waits for a decision on {names}",
-                Paused(run_id=state.run_id, pending=pending, events=self.writer.size),
-            )
 
     def resume(
         self,
@@ -637,74 +451,3 @@ class Agent(Closing, Generic[OutputT]):
             environment=ports.environment,
             **self._options,
         )
-
-    def _steer(self, state: RunState, texts: list[str]) -> None:
-        """Record each steering message and add it to the conversation as a tagged user turn."""
-        for text in texts:
-            self._emit(SteeringReceived(step=state.step, text=text))
-            state.transcript = state.transcript.append(envelope("steering", text))
-
-    def _offer_digest(self, offered: tuple[ToolSpec, ...]) -> str:
-        names = tuple(spec.name for spec in offered)
-        found = self._offer_digests.get(names)
-        if found is None:
-            found = digest([spec.model_dump(mode="json") for spec in offered])
-            self._offer_digests[names] = found
-        return found
-
-    def _no_valid_reply(self, state: RunState, exc: StructuredOutputError) -> InvalidModelReply:
-        """Record every refused reply, then the run's error: one failure path with the others."""
-        for attempt in exc.attempts:
-            self._emit(
-                OutputRejected(
-                    attempt=attempt.number,
-                    emission=attempt.emission,
-                    error=attempt.error or "refused",
-                )
-            )
-        last = exc.attempts[-1].error if exc.attempts else None
-        return InvalidModelReply(
-            f"run {state.run_id}: the model never produced a valid action at step {state.step} "
-            f"in {len(exc.attempts)} attempt(s); last error: {last}. Every reply is in the trace "
-            "(output_rejected events); offer fewer or simpler tools, or use a stronger model",
-            exc.attempts,
-        )
-
-    def _finish(self, state: RunState, response: ModelResponse) -> OutputT:
-        output_type = self.output_type
-        if self._schema is None or not issubclass(output_type, BaseModel):
-            text = response.message.text
-            # str is the only other output type the constructor accepts; the check is what
-            # lets the text be returned as OutputT, and it refuses an output_type changed since.
-            if not isinstance(text, output_type):
-                raise bad_output_type(output_type)
-            self._emit(OutputAccepted(attempts=1, schema_name=None, value=text))
-            return text
-        emissions = [emission(response.message)]
-        schema_name = self._schema.name
-
-        def reask(error: str) -> str:
-            self._emit(OutputRejected(attempt=len(emissions), emission=emissions[-1], error=error))
-            state.transcript = state.transcript.append(Message.user(reask_message(error)))
-            emissions.append(emission(self._ask(state, "reask").message))
-            return emissions[-1]
-
-        try:
-            result = self.structured.validate(emissions[0], output_type, reask)
-        except StructuredOutputError as exc:
-            last = exc.attempts[-1] if exc.attempts else None
-            if last is not None and last.error is not None:
-                self._emit(
-                    OutputRejected(attempt=last.number, emission=last.emission, error=last.error)
-                )
-            raise OutputValidationFailed(
-                f"run {state.run_id}: the {schema_name} output did not validate: {exc}"
-            ) from exc
-        self._emit(
-            OutputAccepted(
-                attempts=len(result.attempts),
-                schema_name=schema_name,
-                value=result.output.model_dump(mode="json"),
-            )
-        )
-        return result.output

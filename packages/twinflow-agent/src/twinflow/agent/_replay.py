@@ -362,6 +362,62 @@ def _call_ids(events: tuple[TraceEvent, ...]) -> Iterator[CallId]:
             yield from (p.id for p in body.response.message.parts if isinstance(p, ToolCallPart))
 
 
+def _replay_ports(
+    trace: Trace,
+    mode: ReplayMode,
+    events: tuple[TraceEvent, ...],
+    sink: ComparingSink,
+    failed: RunFailed | None,
+    encoded: list[bytes],
+) -> ReplayPorts:
+    """The ports that serve the record to the re-run, and compare what it writes."""
+    started = events[0].body
+    assert isinstance(started, RunStarted)  # kinds[0] says so, and it is always wanted
+    return ReplayPorts(
+        model=_ReplayModel(
+            [e.body.response for e in events if isinstance(e.body, ModelResponded)],
+            failed,
+            _refused_replies(tuple(trace.events), failed) if _refusals(failed) else (),
+        ),
+        clock=_ReplayClock(_clock_readings(trace, encoded)),
+        ids=_ReplayIds(started.run_id, list(_call_ids(events))),
+        trace=sink,
+        model_label=started.config.model,
+        tool_results=(
+            _RecordedToolResults(_served_results(trace, events, encoded))
+            if mode == "recorded"
+            else None
+        ),
+        prompt=started.prompt,
+        steering=_RecordedSteering(
+            [e.body for e in events if isinstance(e.body, SteeringReceived)]
+        ),
+        environment=started.environment,
+    )
+
+
+def _rerun(agent: Agent[Any], prompt: str, sink: ComparingSink, failed: RunFailed | None) -> None:
+    """Run the agent under the nondeterminism guard; raise what the comparison found."""
+    with nondeterminism_guard() as guard:
+        try:
+            agent.run(prompt)
+        except NondeterminismError:
+            raise
+        except RunPaused:
+            # A run that waits for a person stops where its trace does; missing or extra
+            # events are reported by the caller like any others.
+            pass
+        except Exception:
+            # A recorded failure replays as the same failure; anything else is reported as
+            # the divergence it caused (or, if events still matched, re-raised here).
+            if sink.divergence is None and failed is None:
+                raise
+    if guard.violations:
+        raise guard.violations[0]
+    if sink.divergence is not None:
+        raise sink.divergence
+
+
 def replay(
     trace: Trace,
     build: Callable[[ReplayPorts], Agent[Any]],
@@ -392,8 +448,6 @@ def replay(
     if not trace.kinds or trace.kinds[0] != "run_started":
         raise AgentError("a replayable trace starts with run_started; this one does not")
     events = _events_for(trace, mode)
-    started = events[0].body
-    assert isinstance(started, RunStarted)  # kinds[0] says so, and it is always wanted
     if trace.kinds.count("run_started") > 1:  # the first is kinds[0]
         raise AgentError("the trace holds several runs; replay replays one run per trace")
     last = trace.events[-1].body
@@ -402,27 +456,7 @@ def replay(
     # The events' bytes, read out of the trace's buffer once (a read by index makes a copy).
     encoded = list(trace.encoded)
     sink = ComparingSink(encoded, trace.digests)
-    ports = ReplayPorts(
-        model=_ReplayModel(
-            [e.body.response for e in events if isinstance(e.body, ModelResponded)],
-            failed,
-            _refused_replies(tuple(trace.events), failed) if _refusals(failed) else (),
-        ),
-        clock=_ReplayClock(_clock_readings(trace, encoded)),
-        ids=_ReplayIds(started.run_id, list(_call_ids(events))),
-        trace=sink,
-        model_label=started.config.model,
-        tool_results=(
-            _RecordedToolResults(_served_results(trace, events, encoded))
-            if mode == "recorded"
-            else None
-        ),
-        prompt=started.prompt,
-        steering=_RecordedSteering(
-            [e.body for e in events if isinstance(e.body, SteeringReceived)]
-        ),
-        environment=started.environment,
-    )
+    ports = _replay_ports(trace, mode, events, sink, failed, encoded)
     agent = build(ports)
     _check_built(agent, ports)
     # Events re-run as recorded are compared by their bytes and take their recorded digests:
@@ -431,24 +465,7 @@ def replay(
     # Where the record went on past a resume, and what people decided on calls that waited.
     agent._inserts = recorded_inserts(events)
     agent._decisions = recorded_decisions(events)
-    with nondeterminism_guard() as guard:
-        try:
-            agent.run(started.prompt)
-        except NondeterminismError:
-            raise
-        except RunPaused:
-            # A run that waits for a person stops where its trace does; missing or extra
-            # events are reported below like any others.
-            pass
-        except Exception:
-            # A recorded failure replays as the same failure; anything else is reported as
-            # the divergence it caused (or, if events still matched, re-raised below).
-            if sink.divergence is None and failed is None:
-                raise
-    if guard.violations:
-        raise guard.violations[0]
-    if sink.divergence is not None:
-        raise sink.divergence
+    _rerun(agent, ports.prompt, sink, failed)
     if sink.written < trace.size:
         raise ReplayDivergenceError(
             f"the re-run stopped after {sink.written} events; the recorded trace goes on with "

@@ -10,7 +10,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any, Generic
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from twinflow.agent._errors import AgentConfigError, InvalidModelReply, UsageLimitExceeded
 from twinflow.agent._events import MessageChain, _Frozen
@@ -35,6 +35,7 @@ __all__ = [
     "RunState",
     "UsageLimits",
     "bad_output_type",
+    "check_arguments",
     "check_call_ids",
     "check_limits",
     "class_path",
@@ -170,6 +171,21 @@ def bad_output_type(output_type: object) -> AgentConfigError:
     )
 
 
+def check_arguments(max_steps: int, output_type: object) -> None:
+    """Refuse a ``max_steps`` below 1, and an output type that is neither ``str`` nor a
+    pydantic model class.
+
+    Raises:
+        AgentConfigError: Saying which.
+    """
+    if max_steps < 1:
+        raise AgentConfigError(f"max_steps must be at least 1, not {max_steps}")
+    if output_type is not str and not (
+        isinstance(output_type, type) and issubclass(output_type, BaseModel)
+    ):
+        raise bad_output_type(output_type)
+
+
 def typed_parts(
     part_kinds: dict[str, type[ExtensionPart]], state: RunState, response: ModelResponse
 ) -> ModelResponse:
@@ -203,9 +219,7 @@ def typed_parts(
     return response.model_copy(update={"message": message})
 
 
-def _declared_part(
-    cls: type[ExtensionPart], part: GenericPart, state: RunState
-) -> ExtensionPart:
+def _declared_part(cls: type[ExtensionPart], part: GenericPart, state: RunState) -> ExtensionPart:
     try:
         return cls.model_validate({"kind": part.kind, **part.fields})
     except ValidationError as exc:
