@@ -20,6 +20,7 @@ from twinflow.agent._errors import (
     AgentConfigError,
 )
 from twinflow.agent._events import (
+    FORMAT,
     AgentConfig,
     ApprovalDecided,
     Environment,
@@ -248,6 +249,8 @@ class Agent(Steps[OutputT], Closing):
         self._inserts: dict[int, EventBody] = {}
         self._decisions: dict[str, ApprovalDecided] = {}
         self._parent: ForkParent | None = None
+        # The format run_started records: this code's, or a replayed or resumed run's.
+        self._format: int | None = FORMAT
 
     def close(self) -> None:
         """Close the trace writer (and its sink), and a model the agent opened by name."""
@@ -325,6 +328,7 @@ class Agent(Steps[OutputT], Closing):
                 config_digest=self.config_digest,
                 config=self.config,
                 prompt=prompt,
+                format=self._format,
                 parent=self._parent,
                 environment=self._started_in,
             )

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypeVar
 
-from twinflow.agent._events import ModelResponded, RunResumed, SteeringReceived
+from twinflow.agent._events import FORMAT, ModelResponded, RunResumed, SteeringReceived
 from twinflow.agent._resume import (
     Decision,
     Gate,
@@ -82,6 +82,7 @@ def resume_run(
     # The prefix is re-run as recorded, its environment included; a continuation that runs
     # somewhere else says where in its own run_resumed.
     agent._started_in = resumed.started.environment
+    agent._format = resumed.started.format
     marker = agent._inserts[len(events)]
     if (
         isinstance(marker, RunResumed)
@@ -101,6 +102,7 @@ def resume_run(
             agent._inserts = {}
             agent._decisions = {}
             agent._started_in = agent.environment
+            agent._format = FORMAT
 
 
 def fork_run(

@@ -465,6 +465,9 @@ def replay(
     # Where the record went on past a resume, and what people decided on calls that waited.
     agent._inserts = recorded_inserts(events)
     agent._decisions = recorded_decisions(events)
+    first = events[0].body
+    assert isinstance(first, RunStarted)  # kinds[0] says so, and it is always wanted
+    agent._format = first.format  # as recorded: absent in runs recorded before formats
     _rerun(agent, ports.prompt, sink, failed)
     if sink.written < trace.size:
         raise ReplayDivergenceError(
