@@ -172,9 +172,7 @@ class Agent(Steps[OutputT], Closing):
             "settings": settings,
             "part_kinds": part_kinds,
         }
-        self.model, self._owns_model = _opened_model(model)
-        self.clock: Clock = clock if clock is not None else SystemClock()
-        self.ids: Ids = ids if ids is not None else SystemIds()
+        self._open(model, clock, ids, trace, fsync)
         self.policy = policy if policy is not None else Policy()
         self.output_type = output_type
         self.structured: StructuredOutputAdapter = structured or PydanticStructuredOutput()
@@ -184,7 +182,6 @@ class Agent(Steps[OutputT], Closing):
         self.settings = settings or ModelSettings()
         self.observer = observer
         self.steering = steering
-        self.writer = TraceWriter(_sink(trace), fsync=fsync)
         self.tool_results = tool_results
         self.part_kinds = part_kinds_of(part_kinds)
         self.environment = environment
@@ -195,6 +192,24 @@ class Agent(Steps[OutputT], Closing):
             OutputSchema.for_model(output_type) if issubclass(output_type, BaseModel) else None
         )
         self._configure(model_label)
+
+    def _open(
+        self,
+        model: ChatModel | str,
+        clock: Clock | None,
+        ids: Ids | None,
+        trace: TraceSink | str | os.PathLike[str] | None,
+        fsync: FsyncPolicy,
+    ) -> None:
+        """The ports: the trace claimed first, then the model opened (a server started)."""
+        self.writer = TraceWriter(_sink(trace), fsync=fsync)
+        try:
+            self.model, self._owns_model = _opened_model(model)
+        except BaseException:
+            self.writer.close()
+            raise
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.ids: Ids = ids if ids is not None else SystemIds()
 
     def _add_tools(self, tools: Sequence[Tool | McpTools | Callable[..., Any]]) -> None:
         """Register the tools and MCP servers; check the policy names only registered tools."""

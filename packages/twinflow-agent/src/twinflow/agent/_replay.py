@@ -452,8 +452,7 @@ def replay(
         raise AgentError("the trace holds several runs; replay replays one run per trace")
     last = trace.events[-1].body
     failed = last if isinstance(last, RunFailed) else None
-    # The re-run's lines are compared with the verified event bytes, not with lines framed again.
-    # The events' bytes, read out of the trace's buffer once (a read by index makes a copy).
+    # The verified event bytes the re-run is compared with, read out of the buffer once.
     encoded = list(trace.encoded)
     sink = ComparingSink(encoded, trace.digests)
     ports = _replay_ports(trace, mode, events, sink, failed, encoded)
@@ -477,6 +476,5 @@ def replay(
             expected=json.loads(encoded[sink.written]),
             actual=None,
         )
-    # Every event matched, so the re-run's checkpoint is the recorded trace's, which load
-    # computed.
+    # Every event matched: the re-run's checkpoint is the one load computed.
     return ReplayResult(mode=mode, events=trace.size, root=trace.checkpoint().root)
