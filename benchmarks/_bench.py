@@ -39,3 +39,35 @@ def process_cpu(
     if os.waitstatus_to_exitcode(status) not in exits:
         raise SystemExit(f"{name or ' '.join(argv)} failed")
     return usage.ru_utime + usage.ru_stime
+
+
+FLOOR_TAG = "floor | "
+"""Opens each line `report_floor` prints: `run_all.py` collects those lines into its table."""
+
+FLOORS = (
+    "loop at 10 steps",
+    "replay",
+    "resume of a 1,000-step prefix",
+    "twinflow verify",
+    "first streamed delta",
+)
+"""The floors, in the order `run_all.py` prints them (docs/performance.md says why each)."""
+
+
+def report_floor(
+    name: str, value: str, floor: str, peer: str, *, met: bool, smoke: bool = False
+) -> None:
+    """Print one floor's line: the figure, the floor, the peer measured in the same run, met or not.
+
+    Args:
+        name: One of `FLOORS`.
+        value: The figure held to the floor (``7.1x``, ``0.62 ms``).
+        floor: The floor (``>= 5x``).
+        peer: The peer measured in the same run, and its figure.
+        met: Whether the figure meets the floor.
+        smoke: A smoke run: its figures mean nothing, and no verdict is given.
+    """
+    if name not in FLOORS:
+        raise ValueError(f"{name!r} is not one of the floors {FLOORS}")
+    verdict = "smoke, not judged" if smoke else "met" if met else "NOT MET"
+    print(f"{FLOOR_TAG}{name} | {value} | {floor} | {peer} | {verdict}", flush=True)

@@ -4,9 +4,9 @@
    called with the first `TextDelta`) minus time to the first body byte of the same stream read
    raw with `http.client`, from the same loopback server, each from the moment the request is
    made: the median of the differences of paired rounds (wall time: see `bench_first_delta`).
-   Target: at most 1 ms.
+   Floor (docs/performance.md): under 1 ms.
 2. Assembling 10,000 chunks (`ChunkAssembler`, chunks already decoded) against `"".join` of the
-   same 10,000 text pieces, the least any assembler does. Target: at most 20 ms. Decoding the
+   same 10,000 text pieces, the least any assembler does (printed for reading). Decoding the
    10,000 events from SSE bytes too is printed beside it.
 
 Run: .venv/bin/python benchmarks/streaming.py [--rounds N]
@@ -20,6 +20,8 @@ import json
 import os
 import statistics
 import time
+
+from _bench import report_floor  # this folder: sys.path[0]
 
 from twinflow.kernel import HttpTransport, LoopbackRequest, LoopbackResponse, LoopbackServer
 from twinflow.models import OpenAICompatibleChatModel
@@ -89,7 +91,7 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def bench_first_delta(rounds: int) -> None:
+def bench_first_delta(rounds: int, smoke: bool = False) -> None:
     """Time to first text delta through twinflow, minus the raw stream's first byte.
 
     Wall time, so the machine's load moves both paths: each round measures the two back to
@@ -133,7 +135,15 @@ def bench_first_delta(rounds: int) -> None:
         f"{ours_ms:.3f} ms, raw first byte {raw_ms:.3f} ms; 10th percentiles {low_ours:.3f} "
         f"and {low_raw:.3f} ms (difference {low_ours - low_raw:.3f} ms)"
     )
-    print(f"  median of the paired differences = {difference:.3f} ms  (target <= 1.000 ms)")
+    print(f"  median of the paired differences = {difference:.3f} ms")
+    report_floor(
+        "first streamed delta",
+        f"{difference:.3f} ms after the raw first byte",
+        "< 1 ms",
+        f"raw stream's first byte {raw_ms:.3f} ms",
+        met=difference < 1.0,
+        smoke=smoke,
+    )
 
 
 def bench_assembly(rounds: int) -> None:
@@ -173,7 +183,7 @@ def bench_assembly(rounds: int) -> None:
             timings[name].append(time.perf_counter() - start)
     median = {name: statistics.median(values) * 1e3 for name, values in timings.items()}
     print(
-        f"10,000 chunks: assemble {median['assemble']:.2f} ms (target <= 20 ms), "
+        f"10,000 chunks: assemble {median['assemble']:.2f} ms, "
         f"join of their text {median['join']:.3f} ms, decode SSE + assemble {median['decode+assemble']:.1f} ms"
     )
     print(f"  ratio assemble / join = {median['assemble'] / median['join']:.1f}")
@@ -191,7 +201,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         args.rounds = 3
-    bench_first_delta(args.rounds)
+    bench_first_delta(args.rounds, args.smoke)
     bench_assembly(max(10, args.rounds // 100))
 
 

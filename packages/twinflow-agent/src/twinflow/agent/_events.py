@@ -34,6 +34,7 @@ from twinflow.vocab import (
 )
 
 __all__ = [
+    "FORMAT",
     "GENESIS",
     "TERMINAL_KINDS",
     "AgentConfig",
@@ -188,11 +189,18 @@ class Environment(_Frozen):
         return tuple(lines)
 
 
+FORMAT = 1
+"""The trace format version a run records in ``run_started`` (a reader takes absent as 1)."""
+
+
 class RunStarted(_Frozen):
     """A run began."""
 
     kind: Literal["run_started"] = "run_started"
     """Union tag."""
+    format: int | None = Field(default=None, ge=1, exclude_if=lambda value: value is None)
+    """The trace format version the run was written in (`FORMAT` for a run recorded now);
+    absent in runs recorded before it was written, which are format 1."""
     run_id: RunId
     """The run's id, from the `Ids` port."""
     config_digest: str

@@ -9,17 +9,13 @@ from twinflow.vocab import (
     Message,
     ModelRequest,
     ModelResponse,
-    Usage,
     assemble,
-    assembled,
     response_chunks,
 )
 
 __all__ = ["FunctionModel"]
 
 Handler = Callable[[ModelRequest], ModelResponse | Message]
-
-_NO_USAGE = Usage()
 
 
 class FunctionModel:
@@ -59,19 +55,6 @@ class FunctionModel:
         if isinstance(reply, ModelResponse):
             return reply
         finish = "tool_calls" if reply.tool_calls else "stop"
-        if type(reply) is Message and reply.role == "assistant" and type(self.name) is str:
-            # The handler's message was validated when it was built; wrapping it checks only
-            # its role, checked here (ADR 0141).
-            response: ModelResponse = assembled(
-                ModelResponse,
-                {
-                    "message": reply,
-                    "usage": _NO_USAGE,
-                    "finish_reason": finish,
-                    "model_name": self.name,
-                },
-            )
-            return response
         return ModelResponse(message=reply, finish_reason=finish, model_name=self.name)
 
     def stream(self, request: ModelRequest, on_chunk: Callable[[Chunk], None]) -> ModelResponse:

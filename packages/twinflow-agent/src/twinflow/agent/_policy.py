@@ -35,7 +35,6 @@ from twinflow.vocab import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    assembled,
     validation_error_text,
 )
 
@@ -236,36 +235,24 @@ class ToolRunner:
             key = (call.name, decided.error_type)
             self.refused[key] = self.refused.get(key, 0) + 1
             return self._deny(call, decided.error_type, decided.reason, by=decided.by)
-        # The events of an allowed call are built of values validated already (the model's call,
-        # the policy's decision, a Modify verdict's arguments): not checked again (ADR 0141).
         self._emit(
-            assembled(
-                PolicyDecided,
-                {
-                    "kind": "policy_decided",
-                    "call_id": call.id,
-                    "tool": call.name,
-                    "decision": "allow",
-                    "by": decided.by,
-                    "reason": decided.reason,
-                    "arguments": decided.modified,
-                },
+            PolicyDecided(
+                call_id=call.id,
+                tool=call.name,
+                decision="allow",
+                by=decided.by,
+                reason=decided.reason,
+                arguments=decided.modified,
             )
         )
         self._used[call.name] = self._used.get(call.name, 0) + 1
         self._used_total += 1
         arguments = call.arguments if decided.modified is None else decided.modified
-        self._emit(
-            assembled(
-                ToolCalled,
-                {
-                    "kind": "tool_called",
-                    "call_id": call.id,
-                    "tool": call.name,
-                    "arguments": arguments,
-                },
-            )
-        )
+        self._emit(ToolCalled(call_id=call.id, tool=call.name, arguments=arguments))
+        return self._call(call, decided)
+
+    def _call(self, call: ToolCallPart, decided: _Permit) -> ToolResultPart:
+        """Run an allowed call (or serve its recorded result); a raising tool is an error result."""
         returned = None if self._recorded is None else self._recorded(call)
         if returned is not None:
             self._emit(returned)
@@ -368,32 +355,14 @@ class ToolRunner:
             marker = f"[truncated: {cut} more characters]"
             content = content[:cap] + "\n" + marker
             parts = _capped_text(parts, cap, marker)
-        fields = {
-            "kind": "tool_result",
-            "call_id": call.id,
-            "name": call.name,
-            "content": content,
-            "is_error": error_type is not None,
-            "parts": parts,
-        }
-        # A text result of the call's validated id and name is not checked again (ADR 0141); a
-        # result with content parts is, for the kinds a result may hold.
-        result = (
-            assembled(ToolResultPart, fields)
-            if not parts and type(content) is str
-            else ToolResultPart(**fields)
+        result = ToolResultPart(
+            call_id=call.id,
+            name=call.name,
+            content=content,
+            is_error=error_type is not None,
+            parts=parts,
         )
-        self._emit(
-            assembled(
-                ToolReturned,
-                {
-                    "kind": "tool_returned",
-                    "result": result,
-                    "error_type": error_type,
-                    "truncated_chars": cut,
-                },
-            )
-        )
+        self._emit(ToolReturned(result=result, error_type=error_type, truncated_chars=cut))
         return result
 
 

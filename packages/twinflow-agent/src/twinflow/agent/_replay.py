@@ -26,11 +26,10 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AwareDatetime, TypeAdapter
 
-from twinflow.agent._agent import Agent
 from twinflow.agent._compare import ComparingSink, ComparingWriter, ReplayDivergenceError
 from twinflow.agent._errors import AgentConfigError, AgentError, InvalidModelReply, RunError
 from twinflow.agent._events import (
@@ -66,6 +65,9 @@ from twinflow.vocab import (
     StructuredOutputError,
     ToolCallPart,
 )
+
+if TYPE_CHECKING:
+    from twinflow.agent._agent import Agent  # which builds its replays with `replay`
 
 __all__ = [
     "REPLAY_KINDS",
@@ -360,6 +362,62 @@ def _call_ids(events: tuple[TraceEvent, ...]) -> Iterator[CallId]:
             yield from (p.id for p in body.response.message.parts if isinstance(p, ToolCallPart))
 
 
+def _replay_ports(
+    trace: Trace,
+    mode: ReplayMode,
+    events: tuple[TraceEvent, ...],
+    sink: ComparingSink,
+    failed: RunFailed | None,
+    encoded: list[bytes],
+) -> ReplayPorts:
+    """The ports that serve the record to the re-run, and compare what it writes."""
+    started = events[0].body
+    assert isinstance(started, RunStarted)  # kinds[0] says so, and it is always wanted
+    return ReplayPorts(
+        model=_ReplayModel(
+            [e.body.response for e in events if isinstance(e.body, ModelResponded)],
+            failed,
+            _refused_replies(tuple(trace.events), failed) if _refusals(failed) else (),
+        ),
+        clock=_ReplayClock(_clock_readings(trace, encoded)),
+        ids=_ReplayIds(started.run_id, list(_call_ids(events))),
+        trace=sink,
+        model_label=started.config.model,
+        tool_results=(
+            _RecordedToolResults(_served_results(trace, events, encoded))
+            if mode == "recorded"
+            else None
+        ),
+        prompt=started.prompt,
+        steering=_RecordedSteering(
+            [e.body for e in events if isinstance(e.body, SteeringReceived)]
+        ),
+        environment=started.environment,
+    )
+
+
+def _rerun(agent: Agent[Any], prompt: str, sink: ComparingSink, failed: RunFailed | None) -> None:
+    """Run the agent under the nondeterminism guard; raise what the comparison found."""
+    with nondeterminism_guard() as guard:
+        try:
+            agent.run(prompt)
+        except NondeterminismError:
+            raise
+        except RunPaused:
+            # A run that waits for a person stops where its trace does; missing or extra
+            # events are reported by the caller like any others.
+            pass
+        except Exception:
+            # A recorded failure replays as the same failure; anything else is reported as
+            # the divergence it caused (or, if events still matched, re-raised here).
+            if sink.divergence is None and failed is None:
+                raise
+    if guard.violations:
+        raise guard.violations[0]
+    if sink.divergence is not None:
+        raise sink.divergence
+
+
 def replay(
     trace: Trace,
     build: Callable[[ReplayPorts], Agent[Any]],
@@ -390,37 +448,14 @@ def replay(
     if not trace.kinds or trace.kinds[0] != "run_started":
         raise AgentError("a replayable trace starts with run_started; this one does not")
     events = _events_for(trace, mode)
-    started = events[0].body
-    assert isinstance(started, RunStarted)  # kinds[0] says so, and it is always wanted
     if trace.kinds.count("run_started") > 1:  # the first is kinds[0]
         raise AgentError("the trace holds several runs; replay replays one run per trace")
     last = trace.events[-1].body
     failed = last if isinstance(last, RunFailed) else None
-    # The re-run's lines are compared with the verified event bytes, not with lines framed again.
-    # The events' bytes, read out of the trace's buffer once (a read by index makes a copy).
+    # The verified event bytes the re-run is compared with, read out of the buffer once.
     encoded = list(trace.encoded)
     sink = ComparingSink(encoded, trace.digests)
-    ports = ReplayPorts(
-        model=_ReplayModel(
-            [e.body.response for e in events if isinstance(e.body, ModelResponded)],
-            failed,
-            _refused_replies(tuple(trace.events), failed) if _refusals(failed) else (),
-        ),
-        clock=_ReplayClock(_clock_readings(trace, encoded)),
-        ids=_ReplayIds(started.run_id, list(_call_ids(events))),
-        trace=sink,
-        model_label=started.config.model,
-        tool_results=(
-            _RecordedToolResults(_served_results(trace, events, encoded))
-            if mode == "recorded"
-            else None
-        ),
-        prompt=started.prompt,
-        steering=_RecordedSteering(
-            [e.body for e in events if isinstance(e.body, SteeringReceived)]
-        ),
-        environment=started.environment,
-    )
+    ports = _replay_ports(trace, mode, events, sink, failed, encoded)
     agent = build(ports)
     _check_built(agent, ports)
     # Events re-run as recorded are compared by their bytes and take their recorded digests:
@@ -429,24 +464,10 @@ def replay(
     # Where the record went on past a resume, and what people decided on calls that waited.
     agent._inserts = recorded_inserts(events)
     agent._decisions = recorded_decisions(events)
-    with nondeterminism_guard() as guard:
-        try:
-            agent.run(started.prompt)
-        except NondeterminismError:
-            raise
-        except RunPaused:
-            # A run that waits for a person stops where its trace does; missing or extra
-            # events are reported below like any others.
-            pass
-        except Exception:
-            # A recorded failure replays as the same failure; anything else is reported as
-            # the divergence it caused (or, if events still matched, re-raised below).
-            if sink.divergence is None and failed is None:
-                raise
-    if guard.violations:
-        raise guard.violations[0]
-    if sink.divergence is not None:
-        raise sink.divergence
+    first = events[0].body
+    assert isinstance(first, RunStarted)  # kinds[0] says so, and it is always wanted
+    agent._format = first.format  # as recorded: absent in runs recorded before formats
+    _rerun(agent, ports.prompt, sink, failed)
     if sink.written < trace.size:
         raise ReplayDivergenceError(
             f"the re-run stopped after {sink.written} events; the recorded trace goes on with "
@@ -455,6 +476,5 @@ def replay(
             expected=json.loads(encoded[sink.written]),
             actual=None,
         )
-    # Every event matched, so the re-run's checkpoint is the recorded trace's, which load
-    # computed.
+    # Every event matched: the re-run's checkpoint is the one load computed.
     return ReplayResult(mode=mode, events=trace.size, root=trace.checkpoint().root)

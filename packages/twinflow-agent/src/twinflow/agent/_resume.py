@@ -199,6 +199,15 @@ def _dangling_call(events: tuple[TraceEvent, ...]) -> ToolCalled | None:
     return last if isinstance(last, ToolCalled) else None
 
 
+def _why(last: EventBody, decided: bool) -> str:
+    """Why a run is continued, from its last event and whether decisions were given."""
+    if isinstance(last, RunFailed):
+        return f"the run failed with {last.error_type}, which can pass"
+    if decided:
+        return "decisions on calls waiting for approval"
+    return "the trace ended without a terminal event"
+
+
 def plan(
     trace: Trace,
     path: str,
@@ -239,15 +248,8 @@ def plan(
     size = len(events)
     if failed:
         inserts[size - 1] = last
-    why = (
-        f"the run failed with {last.error_type}, which can pass"
-        if isinstance(last, RunFailed)
-        else "decisions on calls waiting for approval"
-        if new
-        else "the trace ended without a terminal event"
-    )
     inserts[size] = RunResumed(
-        why=why,
+        why=_why(last, bool(new)),
         prefix_size=size,
         prefix_root=trace.checkpoint().root,
         repeated_call=None if dangling is None else dangling.call_id,

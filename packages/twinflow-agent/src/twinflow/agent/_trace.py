@@ -1,30 +1,19 @@
 """Writing the trace: typed events encoded by the trace leaf, hash-chained over a Merkle tree.
 
 The line format, the encoder, the Merkle tree and the checkpoint values are `twinflow.trace`'s
-(see `twinflow.trace.encode_line`); this module turns the agent's typed events into those lines. An
-event's bytes are ``canonical_bytes`` of the model (its JSON-mode dump through the one encoder).
-Appending an event costs the encoding of that event, two hashes, one amortised node hash and a
-buffered write, whatever the length of the trace.
-
-The writer encodes only the body: the envelope's members (``at``, ``body``, ``prev``, ``seq``,
-already in canonical key order) are three values it knows the form of, so the line is spliced
-around the body's bytes and no `TraceEvent` is built or dumped per event (ADR 0135); the body's
-bytes are composed from its members' where `twinflow.agent._encode` can (ADR 0140). Anything
-unusual (a secret to scrub, a datetime subclass, a body that is not one of the event types, a
-value with no canonical form) takes the whole-event path, which is the definition the splice is
-held equal to (``test_spliced_lines_are_the_whole_event_encoding``).
+(see `twinflow.trace.encode_line`); this module turns the agent's typed events into those lines.
+An event's bytes are `twinflow.agent._encode.event_bytes` of the `TraceEvent` (its JSON-mode
+dump through the one encoder). Appending an event costs the encoding of that event, two
+hashes, one amortised node hash and a buffered write, whatever the length of the trace.
 """
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Sequence
 from datetime import datetime
 
-from pydantic import AwareDatetime, TypeAdapter
-
 from twinflow._base._untrusted import holds_secret, scrub_value
-from twinflow.agent._encode import body_bytes
+from twinflow.agent._encode import event_bytes
 from twinflow.agent._events import GENESIS, EventBody, TraceEvent
 from twinflow.trace import (
     Checkpoint,
@@ -36,18 +25,10 @@ from twinflow.trace import (
     leaf_hash,
 )
 from twinflow.trace import encode_line as _frame
-from twinflow.vocab import CanonicalError, canonical_bytes
 
 __all__ = ["TraceWriter", "encode_event"]
 
 _MAX_LINE_BYTES = Limits().max_line_bytes
-
-# The event types a body may be, read from the union: a body of another type (a dict, say)
-# goes through `TraceEvent`'s validation as before.
-_BODY_TYPES = frozenset(typing.get_args(typing.get_args(EventBody)[0]))
-# `TraceEvent.at`'s JSON form, by the same serializer pydantic uses for the field (called
-# directly: `TypeAdapter.dump_python`'s keyword handling cost as much as the serializing).
-_AT = TypeAdapter(AwareDatetime).serializer
 
 
 def encode_event(event: TraceEvent) -> tuple[bytes, str]:
@@ -59,7 +40,7 @@ def encode_event(event: TraceEvent) -> tuple[bytes, str]:
     Returns:
         The line (with its newline) and the event's hex digest.
     """
-    return _frame(canonical_bytes(event))
+    return _frame(event_bytes(event))
 
 
 def _scrubbed(event: TraceEvent) -> TraceEvent:
@@ -120,19 +101,15 @@ class TraceWriter:
         """Hex digest of the last event (`GENESIS` when empty)."""
         return self._head
 
-    def append(self, at: datetime, body: EventBody, *, encoded: bytes | None = None) -> str:
+    def append(self, at: datetime, body: EventBody) -> str:
         """Write one event.
 
         Args:
             at: The clock reading for the event (from the `Clock` port).
             body: What happened.
-            encoded: ``canonical_bytes(body)``, when the caller has it already (the agent
-                splices a run's configuration in from the bytes it digested); None: encoded
-                here.
 
         Returns:
-            The event's hex digest. The typed `TraceEvent` is not built: a caller that wants
-            it has ``at`` and ``body``, and `Trace.load` types events read back.
+            The event's hex digest.
 
         Raises:
             AgentConfigError: ``at`` is not an aware datetime, or ``body`` is not an event.
@@ -140,14 +117,12 @@ class TraceWriter:
             TraceFormatError (``event_too_large``): The line would be longer than readers accept
                 (`Limits.max_line_bytes`); nothing was written.
         """
-        event = self._spliced(at, body, encoded)
-        if event is None or holds_secret(event):
-            typed = TraceEvent(seq=self._size, prev=self._head, at=at, body=body)
-            event = canonical_bytes(typed)
-            if holds_secret(event):
-                # A key the process read reached an event (a server echoed it in an error, the
-                # model in its reply): the event is written with it replaced by the marker.
-                event = canonical_bytes(_scrubbed(typed))
+        typed = TraceEvent(seq=self._size, prev=self._head, at=at, body=body)
+        event = event_bytes(typed)
+        if holds_secret(event):
+            # A key the process read reached an event (a server echoed it in an error, the
+            # model in its reply): the event is written with it replaced by the marker.
+            event = event_bytes(_scrubbed(typed))
         hexdigest = self._put(event, body.kind)
         self._size += 1
         self._head = hexdigest
@@ -168,24 +143,6 @@ class TraceWriter:
         self.sink.write(line)
         self._tree.append_hash(leaf_hash(bytes.fromhex(hexdigest)))
         return hexdigest
-
-    def _spliced(self, at: datetime, body: EventBody, encoded: bytes | None) -> bytes | None:
-        """The event's bytes, built around its body's; None where only the whole-event
-        encoding decides (see the module docstring)."""
-        if type(body) not in _BODY_TYPES or type(at) is not datetime or at.utcoffset() is None:
-            return None
-        if encoded is None:
-            try:
-                encoded = body_bytes(body)
-            except CanonicalError:
-                return None  # the whole event's encoding raises, naming the member's full path
-        stamp = _AT.to_python(at, mode="json")
-        return b'{"at":"%s","body":%s,"prev":"%s","seq":%d}' % (
-            stamp.encode("ascii"),
-            encoded,
-            self._head.encode("ascii"),
-            self._size,
-        )
 
     def _sync(self) -> None:
         self.sink.flush(durable=True)

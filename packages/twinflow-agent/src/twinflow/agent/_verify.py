@@ -32,7 +32,7 @@ from twinflow.trace import (
 )
 from twinflow.trace import verify_trace as _verify_trace
 
-__all__ = ["Trace", "typed_event", "verify_agent_trace"]
+__all__ = ["EVERY_KIND", "Trace", "typed_event", "verify_agent_trace"]
 
 _T = TypeVar("_T")
 
@@ -145,6 +145,8 @@ _KIND_NAMES: tuple[str, ...] = tuple(
     for body in typing.get_args(typing.get_args(EventBody)[0])
 )
 _KIND_INDEX = {kind: index for index, kind in enumerate(_KIND_NAMES)}
+EVERY_KIND = frozenset(_KIND_NAMES)
+"""Every body kind: ``Trace.load(..., keep=EVERY_KIND)`` keeps every event as it verified."""
 
 
 class _Kinds(_OnRead[str]):

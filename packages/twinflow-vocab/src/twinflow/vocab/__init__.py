@@ -96,7 +96,6 @@ if _typing.TYPE_CHECKING:
     from twinflow.vocab._values import ToolResultPart as ToolResultPart
     from twinflow.vocab._values import ToolSpec as ToolSpec
     from twinflow.vocab._values import Transcript as Transcript
-    from twinflow.vocab._values import assembled as assembled
 
 
 __getattr__, __dir__, __all__ = _lazy_exports(
@@ -164,7 +163,6 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "ToolResultPart",
             "ToolSpec",
             "Transcript",
-            "assembled",
         ),
     },
 )

@@ -1,0 +1,131 @@
+"""Resume and fork: an agent's loop re-run over a recorded prefix, then live.
+
+Both swap the agent's ports for ones that serve the record (`twinflow.agent._resume`) for the
+length of one run, and put the agent's own back afterwards: the loop itself does not know it
+is continuing a run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, TypeVar
+
+from twinflow.agent._events import FORMAT, ModelResponded, RunResumed, SteeringReceived
+from twinflow.agent._resume import (
+    Decision,
+    Gate,
+    Plan,
+    RecordedRunIds,
+    ResumeSink,
+    ThenLiveClock,
+    ThenLiveModel,
+    ThenLiveResults,
+    ThenLiveSteering,
+    plan,
+    plan_fork,
+    recorded_decisions,
+    recorded_tool_results,
+)
+from twinflow.agent._trace import TraceWriter
+from twinflow.agent._verify import EVERY_KIND, Trace
+from twinflow.trace import FileTraceSink, repair_trace
+
+if TYPE_CHECKING:
+    from twinflow.agent._agent import Agent
+    from twinflow.agent._run import RunResult
+
+__all__ = ["fork_run", "resume_run"]
+
+OutputT = TypeVar("OutputT")
+
+
+def _planned(
+    agent: Agent[OutputT], trace: str | os.PathLike[str], decisions: Iterable[Decision]
+) -> tuple[FileTraceSink, Plan]:
+    """The trace opened for appending (its lock held) and the plan of its resume."""
+    sink = FileTraceSink.append_to(trace)
+    try:
+        repair_trace(trace)
+        # Every event is kept as verification typed it: the plan and the ports read them all.
+        loaded = Trace.load(trace, keep=EVERY_KIND)
+        resumed = plan(
+            loaded, os.fspath(trace), repeat_safe=agent.policy.repeat_safe, decisions=decisions
+        )
+    except BaseException:
+        sink.close()
+        raise
+    return sink, resumed
+
+
+def resume_run(
+    agent: Agent[OutputT], trace: str | os.PathLike[str], decisions: Iterable[Decision]
+) -> RunResult[OutputT]:
+    """`Agent.resume`: the recorded prefix re-run against the record, then the run goes on."""
+    sink, resumed = _planned(agent, trace, decisions)
+    writer = ResumeSink(resumed.recorded, sink)
+    gate = Gate(writer, resumed.gate)
+    saved = (agent.model, agent.clock, agent.ids, agent.writer, agent.tool_results, agent.steering)
+    events = resumed.events
+    agent.model = ThenLiveModel(
+        [e.body.response for e in events if isinstance(e.body, ModelResponded)], agent.model, gate
+    )
+    agent.clock = ThenLiveClock([e.at for e in events], agent.clock)
+    agent.ids = RecordedRunIds(resumed.started.run_id, agent.ids)
+    agent.writer = TraceWriter(writer, fsync=agent.writer.fsync)
+    agent.tool_results = ThenLiveResults(recorded_tool_results(events), gate)
+    agent.steering = ThenLiveSteering(
+        [e.body for e in events if isinstance(e.body, SteeringReceived)], agent.steering, gate
+    )
+    agent._inserts = dict(resumed.inserts)
+    agent._decisions = dict(resumed.decisions)
+    # The prefix is re-run as recorded, its environment included; a continuation that runs
+    # somewhere else says where in its own run_resumed.
+    agent._started_in = resumed.started.environment
+    agent._format = resumed.started.format
+    marker = agent._inserts[len(events)]
+    if (
+        isinstance(marker, RunResumed)
+        and agent.environment is not None
+        and agent.environment != resumed.started.environment
+    ):
+        agent._inserts[len(events)] = marker.model_copy(update={"environment": agent.environment})
+    try:
+        result = agent._run(resumed.started.prompt)
+        return result.model_copy(update={"trace_path": os.fspath(trace)})
+    finally:
+        try:
+            agent.writer.close()
+        finally:
+            (agent.model, agent.clock, agent.ids, agent.writer, agent.tool_results) = saved[:5]
+            agent.steering = saved[5]
+            agent._inserts = {}
+            agent._decisions = {}
+            agent._started_in = agent.environment
+            agent._format = FORMAT
+
+
+def fork_run(
+    agent: Agent[OutputT], parent: str | os.PathLike[str], at_step: int
+) -> RunResult[OutputT]:
+    """`Agent.fork`: the parent's steps before ``at_step`` served from its trace, then live."""
+    loaded = Trace.load(parent)
+    forked = plan_fork(loaded, os.fspath(parent), at_step)
+    prefix = forked.prefix
+    results = {r.result.call_id: r for r in recorded_tool_results(prefix)}
+    saved = (agent.model, agent.tool_results, agent.steering)
+    agent.model = ThenLiveModel(
+        [e.body.response for e in prefix if isinstance(e.body, ModelResponded)], agent.model, None
+    )
+    agent.tool_results = lambda call: results.get(call.id)
+    agent.steering = ThenLiveSteering(
+        [e.body for e in prefix if isinstance(e.body, SteeringReceived)], agent.steering, None
+    )
+    agent._decisions = recorded_decisions(prefix)
+    agent._parent = forked.parent
+    try:
+        return agent._run(forked.started.prompt)
+    finally:
+        (agent.model, agent.tool_results, agent.steering) = saved
+        agent._decisions = {}
+        agent._parent = None

@@ -1,0 +1,323 @@
+"""The step: what one run does between its start and its end, written once for every run.
+
+`Steps` is the loop's half of `twinflow.agent.Agent` (which adds the configuration and the
+front door): ask the model with what is new in the conversation, check its reply, run the
+calls it makes under the policy (after a person decided, for those that wait), and accept or
+re-ask the final answer. Every event goes to the writer as a typed value (`_emit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Generic, Literal
+
+from pydantic import BaseModel
+from typing_extensions import TypeVar
+
+from twinflow.agent._errors import (
+    AgentConfigError,
+    InvalidModelReply,
+    MaxStepsExceeded,
+    OutputValidationFailed,
+)
+from twinflow.agent._events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    EventBody,
+    ModelRequested,
+    ModelResponded,
+    OutputAccepted,
+    OutputRejected,
+    SteeringReceived,
+)
+from twinflow.agent._mcp import McpTools
+from twinflow.agent._observe import Observer, Steering, poll_steering
+from twinflow.agent._policy import Policy, ToolRunner
+from twinflow.agent._resume import Paused, RunPaused
+from twinflow.agent._run import (
+    RunState,
+    UsageLimits,
+    bad_output_type,
+    check_call_ids,
+    check_limits,
+    emission,
+    typed_parts,
+)
+from twinflow.agent._tools import Tool
+from twinflow.agent._trace import TraceWriter
+from twinflow.kernel import Clock
+from twinflow.vocab import (
+    ChatModel,
+    ExtensionPart,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    OutputSchema,
+    StructuredOutputAdapter,
+    StructuredOutputError,
+    ToolCallPart,
+    ToolSpec,
+    digest,
+    envelope,
+    reask_message,  # the one re-ask message, shared with the model clients
+)
+
+__all__ = ["OutputT", "Steps"]
+
+# Defaults to str, so a bare `Agent` (and `Agent(model, ...)` without an output type) is a
+# text agent: one constructor, no overloads.
+OutputT = TypeVar("OutputT", default=str)
+
+
+class Steps(Generic[OutputT]):
+    """The loop of a run, over the configuration `Agent` sets (declared here)."""
+
+    model: ChatModel
+    clock: Clock
+    policy: Policy
+    output_type: type[OutputT]
+    structured: StructuredOutputAdapter
+    max_steps: int
+    usage_limits: UsageLimits
+    settings: ModelSettings
+    observer: Observer | None
+    steering: Steering | None
+    writer: TraceWriter
+    tools: dict[str, Tool]
+    servers: tuple[McpTools, ...]
+    part_kinds: dict[str, type[ExtensionPart]]
+    _specs: tuple[ToolSpec, ...]
+    _schema: OutputSchema | None
+    _schema_digest: str | None
+    _offer_digests: dict[tuple[str, ...], str]
+    _inserts: dict[int, EventBody]
+    _decisions: dict[str, ApprovalDecided]
+
+    def _register(self, tools: Sequence[Tool]) -> None:
+        for tool in tools:
+            if tool.name in self.tools:
+                raise AgentConfigError(
+                    f"two tools are named {tool.name!r}; tool names must be unique"
+                )
+            self.tools[tool.name] = tool
+
+    def _relist(self, step: int) -> None:
+        """Before a step: a server whose tool list changed is listed again, traced, and offered."""
+        for server in self.servers:
+            listed = server.relist(step)
+            if listed is None:
+                continue
+            self._emit(listed)
+            prefix = f"{server.name}."
+            kept = {n: t for n, t in self.tools.items() if not n.startswith(prefix)}
+            self.tools.clear()
+            self.tools.update(kept)
+            self._register(server.tools)
+            self._specs = tuple(t.spec for t in self.tools.values())
+            # The digests kept are of the old listing: a tool listed again under its name may
+            # have a new schema (and a server listing at every step must not grow the table).
+            self._offer_digests.clear()
+
+    def _emit(self, body: EventBody) -> None:
+        inserts = self._inserts
+        while inserts and self.writer.size in inserts:
+            self._write(inserts.pop(self.writer.size))
+        self._write(body)
+
+    def _write(self, body: EventBody) -> None:
+        self.writer.append(self.clock.now(), body)
+        if self.observer is not None:
+            self.observer(body)
+
+    def _loop(self, state: RunState, runner: ToolRunner) -> OutputT:
+        for step in range(1, self.max_steps + 1):
+            state.step = step
+            if step > 1:
+                self._relist(step)
+            state.offered = tuple(s for s in self._specs if runner.may_call(s.name))
+            if self.steering is not None:
+                self._steer(state, poll_steering(self.steering, step))
+            response = self._ask(state, "step")
+            calls = response.message.tool_calls
+            if not calls:
+                state.transcript = state.transcript.append(response.message)
+                return self._finish(state, response)
+            check_call_ids(state, calls)
+            self._ask_people(state, calls)
+            results = tuple(runner.run(call) for call in calls)
+            answered = Message(role="tool", parts=results)
+            # One append per step (the reply and its results): one copy of the messages tuple.
+            state.transcript = state.transcript.append(response.message, answered)
+            self.writer.end_step()
+        raise MaxStepsExceeded(
+            f"run {state.run_id}: the model was still calling tools after max_steps={self.max_steps} "
+            f"requests; {self._max_steps_hint(runner)}"
+        )
+
+    def _max_steps_hint(self, runner: ToolRunner) -> str:
+        """What to do about a run that ran out of steps: refused calls come before more steps."""
+        if not runner.refused:
+            return "raise max_steps or check the tools' results"
+        refused = sum(runner.refused.values())
+        which = ", ".join(
+            f"{name} {error_type} x{count}" for (name, error_type), count in runner.refused.items()
+        )
+        allowed = ", ".join(sorted(self.policy.allow)) or "no tool"
+        if refused == runner.decided:
+            return (
+                f"all {refused} tool calls were refused ({which}; the policy allows {allowed}): "
+                "fix the policy or the tool calls, more steps will not help"
+            )
+        return (
+            f"{refused} of {runner.decided} tool calls were refused ({which}; the policy allows "
+            f"{allowed}): check the policy before raising max_steps"
+        )
+
+    def _ask(self, state: RunState, purpose: Literal["step", "reask"]) -> ModelResponse:
+        """Send the transcript; a re-ask's reply joins it here, a step's with its tool results."""
+        request = self._record_request(state, purpose)
+        stream = getattr(self.model, "stream", None) if self.observer is not None else None
+        try:
+            if stream is not None:
+                # A StreamingChatModel: the observer sees the chunks, the trace the assembled reply.
+                response: ModelResponse = stream(request, self.observer)
+            else:
+                response = self.model.request(request)
+        except StructuredOutputError as exc:
+            raise self._no_valid_reply(state, exc) from exc
+        self._emit(ModelResponded(step=state.step, response=response))
+        response = typed_parts(self.part_kinds, state, response)
+        state.requests += 1
+        state.usage_in += response.usage.input_tokens
+        state.usage_out += response.usage.output_tokens
+        check_limits(self.usage_limits, state)
+        if purpose == "reask":
+            state.transcript = state.transcript.append(response.message)
+        return response
+
+    def _record_request(self, state: RunState, purpose: Literal["step", "reask"]) -> ModelRequest:
+        """Record what is new since the last request (``model_requested``); the request."""
+        # Only what was not sent yet: reading `.messages` would build the whole tuple each step.
+        new = state.transcript.messages_from(state.sent)
+        self._emit(
+            ModelRequested(
+                step=state.step,
+                purpose=purpose,
+                prefix_length=state.chain.length,
+                prefix_digest=state.chain.hexdigest,
+                new_messages=new,
+                tools_digest=self._offer_digest(state.offered),
+                output_schema_digest=self._schema_digest,
+                settings=self.settings,
+            )
+        )
+        state.chain.update(new)
+        state.sent = len(state.transcript)
+        # Every field is an already validated value and tool names were checked unique in
+        # __init__; validating again would re-walk the whole transcript each step (O(n)).
+        return ModelRequest.of_valid(state.transcript, state.offered, self._schema, self.settings)
+
+    def _ask_people(self, state: RunState, calls: Sequence[ToolCallPart]) -> None:
+        """Record the calls that wait for a person; stop unless each has its decision.
+
+        Nothing of the reply runs before every call in it that waits is decided, so a decision
+        is taken knowing the whole reply, and a resume re-runs the reply from its start.
+        """
+        asked = [call for call in calls if call.name in self.policy.ask]
+        if not asked:
+            return
+        requested = []
+        for call in asked:
+            request = ApprovalRequested(
+                call_id=call.id,
+                tool=call.name,
+                arguments=call.arguments,
+                digest=digest({"call_id": call.id, "tool": call.name, "arguments": call.arguments}),
+            )
+            self._emit(request)
+            requested.append(request)
+        # Decisions go in the order they were recorded (then the order given): a decision
+        # taken on its own, before the others of the reply, keeps its place in the trace.
+        waiting = {r.call_id for r in requested}
+        for call_id, decided in list(self._decisions.items()):
+            if call_id in waiting:
+                self._emit(decided)
+        pending = tuple(r for r in requested if r.call_id not in self._decisions)
+        if pending:
+            names = ", ".join(f"{p.call_id} ({p.tool})" for p in pending)
+            raise RunPaused(
+                f"run {state.run_id} waits for a decision on {names}",
+                Paused(run_id=state.run_id, pending=pending, events=self.writer.size),
+            )
+
+    def _steer(self, state: RunState, texts: list[str]) -> None:
+        """Record each steering message and add it to the conversation as a tagged user turn."""
+        for text in texts:
+            self._emit(SteeringReceived(step=state.step, text=text))
+            state.transcript = state.transcript.append(envelope("steering", text))
+
+    def _offer_digest(self, offered: tuple[ToolSpec, ...]) -> str:
+        names = tuple(spec.name for spec in offered)
+        found = self._offer_digests.get(names)
+        if found is None:
+            found = digest([spec.model_dump(mode="json") for spec in offered])
+            self._offer_digests[names] = found
+        return found
+
+    def _no_valid_reply(self, state: RunState, exc: StructuredOutputError) -> InvalidModelReply:
+        """Record every refused reply, then the run's error: one failure path with the others."""
+        for attempt in exc.attempts:
+            self._emit(
+                OutputRejected(
+                    attempt=attempt.number,
+                    emission=attempt.emission,
+                    error=attempt.error or "refused",
+                )
+            )
+        last = exc.attempts[-1].error if exc.attempts else None
+        return InvalidModelReply(
+            f"run {state.run_id}: the model never produced a valid action at step {state.step} "
+            f"in {len(exc.attempts)} attempt(s); last error: {last}. Every reply is in the trace "
+            "(output_rejected events); offer fewer or simpler tools, or use a stronger model",
+            exc.attempts,
+        )
+
+    def _finish(self, state: RunState, response: ModelResponse) -> OutputT:
+        output_type = self.output_type
+        if self._schema is None or not issubclass(output_type, BaseModel):
+            text = response.message.text
+            # str is the only other output type the constructor accepts; the check is what
+            # lets the text be returned as OutputT, and it refuses an output_type changed since.
+            if not isinstance(text, output_type):
+                raise bad_output_type(output_type)
+            self._emit(OutputAccepted(attempts=1, schema_name=None, value=text))
+            return text
+        emissions = [emission(response.message)]
+        schema_name = self._schema.name
+
+        def reask(error: str) -> str:
+            self._emit(OutputRejected(attempt=len(emissions), emission=emissions[-1], error=error))
+            state.transcript = state.transcript.append(Message.user(reask_message(error)))
+            emissions.append(emission(self._ask(state, "reask").message))
+            return emissions[-1]
+
+        try:
+            result = self.structured.validate(emissions[0], output_type, reask)
+        except StructuredOutputError as exc:
+            last = exc.attempts[-1] if exc.attempts else None
+            if last is not None and last.error is not None:
+                self._emit(
+                    OutputRejected(attempt=last.number, emission=last.emission, error=last.error)
+                )
+            raise OutputValidationFailed(
+                f"run {state.run_id}: the {schema_name} output did not validate: {exc}"
+            ) from exc
+        self._emit(
+            OutputAccepted(
+                attempts=len(result.attempts),
+                schema_name=schema_name,
+                value=result.output.model_dump(mode="json"),
+            )
+        )
+        return result.output
