@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from twinflow._base import _untrusted
 from twinflow._base._untrusted import REDACTED, register_secret
 from twinflow.agent import (
     Agent,
@@ -47,7 +48,6 @@ from twinflow.trace import (
     TargetExistsError,
     TraceCorruptError,
     TraceFormatError,
-    _untrusted,
     repair_trace,
 )
 from twinflow.trace._checkpoint import check_consistency, check_inclusion
