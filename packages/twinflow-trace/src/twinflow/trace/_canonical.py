@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from json.encoder import encode_basestring
 from typing import Any
 
 from twinflow.trace._errors import CanonicalError
@@ -215,7 +214,7 @@ def _write(value: object, out: list[str], sort: bool = True) -> None:
     elif value is False:
         out.append("false")
     elif isinstance(value, str):
-        out.append(encode_basestring(str.__str__(value)))
+        out.append(_dumps(str.__str__(value)))
     elif isinstance(value, bool):
         out.append("true" if value else "false")
     elif isinstance(value, int):
@@ -238,7 +237,7 @@ def _write(value: object, out: list[str], sort: bool = True) -> None:
             if not first:
                 out.append(",")
             first = False
-            out.append(encode_basestring(str.__str__(k)))
+            out.append(_dumps(str.__str__(k)))
             out.append(":")
             _write(v, out, sort)
         out.append("}")
@@ -436,6 +435,38 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+# What the C encoder prints as it reads but RFC 8785 refuses or orders otherwise: an integer of
+# 16 or more digits (it may pass +-(2**53-1)) and a 4-byte UTF-8 character (outside the BMP,
+# where UTF-16 key order may differ from code-point order). Every digit maps to '0' and ','
+# and '[' to ':', and '-' goes, so such an integer (a number token follows ':', ',' or '[', or
+# starts the text) becomes ':' and sixteen '0's. A match inside a string is a false alarm that
+# only costs the strict path.
+_SCREEN = bytes.maketrans(b"0123456789,[", b"0000000000::")
+_SIXTEEN = b"0" * 16
+_ASTRAL_UTF8 = re.compile(rb"[\xf0-\xf4]")
+
+
+def _beyond_the_encoder(data: bytes) -> bool:
+    """Whether JSON bytes may hold a long integer or a character outside the BMP (see above)."""
+    screen = data.translate(_SCREEN, b"-")
+    return (
+        b":" + _SIXTEEN in screen
+        or screen.startswith(_SIXTEEN)
+        or (not data.isascii() and _ASTRAL_UTF8.search(data) is not None)
+    )
+
+
+def _ecmascript_float(literal: str) -> float:
+    """`json.loads`'s ``parse_float``: a float literal already in ECMAScript form, or ValueError."""
+    value = float(literal)
+    if value in (_INF, -_INF) or es_number(value) != literal:
+        raise ValueError(f"{literal} is not in ECMAScript form")
+    return value
+
+
+_decoder = json.JSONDecoder(parse_float=_ecmascript_float)
+
+
 # A string token, or an unterminated one running to the end: every match that starts succeeds, so
 # a hostile line of escaped quotes is scanned once, not once per quote.
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.DOTALL)
@@ -509,15 +540,16 @@ def parse_json(
         raise CanonicalError(
             f"JSON nests deeper than {max_depth} levels (the limit)", reason="too_deep"
         )
-    if canonical:
-        # Parse plainly, encode again, compare the bytes: equal bytes rule out duplicate keys
-        # (the dict would be smaller), NaN, whitespace, escapes, number forms and key order at
-        # once. Only bytes that differ are parsed again strictly, to name what is wrong.
+    if canonical and not _beyond_the_encoder(data):
+        # Parse, encode again, compare: an equal text rules out duplicate keys (the dict would
+        # be smaller), NaN, whitespace, escapes and key order at once, and the hook lets
+        # through only floats already in ECMAScript form. Only a text that differs is parsed
+        # again strictly, to name what is wrong.
         try:
-            value = json.loads(text)
-            if canonical_dump_bytes(value) == data:
+            value, end = _decoder.raw_decode(text)
+            if end == len(text) and _dumps(value) == text:
                 return value
-        except (ValueError, CanonicalError, RecursionError):
+        except (ValueError, RecursionError):
             pass
     try:
         value = (

@@ -13,7 +13,7 @@ A redacted event is the line ``{"digest":d,"redacted":true}`` (the canonical JSO
 its digest, and so the chain to the next event and the Merkle tree, stay; its bytes are gone
 (`encode_redacted`; docs/adr/0112-redaction-keeps-the-digest.md).
 
-The format grows (docs/adr/0156-the-trace-format-grows.md): a verifier checks the frame, the
+The format grows (docs/adr/0158-the-trace-format-grows.md): a verifier checks the frame, the
 digest, the canonical form, the chain and the tree of an event of ANY kind; the kinds it knows
 (`EVENT_KINDS`) matter only for what it says about completeness (a run ends with one of
 `TERMINAL_KINDS`). ``run_started`` may name the format it was written in, ``"format": N``

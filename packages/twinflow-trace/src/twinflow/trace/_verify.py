@@ -43,6 +43,7 @@ import dataclasses
 import hashlib
 import io
 import os
+import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Literal, NamedTuple
@@ -106,6 +107,7 @@ Source = str | os.PathLike[str] | bytes
 """A trace file path, or the trace's bytes."""
 
 _HEX = frozenset(b"0123456789abcdef")
+_DIGEST_TEXT = re.compile("[0-9a-f]{64}")
 _ENVELOPE = frozenset({"at", "body", "prev", "seq"})
 
 
@@ -214,7 +216,7 @@ def _lines(source: Source, limit: int) -> Generator[bytes, None, None]:
 
 
 def _parse(raw: bytes, limits: Limits) -> _Line | tuple[ProblemKind, str]:
-    """A complete line's parts (newline removed), or (kind, why) it is not a trace line.
+    """A complete line's parts (the line ends in a newline), or (kind, why) it is not a trace line.
 
     Any event kind is an event: the chain, the digests, the canonical form and the tree hold for
     every kind, so a reader older than the writer still verifies what it does not know.
@@ -222,10 +224,10 @@ def _parse(raw: bytes, limits: Limits) -> _Line | tuple[ProblemKind, str]:
     if (
         not raw.startswith(LINE_PREFIX)
         or raw[DIGEST_END:EVENT_START] != EVENT_INFIX
-        or raw[-1:] != b"}"
+        or raw[-2:] != b"}\n"
     ):
         return "edited", "not a trace line (its frame is damaged)"
-    event = raw[EVENT_START:-1]
+    event = raw[EVENT_START:-2]
     hashed = hashlib.sha256(event).digest()
     digest = hashed.hex()
     # Equal to a computed lowercase hex digest, the frame's digest is well formed too.
@@ -240,7 +242,7 @@ def _parse(raw: bytes, limits: Limits) -> _Line | tuple[ProblemKind, str]:
     seq, prev, at, body = value["seq"], value["prev"], value["at"], value["body"]
     if type(seq) is not int or seq < 0:
         return "not_event", f"seq is not a non-negative integer: {seq!r:.40}"
-    if type(prev) is not str or len(prev) != 64 or not _HEX.issuperset(prev.encode()):
+    if type(prev) is not str or _DIGEST_TEXT.fullmatch(prev) is None:
         return "not_event", "prev is not a 64-digit lowercase hex digest"
     if type(at) is not str:
         return "not_event", "at is not a string"
@@ -353,7 +355,7 @@ class _Walk:
         expected_prev = GENESIS
         self._mark(0)
         for index, raw in enumerate(lines):
-            redacted = _redacted_digest(raw)
+            redacted = _redacted_digest(raw) if len(raw) == REDACTED_LINE_BYTES else None
             if redacted is not None:
                 accepted = self._redacted(index, redacted)
             else:
@@ -387,7 +389,7 @@ class _Walk:
                 message=f"the last line is incomplete ({len(raw)} bytes, no newline): the writer "
                 "was cut off; every earlier event verifies; repair moves it aside",
             )
-        item = _parse(raw[:-1], self.limits)
+        item = _parse(raw, self.limits)
         if not isinstance(item, _Line):
             return Problem(kind=item[0], seq=index, line=index + 1, message=item[1])
         value = item.value
@@ -440,7 +442,8 @@ class _Walk:
         self.frontier.append_hash(leaf)
         if self.order:
             self._collect(index, leaf)
-        self._mark(index + 1)
+        if self.marks:
+            self._mark(index + 1)
 
     def _mark(self, size: int) -> None:
         """Keep the root of the prefix of ``size`` events if a caller asked for it."""
@@ -483,7 +486,7 @@ class _Walk:
         def parsed(raw: bytes) -> dict[str, Any] | None:
             if raw[-1:] != b"\n":
                 return None
-            found = _parse(raw[:-1], self.limits)
+            found = _parse(raw, self.limits)
             return found.value if isinstance(found, _Line) else None
 
         if claimed == index:
