@@ -190,10 +190,10 @@ def test_predicates() -> None:
 def test_a_misspelt_scorer_path_attribute_gets_a_suggestion() -> None:
     """A custom scorer path naming `eval_testkit:Totl` suggests `Total`."""
     from twinflow.eval import ScorerError
-    from twinflow.eval._scorers import resolve_dotted
+    from twinflow._base._code import resolve_dotted
 
     with pytest.raises(ScorerError) as info:
-        resolve_dotted("eval_testkit:Totl")
+        resolve_dotted("eval_testkit:Totl", error=ScorerError)
     assert str(info.value).endswith("(did you mean 'Total'?)")
 
 
@@ -220,5 +220,5 @@ def test_what_is_not_a_dotted_path_is_named_as_such(path: str) -> None:
     from twinflow.eval import ScorerError
 
     with pytest.raises(ScorerError) as info:
-        split_dotted(path)
+        split_dotted(path, ScorerError)
     assert f"{path!r} is not a dotted path: write 'package.module:name'" == str(info.value)

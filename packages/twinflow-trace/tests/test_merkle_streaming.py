@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from twinflow.trace import (
     Frontier,
@@ -117,18 +115,3 @@ def test_a_seq_or_size_outside_the_trace_is_a_usage_error() -> None:
     ):
         with pytest.raises(UserError):
             call()
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.integers(0, 300), st.lists(st.integers(0, 70), max_size=40))
-def test_extending_a_frontier_by_batches_is_appending_each_leaf(n: int, cuts: list[int]) -> None:
-    """`Frontier.extend` over any split of the leaves builds the tree `append_hash` builds."""
-    leaves = [hashlib.sha256(str(i).encode()).digest() for i in range(n)]
-    one, many = Frontier(), Frontier()
-    for leaf in leaves:
-        one.append_hash(leaf)
-    start = 0
-    for cut in [*cuts, n]:
-        many.extend(leaves[start : start + cut])
-        start = min(n, start + cut)
-    assert (one.size, one.root()) == (many.size, many.root())

@@ -29,6 +29,8 @@ from twinflow.trace import (
     verify_trace,
     walk_trace,
 )
+from twinflow.trace._format import FORMAT_VERSION
+from twinflow.trace._testing import events_of, rechain
 from twinflow.trace._testing import framed as forged_line
 from twinflow.trace._testing import small_events as events
 from twinflow.trace._testing import small_trace as trace
@@ -166,15 +168,14 @@ def test_parse_json_refuses_a_big_top_level_integer_as_not_canonical() -> None:
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
-        (b'{"kind":"no_such_kind"}', "kind 'no_such_kind'"),
         (b'{"n":1}', "kind None"),
         (b"[]", "kind None"),
         (b'{"kind":["tool_called"]}', "kind ['tool_called']"),
         (b'{"kind":{"a":1}}', "kind {'a': 1}"),
     ],
 )
-def test_an_unknown_body_is_not_an_event(body: bytes, reason: str) -> None:
-    """A body without a known kind is not_event, with the kind found named (an unhashable kind
+def test_a_body_without_a_string_kind_is_not_an_event(body: bytes, reason: str) -> None:
+    """A body without a string kind is not_event, with the kind found named (an unhashable kind
     too: it once escaped as a TypeError from the set lookup)."""
     event = b"{" + AT + b',"body":' + body + b',"prev":"' + PREV.encode() + b'","seq":1}'
     report = verify_trace(with_line_1(event))
@@ -473,3 +474,73 @@ def test_a_line_framed_with_its_known_digest_is_the_hashed_framing() -> None:
     assert (line.replace(hexdigest.encode(), GENESIS.encode()), GENESIS) == encode_line(
         event, GENESIS
     )
+
+
+def _with_user_turn() -> bytes:
+    """A complete trace with a ``user_turn`` event (a kind this package does not know) at seq 2."""
+    found = events(5)
+    return rechain(
+        [
+            *found[:2],
+            {"at": found[2]["at"], "body": {"kind": "user_turn", "text": "hi"}},
+            *found[2:],
+        ]
+    )
+
+
+def test_an_event_of_an_unknown_kind_in_a_valid_chain_verifies() -> None:
+    """The chain, digests, canonical form and tree hold for any kind: a newer writer's verifies."""
+    report = verify_trace(_with_user_turn())
+    assert (True, 6) == (report.ok, report.events)
+
+
+def test_a_tampered_event_of_an_unknown_kind_is_refused() -> None:
+    """Editing the unknown-kind event's bytes breaks its digest, as for any event."""
+    data = _with_user_turn().replace(b'"text":"hi"', b'"text":"ho"')
+    report = verify_trace(data)
+    assert report.problem is not None
+    assert ("edited", 2) == (report.problem.kind, report.problem.seq)
+
+
+def test_a_rechained_unknown_kind_is_still_held_by_the_checkpoint() -> None:
+    """A forger who rewrites an unknown-kind event and its chain is caught by the checkpoint."""
+    original = verify_trace(_with_user_turn()).checkpoint
+    forged = events_of(_with_user_turn())
+    forged[2] = {**forged[2], "body": {"kind": "user_turn", "text": "ho"}}
+    report = verify_trace(rechain(forged), checkpoint=original)
+    assert report.problem is not None
+    assert "checkpoint" == report.problem.kind
+
+
+def _started_in(version: object) -> bytes:
+    """A complete 5-event trace whose run_started names ``version`` as its format."""
+    found = events(5)
+    body = {**found[0]["body"], "format": version}  # type: ignore[dict-item]
+    return rechain([{**found[0], "body": body}, *found[1:]])
+
+
+@pytest.mark.parametrize("data", [trace(5), _started_in(1)], ids=["absent", "1"])
+def test_a_trace_of_a_known_format_verifies(data: bytes) -> None:
+    """No format (read as 1) or format 1: the trace verifies."""
+    report = verify_trace(data)
+    assert (True, 5) == (report.ok, report.events)
+
+
+def test_a_newer_format_is_refused_saying_what_to_do() -> None:
+    """A format newer than FORMAT_VERSION is refused at seq 0 with the upgrade to make."""
+    report = verify_trace(_started_in(FORMAT_VERSION + 1))
+    assert report.problem is not None
+    assert ("format", 0, True) == (
+        report.problem.kind,
+        report.problem.seq,
+        f"written in format {FORMAT_VERSION + 1}; this verifier knows formats up to "
+        f"{FORMAT_VERSION}: upgrade twinflow-trace" in report.problem.message,
+    )
+
+
+@pytest.mark.parametrize("version", ["2", 0, -1, 1.5])
+def test_a_format_that_is_not_a_positive_integer_is_refused(version: object) -> None:
+    """A format that is not a positive integer is refused, naming what was found."""
+    report = verify_trace(_started_in(version))
+    assert report.problem is not None
+    assert ("format", 0) == (report.problem.kind, report.problem.seq)

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
-from json.encoder import encode_basestring
+from collections.abc import Mapping
 from typing import Any
 
 from twinflow.trace._errors import CanonicalError
@@ -215,7 +214,7 @@ def _write(value: object, out: list[str], sort: bool = True) -> None:
     elif value is False:
         out.append("false")
     elif isinstance(value, str):
-        out.append(encode_basestring(str.__str__(value)))
+        out.append(_dumps(str.__str__(value)))
     elif isinstance(value, bool):
         out.append("true" if value else "false")
     elif isinstance(value, int):
@@ -238,7 +237,7 @@ def _write(value: object, out: list[str], sort: bool = True) -> None:
             if not first:
                 out.append(",")
             first = False
-            out.append(encode_basestring(str.__str__(k)))
+            out.append(_dumps(str.__str__(k)))
             out.append(":")
             _write(v, out, sort)
         out.append("}")
@@ -436,104 +435,36 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-class _NotFast(Exception):
-    """Internal: the fast canonical check cannot decide; the strict path will."""
-
-
-def _float_literal(text: str) -> float:
-    """parse_float hook of the fast check: only a literal already in ECMAScript form passes."""
-    value = float(text)
-    if value in (_INF, -_INF) or es_number(value) != text:
-        raise _NotFast
-    return value
-
-
-_MISS = object()
-_ASTRAL_UTF8 = re.compile(rb"[\xf0-\xf4]")
-# Integers parse at C speed (a parse_int hook would call Python for every one); the screen for
-# those that may pass ±(2**53-1) runs on the bytes instead. A number token follows ':', ',' or
-# '[' (or starts the text): mapping those three to ':', every digit to '0' and dropping '-'
-# turns an integer of 16 or more digits into ':' and sixteen '0's (or a text starting with
-# sixteen). Strings can hold the pattern too: a false alarm that only costs the strict path.
+# What the C encoder prints as it reads but RFC 8785 refuses or orders otherwise: an integer of
+# 16 or more digits (it may pass +-(2**53-1)) and a 4-byte UTF-8 character (outside the BMP,
+# where UTF-16 key order may differ from code-point order). Every digit maps to '0' and ','
+# and '[' to ':', and '-' goes, so such an integer (a number token follows ':', ',' or '[', or
+# starts the text) becomes ':' and sixteen '0's. A match inside a string is a false alarm that
+# only costs the strict path.
 _SCREEN = bytes.maketrans(b"0123456789,[", b"0000000000::")
 _SIXTEEN = b"0" * 16
-_LONG_NUMBER = b":" + _SIXTEEN
-# The C scanner under raw_decode, called directly (the Python wrapper cost a tenth of a parse):
-# no whitespace skipping (canonical JSON has none, and a miss costs only the strict path).
-_fast_decoder = json.JSONDecoder(parse_float=_float_literal)
-_fast_scan: Callable[[str, int], tuple[Any, int]] = vars(_fast_decoder)["scan_once"]
+_ASTRAL_UTF8 = re.compile(rb"[\xf0-\xf4]")
 
 
-def _screened(data: bytes) -> bool:
-    """Whether JSON bytes hold what the C encoder prints exactly but JCS refuses or orders otherwise.
-
-    An integer literal of 16 or more digits (it may pass ±(2**53-1)) and, in non-ASCII input, a
-    4-byte UTF-8 sequence (outside the BMP, where UTF-16 and code-point key order may differ).
-    A screen that fires, even inside a string, only costs the strict path.
-    """
+def _beyond_the_encoder(data: bytes) -> bool:
+    """Whether JSON bytes may hold a long integer or a character outside the BMP (see above)."""
     screen = data.translate(_SCREEN, b"-")
     return (
-        _LONG_NUMBER in screen
+        b":" + _SIXTEEN in screen
         or screen.startswith(_SIXTEEN)
         or (not data.isascii() and _ASTRAL_UTF8.search(data) is not None)
     )
 
 
-def _fast_parse(text: str) -> Any:
-    """The value of one JSON text by a plain C parse, or `_MISS` (not JSON, not one value from
-    its first character to its last, or a float not in ECMAScript form)."""
-    try:
-        value, end = _fast_scan(text, 0)
-    except (StopIteration, _NotFast, ValueError, RecursionError):  # StopIteration: no value
-        return _MISS
-    return value if end == len(text) else _MISS
+def _ecmascript_float(literal: str) -> float:
+    """`json.loads`'s ``parse_float``: a float literal already in ECMAScript form, or ValueError."""
+    value = float(literal)
+    if value in (_INF, -_INF) or es_number(value) != literal:
+        raise ValueError(f"{literal} is not in ECMAScript form")
+    return value
 
 
-def _fast_canonical(data: bytes, text: str) -> Any:
-    """The value of ``data`` if the C codec proves it canonical, else `_MISS`.
-
-    A plain parse (`_fast_parse`) past the screens (`_screened`) and the C encoder's output equal
-    to the input rule out duplicate keys (the dict would be smaller), NaN (the encoder refuses
-    it), whitespace, escapes and key order (code-point order, which the screens made UTF-16
-    order) at once.
-
-    Args:
-        data: The bytes.
-        text: ``data`` decoded from UTF-8 (the caller has it already).
-    """
-    if _screened(data):
-        return _MISS
-    value = _fast_parse(text)
-    if value is _MISS:
-        return _MISS
-    try:
-        again = _dumps(value)
-    except (ValueError, TypeError, RecursionError):
-        return _MISS
-    return value if again == text else _MISS
-
-
-def _canonical_texts(values: list[Any], texts: list[str], data: list[bytes]) -> bool:
-    """`_fast_canonical`'s screens and comparison for many objects, in one call of each.
-
-    Each text must be the UTF-8 decoding of its bytes, what `_fast_parse` read its value from,
-    and the value a dict. Then the encoding of the list equals ``"[" + ",".join(texts) + "]"``
-    exactly when each text equals its value's encoding: at the first text that differs from
-    it, the two either differ at a character (and so do the joined strings) or one is a proper
-    prefix of the other, which two complete JSON objects cannot be (an object ends where its
-    braces balance). One call instead of one per value saves the encoder's setup, about a third
-    of its cost on a 300-byte event. False also when a screen fires on any of them.
-    """
-    if _screened(b",".join(data)):
-        return False
-    joined = ",".join(texts)
-    try:
-        encoded = _dumps(values)
-    except (ValueError, TypeError, RecursionError):
-        return False
-    # ``encoded == "[" + joined + "]"`` (a list's encoding is bracketed), compared in place:
-    # building that string copies it twice.
-    return len(encoded) == len(joined) + 2 and encoded.startswith(joined, 1)
+_decoder = json.JSONDecoder(parse_float=_ecmascript_float)
 
 
 # A string token, or an unterminated one running to the end: every match that starts succeeds, so
@@ -609,10 +540,17 @@ def parse_json(
         raise CanonicalError(
             f"JSON nests deeper than {max_depth} levels (the limit)", reason="too_deep"
         )
-    if canonical:
-        fast = _fast_canonical(data, text)
-        if fast is not _MISS:
-            return fast
+    if canonical and not _beyond_the_encoder(data):
+        # Parse, encode again, compare: an equal text rules out duplicate keys (the dict would
+        # be smaller), NaN, whitespace, escapes and key order at once, and the hook lets
+        # through only floats already in ECMAScript form. Only a text that differs is parsed
+        # again strictly, to name what is wrong.
+        try:
+            value, end = _decoder.raw_decode(text)
+            if end == len(text) and _dumps(value) == text:
+                return value
+        except (ValueError, RecursionError):
+            pass
     try:
         value = (
             json.loads(

@@ -2,8 +2,8 @@
 
 A trace is JSONL. Line ``i`` (from 0) is the RFC 8785 canonical JSON of
 ``{"digest": d, "event": e}`` followed by ``\\n``, where ``e`` is the event, an object with
-exactly the members ``at`` (an RFC 3339 time), ``body`` (an object whose ``kind`` is one of
-`EVENT_KINDS`), ``prev`` (the digest of event ``i - 1``, `GENESIS` for the first) and ``seq``
+exactly the members ``at`` (an RFC 3339 time), ``body`` (an object with a string ``kind``),
+``prev`` (the digest of event ``i - 1``, `GENESIS` for the first) and ``seq``
 (``i``), and ``d = sha256(canonical_bytes(e))`` in lowercase hex. Because the encoding is
 canonical the event's bytes are a slice of the line: a verifier hashes them as they are, then
 checks they are exactly the canonical encoding of what they parse to. The Merkle leaf of an event
@@ -12,6 +12,12 @@ is its 32-byte digest (RFC 9162 leaf hashing applies on top).
 A redacted event is the line ``{"digest":d,"redacted":true}`` (the canonical JSON of that object):
 its digest, and so the chain to the next event and the Merkle tree, stay; its bytes are gone
 (`encode_redacted`; docs/adr/0112-redaction-keeps-the-digest.md).
+
+The format grows (docs/adr/0158-the-trace-format-grows.md): a verifier checks the frame, the
+digest, the canonical form, the chain and the tree of an event of ANY kind; the kinds it knows
+(`EVENT_KINDS`) matter only for what it says about completeness (a run ends with one of
+`TERMINAL_KINDS`). ``run_started`` may name the format it was written in, ``"format": N``
+(absent means 1); a verifier refuses only a format newer than `FORMAT_VERSION`.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from twinflow.trace._canonical import DEFAULT_MAX_DEPTH
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
     "EVENT_KINDS",
+    "FORMAT_VERSION",
     "GENESIS",
     "LINE_PREFIX",
     "TERMINAL_KINDS",
@@ -35,6 +42,9 @@ __all__ = [
 
 GENESIS = "0" * 64
 """The ``prev`` of the first event of a trace."""
+
+FORMAT_VERSION = 1
+"""The newest trace format this package reads; ``run_started``'s ``format`` (absent: 1)."""
 
 EVENT_KINDS = frozenset(
     {
@@ -55,7 +65,9 @@ EVENT_KINDS = frozenset(
         "tools_listed",
     }
 )
-"""Every ``body.kind`` a trace may hold (the agent's event models carry the same tags)."""
+"""The ``body.kind`` tags this package knows (the agent's event models carry the same tags).
+
+A trace may hold others (a newer writer's): they verify like any event."""
 
 TERMINAL_KINDS = frozenset({"run_finished", "run_failed"})
 """Kinds that end a run; a complete trace ends with one."""

@@ -36,7 +36,6 @@ __all__ = [
 
 _LEAF_PREFIX = b"\x00"
 _NODE_PREFIX = b"\x01"
-_HASH_DIGEST = type(hashlib.sha256()).digest
 """The digest method of a sha256 object, for C-level maps."""
 _HASH_SIZE = 32
 
@@ -277,43 +276,6 @@ class Frontier:
             roots[-1] = hashlib.sha256(_NODE_PREFIX + roots[-1] + right).digest()
             n >>= 1
         self.size += 1
-
-    def extend(self, leaves: list[bytes]) -> None:
-        """Append many leaf hashes: the same tree as `append_hash` of each in turn.
-
-        The leaves go in as complete subtrees, each the largest power of two that fits and that
-        the size so far is a multiple of (so it closes exactly as its leaves one by one would);
-        each subtree is hashed a level at a time, one pass of C-level maps a level, not a
-        Python call a node.
-        """
-        roots = self._roots
-        i, total = 0, len(leaves)
-        while i < total:
-            size = self.size
-            width = size & -size if size else 1 << 62  # the largest power of two dividing size
-            while width > total - i:
-                width >>= 1
-            level = leaves[i : i + width]
-            while len(level) > 1:
-                level = list(
-                    map(
-                        _HASH_DIGEST,
-                        map(
-                            hashlib.sha256,
-                            map(bytes.__add__, map(_NODE_PREFIX.__add__, level[0::2]), level[1::2]),
-                        ),
-                    )
-                )
-            roots.append(level[0])
-            # As in append_hash, a level up: each trailing 1 bit of the old size (in units of
-            # ``width``) is a complete subtree the new one closes.
-            n = size // width
-            while n & 1:
-                right = roots.pop()
-                roots[-1] = hashlib.sha256(_NODE_PREFIX + roots[-1] + right).digest()
-                n >>= 1
-            self.size = size + width
-            i += width
 
     def root(self) -> bytes:
         """The Merkle tree hash of the leaves so far (`EMPTY_ROOT` when there are none)."""

@@ -2,10 +2,8 @@
 
 Verification reads the trace line by line, in memory independent of its length: the Merkle root
 is kept as a `Frontier` of O(log n) hashes, and a line longer than the limit is reported, never
-buffered. Lines are parsed one by one and their canonical form is compared in batches of up to 64
-lines (64 KiB), one encoder call each (`_canonical_texts` says why that is exact); events are
-yielded once their batch is confirmed. Each line must be framed as the writer frames it, its digest must be the sha256 of its
-event bytes, those bytes must be exactly the RFC 8785 encoding of what they parse to, the event
+buffered. Each line is checked on its own, in the order a reader would check it by hand: it
+must be framed as the writer frames it, its digest must be the sha256 of its event bytes, those bytes must be exactly the RFC 8785 encoding of what they parse to, the event
 must have the envelope's shape, its ``seq`` must be its position and its ``prev`` the digest of
 the event before. The first line that breaks a rule is classified:
 
@@ -15,8 +13,9 @@ the event before. The first line that breaks a rule is classified:
   ``number_form``, ``escape_form``, ``whitespace``, ``key_order``: the digest matches but the
   event's bytes are not strict canonical JSON, for the reason named (a forger recomputed the
   digest over bytes parsers may read differently);
-- ``not_event``: the bytes are canonical JSON but not an event (wrong members, unknown kind, a
-  ``seq`` that is not an integer, ...), or the caller's ``check`` refused it;
+- ``not_event``: the bytes are canonical JSON but not an event (wrong members, a body without a
+  string ``kind``, a ``seq`` that is not an integer, ...), or the caller's ``check`` refused it.
+  An event of a kind this package does not know is an event: it verifies like any other;
 - ``reordered``: the line holds a later event, and the expected one appears further down;
 - ``removed``: the expected event appears nowhere (or the trace stops before its end);
 - ``inserted``: the line is a copy of an earlier event, or a second claimant of a sequence
@@ -30,7 +29,9 @@ the event before. The first line that breaks a rule is classified:
 - ``checkpoint``: the events do not match a given checkpoint, or the trace holds events past
   the checkpoint and the caller did not accept an uncovered tail (a checkpoint of events 0-4
   says nothing about events 5-9: anyone can append or re-chain them). Who signed the
-  checkpoint is checked where its note is read (`read_published_checkpoint`).
+  checkpoint is checked where its note is read (`read_published_checkpoint`);
+- ``format``: ``run_started`` names a trace format newer than this verifier knows
+  (`FORMAT_VERSION`); nothing past it is checked.
 
 A hash chain alone catches accidental and partial edits. A full rewrite that recomputes every
 digest and ``prev`` verifies: only a checkpoint published before the rewrite catches it.
@@ -42,26 +43,21 @@ import dataclasses
 import hashlib
 import io
 import os
+import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Literal, NamedTuple
 
 from twinflow._base._errors import UserError
 from twinflow._base._open import open_regular
-from twinflow.trace._canonical import (
-    _MISS,
-    _canonical_texts,
-    _fast_canonical,
-    _fast_parse,
-    parse_json,
-)
+from twinflow.trace._canonical import parse_json
 from twinflow.trace._checkpoint import Checkpoint, ConsistencyProof, InclusionProof
 from twinflow.trace._errors import CanonicalError, TraceCorruptError
 from twinflow.trace._format import (
     DIGEST_END,
     EVENT_INFIX,
-    EVENT_KINDS,
     EVENT_START,
+    FORMAT_VERSION,
     GENESIS,
     LINE_PREFIX,
     REDACTED_LINE_BYTES,
@@ -103,6 +99,7 @@ ProblemKind = Literal[
     "truncated",
     "checkpoint",
     "redacted",
+    "format",
 ]
 """What is wrong with a trace (see the module docstring)."""
 
@@ -110,6 +107,7 @@ Source = str | os.PathLike[str] | bytes
 """A trace file path, or the trace's bytes."""
 
 _HEX = frozenset(b"0123456789abcdef")
+_DIGEST_TEXT = re.compile("[0-9a-f]{64}")
 _ENVELOPE = frozenset({"at", "body", "prev", "seq"})
 
 
@@ -193,16 +191,6 @@ class VerifiedEvent(NamedTuple):
 
 
 _DIGEST_START = len(LINE_PREFIX)
-_BATCH_LINES = 64
-"""Lines whose canonical form one encoder call checks (`_canonical_texts`)."""
-_BATCH_BYTES = 64 * 1024
-"""At most this many event bytes in a batch; a longer event is checked on its own."""
-
-
-_Pending = tuple[int, str, bytes, bytes, dict[str, Any], str, bytes]
-"""A line that passed every rule but the canonical comparison, waiting for its batch:
-(seq, digest, event bytes, their sha256, value, their text, the line)."""
-
 
 _Accepted = tuple[int, str, bytes, object]
 """An event taken into the tree: (seq, digest, event bytes, what ``check`` made of it)."""
@@ -228,18 +216,22 @@ def _lines(source: Source, limit: int) -> Generator[bytes, None, None]:
 
 
 def _parse(raw: bytes, limits: Limits) -> _Line | tuple[ProblemKind, str]:
-    """A complete line's parts (newline removed), or (kind, why) it is not a trace line."""
+    """A complete line's parts (the line ends in a newline), or (kind, why) it is not a trace line.
+
+    Any event kind is an event: the chain, the digests, the canonical form and the tree hold for
+    every kind, so a reader older than the writer still verifies what it does not know.
+    """
     if (
         not raw.startswith(LINE_PREFIX)
         or raw[DIGEST_END:EVENT_START] != EVENT_INFIX
-        or raw[-1:] != b"}"
+        or raw[-2:] != b"}\n"
     ):
         return "edited", "not a trace line (its frame is damaged)"
-    event = raw[EVENT_START:-1]
+    event = raw[EVENT_START:-2]
     hashed = hashlib.sha256(event).digest()
     digest = hashed.hex()
     # Equal to a computed lowercase hex digest, the frame's digest is well formed too.
-    if digest.encode("ascii") != raw[len(LINE_PREFIX) : DIGEST_END]:
+    if digest.encode("ascii") != raw[_DIGEST_START:DIGEST_END]:
         return "edited", "its bytes do not match its digest (the event was edited)"
     try:
         value = parse_json(event, max_depth=limits.max_depth, canonical=True)
@@ -250,19 +242,47 @@ def _parse(raw: bytes, limits: Limits) -> _Line | tuple[ProblemKind, str]:
     seq, prev, at, body = value["seq"], value["prev"], value["at"], value["body"]
     if type(seq) is not int or seq < 0:
         return "not_event", f"seq is not a non-negative integer: {seq!r:.40}"
-    if type(prev) is not str or len(prev) != 64 or not _HEX.issuperset(prev.encode()):
+    if type(prev) is not str or _DIGEST_TEXT.fullmatch(prev) is None:
         return "not_event", "prev is not a 64-digit lowercase hex digest"
     if type(at) is not str:
         return "not_event", "at is not a string"
-    # A kind that is not a string (a list is unhashable) is no known kind either.
-    if (
-        type(body) is not dict
-        or type(body.get("kind")) is not str
-        or body["kind"] not in EVENT_KINDS
-    ):
+    if type(body) is not dict or type(body.get("kind")) is not str:
         kind = body.get("kind") if type(body) is dict else None
-        return "not_event", f"body is not an event body of a known kind (kind {kind!r:.40})"
+        return "not_event", f"body is not an event body with a string kind (kind {kind!r:.40})"
     return _Line(digest, event, value, hashed)
+
+
+def _format_problem(value: dict[str, Any]) -> str | None:
+    """Why this verifier cannot vouch for a trace whose first event is ``value``, or None.
+
+    ``run_started`` may name the trace format (an integer; absent means 1). A newer format may
+    mean rules this verifier does not know, so it is refused rather than half-checked.
+    """
+    body = value["body"]
+    if body["kind"] != "run_started" or "format" not in body:
+        return None
+    version = body["format"]
+    if type(version) is not int or version < 1:
+        return f"run_started names format {version!r:.40}; a format is a positive integer"
+    if version > FORMAT_VERSION:
+        return (
+            f"the trace is written in format {version}; this verifier knows formats up to "
+            f"{FORMAT_VERSION}: upgrade twinflow-trace (pip install -U twinflow-trace) and verify "
+            "again"
+        )
+    return None
+
+
+def _redacted_digest(raw: bytes) -> str | None:
+    """The digest a redacted line stands for (`encode_redacted`), or None for any other line."""
+    if (
+        len(raw) == REDACTED_LINE_BYTES
+        and raw.endswith(REDACTED_SUFFIX)
+        and raw.startswith(LINE_PREFIX)
+        and _HEX.issuperset(raw[_DIGEST_START:DIGEST_END])
+    ):
+        return raw[_DIGEST_START:DIGEST_END].decode("ascii")
+    return None
 
 
 _REASONS: dict[str, ProblemKind] = {
@@ -322,12 +342,6 @@ class _Walk:
 
     def __iter__(self) -> Iterator[_Accepted]:
         """The good events as ``(seq, digest, event bytes, checked value)``, streaming."""
-        for accepted in self._batches():
-            yield from accepted
-
-    def _batches(self) -> Iterator[list[_Accepted]]:
-        """The good events a batch at a time: a caller that only needs the walk's outcome
-        (`verify_trace`) resumes one generator per batch, not per event."""
         lines = _lines(self.source, self.limits.max_line_bytes)
         try:
             yield from self._events(lines)
@@ -335,215 +349,31 @@ class _Walk:
             self.done = True
             lines.close()
 
-    def _events(self, lines: Iterator[bytes]) -> Iterator[list[_Accepted]]:
-        limit = self.limits.max_line_bytes
-        max_depth = self.limits.max_depth
-        sha256 = hashlib.sha256
+    def _events(self, lines: Iterator[bytes]) -> Iterator[_Accepted]:
+        """Each line in turn: read it (frame, digest, canonical form, envelope, chain), then
+        take it into the tree; stop at the first line that breaks a rule."""
         expected_prev = GENESIS
-        if 0 in self.marks:
-            self.roots[0] = self.frontier.root()
-        # Lines that passed every rule but the canonical comparison, which `_confirm` makes for
-        # the whole batch in one encoder call.
-        batch: list[_Pending] = []  # plain tuples: a named tuple per line cost 2 us
-        size = 0
+        self._mark(0)
         for index, raw in enumerate(lines):
-            # The fast path takes exactly the lines `_parse` accepts that also chain (seq and
-            # prev as expected): framed, hashed, canonical, an event. Anything else, however
-            # slightly off, takes the slow path, which names the problem.
-            event = raw[EVENT_START:-2]
-            hashed = sha256(event).digest()
-            digest = hashed.hex()
-            value: Any = _MISS
-            text = ""
-            if (
-                raw.endswith(b"}\n")
-                and raw.startswith(LINE_PREFIX)
-                and raw.startswith(digest.encode(), _DIGEST_START)
-                and raw.startswith(EVENT_INFIX, DIGEST_END)
-                and len(event) <= _BATCH_BYTES
-                and event.count(b"[") + event.count(b"{") <= max_depth
-            ):
-                try:
-                    text = event.decode()
-                except UnicodeDecodeError:
-                    pass
-                else:
-                    value = _fast_parse(text)
-            fast = (
-                type(value) is dict
-                and value.keys() == _ENVELOPE
-                and value["prev"] == expected_prev
-                and value["seq"] == index
-                and type(value["seq"]) is int
-                and type(value["at"]) is str
-                and type(body := value["body"]) is dict
-                and type(kind := body.get("kind")) is str
-                and kind in EVENT_KINDS
-            )
-            if fast:
-                batch.append((index, digest, event, hashed, value, text, raw))
-                size += len(event)
-                expected_prev = digest
-                if len(batch) < _BATCH_LINES and size < _BATCH_BYTES:
-                    continue
-            # A full batch, or a line for the slow path: the lines before it come first.
-            accepted, good = self._confirm(batch)
-            if accepted:
-                yield accepted
-            batch.clear()
-            size = 0
-            if not good:
-                return
-            if fast:
-                continue
-            if (
-                len(raw) == REDACTED_LINE_BYTES
-                and raw.endswith(REDACTED_SUFFIX)
-                and raw.startswith(LINE_PREFIX)
-                and _HEX.issuperset(raw[_DIGEST_START:DIGEST_END])
-            ):
-                redacted = raw[_DIGEST_START:DIGEST_END].decode("ascii")
-                accepted, good = self._redacted(index, redacted)
-                if accepted:
-                    yield accepted
-                if not good:
+            redacted = _redacted_digest(raw) if len(raw) == REDACTED_LINE_BYTES else None
+            if redacted is not None:
+                accepted = self._redacted(index, redacted)
+            else:
+                line = self._read(index, raw, expected_prev, lines)
+                if isinstance(line, Problem):
+                    self.problem = line
                     return
-                expected_prev = redacted
-                continue
-            slow = self._slow(index, raw, limit, expected_prev, lines)
-            if isinstance(slow, Problem):
-                self.problem = slow
+                accepted = self._accept(index, line)
+            if accepted is None:
                 return
-            accepted, good = self._accept(
-                [(index, slow.digest, slow.event, slow.hashed, slow.value, "", raw)]
-            )
-            if accepted:
-                yield accepted
-            if not good:
-                return
-            expected_prev = slow.digest
-        accepted, _ = self._confirm(batch)
-        if accepted:
             yield accepted
+            expected_prev = accepted[1]
 
-    def _confirm(self, batch: list[_Pending]) -> tuple[list[_Accepted], bool]:
-        """A batch's events once they are known canonical, and whether all of them are; False
-        if one is not (or is refused by ``check``), with ``problem`` set at the first such line
-        and the events before it accepted."""
-        if not batch:
-            return [], True
-        if _canonical_texts([p[4] for p in batch], [p[5] for p in batch], [p[2] for p in batch]):
-            return self._accept(batch)
-        # One of them is not canonical (or the C encoder prints it otherwise): line by line,
-        # the slow path names the first problem.
-        out: list[_Accepted] = []
-        for seq, digest, event, hashed, value, text, raw in batch:
-            if _fast_canonical(event, text) is _MISS:
-                # Its chain held when it was read, so the slow path never classifies it.
-                slow = self._slow(seq, raw, self.limits.max_line_bytes, value["prev"], iter(()))
-                if isinstance(slow, Problem):
-                    self.problem = slow
-                    return out, False
-                value = slow.value
-            accepted, good = self._accept([(seq, digest, event, hashed, value, text, raw)])
-            out += accepted
-            if not good:
-                return out, False
-        return out, True
-
-    def _accept(self, items: list[_Pending]) -> tuple[list[_Accepted], bool]:
-        """Take verified, chained events into the tree; them, and False (with ``problem`` set)
-        at the first one ``check`` refuses."""
-        check = self.check
-        append = self.frontier.append_hash
-        sha256 = hashlib.sha256
-        marks = self.marks
-        collecting = bool(self.order)
-        if (
-            check is None
-            and not collecting
-            and not any(items[0][0] < mark <= items[-1][0] + 1 for mark in marks)
-        ):
-            # Nothing to check, collect or mark inside the batch: its leaves go into the tree
-            # a complete subtree at a time (`Frontier.extend`), not a method call each.
-            self.frontier.extend([sha256(b"\x00" + item[3]).digest() for item in items])
-            last = items[-1]
-            self.head = last[1]
-            self.last_kind = last[4]["body"]["kind"]
-            return [
-                (index, digest, event, value) for index, digest, event, _, value, _, _ in items
-            ], True
-        out: list[_Accepted] = []
-        for index, digest, event, hashed, value, _, _ in items:
-            typed: object = value
-            if check is not None:
-                try:
-                    typed = check(value)
-                except ValueError as exc:
-                    first = " ".join(str(exc).split())[:300]
-                    self._fail(
-                        "not_event",
-                        index,
-                        f"its digest and chain match but it is not a valid event (it was forged): {first}",
-                    )
-                    return out, False
-            leaf = sha256(b"\x00" + hashed).digest()  # the RFC 9162 leaf hash
-            append(leaf)
-            if collecting:
-                self._collect(index, leaf)
-            self.head = digest
-            self.last_kind = value["body"]["kind"]
-            if index + 1 in marks:
-                self.roots[index + 1] = self.frontier.root()
-            out.append((index, digest, event, typed))
-        return out, True
-
-    def _redacted(self, index: int, digest: str) -> tuple[list[_Accepted], bool]:
-        """Take a redacted event's digest into the chain and the tree (its own ``seq`` and
-        ``prev`` went with its bytes): the event, or False (with ``problem`` set) if the reader
-        refuses it."""
-        if not self.allow_redacted:
-            self._fail(
-                "redacted",
-                index,
-                f"event {index} is redacted (its digest alone is in the file): `verify` checks "
-                "such a trace; this reader needs every event itself",
-            )
-            return [], False
-        leaf = hashlib.sha256(b"\x00" + bytes.fromhex(digest)).digest()
-        self.frontier.append_hash(leaf)
-        if self.order:
-            self._collect(index, leaf)
-        self.head = digest
-        self.last_kind = "redacted"
-        self.redacted.append(index)
-        if index + 1 in self.marks:
-            self.roots[index + 1] = self.frontier.root()
-        return [(index, digest, b"", None)], True
-
-    def _collect(self, index: int, leaf: bytes) -> None:
-        """Add a leaf to the proof range being collected, if it falls in one."""
-        order = self.order
-        if self.current < len(order):
-            start, end = self.ranges[order[self.current]]
-            if start <= index < end:
-                if self.partial is None:
-                    self.partial = Frontier()
-                self.partial.append_hash(leaf)
-                if index == end - 1:
-                    self.range_hashes[order[self.current]] = self.partial.root()
-                    self.partial = None
-                    self.current += 1
-
-    def _slow(
-        self, index: int, raw: bytes, limit: int, expected_prev: str, lines: Iterator[bytes]
+    def _read(
+        self, index: int, raw: bytes, expected_prev: str, lines: Iterator[bytes]
     ) -> Problem | _Line:
-        """The problem with a line the fast path did not accept, or the line: it is good after all.
-
-        The fast path leaves out only screens' false alarms (a long digit run or a 4-byte
-        character inside a string, a float in a form the C encoder prints differently): those
-        lines are good and verify here.
-        """
+        """Line ``index`` checked on its own and against the chain: the line, or its problem."""
+        limit = self.limits.max_line_bytes
         if raw[-1:] != b"\n":
             if len(raw) > limit:
                 return Problem(
@@ -559,13 +389,80 @@ class _Walk:
                 message=f"the last line is incomplete ({len(raw)} bytes, no newline): the writer "
                 "was cut off; every earlier event verifies; repair moves it aside",
             )
-        item = _parse(raw[:-1], self.limits)
+        item = _parse(raw, self.limits)
         if not isinstance(item, _Line):
             return Problem(kind=item[0], seq=index, line=index + 1, message=item[1])
         value = item.value
         if value["seq"] != index or value["prev"] != expected_prev:
             return self._classify(index, value, item.digest, expected_prev, lines)
+        if index == 0 and (why := _format_problem(value)) is not None:
+            return Problem(kind="format", seq=0, line=1, message=why)
         return item
+
+    def _accept(self, index: int, line: _Line) -> _Accepted | None:
+        """Take a verified, chained event into the tree; None (``problem`` set) if ``check``
+        refuses it."""
+        typed: object = line.value
+        if self.check is not None:
+            try:
+                typed = self.check(line.value)
+            except ValueError as exc:
+                first = " ".join(str(exc).split())[:300]
+                self._fail(
+                    "not_event",
+                    index,
+                    f"its digest and chain match but it is not a valid event (it was forged): {first}",
+                )
+                return None
+        self._add_leaf(index, line.hashed)
+        self.head = line.digest
+        self.last_kind = line.value["body"]["kind"]
+        return (index, line.digest, line.event, typed)
+
+    def _redacted(self, index: int, digest: str) -> _Accepted | None:
+        """Take a redacted event's digest into the chain and the tree (its own ``seq`` and
+        ``prev`` went with its bytes); None (``problem`` set) if the reader refuses it."""
+        if not self.allow_redacted:
+            self._fail(
+                "redacted",
+                index,
+                f"event {index} is redacted (its digest alone is in the file): `verify` checks "
+                "such a trace; this reader needs every event itself",
+            )
+            return None
+        self._add_leaf(index, bytes.fromhex(digest))
+        self.head = digest
+        self.last_kind = "redacted"
+        self.redacted.append(index)
+        return (index, digest, b"", None)
+
+    def _add_leaf(self, index: int, hashed: bytes) -> None:
+        """Append event ``index`` (its sha256) to the tree as its RFC 9162 leaf."""
+        leaf = hashlib.sha256(b"\x00" + hashed).digest()
+        self.frontier.append_hash(leaf)
+        if self.order:
+            self._collect(index, leaf)
+        if self.marks:
+            self._mark(index + 1)
+
+    def _mark(self, size: int) -> None:
+        """Keep the root of the prefix of ``size`` events if a caller asked for it."""
+        if size in self.marks:
+            self.roots[size] = self.frontier.root()
+
+    def _collect(self, index: int, leaf: bytes) -> None:
+        """Add a leaf to the proof range being collected, if it falls in one."""
+        order = self.order
+        if self.current < len(order):
+            start, end = self.ranges[order[self.current]]
+            if start <= index < end:
+                if self.partial is None:
+                    self.partial = Frontier()
+                self.partial.append_hash(leaf)
+                if index == end - 1:
+                    self.range_hashes[order[self.current]] = self.partial.root()
+                    self.partial = None
+                    self.current += 1
 
     def _digest_at(self, seq: int) -> str | None:
         """The digest on line ``seq`` (a second pass: only a failing trace pays for it)."""
@@ -589,7 +486,7 @@ class _Walk:
         def parsed(raw: bytes) -> dict[str, Any] | None:
             if raw[-1:] != b"\n":
                 return None
-            found = _parse(raw[:-1], self.limits)
+            found = _parse(raw, self.limits)
             return found.value if isinstance(found, _Line) else None
 
         if claimed == index:
@@ -663,7 +560,7 @@ class _Walk:
     def finish(self, require_complete: bool) -> None:
         """Drain the walk (unless done) and add the completeness problem, if asked."""
         if not self.done:
-            for _ in self._batches():
+            for _ in self:
                 pass
         size = self.frontier.size
         if self.problem is None and require_complete and self.last_kind not in TERMINAL_KINDS:
