@@ -39,7 +39,7 @@ import openai
 from _bench import add_smoke  # this folder: sys.path[0]
 from pydantic import BaseModel, Field, ValidationError
 
-from twinflow.models import embedded_model_file, server_command
+from twinflow.models._embedded import embedded_model_file, server_command
 from twinflow.models import llama_cpp_grammar_check
 from twinflow.kernel import (
     HttpTransport,
