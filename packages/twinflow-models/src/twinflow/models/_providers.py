@@ -156,7 +156,7 @@ def open_model(
     ids: Ids | None = None,
     timeout: float = 120.0,
     log_dir: Path | None = None,
-    on_progress: Callable[[str], None] = print,
+    on_progress: Callable[[str], None] | None = None,
 ) -> OpenedModel:
     """The chat model `name` names, on a new kernel transport (see the module docstring).
 
@@ -167,7 +167,7 @@ def open_model(
         ids: Source of tool-call ids (`SystemIds()` if None).
         timeout: Seconds allowed per request.
         log_dir: Where the embedded server logs (a temporary directory if None).
-        on_progress: Told when the embedded model starts loading.
+        on_progress: Told when the embedded model starts loading (standard error if None).
 
     Returns:
         The model (an `OpenAICompatibleChatModel`, `OllamaChatModel` or `AnthropicChatModel`);
