@@ -39,8 +39,6 @@ import openai
 from _bench import add_smoke  # this folder: sys.path[0]
 from pydantic import BaseModel, Field, ValidationError
 
-from twinflow.models import embedded_model_file, server_command
-from twinflow.models import llama_cpp_grammar_check
 from twinflow.kernel import (
     HttpTransport,
     ServerProcess,
@@ -48,7 +46,8 @@ from twinflow.kernel import (
     TransportError,
     free_port,
 )
-from twinflow.models import OpenAICompatibleChatModel
+from twinflow.models import OpenAICompatibleChatModel, llama_cpp_grammar_check
+from twinflow.models._embedded import embedded_model_file, server_command
 from twinflow.vocab import Message, StructuredOutputError
 
 PEER_TIMEOUT = 60.0

@@ -226,7 +226,7 @@ def fault_matrix(figures: Figures, rounds: int) -> None:
 
 def stopped_server(figures: Figures) -> None:
     """A real server, stopped after its first answer, mid-run."""
-    from twinflow.models import embedded_model_file, server_command
+    from twinflow.models._embedded import embedded_model_file, server_command
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"

@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = rng.sample(ids, 2 * share)
     transport_faults = {cid: rng.choice(TRANSPORT_FAULTS) for cid in chosen[:share]}
     malformed = {cid: rng.choice(MALFORMED) for cid in chosen[share:]}
-    from twinflow.models import embedded_model_file, server_command
+    from twinflow.models._embedded import embedded_model_file, server_command
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"

@@ -133,12 +133,23 @@ def test_the_defaults_of_a_row_decide_the_mode() -> None:
         assert ("structured-action", "native") == (default.mode, native.mode)
 
 
-def test_every_row_names_a_wire_the_table_knows() -> None:
-    """Each provider row's wire is one of the three clients, and hosted rows name a key."""
-    assert {"openai", "ollama", "anthropic"} >= {row.wire for row in PROVIDERS.values()}
+def test_every_row_names_a_client_and_hosted_rows_a_key() -> None:
+    """Each provider row's client is one of the three chat models; the hosted rows name a key."""
+    clients = {OpenAICompatibleChatModel, OllamaChatModel, AnthropicChatModel}
+    assert clients >= {row.client for row in PROVIDERS.values()}
     assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} == {
         row.key_env for row in PROVIDERS.values() if row.key_env
     }
+
+
+def test_a_mode_the_provider_does_not_speak_is_a_setup_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Anthropic's Messages speaks native mode only: structured-action is refused, reason `mode`."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-anthropic")
+    with pytest.raises(ModelSetupError) as caught:
+        open_model("anthropic:claude", mode="structured-action")
+    assert "mode" == caught.value.reason
 
 
 @pytest.mark.real_model

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -41,8 +42,8 @@ from twinflow.models._anthropic_wire import (
     to_anthropic,
     to_anthropic_tools,
 )
-from twinflow.models._errors import MalformedResponseError
-from twinflow.models._servers import OnChunk, endpoint_root, stream_reply
+from twinflow.models._errors import MalformedResponseError, ModelSetupError
+from twinflow.models._servers import OnChunk, Target, endpoint_root, stream_reply
 from twinflow.vocab import (
     Message,
     ModelRequest,
@@ -109,6 +110,17 @@ class AnthropicChatModel(Closing):
         self._max_tokens = max_tokens
         self._timeout = timeout
 
+    @classmethod
+    def opened(cls, transport: Transport, target: Target) -> AnthropicChatModel:
+        """The model `open_model` makes for an Anthropic row (Messages speaks native mode only;
+        Anthropic issues its own tool-call ids, which a result must name)."""
+        if target.mode != "native":
+            raise ModelSetupError(
+                f"anthropic:{target.model} speaks native mode only, not {target.mode!r}",
+                reason="mode",
+            )
+        return cls(transport, model=target.model, base_url=target.url, timeout=target.timeout)
+
     def body(self, request: ModelRequest) -> dict[str, JsonValue]:
         """The Messages request body for `request` (without `stream`).
 
@@ -170,6 +182,10 @@ class AnthropicChatModel(Closing):
             lambda raw: anthropic_chunks(raw, self._url),
             on_chunk,
         )
+
+    def own(self, resource: AbstractContextManager[object]) -> None:
+        """Close `resource` when this model closes (what `open_model` opened for it)."""
+        self._owned.enter_context(resource)
 
     def close(self) -> None:
         """Release what `open_model` opened for this model (its transport, the embedded

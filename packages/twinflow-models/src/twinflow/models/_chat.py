@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from pydantic import BaseModel, JsonValue
 
@@ -29,7 +30,7 @@ from twinflow.models._action import (
 from twinflow.models._budget import max_tokens_for
 from twinflow.models._errors import MalformedResponseError, ModelSetupError
 from twinflow.models._preflight import GrammarCheck, PreflightReport, preflight
-from twinflow.models._servers import OnChunk, SentSchema, Server
+from twinflow.models._servers import ChatMode, OnChunk, SentSchema, Server
 from twinflow.models._wire import Reply
 from twinflow.vocab import (
     Attempt,
@@ -92,10 +93,6 @@ def retry_settings(base: ModelSettings, number: int, max_tokens: int) -> ModelSe
         max_tokens=tokens,
         seed=(base.seed or 0) + retry,
     )
-
-
-ChatMode = Literal["native", "structured-action"]
-"""`native`: the server's own tool calling; `structured-action`: tool calls as constrained JSON."""
 
 
 class ChatModelBase(Closing):
@@ -415,6 +412,10 @@ class ChatModelBase(Closing):
         return validate_with_reask(
             ask(), output_type, reask, max_attempts=self._max_attempts, requests=requests
         )
+
+    def own(self, resource: AbstractContextManager[object]) -> None:
+        """Close `resource` when this model closes (what `open_model` opened for it)."""
+        self._owned.enter_context(resource)
 
     def close(self) -> None:
         """Release what `open_model` opened for this model (its transport, the embedded

@@ -25,6 +25,10 @@ _FIX = (
 )
 
 
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
 def _missing(what: str) -> ModelSetupError:
     return ModelSetupError(f"{what}: {_FIX}", reason="not-installed")
 
@@ -89,13 +93,14 @@ def embedded_server(
     log_dir: Path | None = None,
     *,
     deadline: float = 120.0,
-    on_progress: Callable[[str], None] = print,
+    on_progress: Callable[[str], None] | None = None,
 ) -> Iterator[str]:
     """Start SmolLM2-135M-Instruct under llama-cpp-python on a free loopback port.
 
     Yields the server's base URL; the server (and any child it started) is stopped when the
     block exits, however it exits. Its log is ``log_dir/model-server.log`` (a temporary
-    directory's without ``log_dir``; ``log_dir`` is made if missing).
+    directory's without ``log_dir``; ``log_dir`` is made if missing). ``on_progress`` is told
+    when the model starts loading (standard error without it: standard output is data).
 
     Raises:
         ModelSetupError: the embedded extra is not installed (reason ``not-installed``).
@@ -108,7 +113,7 @@ def embedded_server(
         if log_dir is None:
             log_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="twinflow-")))
         log_dir.mkdir(parents=True, exist_ok=True)
-        on_progress(
+        (on_progress or _to_stderr)(
             f"loading SmolLM2-135M-Instruct ({gguf.stat().st_size // 1_000_000} MB) on {base} ..."
         )
         server = SubprocessLauncher().launch(

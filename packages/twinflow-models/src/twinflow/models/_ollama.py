@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
-from twinflow.models._chat import ChatMode, ChatModelBase
+from twinflow.models._chat import ChatModelBase
 from twinflow.models._ollama_wire import ollama_chat_body, ollama_chunks, parse_ollama_chat
-from twinflow.models._servers import SentSchema, Server, endpoint_root
+from twinflow.models._servers import ChatMode, SentSchema, Server, Target, endpoint_root
 from twinflow.models._wire import Reply
 from twinflow.vocab import Chunk, ModelSettings, ToolSpec, Transcript
 from twinflow.vocab.wire import JsonLimits
@@ -108,4 +108,16 @@ class OllamaChatModel(ChatModelBase):
             ids=ids,
             strict=strict,
             limits=limits,
+        )
+
+    @classmethod
+    def opened(cls, transport: Transport, target: Target) -> OllamaChatModel:
+        """The model `open_model` makes for an Ollama row."""
+        return cls(
+            transport,
+            model=target.model,
+            base_url=target.url,
+            mode=target.mode,
+            ids=target.ids,
+            timeout=target.timeout,
         )

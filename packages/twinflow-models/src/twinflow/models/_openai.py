@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
-from twinflow.models._chat import ChatMode, ChatModelBase
+from twinflow.models._chat import ChatModelBase
 from twinflow.models._errors import ModelSetupError
+from twinflow.models._grammar import llama_cpp_grammar_check
 from twinflow.models._openai_wire import (
     Dialect,
     check_extra_body,
@@ -26,7 +27,7 @@ from twinflow.models._openai_wire import (
     parse_openai_chat,
 )
 from twinflow.models._preflight import Decoder, GrammarCheck
-from twinflow.models._servers import SentSchema, Server, endpoint_root
+from twinflow.models._servers import ChatMode, SentSchema, Server, Target, endpoint_root
 from twinflow.models._wire import Reply
 from twinflow.vocab import Chunk, ModelSettings, ToolSpec, Transcript
 from twinflow.vocab.wire import JsonLimits
@@ -176,4 +177,22 @@ class OpenAICompatibleChatModel(ChatModelBase):
             strict=strict,
             limits=limits,
             grammar_check=grammar_check,
+        )
+
+    @classmethod
+    def opened(cls, transport: Transport, target: Target) -> OpenAICompatibleChatModel:
+        """The model `open_model` makes for an OpenAI-compatible row (a trailing `/v1` of the
+        URL dropped: this client appends `/v1/chat/completions` to the server root)."""
+        return cls(
+            transport,
+            base_url=target.url.removesuffix("/").removesuffix("/v1"),
+            model=target.model,
+            dialect=target.dialect,
+            mode=target.mode,
+            ids=target.ids,
+            timeout=target.timeout,
+            # llama-cpp-python's own converter decides what its server enforces (ADR 0033).
+            grammar_check=(
+                llama_cpp_grammar_check() if target.dialect == "llama-cpp-python" else None
+            ),
         )

@@ -16,28 +16,71 @@ the server; the returned model's `close()` stops both.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from types import TracebackType
+from typing import TYPE_CHECKING, Protocol, Self
 
-from twinflow.kernel import HttpTransport, SystemIds
+from twinflow.kernel import HttpTransport, KeyHeader, SystemIds
 from twinflow.models._anthropic import DEFAULT_ANTHROPIC_URL, AnthropicChatModel
-from twinflow.models._chat import ChatMode
 from twinflow.models._embedded import embedded_server
 from twinflow.models._errors import ModelSetupError
-from twinflow.models._grammar import llama_cpp_grammar_check
 from twinflow.models._ollama import DEFAULT_OLLAMA_URL, OllamaChatModel
 from twinflow.models._openai import OpenAICompatibleChatModel
 from twinflow.models._openai_wire import Dialect
+from twinflow.models._servers import ChatMode, OnChunk, Target
+from twinflow.vocab import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
     from twinflow.kernel import Ids, Transport
 
-Wire = Literal["openai", "ollama", "anthropic"]
 
-OpenedModel = OpenAICompatibleChatModel | OllamaChatModel | AnthropicChatModel
-"""What `open_model` returns: a `ChatModel` that streams and closes."""
+class OpenedModel(Protocol):
+    """What `open_model` returns: a `ChatModel` that streams and closes what it was given."""
+
+    def request(self, request: ModelRequest) -> ModelResponse:
+        """Send one request and return the model's reply."""
+        ...
+
+    def stream(self, request: ModelRequest, on_chunk: OnChunk) -> ModelResponse:
+        """Send one request streamed, showing each chunk to `on_chunk`."""
+        ...
+
+    def own(self, resource: AbstractContextManager[object]) -> None:
+        """Close `resource` when the model closes."""
+        ...
+
+    def close(self) -> None:
+        """Release what was opened for the model."""
+        ...
+
+    def __enter__(self) -> Self:
+        """Use the model in a `with` block."""
+        ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the model."""
+        ...
+
+
+class Client(Protocol):
+    """A provider's chat-model class, as the table uses it."""
+
+    key_header: KeyHeader
+    """The header its API takes a key in."""
+    required_headers: Mapping[str, str]
+    """Headers every request needs besides the key."""
+
+    def opened(self, transport: Transport, target: Target) -> OpenedModel:
+        """The model for `target`, speaking through `transport`."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -50,8 +93,8 @@ class Provider:
     """The server root when the name gives none (None: the name must give one)."""
     key_env: str | None
     """The environment variable holding the API key (None: no key is sent)."""
-    wire: Wire
-    """The wire format: which chat model speaks to the server."""
+    client: Client
+    """The chat-model class that speaks the provider's wire format."""
     mode: ChatMode
     """How tool calls and structured output travel by default (`native`: the server's own
     tool calling and schema; `structured-action`: every reply constrained to an action)."""
@@ -59,20 +102,23 @@ class Provider:
     """How an OpenAI-compatible server takes a schema."""
 
 
+_OPENAI = OpenAICompatibleChatModel
 PROVIDERS: dict[str, Provider] = {
     row.name: row
     for row in (
-        Provider("openai", "https://api.openai.com", "OPENAI_API_KEY", "openai", "native"),
-        Provider("anthropic", DEFAULT_ANTHROPIC_URL, "ANTHROPIC_API_KEY", "anthropic", "native"),
-        Provider("ollama", DEFAULT_OLLAMA_URL, None, "ollama", "structured-action"),
-        Provider("vllm", None, None, "openai", "structured-action", "vllm"),
-        Provider("llama.cpp", None, None, "openai", "structured-action", "llama.cpp"),
-        Provider("lmstudio", None, None, "openai", "structured-action", "lmstudio"),
+        Provider("openai", "https://api.openai.com", "OPENAI_API_KEY", _OPENAI, "native"),
+        Provider(
+            "anthropic", DEFAULT_ANTHROPIC_URL, "ANTHROPIC_API_KEY", AnthropicChatModel, "native"
+        ),
+        Provider("ollama", DEFAULT_OLLAMA_URL, None, OllamaChatModel, "structured-action"),
+        Provider("vllm", None, None, _OPENAI, "structured-action", "vllm"),
+        Provider("llama.cpp", None, None, _OPENAI, "structured-action", "llama.cpp"),
+        Provider("lmstudio", None, None, _OPENAI, "structured-action", "lmstudio"),
     )
 }
 """The providers `open_model` knows, by the prefix of a model name."""
 
-_URL = Provider("url", None, None, "openai", "structured-action", "llama-cpp-python")
+_URL = Provider("url", None, None, _OPENAI, "structured-action", "llama-cpp-python")
 """A bare URL: an OpenAI-compatible server, taking a schema as llama-cpp-python does (the
 embedded server's, and a run spec's default)."""
 
@@ -103,43 +149,6 @@ def _parse(name: str) -> tuple[Provider, str, str]:
     return row, model, url if at else str(row.url)
 
 
-def _client(
-    row: Provider,
-    model: str,
-    url: str,
-    transport: Transport,
-    *,
-    ids: Ids,
-    mode: ChatMode | None,
-    timeout: float,
-) -> OpenedModel:
-    if row.wire == "anthropic":
-        # Anthropic issues its own tool-call ids (a result must name the one it issued).
-        return AnthropicChatModel(transport, model=model, base_url=url, timeout=timeout)
-    if row.wire == "ollama":
-        return OllamaChatModel(
-            transport, model=model, base_url=url, mode=mode or row.mode, ids=ids, timeout=timeout
-        )
-    return OpenAICompatibleChatModel(
-        transport,
-        base_url=url.removesuffix("/").removesuffix("/v1"),
-        model=model,
-        dialect=row.dialect,
-        mode=mode or row.mode,
-        ids=ids,
-        timeout=timeout,
-        # llama-cpp-python's own converter decides what its server enforces (ADR 0033).
-        grammar_check=llama_cpp_grammar_check() if row.dialect == "llama-cpp-python" else None,
-    )
-
-
-_CLIENTS: dict[Wire, type[OpenedModel]] = {
-    "openai": OpenAICompatibleChatModel,
-    "ollama": OllamaChatModel,
-    "anthropic": AnthropicChatModel,
-}
-
-
 def open_model(
     name: str,
     *,
@@ -147,7 +156,7 @@ def open_model(
     ids: Ids | None = None,
     timeout: float = 120.0,
     log_dir: Path | None = None,
-    on_progress: Callable[[str], None] = print,
+    on_progress: Callable[[str], None] | None = None,
 ) -> OpenedModel:
     """The chat model `name` names, on a new kernel transport (see the module docstring).
 
@@ -158,13 +167,15 @@ def open_model(
         ids: Source of tool-call ids (`SystemIds()` if None).
         timeout: Seconds allowed per request.
         log_dir: Where the embedded server logs (a temporary directory if None).
-        on_progress: Told when the embedded model starts loading.
+        on_progress: Told when the embedded model starts loading (standard error if None).
 
     Returns:
-        The model; its `close()` closes the transport and stops the embedded server.
+        The model (an `OpenAICompatibleChatModel`, `OllamaChatModel` or `AnthropicChatModel`);
+        its `close()` closes the transport and stops the embedded server.
 
     Raises:
-        ModelSetupError: An unknown or malformed name, or the embedded extra is missing.
+        ModelSetupError: An unknown or malformed name, a mode the provider does not speak, or
+            the embedded extra is missing.
         UserError: The row's key variable is unset.
         LaunchError: The embedded server did not start in time.
     """
@@ -175,19 +186,24 @@ def open_model(
             row, model = _URL, "local"
         else:
             row, model, url = _parse(name)
-        client = _CLIENTS[row.wire]
         transport = stack.enter_context(
             HttpTransport(
                 api_key_env=row.key_env,
-                key_header=client.key_header,
-                headers=client.required_headers,
+                key_header=row.client.key_header,
+                headers=row.client.required_headers,
             )
         )
-        chat = _client(
-            row, model, url, transport, ids=ids or SystemIds(), mode=mode, timeout=timeout
+        target = Target(
+            model=model,
+            url=url,
+            dialect=row.dialect,
+            mode=mode or row.mode,
+            ids=ids or SystemIds(),
+            timeout=timeout,
         )
+        chat = row.client.opened(transport, target)
     except BaseException:
         stack.close()
         raise
-    chat._owned.enter_context(stack)  # closed by chat.close()
+    chat.own(stack)
     return chat

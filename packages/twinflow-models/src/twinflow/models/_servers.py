@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import JsonValue
 
 from twinflow.kernel import check_endpoint_url, redact_url
 from twinflow.models._digest import body_digest
 from twinflow.models._errors import MalformedResponseError
+from twinflow.models._openai_wire import Dialect
 from twinflow.models._preflight import Decoder
 from twinflow.models._stream import reply_of
 from twinflow.models._wire import Reply, outgoing
@@ -37,10 +38,32 @@ from twinflow.vocab import (
 from twinflow.vocab.wire import DEFAULT_JSON_LIMITS, JsonLimits, check_json
 
 if TYPE_CHECKING:
-    from twinflow.kernel import Transport
+    from twinflow.kernel import Ids, Transport
 
 OnChunk = Callable[[Chunk], None]
 """Shown each raw chunk of a streamed reply as it arrives (for display; the reply is assembled)."""
+
+
+ChatMode = Literal["native", "structured-action"]
+"""`native`: the server's own tool calling; `structured-action`: tool calls as constrained JSON."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What `open_model` asks a provider's client for: which model, where, and how."""
+
+    model: str
+    """The model name the server expects."""
+    url: str
+    """The server root (an OpenAI-compatible one may end in `/v1`)."""
+    dialect: Dialect
+    """How an OpenAI-compatible server takes a schema (the row's)."""
+    mode: ChatMode
+    """`native` or `structured-action`."""
+    ids: Ids
+    """Source of tool-call ids."""
+    timeout: float
+    """Seconds allowed per request."""
 
 
 def endpoint_root(base_url: str) -> str:

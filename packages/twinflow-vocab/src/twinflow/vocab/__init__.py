@@ -1,7 +1,7 @@
 """twinflow.vocab (L0): frozen conversation values, RFC 8785 canonical JSON and digests,
 structural diff, and the model-facing protocols.
 
-Wire translation lives in `twinflow.vocab.wire`; datapizza interop in `twinflow.vocab.datapizza`
+The bounded wire readers live in `twinflow.vocab.wire`; datapizza interop in `twinflow.vocab.datapizza`
 (extra `datapizza`). Neither is imported here.
 
 Errors (the root is `twinflow.trace`'s, re-exported here)::
