@@ -13,13 +13,7 @@ from twinflow.kernel import ReplayDivergenceError as KernelReplayDivergenceError
 from twinflow.trace import DEFAULT_MAX_LINE_BYTES, Checkpoint, FsyncPolicy, encode_line
 from twinflow.vocab import Difference, diff
 
-__all__ = [
-    "LONGEST_EVENT",
-    "ComparingSink",
-    "ComparingWriter",
-    "ReplayDivergenceError",
-    "event_json",
-]
+__all__ = ["ComparingSink", "ComparingWriter", "ReplayDivergenceError", "event_json"]
 
 
 class ReplayDivergenceError(AgentError, KernelReplayDivergenceError):
@@ -68,7 +62,7 @@ def event_json(line: bytes) -> Any:
 # function, `encode_line`, lays out every line alike).
 _FRAME = len(encode_line(b"", "0" * 64)[0])
 _EVENT_AT = _FRAME - len(b"}\n")
-LONGEST_EVENT = DEFAULT_MAX_LINE_BYTES - _FRAME
+_LONGEST_EVENT = DEFAULT_MAX_LINE_BYTES - _FRAME
 
 
 class ComparingSink:
@@ -161,7 +155,7 @@ class ComparingWriter(TraceWriter):
 
     def _put(self, event: bytes, kind: str) -> str:
         # An event too long for its line is refused by the framing writer, as in the original run.
-        digest = self._compare.matched(event) if len(event) <= LONGEST_EVENT else None
+        digest = self._compare.matched(event) if len(event) <= _LONGEST_EVENT else None
         return super()._put(event, kind) if digest is None else digest
 
     def checkpoint(self) -> Checkpoint:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from twinflow.agent._compare import LONGEST_EVENT, ComparingSink, ReplayDivergenceError
+from twinflow.agent._compare import _LONGEST_EVENT, ComparingSink, ReplayDivergenceError
 from twinflow.agent._errors import AgentError
 from twinflow.agent._events import (
     ApprovalDecided,
@@ -370,7 +370,7 @@ class ResumeWriter(TraceWriter):
 
     def _put(self, event: bytes, kind: str) -> str:
         # An event too long for its line is refused by the framing writer, as in the original run.
-        digest = self._resume.matched(event) if len(event) <= LONGEST_EVENT else None
+        digest = self._resume.matched(event) if len(event) <= _LONGEST_EVENT else None
         if digest is None:
             return super()._put(event, kind)
         self._tree.append_hash(leaf_hash(bytes.fromhex(digest)))
