@@ -12,12 +12,15 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypeVar
 
 from twinflow.agent._events import FORMAT, ModelResponded, RunResumed, SteeringReceived
+from twinflow.agent._replay import clock_readings, served_results
 from twinflow.agent._resume import (
+    RESUME_KINDS,
     Decision,
     Gate,
     Plan,
     RecordedRunIds,
     ResumeSink,
+    ResumeWriter,
     ThenLiveClock,
     ThenLiveModel,
     ThenLiveResults,
@@ -27,8 +30,7 @@ from twinflow.agent._resume import (
     recorded_decisions,
     recorded_tool_results,
 )
-from twinflow.agent._trace import TraceWriter
-from twinflow.agent._verify import EVERY_KIND, Trace
+from twinflow.agent._verify import Trace
 from twinflow.trace import FileTraceSink, repair_trace
 
 if TYPE_CHECKING:
@@ -42,38 +44,41 @@ OutputT = TypeVar("OutputT")
 
 def _planned(
     agent: Agent[OutputT], trace: str | os.PathLike[str], decisions: Iterable[Decision]
-) -> tuple[FileTraceSink, Plan]:
-    """The trace opened for appending (its lock held) and the plan of its resume."""
+) -> tuple[FileTraceSink, Trace, Plan]:
+    """The trace opened for appending (its lock held), read, and the plan of its resume."""
     sink = FileTraceSink.append_to(trace)
     try:
         repair_trace(trace)
-        # Every event is kept as verification typed it: the plan and the ports read them all.
-        loaded = Trace.load(trace, keep=EVERY_KIND)
+        # The events the resume serves from are kept as verification typed them: each event
+        # is typed once, at load (the prefix's others are compared as bytes).
+        loaded = Trace.load(trace, keep=RESUME_KINDS)
         resumed = plan(
             loaded, os.fspath(trace), repeat_safe=agent.policy.repeat_safe, decisions=decisions
         )
     except BaseException:
         sink.close()
         raise
-    return sink, resumed
+    return sink, loaded, resumed
 
 
 def resume_run(
     agent: Agent[OutputT], trace: str | os.PathLike[str], decisions: Iterable[Decision]
 ) -> RunResult[OutputT]:
     """`Agent.resume`: the recorded prefix re-run against the record, then the run goes on."""
-    sink, resumed = _planned(agent, trace, decisions)
-    writer = ResumeSink(resumed.recorded, sink)
+    sink, loaded, resumed = _planned(agent, trace, decisions)
+    writer = ResumeSink(resumed.recorded, sink, resumed.digests)
     gate = Gate(writer, resumed.gate)
+    size = len(resumed.recorded)
     saved = (agent.model, agent.clock, agent.ids, agent.writer, agent.tool_results, agent.steering)
     events = resumed.events
     agent.model = ThenLiveModel(
         [e.body.response for e in events if isinstance(e.body, ModelResponded)], agent.model, gate
     )
-    agent.clock = ThenLiveClock([e.at for e in events], agent.clock)
+    agent.clock = ThenLiveClock(clock_readings(loaded, resumed.recorded), agent.clock)
     agent.ids = RecordedRunIds(resumed.started.run_id, agent.ids)
-    agent.writer = TraceWriter(writer, fsync=agent.writer.fsync)
-    agent.tool_results = ThenLiveResults(recorded_tool_results(events), gate)
+    agent.writer = ResumeWriter(writer, fsync=agent.writer.fsync)
+    results = served_results(loaded, events, resumed.recorded)
+    agent.tool_results = ThenLiveResults(results, gate)
     agent.steering = ThenLiveSteering(
         [e.body for e in events if isinstance(e.body, SteeringReceived)], agent.steering, gate
     )
@@ -83,13 +88,13 @@ def resume_run(
     # somewhere else says where in its own run_resumed.
     agent._started_in = resumed.started.environment
     agent._format = resumed.started.format
-    marker = agent._inserts[len(events)]
+    marker = agent._inserts[size]
     if (
         isinstance(marker, RunResumed)
         and agent.environment is not None
         and agent.environment != resumed.started.environment
     ):
-        agent._inserts[len(events)] = marker.model_copy(update={"environment": agent.environment})
+        agent._inserts[size] = marker.model_copy(update={"environment": agent.environment})
     try:
         result = agent._run(resumed.started.prompt)
         return result.model_copy(update={"trace_path": os.fspath(trace)})

@@ -23,7 +23,7 @@ rather than with a confusing divergence.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -76,7 +76,9 @@ __all__ = [
     "ReplayMode",
     "ReplayPorts",
     "ReplayResult",
+    "clock_readings",
     "replay",
+    "served_results",
 ]
 
 ReplayMode = Literal["recorded", "live"]
@@ -274,8 +276,8 @@ def _events_for(trace: Trace, mode: ReplayMode) -> tuple[TraceEvent, ...]:
     return tuple(events[i] for i, kind in enumerate(kinds) if kind in wanted)
 
 
-def _served_results(
-    trace: Trace, events: tuple[TraceEvent, ...], encoded: list[bytes]
+def served_results(
+    trace: Trace, events: tuple[TraceEvent, ...], encoded: Sequence[bytes]
 ) -> list[ToolReturned]:
     """`recorded_tool_results` of the trace, a ``tool_called``'s call id read from its bytes
     (`_call_id`: nothing else of it is needed, so it is not typed)."""
@@ -319,7 +321,7 @@ def _call_id(event: bytes) -> str:
     return call_id
 
 
-def _clock_readings(trace: Trace, encoded: list[bytes]) -> list[datetime]:
+def clock_readings(trace: Trace, encoded: Sequence[bytes]) -> list[datetime]:
     """Each event's ``at``, validated from its bytes as typing the event would."""
     stamps = []
     start = len(_AT_PREFIX)
@@ -379,12 +381,12 @@ def _replay_ports(
             failed,
             _refused_replies(tuple(trace.events), failed) if _refusals(failed) else (),
         ),
-        clock=_ReplayClock(_clock_readings(trace, encoded)),
+        clock=_ReplayClock(clock_readings(trace, encoded)),
         ids=_ReplayIds(started.run_id, list(_call_ids(events))),
         trace=sink,
         model_label=started.config.model,
         tool_results=(
-            _RecordedToolResults(_served_results(trace, events, encoded))
+            _RecordedToolResults(served_results(trace, events, encoded))
             if mode == "recorded"
             else None
         ),

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from twinflow.agent._compare import ComparingSink, ReplayDivergenceError
+from twinflow.agent._compare import _LONGEST_EVENT, ComparingSink, ReplayDivergenceError
 from twinflow.agent._errors import AgentError
 from twinflow.agent._events import (
     ApprovalDecided,
@@ -46,7 +46,9 @@ from twinflow.trace import (
     Checkpoint,
     FileTraceSink,
     FileWriteError,
+    FsyncPolicy,
     TraceSink,
+    leaf_hash,
     repair_trace,
 )
 from twinflow.vocab import (
@@ -184,8 +186,11 @@ class Plan:
     """What a resume re-runs, writes where, and why."""
 
     events: tuple[TraceEvent, ...]
+    """The typed events the resume serves from (`RESUME_KINDS`; all, past an earlier resume)."""
     recorded: Sequence[bytes]
     """The recorded events' bytes, as the trace verified them (the re-run is compared with them)."""
+    digests: Sequence[str]
+    """The recorded events' digests, as load checked them against those bytes."""
     gate: int
     """Lines the re-run must have matched before a port may act live."""
     inserts: dict[int, EventBody]
@@ -193,10 +198,28 @@ class Plan:
     started: RunStarted
 
 
-def _dangling_call(events: tuple[TraceEvent, ...]) -> ToolCalled | None:
-    """A call the trace shows started and never returned (the process died inside the tool)."""
-    last = events[-1].body
-    return last if isinstance(last, ToolCalled) else None
+RESUME_KINDS = frozenset(
+    {
+        "run_started",
+        "model_responded",
+        "steering_received",
+        "approval_requested",
+        "approval_decided",
+        "run_failed",
+        "tool_returned",
+    }
+)
+"""The body kinds a resume reads typed: load a trace to resume keeping these, and they are
+typed once, at load (the other events' bytes are compared, and their times read from them)."""
+
+
+def served_events(trace: Trace) -> tuple[TraceEvent, ...]:
+    """The typed events a resume serves from: those of `RESUME_KINDS`, or every event of a
+    trace that was resumed before (its ``run_resumed`` is put back with the event before it)."""
+    if "run_resumed" in trace.kinds:
+        return tuple(trace.events)
+    events = trace.events
+    return tuple(events[i] for i, kind in enumerate(trace.kinds) if kind in RESUME_KINDS)
 
 
 def _why(last: EventBody, decided: bool) -> str:
@@ -216,27 +239,28 @@ def plan(
     decisions: Iterable[Decision],
 ) -> Plan:
     """Check the trace can be continued and say how; raise `CannotResume` if not."""
-    events = tuple(trace.events)
-    if not events or not isinstance(events[0].body, RunStarted):
+    if not trace.size or trace.kinds[0] != "run_started":
         raise CannotResume(f"{path}: does not start with run_started; it is not a run's trace")
+    events = served_events(trace)
     started = events[0].body
-    last = events[-1].body
+    assert isinstance(started, RunStarted)  # kinds[0] says so
+    size = trace.size
+    last = trace.events[size - 1].body
     if isinstance(last, RunFinished):
         raise CannotResume(
-            f"{path}: the run already finished (run_finished at seq {events[-1].seq}); "
+            f"{path}: the run already finished (run_finished at seq {size - 1}); "
             "there is nothing to resume: fork it to try another continuation"
         )
-    failed = isinstance(last, RunFailed)
     if isinstance(last, RunFailed) and not passing_failure(last):
         raise CannotResume(
-            f"{path}: the run failed with {last.error_type} (seq {events[-1].seq}), which "
+            f"{path}: the run failed with {last.error_type} (seq {size - 1}), which "
             "continuing the same code would only repeat: fork it with another spec instead"
         )
-    dangling = _dangling_call(events)
+    dangling = last if isinstance(last, ToolCalled) else None
     if dangling is not None and dangling.tool not in repeat_safe:
         raise CannotResume(
             f"{path}: the run stopped inside tool call {dangling.call_id} ({dangling.tool}, "
-            f"seq {events[-1].seq}): it may have taken effect, so it is not run again; declare "
+            f"seq {size - 1}): it may have taken effect, so it is not run again; declare "
             f"{dangling.tool!r} safe to repeat (policy repeat_safe) if running it twice is "
             "harmless, or fork the run before that step"
         )
@@ -245,8 +269,7 @@ def plan(
     for decided in new:
         recorded[decided.call_id] = decided
     inserts = recorded_inserts(events)
-    size = len(events)
-    if failed:
+    if isinstance(last, RunFailed):
         inserts[size - 1] = last
     inserts[size] = RunResumed(
         why=_why(last, bool(new)),
@@ -257,7 +280,8 @@ def plan(
     return Plan(
         events=events,
         recorded=list(trace.encoded),  # read out of the buffer once (an index makes a copy)
-        gate=size - 1 if failed else size,
+        digests=trace.digests,
+        gate=size - 1 if isinstance(last, RunFailed) else size,
         inserts=inserts,
         decisions=recorded,
         started=started,
@@ -294,11 +318,23 @@ class Gate:
 class ResumeSink:
     """Compares the recorded prefix line by line, then appends to the trace file."""
 
-    def __init__(self, recorded: Sequence[bytes], live: TraceSink) -> None:
+    def __init__(
+        self, recorded: Sequence[bytes], live: TraceSink, digests: Sequence[str] = ()
+    ) -> None:
         self.recorded = recorded
-        self._compare = ComparingSink(recorded)
+        self._compare = ComparingSink(recorded, digests)
         self._live = live
         self.written = 0
+
+    def matched(self, event: bytes) -> str | None:
+        """The recorded digest of the next prefix event if ``event`` is its bytes (it then
+        counts as written), else None: the writer frames the line and `write` compares it."""
+        if self.written >= len(self.recorded):
+            return None
+        digest = self._compare.matched(event)
+        if digest is not None:
+            self.written += 1
+        return digest
 
     def write(self, line: bytes) -> None:
         if self._compare.divergence is not None:
@@ -316,6 +352,29 @@ class ResumeSink:
 
     def close(self) -> None:
         self._live.close()
+
+
+class ResumeWriter(TraceWriter):
+    """A resume's writer: each event the re-run writes as recorded takes the recorded digest.
+
+    As a replay's writer does (`ComparingWriter`), it compares the event's bytes with the
+    recorded ones before any line is framed: load checked the recorded digest against those
+    bytes, so the event is not hashed or framed again; its leaf joins the tree, which the
+    continuation grows on. Past the prefix, lines are framed and appended as by any writer.
+    """
+
+    def __init__(self, sink: ResumeSink, *, fsync: FsyncPolicy = "step") -> None:
+        """Write through ``sink``, which holds the prefix's bytes and digests."""
+        super().__init__(sink, fsync=fsync)
+        self._resume = sink
+
+    def _put(self, event: bytes, kind: str) -> str:
+        # An event too long for its line is refused by the framing writer, as in the original run.
+        digest = self._resume.matched(event) if len(event) <= _LONGEST_EVENT else None
+        if digest is None:
+            return super()._put(event, kind)
+        self._tree.append_hash(leaf_hash(bytes.fromhex(digest)))
+        return digest
 
 
 class ThenLiveModel:
