@@ -182,7 +182,7 @@ def test_arguments_that_fail_the_input_schema_never_reach_the_server(
 def test_an_error_result_is_a_tool_error_and_structured_results_are_checked(
     connect: Callable[[], McpClient],
 ) -> None:
-    """isError becomes McpToolError; a structured result matching its outputSchema passes."""
+    """isError becomes McpToolFailed; a structured result matching its outputSchema passes."""
     run = agent(
         calls(("calc.divide", {"a": 1, "b": 0}), ("calc.divide", {"a": 1, "b": 4})),
         McpTools.live("calc", connect),
@@ -190,7 +190,7 @@ def test_an_error_result_is_a_tool_error_and_structured_results_are_checked(
     )
     run.run("divide")
     got = results(recorded(run))
-    assert ["McpToolError", None] == [r.error_type for r in got]
+    assert ["McpToolFailed", None] == [r.error_type for r in got]
     assert {"value": 0.25} == json.loads(got[1].result.content)
 
 
@@ -327,7 +327,7 @@ def test_content_that_maps_onto_no_part_is_a_typed_tool_error(
     finally:
         server.close()
     got = results(recorded(run))[0]
-    assert ("McpContentInvalid", True) == (got.error_type, got.result.is_error)
+    assert ("McpToolFailed", True) == (got.error_type, got.result.is_error)
     assert words in got.result.content
     assert 1 == len(got.result.content.splitlines())
     assert () == got.result.parts

@@ -276,7 +276,7 @@ def test_pass_env_forwards_a_key_that_reaches_no_file_of_the_run(
 
 
 @pytest.mark.parametrize(
-    ("mode", "error_type"), [("exit", "McpClosed"), ("sampling", "McpRequestRefused")]
+    ("mode", "error_type"), [("exit", "McpClosed"), ("sampling", "McpToolFailed")]
 )
 def test_a_server_failing_mid_run_is_a_recorded_tool_error(
     project: Path, model: Callable[[str, dict[str, Any]], str], mode: str, error_type: str

@@ -195,6 +195,6 @@ def test_a_malformed_image_is_a_recorded_typed_tool_error(
     assert 0 == made.returncode, made.stderr
     assert "Traceback" not in made.stderr
     got = returned(project / "run" / "trace.jsonl")
-    assert ["McpContentInvalid"] == [b["error_type"] for b in got]
+    assert ["McpToolFailed"] == [b["error_type"] for b in got]
     assert words in got[0]["result"]["content"]
     assert "parts" not in got[0]["result"]

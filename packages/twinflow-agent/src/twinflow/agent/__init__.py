@@ -8,11 +8,9 @@ Errors (every one under the workspace's root)::
     │   ├── RunPaused                                a run waits for a person's decision (`.paused`)
     │   ├── AgentConfigError (also a UserError)       a usage mistake: bad tool, policy, agent or value
     │   │                                            (every agent value, `Policy(max_tool_calls=-1)` too)
-    │   ├── McpToolFailed                            an MCP call's result is unusable (an error result)
-    │   │   ├── McpToolError                         the server marked it ``isError``
-    │   │   ├── McpOutputInvalid                     ``structuredContent`` does not match ``outputSchema``
-    │   │   ├── McpContentInvalid                    a content block maps onto no part, or is too big
-    │   │   └── McpRequestRefused                    the server asked to sample or elicit during the call
+    │   ├── McpToolFailed                            an MCP call's result is unusable (an error result;
+    │   │                                            `.reason`: error, content_invalid, output_invalid,
+    │   │                                            request_refused)
     │   ├── RunError                                 a run ended without an output (``run_failed``)
     │   │   ├── MaxStepsExceeded
     │   │   ├── UsageLimitExceeded
@@ -46,10 +44,6 @@ from twinflow.agent._errors import AgentConfigError as AgentConfigError
 from twinflow.agent._errors import AgentError as AgentError
 from twinflow.agent._errors import InvalidModelReply as InvalidModelReply
 from twinflow.agent._errors import MaxStepsExceeded as MaxStepsExceeded
-from twinflow.agent._errors import McpContentInvalid as McpContentInvalid
-from twinflow.agent._errors import McpOutputInvalid as McpOutputInvalid
-from twinflow.agent._errors import McpRequestRefused as McpRequestRefused
-from twinflow.agent._errors import McpToolError as McpToolError
 from twinflow.agent._errors import McpToolFailed as McpToolFailed
 from twinflow.agent._errors import OutputValidationFailed as OutputValidationFailed
 from twinflow.agent._errors import RunError as RunError

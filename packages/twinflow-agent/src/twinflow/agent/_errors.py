@@ -21,10 +21,6 @@ __all__ = [
     "InvalidModelReply",
     "InvalidProofError",
     "MaxStepsExceeded",
-    "McpContentInvalid",
-    "McpOutputInvalid",
-    "McpRequestRefused",
-    "McpToolError",
     "McpToolFailed",
     "OutputValidationFailed",
     "RunError",
@@ -71,21 +67,16 @@ class InvalidModelReply(RunError):
 
 
 class McpToolFailed(AgentError):
-    """An MCP tool call gave no usable result; the run records it as the call's error result."""
+    """An MCP tool call gave no usable result; the run records it as the call's error result.
 
+    ``reason`` says which: ``"error"`` (the server marked the result ``isError``; the message
+    is its text), ``"content_invalid"`` (a content block maps onto no part, or the content
+    weighs more than the server's limit), ``"output_invalid"`` (``structuredContent`` does not
+    match the tool's ``outputSchema``), ``"request_refused"`` (the server asked to call back
+    into the run, sampling or elicitation, during the call).
+    """
 
-class McpToolError(McpToolFailed):
-    """The server answered that the call failed (``isError``); the message is its text."""
-
-
-class McpContentInvalid(McpToolFailed):
-    """The call's content has a block that maps onto no part (an unknown type, bad base64) or
-    weighs more than the server's limit."""
-
-
-class McpOutputInvalid(McpToolFailed):
-    """The call's ``structuredContent`` does not match the tool's ``outputSchema``."""
-
-
-class McpRequestRefused(McpToolFailed):
-    """The server asked to call back into the run (sampling, elicitation) during the call."""
+    def __init__(self, message: str, *, reason: str) -> None:
+        """Carry why the call's result is unusable along with the message."""
+        super().__init__(message)
+        self.reason = reason

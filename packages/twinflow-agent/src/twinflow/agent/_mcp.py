@@ -21,10 +21,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from twinflow.agent._errors import (
     AgentConfigError,
     AgentError,
-    McpContentInvalid,
-    McpOutputInvalid,
-    McpRequestRefused,
-    McpToolError,
+    McpToolFailed,
 )
 from twinflow.agent._events import ListedTool, ToolsListed
 from twinflow.agent._tools import Tool
@@ -402,11 +399,11 @@ class McpTools:
         ``output`` is the validator of its ``outputSchema``, built when it was listed.
 
         Raises:
-            McpToolError: The server marked the result ``isError``.
-            McpOutputInvalid: ``structuredContent`` does not match the ``outputSchema``.
-            McpContentInvalid: A content block does not map onto a part, or the content is
+            McpToolFailed (``error``): The server marked the result ``isError``.
+            McpToolFailed (``output_invalid``): ``structuredContent`` does not match the ``outputSchema``.
+            McpToolFailed (``content_invalid``): A content block does not map onto a part, or the content is
                 past `max_content_bytes`.
-            McpRequestRefused: The server asked to sample or elicit during the call.
+            McpToolFailed (``request_refused``): The server asked to sample or elicit during the call.
             McpError: The server failed (timeout, exit, garbage).
         """
         client = self._client_now()
@@ -414,26 +411,29 @@ class McpTools:
         result = client.call_tool(bare, {k: _json(v) for k, v in arguments.items()})
         refused = client.take_refused()
         if refused:
-            raise McpRequestRefused(
+            raise McpToolFailed(
                 f"{listed.name} asked for {', '.join(refused)} during the call; an MCP server "
-                "may not call back into the run, so the call's result is not used"
+                "may not call back into the run, so the call's result is not used",
+                reason="request_refused",
             )
         parts = self._parts(listed.name, result.get("content", []))
         text = "\n".join(p.text for p in parts if isinstance(p, TextPart))
         if result.get("isError") is True:
-            raise McpToolError(text or "the server marked the result as an error")
+            raise McpToolFailed(text or "the server marked the result as an error", reason="error")
         structured = result.get("structuredContent")
         if output is not None:
             if structured is None:
-                raise McpOutputInvalid(
-                    f"{listed.name} has an outputSchema but returned no structuredContent"
+                raise McpToolFailed(
+                    f"{listed.name} has an outputSchema but returned no structuredContent",
+                    reason="output_invalid",
                 )
             found = _first_error(output, structured)
             if found is not None:
                 where = "/".join(map(str, found[0])) or "the value"
-                raise McpOutputInvalid(
+                raise McpToolFailed(
                     f"{listed.name}'s structuredContent does not match its outputSchema at "
-                    f"{where}: {found[1]}"
+                    f"{where}: {found[1]}",
+                    reason="output_invalid",
                 )
         # The model sees the content, as the server meant it to be read; structuredContent
         # is what was checked, and stands in only when there is no content.
@@ -443,9 +443,10 @@ class McpTools:
             return text
         size = len(canonical_bytes([p.model_dump(mode="json") for p in parts]))
         if size > self.max_content_bytes:
-            raise McpContentInvalid(
+            raise McpToolFailed(
                 f"{listed.name} returned {size} bytes of content, over the limit of "
-                f"{self.max_content_bytes}"
+                f"{self.max_content_bytes}",
+                reason="content_invalid",
             )
         return tuple(parts)
 
@@ -455,8 +456,9 @@ class McpTools:
         try:
             return [from_mcp_content(block, ("content", i)) for i, block in enumerate(content)]
         except WireFormatError as exc:
-            raise McpContentInvalid(
-                f"{tool} returned a content block that is not MCP's: {exc}"
+            raise McpToolFailed(
+                f"{tool} returned a content block that is not MCP's: {exc}",
+                reason="content_invalid",
             ) from None
 
     def close(self) -> None:
