@@ -10,7 +10,13 @@ import twinflow.local_model
 
 PACKAGE = Path(twinflow.local_model.__file__).parent
 ALLOWED_ROOTS = frozenset({"pydantic"})
-ALLOWED_TWINFLOW = ("twinflow.trace", "twinflow.kernel", "twinflow.vocab", "twinflow.local_model")
+ALLOWED_TWINFLOW = (
+    "twinflow._base",
+    "twinflow.trace",
+    "twinflow.kernel",
+    "twinflow.vocab",
+    "twinflow.local_model",
+)
 
 
 def imported_modules(path: Path) -> list[str]:
