@@ -551,6 +551,11 @@ def parse_json(
                 return value
         except (ValueError, RecursionError):
             pass
+    return _strict(text, data, canonical=canonical, strict=strict)
+
+
+def _strict(text: str, data: bytes, *, canonical: bool, strict: bool) -> Any:
+    """`parse_json`'s strict path: every refusal named by its reason."""
     try:
         value = (
             json.loads(
