@@ -63,8 +63,7 @@ def hwm_kb():
                 return int(line.split()[1])
 
 import twinflow.trace as trace
-# twinflow.trace resolves its names on first use: load them before the baseline and the clock.
-trace.verify_trace, trace.read_checkpoint, trace.prove_inclusion
+from twinflow.trace._verify import prove_inclusion
 if op.startswith("agent"):
     import twinflow.agent as agent
     # twinflow.agent resolves its names on first use too.
@@ -87,7 +86,7 @@ elif op == "agent.verify_agent_trace":
 elif op == "trace.read_checkpoint":
     trace.read_checkpoint(path)
 elif op == "trace.prove_inclusion":
-    trace.prove_inclusion(path, index)
+    prove_inclusion(path, index)
 elif op == "agent Trace.load":
     loaded = agent.Trace.load(path)
     assert loaded.size > 0

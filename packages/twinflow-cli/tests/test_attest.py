@@ -20,7 +20,7 @@ from securesystemslib.signer import CryptoSigner, SSlibKey
 from twinflow.cli._main import main
 from twinflow.kernel import LoopbackServer, ProcessResult, run_process
 from twinflow.trace._attest import PAYLOAD_TYPE, PREDICATE_TYPE, key_id
-from twinflow.trace._note import parse_signer_key, parse_verifier_key
+from twinflow.trace._keys import parse_signer_key, parse_verifier_key
 
 
 def run(*args: str, cwd: Path, module: str = "twinflow.cli") -> ProcessResult:

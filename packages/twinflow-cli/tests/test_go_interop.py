@@ -19,15 +19,12 @@ from cli_testkit import build_go_tool
 
 from twinflow.kernel import run_process
 from twinflow.trace import SignatureError
+from twinflow.trace._keys import SignerKey, generate_key, parse_signer_key, parse_verifier_key
 from twinflow.trace._note import (
     CheckpointBody,
-    SignerKey,
-    generate_key,
     open_checkpoint,
     open_note,
     parse_note,
-    parse_signer_key,
-    parse_verifier_key,
     sign_checkpoint_note,
     sign_note,
 )

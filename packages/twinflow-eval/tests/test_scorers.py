@@ -189,8 +189,8 @@ def test_predicates() -> None:
 
 def test_a_misspelt_scorer_path_attribute_gets_a_suggestion() -> None:
     """A custom scorer path naming `eval_testkit:Totl` suggests `Total`."""
-    from twinflow.eval import ScorerError
     from twinflow._base._code import resolve_dotted
+    from twinflow.eval import ScorerError
 
     with pytest.raises(ScorerError) as info:
         resolve_dotted("eval_testkit:Totl", error=ScorerError)

@@ -10,7 +10,13 @@ import twinflow.models
 
 PACKAGE = Path(twinflow.models.__file__).parent
 ALLOWED_ROOTS = frozenset({"pydantic"})
-ALLOWED_TWINFLOW = ("twinflow.trace", "twinflow.kernel", "twinflow.vocab", "twinflow.models")
+ALLOWED_TWINFLOW = (
+    "twinflow._base",
+    "twinflow.trace",
+    "twinflow.kernel",
+    "twinflow.vocab",
+    "twinflow.models",
+)
 
 
 def imported_modules(path: Path) -> list[str]:

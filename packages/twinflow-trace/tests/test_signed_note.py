@@ -15,19 +15,16 @@ from hypothesis import strategies as st
 from tracekit import refused
 
 from twinflow.trace import TraceError, _ed25519
+from twinflow.trace._keys import VerifierKey, generate_key, parse_signer_key, parse_verifier_key
 from twinflow.trace._note import (
     DEFAULT_MAX_NOTE_BYTES,
     CheckpointBody,
     Note,
     NoteSignature,
-    VerifierKey,
-    generate_key,
     open_checkpoint,
     open_note,
     parse_checkpoint_body,
     parse_note,
-    parse_signer_key,
-    parse_verifier_key,
     sign_checkpoint_note,
     sign_note,
 )

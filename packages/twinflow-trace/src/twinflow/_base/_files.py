@@ -424,46 +424,10 @@ def open_inside(
     root = Path(directory)
     parts = _components(root, relative, what)
     name = "/".join(parts)
-    nofollow = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     try:
         for index, part in enumerate(parts):
-            last = index == len(parts) - 1
-            flags = os.O_RDONLY | nofollow | (os.O_NONBLOCK if last else os.O_DIRECTORY)
-            try:
-                st = os.stat(part, dir_fd=fd, follow_symlinks=False)
-            except FileNotFoundError:
-                raise FileNotFoundError(
-                    errno.ENOENT, f"{root}: {what} names {name!r:.200}, which does not exist"
-                ) from None
-            if stat.S_ISLNK(st.st_mode):
-                raise UnsafePathError(
-                    f"{root}: {what} names {name!r:.200}, whose component {part!r:.100} is a "
-                    "symbolic link; links in a received directory are never followed: nothing "
-                    "was read from it",
-                    directory=root,
-                    path=name,
-                )
-            wanted = stat.S_ISREG if last else stat.S_ISDIR
-            if not wanted(st.st_mode):
-                kind = "a regular file" if last else "a directory"
-                raise UnsafePathError(
-                    f"{root}: {what} names {name!r:.200}, whose component {part!r:.100} is "
-                    f"not {kind} (a FIFO or device would block or never end): nothing was read",
-                    directory=root,
-                    path=name,
-                )
-            try:
-                next_fd = os.open(part, flags, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
-                    raise UnsafePathError(
-                        f"{root}: {what} names {name!r:.200}, which changed into a link or "
-                        "a non-file while it was opened: nothing was read from it",
-                        directory=root,
-                        path=name,
-                    ) from None
-                raise
+            next_fd = _open_component(fd, part, index == len(parts) - 1, root, name, what)
             os.close(fd)
             fd = next_fd
         # Checked again on the open descriptor: what was opened is what is read.
@@ -480,6 +444,56 @@ def open_inside(
         os.close(fd)
         raise
     return opened
+
+
+def _open_component(fd: int, part: str, last: bool, root: Path, name: str, what: str) -> int:
+    """Open one component of ``name`` inside the directory ``fd``, never through a link: a
+    directory, or (``last``) a regular file, without blocking on a FIFO.
+
+    Raises:
+        UnsafePathError: The component is a link, or not what it must be.
+        FileNotFoundError: Nothing has that name.
+    """
+    flags = (
+        os.O_RDONLY
+        | os.O_NOFOLLOW
+        | getattr(os, "O_CLOEXEC", 0)
+        | (os.O_NONBLOCK if last else os.O_DIRECTORY)
+    )
+    try:
+        st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            errno.ENOENT, f"{root}: {what} names {name!r:.200}, which does not exist"
+        ) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafePathError(
+            f"{root}: {what} names {name!r:.200}, whose component {part!r:.100} is a "
+            "symbolic link; links in a received directory are never followed: nothing "
+            "was read from it",
+            directory=root,
+            path=name,
+        )
+    wanted = stat.S_ISREG if last else stat.S_ISDIR
+    if not wanted(st.st_mode):
+        kind = "a regular file" if last else "a directory"
+        raise UnsafePathError(
+            f"{root}: {what} names {name!r:.200}, whose component {part!r:.100} is "
+            f"not {kind} (a FIFO or device would block or never end): nothing was read",
+            directory=root,
+            path=name,
+        )
+    try:
+        return os.open(part, flags, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
+            raise UnsafePathError(
+                f"{root}: {what} names {name!r:.200}, which changed into a link or "
+                "a non-file while it was opened: nothing was read from it",
+                directory=root,
+                path=name,
+            ) from None
+        raise
 
 
 def read_inside(

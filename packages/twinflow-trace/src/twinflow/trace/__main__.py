@@ -118,6 +118,22 @@ def _add_keys(p: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the verifier and return its exit code."""
+    args = _parser().parse_args(argv)
+    if args.command == "attest-check":
+        return _attest_check(args)
+    if args.command == "prove-check":
+        try:
+            print(_prove_check(args))
+        except (SignatureError, InvalidProofError) as exc:
+            return _fail(exc, 1)
+        except (OSError, TwinflowError) as exc:
+            return _fail(exc, 2)
+        return 0
+    return _verify(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The three commands and their arguments."""
     parser = argparse.ArgumentParser(prog="twinflow-trace", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("prove-check", help="check a tlog-proof or a consistency proof")
@@ -130,7 +146,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument(
         "--old-checkpoint", type=Path, help="the earlier checkpoint a consistency proof extends"
     )
-    verify = sub.add_parser("verify", help="verify a trace file")
+    _add_verify(sub.add_parser("verify", help="verify a trace file"))
+    attest = sub.add_parser("attest-check", help="check a run attestation (DSSE envelope)")
+    attest.add_argument("attestation", type=Path)
+    attest.add_argument(
+        "--key", type=Path, action="append", required=True, help="a verifier key that signed it"
+    )
+    attest.add_argument("--trace", type=Path, help="the trace it must name (file and output)")
+    attest.add_argument("--checkpoint", type=Path, help="the checkpoint note it must name")
+    attest.add_argument("--origin", help="the log the checkpoint is for (default: its key's)")
+    return parser
+
+
+def _add_verify(verify: argparse.ArgumentParser) -> None:
     verify.add_argument("trace", type=Path)
     verify.add_argument("--checkpoint", type=Path, help="the C2SP checkpoint note to match")
     _add_keys(verify)
@@ -157,25 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the time now (POSIX seconds, `date +%%s`): a cosignature dated more than 10 minutes "
         "later does not count (this verifier reads no clock of its own)",
     )
-    attest = sub.add_parser("attest-check", help="check a run attestation (DSSE envelope)")
-    attest.add_argument("attestation", type=Path)
-    attest.add_argument(
-        "--key", type=Path, action="append", required=True, help="a verifier key that signed it"
-    )
-    attest.add_argument("--trace", type=Path, help="the trace it must name (file and output)")
-    attest.add_argument("--checkpoint", type=Path, help="the checkpoint note it must name")
-    attest.add_argument("--origin", help="the log the checkpoint is for (default: its key's)")
-    args = parser.parse_args(argv)
-    if args.command == "attest-check":
-        return _attest_check(args)
-    if args.command == "prove-check":
-        try:
-            print(_prove_check(args))
-        except (SignatureError, InvalidProofError) as exc:
-            return _fail(exc, 1)
-        except (OSError, TwinflowError) as exc:
-            return _fail(exc, 2)
-        return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    """``verify``: the trace, against its checkpoint and witnesses if given; the exit code."""
     try:
         if (args.key or args.origin) and not args.checkpoint:
             raise UserError("--key and --origin need --checkpoint: they check a checkpoint")
@@ -264,11 +277,11 @@ def _witness_policy(
 
 
 def _attest_check(args: argparse.Namespace) -> int:
-    from twinflow.trace import _attest, _note
+    from twinflow.trace import _attest, _keys
 
     try:
         try:
-            keys = [_note.parse_verifier_key(_read(k)) for k in args.key]
+            keys = [_keys.parse_verifier_key(_read(k)) for k in args.key]
         except SignatureError as exc:  # malformed_key: nothing else
             raise UserError(f"not a verifier key ({exc})") from None
         opened = _attest.open_attestation(

@@ -32,8 +32,8 @@ from typing import Any
 from twinflow.trace._canonical import canonical_bytes, parse_json
 from twinflow.trace._errors import CanonicalError, SignatureError, TraceFormatError
 from twinflow.trace._format import Limits
+from twinflow.trace._keys import SignerKey, VerifierKey, _b64decode, _b64encode
 from twinflow.trace._merkle import Frontier, leaf_hash
-from twinflow.trace._note import SignerKey, VerifierKey, _b64decode, _b64encode
 from twinflow.trace._verify import walk_trace
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -354,6 +354,13 @@ def open_attestation(
     signatures = envelope["signatures"]
     if not isinstance(signatures, list) or not 1 <= len(signatures) <= _MAX_SIGNATURES:
         raise _malformed(f"signatures must be a list of 1 to {_MAX_SIGNATURES}")
+    return _verified(payload, signatures, ring, need)
+
+
+def _verified(
+    payload: bytes, signatures: list[Any], ring: dict[str, VerifierKey], need: int
+) -> VerifiedAttestation:
+    """The statement, once ``need`` of the known keys in ``ring`` signed the envelope."""
     message = pae(PAYLOAD_TYPE, payload)
     seen: set[str] = set()
     verified: dict[str, VerifierKey] = {}

@@ -443,6 +443,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 # only costs the strict path.
 _SCREEN = bytes.maketrans(b"0123456789,[", b"0000000000::")
 _SIXTEEN = b"0" * 16
+_LONG_INTEGER_SCREENED = b":" + _SIXTEEN
 _ASTRAL_UTF8 = re.compile(rb"[\xf0-\xf4]")
 
 
@@ -450,7 +451,7 @@ def _beyond_the_encoder(data: bytes) -> bool:
     """Whether JSON bytes may hold a long integer or a character outside the BMP (see above)."""
     screen = data.translate(_SCREEN, b"-")
     return (
-        b":" + _SIXTEEN in screen
+        _LONG_INTEGER_SCREENED in screen
         or screen.startswith(_SIXTEEN)
         or (not data.isascii() and _ASTRAL_UTF8.search(data) is not None)
     )
@@ -551,6 +552,11 @@ def parse_json(
                 return value
         except (ValueError, RecursionError):
             pass
+    return _strict(text, data, canonical=canonical, strict=strict)
+
+
+def _strict(text: str, data: bytes, *, canonical: bool, strict: bool) -> Any:
+    """`parse_json`'s strict path: every refusal named by its reason."""
     try:
         value = (
             json.loads(

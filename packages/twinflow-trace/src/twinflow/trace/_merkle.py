@@ -420,6 +420,26 @@ def verify_inclusion(
         )
 
 
+def _trivially_consistent(
+    size1: int, size2: int, proof: Sequence[bytes], root1: bytes, root2: bytes
+) -> bool:
+    """True for the cases that need no proof (equal trees, an empty first tree) once checked;
+    False when the proof must be walked."""
+    if not 0 <= size1 <= size2:
+        raise InvalidProofError(f"size1 {size1} must be between 0 and size2 {size2}")
+    if size1 == size2:
+        if proof:
+            raise InvalidProofError("equal sizes need an empty consistency proof")
+        if root1 != root2:
+            raise InvalidProofError("equal sizes with different roots")
+        return True
+    if size1 == 0:
+        if proof:
+            raise InvalidProofError("an empty first tree needs an empty consistency proof")
+        return True
+    return False
+
+
 def verify_consistency(
     size1: int, size2: int, proof: Sequence[bytes], root1: bytes, root2: bytes
 ) -> None:
@@ -438,17 +458,7 @@ def verify_consistency(
     Raises:
         InvalidProofError: If the proof does not show the extension.
     """
-    if not 0 <= size1 <= size2:
-        raise InvalidProofError(f"size1 {size1} must be between 0 and size2 {size2}")
-    if size1 == size2:
-        if proof:
-            raise InvalidProofError("equal sizes need an empty consistency proof")
-        if root1 != root2:
-            raise InvalidProofError("equal sizes with different roots")
-        return
-    if size1 == 0:
-        if proof:
-            raise InvalidProofError("an empty first tree needs an empty consistency proof")
+    if _trivially_consistent(size1, size2, proof, root1, root2):
         return
     if not proof:
         raise InvalidProofError("consistency proof is empty")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from twinflow._base._errors import UserError
-from twinflow.trace import _note
+from twinflow.trace import _keys, _note
 from twinflow.trace._checkpoint import Checkpoint
 from twinflow.trace._errors import SignatureError
 from twinflow.trace._format import GENESIS
@@ -88,40 +88,49 @@ def read_published_checkpoint(
             "(a signature is never passed over unchecked)"
         )
     try:
-        if not signed:
-            if keys:
-                raise SignatureError(
-                    f"{where}: the checkpoint is not signed, and --key asks for a signature",
-                    reason="unsigned_checkpoint",
-                )
-            body = _note.parse_checkpoint_body(_text(data, where))
-            if origin is not None and body.origin != origin:
-                raise SignatureError(
-                    f"the checkpoint is for log {body.origin!r}, expected {origin!r}",
-                    reason="origin_mismatch",
-                )
-            signers: tuple[str, ...] = ()
-        else:
-            verifiers = [_note.parse_verifier_key(k) for k in keys]
-            expected = origin if origin is not None else verifiers[0].name
-            opened = _note.open_checkpoint(
-                data, verifiers, origin=expected, required=len(verifiers)
-            )
-            body = opened.body
-            signers = tuple(f"{k.name}+{k.key_hash:08x}" for k in opened.verified_by)
+        body, signers = _open(data, keys, where=where, origin=origin, signed=signed)
     except SignatureError as exc:
-        if exc.reason in ("malformed_note", "malformed_checkpoint"):
-            raise UserError(f"{where}: not a checkpoint note ({_squash(exc)})") from None
-        if exc.reason == "malformed_key":
-            raise UserError(f"not a verifier key ({_squash(exc)})") from None
-        if exc.reason == "unsigned_checkpoint":
-            raise
-        raise SignatureError(
-            f"{where}: the checkpoint does not verify: {_squash(exc)}", reason=exc.reason
-        ) from None
+        raise _refusal(exc, where) from None
     checkpoint = Checkpoint(size=body.size, root=body.root_hash.hex(), head=GENESIS)
     return PublishedCheckpoint(
         checkpoint, "signed note" if signed else "note", body.origin, signers
+    )
+
+
+def _open(
+    data: bytes, keys: Sequence[bytes], *, where: str, origin: str | None, signed: bool
+) -> tuple[_note.CheckpointBody, tuple[str, ...]]:
+    """The checkpoint body of a note and who signed it, every key given having signed."""
+    if not signed:
+        if keys:
+            raise SignatureError(
+                f"{where}: the checkpoint is not signed, and --key asks for a signature",
+                reason="unsigned_checkpoint",
+            )
+        body = _note.parse_checkpoint_body(_text(data, where))
+        if origin is not None and body.origin != origin:
+            raise SignatureError(
+                f"the checkpoint is for log {body.origin!r}, expected {origin!r}",
+                reason="origin_mismatch",
+            )
+        return body, ()
+    verifiers = [_keys.parse_verifier_key(k) for k in keys]
+    expected = origin if origin is not None else verifiers[0].name
+    opened = _note.open_checkpoint(data, verifiers, origin=expected, required=len(verifiers))
+    return opened.body, tuple(f"{k.name}+{k.key_hash:08x}" for k in opened.verified_by)
+
+
+def _refusal(exc: SignatureError, where: str) -> UserError | SignatureError:
+    """What a refusal of a published checkpoint is to its reader: a file or key that is not
+    one is a usage error (exit 2), a signature that does not hold a signature error (exit 1)."""
+    if exc.reason in ("malformed_note", "malformed_checkpoint"):
+        return UserError(f"{where}: not a checkpoint note ({_squash(exc)})")
+    if exc.reason == "malformed_key":
+        return UserError(f"not a verifier key ({_squash(exc)})")
+    if exc.reason == "unsigned_checkpoint":
+        return exc
+    return SignatureError(
+        f"{where}: the checkpoint does not verify: {_squash(exc)}", reason=exc.reason
     )
 
 

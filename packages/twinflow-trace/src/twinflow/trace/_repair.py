@@ -65,30 +65,7 @@ def repair_trace(path: str | os.PathLike[str]) -> RepairResult:
         cut = _last_newline_end(fd, size)
         if cut == size:
             return RepairResult(moved_to=None, moved_bytes=0)
-        side = trace.with_name(trace.name + ".partial")
-        number = 0
-        while os.path.lexists(side):
-            number += 1
-            side = trace.with_name(f"{trace.name}.partial.{number}")
-        out = create_exclusive(side, "repair side file")
-        try:
-            offset = cut
-            while offset < size:
-                chunk = os.pread(fd, min(_CHUNK, size - offset), offset)
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(out, view) :]
-                offset += len(chunk)
-            os.fsync(out)
-        except OSError as exc:
-            os.close(out)
-            side.unlink(missing_ok=True)
-            raise FileWriteError(
-                f"cannot write repair side file {side}: {exc.strerror or exc}; the trace "
-                f"{trace} is unchanged; free space and run repair again",
-                path=side,
-            ) from None
-        os.close(out)
+        side = _save_tail(fd, cut, size, trace)
         try:
             os.ftruncate(fd, cut)
             os.fsync(fd)
@@ -101,3 +78,32 @@ def repair_trace(path: str | os.PathLike[str]) -> RepairResult:
         return RepairResult(moved_to=str(side), moved_bytes=size - cut)
     finally:
         os.close(fd)
+
+
+def _save_tail(fd: int, cut: int, size: int, trace: Path) -> Path:
+    """Copy bytes ``cut..size`` of the trace to a new side file beside it; its path."""
+    side = trace.with_name(trace.name + ".partial")
+    number = 0
+    while os.path.lexists(side):
+        number += 1
+        side = trace.with_name(f"{trace.name}.partial.{number}")
+    out = create_exclusive(side, "repair side file")
+    try:
+        offset = cut
+        while offset < size:
+            chunk = os.pread(fd, min(_CHUNK, size - offset), offset)
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(out, view) :]
+            offset += len(chunk)
+        os.fsync(out)
+    except OSError as exc:
+        os.close(out)
+        side.unlink(missing_ok=True)
+        raise FileWriteError(
+            f"cannot write repair side file {side}: {exc.strerror or exc}; the trace "
+            f"{trace} is unchanged; free space and run repair again",
+            path=side,
+        ) from None
+    os.close(out)
+    return side

@@ -1,4 +1,4 @@
-"""twinflow.trace.testing: small real traces and re-chained (forged) ones, for tests.
+"""Small real traces and re-chained (forged) ones, for the workspace's tests (private: tests import it).
 
 A test of a verifier, a replay or a command needs traces: a valid one of a few events, and
 ones an attacker would write, whose events were edited and whose chain was then recomputed so

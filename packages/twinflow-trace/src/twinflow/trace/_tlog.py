@@ -44,8 +44,9 @@ from dataclasses import dataclass
 from twinflow._base._open import read_regular
 from twinflow.trace._errors import InvalidProofError, TraceFormatError
 from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES, Limits
+from twinflow.trace._keys import _b64decode, _b64encode
 from twinflow.trace._merkle import leaf_hash, root_from_inclusion_proof, verify_consistency
-from twinflow.trace._note import DEFAULT_MAX_NOTE_BYTES, _b64decode, _b64encode
+from twinflow.trace._note import DEFAULT_MAX_NOTE_BYTES
 from twinflow.trace._published import (
     PublishedCheckpoint,
     read_published_checkpoint,
@@ -425,6 +426,28 @@ class ProofCheck:
         )
 
 
+def _check_inclusion_file(
+    data: bytes, keys: Sequence[bytes], *, where: str, origin: str | None, digest: bytes | None
+) -> ProofCheck:
+    """`check_proof_file` of a tlog-proof: the event's digest given, or the proof's extra line."""
+    proof = parse_tlog_proof(data, where=where)
+    given = digest is not None
+    if digest is None:
+        if proof.extra is None or len(proof.extra) != _HASH_SIZE:
+            raise TraceFormatError(
+                f"{where}: the proof names no event digest; give the event's digest or file"
+            )
+        digest = proof.extra
+    published = check_tlog_proof(proof, digest, keys, where=where, origin=origin)
+    return ProofCheck(
+        "inclusion",
+        published,
+        index=proof.index,
+        digest=digest.hex(),
+        digest_from="given" if given else "from the proof's extra line",
+    )
+
+
 def check_proof_file(
     data: bytes,
     keys: Sequence[bytes],
@@ -460,22 +483,7 @@ def check_proof_file(
     if data.startswith(TLOG_PROOF_HEADER.encode() + b"\n"):
         if old_checkpoint is not None:
             raise TraceFormatError(f"{where}: an inclusion proof takes no old checkpoint")
-        proof = parse_tlog_proof(data, where=where)
-        given = digest is not None
-        if digest is None:
-            if proof.extra is None or len(proof.extra) != _HASH_SIZE:
-                raise TraceFormatError(
-                    f"{where}: the proof names no event digest; give the event's digest or file"
-                )
-            digest = proof.extra
-        published = check_tlog_proof(proof, digest, keys, where=where, origin=origin)
-        return ProofCheck(
-            "inclusion",
-            published,
-            index=proof.index,
-            digest=digest.hex(),
-            digest_from="given" if given else "from the proof's extra line",
-        )
+        return _check_inclusion_file(data, keys, where=where, origin=origin, digest=digest)
     if data.startswith(b"old "):
         if digest is not None:
             raise TraceFormatError(f"{where}: a consistency proof takes no event digest")

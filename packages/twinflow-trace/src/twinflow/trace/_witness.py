@@ -47,17 +47,18 @@ from twinflow.trace._errors import (
     SignatureError,
     TraceFormatError,
 )
-from twinflow.trace._merkle import EMPTY_ROOT, verify_consistency
-from twinflow.trace._note import (
-    CheckpointBody,
-    NoteSignature,
+from twinflow.trace._keys import (
     SignerKey,
     VerifierKey,
     _b64encode,
+    _key_fields,
     _key_hash,
     _key_text,
     _Value,
+    malformed_key,
 )
+from twinflow.trace._merkle import EMPTY_ROOT, verify_consistency
+from twinflow.trace._note import CheckpointBody, NoteSignature
 
 COSIGNATURE_V1 = 0x04
 """The key type byte of an Ed25519 ``cosignature/v1`` cosigner key (C2SP tlog-cosignature)."""
@@ -125,29 +126,29 @@ def parse_cosigner_key(text: str | bytes) -> CosignerKey:
     text = _key_text(text)
     fields = text.split("+", 2)
     if text.startswith("PRIVATE+KEY+"):
-        raise _note.malformed_key(
+        raise malformed_key(
             "bad-fields", "this is a signer (private) key; give the witness's verifier key"
         )
     if len(fields) != 3:
-        raise _note.malformed_key(
+        raise malformed_key(
             "bad-fields", f"expected <name>+<hash>+<key>, found {len(fields)} '+'-separated fields"
         )
     try:
-        name, key_hash, raw = _note._key_fields(fields, COSIGNATURE_V1)
+        name, key_hash, raw = _key_fields(fields, COSIGNATURE_V1)
     except SignatureError as exc:
         if exc.problem == "unknown-algorithm" and "0x01" in str(exc):
-            raise _note.malformed_key(
+            raise malformed_key(
                 "unknown-algorithm",
                 "a signed-note key (type 0x01: a log's key), not a witness's cosigner key "
                 "(type 0x04, from `twinflow keygen NAME --cosigner`)",
             ) from None
         raise
     if key_hash != _key_hash(name, raw):
-        raise _note.malformed_key(
+        raise malformed_key(
             "hash-mismatch", f"key hash {key_hash:08x} does not belong to name {name!r} and key"
         )
     if not _ed25519.is_public_key(raw[1:]):
-        raise _note.malformed_key("not-a-point", "the public key is not an Ed25519 curve point")
+        raise malformed_key("not-a-point", "the public key is not an Ed25519 curve point")
     return CosignerKey(name, key_hash, raw[1:])
 
 
@@ -223,19 +224,7 @@ def verify_cosignatures(
         if known is None:
             continue
         key = known
-        raw = line.signature
-        timestamp = int.from_bytes(raw[:8], "big") if len(raw) == 72 else 0
-        message = cosignature_message(parsed.text, timestamp)
-        if (
-            len(raw) != 72
-            or not 0 < timestamp <= _MAX_TIMESTAMP
-            or not _ed25519.verify(key.public_key, message, raw[8:])
-        ):
-            raise SignatureError(
-                f"the cosignature by witness {key.label} does not verify: the checkpoint was "
-                "altered after it cosigned, or the line was forged",
-                reason="cosignature",
-            )
+        timestamp = _cosigned_at(key, line.signature, parsed.text)
         if now is not None and timestamp > now + skew:
             future.append(f"{key.label} at {timestamp}")
             continue
@@ -249,6 +238,23 @@ def verify_cosignatures(
             reason="cosignature",
         )
     return tuple(counted.values())
+
+
+def _cosigned_at(key: CosignerKey, raw: bytes, text: str) -> int:
+    """The time of a known witness's cosignature (timestamp || Ed25519 signature), if it holds."""
+    timestamp = int.from_bytes(raw[:8], "big") if len(raw) == 72 else 0
+    message = cosignature_message(text, timestamp)
+    if (
+        len(raw) != 72
+        or not 0 < timestamp <= _MAX_TIMESTAMP
+        or not _ed25519.verify(key.public_key, message, raw[8:])
+    ):
+        raise SignatureError(
+            f"the cosignature by witness {key.label} does not verify: the checkpoint was "
+            "altered after it cosigned, or the line was forged",
+            reason="cosignature",
+        )
+    return timestamp
 
 
 # -- the witness ----------------------------------------------------------------------------
@@ -419,33 +425,42 @@ def add_checkpoint(
         logs_state = read_state(state)
         last = logs_state.get(body.origin)
         last_size = 0 if last is None else last.size
-        if proof.old_size != last_size:
-            raise _refused(
-                "old-size-mismatch",
-                f"this witness last cosigned {body.origin[:100]!r} at size {last_size}, the proof "
-                f"starts at {proof.old_size} (409): make the proof from size {last_size}",
-                size=last_size,
-            )
-        try:
-            if last is None:
-                if proof.hashes:
-                    raise InvalidProofError("a proof from size 0 must be empty")
-            else:
-                verify_consistency(last.size, body.size, proof.hashes, last.root, body.root_hash)
-        except InvalidProofError as exc:
-            raise _refused(
-                "not-consistent",
-                f"refusing to cosign a fork: the checkpoint of size {body.size} does not extend "
-                f"the one of size {last_size} this witness cosigned for {body.origin[:100]!r} "
-                f"({exc}) (422)",
-            ) from None
-        if last is not None and now < last.time:
-            raise _refused(
-                "clock",
-                f"the clock reads {now}, before this witness's last cosignature of this log "
-                f"({last.time}): a cosignature must not be dated earlier; fix the clock",
-            )
+        _check_extends(last, body, proof.old_size, proof.hashes, now)
         line = cosign(body.text, signer, now)
         logs_state[body.origin] = _Log(body.size, body.root_hash, now)
         write_replace(state, _encode_state(logs_state), mode=0o644)
     return _cosigned(proof.checkpoint, line), body, last_size
+
+
+def _check_extends(
+    last: _Log | None, body: CheckpointBody, old_size: int, hashes: Sequence[bytes], now: int
+) -> None:
+    """Refuse unless the checkpoint extends ``last`` (what this witness last cosigned for its
+    log) by the proof from ``old_size``, at a time not before it."""
+    last_size = 0 if last is None else last.size
+    if old_size != last_size:
+        raise _refused(
+            "old-size-mismatch",
+            f"this witness last cosigned {body.origin[:100]!r} at size {last_size}, the proof "
+            f"starts at {old_size} (409): make the proof from size {last_size}",
+            size=last_size,
+        )
+    try:
+        if last is None:
+            if hashes:
+                raise InvalidProofError("a proof from size 0 must be empty")
+        else:
+            verify_consistency(last.size, body.size, hashes, last.root, body.root_hash)
+    except InvalidProofError as exc:
+        raise _refused(
+            "not-consistent",
+            f"refusing to cosign a fork: the checkpoint of size {body.size} does not extend "
+            f"the one of size {last_size} this witness cosigned for {body.origin[:100]!r} "
+            f"({exc}) (422)",
+        ) from None
+    if last is not None and now < last.time:
+        raise _refused(
+            "clock",
+            f"the clock reads {now}, before this witness's last cosignature of this log "
+            f"({last.time}): a cosignature must not be dated earlier; fix the clock",
+        )
