@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-import pytest
-
-from twinflow.agent import Agent, AgentConfigError, FunctionModel, Policy, Trace
+from twinflow.agent import Agent, FunctionModel, Policy, Trace
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
@@ -78,13 +75,3 @@ def test_a_model_passed_in_is_not_closed_by_the_agent() -> None:
     with Agent(model, tools=[add], policy=Policy(allow=["add"])) as agent:
         agent.run("Add 2 and 3.")
     assert 0 == model.closed
-
-
-@pytest.mark.skipif(
-    importlib.util.find_spec("twinflow.models") is not None,
-    reason="the models distribution is installed: names open models",
-)
-def test_a_model_name_without_the_models_distribution_is_a_config_error() -> None:
-    """A model name needs the models distribution; without it the error says what to install."""
-    with pytest.raises(AgentConfigError, match="twinflow-models"):
-        Agent("embedded")

@@ -8,7 +8,6 @@ step's cost does not grow with the length of the run.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -50,6 +49,7 @@ from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Closing, Ids, SystemClock, SystemIds
+from twinflow.models import open_model
 from twinflow.trace import FileTraceSink, FsyncPolicy, MemoryTraceSink, TraceSink
 from twinflow.vocab import (
     ChatModel,
@@ -69,14 +69,7 @@ def _opened_model(model: ChatModel | str) -> tuple[ChatModel, bool]:
     """The model, and whether the agent opened it (then `Agent.close` closes it)."""
     if not isinstance(model, str):
         return model, False
-    try:
-        models = importlib.import_module("twinflow.models")
-    except ImportError:
-        raise AgentConfigError(
-            f"model={model!r} names a model, and opening one by name needs the "
-            "twinflow-models distribution (pip install twinflow-models); or pass a ChatModel"
-        ) from None
-    opened: ChatModel = models.open_model(model)
+    opened: ChatModel = open_model(model)
     return opened, True
 
 
@@ -132,7 +125,7 @@ class Agent(Steps[OutputT], Closing):
         AgentConfigError: Duplicate tool names, a policy naming unknown tools, a bad
             ``max_steps``, an ``output_type`` that is neither ``str`` nor a pydantic model
             class, ``part_kinds`` holding something other than extension part classes (or one
-            kind twice), or a model name with no models distribution to open it.
+            kind twice).
     """
 
     def __init__(
