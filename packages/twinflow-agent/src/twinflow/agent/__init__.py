@@ -59,9 +59,6 @@ if _typing.TYPE_CHECKING:
     from twinflow.agent._agent import Agent as Agent
     from twinflow.agent._agent import RunResult as RunResult
     from twinflow.agent._agent import UsageLimits as UsageLimits
-    from twinflow.agent._behaviour import BehaviourDivergence as BehaviourDivergence
-    from twinflow.agent._behaviour import behaviour_of as behaviour_of
-    from twinflow.agent._behaviour import compare_behaviour as compare_behaviour
     from twinflow.agent._events import AgentConfig as AgentConfig
     from twinflow.agent._events import ApprovalDecided as ApprovalDecided
     from twinflow.agent._events import ApprovalRequested as ApprovalRequested
@@ -90,7 +87,6 @@ if _typing.TYPE_CHECKING:
     from twinflow.agent._mcp import McpTools as McpTools
     from twinflow.agent._observe import Observer as Observer
     from twinflow.agent._observe import Steering as Steering
-    from twinflow.agent._page import render_trace_page as render_trace_page
     from twinflow.agent._policy import Approval as Approval
     from twinflow.agent._policy import ApprovalHook as ApprovalHook
     from twinflow.agent._policy import Approve as Approve
@@ -112,9 +108,6 @@ if _typing.TYPE_CHECKING:
     from twinflow.agent._resume import approval_statement as approval_statement
     from twinflow.agent._resume import record_decisions as record_decisions
     from twinflow.agent._structured import PydanticStructuredOutput as PydanticStructuredOutput
-    from twinflow.agent._summary import CallSummary as CallSummary
-    from twinflow.agent._summary import TraceSummary as TraceSummary
-    from twinflow.agent._summary import summarize_trace as summarize_trace
     from twinflow.agent._tools import Tool as Tool
     from twinflow.agent._trace import TraceWriter as TraceWriter
     from twinflow.agent._trace import encode_event as encode_event
@@ -131,11 +124,6 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "Agent",
             "RunResult",
             "UsageLimits",
-        ),
-        "_behaviour": (
-            "BehaviourDivergence",
-            "behaviour_of",
-            "compare_behaviour",
         ),
         "_events": (
             "AgentConfig",
@@ -169,7 +157,6 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "Observer",
             "Steering",
         ),
-        "_page": ("render_trace_page",),
         "_policy": (
             "Approval",
             "ApprovalHook",
@@ -197,11 +184,6 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "record_decisions",
         ),
         "_structured": ("PydanticStructuredOutput",),
-        "_summary": (
-            "CallSummary",
-            "TraceSummary",
-            "summarize_trace",
-        ),
         "_tools": ("Tool",),
         "_trace": (
             "TraceWriter",

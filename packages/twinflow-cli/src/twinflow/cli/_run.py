@@ -30,7 +30,6 @@ from pydantic import BaseModel
 
 from twinflow.agent import (
     REPLAY_KINDS,
-    CallSummary,
     Decision,
     ReplayDivergenceError,
     RunError,
@@ -39,7 +38,6 @@ from twinflow.agent import (
     ToolCalled,
     Trace,
     replay,
-    summarize_trace,
     verify_agent_trace,
 )
 from twinflow.cli import _demo
@@ -91,6 +89,7 @@ from twinflow.trace import (
     TraceError,
     write_new,
 )
+from twinflow.views import CallSummary, summarize_trace
 from twinflow.vocab import UserError
 
 __all__ = [

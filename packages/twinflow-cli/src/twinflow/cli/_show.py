@@ -5,7 +5,7 @@ the model's replies and tool calls with their arguments, the policy's decisions 
 reasons, the tool results, rejected and accepted outputs, how the run ended, and whether the
 trace verifies (and where it breaks if it does not). ``--html FILE`` writes the same run as
 one self-contained page that verifies the trace again in the reader's browser
-(`twinflow.agent.render_trace_page`).
+(`twinflow.views.render_trace_page`).
 
 The trace is hostile input: every string from it is printed through `twinflow.trace.for_terminal`
 (control and format characters escaped, secrets scrubbed), so a trace cannot move the cursor,
@@ -21,10 +21,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import compare_behaviour, render_trace_page, verify_agent_trace
+from twinflow.agent import verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import add_checkpoint_keys, read_published, read_trace_bytes, walk_typed
 from twinflow.trace import Checkpoint, for_terminal, write_replace
+from twinflow.views import compare_behaviour, render_trace_page
 from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]

@@ -25,7 +25,6 @@ from twinflow.agent import (
     ModelResponded,
     RunStarted,
     TraceEvent,
-    render_trace_page,
     typed_event,
 )
 from twinflow.eval._errors import RunDirError
@@ -36,6 +35,7 @@ from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_js
 from twinflow.eval._stats import wilson_interval
 from twinflow.eval._trials import TrialStats
 from twinflow.trace import TraceCorruptError, read_inside, walk_trace, write_replace
+from twinflow.views import render_trace_page
 
 __all__ = [
     "CaseDetail",
@@ -168,7 +168,7 @@ def read_details(
 ) -> tuple[RunFacts, dict[str, CaseDetail]]:
     """Read every case's trace for Lab Notes, and write its trace page beside it.
 
-    Each page (``traces/<key>.html``) is `twinflow.agent.render_trace_page`'s: it verifies the
+    Each page (``traces/<key>.html``) is `twinflow.views.render_trace_page`'s: it verifies the
     trace in the reader's browser. A trace that does not verify still gets its page (which
     says where it breaks) but no output or tool calls.
 

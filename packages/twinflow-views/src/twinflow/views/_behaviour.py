@@ -31,8 +31,7 @@ from typing import Literal
 
 from pydantic import JsonValue
 
-from twinflow.agent._events import _Frozen
-from twinflow.vocab import diff
+from twinflow.vocab import FrozenValue, diff
 
 __all__ = ["BehaviourDivergence", "behaviour_of", "compare_behaviour"]
 
@@ -40,7 +39,7 @@ __all__ = ["BehaviourDivergence", "behaviour_of", "compare_behaviour"]
 _DROPPED_KEYS = frozenset({"run_id", "usage", "model_name"})
 
 
-class BehaviourDivergence(_Frozen):
+class BehaviourDivergence(FrozenValue):
     """One place where two traces' behaviour differs."""
 
     change: Literal["changed", "missing", "extra"]

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import JsonValue
 
-from twinflow.agent._events import (
+from twinflow.agent import (
     ModelResponded,
     OutputAccepted,
     OutputRejected,
@@ -25,13 +25,13 @@ from twinflow.agent._events import (
     ToolCalled,
     ToolReturned,
     TraceEvent,
-    _Frozen,
 )
+from twinflow.vocab import FrozenValue
 
 __all__ = ["CallSummary", "TraceSummary", "summarize_trace"]
 
 
-class CallSummary(_Frozen):
+class CallSummary(FrozenValue):
     """One tool call the model asked for, and what became of it."""
 
     call_id: str
@@ -54,7 +54,7 @@ class CallSummary(_Frozen):
     """The result text the model saw, if any."""
 
 
-class TraceSummary(_Frozen):
+class TraceSummary(FrozenValue):
     """A run as its events record it."""
 
     status: Literal["finished", "failed", "incomplete"]
