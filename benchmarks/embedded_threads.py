@@ -1,6 +1,6 @@
 """Benchmark: the embedded SmolLM2 server's thread count, idle and beside busy processes.
 
-The embedded server (`twinflow.cli._embedded.server_command`) computes with one thread
+The embedded server (`twinflow.agent._embedded.server_command`) computes with one thread
 (`EMBEDDED_THREADS`, ADR 0034). This prints, for one and for two threads, the seconds four
 invoice-sized requests take (a 300-token prompt, 64 tokens out), first on the machine as it is,
 then beside as many spinning processes as the machine has cores (what CI's busy run adds). The
@@ -25,7 +25,7 @@ from contextlib import contextmanager
 
 from _bench import add_smoke  # this folder: sys.path[0]
 
-from twinflow.cli._embedded import server_command, smollm2_gguf
+from twinflow.agent._embedded import server_command, smollm2_gguf
 from twinflow.kernel import free_port
 
 PROMPT = "Extract the invoice below as JSON with vendor, currency and total.\n" + (

@@ -26,7 +26,7 @@ def main() -> None:
     from twinflow.kernel import cached_file_sha256, imported_distributions
 
     try:
-        from twinflow.cli._embedded import smollm2_gguf
+        from twinflow.agent._embedded import smollm2_gguf
 
         model = smollm2_gguf()
     except Exception:  # the demo extra is not installed: the distributions alone

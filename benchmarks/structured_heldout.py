@@ -39,7 +39,7 @@ import openai
 from _bench import add_smoke  # this folder: sys.path[0]
 from pydantic import BaseModel, Field, ValidationError
 
-from twinflow.cli._embedded import server_command, smollm2_gguf
+from twinflow.agent._embedded import server_command, smollm2_gguf
 from twinflow.cli._grammar import llama_cpp_grammar_check
 from twinflow.kernel import (
     HttpTransport,

@@ -230,7 +230,7 @@ def fault_matrix(figures: Figures, rounds: int) -> None:
 
 def stopped_server(figures: Figures) -> None:
     """A real server, stopped after its first answer, mid-run."""
-    from twinflow.cli._embedded import server_command, smollm2_gguf
+    from twinflow.agent._embedded import server_command, smollm2_gguf
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"

@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = rng.sample(ids, 2 * share)
     transport_faults = {cid: rng.choice(TRANSPORT_FAULTS) for cid in chosen[:share]}
     malformed = {cid: rng.choice(MALFORMED) for cid in chosen[share:]}
-    from twinflow.cli._embedded import server_command, smollm2_gguf
+    from twinflow.agent._embedded import server_command, smollm2_gguf
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"

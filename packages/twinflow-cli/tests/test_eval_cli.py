@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from twinflow.agent import Agent, FunctionModel, RunStarted, Trace
-from twinflow.cli._embedded import smollm2_gguf
+from twinflow.agent._embedded import smollm2_gguf
 from twinflow.cli._main import main
 from twinflow.eval import Case, Dataset, Shard, load_dataset, run_eval
 from twinflow.kernel import CountingIds, SteppingClock

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cli_testkit import EVAL_PROMPT, SUMS, calc_project
 
-from twinflow.cli._embedded import smollm2_gguf
+from twinflow.agent._embedded import smollm2_gguf
 from twinflow.cli._main import main
 from twinflow.cli._spec import load_spec
 from twinflow.cli._wiring import run_identity

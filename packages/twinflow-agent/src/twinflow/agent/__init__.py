@@ -8,6 +8,8 @@ Errors (every one under the workspace's root)::
     │   ├── RunPaused                                a run waits for a person's decision (`.paused`)
     │   ├── AgentConfigError (also a UserError)       a usage mistake: bad tool, policy, agent or value
     │   │                                            (every agent value, `Policy(max_tool_calls=-1)` too)
+    │   ├── SpecError (also a UserError)             a run spec that cannot be used (file:line: key: why);
+    │   │                                            ``reason="code_changed"``: a module changed since the run
     │   ├── McpToolFailed                            an MCP call's result is unusable (an error result)
     │   │   ├── McpToolError                         the server marked it ``isError``
     │   │   ├── McpOutputInvalid                     ``structuredContent`` does not match ``outputSchema``
@@ -52,6 +54,7 @@ from twinflow.agent._errors import McpToolError as McpToolError
 from twinflow.agent._errors import McpToolFailed as McpToolFailed
 from twinflow.agent._errors import OutputValidationFailed as OutputValidationFailed
 from twinflow.agent._errors import RunError as RunError
+from twinflow.agent._errors import SpecError as SpecError
 from twinflow.agent._errors import UsageLimitExceeded as UsageLimitExceeded
 from twinflow.trace import lazy_exports as _lazy_exports
 
@@ -59,6 +62,8 @@ if _typing.TYPE_CHECKING:
     from twinflow.agent._agent import Agent as Agent
     from twinflow.agent._agent import RunResult as RunResult
     from twinflow.agent._agent import UsageLimits as UsageLimits
+    from twinflow.agent._connect import connect as connect
+    from twinflow.agent._connect import replay_run as replay_run
     from twinflow.agent._events import AgentConfig as AgentConfig
     from twinflow.agent._events import ApprovalDecided as ApprovalDecided
     from twinflow.agent._events import ApprovalRequested as ApprovalRequested
@@ -107,6 +112,11 @@ if _typing.TYPE_CHECKING:
     from twinflow.agent._resume import RunPaused as RunPaused
     from twinflow.agent._resume import approval_statement as approval_statement
     from twinflow.agent._resume import record_decisions as record_decisions
+    from twinflow.agent._spec import McpServerSpec as McpServerSpec
+    from twinflow.agent._spec import ModelSpec as ModelSpec
+    from twinflow.agent._spec import PolicySpec as PolicySpec
+    from twinflow.agent._spec import RunSpec as RunSpec
+    from twinflow.agent._spec import load_spec as load_spec
     from twinflow.agent._structured import PydanticStructuredOutput as PydanticStructuredOutput
     from twinflow.agent._tools import Tool as Tool
     from twinflow.agent._trace import TraceWriter as TraceWriter
@@ -124,6 +134,10 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "Agent",
             "RunResult",
             "UsageLimits",
+        ),
+        "_connect": (
+            "connect",
+            "replay_run",
         ),
         "_events": (
             "AgentConfig",
@@ -182,6 +196,13 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "RunPaused",
             "approval_statement",
             "record_decisions",
+        ),
+        "_spec": (
+            "McpServerSpec",
+            "ModelSpec",
+            "PolicySpec",
+            "RunSpec",
+            "load_spec",
         ),
         "_structured": ("PydanticStructuredOutput",),
         "_tools": ("Tool",),

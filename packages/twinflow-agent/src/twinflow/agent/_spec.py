@@ -1,16 +1,19 @@
 """The run spec: a small YAML file naming the model endpoint, tools, policy and output schema.
 
-A bad spec is refused with an error that names the file, the line and the offending key
-(with a suggestion for a misspelt one), so it can be fixed without reading our source.
+`RunSpec` is both the YAML file and the Python configuration object (the same keys), so a run
+started from Python and one started with ``twinflow run`` are configured alike. A bad spec is
+refused with an error that names the file, the line and the offending key (with a suggestion
+for a misspelt one), so it can be fixed without reading our source. Building the agent a spec
+describes is `twinflow.agent._connect`'s, in one pass.
 """
 
 from __future__ import annotations
 
-import os
+import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -23,54 +26,39 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from twinflow.cli._errors import CliError
-from twinflow.eval import (
-    ScorerError,
-    YamlLimits,
-    module_file,
-    read_user_file,
-    read_yaml,
-    split_dotted,
-    validation_problems,
-)
-from twinflow.eval import resolve_dotted as resolve_any_dotted
-from twinflow.kernel import check_endpoint_url, file_sha256
-from twinflow.vocab import ExtensionPart, FrozenValue, UserError
+from twinflow._base._code import module_file, split_dotted
+from twinflow._base._code import resolve_dotted as resolve_any_dotted
+from twinflow._base._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
+from twinflow.agent._code_record import CodeRecord, check_code, read_code_record, record_code
+from twinflow.agent._errors import SpecError
+from twinflow.kernel import check_endpoint_url
+from twinflow.vocab import ExtensionPart, FrozenValue, ModelSettings, UserError
+
+if TYPE_CHECKING:
+    from twinflow.agent._agent import Agent
+    from twinflow.agent._connect import Resolved
+    from twinflow.agent._events import Environment
+    from twinflow.agent._mcp import McpTools
+    from twinflow.agent._replay import ReplayPorts
+    from twinflow.agent._verify import Trace
+    from twinflow.kernel import HttpTransport, Ids, Transport
+    from twinflow.local_model import GrammarCheck
+    from twinflow.vocab import ChatModel
 
 __all__ = [
-    "CodeChangedError",
-    "CodeRecord",
+    "EMBEDDED",
     "McpServerSpec",
     "ModelSpec",
-    "ModuleDigest",
     "PolicySpec",
     "RunSpec",
-    "SpecError",
-    "check_code",
-    "file_sha256",
-    "load_part_kinds",
     "load_spec",
-    "load_tools",
     "parse_spec",
-    "read_code_record",
     "read_spec_text",
-    "record_code",
     "resolve_dotted",
-    "spec_directories",
-    "spec_modules",
 ]
 
-
-class SpecError(CliError, UserError):
-    """A run spec that cannot be used: unreadable, not YAML, or a key with a bad value."""
-
-
-class CodeChangedError(CliError):
-    """A module a recorded run imported is no longer the file that ran (its sha256 differs)."""
-
-    def __init__(self, message: str, module: str) -> None:
-        super().__init__(message)
-        self.module = module
+EMBEDDED = "embedded"
+"""A spec's ``model.url`` that means: start the embedded SmolLM2 server for this run."""
 
 
 # RFC 9110 field-name: a token.
@@ -136,6 +124,55 @@ class ModelSpec(_Strict):
     """Extra request headers (a gateway's, ``anthropic-beta``, an ``anthropic-version`` other than
     the client's). They are copied into the run directory with the spec: never a key."""
 
+    def transport(self) -> HttpTransport:
+        """The real transport for this model: the API key (``api_key_env``) in the header the
+        kind's client names (bearer, or Anthropic's ``x-api-key``), with the headers that
+        client requires and then the spec's own.
+
+        Raises:
+            UserError: ``api_key_env`` names an unset variable.
+        """
+        from twinflow.agent._connect import model_transport
+
+        return model_transport(self)
+
+    def chat_model(
+        self, transport: Transport, ids: Ids, grammar_check: GrammarCheck | None = None
+    ) -> ChatModel:
+        """The models package's client for this model, speaking through ``transport``.
+
+        ``grammar_check`` is the decoder-side schema check of a ``llama-cpp-python`` server
+        (pre-flight's; ignored for other dialects).
+        """
+        from twinflow.agent._connect import model_chat
+
+        return model_chat(self, transport, ids, grammar_check)
+
+    def settings(self, *, seed: int = 0) -> ModelSettings:
+        """The settings every request to this model carries (an eval trial's ``seed``)."""
+        return ModelSettings(temperature=self.temperature, max_tokens=self.max_tokens, seed=seed)
+
+    def identity(self) -> str:
+        """The model as a run records it: the embedded model by its file's name and sha256, a
+        server by its endpoint (without credentials) and the model name sent to it."""
+        from twinflow.agent._connect import model_identity
+
+        return model_identity(self)
+
+    def serving(
+        self, log_dir: Path, on_progress: Callable[[str], None]
+    ) -> contextlib.AbstractContextManager[str]:
+        """The server's base URL for a ``with`` block: ``url`` as it is, or for ``embedded``
+        the URL of the bundled SmolLM2 server, started for the block (its log in ``log_dir``).
+
+        Raises:
+            AgentConfigError: ``embedded``, and the demo extra is not installed.
+            LaunchError: the embedded server did not start in time.
+        """
+        from twinflow.agent._connect import model_serving
+
+        return model_serving(self, log_dir, on_progress)
+
     @model_validator(mode="before")
     @classmethod
     def _anthropic_is_native(cls, data: Any) -> Any:
@@ -152,7 +189,7 @@ class ModelSpec(_Strict):
                     "kind anthropic takes mode native only (the Messages API's own tool "
                     "calling): remove `mode` or set it to native"
                 )
-            if self.url == "embedded":
+            if self.url == EMBEDDED:
                 raise ValueError(
                     "the embedded model speaks the OpenAI-compatible API, not Anthropic's: "
                     "give the Messages API's base URL (https://api.anthropic.com), or drop "
@@ -169,7 +206,7 @@ class ModelSpec(_Strict):
     @classmethod
     def _no_credentials(cls, url: str) -> str:
         try:
-            return url if url == "embedded" else check_endpoint_url(url, where="model.url")
+            return url if url == EMBEDDED else check_endpoint_url(url, where="model.url")
         except UserError as exc:
             raise ValueError(str(exc)) from None
 
@@ -337,29 +374,168 @@ class RunSpec(_Strict):
         """The directory the spec's own modules are imported from (the spec file's directory)."""
         return self._code_dir
 
+    def resolve(self, tools: Sequence[Callable[..., Any]] | None = None) -> Resolved:
+        """The spec read once: its tools (unless given), output model and part kinds imported,
+        its policy built; ``.agent(model=..., clock=..., ids=..., trace=...)`` is the agent it
+        describes on those ports and ``.check(servers)`` builds it once without a model.
 
-def spec_modules(spec: RunSpec) -> tuple[str, ...]:
-    """The modules building an agent from ``spec`` would import (tools, output, then part kinds),
-    unimported.
+        Raises:
+            SpecError: a tool, the output model or a part kind does not resolve.
+        """
+        from twinflow.agent._connect import resolve
 
-    Raises:
-        SpecError: a path is not a dotted path.
-    """
-    # An output given as a class is already imported.
-    paths = [
-        *spec.tools,
-        *([spec.output] if isinstance(spec.output, str) else []),
-        *spec.part_kinds,
-    ]
-    try:
-        return tuple(dict.fromkeys(split_dotted(p)[0] for p in paths))
-    except ScorerError as exc:
-        raise SpecError(str(exc)) from None
+        return resolve(self, tools)
 
+    def open_mcp_servers(
+        self, log_dir: Path, *, recorded: Trace | None = None, live: bool = True
+    ) -> contextlib.AbstractContextManager[list[McpTools]]:
+        """The spec's MCP servers for a ``with`` block, each closed when it exits.
 
-def spec_directories(spec: RunSpec) -> tuple[Path, ...]:
-    """The directories a spec's code is imported from (its own, when read from a file)."""
-    return () if spec.code_dir is None else (spec.code_dir,)
+        Without ``recorded``, each server is started (or its session opened) and listed now;
+        with it, the tool lists come from the trace and a server connects only if the run goes
+        on past the record (``live``). A stdio server's stderr goes to
+        ``log_dir/mcp-<name>.log``.
+
+        Raises:
+            LaunchError, McpError: a server did not start, initialize or list its tools.
+            AgentConfigError: ``recorded`` has no tool list of a server the spec names.
+        """
+        from twinflow.agent._connect import mcp_servers
+
+        return mcp_servers(self, log_dir, recorded=recorded, live=live)
+
+    def environment(self, model: str | None = None) -> Environment:
+        """Where a run of this spec runs: this process's interpreter, platform and imported
+        distributions, the model (``model``, or `ModelSpec.identity`'s), the spec's digest and
+        its modules'. Call it once the spec's code is imported."""
+        from twinflow.agent._connect import run_environment
+
+        return run_environment(self, model)
+
+    def replay_builder(
+        self,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        servers: Sequence[McpTools] = (),
+    ) -> Callable[[ReplayPorts], Agent[Any]]:
+        """The agent factory `replay` calls: the agent this spec describes on the replaying
+        ports (the one builder behind ``twinflow replay`` and `replay_run`)."""
+        from twinflow.agent._connect import replay_builder, resolve
+
+        return replay_builder(resolve(self, tools), servers)
+
+    @property
+    def directories(self) -> tuple[Path, ...]:
+        """The directories the spec's code is imported from (its own, when read from a file)."""
+        return () if self._code_dir is None else (self._code_dir,)
+
+    @classmethod
+    def parse(cls, text: str, path: str, *, code_dir: Path | None = None) -> RunSpec:
+        """Validate a run spec's YAML text; ``path`` names it in errors.
+
+        ``code_dir`` is where its tool and output modules are imported from (None: installed
+        packages only).
+
+        Raises:
+            SpecError: naming the file, line and key of the first problem (and the rest).
+        """
+        return parse_spec(text, path, code_dir=code_dir)
+
+    @staticmethod
+    def read_text(path: Path) -> str:
+        """A spec file's text (read once: what is validated is what a run copies).
+
+        Raises:
+            SpecError: the file is missing or unreadable.
+        """
+        return read_spec_text(path)
+
+    def modules(self) -> tuple[str, ...]:
+        """The modules building the agent would import (tools, output, part kinds), unimported.
+
+        Raises:
+            SpecError: a path is not a dotted path.
+        """
+        # An output given as a class is already imported.
+        paths = [
+            *self.tools,
+            *([self.output] if isinstance(self.output, str) else []),
+            *self.part_kinds,
+        ]
+        try:
+            return tuple(dict.fromkeys(split_dotted(p)[0] for p in paths))
+        except UserError as exc:
+            raise SpecError(str(exc)) from None
+
+    def load_tools(self) -> list[Callable[..., Any]]:
+        """Resolve the spec's tool paths to callables.
+
+        Raises:
+            SpecError: a path does not resolve to a callable.
+        """
+        tools = []
+        for index, dotted in enumerate(self.tools):
+            target = resolve_dotted(dotted, self._code_dir)
+            if not callable(target):
+                raise SpecError(f"tools[{index}]: {dotted!r} is not callable")
+            tools.append(target)
+        return tools
+
+    def load_part_kinds(self) -> list[type[ExtensionPart]]:
+        """Resolve the spec's part kind paths to extension part classes.
+
+        Raises:
+            SpecError: a path does not resolve to an `ExtensionPart` subclass.
+        """
+        kinds: list[type[ExtensionPart]] = []
+        for index, dotted in enumerate(self.part_kinds):
+            target = resolve_dotted(dotted, self._code_dir)
+            if not (isinstance(target, type) and issubclass(target, ExtensionPart)):
+                raise SpecError(
+                    f"part_kinds[{index}]: {dotted!r} is not an extension part class (a "
+                    "subclass of twinflow.vocab.ExtensionPart)"
+                )
+            kinds.append(target)
+        return kinds
+
+    def output_type(self) -> type[BaseModel] | None:
+        """The pydantic model ``output`` names, if any.
+
+        Raises:
+            SpecError: the path does not name a pydantic model.
+        """
+        if self.output is None or isinstance(self.output, type):
+            return self.output
+        target = resolve_dotted(self.output, self._code_dir)
+        if not (isinstance(target, type) and issubclass(target, BaseModel)):
+            raise SpecError(f"output: {self.output!r} is not a pydantic model class")
+        return target
+
+    def code_record(self) -> CodeRecord:
+        """Where the spec's code comes from, with each module's digest: call after its modules
+        were imported (the agent built).
+
+        Raises:
+            SpecError: a module's file cannot be found or read.
+        """
+        return record_code(self)
+
+    def check_code(self, record: CodeRecord) -> None:
+        """Refuse to rebuild the agent if a module the spec names differs from the one that ran.
+
+        Raises:
+            SpecError: a module cannot be found or has no digest in ``record``, or (``reason``
+                ``code_changed``) its file differs from the one the run imported.
+        """
+        check_code(self, record)
+
+    @staticmethod
+    def read_code_record(path: Path) -> CodeRecord | None:
+        """The code record a run wrote at ``path``, or None if it wrote none.
+
+        Raises:
+            SpecError: the record is unreadable, too large, or not a code record.
+        """
+        return read_code_record(path)
 
 
 def resolve_dotted(path: str, code_dir: Path | None = None) -> Any:
@@ -374,8 +550,8 @@ def resolve_dotted(path: str, code_dir: Path | None = None) -> Any:
     """
     try:
         return resolve_any_dotted(path, () if code_dir is None else (code_dir,))
-    except ScorerError as exc:
-        # The resolver is eval's (one for the workspace); its error is a spec's problem here.
+    except UserError as exc:
+        # The resolver is the workspace's one; its error is a spec's problem here.
         raise SpecError(str(exc)) from exc
 
 
@@ -433,191 +609,3 @@ def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec
         raise SpecError(problems[0] + more) from None
     spec._code_dir = code_dir
     return spec
-
-
-def load_tools(spec: RunSpec) -> list[Callable[..., Any]]:
-    """Resolve the spec's tool paths to callables.
-
-    Raises:
-        SpecError: a path does not resolve to a callable.
-    """
-    tools = []
-    for index, dotted in enumerate(spec.tools):
-        target = resolve_dotted(dotted, spec.code_dir)
-        if not callable(target):
-            raise SpecError(f"tools[{index}]: {dotted!r} is not callable")
-        tools.append(target)
-    return tools
-
-
-def load_part_kinds(spec: RunSpec) -> list[type[ExtensionPart]]:
-    """Resolve the spec's part kind paths to extension part classes.
-
-    Raises:
-        SpecError: a path does not resolve to an `ExtensionPart` subclass.
-    """
-    kinds: list[type[ExtensionPart]] = []
-    for index, dotted in enumerate(spec.part_kinds):
-        target = resolve_dotted(dotted, spec.code_dir)
-        if not (isinstance(target, type) and issubclass(target, ExtensionPart)):
-            raise SpecError(
-                f"part_kinds[{index}]: {dotted!r} is not an extension part class (a subclass of "
-                "twinflow.vocab.ExtensionPart)"
-            )
-        kinds.append(target)
-    return kinds
-
-
-# -- where a run's code came from ---------------------------------------------------------
-
-MAX_CODE_RECORD_BYTES = 256 * 1024
-"""Largest code record read (it sits in a run directory: untrusted input like the spec)."""
-
-_SHA256 = r"^[0-9a-f]{64}$"
-
-
-class ModuleDigest(_Strict):
-    """One module a run imported for its tools or output model, as it was when the run began."""
-
-    module: str = Field(min_length=1, max_length=1000)
-    """The dotted module name the spec names."""
-    origin: Literal["code_dir", "installed"]
-    """Found in the run's code directory, or in the installed packages."""
-    sha256: str = Field(pattern=_SHA256)
-    """The sha256 of the module's source file (hex)."""
-
-
-class CodeRecord(_Strict):
-    """Where a run's spec took its code from: written beside the spec copy as ``code.N.json``.
-
-    ``code_dir`` is absolute, as the run resolved it, so a run directory can be moved and still
-    replay; it is only ever read under ``replay --trust-spec``, and a module is imported from it
-    only if its file has the digest recorded here.
-    """
-
-    code_dir: str | None = Field(default=None, max_length=4096)
-    """The directory the spec's modules were imported from first (the spec file's directory)."""
-    modules: tuple[ModuleDigest, ...] = Field(default=(), max_length=1000)
-    """The tool and output modules that ran, with their digests."""
-
-
-def record_code(spec: RunSpec) -> CodeRecord:
-    """The record of ``spec``'s code: call after its modules were imported (the agent built).
-
-    Raises:
-        SpecError: a module's file cannot be found or read.
-    """
-    code_dir = spec.code_dir.resolve() if spec.code_dir is not None else None
-    modules = []
-    for name in _executed_modules(spec):
-        path = _file_of(name, spec)
-        if path is None:
-            continue  # a built-in or namespace module has no file to digest
-        try:
-            digest = file_sha256(path)
-        except OSError as exc:
-            raise SpecError(f"cannot read module {name!r} at {path}: {exc}") from None
-        inside = code_dir is not None and path.resolve().is_relative_to(code_dir)
-        origin: Literal["code_dir", "installed"] = "code_dir" if inside else "installed"
-        modules.append(ModuleDigest(module=name, origin=origin, sha256=digest))
-    return CodeRecord(code_dir=None if code_dir is None else str(code_dir), modules=tuple(modules))
-
-
-def _executed_modules(spec: RunSpec) -> tuple[str, ...]:
-    """Every module whose file runs when the spec's modules are imported, parents first.
-
-    Importing ``a.b.c`` runs ``a/__init__.py`` and ``a/b/__init__.py`` before ``c``: each is
-    recorded, and checked before the next is looked up (looking up ``a.b`` imports ``a``).
-    """
-    names: dict[str, None] = {}
-    for module in spec_modules(spec):
-        parts = module.split(".")
-        for end in range(1, len(parts) + 1):
-            names[".".join(parts[:end])] = None
-    return tuple(names)
-
-
-def read_code_record(path: Path) -> CodeRecord | None:
-    """The code record at ``path``, or None if the run wrote none (a run from before records).
-
-    Raises:
-        SpecError: the record is unreadable, too large, not the record's JSON, or names a
-            code directory that is not an absolute, link-free path.
-    """
-    try:
-        with path.open("rb") as file:
-            data = file.read(MAX_CODE_RECORD_BYTES + 1)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read the code record ({exc})") from None
-    if len(data) > MAX_CODE_RECORD_BYTES:
-        raise SpecError(
-            f"{path}: over the limit of {MAX_CODE_RECORD_BYTES} bytes for a code record"
-        )
-    try:
-        record = CodeRecord.model_validate_json(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the record"
-        raise SpecError(f"{path}: not a code record: {where}: {first['msg']}") from None
-    if record.code_dir is not None:
-        recorded = Path(record.code_dir)
-        # A received run directory names this path: it is only a place to look (the digests
-        # decide what is imported), and never one reached through a link or relative to the cwd.
-        try:
-            plain = recorded.is_absolute() and os.path.realpath(recorded) == os.path.normpath(
-                recorded
-            )
-        except (OSError, ValueError):  # a NUL byte, a name too long for the system
-            plain = False
-        if not plain:
-            raise SpecError(
-                f"{path}: the code directory {record.code_dir!r} is not an absolute path free "
-                "of links; replay with --spec PATH naming the spec you trust"
-            )
-    return record
-
-
-def _file_of(name: str, spec: RunSpec) -> Path | None:
-    """`twinflow.eval.module_file` from the spec's directories; its error as a spec's."""
-    try:
-        return module_file(name, spec_directories(spec))
-    except ScorerError as exc:
-        raise SpecError(str(exc)) from None
-
-
-def check_code(spec: RunSpec, record: CodeRecord) -> None:
-    """Refuse to rebuild ``spec``'s agent if a module it names differs from the one that ran.
-
-    Every module the spec names must be in ``record``, be found (from ``spec.code_dir`` first,
-    then the installed packages) and have the recorded sha256; nothing is imported before all of
-    them are checked.
-
-    Raises:
-        SpecError: a module cannot be found (the message lists the directories searched) or
-            has no digest in the record.
-        CodeChangedError: a module's file differs from the one the run imported.
-    """
-    recorded = {m.module: m for m in record.modules}
-    for name in _executed_modules(spec):
-        path = _file_of(name, spec)
-        if path is None:
-            continue  # a namespace package: no file of its own runs
-        entry = recorded.get(name)
-        if entry is None:
-            raise SpecError(
-                f"the run's code record has no digest for module {name!r}: replay with --spec "
-                "PATH naming the spec you trust"
-            )
-        try:
-            digest = file_sha256(path)
-        except OSError as exc:
-            raise SpecError(f"cannot read module {name!r} at {path}: {exc}") from None
-        if digest != entry.sha256:
-            raise CodeChangedError(
-                f"module {name!r} changed since the run: {path} has sha256 {digest}, the run "
-                f"imported {entry.sha256}; restore it, or replay with --spec PATH to use the "
-                "code as it is now",
-                name,
-            )
