@@ -74,6 +74,7 @@ from typing import Any
 
 from _common import Figures, parse_mode
 
+from twinflow._base._files import hold_directory, write_new, write_replace
 from twinflow.agent import (
     Agent,
     FunctionModel,
@@ -116,10 +117,7 @@ from twinflow.trace import (
     UnsafePathError,
     canonical_bytes,
     encode_line,
-    hold_directory,
     read_checkpoint,
-    write_new,
-    write_replace,
 )
 from twinflow.trace import note as _note
 from twinflow.trace.__main__ import main as trace_main

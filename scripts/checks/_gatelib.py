@@ -245,11 +245,11 @@ def _own_submodule(node: ast.expr) -> bool:
     )
 
 
-# twinflow.trace's one lazy-export helper imports `<package>.<module>` for each module its
+# twinflow._base's one lazy-export helper imports `<package>.<module>` for each module its
 # caller's map names. A call is judged here like an import: it passes only as
 # `lazy_exports(globals(), {"_module": (...), ...})`, literal private module names of the
 # calling package itself (the helper refuses any other key at run time too).
-_LAZY_EXPORTERS = {"twinflow.trace.lazy_exports", "twinflow.trace._lazy.lazy_exports"}
+_LAZY_EXPORTERS = {"twinflow._base._lazy.lazy_exports"}
 
 
 def _own_lazy_map(node: ast.Call) -> bool:

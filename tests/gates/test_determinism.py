@@ -95,11 +95,12 @@ MEMBERS = {
     "twinflow-kernel": "kernel",
     "twinflow-cli": "cli",
     "twinflow-eval": "eval",
+    "twinflow-trace": "_base",
 }
 
 
 def _tree(tmp_path: Path, repo_root: Path, module: str, source: str | bytes) -> Path:
-    """A throw-away workspace: the real root config and banned table, four members, one file."""
+    """A throw-away workspace: the real root config and banned table, five members, one file."""
     root = tmp_path / "tree"
     root.mkdir(parents=True)
     shutil.copy(repo_root / "pyproject.toml", root / "pyproject.toml")
@@ -446,17 +447,19 @@ DYNAMIC = {
         "import importlib.util\n\ns = importlib.util.spec_from_file_location('m', 'm.py')\n"
     ),
     "lazy_exports on a stand-in namespace": (
-        "from twinflow.trace import lazy_exports\n\n"
+        "from twinflow._base._lazy import lazy_exports\n\n"
         "g, d = lazy_exports({'__name__': 'concurrent'}, {'_x': ('y',)})\n"
     ),
     "lazy_exports of a public module": (
-        "from twinflow.trace import lazy_exports\n\ng, d = lazy_exports(globals(), {'os': ('y',)})\n"
+        "from twinflow._base._lazy import lazy_exports\n\ng, d = lazy_exports(globals(), {'os': ('y',)})\n"
     ),
     "lazy_exports of a computed map": (
-        "from twinflow.trace import lazy_exports\n\nm = {'_x': ('y',)}\n"
+        "from twinflow._base._lazy import lazy_exports\n\nm = {'_x': ('y',)}\n"
         "g, d = lazy_exports(globals(), m)\n"
     ),
-    "lazy_exports handed on": ("import twinflow.trace\n\nf = twinflow.trace.lazy_exports\n"),
+    "lazy_exports handed on": (
+        "import twinflow._base._lazy\n\nf = twinflow._base._lazy.lazy_exports\n"
+    ),
     "a computed name claiming to load user code": (
         "import importlib\n\nname = 'x'\n"
         "m = importlib.import_module(name)  # gate: loads user code\n"
@@ -478,7 +481,7 @@ def test_a_package_may_resolve_its_own_private_modules_lazily(
 ) -> None:
     """lazy_exports(globals(), {"_module": names}) reaches only the caller's own modules: passes."""
     source = (
-        "from twinflow.trace import lazy_exports\n\n"
+        "from twinflow._base._lazy import lazy_exports\n\n"
         "__getattr__, __dir__ = lazy_exports(globals(), {'_clock': ('FixedClock',)})\n"
     )
     root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
@@ -489,8 +492,8 @@ def test_a_package_may_resolve_its_own_private_modules_lazily(
 def test_a_user_code_loader_may_import_a_computed_name_when_it_says_so(
     tmp_path: Path, repo_root: Path, run_gate: GateRunner
 ) -> None:
-    """eval/_code.py may import a computed name with the comment; without it, it fails."""
-    module = "packages/twinflow-eval/src/twinflow/eval/_code.py"
+    """_base/_code.py may import a computed name with the comment; without it, it fails."""
+    module = "packages/twinflow-trace/src/twinflow/_base/_code.py"
     call = "import importlib\n\nname = 'x'\nm = importlib.import_module(name)"
     root = _tree(tmp_path, repo_root, module, call + "  # gate: loads user code\n")
     done = run_gate("determinism", "--root", root)

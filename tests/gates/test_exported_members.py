@@ -39,7 +39,7 @@ def test_all_is_exactly_the_public_names_and_each_resolves(package: str) -> None
 def test_the_lazy_packages_share_the_one_hook(package: str) -> None:
     """The packages that resolve names on first access take their hooks from one helper."""
     module = importlib.import_module(f"twinflow.{package}")
-    assert "twinflow.trace._lazy" == module.__getattr__.__module__
+    assert "twinflow._base._lazy" == module.__getattr__.__module__
 
 
 def _imported_names(module: types.ModuleType) -> tuple[set[str], set[str]]:

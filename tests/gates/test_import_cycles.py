@@ -74,7 +74,7 @@ def _package(root: Path, files: dict[str, str]) -> None:
         ),
         (
             {
-                "__init__.py": "from twinflow.trace import lazy_exports\n"
+                "__init__.py": "from twinflow._base._lazy import lazy_exports\n"
                 "__getattr__, __dir__, __all__ = lazy_exports(globals(), {'_a': ('x',)})\n",
                 "_a.py": "from cyc import y\n",
             },

@@ -12,6 +12,7 @@ import pytest
 GateRunner = Callable[..., subprocess.CompletedProcess[str]]
 
 PACKAGES = {
+    "_base": "twinflow-trace",
     "trace": "twinflow-trace",
     "vocab": "twinflow-vocab",
     "kernel": "twinflow-kernel",
@@ -78,6 +79,10 @@ BROKEN = {
     "trace imports vocab": ("trace", "import twinflow.vocab"),
     "trace imports pydantic": ("trace", "import pydantic"),
     "trace imports socket": ("trace", "import socket"),
+    "_base imports trace": ("_base", "import twinflow.trace"),
+    "_base imports vocab": ("_base", "from twinflow import vocab"),
+    "_base imports socket": ("_base", "import socket"),
+    "_base imports attrs": ("_base", "import attrs"),
     # Class 13: every provider SDK and agent framework, every network and process family.
     "agent imports pydantic_ai": ("agent", "from pydantic_ai import Agent"),
     "eval imports litellm": ("eval", "import litellm"),
@@ -162,6 +167,18 @@ def test_a_private_module_imported_from_inside_its_package_passes(
     _add(root, "trace", "X = 1", module="_shared")
     _add(root, "trace", "from twinflow.trace._shared import X", module="_user")
     _add(root, "agent", "from twinflow.trace import X")
+    done = run_gate("layers", "--root", root)
+    assert 0 == done.returncode, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("package", ["trace", "vocab", "agent", "cli"])
+def test_every_package_may_import_the_private_plumbing(
+    package: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """twinflow._base's private modules are the one exception to the private-module rule."""
+    root = _skeleton(tmp_path, repo_root)
+    _add(root, "_base", "X = 1", module="_files")
+    _add(root, package, "from twinflow._base._files import X")
     done = run_gate("layers", "--root", root)
     assert 0 == done.returncode, done.stdout + done.stderr
 

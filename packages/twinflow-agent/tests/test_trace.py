@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from twinflow._base._untrusted import REDACTED, register_secret
 from twinflow.agent import (
     Agent,
     AgentConfigError,
@@ -38,7 +39,6 @@ from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import (
     DEFAULT_MAX_LINE_BYTES,
     GENESIS,
-    REDACTED,
     Checkpoint,
     EventTooLargeError,
     FileTraceSink,
@@ -51,7 +51,6 @@ from twinflow.trace import (
     _untrusted,
     check_consistency,
     check_inclusion,
-    register_secret,
     repair_trace,
 )
 from twinflow.vocab import (

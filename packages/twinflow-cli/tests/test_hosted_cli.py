@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from twinflow._base._untrusted import REDACTED
 from twinflow.kernel import (
     LoopbackRequest,
     LoopbackResponse,
@@ -25,7 +26,6 @@ from twinflow.kernel import (
     run_process,
 )
 from twinflow.local_model import ANTHROPIC_VERSION
-from twinflow.trace import REDACTED
 
 STREAMS = Path(__file__).resolve().parents[2] / "twinflow-local" / "tests" / "fixtures" / "streams"
 KEY = "sk-ant-cli-test-0123456789"

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from twinflow._base._open import open_regular
 from twinflow.kernel import ProcessResult, run_process
-from twinflow.trace import NotRegularFileError, open_regular
+from twinflow.trace import NotRegularFileError
 
 COMMANDS = (
     ("verify", "{p}"),

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from twinflow._base._untrusted import REDACTED, register_secret
 from twinflow.agent import RunFailed
 from twinflow.cli._watch import REPLY_PREFIX, TextPrinter
 from twinflow.kernel import (
@@ -28,7 +29,6 @@ from twinflow.kernel import (
     ProcessResult,
     run_process,
 )
-from twinflow.trace import REDACTED, register_secret
 from twinflow.vocab import JsonValue, RunId, TextDelta
 
 KEY = "sk-hostile-echo-5e8a1f0c77d2"

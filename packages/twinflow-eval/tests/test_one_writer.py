@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 from eval_testkit import START, dataset, factory
 
+from twinflow._base._files import hold_directory
 from twinflow.eval import merge_runs, rescore, run_eval
 from twinflow.kernel import (
     SteppingClock,
     run_process,
 )
-from twinflow.trace import DirectoryBusyError, hold_directory
+from twinflow.trace import DirectoryBusyError
 
 CLOCK = SteppingClock(START)
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from eval_testkit import START, dataset, factory
 
+from twinflow._base._files import WRITER_LOCK
 from twinflow.agent import Agent, FunctionModel, Trace
 from twinflow.eval import (
     Case,
@@ -38,7 +39,7 @@ from twinflow.kernel import (
     ThreadExecutor,
     free_port,
 )
-from twinflow.trace import WRITER_LOCK, PlantedLinkError, TraceSink
+from twinflow.trace import PlantedLinkError, TraceSink
 from twinflow.vocab import canonical_bytes
 
 CLOCK = SteppingClock(START)

@@ -201,12 +201,13 @@ def test_a_scorer_module_that_raises_at_import_is_a_scorer_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The one dotted-path resolver turns a broken user module into its typed error, in one line."""
-    from twinflow.eval import ScorerError, resolve_dotted
+    from twinflow._base._code import resolve_dotted
+    from twinflow.eval import ScorerError
 
     (tmp_path / "broken_scorer_17b.py").write_text("raise RuntimeError('no\\nscorer')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ScorerError) as info:
-        resolve_dotted("broken_scorer_17b:score")
+        resolve_dotted("broken_scorer_17b:score", error=ScorerError)
     assert (
         "cannot import 'broken_scorer_17b' for 'broken_scorer_17b:score': RuntimeError: no scorer"
     ) == str(info.value)
@@ -215,7 +216,8 @@ def test_a_scorer_module_that_raises_at_import_is_a_scorer_error(
 @pytest.mark.parametrize("path", ["nodots", ":name", "module:", "."])
 def test_what_is_not_a_dotted_path_is_named_as_such(path: str) -> None:
     """split_dotted refuses a path without both a module and a name, with the form to write."""
-    from twinflow.eval import ScorerError, split_dotted
+    from twinflow._base._code import split_dotted
+    from twinflow.eval import ScorerError
 
     with pytest.raises(ScorerError) as info:
         split_dotted(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from twinflow._base._untrusted import REDACTED
 from twinflow.kernel import (
     ConnectError,
     HTTPStatusError,
@@ -18,7 +19,6 @@ from twinflow.kernel import (
     free_port,
     redact_url,
 )
-from twinflow.trace import REDACTED
 from twinflow.vocab import UserError
 
 KEY = "sk-test-5ecr3t-value"

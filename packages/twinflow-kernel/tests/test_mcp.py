@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from twinflow._base._untrusted import REDACTED, scrub
 from twinflow.kernel import (
     MCP_PROTOCOL_VERSIONS,
     McpClient,
@@ -23,7 +24,7 @@ from twinflow.kernel import (
     connect_http,
     connect_stdio,
 )
-from twinflow.trace import DEFAULT_MAX_LINE_BYTES, REDACTED, UserError, scrub
+from twinflow.trace import DEFAULT_MAX_LINE_BYTES, UserError
 
 SERVERS = Path(__file__).parent / "mcp_servers"
 CALC = SERVERS / "calc_server.py"

@@ -9,17 +9,14 @@ from pathlib import Path
 import pytest
 from tracekit import file_size_limit
 
-from twinflow.trace import (
-    FileWriteError,
-    PlantedLinkError,
-    TargetExistsError,
-    UnsafePathError,
+from twinflow._base._files import (
     create_exclusive,
     make_directory,
     read_inside,
     write_new,
     write_replace,
 )
+from twinflow.trace import FileWriteError, PlantedLinkError, TargetExistsError, UnsafePathError
 
 
 def test_write_new_creates_the_file_whole(tmp_path: Path) -> None:

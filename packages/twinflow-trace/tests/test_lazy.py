@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from twinflow.trace import lazy_exports
+from twinflow._base._lazy import lazy_exports
 
 
 def _package() -> dict[str, object]:
-    """A namespace standing for twinflow.trace, whose ``_lazy`` module defines ``lazy_exports``."""
-    return {"__name__": "twinflow.trace"}
+    """A namespace standing for twinflow._base, whose ``_lazy`` module defines ``lazy_exports``."""
+    return {"__name__": "twinflow._base"}
 
 
 def test_a_name_resolves_on_first_access_and_is_cached() -> None:
@@ -42,7 +42,7 @@ def test_a_name_bound_and_in_the_map_is_refused() -> None:
 def test_an_unknown_name_is_an_attribute_error() -> None:
     """A name no module was given for is refused as a module refuses it."""
     getattr_, _, _ = lazy_exports(_package(), {"_lazy": ("lazy_exports",)})
-    with pytest.raises(AttributeError, match=r"module 'twinflow\.trace' has no attribute 'Nope'"):
+    with pytest.raises(AttributeError, match=r"module 'twinflow\._base' has no attribute 'Nope'"):
         getattr_("Nope")
 
 

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.trace import (
+from twinflow._base._files import write_new
+from twinflow._base._untrusted import (
     REDACTED,
-    canonical_bytes,
     for_terminal,
     holds_secret,
     register_secret,
     scrub,
     scrub_value,
-    write_new,
 )
+from twinflow.trace import canonical_bytes
 from twinflow.vocab import JsonValue
 
 KEY = "sk-untrusted-test-4d2c9e71b0aa"

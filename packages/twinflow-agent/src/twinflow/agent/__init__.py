@@ -43,6 +43,7 @@ loop, MCP, replay and the page behind them.
 # Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).
 import typing as _typing
 
+from twinflow._base._lazy import lazy_exports as _lazy_exports
 from twinflow.agent._errors import AgentConfigError as AgentConfigError
 from twinflow.agent._errors import AgentError as AgentError
 from twinflow.agent._errors import InvalidModelReply as InvalidModelReply
@@ -56,7 +57,6 @@ from twinflow.agent._errors import OutputValidationFailed as OutputValidationFai
 from twinflow.agent._errors import RunError as RunError
 from twinflow.agent._errors import SpecError as SpecError
 from twinflow.agent._errors import UsageLimitExceeded as UsageLimitExceeded
-from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from twinflow.agent._agent import Agent as Agent

@@ -23,6 +23,7 @@ from datetime import datetime
 
 from pydantic import AwareDatetime, TypeAdapter
 
+from twinflow._base._untrusted import holds_secret, scrub_value
 from twinflow.agent._encode import body_bytes
 from twinflow.agent._events import GENESIS, EventBody, TraceEvent
 from twinflow.trace import (
@@ -32,9 +33,7 @@ from twinflow.trace import (
     FsyncPolicy,
     MerkleTree,
     TraceSink,
-    holds_secret,
     leaf_hash,
-    scrub_value,
 )
 from twinflow.trace import encode_line as _frame
 from twinflow.vocab import CanonicalError, canonical_bytes
@@ -62,7 +61,7 @@ def encode_event(event: TraceEvent) -> tuple[bytes, str]:
 
 
 def _scrubbed(event: TraceEvent) -> TraceEvent:
-    """The event with every secret in its body replaced by `twinflow.trace.REDACTED`
+    """The event with every secret in its body replaced by `twinflow._base._untrusted.REDACTED`
     (`scrub_value`). Its ``seq``, ``prev`` and ``at`` are the writer's own (a number, a digest,
     a clock reading) and stay: a short secret that happens to be in a digest's hex is no leak,
     and scrubbing it there would break the chain."""

@@ -24,8 +24,8 @@ Every other package's errors pass through unchanged: `replay_run` raises the age
 
 import typing as _typing
 
+from twinflow._base._lazy import lazy_exports as _lazy_exports
 from twinflow.cli._errors import CliError as CliError
-from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from twinflow.cli._api import connect as connect

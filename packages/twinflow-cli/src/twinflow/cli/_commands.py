@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from twinflow import trace as _trace
+from twinflow._base._files import write_new
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._publish import add_witness_policy, check_witness_policy, cosigned_line
 from twinflow.cli._traces import (
@@ -102,7 +103,7 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
 
 def _write_out(path: Path, data: bytes) -> None:
     """Write a proof, checkpoint or event file: exclusively, never through a link, synced."""
-    _trace.write_new(path, data, mode=0o644)
+    write_new(path, data, mode=0o644)
 
 
 # -- verify ---------------------------------------------------------------------------------
@@ -610,8 +611,8 @@ def _keygen(args: argparse.Namespace, out: Output) -> int:
         from twinflow.trace.witness import CosignerKey
 
         verifier = CosignerKey.of_signer(signer).text
-    _trace.write_new(secret, signer.text.encode() + b"\n", mode=0o600)
-    _trace.write_new(public, verifier.encode() + b"\n", mode=0o644)
+    write_new(secret, signer.text.encode() + b"\n", mode=0o600)
+    write_new(public, verifier.encode() + b"\n", mode=0o644)
     out.document({"ok": True, "signer_key_file": str(secret), "verifier_key": verifier})
     out.line(f"signer key (secret): {secret}")
     out.line(f"{'cosigner ' if args.cosigner else ''}verifier key (publish it): {public}")

@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from twinflow._base._code import importing_from
 from twinflow.agent import (
     Decision,
     ReplayDivergenceError,
@@ -33,7 +34,6 @@ from twinflow.cli._run import (
 )
 from twinflow.cli._spec import read_spec_text, spec_directories
 from twinflow.cli._traces import parse_trace, read_trace_bytes
-from twinflow.eval import importing_from
 from twinflow.kernel import SystemClock
 from twinflow.trace import TraceCorruptError
 from twinflow.trace import note as _note

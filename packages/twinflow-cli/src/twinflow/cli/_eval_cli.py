@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from twinflow._base._code import importing_from
+from twinflow._base._files import write_new
 from twinflow.agent import Agent, Environment
 from twinflow.cli._continue import _signer
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
@@ -68,7 +70,6 @@ from twinflow.eval import (
     check_plan_slot,
     code_modules,
     compare_runs,
-    importing_from,
     judge_plan,
     load_dataset,
     load_run,
@@ -92,7 +93,7 @@ from twinflow.kernel import (
     Transport,
     redact_url,
 )
-from twinflow.trace import TraceSink, write_new
+from twinflow.trace import TraceSink
 from twinflow.trace import note as _note
 from twinflow.vocab import UserError
 

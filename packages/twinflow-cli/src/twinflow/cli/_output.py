@@ -19,8 +19,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from twinflow._base._untrusted import for_terminal, scrub
 from twinflow.cli._errors import CliError
-from twinflow.trace import for_terminal, scrub
 
 __all__ = [
     "EXIT_FAILED",

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from twinflow import trace as _trace
+from twinflow._base._files import write_new
+from twinflow._base._open import read_regular
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import check_trace_head, read_published, read_small_file, squash
 from twinflow.vocab import TwinflowError, UserError
@@ -100,7 +102,7 @@ def _attest(args: argparse.Namespace, out: Output) -> int:
         signer = _note.parse_signer_key(read_small_file(args.key[0], "key"))
     except _note.NoteError as exc:
         raise UserError(f"{args.key[0]}: not a signer key ({squash(exc)})") from None
-    data = _trace.read_regular(args.trace)
+    data = read_regular(args.trace)
     try:
         facts = attestation.run_facts(data)
     except _trace.TraceCorruptError as exc:
@@ -117,7 +119,7 @@ def _attest(args: argparse.Namespace, out: Output) -> int:
         tools=tools,
     )
     envelope = attestation.sign_attestation(statement, [signer])
-    _trace.write_new(args.out, envelope, mode=0o644)
+    write_new(args.out, envelope, mode=0o644)
     out.document({"ok": True, "attestation": str(args.out), "statement": statement})
     out.line(f"attestation signed by {attestation.key_id(signer.verifier)} written to {args.out}")
     out.line(f"  subject {args.trace.name}: sha256 {facts.sha256}")
@@ -141,13 +143,13 @@ def _check(args: argparse.Namespace, out: Output) -> int:
         keys = [_note.parse_verifier_key(read_small_file(k, "key")) for k in args.key]
     except _note.NoteError as exc:
         raise UserError(f"not a verifier key ({squash(exc)})") from None
-    data = _trace.read_regular(args.check, attestation.MAX_ENVELOPE_BYTES)
+    data = read_regular(args.check, attestation.MAX_ENVELOPE_BYTES)
     try:
         opened = attestation.open_attestation(data, keys)
         facts = None
         if args.trace is not None:
             check_trace_head(args.trace)
-            facts = attestation.run_facts(_trace.read_regular(args.trace))
+            facts = attestation.run_facts(read_regular(args.trace))
         checkpoint = None
         if args.checkpoint is not None:
             published = read_published(args.checkpoint, args.key, args.origin)
@@ -337,7 +339,7 @@ def _witness_command(args: argparse.Namespace, out: Output) -> int:
         # The state is written first and durably (a cosignature is never out before the state
         # that forbids a fork of it); the note is printed above, so a failed write loses nothing.
         try:
-            _trace.write_new(args.out, note, mode=0o644)
+            write_new(args.out, note, mode=0o644)
         except (TwinflowError, OSError) as exc:
             out.line(note.decode().rstrip("\n"))
             raise UserError(

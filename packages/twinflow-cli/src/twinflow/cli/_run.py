@@ -28,6 +28,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from twinflow._base._code import importing_from
+from twinflow._base._files import write_new
 from twinflow.agent import (
     REPLAY_KINDS,
     Decision,
@@ -79,7 +81,6 @@ from twinflow.cli._wiring import (
     replay_builder,
     run_environment,
 )
-from twinflow.eval import importing_from
 from twinflow.kernel import NondeterminismError, SystemClock, SystemIds
 from twinflow.trace import (
     FileTraceSink,
@@ -87,7 +88,6 @@ from twinflow.trace import (
     PlantedLinkError,
     TargetExistsError,
     TraceError,
-    write_new,
 )
 from twinflow.views import CallSummary, summarize_trace
 from twinflow.vocab import UserError

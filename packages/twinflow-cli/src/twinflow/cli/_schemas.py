@@ -12,9 +12,9 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from twinflow._base._files import write_replace
 from twinflow.cli._spec import RunSpec
 from twinflow.eval import Case, Dataset
-from twinflow.trace import write_replace
 
 __all__ = ["published_schemas", "schema_texts"]
 

@@ -7,7 +7,7 @@ trace verifies (and where it breaks if it does not). ``--html FILE`` writes the 
 one self-contained page that verifies the trace again in the reader's browser
 (`twinflow.views.render_trace_page`).
 
-The trace is hostile input: every string from it is printed through `twinflow.trace.for_terminal`
+The trace is hostile input: every string from it is printed through `twinflow._base._untrusted.for_terminal`
 (control and format characters escaped, secrets scrubbed), so a trace cannot move the cursor,
 recolour the terminal or reorder text.
 """
@@ -21,10 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from twinflow._base._files import write_replace
+from twinflow._base._untrusted import for_terminal
 from twinflow.agent import verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import add_checkpoint_keys, read_published, read_trace_bytes, walk_typed
-from twinflow.trace import Checkpoint, for_terminal, write_replace
+from twinflow.trace import Checkpoint
 from twinflow.views import compare_behaviour, render_trace_page
 from twinflow.vocab import UserError
 

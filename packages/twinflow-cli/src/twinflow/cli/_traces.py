@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from twinflow import trace as _trace
+from twinflow._base._open import open_regular, read_regular
 from twinflow.cli._errors import CliError
 from twinflow.cli._output import CheckFailed
 from twinflow.vocab import UserError
@@ -52,7 +53,7 @@ def check_trace_head(path: Path) -> None:
         UnreadableTrace: the file is empty or does not start with a trace line.
         OSError: the file cannot be read.
     """
-    with _trace.open_regular(path) as f:
+    with open_regular(path) as f:
         head = f.read(len(_trace.LINE_PREFIX))
     if not head:
         raise UnreadableTrace(f"{path}: the file is empty, not a twinflow trace")
@@ -74,7 +75,7 @@ def read_trace_bytes(path: Path) -> bytes:
         OSError: the file cannot be read.
     """
     check_trace_head(path)
-    return _trace.read_regular(path)
+    return read_regular(path)
 
 
 def corrupt_payload(path: Path, exc: _trace.TraceCorruptError) -> dict[str, Any]:
@@ -143,7 +144,7 @@ def read_small_file(path: Path, what: str) -> bytes:
         UserError: the file is larger than `MAX_SMALL_FILE`.
         OSError: the file cannot be read.
     """
-    data = _trace.read_regular(path, MAX_SMALL_FILE)
+    data = read_regular(path, MAX_SMALL_FILE)
     if len(data) > MAX_SMALL_FILE:
         raise UserError(f"{path}: a {what} file is at most {MAX_SMALL_FILE} bytes")
     return data

@@ -4,7 +4,7 @@
 arrives, so a person watching a slow model sees the reply grow instead of waiting for it, and
 ends the line when the reply is complete. It only watches: the trace is the same without it.
 
-The text is the model server's: it goes through `twinflow.trace.for_terminal` (secrets scrubbed,
+The text is the model server's: it goes through `twinflow._base._untrusted.for_terminal` (secrets scrubbed,
 terminal controls escaped) like every other untrusted text printed. The end of a piece that
 begins a secret is held back until the next piece, so a key the server splits across two deltas
 is still found whole; other text is shown at once.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from twinflow._base._untrusted import for_terminal, scrub, unfinished_secret
 from twinflow.agent import EventBody, ModelResponded, RunFailed
-from twinflow.trace import for_terminal, scrub, unfinished_secret
 from twinflow.vocab import Chunk, TextDelta
 
 __all__ = ["REPLY_PREFIX", "TextPrinter"]

@@ -21,7 +21,6 @@ A run's own failures (`twinflow.agent.RunError`, the kernel's `TransportError`) 
 case; replaying a case in `rescore` may raise the agent's `ReplayDivergenceError`.
 """
 
-from twinflow.eval._code import importing_from, module_file, resolve_dotted, split_dotted
 from twinflow.eval._dataset import MAX_TRIALS, Case, Dataset, load_dataset
 from twinflow.eval._errors import (
     DatasetError,
@@ -131,7 +130,6 @@ from twinflow.eval._trials import (
     pass_hat_k,
     trial_stats,
 )
-from twinflow.eval._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
@@ -189,7 +187,6 @@ __all__ = [
     "ToolCalls",
     "TraceMismatchError",
     "TrialStats",
-    "YamlLimits",
     "case_key",
     "check_plan",
     "check_plan_slot",
@@ -197,7 +194,6 @@ __all__ = [
     "code_modules",
     "compare_results",
     "compare_runs",
-    "importing_from",
     "judge_agent",
     "judge_plan",
     "judge_prompt",
@@ -207,7 +203,6 @@ __all__ = [
     "matches",
     "mcnemar_exact",
     "merge_runs",
-    "module_file",
     "observe",
     "paired_bootstrap",
     "parse_rule",
@@ -216,24 +211,19 @@ __all__ = [
     "pending_keys",
     "read_details",
     "read_plan",
-    "read_user_file",
-    "read_yaml",
     "render_html",
     "render_markdown",
     "rescore",
-    "resolve_dotted",
     "run_eval",
     "run_metrics",
     "score_all",
     "score_trace",
     "scorers_digest",
     "select_keys",
-    "split_dotted",
     "splitmix64",
     "trial_seed",
     "trial_stats",
     "trials_of",
-    "validation_problems",
     "verdict_type",
     "wilson_interval",
     "write_plan",

@@ -25,10 +25,7 @@ from pathlib import Path
 
 from pydantic import Field, JsonValue, ValidationError, field_validator
 
-from twinflow.eval._errors import DatasetError
-from twinflow.eval._frozen import EvalValue
-from twinflow.eval._scorers import ExactMatch, ScorerSpec
-from twinflow.eval._yaml import (
+from twinflow._base._yaml import (
     YamlLimits,
     located_problem,
     read_user_file,
@@ -37,6 +34,9 @@ from twinflow.eval._yaml import (
     validation_problems,
     yaml_line,
 )
+from twinflow.eval._errors import DatasetError
+from twinflow.eval._frozen import EvalValue
+from twinflow.eval._scorers import ExactMatch, ScorerSpec
 from twinflow.trace import CanonicalError as NotJsonError
 from twinflow.trace import parse_json
 from twinflow.vocab import CanonicalError, canonical_bytes, digest

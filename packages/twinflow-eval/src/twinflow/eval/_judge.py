@@ -22,20 +22,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
+from twinflow._base._code import resolve_dotted
+from twinflow._base._files import make_directory, open_inside
 from twinflow.agent import Agent, AgentError, RecordedResults, ReplayPorts, Trace, replay
-from twinflow.eval._code import resolve_dotted
 from twinflow.eval._errors import RunAborted, ScorerError
 from twinflow.eval._observe import Observation, observe
 from twinflow.eval._results import set_aside
 from twinflow.eval._scorers import Judge, JudgeHook, JudgementLink, Score
 from twinflow.kernel import Clock, Ids, TransportError
-from twinflow.trace import (
-    FileTraceSink,
-    TraceCorruptError,
-    TraceSink,
-    make_directory,
-    open_inside,
-)
+from twinflow.trace import FileTraceSink, TraceCorruptError, TraceSink
 from twinflow.vocab import ChatModel, ModelSettings, canonical_bytes
 
 __all__ = [
@@ -86,7 +81,9 @@ def verdict_type(judge: Judge) -> type[BaseModel]:
     Raises:
         ScorerError: ``verdict`` is not a pydantic model, or lacks a boolean ``pass_field``.
     """
-    model: Any = JudgeVerdict if judge.verdict is None else resolve_dotted(judge.verdict)
+    model: Any = (
+        JudgeVerdict if judge.verdict is None else resolve_dotted(judge.verdict, error=ScorerError)
+    )
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise ScorerError(f"judge: verdict {judge.verdict!r} is not a pydantic model class")
     field = model.model_fields.get(judge.pass_field)

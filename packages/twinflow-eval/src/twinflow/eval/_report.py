@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from pydantic import JsonValue
 
+from twinflow._base._files import read_inside, write_replace
 from twinflow.agent import (
     Environment,
     ModelResponded,
@@ -34,7 +35,7 @@ from twinflow.eval._plan import Plan, PlanError, judge_plan, read_plan
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 from twinflow.eval._stats import wilson_interval
 from twinflow.eval._trials import TrialStats
-from twinflow.trace import TraceCorruptError, read_inside, walk_trace, write_replace
+from twinflow.trace import TraceCorruptError, walk_trace
 from twinflow.views import render_trace_page
 
 __all__ = [

@@ -30,6 +30,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from twinflow._base._code import importing_from, split_dotted
+from twinflow._base._files import (
+    WRITER_LOCK,
+    create_exclusive,
+    hold_directory,
+    make_directory,
+    open_inside,
+    read_inside,
+    write_replace,
+)
 from twinflow.agent import (
     Agent,
     CannotResume,
@@ -38,9 +48,8 @@ from twinflow.agent import (
     RunError,
     TraceEvent,
 )
-from twinflow.eval._code import importing_from, split_dotted
 from twinflow.eval._dataset import Case, Dataset
-from twinflow.eval._errors import RunAborted, RunDirError, ShardError
+from twinflow.eval._errors import RunAborted, RunDirError, ScorerError, ShardError
 from twinflow.eval._judge import JUDGEMENTS, REJUDGED, JudgeWiring, Judging
 from twinflow.eval._observe import Observation, observe_verified
 from twinflow.eval._report import ScoredTrace, keeps_fact, write_page, write_reports
@@ -71,18 +80,11 @@ from twinflow.kernel import (
 from twinflow.trace import (
     EMPTY_ROOT,
     GENESIS,
-    WRITER_LOCK,
     Checkpoint,
     FileTraceSink,
     MemoryTraceSink,
     TraceCorruptError,
     TraceSink,
-    create_exclusive,
-    hold_directory,
-    make_directory,
-    open_inside,
-    read_inside,
-    write_replace,
 )
 from twinflow.vocab import canonical_bytes
 
@@ -318,7 +320,7 @@ def code_modules(dataset: Dataset) -> tuple[str, ...]:
                 paths.append(scorer.model)
             elif isinstance(scorer, Judge) and scorer.verdict is not None:
                 paths.append(scorer.verdict)
-    return tuple(dict.fromkeys(split_dotted(path)[0] for path in paths))
+    return tuple(dict.fromkeys(split_dotted(path, ScorerError)[0] for path in paths))
 
 
 def _refuse_untrusted_code(where: Path, dataset: Dataset, trust_code: bool) -> None:

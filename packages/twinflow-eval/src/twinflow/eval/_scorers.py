@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Discriminator, Field, JsonValue, ValidationError
 
-from twinflow.eval._code import resolve_dotted
+from twinflow._base._code import resolve_dotted
 from twinflow.eval._errors import RunAborted, ScorerError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import Observation, ToolCallRecord
@@ -166,7 +166,7 @@ class SchemaValid(_Base):
             )
             return Score(scorer=label, outcome="failed", value=0.0, detail=why)
         if self.model is not None:
-            model = resolve_dotted(self.model)
+            model = resolve_dotted(self.model, error=ScorerError)
             if not (isinstance(model, type) and issubclass(model, BaseModel)):
                 raise ScorerError(f"schema: {self.model!r} is not a pydantic model class")
             try:
@@ -382,7 +382,7 @@ class Custom(_Base):
     def score(self, case_expected: JsonValue, obs: Observation) -> Score:
         """Call the function."""
         label = _label(self.name, self.path)
-        fn = resolve_dotted(self.path)
+        fn = resolve_dotted(self.path, error=ScorerError)
         if not callable(fn):
             raise ScorerError(f"custom: {self.path!r} is not callable")
         result: Any = fn(obs, case_expected)

@@ -10,13 +10,14 @@ from typing import Literal
 
 from pydantic import JsonValue
 
+from twinflow._base._files import read_inside
 from twinflow.agent import Environment, RunStarted, Trace
 from twinflow.eval._errors import TraceMismatchError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import observe
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 from twinflow.eval._trials import Z95
-from twinflow.trace import TraceCorruptError, read_inside
+from twinflow.trace import TraceCorruptError
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",

@@ -42,6 +42,7 @@ Usage mistakes (a bad URL scheme, a naive datetime) raise `twinflow.vocab.UserEr
 # Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).
 import typing as _typing
 
+from twinflow._base._lazy import lazy_exports as _lazy_exports
 from twinflow.kernel._errors import ClusterError as ClusterError
 from twinflow.kernel._errors import ConnectError as ConnectError
 from twinflow.kernel._errors import HTTPStatusError as HTTPStatusError
@@ -60,7 +61,6 @@ from twinflow.kernel._errors import TaskLost as TaskLost
 from twinflow.kernel._errors import TransportError as TransportError
 from twinflow.kernel._errors import TransportTimeout as TransportTimeout
 from twinflow.kernel._errors import WorkerStartFailed as WorkerStartFailed
-from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from twinflow.kernel._clock import FixedClock as FixedClock

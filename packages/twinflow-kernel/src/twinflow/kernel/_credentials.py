@@ -17,7 +17,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-from twinflow.trace import holds_secret, register_secret
+from twinflow._base._untrusted import holds_secret, register_secret
 from twinflow.vocab import UserError
 
 __all__ = [
@@ -163,7 +163,7 @@ def read_api_key(api_key_env: str, *, field: str = "api_key_env") -> str:
         )
     if any(c in key for c in "\r\n\0"):
         raise UserError(f"the key in {api_key_env} holds a line break or NUL: fix the variable")
-    # From here on every printer and writer scrubs it (`twinflow.trace.scrub`), whatever
+    # From here on every printer and writer scrubs it (`twinflow._base._untrusted.scrub`), whatever
     # path carries it: a server's error event, the model's own reply, a failed run's message.
     register_secret(key)
     return key.strip()

@@ -504,7 +504,7 @@ def connect_stdio(
         log_path: Where its stderr goes (appended).
         env: Variables set for it, on top of a few of ours (PATH, HOME, LANG...: never keys).
         pass_env: Variables of ours forwarded to it (its keys): each must be set, and each
-            value is registered with the scrubber (`twinflow.trace.scrub`), as an API key is.
+            value is registered with the scrubber (`twinflow._base._untrusted.scrub`), as an API key is.
         cwd: Its working directory.
         limits: Bounds on its answers.
         clock: What request deadlines are measured on (the system's).

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from twinflow._base._open import read_regular
 from twinflow.kernel._errors import (
     ConnectError,
     HTTPStatusError,
@@ -36,7 +37,6 @@ from twinflow.kernel._errors import (
     TransportTimeout,
 )
 from twinflow.kernel._ports import Closing, Transport
-from twinflow.trace import read_regular
 from twinflow.vocab import Difference, JsonValue, UserError, canonical_bytes, diff, parse_canonical
 
 _ERRORS: dict[str, type[TransportError]] = {

@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from twinflow._base._untrusted import scrub
 from twinflow.kernel._credentials import BEARER, KeyHeader, read_api_key, redact_url
 from twinflow.kernel._errors import (
     ConnectError,
@@ -37,7 +38,6 @@ from twinflow.kernel._errors import (
 from twinflow.kernel._netpolicy import ENV_ALLOW_NETWORK, is_loopback, network_allowed
 from twinflow.kernel._pool import Connection, ConnectionPool, Deadline, Origin, open_connection
 from twinflow.kernel._ports import Closing
-from twinflow.trace import scrub
 from twinflow.vocab import JsonValue, UserError
 
 _CHUNK = 64 * 1024

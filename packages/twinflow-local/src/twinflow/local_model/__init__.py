@@ -26,11 +26,11 @@ Errors::
 # Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).
 import typing as _typing
 
+from twinflow._base._lazy import lazy_exports as _lazy_exports
 from twinflow.local_model._errors import LocalModelError as LocalModelError
 from twinflow.local_model._errors import MalformedResponseError as MalformedResponseError
 from twinflow.local_model._errors import UncompilableSchemaError as UncompilableSchemaError
 from twinflow.local_model._errors import UnenforcedSchemaError as UnenforcedSchemaError
-from twinflow.trace import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from twinflow.local_model._anthropic import ANTHROPIC_VERSION as ANTHROPIC_VERSION

@@ -37,23 +37,23 @@ package that only catches `TwinflowError`, next to nothing, and a caller of `ver
 loads what verification needs, not the signature, repair and writer modules.
 """
 
+from twinflow._base._errors import DirectoryBusyError as DirectoryBusyError
+from twinflow._base._errors import FileWriteError as FileWriteError
+from twinflow._base._errors import NotRegularFileError as NotRegularFileError
+from twinflow._base._errors import PlantedLinkError as PlantedLinkError
+from twinflow._base._errors import TargetExistsError as TargetExistsError
+from twinflow._base._errors import TwinflowError as TwinflowError
+from twinflow._base._errors import UnsafePathError as UnsafePathError
+from twinflow._base._errors import UserError as UserError
+from twinflow._base._lazy import lazy_exports as _lazy_exports
 from twinflow.trace._errors import CanonicalError as CanonicalError
-from twinflow.trace._errors import DirectoryBusyError as DirectoryBusyError
 from twinflow.trace._errors import EventTooLargeError as EventTooLargeError
-from twinflow.trace._errors import FileWriteError as FileWriteError
 from twinflow.trace._errors import InvalidProofError as InvalidProofError
-from twinflow.trace._errors import NotRegularFileError as NotRegularFileError
-from twinflow.trace._errors import PlantedLinkError as PlantedLinkError
 from twinflow.trace._errors import SignatureError as SignatureError
-from twinflow.trace._errors import TargetExistsError as TargetExistsError
 from twinflow.trace._errors import TraceCorruptError as TraceCorruptError
 from twinflow.trace._errors import TraceError as TraceError
 from twinflow.trace._errors import TraceFormatError as TraceFormatError
 from twinflow.trace._errors import TraceLockedError as TraceLockedError
-from twinflow.trace._errors import TwinflowError as TwinflowError
-from twinflow.trace._errors import UnsafePathError as UnsafePathError
-from twinflow.trace._errors import UserError as UserError
-from twinflow.trace._lazy import lazy_exports as lazy_exports
 
 # `typing` would be most of this package's import time: mypy reads any `TYPE_CHECKING` as true.
 TYPE_CHECKING = False
@@ -71,14 +71,6 @@ if TYPE_CHECKING:
     from twinflow.trace._checkpoint import InclusionProof as InclusionProof
     from twinflow.trace._checkpoint import check_consistency as check_consistency
     from twinflow.trace._checkpoint import check_inclusion as check_inclusion
-    from twinflow.trace._files import WRITER_LOCK as WRITER_LOCK
-    from twinflow.trace._files import create_exclusive as create_exclusive
-    from twinflow.trace._files import hold_directory as hold_directory
-    from twinflow.trace._files import make_directory as make_directory
-    from twinflow.trace._files import open_inside as open_inside
-    from twinflow.trace._files import read_inside as read_inside
-    from twinflow.trace._files import write_new as write_new
-    from twinflow.trace._files import write_replace as write_replace
     from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
     from twinflow.trace._format import EVENT_KINDS as EVENT_KINDS
     from twinflow.trace._format import GENESIS as GENESIS
@@ -97,8 +89,6 @@ if TYPE_CHECKING:
     from twinflow.trace._merkle import root_from_inclusion_proof as root_from_inclusion_proof
     from twinflow.trace._merkle import verify_consistency as verify_consistency
     from twinflow.trace._merkle import verify_inclusion as verify_inclusion
-    from twinflow.trace._open import open_regular as open_regular
-    from twinflow.trace._open import read_regular as read_regular
     from twinflow.trace._published import REMAKE_CHECKPOINT as REMAKE_CHECKPOINT
     from twinflow.trace._published import PublishedCheckpoint as PublishedCheckpoint
     from twinflow.trace._published import read_published_checkpoint as read_published_checkpoint
@@ -123,14 +113,6 @@ if TYPE_CHECKING:
     from twinflow.trace._tlog import parse_tlog_proof as parse_tlog_proof
     from twinflow.trace._tlog import prove_tlog_consistency as prove_tlog_consistency
     from twinflow.trace._tlog import prove_tlog_inclusion as prove_tlog_inclusion
-    from twinflow.trace._untrusted import REDACTED as REDACTED
-    from twinflow.trace._untrusted import for_terminal as for_terminal
-    from twinflow.trace._untrusted import holds_secret as holds_secret
-    from twinflow.trace._untrusted import register_secret as register_secret
-    from twinflow.trace._untrusted import scrub as scrub
-    from twinflow.trace._untrusted import scrub_bytes as scrub_bytes
-    from twinflow.trace._untrusted import scrub_value as scrub_value
-    from twinflow.trace._untrusted import unfinished_secret as unfinished_secret
     from twinflow.trace._verify import Problem as Problem
     from twinflow.trace._verify import ProblemKind as ProblemKind
     from twinflow.trace._verify import Source as Source
@@ -144,7 +126,7 @@ if TYPE_CHECKING:
 del TYPE_CHECKING  # not an export
 
 
-__getattr__, __dir__, __all__ = lazy_exports(
+__getattr__, __dir__, __all__ = _lazy_exports(
     globals(),
     {
         "_canonical": (
@@ -163,16 +145,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "InclusionProof",
             "check_consistency",
             "check_inclusion",
-        ),
-        "_files": (
-            "WRITER_LOCK",
-            "create_exclusive",
-            "hold_directory",
-            "make_directory",
-            "open_inside",
-            "read_inside",
-            "write_new",
-            "write_replace",
         ),
         "_format": (
             "DEFAULT_MAX_LINE_BYTES",
@@ -217,17 +189,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "parse_tlog_proof",
             "prove_tlog_consistency",
             "prove_tlog_inclusion",
-        ),
-        "_open": ("open_regular", "read_regular"),
-        "_untrusted": (
-            "REDACTED",
-            "for_terminal",
-            "holds_secret",
-            "register_secret",
-            "scrub",
-            "scrub_bytes",
-            "scrub_value",
-            "unfinished_secret",
         ),
         "_repair": (
             "RepairResult",

@@ -30,15 +30,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from twinflow.trace._errors import (
-    InvalidProofError,
-    SignatureError,
-    TraceCorruptError,
-    TwinflowError,
-    UserError,
-)
+from twinflow._base._errors import TwinflowError, UserError
+from twinflow._base._open import read_regular
+from twinflow.trace._errors import InvalidProofError, SignatureError, TraceCorruptError
 from twinflow.trace._format import Limits
-from twinflow.trace._open import read_regular
 from twinflow.trace._published import PublishedCheckpoint, read_published_checkpoint
 from twinflow.trace._tlog import check_proof_file, event_file_digest
 from twinflow.trace._verify import verify_trace

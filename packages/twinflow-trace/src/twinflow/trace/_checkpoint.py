@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from twinflow.trace._errors import InvalidProofError, TraceFormatError, UserError
+from twinflow._base._errors import UserError
+from twinflow.trace._errors import InvalidProofError, TraceFormatError
 from twinflow.trace._merkle import leaf_hash, verify_consistency, verify_inclusion
 
 __all__ = [

@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from twinflow._base._errors import UserError
 from twinflow.trace._canonical import DEFAULT_MAX_DEPTH
-from twinflow.trace._errors import UserError
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from twinflow._base._errors import UserError
 from twinflow.trace import _note
 from twinflow.trace._checkpoint import Checkpoint
-from twinflow.trace._errors import SignatureError, UserError
+from twinflow.trace._errors import SignatureError
 from twinflow.trace._format import GENESIS
 
 __all__ = [

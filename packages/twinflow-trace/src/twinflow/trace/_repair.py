@@ -6,9 +6,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from twinflow.trace._errors import FileWriteError
-from twinflow.trace._files import create_exclusive
-from twinflow.trace._open import refuse_irregular
+from twinflow._base._errors import FileWriteError
+from twinflow._base._files import create_exclusive
+from twinflow._base._open import refuse_irregular
 
 __all__ = ["RepairResult", "repair_trace"]
 

@@ -14,8 +14,9 @@ import os
 from pathlib import Path
 from typing import Literal, Protocol
 
-from twinflow.trace._errors import FileWriteError, TraceLockedError
-from twinflow.trace._files import create_exclusive, lock_now
+from twinflow._base._errors import FileWriteError
+from twinflow._base._files import create_exclusive, lock_now
+from twinflow.trace._errors import TraceLockedError
 
 __all__ = ["FileTraceSink", "FsyncPolicy", "MemoryTraceSink", "TraceSink"]
 

@@ -41,11 +41,11 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from twinflow._base._open import read_regular
 from twinflow.trace._errors import InvalidProofError, TraceFormatError
 from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES, Limits
 from twinflow.trace._merkle import leaf_hash, root_from_inclusion_proof, verify_consistency
 from twinflow.trace._note import DEFAULT_MAX_NOTE_BYTES, _b64decode, _b64encode
-from twinflow.trace._open import read_regular
 from twinflow.trace._published import (
     PublishedCheckpoint,
     read_published_checkpoint,

@@ -46,6 +46,8 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Literal, NamedTuple
 
+from twinflow._base._errors import UserError
+from twinflow._base._open import open_regular
 from twinflow.trace._canonical import (
     _MISS,
     _canonical_texts,
@@ -54,7 +56,7 @@ from twinflow.trace._canonical import (
     parse_json,
 )
 from twinflow.trace._checkpoint import Checkpoint, ConsistencyProof, InclusionProof
-from twinflow.trace._errors import CanonicalError, TraceCorruptError, UserError
+from twinflow.trace._errors import CanonicalError, TraceCorruptError
 from twinflow.trace._format import (
     DIGEST_END,
     EVENT_INFIX,
@@ -68,7 +70,6 @@ from twinflow.trace._format import (
     Limits,
 )
 from twinflow.trace._merkle import Frontier, consistency_ranges, inclusion_ranges
-from twinflow.trace._open import open_regular
 
 __all__ = [
     "Problem",

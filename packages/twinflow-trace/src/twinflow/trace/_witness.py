@@ -40,10 +40,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
+from twinflow._base._errors import DirectoryBusyError
+from twinflow._base._files import lock_now, write_replace
+from twinflow._base._open import read_regular
 from twinflow.trace import _ed25519, _note
 from twinflow.trace._canonical import canonical_bytes, parse_json
-from twinflow.trace._errors import CanonicalError, DirectoryBusyError, InvalidProofError, TraceError
-from twinflow.trace._files import lock_now, write_replace
+from twinflow.trace._errors import CanonicalError, InvalidProofError, TraceError
 from twinflow.trace._merkle import EMPTY_ROOT, verify_consistency
 from twinflow.trace._note import (
     CheckpointBody,
@@ -55,7 +57,6 @@ from twinflow.trace._note import (
     _key_text,
     _Value,
 )
-from twinflow.trace._open import read_regular
 
 __all__ = [
     "COSIGNATURE_V1",

@@ -26,7 +26,7 @@ value classes until a caller uses one of them.
 # Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).
 import typing as _typing
 
-from twinflow.trace import lazy_exports as _lazy_exports
+from twinflow._base._lazy import lazy_exports as _lazy_exports
 from twinflow.vocab._errors import CanonicalError as CanonicalError
 from twinflow.vocab._errors import InvalidValueError as InvalidValueError
 from twinflow.vocab._errors import PartNotCarriedError as PartNotCarriedError

@@ -15,7 +15,7 @@ import os
 import stat
 from typing import BinaryIO
 
-from twinflow.trace._errors import NotRegularFileError
+from twinflow._base._errors import NotRegularFileError
 
 __all__ = ["open_regular", "read_regular"]
 

@@ -3,14 +3,18 @@
 `read_yaml` is the only place a spec or a dataset is parsed: it is bounded (characters,
 nesting depth, nodes with aliases followed, digits of an integer) and total (a value or the
 caller's one-line error, never a `RecursionError` or a traceback). Both readers
-(``twinflow.cli``'s spec loader and `load_dataset`) word their problems through here, so a
+(the run spec loader and the dataset loader) word their problems through here, so a
 YAML syntax error or a misspelt key reads the same in either file:
 ``spec.yaml:4:12: not valid YAML: mapping values are not allowed here`` and
 ``dataset.yaml:7: cases.0.expcted: unknown key (did you mean 'expected'?)``.
+
+Standard library only at import time: PyYAML and pydantic are imported by the functions that
+use them, so the trace leaf that ships this module needs neither.
 """
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from collections.abc import Sequence
@@ -18,12 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
+from twinflow._base._errors import NotRegularFileError, UserError
+from twinflow._base._open import read_regular
+from twinflow._base._suggest import did_you_mean
 
-from twinflow.trace import NotRegularFileError, read_regular
-from twinflow.vocab import UserError, did_you_mean
+# Not `typing.TYPE_CHECKING` (mypy reads any `TYPE_CHECKING` as true); the names are only
+# annotations here, and PyYAML and pydantic are imported where they are used.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import yaml
+    from pydantic import BaseModel, ValidationError
+    from pydantic_core import ErrorDetails
 
 __all__ = [
     "YamlLimits",
@@ -69,32 +78,38 @@ class _Refused(Exception):
         self.problem = problem
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader with integers held to `MAX_INT_DIGITS` digits."""
+@functools.cache
+def _bounded_loader() -> type[yaml.SafeLoader]:
+    """PyYAML's safe loader with integers held to `MAX_INT_DIGITS` digits (built on first use)."""
+    import yaml
 
-    def construct_bounded_int(self, node: yaml.ScalarNode) -> int:
-        # int() of more digits raises a ValueError with a traceback's worth of text; a hex or
-        # sexagesimal integer can be short and still too long to print: both bounds are checked.
-        text = str(node.value)
-        if len(text) <= MAX_INT_DIGITS:
-            value: int = self.construct_yaml_int(node)
-            if abs(value) < _INT_BOUND:
-                return value
-        raise _Refused(
-            node.start_mark,
-            f"an integer of more than {MAX_INT_DIGITS} digits (the most a number may have): "
-            "write it as a string",
-        )
+    class _BoundedLoader(yaml.SafeLoader):
+        def construct_bounded_int(self, node: yaml.ScalarNode) -> int:
+            # int() of more digits raises a ValueError with a traceback's worth of text; a hex
+            # or sexagesimal integer can be short and still too long to print: both bounds
+            # are checked.
+            text = str(node.value)
+            if len(text) <= MAX_INT_DIGITS:
+                value: int = self.construct_yaml_int(node)
+                if abs(value) < _INT_BOUND:
+                    return value
+            raise _Refused(
+                node.start_mark,
+                f"an integer of more than {MAX_INT_DIGITS} digits (the most a number may have): "
+                "write it as a string",
+            )
 
-
-_BoundedLoader.add_constructor(
-    "tag:yaml.org,2002:int",
-    _BoundedLoader.construct_bounded_int,
-)
+    _BoundedLoader.add_constructor(
+        "tag:yaml.org,2002:int",
+        _BoundedLoader.construct_bounded_int,
+    )
+    return _BoundedLoader
 
 
 def _check_events(loader: yaml.SafeLoader, limits: YamlLimits) -> None:
     """Refuse nesting past ``max_depth`` from the event stream, before any recursion."""
+    import yaml
+
     depth = 0
     while loader.check_event():
         event = loader.get_event()  # type: ignore[no-untyped-call]  # types-pyyaml leaves it untyped
@@ -108,6 +123,8 @@ def _check_events(loader: yaml.SafeLoader, limits: YamlLimits) -> None:
 
 def _check_nodes(root: yaml.Node | None, limits: YamlLimits) -> None:
     """Refuse a document nested too deeply or expanding to too many nodes, aliases followed."""
+    import yaml
+
     stack: list[tuple[yaml.Node, int]] = [] if root is None else [(root, 1)]
     seen = 0
     while stack:
@@ -171,6 +188,8 @@ def read_yaml(
     Raises:
         UserError: As ``error``: the text is over a bound, or not YAML.
     """
+    import yaml
+
     if len(text) > limits.max_chars:
         raise error(
             f"{source}: {len(text)} characters, over the limit of {limits.max_chars} "
@@ -179,12 +198,12 @@ def read_yaml(
     try:
         # Three steps on one text: events (depth, without recursion), nodes (aliases
         # followed, counted), then values from the nodes already composed.
-        scan = _BoundedLoader(text)
+        scan = _bounded_loader()(text)
         try:
             _check_events(scan, limits)
         finally:
             scan.dispose()
-        loader = _BoundedLoader(text)
+        loader = _bounded_loader()(text)
         try:
             root = loader.get_single_node()
             _check_nodes(root, limits)
@@ -228,6 +247,12 @@ def _models_in(annotation: Any) -> list[Any]:
     return [annotation]
 
 
+def _is_model(candidate: Any) -> bool:
+    from pydantic import BaseModel
+
+    return isinstance(candidate, type) and issubclass(candidate, BaseModel)
+
+
 def _tag(model: type[BaseModel]) -> object:
     field = model.model_fields.get("kind")
     return None if field is None else field.default
@@ -239,7 +264,7 @@ def _step(annotation: Any, key: int | str) -> Any:
     for candidate in candidates:
         origin = typing.get_origin(candidate)
         args = typing.get_args(candidate)
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+        if _is_model(candidate):
             field = candidate.model_fields.get(str(key))
             if field is not None:
                 return field.annotation
@@ -248,9 +273,7 @@ def _step(annotation: Any, key: int | str) -> Any:
         elif origin is dict and len(args) == 2:
             return args[1]
     # A tagged union puts the tag in the location: `scorers.0.fields.nme`.
-    tagged = [
-        c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel) and _tag(c) == key
-    ]
+    tagged = [c for c in candidates if _is_model(c) and _tag(c) == key]
     return tagged[0] if tagged else None
 
 
@@ -263,7 +286,7 @@ def known_keys(model: type[BaseModel], loc: Sequence[int | str]) -> tuple[str, .
             return ()
     names: list[str] = []
     for candidate in _models_in(annotation):
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+        if _is_model(candidate):
             names.extend(candidate.model_fields)
     return tuple(dict.fromkeys(names))
 
@@ -278,6 +301,8 @@ def yaml_line(node: yaml.Node | None, loc: Sequence[int | str]) -> int | None:
 
     A mapping entry is placed at its key, where an unknown or bad key is written.
     """
+    import yaml
+
     line = None if node is None else node.start_mark.line + 1
     for key in loc:
         if isinstance(node, yaml.MappingNode):

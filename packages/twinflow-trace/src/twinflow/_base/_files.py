@@ -44,14 +44,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from twinflow.trace._errors import (
+from twinflow._base._errors import (
     DirectoryBusyError,
     FileWriteError,
     PlantedLinkError,
     TargetExistsError,
     UnsafePathError,
 )
-from twinflow.trace._untrusted import scrub_bytes
+from twinflow._base._untrusted import scrub_bytes
 
 __all__ = [
     "WRITER_LOCK",

@@ -19,8 +19,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from twinflow.eval._errors import ScorerError
-from twinflow.vocab import did_you_mean
+from twinflow._base._errors import UserError
+from twinflow._base._suggest import did_you_mean
 
 __all__ = ["importing_from", "module_file", "resolve_dotted", "split_dotted"]
 
@@ -72,17 +72,17 @@ def importing_from(directories: Sequence[str | os.PathLike[str]] = ()) -> Iterat
         sys.path[:] = [*added, *saved]
 
 
-def split_dotted(path: str) -> tuple[str, str]:
+def split_dotted(path: str, error: type[UserError] = UserError) -> tuple[str, str]:
     """``package.module:name`` (or ``package.module.name``) as (module, attribute path).
 
     Raises:
-        ScorerError: ``path`` is not a dotted path.
+        UserError: As ``error``: ``path`` is not a dotted path.
     """
     module_name, sep, attribute = path.partition(":")
     if not sep:
         module_name, _, attribute = path.rpartition(".")
     if not module_name or not attribute:
-        raise ScorerError(f"{path!r} is not a dotted path: write 'package.module:name'")
+        raise error(f"{path!r} is not a dotted path: write 'package.module:name'")
     return module_name, attribute
 
 
@@ -92,27 +92,32 @@ def _searched(named: Sequence[str]) -> str:
     return f"searched {where}; never the current directory"
 
 
-def resolve_dotted(path: str, directories: Sequence[str | os.PathLike[str]] = ()) -> object:
+def resolve_dotted(
+    path: str,
+    directories: Sequence[str | os.PathLike[str]] = (),
+    error: type[UserError] = UserError,
+) -> object:
     """Import ``package.module:attribute`` (or ``package.module.attribute``) and return it.
 
-    The one resolver of the workspace's dotted paths: scorers and schema models here, a run
-    spec's tools and output type in ``twinflow.cli``.
+    The one resolver of the workspace's dotted paths: a dataset's scorers and schema models,
+    a run spec's tools and output type.
 
     Args:
         path: The dotted path.
         directories: Where to look first (`importing_from`); then the installed packages.
+        error: The caller's error type (a scorer's, a spec's), raised with one line.
 
     Raises:
-        ScorerError: not a dotted path, the module or attribute does not exist (naming the
+        UserError: As ``error``: not a dotted path, the module or attribute does not exist (naming the
             directories searched), or importing the module raised.
     """
-    module_name, attribute = split_dotted(path)
+    module_name, attribute = split_dotted(path, error)
     with importing_from(directories):
         try:
             # gate: loads user code (the module the user named; scripts/checks/determinism)
             target: object = importlib.import_module(module_name)
         except ImportError as exc:
-            raise ScorerError(
+            raise error(
                 f"cannot import {module_name!r} for {path!r}: {exc} "
                 f"({_searched(list(dict.fromkeys([*_named(directories), *_outer()])))}); is it "
                 "installed in this "
@@ -122,20 +127,24 @@ def resolve_dotted(path: str, directories: Sequence[str | os.PathLike[str]] = ()
             # The user's module itself is broken (a syntax error, code that raises at import):
             # a mistake in their code to fix, reported in one line like a missing module.
             reason = " ".join(f"{type(exc).__name__}: {exc}".split())
-            raise ScorerError(f"cannot import {module_name!r} for {path!r}: {reason}") from exc
+            raise error(f"cannot import {module_name!r} for {path!r}: {reason}") from exc
     for part in attribute.split("."):
         try:
             target = getattr(target, part)
         except AttributeError:
             known = [name for name in dir(target) if not name.startswith("_")]
-            raise ScorerError(
+            raise error(
                 f"{module_name!r} has no attribute {attribute!r} (from {path!r})"
                 + did_you_mean(part, known)
             ) from None
     return target
 
 
-def module_file(name: str, directories: Sequence[str | os.PathLike[str]] = ()) -> Path | None:
+def module_file(
+    name: str,
+    directories: Sequence[str | os.PathLike[str]] = (),
+    error: type[UserError] = UserError,
+) -> Path | None:
     """The source file importing module ``name`` would run, found without running it.
 
     Looked up as `resolve_dotted` imports: ``directories`` first, then the installed packages.
@@ -145,7 +154,7 @@ def module_file(name: str, directories: Sequence[str | os.PathLike[str]] = ()) -
         The file, or None for a module without one of its own (a namespace package, a built-in).
 
     Raises:
-        ScorerError: the module is not found (naming the directories searched), or importing
+        UserError: As ``error``: the module is not found (naming the directories searched), or importing
             a parent package raised.
     """
     with importing_from(directories):
@@ -156,10 +165,10 @@ def module_file(name: str, directories: Sequence[str | os.PathLike[str]] = ()) -
             found = None
         except Exception as exc:  # a parent package's own code raised
             reason = " ".join(f"{type(exc).__name__}: {exc}".split())
-            raise ScorerError(f"cannot import {name!r}: {reason}") from exc
+            raise error(f"cannot import {name!r}: {reason}") from exc
         if found is None:
             searched = _searched(list(dict.fromkeys([*_named(directories), *_outer()])))
-            raise ScorerError(f"cannot find module {name!r} ({searched})")
+            raise error(f"cannot find module {name!r} ({searched})")
     if found.origin is None or not found.has_location:
         return None
     return Path(found.origin)

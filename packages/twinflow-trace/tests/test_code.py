@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.eval import ScorerError, importing_from, resolve_dotted
+from twinflow._base._code import importing_from, resolve_dotted
+from twinflow._base._errors import UserError
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def test_never_from_the_current_directory(in_directory: Path) -> None:
     (in_directory / "tc_planted.py").write_text("raise SystemExit('imported')\n")
     code = in_directory.parent / "named"
     code.mkdir()
-    with pytest.raises(ScorerError) as caught:
+    with pytest.raises(UserError) as caught:
         resolve_dotted("tc_planted:x", [code])
     assert (
         f"searched {code.resolve()}, then the installed packages; never the current directory"
@@ -47,14 +48,14 @@ def test_never_from_the_current_directory(in_directory: Path) -> None:
 
 def test_with_no_directory_the_error_says_installed_packages(in_directory: Path) -> None:
     """Without a named directory, the error says only the installed packages were searched."""
-    with pytest.raises(ScorerError) as caught:
+    with pytest.raises(UserError) as caught:
         resolve_dotted("tc_missing_module:x")
     assert "searched the installed packages; never the current directory" in str(caught.value)
 
 
 def test_the_block_names_its_directories_in_the_error(tmp_path: Path) -> None:
     """Inside a command's block, a resolver error names the block's directories too."""
-    with importing_from([tmp_path]), pytest.raises(ScorerError) as caught:
+    with importing_from([tmp_path]), pytest.raises(UserError) as caught:
         resolve_dotted("tc_missing_module:x")
     assert f"searched {tmp_path.resolve()}, then the installed packages" in str(caught.value)
 
