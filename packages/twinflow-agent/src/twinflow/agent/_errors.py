@@ -102,7 +102,6 @@ class SpecError(AgentError, UserError):
     def __init__(
         self,
         message: str,
-        *,
         reason: Literal["invalid", "code_changed"] = "invalid",
         module: str | None = None,
     ) -> None:

@@ -13,7 +13,7 @@ import contextlib
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -26,8 +26,8 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from twinflow._base._code import module_file, split_dotted
 from twinflow._base._code import resolve_dotted as resolve_any_dotted
+from twinflow._base._code import split_dotted
 from twinflow._base._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 from twinflow.agent._code_record import CodeRecord, check_code, read_code_record, record_code
 from twinflow.agent._errors import SpecError
@@ -89,7 +89,9 @@ credential headers is never complete, so the headers that may be written are lis
 class _Strict(FrozenValue):
     """Base of the spec's sections: frozen, no extra keys, `SpecError` on bad input."""
 
-    _invalid_error = SpecError
+    # Declared again: mypy reads a class attribute holding a class with its own __init__ as a
+    # method otherwise.
+    _invalid_error: ClassVar[Callable[[str], Exception]] = SpecError
 
 
 class ModelSpec(_Strict):
@@ -404,13 +406,14 @@ class RunSpec(_Strict):
 
         return mcp_servers(self, log_dir, recorded=recorded, live=live)
 
-    def environment(self, model: str | None = None) -> Environment:
+    def environment(self, model: str | None = None, spec_digest: str | None = None) -> Environment:
         """Where a run of this spec runs: this process's interpreter, platform and imported
-        distributions, the model (``model``, or `ModelSpec.identity`'s), the spec's digest and
+        distributions, the model (``model``, or `ModelSpec.identity`'s), the spec's digest
+        (``spec_digest``: the one computed before its URL was resolved, or this spec's) and
         its modules'. Call it once the spec's code is imported."""
         from twinflow.agent._connect import run_environment
 
-        return run_environment(self, model)
+        return run_environment(self, model, spec_digest)
 
     def replay_builder(
         self,

@@ -31,23 +31,18 @@ from typing import Any
 
 from twinflow._base._code import importing_from
 from twinflow._base._files import write_new
-from twinflow.agent import Agent, Environment
+from twinflow.agent import Agent, Environment, ModelSpec, RunSpec, load_spec
 from twinflow.cli._continue import _signer
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._show import _clean
-from twinflow.cli._spec import RunSpec, load_spec, load_tools
 from twinflow.cli._traces import read_small_file
 from twinflow.cli._wiring import (
     EMBEDDED,
     JudgeModels,
-    build_agent,
-    build_model,
-    build_transport,
+    chat_model,
     check_agent,
     judge_model_spec,
     judges_of,
-    model_base_url,
-    run_environment,
     run_identity,
 )
 from twinflow.eval import (
@@ -328,8 +323,8 @@ class _ProgressLine:
 def _model_url(
     spec: RunSpec, out_dir: Path, on_progress: Callable[[str], None] = _stderr
 ) -> Iterator[RunSpec]:
-    """``spec`` with its model URL resolved (`model_base_url`) while the block runs."""
-    with model_base_url(spec.model.url, out_dir, on_progress) as base:
+    """``spec`` with its model URL resolved (`ModelSpec.serving`) while the block runs."""
+    with spec.model.serving(out_dir, on_progress) as base:
         yield spec.model_copy(update={"model": spec.model.model_copy(update={"url": base})})
 
 
@@ -351,19 +346,17 @@ class _WorkerAgents:
     def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
         """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
         ids = SystemIds()
-        tools = load_tools(self.spec)
+        resolved = self.spec.resolve()
         # One transport per case: its connections go with the agent when the case ends.
-        model = build_model(self.spec.model, build_transport(self.spec.model), ids)
-        return build_agent(
-            self.spec,
+        model = chat_model(self.spec.model, self.spec.model.transport(), ids)
+        return resolved.agent(
             model=model,
             clock=SystemClock(),
             ids=ids,
             trace=sink,
-            tools=tools,
             seed=seed,
             # The worker's own interpreter and packages: the case ran here, not on the driver.
-            environment=run_environment(self.spec, self.identity),
+            environment=self.spec.environment(self.identity.model, self.identity.spec_digest),
         )
 
 
@@ -380,14 +373,12 @@ class _LocalAgents:
 
     def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
         """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
-        model = build_model(self.spec.model, self.transport, self.ids)
-        return build_agent(
-            self.spec,
+        model = chat_model(self.spec.model, self.transport, self.ids)
+        return self.spec.resolve(self.tools).agent(
             model=model,
             clock=self.clock,
             ids=self.ids,
             trace=sink,
-            tools=self.tools,
             seed=seed,
             environment=self.environment,
         )
@@ -413,7 +404,7 @@ def _judge_models(
     embedded server when the agent has one, else one is started for the judges here."""
     embedded = agent_url if spec is not None and spec.model.url == EMBEDDED else None
     if embedded is None and any(judge_model_spec(j).url == EMBEDDED for j in judges_of(dataset)):
-        embedded = stack.enter_context(model_base_url(EMBEDDED, out_dir, on_progress))
+        embedded = stack.enter_context(ModelSpec(url=EMBEDDED).serving(out_dir, on_progress))
 
     def url(named: str) -> str:
         if named != EMBEDDED:
@@ -456,7 +447,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         # For the whole run: tools may import their siblings when called, scorers are resolved
         # as cases finish.
         stack.enter_context(importing_from(code_dirs))
-        tools = load_tools(spec)
+        tools = spec.load_tools()
         check_agent(spec, tools, "eval run")
         JudgeModels.check(dataset)
         identity = run_identity(spec)
@@ -474,7 +465,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             identity=identity,
             trials=args.trials,
         )
-        transport = build_transport(spec.model)
+        transport = spec.model.transport()
         clock, ids = SystemClock(), SystemIds()
         progress = _ProgressLine()
         stack.callback(transport.close)
@@ -500,7 +491,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             if ray is not None:
                 factory, executor = _WorkerAgents(wired, identity), ray
             else:
-                environment = run_environment(spec, identity)
+                environment = spec.environment(identity.model, identity.spec_digest)
                 factory = _LocalAgents(wired, transport, clock, ids, tools, environment)
                 if args.concurrency > 1:
                     executor = ThreadExecutor()

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from twinflow.cli._errors import CliError
 from twinflow.cli._output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -23,7 +24,7 @@ from twinflow.cli._output import (
     Output,
     say,
 )
-from twinflow.vocab import TwinflowError, UserError
+from twinflow.trace import TwinflowError, UserError
 
 __all__ = ["COMMAND_TABLE", "command_module_commands", "installed_version", "main"]
 
@@ -242,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             out.document({"ok": False, "error": str(exc), **exc.payload})
         say(f"twinflow {args.command}: {exc}")
         return EXIT_FAILED
-    except (UserError, OSError) as exc:
+    except (UserError, OSError, CliError) as exc:
         reason = _one_line(exc)
         out.document({"ok": False, "error": reason})
         say(f"twinflow {args.command}: {reason}")

@@ -36,9 +36,12 @@ from twinflow.agent import (
     ReplayDivergenceError,
     RunError,
     RunPaused,
+    RunSpec,
     RunStarted,
+    SpecError,
     ToolCalled,
     Trace,
+    load_spec,
     replay,
     verify_agent_trace,
 )
@@ -54,33 +57,9 @@ from twinflow.cli._output import (
     say,
 )
 from twinflow.cli._show import _clean
-from twinflow.cli._spec import (
-    CodeChangedError,
-    RunSpec,
-    check_code,
-    load_spec,
-    load_tools,
-    parse_spec,
-    read_code_record,
-    read_spec_text,
-    record_code,
-    spec_directories,
-    spec_modules,
-)
 from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.cli._watch import TextPrinter
-from twinflow.cli._wiring import (
-    EMBEDDED,
-    build_agent,
-    build_model,
-    build_transport,
-    check_agent,
-    mcp_servers,
-    model_base_url,
-    numbered,
-    replay_builder,
-    run_environment,
-)
+from twinflow.cli._wiring import EMBEDDED, chat_model, numbered
 from twinflow.kernel import NondeterminismError, SystemClock, SystemIds
 from twinflow.trace import (
     FileTraceSink,
@@ -238,10 +217,10 @@ def _execute(
     # Build the agent once before touching the run directory, so a usage error in the spec
     # (a tool that does not import, a policy naming an unknown tool, an unset API key)
     # changes no file.
-    callables = load_tools(spec)
-    transport = build_transport(spec.model)
+    resolved = spec.resolve()
+    transport = spec.model.transport()
     if spec.model.url != EMBEDDED:
-        build_model(spec.model, transport, SystemIds())  # checks URL and dialect
+        chat_model(spec.model, transport, SystemIds())  # checks URL and dialect
     paused: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         stack.callback(transport.close)
@@ -249,27 +228,24 @@ def _execute(
         continued = resume_from if resume_from is not None else fork_from and fork_from[0]
         recorded = _recorded_or_none(continued) if continued else None
         log_dir = out_dir if resume_from is None else resume_from.parent
-        servers = stack.enter_context(mcp_servers(spec, log_dir, recorded=recorded))
-        check_agent(spec, callables, command, servers)
-        environment = run_environment(spec)
+        servers = stack.enter_context(spec.open_mcp_servers(log_dir, recorded=recorded))
+        resolved.check(servers, command)
+        environment = spec.environment()
         if resume_from is None:
-            code = record_code(spec).model_dump_json(indent=2).encode("utf-8")
+            code = spec.code_record().model_dump_json(indent=2).encode("utf-8")
             trace_path, _spec_path = claim_run_files(out_dir, spec_text, code)
         else:
             trace_path = resume_from
         loading = spec.model.url == EMBEDDED
         with phases.phase("model load") if loading else contextlib.nullcontext():
-            url = stack.enter_context(model_base_url(spec.model.url, out_dir, out.line))
+            url = stack.enter_context(spec.model.serving(out_dir, out.line))
         model_spec = spec.model.model_copy(update={"url": url})
         ids = SystemIds()
-        model = build_model(model_spec, transport, ids)
-        agent = build_agent(
-            spec,
-            model=model,
+        agent = resolved.agent(
+            model=chat_model(model_spec, transport, ids),
             clock=SystemClock(),
             ids=ids,
             trace=MemoryTraceSink() if resume_from is not None else FileTraceSink(trace_path),
-            tools=callables,
             observer=TextPrinter(sys.stdout) if watch and resume_from is None else None,
             environment=environment,
             servers=servers,
@@ -338,7 +314,7 @@ def replay_spec(trace_path: Path, spec_path: Path | None, trust_spec: bool, out:
         hint = ""
         if beside.is_file():
             with contextlib.suppress(UserError):
-                modules = spec_modules(parse_spec(read_spec_text(beside), str(beside)))
+                modules = RunSpec.parse(RunSpec.read_text(beside), str(beside)).modules()
                 hint = f" ({beside} would import: {_names(modules)})"
         raise UserError(
             f"{trace_path}: name the spec to rebuild the agent from with --spec PATH (one you "
@@ -347,14 +323,14 @@ def replay_spec(trace_path: Path, spec_path: Path | None, trust_spec: bool, out:
         )
     if not beside.is_file():
         raise UserError(f"{beside}: no spec beside the trace; pass --spec PATH")
-    record = read_code_record(code_beside(trace_path))
+    record = RunSpec.read_code_record(code_beside(trace_path))
     # The run's own code directory if it recorded one that is still there (a run written to
     # another directory than its spec's); else the run directory (a bundle with its modules).
     code_dir = beside.resolve().parent
     if record is not None and record.code_dir is not None and Path(record.code_dir).is_dir():
         code_dir = Path(record.code_dir)
-    spec = parse_spec(read_spec_text(beside), str(beside), code_dir=code_dir)
-    modules = spec_modules(spec)
+    spec = RunSpec.parse(RunSpec.read_text(beside), str(beside), code_dir=code_dir)
+    modules = spec.modules()
     out.line(
         f"--trust-spec: rebuilding from {beside}, importing {_names(modules)} "
         f"(from {_clean(str(code_dir))} first)"
@@ -363,8 +339,10 @@ def replay_spec(trace_path: Path, spec_path: Path | None, trust_spec: bool, out:
         say(f"twinflow replay: importing {_names(modules)}")
     if record is not None:
         try:
-            check_code(spec, record)
-        except CodeChangedError as exc:
+            spec.check_code(record)
+        except SpecError as exc:
+            if exc.reason != "code_changed":
+                raise
             raise CheckFailed(
                 f"{trace_path}: {exc}", {"trace": str(trace_path), "module": exc.module}
             ) from None
@@ -427,9 +405,8 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
     try:
         # Recorded mode starts no MCP server: the tool lists are the trace's own.
         with (
-            importing_from(spec_directories(spec)),
-            mcp_servers(
-                spec,
+            importing_from(spec.directories),
+            spec.open_mcp_servers(
                 trace_path.parent,
                 recorded=None if mode == "live" else trace,
                 live=False,
@@ -437,7 +414,7 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
         ):
             result = replay(
                 trace,
-                replay_builder(spec, servers=servers),
+                spec.replay_builder(servers=servers),
                 mode="live" if mode == "live" else "recorded",
             )
     except ReplayDivergenceError as exc:
@@ -457,7 +434,7 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
     started = next(iter(trace.events)).body
     recorded = started.environment if isinstance(started, RunStarted) else None
     differences = (
-        [] if recorded is None else list(recorded.differences(run_environment(spec), imports=False))
+        [] if recorded is None else list(recorded.differences(spec.environment(), imports=False))
     )
     return {
         "trace": str(trace_path),
@@ -495,12 +472,12 @@ def _add_quiet(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """``twinflow run SPEC``."""
-    text = read_spec_text(args.spec)
-    spec = parse_spec(text, str(args.spec), code_dir=args.spec.resolve().parent)
+    text = RunSpec.read_text(args.spec)
+    spec = RunSpec.parse(text, str(args.spec), code_dir=args.spec.resolve().parent)
     phases = _Phases()
     # For the whole run, not only while the tools are imported: a tool may import its siblings
     # when it is called.
-    with importing_from(spec_directories(spec)):
+    with importing_from(spec.directories):
         outcome = _execute(spec, text, args.out, out, phases, watch=not (args.quiet or args.json))
     return report_outcome(outcome, out, "run")
 
@@ -682,7 +659,7 @@ def demo(args: argparse.Namespace, out: Output) -> int:
         dialect=args.dialect,
         name=args.model_name,
     )
-    spec = parse_spec(spec_text, "<demo spec>")
+    spec = RunSpec.parse(spec_text, "<demo spec>")
     phases = _Phases()
     out.line("twinflow demo: one agent run on a local model, then verify and replay its trace")
     outcome = _execute(
