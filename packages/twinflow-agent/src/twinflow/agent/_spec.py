@@ -30,6 +30,7 @@ from twinflow._base._code import resolve_dotted as resolve_any_dotted
 from twinflow._base._code import split_dotted
 from twinflow._base._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 from twinflow.agent._code_record import CodeRecord, check_code, read_code_record, record_code
+from twinflow.agent._embedded import EMBEDDED
 from twinflow.agent._errors import SpecError
 from twinflow.kernel import check_endpoint_url
 from twinflow.vocab import ExtensionPart, FrozenValue, ModelSettings, UserError
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     from twinflow.vocab import ChatModel
 
 __all__ = [
-    "EMBEDDED",
     "McpServerSpec",
     "ModelSpec",
     "PolicySpec",
@@ -56,9 +56,6 @@ __all__ = [
     "read_spec_text",
     "resolve_dotted",
 ]
-
-EMBEDDED = "embedded"
-"""A spec's ``model.url`` that means: start the embedded SmolLM2 server for this run."""
 
 
 # RFC 9110 field-name: a token.
