@@ -21,7 +21,14 @@ from twinflow.vocab import FrozenValue, UserError
 if TYPE_CHECKING:
     from twinflow.agent._spec import RunSpec
 
-__all__ = ["CodeRecord", "ModuleDigest", "check_code", "read_code_record", "record_code"]
+__all__ = [
+    "CodeRecord",
+    "ModuleDigest",
+    "SpecValue",
+    "check_code",
+    "read_code_record",
+    "record_code",
+]
 
 MAX_CODE_RECORD_BYTES = 256 * 1024
 """Largest code record read (it sits in a run directory: untrusted input like the spec)."""
@@ -29,15 +36,16 @@ MAX_CODE_RECORD_BYTES = 256 * 1024
 _SHA256 = r"^[0-9a-f]{64}$"
 
 
-class _Strict(FrozenValue):
-    """Base of the record's values: frozen, no extra keys, `SpecError` on bad input."""
+class SpecValue(FrozenValue):
+    """Base of the spec's values and the code record's: frozen, no extra keys, `SpecError` on
+    bad input."""
 
     # Declared again: mypy reads a class attribute holding a class with its own __init__ as a
     # method otherwise.
     _invalid_error: ClassVar[Callable[[str], Exception]] = SpecError
 
 
-class ModuleDigest(_Strict):
+class ModuleDigest(SpecValue):
     """One module a run imported for its tools or output model, as it was when the run began."""
 
     module: str = Field(min_length=1, max_length=1000)
@@ -48,7 +56,7 @@ class ModuleDigest(_Strict):
     """The sha256 of the module's source file (hex)."""
 
 
-class CodeRecord(_Strict):
+class CodeRecord(SpecValue):
     """Where a run's spec took its code from: written beside the spec copy as ``code.N.json``.
 
     ``code_dir`` is absolute, as the run resolved it, so a run directory can be moved and still

@@ -410,8 +410,7 @@ def connect(
     server is started for the block (its log goes beside the trace). Everything opened is
     closed when the block exits: the trace file, the transport's connections, the server.
 
-    With ``resume=True`` the trace is one that exists, for ``agent.resume(trace)`` to
-    continue (a run that stopped, or one waiting for decisions): no new trace is claimed.
+    With ``resume=True`` the trace exists, for ``agent.resume(trace)``: none is claimed.
 
     Args:
         spec: The run configuration (the same object ``spec.yaml`` loads into).
