@@ -66,6 +66,9 @@ from twinflow.eval._report import (
     render_markdown,
     write_reports,
 )
+from twinflow.eval._rescore import load_run as load_run
+from twinflow.eval._rescore import merge_runs as merge_runs
+from twinflow.eval._rescore import rescore as rescore
 from twinflow.eval._results import (
     SEED_STRIDE,
     CaseResult,
@@ -85,10 +88,7 @@ from twinflow.eval._runner import (
     Progress,
     check_plan_slot,
     code_modules,
-    load_run,
-    merge_runs,
     pending_keys,
-    rescore,
     run_eval,
     score_trace,
 )

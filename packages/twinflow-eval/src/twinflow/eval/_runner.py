@@ -20,11 +20,8 @@ the driver verifies them before it writes the trace and the result (docs/adr/004
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
-import os
-import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -32,8 +29,6 @@ from typing import Any, TypeVar, cast
 
 from twinflow._base._code import importing_from, split_dotted
 from twinflow._base._files import (
-    WRITER_LOCK,
-    create_exclusive,
     hold_directory,
     make_directory,
     open_inside,
@@ -49,8 +44,8 @@ from twinflow.agent import (
     TraceEvent,
 )
 from twinflow.eval._dataset import Case, Dataset
-from twinflow.eval._errors import RunAborted, RunDirError, ScorerError, ShardError
-from twinflow.eval._judge import JUDGEMENTS, REJUDGED, JudgeWiring, Judging
+from twinflow.eval._errors import RunAborted, RunDirError, ScorerError
+from twinflow.eval._judge import JudgeWiring, Judging
 from twinflow.eval._observe import Observation, observe_verified
 from twinflow.eval._report import ScoredTrace, keeps_fact, write_page, write_reports
 from twinflow.eval._results import (
@@ -61,7 +56,6 @@ from twinflow.eval._results import (
     RunManifest,
     Shard,
     Summary,
-    case_key,
     read_json_model,
     refuse_planted_links,
     select_keys,
@@ -93,10 +87,7 @@ __all__ = [
     "Progress",
     "check_plan_slot",
     "code_modules",
-    "load_run",
-    "merge_runs",
     "pending_keys",
-    "rescore",
     "run_eval",
     "score_trace",
 ]
@@ -675,246 +666,3 @@ def pending_keys(
         resumed = _manifest(dataset, items, code_dirs, shard, identity, count)
         recorded.check_resume(resumed, run_dir)
     return tuple(k for _, _, k in items if not (run_dir / "cases" / f"{k}.json").is_file())
-
-
-def load_run(run_dir: str | Path) -> tuple[RunManifest, EvalResults]:
-    """Read a run directory's manifest and ``results.json``.
-
-    Raises:
-        RunDirError: A file is missing or invalid.
-    """
-    path = Path(run_dir)
-    if not path.is_dir():
-        raise RunDirError(f"{path}: no such run directory")
-    return read_json_model(path / "run.json", RunManifest), read_json_model(
-        path / "results.json", EvalResults
-    )
-
-
-def _rescore_dir(
-    run_dir: Path, manifest: RunManifest, recorded: EvalResults, judging: Judging
-) -> EvalResults:
-    cases = {case.id: case for case in manifest.dataset.cases}
-    latency = {r.key: r.latency_s for r in recorded.cases}
-    results = []
-    for result in recorded.cases:
-        case = cases.get(result.case_id)
-        if case is None:
-            raise RunDirError(
-                f"{run_dir}/results.json: case {result.case_id!r} is not in the run's dataset"
-            )
-        _check_key(run_dir, result)
-        scorers = manifest.dataset.scorers_for(case)
-        results.append(
-            score_trace(
-                run_dir, case, result.repeat, result.key, scorers, latency[result.key], judging
-            )
-        )
-    return EvalResults(
-        dataset=manifest.dataset.name,
-        dataset_digest=manifest.dataset_digest,
-        shard=manifest.shard,
-        complete=recorded.complete,
-        summary=Summary.of(results),
-        cases=tuple(results),
-        trials=trial_stats(results, manifest.trials),
-    )
-
-
-def _judgement_number(trace: str, key: str) -> int | None:
-    """The judge's number in a judgement trace's name (``<folder>/<key>.<n>.jsonl``), or None."""
-    folder, _, name = trace.partition("/")
-    number = name.removeprefix(f"{key}.").removesuffix(".jsonl")
-    if (
-        folder not in {JUDGEMENTS, REJUDGED}
-        or not number.isdigit()
-        or name != f"{key}.{number}.jsonl"
-    ):
-        return None
-    return int(number)
-
-
-def _check_key(run_dir: Path, result: CaseResult) -> None:
-    """A recorded key names the case's files: it must be the one its case and repeat make."""
-    if result.key != case_key(result.case_id, result.repeat):
-        raise RunDirError(
-            f"{run_dir}/results.json: case {result.case_id!r} repeat {result.repeat} is recorded "
-            f"under the key {result.key!r:.100}, not {case_key(result.case_id, result.repeat)!r}; "
-            "the file was edited"
-        )
-
-
-def _trace_sources(by_key: dict[str, tuple[Path, CaseResult]]) -> None:
-    """Check every trace a shard's ``results.json`` names before anything is written.
-
-    Each must be a regular file inside its shard directory (`open_inside`): a path that is
-    absolute, climbs out or passes through a link is refused here, so the merged directory is
-    not even created.
-    """
-    for source_dir, recorded in by_key.values():
-        with (
-            contextlib.suppress(FileNotFoundError),
-            open_inside(source_dir, recorded.trace, what="results.json"),
-        ):
-            pass
-
-
-@_one_writer("run_dir")
-def rescore(
-    run_dir: str | Path,
-    *,
-    trust_code: bool = False,
-    judges: JudgeWiring | None = None,
-    rejudge: bool = False,
-) -> EvalResults:
-    """Verify every trace of a run and score it again from the traces alone (no model).
-
-    A trace that is missing or fails verification flags its case (status ``flagged``, the
-    problem named); it is never scored. The result is written to ``rescore.json``;
-    ``results.json`` is left as the run wrote it.
-
-    Args:
-        run_dir: A run directory written by `run_eval` or `merge_runs`.
-        trust_code: Import the scorer modules the run's dataset names (custom scorers, schema
-            models), from the directories ``run.json`` records. Without it, a run whose
-            scoring needs code is refused before anything is imported.
-        judges: The judge scorers' settings (and, with ``rejudge``, their model): each
-            recorded judgement is verified and replayed against them, calling no model.
-        rejudge: Call each judge again, live; the new judgements go under ``rejudged/``.
-
-    Returns:
-        The new results.
-
-    Raises:
-        RunDirError: The directory is not a run directory, or it names code and
-            ``trust_code`` is not set.
-    """
-    path = Path(run_dir)
-    manifest, recorded = load_run(path)
-    if manifest.dataset.digest != manifest.dataset_digest:
-        raise RunDirError(f"{path}/run.json: the dataset does not match its digest; it was edited")
-    _refuse_untrusted_code(path, manifest.dataset, trust_code)
-    judging = Judging(
-        path,
-        judges,
-        mode="live" if rejudge else "replay",
-        folder=REJUDGED if rejudge else JUDGEMENTS,
-    )
-    with importing_from(manifest.code_dirs):
-        results = _rescore_dir(path, manifest, recorded, judging)
-    write_replace(path / "rescore.json", _encode(results))
-    return results
-
-
-@_one_writer("out")
-def merge_runs(
-    shard_dirs: Sequence[str | Path],
-    out: str | Path,
-    *,
-    trust_code: bool = False,
-    judges: JudgeWiring | None = None,
-) -> EvalResults:
-    """Combine the run directories of every shard of one dataset into one run directory.
-
-    Every trace is copied, verified and scored again (a bad one flags its case); the merged
-    results list the cases in dataset order, as an unsharded run would.
-
-    Args:
-        shard_dirs: One complete run directory per shard ``1/n`` .. ``n/n``.
-        out: The new run directory (must not exist or be empty).
-        trust_code: Import the scorer modules the dataset names, as `rescore`.
-        judges: The judge scorers' settings: each shard's judgements are copied and
-            replayed, as `rescore` does.
-
-    Returns:
-        The merged results (also written with the Lab Notes).
-
-    Raises:
-        ShardError: The directories are not the complete shards of one dataset.
-        RunDirError: A directory is not a run directory, ``out`` is not empty, or the
-            dataset names code and ``trust_code`` is not set.
-    """
-    loaded = [(Path(d), *load_run(d)) for d in shard_dirs]
-    if not loaded:
-        raise ShardError("merge needs at least one shard directory")
-    for path, manifest, _ in loaded:
-        _refuse_untrusted_code(path, manifest.dataset, trust_code)
-    digests = {manifest.dataset_digest for _, manifest, _ in loaded}
-    if len(digests) != 1:
-        raise ShardError(
-            "the shard directories are runs of different datasets; merge shards of one dataset"
-        )
-    counts = sorted({manifest.trials for _, manifest, _ in loaded})
-    if len(counts) != 1:
-        raise ShardError(
-            f"the shard directories ran different numbers of trials ({', '.join(map(str, counts))}); "
-            "merge shards run with one --trials"
-        )
-    shards = sorted(
-        (manifest.shard.index, manifest.shard.count) if manifest.shard else (1, 1)
-        for _, manifest, _ in loaded
-    )
-    count = shards[0][1]
-    if shards != [(i, count) for i in range(1, count + 1)]:
-        named = ", ".join(f"{i}/{n}" for i, n in shards)
-        raise ShardError(
-            f"the shards given are {named}; merge needs each of 1/{count} .. {count}/{count} once"
-        )
-    for path, _, results in loaded:
-        if not results.complete:
-            raise ShardError(
-                f"{path} is an unfinished run; run it again to complete it, then merge"
-            )
-    target = Path(out)
-    if target.exists() and any(p.name != WRITER_LOCK for p in target.iterdir()):
-        raise RunDirError(f"{target} is not empty; merge into a new directory")
-    dataset = loaded[0][1].dataset
-    items = select_keys(dataset, None, counts[0])
-    by_key = {r.key: (path, r) for path, _, results in loaded for r in results.cases}
-    for _, _, key in items:
-        if key not in by_key:
-            raise ShardError(f"case {key} is in no shard's results")
-    _trace_sources(by_key)
-    code_dirs = tuple(dict.fromkeys(d for _, m, _ in loaded for d in m.code_dirs))
-    identities = {m.identity for _, m, _ in loaded}
-    manifest = RunManifest(
-        dataset=dataset,
-        dataset_digest=dataset.digest,
-        shard=None,
-        keys=tuple(k for _, _, k in items),
-        code_dirs=code_dirs,
-        # The shards' spec and model, when they agree (Lab Notes name them from here).
-        identity=identities.pop() if len(identities) == 1 else None,
-        trials=counts[0],
-    )
-    _prepare(target, manifest)
-    judging = Judging(target, judges, mode="replay")
-    merged = []
-    for case, repeat, key in items:
-        source_dir, recorded = by_key[key]
-        copies = [(recorded.trace, f"traces/{key}.jsonl")]
-        # A judgement keeps its number; its name in the merged directory is made here, never
-        # taken from the shard's results.json.
-        copies += [
-            (link.trace, f"{JUDGEMENTS}/{key}.{number}.jsonl")
-            for link in (s.judgement for s in recorded.scores)
-            if link is not None and (number := _judgement_number(link.trace, key)) is not None
-        ]
-        for source_name, target_name in copies:
-            make_directory((target / target_name).parent)
-            with (
-                contextlib.suppress(FileNotFoundError),
-                open_inside(source_dir, source_name, what="results.json") as source,
-                os.fdopen(create_exclusive(target / target_name, "trace copy"), "wb") as copy,
-            ):
-                shutil.copyfileobj(source, copy)
-        with importing_from(code_dirs):
-            result = score_trace(
-                target, case, repeat, key, dataset.scorers_for(case), recorded.latency_s, judging
-            )
-        write_replace(target / "cases" / f"{key}.json", _encode(result))
-        merged.append(result)
-    results = _collect(manifest, merged)
-    write_replace(target / "results.json", _encode(results))
-    write_reports(results, target)
-    return results
