@@ -20,6 +20,7 @@ the driver verifies them before it writes the trace and the result (docs/adr/004
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections import Counter
@@ -514,6 +515,33 @@ def run_eval(
     runner = executor or SerialExecutor()
     local = getattr(runner, "shares_filesystem", True)
     judging = Judging(run_dir, judges, mode="live")
+    done, todo, unfinished = _sort_items(run_dir, items, local)
+    run_one = _LocalCase(run_dir, dataset, factory, render, clock, judging, unfinished, done)
+    finished: Iterator[CaseResult]
+    if local:
+        finished = (result for _, result in runner.map_bounded(run_one, todo, concurrency))
+    else:
+        # The cases run elsewhere (a cluster): each returns its trace, kept here once verified.
+        task = functools.partial(_run_detached, factory, render, clock)
+        finished = (
+            _keep(run_dir, dataset, render, todo[index], data, latency, judging)
+            for index, (data, latency) in runner.map_bounded(task, todo, concurrency)
+        )
+    # Scorers import from the run's code directories; set once here, so a case's thread that
+    # resolves one changes nothing.
+    with importing_from(manifest.code_dirs):
+        _collect_finished(finished, done, todo, len(items), progress)
+    results = _collect(manifest, done)
+    write_replace(run_dir / "results.json", _encode_results(results, run_one.encoded))
+    write_reports(results, run_dir, run_one.scored)
+    return results
+
+
+def _sort_items(
+    run_dir: Path, items: Sequence[_Item], local: bool
+) -> tuple[list[CaseResult], list[_Item], set[str]]:
+    """The results already written, the items still to run, and those of them whose trace an
+    interrupted run left (resumed from it in-process; set aside when cases run elsewhere)."""
     done: list[CaseResult] = []
     todo: list[_Item] = []
     unfinished: set[str] = set()
@@ -525,101 +553,115 @@ def run_eval(
         trace = run_dir / "traces" / f"{key}.jsonl"
         if trace.exists():
             if local:
-                unfinished.add(key)  # resumed from its trace in run_one, or set aside there
+                unfinished.add(key)  # resumed from its trace in _LocalCase, or set aside there
             else:
                 set_aside(trace)
         todo.append((case, repeat, key))
+    return done, todo, unfinished
 
-    def resumed(case: Case, repeat: int, key: str) -> bool:
-        """Continue a case's interrupted run from its trace; False if it cannot be (set aside)."""
-        trace = run_dir / "traces" / f"{key}.jsonl"
-        with trace.open("rb") as f:
-            started = b"\n" in f.read(1 << 16)
-        if not started:  # not one whole event: there is no run to continue
-            set_aside(trace)
-            return False
-        agent = factory(case, MemoryTraceSink(), trial_seed(repeat))
-        try:
-            agent.resume(trace)
-        except (CannotResume, ReplayDivergenceError, TraceCorruptError):
-            # Not a run this code can continue (torn at its start, another spec, finished
-            # without a result file): kept aside, and the case runs again from the start.
-            set_aside(trace)
-            return False
-        except RunError:  # recorded in the trace (run_failed); scoring reads it there
-            pass
-        finally:
-            agent.close()
-        return True
 
-    # What the reports take from each trace scored and paged here, by path (ADRs 0139, 0146),
-    # and each result's encoding as its cases file holds it, by key (results.json reuses it).
-    scored: dict[str, ScoredTrace] = {}
-    encoded: dict[str, bytes] = {}
+def _resumed(run_dir: Path, factory: AgentFactory, case: Case, repeat: int, key: str) -> bool:
+    """Continue a case's interrupted run from its trace; False if it cannot be (set aside)."""
+    trace = run_dir / "traces" / f"{key}.jsonl"
+    with trace.open("rb") as f:
+        started = b"\n" in f.read(1 << 16)
+    if not started:  # not one whole event: there is no run to continue
+        set_aside(trace)
+        return False
+    agent = factory(case, MemoryTraceSink(), trial_seed(repeat))
+    try:
+        agent.resume(trace)
+    except (CannotResume, ReplayDivergenceError, TraceCorruptError):
+        # Not a run this code can continue (torn at its start, another spec, finished
+        # without a result file): kept aside, and the case runs again from the start.
+        set_aside(trace)
+        return False
+    except RunError:  # recorded in the trace (run_failed); scoring reads it there
+        pass
+    finally:
+        agent.close()
+    return True
 
-    def run_one(item: _Item) -> CaseResult:
+
+@dataclasses.dataclass
+class _LocalCase:
+    """Runs one case repeat in this process, its trace streamed into the run directory, and
+    scores it; called by the executor, perhaps in several threads."""
+
+    run_dir: Path
+    dataset: Dataset
+    factory: AgentFactory
+    render: Callable[[Case], str]
+    clock: Clock
+    judging: Judging
+    unfinished: set[str]
+    done: list[CaseResult]
+    """The results so far (for the count an aborted run reports)."""
+    scored: dict[str, ScoredTrace] = dataclasses.field(default_factory=dict)
+    """What the reports take from each trace scored and paged here, by path (ADRs 0139, 0146)."""
+    encoded: dict[str, bytes] = dataclasses.field(default_factory=dict)
+    """Each result's encoding as its cases file holds it, by key (results.json reuses it)."""
+
+    def __call__(self, item: _Item) -> CaseResult:
+        """Run (or resume) the case repeat, then score its trace and write its result."""
         case, repeat, key = item
-        started = clock.monotonic()
+        run_dir = self.run_dir
+        started = self.clock.monotonic()
         try:
-            if key not in unfinished or not resumed(case, repeat, key):
+            if key not in self.unfinished or not _resumed(run_dir, self.factory, case, repeat, key):
                 sink = FileTraceSink(run_dir / "traces" / f"{key}.jsonl")
                 try:
-                    factory(case, sink, trial_seed(repeat)).run(render(case))
+                    self.factory(case, sink, trial_seed(repeat)).run(self.render(case))
                 finally:
                     sink.close()
         except TransportError as exc:
             raise RunAborted(
                 f"case {key}: the model could not be reached ({type(exc).__name__}: {exc}); "
-                f"{len(done)} finished cases are kept: run the same command again to resume"
+                f"{len(self.done)} finished cases are kept: run the same command again to resume"
             ) from exc
         except Exception:  # the trace records the failure (run_failed); scoring reads it there
             pass
-        latency = clock.monotonic() - started
-        scorers = dataset.scorers_for(case)
-        result, read = _score_read(run_dir, case, repeat, key, scorers, latency, judging)
-        # Written here, by the worker, not by the loop below: when another case aborts the run,
-        # cases still in flight finish and are kept, so a resume does not run them again.
-        encoded[key] = _encode(result)
-        write_replace(run_dir / "cases" / f"{key}.json", encoded[key], durable=False)
+        latency = self.clock.monotonic() - started
+        scorers = self.dataset.scorers_for(case)
+        result, read = _score_read(run_dir, case, repeat, key, scorers, latency, self.judging)
+        # Written here, by the worker, not by the caller's loop: when another case aborts the
+        # run, cases still in flight finish and are kept, so a resume does not run them again.
+        self.encoded[key] = _encode(result)
+        write_replace(run_dir / "cases" / f"{key}.json", self.encoded[key], durable=False)
         if read is not None:
             # The page of a verified trace, from the bytes just scored: the reports neither
             # read the file again nor write its page (ADR 0146).
-            data, scored[result.trace] = read
+            data, self.scored[result.trace] = read
             write_page(run_dir, result.trace, data)
         return result
 
-    finished: Iterator[CaseResult]
-    if local:
-        finished = (result for _, result in runner.map_bounded(run_one, todo, concurrency))
-    else:
-        # The cases run elsewhere (a cluster): each returns its trace, kept here once verified.
-        task = functools.partial(_run_detached, factory, render, clock)
-        finished = (
-            _keep(run_dir, dataset, render, todo[index], data, latency, judging)
-            for index, (data, latency) in runner.map_bounded(task, todo, concurrency)
-        )
-    total = len(items)
+
+def _collect_finished(
+    finished: Iterator[CaseResult],
+    done: list[CaseResult],
+    todo: Sequence[_Item],
+    total: int,
+    progress: Progress | None,
+) -> None:
+    """Add each result to ``done`` as it comes, telling ``progress``.
+
+    Raises:
+        RunAborted: a case's task was lost (its worker died); finished cases are kept.
+    """
     counts = Counter(result.status for result in done)  # progress's summary, kept as they come
     if progress is not None:
         progress(len(done), total, Summary.tally(counts))
-    # Scorers import from the run's code directories; set once here, so a case's thread that
-    # resolves one changes nothing.
-    with importing_from(manifest.code_dirs):
-        try:
-            for result in finished:
-                done.append(result)
-                counts[result.status] += 1
-                if progress is not None:
-                    progress(len(done), total, Summary.tally(counts))
-        except TaskLost as exc:
-            raise RunAborted(
-                f"case {todo[exc.index][2]}: {exc}; {len(done)} finished cases are kept: "
-                "run the same command again to resume"
-            ) from exc
-    results = _collect(manifest, done)
-    write_replace(run_dir / "results.json", _encode_results(results, encoded))
-    write_reports(results, run_dir, scored)
-    return results
+    try:
+        for result in finished:
+            done.append(result)
+            counts[result.status] += 1
+            if progress is not None:
+                progress(len(done), total, Summary.tally(counts))
+    except TaskLost as exc:
+        raise RunAborted(
+            f"case {todo[exc.index][2]}: {exc}; {len(done)} finished cases are kept: "
+            "run the same command again to resume"
+        ) from exc
 
 
 def _manifest(
