@@ -23,7 +23,7 @@ from twinflow._base._files import (
 )
 from twinflow.eval._errors import RunDirError, ShardError
 from twinflow.eval._judge import JUDGEMENTS, REJUDGED, JudgeWiring, Judging
-from twinflow.eval._report import write_reports
+from twinflow.eval._lab_notes import write_reports
 from twinflow.eval._results import (
     CaseResult,
     EvalResults,

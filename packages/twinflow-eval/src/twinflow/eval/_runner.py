@@ -45,10 +45,11 @@ from twinflow.agent import (
     TraceEvent,
 )
 from twinflow.eval._dataset import Case, Dataset
+from twinflow.eval._details import ScoredTrace, keeps_fact, write_page
 from twinflow.eval._errors import RunAborted, RunDirError, ScorerError
 from twinflow.eval._judge import JudgeWiring, Judging
+from twinflow.eval._lab_notes import write_reports
 from twinflow.eval._observe import Observation, observe_verified
-from twinflow.eval._report import ScoredTrace, keeps_fact, write_page, write_reports
 from twinflow.eval._results import (
     CaseResult,
     CaseStatus,
