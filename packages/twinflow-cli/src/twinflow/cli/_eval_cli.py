@@ -33,6 +33,7 @@ from twinflow._base._code import importing_from
 from twinflow._base._files import write_new
 from twinflow.agent import Agent, Environment, ModelSpec, RunSpec, load_spec
 from twinflow.cli._continue import _signer
+from twinflow.cli._eval_args import LOCAL_RAY, configure_eval
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._show import _clean
 from twinflow.cli._traces import read_small_file
@@ -47,7 +48,6 @@ from twinflow.cli._wiring import (
 )
 from twinflow.eval import (
     MAX_TRIALS,
-    METRICS,
     AgentFactory,
     Case,
     CaseResult,
@@ -56,8 +56,6 @@ from twinflow.eval import (
     PlanError,
     ReadPlan,
     RunIdentity,
-    Shard,
-    ShardError,
     Summary,
     TraceMismatchError,
     TrialStats,
@@ -97,174 +95,6 @@ __all__ = ["COMMANDS"]
 
 def _stderr(text: str) -> None:
     say(text)
-
-
-def _add_json(p: argparse.ArgumentParser) -> None:
-    # The parent `eval` parser has --json; repeating it here lets it follow the subcommand too.
-    p.add_argument(
-        "--json",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="print one JSON document on stdout",
-    )
-
-
-def _shard(text: str) -> Shard:
-    try:
-        return Shard.parse(text)
-    except ShardError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _configure(p: argparse.ArgumentParser) -> None:
-    # Not required by argparse: `twinflow eval` alone is refused by `_handle`, as one line (or,
-    # with --json, one JSON document) like every other usage error.
-    sub = p.add_subparsers(dest="eval_command", metavar="SUBCOMMAND")
-    run = sub.add_parser(
-        "run", help="run a dataset through the agent a spec describes", description=_run.__doc__
-    )
-    run.add_argument("dataset", type=Path, help="the dataset (.yaml, .yml or .jsonl)")
-    run.add_argument(
-        "--spec",
-        type=Path,
-        required=True,
-        help="the run spec (model, tools, policy, output); prompt may hold {input}",
-    )
-    run.add_argument(
-        "--out", type=Path, required=True, help="the run directory (an unfinished one is resumed)"
-    )
-    run.add_argument(
-        "--concurrency",
-        type=int,
-        default=1,
-        help=(
-            "cases in flight at once (default 1; with --ray, raise it to what the model "
-            "server can serve at once)"
-        ),
-    )
-    run.add_argument(
-        "--trials",
-        type=int,
-        help=(
-            "run each case K times, trial r with sampling seed (r-1)*1000 (default: the "
-            "dataset's trials, else 1); Lab Notes show pass@K, pass^K and a case-clustered "
-            "interval"
-        ),
-    )
-    run.add_argument("--shard", type=_shard, help="run only slice i of n (1-based), e.g. 2/4")
-    run.add_argument(
-        "--min-pass-rate", type=float, help="exit 1 if the pass rate is below this fraction"
-    )
-    run.add_argument(
-        "--plan",
-        type=Path,
-        metavar="FILE",
-        help="the run's plan (`eval plan`): refuse to run anything it does not name; Lab Notes "
-        "say whether its rule was met",
-    )
-    run.add_argument(
-        "--plan-key",
-        type=Path,
-        metavar="PUB",
-        help="the verifier key (`twinflow keygen`'s .pub) a signed plan must verify by",
-    )
-    run.add_argument(
-        "--ray",
-        nargs="?",
-        const=_LOCAL_RAY,
-        metavar="ADDRESS",
-        help=(
-            "run each case as a Ray task (the ray extra): on a new local Ray without ADDRESS, "
-            "else on that cluster (auto, host:6379 or ray://host:10001); twinflow and the "
-            "spec's code must be importable on every node. Put --ray last, or write "
-            "--ray=ADDRESS, so it does not take the next argument"
-        ),
-    )
-    _add_json(run)
-    re = sub.add_parser(
-        "rescore",
-        help="verify every trace of a run and score it again, without a model",
-        description=_rescore.__doc__,
-    )
-    re.add_argument("run_dir", type=Path, help="a run directory")
-    re.add_argument(
-        "--rejudge",
-        action="store_true",
-        help=(
-            "call each judge scorer's model again (live) instead of replaying its recorded "
-            "judgement; the new judgements go under DIR/rejudged, and changed verdicts are listed. "
-            "Each judge's endpoint is printed first"
-        ),
-    )
-    re.add_argument(
-        "--send-key",
-        action="append",
-        default=[],
-        metavar="VAR",
-        help=(
-            "with --rejudge: send the API key in the environment variable VAR to the judge "
-            "whose model names it (api_key_env); a run directory's dataset names its own "
-            "endpoints, so no key is sent unless named here"
-        ),
-    )
-    _add_trust_code(re)
-    _add_json(re)
-    cmp = sub.add_parser(
-        "compare",
-        help="regressions and improvements from run A to run B",
-        description=_compare.__doc__,
-    )
-    cmp.add_argument("a", type=Path, help="the baseline run directory")
-    cmp.add_argument("b", type=Path, help="the new run directory")
-    cmp.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        help="the paired bootstrap's seed (default 0; printed, so the interval can be redrawn)",
-    )
-    _add_json(cmp)
-    merge = sub.add_parser(
-        "merge", help="combine the shard directories of one dataset", description=_merge.__doc__
-    )
-    merge.add_argument(
-        "shards", type=Path, nargs="+", help="one run directory per shard 1/n .. n/n"
-    )
-    merge.add_argument(
-        "--out", type=Path, required=True, help="the merged run directory (new or empty)"
-    )
-    _add_trust_code(merge)
-    _add_json(merge)
-    plan = sub.add_parser(
-        "plan",
-        help="pre-register a run: the dataset, spec, scorers, metric and decision rule",
-        description=_plan.__doc__,
-    )
-    plan.add_argument("dataset", type=Path, help="the dataset (.yaml, .yml or .jsonl)")
-    plan.add_argument("--spec", type=Path, required=True, help="the run spec the run will use")
-    plan.add_argument(
-        "--metric",
-        required=True,
-        help=f"the metric the run reports: one of {', '.join(METRICS)}",
-    )
-    plan.add_argument(
-        "--rule",
-        required=True,
-        help="the decision rule, a comparison of metrics and numbers joined by and, or, not: "
-        "'rate >= 0.8', 'rate_low > 0.5 and flagged == 0'",
-    )
-    plan.add_argument(
-        "--trials",
-        type=int,
-        help="trials of each case the run will make (default: the dataset's trials, else 1)",
-    )
-    plan.add_argument("--out", type=Path, required=True, help="the plan file to write (new)")
-    plan.add_argument(
-        "--sign",
-        type=Path,
-        metavar="KEYFILE",
-        help="sign the plan with this `twinflow keygen` signer key",
-    )
-    _add_json(plan)
 
 
 def _summary_payload(results: EvalResults, run_dir: Path) -> dict[str, Any]:
@@ -326,10 +156,6 @@ def _model_url(
     """``spec`` with its model URL resolved (`ModelSpec.serving`) while the block runs."""
     with spec.model.serving(out_dir, on_progress) as base:
         yield spec.model_copy(update={"model": spec.model.model_copy(update={"url": base})})
-
-
-_LOCAL_RAY = "local"
-"""``--ray`` without an address: start a local Ray for the run."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -434,10 +260,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     verdict and checkpoint root; lab-notes.md and lab-notes.html are written at the end.
     Running the same command on an unfinished DIR resumes it.
     """
-    if args.concurrency < 1:
-        raise UserError(f"--concurrency {args.concurrency}: must be at least 1")
-    if args.trials is not None and not 1 <= args.trials <= MAX_TRIALS:
-        raise UserError(f"--trials {args.trials}: must be from 1 to {MAX_TRIALS}")
+    _check_counts(args)
     dataset = load_dataset(args.dataset)
     spec = load_spec(args.spec)
     # Tools, output models and custom scorers may live next to the spec or the dataset (as in
@@ -476,11 +299,6 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         if not pending:
             out.line(f"{args.out}: every case has a result already; no model is started")
         else:
-            ray: RayExecutor | None = None
-            if args.ray is not None:
-                address = None if args.ray == _LOCAL_RAY else args.ray
-                ray = RayExecutor(address, code_dirs=[str(d) for d in code_dirs]).start()
-                stack.callback(ray.close)
             # However the run ends (an abort, ^C), the progress line is finished first, so the
             # message that follows is on its own line.
             stack.callback(progress.end)
@@ -488,13 +306,15 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             judges = _judge_models(
                 stack, dataset, args.out, wired.model.url, spec, progress.message
             )
-            if ray is not None:
-                factory, executor = _WorkerAgents(wired, identity), ray
-            else:
-                environment = spec.environment(identity.model, identity.spec_digest)
-                factory = _LocalAgents(wired, transport, clock, ids, tools, environment)
-                if args.concurrency > 1:
-                    executor = ThreadExecutor()
+            local = _LocalAgents(
+                wired,
+                transport,
+                clock,
+                ids,
+                tools,
+                spec.environment(identity.model, identity.spec_digest),
+            )
+            factory, executor = _cases_where(stack, args, code_dirs, local, identity)
         results = run_eval(
             dataset,
             factory,
@@ -511,6 +331,38 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             plan=None if plan is None else plan.data,
             trials=args.trials,
         )
+    return _report_run(args, out, results, plan)
+
+
+def _check_counts(args: argparse.Namespace) -> None:
+    """Refuse a ``--concurrency`` or ``--trials`` out of range (exit 2)."""
+    if args.concurrency < 1:
+        raise UserError(f"--concurrency {args.concurrency}: must be at least 1")
+    if args.trials is not None and not 1 <= args.trials <= MAX_TRIALS:
+        raise UserError(f"--trials {args.trials}: must be from 1 to {MAX_TRIALS}")
+
+
+def _cases_where(
+    stack: contextlib.ExitStack,
+    args: argparse.Namespace,
+    code_dirs: Sequence[Path],
+    local: _LocalAgents,
+    identity: RunIdentity,
+) -> tuple[AgentFactory, Executor]:
+    """Where the cases run: as Ray tasks (``--ray``, each worker building its own agent), in
+    threads (``--concurrency`` above 1), or one after another here."""
+    if args.ray is not None:
+        address = None if args.ray == LOCAL_RAY else args.ray
+        ray = RayExecutor(address, code_dirs=[str(d) for d in code_dirs]).start()
+        stack.callback(ray.close)
+        return _WorkerAgents(local.spec, identity), ray
+    return local, ThreadExecutor() if args.concurrency > 1 else SerialExecutor()
+
+
+def _report_run(
+    args: argparse.Namespace, out: Output, results: EvalResults, plan: ReadPlan | None
+) -> int:
+    """Print an eval run's outcome; exit 1 if a trace is flagged or the pass rate is too low."""
     payload = _summary_payload(results, args.out)
     if plan is not None:
         outcome = judge_plan(plan.plan, results, None)
@@ -606,18 +458,6 @@ def _trials_line(stats: TrialStats) -> str:
     at_k = "n/a" if stats.pass_at_k is None else f"{stats.pass_at_k:.1%}"
     hat_k = "n/a" if stats.pass_hat_k is None else f"{stats.pass_hat_k:.1%}"
     return f"{k} trials per case: rate {stats.rate:.1%} ({interval}); pass@{k} {at_k}, pass^{k} {hat_k}"
-
-
-def _add_trust_code(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--trust-code",
-        action="store_true",
-        help=(
-            "import the scorer modules the run's dataset names (custom scorers, schema models); "
-            "without it a run that needs code is refused, since a received run directory could "
-            "bring any. The modules are printed first"
-        ),
-    )
 
 
 def _announce_code(run_dirs: Sequence[Path], trust_code: bool) -> None:
@@ -845,6 +685,10 @@ def _handle(args: argparse.Namespace, out: Output) -> int:
             "arguments)"
         )
     return _HANDLERS[args.eval_command](args, out)
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    configure_eval(p, _HANDLERS)
 
 
 COMMANDS: dict[str, Command] = {"eval": (_configure, _handle)}
