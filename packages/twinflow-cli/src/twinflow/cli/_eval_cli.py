@@ -51,6 +51,7 @@ from twinflow.eval import (
     AgentFactory,
     Case,
     CaseResult,
+    Comparison,
     Dataset,
     EvalResults,
     PlanError,
@@ -595,11 +596,46 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
         raise CheckFailed(str(exc), {"ok": False, "problem": str(exc)}) from None
     scorers = [{**d.model_dump(), "delta": d.delta} for d in c.scorers]
     out.document({"ok": True, **c.model_dump(), "scorers": scorers})
+    _print_sides(c, out)
+    out.line(
+        f"pass rate {c.pass_rate_a:.1%} -> {c.pass_rate_b:.1%} over the paired cases "
+        f"({c.rate_delta:+.1%})"
+    )
+    if c.bootstrap is not None:
+        boot = c.bootstrap
+        out.line(
+            f"  95% interval on the difference {boot.low:+.1%} to {boot.high:+.1%} ({boot.method}; "
+            f"{boot.cases} cases, {boot.resamples} resamples, --seed {boot.seed})"
+        )
+        if boot.caveat is not None:
+            out.line(f"  caveat: {boot.caveat}")
+    for d in c.scorers:
+        out.line(
+            f"  {_clean(d.scorer):<20} {d.passed_a}/{d.scored} -> {d.passed_b}/{d.scored} "
+            f"({d.delta:+.1%})"
+        )
+    out.line(f"regressions ({len(c.regressions)}): {_keys(c.regressions)}")
+    out.line(f"improvements ({len(c.improvements)}): {_keys(c.improvements)}")
+    out.line(
+        f"exact McNemar p = {c.p_value:.4g} (unchanged: {c.both_passed} passed, {c.both_not_passed} not)"
+    )
+    if c.caveat is not None:
+        out.line(f"  caveat: {c.caveat}")
+    out.line(f"same verdict, other reasons ({len(c.reasons_changed)}): {_keys(c.reasons_changed)}")
+    out.line(f"output changed ({len(c.outputs_changed)}): {_keys(c.outputs_changed)}")
+    if c.only_in_a or c.only_in_b:
+        out.line(f"unpaired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
+    return EXIT_OK
 
-    # Everything shown comes from two run directories, received input: escaped for the terminal.
-    def keys(found: tuple[str, ...]) -> str:
-        return ", ".join(_clean(k) for k in found) or "none"
 
+def _keys(found: tuple[str, ...]) -> str:
+    """Case keys from a run directory (received input), escaped for the terminal."""
+    return ", ".join(_clean(k) for k in found) or "none"
+
+
+def _print_sides(c: Comparison, out: Output) -> None:
+    """What runs A and B were, and how their environments and settings differ (a
+    `twinflow.eval.compare_runs` comparison; every string escaped for the terminal)."""
     for label, side in (("A", c.side_a), ("B", c.side_b)):
         if side is not None:
             out.line(
@@ -618,35 +654,6 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
             f"A and B differ in {', '.join(c.differs)}: the comparison is across those, not "
             "only the change you made"
         )
-    out.line(
-        f"pass rate {c.pass_rate_a:.1%} -> {c.pass_rate_b:.1%} over the paired cases "
-        f"({c.rate_delta:+.1%})"
-    )
-    if c.bootstrap is not None:
-        boot = c.bootstrap
-        out.line(
-            f"  95% interval on the difference {boot.low:+.1%} to {boot.high:+.1%} ({boot.method}; "
-            f"{boot.cases} cases, {boot.resamples} resamples, --seed {boot.seed})"
-        )
-        if boot.caveat is not None:
-            out.line(f"  caveat: {boot.caveat}")
-    for d in c.scorers:
-        out.line(
-            f"  {_clean(d.scorer):<20} {d.passed_a}/{d.scored} -> {d.passed_b}/{d.scored} "
-            f"({d.delta:+.1%})"
-        )
-    out.line(f"regressions ({len(c.regressions)}): {keys(c.regressions)}")
-    out.line(f"improvements ({len(c.improvements)}): {keys(c.improvements)}")
-    out.line(
-        f"exact McNemar p = {c.p_value:.4g} (unchanged: {c.both_passed} passed, {c.both_not_passed} not)"
-    )
-    if c.caveat is not None:
-        out.line(f"  caveat: {c.caveat}")
-    out.line(f"same verdict, other reasons ({len(c.reasons_changed)}): {keys(c.reasons_changed)}")
-    out.line(f"output changed ({len(c.outputs_changed)}): {keys(c.outputs_changed)}")
-    if c.only_in_a or c.only_in_b:
-        out.line(f"unpaired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
-    return EXIT_OK
 
 
 def _merge(args: argparse.Namespace, out: Output) -> int:
