@@ -71,7 +71,7 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
         "write a trace's checkpoint as a C2SP note (signed with --sign)",
     ),
     "prove": (
-        "twinflow.cli._commands",
+        "twinflow.cli._prove",
         "make or check a C2SP tlog-proof (inclusion) or consistency proof",
     ),
     "redact": (
@@ -135,6 +135,10 @@ def command_module_commands(module: str) -> dict[str, Command]:
         from twinflow.cli._publish import COMMANDS as publish_commands
 
         return publish_commands
+    if module == "twinflow.cli._prove":
+        from twinflow.cli._prove import COMMANDS as prove_commands
+
+        return prove_commands
     if module == "twinflow.cli._commands":
         from twinflow.cli._commands import COMMANDS as trace_commands
 
