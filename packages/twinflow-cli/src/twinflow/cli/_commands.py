@@ -187,21 +187,25 @@ def _check_signed_decisions(path: Path, keys: list[Path]) -> int:
     return checked
 
 
+def _verify_decisions(args: argparse.Namespace, out: Output) -> int:
+    """``verify --key`` without a checkpoint: the keys check the signed decisions in the trace,
+    which are read as typed events (the typed check runs whatever ``--typed`` says)."""
+    from twinflow.agent import verify_agent_trace
+
+    report = verify_agent_trace(args.trace, require_complete=not args.allow_incomplete)
+    if report.problem is not None:
+        raise CheckFailed(f"{args.trace}: {report.problem}")
+    checked = _check_signed_decisions(args.trace, args.key)
+    out.document({"ok": True, "trace": str(args.trace), "signed_decisions": checked})
+    out.line(f"ok: {args.trace}: {report.events} events verify; {checked} signed decision(s)")
+    return EXIT_OK
+
+
 def _verify(args: argparse.Namespace, out: Output) -> int:
     _refuse_key_file(args)
     check_trace_head(args.trace)
     if args.key and not (args.checkpoint or args.origin):
-        # Without a checkpoint, verifier keys check the signed decisions in the trace, which
-        # are read as typed events: the typed check runs here whatever --typed says.
-        from twinflow.agent import verify_agent_trace
-
-        report = verify_agent_trace(args.trace, require_complete=not args.allow_incomplete)
-        if report.problem is not None:
-            raise CheckFailed(f"{args.trace}: {report.problem}")
-        checked = _check_signed_decisions(args.trace, args.key)
-        out.document({"ok": True, "trace": str(args.trace), "signed_decisions": checked})
-        out.line(f"ok: {args.trace}: {report.events} events verify; {checked} signed decision(s)")
-        return EXIT_OK
+        return _verify_decisions(args, out)
     if args.origin and not args.checkpoint:
         raise UserError("--origin needs --checkpoint: it names the log the checkpoint is for")
     published = read_published(args.checkpoint, args.key, args.origin) if args.checkpoint else None

@@ -114,9 +114,8 @@ def _proof_checkpoint(args: argparse.Namespace) -> bytes:
     return _checkpoint_note(_trace_checkpoint(args, args.size), args.sign, args.origin)
 
 
-def _prove(args: argparse.Namespace, out: Output) -> int:
-    if args.check is not None:
-        return _check_proof(args, out)
+def _check_make_arguments(args: argparse.Namespace) -> None:
+    """Refuse arguments that do not make one proof (exit 2)."""
     if args.trace is None:
         raise UserError("give a TRACE to make a proof, or --check PROOF")
     if (args.seq is None) == (args.from_size is None):
@@ -125,6 +124,12 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
         raise UserError("--old-checkpoint, --digest and --event go with --check")
     if args.event_out and args.seq is None:
         raise UserError("--event-out writes the event an inclusion proof (--seq) is for")
+
+
+def _prove(args: argparse.Namespace, out: Output) -> int:
+    if args.check is not None:
+        return _check_proof(args, out)
+    _check_make_arguments(args)
     check_trace_head(args.trace)
     note = _proof_checkpoint(args)
     where = str(args.checkpoint or "the new checkpoint")
