@@ -34,7 +34,7 @@ __all__ = ["COMMAND_TABLE", "command_module_commands", "installed_version", "mai
 # The summary is written here only: a module's ``COMMANDS`` holds (configure, handler).
 COMMAND_TABLE: dict[str, tuple[str, str]] = {
     "demo": (
-        "twinflow.cli._run",
+        "twinflow.cli._demo_cli",
         "run a small agent task on the embedded local model, then verify and replay its trace",
     ),
     "run": ("twinflow.cli._run", "run an agent from a spec file (YAML), writing a trace"),
@@ -115,6 +115,10 @@ def command_module_commands(module: str) -> dict[str, Command]:
         from twinflow.cli._run import COMMANDS as run_commands
 
         return run_commands
+    if module == "twinflow.cli._demo_cli":
+        from twinflow.cli._demo_cli import COMMANDS as demo_commands
+
+        return demo_commands
     if module == "twinflow.cli._continue":
         from twinflow.cli._continue import COMMANDS as continue_commands
 
