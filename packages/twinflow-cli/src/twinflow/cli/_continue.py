@@ -24,15 +24,8 @@ from twinflow.agent import (
     record_decisions,
 )
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
-from twinflow.cli._run import (
-    _execute,
-    _Phases,
-    add_spec_arguments,
-    divergence_failed,
-    replay_spec,
-    report_outcome,
-    spec_beside,
-)
+from twinflow.cli._replay_cli import add_spec_arguments, divergence_failed, replay_spec
+from twinflow.cli._run import _execute, _Phases, report_outcome, spec_beside
 from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.kernel import SystemClock
 from twinflow.trace import TraceCorruptError

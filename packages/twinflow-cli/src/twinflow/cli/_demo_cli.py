@@ -13,12 +13,12 @@ from pathlib import Path
 from twinflow.agent import RunSpec, verify_agent_trace
 from twinflow.cli import _demo
 from twinflow.cli._output import EXIT_FAILED, EXIT_OK, CheckFailed, Command, Output, invocation, say
+from twinflow.cli._replay_cli import _replay_file
 from twinflow.cli._run import (
     _add_quiet,
     _execute,
     _Phases,
     _print_outcome,
-    _replay_file,
     spec_beside,
 )
 from twinflow.cli._wiring import EMBEDDED

@@ -39,7 +39,7 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
     ),
     "run": ("twinflow.cli._run", "run an agent from a spec file (YAML), writing a trace"),
     "replay": (
-        "twinflow.cli._run",
+        "twinflow.cli._replay_cli",
         "re-run a trace's agent against the trace; exit 1 at the first event that differs",
     ),
     "resume": (
@@ -115,6 +115,10 @@ def command_module_commands(module: str) -> dict[str, Command]:
         from twinflow.cli._run import COMMANDS as run_commands
 
         return run_commands
+    if module == "twinflow.cli._replay_cli":
+        from twinflow.cli._replay_cli import COMMANDS as replay_commands
+
+        return replay_commands
     if module == "twinflow.cli._demo_cli":
         from twinflow.cli._demo_cli import COMMANDS as demo_commands
 

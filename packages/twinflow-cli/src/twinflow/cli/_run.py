@@ -22,7 +22,7 @@ import itertools
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,34 +31,26 @@ from pydantic import BaseModel
 from twinflow._base._code import importing_from
 from twinflow._base._files import write_new
 from twinflow.agent import (
-    REPLAY_KINDS,
+    Agent,
     Decision,
-    ReplayDivergenceError,
     RunError,
     RunPaused,
     RunSpec,
-    RunStarted,
-    SpecError,
-    ToolCalled,
     Trace,
-    load_spec,
-    replay,
 )
 from twinflow.cli._output import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_PAUSED,
-    CheckFailed,
     Command,
     Output,
     invocation,
     say,
 )
 from twinflow.cli._show import _clean
-from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.cli._watch import TextPrinter
 from twinflow.cli._wiring import EMBEDDED, chat_model, numbered
-from twinflow.kernel import NondeterminismError, SystemClock, SystemIds
+from twinflow.kernel import SystemClock, SystemIds
 from twinflow.trace import (
     FileTraceSink,
     MemoryTraceSink,
@@ -71,14 +63,9 @@ from twinflow.vocab import UserError
 
 __all__ = [
     "COMMANDS",
-    "add_spec_arguments",
     "claim_run_files",
     "code_beside",
-    "configure_replay",
     "configure_run",
-    "divergence_failed",
-    "replay_command",
-    "replay_spec",
     "report_outcome",
     "run",
     "spec_beside",
@@ -216,7 +203,6 @@ def _execute(
     transport = spec.model.transport()
     if spec.model.url != EMBEDDED:
         chat_model(spec.model, transport, SystemIds())  # checks URL and dialect
-    paused: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         stack.callback(transport.close)
         # A continued run takes its tool lists from its trace: the prefix starts no server.
@@ -249,31 +235,14 @@ def _execute(
             "forking" if fork_from is not None else "running" if resume_from is None else "resuming"
         )
         out.line(f"{doing} the agent ({spec.model.mode} mode, up to {spec.max_steps} steps) ...")
-        output: Any = None
-        error: str | None = None
         with phases.phase("run"):
-            try:
-                if fork_from is not None:
-                    result = agent.fork(fork_from[0], at_step=fork_from[1])
-                elif resume_from is None:
-                    result = agent.run(spec.prompt)
-                else:
-                    result = agent.resume(resume_from, decisions=decisions)
-                output = result.output
-            except RunPaused as exc:
-                paused = [p.model_dump(mode="json") for p in exc.paused.pending]
-            except RunError as exc:
-                error = f"{type(exc).__name__}: {exc}"
-            finally:
-                agent.writer.close()
+            output, error, paused = _drive(agent, spec, resume_from, decisions, fork_from)
         # A new run's root and size come from its own writer, never from re-reading a path.
         checkpoint = agent.writer.checkpoint() if resume_from is None else None
     trace = Trace.load(trace_path)
     if checkpoint is None:
         checkpoint = trace.checkpoint()
     summary = summarize_trace(trace.events)
-    if isinstance(output, BaseModel):
-        output = output.model_dump(mode="json")
     return RunOutcome(
         prompt=summary.prompt,
         trace=str(trace_path),
@@ -291,6 +260,36 @@ def _execute(
     )
 
 
+def _drive(
+    agent: Agent[Any],
+    spec: RunSpec,
+    resume_from: Path | None,
+    decisions: Sequence[Decision],
+    fork_from: tuple[Path, int] | None,
+) -> tuple[Any, str | None, list[dict[str, Any]]]:
+    """Run, resume or fork ``agent``: its output (JSON form), its error, the calls it waits on."""
+    output: Any = None
+    error: str | None = None
+    paused: list[dict[str, Any]] = []
+    try:
+        if fork_from is not None:
+            result = agent.fork(fork_from[0], at_step=fork_from[1])
+        elif resume_from is None:
+            result = agent.run(spec.prompt)
+        else:
+            result = agent.resume(resume_from, decisions=decisions)
+        output = result.output
+    except RunPaused as exc:
+        paused = [p.model_dump(mode="json") for p in exc.paused.pending]
+    except RunError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        agent.writer.close()
+    if isinstance(output, BaseModel):
+        output = output.model_dump(mode="json")
+    return output, error, paused
+
+
 def _recorded_or_none(path: Path) -> Trace | None:
     """The trace a continued run starts from, or None if it does not load as it is (a torn
     last line, which `Agent.resume` repairs first): its servers then start for the prefix."""
@@ -298,146 +297,6 @@ def _recorded_or_none(path: Path) -> Trace | None:
         return Trace.load(path)
     except TraceError:
         return None
-
-
-def replay_spec(trace_path: Path, spec_path: Path | None, trust_spec: bool, out: Output) -> RunSpec:
-    """The spec to rebuild the agent from: the one named, or the trace's own only if trusted."""
-    if spec_path is not None:
-        return load_spec(spec_path)
-    beside = spec_beside(trace_path)
-    if not trust_spec:
-        hint = ""
-        if beside.is_file():
-            with contextlib.suppress(UserError):
-                modules = RunSpec.parse(RunSpec.read_text(beside), str(beside)).modules()
-                hint = f" ({beside} would import: {_names(modules)})"
-        raise UserError(
-            f"{trace_path}: name the spec to rebuild the agent from with --spec PATH (one you "
-            f"trust: replay imports the tools and output model it names), or pass --trust-spec "
-            f"to use the spec beside the trace{hint}"
-        )
-    if not beside.is_file():
-        raise UserError(f"{beside}: no spec beside the trace; pass --spec PATH")
-    record = RunSpec.read_code_record(code_beside(trace_path))
-    # The run's own code directory if it recorded one that is still there (a run written to
-    # another directory than its spec's); else the run directory (a bundle with its modules).
-    code_dir = beside.resolve().parent
-    if record is not None and record.code_dir is not None and Path(record.code_dir).is_dir():
-        code_dir = Path(record.code_dir)
-    spec = RunSpec.parse(RunSpec.read_text(beside), str(beside), code_dir=code_dir)
-    modules = spec.modules()
-    out.line(
-        f"--trust-spec: rebuilding from {beside}, importing {_names(modules)} "
-        f"(from {_clean(str(code_dir))} first)"
-    )
-    if out.as_json:
-        say(f"twinflow replay: importing {_names(modules)}")
-    if record is not None:
-        try:
-            spec.check_code(record)
-        except SpecError as exc:
-            if exc.reason != "code_changed":
-                raise
-            raise CheckFailed(
-                f"{trace_path}: {exc}", {"trace": str(trace_path), "module": exc.module}
-            ) from None
-    return spec
-
-
-_SHOWN_CALLS = 20
-
-
-def _announce_live_calls(trace: Trace) -> None:
-    """Say, before any tool runs, which tools live replay runs and with which arguments.
-
-    The arguments are the trace's, and the tools the spec's: replaying a received trace live
-    runs the user's own tools on what the trace's author chose. The line goes to stderr (also
-    under ``--json``), escaped, so it is read before the first call (docs/adr/0093).
-    """
-    calls = [e.body for e in trace.events if isinstance(e.body, ToolCalled)]
-    shown = [
-        f"{call.tool}({json.dumps(call.arguments, sort_keys=True)[:200]})"
-        for call in calls[:_SHOWN_CALLS]
-    ]
-    more = f"; and {len(calls) - _SHOWN_CALLS} more" if len(calls) > _SHOWN_CALLS else ""
-    say(
-        f"twinflow replay: --mode live runs the spec's tools on the trace's recorded arguments, "
-        f"{len(calls)} call(s): {'; '.join(shown) or 'none'}{more}"
-    )
-
-
-def _names(modules: tuple[str, ...]) -> str:
-    """Module names as they may be shown on a terminal (a hostile name is shown escaped)."""
-    shown = [m if all(p.isidentifier() for p in m.split(".")) else ascii(m) for m in modules]
-    return ", ".join(shown) or "nothing"
-
-
-def divergence_failed(
-    trace_path: Path, what: str, exc: ReplayDivergenceError, **extra: str
-) -> CheckFailed:
-    """The failed check a divergence is reported as (exit 1): where, both events, the difference."""
-    return CheckFailed(
-        f"{trace_path}: {what} diverged: {exc}",
-        {
-            "trace": str(trace_path),
-            **extra,
-            "seq": exc.seq,
-            "expected": exc.expected,
-            "actual": exc.actual,
-            "pointer": None if exc.difference is None else exc.difference.pointer,
-            "difference": None if exc.difference is None else str(exc.difference),
-        },
-    )
-
-
-def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) -> dict[str, Any]:
-    # The trace is read and checked before the spec: an unreadable trace imports nothing.
-    data = read_trace_bytes(trace_path)
-    trace = parse_trace(trace_path, data, keep=REPLAY_KINDS)
-    spec = spec_of()
-    if mode == "live":
-        _announce_live_calls(trace)
-    try:
-        # Recorded mode starts no MCP server: the tool lists are the trace's own.
-        with (
-            importing_from(spec.directories),
-            spec.open_mcp_servers(
-                trace_path.parent,
-                recorded=None if mode == "live" else trace,
-                live=False,
-            ) as servers,
-        ):
-            result = replay(
-                trace,
-                spec.replay_builder(servers=servers),
-                mode="live" if mode == "live" else "recorded",
-            )
-    except ReplayDivergenceError as exc:
-        raise divergence_failed(trace_path, f"replay ({mode})", exc, mode=mode) from None
-    except NondeterminismError as exc:
-        raise CheckFailed(
-            f"{trace_path}: replay ({mode}) reached nondeterminism: {exc}",
-            {
-                "trace": str(trace_path),
-                "mode": mode,
-                "entry_point": exc.entry_point,
-                "caller": exc.caller,
-            },
-        ) from None
-    # The replay re-ran the recorded fingerprint (docs/adr/0122); how this machine differs
-    # from the recording one is said, never held against the replay.
-    started = next(iter(trace.events)).body
-    recorded = started.environment if isinstance(started, RunStarted) else None
-    differences = (
-        [] if recorded is None else list(recorded.differences(spec.environment(), imports=False))
-    )
-    return {
-        "trace": str(trace_path),
-        "mode": mode,
-        "events": result.events,
-        "root": result.root,
-        "environment_differences": differences,
-    }
 
 
 # -- run ------------------------------------------------------------------------------------
@@ -543,56 +402,7 @@ def _print_outcome(outcome: RunOutcome, out: Output) -> None:
 # -- replay ---------------------------------------------------------------------------------
 
 
-def add_spec_arguments(p: argparse.ArgumentParser) -> None:
-    """``--spec`` and ``--trust-spec``: where a command that rebuilds a recorded agent reads it."""
-    p.add_argument(
-        "--spec",
-        type=Path,
-        help="the run spec to rebuild the agent from; its tool and output modules are imported "
-        "from its own directory",
-    )
-    p.add_argument(
-        "--trust-spec",
-        action="store_true",
-        help="use the spec beside the trace instead (it names code that will be imported: only "
-        "for traces you made or trust); the modules are printed first",
-    )
-
-
-def configure_replay(p: argparse.ArgumentParser) -> None:
-    """Arguments of ``twinflow replay``."""
-    p.add_argument("trace", type=Path, help="the recorded trace (JSONL)")
-    add_spec_arguments(p)
-    p.add_argument(
-        "--mode",
-        choices=("recorded", "live"),
-        default="recorded",
-        help="recorded: tool results from the trace; live: run the tools again (default: recorded)",
-    )
-
-
-def replay_command(args: argparse.Namespace, out: Output) -> int:
-    """``twinflow replay TRACE``."""
-    payload = _replay_file(
-        args.trace, lambda: replay_spec(args.trace, args.spec, args.trust_spec, out), args.mode
-    )
-    out.document({"ok": True, **payload})
-    out.line(f"ok: {args.trace}: replay ({args.mode}) matched all {payload['events']} events")
-    out.line(f"root (hex) {payload['root']}")
-    differences = payload["environment_differences"]
-    if differences:
-        # The trace is received input: what it recorded is escaped for the terminal.
-        shown = "; ".join(_clean(line) for line in differences[:5])
-        more = f" (and {len(differences) - 5} more)" if len(differences) > 5 else ""
-        out.line(
-            f"note: recorded in another environment than this one ({len(differences)} "
-            f"difference(s)): {shown}{more}"
-        )
-    return EXIT_OK
-
-
 COMMANDS: dict[str, Command] = {
     "run": (configure_run, run),
-    "replay": (configure_replay, replay_command),
 }
 """The commands that run agents (the trace commands are in `twinflow.cli._commands`)."""
