@@ -88,7 +88,6 @@ from twinflow.eval._runner import (
     code_modules,
     pending_keys,
     run_eval,
-    score_trace,
 )
 from twinflow.eval._scorers import (
     Custom,
@@ -106,6 +105,7 @@ from twinflow.eval._scorers import (
     matches,
     score_all,
 )
+from twinflow.eval._scoring import score_trace as score_trace
 from twinflow.eval._stats import (
     BOOTSTRAP_RESAMPLES,
     FEW_CASES,

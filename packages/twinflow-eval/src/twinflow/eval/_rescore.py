@@ -35,12 +35,11 @@ from twinflow.eval._results import (
 )
 from twinflow.eval._runner import (
     _collect,
-    _encode,
     _one_writer,
     _prepare,
     _refuse_untrusted_code,
-    score_trace,
 )
+from twinflow.eval._scoring import _encode, score_trace
 from twinflow.eval._trials import trial_stats
 
 __all__ = ["load_run", "merge_runs", "rescore"]
