@@ -22,25 +22,31 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from twinflow._base._code import importing_from
 from twinflow._base._files import write_new
-from twinflow.agent import Agent, Environment, ModelSpec, RunSpec, load_spec
+from twinflow.agent import load_spec
 from twinflow.cli._continue import _signer
-from twinflow.cli._eval_args import LOCAL_RAY, configure_eval
+from twinflow.cli._eval_agents import (
+    LocalAgents,
+    cases_where,
+    judge_models,
+    model_url,
+    no_case_left,
+    no_judge_left,
+    render,
+)
+from twinflow.cli._eval_args import configure_eval
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._show import _clean
 from twinflow.cli._traces import read_small_file
 from twinflow.cli._wiring import (
-    EMBEDDED,
     JudgeModels,
-    chat_model,
     check_agent,
     judge_model_spec,
     judges_of,
@@ -49,14 +55,12 @@ from twinflow.cli._wiring import (
 from twinflow.eval import (
     MAX_TRIALS,
     AgentFactory,
-    Case,
     CaseResult,
     Comparison,
     Dataset,
     EvalResults,
     PlanError,
     ReadPlan,
-    RunIdentity,
     Summary,
     TraceMismatchError,
     TrialStats,
@@ -76,18 +80,12 @@ from twinflow.eval import (
     write_plan,
 )
 from twinflow.kernel import (
-    Clock,
     Executor,
-    Ids,
-    RayExecutor,
     SerialExecutor,
     SystemClock,
     SystemIds,
-    ThreadExecutor,
-    Transport,
     redact_url,
 )
-from twinflow.trace import TraceSink
 from twinflow.trace import note as _note
 from twinflow.vocab import UserError
 
@@ -150,110 +148,6 @@ class _ProgressLine:
         _stderr(text)
 
 
-@contextlib.contextmanager
-def _model_url(
-    spec: RunSpec, out_dir: Path, on_progress: Callable[[str], None] = _stderr
-) -> Iterator[RunSpec]:
-    """``spec`` with its model URL resolved (`ModelSpec.serving`) while the block runs."""
-    with spec.model.serving(out_dir, on_progress) as base:
-        yield spec.model_copy(update={"model": spec.model.model_copy(update={"url": base})})
-
-
-@dataclasses.dataclass(frozen=True)
-class _WorkerAgents:
-    """Builds each case's agent where the case runs (a Ray worker), from the spec alone.
-
-    It holds nothing but the spec, so it pickles; the transport, clock and ids are the
-    kernel's, made in the worker, and the tools are imported there.
-    """
-
-    spec: RunSpec
-    identity: RunIdentity
-
-    def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
-        """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
-        ids = SystemIds()
-        resolved = self.spec.resolve()
-        # One transport per case: its connections go with the agent when the case ends.
-        model = chat_model(self.spec.model, self.spec.model.transport(), ids)
-        return resolved.agent(
-            model=model,
-            clock=SystemClock(),
-            ids=ids,
-            trace=sink,
-            seed=seed,
-            # The worker's own interpreter and packages: the case ran here, not on the driver.
-            environment=self.spec.environment(self.identity.model, self.identity.spec_digest),
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class _LocalAgents:
-    """Builds each case's agent in this process, on one transport, clock and ids."""
-
-    spec: RunSpec
-    transport: Transport
-    clock: Clock
-    ids: Ids
-    tools: list[Callable[..., Any]]
-    environment: Environment
-
-    def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
-        """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
-        model = chat_model(self.spec.model, self.transport, self.ids)
-        return self.spec.resolve(self.tools).agent(
-            model=model,
-            clock=self.clock,
-            ids=self.ids,
-            trace=sink,
-            seed=seed,
-            environment=self.environment,
-        )
-
-
-def _no_case_left(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
-    raise AssertionError(f"case {case.id}: a finished run asked for an agent")
-
-
-def _no_judge_left(url: str) -> str:
-    raise AssertionError("a finished run asked for a judge")
-
-
-def _judge_models(
-    stack: contextlib.ExitStack,
-    dataset: Dataset,
-    out_dir: Path,
-    agent_url: str,
-    spec: RunSpec | None,
-    on_progress: Callable[[str], None],
-) -> JudgeModels:
-    """The judges' models, closed with ``stack``: an ``embedded`` judge shares the agent's
-    embedded server when the agent has one, else one is started for the judges here."""
-    embedded = agent_url if spec is not None and spec.model.url == EMBEDDED else None
-    if embedded is None and any(judge_model_spec(j).url == EMBEDDED for j in judges_of(dataset)):
-        embedded = stack.enter_context(ModelSpec(url=EMBEDDED).serving(out_dir, on_progress))
-
-    def url(named: str) -> str:
-        if named != EMBEDDED:
-            return named
-        assert embedded is not None  # started above for every judge that names it
-        return embedded
-
-    models = JudgeModels(url, SystemIds())
-    stack.callback(models.close)
-    models.prepare(dataset)
-    return models
-
-
-def _render(spec: RunSpec) -> Callable[[Case], str]:
-    def render(case: Case) -> str:
-        if "{input}" in spec.prompt:
-            return spec.prompt.replace("{input}", case.input)
-        return f"{spec.prompt}\n\n{case.input}"
-
-    return render
-
-
 def _run(args: argparse.Namespace, out: Output) -> int:
     """Run every case of a dataset (or of one shard) through the agent a run spec describes.
 
@@ -294,8 +188,8 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         progress = _ProgressLine()
         stack.callback(transport.close)
         executor: Executor = SerialExecutor()
-        factory: AgentFactory = _no_case_left
-        judges = JudgeModels(_no_judge_left, ids)
+        factory: AgentFactory = no_case_left
+        judges = JudgeModels(no_judge_left, ids)
         wired = spec
         if not pending:
             out.line(f"{args.out}: every case has a result already; no model is started")
@@ -303,11 +197,9 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             # However the run ends (an abort, ^C), the progress line is finished first, so the
             # message that follows is on its own line.
             stack.callback(progress.end)
-            wired = stack.enter_context(_model_url(spec, args.out, progress.message))
-            judges = _judge_models(
-                stack, dataset, args.out, wired.model.url, spec, progress.message
-            )
-            local = _LocalAgents(
+            wired = stack.enter_context(model_url(spec, args.out, progress.message))
+            judges = judge_models(stack, dataset, args.out, wired.model.url, spec, progress.message)
+            local = LocalAgents(
                 wired,
                 transport,
                 clock,
@@ -315,7 +207,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
                 tools,
                 spec.environment(identity.model, identity.spec_digest),
             )
-            factory, executor = _cases_where(stack, args, code_dirs, local, identity)
+            factory, executor = cases_where(stack, args, code_dirs, local, identity)
         results = run_eval(
             dataset,
             factory,
@@ -324,7 +216,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             executor=executor,
             concurrency=args.concurrency,
             shard=args.shard,
-            prompt=_render(wired),
+            prompt=render(wired),
             progress=progress,
             code_dirs=code_dirs,
             identity=identity,
@@ -341,23 +233,6 @@ def _check_counts(args: argparse.Namespace) -> None:
         raise UserError(f"--concurrency {args.concurrency}: must be at least 1")
     if args.trials is not None and not 1 <= args.trials <= MAX_TRIALS:
         raise UserError(f"--trials {args.trials}: must be from 1 to {MAX_TRIALS}")
-
-
-def _cases_where(
-    stack: contextlib.ExitStack,
-    args: argparse.Namespace,
-    code_dirs: Sequence[Path],
-    local: _LocalAgents,
-    identity: RunIdentity,
-) -> tuple[AgentFactory, Executor]:
-    """Where the cases run: as Ray tasks (``--ray``, each worker building its own agent), in
-    threads (``--concurrency`` above 1), or one after another here."""
-    if args.ray is not None:
-        address = None if args.ray == LOCAL_RAY else args.ray
-        ray = RayExecutor(address, code_dirs=[str(d) for d in code_dirs]).start()
-        stack.callback(ray.close)
-        return _WorkerAgents(local.spec, identity), ray
-    return local, ThreadExecutor() if args.concurrency > 1 else SerialExecutor()
 
 
 def _report_run(
@@ -487,9 +362,9 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
         JudgeModels.check(manifest.dataset, verdicts=False)
         if args.rejudge:
             _announce_judges(manifest.dataset, args.send_key)
-            judges = _judge_models(stack, manifest.dataset, args.run_dir, "", None, _stderr)
+            judges = judge_models(stack, manifest.dataset, args.run_dir, "", None, _stderr)
         else:
-            judges = JudgeModels(_no_judge_left, SystemIds())  # replay: settings only
+            judges = JudgeModels(no_judge_left, SystemIds())  # replay: settings only
         results = rescore(
             args.run_dir,
             trust_code=args.trust_code,
@@ -662,7 +537,7 @@ def _merge(args: argparse.Namespace, out: Output) -> int:
     dataset = load_run(args.shards[0])[0].dataset
     JudgeModels.check(dataset, verdicts=False)
     # Judgements are replayed, never made again: the judges' settings only, no model.
-    judges = JudgeModels(_no_judge_left, SystemIds()).wiring(SystemClock())
+    judges = JudgeModels(no_judge_left, SystemIds()).wiring(SystemClock())
     results = merge_runs(args.shards, args.out, trust_code=args.trust_code, judges=judges)
     payload = _summary_payload(results, args.out)
     if results.summary.flagged:
