@@ -228,6 +228,66 @@ def _why(result: CaseResult) -> str:
     return " ".join(text.split())[:300]
 
 
+def _md_rates(results: EvalResults) -> list[str]:
+    """The Markdown report's pass rates by tag and by scorer."""
+    out: list[str] = []
+    out += [
+        "",
+        "## Pass rate by tag",
+        "",
+        "| tag | passed | total | rate | 95% CI |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for tag, rows in _by_tag(results):
+        p, t, share, lo, hi = _rate(rows)
+        out.append(f"| {_cell(tag)} | {p} | {t} | {_pct(share)} | {_pct(lo)} to {_pct(hi)} |")
+    out += [
+        "",
+        "## Pass rate by scorer",
+        "",
+        "| scorer | passed | failed | errored | rate | 95% CI |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for name, p, f, err in _by_scorer(results):
+        lo, hi = wilson_interval(p, p + f + err)
+        share = p / (p + f + err)
+        out.append(
+            f"| {_cell(name)} | {p} | {f} | {err} | {_pct(share)} | {_pct(lo)} to {_pct(hi)} |"
+        )
+    return out
+
+
+def _md_cases(results: EvalResults, details: Mapping[str, CaseDetail]) -> list[str]:
+    """The Markdown report's case table: the cases not passed first, each with why."""
+    out: list[str] = []
+    failing = [r for r in results.cases if r.status != "passed"]
+    out += [
+        "",
+        f"## Cases ({len(failing)} not passed, {len(results.cases) - len(failing)} passed)",
+        "",
+    ]
+    out += [
+        "| case | status | why | input | expected | output | tool calls | trace |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in [*failing, *(r for r in results.cases if r.status == "passed")]:
+        detail = details.get(r.key, CaseDetail())
+        why = "" if r.status == "passed" else _why(r)
+        given = "" if detail.input is None else detail.input
+        cells = [why, given, _json(detail.expected), _json(detail.output), _calls(detail)]
+        why, given, expected, output, calls = (_cell(c, 300) for c in cells)
+        page = f" ([page]({detail.page}))" if detail.page else ""
+        trace = f"[{r.trace}]({r.trace})" if _page_of(r.trace) else _cell(r.trace)
+        trace += "".join(
+            f" ([{_cell(scorer)}'s judgement]({path}))" for scorer, path in _judgements(r)
+        )
+        out.append(
+            f"| {_cell(r.key)} | {r.status} | {why} | {given} | {expected} | {output} | {calls} "
+            f"| {trace}{page} |"
+        )
+    return out
+
+
 def render_markdown(
     results: EvalResults,
     facts: RunFacts | None = None,
@@ -256,29 +316,7 @@ def render_markdown(
         out += ["", "## Trials", "", headline, "", f"| {' | '.join(header)} |"]
         out.append("|---|" + "---:|" * (len(header) - 1))
         out += [f"| {_cell(row[0])} | {' | '.join(row[1:])} |" for row in table]
-    out += [
-        "",
-        "## Pass rate by tag",
-        "",
-        "| tag | passed | total | rate | 95% CI |",
-        "|---|---:|---:|---:|---|",
-    ]
-    for tag, rows in _by_tag(results):
-        p, t, share, lo, hi = _rate(rows)
-        out.append(f"| {_cell(tag)} | {p} | {t} | {_pct(share)} | {_pct(lo)} to {_pct(hi)} |")
-    out += [
-        "",
-        "## Pass rate by scorer",
-        "",
-        "| scorer | passed | failed | errored | rate | 95% CI |",
-        "|---|---:|---:|---:|---:|---|",
-    ]
-    for name, p, f, err in _by_scorer(results):
-        lo, hi = wilson_interval(p, p + f + err)
-        share = p / (p + f + err)
-        out.append(
-            f"| {_cell(name)} | {p} | {f} | {err} | {_pct(share)} | {_pct(lo)} to {_pct(hi)} |"
-        )
+    out += _md_rates(results)
     if facts.environments:
         out += ["", "## Environment", ""]
         out += [f"- {_cell(row, 1000)}" for row in _environment_rows(facts.environments)]
@@ -297,31 +335,7 @@ def render_markdown(
         "|---:|---:|---:|",
     ]
     out += [f"| {lo:.3f} | {hi:.3f} | {n} |" for lo, hi, n in _latency_bins(latencies)]
-    failing = [r for r in results.cases if r.status != "passed"]
-    out += [
-        "",
-        f"## Cases ({len(failing)} not passed, {len(results.cases) - len(failing)} passed)",
-        "",
-    ]
-    out += [
-        "| case | status | why | input | expected | output | tool calls | trace |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in [*failing, *(r for r in results.cases if r.status == "passed")]:
-        detail = details.get(r.key, CaseDetail())
-        why = "" if r.status == "passed" else _why(r)
-        given = "" if detail.input is None else detail.input
-        cells = [why, given, _json(detail.expected), _json(detail.output), _calls(detail)]
-        why, given, expected, output, calls = (_cell(c, 300) for c in cells)
-        page = f" ([page]({detail.page}))" if detail.page else ""
-        trace = f"[{r.trace}]({r.trace})" if _page_of(r.trace) else _cell(r.trace)
-        trace += "".join(
-            f" ([{_cell(scorer)}'s judgement]({path}))" for scorer, path in _judgements(r)
-        )
-        out.append(
-            f"| {_cell(r.key)} | {r.status} | {why} | {given} | {expected} | {output} | {calls} "
-            f"| {trace}{page} |"
-        )
+    out += _md_cases(results, details)
     out += [
         "",
         "## Checkpoint roots",
