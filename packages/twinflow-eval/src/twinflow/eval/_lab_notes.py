@@ -159,6 +159,66 @@ def _case_html(r: CaseResult, detail: CaseDetail) -> str:
     return "".join(parts)
 
 
+def _html_rates(results: EvalResults) -> list[str]:
+    """The HTML report's pass rates by tag (with its chart) and by scorer."""
+    e = html.escape
+    body: list[str] = []
+    rows = _by_tag(results)
+    body.append("<h2>Pass rate by tag</h2>")
+    body.append(_svg_rates(rows))
+    body.append(
+        '<table><tr><th>tag</th><th class="n">passed</th><th class="n">total</th><th class="n">rate</th><th>95% CI</th></tr>'
+    )
+    for tag, group in rows:
+        p, t, share, lo, hi = _rate(group)
+        body.append(
+            f'<tr><td>{e(tag)}</td><td class="n">{p}</td><td class="n">{t}</td><td class="n">{_pct(share)}</td><td>{_pct(lo)} to {_pct(hi)}</td></tr>'
+        )
+    body.append("</table>")
+    body.append("<h2>Pass rate by scorer</h2>")
+    body.append(
+        '<table><tr><th>scorer</th><th class="n">passed</th><th class="n">failed</th>'
+        '<th class="n">errored</th><th class="n">rate</th><th>95% CI</th></tr>'
+    )
+    for name, p, f, err in _by_scorer(results):
+        lo, hi = wilson_interval(p, p + f + err)
+        body.append(
+            f'<tr><td>{e(name)}</td><td class="n">{p}</td><td class="n">{f}</td>'
+            f'<td class="n">{err}</td><td class="n">{_pct(p / (p + f + err))}</td>'
+            f"<td>{_pct(lo)} to {_pct(hi)}</td></tr>"
+        )
+    body.append("</table>")
+    return body
+
+
+def _html_charts(results: EvalResults) -> list[str]:
+    """The HTML report's histograms: structured-output attempts and latency per case."""
+    body: list[str] = []
+    attempts = Counter(r.attempts for r in results.cases)
+    body.append("<h2>Structured-output attempts per case</h2>")
+    body.append(
+        _svg_bars(
+            "chart-attempts",
+            "attempts histogram",
+            [(str(a), attempts[a]) for a in sorted(attempts)],
+            "structured-output attempts per case",
+        )
+    )
+    latencies = [r.latency_s for r in results.cases]
+    body.append("<h2>Latency</h2>")
+    body.append(
+        f"<p>p50 {_quantile(latencies, 0.5):.3f} s, p90 {_quantile(latencies, 0.9):.3f} s, "
+        f"max {max(latencies, default=0.0):.3f} s, total {sum(latencies):.3f} s.</p>"
+    )
+    bins = [(f"{lo:.2f}", n) for lo, _, n in _latency_bins(latencies)]
+    body.append(
+        _svg_bars(
+            "chart-latency", "latency histogram", bins, "latency (seconds, start of each bin)"
+        )
+    )
+    return body
+
+
 def render_html(
     results: EvalResults,
     facts: RunFacts | None = None,
@@ -191,57 +251,12 @@ def render_html(
         body.append("</tr>")
         body += ["<tr>" + "".join(f"<td>{e(cell)}</td>" for cell in row) + "</tr>" for row in cells]
         body.append("</table>")
-    rows = _by_tag(results)
-    body.append("<h2>Pass rate by tag</h2>")
-    body.append(_svg_rates(rows))
-    body.append(
-        '<table><tr><th>tag</th><th class="n">passed</th><th class="n">total</th><th class="n">rate</th><th>95% CI</th></tr>'
-    )
-    for tag, group in rows:
-        p, t, share, lo, hi = _rate(group)
-        body.append(
-            f'<tr><td>{e(tag)}</td><td class="n">{p}</td><td class="n">{t}</td><td class="n">{_pct(share)}</td><td>{_pct(lo)} to {_pct(hi)}</td></tr>'
-        )
-    body.append("</table>")
-    body.append("<h2>Pass rate by scorer</h2>")
-    body.append(
-        '<table><tr><th>scorer</th><th class="n">passed</th><th class="n">failed</th>'
-        '<th class="n">errored</th><th class="n">rate</th><th>95% CI</th></tr>'
-    )
-    for name, p, f, err in _by_scorer(results):
-        lo, hi = wilson_interval(p, p + f + err)
-        body.append(
-            f'<tr><td>{e(name)}</td><td class="n">{p}</td><td class="n">{f}</td>'
-            f'<td class="n">{err}</td><td class="n">{_pct(p / (p + f + err))}</td>'
-            f"<td>{_pct(lo)} to {_pct(hi)}</td></tr>"
-        )
-    body.append("</table>")
+    body += _html_rates(results)
     if facts.environments:
         body.append("<h2>Environment</h2><ul>")
         body += [f"<li>{e(row)}</li>" for row in _environment_rows(facts.environments)]
         body.append("</ul>")
-    attempts = Counter(r.attempts for r in results.cases)
-    body.append("<h2>Structured-output attempts per case</h2>")
-    body.append(
-        _svg_bars(
-            "chart-attempts",
-            "attempts histogram",
-            [(str(a), attempts[a]) for a in sorted(attempts)],
-            "structured-output attempts per case",
-        )
-    )
-    latencies = [r.latency_s for r in results.cases]
-    body.append("<h2>Latency</h2>")
-    body.append(
-        f"<p>p50 {_quantile(latencies, 0.5):.3f} s, p90 {_quantile(latencies, 0.9):.3f} s, "
-        f"max {max(latencies, default=0.0):.3f} s, total {sum(latencies):.3f} s.</p>"
-    )
-    bins = [(f"{lo:.2f}", n) for lo, _, n in _latency_bins(latencies)]
-    body.append(
-        _svg_bars(
-            "chart-latency", "latency histogram", bins, "latency (seconds, start of each bin)"
-        )
-    )
+    body += _html_charts(results)
     failing = [r for r in results.cases if r.status != "passed"]
     body.append(
         f"<h2>Cases ({len(failing)} not passed, {len(results.cases) - len(failing)} passed)</h2>"
