@@ -140,7 +140,16 @@ def _started(body: dict[str, Any]) -> list[str]:
 
 
 def _event_lines(body: dict[str, Any]) -> list[str]:
+    """A trace event as ``twinflow show`` prints it (every string from the trace escaped)."""
     kind = body.get("kind")
+    lines = _step_lines(kind, body)
+    if lines is None:
+        lines = _run_lines(kind, body)
+    return [f"  {_clean(kind)}: {_clean(body)}"] if lines is None else lines
+
+
+def _step_lines(kind: object, body: dict[str, Any]) -> list[str] | None:
+    """A step's event: a model request or reply, a policy decision, a tool call, an output."""
     if kind == "model_requested":
         purpose = "re-ask" if body.get("purpose") == "reask" else "request"
         lines = [f"  -> model {purpose}"]
@@ -171,6 +180,11 @@ def _event_lines(body: dict[str, Any]) -> list[str]:
         ]
     if kind == "output_accepted":
         return [f"answer: {_clean(body.get('value'))}"]
+    return None
+
+
+def _run_lines(kind: object, body: dict[str, Any]) -> list[str] | None:
+    """A run's event: how it ended or resumed, an MCP server's tools, an approval."""
     if kind == "run_finished":
         return [f"finished after {_clean(body.get('steps'))} step(s)"]
     if kind == "run_resumed":
@@ -206,7 +220,7 @@ def _event_lines(body: dict[str, Any]) -> list[str]:
             f"failed after {_clean(body.get('steps'))} step(s): "
             f"{_clean(body.get('error_type'))}: {_clean(body.get('message'))}"
         ]
-    return [f"  {_clean(kind)}: {_clean(body)}"]
+    return None
 
 
 def _events(data: bytes) -> list[dict[str, Any] | None]:
