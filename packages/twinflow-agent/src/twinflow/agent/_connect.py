@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from twinflow.agent._agent import Agent
-from twinflow.agent._embedded import EMBEDDED, embedded_server, smollm2_gguf
+from twinflow.agent._embedded import embedded_server, smollm2_gguf
 from twinflow.agent._events import Environment, ToolsListed
 from twinflow.agent._function_model import FunctionModel
 from twinflow.agent._mcp import McpTools
 from twinflow.agent._observe import Observer, Steering
 from twinflow.agent._policy import Policy, RecordedResults
 from twinflow.agent._replay import REPLAY_KINDS, ReplayMode, ReplayPorts, ReplayResult, replay
+from twinflow.agent._spec_guards import EMBEDDED
 from twinflow.agent._verify import Trace
 from twinflow.kernel import (
     Clock,

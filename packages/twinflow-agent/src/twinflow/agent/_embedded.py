@@ -21,16 +21,12 @@ from twinflow.agent._errors import AgentConfigError
 from twinflow.kernel import SubprocessLauncher, free_port
 
 __all__ = [
-    "EMBEDDED",
     "EMBEDDED_THREADS",
     "GGUF_NAME",
     "embedded_server",
     "server_command",
     "smollm2_gguf",
 ]
-
-EMBEDDED = "embedded"
-"""A spec's ``model.url`` (and a model string) that means: start the embedded SmolLM2 server."""
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _FIX = (

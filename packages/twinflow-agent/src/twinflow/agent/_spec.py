@@ -35,9 +35,8 @@ from twinflow.agent._code_record import (
     read_code_record,
     record_code,
 )
-from twinflow.agent._embedded import EMBEDDED
 from twinflow.agent._errors import SpecError
-from twinflow.agent._spec_guards import McpServerSpec, check_headers
+from twinflow.agent._spec_guards import EMBEDDED, McpServerSpec, check_headers
 from twinflow.kernel import check_endpoint_url
 from twinflow.vocab import ExtensionPart, ModelSettings, UserError
 

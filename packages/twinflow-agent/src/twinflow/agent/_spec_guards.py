@@ -14,7 +14,10 @@ from twinflow.agent._code_record import SpecValue
 from twinflow.kernel import check_endpoint_url
 from twinflow.vocab import UserError
 
-__all__ = ["McpServerSpec", "check_headers"]
+__all__ = ["EMBEDDED", "McpServerSpec", "check_headers"]
+
+EMBEDDED = "embedded"
+"""A spec's ``model.url`` that means: start the embedded SmolLM2 server for the run."""
 
 
 # RFC 9110 field-name: a token.
