@@ -52,6 +52,7 @@ from twinflow.cli._watch import TextPrinter
 from twinflow.cli._wiring import EMBEDDED, chat_model, numbered
 from twinflow.kernel import SystemClock, SystemIds
 from twinflow.trace import (
+    Checkpoint,
     FileTraceSink,
     MemoryTraceSink,
     PlantedLinkError,
@@ -239,6 +240,17 @@ def _execute(
             output, error, paused = _drive(agent, spec, resume_from, decisions, fork_from)
         # A new run's root and size come from its own writer, never from re-reading a path.
         checkpoint = agent.writer.checkpoint() if resume_from is None else None
+    return _outcome(trace_path, checkpoint, output, error, paused)
+
+
+def _outcome(
+    trace_path: Path,
+    checkpoint: Checkpoint | None,
+    output: Any,
+    error: str | None,
+    paused: list[dict[str, Any]],
+) -> RunOutcome:
+    """What a run did, from its trace (summarized once) and how its agent ended."""
     trace = Trace.load(trace_path)
     if checkpoint is None:
         checkpoint = trace.checkpoint()
