@@ -214,18 +214,8 @@ def merge_runs(
         if key not in by_key:
             raise ShardError(f"case {key} is in no shard's results")
     _trace_sources(by_key)
-    code_dirs = tuple(dict.fromkeys(d for _, m, _ in loaded for d in m.code_dirs))
-    identities = {m.identity for _, m, _ in loaded}
-    manifest = RunManifest(
-        dataset=dataset,
-        dataset_digest=dataset.digest,
-        shard=None,
-        keys=tuple(k for _, _, k in items),
-        code_dirs=code_dirs,
-        # The shards' spec and model, when they agree (Lab Notes name them from here).
-        identity=identities.pop() if len(identities) == 1 else None,
-        trials=trials,
-    )
+    manifest = _merged_manifest(loaded, tuple(k for _, _, k in items), trials)
+    code_dirs = manifest.code_dirs
     _prepare(target, manifest)
     judging = Judging(target, judges, mode="replay")
     merged = []
@@ -246,6 +236,22 @@ def merge_runs(
 
 _Loaded = tuple[Path, RunManifest, EvalResults]
 """A shard directory, its manifest and its results."""
+
+
+def _merged_manifest(loaded: Sequence[_Loaded], keys: tuple[str, ...], trials: int) -> RunManifest:
+    """The merged run's manifest: the shards' dataset, every key, their code directories."""
+    dataset = loaded[0][1].dataset
+    identities = {m.identity for _, m, _ in loaded}
+    return RunManifest(
+        dataset=dataset,
+        dataset_digest=dataset.digest,
+        shard=None,
+        keys=keys,
+        code_dirs=tuple(dict.fromkeys(d for _, m, _ in loaded for d in m.code_dirs)),
+        # The shards' spec and model, when they agree (Lab Notes name them from here).
+        identity=identities.pop() if len(identities) == 1 else None,
+        trials=trials,
+    )
 
 
 def _check_shards(loaded: Sequence[_Loaded], trust_code: bool) -> int:
