@@ -35,8 +35,7 @@ from _common import Answer, Figures, parse_mode, trace_shapes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from twinflow.agent import Trace, verify_agent_trace
-from twinflow.cli._spec import SpecError, parse_spec
+from twinflow.agent import RunSpec, SpecError, Trace, verify_agent_trace
 from twinflow.eval import DatasetError, load_dataset
 from twinflow.kernel import MockTransport
 from twinflow.models import ModelError, OllamaChatModel, OpenAICompatibleChatModel
@@ -206,7 +205,7 @@ def make_dataset_loader(workdir: Path) -> Callable[[bytes], None]:
 def spec_loader(data: bytes) -> None:
     """parse_spec on the text."""
     with contextlib.suppress(SpecError):
-        parse_spec(data.decode("utf-8", "replace"), "fuzz.yaml")
+        RunSpec.parse(data.decode("utf-8", "replace"), "fuzz.yaml")
 
 
 # --- seeds and strategies ------------------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 import grimp
 import pytest
 
-PACKAGES = ("trace", "vocab", "kernel", "models", "agent", "eval", "cli")
+PACKAGES = ("trace", "vocab", "kernel", "models", "agent", "views", "eval", "cli")
 
 
 def _lazy_modules(package: str) -> list[str]:

@@ -11,8 +11,7 @@ from collections.abc import Callable
 import pydantic
 import pytest
 
-from twinflow.agent import AgentConfigError, Policy, PydanticStructuredOutput
-from twinflow.cli import ModelSpec, SpecError
+from twinflow.agent import AgentConfigError, ModelSpec, Policy, PydanticStructuredOutput, SpecError
 from twinflow.eval import EvalValueError, Shard
 from twinflow.kernel import LoopbackResponse, MockTransport, ThreadExecutor
 from twinflow.models import OllamaChatModel

@@ -23,13 +23,13 @@ from twinflow.agent import (
     RunPaused,
     RunResumed,
     Trace,
-    compare_behaviour,
     record_decisions,
     replay,
 )
 from twinflow.kernel import ConnectError, CountingIds, SteppingClock
 from twinflow.trace import FileTraceSink, FileWriteError, TraceCorruptError
 from twinflow.trace._checkpoint import check_consistency
+from twinflow.views import compare_behaviour
 from twinflow.vocab import (
     CallId,
     canonical_bytes,

@@ -8,8 +8,17 @@ import pytest
 from cli_testkit import scripted_chat
 from pydantic import BaseModel
 
-from twinflow.agent import Decision, ReplayDivergenceError, RunPaused, verify_agent_trace
-from twinflow.cli import ModelSpec, PolicySpec, RunSpec, connect, replay_run, trace_path_of
+from twinflow.agent import (
+    Decision,
+    ModelSpec,
+    PolicySpec,
+    ReplayDivergenceError,
+    RunPaused,
+    RunSpec,
+    connect,
+    replay_run,
+    verify_agent_trace,
+)
 from twinflow.kernel import LoopbackServer
 from twinflow.trace import FileWriteError
 from twinflow.vocab import UserError
@@ -160,7 +169,7 @@ def test_a_second_run_to_the_same_trace_takes_the_next_free_name(tmp_path: Path)
         for _ in range(2):
             with connect(spec, trace, tools=[add]) as agent:
                 agent.run(spec.prompt)
-                taken.append(trace_path_of(agent))
+                taken.append(agent.writer.sink.path)  # type: ignore[attr-defined]  # a FileTraceSink
     assert [trace, tmp_path / "run" / "trace.1.jsonl"] == taken
     assert [None, None] == [verify_agent_trace(path).problem for path in taken]
 

@@ -51,7 +51,7 @@ def test_the_progress_line_separates_cases_done_from_verdicts(
 
 def test_a_spec_with_a_yaml_syntax_error_is_one_readable_line(tmp_path: Path) -> None:
     """The spec's YAML error names file:line:column and the problem, without PyYAML's caret."""
-    from twinflow.cli._spec import SpecError, load_spec
+    from twinflow.agent import SpecError, load_spec
 
     path = tmp_path / "spec.yaml"
     path.write_text("prompt: hi\nmodel:\n  url: [http://127.0.0.1:9\n")
@@ -66,13 +66,14 @@ def test_a_spec_with_a_yaml_syntax_error_is_one_readable_line(tmp_path: Path) ->
 
 def test_a_misspelt_tool_attribute_gets_a_suggestion(tmp_path: Path) -> None:
     """`calc:ad` where calc defines `add`: the error suggests `add`."""
-    from twinflow.cli._spec import SpecError, resolve_dotted
+    from twinflow.agent import ModelSpec, RunSpec, SpecError
 
     (tmp_path / "calc_sugg.py").write_text("def add(a, b):\n    return a + b\n")
     sys.path.insert(0, str(tmp_path))
+    spec = RunSpec(prompt="p", model=ModelSpec(url="http://127.0.0.1:9"), tools=("calc_sugg:ad",))
     try:
         with pytest.raises(SpecError) as info:
-            resolve_dotted("calc_sugg:ad")
+            spec.load_tools()
     finally:
         sys.path.remove(str(tmp_path))
     assert str(info.value).endswith("(did you mean 'add'?)")

@@ -21,7 +21,7 @@ from cli_testkit import chat_answer, completion
 
 from twinflow.agent import Trace
 from twinflow.cli._demo import PROMPT, SYSTEM
-from twinflow.cli._run import DEMO_SPEC
+from twinflow.cli._demo_cli import DEMO_SPEC
 from twinflow.kernel import (
     LoopbackRequest,
     LoopbackResponse,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from twinflow.agent import McpServerSpec, ModelSpec, PolicySpec, RunSpec
 from twinflow.cli._schemas import published_schemas, schema_texts
-from twinflow.cli._spec import McpServerSpec, ModelSpec, PolicySpec, RunSpec
 from twinflow.eval import Case, Dataset, ScorerSpec
 
 REFERENCE = Path(__file__).parents[3] / "docs" / "spec-reference.md"

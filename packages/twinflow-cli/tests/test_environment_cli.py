@@ -11,16 +11,9 @@ from pathlib import Path
 import pytest
 from cli_testkit import CALC, calc_project
 
-from twinflow.agent import Environment, RunStarted, Trace
+from twinflow.agent import Environment, RunStarted, Trace, load_spec
 from twinflow.cli._main import main
-from twinflow.cli._spec import load_spec
-from twinflow.cli._wiring import (
-    build_agent,
-    build_model,
-    build_transport,
-    run_environment,
-    run_identity,
-)
+from twinflow.cli._wiring import run_identity
 from twinflow.kernel import LoopbackServer, SystemClock, SystemIds
 from twinflow.trace import FileTraceSink
 
@@ -63,16 +56,15 @@ def test_a_trace_recorded_elsewhere_replays_and_the_difference_is_said(
     """A received trace whose fingerprint names another Python replays in recorded mode (exit 0);
     the output says how the machines differ, and --json lists it."""
     spec = load_spec(project / "spec.yaml")
-    here = run_environment(spec)
+    here = spec.environment()
     elsewhere = Environment.model_validate(
         {**here.model_dump(), "python": "3.99.0", "platform": "Plan9-4-mips"}
     )
     trace = project / "received.jsonl"
-    transport = build_transport(spec.model)
+    transport = spec.model.transport()
     ids = SystemIds()
-    agent = build_agent(
-        spec,
-        model=build_model(spec.model, transport, ids),
+    agent = spec.resolve().agent(
+        model=spec.model.chat_model(transport, ids),
         clock=SystemClock(),
         ids=ids,
         trace=FileTraceSink(trace),

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from cli_testkit import EVAL_PROMPT, SUMS, calc_project
 
+from twinflow.agent import load_spec
 from twinflow.cli._main import main
-from twinflow.cli._spec import load_spec
 from twinflow.cli._wiring import run_identity
 from twinflow.kernel import LoopbackServer
 from twinflow.models import embedded_model_file

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from cli_testkit import chat_answer
 
-from twinflow.cli import McpServerSpec, ModelSpec, PolicySpec, RunSpec, connect, replay_run
+from twinflow.agent import McpServerSpec, ModelSpec, PolicySpec, RunSpec, connect, replay_run
 from twinflow.kernel import (
     LoopbackRequest,
     LoopbackResponse,
@@ -374,11 +374,10 @@ def test_the_python_front_door_takes_mcp_servers_from_the_run_spec(
 def test_a_command_that_does_not_start_mcp_servers_refuses_a_spec_naming_them() -> None:
     """eval run does not start MCP servers yet: a spec with mcp_servers is refused, not run
     without its tools."""
-    from twinflow.cli import SpecError
-    from twinflow.cli._spec import parse_spec
+    from twinflow.agent import RunSpec, SpecError
     from twinflow.cli._wiring import check_agent
 
-    spec = parse_spec(
+    spec = RunSpec.parse(
         spec_text("http://127.0.0.1:9/", "  - name: calc\n    command: [x]\n", "calc.add"), "s"
     )
     with pytest.raises(SpecError) as caught:

@@ -18,10 +18,8 @@ from typing import Any
 import pytest
 from cli_testkit import scripted_chat
 
-from twinflow.agent import FunctionModel
+from twinflow.agent import FunctionModel, load_spec
 from twinflow.cli._main import main
-from twinflow.cli._spec import load_part_kinds, load_spec
-from twinflow.cli._wiring import build_agent
 from twinflow.kernel import CountingIds, LoopbackServer, SteppingClock, run_process
 from twinflow.trace import FileTraceSink, verify_trace
 from twinflow.trace._testing import events_of, rechain
@@ -52,7 +50,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def record(project: Path, name: str, quote: str = "revenue rose 4%") -> Path:
     """Run the spec's agent (the builder `twinflow run` uses) on a model citing the report."""
     spec = load_spec(project / "spec.yaml")
-    citation, _ = load_part_kinds(spec)
+    citation, _ = spec.load_part_kinds()
 
     def reply(request: ModelRequest) -> Message:
         cite = citation(source="report.pdf", quote=quote, page=3)  # type: ignore[call-arg]  # the plugin's own fields
@@ -60,8 +58,7 @@ def record(project: Path, name: str, quote: str = "revenue rose 4%") -> Path:
 
     path = project / name
     path.unlink(missing_ok=True)
-    agent = build_agent(
-        spec,
+    agent = spec.resolve().agent(
         model=FunctionModel(reply),
         clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
         ids=CountingIds(),

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from cli_testkit import scripted_chat, trace_only_venv
 
-from twinflow.cli._spec import parse_spec
+from twinflow.agent import RunSpec
 from twinflow.eval import load_dataset
 from twinflow.kernel import LoopbackServer, run_process
 
@@ -68,7 +68,7 @@ def test_python_and_yaml_blocks_run(
             if lang == "python":
                 run_python_block(code, f"{readme.name}[{index}]", server.url)
             elif lang == "yaml" and "prompt:" in code:
-                parse_spec(code, f"{readme.name}[{index}]")
+                RunSpec.parse(code, f"{readme.name}[{index}]")
             elif lang == "yaml":
                 (work / "dataset.yaml").write_text(code, encoding="utf-8")
                 load_dataset(work / "dataset.yaml")
@@ -78,6 +78,7 @@ def run_python_block(code: str, name: str, model_url: str) -> None:
     """Execute a README's Python block as a reader would, its embedded model the scripted one."""
     if '"embedded"' in code:
         code = code.replace('url="embedded"', f'url="{model_url}", dialect="llama.cpp"')
+        code = code.replace('model="embedded"', f'model="{model_url}"')
         assert '"embedded"' not in code, "an embedded model the test cannot redirect"
     # gate: loads user code (a README's Python block, run as a reader would)
     exec(compile(code, name, "exec"), {"__name__": "__readme__"})
@@ -92,7 +93,29 @@ def test_the_readme_python_example_runs_twice_in_a_row(
     with LoopbackServer(scripted_chat) as server:
         for _ in range(2):
             run_python_block(code, "README.md[python]", server.url)
-    written = sorted(p.name for p in (tmp_path / "py-run").glob("trace*.jsonl"))
+    written = sorted(p.name for p in (tmp_path / "hello").glob("trace*.jsonl"))
+    assert ["trace.1.jsonl", "trace.jsonl"] == written
+
+
+@pytest.mark.real_model
+def test_the_readme_hello_world_runs_twice_on_the_embedded_model(tmp_path: Path) -> None:
+    """The README's Python block, saved to a file and run twice with `uv run --frozen python`."""
+    (code,) = [code for lang, code in blocks(ROOT / "README.md") if lang == "python"]
+    (tmp_path / "hello.py").write_text(code, encoding="utf-8")
+    uv = shutil.which("uv")
+    assert uv is not None, "the README's example runs through `uv run`, as a reader's does"
+    command = [uv, "run", "--project", str(ROOT), "--frozen", "python", "hello.py"]
+    runs = [
+        run_process(
+            command,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            timeout=600,
+        )
+        for _ in range(2)
+    ]
+    assert [0, 0] == [run.returncode for run in runs], [run.stderr[-2000:] for run in runs]
+    written = sorted(p.name for p in (tmp_path / "hello").glob("trace*.jsonl"))
     assert ["trace.1.jsonl", "trace.jsonl"] == written
 
 

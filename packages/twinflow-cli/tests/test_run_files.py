@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from twinflow.agent import SpecError, load_spec
 from twinflow.cli._run import claim_run_files, code_beside, spec_beside
-from twinflow.cli._spec import SpecError, load_spec
 from twinflow.trace import FileWriteError
 
 

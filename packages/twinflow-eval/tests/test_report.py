@@ -8,7 +8,7 @@ from pathlib import Path
 
 from eval_testkit import START, dataset, factory
 
-from twinflow.agent import Trace, render_trace_page
+from twinflow.agent import Trace
 from twinflow.eval import (
     CaseResult,
     EvalResults,
@@ -22,6 +22,7 @@ from twinflow.eval import (
 )
 from twinflow.eval._report import ScoredTrace
 from twinflow.kernel import SteppingClock
+from twinflow.views import render_trace_page
 
 IDENTITY = RunIdentity(
     spec_digest="5" * 64, model="openai-compatible llama-cpp-python embedded model.gguf sha256:ab"

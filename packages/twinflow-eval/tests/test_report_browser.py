@@ -1,6 +1,6 @@
 """Pages opened in a real headless Chromium: Lab Notes charts render; a trace page verifies.
 
-The trace page (`twinflow.agent.render_trace_page`, written by `twinflow show --html` and
+The trace page (`twinflow.views.render_trace_page`, written by `twinflow show --html` and
 linked from Lab Notes) checks the trace with WebCrypto. These tests hold that it says verified
 for a good trace, names the break `verify_trace` names for a tampered one, shows hostile
 strings as text, and logs nothing to the console.
@@ -22,12 +22,12 @@ from twinflow.agent import (
     FunctionModel,
     Policy,
     Trace,
-    render_trace_page,
     verify_agent_trace,
 )
 from twinflow.eval import run_eval
 from twinflow.kernel import CountingIds, ProcessResult, SteppingClock, run_process
 from twinflow.trace import MemoryTraceSink, encode_redacted
+from twinflow.views import render_trace_page
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
 HOSTILE = "</script><img src=x onerror=console.error('pwned')><b>bold</b>"

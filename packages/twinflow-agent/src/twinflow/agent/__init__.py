@@ -11,6 +11,8 @@ Errors (every one under the workspace's root)::
     │   ├── McpToolFailed                            an MCP call's result is unusable (an error result;
     │   │                                            `.reason`: error, content_invalid, output_invalid,
     │   │                                            request_refused)
+    │   ├── SpecError (also a UserError)             a run spec that cannot be used (file:line: key: why);
+    │   │                                            ``reason="code_changed"``: a module changed since the run
     │   ├── RunError                                 a run ended without an output (``run_failed``)
     │   │   ├── MaxStepsExceeded
     │   │   ├── UsageLimitExceeded
@@ -47,15 +49,15 @@ from twinflow.agent._errors import MaxStepsExceeded as MaxStepsExceeded
 from twinflow.agent._errors import McpToolFailed as McpToolFailed
 from twinflow.agent._errors import OutputValidationFailed as OutputValidationFailed
 from twinflow.agent._errors import RunError as RunError
+from twinflow.agent._errors import SpecError as SpecError
 from twinflow.agent._errors import UsageLimitExceeded as UsageLimitExceeded
 
 if _typing.TYPE_CHECKING:
     from twinflow.agent._agent import Agent as Agent
     from twinflow.agent._agent import RunResult as RunResult
     from twinflow.agent._agent import UsageLimits as UsageLimits
-    from twinflow.agent._behaviour import BehaviourDivergence as BehaviourDivergence
-    from twinflow.agent._behaviour import behaviour_of as behaviour_of
-    from twinflow.agent._behaviour import compare_behaviour as compare_behaviour
+    from twinflow.agent._connect import connect as connect
+    from twinflow.agent._connect import replay_run as replay_run
     from twinflow.agent._events import AgentConfig as AgentConfig
     from twinflow.agent._events import ApprovalDecided as ApprovalDecided
     from twinflow.agent._events import ApprovalRequested as ApprovalRequested
@@ -84,7 +86,6 @@ if _typing.TYPE_CHECKING:
     from twinflow.agent._mcp import McpTools as McpTools
     from twinflow.agent._observe import Observer as Observer
     from twinflow.agent._observe import Steering as Steering
-    from twinflow.agent._page import render_trace_page as render_trace_page
     from twinflow.agent._policy import Approval as Approval
     from twinflow.agent._policy import ApprovalHook as ApprovalHook
     from twinflow.agent._policy import Approve as Approve
@@ -105,10 +106,12 @@ if _typing.TYPE_CHECKING:
     from twinflow.agent._resume import RunPaused as RunPaused
     from twinflow.agent._resume import approval_statement as approval_statement
     from twinflow.agent._resume import record_decisions as record_decisions
+    from twinflow.agent._spec import McpServerSpec as McpServerSpec
+    from twinflow.agent._spec import ModelSpec as ModelSpec
+    from twinflow.agent._spec import PolicySpec as PolicySpec
+    from twinflow.agent._spec import RunSpec as RunSpec
+    from twinflow.agent._spec import load_spec as load_spec
     from twinflow.agent._structured import PydanticStructuredOutput as PydanticStructuredOutput
-    from twinflow.agent._summary import CallSummary as CallSummary
-    from twinflow.agent._summary import TraceSummary as TraceSummary
-    from twinflow.agent._summary import summarize_trace as summarize_trace
     from twinflow.agent._tools import Tool as Tool
     from twinflow.agent._trace import TraceWriter as TraceWriter
     from twinflow.agent._trace import encode_event as encode_event
@@ -126,10 +129,9 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "RunResult",
             "UsageLimits",
         ),
-        "_behaviour": (
-            "BehaviourDivergence",
-            "behaviour_of",
-            "compare_behaviour",
+        "_connect": (
+            "connect",
+            "replay_run",
         ),
         "_events": (
             "AgentConfig",
@@ -163,7 +165,6 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "Observer",
             "Steering",
         ),
-        "_page": ("render_trace_page",),
         "_policy": (
             "Approval",
             "ApprovalHook",
@@ -190,12 +191,14 @@ __getattr__, __dir__, __all__ = _lazy_exports(
             "approval_statement",
             "record_decisions",
         ),
-        "_structured": ("PydanticStructuredOutput",),
-        "_summary": (
-            "CallSummary",
-            "TraceSummary",
-            "summarize_trace",
+        "_spec": (
+            "McpServerSpec",
+            "ModelSpec",
+            "PolicySpec",
+            "RunSpec",
+            "load_spec",
         ),
+        "_structured": ("PydanticStructuredOutput",),
         "_tools": ("Tool",),
         "_trace": (
             "TraceWriter",

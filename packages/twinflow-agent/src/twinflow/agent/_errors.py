@@ -7,6 +7,8 @@ never retried, never swallowed.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from twinflow.trace import (
     InvalidProofError,
     SignatureError,
@@ -25,6 +27,7 @@ __all__ = [
     "OutputValidationFailed",
     "RunError",
     "SignatureError",
+    "SpecError",
     "TraceCorruptError",
     "TraceError",
     "UsageLimitExceeded",
@@ -80,3 +83,20 @@ class McpToolFailed(AgentError):
         """Carry why the call's result is unusable along with the message."""
         super().__init__(message)
         self.reason = reason
+
+
+class SpecError(AgentError, UserError):
+    """A run spec that cannot be used: unreadable, not YAML, a key with a bad value, a tool or
+    output model that does not resolve; or, with ``reason="code_changed"``, a module a recorded
+    run imported that is no longer the file that ran (``module`` names it)."""
+
+    def __init__(
+        self,
+        message: str,
+        reason: Literal["invalid", "code_changed"] = "invalid",
+        module: str | None = None,
+    ) -> None:
+        """Carry why the spec was refused, and the changed module if that is why."""
+        super().__init__(message)
+        self.reason = reason
+        self.module = module

@@ -1,57 +1,26 @@
-"""twinflow.cli: L4: the `twinflow` command, the composition root that wires real adapters.
+"""twinflow.cli: the ``twinflow`` command (`main`); the library is `twinflow.agent`.
 
-From Python, the same wiring in one call: `connect` gives the agent a `RunSpec` describes
-(the same keys as ``spec.yaml``) on the real clock, ids, transport and model, as a context
-manager (the trace it writes is `trace_path_of` the agent); `replay_run` rebuilds it from the
-same spec against a trace; `embedded_model` starts the bundled SmolLM2 server.
-
-Names resolve on first access (PEP 562), so the ``twinflow`` command, which imports this
-package first, does not load the agent or pydantic to print its help.
+Only `main` is imported here, and its module imports each command's module when that
+command is the one run, so ``twinflow --help`` loads neither the agent nor pydantic.
 
 Errors (the command prints each as one line and exits 1 or 2)::
 
-    TwinflowError                                 (twinflow.vocab)
-    └── CliError
-        ├── SpecError (also a UserError)          a run spec that cannot be used (file:line: key: why),
-        │                                         or a `RunSpec` section built with a bad field
-        ├── UnreadableTrace (also a UserError)    the file is not a twinflow trace at all
-        └── CheckFailed                           a check asked for did not pass (``verify``, ``replay``)
+    TwinflowError                  (twinflow.trace)
+    └── CliError                   the command refused its input (``reason``: ``unreadable_trace``)
+        └── CheckFailed            a check asked for did not pass (``verify``, ``replay``): exit 1
 
-Every other package's errors pass through unchanged: `replay_run` raises the agent's
-`ReplayDivergenceError` and the kernel's `NondeterminismError`, a failed run its `RunError`.
+Every other package's errors pass through unchanged and are printed the same way.
+
+The Python names this package used to export (`connect`, `replay_run`, `RunSpec`, ...) are
+`twinflow.agent`'s now; importing them from here still works for one release, with a
+`DeprecationWarning` naming the new import (`_moved`).
 """
 
-import typing as _typing
-
-from twinflow._base._lazy import lazy_exports as _lazy_exports
-from twinflow.cli._errors import CliError as CliError
-
-if _typing.TYPE_CHECKING:
-    from twinflow.cli._api import connect as connect
-    from twinflow.cli._api import embedded_model as embedded_model
-    from twinflow.cli._api import replay_run as replay_run
-    from twinflow.cli._api import trace_path_of as trace_path_of
-    from twinflow.cli._main import main as main
-    from twinflow.cli._spec import McpServerSpec as McpServerSpec
-    from twinflow.cli._spec import ModelSpec as ModelSpec
-    from twinflow.cli._spec import PolicySpec as PolicySpec
-    from twinflow.cli._spec import RunSpec as RunSpec
-    from twinflow.cli._spec import SpecError as SpecError
-    from twinflow.cli._spec import load_spec as load_spec
+from twinflow.cli._main import main as main
 
 
-__getattr__, __dir__, __all__ = _lazy_exports(
-    globals(),
-    {
-        "_api": ("connect", "embedded_model", "replay_run", "trace_path_of"),
-        "_main": ("main",),
-        "_spec": (
-            "load_spec",
-            "McpServerSpec",
-            "ModelSpec",
-            "PolicySpec",
-            "RunSpec",
-            "SpecError",
-        ),
-    },
-)
+def __getattr__(name: str) -> object:
+    """A name this package used to export, from its new home, with a `DeprecationWarning`."""
+    from twinflow.cli._moved import moved
+
+    return moved(name)

@@ -18,21 +18,14 @@ from twinflow._base._code import importing_from
 from twinflow.agent import (
     Decision,
     ReplayDivergenceError,
+    RunSpec,
     Trace,
     approval_statement,
     record_decisions,
 )
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
-from twinflow.cli._run import (
-    _execute,
-    _Phases,
-    add_spec_arguments,
-    divergence_failed,
-    replay_spec,
-    report_outcome,
-    spec_beside,
-)
-from twinflow.cli._spec import read_spec_text, spec_directories
+from twinflow.cli._replay_cli import add_spec_arguments, divergence_failed, replay_spec
+from twinflow.cli._run import _execute, _Phases, report_outcome, spec_beside
 from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.kernel import SystemClock
 from twinflow.trace import SignatureError, TraceCorruptError
@@ -62,7 +55,7 @@ def _continue(
     spec = replay_spec(trace_path, args.spec, args.trust_spec, out)
     try:
         # For the whole run, as `run` does: a tool may import its siblings when it is called.
-        with importing_from(spec_directories(spec)):
+        with importing_from(spec.directories):
             outcome = _execute(
                 spec,
                 "",
@@ -212,10 +205,10 @@ def fork(args: argparse.Namespace, out: Output) -> int:
     spec_path = args.spec if args.spec is not None else spec_beside(trace_path)
     out_dir = args.out if args.out is not None else trace_path.parent
     try:
-        with importing_from(spec_directories(spec)):
+        with importing_from(spec.directories):
             outcome = _execute(
                 spec,
-                read_spec_text(spec_path),
+                RunSpec.read_text(spec_path),
                 out_dir,
                 out,
                 _Phases(),

@@ -22,47 +22,45 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from twinflow._base._code import importing_from
 from twinflow._base._files import write_new
-from twinflow.agent import Agent, Environment
+from twinflow.agent import load_spec
 from twinflow.cli._continue import _signer
+from twinflow.cli._eval_agents import (
+    LocalAgents,
+    cases_where,
+    judge_models,
+    model_url,
+    no_case_left,
+    no_judge_left,
+    render,
+)
+from twinflow.cli._eval_args import configure_eval
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._show import _clean
-from twinflow.cli._spec import RunSpec, load_spec, load_tools
 from twinflow.cli._traces import read_small_file
 from twinflow.cli._wiring import (
-    EMBEDDED,
     JudgeModels,
-    build_agent,
-    build_model,
-    build_transport,
     check_agent,
     judge_model_spec,
     judges_of,
-    model_base_url,
-    run_environment,
     run_identity,
 )
 from twinflow.eval import (
     MAX_TRIALS,
-    METRICS,
     AgentFactory,
-    Case,
     CaseResult,
+    Comparison,
     Dataset,
     EvalResults,
     PlanError,
     ReadPlan,
-    RunIdentity,
-    Shard,
-    ShardError,
     Summary,
     TraceMismatchError,
     TrialStats,
@@ -82,18 +80,13 @@ from twinflow.eval import (
     write_plan,
 )
 from twinflow.kernel import (
-    Clock,
     Executor,
-    Ids,
-    RayExecutor,
     SerialExecutor,
     SystemClock,
     SystemIds,
-    ThreadExecutor,
-    Transport,
     redact_url,
 )
-from twinflow.trace import SignatureError, TraceSink
+from twinflow.trace import SignatureError
 from twinflow.trace import note as _note
 from twinflow.vocab import UserError
 
@@ -102,174 +95,6 @@ __all__ = ["COMMANDS"]
 
 def _stderr(text: str) -> None:
     say(text)
-
-
-def _add_json(p: argparse.ArgumentParser) -> None:
-    # The parent `eval` parser has --json; repeating it here lets it follow the subcommand too.
-    p.add_argument(
-        "--json",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="print one JSON document on stdout",
-    )
-
-
-def _shard(text: str) -> Shard:
-    try:
-        return Shard.parse(text)
-    except ShardError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _configure(p: argparse.ArgumentParser) -> None:
-    # Not required by argparse: `twinflow eval` alone is refused by `_handle`, as one line (or,
-    # with --json, one JSON document) like every other usage error.
-    sub = p.add_subparsers(dest="eval_command", metavar="SUBCOMMAND")
-    run = sub.add_parser(
-        "run", help="run a dataset through the agent a spec describes", description=_run.__doc__
-    )
-    run.add_argument("dataset", type=Path, help="the dataset (.yaml, .yml or .jsonl)")
-    run.add_argument(
-        "--spec",
-        type=Path,
-        required=True,
-        help="the run spec (model, tools, policy, output); prompt may hold {input}",
-    )
-    run.add_argument(
-        "--out", type=Path, required=True, help="the run directory (an unfinished one is resumed)"
-    )
-    run.add_argument(
-        "--concurrency",
-        type=int,
-        default=1,
-        help=(
-            "cases in flight at once (default 1; with --ray, raise it to what the model "
-            "server can serve at once)"
-        ),
-    )
-    run.add_argument(
-        "--trials",
-        type=int,
-        help=(
-            "run each case K times, trial r with sampling seed (r-1)*1000 (default: the "
-            "dataset's trials, else 1); Lab Notes show pass@K, pass^K and a case-clustered "
-            "interval"
-        ),
-    )
-    run.add_argument("--shard", type=_shard, help="run only slice i of n (1-based), e.g. 2/4")
-    run.add_argument(
-        "--min-pass-rate", type=float, help="exit 1 if the pass rate is below this fraction"
-    )
-    run.add_argument(
-        "--plan",
-        type=Path,
-        metavar="FILE",
-        help="the run's plan (`eval plan`): refuse to run anything it does not name; Lab Notes "
-        "say whether its rule was met",
-    )
-    run.add_argument(
-        "--plan-key",
-        type=Path,
-        metavar="PUB",
-        help="the verifier key (`twinflow keygen`'s .pub) a signed plan must verify by",
-    )
-    run.add_argument(
-        "--ray",
-        nargs="?",
-        const=_LOCAL_RAY,
-        metavar="ADDRESS",
-        help=(
-            "run each case as a Ray task (the ray extra): on a new local Ray without ADDRESS, "
-            "else on that cluster (auto, host:6379 or ray://host:10001); twinflow and the "
-            "spec's code must be importable on every node. Put --ray last, or write "
-            "--ray=ADDRESS, so it does not take the next argument"
-        ),
-    )
-    _add_json(run)
-    re = sub.add_parser(
-        "rescore",
-        help="verify every trace of a run and score it again, without a model",
-        description=_rescore.__doc__,
-    )
-    re.add_argument("run_dir", type=Path, help="a run directory")
-    re.add_argument(
-        "--rejudge",
-        action="store_true",
-        help=(
-            "call each judge scorer's model again (live) instead of replaying its recorded "
-            "judgement; the new judgements go under DIR/rejudged, and changed verdicts are listed. "
-            "Each judge's endpoint is printed first"
-        ),
-    )
-    re.add_argument(
-        "--send-key",
-        action="append",
-        default=[],
-        metavar="VAR",
-        help=(
-            "with --rejudge: send the API key in the environment variable VAR to the judge "
-            "whose model names it (api_key_env); a run directory's dataset names its own "
-            "endpoints, so no key is sent unless named here"
-        ),
-    )
-    _add_trust_code(re)
-    _add_json(re)
-    cmp = sub.add_parser(
-        "compare",
-        help="regressions and improvements from run A to run B",
-        description=_compare.__doc__,
-    )
-    cmp.add_argument("a", type=Path, help="the baseline run directory")
-    cmp.add_argument("b", type=Path, help="the new run directory")
-    cmp.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        help="the paired bootstrap's seed (default 0; printed, so the interval can be redrawn)",
-    )
-    _add_json(cmp)
-    merge = sub.add_parser(
-        "merge", help="combine the shard directories of one dataset", description=_merge.__doc__
-    )
-    merge.add_argument(
-        "shards", type=Path, nargs="+", help="one run directory per shard 1/n .. n/n"
-    )
-    merge.add_argument(
-        "--out", type=Path, required=True, help="the merged run directory (new or empty)"
-    )
-    _add_trust_code(merge)
-    _add_json(merge)
-    plan = sub.add_parser(
-        "plan",
-        help="pre-register a run: the dataset, spec, scorers, metric and decision rule",
-        description=_plan.__doc__,
-    )
-    plan.add_argument("dataset", type=Path, help="the dataset (.yaml, .yml or .jsonl)")
-    plan.add_argument("--spec", type=Path, required=True, help="the run spec the run will use")
-    plan.add_argument(
-        "--metric",
-        required=True,
-        help=f"the metric the run reports: one of {', '.join(METRICS)}",
-    )
-    plan.add_argument(
-        "--rule",
-        required=True,
-        help="the decision rule, a comparison of metrics and numbers joined by and, or, not: "
-        "'rate >= 0.8', 'rate_low > 0.5 and flagged == 0'",
-    )
-    plan.add_argument(
-        "--trials",
-        type=int,
-        help="trials of each case the run will make (default: the dataset's trials, else 1)",
-    )
-    plan.add_argument("--out", type=Path, required=True, help="the plan file to write (new)")
-    plan.add_argument(
-        "--sign",
-        type=Path,
-        metavar="KEYFILE",
-        help="sign the plan with this `twinflow keygen` signer key",
-    )
-    _add_json(plan)
 
 
 def _summary_payload(results: EvalResults, run_dir: Path) -> dict[str, Any]:
@@ -324,118 +149,6 @@ class _ProgressLine:
         _stderr(text)
 
 
-@contextlib.contextmanager
-def _model_url(
-    spec: RunSpec, out_dir: Path, on_progress: Callable[[str], None] = _stderr
-) -> Iterator[RunSpec]:
-    """``spec`` with its model URL resolved (`model_base_url`) while the block runs."""
-    with model_base_url(spec.model.url, out_dir, on_progress) as base:
-        yield spec.model_copy(update={"model": spec.model.model_copy(update={"url": base})})
-
-
-_LOCAL_RAY = "local"
-"""``--ray`` without an address: start a local Ray for the run."""
-
-
-@dataclasses.dataclass(frozen=True)
-class _WorkerAgents:
-    """Builds each case's agent where the case runs (a Ray worker), from the spec alone.
-
-    It holds nothing but the spec, so it pickles; the transport, clock and ids are the
-    kernel's, made in the worker, and the tools are imported there.
-    """
-
-    spec: RunSpec
-    identity: RunIdentity
-
-    def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
-        """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
-        ids = SystemIds()
-        tools = load_tools(self.spec)
-        # One transport per case: its connections go with the agent when the case ends.
-        model = build_model(self.spec.model, build_transport(self.spec.model), ids)
-        return build_agent(
-            self.spec,
-            model=model,
-            clock=SystemClock(),
-            ids=ids,
-            trace=sink,
-            tools=tools,
-            seed=seed,
-            # The worker's own interpreter and packages: the case ran here, not on the driver.
-            environment=run_environment(self.spec, self.identity),
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class _LocalAgents:
-    """Builds each case's agent in this process, on one transport, clock and ids."""
-
-    spec: RunSpec
-    transport: Transport
-    clock: Clock
-    ids: Ids
-    tools: list[Callable[..., Any]]
-    environment: Environment
-
-    def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
-        """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
-        model = build_model(self.spec.model, self.transport, self.ids)
-        return build_agent(
-            self.spec,
-            model=model,
-            clock=self.clock,
-            ids=self.ids,
-            trace=sink,
-            tools=self.tools,
-            seed=seed,
-            environment=self.environment,
-        )
-
-
-def _no_case_left(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
-    raise AssertionError(f"case {case.id}: a finished run asked for an agent")
-
-
-def _no_judge_left(url: str) -> str:
-    raise AssertionError("a finished run asked for a judge")
-
-
-def _judge_models(
-    stack: contextlib.ExitStack,
-    dataset: Dataset,
-    out_dir: Path,
-    agent_url: str,
-    spec: RunSpec | None,
-    on_progress: Callable[[str], None],
-) -> JudgeModels:
-    """The judges' models, closed with ``stack``: an ``embedded`` judge shares the agent's
-    embedded server when the agent has one, else one is started for the judges here."""
-    embedded = agent_url if spec is not None and spec.model.url == EMBEDDED else None
-    if embedded is None and any(judge_model_spec(j).url == EMBEDDED for j in judges_of(dataset)):
-        embedded = stack.enter_context(model_base_url(EMBEDDED, out_dir, on_progress))
-
-    def url(named: str) -> str:
-        if named != EMBEDDED:
-            return named
-        assert embedded is not None  # started above for every judge that names it
-        return embedded
-
-    models = JudgeModels(url, SystemIds())
-    stack.callback(models.close)
-    models.prepare(dataset)
-    return models
-
-
-def _render(spec: RunSpec) -> Callable[[Case], str]:
-    def render(case: Case) -> str:
-        if "{input}" in spec.prompt:
-            return spec.prompt.replace("{input}", case.input)
-        return f"{spec.prompt}\n\n{case.input}"
-
-    return render
-
-
 def _run(args: argparse.Namespace, out: Output) -> int:
     """Run every case of a dataset (or of one shard) through the agent a run spec describes.
 
@@ -443,10 +156,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     verdict and checkpoint root; lab-notes.md and lab-notes.html are written at the end.
     Running the same command on an unfinished DIR resumes it.
     """
-    if args.concurrency < 1:
-        raise UserError(f"--concurrency {args.concurrency}: must be at least 1")
-    if args.trials is not None and not 1 <= args.trials <= MAX_TRIALS:
-        raise UserError(f"--trials {args.trials}: must be from 1 to {MAX_TRIALS}")
+    _check_counts(args)
     dataset = load_dataset(args.dataset)
     spec = load_spec(args.spec)
     # Tools, output models and custom scorers may live next to the spec or the dataset (as in
@@ -456,7 +166,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         # For the whole run: tools may import their siblings when called, scorers are resolved
         # as cases finish.
         stack.enter_context(importing_from(code_dirs))
-        tools = load_tools(spec)
+        tools = spec.load_tools()
         check_agent(spec, tools, "eval run")
         JudgeModels.check(dataset)
         identity = run_identity(spec)
@@ -474,36 +184,31 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             identity=identity,
             trials=args.trials,
         )
-        transport = build_transport(spec.model)
+        transport = spec.model.transport()
         clock, ids = SystemClock(), SystemIds()
         progress = _ProgressLine()
         stack.callback(transport.close)
         executor: Executor = SerialExecutor()
-        factory: AgentFactory = _no_case_left
-        judges = JudgeModels(_no_judge_left, ids)
+        factory: AgentFactory = no_case_left
+        judges = JudgeModels(no_judge_left, ids)
         wired = spec
         if not pending:
             out.line(f"{args.out}: every case has a result already; no model is started")
         else:
-            ray: RayExecutor | None = None
-            if args.ray is not None:
-                address = None if args.ray == _LOCAL_RAY else args.ray
-                ray = RayExecutor(address, code_dirs=[str(d) for d in code_dirs]).start()
-                stack.callback(ray.close)
             # However the run ends (an abort, ^C), the progress line is finished first, so the
             # message that follows is on its own line.
             stack.callback(progress.end)
-            wired = stack.enter_context(_model_url(spec, args.out, progress.message))
-            judges = _judge_models(
-                stack, dataset, args.out, wired.model.url, spec, progress.message
+            wired = stack.enter_context(model_url(spec, args.out, progress.message))
+            judges = judge_models(stack, dataset, args.out, wired.model.url, spec, progress.message)
+            local = LocalAgents(
+                wired,
+                transport,
+                clock,
+                ids,
+                tools,
+                spec.environment(identity.model, identity.spec_digest),
             )
-            if ray is not None:
-                factory, executor = _WorkerAgents(wired, identity), ray
-            else:
-                environment = run_environment(spec, identity)
-                factory = _LocalAgents(wired, transport, clock, ids, tools, environment)
-                if args.concurrency > 1:
-                    executor = ThreadExecutor()
+            factory, executor = cases_where(stack, args, code_dirs, local, identity)
         results = run_eval(
             dataset,
             factory,
@@ -512,7 +217,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             executor=executor,
             concurrency=args.concurrency,
             shard=args.shard,
-            prompt=_render(wired),
+            prompt=render(wired),
             progress=progress,
             code_dirs=code_dirs,
             identity=identity,
@@ -520,6 +225,21 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             plan=None if plan is None else plan.data,
             trials=args.trials,
         )
+    return _report_run(args, out, results, plan)
+
+
+def _check_counts(args: argparse.Namespace) -> None:
+    """Refuse a ``--concurrency`` or ``--trials`` out of range (exit 2)."""
+    if args.concurrency < 1:
+        raise UserError(f"--concurrency {args.concurrency}: must be at least 1")
+    if args.trials is not None and not 1 <= args.trials <= MAX_TRIALS:
+        raise UserError(f"--trials {args.trials}: must be from 1 to {MAX_TRIALS}")
+
+
+def _report_run(
+    args: argparse.Namespace, out: Output, results: EvalResults, plan: ReadPlan | None
+) -> int:
+    """Print an eval run's outcome; exit 1 if a trace is flagged or the pass rate is too low."""
     payload = _summary_payload(results, args.out)
     if plan is not None:
         outcome = judge_plan(plan.plan, results, None)
@@ -617,18 +337,6 @@ def _trials_line(stats: TrialStats) -> str:
     return f"{k} trials per case: rate {stats.rate:.1%} ({interval}); pass@{k} {at_k}, pass^{k} {hat_k}"
 
 
-def _add_trust_code(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--trust-code",
-        action="store_true",
-        help=(
-            "import the scorer modules the run's dataset names (custom scorers, schema models); "
-            "without it a run that needs code is refused, since a received run directory could "
-            "bring any. The modules are printed first"
-        ),
-    )
-
-
 def _announce_code(run_dirs: Sequence[Path], trust_code: bool) -> None:
     """With --trust-code, say which modules scoring will import before it does."""
     if not trust_code:
@@ -655,9 +363,9 @@ def _rescore(args: argparse.Namespace, out: Output) -> int:
         JudgeModels.check(manifest.dataset, verdicts=False)
         if args.rejudge:
             _announce_judges(manifest.dataset, args.send_key)
-            judges = _judge_models(stack, manifest.dataset, args.run_dir, "", None, _stderr)
+            judges = judge_models(stack, manifest.dataset, args.run_dir, "", None, _stderr)
         else:
-            judges = JudgeModels(_no_judge_left, SystemIds())  # replay: settings only
+            judges = JudgeModels(no_judge_left, SystemIds())  # replay: settings only
         results = rescore(
             args.run_dir,
             trust_code=args.trust_code,
@@ -764,11 +472,46 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
         raise CheckFailed(str(exc), {"ok": False, "problem": str(exc)}) from None
     scorers = [{**d.model_dump(), "delta": d.delta} for d in c.scorers]
     out.document({"ok": True, **c.model_dump(), "scorers": scorers})
+    _print_sides(c, out)
+    out.line(
+        f"pass rate {c.pass_rate_a:.1%} -> {c.pass_rate_b:.1%} over the paired cases "
+        f"({c.rate_delta:+.1%})"
+    )
+    if c.bootstrap is not None:
+        boot = c.bootstrap
+        out.line(
+            f"  95% interval on the difference {boot.low:+.1%} to {boot.high:+.1%} ({boot.method}; "
+            f"{boot.cases} cases, {boot.resamples} resamples, --seed {boot.seed})"
+        )
+        if boot.caveat is not None:
+            out.line(f"  caveat: {boot.caveat}")
+    for d in c.scorers:
+        out.line(
+            f"  {_clean(d.scorer):<20} {d.passed_a}/{d.scored} -> {d.passed_b}/{d.scored} "
+            f"({d.delta:+.1%})"
+        )
+    out.line(f"regressions ({len(c.regressions)}): {_keys(c.regressions)}")
+    out.line(f"improvements ({len(c.improvements)}): {_keys(c.improvements)}")
+    out.line(
+        f"exact McNemar p = {c.p_value:.4g} (unchanged: {c.both_passed} passed, {c.both_not_passed} not)"
+    )
+    if c.caveat is not None:
+        out.line(f"  caveat: {c.caveat}")
+    out.line(f"same verdict, other reasons ({len(c.reasons_changed)}): {_keys(c.reasons_changed)}")
+    out.line(f"output changed ({len(c.outputs_changed)}): {_keys(c.outputs_changed)}")
+    if c.only_in_a or c.only_in_b:
+        out.line(f"unpaired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
+    return EXIT_OK
 
-    # Everything shown comes from two run directories, received input: escaped for the terminal.
-    def keys(found: tuple[str, ...]) -> str:
-        return ", ".join(_clean(k) for k in found) or "none"
 
+def _keys(found: tuple[str, ...]) -> str:
+    """Case keys from a run directory (received input), escaped for the terminal."""
+    return ", ".join(_clean(k) for k in found) or "none"
+
+
+def _print_sides(c: Comparison, out: Output) -> None:
+    """What runs A and B were, and how their environments and settings differ (a
+    `twinflow.eval.compare_runs` comparison; every string escaped for the terminal)."""
     for label, side in (("A", c.side_a), ("B", c.side_b)):
         if side is not None:
             out.line(
@@ -787,35 +530,6 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
             f"A and B differ in {', '.join(c.differs)}: the comparison is across those, not "
             "only the change you made"
         )
-    out.line(
-        f"pass rate {c.pass_rate_a:.1%} -> {c.pass_rate_b:.1%} over the paired cases "
-        f"({c.rate_delta:+.1%})"
-    )
-    if c.bootstrap is not None:
-        boot = c.bootstrap
-        out.line(
-            f"  95% interval on the difference {boot.low:+.1%} to {boot.high:+.1%} ({boot.method}; "
-            f"{boot.cases} cases, {boot.resamples} resamples, --seed {boot.seed})"
-        )
-        if boot.caveat is not None:
-            out.line(f"  caveat: {boot.caveat}")
-    for d in c.scorers:
-        out.line(
-            f"  {_clean(d.scorer):<20} {d.passed_a}/{d.scored} -> {d.passed_b}/{d.scored} "
-            f"({d.delta:+.1%})"
-        )
-    out.line(f"regressions ({len(c.regressions)}): {keys(c.regressions)}")
-    out.line(f"improvements ({len(c.improvements)}): {keys(c.improvements)}")
-    out.line(
-        f"exact McNemar p = {c.p_value:.4g} (unchanged: {c.both_passed} passed, {c.both_not_passed} not)"
-    )
-    if c.caveat is not None:
-        out.line(f"  caveat: {c.caveat}")
-    out.line(f"same verdict, other reasons ({len(c.reasons_changed)}): {keys(c.reasons_changed)}")
-    out.line(f"output changed ({len(c.outputs_changed)}): {keys(c.outputs_changed)}")
-    if c.only_in_a or c.only_in_b:
-        out.line(f"unpaired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
-    return EXIT_OK
 
 
 def _merge(args: argparse.Namespace, out: Output) -> int:
@@ -824,7 +538,7 @@ def _merge(args: argparse.Namespace, out: Output) -> int:
     dataset = load_run(args.shards[0])[0].dataset
     JudgeModels.check(dataset, verdicts=False)
     # Judgements are replayed, never made again: the judges' settings only, no model.
-    judges = JudgeModels(_no_judge_left, SystemIds()).wiring(SystemClock())
+    judges = JudgeModels(no_judge_left, SystemIds()).wiring(SystemClock())
     results = merge_runs(args.shards, args.out, trust_code=args.trust_code, judges=judges)
     payload = _summary_payload(results, args.out)
     if results.summary.flagged:
@@ -854,6 +568,10 @@ def _handle(args: argparse.Namespace, out: Output) -> int:
             "arguments)"
         )
     return _HANDLERS[args.eval_command](args, out)
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    configure_eval(p, _HANDLERS)
 
 
 COMMANDS: dict[str, Command] = {"eval": (_configure, _handle)}

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from twinflow.cli._errors import CliError
 from twinflow.cli._output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -23,7 +24,7 @@ from twinflow.cli._output import (
     Output,
     say,
 )
-from twinflow.vocab import TwinflowError, UserError
+from twinflow.trace import TwinflowError, UserError
 
 __all__ = ["COMMAND_TABLE", "command_module_commands", "installed_version", "main"]
 
@@ -33,12 +34,12 @@ __all__ = ["COMMAND_TABLE", "command_module_commands", "installed_version", "mai
 # The summary is written here only: a module's ``COMMANDS`` holds (configure, handler).
 COMMAND_TABLE: dict[str, tuple[str, str]] = {
     "demo": (
-        "twinflow.cli._run",
+        "twinflow.cli._demo_cli",
         "run a small agent task on the embedded local model, then verify and replay its trace",
     ),
     "run": ("twinflow.cli._run", "run an agent from a spec file (YAML), writing a trace"),
     "replay": (
-        "twinflow.cli._run",
+        "twinflow.cli._replay_cli",
         "re-run a trace's agent against the trace; exit 1 at the first event that differs",
     ),
     "resume": (
@@ -70,7 +71,7 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
         "write a trace's checkpoint as a C2SP note (signed with --sign)",
     ),
     "prove": (
-        "twinflow.cli._commands",
+        "twinflow.cli._prove",
         "make or check a C2SP tlog-proof (inclusion) or consistency proof",
     ),
     "redact": (
@@ -114,6 +115,14 @@ def command_module_commands(module: str) -> dict[str, Command]:
         from twinflow.cli._run import COMMANDS as run_commands
 
         return run_commands
+    if module == "twinflow.cli._replay_cli":
+        from twinflow.cli._replay_cli import COMMANDS as replay_commands
+
+        return replay_commands
+    if module == "twinflow.cli._demo_cli":
+        from twinflow.cli._demo_cli import COMMANDS as demo_commands
+
+        return demo_commands
     if module == "twinflow.cli._continue":
         from twinflow.cli._continue import COMMANDS as continue_commands
 
@@ -134,6 +143,10 @@ def command_module_commands(module: str) -> dict[str, Command]:
         from twinflow.cli._publish import COMMANDS as publish_commands
 
         return publish_commands
+    if module == "twinflow.cli._prove":
+        from twinflow.cli._prove import COMMANDS as prove_commands
+
+        return prove_commands
     if module == "twinflow.cli._commands":
         from twinflow.cli._commands import COMMANDS as trace_commands
 
@@ -242,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             out.document({"ok": False, "error": str(exc), **exc.payload})
         say(f"twinflow {args.command}: {exc}")
         return EXIT_FAILED
-    except (UserError, OSError) as exc:
+    except (UserError, OSError, CliError) as exc:
         reason = _one_line(exc)
         out.document({"ok": False, "error": reason})
         say(f"twinflow {args.command}: {reason}")

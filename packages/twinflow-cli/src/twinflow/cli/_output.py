@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from twinflow._base._untrusted import for_terminal, scrub
-from twinflow.cli._errors import CliError
+from twinflow.cli._errors import CheckFailed
 
 __all__ = [
     "EXIT_FAILED",
@@ -41,14 +41,6 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_PAUSED = 3
 """The run stopped to wait for a person's decision (`twinflow approve`)."""
-
-
-class CheckFailed(CliError):
-    """A check the user asked for did not pass (exit 1). ``payload`` is the ``--json`` output."""
-
-    def __init__(self, message: str, payload: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.payload = payload or {}
 
 
 class Output:

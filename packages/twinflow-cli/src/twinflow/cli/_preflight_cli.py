@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
+from twinflow._base._code import resolve_dotted
 from twinflow.cli._output import EXIT_FAILED, EXIT_OK, Command, Output
-from twinflow.cli._spec import resolve_dotted
 from twinflow.models import PreflightReport, llama_cpp_grammar_check, preflight
 from twinflow.vocab import UserError
 
@@ -45,7 +45,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 def _source(target: str) -> Any:
     # The user typed the module on this command line (no received spec names it), so it is
     # looked up where they stand, as `python -m` would.
-    value = resolve_dotted(target, Path.cwd())
+    value = resolve_dotted(target, (Path.cwd(),))
     if isinstance(value, type) and issubclass(value, BaseModel):
         return value
     if isinstance(value, TypeAdapter | dict):

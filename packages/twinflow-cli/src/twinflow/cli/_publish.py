@@ -66,16 +66,16 @@ def _spec_and_tools(
     trace: Path, spec_path: Path | None
 ) -> tuple[dict[str, Any] | None, dict[str, Any], list[dict[str, Any]]]:
     """The spec's digest, the model it names and the code record's modules, from beside the trace."""
+    from twinflow.agent import RunSpec, SpecError
     from twinflow.cli._run import code_beside, spec_beside
-    from twinflow.cli._spec import SpecError, parse_spec, read_code_record
 
     path = spec_path if spec_path is not None else spec_beside(trace)
     if spec_path is None and not path.exists():
         return None, {}, []
     data = read_small_file(path, "spec")
     try:
-        spec = parse_spec(data.decode("utf-8", "replace"), str(path))
-        record = read_code_record(code_beside(trace))
+        spec = RunSpec.parse(data.decode("utf-8", "replace"), str(path))
+        record = RunSpec.read_code_record(code_beside(trace))
     except SpecError as exc:
         raise UserError(squash(exc)) from None
 

@@ -22,7 +22,7 @@ import itertools
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,81 +31,42 @@ from pydantic import BaseModel
 from twinflow._base._code import importing_from
 from twinflow._base._files import write_new
 from twinflow.agent import (
-    REPLAY_KINDS,
-    CallSummary,
+    Agent,
     Decision,
-    ReplayDivergenceError,
     RunError,
     RunPaused,
-    RunStarted,
-    ToolCalled,
+    RunSpec,
     Trace,
-    replay,
-    summarize_trace,
-    verify_agent_trace,
 )
-from twinflow.cli import _demo
 from twinflow.cli._output import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_PAUSED,
-    CheckFailed,
     Command,
     Output,
     invocation,
     say,
 )
 from twinflow.cli._show import _clean
-from twinflow.cli._spec import (
-    CodeChangedError,
-    RunSpec,
-    check_code,
-    load_spec,
-    load_tools,
-    parse_spec,
-    read_code_record,
-    read_spec_text,
-    record_code,
-    spec_directories,
-    spec_modules,
-)
-from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.cli._watch import TextPrinter
-from twinflow.cli._wiring import (
-    EMBEDDED,
-    build_agent,
-    build_model,
-    build_transport,
-    check_agent,
-    mcp_servers,
-    model_base_url,
-    numbered,
-    replay_builder,
-    run_environment,
-)
-from twinflow.kernel import NondeterminismError, SystemClock, SystemIds
+from twinflow.cli._wiring import EMBEDDED, chat_model, numbered
+from twinflow.kernel import SystemClock, SystemIds
 from twinflow.trace import (
+    Checkpoint,
     FileTraceSink,
     FileWriteError,
     MemoryTraceSink,
     TargetExistsError,
     TraceError,
 )
+from twinflow.views import CallSummary, summarize_trace
 from twinflow.vocab import UserError
 
 __all__ = [
     "COMMANDS",
-    "DEMO_SPEC",
-    "add_spec_arguments",
     "claim_run_files",
     "code_beside",
-    "configure_demo",
-    "configure_replay",
     "configure_run",
-    "demo",
-    "divergence_failed",
-    "replay_command",
-    "replay_spec",
     "report_outcome",
     "run",
     "spec_beside",
@@ -240,38 +201,34 @@ def _execute(
     # Build the agent once before touching the run directory, so a usage error in the spec
     # (a tool that does not import, a policy naming an unknown tool, an unset API key)
     # changes no file.
-    callables = load_tools(spec)
-    transport = build_transport(spec.model)
+    resolved = spec.resolve()
+    transport = spec.model.transport()
     if spec.model.url != EMBEDDED:
-        build_model(spec.model, transport, SystemIds())  # checks URL and dialect
-    paused: list[dict[str, Any]] = []
+        chat_model(spec.model, transport, SystemIds())  # checks URL and dialect
     with contextlib.ExitStack() as stack:
         stack.callback(transport.close)
         # A continued run takes its tool lists from its trace: the prefix starts no server.
         continued = resume_from if resume_from is not None else fork_from and fork_from[0]
         recorded = _recorded_or_none(continued) if continued else None
         log_dir = out_dir if resume_from is None else resume_from.parent
-        servers = stack.enter_context(mcp_servers(spec, log_dir, recorded=recorded))
-        check_agent(spec, callables, command, servers)
-        environment = run_environment(spec)
+        servers = stack.enter_context(spec.open_mcp_servers(log_dir, recorded=recorded))
+        resolved.check(servers, command)
+        environment = spec.environment()
         if resume_from is None:
-            code = record_code(spec).model_dump_json(indent=2).encode("utf-8")
+            code = spec.code_record().model_dump_json(indent=2).encode("utf-8")
             trace_path, _spec_path = claim_run_files(out_dir, spec_text, code)
         else:
             trace_path = resume_from
         loading = spec.model.url == EMBEDDED
         with phases.phase("model load") if loading else contextlib.nullcontext():
-            url = stack.enter_context(model_base_url(spec.model.url, out_dir, out.line))
+            url = stack.enter_context(spec.model.serving(out_dir, out.line))
         model_spec = spec.model.model_copy(update={"url": url})
         ids = SystemIds()
-        model = build_model(model_spec, transport, ids)
-        agent = build_agent(
-            spec,
-            model=model,
+        agent = resolved.agent(
+            model=chat_model(model_spec, transport, ids),
             clock=SystemClock(),
             ids=ids,
             trace=MemoryTraceSink() if resume_from is not None else FileTraceSink(trace_path),
-            tools=callables,
             observer=TextPrinter(sys.stdout) if watch and resume_from is None else None,
             environment=environment,
             servers=servers,
@@ -280,31 +237,25 @@ def _execute(
             "forking" if fork_from is not None else "running" if resume_from is None else "resuming"
         )
         out.line(f"{doing} the agent ({spec.model.mode} mode, up to {spec.max_steps} steps) ...")
-        output: Any = None
-        error: str | None = None
         with phases.phase("run"):
-            try:
-                if fork_from is not None:
-                    result = agent.fork(fork_from[0], at_step=fork_from[1])
-                elif resume_from is None:
-                    result = agent.run(spec.prompt)
-                else:
-                    result = agent.resume(resume_from, decisions=decisions)
-                output = result.output
-            except RunPaused as exc:
-                paused = [p.model_dump(mode="json") for p in exc.paused.pending]
-            except RunError as exc:
-                error = f"{type(exc).__name__}: {exc}"
-            finally:
-                agent.writer.close()
+            output, error, paused = _drive(agent, spec, resume_from, decisions, fork_from)
         # A new run's root and size come from its own writer, never from re-reading a path.
         checkpoint = agent.writer.checkpoint() if resume_from is None else None
+    return _outcome(trace_path, checkpoint, output, error, paused)
+
+
+def _outcome(
+    trace_path: Path,
+    checkpoint: Checkpoint | None,
+    output: Any,
+    error: str | None,
+    paused: list[dict[str, Any]],
+) -> RunOutcome:
+    """What a run did, from its trace (summarized once) and how its agent ended."""
     trace = Trace.load(trace_path)
     if checkpoint is None:
         checkpoint = trace.checkpoint()
     summary = summarize_trace(trace.events)
-    if isinstance(output, BaseModel):
-        output = output.model_dump(mode="json")
     return RunOutcome(
         prompt=summary.prompt,
         trace=str(trace_path),
@@ -322,6 +273,36 @@ def _execute(
     )
 
 
+def _drive(
+    agent: Agent[Any],
+    spec: RunSpec,
+    resume_from: Path | None,
+    decisions: Sequence[Decision],
+    fork_from: tuple[Path, int] | None,
+) -> tuple[Any, str | None, list[dict[str, Any]]]:
+    """Run, resume or fork ``agent``: its output (JSON form), its error, the calls it waits on."""
+    output: Any = None
+    error: str | None = None
+    paused: list[dict[str, Any]] = []
+    try:
+        if fork_from is not None:
+            result = agent.fork(fork_from[0], at_step=fork_from[1])
+        elif resume_from is None:
+            result = agent.run(spec.prompt)
+        else:
+            result = agent.resume(resume_from, decisions=decisions)
+        output = result.output
+    except RunPaused as exc:
+        paused = [p.model_dump(mode="json") for p in exc.paused.pending]
+    except RunError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        agent.writer.close()
+    if isinstance(output, BaseModel):
+        output = output.model_dump(mode="json")
+    return output, error, paused
+
+
 def _recorded_or_none(path: Path) -> Trace | None:
     """The trace a continued run starts from, or None if it does not load as it is (a torn
     last line, which `Agent.resume` repairs first): its servers then start for the prefix."""
@@ -329,145 +310,6 @@ def _recorded_or_none(path: Path) -> Trace | None:
         return Trace.load(path)
     except TraceError:
         return None
-
-
-def replay_spec(trace_path: Path, spec_path: Path | None, trust_spec: bool, out: Output) -> RunSpec:
-    """The spec to rebuild the agent from: the one named, or the trace's own only if trusted."""
-    if spec_path is not None:
-        return load_spec(spec_path)
-    beside = spec_beside(trace_path)
-    if not trust_spec:
-        hint = ""
-        if beside.is_file():
-            with contextlib.suppress(UserError):
-                modules = spec_modules(parse_spec(read_spec_text(beside), str(beside)))
-                hint = f" ({beside} would import: {_names(modules)})"
-        raise UserError(
-            f"{trace_path}: name the spec to rebuild the agent from with --spec PATH (one you "
-            f"trust: replay imports the tools and output model it names), or pass --trust-spec "
-            f"to use the spec beside the trace{hint}"
-        )
-    if not beside.is_file():
-        raise UserError(f"{beside}: no spec beside the trace; pass --spec PATH")
-    record = read_code_record(code_beside(trace_path))
-    # The run's own code directory if it recorded one that is still there (a run written to
-    # another directory than its spec's); else the run directory (a bundle with its modules).
-    code_dir = beside.resolve().parent
-    if record is not None and record.code_dir is not None and Path(record.code_dir).is_dir():
-        code_dir = Path(record.code_dir)
-    spec = parse_spec(read_spec_text(beside), str(beside), code_dir=code_dir)
-    modules = spec_modules(spec)
-    out.line(
-        f"--trust-spec: rebuilding from {beside}, importing {_names(modules)} "
-        f"(from {_clean(str(code_dir))} first)"
-    )
-    if out.as_json:
-        say(f"twinflow replay: importing {_names(modules)}")
-    if record is not None:
-        try:
-            check_code(spec, record)
-        except CodeChangedError as exc:
-            raise CheckFailed(
-                f"{trace_path}: {exc}", {"trace": str(trace_path), "module": exc.module}
-            ) from None
-    return spec
-
-
-_SHOWN_CALLS = 20
-
-
-def _announce_live_calls(trace: Trace) -> None:
-    """Say, before any tool runs, which tools live replay runs and with which arguments.
-
-    The arguments are the trace's, and the tools the spec's: replaying a received trace live
-    runs the user's own tools on what the trace's author chose. The line goes to stderr (also
-    under ``--json``), escaped, so it is read before the first call (docs/adr/0093).
-    """
-    calls = [e.body for e in trace.events if isinstance(e.body, ToolCalled)]
-    shown = [
-        f"{call.tool}({json.dumps(call.arguments, sort_keys=True)[:200]})"
-        for call in calls[:_SHOWN_CALLS]
-    ]
-    more = f"; and {len(calls) - _SHOWN_CALLS} more" if len(calls) > _SHOWN_CALLS else ""
-    say(
-        f"twinflow replay: --mode live runs the spec's tools on the trace's recorded arguments, "
-        f"{len(calls)} call(s): {'; '.join(shown) or 'none'}{more}"
-    )
-
-
-def _names(modules: tuple[str, ...]) -> str:
-    """Module names as they may be shown on a terminal (a hostile name is shown escaped)."""
-    shown = [m if all(p.isidentifier() for p in m.split(".")) else ascii(m) for m in modules]
-    return ", ".join(shown) or "nothing"
-
-
-def divergence_failed(
-    trace_path: Path, what: str, exc: ReplayDivergenceError, **extra: str
-) -> CheckFailed:
-    """The failed check a divergence is reported as (exit 1): where, both events, the difference."""
-    return CheckFailed(
-        f"{trace_path}: {what} diverged: {exc}",
-        {
-            "trace": str(trace_path),
-            **extra,
-            "seq": exc.seq,
-            "expected": exc.expected,
-            "actual": exc.actual,
-            "pointer": None if exc.difference is None else exc.difference.pointer,
-            "difference": None if exc.difference is None else str(exc.difference),
-        },
-    )
-
-
-def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) -> dict[str, Any]:
-    # The trace is read and checked before the spec: an unreadable trace imports nothing.
-    data = read_trace_bytes(trace_path)
-    trace = parse_trace(trace_path, data, keep=REPLAY_KINDS)
-    spec = spec_of()
-    if mode == "live":
-        _announce_live_calls(trace)
-    try:
-        # Recorded mode starts no MCP server: the tool lists are the trace's own.
-        with (
-            importing_from(spec_directories(spec)),
-            mcp_servers(
-                spec,
-                trace_path.parent,
-                recorded=None if mode == "live" else trace,
-                live=False,
-            ) as servers,
-        ):
-            result = replay(
-                trace,
-                replay_builder(spec, servers=servers),
-                mode="live" if mode == "live" else "recorded",
-            )
-    except ReplayDivergenceError as exc:
-        raise divergence_failed(trace_path, f"replay ({mode})", exc, mode=mode) from None
-    except NondeterminismError as exc:
-        raise CheckFailed(
-            f"{trace_path}: replay ({mode}) reached nondeterminism: {exc}",
-            {
-                "trace": str(trace_path),
-                "mode": mode,
-                "entry_point": exc.entry_point,
-                "caller": exc.caller,
-            },
-        ) from None
-    # The replay re-ran the recorded fingerprint (docs/adr/0122); how this machine differs
-    # from the recording one is said, never held against the replay.
-    started = next(iter(trace.events)).body
-    recorded = started.environment if isinstance(started, RunStarted) else None
-    differences = (
-        [] if recorded is None else list(recorded.differences(run_environment(spec), imports=False))
-    )
-    return {
-        "trace": str(trace_path),
-        "mode": mode,
-        "events": result.events,
-        "root": result.root,
-        "environment_differences": differences,
-    }
 
 
 # -- run ------------------------------------------------------------------------------------
@@ -497,12 +339,12 @@ def _add_quiet(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: Output) -> int:
     """``twinflow run SPEC``."""
-    text = read_spec_text(args.spec)
-    spec = parse_spec(text, str(args.spec), code_dir=args.spec.resolve().parent)
+    text = RunSpec.read_text(args.spec)
+    spec = RunSpec.parse(text, str(args.spec), code_dir=args.spec.resolve().parent)
     phases = _Phases()
     # For the whole run, not only while the tools are imported: a tool may import its siblings
     # when it is called.
-    with importing_from(spec_directories(spec)):
+    with importing_from(spec.directories):
         outcome = _execute(spec, text, args.out, out, phases, watch=not (args.quiet or args.json))
     return report_outcome(outcome, out, "run")
 
@@ -573,164 +415,7 @@ def _print_outcome(outcome: RunOutcome, out: Output) -> None:
 # -- replay ---------------------------------------------------------------------------------
 
 
-def add_spec_arguments(p: argparse.ArgumentParser) -> None:
-    """``--spec`` and ``--trust-spec``: where a command that rebuilds a recorded agent reads it."""
-    p.add_argument(
-        "--spec",
-        type=Path,
-        help="the run spec to rebuild the agent from; its tool and output modules are imported "
-        "from its own directory",
-    )
-    p.add_argument(
-        "--trust-spec",
-        action="store_true",
-        help="use the spec beside the trace instead (it names code that will be imported: only "
-        "for traces you made or trust); the modules are printed first",
-    )
-
-
-def configure_replay(p: argparse.ArgumentParser) -> None:
-    """Arguments of ``twinflow replay``."""
-    p.add_argument("trace", type=Path, help="the recorded trace (JSONL)")
-    add_spec_arguments(p)
-    p.add_argument(
-        "--mode",
-        choices=("recorded", "live"),
-        default="recorded",
-        help="recorded: tool results from the trace; live: run the tools again (default: recorded)",
-    )
-
-
-def replay_command(args: argparse.Namespace, out: Output) -> int:
-    """``twinflow replay TRACE``."""
-    payload = _replay_file(
-        args.trace, lambda: replay_spec(args.trace, args.spec, args.trust_spec, out), args.mode
-    )
-    out.document({"ok": True, **payload})
-    out.line(f"ok: {args.trace}: replay ({args.mode}) matched all {payload['events']} events")
-    out.line(f"root (hex) {payload['root']}")
-    differences = payload["environment_differences"]
-    if differences:
-        # The trace is received input: what it recorded is escaped for the terminal.
-        shown = "; ".join(_clean(line) for line in differences[:5])
-        more = f" (and {len(differences) - 5} more)" if len(differences) > 5 else ""
-        out.line(
-            f"note: recorded in another environment than this one ({len(differences)} "
-            f"difference(s)): {shown}{more}"
-        )
-    return EXIT_OK
-
-
-# -- demo -----------------------------------------------------------------------------------
-
-DEMO_SPEC = """\
-# The demo's run spec: `twinflow replay` rebuilds the agent from this file.
-prompt: {prompt}
-system: {system}
-model:
-  kind: {kind}
-  url: {url}
-  dialect: {dialect}
-  name: {name}
-  mode: structured-action
-  temperature: 0
-  max_tokens: 128
-tools:
-  - twinflow.cli._demo:convert_currency
-policy:
-  allow: [convert_currency]
-  max_tool_calls: 1
-output: twinflow.cli._demo:Conversion
-max_steps: 4
-"""
-
-
-def configure_demo(p: argparse.ArgumentParser) -> None:
-    """Arguments of ``twinflow demo``."""
-    p.add_argument(
-        "--out",
-        type=Path,
-        default=Path("twinflow-demo"),
-        help="directory for the demo's files (default: twinflow-demo)",
-    )
-    p.add_argument(
-        "--model-url", help="use this running server instead of starting the embedded SmolLM2-135M"
-    )
-    p.add_argument(
-        "--kind",
-        choices=("openai-compatible", "ollama"),
-        default="openai-compatible",
-        help="the --model-url server's API (default: openai-compatible)",
-    )
-    p.add_argument(
-        "--dialect",
-        choices=("llama-cpp-python", "llama.cpp", "vllm", "lmstudio"),
-        default="llama-cpp-python",
-        help="how the OpenAI-compatible server takes a JSON schema (default: llama-cpp-python)",
-    )
-    p.add_argument(
-        "--model-name", default="local", help="the model name sent to the server (default: local)"
-    )
-    _add_quiet(p)
-
-
-def demo(args: argparse.Namespace, out: Output) -> int:
-    """``twinflow demo``: run, verify and replay a small agent task on a local model."""
-    spec_text = DEMO_SPEC.format(
-        prompt=json.dumps(_demo.PROMPT),
-        system=json.dumps(_demo.SYSTEM),
-        kind=args.kind,
-        url=args.model_url or EMBEDDED,
-        dialect=args.dialect,
-        name=args.model_name,
-    )
-    spec = parse_spec(spec_text, "<demo spec>")
-    phases = _Phases()
-    out.line("twinflow demo: one agent run on a local model, then verify and replay its trace")
-    outcome = _execute(
-        spec, spec_text, args.out, out, phases, watch=not (args.quiet or args.json), command="demo"
-    )
-    trace_path = Path(outcome.trace)
-    with phases.phase("verify"):
-        report = verify_agent_trace(trace_path)
-    if report.problem is not None:
-        raise CheckFailed(f"{trace_path}: the demo's own trace does not verify: {report.problem}")
-    with phases.phase("replay"):
-        replayed = _replay_file(trace_path, lambda: spec, "recorded")
-    correct, verdict = _demo.judge(outcome.output)
-    payload = {
-        "ok": outcome.error is None,
-        **outcome.model_dump(),
-        "correct": correct,
-        "verdict": verdict,
-        "verified": True,
-        "replayed": replayed,
-        "seconds": {k: round(v, 3) for k, v in phases.seconds.items()},
-    }
-    out.document(payload)
-    _print_outcome(outcome, out)
-    out.line(f"  correct?  {verdict}")
-    out.line(f"  verify    ok: {report.events} events, hash chain and Merkle root check out")
-    out.line(f"  replay    ok: recorded mode matched all {replayed['events']} events")
-    timing = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.seconds.items())
-    out.line(f"  time      {timing}")
-    out.line("")
-    spec_path = spec_beside(trace_path)
-    tf = invocation()
-    out.line(f"next: {tf} show {trace_path}   |   {tf} verify {trace_path}")
-    out.line(f"      {tf} replay {trace_path} --spec {spec_path} --mode live")
-    out.line(f"      {tf} prove {trace_path} --seq 0   |   {tf} checkpoint {trace_path}")
-    auditor = invocation("twinflow-trace", "twinflow.trace")
-    out.line(f"      an auditor, with only twinflow-trace installed: {auditor} verify {trace_path}")
-    if outcome.error is not None:
-        say(f"twinflow demo: the agent run failed: {outcome.error}")
-        return EXIT_FAILED
-    return EXIT_OK
-
-
 COMMANDS: dict[str, Command] = {
-    "demo": (configure_demo, demo),
     "run": (configure_run, run),
-    "replay": (configure_replay, replay_command),
 }
 """The commands that run agents (the trace commands are in `twinflow.cli._commands`)."""

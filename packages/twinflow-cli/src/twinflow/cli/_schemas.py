@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from twinflow._base._files import write_replace
-from twinflow.cli._spec import RunSpec
+from twinflow.agent import RunSpec
 from twinflow.eval import Case, Dataset
 
 __all__ = ["published_schemas", "schema_texts"]

@@ -5,7 +5,7 @@ the model's replies and tool calls with their arguments, the policy's decisions 
 reasons, the tool results, rejected and accepted outputs, how the run ended, and whether the
 trace verifies (and where it breaks if it does not). ``--html FILE`` writes the same run as
 one self-contained page that verifies the trace again in the reader's browser
-(`twinflow.agent.render_trace_page`).
+(`twinflow.views.render_trace_page`).
 
 The trace is hostile input: every string from it is printed through `twinflow._base._untrusted.for_terminal`
 (control and format characters escaped, secrets scrubbed), so a trace cannot move the cursor,
@@ -23,10 +23,11 @@ from typing import Any
 
 from twinflow._base._files import write_replace
 from twinflow._base._untrusted import for_terminal
-from twinflow.agent import compare_behaviour, render_trace_page, verify_agent_trace
+from twinflow.agent import verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import add_checkpoint_keys, read_published, read_trace_bytes, walk_typed
 from twinflow.trace import Checkpoint
+from twinflow.views import compare_behaviour, render_trace_page
 from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]
@@ -139,7 +140,16 @@ def _started(body: dict[str, Any]) -> list[str]:
 
 
 def _event_lines(body: dict[str, Any]) -> list[str]:
+    """A trace event as ``twinflow show`` prints it (every string from the trace escaped)."""
     kind = body.get("kind")
+    lines = _step_lines(kind, body)
+    if lines is None:
+        lines = _run_lines(kind, body)
+    return [f"  {_clean(kind)}: {_clean(body)}"] if lines is None else lines
+
+
+def _step_lines(kind: object, body: dict[str, Any]) -> list[str] | None:
+    """A step's event: a model request or reply, a policy decision, a tool call, an output."""
     if kind == "model_requested":
         purpose = "re-ask" if body.get("purpose") == "reask" else "request"
         lines = [f"  -> model {purpose}"]
@@ -170,6 +180,11 @@ def _event_lines(body: dict[str, Any]) -> list[str]:
         ]
     if kind == "output_accepted":
         return [f"answer: {_clean(body.get('value'))}"]
+    return None
+
+
+def _run_lines(kind: object, body: dict[str, Any]) -> list[str] | None:
+    """A run's event: how it ended or resumed, an MCP server's tools, an approval."""
     if kind == "run_finished":
         return [f"finished after {_clean(body.get('steps'))} step(s)"]
     if kind == "run_resumed":
@@ -205,7 +220,7 @@ def _event_lines(body: dict[str, Any]) -> list[str]:
             f"failed after {_clean(body.get('steps'))} step(s): "
             f"{_clean(body.get('error_type'))}: {_clean(body.get('message'))}"
         ]
-    return [f"  {_clean(kind)}: {_clean(body)}"]
+    return None
 
 
 def _events(data: bytes) -> list[dict[str, Any] | None]:

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_SMALL_FILE",
-    "UnreadableTrace",
     "add_checkpoint_keys",
     "check_trace_head",
     "corrupt_payload",
@@ -42,23 +41,19 @@ __all__ = [
 MAX_SMALL_FILE = 1024 * 1024
 
 
-class UnreadableTrace(CliError, UserError):
-    """The file is not a twinflow trace at all (missing, empty, another format)."""
-
-
 def check_trace_head(path: Path) -> None:
     """Refuse what is not a trace at all (exit 2), reading only its first bytes.
 
     Raises:
-        UnreadableTrace: the file is empty or does not start with a trace line.
+        CliError: the file is empty or does not start with a trace line.
         OSError: the file cannot be read.
     """
     with open_regular(path) as f:
         head = f.read(len(_trace.LINE_PREFIX))
     if not head:
-        raise UnreadableTrace(f"{path}: the file is empty, not a twinflow trace")
+        raise CliError(f"{path}: the file is empty, not a twinflow trace")
     if head != _trace.LINE_PREFIX:
-        raise UnreadableTrace(
+        raise CliError(
             f"{path}: not a twinflow trace (a trace is JSON lines starting with "
             f"{_trace.LINE_PREFIX.decode()!r}); check the path"
         )
@@ -71,7 +66,7 @@ def read_trace_bytes(path: Path) -> bytes:
     this function, reports where and how it was damaged.
 
     Raises:
-        UnreadableTrace: the file is empty or does not start with a trace line.
+        CliError: the file is empty or does not start with a trace line.
         OSError: the file cannot be read.
     """
     check_trace_head(path)
@@ -110,7 +105,7 @@ def walk_typed(path: Path, *, values: bool = False) -> Iterator[_trace.VerifiedE
             (the typed event is built, checked and let go) instead of the typed event.
 
     Raises:
-        UnreadableTrace: the file is empty or does not start with a trace line (exit 2).
+        CliError: the file is empty or does not start with a trace line (exit 2).
         CheckFailed: the trace does not verify up to where it was read (exit 1, naming ``path``).
     """
     from twinflow.agent import typed_event

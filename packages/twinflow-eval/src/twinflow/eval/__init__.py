@@ -22,6 +22,9 @@ case; replaying a case in `rescore` may raise the agent's `ReplayDivergenceError
 """
 
 from twinflow.eval._dataset import MAX_TRIALS, Case, Dataset, load_dataset
+from twinflow.eval._details import CaseDetail as CaseDetail
+from twinflow.eval._details import RunFacts as RunFacts
+from twinflow.eval._details import read_details as read_details
 from twinflow.eval._errors import (
     DatasetError,
     EvalError,
@@ -40,6 +43,8 @@ from twinflow.eval._judge import (
     judge_prompt,
     verdict_type,
 )
+from twinflow.eval._lab_notes import render_html as render_html
+from twinflow.eval._lab_notes import write_reports as write_reports
 from twinflow.eval._observe import Observation, ToolCallRecord, observe
 from twinflow.eval._plan import (
     METRICS,
@@ -58,14 +63,10 @@ from twinflow.eval._plan import (
     scorers_digest,
     write_plan,
 )
-from twinflow.eval._report import (
-    CaseDetail,
-    RunFacts,
-    read_details,
-    render_html,
-    render_markdown,
-    write_reports,
-)
+from twinflow.eval._report import render_markdown as render_markdown
+from twinflow.eval._rescore import load_run as load_run
+from twinflow.eval._rescore import merge_runs as merge_runs
+from twinflow.eval._rescore import rescore as rescore
 from twinflow.eval._results import (
     SEED_STRIDE,
     CaseResult,
@@ -85,12 +86,8 @@ from twinflow.eval._runner import (
     Progress,
     check_plan_slot,
     code_modules,
-    load_run,
-    merge_runs,
     pending_keys,
-    rescore,
     run_eval,
-    score_trace,
 )
 from twinflow.eval._scorers import (
     Custom,
@@ -108,6 +105,7 @@ from twinflow.eval._scorers import (
     matches,
     score_all,
 )
+from twinflow.eval._scoring import score_trace as score_trace
 from twinflow.eval._stats import (
     BOOTSTRAP_RESAMPLES,
     FEW_CASES,

@@ -2,7 +2,7 @@
 
 Scoring in the runner and in ``rescore`` both go through `observe`, so the same trace always
 gets the same scores, with or without a model. The events are read once, by the agent's
-`twinflow.agent.summarize_trace` (what ``twinflow run`` prints, too).
+`twinflow.views.summarize_trace` (what ``twinflow run`` prints, too).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from typing import Literal
 
 from pydantic import JsonValue
 
-from twinflow.agent import Trace, TraceEvent, summarize_trace, typed_event
+from twinflow.agent import Trace, TraceEvent, typed_event
 from twinflow.eval._frozen import EvalValue
 from twinflow.trace import Checkpoint, TraceCorruptError, walk_trace
+from twinflow.views import summarize_trace
 
 __all__ = ["Observation", "ToolCallRecord", "observe", "observe_file", "observe_verified"]
 
@@ -76,7 +77,7 @@ class Observation(EvalValue):
 
 
 def observe(trace: Trace | Iterable[TraceEvent]) -> Observation:
-    """Read a verified trace into an `Observation` (from the agent's `summarize_trace`).
+    """Read a verified trace into an `Observation` (from `twinflow.views.summarize_trace`).
 
     Args:
         trace: A trace loaded with `Trace.load` (so it verified), or its events as they verify

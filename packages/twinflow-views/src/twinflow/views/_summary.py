@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import JsonValue
 
-from twinflow.agent._events import (
+from twinflow.agent import (
     ModelResponded,
     OutputAccepted,
     OutputRejected,
@@ -25,13 +25,13 @@ from twinflow.agent._events import (
     ToolCalled,
     ToolReturned,
     TraceEvent,
-    _Frozen,
 )
+from twinflow.vocab import FrozenValue
 
 __all__ = ["CallSummary", "TraceSummary", "summarize_trace"]
 
 
-class CallSummary(_Frozen):
+class CallSummary(FrozenValue):
     """One tool call the model asked for, and what became of it."""
 
     call_id: str
@@ -54,7 +54,7 @@ class CallSummary(_Frozen):
     """The result text the model saw, if any."""
 
 
-class TraceSummary(_Frozen):
+class TraceSummary(FrozenValue):
     """A run as its events record it."""
 
     status: Literal["finished", "failed", "incomplete"]
@@ -105,6 +105,51 @@ class TraceSummary(_Frozen):
         return [f"{c.tool}: {c.error_type}" for c in self.tool_calls if c.ran and c.error_type]
 
 
+_NOTHING_YET: dict[str, Any] = {
+    "status": "incomplete",
+    "prompt": "",
+    "schema_name": None,
+    "output_schema": None,
+    "output": None,
+    "output_accepted": False,
+    "attempts": 0,
+    "rejected": 0,
+    "steps": 0,
+    "replies": 0,
+    "error_type": None,
+    "error": None,
+    "input_tokens": 0,
+    "output_tokens": 0,
+}
+"""A summary's fields before any event is read (copied for each summary)."""
+
+
+def _track_calls(
+    body: ModelResponded | PolicyDecided | ToolCalled | ToolReturned,
+    calls: dict[str, dict[str, Any]],
+    decisions: dict[str, int],
+) -> None:
+    """Follow each tool call from the reply that asked for it to the result the model saw."""
+    if isinstance(body, ModelResponded):
+        for call in body.response.message.tool_calls:
+            calls[call.id] = {
+                "call_id": call.id,
+                "tool": call.name,
+                "arguments": dict(call.arguments),
+            }
+    elif isinstance(body, PolicyDecided):
+        decisions[body.decision] = decisions.get(body.decision, 0) + 1
+        if body.call_id in calls:
+            calls[body.call_id].update(decision=body.decision, reason=body.reason)
+    elif isinstance(body, ToolCalled):
+        if body.call_id in calls:
+            calls[body.call_id]["ran"] = True
+    elif body.result.call_id in calls:
+        calls[body.result.call_id].update(
+            is_error=body.result.is_error, error_type=body.error_type, result=body.result.content
+        )
+
+
 def summarize_trace(events: Iterable[TraceEvent]) -> TraceSummary:
     """Summarize one run's events (`Trace.events` of a loaded trace), in one pass.
 
@@ -114,22 +159,7 @@ def summarize_trace(events: Iterable[TraceEvent]) -> TraceSummary:
     Returns:
         What the run did.
     """
-    summary: dict[str, Any] = {
-        "status": "incomplete",
-        "prompt": "",
-        "schema_name": None,
-        "output_schema": None,
-        "output": None,
-        "output_accepted": False,
-        "attempts": 0,
-        "rejected": 0,
-        "steps": 0,
-        "replies": 0,
-        "error_type": None,
-        "error": None,
-        "input_tokens": 0,
-        "output_tokens": 0,
-    }
+    summary: dict[str, Any] = dict(_NOTHING_YET)
     calls: dict[str, dict[str, Any]] = {}
     decisions: dict[str, int] = {}
     last_attempt = 0
@@ -149,26 +179,9 @@ def summarize_trace(events: Iterable[TraceEvent]) -> TraceSummary:
             summary["replies"] += 1
             summary["input_tokens"] += body.response.usage.input_tokens
             summary["output_tokens"] += body.response.usage.output_tokens
-            for call in body.response.message.tool_calls:
-                calls[call.id] = {
-                    "call_id": call.id,
-                    "tool": call.name,
-                    "arguments": dict(call.arguments),
-                }
-        elif isinstance(body, PolicyDecided):
-            decisions[body.decision] = decisions.get(body.decision, 0) + 1
-            if body.call_id in calls:
-                calls[body.call_id].update(decision=body.decision, reason=body.reason)
-        elif isinstance(body, ToolCalled):
-            if body.call_id in calls:
-                calls[body.call_id]["ran"] = True
-        elif isinstance(body, ToolReturned):
-            if body.result.call_id in calls:
-                calls[body.result.call_id].update(
-                    is_error=body.result.is_error,
-                    error_type=body.error_type,
-                    result=body.result.content,
-                )
+            _track_calls(body, calls, decisions)
+        elif isinstance(body, PolicyDecided | ToolCalled | ToolReturned):
+            _track_calls(body, calls, decisions)
         elif isinstance(body, OutputRejected):
             summary["rejected"] += 1
             last_attempt = max(last_attempt, body.attempt)

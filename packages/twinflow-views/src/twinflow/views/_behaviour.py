@@ -31,8 +31,7 @@ from typing import Literal
 
 from pydantic import JsonValue
 
-from twinflow.agent._events import _Frozen
-from twinflow.vocab import diff
+from twinflow.vocab import FrozenValue, diff
 
 __all__ = ["BehaviourDivergence", "behaviour_of", "compare_behaviour"]
 
@@ -40,7 +39,7 @@ __all__ = ["BehaviourDivergence", "behaviour_of", "compare_behaviour"]
 _DROPPED_KEYS = frozenset({"run_id", "usage", "model_name"})
 
 
-class BehaviourDivergence(_Frozen):
+class BehaviourDivergence(FrozenValue):
     """One place where two traces' behaviour differs."""
 
     change: Literal["changed", "missing", "extra"]
@@ -150,6 +149,39 @@ def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]
     return list(difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes())
 
 
+def _changed(a: JsonValue, b: JsonValue, seq_a: int, seq_b: int, step: int) -> BehaviourDivergence:
+    """Both traces have this event of the run, and it differs."""
+    difference = diff(a, b)
+    return BehaviourDivergence(
+        change="changed",
+        step=step,
+        seq_a=seq_a,
+        seq_b=seq_b,
+        kind=_kind(a),
+        pointer=None if difference is None else difference.pointer,
+        a=a,
+        b=b,
+        detail=f"{_kind(a)}: {difference}",
+    )
+
+
+def _only(
+    side: Literal["missing", "extra"], view: JsonValue, seq: int, step: int
+) -> BehaviourDivergence:
+    """Only A (``missing``) or only B (``extra``) has this event."""
+    return BehaviourDivergence(
+        change=side,
+        step=step,
+        seq_a=seq if side == "missing" else None,
+        seq_b=seq if side == "extra" else None,
+        kind=_kind(view),
+        pointer=None,
+        a=view if side == "missing" else None,
+        b=view if side == "extra" else None,
+        detail=f"{_kind(view)} only in {'A' if side == 'missing' else 'B'}",
+    )
+
+
 def compare_behaviour(
     a: Iterable[JsonValue], b: Iterable[JsonValue]
 ) -> tuple[BehaviourDivergence, ...]:
@@ -165,41 +197,6 @@ def compare_behaviour(
     va, vb = behaviour_of(a), behaviour_of(b)
     steps_a, steps_b = _steps(va), _steps(vb)
     found: list[BehaviourDivergence] = []
-
-    def changed(i: int, j: int) -> None:
-        difference = diff(va[i], vb[j])
-        found.append(
-            BehaviourDivergence(
-                change="changed",
-                step=steps_a[i],
-                seq_a=i,
-                seq_b=j,
-                kind=_kind(va[i]),
-                pointer=None if difference is None else difference.pointer,
-                a=va[i],
-                b=vb[j],
-                detail=f"{_kind(va[i])}: {difference}",
-            )
-        )
-
-    def only(side: Literal["missing", "extra"], index: int) -> None:
-        view, step = (
-            (va[index], steps_a[index]) if side == "missing" else (vb[index], steps_b[index])
-        )
-        found.append(
-            BehaviourDivergence(
-                change=side,
-                step=step,
-                seq_a=index if side == "missing" else None,
-                seq_b=index if side == "extra" else None,
-                kind=_kind(view),
-                pointer=None,
-                a=view if side == "missing" else None,
-                b=view if side == "extra" else None,
-                detail=f"{_kind(view)} only in {'A' if side == 'missing' else 'B'}",
-            )
-        )
-
     for tag, i1, i2, j1, j2 in _opcodes([_key(v) for v in va], [_key(v) for v in vb]):
         if tag == "equal":
             continue
@@ -209,10 +206,9 @@ def compare_behaviour(
         for sub, k1, k2, l1, l2 in kinds:
             if sub == "equal":
                 for offset in range(k2 - k1):
-                    changed(i1 + k1 + offset, j1 + l1 + offset)
+                    i, j = i1 + k1 + offset, j1 + l1 + offset
+                    found.append(_changed(va[i], vb[j], i, j, steps_a[i]))
                 continue
-            for i in range(i1 + k1, i1 + k2):
-                only("missing", i)
-            for j in range(j1 + l1, j1 + l2):
-                only("extra", j)
+            found += [_only("missing", va[i], i, steps_a[i]) for i in range(i1 + k1, i1 + k2)]
+            found += [_only("extra", vb[j], j, steps_b[j]) for j in range(j1 + l1, j1 + l2)]
     return tuple(found)

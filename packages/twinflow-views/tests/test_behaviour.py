@@ -7,9 +7,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from twinflow.agent import Agent, FunctionModel, Policy, Trace, behaviour_of, compare_behaviour
+from twinflow.agent import Agent, FunctionModel, Policy, Trace
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import MemoryTraceSink
+from twinflow.views import compare_behaviour
+from twinflow.views._behaviour import behaviour_of
 from twinflow.vocab import CallId, JsonValue, Message, ModelRequest, ToolCallPart
 
 

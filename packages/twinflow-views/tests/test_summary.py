@@ -6,17 +6,10 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
-from twinflow.agent import (
-    Agent,
-    CallSummary,
-    FunctionModel,
-    Policy,
-    Trace,
-    TraceSummary,
-    summarize_trace,
-)
+from twinflow.agent import Agent, FunctionModel, Policy, Trace
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import MemoryTraceSink
+from twinflow.views import CallSummary, TraceSummary, summarize_trace
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
 

@@ -1,0 +1,484 @@
+"""The run spec: a small YAML file naming the model endpoint, tools, policy and output schema.
+
+`RunSpec` is both the YAML file and the Python configuration object (the same keys), so a run
+started from Python and one started with ``twinflow run`` are configured alike. A bad spec is
+refused with an error that names the file, the line and the offending key (with a suggestion
+for a misspelt one), so it can be fixed without reading our source. Building the agent a spec
+describes is `twinflow.agent._connect`'s, in one pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
+
+from twinflow._base._code import resolve_dotted as resolve_any_dotted
+from twinflow._base._code import split_dotted
+from twinflow._base._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
+from twinflow.agent._code_record import (
+    CodeRecord,
+    SpecValue,
+    check_code,
+    read_code_record,
+    record_code,
+)
+from twinflow.agent._errors import SpecError
+from twinflow.agent._spec_guards import EMBEDDED, McpServerSpec, check_headers
+from twinflow.kernel import check_endpoint_url
+from twinflow.vocab import ExtensionPart, ModelSettings, UserError
+
+if TYPE_CHECKING:
+    from twinflow.agent._agent import Agent
+    from twinflow.agent._connect import Resolved
+    from twinflow.agent._events import Environment
+    from twinflow.agent._mcp import McpTools
+    from twinflow.agent._replay import ReplayPorts
+    from twinflow.agent._verify import Trace
+    from twinflow.kernel import HttpTransport, Ids, Transport
+    from twinflow.models import GrammarCheck
+    from twinflow.vocab import ChatModel
+
+__all__ = [
+    "McpServerSpec",
+    "ModelSpec",
+    "PolicySpec",
+    "RunSpec",
+    "load_spec",
+    "parse_spec",
+    "read_spec_text",
+    "resolve_dotted",
+]
+
+
+class ModelSpec(SpecValue):
+    """Where the model is served and how to speak to it."""
+
+    kind: Literal["openai-compatible", "ollama", "anthropic"] = "openai-compatible"
+    """The server's API: OpenAI chat-completions, Ollama's /api/chat, or Anthropic's Messages."""
+    url: str
+    """Base URL of the server (``http://127.0.0.1:8080``, ``http://127.0.0.1:11434``,
+    ``https://api.anthropic.com``), or ``embedded`` to start the bundled SmolLM2-135M under
+    llama-cpp-python for the run."""
+    dialect: Literal["llama-cpp-python", "llama.cpp", "vllm", "lmstudio"] = "llama-cpp-python"
+    """How structured output is requested from an OpenAI-compatible server."""
+    name: str = "local"
+    """The model name sent to the server."""
+    mode: Literal["structured-action", "native"] = "structured-action"
+    """How tool calls are obtained: constrained decoding of an action union, or native tool
+    calling (the only mode of ``kind: anthropic``, and its default)."""
+    temperature: float = 0.0
+    """Sampling temperature; 0 is the reproducible choice."""
+    max_tokens: int = Field(default=256, ge=1)
+    """Most tokens one reply may take. Grammar-constrained decoding lets a small model run on
+    inside a JSON string until the context is full; this bound stops it (the reply then fails
+    validation and is re-asked or recorded as invalid, instead of taking minutes)."""
+    timeout: float = Field(default=120.0, gt=0)
+    """Seconds to wait for one model response."""
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """The environment variable holding the server's API key, sent in the header the ``kind``'s
+    API takes it in (``Authorization: Bearer``; ``x-api-key`` for anthropic). The spec names the
+    variable, never the key; a key in ``url`` or ``headers`` is refused."""
+    headers: dict[str, str] = Field(default_factory=dict, max_length=64)
+    """Extra request headers (a gateway's, ``anthropic-beta``, an ``anthropic-version`` other than
+    the client's). They are copied into the run directory with the spec: never a key."""
+
+    def transport(self) -> HttpTransport:
+        """The real transport for this model: the API key (``api_key_env``) in the header the
+        kind's client names (bearer, or Anthropic's ``x-api-key``), with the headers that
+        client requires and then the spec's own.
+
+        Raises:
+            UserError: ``api_key_env`` names an unset variable.
+        """
+        from twinflow.agent._connect import model_transport
+
+        return model_transport(self)
+
+    def chat_model(
+        self, transport: Transport, ids: Ids, grammar_check: GrammarCheck | None = None
+    ) -> ChatModel:
+        """The models package's client for this model, speaking through ``transport``.
+
+        ``grammar_check`` is the decoder-side schema check of a ``llama-cpp-python`` server
+        (pre-flight's; ignored for other dialects).
+        """
+        from twinflow.agent._connect import model_chat
+
+        return model_chat(self, transport, ids, grammar_check)
+
+    def settings(self, *, seed: int = 0) -> ModelSettings:
+        """The settings every request to this model carries (an eval trial's ``seed``)."""
+        return ModelSettings(temperature=self.temperature, max_tokens=self.max_tokens, seed=seed)
+
+    def identity(self) -> str:
+        """The model as a run records it: the embedded model by its file's name and sha256, a
+        server by its endpoint (without credentials) and the model name sent to it."""
+        from twinflow.agent._connect import model_identity
+
+        return model_identity(self)
+
+    def serving(
+        self, log_dir: Path, on_progress: Callable[[str], None]
+    ) -> contextlib.AbstractContextManager[str]:
+        """The server's base URL for a ``with`` block: ``url`` as it is, or for ``embedded``
+        the URL of the bundled SmolLM2 server, started for the block (its log in ``log_dir``).
+
+        Raises:
+            AgentConfigError: ``embedded``, and the demo extra is not installed.
+            LaunchError: the embedded server did not start in time.
+        """
+        from twinflow.agent._connect import model_serving
+
+        return model_serving(self, log_dir, on_progress)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _anthropic_is_native(cls, data: Any) -> Any:
+        # Messages has its own tool calling and no decoder-side schema for an action union.
+        if isinstance(data, dict) and data.get("kind") == "anthropic" and "mode" not in data:
+            return {**data, "mode": "native"}
+        return data
+
+    @model_validator(mode="after")
+    def _fits_the_kind(self) -> ModelSpec:
+        if self.kind == "anthropic":
+            if self.mode != "native":
+                raise ValueError(
+                    "kind anthropic takes mode native only (the Messages API's own tool "
+                    "calling): remove `mode` or set it to native"
+                )
+            if self.url == EMBEDDED:
+                raise ValueError(
+                    "the embedded model speaks the OpenAI-compatible API, not Anthropic's: "
+                    "give the Messages API's base URL (https://api.anthropic.com), or drop "
+                    "`kind: anthropic`"
+                )
+        return self
+
+    @field_validator("headers")
+    @classmethod
+    def _plain_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        return check_headers(headers)
+
+    @field_validator("url")
+    @classmethod
+    def _no_credentials(cls, url: str) -> str:
+        try:
+            return url if url == EMBEDDED else check_endpoint_url(url, where="model.url")
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+
+
+class PolicySpec(SpecValue):
+    """Which tools may run, and how often. Anything not allowed is denied."""
+
+    allow: tuple[str, ...] = ()
+    """Tool names that may run."""
+    per_tool_budget: dict[str, int] = Field(default_factory=dict)
+    """Maximum calls per tool name."""
+    max_tool_calls: int | None = Field(default=None, ge=0)
+    """Maximum tool calls in the whole run."""
+    ask: tuple[str, ...] = ()
+    """Tool names that run only once a person approves each call (`twinflow approve`)."""
+    repeat_safe: tuple[str, ...] = ()
+    """Tool names `twinflow resume` may run again when a crash left a call without a result."""
+
+
+class RunSpec(SpecValue):
+    """Everything ``twinflow run`` needs."""
+
+    prompt: str = Field(min_length=1)
+    """The user's task."""
+    system: str | None = None
+    """An optional system prompt."""
+    model: ModelSpec
+    """The model endpoint."""
+    tools: tuple[str, ...] = ()
+    """Dotted paths to Python callables (``package.module:function`` or ``package.module.function``)."""
+    mcp_servers: tuple[McpServerSpec, ...] = Field(default=(), max_length=64)
+    """MCP servers whose tools the run offers, each named ``<server>.<tool>`` (and allowed
+    only by that name in ``policy``)."""
+    policy: PolicySpec = PolicySpec()
+    """The tool policy (deny by default)."""
+    output: str | SkipJsonSchema[type[BaseModel]] | None = None
+    """The pydantic model the final answer must validate against: its dotted path, or (from
+    Python) the class itself. A class is recorded under its ``module:QualName``."""
+    max_steps: int = Field(default=8, ge=1, le=1000)
+    """Maximum model turns."""
+    part_kinds: tuple[str, ...] = Field(default=(), max_length=256)
+    """Dotted paths to the extension part classes (``twinflow.vocab.ExtensionPart``
+    subclasses, ``package.module:CitationPart``) the model's replies may hold; recorded in the
+    trace's ``run_started``."""
+
+    _code_dir: Path | None = PrivateAttr(default=None)
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _unique_servers(cls, servers: tuple[McpServerSpec, ...]) -> tuple[McpServerSpec, ...]:
+        names = [server.name for server in servers]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"two MCP servers are named {twice[0]!r}: names must be unique")
+        return servers
+
+    @field_serializer("output")
+    def _output_name(self, output: str | type[BaseModel] | None) -> str | None:
+        """A class given from Python is written (and digested) as its ``module:QualName``."""
+        if isinstance(output, type):
+            return f"{output.__module__}:{output.__qualname__}"
+        return output
+
+    @property
+    def code_dir(self) -> Path | None:
+        """The directory the spec's own modules are imported from (the spec file's directory)."""
+        return self._code_dir
+
+    def resolve(self, tools: Sequence[Callable[..., Any]] | None = None) -> Resolved:
+        """The spec read once: its tools (unless given), output model and part kinds imported,
+        its policy built; ``.agent(model=..., clock=..., ids=..., trace=...)`` is the agent it
+        describes on those ports and ``.check(servers)`` builds it once without a model.
+
+        Raises:
+            SpecError: a tool, the output model or a part kind does not resolve.
+        """
+        from twinflow.agent._connect import resolve
+
+        return resolve(self, tools)
+
+    def open_mcp_servers(
+        self, log_dir: Path, *, recorded: Trace | None = None, live: bool = True
+    ) -> contextlib.AbstractContextManager[list[McpTools]]:
+        """The spec's MCP servers for a ``with`` block, each closed when it exits.
+
+        Without ``recorded``, each server is started (or its session opened) and listed now;
+        with it, the tool lists come from the trace and a server connects only if the run goes
+        on past the record (``live``). A stdio server's stderr goes to
+        ``log_dir/mcp-<name>.log``.
+
+        Raises:
+            LaunchError, McpError: a server did not start, initialize or list its tools.
+            AgentConfigError: ``recorded`` has no tool list of a server the spec names.
+        """
+        from twinflow.agent._connect import mcp_servers
+
+        return mcp_servers(self, log_dir, recorded=recorded, live=live)
+
+    def environment(self, model: str | None = None, spec_digest: str | None = None) -> Environment:
+        """Where a run of this spec runs: this process's interpreter, platform and imported
+        distributions, the model (``model``, or `ModelSpec.identity`'s), the spec's digest
+        (``spec_digest``: the one computed before its URL was resolved, or this spec's) and
+        its modules'. Call it once the spec's code is imported."""
+        from twinflow.agent._connect import run_environment
+
+        return run_environment(self, model, spec_digest)
+
+    def replay_builder(
+        self,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        servers: Sequence[McpTools] = (),
+    ) -> Callable[[ReplayPorts], Agent[Any]]:
+        """The agent factory `replay` calls: the agent this spec describes on the replaying
+        ports (the one builder behind ``twinflow replay`` and `replay_run`)."""
+        from twinflow.agent._connect import replay_builder, resolve
+
+        return replay_builder(resolve(self, tools), servers)
+
+    @property
+    def directories(self) -> tuple[Path, ...]:
+        """The directories the spec's code is imported from (its own, when read from a file)."""
+        return () if self._code_dir is None else (self._code_dir,)
+
+    @classmethod
+    def parse(cls, text: str, path: str, *, code_dir: Path | None = None) -> RunSpec:
+        """Validate a run spec's YAML text; ``path`` names it in errors.
+
+        ``code_dir`` is where its tool and output modules are imported from (None: installed
+        packages only).
+
+        Raises:
+            SpecError: naming the file, line and key of the first problem (and the rest).
+        """
+        return parse_spec(text, path, code_dir=code_dir)
+
+    @staticmethod
+    def read_text(path: Path) -> str:
+        """A spec file's text (read once: what is validated is what a run copies).
+
+        Raises:
+            SpecError: the file is missing or unreadable.
+        """
+        return read_spec_text(path)
+
+    def modules(self) -> tuple[str, ...]:
+        """The modules building the agent would import (tools, output, part kinds), unimported.
+
+        Raises:
+            SpecError: a path is not a dotted path.
+        """
+        # An output given as a class is already imported.
+        paths = [
+            *self.tools,
+            *([self.output] if isinstance(self.output, str) else []),
+            *self.part_kinds,
+        ]
+        try:
+            return tuple(dict.fromkeys(split_dotted(p)[0] for p in paths))
+        except UserError as exc:
+            raise SpecError(str(exc)) from None
+
+    def load_tools(self) -> list[Callable[..., Any]]:
+        """Resolve the spec's tool paths to callables.
+
+        Raises:
+            SpecError: a path does not resolve to a callable.
+        """
+        tools = []
+        for index, dotted in enumerate(self.tools):
+            target = resolve_dotted(dotted, self._code_dir)
+            if not callable(target):
+                raise SpecError(f"tools[{index}]: {dotted!r} is not callable")
+            tools.append(target)
+        return tools
+
+    def load_part_kinds(self) -> list[type[ExtensionPart]]:
+        """Resolve the spec's part kind paths to extension part classes.
+
+        Raises:
+            SpecError: a path does not resolve to an `ExtensionPart` subclass.
+        """
+        kinds: list[type[ExtensionPart]] = []
+        for index, dotted in enumerate(self.part_kinds):
+            target = resolve_dotted(dotted, self._code_dir)
+            if not (isinstance(target, type) and issubclass(target, ExtensionPart)):
+                raise SpecError(
+                    f"part_kinds[{index}]: {dotted!r} is not an extension part class (a "
+                    "subclass of twinflow.vocab.ExtensionPart)"
+                )
+            kinds.append(target)
+        return kinds
+
+    def output_type(self) -> type[BaseModel] | None:
+        """The pydantic model ``output`` names, if any.
+
+        Raises:
+            SpecError: the path does not name a pydantic model.
+        """
+        if self.output is None or isinstance(self.output, type):
+            return self.output
+        target = resolve_dotted(self.output, self._code_dir)
+        if not (isinstance(target, type) and issubclass(target, BaseModel)):
+            raise SpecError(f"output: {self.output!r} is not a pydantic model class")
+        return target
+
+    def code_record(self) -> CodeRecord:
+        """Where the spec's code comes from, with each module's digest: call after its modules
+        were imported (the agent built).
+
+        Raises:
+            SpecError: a module's file cannot be found or read.
+        """
+        return record_code(self)
+
+    def check_code(self, record: CodeRecord) -> None:
+        """Refuse to rebuild the agent if a module the spec names differs from the one that ran.
+
+        Raises:
+            SpecError: a module cannot be found or has no digest in ``record``, or (``reason``
+                ``code_changed``) its file differs from the one the run imported.
+        """
+        check_code(self, record)
+
+    @staticmethod
+    def read_code_record(path: Path) -> CodeRecord | None:
+        """The code record a run wrote at ``path``, or None if it wrote none.
+
+        Raises:
+            SpecError: the record is unreadable, too large, or not a code record.
+        """
+        return read_code_record(path)
+
+
+def resolve_dotted(path: str, code_dir: Path | None = None) -> Any:
+    """Import ``package.module:attribute`` (or ``package.module.attribute``) and return it.
+
+    Modules are looked up in ``code_dir`` (a spec's own directory) first, then in the installed
+    packages; never implicitly in the current directory (`twinflow.eval.resolve_dotted`).
+
+    Raises:
+        SpecError: the module or the attribute does not exist (naming where it was looked for),
+            or importing the module raised.
+    """
+    try:
+        return resolve_any_dotted(path, () if code_dir is None else (code_dir,))
+    except UserError as exc:
+        # The resolver is the workspace's one; its error is a spec's problem here.
+        raise SpecError(str(exc)) from exc
+
+
+MAX_SPEC_CHARS = 1024 * 1024
+"""Largest run spec read (a spec may come with a received trace: it is untrusted input)."""
+MAX_SPEC_DEPTH = 32
+"""Deepest nesting of a spec's YAML."""
+MAX_SPEC_NODES = 100_000
+"""Most YAML nodes a spec expands to, aliases followed (a billion-laughs spec stops here)."""
+_SPEC_LIMITS = YamlLimits("run spec", MAX_SPEC_CHARS, MAX_SPEC_DEPTH, MAX_SPEC_NODES)
+
+
+def load_spec(path: Path) -> RunSpec:
+    """Read and validate a run spec file; its modules are imported from its directory.
+
+    Raises:
+        SpecError: naming the file, line and key of the first problem (and listing the rest).
+    """
+    return parse_spec(read_spec_text(path), str(path), code_dir=path.resolve().parent)
+
+
+def read_spec_text(path: Path) -> str:
+    """A spec file's text (read once: what is validated is what a run copies).
+
+    Raises:
+        SpecError: the file is missing or unreadable.
+    """
+    # Bytes up to four per character: parse_spec refuses a text over MAX_SPEC_CHARS.
+    return read_user_file(path, 4 * MAX_SPEC_CHARS, SpecError, "run spec")
+
+
+def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec:
+    """Validate a run spec's YAML text; ``path`` names it in errors.
+
+    ``code_dir`` is where its tool and output modules are imported from (None: installed
+    packages only).
+
+    Raises:
+        SpecError: naming the file, line and key of the first problem (and listing the rest).
+    """
+    root, data = read_yaml(text, path, _SPEC_LIMITS, SpecError)
+    if data is None:
+        raise SpecError(f"{path}: the spec is empty; it needs at least 'prompt' and 'model'")
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: the spec must be a mapping of keys, not {type(data).__name__}")
+    try:
+        spec = RunSpec.model_validate(data)
+    except ValidationError as exc:
+        problems = validation_problems(exc, root, path, RunSpec)
+        more = (
+            f" (and {len(problems) - 1} more: {'; '.join(problems[1:])})"
+            if len(problems) > 1
+            else ""
+        )
+        raise SpecError(problems[0] + more) from None
+    spec._code_dir = code_dir
+    return spec
