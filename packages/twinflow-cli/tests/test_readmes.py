@@ -102,7 +102,8 @@ def test_the_readme_hello_world_runs_twice_on_the_embedded_model(tmp_path: Path)
     """The README's Python block, saved to a file and run twice with `uv run --frozen python`."""
     (code,) = [code for lang, code in blocks(ROOT / "README.md") if lang == "python"]
     (tmp_path / "hello.py").write_text(code, encoding="utf-8")
-    uv = shutil.which("uv")
+    # .ci/run exports UV where it installed uv with pip (then `uv` may not be on PATH).
+    uv = shutil.which("uv") or os.environ.get("UV")
     assert uv is not None, "the README's example runs through `uv run`, as a reader's does"
     command = [uv, "run", "--project", str(ROOT), "--frozen", "python", "hello.py"]
     runs = [

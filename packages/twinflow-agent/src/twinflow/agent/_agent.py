@@ -47,10 +47,11 @@ from twinflow.agent._step import OutputT, Steps
 from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
+from twinflow.agent._trace_file import claim_trace
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Closing, Ids, SystemClock, SystemIds
 from twinflow.models import open_model
-from twinflow.trace import FileTraceSink, FsyncPolicy, MemoryTraceSink, TraceSink
+from twinflow.trace import FsyncPolicy, MemoryTraceSink, TraceSink
 from twinflow.vocab import (
     ChatModel,
     ExtensionPart,
@@ -74,12 +75,12 @@ def _opened_model(model: ChatModel | str) -> tuple[ChatModel, bool]:
 
 
 def _sink(trace: TraceSink | str | os.PathLike[str] | None) -> TraceSink:
-    """The sink a ``trace`` argument names: a path is a new trace file (its folder made)."""
+    """The sink a ``trace`` argument names: a path is a new trace file, at that name or the
+    first free numbered one beside it (``trace.1.jsonl``...); an existing file is never opened."""
     if trace is None:
         return MemoryTraceSink()
     if isinstance(trace, str | os.PathLike):
-        Path(trace).parent.mkdir(parents=True, exist_ok=True)
-        return FileTraceSink(trace)
+        return claim_trace(Path(trace))
     return trace
 
 
@@ -102,8 +103,9 @@ class Agent(Steps[OutputT], Closing):
         usage_limits: Limits on requests and tokens.
         system: System message opening every run (the spec's `system`).
         settings: Model settings sent with every request.
-        trace: Where trace lines go: a `TraceSink`, or the path of a new trace file
-            (default: an in-memory sink). Runs append to it.
+        trace: Where trace lines go: a `TraceSink`, or the path of a new trace file (taken
+            if free, else the first free ``NAME.N.jsonl`` beside it; the result's
+            ``trace_path`` says which). Default: an in-memory sink. Runs append to it.
         fsync: When trace lines are made durable.
         observer: Watches the run: every event as recorded and, when the model has
             `stream` (a `StreamingChatModel`), every raw chunk of its replies as they

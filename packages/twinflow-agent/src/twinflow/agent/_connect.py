@@ -35,6 +35,7 @@ from twinflow.agent._observe import Observer, Steering
 from twinflow.agent._policy import Policy, RecordedResults
 from twinflow.agent._replay import REPLAY_KINDS, ReplayMode, ReplayPorts, ReplayResult, replay
 from twinflow.agent._spec_guards import EMBEDDED
+from twinflow.agent._trace_file import claim_trace, drop_if_empty
 from twinflow.agent._verify import Trace
 from twinflow.kernel import (
     Clock,
@@ -63,13 +64,10 @@ from twinflow.models import (
     embedded_server,
 )
 from twinflow.trace import (
-    FileTraceSink,
-    FileWriteError,
     MemoryTraceSink,
-    TargetExistsError,
     TraceSink,
 )
-from twinflow.vocab import ChatModel, Message, ModelRequest, UserError, digest
+from twinflow.vocab import ChatModel, Message, ModelRequest, digest
 
 if TYPE_CHECKING:
     from twinflow.agent._spec import McpServerSpec, ModelSpec, RunSpec
@@ -82,7 +80,6 @@ __all__ = [
     "model_identity",
     "model_serving",
     "model_transport",
-    "numbered",
     "replay_builder",
     "replay_run",
     "resolve",
@@ -306,13 +303,6 @@ def run_environment(
     )
 
 
-def numbered(path: Path, n: int) -> Path:
-    """The ``n``-th name for a new file: ``trace.jsonl``, ``trace.1.jsonl``, ``trace.2.jsonl``..."""
-    if n == 0:
-        return path
-    return path.with_name(f"{path.stem}.{n}{path.suffix}")
-
-
 # -- MCP servers ---------------------------------------------------------------------------
 
 
@@ -439,9 +429,9 @@ def connect(
         recorded = Trace.load(trace) if resume and spec.mcp_servers else None
         servers = stack.enter_context(mcp_servers(spec, Path(trace).parent, recorded=recorded))
         resolved.check(servers)
-        sink = None if resume else _claim_trace(Path(trace))
+        sink = None if resume else claim_trace(Path(trace))
         if sink is not None:
-            stack.callback(_drop_if_empty, sink)
+            stack.callback(drop_if_empty, sink)
         log_dir = Path(trace).parent if sink is None else sink.path.parent
         url = stack.enter_context(spec.model.serving(log_dir, _quiet))
         ids = SystemIds()
@@ -455,46 +445,6 @@ def connect(
         )
         with agent:
             yield agent
-
-
-_MAX_TRACES = 100_000
-
-
-def _claim_trace(path: Path) -> FileTraceSink:
-    """A new trace file at ``path``, or at the first free numbered name beside it.
-
-    Each name is created exclusively (`FileTraceSink`), so of runs racing for one name, one
-    gets it and the others move on; an existing file or link is never opened, as
-    ``twinflow run`` skips them.
-    """
-    if path.parent.is_symlink():
-        raise FileWriteError(
-            f"{path.parent} is a symbolic link; a trace is not written through it: name the "
-            "real directory",
-            path=path.parent,
-            reason="link",
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for n in range(_MAX_TRACES):
-        try:
-            return FileTraceSink(numbered(path, n))
-        except TargetExistsError:
-            continue  # a file at the name: never opened, the next name is tried
-        except FileWriteError as exc:
-            if exc.reason != "link":
-                raise
-            continue  # a link planted at the name: never opened either
-    raise UserError(
-        f"{path.parent} holds {_MAX_TRACES} traces named like {path.name}: pick a new one"
-    )
-
-
-def _drop_if_empty(sink: FileTraceSink) -> None:
-    """Remove a claimed trace no event reached (the server did not start, the block failed)."""
-    sink.close()
-    with contextlib.suppress(OSError):
-        if sink.path.stat().st_size == 0:
-            sink.path.unlink()
 
 
 def replay_builder(

@@ -1,0 +1,59 @@
+"""A new trace file: the first free name of ``trace.jsonl``, ``trace.1.jsonl``, ..., claimed
+exclusively, so runs racing for one name never share or overwrite a file."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from twinflow.trace import FileTraceSink, FileWriteError, TargetExistsError
+from twinflow.vocab import UserError
+
+__all__ = ["claim_trace", "drop_if_empty", "numbered"]
+
+
+def numbered(path: Path, n: int) -> Path:
+    """The ``n``-th name for a new file: ``trace.jsonl``, ``trace.1.jsonl``, ``trace.2.jsonl``..."""
+    if n == 0:
+        return path
+    return path.with_name(f"{path.stem}.{n}{path.suffix}")
+
+
+_MAX_TRACES = 100_000
+
+
+def claim_trace(path: Path) -> FileTraceSink:
+    """A new trace file at ``path``, or at the first free numbered name beside it.
+
+    Each name is created exclusively (`FileTraceSink`), so of runs racing for one name, one
+    gets it and the others move on; an existing file or link is never opened, as
+    ``twinflow run`` skips them.
+    """
+    if path.parent.is_symlink():
+        raise FileWriteError(
+            f"{path.parent} is a symbolic link; a trace is not written through it: name the "
+            "real directory",
+            path=path.parent,
+            reason="link",
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for n in range(_MAX_TRACES):
+        try:
+            return FileTraceSink(numbered(path, n))
+        except TargetExistsError:
+            continue  # a file at the name: never opened, the next name is tried
+        except FileWriteError as exc:
+            if exc.reason != "link":
+                raise
+            continue  # a link planted at the name: never opened either
+    raise UserError(
+        f"{path.parent} holds {_MAX_TRACES} traces named like {path.name}: pick a new one"
+    )
+
+
+def drop_if_empty(sink: FileTraceSink) -> None:
+    """Remove a claimed trace no event reached (the server did not start, the block failed)."""
+    sink.close()
+    with contextlib.suppress(OSError):
+        if sink.path.stat().st_size == 0:
+            sink.path.unlink()
