@@ -11,7 +11,8 @@ from collections.abc import Callable
 import pydantic
 import pytest
 
-from twinflow.agent import AgentConfigError, ModelSpec, Policy, PydanticStructuredOutput, SpecError
+from twinflow.agent import AgentConfigError, ModelSpec, Policy, SpecError
+from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.eval import EvalValueError, Shard
 from twinflow.kernel import LoopbackResponse, MockTransport, ThreadExecutor
 from twinflow.models import OllamaChatModel

@@ -21,13 +21,13 @@ from twinflow.agent import (
     Modify,
     OutputValidationFailed,
     Policy,
-    PydanticStructuredOutput,
     Tool,
     Trace,
     UsageLimitExceeded,
     UsageLimits,
     verify_agent_trace,
 )
+from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import FileTraceSink, MemoryTraceSink
 from twinflow.vocab import (

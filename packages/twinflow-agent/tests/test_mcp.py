@@ -15,7 +15,6 @@ from pydantic import ValidationError
 from twinflow.agent import (
     Agent,
     FunctionModel,
-    ListedTool,
     McpTools,
     Policy,
     ReplayDivergenceError,
@@ -25,6 +24,7 @@ from twinflow.agent import (
     Trace,
     replay,
 )
+from twinflow.agent._events import ListedTool
 from twinflow.kernel import (
     CountingIds,
     McpClient,

@@ -22,9 +22,9 @@ from twinflow.agent import (
     RunFailed,
     RunStarted,
     Trace,
-    encode_event,
     replay,
 )
+from twinflow.agent._trace import encode_event
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.models._openai_wire import to_openai_messages
 from twinflow.trace import FileTraceSink, MemoryTraceSink

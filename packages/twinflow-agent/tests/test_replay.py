@@ -23,18 +23,18 @@ from twinflow.agent import (
     ModelResponded,
     Policy,
     ReplayDivergenceError,
-    ReplayMode,
     ReplayPorts,
     RunFailed,
     RunFinished,
     RunStarted,
     ToolCalled,
     Trace,
-    TraceWriter,
     replay,
 )
 from twinflow.agent._compare import ComparingSink, ComparingWriter
 from twinflow.agent._events import GENESIS, TraceEvent
+from twinflow.agent._replay import ReplayMode
+from twinflow.agent._trace import TraceWriter
 from twinflow.kernel import CountingIds, NondeterminismError, SteppingClock
 from twinflow.trace import Checkpoint, MemoryTraceSink, MerkleTree, TraceFormatError, leaf_hash
 from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES
@@ -232,7 +232,7 @@ class MemoryTraceSinkBytes:
     @staticmethod
     def of(trace: Trace) -> bytes:
         """The trace's bytes, line by line, as the writer wrote them."""
-        from twinflow.agent import encode_event
+        from twinflow.agent._trace import encode_event
 
         return b"".join(encode_event(event)[0] for event in trace.events)
 

@@ -21,7 +21,6 @@ from twinflow.agent import (
     AgentConfigError,
     EventBody,
     FunctionModel,
-    MessageChain,
     ModelRequested,
     ModelResponded,
     PolicyDecided,
@@ -31,11 +30,10 @@ from twinflow.agent import (
     ToolReturned,
     Trace,
     TraceEvent,
-    TraceWriter,
     verify_agent_trace,
 )
-from twinflow.agent._events import AgentConfig, PolicyRecord
-from twinflow.agent._trace import encode_event
+from twinflow.agent._events import AgentConfig, MessageChain, PolicyRecord
+from twinflow.agent._trace import TraceWriter, encode_event
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import (
     GENESIS,

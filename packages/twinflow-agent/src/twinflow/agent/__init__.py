@@ -29,19 +29,13 @@ Errors (every one under the workspace's root)::
 
 Errors raised by the injected model (a connection failure from the kernel's transport, for
 example) are recorded in the trace as ``run_failed`` and re-raised unchanged.
-
-`AgentError`, `AgentConfigError`, the MCP errors and `RunError` with its kinds but
-`RecordedFailure` are imported eagerly. Every other name is resolved on first access (PEP
-562), the errors of resume and replay too (`CannotResume`, `RunPaused`, `RecordedFailure`,
-`ReplayDivergenceError`: importing them would import resume and replay), so a caller that
-reads typed events (`twinflow diff`, `twinflow show`) imports the event models and not the
-loop, MCP, replay and the page behind them.
 """
 
-# Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).
-import typing as _typing
-
-from twinflow._base._lazy import lazy_exports as _lazy_exports
+from twinflow.agent._agent import Agent as Agent
+from twinflow.agent._agent import RunResult as RunResult
+from twinflow.agent._agent import UsageLimits as UsageLimits
+from twinflow.agent._connect import connect as connect
+from twinflow.agent._connect import replay_run as replay_run
 from twinflow.agent._errors import AgentConfigError as AgentConfigError
 from twinflow.agent._errors import AgentError as AgentError
 from twinflow.agent._errors import InvalidModelReply as InvalidModelReply
@@ -51,163 +45,52 @@ from twinflow.agent._errors import OutputValidationFailed as OutputValidationFai
 from twinflow.agent._errors import RunError as RunError
 from twinflow.agent._errors import SpecError as SpecError
 from twinflow.agent._errors import UsageLimitExceeded as UsageLimitExceeded
-
-if _typing.TYPE_CHECKING:
-    from twinflow.agent._agent import Agent as Agent
-    from twinflow.agent._agent import RunResult as RunResult
-    from twinflow.agent._agent import UsageLimits as UsageLimits
-    from twinflow.agent._connect import connect as connect
-    from twinflow.agent._connect import replay_run as replay_run
-    from twinflow.agent._events import AgentConfig as AgentConfig
-    from twinflow.agent._events import ApprovalDecided as ApprovalDecided
-    from twinflow.agent._events import ApprovalRequested as ApprovalRequested
-    from twinflow.agent._events import Environment as Environment
-    from twinflow.agent._events import EventBody as EventBody
-    from twinflow.agent._events import ForkParent as ForkParent
-    from twinflow.agent._events import ListedTool as ListedTool
-    from twinflow.agent._events import MessageChain as MessageChain
-    from twinflow.agent._events import ModelRequested as ModelRequested
-    from twinflow.agent._events import ModelResponded as ModelResponded
-    from twinflow.agent._events import OutputAccepted as OutputAccepted
-    from twinflow.agent._events import OutputRejected as OutputRejected
-    from twinflow.agent._events import PartKindRecord as PartKindRecord
-    from twinflow.agent._events import PolicyDecided as PolicyDecided
-    from twinflow.agent._events import PolicyRecord as PolicyRecord
-    from twinflow.agent._events import RunFailed as RunFailed
-    from twinflow.agent._events import RunFinished as RunFinished
-    from twinflow.agent._events import RunResumed as RunResumed
-    from twinflow.agent._events import RunStarted as RunStarted
-    from twinflow.agent._events import SteeringReceived as SteeringReceived
-    from twinflow.agent._events import ToolCalled as ToolCalled
-    from twinflow.agent._events import ToolReturned as ToolReturned
-    from twinflow.agent._events import ToolsListed as ToolsListed
-    from twinflow.agent._events import TraceEvent as TraceEvent
-    from twinflow.agent._function_model import FunctionModel as FunctionModel
-    from twinflow.agent._mcp import McpTools as McpTools
-    from twinflow.agent._observe import Observer as Observer
-    from twinflow.agent._observe import Steering as Steering
-    from twinflow.agent._policy import Approval as Approval
-    from twinflow.agent._policy import ApprovalHook as ApprovalHook
-    from twinflow.agent._policy import Approve as Approve
-    from twinflow.agent._policy import Deny as Deny
-    from twinflow.agent._policy import Modify as Modify
-    from twinflow.agent._policy import Policy as Policy
-    from twinflow.agent._policy import RecordedResults as RecordedResults
-    from twinflow.agent._replay import REPLAY_KINDS as REPLAY_KINDS
-    from twinflow.agent._replay import RecordedFailure as RecordedFailure
-    from twinflow.agent._replay import ReplayDivergenceError as ReplayDivergenceError
-    from twinflow.agent._replay import ReplayMode as ReplayMode
-    from twinflow.agent._replay import ReplayPorts as ReplayPorts
-    from twinflow.agent._replay import ReplayResult as ReplayResult
-    from twinflow.agent._replay import replay as replay
-    from twinflow.agent._resume import CannotResume as CannotResume
-    from twinflow.agent._resume import Decision as Decision
-    from twinflow.agent._resume import Paused as Paused
-    from twinflow.agent._resume import RunPaused as RunPaused
-    from twinflow.agent._resume import approval_statement as approval_statement
-    from twinflow.agent._resume import record_decisions as record_decisions
-    from twinflow.agent._spec import McpServerSpec as McpServerSpec
-    from twinflow.agent._spec import ModelSpec as ModelSpec
-    from twinflow.agent._spec import PolicySpec as PolicySpec
-    from twinflow.agent._spec import RunSpec as RunSpec
-    from twinflow.agent._spec import load_spec as load_spec
-    from twinflow.agent._structured import PydanticStructuredOutput as PydanticStructuredOutput
-    from twinflow.agent._tools import Tool as Tool
-    from twinflow.agent._trace import TraceWriter as TraceWriter
-    from twinflow.agent._trace import encode_event as encode_event
-    from twinflow.agent._verify import Trace as Trace
-    from twinflow.agent._verify import typed_event as typed_event
-    from twinflow.agent._verify import verify_agent_trace as verify_agent_trace
-
-# Every other name resolves on first access (PEP 562): a command that reads typed events
-# (`twinflow diff`, `show`) imports the event models, not the loop, MCP and replay (ADR 0150).
-__getattr__, __dir__, __all__ = _lazy_exports(
-    globals(),
-    {
-        "_agent": (
-            "Agent",
-            "RunResult",
-            "UsageLimits",
-        ),
-        "_connect": (
-            "connect",
-            "replay_run",
-        ),
-        "_events": (
-            "AgentConfig",
-            "ApprovalDecided",
-            "ApprovalRequested",
-            "Environment",
-            "EventBody",
-            "ForkParent",
-            "ListedTool",
-            "MessageChain",
-            "ModelRequested",
-            "ModelResponded",
-            "OutputAccepted",
-            "OutputRejected",
-            "PartKindRecord",
-            "PolicyDecided",
-            "PolicyRecord",
-            "RunFailed",
-            "RunFinished",
-            "RunResumed",
-            "RunStarted",
-            "SteeringReceived",
-            "ToolCalled",
-            "ToolReturned",
-            "ToolsListed",
-            "TraceEvent",
-        ),
-        "_function_model": ("FunctionModel",),
-        "_mcp": ("McpTools",),
-        "_observe": (
-            "Observer",
-            "Steering",
-        ),
-        "_policy": (
-            "Approval",
-            "ApprovalHook",
-            "Approve",
-            "Deny",
-            "Modify",
-            "Policy",
-            "RecordedResults",
-        ),
-        "_replay": (
-            "REPLAY_KINDS",
-            "RecordedFailure",
-            "ReplayDivergenceError",
-            "ReplayMode",
-            "ReplayPorts",
-            "ReplayResult",
-            "replay",
-        ),
-        "_resume": (
-            "CannotResume",
-            "Decision",
-            "Paused",
-            "RunPaused",
-            "approval_statement",
-            "record_decisions",
-        ),
-        "_spec": (
-            "McpServerSpec",
-            "ModelSpec",
-            "PolicySpec",
-            "RunSpec",
-            "load_spec",
-        ),
-        "_structured": ("PydanticStructuredOutput",),
-        "_tools": ("Tool",),
-        "_trace": (
-            "TraceWriter",
-            "encode_event",
-        ),
-        "_verify": (
-            "Trace",
-            "typed_event",
-            "verify_agent_trace",
-        ),
-    },
-)
+from twinflow.agent._events import ApprovalDecided as ApprovalDecided
+from twinflow.agent._events import ApprovalRequested as ApprovalRequested
+from twinflow.agent._events import Environment as Environment
+from twinflow.agent._events import EventBody as EventBody
+from twinflow.agent._events import ModelRequested as ModelRequested
+from twinflow.agent._events import ModelResponded as ModelResponded
+from twinflow.agent._events import OutputAccepted as OutputAccepted
+from twinflow.agent._events import OutputRejected as OutputRejected
+from twinflow.agent._events import PolicyDecided as PolicyDecided
+from twinflow.agent._events import RunFailed as RunFailed
+from twinflow.agent._events import RunFinished as RunFinished
+from twinflow.agent._events import RunResumed as RunResumed
+from twinflow.agent._events import RunStarted as RunStarted
+from twinflow.agent._events import SteeringReceived as SteeringReceived
+from twinflow.agent._events import ToolCalled as ToolCalled
+from twinflow.agent._events import ToolReturned as ToolReturned
+from twinflow.agent._events import ToolsListed as ToolsListed
+from twinflow.agent._events import TraceEvent as TraceEvent
+from twinflow.agent._function_model import FunctionModel as FunctionModel
+from twinflow.agent._mcp import McpTools as McpTools
+from twinflow.agent._observe import Observer as Observer
+from twinflow.agent._observe import Steering as Steering
+from twinflow.agent._policy import ApprovalHook as ApprovalHook
+from twinflow.agent._policy import Approve as Approve
+from twinflow.agent._policy import Deny as Deny
+from twinflow.agent._policy import Modify as Modify
+from twinflow.agent._policy import Policy as Policy
+from twinflow.agent._policy import RecordedResults as RecordedResults
+from twinflow.agent._replay import REPLAY_KINDS as REPLAY_KINDS
+from twinflow.agent._replay import RecordedFailure as RecordedFailure
+from twinflow.agent._replay import ReplayDivergenceError as ReplayDivergenceError
+from twinflow.agent._replay import ReplayPorts as ReplayPorts
+from twinflow.agent._replay import ReplayResult as ReplayResult
+from twinflow.agent._replay import replay as replay
+from twinflow.agent._resume import CannotResume as CannotResume
+from twinflow.agent._resume import Decision as Decision
+from twinflow.agent._resume import Paused as Paused
+from twinflow.agent._resume import RunPaused as RunPaused
+from twinflow.agent._resume import approval_statement as approval_statement
+from twinflow.agent._resume import record_decisions as record_decisions
+from twinflow.agent._spec import McpServerSpec as McpServerSpec
+from twinflow.agent._spec import ModelSpec as ModelSpec
+from twinflow.agent._spec import PolicySpec as PolicySpec
+from twinflow.agent._spec import RunSpec as RunSpec
+from twinflow.agent._spec import load_spec as load_spec
+from twinflow.agent._tools import Tool as Tool
+from twinflow.agent._verify import Trace as Trace
+from twinflow.agent._verify import typed_event as typed_event
+from twinflow.agent._verify import verify_agent_trace as verify_agent_trace
