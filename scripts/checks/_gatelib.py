@@ -245,6 +245,39 @@ def _own_submodule(node: ast.expr) -> bool:
     )
 
 
+_OWN_TAIL = re.compile(r"(?:\.[A-Za-z_]\w*)+")
+
+
+def _own_package(call: ast.Call) -> bool:
+    """`import_module(".x", __package__)` or `import_module(f"{__package__}.x")`: the calling
+    package's own submodule, named literally (one leading dot: `..x` climbs out of it)."""
+    if not call.args:
+        return False
+    name = call.args[0]
+    if isinstance(name, ast.JoinedStr):
+        first, rest = name.values[0], name.values[1:]
+        return (
+            isinstance(first, ast.FormattedValue)
+            and isinstance(first.value, ast.Name)
+            and first.value.id == "__package__"
+            and first.format_spec is None
+            and bool(rest)
+            and all(isinstance(part, ast.Constant) for part in rest)
+            and _OWN_TAIL.fullmatch("".join(str(getattr(p, "value", "")) for p in rest)) is not None
+        )
+    package = call.args[1] if len(call.args) > 1 else None
+    for keyword in call.keywords:
+        if keyword.arg == "package":
+            package = keyword.value
+    text = _literal(name)
+    return (
+        text is not None
+        and _OWN_TAIL.fullmatch(text) is not None
+        and isinstance(package, ast.Name)
+        and package.id == "__package__"
+    )
+
+
 # twinflow._base's one lazy-export helper imports `<package>.<module>` for each module its
 # caller's map names. A call is judged here like an import: it passes only as
 # `lazy_exports(globals(), {"_module": (...), ...})`, literal private module names of the
@@ -308,7 +341,7 @@ class _Finder(ast.NodeVisitor):
                 argument = node.args[0] if node.args else None
                 if argument is None:
                     return True, None
-                if _own_submodule(argument):
+                if _own_submodule(argument) or _own_package(node):
                     return False, None
                 name = _literal(argument)
                 if name is not None and function == "pkgutil.resolve_name":

@@ -28,6 +28,7 @@ import ast
 import importlib
 import importlib.util
 import io
+import posixpath
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -105,6 +106,10 @@ class Resolver:
     banned: dict[str, str]
     local_roots: dict[str, list[Path]]
     """Top-level workspace package or module name -> the source folders that hold it."""
+    given_argument: dict[str, int] = field(default_factory=dict)
+    """Banned calls that are pure when positional argument N is given and is not None
+    (`time.gmtime(t)` formats a given time; `time.gmtime()` reads the clock): the banned
+    table's `unless_argument`, the same rows the runtime guard lets through."""
     imported: set[str] = field(default_factory=set)
     """Every real module the pass imported, for the gate's summary."""
     _modules: dict[str, Any] = field(default_factory=dict)
@@ -451,12 +456,14 @@ def _chain_nodes(nodes: list[ast.AST]) -> Iterator[ast.expr]:
             yield node
 
 
-# The insides of functions, frames and generators: where the runtime guard keeps the originals
-# it swapped out (a wrapper's closure, the guard's frame), and where another module's namespace
-# is reached without naming it. Only the kernel reads them.
+# What reaches another module's namespace or a function's closed-over values without naming
+# them: where the runtime guard's originals could be found (a frame's globals, a closure's
+# cells). Only the kernel reads them. Moving between frames (`tb_frame`, `f_back`, `gi_frame`)
+# and reading a frame's code and line is error reporting, and stays allowed: every way on from
+# a frame to a namespace is in this set. `__wrapped__` is allowed too: the guard's wrappers carry
+# none (twinflow.kernel._nondeterminism), so it leads only to code the gate has read.
 INTROSPECTION = frozenset(
     {
-        "__wrapped__",
         "__closure__",
         "cell_contents",
         "__globals__",
@@ -464,11 +471,6 @@ INTROSPECTION = frozenset(
         "f_globals",
         "f_locals",
         "f_builtins",
-        "f_back",
-        "gi_frame",
-        "cr_frame",
-        "ag_frame",
-        "tb_frame",
     }
 )
 
@@ -479,9 +481,18 @@ def check_file(
     """Every banned object or module-through-module path the file reaches by name; in a
     shipped module (`shipped`), also a literal entropy-device path (tests may name one as data,
     to see it refused)."""
+    return judge_file(resolver, tree, package, shipped=shipped)[0]
+
+
+def judge_file(
+    resolver: Resolver, tree: ast.AST, package: str | None, *, shipped: bool = True
+) -> tuple[list[Finding], frozenset[tuple[int, int]]]:
+    """check_file's findings, and the places (line, 1-based column) of the banned spellings
+    the file uses purely (`pure_uses`): ruff reports those by spelling, and the gate drops them."""
     nodes = list(ast.walk(tree))
     scope = FileScope(resolver, package)
     scope.bind_statement(nodes)
+    pure = PureUses(resolver, scope, nodes)
     findings: list[Finding] = []
     if shipped:
         findings.extend(_entropy_files(nodes))
@@ -504,7 +515,7 @@ def check_file(
             for alias in node.names:
                 value = resolver.lazy(alias.name)
                 hit = resolver.banned_as(value)
-                if hit:
+                if hit and not pure.import_alias(alias, value):
                     findings.append(_banned(node.lineno, alias.name, hit, resolver))
         elif isinstance(node, ast.ImportFrom):
             absolute = scope._absolute(node)
@@ -513,11 +524,14 @@ def check_file(
             base = resolver.lazy(absolute)
             hit = resolver.banned_as(base)
             if hit:
-                findings.append(_banned(node.lineno, absolute, hit, resolver))
+                if not pure.from_banned_module(node, base):
+                    findings.append(_banned(node.lineno, absolute, hit, resolver))
                 continue
             for alias in node.names:
                 if alias.name == "*":
                     findings.extend(_star(resolver, resolver.real(base), absolute, node.lineno))
+                    continue
+                if pure.from_alias(alias, base):
                     continue
                 value = _first(resolver.attribute(base, alias.name))
                 spelled = f"{absolute}.{alias.name}"
@@ -525,6 +539,8 @@ def check_file(
                     _step(resolver, scope, base, alias.name, value, spelled, node.lineno)
                 )
     for node in _chain_nodes(nodes):
+        if pure.attribute(node):
+            continue  # its receiver (`logging.time` of `logging.time.gmtime(0)`) is judged alone
         chain = _chain(node)
         assert chain is not None
         findings.extend(_walk(resolver, scope, chain, node.lineno))
@@ -533,7 +549,119 @@ def check_file(
         if chain is not None:
             findings.extend(_walk(resolver, scope, chain, getattr(node, "lineno", 0)))
     unique = {(f.line, f.message): f for f in findings}
-    return sorted(unique.values(), key=lambda f: (f.line, f.message))
+    return sorted(unique.values(), key=lambda f: (f.line, f.message)), frozenset(pure.places)
+
+
+_CONSTANTS = (int, float, complex, str, bytes, bool, type(None))
+
+
+class PureUses:
+    """The banned spellings one file uses without reaching what the ban is about.
+
+    - a constant of a banned module (`select.POLLIN`): data, no clock or entropy;
+    - a name a banned module re-exports from a module that is not banned
+      (`secrets.compare_digest` is `hmac.compare_digest`);
+    - a banned call given the argument that makes it pure (`Resolver.given_argument`:
+      `time.gmtime(t)`, `time.strftime(fmt, t)`), called where it is spelled: a banned
+      function handed on as a value, or called without that argument, stays refused.
+
+    A banned module's import (`import select`, `from secrets import x`) passes only when every
+    use of what it binds is pure; the names are taken flow-insensitively, so any other use of
+    the same name anywhere in the file keeps the import refused.
+    """
+
+    def __init__(self, resolver: Resolver, scope: FileScope, nodes: list[ast.AST]) -> None:
+        self.resolver = resolver
+        self.scope = scope
+        self.places: set[tuple[int, int]] = set()
+        self._parents: dict[int, ast.AST] = {}
+        self._loads: dict[str, list[ast.Name]] = {}
+        for node in nodes:
+            for child in ast.iter_child_nodes(node):
+                self._parents[id(child)] = node
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, (ast.Store, ast.Del)):
+                self._loads.setdefault(node.id, []).append(node)
+
+    def _place(self, node: ast.AST) -> None:
+        self.places.add((getattr(node, "lineno", 0), getattr(node, "col_offset", -1) + 1))
+
+    def _value(self, value: Any, node: ast.expr) -> bool:
+        """Whether `value`, spelled by `node`, is a pure use there."""
+        value = self.resolver.real(value)
+        if value is OPAQUE or isinstance(value, (Pending, Local, ModuleType)):
+            return False
+        if isinstance(value, _CONSTANTS):
+            return True
+        hit = self.resolver.banned_as(value)
+        if hit is None:
+            return True
+        index = self.resolver.given_argument.get(hit)
+        call = self._parents.get(id(node))
+        if index is None or not isinstance(call, ast.Call) or call.func is not node:
+            return False
+        given = call.args[: index + 1]
+        if len(given) != index + 1 or any(isinstance(arg, ast.Starred) for arg in given):
+            return False
+        last = given[index]
+        return not (isinstance(last, ast.Constant) and last.value is None)
+
+    def attribute(self, node: ast.expr) -> bool:
+        """A chain node (`time.gmtime` of `time.gmtime(0)`) that is a pure use."""
+        if not isinstance(node, ast.Attribute):
+            return False
+        values = self.scope.values_of(node)
+        if not values or not all(self._value(v, node) for v in values):
+            return False
+        self._place(node)
+        return True
+
+    def _every_use(self, name: str, value: Any) -> bool:
+        """Whether `name` is used, and every load of it in the file uses `value` purely (a
+        name bound and never used here may be re-exported, where no call shows)."""
+        loads = self._loads.get(name, [])
+        if not loads:
+            return False
+        for load in loads:
+            parent = self._parents.get(id(load))
+            if isinstance(parent, ast.Attribute) and parent.value is load:
+                member = _first(self.resolver.attribute(value, parent.attr))
+                if not self._value(member, parent):
+                    return False
+            elif not self._value(value, load):
+                return False
+        return True
+
+    def import_alias(self, alias: ast.alias, module: Any) -> bool:
+        """`import select`: every use of the module is a pure member of it."""
+        if "." in alias.name and alias.asname is None:
+            return False  # `import a.b` binds `a`: judged by its members, not here
+        if not self._every_use(alias.asname or alias.name, module):
+            return False
+        self._place(alias)
+        return True
+
+    def from_alias(self, alias: ast.alias, base: Any) -> bool:
+        """`from time import gmtime`: every use of the name is a pure call."""
+        value = _first(self.resolver.attribute(base, alias.name))
+        if self.resolver.banned_as(value) is None:
+            return False  # nothing to excuse; the ordinary checks judge it
+        if not self._every_use(alias.asname or alias.name, value):
+            return False
+        self._place(alias)
+        return True
+
+    def from_banned_module(self, node: ast.ImportFrom, base: Any) -> bool:
+        """`from secrets import compare_digest`: every name bound is used purely."""
+        for alias in node.names:
+            value = _first(self.resolver.attribute(base, alias.name))
+            if alias.name == "*" or isinstance(self.resolver.real(value), ModuleType):
+                return False
+            if not self._every_use(alias.asname or alias.name, value):
+                return False
+        self._place(node)
+        for alias in node.names:
+            self._place(alias)
+        return True
 
 
 def _getter_chain(scope: FileScope, node: ast.AST) -> tuple[str, list[Step]] | None:
@@ -609,16 +737,42 @@ def _walk(
     return findings
 
 
-# The kernel's entropy devices: reading them is os.urandom by another name.
-_ENTROPY = re.compile(r"/dev/(u|s|a)?random|/dev/hwrng|/proc/sys/kernel/random")
+# The kernel's entropy devices: reading them is os.urandom by another name. A string names one
+# when it is a path to it (`/dev/urandom`, `//dev/./random`, `file:///dev/urandom`): one word,
+# whose normalised path ends at the device. Prose that mentions a device (a docstring, a
+# message) has spaces in it and opens nothing; a module or class docstring is never a path.
+_ENTROPY = re.compile(r"(?:^|/)(?:dev/(?:u|s|a)?random|dev/hwrng|proc/sys/kernel/random(?:/.*)?)$")
+
+
+def _docstrings(nodes: list[ast.AST]) -> set[int]:
+    found = set()
+    for node in nodes:
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def names_entropy_device(text: str) -> bool:
+    """Whether `text` is a path to an entropy device."""
+    word = text.strip()
+    if not word or any(c.isspace() for c in word):
+        return False
+    return _ENTROPY.search(posixpath.normpath(re.sub(r"/+", "/", word))) is not None
 
 
 def _entropy_files(nodes: list[ast.AST]) -> list[Finding]:
     found = []
+    docstrings = _docstrings(nodes)
     for node in nodes:
-        if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, (str, bytes))
+            and id(node) not in docstrings
+        ):
             text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
-            if _ENTROPY.search(text):
+            if names_entropy_device(text):
                 found.append(
                     Finding(
                         node.lineno,

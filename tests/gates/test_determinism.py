@@ -633,12 +633,16 @@ RESOLVED = {
     ),
     "a closure cell": ("def f() -> None:\n    pass\n\n\nx = f.__closure__\n", "__closure__"),
     "a cell's contents": ("x = [c.cell_contents for c in ()]\n", "cell_contents"),
-    "__wrapped__ by getattr": (
-        "import os\n\nf = getattr(os.getcwd, '__wrapped__')\n",
-        "__wrapped__",
+    "a caller's globals": ("import sys\n\nf = sys._getframe().f_back.f_globals\n", "f_globals"),
+    "a generator frame's locals": ("g = (x for x in ())\nf = g.gi_frame.f_locals\n", "f_locals"),
+    "a traceback frame's globals by getattr": (
+        "def f(e: Exception) -> object:\n    return getattr(e.__traceback__.tb_frame, 'f_globals')\n",
+        "f_globals",
     ),
-    "a frame's caller": ("import sys\n\nf = sys._getframe().f_back\n", "f_back"),
-    "a generator's frame": ("g = (x for x in ())\nf = g.gi_frame\n", "gi_frame"),
+    "a wrapped function's globals": (
+        "import functools\n\nf = functools.cache(len).__wrapped__.__globals__\n",
+        "__globals__",
+    ),
     "gc's walkers": ("import gc\n\nx = gc.get_referents(1)\n", "gc.get_referents"),
     "inspect's closure reader": ("from inspect import getclosurevars\n", "inspect.getclosurevars"),
     "noqa does not silence it": (
@@ -693,3 +697,113 @@ def test_resolution_raises_no_false_alarm(
     (root / OTHER_MODULE).write_text(OTHER_SOURCE, encoding="utf-8")
     done = run_gate("determinism", "--root", root)
     assert 0 == done.returncode, done.stdout + done.stderr
+
+
+# ------------------------------------------------------------- pure uses of banned names
+
+# Each spells a banned name (ruff's pass sees the spelling) without reaching a clock, entropy or
+# a wait: a given time formatted, a constant, a re-export of a module that is not banned, error
+# reporting that walks frames, prose that names a device, a package's own submodule.
+PURE = {
+    "strftime of a given time": "import time\n\nx = time.strftime('%Y', time.gmtime(0))\n",
+    "gmtime(0) from-imported": "from time import gmtime\n\nx = gmtime(0)\n",
+    "localtime of a given time, aliased": (
+        "import time as t\n\n\ndef f(s: float) -> str:\n    return t.asctime(t.localtime(s))\n"
+    ),
+    "ctime of a given time, renamed": "from time import ctime as c\n\nx = c(0.0)\n",
+    "secrets.compare_digest": "import secrets\n\nx = secrets.compare_digest(b'a', b'b')\n",
+    "compare_digest from-imported": (
+        "from secrets import compare_digest as same\n\nx = same('a', 'b')\n"
+    ),
+    "select's constants": "import select\n\nMASK = select.POLLIN | select.POLLOUT\n",
+    "select's constants from-imported": "from select import POLLIN, POLLPRI\n\nx = POLLIN | POLLPRI\n",
+    "select's error class": "import select as s\n\nE = s.error\n",
+    "__wrapped__ of a decorated function": (
+        "import functools\n\n\n@functools.cache\ndef f() -> int:\n    return 1\n\n\ng = f.__wrapped__\n"
+    ),
+    "__wrapped__ by getattr": "import os\n\nf = getattr(os.getcwd, '__wrapped__', None)\n",
+    "a traceback's frames in error reporting": (
+        "def where(exc: BaseException) -> list[str]:\n"
+        "    tb, out = exc.__traceback__, []\n"
+        "    while tb is not None:\n"
+        "        out.append(f'{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}')\n"
+        "        tb = tb.tb_next\n"
+        "    return out\n"
+    ),
+    "a caller's line number": "import sys\n\nline = sys._getframe().f_back.f_lineno\n",
+    "a docstring naming the device": '"""Never reads /dev/urandom: ids come from the kernel."""\n',
+    "a function docstring that is only the path": 'def f() -> None:\n    """/dev/random"""\n',
+    "a message naming the device": "MSG = b'do not open /dev/urandom here'\n",
+    "an own submodule relative to __package__": (
+        "import importlib\n\nm = importlib.import_module('._other', __package__)\n"
+    ),
+    "an own submodule by package=__package__": (
+        "from importlib import import_module\n\nm = import_module('._a.b', package=__package__)\n"
+    ),
+    "an own submodule by an f-string of __package__": (
+        "import importlib\n\nm = importlib.import_module(f'{__package__}._other')\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("source", PURE.values(), ids=PURE.keys())
+def test_a_pure_use_of_a_banned_name_passes(
+    source: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A banned spelling that reaches no clock, entropy or wait passes in twinflow.agent."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
+    done = run_gate("determinism", "--root", root)
+    assert (0, "") == (done.returncode, done.stderr), done.stdout
+
+
+# Beside each pure use, the real thing: each must still fail, naming what it reaches.
+STILL_REFUSED = {
+    "gmtime with no argument": ("import time\n\nx = time.gmtime()\n", "time.gmtime"),
+    "gmtime of None": ("import time\n\nx = time.gmtime(None)\n", "time.gmtime"),
+    "gmtime of a starred tuple": ("import time\n\nx = time.gmtime(*())\n", "time.gmtime"),
+    "strftime of the current time": ("import time\n\nx = time.strftime('%Y')\n", "time.strftime"),
+    "gmtime handed on": ("import time\n\nf = time.gmtime\n", "time.gmtime"),
+    "gmtime from-imported, once without an argument": (
+        "from time import gmtime\n\nx = gmtime(0)\ny = gmtime()\n",
+        "time.gmtime",
+    ),
+    "localtime renamed, without an argument": (
+        "from time import localtime as lt\n\nx = lt()\n",
+        "time.localtime",
+    ),
+    "secrets.token_hex beside compare_digest": (
+        "import secrets\n\nx = secrets.compare_digest('a', 'b')\ny = secrets.token_hex(8)\n",
+        "secrets",
+    ),
+    "secrets.token_hex": ("from secrets import token_hex\n\nx = token_hex(8)\n", "secrets"),
+    "choice beside compare_digest": ("from secrets import choice, compare_digest\n", "secrets"),
+    "secrets.SystemRandom": ("from secrets import SystemRandom\n", "secrets"),
+    "select.select beside a constant": (
+        "import select\n\nm = select.POLLIN\nselect.select([], [], [], 0)\n",
+        "select",
+    ),
+    "select.poll from-imported with a constant": ("from select import POLLIN, poll\n", "select"),
+    "the module select handed on": ("import select\n\nm = select\n", "select"),
+    "the entropy device, doubled slashes": ("f = open('//dev/./urandom', 'rb')\n", "urandom"),
+    "the entropy device as a file URL": ("u = 'file:///dev/urandom'\n", "urandom"),
+    "the entropy device padded": ("f = open(' /dev/random '.strip(), 'rb')\n", "random"),
+    "a computed name after __package__": (
+        "import importlib\n\nx = '.y'\nm = importlib.import_module(f'{__package__}{x}')\n",
+        "computed name",
+    ),
+    "a computed submodule of __package__": (
+        "import importlib\n\nx = 'y'\nm = importlib.import_module(f'{__package__}.{x}')\n",
+        "computed name",
+    ),
+}
+
+
+@pytest.mark.parametrize(("source", "named"), STILL_REFUSED.values(), ids=STILL_REFUSED.keys())
+def test_the_real_thing_beside_a_pure_use_is_still_refused(
+    source: str, named: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A clock read, entropy, a wait or a computed import fails though a pure form passes."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
+    done = run_gate("determinism", "--root", root)
+    lines = [line for line in done.stderr.splitlines() if "_fixture.py:" in line]
+    assert (1, True) == (done.returncode, any(named in line for line in lines)), done.stderr
