@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -456,23 +457,29 @@ def test_a_dependency_behind_a_windows_marker_is_checked(
     done = run_gate("licences", "--root", root, "--python", root / ".venv" / "bin" / "python")
     assert 1 == done.returncode, done.stdout + done.stderr
     assert "twinflow-agent: gpl-thing" in done.stderr
-    assert "only on windows" in done.stderr
+    assert "only on sys_platform == 'win32'" in done.stderr
 
 
-def test_markers_are_evaluated_for_every_declared_environment() -> None:
-    """One export line per marker reaches exactly the platforms and Pythons it names."""
+def test_a_dependency_keeps_the_markers_that_reach_it() -> None:
+    """Each export line's marker is kept as where it applies; one below the floor is dropped."""
     export = (
         "colorama==0.4.6 ; sys_platform == 'win32'\n"
         "numpy==2.4.6 ; python_full_version < '3.12' and platform_machine == 'aarch64'\n"
+        "numpy==2.4.6 ; sys_platform == 'emscripten'\n"
         "tomli==2.0 ; python_full_version < '3.11'\n"
         "pydantic==2.14.4\n"
     )
     dists = gate.parse_export(export, [], ROOT)
     assert [
-        ("colorama", "0.4.6", "windows-amd64 cpython py3.11,3.12,3.13,3.14"),
-        ("numpy", "2.4.6", "linux-aarch64 cpython py3.11; linux-aarch64 pypy py3.11"),
+        ("colorama", "0.4.6", "sys_platform == 'win32'"),
+        (
+            "numpy",
+            "2.4.6",
+            "python_full_version < '3.12' and platform_machine == 'aarch64' or "
+            "sys_platform == 'emscripten'",
+        ),
         ("pydantic", "2.14.4", ""),
-    ] == [(d.name, d.version, d.where.split("; windows-amd64 pypy")[0]) for d in dists]
+    ] == [(d.name, d.version, d.where) for d in dists]
 
 
 # A dependency behind each of these markers reaches some supported environment, so it is in the
@@ -493,6 +500,28 @@ MARKERS_THAT_REACH_SOMEONE = {
     "an os_name": "os_name == 'nt'",
     "a platform release the grid cannot model": "platform_release >= '6'",
     "a negated machine": "platform_machine != 'x86_64'",
+    "WebAssembly": "sys_platform == 'emscripten'",
+    "GraalPy": "implementation_name == 'graalpy'",
+    "IBM Z": "platform_machine == 's390x'",
+    "a Python not yet released": "python_version >= '3.15'",
+    "Jython": "platform_python_implementation == 'Jython'",
+    "Cygwin": "sys_platform == 'cygwin'",
+    "a platform spelt by a substring": "'win' in sys_platform and sys_platform != 'win32'",
+    "a micro release inside a minor": (
+        "python_version == '3.12' and python_full_version >= '3.12.4'"
+    ),
+    "a release candidate": (
+        "python_full_version >= '3.14.0rc1' and python_full_version < '3.14.0rc3'"
+    ),
+    "an unreleased PyPy": "implementation_name == 'pypy' and implementation_version >= '8'",
+    "an either-or beside a machine": (
+        "(sys_platform == 'win32' or sys_platform == 'emscripten') and platform_machine == 'wasm32'"
+    ),
+    "an unknown os_name": "os_name == 'java'",
+    "an ordering of plain strings the solver does not model": (
+        "platform_release >= '6' and platform_release < '5'"
+    ),
+    "the literal on the left": "'3.15' <= python_version",
 }
 
 
@@ -500,7 +529,7 @@ MARKERS_THAT_REACH_SOMEONE = {
     "marker", MARKERS_THAT_REACH_SOMEONE.values(), ids=MARKERS_THAT_REACH_SOMEONE
 )
 def test_a_dependency_counts_unless_its_marker_is_false_everywhere(marker: str) -> None:
-    """A GPL dependency behind any marker true in some supported environment is in the closure."""
+    """A GPL dependency behind any marker some environment satisfies is in the closure."""
     dists = gate.parse_export(f"gpl-thing==1.0 ; {marker}\n", [], ROOT)
     assert ["gpl-thing"] == [d.name for d in dists]
 
@@ -508,14 +537,30 @@ def test_a_dependency_counts_unless_its_marker_is_false_everywhere(marker: str) 
 MARKERS_FALSE_EVERYWHERE = {
     "Python 2": "python_version < '3'",
     "before the supported floor": "python_full_version < '3.11'",
-    "Jython": "platform_python_implementation == 'Jython'",
-    "an unsupported platform": "sys_platform == 'cygwin'",
+    "two platforms at once": "sys_platform == 'linux' and sys_platform == 'win32'",
+    "Python 2 and 3.11 at once": "python_version < '3' and python_version >= '3.11'",
+    "a minor and a full version that disagree": (
+        "python_version == '3.12' and python_full_version < '3.12'"
+    ),
+    "an either-or, then neither": (
+        "(sys_platform == 'a' or sys_platform == 'b') and sys_platform != 'a' and "
+        "sys_platform != 'b'"
+    ),
+    "a substring that cannot be": "sys_platform == 'linux' and 'win' in sys_platform",
+    "in and not in the same list": (
+        "platform_machine in 'x86_64 amd64' and platform_machine not in 'x86_64 amd64'"
+    ),
+    "between two adjacent releases": (
+        "python_full_version > '3.11.4' and python_full_version < '3.11.5'"
+    ),
+    "an extra uv export has applied": "extra == 'docs'",
+    "the literal on the left, below the floor": "'3.11' > python_version",
 }
 
 
 @pytest.mark.parametrize("marker", MARKERS_FALSE_EVERYWHERE.values(), ids=MARKERS_FALSE_EVERYWHERE)
 def test_a_marker_false_in_every_supported_environment_drops_the_dependency(marker: str) -> None:
-    """Only a marker false in the whole grid keeps a dependency out of the closure."""
+    """Only a marker no value of any variable satisfies keeps a dependency out of the closure."""
     assert () == gate.parse_export(f"gpl-thing==1.0 ; {marker}\n", [], ROOT)
 
 
@@ -698,6 +743,74 @@ def test_override_dependencies_fail_in_the_fast_run(tmp_path: Path, uv: str) -> 
     assert any("override-dependencies" in p for p in problems), problems
 
 
+SETTINGS_THAT_CHANGE_WHAT_RESOLVES = {
+    "environments": "[\"sys_platform == 'linux'\"]",
+    "required-environments": "[\"sys_platform == 'win32'\"]",
+    "dependency-metadata": '[{ name = "colorama", version = "0.4.6", requires-dist = [] }]',
+    "exclude-dependencies": '["colorama"]',
+    "override-dependencies": '["colorama==0.4.6"]',
+    "constraint-dependencies": '["colorama<1"]',
+}
+
+
+def _with_setting(tmp_path: Path, uv: str, name: str, value: str) -> Path:
+    """A locked workspace whose root pyproject then gains `[tool.uv] name = value`."""
+    root = _locked(tmp_path, uv)
+    pyproject = root / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    pyproject.write_text(f"[tool.uv]\n{name} = {value}\n{text}", encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    SETTINGS_THAT_CHANGE_WHAT_RESOLVES.items(),
+    ids=list(SETTINGS_THAT_CHANGE_WHAT_RESOLVES),
+)
+def test_a_setting_that_changes_what_resolves_fails_unless_listed(
+    tmp_path: Path, uv: str, name: str, value: str
+) -> None:
+    """Each [tool.uv] setting that narrows or rewrites the resolution fails the fast run; listed
+    with its value and a reason it passes; listed with another value it fails again."""
+    root = _with_setting(tmp_path, uv, name, value)
+    members = gate.workspace_members(root)
+    named = [p for p in gate.check_resolution(uv, root, members) if f"[tool.uv] {name} =" in p]
+    kept = gate.Setting(name, tomllib.loads(f"v = {value}")["v"], "because")
+    other = gate.Setting(name, [], "because")
+    listed = gate.check_resolution(uv, root, members, [kept])
+    wrong = gate.check_resolution(uv, root, members, [other])
+    assert (1, [], 1) == (
+        len(named),
+        [p for p in listed if f"[tool.uv] {name} =" in p],
+        len([p for p in wrong if f"[tool.uv] {name} =" in p]),
+    )
+
+
+def test_the_resolution_settings_table_is_read_with_its_reasons(tmp_path: Path) -> None:
+    """A row names a setting, its TOML value and a reason; an unknown setting is refused."""
+    head = (
+        f"{gate.POLICY_BEGIN}\n| a | b | c | d |\n|---|---|---|---|\n"
+        f"| MIT | run-time | allow | because |\n{gate.POLICY_END}\n{gate.EXCEPTIONS_BEGIN}\n"
+        f"| a | b | c | d | e | f |\n|---|---|---|---|---|---|\n{gate.EXCEPTIONS_END}\n"
+        f"{gate.SETTINGS_BEGIN}\n| setting | value | reason |\n|---|---|---|\n"
+    )
+    policy = tmp_path / "CONTRIBUTING.md"
+    policy.write_text(
+        head
+        + "| environments | `[\"sys_platform == 'linux'\"]` | we ship for Linux |\n"
+        + gate.SETTINGS_END
+        + "\n",
+        encoding="utf-8",
+    )
+    expected = (gate.Setting("environments", ["sys_platform == 'linux'"], "we ship for Linux"),)
+    assert expected == gate.load_policy(policy).settings
+    policy.write_text(
+        head + '| index-url | `"x"` | because |\n' + gate.SETTINGS_END + "\n", encoding="utf-8"
+    )
+    with pytest.raises(gate.PolicyError, match="'index-url' is not one of"):
+        gate.load_policy(policy)
+
+
 def test_a_stale_lock_fails_in_the_fast_run(tmp_path: Path, uv: str) -> None:
     """A pyproject changed after the lock was written is named."""
     root = _locked(tmp_path, uv)
@@ -736,3 +849,164 @@ def test_every_dependency_group_is_checked(
     done = run_gate("licences", "--root", root, "--python", root / ".venv" / "bin" / "python")
     assert 1 == done.returncode, done.stdout + done.stderr
     assert "development: gpl-thing 1.0 [GPL-3.0-only]" in done.stderr
+
+
+# ----------------------------------------------- copyleft text behind permissive metadata
+
+# Each is the distinctive part of a copyleft licence's text or standard notice, as it appears in
+# a licence file (line breaks and indentation included).
+COPYLEFT_TEXT = {
+    "GPL-3.0 heading": (
+        "                    GNU GENERAL PUBLIC LICENSE\n     Version 3, 29 June 2007",
+        "GNU GPL",
+    ),
+    "GPL-2.0 heading": ("GNU GENERAL PUBLIC LICENSE\n   Version 2, June 1991", "GNU GPL"),
+    "GPL notice": (
+        "you can redistribute it and/or modify it under the terms of the GNU General Public\n"
+        "License as published by the Free Software Foundation, either version 3",
+        "GNU GPL",
+    ),
+    "LGPL-2.1 heading": (
+        "GNU LESSER GENERAL PUBLIC LICENSE\n Version 2.1, February 1999",
+        "GNU LGPL",
+    ),
+    "LGPL-2.0 heading": ("GNU LIBRARY GENERAL PUBLIC LICENSE\nVersion 2, June 1991", "GNU LGPL"),
+    "AGPL-3.0 heading": (
+        "GNU AFFERO GENERAL PUBLIC LICENSE\nVersion 3, 19 November 2007",
+        "GNU AGPL",
+    ),
+    "MPL-2.0 heading": (
+        "Mozilla Public License Version 2.0\n==================================",
+        "Mozilla Public License",
+    ),
+    "MPL-2.0 file header": (
+        "This Source Code Form is subject to the terms of the Mozilla Public\nLicense, v. 2.0.",
+        "Mozilla Public License",
+    ),
+    "EPL-2.0": (
+        "Eclipse Public License - v 2.0\n\nTHE ACCOMPANYING PROGRAM",
+        "Eclipse Public License",
+    ),
+    "CDDL-1.0": ("COMMON DEVELOPMENT AND DISTRIBUTION LICENSE (CDDL) Version 1.0", "CDDL"),
+    "EUPL-1.2": (
+        "EUROPEAN UNION PUBLIC LICENCE v. 1.2\nEUPL (c) the European Union 2007, 2016\n"
+        "This European Union Public Licence (the 'EUPL')",
+        "EUPL",
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "family"), COPYLEFT_TEXT.values(), ids=list(COPYLEFT_TEXT))
+def test_a_copyleft_text_is_recognised_by_its_phrases(text: str, family: str) -> None:
+    """Each copyleft family is recognised in a licence file by a phrase only its text carries."""
+    assert [family] == gate.copyleft_families(f"Copyright (c) someone\n\n{text}\n...")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "MIT License\n\nPermission is hereby granted, free of charge, to any person",
+        "This library is not GPL compatible; see the GNU project for why",
+        "Apache License\nVersion 2.0, January 2004\nhttp://www.apache.org/licenses/",
+        "Licensed under the BSD 3-Clause License, unlike the MPL",
+    ],
+)
+def test_a_permissive_text_that_mentions_copyleft_is_not_copyleft(text: str) -> None:
+    """A permissive licence, or one that names a copyleft licence in passing, is no copyleft text."""
+    assert [] == gate.copyleft_families(text)
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("x-1.dist-info/licenses/anything.txt", True),
+        ("x/_vendor/y-2.dist-info/LICENSE", True),
+        ("x/config/NOTICE", True),
+        ("x/COPYING.LESSER", True),
+        ("x/licence.md", True),
+        ("x/__init__.py", False),
+        ("x-1.dist-info/METADATA", False),
+    ],
+)
+def test_licence_files_are_found_wherever_they_lie(path: str, expected: bool) -> None:
+    """The dist-info licenses folder and every LICENSE, COPYING or NOTICE file is read."""
+    assert expected == gate.is_licence_file(path)
+
+
+def test_the_real_policy_records_what_the_installed_licence_files_say(repo_root: Path) -> None:
+    """numpy, pip, setuptools and check-jsonschema ship copyleft texts their metadata omits; the
+    exceptions name each family, and nothing else installed hides one."""
+    files = gate.LicenceFiles(str(repo_root / ".venv" / "bin" / "python"), download=False)
+    installed = gate.read_installed(
+        str(repo_root / ".venv" / "bin" / "python"),
+        str(Path(sys.executable).with_name("pip-licenses")),
+    )
+    policy = _policy()
+    hidden = {}
+    for name, meta in sorted(installed.items()):
+        found = files.copyleft(name, meta.version) or []
+        exceptions = [e for e in policy.exceptions if e.applies(name, meta.version, "development")]
+        expression = exceptions[0].expression if exceptions else gate.licence_of(meta)[0] or ""
+        families = sorted({f for _, f in found if not gate.names_family(expression, f)})
+        if found:
+            hidden[name] = (bool(exceptions), families)
+    assert {
+        "certifi": (False, []),
+        "check-jsonschema": (True, []),
+        "hypothesis": (False, []),
+        "numpy": (True, []),
+        "pathspec": (False, []),
+        "pip": (True, []),
+        "setuptools": (True, []),
+    } == hidden
+
+
+def _sneaky_workspace(tmp_path: Path, repo_root: Path, uv: str, files: dict[str, str]) -> Path:
+    """A workspace whose agent depends on `sneaky`, MIT by its metadata, holding `files`."""
+    vendor = tmp_path / "sneaky"
+    for relative, text in files.items():
+        _write(vendor / relative, text)
+    licence_files = [f for f in files if not f.startswith("src/")]
+    _package(
+        tmp_path,
+        "sneaky",
+        "sneaky",
+        "MIT",
+        f"license-files = {json.dumps(licence_files)}\n",
+    )
+    body = 'dependencies = ["sneaky"]\n[tool.uv.sources]\nsneaky = { path = "../../../sneaky" }\n'
+    return _workspace(tmp_path, repo_root, uv, {"twinflow-agent": body})
+
+
+@pytest.mark.parametrize(
+    ("files", "named"),
+    [
+        (
+            {"LICENSE": "MIT License\n", "COPYING": "GNU GENERAL PUBLIC LICENSE\nVersion 3\n"},
+            "sneaky-1.0.dist-info/licenses/COPYING holds the text of the GNU GPL",
+        ),
+        (
+            {
+                "LICENSE": "MIT License\n",
+                "src/sneaky/_vendor/NOTICE": "This Source Code Form is subject to the terms "
+                "of the Mozilla Public License, v. 2.0.\n",
+            },
+            "sneaky/_vendor/NOTICE holds the text of the Mozilla Public License",
+        ),
+    ],
+    ids=["a GPL COPYING beside an MIT LICENSE", "a vendored MPL notice in the package"],
+)
+def test_a_copyleft_licence_file_behind_permissive_metadata_fails_naming_it(
+    tmp_path: Path,
+    repo_root: Path,
+    uv: str,
+    run_gate: GateRunner,
+    files: dict[str, str],
+    named: str,
+) -> None:
+    """A distribution whose metadata says MIT while a licence file it installs is copyleft fails,
+    naming the file and the family."""
+    root = _sneaky_workspace(tmp_path, repo_root, uv, files)
+    done = run_gate("licences", "--root", root, "--python", root / ".venv" / "bin" / "python")
+    line = next((x for x in done.stderr.splitlines() if "twinflow-agent: sneaky 1.0" in x), "")
+    assert (1, True) == (done.returncode, named in line), done.stdout + done.stderr
