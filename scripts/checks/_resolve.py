@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import inspect
 import io
 import posixpath
 import re
@@ -594,7 +595,11 @@ class PureUses:
             return True
         hit = self.resolver.banned_as(value)
         if hit is None:
-            return True
+            # Only a function or class known by where it was defined: an instance a banned
+            # module holds (`ctypes.pythonapi`, `random._inst`) has no such name, and its
+            # methods reach whatever the module is banned for.
+            defined = isinstance(value, type) or inspect.isroutine(value)
+            return defined and _qualified(value) is not None
         index = self.resolver.given_argument.get(hit)
         call = self._parents.get(id(node))
         if index is None or not isinstance(call, ast.Call) or call.func is not node:
@@ -610,7 +615,9 @@ class PureUses:
         if not isinstance(node, ast.Attribute):
             return False
         values = self.scope.values_of(node)
-        if not values or not all(self._value(v, node) for v in values):
+        if not any(self.resolver.banned_as(self.resolver.real(v)) for v in values):
+            return False  # nothing to excuse: the ordinary checks judge it
+        if not all(self._value(v, node) for v in values):
             return False
         self._place(node)
         return True

@@ -784,6 +784,19 @@ STILL_REFUSED = {
     ),
     "select.poll from-imported with a constant": ("from select import POLLIN, poll\n", "select"),
     "the module select handed on": ("import select\n\nm = select\n", "select"),
+    "an object a banned module holds": (
+        "import ctypes\n\nctypes.pythonapi.Py_IsInitialized()\n",
+        "ctypes",
+    ),
+    "a ctypes function pointer from-imported": (
+        "from ctypes import memmove\n\nmemmove(0, 0, 0)\n",
+        "ctypes",
+    ),
+    "a banned module's hidden instance": ("import random\n\nx = random._inst\n", "random"),
+    "a banned module's C function under a public name": (
+        "import threading\n\nx = threading.get_ident()\n",
+        "threading",
+    ),
     "the entropy device, doubled slashes": ("f = open('//dev/./urandom', 'rb')\n", "urandom"),
     "the entropy device as a file URL": ("u = 'file:///dev/urandom'\n", "urandom"),
     "the entropy device padded": ("f = open(' /dev/random '.strip(), 'rb')\n", "random"),
