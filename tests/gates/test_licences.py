@@ -522,6 +522,8 @@ MARKERS_THAT_REACH_SOMEONE = {
         "platform_release >= '6' and platform_release < '5'"
     ),
     "the literal on the left": "'3.15' <= python_version",
+    "newer Pythons spelt in a list": "python_version in '3.13 3.14'",
+    "a full version spelt in a list": "python_full_version in '3.12.1, 3.12.2'",
 }
 
 
