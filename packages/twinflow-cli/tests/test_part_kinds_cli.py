@@ -140,7 +140,8 @@ def test_trace_load_without_the_plugin_keeps_the_part_byte_exact(project: Path) 
     trace = record(project, "load.jsonl")
     script = (
         "import sys\n"
-        "from twinflow.agent import Trace, encode_event\n"
+        "from twinflow.agent import Trace\n"
+        "from twinflow.agent._trace import encode_event\n"
         "data = open(sys.argv[1], 'rb').read()\n"
         "trace = Trace.load(data)\n"
         "part = trace.events[2].body.response.message.parts[1]\n"
