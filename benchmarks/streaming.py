@@ -21,7 +21,8 @@ import os
 import statistics
 import time
 
-from twinflow.kernel import HttpTransport, LoopbackRequest, LoopbackResponse, LoopbackServer
+from twinflow.kernel import HttpTransport, LoopbackServer
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 from twinflow.local_model import OpenAICompatibleChatModel
 from twinflow.local_model._stream import openai_chunks
 from twinflow.vocab import (

@@ -41,13 +41,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from twinflow.cli._embedded import server_command, smollm2_gguf
 from twinflow.cli._grammar import llama_cpp_grammar_check
-from twinflow.kernel import (
-    HttpTransport,
-    ServerProcess,
-    SubprocessLauncher,
-    TransportError,
-    free_port,
-)
+from twinflow.kernel import HttpTransport, SubprocessLauncher, TransportError, free_port
+from twinflow.kernel._launcher import ServerProcess
 from twinflow.local_model import OpenAICompatibleStructuredOutput
 from twinflow.vocab import Message, StructuredOutputError
 

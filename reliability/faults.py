@@ -28,19 +28,21 @@ from _common import Answer, Figures, agent, parse_mode
 
 from twinflow.agent import Trace, verify_agent_trace
 from twinflow.kernel import (
-    ConnectError,
-    FaultTransport,
-    HTTPStatusError,
     HttpTransport,
     MockTransport,
-    ResponseDecodeError,
-    ResponseTooLarge,
     SubprocessLauncher,
     Transport,
     TransportError,
-    TransportTimeout,
     free_port,
 )
+from twinflow.kernel._errors import (
+    ConnectError,
+    HTTPStatusError,
+    ResponseDecodeError,
+    ResponseTooLarge,
+    TransportTimeout,
+)
+from twinflow.kernel._fault import FaultTransport
 from twinflow.local_model import (
     OllamaChatModel,
     OpenAICompatibleChatModel,

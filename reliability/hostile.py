@@ -98,14 +98,13 @@ from twinflow.eval import (
 from twinflow.kernel import (
     CountingIds,
     HttpTransport,
-    LoopbackRequest,
-    LoopbackResponse,
     LoopbackServer,
     SteppingClock,
     SubprocessLauncher,
-    TransportTimeout,
     free_port,
 )
+from twinflow.kernel._errors import TransportTimeout
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 from twinflow.local_model import OpenAICompatibleChatModel
 from twinflow.trace import (
     GENESIS,

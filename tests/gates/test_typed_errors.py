@@ -14,7 +14,8 @@ import pytest
 from twinflow.agent import AgentConfigError, Policy, PydanticStructuredOutput
 from twinflow.cli import ModelSpec, SpecError
 from twinflow.eval import EvalValueError, Shard
-from twinflow.kernel import LoopbackResponse, MockTransport, ThreadExecutor
+from twinflow.kernel import MockTransport, ThreadExecutor
+from twinflow.kernel._loopback import LoopbackResponse
 from twinflow.local_model import OllamaStructuredOutput, SchemaFinding
 from twinflow.trace import Limits, TraceError
 from twinflow.vocab import (

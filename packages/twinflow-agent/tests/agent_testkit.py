@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from twinflow.agent import Agent, ReplayPorts
-from twinflow.kernel import ConnectError
+from twinflow.kernel._errors import ConnectError
 from twinflow.vocab import CallId, Message, ModelRequest, StructuredPart, ToolCallPart
 
 

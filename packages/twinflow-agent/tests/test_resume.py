@@ -27,7 +27,8 @@ from twinflow.agent import (
     record_decisions,
     replay,
 )
-from twinflow.kernel import ConnectError, CountingIds, SteppingClock
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.kernel._errors import ConnectError
 from twinflow.trace import FileTraceSink, TraceCorruptError, TraceLockedError, check_consistency
 from twinflow.vocab import (
     CallId,

@@ -10,7 +10,8 @@ import pytest
 from cli_testkit import completion
 
 from twinflow.cli._main import main
-from twinflow.kernel import LoopbackRequest, LoopbackResponse, LoopbackServer, free_port
+from twinflow.kernel import LoopbackServer, free_port
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 
 DATASET = """
 name: yesno

@@ -17,13 +17,9 @@ from typing import Any
 
 import pytest
 
-from twinflow.kernel import (
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    ProcessResult,
-    run_process,
-)
+from twinflow.kernel import LoopbackServer
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._process import ProcessResult, run_process
 from twinflow.local_model import ANTHROPIC_VERSION
 from twinflow.trace import REDACTED
 

@@ -18,14 +18,9 @@ import pytest
 from cli_testkit import chat_answer
 
 from twinflow.cli import McpServerSpec, ModelSpec, PolicySpec, RunSpec, connect, replay_run
-from twinflow.kernel import (
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    ProcessResult,
-    SubprocessLauncher,
-    run_process,
-)
+from twinflow.kernel import LoopbackServer, SubprocessLauncher
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._process import ProcessResult, run_process
 
 SERVERS = Path(__file__).resolve().parents[2] / "twinflow-kernel" / "tests" / "mcp_servers"
 

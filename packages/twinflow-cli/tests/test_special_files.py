@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import ProcessResult, run_process
+from twinflow.kernel._process import ProcessResult, run_process
 from twinflow.trace import NotRegularFileError, open_regular
 
 COMMANDS = (

@@ -21,13 +21,9 @@ import pytest
 
 from twinflow.agent import RunFailed
 from twinflow.cli._watch import REPLY_PREFIX, TextPrinter
-from twinflow.kernel import (
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    ProcessResult,
-    run_process,
-)
+from twinflow.kernel import LoopbackServer
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._process import ProcessResult, run_process
 from twinflow.trace import REDACTED, register_secret
 from twinflow.vocab import JsonValue, RunId, TextDelta
 

@@ -20,7 +20,8 @@ from twinflow.eval import (
     rescore,
     run_eval,
 )
-from twinflow.kernel import ConnectError, CountingIds, SteppingClock
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.kernel._errors import ConnectError
 from twinflow.vocab import Message, ModelRequest, ModelSettings
 
 CLOCK = SteppingClock(START)

@@ -9,10 +9,8 @@ import pytest
 from eval_testkit import START, dataset, factory
 
 from twinflow.eval import merge_runs, rescore, run_eval
-from twinflow.kernel import (
-    SteppingClock,
-    run_process,
-)
+from twinflow.kernel import SteppingClock
+from twinflow.kernel._process import run_process
 from twinflow.trace import DirectoryBusyError, hold_directory
 
 CLOCK = SteppingClock(START)

@@ -10,7 +10,8 @@ from eval_testkit import START, dataset, dying_factory, factory
 
 from twinflow.agent import Agent
 from twinflow.eval import Case, EvalResults, RunAborted, Shard, merge_runs, rescore, run_eval
-from twinflow.kernel import ConnectError, RayExecutor, SteppingClock
+from twinflow.kernel import RayExecutor, SteppingClock
+from twinflow.kernel._errors import ConnectError
 from twinflow.trace import TraceSink
 
 CLOCK = SteppingClock(START)

@@ -12,7 +12,8 @@ from eval_testkit import START, dataset, factory
 
 from twinflow.agent import Agent
 from twinflow.eval import Case, Dataset, RunAborted, RunDirError, merge_runs, rescore, run_eval
-from twinflow.kernel import ConnectError, SteppingClock, ThreadExecutor
+from twinflow.kernel import SteppingClock, ThreadExecutor
+from twinflow.kernel._errors import ConnectError
 from twinflow.trace import TraceSink
 
 SCORER = '''

@@ -31,13 +31,8 @@ from twinflow.eval import (
     run_eval,
     select_keys,
 )
-from twinflow.kernel import (
-    ConnectError,
-    SteppingClock,
-    SubprocessLauncher,
-    ThreadExecutor,
-    free_port,
-)
+from twinflow.kernel import SteppingClock, SubprocessLauncher, ThreadExecutor, free_port
+from twinflow.kernel._errors import ConnectError
 from twinflow.trace import WRITER_LOCK, PlantedLinkError, TraceSink
 from twinflow.vocab import canonical_bytes
 

@@ -6,18 +6,16 @@ from __future__ import annotations
 import pytest
 
 from twinflow.kernel import (
-    ConnectError,
-    HTTPStatusError,
     HttpTransport,
     KeyHeader,
-    LoopbackRequest,
-    LoopbackResponse,
     LoopbackServer,
-    api_key_headers,
     check_endpoint_url,
     free_port,
     redact_url,
 )
+from twinflow.kernel._credentials import api_key_headers
+from twinflow.kernel._errors import ConnectError, HTTPStatusError
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 from twinflow.trace import REDACTED
 from twinflow.vocab import UserError
 

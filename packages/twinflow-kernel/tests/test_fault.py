@@ -2,17 +2,15 @@
 
 import pytest
 
-from twinflow.kernel import (
+from twinflow.kernel import MockTransport, TransportError
+from twinflow.kernel._errors import (
     ConnectError,
-    Fault,
-    FaultTransport,
     HTTPStatusError,
-    MockTransport,
     ResponseDecodeError,
     ResponseTooLarge,
-    TransportError,
     TransportTimeout,
 )
+from twinflow.kernel._fault import Fault, FaultTransport
 from twinflow.vocab import JsonValue, UserError
 
 URL = "http://127.0.0.1:9/v1/chat/completions"

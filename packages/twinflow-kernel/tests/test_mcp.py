@@ -11,18 +11,17 @@ from pathlib import Path
 import pytest
 
 from twinflow.kernel import (
-    MCP_PROTOCOL_VERSIONS,
     McpClient,
-    McpClosed,
     McpLimits,
     McpProtocolError,
-    McpTimeout,
-    PipedProcess,
     SteppingClock,
     SubprocessLauncher,
     connect_http,
     connect_stdio,
 )
+from twinflow.kernel._errors import McpClosed, McpTimeout
+from twinflow.kernel._launcher import PipedProcess
+from twinflow.kernel._mcp import MCP_PROTOCOL_VERSIONS
 from twinflow.trace import DEFAULT_MAX_LINE_BYTES, REDACTED, UserError, scrub
 
 SERVERS = Path(__file__).parent / "mcp_servers"

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import ray_tasks
 
-from twinflow.kernel import RayExecutor, SerialExecutor, TaskLost, run_process
+from twinflow.kernel import RayExecutor, SerialExecutor, TaskLost
+from twinflow.kernel._process import run_process
 from twinflow.kernel._ray import WORKER_START_SECONDS, ray_settings
 from twinflow.vocab import UserError
 
@@ -53,7 +54,8 @@ def test_a_local_ray_starts_each_worker_once_with_a_bounded_wait(
 
 DRIVER = """\
 import json, sys
-from twinflow.kernel import RayExecutor, WorkerStartFailed
+from twinflow.kernel import RayExecutor
+from twinflow.kernel._errors import WorkerStartFailed
 executor = RayExecutor(num_cpus=1, code_dirs=[{tests!r}])
 sys.path.insert(0, {tests!r})
 try:

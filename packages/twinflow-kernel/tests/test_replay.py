@@ -5,19 +5,16 @@ from pathlib import Path
 import pytest
 
 from twinflow.kernel import (
-    ConnectError,
-    FaultTransport,
-    HTTPStatusError,
     HttpTransport,
-    LoopbackRequest,
-    LoopbackResponse,
     LoopbackServer,
     MockTransport,
-    RecordingTransport,
     ReplayDivergenceError,
-    ReplayTransport,
     Transport,
 )
+from twinflow.kernel._errors import ConnectError, HTTPStatusError
+from twinflow.kernel._fault import FaultTransport
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._replay import RecordingTransport, ReplayTransport
 from twinflow.vocab import Difference, JsonValue, UserError
 
 

@@ -9,22 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import (
+from twinflow.kernel import HttpTransport, LoopbackServer, MockTransport, ReplayDivergenceError
+from twinflow.kernel._errors import (
     ConnectError,
-    FaultTransport,
     HTTPStatusError,
-    HttpTransport,
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    MockTransport,
-    RecordingTransport,
-    ReplayDivergenceError,
-    ReplayTransport,
     ResponseTooLarge,
-    StreamingTransport,
     TransportTimeout,
 )
+from twinflow.kernel._fault import FaultTransport
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._ports import StreamingTransport
+from twinflow.kernel._replay import RecordingTransport, ReplayTransport
 from twinflow.vocab import JsonValue, UserError
 
 

@@ -9,21 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import (
+from twinflow.kernel import HttpTransport, LoopbackServer, Transport, TransportError, free_port
+from twinflow.kernel._errors import (
     ConnectError,
     HTTPStatusError,
-    HttpTransport,
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
     NetworkBlockedError,
     ResponseDecodeError,
     ResponseTooLarge,
-    Transport,
-    TransportError,
     TransportTimeout,
-    free_port,
 )
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 from twinflow.vocab import UserError
 
 MB = 1024 * 1024

@@ -9,7 +9,8 @@ from contextlib import contextmanager, suppress
 
 import pytest
 
-from twinflow.kernel import HttpTransport, TransportTimeout
+from twinflow.kernel import HttpTransport
+from twinflow.kernel._errors import TransportTimeout
 
 # The servers below give up after this long: a transport that ignores its deadline ends with
 # another error (the connection closes), never with TransportTimeout.

@@ -12,16 +12,10 @@ from typing import Any
 
 import pytest
 
-from twinflow.kernel import (
-    ConnectError,
-    ConnectionPool,
-    HTTPStatusError,
-    HttpTransport,
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    TransportTimeout,
-)
+from twinflow.kernel import HttpTransport, LoopbackServer
+from twinflow.kernel._errors import ConnectError, HTTPStatusError, TransportTimeout
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._pool import ConnectionPool
 
 # No test waits a fixed time: where a test needs the server's close to have reached the kept
 # connection, a pool subclass waits for that socket to turn readable (a condition, not a clock).

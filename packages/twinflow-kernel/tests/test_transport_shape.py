@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from twinflow.kernel import (
-    ConnectError,
-    HTTPStatusError,
-    HttpTransport,
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-)
+from twinflow.kernel import HttpTransport, LoopbackServer
+from twinflow.kernel._errors import ConnectError, HTTPStatusError
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 
 
 @pytest.mark.parametrize("status", [307, 308])

@@ -8,14 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import (
-    HTTPStatusError,
-    HttpTransport,
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    RecordingTransport,
-)
+from twinflow.kernel import HttpTransport, LoopbackServer
+from twinflow.kernel._errors import HTTPStatusError
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._replay import RecordingTransport
 from twinflow.local_model import ANTHROPIC_VERSION, AnthropicChatModel, MalformedResponseError
 from twinflow.vocab import (
     CallId,

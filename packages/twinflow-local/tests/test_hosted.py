@@ -9,15 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import (
-    HTTPStatusError,
-    HttpTransport,
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    RecordingTransport,
-    run_process,
-)
+from twinflow.kernel import HttpTransport, LoopbackServer
+from twinflow.kernel._errors import HTTPStatusError
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._process import run_process
+from twinflow.kernel._replay import RecordingTransport
 from twinflow.local_model import OpenAICompatibleChatModel
 from twinflow.vocab import Message, ModelRequest, Transcript, digest
 

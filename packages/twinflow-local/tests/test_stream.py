@@ -11,14 +11,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from twinflow.kernel import (
-    ConnectionPool,
-    HttpTransport,
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    MockTransport,
-)
+from twinflow.kernel import HttpTransport, LoopbackServer, MockTransport
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._pool import ConnectionPool
 from twinflow.local_model import (
     AnthropicChatModel,
     MalformedResponseError,

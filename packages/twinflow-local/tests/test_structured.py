@@ -7,17 +7,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field, JsonValue
 
-from twinflow.kernel import (
-    ConnectError,
-    FaultTransport,
-    HTTPStatusError,
-    HttpTransport,
-    LoopbackResponse,
-    LoopbackServer,
-    MockTransport,
-    TransportTimeout,
-    free_port,
-)
+from twinflow.kernel import HttpTransport, LoopbackServer, MockTransport, free_port
+from twinflow.kernel._errors import ConnectError, HTTPStatusError, TransportTimeout
+from twinflow.kernel._fault import FaultTransport
+from twinflow.kernel._loopback import LoopbackResponse
 from twinflow.local_model import (
     LocalStructuredResult,
     MalformedResponseError,

