@@ -112,6 +112,7 @@ from twinflow.trace import (
     MemoryTraceSink,
     PlantedLinkError,
     TraceSink,
+    TwinflowError,
     UnsafePathError,
     canonical_bytes,
     encode_line,
@@ -122,7 +123,7 @@ from twinflow.trace import (
 )
 from twinflow.trace import note as _note
 from twinflow.trace.__main__ import main as trace_main
-from twinflow.vocab import CallId, Message, ToolCallPart, TwinflowError
+from twinflow.vocab import CallId, Message, ToolCallPart
 
 KEY = "sk-reliability-hostile-7f3a9c"
 START = datetime(2026, 1, 1, tzinfo=UTC)

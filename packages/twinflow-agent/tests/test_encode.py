@@ -46,10 +46,9 @@ from twinflow.agent._encode import (
     responded_bytes,
 )
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.trace import MemoryTraceSink
+from twinflow.trace import CanonicalError, MemoryTraceSink
 from twinflow.vocab import (
     CallId,
-    CanonicalError,
     MediaPart,
     Message,
     ModelRequest,
@@ -61,9 +60,9 @@ from twinflow.vocab import (
     ToolCallPart,
     ToolResultPart,
     Usage,
-    canonical_bytes,
     digest,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 # Every code point, lone surrogates included (they have no canonical form: both sides refuse).
 _TEXT = st.text(st.characters(codec=None, categories=None), max_size=12)

@@ -38,8 +38,8 @@ from twinflow.vocab import (
     ResourceLinkPart,
     TextPart,
     ToolCallPart,
-    canonical_bytes,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 from twinflow.vocab.wire import to_openai_messages
 
 

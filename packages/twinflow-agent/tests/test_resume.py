@@ -30,10 +30,8 @@ from twinflow.agent import (
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.kernel._errors import ConnectError
 from twinflow.trace import FileTraceSink, TraceCorruptError, TraceLockedError, check_consistency
-from twinflow.vocab import (
-    CallId,
-    canonical_bytes,
-)
+from twinflow.vocab import CallId
+from twinflow.vocab import value_bytes as canonical_bytes
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 STEPS = 3

@@ -11,8 +11,7 @@ from pydantic import BaseModel
 from twinflow.agent import Decision, ReplayDivergenceError, RunPaused, verify_agent_trace
 from twinflow.cli import ModelSpec, PolicySpec, RunSpec, connect, replay_run, trace_path_of
 from twinflow.kernel import LoopbackServer
-from twinflow.trace import PlantedLinkError
-from twinflow.vocab import UserError
+from twinflow.trace import PlantedLinkError, UserError
 
 
 def add(a: int, b: int) -> int:

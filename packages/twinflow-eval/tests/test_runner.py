@@ -34,7 +34,7 @@ from twinflow.eval import (
 from twinflow.kernel import SteppingClock, SubprocessLauncher, ThreadExecutor, free_port
 from twinflow.kernel._errors import ConnectError
 from twinflow.trace import WRITER_LOCK, PlantedLinkError, TraceSink
-from twinflow.vocab import canonical_bytes
+from twinflow.vocab import value_bytes as canonical_bytes
 
 CLOCK = SteppingClock(START)
 

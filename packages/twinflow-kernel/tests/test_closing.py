@@ -11,7 +11,8 @@ from twinflow.kernel import Closing, HttpTransport, LoopbackServer, MockTranspor
 from twinflow.kernel._fault import FaultTransport
 from twinflow.kernel._launcher import ServerProcess
 from twinflow.kernel._replay import RecordingTransport, ReplayTransport
-from twinflow.vocab import JsonValue, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import JsonValue
 
 
 def echo(url: str, body: JsonValue) -> JsonValue:

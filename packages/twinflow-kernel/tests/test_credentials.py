@@ -16,8 +16,7 @@ from twinflow.kernel import (
 from twinflow.kernel._credentials import api_key_headers
 from twinflow.kernel._errors import ConnectError, HTTPStatusError
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
-from twinflow.trace import REDACTED
-from twinflow.vocab import UserError
+from twinflow.trace import REDACTED, UserError
 
 KEY = "sk-test-5ecr3t-value"
 

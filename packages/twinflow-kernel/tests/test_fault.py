@@ -11,7 +11,8 @@ from twinflow.kernel._errors import (
     TransportTimeout,
 )
 from twinflow.kernel._fault import Fault, FaultTransport
-from twinflow.vocab import JsonValue, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import JsonValue
 
 URL = "http://127.0.0.1:9/v1/chat/completions"
 

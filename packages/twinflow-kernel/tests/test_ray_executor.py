@@ -19,7 +19,7 @@ import ray_tasks
 from twinflow.kernel import RayExecutor, SerialExecutor, TaskLost
 from twinflow.kernel._process import run_process
 from twinflow.kernel._ray import WORKER_START_SECONDS, ray_settings
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -15,7 +15,8 @@ from twinflow.kernel._errors import ConnectError, HTTPStatusError
 from twinflow.kernel._fault import FaultTransport
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 from twinflow.kernel._replay import RecordingTransport, ReplayTransport
-from twinflow.vocab import Difference, JsonValue, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import Difference, JsonValue
 
 
 def chat_handler(request: LoopbackRequest) -> LoopbackResponse:

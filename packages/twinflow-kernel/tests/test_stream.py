@@ -20,7 +20,8 @@ from twinflow.kernel._fault import FaultTransport
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 from twinflow.kernel._ports import StreamingTransport
 from twinflow.kernel._replay import RecordingTransport, ReplayTransport
-from twinflow.vocab import JsonValue, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import JsonValue
 
 
 def streaming(*pieces: bytes, gate: threading.Event | None = None) -> LoopbackServer:

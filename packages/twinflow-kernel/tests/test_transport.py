@@ -19,7 +19,7 @@ from twinflow.kernel._errors import (
     TransportTimeout,
 )
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 MB = 1024 * 1024
 

@@ -13,6 +13,7 @@ from twinflow.kernel._errors import HTTPStatusError
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 from twinflow.kernel._replay import RecordingTransport
 from twinflow.local_model import ANTHROPIC_VERSION, AnthropicChatModel, MalformedResponseError
+from twinflow.trace import UserError
 from twinflow.vocab import (
     CallId,
     Chunk,
@@ -28,7 +29,6 @@ from twinflow.vocab import (
     ToolResultPart,
     ToolSpec,
     Transcript,
-    UserError,
     digest,
 )
 

@@ -16,6 +16,7 @@ from twinflow.local_model import (
     preflight,
 )
 from twinflow.local_model._structured import RETRY_TEMPERATURE_STEP
+from twinflow.trace import UserError
 from twinflow.vocab import (
     CallId,
     ChatModel,
@@ -30,7 +31,6 @@ from twinflow.vocab import (
     ToolResultPart,
     ToolSpec,
     Transcript,
-    UserError,
     digest,
 )
 

@@ -24,7 +24,7 @@ from twinflow.local_model import (
     preflight,
 )
 from twinflow.local_model._preflight import JSON_STRING_TEXT
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 ANY = r"(.|[\n\r\u2028\u2029])*"
 

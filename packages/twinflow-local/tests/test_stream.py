@@ -21,6 +21,7 @@ from twinflow.local_model import (
     OpenAICompatibleChatModel,
     OpenAICompatibleStructuredOutput,
 )
+from twinflow.trace import UserError
 from twinflow.vocab import (
     Chunk,
     JsonValue,
@@ -31,7 +32,6 @@ from twinflow.vocab import (
     ToolCallStart,
     ToolSpec,
     Transcript,
-    UserError,
     digest,
 )
 

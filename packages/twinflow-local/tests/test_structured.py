@@ -21,13 +21,13 @@ from twinflow.local_model import (
 )
 from twinflow.local_model._budget import MAX_BUDGET, MIN_BUDGET, max_tokens_for
 from twinflow.local_model._structured import RETRY_TEMPERATURE_STEP
+from twinflow.trace import UserError
 from twinflow.vocab import (
     Message,
     ModelSettings,
     StructuredOutputAdapter,
     StructuredOutputError,
     Transcript,
-    UserError,
     digest,
 )
 

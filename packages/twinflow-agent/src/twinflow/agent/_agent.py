@@ -104,12 +104,12 @@ from twinflow.vocab import (
     Transcript,
     Usage,
     assembled,
-    canonical_bytes,
     digest,
     envelope,
-    reask_message,  # the one re-ask message, shared with local_model
+    reask_message,
     validation_error_text,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = ["Agent", "RunResult", "UsageLimits"]
 

@@ -38,15 +38,8 @@ from twinflow.agent._events import (
 )
 from twinflow.trace import MAX_SAFE_INTEGER, CanonicalError
 from twinflow.trace import canonical_bytes as _plain
-from twinflow.vocab import (
-    Message,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    Usage,
-    canonical_bytes,
-)
+from twinflow.vocab import Message, ModelResponse, TextPart, ToolCallPart, ToolResultPart, Usage
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
     "body_bytes",

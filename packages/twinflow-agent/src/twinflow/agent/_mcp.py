@@ -29,7 +29,8 @@ from twinflow.agent._errors import (
 from twinflow.agent._events import ListedTool, ToolsListed
 from twinflow.agent._tools import Tool
 from twinflow.kernel import McpClient, McpProtocolError
-from twinflow.vocab import Part, TextPart, ToolSpec, WireFormatError, canonical_bytes
+from twinflow.vocab import Part, TextPart, ToolSpec, WireFormatError
+from twinflow.vocab import value_bytes as canonical_bytes
 from twinflow.vocab.wire import from_mcp_content
 
 __all__ = ["McpTools"]

@@ -47,17 +47,10 @@ from twinflow.trace import (
     FileTraceSink,
     FileWriteError,
     TraceSink,
+    UserError,
     repair_trace,
 )
-from twinflow.vocab import (
-    CallId,
-    ChatModel,
-    ModelRequest,
-    ModelResponse,
-    RunId,
-    ToolCallPart,
-    UserError,
-)
+from twinflow.vocab import CallId, ChatModel, ModelRequest, ModelResponse, RunId, ToolCallPart
 
 __all__ = [
     "CannotResume",

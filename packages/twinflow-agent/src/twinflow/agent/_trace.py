@@ -27,6 +27,7 @@ from twinflow.agent._encode import body_bytes
 from twinflow.agent._events import GENESIS, EventBody, TraceEvent
 from twinflow.trace import (
     DEFAULT_MAX_LINE_BYTES,
+    CanonicalError,
     Checkpoint,
     EventTooLargeError,
     FsyncPolicy,
@@ -37,7 +38,7 @@ from twinflow.trace import (
     scrub_value,
 )
 from twinflow.trace import encode_line as _frame
-from twinflow.vocab import CanonicalError, canonical_bytes
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = ["TraceWriter", "encode_event"]
 

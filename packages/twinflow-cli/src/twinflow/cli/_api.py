@@ -36,8 +36,13 @@ from twinflow.cli._wiring import (
     run_environment,
 )
 from twinflow.kernel import SystemClock, SystemIds
-from twinflow.trace import FileTraceSink, MemoryTraceSink, PlantedLinkError, TargetExistsError
-from twinflow.vocab import UserError
+from twinflow.trace import (
+    FileTraceSink,
+    MemoryTraceSink,
+    PlantedLinkError,
+    TargetExistsError,
+    UserError,
+)
 
 __all__ = ["connect", "embedded_model", "replay_run", "trace_path_of"]
 

@@ -35,9 +35,9 @@ from twinflow.cli._spec import read_spec_text, spec_directories
 from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.eval import importing_from
 from twinflow.kernel import SystemClock
-from twinflow.trace import TraceCorruptError
+from twinflow.trace import TraceCorruptError, UserError
 from twinflow.trace import note as _note
-from twinflow.vocab import CallId, UserError
+from twinflow.vocab import CallId
 
 __all__ = [
     "COMMANDS",

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from twinflow.cli._errors import CliError
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 __all__ = [
     "EMBEDDED_THREADS",

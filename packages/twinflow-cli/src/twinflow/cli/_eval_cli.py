@@ -92,9 +92,8 @@ from twinflow.kernel import (
     Transport,
     redact_url,
 )
-from twinflow.trace import TraceSink, write_new
+from twinflow.trace import TraceSink, UserError, write_new
 from twinflow.trace import note as _note
-from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS"]
 

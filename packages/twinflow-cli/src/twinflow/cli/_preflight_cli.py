@@ -19,7 +19,7 @@ from twinflow.cli._grammar import llama_cpp_grammar_check
 from twinflow.cli._output import EXIT_FAILED, EXIT_OK, Command, Output
 from twinflow.cli._spec import resolve_dotted
 from twinflow.local_model import Decoder, PreflightReport, preflight
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 __all__ = ["COMMANDS"]
 

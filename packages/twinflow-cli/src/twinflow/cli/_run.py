@@ -89,9 +89,9 @@ from twinflow.trace import (
     PlantedLinkError,
     TargetExistsError,
     TraceError,
+    UserError,
     write_new,
 )
-from twinflow.vocab import UserError
 
 __all__ = [
     "COMMANDS",

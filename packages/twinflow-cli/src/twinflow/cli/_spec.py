@@ -35,7 +35,8 @@ from twinflow.eval import (
 )
 from twinflow.eval import resolve_dotted as resolve_any_dotted
 from twinflow.kernel import check_endpoint_url, file_sha256
-from twinflow.vocab import ExtensionPart, FrozenValue, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import ExtensionPart, FrozenValue
 
 __all__ = [
     "CodeChangedError",

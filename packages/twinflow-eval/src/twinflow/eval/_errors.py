@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from twinflow.vocab import TwinflowError, UserError
+from twinflow.trace import TwinflowError, UserError
 
 __all__ = [
     "DatasetError",

@@ -36,7 +36,8 @@ from twinflow.trace import (
     make_directory,
     open_inside,
 )
-from twinflow.vocab import ChatModel, ModelSettings, canonical_bytes
+from twinflow.vocab import ChatModel, ModelSettings
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
     "JUDGEMENTS",

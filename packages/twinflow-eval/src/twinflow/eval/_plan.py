@@ -41,9 +41,10 @@ from twinflow.eval._errors import EvalError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._results import EvalResults
 from twinflow.eval._stats import wilson_interval
-from twinflow.trace import CanonicalError, parse_json
+from twinflow.trace import CanonicalError, UserError, parse_json
 from twinflow.trace import note as _note
-from twinflow.vocab import UserError, canonical_bytes, digest
+from twinflow.vocab import digest
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
     "MAX_PLAN_BYTES",

@@ -84,7 +84,7 @@ from twinflow.trace import (
     read_inside,
     write_replace,
 )
-from twinflow.vocab import canonical_bytes
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
     "AgentFactory",

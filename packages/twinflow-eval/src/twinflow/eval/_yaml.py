@@ -22,8 +22,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from twinflow.trace import NotRegularFileError, read_regular
-from twinflow.vocab import UserError, did_you_mean
+from twinflow.trace import NotRegularFileError, UserError, read_regular
+from twinflow.vocab import did_you_mean
 
 __all__ = [
     "YamlLimits",

@@ -17,8 +17,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-from twinflow.trace import holds_secret, register_secret
-from twinflow.vocab import UserError
+from twinflow.trace import UserError, holds_secret, register_secret
 
 __all__ = [
     "BEARER",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any, Self
 
-from twinflow.vocab import TwinflowError
+from twinflow.trace import TwinflowError
 
 if TYPE_CHECKING:
     from twinflow.vocab import Difference

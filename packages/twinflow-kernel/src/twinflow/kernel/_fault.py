@@ -18,7 +18,8 @@ from twinflow.kernel._netpolicy import free_port
 from twinflow.kernel._nondeterminism import on_behalf_of_caller
 from twinflow.kernel._ports import Closing, Transport
 from twinflow.kernel._transport import HttpTransport
-from twinflow.vocab import JsonValue, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import JsonValue
 
 Fault = Literal["refuse", "timeout", "reset", "server_error", "garbage", "invalid_json", "oversize"]
 """A failure `FaultTransport` can inject:

@@ -38,7 +38,8 @@ from twinflow.kernel._launcher import PipedProcess, SubprocessLauncher, _tail
 from twinflow.kernel._ports import Clock, Closing
 from twinflow.kernel._transport import HttpTransport
 from twinflow.trace import CanonicalError, parse_json
-from twinflow.vocab import JsonValue, canonical_bytes
+from twinflow.vocab import JsonValue
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
     "MCP_PROTOCOL_VERSIONS",

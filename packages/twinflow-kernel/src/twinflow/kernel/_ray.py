@@ -42,7 +42,7 @@ from typing import Any, ClassVar, Self, TypeVar
 from twinflow.kernel._concurrency import _check_limit
 from twinflow.kernel._errors import ClusterError, TaskLost, WorkerStartFailed
 from twinflow.kernel._nondeterminism import guard_active, guarded_elsewhere, on_behalf_of_caller
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 __all__ = ["WORKER_START_SECONDS", "RayExecutor"]
 

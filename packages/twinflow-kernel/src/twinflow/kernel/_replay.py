@@ -36,8 +36,9 @@ from twinflow.kernel._errors import (
     TransportTimeout,
 )
 from twinflow.kernel._ports import Closing, Transport
-from twinflow.trace import read_regular
-from twinflow.vocab import Difference, JsonValue, UserError, canonical_bytes, diff, parse_canonical
+from twinflow.trace import UserError, read_regular
+from twinflow.vocab import Difference, JsonValue, diff, parse_canonical
+from twinflow.vocab import value_bytes as canonical_bytes
 
 _ERRORS: dict[str, type[TransportError]] = {
     cls.__name__: cls

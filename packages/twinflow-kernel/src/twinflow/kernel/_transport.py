@@ -37,8 +37,8 @@ from twinflow.kernel._errors import (
 from twinflow.kernel._netpolicy import ENV_ALLOW_NETWORK, is_loopback, network_allowed
 from twinflow.kernel._pool import Connection, ConnectionPool, Deadline, Origin, open_connection
 from twinflow.kernel._ports import Closing
-from twinflow.trace import scrub
-from twinflow.vocab import JsonValue, UserError
+from twinflow.trace import UserError, scrub
+from twinflow.vocab import JsonValue
 
 _CHUNK = 64 * 1024
 _EXCERPT_BYTES = 2000

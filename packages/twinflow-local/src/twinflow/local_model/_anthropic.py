@@ -37,6 +37,7 @@ from twinflow.kernel import KeyHeader
 from twinflow.local_model._errors import MalformedResponseError
 from twinflow.local_model._servers import OnChunk, endpoint_root
 from twinflow.local_model._stream import anthropic_chunks, anthropic_finish
+from twinflow.trace import UserError
 from twinflow.vocab import (
     ChunkAssembler,
     Message,
@@ -44,12 +45,11 @@ from twinflow.vocab import (
     ModelResponse,
     Transcript,
     Usage,
-    UserError,
     WireFormatError,
     assemble,
-    canonical_bytes,
     response_chunks,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 from twinflow.vocab.wire import from_anthropic, to_anthropic, to_anthropic_tools
 
 if TYPE_CHECKING:

@@ -31,10 +31,10 @@ from twinflow.local_model._servers import (
 )
 from twinflow.local_model._structured import retry_settings
 from twinflow.local_model._wire import Dialect, Reply
+from twinflow.trace import CanonicalError, UserError
 from twinflow.vocab import (
     Attempt,
     CallId,
-    CanonicalError,
     Message,
     ModelRequest,
     ModelResponse,
@@ -46,12 +46,11 @@ from twinflow.vocab import (
     ToolCallPart,
     ToolSpec,
     Usage,
-    UserError,
     WireFormatError,
-    canonical_bytes,
-    check_max_attempts,  # shared with agent
+    check_max_attempts,
     reask_message,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 from twinflow.vocab.wire import DEFAULT_JSON_LIMITS, JsonLimits, read_json_text
 
 if TYPE_CHECKING:

@@ -18,7 +18,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, JsonValue, TypeAdapter
 
 from twinflow.local_model._errors import UncompilableSchemaError, UnenforcedSchemaError
-from twinflow.vocab import FrozenValue, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import FrozenValue
 
 __all__ = [
     "Decoder",

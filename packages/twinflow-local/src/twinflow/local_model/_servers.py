@@ -28,6 +28,7 @@ from twinflow.local_model._wire import (
     parse_ollama_chat,
     parse_openai_chat,
 )
+from twinflow.trace import UserError
 from twinflow.vocab import (
     Chunk,
     ChunkAssembler,
@@ -36,11 +37,10 @@ from twinflow.vocab import (
     OutputSchema,
     ToolSpec,
     Transcript,
-    UserError,
     WireFormatError,
-    canonical_bytes,
     digest,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 from twinflow.vocab.wire import DEFAULT_JSON_LIMITS, JsonLimits, check_json
 
 if TYPE_CHECKING:

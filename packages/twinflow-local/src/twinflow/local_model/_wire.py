@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import JsonValue
 
 from twinflow.local_model._errors import MalformedResponseError
+from twinflow.trace import UserError
 from twinflow.vocab import (
     FinishReason,
     MediaPart,
@@ -35,11 +36,10 @@ from twinflow.vocab import (
     ToolSpec,
     Transcript,
     Usage,
-    UserError,
     WireFormatError,
-    canonical_bytes,
     carried_parts,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 from twinflow.vocab.wire import (
     from_ollama_messages,
     from_openai_messages,

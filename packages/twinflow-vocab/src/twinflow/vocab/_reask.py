@@ -15,9 +15,9 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from twinflow.trace import json_pointer
-from twinflow.vocab._canonical import canonical_bytes
-from twinflow.vocab._errors import CanonicalError, StructuredOutputError, UserError
+from twinflow.trace import CanonicalError, json_pointer
+from twinflow.vocab._canonical import value_bytes
+from twinflow.vocab._errors import StructuredOutputError, UserError
 from twinflow.vocab._protocols import Attempt, ModelSettings, Reask, StructuredResult
 
 __all__ = [
@@ -58,7 +58,7 @@ def no_json_form(output: BaseModel) -> str | None:
     such an output is refused like any invalid answer, and re-asked.
     """
     try:
-        canonical_bytes(output)
+        value_bytes(output)
     except CanonicalError as exc:
         return f"{exc.pointer or ROOT}: {exc.detail}"
     return None

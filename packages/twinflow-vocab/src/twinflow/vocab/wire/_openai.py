@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from twinflow.vocab._canonical import canonical_bytes
+from twinflow.vocab._canonical import value_bytes as canonical_bytes
 from twinflow.vocab._errors import PartNotCarriedError
 from twinflow.vocab._parts import carried_parts
 from twinflow.vocab._values import (
