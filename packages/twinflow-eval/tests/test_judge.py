@@ -229,7 +229,7 @@ def test_a_judge_model_that_cannot_be_built_errors_its_score(tmp_path: Path) -> 
 
 def test_lab_notes_link_no_judgement_path_outside_the_judge_folders(tmp_path: Path) -> None:
     """A results file naming a judgement at another path: Lab Notes do not link it."""
-    from twinflow.eval import render_markdown
+    from twinflow.eval._report import render_markdown
 
     run_dir = tmp_path / "run"
     results = run_eval(judged(1), factory(), run_dir, clock=CLOCK, judges=wiring(verdict_reply()))

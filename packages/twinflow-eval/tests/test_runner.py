@@ -19,18 +19,17 @@ from twinflow.eval import (
     RunAborted,
     RunDirError,
     RunIdentity,
-    RunSide,
     Shard,
     ShardError,
     Summary,
-    compare_results,
     compare_runs,
     load_run,
     merge_runs,
     rescore,
     run_eval,
-    select_keys,
 )
+from twinflow.eval._results import select_keys
+from twinflow.eval._stats import RunSide, compare_results
 from twinflow.kernel import SteppingClock, SubprocessLauncher, ThreadExecutor, free_port
 from twinflow.kernel._errors import ConnectError
 from twinflow.trace import WRITER_LOCK, PlantedLinkError, TraceSink

@@ -8,6 +8,8 @@ __all__ = [
     "DatasetError",
     "EvalError",
     "EvalValueError",
+    "PlanError",
+    "PlanMismatchError",
     "RunAborted",
     "RunDirError",
     "ScorerError",
@@ -45,6 +47,14 @@ class EvalValueError(EvalError, UserError, ValueError):
     """A case, scorer, score or result record was constructed with a bad field; the message
     names the class and the field. (Reading a file reports its own error: `DatasetError`,
     `RunDirError`.)"""
+
+
+class PlanError(EvalError, UserError):
+    """A plan file or a rule that cannot be used: malformed, tampered, or naming unknown metrics."""
+
+
+class PlanMismatchError(EvalError, UserError):
+    """A run that is not the one its plan registered (another dataset, spec or scorers)."""
 
 
 class RunAborted(EvalError):

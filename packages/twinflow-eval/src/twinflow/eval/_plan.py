@@ -37,11 +37,11 @@ from typing import Literal
 from pydantic import AwareDatetime, Field, ValidationError
 
 from twinflow.eval._dataset import MAX_TRIALS, Dataset
-from twinflow.eval._errors import EvalError
+from twinflow.eval._errors import PlanError, PlanMismatchError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._results import EvalResults
 from twinflow.eval._stats import wilson_interval
-from twinflow.trace import CanonicalError, UserError, parse_json
+from twinflow.trace import CanonicalError, parse_json
 from twinflow.trace import note as _note
 from twinflow.vocab import digest
 from twinflow.vocab import value_bytes as canonical_bytes
@@ -50,8 +50,6 @@ __all__ = [
     "MAX_PLAN_BYTES",
     "METRICS",
     "Plan",
-    "PlanError",
-    "PlanMismatchError",
     "PlanOutcome",
     "ReadPlan",
     "Rule",
@@ -84,14 +82,6 @@ METRICS: Mapping[str, str] = {
     "total": "case runs with a result",
 }
 """The names a plan's metric and rule may use, and what each is."""
-
-
-class PlanError(EvalError, UserError):
-    """A plan file or a rule that cannot be used: malformed, tampered, or naming unknown metrics."""
-
-
-class PlanMismatchError(EvalError, UserError):
-    """A run that is not the one its plan registered (another dataset, spec or scorers)."""
 
 
 # -- the rule language ---------------------------------------------------------------------
