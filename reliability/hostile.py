@@ -24,7 +24,7 @@ Twelve attacks, each counted, each with the invariant it must not break:
    of the run directory, no stdout, no stderr.
 6. **Slow heads.** Socket servers that dribble the status line, send headers or `1xx` answers
    forever, redirect before a dribbled head, or stream inside the idle timeout forever: every
-   exchange ends with `TransportTimeout` at its deadline.
+   exchange ends with `TransportError "timeout"` at its deadline.
 7. **Keys in error paths, terminal escapes.** A server echoes the key (exact, url-encoded,
    base64 of `user:key`, split across deltas) and OSC / CSI / OSC 52 / `\r` / C1 / bidi escapes
    in reply content, a streamed error event, a non-JSON event, a bad field and an error status,
@@ -101,9 +101,9 @@ from twinflow.kernel import (
     LoopbackServer,
     SteppingClock,
     SubprocessLauncher,
+    TransportError,
     free_port,
 )
-from twinflow.kernel._errors import TransportTimeout
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 from twinflow.local_model import OpenAICompatibleChatModel
 from twinflow.trace import (
@@ -971,8 +971,10 @@ def slow_heads(figures: Figures) -> None:
                     transport.post_json(url, {}, timeout=timeout)
             late += 1
             figures.fail(f"slow head {name}: answered instead of timing out")
-        except TransportTimeout:
-            pass
+        except TransportError as exc:
+            if exc.reason != "timeout":
+                late += 1
+                figures.fail(f"slow head {name}: {exc.reason}: {str(exc)[:200]}")
         except Exception as exc:  # a typed error that is not the deadline's
             late += 1
             figures.fail(f"slow head {name}: {type(exc).__name__}: {str(exc)[:200]}")

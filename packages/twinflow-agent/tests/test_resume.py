@@ -28,7 +28,7 @@ from twinflow.agent import (
     replay,
 )
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.kernel._errors import ConnectError
+from twinflow.kernel._errors import TransportError
 from twinflow.trace import FileTraceSink, TraceCorruptError, TraceLockedError, check_consistency
 from twinflow.vocab import CallId
 from twinflow.vocab import value_bytes as canonical_bytes
@@ -200,7 +200,10 @@ def test_a_transport_failure_resumes(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     counts = Counts(STEPS)
     counts.fail_at = 2
-    with make(counts, FileTraceSink(path)) as agent, pytest.raises(ConnectError):
+    with (
+        make(counts, FileTraceSink(path)) as agent,
+        pytest.raises(TransportError, check=lambda e: "connect" == e.reason),
+    ):
         agent.run("add")
     size = Trace.load(path).size
     counts = Counts(STEPS)

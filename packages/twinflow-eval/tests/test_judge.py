@@ -21,7 +21,7 @@ from twinflow.eval import (
     run_eval,
 )
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.kernel._errors import ConnectError
+from twinflow.kernel._errors import TransportError
 from twinflow.vocab import Message, ModelRequest, ModelSettings
 
 CLOCK = SteppingClock(START)
@@ -177,7 +177,7 @@ def test_an_unreachable_judge_aborts_the_run_keeping_finished_cases(tmp_path: Pa
     """A judge whose server cannot be reached stops the run, as the agent's model does."""
 
     def unreachable(request: ModelRequest) -> Message:
-        raise ConnectError("connection refused", url="http://127.0.0.1:9")
+        raise TransportError("connection refused", reason="connect", url="http://127.0.0.1:9")
 
     with pytest.raises(RunAborted, match="the judge could not be reached"):
         run_eval(judged(2), factory(), tmp_path / "run", clock=CLOCK, judges=wiring(unreachable))

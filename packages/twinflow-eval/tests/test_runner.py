@@ -31,7 +31,7 @@ from twinflow.eval import (
 from twinflow.eval._results import select_keys
 from twinflow.eval._stats import RunSide, compare_results
 from twinflow.kernel import SteppingClock, SubprocessLauncher, ThreadExecutor, free_port
-from twinflow.kernel._errors import ConnectError
+from twinflow.kernel._errors import TransportError
 from twinflow.trace import WRITER_LOCK, PlantedLinkError, TraceSink
 from twinflow.vocab import value_bytes as canonical_bytes
 
@@ -243,7 +243,9 @@ def test_an_unreachable_model_aborts_and_keeps_finished_cases(tmp_path: Path) ->
         if case.id == "c2":
 
             def refuse(request: Any) -> Any:
-                raise ConnectError("connection refused", url="http://127.0.0.1:9")
+                raise TransportError(
+                    "connection refused", reason="connect", url="http://127.0.0.1:9"
+                )
 
             agent.model = type(agent.model)(refuse)
         return agent

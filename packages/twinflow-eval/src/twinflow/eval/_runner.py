@@ -61,13 +61,7 @@ from twinflow.eval._results import (
 )
 from twinflow.eval._scorers import Custom, Judge, SchemaValid, ScorerSpec, score_all
 from twinflow.eval._trials import trial_stats
-from twinflow.kernel import (
-    Clock,
-    Executor,
-    SerialExecutor,
-    TaskLost,
-    TransportError,
-)
+from twinflow.kernel import Clock, ClusterError, Executor, SerialExecutor, TransportError
 from twinflow.trace import (
     EMPTY_ROOT,
     GENESIS,
@@ -618,7 +612,9 @@ def run_eval(
                 counts[result.status] += 1
                 if progress is not None:
                     progress(len(done), total, Summary.tally(counts))
-        except TaskLost as exc:
+        except ClusterError as exc:
+            if exc.index is None:
+                raise
             raise RunAborted(
                 f"case {todo[exc.index][2]}: {exc}; {len(done)} finished cases are kept: "
                 "run the same command again to resume"

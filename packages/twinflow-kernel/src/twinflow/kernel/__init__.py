@@ -12,29 +12,23 @@ The names below are what a caller injects or catches; every other adapter and he
 fault-injecting, recording and replaying transports, the process helpers, the pool) stays in its
 private module, imported from there by the kernel's own tests.
 
-Errors; every message names where (the URL or the command), what went wrong, and what to do::
+Errors; every message names where (the URL, the command or the server), what went wrong, and
+what to do. A family of failures is one class; its `reason` says which failure it was::
 
     TwinflowError                          (twinflow.trace)
     └── KernelError                        raised by twinflow.kernel
-        ├── TransportError                 a request did not produce a JSON answer (`.url`)
-        │   ├── ConnectError               refused, DNS, TLS, reset: the connection failed (never retried)
-        │   ├── TransportTimeout           no complete answer within the timeout (also a TimeoutError)
-        │   ├── HTTPStatusError            status >= 400, or a redirect not followed (`.status`, `.body_excerpt`)
-        │   ├── ResponseDecodeError        the answer is not HTTP, or its body is not JSON
-        │   ├── ResponseTooLarge           the body is larger than `max_response_bytes`
-        │   └── NetworkBlockedError        the network kill switch refused a non-loopback host
-        ├── ReplayDivergenceError          a replayed request differs from the recording (`.difference`);
-        │                                  twinflow.agent's, for a trace event, is a subclass
-        ├── NondeterminismError            replayed code reached the clock, randomness or the network (also a RuntimeError)
+        ├── TransportError                 a request did not produce a JSON answer (`.url`, `.reason`:
+        │                                  connect, timeout, status, decode, too_large, blocked;
+        │                                  `.status` and `.body_excerpt` for a status >= 400)
+        ├── ReplayDivergenceError          a replayed request or event differs from the recording
+        │                                  (`.difference`)
+        ├── NondeterminismError            replayed code reached the clock, randomness or the network
+        │                                  (also a RuntimeError)
         ├── LaunchError                    a server process did not start, or did not become healthy
-        ├── McpError                       an MCP server gave no usable answer (`.server`)
-        │   ├── McpProtocolError           not JSON-RPC, past the size or depth limit, a bad tool list
-        │   ├── McpTimeout                 no answer before the request's deadline (also a TimeoutError)
-        │   ├── McpClosed                  the server exited or closed the connection first
-        │   └── McpRemoteError             a JSON-RPC error answer (`.code`)
-        └── ClusterError                   the Ray cluster could not be reached or started
-            └── TaskLost                   a call's worker died on its last allowed attempt (`.index`)
-                └── WorkerStartFailed      no worker could be started for the call (node, Ray's reason)
+        ├── McpError                       an MCP server gave no usable answer (`.server`, `.reason`:
+        │                                  protocol, timeout, closed, remote; `.code` for remote)
+        └── ClusterError                   a Ray run failed (`.reason`: unreachable, task_lost,
+                                           worker_start; `.index` of the call that failed)
 
 Usage mistakes (a bad URL scheme, a naive datetime) raise `twinflow.trace.UserError` instead.
 """
@@ -54,10 +48,8 @@ from twinflow.kernel._errors import ClusterError as ClusterError
 from twinflow.kernel._errors import KernelError as KernelError
 from twinflow.kernel._errors import LaunchError as LaunchError
 from twinflow.kernel._errors import McpError as McpError
-from twinflow.kernel._errors import McpProtocolError as McpProtocolError
 from twinflow.kernel._errors import NondeterminismError as NondeterminismError
 from twinflow.kernel._errors import ReplayDivergenceError as ReplayDivergenceError
-from twinflow.kernel._errors import TaskLost as TaskLost
 from twinflow.kernel._errors import TransportError as TransportError
 from twinflow.kernel._ids import CountingIds as CountingIds
 from twinflow.kernel._ids import SystemIds as SystemIds

@@ -1,21 +1,36 @@
 """The kernel's error tree, under the one twinflow root; drawn in the package docstring.
 
-Every message names where (the URL or the command), what went wrong, and what to do.
+Every message names where (the URL, the command or the server), what went wrong, and what to
+do. A family of failures is one class with a `reason` field, not a class per failure: catch
+the class, and look at `reason` when the kind of failure matters.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from twinflow.trace import TwinflowError
 
 if TYPE_CHECKING:
     from twinflow.vocab import Difference
 
+TransportReason = Literal["connect", "timeout", "status", "decode", "too_large", "blocked"]
+"""Why a request failed: the connection (refused, DNS, TLS, reset; never retried), no complete
+answer within the timeout, a status >= 400 or a redirect not followed, an answer that is not
+HTTP or a body that is not JSON, a body past `max_response_bytes`, or the network kill switch
+refusing a non-loopback host (allow it with `HttpTransport(allow_network=True)` or
+``TWINFLOW_ALLOW_NETWORK=1``)."""
 
-class KernelError(TwinflowError):
-    """Root of the errors raised by `twinflow.kernel`."""
+McpReason = Literal["protocol", "timeout", "closed", "remote"]
+"""Why an MCP server gave no usable answer: it broke the protocol (not JSON-RPC, past the size
+or depth limit, a wrong answer), it did not answer before the deadline, it exited or closed the
+connection first, or it answered with a JSON-RPC error (`McpError.code`)."""
+
+ClusterReason = Literal["unreachable", "task_lost", "worker_start"]
+"""Why a Ray run failed: the cluster could not be reached or started, a call's worker (or node)
+died on each allowed attempt, or no worker could be started for a call (its node and Ray's
+reason are in the message)."""
 
 
 def _rebuild(cls: type[KernelError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
@@ -25,26 +40,48 @@ def _rebuild(cls: type[KernelError], args: tuple[Any, ...], state: dict[str, Any
     return error
 
 
+class KernelError(TwinflowError):
+    """Root of the errors raised by `twinflow.kernel`."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only fields would break the default exception pickling and copying.
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
 class TransportError(KernelError):
     """A request did not produce a JSON answer.
 
     Attributes:
         url: The URL the request was sent to.
+        reason: Why (`TransportReason`).
+        status: The HTTP status code, for ``reason == "status"`` (else None).
+        body_excerpt: The start of the response body, decoded leniently (at most 2000
+            characters), for ``reason == "status"`` (else None).
     """
 
-    def __init__(self, message: str, *, url: str) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str,
+        reason: TransportReason,
+        status: int | None = None,
+        body_excerpt: str | None = None,
+    ) -> None:
         """Create the error.
 
         Args:
             message: What went wrong and what to do; it must name `url`.
             url: The URL the request was sent to.
+            reason: Why the request failed.
+            status: The HTTP status code (``reason == "status"``).
+            body_excerpt: The start of the response body (``reason == "status"``).
         """
         super().__init__(message)
         self.url = url
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Keyword-only fields would break the default exception pickling and copying.
-        return (_rebuild, (type(self), self.args, self.__dict__))
+        self.reason: TransportReason = reason
+        self.status = status
+        self.body_excerpt = body_excerpt
 
     def with_url(self, url: str, note: str = "") -> Self:
         """Return a copy of this error that names another URL.
@@ -54,60 +91,12 @@ class TransportError(KernelError):
             note: Text appended to the message.
 
         Returns:
-            The same kind of error, with the same fields, naming `url`.
+            The same error, with the same fields, naming `url`.
         """
         clone = copy.copy(self)
         clone.args = (str(self).replace(self.url, url) + note,)
         clone.url = url
         return clone
-
-
-class ConnectError(TransportError):
-    """The connection could not be made (refused, DNS, TLS) or was lost mid-answer.
-
-    The transport never retries it: the caller sees it at once.
-    """
-
-
-class TransportTimeout(TransportError, TimeoutError):
-    """No complete answer arrived within the request's timeout."""
-
-
-class HTTPStatusError(TransportError):
-    """The server answered with a status >= 400 (or a redirect that was not followed).
-
-    Attributes:
-        status: The HTTP status code.
-        body_excerpt: The start of the response body, decoded leniently (at most 2000 characters).
-    """
-
-    def __init__(self, message: str, *, url: str, status: int, body_excerpt: str) -> None:
-        """Create the error.
-
-        Args:
-            message: What went wrong and what to do; it must name `url`.
-            url: The URL the request was sent to.
-            status: The HTTP status code.
-            body_excerpt: The start of the response body.
-        """
-        super().__init__(message, url=url)
-        self.status = status
-        self.body_excerpt = body_excerpt
-
-
-class ResponseDecodeError(TransportError):
-    """The answer is not valid HTTP, or its body is not JSON."""
-
-
-class ResponseTooLarge(TransportError):
-    """The response body is larger than the transport's `max_response_bytes`; reading stopped."""
-
-
-class NetworkBlockedError(TransportError):
-    """The network kill switch refused a request to a non-loopback host.
-
-    Allow it with `HttpTransport(allow_network=True)` or `TWINFLOW_ALLOW_NETWORK=1`.
-    """
 
 
 class ReplayDivergenceError(KernelError):
@@ -134,47 +123,31 @@ class ReplayDivergenceError(KernelError):
         super().__init__(message if difference is None else f"{message}; {difference}")
         self.difference = difference
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # As TransportError: keyword-only fields break the default exception pickling.
-        return (_rebuild, (type(self), self.args, self.__dict__))
-
 
 class LaunchError(KernelError):
     """A server process did not start, exited early, or did not become healthy in time."""
 
 
 class ClusterError(KernelError):
-    """The Ray cluster could not be reached or started (`RayExecutor`)."""
-
-
-class TaskLost(ClusterError):
-    """A call ran out of attempts because its worker process (or node) died each time.
+    """A Ray run (`RayExecutor`) failed.
 
     Attributes:
-        index: The position of the call's item in the input.
+        reason: Why (`ClusterReason`).
+        index: The position of the call's item in the input, for a call that failed
+            (``"task_lost"``, ``"worker_start"``; else None).
     """
 
-    def __init__(self, message: str, *, index: int) -> None:
+    def __init__(self, message: str, *, reason: ClusterReason, index: int | None = None) -> None:
         """Create the error.
 
         Args:
-            message: Which call, how many attempts, what Ray reported.
-            index: The position of the call's item in the input.
+            message: What failed (which call, how many attempts, what Ray reported).
+            reason: Why the run failed.
+            index: The position of the failed call's item in the input.
         """
         super().__init__(message)
+        self.reason: ClusterReason = reason
         self.index = index
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # As TransportError: keyword-only fields break the default exception pickling.
-        return (_rebuild, (type(self), self.args, self.__dict__))
-
-
-class WorkerStartFailed(TaskLost):
-    """No Ray worker could be started for a call: its node and Ray's reason are in the message.
-
-    A worker whose interpreter or environment is broken, or that does not register in time,
-    fails every call sent to it; the run stops rather than waiting for Ray to give up on each.
-    """
 
 
 class McpError(KernelError):
@@ -182,35 +155,17 @@ class McpError(KernelError):
 
     Attributes:
         server: The server's name (as the spec names it).
+        reason: Why (`McpReason`).
+        code: The JSON-RPC error code, for ``reason == "remote"`` (else None).
     """
 
-    def __init__(self, message: str, *, server: str) -> None:
+    def __init__(
+        self, message: str, *, server: str, reason: McpReason, code: int | None = None
+    ) -> None:
         """Create the error; `message` names the server."""
         super().__init__(message)
         self.server = server
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self.args, self.__dict__))
-
-
-class McpProtocolError(McpError):
-    """The server broke the protocol: not JSON-RPC, past the size or depth limit, a wrong answer."""
-
-
-class McpTimeout(McpError, TimeoutError):
-    """The server did not answer before the deadline."""
-
-
-class McpClosed(McpError):
-    """The server exited, or closed the connection, before it answered."""
-
-
-class McpRemoteError(McpError):
-    """The server answered a request with a JSON-RPC error (`.code`)."""
-
-    def __init__(self, message: str, *, server: str, code: int) -> None:
-        """Create the error with the JSON-RPC error code."""
-        super().__init__(message, server=server)
+        self.reason: McpReason = reason
         self.code = code
 
 

@@ -24,13 +24,13 @@ from twinflow.vocab import JsonValue
 Fault = Literal["refuse", "timeout", "reset", "server_error", "garbage", "invalid_json", "oversize"]
 """A failure `FaultTransport` can inject:
 
-- `refuse`: connection refused (`ConnectError`);
-- `timeout`: the server sleeps past the timeout (`TransportTimeout`);
-- `reset`: the connection is reset mid-body (`ConnectError`);
-- `server_error`: HTTP 500 (`HTTPStatusError`);
-- `garbage`: the answer is not HTTP (`ResponseDecodeError`);
-- `invalid_json`: HTTP 200 whose body is not JSON (`ResponseDecodeError`);
-- `oversize`: a body past the size limit (`ResponseTooLarge`).
+- `refuse`: connection refused (`TransportError`, reason ``"connect"``);
+- `timeout`: the server sleeps past the timeout (reason ``"timeout"``);
+- `reset`: the connection is reset mid-body (`TransportError`, reason ``"connect"``);
+- `server_error`: HTTP 500 (reason ``"status"``);
+- `garbage`: the answer is not HTTP (reason ``"decode"``);
+- `invalid_json`: HTTP 200 whose body is not JSON (reason ``"decode"``);
+- `oversize`: a body past the size limit (reason ``"too_large"``).
 """
 
 FAULTS: tuple[Fault, ...] = (

@@ -26,14 +26,7 @@ from typing import Protocol
 
 from twinflow.kernel._clock import SystemClock
 from twinflow.kernel._credentials import read_api_key
-from twinflow.kernel._errors import (
-    McpClosed,
-    McpProtocolError,
-    McpRemoteError,
-    McpTimeout,
-    TransportError,
-    TransportTimeout,
-)
+from twinflow.kernel._errors import McpError, TransportError
 from twinflow.kernel._launcher import PipedProcess, SubprocessLauncher, _tail
 from twinflow.kernel._ports import Clock, Closing
 from twinflow.kernel._transport import HttpTransport
@@ -120,9 +113,10 @@ def _parse(data: bytes, server: str, where: str, limits: McpLimits) -> JsonValue
         value: JsonValue = parse_json(data, max_depth=limits.max_depth, strict=False)
     except CanonicalError as exc:
         start = data[:80].decode("utf-8", errors="replace")
-        raise McpProtocolError(
+        raise McpError(
             f"MCP server {server!r} ({where}) sent a message that is not JSON ({exc}); it starts "
             f"{start!r}: a server must write only JSON-RPC messages",
+            reason="protocol",
             server=server,
         ) from None
     return value
@@ -143,8 +137,9 @@ class _Stdio:
         try:
             self._process.write(canonical_bytes(message) + b"\n", timeout=timeout)
         except TimeoutError:
-            raise McpTimeout(
+            raise McpError(
                 f"MCP server {self._server!r} ({self.where}) took no input for {timeout:g} s",
+                reason="timeout",
                 server=self._server,
             ) from None
         except OSError:
@@ -155,28 +150,31 @@ class _Stdio:
         try:
             line = self._process.read_line(timeout=timeout, limit=self._limits.max_message_bytes)
         except TimeoutError:
-            raise McpTimeout(
+            raise McpError(
                 f"MCP server {self._server!r} ({self.where}) did not answer within {timeout:g} s "
                 "(the request's deadline); check its log",
+                reason="timeout",
                 server=self._server,
             ) from None
         except ValueError:
-            raise McpProtocolError(
+            raise McpError(
                 f"MCP server {self._server!r} ({self.where}) sent a message of more than "
                 f"{self._limits.max_message_bytes} bytes (the limit); reading stopped there",
+                reason="protocol",
                 server=self._server,
             ) from None
         if line is None:
             raise self._closed("before it answered")
         return _parse(line, self._server, self.where, self._limits)
 
-    def _closed(self, when: str) -> McpClosed:
+    def _closed(self, when: str) -> McpError:
         self._process.stop()
         tail = _tail(self._process.log_path).strip().splitlines()[-1:] or [""]
-        return McpClosed(
+        return McpError(
             f"MCP server {self._server!r} ({self.where}) exited (status "
             f"{self._process.returncode}) {when}; last line of its log "
             f"({self._process.log_path}): {tail[0][:200]!r}",
+            reason="closed",
             server=self._server,
         )
 
@@ -206,13 +204,16 @@ class _Http:
             answer = self._transport.post_message(
                 self._url, message, timeout=timeout, headers=headers
             )
-        except TransportTimeout:
-            raise McpTimeout(
+        except TransportError as exc:
+            if exc.reason != "timeout":
+                raise McpError(
+                    f"MCP server {self._server!r}: {exc}", reason="closed", server=self._server
+                ) from None
+            raise McpError(
                 f"MCP server {self._server!r} ({self.where}) did not answer within {timeout:g} s",
+                reason="timeout",
                 server=self._server,
             ) from None
-        except TransportError as exc:
-            raise McpClosed(f"MCP server {self._server!r}: {exc}", server=self._server) from None
         session = answer.headers.get("mcp-session-id")
         if session is not None:
             self._session = session
@@ -227,16 +228,18 @@ class _Http:
         if kind == "application/json":
             value = _parse(answer.body, self._server, self.where, self._limits)
             return value if isinstance(value, list) else [value]
-        raise McpProtocolError(
+        raise McpError(
             f"MCP server {self._server!r} ({self.where}) answered with content type {kind!r}, "
             "neither application/json nor text/event-stream",
+            reason="protocol",
             server=self._server,
         )
 
     def receive(self, *, timeout: float) -> JsonValue:
-        raise McpProtocolError(
+        raise McpError(
             f"MCP server {self._server!r} ({self.where}) ended its answer to the POST without "
             "the response to the request",
+            reason="protocol",
             server=self._server,
         )
 
@@ -293,9 +296,11 @@ class McpClient(Closing):
         self.session: McpSession | None = None
         """What ``initialize`` agreed on (None before it)."""
 
-    def _error(self, what: str) -> McpProtocolError:
-        return McpProtocolError(
-            f"MCP server {self.server!r} ({self._channel.where}) {what}", server=self.server
+    def _error(self, what: str) -> McpError:
+        return McpError(
+            f"MCP server {self.server!r} ({self._channel.where}) {what}",
+            reason="protocol",
+            server=self.server,
         )
 
     def initialize(self) -> McpSession:
@@ -425,9 +430,10 @@ class McpClient(Closing):
             # reply) must not keep the request alive past its deadline.
             remaining = end - clock.monotonic()
             if remaining <= 0:
-                raise McpTimeout(
+                raise McpError(
                     f"MCP server {self.server!r} ({self._channel.where}) did not answer "
                     f"{method} within {limits.timeout:g} s",
+                    reason="timeout",
                     server=self.server,
                 )
             answer = (
@@ -448,9 +454,10 @@ class McpClient(Closing):
             if error is not None:
                 code = error.get("code") if isinstance(error, dict) else None
                 text = error.get("message") if isinstance(error, dict) else None
-                raise McpRemoteError(
+                raise McpError(
                     f"MCP server {self.server!r} refused {method}: {str(text)[:500]} "
                     f"(JSON-RPC error {code})",
+                    reason="remote",
                     server=self.server,
                     code=code if isinstance(code, int) else 0,
                 )

@@ -25,15 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from twinflow.kernel._credentials import BEARER, KeyHeader, read_api_key, redact_url
-from twinflow.kernel._errors import (
-    ConnectError,
-    HTTPStatusError,
-    NetworkBlockedError,
-    ResponseDecodeError,
-    ResponseTooLarge,
-    TransportError,
-    TransportTimeout,
-)
+from twinflow.kernel._errors import TransportError
 from twinflow.kernel._netpolicy import ENV_ALLOW_NETWORK, is_loopback, network_allowed
 from twinflow.kernel._pool import Connection, ConnectionPool, Deadline, Origin, open_connection
 from twinflow.kernel._ports import Closing
@@ -56,7 +48,7 @@ def _refuse_constant(name: str) -> Any:
 def _scrub(error: TransportError) -> None:
     """Scrub every secret from the error's message and body excerpt, in place (`scrub`)."""
     error.args = tuple(scrub(a) if isinstance(a, str) else a for a in error.args)
-    if isinstance(error, HTTPStatusError):
+    if error.body_excerpt is not None:
         error.body_excerpt = scrub(error.body_excerpt)
 
 
@@ -65,44 +57,51 @@ def _map_os_error(url: str, error: BaseException, deadline: Deadline, phase: str
     parsed = urllib.parse.urlsplit(url)
     where = f"{parsed.hostname}:{parsed.port or (443 if parsed.scheme == 'https' else 80)}"
     if isinstance(error, TimeoutError):
-        return TransportTimeout(
+        return TransportError(
             f"no complete answer from {url} within {deadline.timeout:g} s ({phase}): the server "
             "is slow or stuck; check its log, or pass a larger timeout",
+            reason="timeout",
             url=url,
         )
     if isinstance(error, ConnectionRefusedError):
-        return ConnectError(
+        return TransportError(
             f"connection refused by {url}: nothing is listening on {where}; start the server "
             "or fix the host and port (twinflow does not retry)",
+            reason="connect",
             url=url,
         )
     if isinstance(error, socket.gaierror):
-        return ConnectError(
+        return TransportError(
             f"cannot resolve the host of {url} ({error.strerror}): check the host name and DNS",
+            reason="connect",
             url=url,
         )
     if isinstance(error, ssl.SSLCertVerificationError):
-        return ConnectError(
+        return TransportError(
             f"TLS certificate of {url} failed verification ({error.verify_message}): if the "
             "server uses a private CA or a self-signed certificate, pass "
             "HttpTransport(cafile=<that CA's PEM file>); otherwise fix the server's certificate",
+            reason="connect",
             url=url,
         )
     if isinstance(error, ssl.SSLError):
-        return ConnectError(
+        return TransportError(
             f"TLS with {url} failed ({error.reason or error}): check that the URL's scheme and "
             "port match the server (https to an http port fails like this)",
+            reason="connect",
             url=url,
         )
     if isinstance(error, ConnectionError | http.client.IncompleteRead):
-        return ConnectError(
+        return TransportError(
             f"connection to {url} was lost {phase} ({type(error).__name__}): the server closed "
             "or reset it; check the server's log (twinflow does not retry)",
+            reason="connect",
             url=url,
         )
-    return ConnectError(
+    return TransportError(
         f"cannot talk to {url} ({type(error).__name__}: {error}) {phase}: check the URL and that "
         "the server is reachable",
+        reason="connect",
         url=url,
     )
 
@@ -162,12 +161,13 @@ class _Redirect:
     """The redirect's status (307 or 308)."""
 
 
-def _past_the_limit(shown: str, redirect: _Redirect, followed: int) -> HTTPStatusError:
+def _past_the_limit(shown: str, redirect: _Redirect, followed: int) -> TransportError:
     """A redirect past `max_redirects` is not followed: the same error, with its real status,
     as any redirect the transport does not follow."""
-    return HTTPStatusError(
+    return TransportError(
         f"{shown} answered HTTP {redirect.status}, a redirect to {redact_url(redirect.url)}, "
         f"after {followed} redirects followed (max_redirects); use the final URL",
+        reason="status",
         url=shown,
         status=redirect.status,
         body_excerpt="",
@@ -185,12 +185,12 @@ class HttpTransport(Closing):
     A failed exchange is never retried, with one exception that is not a retry of the server's
     work: when writing to a kept connection fails before the socket accepted any byte of the
     request (the server closed it while idle), the request is sent once more on a fresh
-    connection. Once a byte went out, a lost connection is a `ConnectError`, never a second
+    connection. Once a byte went out, a lost connection is a `TransportError` (``"connect"``), never a second
     request. A fresh connection that fails is never tried again; connection refused is raised
     at once.
 
     The network kill switch: a request to a host that is not loopback (`localhost`, `127.0.0.0/8`,
-    `::1`) raises `NetworkBlockedError` unless the network is allowed. `allow_network=True`/`False`
+    `::1`) raises `TransportError` (``"blocked"``) unless the network is allowed. `allow_network=True`/`False`
     decides explicitly; when it is `None`, `TWINFLOW_ALLOW_NETWORK=1` allows and `=0` refuses,
     and with that variable unset the network is refused under pytest and allowed otherwise.
     Proxies from the environment are not used.
@@ -324,8 +324,8 @@ class HttpTransport(Closing):
 
         Raises:
             UserError: As `post_json`, or `idle_timeout` is not positive.
-            TransportError: As `post_json`; `TransportTimeout` also when a gap between chunks
-                passes `idle_timeout`, `ResponseTooLarge` when the stream passes
+            TransportError: As `post_json`; ``"timeout"`` also when a gap between chunks
+                passes `idle_timeout`, ``"too_large"`` when the stream passes
                 `max_response_bytes`.
         """
         if idle_timeout is not None and not idle_timeout > 0:
@@ -368,10 +368,11 @@ class HttpTransport(Closing):
                         chunk = response.read1(_CHUNK)
                     except TimeoutError as error:
                         if idle is not None and not deadline.expired():
-                            raise TransportTimeout(
+                            raise TransportError(
                                 f"the stream from {url} sent nothing for {idle:g} s after "
                                 f"{total} bytes (idle_timeout): the server is stuck; check its "
                                 "log, or pass a larger idle_timeout",
+                                reason="timeout",
                                 url=url,
                             ) from error
                         raise _map_os_error(url, error, deadline, "while streaming") from error
@@ -383,9 +384,10 @@ class HttpTransport(Closing):
                         break
                     total += len(chunk)
                     if total > self._max_bytes:
-                        raise ResponseTooLarge(
+                        raise TransportError(
                             f"the stream from {url} passed max_response_bytes={self._max_bytes}; "
                             "reading stopped there. Ask for less, or raise max_response_bytes",
+                            reason="too_large",
                             url=url,
                         )
                     try:
@@ -440,10 +442,11 @@ class HttpTransport(Closing):
         switch allowed it (asked at every call: the environment may change between calls)."""
         origin, target, shown, loopback = _parse_url(url)
         if not loopback and not network_allowed(self._allow_network):
-            raise NetworkBlockedError(
+            raise TransportError(
                 f"the network kill switch refused {shown}: {origin[1]} is not a loopback host "
                 f"and the network is off (it is off under tests by default); pass "
                 f"HttpTransport(allow_network=True) or set {ENV_ALLOW_NETWORK}=1 to allow it",
+                reason="blocked",
                 url=shown,
             )
         return origin, target, shown
@@ -552,9 +555,10 @@ class HttpTransport(Closing):
                 raise _map_os_error(url, error, deadline, "before the answer") from error
             except http.client.HTTPException as error:
                 connection.close()
-                raise ResponseDecodeError(
+                raise TransportError(
                     f"the answer from {url} is not valid HTTP ({type(error).__name__}: {error}): "
                     "check that the URL points at an HTTP JSON API",
+                    reason="decode",
                     url=url,
                 ) from error
             except BaseException:
@@ -582,9 +586,10 @@ class HttpTransport(Closing):
             length_header = response.headers.get("Content-Length")
             length = int(length_header) if length_header and length_header.isdigit() else None
             if length is not None and length > self._max_bytes:
-                raise ResponseTooLarge(
+                raise TransportError(
                     f"{url} announced a {length}-byte body, over max_response_bytes="
                     f"{self._max_bytes}; nothing was read. Ask for less, or raise max_response_bytes",
+                    reason="too_large",
                     url=url,
                 )
             data = self._read(url, response, deadline, length)
@@ -599,9 +604,10 @@ class HttpTransport(Closing):
             value: JsonValue = json.loads(data, parse_constant=_refuse_constant)
             return value
         except (ValueError, RecursionError) as error:
-            raise ResponseDecodeError(
+            raise TransportError(
                 f"the {len(data)}-byte body from {url} (HTTP {status}) is not JSON ({error}); it "
                 f"starts {_excerpt(data)[:200]!r}: check that the URL points at a JSON API",
+                reason="decode",
                 url=url,
             ) from error
 
@@ -619,8 +625,9 @@ class HttpTransport(Closing):
                 if status >= 500
                 else "the server refused the request; check the URL, the request body and any credentials"
             )
-            raise HTTPStatusError(
+            raise TransportError(
                 f"{url} answered HTTP {status} {response.reason}: {advice}. Body starts: {excerpt[:300]!r}",
+                reason="status",
                 url=url,
                 status=status,
                 body_excerpt=excerpt,
@@ -636,8 +643,9 @@ class HttpTransport(Closing):
             if status in (307, 308)
             else "a POST would become a GET and lose its body, so it is never followed; use the final URL"
         )
-        raise HTTPStatusError(
+        raise TransportError(
             f"{url} answered HTTP {status}, a redirect to {target or '(no Location)'}; {advice}",
+            reason="status",
             url=url,
             status=status,
             body_excerpt="",
@@ -660,15 +668,17 @@ class HttpTransport(Closing):
         except (OSError, http.client.HTTPException) as error:
             raise _map_os_error(url, error, deadline, f"after {total} bytes of the body") from error
         if total > self._max_bytes:
-            raise ResponseTooLarge(
+            raise TransportError(
                 f"the body from {url} passed max_response_bytes={self._max_bytes}; reading "
                 "stopped there. Ask for less, or raise max_response_bytes",
+                reason="too_large",
                 url=url,
             )
         if length is not None and total < length:
-            raise ConnectError(
+            raise TransportError(
                 f"connection to {url} closed after {total} of {length} body bytes: the server "
                 "stopped mid-answer; check its log (twinflow does not retry)",
+                reason="connect",
                 url=url,
             )
         return b"".join(chunks)
