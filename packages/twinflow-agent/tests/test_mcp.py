@@ -18,14 +18,20 @@ from twinflow.agent import (
     ListedTool,
     McpTools,
     Policy,
-    ReplayDivergenceError,
     ReplayPorts,
     ToolReturned,
     ToolsListed,
     Trace,
     replay,
 )
-from twinflow.kernel import CountingIds, McpClient, McpError, SteppingClock, connect_stdio
+from twinflow.kernel import (
+    CountingIds,
+    McpClient,
+    McpError,
+    ReplayDivergenceError,
+    SteppingClock,
+    connect_stdio,
+)
 from twinflow.trace import MemoryTraceSink, verify_trace
 from twinflow.vocab import (
     CallId,

@@ -17,7 +17,6 @@ from twinflow.agent import (
     InvalidModelReply,
     ModelResponded,
     Policy,
-    ReplayDivergenceError,
     ReplayPorts,
     RunFailed,
     RunStarted,
@@ -25,7 +24,7 @@ from twinflow.agent import (
     encode_event,
     replay,
 )
-from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.kernel import CountingIds, ReplayDivergenceError, SteppingClock
 from twinflow.trace import FileTraceSink, MemoryTraceSink
 from twinflow.vocab import (
     CallId,

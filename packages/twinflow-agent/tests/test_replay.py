@@ -22,7 +22,6 @@ from twinflow.agent import (
     FunctionModel,
     ModelResponded,
     Policy,
-    ReplayDivergenceError,
     ReplayMode,
     ReplayPorts,
     RunFailed,
@@ -35,7 +34,7 @@ from twinflow.agent import (
 )
 from twinflow.agent._compare import ComparingSink, ComparingWriter
 from twinflow.agent._events import GENESIS, TraceEvent
-from twinflow.kernel import CountingIds, NondeterminismError, SteppingClock
+from twinflow.kernel import CountingIds, NondeterminismError, ReplayDivergenceError, SteppingClock
 from twinflow.trace import (
     DEFAULT_MAX_LINE_BYTES,
     Checkpoint,

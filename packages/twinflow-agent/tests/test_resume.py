@@ -18,7 +18,6 @@ from twinflow.agent import (
     Decision,
     FunctionModel,
     Policy,
-    ReplayDivergenceError,
     ReplayPorts,
     RunPaused,
     RunResumed,
@@ -27,7 +26,7 @@ from twinflow.agent import (
     record_decisions,
     replay,
 )
-from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.kernel import CountingIds, ReplayDivergenceError, SteppingClock
 from twinflow.kernel._errors import TransportError
 from twinflow.trace import FileTraceSink, TraceCorruptError, TraceLockedError, check_consistency
 from twinflow.vocab import CallId

@@ -32,7 +32,6 @@ from twinflow.agent import (
     REPLAY_KINDS,
     CallSummary,
     Decision,
-    ReplayDivergenceError,
     RunError,
     RunPaused,
     RunStarted,
@@ -82,7 +81,7 @@ from twinflow.cli._wiring import (
     run_environment,
 )
 from twinflow.eval import importing_from
-from twinflow.kernel import NondeterminismError, SystemClock, SystemIds
+from twinflow.kernel import NondeterminismError, ReplayDivergenceError, SystemClock, SystemIds
 from twinflow.trace import (
     FileTraceSink,
     MemoryTraceSink,

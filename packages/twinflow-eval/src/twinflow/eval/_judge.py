@@ -28,7 +28,7 @@ from twinflow.eval._errors import RunAborted, ScorerError
 from twinflow.eval._observe import Observation, observe
 from twinflow.eval._results import set_aside
 from twinflow.eval._scorers import Judge, JudgeHook, JudgementLink, Score
-from twinflow.kernel import Clock, Ids, TransportError
+from twinflow.kernel import Clock, Ids, ReplayDivergenceError, TransportError
 from twinflow.trace import (
     FileTraceSink,
     TraceCorruptError,
@@ -303,7 +303,7 @@ class Judging:
 
             try:
                 replay(trace, build)
-            except AgentError as exc:  # a divergence, or a trace that is not one judge run
+            except (AgentError, ReplayDivergenceError) as exc:  # not one judge run's trace
                 raise _Unscorable(f"{relative} does not replay: {exc}", link) from None
         if seen.status != "finished":
             raise _Unscorable(f"the judge failed: {seen.error_type}: {seen.error}", link)

@@ -30,14 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from twinflow.agent import (
-    Agent,
-    CannotResume,
-    ModelResponded,
-    ReplayDivergenceError,
-    RunError,
-    TraceEvent,
-)
+from twinflow.agent import Agent, CannotResume, ModelResponded, RunError, TraceEvent
 from twinflow.eval._code import importing_from, split_dotted
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ShardError
@@ -61,7 +54,14 @@ from twinflow.eval._results import (
 )
 from twinflow.eval._scorers import Custom, Judge, SchemaValid, ScorerSpec, score_all
 from twinflow.eval._trials import trial_stats
-from twinflow.kernel import Clock, ClusterError, Executor, SerialExecutor, TransportError
+from twinflow.kernel import (
+    Clock,
+    ClusterError,
+    Executor,
+    ReplayDivergenceError,
+    SerialExecutor,
+    TransportError,
+)
 from twinflow.trace import (
     EMPTY_ROOT,
     GENESIS,

@@ -103,25 +103,42 @@ class ReplayDivergenceError(KernelError):
     """A replayed run asked for, or wrote, something other than what was recorded.
 
     The one replay-divergence error of the workspace: the kernel's replaying transport raises
-    it for a request, and `twinflow.agent.ReplayDivergenceError` (a subclass) for a trace event,
-    so ``except twinflow.kernel.ReplayDivergenceError`` catches both.
+    it for a request, and `twinflow.agent`'s replay and resume for a trace event (with `seq`,
+    `expected` and `actual`).
 
     Attributes:
         difference: The first structural difference between the recorded value and the
             actual one; for a missing or extra item, one side is `None`. None where there is
             no pair to compare (the agent's replay: an extra or missing event).
+        seq: The sequence number of the first differing trace event (None for a request).
+        expected: The recorded event as JSON (None for a request, or an extra event).
+        actual: The re-run's event as JSON (None for a request, or an event never produced).
     """
 
-    def __init__(self, message: str, *, difference: Difference | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        difference: Difference | None = None,
+        seq: int | None = None,
+        expected: Any = None,
+        actual: Any = None,
+    ) -> None:
         """Create the error.
 
         Args:
             message: What diverged and what to do.
             difference: The first structural difference, appended to the message after ``; ``.
+            seq: The sequence number of the first differing trace event.
+            expected: The recorded event as JSON.
+            actual: The re-run's event as JSON.
         """
         # One line, so a command prints it as one line (the difference names its pointer).
         super().__init__(message if difference is None else f"{message}; {difference}")
         self.difference = difference
+        self.seq = seq
+        self.expected = expected
+        self.actual = actual
 
 
 class LaunchError(KernelError):
