@@ -30,7 +30,6 @@ from twinflow.kernel import (
     McpError,
     ReplayDivergenceError,
     SteppingClock,
-    connect_stdio,
 )
 from twinflow.trace import MemoryTraceSink, verify_trace
 from twinflow.vocab import (
@@ -76,7 +75,7 @@ def connect(tmp_path: Path, server_log: Path) -> Iterator[Callable[[], McpClient
     started: list[McpClient] = []
 
     def start() -> McpClient:
-        client = connect_stdio(
+        client = McpClient.stdio(
             "calc",
             [sys.executable, str(CALC), "stdio", "--log", str(server_log)],
             log_path=tmp_path / "calc.stderr.log",
@@ -251,7 +250,7 @@ def test_non_text_content_is_carried_as_parts_and_replays_without_the_server(
 
     def start() -> McpClient:
         command = [sys.executable, str(SERVERS / "media_server.py")]
-        return connect_stdio("media", command, log_path=tmp_path / "media.log")
+        return McpClient.stdio("media", command, log_path=tmp_path / "media.log")
 
     server = McpTools.live("media", start)
     try:
@@ -280,7 +279,7 @@ def test_max_output_chars_caps_the_text_parts_the_model_is_sent(tmp_path: Path) 
 
     def start() -> McpClient:
         command = [sys.executable, str(SERVERS / "hostile_server.py"), "long-with-image"]
-        return connect_stdio("bad", command, log_path=tmp_path / "bad.log")
+        return McpClient.stdio("bad", command, log_path=tmp_path / "bad.log")
 
     server = McpTools.live("bad", start)
     try:
@@ -318,7 +317,7 @@ def test_content_that_maps_onto_no_part_is_a_typed_tool_error(
 
     def start() -> McpClient:
         command = [sys.executable, str(SERVERS / "hostile_server.py"), mode]
-        return connect_stdio("bad", command, log_path=tmp_path / "bad.log")
+        return McpClient.stdio("bad", command, log_path=tmp_path / "bad.log")
 
     server = McpTools.live("bad", start)
     try:

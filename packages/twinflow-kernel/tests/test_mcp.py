@@ -16,8 +16,6 @@ from twinflow.kernel import (
     McpLimits,
     SteppingClock,
     SubprocessLauncher,
-    connect_http,
-    connect_stdio,
 )
 from twinflow.kernel._launcher import PipedProcess
 from twinflow.kernel._mcp import MCP_PROTOCOL_VERSIONS
@@ -34,7 +32,7 @@ def hostile(tmp_path: Path) -> Iterator[Callable[..., McpClient]]:
     started: list[McpClient] = []
 
     def start(mode: str, **limits: float) -> McpClient:
-        client = connect_stdio(
+        client = McpClient.stdio(
             "bad",
             [sys.executable, str(HOSTILE), mode],
             log_path=tmp_path / "bad.log",
@@ -50,7 +48,7 @@ def hostile(tmp_path: Path) -> Iterator[Callable[..., McpClient]]:
 
 def test_stdio_lifecycle_against_the_official_sdk_server(tmp_path: Path) -> None:
     """initialize negotiates a version, tools/list lists, tools/call answers, close stops it."""
-    with connect_stdio(
+    with McpClient.stdio(
         "calc", [sys.executable, str(CALC), "stdio"], log_path=tmp_path / "calc.log"
     ) as client:
         assert client.session is not None
@@ -70,7 +68,7 @@ def test_streamable_http_against_the_official_sdk_server(tmp_path: Path) -> None
         line = process.read_line(timeout=120, limit=100)
         assert line is not None and line.startswith(b"PORT ")
         url = f"http://127.0.0.1:{int(line.split()[1])}/mcp"
-        with connect_http("calc", url) as client:
+        with McpClient.http("calc", url) as client:
             assert "divide" in [tool["name"] for tool in client.list_tools()]
             result = client.call_tool("divide", {"a": 1, "b": 4})
             assert {"value": 0.25} == result["structuredContent"]
@@ -122,7 +120,7 @@ def test_a_server_that_pings_for_every_reply_meets_the_deadline(tmp_path: Path) 
         assert line is not None and line.startswith(b"PORT ")
         url = f"http://127.0.0.1:{int(line.split()[1])}/mcp"
         clock = SteppingClock(datetime(2026, 1, 1, tzinfo=UTC), timedelta(seconds=1))
-        client = connect_http("bad", url, limits=McpLimits(timeout=5), clock=clock)
+        client = McpClient.http("bad", url, limits=McpLimits(timeout=5), clock=clock)
         with client, pytest.raises(McpError, check=lambda e: "timeout" == e.reason) as caught:
             client.call_tool("add", {"a": 1, "b": 2})
     assert "did not answer tools/call within 5 s" in str(caught.value)
@@ -174,7 +172,7 @@ def test_requests_from_the_server_are_refused_and_remembered(
 def test_garbage_before_initialize_refuses_the_server(tmp_path: Path) -> None:
     """A server that writes a banner on stdout is refused at start, and is stopped."""
     with pytest.raises(McpError, check=lambda e: "protocol" == e.reason) as caught:
-        connect_stdio(
+        McpClient.stdio(
             "bad",
             [sys.executable, str(HOSTILE), "init-garbage"],
             log_path=tmp_path / "bad.log",
@@ -185,7 +183,7 @@ def test_garbage_before_initialize_refuses_the_server(tmp_path: Path) -> None:
 def test_the_servers_stderr_goes_to_its_log_and_it_is_stopped(tmp_path: Path) -> None:
     """stderr lands in the log file; closing the client leaves no process behind."""
     log = tmp_path / "bad.log"
-    client = connect_stdio("bad", [sys.executable, str(HOSTILE), "silent"], log_path=log)
+    client = McpClient.stdio("bad", [sys.executable, str(HOSTILE), "silent"], log_path=log)
     channel = client._channel
     process = channel._process  # type: ignore[attr-defined]  # the stdio channel's process
     assert isinstance(process, PipedProcess)
@@ -199,14 +197,14 @@ def test_the_servers_stderr_goes_to_its_log_and_it_is_stopped(tmp_path: Path) ->
 def test_a_command_that_does_not_exist_is_one_typed_error(tmp_path: Path) -> None:
     """A missing program: McpError "closed" naming the status and the log's last line."""
     with pytest.raises(McpError, check=lambda e: "closed" == e.reason) as caught:
-        connect_stdio("gone", ["/nonexistent/mcp-server"], log_path=tmp_path / "gone.log")
+        McpClient.stdio("gone", ["/nonexistent/mcp-server"], log_path=tmp_path / "gone.log")
     assert "cannot start" in str(caught.value)
 
 
 def test_a_servers_arguments_stay_out_of_its_error_messages(tmp_path: Path) -> None:
     """A token among the command's arguments never reaches McpError "closed" (a recorded tool error)."""
     command = [sys.executable, str(HOSTILE), "exit", "--token=tok-in-argv-0123456789"]
-    with connect_stdio("bad", command, log_path=tmp_path / "bad.log") as client:
+    with McpClient.stdio("bad", command, log_path=tmp_path / "bad.log") as client:
         client.list_tools()
         with pytest.raises(McpError, check=lambda e: "closed" == e.reason) as caught:
             client.call_tool("add", {"a": 1, "b": 2})
@@ -221,7 +219,7 @@ def test_pass_env_forwards_a_variable_and_registers_it_as_a_secret(
     token = "tok-pass-env-0123456789"
     monkeypatch.setenv("TWINFLOW_TEST_MCP_TOKEN", token)
     command = [sys.executable, str(HOSTILE), "echo-env"]
-    with connect_stdio(
+    with McpClient.stdio(
         "bad", command, log_path=tmp_path / "bad.log", pass_env=["TWINFLOW_TEST_MCP_TOKEN"]
     ) as client:
         answer = client.call_tool("add", {"a": 1, "b": 2})
@@ -232,7 +230,7 @@ def test_pass_env_forwards_a_variable_and_registers_it_as_a_secret(
 def test_pass_env_naming_an_unset_variable_is_one_usage_error(tmp_path: Path) -> None:
     """An unset pass_env variable: UserError naming it, and no server started."""
     with pytest.raises(UserError) as caught:
-        connect_stdio(
+        McpClient.stdio(
             "bad",
             [sys.executable, str(HOSTILE), "echo-env"],
             log_path=tmp_path / "bad.log",

@@ -53,8 +53,6 @@ from twinflow.kernel import (
     SteppingClock,
     SubprocessLauncher,
     Transport,
-    connect_http,
-    connect_stdio,
     file_sha256,
     free_port,
     imported_distributions,
@@ -462,7 +460,7 @@ def _connector(server: McpServerSpec, spec: RunSpec, log_dir: Path) -> Callable[
 
         def start() -> McpClient:
             log_dir.mkdir(parents=True, exist_ok=True)
-            return connect_stdio(
+            return McpClient.stdio(
                 server.name,
                 command,
                 log_path=log,
@@ -477,7 +475,7 @@ def _connector(server: McpServerSpec, spec: RunSpec, log_dir: Path) -> Callable[
     assert url is not None  # McpServerSpec holds a command or a url
 
     def open_session() -> McpClient:
-        return connect_http(
+        return McpClient.http(
             server.name, url, api_key_env=server.api_key_env, headers=server.headers, limits=limits
         )
 

@@ -58,8 +58,6 @@ from twinflow.kernel._loopback import LoopbackResponse as LoopbackResponse
 from twinflow.kernel._loopback import LoopbackServer as LoopbackServer
 from twinflow.kernel._mcp import McpClient as McpClient
 from twinflow.kernel._mcp import McpLimits as McpLimits
-from twinflow.kernel._mcp import connect_http as connect_http
-from twinflow.kernel._mcp import connect_stdio as connect_stdio
 from twinflow.kernel._mock import MockTransport as MockTransport
 from twinflow.kernel._netpolicy import free_port as free_port
 from twinflow.kernel._nondeterminism import nondeterminism_guard as nondeterminism_guard

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Self
 
 from twinflow.kernel._clock import SystemClock
 from twinflow.kernel._credentials import read_api_key
@@ -40,8 +40,6 @@ __all__ = [
     "McpClient",
     "McpLimits",
     "McpSession",
-    "connect_http",
-    "connect_stdio",
 ]
 
 MCP_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -276,7 +274,7 @@ class McpClient(Closing):
         limits: McpLimits | None = None,
         clock: Clock | None = None,
     ):
-        """Wrap an open channel (use `connect_stdio` or `connect_http`).
+        """Wrap an open channel (use `McpClient.stdio` or `McpClient.http`).
 
         Args:
             channel: The connection to the server.
@@ -492,89 +490,96 @@ class McpClient(Closing):
         """End the session: stdin closed and the process stopped, or the connection closed."""
         self._channel.close()
 
+    @classmethod
+    def stdio(
+        cls,
+        server: str,
+        command: Sequence[str],
+        *,
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+        pass_env: Sequence[str] = (),
+        cwd: str | os.PathLike[str] | None = None,
+        limits: McpLimits | None = None,
+        clock: Clock | None = None,
+    ) -> Self:
+        """Start `command` as an MCP server under the watchdog and initialize it.
 
-def connect_stdio(
-    server: str,
-    command: Sequence[str],
-    *,
-    log_path: Path,
-    env: Mapping[str, str] | None = None,
-    pass_env: Sequence[str] = (),
-    cwd: str | os.PathLike[str] | None = None,
-    limits: McpLimits | None = None,
-    clock: Clock | None = None,
-) -> McpClient:
-    """Start `command` as an MCP server under the watchdog and initialize it.
+        Args:
+            server: The server's name, for messages.
+            command: The program and its arguments.
+            log_path: Where its stderr goes (appended).
+            env: Variables set for it, on top of a few of ours (PATH, HOME, LANG...: never keys).
+            pass_env: Variables of ours forwarded to it (its keys): each must be set, and each
+                value is registered with the scrubber (`twinflow.trace.scrub`), as an API key is.
+            cwd: Its working directory.
+            limits: Bounds on its answers.
+            clock: What request deadlines are measured on (the system's).
 
-    Args:
-        server: The server's name, for messages.
-        command: The program and its arguments.
-        log_path: Where its stderr goes (appended).
-        env: Variables set for it, on top of a few of ours (PATH, HOME, LANG...: never keys).
-        pass_env: Variables of ours forwarded to it (its keys): each must be set, and each
-            value is registered with the scrubber (`twinflow.trace.scrub`), as an API key is.
-        cwd: Its working directory.
-        limits: Bounds on its answers.
-        clock: What request deadlines are measured on (the system's).
+        Raises:
+            UserError: A `pass_env` variable is unset or empty.
+            LaunchError: It cannot be started.
+            McpError: It failed to initialize (it has been stopped).
+        """
+        inherited = {k: v for k, v in os.environ.items() if k in _INHERITED_ENV}
+        passed = {name: read_api_key(name, field="pass_env") for name in pass_env}
+        launcher = SubprocessLauncher(
+            env={**inherited, **(env or {}), **passed}, cwd=cwd, grace=2.0
+        )
+        process = launcher.spawn(command, log_path=log_path)
+        client = cls(
+            _Stdio(process, server, limits or McpLimits()),
+            server=server,
+            limits=limits,
+            clock=clock,
+        )
+        try:
+            client.initialize()
+        except BaseException:
+            client.close()
+            raise
+        return client
 
-    Raises:
-        UserError: A `pass_env` variable is unset or empty.
-        LaunchError: It cannot be started.
-        McpError: It failed to initialize (it has been stopped).
-    """
-    inherited = {k: v for k, v in os.environ.items() if k in _INHERITED_ENV}
-    passed = {name: read_api_key(name, field="pass_env") for name in pass_env}
-    launcher = SubprocessLauncher(env={**inherited, **(env or {}), **passed}, cwd=cwd, grace=2.0)
-    process = launcher.spawn(command, log_path=log_path)
-    client = McpClient(
-        _Stdio(process, server, limits or McpLimits()), server=server, limits=limits, clock=clock
-    )
-    try:
-        client.initialize()
-    except BaseException:
-        client.close()
-        raise
-    return client
+    @classmethod
+    def http(
+        cls,
+        server: str,
+        url: str,
+        *,
+        api_key_env: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        limits: McpLimits | None = None,
+        allow_network: bool | None = None,
+        clock: Clock | None = None,
+    ) -> Self:
+        """Open a Streamable HTTP session with the MCP server at `url` and initialize it.
 
+        Args:
+            server: The server's name, for messages.
+            url: The endpoint (``http://127.0.0.1:8000/mcp``).
+            api_key_env: The variable holding its key (sent as a bearer header, scrubbed from errors).
+            headers: Extra request headers (never a key).
+            limits: Bounds on its answers.
+            allow_network: As `HttpTransport`'s kill switch.
+            clock: What request deadlines are measured on (the system's).
 
-def connect_http(
-    server: str,
-    url: str,
-    *,
-    api_key_env: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    limits: McpLimits | None = None,
-    allow_network: bool | None = None,
-    clock: Clock | None = None,
-) -> McpClient:
-    """Open a Streamable HTTP session with the MCP server at `url` and initialize it.
-
-    Args:
-        server: The server's name, for messages.
-        url: The endpoint (``http://127.0.0.1:8000/mcp``).
-        api_key_env: The variable holding its key (sent as a bearer header, scrubbed from errors).
-        headers: Extra request headers (never a key).
-        limits: Bounds on its answers.
-        allow_network: As `HttpTransport`'s kill switch.
-        clock: What request deadlines are measured on (the system's).
-
-    Raises:
-        UserError: `api_key_env` names an unset variable, or the URL is not http(s).
-        McpError: It failed to initialize.
-    """
-    limits = limits or McpLimits()
-    transport = HttpTransport(
-        api_key_env=api_key_env,
-        headers=headers,
-        max_response_bytes=limits.max_message_bytes,
-        allow_network=allow_network,
-    )
-    client = McpClient(
-        _Http(transport, url, server, limits), server=server, limits=limits, clock=clock
-    )
-    try:
-        client.initialize()
-    except BaseException:
-        client.close()
-        raise
-    return client
+        Raises:
+            UserError: `api_key_env` names an unset variable, or the URL is not http(s).
+            McpError: It failed to initialize.
+        """
+        limits = limits or McpLimits()
+        transport = HttpTransport(
+            api_key_env=api_key_env,
+            headers=headers,
+            max_response_bytes=limits.max_message_bytes,
+            allow_network=allow_network,
+        )
+        client = cls(
+            _Http(transport, url, server, limits), server=server, limits=limits, clock=clock
+        )
+        try:
+            client.initialize()
+        except BaseException:
+            client.close()
+            raise
+        return client

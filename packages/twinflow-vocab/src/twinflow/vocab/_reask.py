@@ -15,9 +15,9 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from twinflow.trace import CanonicalError, json_pointer
+from twinflow.trace import CanonicalError, UserError, json_pointer
 from twinflow.vocab._canonical import value_bytes
-from twinflow.vocab._errors import StructuredOutputError, UserError
+from twinflow.vocab._errors import StructuredOutputError
 from twinflow.vocab._protocols import Attempt, ModelSettings, Reask, StructuredResult
 
 __all__ = [

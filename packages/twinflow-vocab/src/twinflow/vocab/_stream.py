@@ -18,9 +18,9 @@ from typing import Annotated, Literal, Protocol
 
 from pydantic import Discriminator, Field
 
-from twinflow.trace import CanonicalError
+from twinflow.trace import CanonicalError, UserError
 from twinflow.vocab._canonical import value_bytes
-from twinflow.vocab._errors import InvalidValueError, UserError, WireFormatError
+from twinflow.vocab._errors import InvalidValueError, WireFormatError
 from twinflow.vocab._protocols import FinishReason, ModelRequest, ModelResponse, Usage
 from twinflow.vocab._values import (
     CallId,
