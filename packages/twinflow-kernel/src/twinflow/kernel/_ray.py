@@ -141,6 +141,31 @@ def _ship(send: Callable[[], Any], what: str) -> Any:
         ) from exc
 
 
+def _failure(ray: ModuleType, exc: BaseException, index: int, max_retries: int) -> BaseException:
+    """What a failed call raises in the driver: its own exception, or a `ClusterError`."""
+    if isinstance(exc, ray.exceptions.RayTaskError):
+        cause = getattr(exc, "cause", None)
+        return cause if isinstance(cause, BaseException) else exc
+    if isinstance(exc, ray.exceptions.RaySystemError | ray.exceptions.RuntimeEnvSetupError):
+        # No worker could be started for the call: retrying will not help.
+        return ClusterError(
+            f"call {index}: Ray could not start a worker for it on "
+            f"{_node_named_in(ray, str(exc))}: {_one_line(exc)}; a local Ray's "
+            f"workers run {sys.executable}, a cluster's run each node's own Python "
+            "(it needs twinflow and the spec's tool modules); Ray's logs are in "
+            "the node's /tmp/ray/session_latest/logs",
+            reason="worker_start",
+            index=index,
+        )
+    # The worker (or its node) died on the last allowed attempt.
+    return ClusterError(
+        f"call {index} was lost: its Ray worker died on each of "
+        f"{max_retries + 1} attempt(s) ({type(exc).__name__}: {exc})",
+        reason="task_lost",
+        index=index,
+    )
+
+
 def ray_settings(address: str | None) -> dict[str, str]:
     """The Ray settings `RayExecutor` puts in the environment (each unless already set) before
     it starts a local Ray (``address`` None) or joins ``address``."""
@@ -243,8 +268,6 @@ class RayExecutor:
 
     def _run(self, fn: Callable[[T], R], items: Iterator[T], limit: int) -> Iterator[tuple[int, R]]:
         ray = self._connect()
-        from ray.exceptions import RayTaskError
-
         task = ray.remote(_call).options(max_retries=self.max_retries, num_cpus=1)
         dumps = ray.cloudpickle.dumps
         # Serialised once, not once per task; loaded by `_call` after its code_dirs are set.
@@ -277,30 +300,8 @@ class RayExecutor:
                 index = pending.pop(ref)
                 try:
                     result = ray.get(ref)
-                except RayTaskError as exc:
-                    cause = getattr(exc, "cause", None)
-                    failure = failure or (cause if isinstance(cause, BaseException) else exc)
-                    continue
-                except (ray.exceptions.RaySystemError, ray.exceptions.RuntimeEnvSetupError) as exc:
-                    # No worker could be started for the call: retrying will not help.
-                    failure = failure or ClusterError(
-                        f"call {index}: Ray could not start a worker for it on "
-                        f"{_node_named_in(ray, str(exc))}: {_one_line(exc)}; a local Ray's "
-                        f"workers run {sys.executable}, a cluster's run each node's own Python "
-                        "(it needs twinflow and the spec's tool modules); Ray's logs are in "
-                        "the node's /tmp/ray/session_latest/logs",
-                        reason="worker_start",
-                        index=index,
-                    )
-                    continue
                 except ray.exceptions.RayError as exc:
-                    # The worker (or its node) died on the last allowed attempt.
-                    failure = failure or ClusterError(
-                        f"call {index} was lost: its Ray worker died on each of "
-                        f"{self.max_retries + 1} attempt(s) ({type(exc).__name__}: {exc})",
-                        reason="task_lost",
-                        index=index,
-                    )
+                    failure = failure or _failure(ray, exc, index, self.max_retries)
                     continue
                 if failure is None:
                     submit()
