@@ -12,8 +12,8 @@ Errors::
         ├── ShardError (also a UserError)              a bad ``--shard i/n`` or shards that do not fit together
         ├── TraceMismatchError                         a trace the results name is missing, unverified or not the recorded one
         ├── ScorerError (also a UserError)             a scorer spec that cannot be built (unknown dotted path...)
-        ├── PlanError (also a UserError)               a plan file or decision rule that cannot be used (malformed, tampered)
-        ├── PlanMismatchError (also a UserError)       a run that is not the one its plan registered
+        ├── PlanError (also a UserError)               a plan that cannot be used (`.reason`: "plan", malformed or
+        │                                              tampered; "mismatch", a run that is not the one it registered)
         ├── EvalValueError (also UserError, ValueError)  a case, scorer, score or result built with a bad field
         └── RunAborted                                 the model could not be reached; finished cases are kept
 
@@ -22,7 +22,7 @@ running, resuming, merging, rescoring and comparing runs, and a run's plan. The 
 the reports and the trace observations stay in their private modules.
 
 A run's own failures (`twinflow.agent.RunError`, the kernel's `TransportError`) are recorded per
-case; replaying a case in `rescore` may raise the agent's `ReplayDivergenceError`.
+case; replaying a case in `rescore` may raise the kernel's `ReplayDivergenceError`.
 """
 
 from twinflow.eval._code import importing_from as importing_from
@@ -37,7 +37,6 @@ from twinflow.eval._errors import DatasetError as DatasetError
 from twinflow.eval._errors import EvalError as EvalError
 from twinflow.eval._errors import EvalValueError as EvalValueError
 from twinflow.eval._errors import PlanError as PlanError
-from twinflow.eval._errors import PlanMismatchError as PlanMismatchError
 from twinflow.eval._errors import RunAborted as RunAborted
 from twinflow.eval._errors import RunDirError as RunDirError
 from twinflow.eval._errors import ScorerError as ScorerError

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from twinflow.trace import TwinflowError, UserError
 
 __all__ = [
@@ -9,7 +11,6 @@ __all__ = [
     "EvalError",
     "EvalValueError",
     "PlanError",
-    "PlanMismatchError",
     "RunAborted",
     "RunDirError",
     "ScorerError",
@@ -50,11 +51,18 @@ class EvalValueError(EvalError, UserError, ValueError):
 
 
 class PlanError(EvalError, UserError):
-    """A plan file or a rule that cannot be used: malformed, tampered, or naming unknown metrics."""
+    """A plan that cannot be used.
 
+    Attributes:
+        reason: ``"plan"``: the plan file or its rule is malformed, tampered, or names unknown
+            metrics; ``"mismatch"``: the run is not the one the plan registered (another
+            dataset, spec, scorers or trial count).
+    """
 
-class PlanMismatchError(EvalError, UserError):
-    """A run that is not the one its plan registered (another dataset, spec or scorers)."""
+    def __init__(self, message: str, *, reason: Literal["plan", "mismatch"] = "plan") -> None:
+        """Create the error; `message` says what is wrong and what to do."""
+        super().__init__(message)
+        self.reason = reason
 
 
 class RunAborted(EvalError):

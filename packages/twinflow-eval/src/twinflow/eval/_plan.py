@@ -37,7 +37,7 @@ from typing import Literal
 from pydantic import AwareDatetime, Field, ValidationError
 
 from twinflow.eval._dataset import MAX_TRIALS, Dataset
-from twinflow.eval._errors import PlanError, PlanMismatchError
+from twinflow.eval._errors import PlanError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._results import EvalResults
 from twinflow.eval._stats import wilson_interval
@@ -447,7 +447,7 @@ def check_plan(
     the dataset's).
 
     Raises:
-        PlanMismatchError: naming what differs, the plan's value and the run's.
+        PlanError: ``reason == "mismatch"``, naming what differs, the plan's value and the run's.
     """
     pairs = {
         "dataset": (plan.dataset_digest, dataset.digest),
@@ -457,9 +457,10 @@ def check_plan(
     }
     for what, (planned, now) in pairs.items():
         if planned != now:
-            raise PlanMismatchError(
+            raise PlanError(
                 f"the plan registered another {what} (plan: {planned[:12]}; this run: "
-                f"{now[:12]}); nothing was run: run what the plan names, or make a new plan"
+                f"{now[:12]}); nothing was run: run what the plan names, or make a new plan",
+                reason="mismatch",
             )
 
 
