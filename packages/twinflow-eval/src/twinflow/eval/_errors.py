@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from twinflow.trace import TwinflowError, UserError
+
+if TYPE_CHECKING:
+    from twinflow.eval._scorers import JudgementLink
 
 __all__ = [
     "DatasetError",
@@ -67,3 +70,15 @@ class PlanError(EvalError, UserError):
 
 class RunAborted(EvalError):
     """The run stopped because the model could not be reached; finished cases are kept."""
+
+
+class Unscorable(Exception):
+    """A judgement that gives no verdict: the errored score's detail, and its link if any.
+
+    Never leaves the package: the judge scorer records it as the case's errored score.
+    """
+
+    def __init__(self, detail: str, link: JudgementLink | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.link = link
