@@ -8,11 +8,10 @@ import pytest
 from cli_testkit import scripted_chat
 from pydantic import BaseModel
 
-from twinflow.agent import Decision, ReplayDivergenceError, RunPaused, verify_agent_trace
+from twinflow.agent import Decision, RunPaused, verify_agent_trace
 from twinflow.cli import ModelSpec, PolicySpec, RunSpec, connect, replay_run, trace_path_of
-from twinflow.kernel import LoopbackServer
-from twinflow.trace import FileWriteError
-from twinflow.vocab import UserError
+from twinflow.kernel import LoopbackServer, ReplayDivergenceError
+from twinflow.trace import FileWriteError, UserError
 
 
 def add(a: int, b: int) -> int:

@@ -22,7 +22,8 @@ from twinflow.agent import FunctionModel
 from twinflow.cli._main import main
 from twinflow.cli._spec import load_part_kinds, load_spec
 from twinflow.cli._wiring import build_agent
-from twinflow.kernel import CountingIds, LoopbackServer, SteppingClock, run_process
+from twinflow.kernel import CountingIds, LoopbackServer, SteppingClock
+from twinflow.kernel._process import run_process
 from twinflow.trace import FileTraceSink, verify_trace
 from twinflow.trace._testing import events_of, rechain
 from twinflow.vocab import Message, ModelRequest, TextPart

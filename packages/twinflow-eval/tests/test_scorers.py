@@ -13,18 +13,15 @@ from twinflow.eval import (
     Case,
     Custom,
     ExactMatch,
-    ExpectedCall,
     FieldMatch,
     NoDeniedCalls,
     NumericTolerance,
-    Observation,
     SchemaValid,
     ScorerError,
     ToolCalls,
-    matches,
-    observe,
-    score_all,
 )
+from twinflow.eval._observe import Observation, observe
+from twinflow.eval._scorers import ExpectedCall, matches, score_all
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
@@ -189,8 +186,8 @@ def test_predicates() -> None:
 
 def test_a_misspelt_scorer_path_attribute_gets_a_suggestion() -> None:
     """A custom scorer path naming `eval_testkit:Totl` suggests `Total`."""
-    from twinflow.eval import ScorerError
     from twinflow._base._code import resolve_dotted
+    from twinflow.eval import ScorerError
 
     with pytest.raises(ScorerError) as info:
         resolve_dotted("eval_testkit:Totl", error=ScorerError)

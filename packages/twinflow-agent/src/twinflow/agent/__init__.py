@@ -19,10 +19,9 @@ Errors (every one under the workspace's root)::
     │   │   ├── OutputValidationFailed               structured output still invalid after the last attempt
     │   │   ├── InvalidModelReply                    a reply the loop cannot act on; no tool of it ran
     │   │   └── RecordedFailure                      replay: the recorded run failed here (its type and message)
-    │   └── ReplayDivergenceError                    replay: an event differs (`.seq`, `.expected`, `.actual`,
-    │                                                `.difference`); also the kernel's ReplayDivergenceError
     ├── KernelError                                  (twinflow.kernel)
-    │   ├── ReplayDivergenceError                    the one replay-divergence error (the agent's above)
+    │   ├── ReplayDivergenceError                    replay: an event differs (`.seq`, `.expected`, `.actual`,
+    │   │                                            `.difference`)
     │   └── NondeterminismError (also a RuntimeError)  replayed code reached the clock, randomness or network
     └── TraceError                                   (twinflow.trace: import it from there)
         └── TraceCorruptError, SignatureError, InvalidProofError, FileWriteError, TargetExistsError, ...
@@ -32,8 +31,8 @@ example) are recorded in the trace as ``run_failed`` and re-raised unchanged.
 
 `AgentError`, `AgentConfigError`, the MCP errors and `RunError` with its kinds but
 `RecordedFailure` are imported eagerly. Every other name is resolved on first access (PEP
-562), the errors of resume and replay too (`CannotResume`, `RunPaused`, `RecordedFailure`,
-`ReplayDivergenceError`: importing them would import resume and replay), so a caller that
+562), the errors of resume and replay too (`CannotResume`, `RunPaused`, `RecordedFailure`:
+importing them would import resume and replay), so a caller that
 reads typed events (`twinflow diff`, `twinflow show`) imports the event models and not the
 loop, MCP, replay and the page behind them.
 """
@@ -100,7 +99,6 @@ if _typing.TYPE_CHECKING:
     from twinflow.agent._policy import RecordedResults as RecordedResults
     from twinflow.agent._replay import REPLAY_KINDS as REPLAY_KINDS
     from twinflow.agent._replay import RecordedFailure as RecordedFailure
-    from twinflow.agent._replay import ReplayDivergenceError as ReplayDivergenceError
     from twinflow.agent._replay import ReplayMode as ReplayMode
     from twinflow.agent._replay import ReplayPorts as ReplayPorts
     from twinflow.agent._replay import ReplayResult as ReplayResult
@@ -182,7 +180,6 @@ __getattr__, __dir__, __all__ = _lazy_exports(
         "_replay": (
             "REPLAY_KINDS",
             "RecordedFailure",
-            "ReplayDivergenceError",
             "ReplayMode",
             "ReplayPorts",
             "ReplayResult",

@@ -36,8 +36,7 @@ from twinflow.cli._wiring import (
     run_environment,
 )
 from twinflow.kernel import SystemClock, SystemIds
-from twinflow.trace import FileTraceSink, FileWriteError, MemoryTraceSink
-from twinflow.vocab import UserError
+from twinflow.trace import FileTraceSink, FileWriteError, MemoryTraceSink, UserError
 
 __all__ = ["connect", "embedded_model", "replay_run", "trace_path_of"]
 

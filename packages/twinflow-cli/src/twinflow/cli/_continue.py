@@ -15,13 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from twinflow._base._code import importing_from
-from twinflow.agent import (
-    Decision,
-    ReplayDivergenceError,
-    Trace,
-    approval_statement,
-    record_decisions,
-)
+from twinflow.agent import Decision, Trace, approval_statement, record_decisions
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._run import (
     _execute,
@@ -34,10 +28,10 @@ from twinflow.cli._run import (
 )
 from twinflow.cli._spec import read_spec_text, spec_directories
 from twinflow.cli._traces import parse_trace, read_trace_bytes
-from twinflow.kernel import SystemClock
-from twinflow.trace import SignatureError, TraceCorruptError
+from twinflow.kernel import ReplayDivergenceError, SystemClock
+from twinflow.trace import SignatureError, TraceCorruptError, UserError
 from twinflow.trace import note as _note
-from twinflow.vocab import CallId, UserError
+from twinflow.vocab import CallId
 
 __all__ = [
     "COMMANDS",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from twinflow.vocab import TwinflowError
+from twinflow.trace import TwinflowError
 
 __all__ = ["CliError"]
 

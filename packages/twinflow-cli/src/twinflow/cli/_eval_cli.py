@@ -93,9 +93,8 @@ from twinflow.kernel import (
     Transport,
     redact_url,
 )
-from twinflow.trace import SignatureError, TraceSink
+from twinflow.trace import SignatureError, TraceSink, UserError
 from twinflow.trace import note as _note
-from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS"]
 

@@ -23,7 +23,7 @@ from twinflow.cli._output import (
     Output,
     say,
 )
-from twinflow.vocab import TwinflowError, UserError
+from twinflow.trace import TwinflowError, UserError
 
 __all__ = ["COMMAND_TABLE", "command_module_commands", "installed_version", "main"]
 

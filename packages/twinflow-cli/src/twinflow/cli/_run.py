@@ -34,7 +34,6 @@ from twinflow.agent import (
     REPLAY_KINDS,
     CallSummary,
     Decision,
-    ReplayDivergenceError,
     RunError,
     RunPaused,
     RunStarted,
@@ -83,15 +82,15 @@ from twinflow.cli._wiring import (
     replay_builder,
     run_environment,
 )
-from twinflow.kernel import NondeterminismError, SystemClock, SystemIds
+from twinflow.kernel import NondeterminismError, ReplayDivergenceError, SystemClock, SystemIds
 from twinflow.trace import (
     FileTraceSink,
     FileWriteError,
     MemoryTraceSink,
     TargetExistsError,
     TraceError,
+    UserError,
 )
-from twinflow.vocab import UserError
 
 __all__ = [
     "COMMANDS",

@@ -26,8 +26,7 @@ from twinflow._base._untrusted import for_terminal
 from twinflow.agent import compare_behaviour, render_trace_page, verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import add_checkpoint_keys, read_published, read_trace_bytes, walk_typed
-from twinflow.trace import Checkpoint
-from twinflow.vocab import UserError
+from twinflow.trace import Checkpoint, UserError
 
 __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]
 

@@ -28,7 +28,8 @@ from twinflow._base._code import resolve_dotted as resolve_any_dotted
 from twinflow._base._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 from twinflow.cli._errors import CliError
 from twinflow.kernel import check_endpoint_url, file_sha256
-from twinflow.vocab import ExtensionPart, FrozenValue, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import ExtensionPart, FrozenValue
 
 __all__ = [
     "CodeChangedError",

@@ -29,10 +29,10 @@ from twinflow.agent import (
     render_trace_page,
     typed_event,
 )
-from twinflow.eval._errors import RunDirError
+from twinflow.eval._errors import PlanError, RunDirError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import Observation, ToolCallRecord, observe
-from twinflow.eval._plan import Plan, PlanError, judge_plan, read_plan
+from twinflow.eval._plan import Plan, judge_plan, read_plan
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 from twinflow.eval._stats import wilson_interval
 from twinflow.eval._trials import TrialStats

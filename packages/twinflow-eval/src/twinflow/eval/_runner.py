@@ -40,14 +40,7 @@ from twinflow._base._files import (
     read_inside,
     write_replace,
 )
-from twinflow.agent import (
-    Agent,
-    CannotResume,
-    ModelResponded,
-    ReplayDivergenceError,
-    RunError,
-    TraceEvent,
-)
+from twinflow.agent import Agent, CannotResume, ModelResponded, RunError, TraceEvent
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._errors import RunAborted, RunDirError, ScorerError, ShardError
 from twinflow.eval._judge import JUDGEMENTS, REJUDGED, JudgeWiring, Judging
@@ -72,9 +65,10 @@ from twinflow.eval._scorers import Custom, Judge, SchemaValid, ScorerSpec, score
 from twinflow.eval._trials import trial_stats
 from twinflow.kernel import (
     Clock,
+    ClusterError,
     Executor,
+    ReplayDivergenceError,
     SerialExecutor,
-    TaskLost,
     TransportError,
 )
 from twinflow.trace import (
@@ -86,7 +80,7 @@ from twinflow.trace import (
     TraceCorruptError,
     TraceSink,
 )
-from twinflow.vocab import canonical_bytes
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
     "AgentFactory",
@@ -620,7 +614,9 @@ def run_eval(
                 counts[result.status] += 1
                 if progress is not None:
                     progress(len(done), total, Summary.tally(counts))
-        except TaskLost as exc:
+        except ClusterError as exc:
+            if exc.index is None:
+                raise
             raise RunAborted(
                 f"case {todo[exc.index][2]}: {exc}; {len(done)} finished cases are kept: "
                 "run the same command again to resume"

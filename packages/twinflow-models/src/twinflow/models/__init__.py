@@ -22,7 +22,7 @@ Errors::
     ├── VocabError (twinflow.vocab)
     │   └── StructuredOutputError          no answer validated in max_attempts (`.attempts`)
     └── KernelError (twinflow.kernel)
-        └── TransportError                 ConnectError, TransportTimeout, HTTPStatusError, ...:
+        └── TransportError                 connect, timeout, status, ... (its `.reason`):
                                            the kernel's, propagated unchanged, never retried or wrapped
 """
 
