@@ -77,7 +77,9 @@ def test_the_import_lines_are_the_public_names(package: str) -> None:
     """A package exports exactly its ``import Name as Name`` lines: no ``__all__``, no lazy hook."""
     module = importlib.import_module(package)
     hooks = sorted(name for name in ("__all__", "__getattr__", "__dir__") if name in vars(module))
-    assert ([], sorted(_reexported(package))) == (hooks, sorted(public_names(package)))
+    # A line may also name one of the package's public modules (trace's `note`): not a name.
+    names = {n for n in _reexported(package) if not isinstance(vars(module)[n], types.ModuleType)}
+    assert ([], sorted(names)) == (hooks, sorted(public_names(package)))
 
 
 def test_at_most_200_public_names_in_all() -> None:
@@ -166,5 +168,5 @@ def test_the_surface_counters_see_what_they_count() -> None:
     assert (True, True, True) == (
         "twinflow.trace" in packages,
         "TwinflowError" in public_names("twinflow.trace"),
-        "twinflow.trace._errors:TwinflowError" in errors,
+        "twinflow._base._errors:TwinflowError" in errors,
     )
