@@ -2,7 +2,7 @@
 
 Errors (every one under the workspace's root)::
 
-    TwinflowError                                    (twinflow.vocab)
+    TwinflowError                                    (twinflow.trace)
     ├── AgentError
     │   ├── CannotResume (also a UserError)           a trace that cannot be continued as it is; nothing written
     │   ├── RunPaused                                a run waits for a person's decision (`.paused`)

@@ -10,7 +10,7 @@ package first, does not load the agent or pydantic to print its help.
 
 Errors (the command prints each as one line and exits 1 or 2)::
 
-    TwinflowError                                 (twinflow.vocab)
+    TwinflowError                                 (twinflow.trace)
     └── CliError
         ├── SpecError (also a UserError)          a run spec that cannot be used (file:line: key: why),
         │                                         or a `RunSpec` section built with a bad field

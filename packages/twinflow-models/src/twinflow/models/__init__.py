@@ -9,7 +9,7 @@ decoder would not enforce of a schema; `embedded_server` starts the bundled Smol
 
 Errors::
 
-    TwinflowError (twinflow.vocab)
+    TwinflowError (twinflow.trace)
     ├── UserError (twinflow.vocab)         also a bad max_attempts (vocab's one check)
     │   ├── SchemaError                    refused before any request (`.reason`: unenforced,
     │   │                                  uncompilable; `.report`)
