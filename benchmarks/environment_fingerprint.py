@@ -23,7 +23,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     import twinflow.cli._main  # noqa: F401  (what a command has imported before it fingerprints)
-    from twinflow.kernel import cached_file_sha256, imported_distributions
+    from twinflow.kernel import file_sha256, imported_distributions
 
     try:
         from twinflow.models import embedded_model_file
@@ -34,12 +34,12 @@ def main() -> None:
     start = time.perf_counter()
     imported_distributions()
     if model is not None:
-        cached_file_sha256(model)
+        file_sha256(model, cached=True)
     first = time.perf_counter() - start
     start = time.perf_counter()
     imported_distributions()
     if model is not None:
-        cached_file_sha256(model)
+        file_sha256(model, cached=True)
     again = time.perf_counter() - start
     if args.smoke:
         return

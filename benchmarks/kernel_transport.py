@@ -23,7 +23,8 @@ from typing import Any
 
 from _bench import add_smoke  # this folder: sys.path[0]
 
-from twinflow.kernel import HttpTransport, LoopbackRequest, LoopbackResponse, LoopbackServer
+from twinflow.kernel import HttpTransport, LoopbackServer
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 
 BODY = {
     "model": "smollm2",

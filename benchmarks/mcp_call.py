@@ -25,7 +25,7 @@ from pathlib import Path
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from twinflow.kernel import McpClient, connect_stdio
+from twinflow.kernel import McpClient
 
 SERVER = Path(__file__).resolve().parents[1] / "examples" / "mcp-calculator" / "calc_server.py"
 
@@ -51,7 +51,7 @@ async def sdk(session: ClientSession, calls: int) -> float:
 async def main_async(calls: int, rounds: int) -> None:
     """Alternate the two clients for `rounds` rounds of `calls` calls; print medians."""
     with tempfile.TemporaryDirectory() as tmp:
-        client = connect_stdio(
+        client = McpClient.stdio(
             "calc", [sys.executable, str(SERVER)], log_path=Path(tmp) / "calc.log"
         )
         params = StdioServerParameters(command=sys.executable, args=[str(SERVER)])

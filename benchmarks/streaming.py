@@ -23,7 +23,8 @@ import time
 
 from _bench import report_floor  # this folder: sys.path[0]
 
-from twinflow.kernel import HttpTransport, LoopbackRequest, LoopbackResponse, LoopbackServer
+from twinflow.kernel import HttpTransport, LoopbackServer
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 from twinflow.models import OpenAICompatibleChatModel
 from twinflow.models._openai_wire import openai_chunks
 from twinflow.vocab import (

@@ -39,13 +39,8 @@ import openai
 from _bench import add_smoke  # this folder: sys.path[0]
 from pydantic import BaseModel, Field, ValidationError
 
-from twinflow.kernel import (
-    HttpTransport,
-    ServerProcess,
-    SubprocessLauncher,
-    TransportError,
-    free_port,
-)
+from twinflow.kernel import HttpTransport, SubprocessLauncher, TransportError, free_port
+from twinflow.kernel._launcher import ServerProcess
 from twinflow.models import OpenAICompatibleChatModel, llama_cpp_grammar_check
 from twinflow.models._embedded import embedded_model_file, server_command
 from twinflow.vocab import Message, StructuredOutputError

@@ -31,9 +31,9 @@ from twinflow.vocab import (
     ToolCallPart,
     ToolResultPart,
     Transcript,
-    canonical_bytes,
     digest,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 
 def transcript_of_50() -> Transcript:

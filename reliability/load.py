@@ -32,7 +32,6 @@ from twinflow.agent import Agent, Policy, verify_agent_trace
 from twinflow.eval import Case, Dataset, RunAborted, rescore, run_eval
 from twinflow.kernel import (
     CountingIds,
-    FaultTransport,
     HttpTransport,
     SubprocessLauncher,
     SystemClock,
@@ -40,6 +39,7 @@ from twinflow.kernel import (
     Transport,
     free_port,
 )
+from twinflow.kernel._fault import FaultTransport
 from twinflow.models import OpenAICompatibleChatModel
 from twinflow.trace import TraceSink
 from twinflow.vocab import JsonValue, ModelSettings

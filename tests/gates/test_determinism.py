@@ -446,20 +446,6 @@ DYNAMIC = {
     "a loader from a file": (
         "import importlib.util\n\ns = importlib.util.spec_from_file_location('m', 'm.py')\n"
     ),
-    "lazy_exports on a stand-in namespace": (
-        "from twinflow._base._lazy import lazy_exports\n\n"
-        "g, d = lazy_exports({'__name__': 'concurrent'}, {'_x': ('y',)})\n"
-    ),
-    "lazy_exports of a public module": (
-        "from twinflow._base._lazy import lazy_exports\n\ng, d = lazy_exports(globals(), {'os': ('y',)})\n"
-    ),
-    "lazy_exports of a computed map": (
-        "from twinflow._base._lazy import lazy_exports\n\nm = {'_x': ('y',)}\n"
-        "g, d = lazy_exports(globals(), m)\n"
-    ),
-    "lazy_exports handed on": (
-        "import twinflow._base._lazy\n\nf = twinflow._base._lazy.lazy_exports\n"
-    ),
     "a computed name claiming to load user code": (
         "import importlib\n\nname = 'x'\n"
         "m = importlib.import_module(name)  # gate: loads user code\n"
@@ -474,19 +460,6 @@ def test_dynamic_imports_count_as_imports(
     """A literal dynamic import of a banned name, or any computed one, fails in twinflow.agent."""
     root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
     _gate_fails_naming(root, run_gate, AGENT_MODULE)
-
-
-def test_a_package_may_resolve_its_own_private_modules_lazily(
-    tmp_path: Path, repo_root: Path, run_gate: GateRunner
-) -> None:
-    """lazy_exports(globals(), {"_module": names}) reaches only the caller's own modules: passes."""
-    source = (
-        "from twinflow._base._lazy import lazy_exports\n\n"
-        "__getattr__, __dir__ = lazy_exports(globals(), {'_clock': ('FixedClock',)})\n"
-    )
-    root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
-    done = run_gate("determinism", "--root", root)
-    assert 0 == done.returncode, done.stdout + done.stderr
 
 
 def test_a_user_code_loader_may_import_a_computed_name_when_it_says_so(

@@ -1,67 +1,183 @@
-"""Every package's ``__all__`` is exactly its public names, each of which resolves.
+"""The public surface: what each package exports, how much, and how many error classes there are.
 
-Derived from the modules themselves (like httpx's test_exported_members), so a name is added
-to a package in its ``__init__`` alone: nothing here lists them again. Subpackages
-(``twinflow.vocab.wire``) are modules, not exports, and are left out.
+A package's public names are the names its ``__init__`` binds that start with no underscore and
+are not modules; its ``from twinflow.x._mod import Name as Name`` lines are their one source
+(no ``__all__``, no list restated here). Packages are found from the workspace, not listed, with
+the standard library alone (``ast``, ``importlib``), so a new package is counted the day it lands.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import importlib
-import inspect
+import tomllib
 import types
+from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
-PACKAGES = ("trace", "vocab", "kernel", "models", "agent", "views", "eval", "cli")
+ROOT = Path(__file__).resolve().parents[2]
+MAX_PUBLIC_NAMES = 200
+MAX_EXCEPTION_CLASSES = 50
 
 
-@pytest.mark.parametrize("package", PACKAGES)
-def test_all_is_exactly_the_public_names_and_each_resolves(package: str) -> None:
-    """Each name of ``__all__`` resolves (lazy ones too), once, and nothing public is unlisted."""
-    module = importlib.import_module(f"twinflow.{package}")
-    # A package without ``__all__`` exports what its ``from ... import X as X`` lines name.
-    exported: list[str] = (
-        list(module.__all__) if hasattr(module, "__all__") else sorted(_imported_names(module)[0])
-    )
-    unresolved = [name for name in exported if not hasattr(module, name)]
-    public = {
+def _members() -> list[Path]:
+    """The workspace's member directories, as the root pyproject's globs name them."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    globs = config["tool"]["uv"]["workspace"]["members"]
+    return sorted(path for pattern in globs for path in ROOT.glob(pattern) if path.is_dir())
+
+
+def _package_dirs() -> dict[str, Path]:
+    """Every package and subpackage under the members' ``twinflow`` namespace, by dotted name."""
+    found: dict[str, Path] = {}
+    for member in _members():
+        for namespace in (member / "src" / "twinflow", member / "twinflow"):
+            for init in sorted(namespace.glob("**/__init__.py")):
+                parts = init.parent.relative_to(namespace.parent).parts
+                found[".".join(parts)] = init.parent
+    return found
+
+
+def public_packages() -> list[str]:
+    """The packages a user imports: no part of the dotted name starts with an underscore."""
+    return sorted(
         name
-        for name in dir(module)
-        if not name.startswith("_") and not isinstance(getattr(module, name), types.ModuleType)
-    }
-    assert ([], sorted(set(exported)), sorted(exported)) == (
-        unresolved,
-        sorted(public),
-        sorted(set(exported)),
+        for name in _package_dirs()
+        if not any(part.startswith("_") for part in name.split("."))
     )
 
 
-@pytest.mark.parametrize("package", ["agent", "kernel", "models", "vocab"])
-def test_the_lazy_packages_share_the_one_hook(package: str) -> None:
-    """The packages that resolve names on first access take their hooks from one helper."""
-    module = importlib.import_module(f"twinflow.{package}")
-    assert "twinflow.trace._lazy" == module.__getattr__.__module__
+def public_modules() -> list[str]:
+    """The public modules of the public packages (trace's ``note``): their names count too."""
+    return sorted(
+        f"{package}.{path.stem}"
+        for package, directory in _package_dirs().items()
+        if not any(part.startswith("_") for part in package.split("."))
+        for path in directory.glob("*.py")
+        if not path.stem.startswith("_")
+    )
 
 
-def _imported_names(module: types.ModuleType) -> tuple[set[str], set[str]]:
-    """The public names a package imports: at the top (eager), under ``if TYPE_CHECKING:``."""
-    eager: set[str] = set()
-    typing_only: set[str] = set()
-    for node in ast.parse(inspect.getsource(module)).body:
-        if isinstance(node, ast.ImportFrom):
-            eager |= {alias.asname or alias.name for alias in node.names}
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for statement in node.body:
-                if isinstance(statement, ast.ImportFrom):
-                    typing_only |= {alias.asname or alias.name for alias in statement.names}
-    return {name for name in eager if not name.startswith("_")}, typing_only
+def public_names(package: str) -> set[str]:
+    """What ``package`` exports: its bound names without an underscore that are not modules."""
+    module = importlib.import_module(package)
+    return {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
 
 
-@pytest.mark.parametrize("package", ["agent", "kernel", "models", "trace", "vocab"])
-def test_type_checkers_see_exactly_the_lazy_names(package: str) -> None:
-    """The names imported for type checkers are the lazy ones, each in the re-export form."""
-    module = importlib.import_module(f"twinflow.{package}")
-    eager, typing_only = _imported_names(module)
-    assert sorted(set(module.__all__) - eager) == sorted(typing_only)
+def _reexported(package: str) -> set[str]:
+    """The names ``package``'s ``__init__`` binds with ``from ... import Name as Name``."""
+    source = (_package_dirs()[package] / "__init__.py").read_text(encoding="utf-8")
+    return {
+        alias.name
+        for node in ast.parse(source).body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname == alias.name
+    }
+
+
+@pytest.mark.parametrize("package", public_packages())
+def test_the_import_lines_are_the_public_names(package: str) -> None:
+    """A package exports exactly its ``import Name as Name`` lines: no ``__all__``, no lazy hook."""
+    module = importlib.import_module(package)
+    hooks = sorted(name for name in ("__all__", "__getattr__", "__dir__") if name in vars(module))
+    # A line may also name one of the package's public modules (trace's `note`): not a name.
+    names = {n for n in _reexported(package) if not isinstance(vars(module)[n], types.ModuleType)}
+    assert ([], sorted(names)) == (hooks, sorted(public_names(package)))
+
+
+def test_at_most_200_public_names_in_all() -> None:
+    """The packages and their public subpackages export at most 200 names together."""
+    counts = {name: len(public_names(name)) for name in public_packages() + public_modules()}
+    assert sum(counts.values()) <= MAX_PUBLIC_NAMES, counts
+
+
+def test_no_name_is_exported_by_two_packages() -> None:
+    """A public name has one home: no two packages export it."""
+    homes: dict[str, list[str]] = defaultdict(list)
+    for package in public_packages() + public_modules():
+        for name in public_names(package):
+            homes[name].append(package)
+    assert {} == {name: where for name, where in sorted(homes.items()) if len(where) > 1}
+
+
+def _class_defs(tree: ast.Module) -> list[tuple[str, ast.ClassDef, bool]]:
+    """Each class of a module: its dotted path, its node, whether it is reachable by that path."""
+    found: list[tuple[str, ast.ClassDef, bool]] = []
+
+    def visit(node: ast.AST, prefix: str, reachable: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                path = f"{prefix}{child.name}"
+                found.append((path, child, reachable))
+                visit(child, f"{path}.", reachable)
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, f"{prefix}{child.name}.<locals>.", False)
+            else:
+                visit(child, prefix, reachable)
+
+    visit(tree, "", True)
+    return found
+
+
+def _is_exception(module: types.ModuleType, path: str, node: ast.ClassDef, reachable: bool) -> bool:
+    """Whether the class derives from BaseException (a class inside a function: by its bases)."""
+    if reachable:
+        value: object = module
+        for part in path.split("."):
+            value = getattr(value, part)
+        return isinstance(value, type) and issubclass(value, BaseException)
+    namespace = {**vars(builtins), **vars(module)}
+    for base in node.bases:
+        try:
+            value = eval(compile(ast.Expression(base), "<base>", "eval"), namespace)
+        except NameError:
+            continue
+        if isinstance(value, type) and issubclass(value, BaseException):
+            return True
+    return False
+
+
+def exception_classes() -> list[str]:
+    """Every exception class defined under ``packages/*/src``, as ``module:qualified name``."""
+    found: list[str] = []
+    for package, directory in _package_dirs().items():
+        for path in sorted(directory.glob("*.py")):
+            if path.name == "__main__.py":
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            classes = _class_defs(tree)
+            if not classes:
+                continue
+            name = package if path.name == "__init__.py" else f"{package}.{path.stem}"
+            module = importlib.import_module(name)
+            found += [
+                f"{name}:{qualified}"
+                for qualified, node, reachable in classes
+                if _is_exception(module, qualified, node, reachable)
+            ]
+    return found
+
+
+def test_at_most_50_exception_classes() -> None:
+    """At most 50 exception classes are defined in the packages' sources, in all."""
+    found = exception_classes()
+    assert len(found) <= MAX_EXCEPTION_CLASSES, found
+
+
+def test_the_surface_counters_see_what_they_count() -> None:
+    """The counters find this workspace's packages, names and errors (a test that can fail)."""
+    packages = public_packages()
+    errors = exception_classes()
+    assert (True, True, True) == (
+        "twinflow.trace" in packages,
+        "TwinflowError" in public_names("twinflow.trace"),
+        "twinflow._base._errors:TwinflowError" in errors,
+    )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import run_process
+from twinflow.kernel._process import run_process
 
 # A user's script: it imports twinflow and nothing else (no ssl, no CLI), records a run, then
 # replays it live twice: once unchanged, once with a tool that starts a process by a computed

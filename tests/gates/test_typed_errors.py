@@ -17,15 +17,9 @@ from twinflow.eval import EvalValueError, Shard
 from twinflow.kernel import LoopbackResponse, MockTransport, ThreadExecutor
 from twinflow.models import OllamaChatModel
 from twinflow.models._preflight import SchemaFinding
-from twinflow.trace import Limits, TraceError
-from twinflow.vocab import (
-    CanonicalError,
-    InvalidValueError,
-    ModelSettings,
-    TwinflowError,
-    UserError,
-    canonical_bytes,
-)
+from twinflow.trace import CanonicalError, Limits, TraceError, TwinflowError, UserError
+from twinflow.vocab import InvalidValueError, ModelSettings
+from twinflow.vocab import value_bytes as canonical_bytes
 
 CASES: dict[str, tuple[Callable[[], object], type[TwinflowError]]] = {
     "trace: a limit that cannot hold a line": (lambda: Limits(max_depth=1), UserError),

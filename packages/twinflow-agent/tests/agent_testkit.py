@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from twinflow.agent import Agent, ReplayPorts
-from twinflow.kernel import ConnectError
+from twinflow.kernel._errors import TransportError
 from twinflow.vocab import CallId, Message, ModelRequest, StructuredPart, ToolCallPart
 
 
@@ -44,8 +44,10 @@ class Counts:
         self.requests += 1
         if self.fail_at == self.requests:
             self.fail_at = None
-            raise ConnectError(
-                "connection refused by http://127.0.0.1:9/", url="http://127.0.0.1:9/"
+            raise TransportError(
+                "connection refused by http://127.0.0.1:9/",
+                reason="connect",
+                url="http://127.0.0.1:9/",
             )
         results = [m for m in request.transcript.messages if m.role == "tool"]
         if len(results) < self.steps:

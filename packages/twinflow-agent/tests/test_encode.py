@@ -30,9 +30,9 @@ from twinflow.vocab import (
     TextPart,
     ToolCallPart,
     Usage,
-    canonical_bytes,
     digest,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 
 def test_an_event_is_its_canonical_encoding() -> None:

@@ -5,7 +5,7 @@ import twinflow.agent
 
 def test_errors_share_the_twinflow_root() -> None:
     """Every agent error derives from TwinflowError; config mistakes are UserErrors."""
-    from twinflow.vocab import TwinflowError, UserError
+    from twinflow.trace import TwinflowError, UserError
 
     assert issubclass(twinflow.agent.AgentError, TwinflowError)
     assert issubclass(twinflow.agent.AgentConfigError, UserError)

@@ -17,7 +17,6 @@ from twinflow.agent import (
     FunctionModel,
     McpTools,
     Policy,
-    ReplayDivergenceError,
     ReplayPorts,
     ToolReturned,
     ToolsListed,
@@ -28,9 +27,9 @@ from twinflow.agent._events import ListedTool
 from twinflow.kernel import (
     CountingIds,
     McpClient,
-    McpProtocolError,
+    McpError,
+    ReplayDivergenceError,
     SteppingClock,
-    connect_stdio,
 )
 from twinflow.trace import MemoryTraceSink, verify_trace
 from twinflow.vocab import (
@@ -76,7 +75,7 @@ def connect(tmp_path: Path, server_log: Path) -> Iterator[Callable[[], McpClient
     started: list[McpClient] = []
 
     def start() -> McpClient:
-        client = connect_stdio(
+        client = McpClient.stdio(
             "calc",
             [sys.executable, str(CALC), "stdio", "--log", str(server_log)],
             log_path=tmp_path / "calc.stderr.log",
@@ -251,7 +250,7 @@ def test_non_text_content_is_carried_as_parts_and_replays_without_the_server(
 
     def start() -> McpClient:
         command = [sys.executable, str(SERVERS / "media_server.py")]
-        return connect_stdio("media", command, log_path=tmp_path / "media.log")
+        return McpClient.stdio("media", command, log_path=tmp_path / "media.log")
 
     server = McpTools.live("media", start)
     try:
@@ -280,7 +279,7 @@ def test_max_output_chars_caps_the_text_parts_the_model_is_sent(tmp_path: Path) 
 
     def start() -> McpClient:
         command = [sys.executable, str(SERVERS / "hostile_server.py"), "long-with-image"]
-        return connect_stdio("bad", command, log_path=tmp_path / "bad.log")
+        return McpClient.stdio("bad", command, log_path=tmp_path / "bad.log")
 
     server = McpTools.live("bad", start)
     try:
@@ -318,7 +317,7 @@ def test_content_that_maps_onto_no_part_is_a_typed_tool_error(
 
     def start() -> McpClient:
         command = [sys.executable, str(SERVERS / "hostile_server.py"), mode]
-        return connect_stdio("bad", command, log_path=tmp_path / "bad.log")
+        return McpClient.stdio("bad", command, log_path=tmp_path / "bad.log")
 
     server = McpTools.live("bad", start)
     try:
@@ -411,7 +410,7 @@ def test_a_schema_that_could_hang_crash_or_fetch_is_refused_when_listed(
 ) -> None:
     """ReDoS patterns, quadratic checks, remote references, an unknown $schema: one typed error."""
     tools = McpTools.recorded("bad", [listing(schema, output=output)])
-    with pytest.raises(McpProtocolError) as caught:
+    with pytest.raises(McpError, check=lambda e: "protocol" == e.reason) as caught:
         tools.start()
     assert words in str(caught.value)
     assert "\n" not in str(caught.value)

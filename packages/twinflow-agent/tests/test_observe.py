@@ -14,7 +14,6 @@ from twinflow.agent import (
     ModelRequested,
     ModelResponded,
     Policy,
-    ReplayDivergenceError,
     ReplayPorts,
     Steering,
     SteeringReceived,
@@ -22,7 +21,7 @@ from twinflow.agent import (
     replay,
     verify_agent_trace,
 )
-from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.kernel import CountingIds, ReplayDivergenceError, SteppingClock
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import (
     CallId,

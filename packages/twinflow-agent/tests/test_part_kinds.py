@@ -17,7 +17,6 @@ from twinflow.agent import (
     InvalidModelReply,
     ModelResponded,
     Policy,
-    ReplayDivergenceError,
     ReplayPorts,
     RunFailed,
     RunStarted,
@@ -25,7 +24,7 @@ from twinflow.agent import (
     replay,
 )
 from twinflow.agent._trace import encode_event
-from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.kernel import CountingIds, ReplayDivergenceError, SteppingClock
 from twinflow.models._openai_wire import to_openai_messages
 from twinflow.trace import FileTraceSink, MemoryTraceSink
 from twinflow.vocab import (
@@ -39,8 +38,8 @@ from twinflow.vocab import (
     ResourceLinkPart,
     TextPart,
     ToolCallPart,
-    canonical_bytes,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 
 class Citation(ExtensionPart):

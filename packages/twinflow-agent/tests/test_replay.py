@@ -22,7 +22,6 @@ from twinflow.agent import (
     FunctionModel,
     ModelResponded,
     Policy,
-    ReplayDivergenceError,
     ReplayPorts,
     RunFailed,
     RunFinished,
@@ -35,7 +34,7 @@ from twinflow.agent._compare import ComparingSink, ComparingWriter
 from twinflow.agent._events import GENESIS, TraceEvent
 from twinflow.agent._replay import ReplayMode
 from twinflow.agent._trace import TraceWriter
-from twinflow.kernel import CountingIds, NondeterminismError, SteppingClock
+from twinflow.kernel import CountingIds, NondeterminismError, ReplayDivergenceError, SteppingClock
 from twinflow.trace import Checkpoint, MemoryTraceSink, MerkleTree, TraceFormatError, leaf_hash
 from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES
 from twinflow.vocab import (
@@ -46,9 +45,9 @@ from twinflow.vocab import (
     RunId,
     StructuredPart,
     ToolCallPart,
-    canonical_bytes,
     digest,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -18,7 +18,6 @@ from twinflow.agent import (
     Decision,
     FunctionModel,
     Policy,
-    ReplayDivergenceError,
     ReplayPorts,
     RunPaused,
     RunResumed,
@@ -26,14 +25,12 @@ from twinflow.agent import (
     record_decisions,
     replay,
 )
-from twinflow.kernel import ConnectError, CountingIds, SteppingClock
+from twinflow.kernel import CountingIds, ReplayDivergenceError, SteppingClock, TransportError
 from twinflow.trace import FileTraceSink, FileWriteError, TraceCorruptError
 from twinflow.trace._checkpoint import check_consistency
 from twinflow.views import compare_behaviour
-from twinflow.vocab import (
-    CallId,
-    canonical_bytes,
-)
+from twinflow.vocab import CallId
+from twinflow.vocab import value_bytes as canonical_bytes
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 STEPS = 3
@@ -202,7 +199,10 @@ def test_a_transport_failure_resumes(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     counts = Counts(STEPS)
     counts.fail_at = 2
-    with make(counts, FileTraceSink(path)) as agent, pytest.raises(ConnectError):
+    with (
+        make(counts, FileTraceSink(path)) as agent,
+        pytest.raises(TransportError, check=lambda e: "connect" == e.reason),
+    ):
         agent.run("add")
     size = Trace.load(path).size
     counts = Counts(STEPS)

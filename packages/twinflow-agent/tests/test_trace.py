@@ -61,9 +61,9 @@ from twinflow.vocab import (
     ToolResultPart,
     Transcript,
     Usage,
-    canonical_bytes,
     digest,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -24,13 +24,9 @@ import pytest
 
 from twinflow.agent import Agent, FunctionModel
 from twinflow.cli._main import main
-from twinflow.kernel import (
-    CountingIds,
-    LoopbackRequest,
-    LoopbackResponse,
-    SteppingClock,
-    run_process,
-)
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._process import run_process
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import Message
 

@@ -12,16 +12,14 @@ from twinflow.agent import (
     Decision,
     ModelSpec,
     PolicySpec,
-    ReplayDivergenceError,
     RunPaused,
     RunSpec,
     connect,
     replay_run,
     verify_agent_trace,
 )
-from twinflow.kernel import LoopbackServer
-from twinflow.trace import FileWriteError
-from twinflow.vocab import UserError
+from twinflow.kernel import LoopbackServer, ReplayDivergenceError
+from twinflow.trace import FileWriteError, UserError
 
 
 def add(a: int, b: int) -> int:

@@ -18,7 +18,8 @@ from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import CryptoSigner, SSlibKey
 
 from twinflow.cli._main import main
-from twinflow.kernel import LoopbackServer, ProcessResult, run_process
+from twinflow.kernel import LoopbackServer
+from twinflow.kernel._process import ProcessResult, run_process
 from twinflow.trace._attest import PAYLOAD_TYPE, PREDICATE_TYPE, key_id
 from twinflow.trace._keys import parse_signer_key, parse_verifier_key
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import run_process
+from twinflow.kernel._process import run_process
 from twinflow.trace import canonical_bytes, encode_line
 
 ROOT = Path(__file__).resolve().parents[3]

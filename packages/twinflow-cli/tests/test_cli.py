@@ -12,13 +12,9 @@ import pytest
 from cli_testkit import CALLS, chat_answer, completion, scripted_chat, sse_events
 
 from twinflow.cli._main import COMMAND_TABLE
-from twinflow.kernel import (
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    ProcessResult,
-    run_process,
-)
+from twinflow.kernel import LoopbackServer
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._process import ProcessResult, run_process
 
 SUBCOMMANDS = tuple(COMMAND_TABLE)  # every command `twinflow --help` lists
 

@@ -22,15 +22,9 @@ from cli_testkit import chat_answer, completion
 from twinflow.agent import Trace
 from twinflow.cli._demo import PROMPT, SYSTEM
 from twinflow.cli._demo_cli import DEMO_SPEC
-from twinflow.kernel import (
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    ProcessResult,
-    StartedProcess,
-    run_process,
-    start_process,
-)
+from twinflow.kernel import LoopbackServer
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._process import ProcessResult, StartedProcess, run_process, start_process
 
 STEPS = 3
 

@@ -20,7 +20,8 @@ from cli_testkit import (
 )
 
 from twinflow.agent import Trace
-from twinflow.kernel import LoopbackRequest, LoopbackResponse, LoopbackServer
+from twinflow.kernel import LoopbackServer
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 
 DATASET = """\
 name: sums

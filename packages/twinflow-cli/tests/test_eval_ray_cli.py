@@ -10,7 +10,8 @@ import pytest
 from cli_testkit import completion
 
 from twinflow.cli._main import main
-from twinflow.kernel import LoopbackRequest, LoopbackResponse, LoopbackServer, free_port
+from twinflow.kernel import LoopbackServer, free_port
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 
 DATASET = """
 name: yesno
@@ -84,5 +85,5 @@ def test_an_unreachable_model_aborts_naming_the_ray_node(
     argv = ["run", str(dataset), "--spec", str(spec), "--out", str(tmp_path / "run"), "--ray"]
     code, payload, _ = _eval(argv, capsys)
     assert 2 == code
-    assert "the model could not be reached (ConnectError" in payload["error"]
+    assert "the model could not be reached (TransportError" in payload["error"]
     assert "raised on Ray node " in payload["error"]

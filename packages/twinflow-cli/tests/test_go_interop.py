@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from cli_testkit import build_go_tool
 
-from twinflow.kernel import run_process
+from twinflow.kernel._process import run_process
 from twinflow.trace import SignatureError
 from twinflow.trace._keys import SignerKey, generate_key, parse_signer_key, parse_verifier_key
 from twinflow.trace._note import (

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cli_testkit import build_go_tool
 
-from twinflow.kernel import run_process
+from twinflow.kernel._process import run_process
 from twinflow.trace import note as _note
 from twinflow.trace import (
     prove_tlog_consistency,

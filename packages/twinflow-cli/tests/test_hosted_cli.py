@@ -18,13 +18,9 @@ from typing import Any
 import pytest
 
 from twinflow._base._untrusted import REDACTED
-from twinflow.kernel import (
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    ProcessResult,
-    run_process,
-)
+from twinflow.kernel import LoopbackServer
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._process import ProcessResult, run_process
 from twinflow.models._anthropic import ANTHROPIC_VERSION
 
 STREAMS = Path(__file__).resolve().parents[2] / "twinflow-models" / "tests" / "fixtures" / "streams"

@@ -12,14 +12,9 @@ from typing import Any
 import pytest
 from cli_testkit import chat_answer
 
-from twinflow.kernel import (
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    ProcessResult,
-    ThreadExecutor,
-    run_process,
-)
+from twinflow.kernel import LoopbackServer, ThreadExecutor
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._process import ProcessResult, run_process
 
 CALC = '''
 def add(a: int, b: int) -> int:

@@ -18,14 +18,9 @@ import pytest
 from cli_testkit import chat_answer
 
 from twinflow.agent import McpServerSpec, ModelSpec, PolicySpec, RunSpec, connect, replay_run
-from twinflow.kernel import (
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    ProcessResult,
-    SubprocessLauncher,
-    run_process,
-)
+from twinflow.kernel import LoopbackServer, SubprocessLauncher
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._process import ProcessResult, run_process
 
 SERVERS = Path(__file__).resolve().parents[2] / "twinflow-kernel" / "tests" / "mcp_servers"
 
@@ -156,7 +151,7 @@ def test_stdio_server_end_to_end_and_recorded_replay_without_the_server(
     live = twinflow("replay", str(trace), "--spec", str(spec), "--mode", "live", cwd=project)
     # The notice of what live replay runs, then one line: the server could not start.
     assert 2 == live.returncode, live.stderr
-    assert "McpClosed" in live.stderr.strip().splitlines()[-1]
+    assert "McpError" in live.stderr.strip().splitlines()[-1]
     assert "Traceback" not in live.stderr
     (project / "calc_server.py").write_text(source.replace('"calc", version="1.0.0"', '"calc"'))
     changed = twinflow("replay", str(trace), "--spec", str(spec), "--mode", "live", cwd=project)
@@ -276,7 +271,7 @@ def test_pass_env_forwards_a_key_that_reaches_no_file_of_the_run(
 
 
 @pytest.mark.parametrize(
-    ("mode", "error_type"), [("exit", "McpClosed"), ("sampling", "McpToolFailed")]
+    ("mode", "error_type"), [("exit", "McpError"), ("sampling", "McpToolFailed")]
 )
 def test_a_server_failing_mid_run_is_a_recorded_tool_error(
     project: Path, model: Callable[[str, dict[str, Any]], str], mode: str, error_type: str
@@ -314,7 +309,7 @@ def test_a_resumed_prefix_starts_no_server(
     assert 0 == approved.returncode, approved.stderr
     returned = [b for b in events(trace) if b["kind"] == "tool_returned"]
     # The prefix needed no server; the approved call found none, and that is its result.
-    assert ["McpClosed"] == [b["error_type"] for b in returned]
+    assert ["McpError"] == [b["error_type"] for b in returned]
     assert 1 == sum(b["kind"] == "tools_listed" for b in events(trace))
 
 

@@ -17,13 +17,9 @@ from typing import Any
 import pytest
 from cli_testkit import chat_answer
 
-from twinflow.kernel import (
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    ProcessResult,
-    run_process,
-)
+from twinflow.kernel import LoopbackServer
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._process import ProcessResult, run_process
 
 SERVERS = Path(__file__).resolve().parents[2] / "twinflow-kernel" / "tests" / "mcp_servers"
 PARTS = [

@@ -20,7 +20,8 @@ from cli_testkit import scripted_chat
 
 from twinflow.agent import FunctionModel, load_spec
 from twinflow.cli._main import main
-from twinflow.kernel import CountingIds, LoopbackServer, SteppingClock, run_process
+from twinflow.kernel import CountingIds, LoopbackServer, SteppingClock
+from twinflow.kernel._process import run_process
 from twinflow.trace import FileTraceSink, verify_trace
 from twinflow.trace._testing import events_of, rechain
 from twinflow.vocab import Message, ModelRequest, TextPart

@@ -30,7 +30,8 @@ from cli_testkit import scripted_chat, trace_only_venv
 
 from twinflow.agent import RunSpec
 from twinflow.eval import load_dataset
-from twinflow.kernel import LoopbackServer, run_process
+from twinflow.kernel import LoopbackServer
+from twinflow.kernel._process import run_process
 
 ROOT = Path(__file__).resolve().parents[3]
 READMES = [ROOT / "README.md", *sorted(ROOT.glob("packages/*/README.md"))]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from cli_testkit import scripted_chat
 
-from twinflow.kernel import LoopbackServer, ProcessResult, run_process
+from twinflow.kernel import LoopbackServer
+from twinflow.kernel._process import ProcessResult, run_process
 
 # The tool says on stderr when it runs, so the order of the two lines is the order of events.
 CALC = '''

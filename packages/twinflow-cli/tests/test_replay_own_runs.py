@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from cli_testkit import CALC, calc_project, calc_spec
 
-from twinflow.kernel import LoopbackServer, ProcessResult, run_process
+from twinflow.kernel import LoopbackServer
+from twinflow.kernel._process import ProcessResult, run_process
 
 # The same tool, edited after the run; importing it leaves a mark.
 EDITED = """

@@ -14,7 +14,8 @@ import pytest
 
 from twinflow.agent import Agent, FunctionModel, Policy
 from twinflow.cli._main import COMMAND_TABLE, command_module_commands, main
-from twinflow.kernel import CountingIds, SteppingClock, run_process
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.kernel._process import run_process
 from twinflow.trace import FileTraceSink
 from twinflow.trace._testing import events_of, rechain
 from twinflow.views import compare_behaviour

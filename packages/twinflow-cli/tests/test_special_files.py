@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from twinflow._base._open import open_regular
-from twinflow.kernel import ProcessResult, run_process
+from twinflow.kernel._process import ProcessResult, run_process
 from twinflow.trace import NotRegularFileError
 
 COMMANDS = (

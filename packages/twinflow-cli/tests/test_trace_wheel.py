@@ -8,7 +8,8 @@ from pathlib import Path
 from cli_testkit import trace_only_venv
 
 from twinflow.agent import Agent, FunctionModel
-from twinflow.kernel import CountingIds, SteppingClock, run_process
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.kernel._process import run_process
 from twinflow.trace import FileTraceSink, verify_trace
 from twinflow.trace import note as _note
 from twinflow.vocab import Message

@@ -22,13 +22,9 @@ import pytest
 from twinflow._base._untrusted import REDACTED, register_secret
 from twinflow.agent import RunFailed
 from twinflow.cli._watch import REPLY_PREFIX, TextPrinter
-from twinflow.kernel import (
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    ProcessResult,
-    run_process,
-)
+from twinflow.kernel import LoopbackResponse, LoopbackServer
+from twinflow.kernel._loopback import LoopbackRequest
+from twinflow.kernel._process import ProcessResult, run_process
 from twinflow.vocab import JsonValue, RunId, TextDelta
 
 KEY = "sk-hostile-echo-5e8a1f0c77d2"

@@ -16,7 +16,7 @@ from cli_testkit import run_trace
 from test_hostile_traces import corpus
 
 from twinflow.cli._main import installed_version, main
-from twinflow.kernel import run_process
+from twinflow.kernel._process import run_process
 from twinflow.trace import __main__ as leaf_main
 from twinflow.trace._testing import events_of, rechain
 

@@ -18,7 +18,8 @@ import pytest
 
 from twinflow.cli._main import main
 from twinflow.cli._watch import REPLY_PREFIX
-from twinflow.kernel import LoopbackRequest, LoopbackResponse, LoopbackServer
+from twinflow.kernel import LoopbackServer
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 
 SPEC = """\
 prompt: say something

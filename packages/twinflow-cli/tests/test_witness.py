@@ -12,7 +12,8 @@ import pytest
 from cli_testkit import run_trace
 
 from twinflow.cli._main import main
-from twinflow.kernel import SystemClock, run_process, start_process
+from twinflow.kernel import SystemClock
+from twinflow.kernel._process import run_process, start_process
 from twinflow.trace import SignatureError
 from twinflow.trace._keys import parse_signer_key, parse_verifier_key
 from twinflow.trace._note import parse_note

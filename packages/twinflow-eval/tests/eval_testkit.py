@@ -13,7 +13,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from twinflow.agent import Agent, FunctionModel, Policy
-from twinflow.eval import Case, Dataset, Observation
+from twinflow.eval import Case, Dataset
+from twinflow.eval._observe import Observation
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import TraceSink
 from twinflow.vocab import (

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from twinflow.eval import DatasetError, ExactMatch, FieldMatch, NumericTolerance, load_dataset
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 GOOD = """\
 name: tiny

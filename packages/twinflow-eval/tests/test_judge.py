@@ -20,7 +20,8 @@ from twinflow.eval import (
     rescore,
     run_eval,
 )
-from twinflow.kernel import ConnectError, CountingIds, SteppingClock
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.kernel._errors import TransportError
 from twinflow.vocab import Message, ModelRequest, ModelSettings
 
 CLOCK = SteppingClock(START)
@@ -176,7 +177,7 @@ def test_an_unreachable_judge_aborts_the_run_keeping_finished_cases(tmp_path: Pa
     """A judge whose server cannot be reached stops the run, as the agent's model does."""
 
     def unreachable(request: ModelRequest) -> Message:
-        raise ConnectError("connection refused", url="http://127.0.0.1:9")
+        raise TransportError("connection refused", reason="connect", url="http://127.0.0.1:9")
 
     with pytest.raises(RunAborted, match="the judge could not be reached"):
         run_eval(judged(2), factory(), tmp_path / "run", clock=CLOCK, judges=wiring(unreachable))
@@ -228,7 +229,7 @@ def test_a_judge_model_that_cannot_be_built_errors_its_score(tmp_path: Path) -> 
 
 def test_lab_notes_link_no_judgement_path_outside_the_judge_folders(tmp_path: Path) -> None:
     """A results file naming a judgement at another path: Lab Notes do not link it."""
-    from twinflow.eval import render_markdown
+    from twinflow.eval._report import render_markdown
 
     run_dir = tmp_path / "run"
     results = run_eval(judged(1), factory(), run_dir, clock=CLOCK, judges=wiring(verdict_reply()))

@@ -10,10 +10,8 @@ from eval_testkit import START, dataset, factory
 
 from twinflow._base._files import hold_directory
 from twinflow.eval import merge_runs, rescore, run_eval
-from twinflow.kernel import (
-    SteppingClock,
-    run_process,
-)
+from twinflow.kernel import SteppingClock
+from twinflow.kernel._process import run_process
 from twinflow.trace import FileWriteError
 
 CLOCK = SteppingClock(START)

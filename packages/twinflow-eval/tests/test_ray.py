@@ -10,7 +10,8 @@ from eval_testkit import START, dataset, dying_factory, factory
 
 from twinflow.agent import Agent
 from twinflow.eval import Case, EvalResults, RunAborted, Shard, merge_runs, rescore, run_eval
-from twinflow.kernel import ConnectError, RayExecutor, SteppingClock
+from twinflow.kernel import RayExecutor, SteppingClock
+from twinflow.kernel._errors import TransportError
 from twinflow.trace import TraceSink
 
 CLOCK = SteppingClock(START)
@@ -109,7 +110,9 @@ def test_an_unreachable_model_aborts_naming_the_node_and_keeps_finished_cases(
         if case.id == "c2":
 
             def refuse(request: Any) -> Any:
-                raise ConnectError("connection refused", url="http://127.0.0.1:9")
+                raise TransportError(
+                    "connection refused", reason="connect", url="http://127.0.0.1:9"
+                )
 
             agent.model = type(agent.model)(refuse)
         return agent

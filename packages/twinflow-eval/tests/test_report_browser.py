@@ -25,7 +25,8 @@ from twinflow.agent import (
     verify_agent_trace,
 )
 from twinflow.eval import run_eval
-from twinflow.kernel import CountingIds, ProcessResult, SteppingClock, run_process
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.kernel._process import ProcessResult, run_process
 from twinflow.trace import MemoryTraceSink, encode_redacted
 from twinflow.views import render_trace_page
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart

@@ -12,7 +12,8 @@ from eval_testkit import START, dataset, factory
 
 from twinflow.agent import Agent
 from twinflow.eval import Case, Dataset, RunAborted, RunDirError, merge_runs, rescore, run_eval
-from twinflow.kernel import ConnectError, SteppingClock, ThreadExecutor
+from twinflow.kernel import SteppingClock, ThreadExecutor
+from twinflow.kernel._errors import TransportError
 from twinflow.trace import TraceSink
 
 SCORER = '''
@@ -113,7 +114,9 @@ def test_cases_in_flight_when_the_run_aborts_are_kept(tmp_path: Path) -> None:
         if case.id == "c0":
 
             def refuse(request: Any) -> Any:
-                raise ConnectError("connection refused", url="http://127.0.0.1:9")
+                raise TransportError(
+                    "connection refused", reason="connect", url="http://127.0.0.1:9"
+                )
 
             agent.model = type(agent.model)(refuse)
         return agent

@@ -20,27 +20,26 @@ from twinflow.eval import (
     RunAborted,
     RunDirError,
     RunIdentity,
-    RunSide,
     Shard,
     ShardError,
     Summary,
-    compare_results,
     compare_runs,
     load_run,
     merge_runs,
     rescore,
     run_eval,
-    select_keys,
 )
+from twinflow.eval._results import select_keys
+from twinflow.eval._stats import RunSide, compare_results
 from twinflow.kernel import (
-    ConnectError,
     SteppingClock,
     SubprocessLauncher,
     ThreadExecutor,
+    TransportError,
     free_port,
 )
 from twinflow.trace import FileWriteError, TraceSink
-from twinflow.vocab import canonical_bytes
+from twinflow.vocab import value_bytes as canonical_bytes
 
 CLOCK = SteppingClock(START)
 
@@ -250,7 +249,9 @@ def test_an_unreachable_model_aborts_and_keeps_finished_cases(tmp_path: Path) ->
         if case.id == "c2":
 
             def refuse(request: Any) -> Any:
-                raise ConnectError("connection refused", url="http://127.0.0.1:9")
+                raise TransportError(
+                    "connection refused", reason="connect", url="http://127.0.0.1:9"
+                )
 
             agent.model = type(agent.model)(refuse)
         return agent

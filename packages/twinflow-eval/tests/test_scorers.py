@@ -13,18 +13,15 @@ from twinflow.eval import (
     Case,
     Custom,
     ExactMatch,
-    ExpectedCall,
     FieldMatch,
     NoDeniedCalls,
     NumericTolerance,
-    Observation,
     SchemaValid,
     ScorerError,
     ToolCalls,
-    matches,
-    observe,
-    score_all,
 )
+from twinflow.eval._observe import Observation, observe
+from twinflow.eval._scorers import ExpectedCall, matches, score_all
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from twinflow.eval import mcnemar_exact, paired_bootstrap, splitmix64, wilson_interval
+from twinflow.eval._stats import mcnemar_exact, paired_bootstrap, splitmix64, wilson_interval
 
 
 def test_wilson_interval_known_values() -> None:

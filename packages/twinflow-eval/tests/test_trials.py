@@ -21,18 +21,15 @@ from twinflow.eval import (
     RunDirError,
     Shard,
     ShardError,
-    clustered_stderr,
     compare_runs,
     load_dataset,
     load_run,
     merge_runs,
-    pass_at_k,
-    pass_hat_k,
-    render_markdown,
     rescore,
     run_eval,
-    trial_stats,
 )
+from twinflow.eval._report import render_markdown
+from twinflow.eval._trials import clustered_stderr, pass_at_k, pass_hat_k, trial_stats
 from twinflow.kernel import SteppingClock
 from twinflow.trace import TraceSink
 from twinflow.vocab import Message, ModelRequest, digest

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import LoopbackRequest, LoopbackResponse, LoopbackServer
+from twinflow.kernel import LoopbackServer
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 
 # The Ray tests' calls live in ray_tasks.py, imported by name here and on the workers.
 sys.path.insert(0, str(Path(__file__).parent))

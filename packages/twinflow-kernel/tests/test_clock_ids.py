@@ -4,17 +4,10 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from twinflow.kernel import (
-    Clock,
-    CountingIds,
-    FixedClock,
-    Ids,
-    SeededIds,
-    SteppingClock,
-    SystemClock,
-    SystemIds,
-)
-from twinflow.vocab import UserError
+from twinflow.kernel import Clock, CountingIds, Ids, SteppingClock, SystemClock, SystemIds
+from twinflow.kernel._clock import FixedClock
+from twinflow.kernel._ids import SeededIds
+from twinflow.trace import UserError
 
 START = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -7,17 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import (
-    Closing,
-    FaultTransport,
-    HttpTransport,
-    LoopbackServer,
-    MockTransport,
-    RecordingTransport,
-    ReplayTransport,
-    ServerProcess,
-)
-from twinflow.vocab import JsonValue, UserError
+from twinflow.kernel import Closing, HttpTransport, LoopbackServer, MockTransport
+from twinflow.kernel._fault import FaultTransport
+from twinflow.kernel._launcher import ServerProcess
+from twinflow.kernel._replay import RecordingTransport, ReplayTransport
+from twinflow.trace import UserError
+from twinflow.vocab import JsonValue
 
 
 def echo(url: str, body: JsonValue) -> JsonValue:

@@ -8,7 +8,7 @@ import os
 import platform
 from pathlib import Path
 
-from twinflow.kernel import cached_file_sha256, file_sha256, imported_distributions, interpreter
+from twinflow.kernel import file_sha256, imported_distributions, interpreter
 
 
 def test_interpreter_is_what_platform_reports() -> None:
@@ -39,12 +39,12 @@ def test_the_cached_digest_is_kept_per_size_and_mtime(tmp_path: Path) -> None:
     (the cache is used), while file_sha256 sees the new bytes; a new size is hashed afresh."""
     path = tmp_path / "model.gguf"
     path.write_bytes(b"a" * 64)
-    first = cached_file_sha256(path)
+    first = file_sha256(path, cached=True)
     info = path.stat()
     with path.open("r+b") as f:  # same inode, same size
         f.write(b"b" * 64)
     os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
-    assert first == cached_file_sha256(path)
+    assert first == file_sha256(path, cached=True)
     assert hashlib.sha256(b"b" * 64).hexdigest() == file_sha256(path)
     path.write_bytes(b"c" * 65)
-    assert hashlib.sha256(b"c" * 65).hexdigest() == cached_file_sha256(path)
+    assert hashlib.sha256(b"c" * 65).hexdigest() == file_sha256(path, cached=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from twinflow.kernel import LaunchError, SubprocessLauncher, free_port
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 # A server stand-in: spawns a grandchild, writes "<guard> <child> <grandchild>" pids to a file,
 # then serves HTTP on the given port (or just sleeps when the port is 0). With "stubborn" both

@@ -12,18 +12,14 @@ import pytest
 
 from twinflow._base._untrusted import REDACTED, scrub
 from twinflow.kernel import (
-    MCP_PROTOCOL_VERSIONS,
     McpClient,
-    McpClosed,
+    McpError,
     McpLimits,
-    McpProtocolError,
-    McpTimeout,
-    PipedProcess,
     SteppingClock,
     SubprocessLauncher,
-    connect_http,
-    connect_stdio,
 )
+from twinflow.kernel._launcher import PipedProcess
+from twinflow.kernel._mcp import MCP_PROTOCOL_VERSIONS
 from twinflow.trace import UserError
 from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES
 
@@ -38,7 +34,7 @@ def hostile(tmp_path: Path) -> Iterator[Callable[..., McpClient]]:
     started: list[McpClient] = []
 
     def start(mode: str, **limits: float) -> McpClient:
-        client = connect_stdio(
+        client = McpClient.stdio(
             "bad",
             [sys.executable, str(HOSTILE), mode],
             log_path=tmp_path / "bad.log",
@@ -54,7 +50,7 @@ def hostile(tmp_path: Path) -> Iterator[Callable[..., McpClient]]:
 
 def test_stdio_lifecycle_against_the_official_sdk_server(tmp_path: Path) -> None:
     """initialize negotiates a version, tools/list lists, tools/call answers, close stops it."""
-    with connect_stdio(
+    with McpClient.stdio(
         "calc", [sys.executable, str(CALC), "stdio"], log_path=tmp_path / "calc.log"
     ) as client:
         assert client.session is not None
@@ -74,7 +70,7 @@ def test_streamable_http_against_the_official_sdk_server(tmp_path: Path) -> None
         line = process.read_line(timeout=120, limit=100)
         assert line is not None and line.startswith(b"PORT ")
         url = f"http://127.0.0.1:{int(line.split()[1])}/mcp"
-        with connect_http("calc", url) as client:
+        with McpClient.http("calc", url) as client:
             assert "divide" in [tool["name"] for tool in client.list_tools()]
             result = client.call_tool("divide", {"a": 1, "b": 4})
             assert {"value": 0.25} == result["structuredContent"]
@@ -86,22 +82,23 @@ def test_every_page_of_the_tool_list_is_read(hostile: Callable[..., McpClient]) 
 
 
 @pytest.mark.parametrize(
-    ("mode", "error", "words"),
+    ("mode", "reason", "words"),
     [
-        ("garbage", McpProtocolError, "not JSON"),
-        ("oversize", McpProtocolError, "more than"),
-        ("deep", McpProtocolError, "deeper"),
-        ("exit", McpClosed, "exiting mid-call"),
+        ("garbage", "protocol", "not JSON"),
+        ("oversize", "protocol", "more than"),
+        ("deep", "protocol", "deeper"),
+        ("exit", "closed", "exiting mid-call"),
     ],
 )
 def test_a_hostile_answer_to_a_call_is_one_typed_error(
-    hostile: Callable[..., McpClient], mode: str, error: type[Exception], words: str
+    hostile: Callable[..., McpClient], mode: str, reason: str, words: str
 ) -> None:
     """Garbage, an oversize or deep line, an exit mid-call: a typed one-line error, no hang."""
     client = hostile(mode)
     client.list_tools()
-    with pytest.raises(error) as caught:
+    with pytest.raises(McpError) as caught:
         client.call_tool("add", {"a": 1, "b": 2})
+    assert reason == caught.value.reason
     assert words in str(caught.value)
     assert "\n" not in str(caught.value)
 
@@ -109,9 +106,9 @@ def test_a_hostile_answer_to_a_call_is_one_typed_error(
 def test_a_server_that_never_answers_meets_the_deadline(
     hostile: Callable[..., McpClient],
 ) -> None:
-    """A call the server never answers ends at the request's deadline with McpTimeout."""
+    """A call the server never answers ends at the request's deadline (an McpError, "timeout")."""
     client = hostile("silent", timeout=0.5)
-    with pytest.raises(McpTimeout):
+    with pytest.raises(McpError, check=lambda e: "timeout" == e.reason):
         client.call_tool("add", {"a": 1, "b": 2})
 
 
@@ -125,8 +122,8 @@ def test_a_server_that_pings_for_every_reply_meets_the_deadline(tmp_path: Path) 
         assert line is not None and line.startswith(b"PORT ")
         url = f"http://127.0.0.1:{int(line.split()[1])}/mcp"
         clock = SteppingClock(datetime(2026, 1, 1, tzinfo=UTC), timedelta(seconds=1))
-        client = connect_http("bad", url, limits=McpLimits(timeout=5), clock=clock)
-        with client, pytest.raises(McpTimeout) as caught:
+        client = McpClient.http("bad", url, limits=McpLimits(timeout=5), clock=clock)
+        with client, pytest.raises(McpError, check=lambda e: "timeout" == e.reason) as caught:
             client.call_tool("add", {"a": 1, "b": 2})
     assert "did not answer tools/call within 5 s" in str(caught.value)
 
@@ -139,7 +136,7 @@ def test_a_hostile_tool_list_is_refused(
     hostile: Callable[..., McpClient], mode: str, words: str
 ) -> None:
     """10,000 tools, or a name with a look-alike letter, is refused when listed."""
-    with pytest.raises(McpProtocolError) as caught:
+    with pytest.raises(McpError, check=lambda e: "protocol" == e.reason) as caught:
         hostile(mode).list_tools()
     assert words in str(caught.value)
 
@@ -149,7 +146,7 @@ def test_a_listing_heavier_than_its_limit_in_all_pages_is_refused(
 ) -> None:
     """1 MiB tools on page after page: refused once their sum passes max_listing_bytes."""
     client = hostile("fat-pages", max_listing_bytes=3 * 1024 * 1024)
-    with pytest.raises(McpProtocolError) as caught:
+    with pytest.raises(McpError, check=lambda e: "protocol" == e.reason) as caught:
         client.list_tools()
     assert "lists tools of more than 3145728 bytes in all" in str(caught.value)
 
@@ -176,8 +173,8 @@ def test_requests_from_the_server_are_refused_and_remembered(
 
 def test_garbage_before_initialize_refuses_the_server(tmp_path: Path) -> None:
     """A server that writes a banner on stdout is refused at start, and is stopped."""
-    with pytest.raises(McpProtocolError) as caught:
-        connect_stdio(
+    with pytest.raises(McpError, check=lambda e: "protocol" == e.reason) as caught:
+        McpClient.stdio(
             "bad",
             [sys.executable, str(HOSTILE), "init-garbage"],
             log_path=tmp_path / "bad.log",
@@ -188,7 +185,7 @@ def test_garbage_before_initialize_refuses_the_server(tmp_path: Path) -> None:
 def test_the_servers_stderr_goes_to_its_log_and_it_is_stopped(tmp_path: Path) -> None:
     """stderr lands in the log file; closing the client leaves no process behind."""
     log = tmp_path / "bad.log"
-    client = connect_stdio("bad", [sys.executable, str(HOSTILE), "silent"], log_path=log)
+    client = McpClient.stdio("bad", [sys.executable, str(HOSTILE), "silent"], log_path=log)
     channel = client._channel
     process = channel._process  # type: ignore[attr-defined]  # the stdio channel's process
     assert isinstance(process, PipedProcess)
@@ -200,18 +197,18 @@ def test_the_servers_stderr_goes_to_its_log_and_it_is_stopped(tmp_path: Path) ->
 
 
 def test_a_command_that_does_not_exist_is_one_typed_error(tmp_path: Path) -> None:
-    """A missing program: McpClosed naming the status and the log's last line."""
-    with pytest.raises(McpClosed) as caught:
-        connect_stdio("gone", ["/nonexistent/mcp-server"], log_path=tmp_path / "gone.log")
+    """A missing program: McpError "closed" naming the status and the log's last line."""
+    with pytest.raises(McpError, check=lambda e: "closed" == e.reason) as caught:
+        McpClient.stdio("gone", ["/nonexistent/mcp-server"], log_path=tmp_path / "gone.log")
     assert "cannot start" in str(caught.value)
 
 
 def test_a_servers_arguments_stay_out_of_its_error_messages(tmp_path: Path) -> None:
-    """A token among the command's arguments never reaches McpClosed (a recorded tool error)."""
+    """A token among the command's arguments never reaches McpError "closed" (a recorded tool error)."""
     command = [sys.executable, str(HOSTILE), "exit", "--token=tok-in-argv-0123456789"]
-    with connect_stdio("bad", command, log_path=tmp_path / "bad.log") as client:
+    with McpClient.stdio("bad", command, log_path=tmp_path / "bad.log") as client:
         client.list_tools()
-        with pytest.raises(McpClosed) as caught:
+        with pytest.raises(McpError, check=lambda e: "closed" == e.reason) as caught:
             client.call_tool("add", {"a": 1, "b": 2})
     assert "tok-in-argv" not in str(caught.value)
     assert f"({Path(sys.executable).name})" in str(caught.value)
@@ -224,7 +221,7 @@ def test_pass_env_forwards_a_variable_and_registers_it_as_a_secret(
     token = "tok-pass-env-0123456789"
     monkeypatch.setenv("TWINFLOW_TEST_MCP_TOKEN", token)
     command = [sys.executable, str(HOSTILE), "echo-env"]
-    with connect_stdio(
+    with McpClient.stdio(
         "bad", command, log_path=tmp_path / "bad.log", pass_env=["TWINFLOW_TEST_MCP_TOKEN"]
     ) as client:
         answer = client.call_tool("add", {"a": 1, "b": 2})
@@ -235,7 +232,7 @@ def test_pass_env_forwards_a_variable_and_registers_it_as_a_secret(
 def test_pass_env_naming_an_unset_variable_is_one_usage_error(tmp_path: Path) -> None:
     """An unset pass_env variable: UserError naming it, and no server started."""
     with pytest.raises(UserError) as caught:
-        connect_stdio(
+        McpClient.stdio(
             "bad",
             [sys.executable, str(HOSTILE), "echo-env"],
             log_path=tmp_path / "bad.log",

@@ -15,12 +15,8 @@ from importlib import resources
 
 import pytest
 
-from twinflow.kernel import (
-    GUARDED_ENTRY_POINTS,
-    NondeterminismError,
-    SystemClock,
-    nondeterminism_guard,
-)
+from twinflow.kernel import NondeterminismError, SystemClock, nondeterminism_guard
+from twinflow.kernel._nondeterminism import GUARDED_ENTRY_POINTS
 
 
 def test_getattr_on_time_is_refused_and_names_the_entry_point_and_caller() -> None:

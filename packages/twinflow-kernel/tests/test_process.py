@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from twinflow.kernel import LaunchError, run_process, start_process
+from twinflow.kernel import LaunchError
+from twinflow.kernel._process import run_process, start_process
 
 
 def test_exit_code_stdout_stderr_and_stdin_are_all_carried() -> None:

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 import ray_tasks
 
-from twinflow.kernel import RayExecutor, SerialExecutor, TaskLost, run_process
+from twinflow.kernel import ClusterError, RayExecutor, SerialExecutor
+from twinflow.kernel._process import run_process
 from twinflow.kernel._ray import WORKER_START_SECONDS, ray_settings
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -53,15 +54,16 @@ def test_a_local_ray_starts_each_worker_once_with_a_bounded_wait(
 
 DRIVER = """\
 import json, sys
-from twinflow.kernel import RayExecutor, WorkerStartFailed
+from twinflow.kernel import RayExecutor
+from twinflow.kernel import ClusterError
 executor = RayExecutor(num_cpus=1, code_dirs=[{tests!r}])
 sys.path.insert(0, {tests!r})
 try:
     import ray_tasks
     results = list(executor.map_bounded(ray_tasks.interpreter, [0], 1))
     print(json.dumps({{"driver": [sys.executable, sys.prefix], "worker": results[0][1][1:]}}))
-except WorkerStartFailed as exc:
-    print(json.dumps({{"index": exc.index, "error": str(exc)}}))
+except ClusterError as exc:
+    print(json.dumps({{"reason": exc.reason, "index": exc.index, "error": str(exc)}}))
 finally:
     executor.close()
 """
@@ -100,7 +102,7 @@ def test_a_worker_that_cannot_start_fails_the_run_naming_its_node_and_rays_reaso
         "RAY_worker_register_timeout_seconds": "5",  # the bound, shortened for the test
     }
     ran = drive(tmp_path, [sys.executable], env)
-    assert 0 == ran["index"]
+    assert ("worker_start", 0) == (ran["reason"], ran["index"])
     where = f"call 0: Ray could not start a worker for it on Ray node {platform.node()} ("
     assert where == ran["error"][: len(where)]
     assert "Failed to startup worker after retrying 0 times" in ran["error"]
@@ -165,9 +167,11 @@ def test_a_worker_killed_mid_call_is_retried_once(
 def test_a_worker_that_always_dies_is_lost_after_one_retry(
     ray_executor: RayExecutor, tmp_path: Path
 ) -> None:
-    """Two deaths of the same call end the map with TaskLost naming the call; no third attempt."""
+    """Two deaths of the same call end the map with ClusterError "task_lost" naming the call; no third attempt."""
     call = functools.partial(ray_tasks.attempt, str(tmp_path), deaths=2)
-    with pytest.raises(TaskLost, match="call 0 was lost") as caught:
+    with pytest.raises(
+        ClusterError, check=lambda e: "task_lost" == e.reason, match="call 0 was lost"
+    ) as caught:
         list(ray_executor.map_bounded(call, [0], 1))
     assert 0 == caught.value.index
     assert 2 == len((tmp_path / "0").read_text().splitlines())

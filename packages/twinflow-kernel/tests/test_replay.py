@@ -5,20 +5,18 @@ from pathlib import Path
 import pytest
 
 from twinflow.kernel import (
-    ConnectError,
-    FaultTransport,
-    HTTPStatusError,
     HttpTransport,
-    LoopbackRequest,
-    LoopbackResponse,
     LoopbackServer,
     MockTransport,
-    RecordingTransport,
     ReplayDivergenceError,
-    ReplayTransport,
     Transport,
 )
-from twinflow.vocab import Difference, JsonValue, UserError
+from twinflow.kernel._errors import TransportError
+from twinflow.kernel._fault import FaultTransport
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._replay import RecordingTransport, ReplayTransport
+from twinflow.trace import UserError
+from twinflow.vocab import Difference, JsonValue
 
 
 def chat_handler(request: LoopbackRequest) -> LoopbackResponse:
@@ -178,15 +176,15 @@ def test_recorded_failures_replay_as_the_same_error(tmp_path: Path) -> None:
     path, again = tmp_path / "fail.jsonl", tmp_path / "again.jsonl"
     with LoopbackServer(chat_handler) as server:
         recorder = RecordingTransport(HttpTransport(), path)
-        with pytest.raises(HTTPStatusError) as live:
+        with pytest.raises(TransportError, check=lambda e: "status" == e.reason) as live:
             recorder.post_json(server.url_for("/fail"), {"messages": [1]}, timeout=5)
         faulty = RecordingTransport(FaultTransport(recorder, ["refuse"]), tmp_path / "outer.jsonl")
-        with pytest.raises(ConnectError):
+        with pytest.raises(TransportError, check=lambda e: "connect" == e.reason):
             faulty.post_json(server.url_for("/x"), {"messages": [2]}, timeout=5)
         faulty.close()
     replay = ReplayTransport(path)
     rerecord = RecordingTransport(replay, again)
-    with pytest.raises(HTTPStatusError) as replayed:
+    with pytest.raises(TransportError, check=lambda e: "status" == e.reason) as replayed:
         rerecord.post_json(server.url_for("/fail"), {"messages": [1]}, timeout=5)
     rerecord.close()
     expected = (str(live.value), live.value.status, live.value.body_excerpt, live.value.url)

@@ -9,23 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import (
-    ConnectError,
-    FaultTransport,
-    HTTPStatusError,
-    HttpTransport,
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    MockTransport,
-    RecordingTransport,
-    ReplayDivergenceError,
-    ReplayTransport,
-    ResponseTooLarge,
-    StreamingTransport,
-    TransportTimeout,
-)
-from twinflow.vocab import JsonValue, UserError
+from twinflow.kernel import HttpTransport, LoopbackServer, MockTransport, ReplayDivergenceError
+from twinflow.kernel._errors import TransportError
+from twinflow.kernel._fault import FaultTransport
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._ports import StreamingTransport
+from twinflow.kernel._replay import RecordingTransport, ReplayTransport
+from twinflow.trace import UserError
+from twinflow.vocab import JsonValue
 
 
 def streaming(*pieces: bytes, gate: threading.Event | None = None) -> LoopbackServer:
@@ -84,7 +75,7 @@ def test_a_silent_gap_past_idle_timeout_is_a_transport_timeout() -> None:
         transport = HttpTransport()
         chunks = transport.post_stream(server.url, {}, timeout=60, idle_timeout=0.2)
         assert b"data: one\n\n" == next(chunks)
-        with pytest.raises(TransportTimeout) as caught:
+        with pytest.raises(TransportError, check=lambda e: "timeout" == e.reason) as caught:
             next(chunks)
         gate.set()
         transport.close()
@@ -93,19 +84,19 @@ def test_a_silent_gap_past_idle_timeout_is_a_transport_timeout() -> None:
 
 
 def test_a_stream_past_max_response_bytes_is_refused() -> None:
-    """The size limit counts every chunk; passing it raises ResponseTooLarge mid-stream."""
+    """The size limit counts every chunk; passing it raises TransportError "too_large" mid-stream."""
     with streaming(b"12345678", b"12345678", b"12345678") as server:
         transport = HttpTransport(max_response_bytes=20)
-        with pytest.raises(ResponseTooLarge):
+        with pytest.raises(TransportError, check=lambda e: "too_large" == e.reason):
             b"".join(transport.post_stream(server.url, {}, timeout=30))
         transport.close()
 
 
 def test_an_error_status_raises_before_any_chunk() -> None:
-    """HTTP 500 to a streamed request is the same HTTPStatusError post_json raises."""
+    """HTTP 500 to a streamed request is the same TransportError "status" post_json raises."""
     with LoopbackServer(lambda _r: LoopbackResponse.json_body({"e": 1}, status=500)) as server:
         transport = HttpTransport()
-        with pytest.raises(HTTPStatusError) as caught:
+        with pytest.raises(TransportError, check=lambda e: "status" == e.reason) as caught:
             next(transport.post_stream(server.url, {}, timeout=30))
         transport.close()
     assert 500 == caught.value.status
@@ -135,15 +126,21 @@ def test_a_stream_that_failed_replays_its_chunks_then_its_error(tmp_path: Path) 
 
     def chunks(url: str, body: JsonValue) -> Iterator[bytes]:
         yield b"data: 1\n\n"
-        raise ConnectError(f"lost {url}", url=url)
+        raise TransportError(f"lost {url}", reason="connect", url=url)
 
     path = tmp_path / "rec.jsonl"
     recorded: list[bytes] = []
     inner = MockTransport(lambda u, b: None, stream_handler=chunks)
-    with RecordingTransport(inner, path) as rec, pytest.raises(ConnectError):
+    with (
+        RecordingTransport(inner, path) as rec,
+        pytest.raises(TransportError, check=lambda e: "connect" == e.reason),
+    ):
         recorded.extend(rec.post_stream("http://127.0.0.1:9/s", {}, timeout=5))
     replayed: list[bytes] = []
-    with ReplayTransport(path) as replay, pytest.raises(ConnectError) as caught:
+    with (
+        ReplayTransport(path) as replay,
+        pytest.raises(TransportError, check=lambda e: "connect" == e.reason) as caught,
+    ):
         replayed.extend(replay.post_stream("http://127.0.0.1:9/s", {}, timeout=5))
     assert recorded == replayed
     assert "lost http://127.0.0.1:9/s" == str(caught.value)
@@ -168,9 +165,9 @@ def test_a_mock_without_stream_handler_refuses_to_stream() -> None:
 
 
 def test_a_reset_fault_breaks_a_stream_naming_the_callers_url() -> None:
-    """FaultTransport's reset reaches post_stream as the real ConnectError, on the asked URL."""
+    """FaultTransport's reset reaches post_stream as the real TransportError "connect", on the asked URL."""
     transport = FaultTransport(MockTransport(lambda u, b: None), ["reset"])
-    with pytest.raises(ConnectError) as caught:
+    with pytest.raises(TransportError, check=lambda e: "connect" == e.reason) as caught:
         b"".join(transport.post_stream("http://127.0.0.1:9/v1/chat", {}, timeout=10))
     transport.close()
     assert "http://127.0.0.1:9/v1/chat" == caught.value.url

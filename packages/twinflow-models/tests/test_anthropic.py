@@ -8,16 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import (
-    HTTPStatusError,
-    HttpTransport,
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    RecordingTransport,
-)
+from twinflow.kernel import HttpTransport, LoopbackResponse, LoopbackServer, TransportError
+from twinflow.kernel._loopback import LoopbackRequest
+from twinflow.kernel._replay import RecordingTransport
 from twinflow.models import AnthropicChatModel, MalformedResponseError
 from twinflow.models._anthropic import ANTHROPIC_VERSION
+from twinflow.trace import UserError
 from twinflow.vocab import (
     CallId,
     Chunk,
@@ -33,7 +29,6 @@ from twinflow.vocab import (
     ToolResultPart,
     ToolSpec,
     Transcript,
-    UserError,
     digest,
 )
 
@@ -224,10 +219,10 @@ def test_an_output_schema_is_stated_in_the_system_prompt() -> None:
 
 
 def test_a_missing_key_is_the_servers_401_and_the_key_is_never_recorded(tmp_path: Path) -> None:
-    """No key: HTTPStatusError 401. With it, a recording of the exchange holds no key."""
+    """No key: TransportError "status" 401. With it, a recording of the exchange holds no key."""
     api = Anthropic(PLAIN["anthropic_docs_messages.sse"])
     with api.server:
-        with pytest.raises(HTTPStatusError) as caught:
+        with pytest.raises(TransportError, check=lambda e: "status" == e.reason) as caught:
             AnthropicChatModel(HttpTransport(), model="m", base_url=api.server.url).request(ASK)
         assert 401 == caught.value.status
         with RecordingTransport(keyed(), tmp_path / "rec.jsonl") as recorder:

@@ -12,6 +12,7 @@ from twinflow.kernel import CountingIds, MockTransport
 from twinflow.models import OllamaChatModel, OpenAICompatibleChatModel, preflight
 from twinflow.models._action import action_schema
 from twinflow.models._chat import RETRY_TEMPERATURE_STEP
+from twinflow.trace import UserError
 from twinflow.vocab import (
     CallId,
     ChatModel,
@@ -26,7 +27,6 @@ from twinflow.vocab import (
     ToolResultPart,
     ToolSpec,
     Transcript,
-    UserError,
     digest,
 )
 

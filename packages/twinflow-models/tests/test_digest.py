@@ -9,7 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from twinflow.models._digest import body_digest
-from twinflow.vocab import CanonicalError, canonical_bytes, digest
+from twinflow.trace import CanonicalError
+from twinflow.vocab import digest
+from twinflow.vocab import value_bytes as canonical_bytes
 
 KEYS = st.sampled_from(
     ["a", "format", "messages", "z", "é", "\U0001f600", "\uff61", "response_format"]

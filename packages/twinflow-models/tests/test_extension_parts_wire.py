@@ -23,7 +23,7 @@ from twinflow.vocab import (
     ToolResultPart,
     Transcript,
 )
-from twinflow.vocab.datapizza import to_datapizza_turn
+from twinflow.vocab.datapizza._blocks import to_datapizza_turn
 
 
 class Citation(ExtensionPart):

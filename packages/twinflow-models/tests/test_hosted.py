@@ -9,15 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import (
-    HTTPStatusError,
-    HttpTransport,
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    RecordingTransport,
-    run_process,
-)
+from twinflow.kernel import HttpTransport, LoopbackResponse, LoopbackServer, TransportError
+from twinflow.kernel._loopback import LoopbackRequest
+from twinflow.kernel._process import run_process
+from twinflow.kernel._replay import RecordingTransport
 from twinflow.models import OpenAICompatibleChatModel
 from twinflow.vocab import Message, ModelRequest, Transcript, digest
 
@@ -90,13 +85,13 @@ def test_a_hosted_endpoint_over_tls_with_a_bearer_key_plain_and_streamed(
 
 
 def test_a_wrong_key_is_the_endpoints_401(certificate: tuple[Path, Path]) -> None:
-    """Without the key the endpoint refuses; the error is HTTPStatusError 401, not retried."""
+    """Without the key the endpoint refuses; the error is TransportError "status" 401, not retried."""
     seen: list[dict[str, str]] = []
     with hosted(*certificate, seen) as server:
         model = OpenAICompatibleChatModel(
             HttpTransport(cafile=certificate[0]), base_url=server.url, dialect="vllm"
         )
-        with pytest.raises(HTTPStatusError) as caught:
+        with pytest.raises(TransportError, check=lambda e: "status" == e.reason) as caught:
             model.stream(REQUEST, lambda chunk: None)
     assert 401 == caught.value.status
     assert 1 == len(seen)

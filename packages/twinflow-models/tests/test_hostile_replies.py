@@ -9,6 +9,7 @@ from pydantic import JsonValue
 
 from twinflow.kernel import MockTransport
 from twinflow.models import MalformedResponseError, OpenAICompatibleChatModel
+from twinflow.trace import UserError
 from twinflow.vocab import (
     Message,
     ModelRequest,
@@ -16,7 +17,6 @@ from twinflow.vocab import (
     TextPart,
     ToolSpec,
     Transcript,
-    UserError,
 )
 from twinflow.vocab.wire import JsonLimits
 

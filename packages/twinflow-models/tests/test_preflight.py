@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, HttpUrl, TypeAdapter
 from twinflow.models import ModelError, SchemaError, preflight
 from twinflow.models._pattern import anchor_pattern, grammar_pattern
 from twinflow.models._preflight import JSON_STRING_TEXT, GrammarVerdict
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 ANY = r"(.|[\n\r\u2028\u2029])*"
 

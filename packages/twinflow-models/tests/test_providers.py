@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
-from twinflow.kernel import ConnectError, LoopbackRequest, LoopbackResponse, LoopbackServer
+from twinflow.kernel import LoopbackResponse, LoopbackServer, TransportError
+from twinflow.kernel._loopback import LoopbackRequest
 from twinflow.models import (
     AnthropicChatModel,
     ModelSetupError,
@@ -17,7 +18,8 @@ from twinflow.models import (
     open_model,
 )
 from twinflow.models._providers import PROVIDERS
-from twinflow.vocab import Message, ModelRequest, Transcript, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import Message, ModelRequest, Transcript
 
 ACTION = '{"action": "final", "answer": "hello"}'
 """A structured-action reply whose final answer is "hello"."""
@@ -161,5 +163,8 @@ def test_embedded_starts_the_bundled_model_and_close_stops_it(tmp_path: Path) ->
         root = chat._server.url.removesuffix("/v1/chat/completions")  # the port it picked
     assert "assistant" == response.message.role
     assert (tmp_path / "model-server.log").is_file()
-    with open_model(root) as after, pytest.raises(ConnectError):
+    with (
+        open_model(root) as after,
+        pytest.raises(TransportError, check=lambda e: "connect" == e.reason),
+    ):
         after.request(REQUEST)

@@ -11,20 +11,16 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from twinflow.kernel import (
-    ConnectionPool,
-    HttpTransport,
-    LoopbackRequest,
-    LoopbackResponse,
-    LoopbackServer,
-    MockTransport,
-)
+from twinflow.kernel import HttpTransport, LoopbackResponse, LoopbackServer, MockTransport
+from twinflow.kernel._loopback import LoopbackRequest
+from twinflow.kernel._pool import ConnectionPool
 from twinflow.models import (
     AnthropicChatModel,
     MalformedResponseError,
     OllamaChatModel,
     OpenAICompatibleChatModel,
 )
+from twinflow.trace import UserError
 from twinflow.vocab import (
     Chunk,
     JsonValue,
@@ -35,7 +31,6 @@ from twinflow.vocab import (
     ToolCallStart,
     ToolSpec,
     Transcript,
-    UserError,
     digest,
 )
 

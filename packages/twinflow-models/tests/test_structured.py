@@ -8,16 +8,14 @@ import pytest
 from pydantic import BaseModel, Field, JsonValue
 
 from twinflow.kernel import (
-    ConnectError,
-    FaultTransport,
-    HTTPStatusError,
     HttpTransport,
     LoopbackResponse,
     LoopbackServer,
     MockTransport,
-    TransportTimeout,
+    TransportError,
     free_port,
 )
+from twinflow.kernel._fault import FaultTransport
 from twinflow.models import (
     MalformedResponseError,
     OllamaChatModel,
@@ -27,12 +25,12 @@ from twinflow.models import (
 )
 from twinflow.models._budget import MAX_BUDGET, MIN_BUDGET, max_tokens_for
 from twinflow.models._chat import RETRY_TEMPERATURE_STEP
+from twinflow.trace import UserError
 from twinflow.vocab import (
     Message,
     ModelSettings,
     StructuredOutputError,
     Transcript,
-    UserError,
     digest,
 )
 
@@ -276,7 +274,7 @@ def test_no_attempt_falls_back_to_an_unconstrained_call() -> None:
 
 
 def test_a_missing_daemon_is_not_retried_and_is_never_swallowed() -> None:
-    """A refused connection (real socket, nothing listening) raises ConnectError after one try."""
+    """A refused connection (real socket, nothing listening) raises TransportError "connect" after one try."""
     port = free_port()
     calls: list[str] = []
     real = HttpTransport()
@@ -288,46 +286,46 @@ def test_a_missing_daemon_is_not_retried_and_is_never_swallowed() -> None:
     adapter = OpenAICompatibleChatModel(
         MockTransport(counting), base_url=f"http://127.0.0.1:{port}", dialect="llama.cpp"
     )
-    with pytest.raises(ConnectError) as caught:
+    with pytest.raises(TransportError, check=lambda e: "connect" == e.reason) as caught:
         adapter.generate(QUESTION, Person)
     assert [f"http://127.0.0.1:{port}/v1/chat/completions"] == calls
     assert f"http://127.0.0.1:{port}/v1/chat/completions" == caught.value.url
     ollama = OllamaChatModel(real, model="m", base_url=f"http://127.0.0.1:{port}")
-    with pytest.raises(ConnectError):
+    with pytest.raises(TransportError, check=lambda e: "connect" == e.reason):
         ollama.generate(QUESTION, Person)
 
 
 @pytest.mark.parametrize(
-    ("fault", "error"),
+    ("fault", "reason"),
     [
-        ("refuse", ConnectError),
-        ("timeout", TransportTimeout),
-        ("reset", ConnectError),
-        ("server_error", HTTPStatusError),
+        ("refuse", "connect"),
+        ("timeout", "timeout"),
+        ("reset", "connect"),
+        ("server_error", "status"),
     ],
 )
-def test_transport_faults_leave_at_once_and_unretried(fault: Any, error: type[Exception]) -> None:
+def test_transport_faults_leave_at_once_and_unretried(fault: Any, reason: str) -> None:
     """Refusals, timeouts, resets and 5xx propagate after exactly one request."""
     script = Script(['{"name": "Ada", "age": 50}'] * 3)
     transport = FaultTransport(MockTransport(script), [fault, None, None])
     adapter = OpenAICompatibleChatModel(
         transport, base_url="http://127.0.0.1:9", dialect="llama.cpp", timeout=0.5
     )
-    with pytest.raises(error):
+    with pytest.raises(TransportError, check=lambda e: reason == e.reason):
         adapter.generate(QUESTION, Person)
     assert [(0, fault)] == transport.injected
     assert script.bodies == []
 
 
 def test_an_http_4xx_is_not_retried() -> None:
-    """A 400 from a real loopback server raises HTTPStatusError after one request."""
+    """A 400 from a real loopback server raises TransportError "status" after one request."""
     with LoopbackServer(
         lambda r: LoopbackResponse.json_body({"error": "bad schema"}, status=400)
     ) as server:
         adapter = OpenAICompatibleChatModel(
             HttpTransport(), base_url=server.url, dialect="llama-cpp-python"
         )
-        with pytest.raises(HTTPStatusError) as caught:
+        with pytest.raises(TransportError, check=lambda e: "status" == e.reason) as caught:
             adapter.generate(QUESTION, Person)
         assert len(server.requests) == 1
     assert caught.value.status == 400

@@ -11,19 +11,19 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from vocab_strategies import SAFE, json_values, transcripts
 
+from twinflow.trace import CanonicalError
 from twinflow.vocab import (
-    CanonicalError,
     InvalidValueError,
     JsonValue,
     Message,
     StructuredPart,
     Transcript,
     Usage,
-    canonical_bytes,
     diff,
     digest,
     parse_canonical,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 # pytester runs a fresh interpreter: the one place these tests need another process (another
 # hash seed); ruff bans importing subprocess outside the kernel.

@@ -2,14 +2,11 @@
 
 import pytest
 
-from twinflow.trace import CanonicalError as TraceCanonicalError
+from twinflow.trace import TwinflowError, UserError
 from twinflow.vocab import (
     Attempt,
-    CanonicalError,
     InvalidValueError,
     StructuredOutputError,
-    TwinflowError,
-    UserError,
     VocabError,
     WireFormatError,
 )
@@ -21,7 +18,6 @@ from twinflow.vocab import (
         (UserError, (TwinflowError,)),
         (VocabError, (TwinflowError,)),
         (InvalidValueError, (VocabError, ValueError)),
-        (CanonicalError, (VocabError, TraceCanonicalError)),
         (WireFormatError, (VocabError,)),
         (StructuredOutputError, (VocabError,)),
     ],

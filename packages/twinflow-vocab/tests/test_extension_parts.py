@@ -8,6 +8,7 @@ from typing import Any, Literal
 import pytest
 from datapizza.type import TextBlock
 
+from twinflow.trace import UserError
 from twinflow.vocab import (
     CacheHintPart,
     EmbeddedResourcePart,
@@ -23,13 +24,12 @@ from twinflow.vocab import (
     ToolCallPart,
     ToolResultPart,
     Transcript,
-    UserError,
     WireFormatError,
-    canonical_bytes,
     carried_parts,
     parse_canonical,
 )
-from twinflow.vocab.datapizza import to_datapizza_turn
+from twinflow.vocab import value_bytes as canonical_bytes
+from twinflow.vocab.datapizza._blocks import to_datapizza_turn
 from twinflow.vocab.wire import (
     from_mcp_content,
 )

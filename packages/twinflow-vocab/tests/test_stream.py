@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from vocab_strategies import ids, names, plain, small_objects
 
+from twinflow.trace import UserError
 from twinflow.vocab import (
     CallId,
     Chunk,
@@ -28,14 +29,13 @@ from twinflow.vocab import (
     ToolCallStart,
     Usage,
     UsageChunk,
-    UserError,
     WireFormatError,
     assemble,
-    canonical_bytes,
     digest,
     envelope,
     response_chunks,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 
 @st.composite

@@ -17,9 +17,9 @@ from twinflow.vocab import (
     ToolResultPart,
     ToolSpec,
     Transcript,
-    canonical_bytes,
     diff,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 
 def _step(n: int) -> tuple[Message, Message]:

@@ -2,7 +2,7 @@
 
 Errors (every one under the workspace's root)::
 
-    TwinflowError                                    (twinflow.vocab)
+    TwinflowError                                    (twinflow.trace)
     ├── AgentError
     │   ├── CannotResume (also a UserError)           a trace that cannot be continued as it is; nothing written
     │   ├── RunPaused                                a run waits for a person's decision (`.paused`)
@@ -19,10 +19,9 @@ Errors (every one under the workspace's root)::
     │   │   ├── OutputValidationFailed               structured output still invalid after the last attempt
     │   │   ├── InvalidModelReply                    a reply the loop cannot act on; no tool of it ran
     │   │   └── RecordedFailure                      replay: the recorded run failed here (its type and message)
-    │   └── ReplayDivergenceError                    replay: an event differs (`.seq`, `.expected`, `.actual`,
-    │                                                `.difference`); also the kernel's ReplayDivergenceError
     ├── KernelError                                  (twinflow.kernel)
-    │   ├── ReplayDivergenceError                    the one replay-divergence error (the agent's above)
+    │   ├── ReplayDivergenceError                    replay: an event differs (`.seq`, `.expected`, `.actual`,
+    │   │                                            `.difference`)
     │   └── NondeterminismError (also a RuntimeError)  replayed code reached the clock, randomness or network
     └── TraceError                                   (twinflow.trace: import it from there)
         └── TraceCorruptError, SignatureError, InvalidProofError, FileWriteError, TargetExistsError, ...
@@ -75,7 +74,6 @@ from twinflow.agent._policy import Policy as Policy
 from twinflow.agent._policy import RecordedResults as RecordedResults
 from twinflow.agent._replay import REPLAY_KINDS as REPLAY_KINDS
 from twinflow.agent._replay import RecordedFailure as RecordedFailure
-from twinflow.agent._replay import ReplayDivergenceError as ReplayDivergenceError
 from twinflow.agent._replay import ReplayPorts as ReplayPorts
 from twinflow.agent._replay import ReplayResult as ReplayResult
 from twinflow.agent._replay import replay as replay

@@ -60,7 +60,7 @@ from twinflow.vocab import (
     OutputSchema,
     StructuredOutputAdapter,
     Transcript,
-    digest,  # the one re-ask message, shared with the model clients
+    digest,
 )
 
 __all__ = ["Agent", "RunResult", "UsageLimits"]

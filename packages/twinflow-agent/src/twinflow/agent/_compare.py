@@ -6,51 +6,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from twinflow.agent._errors import AgentError
 from twinflow.agent._trace import TraceWriter
 from twinflow.agent._verify import Trace
-from twinflow.kernel import ReplayDivergenceError as KernelReplayDivergenceError
+from twinflow.kernel import ReplayDivergenceError
 from twinflow.trace import Checkpoint, FsyncPolicy, Limits, encode_line
-from twinflow.vocab import Difference, diff
+from twinflow.vocab import diff
 
 __all__ = ["ComparingSink", "ComparingWriter", "ReplayDivergenceError", "event_json"]
-
-
-class ReplayDivergenceError(AgentError, KernelReplayDivergenceError):
-    """The re-run produced an event that differs from the recorded one (or one too many or few).
-
-    Also the kernel's `ReplayDivergenceError` (the one replay-divergence error), with the same
-    argument order: the message first, the fields by keyword.
-
-    Attributes:
-        seq: The sequence number of the first differing event.
-        expected: The recorded event as JSON (None if the re-run wrote an extra event).
-        actual: The re-run's event as JSON (None if a recorded event was never produced).
-        difference: The structural difference between the two, when both exist.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        seq: int,
-        expected: Any,
-        actual: Any,
-        difference: Difference | None = None,
-    ) -> None:
-        """Create the error.
-
-        Args:
-            message: Which event diverged and how.
-            seq: The sequence number of the first differing event.
-            expected: The recorded event as JSON, or None.
-            actual: The re-run's event as JSON, or None.
-            difference: The structural difference, when both events exist.
-        """
-        super().__init__(message, difference=difference)
-        self.seq = seq
-        self.expected = expected
-        self.actual = actual
 
 
 def event_json(line: bytes) -> Any:

@@ -1,7 +1,7 @@
 """The one place the agent turns an event into the bytes its trace line holds.
 
 `event_bytes` is the definition: the RFC 8785 canonical bytes of the `TraceEvent` envelope
-(``at``, ``body``, ``prev``, ``seq``), as `twinflow.vocab.canonical_bytes` encodes any value:
+(``at``, ``body``, ``prev``, ``seq``), as `twinflow.vocab.value_bytes` encodes any value:
 pydantic's JSON-mode dump handed to the trace leaf's one encoder. The loop builds typed events
 and hands them to the writer (`twinflow.agent._trace.TraceWriter`), which calls this; nothing
 else in the agent lays out an event's bytes.
@@ -14,7 +14,7 @@ with a property test holding the two byte-identical.
 from __future__ import annotations
 
 from twinflow.agent._events import TraceEvent
-from twinflow.vocab import canonical_bytes
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = ["event_bytes"]
 
@@ -23,6 +23,6 @@ def event_bytes(event: TraceEvent) -> bytes:
     """The canonical bytes of a trace event (what its digest covers).
 
     Raises:
-        twinflow.vocab.CanonicalError: A member has no canonical form (the error names it).
+        twinflow.trace.CanonicalError: A member has no canonical form (the error names it).
     """
     return canonical_bytes(event)

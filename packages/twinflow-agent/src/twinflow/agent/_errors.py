@@ -14,8 +14,10 @@ from twinflow.trace import (
     SignatureError,
     TraceCorruptError,
     TraceError,
+    TwinflowError,
+    UserError,
 )
-from twinflow.vocab import Attempt, TwinflowError, UserError
+from twinflow.vocab import Attempt
 
 __all__ = [
     "AgentConfigError",

@@ -30,8 +30,8 @@ from twinflow.vocab import (
     ToolResultPart,
     ToolSpec,
     Usage,
-    canonical_bytes,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
     "FORMAT",

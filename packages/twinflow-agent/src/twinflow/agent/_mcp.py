@@ -25,8 +25,9 @@ from twinflow.agent._errors import (
 )
 from twinflow.agent._events import ListedTool, ToolsListed
 from twinflow.agent._tools import Tool
-from twinflow.kernel import McpClient, McpProtocolError
-from twinflow.vocab import Part, TextPart, ToolSpec, WireFormatError, canonical_bytes
+from twinflow.kernel import McpClient, McpError
+from twinflow.vocab import Part, TextPart, ToolSpec, WireFormatError
+from twinflow.vocab import value_bytes as canonical_bytes
 from twinflow.vocab.wire import from_mcp_content
 
 __all__ = ["McpTools"]
@@ -154,7 +155,7 @@ def _validator(schema: dict[str, JsonValue], where: str, server: str) -> Any:
     """A validator for ``schema``, built once when the tool is listed (or replayed).
 
     Raises:
-        McpProtocolError: The schema is not valid, or may not be checked against (`_unsafe`).
+        McpError: The schema is not valid, or may not be checked against (`_unsafe`).
     """
     # jsonschema ships no type information; the validator is used through two methods only.
     from jsonschema import exceptions, validators  # type: ignore[import-untyped]  # no py.typed
@@ -167,8 +168,10 @@ def _validator(schema: dict[str, JsonValue], where: str, server: str) -> Any:
             "(a check could take exponential time)"
         )
     if unsafe is not None:
-        raise McpProtocolError(
-            f"MCP server {server!r}: {where} cannot be used: at {unsafe}", server=server
+        raise McpError(
+            f"MCP server {server!r}: {where} cannot be used: at {unsafe}",
+            reason="protocol",
+            server=server,
         )
     declared = schema.get("$schema")
     drafts = (
@@ -184,8 +187,9 @@ def _validator(schema: dict[str, JsonValue], where: str, server: str) -> Any:
         cls.check_schema(schema)
     except (exceptions.SchemaError, RecursionError) as exc:
         message = getattr(exc, "message", str(exc))
-        raise McpProtocolError(
+        raise McpError(
             f"MCP server {server!r}: {where} is not a valid JSON Schema: {str(message)[:300]}",
+            reason="protocol",
             server=server,
         ) from None
     # An empty registry that retrieves nothing: no reference can reach the network.
@@ -384,8 +388,9 @@ class McpTools:
         tools: dict[str, _McpTool] = {}
         for item in listed.tools:
             if item.name in tools:
-                raise McpProtocolError(
+                raise McpError(
                     f"MCP server {self.name!r} lists two tools named {item.name!r}",
+                    reason="protocol",
                     server=self.name,
                 )
             tools[item.name] = _McpTool(item, self)

@@ -48,18 +48,11 @@ from twinflow.trace import (
     FileWriteError,
     FsyncPolicy,
     TraceSink,
+    UserError,
     leaf_hash,
     repair_trace,
 )
-from twinflow.vocab import (
-    CallId,
-    ChatModel,
-    ModelRequest,
-    ModelResponse,
-    RunId,
-    ToolCallPart,
-    UserError,
-)
+from twinflow.vocab import CallId, ChatModel, ModelRequest, ModelResponse, RunId, ToolCallPart
 
 __all__ = [
     "CannotResume",
@@ -122,11 +115,11 @@ def approval_statement(call_digest: str, decision: str) -> str:
     return f"twinflow approval v1\ncall {call_digest}\ndecision {decision}\n"
 
 
-# Failures that say nothing about the run itself: the same request may well succeed later.
-_TRANSPORT: list[type[BaseException]] = [TransportError, *TransportError.__subclasses__()]
+# Failures that say nothing about the run itself: the same request may well succeed later. A
+# trace written when each transport failure was a class of its own names that class.
 _PASSING = frozenset(
-    {cls.__name__ for cls in _TRANSPORT} - {"NetworkBlockedError", "ResponseTooLarge"}
-    | {TimeoutError.__name__, FileWriteError.__name__}
+    {TransportError.__name__, TimeoutError.__name__, FileWriteError.__name__}
+    | {"ConnectError", "TransportTimeout", "HTTPStatusError", "ResponseDecodeError"}
 )
 
 

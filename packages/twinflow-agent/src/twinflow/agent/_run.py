@@ -26,9 +26,9 @@ from twinflow.vocab import (
     ToolSpec,
     Transcript,
     Usage,
-    canonical_bytes,
     validation_error_text,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
     "RunResult",

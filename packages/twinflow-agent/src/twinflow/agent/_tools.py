@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, JsonValue, create_model
 from pydantic_core import to_json, to_jsonable_python
 
 from twinflow.agent._errors import AgentConfigError
-from twinflow.vocab import Part, ToolSpec, canonical_bytes
+from twinflow.vocab import Part, ToolSpec
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = ["Tool"]
 

@@ -32,7 +32,7 @@ from twinflow.cli._traces import (
     vouched,
     walk_typed,
 )
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 __all__ = ["COMMANDS", "THREAT_MODEL"]
 

@@ -17,20 +17,20 @@ from typing import Any
 from twinflow._base._code import importing_from
 from twinflow.agent import (
     Decision,
-    ReplayDivergenceError,
     RunSpec,
     Trace,
     approval_statement,
     record_decisions,
 )
+from twinflow.kernel import ReplayDivergenceError
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._replay_cli import add_spec_arguments, divergence_failed, replay_spec
 from twinflow.cli._run import _execute, _Phases, report_outcome, spec_beside
 from twinflow.cli._traces import parse_trace, read_trace_bytes
-from twinflow.kernel import SystemClock
-from twinflow.trace import SignatureError, TraceCorruptError
+from twinflow.kernel import ReplayDivergenceError, SystemClock
+from twinflow.trace import SignatureError, TraceCorruptError, UserError
 from twinflow.trace import note as _note
-from twinflow.vocab import CallId, UserError
+from twinflow.vocab import CallId
 
 __all__ = [
     "COMMANDS",

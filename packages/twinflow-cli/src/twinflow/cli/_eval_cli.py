@@ -86,9 +86,8 @@ from twinflow.kernel import (
     SystemIds,
     redact_url,
 )
-from twinflow.trace import SignatureError
+from twinflow.trace import SignatureError, TraceSink, UserError
 from twinflow.trace import note as _note
-from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS"]
 

@@ -23,7 +23,7 @@ from twinflow._base._files import write_new
 from twinflow._base._open import read_regular
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import check_trace_head, read_published, read_small_file, squash
-from twinflow.vocab import TwinflowError, UserError
+from twinflow.trace import TwinflowError, UserError
 
 if TYPE_CHECKING:
     from twinflow.trace import witness as _witness

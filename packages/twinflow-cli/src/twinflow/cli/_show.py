@@ -26,9 +26,8 @@ from twinflow._base._untrusted import for_terminal
 from twinflow.agent import verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import add_checkpoint_keys, read_published, read_trace_bytes, walk_typed
-from twinflow.trace import Checkpoint
+from twinflow.trace import Checkpoint, UserError
 from twinflow.views import compare_behaviour, render_trace_page
-from twinflow.vocab import UserError
 
 __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]
 

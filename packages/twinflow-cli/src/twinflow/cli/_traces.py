@@ -16,7 +16,7 @@ from twinflow import trace as _trace
 from twinflow._base._open import open_regular, read_regular
 from twinflow.cli._errors import CliError
 from twinflow.cli._output import CheckFailed
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 if TYPE_CHECKING:
     # The agent (and pydantic under it) loads only where a command reads typed events, so the

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from twinflow.vocab import TwinflowError, UserError
+from typing import TYPE_CHECKING, Literal
+
+from twinflow.trace import TwinflowError, UserError
+
+if TYPE_CHECKING:
+    from twinflow.eval._scorers import JudgementLink
 
 __all__ = [
     "DatasetError",
     "EvalError",
     "EvalValueError",
+    "PlanError",
     "RunAborted",
     "RunDirError",
     "ScorerError",
@@ -47,5 +53,32 @@ class EvalValueError(EvalError, UserError, ValueError):
     `RunDirError`.)"""
 
 
+class PlanError(EvalError, UserError):
+    """A plan that cannot be used.
+
+    Attributes:
+        reason: ``"plan"``: the plan file or its rule is malformed, tampered, or names unknown
+            metrics; ``"mismatch"``: the run is not the one the plan registered (another
+            dataset, spec, scorers or trial count).
+    """
+
+    def __init__(self, message: str, *, reason: Literal["plan", "mismatch"] = "plan") -> None:
+        """Create the error; `message` says what is wrong and what to do."""
+        super().__init__(message)
+        self.reason = reason
+
+
 class RunAborted(EvalError):
     """The run stopped because the model could not be reached; finished cases are kept."""
+
+
+class Unscorable(Exception):
+    """A judgement that gives no verdict: the errored score's detail, and its link if any.
+
+    Never leaves the package: the judge scorer records it as the case's errored score.
+    """
+
+    def __init__(self, detail: str, link: JudgementLink | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.link = link

@@ -25,13 +25,14 @@ from pydantic import BaseModel, JsonValue, ValidationError
 from twinflow._base._code import resolve_dotted
 from twinflow._base._files import make_directory, open_inside
 from twinflow.agent import Agent, AgentError, RecordedResults, ReplayPorts, Trace, replay
-from twinflow.eval._errors import RunAborted, ScorerError
+from twinflow.eval._errors import RunAborted, ScorerError, Unscorable
 from twinflow.eval._observe import Observation, observe
 from twinflow.eval._results import set_aside
 from twinflow.eval._scorers import Judge, JudgeHook, JudgementLink, Score
-from twinflow.kernel import Clock, Ids, TransportError
+from twinflow.kernel import Clock, Ids, ReplayDivergenceError, TransportError
 from twinflow.trace import FileTraceSink, TraceCorruptError, TraceSink
-from twinflow.vocab import ChatModel, ModelSettings, canonical_bytes
+from twinflow.vocab import ChatModel, ModelSettings
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
     "JUDGEMENTS",
@@ -147,15 +148,6 @@ def _label(judge: Judge) -> str:
     return judge.name or judge.kind
 
 
-class _Unscorable(Exception):
-    """A judgement that gives no verdict: the errored score's detail, and its link if any."""
-
-    def __init__(self, detail: str, link: JudgementLink | None = None) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.link = link
-
-
 class Judging:
     """The judging context of one run directory: how its judge scorers are scored.
 
@@ -208,7 +200,7 @@ class Judging:
         relative = f"{folder}/{key}.{number}.jsonl"
         try:
             if self.wiring is None:
-                raise _Unscorable(
+                raise Unscorable(
                     "no judge model is wired: score a judged run through `twinflow eval`, or "
                     "pass judges= to run_eval / rescore"
                 )
@@ -216,7 +208,7 @@ class Judging:
             if self.mode == "live":
                 self._call(judge, relative, prompt, key)
             return self._read(judge, relative, prompt)
-        except _Unscorable as exc:
+        except Unscorable as exc:
             return Score(
                 scorer=_label(judge),
                 outcome="errored",
@@ -235,11 +227,11 @@ class Judging:
         try:
             verdict_type(judge)  # checked before a model is called or a file made
         except ScorerError as exc:
-            raise _Unscorable(str(exc)) from None
+            raise Unscorable(str(exc)) from None
         try:
             model, settings = self.wiring.model(judge), self.wiring.settings(judge)
         except Exception as exc:  # a bad model section: this judge's error, not the run's
-            raise _Unscorable(f"the judge's model: {type(exc).__name__}: {exc}") from None
+            raise Unscorable(f"the judge's model: {type(exc).__name__}: {exc}") from None
         sink = FileTraceSink(path)
         try:
             agent = judge_agent(
@@ -269,19 +261,19 @@ class Judging:
                 pass
             trace = Trace.load(self.run_dir / relative, require_complete=True)
         except FileNotFoundError:
-            raise _Unscorable(f"{relative} is missing") from None
+            raise Unscorable(f"{relative} is missing") from None
         except OSError as exc:
-            raise _Unscorable(f"{relative}: {exc}") from None
+            raise Unscorable(f"{relative}: {exc}") from None
         except TraceCorruptError as exc:
-            raise _Unscorable(f"{relative} does not verify: {exc.report.problem}") from None
+            raise Unscorable(f"{relative} does not verify: {exc.report.problem}") from None
         link = JudgementLink(trace=relative, checkpoint=trace.checkpoint())
         seen = observe(trace)
         if seen.prompt != prompt:
-            raise _Unscorable(f"{relative} judged another output than this case's", link)
+            raise Unscorable(f"{relative} judged another output than this case's", link)
         try:
             verdict = verdict_type(judge)
         except ScorerError as exc:
-            raise _Unscorable(str(exc), link) from None
+            raise Unscorable(str(exc), link) from None
         if self.mode == "replay":
             wiring = self.wiring
 
@@ -299,14 +291,14 @@ class Judging:
 
             try:
                 replay(trace, build)
-            except AgentError as exc:  # a divergence, or a trace that is not one judge run
-                raise _Unscorable(f"{relative} does not replay: {exc}", link) from None
+            except (AgentError, ReplayDivergenceError) as exc:  # not one judge run's trace
+                raise Unscorable(f"{relative} does not replay: {exc}", link) from None
         if seen.status != "finished":
-            raise _Unscorable(f"the judge failed: {seen.error_type}: {seen.error}", link)
+            raise Unscorable(f"the judge failed: {seen.error_type}: {seen.error}", link)
         try:
             value = verdict.model_validate(seen.output)
         except ValidationError as exc:
-            raise _Unscorable(
+            raise Unscorable(
                 f"the verdict does not validate: {exc.errors()[0]['msg']}", link
             ) from None
         passed = bool(getattr(value, judge.pass_field))

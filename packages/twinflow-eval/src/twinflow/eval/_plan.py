@@ -37,20 +37,19 @@ from typing import Literal
 from pydantic import AwareDatetime, Field, ValidationError
 
 from twinflow.eval._dataset import MAX_TRIALS, Dataset
-from twinflow.eval._errors import EvalError
+from twinflow.eval._errors import PlanError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._results import EvalResults
 from twinflow.eval._stats import wilson_interval
 from twinflow.trace import CanonicalError, SignatureError, parse_json
 from twinflow.trace import note as _note
-from twinflow.vocab import UserError, canonical_bytes, digest
+from twinflow.vocab import digest
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
     "MAX_PLAN_BYTES",
     "METRICS",
     "Plan",
-    "PlanError",
-    "PlanMismatchError",
     "PlanOutcome",
     "ReadPlan",
     "Rule",
@@ -83,14 +82,6 @@ METRICS: Mapping[str, str] = {
     "total": "case runs with a result",
 }
 """The names a plan's metric and rule may use, and what each is."""
-
-
-class PlanError(EvalError, UserError):
-    """A plan file or a rule that cannot be used: malformed, tampered, or naming unknown metrics."""
-
-
-class PlanMismatchError(EvalError, UserError):
-    """A run that is not the one its plan registered (another dataset, spec or scorers)."""
 
 
 # -- the rule language ---------------------------------------------------------------------
@@ -456,7 +447,7 @@ def check_plan(
     the dataset's).
 
     Raises:
-        PlanMismatchError: naming what differs, the plan's value and the run's.
+        PlanError: ``reason == "mismatch"``, naming what differs, the plan's value and the run's.
     """
     pairs = {
         "dataset": (plan.dataset_digest, dataset.digest),
@@ -466,9 +457,10 @@ def check_plan(
     }
     for what, (planned, now) in pairs.items():
         if planned != now:
-            raise PlanMismatchError(
+            raise PlanError(
                 f"the plan registered another {what} (plan: {planned[:12]}; this run: "
-                f"{now[:12]}); nothing was run: run what the plan names, or make a new plan"
+                f"{now[:12]}); nothing was run: run what the plan names, or make a new plan",
+                reason="mismatch",
             )
 
 

@@ -38,9 +38,9 @@ from twinflow._base._files import (
 from twinflow.agent import (
     Agent,
     CannotResume,
-    ReplayDivergenceError,
     RunError,
 )
+from twinflow.kernel import ReplayDivergenceError
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._details import ScoredTrace, write_page
 from twinflow.eval._errors import RunAborted, RunDirError, ScorerError
@@ -64,9 +64,10 @@ from twinflow.eval._scoring import _encode, _encode_results, _score_bytes, _scor
 from twinflow.eval._trials import trial_stats
 from twinflow.kernel import (
     Clock,
+    ClusterError,
     Executor,
+    ReplayDivergenceError,
     SerialExecutor,
-    TaskLost,
     TransportError,
 )
 from twinflow.trace import (
@@ -75,6 +76,7 @@ from twinflow.trace import (
     TraceCorruptError,
     TraceSink,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
     "AgentFactory",
@@ -456,7 +458,9 @@ def _collect_finished(
             counts[result.status] += 1
             if progress is not None:
                 progress(len(done), total, Summary.tally(counts))
-    except TaskLost as exc:
+    except ClusterError as exc:
+        if exc.index is None:
+            raise
         raise RunAborted(
             f"case {todo[exc.index][2]}: {exc}; {len(done)} finished cases are kept: "
             "run the same command again to resume"

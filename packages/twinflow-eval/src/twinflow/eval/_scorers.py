@@ -24,7 +24,7 @@ from twinflow.eval._errors import RunAborted, ScorerError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import Observation, ToolCallRecord
 from twinflow.trace import Checkpoint
-from twinflow.vocab import canonical_bytes
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
     "Custom",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 
 def _aware(value: datetime, name: str) -> datetime:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol, TypeVar
 
 from twinflow.kernel._nondeterminism import on_behalf_of_caller
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 __all__ = ["Executor", "SerialExecutor", "ThreadExecutor"]
 

@@ -18,7 +18,7 @@ import urllib.parse
 from dataclasses import dataclass
 
 from twinflow._base._untrusted import holds_secret, register_secret
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 __all__ = [
     "BEARER",

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["cached_file_sha256", "file_sha256", "imported_distributions", "interpreter"]
+__all__ = ["file_sha256", "imported_distributions", "interpreter"]
 
 
 def interpreter() -> tuple[str, str, str]:
@@ -74,8 +74,18 @@ def imported_distributions() -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
-def file_sha256(path: Path) -> str:
-    """The sha256 of a file's bytes (hex), read in chunks."""
+def file_sha256(path: Path, *, cached: bool = False) -> str:
+    """The sha256 of a file's bytes (hex), read in chunks.
+
+    Args:
+        path: The file.
+        cached: Keep the digest for the process by the file's (path, size, mtime, inode). For
+            describing a file (a fingerprint), not for deciding whether to trust it: a file
+            rewritten with the same size and a restored modification time would be described
+            by its old digest. Code checks hash afresh (the default).
+    """
+    if cached:
+        return _cached_file_sha256(path)
     with path.open("rb") as file:
         return hashlib.file_digest(file, "sha256").hexdigest()
 
@@ -84,13 +94,7 @@ _digests: dict[tuple[str, int, int, int], str] = {}
 _digests_lock = threading.Lock()
 
 
-def cached_file_sha256(path: Path) -> str:
-    """`file_sha256`, kept for the process by the file's (path, size, mtime, inode).
-
-    For describing a file (a fingerprint), not for deciding whether to trust it: a file
-    rewritten with the same size and a restored modification time would be described by its
-    old digest. Code checks hash afresh (`file_sha256`).
-    """
+def _cached_file_sha256(path: Path) -> str:
     info = path.stat()
     key = (os.fspath(path.resolve()), info.st_size, info.st_mtime_ns, info.st_ino)
     with _digests_lock:

@@ -18,18 +18,19 @@ from twinflow.kernel._netpolicy import free_port
 from twinflow.kernel._nondeterminism import on_behalf_of_caller
 from twinflow.kernel._ports import Closing, Transport
 from twinflow.kernel._transport import HttpTransport
-from twinflow.vocab import JsonValue, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import JsonValue
 
 Fault = Literal["refuse", "timeout", "reset", "server_error", "garbage", "invalid_json", "oversize"]
 """A failure `FaultTransport` can inject:
 
-- `refuse`: connection refused (`ConnectError`);
-- `timeout`: the server sleeps past the timeout (`TransportTimeout`);
-- `reset`: the connection is reset mid-body (`ConnectError`);
-- `server_error`: HTTP 500 (`HTTPStatusError`);
-- `garbage`: the answer is not HTTP (`ResponseDecodeError`);
-- `invalid_json`: HTTP 200 whose body is not JSON (`ResponseDecodeError`);
-- `oversize`: a body past the size limit (`ResponseTooLarge`).
+- `refuse`: connection refused (`TransportError`, reason ``"connect"``);
+- `timeout`: the server sleeps past the timeout (reason ``"timeout"``);
+- `reset`: the connection is reset mid-body (`TransportError`, reason ``"connect"``);
+- `server_error`: HTTP 500 (reason ``"status"``);
+- `garbage`: the answer is not HTTP (reason ``"decode"``);
+- `invalid_json`: HTTP 200 whose body is not JSON (reason ``"decode"``);
+- `oversize`: a body past the size limit (reason ``"too_large"``).
 """
 
 FAULTS: tuple[Fault, ...] = (

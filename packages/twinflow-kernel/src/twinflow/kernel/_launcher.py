@@ -26,8 +26,7 @@ from typing import IO
 from twinflow.kernel._errors import LaunchError
 from twinflow.kernel._netpolicy import is_loopback
 from twinflow.kernel._ports import Closing
-from twinflow.trace import FileWriteError
-from twinflow.vocab import UserError
+from twinflow.trace import FileWriteError, UserError
 
 _GUARD = Path(__file__).with_name("_guard.py")
 _TAIL_BYTES = 2000

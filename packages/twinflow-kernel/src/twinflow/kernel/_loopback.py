@@ -21,7 +21,8 @@ from typing import Any, Literal, Self
 
 from twinflow.kernel._nondeterminism import on_behalf_of_caller
 from twinflow.kernel._ports import Closing
-from twinflow.vocab import FrozenValue, JsonValue, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import FrozenValue, JsonValue
 
 
 class LoopbackRequest(FrozenValue):

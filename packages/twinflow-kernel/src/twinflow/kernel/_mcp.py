@@ -22,23 +22,17 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Self
 
 from twinflow.kernel._clock import SystemClock
 from twinflow.kernel._credentials import read_api_key
-from twinflow.kernel._errors import (
-    McpClosed,
-    McpProtocolError,
-    McpRemoteError,
-    McpTimeout,
-    TransportError,
-    TransportTimeout,
-)
+from twinflow.kernel._errors import McpError, TransportError
 from twinflow.kernel._launcher import PipedProcess, SubprocessLauncher, _tail
 from twinflow.kernel._ports import Clock, Closing
 from twinflow.kernel._transport import HttpTransport
 from twinflow.trace import CanonicalError, parse_json
-from twinflow.vocab import JsonValue, canonical_bytes
+from twinflow.vocab import JsonValue
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
     "MCP_PROTOCOL_VERSIONS",
@@ -46,8 +40,6 @@ __all__ = [
     "McpClient",
     "McpLimits",
     "McpSession",
-    "connect_http",
-    "connect_stdio",
 ]
 
 MCP_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -119,9 +111,10 @@ def _parse(data: bytes, server: str, where: str, limits: McpLimits) -> JsonValue
         value: JsonValue = parse_json(data, max_depth=limits.max_depth, strict=False)
     except CanonicalError as exc:
         start = data[:80].decode("utf-8", errors="replace")
-        raise McpProtocolError(
+        raise McpError(
             f"MCP server {server!r} ({where}) sent a message that is not JSON ({exc}); it starts "
             f"{start!r}: a server must write only JSON-RPC messages",
+            reason="protocol",
             server=server,
         ) from None
     return value
@@ -142,8 +135,9 @@ class _Stdio:
         try:
             self._process.write(canonical_bytes(message) + b"\n", timeout=timeout)
         except TimeoutError:
-            raise McpTimeout(
+            raise McpError(
                 f"MCP server {self._server!r} ({self.where}) took no input for {timeout:g} s",
+                reason="timeout",
                 server=self._server,
             ) from None
         except OSError:
@@ -154,28 +148,31 @@ class _Stdio:
         try:
             line = self._process.read_line(timeout=timeout, limit=self._limits.max_message_bytes)
         except TimeoutError:
-            raise McpTimeout(
+            raise McpError(
                 f"MCP server {self._server!r} ({self.where}) did not answer within {timeout:g} s "
                 "(the request's deadline); check its log",
+                reason="timeout",
                 server=self._server,
             ) from None
         except ValueError:
-            raise McpProtocolError(
+            raise McpError(
                 f"MCP server {self._server!r} ({self.where}) sent a message of more than "
                 f"{self._limits.max_message_bytes} bytes (the limit); reading stopped there",
+                reason="protocol",
                 server=self._server,
             ) from None
         if line is None:
             raise self._closed("before it answered")
         return _parse(line, self._server, self.where, self._limits)
 
-    def _closed(self, when: str) -> McpClosed:
+    def _closed(self, when: str) -> McpError:
         self._process.stop()
         tail = _tail(self._process.log_path).strip().splitlines()[-1:] or [""]
-        return McpClosed(
+        return McpError(
             f"MCP server {self._server!r} ({self.where}) exited (status "
             f"{self._process.returncode}) {when}; last line of its log "
             f"({self._process.log_path}): {tail[0][:200]!r}",
+            reason="closed",
             server=self._server,
         )
 
@@ -205,13 +202,16 @@ class _Http:
             answer = self._transport.post_message(
                 self._url, message, timeout=timeout, headers=headers
             )
-        except TransportTimeout:
-            raise McpTimeout(
+        except TransportError as exc:
+            if exc.reason != "timeout":
+                raise McpError(
+                    f"MCP server {self._server!r}: {exc}", reason="closed", server=self._server
+                ) from None
+            raise McpError(
                 f"MCP server {self._server!r} ({self.where}) did not answer within {timeout:g} s",
+                reason="timeout",
                 server=self._server,
             ) from None
-        except TransportError as exc:
-            raise McpClosed(f"MCP server {self._server!r}: {exc}", server=self._server) from None
         session = answer.headers.get("mcp-session-id")
         if session is not None:
             self._session = session
@@ -226,16 +226,18 @@ class _Http:
         if kind == "application/json":
             value = _parse(answer.body, self._server, self.where, self._limits)
             return value if isinstance(value, list) else [value]
-        raise McpProtocolError(
+        raise McpError(
             f"MCP server {self._server!r} ({self.where}) answered with content type {kind!r}, "
             "neither application/json nor text/event-stream",
+            reason="protocol",
             server=self._server,
         )
 
     def receive(self, *, timeout: float) -> JsonValue:
-        raise McpProtocolError(
+        raise McpError(
             f"MCP server {self._server!r} ({self.where}) ended its answer to the POST without "
             "the response to the request",
+            reason="protocol",
             server=self._server,
         )
 
@@ -272,7 +274,7 @@ class McpClient(Closing):
         limits: McpLimits | None = None,
         clock: Clock | None = None,
     ):
-        """Wrap an open channel (use `connect_stdio` or `connect_http`).
+        """Wrap an open channel (use `McpClient.stdio` or `McpClient.http`).
 
         Args:
             channel: The connection to the server.
@@ -292,9 +294,11 @@ class McpClient(Closing):
         self.session: McpSession | None = None
         """What ``initialize`` agreed on (None before it)."""
 
-    def _error(self, what: str) -> McpProtocolError:
-        return McpProtocolError(
-            f"MCP server {self.server!r} ({self._channel.where}) {what}", server=self.server
+    def _error(self, what: str) -> McpError:
+        return McpError(
+            f"MCP server {self.server!r} ({self._channel.where}) {what}",
+            reason="protocol",
+            server=self.server,
         )
 
     def initialize(self) -> McpSession:
@@ -424,9 +428,10 @@ class McpClient(Closing):
             # reply) must not keep the request alive past its deadline.
             remaining = end - clock.monotonic()
             if remaining <= 0:
-                raise McpTimeout(
+                raise McpError(
                     f"MCP server {self.server!r} ({self._channel.where}) did not answer "
                     f"{method} within {limits.timeout:g} s",
+                    reason="timeout",
                     server=self.server,
                 )
             answer = (
@@ -447,9 +452,10 @@ class McpClient(Closing):
             if error is not None:
                 code = error.get("code") if isinstance(error, dict) else None
                 text = error.get("message") if isinstance(error, dict) else None
-                raise McpRemoteError(
+                raise McpError(
                     f"MCP server {self.server!r} refused {method}: {str(text)[:500]} "
                     f"(JSON-RPC error {code})",
+                    reason="remote",
                     server=self.server,
                     code=code if isinstance(code, int) else 0,
                 )
@@ -484,89 +490,97 @@ class McpClient(Closing):
         """End the session: stdin closed and the process stopped, or the connection closed."""
         self._channel.close()
 
+    @classmethod
+    def stdio(
+        cls,
+        server: str,
+        command: Sequence[str],
+        *,
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+        pass_env: Sequence[str] = (),
+        cwd: str | os.PathLike[str] | None = None,
+        limits: McpLimits | None = None,
+        clock: Clock | None = None,
+    ) -> Self:
+        """Start `command` as an MCP server under the watchdog and initialize it.
 
-def connect_stdio(
-    server: str,
-    command: Sequence[str],
-    *,
-    log_path: Path,
-    env: Mapping[str, str] | None = None,
-    pass_env: Sequence[str] = (),
-    cwd: str | os.PathLike[str] | None = None,
-    limits: McpLimits | None = None,
-    clock: Clock | None = None,
-) -> McpClient:
-    """Start `command` as an MCP server under the watchdog and initialize it.
+        Args:
+            server: The server's name, for messages.
+            command: The program and its arguments.
+            log_path: Where its stderr goes (appended).
+            env: Variables set for it, on top of a few of ours (PATH, HOME, LANG...: never keys).
+            pass_env: Variables of ours forwarded to it (its keys): each must be set, and each
+                value is registered with the scrubber (`twinflow._base._untrusted.scrub`), as an
+                API key is.
+            cwd: Its working directory.
+            limits: Bounds on its answers.
+            clock: What request deadlines are measured on (the system's).
 
-    Args:
-        server: The server's name, for messages.
-        command: The program and its arguments.
-        log_path: Where its stderr goes (appended).
-        env: Variables set for it, on top of a few of ours (PATH, HOME, LANG...: never keys).
-        pass_env: Variables of ours forwarded to it (its keys): each must be set, and each
-            value is registered with the scrubber (`twinflow._base._untrusted.scrub`), as an API key is.
-        cwd: Its working directory.
-        limits: Bounds on its answers.
-        clock: What request deadlines are measured on (the system's).
+        Raises:
+            UserError: A `pass_env` variable is unset or empty.
+            LaunchError: It cannot be started.
+            McpError: It failed to initialize (it has been stopped).
+        """
+        inherited = {k: v for k, v in os.environ.items() if k in _INHERITED_ENV}
+        passed = {name: read_api_key(name, field="pass_env") for name in pass_env}
+        launcher = SubprocessLauncher(
+            env={**inherited, **(env or {}), **passed}, cwd=cwd, grace=2.0
+        )
+        process = launcher.spawn(command, log_path=log_path)
+        client = cls(
+            _Stdio(process, server, limits or McpLimits()),
+            server=server,
+            limits=limits,
+            clock=clock,
+        )
+        try:
+            client.initialize()
+        except BaseException:
+            client.close()
+            raise
+        return client
 
-    Raises:
-        UserError: A `pass_env` variable is unset or empty.
-        LaunchError: It cannot be started.
-        McpError: It failed to initialize (it has been stopped).
-    """
-    inherited = {k: v for k, v in os.environ.items() if k in _INHERITED_ENV}
-    passed = {name: read_api_key(name, field="pass_env") for name in pass_env}
-    launcher = SubprocessLauncher(env={**inherited, **(env or {}), **passed}, cwd=cwd, grace=2.0)
-    process = launcher.spawn(command, log_path=log_path)
-    client = McpClient(
-        _Stdio(process, server, limits or McpLimits()), server=server, limits=limits, clock=clock
-    )
-    try:
-        client.initialize()
-    except BaseException:
-        client.close()
-        raise
-    return client
+    @classmethod
+    def http(
+        cls,
+        server: str,
+        url: str,
+        *,
+        api_key_env: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        limits: McpLimits | None = None,
+        allow_network: bool | None = None,
+        clock: Clock | None = None,
+    ) -> Self:
+        """Open a Streamable HTTP session with the MCP server at `url` and initialize it.
 
+        Args:
+            server: The server's name, for messages.
+            url: The endpoint (``http://127.0.0.1:8000/mcp``).
+            api_key_env: The variable holding its key (sent as a bearer header, scrubbed from errors).
+            headers: Extra request headers (never a key).
+            limits: Bounds on its answers.
+            allow_network: As `HttpTransport`'s kill switch.
+            clock: What request deadlines are measured on (the system's).
 
-def connect_http(
-    server: str,
-    url: str,
-    *,
-    api_key_env: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    limits: McpLimits | None = None,
-    allow_network: bool | None = None,
-    clock: Clock | None = None,
-) -> McpClient:
-    """Open a Streamable HTTP session with the MCP server at `url` and initialize it.
-
-    Args:
-        server: The server's name, for messages.
-        url: The endpoint (``http://127.0.0.1:8000/mcp``).
-        api_key_env: The variable holding its key (sent as a bearer header, scrubbed from errors).
-        headers: Extra request headers (never a key).
-        limits: Bounds on its answers.
-        allow_network: As `HttpTransport`'s kill switch.
-        clock: What request deadlines are measured on (the system's).
-
-    Raises:
-        UserError: `api_key_env` names an unset variable, or the URL is not http(s).
-        McpError: It failed to initialize.
-    """
-    limits = limits or McpLimits()
-    transport = HttpTransport(
-        api_key_env=api_key_env,
-        headers=headers,
-        max_response_bytes=limits.max_message_bytes,
-        allow_network=allow_network,
-    )
-    client = McpClient(
-        _Http(transport, url, server, limits), server=server, limits=limits, clock=clock
-    )
-    try:
-        client.initialize()
-    except BaseException:
-        client.close()
-        raise
-    return client
+        Raises:
+            UserError: `api_key_env` names an unset variable, or the URL is not http(s).
+            McpError: It failed to initialize.
+        """
+        limits = limits or McpLimits()
+        transport = HttpTransport(
+            api_key_env=api_key_env,
+            headers=headers,
+            max_response_bytes=limits.max_message_bytes,
+            allow_network=allow_network,
+        )
+        client = cls(
+            _Http(transport, url, server, limits), server=server, limits=limits, clock=clock
+        )
+        try:
+            client.initialize()
+        except BaseException:
+            client.close()
+            raise
+        return client

@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 from twinflow.kernel._nondeterminism import on_behalf_of_caller
 from twinflow.kernel._ports import Closing
-from twinflow.vocab import JsonValue, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import JsonValue
 
 MockHandler = Callable[[str, JsonValue], JsonValue]
 MockStreamHandler = Callable[[str, JsonValue], Iterable[bytes]]

@@ -48,37 +48,17 @@ from importlib import resources
 from types import FrameType
 from typing import Any, Final, Literal, ParamSpec, TypeVar
 
-from twinflow.kernel._errors import KernelError
+from twinflow.kernel._errors import NondeterminismError
 
 __all__ = [
     "GUARDED_ENTRY_POINTS",
     "GuardRecord",
-    "NondeterminismError",
     "nondeterminism_guard",
 ]
 
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
-
-
-class NondeterminismError(KernelError, RuntimeError):
-    """A nondeterministic entry point was reached from outside the kernel during replay.
-
-    Attributes:
-        entry_point: the dotted name that was called, e.g. ``"time.time"``.
-        caller: the module that made the call.
-    """
-
-    def __init__(self, entry_point: str, caller: str) -> None:
-        self.entry_point = entry_point
-        self.caller = caller
-        super().__init__(
-            f"{caller} called {entry_point} during replay: replayed code must receive time, "
-            "randomness, ids, network and processes through twinflow.kernel ports (Clock, Ids, "
-            "Transport, Launcher) so a replay sees the recorded values; inject the port instead "
-            "of calling it directly"
-        )
 
 
 Kind = Literal["call", "classmethod", "audit"]
@@ -432,6 +412,85 @@ def _fresh_copy_hooks(record: GuardRecord, names: frozenset[str]) -> list[tuple[
     return patched
 
 
+class _Swaps:
+    """What one guard swapped for a refusing wrapper, and how to put each back."""
+
+    def __init__(self, record: GuardRecord) -> None:
+        self.record = record
+        self.saved: list[tuple[Any, str, Any]] = []
+        self.type_dicts: list[tuple[type, dict[str, Any], str, Any]] = []
+        self.swapped: dict[int, Any] = {}
+        self.classmethods: dict[tuple[Any, str], dict[str, object]] = {}
+
+    def install(self) -> None:
+        """Swap every ``call`` and ``classmethod`` target of the banned list."""
+        for target in _TARGETS:
+            if target.kind == "audit":
+                continue
+            try:
+                owner, attribute = _owner(target.name)
+            except (ImportError, AttributeError):  # a module or name this platform lacks
+                continue
+            if target.kind == "call":
+                self._call(target, owner, attribute)
+            elif (real := _type_dict(owner)) is not None:
+                self._type_method(target, owner, attribute, real)
+            else:
+                self._classmethod(target, owner, attribute)
+        for (holder, class_name), methods in self.classmethods.items():
+            original_class = getattr(holder, class_name)
+            self.saved.append((holder, class_name, original_class))
+            setattr(holder, class_name, _guarded_class(original_class, methods))
+
+    def _call(self, target: _Target, owner: Any, attribute: str) -> None:
+        original = vars(owner).get(attribute) if isinstance(owner, type) else None
+        if original is None:
+            original = getattr(owner, attribute, None)
+        if original is None:  # e.g. os.getrandom is Linux-only
+            return
+        wrapper = _wrapper(target.name, original, self.record, target.unless_argument)
+        self.saved.append((owner, attribute, original))
+        setattr(owner, attribute, wrapper)
+        self.swapped.setdefault(id(original), wrapper)  # os.urandom is posix.urandom
+
+    def _type_method(
+        self, target: _Target, owner: type, attribute: str, real: dict[str, Any]
+    ) -> None:
+        if any(owner is t and attribute == a for t, _, a, _ in self.type_dicts):
+            return  # _datetime.datetime is datetime.datetime
+        # An inherited method (datetime.today is date.today) is set on the class itself, so
+        # the refusal names it, and deleted again on the way out.
+        descriptor = real.get(attribute)
+        inherited = next(vars(base)[attribute] for base in owner.__mro__ if attribute in vars(base))
+        refusing = _wrapper(
+            target.name,
+            lambda cls, *a, _d=inherited, **k: _d.__get__(None, cls)(*a, **k),
+            self.record,
+            None,
+        )
+        self.type_dicts.append((owner, real, attribute, descriptor))
+        real[attribute] = classmethod(refusing)
+        _type_modified(owner)
+
+    def _classmethod(self, target: _Target, owner: Any, attribute: str) -> None:
+        holder, class_name = _owner(target.name.rpartition(".")[0])
+        refusing = _wrapper(target.name, getattr(owner, attribute), self.record, None)
+        self.classmethods.setdefault((holder, class_name), {})[attribute] = classmethod(
+            lambda _cls, *a, _f=refusing, **k: _f(*a, **k)
+        )
+
+    def restore(self) -> None:
+        """Put back everything swapped, last first."""
+        for owner, attribute, original in reversed(self.saved):
+            setattr(owner, attribute, original)
+        for cls, real, attribute, descriptor in reversed(self.type_dicts):
+            if descriptor is None:
+                del real[attribute]
+            else:
+                real[attribute] = descriptor
+            _type_modified(cls)
+
+
 @contextmanager
 def nondeterminism_guard() -> Iterator[GuardRecord]:
     """Refuse nondeterministic entry points reached from outside the kernel.
@@ -450,78 +509,21 @@ def nondeterminism_guard() -> Iterator[GuardRecord]:
     """
     global _audit_hook_added
     record = GuardRecord()
-    saved: list[tuple[Any, str, Any]] = []
-    type_dicts: list[tuple[type, dict[str, Any], str, Any]] = []
-    swapped: dict[int, Any] = {}
-    classmethods: dict[tuple[Any, str], dict[str, object]] = {}
+    swaps = _Swaps(record)
     try:
-        for target in _TARGETS:
-            if target.kind == "audit":
-                continue
-            try:
-                owner, attribute = _owner(target.name)
-            except (ImportError, AttributeError):  # a module or name this platform lacks
-                continue
-            if target.kind == "call":
-                original = vars(owner).get(attribute) if isinstance(owner, type) else None
-                if original is None:
-                    original = getattr(owner, attribute, None)
-                if original is None:  # e.g. os.getrandom is Linux-only
-                    continue
-                wrapper = _wrapper(target.name, original, record, target.unless_argument)
-                saved.append((owner, attribute, original))
-                setattr(owner, attribute, wrapper)
-                swapped.setdefault(id(original), wrapper)  # os.urandom is posix.urandom
-                continue
-            real = _type_dict(owner)
-            if real is not None:
-                if any(owner is t and attribute == a for t, _, a, _ in type_dicts):
-                    continue  # _datetime.datetime is datetime.datetime
-                # An inherited method (datetime.today is date.today) is set on the class
-                # itself, so the refusal names it, and deleted again on the way out.
-                descriptor = real.get(attribute)
-                inherited = next(
-                    vars(base)[attribute] for base in owner.__mro__ if attribute in vars(base)
-                )
-                refusing = _wrapper(
-                    target.name,
-                    lambda cls, *a, _d=inherited, **k: _d.__get__(None, cls)(*a, **k),
-                    record,
-                    None,
-                )
-                type_dicts.append((owner, real, attribute, descriptor))
-                real[attribute] = classmethod(refusing)
-                _type_modified(owner)
-                continue
-            holder, class_name = _owner(target.name.rpartition(".")[0])
-            function = getattr(owner, attribute)
-            refusing = _wrapper(target.name, function, record, None)
-            classmethods.setdefault((holder, class_name), {})[attribute] = classmethod(
-                lambda _cls, *a, _f=refusing, **k: _f(*a, **k)
-            )
-        for (holder, class_name), methods in classmethods.items():
-            original_class = getattr(holder, class_name)
-            saved.append((holder, class_name, original_class))
-            setattr(holder, class_name, _guarded_class(original_class, methods))
+        swaps.install()
         names, files = _guarded_modules()
-        saved.extend(_fresh_copy_hooks(record, names))
+        swaps.saved.extend(_fresh_copy_hooks(record, names))
         if not _audit_hook_added:
             sys.addaudithook(_audit_hook)
             _audit_hook_added = True
         _fresh_names.append(names)
         _fresh_files.append(files)
-        _swapped.append(swapped)
+        _swapped.append(swaps.swapped)
         _active.append(record)
         yield record
     finally:
         if record in _active:
             index = _active.index(record)
             del _active[index], _fresh_names[index], _fresh_files[index], _swapped[index]
-        for owner, attribute, original in reversed(saved):
-            setattr(owner, attribute, original)
-        for cls, real, attribute, descriptor in reversed(type_dicts):
-            if descriptor is None:
-                del real[attribute]
-            else:
-                real[attribute] = descriptor
-            _type_modified(cls)
+        swaps.restore()

@@ -13,10 +13,11 @@ Failures:
   (host, IP, node id) it ran on, after the calls already in flight have finished and been
   yielded (their results are not thrown away);
 - a worker process (or node) that dies mid-call: Ray runs the call again, at most
-  ``max_retries`` times (default once); after that, `TaskLost` names the call's index;
+  ``max_retries`` times (default once); after that, a `ClusterError` (reason
+  ``"task_lost"``) names the call's index;
 - a worker that cannot start (its interpreter or environment is broken, or it does not
-  register in time): `WorkerStartFailed` names the node and gives Ray's reason. A local Ray
-  started here gives a worker one start of at most `WORKER_START_SECONDS` (docs/adr/0045).
+  register in time): a `ClusterError` (reason ``"worker_start"``) names the node and gives
+  Ray's reason. A local Ray started here gives a worker one start of at most `WORKER_START_SECONDS` (docs/adr/0045).
 
 Workers run the interpreter and environment they find, never a copy Ray makes: Ray's own
 ``uv run`` integration (which, when the driver runs under ``uv run``, packages the current
@@ -40,9 +41,9 @@ from types import ModuleType
 from typing import Any, ClassVar, Self, TypeVar
 
 from twinflow.kernel._concurrency import _check_limit
-from twinflow.kernel._errors import ClusterError, TaskLost, WorkerStartFailed
+from twinflow.kernel._errors import ClusterError
 from twinflow.kernel._nondeterminism import guard_active, guarded_elsewhere, on_behalf_of_caller
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 __all__ = ["WORKER_START_SECONDS", "RayExecutor"]
 
@@ -140,6 +141,31 @@ def _ship(send: Callable[[], Any], what: str) -> Any:
         ) from exc
 
 
+def _failure(ray: ModuleType, exc: BaseException, index: int, max_retries: int) -> BaseException:
+    """What a failed call raises in the driver: its own exception, or a `ClusterError`."""
+    if isinstance(exc, ray.exceptions.RayTaskError):
+        cause = getattr(exc, "cause", None)
+        return cause if isinstance(cause, BaseException) else exc
+    if isinstance(exc, ray.exceptions.RaySystemError | ray.exceptions.RuntimeEnvSetupError):
+        # No worker could be started for the call: retrying will not help.
+        return ClusterError(
+            f"call {index}: Ray could not start a worker for it on "
+            f"{_node_named_in(ray, str(exc))}: {_one_line(exc)}; a local Ray's "
+            f"workers run {sys.executable}, a cluster's run each node's own Python "
+            "(it needs twinflow and the spec's tool modules); Ray's logs are in "
+            "the node's /tmp/ray/session_latest/logs",
+            reason="worker_start",
+            index=index,
+        )
+    # The worker (or its node) died on the last allowed attempt.
+    return ClusterError(
+        f"call {index} was lost: its Ray worker died on each of "
+        f"{max_retries + 1} attempt(s) ({type(exc).__name__}: {exc})",
+        reason="task_lost",
+        index=index,
+    )
+
+
 def ray_settings(address: str | None) -> dict[str, str]:
     """The Ray settings `RayExecutor` puts in the environment (each unless already set) before
     it starts a local Ray (``address`` None) or joins ``address``."""
@@ -218,7 +244,8 @@ class RayExecutor:
             where = self.address or "a new local Ray"
             raise ClusterError(
                 f"could not start or join the Ray cluster at {where}: {exc}; check the address "
-                "(host:6379, ray://host:10001 or auto) and that the cluster is up"
+                "(host:6379, ray://host:10001 or auto) and that the cluster is up",
+                reason="unreachable",
             ) from exc
         self._owned = True
         return ray
@@ -234,15 +261,13 @@ class RayExecutor:
         Raises:
             UserError: ``limit`` is below 1, or the ray extra is not installed.
             ClusterError: The cluster could not be started or joined.
-            TaskLost: A call's worker died on every allowed attempt.
+            ClusterError: A call's worker died on every allowed attempt (``"task_lost"``).
         """
         _check_limit(limit)
         return self._run(fn, iter(items), limit)
 
     def _run(self, fn: Callable[[T], R], items: Iterator[T], limit: int) -> Iterator[tuple[int, R]]:
         ray = self._connect()
-        from ray.exceptions import RayTaskError
-
         task = ray.remote(_call).options(max_retries=self.max_retries, num_cpus=1)
         dumps = ray.cloudpickle.dumps
         # Serialised once, not once per task; loaded by `_call` after its code_dirs are set.
@@ -275,28 +300,8 @@ class RayExecutor:
                 index = pending.pop(ref)
                 try:
                     result = ray.get(ref)
-                except RayTaskError as exc:
-                    cause = getattr(exc, "cause", None)
-                    failure = failure or (cause if isinstance(cause, BaseException) else exc)
-                    continue
-                except (ray.exceptions.RaySystemError, ray.exceptions.RuntimeEnvSetupError) as exc:
-                    # No worker could be started for the call: retrying will not help.
-                    failure = failure or WorkerStartFailed(
-                        f"call {index}: Ray could not start a worker for it on "
-                        f"{_node_named_in(ray, str(exc))}: {_one_line(exc)}; a local Ray's "
-                        f"workers run {sys.executable}, a cluster's run each node's own Python "
-                        "(it needs twinflow and the spec's tool modules); Ray's logs are in "
-                        "the node's /tmp/ray/session_latest/logs",
-                        index=index,
-                    )
-                    continue
                 except ray.exceptions.RayError as exc:
-                    # The worker (or its node) died on the last allowed attempt.
-                    failure = failure or TaskLost(
-                        f"call {index} was lost: its Ray worker died on each of "
-                        f"{self.max_retries + 1} attempt(s) ({type(exc).__name__}: {exc})",
-                        index=index,
-                    )
+                    failure = failure or _failure(ray, exc, index, self.max_retries)
                     continue
                 if failure is None:
                     submit()

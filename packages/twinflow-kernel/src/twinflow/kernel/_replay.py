@@ -3,7 +3,7 @@
 A recording is JSON Lines: one RFC 8785 canonical JSON object per exchange, in call order::
 
     {"request":{"body":...,"url":"..."},"response":...,"seq":0}
-    {"error":{"message":"...","type":"ConnectError",...},"request":{...},"seq":1}
+    {"error":{"message":"...","reason":"connect","type":"TransportError",...},"request":{...},"seq":1}
     {"chunks":["data: {...}\n\n",{"base64":"..."}],"request":{...,"stream":true},"seq":2}
 
 A streamed exchange (`post_stream`) records every chunk as it arrived, as text when it is UTF-8
@@ -12,8 +12,8 @@ same bytes in the same chunks; a stream that failed midway records its chunks an
 
 Because each line is canonical, replaying a recording through a `RecordingTransport` writes the
 same bytes again. A recorded response comes back as its canonical JSON value (so a float such as
-`1.0` replays as `1`); a recorded transport failure is raised again as the same error class with
-the same message.
+`1.0` replays as `1`); a recorded transport failure is raised again as the same error, with the same
+reason and message.
 """
 
 from __future__ import annotations
@@ -26,55 +26,55 @@ from types import TracebackType
 from typing import IO, Any
 
 from twinflow._base._open import read_regular
-from twinflow.kernel._errors import (
-    ConnectError,
-    HTTPStatusError,
-    NetworkBlockedError,
-    ReplayDivergenceError,
-    ResponseDecodeError,
-    ResponseTooLarge,
-    TransportError,
-    TransportTimeout,
-)
+from twinflow.kernel._errors import ReplayDivergenceError, TransportError, TransportReason
 from twinflow.kernel._ports import Closing, Transport
-from twinflow.vocab import Difference, JsonValue, UserError, canonical_bytes, diff, parse_canonical
+from twinflow.trace import UserError
+from twinflow.vocab import Difference, JsonValue, diff, parse_canonical
+from twinflow.vocab import value_bytes as canonical_bytes
 
-_ERRORS: dict[str, type[TransportError]] = {
-    cls.__name__: cls
-    for cls in (
-        TransportError,
-        ConnectError,
-        TransportTimeout,
-        HTTPStatusError,
-        ResponseDecodeError,
-        ResponseTooLarge,
-        NetworkBlockedError,
-    )
+_REASONS: dict[str, TransportReason] = {
+    "connect": "connect",
+    "timeout": "timeout",
+    "status": "status",
+    "decode": "decode",
+    "too_large": "too_large",
+    "blocked": "blocked",
 }
+"""The reasons a recorded error may carry."""
+
+_OLD_TYPES: dict[str, TransportReason] = {
+    "ConnectError": "connect",
+    "TransportTimeout": "timeout",
+    "HTTPStatusError": "status",
+    "ResponseDecodeError": "decode",
+    "ResponseTooLarge": "too_large",
+    "NetworkBlockedError": "blocked",
+}
+"""A recording made when each reason was a class of its own names the class instead."""
 
 
 def _error_record(error: TransportError) -> dict[str, JsonValue]:
     record: dict[str, JsonValue] = {
-        "type": type(error).__name__,
+        "type": "TransportError",
+        "reason": error.reason,
         "message": str(error),
         "url": error.url,
     }
-    if isinstance(error, HTTPStatusError):
+    if error.status is not None:
         record["status"] = error.status
         record["body_excerpt"] = error.body_excerpt
     return record
 
 
 def _error_from_record(record: dict[str, Any]) -> TransportError:
-    cls = _ERRORS[record["type"]]
-    if cls is HTTPStatusError:
-        return HTTPStatusError(
-            record["message"],
-            url=record["url"],
-            status=record["status"],
-            body_excerpt=record["body_excerpt"],
-        )
-    return cls(record["message"], url=record["url"])
+    reason = _OLD_TYPES.get(record["type"]) or _REASONS[record["reason"]]
+    return TransportError(
+        record["message"],
+        url=record["url"],
+        reason=reason,
+        status=record.get("status"),
+        body_excerpt=record.get("body_excerpt"),
+    )
 
 
 def _chunk_record(chunk: bytes) -> JsonValue:
@@ -224,7 +224,10 @@ class ReplayTransport(Closing):
                     "edited or truncated; record it again"
                 ) from error
             failure = record.get("error") if isinstance(record, dict) else None
-            known_error = isinstance(failure, dict) and failure.get("type") in _ERRORS
+            known_error = isinstance(failure, dict) and (
+                failure.get("type") in _OLD_TYPES
+                or (failure.get("type") == "TransportError" and failure.get("reason") in _REASONS)
+            )
             streamed = isinstance(record, dict) and "chunks" in record
             if (
                 not isinstance(record, dict)

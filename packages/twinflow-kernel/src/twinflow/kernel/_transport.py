@@ -4,140 +4,45 @@ It speaks HTTP/1.1 through `http.client` and keeps one idle connection per origi
 calls (docs/adr/0011), enforces one deadline over the whole exchange (connect, every send, the
 status line and headers, any `1xx` answers before them, every body read, and the redirects
 followed): every receive and send is given only what is left of it, so a server that dribbles
-its head a byte at a time cannot stretch it (docs/adr/0091), streams the body in chunks and stops past `max_response_bytes`, never follows
-a redirect unless asked, never retries a failed exchange, and maps every failure to one
-`TransportError` subclass naming the URL. https verifies against the system trust store through
+its head a byte at a time cannot stretch it (docs/adr/0091), streams the body in chunks and
+stops past `max_response_bytes`, never follows a redirect unless asked, never retries a failed
+exchange, and maps every failure to one `TransportError` naming the URL (its `reason` says
+which; the HTTP pieces are in `_http`). https verifies against the system trust store through
 `ssl.create_default_context()`, or against `cafile`: certifi is never imported.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import http.client
 import json
 import os
-import socket
 import ssl
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from twinflow._base._untrusted import scrub
 from twinflow.kernel._credentials import BEARER, KeyHeader, read_api_key, redact_url
-from twinflow.kernel._errors import (
-    ConnectError,
-    HTTPStatusError,
-    NetworkBlockedError,
-    ResponseDecodeError,
-    ResponseTooLarge,
-    TransportError,
-    TransportTimeout,
+from twinflow.kernel._errors import TransportError
+from twinflow.kernel._http import (
+    _REDIRECTS,
+    _TAIL_BYTES,
+    _chunks,
+    _excerpt,
+    _map_os_error,
+    _parse_url,
+    _past_the_limit,
+    _read_excerpt,
+    _Redirect,
+    _refuse_constant,
+    _rest_already_here,
+    _scrub,
+    _stream_chunk,
 )
-from twinflow.kernel._netpolicy import ENV_ALLOW_NETWORK, is_loopback, network_allowed
+from twinflow.kernel._netpolicy import ENV_ALLOW_NETWORK, network_allowed
 from twinflow.kernel._pool import Connection, ConnectionPool, Deadline, Origin, open_connection
 from twinflow.kernel._ports import Closing
-from twinflow.vocab import JsonValue, UserError
-
-_CHUNK = 64 * 1024
-_EXCERPT_BYTES = 2000
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
-
-
-def _excerpt(data: bytes) -> str:
-    return data[:_EXCERPT_BYTES].decode("utf-8", errors="replace")
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _scrub(error: TransportError) -> None:
-    """Scrub every secret from the error's message and body excerpt, in place (`scrub`)."""
-    error.args = tuple(scrub(a) if isinstance(a, str) else a for a in error.args)
-    if isinstance(error, HTTPStatusError):
-        error.body_excerpt = scrub(error.body_excerpt)
-
-
-def _map_os_error(url: str, error: BaseException, deadline: Deadline, phase: str) -> TransportError:
-    """Map a low-level failure to the transport error that says what to do."""
-    parsed = urllib.parse.urlsplit(url)
-    where = f"{parsed.hostname}:{parsed.port or (443 if parsed.scheme == 'https' else 80)}"
-    if isinstance(error, TimeoutError):
-        return TransportTimeout(
-            f"no complete answer from {url} within {deadline.timeout:g} s ({phase}): the server "
-            "is slow or stuck; check its log, or pass a larger timeout",
-            url=url,
-        )
-    if isinstance(error, ConnectionRefusedError):
-        return ConnectError(
-            f"connection refused by {url}: nothing is listening on {where}; start the server "
-            "or fix the host and port (twinflow does not retry)",
-            url=url,
-        )
-    if isinstance(error, socket.gaierror):
-        return ConnectError(
-            f"cannot resolve the host of {url} ({error.strerror}): check the host name and DNS",
-            url=url,
-        )
-    if isinstance(error, ssl.SSLCertVerificationError):
-        return ConnectError(
-            f"TLS certificate of {url} failed verification ({error.verify_message}): if the "
-            "server uses a private CA or a self-signed certificate, pass "
-            "HttpTransport(cafile=<that CA's PEM file>); otherwise fix the server's certificate",
-            url=url,
-        )
-    if isinstance(error, ssl.SSLError):
-        return ConnectError(
-            f"TLS with {url} failed ({error.reason or error}): check that the URL's scheme and "
-            "port match the server (https to an http port fails like this)",
-            url=url,
-        )
-    if isinstance(error, ConnectionError | http.client.IncompleteRead):
-        return ConnectError(
-            f"connection to {url} was lost {phase} ({type(error).__name__}): the server closed "
-            "or reset it; check the server's log (twinflow does not retry)",
-            url=url,
-        )
-    return ConnectError(
-        f"cannot talk to {url} ({type(error).__name__}: {error}) {phase}: check the URL and that "
-        "the server is reachable",
-        url=url,
-    )
-
-
-@functools.lru_cache(maxsize=64)
-def _parse_url(url: str) -> tuple[Origin, str, str, bool]:
-    """The origin, request target and redacted form of an absolute http(s) URL, and whether its
-    host is loopback.
-
-    A pure function of the string, cached: a model client posts to the same URL at every step
-    (an error is raised again at every call, it is not cached).
-
-    Raises:
-        UserError: Not an absolute http(s) URL, or one carrying credentials.
-    """
-    parsed = urllib.parse.urlsplit(url)
-    shown = redact_url(url)
-    try:
-        port = parsed.port
-    except ValueError:
-        port = -1
-    if parsed.scheme not in ("http", "https") or not parsed.hostname or port == -1:
-        raise UserError(
-            f"{shown!r} is not an absolute http(s) URL: pass one like http://127.0.0.1:8080/v1/chat"
-        )
-    if parsed.username is not None or parsed.password is not None:
-        # http.client would silently drop them, and the URL would carry the key into messages.
-        raise UserError(
-            f"{shown} carries credentials (user:key@), which are not sent: give the key with "
-            "HttpTransport(api_key_env=...) (a spec's model.api_key_env) instead"
-        )
-    default = 443 if parsed.scheme == "https" else 80
-    target = (parsed.path or "/") + (f"?{parsed.query}" if parsed.query else "")
-    origin = (parsed.scheme, parsed.hostname, port or default)
-    return origin, target, shown, is_loopback(parsed.hostname)
+from twinflow.trace import UserError
+from twinflow.vocab import JsonValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,26 +57,21 @@ class HttpAnswer:
     """The body, at most `max_response_bytes`."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Redirect:
-    """An exchange's answer was a redirect the transport follows."""
-
-    url: str
-    """Where to send the request next."""
-    status: int
-    """The redirect's status (307 or 308)."""
-
-
-def _past_the_limit(shown: str, redirect: _Redirect, followed: int) -> HTTPStatusError:
-    """A redirect past `max_redirects` is not followed: the same error, with its real status,
-    as any redirect the transport does not follow."""
-    return HTTPStatusError(
-        f"{shown} answered HTTP {redirect.status}, a redirect to {redact_url(redirect.url)}, "
-        f"after {followed} redirects followed (max_redirects); use the final URL",
-        url=shown,
-        status=redirect.status,
-        body_excerpt="",
-    )
+def _request_headers(
+    headers: Mapping[str, str], secret: str | None, key_header: KeyHeader
+) -> dict[str, str]:
+    """Every request's headers: JSON both ways, the caller's, and the key in its header."""
+    given = {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "User-Agent": "twinflow-kernel",
+        **headers,
+    }
+    if secret is not None:
+        # Header names are case-insensitive: the key's header replaces any spelling of it.
+        given = {k: v for k, v in given.items() if k.lower() != key_header.name.lower()}
+        given[key_header.name] = key_header.prefix + secret
+    return given
 
 
 class HttpTransport(Closing):
@@ -185,12 +85,12 @@ class HttpTransport(Closing):
     A failed exchange is never retried, with one exception that is not a retry of the server's
     work: when writing to a kept connection fails before the socket accepted any byte of the
     request (the server closed it while idle), the request is sent once more on a fresh
-    connection. Once a byte went out, a lost connection is a `ConnectError`, never a second
+    connection. Once a byte went out, a lost connection is a `TransportError` (``"connect"``), never a second
     request. A fresh connection that fails is never tried again; connection refused is raised
     at once.
 
     The network kill switch: a request to a host that is not loopback (`localhost`, `127.0.0.0/8`,
-    `::1`) raises `NetworkBlockedError` unless the network is allowed. `allow_network=True`/`False`
+    `::1`) raises `TransportError` (``"blocked"``) unless the network is allowed. `allow_network=True`/`False`
     decides explicitly; when it is `None`, `TWINFLOW_ALLOW_NETWORK=1` allows and `=0` refuses,
     and with that variable unset the network is refused under pytest and allowed otherwise.
     Proxies from the environment are not used.
@@ -245,17 +145,7 @@ class HttpTransport(Closing):
         # Read once, here: a server may echo the key back (a 401 body quoting the header), and
         # every error raised below is scrubbed of it.
         self._secret = None if api_key_env is None else read_api_key(api_key_env)
-        given = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": "twinflow-kernel",
-            **(headers or {}),
-        }
-        if self._secret is not None:
-            # Header names are case-insensitive: the key's header replaces any spelling of it.
-            given = {k: v for k, v in given.items() if k.lower() != key_header.name.lower()}
-            given[key_header.name] = key_header.prefix + self._secret
-        self._headers = given
+        self._headers = _request_headers(headers or {}, self._secret, key_header)
         self._key_name = key_header.name.lower() if self._secret is not None else None
         self._ssl_context: ssl.SSLContext | None = None
         self._pool = pool if pool is not None else ConnectionPool()
@@ -324,8 +214,8 @@ class HttpTransport(Closing):
 
         Raises:
             UserError: As `post_json`, or `idle_timeout` is not positive.
-            TransportError: As `post_json`; `TransportTimeout` also when a gap between chunks
-                passes `idle_timeout`, `ResponseTooLarge` when the stream passes
+            TransportError: As `post_json`; ``"timeout"`` also when a gap between chunks
+                passes `idle_timeout`, ``"too_large"`` when the stream passes
                 `max_response_bytes`.
         """
         if idle_timeout is not None and not idle_timeout > 0:
@@ -364,28 +254,15 @@ class HttpTransport(Closing):
                 # From here each receive waits at most `idle`, and never past the deadline.
                 deadline.idle = idle
                 while True:
-                    try:
-                        chunk = response.read1(_CHUNK)
-                    except TimeoutError as error:
-                        if idle is not None and not deadline.expired():
-                            raise TransportTimeout(
-                                f"the stream from {url} sent nothing for {idle:g} s after "
-                                f"{total} bytes (idle_timeout): the server is stuck; check its "
-                                "log, or pass a larger idle_timeout",
-                                url=url,
-                            ) from error
-                        raise _map_os_error(url, error, deadline, "while streaming") from error
-                    except (OSError, http.client.HTTPException) as error:
-                        raise _map_os_error(
-                            url, error, deadline, f"after {total} bytes of the stream"
-                        ) from error
+                    chunk = _stream_chunk(response, url, deadline, idle, total)
                     if not chunk:
                         break
                     total += len(chunk)
                     if total > self._max_bytes:
-                        raise ResponseTooLarge(
+                        raise TransportError(
                             f"the stream from {url} passed max_response_bytes={self._max_bytes}; "
                             "reading stopped there. Ask for less, or raise max_response_bytes",
+                            reason="too_large",
                             url=url,
                         )
                     try:
@@ -440,10 +317,11 @@ class HttpTransport(Closing):
         switch allowed it (asked at every call: the environment may change between calls)."""
         origin, target, shown, loopback = _parse_url(url)
         if not loopback and not network_allowed(self._allow_network):
-            raise NetworkBlockedError(
+            raise TransportError(
                 f"the network kill switch refused {shown}: {origin[1]} is not a loopback host "
                 f"and the network is off (it is off under tests by default); pass "
                 f"HttpTransport(allow_network=True) or set {ENV_ALLOW_NETWORK}=1 to allow it",
+                reason="blocked",
                 url=shown,
             )
         return origin, target, shown
@@ -552,9 +430,10 @@ class HttpTransport(Closing):
                 raise _map_os_error(url, error, deadline, "before the answer") from error
             except http.client.HTTPException as error:
                 connection.close()
-                raise ResponseDecodeError(
+                raise TransportError(
                     f"the answer from {url} is not valid HTTP ({type(error).__name__}: {error}): "
                     "check that the URL points at an HTTP JSON API",
+                    reason="decode",
                     url=url,
                 ) from error
             except BaseException:
@@ -582,9 +461,10 @@ class HttpTransport(Closing):
             length_header = response.headers.get("Content-Length")
             length = int(length_header) if length_header and length_header.isdigit() else None
             if length is not None and length > self._max_bytes:
-                raise ResponseTooLarge(
+                raise TransportError(
                     f"{url} announced a {length}-byte body, over max_response_bytes="
                     f"{self._max_bytes}; nothing was read. Ask for less, or raise max_response_bytes",
+                    reason="too_large",
                     url=url,
                 )
             data = self._read(url, response, deadline, length)
@@ -599,9 +479,10 @@ class HttpTransport(Closing):
             value: JsonValue = json.loads(data, parse_constant=_refuse_constant)
             return value
         except (ValueError, RecursionError) as error:
-            raise ResponseDecodeError(
+            raise TransportError(
                 f"the {len(data)}-byte body from {url} (HTTP {status}) is not JSON ({error}); it "
                 f"starts {_excerpt(data)[:200]!r}: check that the URL points at a JSON API",
+                reason="decode",
                 url=url,
             ) from error
 
@@ -619,8 +500,9 @@ class HttpTransport(Closing):
                 if status >= 500
                 else "the server refused the request; check the URL, the request body and any credentials"
             )
-            raise HTTPStatusError(
+            raise TransportError(
                 f"{url} answered HTTP {status} {response.reason}: {advice}. Body starts: {excerpt[:300]!r}",
+                reason="status",
                 url=url,
                 status=status,
                 body_excerpt=excerpt,
@@ -636,8 +518,9 @@ class HttpTransport(Closing):
             if status in (307, 308)
             else "a POST would become a GET and lose its body, so it is never followed; use the final URL"
         )
-        raise HTTPStatusError(
+        raise TransportError(
             f"{url} answered HTTP {status}, a redirect to {target or '(no Location)'}; {advice}",
+            reason="status",
             url=url,
             status=status,
             body_excerpt="",
@@ -660,97 +543,17 @@ class HttpTransport(Closing):
         except (OSError, http.client.HTTPException) as error:
             raise _map_os_error(url, error, deadline, f"after {total} bytes of the body") from error
         if total > self._max_bytes:
-            raise ResponseTooLarge(
+            raise TransportError(
                 f"the body from {url} passed max_response_bytes={self._max_bytes}; reading "
                 "stopped there. Ask for less, or raise max_response_bytes",
+                reason="too_large",
                 url=url,
             )
         if length is not None and total < length:
-            raise ConnectError(
+            raise TransportError(
                 f"connection to {url} closed after {total} of {length} body bytes: the server "
                 "stopped mid-answer; check its log (twinflow does not retry)",
+                reason="connect",
                 url=url,
             )
         return b"".join(chunks)
-
-
-def _chunks(response: http.client.HTTPResponse, deadline: Deadline, limit: int) -> Iterator[bytes]:
-    """The body's chunks, one socket read each, stopping once more than `limit` bytes came."""
-    total = 0
-    while not response.isclosed():
-        if response.length == 0:
-            # read1 leaves a fully read body open; read() marks it done, so the
-            # connection can carry the next request.
-            response.read()
-            return
-        deadline.arm()
-        # read1: at most one socket read, so the deadline is checked between reads.
-        chunk = response.read1(min(_CHUNK, limit + 1 - total))
-        if not chunk:
-            return
-        yield chunk
-        total += len(chunk)
-        if total > limit:
-            return
-
-
-_TAIL_BYTES = 64 * 1024
-"""The most of a sized body left unread that a stream reads to keep its connection (and never
-past `max_response_bytes`)."""
-
-# What is left of a chunked body after its last data chunk: that chunk's CRLF, when http.client
-# has not read it yet (`chunk_left == 0`), the last chunk `0`, and the empty trailer.
-_CHUNKED_END = {0: b"\r\n0\r\n\r\n", None: b"0\r\n\r\n"}
-
-
-def _rest_already_here(response: http.client.HTTPResponse, deadline: Deadline, limit: int) -> bool:
-    """Read the rest of an answer its reader left early, if all of it has arrived; never wait.
-
-    The rest is the end of a chunked body, or at most `limit` bytes of a sized one.
-
-    True when the answer is now read to its end (the connection may carry the next request);
-    False when anything of it is still to come (it may never come: a server still generating),
-    when it is not the exact end of a chunked body, or on any error: the caller closes the
-    connection then, as it did before this existed. Nothing read here reaches anyone.
-    """
-    if response.will_close:
-        return False
-    if response.isclosed():
-        return True
-    if response.chunked:
-        tail = _CHUNKED_END.get(response.chunk_left)
-        if tail is None:
-            return False  # inside a chunk: more of the body is coming
-        size = len(tail)
-    elif response.length is not None and response.length <= limit:
-        tail, size = None, response.length
-    else:
-        return False
-    fp = response.fp
-    assert fp is not None  # an answer not closed has its reader
-    got = bytearray()
-    deadline.no_wait = True
-    try:
-        while len(got) < size:
-            # Buffered bytes first, then one non-blocking receive; b"" when nothing is there.
-            piece = fp.read1(size - len(got))
-            if not piece:
-                return False
-            got += piece
-    except (OSError, ValueError):
-        return False
-    finally:
-        deadline.no_wait = False
-    if tail is not None and got != tail:
-        return False
-    response.close()
-    return True
-
-
-def _read_excerpt(response: http.client.HTTPResponse, deadline: Deadline) -> bytes:
-    """The start of an error answer's body, for its message: whatever arrives, never an error."""
-    chunks: list[bytes] = []
-    with contextlib.suppress(OSError, http.client.HTTPException):
-        for chunk in _chunks(response, deadline, _EXCERPT_BYTES):
-            chunks.append(chunk)
-    return b"".join(chunks)

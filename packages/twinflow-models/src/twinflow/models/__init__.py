@@ -9,7 +9,7 @@ decoder would not enforce of a schema; `embedded_server` starts the bundled Smol
 
 Errors::
 
-    TwinflowError (twinflow.vocab)
+    TwinflowError (twinflow.trace)
     ├── UserError (twinflow.vocab)         also a bad max_attempts (vocab's one check)
     │   ├── SchemaError                    refused before any request (`.reason`: unenforced,
     │   │                                  uncompilable; `.report`)
@@ -22,7 +22,7 @@ Errors::
     ├── VocabError (twinflow.vocab)
     │   └── StructuredOutputError          no answer validated in max_attempts (`.attempts`)
     └── KernelError (twinflow.kernel)
-        └── TransportError                 ConnectError, TransportTimeout, HTTPStatusError, ...:
+        └── TransportError                 connect, timeout, status, ... (its `.reason`):
                                            the kernel's, propagated unchanged, never retried or wrapped
 """
 

@@ -10,16 +10,9 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import JsonValue
 
-from twinflow.vocab import (
-    CanonicalError,
-    Message,
-    ModelRequest,
-    OutputSchema,
-    ToolSpec,
-    UserError,
-    WireFormatError,
-    canonical_bytes,
-)
+from twinflow.trace import CanonicalError, UserError
+from twinflow.vocab import Message, ModelRequest, OutputSchema, ToolSpec, WireFormatError
+from twinflow.vocab import value_bytes as canonical_bytes
 from twinflow.vocab.wire import DEFAULT_JSON_LIMITS, JsonLimits, read_json_text
 
 

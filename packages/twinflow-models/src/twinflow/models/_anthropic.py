@@ -44,18 +44,18 @@ from twinflow.models._anthropic_wire import (
 )
 from twinflow.models._errors import MalformedResponseError, ModelSetupError
 from twinflow.models._servers import OnChunk, Target, endpoint_root, stream_reply
+from twinflow.trace import UserError
 from twinflow.vocab import (
     Message,
     ModelRequest,
     ModelResponse,
     Transcript,
     Usage,
-    UserError,
     WireFormatError,
     assemble,
-    canonical_bytes,
     response_chunks,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 if TYPE_CHECKING:
     from twinflow.kernel import Transport

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from pydantic import BaseModel, JsonValue
 
-from twinflow.kernel import BEARER, Closing, KeyHeader
+from twinflow.kernel import Closing, KeyHeader
 from twinflow.models._action import (
     ActionRefused,
     action_schema,
@@ -99,7 +99,7 @@ class ChatModelBase(Closing):
     """The one engine of the OpenAI-compatible and Ollama chat models (a provider's module
     subclasses it with its `Server`)."""
 
-    key_header: ClassVar[KeyHeader] = BEARER
+    key_header: ClassVar[KeyHeader] = KeyHeader("Authorization", prefix="Bearer ")
     """The header these APIs take a key in, for `HttpTransport(key_header=...)`: ``Authorization:
     Bearer`` (OpenAI's; an Ollama behind an authenticating proxy takes the same)."""
     required_headers: ClassVar[Mapping[str, str]] = MappingProxyType({})

@@ -14,7 +14,7 @@ import hashlib
 
 from pydantic import JsonValue
 
-from twinflow.vocab import canonical_bytes
+from twinflow.vocab import value_bytes as canonical_bytes
 
 _KEYS: dict[str, tuple[bytes, bytes]] = {}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from twinflow.vocab import TwinflowError, UserError
+from twinflow.trace import TwinflowError, UserError
 
 if TYPE_CHECKING:
     from twinflow.models._preflight import PreflightReport

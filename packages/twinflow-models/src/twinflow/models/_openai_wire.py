@@ -35,6 +35,7 @@ from twinflow.models._wire import (
     reply_from,
     require_dict,
 )
+from twinflow.trace import UserError
 from twinflow.vocab import (
     CallId,
     Chunk,
@@ -58,10 +59,9 @@ from twinflow.vocab import (
     Transcript,
     Usage,
     UsageChunk,
-    UserError,
-    canonical_bytes,
     carried_parts,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 from twinflow.vocab.wire import read_json_text
 
 

@@ -18,7 +18,8 @@ from pydantic import BaseModel, JsonValue, TypeAdapter
 
 from twinflow.models._errors import SchemaError
 from twinflow.models._pattern import UnreadablePattern, grammar_pattern
-from twinflow.vocab import FrozenValue, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import FrozenValue
 
 Decoder = Literal["llama.cpp", "llama-cpp-python", "ollama"]
 """The grammar converters this module knows.

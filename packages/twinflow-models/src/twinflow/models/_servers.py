@@ -21,6 +21,7 @@ from twinflow.models._openai_wire import Dialect
 from twinflow.models._preflight import Decoder
 from twinflow.models._stream import reply_of
 from twinflow.models._wire import Reply, outgoing
+from twinflow.trace import UserError
 from twinflow.vocab import (
     Chunk,
     ChunkAssembler,
@@ -30,11 +31,10 @@ from twinflow.vocab import (
     OutputSchema,
     ToolSpec,
     Transcript,
-    UserError,
     WireFormatError,
-    canonical_bytes,
     digest,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 from twinflow.vocab.wire import DEFAULT_JSON_LIMITS, JsonLimits, check_json
 
 if TYPE_CHECKING:

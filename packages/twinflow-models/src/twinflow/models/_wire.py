@@ -31,9 +31,9 @@ from twinflow.vocab import (
     Transcript,
     Usage,
     WireFormatError,
-    canonical_bytes,
     carried_parts,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 
 @dataclass(frozen=True)

@@ -4,165 +4,80 @@ structural diff, and the model-facing protocols.
 The bounded wire readers live in `twinflow.vocab.wire`; datapizza interop in `twinflow.vocab.datapizza`
 (extra `datapizza`). Neither is imported here.
 
-Errors (the root is `twinflow.trace`'s, re-exported here)::
+Errors (the root, `UserError` and `CanonicalError` are `twinflow.trace`'s)::
 
     TwinflowError                      root of every twinflow error, in every package
     ├── UserError                      a usage mistake (bad argument, bad config; a bad max_attempts)
+    ├── CanonicalError                 no RFC 8785 form, or bytes that are not canonical JSON
+    │                                  (`value_bytes`, `parse_canonical`; `.pointer`, `.detail`)
     └── VocabError                     raised by twinflow.vocab
         ├── InvalidValueError          a value refused at construction (also a ValueError);
         │                              `FrozenValue` subclasses elsewhere raise their package's error
-        ├── CanonicalError             no RFC 8785 form, or bytes that are not canonical JSON
-        │                              (also twinflow.trace.CanonicalError; `.pointer`, `.detail`)
         ├── WireFormatError            a provider payload that does not match its wire format (`.path`)
         ├── PartNotCarriedError        a wire adapter cannot carry a part's kind, which declares no
         │                              fallback (`.adapter`, `.kind`; also a UserError)
         └── StructuredOutputError      no valid structured output after every attempt (`.attempts`)
-
-The errors are imported eagerly (they need no pydantic). Every other name is resolved on first
-access (PEP 562), so `import twinflow.vocab` does not build pydantic's model machinery and the
-value classes until a caller uses one of them.
 """
 
-# Only underscored names and the public ones may live here (tests/gates/test_exported_members.py).
-import typing as _typing
-
-from twinflow._base._lazy import lazy_exports as _lazy_exports
-from twinflow.vocab._errors import CanonicalError as CanonicalError
+from twinflow.vocab._canonical import digest as digest
+from twinflow.vocab._canonical import parse_canonical as parse_canonical
+from twinflow.vocab._canonical import value_bytes as value_bytes
+from twinflow.vocab._diff import Difference as Difference
+from twinflow.vocab._diff import diff as diff
+from twinflow.vocab._envelope import envelope as envelope
 from twinflow.vocab._errors import InvalidValueError as InvalidValueError
 from twinflow.vocab._errors import PartNotCarriedError as PartNotCarriedError
 from twinflow.vocab._errors import StructuredOutputError as StructuredOutputError
-from twinflow.vocab._errors import TwinflowError as TwinflowError
-from twinflow.vocab._errors import UserError as UserError
 from twinflow.vocab._errors import VocabError as VocabError
 from twinflow.vocab._errors import WireFormatError as WireFormatError
-
-if _typing.TYPE_CHECKING:
-    from twinflow.vocab._canonical import canonical_bytes as canonical_bytes
-    from twinflow.vocab._canonical import digest as digest
-    from twinflow.vocab._canonical import parse_canonical as parse_canonical
-    from twinflow.vocab._diff import Difference as Difference
-    from twinflow.vocab._diff import diff as diff
-    from twinflow.vocab._envelope import EnvelopeKind as EnvelopeKind
-    from twinflow.vocab._envelope import envelope as envelope
-    from twinflow.vocab._parts import carried_parts as carried_parts
-    from twinflow.vocab._protocols import Attempt as Attempt
-    from twinflow.vocab._protocols import ChatModel as ChatModel
-    from twinflow.vocab._protocols import FinishReason as FinishReason
-    from twinflow.vocab._protocols import ModelRequest as ModelRequest
-    from twinflow.vocab._protocols import ModelResponse as ModelResponse
-    from twinflow.vocab._protocols import ModelSettings as ModelSettings
-    from twinflow.vocab._protocols import OutputSchema as OutputSchema
-    from twinflow.vocab._protocols import Reask as Reask
-    from twinflow.vocab._protocols import StructuredOutputAdapter as StructuredOutputAdapter
-    from twinflow.vocab._protocols import StructuredResult as StructuredResult
-    from twinflow.vocab._protocols import Usage as Usage
-    from twinflow.vocab._reask import SentRequest as SentRequest
-    from twinflow.vocab._reask import check_max_attempts as check_max_attempts
-    from twinflow.vocab._reask import parametrized as parametrized
-    from twinflow.vocab._reask import reask_message as reask_message
-    from twinflow.vocab._reask import validate_with_reask as validate_with_reask
-    from twinflow.vocab._reask import validation_error_text as validation_error_text
-    from twinflow.vocab._stream import Chunk as Chunk
-    from twinflow.vocab._stream import ChunkAssembler as ChunkAssembler
-    from twinflow.vocab._stream import FinishChunk as FinishChunk
-    from twinflow.vocab._stream import ReasoningDelta as ReasoningDelta
-    from twinflow.vocab._stream import StreamingChatModel as StreamingChatModel
-    from twinflow.vocab._stream import TextDelta as TextDelta
-    from twinflow.vocab._stream import ToolCallDelta as ToolCallDelta
-    from twinflow.vocab._stream import ToolCallEnd as ToolCallEnd
-    from twinflow.vocab._stream import ToolCallStart as ToolCallStart
-    from twinflow.vocab._stream import UsageChunk as UsageChunk
-    from twinflow.vocab._stream import assemble as assemble
-    from twinflow.vocab._stream import response_chunks as response_chunks
-    from twinflow.vocab._suggest import did_you_mean as did_you_mean
-    from twinflow.vocab._values import CacheHintPart as CacheHintPart
-    from twinflow.vocab._values import CallId as CallId
-    from twinflow.vocab._values import EmbeddedResourcePart as EmbeddedResourcePart
-    from twinflow.vocab._values import ExtensionPart as ExtensionPart
-    from twinflow.vocab._values import FrozenValue as FrozenValue
-    from twinflow.vocab._values import GenericPart as GenericPart
-    from twinflow.vocab._values import JsonValue as JsonValue
-    from twinflow.vocab._values import MediaPart as MediaPart
-    from twinflow.vocab._values import Message as Message
-    from twinflow.vocab._values import Part as Part
-    from twinflow.vocab._values import PrefillPart as PrefillPart
-    from twinflow.vocab._values import ReasoningPart as ReasoningPart
-    from twinflow.vocab._values import ResourceLinkPart as ResourceLinkPart
-    from twinflow.vocab._values import Role as Role
-    from twinflow.vocab._values import RunId as RunId
-    from twinflow.vocab._values import StructuredPart as StructuredPart
-    from twinflow.vocab._values import TextPart as TextPart
-    from twinflow.vocab._values import ToolCallPart as ToolCallPart
-    from twinflow.vocab._values import ToolResultPart as ToolResultPart
-    from twinflow.vocab._values import ToolSpec as ToolSpec
-    from twinflow.vocab._values import Transcript as Transcript
-
-
-__getattr__, __dir__, __all__ = _lazy_exports(
-    globals(),
-    {
-        "_canonical": ("canonical_bytes", "digest", "parse_canonical"),
-        "_diff": ("diff", "Difference"),
-        "_envelope": ("envelope", "EnvelopeKind"),
-        "_protocols": (
-            "Attempt",
-            "ChatModel",
-            "FinishReason",
-            "ModelRequest",
-            "ModelResponse",
-            "ModelSettings",
-            "OutputSchema",
-            "Reask",
-            "StructuredOutputAdapter",
-            "StructuredResult",
-            "Usage",
-        ),
-        "_reask": (
-            "check_max_attempts",
-            "parametrized",
-            "reask_message",
-            "SentRequest",
-            "validate_with_reask",
-            "validation_error_text",
-        ),
-        "_stream": (
-            "assemble",
-            "Chunk",
-            "ChunkAssembler",
-            "FinishChunk",
-            "ReasoningDelta",
-            "response_chunks",
-            "StreamingChatModel",
-            "TextDelta",
-            "ToolCallDelta",
-            "ToolCallEnd",
-            "ToolCallStart",
-            "UsageChunk",
-        ),
-        "_parts": ("carried_parts",),
-        "_suggest": ("did_you_mean",),
-        "_values": (
-            "CacheHintPart",
-            "CallId",
-            "EmbeddedResourcePart",
-            "ExtensionPart",
-            "FrozenValue",
-            "GenericPart",
-            "JsonValue",
-            "MediaPart",
-            "Message",
-            "Part",
-            "PrefillPart",
-            "ReasoningPart",
-            "ResourceLinkPart",
-            "Role",
-            "RunId",
-            "StructuredPart",
-            "TextPart",
-            "ToolCallPart",
-            "ToolResultPart",
-            "ToolSpec",
-            "Transcript",
-        ),
-    },
-)
+from twinflow.vocab._parts import carried_parts as carried_parts
+from twinflow.vocab._protocols import Attempt as Attempt
+from twinflow.vocab._protocols import ChatModel as ChatModel
+from twinflow.vocab._protocols import FinishReason as FinishReason
+from twinflow.vocab._protocols import ModelRequest as ModelRequest
+from twinflow.vocab._protocols import ModelResponse as ModelResponse
+from twinflow.vocab._protocols import ModelSettings as ModelSettings
+from twinflow.vocab._protocols import OutputSchema as OutputSchema
+from twinflow.vocab._protocols import Reask as Reask
+from twinflow.vocab._protocols import StructuredOutputAdapter as StructuredOutputAdapter
+from twinflow.vocab._protocols import StructuredResult as StructuredResult
+from twinflow.vocab._protocols import Usage as Usage
+from twinflow.vocab._reask import SentRequest as SentRequest
+from twinflow.vocab._reask import check_max_attempts as check_max_attempts
+from twinflow.vocab._reask import parametrized as parametrized
+from twinflow.vocab._reask import reask_message as reask_message
+from twinflow.vocab._reask import validate_with_reask as validate_with_reask
+from twinflow.vocab._reask import validation_error_text as validation_error_text
+from twinflow.vocab._stream import Chunk as Chunk
+from twinflow.vocab._stream import ChunkAssembler as ChunkAssembler
+from twinflow.vocab._stream import FinishChunk as FinishChunk
+from twinflow.vocab._stream import ReasoningDelta as ReasoningDelta
+from twinflow.vocab._stream import StreamingChatModel as StreamingChatModel
+from twinflow.vocab._stream import TextDelta as TextDelta
+from twinflow.vocab._stream import ToolCallDelta as ToolCallDelta
+from twinflow.vocab._stream import ToolCallEnd as ToolCallEnd
+from twinflow.vocab._stream import ToolCallStart as ToolCallStart
+from twinflow.vocab._stream import UsageChunk as UsageChunk
+from twinflow.vocab._stream import assemble as assemble
+from twinflow.vocab._stream import response_chunks as response_chunks
+from twinflow.vocab._suggest import did_you_mean as did_you_mean
+from twinflow.vocab._values import CacheHintPart as CacheHintPart
+from twinflow.vocab._values import CallId as CallId
+from twinflow.vocab._values import EmbeddedResourcePart as EmbeddedResourcePart
+from twinflow.vocab._values import ExtensionPart as ExtensionPart
+from twinflow.vocab._values import FrozenValue as FrozenValue
+from twinflow.vocab._values import GenericPart as GenericPart
+from twinflow.vocab._values import JsonValue as JsonValue
+from twinflow.vocab._values import MediaPart as MediaPart
+from twinflow.vocab._values import Message as Message
+from twinflow.vocab._values import Part as Part
+from twinflow.vocab._values import PrefillPart as PrefillPart
+from twinflow.vocab._values import ReasoningPart as ReasoningPart
+from twinflow.vocab._values import ResourceLinkPart as ResourceLinkPart
+from twinflow.vocab._values import RunId as RunId
+from twinflow.vocab._values import StructuredPart as StructuredPart
+from twinflow.vocab._values import TextPart as TextPart
+from twinflow.vocab._values import ToolCallPart as ToolCallPart
+from twinflow.vocab._values import ToolResultPart as ToolResultPart
+from twinflow.vocab._values import ToolSpec as ToolSpec
+from twinflow.vocab._values import Transcript as Transcript

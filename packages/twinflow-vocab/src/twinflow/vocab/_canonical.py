@@ -12,19 +12,21 @@ from typing import TypeVar, overload
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from twinflow.trace import CanonicalError as _TraceCanonicalError
+from twinflow.trace import CanonicalError, json_kind, json_pointer, parse_json
 from twinflow.trace import canonical_bytes as _canonical_bytes
 from twinflow.trace import canonical_dump_bytes as _dump_bytes
-from twinflow.trace import json_kind, json_pointer, parse_json
-from twinflow.vocab._errors import CanonicalError, InvalidValueError
+from twinflow.vocab._errors import InvalidValueError
 
-__all__ = ["canonical_bytes", "digest", "json_kind", "json_pointer", "parse_canonical"]
+__all__ = ["digest", "json_kind", "json_pointer", "parse_canonical", "value_bytes"]
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def canonical_bytes(value: BaseModel | JsonValue) -> bytes:
-    """Encode a value as RFC 8785 (JCS) canonical JSON.
+def value_bytes(value: BaseModel | JsonValue) -> bytes:
+    """Encode a value as RFC 8785 (JCS) canonical JSON: the bytes `digest` hashes.
+
+    `twinflow.trace.canonical_bytes` for a JSON value, and for a pydantic model its JSON-mode
+    dump.
 
     Args:
         value: A pydantic model (encoded as its JSON-mode dump) or a JSON value (dicts with
@@ -40,25 +42,22 @@ def canonical_bytes(value: BaseModel | JsonValue) -> bytes:
             NaN or infinity, an integer beyond the IEEE-754 safe range, a lone surrogate, a
             non-string key, or a non-JSON type.
     """
-    try:
-        if isinstance(value, BaseModel):
-            dump = value.model_dump(mode="json")
-            return _dump_bytes(dump) if type(dump) is dict else _canonical_bytes(dump)
-        return _canonical_bytes(value)
-    except _TraceCanonicalError as exc:
-        raise CanonicalError.of(exc) from None
+    if isinstance(value, BaseModel):
+        dump = value.model_dump(mode="json")
+        return _dump_bytes(dump) if type(dump) is dict else _canonical_bytes(dump)
+    return _canonical_bytes(value)
 
 
 def digest(value: BaseModel | JsonValue) -> str:
-    """Return the lowercase hex SHA-256 of `canonical_bytes(value)`.
+    """Return the lowercase hex SHA-256 of `value_bytes(value)`.
 
     The digest depends only on the value: not on the process, hash seed, platform or Python
     version.
 
     Raises:
-        CanonicalError: As `canonical_bytes`.
+        CanonicalError: As `value_bytes`.
     """
-    return hashlib.sha256(canonical_bytes(value)).hexdigest()
+    return hashlib.sha256(value_bytes(value)).hexdigest()
 
 
 @overload
@@ -71,7 +70,7 @@ def parse_canonical(
     """Parse canonical JSON bytes back to a value.
 
     Args:
-        data: UTF-8 JSON, normally produced by `canonical_bytes`.
+        data: UTF-8 JSON, normally produced by `value_bytes`.
         type_: A pydantic model class to validate into; `None` returns the JSON value.
         strict: Refuse bytes that are valid JSON but not canonical (so a parsed record's digest
             is the digest of the bytes it came from). Pass False to read hand-written JSON.
@@ -86,16 +85,16 @@ def parse_canonical(
     """
     try:
         value: JsonValue = parse_json(data, canonical=strict)
-    except _TraceCanonicalError as exc:
+    except CanonicalError as exc:
         if exc.reason in ("whitespace", "number_form", "escape_form", "key_order"):
             raise CanonicalError(
                 "bytes are valid JSON but not RFC 8785 canonical (key order, whitespace, number "
-                f"or escape form: {exc}); re-encode with canonical_bytes, or pass strict=False",
+                f"or escape form: {exc}); re-encode with value_bytes, or pass strict=False",
                 reason=exc.reason,
                 pointer=exc.pointer,
                 detail=exc.detail,
             ) from None
-        raise CanonicalError.of(exc) from None
+        raise
     if type_ is None:
         return value
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from twinflow.vocab._errors import UserError
+from twinflow.trace import UserError
 from twinflow.vocab._values import Message
 
 __all__ = ["EnvelopeKind", "envelope"]

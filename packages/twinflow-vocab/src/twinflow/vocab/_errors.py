@@ -1,14 +1,13 @@
 """The errors of twinflow.vocab; the tree is drawn in the package docstring.
 
 The root `TwinflowError` and `UserError` are defined in `twinflow.trace`, the lowest layer, and
-re-exported here.
+only there; so is `CanonicalError`, which `value_bytes` and `parse_canonical` raise.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from twinflow.trace import CanonicalError as _TraceCanonicalError
 from twinflow.trace import TwinflowError, UserError
 
 if TYPE_CHECKING:
@@ -16,12 +15,9 @@ if TYPE_CHECKING:
 
 
 __all__ = [
-    "CanonicalError",
     "InvalidValueError",
     "PartNotCarriedError",
     "StructuredOutputError",
-    "TwinflowError",
-    "UserError",
     "VocabError",
     "WireFormatError",
 ]
@@ -33,21 +29,6 @@ class VocabError(TwinflowError):
 
 class InvalidValueError(VocabError, ValueError):
     """A value was refused at construction: the message names the field and the rule broken."""
-
-
-class CanonicalError(VocabError, _TraceCanonicalError):
-    """A value has no RFC 8785 canonical form, or bytes given as canonical JSON are not.
-
-    Attributes:
-        reason: What is wrong, as `twinflow.trace.CanonicalError.reason` names it.
-        pointer: JSON pointer to the offending value (``""``: the whole value).
-        detail: What is wrong there, without the pointer.
-    """
-
-    @classmethod
-    def of(cls, error: _TraceCanonicalError) -> CanonicalError:
-        """The same failure, raised as vocab's error: message, reason, pointer and detail."""
-        return cls(str(error), reason=error.reason, pointer=error.pointer, detail=error.detail)
 
 
 class WireFormatError(VocabError):

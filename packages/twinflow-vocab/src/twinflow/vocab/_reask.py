@@ -15,9 +15,9 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from twinflow.trace import json_pointer
-from twinflow.vocab._canonical import canonical_bytes
-from twinflow.vocab._errors import CanonicalError, StructuredOutputError, UserError
+from twinflow.trace import CanonicalError, UserError, json_pointer
+from twinflow.vocab._canonical import value_bytes
+from twinflow.vocab._errors import StructuredOutputError
 from twinflow.vocab._protocols import Attempt, ModelSettings, Reask, StructuredResult
 
 __all__ = [
@@ -58,7 +58,7 @@ def no_json_form(output: BaseModel) -> str | None:
     such an output is refused like any invalid answer, and re-asked.
     """
     try:
-        canonical_bytes(output)
+        value_bytes(output)
     except CanonicalError as exc:
         return f"{exc.pointer or ROOT}: {exc.detail}"
     return None
@@ -111,6 +111,24 @@ class SentRequest:
     """The reply stopped at ``max_tokens`` (finish reason ``length``)."""
 
 
+def _validated(
+    emission: str, output_type: type[M], sent: SentRequest | None
+) -> tuple[M | None, str | None]:
+    """The emission's output, or why it was refused (a cut-off reply says so first)."""
+    try:
+        output = output_type.model_validate_json(emission)
+    except ValidationError as exc:
+        error = validation_error_text(exc)
+        if sent is not None and sent.cut:
+            error = (
+                f"{ROOT}: the reply was cut off at max_tokens={sent.settings.max_tokens} "
+                f"before it ended; give a shorter answer\n{error}"
+            )
+        return None, error
+    unrecordable = no_json_form(output)
+    return (output, None) if unrecordable is None else (None, unrecordable)
+
+
 def validate_with_reask(
     emission: str,
     output_type: type[M],
@@ -147,32 +165,21 @@ def validate_with_reask(
     attempts: list[Attempt] = []
     for number in range(1, max_attempts + 1):
         sent = requests[number - 1] if len(requests) >= number else None
-        request_digest = None if sent is None else sent.digest
-        settings = None if sent is None else sent.settings
-        try:
-            output = output_type.model_validate_json(emission)
-            error = no_json_form(output)
-        except ValidationError as exc:
-            error = validation_error_text(exc)
-            if sent is not None and sent.cut:
-                error = (
-                    f"{ROOT}: the reply was cut off at max_tokens={sent.settings.max_tokens} "
-                    f"before it ended; give a shorter answer\n{error}"
-                )
+        output, error = _validated(emission, output_type, sent)
         attempts.append(
             Attempt(
                 number=number,
                 emission=emission,
                 error=error,
-                request_digest=request_digest,
-                settings=settings,
+                request_digest=None if sent is None else sent.digest,
+                settings=None if sent is None else sent.settings,
             )
         )
-        if error is None:
+        if output is not None:
             return parametrized(StructuredResult, output_type)(
                 output=output, attempts=tuple(attempts)
             )
-        if number < max_attempts:
+        if number < max_attempts and error is not None:
             emission = reask(error)
     raise StructuredOutputError(
         f"no reply validated as {output_type.__name__} in {max_attempts} attempt(s); last "

@@ -18,8 +18,9 @@ from typing import Annotated, Literal, Protocol
 
 from pydantic import Discriminator, Field
 
-from twinflow.vocab._canonical import canonical_bytes
-from twinflow.vocab._errors import CanonicalError, InvalidValueError, UserError, WireFormatError
+from twinflow.trace import CanonicalError, UserError
+from twinflow.vocab._canonical import value_bytes
+from twinflow.vocab._errors import InvalidValueError, WireFormatError
 from twinflow.vocab._protocols import FinishReason, ModelRequest, ModelResponse, Usage
 from twinflow.vocab._values import (
     CallId,
@@ -276,7 +277,7 @@ def _tool_call(call: _Call) -> ToolCallPart:
             f"the arguments of tool call {call.id!r} are not a JSON object", path=where
         )
     try:
-        canonical_bytes(arguments)
+        value_bytes(arguments)
         return ToolCallPart(id=CallId(call.id), name=call.name, arguments=arguments)
     except (CanonicalError, InvalidValueError) as exc:
         raise WireFormatError(f"tool call {call.id!r}: {exc}", path=where) from None
@@ -312,7 +313,7 @@ def response_chunks(response: ModelResponse, *, size: int = 4) -> list[Chunk]:
             pieces = [part.text[i : i + size] for i in range(0, len(part.text), size)]
             chunks += [make(text=piece) for piece in pieces or [""]]
         elif isinstance(part, ToolCallPart):
-            text = canonical_bytes(part.arguments).decode("utf-8")
+            text = value_bytes(part.arguments).decode("utf-8")
             chunks.append(ToolCallStart(index=index, id=part.id, name=part.name))
             chunks += [
                 ToolCallDelta(index=index, arguments=text[i : i + size])

@@ -24,7 +24,8 @@ from datapizza.type import (  # type: ignore[import-untyped]  # datapizza ships 
 )
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from twinflow.vocab._errors import InvalidValueError, PartNotCarriedError, UserError
+from twinflow.trace import UserError
+from twinflow.vocab._errors import InvalidValueError, PartNotCarriedError
 from twinflow.vocab._parts import carried_parts
 from twinflow.vocab._values import (
     CallId,

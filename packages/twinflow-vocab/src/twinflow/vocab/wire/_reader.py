@@ -9,8 +9,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from twinflow.vocab._canonical import canonical_bytes, json_kind, json_pointer
-from twinflow.vocab._errors import CanonicalError, InvalidValueError, WireFormatError
+from twinflow.trace import CanonicalError
+from twinflow.vocab._canonical import json_kind, json_pointer, value_bytes
+from twinflow.vocab._errors import InvalidValueError, WireFormatError
 from twinflow.vocab._reask import validation_error_text
 from twinflow.vocab._values import Message, StructuredPart, Transcript
 
@@ -156,7 +157,7 @@ def json_object(value: object, path: Path) -> dict[str, JsonValue]:
     o = obj(value, path)
     check_json(o, path)
     try:
-        canonical_bytes(o)
+        value_bytes(o)
     except CanonicalError as exc:
         raise fail(str(exc), path) from None
     return o
@@ -190,7 +191,7 @@ def append(transcript: Transcript, message: Message, path: Path) -> Transcript:
 
 def structured_text(part: StructuredPart) -> str:
     """A structured value as the text a provider carries it in: its canonical JSON."""
-    return canonical_bytes(part.value).decode("utf-8")
+    return value_bytes(part.value).decode("utf-8")
 
 
 class WireReader:
