@@ -208,7 +208,7 @@ def test_a_run_directory_keeps_one_plan(tmp_path: Path) -> None:
 def test_lab_notes_of_a_run_whose_plan_names_no_offset_say_so(tmp_path: Path) -> None:
     """A received run's plan.note with a naive made_at: Lab Notes name the problem, no crash."""
     from twinflow.eval import write_plan
-    from twinflow.eval._report import write_reports
+    from twinflow.eval._lab_notes import write_reports
 
     data = dataset(2)
     plan = make_plan(data, SPEC, metric="rate", rule="rate >= 0.5", made_at=START)

@@ -123,7 +123,7 @@ def test_a_histogram_of_one_value_is_one_bar_of_bounded_width() -> None:
 def test_a_hostile_trace_path_is_neither_written_beside_nor_linked(tmp_path: Path) -> None:
     """A results file naming `../escape.jsonl` gets no page outside the run and no link."""
     from twinflow.eval import load_run
-    from twinflow.eval._report import write_reports
+    from twinflow.eval._lab_notes import write_reports
 
     run_dir = run(tmp_path)
     _, results = load_run(run_dir)

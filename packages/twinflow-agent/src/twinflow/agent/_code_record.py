@@ -16,7 +16,8 @@ from pydantic import Field, ValidationError
 from twinflow._base._code import module_file
 from twinflow.agent._errors import SpecError
 from twinflow.kernel import file_sha256
-from twinflow.vocab import FrozenValue, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import FrozenValue
 
 if TYPE_CHECKING:
     from twinflow.agent._spec import RunSpec

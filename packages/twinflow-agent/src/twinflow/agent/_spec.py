@@ -38,7 +38,8 @@ from twinflow.agent._code_record import (
 from twinflow.agent._errors import SpecError
 from twinflow.agent._spec_guards import EMBEDDED, McpServerSpec, check_headers
 from twinflow.kernel import check_endpoint_url
-from twinflow.vocab import ExtensionPart, ModelSettings, UserError
+from twinflow.trace import UserError
+from twinflow.vocab import ExtensionPart, ModelSettings
 
 if TYPE_CHECKING:
     from twinflow.agent._agent import Agent

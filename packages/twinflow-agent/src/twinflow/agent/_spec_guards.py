@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from twinflow.agent._code_record import SpecValue
 from twinflow.kernel import check_endpoint_url
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 __all__ = ["EMBEDDED", "McpServerSpec", "check_headers"]
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from twinflow.trace import FileTraceSink, FileWriteError, TargetExistsError
-from twinflow.vocab import UserError
+from twinflow.trace import FileTraceSink, FileWriteError, TargetExistsError, UserError
 
 __all__ = ["claim_trace", "drop_if_empty", "numbered"]
 

@@ -22,7 +22,6 @@ from twinflow.agent import (
     approval_statement,
     record_decisions,
 )
-from twinflow.kernel import ReplayDivergenceError
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._replay_cli import add_spec_arguments, divergence_failed, replay_spec
 from twinflow.cli._run import _execute, _Phases, report_outcome, spec_beside

@@ -86,7 +86,7 @@ from twinflow.kernel import (
     SystemIds,
     redact_url,
 )
-from twinflow.trace import SignatureError, TraceSink, UserError
+from twinflow.trace import SignatureError, UserError
 from twinflow.trace import note as _note
 
 __all__ = ["COMMANDS"]

@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from twinflow.trace import FileTraceSink
-from twinflow.vocab import UserError
+from twinflow.trace import FileTraceSink, UserError
 
 __all__ = ["MOVED", "moved"]
 

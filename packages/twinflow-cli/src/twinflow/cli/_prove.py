@@ -28,7 +28,7 @@ from twinflow.cli._traces import (
     read_small_file,
     squash,
 )
-from twinflow.vocab import UserError
+from twinflow.trace import UserError
 
 __all__ = ["COMMANDS"]
 

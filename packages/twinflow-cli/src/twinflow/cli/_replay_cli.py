@@ -17,7 +17,6 @@ from typing import Any
 from twinflow._base._code import importing_from
 from twinflow.agent import (
     REPLAY_KINDS,
-    ReplayDivergenceError,
     RunSpec,
     RunStarted,
     SpecError,
@@ -30,8 +29,8 @@ from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._run import code_beside, spec_beside
 from twinflow.cli._show import _clean
 from twinflow.cli._traces import parse_trace, read_trace_bytes
-from twinflow.kernel import NondeterminismError
-from twinflow.vocab import UserError
+from twinflow.kernel import NondeterminismError, ReplayDivergenceError
+from twinflow.trace import UserError
 
 __all__ = [
     "COMMANDS",

@@ -50,7 +50,7 @@ from twinflow.cli._output import (
 from twinflow.cli._show import _clean
 from twinflow.cli._watch import TextPrinter
 from twinflow.cli._wiring import EMBEDDED, chat_model, numbered
-from twinflow.kernel import NondeterminismError, ReplayDivergenceError, SystemClock, SystemIds
+from twinflow.kernel import SystemClock, SystemIds
 from twinflow.trace import (
     Checkpoint,
     FileTraceSink,
@@ -61,7 +61,6 @@ from twinflow.trace import (
     UserError,
 )
 from twinflow.views import CallSummary, summarize_trace
-from twinflow.trace import UserError
 
 __all__ = [
     "COMMANDS",

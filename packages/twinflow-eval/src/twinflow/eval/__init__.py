@@ -47,6 +47,9 @@ from twinflow.eval._plan import judge_plan as judge_plan
 from twinflow.eval._plan import make_plan as make_plan
 from twinflow.eval._plan import read_plan as read_plan
 from twinflow.eval._plan import write_plan as write_plan
+from twinflow.eval._rescore import load_run as load_run
+from twinflow.eval._rescore import merge_runs as merge_runs
+from twinflow.eval._rescore import rescore as rescore
 from twinflow.eval._results import CaseResult as CaseResult
 from twinflow.eval._results import EvalResults as EvalResults
 from twinflow.eval._results import RunIdentity as RunIdentity
@@ -55,10 +58,7 @@ from twinflow.eval._results import Summary as Summary
 from twinflow.eval._runner import AgentFactory as AgentFactory
 from twinflow.eval._runner import check_plan_slot as check_plan_slot
 from twinflow.eval._runner import code_modules as code_modules
-from twinflow.eval._runner import load_run as load_run
-from twinflow.eval._runner import merge_runs as merge_runs
 from twinflow.eval._runner import pending_keys as pending_keys
-from twinflow.eval._runner import rescore as rescore
 from twinflow.eval._runner import run_eval as run_eval
 from twinflow.eval._scorers import Custom as Custom
 from twinflow.eval._scorers import ExactMatch as ExactMatch
@@ -70,5 +70,6 @@ from twinflow.eval._scorers import SchemaValid as SchemaValid
 from twinflow.eval._scorers import Score as Score
 from twinflow.eval._scorers import ScorerSpec as ScorerSpec
 from twinflow.eval._scorers import ToolCalls as ToolCalls
+from twinflow.eval._stats import Comparison as Comparison
 from twinflow.eval._stats import compare_runs as compare_runs
 from twinflow.eval._trials import TrialStats as TrialStats

@@ -40,7 +40,6 @@ from twinflow.agent import (
     CannotResume,
     RunError,
 )
-from twinflow.kernel import ReplayDivergenceError
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._details import ScoredTrace, write_page
 from twinflow.eval._errors import RunAborted, RunDirError, ScorerError
@@ -76,7 +75,6 @@ from twinflow.trace import (
     TraceCorruptError,
     TraceSink,
 )
-from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
     "AgentFactory",

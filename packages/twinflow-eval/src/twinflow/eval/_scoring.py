@@ -34,7 +34,7 @@ from twinflow.trace import (
     MerkleTree,
     TraceCorruptError,
 )
-from twinflow.vocab import canonical_bytes
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = ["score_trace"]
 
