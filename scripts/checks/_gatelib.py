@@ -278,35 +278,6 @@ def _own_package(call: ast.Call) -> bool:
     )
 
 
-# twinflow._base's one lazy-export helper imports `<package>.<module>` for each module its
-# caller's map names. A call is judged here like an import: it passes only as
-# `lazy_exports(globals(), {"_module": (...), ...})`, literal private module names of the
-# calling package itself (the helper refuses any other key at run time too).
-_LAZY_EXPORTERS = {"twinflow._base._lazy.lazy_exports"}
-
-
-def _own_lazy_map(node: ast.Call) -> bool:
-    """lazy_exports(globals(), {literal "_name" keys}): only the caller's own submodules."""
-    if len(node.args) != 2 or node.keywords:
-        return False
-    namespace, modules = node.args
-    return (
-        isinstance(namespace, ast.Call)
-        and isinstance(namespace.func, ast.Name)
-        and namespace.func.id == "globals"
-        and not namespace.args
-        and not namespace.keywords
-        and isinstance(modules, ast.Dict)
-        and all(
-            isinstance(key, ast.Constant)
-            and isinstance(key.value, str)
-            and key.value.startswith("_")
-            and key.value.isidentifier()
-            for key in modules.keys
-        )
-    )
-
-
 class _Finder(ast.NodeVisitor):
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
@@ -335,8 +306,6 @@ class _Finder(ast.NodeVisitor):
             function = _qualified(node.func, self.aliases)
             if function in _CODE_RUNNERS:
                 return True, None
-            if function in _LAZY_EXPORTERS:
-                return not _own_lazy_map(node), None
             if function in _IMPORTERS:
                 argument = node.args[0] if node.args else None
                 if argument is None:
@@ -371,7 +340,7 @@ class _Finder(ast.NodeVisitor):
         # importer on to a call the pass cannot follow: count it as a computed one.
         if (
             isinstance(node, (ast.Name, ast.Attribute, ast.Subscript))
-            and _qualified(node, self.aliases) in _IMPORTERS | _CODE_RUNNERS | _LAZY_EXPORTERS
+            and _qualified(node, self.aliases) in _IMPORTERS | _CODE_RUNNERS
         ):
             return True, None
         return False, None
@@ -392,7 +361,7 @@ class _Finder(ast.NodeVisitor):
     def generic_visit(self, node: ast.AST) -> None:
         if (
             isinstance(node, ast.Call)
-            and _qualified(node.func, self.aliases) in _IMPORTERS | _CODE_RUNNERS | _LAZY_EXPORTERS
+            and _qualified(node.func, self.aliases) in _IMPORTERS | _CODE_RUNNERS
         ):
             # The importer of a call is judged with the call (its argument decides).
             self.seen.add(id(node.func))

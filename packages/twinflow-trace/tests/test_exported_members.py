@@ -36,7 +36,7 @@ def test_the_public_names_fit_the_budget() -> None:
     public = [name for name in vars(twinflow.trace) if not name.startswith("_")]
     assert (True, []) == (
         len(public) <= 50,
-        [n for n in public if n in ("testing", "lazy_exports")],
+        [n for n in public if n == "testing"],
     )
 
 

@@ -12,5 +12,4 @@ like the trace leaf that ships it:
 - `_yaml`: the bounded reader of the YAML files users write (PyYAML imported on use).
 - `_code`: the one importer of user code (tools, output types, scorers) by dotted path.
 - `_suggest`: the one "did you mean" helper.
-- `_lazy`: the PEP 562 helper of the packages that still resolve names lazily.
 """
