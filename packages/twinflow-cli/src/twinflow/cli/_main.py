@@ -167,41 +167,10 @@ class _Version(argparse.Action):
 
 
 def installed_version(name: str) -> str:
-    """The version of the installed distribution ``name``, as `importlib.metadata.version` says.
+    """The version of the installed distribution ``name`` (`importlib.metadata`)."""
+    from importlib.metadata import version
 
-    Read from the ``Version:`` header of the first ``<name>-*.dist-info/METADATA`` along
-    ``sys.path``, in the order `importlib.metadata` searches it: importing that module (email,
-    zipfile, csv, pathlib) costs more than printing the whole ``--help``. Where no such
-    directory holds the answer (a zipped or egg install) it asks `importlib.metadata` after all.
-    """
-    prefix = name.lower().replace("-", "_") + "-"
-    for entry in sys.path:
-        try:
-            found = sorted(os.listdir(entry or "."))
-        except OSError:
-            continue
-        for folder in found:
-            if folder.lower().startswith(prefix) and folder.endswith(".dist-info"):
-                version = _metadata_version(os.path.join(entry, folder, "METADATA"))
-                if version is not None:
-                    return version
-    from importlib.metadata import version as metadata_version
-
-    return metadata_version(name)
-
-
-def _metadata_version(path: str) -> str | None:
-    """The ``Version:`` header of a METADATA file (the headers end at the first empty line)."""
-    try:
-        with open(path, encoding="utf-8") as metadata:
-            for line in metadata:
-                if line.startswith("Version:"):
-                    return line.removeprefix("Version:").strip()
-                if not line.strip():
-                    return None
-    except (OSError, UnicodeDecodeError):
-        return None
-    return None
+    return version(name)
 
 
 def _chosen(argv: Sequence[str]) -> str | None:

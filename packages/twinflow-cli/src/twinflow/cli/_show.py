@@ -15,7 +15,6 @@ recolour the terminal or reorder text.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -388,14 +387,7 @@ def _event_values(path: Path, count: list[int]) -> Iterator[Any]:
 def behaviour_diff(args: argparse.Namespace, out: Output) -> int:
     """``twinflow diff A B``: every place, in order, where B's behaviour differs from A's."""
     count: list[int] = []
-    # The comparison keeps every event's behaviour view; as they pile up, each full collection
-    # would walk the agent's and pydantic's imported objects again (a third of a 10k-event
-    # diff). Frozen for the comparison, thawed after it (ADR 0133).
-    gc.freeze()
-    try:
-        divergences = compare_behaviour(_event_values(args.a, count), _event_values(args.b, count))
-    finally:
-        gc.unfreeze()
+    divergences = compare_behaviour(_event_values(args.a, count), _event_values(args.b, count))
     if not divergences:
         out.document({"ok": True, "same": True, "events": count[0]})
         out.line(

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+import json
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, TypeVar
@@ -128,8 +129,7 @@ class ChatModelBase(Closing):
         self._ids = ids
         self._strict = strict
         self._grammar_check = grammar_check
-        self._sent_cache: dict[tuple[int, ...], tuple[tuple[object, ...], SentSchema]] = {}
-        self._budgets: dict[int, tuple[SentSchema, int]] = {}
+        self._sent_cache: dict[str, SentSchema] = {}
         self._by_type: dict[type[BaseModel], tuple[PreflightReport, SentSchema, int]] = {}
 
     @property
@@ -171,42 +171,31 @@ class ChatModelBase(Closing):
             return self._ids.call_id()
         return CallId(f"call_{request_digest[:24]}_{index}")
 
-    def _sent(
-        self, key: tuple[object, ...], name: str, build: Callable[[], JsonSchema]
-    ) -> SentSchema:
-        """The schema as sent, pre-flighted and encoded once per key (the objects it came from).
-
-        An agent run offers the same tool specs and output schema at every step; the cache keys
-        on their identity and holds them, so an id is never reused while its entry lives.
-        """
-        ids = tuple(id(k) for k in key)
-        found = self._sent_cache.get(ids)
+    def _sent(self, name: str, schema: JsonSchema) -> SentSchema:
+        """The schema as sent, pre-flighted once per schema (a run offers the same tools and
+        output at every step): cached by the schema's JSON text, never by object identity."""
+        text = json.dumps([name, schema], sort_keys=True)
+        found = self._sent_cache.get(text)
         if found is None:
             sent_schema = preflight(
-                build(),
+                schema,
                 self._server.decoder,
                 strict=self._strict,
                 grammar_check=self._grammar_check,
             ).sent_schema
-            found = (key, SentSchema.of(name, sent_schema))
+            found = SentSchema.of(name, sent_schema)
             if len(self._sent_cache) >= _SENT_CACHE_SIZE:
                 del self._sent_cache[next(iter(self._sent_cache))]
-            self._sent_cache[ids] = found
-        return found[1]
+            self._sent_cache[text] = found
+        return found
 
     def _budget(self, schema: SentSchema) -> int:
-        """The schema's `max_tokens` budget, computed once per sent schema."""
-        found = self._budgets.get(id(schema))
-        if found is None or found[0] is not schema:
-            found = (schema, max_tokens_for(schema.schema.json_schema))
-            if len(self._budgets) >= _SENT_CACHE_SIZE:
-                del self._budgets[next(iter(self._budgets))]
-            self._budgets[id(schema)] = found
-        return found[1]
+        """The schema's `max_tokens` budget."""
+        return max_tokens_for(schema.schema.json_schema)
 
     def _native(self, request: ModelRequest, on_chunk: OnChunk | None) -> ModelResponse:
         out = request.output_schema
-        sent = None if out is None else self._sent((out,), out.name, lambda: out.json_schema)
+        sent = None if out is None else self._sent(out.name, out.json_schema)
         body = self._server.body(
             request.transcript,
             settings=request.settings,
@@ -255,11 +244,7 @@ class ChatModelBase(Closing):
         return StructuredPart(schema_name=out.name, value=value)
 
     def _structured_action(self, request: ModelRequest, on_chunk: OnChunk | None) -> ModelResponse:
-        schema = self._sent(
-            (*request.tools, request.output_schema),
-            "action",
-            lambda: action_schema(request.tools, request.output_schema),
-        )
+        schema = self._sent("action", action_schema(request.tools, request.output_schema))
         messages = with_instructions(request)
         attempts: list[Attempt] = []
         usage = Usage(input_tokens=0, output_tokens=0)
