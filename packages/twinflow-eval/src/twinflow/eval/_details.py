@@ -23,10 +23,10 @@ from twinflow.agent import (
     TraceEvent,
     typed_event,
 )
-from twinflow.eval._errors import RunDirError
+from twinflow.eval._errors import PlanError, RunDirError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import Observation, ToolCallRecord, observe
-from twinflow.eval._plan import Plan, PlanError, read_plan
+from twinflow.eval._plan import Plan, read_plan
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
 from twinflow.trace import TraceCorruptError, walk_trace
 from twinflow.views import render_trace_page
