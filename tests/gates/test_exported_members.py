@@ -88,6 +88,12 @@ def test_the_import_lines_are_the_public_names(package: str) -> None:
     """A package exports exactly its ``import Name as Name`` lines: no ``__all__``, no lazy hook."""
     module = importlib.import_module(package)
     hooks = sorted(name for name in ("__all__", "__getattr__", "__dir__") if name in vars(module))
+    if package == "twinflow.cli" and hooks == ["__getattr__"]:
+        # The one hook allowed: the names the command package exported before the library
+        # moved resolve for one release, each with a DeprecationWarning (`_moved`).
+        with pytest.warns(DeprecationWarning, match="twinflow.agent"):
+            module.RunSpec  # noqa: B018
+        hooks = []
     # A line may also name one of the package's public modules (trace's `note`): not a name.
     names = {n for n in _reexported(package) if not isinstance(vars(module)[n], types.ModuleType)}
     assert ([], sorted(names)) == (hooks, sorted(public_names(package)))
