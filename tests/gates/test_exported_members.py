@@ -92,7 +92,7 @@ def test_the_import_lines_are_the_public_names(package: str) -> None:
         # The one hook allowed: the names the command package exported before the library
         # moved resolve for one release, each with a DeprecationWarning (`_moved`).
         with pytest.warns(DeprecationWarning, match="twinflow.agent"):
-            module.RunSpec  # noqa: B018
+            _ = module.RunSpec
         hooks = []
     # A line may also name one of the package's public modules (trace's `note`): not a name.
     names = {n for n in _reexported(package) if not isinstance(vars(module)[n], types.ModuleType)}
