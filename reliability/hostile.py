@@ -78,8 +78,8 @@ from twinflow._base._files import hold_directory, write_new, write_replace
 from twinflow.agent import (
     Agent,
     FunctionModel,
-    InvalidModelReply,
     Policy,
+    RunError,
     Trace,
     verify_agent_trace,
 )
@@ -389,8 +389,9 @@ def servers(figures: Figures, scale: int) -> None:
     try:
         agent.run("go")
         figures.fail("a repeated tool-call id was accepted")
-    except InvalidModelReply:
-        pass
+    except RunError as exc:
+        if exc.reason != "invalid_reply":
+            raise
     figures.values["tool runs after a repeated call id"] = len(ran) - 1
     if len(ran) != 1:
         figures.fail(f"the tool ran {len(ran)} times; only the first call may run")

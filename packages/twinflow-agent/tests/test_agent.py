@@ -17,13 +17,11 @@ from twinflow.agent import (
     Approve,
     Deny,
     FunctionModel,
-    MaxStepsExceeded,
     Modify,
-    OutputValidationFailed,
     Policy,
+    RunError,
     Tool,
     Trace,
-    UsageLimitExceeded,
     UsageLimits,
     verify_agent_trace,
 )
@@ -415,8 +413,9 @@ def test_structured_output_gives_up_after_the_bound() -> None:
         ids=CountingIds(),
         output_type=Answer,
     )
-    with pytest.raises(OutputValidationFailed, match="in 3 attempt"):
+    with pytest.raises(RunError, match="in 3 attempt") as caught:
         agent.run("sum")
+    assert "output_invalid" == caught.value.reason
     events = Trace.load(agent.writer.sink.data).events
     assert ("run_failed", 3) == (
         events[-1].body.kind,
@@ -429,15 +428,17 @@ def test_max_steps_and_usage_limits_fail_the_run_with_a_trace() -> None:
     """Too many steps or too many tokens raise, after a run_failed event."""
     forever = FunctionModel(lambda r: call("add", {"a": 1, "b": 1}, f"c{len(r.transcript)}"))
     agent = make_agent(forever, Calls(), max_steps=3)
-    with pytest.raises(MaxStepsExceeded, match="max_steps=3") as caught:
+    with pytest.raises(RunError, match="max_steps=3") as caught:
         agent.run("go")
+    assert "max_steps" == caught.value.reason
     assert "raise max_steps or check the tools' results" in str(caught.value)
     costly = FunctionModel(
         lambda r: ModelResponse(message=text("hi"), usage=Usage(input_tokens=50, output_tokens=60))
     )
     agent2 = make_agent(costly, Calls(), usage_limits=UsageLimits(total_tokens=100))
-    with pytest.raises(UsageLimitExceeded, match="total_tokens reached 110"):
+    with pytest.raises(RunError, match="total_tokens reached 110") as limited:
         agent2.run("go")
+    assert "usage_limit" == limited.value.reason
     for a in (agent, agent2):
         assert "run_failed" == Trace.load(a.writer.sink.data).events[-1].body.kind
 
@@ -453,8 +454,9 @@ def test_each_usage_limit_alone_fails_the_run(name: str) -> None:
         )
     )
     agent = make_agent(costly, Calls(), usage_limits=UsageLimits(**{name: 1}))
-    with pytest.raises(UsageLimitExceeded, match=f"{name} reached"):
+    with pytest.raises(RunError, match=f"{name} reached") as caught:
         agent.run("go")
+    assert "usage_limit" == caught.value.reason
 
 
 def test_model_errors_are_recorded_and_reraised_unchanged() -> None:
@@ -541,8 +543,9 @@ def test_structured_adapter_is_a_constructor_argument() -> None:
         output_type=Answer,
         structured=PydanticStructuredOutput(max_attempts=1),
     )
-    with pytest.raises(OutputValidationFailed, match="in 1 attempt"):
+    with pytest.raises(RunError, match="in 1 attempt") as caught:
         agent.run("sum")
+    assert "output_invalid" == caught.value.reason
     requests = [
         e for e in Trace.load(agent.writer.sink.data).events if e.body.kind == "model_requested"
     ]
@@ -670,8 +673,9 @@ def test_a_run_out_of_steps_because_every_call_was_denied_says_so() -> None:
     forever = FunctionModel(lambda r: call("add", {"a": 1, "b": 1}, f"c{len(r.transcript)}"))
     agent = make_agent(forever, Calls(), max_steps=4, policy=Policy())
     assert ("add", "big", "boom", "shell") == agent.denied_tools
-    with pytest.raises(MaxStepsExceeded) as caught:
+    with pytest.raises(RunError) as caught:
         agent.run("go")
+    assert "max_steps" == caught.value.reason
     expected = (
         "requests; all 4 tool calls were refused (add ToolDenied x4; the policy allows no "
         "tool): fix the policy or the tool calls, more steps will not help"
@@ -689,7 +693,8 @@ def test_a_run_out_of_steps_with_some_calls_denied_counts_them() -> None:
 
     forever = FunctionModel(alternate)
     agent = make_agent(forever, Calls(), max_steps=4, policy=Policy(allow=frozenset({"add"})))
-    with pytest.raises(MaxStepsExceeded) as caught:
+    with pytest.raises(RunError) as caught:
         agent.run("go")
+    assert "max_steps" == caught.value.reason
     assert "2 of 4 tool calls were refused (" in str(caught.value)
     assert "the policy allows add): check the policy before raising max_steps" in str(caught.value)

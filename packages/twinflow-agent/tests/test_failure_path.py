@@ -9,7 +9,6 @@ import pytest
 from twinflow.agent import (
     Agent,
     FunctionModel,
-    InvalidModelReply,
     OutputRejected,
     Policy,
     ReplayPorts,
@@ -70,13 +69,13 @@ def call(call_id: str) -> ToolCallPart:
 def test_a_repeated_tool_call_id_is_refused_before_any_tool_runs(
     replies: list[tuple[ToolCallPart, ...]], ran: int
 ) -> None:
-    """The run fails with InvalidModelReply (a RunError) and the reply's tools did not run."""
+    """The run fails with a RunError (reason invalid_reply) and the reply's tools did not run."""
     RAN.clear()
     script = iter(replies)
     model = FunctionModel(lambda _r: Message(role="assistant", parts=next(script)))
-    with pytest.raises(InvalidModelReply) as caught:
+    with pytest.raises(RunError) as caught:
         agent(model).run("add")
-    assert isinstance(caught.value, RunError)
+    assert "invalid_reply" == caught.value.reason
     assert "'c1', an id already used" in str(caught.value)
     assert ran == len(RAN)
 
@@ -97,8 +96,9 @@ class Refusing:
 def test_a_model_with_no_valid_action_fails_the_run_with_every_reply_recorded() -> None:
     """Each raw reply is an output_rejected event; the run fails with a RunError in plain terms."""
     subject = agent(Refusing())  # type: ignore[arg-type]  # raises before returning anything
-    with pytest.raises(InvalidModelReply) as caught:
+    with pytest.raises(RunError) as caught:
         subject.run("add")
+    assert "invalid_reply" == caught.value.reason
     sink = subject.writer.sink
     assert isinstance(sink, MemoryTraceSink)
     trace = Trace.load(sink.data)

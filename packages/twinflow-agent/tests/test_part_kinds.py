@@ -14,10 +14,10 @@ from twinflow.agent import (
     Agent,
     AgentConfigError,
     FunctionModel,
-    InvalidModelReply,
     ModelResponded,
     Policy,
     ReplayPorts,
+    RunError,
     RunFailed,
     RunStarted,
     Trace,
@@ -86,8 +86,9 @@ def test_the_declared_kinds_are_recorded_in_run_started_sorted_by_kind() -> None
 def test_a_reply_with_an_undeclared_kind_fails_the_run_after_recording_it() -> None:
     """The reply is in the trace; run_failed names the kind and where to declare it."""
     sink = MemoryTraceSink()
-    with pytest.raises(InvalidModelReply, match=r"'acme\.citation' part, a kind this run did not"):
+    with pytest.raises(RunError, match=r"'acme\.citation' part, a kind this run did not") as caught:
         agent(sink).run("q")
+    assert "invalid_reply" == caught.value.reason
     events = Trace.load(bytes(sink.data)).events
     assert ["run_started", "model_requested", "model_responded", "run_failed"] == [
         e.body.kind for e in events
@@ -224,8 +225,9 @@ def test_a_recorded_part_that_no_longer_fits_its_class_fails_the_run_in_one_line
         )
     refused = MemoryTraceSink()
     replies = [trace.events[2].body.response]  # type: ignore[union-attr]  # the third event is model_responded
-    with pytest.raises(InvalidModelReply) as caught:
+    with pytest.raises(RunError) as caught:
         agent(refused, model=FunctionModel(lambda request: replies.pop()), part_kinds=[Strict]).run(
             "q"
         )
+    assert "invalid_reply" == caught.value.reason
     assert "is not a valid" in str(caught.value) and "\n" not in str(caught.value)

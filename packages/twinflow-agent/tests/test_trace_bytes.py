@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from twinflow.agent import Agent, Approve, Deny, FunctionModel, MaxStepsExceeded, Modify, Policy
+from twinflow.agent import Agent, Approve, Deny, FunctionModel, Modify, Policy, RunError
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, Message, StructuredPart, TextPart, ToolCallPart
@@ -75,7 +75,7 @@ def run(replies: list[Message], **config: Any) -> bytes:
         tools=[add, shell, boom, big],
         **config,
     )
-    with contextlib.suppress(MaxStepsExceeded):  # a failed run's trace is pinned too
+    with contextlib.suppress(RunError):  # a failed run's trace is pinned too
         agent.run("go")
     return sink.data
 

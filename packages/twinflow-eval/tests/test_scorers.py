@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from eval_testkit import START, Total, convert, factory
 
-from twinflow.agent import Agent, FunctionModel, OutputValidationFailed, Policy, Trace
+from twinflow.agent import Agent, FunctionModel, Policy, RunError, Trace
 from twinflow.eval import (
     Case,
     Custom,
@@ -30,7 +30,7 @@ from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 def _observe(prompt: str) -> Observation:
     sink = MemoryTraceSink()
     agent = factory()(Case(id="x", input=prompt), sink, 0)
-    with contextlib.suppress(OutputValidationFailed):
+    with contextlib.suppress(RunError):
         agent.run(prompt)
     return observe(Trace.load(sink.data))
 

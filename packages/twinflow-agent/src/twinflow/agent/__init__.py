@@ -13,11 +13,11 @@ Errors (every one under the workspace's root)::
     │   │                                            request_refused)
     │   ├── SpecError (also a UserError)             a run spec that cannot be used (file:line: key: why);
     │   │                                            ``reason="code_changed"``: a module changed since the run
-    │   ├── RunError                                 a run ended without an output (``run_failed``)
-    │   │   ├── MaxStepsExceeded
-    │   │   ├── UsageLimitExceeded
-    │   │   ├── OutputValidationFailed               structured output still invalid after the last attempt
-    │   │   ├── InvalidModelReply                    a reply the loop cannot act on; no tool of it ran
+    │   ├── RunError                                 a run ended without an output (``run_failed``);
+    │   │   │                                        `.reason`: max_steps, usage_limit, output_invalid
+    │   │   │                                        (structured output still invalid after the last
+    │   │   │                                        attempt), invalid_reply (a reply the loop cannot act
+    │   │   │                                        on; no tool of it ran; `.attempts`)
     │   │   └── RecordedFailure                      replay: the recorded run failed here (its type and message)
     ├── KernelError                                  (twinflow.kernel)
     │   ├── ReplayDivergenceError                    replay: an event differs (`.seq`, `.expected`, `.actual`,
@@ -37,13 +37,12 @@ from twinflow.agent._connect import connect as connect
 from twinflow.agent._connect import replay_run as replay_run
 from twinflow.agent._errors import AgentConfigError as AgentConfigError
 from twinflow.agent._errors import AgentError as AgentError
-from twinflow.agent._errors import InvalidModelReply as InvalidModelReply
-from twinflow.agent._errors import MaxStepsExceeded as MaxStepsExceeded
+from twinflow.agent._errors import CannotResume as CannotResume
 from twinflow.agent._errors import McpToolFailed as McpToolFailed
-from twinflow.agent._errors import OutputValidationFailed as OutputValidationFailed
+from twinflow.agent._errors import RecordedFailure as RecordedFailure
 from twinflow.agent._errors import RunError as RunError
+from twinflow.agent._errors import RunPaused as RunPaused
 from twinflow.agent._errors import SpecError as SpecError
-from twinflow.agent._errors import UsageLimitExceeded as UsageLimitExceeded
 from twinflow.agent._events import ApprovalDecided as ApprovalDecided
 from twinflow.agent._events import ApprovalRequested as ApprovalRequested
 from twinflow.agent._events import Environment as Environment
@@ -73,14 +72,11 @@ from twinflow.agent._policy import Modify as Modify
 from twinflow.agent._policy import Policy as Policy
 from twinflow.agent._policy import RecordedResults as RecordedResults
 from twinflow.agent._replay import REPLAY_KINDS as REPLAY_KINDS
-from twinflow.agent._replay import RecordedFailure as RecordedFailure
 from twinflow.agent._replay import ReplayPorts as ReplayPorts
 from twinflow.agent._replay import ReplayResult as ReplayResult
 from twinflow.agent._replay import replay as replay
-from twinflow.agent._resume import CannotResume as CannotResume
 from twinflow.agent._resume import Decision as Decision
 from twinflow.agent._resume import Paused as Paused
-from twinflow.agent._resume import RunPaused as RunPaused
 from twinflow.agent._resume import approval_statement as approval_statement
 from twinflow.agent._resume import record_decisions as record_decisions
 from twinflow.agent._spec import McpServerSpec as McpServerSpec

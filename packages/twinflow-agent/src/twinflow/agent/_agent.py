@@ -15,9 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from twinflow.agent._errors import (
-    AgentConfigError,
-)
+from twinflow.agent._errors import AgentConfigError, RunError, RunPaused
 from twinflow.agent._events import (
     FORMAT,
     AgentConfig,
@@ -34,7 +32,7 @@ from twinflow.agent._mcp import McpTools
 from twinflow.agent._observe import Observer, Steering
 from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
 from twinflow.agent._replay import REPLAY_KINDS, ReplayMode, ReplayPorts, ReplayResult, replay
-from twinflow.agent._resume import Decision, RunPaused
+from twinflow.agent._resume import Decision
 from twinflow.agent._run import (
     RunResult,
     RunState,
@@ -119,7 +117,7 @@ class Agent(Steps[OutputT], Closing):
             decision is still made and traced; only the function call is replaced.
         part_kinds: The extension part classes (`twinflow.vocab.ExtensionPart`
             subclasses) the model's replies may hold; recorded in ``run_started``. A reply
-            holding a part of any other extension kind fails the run (`InvalidModelReply`).
+            holding a part of any other extension kind fails the run (`RunError`, ``reason="invalid_reply"``).
         environment: Where the agent runs (`Environment`), recorded in ``run_started``;
             replay passes the recorded one (`ReplayPorts.environment`).
 
@@ -289,9 +287,9 @@ class Agent(Steps[OutputT], Closing):
             The output, transcript, trace head and trace path.
 
         Raises:
-            MaxStepsExceeded: The model still called tools after ``max_steps`` requests.
-            UsageLimitExceeded: A usage limit was crossed.
-            OutputValidationFailed: The structured output never validated.
+            RunError: The run ended without an output; ``.reason`` says why: ``max_steps``
+                (the model still called tools after ``max_steps`` requests), ``usage_limit``,
+                ``output_invalid`` (the structured output never validated) or ``invalid_reply``.
             RunPaused: The model called a tool in ``policy.ask``: the run waits for a person
                 (``.paused`` lists the calls; `resume` with ``decisions=`` goes on).
             Exception: Whatever the model raised (a transport failure, say), unchanged.
@@ -319,7 +317,9 @@ class Agent(Steps[OutputT], Closing):
                     RunFailed(
                         run_id=state.run_id,
                         steps=state.requests,
-                        error_type=type(exc).__name__,
+                        error_type=(
+                            exc.error_type if isinstance(exc, RunError) else type(exc).__name__
+                        ),
                         message=str(exc),
                     )
                 )

@@ -7,7 +7,7 @@ never retried, never swallowed.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from twinflow.trace import (
     InvalidProofError,
@@ -19,20 +19,24 @@ from twinflow.trace import (
 )
 from twinflow.vocab import Attempt
 
+if TYPE_CHECKING:
+    from twinflow.agent._resume import Paused
+
 __all__ = [
+    "RECORDED_AS",
     "AgentConfigError",
     "AgentError",
-    "InvalidModelReply",
+    "CannotResume",
     "InvalidProofError",
-    "MaxStepsExceeded",
     "McpToolFailed",
-    "OutputValidationFailed",
+    "RecordedFailure",
     "RunError",
+    "RunFailure",
+    "RunPaused",
     "SignatureError",
     "SpecError",
     "TraceCorruptError",
     "TraceError",
-    "UsageLimitExceeded",
 ]
 
 
@@ -44,31 +48,74 @@ class AgentConfigError(AgentError, UserError):
     """A usage mistake in tools, policy or agent configuration; fix the call site."""
 
 
+RunFailure = Literal["max_steps", "usage_limit", "output_invalid", "invalid_reply", "recorded"]
+"""Why a run ended without an output (`RunError.reason`)."""
+
+RECORDED_AS: dict[RunFailure, str] = {
+    "max_steps": "MaxStepsExceeded",
+    "usage_limit": "UsageLimitExceeded",
+    "output_invalid": "OutputValidationFailed",
+    "invalid_reply": "InvalidModelReply",
+}
+
+
 class RunError(AgentError):
-    """A run ended without an output; the trace holds a ``run_failed`` event for it."""
+    """A run ended without an output; the trace holds a ``run_failed`` event for it.
 
+    ``reason`` says why: ``"max_steps"`` (the model was still calling tools when ``max_steps``
+    ran out), ``"usage_limit"`` (a request or token limit was crossed), ``"output_invalid"``
+    (the structured output did not validate within the allowed attempts), ``"invalid_reply"``
+    (a reply the loop cannot act on: no valid action within its attempts, a part of an
+    undeclared kind, or a tool call that repeats an id; nothing of it ran, and ``attempts``
+    holds the refused replies, each also an ``output_rejected`` event in the trace), or
+    ``"recorded"`` (replay: the recorded run failed here, `RecordedFailure`).
+    """
 
-class MaxStepsExceeded(RunError):
-    """The model was still calling tools when ``max_steps`` ran out."""
-
-
-class UsageLimitExceeded(RunError):
-    """A usage limit (requests or tokens) was exceeded."""
-
-
-class OutputValidationFailed(RunError):
-    """The structured output did not validate within the allowed attempts."""
-
-
-class InvalidModelReply(RunError):
-    """The model's reply cannot be acted on: no valid action within its attempts, or a tool
-    call that repeats an id. Nothing of it ran; ``attempts`` holds the refused replies (each is
-    also an ``output_rejected`` event in the trace)."""
-
-    def __init__(self, message: str, attempts: tuple[Attempt, ...] = ()) -> None:
-        """Carry the refused attempts along with the message."""
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: RunFailure,
+        attempts: tuple[Attempt, ...] = (),
+    ) -> None:
+        """Carry why the run failed, and any refused attempts, along with the message."""
         super().__init__(message)
+        self.reason = reason
         self.attempts = attempts
+
+    @property
+    def error_type(self) -> str:
+        """The name ``run_failed.error_type`` records for this failure.
+
+        Each reason keeps the name traces have always recorded for it, so a recorded run
+        still replays byte for byte and resume still reads its failure the same way.
+        """
+        return RECORDED_AS.get(self.reason, type(self).__name__)
+
+
+class RecordedFailure(RunError):
+    """Raised by the replaying model where the recorded run failed (its type name and message)."""
+
+    def __init__(self, message: str) -> None:
+        """Fail as the recorded run did; the recorded name is this class's (made by replay)."""
+        super().__init__(message, reason="recorded")
+
+
+class CannotResume(AgentError, UserError):
+    """The trace cannot be continued as it is (finished, failed for good, a call left
+    mid-tool that is not safe to repeat, a decision for a call that is not waiting); nothing
+    was written."""
+
+
+class RunPaused(AgentError):
+    """The run stopped to wait for a person's decision on the calls in ``.paused.pending``;
+    the trace ends with their ``approval_requested`` events, and `Agent.resume` with
+    ``decisions=`` goes on from there."""
+
+    def __init__(self, message: str, paused: Paused) -> None:
+        """Carry the pause along with the message."""
+        super().__init__(message)
+        self.paused = paused
 
 
 class McpToolFailed(AgentError):

@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import AwareDatetime, TypeAdapter
 
 from twinflow.agent._compare import ComparingSink, ComparingWriter, ReplayDivergenceError
-from twinflow.agent._errors import AgentConfigError, AgentError, InvalidModelReply, RunError
+from twinflow.agent._errors import (
+    RECORDED_AS,
+    AgentConfigError,
+    AgentError,
+    RecordedFailure,
+    RunPaused,
+)
 from twinflow.agent._events import (
     Environment,
     ModelRequested,
@@ -47,7 +53,6 @@ from twinflow.agent._events import (
 from twinflow.agent._observe import Steering
 from twinflow.agent._policy import RecordedResults
 from twinflow.agent._resume import (
-    RunPaused,
     recorded_decisions,
     recorded_inserts,
     recorded_tool_results,
@@ -71,7 +76,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REPLAY_KINDS",
-    "RecordedFailure",
     "ReplayDivergenceError",
     "ReplayMode",
     "ReplayPorts",
@@ -83,10 +87,6 @@ __all__ = [
 
 ReplayMode = Literal["recorded", "live"]
 """``recorded``: tool results come from the trace; ``live``: the tools run again."""
-
-
-class RecordedFailure(RunError):
-    """Raised by the replaying model where the recorded run failed (its type name and message)."""
 
 
 class ReplayResult(_Frozen):
@@ -335,7 +335,7 @@ def clock_readings(trace: Trace, encoded: Sequence[bytes]) -> list[datetime]:
 
 def _refusals(failed: RunFailed | None) -> bool:
     """Whether the recorded run failed because its model never gave a valid reply."""
-    return failed is not None and failed.error_type == InvalidModelReply.__name__
+    return failed is not None and failed.error_type == RECORDED_AS["invalid_reply"]
 
 
 def _refused_replies(

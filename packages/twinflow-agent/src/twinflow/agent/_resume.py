@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from twinflow.agent._compare import _LONGEST_EVENT, ComparingSink, ReplayDivergenceError
-from twinflow.agent._errors import AgentError
+from twinflow.agent._errors import CannotResume
 from twinflow.agent._events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -48,28 +48,19 @@ from twinflow.trace import (
     FileWriteError,
     FsyncPolicy,
     TraceSink,
-    UserError,
     leaf_hash,
     repair_trace,
 )
 from twinflow.vocab import CallId, ChatModel, ModelRequest, ModelResponse, RunId, ToolCallPart
 
 __all__ = [
-    "CannotResume",
     "Decision",
     "Paused",
-    "RunPaused",
     "record_decisions",
     "recorded_decisions",
     "recorded_inserts",
     "recorded_tool_results",
 ]
-
-
-class CannotResume(AgentError, UserError):
-    """The trace cannot be continued as it is (finished, failed for good, a call left
-    mid-tool that is not safe to repeat, a decision for a call that is not waiting); nothing
-    was written."""
 
 
 class Decision(_Frozen):
@@ -96,17 +87,6 @@ class Paused(_Frozen):
     """The calls waiting for a decision, in the order the model made them."""
     events: int
     """Events in the trace when it stopped."""
-
-
-class RunPaused(AgentError):
-    """The run stopped to wait for a person's decision on the calls in ``.paused.pending``;
-    the trace ends with their ``approval_requested`` events, and `Agent.resume` with
-    ``decisions=`` goes on from there."""
-
-    def __init__(self, message: str, paused: Paused) -> None:
-        """Carry the pause along with the message."""
-        super().__init__(message)
-        self.paused = paused
 
 
 def approval_statement(call_digest: str, decision: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any, Generic
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from twinflow.agent._errors import AgentConfigError, InvalidModelReply, UsageLimitExceeded
+from twinflow.agent._errors import AgentConfigError, RunError
 from twinflow.agent._events import MessageChain, _Frozen
 from twinflow.trace import Checkpoint
 from twinflow.vocab import (
@@ -196,7 +196,7 @@ def typed_parts(
     plugin's own fallback when the conversation is sent on. The bytes are the same.
 
     Raises:
-        InvalidModelReply: A part of an undeclared kind, or one its class refuses.
+        RunError (``invalid_reply``): A part of an undeclared kind, or one its class refuses.
     """
     parts = response.message.parts
     typed: list[Any] = []
@@ -205,10 +205,11 @@ def typed_parts(
             cls = part_kinds.get(part.kind)
             if cls is None:
                 declared = ", ".join(part_kinds) or "none"
-                raise InvalidModelReply(
+                raise RunError(
                     f"run {state.run_id}: the model's reply at step {state.step} holds a "
                     f"{part.kind!r} part, a kind this run did not declare (declared: "
-                    f"{declared}); name its class in part_kinds where the agent is built"
+                    f"{declared}); name its class in part_kinds where the agent is built",
+                    reason="invalid_reply",
                 )
             if isinstance(part, GenericPart):
                 part = _declared_part(cls, part, state)
@@ -223,10 +224,11 @@ def _declared_part(cls: type[ExtensionPart], part: GenericPart, state: RunState)
     try:
         return cls.model_validate({"kind": part.kind, **part.fields})
     except ValidationError as exc:
-        raise InvalidModelReply(
+        raise RunError(
             f"run {state.run_id}: the {part.kind!r} part of the reply at step "
             f"{state.step} is not a valid {class_path(cls)}: "
-            f"{'; '.join(validation_error_text(exc).splitlines())}"
+            f"{'; '.join(validation_error_text(exc).splitlines())}",
+            reason="invalid_reply",
         ) from None
 
 
@@ -234,14 +236,15 @@ def check_call_ids(state: RunState, calls: Sequence[ToolCallPart]) -> None:
     """Refuse a reply reusing a tool-call id, before any of its tools runs.
 
     Raises:
-        InvalidModelReply: An id used before in this run.
+        RunError (``invalid_reply``): An id used before in this run.
     """
     for call in calls:
         if call.id in state.call_ids:
-            raise InvalidModelReply(
+            raise RunError(
                 f"run {state.run_id}: the model's reply at step {state.step} calls "
                 f"{call.name!r} with id {call.id!r}, an id already used in this run; no tool "
-                "of that reply ran. Tool-call ids must be unique: fix the model adapter"
+                "of that reply ran. Tool-call ids must be unique: fix the model adapter",
+                reason="invalid_reply",
             )
         state.call_ids.add(call.id)
 
@@ -250,7 +253,7 @@ def check_limits(limits: UsageLimits, state: RunState) -> None:
     """Refuse a run whose usage went over a limit.
 
     Raises:
-        UsageLimitExceeded: Naming the limit.
+        RunError (``usage_limit``): Naming the limit.
     """
     used = {
         "requests": state.requests,
@@ -262,6 +265,7 @@ def check_limits(limits: UsageLimits, state: RunState) -> None:
         value = used[name]
         limit = getattr(limits, name)
         if limit is not None and value > limit:
-            raise UsageLimitExceeded(
-                f"run {state.run_id}: {name} reached {value}, over the limit of {limit}"
+            raise RunError(
+                f"run {state.run_id}: {name} reached {value}, over the limit of {limit}",
+                reason="usage_limit",
             )

@@ -14,12 +14,7 @@ from typing import Generic, Literal
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from twinflow.agent._errors import (
-    AgentConfigError,
-    InvalidModelReply,
-    MaxStepsExceeded,
-    OutputValidationFailed,
-)
+from twinflow.agent._errors import AgentConfigError, RunError, RunPaused
 from twinflow.agent._events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -33,7 +28,7 @@ from twinflow.agent._events import (
 from twinflow.agent._mcp import McpTools
 from twinflow.agent._observe import Observer, Steering, poll_steering
 from twinflow.agent._policy import Policy, ToolRunner
-from twinflow.agent._resume import Paused, RunPaused
+from twinflow.agent._resume import Paused
 from twinflow.agent._run import (
     RunState,
     UsageLimits,
@@ -150,9 +145,10 @@ class Steps(Generic[OutputT]):
             # One append per step (the reply and its results): one copy of the messages tuple.
             state.transcript = state.transcript.append(response.message, answered)
             self.writer.end_step()
-        raise MaxStepsExceeded(
+        raise RunError(
             f"run {state.run_id}: the model was still calling tools after max_steps={self.max_steps} "
-            f"requests; {self._max_steps_hint(runner)}"
+            f"requests; {self._max_steps_hint(runner)}",
+            reason="max_steps",
         )
 
     def _max_steps_hint(self, runner: ToolRunner) -> str:
@@ -265,7 +261,7 @@ class Steps(Generic[OutputT]):
             self._offer_digests[names] = found
         return found
 
-    def _no_valid_reply(self, state: RunState, exc: StructuredOutputError) -> InvalidModelReply:
+    def _no_valid_reply(self, state: RunState, exc: StructuredOutputError) -> RunError:
         """Record every refused reply, then the run's error: one failure path with the others."""
         for attempt in exc.attempts:
             self._emit(
@@ -276,11 +272,12 @@ class Steps(Generic[OutputT]):
                 )
             )
         last = exc.attempts[-1].error if exc.attempts else None
-        return InvalidModelReply(
+        return RunError(
             f"run {state.run_id}: the model never produced a valid action at step {state.step} "
             f"in {len(exc.attempts)} attempt(s); last error: {last}. Every reply is in the trace "
             "(output_rejected events); offer fewer or simpler tools, or use a stronger model",
-            exc.attempts,
+            reason="invalid_reply",
+            attempts=exc.attempts,
         )
 
     def _finish(self, state: RunState, response: ModelResponse) -> OutputT:
@@ -310,8 +307,9 @@ class Steps(Generic[OutputT]):
                 self._emit(
                     OutputRejected(attempt=last.number, emission=last.emission, error=last.error)
                 )
-            raise OutputValidationFailed(
-                f"run {state.run_id}: the {schema_name} output did not validate: {exc}"
+            raise RunError(
+                f"run {state.run_id}: the {schema_name} output did not validate: {exc}",
+                reason="output_invalid",
             ) from exc
         self._emit(
             OutputAccepted(

@@ -295,7 +295,7 @@ def _drive(
     except RunPaused as exc:
         paused = [p.model_dump(mode="json") for p in exc.paused.pending]
     except RunError as exc:
-        error = f"{type(exc).__name__}: {exc}"
+        error = f"{exc.error_type}: {exc}"  # the name its run_failed event records
     finally:
         agent.writer.close()
     if isinstance(output, BaseModel):
