@@ -89,7 +89,6 @@ from twinflow.eval import (
     Dataset,
     RunDirError,
     Shard,
-    ShardError,
     TraceMismatchError,
     compare_runs,
     merge_runs,
@@ -716,7 +715,7 @@ def received_paths(figures: Figures, work: Path) -> None:
             try:
                 attempt()
                 figures.fail(f"{command} accepted a received path ({variant})")
-            except (UnsafePathError, RunDirError, TraceMismatchError, ShardError):
+            except (UnsafePathError, RunDirError, TraceMismatchError):
                 refused += 1
             written = [
                 p

@@ -17,11 +17,11 @@ from twinflow._base._files import WRITER_LOCK
 from twinflow.agent import Agent, FunctionModel, Trace
 from twinflow.eval import (
     Case,
+    EvalValueError,
     RunAborted,
     RunDirError,
     RunIdentity,
     Shard,
-    ShardError,
     Summary,
     compare_runs,
     load_run,
@@ -287,7 +287,7 @@ def test_shards_partition_the_cases() -> None:
     assert sorted(k for _, _, k in select_keys(data, None)) == sorted(keys)
     assert Shard(index=2, count=4) == Shard.parse("2/4")
     for bad in ("0/4", "5/4", "x", "1/"):
-        with pytest.raises(ShardError):
+        with pytest.raises(EvalValueError, match="--shard"):
             Shard.parse(bad)
 
 
@@ -310,8 +310,9 @@ def test_merge_refuses_missing_shards_and_flags_tampered_traces(tmp_path: Path) 
     shards = [tmp_path / f"s{i}" for i in (1, 2)]
     for i, path in enumerate(shards, start=1):
         run_eval(data, factory(), path, clock=CLOCK, shard=Shard(index=i, count=2))
-    with pytest.raises(ShardError, match=r"merge needs each of 1/2 \.\. 2/2 once"):
+    with pytest.raises(RunDirError, match=r"merge needs each of 1/2 \.\. 2/2 once") as caught:
         merge_runs(shards[:1], tmp_path / "m1")
+    assert "shards" == caught.value.reason
     victim = next((shards[0] / "traces").glob("*.jsonl"))
     victim.write_bytes(victim.read_bytes()[:-40] + b"\n")
     merged = merge_runs(shards, tmp_path / "m2")

@@ -12,12 +12,12 @@ from twinflow.agent import Agent, FunctionModel, Policy, RunError, Trace
 from twinflow.eval import (
     Case,
     Custom,
+    EvalValueError,
     ExactMatch,
     FieldMatch,
     NoDeniedCalls,
     NumericTolerance,
     SchemaValid,
-    ScorerError,
     ToolCalls,
 )
 from twinflow.eval._observe import Observation, observe
@@ -168,7 +168,7 @@ def test_custom_scorers_and_a_raising_scorer_errors() -> None:
     )
     assert ["passed", "errored", "errored"] == [s.outcome for s in scores]
     assert "ValueError: scorer bug" == scores[1].detail
-    assert scores[2].detail.startswith("ScorerError:")
+    assert scores[2].detail.startswith("EvalValueError: ")
 
 
 def test_predicates() -> None:
@@ -180,17 +180,19 @@ def test_predicates() -> None:
     assert not matches({"$gt": 1}, "2")
     assert matches({"$any": True}, None)
     assert matches({"$eq": {"x": 1}}, {"x": 1})
-    with pytest.raises(ScorerError, match=r"unknown predicate '\$near'"):
+    with pytest.raises(EvalValueError, match=r"unknown predicate '\$near'") as caught:
         matches({"$near": 1}, 1)
+    assert "scorer" == caught.value.reason
 
 
 def test_a_misspelt_scorer_path_attribute_gets_a_suggestion() -> None:
     """A custom scorer path naming `eval_testkit:Totl` suggests `Total`."""
     from twinflow._base._code import resolve_dotted
-    from twinflow.eval import ScorerError
+    from twinflow.eval._errors import scorer_error
 
-    with pytest.raises(ScorerError) as info:
-        resolve_dotted("eval_testkit:Totl", error=ScorerError)
+    with pytest.raises(EvalValueError) as info:
+        resolve_dotted("eval_testkit:Totl", error=scorer_error)
+    assert "scorer" == info.value.reason
     assert str(info.value).endswith("(did you mean 'Total'?)")
 
 
@@ -199,12 +201,13 @@ def test_a_scorer_module_that_raises_at_import_is_a_scorer_error(
 ) -> None:
     """The one dotted-path resolver turns a broken user module into its typed error, in one line."""
     from twinflow._base._code import resolve_dotted
-    from twinflow.eval import ScorerError
+    from twinflow.eval._errors import scorer_error
 
     (tmp_path / "broken_scorer_17b.py").write_text("raise RuntimeError('no\\nscorer')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(ScorerError) as info:
-        resolve_dotted("broken_scorer_17b:score", error=ScorerError)
+    with pytest.raises(EvalValueError) as info:
+        resolve_dotted("broken_scorer_17b:score", error=scorer_error)
+    assert "scorer" == info.value.reason
     assert (
         "cannot import 'broken_scorer_17b' for 'broken_scorer_17b:score': RuntimeError: no scorer"
     ) == str(info.value)
@@ -214,8 +217,9 @@ def test_a_scorer_module_that_raises_at_import_is_a_scorer_error(
 def test_what_is_not_a_dotted_path_is_named_as_such(path: str) -> None:
     """split_dotted refuses a path without both a module and a name, with the form to write."""
     from twinflow._base._code import split_dotted
-    from twinflow.eval import ScorerError
+    from twinflow.eval._errors import scorer_error
 
-    with pytest.raises(ScorerError) as info:
-        split_dotted(path, ScorerError)
+    with pytest.raises(EvalValueError) as info:
+        split_dotted(path, scorer_error)
+    assert "scorer" == info.value.reason
     assert f"{path!r} is not a dotted path: write 'package.module:name'" == str(info.value)

@@ -20,7 +20,6 @@ from twinflow.eval import (
     EvalResults,
     RunDirError,
     Shard,
-    ShardError,
     compare_runs,
     load_dataset,
     load_run,
@@ -196,8 +195,9 @@ def test_shards_of_a_trials_run_merge_into_the_unsharded_result(tmp_path: Path) 
     assert [c.key for c in whole.cases] == [c.key for c in merged.cases]
     other = tmp_path / "other"
     run_eval(data, factory(), other, clock=CLOCK, shard=Shard(index=2, count=2), trials=3)
-    with pytest.raises(ShardError, match=r"different numbers of trials \(2, 3\)"):
+    with pytest.raises(RunDirError, match=r"different numbers of trials \(2, 3\)") as caught:
         merge_runs([shards[0], other], tmp_path / "mixed")
+    assert "shards" == caught.value.reason
 
 
 def test_rescore_of_a_trials_run_gives_the_same_statistics(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from twinflow.eval import METRICS, Shard, ShardError
+from twinflow.eval import METRICS, EvalValueError, Shard
 
 __all__ = ["LOCAL_RAY", "add_trust_code", "configure_eval"]
 
@@ -27,7 +27,7 @@ def _add_json(p: argparse.ArgumentParser) -> None:
 def _shard(text: str) -> Shard:
     try:
         return Shard.parse(text)
-    except ShardError as exc:
+    except EvalValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 

@@ -142,7 +142,7 @@ class JudgeModels:
 
         Raises:
             SpecError: a judge's model section is not a valid model spec.
-            ScorerError: a verdict model does not resolve or has no boolean pass field.
+            EvalValueError (``reason="scorer"``): a verdict model does not resolve or has no boolean pass field.
         """
         for judge in judges_of(dataset):
             judge_model_spec(judge)

@@ -9,12 +9,13 @@ Errors::
     └── EvalError
         ├── DatasetError (also a UserError)            a dataset file that cannot be used (file:line: key: why)
         ├── RunDirError (also a UserError)             a run directory that is missing, foreign or inconsistent
-        ├── ShardError (also a UserError)              a bad ``--shard i/n`` or shards that do not fit together
+        │                                              (`.reason`: "run_dir"; "shards", shards that do not fit together)
         ├── TraceMismatchError                         a trace the results name is missing, unverified or not the recorded one
-        ├── ScorerError (also a UserError)             a scorer spec that cannot be built (unknown dotted path...)
         ├── PlanError (also a UserError)               a plan that cannot be used (`.reason`: "plan", malformed or
         │                                              tampered; "mismatch", a run that is not the one it registered)
-        ├── EvalValueError (also UserError, ValueError)  a case, scorer, score or result built with a bad field
+        ├── EvalValueError (also UserError, ValueError)  a case, scorer, score, shard or result built with a bad field
+        │                                              (`.reason`: "value", a bad ``--shard i/n`` too; "scorer", a
+        │                                              scorer that cannot be built: unknown dotted path...)
         └── RunAborted                                 the model could not be reached; finished cases are kept
 
 The names here are what a user or the command calls: the dataset and its cases, the scorers,
@@ -35,8 +36,6 @@ from twinflow.eval._errors import EvalValueError as EvalValueError
 from twinflow.eval._errors import PlanError as PlanError
 from twinflow.eval._errors import RunAborted as RunAborted
 from twinflow.eval._errors import RunDirError as RunDirError
-from twinflow.eval._errors import ScorerError as ScorerError
-from twinflow.eval._errors import ShardError as ShardError
 from twinflow.eval._errors import TraceMismatchError as TraceMismatchError
 from twinflow.eval._judge import JudgeWiring as JudgeWiring
 from twinflow.eval._judge import verdict_type as verdict_type

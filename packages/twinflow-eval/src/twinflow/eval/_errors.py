@@ -16,9 +16,8 @@ __all__ = [
     "PlanError",
     "RunAborted",
     "RunDirError",
-    "ScorerError",
-    "ShardError",
     "TraceMismatchError",
+    "scorer_error",
 ]
 
 
@@ -31,7 +30,18 @@ class DatasetError(EvalError, UserError):
 
 
 class RunDirError(EvalError, UserError):
-    """A run directory that is missing, belongs to another dataset, or does not hold together."""
+    """A run directory that is missing, belongs to another dataset, or does not hold together.
+
+    Attributes:
+        reason: ``"run_dir"``: one run directory is missing, foreign or inconsistent;
+            ``"shards"``: shard directories that do not make up one run (another dataset,
+            another trial count, a shard missing or twice, an unfinished shard).
+    """
+
+    def __init__(self, message: str, *, reason: Literal["run_dir", "shards"] = "run_dir") -> None:
+        """Create the error; `message` says what is wrong and what to do."""
+        super().__init__(message)
+        self.reason = reason
 
 
 class TraceMismatchError(EvalError):
@@ -39,18 +49,26 @@ class TraceMismatchError(EvalError):
     the results recorded (its checkpoint differs): the results cannot be trusted as they are."""
 
 
-class ShardError(EvalError, UserError):
-    """A bad shard spec, or shard directories that do not make up one run."""
-
-
-class ScorerError(EvalError, UserError):
-    """A scorer that cannot be built (an unknown dotted path, a bad argument)."""
-
-
 class EvalValueError(EvalError, UserError, ValueError):
-    """A case, scorer, score or result record was constructed with a bad field; the message
-    names the class and the field. (Reading a file reports its own error: `DatasetError`,
-    `RunDirError`.)"""
+    """A case, scorer, score, shard or result record was constructed with a bad field; the
+    message names the class and the field. (Reading a file reports its own error:
+    `DatasetError`, `RunDirError`.)
+
+    Attributes:
+        reason: ``"value"``: a value built with a bad field (a bad ``--shard i/n`` too);
+            ``"scorer"``: a scorer that cannot be built (a dotted path that does not resolve,
+            a bad argument, a verdict model without its boolean field).
+    """
+
+    def __init__(self, message: str, *, reason: Literal["value", "scorer"] = "value") -> None:
+        """Create the error; `message` says what is wrong and what to do."""
+        super().__init__(message)
+        self.reason = reason
+
+
+def scorer_error(message: str) -> EvalValueError:
+    """The error for a scorer that cannot be built, as `resolve_dotted` raises it."""
+    return EvalValueError(message, reason="scorer")
 
 
 class PlanError(EvalError, UserError):

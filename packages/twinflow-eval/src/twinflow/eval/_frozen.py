@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ClassVar
+
 from twinflow.eval._errors import EvalValueError
 from twinflow.vocab import FrozenValue
 
@@ -11,4 +14,6 @@ __all__ = ["EvalValue"]
 class EvalValue(FrozenValue):
     """Frozen, no extra fields, `EvalValueError` (never a bare pydantic error) on bad input."""
 
-    _invalid_error = EvalValueError
+    # Declared again: mypy reads a class attribute holding a class with its own __init__ as a
+    # method otherwise.
+    _invalid_error: ClassVar[Callable[[str], Exception]] = EvalValueError

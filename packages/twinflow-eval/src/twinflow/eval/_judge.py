@@ -25,7 +25,7 @@ from pydantic import BaseModel, JsonValue, ValidationError
 from twinflow._base._code import resolve_dotted
 from twinflow._base._files import make_directory, open_inside
 from twinflow.agent import Agent, AgentError, RecordedResults, ReplayPorts, Trace, replay
-from twinflow.eval._errors import RunAborted, ScorerError, Unscorable
+from twinflow.eval._errors import EvalValueError, RunAborted, Unscorable, scorer_error
 from twinflow.eval._observe import Observation, observe
 from twinflow.eval._results import set_aside
 from twinflow.eval._scorers import Judge, JudgeHook, JudgementLink, Score
@@ -80,16 +80,16 @@ def verdict_type(judge: Judge) -> type[BaseModel]:
     """The verdict model of ``judge``, checked to have a boolean ``pass_field``.
 
     Raises:
-        ScorerError: ``verdict`` is not a pydantic model, or lacks a boolean ``pass_field``.
+        EvalValueError (``reason="scorer"``): ``verdict`` is not a pydantic model, or lacks a boolean ``pass_field``.
     """
     model: Any = (
-        JudgeVerdict if judge.verdict is None else resolve_dotted(judge.verdict, error=ScorerError)
+        JudgeVerdict if judge.verdict is None else resolve_dotted(judge.verdict, error=scorer_error)
     )
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise ScorerError(f"judge: verdict {judge.verdict!r} is not a pydantic model class")
+        raise scorer_error(f"judge: verdict {judge.verdict!r} is not a pydantic model class")
     field = model.model_fields.get(judge.pass_field)
     if field is None or field.annotation is not bool:
-        raise ScorerError(
+        raise scorer_error(
             f"judge: the verdict model {model.__name__} has no boolean field "
             f"{judge.pass_field!r}; name one with pass_field"
         )
@@ -226,7 +226,7 @@ class Judging:
             set_aside(path)  # an interrupted judgement, or one judged before: kept, not reused
         try:
             verdict_type(judge)  # checked before a model is called or a file made
-        except ScorerError as exc:
+        except EvalValueError as exc:
             raise Unscorable(str(exc)) from None
         try:
             model, settings = self.wiring.model(judge), self.wiring.settings(judge)
@@ -272,7 +272,7 @@ class Judging:
             raise Unscorable(f"{relative} judged another output than this case's", link)
         try:
             verdict = verdict_type(judge)
-        except ScorerError as exc:
+        except EvalValueError as exc:
             raise Unscorable(str(exc), link) from None
         if self.mode == "replay":
             wiring = self.wiring

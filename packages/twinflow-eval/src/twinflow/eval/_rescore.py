@@ -21,7 +21,7 @@ from twinflow._base._files import (
     open_inside,
     write_replace,
 )
-from twinflow.eval._errors import RunDirError, ShardError
+from twinflow.eval._errors import RunDirError
 from twinflow.eval._judge import JUDGEMENTS, REJUDGED, JudgeWiring, Judging
 from twinflow.eval._lab_notes import write_reports
 from twinflow.eval._results import (
@@ -198,9 +198,9 @@ def merge_runs(
         The merged results (also written with the Lab Notes).
 
     Raises:
-        ShardError: The directories are not the complete shards of one dataset.
-        RunDirError: A directory is not a run directory, ``out`` is not empty, or the
-            dataset names code and ``trust_code`` is not set.
+        RunDirError: ``reason="shards"``: the directories are not the complete shards of one
+            dataset; ``reason="run_dir"``: a directory is not a run directory, ``out`` is not
+            empty, or the dataset names code and ``trust_code`` is not set.
     """
     loaded = [(Path(d), *load_run(d)) for d in shard_dirs]
     trials = _check_shards(loaded, trust_code)
@@ -212,7 +212,7 @@ def merge_runs(
     by_key = {r.key: (path, r) for path, _, results in loaded for r in results.cases}
     for _, _, key in items:
         if key not in by_key:
-            raise ShardError(f"case {key} is in no shard's results")
+            raise RunDirError(f"case {key} is in no shard's results", reason="shards")
     _trace_sources(by_key)
     manifest = _merged_manifest(loaded, tuple(k for _, _, k in items), trials)
     code_dirs = manifest.code_dirs
@@ -258,23 +258,25 @@ def _check_shards(loaded: Sequence[_Loaded], trust_code: bool) -> int:
     """Refuse shards that are not the complete shards of one dataset; their trial count.
 
     Raises:
-        ShardError: The directories are not the complete shards of one dataset.
-        RunDirError: The dataset names code and ``trust_code`` is not set.
+        RunDirError: ``reason="shards"``: the directories are not the complete shards of one
+            dataset; ``reason="run_dir"``: the dataset names code and ``trust_code`` is not set.
     """
     if not loaded:
-        raise ShardError("merge needs at least one shard directory")
+        raise RunDirError("merge needs at least one shard directory", reason="shards")
     for path, manifest, _ in loaded:
         _refuse_untrusted_code(path, manifest.dataset, trust_code)
     digests = {manifest.dataset_digest for _, manifest, _ in loaded}
     if len(digests) != 1:
-        raise ShardError(
-            "the shard directories are runs of different datasets; merge shards of one dataset"
+        raise RunDirError(
+            "the shard directories are runs of different datasets; merge shards of one dataset",
+            reason="shards",
         )
     counts = sorted({manifest.trials for _, manifest, _ in loaded})
     if len(counts) != 1:
-        raise ShardError(
+        raise RunDirError(
             f"the shard directories ran different numbers of trials ({', '.join(map(str, counts))}); "
-            "merge shards run with one --trials"
+            "merge shards run with one --trials",
+            reason="shards",
         )
     shards = sorted(
         (manifest.shard.index, manifest.shard.count) if manifest.shard else (1, 1)
@@ -283,13 +285,15 @@ def _check_shards(loaded: Sequence[_Loaded], trust_code: bool) -> int:
     count = shards[0][1]
     if shards != [(i, count) for i in range(1, count + 1)]:
         named = ", ".join(f"{i}/{n}" for i, n in shards)
-        raise ShardError(
-            f"the shards given are {named}; merge needs each of 1/{count} .. {count}/{count} once"
+        raise RunDirError(
+            f"the shards given are {named}; merge needs each of 1/{count} .. {count}/{count} once",
+            reason="shards",
         )
     for path, _, results in loaded:
         if not results.complete:
-            raise ShardError(
-                f"{path} is an unfinished run; run it again to complete it, then merge"
+            raise RunDirError(
+                f"{path} is an unfinished run; run it again to complete it, then merge",
+                reason="shards",
             )
     return counts[0]
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from twinflow._base._files import read_inside
 from twinflow.eval._dataset import MAX_TRIALS, Case, Dataset
-from twinflow.eval._errors import RunDirError, ShardError
+from twinflow.eval._errors import EvalValueError, RunDirError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._scorers import Score
 from twinflow.eval._trials import TrialStats
@@ -73,11 +73,11 @@ class Shard(EvalValue):
         """Read ``i/n``.
 
         Raises:
-            ShardError: Not of the form ``i/n`` with ``1 <= i <= n``.
+            EvalValueError: Not of the form ``i/n`` with ``1 <= i <= n``.
         """
         left, sep, right = text.partition("/")
         if not (sep and left.isdigit() and right.isdigit() and 1 <= int(left) <= int(right)):
-            raise ShardError(f"--shard {text!r}: write i/n with 1 <= i <= n, e.g. 2/4")
+            raise EvalValueError(f"--shard {text!r}: write i/n with 1 <= i <= n, e.g. 2/4")
         return cls(index=int(left), count=int(right))
 
     def __str__(self) -> str:

@@ -42,7 +42,7 @@ from twinflow.agent import (
 )
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._details import ScoredTrace, write_page
-from twinflow.eval._errors import RunAborted, RunDirError, ScorerError
+from twinflow.eval._errors import RunAborted, RunDirError, scorer_error
 from twinflow.eval._judge import JudgeWiring, Judging
 from twinflow.eval._lab_notes import write_reports
 from twinflow.eval._results import (
@@ -100,7 +100,7 @@ def code_modules(dataset: Dataset) -> tuple[str, ...]:
     """The modules scoring ``dataset`` would import (custom scorers, schema models), unimported.
 
     Raises:
-        ScorerError: a scorer names something that is not a dotted path.
+        EvalValueError (``reason="scorer"``): a scorer names something that is not a dotted path.
     """
     paths = []
     for case in dataset.cases:
@@ -111,7 +111,7 @@ def code_modules(dataset: Dataset) -> tuple[str, ...]:
                 paths.append(scorer.model)
             elif isinstance(scorer, Judge) and scorer.verdict is not None:
                 paths.append(scorer.verdict)
-    return tuple(dict.fromkeys(split_dotted(path, ScorerError)[0] for path in paths))
+    return tuple(dict.fromkeys(split_dotted(path, scorer_error)[0] for path in paths))
 
 
 def _refuse_untrusted_code(where: Path, dataset: Dataset, trust_code: bool) -> None:

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Discriminator, Field, JsonValue, ValidationError
 
 from twinflow._base._code import resolve_dotted
-from twinflow.eval._errors import RunAborted, ScorerError
+from twinflow.eval._errors import RunAborted, scorer_error
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import Observation, ToolCallRecord
 from twinflow.trace import Checkpoint
@@ -127,7 +127,7 @@ class FieldMatch(_Base):
         fields = self.fields
         if not fields:
             if not isinstance(case_expected, dict):
-                raise ScorerError("fields: no fields named and expected is not an object")
+                raise scorer_error("fields: no fields named and expected is not an object")
             fields = tuple(sorted(case_expected))
         wrong: list[str] = []
         for field in fields:
@@ -166,9 +166,9 @@ class SchemaValid(_Base):
             )
             return Score(scorer=label, outcome="failed", value=0.0, detail=why)
         if self.model is not None:
-            model = resolve_dotted(self.model, error=ScorerError)
+            model = resolve_dotted(self.model, error=scorer_error)
             if not (isinstance(model, type) and issubclass(model, BaseModel)):
-                raise ScorerError(f"schema: {self.model!r} is not a pydantic model class")
+                raise scorer_error(f"schema: {self.model!r} is not a pydantic model class")
             try:
                 model.model_validate(obs.output)
             except ValidationError as exc:
@@ -199,7 +199,7 @@ class NumericTolerance(_Base):
         label = _label(self.name, self.kind)
         want = self.expected if self.expected is not None else _get(case_expected, self.field)
         if not isinstance(want, int | float) or isinstance(want, bool):
-            raise ScorerError(f"numeric: expected {self.field} is not a number: {want!r}")
+            raise scorer_error(f"numeric: expected {self.field} is not a number: {want!r}")
         try:
             got = _get(obs.output, self.field)
         except KeyError:
@@ -236,7 +236,7 @@ def matches(expected: JsonValue, actual: JsonValue) -> bool:
     """Whether ``actual`` matches a literal or a ``$``-predicate (see the module docstring).
 
     Raises:
-        ScorerError: an unknown ``$`` key.
+        EvalValueError (``reason="scorer"``): an unknown ``$`` key.
     """
     if isinstance(expected, dict) and expected and all(k.startswith("$") for k in expected):
         return all(_predicate(key, arg, expected, actual) for key, arg in expected.items())
@@ -262,7 +262,7 @@ def _predicate(key: str, arg: JsonValue, whole: Mapping[str, JsonValue], actual:
         return _same(arg, actual)
     if key == "$in":
         if not isinstance(arg, list):
-            raise ScorerError(f"$in takes a list, not {arg!r}")
+            raise scorer_error(f"$in takes a list, not {arg!r}")
         return any(_same(option, actual) for option in arg)
     if key == "$regex":
         return (
@@ -272,7 +272,9 @@ def _predicate(key: str, arg: JsonValue, whole: Mapping[str, JsonValue], actual:
     if key == "$approx":
         tol = _number(whole.get("$tol", 0.0))
         if bound is None or tol is None:
-            raise ScorerError(f"$approx takes numbers, not {arg!r} with $tol {whole.get('$tol')!r}")
+            raise scorer_error(
+                f"$approx takes numbers, not {arg!r} with $tol {whole.get('$tol')!r}"
+            )
         return number is not None and abs(number - bound) <= tol
     compare: dict[str, Callable[[float, float], bool]] = {
         "$gt": lambda a, b: a > b,
@@ -282,9 +284,9 @@ def _predicate(key: str, arg: JsonValue, whole: Mapping[str, JsonValue], actual:
     }
     if key in compare:
         if bound is None:
-            raise ScorerError(f"{key} takes a number, not {arg!r}")
+            raise scorer_error(f"{key} takes a number, not {arg!r}")
         return number is not None and compare[key](number, bound)
-    raise ScorerError(
+    raise scorer_error(
         f"unknown predicate {key!r}; use $eq, $in, $regex, $approx/$tol, $gt, $ge, $lt, $le or $any"
     )
 
@@ -382,9 +384,9 @@ class Custom(_Base):
     def score(self, case_expected: JsonValue, obs: Observation) -> Score:
         """Call the function."""
         label = _label(self.name, self.path)
-        fn = resolve_dotted(self.path, error=ScorerError)
+        fn = resolve_dotted(self.path, error=scorer_error)
         if not callable(fn):
-            raise ScorerError(f"custom: {self.path!r} is not callable")
+            raise scorer_error(f"custom: {self.path!r} is not callable")
         result: Any = fn(obs, case_expected)
         if isinstance(result, Score):
             return result
@@ -397,7 +399,7 @@ class Custom(_Base):
                 "passed" if result >= self.threshold else "failed"
             )
             return Score(scorer=label, outcome=outcome, value=float(result))
-        raise ScorerError(
+        raise scorer_error(
             f"custom: {self.path!r} returned {result!r}; return a bool, a float in [0, 1] or a Score"
         )
 
@@ -428,9 +430,9 @@ class Judge(_Base):
         """A judge is scored by `Judging`, never alone.
 
         Raises:
-            ScorerError: always; score with a judging context.
+            EvalValueError (``reason="scorer"``): always; score with a judging context.
         """
-        raise ScorerError(
+        raise scorer_error(
             "judge: this scorer calls a model; it is scored by the runner or rescore with a "
             "judging context, not on its own"
         )

@@ -16,7 +16,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from twinflow._base._errors import UserError
@@ -72,7 +72,7 @@ def importing_from(directories: Sequence[str | os.PathLike[str]] = ()) -> Iterat
         sys.path[:] = [*added, *saved]
 
 
-def split_dotted(path: str, error: type[UserError] = UserError) -> tuple[str, str]:
+def split_dotted(path: str, error: Callable[[str], UserError] = UserError) -> tuple[str, str]:
     """``package.module:name`` (or ``package.module.name``) as (module, attribute path).
 
     Raises:
@@ -95,7 +95,7 @@ def _searched(named: Sequence[str]) -> str:
 def resolve_dotted(
     path: str,
     directories: Sequence[str | os.PathLike[str]] = (),
-    error: type[UserError] = UserError,
+    error: Callable[[str], UserError] = UserError,
 ) -> object:
     """Import ``package.module:attribute`` (or ``package.module.attribute``) and return it.
 
@@ -105,7 +105,7 @@ def resolve_dotted(
     Args:
         path: The dotted path.
         directories: Where to look first (`importing_from`); then the installed packages.
-        error: The caller's error type (a scorer's, a spec's), raised with one line.
+        error: Makes the caller's error (a scorer's, a spec's) from one line.
 
     Raises:
         UserError: As ``error``: not a dotted path, the module or attribute does not exist (naming the
