@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import JsonValue
 
+from twinflow.models._errors import InputRefused
 from twinflow.trace import CanonicalError, UserError
 from twinflow.vocab import Message, ModelRequest, OutputSchema, ToolSpec, WireFormatError
 from twinflow.vocab import value_bytes as canonical_bytes
@@ -99,10 +100,6 @@ def action_instructions(tools: Sequence[ToolSpec], output_schema: OutputSchema |
     return "\n".join(lines)
 
 
-class ActionRefused(Exception):
-    """Internal: an emission that parsed as JSON but is not one of the offered actions."""
-
-
 def non_canonical(value: object, where: str) -> str | None:
     """Where a parsed JSON value holds a number with no canonical form (RFC 8785), if anywhere.
 
@@ -143,31 +140,31 @@ def parse_action(
         value = read_json_text(emission, (), limits, what="the reply")
     except WireFormatError as exc:
         # Not JSON, too long, too deep: a malformed emission, re-asked like any other.
-        raise ActionRefused(f"(root): {exc}") from None
+        raise InputRefused(f"(root): {exc}") from None
     if not isinstance(value, dict):
-        raise ActionRefused("(root): expected a JSON object")
+        raise InputRefused("(root): expected a JSON object")
     action = value.get("action")
     if action == "call_tool":
         names = [t.name for t in tools]
         if value.get("tool") not in names:
-            raise ActionRefused(f"tool: must be one of {names}, got {value.get('tool')!r}")
+            raise InputRefused(f"tool: must be one of {names}, got {value.get('tool')!r}")
         if not isinstance(value.get("arguments"), dict):
-            raise ActionRefused("arguments: expected a JSON object")
+            raise InputRefused("arguments: expected a JSON object")
         problem = non_canonical(value["arguments"], "arguments")
         if problem is not None:
-            raise ActionRefused(problem)
+            raise InputRefused(problem)
         return value
     if action == "final":
         key = "answer" if output_schema is None else "output"
         if key not in value:
-            raise ActionRefused(f"{key}: missing")
+            raise InputRefused(f"{key}: missing")
         if output_schema is None and not isinstance(value[key], str):
-            raise ActionRefused("answer: expected a string")
+            raise InputRefused("answer: expected a string")
         problem = non_canonical(value[key], key)
         if problem is not None:
-            raise ActionRefused(problem)
+            raise InputRefused(problem)
         return value
-    raise ActionRefused(f"action: expected 'call_tool' or 'final', got {action!r}")
+    raise InputRefused(f"action: expected 'call_tool' or 'final', got {action!r}")
 
 
 def with_instructions(request: ModelRequest) -> list[Message]:

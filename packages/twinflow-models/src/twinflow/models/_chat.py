@@ -22,14 +22,13 @@ from pydantic import BaseModel, JsonValue
 
 from twinflow.kernel import Closing, KeyHeader
 from twinflow.models._action import (
-    ActionRefused,
     action_schema,
     non_canonical,
     parse_action,
     with_instructions,
 )
 from twinflow.models._budget import max_tokens_for
-from twinflow.models._errors import MalformedResponseError, ModelSetupError
+from twinflow.models._errors import InputRefused, MalformedResponseError, ModelSetupError
 from twinflow.models._preflight import GrammarCheck, PreflightReport, preflight
 from twinflow.models._servers import ChatMode, OnChunk, SentSchema, Server
 from twinflow.models._wire import Reply
@@ -262,7 +261,7 @@ class ChatModelBase(Closing):
             emission = reply.content or ""
             try:
                 action = parse_action(emission, request.tools, request.output_schema, self._limits)
-            except ActionRefused as exc:
+            except InputRefused as exc:
                 attempt = _refused_attempt(
                     str(exc), reply, len(attempts) + 1, request_digest, settings
                 )

@@ -81,6 +81,16 @@ class ModelSetupError(ModelError, UserError):
         self.reason: SetupReason = reason
 
 
+class InputRefused(ValueError):
+    """Internal: input one of this package's readers turns down; the message says why.
+
+    `parse_action` raises it for an emission that parsed as JSON but is not one of the offered
+    actions, `grammar_pattern` for a regex construct no grammar converter reads (lookaround,
+    backreference...). It never leaves the package: the caller records a refused attempt or
+    drops the pattern.
+    """
+
+
 class MalformedResponseError(ModelError):
     """The server answered with a success status but a body that is not its documented wire format.
 

@@ -2,12 +2,14 @@
 
 JSON Schema patterns are ECMA-262 searches; llama.cpp's and llama-cpp-python's converters read
 a full match in a smaller regex language. `grammar_pattern` rewrites one into the other, or
-says why it cannot (`UnreadablePattern`, a `ValueError`).
+says why it cannot (`InputRefused`, a `ValueError`).
 """
 
 from __future__ import annotations
 
 import re
+
+from twinflow.models._errors import InputRefused
 
 
 def _has_top_level_alternation(pattern: str) -> bool:
@@ -78,10 +80,6 @@ _QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
 _LAZY = re.compile(r"([*+?}])\?")
 
 
-class UnreadablePattern(ValueError):
-    """Internal: a regex construct no grammar converter reads (lookaround, backreference...)."""
-
-
 def grammar_pattern(pattern: str) -> str:
     """Rewrite a JSON Schema `pattern` into the regex subset the grammar converters read.
 
@@ -105,7 +103,7 @@ def grammar_pattern(pattern: str) -> str:
     anchored = _anchored(body)
     inner = anchored[1:-1]
     if re.search(r"(?<!\\)[$^](?<!\[\^)", inner.replace("[^", "[")):
-        raise UnreadablePattern("an anchor inside the pattern")
+        raise InputRefused("an anchor inside the pattern")
     return anchored
 
 
@@ -129,14 +127,14 @@ def _translate(pattern: str) -> str:
             text, i = _outside_class(pattern, i)
         out.append(text)
     if in_class:
-        raise UnreadablePattern("an unclosed character class")
+        raise InputRefused("an unclosed character class")
     return "".join(out)
 
 
 def _escape_at(pattern: str, i: int, in_class: bool) -> tuple[str, int]:
     """The escape at `pattern[i]` (a backslash) as the grammar reads it, and where it ends."""
     if i + 1 >= len(pattern):
-        raise UnreadablePattern("a trailing backslash")
+        raise InputRefused("a trailing backslash")
     nxt = pattern[i + 1]
     if nxt in _KEPT_ESCAPES:
         return "\\" + nxt, i + 2
@@ -151,7 +149,7 @@ def _escape_at(pattern: str, i: int, in_class: bool) -> tuple[str, int]:
     if not nxt.isalnum():
         code = f"\\x{ord(nxt):02X}" if ord(nxt) < 0x100 else f"\\u{ord(nxt):04X}"
         return (code if in_class else f"[{code}]"), i + 2
-    raise UnreadablePattern(f"the escape \\{nxt}")
+    raise InputRefused(f"the escape \\{nxt}")
 
 
 def _outside_class(pattern: str, i: int) -> tuple[str, int]:
@@ -159,7 +157,7 @@ def _outside_class(pattern: str, i: int) -> tuple[str, int]:
     ch = pattern[i]
     if ch == "(" and pattern.startswith("?", i + 1):
         if not pattern.startswith("?:", i + 1):
-            raise UnreadablePattern("a lookaround or named group")
+            raise InputRefused("a lookaround or named group")
         return "(", i + 3
     if ch == '"':
         return "[\\x22]", i + 1

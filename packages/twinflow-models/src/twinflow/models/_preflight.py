@@ -16,8 +16,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, JsonValue, TypeAdapter
 
-from twinflow.models._errors import SchemaError
-from twinflow.models._pattern import UnreadablePattern, grammar_pattern
+from twinflow.models._errors import InputRefused, SchemaError
+from twinflow.models._pattern import grammar_pattern
 from twinflow.trace import UserError
 from twinflow.vocab import FrozenValue
 
@@ -244,7 +244,7 @@ def _compile_pattern(
     where = f"{pointer}/pattern"
     try:
         rewritten = grammar_pattern(pattern)
-    except UnreadablePattern as exc:
+    except InputRefused as exc:
         del node["pattern"]
         rewrites.append(
             SchemaRewrite(

@@ -12,7 +12,7 @@ import os
 # mypy reads any `TYPE_CHECKING` as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Literal
+    from typing import Any, Literal
 
     WriteReason = Literal["write", "link", "busy", "locked", "exists"]
 
@@ -118,3 +118,13 @@ class UnsafePathError(TwinflowError, ValueError):
 
 def _rebuild_unsafe_path(message: str, directory: str, path: str) -> UnsafePathError:
     return UnsafePathError(message, directory=directory, path=path)
+
+
+class _Refused(Exception):
+    """Internal to `read_yaml`: a bound crossed while reading, the 1-based line (if one is to
+    blame) and the problem; `read_yaml` raises it as its caller's error."""
+
+    def __init__(self, mark: Any, problem: str) -> None:
+        super().__init__(problem)
+        self.line = None if mark is None else mark.line + 1
+        self.problem = problem

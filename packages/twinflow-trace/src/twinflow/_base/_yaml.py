@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from twinflow._base._errors import NotRegularFileError, UserError
+from twinflow._base._errors import NotRegularFileError, UserError, _Refused
 from twinflow._base._open import read_regular
 from twinflow._base._suggest import did_you_mean
 
@@ -67,15 +67,6 @@ class YamlLimits:
     """Deepest nesting of sequences and mappings, aliases followed."""
     max_nodes: int
     """Most nodes the document expands to, aliases followed (a billion-laughs file stops here)."""
-
-
-class _Refused(Exception):
-    """A bound crossed while reading: the 1-based line (if one is to blame) and the problem."""
-
-    def __init__(self, mark: Any, problem: str) -> None:
-        super().__init__(problem)
-        self.line = None if mark is None else mark.line + 1
-        self.problem = problem
 
 
 @functools.cache

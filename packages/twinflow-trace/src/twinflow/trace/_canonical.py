@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from twinflow.trace._errors import CanonicalError
+from twinflow.trace._errors import CanonicalError, _Slow
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -86,14 +86,6 @@ def _plain_numbers(text: str) -> bool:
         if text[start] != ":" or text[start - 1] == '"':
             return False
     return True
-
-
-class _Slow(Exception):
-    """Internal: the fast walk found something only the exact writer can encode."""
-
-
-class _Unsupported(Exception):
-    """Internal: the exact writer met a value with no JSON form; located afterwards."""
 
 
 def _fast_ok(value: Any) -> None:
@@ -206,7 +198,11 @@ def _utf16_key(item: tuple[str, object]) -> bytes:
 
 
 def _write(value: object, out: list[str], sort: bool = True) -> None:
-    """The exact writer: every JSON type, subclasses included (``sort=False`` keeps key order)."""
+    """The exact writer: every JSON type, subclasses included (``sort=False`` keeps key order).
+
+    A value with no JSON form raises `ValueError` or `TypeError`, as `json.dumps` does;
+    `canonical_bytes` then locates it for its `CanonicalError`.
+    """
     if value is None:
         out.append("null")
     elif value is True:
@@ -219,16 +215,16 @@ def _write(value: object, out: list[str], sort: bool = True) -> None:
         out.append("true" if value else "false")
     elif isinstance(value, int):
         if not -_MAX_SAFE <= value <= _MAX_SAFE:
-            raise _Unsupported
+            raise ValueError("integer out of range")
         out.append(int.__repr__(value))
     elif isinstance(value, float):
         if value != value or value in (_INF, -_INF):
-            raise _Unsupported
+            raise ValueError("float not finite")
         out.append(es_number(value))
     elif isinstance(value, Mapping):
         items = list(value.items())
         if not all(isinstance(k, str) for k, _ in items):
-            raise _Unsupported
+            raise TypeError("key not a string")
         if sort:
             items.sort(key=_utf16_key)
         out.append("{")
@@ -251,7 +247,7 @@ def _write(value: object, out: list[str], sort: bool = True) -> None:
             _write(v, out, sort)
         out.append("]")
     else:
-        raise _Unsupported
+        raise TypeError("not a JSON type")
 
 
 def json_pointer(tokens: tuple[str | int, ...]) -> str:
@@ -365,7 +361,7 @@ def canonical_bytes(value: object) -> bytes:
                 _write(value, out)
                 text = "".join(out)
         return text.encode("utf-8")
-    except (_Unsupported, UnicodeEncodeError, RecursionError, ValueError, TypeError) as exc:
+    except (UnicodeEncodeError, RecursionError, ValueError, TypeError) as exc:
         raise _refuse(value, exc) from None
 
 
@@ -499,7 +495,7 @@ def _difference(data: bytes, value: object) -> tuple[str, str]:
     try:
         _write(value, out, sort=False)
         in_order = "".join(out).encode("utf-8")
-    except (_Unsupported, UnicodeEncodeError):
+    except (ValueError, TypeError):  # no JSON form; a lone surrogate is a UnicodeEncodeError
         found = _locate(value, ())
         where, why = found if found else ("", "no JSON form")
         reason = "escape_form" if "surrogate" in why else "number_form"

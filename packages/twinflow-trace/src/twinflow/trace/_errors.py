@@ -136,3 +136,8 @@ class SignatureError(TraceError):
 
 class InvalidProofError(TraceError, ValueError):
     """An inclusion or consistency proof does not verify."""
+
+
+class _Slow(Exception):
+    """Internal to `canonical_bytes`: the fast walk found something only the exact writer can
+    encode; never leaves it."""
