@@ -439,8 +439,11 @@ def test_max_steps_and_usage_limits_fail_the_run_with_a_trace() -> None:
     with pytest.raises(RunError, match="total_tokens reached 110") as limited:
         agent2.run("go")
     assert "usage_limit" == limited.value.reason
-    for a in (agent, agent2):
-        assert "run_failed" == Trace.load(a.writer.sink.data).events[-1].body.kind
+    # Each reason keeps the name traces recorded before the reasons were one class.
+    recorded = [Trace.load(a.writer.sink.data).events[-1].body for a in (agent, agent2)]
+    assert [("run_failed", "MaxStepsExceeded"), ("run_failed", "UsageLimitExceeded")] == [
+        (body.kind, getattr(body, "error_type", None)) for body in recorded
+    ]
 
 
 @pytest.mark.parametrize("name", list(UsageLimits.model_fields))
