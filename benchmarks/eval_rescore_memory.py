@@ -40,9 +40,7 @@ def hwm_kb():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1])
 from twinflow.eval import rescore
-import twinflow.agent, twinflow.trace
-# twinflow.agent resolves its names on first use: load them all before the baseline.
-[getattr(twinflow.agent, name) for name in twinflow.agent.__all__]
+import twinflow.agent, twinflow.trace  # loaded before the baseline
 base = hwm_kb()
 results = rescore(sys.argv[1])
 case = results.cases[0]

@@ -80,6 +80,7 @@ def run_python_block(code: str, name: str, model_url: str) -> None:
     if '"embedded"' in code:
         code = code.replace('url="embedded"', f'url="{model_url}", dialect="llama.cpp"')
         code = code.replace('model="embedded"', f'model="{model_url}"')
+        code = code.replace('Agent("embedded"', f'Agent("{model_url}"')
         assert '"embedded"' not in code, "an embedded model the test cannot redirect"
     # gate: loads user code (a README's Python block, run as a reader would)
     exec(compile(code, name, "exec"), {"__name__": "__readme__"})
@@ -94,8 +95,8 @@ def test_the_readme_python_example_runs_twice_in_a_row(
     with LoopbackServer(scripted_chat) as server:
         for _ in range(2):
             run_python_block(code, "README.md[python]", server.url)
-    written = sorted(p.name for p in (tmp_path / "hello").glob("trace*.jsonl"))
-    assert ["trace.1.jsonl", "trace.jsonl"] == written
+    written = sorted(p.name for p in tmp_path.glob("hi*.jsonl"))
+    assert ["hi.1.jsonl", "hi.jsonl"] == written
 
 
 @pytest.mark.real_model
@@ -117,8 +118,8 @@ def test_the_readme_hello_world_runs_twice_on_the_embedded_model(tmp_path: Path)
         for _ in range(2)
     ]
     assert [0, 0] == [run.returncode for run in runs], [run.stderr[-2000:] for run in runs]
-    written = sorted(p.name for p in (tmp_path / "hello").glob("trace*.jsonl"))
-    assert ["trace.1.jsonl", "trace.jsonl"] == written
+    written = sorted(p.name for p in tmp_path.glob("hi*.jsonl"))
+    assert ["hi.1.jsonl", "hi.jsonl"] == written
 
 
 def commands(path: Path) -> list[list[str]]:
