@@ -31,7 +31,6 @@ from pathlib import Path
 from _bench import add_smoke, report_floor  # this folder: sys.path[0]
 
 from twinflow.agent import (
-    REPLAY_KINDS,
     Agent,
     Decision,
     FunctionModel,
@@ -41,6 +40,7 @@ from twinflow.agent import (
     Trace,
     replay,
 )
+from twinflow.agent._replay import REPLAY_KINDS
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import FileTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, TextPart, ToolCallPart

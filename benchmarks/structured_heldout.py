@@ -41,8 +41,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from twinflow.kernel import HttpTransport, SubprocessLauncher, TransportError, free_port
 from twinflow.kernel._launcher import ServerProcess
-from twinflow.models import OpenAICompatibleChatModel, llama_cpp_grammar_check
+from twinflow.models import OpenAICompatibleChatModel
 from twinflow.models._embedded import embedded_model_file, server_command
+from twinflow.models._grammar import llama_cpp_grammar_check
 from twinflow.vocab import Message, StructuredOutputError
 
 PEER_TIMEOUT = 60.0

@@ -84,17 +84,11 @@ from twinflow.agent import (
     verify_agent_trace,
 )
 from twinflow.cli._run import claim_run_files
-from twinflow.eval import (
-    Case,
-    Dataset,
-    RunDirError,
-    Shard,
-    TraceMismatchError,
-    compare_runs,
-    merge_runs,
-    rescore,
-    run_eval,
-)
+from twinflow.eval import Case, Dataset, RunDirError, run_eval
+from twinflow.eval._errors import TraceMismatchError
+from twinflow.eval._rescore import merge_runs, rescore
+from twinflow.eval._results import Shard
+from twinflow.eval._stats import compare_runs
 from twinflow.kernel import (
     CountingIds,
     HttpTransport,

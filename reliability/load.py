@@ -29,7 +29,8 @@ from typing import Any
 from _common import Figures, parse_mode
 
 from twinflow.agent import Agent, Policy, verify_agent_trace
-from twinflow.eval import Case, Dataset, RunAborted, rescore, run_eval
+from twinflow.eval import Case, Dataset, RunAborted, run_eval
+from twinflow.eval._rescore import rescore
 from twinflow.kernel import (
     CountingIds,
     HttpTransport,

@@ -137,13 +137,24 @@ def test_each_broken_contract_fails(
 
 PRIVATE = {
     "agent imports trace's private module": ("agent", "from twinflow.trace._shared import X"),
-    "cli imports a name of it": ("cli", "import twinflow.trace._shared"),
+    "views imports it whole": ("views", "import twinflow.trace._shared"),
     "models imports it by name": (
         "models",
         "import importlib\nimportlib.import_module('twinflow.trace._shared')",
     ),
     "eval imports a private name": ("eval", "from twinflow.trace import _shared"),
 }
+
+
+def test_the_command_may_read_a_library_private_module(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """twinflow.cli, released with the libraries it pins, imports their private modules."""
+    root = _skeleton(tmp_path, repo_root)
+    _add(root, "trace", "X = 1", module="_shared")
+    _add(root, "cli", "from twinflow.trace._shared import X")
+    done = run_gate("layers", "--root", root)
+    assert 0 == done.returncode, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize(("package", "line"), PRIVATE.values(), ids=PRIVATE.keys())
@@ -411,3 +422,21 @@ def test_the_trace_leaf_on_the_standard_library_passes(
     _add(root, "vocab", "import twinflow.trace")
     done = run_gate("layers", "--root", root)
     assert 0 == done.returncode, done.stdout + done.stderr
+
+
+def test_the_command_pins_each_library_at_its_own_version(repo_root: Path) -> None:
+    """The command's private reads hold only if it is released with exactly its libraries."""
+    import tomllib
+
+    def project(name: str) -> dict[str, object]:
+        path = repo_root / "packages" / name / "pyproject.toml"
+        return dict(tomllib.loads(path.read_text(encoding="utf-8"))["project"])
+
+    members = {path.name for path in (repo_root / "packages").iterdir() if path.is_dir()}
+    wanted = sorted(
+        f"{name}=={project(name)['version']}" for name in members if name != "twinflow-cli"
+    )
+    dependencies = project("twinflow-cli")["dependencies"]
+    assert isinstance(dependencies, list)
+    pinned = sorted(str(d) for d in dependencies if str(d).startswith("twinflow-"))
+    assert wanted == pinned

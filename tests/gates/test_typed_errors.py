@@ -13,7 +13,8 @@ import pytest
 
 from twinflow.agent import AgentConfigError, ModelSpec, Policy, SpecError
 from twinflow.agent._structured import PydanticStructuredOutput
-from twinflow.eval import EvalValueError, Shard
+from twinflow.eval import EvalValueError
+from twinflow.eval._results import Shard
 from twinflow.kernel import LoopbackResponse, MockTransport, ThreadExecutor
 from twinflow.models import OllamaChatModel
 from twinflow.models._preflight import SchemaFinding

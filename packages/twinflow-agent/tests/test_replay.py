@@ -15,7 +15,6 @@ from pydantic import BaseModel
 import twinflow.agent._replay
 import twinflow.agent._trace
 from twinflow.agent import (
-    REPLAY_KINDS,
     Agent,
     AgentConfigError,
     AgentError,
@@ -32,7 +31,7 @@ from twinflow.agent import (
 )
 from twinflow.agent._compare import ComparingSink, ComparingWriter
 from twinflow.agent._events import GENESIS, TraceEvent
-from twinflow.agent._replay import ReplayMode
+from twinflow.agent._replay import REPLAY_KINDS, ReplayMode
 from twinflow.agent._trace import TraceWriter
 from twinflow.kernel import CountingIds, NondeterminismError, ReplayDivergenceError, SteppingClock
 from twinflow.trace import Checkpoint, MemoryTraceSink, MerkleTree, TraceFormatError, leaf_hash

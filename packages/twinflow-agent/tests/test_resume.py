@@ -22,9 +22,9 @@ from twinflow.agent import (
     RunPaused,
     RunResumed,
     Trace,
-    record_decisions,
     replay,
 )
+from twinflow.agent._resume import record_decisions
 from twinflow.kernel import CountingIds, ReplayDivergenceError, SteppingClock, TransportError
 from twinflow.trace import FileTraceSink, FileWriteError, TraceCorruptError
 from twinflow.trace._checkpoint import check_consistency

@@ -19,7 +19,6 @@ from twinflow._base._untrusted import REDACTED, register_secret
 from twinflow.agent import (
     Agent,
     AgentConfigError,
-    EventBody,
     FunctionModel,
     ModelRequested,
     ModelResponded,
@@ -32,7 +31,7 @@ from twinflow.agent import (
     TraceEvent,
     verify_agent_trace,
 )
-from twinflow.agent._events import AgentConfig, MessageChain, PolicyRecord
+from twinflow.agent._events import AgentConfig, EventBody, MessageChain, PolicyRecord
 from twinflow.agent._trace import TraceWriter, encode_event
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import (

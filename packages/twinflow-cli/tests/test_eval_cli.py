@@ -13,7 +13,8 @@ import pytest
 
 from twinflow.agent import Agent, FunctionModel, RunStarted, Trace
 from twinflow.cli._main import main
-from twinflow.eval import Case, Dataset, Shard, load_dataset, run_eval
+from twinflow.eval import Case, Dataset, load_dataset, run_eval
+from twinflow.eval._results import Shard
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.models import embedded_model_file
 from twinflow.trace import TraceSink

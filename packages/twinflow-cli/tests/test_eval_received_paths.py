@@ -14,7 +14,8 @@ import pytest
 
 from twinflow.agent import Agent, FunctionModel
 from twinflow.cli._main import main
-from twinflow.eval import Case, Dataset, Shard, run_eval
+from twinflow.eval import Case, Dataset, run_eval
+from twinflow.eval._results import Shard
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import TraceSink
 from twinflow.vocab import Message

@@ -11,15 +11,10 @@ import pytest
 from eval_testkit import START, dataset, factory
 
 from twinflow.agent import FunctionModel, Trace
-from twinflow.eval import (
-    Dataset,
-    JudgeWiring,
-    RunAborted,
-    Shard,
-    merge_runs,
-    rescore,
-    run_eval,
-)
+from twinflow.eval import Dataset, RunAborted, run_eval
+from twinflow.eval._judge import JudgeWiring
+from twinflow.eval._rescore import merge_runs, rescore
+from twinflow.eval._results import Shard
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.kernel._errors import TransportError
 from twinflow.vocab import Message, ModelRequest, ModelSettings

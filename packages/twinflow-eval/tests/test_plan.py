@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from eval_testkit import START, dataset, factory
 
-from twinflow.eval import PlanError, check_plan, make_plan, read_plan, run_eval
-from twinflow.eval._plan import parse_rule
+from twinflow.eval import run_eval
+from twinflow.eval._errors import PlanError
+from twinflow.eval._plan import check_plan, make_plan, parse_rule, read_plan
 from twinflow.kernel import SteppingClock
 from twinflow.trace import canonical_bytes, note
 
@@ -68,7 +69,7 @@ def test_a_plan_must_use_its_metric_in_its_rule() -> None:
 
 
 def _plan_bytes(signer: note.SignerKey | None = None) -> bytes:
-    from twinflow.eval import write_plan
+    from twinflow.eval._plan import write_plan
 
     plan = make_plan(dataset(3), SPEC, metric="rate", rule="rate >= 0.5", made_at=START)
     return write_plan(plan, signer)
@@ -176,7 +177,7 @@ def test_a_run_of_another_dataset_spec_or_scorers_is_refused() -> None:
 
 def test_lab_notes_say_whether_the_rule_was_met_and_which_came_first(tmp_path: Path) -> None:
     """A plan made before the first trace is pre-registration; one made after is named so."""
-    from twinflow.eval import write_plan
+    from twinflow.eval._plan import write_plan
 
     data = dataset(4, wrong=(1,))
     before = make_plan(data, SPEC, metric="rate", rule="rate >= 0.8", made_at=START - timedelta(1))
@@ -195,7 +196,8 @@ def test_lab_notes_say_whether_the_rule_was_met_and_which_came_first(tmp_path: P
 
 def test_a_run_directory_keeps_one_plan(tmp_path: Path) -> None:
     """Resuming a directory under another plan is refused before anything is written."""
-    from twinflow.eval import RunDirError, write_plan
+    from twinflow.eval import RunDirError
+    from twinflow.eval._plan import write_plan
 
     data = dataset(2)
     first = make_plan(data, SPEC, metric="rate", rule="rate >= 0.5", made_at=START)
@@ -207,8 +209,8 @@ def test_a_run_directory_keeps_one_plan(tmp_path: Path) -> None:
 
 def test_lab_notes_of_a_run_whose_plan_names_no_offset_say_so(tmp_path: Path) -> None:
     """A received run's plan.note with a naive made_at: Lab Notes name the problem, no crash."""
-    from twinflow.eval import write_plan
     from twinflow.eval._lab_notes import write_reports
+    from twinflow.eval._plan import write_plan
 
     data = dataset(2)
     plan = make_plan(data, SPEC, metric="rate", rule="rate >= 0.5", made_at=START)

@@ -9,7 +9,9 @@ import pytest
 from eval_testkit import START, dataset, dying_factory, factory
 
 from twinflow.agent import Agent
-from twinflow.eval import Case, EvalResults, RunAborted, Shard, merge_runs, rescore, run_eval
+from twinflow.eval import Case, EvalResults, RunAborted, run_eval
+from twinflow.eval._rescore import merge_runs, rescore
+from twinflow.eval._results import Shard
 from twinflow.kernel import RayExecutor, SteppingClock
 from twinflow.kernel._errors import TransportError
 from twinflow.trace import TraceSink

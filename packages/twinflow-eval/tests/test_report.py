@@ -9,10 +9,11 @@ from pathlib import Path
 from eval_testkit import START, dataset, factory
 
 from twinflow.agent import Trace
-from twinflow.eval import CaseResult, EvalResults, RunIdentity, Summary, run_eval
+from twinflow.eval import CaseResult, EvalResults, Summary, run_eval
 from twinflow.eval._details import ScoredTrace, read_details
 from twinflow.eval._lab_notes import render_html, write_reports
 from twinflow.eval._observe import observe
+from twinflow.eval._results import RunIdentity
 from twinflow.kernel import SteppingClock
 from twinflow.views import render_trace_page
 
@@ -122,8 +123,8 @@ def test_a_histogram_of_one_value_is_one_bar_of_bounded_width() -> None:
 
 def test_a_hostile_trace_path_is_neither_written_beside_nor_linked(tmp_path: Path) -> None:
     """A results file naming `../escape.jsonl` gets no page outside the run and no link."""
-    from twinflow.eval import load_run
     from twinflow.eval._lab_notes import write_reports
+    from twinflow.eval._rescore import load_run
 
     run_dir = run(tmp_path)
     _, results = load_run(run_dir)

@@ -27,7 +27,8 @@ from twinflow.agent import (
 from twinflow.eval import run_eval
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.kernel._process import ProcessResult, run_process
-from twinflow.trace import MemoryTraceSink, encode_redacted
+from twinflow.trace import MemoryTraceSink
+from twinflow.trace._format import encode_redacted
 from twinflow.views import render_trace_page
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 

@@ -11,7 +11,8 @@ import pytest
 from eval_testkit import START, dataset, factory
 
 from twinflow.agent import Agent
-from twinflow.eval import Case, Dataset, RunAborted, RunDirError, merge_runs, rescore, run_eval
+from twinflow.eval import Case, Dataset, RunAborted, RunDirError, run_eval
+from twinflow.eval._rescore import merge_runs, rescore
 from twinflow.kernel import SteppingClock, ThreadExecutor
 from twinflow.kernel._errors import TransportError
 from twinflow.trace import TraceSink

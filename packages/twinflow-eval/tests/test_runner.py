@@ -15,22 +15,10 @@ from eval_testkit import START, dataset, factory
 
 from twinflow._base._files import WRITER_LOCK
 from twinflow.agent import Agent, FunctionModel, Trace
-from twinflow.eval import (
-    Case,
-    EvalValueError,
-    RunAborted,
-    RunDirError,
-    RunIdentity,
-    Shard,
-    Summary,
-    compare_runs,
-    load_run,
-    merge_runs,
-    rescore,
-    run_eval,
-)
-from twinflow.eval._results import select_keys
-from twinflow.eval._stats import RunSide, compare_results
+from twinflow.eval import Case, EvalValueError, RunAborted, RunDirError, Summary, run_eval
+from twinflow.eval._rescore import load_run, merge_runs, rescore
+from twinflow.eval._results import RunIdentity, Shard, select_keys
+from twinflow.eval._stats import RunSide, compare_results, compare_runs
 from twinflow.kernel import (
     SteppingClock,
     SubprocessLauncher,

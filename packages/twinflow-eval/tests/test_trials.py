@@ -19,15 +19,13 @@ from twinflow.eval import (
     DatasetError,
     EvalResults,
     RunDirError,
-    Shard,
-    compare_runs,
     load_dataset,
-    load_run,
-    merge_runs,
-    rescore,
     run_eval,
 )
 from twinflow.eval._report import render_markdown
+from twinflow.eval._rescore import load_run, merge_runs, rescore
+from twinflow.eval._results import Shard
+from twinflow.eval._stats import compare_runs
 from twinflow.eval._trials import clustered_stderr, pass_at_k, pass_hat_k, trial_stats
 from twinflow.kernel import SteppingClock
 from twinflow.trace import TraceSink

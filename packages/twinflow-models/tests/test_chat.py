@@ -9,9 +9,10 @@ import pytest
 from pydantic import BaseModel, JsonValue
 
 from twinflow.kernel import CountingIds, MockTransport
-from twinflow.models import OllamaChatModel, OpenAICompatibleChatModel, preflight
+from twinflow.models import OllamaChatModel, OpenAICompatibleChatModel
 from twinflow.models._action import action_schema
 from twinflow.models._chat import RETRY_TEMPERATURE_STEP
+from twinflow.models._preflight import preflight
 from twinflow.trace import UserError
 from twinflow.vocab import (
     CallId,

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, HttpUrl, TypeAdapter
 
-from twinflow.models import ModelError, SchemaError, preflight
+from twinflow.models import ModelError, SchemaError
 from twinflow.models._pattern import anchor_pattern, grammar_pattern
-from twinflow.models._preflight import JSON_STRING_TEXT, GrammarVerdict
+from twinflow.models._preflight import JSON_STRING_TEXT, GrammarVerdict, preflight
 from twinflow.trace import UserError
 
 ANY = r"(.|[\n\r\u2028\u2029])*"

@@ -22,9 +22,8 @@ import pytest
 from pydantic import BaseModel, Field, HttpUrl, TypeAdapter
 
 from twinflow.cli._main import main
-from twinflow.models import llama_cpp_grammar_check, preflight
-from twinflow.models._grammar import LlamaCppGrammarCheck
-from twinflow.models._preflight import GrammarVerdict, SchemaFinding
+from twinflow.models._grammar import LlamaCppGrammarCheck, llama_cpp_grammar_check
+from twinflow.models._preflight import GrammarVerdict, SchemaFinding, preflight
 
 CONVERTER: Any = importlib.import_module("llama_cpp.llama_grammar")
 

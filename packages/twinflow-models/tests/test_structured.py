@@ -21,10 +21,10 @@ from twinflow.models import (
     OllamaChatModel,
     OpenAICompatibleChatModel,
     SchemaError,
-    preflight,
 )
 from twinflow.models._budget import MAX_BUDGET, MIN_BUDGET, max_tokens_for
 from twinflow.models._chat import RETRY_TEMPERATURE_STEP
+from twinflow.models._preflight import preflight
 from twinflow.trace import UserError
 from twinflow.vocab import (
     Message,

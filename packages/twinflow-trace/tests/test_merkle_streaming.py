@@ -7,7 +7,6 @@ import hashlib
 import pytest
 
 from twinflow.trace import (
-    Frontier,
     InvalidProofError,
     MerkleTree,
     TraceCorruptError,
@@ -16,7 +15,7 @@ from twinflow.trace import (
     verify_trace,
 )
 from twinflow.trace._checkpoint import check_consistency, check_inclusion
-from twinflow.trace._merkle import consistency_ranges, inclusion_ranges
+from twinflow.trace._merkle import Frontier, consistency_ranges, inclusion_ranges
 from twinflow.trace._testing import small_trace as trace
 from twinflow.trace._verify import prove_consistency, prove_inclusion
 

@@ -13,7 +13,6 @@ from twinflow.trace import (
     InvalidProofError,
     SignatureError,
     TraceFormatError,
-    check_proof_file,
     prove_tlog_consistency,
     prove_tlog_inclusion,
     read_checkpoint,
@@ -21,7 +20,7 @@ from twinflow.trace import (
 from twinflow.trace import note as _note
 from twinflow.trace.__main__ import main
 from twinflow.trace._testing import small_trace
-from twinflow.trace._tlog import parse_tlog_consistency, parse_tlog_proof
+from twinflow.trace._tlog import check_proof_file, parse_tlog_consistency, parse_tlog_proof
 
 LAB = _note.generate_key("example.org/lab", bytes([1]) * 32)
 OTHER = _note.generate_key("example.org/other", bytes([2]) * 32)

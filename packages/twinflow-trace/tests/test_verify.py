@@ -24,12 +24,11 @@ from twinflow.trace import (
     VerificationReport,
     canonical_bytes,
     encode_line,
-    encode_redacted,
     parse_json,
     verify_trace,
     walk_trace,
 )
-from twinflow.trace._format import FORMAT_VERSION
+from twinflow.trace._format import FORMAT_VERSION, encode_redacted
 from twinflow.trace._testing import events_of, rechain
 from twinflow.trace._testing import framed as forged_line
 from twinflow.trace._testing import small_events as events

@@ -1,6 +1,6 @@
 """The shared "did you mean" suggestion."""
 
-from twinflow.vocab import did_you_mean
+from twinflow.vocab._suggest import did_you_mean
 
 
 def test_a_close_name_is_suggested() -> None:

@@ -33,6 +33,8 @@ from twinflow.cli._traces import (
     walk_typed,
 )
 from twinflow.trace import UserError
+from twinflow.trace._format import encode_redacted
+from twinflow.trace._merkle import Frontier
 
 __all__ = ["COMMANDS", "THREAT_MODEL"]
 
@@ -160,7 +162,7 @@ def _check_signed_decisions(path: Path, keys: list[Path]) -> int:
         verifiers = [_note.parse_verifier_key(read_small_file(k, "key")) for k in keys]
     except _trace.SignatureError as exc:
         raise UserError(f"not a verifier key: {squash(exc)}") from None
-    from twinflow.agent import approval_statement
+    from twinflow.agent._resume import approval_statement
 
     trace = load_trace(path)
     digests: dict[str, str] = {}
@@ -469,7 +471,7 @@ def _redact(args: argparse.Namespace, out: Output) -> int:
             kind = "redacted" if value is None else str(value["body"]["kind"])
             kinds[event.seq] = kind
             if event.seq in chosen or value is None:
-                lines.append(_trace.encode_redacted(event.digest))
+                lines.append(encode_redacted(event.digest))
             else:
                 lines.append(_trace.encode_line(event.event)[0])
     except _trace.TraceCorruptError as exc:
@@ -527,7 +529,7 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
     # Both traces are read in step, each event verified as it is read: the first difference
     # ends the comparison, and neither file is read past it (ADR 0131).
     a, b = walk_typed(args.a), walk_typed(args.b)
-    root = _trace.Frontier()
+    root = Frontier()
     size = 0
     for left in a:
         right = next(b, None)

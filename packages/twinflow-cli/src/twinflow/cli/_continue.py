@@ -15,13 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from twinflow._base._code import importing_from
-from twinflow.agent import (
-    Decision,
-    RunSpec,
-    Trace,
-    approval_statement,
-    record_decisions,
-)
+from twinflow.agent import Decision, RunSpec, Trace
+from twinflow.agent._resume import approval_statement, record_decisions
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._replay_cli import add_spec_arguments, divergence_failed, replay_spec
 from twinflow.cli._run import _execute, _Phases, report_outcome, spec_beside

@@ -24,12 +24,8 @@ from twinflow.cli._wiring import (
     judge_model_spec,
     judges_of,
 )
-from twinflow.eval import (
-    AgentFactory,
-    Case,
-    Dataset,
-    RunIdentity,
-)
+from twinflow.eval import AgentFactory, Case, Dataset
+from twinflow.eval._results import RunIdentity
 from twinflow.kernel import (
     Clock,
     Executor,

@@ -6,7 +6,9 @@ import argparse
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from twinflow.eval import METRICS, EvalValueError, Shard
+from twinflow.eval import EvalValueError
+from twinflow.eval._plan import METRICS
+from twinflow.eval._results import Shard
 
 __all__ = ["LOCAL_RAY", "add_trust_code", "configure_eval"]
 

@@ -53,32 +53,21 @@ from twinflow.cli._wiring import (
     run_identity,
 )
 from twinflow.eval import (
-    MAX_TRIALS,
     AgentFactory,
     CaseResult,
-    Comparison,
     Dataset,
     EvalResults,
-    PlanError,
-    ReadPlan,
     Summary,
-    TraceMismatchError,
-    TrialStats,
-    check_plan,
-    check_plan_slot,
-    code_modules,
-    compare_runs,
-    judge_plan,
     load_dataset,
-    load_run,
-    make_plan,
-    merge_runs,
-    pending_keys,
-    read_plan,
-    rescore,
     run_eval,
-    write_plan,
 )
+from twinflow.eval._dataset import MAX_TRIALS
+from twinflow.eval._errors import PlanError, TraceMismatchError
+from twinflow.eval._plan import ReadPlan, check_plan, judge_plan, make_plan, read_plan, write_plan
+from twinflow.eval._rescore import load_run, merge_runs, rescore
+from twinflow.eval._runner import check_plan_slot, code_modules, pending_keys
+from twinflow.eval._stats import Comparison, compare_runs
+from twinflow.eval._trials import TrialStats
 from twinflow.kernel import (
     Executor,
     SerialExecutor,
@@ -510,7 +499,7 @@ def _keys(found: tuple[str, ...]) -> str:
 
 def _print_sides(c: Comparison, out: Output) -> None:
     """What runs A and B were, and how their environments and settings differ (a
-    `twinflow.eval.compare_runs` comparison; every string escaped for the terminal)."""
+    comparison (`compare_runs`); every string escaped for the terminal)."""
     for label, side in (("A", c.side_a), ("B", c.side_b)):
         if side is not None:
             out.line(

@@ -193,7 +193,7 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     chosen = _chosen(argv)
     if chosen is not None and chosen not in COMMAND_TABLE:
-        from twinflow.vocab import did_you_mean
+        from twinflow.vocab._suggest import did_you_mean
 
         parser.error(f"unknown command {chosen!r}{did_you_mean(chosen, COMMAND_TABLE)}")
     if chosen is None and "--version" in argv and not {"-h", "--help"} & set(argv):

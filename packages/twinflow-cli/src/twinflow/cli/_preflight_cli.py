@@ -17,7 +17,8 @@ from pydantic import BaseModel, TypeAdapter
 
 from twinflow._base._code import resolve_dotted
 from twinflow.cli._output import EXIT_FAILED, EXIT_OK, Command, Output
-from twinflow.models import PreflightReport, llama_cpp_grammar_check, preflight
+from twinflow.models._grammar import llama_cpp_grammar_check
+from twinflow.models._preflight import PreflightReport, preflight
 from twinflow.trace import UserError
 
 __all__ = ["COMMANDS"]

@@ -29,6 +29,7 @@ from twinflow.cli._traces import (
     squash,
 )
 from twinflow.trace import UserError
+from twinflow.trace._tlog import check_proof_file, event_file_digest
 
 __all__ = ["COMMANDS"]
 
@@ -217,8 +218,8 @@ def _check_proof(args: argparse.Namespace, out: Output) -> int:
             raise UserError(f"--digest {args.digest[:80]!r}: 64 lowercase hex digits")
     try:
         if args.event:
-            digest = _trace.event_file_digest(args.event)
-        checked = _trace.check_proof_file(
+            digest = event_file_digest(args.event)
+        checked = check_proof_file(
             read_small_file(args.check, "proof"),
             [read_small_file(k, "key") for k in args.key or ()],
             where=str(args.check),

@@ -24,6 +24,7 @@ from twinflow._base._open import read_regular
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import check_trace_head, read_published, read_small_file, squash
 from twinflow.trace import TwinflowError, UserError
+from twinflow.trace._published import PublishedCheckpoint
 
 if TYPE_CHECKING:
     from twinflow.trace import witness as _witness
@@ -196,7 +197,7 @@ def add_witness_policy(p: argparse.ArgumentParser) -> None:
 
 
 def check_witness_policy(
-    args: argparse.Namespace, checkpoint: Path | None, published: _trace.PublishedCheckpoint | None
+    args: argparse.Namespace, checkpoint: Path | None, published: PublishedCheckpoint | None
 ) -> tuple[_witness.Cosignature, ...] | None:
     """The cosignatures that meet the policy ``--witness``/``--quorum`` asks for (None: none asked).
 

@@ -15,16 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from twinflow._base._code import importing_from
-from twinflow.agent import (
-    REPLAY_KINDS,
-    RunSpec,
-    RunStarted,
-    SpecError,
-    ToolCalled,
-    Trace,
-    load_spec,
-    replay,
-)
+from twinflow.agent import RunSpec, RunStarted, SpecError, ToolCalled, Trace, load_spec, replay
+from twinflow.agent._replay import REPLAY_KINDS
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._run import code_beside, spec_beside
 from twinflow.cli._show import _clean

@@ -17,6 +17,8 @@ from twinflow._base._open import open_regular, read_regular
 from twinflow.cli._errors import CliError
 from twinflow.cli._output import CheckFailed
 from twinflow.trace import UserError
+from twinflow.trace._format import LINE_PREFIX
+from twinflow.trace._published import PublishedCheckpoint, read_published_checkpoint
 
 if TYPE_CHECKING:
     # The agent (and pydantic under it) loads only where a command reads typed events, so the
@@ -49,13 +51,13 @@ def check_trace_head(path: Path) -> None:
         OSError: the file cannot be read.
     """
     with open_regular(path) as f:
-        head = f.read(len(_trace.LINE_PREFIX))
+        head = f.read(len(LINE_PREFIX))
     if not head:
         raise CliError(f"{path}: the file is empty, not a twinflow trace")
-    if head != _trace.LINE_PREFIX:
+    if head != LINE_PREFIX:
         raise CliError(
             f"{path}: not a twinflow trace (a trace is JSON lines starting with "
-            f"{_trace.LINE_PREFIX.decode()!r}); check the path"
+            f"{LINE_PREFIX.decode()!r}); check the path"
         )
 
 
@@ -147,7 +149,7 @@ def read_small_file(path: Path, what: str) -> bytes:
 
 def read_published(
     path: Path, keys: list[Path] | None, origin: str | None = None
-) -> _trace.PublishedCheckpoint:
+) -> PublishedCheckpoint:
     """Read a checkpoint file and check its signatures (`read_published_checkpoint`).
 
     Raises:
@@ -156,7 +158,7 @@ def read_published(
     """
     data = read_small_file(path, "checkpoint")
     try:
-        return _trace.read_published_checkpoint(
+        return read_published_checkpoint(
             data, [read_small_file(k, "key") for k in keys or ()], where=str(path), origin=origin
         )
     except _trace.SignatureError as exc:
@@ -166,7 +168,7 @@ def read_published(
         ) from None
 
 
-def vouched(published: _trace.PublishedCheckpoint) -> str:
+def vouched(published: PublishedCheckpoint) -> str:
     """Who vouches for the checkpoint: ``signed by KEY...``, or that nobody signed it."""
     if published.signed_by:
         return f"signed by {', '.join(published.signed_by)}"

@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import TextIO
 
 from twinflow._base._untrusted import for_terminal, scrub, unfinished_secret
-from twinflow.agent import EventBody, ModelResponded, RunFailed
+from twinflow.agent import ModelResponded, RunFailed
+from twinflow.agent._events import EventBody
 from twinflow.vocab import Chunk, TextDelta
 
 __all__ = ["REPLY_PREFIX", "TextPrinter"]

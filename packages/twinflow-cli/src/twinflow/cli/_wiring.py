@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from twinflow.agent import McpTools, ModelSpec, RunSpec, SpecError
-from twinflow.eval import Dataset, Judge, JudgeWiring, RunIdentity, verdict_type
+from twinflow.eval import Dataset, Judge
+from twinflow.eval._judge import JudgeWiring, verdict_type
+from twinflow.eval._results import RunIdentity
 from twinflow.kernel import Clock, HttpTransport, Ids, Transport
-from twinflow.models import llama_cpp_grammar_check
+from twinflow.models._grammar import llama_cpp_grammar_check
 from twinflow.vocab import ChatModel, ModelSettings, digest
 
 __all__ = [

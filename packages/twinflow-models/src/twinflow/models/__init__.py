@@ -33,10 +33,7 @@ from twinflow.models._errors import MalformedResponseError as MalformedResponseE
 from twinflow.models._errors import ModelError as ModelError
 from twinflow.models._errors import ModelSetupError as ModelSetupError
 from twinflow.models._errors import SchemaError as SchemaError
-from twinflow.models._grammar import llama_cpp_grammar_check as llama_cpp_grammar_check
 from twinflow.models._ollama import OllamaChatModel as OllamaChatModel
 from twinflow.models._openai import OpenAICompatibleChatModel as OpenAICompatibleChatModel
 from twinflow.models._preflight import GrammarCheck as GrammarCheck
-from twinflow.models._preflight import PreflightReport as PreflightReport
-from twinflow.models._preflight import preflight as preflight
 from twinflow.models._providers import open_model as open_model

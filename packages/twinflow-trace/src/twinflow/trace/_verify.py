@@ -23,7 +23,7 @@ the event before. The first line that breaks a rule is classified:
 - ``truncated``: the last line has no newline (a writer cut off mid-line); every earlier
   event still verifies and `repair_trace` moves the partial line aside;
 - ``redacted``: the line stands for a redacted event (its digest alone,
-  `twinflow.trace.encode_redacted`) and the reader needs the event itself (`walk_trace` without
+  `encode_redacted` in `_format`) and the reader needs the event itself (`walk_trace` without
   ``allow_redacted``); `verify_trace` accepts such lines, chains and hashes their digests, and
   lists their seqs in the report's ``redacted``;
 - ``checkpoint``: the events do not match a given checkpoint, or the trace holds events past

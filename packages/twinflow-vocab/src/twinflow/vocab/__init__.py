@@ -44,7 +44,6 @@ from twinflow.vocab._protocols import StructuredResult as StructuredResult
 from twinflow.vocab._protocols import Usage as Usage
 from twinflow.vocab._reask import SentRequest as SentRequest
 from twinflow.vocab._reask import check_max_attempts as check_max_attempts
-from twinflow.vocab._reask import parametrized as parametrized
 from twinflow.vocab._reask import reask_message as reask_message
 from twinflow.vocab._reask import validate_with_reask as validate_with_reask
 from twinflow.vocab._reask import validation_error_text as validation_error_text
@@ -60,7 +59,6 @@ from twinflow.vocab._stream import ToolCallStart as ToolCallStart
 from twinflow.vocab._stream import UsageChunk as UsageChunk
 from twinflow.vocab._stream import assemble as assemble
 from twinflow.vocab._stream import response_chunks as response_chunks
-from twinflow.vocab._suggest import did_you_mean as did_you_mean
 from twinflow.vocab._values import CacheHintPart as CacheHintPart
 from twinflow.vocab._values import CallId as CallId
 from twinflow.vocab._values import EmbeddedResourcePart as EmbeddedResourcePart
