@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from twinflow._base._code import importing_from
+from twinflow._base._errors import FileWriteError, TargetExistsError
 from twinflow._base._files import write_new
 from twinflow.agent import (
     Agent,
@@ -51,15 +52,7 @@ from twinflow.cli._show import _clean
 from twinflow.cli._watch import TextPrinter
 from twinflow.cli._wiring import EMBEDDED, chat_model, numbered
 from twinflow.kernel import SystemClock, SystemIds
-from twinflow.trace import (
-    Checkpoint,
-    FileTraceSink,
-    FileWriteError,
-    MemoryTraceSink,
-    TargetExistsError,
-    TraceError,
-    UserError,
-)
+from twinflow.trace import Checkpoint, FileTraceSink, MemoryTraceSink, TraceError, UserError
 from twinflow.views import CallSummary, summarize_trace
 
 __all__ = [
