@@ -39,6 +39,7 @@ from twinflow.agent import (
     RunSpec,
     Trace,
 )
+from twinflow.agent._trace_file import numbered
 from twinflow.cli._output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -50,8 +51,9 @@ from twinflow.cli._output import (
 )
 from twinflow.cli._show import _clean
 from twinflow.cli._watch import TextPrinter
-from twinflow.cli._wiring import EMBEDDED, chat_model, numbered
+from twinflow.cli._wiring import chat_model
 from twinflow.kernel import SystemClock, SystemIds
+from twinflow.models._providers import EMBEDDED
 from twinflow.trace import Checkpoint, FileTraceSink, MemoryTraceSink, TraceError, UserError
 from twinflow.views import CallSummary, summarize_trace
 
