@@ -36,7 +36,6 @@ def _configure_export(p: argparse.ArgumentParser) -> None:
 
 def _export(args: argparse.Namespace, out: Output) -> int:
     from twinflow.agent import TraceEvent, typed_event
-    from twinflow.cli._main import installed_version
     from twinflow.views._otel import otlp_json
 
     check_trace_head(args.trace)
@@ -53,9 +52,7 @@ def _export(args: argparse.Namespace, out: Output) -> int:
             events.append((event.seq, event.digest, typed))
     except TraceCorruptError as exc:
         raise CheckFailed(f"{args.trace}: {exc}", corrupt_payload(args.trace, exc)) from None
-    document = otlp_json(
-        events, checkpoint.root, content=args.content, version=installed_version("twinflow-cli")
-    )
+    document = otlp_json(events, checkpoint.root, content=args.content)
     text = json.dumps(document, indent=1, sort_keys=True) + "\n"
     if args.out is None:
         print(text, end="")

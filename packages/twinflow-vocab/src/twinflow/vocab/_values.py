@@ -160,6 +160,24 @@ class FrozenValue(BaseModel):
         finally:
             _constructing.reset(token)
 
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        """pydantic's `model_validate`: its error stays pydantic's, with the whole path."""
+        token = _constructing.set(_constructing.get() + 1)
+        try:
+            return super().model_validate(obj, **kwargs)
+        finally:
+            _constructing.reset(token)
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
+        """pydantic's `model_validate_json`: its error stays pydantic's, with the whole path."""
+        token = _constructing.set(_constructing.get() + 1)
+        try:
+            return super().model_validate_json(json_data, **kwargs)
+        finally:
+            _constructing.reset(token)
+
 
 class TextPart(FrozenValue):
     """Plain text."""
