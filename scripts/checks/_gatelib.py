@@ -254,6 +254,70 @@ def _literal(node: ast.expr) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+def _folded(node: ast.expr | None, constants: dict[str, str]) -> str | None:
+    """A string the expression always is: a literal, a module-level name bound once to one,
+    and `+`, `%`, f-strings and `".".join([...])` of those."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.Name):
+        return constants.get(node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        left = _folded(node.left, constants)
+        if isinstance(node.op, ast.Add):
+            right = _folded(node.right, constants)
+            return None if left is None or right is None else left + right
+        items = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        values = [_folded(item, constants) for item in items]
+        if left is None or any(v is None for v in values):
+            return None
+        try:
+            return left % tuple(values)
+        except (TypeError, ValueError):
+            return None
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for part in node.values:
+            value = part.value if isinstance(part, ast.FormattedValue) else part
+            folded = _folded(value, constants)
+            if folded is None or (isinstance(part, ast.FormattedValue) and part.format_spec):
+                return None
+            parts.append(folded)
+        return "".join(parts)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "join"
+        and len(node.args) == 1
+        and isinstance(node.args[0], (ast.List, ast.Tuple))
+    ):
+        separator = _folded(node.func.value, constants)
+        pieces = [_folded(item, constants) for item in node.args[0].elts]
+        if separator is None or any(piece is None for piece in pieces):
+            return None
+        return separator.join(piece for piece in pieces if piece is not None)
+    return None
+
+
+def _constants(tree: ast.Module) -> dict[str, str]:
+    """Module-level names bound exactly once, to a string the expression always is."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            counts[node.id] = counts.get(node.id, 0) + 1
+    found: dict[str, str] = {}
+    for statement in tree.body:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+                continue
+            value = _folded(statement.value, found)
+            if value is not None and counts.get(targets[0].id) == 1:
+                found[targets[0].id] = value
+    return found
+
+
 def _own_submodule(node: ast.expr) -> bool:
     """f"{__name__}.x": a package's lazy loader reaching its own submodule (PEP 562)."""
     if not isinstance(node, ast.JoinedStr) or len(node.values) < 2:
@@ -328,6 +392,8 @@ class _Finder(ast.NodeVisitor):
         """The module the source is, when known (relative names resolve against it)."""
         self.package = module if package or module is None else module.rpartition(".")[0]
         """Its __package__."""
+        self.constants: dict[str, str] = {}
+        """Module-level names bound once to a constant string (see _constants)."""
         self.aliases: dict[str, str] = {}
         self.bound: dict[str, str] = {}
         self.found: list[DynamicImport] = []
@@ -392,7 +458,7 @@ class _Finder(ast.NodeVisitor):
             return self.package
         if isinstance(node, ast.Name) and node.id == "__name__":
             return self.module
-        return None if node is None else _literal(node)
+        return _folded(node, self.constants)
 
     def _globals_package(self, node: ast.expr | None) -> str | None:
         """The __package__ `__import__` reads from its globals argument."""
@@ -419,14 +485,14 @@ class _Finder(ast.NodeVisitor):
     def _imported(self, function: str, node: ast.Call) -> tuple[bool, str | None]:
         """(True, the name an importer's call reaches, or None when computed)."""
         if function.endswith("EntryPoint"):
-            value = _literal(_argument(node, 1, "value") or ast.Constant(None))
+            value = _folded(_argument(node, 1, "value"), self.constants)
             return True, None if value is None else _entry_point(value)
         argument = _argument(node, 0, "name")
         if argument is None:
             return True, None
         if _own_submodule(argument) or _own_package(node):
             return False, None
-        name = _literal(argument)
+        name = _folded(argument, self.constants)
         if name is None:
             return True, None
         if function == "pkgutil.resolve_name":
@@ -462,7 +528,7 @@ class _Finder(ast.NodeVisitor):
         argument = _argument(node, 0, "name" if _LOOKUPS[function] == "parent" else "package")
         if isinstance(argument, ast.Name) and argument.id in ("__name__", "__package__"):
             return False, None
-        name = None if argument is None else _literal(argument)
+        name = _folded(argument, self.constants)
         if name is None:
             # A computed name: find_spec imports its parents, so it is an importer; the others
             # are handed module objects as often as names, which import nothing.
@@ -530,6 +596,7 @@ def dynamic_imports(
     if tree is None:
         tree = ast.parse(source, filename=filename)
     finder = _Finder(source.splitlines(), module, is_package)
+    finder.constants = _constants(tree)
     # Aliases first, so a call before its import in the file still resolves.
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -528,6 +528,31 @@ CONSTANT_ROUTES = {
         "from unittest import mock\nmock.patch('twinflow.eval.x')",
         "twinflow.eval",
     ),
+    "a name concatenated of constants": (
+        "kernel",
+        "import importlib\nimportlib.import_module('twinflow.' + 'agent')",
+        "twinflow.agent",
+    ),
+    "a module-level constant": (
+        "vocab",
+        "import importlib\nTARGET = 'twinflow.models'\nimportlib.import_module(TARGET)",
+        "twinflow.models",
+    ),
+    "an f-string of constants": (
+        "trace",
+        "import importlib\nBASE = 'twinflow'\nimportlib.import_module(f'{BASE}.kernel')",
+        "twinflow.kernel",
+    ),
+    "a join of constants": (
+        "agent",
+        "import importlib\nimportlib.import_module('.'.join(['twinflow', 'cli']))",
+        "twinflow.cli",
+    ),
+    "a %-formatted name": (
+        "views",
+        "import importlib\nimportlib.import_module('twinflow.%s' % 'eval')",
+        "twinflow.eval",
+    ),
 }
 
 ANNOTATIONS = {
@@ -612,6 +637,16 @@ NAMESPACE = {
         "twinflow.vocab",
     ),
     "a star import from the namespace": ("kernel", "from twinflow import *", "twinflow.*"),
+    "vars of the namespace": (
+        "models",
+        "import twinflow\nvars(twinflow)['agent']",
+        "twinflow.agent",
+    ),
+    "the namespace's __dict__": (
+        "vocab",
+        "import twinflow\ntwinflow.__dict__['kernel']",
+        "twinflow.kernel",
+    ),
     "urllib.request through urllib": (
         "agent",
         "import urllib\nurllib.request.urlopen('x')",
@@ -648,6 +683,23 @@ HANDED_OUT = {
         "mcp.client.sse",
     ),
     "mcp's server": ("cli", "from mcp.server.lowlevel import Server", "mcp.server"),
+    "jsonschema's remote resolver": (
+        "agent",
+        "from jsonschema import validators\nvalidators.RefResolver",
+        "jsonschema.validators.RefResolver",
+    ),
+    "anyio's connections": (
+        "models",
+        "import anyio\nanyio.connect_tcp('h', 1)",
+        "anyio.connect_tcp",
+    ),
+    "anyio's processes": ("eval", "from anyio import run_process", "anyio.run_process"),
+    "starlette's httpx test client": (
+        "views",
+        "from starlette.testclient import TestClient",
+        "starlette.testclient",
+    ),
+    "an HTTP server": ("kernel", "import uvicorn", "uvicorn"),
 }
 
 ROUTE_CLASSES = {
@@ -730,6 +782,20 @@ ROUTES_KEPT = {
         "eval",
         "from importlib.metadata import EntryPoint\nEntryPoint('x', 'twinflow.agent:Agent', 'g')",
     ),
+    "a Literal's values are values": (
+        "models",
+        "import typing\nimport urllib.parse\nimport twinflow\n"
+        "x: typing.Literal['twinflow.cli', 'urllib.request'] = 'twinflow.cli'",
+    ),
+    "Annotated's metadata is a value": (
+        "vocab",
+        "from typing import Annotated\nimport twinflow\nx: Annotated[int, 'twinflow.agent.x'] = 1",
+    ),
+    "a constant naming a lower package": (
+        "cli",
+        "import importlib\nNAME = 'twinflow.' + 'agent'\nimportlib.import_module(NAME)",
+    ),
+    "anyio's events": ("agent", "import anyio\nanyio.Event"),
 }
 
 
