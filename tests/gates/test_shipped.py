@@ -236,6 +236,18 @@ OWNERSHIP = {
         '["twinflow.kernel", "twinflow.trace"]',
         "holds twinflow.trace, which twinflow-trace owns",
     ),
+    "a namespace build of the whole twinflow folder": (
+        {f"{MEMBER}/src/twinflow/kernel/__init__.py": "x = 1\n"},
+        'module-name = "twinflow"\nnamespace = true\n',
+        '"twinflow.kernel"',
+        "holds twinflow.kernel, which twinflow-kernel owns",
+    ),
+    "an __init__ that makes the namespace a package": (
+        {f"{MEMBER}/src/twinflow/__init__.py": "x = 1\n"},
+        'module-name = "twinflow"\nnamespace = true\n',
+        None,
+        "twinflow.__init__, which no distribution owns",
+    ),
     "a source folder the build does not ship still counts": (
         {f"{MEMBER}/src/twinflow/kernel/_spare.py": "x = 1\n"},
         "",
