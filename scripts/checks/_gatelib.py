@@ -588,7 +588,8 @@ def dynamic_imports(
     """Every dynamic import in `source` (parsed as `tree` if given), with the dotted name it
     reaches when it is literal. Given the dotted `module` the source is (and whether it is a
     package's `__init__`), relative names (`import_module("..cli", __package__)`,
-    `__import__("cli", globals(), level=2)`) resolve; without it they count as computed.
+    `__import__("cli", globals(), level=2)`) and module-level names bound once to a constant
+    string resolve; without it they count as computed.
 
     Raises:
         SyntaxError: the source does not parse.
@@ -596,7 +597,10 @@ def dynamic_imports(
     if tree is None:
         tree = ast.parse(source, filename=filename)
     finder = _Finder(source.splitlines(), module, is_package)
-    finder.constants = _constants(tree)
+    if module is not None:
+        # Names bound once to a constant string fold only where the caller says which module
+        # the source is (the layer gate); the determinism gate counts them as computed.
+        finder.constants = _constants(tree)
     # Aliases first, so a call before its import in the file still resolves.
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
