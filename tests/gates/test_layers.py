@@ -700,6 +700,11 @@ HANDED_OUT = {
         "starlette.testclient",
     ),
     "an HTTP server": ("kernel", "import uvicorn", "uvicorn"),
+    "an OTLP exporter": (
+        "agent",
+        "from opentelemetry.exporter.otlp.proto.http import trace_exporter",
+        "opentelemetry.exporter",
+    ),
 }
 
 ROUTE_CLASSES = {
@@ -739,11 +744,22 @@ def test_a_private_module_reached_through_an_attribute_fails(
 def test_a_helper_handed_out_in_datapizzas_home_fails(
     tmp_path: Path, repo_root: Path, run_gate: GateRunner
 ) -> None:
-    """datapizza's own MCP client is banned even where datapizza may be imported."""
+    """datapizza's MCP client and its span exporter are banned even where datapizza may be imported."""
     root = _skeleton(tmp_path, repo_root)
-    home = root / "packages/twinflow-vocab/src/twinflow/vocab/datapizza/_client.py"
-    home.write_text("from datapizza.tools.mcp_client import MCPClient\n", encoding="utf-8")
-    _gate_fails_naming(root, run_gate, "datapizza.tools.mcp_client is used nowhere")
+    home = root / "packages/twinflow-vocab/src/twinflow/vocab/datapizza"
+    (home / "_client.py").write_text(
+        "from datapizza.tools.mcp_client import MCPClient\n", encoding="utf-8"
+    )
+    (home / "_spans.py").write_text(
+        "import datapizza.tracing\ndatapizza.tracing.DatapizzaMonitoringInstrumentor()\n",
+        encoding="utf-8",
+    )
+    _gate_fails_naming(
+        root,
+        run_gate,
+        "datapizza.tools.mcp_client is used nowhere",
+        "datapizza.tracing.DatapizzaMonitoringInstrumentor is used nowhere",
+    )
 
 
 ROUTES_KEPT = {
