@@ -39,6 +39,7 @@ from twinflow.agent._run import (
     UsageLimits,
     check_arguments,
     class_path,
+    failure_reason,
     part_kinds_of,
 )
 from twinflow.agent._step import OutputT, Steps
@@ -321,6 +322,7 @@ class Agent(Steps[OutputT], Closing):
                             exc.error_type if isinstance(exc, RunError) else type(exc).__name__
                         ),
                         message=str(exc),
+                        reason=failure_reason(exc),
                     )
                 )
             finally:

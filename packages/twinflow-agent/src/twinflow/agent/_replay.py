@@ -164,7 +164,11 @@ class _ReplayModel:
         if self._failure is not None:
             # The recorded run failed here (a transport error, say): fail the same way, with
             # the recorded type name and message, so the run_failed events match.
-            failure_type = type(self._failure.error_type, (RecordedFailure,), {})
+            failure_type = type(
+                self._failure.error_type,
+                (RecordedFailure,),
+                {"recorded_reason": self._failure.reason},
+            )
             raise failure_type(self._failure.message)
         raise AgentError("the re-run asked the model more often than the recorded run did")
 

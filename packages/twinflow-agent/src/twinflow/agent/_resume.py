@@ -95,17 +95,32 @@ def approval_statement(call_digest: str, decision: str) -> str:
     return f"twinflow approval v1\ncall {call_digest}\ndecision {decision}\n"
 
 
-# Failures that say nothing about the run itself: the same request may well succeed later. A
-# trace written when each transport failure was a class of its own names that class.
-_PASSING = frozenset(
-    {TransportError.__name__, TimeoutError.__name__, FileWriteError.__name__}
-    | {"ConnectError", "TransportTimeout", "HTTPStatusError", "ResponseDecodeError"}
-)
+# Failures that say nothing about the run itself, by recorded name and ``reason`` tag: the same
+# request may well succeed later. A transport error that is not named here as passing (a body
+# past the size limit or a host the network switch refuses would be met again, and a failure
+# recorded without its reason could be either) stops a resume. Names from traces written when
+# each transport failure was a class of its own say their reason.
+_PASSING_REASONS: dict[str, frozenset[str | None]] = {
+    TransportError.__name__: frozenset({"connect", "timeout", "status", "decode"}),
+    FileWriteError.__name__: frozenset({"write", "locked", "busy"}),
+    TimeoutError.__name__: frozenset({None}),
+    # Ctrl-C: a person stopped the run, as SIGTERM would have; it goes on where it stopped.
+    KeyboardInterrupt.__name__: frozenset({None}),
+    **dict.fromkeys(
+        ("ConnectError", "TransportTimeout", "HTTPStatusError", "ResponseDecodeError"),
+        frozenset({None}),
+    ),
+}
 
 
 def passing_failure(failed: RunFailed) -> bool:
-    """Whether a recorded failure can pass on its own (a transport error, a timeout, a full disk)."""
-    return failed.error_type in _PASSING
+    """Whether a recorded failure can pass on its own (a dropped connection, a timeout, a full
+    disk, a run interrupted with Ctrl-C), read from its recorded name and reason."""
+    return failed.reason in _PASSING_REASONS.get(failed.error_type, frozenset())
+
+
+def _failure_name(failed: RunFailed) -> str:
+    return failed.error_type if failed.reason is None else f"{failed.error_type} ({failed.reason})"
 
 
 def recorded_inserts(events: Iterable[TraceEvent]) -> dict[int, EventBody]:
@@ -198,10 +213,70 @@ def served_events(trace: Trace) -> tuple[TraceEvent, ...]:
 def _why(last: EventBody, decided: bool) -> str:
     """Why a run is continued, from its last event and whether decisions were given."""
     if isinstance(last, RunFailed):
-        return f"the run failed with {last.error_type}, which can pass"
+        if last.error_type == KeyboardInterrupt.__name__:
+            return "the run was interrupted (Ctrl-C), a pause"
+        return f"the run failed with {_failure_name(last)}, which can pass"
     if decided:
         return "decisions on calls waiting for approval"
     return "the trace ended without a terminal event"
+
+
+def in_flight(trace: Trace) -> list[tuple[int, ToolCalled]]:
+    """The calls the trace records as called (``tool_called``) with no ``tool_returned`` of
+    their id after them, anywhere in it, each with its seq: their effect may have happened.
+
+    A result of another call's id does not count, nor one for an id called twice that answers
+    only one of the two: each ``tool_returned`` answers the earliest open call of its id.
+    """
+    from twinflow.agent._replay import _call_id  # replay reads this module's records
+
+    encoded = trace.encoded
+    open_calls: dict[str, list[int]] = {}
+    for index, kind in enumerate(trace.kinds):
+        if kind == "tool_called":
+            open_calls.setdefault(_call_id(encoded[index]), []).append(index)
+        elif kind == "tool_returned":
+            body = trace.events[index].body
+            assert isinstance(body, ToolReturned)  # its kind says so
+            waiting = open_calls.get(body.result.call_id)
+            if waiting:
+                waiting.pop(0)
+    dangling: list[tuple[int, ToolCalled]] = []
+    for index in sorted(i for seqs in open_calls.values() for i in seqs):
+        body = trace.events[index].body
+        assert isinstance(body, ToolCalled)  # its kind says so
+        dangling.append((index, body))
+    return dangling
+
+
+def _check_in_flight(trace: Trace, path: str, repeat_safe: frozenset[str]) -> ToolCalled | None:
+    """The call a resume will run again (left without a result at the end of the trace, its
+    tool safe to repeat), or None; `CannotResume` for any other call left without a result."""
+    dangling = in_flight(trace)
+    if not dangling:
+        return None
+    unsafe = [(seq, call) for seq, call in dangling if call.tool not in repeat_safe]
+    if unsafe:
+        names = ", ".join(f"{c.call_id} ({c.tool}, seq {seq})" for seq, c in unsafe)
+        tools = ", ".join(dict.fromkeys(repr(c.tool) for _, c in unsafe))
+        raise CannotResume(
+            f"{path}: the run stopped inside tool call {names} with no result recorded: it may "
+            f"have taken effect, so it is not run again; declare {tools} safe to repeat (policy "
+            "repeat_safe) if running it twice is harmless, or fork the run before that step"
+        )
+    # Only the last call of the prefix can be run again: a re-run that has matched every line
+    # before it runs the tool live, and the run goes on from its result.
+    end = trace.size - 1
+    if isinstance(trace.events[end].body, RunFailed):
+        end -= 1
+    last_seq, last = dangling[-1]
+    if len(dangling) > 1 or last_seq != end:
+        seq, call = dangling[0]
+        raise CannotResume(
+            f"{path}: tool call {call.call_id} ({call.tool}, seq {seq}) has no result, yet the "
+            "run went on past it: no run writes such a trace, so it is not continued"
+        )
+    return last
 
 
 def plan(
@@ -226,17 +301,11 @@ def plan(
         )
     if isinstance(last, RunFailed) and not passing_failure(last):
         raise CannotResume(
-            f"{path}: the run failed with {last.error_type} (seq {size - 1}), which "
-            "continuing the same code would only repeat: fork it with another spec instead"
+            f"{path}: the run failed with {_failure_name(last)} (seq {size - 1}), a failure "
+            "a resume would meet again (or one whose cause the trace does not record): remove "
+            "its cause and fork the run at a step before it (twinflow fork --at-step N)"
         )
-    dangling = last if isinstance(last, ToolCalled) else None
-    if dangling is not None and dangling.tool not in repeat_safe:
-        raise CannotResume(
-            f"{path}: the run stopped inside tool call {dangling.call_id} ({dangling.tool}, "
-            f"seq {size - 1}): it may have taken effect, so it is not run again; declare "
-            f"{dangling.tool!r} safe to repeat (policy repeat_safe) if running it twice is "
-            "harmless, or fork the run before that step"
-        )
+    dangling = _check_in_flight(trace, path, repeat_safe)
     recorded = recorded_decisions(events)
     new = check_decisions(events, decisions, path)
     for decided in new:
