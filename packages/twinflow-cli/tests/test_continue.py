@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import signal
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +74,11 @@ class Script:
 
     def __init__(self) -> None:
         self.requests: Counter[int] = Counter()
+        self.hold_at: int | None = None
+        """Hold the request of this step (by n), once: `wait_held` returns when it is held,
+        and it is answered after `release` (two pipes, barriers rather than delays)."""
+        self._held, self._holding = os.pipe()
+        self._released, self._release = os.pipe()
 
     def __call__(self, request: LoopbackRequest) -> LoopbackResponse:
         body = request.json_value()
@@ -79,6 +87,10 @@ class Script:
         assert isinstance(messages, list)
         n = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "tool")
         self.requests[n] += 1
+        if n == self.hold_at:
+            self.hold_at = None
+            os.write(self._holding, b"held")
+            os.read(self._released, 1)
         if n < STEPS:
             arguments = json.dumps({"n": n})
             call = {
@@ -91,6 +103,19 @@ class Script:
         else:
             message, finish = {"role": "assistant", "content": "all done"}, "stop"
         return chat_answer(body, completion(message, finish))
+
+    def wait_held(self) -> None:
+        """Block until a request is held."""
+        assert b"held" == os.read(self._held, 4)
+
+    def release(self) -> None:
+        """Let the held request be answered."""
+        os.write(self._release, b"x")
+
+    def close(self) -> None:
+        """Close the pipes."""
+        for fd in (self._held, self._holding, self._released, self._release):
+            os.close(fd)
 
 
 class Project:
@@ -158,6 +183,7 @@ def project(tmp_path: Path) -> Iterator[Project]:
     script = Script()
     with LoopbackServer(script) as server:
         yield Project(tmp_path, script, server.url)
+    script.close()
 
 
 def one_line(stderr: str) -> str:
@@ -165,6 +191,25 @@ def one_line(stderr: str) -> str:
     lines = stderr.strip().splitlines()
     assert 1 == len(lines), stderr
     return lines[0]
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Commands started here get Ctrl-C's default action, even if this process ignores SIGINT
+    (a shell's background job does; an ignored signal stays ignored across exec)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def pasted(stderr: str) -> list[str]:
+    """The words of the resume command an interrupt message gives, from ``resume`` on."""
+    line = one_line(stderr)
+    assert "the run is paused, not failed" in line, line
+    words = shlex.split(line.split("continue it with: ", 1)[1])
+    return words[words.index("resume") :]
 
 
 def killed_run(project: Project, at: int) -> Trace:
@@ -243,6 +288,54 @@ def test_a_killed_run_resumes_without_repeating_anything_recorded(project: Proje
     )
     replayed = project.twinflow("replay", str(project.trace), "--spec", "spec.yaml")
     assert 0 == replayed.returncode, replayed.stderr
+
+
+def test_ctrl_c_inside_a_tool_pauses_and_resume_names_the_call(project: Project) -> None:
+    """SIGINT while a tool runs: exit 130 with the resume command; the call is named, not re-run.
+
+    Declared safe to repeat, the pasted command finishes the run, running that call once more.
+    """
+    project.hold_at(1)
+    with interruptible():
+        started = project.start("run", "spec.yaml", "--out", "out", "--quiet")
+    assert "in step 1" == project.wait_ready()
+    os.kill(started.pid, signal.SIGINT)
+    stopped = started.wait()
+    assert 130 == stopped.returncode, stopped.stderr
+    command = pasted(stopped.stderr)
+    assert ["resume", "out/trace.jsonl", "--spec", "spec.yaml"] == command
+    (project.root / "hold1").unlink()
+    events = list(Trace.load(project.trace).events)
+    assert ["tool_called", "run_failed"] == [e.body.kind for e in events[-2:]]
+    call_id = getattr(events[-2].body, "call_id", None)
+    refused = project.twinflow(*command)
+    assert 2 == refused.returncode
+    assert f"inside tool call {call_id} (step" in one_line(refused.stderr)
+    assert "would only repeat" not in refused.stderr
+    project.spec(allow="step", repeat="step")
+    done = project.twinflow(*command, "--json")
+    assert 0 == done.returncode, done.stderr
+    assert Counter({0: 1, 1: 2, 2: 1}) == project.executions()
+    resumed = Trace.load(project.trace).events[len(events)].body
+    assert ("run_resumed", call_id) == (resumed.kind, getattr(resumed, "repeated_call", None))
+
+
+def test_ctrl_c_while_the_model_answers_is_a_pause_resumed_as_is(project: Project) -> None:
+    """SIGINT during a model request: the pasted resume asks again and runs no tool twice."""
+    project.script.hold_at = 1
+    with interruptible():
+        started = project.start("run", "spec.yaml", "--out", "out", "--quiet")
+    project.script.wait_held()
+    os.kill(started.pid, signal.SIGINT)
+    stopped = started.wait()
+    project.script.release()
+    assert 130 == stopped.returncode, stopped.stderr
+    last = Trace.load(project.trace).events[-1].body
+    assert ("run_failed", "KeyboardInterrupt") == (last.kind, getattr(last, "error_type", None))
+    done = project.twinflow(*pasted(stopped.stderr))
+    assert 0 == done.returncode, done.stderr
+    assert Counter({0: 1, 1: 1, 2: 1}) == project.executions()
+    assert Counter({0: 1, 1: 2, 2: 1, 3: 1}) == project.script.requests
 
 
 def test_a_second_writer_is_refused_while_one_holds_the_trace(project: Project) -> None:
