@@ -74,6 +74,8 @@ class Script:
 
     def __init__(self) -> None:
         self.requests: Counter[int] = Counter()
+        self.served_below = 0
+        """Answer a request for a step below this (by n) with an error: a fork serves those."""
         self.hold_at: int | None = None
         """Hold the request of this step (by n), once: `wait_held` returns when it is held,
         and it is answered after `release` (two pipes, barriers rather than delays)."""
@@ -87,6 +89,9 @@ class Script:
         assert isinstance(messages, list)
         n = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "tool")
         self.requests[n] += 1
+        if n < self.served_below:
+            # A step a fork serves from its parent: asking for it again is the failure tested.
+            return LoopbackResponse(status=500, body=b"{}")
         if n == self.hold_at:
             self.hold_at = None
             os.write(self._holding, b"held")
@@ -478,6 +483,63 @@ def test_fork_takes_the_first_steps_from_the_parent_and_links_it(project: Projec
     past = project.twinflow("fork", str(project.trace), "--at-step", "9", "--spec", "spec.yaml")
     assert 2 == past.returncode
     assert "no step 9 to fork at; its steps are 1 to 4" in one_line(past.stderr)
+
+
+def served_fork(project: Project, spec: Path, code: int) -> tuple[list[Any], list[Any], Any]:
+    """Fork the recorded run at step 3 with ``spec`` (expecting exit ``code``), the model
+    refusing steps 1 and 2 (a fork serves them): the served steps' decisions and calls as the
+    parent and as the child recorded them, and the fork's JSON outcome. The child replays."""
+    parent = Trace.load(project.trace)
+    project.script.served_below = 2
+    asked = Counter(project.script.requests)
+    forked = project.twinflow(
+        "fork", str(project.trace), "--at-step", "3", "--spec", str(spec), "--out", "fork", "--json"
+    )
+    assert code == forked.returncode, forked.stderr
+    outcome = json.loads(forked.stdout)
+    assert 0 == sum(n for step, n in (project.script.requests - asked).items() if step < 2)
+    kinds = {"approval_requested", "approval_decided", "policy_decided", "tool_called"}
+    kinds.add("tool_returned")
+    cut = next(
+        e.seq for e in parent.events if e.body.kind == "model_requested" and e.body.step == 3
+    )
+    mine = [e.body for e in parent.events if e.seq < cut and e.body.kind in kinds]
+    child = Trace.load(project.root / outcome["trace"])
+    theirs = [e.body for e in child.events if e.body.kind in kinds][: len(mine)]
+    replayed = project.twinflow("replay", outcome["trace"], "--spec", str(spec))
+    assert 0 == replayed.returncode, replayed.stderr
+    return mine, theirs, outcome
+
+
+def test_fork_keeps_a_denial_the_new_spec_would_allow(project: Project) -> None:
+    """Parent denied every call; a fork at step 3 allowing the tool runs only step 3's call."""
+    project.spec(allow="")
+    assert 0 == project.twinflow("run", "spec.yaml", "--out", "out", "--quiet").returncode
+    assert Counter() == project.executions()
+    mine, theirs, outcome = served_fork(project, project.spec(allow="step", name="new.yaml"), 0)
+    assert mine == theirs
+    assert ["deny", "deny"] == [b.decision for b in theirs if b.kind == "policy_decided"]
+    assert (Counter({2: 1}), "all done") == (project.executions(), outcome["output"])
+
+
+def test_fork_serves_a_call_the_new_spec_would_deny(project: Project) -> None:
+    """Parent ran every call; a fork denying the tool serves steps 1-2 and runs nothing again."""
+    assert 0 == project.twinflow("run", "spec.yaml", "--out", "out", "--quiet").returncode
+    ran = project.executions()
+    mine, theirs, outcome = served_fork(project, project.spec(allow="", name="new.yaml"), 0)
+    assert mine == theirs
+    assert ["allow", "allow"] == [b.decision for b in theirs if b.kind == "policy_decided"]
+    assert (ran, "all done") == (project.executions(), outcome["output"])
+
+
+def test_fork_serves_a_call_the_new_spec_would_ask_about(project: Project) -> None:
+    """A fork whose spec asks a person about the tool waits only at its first live step."""
+    assert 0 == project.twinflow("run", "spec.yaml", "--out", "out", "--quiet").returncode
+    ran = project.executions()
+    mine, theirs, outcome = served_fork(project, project.spec(ask="step", name="new.yaml"), 3)
+    assert mine == theirs
+    waiting = [(p["tool"], p["arguments"]) for p in outcome["paused"]]
+    assert (ran, [("step", {"n": 2})]) == (project.executions(), waiting)
 
 
 @pytest.mark.real_model

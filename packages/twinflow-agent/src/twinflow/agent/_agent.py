@@ -258,6 +258,8 @@ class Agent(Steps[OutputT], Closing):
         self._inserts: dict[int, EventBody] = {}
         self._decisions: dict[str, ApprovalDecided] = {}
         self._parent: ForkParent | None = None
+        # The steps a fork serves from its parent (`Steps._serve`): empty for a fresh run.
+        self._served: dict[int, tuple[EventBody, ...]] = {}
         # The format run_started records: this code's, or a replayed or resumed run's.
         self._format: int | None = FORMAT
 

@@ -56,6 +56,8 @@ from twinflow.agent._resume import (
     recorded_decisions,
     recorded_inserts,
     recorded_tool_results,
+    served_calls,
+    served_steps,
 )
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Ids, NondeterminismError, nondeterminism_guard
@@ -375,8 +377,10 @@ def _replay_ports(
     sink: ComparingSink,
     failed: RunFailed | None,
     encoded: list[bytes],
+    served: int = 0,
 ) -> ReplayPorts:
-    """The ports that serve the record to the re-run, and compare what it writes."""
+    """The ports that serve the record to the re-run, and compare what it writes (past the
+    ``served`` results of a fork's steps taken from its parent, which the loop serves)."""
     started = events[0].body
     assert isinstance(started, RunStarted)  # kinds[0] says so, and it is always wanted
     return ReplayPorts(
@@ -390,7 +394,7 @@ def _replay_ports(
         trace=sink,
         model_label=started.config.model,
         tool_results=(
-            _RecordedToolResults(served_results(trace, events, encoded))
+            _RecordedToolResults(served_results(trace, events, encoded)[served:])
             if mode == "recorded"
             else None
         ),
@@ -461,7 +465,11 @@ def replay(
     # The verified event bytes the re-run is compared with, read out of the buffer once.
     encoded = list(trace.encoded)
     sink = ComparingSink(encoded, trace.digests)
-    ports = _replay_ports(trace, mode, events, sink, failed, encoded)
+    first = events[0].body
+    assert isinstance(first, RunStarted)  # kinds[0] says so, and it is always wanted
+    # A fork: its first steps were served from its parent, and replay serves them again.
+    served = {} if first.parent is None else served_steps(trace.events, first.parent.step)
+    ports = _replay_ports(trace, mode, events, sink, failed, encoded, served_calls(served))
     agent = build(ports)
     _check_built(agent, ports)
     # Events re-run as recorded are compared by their bytes and take their recorded digests:
@@ -470,9 +478,9 @@ def replay(
     # Where the record went on past a resume, and what people decided on calls that waited.
     agent._inserts = recorded_inserts(events)
     agent._decisions = recorded_decisions(events)
-    first = events[0].body
-    assert isinstance(first, RunStarted)  # kinds[0] says so, and it is always wanted
     agent._format = first.format  # as recorded: absent in runs recorded before formats
+    agent._parent = first.parent
+    agent._served = served
     _rerun(agent, ports.prompt, sink, failed)
     if sink.written < trace.size:
         raise ReplayDivergenceError(

@@ -29,6 +29,8 @@ from twinflow.agent._events import (
     EventBody,
     ForkParent,
     ModelRequested,
+    ModelResponded,
+    PolicyDecided,
     RunFailed,
     RunFinished,
     RunResumed,
@@ -157,6 +159,29 @@ def recorded_tool_results(events: Iterable[TraceEvent]) -> list[ToolReturned]:
         elif isinstance(body, ToolReturned) and body.result.call_id in called:
             results.append(body)
     return results
+
+
+_SERVED = (ApprovalRequested, ApprovalDecided, PolicyDecided, ToolCalled, ToolReturned)
+
+
+def served_steps(events: Iterable[TraceEvent], before: int) -> dict[int, tuple[EventBody, ...]]:
+    """What each step before ``before`` decided and ran, after its reply, by step: the
+    approvals asked and given, the policy's decisions, the calls and their results, in order
+    (a resume's own events between them are not the step's)."""
+    steps: dict[int, list[EventBody]] = {}
+    step = 0
+    for event in events:
+        body = event.body
+        if isinstance(body, ModelResponded):
+            step = body.step
+        elif isinstance(body, _SERVED) and 0 < step < before:
+            steps.setdefault(step, []).append(body)
+    return {k: tuple(v) for k, v in steps.items()}
+
+
+def served_calls(served: dict[int, tuple[EventBody, ...]]) -> int:
+    """The calls that ran in served steps: the first recorded results are theirs."""
+    return sum(isinstance(b, ToolCalled) for bodies in served.values() for b in bodies)
 
 
 def pending_approvals(events: tuple[TraceEvent, ...]) -> tuple[ApprovalRequested, ...]:
