@@ -53,6 +53,7 @@ from twinflow.agent._events import (
 from twinflow.agent._observe import Steering
 from twinflow.agent._policy import RecordedResults
 from twinflow.agent._resume import (
+    call_id_of,
     recorded_decisions,
     recorded_inserts,
     recorded_tool_results,
@@ -286,7 +287,7 @@ def served_results(
     trace: Trace, events: tuple[TraceEvent, ...], encoded: Sequence[bytes]
 ) -> list[ToolReturned]:
     """`recorded_tool_results` of the trace, a ``tool_called``'s call id read from its bytes
-    (`_call_id`: nothing else of it is needed, so it is not typed)."""
+    (`call_id_of`: nothing else of it is needed, so it is not typed)."""
     if len(events) == trace.size:  # typed whole already (a resumed run's trace)
         return recorded_tool_results(events)
     returned = iter(e.body for e in events if isinstance(e.body, ToolReturned))
@@ -294,37 +295,12 @@ def served_results(
     results: list[ToolReturned] = []
     for index, kind in enumerate(trace.kinds):
         if kind == "tool_called":
-            called.add(_call_id(encoded[index]))
+            called.add(call_id_of(encoded[index]))
         elif kind == "tool_returned":
             body = next(returned)
             if body.result.call_id in called:
                 results.append(body)
     return results
-
-
-# A verified ``tool_called`` event's bytes: its clock reading, then its body's members in
-# canonical order, ``arguments`` (an object) first and ``call_id`` (a string) next. A quote
-# inside a JSON string is escaped, so the first unescaped ``"body":{"arguments":`` is the body's.
-_ARGUMENTS = '"body":{"arguments":'
-_CALL_ID = ',"call_id":'
-_scan = json.JSONDecoder().raw_decode
-
-
-def _call_id(event: bytes) -> str:
-    """The call id of a verified ``tool_called`` event, from its canonical bytes: the arguments
-    are scanned past and the id read, not the whole event parsed (it was, at load)."""
-    text = event.decode()
-    start = text.find(_ARGUMENTS)
-    if start > 0:
-        _, end = _scan(text, start + len(_ARGUMENTS))
-        if text.startswith(_CALL_ID, end):
-            call_id, _ = _scan(text, end + len(_CALL_ID))
-            if type(call_id) is str:
-                return call_id
-    # Not laid out as the event type writes it today: the whole event says.
-    call_id = json.loads(event)["body"]["call_id"]
-    assert type(call_id) is str  # load typed it as a ToolCalled
-    return call_id
 
 
 def clock_readings(trace: Trace, encoded: Sequence[bytes]) -> list[datetime]:

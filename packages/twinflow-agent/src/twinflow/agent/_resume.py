@@ -246,6 +246,31 @@ def _why(last: EventBody, decided: bool) -> str:
     return "the trace ended without a terminal event"
 
 
+# A verified ``tool_called`` event's bytes: its clock reading, then its body's members in
+# canonical order, ``arguments`` (an object) first and ``call_id`` (a string) next. A quote
+# inside a JSON string is escaped, so the first unescaped ``"body":{"arguments":`` is the body's.
+_ARGUMENTS = '"body":{"arguments":'
+_CALL_ID = ',"call_id":'
+_scan = json.JSONDecoder().raw_decode
+
+
+def call_id_of(event: bytes) -> str:
+    """The call id of a verified ``tool_called`` event, from its canonical bytes: the arguments
+    are scanned past and the id read, not the whole event parsed (it was, at load)."""
+    text = event.decode()
+    start = text.find(_ARGUMENTS)
+    if start > 0:
+        _, end = _scan(text, start + len(_ARGUMENTS))
+        if text.startswith(_CALL_ID, end):
+            call_id, _ = _scan(text, end + len(_CALL_ID))
+            if type(call_id) is str:
+                return call_id
+    # Not laid out as the event type writes it today: the whole event says.
+    call_id = json.loads(event)["body"]["call_id"]
+    assert type(call_id) is str  # load typed it as a ToolCalled
+    return call_id
+
+
 def in_flight(trace: Trace) -> list[tuple[int, ToolCalled]]:
     """The calls the trace records as called (``tool_called``) with no ``tool_returned`` of
     their id after them, anywhere in it, each with its seq: their effect may have happened.
@@ -253,13 +278,11 @@ def in_flight(trace: Trace) -> list[tuple[int, ToolCalled]]:
     A result of another call's id does not count, nor one for an id called twice that answers
     only one of the two: each ``tool_returned`` answers the earliest open call of its id.
     """
-    from twinflow.agent._replay import _call_id  # replay reads this module's records
-
     encoded = trace.encoded
     open_calls: dict[str, list[int]] = {}
     for index, kind in enumerate(trace.kinds):
         if kind == "tool_called":
-            open_calls.setdefault(_call_id(encoded[index]), []).append(index)
+            open_calls.setdefault(call_id_of(encoded[index]), []).append(index)
         elif kind == "tool_returned":
             body = trace.events[index].body
             assert isinstance(body, ToolReturned)  # its kind says so
