@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from agent_testkit import Counts, Total
+from agent_testkit import Counts, Total, crashed_at
 from test_resume import START, STEPS, make
 
 from twinflow.agent import Agent, CannotResume, FunctionModel, Policy, Trace
@@ -292,3 +292,42 @@ def test_a_call_that_returned_an_error_is_served_not_run_again(
     with make(counts) as agent:
         agent.resume(path)
     assert STEPS - 1 == counts.tools
+
+
+def test_a_call_repeated_then_killed_again_is_repeated_again_and_named(tmp_path: Path) -> None:
+    """Killed inside the repeat of a call: the next resume repeats it again, naming it again."""
+    path = _failed_inside_a_call(tmp_path)
+    size = Trace.load(path).size
+    full = tmp_path / "full.jsonl"
+    full.write_bytes(path.read_bytes())
+    with make(Counts(STEPS), repeat_safe=frozenset({"add"})) as agent:
+        agent.resume(full)
+    cut = crashed_at(full, size + 1, tmp_path / "cut.jsonl")
+    assert "run_resumed" == _kinds(cut)[-1]
+    counts = Counts(STEPS)
+    with make(counts, repeat_safe=frozenset({"add"})) as agent:
+        result = agent.resume(cut)
+    events = Trace.load(cut, require_complete=True).events
+    repeated = [e.body.repeated_call for e in events if isinstance(e.body, RunResumed)]
+    assert ({"total": STEPS}, STEPS, [CallId("c0"), CallId("c0")]) == (
+        result.output.model_dump(),
+        counts.tools,
+        repeated,
+    )
+
+
+def test_a_model_failing_again_right_after_a_resume_is_resumed(tmp_path: Path) -> None:
+    """A resume whose first request fails leaves run_failed, run_resumed, run_failed: it goes on."""
+    path = tmp_path / "t.jsonl"
+    failing = make(_Raising(STEPS, _transport("connect")), FileTraceSink(path))
+    with failing, pytest.raises(TransportError):
+        failing.run("add")
+    again = _Raising(STEPS, _transport("timeout"))
+    again.requests = 1  # its first request raises
+    with make(again) as agent, pytest.raises(TransportError):
+        agent.resume(path)
+    assert ["run_failed", "run_resumed", "run_failed"] == _kinds(path)[-3:]
+    counts = Counts(STEPS)
+    with make(counts) as agent:
+        result = agent.resume(path)
+    assert ({"total": STEPS}, STEPS - 1) == (result.output.model_dump(), counts.requests - 1)

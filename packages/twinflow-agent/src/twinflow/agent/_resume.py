@@ -297,6 +297,18 @@ def in_flight(trace: Trace) -> list[tuple[int, ToolCalled]]:
     return dangling
 
 
+def _trailing(trace: Trace) -> int:
+    """How many events end the trace that no step's code writes: a failure continued past and
+    the ``run_resumed`` of each earlier resume (put back at their places, `recorded_inserts`),
+    and a last ``run_failed``. The re-run matches the lines before them, then acts live."""
+    count = 0
+    for kind in reversed(trace.kinds):
+        if kind not in ("run_failed", "run_resumed"):
+            break
+        count += 1
+    return count
+
+
 def _check_in_flight(trace: Trace, path: str, repeat_safe: frozenset[str]) -> ToolCalled | None:
     """The call a resume will run again (left without a result at the end of the trace, its
     tool safe to repeat), or None; `CannotResume` for any other call left without a result."""
@@ -314,9 +326,7 @@ def _check_in_flight(trace: Trace, path: str, repeat_safe: frozenset[str]) -> To
         )
     # Only the last call of the prefix can be run again: a re-run that has matched every line
     # before it runs the tool live, and the run goes on from its result.
-    end = trace.size - 1
-    if isinstance(trace.events[end].body, RunFailed):
-        end -= 1
+    end = trace.size - 1 - _trailing(trace)
     last_seq, last = dangling[-1]
     if len(dangling) > 1 or last_seq != end:
         seq, call = dangling[0]
@@ -371,7 +381,7 @@ def plan(
         events=events,
         recorded=list(trace.encoded),  # read out of the buffer once (an index makes a copy)
         digests=trace.digests,
-        gate=size - 1 if isinstance(last, RunFailed) else size,
+        gate=size - _trailing(trace),
         inserts=inserts,
         decisions=recorded,
         started=started,
