@@ -85,3 +85,20 @@ def test_a_crashed_fork_resumes_and_replays_serving_its_parent_steps(
     assert ({"total": 3}, 1, 0) == (result.output.model_dump(), counts.requests, counts.tools)
     trace = Trace.load(cut, require_complete=True)
     assert trace.size == replay(trace, lambda ports: make(Counts(STEPS), ports=ports)).events
+
+
+def test_a_fork_polls_its_steering_from_its_first_live_step_only(tmp_path: Path) -> None:
+    """A served step takes the parent's steering: the fork's own source is first asked at N."""
+    parent = tmp_path / "parent.jsonl"
+    with make(Counts(STEPS), FileTraceSink(parent)) as agent:
+        agent.run("add")
+    polled: list[int] = []
+
+    def steering(step: int) -> list[str]:
+        polled.append(step)
+        return []
+
+    with make(Counts(STEPS), FileTraceSink(tmp_path / "child.jsonl")) as agent:
+        agent.steering = steering
+        agent.fork(parent, at_step=3)
+    assert [3, 4] == polled

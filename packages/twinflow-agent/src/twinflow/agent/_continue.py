@@ -129,7 +129,10 @@ def fork_run(
         [e.body.response for e in prefix if isinstance(e.body, ModelResponded)], agent.model, None
     )
     agent.steering = ThenLiveSteering(
-        [e.body for e in prefix if isinstance(e.body, SteeringReceived)], agent.steering, None
+        [e.body for e in prefix if isinstance(e.body, SteeringReceived)],
+        agent.steering,
+        None,
+        live_from=at_step,
     )
     # The parent's steps are served whole: its decisions and results, never this spec's.
     agent._served = served_steps(prefix, at_step)

@@ -542,18 +542,27 @@ class ThenLiveSteering:
     """The recorded steering messages, each before its step; then the live source, if any."""
 
     def __init__(
-        self, received: list[SteeringReceived], live: Steering | None, gate: Gate | None
+        self,
+        received: list[SteeringReceived],
+        live: Steering | None,
+        gate: Gate | None,
+        live_from: int = 1,
     ) -> None:
+        """Serve ``received``; the live source only once ``gate`` is open and from step
+        ``live_from`` on (a fork's served steps get their recorded steering only)."""
         self._by_step: dict[int, list[str]] = {}
         for event in received:
             self._by_step.setdefault(event.step, []).append(event.text)
         self._live = live
         self._gate = gate
+        self._live_from = live_from
 
     def __call__(self, step: int) -> list[str]:
         recorded = self._by_step.pop(step, None)
         if recorded is not None:
             return recorded
+        if step < self._live_from:
+            return []
         if self._live is None or (self._gate is not None and not self._gate.open):
             return []
         return poll_steering(self._live, step)
