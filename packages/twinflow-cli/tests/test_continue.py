@@ -153,14 +153,14 @@ class Project:
             timeout=300,
         )
 
-    def start(self, *args: str) -> StartedProcess:
+    def start(self, *args: str, env: dict[str, str] | None = None) -> StartedProcess:
         """Start a command whose held tool says so on a pipe (`wait_ready` reads it)."""
         self._ready, write_end = os.pipe()
         try:
             return start_process(
                 [sys.executable, "-m", "twinflow.cli", *args],
                 cwd=self.root,
-                env={"PYTHONDONTWRITEBYTECODE": "1", "READY_FD": str(write_end)},
+                env={"PYTHONDONTWRITEBYTECODE": "1", "READY_FD": str(write_end), **(env or {})},
                 pass_fds=(write_end,),
             )
         finally:
@@ -302,13 +302,17 @@ def test_ctrl_c_inside_a_tool_pauses_and_resume_names_the_call(project: Project)
     """
     project.hold_at(1)
     with interruptible():
-        started = project.start("run", "spec.yaml", "--out", "out", "--quiet")
+        # As under `uv run`, whose hints are to be pasted as `uv run --frozen twinflow ...`.
+        started = project.start(
+            "run", "spec.yaml", "--out", "out", "--quiet", env={"UV_RUN_RECURSION_DEPTH": "1"}
+        )
     assert "in step 1" == project.wait_ready()
     os.kill(started.pid, signal.SIGINT)
     stopped = started.wait()
     assert 130 == stopped.returncode, stopped.stderr
+    expected = "uv run --frozen twinflow resume out/trace.jsonl --spec spec.yaml"
+    assert one_line(stopped.stderr).endswith(f"continue it with: {expected}")
     command = pasted(stopped.stderr)
-    assert ["resume", "out/trace.jsonl", "--spec", "spec.yaml"] == command
     (project.root / "hold1").unlink()
     events = list(Trace.load(project.trace).events)
     assert ["tool_called", "run_failed"] == [e.body.kind for e in events[-2:]]
@@ -341,6 +345,35 @@ def test_ctrl_c_while_the_model_answers_is_a_pause_resumed_as_is(project: Projec
     assert 0 == done.returncode, done.stderr
     assert Counter({0: 1, 1: 1, 2: 1}) == project.executions()
     assert Counter({0: 1, 1: 2, 2: 1, 3: 1}) == project.script.requests
+
+
+def test_a_fork_stopped_with_ctrl_c_resumes_with_the_pasted_command(project: Project) -> None:
+    """SIGINT inside a fork's first live tool call: the pasted resume finishes the fork, its
+    served step still neither asked nor run, the interrupted call run once more and named."""
+    assert 0 == project.twinflow("run", "spec.yaml", "--out", "out", "--quiet").returncode
+    project.spec(allow="step", repeat="step", name="new.yaml")
+    ran = project.executions()
+    project.script.served_below = 1
+    project.hold_at(1)
+    with interruptible():
+        started = project.start(
+            "fork", str(project.trace), "--at-step", "2", "--spec", "new.yaml", "--out", "fork"
+        )
+    assert "in step 1" == project.wait_ready()
+    os.kill(started.pid, signal.SIGINT)
+    stopped = started.wait()
+    assert 130 == stopped.returncode, stopped.stderr
+    (project.root / "hold1").unlink()
+    command = pasted(stopped.stderr)
+    assert ["resume", "fork/trace.jsonl", "--spec", "new.yaml"] == command
+    done = project.twinflow(*command, "--json")
+    assert 0 == done.returncode, done.stderr
+    assert (ran + Counter({1: 2, 2: 1}), "all done") == (
+        project.executions(),
+        json.loads(done.stdout)["output"],
+    )
+    kinds = [e.body.kind for e in Trace.load(project.root / command[1]).events]
+    assert ["run_failed", "run_resumed"] == kinds[kinds.index("run_resumed") - 1 :][:2]
 
 
 def test_a_second_writer_is_refused_while_one_holds_the_trace(project: Project) -> None:
