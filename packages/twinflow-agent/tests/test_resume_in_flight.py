@@ -16,11 +16,12 @@ import pytest
 from agent_testkit import Counts, Total, crashed_at
 from test_resume import START, STEPS, make
 
+from twinflow._base._errors import FileWriteError
 from twinflow.agent import Agent, CannotResume, FunctionModel, Policy, Trace
 from twinflow.agent._events import EventBody, RunFailed, RunResumed, ToolCalled, ToolReturned
 from twinflow.agent._trace import TraceWriter
 from twinflow.kernel import CountingIds, SteppingClock, TransportError
-from twinflow.trace import FileTraceSink, FileWriteError
+from twinflow.trace import FileTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest
 
 
