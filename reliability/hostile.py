@@ -73,6 +73,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import Figures, parse_mode
+from _hostile_continue import continuations
 
 from twinflow._base._errors import FileWriteError, UnsafePathError
 from twinflow._base._files import hold_directory, write_new, write_replace
@@ -1296,6 +1297,7 @@ def main() -> int:
         received_paths(figures, work)
         prefix_checkpoints(figures, work, sizes=range(0, 12) if full else range(0, 12, 5))
         planted_auditor(figures, work)
+        continuations(figures, work)
     return figures.finish(args.json)
 
 

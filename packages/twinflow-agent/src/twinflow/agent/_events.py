@@ -396,6 +396,10 @@ class RunFailed(_Frozen):
     """Error class name."""
     message: str
     """Error message."""
+    reason: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The error's stable ``reason`` tag where its class has one (a `TransportError`'s
+    ``timeout`` or ``blocked``, a `FileWriteError`'s ``write``): whether a resume may go on
+    past the failure is read from it. Absent in traces recorded before it was."""
 
 
 class RunResumed(_Frozen):

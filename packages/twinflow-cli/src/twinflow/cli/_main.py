@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +23,7 @@ from twinflow.cli._output import (
     Command,
     Handler,
     Output,
+    invocation,
     say,
 )
 from twinflow.trace import TwinflowError, UserError
@@ -242,8 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.document({"ok": False, "error": reason})
         say(f"twinflow {args.command}: {type(exc).__name__}: {reason}")
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        say(f"twinflow {args.command}: interrupted")
+    except KeyboardInterrupt as exc:
+        say(f"twinflow {args.command}: {_interrupted(args, exc)}")
         return 130
     except BrokenPipeError:
         # The reader went away (`twinflow verify --json t | head`): not an error of ours.
@@ -251,6 +253,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+
+
+def _interrupted(args: argparse.Namespace, exc: KeyboardInterrupt) -> str:
+    """What Ctrl-C did: a run it stopped (`RunInterrupted`) is paused, with the command that
+    continues it (the spec the command was given, or the one beside the trace it trusted)."""
+    trace = getattr(exc, "trace", None)
+    if trace is None:
+        return "interrupted"
+    spec = getattr(args, "spec", None)
+    where = ["--spec", str(spec)] if spec is not None else ["--trust-spec"]
+    command = f"{invocation()} {shlex.join(['resume', str(trace), *where])}"
+    return (
+        f"interrupted (Ctrl-C): the run is paused, not failed, and its trace {trace} says "
+        f"where; continue it with: {command}"
+    )
 
 
 def _one_line(exc: BaseException) -> str:

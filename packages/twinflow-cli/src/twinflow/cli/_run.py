@@ -70,6 +70,15 @@ __all__ = [
 SPEC_NAME = "spec.yaml"
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run whose trace is on disk: the run is paused there, not lost."""
+
+    def __init__(self, trace: Path) -> None:
+        super().__init__(str(trace))
+        self.trace = trace
+        """The trace to resume."""
+
+
 class _Phases:
     """Times each phase of a command with the kernel's clock."""
 
@@ -233,7 +242,11 @@ def _execute(
         )
         out.line(f"{doing} the agent ({spec.model.mode} mode, up to {spec.max_steps} steps) ...")
         with phases.phase("run"):
-            output, error, paused = _drive(agent, spec, resume_from, decisions, fork_from)
+            try:
+                output, error, paused = _drive(agent, spec, resume_from, decisions, fork_from)
+            except KeyboardInterrupt as exc:
+                # Ctrl-C pauses the run: its trace says where, and resume goes on from there.
+                raise RunInterrupted(trace_path) from exc
         # A new run's root and size come from its own writer, never from re-reading a path.
         checkpoint = agent.writer.checkpoint() if resume_from is None else None
     return _outcome(trace_path, checkpoint, output, error, paused)
