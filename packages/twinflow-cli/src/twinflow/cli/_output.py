@@ -24,6 +24,7 @@ from twinflow.cli._errors import CheckFailed
 
 __all__ = [
     "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_PAUSED",
     "EXIT_USAGE",
@@ -41,6 +42,8 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_PAUSED = 3
 """The run stopped to wait for a person's decision (`twinflow approve`)."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C: 128 + SIGINT, as a shell reports a process the signal stopped."""
 
 
 class Output:
