@@ -17,6 +17,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 from twinflow._base._untrusted import for_terminal, scrub
@@ -93,10 +94,16 @@ def invocation(script: str = "twinflow", module: str = "twinflow.cli") -> str:
     first on ``sys.path``, so a received directory holding ``twinflow/`` or ``argparse.py``
     would run its own code (a console script does not).
     """
+    import shlex
     import shutil
 
     if os.environ.get("UV_RUN_RECURSION_DEPTH"):
-        return f"uv run --frozen {script}"
+        # `uv run` finds the workspace from the current directory: from outside it, name it.
+        # The workspace is where its environment lives (uv's default, `.venv` at its root).
+        root = Path(sys.prefix).resolve().parent
+        if not (root / "pyproject.toml").is_file() or Path.cwd().resolve().is_relative_to(root):
+            return f"uv run --frozen {script}"
+        return f"uv run --project {shlex.quote(str(root))} --frozen {script}"
     if shutil.which(script):
         return script
     return f"{sys.executable} -P -m {module}"
