@@ -7,6 +7,8 @@ made from the thing itself, so the page cannot say something else:
   parser (`twinflow.cli._main`), subcommands of subcommands included.
 - ``<!-- generated: schemas -->``: every key of the run spec, the YAML dataset and a JSON Lines
   case, from the JSON Schemas the packages ship (`twinflow.cli._schemas`).
+- ``<!-- generated: api -->``: a mkdocstrings block per package naming every public name, the
+  names its ``__init__`` imports (and the public modules beside it), rendered from docstrings.
 - ``<!-- generated: benchmarks -->``: ``BENCHMARKS.md`` (itself written by
   ``benchmarks/_report.py`` from a ``run_all.py`` log).
 
@@ -18,6 +20,7 @@ fails while it differs.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import re
 from pathlib import Path
@@ -29,7 +32,12 @@ MARKER = re.compile(r"<!-- generated: (\w+) -->")
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """Fill each generated part of a page (the MkDocs ``on_page_markdown`` event)."""
-    makers = {"cli": cli_reference, "schemas": schema_reference, "benchmarks": benchmarks_table}
+    makers = {
+        "cli": cli_reference,
+        "schemas": schema_reference,
+        "api": api_reference,
+        "benchmarks": benchmarks_table,
+    }
     return MARKER.sub(lambda match: makers[match[1]](), markdown)
 
 
@@ -64,6 +72,34 @@ def _fixed_width(formatter: Any) -> Any:
         return formatter(prog, width=100)  # type: ignore[no-any-return]
 
     return make
+
+
+API_ORDER = ("agent", "models", "eval", "views", "kernel", "vocab", "trace", "cli")
+
+
+def api_reference() -> str:
+    """One mkdocstrings block per package, its members the names its ``__init__`` imports."""
+    parts = []
+    for package in API_ORDER:
+        (init,) = ROOT.glob(f"packages/*/src/twinflow/{package}/__init__.py")
+        names = public_names(init)
+        members = "".join(f"\n        - {name}" for name in names)
+        parts.append(f"::: twinflow.{package}\n    options:\n      members:{members}\n")
+        for module in sorted(init.parent.glob("[!_]*.py")):
+            parts.append(f"::: twinflow.{package}.{module.stem}\n")
+    return "\n".join(parts)
+
+
+def public_names(init: Path) -> list[str]:
+    """The names a package's ``__init__`` imports that start with no underscore."""
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    return sorted(
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if not (alias.asname or alias.name).startswith("_")
+    )
 
 
 def schema_reference() -> str:
