@@ -74,6 +74,7 @@ from typing import Any
 
 from _common import Figures, parse_mode
 
+from twinflow._base._errors import FileWriteError, UnsafePathError
 from twinflow._base._files import hold_directory, write_new, write_replace
 from twinflow.agent import (
     Agent,
@@ -102,11 +103,9 @@ from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 from twinflow.models import OpenAICompatibleChatModel
 from twinflow.trace import (
     GENESIS,
-    FileWriteError,
     MemoryTraceSink,
     TraceSink,
     TwinflowError,
-    UnsafePathError,
     canonical_bytes,
     encode_line,
     read_checkpoint,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from agent_testkit import Counts, Total, crashed_at, replaying_agent
 
+from twinflow._base._errors import FileWriteError
 from twinflow.agent import (
     Agent,
     ApprovalDecided,
@@ -26,7 +27,7 @@ from twinflow.agent import (
 )
 from twinflow.agent._resume import record_decisions
 from twinflow.kernel import CountingIds, ReplayDivergenceError, SteppingClock, TransportError
-from twinflow.trace import FileTraceSink, FileWriteError, TraceCorruptError
+from twinflow.trace import FileTraceSink, TraceCorruptError
 from twinflow.trace._checkpoint import check_consistency
 from twinflow.views import compare_behaviour
 from twinflow.vocab import CallId

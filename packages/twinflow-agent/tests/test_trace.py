@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from twinflow._base import _untrusted
+from twinflow._base._errors import TargetExistsError
 from twinflow._base._untrusted import REDACTED, register_secret
 from twinflow.agent import (
     Agent,
@@ -42,7 +43,6 @@ from twinflow.trace import (
     InvalidProofError,
     Limits,
     MemoryTraceSink,
-    TargetExistsError,
     TraceCorruptError,
     TraceFormatError,
     repair_trace,

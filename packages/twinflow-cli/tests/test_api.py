@@ -8,6 +8,7 @@ import pytest
 from cli_testkit import scripted_chat
 from pydantic import BaseModel
 
+from twinflow._base._errors import FileWriteError
 from twinflow.agent import (
     Decision,
     ModelSpec,
@@ -19,7 +20,7 @@ from twinflow.agent import (
     verify_agent_trace,
 )
 from twinflow.kernel import LoopbackServer, ReplayDivergenceError
-from twinflow.trace import FileWriteError, UserError
+from twinflow.trace import UserError
 
 
 def add(a: int, b: int) -> int:

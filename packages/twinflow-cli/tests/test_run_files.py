@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from twinflow._base._errors import FileWriteError
 from twinflow.agent import SpecError, load_spec
 from twinflow.cli._run import claim_run_files, code_beside, spec_beside
-from twinflow.trace import FileWriteError
 
 
 def test_each_run_claims_its_own_pair_and_nothing_is_renamed(tmp_path: Path) -> None:

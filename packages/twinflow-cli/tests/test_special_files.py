@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from twinflow._base._errors import NotRegularFileError
 from twinflow._base._open import open_regular
 from twinflow.kernel._process import ProcessResult, run_process
-from twinflow.trace import NotRegularFileError
 
 COMMANDS = (
     ("verify", "{p}"),

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from eval_testkit import START, dataset, factory
 
+from twinflow._base._errors import FileWriteError
 from twinflow._base._files import hold_directory
 from twinflow.eval import run_eval
 from twinflow.eval._rescore import merge_runs, rescore
 from twinflow.kernel import SteppingClock
 from twinflow.kernel._process import run_process
-from twinflow.trace import FileWriteError
 
 CLOCK = SteppingClock(START)
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from eval_testkit import START, dataset, factory
 
+from twinflow._base._errors import FileWriteError
 from twinflow._base._files import WRITER_LOCK
 from twinflow.agent import Agent, FunctionModel, Trace
 from twinflow.eval import Case, EvalValueError, RunAborted, RunDirError, Summary, run_eval
@@ -26,7 +27,7 @@ from twinflow.kernel import (
     TransportError,
     free_port,
 )
-from twinflow.trace import FileWriteError, TraceSink
+from twinflow.trace import TraceSink
 from twinflow.vocab import value_bytes as canonical_bytes
 
 CLOCK = SteppingClock(START)

@@ -9,8 +9,8 @@ import os
 import threading
 from pathlib import Path
 
+from twinflow._base._errors import TargetExistsError
 from twinflow._base._files import write_new
-from twinflow.trace import TargetExistsError
 
 
 def test_racing_writers_get_one_winner_each_complete(tmp_path: Path) -> None:

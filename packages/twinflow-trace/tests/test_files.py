@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from tracekit import file_size_limit
 
+from twinflow._base._errors import FileWriteError, TargetExistsError, UnsafePathError
 from twinflow._base._files import (
     create_exclusive,
     make_directory,
@@ -16,7 +17,6 @@ from twinflow._base._files import (
     write_new,
     write_replace,
 )
-from twinflow.trace import FileWriteError, TargetExistsError, UnsafePathError
 
 
 def test_write_new_creates_the_file_whole(tmp_path: Path) -> None:

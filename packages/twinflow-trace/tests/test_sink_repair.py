@@ -8,13 +8,8 @@ from pathlib import Path
 import pytest
 from tracekit import file_size_limit
 
-from twinflow.trace import (
-    FileTraceSink,
-    FileWriteError,
-    TargetExistsError,
-    repair_trace,
-    verify_trace,
-)
+from twinflow._base._errors import FileWriteError, TargetExistsError
+from twinflow.trace import FileTraceSink, repair_trace, verify_trace
 from twinflow.trace._testing import small_trace as trace
 
 

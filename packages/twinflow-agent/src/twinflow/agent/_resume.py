@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from twinflow._base._errors import FileWriteError
 from twinflow.agent._compare import _LONGEST_EVENT, ComparingSink, ReplayDivergenceError
 from twinflow.agent._errors import CannotResume
 from twinflow.agent._events import (
@@ -45,7 +46,6 @@ from twinflow.kernel import Clock, Ids, TransportError
 from twinflow.trace import (
     Checkpoint,
     FileTraceSink,
-    FileWriteError,
     FsyncPolicy,
     TraceSink,
     leaf_hash,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from twinflow.trace import FileTraceSink, FileWriteError, TargetExistsError, UserError
+from twinflow._base._errors import FileWriteError, TargetExistsError
+from twinflow.trace import FileTraceSink, UserError
 
 __all__ = ["claim_trace", "drop_if_empty", "numbered"]
 

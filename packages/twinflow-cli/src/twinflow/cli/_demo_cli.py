@@ -22,7 +22,7 @@ from twinflow.cli._run import (
     _print_outcome,
     spec_beside,
 )
-from twinflow.cli._wiring import EMBEDDED
+from twinflow.models._providers import EMBEDDED
 
 __all__ = ["COMMANDS", "DEMO_SPEC"]
 

@@ -101,6 +101,10 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
         "twinflow.cli._preflight_cli",
         "report what a model server's decoder will enforce of a pydantic model's schema",
     ),
+    "export": (
+        "twinflow.cli._export",
+        "write a verified trace as OpenTelemetry spans (OTLP/JSON, GenAI conventions)",
+    ),
     "diff": (
         "twinflow.cli._commands",
         "show where two runs' behaviour differs (--exact: the first differing event's bytes)",
@@ -150,6 +154,10 @@ def command_module_commands(module: str) -> dict[str, Command]:
         from twinflow.cli._prove import COMMANDS as prove_commands
 
         return prove_commands
+    if module == "twinflow.cli._export":
+        from twinflow.cli._export import COMMANDS as export_commands
+
+        return export_commands
     if module == "twinflow.cli._commands":
         from twinflow.cli._commands import COMMANDS as trace_commands
 

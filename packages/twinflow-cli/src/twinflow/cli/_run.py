@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from twinflow._base._code import importing_from
+from twinflow._base._errors import FileWriteError, TargetExistsError
 from twinflow._base._files import write_new
 from twinflow.agent import (
     Agent,
@@ -38,6 +39,7 @@ from twinflow.agent import (
     RunSpec,
     Trace,
 )
+from twinflow.agent._trace_file import numbered
 from twinflow.cli._output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -49,17 +51,10 @@ from twinflow.cli._output import (
 )
 from twinflow.cli._show import _clean
 from twinflow.cli._watch import TextPrinter
-from twinflow.cli._wiring import EMBEDDED, chat_model, numbered
+from twinflow.cli._wiring import chat_model
 from twinflow.kernel import SystemClock, SystemIds
-from twinflow.trace import (
-    Checkpoint,
-    FileTraceSink,
-    FileWriteError,
-    MemoryTraceSink,
-    TargetExistsError,
-    TraceError,
-    UserError,
-)
+from twinflow.models._providers import EMBEDDED
+from twinflow.trace import Checkpoint, FileTraceSink, MemoryTraceSink, TraceError, UserError
 from twinflow.views import CallSummary, summarize_trace
 
 __all__ = [

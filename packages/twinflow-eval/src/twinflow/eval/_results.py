@@ -28,13 +28,14 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
+from twinflow._base._errors import FileWriteError
 from twinflow._base._files import read_inside
 from twinflow.eval._dataset import MAX_TRIALS, Case, Dataset
 from twinflow.eval._errors import EvalValueError, RunDirError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._scorers import Score
 from twinflow.eval._trials import TrialStats
-from twinflow.trace import Checkpoint, FileWriteError
+from twinflow.trace import Checkpoint
 
 __all__ = [
     "SEED_STRIDE",

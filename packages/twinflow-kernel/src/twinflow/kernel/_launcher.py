@@ -23,10 +23,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from twinflow._base._errors import FileWriteError
 from twinflow.kernel._errors import LaunchError
 from twinflow.kernel._netpolicy import is_loopback
 from twinflow.kernel._ports import Closing
-from twinflow.trace import FileWriteError, UserError
+from twinflow.trace import UserError
 
 _GUARD = Path(__file__).with_name("_guard.py")
 _TAIL_BYTES = 2000

@@ -12,11 +12,11 @@ tag on one of these classes, not a class of its own::
 
     TwinflowError                                 root of every twinflow error, in every package
     ├── UserError                                 a usage mistake (bad argument, key or limit)
-    │   └── NotRegularFileError (also OSError)    an input path that is a FIFO, device or socket
-    ├── FileWriteError (also OSError)             a file not written (`.filename`, `.reason`: write,
+    │   └── NotRegularFileError* (also OSError)   an input path that is a FIFO, device or socket
+    ├── FileWriteError* (also OSError)            a file not written (`.filename`, `.reason`: write,
     │   │                                         link, busy, locked, exists)
-    │   └── TargetExistsError (also FileExistsError)  the name is taken: never written over
-    ├── UnsafePathError (also ValueError)         a path a received file names leaves its directory,
+    │   └── TargetExistsError* (also FileExistsError)  the name is taken: never written over
+    ├── UnsafePathError* (also ValueError)        a path a received file names leaves its directory,
     │                                             or reaches a link or a non-file (`.directory`, `.path`)
     └── TraceError                                raised by twinflow.trace
         ├── CanonicalError                        no RFC 8785 form (`.reason`, `.pointer`, `.detail`)
@@ -27,16 +27,14 @@ tag on one of these classes, not a class of its own::
         └── SignatureError                        a signed note, key, checkpoint, cosignature or
                                                   attestation refused (`.reason`, `.problem`)
 
-Every name is imported eagerly, and these import lines are the package's one list of its public
+The classes marked * belong to the workspace's file plumbing and are not exported: catch them
+as the built-in errors they also are (``OSError``, ``FileExistsError``, ``ValueError``) or as
+``TwinflowError``. Every name is imported eagerly, and these import lines are the package's one list of its public
 names. The workspace's plumbing (file writers, the secret screen, the YAML reader, the user-code
 importer) lives in the private `twinflow._base`, shipped in this distribution.
 """
 
-from twinflow._base._errors import FileWriteError as FileWriteError
-from twinflow._base._errors import NotRegularFileError as NotRegularFileError
-from twinflow._base._errors import TargetExistsError as TargetExistsError
 from twinflow._base._errors import TwinflowError as TwinflowError
-from twinflow._base._errors import UnsafePathError as UnsafePathError
 from twinflow._base._errors import UserError as UserError
 from twinflow.trace import attest as attest
 from twinflow.trace import note as note
