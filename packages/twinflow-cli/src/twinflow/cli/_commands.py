@@ -19,7 +19,7 @@ from pathlib import Path
 
 from twinflow import trace as _trace
 from twinflow._base._files import write_new
-from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
+from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._publish import add_witness_policy, check_witness_policy, cosigned_line
 from twinflow.cli._traces import (
     add_checkpoint_keys,
@@ -341,17 +341,23 @@ def _checkpoint(args: argparse.Namespace, out: Output) -> int:
             "signed": bool(args.sign),
         }
     )
+    # Stdout holds the data alone (the note, or size, root and head), so `> cp.note` writes a
+    # valid note; what is said about it goes to stderr.
+    notes = []
     if text is not None:
         for line in text.rstrip("\n").split("\n"):
             out.line(line)
-        out.line(f"(root (hex) {checkpoint.root}; the note's third line is it in base64)")
+        notes.append(f"(root (hex) {checkpoint.root}; the note's third line is it in base64)")
     else:
         out.line(f"size {checkpoint.size}")
         out.line(f"root (hex) {checkpoint.root}")
         out.line(f"head (hex) {checkpoint.head}")
-        out.line("(to write the checkpoint note: --sign SKEY, or --origin ORIGIN unsigned)")
+        notes.append("(to write the checkpoint note: --sign SKEY, or --origin ORIGIN unsigned)")
     if args.out:
-        out.line(f"written to {args.out}")
+        notes.append(f"written to {args.out}")
+    if not out.as_json:
+        for line in notes:
+            say(line)
     return EXIT_OK
 
 

@@ -1,7 +1,8 @@
 """The ``twinflow`` command: the command table, argument parsing, and each failure as one line.
 
 Exit codes (`twinflow.cli._output`) are a contract scripts rely on: 0 ok, 1 a check failed,
-2 a usage error or unreadable input. Every failure prints one line on stderr saying what went
+2 a usage error or unreadable input, 3 a run waits for a decision, 130 interrupted (all listed
+by ``twinflow --help``). Every failure prints one line on stderr saying what went
 wrong and what to do.
 """
 
@@ -17,7 +18,9 @@ from typing import Any
 from twinflow.cli._errors import CliError
 from twinflow.cli._output import (
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_PAUSED,
     EXIT_USAGE,
     CheckFailed,
     Command,
@@ -197,7 +200,11 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
             "Run LLM agents whose every run is a value: a hash-chained, Merkle-checkpointed "
             "trace you can verify, prove, diff and replay."
         ),
-        epilog="Exit codes: 0 ok, 1 a check failed, 2 usage error or unreadable input.",
+        epilog=(
+            f"Exit codes: {EXIT_OK} ok, {EXIT_FAILED} a check failed, {EXIT_USAGE} usage error "
+            f"or unreadable input, {EXIT_PAUSED} the run waits for a person's decision (run, "
+            f"resume, approve: `twinflow approve`), {EXIT_INTERRUPTED} interrupted (Ctrl-C: a run is paused; `twinflow resume` goes on)."
+        ),
     )
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -246,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt as exc:
         say(f"twinflow {args.command}: {_interrupted(args, exc)}")
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`twinflow verify --json t | head`): not an error of ours.
         # Point stdout at /dev/null so the interpreter's final flush does not fail again.

@@ -338,9 +338,11 @@ def _show(args: argparse.Namespace, out: Output) -> int:
         "redacted": list(report.redacted),
         "html": None if args.html is None else str(args.html),
     }
-    for line in describe_events(events, None if problem is None else problem.seq, report.redacted):
-        out.line(line)
-    out.line("")
+    if args.html is None:  # with --html the page is the view: the terminal gets the verdict
+        seq = None if problem is None else problem.seq
+        for line in describe_events(events, seq, report.redacted):
+            out.line(line)
+        out.line("")
     if problem is None:
         out.line(f"verified: {report.events} events; Merkle root (hex) {report.checkpoint.root}")
         if report.redacted:
