@@ -46,6 +46,9 @@ Twelve attacks, each counted, each with the invariant it must not break:
     unless the tail is accepted explicitly or the origin named.
 12. **Planted auditor modules.** ``twinflow/trace/__main__.py``, ``argparse.py``, ``pathlib.py``
     beside a trace: the ``twinflow-trace`` script and ``python -P -m twinflow.trace`` run none.
+13. **Signed evidence** (`_hostile_signed.py`): forged, copied and moved signed decisions,
+    received unsigned ones, shared call ids, one witness key under two names, and witness
+    states edited by hand: none is accepted.
 
     .venv/bin/python reliability/hostile.py --short | --full
 """
@@ -73,6 +76,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import Figures, parse_mode
+from _hostile_signed import signed_evidence
 
 from twinflow._base._errors import FileWriteError, UnsafePathError
 from twinflow._base._files import hold_directory, write_new, write_replace
@@ -1296,6 +1300,7 @@ def main() -> int:
         received_paths(figures, work)
         prefix_checkpoints(figures, work, sizes=range(0, 12) if full else range(0, 12, 5))
         planted_auditor(figures, work)
+        signed_evidence(figures, work)
     return figures.finish(args.json)
 
 

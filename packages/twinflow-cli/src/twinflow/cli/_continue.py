@@ -171,8 +171,7 @@ def approve(args: argparse.Namespace, out: Output) -> int:
     trace = parse_trace(args.trace, read_trace_bytes(args.trace))
     decisions, statements = _decisions(args, trace)
     if not args.no_resume:
-        check_recorded_decisions(args, trace)  # before this machine records its own
-        remember_decisions(statements)
+        remember_decisions(statements)  # the trace's own decisions are checked in _continue
         return _continue(args, out, decisions, "approve")
     try:
         head = record_decisions(args.trace, decisions, SystemClock())

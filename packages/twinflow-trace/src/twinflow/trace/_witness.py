@@ -224,13 +224,14 @@ def verify_cosignatures(
                 reason="ambiguous_key",
             )
         # A quorum counts keys: one key under two names would be two witnesses for one signer.
-        same = by_key.setdefault(key.public_key, key)
-        if same is not key:
+        same = by_key.get(key.public_key)
+        if same is not None:
             raise SignatureError(
                 f"witness keys {same.label} and {key.label} are one public key: a quorum "
                 "counts keys, not names or entries; give each witness's key once",
                 reason="ambiguous_key",
             )
+        by_key[key.public_key] = key
     parsed = _note.parse_note(note)
     counted: dict[bytes, Cosignature] = {}
     future: list[str] = []
