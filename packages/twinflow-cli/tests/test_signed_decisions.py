@@ -22,6 +22,7 @@ from test_continue import Project, Script, one_line
 from twinflow.kernel import LoopbackServer
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 from twinflow.kernel._process import ProcessResult, run_process
+from twinflow.trace._keys import generate_key, parse_signer_key
 from twinflow.trace._testing import events_of, rechain
 from twinflow.vocab import digest
 
@@ -105,7 +106,7 @@ def test_a_signed_decision_copied_into_another_run_is_refused(project: Project) 
 
 def test_an_edited_call_or_verdict_is_refused(project: Project) -> None:
     """A signed approval, then the trace edited: arguments (the stored digest left as it was),
-    their type, the tool, the verdict: exit 1; the call's id: exit 2 (it decides no call)."""
+    their type, the tool, the verdict, the call's id (it then decides no call): each exit 1."""
     a = paused_run(project, "a")
     assert (
         0
@@ -149,7 +150,7 @@ def test_an_edited_call_or_verdict_is_refused(project: Project) -> None:
         "arguments as JSON text": (1, False),
         "tool renamed": (1, False),
         "verdict swapped": (1, False),
-        "its call renamed": (2, False),
+        "its call renamed": (1, False),
     } == outcomes
 
 
@@ -287,3 +288,17 @@ def test_a_decision_moved_to_a_later_step_is_refused(project: Project) -> None:
     moved = edited(a, project.root / "moved.jsonl", move)
     refused = verify_key(project, moved)
     assert (1, True) == (refused.returncode, "'log' line differs" in one_line(refused.stderr))
+
+
+def test_one_key_under_two_names_is_a_configuration_error(project: Project) -> None:
+    """verify --key with ann's key and the same key renamed: exit 2 naming one public key."""
+    a = paused_run(project, "a")
+    signed = project.twinflow("approve", str(a), "--all", "--sign", "ann.key", "--no-resume")
+    assert 0 == signed.returncode, signed.stderr
+    ann = parse_signer_key((project.root / "ann.key").read_bytes())
+    twin = generate_key("lab.example/ann2", ann.seed)
+    (project.root / "ann2.pub").write_text(twin.verifier.text + "\n")
+    both = project.twinflow(
+        "verify", str(a), "--key", "ann.pub", "--key", "ann2.pub", "--allow-incomplete"
+    )
+    assert (2, True) == (both.returncode, "one public key" in one_line(both.stderr))

@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from twinflow.agent import Trace
+from twinflow.agent import CannotResume, Trace
 from twinflow.agent._approval import approvals
 from twinflow.cli._output import CheckFailed, say
 from twinflow.cli._traces import read_small_file, squash
@@ -95,12 +95,17 @@ def verify_signed_decisions(trace: Trace, path: Path, keys: list[Path]) -> int:
     Raises:
         CheckFailed: A decision is unsigned, signed by another key, or signs another call, run
             or verdict than the one the trace's events show (made in another run, or edited).
-        UserError: A key file is not a verifier key.
-        CannotResume: Two calls share an id, or a decision names no call that waited.
+            Or two calls share an id, a decision names no call that waited, or one call is
+            decided twice.
+        UserError: A key file is not a verifier key, or two of the keys are one key.
     """
     verifiers = _verifiers(keys)
+    try:
+        paired = approvals(trace, str(path))
+    except CannotResume as exc:  # which decision is for which call is not certain: not checked
+        raise CheckFailed(str(exc)) from None
     checked = 0
-    for approval in approvals(trace, str(path)):
+    for approval in paired:
         decision = approval.decision
         if decision is None:
             continue
@@ -110,6 +115,8 @@ def verify_signed_decisions(trace: Trace, path: Path, keys: list[Path]) -> int:
         try:
             opened = _note.open_note(decision.signed_note.encode(), verifiers)
         except SignatureError as exc:
+            if exc.reason == "ambiguous_key":  # the keys given, not the trace
+                raise UserError(f"the keys given: {squash(exc)}") from None
             raise CheckFailed(f"{where}: its signature does not verify: {squash(exc)}") from None
         if opened.text != approval.statement():
             raise CheckFailed(
