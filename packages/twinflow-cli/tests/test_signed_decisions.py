@@ -302,3 +302,13 @@ def test_one_key_under_two_names_is_a_configuration_error(project: Project) -> N
         "verify", str(a), "--key", "ann.pub", "--key", "ann2.pub", "--allow-incomplete"
     )
     assert (2, True) == (both.returncode, "one public key" in one_line(both.stderr))
+
+
+def test_a_decision_already_carried_out_is_only_served(project: Project) -> None:
+    """Machine A approves step 1's call and runs it; on machine B, resume serves that decision
+    (its call's result is recorded) and asks nothing for it: the run pauses on step 2 (exit 3)."""
+    a = paused_run(project, "a")
+    here = on_machine(project, "A", "approve", str(a), "--all", "--spec", "spec.yaml")
+    assert 3 == here.returncode, here.stderr
+    there = on_machine(project, "B", "resume", str(a), "--spec", "spec.yaml")
+    assert (3, Counter({0: 1})) == (there.returncode, project.executions()), there.stderr

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from twinflow.agent._errors import CannotResume
-from twinflow.agent._events import ApprovalDecided, ApprovalRequested, RunStarted
+from twinflow.agent._events import ApprovalDecided, ApprovalRequested, RunStarted, ToolReturned
 from twinflow.agent._verify import Trace
 from twinflow.vocab import digest
 
@@ -63,6 +63,9 @@ class Approval:
     run_id: str
     root: str
     """The trace's root (hex) just after the request."""
+    settled: bool = False
+    """Whether the trace records the call's result (its run, or its denial): a continuation
+    serves that result and does not act on the decision again."""
 
     def statement(self, verdict: str | None = None) -> str:
         """What a decision on this call signs (default verdict: the recorded one)."""
@@ -74,7 +77,7 @@ class Approval:
         )
 
 
-_KINDS = ("approval_requested", "approval_decided")
+_KINDS = ("approval_requested", "approval_decided", "tool_returned")
 
 
 def shared_id(path: str, call_id: str, first: int, second: int) -> CannotResume:
@@ -100,6 +103,7 @@ def approvals(trace: Trace, path: str) -> tuple[Approval, ...]:
     assert isinstance(started, RunStarted)  # kinds[0] says so
     requests: dict[str, tuple[int, ApprovalRequested]] = {}
     decided: dict[str, tuple[int, ApprovalDecided]] = {}
+    returned: set[str] = set()
     for seq, kind in enumerate(kinds):
         if kind not in _KINDS:
             continue
@@ -120,6 +124,8 @@ def approvals(trace: Trace, path: str) -> tuple[Approval, ...]:
                     f"{decided[body.call_id][0]} and {seq})"
                 )
             decided[body.call_id] = (seq, body)
+        elif isinstance(body, ToolReturned) and body.result.call_id in decided:
+            returned.add(body.result.call_id)
     found = []
     for call_id, (seq, request) in requests.items():
         decision_seq, decision = decided.get(call_id, (None, None))
@@ -131,6 +137,7 @@ def approvals(trace: Trace, path: str) -> tuple[Approval, ...]:
                 decision=decision,
                 run_id=started.run_id,
                 root=trace.checkpoint(seq + 1).root,
+                settled=call_id in returned,
             )
         )
     return tuple(found)

@@ -13,8 +13,10 @@ only if it can be checked:
   received from elsewhere carries no such record, and a decision whose call, run or verdict was
   edited no longer matches the one recorded.
 
-Any other decision is named, and nothing runs, unless ``--accept-received-decisions`` says the
-user takes them as they are (they are named again on stderr before the run goes on).
+Any other decision the continuation would act on (its call has no recorded result yet: a fork's
+served decisions and those already carried out are only replayed) is named, and nothing runs,
+unless ``--accept-received-decisions`` says the user takes them as they are (they are named
+again on stderr before the run goes on).
 """
 
 from __future__ import annotations
@@ -152,7 +154,7 @@ def check_recorded_decisions(args: argparse.Namespace, trace: Trace) -> None:
     unknown = [
         (a.decision_seq, a.request, a.decision)
         for a in approvals(trace, str(path))
-        if a.decision is not None and not _known(a.statement())
+        if a.decision is not None and not a.settled and not _known(a.statement())
     ]
     if not unknown:
         return
