@@ -55,7 +55,7 @@ def add_decision_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--accept-received-decisions",
         action="store_true",
-        help="act on unsigned decisions this machine did not record (a trace received from "
+        help="act on decisions this machine did not record, unchecked (a trace received from "
         "elsewhere); they are named before the run goes on",
     )
 
