@@ -46,13 +46,19 @@ _MAX_KEY_BYTES = 4096
 
 
 def _continue(
-    args: argparse.Namespace, out: Output, decisions: list[Decision], command: str
+    args: argparse.Namespace,
+    out: Output,
+    decisions: list[Decision],
+    command: str,
+    statements: tuple[str, ...] = (),
 ) -> int:
-    """Re-run the prefix, then go on live: the one path of ``resume`` and ``approve``."""
+    """Re-run the prefix, then go on live: the one path of ``resume`` and ``approve``
+    (``statements``: those of ``decisions``, remembered as taken on this machine)."""
     trace_path: Path = args.trace
     # A file that is not a trace at all, or a decision that cannot be checked, is refused
     # before any spec is read or code imported.
     check_recorded_decisions(args, parse_trace(trace_path, read_trace_bytes(trace_path)))
+    remember_decisions(statements)
     spec = replay_spec(trace_path, args.spec, args.trust_spec, out)
     try:
         # For the whole run, as `run` does: a tool may import its siblings when it is called.
@@ -171,8 +177,7 @@ def approve(args: argparse.Namespace, out: Output) -> int:
     trace = parse_trace(args.trace, read_trace_bytes(args.trace))
     decisions, statements = _decisions(args, trace)
     if not args.no_resume:
-        remember_decisions(statements)  # the trace's own decisions are checked in _continue
-        return _continue(args, out, decisions, "approve")
+        return _continue(args, out, decisions, "approve", tuple(statements))
     try:
         head = record_decisions(args.trace, decisions, SystemClock())
     except TraceCorruptError as exc:
