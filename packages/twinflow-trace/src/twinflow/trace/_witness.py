@@ -21,7 +21,9 @@ newline, an unknown member, a non-canonical byte: `TraceFormatError` (``witness_
 cosigned), and signed by the witness's own key over the rest of it, so a state edited by hand (a
 size rolled back so a fork of what was cosigned would pass) or another witness's state is refused.
 Restoring an older copy the witness itself wrote is not caught by the file alone: keep the state
-where only the witness writes (docs/adr/0163-signed-decisions-and-witness-state.md). Checking the old size and writing the new state happen while the process holds the
+where only the witness writes (docs/adr/0163-signed-decisions-and-witness-state.md).
+
+Checking the old size and writing the new state happen while the process holds the
 state's writer lock (`hold_state`, `lock_now` on ``STATE.lock``), so of two witnesses sharing a state file one
 wins and the other is refused at once; the state is replaced whole (`write_replace`) before the
 cosignature is returned. How timestamps are checked: docs/adr/0115-witness-cosignatures.md.
@@ -361,9 +363,16 @@ def read_state(
     return logs
 
 
+def _state_label(name: str, public_key: bytes) -> str:
+    """The witness a state names: its cosigner key's label, as ``twinflow witness`` prints it."""
+    return CosignerKey(
+        name, _key_hash(name, bytes([COSIGNATURE_V1]) + public_key), public_key
+    ).label
+
+
 def _check_state_signature(path: Path, value: dict[str, object], witness: VerifierKey) -> None:
     """Refuse a state whose signature is not this witness's over the rest of the file."""
-    label = f"{witness.name}+{witness.key_hash:08x}"
+    label = _state_label(witness.name, witness.public_key)
     if value["witness"] != label:
         raise _state_error(
             path, f"it is the state of witness {str(value['witness'])[:100]!r}, not of {label}"
@@ -385,7 +394,7 @@ def _encode_state(logs: dict[str, _Log], signer: SignerKey) -> bytes:
     unsigned: dict[str, object] = {
         "format": _STATE_FORMAT,
         "logs": entries,
-        "witness": f"{signer.name}+{signer.key_hash:08x}",
+        "witness": _state_label(signer.name, signer.verifier.public_key),
     }
     signature = _b64encode(signer.sign(_state_message(unsigned)))
     return canonical_bytes({**unsigned, "signature": signature}) + b"\n"
