@@ -312,3 +312,19 @@ def test_a_decision_already_carried_out_is_only_served(project: Project) -> None
     assert 3 == here.returncode, here.stderr
     there = on_machine(project, "B", "resume", str(a), "--spec", "spec.yaml")
     assert (3, Counter({0: 1})) == (there.returncode, project.executions()), there.stderr
+
+
+def test_an_unwritable_state_directory_does_not_lose_the_decision(project: Project) -> None:
+    """TWINFLOW_STATE_DIR under a regular file: approve --no-resume still records the decision
+    (exit 0) and says this machine's record was not written."""
+    a = paused_run(project, "a")
+    (project.root / "machine-F").write_text("a file, not a directory\n")
+    approved = run_process(
+        [sys.executable, "-m", "twinflow.cli", "approve", str(a), "--all", "--no-resume"],
+        cwd=project.root,
+        env={"TWINFLOW_STATE_DIR": str(project.root / "machine-F" / "state")},
+        timeout=300,
+    )
+    decided = kind(events_of(a.read_bytes()), "approval_decided")
+    assert (0, 1) == (approved.returncode, len(decided)), approved.stderr
+    assert "record of the decision was not written" in approved.stderr

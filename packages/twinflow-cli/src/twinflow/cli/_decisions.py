@@ -77,8 +77,17 @@ def remember_decisions(statements: Iterable[str]) -> None:
     """Keep, on this machine, that these decisions were taken here (`check_recorded_decisions`)."""
     for statement in statements:
         path = _record(statement)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path.touch()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            path.touch()
+        except OSError as exc:
+            # The decision stands; only a later resume here will ask for it to be accepted.
+            say(
+                f"(this machine's record of the decision was not written: {squash(exc)}; a "
+                "later resume will name it as received: set TWINFLOW_STATE_DIR to a writable "
+                "directory)"
+            )
+            return
 
 
 def _verifiers(keys: list[Path]) -> list[_note.VerifierKey]:
