@@ -1,6 +1,6 @@
 """Hostile-input campaign: received bundles, hostile servers, planted links, concurrent runs, secrets.
 
-Twelve attacks, each counted, each with the invariant it must not break:
+Thirteen attacks, each counted, each with the invariant it must not break:
 
 1. **Hostile bundles.** A received directory holds a real trace, a spec naming a tool module
    that marks its own import (beside the trace, and as a `json`-like name in the working
