@@ -1,6 +1,6 @@
 """Hostile-input campaign: received bundles, hostile servers, planted links, concurrent runs, secrets.
 
-Twelve attacks, each counted, each with the invariant it must not break:
+Thirteen attacks, each counted, each with the invariant it must not break:
 
 1. **Hostile bundles.** A received directory holds a real trace, a spec naming a tool module
    that marks its own import (beside the trace, and as a `json`-like name in the working
@@ -46,6 +46,9 @@ Twelve attacks, each counted, each with the invariant it must not break:
     unless the tail is accepted explicitly or the origin named.
 12. **Planted auditor modules.** ``twinflow/trace/__main__.py``, ``argparse.py``, ``pathlib.py``
     beside a trace: the ``twinflow-trace`` script and ``python -P -m twinflow.trace`` run none.
+13. **Signed evidence** (`_hostile_signed.py`): forged, copied and moved signed decisions,
+    received unsigned ones, shared call ids, one witness key under two names, and witness
+    states edited by hand: none is accepted.
 
     .venv/bin/python reliability/hostile.py --short | --full
 """
@@ -74,6 +77,7 @@ from typing import Any
 
 from _common import Figures, parse_mode
 from _hostile_continue import continuations
+from _hostile_signed import signed_evidence
 
 from twinflow._base._errors import FileWriteError, UnsafePathError
 from twinflow._base._files import hold_directory, write_new, write_replace
@@ -1298,6 +1302,7 @@ def main() -> int:
         prefix_checkpoints(figures, work, sizes=range(0, 12) if full else range(0, 12, 5))
         planted_auditor(figures, work)
         continuations(figures, work)
+        signed_evidence(figures, work)
     return figures.finish(args.json)
 
 

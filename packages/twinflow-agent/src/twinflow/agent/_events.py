@@ -455,8 +455,10 @@ class ApprovalDecided(_Frozen):
     reason: str
     """Why; a denial's reason reaches the model."""
     signed_note: str | None = None
-    """A C2SP signed note of `approval_statement` (the call's digest and the decision), signed
-    with a `twinflow keygen` Ed25519 key; ``twinflow verify --key`` checks it. None if unsigned."""
+    """A C2SP signed note of the decision's statement (`twinflow.agent._approval`: the run, the
+    trace's root at the request, the call's id, tool and arguments, and the verdict), signed
+    with a `twinflow keygen` Ed25519 key; ``twinflow verify --key`` recomputes the statement from
+    the events and checks it. None if unsigned."""
 
 
 EventBody = Annotated[

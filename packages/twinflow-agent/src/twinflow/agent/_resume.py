@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from twinflow._base._errors import FileWriteError
+from twinflow.agent._approval import shared_id
 from twinflow.agent._compare import _LONGEST_EVENT, ComparingSink, ReplayDivergenceError
 from twinflow.agent._errors import CannotResume
 from twinflow.agent._events import (
@@ -89,12 +90,6 @@ class Paused(_Frozen):
     """The calls waiting for a decision, in the order the model made them."""
     events: int
     """Events in the trace when it stopped."""
-
-
-def approval_statement(call_digest: str, decision: str) -> str:
-    """The note text a signed decision signs: the call's digest (`ApprovalRequested.digest`,
-    which covers the call id, tool and arguments) and the verdict."""
-    return f"twinflow approval v1\ncall {call_digest}\ndecision {decision}\n"
 
 
 # Failures that say nothing about the run itself, by recorded name and ``reason`` tag: the same
@@ -581,7 +576,14 @@ def _decided(decision: Decision) -> ApprovalDecided:
 def check_decisions(
     events: tuple[TraceEvent, ...], decisions: Iterable[Decision], path: str
 ) -> list[ApprovalDecided]:
-    """The decisions as events, each for a call that waits; `CannotResume` otherwise."""
+    """The decisions as events, each for a call that waits; `CannotResume` otherwise, or if two
+    requests share a call id (one decision would be taken for both)."""
+    asked: dict[str, int] = {}
+    for event in events:
+        if isinstance(event.body, ApprovalRequested):
+            first = asked.setdefault(event.body.call_id, event.seq)
+            if first != event.seq:
+                raise shared_id(path, event.body.call_id, first, event.seq)
     pending = {p.call_id: p for p in pending_approvals(events)}
     decided: list[ApprovalDecided] = []
     for decision in decisions:

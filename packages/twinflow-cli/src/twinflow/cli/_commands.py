@@ -145,50 +145,6 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
     _add_limits(p)
 
 
-def _check_signed_decisions(path: Path, keys: list[Path]) -> int:
-    """Check every decision on a waiting call is signed by one of ``keys`` over that call.
-
-    Returns:
-        The number of decisions checked.
-
-    Raises:
-        CheckFailed: A decision is unsigned, signed by another key, or signs another call or
-            verdict than the one recorded.
-        UserError: The trace holds no decisions, or a key file is not a verifier key.
-    """
-    from twinflow.trace import note as _note  # the signed-note codec: only where used
-
-    try:
-        verifiers = [_note.parse_verifier_key(read_small_file(k, "key")) for k in keys]
-    except _trace.SignatureError as exc:
-        raise UserError(f"not a verifier key: {squash(exc)}") from None
-    from twinflow.agent._resume import approval_statement
-
-    trace = load_trace(path)
-    digests: dict[str, str] = {}
-    checked = 0
-    for event in trace.events:
-        body = event.body
-        if body.kind == "approval_requested":
-            digests[body.call_id] = body.digest
-        if body.kind != "approval_decided":
-            continue
-        where = f"{path}: the decision at seq {event.seq} (call {body.call_id!a})"
-        if body.signed_note is None:
-            raise CheckFailed(f"{where} is not signed")
-        try:
-            opened = _note.open_note(body.signed_note.encode(), verifiers)
-        except _trace.SignatureError as exc:
-            raise CheckFailed(f"{where}: its signature does not verify: {squash(exc)}") from None
-        expected = approval_statement(digests.get(body.call_id, ""), body.decision)
-        if opened.text != expected:
-            raise CheckFailed(f"{where}: the signed note is for another call or verdict")
-        checked += 1
-    if not checked:
-        raise UserError(f"{path}: no decisions on waiting calls to check with --key")
-    return checked
-
-
 def _verify_decisions(args: argparse.Namespace, out: Output) -> int:
     """``verify --key`` without a checkpoint: the keys check the signed decisions in the trace,
     which are read as typed events (the typed check runs whatever ``--typed`` says)."""
@@ -197,7 +153,11 @@ def _verify_decisions(args: argparse.Namespace, out: Output) -> int:
     report = verify_agent_trace(args.trace, require_complete=not args.allow_incomplete)
     if report.problem is not None:
         raise CheckFailed(f"{args.trace}: {report.problem}")
-    checked = _check_signed_decisions(args.trace, args.key)
+    from twinflow.cli._decisions import verify_signed_decisions
+
+    checked = verify_signed_decisions(load_trace(args.trace), args.trace, args.key)
+    if not checked:
+        raise UserError(f"{args.trace}: no decisions on waiting calls to check with --key")
     out.document({"ok": True, "trace": str(args.trace), "signed_decisions": checked})
     out.line(f"ok: {args.trace}: {report.events} events verify; {checked} signed decision(s)")
     return EXIT_OK

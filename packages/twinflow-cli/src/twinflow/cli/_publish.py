@@ -298,6 +298,12 @@ def _configure_witness(p: argparse.ArgumentParser) -> None:
         help="a log's verifier key the witness follows (its name is the log's origin); repeat",
     )
     p.add_argument("--out", type=Path, help="write the cosigned checkpoint note to this new file")
+    p.add_argument(
+        "--adopt-unsigned-state",
+        action="store_true",
+        help="read a state written before witness states were signed (check its sizes first); "
+        "the state written back is signed with --key",
+    )
 
 
 def _witness_command(args: argparse.Namespace, out: Output) -> int:
@@ -316,7 +322,12 @@ def _witness_command(args: argparse.Namespace, out: Output) -> int:
     now = int(SystemClock().now().timestamp())
     try:
         note, body, old = _witness.add_checkpoint(
-            request, state=args.state, signer=signer, logs=logs, now=now
+            request,
+            state=args.state,
+            signer=signer,
+            logs=logs,
+            now=now,
+            adopt_unsigned=args.adopt_unsigned_state,
         )
     except _trace.SignatureError as exc:
         if exc.reason != "witness_refused":
