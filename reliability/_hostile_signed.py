@@ -55,10 +55,9 @@ from twinflow.trace import (
     read_checkpoint,
 )
 from twinflow.trace._keys import generate_key
-from twinflow.trace._note import sign_checkpoint_note, sign_note
+from twinflow.trace._note import CheckpointBody, sign_checkpoint_note, sign_note
 from twinflow.trace._testing import events_of, framed, rechain, small_trace
 from twinflow.trace._witness import CosignerKey, add_checkpoint, cosign, verify_cosignatures
-from twinflow.trace.note import CheckpointBody
 from twinflow.vocab import CallId, digest
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

@@ -115,8 +115,9 @@ from twinflow.trace import (
     encode_line,
     read_checkpoint,
 )
-from twinflow.trace import note as _note
 from twinflow.trace.__main__ import main as trace_main
+from twinflow.trace._keys import generate_key
+from twinflow.trace._note import CheckpointBody, sign_checkpoint_note
 from twinflow.vocab import CallId, Message, ToolCallPart
 
 KEY = "sk-reliability-hostile-7f3a9c"
@@ -772,7 +773,7 @@ def prefix_checkpoints(figures: Figures, work: Path, sizes: Iterable[int]) -> No
     genuine = sink.data
     lines = genuine.splitlines(keepends=True)
     total = len(lines)
-    signer = _note.generate_key("example.org/lab", bytes(range(32)))
+    signer = generate_key("example.org/lab", bytes(range(32)))
     (root / "lab.pub").write_text(signer.verifier.text + "\n")
     refused = tried = 0
     for n in sizes:
@@ -783,8 +784,8 @@ def prefix_checkpoints(figures: Figures, work: Path, sizes: Iterable[int]) -> No
         forged = b"".join(kept) + _rechained_tail(lines, n)
         (root / f"forged-{n}.jsonl").write_bytes(forged)
         cp = read_checkpoint(genuine, n)
-        body = _note.CheckpointBody("example.org/lab", n, bytes.fromhex(cp.root))
-        (root / f"cp{n}.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
+        body = CheckpointBody("example.org/lab", n, bytes.fromhex(cp.root))
+        (root / f"cp{n}.note").write_bytes(sign_checkpoint_note(body, [signer]))
         (root / f"cp{n}.body").write_text(body.text)
         for trace in (f"forged-{n}.jsonl",):
             for form, keys in ((f"cp{n}.note", ("--key", "lab.pub")), (f"cp{n}.body", ())):
@@ -799,8 +800,8 @@ def prefix_checkpoints(figures: Figures, work: Path, sizes: Iterable[int]) -> No
     whole = read_checkpoint(genuine)
     (root / "genuine.jsonl").write_bytes(genuine)
     for origin in ("example.org/other", "example.org/lab/", "example.org/Lab", "x"):
-        body = _note.CheckpointBody(origin, whole.size, bytes.fromhex(whole.root))
-        (root / "foreign.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
+        body = CheckpointBody(origin, whole.size, bytes.fromhex(whole.root))
+        (root / "foreign.note").write_bytes(sign_checkpoint_note(body, [signer]))
         tried += 1
         code = _auditor(
             "verify", "genuine.jsonl", "--checkpoint", "foreign.note", "--key", "lab.pub", cwd=root

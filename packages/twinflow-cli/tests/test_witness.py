@@ -329,7 +329,7 @@ def test_a_held_state_refuses_a_second_witness(
 _RACER = """
 import os, sys
 from twinflow.cli._main import main
-import twinflow.cli._publish, twinflow.trace.witness
+import twinflow.cli._publish, twinflow.trace._witness
 arrive, gate, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 with open(arrive, "wb") as f:
     f.write(b"x")

@@ -34,7 +34,9 @@ from twinflow.cli._traces import (
 )
 from twinflow.trace import UserError
 from twinflow.trace._format import encode_redacted
+from twinflow.trace._keys import parse_signer_key
 from twinflow.trace._merkle import Frontier
+from twinflow.trace._note import CheckpointBody, sign_checkpoint_note
 
 __all__ = ["COMMANDS", "THREAT_MODEL"]
 
@@ -247,19 +249,18 @@ def _checkpoint_note(
     checkpoint: _trace.Checkpoint, keys: list[Path] | None, origin: str | None
 ) -> bytes:
     """The C2SP checkpoint note of ``checkpoint``: signed by ``keys``, or the body alone."""
-    from twinflow.trace import note as _note  # the signed-note codec: only where used
 
     try:
-        signers = [_note.parse_signer_key(read_small_file(k, "key")) for k in keys or ()]
+        signers = [parse_signer_key(read_small_file(k, "key")) for k in keys or ()]
         if origin is None and not signers:
             raise UserError(
                 "a checkpoint note names its log: give --sign SKEY (its name is the log) or "
                 "--origin ORIGIN (unsigned)"
             )
-        body = _note.CheckpointBody(
+        body = CheckpointBody(
             origin or signers[0].name, checkpoint.size, bytes.fromhex(checkpoint.root)
         )
-        return _note.sign_checkpoint_note(body, signers) if signers else body.text.encode()
+        return sign_checkpoint_note(body, signers) if signers else body.text.encode()
     except _trace.SignatureError as exc:
         raise UserError(f"cannot make the checkpoint note: {squash(exc)}") from None
 
@@ -346,10 +347,10 @@ def _configure_keygen(p: argparse.ArgumentParser) -> None:
 
 def _keygen(args: argparse.Namespace, out: Output) -> int:
     from twinflow.kernel import SystemIds  # the one source of real entropy
-    from twinflow.trace import note as _note  # the signed-note codec: only where used
+    from twinflow.trace._keys import generate_key
 
     try:
-        signer = _note.generate_key(args.name, SystemIds().secret(32))
+        signer = generate_key(args.name, SystemIds().secret(32))
     except _trace.SignatureError as exc:
         raise UserError(f"cannot make a key named {args.name!r}: {squash(exc)}") from None
     secret, public = Path(f"{args.out}.key"), Path(f"{args.out}.pub")
@@ -358,7 +359,7 @@ def _keygen(args: argparse.Namespace, out: Output) -> int:
             raise UserError(f"{path} already exists; keys are never overwritten")
     verifier = signer.verifier.text
     if args.cosigner:
-        from twinflow.trace.witness import CosignerKey
+        from twinflow.trace._witness import CosignerKey
 
         verifier = CosignerKey.of_signer(signer).text
     write_new(secret, signer.text.encode() + b"\n", mode=0o600)

@@ -29,7 +29,8 @@ from twinflow.cli._run import _execute, _Phases, report_outcome, spec_beside
 from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.kernel import ReplayDivergenceError, SystemClock
 from twinflow.trace import SignatureError, TraceCorruptError, UserError
-from twinflow.trace import note as _note
+from twinflow.trace._keys import parse_signer_key
+from twinflow.trace._note import sign_note
 from twinflow.vocab import CallId
 
 __all__ = [
@@ -133,7 +134,7 @@ def _signer(path: Path | None) -> Any:
     if len(data) > _MAX_KEY_BYTES:
         raise UserError(f"{path}: a signer key file is at most {_MAX_KEY_BYTES} bytes")
     try:
-        return _note.parse_signer_key(data)
+        return parse_signer_key(data)
     except (ValueError, SignatureError) as exc:
         raise UserError(f"{path}: not a twinflow keygen signer key ({exc})") from None
 
@@ -157,7 +158,7 @@ def _decisions(args: argparse.Namespace, trace: Trace) -> tuple[list[Decision], 
             statements.append(statement)
             if signer is not None:
                 try:
-                    note = _note.sign_note(statement, [signer])
+                    note = sign_note(statement, [signer])
                 except SignatureError as exc:
                     raise UserError(str(exc)) from None
         decisions.append(

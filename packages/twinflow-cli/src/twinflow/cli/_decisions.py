@@ -32,7 +32,8 @@ from twinflow.agent._approval import approvals
 from twinflow.cli._output import CheckFailed, say
 from twinflow.cli._traces import read_small_file, squash
 from twinflow.trace import SignatureError, UserError
-from twinflow.trace import note as _note
+from twinflow.trace._keys import VerifierKey, parse_verifier_key
+from twinflow.trace._note import open_note
 
 __all__ = [
     "add_decision_arguments",
@@ -90,9 +91,9 @@ def remember_decisions(statements: Iterable[str]) -> None:
             return
 
 
-def _verifiers(keys: list[Path]) -> list[_note.VerifierKey]:
+def _verifiers(keys: list[Path]) -> list[VerifierKey]:
     try:
-        return [_note.parse_verifier_key(read_small_file(k, "key")) for k in keys]
+        return [parse_verifier_key(read_small_file(k, "key")) for k in keys]
     except SignatureError as exc:
         raise UserError(f"not a verifier key: {squash(exc)}") from None
 
@@ -124,7 +125,7 @@ def verify_signed_decisions(trace: Trace, path: Path, keys: list[Path]) -> int:
         if decision.signed_note is None:
             raise CheckFailed(f"{where} is not signed")
         try:
-            opened = _note.open_note(decision.signed_note.encode(), verifiers)
+            opened = open_note(decision.signed_note.encode(), verifiers)
         except SignatureError as exc:
             if exc.reason == "ambiguous_key":  # the keys given, not the trace
                 raise UserError(f"the keys given: {squash(exc)}") from None
