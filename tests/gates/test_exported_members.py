@@ -53,7 +53,7 @@ def public_packages() -> list[str]:
 
 
 def public_modules() -> list[str]:
-    """The public modules of the public packages (trace's ``note``): their names count too."""
+    """The public modules of the public packages: their names count too."""
     return sorted(
         f"{package}.{path.stem}"
         for package, directory in _package_dirs().items()
@@ -96,7 +96,7 @@ def test_the_import_lines_are_the_public_names(package: str) -> None:
         with pytest.warns(DeprecationWarning, match="twinflow.agent"):
             _ = module.RunSpec
         hooks = []
-    # A line may also name one of the package's public modules (trace's `note`): not a name.
+    # A line may also name one of the package's public modules: not a name.
     names = {n for n in _reexported(package) if not isinstance(vars(module)[n], types.ModuleType)}
     assert ([], sorted(names)) == (hooks, sorted(public_names(package)))
 
