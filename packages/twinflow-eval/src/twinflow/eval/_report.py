@@ -117,7 +117,7 @@ def _header(results: EvalResults, facts: RunFacts) -> list[tuple[str, str]]:
     reported = ", ".join(facts.models) or "none"
     return [
         ("model", f"{facts.model or 'not recorded'} (replies name: {reported})"),
-        ("spec digest", facts.spec_digest or "not recorded"),
+        ("spec digest", _spec_digest(facts)),
         ("agent configuration digest", f"{digests} (every case's run_started)"),
         (
             "dataset",
@@ -126,6 +126,19 @@ def _header(results: EvalResults, facts: RunFacts) -> list[tuple[str, str]]:
         ("date", f"{dates} (run starts, as the traces record them)"),
         ("environment", _environment_line(facts.environments)),
     ]
+
+
+def _spec_digest(facts: RunFacts) -> str:
+    """The run spec's digest, always stated: ``run.json``'s, else the one the traces record
+    (each case's ``run_started``), else why there is none."""
+    if facts.spec_digest is not None:
+        return facts.spec_digest
+    traced = list(dict.fromkeys(e.spec_digest for e in facts.environments if e.spec_digest))
+    if len(traced) == 1:
+        return f"{traced[0]} (from the traces)"
+    if traced:
+        return f"{', '.join(traced)} (the traces record {len(traced)} different specs)"
+    return "not recorded (neither run.json nor any trace names one)"
 
 
 def _environment_line(environments: tuple[Environment, ...]) -> str:
