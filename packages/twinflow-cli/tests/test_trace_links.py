@@ -54,8 +54,8 @@ def waiting(tmp_path: Path, server: LoopbackServer) -> Path:
 def test_a_linked_trace_is_refused_by_every_command_with_one_line(
     waiting: Path, tmp_path: Path, link: str
 ) -> None:
-    """The trace a symbolic link, or its directory one: every command exits 2 with the one
-    planted-link line, and the trace is unchanged."""
+    """The trace a symbolic link, or its directory one: every command (and the stdlib
+    verifier) exits 2 with the one planted-link line, and the trace is unchanged."""
     before = waiting.read_bytes()
     if link == "file":
         named = tmp_path / "trace.jsonl"
@@ -73,6 +73,15 @@ def test_a_linked_trace_is_refused_by_every_command_with_one_line(
             len(result.stderr.strip().splitlines()),
         ), result.stderr
         assert words in result.stderr, result.stderr
+    auditor = run_process(
+        [sys.executable, "-P", "-m", "twinflow.trace", "verify", str(named)],
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert (2, f"twinflow-trace: {words}") == (
+        auditor.returncode,
+        auditor.stderr[: len(words) + 16],
+    )
     assert before == waiting.read_bytes()
     assert not (tmp_path / "forked").exists()
 
