@@ -43,11 +43,12 @@ from pydantic import BaseModel
 from twinflow._base._json import loads
 from twinflow.agent import Agent, FunctionModel, RunSpec
 from twinflow.cli._main import main as twinflow_main
-from twinflow.eval import Case, Dataset, RunDirError, RunIdentity, Shard, merge_runs, run_eval
+from twinflow.eval import Case, Dataset, RunDirError, run_eval
 from twinflow.eval._dataset import load_dataset
 from twinflow.eval._judge import judge_prompt
 from twinflow.eval._report import _cell
-from twinflow.eval._results import RunManifest, read_json_model
+from twinflow.eval._rescore import merge_runs
+from twinflow.eval._results import RunIdentity, RunManifest, Shard, read_json_model
 from twinflow.kernel import CountingIds, HttpTransport, LoopbackServer, SteppingClock
 from twinflow.kernel._loopback import LoopbackResponse
 from twinflow.kernel._mcp import McpLimits, _parse
