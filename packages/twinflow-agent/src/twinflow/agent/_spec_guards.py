@@ -10,6 +10,7 @@ import re
 
 from pydantic import Field, field_validator, model_validator
 
+from twinflow._base._untrusted import credential_shape
 from twinflow.agent._code_record import SpecValue
 from twinflow.kernel import check_endpoint_url
 from twinflow.trace import UserError
@@ -116,14 +117,19 @@ class McpServerSpec(SpecValue):
     @field_validator("env")
     @classmethod
     def _no_keys(cls, env: dict[str, str]) -> dict[str, str]:
-        for name in env:
+        for name, value in env.items():
             if not _ENV_NAME.fullmatch(name):
                 raise ValueError(f"env: {name[:64]!r} is not an environment variable name")
-            if _CREDENTIAL_NAME.search(name):
+            # By name (GITHUB_TOKEN) or by what the value looks like (DATABASE_URL holding
+            # user:password@, a ghp_ token, a PEM block): the message names the variable, never
+            # the value.
+            shape = None if _CREDENTIAL_NAME.search(name) else credential_shape(value)
+            if _CREDENTIAL_NAME.search(name) or shape is not None:
+                looks = "looks like a credential" if shape is None else f"holds {shape}"
                 raise ValueError(
-                    f"env: {name} looks like a credential, and env is copied into the run "
-                    f"directory with the spec: leave it in your environment and name it in "
-                    f"pass_env ([{name}]), which forwards it and scrubs it"
+                    f"env: {name} {looks}, and env is copied into the run directory with "
+                    f"the spec: leave it in your environment and name it in pass_env "
+                    f"([{name}]), which forwards it and scrubs it"
                 )
         return env
 
