@@ -2,7 +2,6 @@
 
 import contextlib
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 from twinflow._base._untrusted import REDACTED, register_secret
 from twinflow.kernel import SubprocessLauncher, free_port
 from twinflow.kernel._errors import LaunchError
+from twinflow.kernel._launcher import wait_exit
 from twinflow.trace import UserError
 
 # A server stand-in: spawns a grandchild, writes "<guard> <child> <grandchild>" pids to a file,
@@ -213,20 +213,6 @@ SECRET_SERVER = Path(__file__).parent / "mcp_servers" / "secret_server.py"
 SERVER_KEY = "sk-launcher-Log-Key-5f0e9a2c71d4"
 
 
-def exited_within(pid: int, within: float) -> bool:
-    """Wait on the process's exit itself (a pidfd turns readable when it exits), at most
-    ``within`` seconds; whether it has exited (a zombie has; a process never seen has)."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        readable, _, _ = select.select([pidfd], [], [], within)
-        return bool(readable)
-    finally:
-        os.close(pidfd)
-
-
 @pytest.fixture
 def daemon_pid(tmp_path: Path) -> Iterator[Path]:
     """Where the escaping grandchild writes its pid; killed at the end if it survived."""
@@ -250,8 +236,8 @@ def test_a_grandchild_that_left_the_group_and_session_is_stopped(
         process.write(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n', timeout=60)
         assert process.read_line(timeout=60, limit=1000) is not None
         pid = int(daemon_pid.read_text())
-        assert (False, True) == (exited_within(pid, 0), os.getsid(pid) != os.getsid(process.pid))
-    assert exited_within(pid, 60)
+        assert (False, True) == (wait_exit(pid, 0), os.getsid(pid) != os.getsid(process.pid))
+    assert wait_exit(pid, 60)
 
 
 def test_the_log_is_scrubbed_of_every_form_of_a_key_split_or_not(tmp_path: Path) -> None:
@@ -259,7 +245,9 @@ def test_the_log_is_scrubbed_of_every_form_of_a_key_split_or_not(tmp_path: Path)
     reaches the server's log only as the marker."""
     register_secret(SERVER_KEY)
     log = tmp_path / "server.log"
-    launcher = SubprocessLauncher(grace=0.5, env={**os.environ, "TWINFLOW_TEST_MCP_TOKEN": SERVER_KEY})
+    launcher = SubprocessLauncher(
+        grace=0.5, env={**os.environ, "TWINFLOW_TEST_MCP_TOKEN": SERVER_KEY}
+    )
     with launcher.spawn([sys.executable, str(SECRET_SERVER)], log_path=log):
         pass
     text = log.read_text()

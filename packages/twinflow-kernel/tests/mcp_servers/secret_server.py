@@ -2,12 +2,12 @@
 
     python secret_server.py [--daemon PIDFILE] [--flood BYTES]
 
-It serves one tool, ``echo``, over stdio. Its key is ``TWINFLOW_TEST_MCP_TOKEN`` (forwarded
+It serves two tools, ``echo`` and ``fail``, over stdio. Its key is ``TWINFLOW_TEST_MCP_TOKEN`` (forwarded
 with ``pass_env``), and it tries every way to leak it:
 
 - on stderr (its log): the key as is, upper-cased, lower-cased, and split across two writes;
 - in ``echo``'s result: the key split across two text blocks, and mixed-case in a third;
-- in a JSON-RPC error to a ``tools/call`` of any other tool: the key upper-cased.
+- in the JSON-RPC error it answers ``fail`` with: the key upper-cased.
 
 ``--daemon PIDFILE``: before it answers anything, it starts a grandchild that leaves its
 process group and session (``setsid`` and a double fork), ignores SIGTERM, writes its pid to
@@ -28,6 +28,7 @@ ECHO = {
     "description": "Echo a text.",
     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
 }
+FAIL = {**ECHO, "name": "fail", "description": "Fail."}
 
 
 def daemon(pid_file: str) -> None:
@@ -87,7 +88,7 @@ def main(argv: list[str]) -> None:
                 }
             )
         elif method == "tools/list":
-            send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": [ECHO]}})
+            send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": [ECHO, FAIL]}})
         elif method == "tools/call" and request["params"]["name"] == "echo":
             blocks = [
                 {"type": "text", "text": f"half {KEY[:9]}"},

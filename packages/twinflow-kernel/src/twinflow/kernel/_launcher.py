@@ -45,6 +45,39 @@ MAX_LOG_BYTES = 10 * 1024 * 1024
 _READ_BYTES = 65536
 
 
+def wait_exit(pid: int, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for process ``pid`` to exit; whether it has.
+
+    Any process, not only a child: on Linux the wait is on the process itself (a pidfd turns
+    readable when it exits; a zombie has exited), elsewhere on ``kill(pid, 0)`` every 20 ms.
+    The caller makes sure ``pid`` is not yet reaped (a reaped pid may be another process's).
+    """
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    except (AttributeError, OSError):
+        end = time.monotonic() + timeout
+        while _signalable(pid) and time.monotonic() < end:
+            time.sleep(0.02)
+        return not _signalable(pid)
+    try:
+        readable, _, _ = select.select([pidfd], [], [], max(timeout, 0.0))
+        return bool(readable)
+    finally:
+        os.close(pidfd)
+
+
+def _signalable(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class _LogPump:
     """Copies what a server writes to a pipe into its log: scrubbed of secrets, bounded.
 
@@ -198,9 +231,8 @@ class ServerProcess(Closing):
         if self._lifeline is not None:
             os.close(self._lifeline)
             self._lifeline = None
-        end = time.monotonic() + self._grace + 2.0
-        while not self._exited() and time.monotonic() < end:
-            time.sleep(0.02)
+        if not self._exited():
+            wait_exit(self.pid, self._grace + 2.0)
         if self._popen.returncode is None:
             self._kill_group()
             self._popen.wait()
@@ -321,9 +353,8 @@ class PipedProcess(ServerProcess):
         if self._stdin is not None:
             os.close(self._stdin)
             self._stdin = None
-            end = time.monotonic() + self._grace
-            while not self._exited() and time.monotonic() < end:
-                time.sleep(0.02)
+            if not self._exited():
+                wait_exit(self.pid, self._grace)
         super().stop()
         if self._stdout is not None:
             os.close(self._stdout)

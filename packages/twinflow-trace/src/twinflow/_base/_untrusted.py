@@ -70,15 +70,17 @@ _MIN_INSIDE = 8
 _MIN_ENCODED = 12
 """Shortest key whose encodings are scrubbed too (a shorter base64 core could match anything)."""
 
-_CREDENTIAL_WORD = (
-    r"(?:bearer|basic|token|api[_-]?key|apikey|x-api-key|key|password|passwd|secret"
-    r"|authorization)"
+_LEAD = re.compile(
+    r"""\b(?:bearer|basic|token|api[_-]?key|apikey|key|password|passwd|secret|authorization)"""
+    r"""["']?\s*[:=]?\s*["']?\Z""",
+    re.IGNORECASE,
 )
-"""Words after which a short key is a credential (``Bearer ma``, ``api_key=ma``)."""
-_LEAD = _CREDENTIAL_WORD + r"""["']?\s*[:=]?\s*["']?"""
-"""A credential word, then at most a quote, a ``:`` or ``=``, spaces and a quote."""
-_TOKEN_END = r"(?![A-Za-z0-9_.~+/=-])"
-"""A short key must end its token: ``ma`` in ``Bearer mama`` is not the key."""
+"""What must end the text just before a short key for it to be a credential (``Bearer ma``,
+``api_key=ma``, ``"token": "ma"``)."""
+_LEAD_WINDOW = 24
+"""How far before a short key `_LEAD` looks."""
+_TOKEN = r"A-Za-z0-9_.~+/-"
+"""The characters of a token: a short key must stand alone (``ma`` in ``mama`` is no key)."""
 
 _forms: set[str] = set()
 """Every form matched in any case, anywhere (keys of `_MIN_INSIDE` or more; it only grows)."""
@@ -118,9 +120,16 @@ def _base64_cores(secret: bytes) -> Iterable[str]:
             yield urlsafe
 
 
-def _alternatives(forms: Iterable[str]) -> str:
+_GAP = r"(?:\r?\n|(?:\\r)?\\n| )?"
+"""What a reader may put between two pieces it joins (a line break, raw or JSON-escaped, or a
+space): a key of `_MIN_INSIDE` characters is found with one such gap between any two of its
+characters, so a key sent in two blocks that are joined by a newline is still found whole."""
+
+
+def _alternatives(forms: Iterable[str], gap: str = "") -> str:
     # Longest first, so a form that contains another is replaced whole.
-    return "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
+    ordered = sorted(forms, key=len, reverse=True)
+    return "|".join(gap.join(re.escape(c) for c in f) if gap else re.escape(f) for f in ordered)
 
 
 def _compile(
@@ -128,14 +137,26 @@ def _compile(
 ) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[bytes]]:
     """The patterns for values, for field names (no short keys) and for bytes.
 
-    A match of the short alternative keeps its credential word (group ``lead``).
+    A short key matches as a lone token (group ``short``); `_credential_at` then decides.
     """
-    parts = [f"(?i:{_alternatives(forms)})" if forms else "", _alternatives(exact)]
+    parts = [f"(?i:{_alternatives(forms, _GAP)})" if forms else "", _alternatives(exact)]
     names = "|".join(p for p in parts if p) or "(?!)"
     if short:
-        parts.append(f"(?i:\\b(?P<lead>{_LEAD})(?:{_alternatives(short)}){_TOKEN_END})")
+        parts.append(f"(?i:(?<![{_TOKEN}])(?P<short>{_alternatives(short)})(?![{_TOKEN}]))")
     text = "|".join(p for p in parts if p)
     return re.compile(text), re.compile(names), re.compile(text.encode("utf-8"))
+
+
+def _credential_at(match: re.Match[str] | re.Match[bytes]) -> bool:
+    """Whether a match is a secret: any match of a long form, a short key only after a
+    credential word (`_LEAD`)."""
+    if "short" not in match.re.groupindex or match.group("short") is None:
+        return True
+    start = match.start()
+    before = match.string[max(0, start - _LEAD_WINDOW) : start]
+    if isinstance(before, bytes):
+        before = before.decode("utf-8", "replace")
+    return _LEAD.search(before) is not None
 
 
 def register_secret(secret: str) -> None:
@@ -170,13 +191,11 @@ def register_secret(secret: str) -> None:
 
 
 def _replace(match: re.Match[str]) -> str:
-    lead = match.group("lead") if "lead" in match.re.groupindex else None
-    return REDACTED if lead is None else lead + REDACTED
+    return REDACTED if _credential_at(match) else match.group()
 
 
 def _replace_bytes(match: re.Match[bytes]) -> bytes:
-    lead = match.group("lead") if "lead" in match.re.groupindex else None
-    return REDACTED.encode("ascii") if lead is None else lead + REDACTED.encode("ascii")
+    return REDACTED.encode("ascii") if _credential_at(match) else match.group()
 
 
 def scrub(text: str) -> str:
@@ -198,11 +217,12 @@ def has_secrets() -> bool:
 
 def holds_secret(text: str | bytes) -> bool:
     """Tell whether `scrub` (or `scrub_bytes`, for bytes) would change ``text``."""
+    matches: Iterable[re.Match[str] | re.Match[bytes]]
     if isinstance(text, bytes):
-        found = _bytes_pattern is not None and _bytes_pattern.search(text) is not None
+        matches = () if _bytes_pattern is None else _bytes_pattern.finditer(text)
     else:
-        found = _pattern is not None and _pattern.search(text) is not None
-    return found
+        matches = () if _pattern is None else _pattern.finditer(text)
+    return any(_credential_at(match) for match in matches)
 
 
 def _scrub_name(name: str) -> str:
@@ -233,7 +253,7 @@ def _scrub_joined(items: list[JsonValue]) -> list[JsonValue]:
     if pattern is None or len(pieces) < 2:
         return items
     joined = "".join(text for _, text in pieces)
-    spans = [m.span() for m in pattern.finditer(joined)]
+    spans = [m.span() for m in pattern.finditer(joined) if _credential_at(m)]
     if not spans:
         return items
     out = list(items)
