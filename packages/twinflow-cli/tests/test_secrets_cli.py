@@ -1,14 +1,16 @@
-"""Secrets and processes of ``twinflow run`` with a hostile MCP server, as real processes.
+"""Secrets and processes of ``twinflow run`` and ``eval run`` with hostile servers, as real processes.
 
-The server (`secret_server.py` beside the kernel's tests) leaks its ``pass_env`` key in every
-form it can (its stderr, split across two writes; a result split across two text blocks;
+The MCP server (`secret_server.py` beside the kernel's tests) leaks its ``pass_env`` key in
+every form it can (its stderr, split across two writes; a result split across two text blocks;
 upper-cased in an error) and leaves a grandchild outside its process group and session. The
-model is a scripted OpenAI-compatible server on loopback.
+model is a scripted OpenAI-compatible server on loopback, which puts the key in a tool's
+arguments, or in its answers to an eval's cases.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -18,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_testkit import calc_project, scripted_chat
+from cli_testkit import EVAL_PROMPT, SUMS, calc_project, chat_answer, completion, scripted_chat
 from test_mcp_cli import SERVERS, calling, events, spec_text, stdio_server, twinflow
 
 from twinflow.kernel import LoopbackServer
 from twinflow.kernel._launcher import wait_exit
+from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 
 KEY = "sk-mcp-Secret-Key-7c1d9e40b2f8"
 """The server's key (``TWINFLOW_TEST_MCP_TOKEN``): mixed case, so its case variants differ."""
@@ -73,9 +76,10 @@ def test_no_form_of_the_key_leaves_the_run_and_no_process_outlives_it(
     project: Path, model: Callable[[str, dict[str, Any]], str], tool: str, expected: str | None
 ) -> None:
     """The key in the server's log (cased, split across writes), in a result split across
-    blocks, upper-cased in an error: no file, output or page holds any of it; the grandchild
-    that left the server's group and session is gone once the run has ended."""
-    spec = secret_spec(project, model(tool, {"text": "hi"}), tool)
+    blocks, upper-cased in an error and in the tool's arguments: no file, output or page holds
+    any of it; the grandchild that left the server's group and session is gone once the run
+    has ended."""
+    spec = secret_spec(project, model(tool, {"text": f"arg {KEY.upper()}"}), tool)
     out = project / "run"
     made = twinflow(
         "run", str(spec), "--out", str(out), cwd=project, env={"TWINFLOW_TEST_MCP_TOKEN": KEY}
@@ -147,3 +151,39 @@ def test_a_very_short_dummy_key_never_breaks_a_run_or_its_replay(
     assert (0, 0) == (replayed.returncode, verified.returncode), replayed.stderr + verified.stderr
     assert MARKER not in trace.read_text()
     assert f"({dummy} max text)" in trace.read_text()
+
+
+def leaky_answers(request: LoopbackRequest) -> LoopbackResponse:
+    """A model answering every case with the key upper-cased, lower-cased and split by a line."""
+    body = request.json_value()
+    assert isinstance(body, dict)
+    answer = f"5 {KEY.upper()} {KEY.lower()} {KEY[:9]}\n{KEY[9:]}"
+    action = {"action": "final", "answer": answer}
+    return chat_answer(body, completion({"role": "assistant", "content": json.dumps(action)}))
+
+
+def test_no_form_of_the_model_key_reaches_an_eval_run_directory(tmp_path: Path) -> None:
+    """Answers holding the model's key in three forms: results, case files, traces, trace
+    pages and both lab notes hold none of it."""
+    with LoopbackServer(leaky_answers) as server:
+        project = calc_project(tmp_path, server.url, prompt=EVAL_PROMPT, dataset=SUMS)
+        spec = project / "spec.yaml"
+        spec.write_text(
+            spec.read_text().replace("  dialect:", "  api_key_env: TWINFLOW_MODEL_KEY\n  dialect:")
+        )
+        made = twinflow(
+            "eval",
+            "run",
+            "dataset.yaml",
+            "--spec",
+            "spec.yaml",
+            "--out",
+            "out",
+            cwd=project,
+            env={"TWINFLOW_MODEL_KEY": KEY},
+        )
+    assert made.returncode in (0, 1), made.stderr
+    written = {p.name: p.read_text() for p in (project / "out").rglob("*") if p.is_file()}
+    assert {"results.json", "lab-notes.md", "lab-notes.html"} <= set(written)
+    assert [] == leaks([*written.values(), made.stdout, made.stderr])
+    assert 3 <= written["lab-notes.md"].count(MARKER)
