@@ -329,8 +329,8 @@ _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "a token with a well-known prefix",
         re.compile(
-            r"(?<![A-Za-z0-9])(?:sk|pk|rk|sk-proj|sk-ant|ghp|gho|ghs|ghu|ghr|github_pat|glpat"
-            r"|xox[abposr]|hf|gsk|r8|AIza|npm|pypi|shpat|SG\.)[_.-]?[A-Za-z0-9_\-.]{12,}"
+            r"(?<![A-Za-z0-9])(?:(?:sk|pk|rk|ghp|gho|ghs|ghu|ghr|github_pat|glpat|xox[abposr]"
+            r"|hf|gsk|r8|npm|pypi|shpat)[_-]|SG\.|AIza)[A-Za-z0-9_\-.]{12,}"
         ),
     ),
     ("a JSON web token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.")),
