@@ -74,6 +74,7 @@ from typing import Any
 
 from _common import Figures, parse_mode
 from _hostile_continue import continuations
+from _hostile_secrets import secrets_as_a_class
 
 from twinflow._base._errors import FileWriteError, UnsafePathError
 from twinflow._base._files import hold_directory, write_new, write_replace
@@ -1298,6 +1299,7 @@ def main() -> int:
         prefix_checkpoints(figures, work, sizes=range(0, 12) if full else range(0, 12, 5))
         planted_auditor(figures, work)
         continuations(figures, work)
+        secrets_as_a_class(figures, work, full)
     return figures.finish(args.json)
 
 
