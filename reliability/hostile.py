@@ -1,6 +1,6 @@
 """Hostile-input campaign: received bundles, hostile servers, planted links, concurrent runs, secrets.
 
-Twelve attacks, each counted, each with the invariant it must not break:
+Thirteen attacks, each counted, each with the invariant it must not break:
 
 1. **Hostile bundles.** A received directory holds a real trace, a spec naming a tool module
    that marks its own import (beside the trace, and as a `json`-like name in the working
@@ -46,6 +46,7 @@ Twelve attacks, each counted, each with the invariant it must not break:
     unless the tail is accepted explicitly or the origin named.
 12. **Planted auditor modules.** ``twinflow/trace/__main__.py``, ``argparse.py``, ``pathlib.py``
     beside a trace: the ``twinflow-trace`` script and ``python -P -m twinflow.trace`` run none.
+13. **Secrets as a class, processes that end with the run** (`_hostile_secrets.py`).
 
     .venv/bin/python reliability/hostile.py --short | --full
 """
