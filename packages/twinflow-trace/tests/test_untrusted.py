@@ -193,9 +193,19 @@ def test_a_short_key_never_touches_a_field_name() -> None:
     assert {"q7": {"Bearer q7": f"Bearer {REDACTED}", "max_tokens": 1}} == scrub_value(value)
 
 
-def test_a_streamed_piece_ending_in_the_start_of_the_key_in_any_case_is_held() -> None:
-    """The printer holds back the end of a piece that begins the key in another case."""
-    assert 12 == unfinished_secret(f"hello {KEY.upper()[:12]}")
+@pytest.mark.parametrize(
+    ("piece", "held"),
+    [
+        (f"hello {KEY.upper()[:12]}", 12),
+        (f"hello {KEY[:9]}\n", 10),
+        (f"hello {KEY[:4]}\n{KEY[4:9]}", 10),
+        ("hello world", 0),
+    ],
+)
+def test_a_streamed_piece_ending_in_the_start_of_the_key_is_held(piece: str, held: int) -> None:
+    """The printer holds back the end of a piece that begins the key, in another case or cut
+    by a line break, and nothing of a piece that cannot begin it."""
+    assert held == unfinished_secret(piece)
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,7 @@ that refuse one before it is written (a spec's ``env``, an endpoint URL).
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 import unicodedata
@@ -296,23 +297,41 @@ def scrub_value(value: JsonValue) -> JsonValue:
     return value
 
 
+@functools.lru_cache(maxsize=4)
+def _begun(forms: frozenset[str]) -> re.Pattern[str]:
+    """What matches the end of a text that begins one of ``forms`` (a gap allowed inside and
+    after it, as `scrub` allows): ``c1(?:gap c2(?:gap c3 ...)?)?`` then an optional gap."""
+    alternatives = []
+    for form in forms:
+        nested = ""
+        for char in reversed(form[1:]):
+            nested = f"(?:{_GAP}{re.escape(char)}{nested})?"
+        alternatives.append(re.escape(form[0]) + nested)
+    return re.compile(f"(?i:{'|'.join(alternatives)}){_GAP}\\Z")
+
+
 def unfinished_secret(text: str) -> int:
     """Length of the longest end of ``text`` that begins a secret's form (0 if none).
 
     A streaming printer (and a server log's writer) holds that much back until the next piece
     arrives, so a secret split across two pieces is still found whole, while text that cannot
-    begin one is shown at once. Forms matched in any case are compared in any case.
+    begin one is shown at once. Forms matched in any case, or cut by a line break, are found
+    so here too.
     """
     forms, exact, _ = _installed
     longest = 0
-    folded = text[-max((len(f) for f in forms), default=0) :].lower() if forms else ""
-    for form, end in [(f.lower(), folded) for f in forms] + [(f, text) for f in exact]:
-        for size in range(min(len(form) - 1, len(end)), longest, -1):
-            if end.endswith(form[:size]):
+    if forms:
+        # Twice the longest form: with a gap between every two characters, a begun form is
+        # never longer than that.
+        tail = text[-2 * max(len(f) for f in forms) - 2 :]
+        found = _begun(forms).search(tail)
+        longest = 0 if found is None else len(tail) - found.start()
+    for form in exact:
+        for size in range(min(len(form) - 1, len(text)), longest, -1):
+            if text.endswith(form[:size]):
                 longest = size
                 break
-    # Lower-casing can lengthen a character (``İ``): never hold back more than there is.
-    return min(longest, len(text))
+    return longest
 
 
 _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
