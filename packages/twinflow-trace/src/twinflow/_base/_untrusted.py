@@ -22,8 +22,12 @@ exact key in any case (upper, lower, mixed: a server that echoes it upper-cased 
 it); its JSON-escaped forms; its URL-encoding (``quote(key, safe="")``) when it differs; and,
 from `_MIN_ENCODED` characters, the base64 of the key at each of the three alignments it can
 have inside a longer base64 text (``user:key`` for Basic auth, ``Bearer key``, a JSON blob), so a
-key base64-encoded after any prefix is found. `scrub_value` also finds a key split across the
-parts of a list that a reader joins (text parts, content blocks, a list of strings).
+key base64-encoded after any prefix is found. The exact, JSON and URL forms are found with one
+line break (raw or JSON-escaped) or space between any two characters, what a reader puts
+between the blocks it joins (an MCP result's text blocks become one text joined by newlines);
+`scrub_value` also finds a key split across the parts of a list that a reader joins (text
+parts, content blocks, a list of strings), and `unfinished_secret` tells a streaming writer how
+much to hold back. Not found: a key base64'd in another case or encoded twice.
 
 A shorter key (``x``, ``ma``: the dummy a keyless local server is given) is no secret a
 scrubber can keep: it is guessable, and matching it inside text would rewrite ordinary words
