@@ -49,6 +49,7 @@ Thirteen attacks, each counted, each with the invariant it must not break:
 13. **Signed evidence** (`_hostile_signed.py`): forged, copied and moved signed decisions,
     received unsigned ones, shared call ids, one witness key under two names, and witness
     states edited by hand: none is accepted.
+13. **Secrets as a class, processes that end with the run** (`_hostile_secrets.py`).
 
     .venv/bin/python reliability/hostile.py --short | --full
 """
@@ -78,6 +79,7 @@ from typing import Any
 from _common import Figures, parse_mode
 from _hostile_continue import continuations
 from _hostile_signed import signed_evidence
+from _hostile_secrets import secrets_as_a_class
 
 from twinflow._base._errors import FileWriteError, UnsafePathError
 from twinflow._base._files import hold_directory, write_new, write_replace
@@ -1307,6 +1309,7 @@ def main() -> int:
         from _hostile_disclose import disclose
 
         disclose(figures, work, server.url)
+        secrets_as_a_class(figures, work, full)
     return figures.finish(args.json)
 
 

@@ -196,3 +196,19 @@ def test_the_stream_printer_scrubs_a_key_split_across_deltas() -> None:
         printer(TextDelta(text=f"{key[cut:]} b"))
         printer(END)
         assert f"{REPLY_PREFIX}a {REDACTED} b\n" == terminal.shown()
+
+
+@pytest.mark.parametrize("joint", ["", "\n"])
+def test_the_stream_printer_scrubs_a_cased_key_cut_by_a_line_between_deltas(joint: str) -> None:
+    """The key upper-cased, cut between two deltas, the first ending in a line break: no
+    character of it reaches the terminal."""
+    key = "sk-cased-Across-deltas-40be"
+    register_secret(key)
+    shown = key.upper()
+    for cut in range(1, len(key)):
+        terminal = Utf8Terminal()
+        printer = TextPrinter(terminal)
+        printer(TextDelta(text=f"a {shown[:cut]}{joint}"))
+        printer(TextDelta(text=f"{shown[cut:]} b"))
+        printer(END)
+        assert f"{REPLY_PREFIX}a {REDACTED} b\n" == terminal.shown()

@@ -1,17 +1,21 @@
 """SubprocessLauncher: health wait, logs, stopping, and no orphans even when the parent dies."""
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from twinflow._base._untrusted import REDACTED, register_secret
 from twinflow.kernel import SubprocessLauncher, free_port
 from twinflow.kernel._errors import LaunchError
+from twinflow.kernel._launcher import wait_exit
 from twinflow.trace import UserError
 
 # A server stand-in: spawns a grandchild, writes "<guard> <child> <grandchild>" pids to a file,
@@ -203,3 +207,62 @@ def test_launch_refuses_bad_arguments(tmp_path: Path) -> None:
         launcher.launch(
             ["true"], health_url="http://example.com/v1/models", deadline=1, log_path=tmp_path / "l"
         )
+
+
+SECRET_SERVER = Path(__file__).parent / "mcp_servers" / "secret_server.py"
+SERVER_KEY = "sk-launcher-Log-Key-5f0e9a2c71d4"
+
+
+@pytest.fixture
+def daemon_pid(tmp_path: Path) -> Iterator[Path]:
+    """Where the escaping grandchild writes its pid; killed at the end if it survived."""
+    pid_file = tmp_path / "daemon.pid"
+    yield pid_file
+    if pid_file.exists():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_a_grandchild_that_left_the_group_and_session_is_stopped(
+    tmp_path: Path, daemon_pid: Path
+) -> None:
+    """setsid and a double fork, SIGTERM ignored: the grandchild is gone once stop() returns."""
+    process = SubprocessLauncher(grace=0.5).spawn(
+        [sys.executable, str(SECRET_SERVER), "--daemon", str(daemon_pid)],
+        log_path=tmp_path / "server.log",
+    )
+    with process:
+        # The server answers only once the grandchild's pid is written.
+        process.write(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n', timeout=60)
+        assert process.read_line(timeout=60, limit=1000) is not None
+        pid = int(daemon_pid.read_text())
+        assert (False, True) == (wait_exit(pid, 0), os.getsid(pid) != os.getsid(process.pid))
+    assert wait_exit(pid, 60)
+
+
+def test_the_log_is_scrubbed_of_every_form_of_a_key_split_or_not(tmp_path: Path) -> None:
+    """The key the process read, as is, upper-, lower-cased and split across two writes,
+    reaches the server's log only as the marker."""
+    register_secret(SERVER_KEY)
+    log = tmp_path / "server.log"
+    launcher = SubprocessLauncher(
+        grace=0.5, env={**os.environ, "TWINFLOW_TEST_MCP_TOKEN": SERVER_KEY}
+    )
+    with launcher.spawn([sys.executable, str(SECRET_SERVER)], log_path=log):
+        pass
+    text = log.read_text()
+    assert 4 == text.count(REDACTED), text
+    assert [] == [f for f in (SERVER_KEY, SERVER_KEY[:7]) if f.lower() in text.lower()]
+
+
+def test_the_log_is_bounded_and_says_what_it_dropped(tmp_path: Path) -> None:
+    """A server writing past max_log_bytes: the log keeps that much and says how much was dropped."""
+    log = tmp_path / "server.log"
+    launcher = SubprocessLauncher(grace=0.5, max_log_bytes=1000)
+    with launcher.spawn([sys.executable, str(SECRET_SERVER), "--flood", "50000"], log_path=log):
+        pass
+    data = log.read_bytes()
+    kept, notice = data[:1000], data[1000:].decode()
+    assert b"f" * 1000 == kept
+    assert "this log reached its limit of 1000 bytes" in notice
+    assert notice.strip().endswith("were dropped]")

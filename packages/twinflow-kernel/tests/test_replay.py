@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from twinflow._base._untrusted import REDACTED, register_secret
 from twinflow.kernel import (
     HttpTransport,
     LoopbackServer,
@@ -201,3 +202,15 @@ def test_a_recording_that_is_not_records_is_refused(tmp_path: Path) -> None:
         ReplayTransport(path)
     with pytest.raises(UserError, match="cannot read"):
         ReplayTransport(tmp_path / "absent.jsonl")
+
+
+def test_a_recording_never_holds_a_key_the_process_read(tmp_path: Path) -> None:
+    """A server echoing the key, in another case: the recording holds the marker instead."""
+    key = "sk-recording-Key-31f0c9d2a7e4"
+    register_secret(key)
+    inner = MockTransport(lambda url, body: {"echo": f"bad key {key.upper()}"})
+    path = tmp_path / "recording.jsonl"
+    with RecordingTransport(inner, path) as recorder:
+        recorder.post_json("http://127.0.0.1:1/v1", {"q": 1}, timeout=5)
+    text = path.read_text()
+    assert (False, True) == (key.lower() in text.lower(), REDACTED in text)

@@ -13,11 +13,14 @@ import pytest
 from twinflow._base._files import write_new
 from twinflow._base._untrusted import (
     REDACTED,
+    credential_shape,
     for_terminal,
     holds_secret,
     register_secret,
     scrub,
+    scrub_bytes,
     scrub_value,
+    unfinished_secret,
 )
 from twinflow.trace import canonical_bytes
 from twinflow.vocab import JsonValue
@@ -125,3 +128,122 @@ def test_a_secret_escaped_inside_encoded_json_is_found_and_scrubbed(secret: str)
     assert not holds_secret(canonical_bytes(scrub_value(value)))
     # And as the standard library writes JSON by default (non-ASCII escaped too).
     assert holds_secret(json.dumps(value).encode())
+
+
+@pytest.mark.parametrize("form", [KEY.upper(), KEY.lower(), KEY.swapcase(), KEY.title()])
+def test_every_case_variant_of_the_key_is_scrubbed(form: str) -> None:
+    """A server that upper-cases, lower-cases or mixes the key's case still leaks nothing."""
+    assert f"echo {REDACTED}!" == scrub(f"echo {form}!")
+    assert f"echo {REDACTED}!".encode() == scrub_bytes(f"echo {form}!".encode())
+
+
+@pytest.mark.parametrize("joint", ["\n", "\r\n", " ", "\\n"])
+def test_a_key_cut_by_the_separator_a_reader_joins_with_is_scrubbed(joint: str) -> None:
+    """Two blocks joined by a line break (raw or JSON-escaped) or a space: found whole."""
+    assert f"a {REDACTED} b" == scrub(f"a {KEY[:10]}{joint}{KEY[10:]} b")
+
+
+def test_a_key_split_across_parts_a_reader_joins_is_cut_from_each_part() -> None:
+    """Text parts a reader concatenates (`Message.text`) and a list of strings: each part
+    holding a piece of the key has that piece replaced; other parts are left alone."""
+    parts: JsonValue = [
+        {"kind": "text", "text": f"one {KEY[:6]}"},
+        {"kind": "text", "text": KEY[6:20]},
+        {"kind": "text", "text": f"{KEY[20:]} two"},
+        {"kind": "image", "data": "AAAA"},
+    ]
+    expected = [
+        {"kind": "text", "text": f"one {REDACTED}"},
+        {"kind": "text", "text": REDACTED},
+        {"kind": "text", "text": f"{REDACTED} two"},
+        {"kind": "image", "data": "AAAA"},
+    ]
+    assert expected == scrub_value(parts)
+    assert ["a", REDACTED, f"{REDACTED}b"] == scrub_value(["a", KEY[:9], f"{KEY[9:]}b"])
+
+
+SHORT = "q7"
+register_secret(SHORT)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Bearer q7", f"Bearer {REDACTED}"),
+        ("Authorization: bearer Q7", f"Authorization: bearer {REDACTED}"),
+        ("?api_key=q7&x=1", f"?api_key={REDACTED}&x=1"),
+        ('{"token": "q7"}', f'{{"token": "{REDACTED}"}}'),
+        ("invalid key: q7", f"invalid key: {REDACTED}"),
+        ("q7", "q7"),
+        ("the q7 step", "the q7 step"),
+        ("q7q7 aq7 q7b", "q7q7 aq7 q7b"),
+        ("Bearer q7b", "Bearer q7b"),
+    ],
+)
+def test_a_short_key_is_scrubbed_only_after_a_credential_word(text: str, expected: str) -> None:
+    """A key shorter than eight characters is replaced where a credential word introduces it,
+    never inside other text or as a word of its own."""
+    assert expected == scrub(text)
+    assert (expected != text) == holds_secret(text)
+
+
+def test_a_short_key_never_touches_a_field_name() -> None:
+    """Field names stay whatever short key is registered; a credential value is replaced."""
+    value: JsonValue = {"q7": {"Bearer q7": "Bearer q7", "max_tokens": 1}}
+    assert {"q7": {"Bearer q7": f"Bearer {REDACTED}", "max_tokens": 1}} == scrub_value(value)
+
+
+@pytest.mark.parametrize(
+    ("piece", "held"),
+    [
+        (f"hello {KEY.upper()[:12]}", 12),
+        (f"hello {KEY[:9]}\n", 10),
+        (f"hello {KEY[:4]}\n{KEY[4:9]}", 10),
+        ("hello world", 0),
+    ],
+)
+def test_a_streamed_piece_ending_in_the_start_of_the_key_is_held(piece: str, held: int) -> None:
+    """The printer holds back the end of a piece that begins the key, in another case or cut
+    by a line break, and nothing of a piece that cannot begin it."""
+    assert held == unfinished_secret(piece)
+
+
+@pytest.mark.parametrize(
+    ("value", "shape"),
+    [
+        ("postgres://app:s3cret@db:5432/app", "a URL with user:password@"),
+        ("redis://:s3cret@cache:6379/0", "a URL with user:password@"),
+        ("sk-ant-api03-abcdefghijklmnop", "a token with a well-known prefix"),
+        ("ghp_0123456789abcdefghijklmnop", "a token with a well-known prefix"),
+        ("xoxp-1234-5678-abcdefghijkl", "a token with a well-known prefix"),
+        ("glpat-abcdefghij0123456789", "a token with a well-known prefix"),
+        ("AKIAIOSFODNN7EXAMPLE", "an AWS access key id"),
+        ("Bearer abcdefgh.ijk", "an Authorization value"),
+        ("-----BEGIN EC PRIVATE KEY-----\nMHcC", "a PEM block"),
+        ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", "a JSON web token"),
+        (f"prefix {KEY.upper()}", "a key this process read"),
+    ],
+)
+def test_credential_shape_names_what_a_value_holds(value: str, shape: str) -> None:
+    """A credential by its shape, whatever the variable holding it is called."""
+    assert shape == credential_shape(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "/usr/local/bin:/usr/bin",
+        "en_US.UTF-8",
+        "http://127.0.0.1:8080/v1",
+        "https://user@example.org/repo.git",
+        "info",
+        "q7",
+        "sk",
+        "skeleton-key-holder",
+        "task-0123",
+        "x",
+    ],
+)
+def test_ordinary_values_have_no_credential_shape(value: str) -> None:
+    """Paths, locales, URLs without a password, log levels and short words pass."""
+    assert credential_shape(value) is None

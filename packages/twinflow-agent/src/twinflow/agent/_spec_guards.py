@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from twinflow._base._untrusted import credential_shape
 from twinflow.agent._code_record import SpecValue
+from twinflow.agent._errors import SpecError
 from twinflow.kernel import check_endpoint_url
 from twinflow.trace import UserError
 
@@ -115,15 +117,22 @@ class McpServerSpec(SpecValue):
 
     @field_validator("env")
     @classmethod
-    def _no_keys(cls, env: dict[str, str]) -> dict[str, str]:
-        for name in env:
+    def _no_keys(cls, env: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        for name, value in env.items():
             if not _ENV_NAME.fullmatch(name):
                 raise ValueError(f"env: {name[:64]!r} is not an environment variable name")
-            if _CREDENTIAL_NAME.search(name):
-                raise ValueError(
-                    f"env: {name} looks like a credential, and env is copied into the run "
-                    f"directory with the spec: leave it in your environment and name it in "
-                    f"pass_env ([{name}]), which forwards it and scrubs it"
+            # By name (GITHUB_TOKEN) or by what the value looks like (DATABASE_URL holding
+            # user:password@, a ghp_ token, a PEM block).
+            shape = None if _CREDENTIAL_NAME.search(name) else credential_shape(value)
+            if _CREDENTIAL_NAME.search(name) or shape is not None:
+                looks = "looks like a credential" if shape is None else f"holds {shape}"
+                # Raised as is, not as a ValueError: a validation error quotes the input, and
+                # this message must name the variable, never show its value.
+                raise SpecError(
+                    f"mcp_servers: server {info.data.get('name', '?')!r}: env: {name} {looks}, "
+                    "and env is copied into the run directory with the spec: leave it in your "
+                    f"environment and name it in pass_env ([{name}]), which forwards it and "
+                    "scrubs it"
                 )
         return env
 

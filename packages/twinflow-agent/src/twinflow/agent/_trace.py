@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from twinflow._base._untrusted import holds_secret, scrub_value
+from twinflow._base._untrusted import has_secrets, scrub_value
 from twinflow.agent._encode import event_bytes
 from twinflow.agent._events import GENESIS, EventBody, TraceEvent
 from twinflow.trace import (
@@ -43,13 +43,16 @@ def encode_event(event: TraceEvent) -> tuple[bytes, str]:
     return _frame(event_bytes(event))
 
 
-def _scrubbed(event: TraceEvent) -> TraceEvent:
+def _scrubbed(event: TraceEvent) -> TraceEvent | None:
     """The event with every secret in its body replaced by `twinflow._base._untrusted.REDACTED`
-    (`scrub_value`). Its ``seq``, ``prev`` and ``at`` are the writer's own (a number, a digest,
-    a clock reading) and stay: a short secret that happens to be in a digest's hex is no leak,
-    and scrubbing it there would break the chain."""
+    (`scrub_value`), or None when its body holds none. Its ``seq``, ``prev`` and ``at`` are the
+    writer's own (a number, a digest, a clock reading) and stay: a short secret that happens to
+    be in a digest's hex is no leak, and scrubbing it there would break the chain."""
     dumped = event.model_dump(mode="json")
-    dumped["body"] = scrub_value(dumped["body"])
+    body = scrub_value(dumped["body"])
+    if body == dumped["body"]:
+        return None
+    dumped["body"] = body
     return TraceEvent.model_validate(dumped)
 
 
@@ -119,10 +122,13 @@ class TraceWriter:
         """
         typed = TraceEvent(seq=self._size, prev=self._head, at=at, body=body)
         event = event_bytes(typed)
-        if holds_secret(event):
+        if has_secrets():
             # A key the process read reached an event (a server echoed it in an error, the
-            # model in its reply): the event is written with it replaced by the marker.
-            event = event_bytes(_scrubbed(typed))
+            # model in its reply, split across two text parts a reader joins): the event is
+            # written with it replaced by the marker.
+            scrubbed = _scrubbed(typed)
+            if scrubbed is not None:
+                event = event_bytes(scrubbed)
         hexdigest = self._put(event, body.kind)
         self._size += 1
         self._head = hexdigest

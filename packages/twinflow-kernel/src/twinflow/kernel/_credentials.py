@@ -17,7 +17,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-from twinflow._base._untrusted import holds_secret, register_secret
+from twinflow._base._untrusted import credential_shape, register_secret
 from twinflow.trace import UserError
 
 __all__ = [
@@ -80,24 +80,23 @@ def redact_url(url: str) -> str:
     return shown + ("?***" if parts.query else "")
 
 
-_KEY_PREFIX = re.compile(
-    r"(?:sk|pk|rk|ak|key|api[_-]?key|token|AIza|ghp|gho|ghs|xox[abpr]|hf|gsk|r8)[_-]?[A-Za-z0-9_\-]{12,}"
-)
+_KEY_WORD = re.compile(r"(?:key|api[_-]?key|token|ak|pk|rk)[_-]?[A-Za-z0-9_\-]{12,}", re.I)
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-.~+=]{32,}")
 
 
 def _looks_like_a_key(segment: str) -> bool:
     """Tell whether a URL path segment looks like a credential.
 
-    A known key prefix (``sk-``, ``AIza``, ``ghp_``, ``hf_``, ``xoxb-``, ...) followed by 12 or more
-    key characters, or a token of 32 or more characters, either mixing letters and digits (a
-    hex or base64 key, a UUID): longer than model and deployment names are. A secret this process read
-    is found whatever it looks like.
+    A credential by its shape (`credential_shape`: a well-known prefix such as ``sk-``,
+    ``AIza``, ``ghp_``, ``hf_``, ``xoxb-``, an AWS key id...), a key word (``key``, ``token``)
+    followed by 12 or more key characters, or a token of 32 or more characters, those two
+    mixing letters and digits (a hex or base64 key, a UUID): longer than model and deployment
+    names are. A secret this process read is found whatever it looks like.
     """
     segment = urllib.parse.unquote(segment)
-    if holds_secret(segment):
+    if credential_shape(segment) is not None:
         return True
-    shaped = _KEY_PREFIX.fullmatch(segment) or _LONG_TOKEN.fullmatch(segment)
+    shaped = _KEY_WORD.fullmatch(segment) or _LONG_TOKEN.fullmatch(segment)
     return bool(shaped and any(c.isdigit() for c in segment) and any(c.isalpha() for c in segment))
 
 

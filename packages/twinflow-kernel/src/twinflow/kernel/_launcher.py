@@ -1,10 +1,17 @@
 """`SubprocessLauncher`: starts a local server, waits for its health URL, and never leaks it.
 
-The command runs under a small watchdog process (`_guard.py`, see docs/adr/0010) that leads a
-new process group and holds the read end of a "lifeline" pipe whose write end only this process
-holds. Stopping closes the lifeline; so does this process dying, even by SIGKILL. Either way the
-watchdog sends SIGTERM to the group, waits, then SIGKILLs it, so the server and every child it
-started in its group are gone.
+The command runs under a small watchdog process (`_guard.py`, see docs/adr/0010 and 0165) that
+leads a new process group, is the subreaper of everything the command starts, and holds the read
+end of a "lifeline" pipe whose write end only this process holds. Stopping closes the lifeline;
+so does this process dying, even by SIGKILL. Either way the watchdog sends SIGTERM to the group
+and its whole process tree, waits, then SIGKILLs them, so the server and every process it
+started are gone, even one that left the group with ``setsid`` and a double fork.
+
+What the server writes to its log (stderr; stdout too for `SubprocessLauncher.launch`) comes
+through a pipe that this process copies into the log file (`_LogPump`): scrubbed of every
+secret the process has read (`twinflow._base._untrusted.scrub_bytes`, a key split across two
+writes included) and bounded (`SubprocessLauncher`'s ``max_log_bytes``, 10 MiB by default); past
+the bound the rest is read and dropped, and the log says so in its last line.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -24,6 +32,7 @@ from pathlib import Path
 from typing import IO
 
 from twinflow._base._errors import FileWriteError
+from twinflow._base._untrusted import scrub_bytes, unfinished_secret
 from twinflow.kernel._errors import LaunchError
 from twinflow.kernel._netpolicy import is_loopback
 from twinflow.kernel._ports import Closing
@@ -31,6 +40,122 @@ from twinflow.trace import UserError
 
 _GUARD = Path(__file__).with_name("_guard.py")
 _TAIL_BYTES = 2000
+MAX_LOG_BYTES = 10 * 1024 * 1024
+"""The most a launched server writes to its log (what is past it is read and dropped)."""
+_READ_BYTES = 65536
+
+
+def wait_exit(pid: int, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for process ``pid`` to exit; whether it has.
+
+    Any process, not only a child: on Linux the wait is on the process itself (a pidfd turns
+    readable when it exits; a zombie has exited), elsewhere on ``kill(pid, 0)`` every 20 ms.
+    The caller makes sure ``pid`` is not yet reaped (a reaped pid may be another process's).
+    """
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    except (AttributeError, OSError):
+        end = time.monotonic() + timeout
+        while _signalable(pid) and time.monotonic() < end:
+            time.sleep(0.02)
+        return not _signalable(pid)
+    try:
+        readable, _, _ = select.select([pidfd], [], [], max(timeout, 0.0))
+        return bool(readable)
+    finally:
+        os.close(pidfd)
+
+
+def _signalable(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _LogPump:
+    """Copies what a server writes to a pipe into its log: scrubbed of secrets, bounded.
+
+    A thread reads the pipe until every writer has closed it (the server and all it started
+    are gone) or `finish` gives up waiting. The end of a piece that begins a secret is held back
+    until the next, so a key split across two writes is still replaced whole.
+    """
+
+    def __init__(self, source: int, log: IO[bytes], limit: int) -> None:
+        self._source = source
+        self._log = log
+        self._limit = limit
+        self._written = 0
+        self._dropped = 0
+        self._wake_read, self._wake_write = os.pipe2(os.O_CLOEXEC)
+        self._thread = threading.Thread(target=self._copy, name="twinflow-log", daemon=True)
+        self._thread.start()
+
+    def _copy(self) -> None:
+        held = b""
+        while True:
+            readable, _, _ = select.select([self._source, self._wake_read], [], [])
+            if self._source not in readable:
+                break
+            try:
+                chunk = os.read(self._source, _READ_BYTES)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data = scrub_bytes(held + chunk)
+            text = data.decode("utf-8", "surrogateescape")
+            keep = len(
+                text[len(text) - unfinished_secret(text) :].encode("utf-8", "surrogateescape")
+            )
+            held = data[len(data) - keep :] if keep else b""
+            self._put(data[: len(data) - keep])
+        self._put(scrub_bytes(held))
+        self._close_log()
+
+    def _put(self, data: bytes) -> None:
+        room = self._limit - self._written
+        if len(data) > room:
+            self._dropped += len(data) - max(room, 0)
+            data = data[: max(room, 0)]
+        if data:
+            self._written += len(data)
+            self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self._log.write(data)
+            self._log.flush()
+        except (OSError, ValueError):
+            # A full disk or a closed log: the server's output is dropped, never its run.
+            self._dropped += len(data)
+
+    def _close_log(self) -> None:
+        if self._dropped:
+            self._write(
+                f"\n[twinflow: this log reached its limit of {self._limit} bytes; "
+                f"{self._dropped} more bytes the server wrote were dropped]\n".encode()
+            )
+        with contextlib.suppress(OSError):
+            self._log.close()
+
+    def finish(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the copy to reach the pipe's end, then stop it."""
+        if self._wake_write < 0:
+            return
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            # A process outside our reach still holds the pipe: stop copying, keep what is in.
+            os.write(self._wake_write, b"x")
+            self._thread.join()
+        for fd in (self._source, self._wake_read, self._wake_write):
+            os.close(fd)
+        self._wake_write = -1
 
 
 def _tail(path: Path) -> str:
@@ -57,7 +182,7 @@ class ServerProcess(Closing):
         self,
         popen: subprocess.Popen[bytes],
         lifeline: int,
-        log: IO[bytes],
+        log: _LogPump,
         *,
         command: tuple[str, ...],
         health_url: str,
@@ -106,13 +231,13 @@ class ServerProcess(Closing):
         if self._lifeline is not None:
             os.close(self._lifeline)
             self._lifeline = None
-        end = time.monotonic() + self._grace + 2.0
-        while not self._exited() and time.monotonic() < end:
-            time.sleep(0.02)
+        if not self._exited():
+            wait_exit(self.pid, self._grace + 2.0)
         if self._popen.returncode is None:
             self._kill_group()
             self._popen.wait()
-        self._log.close()
+        # The watchdog stopped the whole tree, so every writer of the log's pipe is gone.
+        self._log.finish(self._grace + 2.0)
 
     def close(self) -> None:
         """`stop()`, under the name `Closing` gives a ``with`` block's exit."""
@@ -148,7 +273,7 @@ class PipedProcess(ServerProcess):
         self,
         popen: subprocess.Popen[bytes],
         lifeline: int,
-        log: IO[bytes],
+        log: _LogPump,
         *,
         command: tuple[str, ...],
         log_path: Path,
@@ -228,9 +353,8 @@ class PipedProcess(ServerProcess):
         if self._stdin is not None:
             os.close(self._stdin)
             self._stdin = None
-            end = time.monotonic() + self._grace
-            while not self._exited() and time.monotonic() < end:
-                time.sleep(0.02)
+            if not self._exited():
+                wait_exit(self.pid, self._grace)
         super().stop()
         if self._stdout is not None:
             os.close(self._stdout)
@@ -247,6 +371,7 @@ class SubprocessLauncher:
         poll_interval: float = 0.1,
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
+        max_log_bytes: int = MAX_LOG_BYTES,
     ) -> None:
         """Create the launcher.
 
@@ -255,7 +380,10 @@ class SubprocessLauncher:
             poll_interval: Seconds between health checks.
             env: Environment of the server (default: this process's).
             cwd: Working directory of the server (default: this process's).
+            max_log_bytes: The most of a server's output its log keeps (the rest is dropped,
+                and the log says how much).
         """
+        self._max_log = max_log_bytes
         self._grace = grace
         self._poll = poll_interval
         self._env = dict(env) if env is not None else None
@@ -290,8 +418,7 @@ class SubprocessLauncher:
                 f"health URL {health_url!r} is not a loopback http URL: a launched server is local, "
                 "so pass one like http://127.0.0.1:<port>/v1/models"
             )
-        log = _open_log(Path(log_path))
-        popen, lifeline = self._start_guarded(command, subprocess.DEVNULL, log, log)
+        popen, lifeline, log = self._start_guarded(command, subprocess.DEVNULL, None, log_path)
         server = ServerProcess(
             popen,
             lifeline,
@@ -329,12 +456,11 @@ class SubprocessLauncher:
         command = tuple(command)
         if not command:
             raise UserError("SubprocessLauncher.spawn(command=()): pass the command")
-        log = _open_log(Path(log_path))
         # (read end, write end): the child reads `child_in` and writes `child_out`.
         child_in, ours_in = os.pipe2(os.O_CLOEXEC)
         ours_out, child_out = os.pipe2(os.O_CLOEXEC)
         try:
-            popen, lifeline = self._start_guarded(command, child_in, child_out, log)
+            popen, lifeline, log = self._start_guarded(command, child_in, child_out, log_path)
         except BaseException:
             for fd in (child_in, ours_in, ours_out, child_out):
                 os.close(fd)
@@ -355,11 +481,14 @@ class SubprocessLauncher:
     def _start_guarded(
         self,
         command: tuple[str, ...],
-        stdin: int | IO[bytes],
-        stdout: int | IO[bytes],
-        log: IO[bytes],
-    ) -> tuple[subprocess.Popen[bytes], int]:
-        """Start the watchdog running `command`; returns it and the lifeline's write end."""
+        stdin: int,
+        stdout: int | None,
+        log_path: Path,
+    ) -> tuple[subprocess.Popen[bytes], int, _LogPump]:
+        """Start the watchdog running `command`; returns it, the lifeline's write end and the
+        pump copying its stderr (and its stdout, when ``stdout`` is None) into the log."""
+        log = _open_log(Path(log_path))
+        output_read, output_write = os.pipe2(os.O_CLOEXEC)
         lifeline_read, lifeline_write = os.pipe()
         try:
             popen = subprocess.Popen(
@@ -374,20 +503,22 @@ class SubprocessLauncher:
                     *command,
                 ],
                 stdin=stdin,
-                stdout=stdout,
-                stderr=log,
+                stdout=output_write if stdout is None else stdout,
+                stderr=output_write,
                 pass_fds=(lifeline_read,),
                 start_new_session=True,
                 env=self._env,
                 cwd=self._cwd,
             )
         except OSError as error:
-            os.close(lifeline_write)
+            for fd in (lifeline_write, output_read):
+                os.close(fd)
             log.close()
             raise LaunchError(f"cannot start the watchdog for {command[0]!r}: {error}") from error
         finally:
             os.close(lifeline_read)
-        return popen, lifeline_write
+            os.close(output_write)
+        return popen, lifeline_write, _LogPump(output_read, log, self._max_log)
 
     def _wait_healthy(self, server: ServerProcess, deadline: float) -> None:
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -397,6 +528,7 @@ class SubprocessLauncher:
         while True:
             code = server.returncode
             if code is not None:
+                server.stop()  # the log is whole once the server's tree is gone
                 raise LaunchError(
                     f"server {' '.join(server.command)!r} exited with status {code} before "
                     f"{server.health_url} answered; fix the command. End of its log "
@@ -404,6 +536,7 @@ class SubprocessLauncher:
                 )
             remaining = end - time.monotonic()
             if remaining <= 0:
+                server.stop()
                 raise LaunchError(
                     f"server {' '.join(server.command)!r} did not answer 2xx at {server.health_url} "
                     f"within {deadline:g} s (last: {last}); it was stopped. Raise the deadline if it "
