@@ -325,14 +325,15 @@ def test_a_held_state_refuses_a_second_witness(
     assert "another witness process is cosigning with this state" in err
 
 
-# Each witness process: import everything, say it arrived, wait at the gate, then cosign.
+# Each witness process: import everything, say it arrived (a byte on an inherited pipe), wait
+# at the gate (a FIFO), then cosign.
 _RACER = """
 import os, sys
 from twinflow.cli._main import main
 import twinflow.cli._publish, twinflow.trace._witness
-arrive, gate, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
-with open(arrive, "wb") as f:
-    f.write(b"x")
+arrive, gate, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+os.write(arrive, b"x")
+os.close(arrive)  # the last racer to close (or to die) ends the parent's read
 open(gate, "rb").close()
 sys.exit(main(argv))
 """
@@ -350,16 +351,16 @@ def test_two_witnesses_at_once_on_one_state_one_wins(
     ]
     for round_ in range(3):
         state = f"state{round_}/w.state"
-        arrive, gate = work / f"arrive{round_}", work / f"gate{round_}"
-        os.mkfifo(arrive)
+        gate = work / f"gate{round_}"
         os.mkfifo(gate)
+        arrive, arrived_w = os.pipe()
         racers = [
             start_process(
                 [
                     sys.executable,
                     "-c",
                     _RACER,
-                    str(arrive),
+                    str(arrived_w),
                     str(gate),
                     "witness",
                     req,
@@ -372,15 +373,24 @@ def test_two_witnesses_at_once_on_one_state_one_wins(
                     "--json",
                 ],
                 cwd=work,
+                pass_fds=(arrived_w,),
             )
             for req in requests
         ]
-        arrived = 0
-        while arrived < 2:  # each open blocks until a racer opens the FIFO to write
-            with open(arrive, "rb") as f:
-                arrived += len(f.read())
-        with open(gate, "wb"):  # releases every racer waiting to open the gate
+        os.close(arrived_w)
+        arrived = b""
+        while chunk := os.read(arrive, 2):  # end of file: every racer arrived or died
+            arrived += chunk
+        os.close(arrive)
+        if arrived != b"xx":
+            pytest.fail(f"a racer ended before the gate: {[r.wait().stderr for r in racers]}")
+        # Opening the FIFO read-write never blocks, and releases every racer that opens it to
+        # read while it is held open.
+        held = os.open(gate, os.O_RDWR)
+        try:
             results = [r.wait() for r in racers]
+        finally:
+            os.close(held)
         codes = [r.returncode for r in results]
         assert sorted(codes) in ([0, 1], [0, 2]), [r.stderr for r in results]
         winner = codes.index(0)
