@@ -19,11 +19,13 @@ legitimate home of time, randomness, network and processes). Three mechanisms, o
   removed: the hook is added once, on first use, and does nothing while no guard is active.
 
 "Comes from" means: walking outward from the call, the first frame whose module is not part
-of the standard library (or this guard) belongs to ``twinflow.kernel``. So the kernel's
-transport may open a socket through ``http.client``, while a tool that calls
-``urllib.request.urlopen`` directly is refused. Standard-library bookkeeping named in the
-table's ``allowed_caller`` rows (a log record's timestamp, an event loop's wake-up socket pair)
-is let through, because it never reaches a replayed value.
+of the standard library (or this guard) runs a file the ``twinflow-kernel`` distribution
+installed (its own file list, not a folder or a ``__name__``). So the kernel's transport may
+open a socket through ``http.client``, while a tool that calls ``urllib.request.urlopen``
+directly is refused. Standard-library bookkeeping named in the table's ``allowed_caller`` rows
+(a log record's timestamp, an event loop's wake-up socket pair) is let through for the entries
+its row names and only when it asked itself; it lends nothing to a callback it runs
+(``loop.call_soon(time.time)``), which is judged further out (docs/adr/0166).
 
 What it cannot see: a name bound before the guard started (``from time import time``, a class
 or instance made from ``datetime.datetime`` before the block) keeps the original; C extensions
