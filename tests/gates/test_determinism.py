@@ -568,6 +568,12 @@ RESOLVED = {
     "_ctypes": ("import _ctypes\n", "_ctypes"),
     "_posixsubprocess": ("import _posixsubprocess\n", "_posixsubprocess"),
     "the entropy device": ("f = open('/dev/urandom', 'rb')\n", "/dev/urandom"),
+    "the uptime clock file": ("f = open('/proc/uptime', 'rb')\n", "names a clock file"),
+    "a process's start time": (
+        "from pathlib import Path\n\nx = Path('/proc/self/stat')\n",
+        "names a clock file",
+    ),
+    "the real-time clock": ("f = open('//dev/./rtc0', 'rb')\n", "names a clock file"),
     "the entropy device as bytes": (
         "import os\n\nfd = os.open(b'/dev/random', 0)\n",
         "/dev/random",
@@ -709,6 +715,8 @@ PURE = {
     "a docstring naming the device": '"""Never reads /dev/urandom: ids come from the kernel."""\n',
     "a function docstring that is only the path": 'def f() -> None:\n    """/dev/random"""\n',
     "a message naming the device": "MSG = b'do not open /dev/urandom here'\n",
+    "prose naming a clock file": "MSG = 'the guard refuses /proc/uptime and /proc/stat'\n",
+    "a file that is not a clock": "P = '/proc/self/status'\n",
     "an own submodule relative to __package__": (
         "import importlib\n\nm = importlib.import_module('._other', __package__)\n"
     ),
