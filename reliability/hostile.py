@@ -77,6 +77,7 @@ from typing import Any
 
 from _common import Figures, parse_mode
 from _hostile_continue import continuations
+from _hostile_modules import guard_lends_nothing, modules_off_the_allowlist
 from _hostile_signed import signed_evidence
 
 from twinflow._base._errors import FileWriteError, UnsafePathError
@@ -1307,6 +1308,8 @@ def main() -> int:
         from _hostile_disclose import disclose
 
         disclose(figures, work, server.url)
+        modules_off_the_allowlist(figures, work)
+        guard_lends_nothing(figures)
     return figures.finish(args.json)
 
 
