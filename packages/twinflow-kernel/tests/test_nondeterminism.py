@@ -476,6 +476,29 @@ def test_waiting_for_nothing_and_seeded_draws_raise_no_false_alarm() -> None:
     )
 
 
+def test_a_timeout_on_another_thread_is_not_the_guarded_codes() -> None:
+    """A thread started before the guard may wait with a timeout; the guarded thread may not."""
+    threading = importlib.import_module("threading")
+    go, done, results = threading.Event(), threading.Event(), []
+
+    def worker() -> None:
+        go.wait()
+        try:
+            results.append(threading.Event().wait(0))
+        except NondeterminismError as error:
+            results.append(error)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    with nondeterminism_guard() as record:
+        go.set()
+        done.wait()
+    thread.join()
+    assert ([False], []) == (results, record.violations)
+
+
 def test_the_kernel_is_the_files_its_distribution_lists() -> None:
     """Every kernel module is a listed kernel file; a file beside them that is not listed is not."""
     from importlib import metadata
