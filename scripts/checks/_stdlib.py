@@ -156,7 +156,7 @@ class _Judge:
         module = _defined_in(self.resolver.real(value) if isinstance(value, Pending) else value)
         if module is None or self.allowlist.allows(module, self.relative):
             return
-        what = "" if spelled == module else f" (it is {module}'s)"
+        what = "" if module in spelled.replace("(", " ").split() else f" (it is {module}'s)"
         self.findings.append(
             Finding(
                 line,
