@@ -51,15 +51,21 @@ class Allowlist:
     """Allowed modules whose submodules are allowed too."""
     implemented_by: frozenset[str]
     granted: frozenset[tuple[str, str]]
-    """(file relative to the root, module)."""
+    """(file relative to the root, module); `package.*` for a grant's submodules, `=module`
+    for the C modules its objects come from."""
     refused: frozenset[str] = frozenset()
     """Dotted attributes of allowed modules a shipped module may not reach (`sys.modules`)."""
 
-    def allows(self, module: str, relative: str) -> bool:
-        """Whether the file `relative` may reach the module `module`."""
+    def allows(self, module: str, relative: str, *, defined_in: bool = False) -> bool:
+        """Whether the file `relative` may reach the module `module`; with `defined_in`, an
+        object defined there (a C module's object counts as the allowed module's it
+        implements, while the C module itself, imported by name, does not)."""
         if not is_standard(module) or module == "builtins":
             return True
-        if module in self.modules or module in self.implemented_by:
+        implemented = defined_in and (
+            module in self.implemented_by or (relative, f"={module}") in self.granted
+        )
+        if module in self.modules or implemented:
             return True
         if any(module.startswith(package + ".") for package in self.packages):
             return True
@@ -67,6 +73,12 @@ class Allowlist:
         return (relative, module) in self.granted or any(
             (relative, f"{parent}.*") in self.granted for parent in parents
         )
+
+
+def _private(module: str) -> bool:
+    """A private standard-library module (`_random`, `_socket`, `_functools`): refused by name
+    unless listed, even where a use reaches only data (no public face says what it holds)."""
+    return is_standard(module) and any(part.startswith("_") for part in module.split("."))
 
 
 def is_standard(module: str) -> bool:
@@ -101,7 +113,8 @@ def load_allowlist(root: Path) -> Allowlist:
                 files = row.get("files")
                 if not isinstance(files, list) or not files:
                     raise GateError(f"{ALLOWLIST}: the grant of {module} names no files")
-                granted.update((str(f), name) for f in files for name in names)
+                granted.update((str(f), module) for f in files)
+                granted.update((str(f), f"={name}") for f in files for name in names - {module})
                 if row.get("submodules") is True:
                     granted.update((str(f), f"{module}.*") for f in files)
                 continue
@@ -153,8 +166,9 @@ class _Judge:
         self.findings: list[Finding] = []
 
     def value(self, value: Any, spelled: str, line: int) -> None:
-        module = _defined_in(self.resolver.real(value) if isinstance(value, Pending) else value)
-        if module is None or self.allowlist.allows(module, self.relative):
+        module = _defined_in(value)  # a Pending module by its name: never imported for this
+        defined_in = not isinstance(value, (ModuleType, Pending, Local))
+        if module is None or self.allowlist.allows(module, self.relative, defined_in=defined_in):
             return
         what = "" if module in spelled.replace("(", " ").split() else f" (it is {module}'s)"
         self.findings.append(
@@ -206,12 +220,17 @@ def check_modules(
     for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if not allowlist.allows(alias.name, relative):
+                if _private(alias.name) and not allowlist.allows(alias.name, relative):
+                    judge.module_name(alias.name, f"import {alias.name}", node.lineno)
+                elif not allowlist.allows(alias.name, relative):
                     bound = alias.asname or alias.name.partition(".")[0]
                     imported[bound] = (alias.name, node.lineno)
         elif isinstance(node, ast.ImportFrom):
             absolute = scope._absolute(node)
             if absolute is None:
+                continue
+            if _private(absolute) and not allowlist.allows(absolute, relative):
+                judge.module_name(absolute, f"from {absolute} import ...", node.lineno)
                 continue
             base = resolver.lazy(absolute)
             for alias in node.names:

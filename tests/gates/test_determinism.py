@@ -825,6 +825,11 @@ OFF_THE_ALLOWLIST = {
     "a tracer": ("import trace\n\nt = trace.Trace()\n", "trace"),
     "a C module": ("import _pickle\n\nx = _pickle.loads\n", "_pickle"),
     "a C module built in": ("import _signal\n\nx = _signal.getsignal\n", "_signal"),
+    "a C module used only for an allowed module's object": (
+        "import _functools\n\nx = _functools.reduce\n",
+        "_functools",
+    ),
+    "a C module from-imported": ("from _collections import deque\n", "_collections"),
     "a star import": ("from pickle import *\n", "pickle"),
     "a re-export by a workspace module": (
         "from twinflow.kernel._other import loads\n\nx = loads(b'')\n",
