@@ -848,6 +848,14 @@ OFF_THE_ALLOWLIST = {
         "logging.handlers",
     ),
     "__import__ with a literal": ("m = __import__('xml.sax')\n", "xml.sax"),
+    "a relative dynamic import against a literal package": (
+        "import importlib\n\nm = importlib.import_module('.handlers', 'logging')\n",
+        "logging.handlers",
+    ),
+    "__import__'s fromlist": (
+        "m = __import__('email', fromlist=['utils'])\n",
+        "email.utils",
+    ),
     "importlib's reload": ("import importlib\n\nf = importlib.reload\n", "importlib"),
     "import_module handed on, not called": (
         "from importlib import import_module\n\nf = import_module\n",
