@@ -78,6 +78,7 @@ from typing import Any
 
 from _common import Figures, parse_mode
 from _hostile_continue import continuations
+from _hostile_modules import guard_lends_nothing, modules_off_the_allowlist
 from _hostile_signed import signed_evidence
 from _hostile_secrets import secrets_as_a_class
 
@@ -1310,6 +1311,8 @@ def main() -> int:
 
         disclose(figures, work, server.url)
         secrets_as_a_class(figures, work, full)
+        modules_off_the_allowlist(figures, work)
+        guard_lends_nothing(figures)
     return figures.finish(args.json)
 
 

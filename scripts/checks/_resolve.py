@@ -751,6 +751,14 @@ def _walk(
 _ENTROPY = re.compile(r"(?:^|/)(?:dev/(?:u|s|a)?random|dev/hwrng|proc/sys/kernel/random(?:/.*)?)$")
 
 
+# The kernel's clock files, read the same way: uptime, boot time, a process's start and CPU
+# times, the load average, the real-time clock (the runtime guard refuses opening them).
+_CLOCK_FILES = re.compile(
+    r"(?:^|/)(?:proc/(?:uptime|stat|loadavg|schedstat|timer_list|driver/rtc)"
+    r"|proc/(?:self|thread-self|\d+)(?:/task/\d+)?/(?:stat|schedstat)|dev/rtc\d*|sys/class/rtc(?:/.*)?)$"
+)
+
+
 def _docstrings(nodes: list[ast.AST]) -> set[int]:
     found = set()
     for node in nodes:
@@ -769,6 +777,14 @@ def names_entropy_device(text: str) -> bool:
     return _ENTROPY.search(posixpath.normpath(re.sub(r"/+", "/", word))) is not None
 
 
+def names_clock_file(text: str) -> bool:
+    """Whether `text` is a path to one of the kernel's clock files (`/proc/uptime`)."""
+    word = text.strip()
+    if not word or any(c.isspace() for c in word):
+        return False
+    return _CLOCK_FILES.search(posixpath.normpath(re.sub(r"/+", "/", word))) is not None
+
+
 def _entropy_files(nodes: list[ast.AST]) -> list[Finding]:
     found = []
     docstrings = _docstrings(nodes)
@@ -785,6 +801,14 @@ def _entropy_files(nodes: list[ast.AST]) -> list[Finding]:
                         node.lineno,
                         f"{text!r} names an entropy device: reading it is os.urandom by another "
                         "name: take twinflow.kernel Ids",
+                    )
+                )
+            elif names_clock_file(text):
+                found.append(
+                    Finding(
+                        node.lineno,
+                        f"{text!r} names a clock file: reading it is a real clock by another "
+                        "name: take a twinflow.kernel Clock",
                     )
                 )
     return found

@@ -90,6 +90,7 @@ COVERAGE = {
 
 
 TABLE = "packages/twinflow-kernel/src/twinflow/kernel/banned.toml"
+ALLOWLIST = "packages/twinflow-kernel/src/twinflow/kernel/stdlib.toml"
 MEMBERS = {
     "twinflow-agent": "agent",
     "twinflow-kernel": "kernel",
@@ -106,6 +107,7 @@ def _tree(tmp_path: Path, repo_root: Path, module: str, source: str | bytes) -> 
     shutil.copy(repo_root / "pyproject.toml", root / "pyproject.toml")
     (root / TABLE).parent.mkdir(parents=True)
     shutil.copy(repo_root / TABLE, root / TABLE)
+    shutil.copy(repo_root / ALLOWLIST, root / ALLOWLIST)
     for distribution, package in MEMBERS.items():
         member = root / "packages" / distribution
         (member / "src" / "twinflow" / package).mkdir(parents=True, exist_ok=True)
@@ -155,8 +157,8 @@ def test_the_issue_line_passes_in_the_kernel(
 def test_deterministic_code_passes(tmp_path: Path, repo_root: Path, run_gate: GateRunner) -> None:
     """Code that builds times and ids from its inputs passes, so the gate is not failing blindly."""
     source = (
-        "import uuid\nfrom datetime import UTC, datetime\n\n"
-        "x = datetime(2024, 1, 1, tzinfo=UTC)\ny = uuid.uuid5(uuid.NAMESPACE_URL, 'a')\n"
+        "import hashlib\nfrom datetime import UTC, datetime\n\n"
+        "x = datetime(2024, 1, 1, tzinfo=UTC)\ny = hashlib.sha256(b'a').hexdigest()\n"
     )
     root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
     done = run_gate("determinism", "--root", root)
@@ -566,6 +568,12 @@ RESOLVED = {
     "_ctypes": ("import _ctypes\n", "_ctypes"),
     "_posixsubprocess": ("import _posixsubprocess\n", "_posixsubprocess"),
     "the entropy device": ("f = open('/dev/urandom', 'rb')\n", "/dev/urandom"),
+    "the uptime clock file": ("f = open('/proc/uptime', 'rb')\n", "names a clock file"),
+    "a process's start time": (
+        "from pathlib import Path\n\nx = Path('/proc/self/stat')\n",
+        "names a clock file",
+    ),
+    "the real-time clock": ("f = open('//dev/./rtc0', 'rb')\n", "names a clock file"),
     "the entropy device as bytes": (
         "import os\n\nfd = os.open(b'/dev/random', 0)\n",
         "/dev/random",
@@ -652,8 +660,8 @@ def test_names_are_resolved_the_way_python_resolves_them(
 NOT_EVASIONS = {
     "os.path": "import os\n\nx = os.path.join('a', 'b')\n",
     "from os import path": "from os import path\n\nx = path.join('a')\n",
-    "a submodule from its package": "from email import utils\n\nx = utils.parseaddr('a')\n",
-    "a submodule by attribute": "import xml.etree.ElementTree\n\nx = xml.etree.ElementTree.fromstring('<a/>')\n",
+    "a submodule from its package": "from json import decoder\n\nx = decoder.JSONDecoder()\n",
+    "a submodule by attribute": "import collections.abc\n\nx = collections.abc.Mapping\n",
     "a module the file imports itself": "import logging\nimport time\n\nx = logging.time.struct_time((2000, 1, 1, 0, 0, 0, 0, 1, 0))\n",
     "a pure datetime constructor": "import datetime\n\nx = datetime.datetime.min.replace(year=2000)\n",
     "a namespace read by a literal": "import json\n\nf = vars(json)['dumps']\n",
@@ -707,6 +715,8 @@ PURE = {
     "a docstring naming the device": '"""Never reads /dev/urandom: ids come from the kernel."""\n',
     "a function docstring that is only the path": 'def f() -> None:\n    """/dev/random"""\n',
     "a message naming the device": "MSG = b'do not open /dev/urandom here'\n",
+    "prose naming a clock file": "MSG = 'the guard refuses /proc/uptime and /proc/stat'\n",
+    "a file that is not a clock": "P = '/proc/self/status'\n",
     "an own submodule relative to __package__": (
         "import importlib\n\nm = importlib.import_module('._other', __package__)\n"
     ),
@@ -793,3 +803,178 @@ def test_the_real_thing_beside_a_pure_use_is_still_refused(
     done = run_gate("determinism", "--root", root)
     lines = [line for line in done.stderr.splitlines() if "_fixture.py:" in line]
     assert (1, True) == (done.returncode, any(named in line for line in lines)), done.stderr
+
+
+# ------------------------------------------------------- deny by default at the module level
+
+# Each reaches a standard-library module off the allowlist (stdlib.toml beside the table) by a
+# different path: what the gate must name. None of these modules is banned by name.
+OFF_THE_ALLOWLIST = {
+    "a submodule by attribute chain": (
+        "import logging.handlers\n\nh = logging.handlers.SocketHandler\n",
+        "logging.handlers",
+    ),
+    "an importer by from-import": (
+        "from logging import config\n\nconfig.dictConfig({})\n",
+        "logging.config",
+    ),
+    "a helper that spawns": ("import uuid\n\nx = uuid._get_command_stdout\n", "uuid"),
+    "a pager that spawns": ("import pydoc\n\npydoc.pipepager('x', 'cat')\n", "pydoc"),
+    "a mail client imported and never used": ("import imaplib\n", "imaplib"),
+    "a database": ("import dbm\n\ndb = dbm.open('x')\n", "dbm"),
+    "a tracer": ("import trace\n\nt = trace.Trace()\n", "trace"),
+    "a C module": ("import _pickle\n\nx = _pickle.loads\n", "_pickle"),
+    "a C module built in": ("import _signal\n\nx = _signal.getsignal\n", "_signal"),
+    "a C module used only for an allowed module's object": (
+        "import _functools\n\nx = _functools.reduce\n",
+        "_functools",
+    ),
+    "a C module from-imported": ("from _collections import deque\n", "_collections"),
+    "a star import": ("from pickle import *\n", "pickle"),
+    "a re-export by a workspace module": (
+        "from twinflow.kernel._other import loads\n\nx = loads(b'')\n",
+        "_pickle",
+    ),
+    "a module an allowed module imported": (
+        "import traceback\n\nx = traceback.linecache.getline\n",
+        "linecache",
+    ),
+    "getattr with a literal": (
+        "import traceback\n\nx = getattr(traceback, 'linecache')\n",
+        "linecache",
+    ),
+    "a literal dynamic import": (
+        "import importlib\n\nm = importlib.import_module('logging.handlers')\n",
+        "logging.handlers",
+    ),
+    "__import__ with a literal": ("m = __import__('xml.sax')\n", "xml.sax"),
+    "a relative dynamic import against a literal package": (
+        "import importlib\n\nm = importlib.import_module('.handlers', 'logging')\n",
+        "logging.handlers",
+    ),
+    "__import__'s fromlist": (
+        "m = __import__('email', fromlist=['utils'])\n",
+        "email.utils",
+    ),
+    "importlib's reload": ("import importlib\n\nf = importlib.reload\n", "importlib"),
+    "import_module handed on, not called": (
+        "from importlib import import_module\n\nf = import_module\n",
+        "importlib",
+    ),
+    "pkgutil": ("import pkgutil\n\nx = pkgutil.resolve_name('json:dumps')\n", "pkgutil"),
+    "runpy": ("import runpy\n\nrunpy.run_path('x.py')\n", "runpy"),
+    "doctest": ("import doctest\n\ndoctest.testmod()\n", "doctest"),
+    "an entry point's loader": (
+        "from importlib.metadata import EntryPoint\n",
+        "importlib.metadata",
+    ),
+    "asyncio's queue, defined in a submodule": (
+        "import asyncio\n\nx = asyncio.Queue\n",
+        "asyncio.queues",
+    ),
+}
+# The kernel module of the re-export variant: pickle is the kernel's business there.
+REEXPORTING_SOURCE = "from pickle import loads\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "module"),
+    OFF_THE_ALLOWLIST.values(),
+    ids=OFF_THE_ALLOWLIST.keys(),
+)
+def test_a_module_off_the_allowlist_fails_however_reached(
+    source: str, module: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """Every path to a standard-library module off the allowlist fails, naming the module."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
+    (root / OTHER_MODULE).write_text(REEXPORTING_SOURCE, encoding="utf-8")
+    done = run_gate("determinism", "--root", root)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if "_fixture.py:" in line]
+    assert any(f"module {module} is not on the allowlist" in line for line in lines), done.stderr
+
+
+ON_THE_ALLOWLIST = {
+    "os.path": "import os.path\n\nx = os.path.join('a', 'b')\n",
+    "a C function of an allowed module": "import functools\n\nf = functools.reduce\n",
+    "a digest": "import hashlib\n\nx = hashlib.sha256(b'').hexdigest()\n",
+    "a class a submodule defines": "from json import JSONDecodeError\n",
+    "a stream": "import io\n\nx = io.StringIO()\n",
+    "an abstract base": "from collections.abc import Mapping\n",
+    "a literal dynamic import of an allowed module": (
+        "import importlib\n\nm = importlib.import_module('json')\n"
+    ),
+    "a star import of an allowed module": "from shlex import *\n\nx = split('a b')\n",
+    "select's constants": "import select\n\nMASK = select.POLLIN | select.POLLOUT\n",
+}
+
+
+@pytest.mark.parametrize("source", ON_THE_ALLOWLIST.values(), ids=ON_THE_ALLOWLIST.keys())
+def test_the_allowlist_raises_no_false_alarm(
+    source: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """Allowed modules, their C halves, and data of a module off the list pass."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
+    done = run_gate("determinism", "--root", root)
+    assert (0, "") == (done.returncode, done.stderr), done.stdout
+
+
+REFUSED_ATTRIBUTES = {
+    "sys.modules, an importer's table": ("import sys\n\nm = sys.modules\n", "sys.modules"),
+    "meta_path from-imported": ("from sys import meta_path\n", "sys.meta_path"),
+    "path_hooks by getattr": ("import sys\n\nh = getattr(sys, 'path_hooks')\n", "sys.path_hooks"),
+    "settrace through os": ("import os\nimport sys\n\nos.sys.settrace(None)\n", "sys.settrace"),
+}
+
+
+@pytest.mark.parametrize(
+    ("source", "dotted"), REFUSED_ATTRIBUTES.values(), ids=REFUSED_ATTRIBUTES.keys()
+)
+def test_an_allowed_modules_refused_attribute_fails_in_a_shipped_module(
+    source: str, dotted: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """An importer's table inside an allowed module (sys.modules, meta_path) fails, named."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, source)
+    done = run_gate("determinism", "--root", root)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert f"{dotted} is refused in a shipped module" in done.stderr
+
+
+def test_a_module_off_the_allowlist_passes_in_the_kernel_and_in_tests(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """The kernel and a member's tests may import what shipped modules may not."""
+    root = _tree(tmp_path, repo_root, KERNEL_MODULE, "import logging.handlers\n")
+    test = root / "packages/twinflow-agent/tests/test_x.py"
+    test.parent.mkdir(parents=True)
+    test.write_text("import pickle\n", encoding="utf-8")
+    done = run_gate("determinism", "--root", root)
+    assert 0 == done.returncode, done.stdout + done.stderr
+
+
+def test_a_grant_holds_for_its_file_only(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """A granted module passes in the file its row names and fails in any other."""
+    source = "import queue\n\nq: queue.SimpleQueue[str] = queue.SimpleQueue()\n"
+    granted = "packages/twinflow-agent/src/twinflow/agent/_observe.py"
+    root = _tree(tmp_path, repo_root, granted, source)
+    (root / AGENT_MODULE).write_text(source, encoding="utf-8")
+    done = run_gate("determinism", "--root", root)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    named = {line.split(":")[0] for line in done.stderr.splitlines() if "allowlist" in line}
+    assert {f"  {AGENT_MODULE}"} == named
+
+
+def test_an_allowlist_row_without_a_reason_cannot_run(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """Every row of the allowlist carries its reason; one without stops the gate (exit 2)."""
+    root = _tree(tmp_path, repo_root, AGENT_MODULE, "x = 1\n")
+    path = root / ALLOWLIST
+    path.write_text(
+        path.read_text(encoding="utf-8") + '\n[[allowed]]\nmodule = "pickle"\n', encoding="utf-8"
+    )
+    done = run_gate("determinism", "--root", root)
+    assert 2 == done.returncode, done.stdout + done.stderr
+    assert "needs a module and a reason" in done.stderr

@@ -12,6 +12,8 @@ import time
 import tomllib
 from collections.abc import Callable
 from importlib import resources
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -286,3 +288,248 @@ def test_a_call_shipped_to_another_process_is_guarded_there() -> None:
     with pytest.raises(NondeterminismError) as refused:
         guarded_elsewhere(os.urandom, 4)
     assert ("os.urandom", False) == (refused.value.entry_point, guard_active())
+
+
+def _run_on_a_loop(schedule: Callable[[Any], object]) -> None:
+    """Run one step of a new loop after `schedule(loop)`; a callback's error is raised here."""
+    loop = importlib.import_module("asyncio").new_event_loop()
+    errors: list[BaseException] = []
+    loop.set_exception_handler(lambda _, context: errors.append(context["exception"]))
+    try:
+        schedule(loop)
+        loop.call_soon(loop.stop)
+        loop.run_forever()
+    finally:
+        loop.close()
+    if errors:
+        raise errors[0]
+
+
+def _as_logging(source: str) -> None:
+    """Run `source` in a namespace that calls itself `logging` (any module may set __name__)."""
+    exec(compile(source, "<spoof>", "exec"), {"__name__": "logging", "time": time})
+
+
+NO_EXEMPTION_LENT: dict[str, tuple[str, Callable[[], object]]] = {
+    "loop.call_soon(time.time)": (
+        "time.time",
+        lambda: _run_on_a_loop(lambda loop: loop.call_soon(time.time)),
+    ),
+    "loop.call_soon(time.monotonic), the clock the loop's step may read": (
+        "time.monotonic",
+        lambda: _run_on_a_loop(lambda loop: loop.call_soon(time.monotonic)),
+    ),
+    "loop.call_soon(os.system)": (
+        "os.system",
+        lambda: _run_on_a_loop(lambda loop: loop.call_soon(getattr(os, "system"), "true")),  # noqa: B009
+    ),
+    "loop.call_later(0, os.urandom): a timer the tool sets reads the clock": (
+        "time.monotonic",
+        lambda: _run_on_a_loop(lambda loop: loop.call_later(0, os.urandom, 4)),
+    ),
+    "logging.FileHandler('/dev/urandom')": (
+        "open('/dev/urandom')",
+        lambda: importlib.import_module("logging").FileHandler("/dev/" + "urandom"),
+    ),
+    "a LogRecord subclass that reads the clock itself": (
+        "time.time",
+        lambda: type(
+            "LogRecord",
+            (importlib.import_module("logging").LogRecord,),
+            {"__init__": lambda self: time.time()},
+        )(),
+    ),
+    "code that calls itself logging": (
+        "time.time",
+        lambda: _as_logging(
+            "class LogRecord:\n    def __init__(self):\n        time.time()\nLogRecord()"
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("entry_point", "action"), NO_EXEMPTION_LENT.values(), ids=NO_EXEMPTION_LENT
+)
+def test_an_allowed_caller_lends_no_exemption_to_what_it_calls(
+    entry_point: str, action: Callable[[], object]
+) -> None:
+    """An event loop's step or logging's internals running someone's callable pass nothing."""
+    assert entry_point == _refused(action)
+
+
+def test_an_event_loop_run_without_real_waits_raises_no_false_alarm() -> None:
+    """asyncio.run of a coroutine that schedules a pure callback still passes under the guard."""
+    asyncio = importlib.import_module("asyncio")
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        loop.call_soon(done.set_result, 3)
+        return int(await done)
+
+    with nondeterminism_guard() as record:
+        result = asyncio.run(main())
+    assert (3, []) == (result, record.violations)
+
+
+def _subclass_of_object(module: str, name: str) -> Any:
+    return next(c for c in object.__subclasses__() if (c.__module__, c.__name__) == (module, name))
+
+
+SOURCES_ONLY_THE_GUARD_SEES: dict[str, tuple[str, Callable[[], object]]] = {
+    "cProfile": (
+        "sys.setprofile",
+        lambda: importlib.import_module("cProfile").Profile().enable(),
+    ),
+    "sys.setprofile": ("sys.setprofile", lambda: sys.setprofile(lambda *a: None)),
+    "profile.Profile().runcall": (
+        "time.process_time",
+        lambda: importlib.import_module("profile").Profile().runcall(len, ""),
+    ),
+    "sqlite3.connect": (
+        "sqlite3.connect",
+        lambda: importlib.import_module("sqlite3").connect(":memory:"),
+    ),
+    "_sqlite3.connect": (
+        "sqlite3.connect",
+        lambda: importlib.import_module("_sqlite3").connect(":memory:"),
+    ),
+    "open('/proc/uptime')": ("open('/proc/uptime')", lambda: open("/proc/uptime").close()),
+    "os.open('/proc/stat')": (
+        "open('/proc/stat')",
+        lambda: os.close(os.open("/proc/stat", os.O_RDONLY)),
+    ),
+    "Path('/proc/self/stat').read_bytes()": (
+        f"open('/proc/{os.getpid()}/stat')",
+        lambda: importlib.import_module("pathlib").Path("/proc/self/stat").read_bytes(),
+    ),
+    "queue.Queue().get(timeout=...)": (
+        "queue.Queue.get",
+        lambda: importlib.import_module("queue").Queue().get(timeout=0.01),
+    ),
+    "queue.Queue().get(True, 0)": (
+        "queue.Queue.get",
+        lambda: importlib.import_module("queue").Queue().get(True, 0),
+    ),
+    "queue.SimpleQueue().get(timeout=...)": (
+        "_queue.SimpleQueue.get",
+        lambda: importlib.import_module("queue").SimpleQueue().get(timeout=0.01),
+    ),
+    "threading.Event().wait(0)": (
+        "threading.Event.wait",
+        lambda: importlib.import_module("threading").Event().wait(0),
+    ),
+    "threading.Lock().acquire(timeout=0)": (
+        "_thread.LockType.acquire",
+        lambda: importlib.import_module("threading").Lock().acquire(timeout=0),
+    ),
+    "threading.RLock().acquire(True, 0)": (
+        "_thread.RLock.acquire",
+        lambda: importlib.import_module("threading").RLock().acquire(True, 0),
+    ),
+    "a Semaphore's timeout": (
+        "threading.Semaphore.acquire",
+        lambda: importlib.import_module("threading").Semaphore(0).acquire(timeout=0),
+    ),
+    "_random.Random through object.__subclasses__()": (
+        "_random.Random.random",
+        lambda: _subclass_of_object("_random", "Random")().random(),
+    ),
+    "a direct subclass of _random.Random": (
+        "_random.Random.getrandbits",
+        lambda: type("R", (_subclass_of_object("_random", "Random"),), {})().getrandbits(8),
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("entry_point", "action"),
+    SOURCES_ONLY_THE_GUARD_SEES.values(),
+    ids=SOURCES_ONLY_THE_GUARD_SEES,
+)
+def test_profilers_sqlite_clock_files_real_waits_and_the_c_generator_are_refused(
+    entry_point: str, action: Callable[[], object]
+) -> None:
+    """A profiler, SQLite, a clock file, a timeout and the C generator raise under the guard."""
+    assert entry_point == _refused(action)
+
+
+def test_waiting_for_nothing_and_seeded_draws_raise_no_false_alarm() -> None:
+    """A lock without a timeout, a queue drained without waiting and seeded draws pass."""
+    queue = importlib.import_module("queue")
+    threading = importlib.import_module("threading")
+    random = importlib.import_module("random")
+    with nondeterminism_guard() as record:
+        lock = threading.Lock()
+        taken = (lock.acquire(), lock.acquire(False), threading.Lock().acquire(timeout=-1))
+        waiting = queue.Queue()
+        waiting.put("x", timeout=None)
+        drained = (waiting.get_nowait(), waiting.empty())
+        draws = (random.Random(7).getrandbits(8), random.Random(7).random())
+    expected_draws = (random.Random(7).getrandbits(8), random.Random(7).random())
+    assert ((True, False, True), ("x", True), expected_draws, []) == (
+        taken,
+        drained,
+        draws,
+        record.violations,
+    )
+
+
+def test_a_timeout_on_another_thread_is_not_the_guarded_codes() -> None:
+    """A thread started before the guard may wait with a timeout; the guarded thread may not."""
+    threading = importlib.import_module("threading")
+    go, done, results = threading.Event(), threading.Event(), []
+
+    def worker() -> None:
+        go.wait()
+        try:
+            results.append(threading.Event().wait(0))
+        except NondeterminismError as error:
+            results.append(error)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    with nondeterminism_guard() as record:
+        go.set()
+        done.wait()
+    thread.join()
+    assert ([False], []) == (results, record.violations)
+
+
+def test_the_kernel_is_the_files_its_distribution_lists() -> None:
+    """Every kernel module is a listed kernel file; a file beside them that is not listed is not."""
+    from importlib import metadata
+
+    from twinflow.kernel import _nondeterminism
+
+    listed = _nondeterminism._kernel_files()
+    kernel = importlib.import_module("twinflow.kernel")
+    modules = [
+        importlib.import_module(f"twinflow.kernel.{m}") for m in ("_clock", "_nondeterminism")
+    ]
+    assert all(os.path.realpath(m.__file__ or "") in listed for m in [kernel, *modules])
+    assert os.path.realpath(pytest.__file__) not in listed
+    assert metadata.distribution("twinflow-kernel").files
+
+
+def test_a_module_planted_in_the_kernels_folder_of_an_install_is_not_the_kernel(
+    tmp_path: Path,
+) -> None:
+    """An installed distribution's files are its RECORD's, not what its folder holds."""
+    from importlib import metadata
+
+    from twinflow.kernel import _nondeterminism
+
+    package = tmp_path / "twinflow" / "kernel"
+    package.mkdir(parents=True)
+    for name in ("_clock.py", "_planted.py"):
+        (package / name).write_text("", encoding="utf-8")
+    info = tmp_path / "twinflow_kernel-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Name: twinflow-kernel\nVersion: 0.1.0\n", encoding="utf-8")
+    (info / "RECORD").write_text("twinflow/kernel/_clock.py,,\n", encoding="utf-8")
+    found = _nondeterminism._listed_python_files(metadata.PathDistribution(info))
+    assert {os.path.realpath(package / "_clock.py")} == set(found)

@@ -19,11 +19,13 @@ legitimate home of time, randomness, network and processes). Three mechanisms, o
   removed: the hook is added once, on first use, and does nothing while no guard is active.
 
 "Comes from" means: walking outward from the call, the first frame whose module is not part
-of the standard library (or this guard) belongs to ``twinflow.kernel``. So the kernel's
-transport may open a socket through ``http.client``, while a tool that calls
-``urllib.request.urlopen`` directly is refused. Standard-library bookkeeping named in the
-table's ``allowed_caller`` rows (a log record's timestamp, an event loop's wake-up socket pair)
-is let through, because it never reaches a replayed value.
+of the standard library (or this guard) runs a file the ``twinflow-kernel`` distribution
+installed (its own file list, not a folder or a ``__name__``). So the kernel's transport may
+open a socket through ``http.client``, while a tool that calls ``urllib.request.urlopen``
+directly is refused. Standard-library bookkeeping named in the table's ``allowed_caller`` rows
+(a log record's timestamp, an event loop's wake-up socket pair) is let through for the entries
+its row names and only when it asked itself; it lends nothing to a callback it runs
+(``loop.call_soon(time.time)``), which is judged further out (docs/adr/0166).
 
 What it cannot see: a name bound before the guard started (``from time import time``, a class
 or instance made from ``datetime.datetime`` before the block) keeps the original; C extensions
@@ -33,6 +35,8 @@ third-party libraries are banned by name.
 
 from __future__ import annotations
 
+import _thread
+import fnmatch
 import functools
 import gc
 import importlib
@@ -71,10 +75,26 @@ class _Target:
     name: str
     unless_argument: int | None
     paths: tuple[str, ...] = ()
-    """For an ``open`` audit event: the files (or folders) it refuses; empty: every event."""
+    """For an ``open`` audit event: the files (or folders, or ``fnmatch`` patterns) it
+    refuses; empty: every event."""
+    if_argument: tuple[int, str] | None = None
+    """Refused only when this argument (position, keyword) is given: a timeout is a real wait."""
+    unless_instance: str | None = None
+    """A C type's method refused unless its instance is of this class (``_random.Random``'s
+    draws pass for ``random.Random``, whose seeding the guard sees; not for the C type itself)."""
 
 
-def _load_table() -> tuple[tuple[_Target, ...], tuple[tuple[str, str], ...]]:
+@dataclass(frozen=True)
+class _Bookkeeping:
+    """An ``[[allowed_caller]]`` row: a standard-library function that may reach `entries`
+    itself, for its own bookkeeping; it lends nothing to what it calls on anyone's behalf."""
+
+    module: str
+    function: str
+    entries: frozenset[str]
+
+
+def _load_table() -> tuple[tuple[_Target, ...], tuple[_Bookkeeping, ...]]:
     text = resources.files("twinflow.kernel").joinpath("banned.toml").read_text(encoding="utf-8")
     table = tomllib.loads(text)
     targets: list[_Target] = []
@@ -82,12 +102,21 @@ def _load_table() -> tuple[tuple[_Target, ...], tuple[tuple[str, str], ...]]:
         for entry in row.get("runtime", ()):
             kind: Kind
             (kind,) = (k for k in _KINDS if k in entry)
+            given = entry.get("if_argument")
             targets.append(
                 _Target(
-                    kind, entry[kind], entry.get("unless_argument"), tuple(entry.get("paths", ()))
+                    kind,
+                    entry[kind],
+                    entry.get("unless_argument"),
+                    tuple(entry.get("paths", ())),
+                    None if given is None else (int(given[0]), str(given[1])),
+                    entry.get("unless_instance"),
                 )
             )
-    allowed = tuple((row["module"], row["function"]) for row in table.get("allowed_caller", ()))
+    allowed = tuple(
+        _Bookkeeping(row["module"], row["function"], frozenset(row["entries"]))
+        for row in table.get("allowed_caller", ())
+    )
     return tuple(targets), allowed
 
 
@@ -96,8 +125,18 @@ _TARGETS, _ALLOWED_CALLERS = _load_table()
 GUARDED_ENTRY_POINTS: Final[tuple[tuple[str, str], ...]] = tuple((t.kind, t.name) for t in _TARGETS)
 """Every (kind, name) the guard refuses, derived from ``banned.toml``'s ``runtime`` entries."""
 
-# event -> the paths it is refused for (empty: always).
-_AUDIT_EVENTS: Final = {t.name: t.paths for t in _TARGETS if t.kind == "audit"}
+
+def _audit_events() -> dict[str, tuple[str, ...]]:
+    """event -> the paths it is refused for (empty: always); rows naming the same event (an
+    entropy device, a clock file: both ``open``) add their paths up."""
+    events: dict[str, tuple[str, ...]] = {}
+    for target in _TARGETS:
+        if target.kind == "audit":
+            events[target.name] = events.get(target.name, ()) + target.paths
+    return events
+
+
+_AUDIT_EVENTS: Final = _audit_events()
 
 
 def _stdlib_dirs() -> tuple[str, ...]:
@@ -121,15 +160,82 @@ def _is_stdlib_or_guard_file(filename: str) -> bool:
     return real.startswith(_STDLIB_DIRS) and "site-packages" not in real
 
 
-def _allowed_bookkeeping(frame: FrameType) -> bool:
-    module = frame.f_globals.get("__name__")
-    for allowed_module, function in _ALLOWED_CALLERS:
-        if module == allowed_module and function in ("*", frame.f_code.co_name):
-            return True
+def _frame_module(frame: FrameType) -> str:
+    name = frame.f_globals.get("__name__")
+    return name if isinstance(name, str) else "<unknown>"
+
+
+def _bookkeeping(frame: FrameType, entry: str, between: list[str]) -> bool:
+    """Whether `frame` is an allowed caller reaching `entry` for its own bookkeeping: its row
+    names the entry, and every frame between it and the entry point (`between`) is its own
+    module's or the entry point's. A callback it runs (``Handle._run`` under an event loop's
+    step, a handler a logger calls) is someone else's asking, judged further out."""
+    module = _frame_module(frame)
+    code = frame.f_code
+    entry_module = entry.partition(".")[0]
+    for row in _ALLOWED_CALLERS:
+        named = getattr(code, "co_qualname", code.co_name) if "." in row.function else code.co_name
+        if module != row.module or row.function != named or entry not in row.entries:
+            continue
+        if all(inner in (row.module, entry_module) for inner in between):
+            return _runs_its_module(frame)
     return False
 
 
-_KERNEL_DIR: Final = os.path.dirname(_THIS_FILE) + os.sep
+def _runs_its_module(frame: FrameType) -> bool:
+    """Whether the frame's globals are the namespace of the module its ``__name__`` names,
+    imported from the very file its code came from (a module may set any ``__name__``)."""
+    filename = frame.f_code.co_filename
+    name = frame.f_globals.get("__name__")
+    module = sys.modules.get(name) if isinstance(name, str) else None
+    loaded_from = getattr(module, "__file__", None)
+    return (
+        module is not None
+        and vars(module) is frame.f_globals
+        and isinstance(loaded_from, str)
+        and not filename.startswith("<")
+        and _real(loaded_from) == _real(filename)
+    )
+
+
+_KERNEL_DISTRIBUTION: Final = "twinflow-kernel"
+
+
+@functools.lru_cache(maxsize=1)
+def _kernel_files() -> frozenset[str]:
+    """The real paths of the Python files the kernel's distribution installed.
+
+    Read from the distribution's own file list (``RECORD``), never from a folder: a module
+    another distribution ships into ``twinflow/kernel/`` is not the kernel. An editable
+    install lists a ``.pth`` naming its source root instead of the files; the distribution's
+    files are then the Python files under that root (the member's own ``src`` folder, which
+    holds the kernel package alone). No distribution: no kernel, and every call is refused.
+    """
+    from importlib import metadata  # the kernel's own: who owns which file
+
+    try:
+        distribution = metadata.distribution(_KERNEL_DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return frozenset()
+    return _listed_python_files(distribution)
+
+
+def _listed_python_files(distribution: Any) -> frozenset[str]:
+    """The real paths of the Python files an installed distribution lists (see _kernel_files)."""
+    found: set[str] = set()
+    for listed in distribution.files or ():
+        path = str(distribution.locate_file(listed))
+        if listed.suffix == ".py":
+            found.add(_real(path))
+        elif listed.suffix == ".pth" and os.path.isfile(path):
+            with open(path, encoding="utf-8") as lines:
+                roots = [line.strip() for line in lines if line.strip()]
+            for root in roots:
+                if root.startswith(("#", "import ")) or not os.path.isdir(root):
+                    continue
+                for folder, _, names in os.walk(root):
+                    found.update(_real(os.path.join(folder, n)) for n in names if n.endswith(".py"))
+    return frozenset(found)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -138,24 +244,17 @@ def _real(filename: str) -> str:
 
 
 def _is_kernel_frame(frame: FrameType) -> bool:
-    """Whether the frame runs code loaded from a file of the kernel package, in that module.
+    """Whether the frame runs code loaded from a file of the kernel's distribution, in that
+    module.
 
-    Identity is the file, not ``__name__`` (which any module may set): the code object's file
-    is under this package's folder, and the frame's globals are the namespace of the module
-    imported from that very file.
+    Identity is the file, not ``__name__`` (which any module may set) nor a folder: the code
+    object's file is one the kernel's distribution lists (`_kernel_files`), and the frame's
+    globals are the namespace of the module imported from that very file.
     """
     filename = frame.f_code.co_filename
-    if filename.startswith("<") or not _real(filename).startswith(_KERNEL_DIR):
+    if filename.startswith("<") or _real(filename) not in _kernel_files():
         return False
-    name = frame.f_globals.get("__name__")
-    module = sys.modules.get(name) if isinstance(name, str) else None
-    loaded_from = getattr(module, "__file__", None)
-    return (
-        module is not None
-        and vars(module) is frame.f_globals
-        and isinstance(loaded_from, str)
-        and _real(loaded_from) == _real(filename)
-    )
+    return _runs_its_module(frame)
 
 
 def on_behalf_of_caller(fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -205,19 +304,24 @@ def guard_active() -> bool:
 _BOUNDARIES: Final = frozenset({on_behalf_of_caller.__code__})
 
 
-def _verdict(frame: FrameType | None) -> tuple[bool, str]:
-    """(allowed, calling module) for a guarded call whose innermost frame is `frame`."""
-    # Walk out through the standard library to the first caller outside it; an allowed
-    # bookkeeping caller (banned.toml's [[allowed_caller]] rows) on the way, or as that first
-    # caller, is let through. A callable the kernel calls on someone's behalf
-    # (on_behalf_of_caller) is that someone's, whatever it is.
+def _verdict(frame: FrameType | None, entry: str) -> tuple[bool, str]:
+    """(allowed, calling module) for a guarded call of `entry` whose innermost frame is
+    `frame`."""
+    # Walk out through the standard library to the first caller outside it. An allowed
+    # bookkeeping caller (banned.toml's [[allowed_caller]] rows) passes only for the entries
+    # its row names and only when it asked itself (`_bookkeeping`); otherwise the walk goes on
+    # past it, so an event loop's step or a logger lends nothing to a callback it runs. A
+    # callable the kernel calls on someone's behalf (on_behalf_of_caller) is that someone's.
+    between: list[str] = []
     while frame is not None:
         if frame.f_code in _BOUNDARIES:
             return False, "a callable handed to a twinflow.kernel adapter"
-        if _allowed_bookkeeping(frame):
-            return True, str(frame.f_globals.get("__name__"))
+        if _bookkeeping(frame, entry, between):
+            return True, _frame_module(frame)
         if not _is_stdlib_or_guard_file(frame.f_code.co_filename):
             break
+        if _real(frame.f_code.co_filename) != _THIS_FILE:
+            between.append(_frame_module(frame))
         frame = frame.f_back
     if frame is None:
         return False, "<unknown>"
@@ -243,8 +347,10 @@ _active: list[GuardRecord] = []
 _audit_hook_added = False
 
 
-def _refuse(dotted: str, frame: FrameType | None, record: GuardRecord) -> None:
-    allowed, caller = _verdict(frame)
+def _refuse(
+    dotted: str, frame: FrameType | None, record: GuardRecord, entry: str | None = None
+) -> None:
+    allowed, caller = _verdict(frame, dotted if entry is None else entry)
     if allowed:
         return
     error = NondeterminismError(dotted, caller)
@@ -262,7 +368,10 @@ def _named_path(args: tuple[object, ...], paths: tuple[str, ...]) -> str | None:
         real = os.path.realpath(os.fsdecode(path))
     except (OSError, ValueError):
         return None
-    hit = any(real == p or real.startswith(p.rstrip("/") + "/") for p in paths)
+    hit = any(
+        real == p or real.startswith(p.rstrip("/") + "/") or fnmatch.fnmatchcase(real, p)
+        for p in paths
+    )
     return real if hit else None
 
 
@@ -305,7 +414,7 @@ def _audit_hook(event: str, args: tuple[object, ...]) -> None:
         if real is None:
             return
         what = f"{event}({real!r})"
-    _refuse(what, sys._getframe(1), _active[-1])
+    _refuse(what, sys._getframe(1), _active[-1], event)
 
 
 def _argument_given(args: tuple[Any, ...], kwargs: dict[str, Any], index: int) -> bool:
@@ -314,11 +423,42 @@ def _argument_given(args: tuple[Any, ...], kwargs: dict[str, Any], index: int) -
     return any(value is not None for value in kwargs.values())
 
 
+def _waits(args: tuple[Any, ...], kwargs: dict[str, Any], given: tuple[int, str]) -> bool:
+    """Whether a timeout argument is given: present, not None and not negative (a lock's
+    ``acquire(timeout=-1)`` waits for nothing but the lock)."""
+    index, keyword = given
+    value = args[index] if len(args) > index else kwargs.get(keyword)
+    return value is not None and not (isinstance(value, (int, float)) and value < 0)
+
+
+def _instance_of(dotted: str) -> type | None:
+    module, _, name = dotted.rpartition(".")
+    found = getattr(sys.modules.get(module), name, None)
+    return found if isinstance(found, type) else None
+
+
 def _wrapper(
-    dotted: str, original: Callable[..., Any], record: GuardRecord, unless_argument: int | None
+    dotted: str,
+    original: Callable[..., Any],
+    record: GuardRecord,
+    unless_argument: int | None,
+    target: _Target | None = None,
 ) -> Callable[..., Any]:
+    given = None if target is None else target.if_argument
+    instance = None if target is None or target.unless_instance is None else target.unless_instance
+    passes = None if instance is None else _instance_of(instance)
+    # A timeout is refused on the guarded thread only: threads cannot start under the guard, so
+    # another one is the kernel's or an adapter's (Ray's workers wait with timeouts of their own).
+    guarded_thread = _thread.get_ident()
+
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        if unless_argument is None or not _argument_given(args, kwargs, unless_argument):
+        if given is not None:
+            refused = _thread.get_ident() == guarded_thread and _waits(args, kwargs, given)
+        elif instance is not None:
+            refused = passes is None or not (args and isinstance(args[0], passes))
+        else:
+            refused = unless_argument is None or not _argument_given(args, kwargs, unless_argument)
+        if refused:
             _refuse(dotted, sys._getframe(1), record)
         return original(*args, **kwargs)
 
@@ -448,10 +588,21 @@ class _Swaps:
             original = getattr(owner, attribute, None)
         if original is None:  # e.g. os.getrandom is Linux-only
             return
-        wrapper = _wrapper(target.name, original, self.record, target.unless_argument)
-        self.saved.append((owner, attribute, original))
-        setattr(owner, attribute, wrapper)
+        wrapper = _wrapper(target.name, original, self.record, target.unless_argument, target)
         self.swapped.setdefault(id(original), wrapper)  # os.urandom is posix.urandom
+        try:
+            setattr(owner, attribute, wrapper)
+        except TypeError:
+            # A C type's method (a lock's acquire, _random.Random's draws): written into the
+            # type's own dict, as the datetime constructors are.
+            real = _type_dict(owner) if isinstance(owner, type) else None
+            if real is None or attribute not in real:
+                return
+            self.type_dicts.append((owner, real, attribute, real[attribute]))
+            real[attribute] = wrapper
+            _type_modified(owner)
+            return
+        self.saved.append((owner, attribute, original))
 
     def _type_method(
         self, target: _Target, owner: type, attribute: str, real: dict[str, Any]
