@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import sys
 from collections import Counter
@@ -428,9 +429,9 @@ def test_approve_then_deny_until_the_run_finishes(project: Project) -> None:
     project.spec(ask="step")
     run = project.twinflow("run", "spec.yaml", "--out", "out", "--json")
     assert 3 == run.returncode, run.stderr
-    assert "approve out/trace.jsonl --call ID" in one_line(run.stderr)
     [waiting] = json.loads(run.stdout)["paused"]
     call = waiting["call_id"]
+    assert f"approve out/trace.jsonl --call {call} --spec spec.yaml" in one_line(run.stderr)
     assert ({"n": 0}, "step") == (waiting["arguments"], waiting["tool"])
     assert Counter() == project.executions()
     trace = str(project.trace)
@@ -617,3 +618,40 @@ def test_a_run_paused_on_the_embedded_model_is_approved_and_finished(tmp_path: P
     assert 1 == sum(1 for seq in replies if seq < paused.size)
     replayed = twinflow("replay", "out/trace.jsonl", "--spec", "spec.yaml")
     assert 0 == replayed.returncode, replayed.stderr
+
+
+def _decide_hints(result: ProcessResult) -> tuple[list[str], str]:
+    """The decide command a paused run prints on stdout, and the one it says on stderr."""
+    printed = [
+        line.split("decide", 1)[1].strip()
+        for line in result.stdout.splitlines()
+        if line.strip().startswith("decide ")
+    ]
+    said = one_line(result.stderr).split("approve and go on with: ", 1)[1]
+    return printed, said.split(" (add --deny")[0]
+
+
+def test_the_printed_decide_hint_runs_as_pasted_from_outside_the_workspace(
+    project: Project,
+) -> None:
+    """`uv run --project ROOT` from a directory of the user's: each pause prints one decide
+    command (the same on stdout and stderr); pasted as printed, it approves and goes on, until
+    the run finishes."""
+    uv = shutil.which("uv") or os.environ["UV"]
+    project.spec(ask="step")
+    root = Path(__file__).resolve().parents[3]
+    env = {"PYTHONDONTWRITEBYTECODE": "1"}
+    result = run_process(
+        [uv, "run", "--project", str(root), "--frozen", "twinflow", "run", "spec.yaml"],
+        cwd=project.root,
+        env=env,
+        timeout=600,
+    )
+    pauses = 0
+    while result.returncode == 3 and pauses < 5:
+        pauses += 1
+        printed, said = _decide_hints(result)
+        assert ([said], True) == (printed, said.startswith(f"uv run --project {root} --frozen "))
+        result = run_process(["bash", "-c", said], cwd=project.root, env=env, timeout=600)
+    assert (0, True) == (result.returncode, pauses >= 1), result.stderr
+    assert pauses == sum(project.executions().values())  # each approved call ran once

@@ -79,7 +79,7 @@ def _continue(
         raise CheckFailed(f"{trace_path}: {exc}") from None
     except ReplayDivergenceError as exc:
         raise divergence_failed(trace_path, "the recorded prefix", exc) from None
-    return report_outcome(outcome, out, command)
+    return report_outcome(outcome, out, command, _spec_option(args))
 
 
 # -- resume ---------------------------------------------------------------------------------
@@ -212,6 +212,11 @@ def configure_fork(p: argparse.ArgumentParser) -> None:
     add_spec_arguments(p)
 
 
+def _spec_option(args: argparse.Namespace) -> list[str]:
+    """How the command was given its spec, for the next command it prints."""
+    return ["--spec", str(args.spec)] if args.spec is not None else ["--trust-spec"]
+
+
 def fork(args: argparse.Namespace, out: Output) -> int:
     """``twinflow fork TRACE --at-step N``."""
     trace_path: Path = args.trace
@@ -233,7 +238,7 @@ def fork(args: argparse.Namespace, out: Output) -> int:
             )
     except TraceCorruptError as exc:
         raise CheckFailed(f"{trace_path}: {exc}") from None
-    return report_outcome(outcome, out, "fork")
+    return report_outcome(outcome, out, "fork", _spec_option(args))
 
 
 COMMANDS: dict[str, Command] = {

@@ -111,7 +111,7 @@ def demo(args: argparse.Namespace, out: Output) -> int:
         "seconds": {k: round(v, 3) for k, v in phases.seconds.items()},
     }
     out.document(payload)
-    _print_outcome(outcome, out)
+    _print_outcome(outcome, out, ["--spec", str(spec_beside(trace_path))])
     out.line(f"  correct?  {verdict}")
     out.line(f"  verify    ok: {report.events} events, hash chain and Merkle root check out")
     out.line(f"  replay    ok: recorded mode matched all {replayed['events']} events")

@@ -21,6 +21,7 @@ import contextlib
 import itertools
 import json
 import os
+import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -354,22 +355,36 @@ def run(args: argparse.Namespace, out: Output) -> int:
     # when it is called.
     with importing_from(spec.directories):
         outcome = _execute(spec, text, args.out, out, phases, watch=not (args.quiet or args.json))
-    return report_outcome(outcome, out, "run")
+    return report_outcome(outcome, out, "run", ["--spec", str(args.spec)])
 
 
-def report_outcome(outcome: RunOutcome, out: Output, command: str) -> int:
-    """Print a run's outcome and return its exit code: 0 done, 1 failed, 3 waiting for a person."""
+def decide_hint(outcome: RunOutcome, spec_option: Sequence[str]) -> str:
+    """The command that approves a paused run's waiting calls and goes on, as it pastes from
+    the user's directory: the trace, each waiting call by its id, and the spec as the command
+    that paused was given it (``--spec PATH`` or ``--trust-spec``)."""
+    calls = [arg for waiting in outcome.paused for arg in ("--call", str(waiting["call_id"]))]
+    words = ["approve", str(outcome.trace), *calls, *spec_option]
+    return f"{invocation()} {shlex.join(words)}"
+
+
+def report_outcome(
+    outcome: RunOutcome, out: Output, command: str, spec_option: Sequence[str]
+) -> int:
+    """Print a run's outcome and return its exit code: 0 done, 1 failed, 3 waiting for a person.
+
+    ``spec_option`` is how the command was given its spec (``--spec PATH`` or ``--trust-spec``),
+    for the command a paused run prints to decide with."""
     payload = {"ok": outcome.error is None and not outcome.paused, **outcome.model_dump()}
     out.document(payload)
-    _print_outcome(outcome, out)
+    _print_outcome(outcome, out, spec_option)
     if outcome.error is not None:
         say(f"twinflow {command}: the run failed: {outcome.error}")
         return EXIT_FAILED
     if outcome.paused:
-        tf = invocation()
         say(
             f"twinflow {command}: the run waits for a decision on {len(outcome.paused)} call(s); "
-            f"decide with: {tf} approve {outcome.trace} --call ID [--deny] --spec SPEC"
+            f"approve and go on with: {decide_hint(outcome, spec_option)} "
+            "(add --deny to refuse them instead)"
         )
         return EXIT_PAUSED
     return EXIT_OK
@@ -383,7 +398,7 @@ def _one_line(value: object) -> str:
     return _clean(text.replace("\n", "\\n"))
 
 
-def _print_outcome(outcome: RunOutcome, out: Output) -> None:
+def _print_outcome(outcome: RunOutcome, out: Output, spec_option: Sequence[str]) -> None:
     allow, deny = outcome.decisions.get("allow", 0), outcome.decisions.get("deny", 0)
     tools = ", ".join(outcome.tool_calls) or "none"
     out.line(f"  prompt    {_one_line(outcome.prompt)}")
@@ -409,9 +424,7 @@ def _print_outcome(outcome: RunOutcome, out: Output) -> None:
         arguments = json.dumps(waiting["arguments"], sort_keys=True, ensure_ascii=True)
         out.line(f"  waiting   {waiting['call_id']!a} {waiting['tool']!a} {arguments}")
     if outcome.paused:
-        out.line(
-            f"  decide    {invocation()} approve {outcome.trace} (--call ID ... | --all) [--deny]"
-        )
+        out.line(f"  decide    {decide_hint(outcome, spec_option)}")
     elif outcome.error is None:
         out.line(f"  answer    {_one_line(outcome.output)}")
     else:
