@@ -655,3 +655,37 @@ def test_the_printed_decide_hint_runs_as_pasted_from_outside_the_workspace(
         result = run_process(["bash", "-c", said], cwd=project.root, env=env, timeout=600)
     assert (0, True) == (result.returncode, pauses >= 1), result.stderr
     assert pauses == sum(project.executions().values())  # each approved call ran once
+
+
+def test_live_replay_names_a_received_decision_before_running_anything(
+    project: Project, tmp_path: Path
+) -> None:
+    """A live replay runs every approved call again: on another machine (no record of the
+    decision, no key) it names the decision and runs nothing; --accept-received-decisions goes on."""
+    project.spec(ask="step")
+    assert 3 == project.twinflow("run", "spec.yaml", "--out", "out").returncode
+    trace = str(project.trace)
+    while project.twinflow("approve", trace, "--all", "--spec", "spec.yaml").returncode == 3:
+        pass
+    ran = sum(project.executions().values())
+    live = ["replay", trace, "--spec", "spec.yaml", "--mode", "live"]
+    here = project.twinflow(*live)
+    elsewhere = {"PYTHONDONTWRITEBYTECODE": "1", "TWINFLOW_STATE_DIR": str(tmp_path / "other")}
+    refused = run_process(
+        [sys.executable, "-m", "twinflow.cli", *live], cwd=project.root, env=elsewhere
+    )
+    after_refusal = sum(project.executions().values())
+    accepted = run_process(
+        [sys.executable, "-m", "twinflow.cli", *live, "--accept-received-decisions"],
+        cwd=project.root,
+        env=elsewhere,
+    )
+    expected = (0, 2, True, 2 * ran, 0)
+    actual = (
+        here.returncode,
+        refused.returncode,
+        "not recorded on this machine" in one_line(refused.stderr),
+        after_refusal,
+        accepted.returncode,
+    )
+    assert expected == actual, (here.stderr, refused.stderr, accepted.stderr)

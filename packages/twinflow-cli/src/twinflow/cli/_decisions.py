@@ -149,8 +149,14 @@ def _differs(signed: str, recomputed: str) -> str:
     return "it is another statement (an older format, or not a decision)"
 
 
-def check_recorded_decisions(args: argparse.Namespace, trace: Trace) -> None:
+def check_recorded_decisions(
+    args: argparse.Namespace, trace: Trace, *, carried_out_too: bool = False
+) -> None:
     """Refuse, before any code is imported or run, decisions that cannot be checked.
+
+    A decision whose call already ran or was denied is only served again by a continuation,
+    so it is not asked about; ``carried_out_too`` asks about those as well (a live replay
+    acts on every recorded decision again).
 
     Raises:
         CheckFailed: ``--require-signed`` is given and a decision is not signed by its keys.
@@ -164,7 +170,9 @@ def check_recorded_decisions(args: argparse.Namespace, trace: Trace) -> None:
     unknown = [
         (a.decision_seq, a.request, a.decision)
         for a in approvals(trace, str(path))
-        if a.decision is not None and not a.settled and not _known(a.statement())
+        if a.decision is not None
+        and (carried_out_too or not a.settled)
+        and not _known(a.statement())
     ]
     if not unknown:
         return

@@ -18,6 +18,7 @@ from typing import Any
 from twinflow._base._code import importing_from
 from twinflow.agent import RunSpec, RunStarted, SpecError, ToolCalled, Trace, load_spec, replay
 from twinflow.agent._replay import REPLAY_KINDS
+from twinflow.cli._decisions import add_decision_arguments, check_recorded_decisions
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._run import code_beside, spec_beside
 from twinflow.cli._show import _clean
@@ -252,10 +253,17 @@ def configure_replay(p: argparse.ArgumentParser) -> None:
         default="recorded",
         help="recorded: tool results from the trace; live: run the tools again (default: recorded)",
     )
+    add_decision_arguments(p)
 
 
 def replay_command(args: argparse.Namespace, out: Output) -> int:
     """``twinflow replay TRACE``."""
+    if args.mode == "live":
+        # Live replay runs again every call a recorded decision approved: a decision this
+        # machine did not record, and no key checks, is named before anything runs.
+        check_recorded_decisions(
+            args, parse_trace(args.trace, read_trace_bytes(args.trace)), carried_out_too=True
+        )
     payload = _replay_file(
         args.trace, lambda: replay_spec(args.trace, args.spec, args.trust_spec, out), args.mode
     )
