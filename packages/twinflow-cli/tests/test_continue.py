@@ -311,7 +311,9 @@ def test_ctrl_c_inside_a_tool_pauses_and_resume_names_the_call(project: Project)
     os.kill(started.pid, signal.SIGINT)
     stopped = started.wait()
     assert 130 == stopped.returncode, stopped.stderr
-    expected = "uv run --frozen twinflow resume out/trace.jsonl --spec spec.yaml"
+    # Under `uv run` from outside the workspace, the command names the workspace to paste.
+    root = Path(__file__).resolve().parents[3]
+    expected = f"uv run --project {root} --frozen twinflow resume out/trace.jsonl --spec spec.yaml"
     assert one_line(stopped.stderr).endswith(f"continue it with: {expected}")
     command = pasted(stopped.stderr)
     (project.root / "hold1").unlink()
