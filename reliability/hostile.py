@@ -79,8 +79,8 @@ from typing import Any
 from _common import Figures, parse_mode
 from _hostile_continue import continuations
 from _hostile_modules import guard_lends_nothing, modules_off_the_allowlist
-from _hostile_signed import signed_evidence
 from _hostile_secrets import secrets_as_a_class
+from _hostile_signed import signed_evidence
 
 from twinflow._base._errors import FileWriteError, UnsafePathError
 from twinflow._base._files import hold_directory, write_new, write_replace
