@@ -250,3 +250,26 @@ def test_the_shapes_that_failed_now_give_valid_answers(
     result = structured.generate((Message.user(question),), output_type)
     assert (True, None) == (isinstance(result.output, output_type), result.attempts[-1].error)
     assert True is server_answers(llama_server)
+
+
+class Parcel(BaseModel):
+    """Unanchored patterns: the filler around them must not let the string close early."""
+
+    zip_code: str = Field(pattern=r"\d{5}")
+    ref: str = Field(pattern=r"^[A-Z]+")
+
+
+@pytest.mark.real_model
+def test_an_unanchored_pattern_cannot_close_its_string_early(llama_server: str) -> None:
+    """The model cannot write `10969"}` inside the zip's filler: the first answer validates."""
+    structured = OpenAICompatibleChatModel(
+        HttpTransport(),
+        base_url=llama_server,
+        dialect="llama-cpp-python",
+        max_attempts=1,
+        timeout=60,
+    )
+    question = "The parcel goes to zip code 10969, reference ABC. Give zip_code and ref."
+    settings = ModelSettings(temperature=0, max_tokens=64, seed=0)
+    result = structured.generate((Message.user(question),), Parcel, settings=settings)
+    assert (1, None) == (len(result.attempts), result.attempts[0].error)

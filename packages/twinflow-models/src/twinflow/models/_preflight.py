@@ -97,6 +97,10 @@ class GrammarVerdict(FrozenValue):
     """The converter's or the grammar parser's complaint, when not `enforced`."""
     grammar_bytes: int = 0
     """Size of the grammar the converter produced, when it produced one."""
+    string_exit: str = ""
+    """For a string schema: a shortest text its grammar lets the model write that stops being
+    one JSON string (a quote that closes it and more text, a bare control character); empty
+    when there is none."""
 
 
 class GrammarCheck(Protocol):
@@ -475,12 +479,11 @@ def _check_grammar(
     Raises:
         SchemaError: The grammar does not compile even without them (reason `uncompilable`).
     """
+    # A pattern the converter cannot read alone takes the whole schema down with it (a
+    # fallback to generic JSON, or a grammar that crashes the server), and one whose grammar
+    # lets the string close early lets the model run on inside it: drop either.
+    _drop_unsafe_patterns(sent, grammar_check, rewrites, findings)
     verdict = grammar_check(sent)
-    if verdict.status != "enforced":
-        # A pattern the converter cannot read alone takes the whole schema down with it
-        # (a fallback to generic JSON, or a grammar that crashes the server): drop it.
-        _drop_uncompilable_patterns(sent, grammar_check, rewrites, findings)
-        verdict = grammar_check(sent)
     if verdict.status == "uncompilable":
         raise SchemaError(
             f"the {decoder} server could not compile the grammar of this schema "
@@ -501,20 +504,24 @@ def _check_grammar(
     return verdict
 
 
-def _drop_uncompilable_patterns(
+def _drop_unsafe_patterns(
     sent: dict[str, JsonValue],
     grammar_check: GrammarCheck,
     rewrites: list[SchemaRewrite],
     findings: list[SchemaFinding],
 ) -> None:
-    """Drop each pattern the converter cannot turn alone into a grammar that compiles, naming it."""
+    """Drop each pattern whose grammar alone does not compile or lets its string end early."""
     for pointer, node in _string_nodes(sent, ""):
         pattern = node.get("pattern")
         if not isinstance(pattern, str):
             continue
         alone = grammar_check({"type": "string", "pattern": pattern})
-        if alone.status == "enforced":
+        if alone.status == "enforced" and not alone.string_exit:
             continue
+        if alone.status == "enforced":
+            why = f"its grammar lets the model close the string early ({alone.string_exit!r})"
+        else:
+            why = f"the converter cannot make a working grammar of it ({alone.status}: {alone.reason})"
         del node["pattern"]
         rewrites.append(
             SchemaRewrite(
@@ -522,16 +529,14 @@ def _drop_uncompilable_patterns(
                 keyword="pattern",
                 before=pattern,
                 after=None,
-                reason=f"dropped: the converter cannot make a grammar of it ({alone.status}: "
-                f"{alone.reason})",
+                reason=f"dropped: {why}",
             )
         )
         findings.append(
             SchemaFinding(
                 pointer=f"{pointer}/pattern",
                 keyword="pattern",
-                reason="the converter cannot make a working grammar of this pattern; dropped "
-                "from the sent schema, checked only by pydantic",
+                reason=f"{why}; dropped from the sent schema, checked only by pydantic",
             )
         )
 

@@ -1,0 +1,149 @@
+"""No pattern twinflow sends lets the model leave its JSON string: checked on the real converter.
+
+Each test runs llama-cpp-python's own schema-to-grammar converter (the embedded server's) on the
+sent pattern and searches the grammar it writes for a way out of the string.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from twinflow.models._errors import InputRefused
+from twinflow.models._grammar import llama_cpp_grammar_check
+from twinflow.models._grammar_string import string_exit
+from twinflow.models._pattern import grammar_pattern
+from twinflow.models._preflight import JSON_STRING_TEXT, GrammarVerdict, preflight
+
+CONVERTER: Any = importlib.import_module("llama_cpp.llama_grammar")
+
+
+def exit_of(pattern: str) -> str | None:
+    """The way out of the string in the converter's grammar for `pattern`, or None."""
+    schema = {"type": "string", "pattern": pattern}
+    return string_exit(str(CONVERTER.json_schema_to_gbnf(json.dumps(schema))))
+
+
+# Pieces of ECMA-262 patterns: the ones that used to leave the string, and ordinary ones.
+_ATOMS = st.sampled_from(
+    [".", "a", "7", '"', "\\\\", "\\.", "\\d", "\\D", "\\w", "\\W", "\\s", "\\S", "\\n", "\\t"]
+    + ["\\x22", "\\u005C", "[^a]", "[^\"]", "[^\\\\]", "[a-z]", "[\\s\\S]", "[^\\d]", "[ -~]"]
+    + ["[\\x00-\\x1F]", "[^\\w.-]", "\\{", "{", "}", "é", "[\"\\\\]", "\\/"]
+)
+_QUANTIFIERS = st.sampled_from(["", "", "*", "+", "?", "{2}", "{1,3}", "{0,}", "*?"])
+
+
+@st.composite
+def patterns(draw: st.DrawFn, depth: int = 0) -> str:
+    """A pattern of atoms, groups and alternatives, with or without its anchors."""
+    parts = []
+    for _ in range(draw(st.integers(1, 4))):
+        if depth < 2 and draw(st.integers(0, 5)) == 0:
+            inner = draw(patterns(depth + 1))
+            parts.append(f"({'?:' if draw(st.booleans()) else ''}{inner})")
+        else:
+            parts.append(draw(_ATOMS))
+        parts[-1] += draw(_QUANTIFIERS)
+    body = "".join(parts)
+    if draw(st.booleans()):
+        body += "|" + draw(_ATOMS)
+    return ("^" if draw(st.booleans()) else "") + body + ("$" if draw(st.booleans()) else "")
+
+
+@settings(suppress_health_check=list(HealthCheck), deadline=None, max_examples=150)
+@given(pattern=patterns())
+def test_no_sent_pattern_lets_the_converted_grammar_leave_the_string(pattern: str) -> None:
+    """Property: the converter's grammar of every rewritten pattern never ends the string early."""
+    try:
+        sent = grammar_pattern(pattern)
+    except InputRefused:
+        return
+    assert None is exit_of(sent)
+
+
+@settings(suppress_health_check=list(HealthCheck), deadline=None, max_examples=150)
+@given(data=st.data(), pattern=patterns())
+def test_the_rewrite_reads_the_json_text_of_every_string_the_pattern_finds(
+    data: st.DataObject, pattern: str
+) -> None:
+    """Property: a string the pattern finds, written as JSON writes it, full-matches the rewrite."""
+    try:
+        sent = grammar_pattern(pattern)
+    except InputRefused:
+        return
+    # ECMA-262's `$` does not match before a final newline, Python's does: `\Z` is ECMA's `$`.
+    ecma = re.sub(r"(?<!\\)\$", r"\\Z", pattern)
+    text = data.draw(st.from_regex(re.compile(ecma, re.ASCII)))
+    assert True is (re.fullmatch(sent, json.dumps(text, ensure_ascii=False)[1:-1]) is not None)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        # What twinflow sent for `\d+` before: its filler was `.` plus line terminators.
+        (r"^(.|[\n\r\u2028\u2029])*([0-9]+)(.|[\n\r\u2028\u2029])*$", '"\x00'),
+        (r"^[^\x00-\x1F]*[0-9]+$", '"""'),
+        (r"^[^a]$", '"\x00'),
+        (r"^[\x22]$", '"""'),
+    ],
+)
+def test_the_search_finds_the_way_out_of_a_leaking_grammar(pattern: str, expected: str) -> None:
+    """The converter's `.` and negated classes admit a bare quote or control: the search finds it."""
+    assert expected == exit_of(pattern)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "string", "pattern": JSON_STRING_TEXT},
+        {"type": "string", "format": "date-time"},
+        {"type": "string", "format": "uuid"},
+        {"type": "string", "enum": ["a b", "c"]},
+    ],
+)
+def test_the_strings_twinflow_sends_without_a_pattern_of_its_own_stay_strings(
+    schema: dict[str, Any],
+) -> None:
+    """Plain strings, formats and enums as the converter writes them cannot end early either."""
+    assert None is string_exit(str(CONVERTER.json_schema_to_gbnf(json.dumps(schema))))
+
+
+def test_preflight_drops_a_pattern_whose_grammar_leaves_the_string() -> None:
+    """A converter verdict with a way out makes the pattern unenforced: dropped and named."""
+
+    def check(schema: dict[str, Any], /) -> GrammarVerdict:
+        leaks = schema.get("pattern") == "^[a-z]+$"
+        return GrammarVerdict(status="enforced", string_exit='"a"x' if leaks else "")
+
+    schema = {"type": "object", "properties": {"p": {"type": "string", "pattern": "^[a-z]+$"}}}
+    report = preflight(schema, "llama-cpp-python", grammar_check=check)
+    finding = report.findings[0]
+    expected = ({"type": "string"}, "/properties/p/pattern", True)
+    props = report.sent_schema["properties"]
+    assert isinstance(props, dict)
+    assert expected == (props["p"], finding.pointer, "close the string early" in finding.reason)
+
+
+def test_the_real_check_keeps_every_rewritten_pattern_and_reports_no_way_out() -> None:
+    """With the real converter, the issue's unanchored patterns stay enforced, no finding."""
+    check = llama_cpp_grammar_check()
+    assert check is not None
+    schema = {
+        "type": "object",
+        "properties": {
+            "zip": {"type": "string", "pattern": r"\d{5}"},
+            "ref": {"type": "string", "pattern": r"^[A-Z]+"},
+            "any": {"type": "string", "pattern": r"^[^,]*,\S+"},
+        },
+    }
+    report = preflight(schema, "llama-cpp-python", grammar_check=check)
+    sent = report.sent_schema["properties"]
+    assert isinstance(sent, dict)
+    verdicts = [check({"type": "string", "pattern": sent[k]["pattern"]}) for k in sent]  # type: ignore[index]  # a dict the test built
+    assert ((), ["", "", ""]) == (report.findings, [v.string_exit for v in verdicts])
