@@ -372,10 +372,29 @@ def _top_level_branches(pattern: str) -> list[str]:
 
 
 def _anchor_branch(branch: str) -> str:
-    """One alternative of a search, as a full match: `.*` where it has no anchor."""
-    lead = trail = _ANY
-    if branch.startswith("^"):
-        branch, lead = branch[1:], ""
-    if branch.endswith("$") and not branch.endswith("\\$"):
-        branch, trail = branch[:-1], ""
-    return f"{lead}({branch}){trail}" if branch else lead + trail
+    """One alternative of a search, held to its match: the text around it is left out.
+
+    A search also finds its match inside longer text, but a grammar that lets the model write
+    text around the match lets a small model run on inside the string (`10969 }. This is...`)
+    to the token budget. The grammar holds it to the match itself; a value with text around
+    the match still validates. A branch with nothing but anchors is any text, as it finds.
+    """
+    anchored_start = branch.startswith("^")
+    anchored_end = branch.endswith("$") and not branch.endswith("\\$")
+    branch = branch[1 if anchored_start else 0 : len(branch) - (1 if anchored_end else 0)]
+    if branch:
+        return f"({branch})"
+    return "" if anchored_start and anchored_end else _ANY
+
+
+def held_to_match(pattern: str) -> bool:
+    """True when some branch of the search `pattern` has an unanchored side."""
+    return any(
+        not (b.startswith("^") and b.endswith("$") and not b.endswith("\\$"))
+        for b in _top_level_branches(pattern)
+    ) and not (
+        pattern.startswith("^")
+        and pattern.endswith("$")
+        and not pattern.endswith("\\$")
+        and not _has_top_level_alternation(pattern)
+    )

@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, JsonValue, TypeAdapter
 
 from twinflow.models._errors import InputRefused, SchemaError
-from twinflow.models._pattern import grammar_pattern
+from twinflow.models._pattern import grammar_pattern, held_to_match
 from twinflow.trace import UserError
 from twinflow.vocab import FrozenValue
 
@@ -277,8 +277,15 @@ def _compile_pattern(
             keyword="pattern",
             before=pattern,
             after=rewritten,
-            reason="rewritten into the regex subset grammars read (anchored, plain groups, "
-            "classes spelled out): it matches the same strings",
+            reason="rewritten into the regex subset grammars read, read against the string's "
+            "JSON text (plain groups, every character bare or escaped as JSON writes it, so "
+            "the string cannot end early)"
+            + (
+                "; unanchored, so the grammar holds the model to the match itself: text around "
+                "it still validates, but the model cannot write it"
+                if held_to_match(pattern)
+                else ""
+            ),
         )
     )
 
