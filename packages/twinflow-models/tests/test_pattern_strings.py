@@ -60,9 +60,39 @@ def python_regex(pattern: str) -> re.Pattern[str]:
 
 # Pieces of ECMA-262 patterns: the ones that used to leave the string, and ordinary ones.
 _ATOMS = st.sampled_from(
-    [".", "a", "7", '"', "\\\\", "\\.", "\\d", "\\D", "\\w", "\\W", "\\s", "\\S", "\\n", "\\t"]
-    + ["\\x22", "\\u005C", "[^a]", '[^"]', "[^\\\\]", "[a-z]", "[\\s\\S]", "[^\\d]", "[ -~]"]
-    + ["[\\x00-\\x1F]", "[^\\w.-]", "\\{", "{", "}", "é", '["\\\\]', "\\/"]
+    [
+        ".",
+        "a",
+        "7",
+        '"',
+        "\\\\",
+        "\\.",
+        "\\d",
+        "\\D",
+        "\\w",
+        "\\W",
+        "\\s",
+        "\\S",
+        "\\n",
+        "\\t",
+        "\\x22",
+        "\\u005C",
+        "[^a]",
+        '[^"]',
+        "[^\\\\]",
+        "[a-z]",
+        "[\\s\\S]",
+        "[^\\d]",
+        "[ -~]",
+        "[\\x00-\\x1F]",
+        "[^\\w.-]",
+        "\\{",
+        "{",
+        "}",
+        "é",
+        '["\\\\]',
+        "\\/",
+    ]
 )
 _QUANTIFIERS = st.sampled_from(["", "", "*", "+", "?", "{2}", "{1,3}", "{0,}", "*?"])
 
@@ -147,7 +177,10 @@ def test_preflight_drops_a_pattern_whose_grammar_leaves_the_string() -> None:
         leaks = schema.get("pattern") == "^[a-z]+$"
         return GrammarVerdict(status="enforced", string_exit='"a"x' if leaks else "")
 
-    schema = {"type": "object", "properties": {"p": {"type": "string", "pattern": "^[a-z]+$"}}}
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"p": {"type": "string", "pattern": "^[a-z]+$"}},
+    }
     report = preflight(schema, "llama-cpp-python", grammar_check=check)
     finding = report.findings[0]
     expected = ({"type": "string"}, "/properties/p/pattern", True)
@@ -160,7 +193,7 @@ def test_the_real_check_keeps_every_rewritten_pattern_and_reports_no_way_out() -
     """With the real converter, the issue's unanchored patterns stay enforced, no finding."""
     check = llama_cpp_grammar_check()
     assert check is not None
-    schema = {
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": {
             "zip": {"type": "string", "pattern": r"\d{5}"},
@@ -169,7 +202,6 @@ def test_the_real_check_keeps_every_rewritten_pattern_and_reports_no_way_out() -
         },
     }
     report = preflight(schema, "llama-cpp-python", grammar_check=check)
-    sent = report.sent_schema["properties"]
-    assert isinstance(sent, dict)
-    verdicts = [check({"type": "string", "pattern": sent[k]["pattern"]}) for k in sent]  # type: ignore[index]  # a dict the test built
+    sent: Any = report.sent_schema["properties"]
+    verdicts = [check({"type": "string", "pattern": sent[k]["pattern"]}) for k in sent]
     assert ((), ["", "", ""]) == (report.findings, [v.string_exit for v in verdicts])

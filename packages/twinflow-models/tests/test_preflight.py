@@ -63,20 +63,18 @@ def test_integer_bounds_are_reported_only_for_llama_cpp_python() -> None:
     assert keywords(schema, "llama-cpp-python") == [("/properties/age/minimum", "minimum")]
 
 
-def test_formats_without_a_grammar_rule_are_reported() -> None:
-    """email and uri have no grammar rule; date-time and uuid do."""
+def test_formats_without_a_grammar_rule_or_pattern_are_reported() -> None:
+    """email and uri are sent as patterns, date-time and uuid have rules; duration has neither."""
     schema = {
         "properties": {
             "e": {"type": "string", "format": "email"},
             "u": {"type": "string", "format": "uri"},
             "d": {"type": "string", "format": "date-time"},
             "i": {"type": "string", "format": "uuid"},
+            "s": {"type": "string", "format": "duration"},
         }
     }
-    assert keywords(schema) == [
-        ("/properties/e/format", "format"),
-        ("/properties/u/format", "format"),
-    ]
+    assert [("/properties/s/format", "format")] == keywords(schema)
 
 
 def test_a_pattern_shadows_length_bounds() -> None:
@@ -304,9 +302,9 @@ def test_a_pattern_no_grammar_can_read_is_dropped_and_reported(pattern: str) -> 
 def test_a_bound_too_deep_for_the_grammar_is_dropped_and_reported() -> None:
     """HttpUrl's maxLength=2083 would nest past the grammar parser's depth: dropped, named."""
     report = preflight(TypeAdapter(HttpUrl), "llama-cpp-python")
-    expected = ("maxLength" in report.sent_schema, ["/maxLength"])
+    expected = ("maxLength" in report.sent_schema, ["/format", "/pattern", "/maxLength"])
     assert (False, [r.pointer for r in report.rewrites]) == expected
-    assert ["/maxLength", "/format"] == [f.pointer for f in report.findings]
+    assert ["/maxLength", "/minLength"] == [f.pointer for f in report.findings]
 
 
 def test_a_converter_fallback_makes_the_whole_schema_unenforced() -> None:

@@ -159,6 +159,36 @@ the raw text between the quotes, so a plain string is sent with this one: exactl
 valid JSON strings, hence every string value, in its standard encoding."""
 _STRING_SHAPERS = ("pattern", "format", "enum", "const", "minLength", "maxLength")
 
+_IPV4_PART = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4 = rf"({_IPV4_PART}\.){{3}}{_IPV4_PART}"
+_H = "[0-9a-fA-F]{1,4}"
+_IPV6 = (
+    f"(({_H}:){{7}}{_H}|({_H}:){{1,7}}:|({_H}:){{1,6}}:{_H}|({_H}:){{1,5}}(:{_H}){{1,2}}"
+    f"|({_H}:){{1,4}}(:{_H}){{1,3}}|({_H}:){{1,3}}(:{_H}){{1,4}}|({_H}:){{1,2}}(:{_H}){{1,5}}"
+    f"|{_H}:(:{_H}){{1,6}}|:((:{_H}){{1,7}}|:))"
+)
+_LABEL = "[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?"
+# The last label starts with a letter: a URL host that ends in a number is read as an IPv4.
+_HOST = rf"({_LABEL}\.)*[A-Za-z]([A-Za-z0-9-]*[A-Za-z0-9])?"
+_URL_CHAR = r"([A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})"
+_URL_TAIL = rf"(:[1-9][0-9]{{0,3}})?(/{_URL_CHAR}*)*(\?({_URL_CHAR}|[/?])*)?(#({_URL_CHAR}|[/?])*)?"
+FORMAT_PATTERNS: dict[str, str] = {
+    "email": rf"^[A-Za-z0-9_%+-]+(\.[A-Za-z0-9_%+-]+)*@({_LABEL}\.)+[A-Za-z]{{2,}}$",
+    "uri": rf"^[a-zA-Z][a-zA-Z0-9+.-]*://{_HOST}{_URL_TAIL}$",
+    "url": rf"^https?://{_HOST}{_URL_TAIL}$",
+    "hostname": rf"^{_HOST}$",
+    "ipv4": rf"^{_IPV4}$",
+    "ipv6": rf"^{_IPV6}$",
+    "ipvanyaddress": rf"^({_IPV4}|{_IPV6})$",
+}
+"""Formats no converter has a rule for, as anchored patterns of values every validator takes.
+
+Each is narrower than its format (an email address without quoted parts or IP literals, a URL
+whose host is a name): the grammar holds the model to common, valid values, and pydantic
+still validates the answer. `date`, `time`, `date-time` and `uuid` keep the converter's rules."""
+# pydantic's `HttpUrl` is `format: uri` with this `maxLength`: only http and https pass.
+_HTTP_URL_MAX_LENGTH = 2083
+
 
 def compile_into(
     schema: dict[str, JsonValue], rewrites: list[SchemaRewrite], findings: list[SchemaFinding]
@@ -178,6 +208,7 @@ def compile_into(
     """
     _hoist_root_ref(schema, rewrites)
     for pointer, node in _string_nodes(schema, ""):
+        _compile_format(node, pointer, rewrites)
         pattern = node.get("pattern")
         if isinstance(pattern, str):
             _compile_pattern(node, pattern, pointer, rewrites, findings)
@@ -213,6 +244,32 @@ def compile_into(
                         pointer=where, keyword=keyword, reason=reason + ", checked by pydantic"
                     )
                 )
+
+
+def _compile_format(
+    node: dict[str, JsonValue], pointer: str, rewrites: list[SchemaRewrite]
+) -> None:
+    """Replace a `format` no converter enforces by its pattern (`FORMAT_PATTERNS`), recorded."""
+    fmt = node.get("format")
+    if not isinstance(fmt, str) or any(k in node for k in ("pattern", "enum", "const")):
+        return
+    if fmt == "uri" and node.get("maxLength") == _HTTP_URL_MAX_LENGTH:
+        fmt = "url"
+    pattern = FORMAT_PATTERNS.get(fmt)
+    if pattern is None or node.get("type") not in ("string", None):
+        return
+    before = node.pop("format")
+    node["pattern"] = pattern
+    rewrites.append(
+        SchemaRewrite(
+            pointer=f"{pointer}/format",
+            keyword="format",
+            before=before,
+            after=None,
+            reason=f"no converter has a rule for format {before!r}: it is sent as a pattern of "
+            "common valid values instead, which the grammar enforces (pydantic still validates)",
+        )
+    )
 
 
 def _hoist_root_ref(schema: dict[str, JsonValue], rewrites: list[SchemaRewrite]) -> None:
