@@ -205,3 +205,22 @@ def test_the_real_check_keeps_every_rewritten_pattern_and_reports_no_way_out() -
     sent: Any = report.sent_schema["properties"]
     verdicts = [check({"type": "string", "pattern": sent[k]["pattern"]}) for k in sent]
     assert ((), ["", "", ""]) == (report.findings, [v.string_exit for v in verdicts])
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "string"},
+        {"type": "string", "maxLength": 12},
+        {"type": "string", "minLength": 3, "maxLength": 2083},
+        {"type": "string", "pattern": r"^(?=a)\w+$"},
+        {"type": "string", "format": "email"},
+        {"type": "string", "format": "uri", "minLength": 1},
+    ],
+)
+def test_every_string_preflight_sends_stays_one_json_string(schema: dict[str, Any]) -> None:
+    """Plain, length-bounded, dropped-pattern and format strings: the sent grammar has no way out."""
+    sent = preflight(
+        schema, "llama-cpp-python", grammar_check=llama_cpp_grammar_check()
+    ).sent_schema
+    assert None is string_exit(str(CONVERTER.json_schema_to_gbnf(json.dumps(sent))))

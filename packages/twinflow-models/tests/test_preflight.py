@@ -289,14 +289,35 @@ def test_patterns_are_rewritten_into_what_grammars_read(pattern: str, expected: 
 
 @pytest.mark.parametrize("pattern", [r"^(?=a)b$", r"^(a)\1$", r"\bword\b", r"^a$|^b$x^"])
 def test_a_pattern_no_grammar_can_read_is_dropped_and_reported(pattern: str) -> None:
-    """A lookaround, a backreference or a word boundary is dropped from the sent schema, named."""
+    """A lookaround, a backreference or a word boundary is dropped, named; the text stays JSON."""
     report = preflight({"type": "string", "pattern": pattern}, "llama-cpp-python")
-    expected = ({"type": "string"}, [("/pattern", "pattern")], [("/pattern", None)])
+    expected = (
+        {"type": "string", "pattern": JSON_STRING_TEXT},
+        [("/pattern", "pattern")],
+        [("/pattern", None), ("/pattern", JSON_STRING_TEXT)],
+    )
     assert expected == (
         report.sent_schema,
         [(f.pointer, f.keyword) for f in report.findings],
         [(r.pointer, r.after) for r in report.rewrites],
     )
+
+
+@pytest.mark.parametrize(
+    ("schema", "count"),
+    [
+        ({"type": "string", "maxLength": 12}, "{0,12}"),
+        ({"type": "string", "minLength": 1}, "{1,}"),
+        ({"type": "string", "minLength": 2, "maxLength": 300}, "{2,}"),
+    ],
+)
+def test_length_bounds_become_a_count_of_json_string_characters(
+    schema: dict[str, Any], count: str
+) -> None:
+    """A string with only length bounds is sent as a pattern counting JSON string characters."""
+    sent = preflight(schema, "llama-cpp-python").sent_schema
+    expected = {"type": "string", "pattern": f"{JSON_STRING_TEXT[:-2]}{count}$"}
+    assert expected == sent
 
 
 def test_a_bound_too_deep_for_the_grammar_is_dropped_and_reported() -> None:

@@ -212,7 +212,9 @@ def compile_into(
         pattern = node.get("pattern")
         if isinstance(pattern, str):
             _compile_pattern(node, pattern, pointer, rewrites, findings)
-        elif node.get("type") == "string" and not any(k in node for k in _STRING_SHAPERS):
+        elif node.get("type") == "string" and not any(k in node for k in _STRING_SHAPERS[:4]):
+            _bounded_text(node, pointer, rewrites)
+        if node.get("type") == "string" and not any(k in node for k in _STRING_SHAPERS):
             node["pattern"] = JSON_STRING_TEXT
             rewrites.append(
                 SchemaRewrite(
@@ -244,6 +246,41 @@ def compile_into(
                         pointer=where, keyword=keyword, reason=reason + ", checked by pydantic"
                     )
                 )
+
+
+_JSON_CHAR = JSON_STRING_TEXT[1:-2]
+
+
+def _bounded_text(node: dict[str, JsonValue], pointer: str, rewrites: list[SchemaRewrite]) -> None:
+    """A string with only length bounds: the bounds become a count of JSON string characters.
+
+    The converter writes length bounds with its own string character, which lets raw control
+    characters through (see `JSON_STRING_TEXT`); the pattern counts the same characters, each
+    bare or escaped. Bounds too deep for the grammar are left to the bound rule below.
+    """
+    low, high = node.get("minLength", 0), node.get("maxLength")
+    if not isinstance(low, int) or not (high is None or isinstance(high, int)):
+        return
+    if low > MAX_GRAMMAR_REPEAT:
+        return
+    if high is not None and high > MAX_GRAMMAR_REPEAT:
+        high = None  # dropped and reported with the other bounds too deep for the grammar
+    pattern = f"^{_JSON_CHAR}{{{low},{'' if high is None else high}}}$"
+    for keyword in ("minLength", "maxLength"):
+        value = node.get(keyword)
+        if isinstance(value, int) and value <= MAX_GRAMMAR_REPEAT:
+            before = node.pop(keyword)
+            rewrites.append(
+                SchemaRewrite(
+                    pointer=f"{pointer}/{keyword}",
+                    keyword=keyword,
+                    before=before,
+                    after=None,
+                    reason=f"counted in the string's pattern {pattern!r} instead: the "
+                    "converter's own length rule lets raw control characters through",
+                )
+            )
+    node["pattern"] = pattern
 
 
 def _compile_format(
