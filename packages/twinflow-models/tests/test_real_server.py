@@ -150,7 +150,7 @@ def test_the_second_validation_catches_what_the_grammar_let_through(llama_server
         attempts = caught.attempts
     first = attempts[0]
     assert json.loads(first.emission)["age"] == 36
-    assert first.error == "/age: Input should be greater than or equal to 50"
+    assert first.error == "/age: Input should be greater than or equal to 50 (the reply gave 36)"
     assert len(bodies) == 2
     schema = report.sent_schema
     assert [schema, schema] == [b["response_format"]["schema"] for b in bodies]
