@@ -224,3 +224,31 @@ def test_every_string_preflight_sends_stays_one_json_string(schema: dict[str, An
         schema, "llama-cpp-python", grammar_check=llama_cpp_grammar_check()
     ).sent_schema
     assert None is string_exit(str(CONVERTER.json_schema_to_gbnf(json.dumps(sent))))
+
+
+def test_a_pattern_whose_grammar_the_check_cannot_read_is_kept_and_named() -> None:
+    """Enforced, but not shown to keep its string closed: the pattern stays, a finding says so."""
+
+    def check(schema: dict[str, Any], /) -> GrammarVerdict:
+        return GrammarVerdict(status="enforced", reason="the string check cannot read this grammar")
+
+    schema = {"type": "string", "pattern": "^a$"}
+    report = preflight(schema, "llama-cpp-python", grammar_check=check)
+    expected = ("^a$", [("/pattern", "pattern")])
+    assert expected == (
+        report.sent_schema["pattern"],
+        [(f.pointer, f.keyword) for f in report.findings],
+    )
+
+
+@pytest.mark.parametrize(
+    ("grammar", "expected"),
+    [
+        ('root ::= "\\"" [a-z]{2,3} "\\"" space\nspace ::= " "?', None),
+        ('root ::= "\\"" [a"]{2,} "\\"" space\nspace ::= " "?', '"""'),
+        ('root ::= "\\"" [^a]{2} "\\"" space\nspace ::= " "?', '"\x00'),
+    ],
+)
+def test_the_search_reads_counted_repetitions(grammar: str, expected: str | None) -> None:
+    """llama.cpp's newer grammars count repetitions with `{m,n}`: the search reads them."""
+    assert expected == string_exit(grammar)

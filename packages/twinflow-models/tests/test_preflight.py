@@ -343,7 +343,11 @@ def test_a_pattern_whose_grammar_does_not_compile_is_dropped_before_sending() ->
 
     def decide(schema: dict[str, Any]) -> GrammarVerdict:
         bad = "ZZ" in json.dumps(schema)
-        return GrammarVerdict(status="uncompilable" if bad else "enforced", reason="parse")
+        return (
+            GrammarVerdict(status="uncompilable", reason="parse")
+            if bad
+            else GrammarVerdict(status="enforced")
+        )
 
     schema = {
         "type": "object",

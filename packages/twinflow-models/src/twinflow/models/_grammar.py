@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from twinflow.models._errors import InputRefused
 from twinflow.models._grammar_string import string_exit
 from twinflow.models._preflight import GrammarCheck, GrammarVerdict
 
@@ -60,7 +61,14 @@ class LlamaCppGrammarCheck:
                 grammar_bytes=len(text),
             )
         self._llama.llama_sampler_free(sampler)
-        exit_text = string_exit(str(grammar)) if schema.get("type") == "string" else None
+        if schema.get("type") != "string":
+            return GrammarVerdict(status="enforced", grammar_bytes=len(text))
+        try:
+            exit_text = string_exit(str(grammar))
+        except InputRefused as exc:
+            # A grammar shape the search does not read: not shown to keep the string closed.
+            reason = f"the string check cannot read this grammar ({exc})"
+            return GrammarVerdict(status="enforced", grammar_bytes=len(text), reason=reason)
         return GrammarVerdict(
             status="enforced", grammar_bytes=len(text), string_exit=exit_text or ""
         )

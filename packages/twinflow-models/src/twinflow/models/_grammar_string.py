@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable
+from functools import partial
 
 from twinflow.models._errors import InputRefused
 
@@ -105,13 +107,25 @@ class _Nfa:
         start = self.state()
         last = start
         while i < len(tokens) and tokens[i] not in (("op", "|"), ("op", ")")):
+            at = i
             item, i = self.item(tokens, i)
+            ops = 0
             while i < len(tokens) and tokens[i][0] in ("op", "rep") and tokens[i][1] not in "|()":
-                item = self.repeated(item, tokens[i][1])
+                if tokens[i][0] == "rep":
+                    if ops:
+                        raise InputRefused(f"a repetition {tokens[i][1]} after another")
+                    item = self.counted(item, tokens[i][1], partial(self.copy, tokens, at))
+                else:
+                    item = self.repeated(item, tokens[i][1])
+                ops += 1
                 i += 1
             self.empty[last].append(item[0])
             last = item[1]
         return (start, last), i
+
+    def copy(self, tokens: list[tuple[str, str]], i: int) -> tuple[int, int]:
+        """A fresh fragment of the item at `tokens[i]`."""
+        return self.item(tokens, i)[0]
 
     def item(self, tokens: list[tuple[str, str]], i: int) -> tuple[tuple[int, int], int]:
         kind, text = tokens[i]
@@ -150,8 +164,25 @@ class _Nfa:
             if op in "*+":
                 self.empty[last].append(first)
             return start, end
-        # `{m,n}` is not in the converters' output today; refuse rather than guess.
         raise InputRefused(f"the repetition {op} in the grammar")
+
+    def counted(
+        self, item: tuple[int, int], op: str, again: Callable[[], tuple[int, int]]
+    ) -> tuple[int, int]:
+        """`item{m}`, `item{m,}` or `item{m,n}`: `again` builds one more copy of the item."""
+        low_text, comma, high_text = op[1:-1].partition(",")
+        low = int(low_text or 0)
+        high = int(high_text) if high_text else (None if comma else low)
+        start = last = self.state()
+        copies = [item] + [again() for _ in range(max(low, high or low + 1) - 1)]
+        for n, (first, end) in enumerate(copies):
+            self.empty[last].append(first)
+            if high is None and n == len(copies) - 1:
+                self.empty[end].append(first)  # the last copy repeats
+            if n >= low:
+                self.empty[last].append(end)  # an optional copy may be skipped
+            last = end
+        return start, last
 
     def closure(self, states: list[int]) -> set[int]:
         seen = set(states)

@@ -174,7 +174,7 @@ def json_text(ranges: _Ranges) -> str:
     after: list[str] = []
     if short:
         after.append(f"[{''.join(short)}]")
-    if len(controls) == 0x20 - 5:
+    if all(_contains(ranges, c) for c in range(0x20)):
         after.append("u00[01][0-9a-fA-F]")
     elif controls:
         after.append("u00" + _hex_pairs(controls))

@@ -94,7 +94,8 @@ class GrammarVerdict(FrozenValue):
     server decodes generic JSON instead (safe, nothing enforced); `uncompilable`: a grammar the
     server cannot compile (sending it crashes llama-cpp-python's server)."""
     reason: str = ""
-    """The converter's or the grammar parser's complaint, when not `enforced`."""
+    """The converter's or the grammar parser's complaint, when not `enforced`; when
+    `enforced`, why the string check (`string_exit`) could not be made, if it could not."""
     grammar_bytes: int = 0
     """Size of the grammar the converter produced, when it produced one."""
     string_exit: str = ""
@@ -618,6 +619,14 @@ def _drop_unsafe_patterns(
             continue
         alone = grammar_check({"type": "string", "pattern": pattern})
         if alone.status == "enforced" and not alone.string_exit:
+            if alone.reason:  # enforced, but the string check could not read the grammar
+                findings.append(
+                    SchemaFinding(
+                        pointer=f"{pointer}/pattern",
+                        keyword="pattern",
+                        reason=f"{alone.reason}: kept, but not shown to keep its string closed",
+                    )
+                )
             continue
         if alone.status == "enforced":
             why = f"its grammar lets the model close the string early ({alone.string_exit!r})"
