@@ -95,7 +95,12 @@ def test_http_url_is_sent_as_an_http_pattern_and_the_rewrite_named() -> None:
     report = preflight(TypeAdapter(HttpUrl), "llama-cpp-python")
     expected = (
         grammar_pattern(FORMAT_PATTERNS["url"]),
-        [("/format", "uri"), ("/pattern", FORMAT_PATTERNS["url"]), ("/maxLength", 2083)],
+        [
+            ("/format", "uri"),
+            ("/minLength", 1),
+            ("/pattern", FORMAT_PATTERNS["url"]),
+            ("/maxLength", 2083),
+        ],
     )
     assert expected == (
         report.sent_schema["pattern"],

@@ -308,6 +308,16 @@ def _compile_format(
             "common valid values instead, which the grammar enforces (pydantic still validates)",
         )
     )
+    if node.get("minLength") in (0, 1):  # every format pattern needs a character or more
+        rewrites.append(
+            SchemaRewrite(
+                pointer=f"{pointer}/minLength",
+                keyword="minLength",
+                before=node.pop("minLength"),
+                after=None,
+                reason=f"implied by the pattern of format {before!r}, which needs a character",
+            )
+        )
 
 
 def _hoist_root_ref(schema: dict[str, JsonValue], rewrites: list[SchemaRewrite]) -> None:
