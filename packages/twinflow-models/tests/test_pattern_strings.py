@@ -252,3 +252,23 @@ def test_a_pattern_whose_grammar_the_check_cannot_read_is_kept_and_named() -> No
 def test_the_search_reads_counted_repetitions(grammar: str, expected: str | None) -> None:
     """llama.cpp's newer grammars count repetitions with `{m,n}`: the search reads them."""
     assert expected == string_exit(grammar)
+
+
+def test_literals_json_escapes_are_sent_as_a_pattern_the_server_can_parse() -> None:
+    """A `Literal` with a quote, a backslash or a newline: enforced, and each value is writable."""
+    values = ['say "hi"', "a\\b", "two\nlines", "plain"]
+    check = llama_cpp_grammar_check()
+    assert check is not None
+    raw = {"enum": values}
+    report = preflight(raw, "llama-cpp-python", grammar_check=check)
+    pattern = report.sent_schema["pattern"]
+    assert isinstance(pattern, str)
+    written = [re.fullmatch(pattern, json.dumps(v)[1:-1]) is not None for v in values]
+    expected = ("uncompilable", "enforced", "", [True] * len(values), ())
+    assert expected == (
+        check(raw).status,
+        report.grammar.status if report.grammar else None,
+        check({"type": "string", "pattern": pattern}).string_exit,
+        written,
+        report.findings,
+    )

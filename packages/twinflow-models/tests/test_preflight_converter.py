@@ -110,6 +110,7 @@ class Formats(BaseModel):
     span: datetime.timedelta
     size: Literal["S", "M", "L"]
     mixed: Literal["none", 0] | None = None
+    quoted: Literal['say "hi"', "a\\b"] = "a\\b"
 
 
 MODELS: list[Any] = [

@@ -11,6 +11,8 @@ the decoder does not: the answer is always validated again with pydantic.
 from __future__ import annotations
 
 import copy
+import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal, Protocol
 
@@ -210,6 +212,7 @@ def compile_into(
     _hoist_root_ref(schema, rewrites)
     for pointer, node in _string_nodes(schema, ""):
         _compile_format(node, pointer, rewrites)
+        _escaped_choices(node, pointer, rewrites)
         pattern = node.get("pattern")
         if isinstance(pattern, str):
             _compile_pattern(node, pattern, pointer, rewrites, findings)
@@ -282,6 +285,41 @@ def _bounded_text(node: dict[str, JsonValue], pointer: str, rewrites: list[Schem
                 )
             )
     node["pattern"] = pattern
+
+
+def _escaped_choices(
+    node: dict[str, JsonValue], pointer: str, rewrites: list[SchemaRewrite]
+) -> None:
+    """String `enum`/`const` values JSON escapes, sent as one pattern of their JSON texts.
+
+    The converter writes such a value as a grammar literal it does not escape right (a `"`
+    ends the literal early) and the server cannot parse the grammar; the pattern spells each
+    character as JSON writes it (`grammar_pattern`), and matches exactly the same values.
+    """
+    keyword = "const" if "const" in node else "enum" if "enum" in node else None
+    if keyword is None or "pattern" in node:
+        return
+    value = node[keyword]
+    choices = [value] if keyword == "const" else value
+    if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+        return
+    texts = [c for c in choices if isinstance(c, str)]
+    if not any(json.dumps(c, ensure_ascii=False)[1:-1] != c for c in texts):
+        return
+    pattern = "^(" + "|".join(re.escape(c) for c in texts) + ")$"
+    del node[keyword]
+    node["type"] = "string"
+    node["pattern"] = pattern
+    rewrites.append(
+        SchemaRewrite(
+            pointer=f"{pointer}/{keyword}",
+            keyword=keyword,
+            before=value,
+            after=None,
+            reason=f"a value JSON escapes: sent as the pattern {pattern!r} (the converter "
+            "writes it as a grammar literal the server cannot parse)",
+        )
+    )
 
 
 def _compile_format(
