@@ -40,6 +40,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(marker)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _machine_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """This machine's state directory (the decisions `approve` recorded here), one per session:
+    the suite's commands never write under the user's home."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TWINFLOW_STATE_DIR", str(tmp_path_factory.mktemp("machine-state")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def ray_executor() -> Iterator[Any]:
     """A RayExecutor on a local Ray of two CPUs, started once per session (about 4 s).

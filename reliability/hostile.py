@@ -1,6 +1,6 @@
 """Hostile-input campaign: received bundles, hostile servers, planted links, concurrent runs, secrets.
 
-Twelve attacks, each counted, each with the invariant it must not break:
+Thirteen attacks, each counted, each with the invariant it must not break:
 
 1. **Hostile bundles.** A received directory holds a real trace, a spec naming a tool module
    that marks its own import (beside the trace, and as a `json`-like name in the working
@@ -46,6 +46,9 @@ Twelve attacks, each counted, each with the invariant it must not break:
     unless the tail is accepted explicitly or the origin named.
 12. **Planted auditor modules.** ``twinflow/trace/__main__.py``, ``argparse.py``, ``pathlib.py``
     beside a trace: the ``twinflow-trace`` script and ``python -P -m twinflow.trace`` run none.
+13. **Signed evidence** (`_hostile_signed.py`): forged, copied and moved signed decisions,
+    received unsigned ones, shared call ids, one witness key under two names, and witness
+    states edited by hand: none is accepted.
 
     .venv/bin/python reliability/hostile.py --short | --full
 """
@@ -73,6 +76,8 @@ from pathlib import Path
 from typing import Any
 
 from _common import Figures, parse_mode
+from _hostile_continue import continuations
+from _hostile_signed import signed_evidence
 
 from twinflow._base._errors import FileWriteError, UnsafePathError
 from twinflow._base._files import hold_directory, write_new, write_replace
@@ -110,8 +115,9 @@ from twinflow.trace import (
     encode_line,
     read_checkpoint,
 )
-from twinflow.trace import note as _note
 from twinflow.trace.__main__ import main as trace_main
+from twinflow.trace._keys import generate_key
+from twinflow.trace._note import CheckpointBody, sign_checkpoint_note
 from twinflow.vocab import CallId, Message, ToolCallPart
 
 KEY = "sk-reliability-hostile-7f3a9c"
@@ -767,7 +773,7 @@ def prefix_checkpoints(figures: Figures, work: Path, sizes: Iterable[int]) -> No
     genuine = sink.data
     lines = genuine.splitlines(keepends=True)
     total = len(lines)
-    signer = _note.generate_key("example.org/lab", bytes(range(32)))
+    signer = generate_key("example.org/lab", bytes(range(32)))
     (root / "lab.pub").write_text(signer.verifier.text + "\n")
     refused = tried = 0
     for n in sizes:
@@ -778,8 +784,8 @@ def prefix_checkpoints(figures: Figures, work: Path, sizes: Iterable[int]) -> No
         forged = b"".join(kept) + _rechained_tail(lines, n)
         (root / f"forged-{n}.jsonl").write_bytes(forged)
         cp = read_checkpoint(genuine, n)
-        body = _note.CheckpointBody("example.org/lab", n, bytes.fromhex(cp.root))
-        (root / f"cp{n}.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
+        body = CheckpointBody("example.org/lab", n, bytes.fromhex(cp.root))
+        (root / f"cp{n}.note").write_bytes(sign_checkpoint_note(body, [signer]))
         (root / f"cp{n}.body").write_text(body.text)
         for trace in (f"forged-{n}.jsonl",):
             for form, keys in ((f"cp{n}.note", ("--key", "lab.pub")), (f"cp{n}.body", ())):
@@ -794,8 +800,8 @@ def prefix_checkpoints(figures: Figures, work: Path, sizes: Iterable[int]) -> No
     whole = read_checkpoint(genuine)
     (root / "genuine.jsonl").write_bytes(genuine)
     for origin in ("example.org/other", "example.org/lab/", "example.org/Lab", "x"):
-        body = _note.CheckpointBody(origin, whole.size, bytes.fromhex(whole.root))
-        (root / "foreign.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
+        body = CheckpointBody(origin, whole.size, bytes.fromhex(whole.root))
+        (root / "foreign.note").write_bytes(sign_checkpoint_note(body, [signer]))
         tried += 1
         code = _auditor(
             "verify", "genuine.jsonl", "--checkpoint", "foreign.note", "--key", "lab.pub", cwd=root
@@ -1296,6 +1302,11 @@ def main() -> int:
         received_paths(figures, work)
         prefix_checkpoints(figures, work, sizes=range(0, 12) if full else range(0, 12, 5))
         planted_auditor(figures, work)
+        continuations(figures, work)
+        signed_evidence(figures, work)
+        from _hostile_disclose import disclose
+
+        disclose(figures, work, server.url)
     return figures.finish(args.json)
 
 

@@ -165,6 +165,29 @@ _IMPORTERS = {
     "builtins.__import__",
     "__import__",
     "pkgutil.resolve_name",
+    "pydoc.locate",
+    # EntryPoint(name, value, group).load() imports `value` ("module:attribute").
+    "importlib.metadata.EntryPoint",
+    "importlib_metadata.EntryPoint",
+}
+_DUNDER_IMPORTS = {"importlib.__import__", "builtins.__import__", "__import__"}
+# Calls that import a package named by a string (the parents of a module they look up, the
+# package whose files they read, the module a patch replaces a name in). A literal name is
+# read as an import; a computed one only where it is an importer's (find_spec).
+_LOOKUPS = {
+    "importlib.util.find_spec": "parent",
+    "pkgutil.get_loader": "parent",
+    "pkgutil.get_data": "package",
+    "importlib.resources.files": "package",
+    "importlib.resources.read_text": "package",
+    "importlib.resources.read_binary": "package",
+    "importlib.resources.open_text": "package",
+    "importlib.resources.open_binary": "package",
+    "importlib.resources.path": "package",
+    "importlib.resources.contents": "package",
+    "importlib.resources.is_resource": "package",
+    "unittest.mock.patch": "parent",
+    "mock.patch": "parent",
 }
 # Ways to run code the gates cannot read: each counts as a dynamic import of a computed name.
 _CODE_RUNNERS = {
@@ -231,6 +254,70 @@ def _literal(node: ast.expr) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+def _folded(node: ast.expr | None, constants: dict[str, str]) -> str | None:
+    """A string the expression always is: a literal, a module-level name bound once to one,
+    and `+`, `%`, f-strings and `".".join([...])` of those."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.Name):
+        return constants.get(node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        left = _folded(node.left, constants)
+        if isinstance(node.op, ast.Add):
+            right = _folded(node.right, constants)
+            return None if left is None or right is None else left + right
+        items = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        values = [_folded(item, constants) for item in items]
+        if left is None or any(v is None for v in values):
+            return None
+        try:
+            return left % tuple(values)
+        except (TypeError, ValueError):
+            return None
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for part in node.values:
+            value = part.value if isinstance(part, ast.FormattedValue) else part
+            folded = _folded(value, constants)
+            if folded is None or (isinstance(part, ast.FormattedValue) and part.format_spec):
+                return None
+            parts.append(folded)
+        return "".join(parts)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "join"
+        and len(node.args) == 1
+        and isinstance(node.args[0], (ast.List, ast.Tuple))
+    ):
+        separator = _folded(node.func.value, constants)
+        pieces = [_folded(item, constants) for item in node.args[0].elts]
+        if separator is None or any(piece is None for piece in pieces):
+            return None
+        return separator.join(piece for piece in pieces if piece is not None)
+    return None
+
+
+def _constants(tree: ast.Module) -> dict[str, str]:
+    """Module-level names bound exactly once, to a string the expression always is."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            counts[node.id] = counts.get(node.id, 0) + 1
+    found: dict[str, str] = {}
+    for statement in tree.body:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+                continue
+            value = _folded(statement.value, found)
+            if value is not None and counts.get(targets[0].id) == 1:
+                found[targets[0].id] = value
+    return found
+
+
 def _own_submodule(node: ast.expr) -> bool:
     """f"{__name__}.x": a package's lazy loader reaching its own submodule (PEP 562)."""
     if not isinstance(node, ast.JoinedStr) or len(node.values) < 2:
@@ -278,9 +365,35 @@ def _own_package(call: ast.Call) -> bool:
     )
 
 
+def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
+    for item in call.keywords:
+        if item.arg == keyword:
+            return item.value
+    return call.args[index] if len(call.args) > index else None
+
+
+def _resolve(name: str, anchor: str, level: int) -> str | None:
+    """importlib's relative-name resolution: `name` `level` packages up from `anchor`."""
+    bits = anchor.rsplit(".", level - 1)
+    if len(bits) < level or not bits[0]:
+        return None  # climbs above the top-level package: an ImportError
+    return f"{bits[0]}.{name}" if name else bits[0]
+
+
+def _entry_point(value: str) -> str:
+    """The dotted name an entry point's value loads ("module:attribute [extras]")."""
+    return value.partition("[")[0].strip().replace(":", ".")
+
+
 class _Finder(ast.NodeVisitor):
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], module: str | None = None, package: bool = False) -> None:
         self.lines = lines
+        self.module = module
+        """The module the source is, when known (relative names resolve against it)."""
+        self.package = module if package or module is None else module.rpartition(".")[0]
+        """Its __package__."""
+        self.constants: dict[str, str] = {}
+        """Module-level names bound once to a constant string (see _constants)."""
         self.aliases: dict[str, str] = {}
         self.bound: dict[str, str] = {}
         self.found: list[DynamicImport] = []
@@ -307,15 +420,9 @@ class _Finder(ast.NodeVisitor):
             if function in _CODE_RUNNERS:
                 return True, None
             if function in _IMPORTERS:
-                argument = node.args[0] if node.args else None
-                if argument is None:
-                    return True, None
-                if _own_submodule(argument) or _own_package(node):
-                    return False, None
-                name = _literal(argument)
-                if name is not None and function == "pkgutil.resolve_name":
-                    name = name.replace(":", ".")
-                return True, name
+                return self._imported(function, node)
+            if function in _LOOKUPS:
+                return self._looked_up(function, node)
             if function == "sys.modules.get" and node.args:
                 return True, _literal(node.args[0])
             if function in ("getattr", "builtins.getattr") and len(node.args) >= 2:
@@ -345,6 +452,99 @@ class _Finder(ast.NodeVisitor):
             return True, None
         return False, None
 
+    def _anchor(self, node: ast.expr | None) -> str | None:
+        """The package a relative name is resolved against, from the expression given."""
+        if isinstance(node, ast.Name) and node.id == "__package__":
+            return self.package
+        if isinstance(node, ast.Name) and node.id == "__name__":
+            return self.module
+        return _folded(node, self.constants)
+
+    def _globals_package(self, node: ast.expr | None) -> str | None:
+        """The __package__ `__import__` reads from its globals argument."""
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("globals", "locals", "vars")
+            and not node.args
+        ):
+            return self.package
+        if isinstance(node, ast.Dict):
+            values = {
+                _literal(k): _literal(v)
+                for k, v in zip(node.keys, node.values, strict=True)
+                if k is not None
+            }
+            if values.get("__package__"):
+                return values["__package__"]
+            name = values.get("__name__")
+            if name:
+                return name if "__path__" in values else name.rpartition(".")[0]
+        return None
+
+    def _imported(self, function: str, node: ast.Call) -> tuple[bool, str | None]:
+        """(True, the name an importer's call reaches, or None when computed)."""
+        if function.endswith("EntryPoint"):
+            value = _folded(_argument(node, 1, "value"), self.constants)
+            return True, None if value is None else _entry_point(value)
+        argument = _argument(node, 0, "name")
+        if argument is None:
+            return True, None
+        if _own_submodule(argument) or _own_package(node):
+            return False, None
+        name = _folded(argument, self.constants)
+        if name is None:
+            return True, None
+        if function == "pkgutil.resolve_name":
+            return True, name.replace(":", ".")
+        if function in _DUNDER_IMPORTS:
+            level_node = _argument(node, 4, "level")
+            level = level_node.value if isinstance(level_node, ast.Constant) else 0
+            if not isinstance(level, int) or isinstance(level, bool):
+                return True, None
+            if level == 0:
+                return True, name
+            anchor = self._globals_package(_argument(node, 1, "globals"))
+            return True, None if not anchor else _resolve(name, anchor, level)
+        if name.startswith("."):
+            level = len(name) - len(name.lstrip("."))
+            anchor = self._anchor(_argument(node, 1, "package"))
+            return True, None if not anchor else _resolve(name[level:], anchor, level)
+        return True, name
+
+    def fromlist(self, node: ast.Call) -> list[str]:
+        """The submodules `__import__(name, ..., fromlist)` imports besides `name`."""
+        if _qualified(node.func, self.aliases) not in _DUNDER_IMPORTS:
+            return []
+        _, base = self._imported("__import__", node)
+        names = _argument(node, 3, "fromlist")
+        if base is None or not isinstance(names, (ast.List, ast.Tuple, ast.Set)):
+            return []
+        items = [_literal(item) for item in names.elts]
+        return [f"{base}.{item}" for item in items if item and item != "*"]
+
+    def _looked_up(self, function: str, node: ast.Call) -> tuple[bool, str | None]:
+        """(is an import, what it imports) for a call that imports by looking a name up."""
+        argument = _argument(node, 0, "name" if _LOOKUPS[function] == "parent" else "package")
+        if isinstance(argument, ast.Name) and argument.id in ("__name__", "__package__"):
+            return False, None
+        name = _folded(argument, self.constants)
+        if name is None:
+            # A computed name: find_spec imports its parents, so it is an importer; the others
+            # are handed module objects as often as names, which import nothing.
+            return function == "importlib.util.find_spec", None
+        if name.startswith("."):
+            level = len(name) - len(name.lstrip("."))
+            anchor = self._anchor(_argument(node, 1, "package"))
+            resolved = None if not anchor else _resolve(name[level:], anchor, level)
+            if resolved is None:
+                return True, None
+            name = resolved
+        if _LOOKUPS[function] == "parent":
+            name = name.rpartition(".")[0]
+            return (True, name) if name else (False, None)
+        return True, name
+
     def _record(self, node: ast.expr) -> None:
         dynamic, target = self.target_of(node)
         if dynamic and id(node) not in self.seen:
@@ -359,10 +559,11 @@ class _Finder(ast.NodeVisitor):
         self.generic_visit(node)
 
     def generic_visit(self, node: ast.AST) -> None:
-        if (
-            isinstance(node, ast.Call)
-            and _qualified(node.func, self.aliases) in _IMPORTERS | _CODE_RUNNERS
-        ):
+        if isinstance(node, ast.Call):
+            self.found += [DynamicImport(node.lineno, t, False) for t in self.fromlist(node)]
+        if isinstance(node, ast.Call) and _qualified(
+            node.func, self.aliases
+        ) in _IMPORTERS | _CODE_RUNNERS | set(_LOOKUPS):
             # The importer of a call is judged with the call (its argument decides).
             self.seen.add(id(node.func))
         # The outermost expression of a chain is recorded (import_module("time").time names
@@ -377,17 +578,29 @@ class _Finder(ast.NodeVisitor):
 
 
 def dynamic_imports(
-    source: str, filename: str, tree: ast.Module | None = None
+    source: str,
+    filename: str,
+    tree: ast.Module | None = None,
+    *,
+    module: str | None = None,
+    is_package: bool = False,
 ) -> list[DynamicImport]:
     """Every dynamic import in `source` (parsed as `tree` if given), with the dotted name it
-    reaches when it is literal.
+    reaches when it is literal. Given the dotted `module` the source is (and whether it is a
+    package's `__init__`), relative names (`import_module("..cli", __package__)`,
+    `__import__("cli", globals(), level=2)`) and module-level names bound once to a constant
+    string resolve; without it they count as computed.
 
     Raises:
         SyntaxError: the source does not parse.
     """
     if tree is None:
         tree = ast.parse(source, filename=filename)
-    finder = _Finder(source.splitlines())
+    finder = _Finder(source.splitlines(), module, is_package)
+    if module is not None:
+        # Names bound once to a constant string fold only where the caller says which module
+        # the source is (the layer gate); the determinism gate counts them as computed.
+        finder.constants = _constants(tree)
     # Aliases first, so a call before its import in the file still resolves.
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

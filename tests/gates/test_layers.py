@@ -440,3 +440,393 @@ def test_the_command_pins_each_library_at_its_own_version(repo_root: Path) -> No
     assert isinstance(dependencies, list)
     pinned = sorted(str(d) for d in dependencies if str(d).startswith("twinflow-"))
     assert wanted == pinned
+
+
+# ------------------------------------------- every way of importing is held to the layers
+
+# Each: (package planted in, source, the name the gate must report it reaching). Planted side
+# by side in one tree (a module each), so one run of the gate judges a whole class.
+CONSTANT_ROUTES = {
+    "import_module relative to a literal package": (
+        "vocab",
+        "import importlib\nimportlib.import_module('.cli', 'twinflow')",
+        "twinflow.cli",
+    ),
+    "import_module climbing from __package__": (
+        "agent",
+        "from importlib import import_module\nimport_module('..eval', __package__)",
+        "twinflow.eval",
+    ),
+    "import_module climbing from __name__": (
+        "models",
+        "import importlib\nimportlib.import_module('...agent', __name__)",
+        "twinflow.agent",
+    ),
+    "import_module through getattr": (
+        "agent",
+        "import importlib\ngetattr(importlib, 'import_module')('.views', 'twinflow')",
+        "twinflow.views",
+    ),
+    "__import__ at level 2": (
+        "kernel",
+        "__import__('models', globals(), None, [], 2)",
+        "twinflow.models",
+    ),
+    "__import__ with keywords": (
+        "vocab",
+        "__import__('agent', globals=globals(), level=2)",
+        "twinflow.agent",
+    ),
+    "__import__ with a globals dict": (
+        "trace",
+        "__import__('cli', {'__package__': 'twinflow'}, None, [], 1)",
+        "twinflow.cli",
+    ),
+    "__import__ of the namespace with a fromlist": (
+        "kernel",
+        "__import__('twinflow', fromlist=['eval'])",
+        "twinflow.eval",
+    ),
+    "builtins.__import__ with a tuple fromlist": (
+        "views",
+        "import builtins\nbuiltins.__import__('twinflow', globals(), None, ('cli',))",
+        "twinflow.cli",
+    ),
+    "pkgutil.resolve_name at the namespace": (
+        "eval",
+        "import pkgutil\npkgutil.resolve_name('twinflow:cli')",
+        "twinflow.cli",
+    ),
+    "an EntryPoint's value": (
+        "agent",
+        "from importlib.metadata import EntryPoint\n"
+        "EntryPoint('x', 'twinflow.cli._main:main', 'g').load()",
+        "twinflow.cli._main.main",
+    ),
+    "an EntryPoint's value by keyword": (
+        "models",
+        "import importlib.metadata as md\nmd.EntryPoint(name='x', value='twinflow.views [a]', group='g')",
+        "twinflow.views",
+    ),
+    "pydoc.locate": (
+        "vocab",
+        "import pydoc\npydoc.locate('twinflow.kernel.Clock')",
+        "twinflow.kernel",
+    ),
+    "find_spec imports the parents": (
+        "kernel",
+        "import importlib.util\nimportlib.util.find_spec('twinflow.agent.x')",
+        "twinflow.agent",
+    ),
+    "importlib.resources reads a package": (
+        "trace",
+        "from importlib import resources\nresources.files('twinflow.cli')",
+        "twinflow.cli",
+    ),
+    "mock.patch imports where it patches": (
+        "models",
+        "from unittest import mock\nmock.patch('twinflow.eval.x')",
+        "twinflow.eval",
+    ),
+    "a name concatenated of constants": (
+        "kernel",
+        "import importlib\nimportlib.import_module('twinflow.' + 'agent')",
+        "twinflow.agent",
+    ),
+    "a module-level constant": (
+        "vocab",
+        "import importlib\nTARGET = 'twinflow.models'\nimportlib.import_module(TARGET)",
+        "twinflow.models",
+    ),
+    "an f-string of constants": (
+        "trace",
+        "import importlib\nBASE = 'twinflow'\nimportlib.import_module(f'{BASE}.kernel')",
+        "twinflow.kernel",
+    ),
+    "a join of constants": (
+        "agent",
+        "import importlib\nimportlib.import_module('.'.join(['twinflow', 'cli']))",
+        "twinflow.cli",
+    ),
+    "a %-formatted name": (
+        "views",
+        "import importlib\nimportlib.import_module('twinflow.%s' % 'eval')",
+        "twinflow.eval",
+    ),
+}
+
+ANNOTATIONS = {
+    "a pydantic field's string annotation": (
+        "models",
+        "import twinflow\nfrom pydantic import BaseModel\n\n"
+        "class M(BaseModel):\n    x: 'twinflow.agent.Agent'",
+        "twinflow.agent",
+    ),
+    "a string inside a subscript": (
+        "kernel",
+        "import twinflow\n\nclass M:\n    x: list['twinflow.models.Model']",
+        "twinflow.models",
+    ),
+    "every annotation under future annotations": (
+        "vocab",
+        "from __future__ import annotations\nimport twinflow\n\n"
+        "class M:\n    x: twinflow.kernel.Clock",
+        "twinflow.kernel",
+    ),
+    "an argument's string annotation": (
+        "agent",
+        "import twinflow\n\ndef f(x: 'twinflow.eval.Case') -> None: ...",
+        "twinflow.eval",
+    ),
+    "a return's string annotation": (
+        "views",
+        "import twinflow\n\ndef f() -> 'twinflow.cli.App': ...",
+        "twinflow.cli",
+    ),
+    "typing.ForwardRef": (
+        "models",
+        "import typing\nimport twinflow\ntyping.ForwardRef('twinflow.views.Page')",
+        "twinflow.views",
+    ),
+    "a TypeVar's bound": (
+        "vocab",
+        "from typing import TypeVar\nimport twinflow\nT = TypeVar('T', bound='twinflow.agent.Agent')",
+        "twinflow.agent",
+    ),
+    "an annotation that imports": (
+        "kernel",
+        "class M:\n    x: \"__import__('twinflow.cli').cli\"",
+        "twinflow.cli",
+    ),
+    "a string in a string annotation": (
+        "trace",
+        "import twinflow\nx: \"list['twinflow.vocab.Message']\" = []",
+        "twinflow.vocab",
+    ),
+}
+
+NAMESPACE = {
+    "an attribute of the namespace package": (
+        "eval",
+        "import twinflow\ntwinflow.cli.main()",
+        "twinflow.cli",
+    ),
+    "through a package it may import": (
+        "views",
+        "import twinflow.agent\ntwinflow.eval.run()",
+        "twinflow.eval",
+    ),
+    "an alias of the namespace": (
+        "models",
+        "import twinflow as tf\ntf.agent.Agent",
+        "twinflow.agent",
+    ),
+    "a name assigned the namespace": (
+        "kernel",
+        "import twinflow\nns = twinflow\nns.models.x",
+        "twinflow.models",
+    ),
+    "getattr with a literal name": (
+        "vocab",
+        "import twinflow\ngetattr(twinflow, 'agent')",
+        "twinflow.agent",
+    ),
+    "inside a function": (
+        "trace",
+        "def f():\n    import twinflow\n    return twinflow.vocab",
+        "twinflow.vocab",
+    ),
+    "a star import from the namespace": ("kernel", "from twinflow import *", "twinflow.*"),
+    "vars of the namespace": (
+        "models",
+        "import twinflow\nvars(twinflow)['agent']",
+        "twinflow.agent",
+    ),
+    "the namespace's __dict__": (
+        "vocab",
+        "import twinflow\ntwinflow.__dict__['kernel']",
+        "twinflow.kernel",
+    ),
+    "urllib.request through urllib": (
+        "agent",
+        "import urllib\nurllib.request.urlopen('x')",
+        "urllib.request",
+    ),
+    "asyncio.subprocess through asyncio": (
+        "eval",
+        "import asyncio\nasyncio.subprocess.PIPE",
+        "asyncio.subprocess",
+    ),
+}
+
+HANDED_OUT = {
+    "mcp's httpx client factory": (
+        "kernel",
+        "from mcp.shared._httpx_utils import create_mcp_http_client",
+        "mcp.shared._httpx_utils",
+    ),
+    "mcp's stdio client through the package": (
+        "agent",
+        "import mcp\nmcp.stdio_client",
+        "mcp.stdio_client",
+    ),
+    "mcp's session re-exported": ("models", "from mcp import ClientSession", "mcp.ClientSession"),
+    "an mcp transport module": (
+        "eval",
+        "import mcp.client.streamable_http",
+        "mcp.client.streamable_http",
+    ),
+    "a star import of mcp": ("kernel", "from mcp import *", "mcp.*"),
+    "an mcp transport by name": (
+        "agent",
+        "import importlib\nimportlib.import_module('mcp.client.sse')",
+        "mcp.client.sse",
+    ),
+    "mcp's server": ("cli", "from mcp.server.lowlevel import Server", "mcp.server"),
+    "jsonschema's remote resolver": (
+        "agent",
+        "from jsonschema import validators\nvalidators.RefResolver",
+        "jsonschema.validators.RefResolver",
+    ),
+    "anyio's connections": (
+        "models",
+        "import anyio\nanyio.connect_tcp('h', 1)",
+        "anyio.connect_tcp",
+    ),
+    "anyio's processes": ("eval", "from anyio import run_process", "anyio.run_process"),
+    "starlette's httpx test client": (
+        "views",
+        "from starlette.testclient import TestClient",
+        "starlette.testclient",
+    ),
+    "an HTTP server": ("kernel", "import uvicorn", "uvicorn"),
+    "an OTLP exporter": (
+        "agent",
+        "from opentelemetry.exporter.otlp.proto.http import trace_exporter",
+        "opentelemetry.exporter",
+    ),
+}
+
+ROUTE_CLASSES = {
+    "constant-string dynamic imports": CONSTANT_ROUTES,
+    "string annotations": ANNOTATIONS,
+    "the namespace package": NAMESPACE,
+    "helpers that hand out clients": HANDED_OUT,
+}
+
+
+@pytest.mark.parametrize("cases", ROUTE_CLASSES.values(), ids=ROUTE_CLASSES.keys())
+def test_every_route_of_importing_is_held_to_the_layers(
+    cases: dict[str, tuple[str, str, str]], tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """Each route to a forbidden module fails the gate, naming the module and what it reaches."""
+    root = _skeleton(tmp_path, repo_root)
+    expected = {}
+    for index, (case, (package, source, target)) in enumerate(cases.items()):
+        _add(root, package, source, module=f"_route{index}")
+        expected[case] = f"twinflow.{package}._route{index} -> {target}"
+    done = run_gate("layers", "--root", root)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    missing = sorted(case for case, line in expected.items() if line not in done.stderr)
+    assert [] == missing, done.stderr
+
+
+def test_a_private_module_reached_through_an_attribute_fails(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """`import twinflow.trace; twinflow.trace._shared.X` reaches a private module of another package."""
+    root = _skeleton(tmp_path, repo_root)
+    _add(root, "trace", "X = 1", module="_shared")
+    _add(root, "agent", "import twinflow.trace\ntwinflow.trace._shared.X")
+    _gate_fails_naming(root, run_gate, "twinflow.trace._shared is private to twinflow.trace")
+
+
+def test_a_helper_handed_out_in_datapizzas_home_fails(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """datapizza's MCP client and its span exporter are banned even where datapizza may be imported."""
+    root = _skeleton(tmp_path, repo_root)
+    home = root / "packages/twinflow-vocab/src/twinflow/vocab/datapizza"
+    (home / "_client.py").write_text(
+        "from datapizza.tools.mcp_client import MCPClient\n", encoding="utf-8"
+    )
+    (home / "_spans.py").write_text(
+        "import datapizza.tracing\ndatapizza.tracing.DatapizzaMonitoringInstrumentor()\n",
+        encoding="utf-8",
+    )
+    _gate_fails_naming(
+        root,
+        run_gate,
+        "datapizza.tools.mcp_client is used nowhere",
+        "datapizza.tracing.DatapizzaMonitoringInstrumentor is used nowhere",
+    )
+
+
+ROUTES_KEPT = {
+    "cli imports eval relative to the namespace": (
+        "cli",
+        "import importlib\nimportlib.import_module('.eval', 'twinflow')",
+    ),
+    "a package's own submodule by __package__": (
+        "agent",
+        "import importlib\nimportlib.import_module('._x', __package__)",
+    ),
+    "a string annotation of a lower package": (
+        "agent",
+        "import twinflow\n\nclass M:\n    x: 'twinflow.models.Model'",
+    ),
+    "the namespace's attribute to a lower package": (
+        "eval",
+        "import twinflow\ntwinflow.agent.Agent",
+    ),
+    "a string annotation that is prose": ("models", "x: 'not an expression, just words!' = 1"),
+    "urllib.parse through urllib": ("agent", "import urllib.parse\nurllib.parse.quote('x')"),
+    "mcp's types": ("agent", "import mcp.types\nmcp.types.Tool"),
+    "find_spec of a top-level module imports nothing": (
+        "models",
+        "import importlib.util\nimportlib.util.find_spec('twinflow')",
+    ),
+    "importlib.resources on its own package": (
+        "kernel",
+        "from importlib import resources\nresources.files(__package__)",
+    ),
+    "__import__ of a lower package's module": (
+        "views",
+        "__import__('twinflow', fromlist=['agent'])",
+    ),
+    "an EntryPoint into a lower package": (
+        "eval",
+        "from importlib.metadata import EntryPoint\nEntryPoint('x', 'twinflow.agent:Agent', 'g')",
+    ),
+    "a Literal's values are values": (
+        "models",
+        "import typing\nimport urllib.parse\nimport twinflow\n"
+        "x: typing.Literal['twinflow.cli', 'urllib.request'] = 'twinflow.cli'",
+    ),
+    "Annotated's metadata is a value": (
+        "vocab",
+        "from typing import Annotated\nimport twinflow\nx: Annotated[int, 'twinflow.agent.x'] = 1",
+    ),
+    "a constant naming a lower package": (
+        "cli",
+        "import importlib\nNAME = 'twinflow.' + 'agent'\nimportlib.import_module(NAME)",
+    ),
+    "anyio's events": ("agent", "import anyio\nanyio.Event"),
+}
+
+
+def test_routes_the_layers_allow_pass(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """Routes to packages below, to the package itself and to allowed modules keep every contract."""
+    root = _skeleton(tmp_path, repo_root)
+    for index, (package, source) in enumerate(ROUTES_KEPT.values()):
+        _add(root, package, source, module=f"_route{index}")
+    done = run_gate("layers", "--root", root)
+    assert 0 == done.returncode, done.stdout + done.stderr
+
+
+def test_the_repository_keeps_its_layers(run_gate: GateRunner) -> None:
+    """Today's tree, every route resolved, keeps every contract."""
+    done = run_gate("layers")
+    assert 0 == done.returncode, done.stdout + done.stderr

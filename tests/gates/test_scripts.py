@@ -50,3 +50,28 @@ def test_install_hooks_writes_a_pre_push_hook_running_the_gates(
     hook = repo / ".git" / "hooks" / "pre-push"
     assert hook.stat().st_mode & 0o111
     assert 'exec "$root/scripts/check" --fast' in hook.read_text(encoding="utf-8")
+
+
+def test_check_fast_prints_each_gates_time(tmp_path: Path, repo_root: Path) -> None:
+    """--fast prints a time line as each gate ends, the failing one marked, then the summary."""
+    repo = tmp_path / "repo"
+    (repo / "scripts" / "checks").mkdir(parents=True)
+    shutil.copy(repo_root / "scripts" / "check", repo / "scripts" / "check")
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    # Stand-ins: the venv's python runs a gate by exiting 0, unless the gate is `layers`.
+    python = repo / ".venv" / "bin" / "python"
+    python.write_text('#!/bin/sh\ncase "$1" in *layers) exit 1 ;; esac\nexit 0\n')
+    licences = repo / "scripts" / "checks" / "licences"
+    licences.write_text("#!/bin/sh\nexit 0\n")
+    for stub in (python, licences):
+        stub.chmod(0o755)
+    done = _run(repo / "scripts" / "check", "--fast", cwd=repo)
+    timed = [line.rsplit(" in ", 1)[0] for line in done.stdout.splitlines() if line[:4] == "--- "]
+    expected = [
+        "--- licences: ok",
+        "--- determinism: ok",
+        "--- layers: FAILED",
+        "--- shipped: ok",
+        "--- workflows: ok",
+    ]
+    assert (1, expected) == (done.returncode, timed), done.stdout + done.stderr

@@ -13,6 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 import twinflow.agent._replay
+import twinflow.agent._resume
 import twinflow.agent._trace
 from twinflow.agent import (
     Agent,
@@ -540,4 +541,4 @@ def test_a_tool_calls_id_read_from_its_bytes_is_the_parsed_one(arguments: dict[s
     arguments that hold the same names or the same text do not mislead it."""
     body = ToolCalled(call_id=CallId("c-7"), tool="add", arguments=arguments)
     event = canonical_bytes(TraceEvent(seq=3, prev=GENESIS, at=START, body=body))
-    assert twinflow.agent._replay._call_id(event) == "c-7"
+    assert twinflow.agent._resume.call_id_of(event) == "c-7"

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from cli_testkit import CALLS, chat_answer, completion, scripted_chat, sse_events
 
+from twinflow.cli import _output
 from twinflow.cli._main import COMMAND_TABLE
 from twinflow.kernel import LoopbackServer
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
@@ -115,6 +116,15 @@ def test_every_subcommand_has_help(tmp_path: Path) -> None:
         result = twinflow(command, "--help", cwd=tmp_path)
         assert (0, "") == (result.returncode, result.stderr)
         assert f"usage: twinflow {command}" in result.stdout
+
+
+def test_help_lists_every_exit_code_the_command_returns(tmp_path: Path) -> None:
+    """`twinflow --help` names each exit code `_output` defines, 3 (paused) included."""
+    codes = sorted(v for k, v in vars(_output).items() if k.startswith("EXIT_"))
+    result = twinflow("--help", cwd=tmp_path)
+    epilog = " ".join(result.stdout.split("Exit codes:", 1)[1].split())
+    assert [0, 1, 2, 3, 130] == codes
+    assert [] == [code for code in codes if f" {code} " not in f" {epilog}"]
 
 
 def test_unreadable_traces_exit_2_with_one_line(tmp_path: Path) -> None:

@@ -15,7 +15,18 @@ from twinflow.eval import Summary
 def test_hints_under_uv_run_say_uv_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under `uv run` (which sets UV_RUN_RECURSION_DEPTH) a hint starts with `uv run`."""
     monkeypatch.setenv("UV_RUN_RECURSION_DEPTH", "1")
+    monkeypatch.chdir(Path(sys.prefix).resolve().parent)
     assert "uv run --frozen twinflow" == invocation()
+
+
+def test_hints_under_uv_run_from_outside_the_workspace_name_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """From a directory outside the workspace, a `uv run` hint carries `--project` naming it."""
+    monkeypatch.setenv("UV_RUN_RECURSION_DEPTH", "1")
+    monkeypatch.chdir(tmp_path)
+    workspace = Path(sys.prefix).resolve().parent
+    assert f"uv run --project {workspace} --frozen twinflow" == invocation()
 
 
 def test_hints_use_twinflow_when_the_shell_finds_it(

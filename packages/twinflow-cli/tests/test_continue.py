@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import signal
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +74,13 @@ class Script:
 
     def __init__(self) -> None:
         self.requests: Counter[int] = Counter()
+        self.served_below = 0
+        """Answer a request for a step below this (by n) with an error: a fork serves those."""
+        self.hold_at: int | None = None
+        """Hold the request of this step (by n), once: `wait_held` returns when it is held,
+        and it is answered after `release` (two pipes, barriers rather than delays)."""
+        self._held, self._holding = os.pipe()
+        self._released, self._release = os.pipe()
 
     def __call__(self, request: LoopbackRequest) -> LoopbackResponse:
         body = request.json_value()
@@ -79,6 +89,13 @@ class Script:
         assert isinstance(messages, list)
         n = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "tool")
         self.requests[n] += 1
+        if n < self.served_below:
+            # A step a fork serves from its parent: asking for it again is the failure tested.
+            return LoopbackResponse(status=500, body=b"{}")
+        if n == self.hold_at:
+            self.hold_at = None
+            os.write(self._holding, b"held")
+            os.read(self._released, 1)
         if n < STEPS:
             arguments = json.dumps({"n": n})
             call = {
@@ -91,6 +108,19 @@ class Script:
         else:
             message, finish = {"role": "assistant", "content": "all done"}, "stop"
         return chat_answer(body, completion(message, finish))
+
+    def wait_held(self) -> None:
+        """Block until a request is held."""
+        assert b"held" == os.read(self._held, 4)
+
+    def release(self) -> None:
+        """Let the held request be answered."""
+        os.write(self._release, b"x")
+
+    def close(self) -> None:
+        """Close the pipes."""
+        for fd in (self._held, self._holding, self._released, self._release):
+            os.close(fd)
 
 
 class Project:
@@ -123,14 +153,14 @@ class Project:
             timeout=300,
         )
 
-    def start(self, *args: str) -> StartedProcess:
+    def start(self, *args: str, env: dict[str, str] | None = None) -> StartedProcess:
         """Start a command whose held tool says so on a pipe (`wait_ready` reads it)."""
         self._ready, write_end = os.pipe()
         try:
             return start_process(
                 [sys.executable, "-m", "twinflow.cli", *args],
                 cwd=self.root,
-                env={"PYTHONDONTWRITEBYTECODE": "1", "READY_FD": str(write_end)},
+                env={"PYTHONDONTWRITEBYTECODE": "1", "READY_FD": str(write_end), **(env or {})},
                 pass_fds=(write_end,),
             )
         finally:
@@ -158,6 +188,7 @@ def project(tmp_path: Path) -> Iterator[Project]:
     script = Script()
     with LoopbackServer(script) as server:
         yield Project(tmp_path, script, server.url)
+    script.close()
 
 
 def one_line(stderr: str) -> str:
@@ -165,6 +196,25 @@ def one_line(stderr: str) -> str:
     lines = stderr.strip().splitlines()
     assert 1 == len(lines), stderr
     return lines[0]
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Commands started here get Ctrl-C's default action, even if this process ignores SIGINT
+    (a shell's background job does; an ignored signal stays ignored across exec)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def pasted(stderr: str) -> list[str]:
+    """The words of the resume command an interrupt message gives, from ``resume`` on."""
+    line = one_line(stderr)
+    assert "the run is paused, not failed" in line, line
+    words = shlex.split(line.split("continue it with: ", 1)[1])
+    return words[words.index("resume") :]
 
 
 def killed_run(project: Project, at: int) -> Trace:
@@ -243,6 +293,87 @@ def test_a_killed_run_resumes_without_repeating_anything_recorded(project: Proje
     )
     replayed = project.twinflow("replay", str(project.trace), "--spec", "spec.yaml")
     assert 0 == replayed.returncode, replayed.stderr
+
+
+def test_ctrl_c_inside_a_tool_pauses_and_resume_names_the_call(project: Project) -> None:
+    """SIGINT while a tool runs: exit 130 with the resume command; the call is named, not re-run.
+
+    Declared safe to repeat, the pasted command finishes the run, running that call once more.
+    """
+    project.hold_at(1)
+    with interruptible():
+        # As under `uv run`, whose hints are to be pasted as `uv run --frozen twinflow ...`.
+        started = project.start(
+            "run", "spec.yaml", "--out", "out", "--quiet", env={"UV_RUN_RECURSION_DEPTH": "1"}
+        )
+    assert "in step 1" == project.wait_ready()
+    os.kill(started.pid, signal.SIGINT)
+    stopped = started.wait()
+    assert 130 == stopped.returncode, stopped.stderr
+    expected = "uv run --frozen twinflow resume out/trace.jsonl --spec spec.yaml"
+    assert one_line(stopped.stderr).endswith(f"continue it with: {expected}")
+    command = pasted(stopped.stderr)
+    (project.root / "hold1").unlink()
+    events = list(Trace.load(project.trace).events)
+    assert ["tool_called", "run_failed"] == [e.body.kind for e in events[-2:]]
+    call_id = getattr(events[-2].body, "call_id", None)
+    refused = project.twinflow(*command)
+    assert 2 == refused.returncode
+    assert f"inside tool call {call_id} (step" in one_line(refused.stderr)
+    assert "would only repeat" not in refused.stderr
+    project.spec(allow="step", repeat="step")
+    done = project.twinflow(*command, "--json")
+    assert 0 == done.returncode, done.stderr
+    assert Counter({0: 1, 1: 2, 2: 1}) == project.executions()
+    resumed = Trace.load(project.trace).events[len(events)].body
+    assert ("run_resumed", call_id) == (resumed.kind, getattr(resumed, "repeated_call", None))
+
+
+def test_ctrl_c_while_the_model_answers_is_a_pause_resumed_as_is(project: Project) -> None:
+    """SIGINT during a model request: the pasted resume asks again and runs no tool twice."""
+    project.script.hold_at = 1
+    with interruptible():
+        started = project.start("run", "spec.yaml", "--out", "out", "--quiet")
+    project.script.wait_held()
+    os.kill(started.pid, signal.SIGINT)
+    stopped = started.wait()
+    project.script.release()
+    assert 130 == stopped.returncode, stopped.stderr
+    last = Trace.load(project.trace).events[-1].body
+    assert ("run_failed", "KeyboardInterrupt") == (last.kind, getattr(last, "error_type", None))
+    done = project.twinflow(*pasted(stopped.stderr))
+    assert 0 == done.returncode, done.stderr
+    assert Counter({0: 1, 1: 1, 2: 1}) == project.executions()
+    assert Counter({0: 1, 1: 2, 2: 1, 3: 1}) == project.script.requests
+
+
+def test_a_fork_stopped_with_ctrl_c_resumes_with_the_pasted_command(project: Project) -> None:
+    """SIGINT inside a fork's first live tool call: the pasted resume finishes the fork, its
+    served step still neither asked nor run, the interrupted call run once more and named."""
+    assert 0 == project.twinflow("run", "spec.yaml", "--out", "out", "--quiet").returncode
+    project.spec(allow="step", repeat="step", name="new.yaml")
+    ran = project.executions()
+    project.script.served_below = 1
+    project.hold_at(1)
+    with interruptible():
+        started = project.start(
+            "fork", str(project.trace), "--at-step", "2", "--spec", "new.yaml", "--out", "fork"
+        )
+    assert "in step 1" == project.wait_ready()
+    os.kill(started.pid, signal.SIGINT)
+    stopped = started.wait()
+    assert 130 == stopped.returncode, stopped.stderr
+    (project.root / "hold1").unlink()
+    command = pasted(stopped.stderr)
+    assert ["resume", "fork/trace.jsonl", "--spec", "new.yaml"] == command
+    done = project.twinflow(*command, "--json")
+    assert 0 == done.returncode, done.stderr
+    assert (ran + Counter({1: 2, 2: 1}), "all done") == (
+        project.executions(),
+        json.loads(done.stdout)["output"],
+    )
+    kinds = [e.body.kind for e in Trace.load(project.root / command[1]).events]
+    assert ["run_failed", "run_resumed"] == kinds[kinds.index("run_resumed") - 1 :][:2]
 
 
 def test_a_second_writer_is_refused_while_one_holds_the_trace(project: Project) -> None:
@@ -385,6 +516,63 @@ def test_fork_takes_the_first_steps_from_the_parent_and_links_it(project: Projec
     past = project.twinflow("fork", str(project.trace), "--at-step", "9", "--spec", "spec.yaml")
     assert 2 == past.returncode
     assert "no step 9 to fork at; its steps are 1 to 4" in one_line(past.stderr)
+
+
+def served_fork(project: Project, spec: Path, code: int) -> tuple[list[Any], list[Any], Any]:
+    """Fork the recorded run at step 3 with ``spec`` (expecting exit ``code``), the model
+    refusing steps 1 and 2 (a fork serves them): the served steps' decisions and calls as the
+    parent and as the child recorded them, and the fork's JSON outcome. The child replays."""
+    parent = Trace.load(project.trace)
+    project.script.served_below = 2
+    asked = Counter(project.script.requests)
+    forked = project.twinflow(
+        "fork", str(project.trace), "--at-step", "3", "--spec", str(spec), "--out", "fork", "--json"
+    )
+    assert code == forked.returncode, forked.stderr
+    outcome = json.loads(forked.stdout)
+    assert 0 == sum(n for step, n in (project.script.requests - asked).items() if step < 2)
+    kinds = {"approval_requested", "approval_decided", "policy_decided", "tool_called"}
+    kinds.add("tool_returned")
+    cut = next(
+        e.seq for e in parent.events if e.body.kind == "model_requested" and e.body.step == 3
+    )
+    mine = [e.body for e in parent.events if e.seq < cut and e.body.kind in kinds]
+    child = Trace.load(project.root / outcome["trace"])
+    theirs = [e.body for e in child.events if e.body.kind in kinds][: len(mine)]
+    replayed = project.twinflow("replay", outcome["trace"], "--spec", str(spec))
+    assert 0 == replayed.returncode, replayed.stderr
+    return mine, theirs, outcome
+
+
+def test_fork_keeps_a_denial_the_new_spec_would_allow(project: Project) -> None:
+    """Parent denied every call; a fork at step 3 allowing the tool runs only step 3's call."""
+    project.spec(allow="")
+    assert 0 == project.twinflow("run", "spec.yaml", "--out", "out", "--quiet").returncode
+    assert Counter() == project.executions()
+    mine, theirs, outcome = served_fork(project, project.spec(allow="step", name="new.yaml"), 0)
+    assert mine == theirs
+    assert ["deny", "deny"] == [b.decision for b in theirs if b.kind == "policy_decided"]
+    assert (Counter({2: 1}), "all done") == (project.executions(), outcome["output"])
+
+
+def test_fork_serves_a_call_the_new_spec_would_deny(project: Project) -> None:
+    """Parent ran every call; a fork denying the tool serves steps 1-2 and runs nothing again."""
+    assert 0 == project.twinflow("run", "spec.yaml", "--out", "out", "--quiet").returncode
+    ran = project.executions()
+    mine, theirs, outcome = served_fork(project, project.spec(allow="", name="new.yaml"), 0)
+    assert mine == theirs
+    assert ["allow", "allow"] == [b.decision for b in theirs if b.kind == "policy_decided"]
+    assert (ran, "all done") == (project.executions(), outcome["output"])
+
+
+def test_fork_serves_a_call_the_new_spec_would_ask_about(project: Project) -> None:
+    """A fork whose spec asks a person about the tool waits only at its first live step."""
+    assert 0 == project.twinflow("run", "spec.yaml", "--out", "out", "--quiet").returncode
+    ran = project.executions()
+    mine, theirs, outcome = served_fork(project, project.spec(ask="step", name="new.yaml"), 3)
+    assert mine == theirs
+    waiting = [(p["tool"], p["arguments"]) for p in outcome["paused"]]
+    assert (ran, [("step", {"n": 2})]) == (project.executions(), waiting)
 
 
 @pytest.mark.real_model

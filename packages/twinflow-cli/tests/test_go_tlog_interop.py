@@ -14,16 +14,17 @@ import pytest
 from cli_testkit import build_go_tool
 
 from twinflow.kernel._process import run_process
-from twinflow.trace import note as _note
 from twinflow.trace import (
     prove_tlog_consistency,
     prove_tlog_inclusion,
     read_checkpoint,
     walk_trace,
 )
+from twinflow.trace._keys import generate_key
+from twinflow.trace._note import CheckpointBody, sign_checkpoint_note
 from twinflow.trace._testing import small_trace
 
-LAB = _note.generate_key("example.org/lab", bytes([7]) * 32)
+LAB = generate_key("example.org/lab", bytes([7]) * 32)
 TRACE = small_trace(13)
 DIGESTS = [event.digest for event in walk_trace(TRACE)]
 
@@ -37,7 +38,7 @@ def tlogcheck(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def note(size: int) -> bytes:
     """LAB's signed checkpoint note of the first ``size`` events."""
     root = bytes.fromhex(read_checkpoint(TRACE, size).root)
-    return _note.sign_checkpoint_note(_note.CheckpointBody("example.org/lab", size, root), [LAB])
+    return sign_checkpoint_note(CheckpointBody("example.org/lab", size, root), [LAB])
 
 
 def go(binary: Path, *args: str, stdin: bytes = b"") -> tuple[int, str, str]:
@@ -79,8 +80,8 @@ def test_go_refuses_a_consistency_proof_against_another_old_root(
 ) -> None:
     """A proof from 5 to 13 checked against a note of size 5 of another trace: Go refuses it."""
     (tmp_path / "c").write_bytes(prove_tlog_consistency(TRACE, 5, note(13)).to_bytes())
-    body = _note.CheckpointBody("example.org/lab", 5, bytes(32))
-    (tmp_path / "old.note").write_bytes(_note.sign_checkpoint_note(body, [LAB]))
+    body = CheckpointBody("example.org/lab", 5, bytes(32))
+    (tmp_path / "old.note").write_bytes(sign_checkpoint_note(body, [LAB]))
     status, _, err = go(
         tlogcheck, "consistency", LAB.verifier.text, str(tmp_path / "c"), str(tmp_path / "old.note")
     )

@@ -13,9 +13,10 @@ import pytest
 from cli_testkit import run_trace
 
 from twinflow.cli._main import main
-from twinflow.trace import note as _note
 from twinflow.trace import verify_trace
 from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES
+from twinflow.trace._keys import generate_key
+from twinflow.trace._note import CheckpointBody, sign_checkpoint_note
 from twinflow.trace._testing import framed
 
 SPEC = "prompt: hi\nmodel:\n  url: http://127.0.0.1:9/v1\n"
@@ -91,11 +92,11 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         out[name].write_bytes(data)
     (root / "good.jsonl").write_bytes(run_trace())
     (root / "spec.yaml").write_text(SPEC)
-    signer = _note.generate_key("example.org/lab", bytes(range(32)))
+    signer = generate_key("example.org/lab", bytes(range(32)))
     (root / "lab.pub").write_text(signer.verifier.text + "\n")
     checkpoint = verify_trace(root / "good.jsonl").checkpoint
-    body = _note.CheckpointBody("example.org/lab", checkpoint.size, bytes.fromhex(checkpoint.root))
-    (root / "cp.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
+    body = CheckpointBody("example.org/lab", checkpoint.size, bytes.fromhex(checkpoint.root))
+    (root / "cp.note").write_bytes(sign_checkpoint_note(body, [signer]))
     return out
 
 

@@ -252,6 +252,24 @@ def test_checkpoint_writes_the_note_and_json_is_only_a_view(
     assert 0 == twinflow(capsys, "verify", "short.jsonl", "--checkpoint", "cp.note")[0]
 
 
+def test_checkpoint_stdout_redirected_is_the_note_itself(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`checkpoint --sign KEY > cp.note` writes the note --out writes; commentary is on stderr."""
+    twinflow(capsys, "keygen", "example.org/lab", "--out", "lab")
+    twinflow(capsys, "checkpoint", "short.jsonl", "--sign", "lab.key", "--out", "out.note")
+    for argv, key in ((["--sign", "lab.key"], ["--key", "lab.pub"]), (["--origin", "x.org"], [])):
+        assert 0 == main(["checkpoint", "short.jsonl", *argv])
+        captured = capsys.readouterr()
+        (work / "redirected.note").write_text(captured.out)
+        verified = twinflow(
+            capsys, "verify", "short.jsonl", "--checkpoint", "redirected.note", *key
+        )
+        assert (0, "(root (hex)") == (verified[0], captured.err[:11]), captured
+    signed = twinflow(capsys, "checkpoint", "short.jsonl", "--sign", "lab.key")[1]
+    assert (work / "out.note").read_text().split("\n")[:3] == str(signed["note"]).split("\n")[:3]
+
+
 def test_verify_help_states_the_threat_model(capsys: pytest.CaptureFixture[str]) -> None:
     """`twinflow verify --help` says what a chain proves, what needs a checkpoint, how to publish."""
     with pytest.raises(SystemExit) as done:

@@ -1,4 +1,5 @@
-"""Every code block of every README runs, as a reader would run it.
+"""Every code block of every README and of the site's walk-through pages runs, as a reader
+would run it (the pages: Get started, Tutorials and How-to guides under ``docs/``).
 
 - ``python`` blocks are executed, each in a fresh directory (the README's own example twice
   in one directory too, as a reader who runs it again does). A block that starts the
@@ -9,7 +10,7 @@
 - ``bash`` blocks: each ``uv run --frozen twinflow ...`` (or ``twinflow-trace ...``) line
   runs as the reader types it, through ``uv run --frozen`` (with ``--project`` naming this
   workspace, since the test's directory is outside it), in one working directory, in order,
-  and must exit 0; a line that is a bare ``twinflow-trace ...`` is the auditor's, run exactly
+  and must exit 0 (or the code its comment opens with: ``# exit 3: ...``); a line that is a bare ``twinflow-trace ...`` is the auditor's, run exactly
   as written in a venv that holds the twinflow-trace wheel and nothing else; the Ray line starts its Ray under ``uv run`` as a reader's does. The model
   behind ``twinflow demo`` and the invoice example's ``eval run`` is the scripted server. Not run:
   environment set-up and the whole-suite commands (``uv sync``, ``scripts/...``, ``bash
@@ -34,7 +35,13 @@ from twinflow.kernel import LoopbackServer
 from twinflow.kernel._process import run_process
 
 ROOT = Path(__file__).resolve().parents[3]
-READMES = [ROOT / "README.md", *sorted(ROOT.glob("packages/*/README.md"))]
+READMES = [
+    ROOT / "README.md",
+    *sorted(ROOT.glob("packages/*/README.md")),
+    *sorted(ROOT.glob("docs/get-started/*.md")),
+    *sorted(ROOT.glob("docs/tutorials/*.md")),
+    *sorted(ROOT.glob("docs/how-to/*.md")),
+]
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 NOT_RUN = ("uv sync", "scripts/", "bash .ci/run", "pip ", "python3 -m pip")
 AUDITOR = "(auditor)"
@@ -122,30 +129,34 @@ def test_the_readme_hello_world_runs_twice_on_the_embedded_model(tmp_path: Path)
     assert ["hi.1.jsonl", "hi.jsonl"] == written
 
 
-def commands(path: Path) -> list[list[str]]:
-    """The ``twinflow`` command lines of a README's bash blocks, in order, as argv lists (an
-    auditor's bare ``twinflow-trace`` line starts with ``AUDITOR``)."""
+def commands(path: Path) -> list[tuple[list[str], int]]:
+    """The ``twinflow`` command lines of a README's bash blocks, in order, as argv lists with the
+    exit code each is documented to return (an auditor's bare ``twinflow-trace`` line starts
+    with ``AUDITOR``)."""
     found = []
     for lang, code in blocks(path):
         if lang != "bash":
             continue
         # A line ending in a backslash goes on on the next one, as in the shell.
         for line in code.replace("\\\n", " ").splitlines():
-            line = line.split("  #", 1)[0].strip()
+            line, _, comment = line.partition("  #")
+            line = line.strip()
             if not line or line.startswith(NOT_RUN):
                 continue
+            exit_code = re.match(r" exit (\d+)", comment)
+            expected = int(exit_code[1]) if exit_code else 0
             words = shlex.split(line)
             if words[0] == "twinflow-trace":
-                found.append([AUDITOR, *words])
+                found.append(([AUDITOR, *words], expected))
                 continue
             assert words[:3] == ["uv", "run", "--frozen"], f"a command this test cannot run: {line}"
-            found.append(words[3:])
+            found.append((words[3:], expected))
     return found
 
 
 @pytest.mark.parametrize("readme", READMES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_bash_commands_run(readme: Path, tmp_path: Path) -> None:
-    """Each `uv run --frozen twinflow ...` line runs, in order, and exits 0."""
+    """Each `uv run --frozen twinflow ...` line runs, in order, and exits as documented."""
     lines = commands(readme)
     if not lines:
         return
@@ -155,21 +166,21 @@ def test_bash_commands_run(readme: Path, tmp_path: Path) -> None:
     )
     work = tmp_path / "work"
     with LoopbackServer(scripted_chat) as server:
-        for name in ("invoice-extraction", "mcp-calculator"):
-            example = work / "examples" / name
-            shutil.copytree(ROOT / "examples" / name, example)
-            spec = example / "spec.yaml"
+        for spec in sorted(ROOT.glob("examples/*/spec.yaml")):
+            example = work / "examples" / spec.parent.name
+            shutil.copytree(spec.parent, example)
             text = spec.read_text(encoding="utf-8")
             assert "url: embedded" in text
-            spec.write_text(text.replace("url: embedded", f"url: {server.url}"), encoding="utf-8")
+            text = text.replace("url: embedded", f"url: {server.url}")
+            (example / "spec.yaml").write_text(text, encoding="utf-8")
         ran = []
         auditor: Path | None = None
-        for words in lines:
+        for words, expected in lines:
             if words[0] == AUDITOR:
                 # The auditor's install: the twinflow-trace wheel alone, its console script.
                 auditor = auditor or trace_only_venv(tmp_path / "auditor")
                 result = run_process([str(auditor / words[1]), *words[2:]], cwd=work, timeout=600)
-                assert (words, 0, "") == (words, result.returncode, result.stderr)
+                assert (words, expected, "") == (words, result.returncode, result.stderr)
                 ran.append(words[1])
                 continue
             assert words[0] in ("twinflow", "twinflow-trace"), words
@@ -185,7 +196,7 @@ def test_bash_commands_run(readme: Path, tmp_path: Path) -> None:
                 env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
                 timeout=600,
             )
-            assert (args, 0) == (args, result.returncode), result.stderr[-2000:]
+            assert (args, expected) == (args, result.returncode), result.stderr[-2000:]
             ran.append(args[0])
     assert ran, "no command of this README ran"
 

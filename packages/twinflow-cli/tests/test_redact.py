@@ -135,6 +135,7 @@ def test_show_and_readers_that_need_events_say_it_is_redacted(
     assert 0 == main(
         ["show", "public.jsonl", "--html", "p.html", "--checkpoint", "cp.note", "--key", "lab.pub"]
     )
+    assert 0 == main(["show", "public.jsonl"])
     out = capsys.readouterr().out
     assert "seq 1: REDACTED" in out and "seq 1 is redacted (digest only)" in out, out
     assert "redacted" in (work / "p.html").read_text()

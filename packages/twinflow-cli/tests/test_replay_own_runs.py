@@ -76,7 +76,7 @@ def test_trust_spec_refuses_a_changed_module_before_importing_it(layout: dict[st
     assert "calc" == json.loads(result.stdout)["module"]
     # --json says on stderr what it imports, then the refusal in one line.
     announced, refused = result.stderr.strip().splitlines()
-    assert "twinflow replay: importing calc" == announced
+    assert "twinflow replay: importing calc (tools: calc:add)" == announced
     assert "module 'calc' changed since the run" in refused
     assert not (layout["project"] / "IMPORTED").exists()
 

@@ -124,6 +124,18 @@ def test_show_html_writes_a_page_holding_the_exact_trace(
     assert ("http://" in text, "https://" in text, "src=" in text) == (False, False, False)
 
 
+def test_show_html_prints_the_verdict_not_the_text_view(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --html the terminal gets the verdict and the page's path, not the run again."""
+    trace = record(tmp_path / "t.jsonl")
+    page = tmp_path / "t.html"
+    assert 0 == main(["show", str(trace), "--html", str(page)])
+    lines = capsys.readouterr().out.splitlines()
+    expected = ["verified", f"page: {page} (open it in a browser: it verifies the trace again)"]
+    assert expected == [lines[0].split(":")[0], *lines[1:]]
+
+
 def test_diff_compares_behaviour_by_default(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

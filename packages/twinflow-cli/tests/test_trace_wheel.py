@@ -11,7 +11,8 @@ from twinflow.agent import Agent, FunctionModel
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.kernel._process import run_process
 from twinflow.trace import FileTraceSink, verify_trace
-from twinflow.trace import note as _note
+from twinflow.trace._keys import generate_key
+from twinflow.trace._note import CheckpointBody, sign_checkpoint_note
 from twinflow.vocab import Message
 
 
@@ -33,11 +34,11 @@ def test_the_wheel_installs_nothing_else_and_verifies_a_demo_trace(tmp_path: Pat
     assert (0, "") == (verify.returncode, verify.stderr)
     assert verify.stdout.startswith(f"ok: {trace}: 5 events verify")
     # A checkpoint signed here (signing needs the signatures extra) verifies there (stdlib only).
-    signer = _note.generate_key("example.org/lab", bytes(range(32)))
+    signer = generate_key("example.org/lab", bytes(range(32)))
     (tmp_path / "lab.pub").write_text(signer.verifier.text + "\n")
     checkpoint = verify_trace(trace).checkpoint
-    body = _note.CheckpointBody("example.org/lab", checkpoint.size, bytes.fromhex(checkpoint.root))
-    (tmp_path / "cp.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
+    body = CheckpointBody("example.org/lab", checkpoint.size, bytes.fromhex(checkpoint.root))
+    (tmp_path / "cp.note").write_bytes(sign_checkpoint_note(body, [signer]))
     signed = run_process(
         [
             str(python),

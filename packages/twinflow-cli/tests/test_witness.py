@@ -13,12 +13,13 @@ from cli_testkit import run_trace
 
 from twinflow.cli._main import main
 from twinflow.kernel import SystemClock
-from twinflow.kernel._process import run_process, start_process
+from twinflow.kernel._process import ProcessResult, run_process, start_process
 from twinflow.trace import SignatureError
-from twinflow.trace._keys import parse_signer_key, parse_verifier_key
-from twinflow.trace._note import parse_note
+from twinflow.trace._canonical import canonical_bytes
+from twinflow.trace._keys import generate_key, parse_signer_key, parse_verifier_key
+from twinflow.trace._note import open_note, parse_note, sign_note
 from twinflow.trace._testing import events_of, rechain
-from twinflow.trace._witness import add_checkpoint, cosign, hold_state
+from twinflow.trace._witness import CosignerKey, add_checkpoint, cosign, hold_state
 
 
 def twinflow(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object], str]:
@@ -328,7 +329,7 @@ def test_a_held_state_refuses_a_second_witness(
 _RACER = """
 import os, sys
 from twinflow.cli._main import main
-import twinflow.cli._publish, twinflow.trace.witness
+import twinflow.cli._publish, twinflow.trace._witness
 arrive, gate, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 with open(arrive, "wb") as f:
     f.write(b"x")
@@ -510,3 +511,150 @@ def test_an_out_that_fails_to_write_after_cosigning_still_prints_the_note(
         note.signatures[-1].name,
     )
     assert "printed on stdout" in captured.err
+
+
+def cli(work: Path, *argv: str) -> ProcessResult:
+    """A real `twinflow ARGV` process in ``work``."""
+    return run_process([sys.executable, "-m", "twinflow.cli", *argv], cwd=work, timeout=120)
+
+
+def renamed_key(work: Path, stem: str, name: str, out: str) -> None:
+    """What a witness operator could do: the same secret key saved under another name."""
+    twin = generate_key(name, parse_signer_key((work / f"{stem}.key").read_bytes()).seed)
+    (work / f"{out}.key").write_text(twin.text + "\n")
+    (work / f"{out}.pub").write_text(CosignerKey.of_signer(twin).text + "\n")
+
+
+def test_one_key_under_two_names_is_not_a_quorum(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """w1's key renamed w1b cosigns too: --quorum 2 of w1 and w1b is refused as a configuration
+    error (exit 2, naming both) by `twinflow verify` and the stdlib auditor; w1 and w2 pass."""
+    renamed_key(work, "w1", "example.org/w1b", "w1b")
+    witness(capsys, request(capsys, "short", 0), "w1", "--out", "w1.note")
+    (work / "again.tlog-consistency").write_bytes(b"old 0\n\n" + (work / "w1.note").read_bytes())
+    assert 0 == witness(capsys, "again.tlog-consistency", "w1b", "--out", "twice.note")[0]
+    assert 0 == witness(capsys, "again.tlog-consistency", "w2", "--out", "pair.note")[0]
+    policy = ["--key", "lab.pub", "--quorum", "2", "--witness", "w1.pub", "--witness"]
+    stdlib = [sys.executable, "-P", "-m", "twinflow.trace", "verify", "short.jsonl"]
+    runs = {
+        "cli one key": cli(
+            work, "verify", "short.jsonl", "--checkpoint", "twice.note", *policy, "w1b.pub"
+        ),
+        "cli one file twice": cli(
+            work, "verify", "short.jsonl", "--checkpoint", "w1.note", *policy, "w1.pub"
+        ),
+        "stdlib one key": run_process(
+            [*stdlib, "--checkpoint", "twice.note", *policy, "w1b.pub"], cwd=work
+        ),
+        "cli two keys": cli(
+            work, "verify", "short.jsonl", "--checkpoint", "pair.note", *policy, "w2.pub"
+        ),
+        "stdlib two keys": run_process(
+            [*stdlib, "--checkpoint", "pair.note", *policy, "w2.pub"], cwd=work
+        ),
+    }
+    assert {
+        "cli one key": 2,
+        "cli one file twice": 2,
+        "stdlib one key": 2,
+        "cli two keys": 0,
+        "stdlib two keys": 0,
+    } == {name: r.returncode for name, r in runs.items()}
+    for name in ("cli one key", "stdlib one key"):
+        err = runs[name].stderr
+        assert (1, True, True) == (
+            len(err.strip().splitlines()),
+            "example.org/w1+" in err and "example.org/w1b+" in err,
+            "one public key" in err,
+        ), err
+
+
+def test_a_signed_note_counts_one_key_under_two_names_once(work: Path) -> None:
+    """open_note(required=2) over the lab key and its renamed twin: refused, not two signers."""
+    renamed_key(work, "lab", "example.org/lab2", "lab2")
+    lab = parse_signer_key((work / "lab.key").read_bytes())
+    twin = parse_signer_key((work / "lab2.key").read_bytes())
+    note = sign_note("example.org/lab\n1\n" + "A" * 43 + "=\n", [lab, twin])
+    with pytest.raises(SignatureError) as refused:
+        open_note(note, [lab.verifier, twin.verifier], required=2)
+    assert ("ambiguous_key", True) == (refused.value.reason, "one public key" in str(refused.value))
+
+
+def _edited_states(good: bytes, work: Path) -> dict[str, bytes]:
+    """A signed state edited the ways a hand (or a hostile operator) would."""
+    value = json.loads(good)
+    lab = value["logs"]["example.org/lab"]
+    other = generate_key("example.org/w1", bytes(32))  # same name, another key
+
+    def encoded(state: dict[str, object]) -> bytes:
+        return canonical_bytes(state) + b"\n"
+
+    resigned = {k: v for k, v in value.items() if k != "signature"}
+    resigned["logs"] = {"example.org/lab": {**lab, "size": 0}}
+    message = b"twinflow witness state v2\n" + canonical_bytes(resigned)
+    return {
+        "size rolled back": encoded({**value, "logs": {"example.org/lab": {**lab, "size": 0}}}),
+        "log forgotten": encoded({**value, "logs": {}}),
+        "root swapped": encoded(
+            {**value, "logs": {"example.org/lab": {**lab, "root_hex": "00" * 32}}}
+        ),
+        "signature dropped": encoded({k: v for k, v in value.items() if k != "signature"}),
+        "re-signed by another key": encoded(
+            {**resigned, "signature": base64.b64encode(other.sign(message)).decode()}
+        ),
+        "downgraded to v1": encoded(
+            {"format": "twinflow-witness-state/v1", "logs": {"example.org/lab": {**lab, "size": 0}}}
+        ),
+    }
+
+
+def test_an_edited_state_is_refused(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A state edited by hand (size rolled back, log forgotten, re-signed, downgraded): the
+    witness refuses it, exit 2, one line, cosigning nothing, the file untouched."""
+    assert 0 == witness(capsys, request(capsys, "short", 0))[0]
+    good = (work / "state" / "w1.state").read_bytes()
+    fork = request(capsys, "fork-long", 0)  # what a rolled-back state would let through
+    outcomes = {}
+    for name, data in _edited_states(good, work).items():
+        (work / "state" / "w1.state").write_bytes(data)
+        result = cli(work, "witness", fork, "--state", "state/w1.state", "--key", "w1.key",
+                     "--log", "lab.pub", "--out", f"{name}.note")  # fmt: skip
+        outcomes[name] = (
+            result.returncode,
+            1 == len(result.stderr.strip().splitlines()),
+            data == (work / "state" / "w1.state").read_bytes(),
+            (work / f"{name}.note").exists(),
+        )
+    assert {name: (2, True, True, False) for name in outcomes} == outcomes
+
+
+def test_another_witness_state_is_refused(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """w2's state given to w1: exit 2 naming whose state it is; nothing cosigned."""
+    assert 0 == witness(capsys, request(capsys, "short", 0), "w2")[0]
+    result = cli(work, "witness", request(capsys, "long", 5), "--state", "state/w2.state",
+                 "--key", "w1.key", "--log", "lab.pub")  # fmt: skip
+    assert (2, True) == (result.returncode, "state of witness 'example.org/w2+" in result.stderr)
+
+
+def test_an_unsigned_state_is_adopted_only_when_asked(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A v1 (unsigned) state: refused naming --adopt-unsigned-state; with it, the witness goes
+    on from the sizes it holds and writes the state back signed."""
+    assert 0 == witness(capsys, request(capsys, "short", 0))[0]
+    value = json.loads((work / "state" / "w1.state").read_bytes())
+    v1 = {"format": "twinflow-witness-state/v1", "logs": value["logs"]}
+    (work / "state" / "w1.state").write_bytes(canonical_bytes(v1) + b"\n")
+    req = request(capsys, "long", 5)
+    base = ["witness", req, "--state", "state/w1.state", "--key", "w1.key", "--log", "lab.pub"]
+    refused = cli(work, *base)
+    adopted = cli(work, *base, "--adopt-unsigned-state")
+    written = json.loads((work / "state" / "w1.state").read_bytes())
+    assert (2, 0, "twinflow-witness-state/v2", 15) == (
+        refused.returncode,
+        adopted.returncode,
+        written["format"],
+        written["logs"]["example.org/lab"]["size"],
+    )
+    assert "--adopt-unsigned-state" in refused.stderr

@@ -38,8 +38,8 @@ def verdict_reply(flip: bool = False) -> Callable[[ModelRequest], Message]:
 
     def reply(request: ModelRequest) -> Message:
         prompt = request.transcript.messages[-1].text
-        answer = prompt.split("The assistant's answer:\n", 1)[1]
-        positive = json.loads(answer)["total_eur"] > 0
+        answer = json.loads(prompt.split("\n\n", 1)[1])["answer"]
+        positive = answer["total_eur"] > 0
         verdict = positive != flip
         return Message.assistant(json.dumps({"passed": verdict, "reason": f"positive={positive}"}))
 

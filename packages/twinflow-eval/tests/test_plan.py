@@ -13,7 +13,8 @@ from twinflow.eval import run_eval
 from twinflow.eval._errors import PlanError
 from twinflow.eval._plan import check_plan, make_plan, parse_rule, read_plan
 from twinflow.kernel import SteppingClock
-from twinflow.trace import canonical_bytes, note
+from twinflow.trace import canonical_bytes
+from twinflow.trace._keys import SignerKey, generate_key
 
 SPEC = "a" * 64
 CLOCK = SteppingClock(START)
@@ -68,7 +69,7 @@ def test_a_plan_must_use_its_metric_in_its_rule() -> None:
         make_plan(dataset(2), SPEC, metric="rate", rule="passed > 1", made_at=START)
 
 
-def _plan_bytes(signer: note.SignerKey | None = None) -> bytes:
+def _plan_bytes(signer: SignerKey | None = None) -> bytes:
     from twinflow.eval._plan import write_plan
 
     plan = make_plan(dataset(3), SPEC, metric="rate", rule="rate >= 0.5", made_at=START)
@@ -87,7 +88,7 @@ def test_a_plan_file_reads_back_as_written() -> None:
 
 def test_a_signed_plan_verifies_and_a_tampered_one_is_refused() -> None:
     """A signed plan verifies by its key; one edited after signing does not."""
-    signer = note.generate_key("example.org/lab", bytes(range(32)))
+    signer = generate_key("example.org/lab", bytes(range(32)))
     data = _plan_bytes(signer)
     assert (signer.verifier.text,) == read_plan(data, (signer.verifier,)).signers
     tampered = data.replace(b'"rate >= 0.5"', b'"rate >= 0.1"')
@@ -95,7 +96,7 @@ def test_a_signed_plan_verifies_and_a_tampered_one_is_refused() -> None:
         read_plan(tampered, (signer.verifier,))
     with pytest.raises(PlanError, match="the plan is signed: name the verifier key"):
         read_plan(data)
-    other = note.generate_key("example.org/other", bytes(32))
+    other = generate_key("example.org/other", bytes(32))
     with pytest.raises(PlanError, match="signature does not verify"):
         read_plan(data, (other.verifier,))
 

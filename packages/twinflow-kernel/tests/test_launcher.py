@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import LaunchError, SubprocessLauncher, free_port
+from twinflow.kernel import SubprocessLauncher, free_port
+from twinflow.kernel._errors import LaunchError
 from twinflow.trace import UserError
 
 # A server stand-in: spawns a grandchild, writes "<guard> <child> <grandchild>" pids to a file,

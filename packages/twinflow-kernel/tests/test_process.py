@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from twinflow.kernel import LaunchError
+from twinflow.kernel._errors import LaunchError
 from twinflow.kernel._process import run_process, start_process
 
 

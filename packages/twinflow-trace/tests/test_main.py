@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.trace import note as _note
 from twinflow.trace import read_checkpoint, verify_trace
 from twinflow.trace.__main__ import main
+from twinflow.trace._keys import generate_key, parse_verifier_key
+from twinflow.trace._note import CheckpointBody, sign_checkpoint_note
 from twinflow.trace._testing import rechain, small_events
 from twinflow.trace._testing import small_trace as trace
 
@@ -23,13 +24,13 @@ def signed(tmp_path: Path) -> Path:
     (tmp_path / "cp.json").write_text(str(checkpoint.to_json()).replace("'", '"'))
     (tmp_path / "cp.body").write_text(checkpoint.note_body("example.org/lab"))
     for name, seed in (("lab", 1), ("other", 2)):
-        signer = _note.generate_key(f"example.org/{name}", bytes([seed]) * 32)
+        signer = generate_key(f"example.org/{name}", bytes([seed]) * 32)
         (tmp_path / f"{name}.pub").write_text(signer.verifier.text + "\n")
         if name == "lab":
-            body = _note.CheckpointBody(
+            body = CheckpointBody(
                 "example.org/lab", checkpoint.size, bytes.fromhex(checkpoint.root)
             )
-            (tmp_path / "cp.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
+            (tmp_path / "cp.note").write_bytes(sign_checkpoint_note(body, [signer]))
     return tmp_path
 
 
@@ -85,10 +86,10 @@ def _forged_tail(n: int, keep: int) -> bytes:
 def prefix(tmp_path: Path) -> Path:
     """A 10-event trace forged after event 4, and a note of the genuine first 5 signed by lab."""
     root = read_checkpoint(trace(10), 5).root
-    signer = _note.generate_key("example.org/lab", bytes([1]) * 32)
+    signer = generate_key("example.org/lab", bytes([1]) * 32)
     (tmp_path / "lab.pub").write_text(signer.verifier.text + "\n")
-    body = _note.CheckpointBody("example.org/lab", 5, bytes.fromhex(root))
-    (tmp_path / "cp5.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
+    body = CheckpointBody("example.org/lab", 5, bytes.fromhex(root))
+    (tmp_path / "cp5.note").write_bytes(sign_checkpoint_note(body, [signer]))
     (tmp_path / "cp5.body").write_text(body.text)
     (tmp_path / "forged.jsonl").write_bytes(_forged_tail(10, 5))
     return tmp_path
@@ -118,7 +119,7 @@ def test_an_accepted_unsigned_tail_is_named_in_the_ok_line(
     argv = ["forged.jsonl", "--checkpoint", "cp5.note", "--key", "lab.pub"]
     code = main(["verify", *argv, "--allow-unsigned-tail"])
     out = capsys.readouterr().out
-    key = _note.parse_verifier_key((prefix / "lab.pub").read_bytes())
+    key = parse_verifier_key((prefix / "lab.pub").read_bytes())
     assert 0 == code
     assert f"signed by example.org/lab+{key.key_hash:08x}: events 0-4 of 10" in out, out
     assert "root (hex) " in out
@@ -145,10 +146,10 @@ def test_a_note_signed_for_another_origin_is_refused(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "t.jsonl").write_bytes(trace(6))
     root = verify_trace(trace(6)).checkpoint.root
-    signer = _note.generate_key("example.org/lab", bytes([1]) * 32)
+    signer = generate_key("example.org/lab", bytes([1]) * 32)
     (tmp_path / "lab.pub").write_text(signer.verifier.text + "\n")
-    body = _note.CheckpointBody(origin, 6, bytes.fromhex(root))
-    (tmp_path / "cp.note").write_bytes(_note.sign_checkpoint_note(body, [signer]))
+    body = CheckpointBody(origin, 6, bytes.fromhex(root))
+    (tmp_path / "cp.note").write_bytes(sign_checkpoint_note(body, [signer]))
     code = main(["verify", "t.jsonl", "--checkpoint", "cp.note", "--key", "lab.pub", *args])
     err = capsys.readouterr().err.strip().splitlines()
     assert (expected, 0 if expected == 0 else 1) == (code, len(err)), err

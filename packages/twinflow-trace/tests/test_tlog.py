@@ -17,23 +17,24 @@ from twinflow.trace import (
     prove_tlog_inclusion,
     read_checkpoint,
 )
-from twinflow.trace import note as _note
 from twinflow.trace.__main__ import main
+from twinflow.trace._keys import SignerKey, generate_key
+from twinflow.trace._note import CheckpointBody, sign_checkpoint_note
 from twinflow.trace._testing import small_trace
 from twinflow.trace._tlog import check_proof_file, parse_tlog_consistency, parse_tlog_proof
 
-LAB = _note.generate_key("example.org/lab", bytes([1]) * 32)
-OTHER = _note.generate_key("example.org/other", bytes([2]) * 32)
-IMPOSTOR = _note.generate_key("example.org/lab", bytes([3]) * 32)
+LAB = generate_key("example.org/lab", bytes([1]) * 32)
+OTHER = generate_key("example.org/other", bytes([2]) * 32)
+IMPOSTOR = generate_key("example.org/lab", bytes([3]) * 32)
 TRACE = small_trace(11)
 OTHER_TRACE = small_trace(12)[:-1] + b"\n"
 
 
-def note(size: int, *, data: bytes = TRACE, signers: tuple[_note.SignerKey, ...] = (LAB,)) -> bytes:
+def note(size: int, *, data: bytes = TRACE, signers: tuple[SignerKey, ...] = (LAB,)) -> bytes:
     """The checkpoint note of the first ``size`` events, signed by ``signers`` (none: unsigned)."""
     root = bytes.fromhex(read_checkpoint(data, size).root)
-    body = _note.CheckpointBody("example.org/lab", size, root)
-    return _note.sign_checkpoint_note(body, list(signers)) if signers else body.text.encode()
+    body = CheckpointBody("example.org/lab", size, root)
+    return sign_checkpoint_note(body, list(signers)) if signers else body.text.encode()
 
 
 def digest(seq: int, data: bytes = TRACE) -> bytes:
@@ -274,8 +275,8 @@ def test_an_unsigned_proof_checks_without_keys_and_says_unsigned() -> None:
 def test_a_proof_for_another_log_is_refused_unless_that_origin_is_expected() -> None:
     """The checkpoint's origin must be the key's name, or the --origin given."""
     root = bytes.fromhex(read_checkpoint(TRACE, 5).root)
-    body = _note.CheckpointBody("example.org/elsewhere", 5, root)
-    cp = _note.sign_checkpoint_note(body, [LAB])
+    body = CheckpointBody("example.org/elsewhere", 5, root)
+    cp = sign_checkpoint_note(body, [LAB])
     data = prove_tlog_inclusion(TRACE, 2, cp).to_bytes()
     with pytest.raises(SignatureError, match="elsewhere"):
         check_proof_file(data, KEYS, where="p")

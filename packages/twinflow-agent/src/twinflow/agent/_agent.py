@@ -39,6 +39,7 @@ from twinflow.agent._run import (
     UsageLimits,
     check_arguments,
     class_path,
+    failure_reason,
     part_kinds_of,
 )
 from twinflow.agent._step import OutputT, Steps
@@ -257,6 +258,8 @@ class Agent(Steps[OutputT], Closing):
         self._inserts: dict[int, EventBody] = {}
         self._decisions: dict[str, ApprovalDecided] = {}
         self._parent: ForkParent | None = None
+        # The steps a fork serves from its parent (`Steps._serve`): empty for a fresh run.
+        self._served: dict[int, tuple[EventBody, ...]] = {}
         # The format run_started records: this code's, or a replayed or resumed run's.
         self._format: int | None = FORMAT
 
@@ -321,6 +324,7 @@ class Agent(Steps[OutputT], Closing):
                             exc.error_type if isinstance(exc, RunError) else type(exc).__name__
                         ),
                         message=str(exc),
+                        reason=failure_reason(exc),
                     )
                 )
             finally:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import Field, ValidationError
 
 from twinflow._base._code import module_file
+from twinflow._base._json import refuse_repeated_keys
 from twinflow.agent._errors import SpecError
 from twinflow.kernel import file_sha256
 from twinflow.trace import UserError
@@ -126,11 +127,14 @@ def read_code_record(path: Path) -> CodeRecord | None:
             f"{path}: over the limit of {MAX_CODE_RECORD_BYTES} bytes for a code record"
         )
     try:
+        refuse_repeated_keys(data)
         record = CodeRecord.model_validate_json(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "the record"
         raise SpecError(f"{path}: not a code record: {where}: {first['msg']}") from None
+    except ValueError as exc:
+        raise SpecError(f"{path}: not a code record: {exc}") from None
     if record.code_dir is not None:
         recorded = Path(record.code_dir)
         # A received run directory names this path: it is only a place to look (the digests

@@ -27,8 +27,8 @@ from twinflow.agent._resume import (
     ThenLiveSteering,
     plan,
     plan_fork,
-    recorded_decisions,
-    recorded_tool_results,
+    served_calls,
+    served_steps,
 )
 from twinflow.agent._verify import Trace
 from twinflow.trace import FileTraceSink, repair_trace
@@ -77,7 +77,10 @@ def resume_run(
     agent.clock = ThenLiveClock(clock_readings(loaded, resumed.recorded), agent.clock)
     agent.ids = RecordedRunIds(resumed.started.run_id, agent.ids)
     agent.writer = ResumeWriter(writer, fsync=agent.writer.fsync)
-    results = served_results(loaded, events, resumed.recorded)
+    forked = resumed.started.parent
+    served = {} if forked is None else served_steps(loaded.events, forked.step)
+    # A fork's first steps were its parent's: the loop serves them again as recorded.
+    results = served_results(loaded, events, resumed.recorded)[served_calls(served) :]
     agent.tool_results = ThenLiveResults(results, gate)
     agent.steering = ThenLiveSteering(
         [e.body for e in events if isinstance(e.body, SteeringReceived)], agent.steering, gate
@@ -88,6 +91,8 @@ def resume_run(
     # somewhere else says where in its own run_resumed.
     agent._started_in = resumed.started.environment
     agent._format = resumed.started.format
+    agent._parent = forked
+    agent._served = served
     marker = agent._inserts[size]
     if (
         isinstance(marker, RunResumed)
@@ -106,6 +111,8 @@ def resume_run(
             agent.steering = saved[5]
             agent._inserts = {}
             agent._decisions = {}
+            agent._parent = None
+            agent._served = {}
             agent._started_in = agent.environment
             agent._format = FORMAT
 
@@ -117,20 +124,22 @@ def fork_run(
     loaded = Trace.load(parent)
     forked = plan_fork(loaded, os.fspath(parent), at_step)
     prefix = forked.prefix
-    results = {r.result.call_id: r for r in recorded_tool_results(prefix)}
-    saved = (agent.model, agent.tool_results, agent.steering)
+    saved = (agent.model, agent.steering)
     agent.model = ThenLiveModel(
         [e.body.response for e in prefix if isinstance(e.body, ModelResponded)], agent.model, None
     )
-    agent.tool_results = lambda call: results.get(call.id)
     agent.steering = ThenLiveSteering(
-        [e.body for e in prefix if isinstance(e.body, SteeringReceived)], agent.steering, None
+        [e.body for e in prefix if isinstance(e.body, SteeringReceived)],
+        agent.steering,
+        None,
+        live_from=at_step,
     )
-    agent._decisions = recorded_decisions(prefix)
+    # The parent's steps are served whole: its decisions and results, never this spec's.
+    agent._served = served_steps(prefix, at_step)
     agent._parent = forked.parent
     try:
         return agent._run(forked.started.prompt)
     finally:
-        (agent.model, agent.tool_results, agent.steering) = saved
-        agent._decisions = {}
+        (agent.model, agent.steering) = saved
+        agent._served = {}
         agent._parent = None

@@ -396,6 +396,10 @@ class RunFailed(_Frozen):
     """Error class name."""
     message: str
     """Error message."""
+    reason: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The error's stable ``reason`` tag where its class has one (a `TransportError`'s
+    ``timeout`` or ``blocked``, a `FileWriteError`'s ``write``): whether a resume may go on
+    past the failure is read from it. Absent in traces recorded before it was."""
 
 
 class RunResumed(_Frozen):
@@ -451,8 +455,10 @@ class ApprovalDecided(_Frozen):
     reason: str
     """Why; a denial's reason reaches the model."""
     signed_note: str | None = None
-    """A C2SP signed note of `approval_statement` (the call's digest and the decision), signed
-    with a `twinflow keygen` Ed25519 key; ``twinflow verify --key`` checks it. None if unsigned."""
+    """A C2SP signed note of the decision's statement (`twinflow.agent._approval`: the run, the
+    trace's root at the request, the call's id, tool and arguments, and the verdict), signed
+    with a `twinflow keygen` Ed25519 key; ``twinflow verify --key`` recomputes the statement from
+    the events and checks it. None if unsigned."""
 
 
 EventBody = Annotated[

@@ -220,6 +220,11 @@ class ToolRunner:
             return f"run budget of {policy.max_tool_calls} tool calls is used up"
         return None
 
+    def served(self, name: str) -> None:
+        """Count a call to ``name`` that ran in the run's served steps (a fork's parent's)."""
+        self._used[name] = self._used.get(name, 0) + 1
+        self._used_total += 1
+
     def run(self, call: ToolCallPart) -> ToolResultPart:
         """Decide on one call, run it if allowed, and return the result the model sees.
 

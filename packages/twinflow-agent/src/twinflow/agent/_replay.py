@@ -53,9 +53,12 @@ from twinflow.agent._events import (
 from twinflow.agent._observe import Steering
 from twinflow.agent._policy import RecordedResults
 from twinflow.agent._resume import (
+    call_id_of,
     recorded_decisions,
     recorded_inserts,
     recorded_tool_results,
+    served_calls,
+    served_steps,
 )
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Ids, NondeterminismError, nondeterminism_guard
@@ -164,7 +167,11 @@ class _ReplayModel:
         if self._failure is not None:
             # The recorded run failed here (a transport error, say): fail the same way, with
             # the recorded type name and message, so the run_failed events match.
-            failure_type = type(self._failure.error_type, (RecordedFailure,), {})
+            failure_type = type(
+                self._failure.error_type,
+                (RecordedFailure,),
+                {"recorded_reason": self._failure.reason},
+            )
             raise failure_type(self._failure.message)
         raise AgentError("the re-run asked the model more often than the recorded run did")
 
@@ -280,7 +287,7 @@ def served_results(
     trace: Trace, events: tuple[TraceEvent, ...], encoded: Sequence[bytes]
 ) -> list[ToolReturned]:
     """`recorded_tool_results` of the trace, a ``tool_called``'s call id read from its bytes
-    (`_call_id`: nothing else of it is needed, so it is not typed)."""
+    (`call_id_of`: nothing else of it is needed, so it is not typed)."""
     if len(events) == trace.size:  # typed whole already (a resumed run's trace)
         return recorded_tool_results(events)
     returned = iter(e.body for e in events if isinstance(e.body, ToolReturned))
@@ -288,37 +295,12 @@ def served_results(
     results: list[ToolReturned] = []
     for index, kind in enumerate(trace.kinds):
         if kind == "tool_called":
-            called.add(_call_id(encoded[index]))
+            called.add(call_id_of(encoded[index]))
         elif kind == "tool_returned":
             body = next(returned)
             if body.result.call_id in called:
                 results.append(body)
     return results
-
-
-# A verified ``tool_called`` event's bytes: its clock reading, then its body's members in
-# canonical order, ``arguments`` (an object) first and ``call_id`` (a string) next. A quote
-# inside a JSON string is escaped, so the first unescaped ``"body":{"arguments":`` is the body's.
-_ARGUMENTS = '"body":{"arguments":'
-_CALL_ID = ',"call_id":'
-_scan = json.JSONDecoder().raw_decode
-
-
-def _call_id(event: bytes) -> str:
-    """The call id of a verified ``tool_called`` event, from its canonical bytes: the arguments
-    are scanned past and the id read, not the whole event parsed (it was, at load)."""
-    text = event.decode()
-    start = text.find(_ARGUMENTS)
-    if start > 0:
-        _, end = _scan(text, start + len(_ARGUMENTS))
-        if text.startswith(_CALL_ID, end):
-            call_id, _ = _scan(text, end + len(_CALL_ID))
-            if type(call_id) is str:
-                return call_id
-    # Not laid out as the event type writes it today: the whole event says.
-    call_id = json.loads(event)["body"]["call_id"]
-    assert type(call_id) is str  # load typed it as a ToolCalled
-    return call_id
 
 
 def clock_readings(trace: Trace, encoded: Sequence[bytes]) -> list[datetime]:
@@ -371,8 +353,10 @@ def _replay_ports(
     sink: ComparingSink,
     failed: RunFailed | None,
     encoded: list[bytes],
+    served: int = 0,
 ) -> ReplayPorts:
-    """The ports that serve the record to the re-run, and compare what it writes."""
+    """The ports that serve the record to the re-run, and compare what it writes (past the
+    ``served`` results of a fork's steps taken from its parent, which the loop serves)."""
     started = events[0].body
     assert isinstance(started, RunStarted)  # kinds[0] says so, and it is always wanted
     return ReplayPorts(
@@ -386,7 +370,7 @@ def _replay_ports(
         trace=sink,
         model_label=started.config.model,
         tool_results=(
-            _RecordedToolResults(served_results(trace, events, encoded))
+            _RecordedToolResults(served_results(trace, events, encoded)[served:])
             if mode == "recorded"
             else None
         ),
@@ -457,7 +441,11 @@ def replay(
     # The verified event bytes the re-run is compared with, read out of the buffer once.
     encoded = list(trace.encoded)
     sink = ComparingSink(encoded, trace.digests)
-    ports = _replay_ports(trace, mode, events, sink, failed, encoded)
+    first = events[0].body
+    assert isinstance(first, RunStarted)  # kinds[0] says so, and it is always wanted
+    # A fork: its first steps were served from its parent, and replay serves them again.
+    served = {} if first.parent is None else served_steps(trace.events, first.parent.step)
+    ports = _replay_ports(trace, mode, events, sink, failed, encoded, served_calls(served))
     agent = build(ports)
     _check_built(agent, ports)
     # Events re-run as recorded are compared by their bytes and take their recorded digests:
@@ -466,9 +454,9 @@ def replay(
     # Where the record went on past a resume, and what people decided on calls that waited.
     agent._inserts = recorded_inserts(events)
     agent._decisions = recorded_decisions(events)
-    first = events[0].body
-    assert isinstance(first, RunStarted)  # kinds[0] says so, and it is always wanted
     agent._format = first.format  # as recorded: absent in runs recorded before formats
+    agent._parent = first.parent
+    agent._served = served
     _rerun(agent, ports.prompt, sink, failed)
     if sink.written < trace.size:
         raise ReplayDivergenceError(

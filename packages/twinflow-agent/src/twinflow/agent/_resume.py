@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from twinflow._base._errors import FileWriteError
+from twinflow.agent._approval import shared_id
 from twinflow.agent._compare import _LONGEST_EVENT, ComparingSink, ReplayDivergenceError
 from twinflow.agent._errors import CannotResume
 from twinflow.agent._events import (
@@ -29,6 +30,8 @@ from twinflow.agent._events import (
     EventBody,
     ForkParent,
     ModelRequested,
+    ModelResponded,
+    PolicyDecided,
     RunFailed,
     RunFinished,
     RunResumed,
@@ -89,23 +92,32 @@ class Paused(_Frozen):
     """Events in the trace when it stopped."""
 
 
-def approval_statement(call_digest: str, decision: str) -> str:
-    """The note text a signed decision signs: the call's digest (`ApprovalRequested.digest`,
-    which covers the call id, tool and arguments) and the verdict."""
-    return f"twinflow approval v1\ncall {call_digest}\ndecision {decision}\n"
-
-
-# Failures that say nothing about the run itself: the same request may well succeed later. A
-# trace written when each transport failure was a class of its own names that class.
-_PASSING = frozenset(
-    {TransportError.__name__, TimeoutError.__name__, FileWriteError.__name__}
-    | {"ConnectError", "TransportTimeout", "HTTPStatusError", "ResponseDecodeError"}
-)
+# Failures that say nothing about the run itself, by recorded name and ``reason`` tag: the same
+# request may well succeed later. A transport error that is not named here as passing (a body
+# past the size limit or a host the network switch refuses would be met again, and a failure
+# recorded without its reason could be either) stops a resume. Names from traces written when
+# each transport failure was a class of its own say their reason.
+_PASSING_REASONS: dict[str, frozenset[str | None]] = {
+    TransportError.__name__: frozenset({"connect", "timeout", "status", "decode"}),
+    FileWriteError.__name__: frozenset({"write", "locked", "busy"}),
+    TimeoutError.__name__: frozenset({None}),
+    # Ctrl-C: a person stopped the run, as SIGTERM would have; it goes on where it stopped.
+    KeyboardInterrupt.__name__: frozenset({None}),
+    **dict.fromkeys(
+        ("ConnectError", "TransportTimeout", "HTTPStatusError", "ResponseDecodeError"),
+        frozenset({None}),
+    ),
+}
 
 
 def passing_failure(failed: RunFailed) -> bool:
-    """Whether a recorded failure can pass on its own (a transport error, a timeout, a full disk)."""
-    return failed.error_type in _PASSING
+    """Whether a recorded failure can pass on its own (a dropped connection, a timeout, a full
+    disk, a run interrupted with Ctrl-C), read from its recorded name and reason."""
+    return failed.reason in _PASSING_REASONS.get(failed.error_type, frozenset())
+
+
+def _failure_name(failed: RunFailed) -> str:
+    return failed.error_type if failed.reason is None else f"{failed.error_type} ({failed.reason})"
 
 
 def recorded_inserts(events: Iterable[TraceEvent]) -> dict[int, EventBody]:
@@ -142,6 +154,29 @@ def recorded_tool_results(events: Iterable[TraceEvent]) -> list[ToolReturned]:
         elif isinstance(body, ToolReturned) and body.result.call_id in called:
             results.append(body)
     return results
+
+
+_SERVED = (ApprovalRequested, ApprovalDecided, PolicyDecided, ToolCalled, ToolReturned)
+
+
+def served_steps(events: Iterable[TraceEvent], before: int) -> dict[int, tuple[EventBody, ...]]:
+    """What each step before ``before`` decided and ran, after its reply, by step: the
+    approvals asked and given, the policy's decisions, the calls and their results, in order
+    (a resume's own events between them are not the step's)."""
+    steps: dict[int, list[EventBody]] = {}
+    step = 0
+    for event in events:
+        body = event.body
+        if isinstance(body, ModelResponded):
+            step = body.step
+        elif isinstance(body, _SERVED) and 0 < step < before:
+            steps.setdefault(step, []).append(body)
+    return {k: tuple(v) for k, v in steps.items()}
+
+
+def served_calls(served: dict[int, tuple[EventBody, ...]]) -> int:
+    """The calls that ran in served steps: the first recorded results are theirs."""
+    return sum(isinstance(b, ToolCalled) for bodies in served.values() for b in bodies)
 
 
 def pending_approvals(events: tuple[TraceEvent, ...]) -> tuple[ApprovalRequested, ...]:
@@ -198,10 +233,103 @@ def served_events(trace: Trace) -> tuple[TraceEvent, ...]:
 def _why(last: EventBody, decided: bool) -> str:
     """Why a run is continued, from its last event and whether decisions were given."""
     if isinstance(last, RunFailed):
-        return f"the run failed with {last.error_type}, which can pass"
+        if last.error_type == KeyboardInterrupt.__name__:
+            return "the run was interrupted (Ctrl-C), a pause"
+        return f"the run failed with {_failure_name(last)}, which can pass"
     if decided:
         return "decisions on calls waiting for approval"
     return "the trace ended without a terminal event"
+
+
+# A verified ``tool_called`` event's bytes: its clock reading, then its body's members in
+# canonical order, ``arguments`` (an object) first and ``call_id`` (a string) next. A quote
+# inside a JSON string is escaped, so the first unescaped ``"body":{"arguments":`` is the body's.
+_ARGUMENTS = '"body":{"arguments":'
+_CALL_ID = ',"call_id":'
+_scan = json.JSONDecoder().raw_decode
+
+
+def call_id_of(event: bytes) -> str:
+    """The call id of a verified ``tool_called`` event, from its canonical bytes: the arguments
+    are scanned past and the id read, not the whole event parsed (it was, at load)."""
+    text = event.decode()
+    start = text.find(_ARGUMENTS)
+    if start > 0:
+        _, end = _scan(text, start + len(_ARGUMENTS))
+        if text.startswith(_CALL_ID, end):
+            call_id, _ = _scan(text, end + len(_CALL_ID))
+            if type(call_id) is str:
+                return call_id
+    # Not laid out as the event type writes it today: the whole event says.
+    call_id = json.loads(event)["body"]["call_id"]
+    assert type(call_id) is str  # load typed it as a ToolCalled
+    return call_id
+
+
+def in_flight(trace: Trace) -> list[tuple[int, ToolCalled]]:
+    """The calls the trace records as called (``tool_called``) with no ``tool_returned`` of
+    their id after them, anywhere in it, each with its seq: their effect may have happened.
+
+    A result of another call's id does not count, nor one for an id called twice that answers
+    only one of the two: each ``tool_returned`` answers the earliest open call of its id.
+    """
+    encoded = trace.encoded
+    open_calls: dict[str, list[int]] = {}
+    for index, kind in enumerate(trace.kinds):
+        if kind == "tool_called":
+            open_calls.setdefault(call_id_of(encoded[index]), []).append(index)
+        elif kind == "tool_returned":
+            body = trace.events[index].body
+            assert isinstance(body, ToolReturned)  # its kind says so
+            waiting = open_calls.get(body.result.call_id)
+            if waiting:
+                waiting.pop(0)
+    dangling: list[tuple[int, ToolCalled]] = []
+    for index in sorted(i for seqs in open_calls.values() for i in seqs):
+        body = trace.events[index].body
+        assert isinstance(body, ToolCalled)  # its kind says so
+        dangling.append((index, body))
+    return dangling
+
+
+def _trailing(trace: Trace) -> int:
+    """How many events end the trace that no step's code writes: a failure continued past and
+    the ``run_resumed`` of each earlier resume (put back at their places, `recorded_inserts`),
+    and a last ``run_failed``. The re-run matches the lines before them, then acts live."""
+    count = 0
+    for kind in reversed(trace.kinds):
+        if kind not in ("run_failed", "run_resumed"):
+            break
+        count += 1
+    return count
+
+
+def _check_in_flight(trace: Trace, path: str, repeat_safe: frozenset[str]) -> ToolCalled | None:
+    """The call a resume will run again (left without a result at the end of the trace, its
+    tool safe to repeat), or None; `CannotResume` for any other call left without a result."""
+    dangling = in_flight(trace)
+    if not dangling:
+        return None
+    unsafe = [(seq, call) for seq, call in dangling if call.tool not in repeat_safe]
+    if unsafe:
+        names = ", ".join(f"{c.call_id} ({c.tool}, seq {seq})" for seq, c in unsafe)
+        tools = ", ".join(dict.fromkeys(repr(c.tool) for _, c in unsafe))
+        raise CannotResume(
+            f"{path}: the run stopped inside tool call {names} with no result recorded: it may "
+            f"have taken effect, so it is not run again; declare {tools} safe to repeat (policy "
+            "repeat_safe) if running it twice is harmless, or fork the run before that step"
+        )
+    # Only the last call of the prefix can be run again: a re-run that has matched every line
+    # before it runs the tool live, and the run goes on from its result.
+    end = trace.size - 1 - _trailing(trace)
+    last_seq, last = dangling[-1]
+    if len(dangling) > 1 or last_seq != end:
+        seq, call = dangling[0]
+        raise CannotResume(
+            f"{path}: tool call {call.call_id} ({call.tool}, seq {seq}) has no result, yet the "
+            "run went on past it: no run writes such a trace, so it is not continued"
+        )
+    return last
 
 
 def plan(
@@ -226,17 +354,11 @@ def plan(
         )
     if isinstance(last, RunFailed) and not passing_failure(last):
         raise CannotResume(
-            f"{path}: the run failed with {last.error_type} (seq {size - 1}), which "
-            "continuing the same code would only repeat: fork it with another spec instead"
+            f"{path}: the run failed with {_failure_name(last)} (seq {size - 1}), a failure "
+            "a resume would meet again (or one whose cause the trace does not record): remove "
+            "its cause and fork the run at a step before it (twinflow fork --at-step N)"
         )
-    dangling = last if isinstance(last, ToolCalled) else None
-    if dangling is not None and dangling.tool not in repeat_safe:
-        raise CannotResume(
-            f"{path}: the run stopped inside tool call {dangling.call_id} ({dangling.tool}, "
-            f"seq {size - 1}): it may have taken effect, so it is not run again; declare "
-            f"{dangling.tool!r} safe to repeat (policy repeat_safe) if running it twice is "
-            "harmless, or fork the run before that step"
-        )
+    dangling = _check_in_flight(trace, path, repeat_safe)
     recorded = recorded_decisions(events)
     new = check_decisions(events, decisions, path)
     for decided in new:
@@ -254,7 +376,7 @@ def plan(
         events=events,
         recorded=list(trace.encoded),  # read out of the buffer once (an index makes a copy)
         digests=trace.digests,
-        gate=size - 1 if isinstance(last, RunFailed) else size,
+        gate=size - _trailing(trace),
         inserts=inserts,
         decisions=recorded,
         started=started,
@@ -415,18 +537,27 @@ class ThenLiveSteering:
     """The recorded steering messages, each before its step; then the live source, if any."""
 
     def __init__(
-        self, received: list[SteeringReceived], live: Steering | None, gate: Gate | None
+        self,
+        received: list[SteeringReceived],
+        live: Steering | None,
+        gate: Gate | None,
+        live_from: int = 1,
     ) -> None:
+        """Serve ``received``; the live source only once ``gate`` is open and from step
+        ``live_from`` on (a fork's served steps get their recorded steering only)."""
         self._by_step: dict[int, list[str]] = {}
         for event in received:
             self._by_step.setdefault(event.step, []).append(event.text)
         self._live = live
         self._gate = gate
+        self._live_from = live_from
 
     def __call__(self, step: int) -> list[str]:
         recorded = self._by_step.pop(step, None)
         if recorded is not None:
             return recorded
+        if step < self._live_from:
+            return []
         if self._live is None or (self._gate is not None and not self._gate.open):
             return []
         return poll_steering(self._live, step)
@@ -445,7 +576,14 @@ def _decided(decision: Decision) -> ApprovalDecided:
 def check_decisions(
     events: tuple[TraceEvent, ...], decisions: Iterable[Decision], path: str
 ) -> list[ApprovalDecided]:
-    """The decisions as events, each for a call that waits; `CannotResume` otherwise."""
+    """The decisions as events, each for a call that waits; `CannotResume` otherwise, or if two
+    requests share a call id (one decision would be taken for both)."""
+    asked: dict[str, int] = {}
+    for event in events:
+        if isinstance(event.body, ApprovalRequested):
+            first = asked.setdefault(event.body.call_id, event.seq)
+            if first != event.seq:
+                raise shared_id(path, event.body.call_id, first, event.seq)
     pending = {p.call_id: p for p in pending_approvals(events)}
     decided: list[ApprovalDecided] = []
     for decision in decisions:

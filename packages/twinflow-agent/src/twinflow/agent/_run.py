@@ -40,6 +40,7 @@ __all__ = [
     "check_limits",
     "class_path",
     "emission",
+    "failure_reason",
     "part_kinds_of",
     "typed_parts",
 ]
@@ -247,6 +248,14 @@ def check_call_ids(state: RunState, calls: Sequence[ToolCallPart]) -> None:
                 reason="invalid_reply",
             )
         state.call_ids.add(call.id)
+
+
+def failure_reason(exc: BaseException) -> str | None:
+    """The stable ``reason`` tag ``run_failed`` records for an error: a transport or file
+    error's own (``timeout``, ``blocked``, ``write``...). A `RunError`'s reason is in its
+    recorded name already; a replayed failure carries the recorded tag (``recorded_reason``)."""
+    reason = getattr(exc, "recorded_reason" if isinstance(exc, RunError) else "reason", None)
+    return reason if isinstance(reason, str) else None
 
 
 def check_limits(limits: UsageLimits, state: RunState) -> None:

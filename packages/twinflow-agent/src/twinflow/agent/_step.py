@@ -14,7 +14,7 @@ from typing import Generic, Literal
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from twinflow.agent._errors import AgentConfigError, RunError, RunPaused
+from twinflow.agent._errors import AgentConfigError, CannotResume, RunError, RunPaused
 from twinflow.agent._events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -24,6 +24,8 @@ from twinflow.agent._events import (
     OutputAccepted,
     OutputRejected,
     SteeringReceived,
+    ToolCalled,
+    ToolReturned,
 )
 from twinflow.agent._mcp import McpTools
 from twinflow.agent._observe import Observer, Steering, poll_steering
@@ -52,6 +54,7 @@ from twinflow.vocab import (
     StructuredOutputAdapter,
     StructuredOutputError,
     ToolCallPart,
+    ToolResultPart,
     ToolSpec,
     digest,
     envelope,
@@ -88,6 +91,7 @@ class Steps(Generic[OutputT]):
     _offer_digests: dict[tuple[str, ...], str]
     _inserts: dict[int, EventBody]
     _decisions: dict[str, ApprovalDecided]
+    _served: dict[int, tuple[EventBody, ...]]
 
     def _register(self, tools: Sequence[Tool]) -> None:
         for tool in tools:
@@ -139,8 +143,12 @@ class Steps(Generic[OutputT]):
                 state.transcript = state.transcript.append(response.message)
                 return self._finish(state, response)
             check_call_ids(state, calls)
-            self._ask_people(state, calls)
-            results = tuple(runner.run(call) for call in calls)
+            served = self._served.pop(step, None)
+            if served is not None:
+                results = self._serve(state, calls, served, runner)
+            else:
+                self._ask_people(state, calls)
+                results = tuple(runner.run(call) for call in calls)
             answered = Message(role="tool", parts=results)
             # One append per step (the reply and its results): one copy of the messages tuple.
             state.transcript = state.transcript.append(response.message, answered)
@@ -213,6 +221,35 @@ class Steps(Generic[OutputT]):
         # Every field is an already validated value and tool names were checked unique in
         # __init__; validating again would re-walk the whole transcript each step (O(n)).
         return ModelRequest.of_valid(state.transcript, state.offered, self._schema, self.settings)
+
+    def _serve(
+        self,
+        state: RunState,
+        calls: Sequence[ToolCallPart],
+        served: tuple[EventBody, ...],
+        runner: ToolRunner,
+    ) -> tuple[ToolResultPart, ...]:
+        """A step a fork takes from its parent: the parent's decisions and results, as recorded.
+
+        Nothing is decided again and nothing runs: a call the parent's policy (or a person)
+        denied stays denied whatever this run's policy says, and a call that ran is answered
+        with its recorded result. The events are written as the parent recorded them (the
+        child's ``run_started.parent.step`` says which steps are served).
+
+        Raises:
+            CannotResume: The recorded step does not answer each call of its reply, in order.
+        """
+        results = tuple(b.result for b in served if isinstance(b, ToolReturned))
+        if tuple(r.call_id for r in results) != tuple(c.id for c in calls):
+            raise CannotResume(
+                f"run {state.run_id}: step {state.step} of the parent does not answer the calls "
+                "of its reply one by one, in order; it cannot be served"
+            )
+        for body in served:
+            if isinstance(body, ToolCalled):
+                runner.served(body.tool)
+            self._emit(body)
+        return results
 
     def _ask_people(self, state: RunState, calls: Sequence[ToolCallPart]) -> None:
         """Record the calls that wait for a person; stop unless each has its decision.

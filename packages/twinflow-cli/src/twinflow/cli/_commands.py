@@ -19,7 +19,7 @@ from pathlib import Path
 
 from twinflow import trace as _trace
 from twinflow._base._files import write_new
-from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
+from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._publish import add_witness_policy, check_witness_policy, cosigned_line
 from twinflow.cli._traces import (
     add_checkpoint_keys,
@@ -34,7 +34,9 @@ from twinflow.cli._traces import (
 )
 from twinflow.trace import UserError
 from twinflow.trace._format import encode_redacted
+from twinflow.trace._keys import parse_signer_key
 from twinflow.trace._merkle import Frontier
+from twinflow.trace._note import CheckpointBody, sign_checkpoint_note
 
 __all__ = ["COMMANDS", "THREAT_MODEL"]
 
@@ -145,50 +147,6 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
     _add_limits(p)
 
 
-def _check_signed_decisions(path: Path, keys: list[Path]) -> int:
-    """Check every decision on a waiting call is signed by one of ``keys`` over that call.
-
-    Returns:
-        The number of decisions checked.
-
-    Raises:
-        CheckFailed: A decision is unsigned, signed by another key, or signs another call or
-            verdict than the one recorded.
-        UserError: The trace holds no decisions, or a key file is not a verifier key.
-    """
-    from twinflow.trace import note as _note  # the signed-note codec: only where used
-
-    try:
-        verifiers = [_note.parse_verifier_key(read_small_file(k, "key")) for k in keys]
-    except _trace.SignatureError as exc:
-        raise UserError(f"not a verifier key: {squash(exc)}") from None
-    from twinflow.agent._resume import approval_statement
-
-    trace = load_trace(path)
-    digests: dict[str, str] = {}
-    checked = 0
-    for event in trace.events:
-        body = event.body
-        if body.kind == "approval_requested":
-            digests[body.call_id] = body.digest
-        if body.kind != "approval_decided":
-            continue
-        where = f"{path}: the decision at seq {event.seq} (call {body.call_id!a})"
-        if body.signed_note is None:
-            raise CheckFailed(f"{where} is not signed")
-        try:
-            opened = _note.open_note(body.signed_note.encode(), verifiers)
-        except _trace.SignatureError as exc:
-            raise CheckFailed(f"{where}: its signature does not verify: {squash(exc)}") from None
-        expected = approval_statement(digests.get(body.call_id, ""), body.decision)
-        if opened.text != expected:
-            raise CheckFailed(f"{where}: the signed note is for another call or verdict")
-        checked += 1
-    if not checked:
-        raise UserError(f"{path}: no decisions on waiting calls to check with --key")
-    return checked
-
-
 def _verify_decisions(args: argparse.Namespace, out: Output) -> int:
     """``verify --key`` without a checkpoint: the keys check the signed decisions in the trace,
     which are read as typed events (the typed check runs whatever ``--typed`` says)."""
@@ -197,7 +155,11 @@ def _verify_decisions(args: argparse.Namespace, out: Output) -> int:
     report = verify_agent_trace(args.trace, require_complete=not args.allow_incomplete)
     if report.problem is not None:
         raise CheckFailed(f"{args.trace}: {report.problem}")
-    checked = _check_signed_decisions(args.trace, args.key)
+    from twinflow.cli._decisions import verify_signed_decisions
+
+    checked = verify_signed_decisions(load_trace(args.trace), args.trace, args.key)
+    if not checked:
+        raise UserError(f"{args.trace}: no decisions on waiting calls to check with --key")
     out.document({"ok": True, "trace": str(args.trace), "signed_decisions": checked})
     out.line(f"ok: {args.trace}: {report.events} events verify; {checked} signed decision(s)")
     return EXIT_OK
@@ -287,19 +249,18 @@ def _checkpoint_note(
     checkpoint: _trace.Checkpoint, keys: list[Path] | None, origin: str | None
 ) -> bytes:
     """The C2SP checkpoint note of ``checkpoint``: signed by ``keys``, or the body alone."""
-    from twinflow.trace import note as _note  # the signed-note codec: only where used
 
     try:
-        signers = [_note.parse_signer_key(read_small_file(k, "key")) for k in keys or ()]
+        signers = [parse_signer_key(read_small_file(k, "key")) for k in keys or ()]
         if origin is None and not signers:
             raise UserError(
                 "a checkpoint note names its log: give --sign SKEY (its name is the log) or "
                 "--origin ORIGIN (unsigned)"
             )
-        body = _note.CheckpointBody(
+        body = CheckpointBody(
             origin or signers[0].name, checkpoint.size, bytes.fromhex(checkpoint.root)
         )
-        return _note.sign_checkpoint_note(body, signers) if signers else body.text.encode()
+        return sign_checkpoint_note(body, signers) if signers else body.text.encode()
     except _trace.SignatureError as exc:
         raise UserError(f"cannot make the checkpoint note: {squash(exc)}") from None
 
@@ -341,17 +302,23 @@ def _checkpoint(args: argparse.Namespace, out: Output) -> int:
             "signed": bool(args.sign),
         }
     )
+    # Stdout holds the data alone (the note, or size, root and head), so `> cp.note` writes a
+    # valid note; what is said about it goes to stderr.
+    notes = []
     if text is not None:
         for line in text.rstrip("\n").split("\n"):
             out.line(line)
-        out.line(f"(root (hex) {checkpoint.root}; the note's third line is it in base64)")
+        notes.append(f"(root (hex) {checkpoint.root}; the note's third line is it in base64)")
     else:
         out.line(f"size {checkpoint.size}")
         out.line(f"root (hex) {checkpoint.root}")
         out.line(f"head (hex) {checkpoint.head}")
-        out.line("(to write the checkpoint note: --sign SKEY, or --origin ORIGIN unsigned)")
+        notes.append("(to write the checkpoint note: --sign SKEY, or --origin ORIGIN unsigned)")
     if args.out:
-        out.line(f"written to {args.out}")
+        notes.append(f"written to {args.out}")
+    if not out.as_json:
+        for line in notes:
+            say(line)
     return EXIT_OK
 
 
@@ -380,10 +347,10 @@ def _configure_keygen(p: argparse.ArgumentParser) -> None:
 
 def _keygen(args: argparse.Namespace, out: Output) -> int:
     from twinflow.kernel import SystemIds  # the one source of real entropy
-    from twinflow.trace import note as _note  # the signed-note codec: only where used
+    from twinflow.trace._keys import generate_key
 
     try:
-        signer = _note.generate_key(args.name, SystemIds().secret(32))
+        signer = generate_key(args.name, SystemIds().secret(32))
     except _trace.SignatureError as exc:
         raise UserError(f"cannot make a key named {args.name!r}: {squash(exc)}") from None
     secret, public = Path(f"{args.out}.key"), Path(f"{args.out}.pub")
@@ -392,7 +359,7 @@ def _keygen(args: argparse.Namespace, out: Output) -> int:
             raise UserError(f"{path} already exists; keys are never overwritten")
     verifier = signer.verifier.text
     if args.cosigner:
-        from twinflow.trace.witness import CosignerKey
+        from twinflow.trace._witness import CosignerKey
 
         verifier = CosignerKey.of_signer(signer).text
     write_new(secret, signer.text.encode() + b"\n", mode=0o600)

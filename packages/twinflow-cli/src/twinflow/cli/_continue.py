@@ -16,14 +16,21 @@ from typing import Any
 
 from twinflow._base._code import importing_from
 from twinflow.agent import Decision, RunSpec, Trace
-from twinflow.agent._resume import approval_statement, record_decisions
+from twinflow.agent._approval import approvals
+from twinflow.agent._resume import record_decisions
+from twinflow.cli._decisions import (
+    add_decision_arguments,
+    check_recorded_decisions,
+    remember_decisions,
+)
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._replay_cli import add_spec_arguments, divergence_failed, replay_spec
 from twinflow.cli._run import _execute, _Phases, report_outcome, spec_beside
 from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.kernel import ReplayDivergenceError, SystemClock
 from twinflow.trace import SignatureError, TraceCorruptError, UserError
-from twinflow.trace import note as _note
+from twinflow.trace._keys import parse_signer_key
+from twinflow.trace._note import sign_note
 from twinflow.vocab import CallId
 
 __all__ = [
@@ -40,12 +47,19 @@ _MAX_KEY_BYTES = 4096
 
 
 def _continue(
-    args: argparse.Namespace, out: Output, decisions: list[Decision], command: str
+    args: argparse.Namespace,
+    out: Output,
+    decisions: list[Decision],
+    command: str,
+    statements: tuple[str, ...] = (),
 ) -> int:
-    """Re-run the prefix, then go on live: the one path of ``resume`` and ``approve``."""
+    """Re-run the prefix, then go on live: the one path of ``resume`` and ``approve``
+    (``statements``: those of ``decisions``, remembered as taken on this machine)."""
     trace_path: Path = args.trace
-    # A file that is not a trace at all is refused before any spec is read or code imported.
-    parse_trace(trace_path, read_trace_bytes(trace_path))
+    # A file that is not a trace at all, or a decision that cannot be checked, is refused
+    # before any spec is read or code imported.
+    check_recorded_decisions(args, parse_trace(trace_path, read_trace_bytes(trace_path)))
+    remember_decisions(statements)
     spec = replay_spec(trace_path, args.spec, args.trust_spec, out)
     try:
         # For the whole run, as `run` does: a tool may import its siblings when it is called.
@@ -75,6 +89,7 @@ def configure_resume(p: argparse.ArgumentParser) -> None:
     """Arguments of ``twinflow resume``."""
     p.add_argument("trace", type=Path, help="the trace of a run that did not finish (JSONL)")
     add_spec_arguments(p)
+    add_decision_arguments(p)
 
 
 def resume(args: argparse.Namespace, out: Output) -> int:
@@ -108,6 +123,7 @@ def configure_approve(p: argparse.ArgumentParser) -> None:
         help="only record the decisions (imports no code; no spec needed); resume later",
     )
     add_spec_arguments(p)
+    add_decision_arguments(p)
 
 
 def _signer(path: Path | None) -> Any:
@@ -118,29 +134,33 @@ def _signer(path: Path | None) -> Any:
     if len(data) > _MAX_KEY_BYTES:
         raise UserError(f"{path}: a signer key file is at most {_MAX_KEY_BYTES} bytes")
     try:
-        return _note.parse_signer_key(data)
+        return parse_signer_key(data)
     except (ValueError, SignatureError) as exc:
         raise UserError(f"{path}: not a twinflow keygen signer key ({exc})") from None
 
 
-def _decisions(args: argparse.Namespace, trace: Trace) -> list[Decision]:
-    """One decision per named (or every waiting) call, signed if asked."""
-    asked = {e.body.call_id: e.body for e in trace.events if e.body.kind == "approval_requested"}
-    decided = {e.body.call_id for e in trace.events if e.body.kind == "approval_decided"}
-    waiting = [call_id for call_id in asked if call_id not in decided]
-    ids = waiting if args.all else list(dict.fromkeys(args.call))
+def _decisions(args: argparse.Namespace, trace: Trace) -> tuple[list[Decision], list[str]]:
+    """One decision per named (or every waiting) call, signed if asked, and the statement of
+    each (what a signature signs, and what this machine remembers deciding)."""
+    waiting = {
+        a.request.call_id: a for a in approvals(trace, str(args.trace)) if a.decision is None
+    }
+    ids = list(waiting) if args.all else list(dict.fromkeys(args.call))
     if not ids:
         raise UserError(f"{args.trace}: no call is waiting for a decision")
     signer = _signer(args.sign)
     verdict = "deny" if args.deny else "approve"
-    decisions = []
+    decisions, statements = [], []
     for call_id in ids:
         note = None
-        if signer is not None and call_id in asked:
-            try:
-                note = _note.sign_note(approval_statement(asked[call_id].digest, verdict), [signer])
-            except SignatureError as exc:
-                raise UserError(str(exc)) from None
+        if call_id in waiting:
+            statement = waiting[call_id].statement(verdict)
+            statements.append(statement)
+            if signer is not None:
+                try:
+                    note = sign_note(statement, [signer])
+                except SignatureError as exc:
+                    raise UserError(str(exc)) from None
         decisions.append(
             Decision(
                 call_id=CallId(call_id),
@@ -150,19 +170,20 @@ def _decisions(args: argparse.Namespace, trace: Trace) -> list[Decision]:
                 signed_note=None if note is None else note.decode(),
             )
         )
-    return decisions
+    return decisions, statements
 
 
 def approve(args: argparse.Namespace, out: Output) -> int:
     """``twinflow approve TRACE``."""
     trace = parse_trace(args.trace, read_trace_bytes(args.trace))
-    decisions = _decisions(args, trace)
+    decisions, statements = _decisions(args, trace)
     if not args.no_resume:
-        return _continue(args, out, decisions, "approve")
+        return _continue(args, out, decisions, "approve", tuple(statements))
     try:
         head = record_decisions(args.trace, decisions, SystemClock())
     except TraceCorruptError as exc:
         raise CheckFailed(f"{args.trace}: {exc}") from None
+    remember_decisions(statements)
     verdict = "denied" if args.deny else "approved"
     out.document({"ok": True, "trace": str(args.trace), "decided": [d.call_id for d in decisions]})
     out.line(f"{verdict} {', '.join(d.call_id for d in decisions)}; {head.size} events")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 
 from twinflow.agent import RunSpec, verify_agent_trace
@@ -21,7 +22,7 @@ from twinflow.cli._run import (
     _print_outcome,
     spec_beside,
 )
-from twinflow.cli._wiring import EMBEDDED
+from twinflow.models._providers import EMBEDDED
 
 __all__ = ["COMMANDS", "DEMO_SPEC"]
 
@@ -118,16 +119,28 @@ def demo(args: argparse.Namespace, out: Output) -> int:
     out.line(f"  time      {timing}")
     out.line("")
     spec_path = spec_beside(trace_path)
-    tf = invocation()
-    out.line(f"next: {tf} show {trace_path}   |   {tf} verify {trace_path}")
-    out.line(f"      {tf} replay {trace_path} --spec {spec_path} --mode live")
-    out.line(f"      {tf} prove {trace_path} --seq 0   |   {tf} checkpoint {trace_path}")
-    auditor = invocation("twinflow-trace", "twinflow.trace")
-    out.line(f"      an auditor, with only twinflow-trace installed: {auditor} verify {trace_path}")
+    out.line("next (each line pastes as it is, from this directory):")
+    for hint in next_commands(trace_path, spec_path):
+        out.line(f"  {hint}")
     if outcome.error is not None:
         say(f"twinflow demo: the agent run failed: {outcome.error}")
         return EXIT_FAILED
     return EXIT_OK
+
+
+def next_commands(trace_path: Path, spec_path: Path) -> list[str]:
+    """The commands the demo suggests, as the user types them from where they ran it."""
+    tf = invocation()
+    auditor = invocation("twinflow-trace", "twinflow.trace")
+    trace, spec = shlex.quote(str(trace_path)), shlex.quote(str(spec_path))
+    return [
+        f"{tf} show {trace}",
+        f"{tf} verify {trace}",
+        f"{tf} replay {trace} --spec {spec} --mode live",
+        f"{tf} checkpoint {trace} --origin example.org/demo",
+        f"{tf} prove {trace} --seq 0 --origin example.org/demo",
+        f"{auditor} verify {trace}   # an auditor, with only twinflow-trace installed",
+    ]
 
 
 COMMANDS: dict[str, Command] = {"demo": (configure_demo, demo)}

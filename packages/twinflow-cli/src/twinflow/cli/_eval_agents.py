@@ -18,7 +18,6 @@ from twinflow.agent import Agent, Environment, ModelSpec, RunSpec
 from twinflow.cli._eval_args import LOCAL_RAY
 from twinflow.cli._output import say
 from twinflow.cli._wiring import (
-    EMBEDDED,
     JudgeModels,
     chat_model,
     judge_model_spec,
@@ -37,6 +36,7 @@ from twinflow.kernel import (
     ThreadExecutor,
     Transport,
 )
+from twinflow.models._providers import EMBEDDED
 from twinflow.trace import TraceSink
 
 __all__ = [

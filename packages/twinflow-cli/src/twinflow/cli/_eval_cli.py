@@ -76,7 +76,7 @@ from twinflow.kernel import (
     redact_url,
 )
 from twinflow.trace import SignatureError, UserError
-from twinflow.trace import note as _note
+from twinflow.trace._keys import parse_verifier_key
 
 __all__ = ["COMMANDS"]
 
@@ -266,7 +266,7 @@ def _read_plan(path: Path, key: Path | None) -> ReadPlan:
     """
     try:
         data = read_small_file(path, "plan")
-        keys = () if key is None else (_note.parse_verifier_key(read_small_file(key, "key")),)
+        keys = () if key is None else (parse_verifier_key(read_small_file(key, "key")),)
     except OSError as exc:
         raise PlanError(f"cannot read {exc.filename or path}: {exc.strerror or exc}") from None
     except SignatureError as exc:

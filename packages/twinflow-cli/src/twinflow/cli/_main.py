@@ -1,7 +1,8 @@
 """The ``twinflow`` command: the command table, argument parsing, and each failure as one line.
 
 Exit codes (`twinflow.cli._output`) are a contract scripts rely on: 0 ok, 1 a check failed,
-2 a usage error or unreadable input. Every failure prints one line on stderr saying what went
+2 a usage error or unreadable input, 3 a run waits for a decision, 130 interrupted (all listed
+by ``twinflow --help``). Every failure prints one line on stderr saying what went
 wrong and what to do.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -16,12 +18,15 @@ from typing import Any
 from twinflow.cli._errors import CliError
 from twinflow.cli._output import (
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_PAUSED,
     EXIT_USAGE,
     CheckFailed,
     Command,
     Handler,
     Output,
+    invocation,
     say,
 )
 from twinflow.trace import TwinflowError, UserError
@@ -98,6 +103,10 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
         "twinflow.cli._preflight_cli",
         "report what a model server's decoder will enforce of a pydantic model's schema",
     ),
+    "export": (
+        "twinflow.cli._export",
+        "write a verified trace as OpenTelemetry spans (OTLP/JSON, GenAI conventions)",
+    ),
     "diff": (
         "twinflow.cli._commands",
         "show where two runs' behaviour differs (--exact: the first differing event's bytes)",
@@ -147,6 +156,10 @@ def command_module_commands(module: str) -> dict[str, Command]:
         from twinflow.cli._prove import COMMANDS as prove_commands
 
         return prove_commands
+    if module == "twinflow.cli._export":
+        from twinflow.cli._export import COMMANDS as export_commands
+
+        return export_commands
     if module == "twinflow.cli._commands":
         from twinflow.cli._commands import COMMANDS as trace_commands
 
@@ -187,7 +200,11 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
             "Run LLM agents whose every run is a value: a hash-chained, Merkle-checkpointed "
             "trace you can verify, prove, diff and replay."
         ),
-        epilog="Exit codes: 0 ok, 1 a check failed, 2 usage error or unreadable input.",
+        epilog=(
+            f"Exit codes: {EXIT_OK} ok, {EXIT_FAILED} a check failed, {EXIT_USAGE} usage error "
+            f"or unreadable input, {EXIT_PAUSED} the run waits for a person's decision (run, "
+            f"resume, approve: `twinflow approve`), {EXIT_INTERRUPTED} interrupted (Ctrl-C: a run is paused; `twinflow resume` goes on)."
+        ),
     )
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -234,15 +251,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.document({"ok": False, "error": reason})
         say(f"twinflow {args.command}: {type(exc).__name__}: {reason}")
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        say(f"twinflow {args.command}: interrupted")
-        return 130
+    except KeyboardInterrupt as exc:
+        say(f"twinflow {args.command}: {_interrupted(args, exc)}")
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`twinflow verify --json t | head`): not an error of ours.
         # Point stdout at /dev/null so the interpreter's final flush does not fail again.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+
+
+def _interrupted(args: argparse.Namespace, exc: KeyboardInterrupt) -> str:
+    """What Ctrl-C did: a run it stopped (`RunInterrupted`) is paused, with the command that
+    continues it (the spec the command was given, or the one beside the trace it trusted)."""
+    trace = getattr(exc, "trace", None)
+    if trace is None:
+        return "interrupted"
+    spec = getattr(args, "spec", None)
+    where = ["--spec", str(spec)] if spec is not None else ["--trust-spec"]
+    command = f"{invocation()} {shlex.join(['resume', str(trace), *where])}"
+    return (
+        f"interrupted (Ctrl-C): the run is paused, not failed, and its trace {trace} says "
+        f"where; continue it with: {command}"
+    )
 
 
 def _one_line(exc: BaseException) -> str:

@@ -17,6 +17,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 from twinflow._base._untrusted import for_terminal, scrub
@@ -24,6 +25,7 @@ from twinflow.cli._errors import CheckFailed
 
 __all__ = [
     "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_PAUSED",
     "EXIT_USAGE",
@@ -41,6 +43,8 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_PAUSED = 3
 """The run stopped to wait for a person's decision (`twinflow approve`)."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C: 128 + SIGINT, as a shell reports a process the signal stopped."""
 
 
 class Output:
@@ -90,10 +94,16 @@ def invocation(script: str = "twinflow", module: str = "twinflow.cli") -> str:
     first on ``sys.path``, so a received directory holding ``twinflow/`` or ``argparse.py``
     would run its own code (a console script does not).
     """
+    import shlex
     import shutil
 
     if os.environ.get("UV_RUN_RECURSION_DEPTH"):
-        return f"uv run --frozen {script}"
+        # `uv run` finds the workspace from the current directory: from outside it, name it.
+        # The workspace is where its environment lives (uv's default, `.venv` at its root).
+        root = Path(sys.prefix).resolve().parent
+        if not (root / "pyproject.toml").is_file() or Path.cwd().resolve().is_relative_to(root):
+            return f"uv run --frozen {script}"
+        return f"uv run --project {shlex.quote(str(root))} --frozen {script}"
     if shutil.which(script):
         return script
     return f"{sys.executable} -P -m {module}"

@@ -1,13 +1,13 @@
 """``twinflow attest`` and ``twinflow witness``: what a run gets beyond its signed checkpoint.
 
 ``attest`` writes an in-toto Statement v1 about a run in a DSSE envelope signed with Ed25519
-(`twinflow.trace.attest`): the trace file and its accepted output as subjects, the checkpoint,
+(`twinflow.trace._attest`): the trace file and its accepted output as subjects, the checkpoint,
 config, spec, model and tool modules in the predicate. ``attest --check`` checks one, as the
 stdlib leaf's ``twinflow-trace attest-check`` does.
 
 ``witness`` is a C2SP witness run from the command line: given a consistency proof file (the
 tlog-witness ``add-checkpoint`` body ``twinflow prove --from-size`` writes), it cosigns the
-checkpoint only if it extends the last one it cosigned for that log (`twinflow.trace.witness`).
+checkpoint only if it extends the last one it cosigned for that log (`twinflow.trace._witness`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import argparse
 import hashlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from twinflow import trace as _trace
 from twinflow._base._files import write_new
@@ -24,10 +24,12 @@ from twinflow._base._open import read_regular
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import check_trace_head, read_published, read_small_file, squash
 from twinflow.trace import TwinflowError, UserError
+from twinflow.trace._attest import key_id, run_facts, sign_attestation
+from twinflow.trace._attest import statement as attestation_statement
+from twinflow.trace._keys import parse_signer_key, parse_verifier_key
+from twinflow.trace._note import parse_checkpoint_body, parse_note
 from twinflow.trace._published import PublishedCheckpoint
-
-if TYPE_CHECKING:
-    from twinflow.trace import witness as _witness
+from twinflow.trace._witness import Cosignature, parse_cosigner_key, verify_cosignatures
 
 __all__ = ["COMMANDS", "add_witness_policy", "check_witness_policy", "cosigned_line"]
 
@@ -87,8 +89,6 @@ def _spec_and_tools(
 
 
 def _attest(args: argparse.Namespace, out: Output) -> int:
-    from twinflow.trace import attest as attestation
-    from twinflow.trace import note as _note
 
     if args.check is not None:
         return _check(args, out)
@@ -100,18 +100,18 @@ def _attest(args: argparse.Namespace, out: Output) -> int:
         )
     check_trace_head(args.trace)
     try:
-        signer = _note.parse_signer_key(read_small_file(args.key[0], "key"))
+        signer = parse_signer_key(read_small_file(args.key[0], "key"))
     except _trace.SignatureError as exc:
         raise UserError(f"{args.key[0]}: not a signer key ({squash(exc)})") from None
     data = read_regular(args.trace)
     try:
-        facts = attestation.run_facts(data)
+        facts = run_facts(data)
     except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{args.trace}: {exc}") from None
     except _trace.TraceFormatError as exc:  # the trace does not start a run
         raise UserError(f"{args.trace}: {exc}") from None
     spec, model, tools = _spec_and_tools(args.trace, args.spec)
-    statement = attestation.statement(
+    statement = attestation_statement(
         facts,
         trace_name=args.trace.name,
         origin=args.origin or signer.name,
@@ -119,10 +119,10 @@ def _attest(args: argparse.Namespace, out: Output) -> int:
         model=model,
         tools=tools,
     )
-    envelope = attestation.sign_attestation(statement, [signer])
+    envelope = sign_attestation(statement, [signer])
     write_new(args.out, envelope, mode=0o644)
     out.document({"ok": True, "attestation": str(args.out), "statement": statement})
-    out.line(f"attestation signed by {attestation.key_id(signer.verifier)} written to {args.out}")
+    out.line(f"attestation signed by {key_id(signer.verifier)} written to {args.out}")
     out.line(f"  subject {args.trace.name}: sha256 {facts.sha256}")
     if facts.output_digest is not None:
         out.line(f"  subject output (seq {facts.output_seq}): sha256 {facts.output_digest}")
@@ -133,30 +133,35 @@ def _attest(args: argparse.Namespace, out: Output) -> int:
 
 
 def _check(args: argparse.Namespace, out: Output) -> int:
-    from twinflow.trace import attest as attestation
-    from twinflow.trace import note as _note
+    from twinflow.trace._attest import (
+        MAX_ENVELOPE_BYTES,
+        check_statement,
+        key_id,
+        open_attestation,
+        run_facts,
+    )
 
     if args.out is not None or args.spec is not None:
         raise UserError("--out and --spec make an attestation; --check checks one")
     if not args.key:
         raise UserError("--check needs the verifier key(s) that signed it: --key VKEY")
     try:
-        keys = [_note.parse_verifier_key(read_small_file(k, "key")) for k in args.key]
+        keys = [parse_verifier_key(read_small_file(k, "key")) for k in args.key]
     except _trace.SignatureError as exc:
         raise UserError(f"not a verifier key ({squash(exc)})") from None
-    data = read_regular(args.check, attestation.MAX_ENVELOPE_BYTES)
+    data = read_regular(args.check, MAX_ENVELOPE_BYTES)
     try:
-        opened = attestation.open_attestation(data, keys)
+        opened = open_attestation(data, keys)
         facts = None
         if args.trace is not None:
             check_trace_head(args.trace)
-            facts = attestation.run_facts(read_regular(args.trace))
+            facts = run_facts(read_regular(args.trace))
         checkpoint = None
         if args.checkpoint is not None:
             published = read_published(args.checkpoint, args.key, args.origin)
             root = bytes.fromhex(published.checkpoint.root)
             checkpoint = (published.origin, published.checkpoint.size, root)
-        attestation.check_statement(opened.statement, facts=facts, checkpoint=checkpoint)
+        check_statement(opened.statement, facts=facts, checkpoint=checkpoint)
     except _trace.TraceFormatError as exc:
         if exc.reason != "attestation":
             raise
@@ -167,7 +172,7 @@ def _check(args: argparse.Namespace, out: Output) -> int:
         raise CheckFailed(f"{args.check}: {squash(exc)}") from None
     except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{args.check}: {squash(exc)}") from None
-    signers = [attestation.key_id(k) for k in opened.signed_by]
+    signers = [key_id(k) for k in opened.signed_by]
     matched = [w for w, given in (("trace", facts), ("checkpoint", checkpoint)) if given]
     out.document({"ok": True, "signed_by": signers, "matches": matched, **opened.statement})
     line = f"ok: {args.check}: attestation signed by {', '.join(signers)}"
@@ -198,7 +203,7 @@ def add_witness_policy(p: argparse.ArgumentParser) -> None:
 
 def check_witness_policy(
     args: argparse.Namespace, checkpoint: Path | None, published: PublishedCheckpoint | None
-) -> tuple[_witness.Cosignature, ...] | None:
+) -> tuple[Cosignature, ...] | None:
     """The cosignatures that meet the policy ``--witness``/``--quorum`` asks for (None: none asked).
 
     A cosignature dated more than `DEFAULT_CLOCK_SKEW` seconds after this machine's clock does
@@ -208,8 +213,6 @@ def check_witness_policy(
         UserError: The policy is not one (no checkpoint, a quorum out of range, a bad key).
         CheckFailed: Too few witnesses cosigned, or a known witness's cosignature is forged.
     """
-    from twinflow.trace import note as _note
-    from twinflow.trace import witness as _witness
 
     if not args.witness:
         if args.quorum is not None:
@@ -223,15 +226,15 @@ def check_witness_policy(
     from twinflow.kernel import SystemClock  # the one real clock
 
     try:
-        keys = [_witness.parse_cosigner_key(read_small_file(k, "key")) for k in args.witness]
+        keys = [parse_cosigner_key(read_small_file(k, "key")) for k in args.witness]
     except _trace.SignatureError as exc:
         raise UserError(f"--witness: not a cosigner verifier key ({squash(exc)})") from None
     data = read_small_file(checkpoint, "checkpoint")
     try:
-        cosigned = _witness.verify_cosignatures(
+        cosigned = verify_cosignatures(
             data, keys, quorum=quorum, now=int(SystemClock().now().timestamp())
         )
-        body = _note.parse_checkpoint_body(_note.parse_note(data).text)
+        body = parse_checkpoint_body(parse_note(data).text)
     except _trace.SignatureError as exc:
         if exc.reason in ("malformed_note", "malformed_checkpoint"):
             raise UserError(
@@ -253,7 +256,7 @@ def check_witness_policy(
     return cosigned
 
 
-def cosigned_line(cosigned: tuple[_witness.Cosignature, ...]) -> str:
+def cosigned_line(cosigned: tuple[Cosignature, ...]) -> str:
     """``cosigned by W (time T UTC), ...`` for an ok line."""
     from datetime import UTC, datetime
 
@@ -298,16 +301,25 @@ def _configure_witness(p: argparse.ArgumentParser) -> None:
         help="a log's verifier key the witness follows (its name is the log's origin); repeat",
     )
     p.add_argument("--out", type=Path, help="write the cosigned checkpoint note to this new file")
+    p.add_argument(
+        "--adopt-unsigned-state",
+        action="store_true",
+        help="read a state written before witness states were signed (check its sizes first); "
+        "the state written back is signed with --key",
+    )
 
 
 def _witness_command(args: argparse.Namespace, out: Output) -> int:
     from twinflow.kernel import SystemClock  # the one real clock
-    from twinflow.trace import note as _note
-    from twinflow.trace import witness as _witness
+    from twinflow.trace._keys import parse_signer_key, parse_verifier_key
+    from twinflow.trace._witness import (
+        CosignerKey,
+        add_checkpoint,
+    )
 
     try:
-        signer = _note.parse_signer_key(read_small_file(args.key, "key"))
-        logs = [_note.parse_verifier_key(read_small_file(k, "key")) for k in args.log]
+        signer = parse_signer_key(read_small_file(args.key, "key"))
+        logs = [parse_verifier_key(read_small_file(k, "key")) for k in args.log]
     except _trace.SignatureError as exc:
         raise UserError(f"not a key for the witness ({squash(exc)})") from None
     request = read_small_file(args.request, "consistency proof")
@@ -315,8 +327,13 @@ def _witness_command(args: argparse.Namespace, out: Output) -> int:
         _refuse_output(args.out)
     now = int(SystemClock().now().timestamp())
     try:
-        note, body, old = _witness.add_checkpoint(
-            request, state=args.state, signer=signer, logs=logs, now=now
+        note, body, old = add_checkpoint(
+            request,
+            state=args.state,
+            signer=signer,
+            logs=logs,
+            now=now,
+            adopt_unsigned=args.adopt_unsigned_state,
         )
     except _trace.SignatureError as exc:
         if exc.reason != "witness_refused":
@@ -328,7 +345,7 @@ def _witness_command(args: argparse.Namespace, out: Output) -> int:
     except _trace.TraceFormatError as exc:  # the request, or the witness's state file
         raise UserError(squash(exc)) from None
     line = note.decode().rstrip("\n").rsplit("\n", 1)[-1]
-    key = _witness.CosignerKey.of_signer(signer)
+    key = CosignerKey.of_signer(signer)
     out.document(
         {
             "ok": True,

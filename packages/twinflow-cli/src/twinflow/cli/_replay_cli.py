@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,29 +43,31 @@ def replay_spec(trace_path: Path, spec_path: Path | None, trust_spec: bool, out:
         hint = ""
         if beside.is_file():
             with contextlib.suppress(UserError):
-                modules = RunSpec.parse(RunSpec.read_text(beside), str(beside)).modules()
-                hint = f" ({beside} would import: {_names(modules)})"
+                unread = RunSpec.parse(RunSpec.read_text(beside), str(beside))
+                modules, servers = _disclosed(unread, _code_dir(trace_path, beside))
+                starts = "".join(f"; and start {server}" for server in servers)
+                hint = f" ({beside} would import: {modules}{starts})"
         raise UserError(
             f"{trace_path}: name the spec to rebuild the agent from with --spec PATH (one you "
-            f"trust: replay imports the tools and output model it names), or pass --trust-spec "
-            f"to use the spec beside the trace{hint}"
+            f"trust: replay imports the tools and output model it names and starts its MCP "
+            f"server commands), or pass --trust-spec to use the spec beside the trace{hint}"
         )
     if not beside.is_file():
         raise UserError(f"{beside}: no spec beside the trace; pass --spec PATH")
     record = RunSpec.read_code_record(code_beside(trace_path))
-    # The run's own code directory if it recorded one that is still there (a run written to
-    # another directory than its spec's); else the run directory (a bundle with its modules).
-    code_dir = beside.resolve().parent
-    if record is not None and record.code_dir is not None and Path(record.code_dir).is_dir():
-        code_dir = Path(record.code_dir)
+    code_dir = _code_dir(trace_path, beside)
     spec = RunSpec.parse(RunSpec.read_text(beside), str(beside), code_dir=code_dir)
-    modules = spec.modules()
+    # Everything the spec may execute is said before any of it runs (docs/adr/0164).
+    modules, servers = _disclosed(spec, code_dir)
     out.line(
-        f"--trust-spec: rebuilding from {beside}, importing {_names(modules)} "
+        f"--trust-spec: rebuilding from {beside}, importing {modules} "
         f"(from {_clean(str(code_dir))} first)"
     )
+    for server in servers:
+        out.line(f"--trust-spec: may start {server}")
     if out.as_json:
-        say(f"twinflow replay: importing {_names(modules)}")
+        for line in (f"importing {modules}", *(f"may start {server}" for server in servers)):
+            say(f"twinflow replay: {line}")
     if record is not None:
         try:
             spec.check_code(record)
@@ -75,6 +78,21 @@ def replay_spec(trace_path: Path, spec_path: Path | None, trust_spec: bool, out:
                 f"{trace_path}: {exc}", {"trace": str(trace_path), "module": exc.module}
             ) from None
     return spec
+
+
+def _code_dir(trace_path: Path, beside: Path) -> Path:
+    """Where the spec beside a trace imports its code from and starts its MCP servers in.
+
+    The run's own code directory if it recorded one that is still there (a run written to
+    another directory than its spec's); else the run directory (a bundle with its modules).
+
+    Raises:
+        SpecError: the code record beside the trace is unreadable.
+    """
+    record = RunSpec.read_code_record(code_beside(trace_path))
+    if record is not None and record.code_dir is not None and Path(record.code_dir).is_dir():
+        return Path(record.code_dir)
+    return beside.resolve().parent
 
 
 _SHOWN_CALLS = 20
@@ -99,9 +117,44 @@ def _announce_live_calls(trace: Trace) -> None:
     )
 
 
+def _disclosed(spec: RunSpec, code_dir: Path) -> tuple[str, list[str]]:
+    """What rebuilding the agent from ``spec`` may execute: the modules it imports (with what
+    names them), and each MCP server: its command with its working directory and the names
+    (never the values) of the variables it is given, or the URL it connects to.
+
+    A received spec's MCP command is code like its modules: it is named wherever they are.
+    """
+    named = [
+        f"{what}: {_names(paths)}"
+        for what, paths in (
+            ("tools", spec.tools),
+            ("output", (spec.output,) if isinstance(spec.output, str) else ()),
+            ("part kinds", spec.part_kinds),
+        )
+        if paths
+    ]
+    modules = _names(spec.modules()) + (f" ({'; '.join(named)})" if named else "")
+    servers = []
+    for server in spec.mcp_servers:
+        if server.command is None:
+            servers.append(f"MCP server {server.name} at {server.url}")
+            continue
+        cwd = code_dir if server.cwd is None else code_dir / server.cwd
+        servers.append(
+            f"MCP server {server.name}: {json.dumps(list(server.command))} in "
+            f"{_clean(str(cwd))}, environment variables set by the spec: "
+            f"{_names(tuple(sorted(server.env)))}, passed from yours: {_names(server.pass_env)}"
+        )
+    return modules, servers
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:-]+")
+
+
 def _names(modules: tuple[str, ...]) -> str:
-    """Module names as they may be shown on a terminal (a hostile name is shown escaped)."""
-    shown = [m if all(p.isidentifier() for p in m.split(".")) else ascii(m) for m in modules]
+    """Module names or dotted paths as they may be shown on a terminal (a hostile one is shown
+    escaped)."""
+    shown = [m if _PLAIN_NAME.fullmatch(m) else ascii(m) for m in modules]
     return ", ".join(shown) or "nothing"
 
 

@@ -39,6 +39,7 @@ from twinflow.agent import (
     RunSpec,
     Trace,
 )
+from twinflow.agent._trace_file import numbered
 from twinflow.cli._output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -50,8 +51,9 @@ from twinflow.cli._output import (
 )
 from twinflow.cli._show import _clean
 from twinflow.cli._watch import TextPrinter
-from twinflow.cli._wiring import EMBEDDED, chat_model, numbered
+from twinflow.cli._wiring import chat_model
 from twinflow.kernel import SystemClock, SystemIds
+from twinflow.models._providers import EMBEDDED
 from twinflow.trace import Checkpoint, FileTraceSink, MemoryTraceSink, TraceError, UserError
 from twinflow.views import CallSummary, summarize_trace
 
@@ -66,6 +68,15 @@ __all__ = [
 ]
 
 SPEC_NAME = "spec.yaml"
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run whose trace is on disk: the run is paused there, not lost."""
+
+    def __init__(self, trace: Path) -> None:
+        super().__init__(str(trace))
+        self.trace = trace
+        """The trace to resume."""
 
 
 class _Phases:
@@ -231,7 +242,11 @@ def _execute(
         )
         out.line(f"{doing} the agent ({spec.model.mode} mode, up to {spec.max_steps} steps) ...")
         with phases.phase("run"):
-            output, error, paused = _drive(agent, spec, resume_from, decisions, fork_from)
+            try:
+                output, error, paused = _drive(agent, spec, resume_from, decisions, fork_from)
+            except KeyboardInterrupt as exc:
+                # Ctrl-C pauses the run: its trace says where, and resume goes on from there.
+                raise RunInterrupted(trace_path) from exc
         # A new run's root and size come from its own writer, never from re-reading a path.
         checkpoint = agent.writer.checkpoint() if resume_from is None else None
     return _outcome(trace_path, checkpoint, output, error, paused)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from twinflow._base._files import write_replace
+from twinflow._base._json import loads as received_json
 from twinflow._base._untrusted import for_terminal
 from twinflow.agent import verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
@@ -229,7 +230,8 @@ def _events(data: bytes) -> list[dict[str, Any] | None]:
         lines.pop()  # the newline ending the last line; an empty line elsewhere is a line
     for line in lines:
         try:
-            parsed = json.loads(line)
+            # A line whose object repeats a key is unreadable as an event, as verify finds it.
+            parsed = received_json(line)
         except (ValueError, RecursionError):  # a line nested past the parser's depth, too
             events.append(None)
             continue
@@ -338,9 +340,11 @@ def _show(args: argparse.Namespace, out: Output) -> int:
         "redacted": list(report.redacted),
         "html": None if args.html is None else str(args.html),
     }
-    for line in describe_events(events, None if problem is None else problem.seq, report.redacted):
-        out.line(line)
-    out.line("")
+    if args.html is None:  # with --html the page is the view: the terminal gets the verdict
+        seq = None if problem is None else problem.seq
+        for line in describe_events(events, seq, report.redacted):
+            out.line(line)
+        out.line("")
     if problem is None:
         out.line(f"verified: {report.events} events; Merkle root (hex) {report.checkpoint.root}")
         if report.redacted:

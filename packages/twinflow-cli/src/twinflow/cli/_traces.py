@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from twinflow import trace as _trace
+from twinflow._base._files import refuse_linked
 from twinflow._base._open import open_regular, read_regular
 from twinflow.cli._errors import CliError
 from twinflow.cli._output import CheckFailed
@@ -46,10 +47,15 @@ MAX_SMALL_FILE = 1024 * 1024
 def check_trace_head(path: Path) -> None:
     """Refuse what is not a trace at all (exit 2), reading only its first bytes.
 
+    A trace that is a symbolic link, or in a directory that is one, is refused as every
+    planted link is (`refuse_linked`), whatever the command.
+
     Raises:
         CliError: the file is empty or does not start with a trace line.
+        FileWriteError (``link``): the trace or its directory is a symbolic link.
         OSError: the file cannot be read.
     """
+    refuse_linked(path, "the trace")
     with open_regular(path) as f:
         head = f.read(len(LINE_PREFIX))
     if not head:

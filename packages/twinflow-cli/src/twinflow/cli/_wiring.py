@@ -9,7 +9,6 @@ what only it has: llama-cpp-python's in-process grammar check for the model clie
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from twinflow.agent import McpTools, ModelSpec, RunSpec, SpecError
@@ -21,18 +20,13 @@ from twinflow.models._grammar import llama_cpp_grammar_check
 from twinflow.vocab import ChatModel, ModelSettings, digest
 
 __all__ = [
-    "EMBEDDED",
     "JudgeModels",
     "chat_model",
     "check_agent",
     "judge_model_spec",
     "judges_of",
-    "numbered",
     "run_identity",
 ]
-
-EMBEDDED = "embedded"
-"""A spec's ``model.url`` that means: start the embedded SmolLM2 server for this run."""
 
 
 def chat_model(spec: ModelSpec, transport: Transport, ids: Ids) -> ChatModel:
@@ -61,13 +55,6 @@ def check_agent(
             f"{', '.join(s.name for s in spec.mcp_servers)} (mcp_servers); use twinflow run"
         )
     spec.resolve(tools).check(servers or (), command)
-
-
-def numbered(path: Path, n: int) -> Path:
-    """The ``n``-th name for a new file: ``trace.jsonl``, ``trace.1.jsonl``, ``trace.2.jsonl``..."""
-    if n == 0:
-        return path
-    return path.with_name(f"{path.stem}.{n}{path.suffix}")
 
 
 def judges_of(dataset: Dataset) -> tuple[Judge, ...]:

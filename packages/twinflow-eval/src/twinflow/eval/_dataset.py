@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import Field, JsonValue, ValidationError, field_validator
 
+from twinflow._base._json import refuse_repeated_keys
 from twinflow._base._yaml import (
     YamlLimits,
     located_problem,
@@ -163,9 +164,11 @@ def _load_jsonl(path: Path, text: str) -> Dataset:
         if not raw.strip():
             continue
         try:
-            # Plain JSON (duplicate keys: the last wins), nested no deeper than a YAML dataset.
+            # Plain JSON nested no deeper than a YAML dataset; a key written twice is refused,
+            # as in every received document (never read last-wins).
             data = parse_json(raw.encode("utf-8"), max_depth=MAX_DATASET_DEPTH, strict=False)
-        except NotJsonError as exc:
+            refuse_repeated_keys(raw)
+        except (NotJsonError, ValueError) as exc:
             raise DatasetError(f"{path}:{number}: not valid JSON: {exc}") from None
         if not isinstance(data, dict):
             raise DatasetError(f"{path}:{number}: each line must be a JSON object (one case)")

@@ -2,7 +2,7 @@
 
 A plan names what will be run (the dataset's, the spec's and the scorers' digests), the
 metric that will be reported and the rule that decides the outcome, and when it was made;
-it may be signed (a C2SP signed note, `twinflow.trace.note`, with a ``twinflow keygen`` key).
+it may be signed (a C2SP signed note, `twinflow.trace.sign_note`, with a ``twinflow keygen`` key).
 ``eval run --plan`` refuses a run that does not match it, keeps it in the run directory as
 ``plan.note``, and Lab Notes say whether the rule was met and whether the plan was made
 before the run's first trace (docs/adr/0126).
@@ -41,8 +41,16 @@ from twinflow.eval._errors import PlanError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._results import EvalResults
 from twinflow.eval._stats import wilson_interval
-from twinflow.trace import CanonicalError, SignatureError, parse_json
-from twinflow.trace import note as _note
+from twinflow.trace import (
+    CanonicalError,
+    SignatureError,
+    SignerKey,
+    VerifierKey,
+    open_note,
+    parse_json,
+    parse_note,
+    sign_note,
+)
 from twinflow.vocab import digest
 from twinflow.vocab import value_bytes as canonical_bytes
 
@@ -351,7 +359,7 @@ def make_plan(
     )
 
 
-def write_plan(plan: Plan, signer: _note.SignerKey | None = None) -> bytes:
+def write_plan(plan: Plan, signer: SignerKey | None = None) -> bytes:
     """The plan file's bytes: the note text, signed by ``signer`` when given.
 
     Raises:
@@ -361,7 +369,7 @@ def write_plan(plan: Plan, signer: _note.SignerKey | None = None) -> bytes:
     if signer is None:
         return text.encode()
     try:
-        return _note.sign_note(text, [signer])
+        return sign_note(text, [signer])
     except SignatureError as exc:
         raise PlanError(f"cannot sign the plan: {exc}") from None
 
@@ -379,7 +387,7 @@ class ReadPlan:
 
 
 def read_plan(
-    data: bytes, keys: tuple[_note.VerifierKey, ...] = (), *, check_signature: bool = True
+    data: bytes, keys: tuple[VerifierKey, ...] = (), *, check_signature: bool = True
 ) -> ReadPlan:
     """Read a plan file; a signed one must verify by one of ``keys``.
 
@@ -396,7 +404,7 @@ def read_plan(
     text_bytes = data
     if b"\n\n" in data and not check_signature:
         try:
-            parsed = _note.parse_note(data, max_bytes=MAX_PLAN_BYTES)
+            parsed = parse_note(data, max_bytes=MAX_PLAN_BYTES)
         except (SignatureError, ValueError) as exc:
             raise PlanError(f"not a plan file: {exc}") from None
         text_bytes = parsed.text.encode()
@@ -407,7 +415,7 @@ def read_plan(
                 "the plan is signed: name the verifier key it must verify by (--plan-key FILE)"
             )
         try:
-            verified = _note.open_note(data, keys, max_bytes=MAX_PLAN_BYTES)
+            verified = open_note(data, keys, max_bytes=MAX_PLAN_BYTES)
         except (SignatureError, ValueError) as exc:
             raise PlanError(f"the plan's signature does not verify: {exc}") from None
         text_bytes = verified.text.encode()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
@@ -117,7 +118,7 @@ def _header(results: EvalResults, facts: RunFacts) -> list[tuple[str, str]]:
     reported = ", ".join(facts.models) or "none"
     return [
         ("model", f"{facts.model or 'not recorded'} (replies name: {reported})"),
-        ("spec digest", facts.spec_digest or "not recorded"),
+        ("spec digest", _spec_digest(facts)),
         ("agent configuration digest", f"{digests} (every case's run_started)"),
         (
             "dataset",
@@ -126,6 +127,19 @@ def _header(results: EvalResults, facts: RunFacts) -> list[tuple[str, str]]:
         ("date", f"{dates} (run starts, as the traces record them)"),
         ("environment", _environment_line(facts.environments)),
     ]
+
+
+def _spec_digest(facts: RunFacts) -> str:
+    """The run spec's digest, always stated: ``run.json``'s, else the one the traces record
+    (each case's ``run_started``), else why there is none."""
+    if facts.spec_digest is not None:
+        return facts.spec_digest
+    traced = list(dict.fromkeys(e.spec_digest for e in facts.environments if e.spec_digest))
+    if len(traced) == 1:
+        return f"{traced[0]} (from the traces)"
+    if traced:
+        return f"{', '.join(traced)} (the traces record {len(traced)} different specs)"
+    return "not recorded (neither run.json nor any trace names one)"
 
 
 def _environment_line(environments: tuple[Environment, ...]) -> str:
@@ -188,12 +202,46 @@ def _json(value: JsonValue) -> str:
 
 
 def _cell(text: str, limit: int = 200) -> str:
-    """Text for one Markdown table cell: one line, cut, HTML-escaped (Markdown passes raw HTML
-    through to the page), and its pipes escaped."""
+    """Text for one Markdown table cell: one line, cut, made inert (`_inert`), and its pipes
+    escaped."""
     line = " ".join(text.split())
     if len(line) > limit:
         line = line[:limit] + "..."
-    return html.escape(line, quote=False).replace("|", "\\|")
+    return _inert(line).replace("|", "\\|")
+
+
+# What a Markdown renderer (GitHub's among them) would turn into a link by itself: a URL or a
+# ``www.`` address, and an e-mail address. Neither holds a character `_inert` escapes, nor a
+# backtick, so one is shown as a code span as it is.
+_AUTOLINK = re.compile(
+    r"(?:[A-Za-z][A-Za-z0-9+.-]{1,31}://|www\.)[^\s`<>&\"'|\\\[\]()]+"
+    r"|[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+)
+
+
+def _inert(text: str) -> str:
+    """Outside text (a model's answer, a dataset's, a server's) as Markdown that renders as the
+    very text, as the HTML report shows it: HTML escaped (Markdown passes raw HTML through),
+    ``[`` and ``]`` escaped so no image or link (inline, reference or its definition) is
+    made (and a backslash or a backtick, so none undoes that), and a bare URL or address set
+    in a code span so no renderer links it."""
+    pieces = []
+    start = 0
+    for found in _AUTOLINK.finditer(text):
+        pieces.append(_escaped(text[start : found.start()]))
+        pieces.append(f"`{found.group(0)}`")
+        start = found.end()
+    pieces.append(_escaped(text[start:]))
+    return "".join(pieces)
+
+
+_MARKDOWN = re.compile(r"[\\`\[\]]")
+
+
+def _escaped(text: str) -> str:
+    # A backslash first (so none can undo an escape), a backtick (so none pairs with a code
+    # span's), the brackets of every link and image.
+    return _MARKDOWN.sub(lambda m: "\\" + m.group(0), html.escape(text, quote=False))
 
 
 def _by_scorer(results: EvalResults) -> list[tuple[str, int, int, int]]:
@@ -298,7 +346,7 @@ def render_markdown(
     facts = facts or RunFacts()
     details = details or {}
     passed, total, rate, low, high = _rate(list(results.cases))
-    out = [f"# {_title(results)}", ""]
+    out = [f"# {_inert(_title(results))}", ""]
     out += [f"- **{label}**: {_cell(value, 1000)}" for label, value in _header(results, facts)]
     if not results.complete:
         out.append("**This run is incomplete**: run it again to finish it.")

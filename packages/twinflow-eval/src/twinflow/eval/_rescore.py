@@ -8,6 +8,7 @@ as an unsharded run would have been.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from twinflow._base._files import (
     create_exclusive,
     make_directory,
     open_inside,
+    read_inside,
     write_replace,
 )
 from twinflow.eval._errors import RunDirError
@@ -27,8 +29,10 @@ from twinflow.eval._lab_notes import write_reports
 from twinflow.eval._results import (
     CaseResult,
     EvalResults,
+    RunIdentity,
     RunManifest,
     Summary,
+    _short,
     case_key,
     read_json_model,
     select_keys,
@@ -217,6 +221,10 @@ def merge_runs(
     manifest = _merged_manifest(loaded, tuple(k for _, _, k in items), trials)
     code_dirs = manifest.code_dirs
     _prepare(target, manifest)
+    # The shards' one plan (each was checked to hold the same) is the merged run's.
+    plan = _plan_note(loaded[0][0])
+    if plan is not None:
+        write_replace(target / "plan.note", plan)
     judging = Judging(target, judges, mode="replay")
     merged = []
     for case, repeat, key in items:
@@ -295,7 +303,50 @@ def _check_shards(loaded: Sequence[_Loaded], trust_code: bool) -> int:
                 f"{path} is an unfinished run; run it again to complete it, then merge",
                 reason="shards",
             )
+    _check_one_run(loaded)
     return counts[0]
+
+
+def _check_one_run(loaded: Sequence[_Loaded]) -> None:
+    """Refuse shards run with another spec, model or plan than the first: evidence from two
+    runs is never merged into one (the digests `RunManifest.check_resume` compares, and the
+    plan each shard was registered under).
+
+    Raises:
+        RunDirError: ``reason="shards"``, naming the field, both values and the shard.
+    """
+    first_path, first_manifest, _ = loaded[0]
+    first = _run_of(first_path, first_manifest)
+    for path, manifest, _ in loaded[1:]:
+        theirs = _run_of(path, manifest)
+        differ = [what for what in first if first[what] != theirs[what]]
+        if differ:
+            named = "; ".join(f"{what}: {first[what]} and {theirs[what]}" for what in differ)
+            raise RunDirError(
+                f"shard {path} was run with another {' and '.join(differ)} than shard "
+                f"{first_path} ({named}); merging would mix two runs in one result: merge "
+                "the shards of one run",
+                reason="shards",
+            )
+
+
+def _run_of(path: Path, manifest: RunManifest) -> dict[str, str]:
+    """What makes a shard part of one run beyond its dataset: spec, model and plan digests."""
+    identity = manifest.identity or RunIdentity()
+    plan = _plan_note(path)
+    return {
+        "spec": _short(identity.spec_digest),
+        "model": identity.model or "not recorded",
+        "plan": "none" if plan is None else f"plan.note {hashlib.sha256(plan).hexdigest()[:12]}",
+    }
+
+
+def _plan_note(run_dir: Path) -> bytes | None:
+    """The run's ``plan.note``, or None when it was registered under no plan."""
+    try:
+        return read_inside(run_dir, "plan.note", what="plan.note")
+    except FileNotFoundError:
+        return None
 
 
 def _copy_case_files(source_dir: Path, recorded: CaseResult, target: Path, key: str) -> None:

@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from twinflow._base._errors import FileWriteError
 from twinflow._base._files import read_inside
+from twinflow._base._json import refuse_repeated_keys
 from twinflow.eval._dataset import MAX_TRIALS, Case, Dataset
 from twinflow.eval._errors import EvalValueError, RunDirError
 from twinflow.eval._frozen import EvalValue
@@ -328,15 +329,20 @@ def read_json_model(path: Path, model: type[M]) -> M:
         UnsafePathError: The name is a symbolic link or not a regular file.
     """
     try:
-        return model.model_validate_json(read_inside(path.parent, path.name, what=path.name))
+        data = read_inside(path.parent, path.name, what=path.name)
     except FileNotFoundError:
         raise RunDirError(f"{path}: no such file; is this a twinflow eval run directory?") from None
+    try:
+        refuse_repeated_keys(data)
+        return model.model_validate_json(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise RunDirError(
             f"{path}: not a valid {model.__name__} ({where}: {first['msg']})"
         ) from None
+    except ValueError as exc:
+        raise RunDirError(f"{path}: not a valid {model.__name__} ({exc})") from None
 
 
 def set_aside(trace: Path) -> None:

@@ -46,7 +46,6 @@ from twinflow.kernel._environment import imported_distributions as imported_dist
 from twinflow.kernel._environment import interpreter as interpreter
 from twinflow.kernel._errors import ClusterError as ClusterError
 from twinflow.kernel._errors import KernelError as KernelError
-from twinflow.kernel._errors import LaunchError as LaunchError
 from twinflow.kernel._errors import McpError as McpError
 from twinflow.kernel._errors import NondeterminismError as NondeterminismError
 from twinflow.kernel._errors import ReplayDivergenceError as ReplayDivergenceError

@@ -108,7 +108,7 @@ class McpChannel(Protocol):
 
 def _parse(data: bytes, server: str, where: str, limits: McpLimits) -> JsonValue:
     try:
-        value: JsonValue = parse_json(data, max_depth=limits.max_depth, strict=False)
+        value: JsonValue = parse_json(data, max_depth=limits.max_depth)
     except CanonicalError as exc:
         start = data[:80].decode("utf-8", errors="replace")
         raise McpError(

@@ -21,6 +21,7 @@ import urllib.parse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from twinflow._base._json import loads as received_json
 from twinflow.kernel._credentials import BEARER, KeyHeader, read_api_key, redact_url
 from twinflow.kernel._errors import TransportError
 from twinflow.kernel._http import (
@@ -476,7 +477,7 @@ class HttpTransport(Closing):
                 response.close()
                 connection.close()
         try:
-            value: JsonValue = json.loads(data, parse_constant=_refuse_constant)
+            value: JsonValue = received_json(data, parse_constant=_refuse_constant)
             return value
         except (ValueError, RecursionError) as error:
             raise TransportError(

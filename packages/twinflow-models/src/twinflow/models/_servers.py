@@ -7,6 +7,7 @@ structured body goes through it with its schema.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -94,7 +95,7 @@ class SentSchema:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Server:
+class Server(ABC):
     """One configured server: its endpoint, model and decoder; a provider's module subclasses it
     with its wire format (`_build`, `schema_path`, `_parse`, `_decode`)."""
 
@@ -121,6 +122,7 @@ class Server:
         transcript = outgoing(messages, native_tools=native_tools)
         return self._build(transcript, settings, tools if native_tools else (), output)
 
+    @abstractmethod
     def _build(
         self,
         transcript: Transcript,
@@ -128,18 +130,20 @@ class Server:
         tools: Sequence[ToolSpec],
         output: SentSchema | None,
     ) -> dict[str, JsonValue]:
-        raise NotImplementedError
+        """The provider's request body for one request."""
 
     @property
+    @abstractmethod
     def schema_path(self) -> tuple[str, ...]:
         """The keys, from the body down, of the schema `body` puts in: its encoding is reusable."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _parse(self, answer: JsonValue) -> Reply:
-        raise NotImplementedError
+        """The reply a non-streamed answer body carries."""
 
+    @abstractmethod
     def _decode(self, raw: Iterable[bytes]) -> Iterator[Chunk]:
-        raise NotImplementedError
+        """The chunks a streamed answer's raw lines carry."""
 
     def _stream_fields(self) -> dict[str, JsonValue]:
         """Fields a streamed body carries besides `stream: true`."""

@@ -12,10 +12,10 @@ that is not the documented format raises `MalformedResponseError` naming the URL
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from twinflow._base._json import loads as received_json
 from twinflow.models._errors import MalformedResponseError
 from twinflow.models._wire import Reply
 from twinflow.vocab import (
@@ -55,7 +55,7 @@ def lines(chunks: Iterable[bytes], url: str, limit: int = MAX_LINE_BYTES) -> Ite
 
 def json_line(line: bytes, url: str, number: int, what: str) -> dict[str, Any]:
     try:
-        value = json.loads(line)
+        value = received_json(line)
     except (ValueError, RecursionError) as exc:
         raise MalformedResponseError(
             f"{what} {number} is not JSON ({exc}); it starts {line[:80]!r}", url=url, path=""

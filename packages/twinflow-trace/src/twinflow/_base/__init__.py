@@ -10,6 +10,7 @@ like the trace leaf that ships it:
 - `_open`: opening a path named as input (a regular file only, never blocking).
 - `_untrusted`: the secret screen and terminal escaping (untrusted text leaves through one door).
 - `_yaml`: the bounded reader of the YAML files users write (PyYAML imported on use).
+- `_json`: the reader of received JSON text (a key written twice is refused, never last-wins).
 - `_code`: the one importer of user code (tools, output types, scorers) by dotted path.
 - `_suggest`: the one "did you mean" helper.
 """

@@ -55,6 +55,7 @@ __all__ = [
     "make_directory",
     "open_inside",
     "read_inside",
+    "refuse_linked",
     "write_new",
     "write_replace",
 ]
@@ -212,6 +213,41 @@ def make_directory(path: str | os.PathLike[str], *, what: str = "folder") -> Non
         raise TargetExistsError(
             f"{what} {target} exists and is not a directory; it was left as it is: move it away",
             path=target,
+        )
+
+
+def refuse_linked(path: str | os.PathLike[str], what: str, *, names: int = 1) -> None:
+    """Refuse a file named as input that is a symbolic link, or in a directory that is one:
+    a planted link could point anywhere (a received bundle's trace at one of the reader's
+    own), so every command reading or continuing a trace refuses it, with this one message.
+
+    ``names`` is the number of hard links the file was seen with (`os.fstat`'s ``st_nlink``)
+    when it is about to be written: more than one, and another name's file would change too.
+
+    Raises:
+        FileWriteError (``link``): naming the link, and what to do.
+    """
+    target = Path(path)
+    if target.parent.is_symlink():
+        raise FileWriteError(
+            f"{target.parent} is a symbolic link, so {what} {target.name} is not read or "
+            "written through it (a planted link could point anywhere): name the real directory",
+            path=target,
+            reason="link",
+        )
+    if target.is_symlink():
+        raise FileWriteError(
+            f"{what} {target} is a symbolic link; it is not read or written through (a planted "
+            "link could point anywhere): name the real file",
+            path=target,
+            reason="link",
+        )
+    if names > 1:
+        raise FileWriteError(
+            f"{what} {target} has {names} names (hard links); it is not written, so no other "
+            "name's file changes with it: copy it to a file of its own and name that",
+            path=target,
+            reason="link",
         )
 
 

@@ -90,6 +90,25 @@ def _bounded_loader() -> type[yaml.SafeLoader]:
                 "write it as a string",
             )
 
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            # PyYAML keeps the last of two equal keys (and a spec or a dataset in JSON syntax is
+            # YAML): a key written twice is refused, as every received JSON reader does. A merge
+            # (``<<``) may still be overridden by a key of the mapping itself.
+            seen: set[object] = set()
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                    continue
+                key = self.construct_object(key_node)
+                if key in seen:
+                    raise _Refused(
+                        key_node.start_mark,
+                        f"the key {str(key)[:64]!r} appears twice in one mapping; readers that "
+                        "keep the first and the last read different values: write it once",
+                    )
+                seen.add(key)
+            mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+            return mapping
+
     _BoundedLoader.add_constructor(
         "tag:yaml.org,2002:int",
         _BoundedLoader.construct_bounded_int,

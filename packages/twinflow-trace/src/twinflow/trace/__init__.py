@@ -3,8 +3,10 @@
 The leaf an auditor installs to check a published run: the trace line format, RFC 8785
 canonical JSON of plain values, streaming verification, the RFC 9162 Merkle tree, inclusion and
 consistency proofs as C2SP tlog-proof files and tlog-witness request bodies, checkpoints (C2SP
-tlog-checkpoint notes), repair, and, in the submodules, signed notes (`note`), witness
-cosignatures (`witness`) and run attestations (`attest`).
+tlog-checkpoint notes), repair, and what an auditor checks a signed run with: signed-note keys
+and notes (`open_note`, `open_checkpoint`), witness cosignatures (`verify_cosignatures`) and
+run attestations (`open_attestation`). Making keys, cosigning and attesting are the `twinflow`
+command's (and `python -m twinflow.trace`'s), in private modules.
 
 The root of every twinflow error lives in the lowest layer and is exported here, its one
 public home (one ``except TwinflowError`` catches every package's). A failure is a ``reason``
@@ -36,9 +38,7 @@ importer) lives in the private `twinflow._base`, shipped in this distribution.
 
 from twinflow._base._errors import TwinflowError as TwinflowError
 from twinflow._base._errors import UserError as UserError
-from twinflow.trace import attest as attest
-from twinflow.trace import note as note
-from twinflow.trace import witness as witness
+from twinflow.trace._attest import open_attestation as open_attestation
 from twinflow.trace._canonical import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
 from twinflow.trace._canonical import canonical_bytes as canonical_bytes
 from twinflow.trace._canonical import canonical_dump_bytes as canonical_dump_bytes
@@ -58,8 +58,16 @@ from twinflow.trace._format import GENESIS as GENESIS
 from twinflow.trace._format import TERMINAL_KINDS as TERMINAL_KINDS
 from twinflow.trace._format import Limits as Limits
 from twinflow.trace._format import encode_line as encode_line
+from twinflow.trace._keys import SignerKey as SignerKey
+from twinflow.trace._keys import VerifierKey as VerifierKey
+from twinflow.trace._keys import parse_signer_key as parse_signer_key
+from twinflow.trace._keys import parse_verifier_key as parse_verifier_key
 from twinflow.trace._merkle import MerkleTree as MerkleTree
 from twinflow.trace._merkle import leaf_hash as leaf_hash
+from twinflow.trace._note import open_checkpoint as open_checkpoint
+from twinflow.trace._note import open_note as open_note
+from twinflow.trace._note import parse_note as parse_note
+from twinflow.trace._note import sign_note as sign_note
 from twinflow.trace._repair import repair_trace as repair_trace
 from twinflow.trace._sink import FileTraceSink as FileTraceSink
 from twinflow.trace._sink import FsyncPolicy as FsyncPolicy
@@ -72,3 +80,4 @@ from twinflow.trace._verify import VerifiedEvent as VerifiedEvent
 from twinflow.trace._verify import read_checkpoint as read_checkpoint
 from twinflow.trace._verify import verify_trace as verify_trace
 from twinflow.trace._verify import walk_trace as walk_trace
+from twinflow.trace._witness import verify_cosignatures as verify_cosignatures

@@ -4,7 +4,7 @@ auditor's verifier.
 
 ``twinflow-trace attest-check ATTESTATION --key VKEY [--trace TRACE] [--checkpoint CP]`` checks
 a run attestation (an in-toto statement in a DSSE envelope): its signature by every key given,
-and that it names the trace file, its output and its checkpoint (``twinflow.trace.attest``).
+and that it names the trace file, its output and its checkpoint (``twinflow.trace._attest``).
 
 Checks the format, digests, chain and completeness, and a checkpoint (a C2SP checkpoint note,
 signed and checked against the verifier keys given, every one of which must have signed, for the
@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from twinflow._base._errors import TwinflowError, UserError
+from twinflow._base._files import refuse_linked
 from twinflow._base._open import read_regular
 from twinflow.trace._errors import (
     InvalidProofError,
@@ -201,6 +202,8 @@ def _verify(args: argparse.Namespace) -> int:
                 origin=args.origin,
             )
         cosigned = _witness_policy(args, published)
+        # A linked trace gets the one planted-link refusal the twinflow commands give.
+        refuse_linked(args.trace, "the trace")
         report = verify_trace(
             args.trace,
             checkpoint=None if published is None else published.checkpoint,

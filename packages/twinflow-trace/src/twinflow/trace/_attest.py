@@ -12,7 +12,7 @@ is an in-toto Statement v1 (https://in-toto.io/Statement/v1) whose subjects are 
 predicate (`PREDICATE_TYPE`) names the checkpoint (origin, size, root), the run's config digest,
 the model's identity, the spec's digest and the tool modules that ran.
 
-The keys are the signed-note keys `twinflow keygen` makes (``twinflow.trace.note``); a
+The keys are the signed-note keys `twinflow keygen` makes (``twinflow.trace._note``); a
 signature's ``keyid`` is the verifier key's ``<name>+<hash>``. Verification is the standard
 library alone (`twinflow.trace._ed25519`); signing needs ``twinflow-trace[signatures]``.
 

@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from twinflow._base._json import repeated_key
 from twinflow.trace._errors import CanonicalError, _Slow
 
 __all__ = [
@@ -417,18 +418,10 @@ def _parse_int(text: str) -> int | float:
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        seen: set[str] = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise CanonicalError(
-                    f"object key {k!r} appears twice; parsers that keep the first and the last "
-                    "read different values, so canonical JSON has unique keys",
-                    reason="duplicate_key",
-                )
-            seen.add(k)
-    return result
+    problem = repeated_key(pairs)
+    if problem is not None:
+        raise CanonicalError(problem, reason="duplicate_key")
+    return dict(pairs)
 
 
 # What the C encoder prints as it reads but RFC 8785 refuses or orders otherwise: an integer of

@@ -275,12 +275,21 @@ def _signature_line(number: int, line: str) -> NoteSignature:
 
 def _keyring(keys: Iterable[VerifierKey]) -> dict[tuple[str, int], VerifierKey]:
     ring: dict[tuple[str, int], VerifierKey] = {}
+    by_key: dict[bytes, VerifierKey] = {}
     for key in keys:
         known = ring.setdefault((key.name, key.key_hash), key)
         if known != key:
             raise SignatureError(
                 f"two different known keys are named {key.name}+{key.key_hash:08x}: "
                 "a signature could match either; keep one",
+                reason="ambiguous_key",
+            )
+        # ``required`` counts signers: one key under two names must not count twice.
+        same = by_key.setdefault(key.public_key, key)
+        if same != key:
+            raise SignatureError(
+                f"known keys {same.name}+{same.key_hash:08x} and {key.name}+{key.key_hash:08x} "
+                "are one public key under two names: signatures are counted by key; keep one",
                 reason="ambiguous_key",
             )
     return ring
@@ -312,7 +321,8 @@ def open_note(
 
     Raises:
         SignatureError (``malformed_note``): The bytes are not a signed note.
-        SignatureError (``ambiguous_key``): Two different known keys share a name and hash.
+        SignatureError (``ambiguous_key``): Two different known keys share a name and hash, or
+            two names share one public key.
         SignatureError (``invalid_signature``): A known key's signature does not verify.
         SignatureError (``unverified``): Fewer than ``required`` known keys signed.
         ValueError: ``required`` is below 1.

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from twinflow._base._errors import FileWriteError
-from twinflow._base._files import create_exclusive, lock_now
+from twinflow._base._files import create_exclusive, lock_now, refuse_linked
 
 __all__ = ["FileTraceSink", "FsyncPolicy", "MemoryTraceSink", "TraceSink"]
 
@@ -115,11 +115,19 @@ class FileTraceSink:
 
         Raises:
             FileWriteError (``locked``): Another process is writing the trace; nothing was written.
-            OSError: The file cannot be opened (missing, a link, permissions).
+            FileWriteError (``link``): The path or its directory is a symbolic link, or the
+                file has other names (hard links).
+            OSError: The file cannot be opened (missing, permissions).
         """
         self = cls.__new__(cls)
         self.path = Path(path)
+        refuse_linked(self.path, "the trace")
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW | _CLOEXEC)
+        try:
+            refuse_linked(self.path, "the trace", names=os.fstat(fd).st_nlink)
+        except FileWriteError:
+            os.close(fd)
+            raise
         _lock(fd, self.path)
         self._file = os.fdopen(fd, "ab")
         return self

@@ -18,7 +18,12 @@ signed-note signer key (`twinflow keygen`), as transparency-dev's witnesses use 
 
 The state file is canonical JSON and a newline, read strictly (a carriage return, a missing
 newline, an unknown member, a non-canonical byte: `TraceFormatError` (``witness_state``), nothing
-cosigned). Checking the old size and writing the new state happen while the process holds the
+cosigned), and signed by the witness's own key over the rest of it, so a state edited by hand (a
+size rolled back so a fork of what was cosigned would pass) or another witness's state is refused.
+Restoring an older copy the witness itself wrote is not caught by the file alone: keep the state
+where only the witness writes (docs/adr/0163-signed-decisions-and-witness-state.md).
+
+Checking the old size and writing the new state happen while the process holds the
 state's writer lock (`hold_state`, `lock_now` on ``STATE.lock``), so of two witnesses sharing a state file one
 wins and the other is refused at once; the state is replaced whole (`write_replace`) before the
 cosignature is returned. How timestamps are checked: docs/adr/0115-witness-cosignatures.md.
@@ -50,6 +55,7 @@ from twinflow.trace._errors import (
 from twinflow.trace._keys import (
     SignerKey,
     VerifierKey,
+    _b64decode,
     _b64encode,
     _key_fields,
     _key_hash,
@@ -68,7 +74,8 @@ MAX_STATE_BYTES = 1024 * 1024
 """Largest witness state file read."""
 _MAX_LOGS = 4096
 _MAX_TIMESTAMP = 2**63 - 1
-_STATE_FORMAT = "twinflow-witness-state/v1"
+_STATE_FORMAT = "twinflow-witness-state/v2"
+_UNSIGNED_FORMAT = "twinflow-witness-state/v1"
 _HEX64 = frozenset("0123456789abcdef")
 
 RefusalReason = Literal[
@@ -205,19 +212,30 @@ def verify_cosignatures(
 
     Raises:
         SignatureError (``malformed_note``): The bytes are not a signed note.
-        SignatureError (``ambiguous_key``): Two different witness keys share a name and key ID.
+        SignatureError (``ambiguous_key``): Two different witness keys share a name and key ID,
+            or one public key is given twice (under two names or one: a quorum counts keys).
         SignatureError (``cosignature``): A known witness's line does not verify, or fewer than ``quorum``
             witnesses cosigned.
     """
     ring: dict[tuple[str, int], CosignerKey] = {}
+    by_key: dict[bytes, CosignerKey] = {}
     for key in witnesses:
         if ring.setdefault((key.name, key.key_hash), key) != key:
             raise SignatureError(
                 f"two different witness keys are named {key.label}: keep one",
                 reason="ambiguous_key",
             )
+        # A quorum counts keys: one key under two names would be two witnesses for one signer.
+        same = by_key.get(key.public_key)
+        if same is not None:
+            raise SignatureError(
+                f"witness keys {same.label} and {key.label} are one public key: a quorum "
+                "counts keys, not names or entries; give each witness's key once",
+                reason="ambiguous_key",
+            )
+        by_key[key.public_key] = key
     parsed = _note.parse_note(note)
-    counted: dict[tuple[str, int], Cosignature] = {}
+    counted: dict[bytes, Cosignature] = {}
     future: list[str] = []
     for line in parsed.signatures:
         known = ring.get((line.name, line.key_hash))
@@ -228,7 +246,7 @@ def verify_cosignatures(
         if now is not None and timestamp > now + skew:
             future.append(f"{key.label} at {timestamp}")
             continue
-        counted.setdefault((key.name, key.key_hash), Cosignature(key, timestamp))
+        counted.setdefault(key.public_key, Cosignature(key, timestamp))
     if len(counted) < quorum:
         found = ", ".join(c.key.label for c in counted.values()) or "none"
         late = f"; dated in the future, not counted: {', '.join(future)}" if future else ""
@@ -279,11 +297,23 @@ def _state_error(path: Path, why: str) -> TraceFormatError:
     )
 
 
-def read_state(path: Path) -> dict[str, _Log]:
+def _state_message(unsigned: dict[str, object]) -> bytes:
+    """What a state's signature signs: a header, then the state's canonical JSON without it."""
+    return b"twinflow witness state v2\n" + canonical_bytes(unsigned)
+
+
+def read_state(
+    path: Path, witness: VerifierKey, *, adopt_unsigned: bool = False
+) -> dict[str, _Log]:
     """Read a witness state file (a missing file: the witness has cosigned nothing).
 
+    The state carries the witness's own signature (its signer key) over everything else in it,
+    so a file edited by hand (a size rolled back, a root swapped) or another witness's state is
+    refused. A state written before states were signed (``twinflow-witness-state/v1``) is read
+    only with ``adopt_unsigned``: the operator vouches for it, and the next write signs it.
+
     Raises:
-        TraceFormatError (``witness_state``): The file is not a state this module wrote.
+        TraceFormatError (``witness_state``): The file is not a state this witness wrote.
         OSError: It cannot be read.
     """
     try:
@@ -298,10 +328,25 @@ def read_state(path: Path) -> dict[str, _Log]:
         value = parse_json(data[:-1], max_depth=4, canonical=True)
     except CanonicalError as exc:
         raise _state_error(path, f"JSON: {exc.reason}") from None
-    if not isinstance(value, dict) or set(value) != {"format", "logs"}:
-        raise _state_error(path, "members must be exactly 'format' and 'logs'")
-    if value["format"] != _STATE_FORMAT or not isinstance(value["logs"], dict):
+    if isinstance(value, dict) and value.get("format") == _UNSIGNED_FORMAT:
+        if not adopt_unsigned:
+            raise TraceFormatError(
+                f"{path}: an unsigned witness state ({_UNSIGNED_FORMAT}): nothing shows it was "
+                "not edited; nothing was cosigned: check its sizes against the notes this "
+                "witness cosigned, then run the witness once with --adopt-unsigned-state to sign it",
+                reason="witness_state",
+            )
+        members = {"format", "logs"}
+    else:
+        members = {"format", "logs", "signature", "witness"}
+    if not isinstance(value, dict) or set(value) != members:
+        raise _state_error(path, f"members must be exactly {', '.join(sorted(members))}")
+    if value["format"] not in (_STATE_FORMAT, _UNSIGNED_FORMAT) or not isinstance(
+        value["logs"], dict
+    ):
         raise _state_error(path, f"format must be {_STATE_FORMAT!r}, logs an object")
+    if "signature" in value:
+        _check_state_signature(path, value, witness)
     if len(value["logs"]) > _MAX_LOGS:
         raise _state_error(path, f"more than {_MAX_LOGS} logs")
     logs = {}
@@ -318,12 +363,41 @@ def read_state(path: Path) -> dict[str, _Log]:
     return logs
 
 
-def _encode_state(logs: dict[str, _Log]) -> bytes:
+def _state_label(name: str, public_key: bytes) -> str:
+    """The witness a state names: its cosigner key's label, as ``twinflow witness`` prints it."""
+    return CosignerKey(
+        name, _key_hash(name, bytes([COSIGNATURE_V1]) + public_key), public_key
+    ).label
+
+
+def _check_state_signature(path: Path, value: dict[str, object], witness: VerifierKey) -> None:
+    """Refuse a state whose signature is not this witness's over the rest of the file."""
+    label = _state_label(witness.name, witness.public_key)
+    if value["witness"] != label:
+        raise _state_error(
+            path, f"it is the state of witness {str(value['witness'])[:100]!r}, not of {label}"
+        )
+    signature = value["signature"]
+    raw = _b64decode(signature) if isinstance(signature, str) else None
+    unsigned = {k: v for k, v in value.items() if k != "signature"}
+    if raw is None or len(raw) != 64 or not witness.verify(_state_message(unsigned), raw):
+        raise _state_error(
+            path, "its signature does not verify: it was edited after the witness wrote it"
+        )
+
+
+def _encode_state(logs: dict[str, _Log], signer: SignerKey) -> bytes:
     entries = {
         origin: {"root_hex": log.root.hex(), "size": log.size, "time": log.time}
         for origin, log in logs.items()
     }
-    return canonical_bytes({"format": _STATE_FORMAT, "logs": entries}) + b"\n"
+    unsigned: dict[str, object] = {
+        "format": _STATE_FORMAT,
+        "logs": entries,
+        "witness": _state_label(signer.name, signer.verifier.public_key),
+    }
+    signature = _b64encode(signer.sign(_state_message(unsigned)))
+    return canonical_bytes({**unsigned, "signature": signature}) + b"\n"
 
 
 @contextlib.contextmanager
@@ -391,6 +465,7 @@ def add_checkpoint(
     signer: SignerKey,
     logs: Sequence[VerifierKey],
     now: int,
+    adopt_unsigned: bool = False,
 ) -> tuple[bytes, CheckpointBody, int]:
     """Cosign the request's checkpoint if it extends the last one cosigned for its log.
 
@@ -400,6 +475,8 @@ def add_checkpoint(
         signer: The witness's signer key.
         logs: The log verifier keys the witness follows (their names are the origins).
         now: The time to cosign at (POSIX seconds; not earlier than the log's last cosignature).
+        adopt_unsigned: Read a state written before states were signed (the operator vouches
+            for it); the state written back is signed.
 
     Returns:
         The checkpoint note with the witness's cosignature added, its body, and the size the
@@ -407,7 +484,8 @@ def add_checkpoint(
 
     Raises:
         SignatureError (``witness_refused``): Not cosigned; ``reason`` says why (a fork: ``not-consistent``).
-        TraceFormatError (``witness_state``): The state file is damaged.
+        TraceFormatError (``witness_state``): The state file is damaged, edited, unsigned, or
+            another witness's.
         FileWriteError (``busy``): Another witness process holds the state's directory.
         TraceFormatError: The request is not a consistency proof file.
     """
@@ -422,13 +500,13 @@ def add_checkpoint(
     if body.size == 0 and body.root_hash != EMPTY_ROOT:
         raise _refused("not-consistent", "a size-0 checkpoint must have the empty root")
     with hold_state(state):
-        logs_state = read_state(state)
+        logs_state = read_state(state, signer.verifier, adopt_unsigned=adopt_unsigned)
         last = logs_state.get(body.origin)
         last_size = 0 if last is None else last.size
         _check_extends(last, body, proof.old_size, proof.hashes, now)
         line = cosign(body.text, signer, now)
         logs_state[body.origin] = _Log(body.size, body.root_hash, now)
-        write_replace(state, _encode_state(logs_state), mode=0o644)
+        write_replace(state, _encode_state(logs_state, signer), mode=0o644)
     return _cosigned(proof.checkpoint, line), body, last_size
 
 

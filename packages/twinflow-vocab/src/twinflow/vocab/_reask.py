@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from twinflow._base._json import refuse_repeated_keys
 from twinflow.trace import CanonicalError, UserError, json_pointer
 from twinflow.vocab._canonical import value_bytes
 from twinflow.vocab._errors import StructuredOutputError
@@ -140,6 +141,10 @@ def _validated(
     emission: str, output_type: type[M], sent: SentRequest | None
 ) -> tuple[M | None, str | None]:
     """The emission's output, or why it was refused (a cut-off reply says so first)."""
+    try:
+        refuse_repeated_keys(emission)
+    except ValueError as exc:
+        return None, f"{ROOT}: {exc}"
     try:
         output = output_type.model_validate_json(emission)
     except ValidationError as exc:

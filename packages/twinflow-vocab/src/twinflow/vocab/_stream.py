@@ -12,12 +12,12 @@ started, its argument deltas (JSON text fragments) joined and parsed when the st
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from typing import Annotated, Literal, Protocol
 
 from pydantic import Discriminator, Field
 
+from twinflow._base._json import loads as received_json
 from twinflow.trace import CanonicalError, UserError
 from twinflow.vocab._canonical import value_bytes
 from twinflow.vocab._errors import InvalidValueError, WireFormatError
@@ -267,7 +267,7 @@ def _tool_call(call: _Call) -> ToolCallPart:
     where = f"/{call.number}"
     text = "".join(call.arguments) or "{}"
     try:
-        arguments = json.loads(text)
+        arguments = received_json(text)
     except (ValueError, RecursionError) as exc:
         raise WireFormatError(
             f"the arguments of tool call {call.id!r} are not JSON ({exc})", path=where

@@ -8,6 +8,7 @@ for pydantic's sake: treat them as read-only, the digest of a value assumes nobo
 
 from __future__ import annotations
 
+import contextvars
 import math
 import re
 from collections.abc import Callable
@@ -42,6 +43,9 @@ from pydantic import (
 from twinflow.trace import MAX_SAFE_INTEGER
 from twinflow.vocab._canonical import json_pointer
 from twinflow.vocab._errors import InvalidValueError
+
+_constructing: contextvars.ContextVar[int] = contextvars.ContextVar("_constructing", default=0)
+"""How many value constructors are running in this context: only the outermost translates."""
 
 __all__ = [
     "CacheHintPart",
@@ -136,9 +140,15 @@ class FrozenValue(BaseModel):
             InvalidValueError: A field is missing, of the wrong type, or breaks a rule; the
                 message names it.
         """
+        outermost = _constructing.get() == 0
+        token = _constructing.set(_constructing.get() + 1)
         try:
             super().__init__(**data)
         except ValidationError as exc:
+            if not outermost:
+                # A nested value, built while pydantic validates the outer one: pydantic
+                # reports its error once, at its place in the outer value's path (ADR 0008).
+                raise
             raise type(self)._invalid_error(f"invalid {type(self).__name__}: {exc}") from None
         except UnicodeEncodeError as exc:
             # pydantic-core cannot read a dict key holding a lone surrogate (a value's string is
@@ -147,14 +157,26 @@ class FrozenValue(BaseModel):
                 f"invalid {type(self).__name__}: a key holds a lone surrogate "
                 f"({exc.object[exc.start : exc.end]!a}); keys must be valid Unicode text"
             ) from None
+        finally:
+            _constructing.reset(token)
 
-    # Only the outermost value translates the error, so nested values need not pass through this
-    # method: marked as pydantic marks its own base __init__ (and RootModel's), nested values are
-    # validated inside pydantic-core, not by a Python call per level (2.8x slower on four levels,
-    # and the message nested one "invalid X:" per level). Subclasses that define their own
-    # __init__ are unmarked, so pydantic still calls theirs. ADR 0008; held by
-    # test_a_nested_error_is_one_invalid_value_error_with_the_whole_path.
-    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]  # pydantic's marker, set on a function
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        """pydantic's `model_validate`: its error stays pydantic's, with the whole path."""
+        token = _constructing.set(_constructing.get() + 1)
+        try:
+            return super().model_validate(obj, **kwargs)
+        finally:
+            _constructing.reset(token)
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
+        """pydantic's `model_validate_json`: its error stays pydantic's, with the whole path."""
+        token = _constructing.set(_constructing.get() + 1)
+        try:
+            return super().model_validate_json(json_data, **kwargs)
+        finally:
+            _constructing.reset(token)
 
 
 class TextPart(FrozenValue):
@@ -654,8 +676,6 @@ class Transcript(FrozenValue):
     messages: tuple[Message, ...] = ()
     """The messages, oldest first."""
 
-    # Read from ``__pydantic_private__`` in the hot methods: a private attribute read goes
-    # through pydantic's Python ``__getattr__`` (and this class's), 80 times slower.
     _index: _CallIndex = PrivateAttr(default_factory=lambda: _CallIndex({}, []))
     _size: int = PrivateAttr(default=0)
 
@@ -684,7 +704,7 @@ class Transcript(FrozenValue):
                     f"append() takes Message values; argument {i} is {type(message).__name__}"
                 )
         length = len(self)
-        index = self.__pydantic_private__["_index"]  # type: ignore[index]  # set in every init
+        index = self._index
         calls = _index_calls(index, messages, length)
         token = object()
         if (
@@ -719,16 +739,14 @@ class Transcript(FrozenValue):
         built = self.__dict__.get("messages")
         if built is not None:
             return built[start:]  # type: ignore[no-any-return]  # __dict__ holds Any; "messages" is a tuple of Message
-        private = self.__pydantic_private__
-        size = private["_size"]  # type: ignore[index]  # set in every init
+        size = self._size
         begin, end, _ = slice(start, size).indices(size)
-        return tuple(private["_index"].log[begin:end])  # type: ignore[index]  # set in every init
+        return tuple(self._index.log[begin:end])
 
     def _materialise(self) -> tuple[Message, ...]:
         built: tuple[Message, ...] | None = self.__dict__.get("messages")
         if built is None:
-            private = self.__pydantic_private__
-            built = tuple(private["_index"].log[: private["_size"]])  # type: ignore[index]  # set in every init
+            built = tuple(self._index.log[: self._size])
             self.__dict__["messages"] = built
         return built
 
@@ -774,7 +792,7 @@ class Transcript(FrozenValue):
     def __len__(self) -> int:
         """Number of messages."""
         built = self.__dict__.get("messages")
-        return self.__pydantic_private__["_size"] if built is None else len(built)  # type: ignore[index]  # set in every init
+        return self._size if built is None else len(built)
 
 
 def _empty_object_schema() -> dict[str, JsonValue]:

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+from twinflow._base._json import loads as received_json
 from twinflow.trace import CanonicalError
 from twinflow.vocab._canonical import json_kind, json_pointer, value_bytes
 from twinflow.vocab._errors import InvalidValueError, WireFormatError
@@ -144,7 +145,7 @@ def read_json_text(
         elif match.group(2):
             depth -= 1
     try:
-        value: JsonValue = json.loads(text)
+        value: JsonValue = received_json(text)
     except json.JSONDecodeError as exc:
         raise fail(f"{what} is not JSON ({exc.msg} at character {exc.pos})", path) from None
     except (ValueError, RecursionError) as exc:

@@ -1,0 +1,281 @@
+"""A verified run as OpenTelemetry spans in the GenAI semantic conventions (OTLP/JSON).
+
+One `invoke_agent` span covers the run; a `chat` span covers each model request and its reply;
+an `execute_tool` span covers each call from `tool_called` to its `tool_returned`. A policy
+decision is an event on the run's span (``gen_ai.guardrail.decision``, with the decision and
+who made it), as is a rejected output.
+
+The spans are a view of the trace, never a second record: the trace id is the first half of
+the trace's Merkle root, a span's id the first 16 hex digits of the digest of the event that
+opened it, and every span and event carries ``twinflow.trace.root``,
+``twinflow.event.seq`` and ``twinflow.event.digest``, so a reader checks a span against the
+trace (`twinflow prove --seq N`). Arguments, results and prompts leave the trace only when the
+caller asks (``content``), as the conventions advise; a redacted event yields no span, only
+an event on the run's span that names its seq and digest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from twinflow.agent import (
+    ModelRequested,
+    ModelResponded,
+    OutputRejected,
+    PolicyDecided,
+    RunFailed,
+    RunFinished,
+    RunPaused,
+    RunStarted,
+    ToolCalled,
+    ToolReturned,
+    TraceEvent,
+)
+
+__all__ = ["SCOPE", "otlp_json"]
+
+SCOPE = "twinflow.views.otel"
+"""The instrumentation scope the spans are reported under."""
+
+_INTERNAL, _CLIENT = 1, 3
+"""OTLP span kinds: the run and its tools run in process; a chat is a call to a server."""
+_ERROR = 2
+"""OTLP status code for a span that ended in an error."""
+
+
+def _value(value: object) -> dict[str, Any]:
+    """An OTLP/JSON ``AnyValue``."""
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}  # 64-bit integers are strings in OTLP/JSON
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, list | tuple):
+        return {"arrayValue": {"values": [_value(v) for v in value]}}
+    return {"stringValue": str(value)}
+
+
+def _attributes(values: dict[str, object]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": _value(v)} for k, v in values.items() if v is not None]
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _nanos(at: datetime) -> str:
+    return str((at - _EPOCH) // timedelta(microseconds=1) * 1000)
+
+
+@dataclass
+class _Span:
+    name: str
+    kind: int
+    opened: tuple[int, str, datetime]
+    attributes: dict[str, object]
+    closed: datetime | None = None
+    error: str | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class _Run:
+    root: str
+    content: bool
+    run: _Span | None = None
+    spans: list[_Span] = field(default_factory=list)
+    chats: dict[int, _Span] = field(default_factory=dict)
+    tools: dict[str, _Span] = field(default_factory=dict)
+    model: str = ""
+
+    def mark(self, seq: int, digest: str) -> dict[str, object]:
+        return {
+            "twinflow.trace.root": self.root,
+            "twinflow.event.seq": seq,
+            "twinflow.event.digest": digest,
+        }
+
+    def open(
+        self, seq: int, digest: str, at: datetime, name: str, kind: int, **attrs: object
+    ) -> _Span:
+        span = _Span(name, kind, (seq, digest, at), {**attrs, **self.mark(seq, digest)})
+        self.spans.append(span)
+        return span
+
+    def note(self, seq: int, digest: str, at: datetime | None, name: str, **attrs: object) -> None:
+        if self.run is None:
+            return
+        stamp = at or self.run.opened[2]
+        self.run.events.append(
+            {
+                "timeUnixNano": _nanos(stamp),
+                "name": name,
+                "attributes": _attributes({**attrs, **self.mark(seq, digest)}),
+            }
+        )
+
+    def read(self, seq: int, digest: str, event: TraceEvent) -> None:
+        body, at = event.body, event.at
+        if isinstance(body, RunStarted):
+            # The model as the run recorded it: the endpoint and name, or the embedded file.
+            recorded = body.environment.model if body.environment is not None else None
+            self.model = recorded or body.config.model
+            self.run = self.open(
+                seq,
+                digest,
+                at,
+                "invoke_agent twinflow",
+                _INTERNAL,
+                **{
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": "twinflow",
+                    "gen_ai.agent.id": str(body.run_id),
+                    "gen_ai.conversation.id": str(body.run_id),
+                    "gen_ai.request.model": body.config.model,
+                },
+            )
+        elif isinstance(body, ModelRequested):
+            settings = body.settings
+            self.chats[body.step] = self.open(
+                seq,
+                digest,
+                at,
+                f"chat {self.model}",
+                _CLIENT,
+                **{
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": self.model,
+                    "gen_ai.request.temperature": settings.temperature,
+                    "gen_ai.request.max_tokens": settings.max_tokens,
+                    "gen_ai.request.seed": settings.seed,
+                    "twinflow.step": body.step,
+                    "twinflow.purpose": body.purpose,
+                },
+            )
+        elif isinstance(body, ModelResponded):
+            chat = self.chats.pop(body.step, None)
+            if chat is not None:
+                response = body.response
+                chat.closed = at
+                chat.attributes.update(
+                    {
+                        "gen_ai.response.model": response.model_name or None,
+                        "gen_ai.response.finish_reasons": [response.finish_reason],
+                        "gen_ai.usage.input_tokens": response.usage.input_tokens,
+                        "gen_ai.usage.output_tokens": response.usage.output_tokens,
+                    }
+                )
+        elif isinstance(body, ToolCalled):
+            attrs: dict[str, object] = {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": body.tool,
+                "gen_ai.tool.call.id": str(body.call_id),
+                "gen_ai.tool.type": "function",
+            }
+            if self.content:
+                attrs["gen_ai.tool.call.arguments"] = json.dumps(body.arguments, sort_keys=True)
+            self.tools[str(body.call_id)] = self.open(
+                seq, digest, at, f"execute_tool {body.tool}", _INTERNAL, **attrs
+            )
+        elif isinstance(body, ToolReturned):
+            tool = self.tools.pop(str(body.result.call_id), None)
+            if tool is not None:
+                tool.closed = at
+                if self.content:
+                    tool.attributes["gen_ai.tool.call.result"] = body.result.content
+                if body.result.is_error:
+                    tool.error = body.error_type or "error"
+                    tool.attributes["error.type"] = tool.error
+        elif isinstance(body, PolicyDecided):
+            self.note(
+                seq,
+                digest,
+                at,
+                "gen_ai.guardrail.decision",
+                **{
+                    "gen_ai.tool.name": body.tool,
+                    "gen_ai.tool.call.id": str(body.call_id),
+                    "twinflow.decision": body.decision,
+                    "twinflow.decided_by": body.by,
+                    "twinflow.reason": body.reason if self.content else None,
+                },
+            )
+        elif isinstance(body, OutputRejected):
+            self.note(
+                seq, digest, at, "twinflow.output_rejected", **{"twinflow.attempt": body.attempt}
+            )
+        elif isinstance(body, RunFinished | RunFailed | RunPaused) and self.run is not None:
+            self.run.closed = at
+            if isinstance(body, RunFinished):
+                self.run.attributes["gen_ai.usage.input_tokens"] = body.usage.input_tokens
+                self.run.attributes["gen_ai.usage.output_tokens"] = body.usage.output_tokens
+            elif isinstance(body, RunFailed):
+                self.run.error = body.error_type
+                self.run.attributes["error.type"] = body.error_type
+            else:
+                self.run.attributes["twinflow.paused"] = True
+
+
+def _span_json(span: _Span, trace_id: str, parent: str | None, end: datetime) -> dict[str, Any]:
+    _seq, digest, start = span.opened
+    out: dict[str, Any] = {
+        "traceId": trace_id,
+        "spanId": digest[:16],
+        "name": span.name,
+        "kind": span.kind,
+        "startTimeUnixNano": _nanos(start),
+        "endTimeUnixNano": _nanos(span.closed or end),
+        "attributes": _attributes(span.attributes),
+    }
+    if parent is not None:
+        out["parentSpanId"] = parent
+    if span.events:
+        out["events"] = span.events
+    if span.error is not None:
+        out["status"] = {"code": _ERROR, "message": span.error}
+    return out
+
+
+def otlp_json(
+    events: Iterable[tuple[int, str, TraceEvent | None]],
+    root: str,
+    *,
+    content: bool = False,
+    version: str = "",
+) -> dict[str, Any]:
+    """The run's spans as an OTLP/JSON ``ExportTraceServiceRequest``.
+
+    Args:
+        events: The verified trace's events in order: seq, hex digest, and the typed event
+            (None for a redacted one).
+        root: The trace's Merkle root (hex), from the checkpoint the verification computed.
+        content: Also export arguments, results and the policy's reasons.
+        version: The exporter's version, for the instrumentation scope.
+    """
+    run = _Run(root=root, content=content)
+    last: datetime | None = None
+    for seq, digest, event in events:
+        if event is None:
+            run.note(seq, digest, last, "twinflow.redacted")
+            continue
+        last = event.at
+        run.read(seq, digest, event)
+    spans: Sequence[_Span] = run.spans
+    trace_id = root[:32]
+    parent = run.run.opened[1][:16] if run.run is not None else None
+    body = [
+        _span_json(span, trace_id, None if span is run.run else parent, last or span.opened[2])
+        for span in spans
+    ]
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": _attributes({"service.name": "twinflow"})},
+                "scopeSpans": [{"scope": {"name": SCOPE, "version": version}, "spans": body}],
+            }
+        ]
+    }
