@@ -260,7 +260,10 @@ class Parcel(BaseModel):
 
 
 @pytest.mark.real_model
-def test_an_unanchored_pattern_cannot_close_its_string_early(llama_server: str) -> None:
+@pytest.mark.parametrize(("temperature", "seed"), [(0.0, 0), (0.7, 3)])
+def test_an_unanchored_pattern_cannot_close_its_string_early(
+    llama_server: str, temperature: float, seed: int
+) -> None:
     """The model cannot write `10969"}` inside the zip's filler: the first answer validates."""
     structured = OpenAICompatibleChatModel(
         HttpTransport(),
@@ -270,6 +273,6 @@ def test_an_unanchored_pattern_cannot_close_its_string_early(llama_server: str) 
         timeout=60,
     )
     question = "The parcel goes to zip code 10969, reference ABC. Give zip_code and ref."
-    settings = ModelSettings(temperature=0, max_tokens=64, seed=0)
+    settings = ModelSettings(temperature=temperature, max_tokens=64, seed=seed)
     result = structured.generate((Message.user(question),), Parcel, settings=settings)
     assert (1, None) == (len(result.attempts), result.attempts[0].error)
