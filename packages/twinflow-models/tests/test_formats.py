@@ -7,10 +7,12 @@ write validates as the pydantic type that asked for the format.
 
 from __future__ import annotations
 
+import enum
+import importlib
 import json
 import re
 from ipaddress import IPv4Address, IPv6Address
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,6 +22,8 @@ from pydantic import AnyUrl, HttpUrl, IPvAnyAddress, TypeAdapter
 from twinflow.models._grammar import llama_cpp_grammar_check
 from twinflow.models._pattern import grammar_pattern
 from twinflow.models._preflight import FORMAT_PATTERNS, GrammarVerdict, preflight
+
+CONVERTER: Any = importlib.import_module("llama_cpp.llama_grammar")
 
 
 def sent_pattern(fmt: str) -> str:
@@ -106,3 +110,30 @@ def test_http_url_is_sent_as_an_http_pattern_and_the_rewrite_named() -> None:
         report.sent_schema["pattern"],
         [(r.pointer, r.before) for r in report.rewrites],
     )
+
+
+class Shade(enum.StrEnum):
+    """Values that differ only in case."""
+
+    LOWER = "red"
+    TITLE = "Red"
+    UPPER = "RED"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (Shade, 'root ::= "\\"red\\"" | "\\"Red\\"" | "\\"RED\\""'),
+        (
+            Literal["red", "Red"] | Literal["blue"],
+            'alternative-0 ::= "\\"red\\"" | "\\"Red\\""\nalternative-1 ::= "\\"blue\\""',
+        ),
+    ],
+)
+def test_case_variants_and_literal_unions_are_enforced_value_by_value(
+    source: Any, expected: str
+) -> None:
+    """The converter's grammar lists each value as written, and pre-flight reports nothing."""
+    report = preflight(TypeAdapter(source), "llama-cpp-python")
+    grammar = str(CONVERTER.json_schema_to_gbnf(json.dumps(report.sent_schema)))
+    assert (True, ()) == (expected in grammar, report.findings)
