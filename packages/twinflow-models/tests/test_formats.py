@@ -1,4 +1,4 @@
-"""String formats no converter has a rule for, sent as patterns the grammar enforces.
+"""String formats, case-variant enums and literal unions, as the grammar enforces them.
 
 Checked on llama-cpp-python's own converter: each pattern converts, compiles and cannot end its
 string early, reads the usual values and refuses malformed ones, and whatever it lets the model
