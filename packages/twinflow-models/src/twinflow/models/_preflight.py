@@ -204,10 +204,17 @@ def compile_into(
     - a root `$ref` is hoisted: the root becomes the referenced definition, `$defs` kept, so a
       recursive model recurses through `$defs` (llama-cpp-python's converter cannot resolve
       references under a root `$ref` and silently falls back to generic JSON);
-    - every `pattern` is rewritten by `grammar_pattern`; one no grammar can read is dropped;
-    - a plain string (no pattern, format, enum, const or length) gets `JSON_STRING_TEXT` as
-      its pattern, which the grammar matches against the string's JSON text (all of them);
-    - a length or item bound above `MAX_GRAMMAR_REPEAT` is dropped (a grammar too deep to parse).
+    - a `format` no converter has a rule for becomes its pattern (`FORMAT_PATTERNS`), and
+      string `enum`/`const` values JSON escapes become one pattern of their JSON texts;
+    - every `pattern` is rewritten by `grammar_pattern` to match the string's JSON text, so no
+      pattern can end the string early; one no grammar can read is dropped;
+    - a string with only length bounds counts JSON string characters in a pattern;
+    - a length or item bound above `MAX_GRAMMAR_REPEAT` is dropped (a grammar too deep to parse);
+    - a plain string left (no pattern, format, enum, const or length) gets `JSON_STRING_TEXT`
+      as its pattern, which the grammar matches against the string's JSON text (all of them).
+
+    An unanchored pattern is the exception to the first sentence: the grammar holds the model
+    to its match (see `grammar_pattern`), and values with text around it only validate.
     """
     _hoist_root_ref(schema, rewrites)
     for pointer, node in _string_nodes(schema, ""):
@@ -218,19 +225,6 @@ def compile_into(
             _compile_pattern(node, pattern, pointer, rewrites, findings)
         elif node.get("type") == "string" and not any(k in node for k in _STRING_SHAPERS[:4]):
             _bounded_text(node, pointer, rewrites)
-        if node.get("type") == "string" and not any(k in node for k in _STRING_SHAPERS):
-            node["pattern"] = JSON_STRING_TEXT
-            rewrites.append(
-                SchemaRewrite(
-                    pointer=f"{pointer}/pattern",
-                    keyword="pattern",
-                    before=None,
-                    after=JSON_STRING_TEXT,
-                    reason="a plain string gets the text of a JSON string as its grammar "
-                    "pattern: the converter's own string rule lets raw control characters "
-                    "through, and a raw newline ends in a runaway, non-JSON reply",
-                )
-            )
         for keyword in _REPEAT_BOUNDS:
             bound = node.get(keyword)
             if isinstance(bound, int) and bound > MAX_GRAMMAR_REPEAT:
@@ -250,6 +244,19 @@ def compile_into(
                         pointer=where, keyword=keyword, reason=reason + ", checked by pydantic"
                     )
                 )
+        if node.get("type") == "string" and not any(k in node for k in _STRING_SHAPERS):
+            node["pattern"] = JSON_STRING_TEXT
+            rewrites.append(
+                SchemaRewrite(
+                    pointer=f"{pointer}/pattern",
+                    keyword="pattern",
+                    before=None,
+                    after=JSON_STRING_TEXT,
+                    reason="a plain string gets the text of a JSON string as its grammar "
+                    "pattern: the converter's own string rule lets raw control characters "
+                    "through, and a raw newline ends in a runaway, non-JSON reply",
+                )
+            )
 
 
 _JSON_CHAR = JSON_STRING_TEXT[1:-2]
@@ -260,7 +267,7 @@ def _bounded_text(node: dict[str, JsonValue], pointer: str, rewrites: list[Schem
 
     The converter writes length bounds with its own string character, which lets raw control
     characters through (see `JSON_STRING_TEXT`); the pattern counts the same characters, each
-    bare or escaped. Bounds too deep for the grammar are left to the bound rule below.
+    bare or escaped. A bound too deep for the grammar is left to the rule that drops it.
     """
     low, high = node.get("minLength", 0), node.get("maxLength")
     if not isinstance(low, int) or not (high is None or isinstance(high, int)):
