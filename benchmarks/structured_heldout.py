@@ -16,7 +16,8 @@ A trial is valid when the answer validates as the model. A request that takes th
 (the peer's raw `\\d` patterns do) or leaves it busy past a 30 s probe counts as a server crash,
 and the server is started again before the next trial, so one client's crash never costs the
 other a trial. Printed per model: valid trials, mean
-attempts (twinflow) and mean seconds per trial, for both; then the totals and the load average.
+attempts (twinflow) and mean seconds per trial, for both; then the totals, the rescue rate (of
+twinflow's first-attempt failures, how many its re-asks fixed) and the load average.
 Targets: twinflow at least 95% valid overall, no model below 4 of 5, and ahead of
 the peer at equal temperature.
 
@@ -447,6 +448,8 @@ class Tally:
     attempts: int = 0
     seconds: float = 0.0
     trials: int = 0
+    first_failed: int = 0
+    rescued: int = 0
 
 
 VERBOSE = os.environ.get("HELDOUT_VERBOSE") == "1"
@@ -575,6 +578,8 @@ def main() -> None:
                 crashes["twinflow"] += server.crashed()
                 ours.valid += ok
                 ours.attempts += attempts
+                ours.first_failed += attempts > 1 or not ok
+                ours.rescued += attempts > 1 and ok
                 ours.trials += 1
                 server.ensure()
                 start = time.perf_counter()
@@ -604,6 +609,13 @@ def main() -> None:
         f"{crashes['twinflow']}; peer (openai SDK + pydantic, temperature 0) {peer_valid}/{total} "
         f"({100 * peer_valid / total:.0f}%), {sum(p.seconds for _, _, p in rows):.0f} s, server "
         f"crashes {crashes['peer']} (the server is restarted after each)"
+    )
+    failed = sum(o.first_failed for _, o, _ in rows)
+    rescued = sum(o.rescued for _, o, _ in rows)
+    print(
+        f"rescue: twinflow's re-asks fixed {rescued} of {failed} first-attempt failures"
+        + (f" ({100 * rescued / failed:.0f}%)" if failed else "")
+        + "; the peer does not re-ask"
     )
     print(f"load average (1, 5, 15 min): {os.getloadavg()}")
     print(

@@ -138,7 +138,7 @@ def out_of_steps() -> bytes:
 
 PINNED: list[tuple[Callable[[], bytes], str]] = [
     (tools, "59a387c8683d76b89266939c10fd94e1eef728073b80009d75581a922dea10ad"),
-    (structured, "613647bbae9596a90c2cbfc81e0c42da65bdb0f7d4ff0bf0e7df8369fde146b1"),
+    (structured, "408705f88658ccb4a65e7b658e771b12ec30522419d234d7ee78e1bb6f9ebb6d"),
     (approvals, "ba93c3d8eeabbf7c5df95984babf1760276dcf3eae9370d0f72101d869424f34"),
     (out_of_steps, "a1e96c957664f3c9d8a88084b1cae00ad714ab44cc5f8461e47040e53e877657"),
 ]

@@ -19,7 +19,8 @@ from twinflow.models._pattern import anchor_pattern, grammar_pattern
 from twinflow.models._preflight import JSON_STRING_TEXT, GrammarVerdict, preflight
 from twinflow.trace import UserError
 
-ANY = r"(.|[\n\r\u2028\u2029])*"
+# Any run of characters, as the JSON text between a string's quotes.
+ANY = r"([^\x00-\x1F\x22\x5C]|[\x5C]([\x22\x5Cbfnrt]|u00[01][0-9a-fA-F]))*"
 
 
 def keywords(schema: dict, decoder: str = "llama.cpp") -> list[tuple[str, str]]:
@@ -62,20 +63,18 @@ def test_integer_bounds_are_reported_only_for_llama_cpp_python() -> None:
     assert keywords(schema, "llama-cpp-python") == [("/properties/age/minimum", "minimum")]
 
 
-def test_formats_without_a_grammar_rule_are_reported() -> None:
-    """email and uri have no grammar rule; date-time and uuid do."""
+def test_formats_without_a_grammar_rule_or_pattern_are_reported() -> None:
+    """email and uri are sent as patterns, date-time and uuid have rules; duration has neither."""
     schema = {
         "properties": {
             "e": {"type": "string", "format": "email"},
             "u": {"type": "string", "format": "uri"},
             "d": {"type": "string", "format": "date-time"},
             "i": {"type": "string", "format": "uuid"},
+            "s": {"type": "string", "format": "duration"},
         }
     }
-    assert keywords(schema) == [
-        ("/properties/e/format", "format"),
-        ("/properties/u/format", "format"),
-    ]
+    assert [("/properties/s/format", "format")] == keywords(schema)
 
 
 def test_a_pattern_shadows_length_bounds() -> None:
@@ -123,7 +122,7 @@ def test_an_unanchored_pattern_is_anchored_and_the_rewrite_is_recorded(decoder: 
     schema = {"properties": {"code": {"type": "string", "pattern": "[A-Z]{3}"}}}
     report = preflight(schema, decoder)
     assert "[A-Z]{3}" == schema["properties"]["code"]["pattern"]
-    anchored = f"^{ANY}([A-Z]{{3}}){ANY}$"
+    anchored = "^([A-Z]{3})$"
     assert anchored == report.sent_schema["properties"]["code"]["pattern"]
     expected = [("/properties/code/pattern", "[A-Z]{3}", anchored)]
     assert expected == [(r.pointer, r.before, r.after) for r in report.rewrites]
@@ -270,10 +269,16 @@ def test_a_root_ref_is_hoisted_and_the_rewrite_named() -> None:
     [
         (r"^\d{3}$", "^[0-9]{3}$"),
         (r"^(?:AB|CD)$", "^(AB|CD)$"),
-        (r"[a-z]+\.com", rf"^{ANY}([a-z]+[\x2E]com){ANY}$"),
-        (r"^[\w-]+$", r"^[a-zA-Z0-9_-]+$"),
+        (r"[a-z]+\.com", r"^([a-z]+[\x2E]com)$"),
+        (r"^[\w-]+$", r"^[\x2D0-9A-Z\x5Fa-z]+$"),
+        (
+            r'^"[^a]$',
+            r"^([\x5C][\x22])([^\x00-\x1F\x22\x5Ca]|[\x5C]([\x22\x5Cbfnrt]|u00[01][0-9a-fA-F]))$",
+        ),
+        (r"^\t$", r"^([\x5C][t])$"),
         (r"^a+?b$", "^a+b$"),
-        (r"^a|b$", f"^((a){ANY}|{ANY}(b))$"),
+        (r"^a|b$", "^((a)|(b))$"),
+        ("", f"^{ANY}$"),
         (r"^a{b}c{2}$", r"^a[\x7B]b[\x7D]c{2}$"),
     ],
 )
@@ -284,9 +289,13 @@ def test_patterns_are_rewritten_into_what_grammars_read(pattern: str, expected: 
 
 @pytest.mark.parametrize("pattern", [r"^(?=a)b$", r"^(a)\1$", r"\bword\b", r"^a$|^b$x^"])
 def test_a_pattern_no_grammar_can_read_is_dropped_and_reported(pattern: str) -> None:
-    """A lookaround, a backreference or a word boundary is dropped from the sent schema, named."""
+    """A lookaround, a backreference or a word boundary is dropped, named; the text stays JSON."""
     report = preflight({"type": "string", "pattern": pattern}, "llama-cpp-python")
-    expected = ({"type": "string"}, [("/pattern", "pattern")], [("/pattern", None)])
+    expected = (
+        {"type": "string", "pattern": JSON_STRING_TEXT},
+        [("/pattern", "pattern")],
+        [("/pattern", None), ("/pattern", JSON_STRING_TEXT)],
+    )
     assert expected == (
         report.sent_schema,
         [(f.pointer, f.keyword) for f in report.findings],
@@ -294,12 +303,36 @@ def test_a_pattern_no_grammar_can_read_is_dropped_and_reported(pattern: str) -> 
     )
 
 
+COUNTED = JSON_STRING_TEXT[:-2]
+
+
+@pytest.mark.parametrize(
+    ("schema", "pattern"),
+    [
+        ({"type": "string", "maxLength": 12}, COUNTED + "{0,12}$"),
+        ({"type": "string", "minLength": 1}, COUNTED + "{1,}$"),
+        ({"type": "string", "minLength": 2, "maxLength": 300}, COUNTED + "{2,}$"),
+        ({"type": "string", "minLength": 300}, JSON_STRING_TEXT),
+    ],
+)
+def test_length_bounds_become_a_count_of_json_string_characters(
+    schema: dict[str, Any], pattern: str
+) -> None:
+    """Only length bounds: a pattern counts JSON string characters (a bound too deep is dropped)."""
+    assert {"type": "string", "pattern": pattern} == preflight(
+        schema, "llama-cpp-python"
+    ).sent_schema
+
+
 def test_a_bound_too_deep_for_the_grammar_is_dropped_and_reported() -> None:
     """HttpUrl's maxLength=2083 would nest past the grammar parser's depth: dropped, named."""
     report = preflight(TypeAdapter(HttpUrl), "llama-cpp-python")
-    expected = ("maxLength" in report.sent_schema, ["/maxLength"])
+    expected = (
+        "maxLength" in report.sent_schema,
+        ["/format", "/minLength", "/pattern", "/maxLength"],
+    )
     assert (False, [r.pointer for r in report.rewrites]) == expected
-    assert ["/maxLength", "/format"] == [f.pointer for f in report.findings]
+    assert ["/maxLength"] == [f.pointer for f in report.findings]
 
 
 def test_a_converter_fallback_makes_the_whole_schema_unenforced() -> None:
@@ -317,7 +350,11 @@ def test_a_pattern_whose_grammar_does_not_compile_is_dropped_before_sending() ->
 
     def decide(schema: dict[str, Any]) -> GrammarVerdict:
         bad = "ZZ" in json.dumps(schema)
-        return GrammarVerdict(status="uncompilable" if bad else "enforced", reason="parse")
+        return (
+            GrammarVerdict(status="uncompilable", reason="parse")
+            if bad
+            else GrammarVerdict(status="enforced")
+        )
 
     schema = {
         "type": "object",
@@ -370,16 +407,19 @@ _PATTERNS = [
 
 @settings(suppress_health_check=list(HealthCheck), deadline=None, max_examples=60)
 @given(data=st.data(), pattern=st.sampled_from(_PATTERNS))
-def test_the_rewritten_pattern_accepts_every_string_the_original_accepts(
+def test_the_rewritten_pattern_accepts_every_match_of_the_original(
     data: st.DataObject, pattern: str
 ) -> None:
-    """Property: a string the original pattern finds (ECMA/ASCII) full-matches the rewrite."""
+    """Property: the JSON text of a whole match of the original pattern full-matches the rewrite."""
     # ECMA-262's `$` does not match before a final newline, Python's does: `\Z` is ECMA's `$`.
     ecma = re.sub(r"(?<!\\)\$", r"\\Z", pattern)
     text = data.draw(
-        st.from_regex(re.compile(ecma, re.ASCII), alphabet=st.characters(max_codepoint=127))
+        st.from_regex(
+            re.compile(ecma, re.ASCII), fullmatch=True, alphabet=st.characters(max_codepoint=127)
+        )
     )
-    assert True is (re.fullmatch(grammar_pattern(pattern), text, flags=re.ASCII) is not None)
+    json_text = json.dumps(text, ensure_ascii=False)[1:-1]
+    assert True is (re.fullmatch(grammar_pattern(pattern), json_text) is not None)
 
 
 class Bag(BaseModel):

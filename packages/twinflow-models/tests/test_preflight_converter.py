@@ -14,12 +14,14 @@ import enum
 import importlib
 import json
 import sys
+import uuid
 from collections.abc import Iterator
+from ipaddress import IPv4Address, IPv6Address
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, Field, HttpUrl, TypeAdapter
+from pydantic import AnyUrl, BaseModel, Field, HttpUrl, IPvAnyAddress, TypeAdapter
 
 from twinflow.cli._main import main
 from twinflow.models._grammar import LlamaCppGrammarCheck, llama_cpp_grammar_check
@@ -95,7 +97,32 @@ class Everything(BaseModel):
     domain: str = Field(pattern=r"[a-z]+\.com")
 
 
+class Formats(BaseModel):
+    """Every string format pre-flight names, and the literal shapes."""
+
+    site: AnyUrl
+    home: HttpUrl
+    v4: IPv4Address
+    v6: IPv6Address
+    ip: IPvAnyAddress
+    ident: uuid.UUID
+    at: datetime.time
+    span: datetime.timedelta
+    size: Literal["S", "M", "L"]
+    mixed: Literal["none", 0] | None = None
+    quoted: Literal['say "hi"', "a\\b"] = "a\\b"
+
+
 MODELS: list[Any] = [
+    Formats,
+    {
+        "type": "object",
+        "properties": {
+            "mail": {"type": "string", "format": "email"},
+            "host": {"type": "string", "format": "hostname"},
+            "odd": {"type": "string", "format": "x-unknown"},
+        },
+    },
     Node,
     Order,
     Everything,

@@ -150,7 +150,7 @@ def test_the_second_validation_catches_what_the_grammar_let_through(llama_server
         attempts = caught.attempts
     first = attempts[0]
     assert json.loads(first.emission)["age"] == 36
-    assert first.error == "/age: Input should be greater than or equal to 50"
+    assert first.error == "/age: Input should be greater than or equal to 50 (the reply gave 36)"
     assert len(bodies) == 2
     schema = report.sent_schema
     assert [schema, schema] == [b["response_format"]["schema"] for b in bodies]
@@ -250,3 +250,29 @@ def test_the_shapes_that_failed_now_give_valid_answers(
     result = structured.generate((Message.user(question),), output_type)
     assert (True, None) == (isinstance(result.output, output_type), result.attempts[-1].error)
     assert True is server_answers(llama_server)
+
+
+class Parcel(BaseModel):
+    """Unanchored patterns: the filler around them must not let the string close early."""
+
+    zip_code: str = Field(pattern=r"\d{5}")
+    ref: str = Field(pattern=r"^[A-Z]+")
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize(("temperature", "seed"), [(0.0, 0), (0.7, 3)])
+def test_an_unanchored_pattern_cannot_close_its_string_early(
+    llama_server: str, temperature: float, seed: int
+) -> None:
+    """The model cannot write `10969"}` inside the zip's filler: the first answer validates."""
+    structured = OpenAICompatibleChatModel(
+        HttpTransport(),
+        base_url=llama_server,
+        dialect="llama-cpp-python",
+        max_attempts=1,
+        timeout=60,
+    )
+    question = "The parcel goes to zip code 10969, reference ABC. Give zip_code and ref."
+    settings = ModelSettings(temperature=temperature, max_tokens=64, seed=seed)
+    result = structured.generate((Message.user(question),), Parcel, settings=settings)
+    assert (1, None) == (len(result.attempts), result.attempts[0].error)

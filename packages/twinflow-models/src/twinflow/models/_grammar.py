@@ -7,7 +7,9 @@ with `llama_grammar.LlamaGrammar.from_json_schema(json.dumps(S))`, which is
 text: the grammar is parsed when a sampler is built from it, and a grammar that does not parse
 takes the server down. So the check does both steps the server does, the conversion and the
 parse (`llama_sampler_init_grammar`, which needs no model for parsing), and reports which
-happened. llama-cpp-python is only in the `embedded` extra: without it there is no check, and
+happened. For a string schema it also searches the grammar for a way to close the string early
+(`string_exit`): a pattern whose grammar has one is not enforced, whatever it parses to.
+llama-cpp-python is only in the `embedded` extra: without it there is no check, and
 pre-flight uses its keyword-level rules alone.
 """
 
@@ -21,6 +23,8 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from twinflow.models._errors import InputRefused
+from twinflow.models._grammar_string import string_exit
 from twinflow.models._preflight import GrammarCheck, GrammarVerdict
 
 
@@ -32,9 +36,16 @@ class LlamaCppGrammarCheck:
         self._llama: Any = importlib.import_module("llama_cpp")
         self._grammar: Any = importlib.import_module("llama_cpp.llama_grammar")
         self._llama.llama_backend_init()
+        self._seen: dict[str, GrammarVerdict] = {}
 
     def __call__(self, schema: dict[str, JsonValue], /) -> GrammarVerdict:
         """Convert `schema` as the server does and parse the grammar as its sampler would."""
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._seen:
+            self._seen[key] = self._verdict(schema)
+        return self._seen[key]
+
+    def _verdict(self, schema: dict[str, JsonValue]) -> GrammarVerdict:
         try:
             grammar = self._grammar.json_schema_to_gbnf(json.dumps(schema))
         except Exception as exc:  # the server catches every exception here, and so must we
@@ -50,7 +61,17 @@ class LlamaCppGrammarCheck:
                 grammar_bytes=len(text),
             )
         self._llama.llama_sampler_free(sampler)
-        return GrammarVerdict(status="enforced", grammar_bytes=len(text))
+        if schema.get("type") != "string":
+            return GrammarVerdict(status="enforced", grammar_bytes=len(text))
+        try:
+            exit_text = string_exit(str(grammar))
+        except InputRefused as exc:
+            # A grammar shape the search does not read: not shown to keep the string closed.
+            reason = f"the string check cannot read this grammar ({exc})"
+            return GrammarVerdict(status="enforced", grammar_bytes=len(text), reason=reason)
+        return GrammarVerdict(
+            status="enforced", grammar_bytes=len(text), string_exit=exit_text or ""
+        )
 
 
 @cache

@@ -11,13 +11,15 @@ the decoder does not: the answer is always validated again with pydantic.
 from __future__ import annotations
 
 import copy
+import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, JsonValue, TypeAdapter
 
 from twinflow.models._errors import InputRefused, SchemaError
-from twinflow.models._pattern import grammar_pattern
+from twinflow.models._pattern import grammar_pattern, held_to_match
 from twinflow.trace import UserError
 from twinflow.vocab import FrozenValue
 
@@ -94,9 +96,14 @@ class GrammarVerdict(FrozenValue):
     server decodes generic JSON instead (safe, nothing enforced); `uncompilable`: a grammar the
     server cannot compile (sending it crashes llama-cpp-python's server)."""
     reason: str = ""
-    """The converter's or the grammar parser's complaint, when not `enforced`."""
+    """The converter's or the grammar parser's complaint, when not `enforced`; when
+    `enforced`, why the string check (`string_exit`) could not be made, if it could not."""
     grammar_bytes: int = 0
     """Size of the grammar the converter produced, when it produced one."""
+    string_exit: str = ""
+    """For a string schema: a shortest text its grammar lets the model write that stops being
+    one JSON string (a quote that closes it and more text, a bare control character); empty
+    when there is none."""
 
 
 class GrammarCheck(Protocol):
@@ -155,6 +162,36 @@ the raw text between the quotes, so a plain string is sent with this one: exactl
 valid JSON strings, hence every string value, in its standard encoding."""
 _STRING_SHAPERS = ("pattern", "format", "enum", "const", "minLength", "maxLength")
 
+_IPV4_PART = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4 = rf"({_IPV4_PART}\.){{3}}{_IPV4_PART}"
+_H = "[0-9a-fA-F]{1,4}"
+_IPV6 = (
+    f"(({_H}:){{7}}{_H}|({_H}:){{1,7}}:|({_H}:){{1,6}}:{_H}|({_H}:){{1,5}}(:{_H}){{1,2}}"
+    f"|({_H}:){{1,4}}(:{_H}){{1,3}}|({_H}:){{1,3}}(:{_H}){{1,4}}|({_H}:){{1,2}}(:{_H}){{1,5}}"
+    f"|{_H}:(:{_H}){{1,6}}|:((:{_H}){{1,7}}|:))"
+)
+_LABEL = "[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?"
+# The last label starts with a letter: a URL host that ends in a number is read as an IPv4.
+_HOST = rf"({_LABEL}\.)*[A-Za-z]([A-Za-z0-9-]*[A-Za-z0-9])?"
+_URL_CHAR = r"([A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})"
+_URL_TAIL = rf"(:[1-9][0-9]{{0,3}})?(/{_URL_CHAR}*)*(\?({_URL_CHAR}|[/?])*)?(#({_URL_CHAR}|[/?])*)?"
+FORMAT_PATTERNS: dict[str, str] = {
+    "email": rf"^[A-Za-z0-9_%+-]+(\.[A-Za-z0-9_%+-]+)*@({_LABEL}\.)+[A-Za-z]{{2,}}$",
+    "uri": rf"^[a-zA-Z][a-zA-Z0-9+.-]*://{_HOST}{_URL_TAIL}$",
+    "url": rf"^https?://{_HOST}{_URL_TAIL}$",
+    "hostname": rf"^{_HOST}$",
+    "ipv4": rf"^{_IPV4}$",
+    "ipv6": rf"^{_IPV6}$",
+    "ipvanyaddress": rf"^({_IPV4}|{_IPV6})$",
+}
+"""Formats no converter has a rule for, as anchored patterns of values every validator takes.
+
+Each is narrower than its format (an email address without quoted parts or IP literals, a URL
+whose host is a name): the grammar holds the model to common, valid values, and pydantic
+still validates the answer. `date`, `time`, `date-time` and `uuid` keep the converter's rules."""
+# pydantic's `HttpUrl` is `format: uri` with this `maxLength`: only http and https pass.
+_HTTP_URL_MAX_LENGTH = 2083
+
 
 def compile_into(
     schema: dict[str, JsonValue], rewrites: list[SchemaRewrite], findings: list[SchemaFinding]
@@ -167,29 +204,27 @@ def compile_into(
     - a root `$ref` is hoisted: the root becomes the referenced definition, `$defs` kept, so a
       recursive model recurses through `$defs` (llama-cpp-python's converter cannot resolve
       references under a root `$ref` and silently falls back to generic JSON);
-    - every `pattern` is rewritten by `grammar_pattern`; one no grammar can read is dropped;
-    - a plain string (no pattern, format, enum, const or length) gets `JSON_STRING_TEXT` as
-      its pattern, which the grammar matches against the string's JSON text (all of them);
-    - a length or item bound above `MAX_GRAMMAR_REPEAT` is dropped (a grammar too deep to parse).
+    - a `format` no converter has a rule for becomes its pattern (`FORMAT_PATTERNS`), and
+      string `enum`/`const` values JSON escapes become one pattern of their JSON texts;
+    - every `pattern` is rewritten by `grammar_pattern` to match the string's JSON text, so no
+      pattern can end the string early; one no grammar can read is dropped;
+    - a string with only length bounds counts JSON string characters in a pattern;
+    - a length or item bound above `MAX_GRAMMAR_REPEAT` is dropped (a grammar too deep to parse);
+    - a plain string left (no pattern, format, enum, const or length) gets `JSON_STRING_TEXT`
+      as its pattern, which the grammar matches against the string's JSON text (all of them).
+
+    An unanchored pattern is the exception to the first sentence: the grammar holds the model
+    to its match (see `grammar_pattern`), and values with text around it only validate.
     """
     _hoist_root_ref(schema, rewrites)
     for pointer, node in _string_nodes(schema, ""):
+        _compile_format(node, pointer, rewrites)
+        _escaped_choices(node, pointer, rewrites)
         pattern = node.get("pattern")
         if isinstance(pattern, str):
             _compile_pattern(node, pattern, pointer, rewrites, findings)
-        elif node.get("type") == "string" and not any(k in node for k in _STRING_SHAPERS):
-            node["pattern"] = JSON_STRING_TEXT
-            rewrites.append(
-                SchemaRewrite(
-                    pointer=f"{pointer}/pattern",
-                    keyword="pattern",
-                    before=None,
-                    after=JSON_STRING_TEXT,
-                    reason="a plain string gets the text of a JSON string as its grammar "
-                    "pattern: the converter's own string rule lets raw control characters "
-                    "through, and a raw newline ends in a runaway, non-JSON reply",
-                )
-            )
+        elif node.get("type") == "string" and not any(k in node for k in _STRING_SHAPERS[:4]):
+            _bounded_text(node, pointer, rewrites)
         for keyword in _REPEAT_BOUNDS:
             bound = node.get(keyword)
             if isinstance(bound, int) and bound > MAX_GRAMMAR_REPEAT:
@@ -209,6 +244,125 @@ def compile_into(
                         pointer=where, keyword=keyword, reason=reason + ", checked by pydantic"
                     )
                 )
+        if node.get("type") == "string" and not any(k in node for k in _STRING_SHAPERS):
+            node["pattern"] = JSON_STRING_TEXT
+            rewrites.append(
+                SchemaRewrite(
+                    pointer=f"{pointer}/pattern",
+                    keyword="pattern",
+                    before=None,
+                    after=JSON_STRING_TEXT,
+                    reason="a plain string gets the text of a JSON string as its grammar "
+                    "pattern: the converter's own string rule lets raw control characters "
+                    "through, and a raw newline ends in a runaway, non-JSON reply",
+                )
+            )
+
+
+_JSON_CHAR = JSON_STRING_TEXT[1:-2]
+
+
+def _bounded_text(node: dict[str, JsonValue], pointer: str, rewrites: list[SchemaRewrite]) -> None:
+    """A string with only length bounds: the bounds become a count of JSON string characters.
+
+    The converter writes length bounds with its own string character, which lets raw control
+    characters through (see `JSON_STRING_TEXT`); the pattern counts the same characters, each
+    bare or escaped. A bound too deep for the grammar is left to the rule that drops it.
+    """
+    low, high = node.get("minLength", 0), node.get("maxLength")
+    if not isinstance(low, int) or not (high is None or isinstance(high, int)):
+        return
+    if low > MAX_GRAMMAR_REPEAT:
+        return
+    if high is not None and high > MAX_GRAMMAR_REPEAT:
+        high = None  # dropped and reported with the other bounds too deep for the grammar
+    pattern = f"^{_JSON_CHAR}{{{low},{'' if high is None else high}}}$"
+    for keyword in ("minLength", "maxLength"):
+        value = node.get(keyword)
+        if isinstance(value, int) and value <= MAX_GRAMMAR_REPEAT:
+            before = node.pop(keyword)
+            rewrites.append(
+                SchemaRewrite(
+                    pointer=f"{pointer}/{keyword}",
+                    keyword=keyword,
+                    before=before,
+                    after=None,
+                    reason=f"counted in the string's pattern {pattern!r} instead: the "
+                    "converter's own length rule lets raw control characters through",
+                )
+            )
+    node["pattern"] = pattern
+
+
+def _escaped_choices(
+    node: dict[str, JsonValue], pointer: str, rewrites: list[SchemaRewrite]
+) -> None:
+    """String `enum`/`const` values JSON escapes, sent as one pattern of their JSON texts.
+
+    The converter writes such a value as a grammar literal it does not escape right (a `"`
+    ends the literal early) and the server cannot parse the grammar; the pattern spells each
+    character as JSON writes it (`grammar_pattern`), and matches exactly the same values.
+    """
+    keyword = "const" if "const" in node else "enum" if "enum" in node else None
+    if keyword is None or "pattern" in node:
+        return
+    value = node[keyword]
+    choices = [value] if keyword == "const" else value
+    if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+        return
+    texts = [c for c in choices if isinstance(c, str)]
+    if not any(json.dumps(c, ensure_ascii=False)[1:-1] != c for c in texts):
+        return
+    pattern = "^(" + "|".join(re.escape(c) for c in texts) + ")$"
+    del node[keyword]
+    node["type"] = "string"
+    node["pattern"] = pattern
+    rewrites.append(
+        SchemaRewrite(
+            pointer=f"{pointer}/{keyword}",
+            keyword=keyword,
+            before=value,
+            after=None,
+            reason=f"a value JSON escapes: sent as the pattern {pattern!r} (the converter "
+            "writes it as a grammar literal the server cannot parse)",
+        )
+    )
+
+
+def _compile_format(
+    node: dict[str, JsonValue], pointer: str, rewrites: list[SchemaRewrite]
+) -> None:
+    """Replace a `format` no converter enforces by its pattern (`FORMAT_PATTERNS`), recorded."""
+    fmt = node.get("format")
+    if not isinstance(fmt, str) or any(k in node for k in ("pattern", "enum", "const")):
+        return
+    if fmt == "uri" and node.get("maxLength") == _HTTP_URL_MAX_LENGTH:
+        fmt = "url"
+    pattern = FORMAT_PATTERNS.get(fmt)
+    if pattern is None or node.get("type") not in ("string", None):
+        return
+    before = node.pop("format")
+    node["pattern"] = pattern
+    rewrites.append(
+        SchemaRewrite(
+            pointer=f"{pointer}/format",
+            keyword="format",
+            before=before,
+            after=None,
+            reason=f"no converter has a rule for format {before!r}: it is sent as a pattern of "
+            "common valid values instead, which the grammar enforces (pydantic still validates)",
+        )
+    )
+    if node.get("minLength") in (0, 1):  # every format pattern needs a character or more
+        rewrites.append(
+            SchemaRewrite(
+                pointer=f"{pointer}/minLength",
+                keyword="minLength",
+                before=node.pop("minLength"),
+                after=None,
+                reason=f"implied by the pattern of format {before!r}, which needs a character",
+            )
+        )
 
 
 def _hoist_root_ref(schema: dict[str, JsonValue], rewrites: list[SchemaRewrite]) -> None:
@@ -273,8 +427,15 @@ def _compile_pattern(
             keyword="pattern",
             before=pattern,
             after=rewritten,
-            reason="rewritten into the regex subset grammars read (anchored, plain groups, "
-            "classes spelled out): it matches the same strings",
+            reason="rewritten into the regex subset grammars read, read against the string's "
+            "JSON text (plain groups, every character bare or escaped as JSON writes it, so "
+            "the string cannot end early)"
+            + (
+                "; unanchored, so the grammar holds the model to the match itself: text around "
+                "it still validates, but the model cannot write it"
+                if held_to_match(pattern)
+                else ""
+            ),
         )
     )
 
@@ -475,12 +636,11 @@ def _check_grammar(
     Raises:
         SchemaError: The grammar does not compile even without them (reason `uncompilable`).
     """
+    # A pattern the converter cannot read alone takes the whole schema down with it (a
+    # fallback to generic JSON, or a grammar that crashes the server), and one whose grammar
+    # lets the string close early lets the model run on inside it: drop either.
+    _drop_unsafe_patterns(sent, grammar_check, rewrites, findings)
     verdict = grammar_check(sent)
-    if verdict.status != "enforced":
-        # A pattern the converter cannot read alone takes the whole schema down with it
-        # (a fallback to generic JSON, or a grammar that crashes the server): drop it.
-        _drop_uncompilable_patterns(sent, grammar_check, rewrites, findings)
-        verdict = grammar_check(sent)
     if verdict.status == "uncompilable":
         raise SchemaError(
             f"the {decoder} server could not compile the grammar of this schema "
@@ -501,20 +661,32 @@ def _check_grammar(
     return verdict
 
 
-def _drop_uncompilable_patterns(
+def _drop_unsafe_patterns(
     sent: dict[str, JsonValue],
     grammar_check: GrammarCheck,
     rewrites: list[SchemaRewrite],
     findings: list[SchemaFinding],
 ) -> None:
-    """Drop each pattern the converter cannot turn alone into a grammar that compiles, naming it."""
+    """Drop each pattern whose grammar alone does not compile or lets its string end early."""
     for pointer, node in _string_nodes(sent, ""):
         pattern = node.get("pattern")
         if not isinstance(pattern, str):
             continue
         alone = grammar_check({"type": "string", "pattern": pattern})
-        if alone.status == "enforced":
+        if alone.status == "enforced" and not alone.string_exit:
+            if alone.reason:  # enforced, but the string check could not read the grammar
+                findings.append(
+                    SchemaFinding(
+                        pointer=f"{pointer}/pattern",
+                        keyword="pattern",
+                        reason=f"{alone.reason}: kept, but not shown to keep its string closed",
+                    )
+                )
             continue
+        if alone.status == "enforced":
+            why = f"its grammar lets the model close the string early ({alone.string_exit!r})"
+        else:
+            why = f"the converter cannot make a working grammar of it ({alone.status}: {alone.reason})"
         del node["pattern"]
         rewrites.append(
             SchemaRewrite(
@@ -522,16 +694,14 @@ def _drop_uncompilable_patterns(
                 keyword="pattern",
                 before=pattern,
                 after=None,
-                reason=f"dropped: the converter cannot make a grammar of it ({alone.status}: "
-                f"{alone.reason})",
+                reason=f"dropped: {why}",
             )
         )
         findings.append(
             SchemaFinding(
                 pointer=f"{pointer}/pattern",
                 keyword="pattern",
-                reason="the converter cannot make a working grammar of this pattern; dropped "
-                "from the sent schema, checked only by pydantic",
+                reason=f"{why}; dropped from the sent schema, checked only by pydantic",
             )
         )
 

@@ -9,6 +9,7 @@ given back to the model, and one error for a bad attempt count (ADR 0074).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -49,6 +50,30 @@ def validation_error_text(exc: ValidationError) -> str:
     lines = []
     for error in exc.errors(include_url=False, include_context=False):
         lines.append(f"{json_pointer(error['loc']) or ROOT}: {error['msg']}")
+    return "\n".join(lines)
+
+
+# Errors whose input is not the value at the pointer: a missing field's is its parent object,
+# and bad JSON's is the whole reply.
+_NO_GIVEN_VALUE = frozenset({"missing", "json_invalid"})
+_GIVEN_MAX_CHARS = 80
+
+
+def _refusal_text(exc: ValidationError) -> str:
+    """`validation_error_text`, each line also naming the value the reply gave there.
+
+    A re-ask that names the field, the constraint and the value lets a small model fix that
+    value instead of writing the same one again.
+    """
+    lines = []
+    for error in exc.errors(include_url=False, include_context=False):
+        line = f"{json_pointer(error['loc']) or ROOT}: {error['msg']}"
+        if error["type"] not in _NO_GIVEN_VALUE:
+            given = json.dumps(error["input"], ensure_ascii=False, default=str)
+            if len(given) > _GIVEN_MAX_CHARS:
+                given = given[: _GIVEN_MAX_CHARS - 3] + "..."
+            line += f" (the reply gave {given})"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -123,7 +148,7 @@ def _validated(
     try:
         output = output_type.model_validate_json(emission)
     except ValidationError as exc:
-        error = validation_error_text(exc)
+        error = _refusal_text(exc)
         if sent is not None and sent.cut:
             error = (
                 f"{ROOT}: the reply was cut off at max_tokens={sent.settings.max_tokens} "
