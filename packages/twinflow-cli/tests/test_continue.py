@@ -315,17 +315,18 @@ def test_ctrl_c_inside_a_tool_pauses_and_resume_names_the_call(project: Project)
     root = Path(__file__).resolve().parents[3]
     expected = f"uv run --project {root} --frozen twinflow resume out/trace.jsonl --spec spec.yaml"
     assert one_line(stopped.stderr).endswith(f"continue it with: {expected}")
-    command = pasted(stopped.stderr)
     (project.root / "hold1").unlink()
     events = list(Trace.load(project.trace).events)
     assert ["tool_called", "run_failed"] == [e.body.kind for e in events[-2:]]
     call_id = getattr(events[-2].body, "call_id", None)
-    refused = project.twinflow(*command)
+    # The printed command, pasted as printed in the user's directory (outside the workspace).
+    env = {"PYTHONDONTWRITEBYTECODE": "1"}
+    refused = run_process(["bash", "-c", expected], cwd=project.root, env=env, timeout=600)
     assert 2 == refused.returncode
     assert f"inside tool call {call_id} (step" in one_line(refused.stderr)
     assert "would only repeat" not in refused.stderr
     project.spec(allow="step", repeat="step")
-    done = project.twinflow(*command, "--json")
+    done = run_process(["bash", "-c", expected], cwd=project.root, env=env, timeout=600)
     assert 0 == done.returncode, done.stderr
     assert Counter({0: 1, 1: 2, 2: 1}) == project.executions()
     resumed = Trace.load(project.trace).events[len(events)].body
