@@ -406,3 +406,27 @@ def test_an_interrupted_case_resumes_from_its_trace(tmp_path: Path) -> None:
     kinds = [e.body.kind for e in Trace.load(run_dir / "traces" / "c1@1.jsonl").events]
     assert ("run_resumed", "run_finished") == (kinds[cut], kinds[-1])
     assert not (run_dir / "traces" / "c1@1.interrupted.jsonl").exists()
+
+
+def test_a_case_stopped_inside_a_tool_call_is_not_run_again(tmp_path: Path) -> None:
+    """Its trace ends at a `tool_called` with no result: resuming the eval names the call and
+    stops, running neither that case nor its tool again; the other finished case is kept."""
+    run_dir = tmp_path / "run"
+    whole = run_eval(dataset(2), factory(), tmp_path / "whole", clock=CLOCK)
+    lines = (tmp_path / "whole" / whole.cases[1].trace).read_bytes().splitlines(keepends=True)
+    cut = 1 + max(i for i, line in enumerate(lines) if b'"kind":"tool_called"' in line)
+    (run_dir / "traces").mkdir(parents=True)
+    kept = b"".join(lines[:cut])
+    (run_dir / "traces" / "c1@1.jsonl").write_bytes(kept)
+    built: list[str] = []
+    with pytest.raises(RunDirError) as refused:
+        run_eval(dataset(2), factory(built), run_dir, clock=CLOCK)
+    # c1's agent is built once, for the resume that refuses; never again for a fresh run.
+    expected = (True, True, kept, ["c1"])
+    actual = (
+        "case c1@1" in str(refused.value),
+        "would repeat that call" in str(refused.value),
+        (run_dir / "traces" / "c1@1.jsonl").read_bytes(),
+        [case for case in built if case == "c1"],
+    )
+    assert expected == actual

@@ -104,7 +104,17 @@ class RecordedFailure(RunError):
 class CannotResume(AgentError, UserError):
     """The trace cannot be continued as it is (finished, failed for good, a call left
     mid-tool that is not safe to repeat, a decision for a call that is not waiting); nothing
-    was written."""
+    was written.
+
+    ``reason`` is ``"in_flight"`` when a tool call has no result recorded (it may have taken
+    effect: a caller must not run the case again from the start either), else
+    ``"not_resumable"``.
+    """
+
+    def __init__(self, message: str, *, reason: str = "not_resumable") -> None:
+        """Create the error with its message and reason tag."""
+        super().__init__(message)
+        self.reason = reason
 
 
 class RunPaused(AgentError):

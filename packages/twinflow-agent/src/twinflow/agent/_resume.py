@@ -317,7 +317,8 @@ def _check_in_flight(trace: Trace, path: str, repeat_safe: frozenset[str]) -> To
         raise CannotResume(
             f"{path}: the run stopped inside tool call {names} with no result recorded: it may "
             f"have taken effect, so it is not run again; declare {tools} safe to repeat (policy "
-            "repeat_safe) if running it twice is harmless, or fork the run before that step"
+            "repeat_safe) if running it twice is harmless, or fork the run before that step",
+            reason="in_flight",
         )
     # Only the last call of the prefix can be run again: a re-run that has matched every line
     # before it runs the tool live, and the run goes on from its result.
@@ -327,7 +328,8 @@ def _check_in_flight(trace: Trace, path: str, repeat_safe: frozenset[str]) -> To
         seq, call = dangling[0]
         raise CannotResume(
             f"{path}: tool call {call.call_id} ({call.tool}, seq {seq}) has no result, yet the "
-            "run went on past it: no run writes such a trace, so it is not continued"
+            "run went on past it: no run writes such a trace, so it is not continued",
+            reason="in_flight",
         )
     return last
 

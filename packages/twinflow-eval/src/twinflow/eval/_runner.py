@@ -370,7 +370,17 @@ def _resumed(run_dir: Path, factory: AgentFactory, case: Case, repeat: int, key:
     agent = factory(case, MemoryTraceSink(), trial_seed(repeat))
     try:
         agent.resume(trace)
-    except (CannotResume, ReplayDivergenceError, TraceCorruptError):
+    except CannotResume as exc:
+        if exc.reason == "in_flight":
+            # Running the case again from the start would repeat a call that may have taken
+            # effect: a person decides, and nothing more runs.
+            raise RunDirError(
+                f"case {key}: {exc}; running the case again would repeat that call: declare "
+                f"the tool repeat_safe, or move {trace} away to run the case from the start"
+            ) from None
+        set_aside(trace)
+        return False
+    except (ReplayDivergenceError, TraceCorruptError):
         # Not a run this code can continue (torn at its start, another spec, finished
         # without a result file): kept aside, and the case runs again from the start.
         set_aside(trace)
@@ -413,6 +423,8 @@ class _LocalCase:
                     self.factory(case, sink, trial_seed(repeat)).run(self.render(case))
                 finally:
                     sink.close()
+        except RunDirError:
+            raise  # a case that must not run again: the run stops, finished cases are kept
         except TransportError as exc:
             raise RunAborted(
                 f"case {key}: the model could not be reached ({type(exc).__name__}: {exc}); "
