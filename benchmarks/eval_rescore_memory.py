@@ -39,7 +39,7 @@ def hwm_kb():
         for line in f:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1])
-from twinflow.eval import rescore
+from twinflow.eval._rescore import rescore
 import twinflow.agent, twinflow.trace  # loaded before the baseline
 base = hwm_kb()
 results = rescore(sys.argv[1])

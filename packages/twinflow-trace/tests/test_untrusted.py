@@ -210,10 +210,13 @@ def test_a_streamed_piece_ending_in_the_start_of_the_key_is_held(
     by a line break, and nothing of a piece that cannot begin it."""
     # With only this key registered: the registry is the process's, and a key another test
     # registered may begin with the piece's last letter.
-    for name in ("_pattern", "_names_pattern", "_bytes_pattern", "_installed"):
-        monkeypatch.setattr(untrusted, name, getattr(untrusted, name))
-    for name in ("_forms", "_exact", "_short"):
-        monkeypatch.setattr(untrusted, name, set())
+    monkeypatch.setattr(untrusted, "_pattern", untrusted._pattern)
+    monkeypatch.setattr(untrusted, "_names_pattern", untrusted._names_pattern)
+    monkeypatch.setattr(untrusted, "_bytes_pattern", untrusted._bytes_pattern)
+    monkeypatch.setattr(untrusted, "_installed", untrusted._installed)
+    monkeypatch.setattr(untrusted, "_forms", set())
+    monkeypatch.setattr(untrusted, "_exact", set())
+    monkeypatch.setattr(untrusted, "_short", set())
     register_secret(KEY)
     assert held == unfinished_secret(piece)
 
