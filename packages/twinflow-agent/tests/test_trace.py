@@ -644,10 +644,15 @@ def test_a_short_secret_inside_a_digest_leaves_the_chain_whole(
     first = loaded.digests[0]  # the second event's prev
     secret = next(first[i : i + 4] for i in range(61) if first[i : i + 4].encode() not in bodies)
     # A registry of its own: a four-letter secret would scrub other tests' text.
+    # Every part of the registry, so nothing of it outlives the test (a short secret is kept
+    # in `_short`, and the patterns are rebuilt from all three sets).
     monkeypatch.setattr(_untrusted, "_forms", set())
-    monkeypatch.setattr(_untrusted, "_installed", frozenset())
-    monkeypatch.setattr(_untrusted, "_pattern", None)
-    monkeypatch.setattr(_untrusted, "_bytes_pattern", None)
+    monkeypatch.setattr(_untrusted, "_exact", set())
+    monkeypatch.setattr(_untrusted, "_short", set())
+    monkeypatch.setattr(_untrusted, "_installed", _untrusted._installed)
+    monkeypatch.setattr(_untrusted, "_pattern", _untrusted._pattern)
+    monkeypatch.setattr(_untrusted, "_names_pattern", _untrusted._names_pattern)
+    monkeypatch.setattr(_untrusted, "_bytes_pattern", _untrusted._bytes_pattern)
     register_secret(secret)
     writer = TraceWriter(MemoryTraceSink())
     write_sample(writer)
