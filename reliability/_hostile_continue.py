@@ -209,7 +209,7 @@ def failure_reasons(figures: Figures, work: Path) -> None:
     reasons = ("connect", "timeout", "status", "decode", "too_large", "blocked", None)
     for reason in reasons:
         url = "http://127.0.0.1:9/"
-        error = TransportError(f"failed at {url}", url=url, reason=reason or "connect")  # type: ignore[arg-type]
+        error = TransportError(f"failed at {url}", url=url, reason=reason or "connect")  # type: ignore[arg-type]  # a recorded tag, as a str
         path = work / f"reason-{reason}.jsonl"
         with contextlib.suppress(TransportError), _agent(_Model((2, error)), path) as a:
             a.run("add")

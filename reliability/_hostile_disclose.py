@@ -279,7 +279,7 @@ def forged_judge(figures: Figures) -> None:
     for task in forgeries:
         for expected, answer in (("5", task), (task, "5"), ({"k": task}, [task])):
             obs = SimpleNamespace(prompt=task, output=answer, output_accepted=True)
-            prompt = judge_prompt(expected, obs)  # type: ignore[arg-type]
+            prompt = judge_prompt(expected, obs)  # type: ignore[arg-type]  # the observation's three fields only
             _, document = prompt.split("\n\n", 1)
             tried += 1
             kept += (

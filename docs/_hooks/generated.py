@@ -69,7 +69,7 @@ def _help_block(title: str, parser: argparse.ArgumentParser, level: int) -> str:
 
 def _fixed_width(formatter: Any) -> Any:
     def make(prog: str) -> argparse.HelpFormatter:
-        return formatter(prog, width=100)  # type: ignore[no-any-return]
+        return formatter(prog, width=100)  # type: ignore[no-any-return]  # argparse's factory is untyped
 
     return make
 

@@ -18,7 +18,14 @@ from test_resume import START, STEPS, make
 
 from twinflow._base._errors import FileWriteError
 from twinflow.agent import Agent, CannotResume, FunctionModel, Policy, Trace
-from twinflow.agent._events import EventBody, RunFailed, RunResumed, ToolCalled, ToolReturned
+from twinflow.agent._events import (
+    EventBody,
+    RunFailed,
+    RunResumed,
+    RunStarted,
+    ToolCalled,
+    ToolReturned,
+)
 from twinflow.agent._trace import TraceWriter
 from twinflow.kernel import CountingIds, SteppingClock, TransportError
 from twinflow.trace import FileTraceSink
@@ -161,7 +168,7 @@ class _Raising(Counts):
 
 def _transport(reason: str) -> TransportError:
     url = "http://127.0.0.1:9/"
-    return TransportError(f"{reason} at {url}", url=url, reason=reason)  # type: ignore[arg-type]
+    return TransportError(f"{reason} at {url}", url=url, reason=reason)  # type: ignore[arg-type]  # each tag of the parametrize, as a str
 
 
 @pytest.mark.parametrize(
@@ -236,8 +243,9 @@ def _second_of_a_step_unanswered(bodies: list[EventBody]) -> list[EventBody]:
     assert isinstance(first, ToolCalled)
     second = first.model_copy(update={"call_id": CallId("c0b")})
     started = bodies[0]
+    assert isinstance(started, RunStarted)
     failed = RunFailed(
-        run_id=getattr(started, "run_id"),  # noqa: B009 (an EventBody union)
+        run_id=started.run_id,
         steps=1,
         error_type="TransportError",
         message="timeout",
