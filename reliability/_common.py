@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -193,3 +196,18 @@ def trace_shapes() -> dict[str, bytes]:
         max_steps=2,
     )
     return shapes
+
+
+def twinflow(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The real command, as `python -m` (so the working directory is on sys.path)."""
+    return subprocess.run(
+        [sys.executable, "-m", "twinflow.cli", *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )

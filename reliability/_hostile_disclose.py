@@ -30,14 +30,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from _common import Figures
+from _common import Figures, twinflow
 from pydantic import BaseModel
 
 from twinflow._base._json import loads
@@ -67,18 +66,6 @@ def add(a: int, b: int) -> int:
 '''
 
 
-def _twinflow(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Any:
-    return subprocess.run(
-        [sys.executable, "-m", "twinflow.cli", *args],
-        cwd=cwd,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 def _in_process(*argv: str) -> tuple[int, str]:
     """The command run in this process (for refusals that happen before anything runs)."""
     err = io.StringIO()
@@ -106,7 +93,7 @@ def undisclosed(figures: Figures, work: Path, url: str) -> None:
     (user / "calc.py").write_text(CALC)
     spec = _spec(url)
     (user / "spec.yaml").write_text(spec)
-    made = _twinflow("run", "spec.yaml", "--out", "out", "--quiet", cwd=user)
+    made = twinflow("run", "spec.yaml", "--out", "out", "--quiet", cwd=user)
     if made.returncode != 0:
         figures.fail(f"disclose: the user's run failed: {made.stderr[-300:]}")
         return
@@ -121,10 +108,10 @@ def undisclosed(figures: Figures, work: Path, url: str) -> None:
     named = leaked = 0
     commands = [("replay",), ("resume",), ("fork", "--at-step", "1")]
     for command in commands:
-        result = _twinflow(command[0], "trace.jsonl", *command[1:], cwd=bundle, env=env)
+        result = twinflow(command[0], "trace.jsonl", *command[1:], cwd=bundle, env=env)
         named += result.returncode == 2 and f"and start {shown}" in result.stderr
         leaked += "value-secret" in result.stdout + result.stderr
-    trusted = _twinflow("replay", "trace.jsonl", "--trust-spec", cwd=bundle, env=env)
+    trusted = twinflow("replay", "trace.jsonl", "--trust-spec", cwd=bundle, env=env)
     lines = trusted.stdout.splitlines()
     named += len(lines) > 1 and lines[1].startswith(f"--trust-spec: may start {shown}")
     leaked += "value-secret" in trusted.stdout + trusted.stderr
@@ -341,7 +328,7 @@ def linked_traces(figures: Figures, work: Path, url: str) -> None:
     (root / "run").mkdir(parents=True)
     (root / "run" / "calc.py").write_text(CALC)
     (root / "run" / "spec.yaml").write_text(_spec(url).replace("allow: [add]", "ask: [add]"))
-    made = _twinflow("run", "spec.yaml", "--out", "out", "--quiet", cwd=root / "run")
+    made = twinflow("run", "spec.yaml", "--out", "out", "--quiet", cwd=root / "run")
     trace = root / "run" / "out" / "trace.jsonl"
     if made.returncode != 3:
         figures.fail(f"linked traces: the waiting run did not wait: {made.stderr[-300:]}")

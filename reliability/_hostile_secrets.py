@@ -24,19 +24,20 @@ import os
 import re
 import select
 import signal
-import subprocess
 import sys
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from _common import Figures
+from _common import Figures, twinflow
 
 from twinflow.kernel import LoopbackServer
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 
-KEY = "sk-hostile-Secret-Key-4e8b1c07d9a2"
+# No nine characters of it in any path the campaign writes to (the work directory is named
+# twinflow-hostile-...): `_leaked` looks for any nine of them, in any case.
+KEY = "sk-Qv8Rm3-Secret-Key-4e8b1c07d9a2"
 SERVER = Path(__file__).resolve().parents[1] / "packages/twinflow-kernel/tests/mcp_servers"
 FORMS = (
     f"{KEY.upper()} {KEY.lower()} {KEY.swapcase()} {KEY[:10]}\n{KEY[10:]} "
@@ -53,20 +54,6 @@ ENV_VALUES = (
     "-----BEGIN RSA PRIVATE KEY-----",
     "Bearer eyJhbGciOiJIUzI1NiJ9.payload",
 )
-
-
-def _twinflow(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "twinflow.cli", *args],
-        cwd=cwd,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def _leaked(texts: list[str]) -> int:
@@ -168,7 +155,7 @@ def secrets_as_a_class(figures: Figures, work: Path, full: bool) -> None:
             )
             out = project / f"out-{n}"
             with _reaped(pid_file):
-                made = _twinflow(
+                made = twinflow(
                     "run", f"spec-{n}.yaml", "--out", out.name, *mode, cwd=project, env=env
                 )
                 runs += 1
@@ -180,7 +167,7 @@ def secrets_as_a_class(figures: Figures, work: Path, full: bool) -> None:
             trace_text = (out / "trace.jsonl").read_text() if (out / "trace.jsonl").exists() else ""
             if mcp and '"tool_returned"' not in trace_text:
                 figures.fail(f"run {n}: the MCP tool was never called")
-            page = _twinflow(
+            page = twinflow(
                 "show", str(out / "trace.jsonl"), "--html", str(out / "page.html"), cwd=project
             )
             texts = [made.stdout, made.stderr, page.stdout, page.stderr]
@@ -200,7 +187,7 @@ def secrets_as_a_class(figures: Figures, work: Path, full: bool) -> None:
             f'mcp_servers:\n  - name: s\n    command: [x]\n    env: {{DATABASE_URL: "{value}"}}\n'
         )
         (project / "env.yaml").write_text(_spec("http://127.0.0.1:9", servers))
-        made = _twinflow("run", "env.yaml", "--out", f"env-{i}", cwd=project, env=env)
+        made = twinflow("run", "env.yaml", "--out", f"env-{i}", cwd=project, env=env)
         echoed = value[-10:] in made.stdout + made.stderr
         if (
             made.returncode != 2
@@ -219,11 +206,11 @@ def secrets_as_a_class(figures: Figures, work: Path, full: bool) -> None:
         for dummy in dummies:
             (project / "dummy.yaml").write_text(_spec(server.url, key_env="TWINFLOW_DUMMY"))
             keyed = {"TWINFLOW_DUMMY": dummy}
-            made = _twinflow(
+            made = twinflow(
                 "run", "dummy.yaml", "--out", f"dummy-{dummy}", "--quiet", cwd=project, env=keyed
             )
             trace = project / f"dummy-{dummy}" / "trace.jsonl"
-            replayed = _twinflow(
+            replayed = twinflow(
                 "replay", str(trace), "--spec", "dummy.yaml", cwd=project, env=keyed
             )
             if (made.returncode, replayed.returncode) != (0, 0):

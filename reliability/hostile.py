@@ -76,7 +76,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _common import Figures, parse_mode
+from _common import Figures, parse_mode, twinflow
 from _hostile_continue import continuations
 from _hostile_modules import guard_lends_nothing, modules_off_the_allowlist
 from _hostile_secrets import secrets_as_a_class
@@ -159,21 +159,6 @@ policy:
   allow: [add]
 max_steps: 3
 """
-
-
-def twinflow(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """The real command, as `python -m` (so the working directory is on sys.path)."""
-    return subprocess.run(
-        [sys.executable, "-m", "twinflow.cli", *args],
-        cwd=cwd,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def scripted(request: LoopbackRequest) -> LoopbackResponse:
