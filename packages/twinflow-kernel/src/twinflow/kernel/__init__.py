@@ -24,7 +24,8 @@ what to do. A family of failures is one class; its `reason` says which failure i
         │                                  (`.difference`)
         ├── NondeterminismError            replayed code reached the clock, randomness or the network
         │                                  (also a RuntimeError)
-        ├── LaunchError                    a server process did not start, or did not become healthy
+        ├── LaunchError                    a process did not start or become healthy, or its sandbox is
+        │                                  missing or broke (`.reason`: start, unavailable, protocol)
         ├── McpError                       an MCP server gave no usable answer (`.server`, `.reason`:
         │                                  protocol, timeout, closed, remote; `.code` for remote)
         └── ClusterError                   a Ray run failed (`.reason`: unreachable, task_lost,
