@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(
 # Small limits, so each hostile program is stopped within a few seconds on a busy machine.
 SMALL = SandboxLimits(
     cpu_seconds=2,
-    wall_seconds=8,
+    wall_seconds=120,
     memory_bytes=256 * 1024 * 1024,
     processes=32,
     file_bytes=1024 * 1024,

@@ -260,6 +260,10 @@ class ToolRunner:
         """Run an allowed call (or serve its recorded result); a raising tool is an error result."""
         returned = None if self._recorded is None else self._recorded(call)
         if returned is not None:
+            # A sandboxed tool rebuilds its work directory from recorded calls when it next runs.
+            restore = getattr(decided.tool.function, "twinflow_recorded", None)
+            if restore is not None:
+                restore(decided.kwargs, returned.result.content)
             self._emit(returned)
             return returned.result
         if self._before_call is not None:

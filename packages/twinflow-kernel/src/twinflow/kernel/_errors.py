@@ -141,10 +141,11 @@ class ReplayDivergenceError(KernelError):
         self.actual = actual
 
 
-LaunchReason = Literal["start", "unavailable", "protocol"]
+LaunchReason = Literal["start", "unavailable", "protocol", "limit"]
 """Why a process was not run: it did not start, exited early or was not healthy in time; what
 it needs is missing here (a sandbox without ``bwrap``), named with what to install; or the
-sandbox around it broke its protocol (no result, too much output)."""
+sandbox around it broke its protocol (no result, too much output); or a call in a sandbox hit
+one of its limits (the message names which)."""
 
 
 class LaunchError(KernelError):

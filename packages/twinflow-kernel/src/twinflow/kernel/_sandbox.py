@@ -27,11 +27,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import weakref
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from twinflow._base._untrusted import scrub
 from twinflow.kernel._errors import LaunchError
 
 _INIT = Path(__file__).with_name("_sandbox_init.py")
@@ -71,6 +73,11 @@ class SandboxLimits:
             if not value > 0:
                 raise ValueError(f"sandbox limit {key} must be positive, not {value!r}")
 
+    def describe(self, names: Sequence[str]) -> str:
+        """One line naming the limits a call hit, with their values, and what to do."""
+        named = ", ".join(f"{name} ({getattr(self, name):g})" for name in names)
+        return f"the sandboxed call hit its limit: {named}; raise it in the spec's sandbox settings"
+
 
 @dataclass(frozen=True, slots=True)
 class SandboxResult:
@@ -88,6 +95,23 @@ class SandboxResult:
     """The work directory afterwards: relative path to (size, sha256) of each regular file."""
     refused: tuple[str, ...] = ()
     """Entries of the work directory not carried out (links pointing out, devices)."""
+
+    def outcome(self, before: dict[str, tuple[int, str]]) -> dict[str, Any]:
+        """As JSON: output, exit status, the files changed since ``before``, the limits hit."""
+        changed = [
+            {"name": name, "size": size, "sha256": sha}
+            for name, (size, sha) in sorted(self.files.items())
+            if before.get(name) != (size, sha)
+        ]
+        return {
+            "exit_status": self.returncode,
+            "stdout": scrub(self.stdout),
+            "stderr": scrub(self.stderr),
+            "files_changed": changed,
+            "files_removed": sorted(set(before) - set(self.files)),
+            "links_refused": list(self.refused),
+            "limits_hit": list(self.limits_hit),
+        }
 
 
 class Sandbox(Protocol):
@@ -118,6 +142,10 @@ class Sandbox(Protocol):
                 protocol (``reason="protocol"``); a command that fails or hits a limit is a
                 result, not an error.
         """
+        ...
+
+    def work_directory(self, owner: object) -> Path:
+        """A new, empty host directory for a run's work directory, removed with ``owner``."""
         ...
 
     def close(self) -> None:
@@ -152,6 +180,10 @@ class BubblewrapSandbox:
 
     def close(self) -> None:
         """Nothing is held between calls."""
+
+    def work_directory(self, owner: object) -> Path:
+        """A new, empty temporary directory, removed when ``owner`` is collected."""
+        return new_work_dir(owner)
 
     def _program(self) -> str:
         found = self._bwrap or shutil.which("bwrap")
@@ -277,6 +309,15 @@ def _replace_work_dir(archive: bytes, work_dir: Path) -> tuple[str, ...]:
     fresh.rename(work_dir)
     shutil.rmtree(old, ignore_errors=True)
     return tuple(refused)
+
+
+def new_work_dir(owner: object) -> Path:
+    """A new, empty work directory on the host, removed when ``owner`` is collected."""
+    base = Path(tempfile.mkdtemp(prefix="twinflow-sandbox-"))
+    weakref.finalize(owner, shutil.rmtree, base, True)
+    work = base / "work"
+    work.mkdir()
+    return work
 
 
 def manifest(work_dir: Path) -> dict[str, tuple[int, str]]:
