@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from twinflow._base._untrusted import scrub
+from twinflow._base._untrusted import for_terminal
 from twinflow.kernel._errors import LaunchError
 
 _INIT = Path(__file__).with_name("_sandbox_init.py")
@@ -105,8 +105,9 @@ class SandboxResult:
         ]
         return {
             "exit_status": self.returncode,
-            "stdout": scrub(self.stdout),
-            "stderr": scrub(self.stderr),
+            # Scrubbed of secrets, and no control reaches a terminal that shows the result.
+            "stdout": for_terminal(self.stdout),
+            "stderr": for_terminal(self.stderr),
             "files_changed": changed,
             "files_removed": sorted(set(before) - set(self.files)),
             "links_refused": list(self.refused),
@@ -156,13 +157,14 @@ class Sandbox(Protocol):
 def interpreter_paths() -> tuple[Path, ...]:
     """The interpreter, its standard library and import path: what a Python tool needs to see."""
     found: list[Path] = []
-    here = Path.cwd().resolve()
-    for raw in (sys.base_prefix, sys.prefix, *sys.path):
+    # Never shown whole: the current directory and the script's (the first entry of the
+    # import path) may be a project holding keys and runs, or /tmp.
+    hidden = {Path.cwd().resolve(), Path.home(), Path("/"), Path("/tmp")}
+    for raw in (sys.base_prefix, sys.prefix, *sys.path[1:]):
         if not raw:
             continue
         path = Path(raw).resolve()
-        # The current directory may be a project holding keys and runs: never shown whole.
-        if path.is_dir() and path != here and path not in found and path != Path.home():
+        if path.is_dir() and path not in hidden and path not in found:
             found.append(path)
     return tuple(found)
 
