@@ -212,3 +212,25 @@ def test_resume_refuses_a_work_directory_it_cannot_rebuild(tmp_path: Path) -> No
         agent.resume(cut)
     is_error, text = results(cut)[-1]
     assert (True, True) == (is_error, "cannot be restored from the trace" in text)
+
+
+def test_a_sandboxed_tool_returns_values_and_raises_as_it_would_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Values come back as the same canonical JSON, a builtin exception as itself."""
+    (tmp_path / "boxed_tools.py").write_text(
+        "def stats(words: list[str]) -> dict[str, int]:\n"
+        "    return {'n': len(words), 'longest': max(map(len, words))}\n\n"
+        "def fail(x: int) -> int:\n"
+        "    raise ValueError(f'no {x}')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import boxed_tools
+
+    boxed = Tool.from_function(boxed_tools.stats, sandbox=SMALL)
+    plain = Tool.from_function(boxed_tools.stats)
+    arguments = {"words": ["to", "be", "free"]}
+    assert plain.call(plain.validate(arguments)) == boxed.call(boxed.validate(arguments))
+    failing = Tool.from_function(boxed_tools.fail, sandbox=True)
+    with pytest.raises(ValueError, match="no 3"):
+        failing.call(failing.validate({"x": 3}))

@@ -29,24 +29,41 @@ from twinflow.kernel import (
     Sandbox,
     SandboxLimits,
 )
+from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = ["SandboxSession", "SandboxSpec", "ToolEntry", "sandboxed"]
 
 _DEFAULTS = SandboxLimits()
 
-# Inside the sandbox: import the tool by module and name, validate and call it as the runner
-# would, print one JSON line. Kept to what the interpreter's import path already holds.
+# Inside the sandbox: import the tool by module and name, call it with the arguments the host
+# validated (plain values as they are, others rebuilt by pydantic), print one JSON line. Only
+# the standard library for plain tools, so a call does not pay for importing twinflow.
 _RUNNER = """
-import importlib, json, sys
+import importlib, json, sys, typing
 request = json.loads(sys.stdin.read())
 sys.path[:0] = request["path"]
 try:
-    from twinflow.agent._tools import Tool
     target = importlib.import_module(request["module"])
     for part in request["qualname"].split("."):
         target = getattr(target, part)
-    tool = Tool.from_function(target, name=request["name"])
-    answer = {"ok": tool.call(tool.validate(request["arguments"]))}
+    hints = typing.get_type_hints(target)
+    kwargs = {}
+    for name, value in request["arguments"].items():
+        hint = hints.get(name)
+        if hint in (str, int, float, bool, type(None)):
+            kwargs[name] = value
+        else:  # a model or a container: pydantic rebuilds it as the host validated it
+            from pydantic import TypeAdapter
+            kwargs[name] = TypeAdapter(hint).validate_python(value)
+    value = target(**kwargs)
+    if isinstance(value, str):
+        answer = {"text": value}
+    else:
+        try:
+            answer = {"value": json.loads(json.dumps(value, allow_nan=False))}
+        except (TypeError, ValueError):
+            from pydantic_core import to_jsonable_python
+            answer = {"value": to_jsonable_python(value)}
 except BaseException as error:
     answer = {"error": type(error).__name__, "message": str(error)}
 print("\\n" + json.dumps(answer))
@@ -232,9 +249,12 @@ def sandboxed(
                 f"{tail or 'no output'}",
                 reason="protocol",
             ) from None
-        if not isinstance(answer, dict) or "ok" not in answer:
+        if not isinstance(answer, dict) or not {"text", "value"} & set(answer):
             _raise_inner(answer if isinstance(answer, dict) else {}, name)
-        return scrub(str(answer["ok"]))
+        if "text" in answer:
+            return scrub(str(answer["text"]))
+        # Rendered as `Tool.call` renders a value: its canonical JSON.
+        return scrub(canonical_bytes(answer["value"]).decode())
 
     @functools.wraps(function)
     def call(**kwargs: Any) -> str:
