@@ -300,7 +300,7 @@ class _Builtin:
     def call(self, code: str) -> str:
         self.session.catch_up()
         done = self.execute(code)
-        text = json.dumps(done, ensure_ascii=False, indent=1)
+        text = json.dumps(done, ensure_ascii=False)
         if done["limits_hit"]:
             message = self.session.settings.limits().describe(done["limits_hit"])
             raise LaunchError(f"{message}\n{text}", reason="limit")
