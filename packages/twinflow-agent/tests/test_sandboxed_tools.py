@@ -100,7 +100,7 @@ def test_the_spec_takes_sandboxed_tools_settings_and_builtins(tmp_path: Path) ->
     )
     extra = "sandbox: {cpu_seconds: 3}\nbuiltin_tools: [run_python]\npolicy: {allow: [run_python]}"
     spec = parse_spec(SPEC.format(extra=extra), "spec.yaml", code_dir=tmp_path)
-    tools = [t if isinstance(t, Tool) else Tool.from_function(t) for t in spec.load_tools()]
+    tools = [Tool.from_function(t) for t in spec.sandboxed_tools(spec.load_tools())]
     double, plain, run_python = tools
     assert (6, 3, ("sandbox_tools",)) == (
         json.loads(double.call(double.validate({"x": 3}))),

@@ -263,7 +263,7 @@ def resolve(spec: RunSpec, tools: Sequence[Callable[..., Any]] | None = None) ->
     output_type = spec.output_type()
     return Resolved(
         spec=spec,
-        tools=tuple(spec.load_tools() if tools is None else [*tools, *spec.load_builtin_tools()]),
+        tools=tuple(spec.sandboxed_tools(spec.load_tools() if tools is None else tools)),
         output_type=str if output_type is None else output_type,
         part_kinds=tuple(spec.load_part_kinds()),
         policy=Policy(

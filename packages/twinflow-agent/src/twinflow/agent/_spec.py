@@ -354,32 +354,40 @@ class RunSpec(SpecValue):
         except UserError as exc:
             raise SpecError(str(exc)) from None
 
-    def load_builtin_tools(self) -> list[Callable[..., Any]]:
-        """The ``builtin_tools`` on one sandbox session of their own."""
-        return builtin_tools(self.builtin_tools, SandboxSession(self.sandbox))
-
     def load_tools(self) -> list[Callable[..., Any]]:
-        """Resolve the spec's tool paths to callables.
+        """Resolve the spec's tool paths to callables (`sandboxed_tools` puts them in the sandbox).
 
         Raises:
             SpecError: a path does not resolve to a callable.
         """
-        session = SandboxSession(self.sandbox or SandboxSpec())
         tools: list[Callable[..., Any]] = []
-        for index, entry in enumerate(self.tools):
-            dotted = entry if isinstance(entry, str) else entry.name
+        for index, dotted in enumerate(self.tool_paths()):
             target = resolve_dotted(dotted, self._code_dir)
             if not callable(target):
                 raise SpecError(f"tools[{index}]: {dotted!r} is not callable")
-            setting = self.sandbox is not None if isinstance(entry, str) else entry.sandbox
-            if isinstance(setting, SandboxSpec):
-                tools.append(sandboxed(target, SandboxSession(setting), target.__name__))
-            elif setting:
-                tools.append(sandboxed(target, session, target.__name__))
-            else:
-                tools.append(target)
-        tools.extend(builtin_tools(self.builtin_tools, session))
+            tools.append(target)
         return tools
+
+    def sandboxed_tools(self, tools: Sequence[Callable[..., Any]]) -> list[Callable[..., Any]]:
+        """One run's tools: those the spec sandboxes (matched by name) wrapped to run in the
+        sandbox, then the ``builtin_tools``, all on one new session (one work directory)."""
+        session = SandboxSession(self.sandbox or SandboxSpec())
+        settings: dict[str, bool | SandboxSpec] = {}
+        for entry in self.tools:
+            dotted = entry if isinstance(entry, str) else entry.name
+            name = split_dotted(dotted)[1].rpartition(".")[2]
+            settings[name] = self.sandbox is not None if isinstance(entry, str) else entry.sandbox
+        made: list[Callable[..., Any]] = []
+        for tool in tools:
+            name = str(getattr(tool, "__name__", ""))
+            setting = settings.get(name, False)
+            if isinstance(setting, SandboxSpec):
+                made.append(sandboxed(tool, SandboxSession(setting), name))
+            elif setting:
+                made.append(sandboxed(tool, session, name))
+            else:
+                made.append(tool)
+        return [*made, *builtin_tools(self.builtin_tools, session)]
 
     def tool_paths(self) -> tuple[str, ...]:
         """The dotted paths of ``tools``, however each is written."""
