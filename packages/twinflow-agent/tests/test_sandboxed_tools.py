@@ -234,3 +234,13 @@ def test_a_sandboxed_tool_returns_values_and_raises_as_it_would_in_process(
     failing = Tool.from_function(boxed_tools.fail, sandbox=True)
     with pytest.raises(ValueError, match="no 3"):
         failing.call(failing.validate({"x": 3}))
+
+
+def test_without_bwrap_each_call_is_refused_naming_what_to_install(tmp_path: Path) -> None:
+    """No bubblewrap: the call is an error result naming the package; nothing runs unsandboxed."""
+    path = tmp_path / "trace.jsonl"
+    missing = SandboxSession(SMALL, sandbox=BubblewrapSandbox(bwrap=str(tmp_path / "none")))
+    answer = run(["open('ran', 'w')"], path, missing)
+    [(is_error, text)] = results(path)
+    assert ("done", True, True) == (answer, is_error, "apt-get install bubblewrap" in text)
+    assert [] == list(missing.work_dir.iterdir())
