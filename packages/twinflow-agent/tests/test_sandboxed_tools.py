@@ -244,3 +244,14 @@ def test_without_bwrap_each_call_is_refused_naming_what_to_install(tmp_path: Pat
     [(is_error, text)] = results(path)
     assert ("done", True, True) == (answer, is_error, "apt-get install bubblewrap" in text)
     assert [] == list(missing.work_dir.iterdir())
+
+
+def test_a_fork_rebuilds_the_work_directory_of_the_steps_it_serves(tmp_path: Path) -> None:
+    """A fork after the first call runs that call again, so the second finds its file."""
+    parent = tmp_path / "parent.jsonl"
+    codes = ["open('a.txt', 'w').write('forked')", "print(open('a.txt').read())"]
+    run(codes, parent)
+    child = tmp_path / "child.jsonl"
+    with make(codes, FileTraceSink(child), SandboxSession(SMALL)) as agent:
+        agent.fork(parent, at_step=2)
+    assert "forked\n" == json.loads(results(child)[-1][1])["stdout"]
