@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=20)
     add_smoke(parser)
     args = parser.parse_args()
-    calls = 2 if args.smoke else args.calls
+    calls = 1 if args.smoke else args.calls
     with tempfile.TemporaryDirectory(prefix="twinflow-bench-") as tmp:
         (Path(tmp) / "bench_tools.py").write_text(TOOL)
         sys.path.insert(0, tmp)
