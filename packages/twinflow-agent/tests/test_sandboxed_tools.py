@@ -14,6 +14,7 @@ import pytest
 from twinflow._base._untrusted import REDACTED, register_secret
 from twinflow.agent import (
     Agent,
+    AgentConfigError,
     FunctionModel,
     Policy,
     ReplayPorts,
@@ -255,3 +256,13 @@ def test_a_fork_rebuilds_the_work_directory_of_the_steps_it_serves(tmp_path: Pat
     with make(codes, FileTraceSink(child), SandboxSession(SMALL)) as agent:
         agent.fork(parent, at_step=2)
     assert "forked\n" == json.loads(results(child)[-1][1])["stdout"]
+
+
+def test_a_tool_that_cannot_be_imported_inside_is_refused_when_built() -> None:
+    """A nested function cannot cross into the sandbox: a usage error naming what to do."""
+
+    def nested(x: int) -> int:
+        return x
+
+    with pytest.raises(AgentConfigError, match="define it at the top level of a module"):
+        Tool.from_function(nested, sandbox=True)

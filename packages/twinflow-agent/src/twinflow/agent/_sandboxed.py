@@ -23,6 +23,7 @@ from pydantic_core import to_jsonable_python
 
 from twinflow._base._untrusted import scrub
 from twinflow.agent._code_record import SpecValue
+from twinflow.agent._errors import AgentConfigError
 from twinflow.kernel import (
     BubblewrapSandbox,
     LaunchError,
@@ -216,7 +217,19 @@ def _raise_inner(answer: dict[str, Any], name: str) -> None:
 def sandboxed(
     function: Callable[..., Any], session: SandboxSession, name: str
 ) -> Callable[..., Any]:
-    """``function`` as a callable of the same signature that runs it in ``session``'s sandbox."""
+    """``function`` as a callable of the same signature that runs it in ``session``'s sandbox.
+
+    Raises:
+        AgentConfigError: The function cannot be imported by module and name (defined in
+            ``__main__``, inside another function, or a lambda).
+    """
+    qualname = str(getattr(function, "__qualname__", ""))
+    if function.__module__ in ("__main__", None) or "<" in qualname:
+        raise AgentConfigError(
+            f"tool {name!r}: a sandboxed tool is imported inside the sandbox by module and "
+            f"name, and {function.__module__}:{qualname} cannot be: define it at the top level "
+            "of a module"
+        )
     path, shown = _module_paths(function)
 
     def once(kwargs: dict[str, Any]) -> str:
