@@ -266,3 +266,15 @@ def test_a_tool_that_cannot_be_imported_inside_is_refused_when_built() -> None:
 
     with pytest.raises(AgentConfigError, match="define it at the top level of a module"):
         Tool.from_function(nested, sandbox=True)
+
+
+def test_run_shell_runs_a_script_in_the_same_kind_of_sandbox() -> None:
+    """run_shell (named only when asked for) runs /bin/sh with the code and reports its files."""
+    (run_shell,) = builtin_tools(("run_shell",), SandboxSession(SMALL))
+    tool = Tool.from_function(run_shell)
+    done = json.loads(tool.call(tool.validate({"code": "echo hi > f && cat f && env | wc -l"})))
+    assert ("run_shell", "hi\n5\n", ["f"]) == (
+        tool.name,
+        done["stdout"],
+        [f["name"] for f in done["files_changed"]],
+    )
