@@ -50,6 +50,7 @@ Thirteen attacks, each counted, each with the invariant it must not break:
     received unsigned ones, shared call ids, one witness key under two names, and witness
     states edited by hand: none is accepted.
 13. **Secrets as a class, processes that end with the run** (`_hostile_secrets.py`).
+14. **Code in the sandbox** (`_hostile_sandbox.py`): twenty classes of hostile ``run_python`` code.
 
     .venv/bin/python reliability/hostile.py --short | --full
 """
@@ -1298,6 +1299,9 @@ def main() -> int:
         secrets_as_a_class(figures, work, full)
         modules_off_the_allowlist(figures, work)
         guard_lends_nothing(figures)
+        from _hostile_sandbox import sandboxed_code
+
+        sandboxed_code(figures, work, rounds=3 if full else 1)
     return figures.finish(args.json)
 
 

@@ -245,9 +245,10 @@ class Steps(Generic[OutputT]):
                 f"run {state.run_id}: step {state.step} of the parent does not answer the calls "
                 "of its reply one by one, in order; it cannot be served"
             )
+        contents = {r.call_id: r.content for r in results}
         for body in served:
             if isinstance(body, ToolCalled):
-                runner.served(body.tool)
+                runner.served(body.tool, body.arguments, contents.get(body.call_id))
             self._emit(body)
         return results
 

@@ -128,7 +128,7 @@ def _disclosed(spec: RunSpec, code_dir: Path) -> tuple[str, list[str]]:
     named = [
         f"{what}: {_names(paths)}"
         for what, paths in (
-            ("tools", spec.tools),
+            ("tools", spec.tool_paths()),
             ("output", (spec.output,) if isinstance(spec.output, str) else ()),
             ("part kinds", spec.part_kinds),
         )
