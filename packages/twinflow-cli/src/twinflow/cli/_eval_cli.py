@@ -13,6 +13,8 @@ and thread pool are wired into the eval runner, which only knows the ports.
 - ``eval compare A B [--seed N]``: regressions and improvements per case, exact McNemar
   p-value, a paired bootstrap interval on the rate difference (resampling cases, seeded)
 - ``eval merge DIR... --out DIR``: combine the shard directories of one dataset
+- ``eval attest DIR --key SKEY``: sign an in-toto attestation of the run (``--check``: hold
+  one against the directory; ``--case KEY``: one case's inclusion proof)
 - ``eval plan DATASET --spec SPEC --metric M --rule R --out FILE [--sign KEY]``: pre-register
   a run (``eval run --plan FILE [--plan-key PUB]`` refuses any other, and Lab Notes say
   whether the rule was met)
@@ -42,6 +44,7 @@ from twinflow.cli._eval_agents import (
     render,
 )
 from twinflow.cli._eval_args import configure_eval
+from twinflow.cli._eval_evidence import eval_attest
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._show import _clean
 from twinflow.cli._traces import read_small_file
@@ -546,6 +549,7 @@ _HANDLERS = {
     "compare": _compare,
     "merge": _merge,
     "plan": _plan,
+    "attest": eval_attest,
 }
 
 
