@@ -187,3 +187,62 @@ def test_a_case_key_the_run_does_not_have_is_refused(
     )
     assert (2, False) == (code, proof.exists())
     assert payload["error"].startswith(f"{attested}/out has no case 'nope@1'")
+
+
+def reproduce(
+    project: Path, capsys: pytest.CaptureFixture[str], out: str = "repro"
+) -> tuple[int, dict[str, Any], str]:
+    """`eval reproduce out --spec spec.yaml --out project/OUT`."""
+    return cli_json(
+        capsys,
+        *("eval", "reproduce", str(project / "out"), "--spec", str(project / "spec.yaml")),
+        *("--out", str(project / out)),
+    )
+
+
+def test_a_reproduction_is_attested_names_the_run_and_is_compared(
+    attested: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both cases replay exactly; the signed reproduction names the run's attestation."""
+    code, payload, _ = reproduce(attested, capsys)
+    assert (0, ["reproduced", "reproduced"]) == (code, [c["outcome"] for c in payload["cases"]])
+    repro = attested / "repro"
+    assert (
+        0 == cli_json(capsys, "eval", "attest", str(repro), "--key", str(attested / "lab.key"))[0]
+    )
+    argv = [
+        "attest-check",
+        str(repro / "reproduction.intoto.json"),
+        "--key",
+        str(attested / "lab.pub"),
+    ]
+    assert 0 == leaf.main([*argv, "--names", str(attested / "out" / "eval.intoto.json")])
+    assert "2 of 2 case(s) reproduced (recorded)" in capsys.readouterr().out
+    assert 1 == leaf.main([*argv, "--names", str(attested / "lab.pub")])
+    assert "a reproduction of another run" in capsys.readouterr().err
+    code, payload, _ = cli_json(capsys, "eval", "compare", str(attested / "out"), str(repro))
+    assert (0, "reproduced") == (code, payload["reproduction"]["cases"][1]["outcome"])
+
+
+def test_a_changed_spec_diverges_and_another_run_is_refused(
+    attested: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A spec with another step limit: each case diverges at seq 0 (its configuration);
+    compared with another run, the reproduction is refused in one line."""
+    spec = attested / "spec.yaml"
+    spec.write_text(spec.read_text().replace("max_steps: 3", "max_steps: 4"))
+    code, payload, err = reproduce(attested, capsys)
+    diverged = [(c["outcome"], c["seq"]) for c in payload["cases"]]
+    assert (0, [("diverged", 0)] * 2) == (code, diverged), err
+    spec.write_text(spec.read_text().replace("max_steps: 4", "max_steps: 3"))
+    code, _, err = cli_json(
+        capsys,
+        *("eval", "run", str(attested / "dataset.yaml"), "--spec", str(attested / "spec.yaml")),
+        *("--out", str(attested / "other")),
+    )
+    assert 0 == code, err
+    code, payload, _ = cli_json(
+        capsys, "eval", "compare", str(attested / "other"), str(attested / "repro")
+    )
+    assert (1, True) == (code, "is a reproduction of another run" in payload["error"])
+    assert 1 == len(payload["error"].splitlines())

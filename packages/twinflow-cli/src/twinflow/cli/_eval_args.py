@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from twinflow.cli._eval_evidence import configure_attest
+from twinflow.cli._eval_evidence import configure_attest, configure_reproduce
 from twinflow.eval import EvalValueError
 from twinflow.eval._plan import METRICS
 from twinflow.eval._results import Shard
@@ -94,6 +94,13 @@ def configure_eval(p: argparse.ArgumentParser, handlers: Mapping[str, Callable[.
     )
     configure_attest(attest)
     _add_json(attest)
+    reproduce = sub.add_parser(
+        "reproduce",
+        help="re-run every case trace of an attested run; write what reproduced",
+        description=handlers["reproduce"].__doc__,
+    )
+    configure_reproduce(reproduce)
+    _add_json(reproduce)
 
 
 def _configure_run(run: argparse.ArgumentParser) -> None:

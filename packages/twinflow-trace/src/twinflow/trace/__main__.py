@@ -5,6 +5,9 @@ auditor's verifier.
 ``twinflow-trace attest-check ATTESTATION --key VKEY [--trace TRACE] [--checkpoint CP]`` checks
 a run attestation (an in-toto statement in a DSSE envelope): its signature by every key given,
 and that it names the trace file, its output and its checkpoint (``twinflow.trace._attest``).
+Given an eval attestation, ``--trace CASE --proof PROOF`` checks that one case trace is a case of
+the attested run; given a reproduction, ``--names ATTESTATION`` that it names that eval
+attestation (``twinflow.trace._evidence``).
 
 Checks the format, digests, chain and completeness, and a checkpoint (a C2SP checkpoint note,
 signed and checked against the verifier keys given, every one of which must have signed, for the
