@@ -124,6 +124,8 @@ def _add_keys(p: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the verifier and return its exit code."""
     args = _parser().parse_args(argv)
+    if args.command == "vector":
+        return _vector(args)
     if args.command == "attest-check":
         return _attest_check(args)
     if args.command == "prove-check":
@@ -175,7 +177,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     attest.add_argument("--checkpoint", type=Path, help="the checkpoint note it must name")
     attest.add_argument("--origin", help="the log the checkpoint is for (default: its key's)")
+    vector = sub.add_parser(
+        "vector", help="this verifier's verdict on one conformance vector (JSON on stdout)"
+    )
+    vector.add_argument("check", help="trace, checkpoint, inclusion or attestation")
+    vector.add_argument("files", nargs="*", type=Path)
     return parser
+
+
+def _vector(args: argparse.Namespace) -> int:
+    """``vector CHECK FILE...``: this verifier's verdict on one conformance vector, as JSON."""
+    import json
+
+    from twinflow.trace import _conformance
+
+    try:
+        said = _conformance.check_vector(args.check, [str(f) for f in args.files])
+    except (OSError, TwinflowError) as exc:
+        return _fail(exc, 2)
+    print(json.dumps(said, sort_keys=True))
+    return 0
 
 
 def _add_verify(verify: argparse.ArgumentParser) -> None:
