@@ -223,6 +223,12 @@ def configure_reproduce(p: argparse.ArgumentParser) -> None:
         help=f"the run's eval attestation it names (default: RUN_DIR/{ATTESTATION_NAME})",
     )
     p.add_argument(
+        "--key",
+        type=Path,
+        metavar="SKEY",
+        help=f"also sign it (as `eval attest OUT --key SKEY`): OUT/{REPRODUCTION_ATTESTATION}",
+    )
+    p.add_argument(
         "--mode",
         choices=("recorded", "live"),
         default="recorded",
@@ -248,6 +254,7 @@ def eval_reproduce(args: argparse.Namespace, out: Output) -> int:
     manifest, results = load_run(args.run_dir)
     if os.path.lexists(args.out):
         raise UserError(f"{args.out} already exists; a reproduction is written to a new directory")
+    signer = _signer(args.key)
     spec = load_spec(args.spec)
     try:
         statement, roots = eval_statement(args.run_dir, _version())
@@ -287,7 +294,12 @@ def eval_reproduce(args: argparse.Namespace, out: Output) -> int:
             )
     for line in list(environment)[:5]:
         out.line(f"  environment: {_clean(line)}")
-    out.line(f"sign it: twinflow eval attest {args.out} --key SKEY")
+    if signer is None:
+        out.line(f"sign it: twinflow eval attest {args.out} --key SKEY")
+        return EXIT_OK
+    target = args.out / REPRODUCTION_ATTESTATION
+    write_new(target, sign_attestation(_reproduction_statement(args.out), [signer]), mode=0o644)
+    out.line(f"reproduction attestation signed by {key_id(signer.verifier)} written to {target}")
     return EXIT_OK
 
 
