@@ -78,6 +78,7 @@ from typing import Any
 
 from _common import Figures, parse_mode, twinflow
 from _hostile_continue import continuations
+from _hostile_evidence import eval_evidence
 from _hostile_modules import guard_lends_nothing, modules_off_the_allowlist
 from _hostile_secrets import secrets_as_a_class
 from _hostile_signed import signed_evidence
@@ -1298,6 +1299,7 @@ def main() -> int:
         secrets_as_a_class(figures, work, full)
         modules_off_the_allowlist(figures, work)
         guard_lends_nothing(figures)
+        eval_evidence(figures, work)
     return figures.finish(args.json)
 
 

@@ -97,6 +97,12 @@ def trace_root(data: bytes) -> tuple[int, bytes]:
     return report.checkpoint.size, bytes.fromhex(report.checkpoint.root)
 
 
+def _one_of(value: object, allowed: frozenset[str], where: str) -> str:
+    if type(value) is not str or value not in allowed:
+        raise _malformed(f"{where} is not one of {sorted(allowed)}")
+    return value
+
+
 def _int(value: object, where: str, minimum: int = 0) -> int:
     if type(value) is not int or value < minimum:
         raise _malformed(f"{where} must be an integer >= {minimum}")
@@ -154,8 +160,7 @@ def check_eval_predicate(value: object) -> dict[str, Any]:
         "preRegistration", "claims", "cases",
     }  # fmt: skip
     predicate = _object(value, "the predicate", members)
-    if predicate["assuranceLevel"] not in _ASSURANCE:
-        raise _malformed(f"predicate.assuranceLevel is not one of {sorted(_ASSURANCE)}")
+    _one_of(predicate["assuranceLevel"], _ASSURANCE, "predicate.assuranceLevel")
     suite = _object(predicate["suite"], "predicate.suite", {"name", "digest"})
     _text(suite["name"], "predicate.suite.name")
     _digest(suite["digest"], "predicate.suite.digest")
@@ -206,8 +211,7 @@ def _case_roots(value: object) -> list[bytes]:
         if key in keys:
             raise _malformed(f"two case results have the key {key[:80]!r}")
         keys.add(key)
-        if case["status"] not in _STATUSES:
-            raise _malformed(f"{where}.status is not one of {sorted(_STATUSES)}")
+        _one_of(case["status"], _STATUSES, f"{where}.status")
         _int(case["size"], f"{where}.size", 1)
         roots.append(bytes.fromhex(_hex64(case["rootHex"], f"{where}.rootHex")))
     if _int(cases["size"], "predicate.cases.size") != len(roots):
@@ -237,8 +241,7 @@ def check_reproduction_predicate(value: object) -> dict[str, Any]:
     suite = _object(predicate["suite"], "predicate.suite", {"name", "digest"})
     _text(suite["name"], "predicate.suite.name")
     _digest(suite["digest"], "predicate.suite.digest")
-    if predicate["mode"] not in ("recorded", "live"):
-        raise _malformed("predicate.mode is 'recorded' or 'live'")
+    _one_of(predicate["mode"], frozenset({"recorded", "live"}), "predicate.mode")
     results = predicate["cases"]
     if not isinstance(results, list) or len(results) > _MAX_CASES:
         raise _malformed(f"predicate.cases must be a list of at most {_MAX_CASES}")
@@ -246,8 +249,7 @@ def check_reproduction_predicate(value: object) -> dict[str, Any]:
         where = f"predicate.cases[{i}]"
         case = _object(item, where, {"key", "outcome", "seq", "detail"})
         _text(case["key"], f"{where}.key")
-        if case["outcome"] not in _OUTCOMES:
-            raise _malformed(f"{where}.outcome is not one of {sorted(_OUTCOMES)}")
+        _one_of(case["outcome"], _OUTCOMES, f"{where}.outcome")
         if case["seq"] is not None:
             _int(case["seq"], f"{where}.seq")
         _optional_text(case["detail"], f"{where}.detail")
