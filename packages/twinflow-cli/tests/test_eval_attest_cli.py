@@ -246,3 +246,15 @@ def test_a_changed_spec_diverges_and_another_run_is_refused(
     )
     assert (1, True) == (code, "is a reproduction of another run" in payload["error"])
     assert 1 == len(payload["error"].splitlines())
+
+
+def test_an_eval_attestation_given_to_attest_check_is_refused_in_one_line(
+    attested: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`twinflow attest --check` of an eval attestation: one line naming the right command."""
+    code, _, err = cli_json(
+        capsys,
+        *("attest", "--check", str(attested / "out" / "eval.intoto.json")),
+        *("--key", str(attested / "lab.pub")),
+    )
+    assert (1, 1, True) == (code, len(err.splitlines()), "eval attest RUN_DIR --check" in err)

@@ -384,6 +384,11 @@ def check_statement(
     Raises:
         SignatureError (``attestation_mismatch``): A subject or predicate field disagrees; the message names it.
     """
+    if statement["predicateType"] != PREDICATE_TYPE:
+        raise _mismatch(
+            f"this is not a run attestation ({str(statement['predicateType'])[:80]}): check an "
+            "eval's with `twinflow eval attest RUN_DIR --check`, or `twinflow-trace attest-check`"
+        )
     predicate = statement["predicate"]
     stated = predicate["checkpoint"]
     subjects = {s["name"]: s["digest"]["sha256"] for s in statement["subject"]}
