@@ -258,3 +258,20 @@ def test_an_eval_attestation_given_to_attest_check_is_refused_in_one_line(
         *("--key", str(attested / "lab.pub")),
     )
     assert (1, 1, True) == (code, len(err.splitlines()), "eval attest RUN_DIR --check" in err)
+
+
+def test_reproducing_with_another_runs_attestation_is_refused(
+    attested: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--attestation naming other case roots: one line, exit 1, no reproduction written."""
+    st = statement(attested)
+    st["predicate"]["cases"]["results"][0]["rootHex"] = "00" * 32
+    roots = [bytes.fromhex(c["rootHex"]) for c in st["predicate"]["cases"]["results"]]
+    st["predicate"]["cases"]["rootHex"] = cases_root(roots).hex()
+    code, payload, _ = cli_json(
+        capsys,
+        *("eval", "reproduce", str(attested / "out"), "--spec", str(attested / "spec.yaml")),
+        *("--out", str(attested / "repro"), "--attestation", str(resign(attested, st))),
+    )
+    assert (1, False) == (code, (attested / "repro").exists())
+    assert "is not an attestation of" in payload["error"]

@@ -260,6 +260,12 @@ def eval_reproduce(args: argparse.Namespace, out: Output) -> int:
         statement, roots = eval_statement(args.run_dir, _version())
     except TraceMismatchError as exc:
         raise _failed(str(exc)) from None
+    named = _stated_cases_root(envelope)
+    if named != statement["predicate"]["cases"]["rootHex"]:
+        raise _failed(
+            f"{attestation} is not an attestation of {args.run_dir}: it states case root (hex) "
+            f"{str(named)[:64]}, the run has {statement['predicate']['cases']['rootHex']}"
+        )
     cases: list[dict[str, object]] = []
     environment: dict[str, None] = {}
     for result in results.cases:
@@ -301,6 +307,20 @@ def eval_reproduce(args: argparse.Namespace, out: Output) -> int:
     write_new(target, sign_attestation(_reproduction_statement(args.out), [signer]), mode=0o644)
     out.line(f"reproduction attestation signed by {key_id(signer.verifier)} written to {target}")
     return EXIT_OK
+
+
+def _stated_cases_root(envelope: bytes) -> object:
+    """The case root an eval attestation states (its signature is the reader's to check:
+    a reproducer may not hold the lab's key), or None where it states none."""
+    import base64
+    import binascii
+    import json
+
+    try:
+        statement = json.loads(base64.b64decode(json.loads(envelope)["payload"], validate=True))
+        return statement["predicate"]["cases"]["rootHex"]
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        return None
 
 
 def _reproduce_case(
