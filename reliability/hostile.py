@@ -79,6 +79,7 @@ from typing import Any
 
 from _common import Figures, parse_mode, twinflow
 from _hostile_continue import continuations
+from _hostile_evidence import eval_evidence
 from _hostile_modules import guard_lends_nothing, modules_off_the_allowlist
 from _hostile_secrets import secrets_as_a_class
 from _hostile_signed import signed_evidence
@@ -1302,6 +1303,7 @@ def main() -> int:
         from _hostile_sandbox import sandboxed_code
 
         sandboxed_code(figures, work, rounds=3 if full else 1)
+        eval_evidence(figures, work)
     return figures.finish(args.json)
 
 

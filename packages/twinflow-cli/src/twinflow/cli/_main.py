@@ -91,6 +91,10 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
         "twinflow.cli._publish",
         "sign an in-toto attestation of a run (DSSE, Ed25519), or check one (--check)",
     ),
+    "conformance": (
+        "twinflow.cli._conformance_cli",
+        "run a trace verifier (default: twinflow-trace's) against the conformance vectors",
+    ),
     "witness": (
         "twinflow.cli._publish",
         "cosign a log's checkpoint as a C2SP witness, only if it extends the last one cosigned",
@@ -156,6 +160,10 @@ def command_module_commands(module: str) -> dict[str, Command]:
         from twinflow.cli._prove import COMMANDS as prove_commands
 
         return prove_commands
+    if module == "twinflow.cli._conformance_cli":
+        from twinflow.cli._conformance_cli import COMMANDS as conformance_commands
+
+        return conformance_commands
     if module == "twinflow.cli._export":
         from twinflow.cli._export import COMMANDS as export_commands
 
