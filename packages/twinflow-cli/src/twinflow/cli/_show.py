@@ -186,6 +186,10 @@ def _run_lines(kind: object, body: dict[str, Any]) -> list[str] | None:
     """A run's event: how it ended or resumed, an MCP server's tools, an approval."""
     if kind == "run_finished":
         return [f"finished after {_clean(body.get('steps'))} step(s)"]
+    if kind == "user_turn":
+        return [
+            f"turn {_clean(body.get('turn'))}, the user: {_indent(_clean(body.get('text')), '  ')}"
+        ]
     if kind == "run_resumed":
         repeated = body.get("repeated_call")
         again = "" if repeated is None else f"; call {_clean(repeated)} run again"

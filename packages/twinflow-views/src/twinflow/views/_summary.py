@@ -61,6 +61,9 @@ class TraceSummary(FrozenValue):
     """How the run ended: an output, an error, or no terminal event."""
     prompt: str
     """The prompt the run started with."""
+    turns: int = 1
+    """The user turns the run took: 1, and one more for each ``user_turn`` (a conversation);
+    ``output`` and ``status`` are those of the last."""
     seed: int | None = None
     """The sampling seed the run's configuration sends (None: it sends none)."""
     schema_name: str | None
@@ -108,6 +111,7 @@ class TraceSummary(FrozenValue):
 _NOTHING_YET: dict[str, Any] = {
     "status": "incomplete",
     "prompt": "",
+    "turns": 1,
     "schema_name": None,
     "output_schema": None,
     "output": None,
@@ -191,6 +195,11 @@ def summarize_trace(events: Iterable[TraceEvent]) -> TraceSummary:
             summary["attempts"] = body.attempts if body.schema_name is not None else 0
         elif isinstance(body, RunFinished):
             summary.update(status="finished", steps=body.steps)
+        elif body.kind == "user_turn":
+            # A conversation's next turn: its own answer and end are still to come.
+            summary.update(
+                turns=summary["turns"] + 1, status="incomplete", output=None, output_accepted=False
+            )
         elif isinstance(body, RunFailed):
             summary.update(
                 status="failed", steps=body.steps, error_type=body.error_type, error=body.message
