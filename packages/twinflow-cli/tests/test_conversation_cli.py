@@ -21,7 +21,7 @@ from cli_testkit import chat_answer, completion
 from twinflow.agent import Trace
 from twinflow.kernel import LoopbackServer
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
-from twinflow.kernel._process import ProcessResult, run_process
+from twinflow.kernel._process import ProcessResult, run_process, start_on_terminal
 
 TOOLS = '''
 import os
@@ -254,3 +254,31 @@ def test_a_turn_sent_to_a_failed_run_is_refused_in_one_line(project: Project) ->
     missing = project.twinflow("run", "spec.yaml", "--continue", str(project.trace))
     assert 2 == missing.returncode
     assert "twinflow run --continue needs --prompt TEXT" in missing.stderr
+
+
+def test_chat_on_a_terminal_streams_shows_decisions_and_ends_with_ctrl_d(
+    project: Project,
+) -> None:
+    """``twinflow chat``: each line typed is a turn, the reply streams, the tool call's policy
+    decision and result are shown; Ctrl-D ends it with the trace and its root printed."""
+    terminal = start_on_terminal(
+        [sys.executable, "-m", "twinflow.cli", "chat", "spec.yaml", "--out", "out"],
+        cwd=project.root,
+        env={"PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    try:
+        terminal.until("you> ")
+        terminal.type("hello\n")
+        assert "model> turn 1: hello" in terminal.until("you> ")
+        terminal.type("step two\n")
+        shown = terminal.until("you> ")
+        assert "policy> allow step (by policy)" in shown
+        assert "tool>   result: step 2 done" in shown
+        assert "model> turn 2: step two" in shown
+        terminal.type("\x04")
+        ending = terminal.until("root      (hex) ")
+    finally:
+        code = terminal.close()
+    trace = Trace.load(project.trace, require_complete=True)
+    assert (0, 1) == (code, trace.kinds.count("user_turn"))
+    assert f"trace     out/trace.jsonl ({trace.size} events)" in ending

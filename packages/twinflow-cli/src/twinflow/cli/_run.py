@@ -23,9 +23,9 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pydantic import BaseModel
 
@@ -37,10 +37,12 @@ from twinflow.agent import (
     Decision,
     RunError,
     RunPaused,
+    RunResult,
     RunSpec,
     Trace,
 )
 from twinflow.agent._trace_file import numbered
+from twinflow.cli._errors import divergence_failed
 from twinflow.cli._output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -52,7 +54,7 @@ from twinflow.cli._output import (
     say,
 )
 from twinflow.cli._show import _clean
-from twinflow.cli._watch import TextPrinter
+from twinflow.cli._watch import ChatPrinter, TextPrinter
 from twinflow.cli._wiring import chat_model
 from twinflow.kernel import ReplayDivergenceError, SystemClock, SystemIds
 from twinflow.models._providers import EMBEDDED
@@ -209,12 +211,13 @@ def _execute(
     fork_from: tuple[Path, int] | None = None,
     next_turn: tuple[Path, str] | None = None,
     at_turn: bool = False,
+    chat: Callable[[], str | None] | None = None,
 ) -> RunOutcome:
     """Run the agent ``spec`` describes into a new trace in ``out_dir``, continue the run in
     ``resume_from`` (`Agent.resume`, with ``decisions`` on calls waiting for approval), send
     the run in ``next_turn``'s trace its next user turn (`Agent.run` with ``continue_from``), or
     fork the run ``fork_from`` names at its step (its turn, with ``at_turn``) into a new trace
-    (`Agent.fork`)."""
+    (`Agent.fork`); or, with ``chat``, hold a conversation whose turns it reads (None: the end)."""
     if next_turn is not None:
         resume_from = next_turn[0]
     # Build the agent once before touching the run directory, so a usage error in the spec
@@ -248,12 +251,20 @@ def _execute(
             clock=SystemClock(),
             ids=ids,
             trace=MemoryTraceSink() if resume_from is not None else FileTraceSink(trace_path),
-            observer=TextPrinter(sys.stdout) if watch and resume_from is None else None,
+            observer=(
+                ChatPrinter(sys.stdout)
+                if chat is not None
+                else TextPrinter(sys.stdout)
+                if watch and resume_from is None
+                else None
+            ),
             environment=environment,
             servers=servers,
         )
         doing = (
-            "forking"
+            "talking with"
+            if chat is not None
+            else "forking"
             if fork_from is not None
             else "running"
             if resume_from is None
@@ -261,11 +272,14 @@ def _execute(
             if next_turn is None
             else "continuing"
         )
-        out.line(f"{doing} the agent ({spec.model.mode} mode, up to {spec.max_steps} steps) ...")
+        out.line(
+            f"{doing} the agent ({spec.model.mode} mode, up to {spec.max_steps} steps"
+            f"{' a turn; Ctrl-D ends' if chat is not None else ''}) ..."
+        )
         with phases.phase("run"):
             try:
                 output, error, paused = _drive(
-                    agent, spec, resume_from, decisions, fork_from, next_turn, at_turn
+                    agent, spec, resume_from, decisions, fork_from, next_turn, at_turn, chat
                 )
             except KeyboardInterrupt as exc:
                 # Ctrl-C pauses the run: its trace says where, and resume goes on from there.
@@ -312,6 +326,7 @@ def _drive(
     fork_from: tuple[Path, int] | None,
     next_turn: tuple[Path, str] | None = None,
     at_turn: bool = False,
+    chat: Callable[[], str | None] | None = None,
 ) -> tuple[Any, str | None, list[dict[str, Any]]]:
     """Run, resume, continue or fork ``agent``: its output (JSON form), its error, the calls
     it waits on."""
@@ -325,6 +340,8 @@ def _drive(
             result = agent.fork(fork_from[0], at_step=fork_from[1])
         elif next_turn is not None:
             result = agent.run(next_turn[1], continue_from=next_turn[0])
+        elif chat is not None:
+            result = _converse(agent, chat)
         elif resume_from is None:
             result = agent.run(spec.prompt)
         else:
@@ -339,6 +356,32 @@ def _drive(
     if isinstance(output, BaseModel):
         output = output.model_dump(mode="json")
     return output, error, paused
+
+
+def _converse(agent: Agent[Any], ask: Callable[[], str | None]) -> RunResult[Any]:
+    """Each message ``ask`` reads, a turn of one run; the last turn's result.
+
+    Raises:
+        UserError: No message came before the end of the input.
+    """
+    result: RunResult[Any] | None = None
+    while (prompt := ask()) is not None:
+        result = agent.run(prompt, continue_from=result)
+    if result is None:
+        raise UserError("twinflow chat: the input ended before a message was sent")
+    return result
+
+
+def _read_turn(stdin: TextIO) -> str | None:
+    """The next non-empty line the user types (the prompt on stderr), or None at end of input."""
+    while True:
+        print("you> ", end="", file=sys.stderr, flush=True)
+        line = stdin.readline()
+        if not line:
+            print(file=sys.stderr, flush=True)  # Ctrl-D leaves the cursor after the prompt
+            return None
+        if line.strip():
+            return line.rstrip("\n")
 
 
 def _recorded_or_none(path: Path) -> Trace | None:
@@ -409,8 +452,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
 def _next_turn(args: argparse.Namespace, spec: RunSpec, out: Output, phases: _Phases) -> int:
     """``twinflow run SPEC --continue TRACE --prompt TEXT``: the turn appended to TRACE."""
     trace_path: Path = args.continue_from
-    from twinflow.cli._replay_cli import divergence_failed  # it imports this module
-
     try:
         with importing_from(spec.directories):
             outcome = _execute(
@@ -508,7 +549,41 @@ def _print_outcome(outcome: RunOutcome, out: Output, spec_option: Sequence[str])
 # -- replay ---------------------------------------------------------------------------------
 
 
+# -- chat -----------------------------------------------------------------------------------
+
+
+def configure_chat(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``twinflow chat``."""
+    p.add_argument(
+        "spec", type=Path, help="the run spec (YAML); its prompt is not sent: you type each turn"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("twinflow-run"),
+        help="directory for the conversation's trace.jsonl and spec.yaml (default: twinflow-run)",
+    )
+
+
+def chat(args: argparse.Namespace, out: Output) -> int:
+    """``twinflow chat SPEC``: each line typed is a turn of one run; Ctrl-D ends it."""
+    text = RunSpec.read_text(args.spec)
+    spec = RunSpec.parse(text, str(args.spec), code_dir=args.spec.resolve().parent)
+    with importing_from(spec.directories):
+        outcome = _execute(
+            spec,
+            text,
+            args.out,
+            out,
+            _Phases(),
+            watch=True,
+            chat=lambda: _read_turn(sys.stdin),
+        )
+    return report_outcome(outcome, out, "chat", ["--spec", str(args.spec)])
+
+
 COMMANDS: dict[str, Command] = {
     "run": (configure_run, run),
+    "chat": (configure_chat, chat),
 }
 """The commands that run agents (the trace commands are in `twinflow.cli._commands`)."""
