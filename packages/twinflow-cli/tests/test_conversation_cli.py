@@ -12,16 +12,19 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_testkit import chat_answer, completion
 
-from twinflow.agent import Trace
-from twinflow.kernel import LoopbackServer
+from twinflow.agent import Agent, Environment, FunctionModel, Trace
+from twinflow.cli._main import main
+from twinflow.kernel import CountingIds, LoopbackServer, SteppingClock
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 from twinflow.kernel._process import ProcessResult, run_process, start_on_terminal
+from twinflow.vocab import Message
 
 TOOLS = '''
 import os
@@ -282,3 +285,38 @@ def test_chat_on_a_terminal_streams_shows_decisions_and_ends_with_ctrl_d(
     trace = Trace.load(project.trace, require_complete=True)
     assert (0, 1) == (code, trace.kinds.count("user_turn"))
     assert f"trace     out/trace.jsonl ({trace.size} events)" in ending
+
+
+def test_diff_config_shows_where_runs_ran_and_turns_label_divergences(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two conversations on other servers, their second turns differing: the behaviour diff
+    names turn 2 only, and ``--config`` shows the server and distribution differences."""
+    paths = []
+    for name, url, second in (
+        ("a", "http://127.0.0.1:8080/v1", "again"),
+        ("b", "http://10.0.0.2/v1", "other"),
+    ):
+        environment = Environment(
+            python="3.11", implementation="CPython", platform="linux",
+            distributions={"httpx": name}, model=f"openai {url} m",
+        )  # fmt: skip
+        path = tmp_path / f"{name}.jsonl"
+        agent = Agent(
+            FunctionModel(lambda request: Message.assistant("ok")),
+            clock=SteppingClock(datetime(2026, 1, 1, tzinfo=UTC)),
+            ids=CountingIds(),
+            trace=path,
+            environment=environment,
+        )
+        with agent:
+            agent.run(second, continue_from=agent.run("hello"))
+        paths.append(str(path))
+    assert 1 == main(["diff", *paths, "--config"])
+    printed = capsys.readouterr().out.splitlines()
+    assert [
+        "setup  environment: model: openai http://127.0.0.1:8080/v1 m -> openai http://10.0.0.2/v1 m",
+        "setup  environment: distribution httpx: a -> b",
+    ] == [line for line in printed if line.startswith("setup")]
+    turns = [line for line in printed if not line.startswith("setup")]
+    assert turns and all(line.startswith("turn 2 step ") for line in turns), printed
