@@ -20,6 +20,8 @@ import pytest
 from cli_testkit import chat_answer, completion
 
 from twinflow.agent import Agent, Environment, FunctionModel, Trace
+from twinflow.cli._demo import PROMPT, SYSTEM
+from twinflow.cli._demo_cli import DEMO_SPEC
 from twinflow.cli._main import main
 from twinflow.kernel import CountingIds, LoopbackServer, SteppingClock
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
@@ -320,3 +322,41 @@ def test_diff_config_shows_where_runs_ran_and_turns_label_divergences(
     ] == [line for line in printed if line.startswith("setup")]
     turns = [line for line in printed if not line.startswith("setup")]
     assert turns and all(line.startswith("turn 2 step ") for line in turns), printed
+
+
+@pytest.mark.real_model
+def test_a_conversation_on_the_embedded_model_continues_verifies_and_replays(
+    tmp_path: Path,
+) -> None:
+    """SmolLM2-135M answers the demo's task, then a second turn continues the same trace (the
+    tool budget spent, it answers without the tool); the two turns verify and replay."""
+    spec = DEMO_SPEC.format(
+        prompt=json.dumps(PROMPT),
+        system=json.dumps(SYSTEM),
+        kind="openai-compatible",
+        url="embedded",
+        dialect="llama-cpp-python",
+        name="local",
+    )
+    (tmp_path / "spec.yaml").write_text(spec)
+
+    def twinflow(*args: str) -> ProcessResult:
+        return run_process(
+            [sys.executable, "-m", "twinflow.cli", *args],
+            cwd=tmp_path,
+            env={"PYTHONDONTWRITEBYTECODE": "1"},
+            timeout=900,
+        )
+
+    first = twinflow("run", "spec.yaml", "--out", "out", "--json")
+    assert 0 == first.returncode, first.stderr
+    second = twinflow(
+        "run", "spec.yaml", "--continue", "out/trace.jsonl", "--prompt",
+        "Give the same conversion again.", "--json",
+    )  # fmt: skip
+    assert 0 == second.returncode, second.stderr
+    assert {"amount", "currency"} == set(json.loads(second.stdout)["output"])
+    trace = Trace.load(tmp_path / "out" / "trace.jsonl", require_complete=True)
+    assert (1, 2) == (trace.kinds.count("user_turn"), trace.kinds.count("run_finished"))
+    replayed = twinflow("replay", "out/trace.jsonl", "--spec", "spec.yaml")
+    assert 0 == replayed.returncode, replayed.stderr
