@@ -61,9 +61,12 @@ class TraceSummary(FrozenValue):
     """How the run ended: an output, an error, or no terminal event."""
     prompt: str
     """The prompt the run started with."""
-    turns: int = 1
-    """The user turns the run took: 1, and one more for each ``user_turn`` (a conversation);
-    ``output`` and ``status`` are those of the last."""
+    turns: tuple[str, ...] = ()
+    """The user's further turns of a conversation (each ``user_turn``'s message), in order;
+    empty for a run of one prompt. ``output`` and ``status`` are the last turn's."""
+    answers: tuple[JsonValue, ...] = ()
+    """The output each turn before the last accepted (None for none), in order: with
+    ``prompt``, ``turns`` and ``output``, the whole conversation."""
     seed: int | None = None
     """The sampling seed the run's configuration sends (None: it sends none)."""
     schema_name: str | None
@@ -111,7 +114,8 @@ class TraceSummary(FrozenValue):
 _NOTHING_YET: dict[str, Any] = {
     "status": "incomplete",
     "prompt": "",
-    "turns": 1,
+    "turns": (),
+    "answers": (),
     "schema_name": None,
     "output_schema": None,
     "output": None,
@@ -198,7 +202,11 @@ def summarize_trace(events: Iterable[TraceEvent]) -> TraceSummary:
         elif body.kind == "user_turn":
             # A conversation's next turn: its own answer and end are still to come.
             summary.update(
-                turns=summary["turns"] + 1, status="incomplete", output=None, output_accepted=False
+                turns=(*summary["turns"], getattr(body, "text", "")),
+                answers=(*summary["answers"], summary["output"]),
+                status="incomplete",
+                output=None,
+                output_accepted=False,
             )
         elif isinstance(body, RunFailed):
             summary.update(
