@@ -289,6 +289,20 @@ def test_chat_on_a_terminal_streams_shows_decisions_and_ends_with_ctrl_d(
     assert f"trace     out/trace.jsonl ({trace.size} events)" in ending
 
 
+def test_chat_reads_turns_from_a_pipe_and_keeps_stdout_one_document(project: Project) -> None:
+    """Piped lines are the turns; with ``--json`` the replies go to stderr and stdout is the
+    one JSON document of the conversation's last turn."""
+    result = run_process(
+        [sys.executable, "-m", "twinflow.cli", "chat", "spec.yaml", "--out", "out", "--json"],
+        cwd=project.root,
+        env={"PYTHONDONTWRITEBYTECODE": "1"},
+        stdin=b"hello\n\nstep two\n",
+    )
+    assert "turn 2: step two" == project.answer(result)
+    assert "model> turn 1: hello" in result.stderr
+    assert 1 == Trace.load(project.trace, require_complete=True).kinds.count("user_turn")
+
+
 def test_diff_config_shows_where_runs_ran_and_turns_label_divergences(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -252,7 +252,8 @@ def _execute(
             ids=ids,
             trace=MemoryTraceSink() if resume_from is not None else FileTraceSink(trace_path),
             observer=(
-                ChatPrinter(sys.stdout)
+                # Under --json stdout is the one document: the conversation is shown on stderr.
+                ChatPrinter(sys.stderr if out.as_json else sys.stdout)
                 if chat is not None
                 else TextPrinter(sys.stdout)
                 if watch and resume_from is None
