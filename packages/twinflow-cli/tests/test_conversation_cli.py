@@ -8,6 +8,7 @@ after a SIGKILL mid-turn and forked at a turn, each by its own command.
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from collections import Counter
@@ -178,8 +179,9 @@ def test_three_turns_make_one_trace_that_verifies_and_replays(project: Project) 
 
 
 def test_show_the_page_proofs_and_redaction_read_a_conversation(project: Project) -> None:
-    """``show`` prints each turn, the page is written, a proof ties turn 1's checkpoint to the
-    whole conversation, and a trace with the user's second turn redacted still verifies."""
+    """``show`` prints each turn, the page holds the whole conversation's bytes, a proof ties
+    turn 1's checkpoint to the conversation, and a trace with the user's second turn redacted
+    still verifies."""
     first = project.twinflow("run", "spec.yaml", "--out", "out", "--json")
     assert 0 == first.returncode, first.stderr
     size = json.loads(first.stdout)["events"]
@@ -193,7 +195,9 @@ def test_show_the_page_proofs_and_redaction_read_a_conversation(project: Project
     assert "turn 2, the user: step two" in shown.stdout
     paged = project.twinflow("show", str(project.trace), "--html", "page.html")
     assert 0 == paged.returncode, paged.stderr
-    assert "user_turn" in (project.root / "page.html").read_text()
+    page = (project.root / "page.html").read_text()
+    assert base64.b64encode(project.trace.read_bytes()).decode() in page
+    assert "', the user: '" in page  # the page describes each user turn
     proof = project.twinflow(
         "prove", str(project.trace), "--from-size", str(size), "--origin", "example.org/lab",
         "--out", "p.tlog-consistency",
