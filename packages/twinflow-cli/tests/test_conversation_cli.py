@@ -378,3 +378,23 @@ def test_a_conversation_on_the_embedded_model_continues_verifies_and_replays(
     assert (1, 2) == (trace.kinds.count("user_turn"), trace.kinds.count("run_finished"))
     replayed = twinflow("replay", "out/trace.jsonl", "--spec", "spec.yaml")
     assert 0 == replayed.returncode, replayed.stderr
+
+
+def test_export_marks_each_further_turn_on_the_one_run_span(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A three-turn conversation exports as one run span carrying a user-turn event per turn."""
+    path = tmp_path / "chat.jsonl"
+    with Agent(FunctionModel(lambda request: Message.assistant("ok")), trace=path) as agent:
+        agent.run("bye", continue_from=agent.run("again", continue_from=agent.run("hello")))
+    assert 0 == main(["export", "otel", str(path), "--out", str(tmp_path / "spans.json")])
+    capsys.readouterr()
+    spans = [
+        span
+        for resource in json.loads((tmp_path / "spans.json").read_text())["resourceSpans"]
+        for scope in resource["scopeSpans"]
+        for span in scope["spans"]
+    ]
+    [run] = [span for span in spans if span["name"] == "invoke_agent twinflow"]
+    marks = [event["name"] for event in run.get("events", [])]
+    assert 2 == marks.count("twinflow.user_turn")
