@@ -79,6 +79,7 @@ from typing import Any
 
 from _common import Figures, parse_mode, twinflow
 from _hostile_continue import continuations
+from _hostile_conversations import conversations
 from _hostile_evidence import eval_evidence
 from _hostile_modules import guard_lends_nothing, modules_off_the_allowlist
 from _hostile_secrets import secrets_as_a_class
@@ -1293,6 +1294,7 @@ def main() -> int:
         prefix_checkpoints(figures, work, sizes=range(0, 12) if full else range(0, 12, 5))
         planted_auditor(figures, work)
         continuations(figures, work)
+        conversations(figures, work)
         signed_evidence(figures, work)
         from _hostile_disclose import disclose
 

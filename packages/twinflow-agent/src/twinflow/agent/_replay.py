@@ -57,6 +57,7 @@ from twinflow.agent._resume import (
     recorded_decisions,
     recorded_inserts,
     recorded_tool_results,
+    recorded_turns,
     served_calls,
     served_steps,
 )
@@ -261,7 +262,14 @@ def _check_built(agent: Agent[Any], ports: ReplayPorts) -> None:
 # What replay reads of a trace, by body kind: only these events are typed (ADR 0136). A
 # ``run_resumed`` is read with the event before it, so a trace holding one is typed whole.
 _LIVE_KINDS = frozenset(
-    {"run_started", "model_responded", "steering_received", "approval_decided", "run_failed"}
+    {
+        "run_started",
+        "model_responded",
+        "steering_received",
+        "user_turn",
+        "approval_decided",
+        "run_failed",
+    }
 )
 REPLAY_KINDS = _LIVE_KINDS | {"tool_returned"}
 """The body kinds `replay` reads typed (live mode all but ``tool_returned``): load a trace to
@@ -382,11 +390,14 @@ def _replay_ports(
     )
 
 
-def _rerun(agent: Agent[Any], prompt: str, sink: ComparingSink, failed: RunFailed | None) -> None:
+def _rerun(
+    agent: Agent[Any], turns: tuple[str, ...], sink: ComparingSink, failed: RunFailed | None
+) -> None:
     """Run the agent under the nondeterminism guard; raise what the comparison found."""
     with nondeterminism_guard() as guard:
         try:
-            agent.run(prompt)
+            # Each recorded user turn, in order: one call for a run of one turn.
+            agent._run(turns)
         except NondeterminismError:
             raise
         except RunPaused:
@@ -457,7 +468,7 @@ def replay(
     agent._format = first.format  # as recorded: absent in runs recorded before formats
     agent._parent = first.parent
     agent._served = served
-    _rerun(agent, ports.prompt, sink, failed)
+    _rerun(agent, recorded_turns(events), sink, failed)
     if sink.written < trace.size:
         raise ReplayDivergenceError(
             f"the re-run stopped after {sink.written} events; the recorded trace goes on with "

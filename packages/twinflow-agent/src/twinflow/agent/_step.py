@@ -130,7 +130,9 @@ class Steps(Generic[OutputT]):
             self.observer(body)
 
     def _loop(self, state: RunState, runner: ToolRunner) -> OutputT:
-        for step in range(1, self.max_steps + 1):
+        # Steps are numbered through the run: a later turn's first step follows the last one.
+        first = state.step + 1
+        for step in range(first, first + self.max_steps):
             state.step = step
             if step > 1:
                 self._relist(step)

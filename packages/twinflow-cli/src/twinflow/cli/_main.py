@@ -43,6 +43,10 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
         "run a small agent task on the embedded local model, then verify and replay its trace",
     ),
     "run": ("twinflow.cli._run", "run an agent from a spec file (YAML), writing a trace"),
+    "chat": (
+        "twinflow.cli._run",
+        "talk with an agent turn by turn (Ctrl-D ends); the conversation is one trace",
+    ),
     "replay": (
         "twinflow.cli._replay_cli",
         "re-run a trace's agent against the trace; exit 1 at the first event that differs",
