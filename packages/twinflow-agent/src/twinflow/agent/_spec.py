@@ -65,7 +65,12 @@ __all__ = [
 
 
 class ModelSpec(SpecValue):
-    """Where the model is served and how to speak to it."""
+    """Where the model is served and how to speak to it.
+
+    In a spec, ``model:`` may also be one string, read through the models package's provider
+    table into these keys: ``openai:gpt-4o-mini``, ``anthropic:claude-sonnet-4-5``,
+    ``ollama:qwen2.5:0.5b``, ``vllm:NAME@http://host:8000`` (``PROVIDER:MODEL@URL`` for another
+    server), ``embedded`` or a server's URL (`twinflow models` lists the providers)."""
 
     kind: Literal["openai-compatible", "ollama", "anthropic"] = "openai-compatible"
     """The server's API: OpenAI chat-completions, Ollama's /api/chat, or Anthropic's Messages."""
@@ -147,26 +152,39 @@ class ModelSpec(SpecValue):
 
     @model_validator(mode="before")
     @classmethod
-    def _anthropic_is_native(cls, data: Any) -> Any:
-        # Messages has its own tool calling and no decoder-side schema for an action union.
-        if isinstance(data, dict) and data.get("kind") == "anthropic" and "mode" not in data:
-            return {**data, "mode": "native"}
+    def _from_string(cls, data: Any) -> Any:
+        # `model: openai:gpt-4o-mini`: the provider table's row, as the long form's keys.
+        if isinstance(data, str):
+            from twinflow.models._providers import spec_fields
+
+            try:
+                return spec_fields(data)
+            except UserError as exc:
+                raise ValueError(str(exc)) from None
+        # A wire with one mode (Anthropic's Messages, Gemini) takes it by default.
+        if isinstance(data, dict) and "mode" not in data:
+            from twinflow.models._providers import WIRES
+
+            client = WIRES.get(str(data.get("kind")))
+            if client is not None and len(client.modes) == 1:
+                return {**data, "mode": client.modes[0]}
         return data
 
     @model_validator(mode="after")
     def _fits_the_kind(self) -> ModelSpec:
-        if self.kind == "anthropic":
-            if self.mode != "native":
-                raise ValueError(
-                    "kind anthropic takes mode native only (the Messages API's own tool "
-                    "calling): remove `mode` or set it to native"
-                )
-            if self.url == EMBEDDED:
-                raise ValueError(
-                    "the embedded model speaks the OpenAI-compatible API, not Anthropic's: "
-                    "give the Messages API's base URL (https://api.anthropic.com), or drop "
-                    "`kind: anthropic`"
-                )
+        from twinflow.models._providers import WIRES
+
+        modes = WIRES[self.kind].modes
+        if self.mode not in modes:
+            raise ValueError(
+                f"kind {self.kind} takes mode {' or '.join(modes)} only (the API's own tool "
+                f"calling): remove `mode` or set it to {modes[0]}"
+            )
+        if self.kind != "openai-compatible" and self.url == EMBEDDED:
+            raise ValueError(
+                f"the embedded model speaks the OpenAI-compatible API, not {self.kind}'s: "
+                f"give the {self.kind} server's base URL, or drop `kind: {self.kind}`"
+            )
         return self
 
     @field_validator("headers")
@@ -181,6 +199,16 @@ class ModelSpec(SpecValue):
             return url if url == EMBEDDED else check_endpoint_url(url, where="model.url")
         except UserError as exc:
             raise ValueError(str(exc)) from None
+
+
+def _model_string_schema(schema: dict[str, Any]) -> None:
+    """The published schema takes ``model`` as its keys or as one model string."""
+    keys = {name: schema.pop(name) for name in ("$ref", "allOf") if name in schema}
+    string = {
+        "type": "string",
+        "description": "PROVIDER:MODEL, PROVIDER:MODEL@URL, embedded, or a server's URL",
+    }
+    schema["anyOf"] = [keys, string]
 
 
 class PolicySpec(SpecValue):
@@ -205,8 +233,9 @@ class RunSpec(SpecValue):
     """The user's task."""
     system: str | None = None
     """An optional system prompt."""
-    model: ModelSpec
-    """The model endpoint."""
+    model: ModelSpec = Field(json_schema_extra=_model_string_schema)
+    """The model endpoint: its keys, or one string (``openai:gpt-4o-mini``, ``embedded``;
+    `twinflow models` lists the providers)."""
     tools: tuple[str, ...] = ()
     """Dotted paths to Python callables (``package.module:function`` or ``package.module.function``)."""
     mcp_servers: tuple[McpServerSpec, ...] = Field(default=(), max_length=64)

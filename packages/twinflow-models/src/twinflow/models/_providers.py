@@ -7,7 +7,10 @@ A name is one of::
     openai:gpt-4o-mini            PROVIDER:MODEL, the provider's default URL
     vllm:NAME@http://host:8000    PROVIDER:MODEL@URL, another URL for the provider
 
-Adding a provider is a module with its chat model and one row of `PROVIDERS`. Nothing here
+The same table turns a run spec's string (`model: openai:gpt-4o-mini`) into its long form
+(`spec_fields`) and a spec's `kind` (the wire format) into its client (`chat_for`), so the
+spec, `open_model` and `twinflow models` read one table. Adding a provider is a module with its
+chat model and one row of `PROVIDERS`. Nothing here
 touches the network at import: `open_model` opens the transport (the kernel's, which reads the
 key once from the row's variable and scrubs it from its errors) and, for `embedded`, starts
 the server; the returned model's `close()` stops both.
@@ -21,17 +24,21 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, Self
+from typing import TYPE_CHECKING, Literal, Protocol, Self
+
+from pydantic import JsonValue
 
 from twinflow.kernel import HttpTransport, KeyHeader, SystemIds
 from twinflow.models._anthropic import DEFAULT_ANTHROPIC_URL, AnthropicChatModel
 from twinflow.models._embedded import embedded_server
 from twinflow.models._errors import ModelSetupError
+from twinflow.models._grammar import llama_cpp_grammar_check
 from twinflow.models._ollama import DEFAULT_OLLAMA_URL, OllamaChatModel
 from twinflow.models._openai import OpenAICompatibleChatModel
 from twinflow.models._openai_wire import Dialect
 from twinflow.models._servers import ChatMode, OnChunk, Target
 from twinflow.vocab import ModelRequest, ModelResponse
+from twinflow.vocab._suggest import did_you_mean
 
 if TYPE_CHECKING:
     from twinflow.kernel import Ids, Transport
@@ -70,6 +77,10 @@ class OpenedModel(Protocol):
         ...
 
 
+Wire = Literal["openai-compatible", "ollama", "anthropic"]
+"""A wire format: a run spec's `model.kind`; one client speaks each."""
+
+
 class Client(Protocol):
     """A provider's chat-model class, as the table uses it."""
 
@@ -77,6 +88,8 @@ class Client(Protocol):
     """The header its API takes a key in."""
     required_headers: Mapping[str, str]
     """Headers every request needs besides the key."""
+    modes: tuple[ChatMode, ...]
+    """The modes it speaks."""
 
     def opened(self, transport: Transport, target: Target) -> OpenedModel:
         """The model for `target`, speaking through `transport`."""
@@ -93,32 +106,67 @@ class Provider:
     """The server root when the name gives none (None: the name must give one)."""
     key_env: str | None
     """The environment variable holding the API key (None: no key is sent)."""
+    wire: Wire
+    """The wire format it speaks (a run spec's `model.kind`)."""
     client: Client
     """The chat-model class that speaks the provider's wire format."""
     mode: ChatMode
     """How tool calls and structured output travel by default (`native`: the server's own
     tool calling and schema; `structured-action`: every reply constrained to an action)."""
+    structured: str
+    """How an output schema travels (`twinflow models` shows it)."""
     dialect: Dialect = "llama.cpp"
     """How an OpenAI-compatible server takes a schema."""
 
+    @property
+    def native_tools(self) -> bool:
+        """Whether its client can use the server's own tool calling."""
+        return "native" in self.client.modes
+
+    @property
+    def streaming(self) -> bool:
+        """Whether its client streams replies."""
+        return callable(getattr(self.client, "stream", None))
+
 
 _OPENAI = OpenAICompatibleChatModel
+_OAI: Wire = "openai-compatible"
+_FORMAT = "response_format json_schema, decoder-enforced"
 PROVIDERS: dict[str, Provider] = {
     row.name: row
     for row in (
-        Provider("openai", "https://api.openai.com", "OPENAI_API_KEY", _OPENAI, "native"),
         Provider(
-            "anthropic", DEFAULT_ANTHROPIC_URL, "ANTHROPIC_API_KEY", AnthropicChatModel, "native"
+            "openai", "https://api.openai.com", "OPENAI_API_KEY", _OAI, _OPENAI, "native", _FORMAT
         ),
-        Provider("ollama", DEFAULT_OLLAMA_URL, None, OllamaChatModel, "structured-action"),
-        Provider("vllm", None, None, _OPENAI, "structured-action", "vllm"),
-        Provider("llama.cpp", None, None, _OPENAI, "structured-action", "llama.cpp"),
-        Provider("lmstudio", None, None, _OPENAI, "structured-action", "lmstudio"),
+        Provider(
+            "anthropic",
+            DEFAULT_ANTHROPIC_URL,
+            "ANTHROPIC_API_KEY",
+            "anthropic",
+            AnthropicChatModel,
+            "native",
+            "schema in the system prompt, validated and re-asked",
+        ),
+        Provider(
+            "ollama",
+            DEFAULT_OLLAMA_URL,
+            None,
+            "ollama",
+            OllamaChatModel,
+            "structured-action",
+            "format, decoder-enforced",
+        ),
+        Provider("vllm", None, None, _OAI, _OPENAI, "structured-action", _FORMAT, "vllm"),
+        Provider("llama.cpp", None, None, _OAI, _OPENAI, "structured-action", _FORMAT, "llama.cpp"),
+        Provider("lmstudio", None, None, _OAI, _OPENAI, "structured-action", _FORMAT, "lmstudio"),
     )
 }
 """The providers `open_model` knows, by the prefix of a model name."""
 
-_URL = Provider("url", None, None, _OPENAI, "structured-action", "llama-cpp-python")
+WIRES: dict[str, Client] = {row.wire: row.client for row in PROVIDERS.values()}
+"""The client of each wire format (a run spec's `model.kind`)."""
+
+_URL = Provider("url", None, None, _OAI, _OPENAI, "structured-action", _FORMAT, "llama-cpp-python")
 """A bare URL: an OpenAI-compatible server, taking a schema as llama-cpp-python does (the
 embedded server's, and a run spec's default)."""
 
@@ -132,7 +180,13 @@ def _parse(name: str) -> tuple[Provider, str, str]:
         return _URL, "local", name
     prefix, colon, rest = name.partition(":")
     row = PROVIDERS.get(prefix)
-    if not colon or row is None or not rest:
+    if colon and row is None and prefix:
+        raise ModelSetupError(
+            f"model {name!r}: unknown provider {prefix!r}{did_you_mean(prefix, PROVIDERS)} "
+            f"(`twinflow models` lists them: {', '.join(PROVIDERS)})",
+            reason="name",
+        )
+    if not colon or row is None or not rest or rest.startswith("@"):
         known = ", ".join(f"{p}:MODEL" for p in PROVIDERS)
         raise ModelSetupError(
             f"model {name!r}: expected {EMBEDDED!r}, an http(s) URL, or one of {known} "
@@ -140,6 +194,11 @@ def _parse(name: str) -> tuple[Provider, str, str]:
             reason="name",
         )
     model, at, url = rest.partition("@")
+    if at and not url.startswith(("http://", "https://")):
+        raise ModelSetupError(
+            f"model {name!r}: after @ comes the server's http(s) URL, got {url!r}",
+            reason="name",
+        )
     if not at and row.url is None:
         raise ModelSetupError(
             f"model {name!r}: {prefix} has no default URL; name the server, e.g. "
@@ -147,6 +206,33 @@ def _parse(name: str) -> tuple[Provider, str, str]:
             reason="name",
         )
     return row, model, url if at else str(row.url)
+
+
+def spec_fields(name: str) -> dict[str, JsonValue]:
+    """A run spec's model string as the long form's keys (`kind`, `url`, `name`, `mode`,
+    `dialect`, `api_key_env`): the row's defaults, and the model and URL the string names.
+
+    Raises:
+        ModelSetupError: An unknown provider or a malformed string (reason `name`).
+    """
+    if name == EMBEDDED:
+        return {"url": EMBEDDED}
+    row, model, url = _parse(name)
+    fields: dict[str, JsonValue] = {
+        "kind": row.wire,
+        "url": url,
+        "name": model,
+        "mode": row.mode,
+        "dialect": row.dialect,
+    }
+    if row.key_env is not None:
+        fields["api_key_env"] = row.key_env
+    return fields
+
+
+def chat_for(wire: str, transport: Transport, target: Target) -> OpenedModel:
+    """The chat model speaking `wire` (a spec's `model.kind`) for `target`, on `transport`."""
+    return WIRES[wire].opened(transport, target)
 
 
 def open_model(
@@ -200,6 +286,9 @@ def open_model(
             mode=mode or row.mode,
             ids=ids or SystemIds(),
             timeout=timeout,
+            grammar_check=(
+                llama_cpp_grammar_check() if row.dialect == "llama-cpp-python" else None
+            ),
         )
         chat = row.client.opened(transport, target)
     except BaseException:
