@@ -53,9 +53,7 @@ from twinflow.kernel import (
     interpreter,
     redact_url,
 )
-from twinflow.models import GrammarCheck, embedded_model_file, embedded_server
-from twinflow.models._providers import WIRES, chat_for
-from twinflow.models._servers import Target
+from twinflow.models import PROVIDERS, GrammarCheck, embedded_model_file, embedded_server
 from twinflow.trace import (
     MemoryTraceSink,
     TraceSink,
@@ -86,7 +84,7 @@ __all__ = [
 def model_transport(spec: ModelSpec) -> HttpTransport:
     """The real transport for a spec's model (`ModelSpec.transport`): the key in the header
     its wire's client names, with the headers that client requires and then the spec's."""
-    client = WIRES[spec.kind]
+    client = PROVIDERS.client(spec.kind)
     return HttpTransport(
         api_key_env=spec.api_key_env,
         key_header=client.key_header,
@@ -99,7 +97,9 @@ def model_chat(
 ) -> ChatModel:
     """The chat model a spec names, speaking through ``transport`` (`ModelSpec.chat_model`):
     its wire's client, from the models package's one provider table."""
-    target = Target(
+    return PROVIDERS.chat(
+        spec.kind,
+        transport,
         model=spec.name,
         url=spec.url,
         dialect=spec.dialect,
@@ -110,7 +110,6 @@ def model_chat(
         # llama-cpp-python's own converter decides what its server enforces (ADR 0033).
         grammar_check=grammar_check,
     )
-    return chat_for(spec.kind, transport, target)
 
 
 def model_identity(spec: ModelSpec) -> str:

@@ -155,26 +155,27 @@ class ModelSpec(SpecValue):
     def _from_string(cls, data: Any) -> Any:
         # `model: openai:gpt-4o-mini`: the provider table's row, as the long form's keys.
         if isinstance(data, str):
-            from twinflow.models._providers import spec_fields
+            from twinflow.models import PROVIDERS
 
             try:
-                return spec_fields(data)
+                return PROVIDERS.spec_fields(data)
             except UserError as exc:
                 raise ValueError(str(exc)) from None
         # A wire with one mode (Anthropic's Messages, Gemini) takes it by default.
         if isinstance(data, dict) and "mode" not in data:
-            from twinflow.models._providers import WIRES
+            from twinflow.models import PROVIDERS
 
-            client = WIRES.get(str(data.get("kind")))
-            if client is not None and len(client.modes) == 1:
-                return {**data, "mode": client.modes[0]}
+            kind = data.get("kind")
+            wires = {row.wire for row in PROVIDERS.values()}
+            if kind in wires and len(modes := PROVIDERS.client(str(kind)).modes) == 1:
+                return {**data, "mode": modes[0]}
         return data
 
     @model_validator(mode="after")
     def _fits_the_kind(self) -> ModelSpec:
-        from twinflow.models._providers import WIRES
+        from twinflow.models import PROVIDERS
 
-        modes = WIRES[self.kind].modes
+        modes = PROVIDERS.client(self.kind).modes
         if self.mode not in modes:
             raise ValueError(
                 f"kind {self.kind} takes mode {' or '.join(modes)} only (the API's own tool "

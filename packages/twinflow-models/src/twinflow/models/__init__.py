@@ -36,4 +36,5 @@ from twinflow.models._errors import SchemaError as SchemaError
 from twinflow.models._ollama import OllamaChatModel as OllamaChatModel
 from twinflow.models._openai import OpenAICompatibleChatModel as OpenAICompatibleChatModel
 from twinflow.models._preflight import GrammarCheck as GrammarCheck
+from twinflow.models._providers import PROVIDERS as PROVIDERS
 from twinflow.models._providers import open_model as open_model

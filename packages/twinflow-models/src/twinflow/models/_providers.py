@@ -8,10 +8,10 @@ A name is one of::
     vllm:NAME@http://host:8000    PROVIDER:MODEL@URL, another URL for the provider
 
 The same table turns a run spec's string (`model: openai:gpt-4o-mini`) into its long form
-(`spec_fields`) and a spec's `kind` (the wire format) into its client (`chat_for`), so the
-spec, `open_model` and `twinflow models` read one table. Adding a provider is a module with its
-chat model and one row of `PROVIDERS`. Nothing here
-touches the network at import: `open_model` opens the transport (the kernel's, which reads the
+(`PROVIDERS.spec_fields`) and a spec's `kind` (its wire format) into its client
+(`PROVIDERS.chat`), so the spec, `open_model` and `twinflow models` read one table. Adding a
+provider is a module with its chat model and one row of `PROVIDERS`. Nothing here touches the
+network at import: `open_model` opens the transport (the kernel's, which reads the
 key once from the row's variable and scrubs it from its errors) and, for `embedded`, starts
 the server; the returned model's `close()` stops both.
 """
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, Self
 
 from pydantic import JsonValue
 
+from twinflow._base._suggest import did_you_mean
 from twinflow.kernel import HttpTransport, KeyHeader, SystemIds
 from twinflow.models._anthropic import DEFAULT_ANTHROPIC_URL, AnthropicChatModel
 from twinflow.models._embedded import embedded_server
@@ -36,9 +37,9 @@ from twinflow.models._grammar import llama_cpp_grammar_check
 from twinflow.models._ollama import DEFAULT_OLLAMA_URL, OllamaChatModel
 from twinflow.models._openai import OpenAICompatibleChatModel
 from twinflow.models._openai_wire import Dialect
+from twinflow.models._preflight import GrammarCheck
 from twinflow.models._servers import ChatMode, OnChunk, Target
 from twinflow.vocab import ModelRequest, ModelResponse
-from twinflow.vocab._suggest import did_you_mean
 
 if TYPE_CHECKING:
     from twinflow.kernel import Ids, Transport
@@ -132,8 +133,75 @@ class Provider:
 _OPENAI = OpenAICompatibleChatModel
 _OAI: Wire = "openai-compatible"
 _FORMAT = "response_format json_schema, decoder-enforced"
-PROVIDERS: dict[str, Provider] = {
-    row.name: row
+
+
+class ProviderTable(dict[str, Provider]):
+    """The provider rows by name, and what a run spec reads from them: a model string's long
+    form (`spec_fields`), the client of a wire format (`client`) and its chat model (`chat`)."""
+
+    def spec_fields(self, name: str) -> dict[str, JsonValue]:
+        """A run spec's model string as the long form's keys (`kind`, `url`, `name`, `mode`,
+        `dialect`, `api_key_env`): the row's defaults, and the model and URL it names.
+
+        Raises:
+            ModelSetupError: An unknown provider or a malformed string (reason `name`).
+        """
+        if name == EMBEDDED:
+            return {"url": EMBEDDED}
+        row, model, url = _parse(name)
+        fields: dict[str, JsonValue] = {
+            "kind": row.wire,
+            "url": url,
+            "name": model,
+            "mode": row.mode,
+            "dialect": row.dialect,
+        }
+        if row.key_env is not None:
+            fields["api_key_env"] = row.key_env
+        return fields
+
+    def client(self, wire: str) -> Client:
+        """The chat-model class speaking `wire` (a run spec's `model.kind`).
+
+        Raises:
+            ModelSetupError: No row speaks `wire` (reason `name`).
+        """
+        for row in self.values():
+            if row.wire == wire:
+                return row.client
+        raise ModelSetupError(f"no provider speaks the {wire!r} wire format", reason="name")
+
+    def chat(
+        self,
+        wire: str,
+        transport: Transport,
+        *,
+        model: str,
+        url: str,
+        dialect: Dialect,
+        mode: ChatMode,
+        ids: Ids,
+        timeout: float,
+        max_tokens: int | None = None,
+        grammar_check: GrammarCheck | None = None,
+    ) -> OpenedModel:
+        """The chat model speaking `wire` to `model` at `url`, on `transport` (a run spec's
+        model: `grammar_check` is a llama-cpp-python server's own converter)."""
+        target = Target(
+            model=model,
+            url=url,
+            dialect=dialect,
+            mode=mode,
+            ids=ids,
+            timeout=timeout,
+            max_tokens=max_tokens,
+            grammar_check=grammar_check,
+        )
+        return self.client(wire).opened(transport, target)
+
+
+PROVIDERS = ProviderTable(
+    (row.name, row)
     for row in (
         Provider(
             "openai", "https://api.openai.com", "OPENAI_API_KEY", _OAI, _OPENAI, "native", _FORMAT
@@ -160,11 +228,9 @@ PROVIDERS: dict[str, Provider] = {
         Provider("llama.cpp", None, None, _OAI, _OPENAI, "structured-action", _FORMAT, "llama.cpp"),
         Provider("lmstudio", None, None, _OAI, _OPENAI, "structured-action", _FORMAT, "lmstudio"),
     )
-}
-"""The providers `open_model` knows, by the prefix of a model name."""
-
-WIRES: dict[str, Client] = {row.wire: row.client for row in PROVIDERS.values()}
-"""The client of each wire format (a run spec's `model.kind`)."""
+)
+"""The providers `open_model`, a run spec's `model:` and `twinflow models` know, by the
+prefix of a model name."""
 
 _URL = Provider("url", None, None, _OAI, _OPENAI, "structured-action", _FORMAT, "llama-cpp-python")
 """A bare URL: an OpenAI-compatible server, taking a schema as llama-cpp-python does (the
@@ -206,33 +272,6 @@ def _parse(name: str) -> tuple[Provider, str, str]:
             reason="name",
         )
     return row, model, url if at else str(row.url)
-
-
-def spec_fields(name: str) -> dict[str, JsonValue]:
-    """A run spec's model string as the long form's keys (`kind`, `url`, `name`, `mode`,
-    `dialect`, `api_key_env`): the row's defaults, and the model and URL the string names.
-
-    Raises:
-        ModelSetupError: An unknown provider or a malformed string (reason `name`).
-    """
-    if name == EMBEDDED:
-        return {"url": EMBEDDED}
-    row, model, url = _parse(name)
-    fields: dict[str, JsonValue] = {
-        "kind": row.wire,
-        "url": url,
-        "name": model,
-        "mode": row.mode,
-        "dialect": row.dialect,
-    }
-    if row.key_env is not None:
-        fields["api_key_env"] = row.key_env
-    return fields
-
-
-def chat_for(wire: str, transport: Transport, target: Target) -> OpenedModel:
-    """The chat model speaking `wire` (a spec's `model.kind`) for `target`, on `transport`."""
-    return WIRES[wire].opened(transport, target)
 
 
 def open_model(
