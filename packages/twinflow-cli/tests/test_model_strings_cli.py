@@ -115,6 +115,7 @@ def test_a_vllm_string_runs_structured_action_mode_on_its_url(tmp_path: Path) ->
     [
         ("openai:gpt-4o-mini", "OPENAI_API_KEY"),
         ("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+        ("gemini:gemini-2.5-flash", "GEMINI_API_KEY"),
         ("opnai:gpt-4o-mini", "did you mean 'openai'"),
         ("nosuch:model", "unknown provider 'nosuch'"),
         ("'openai:'", "expected 'embedded'"),
@@ -142,7 +143,7 @@ def test_twinflow_models_lists_every_provider_and_what_it_supports(tmp_path: Pat
     result = twinflow("models", "--json", cwd=tmp_path)
     assert 0 == result.returncode, result.stderr
     rows = {row["provider"]: row for row in json.loads(result.stdout)["providers"]}
-    assert {"openai", "anthropic", "ollama", "vllm", "llama.cpp", "lmstudio"} <= set(rows)
+    assert {"openai", "anthropic", "gemini", "ollama", "vllm", "llama.cpp", "lmstudio"} == set(rows)
     assert ("ANTHROPIC_API_KEY", "anthropic", True, True) == (
         rows["anthropic"]["key_env"],
         rows["anthropic"]["wire"],
@@ -166,6 +167,7 @@ def test_twinflow_models_prints_a_line_per_provider(tmp_path: Path) -> None:
         ("openai:gpt-4o-mini", ("openai-compatible", "https://api.openai.com", "gpt-4o-mini", "native", "OPENAI_API_KEY")),
         ("anthropic:claude-x", ("anthropic", "https://api.anthropic.com", "claude-x", "native", "ANTHROPIC_API_KEY")),
         ("vllm:m@http://h:8000", ("openai-compatible", "http://h:8000", "m", "structured-action", None)),
+        ("gemini:g", ("gemini", "https://generativelanguage.googleapis.com", "g", "native", "GEMINI_API_KEY")),
         ("embedded", ("openai-compatible", "embedded", "local", "structured-action", None)),
     ],
 )  # fmt: skip
@@ -175,3 +177,49 @@ def test_a_model_string_in_python_is_the_long_form(model: str, expected: tuple[A
 
     spec = RunSpec(prompt="p", model=model).model  # type: ignore[arg-type]
     assert expected == (spec.kind, spec.url, spec.name, spec.mode, spec.api_key_env)
+
+
+STREAMS = Path(__file__).resolve().parents[2] / "twinflow-models" / "tests" / "fixtures" / "streams"
+GEMINI_PLAIN: dict[str, Any] = json.loads((STREAMS / "gemini_plain.json").read_text())
+
+
+def gemini(request: LoopbackRequest) -> LoopbackResponse:
+    """generateContent on loopback: a call to `add`, then the answer once its result is back."""
+    body = request.json_value()
+    assert isinstance(body, dict)
+    answered = any("functionResponse" in p for c in body["contents"] for p in c["parts"])
+    name = "gemini_text.sse" if answered else "gemini_function_call.sse"
+    if "streamGenerateContent" not in request.path:
+        return LoopbackResponse.json_body(GEMINI_PLAIN[name])
+    data = (STREAMS / name).read_bytes()
+    return LoopbackResponse(
+        headers=(("Content-Type", "text/event-stream"),), stream=lambda: iter([data])
+    )
+
+
+@pytest.mark.parametrize("quiet", [[], ["--json"]])
+def test_a_gemini_string_runs_the_tool_and_replays(tmp_path: Path, quiet: list[str]) -> None:
+    """gemini:MODEL@URL, streamed or not: the call runs, the key goes in x-goog-api-key only, replay matches."""
+    server = Recorder(gemini)
+    with LoopbackServer(server) as loop:
+        project(tmp_path, f"gemini:gemini-2.5-flash@{loop.url}")
+        result = twinflow(
+            "run", "spec.yaml", "--out", "out", *quiet, cwd=tmp_path, env={"GEMINI_API_KEY": KEY}
+        )
+    assert 0 == result.returncode, result.stderr
+    assert "The sum of 2 and 3 is 5." in result.stdout
+    assert [KEY, KEY] == [headers["x-goog-api-key"] for headers, _ in server.seen]
+    assert ([], False) == (files_holding(tmp_path, KEY), KEY in result.stdout + result.stderr)
+    replayed = twinflow("replay", "out/trace.jsonl", "--spec", "spec.yaml", cwd=tmp_path)
+    assert 0 == replayed.returncode, replayed.stderr
+
+
+@pytest.mark.parametrize(
+    ("kind", "mode"),
+    [("gemini", "native"), ("anthropic", "native"), ("ollama", "structured-action"), ("openai-compatible", "structured-action")],
+)  # fmt: skip
+def test_the_long_form_takes_its_wire_s_default_mode(kind: str, mode: str) -> None:
+    """`kind` without `mode`: the wire's client's default (native for Gemini and Anthropic)."""
+    from twinflow.agent import ModelSpec
+
+    assert mode == ModelSpec(kind=kind, url="http://127.0.0.1:9").mode  # type: ignore[arg-type]

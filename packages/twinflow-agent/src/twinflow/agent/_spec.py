@@ -72,8 +72,9 @@ class ModelSpec(SpecValue):
     ``ollama:qwen2.5:0.5b``, ``vllm:NAME@http://host:8000`` (``PROVIDER:MODEL@URL`` for another
     server), ``embedded`` or a server's URL (`twinflow models` lists the providers)."""
 
-    kind: Literal["openai-compatible", "ollama", "anthropic"] = "openai-compatible"
-    """The server's API: OpenAI chat-completions, Ollama's /api/chat, or Anthropic's Messages."""
+    kind: Literal["openai-compatible", "ollama", "anthropic", "gemini"] = "openai-compatible"
+    """The server's API: OpenAI chat-completions, Ollama's /api/chat, Anthropic's Messages, or
+    Gemini's generateContent."""
     url: str
     """Base URL of the server (``http://127.0.0.1:8080``, ``http://127.0.0.1:11434``,
     ``https://api.anthropic.com``), or ``embedded`` to start the bundled SmolLM2-135M under
@@ -161,14 +162,13 @@ class ModelSpec(SpecValue):
                 return PROVIDERS.spec_fields(data)
             except UserError as exc:
                 raise ValueError(str(exc)) from None
-        # A wire with one mode (Anthropic's Messages, Gemini) takes it by default.
+        # Each wire's own default: native for Anthropic's Messages (its only mode) and Gemini.
         if isinstance(data, dict) and "mode" not in data:
             from twinflow.models import PROVIDERS
 
             kind = data.get("kind")
-            wires = {row.wire for row in PROVIDERS.values()}
-            if kind in wires and len(modes := PROVIDERS.client(str(kind)).modes) == 1:
-                return {**data, "mode": modes[0]}
+            if kind in {row.wire for row in PROVIDERS.values()}:
+                return {**data, "mode": PROVIDERS.client(str(kind)).default_mode}
         return data
 
     @model_validator(mode="after")

@@ -92,6 +92,8 @@ class AnthropicChatModel(Closing):
     """Headers every request needs besides the key: the API version this client speaks."""
     modes: ClassVar[tuple[ChatMode, ...]] = ("native",)
     """Messages has its own tool calling and no decoder-side schema for an action union."""
+    default_mode: ClassVar[ChatMode] = "native"
+    """The one it speaks."""
 
     def __init__(
         self,

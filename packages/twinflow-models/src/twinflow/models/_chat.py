@@ -106,6 +106,8 @@ class ChatModelBase(Closing):
     """Headers every request needs besides the key: none."""
     modes: ClassVar[tuple[ChatMode, ...]] = ("native", "structured-action")
     """Both: the server's own tool calling, or every reply constrained to an action."""
+    default_mode: ClassVar[ChatMode] = "structured-action"
+    """A run spec's mode when it names none: the one that works on any server."""
 
     def __init__(
         self,

@@ -33,6 +33,7 @@ from twinflow.kernel import HttpTransport, KeyHeader, SystemIds
 from twinflow.models._anthropic import DEFAULT_ANTHROPIC_URL, AnthropicChatModel
 from twinflow.models._embedded import embedded_server
 from twinflow.models._errors import ModelSetupError
+from twinflow.models._gemini import DEFAULT_GEMINI_URL, GeminiChatModel
 from twinflow.models._grammar import llama_cpp_grammar_check
 from twinflow.models._ollama import DEFAULT_OLLAMA_URL, OllamaChatModel
 from twinflow.models._openai import OpenAICompatibleChatModel
@@ -78,7 +79,7 @@ class OpenedModel(Protocol):
         ...
 
 
-Wire = Literal["openai-compatible", "ollama", "anthropic"]
+Wire = Literal["openai-compatible", "ollama", "anthropic", "gemini"]
 """A wire format: a run spec's `model.kind`; one client speaks each."""
 
 
@@ -91,6 +92,8 @@ class Client(Protocol):
     """Headers every request needs besides the key."""
     modes: tuple[ChatMode, ...]
     """The modes it speaks."""
+    default_mode: ChatMode
+    """A run spec's mode when it names none."""
 
     def opened(self, transport: Transport, target: Target) -> OpenedModel:
         """The model for `target`, speaking through `transport`."""
@@ -214,6 +217,15 @@ PROVIDERS = ProviderTable(
             AnthropicChatModel,
             "native",
             "schema in the system prompt, validated and re-asked",
+        ),
+        Provider(
+            "gemini",
+            DEFAULT_GEMINI_URL,
+            "GEMINI_API_KEY",
+            "gemini",
+            GeminiChatModel,
+            "native",
+            "responseSchema (Gemini's schema subset), validated and re-asked",
         ),
         Provider(
             "ollama",
