@@ -96,7 +96,38 @@ def model_chat(
     spec: ModelSpec, transport: Transport, ids: Ids, grammar_check: GrammarCheck | None = None
 ) -> ChatModel:
     """The chat model a spec names, speaking through ``transport`` (`ModelSpec.chat_model`):
-    its wire's client, from the models package's one provider table."""
+    its wire's client, from the models package's one provider table. With ``fallbacks``, the
+    models asked in turn (`PROVIDERS.fallback`), each fallback on a transport of its own that
+    the chain closes."""
+    first = _one_chat(spec, transport, ids, grammar_check)
+    if not spec.fallbacks:
+        return first
+    chain: list[tuple[str, ChatModel]] = [(model_label(spec), first)]
+    opened: list[HttpTransport] = []
+    try:
+        for fallback in spec.fallbacks:
+            opened.append(fallback.transport())
+            chain.append(
+                (model_label(fallback), _one_chat(fallback, opened[-1], ids, grammar_check))
+            )
+    except BaseException:
+        for own in opened:
+            own.close()
+        raise
+    model = PROVIDERS.fallback(chain, spec.fallback_on)
+    for own in opened:
+        model.own(own)
+    return model
+
+
+def model_label(spec: ModelSpec) -> str:
+    """How a fallback list's events name a model: ``KIND:NAME@URL`` (without credentials)."""
+    return f"{spec.kind}:{spec.name}@{redact_url(spec.url)}"
+
+
+def _one_chat(
+    spec: ModelSpec, transport: Transport, ids: Ids, grammar_check: GrammarCheck | None
+) -> ChatModel:
     return PROVIDERS.chat(
         spec.kind,
         transport,
@@ -124,7 +155,8 @@ def model_identity(spec: ModelSpec) -> str:
         url = redact_url(spec.url)
     # A dialect is an OpenAI-compatible server's; Messages and Gemini have none to name.
     api = spec.kind if spec.kind in ("anthropic", "gemini") else f"{spec.kind} {spec.dialect}"
-    return f"{api} {url} name={spec.name} mode={spec.mode}"
+    fallbacks = "".join(f" then {model_identity(f)}" for f in spec.fallbacks)
+    return f"{api} {url} name={spec.name} mode={spec.mode}{fallbacks}"
 
 
 @contextlib.contextmanager

@@ -27,6 +27,7 @@ from twinflow.agent._resume import (
     ThenLiveSteering,
     plan,
     plan_fork,
+    recorded_fallbacks,
     served_calls,
     served_steps,
 )
@@ -72,7 +73,10 @@ def resume_run(
     saved = (agent.model, agent.clock, agent.ids, agent.writer, agent.tool_results, agent.steering)
     events = resumed.events
     agent.model = ThenLiveModel(
-        [e.body.response for e in events if isinstance(e.body, ModelResponded)], agent.model, gate
+        [e.body.response for e in events if isinstance(e.body, ModelResponded)],
+        agent.model,
+        gate,
+        recorded_fallbacks(events),
     )
     agent.clock = ThenLiveClock(clock_readings(loaded, resumed.recorded), agent.clock)
     agent.ids = RecordedRunIds(resumed.started.run_id, agent.ids)
@@ -126,7 +130,10 @@ def fork_run(
     prefix = forked.prefix
     saved = (agent.model, agent.steering)
     agent.model = ThenLiveModel(
-        [e.body.response for e in prefix if isinstance(e.body, ModelResponded)], agent.model, None
+        [e.body.response for e in prefix if isinstance(e.body, ModelResponded)],
+        agent.model,
+        None,
+        recorded_fallbacks(prefix),
     )
     agent.steering = ThenLiveSteering(
         [e.body for e in prefix if isinstance(e.body, SteeringReceived)],

@@ -53,8 +53,10 @@ from twinflow.agent._events import (
 from twinflow.agent._observe import Steering
 from twinflow.agent._policy import RecordedResults
 from twinflow.agent._resume import (
+    Fallbacks,
     call_id_of,
     recorded_decisions,
+    recorded_fallbacks,
     recorded_inserts,
     recorded_tool_results,
     served_calls,
@@ -150,10 +152,16 @@ class _ReplayModel:
         responses: list[ModelResponse],
         failure: RunFailed | None,
         refused: tuple[Attempt, ...] = (),
+        fallbacks: list[Fallbacks] | None = None,
     ):
         self._responses = iter(responses)
         self._failure = failure
         self._refused = refused
+        self._fallbacks = iter(fallbacks or ())
+
+    def take_fallbacks(self) -> Fallbacks:
+        """A fallback list's recorded switches on the request just served, and who answered."""
+        return next(self._fallbacks, ((), None))
 
     def request(self, request: ModelRequest) -> ModelResponse:
         del request  # compared as the model_requested event the agent wrote just before
@@ -261,7 +269,14 @@ def _check_built(agent: Agent[Any], ports: ReplayPorts) -> None:
 # What replay reads of a trace, by body kind: only these events are typed (ADR 0136). A
 # ``run_resumed`` is read with the event before it, so a trace holding one is typed whole.
 _LIVE_KINDS = frozenset(
-    {"run_started", "model_responded", "steering_received", "approval_decided", "run_failed"}
+    {
+        "run_started",
+        "model_responded",
+        "model_fell_back",
+        "steering_received",
+        "approval_decided",
+        "run_failed",
+    }
 )
 REPLAY_KINDS = _LIVE_KINDS | {"tool_returned"}
 """The body kinds `replay` reads typed (live mode all but ``tool_returned``): load a trace to
@@ -364,6 +379,7 @@ def _replay_ports(
             [e.body.response for e in events if isinstance(e.body, ModelResponded)],
             failed,
             _refused_replies(tuple(trace.events), failed) if _refusals(failed) else (),
+            recorded_fallbacks(events),
         ),
         clock=_ReplayClock(clock_readings(trace, encoded)),
         ids=_ReplayIds(started.run_id, list(_call_ids(events))),

@@ -19,7 +19,7 @@ the server; the returned model's `close()` stops both.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,11 +28,13 @@ from typing import TYPE_CHECKING, Literal, Protocol, Self
 
 from pydantic import JsonValue
 
+from twinflow._base._failures import FailureClass
 from twinflow._base._suggest import did_you_mean
 from twinflow.kernel import HttpTransport, KeyHeader, SystemIds
 from twinflow.models._anthropic import DEFAULT_ANTHROPIC_URL, AnthropicChatModel
 from twinflow.models._embedded import embedded_server
 from twinflow.models._errors import ModelSetupError
+from twinflow.models._fallback import FallbackChatModel
 from twinflow.models._gemini import DEFAULT_GEMINI_URL, GeminiChatModel
 from twinflow.models._grammar import llama_cpp_grammar_check
 from twinflow.models._ollama import DEFAULT_OLLAMA_URL, OllamaChatModel
@@ -40,7 +42,7 @@ from twinflow.models._openai import OpenAICompatibleChatModel
 from twinflow.models._openai_wire import Dialect
 from twinflow.models._preflight import GrammarCheck
 from twinflow.models._servers import ChatMode, OnChunk, Target
-from twinflow.vocab import ModelRequest, ModelResponse
+from twinflow.vocab import ChatModel, ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
     from twinflow.kernel import Ids, Transport
@@ -202,6 +204,14 @@ class ProviderTable(dict[str, Provider]):
         )
         return self.client(wire).opened(transport, target)
 
+    @staticmethod
+    def fallback(
+        models: Sequence[tuple[str, ChatModel]], fallback_on: Sequence[FailureClass]
+    ) -> FallbackChatModel:
+        """The labelled `models` asked in order, moving on for a class in `fallback_on` (a run
+        spec's `model.fallbacks`); each switch is kept for the agent to record."""
+        return FallbackChatModel(models, fallback_on)
+
 
 PROVIDERS = ProviderTable(
     (row.name, row)
@@ -287,7 +297,7 @@ def _parse(name: str) -> tuple[Provider, str, str]:
 
 
 def open_model(
-    name: str,
+    name: str | Sequence[str],
     *,
     mode: ChatMode | None = None,
     ids: Ids | None = None,
@@ -298,7 +308,9 @@ def open_model(
     """The chat model `name` names, on a new kernel transport (see the module docstring).
 
     Args:
-        name: `embedded`, an http(s) URL, or `PROVIDER:MODEL[@URL]` (a `PROVIDERS` row).
+        name: `embedded`, an http(s) URL, or `PROVIDER:MODEL[@URL]` (a `PROVIDERS` row); or a
+            list of them, asked in order when one is busy or away (a fallback list: each switch
+            is recorded by the agent as a `model_fell_back` event).
         mode: `native` or `structured-action`; the provider's default if None (Anthropic
             speaks `native` only).
         ids: Source of tool-call ids (`SystemIds()` if None).
@@ -316,6 +328,15 @@ def open_model(
         UserError: The row's key variable is unset.
         LaunchError: The embedded server did not start in time.
     """
+    if not isinstance(name, str):
+        return _fallbacks(
+            list(name),
+            mode=mode,
+            ids=ids,
+            timeout=timeout,
+            log_dir=log_dir,
+            on_progress=on_progress,
+        )
     stack = contextlib.ExitStack()
     try:
         if name == EMBEDDED:
@@ -347,3 +368,27 @@ def open_model(
         raise
     chat.own(stack)
     return chat
+
+
+def _fallbacks(
+    names: list[str],
+    *,
+    mode: ChatMode | None,
+    ids: Ids | None,
+    timeout: float,
+    log_dir: Path | None,
+    on_progress: Callable[[str], None] | None,
+) -> OpenedModel:
+    """`open_model` of a list: each model opened, asked in order (`FallbackChatModel`)."""
+    chain: list[tuple[str, OpenedModel]] = []
+    try:
+        for one in names:
+            model = open_model(
+                one, mode=mode, ids=ids, timeout=timeout, log_dir=log_dir, on_progress=on_progress
+            )
+            chain.append((one, model))
+        return FallbackChatModel(chain)
+    except BaseException:
+        for _, model in chain:
+            model.close()
+        raise
