@@ -98,6 +98,11 @@ def test_a_busy_first_model_falls_back_and_replay_reproduces_it(tmp_path: Path) 
     assert first.count >= 2
     replayed = twinflow("replay", "out/trace.jsonl", "--spec", "spec.yaml", cwd=tmp_path)
     assert 0 == replayed.returncode, replayed.stderr
+    shown = twinflow("show", "out/trace.jsonl", cwd=tmp_path)
+    assert (2, 2) == (
+        shown.stdout.count(" overloaded, asking openai-compatible:b@"),
+        shown.stdout.count("<- model reply from openai-compatible:b@"),
+    ), shown.stdout
 
 
 def test_a_listed_class_only_moves_on(tmp_path: Path) -> None:
