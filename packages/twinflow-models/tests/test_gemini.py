@@ -204,6 +204,7 @@ def test_a_blocked_candidate_in_a_stream_is_a_typed_refusal() -> None:
         {"candidates": [{"content": {"role": "model"}, "finishReason": "STOP"}]},
         {"candidates": []},
         {"candidates": [{"content": {"parts": [{"functionCall": {"args": {}}}]}}]},
+        {"candidates": [{"content": {"parts": [{"text": "x"}]}, "finishReason": ["SAFETY"]}]},
     ],
 )
 def test_empty_parts_or_no_candidate_is_malformed(answer: JsonValue) -> None:

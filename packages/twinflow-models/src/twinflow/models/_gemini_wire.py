@@ -285,7 +285,7 @@ def _candidate(answer: object, url: str, streamed: bool) -> tuple[dict[str, Any]
     if not isinstance(answer, dict):
         raise MalformedResponseError("expected a GenerateContentResponse", url=url, path="")
     feedback = answer.get("promptFeedback")
-    if isinstance(feedback, dict) and feedback.get("blockReason"):
+    if isinstance(feedback, dict) and feedback.get("blockReason") not in (None, "", 0, False):
         raise _refused(feedback["blockReason"], url, "/promptFeedback/blockReason", "prompt")
     candidates = answer.get("candidates")
     if candidates is None and streamed:
@@ -294,6 +294,10 @@ def _candidate(answer: object, url: str, streamed: bool) -> tuple[dict[str, Any]
         raise MalformedResponseError("expected at least one candidate", url=url, path="/candidates")
     candidate: dict[str, Any] = candidates[0]
     reason = candidate.get("finishReason")
+    if reason is not None and not isinstance(reason, str):
+        raise MalformedResponseError(
+            "finishReason must be a string", url=url, path="/candidates/0/finishReason"
+        )
     if reason in _REFUSALS:
         raise _refused(reason, url, "/candidates/0/finishReason", "answer")
     content = candidate.get("content")

@@ -290,7 +290,7 @@ def _parse(name: str) -> tuple[Provider, str, str]:
     if not at and row.url is None:
         raise ModelSetupError(
             f"model {name!r}: {prefix} has no default URL; name the server, e.g. "
-            f"{prefix}:{model}@http://127.0.0.1:8000",
+            f"{f'{prefix}:{model}@http://127.0.0.1:8000'!r}",
             reason="name",
         )
     return row, model, url if at else str(row.url)
