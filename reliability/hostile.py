@@ -1306,6 +1306,9 @@ def main() -> int:
 
         sandboxed_code(figures, work, rounds=3 if full else 1)
         eval_evidence(figures, work)
+        from _hostile_hosted_models import hosted_models
+
+        hosted_models(figures, work, full)
     return figures.finish(args.json)
 
 

@@ -17,6 +17,7 @@ from twinflow.models import (
     OpenAICompatibleChatModel,
     open_model,
 )
+from twinflow.models._gemini import GeminiChatModel
 from twinflow.models._providers import PROVIDERS
 from twinflow.trace import UserError
 from twinflow.vocab import Message, ModelRequest, Transcript
@@ -136,10 +137,10 @@ def test_the_defaults_of_a_row_decide_the_mode() -> None:
 
 
 def test_every_row_names_a_client_and_hosted_rows_a_key() -> None:
-    """Each provider row's client is one of the three chat models; the hosted rows name a key."""
-    clients = {OpenAICompatibleChatModel, OllamaChatModel, AnthropicChatModel}
+    """Each provider row's client is one of the four chat models; the hosted rows name a key."""
+    clients = {OpenAICompatibleChatModel, OllamaChatModel, AnthropicChatModel, GeminiChatModel}
     assert clients >= {row.client for row in PROVIDERS.values()}
-    assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} == {
+    assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"} == {
         row.key_env for row in PROVIDERS.values() if row.key_env
     }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -67,12 +67,12 @@ from twinflow.vocab import (
 __all__ = ["Agent", "RunResult", "UsageLimits"]
 
 
-def _opened_model(model: ChatModel | str) -> tuple[ChatModel, bool]:
+def _opened_model(model: ChatModel | str | Sequence[str]) -> tuple[ChatModel, bool]:
     """The model, and whether the agent opened it (then `Agent.close` closes it)."""
-    if not isinstance(model, str):
-        return model, False
-    opened: ChatModel = open_model(model)
-    return opened, True
+    if isinstance(model, str | list | tuple):
+        opened: ChatModel = open_model(model)
+        return opened, True
+    return cast("ChatModel", model), False
 
 
 def _sink(trace: TraceSink | str | os.PathLike[str] | None) -> TraceSink:
@@ -90,8 +90,9 @@ class Agent(Steps[OutputT], Closing):
 
     Args:
         model: The chat model: any `ChatModel`, or a name `twinflow.models.open_model` opens
-            (``"embedded"``, ``"http://host:8080/v1"``, ``"openai:gpt-4o-mini"``); a model
-            opened here is closed by `close` (use the agent in a ``with`` block).
+            (``"embedded"``, ``"http://host:8080/v1"``, ``"openai:gpt-4o-mini"``), or a list
+            of names asked in turn when one is busy or away (each switch a ``model_fell_back``
+            event); a model opened here is closed by `close` (use the agent in a ``with`` block).
         clock: Clock port; every event's ``at`` comes from it (default: `SystemClock`).
         ids: Ids port; run ids come from it (default: `SystemIds`).
         tools: Tools, typed callables turned into tools, and MCP servers (`McpTools`,
@@ -133,7 +134,7 @@ class Agent(Steps[OutputT], Closing):
 
     def __init__(
         self,
-        model: ChatModel | str,
+        model: ChatModel | str | Sequence[str],
         *,
         clock: Clock | None = None,
         ids: Ids | None = None,
@@ -191,7 +192,7 @@ class Agent(Steps[OutputT], Closing):
 
     def _open(
         self,
-        model: ChatModel | str,
+        model: ChatModel | str | Sequence[str],
         clock: Clock | None,
         ids: Ids | None,
         trace: TraceSink | str | os.PathLike[str] | None,

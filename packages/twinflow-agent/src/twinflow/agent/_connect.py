@@ -53,14 +53,7 @@ from twinflow.kernel import (
     interpreter,
     redact_url,
 )
-from twinflow.models import (
-    AnthropicChatModel,
-    GrammarCheck,
-    OllamaChatModel,
-    OpenAICompatibleChatModel,
-    embedded_model_file,
-    embedded_server,
-)
+from twinflow.models import PROVIDERS, GrammarCheck, embedded_model_file, embedded_server
 from twinflow.trace import (
     MemoryTraceSink,
     TraceSink,
@@ -87,17 +80,11 @@ __all__ = [
 
 # -- the model a spec names ----------------------------------------------------------------
 
-_CLIENTS: dict[str, type[AnthropicChatModel | OllamaChatModel | OpenAICompatibleChatModel]] = {
-    "anthropic": AnthropicChatModel,
-    "ollama": OllamaChatModel,
-    "openai-compatible": OpenAICompatibleChatModel,
-}
-"""The client of each ``model.kind``: it names the header its API takes a key in."""
-
 
 def model_transport(spec: ModelSpec) -> HttpTransport:
-    """The real transport for a spec's model (`ModelSpec.transport`)."""
-    client = _CLIENTS[spec.kind]
+    """The real transport for a spec's model (`ModelSpec.transport`): the key in the header
+    its wire's client names, with the headers that client requires and then the spec's."""
+    client = PROVIDERS.client(spec.kind)
     return HttpTransport(
         api_key_env=spec.api_key_env,
         key_header=client.key_header,
@@ -108,35 +95,51 @@ def model_transport(spec: ModelSpec) -> HttpTransport:
 def model_chat(
     spec: ModelSpec, transport: Transport, ids: Ids, grammar_check: GrammarCheck | None = None
 ) -> ChatModel:
-    """The chat model a spec names, speaking through ``transport`` (`ModelSpec.chat_model`)."""
-    if spec.kind == "anthropic":
-        # Anthropic issues its own tool-call ids (a result must name the one it issued).
-        return AnthropicChatModel(
-            transport,
-            model=spec.name,
-            base_url=spec.url,
-            max_tokens=spec.max_tokens,
-            timeout=spec.timeout,
-        )
-    if spec.kind == "ollama":
-        return OllamaChatModel(
-            transport,
-            model=spec.name,
-            base_url=spec.url,
-            mode=spec.mode,
-            ids=ids,
-            timeout=spec.timeout,
-        )
-    return OpenAICompatibleChatModel(
+    """The chat model a spec names, speaking through ``transport`` (`ModelSpec.chat_model`):
+    its wire's client, from the models package's one provider table. With ``fallbacks``, the
+    models asked in turn (`PROVIDERS.fallback`), each fallback on a transport of its own that
+    the chain closes."""
+    first = _one_chat(spec, transport, ids, grammar_check)
+    if not spec.fallbacks:
+        return first
+    chain: list[tuple[str, ChatModel]] = [(model_label(spec), first)]
+    opened: list[HttpTransport] = []
+    try:
+        for fallback in spec.fallbacks:
+            opened.append(fallback.transport())
+            chain.append(
+                (model_label(fallback), _one_chat(fallback, opened[-1], ids, grammar_check))
+            )
+    except BaseException:
+        for own in opened:
+            own.close()
+        raise
+    model = PROVIDERS.fallback(chain, spec.fallback_on)
+    for own in opened:
+        model.own(own)
+    return model
+
+
+def model_label(spec: ModelSpec) -> str:
+    """How a fallback list's events name a model: ``KIND:NAME@URL`` (without credentials)."""
+    return f"{spec.kind}:{spec.name}@{redact_url(spec.url)}"
+
+
+def _one_chat(
+    spec: ModelSpec, transport: Transport, ids: Ids, grammar_check: GrammarCheck | None
+) -> ChatModel:
+    return PROVIDERS.chat(
+        spec.kind,
         transport,
-        base_url=spec.url,
         model=spec.name,
+        url=spec.url,
         dialect=spec.dialect,
         mode=spec.mode,
         ids=ids,
         timeout=spec.timeout,
+        max_tokens=spec.max_tokens,
         # llama-cpp-python's own converter decides what its server enforces (ADR 0033).
-        grammar_check=grammar_check if spec.dialect == "llama-cpp-python" else None,
+        grammar_check=grammar_check,
     )
 
 
@@ -150,9 +153,10 @@ def model_identity(spec: ModelSpec) -> str:
         url = f"{EMBEDDED} {gguf.name} sha256:{file_sha256(gguf, cached=True)}"
     else:
         url = redact_url(spec.url)
-    # A dialect is an OpenAI-compatible server's; Messages has none to name.
-    api = spec.kind if spec.kind == "anthropic" else f"{spec.kind} {spec.dialect}"
-    return f"{api} {url} name={spec.name} mode={spec.mode}"
+    # A dialect is an OpenAI-compatible server's; Messages and Gemini have none to name.
+    api = spec.kind if spec.kind in ("anthropic", "gemini") else f"{spec.kind} {spec.dialect}"
+    fallbacks = "".join(f" then {model_identity(f)}" for f in spec.fallbacks)
+    return f"{api} {url} name={spec.name} mode={spec.mode}{fallbacks}"
 
 
 @contextlib.contextmanager

@@ -29,6 +29,7 @@ from twinflow.agent._resume import (
     plan,
     plan_fork,
     plan_turn,
+    recorded_fallbacks,
     recorded_turns,
     served_calls,
     served_steps,
@@ -120,7 +121,10 @@ def _go_on(
     saved = (agent.model, agent.clock, agent.ids, agent.writer, agent.tool_results, agent.steering)
     events = resumed.events
     agent.model = ThenLiveModel(
-        [e.body.response for e in events if isinstance(e.body, ModelResponded)], agent.model, gate
+        [e.body.response for e in events if isinstance(e.body, ModelResponded)],
+        agent.model,
+        gate,
+        recorded_fallbacks(events),
     )
     agent.clock = ThenLiveClock(clock_readings(loaded, resumed.recorded), agent.clock)
     agent.ids = RecordedRunIds(resumed.started.run_id, agent.ids)
@@ -179,7 +183,10 @@ def fork_run(
     prefix = forked.prefix
     saved = (agent.model, agent.steering)
     agent.model = ThenLiveModel(
-        [e.body.response for e in prefix if isinstance(e.body, ModelResponded)], agent.model, None
+        [e.body.response for e in prefix if isinstance(e.body, ModelResponded)],
+        agent.model,
+        None,
+        recorded_fallbacks(prefix),
     )
     agent.steering = ThenLiveSteering(
         [e.body for e in prefix if isinstance(e.body, SteeringReceived)],

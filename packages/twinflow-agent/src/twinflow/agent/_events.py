@@ -249,6 +249,27 @@ class ModelResponded(_Frozen):
     """Step number, from 1."""
     response: ModelResponse
     """The response, whole."""
+    answered_by: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Which model of a fallback list answered (its label: the model string, or the spec's
+    model identity); absent, not null, for a single model, so other runs keep their bytes."""
+
+
+class ModelFellBack(_Frozen):
+    """A model of a fallback list failed for a listed class; the next one was asked."""
+
+    kind: Literal["model_fell_back"] = "model_fell_back"
+    """Union tag."""
+    step: int
+    """Step number, from 1."""
+    model: str
+    """The model that failed (its label)."""
+    failure: str
+    """Its failure class (`rate_limited`, `overloaded`, `server_error`, `connect`, `timeout`,
+    `malformed` or `refused`)."""
+    error: str
+    """The failure's one line, scrubbed like every event."""
+    next: str
+    """The model asked next (its label)."""
 
 
 class SteeringReceived(_Frozen):
@@ -479,6 +500,7 @@ EventBody = Annotated[
     RunStarted
     | ModelRequested
     | ModelResponded
+    | ModelFellBack
     | SteeringReceived
     | UserTurn
     | PolicyDecided

@@ -53,8 +53,10 @@ from twinflow.agent._events import (
 from twinflow.agent._observe import Steering
 from twinflow.agent._policy import RecordedResults
 from twinflow.agent._resume import (
+    Fallbacks,
     call_id_of,
     recorded_decisions,
+    recorded_fallbacks,
     recorded_inserts,
     recorded_tool_results,
     recorded_turns,
@@ -151,10 +153,16 @@ class _ReplayModel:
         responses: list[ModelResponse],
         failure: RunFailed | None,
         refused: tuple[Attempt, ...] = (),
+        fallbacks: list[Fallbacks] | None = None,
     ):
         self._responses = iter(responses)
         self._failure = failure
         self._refused = refused
+        self._fallbacks = iter(fallbacks or ())
+
+    def take_fallbacks(self) -> Fallbacks:
+        """A fallback list's recorded switches on the request just served, and who answered."""
+        return next(self._fallbacks, ((), None))
 
     def request(self, request: ModelRequest) -> ModelResponse:
         del request  # compared as the model_requested event the agent wrote just before
@@ -265,6 +273,7 @@ _LIVE_KINDS = frozenset(
     {
         "run_started",
         "model_responded",
+        "model_fell_back",
         "steering_received",
         "user_turn",
         "approval_decided",
@@ -372,6 +381,7 @@ def _replay_ports(
             [e.body.response for e in events if isinstance(e.body, ModelResponded)],
             failed,
             _refused_replies(tuple(trace.events), failed) if _refusals(failed) else (),
+            recorded_fallbacks(events),
         ),
         clock=_ReplayClock(clock_readings(trace, encoded)),
         ids=_ReplayIds(started.run_id, list(_call_ids(events))),

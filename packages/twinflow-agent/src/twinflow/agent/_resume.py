@@ -29,6 +29,7 @@ from twinflow.agent._events import (
     ApprovalRequested,
     EventBody,
     ForkParent,
+    ModelFellBack,
     ModelRequested,
     ModelResponded,
     PolicyDecided,
@@ -212,6 +213,7 @@ RESUME_KINDS = frozenset(
     {
         "run_started",
         "model_responded",
+        "model_fell_back",
         "steering_received",
         "user_turn",
         "approval_requested",
@@ -478,21 +480,64 @@ class ResumeWriter(TraceWriter):
         return digest
 
 
-class ThenLiveModel:
-    """The recorded responses, in order; then the live model, once the prefix is matched."""
+Fallbacks = tuple[tuple[ModelFellBack, ...], str | None]
+"""A model call's recorded switches (``model_fell_back``) and the label that answered it."""
 
-    def __init__(self, recorded: list[ModelResponse], live: ChatModel, gate: Gate | None) -> None:
+
+def recorded_fallbacks(events: Sequence[TraceEvent]) -> list[Fallbacks]:
+    """Each recorded model call's fallback switches and answering label, in order: one per
+    ``model_responded``, and one more for switches before a call that failed for good."""
+    calls: list[Fallbacks] = []
+    pending: list[ModelFellBack] = []
+    for event in events:
+        body = event.body
+        if isinstance(body, ModelFellBack):
+            pending.append(body)
+        elif isinstance(body, ModelResponded):
+            calls.append((tuple(pending), body.answered_by))
+            pending = []
+    if pending:
+        calls.append((tuple(pending), None))
+    return calls
+
+
+class ThenLiveModel:
+    """The recorded responses, in order; then the live model, once the prefix is matched.
+
+    A fallback list's switches are served with each recorded response (`take_fallbacks`), and
+    asked of the live model after."""
+
+    def __init__(
+        self,
+        recorded: list[ModelResponse],
+        live: ChatModel,
+        gate: Gate | None,
+        fallbacks: list[Fallbacks] | None = None,
+    ) -> None:
         self._recorded = iter(recorded)
+        self._fallbacks = iter(fallbacks or ())
         self._live = live
         self._gate = gate
+        self._served = False
 
     def request(self, request: ModelRequest) -> ModelResponse:
         response = next(self._recorded, None)
+        self._served = response is not None
         if response is not None:
             return response
         if self._gate is not None:
             self._gate.check("asked the model")
         return self._live.request(request)
+
+    def take_fallbacks(self) -> Fallbacks:
+        """The switches of the last request: recorded ones while serving, then the live model's."""
+        if self._served:
+            return next(self._fallbacks, ((), None))
+        take = getattr(self._live, "take_fallbacks", None)
+        if take is None:
+            return (), None
+        switches, answered_by = take()
+        return tuple(switches), answered_by
 
 
 class ThenLiveClock:

@@ -27,6 +27,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from twinflow._base._code import resolve_dotted as resolve_any_dotted
 from twinflow._base._code import split_dotted
+from twinflow._base._failures import DEFAULT_FALLBACK_ON, FailureClass
 from twinflow._base._yaml import YamlLimits, read_user_file, read_yaml, validation_problems
 from twinflow.agent._code_record import (
     CodeRecord,
@@ -71,11 +72,38 @@ __all__ = [
 ]
 
 
-class ModelSpec(SpecValue):
-    """Where the model is served and how to speak to it."""
+_MODEL_STRING = {
+    "type": "string",
+    "description": "PROVIDER:MODEL, PROVIDER:MODEL@URL, embedded, or a server's URL",
+}
 
-    kind: Literal["openai-compatible", "ollama", "anthropic"] = "openai-compatible"
-    """The server's API: OpenAI chat-completions, Ollama's /api/chat, or Anthropic's Messages."""
+
+def _model_string_schema(schema: dict[str, Any]) -> None:
+    """The published schema takes ``model`` as its keys, one model string, or a list of them
+    (the first model and its fallbacks)."""
+    keys = {name: schema.pop(name) for name in ("$ref", "allOf") if name in schema}
+    one = [keys, _MODEL_STRING]
+    schema["anyOf"] = [*one, {"type": "array", "minItems": 1, "items": {"anyOf": one}}]
+
+
+def _fallbacks_schema(schema: dict[str, Any]) -> None:
+    """Each fallback is a model's keys or a model string."""
+    items = schema.get("items")
+    if isinstance(items, dict) and "$ref" in items:
+        schema["items"] = {"anyOf": [items, _MODEL_STRING]}
+
+
+class ModelSpec(SpecValue):
+    """Where the model is served and how to speak to it.
+
+    In a spec, ``model:`` may also be one string, read through the models package's provider
+    table into these keys: ``openai:gpt-4o-mini``, ``anthropic:claude-sonnet-4-5``,
+    ``ollama:qwen2.5:0.5b``, ``vllm:NAME@http://host:8000`` (``PROVIDER:MODEL@URL`` for another
+    server), ``embedded`` or a server's URL (`twinflow models` lists the providers)."""
+
+    kind: Literal["openai-compatible", "ollama", "anthropic", "gemini"] = "openai-compatible"
+    """The server's API: OpenAI chat-completions, Ollama's /api/chat, Anthropic's Messages, or
+    Gemini's generateContent."""
     url: str
     """Base URL of the server (``http://127.0.0.1:8080``, ``http://127.0.0.1:11434``,
     ``https://api.anthropic.com``), or ``embedded`` to start the bundled SmolLM2-135M under
@@ -102,6 +130,22 @@ class ModelSpec(SpecValue):
     headers: dict[str, str] = Field(default_factory=dict, max_length=64)
     """Extra request headers (a gateway's, ``anthropic-beta``, an ``anthropic-version`` other than
     the client's). They are copied into the run directory with the spec: never a key."""
+    fallbacks: tuple[ModelSpec, ...] = Field(
+        default=(),
+        max_length=8,
+        exclude_if=lambda value: not value,
+        json_schema_extra=_fallbacks_schema,
+    )
+    """Models asked in turn when this one fails for a class in ``fallback_on`` (each a model
+    string or these keys; ``model: [openai:gpt-4o-mini, anthropic:claude-sonnet-4-5]`` is the
+    first with the rest as its fallbacks). Each switch is a ``model_fell_back`` event and
+    ``model_responded`` names the model that answered, so replay serves the same switches."""
+    fallback_on: tuple[FailureClass, ...] = Field(
+        default=DEFAULT_FALLBACK_ON, exclude_if=lambda value: value == DEFAULT_FALLBACK_ON
+    )
+    """The failure classes that move on to the next model: ``rate_limited`` (429),
+    ``overloaded`` (503, 529), ``server_error`` (another 5xx), ``connect``, ``timeout``,
+    ``malformed`` (an answer not in the wire format), ``refused`` (a safety block)."""
 
     def transport(self) -> HttpTransport:
         """The real transport for this model: the API key (``api_key_env``) in the header the
@@ -154,26 +198,39 @@ class ModelSpec(SpecValue):
 
     @model_validator(mode="before")
     @classmethod
-    def _anthropic_is_native(cls, data: Any) -> Any:
-        # Messages has its own tool calling and no decoder-side schema for an action union.
-        if isinstance(data, dict) and data.get("kind") == "anthropic" and "mode" not in data:
-            return {**data, "mode": "native"}
-        return data
+    def _from_string(cls, data: Any) -> Any:
+        # `model: [first, then, ...]`: the first, with the others as its fallbacks.
+        if isinstance(data, list | tuple):
+            if not data:
+                raise ValueError("a model list names at least one model")
+            first = _model_keys(data[0])
+            if not isinstance(first, dict) or "fallbacks" in first:
+                raise ValueError("a model list's first entry is a model string or a model's keys")
+            return {**first, "fallbacks": tuple(data[1:])} if len(data) > 1 else first
+        return _model_keys(data)
 
     @model_validator(mode="after")
     def _fits_the_kind(self) -> ModelSpec:
-        if self.kind == "anthropic":
-            if self.mode != "native":
-                raise ValueError(
-                    "kind anthropic takes mode native only (the Messages API's own tool "
-                    "calling): remove `mode` or set it to native"
-                )
-            if self.url == EMBEDDED:
-                raise ValueError(
-                    "the embedded model speaks the OpenAI-compatible API, not Anthropic's: "
-                    "give the Messages API's base URL (https://api.anthropic.com), or drop "
-                    "`kind: anthropic`"
-                )
+        from twinflow.models import PROVIDERS
+
+        modes = PROVIDERS.client(self.kind).modes
+        if self.mode not in modes:
+            raise ValueError(
+                f"kind {self.kind} takes mode {' or '.join(modes)} only (the API's own tool "
+                f"calling): remove `mode` or set it to {modes[0]}"
+            )
+        if any(f.fallbacks for f in self.fallbacks) or any(
+            f.url == EMBEDDED for f in self.fallbacks
+        ):
+            raise ValueError(
+                "a fallback is a served model without fallbacks of its own (not `embedded`): "
+                "list every model in one `model: [...]`"
+            )
+        if self.kind != "openai-compatible" and self.url == EMBEDDED:
+            raise ValueError(
+                f"the embedded model speaks the OpenAI-compatible API, not {self.kind}'s: "
+                f"give the {self.kind} server's base URL, or drop `kind: {self.kind}`"
+            )
         return self
 
     @field_validator("headers")
@@ -188,6 +245,23 @@ class ModelSpec(SpecValue):
             return url if url == EMBEDDED else check_endpoint_url(url, where="model.url")
         except UserError as exc:
             raise ValueError(str(exc)) from None
+
+
+def _model_keys(data: Any) -> Any:
+    """A model string as the long form's keys (the provider table's row), and a wire's default
+    mode when the keys name none (native for Anthropic's Messages, its only mode, and Gemini)."""
+    from twinflow.models import PROVIDERS
+
+    if isinstance(data, str):
+        try:
+            return PROVIDERS.spec_fields(data)
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+    if isinstance(data, dict) and "mode" not in data:
+        kind = data.get("kind")
+        if kind in {row.wire for row in PROVIDERS.values()}:
+            return {**data, "mode": PROVIDERS.client(str(kind)).default_mode}
+    return data
 
 
 class PolicySpec(SpecValue):
@@ -212,8 +286,9 @@ class RunSpec(SpecValue):
     """The user's task."""
     system: str | None = None
     """An optional system prompt."""
-    model: ModelSpec
-    """The model endpoint."""
+    model: ModelSpec = Field(json_schema_extra=_model_string_schema)
+    """The model endpoint: its keys, or one string (``openai:gpt-4o-mini``, ``embedded``;
+    `twinflow models` lists the providers)."""
     tools: tuple[str | ToolEntry, ...] = ()
     """Dotted paths to Python callables (``package.module:function`` or ``package.module.function``),
     or mappings ``{name: <dotted path>, sandbox: true}`` for a tool run in the sandbox."""

@@ -19,6 +19,7 @@ from twinflow.agent._events import (
     ApprovalDecided,
     ApprovalRequested,
     EventBody,
+    ModelFellBack,
     ModelRequested,
     ModelResponded,
     OutputAccepted,
@@ -185,14 +186,17 @@ class Steps(Generic[OutputT]):
         request = self._record_request(state, purpose)
         stream = getattr(self.model, "stream", None) if self.observer is not None else None
         try:
-            if stream is not None:
-                # A StreamingChatModel: the observer sees the chunks, the trace the assembled reply.
-                response: ModelResponse = stream(request, self.observer)
-            else:
-                response = self.model.request(request)
+            try:
+                if stream is not None:
+                    # A StreamingChatModel: the observer sees the chunks, the trace the reply.
+                    response: ModelResponse = stream(request, self.observer)
+                else:
+                    response = self.model.request(request)
+            finally:
+                answered_by = self._fell_back(state.step)
         except StructuredOutputError as exc:
             raise self._no_valid_reply(state, exc) from exc
-        self._emit(ModelResponded(step=state.step, response=response))
+        self._emit(ModelResponded(step=state.step, response=response, answered_by=answered_by))
         response = typed_parts(self.part_kinds, state, response)
         state.requests += 1
         state.usage_in += response.usage.input_tokens
@@ -201,6 +205,25 @@ class Steps(Generic[OutputT]):
         if purpose == "reask":
             state.transcript = state.transcript.append(response.message)
         return response
+
+    def _fell_back(self, step: int) -> str | None:
+        """A fallback list's switches on the last request, each a ``model_fell_back`` event,
+        and the label of the model that answered (None for a model that is not a list)."""
+        take = getattr(self.model, "take_fallbacks", None)
+        if take is None:
+            return None
+        switches, answered_by = take()
+        for switch in switches:
+            self._emit(
+                ModelFellBack(
+                    step=step,
+                    model=switch.model,
+                    failure=switch.failure,
+                    error=switch.error,
+                    next=switch.next,
+                )
+            )
+        return None if answered_by is None else str(answered_by)
 
     def _record_request(self, state: RunState, purpose: Literal["step", "reask"]) -> ModelRequest:
         """Record what is new since the last request (``model_requested``); the request."""

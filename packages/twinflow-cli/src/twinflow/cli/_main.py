@@ -119,6 +119,10 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
         "twinflow.cli._commands",
         "show where two runs' behaviour differs (--exact: the first differing event's bytes)",
     ),
+    "models": (
+        "twinflow.cli._models_cli",
+        "list the model providers a spec may name (openai:MODEL, ...) and what each supports",
+    ),
 }
 
 
@@ -172,6 +176,10 @@ def command_module_commands(module: str) -> dict[str, Command]:
         from twinflow.cli._export import COMMANDS as export_commands
 
         return export_commands
+    if module == "twinflow.cli._models_cli":
+        from twinflow.cli._models_cli import COMMANDS as models_commands
+
+        return models_commands
     if module == "twinflow.cli._commands":
         from twinflow.cli._commands import COMMANDS as trace_commands
 

@@ -160,7 +160,14 @@ def _step_lines(kind: object, body: dict[str, Any]) -> list[str] | None:
         return lines
     if kind == "model_responded":
         response = _obj(body.get("response"))
-        return ["  <- model reply", *_message(response.get("message"))]
+        by = body.get("answered_by")
+        answered = "" if by is None else f" from {_clean(by)}"
+        return [f"  <- model reply{answered}", *_message(response.get("message"))]
+    if kind == "model_fell_back":
+        return [
+            f"  model {_clean(body.get('model'))} {_clean(body.get('failure'))}, asking "
+            f"{_clean(body.get('next'))}: {_clean(body.get('error'))}"
+        ]
     if kind == "policy_decided":
         return [
             f"  policy {_clean(body.get('decision'))} {_clean(body.get('tool'))} "

@@ -1,5 +1,6 @@
-"""twinflow.models: chat models for OpenAI-compatible servers, Ollama and Anthropic, and
-`open_model`, which makes one from a name (`embedded`, a URL, `openai:gpt-4o-mini`).
+"""twinflow.models: chat models for OpenAI-compatible servers, Ollama, Anthropic and Gemini,
+and `open_model`, which makes one from a name (`embedded`, a URL, `gemini:gemini-2.5-flash`)
+through `PROVIDERS`, the one provider table (`twinflow models` prints it).
 
 The only third-party dependency is pydantic; every request goes through the kernel's injected
 `Transport`. Each provider is one module with its chat model and its wire mapping beside it,
@@ -18,7 +19,9 @@ Errors::
     ├── ModelError                         raised by twinflow.models
     │   ├── SchemaError                    (also a UserError, above)
     │   ├── ModelSetupError                (also a UserError, above)
-    │   └── MalformedResponseError         the server answered 2xx with a body that is not its wire format
+    │   └── MalformedResponseError         the server answered 2xx with a body that is not its
+    │                                      wire format (`.reason`: malformed, or refused: a
+    │                                      safety block such as Gemini's)
     ├── VocabError (twinflow.vocab)
     │   └── StructuredOutputError          no answer validated in max_attempts (`.attempts`)
     └── KernelError (twinflow.kernel)
@@ -36,4 +39,5 @@ from twinflow.models._errors import SchemaError as SchemaError
 from twinflow.models._ollama import OllamaChatModel as OllamaChatModel
 from twinflow.models._openai import OpenAICompatibleChatModel as OpenAICompatibleChatModel
 from twinflow.models._preflight import GrammarCheck as GrammarCheck
+from twinflow.models._providers import PROVIDERS as PROVIDERS
 from twinflow.models._providers import open_model as open_model

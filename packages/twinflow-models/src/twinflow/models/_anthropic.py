@@ -43,7 +43,7 @@ from twinflow.models._anthropic_wire import (
     to_anthropic_tools,
 )
 from twinflow.models._errors import MalformedResponseError, ModelSetupError
-from twinflow.models._servers import OnChunk, Target, endpoint_root, stream_reply
+from twinflow.models._servers import ChatMode, OnChunk, Target, endpoint_root, stream_reply
 from twinflow.trace import UserError
 from twinflow.vocab import (
     Message,
@@ -90,6 +90,10 @@ class AnthropicChatModel(Closing):
         {"anthropic-version": ANTHROPIC_VERSION}
     )
     """Headers every request needs besides the key: the API version this client speaks."""
+    modes: ClassVar[tuple[ChatMode, ...]] = ("native",)
+    """Messages has its own tool calling and no decoder-side schema for an action union."""
+    default_mode: ClassVar[ChatMode] = "native"
+    """The one it speaks."""
 
     def __init__(
         self,
@@ -119,7 +123,13 @@ class AnthropicChatModel(Closing):
                 f"anthropic:{target.model} speaks native mode only, not {target.mode!r}",
                 reason="mode",
             )
-        return cls(transport, model=target.model, base_url=target.url, timeout=target.timeout)
+        return cls(
+            transport,
+            model=target.model,
+            base_url=target.url,
+            max_tokens=target.max_tokens or 1024,
+            timeout=target.timeout,
+        )
 
     def body(self, request: ModelRequest) -> dict[str, JsonValue]:
         """The Messages request body for `request` (without `stream`).

@@ -104,6 +104,10 @@ class ChatModelBase(Closing):
     Bearer`` (OpenAI's; an Ollama behind an authenticating proxy takes the same)."""
     required_headers: ClassVar[Mapping[str, str]] = MappingProxyType({})
     """Headers every request needs besides the key: none."""
+    modes: ClassVar[tuple[ChatMode, ...]] = ("native", "structured-action")
+    """Both: the server's own tool calling, or every reply constrained to an action."""
+    default_mode: ClassVar[ChatMode] = "structured-action"
+    """A run spec's mode when it names none: the one that works on any server."""
 
     def __init__(
         self,

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
 SchemaReason = Literal["unenforced", "uncompilable"]
 SetupReason = Literal["name", "not-installed", "dialect", "mode"]
+ResponseReason = Literal["malformed", "refused"]
 
 
 class ModelError(TwinflowError):
@@ -92,24 +93,33 @@ class InputRefused(ValueError):
 
 
 class MalformedResponseError(ModelError):
-    """The server answered with a success status but a body that is not its documented wire format.
+    """The server answered with a success status but a body that is not its documented wire
+    format (reason `malformed`), or one that withholds the answer (reason `refused`: a
+    provider's safety or policy block, such as Gemini's `blockReason` or `finishReason: SAFETY`).
 
     Attributes:
         url: The endpoint that answered.
-        path: JSON pointer (RFC 6901) to the part of the body that was missing or wrong.
+        path: JSON pointer (RFC 6901) to the part of the body that was missing, wrong or the block.
+        reason: `malformed` or `refused`.
     """
 
-    def __init__(self, message: str, *, url: str, path: str) -> None:
+    def __init__(
+        self, message: str, *, url: str, path: str, reason: ResponseReason = "malformed"
+    ) -> None:
         """Create the error.
 
         Args:
             message: What was expected and what was found.
             url: The endpoint that answered.
             path: JSON pointer to the offending part of the body.
+            reason: `malformed` (not the wire format) or `refused` (an answer withheld).
         """
-        super().__init__(
-            f"{message} (at {path or '/'} in the response from {url}); check that the server "
-            "speaks the dialect this client was configured with"
+        hint = (
+            "check that the server speaks the dialect this client was configured with"
+            if reason == "malformed"
+            else "the provider refused to answer; rephrase the request or use another model"
         )
+        super().__init__(f"{message} (at {path or '/'} in the response from {url}); {hint}")
         self.url = url
         self.path = path
+        self.reason: ResponseReason = reason

@@ -17,7 +17,6 @@ from pydantic import JsonValue
 
 from twinflow.models._chat import ChatModelBase
 from twinflow.models._errors import ModelSetupError
-from twinflow.models._grammar import llama_cpp_grammar_check
 from twinflow.models._openai_wire import (
     Dialect,
     check_extra_body,
@@ -192,7 +191,5 @@ class OpenAICompatibleChatModel(ChatModelBase):
             ids=target.ids,
             timeout=target.timeout,
             # llama-cpp-python's own converter decides what its server enforces (ADR 0033).
-            grammar_check=(
-                llama_cpp_grammar_check() if target.dialect == "llama-cpp-python" else None
-            ),
+            grammar_check=target.grammar_check if target.dialect == "llama-cpp-python" else None,
         )

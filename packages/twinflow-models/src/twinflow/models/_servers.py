@@ -19,7 +19,7 @@ from twinflow.kernel import check_endpoint_url, redact_url
 from twinflow.models._digest import body_digest
 from twinflow.models._errors import MalformedResponseError
 from twinflow.models._openai_wire import Dialect
-from twinflow.models._preflight import Decoder
+from twinflow.models._preflight import Decoder, GrammarCheck
 from twinflow.models._stream import reply_of
 from twinflow.models._wire import Reply, outgoing
 from twinflow.trace import UserError
@@ -65,6 +65,10 @@ class Target:
     """Source of tool-call ids."""
     timeout: float
     """Seconds allowed per request."""
+    max_tokens: int | None = None
+    """`max_tokens` when a request's settings name none (None: the client's default)."""
+    grammar_check: GrammarCheck | None = None
+    """A llama-cpp-python server's own converter, run by pre-flight (that dialect only)."""
 
 
 def endpoint_root(base_url: str) -> str:

@@ -51,6 +51,7 @@ EVENT_KINDS = frozenset(
         "run_started",
         "model_requested",
         "model_responded",
+        "model_fell_back",
         "steering_received",
         "user_turn",
         "policy_decided",
