@@ -215,6 +215,7 @@ class Resolved:
             policy=self.policy,
             output_type=self.output_type,
             max_steps=spec.max_steps,
+            retries=spec.retries,
             system=spec.system,
             settings=spec.model.settings(seed=seed),
             trace=trace,

@@ -47,6 +47,7 @@ __all__ = [
     "MessageChain",
     "ModelRequested",
     "ModelResponded",
+    "ModelWaited",
     "OutputAccepted",
     "OutputRejected",
     "PartKindRecord",
@@ -248,6 +249,29 @@ class ModelResponded(_Frozen):
     """Step number, from 1."""
     response: ModelResponse
     """The response, whole."""
+
+
+class ModelWaited(_Frozen):
+    """A model request was refused for now (rate limited, overloaded, the connection reset
+    before it was sent) and the run waited before sending it again (ADR 0179).
+
+    A replay reads it back: the wait is reproduced as this event, and nothing is waited for.
+    """
+
+    kind: Literal["model_waited"] = "model_waited"
+    """Union tag."""
+    step: int
+    """Step number, from 1."""
+    attempt: int = Field(ge=1)
+    """The send that was refused, from 1 (the next send is ``attempt + 1``)."""
+    status: int | None
+    """The HTTP status that refused it (429, 503, 529); None for a connection reset."""
+    retry_after: str | None
+    """The answer's ``Retry-After`` header as received, if any."""
+    jitter: float = Field(ge=0, lt=1)
+    """The fraction drawn from the ids port that spread this wait."""
+    wait_seconds: float = Field(ge=0)
+    """How long the run waited (on the clock port) before sending again."""
 
 
 class SteeringReceived(_Frozen):
@@ -465,6 +489,7 @@ EventBody = Annotated[
     RunStarted
     | ModelRequested
     | ModelResponded
+    | ModelWaited
     | SteeringReceived
     | PolicyDecided
     | ToolCalled

@@ -102,6 +102,7 @@ class RunState:
         "transcript",
         "usage_in",
         "usage_out",
+        "waited",
     )
 
     def __init__(self, run_id: RunId, transcript: Transcript) -> None:
@@ -115,6 +116,8 @@ class RunState:
         self.requests = 0
         self.usage_in = 0
         self.usage_out = 0
+        self.waited = 0.0
+        """Seconds waited before sending refused requests again (`model_waited`)."""
 
     def usage(self) -> Usage:
         """The run's usage so far."""

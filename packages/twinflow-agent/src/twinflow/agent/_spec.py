@@ -36,6 +36,7 @@ from twinflow.agent._code_record import (
     record_code,
 )
 from twinflow.agent._errors import SpecError
+from twinflow.agent._retry import RetryLimits
 from twinflow.agent._spec_guards import EMBEDDED, McpServerSpec, check_headers
 from twinflow.kernel import check_endpoint_url
 from twinflow.trace import UserError
@@ -219,6 +220,11 @@ class RunSpec(SpecValue):
     Python) the class itself. A class is recorded under its ``module:QualName``."""
     max_steps: int = Field(default=8, ge=1, le=1000)
     """Maximum model turns."""
+    retries: RetryLimits | None = Field(default=None, exclude_if=lambda value: value is None)
+    """How a model request the server refused for now (429, 503, 529, a connection reset
+    before it was sent) is sent again: ``attempts`` (4 sends), ``base_seconds`` (1),
+    ``max_wait_seconds`` (60), ``total_wait_seconds`` (300 a run); each wait is a
+    ``model_waited`` event. Absent: those defaults."""
     part_kinds: tuple[str, ...] = Field(default=(), max_length=256)
     """Dotted paths to the extension part classes (``twinflow.vocab.ExtensionPart``
     subclasses, ``package.module:CitationPart``) the model's replies may hold; recorded in the

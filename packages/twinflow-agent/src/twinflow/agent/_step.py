@@ -8,7 +8,8 @@ re-ask the final answer. Every event goes to the writer as a typed value (`_emit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Generic, Literal
 
 from pydantic import BaseModel
@@ -31,6 +32,7 @@ from twinflow.agent._mcp import McpTools
 from twinflow.agent._observe import Observer, Steering, poll_steering
 from twinflow.agent._policy import Policy, ToolRunner
 from twinflow.agent._resume import Paused
+from twinflow.agent._retry import RetryLimits, next_wait, refusal, waited_event
 from twinflow.agent._run import (
     RunState,
     UsageLimits,
@@ -42,7 +44,7 @@ from twinflow.agent._run import (
 )
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
-from twinflow.kernel import Clock
+from twinflow.kernel import Clock, Ids, TransportError
 from twinflow.vocab import (
     ChatModel,
     ExtensionPart,
@@ -73,11 +75,13 @@ class Steps(Generic[OutputT]):
 
     model: ChatModel
     clock: Clock
+    ids: Ids
     policy: Policy
     output_type: type[OutputT]
     structured: StructuredOutputAdapter
     max_steps: int
     usage_limits: UsageLimits
+    retries: RetryLimits
     settings: ModelSettings
     observer: Observer | None
     steering: Steering | None
@@ -92,6 +96,8 @@ class Steps(Generic[OutputT]):
     _inserts: dict[int, EventBody]
     _decisions: dict[str, ApprovalDecided]
     _served: dict[int, tuple[EventBody, ...]]
+    _last_at: datetime | None = None
+    _real_sleep: Callable[[float], None]
 
     def _register(self, tools: Sequence[Tool]) -> None:
         for tool in tools:
@@ -125,7 +131,8 @@ class Steps(Generic[OutputT]):
         self._write(body)
 
     def _write(self, body: EventBody) -> None:
-        self.writer.append(self.clock.now(), body)
+        self._last_at = at = self.clock.now()
+        self.writer.append(at, body)
         if self.observer is not None:
             self.observer(body)
 
@@ -181,13 +188,8 @@ class Steps(Generic[OutputT]):
     def _ask(self, state: RunState, purpose: Literal["step", "reask"]) -> ModelResponse:
         """Send the transcript; a re-ask's reply joins it here, a step's with its tool results."""
         request = self._record_request(state, purpose)
-        stream = getattr(self.model, "stream", None) if self.observer is not None else None
         try:
-            if stream is not None:
-                # A StreamingChatModel: the observer sees the chunks, the trace the assembled reply.
-                response: ModelResponse = stream(request, self.observer)
-            else:
-                response = self.model.request(request)
+            response = self._send(state, request)
         except StructuredOutputError as exc:
             raise self._no_valid_reply(state, exc) from exc
         self._emit(ModelResponded(step=state.step, response=response))
@@ -199,6 +201,34 @@ class Steps(Generic[OutputT]):
         if purpose == "reask":
             state.transcript = state.transcript.append(response.message)
         return response
+
+    def _send(self, state: RunState, request: ModelRequest) -> ModelResponse:
+        """The model's reply, the request sent again after each refusal worth a retry (each
+        wait a ``model_waited`` event, on the clock port); any other failure is raised."""
+        stream = getattr(self.model, "stream", None) if self.observer is not None else None
+        attempt = 1
+        while True:
+            try:
+                if stream is not None:
+                    # A StreamingChatModel: the observer sees the chunks, the trace the reply.
+                    response: ModelResponse = stream(request, self.observer)
+                else:
+                    response = self.model.request(request)
+                return response
+            except TransportError as exc:
+                found = refusal(exc)
+                if found is None:
+                    raise
+                draw = getattr(self.ids, "jitter", None)
+                jitter = draw() if draw is not None else 0.5
+                wait = next_wait(
+                    self.retries, exc, found, attempt, state.waited, self._last_at, jitter
+                )
+            self._emit(waited_event(state.step, attempt, found, jitter, wait))
+            state.waited += wait
+            # A clock without `sleep` (one written before it existed) waits on the real one.
+            getattr(self.clock, "sleep", self._real_sleep)(wait)
+            attempt += 1
 
     def _record_request(self, state: RunState, purpose: Literal["step", "reask"]) -> ModelRequest:
         """Record what is new since the last request (``model_requested``); the request."""

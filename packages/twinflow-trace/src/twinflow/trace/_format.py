@@ -63,6 +63,7 @@ EVENT_KINDS = frozenset(
         "approval_requested",
         "approval_decided",
         "tools_listed",
+        "model_waited",
     }
 )
 """The ``body.kind`` tags this package knows (the agent's event models carry the same tags).
