@@ -254,7 +254,7 @@ class Agent(Steps[OutputT], Closing):
             policy=self.policy.record(),
             output_schema=self._schema,
             max_steps=self.max_steps,
-            usage_limits=self.usage_limits.model_dump(),
+            usage_limits=self.usage_limits.record(),
             settings=self.settings,
         )
         self.config_digest = digest(self.config)

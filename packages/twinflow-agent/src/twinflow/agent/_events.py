@@ -40,6 +40,7 @@ __all__ = [
     "AgentConfig",
     "ApprovalDecided",
     "ApprovalRequested",
+    "BudgetExceeded",
     "Environment",
     "EventBody",
     "ForkParent",
@@ -115,7 +116,7 @@ class AgentConfig(_Frozen):
     """Schema of the structured output, if any."""
     max_steps: int
     """Model requests allowed for tool steps in one run."""
-    usage_limits: dict[str, int | None]
+    usage_limits: dict[str, int | float | None]
     """Usage limits by name."""
     settings: ModelSettings
     """Model settings sent with every request."""
@@ -272,6 +273,21 @@ class ModelWaited(_Frozen):
     """The fraction drawn from the ids port that spread this wait."""
     wait_seconds: float = Field(ge=0)
     """How long the run waited (on the clock port) before sending again."""
+
+
+class BudgetExceeded(_Frozen):
+    """The run's usage went over one of its limits (`UsageLimits`, the spec's ``budget``): the
+    decision to end the run, recorded just before its ``run_failed``."""
+
+    kind: Literal["budget_exceeded"] = "budget_exceeded"
+    """Union tag."""
+    budget: str
+    """Which limit: ``requests``, ``input_tokens``, ``output_tokens``, ``total_tokens``,
+    ``tool_calls`` or ``wall_seconds``."""
+    used: int | float
+    """What the run had used of it."""
+    limit: int | float
+    """The limit."""
 
 
 class SteeringReceived(_Frozen):
@@ -490,6 +506,7 @@ EventBody = Annotated[
     | ModelRequested
     | ModelResponded
     | ModelWaited
+    | BudgetExceeded
     | SteeringReceived
     | PolicyDecided
     | ToolCalled

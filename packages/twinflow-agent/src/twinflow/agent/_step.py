@@ -19,11 +19,13 @@ from twinflow.agent._errors import AgentConfigError, CannotResume, RunError, Run
 from twinflow.agent._events import (
     ApprovalDecided,
     ApprovalRequested,
+    BudgetExceeded,
     EventBody,
     ModelRequested,
     ModelResponded,
     OutputAccepted,
     OutputRejected,
+    RunStarted,
     SteeringReceived,
     ToolCalled,
     ToolReturned,
@@ -38,8 +40,8 @@ from twinflow.agent._run import (
     UsageLimits,
     bad_output_type,
     check_call_ids,
-    check_limits,
     emission,
+    over_limit,
     typed_parts,
 )
 from twinflow.agent._tools import Tool
@@ -97,6 +99,7 @@ class Steps(Generic[OutputT]):
     _decisions: dict[str, ApprovalDecided]
     _served: dict[int, tuple[EventBody, ...]]
     _last_at: datetime | None = None
+    _started_at: datetime | None = None
     _real_sleep: Callable[[float], None]
 
     def _register(self, tools: Sequence[Tool]) -> None:
@@ -132,6 +135,8 @@ class Steps(Generic[OutputT]):
 
     def _write(self, body: EventBody) -> None:
         self._last_at = at = self.clock.now()
+        if isinstance(body, RunStarted):
+            self._started_at = at
         self.writer.append(at, body)
         if self.observer is not None:
             self.observer(body)
@@ -156,6 +161,8 @@ class Steps(Generic[OutputT]):
             else:
                 self._ask_people(state, calls)
                 results = tuple(runner.run(call) for call in calls)
+            state.tool_calls += len(calls)
+            self._check_limits(state)
             answered = Message(role="tool", parts=results)
             # One append per step (the reply and its results): one copy of the messages tuple.
             state.transcript = state.transcript.append(response.message, answered)
@@ -197,7 +204,7 @@ class Steps(Generic[OutputT]):
         state.requests += 1
         state.usage_in += response.usage.input_tokens
         state.usage_out += response.usage.output_tokens
-        check_limits(self.usage_limits, state)
+        self._check_limits(state)
         if purpose == "reask":
             state.transcript = state.transcript.append(response.message)
         return response
@@ -229,6 +236,26 @@ class Steps(Generic[OutputT]):
             # A clock without `sleep` (one written before it existed) waits on the real one.
             getattr(self.clock, "sleep", self._real_sleep)(wait)
             attempt += 1
+
+    def _check_limits(self, state: RunState) -> None:
+        """End the run once its usage is over a limit: a ``budget_exceeded`` event, then
+        the run's error.
+
+        Raises:
+            RunError (``usage_limit``): Naming the limit, what was used and the limit.
+        """
+        started, last = self._started_at, self._last_at
+        wall = 0.0 if started is None or last is None else (last - started).total_seconds()
+        found = over_limit(self.usage_limits, state, wall)
+        if found is None:
+            return
+        name, used, limit = found
+        self._emit(BudgetExceeded(budget=name, used=used, limit=limit))
+        raise RunError(
+            f"run {state.run_id}: {name} reached {used:g}, over the limit of {limit:g} "
+            "(budget_exceeded)",
+            reason="usage_limit",
+        )
 
     def _record_request(self, state: RunState, purpose: Literal["step", "reask"]) -> ModelRequest:
         """Record what is new since the last request (``model_requested``); the request."""

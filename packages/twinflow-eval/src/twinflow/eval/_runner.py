@@ -45,6 +45,7 @@ from twinflow.eval._details import ScoredTrace, write_page
 from twinflow.eval._errors import RunAborted, RunDirError, scorer_error
 from twinflow.eval._judge import JudgeWiring, Judging
 from twinflow.eval._lab_notes import write_reports
+from twinflow.eval._limiter import SharedLimiter
 from twinflow.eval._results import (
     CaseResult,
     EvalResults,
@@ -316,6 +317,10 @@ def run_eval(
     judging = Judging(run_dir, judges, mode="live")
     done, todo, unfinished = _sort_items(run_dir, items, local)
     run_one = _LocalCase(run_dir, dataset, factory, render, clock, judging, unfinished, done)
+    sleep = getattr(clock, "sleep", None)
+    if sleep is not None:
+        # Cases in flight share what their servers say: most requests refused, all hold off.
+        run_one.limiter = SharedLimiter(sleep)
     finished: Iterator[CaseResult]
     if local:
         finished = (result for _, result in runner.map_bounded(run_one, todo, concurrency))
@@ -410,11 +415,15 @@ class _LocalCase:
     """What the reports take from each trace scored and paged here, by path (ADRs 0139, 0146)."""
     encoded: dict[str, bytes] = dataclasses.field(default_factory=dict)
     """Each result's encoding as its cases file holds it, by key (results.json reuses it)."""
+    limiter: SharedLimiter | None = None
+    """Holds off starting cases while most requests are refused (the clock's ``sleep``)."""
 
     def __call__(self, item: _Item) -> CaseResult:
         """Run (or resume) the case repeat, then score its trace and write its result."""
         case, repeat, key = item
         run_dir = self.run_dir
+        if self.limiter is not None:
+            self.limiter.hold()
         started = self.clock.monotonic()
         try:
             if key not in self.unfinished or not _resumed(run_dir, self.factory, case, repeat, key):
@@ -444,6 +453,8 @@ class _LocalCase:
             # read the file again nor write its page (ADR 0146).
             data, self.scored[result.trace] = read
             write_page(run_dir, result.trace, data)
+            if self.limiter is not None:
+                self.limiter.note(data)
         return result
 
 
