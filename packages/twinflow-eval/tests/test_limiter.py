@@ -1,17 +1,21 @@
-"""The eval holds off starting cases while most of its model requests are being refused."""
+"""The eval holds off starting cases while most requests are refused, and stops at its budget."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from eval_testkit import START, dataset, reply, scripted_agent
+import pytest
+from eval_testkit import START, dataset, factory, reply, scripted_agent
 
-from twinflow.eval import Case, run_eval
-from twinflow.eval._limiter import SharedLimiter
+from twinflow.eval import Case, EvalValueError, run_eval
+from twinflow.eval._limiter import EvalBudget, SharedLimiter
 from twinflow.kernel import SteppingClock, TransportError
 from twinflow.trace import TraceSink
 from twinflow.vocab import Message, ModelRequest
+
+CLOCK = SteppingClock(START)
 
 
 class SleepingClock(SteppingClock):
@@ -76,3 +80,41 @@ def test_the_hold_is_capped_and_ends_when_requests_go_through() -> None:
         limiter.hold()
     limiter.note(b'{"kind":"model_requested"}' * 4)
     assert (0.0, [2.5, 3.0, 3.0]) == (limiter.hold(), slept)
+
+
+def test_an_eval_over_its_total_budget_stops_starting_cases(tmp_path: Path) -> None:
+    """Two requests a case and a budget of three: two cases ran, the rest never started."""
+    budget = EvalBudget({"requests": 3})
+    results = run_eval(dataset(6), factory(), tmp_path / "run", clock=CLOCK, budget=budget)
+    assert (2, False) == (len(results.cases), results.complete)
+    expected = (
+        "budget requests reached 4, over the eval's limit of 3 (budget_exceeded): "
+        "no case started after 2 ran"
+    )
+    assert expected == results.stopped
+    on_disk = json.loads((tmp_path / "run" / "results.json").read_bytes())
+    assert expected == on_disk["stopped"]
+
+
+def test_an_eval_within_its_budget_runs_every_case(tmp_path: Path) -> None:
+    """A budget never crossed changes nothing: every case, no stopped field."""
+    results = run_eval(
+        dataset(3), factory(), tmp_path / "run", clock=CLOCK, budget=EvalBudget({"tokens": 1e9})
+    )
+    assert (3, True, None) == (len(results.cases), results.complete, results.stopped)
+    assert "stopped" not in json.loads((tmp_path / "run" / "results.json").read_bytes())
+
+
+@pytest.mark.parametrize(
+    ("limits", "words"),
+    [
+        ({"cost_usd": 1.0}, "no price for any model yet"),
+        ({"dollars": 1.0}, "give one of tokens"),
+        ({"tokens": 0}, "each above 0"),
+    ],
+)
+def test_a_budget_that_cannot_be_kept_is_refused(limits: dict[str, float], words: str) -> None:
+    """A cost, an unknown key or a limit of 0: a typed error before any case."""
+    with pytest.raises(EvalValueError, match=words) as caught:
+        EvalBudget(limits)
+    assert "budget" == caught.value.reason

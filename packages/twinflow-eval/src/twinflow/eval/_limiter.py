@@ -15,6 +15,9 @@ import contextlib
 from collections import deque
 from collections.abc import Callable
 
+from twinflow.eval._errors import EvalValueError
+from twinflow.eval._observe import Observation
+
 _REQUESTED = b'"kind":"model_requested"'
 _WAITED = b'"kind":"model_waited"'
 _WAIT_SECONDS = b'"wait_seconds":'
@@ -69,3 +72,56 @@ def _waits(trace: bytes) -> list[float]:
             found.append(float(trace[start:end]))
         start = trace.find(_WAIT_SECONDS, end)
     return found
+
+
+_TOTALS = ("tokens", "input_tokens", "output_tokens", "requests", "tool_calls", "wall_seconds")
+"""What an eval's total budget may bound, each summed over the cases' traces."""
+
+
+class EvalBudget:
+    """An eval's total budget: once the cases run so far used more of one of ``limits``, no
+    case is started (those in flight finish and are kept); `stopped` says which and how many."""
+
+    def __init__(self, limits: dict[str, float]) -> None:
+        """Create the budget.
+
+        Raises:
+            EvalValueError (``reason="budget"``): a key it cannot bound, or a limit not above 0.
+        """
+        for name, limit in limits.items():
+            if name == "cost_usd":
+                raise EvalValueError(
+                    "budget cost_usd: twinflow has no price for any model yet (no price table "
+                    "ships), so a cost budget cannot be kept; bound tokens instead",
+                    reason="budget",
+                )
+            if name not in _TOTALS or not limit > 0:
+                raise EvalValueError(
+                    f"budget {name}={limit:g}: give one of {', '.join(_TOTALS)}, each above 0",
+                    reason="budget",
+                )
+        self.limits = dict(limits)
+        self.used = dict.fromkeys(_TOTALS, 0.0)
+        self.ran = 0
+        self.stopped: str | None = None
+        """Why no more cases start: the budget crossed, its use and the cases that ran."""
+
+    def note(self, observation: Observation) -> None:
+        """Add a finished case's use, read from its trace, and stop once over a limit."""
+        used = self.used
+        used["input_tokens"] += observation.input_tokens
+        used["output_tokens"] += observation.output_tokens
+        used["tokens"] += observation.input_tokens + observation.output_tokens
+        used["requests"] += observation.steps
+        used["tool_calls"] += len(observation.tool_calls)
+        used["wall_seconds"] += observation.duration_s
+        self.ran += 1
+        if self.stopped is not None:
+            return
+        for name, limit in self.limits.items():
+            if used[name] > limit:
+                self.stopped = (
+                    f"budget {name} reached {used[name]:g}, over the eval's limit of {limit:g} "
+                    f"(budget_exceeded): no case started after {self.ran} ran"
+                )
+                return

@@ -45,7 +45,7 @@ from twinflow.eval._details import ScoredTrace, write_page
 from twinflow.eval._errors import RunAborted, RunDirError, scorer_error
 from twinflow.eval._judge import JudgeWiring, Judging
 from twinflow.eval._lab_notes import write_reports
-from twinflow.eval._limiter import SharedLimiter
+from twinflow.eval._limiter import EvalBudget, SharedLimiter
 from twinflow.eval._results import (
     CaseResult,
     EvalResults,
@@ -154,7 +154,9 @@ def check_plan_slot(run_dir: str | Path, plan: bytes) -> None:
         )
 
 
-def _collect(manifest: RunManifest, finished: Iterable[CaseResult]) -> EvalResults:
+def _collect(
+    manifest: RunManifest, finished: Iterable[CaseResult], stopped: str | None = None
+) -> EvalResults:
     """The run's results: those of ``finished`` the manifest lists, in its order.
 
     Each was written to its ``cases/<key>.json`` before it got here (or read from it, for a
@@ -170,6 +172,7 @@ def _collect(manifest: RunManifest, finished: Iterable[CaseResult]) -> EvalResul
         summary=Summary.of(results),
         cases=tuple(results),
         trials=trial_stats(results, manifest.trials),
+        stopped=stopped,
     )
 
 
@@ -273,6 +276,7 @@ def run_eval(
     judges: JudgeWiring | None = None,
     plan: bytes | None = None,
     trials: int | None = None,
+    budget: EvalBudget | None = None,
 ) -> EvalResults:
     """Run every trial of every case (of a shard) through a fresh agent; score it from its trace.
 
@@ -294,6 +298,8 @@ def run_eval(
             dataset and spec by the caller: `read_plan`, `check_plan`), kept as ``plan.note``;
             Lab Notes report its rule.
         trials: Trials of each case (default: the dataset's ``trials``); a resume must match.
+        budget: The run's total budget: once the cases that ran used more of it, no case
+            starts (in-process executors only); ``results.stopped`` says which and how many.
 
     Returns:
         The results, also written to ``results.json`` with the Lab Notes.
@@ -321,9 +327,12 @@ def run_eval(
     if sleep is not None:
         # Cases in flight share what their servers say: most requests refused, all hold off.
         run_one.limiter = SharedLimiter(sleep)
+    run_one.budget = budget
     finished: Iterator[CaseResult]
     if local:
-        finished = (result for _, result in runner.map_bounded(run_one, todo, concurrency))
+        # Taken one by one as slots free up: once the budget is spent, no more is taken.
+        left = (item for item in todo if budget is None or budget.stopped is None)
+        finished = (result for _, result in runner.map_bounded(run_one, left, concurrency))
     else:
         # The cases run elsewhere (a cluster): each returns its trace, kept here once verified.
         task = functools.partial(_run_detached, factory, render, clock)
@@ -335,7 +344,7 @@ def run_eval(
     # resolves one changes nothing.
     with importing_from(manifest.code_dirs):
         _collect_finished(finished, done, todo, len(items), progress)
-    results = _collect(manifest, done)
+    results = _collect(manifest, done, None if budget is None else budget.stopped)
     write_replace(run_dir / "results.json", _encode_results(results, run_one.encoded))
     write_reports(results, run_dir, run_one.scored)
     return results
@@ -417,6 +426,8 @@ class _LocalCase:
     """Each result's encoding as its cases file holds it, by key (results.json reuses it)."""
     limiter: SharedLimiter | None = None
     """Holds off starting cases while most requests are refused (the clock's ``sleep``)."""
+    budget: EvalBudget | None = None
+    """The run's total budget, each finished case's use added to it."""
 
     def __call__(self, item: _Item) -> CaseResult:
         """Run (or resume) the case repeat, then score its trace and write its result."""
@@ -455,6 +466,8 @@ class _LocalCase:
             write_page(run_dir, result.trace, data)
             if self.limiter is not None:
                 self.limiter.note(data)
+            if self.budget is not None:
+                self.budget.note(self.scored[result.trace].observation)
         return result
 
 
