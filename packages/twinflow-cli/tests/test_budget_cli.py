@@ -23,7 +23,7 @@ def test_a_run_over_its_token_budget_ends_with_budget_exceeded(tmp_path: Path) -
     with LoopbackServer(chat_completion) as server:
         write_project(tmp_path, server.url, "budget:\n  requests: 1\n")
         result = twinflow("run", "spec.yaml", "--out", "out", cwd=tmp_path)
-    assert 0 != result.returncode
+    assert 1 == result.returncode, result.stderr
     assert "requests reached 2, over the limit of 1 (budget_exceeded)" in one_line(result.stderr)
     lines = (tmp_path / "out" / "trace.jsonl").read_text().splitlines()
     kinds = [json.loads(line)["event"]["body"]["kind"] for line in lines]
