@@ -28,6 +28,8 @@ def test_a_run_over_its_token_budget_ends_with_budget_exceeded(tmp_path: Path) -
     lines = (tmp_path / "out" / "trace.jsonl").read_text().splitlines()
     kinds = [json.loads(line)["event"]["body"]["kind"] for line in lines]
     assert ["budget_exceeded", "run_failed"] == kinds[-2:]
+    shown = twinflow("show", "out/trace.jsonl", cwd=tmp_path).stdout
+    assert "  budget requests exceeded: 2 used, limit 1" in shown
     replayed = twinflow("replay", "out/trace.jsonl", "--spec", "spec.yaml", cwd=tmp_path)
     assert 0 == replayed.returncode, replayed.stderr
 

@@ -64,6 +64,9 @@ def test_a_limited_run_waits_records_each_wait_and_replays_byte_for_byte(
         if b["kind"] == "model_waited"
     ]
     assert [(1, 1, 429, "0"), (1, 2, 503, None), (1, 3, 529, "0")] == waited
+    shown = twinflow("show", "out/trace.jsonl", cwd=tmp_path).stdout
+    assert "(HTTP 429, Retry-After '0'), then sent again" in shown
+    assert "(HTTP 503), then sent again" in shown
     replayed = twinflow("replay", "out/trace.jsonl", "--spec", "spec.yaml", "--json", cwd=tmp_path)
     assert 0 == replayed.returncode, replayed.stderr
     assert len(lines) == json.loads(replayed.stdout)["events"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,13 @@ def test_an_eval_over_its_total_budget_stops_starting_cases(tmp_path: Path) -> N
     assert expected == results.stopped
     on_disk = json.loads((tmp_path / "run" / "results.json").read_bytes())
     assert expected == on_disk["stopped"]
+    assert (
+        f"**Stopped at its budget**: {expected}." in (tmp_path / "run" / "lab-notes.md").read_text()
+    )
+    assert (
+        f"<strong>Stopped at its budget</strong>: {html.escape(expected)}."
+        in (tmp_path / "run" / "lab-notes.html").read_text()
+    )
 
 
 def test_an_eval_within_its_budget_runs_every_case(tmp_path: Path) -> None:
