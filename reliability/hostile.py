@@ -1298,6 +1298,9 @@ def main() -> int:
         secrets_as_a_class(figures, work, full)
         modules_off_the_allowlist(figures, work)
         guard_lends_nothing(figures)
+        from _hostile_limits import hostile_limits
+
+        hostile_limits(figures, full)
     return figures.finish(args.json)
 
 
