@@ -50,6 +50,7 @@ Thirteen attacks, each counted, each with the invariant it must not break:
     received unsigned ones, shared call ids, one witness key under two names, and witness
     states edited by hand: none is accepted.
 13. **Secrets as a class, processes that end with the run** (`_hostile_secrets.py`).
+14. **Code in the sandbox** (`_hostile_sandbox.py`): twenty classes of hostile ``run_python`` code.
 
     .venv/bin/python reliability/hostile.py --short | --full
 """
@@ -78,6 +79,8 @@ from typing import Any
 
 from _common import Figures, parse_mode, twinflow
 from _hostile_continue import continuations
+from _hostile_conversations import conversations
+from _hostile_evidence import eval_evidence
 from _hostile_modules import guard_lends_nothing, modules_off_the_allowlist
 from _hostile_secrets import secrets_as_a_class
 from _hostile_signed import signed_evidence
@@ -1291,6 +1294,7 @@ def main() -> int:
         prefix_checkpoints(figures, work, sizes=range(0, 12) if full else range(0, 12, 5))
         planted_auditor(figures, work)
         continuations(figures, work)
+        conversations(figures, work)
         signed_evidence(figures, work)
         from _hostile_disclose import disclose
 
@@ -1298,6 +1302,10 @@ def main() -> int:
         secrets_as_a_class(figures, work, full)
         modules_off_the_allowlist(figures, work)
         guard_lends_nothing(figures)
+        from _hostile_sandbox import sandboxed_code
+
+        sandboxed_code(figures, work, rounds=3 if full else 1)
+        eval_evidence(figures, work)
         from _hostile_limits import hostile_limits
 
         hostile_limits(figures, full)

@@ -3,16 +3,22 @@
 The site is built as `scripts/check` builds it (``mkdocs build --strict``), served from a
 loopback server as a reader's browser is served it (Material's search fetches its index over
 HTTP, which a ``file://`` page cannot), and three pages and the search index are loaded in
-Chromium: the home page, a tutorial and the Python API page. The generated files it reads (the decision records' index, ``BENCHMARKS.md``) are held
+Chromium: the home page, a tutorial and the Python API page. The search box itself is driven
+through the DevTools protocol on a pipe: a query in the page's address, then the result list is
+awaited in the page (a DOM observer, no timing window) and read. The generated files it reads (the decision records' index, ``BENCHMARKS.md``) are held
 equal to what their generators write from their sources.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import mimetypes
+import os
 import shutil
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -96,6 +102,96 @@ def test_home_tutorial_and_api_pages_render_and_search_answers(site: Path, tmp_p
             for path, marker in pages.items()
         }
     assert dict.fromkeys(pages, True) == found
+
+
+def _above_four(fd: int) -> int:
+    """``fd`` moved above 4, so duplicating the pipes onto 3 and 4 cannot clobber either."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 5)
+    os.close(fd)
+    return moved
+
+
+class DevTools:
+    """Headless Chromium driven through the DevTools protocol on a pipe (fds 3 and 4)."""
+
+    def __init__(self, profile: Path) -> None:
+        into_browser, self._writer = (_above_four(fd) for fd in os.pipe())
+        self._reader, from_browser = (_above_four(fd) for fd in os.pipe())
+        arguments = [chromium(), *FLAGS[:-1], f"--user-data-dir={profile}"]
+        arguments += ["--remote-debugging-pipe", "about:blank"]
+        self._pid = os.posix_spawn(
+            arguments[0],
+            arguments,
+            os.environ,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, into_browser, 3),
+                (os.POSIX_SPAWN_DUP2, from_browser, 4),
+                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+            ],
+        )
+        os.close(into_browser)
+        os.close(from_browser)
+        # A browser that never answers fails the test instead of hanging it: killed, its pipe ends.
+        self._watchdog = threading.Timer(300, os.kill, (self._pid, signal.SIGKILL))
+        self._watchdog.start()
+        self._sent = 0
+        self._pending = b""
+
+    def call(self, method: str, session: str | None = None, **params: object) -> dict[str, object]:
+        """Send one command and return its result, skipping the events sent meanwhile."""
+        self._sent += 1
+        message: dict[str, object] = {"id": self._sent, "method": method, "params": params}
+        if session is not None:
+            message["sessionId"] = session
+        os.write(self._writer, json.dumps(message).encode() + b"\0")
+        while True:
+            while b"\0" not in self._pending:
+                chunk = os.read(self._reader, 65536)
+                assert chunk, f"chromium closed its DevTools pipe during {method}"
+                self._pending += chunk
+            line, _, self._pending = self._pending.partition(b"\0")
+            reply = json.loads(line)
+            if reply.get("id") == self._sent:
+                assert "error" not in reply, reply
+                result: dict[str, object] = reply["result"]
+                return result
+
+    def close(self) -> None:
+        """Close the browser and the pipes."""
+        self._watchdog.cancel()
+        os.kill(self._pid, signal.SIGKILL)
+        os.waitpid(self._pid, 0)
+        os.close(self._writer)
+        os.close(self._reader)
+
+
+# Resolves with the result list once the worker has filled it: the page's own observer waits.
+RESULTS = """new Promise(resolve => {
+  const read = () => {
+    const items = [...document.querySelectorAll(".md-search-result__item a")];
+    const none = /^No matching/.test(document.querySelector(".md-search-result__meta")?.textContent);
+    if (items.length || none) resolve(JSON.stringify(items.map(a => new URL(a.href).pathname)));
+    return items.length > 0 || none;
+  };
+  if (!read()) new MutationObserver(read).observe(document, {subtree: true, childList: true});
+})"""
+
+
+def test_the_search_box_finds_the_page_that_answers(site: Path, tmp_path: Path) -> None:
+    """A query typed as a reader shares it (``?q=``) lists the publishing tutorial in Chromium."""
+    with LoopbackServer(serve(site)) as server:
+        browser = DevTools(tmp_path / "profile")
+        try:
+            target = browser.call("Target.createTarget", url="about:blank")["targetId"]
+            session = browser.call("Target.attachToTarget", targetId=target, flatten=True)
+            page = str(session["sessionId"])
+            browser.call("Page.navigate", page, url=f"{server.url}/?q=auditor+checks")
+            found = browser.call("Runtime.evaluate", page, expression=RESULTS, awaitPromise=True)
+        finally:
+            browser.close()
+    paths = json.loads(found["result"]["value"])  # type: ignore[index]
+    assert "/tutorials/publish/" in paths, paths
 
 
 def test_the_search_index_holds_every_section(site: Path) -> None:

@@ -31,12 +31,17 @@ from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import Message
 
 CALLS: dict[str, dict[str, Any]] = {
+    # First, so the coding example's conversation (which also says "add") is about it.
+    "run_python": {
+        "code": "open('solution.py', 'w').write('def add(a, b):\\n    return a + b\\n')"
+    },
     "add": {"a": 2, "b": 3},
     "convert_currency": {"amount": 120, "source": "EUR", "target": "USD"},
     "convert_to_eur": {"amount": 120.0, "currency": "USD"},
     "calc.add": {"a": 2, "b": 3},
 }
 FINALS: dict[str, Any] = {
+    "run_python": "done",
     "add": "5",
     "calc.add": "5",
     "convert_currency": {"amount": 129.6, "currency": "USD"},

@@ -46,7 +46,7 @@ def test_eval_without_a_subcommand_answers_in_json(capsys: pytest.CaptureFixture
     assert 2 == main(["eval", "--json"])
     captured = capsys.readouterr()
     payload = json.loads(captured.out)
-    assert (False, "name a subcommand: run, rescore, compare, merge, plan") == (
+    assert (False, "name a subcommand: run, rescore, compare, merge, plan, attest, reproduce") == (
         payload["ok"],
         payload["error"].split(" (")[0],
     )

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from twinflow._base._json import MAX_SAFE_INTEGER
 from twinflow.kernel import MockTransport
 from twinflow.models import OpenAICompatibleChatModel
-from twinflow.trace import MAX_SAFE_INTEGER
 from twinflow.vocab import (
     JsonValue,
     Message,

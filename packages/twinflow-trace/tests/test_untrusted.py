@@ -185,6 +185,10 @@ def short_key() -> None:
         ("the q7 step", "the q7 step"),
         ("q7q7 aq7 q7b", "q7q7 aq7 q7b"),
         ("Bearer q7b", "Bearer q7b"),
+        ('{"key": "q7@1"}', '{"key": "q7@1"}'),
+        ("api_key=q7:8080", "api_key=q7:8080"),
+        ('{"key": "q7\\n"}', f'{{"key": "{REDACTED}\\n"}}'),
+        ("<b>token q7</b>", f"<b>token {REDACTED}</b>"),
     ],
 )
 @pytest.mark.usefixtures("short_key")

@@ -27,6 +27,7 @@ from twinflow.agent._events import (
     RunFailed,
     RunFinished,
     RunStarted,
+    UserTurn,
 )
 from twinflow.agent._mcp import McpTools
 from twinflow.agent._observe import Observer, Steering
@@ -35,6 +36,7 @@ from twinflow.agent._replay import REPLAY_KINDS, ReplayMode, ReplayPorts, Replay
 from twinflow.agent._resume import Decision
 from twinflow.agent._retry import RetryLimits
 from twinflow.agent._run import (
+    Conversation,
     RunResult,
     RunState,
     UsageLimits,
@@ -271,6 +273,9 @@ class Agent(Steps[OutputT], Closing):
         self._served: dict[int, tuple[EventBody, ...]] = {}
         # The format run_started records: this code's, or a replayed or resumed run's.
         self._format: int | None = FORMAT
+        # The run whose last turn finished last in this agent's trace: the one a next turn
+        # may go on with in process (`Agent.run` with ``continue_from``).
+        self._going_on: Conversation | None = None
 
     def close(self) -> None:
         """Close the trace writer (and its sink), and a model the agent opened by name."""
@@ -289,14 +294,28 @@ class Agent(Steps[OutputT], Closing):
         path = getattr(self.writer.sink, "path", None)
         return None if path is None else os.fspath(path)
 
-    def run(self, prompt: str) -> RunResult[OutputT]:
-        """Run the agent on one prompt.
+    def run(
+        self,
+        prompt: str,
+        *,
+        continue_from: RunResult[Any] | str | os.PathLike[str] | None = None,
+    ) -> RunResult[OutputT]:
+        """Run the agent on one prompt, or answer the next user turn of a run.
 
         Args:
             prompt: The user's message.
+            continue_from: The run this prompt is the next turn of: the result of its last
+                turn, or its trace file. The turn is written to that run's trace, one hash
+                chain: a ``user_turn`` event, then the usual steps, with the whole
+                conversation before it in the model's context. A result this agent returned
+                goes on in process (no other turn may have been written after it); any other
+                result, or a trace file, first re-runs the recorded turns against the record,
+                as `resume` does (no model request and no tool call is made for them).
+                ``max_steps`` bounds each turn's requests; usage limits and tool budgets hold
+                for the run, all turns together.
 
         Returns:
-            The output, transcript, trace head and trace path.
+            The output, transcript (the whole conversation), trace head and trace path.
 
         Raises:
             RunError: The run ended without an output; ``.reason`` says why: ``max_steps``
@@ -304,22 +323,48 @@ class Agent(Steps[OutputT], Closing):
                 ``output_invalid`` (the structured output never validated) or ``invalid_reply``.
             RunPaused: The model called a tool in ``policy.ask``: the run waits for a person
                 (``.paused`` lists the calls; `resume` with ``decisions=`` goes on).
+            CannotResume: ``continue_from`` is a run that cannot take another turn: it failed,
+                waits for a decision, or stopped mid-turn (the message says which and what to
+                do), or a result whose trace this agent has written past.
             Exception: Whatever the model raised (a transport failure, say), unchanged.
         """
-        return self._run(prompt)
+        if continue_from is None:
+            return self._run((prompt,))
+        from twinflow.agent._continue import next_turn  # it drives this class's loop
 
-    def _run(self, prompt: str) -> RunResult[OutputT]:
-        state = self._start(prompt)
-        runner = ToolRunner(
-            self.tools,
-            self.policy,
-            self._emit,
-            recorded=self.tool_results,
-            decisions=self._decisions,
-            before_call=self.writer.before_effect,
-        )
+        return next_turn(self, continue_from, prompt)
+
+    def _run(
+        self, prompts: Sequence[str], going_on: Conversation | None = None
+    ) -> RunResult[OutputT]:
+        """Run each prompt as one turn of a run: the first starts it unless it is ``going_on``."""
+        result: RunResult[OutputT] | None = None
+        for prompt in prompts:
+            if going_on is None:
+                state = self._start(prompt)
+                runner = ToolRunner(
+                    self.tools,
+                    self.policy,
+                    self._emit,
+                    recorded=self.tool_results,
+                    decisions=self._decisions,
+                    before_call=self.writer.before_effect,
+                )
+                going_on = Conversation(state, runner, self.writer)
+            else:
+                going_on.state.turn += 1
+                self._emit(UserTurn(turn=going_on.state.turn, text=prompt))
+                going_on.state.transcript = going_on.state.transcript.append(Message.user(prompt))
+            result = self._turn(going_on)
+        if result is None:
+            raise AgentConfigError("a run needs a prompt")
+        return result
+
+    def _turn(self, going_on: Conversation) -> RunResult[OutputT]:
+        """Answer the run's last user message: steps until an output, or the run's failure."""
+        state = going_on.state
         try:
-            output = self._loop(state, runner)
+            output = self._loop(state, going_on.runner)
         except RunPaused:
             self.writer.end_step()
             raise
@@ -340,7 +385,10 @@ class Agent(Steps[OutputT], Closing):
                 # Even if recording the failure fails, what was written is made durable.
                 self.writer.end_step()
             raise
-        return self._finished(state, output)
+        result = self._finished(state, output)
+        going_on.head = result.head
+        self._going_on = going_on
+        return result
 
     def _start(self, prompt: str) -> RunState:
         """Record the run's start (and its MCP servers' lists); the state of the new run."""
@@ -381,6 +429,7 @@ class Agent(Steps[OutputT], Closing):
             usage=usage,
             steps=state.requests,
             trace_path=self.trace_path,
+            turn=state.turn,
         )
 
     def resume(
@@ -418,7 +467,13 @@ class Agent(Steps[OutputT], Closing):
 
         return resume_run(self, trace, decisions)
 
-    def fork(self, parent: str | os.PathLike[str], *, at_step: int) -> RunResult[OutputT]:
+    def fork(
+        self,
+        parent: str | os.PathLike[str],
+        *,
+        at_step: int | None = None,
+        at_turn: int | None = None,
+    ) -> RunResult[OutputT]:
         """Start a new run that takes the first ``at_step - 1`` steps from ``parent``'s trace.
 
         The parent's model responses, tool results, steering and decisions for those steps are
@@ -429,19 +484,25 @@ class Agent(Steps[OutputT], Closing):
 
         Args:
             parent: The parent run's trace file (not changed).
-            at_step: The first step asked of this agent's model (from 1).
+            at_step: The first step asked of this agent's model (from 1; steps are numbered
+                through a conversation's turns).
+            at_turn: Instead of ``at_step``: the conversation's turn (from 1) whose first step
+                is asked of this agent's model; the turns before it are the parent's.
 
         Returns:
             The new run's result.
 
         Raises:
             TraceCorruptError: The parent trace does not verify.
-            CannotResume: The parent has no step ``at_step``.
+            AgentConfigError: Neither or both of ``at_step`` and ``at_turn``.
+            CannotResume: The parent has no step ``at_step`` (no turn ``at_turn``).
             RunPaused: The new run reached a call that waits for a person.
         """
         from twinflow.agent._continue import fork_run  # it drives this class's loop
 
-        return fork_run(self, parent, at_step)
+        if (at_step is None) == (at_turn is None):
+            raise AgentConfigError("fork takes one of at_step and at_turn")
+        return fork_run(self, parent, at_step, at_turn)
 
     def replay(
         self, trace: str | os.PathLike[str] | bytes, *, mode: ReplayMode = "recorded"

@@ -182,7 +182,7 @@ class Resolved:
     spec: RunSpec
     """The spec resolved."""
     tools: tuple[Callable[..., Any], ...]
-    """The tool callables (given, or imported from ``spec.tools``)."""
+    """The tools (given, or imported from ``spec.tools``), with ``spec.builtin_tools``."""
     output_type: type[BaseModel] | type[str]
     """The output model (``str`` without one)."""
     part_kinds: tuple[type[Any], ...]
@@ -265,7 +265,7 @@ def resolve(spec: RunSpec, tools: Sequence[Callable[..., Any]] | None = None) ->
     output_type = spec.output_type()
     return Resolved(
         spec=spec,
-        tools=tuple(spec.load_tools() if tools is None else tools),
+        tools=tuple(spec.sandboxed_tools(spec.load_tools() if tools is None else tools)),
         output_type=str if output_type is None else output_type,
         part_kinds=tuple(spec.load_part_kinds()),
         policy=Policy(

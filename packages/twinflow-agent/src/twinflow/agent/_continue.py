@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from twinflow.agent._errors import CannotResume
 from twinflow.agent._events import (
     FORMAT,
     ModelResponded,
@@ -33,6 +34,8 @@ from twinflow.agent._resume import (
     ThenLiveSteering,
     plan,
     plan_fork,
+    plan_turn,
+    recorded_turns,
     served_calls,
     served_steps,
 )
@@ -43,7 +46,7 @@ if TYPE_CHECKING:
     from twinflow.agent._agent import Agent
     from twinflow.agent._run import RunResult
 
-__all__ = ["fork_run", "resume_run"]
+__all__ = ["fork_run", "next_turn", "resume_run"]
 
 OutputT = TypeVar("OutputT")
 
@@ -72,6 +75,51 @@ def resume_run(
 ) -> RunResult[OutputT]:
     """`Agent.resume`: the recorded prefix re-run against the record, then the run goes on."""
     sink, loaded, resumed = _planned(agent, trace, decisions)
+    return _go_on(agent, trace, sink, loaded, resumed, ())
+
+
+def next_turn(
+    agent: Agent[OutputT], run: RunResult[Any] | str | os.PathLike[str], prompt: str
+) -> RunResult[OutputT]:
+    """`Agent.run` with ``continue_from``: the next user turn of a run, into its trace."""
+    if not isinstance(run, str | os.PathLike):
+        going_on = agent._going_on
+        if going_on is not None and going_on.writer is agent.writer:
+            if going_on.head == run.head and agent.writer.size == run.head.size:
+                return agent._run((prompt,), going_on)
+            if going_on.state.run_id == run.run_id and run.head.size < agent.writer.size:
+                raise CannotResume(
+                    f"run {run.run_id}: its trace has {agent.writer.size} events, "
+                    f"{agent.writer.size - run.head.size} written after the turn this result "
+                    "answers; continue from the result of the run's last turn"
+                )
+        if run.trace_path is None:
+            raise CannotResume(
+                f"run {run.run_id}: its trace is not a file and another agent wrote it; "
+                "continue it with the agent that returned this result"
+            )
+        run = run.trace_path
+    sink = FileTraceSink.append_to(run)
+    try:
+        repair_trace(run)
+        loaded = Trace.load(run, keep=RESUME_KINDS)
+        planned = plan_turn(loaded, os.fspath(run))
+    except BaseException:
+        sink.close()
+        raise
+    return _go_on(agent, run, sink, loaded, planned, (prompt,))
+
+
+def _go_on(
+    agent: Agent[OutputT],
+    trace: str | os.PathLike[str],
+    sink: FileTraceSink,
+    loaded: Trace,
+    resumed: Plan,
+    turns: tuple[str, ...],
+) -> RunResult[OutputT]:
+    """Re-run the recorded turns against the record (the prefix ``resumed`` plans), then go
+    on live into the same file: the unfinished turn (a resume), or the new ``turns``."""
     writer = ResumeSink(resumed.recorded, sink, resumed.digests)
     gate = Gate(writer, resumed.gate)
     size = len(resumed.recorded)
@@ -111,7 +159,7 @@ def resume_run(
     agent._format = resumed.started.format
     agent._parent = forked
     agent._served = served
-    marker = agent._inserts[size]
+    marker = agent._inserts.get(size)
     if (
         isinstance(marker, RunResumed)
         and agent.environment is not None
@@ -119,7 +167,8 @@ def resume_run(
     ):
         agent._inserts[size] = marker.model_copy(update={"environment": agent.environment})
     try:
-        result = agent._run(resumed.started.prompt)
+        result = agent._run((*recorded_turns(events), *turns))
+        # The writer it went on in is closed below: a next turn goes on from the file.
         return result.model_copy(update={"trace_path": os.fspath(trace)})
     finally:
         try:
@@ -133,14 +182,18 @@ def resume_run(
             agent._served = {}
             agent._started_in = agent.environment
             agent._format = FORMAT
+            # The run went on in a writer now closed: a next turn goes on from the file.
+            agent._going_on = None
 
 
 def fork_run(
-    agent: Agent[OutputT], parent: str | os.PathLike[str], at_step: int
+    agent: Agent[OutputT], parent: str | os.PathLike[str], at_step: int | None, at_turn: int | None
 ) -> RunResult[OutputT]:
-    """`Agent.fork`: the parent's steps before ``at_step`` served from its trace, then live."""
+    """`Agent.fork`: the parent's steps before ``at_step`` (or before the first step of turn
+    ``at_turn``) served from its trace, then live."""
     loaded = Trace.load(parent)
-    forked = plan_fork(loaded, os.fspath(parent), at_step)
+    forked = plan_fork(loaded, os.fspath(parent), at_step, at_turn)
+    at_step = forked.parent.step
     prefix = forked.prefix
     saved = (agent.model, agent.steering)
     agent.model = ThenLiveModel(
@@ -156,7 +209,7 @@ def fork_run(
     agent._served = served_steps(prefix, at_step)
     agent._parent = forked.parent
     try:
-        return agent._run(forked.started.prompt)
+        return agent._run(recorded_turns(prefix))
     finally:
         (agent.model, agent.steering) = saved
         agent._served = {}

@@ -107,8 +107,9 @@ class CannotResume(AgentError, UserError):
     was written.
 
     ``reason`` is ``"in_flight"`` when a tool call has no result recorded (it may have taken
-    effect: a caller must not run the case again from the start either), else
-    ``"not_resumable"``.
+    effect: a caller must not run the case again from the start either); for a turn sent to a
+    run that cannot take one, ``"failed"``, ``"paused"`` (waits for a decision) or
+    ``"unfinished"`` (stopped mid-turn: resume it); else ``"not_resumable"``.
     """
 
     def __init__(self, message: str, *, reason: str = "not_resumable") -> None:

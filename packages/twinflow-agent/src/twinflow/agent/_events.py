@@ -63,6 +63,7 @@ __all__ = [
     "ToolReturned",
     "ToolsListed",
     "TraceEvent",
+    "UserTurn",
 ]
 
 
@@ -301,6 +302,19 @@ class SteeringReceived(_Frozen):
     """The message, as given (the model sees it in `twinflow.vocab.envelope("steering", ...)`)."""
 
 
+class UserTurn(_Frozen):
+    """The user took another turn in the run's conversation (``Agent.run(prompt,
+    continue_from=result)``): the steps after it answer this message, with the whole
+    conversation before it in the model's context."""
+
+    kind: Literal["user_turn"] = "user_turn"
+    """Union tag."""
+    turn: int = Field(ge=2)
+    """The turn's number: 2 for the first after the prompt ``run_started`` records."""
+    text: str
+    """The user's message, as given."""
+
+
 class PolicyDecided(_Frozen):
     """The policy allowed or denied one tool call."""
 
@@ -508,6 +522,7 @@ EventBody = Annotated[
     | ModelWaited
     | BudgetExceeded
     | SteeringReceived
+    | UserTurn
     | PolicyDecided
     | ToolCalled
     | ToolReturned

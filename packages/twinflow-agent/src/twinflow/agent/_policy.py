@@ -11,6 +11,7 @@ tools included, is a `ToolReturned` event and an error result the model sees.
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -220,10 +221,24 @@ class ToolRunner:
             return f"run budget of {policy.max_tool_calls} tool calls is used up"
         return None
 
-    def served(self, name: str) -> None:
-        """Count a call to ``name`` that ran in the run's served steps (a fork's parent's)."""
+    def served(
+        self, name: str, arguments: dict[str, JsonValue] | None = None, content: str | None = None
+    ) -> None:
+        """Count a call to ``name`` that ran in the run's served steps (a fork's parent's), and
+        hand a sandboxed tool its recorded call (``arguments``, result ``content``)."""
         self._used[name] = self._used.get(name, 0) + 1
         self._used_total += 1
+        tool = self._tools.get(name)
+        if tool is not None and arguments is not None and content is not None:
+            with contextlib.suppress(ValidationError):
+                self._restore(tool, tool.validate(arguments), content)
+
+    @staticmethod
+    def _restore(tool: Tool, kwargs: dict[str, object], content: str) -> None:
+        # A sandboxed tool rebuilds its work directory from recorded calls when it next runs.
+        restore = getattr(tool.function, "twinflow_recorded", None)
+        if restore is not None:
+            restore(kwargs, content)
 
     def run(self, call: ToolCallPart) -> ToolResultPart:
         """Decide on one call, run it if allowed, and return the result the model sees.
@@ -260,6 +275,7 @@ class ToolRunner:
         """Run an allowed call (or serve its recorded result); a raising tool is an error result."""
         returned = None if self._recorded is None else self._recorded(call)
         if returned is not None:
+            self._restore(decided.tool, decided.kwargs, returned.result.content)
             self._emit(returned)
             return returned.result
         if self._before_call is not None:

@@ -58,6 +58,7 @@ from twinflow.agent._resume import (
     recorded_decisions,
     recorded_inserts,
     recorded_tool_results,
+    recorded_turns,
     served_calls,
     served_steps,
 )
@@ -279,6 +280,7 @@ _LIVE_KINDS = frozenset(
         "model_responded",
         "model_waited",
         "steering_received",
+        "user_turn",
         "approval_decided",
         "run_failed",
     }
@@ -410,11 +412,14 @@ def _replay_ports(
     )
 
 
-def _rerun(agent: Agent[Any], prompt: str, sink: ComparingSink, failed: RunFailed | None) -> None:
+def _rerun(
+    agent: Agent[Any], turns: tuple[str, ...], sink: ComparingSink, failed: RunFailed | None
+) -> None:
     """Run the agent under the nondeterminism guard; raise what the comparison found."""
     with nondeterminism_guard() as guard:
         try:
-            agent.run(prompt)
+            # Each recorded user turn, in order: one call for a run of one turn.
+            agent._run(turns)
         except NondeterminismError:
             raise
         except RunPaused:
@@ -485,7 +490,7 @@ def replay(
     agent._format = first.format  # as recorded: absent in runs recorded before formats
     agent._parent = first.parent
     agent._served = served
-    _rerun(agent, ports.prompt, sink, failed)
+    _rerun(agent, recorded_turns(events), sink, failed)
     if sink.written < trace.size:
         raise ReplayDivergenceError(
             f"the re-run stopped after {sink.written} events; the recorded trace goes on with "

@@ -42,6 +42,7 @@ from twinflow.agent._events import (
     ToolCalled,
     ToolReturned,
     TraceEvent,
+    UserTurn,
     _Frozen,
 )
 from twinflow.agent._observe import Steering, poll_steering
@@ -66,6 +67,7 @@ __all__ = [
     "recorded_decisions",
     "recorded_inserts",
     "recorded_tool_results",
+    "recorded_turns",
 ]
 
 
@@ -215,6 +217,7 @@ RESUME_KINDS = frozenset(
         "model_responded",
         "model_waited",
         "steering_received",
+        "user_turn",
         "approval_requested",
         "approval_decided",
         "run_failed",
@@ -356,7 +359,8 @@ def plan(
     if isinstance(last, RunFinished):
         raise CannotResume(
             f"{path}: the run already finished (run_finished at seq {size - 1}); "
-            "there is nothing to resume: fork it to try another continuation"
+            "there is nothing to resume: send it another turn (twinflow run SPEC --continue "
+            f"{path} --prompt TEXT), or fork it to try another continuation"
         )
     if isinstance(last, RunFailed) and not passing_failure(last):
         raise CannotResume(
@@ -661,6 +665,84 @@ def record_decisions(
         sink.close()
 
 
+def recorded_turns(events: Iterable[TraceEvent]) -> tuple[str, ...]:
+    """The user's messages of a run, turn by turn: ``run_started``'s prompt, then each
+    ``user_turn``'s text (``events`` must hold those two kinds typed)."""
+    turns: list[str] = []
+    for event in events:
+        body = event.body
+        if isinstance(body, RunStarted):
+            turns.append(body.prompt)
+        elif isinstance(body, UserTurn):
+            turns.append(body.text)
+    return tuple(turns)
+
+
+def _last_step(trace: Trace) -> int:
+    """The run's last step number (0 before its first), read from its last model request."""
+    for index in range(trace.size - 1, -1, -1):
+        if trace.kinds[index] == "model_requested":
+            body = trace.events[index].body
+            assert isinstance(body, ModelRequested)  # its kind says so
+            return body.step
+    return 0
+
+
+def _no_turn(trace: Trace, path: str) -> CannotResume:
+    """Why a run whose trace does not end with ``run_finished`` takes no turn, and what to do."""
+    size = trace.size
+    last = trace.events[size - 1].body
+    if isinstance(last, RunFailed) and passing_failure(last):
+        return CannotResume(
+            f"{path}: the run's last turn failed with {_failure_name(last)} (seq {size - 1}), "
+            f"which can pass: resume it first (twinflow resume {path} --trust-spec), then send "
+            "the turn",
+            reason="failed",
+        )
+    if isinstance(last, RunFailed):
+        return CannotResume(
+            f"{path}: the run failed with {_failure_name(last)} (seq {size - 1}) and takes no "
+            f"more turns: fork it at the step that failed (twinflow fork {path} --at-step "
+            f"{max(_last_step(trace), 1)} --spec SPEC) and continue the fork",
+            reason="failed",
+        )
+    waiting = pending_approvals(tuple(trace.events))
+    if waiting:
+        names = ", ".join(f"{p.call_id} ({p.tool})" for p in waiting)
+        return CannotResume(
+            f"{path}: the run is paused, waiting for a decision on {names}: decide first "
+            f"(twinflow approve {path} --all --trust-spec), then send the turn",
+            reason="paused",
+        )
+    return CannotResume(
+        f"{path}: the run stopped mid-turn (its last event, seq {size - 1}, is "
+        f"{trace.kinds[size - 1]}): resume it first (twinflow resume {path} --trust-spec), "
+        "then send the turn",
+        reason="unfinished",
+    )
+
+
+def plan_turn(trace: Trace, path: str) -> Plan:
+    """How a finished run takes another turn: every recorded line re-run against the record,
+    then the new turn live; `CannotResume` saying why and what to do if it cannot take one."""
+    if not trace.size or trace.kinds[0] != "run_started":
+        raise CannotResume(f"{path}: does not start with run_started; it is not a run's trace")
+    if trace.kinds[-1] != "run_finished":
+        raise _no_turn(trace, path)
+    events = served_events(trace)
+    started = events[0].body
+    assert isinstance(started, RunStarted)  # kinds[0] says so
+    return Plan(
+        events=events,
+        recorded=list(trace.encoded),
+        digests=trace.digests,
+        gate=trace.size,
+        inserts=recorded_inserts(events),
+        decisions=recorded_decisions(events),
+        started=started,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ForkPlan:
     """What a fork serves from its parent, and the link its first event records."""
@@ -671,11 +753,30 @@ class ForkPlan:
     """The parent's events before the model request of the fork's step."""
 
 
-def plan_fork(trace: Trace, path: str, at_step: int) -> ForkPlan:
-    """The parent's prefix before step ``at_step``; `CannotResume` if the parent has no such step."""
+def _first_step(events: tuple[TraceEvent, ...], path: str, at_turn: int) -> int:
+    """The first step of turn ``at_turn``; `CannotResume` if the run has no such turn."""
+    turn = 1
+    for event in events:
+        body = event.body
+        if isinstance(body, UserTurn):
+            turn = body.turn
+        elif isinstance(body, ModelRequested) and turn == at_turn and body.purpose == "step":
+            return body.step
+    raise CannotResume(
+        f"{path}: the run has no turn {at_turn} to fork at; its turns are 1 to {turn}"
+        + ("" if at_turn != turn else f" (turn {turn} made no model request)")
+    )
+
+
+def plan_fork(trace: Trace, path: str, at_step: int | None, at_turn: int | None = None) -> ForkPlan:
+    """The parent's prefix before step ``at_step``, or before the first step of turn
+    ``at_turn``; `CannotResume` if the parent has no such step or turn."""
     events = tuple(trace.events)
     if not events or not isinstance(events[0].body, RunStarted):
         raise CannotResume(f"{path}: does not start with run_started; it is not a run's trace")
+    if at_turn is not None:
+        at_step = _first_step(events, path, at_turn)
+    assert at_step is not None  # Agent.fork takes one of the two
     steps = [
         e.seq
         for e in events

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Sequence
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -28,9 +28,14 @@ from twinflow.vocab import (
     Usage,
     validation_error_text,
 )
+
+if TYPE_CHECKING:
+    from twinflow.agent._policy import ToolRunner
+    from twinflow.agent._trace import TraceWriter
 from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = [
+    "Conversation",
     "RunResult",
     "RunState",
     "UsageLimits",
@@ -98,6 +103,9 @@ class RunResult(_Frozen, Generic[ResultT]):
     """Model requests made, re-asks included."""
     trace_path: str | None = None
     """The trace file the run was written to; None for a sink that is not a file (memory)."""
+    turn: int = 1
+    """The conversation's turn this result answers: 1 for the prompt the run started with,
+    then one more for each ``Agent.run(prompt, continue_from=...)``."""
 
 
 class RunState:
@@ -113,6 +121,7 @@ class RunState:
         "step",
         "tool_calls",
         "transcript",
+        "turn",
         "usage_in",
         "usage_out",
         "waited",
@@ -121,6 +130,7 @@ class RunState:
     def __init__(self, run_id: RunId, transcript: Transcript) -> None:
         self.run_id = run_id
         self.transcript = transcript
+        self.turn = 1
         self.chain = MessageChain()
         self.call_ids: set[str] = set()
         self.offered: tuple[ToolSpec, ...] = ()
@@ -136,6 +146,20 @@ class RunState:
     def usage(self) -> Usage:
         """The run's usage so far."""
         return Usage(input_tokens=self.usage_in, output_tokens=self.usage_out)
+
+
+class Conversation:
+    """A run between its turns: its state, the tool runner holding its budgets, the writer
+    its trace goes on in (a next turn continues in process only through that writer), and the
+    checkpoint after its last turn."""
+
+    __slots__ = ("head", "runner", "state", "writer")
+
+    def __init__(self, state: RunState, runner: ToolRunner, writer: TraceWriter) -> None:
+        self.state = state
+        self.runner = runner
+        self.writer = writer
+        self.head: Checkpoint | None = None
 
 
 def emission(message: Message) -> str:

@@ -38,6 +38,13 @@ from twinflow.agent._code_record import (
 from twinflow.agent._errors import SpecError
 from twinflow.agent._retry import RetryLimits
 from twinflow.agent._run import UsageLimits
+from twinflow.agent._sandboxed import (
+    SandboxSession,
+    SandboxSpec,
+    ToolEntry,
+    builtin_tools,
+    sandboxed,
+)
 from twinflow.agent._spec_guards import EMBEDDED, McpServerSpec, check_headers
 from twinflow.kernel import check_endpoint_url
 from twinflow.trace import UserError
@@ -250,8 +257,15 @@ class RunSpec(SpecValue):
     """An optional system prompt."""
     model: ModelSpec
     """The model endpoint."""
-    tools: tuple[str, ...] = ()
-    """Dotted paths to Python callables (``package.module:function`` or ``package.module.function``)."""
+    tools: tuple[str | ToolEntry, ...] = ()
+    """Dotted paths to Python callables (``package.module:function`` or ``package.module.function``),
+    or mappings ``{name: <dotted path>, sandbox: true}`` for a tool run in the sandbox."""
+    sandbox: SandboxSpec | None = None
+    """Sandbox settings (limits); present, every tool of ``tools`` runs in the sandbox, and
+    they are the limits of ``builtin_tools`` (docs/how-to/sandboxed-tools.md)."""
+    builtin_tools: tuple[Literal["run_python", "run_shell"], ...] = ()
+    """Tools twinflow provides, always sandboxed: ``run_python`` runs its ``code`` argument
+    with the run's interpreter, ``run_shell`` with ``/bin/sh``; allowed by name in ``policy``."""
     mcp_servers: tuple[McpServerSpec, ...] = Field(default=(), max_length=64)
     """MCP servers whose tools the run offers, each named ``<server>.<tool>`` (and allowed
     only by that name in ``policy``)."""
@@ -383,7 +397,7 @@ class RunSpec(SpecValue):
         """
         # An output given as a class is already imported.
         paths = [
-            *self.tools,
+            *self.tool_paths(),
             *([self.output] if isinstance(self.output, str) else []),
             *self.part_kinds,
         ]
@@ -393,18 +407,43 @@ class RunSpec(SpecValue):
             raise SpecError(str(exc)) from None
 
     def load_tools(self) -> list[Callable[..., Any]]:
-        """Resolve the spec's tool paths to callables.
+        """Resolve the spec's tool paths to callables (`sandboxed_tools` puts them in the sandbox).
 
         Raises:
             SpecError: a path does not resolve to a callable.
         """
-        tools = []
-        for index, dotted in enumerate(self.tools):
+        tools: list[Callable[..., Any]] = []
+        for index, dotted in enumerate(self.tool_paths()):
             target = resolve_dotted(dotted, self._code_dir)
             if not callable(target):
                 raise SpecError(f"tools[{index}]: {dotted!r} is not callable")
             tools.append(target)
         return tools
+
+    def sandboxed_tools(self, tools: Sequence[Callable[..., Any]]) -> list[Callable[..., Any]]:
+        """One run's tools: those the spec sandboxes (matched by name) wrapped to run in the
+        sandbox, then the ``builtin_tools``, all on one new session (one work directory)."""
+        session = SandboxSession(self.sandbox or SandboxSpec())
+        settings: dict[str, bool | SandboxSpec] = {}
+        for entry in self.tools:
+            dotted = entry if isinstance(entry, str) else entry.name
+            name = split_dotted(dotted)[1].rpartition(".")[2]
+            settings[name] = self.sandbox is not None if isinstance(entry, str) else entry.sandbox
+        made: list[Callable[..., Any]] = []
+        for tool in tools:
+            name = str(getattr(tool, "__name__", ""))
+            setting = settings.get(name, False)
+            if isinstance(setting, SandboxSpec):
+                made.append(sandboxed(tool, SandboxSession(setting), name))
+            elif setting:
+                made.append(sandboxed(tool, session, name))
+            else:
+                made.append(tool)
+        return [*made, *builtin_tools(self.builtin_tools, session)]
+
+    def tool_paths(self) -> tuple[str, ...]:
+        """The dotted paths of ``tools``, however each is written."""
+        return tuple(entry if isinstance(entry, str) else entry.name for entry in self.tools)
 
     def load_part_kinds(self) -> list[type[ExtensionPart]]:
         """Resolve the spec's part kind paths to extension part classes.

@@ -142,7 +142,9 @@ class Steps(Generic[OutputT]):
             self.observer(body)
 
     def _loop(self, state: RunState, runner: ToolRunner) -> OutputT:
-        for step in range(1, self.max_steps + 1):
+        # Steps are numbered through the run: a later turn's first step follows the last one.
+        first = state.step + 1
+        for step in range(first, first + self.max_steps):
             state.step = step
             if step > 1:
                 self._relist(step)
@@ -302,9 +304,10 @@ class Steps(Generic[OutputT]):
                 f"run {state.run_id}: step {state.step} of the parent does not answer the calls "
                 "of its reply one by one, in order; it cannot be served"
             )
+        contents = {r.call_id: r.content for r in results}
         for body in served:
             if isinstance(body, ToolCalled):
-                runner.served(body.tool)
+                runner.served(body.tool, body.arguments, contents.get(body.call_id))
             self._emit(body)
         return results
 

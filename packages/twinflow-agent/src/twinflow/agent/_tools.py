@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, create_model
 from pydantic_core import to_json, to_jsonable_python
 
 from twinflow.agent._errors import AgentConfigError
+from twinflow.agent._sandboxed import SandboxSession, SandboxSpec, sandboxed
 from twinflow.vocab import Part, ToolSpec
 from twinflow.vocab import value_bytes as canonical_bytes
 
@@ -98,6 +99,7 @@ class Tool:
         *,
         name: str | None = None,
         description: str | None = None,
+        sandbox: bool | SandboxSpec | SandboxSession = False,
     ) -> Tool:
         """Build a tool from a typed callable; the schema comes from its signature.
 
@@ -105,6 +107,9 @@ class Tool:
             function: The callable, with annotated named parameters.
             name: Tool name (default: the function's ``__name__``).
             description: Description (default: the docstring's first paragraph).
+            sandbox: Run each call in the kernel's sandbox (docs/how-to/sandboxed-tools.md):
+                ``True`` with the default limits, a ``sandbox:`` settings value, or a session
+                whose work directory other tools share.
 
         Returns:
             The tool.
@@ -113,6 +118,11 @@ class Tool:
             AgentConfigError: A parameter is unannotated, positional-only or variadic.
         """
         tool_name: str = name or str(getattr(function, "__name__", ""))
+        if sandbox is not False:
+            session = sandbox if isinstance(sandbox, SandboxSession) else None
+            if session is None:
+                session = SandboxSession(sandbox if isinstance(sandbox, SandboxSpec) else None)
+            function = sandboxed(function, session, tool_name)
         model = _arguments_model(tool_name, function)
         schema = model.model_json_schema()
         schema.pop("title", None)

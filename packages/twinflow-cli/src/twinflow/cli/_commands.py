@@ -486,6 +486,12 @@ def _configure_diff(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="compare bytes: the first differing event (default: behaviour, every divergence)",
     )
+    p.add_argument(
+        "--config",
+        action="store_true",
+        help="also show where the runs' configuration and environment differ (the imported "
+        "distributions, the model server's URL: where a run ran is not behaviour)",
+    )
 
 
 def _diff(args: argparse.Namespace, out: Output) -> int:

@@ -197,12 +197,20 @@ def approve(args: argparse.Namespace, out: Output) -> int:
 def configure_fork(p: argparse.ArgumentParser) -> None:
     """Arguments of ``twinflow fork``."""
     p.add_argument("trace", type=Path, help="the parent run's trace (JSONL); it is not changed")
-    p.add_argument(
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument(
         "--at-step",
         type=int,
-        required=True,
         metavar="N",
-        help="the first step asked of the spec's model; steps before it come from the trace",
+        help="the first step asked of the spec's model; steps before it come from the trace "
+        "(steps are numbered through a conversation's turns)",
+    )
+    where.add_argument(
+        "--at-turn",
+        type=int,
+        metavar="K",
+        help="instead of --at-step: the conversation's turn whose first step is asked of the "
+        "spec's model; the turns before it come from the trace",
     )
     p.add_argument(
         "--out",
@@ -218,7 +226,7 @@ def _spec_option(args: argparse.Namespace) -> list[str]:
 
 
 def fork(args: argparse.Namespace, out: Output) -> int:
-    """``twinflow fork TRACE --at-step N``."""
+    """``twinflow fork TRACE --at-step N`` (or ``--at-turn K``)."""
     trace_path: Path = args.trace
     parse_trace(trace_path, read_trace_bytes(trace_path))
     spec = replay_spec(trace_path, args.spec, args.trust_spec, out)
@@ -234,7 +242,8 @@ def fork(args: argparse.Namespace, out: Output) -> int:
                 _Phases(),
                 watch=False,
                 command="fork",
-                fork_from=(trace_path, args.at_step),
+                fork_from=(trace_path, args.at_step if args.at_turn is None else args.at_turn),
+                at_turn=args.at_turn is not None,
             )
     except TraceCorruptError as exc:
         raise CheckFailed(f"{trace_path}: {exc}") from None

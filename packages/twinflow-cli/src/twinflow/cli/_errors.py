@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from twinflow.trace import TwinflowError
 
-__all__ = ["CheckFailed", "CliError"]
+if TYPE_CHECKING:
+    from twinflow.kernel import ReplayDivergenceError
+
+__all__ = ["CheckFailed", "CliError", "divergence_failed"]
 
 
 class CliError(TwinflowError):
@@ -26,3 +30,21 @@ class CheckFailed(CliError):
         """Carry the ``--json`` document of the failed check."""
         super().__init__(message)
         self.payload = payload or {}
+
+
+def divergence_failed(
+    trace_path: Path, what: str, exc: ReplayDivergenceError, **extra: str
+) -> CheckFailed:
+    """The failed check a divergence is reported as (exit 1): where, both events, the difference."""
+    return CheckFailed(
+        f"{trace_path}: {what} diverged: {exc}",
+        {
+            "trace": str(trace_path),
+            **extra,
+            "seq": exc.seq,
+            "expected": exc.expected,
+            "actual": exc.actual,
+            "pointer": None if exc.difference is None else exc.difference.pointer,
+            "difference": None if exc.difference is None else str(exc.difference),
+        },
+    )

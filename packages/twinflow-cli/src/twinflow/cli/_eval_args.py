@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from twinflow.cli._eval_evidence import configure_attest, configure_reproduce
 from twinflow.eval import EvalValueError
 from twinflow.eval._plan import METRICS
 from twinflow.eval._results import Shard
@@ -87,6 +88,20 @@ def configure_eval(p: argparse.ArgumentParser, handlers: Mapping[str, Callable[.
             description=handlers["plan"].__doc__,
         )
     )
+    attest = sub.add_parser(
+        "attest",
+        help="sign an in-toto attestation of a run (--check: hold one against it)",
+        description=handlers["attest"].__doc__,
+    )
+    configure_attest(attest)
+    _add_json(attest)
+    reproduce = sub.add_parser(
+        "reproduce",
+        help="re-run every case trace of an attested run; write what reproduced",
+        description=handlers["reproduce"].__doc__,
+    )
+    configure_reproduce(reproduce)
+    _add_json(reproduce)
 
 
 def _budget_item(text: str) -> tuple[str, float]:

@@ -13,6 +13,10 @@ and thread pool are wired into the eval runner, which only knows the ports.
 - ``eval compare A B [--seed N]``: regressions and improvements per case, exact McNemar
   p-value, a paired bootstrap interval on the rate difference (resampling cases, seeded)
 - ``eval merge DIR... --out DIR``: combine the shard directories of one dataset
+- ``eval attest DIR --key SKEY``: sign an in-toto attestation of the run (``--check``: hold
+  one against the directory; ``--case KEY``: one case's inclusion proof)
+- ``eval reproduce DIR --spec SPEC --out DIR2``: replay every case trace; write which cases
+  reproduced (``eval attest DIR2`` signs it; ``eval compare DIR DIR2`` reads both)
 - ``eval plan DATASET --spec SPEC --metric M --rule R --out FILE [--sign KEY]``: pre-register
   a run (``eval run --plan FILE [--plan-key PUB]`` refuses any other, and Lab Notes say
   whether the rule was met)
@@ -43,6 +47,12 @@ from twinflow.cli._eval_agents import (
     render,
 )
 from twinflow.cli._eval_args import configure_eval
+from twinflow.cli._eval_evidence import (
+    compare_reproduction,
+    eval_attest,
+    eval_reproduce,
+    is_reproduction,
+)
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._show import _clean
 from twinflow.cli._traces import read_small_file
@@ -464,9 +474,12 @@ def _rejudged(
 
 def _compare(args: argparse.Namespace, out: Output) -> int:
     """List the cases that regressed and improved from run A to run B, with an exact McNemar test
-    and a paired bootstrap interval on the pass-rate difference (cases resampled, seeded)."""
+    and a paired bootstrap interval on the pass-rate difference (cases resampled, seeded). When B
+    is a reproduction of A (`eval reproduce`): which cases reproduced, once B is shown to be A's."""
     if not 0 <= args.seed < 2**64:
         raise UserError(f"--seed {args.seed}: must be from 0 to 2**64 - 1")
+    if is_reproduction(args.b):
+        return compare_reproduction(args.a, args.b, out)
     try:
         c = compare_runs(args.a, args.b, seed=args.seed)
     except TraceMismatchError as exc:
@@ -559,6 +572,8 @@ _HANDLERS = {
     "compare": _compare,
     "merge": _merge,
     "plan": _plan,
+    "attest": eval_attest,
+    "reproduce": eval_reproduce,
 }
 
 

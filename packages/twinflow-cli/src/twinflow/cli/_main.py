@@ -43,6 +43,10 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
         "run a small agent task on the embedded local model, then verify and replay its trace",
     ),
     "run": ("twinflow.cli._run", "run an agent from a spec file (YAML), writing a trace"),
+    "chat": (
+        "twinflow.cli._run",
+        "talk with an agent turn by turn (Ctrl-D ends); the conversation is one trace",
+    ),
     "replay": (
         "twinflow.cli._replay_cli",
         "re-run a trace's agent against the trace; exit 1 at the first event that differs",
@@ -90,6 +94,10 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
     "attest": (
         "twinflow.cli._publish",
         "sign an in-toto attestation of a run (DSSE, Ed25519), or check one (--check)",
+    ),
+    "conformance": (
+        "twinflow.cli._conformance_cli",
+        "run a trace verifier (default: twinflow-trace's) against the conformance vectors",
     ),
     "witness": (
         "twinflow.cli._publish",
@@ -156,6 +164,10 @@ def command_module_commands(module: str) -> dict[str, Command]:
         from twinflow.cli._prove import COMMANDS as prove_commands
 
         return prove_commands
+    if module == "twinflow.cli._conformance_cli":
+        from twinflow.cli._conformance_cli import COMMANDS as conformance_commands
+
+        return conformance_commands
     if module == "twinflow.cli._export":
         from twinflow.cli._export import COMMANDS as export_commands
 

@@ -19,6 +19,7 @@ from twinflow._base._code import importing_from
 from twinflow.agent import RunSpec, RunStarted, SpecError, ToolCalled, Trace, load_spec, replay
 from twinflow.agent._replay import REPLAY_KINDS
 from twinflow.cli._decisions import add_decision_arguments, check_recorded_decisions
+from twinflow.cli._errors import divergence_failed
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output, say
 from twinflow.cli._run import code_beside, spec_beside
 from twinflow.cli._show import _clean
@@ -128,7 +129,7 @@ def _disclosed(spec: RunSpec, code_dir: Path) -> tuple[str, list[str]]:
     named = [
         f"{what}: {_names(paths)}"
         for what, paths in (
-            ("tools", spec.tools),
+            ("tools", spec.tool_paths()),
             ("output", (spec.output,) if isinstance(spec.output, str) else ()),
             ("part kinds", spec.part_kinds),
         )
@@ -157,24 +158,6 @@ def _names(modules: tuple[str, ...]) -> str:
     escaped)."""
     shown = [m if _PLAIN_NAME.fullmatch(m) else ascii(m) for m in modules]
     return ", ".join(shown) or "nothing"
-
-
-def divergence_failed(
-    trace_path: Path, what: str, exc: ReplayDivergenceError, **extra: str
-) -> CheckFailed:
-    """The failed check a divergence is reported as (exit 1): where, both events, the difference."""
-    return CheckFailed(
-        f"{trace_path}: {what} diverged: {exc}",
-        {
-            "trace": str(trace_path),
-            **extra,
-            "seq": exc.seq,
-            "expected": exc.expected,
-            "actual": exc.actual,
-            "pointer": None if exc.difference is None else exc.difference.pointer,
-            "difference": None if exc.difference is None else str(exc.difference),
-        },
-    )
 
 
 def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) -> dict[str, Any]:

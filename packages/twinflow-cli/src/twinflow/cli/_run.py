@@ -23,9 +23,9 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pydantic import BaseModel
 
@@ -37,25 +37,35 @@ from twinflow.agent import (
     Decision,
     RunError,
     RunPaused,
+    RunResult,
     RunSpec,
     Trace,
 )
 from twinflow.agent._trace_file import numbered
+from twinflow.cli._errors import divergence_failed
 from twinflow.cli._output import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_PAUSED,
+    CheckFailed,
     Command,
     Output,
     invocation,
     say,
 )
 from twinflow.cli._show import _clean
-from twinflow.cli._watch import TextPrinter
+from twinflow.cli._watch import ChatPrinter, TextPrinter
 from twinflow.cli._wiring import chat_model
-from twinflow.kernel import SystemClock, SystemIds
+from twinflow.kernel import ReplayDivergenceError, SystemClock, SystemIds
 from twinflow.models._providers import EMBEDDED
-from twinflow.trace import Checkpoint, FileTraceSink, MemoryTraceSink, TraceError, UserError
+from twinflow.trace import (
+    Checkpoint,
+    FileTraceSink,
+    MemoryTraceSink,
+    TraceCorruptError,
+    TraceError,
+    UserError,
+)
 from twinflow.views import CallSummary, summarize_trace
 
 __all__ = [
@@ -199,10 +209,17 @@ def _execute(
     resume_from: Path | None = None,
     decisions: Sequence[Decision] = (),
     fork_from: tuple[Path, int] | None = None,
+    next_turn: tuple[Path, str] | None = None,
+    at_turn: bool = False,
+    chat: Callable[[], str | None] | None = None,
 ) -> RunOutcome:
     """Run the agent ``spec`` describes into a new trace in ``out_dir``, continue the run in
-    ``resume_from`` (`Agent.resume`, with ``decisions`` on calls waiting for approval), or
-    fork the run ``fork_from`` names at its step into a new trace (`Agent.fork`)."""
+    ``resume_from`` (`Agent.resume`, with ``decisions`` on calls waiting for approval), send
+    the run in ``next_turn``'s trace its next user turn (`Agent.run` with ``continue_from``), or
+    fork the run ``fork_from`` names at its step (its turn, with ``at_turn``) into a new trace
+    (`Agent.fork`); or, with ``chat``, hold a conversation whose turns it reads (None: the end)."""
+    if next_turn is not None:
+        resume_from = next_turn[0]
     # Build the agent once before touching the run directory, so a usage error in the spec
     # (a tool that does not import, a policy naming an unknown tool, an unset API key)
     # changes no file.
@@ -234,17 +251,37 @@ def _execute(
             clock=SystemClock(),
             ids=ids,
             trace=MemoryTraceSink() if resume_from is not None else FileTraceSink(trace_path),
-            observer=TextPrinter(sys.stdout) if watch and resume_from is None else None,
+            observer=(
+                # Under --json stdout is the one document: the conversation is shown on stderr.
+                ChatPrinter(sys.stderr if out.as_json else sys.stdout)
+                if chat is not None
+                else TextPrinter(sys.stdout)
+                if watch and resume_from is None
+                else None
+            ),
             environment=environment,
             servers=servers,
         )
         doing = (
-            "forking" if fork_from is not None else "running" if resume_from is None else "resuming"
+            "talking with"
+            if chat is not None
+            else "forking"
+            if fork_from is not None
+            else "running"
+            if resume_from is None
+            else "resuming"
+            if next_turn is None
+            else "continuing"
         )
-        out.line(f"{doing} the agent ({spec.model.mode} mode, up to {spec.max_steps} steps) ...")
+        out.line(
+            f"{doing} the agent ({spec.model.mode} mode, up to {spec.max_steps} steps"
+            f"{' a turn; Ctrl-D ends' if chat is not None else ''}) ..."
+        )
         with phases.phase("run"):
             try:
-                output, error, paused = _drive(agent, spec, resume_from, decisions, fork_from)
+                output, error, paused = _drive(
+                    agent, spec, resume_from, decisions, fork_from, next_turn, at_turn, chat
+                )
             except KeyboardInterrupt as exc:
                 # Ctrl-C pauses the run: its trace says where, and resume goes on from there.
                 raise RunInterrupted(trace_path) from exc
@@ -288,14 +325,24 @@ def _drive(
     resume_from: Path | None,
     decisions: Sequence[Decision],
     fork_from: tuple[Path, int] | None,
+    next_turn: tuple[Path, str] | None = None,
+    at_turn: bool = False,
+    chat: Callable[[], str | None] | None = None,
 ) -> tuple[Any, str | None, list[dict[str, Any]]]:
-    """Run, resume or fork ``agent``: its output (JSON form), its error, the calls it waits on."""
+    """Run, resume, continue or fork ``agent``: its output (JSON form), its error, the calls
+    it waits on."""
     output: Any = None
     error: str | None = None
     paused: list[dict[str, Any]] = []
     try:
-        if fork_from is not None:
+        if fork_from is not None and at_turn:
+            result = agent.fork(fork_from[0], at_turn=fork_from[1])
+        elif fork_from is not None:
             result = agent.fork(fork_from[0], at_step=fork_from[1])
+        elif next_turn is not None:
+            result = agent.run(next_turn[1], continue_from=next_turn[0])
+        elif chat is not None:
+            result = _converse(agent, chat)
         elif resume_from is None:
             result = agent.run(spec.prompt)
         else:
@@ -310,6 +357,32 @@ def _drive(
     if isinstance(output, BaseModel):
         output = output.model_dump(mode="json")
     return output, error, paused
+
+
+def _converse(agent: Agent[Any], ask: Callable[[], str | None]) -> RunResult[Any]:
+    """Each message ``ask`` reads, a turn of one run; the last turn's result.
+
+    Raises:
+        UserError: No message came before the end of the input.
+    """
+    result: RunResult[Any] | None = None
+    while (prompt := ask()) is not None:
+        result = agent.run(prompt, continue_from=result)
+    if result is None:
+        raise UserError("twinflow chat: the input ended before a message was sent")
+    return result
+
+
+def _read_turn(stdin: TextIO) -> str | None:
+    """The next non-empty line the user types (the prompt on stderr), or None at end of input."""
+    while True:
+        print("you> ", end="", file=sys.stderr, flush=True)
+        line = stdin.readline()
+        if not line:
+            print(file=sys.stderr, flush=True)  # Ctrl-D leaves the cursor after the prompt
+            return None
+        if line.strip():
+            return line.rstrip("\n")
 
 
 def _recorded_or_none(path: Path) -> Trace | None:
@@ -335,6 +408,19 @@ def configure_run(p: argparse.ArgumentParser) -> None:
         default=Path("twinflow-run"),
         help="directory for trace.jsonl and spec.yaml (default: twinflow-run)",
     )
+    p.add_argument(
+        "--continue",
+        dest="continue_from",
+        type=Path,
+        metavar="TRACE",
+        help="send the finished run recorded in TRACE its next user turn (--prompt), appended "
+        "to TRACE; its recorded turns are re-run against the record with SPEC's code first",
+    )
+    p.add_argument(
+        "--prompt",
+        metavar="TEXT",
+        help="the user's message, instead of the spec's prompt (with --continue: the next turn)",
+    )
     _add_quiet(p)
 
 
@@ -351,10 +437,38 @@ def run(args: argparse.Namespace, out: Output) -> int:
     text = RunSpec.read_text(args.spec)
     spec = RunSpec.parse(text, str(args.spec), code_dir=args.spec.resolve().parent)
     phases = _Phases()
+    if args.continue_from is not None:
+        if args.prompt is None:
+            raise UserError("twinflow run --continue needs --prompt TEXT: the next user turn")
+        return _next_turn(args, spec, out, phases)
+    if args.prompt is not None:
+        spec = spec.model_copy(update={"prompt": args.prompt})
     # For the whole run, not only while the tools are imported: a tool may import its siblings
     # when it is called.
     with importing_from(spec.directories):
         outcome = _execute(spec, text, args.out, out, phases, watch=not (args.quiet or args.json))
+    return report_outcome(outcome, out, "run", ["--spec", str(args.spec)])
+
+
+def _next_turn(args: argparse.Namespace, spec: RunSpec, out: Output, phases: _Phases) -> int:
+    """``twinflow run SPEC --continue TRACE --prompt TEXT``: the turn appended to TRACE."""
+    trace_path: Path = args.continue_from
+    try:
+        with importing_from(spec.directories):
+            outcome = _execute(
+                spec,
+                "",
+                trace_path.parent,
+                out,
+                phases,
+                watch=False,
+                next_turn=(trace_path, args.prompt),
+            )
+    except TraceCorruptError as exc:
+        raise CheckFailed(f"{trace_path}: {exc}") from None
+    except ReplayDivergenceError as exc:
+        raise divergence_failed(trace_path, "the recorded turns", exc) from None
+    outcome = outcome.model_copy(update={"prompt": args.prompt})
     return report_outcome(outcome, out, "run", ["--spec", str(args.spec)])
 
 
@@ -436,7 +550,41 @@ def _print_outcome(outcome: RunOutcome, out: Output, spec_option: Sequence[str])
 # -- replay ---------------------------------------------------------------------------------
 
 
+# -- chat -----------------------------------------------------------------------------------
+
+
+def configure_chat(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``twinflow chat``."""
+    p.add_argument(
+        "spec", type=Path, help="the run spec (YAML); its prompt is not sent: you type each turn"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("twinflow-run"),
+        help="directory for the conversation's trace.jsonl and spec.yaml (default: twinflow-run)",
+    )
+
+
+def chat(args: argparse.Namespace, out: Output) -> int:
+    """``twinflow chat SPEC``: each line typed is a turn of one run; Ctrl-D ends it."""
+    text = RunSpec.read_text(args.spec)
+    spec = RunSpec.parse(text, str(args.spec), code_dir=args.spec.resolve().parent)
+    with importing_from(spec.directories):
+        outcome = _execute(
+            spec,
+            text,
+            args.out,
+            out,
+            _Phases(),
+            watch=True,
+            chat=lambda: _read_turn(sys.stdin),
+        )
+    return report_outcome(outcome, out, "chat", ["--spec", str(args.spec)])
+
+
 COMMANDS: dict[str, Command] = {
     "run": (configure_run, run),
+    "chat": (configure_chat, chat),
 }
 """The commands that run agents (the trace commands are in `twinflow.cli._commands`)."""

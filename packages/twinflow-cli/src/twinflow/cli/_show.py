@@ -20,14 +20,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from twinflow._base._files import write_replace
 from twinflow._base._json import loads as received_json
 from twinflow._base._untrusted import for_terminal
-from twinflow.agent import verify_agent_trace
+from twinflow.agent import Environment, verify_agent_trace
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import add_checkpoint_keys, read_published, read_trace_bytes, walk_typed
 from twinflow.trace import Checkpoint, UserError
 from twinflow.views import compare_behaviour, render_trace_page
+from twinflow.vocab import diff
 
 __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]
 
@@ -197,6 +200,10 @@ def _run_lines(kind: object, body: dict[str, Any]) -> list[str] | None:
     """A run's event: how it ended or resumed, an MCP server's tools, an approval."""
     if kind == "run_finished":
         return [f"finished after {_clean(body.get('steps'))} step(s)"]
+    if kind == "user_turn":
+        return [
+            f"turn {_clean(body.get('turn'))}, the user: {_indent(_clean(body.get('text')), '  ')}"
+        ]
     if kind == "run_resumed":
         repeated = body.get("repeated_call")
         again = "" if repeated is None else f"; call {_clean(repeated)} run again"
@@ -383,6 +390,34 @@ _DIGITS = bytes.maketrans(b"0123456789,[", b"0000000000::")
 _LONG_NUMBER = b":" + b"0" * 16
 
 
+def _keeping_start(events: Iterator[Any], into: list[dict[str, Any]]) -> Iterator[Any]:
+    """``events``, the first one's body (a run's ``run_started``) kept in ``into``."""
+    for event in events:
+        if not into:
+            body = event.get("body") if isinstance(event, dict) else None
+            into.append(body if isinstance(body, dict) else {})
+        yield event
+
+
+def _setup_lines(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """Where two runs' configuration and environment differ, one line each."""
+    lines = []
+    difference = diff(a.get("config"), b.get("config"))
+    if difference is not None:
+        lines.append(f"configuration: {difference}")
+    environments = [a.get("environment"), b.get("environment")]
+    if all(isinstance(e, dict) for e in environments):
+        try:
+            ea, eb = (Environment.model_validate(e) for e in environments)
+        except ValidationError as exc:
+            lines.append(f"environment: not readable ({str(exc).splitlines()[0]})")
+        else:
+            lines += [f"environment: {line}" for line in ea.differences(eb)]
+    elif environments[0] != environments[1]:
+        lines.append("environment: recorded in one run only")
+    return lines
+
+
 def _event_values(path: Path, count: list[int]) -> Iterator[Any]:
     """Each verified event of a trace as JSON, streaming (only the behaviour views are kept,
     not the events); appends how many there were to ``count`` once they are all read.
@@ -402,9 +437,19 @@ def _event_values(path: Path, count: list[int]) -> Iterator[Any]:
 def behaviour_diff(args: argparse.Namespace, out: Output) -> int:
     """``twinflow diff A B``: every place, in order, where B's behaviour differs from A's."""
     count: list[int] = []
-    divergences = compare_behaviour(_event_values(args.a, count), _event_values(args.b, count))
+    started: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
+    divergences = compare_behaviour(
+        _keeping_start(_event_values(args.a, count), started[0]),
+        _keeping_start(_event_values(args.b, count), started[1]),
+    )
+    extra: dict[str, Any] = {}
+    if args.config:
+        setup = _setup_lines(*(s[0] if s else {} for s in started))
+        extra["setup"] = setup
+        for line in setup or ["configuration and environment: the same"]:
+            out.line(f"setup  {_clean(line, MAX_DETAIL)}")
     if not divergences:
-        out.document({"ok": True, "same": True, "events": count[0]})
+        out.document({"ok": True, "same": True, "events": count[0], **extra})
         out.line(
             f"same behaviour: {count[0]} events (timestamps, run and call ids and the digests "
             "that cover them are not compared; --exact compares bytes)"
@@ -412,8 +457,9 @@ def behaviour_diff(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
     for d in divergences:
         where = f"seq {'-' if d.seq_a is None else d.seq_a}/{'-' if d.seq_b is None else d.seq_b}"
-        out.line(f"step {d.step}  {where}  {d.change:<8} {_clean(d.detail, MAX_DETAIL)}")
-    payload = {"same": False, "divergences": [d.model_dump() for d in divergences]}
+        turn = f"turn {d.turn} " if d.turn > 1 else ""
+        out.line(f"{turn}step {d.step}  {where}  {d.change:<8} {_clean(d.detail, MAX_DETAIL)}")
+    payload = {"same": False, "divergences": [d.model_dump() for d in divergences], **extra}
     first = divergences[0]
     raise CheckFailed(
         f"behaviour differs in {len(divergences)} place(s); first at step {first.step}: "

@@ -15,11 +15,11 @@ from __future__ import annotations
 from typing import TextIO
 
 from twinflow._base._untrusted import for_terminal, scrub, unfinished_secret
-from twinflow.agent import ModelResponded, RunFailed
+from twinflow.agent import ModelResponded, OutputAccepted, PolicyDecided, RunFailed, ToolReturned
 from twinflow.agent._events import EventBody
 from twinflow.vocab import Chunk, TextDelta
 
-__all__ = ["REPLY_PREFIX", "TextPrinter"]
+__all__ = ["REPLY_PREFIX", "ChatPrinter", "TextPrinter"]
 
 REPLY_PREFIX = "  model> "
 """What starts each streamed reply's line."""
@@ -57,3 +57,36 @@ class TextPrinter:
         if text:
             self._stream.write(for_terminal(text))
             self._stream.flush()
+
+
+class ChatPrinter(TextPrinter):
+    """`TextPrinter` for ``twinflow chat``: the streamed replies, and each policy decision and
+    tool result of the turn on a line of its own; an answer that did not stream (a structured
+    output, a model without streaming) is printed whole when it is accepted."""
+
+    def __init__(self, stream: TextIO) -> None:
+        """Print on `stream`."""
+        super().__init__(stream)
+        self._streamed = False
+
+    def __call__(self, item: EventBody | Chunk) -> None:
+        """Take one event or chunk from the agent."""
+        super().__call__(item)
+        if isinstance(item, TextDelta) and item.text:
+            self._streamed = True
+        elif isinstance(item, ModelResponded):
+            # The final reply's text is the answer: only one that never streamed is printed.
+            self._streamed = self._streamed and not item.response.message.tool_calls
+        elif isinstance(item, PolicyDecided):
+            self._line(f"  policy> {item.decision} {item.tool} (by {item.by}): {item.reason}")
+        elif isinstance(item, ToolReturned):
+            label = "error" if item.result.is_error else "result"
+            self._line(f"  tool>   {label}: {item.result.content}")
+        elif isinstance(item, OutputAccepted):
+            if not self._streamed:
+                value = item.value if isinstance(item.value, str) else repr(item.value)
+                self._line(f"{REPLY_PREFIX}{value}")
+            self._streamed = False
+
+    def _line(self, text: str) -> None:
+        self._write(scrub(text).replace("\n", "\\n") + "\n")

@@ -68,6 +68,11 @@ class Case(EvalValue):
     """Unique id; letters, digits, ``.``, ``_``, ``-`` (it names the case's files)."""
     input: str = Field(min_length=1)
     """The prompt the agent is run on."""
+    turns: tuple[str, ...] = Field(default=(), max_length=100, exclude_if=lambda value: not value)
+    """Further user turns, sent in order once each answer is in, one conversation in one
+    trace (as given: the spec's prompt template is applied to ``input`` only); scorers score
+    the last answer and see them all (``answers``, ``turns``). A turn after a failed one is
+    not sent."""
     expected: JsonValue = None
     """The expected output, if any (scorers compare against it)."""
     assertions: tuple[ScorerSpec, ...] = ()

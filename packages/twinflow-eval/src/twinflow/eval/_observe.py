@@ -48,6 +48,11 @@ class Observation(EvalValue):
     """How the run ended: an output, an error, or no terminal event."""
     prompt: str
     """The prompt the run started with."""
+    turns: tuple[str, ...] = ()
+    """A conversation's further user messages (a case's ``turns``), in order; empty for one
+    prompt."""
+    answers: tuple[JsonValue, ...] = ()
+    """The output of each turn before the last, in order (``output`` is the last turn's)."""
     seed: int | None = None
     """The sampling seed the run was configured with (trials differ in it)."""
     output: JsonValue

@@ -187,7 +187,7 @@ def _run_detached(
     sink = MemoryTraceSink()
     started = clock.monotonic()
     try:
-        factory(case, sink, trial_seed(repeat)).run(render(case))
+        _converse(factory(case, sink, trial_seed(repeat)), render(case), case.turns)
     except TransportError as exc:
         raise RunAborted(
             f"case {key}: the model could not be reached ({type(exc).__name__}: {exc}); "
@@ -373,6 +373,13 @@ def _sort_items(
     return done, todo, unfinished
 
 
+def _converse(agent: Agent[Any], prompt: str, turns: Sequence[str]) -> None:
+    """Run a case: its prompt, then each further user turn, one conversation in one trace."""
+    result = agent.run(prompt)
+    for turn in turns:
+        result = agent.run(turn, continue_from=result)
+
+
 def _resumed(run_dir: Path, factory: AgentFactory, case: Case, repeat: int, key: str) -> bool:
     """Continue a case's interrupted run from its trace; False if it cannot be (set aside)."""
     trace = run_dir / "traces" / f"{key}.jsonl"
@@ -383,7 +390,10 @@ def _resumed(run_dir: Path, factory: AgentFactory, case: Case, repeat: int, key:
         return False
     agent = factory(case, MemoryTraceSink(), trial_seed(repeat))
     try:
-        agent.resume(trace)
+        result = agent.resume(trace)
+        # A conversation goes on with the turns the interrupted run had not reached.
+        for turn in case.turns[result.turn - 1 :]:
+            result = agent.run(turn, continue_from=result)
     except CannotResume as exc:
         if exc.reason == "in_flight":
             # Running the case again from the start would repeat a call that may have taken
@@ -440,7 +450,8 @@ class _LocalCase:
             if key not in self.unfinished or not _resumed(run_dir, self.factory, case, repeat, key):
                 sink = FileTraceSink(run_dir / "traces" / f"{key}.jsonl")
                 try:
-                    self.factory(case, sink, trial_seed(repeat)).run(self.render(case))
+                    agent = self.factory(case, sink, trial_seed(repeat))
+                    _converse(agent, self.render(case), case.turns)
                 finally:
                     sink.close()
         except RunDirError:

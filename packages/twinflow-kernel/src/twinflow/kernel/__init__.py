@@ -1,7 +1,8 @@
 """twinflow.kernel (L1): the ports for all nondeterminism and their adapters.
 
 Time, ids, the network and processes enter twinflow only through the ports here (`Clock`, `Ids`,
-`Transport`, `Launcher`). The real adapters (`SystemClock`, `SystemIds`, `HttpTransport`,
+`Transport`, `Launcher`, and `Sandbox` for code run in isolation: `BubblewrapSandbox` with its
+`SandboxLimits`). The real adapters (`SystemClock`, `SystemIds`, `HttpTransport`,
 `SubprocessLauncher`) sit beside deterministic and test ones (`FixedClock`, `SteppingClock`,
 `CountingIds`, `SeededIds`, `MockTransport`, `RecordingTransport`, `ReplayTransport`,
 `FaultTransport`, `LoopbackServer`). Bounded concurrency is the `Executor` port
@@ -24,7 +25,8 @@ what to do. A family of failures is one class; its `reason` says which failure i
         │                                  (`.difference`)
         ├── NondeterminismError            replayed code reached the clock, randomness or the network
         │                                  (also a RuntimeError)
-        ├── LaunchError                    a server process did not start, or did not become healthy
+        ├── LaunchError                    a process did not start or become healthy, or its sandbox is
+        │                                  missing or broke (`.reason`: start, unavailable, protocol)
         ├── McpError                       an MCP server gave no usable answer (`.server`, `.reason`:
         │                                  protocol, timeout, closed, remote; `.code` for remote)
         └── ClusterError                   a Ray run failed (`.reason`: unreachable, task_lost,
@@ -46,6 +48,7 @@ from twinflow.kernel._environment import imported_distributions as imported_dist
 from twinflow.kernel._environment import interpreter as interpreter
 from twinflow.kernel._errors import ClusterError as ClusterError
 from twinflow.kernel._errors import KernelError as KernelError
+from twinflow.kernel._errors import LaunchError as LaunchError
 from twinflow.kernel._errors import McpError as McpError
 from twinflow.kernel._errors import NondeterminismError as NondeterminismError
 from twinflow.kernel._errors import ReplayDivergenceError as ReplayDivergenceError
@@ -65,4 +68,7 @@ from twinflow.kernel._ports import Closing as Closing
 from twinflow.kernel._ports import Ids as Ids
 from twinflow.kernel._ports import Transport as Transport
 from twinflow.kernel._ray import RayExecutor as RayExecutor
+from twinflow.kernel._sandbox import BubblewrapSandbox as BubblewrapSandbox
+from twinflow.kernel._sandbox import Sandbox as Sandbox
+from twinflow.kernel._sandbox import SandboxLimits as SandboxLimits
 from twinflow.kernel._transport import HttpTransport as HttpTransport

@@ -151,8 +151,24 @@ class ReplayDivergenceError(KernelError):
         self.actual = actual
 
 
+LaunchReason = Literal["start", "unavailable", "protocol", "limit"]
+"""Why a process was not run: it did not start, exited early or was not healthy in time; what
+it needs is missing here (a sandbox without ``bwrap``), named with what to install; or the
+sandbox around it broke its protocol (no result, too much output); or a call in a sandbox hit
+one of its limits (the message names which)."""
+
+
 class LaunchError(KernelError):
-    """A server process did not start, exited early, or did not become healthy in time."""
+    """A server process did not start, exited early, or did not become healthy in time.
+
+    Attributes:
+        reason: Why (`LaunchReason`).
+    """
+
+    def __init__(self, message: str, *, reason: LaunchReason = "start") -> None:
+        """Create the error; `message` names the command and what to do."""
+        super().__init__(message)
+        self.reason: LaunchReason = reason
 
 
 class ClusterError(KernelError):

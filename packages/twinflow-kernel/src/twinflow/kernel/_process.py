@@ -1,5 +1,6 @@
 """`run_process`: run a command to completion and collect its exit code and output;
-`start_process`: start one in the background, to stop it (SIGKILL) at a point the caller chooses.
+`start_process`: start one in the background, to stop it (SIGKILL) at a point the caller chooses;
+`start_on_terminal`: start one on a pseudo-terminal, to type to it as a person would.
 
 The kernel is the one home of processes; tests above it that must run the real ``twinflow``
 command (exit codes, stderr, ``--json``) do it through here rather than importing
@@ -9,6 +10,8 @@ command (exit codes, stderr, ``--json``) do it through here rather than importin
 from __future__ import annotations
 
 import os
+import pty
+import select
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -16,7 +19,14 @@ from dataclasses import dataclass
 
 from twinflow.kernel._errors import LaunchError
 
-__all__ = ["ProcessResult", "StartedProcess", "run_process", "start_process"]
+__all__ = [
+    "ProcessResult",
+    "StartedProcess",
+    "TerminalProcess",
+    "run_process",
+    "start_on_terminal",
+    "start_process",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,3 +156,87 @@ def start_process(
     except OSError as error:
         raise LaunchError(f"cannot start {command[0]!r}: {error}") from error
     return StartedProcess(popen, command)
+
+
+class TerminalProcess:
+    """A command on a pseudo-terminal (its stdin, stdout and stderr): type to it, read what it
+    prints until a text appears (a barrier on its output, not a delay)."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], master: int) -> None:
+        self._popen = popen
+        self._master = master
+        self._seen = ""
+
+    def until(self, text: str, timeout: float = 300.0) -> str:
+        """Read until ``text`` is printed; what was printed up to and including it (consumed;
+        the terminal's ``\\r\\n`` read as ``\\n``).
+
+        Raises:
+            AssertionError: The command ended, or printed nothing for ``timeout`` seconds,
+                before ``text`` (the message holds what it printed).
+        """
+        while text not in self._seen:
+            ready, _, _ = select.select([self._master], [], [], timeout)
+            if not ready:
+                raise AssertionError(
+                    f"nothing printed for {timeout} s before {text!r}: {self._seen!r}"
+                )
+            try:
+                data = os.read(self._master, 4096)
+            except OSError:  # EIO: every holder of the terminal's other end closed it
+                data = b""
+            if not data:
+                raise AssertionError(f"the command ended before printing {text!r}: {self._seen!r}")
+            self._seen += data.decode("utf-8", "replace").replace("\r\n", "\n")
+        cut = self._seen.index(text) + len(text)
+        shown, self._seen = self._seen[:cut], self._seen[cut:]
+        return shown
+
+    def type(self, text: str) -> None:
+        """Type ``text`` (``"\\x04"`` at the start of a line is Ctrl-D: the end of input)."""
+        os.write(self._master, text.encode())
+
+    def close(self, timeout: float = 300.0) -> int:
+        """Wait for the command to end (killing it after ``timeout`` seconds); its exit status."""
+        try:
+            return self._popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self._popen.kill()
+            return self._popen.wait()
+        finally:
+            os.close(self._master)
+
+
+def start_on_terminal(
+    command: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> TerminalProcess:
+    """Start ``command`` with a new pseudo-terminal as its stdin, stdout and stderr.
+
+    Args:
+        command: The program and its arguments.
+        cwd: Working directory (default: this process's).
+        env: Extra environment variables, on top of this process's environment.
+
+    Raises:
+        LaunchError: The command cannot be started.
+    """
+    master, slave = pty.openpty()
+    try:
+        popen = subprocess.Popen(
+            list(command),
+            cwd=cwd,
+            env={**os.environ, **env} if env is not None else None,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        os.close(master)
+        raise LaunchError(f"cannot start {command[0]!r}: {exc}") from exc
+    finally:
+        os.close(slave)
+    return TerminalProcess(popen, master)

@@ -13,9 +13,22 @@ it does for text that is not JSON at all. `twinflow.trace.parse_json` refuses th
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["loads", "refuse_repeated_keys", "repeated_key"]
+__all__ = [
+    "MAX_SAFE_INTEGER",
+    "json_kind",
+    "json_pointer",
+    "loads",
+    "refuse_repeated_keys",
+    "repeated_key",
+]
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""Largest integer with a canonical JSON form (and the negative of the smallest): I-JSON
+(RFC 7493) and JCS read a number as an IEEE-754 double, which holds integers exactly only up to
+here; the `rfc8785` package draws the same line. The workspace's one copy of the bound."""
 
 
 def repeated_key(pairs: list[tuple[str, Any]]) -> str | None:
@@ -72,3 +85,39 @@ def refuse_repeated_keys(text: str | bytes) -> None:
         return
     if problems:
         raise ValueError(problems[0])
+
+
+def json_pointer(tokens: tuple[str | int, ...]) -> str:
+    """Build an RFC 6901 JSON pointer from reference tokens (`()` is the whole document, `""`).
+
+    Args:
+        tokens: Object keys and array indexes, outermost first.
+
+    Returns:
+        The pointer.
+    """
+    return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
+
+
+def json_kind(value: object) -> str:
+    """The JSON type a value encodes as (`null`, `boolean`, `number`, ...), for error messages.
+
+    Args:
+        value: Any value.
+
+    Returns:
+        The JSON type's name, or the Python type's name for a value with no JSON form.
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__

@@ -86,6 +86,10 @@ _LEAD_WINDOW = 24
 """How far before a short key `_LEAD` looks."""
 _TOKEN = r"A-Za-z0-9_.~+/-"
 """The characters of a token: a short key must stand alone (``ma`` in ``mama`` is no key)."""
+_VALUE_END = r"""(?=[\s"'`,;&)}\]<>\\]|\Z)"""
+"""What must follow a short key: the end of the value a credential word introduced (a space,
+a quote, a separator, an escape, the end), so ``"key": "ma@1"`` keeps its ``ma``: the value
+there is ``ma@1``, not the key."""
 
 _forms: set[str] = set()
 """Every form matched in any case, anywhere (keys of `_MIN_INSIDE` or more; it only grows)."""
@@ -147,7 +151,7 @@ def _compile(
     parts = [f"(?i:{_alternatives(forms, _GAP)})" if forms else "", _alternatives(exact)]
     names = "|".join(p for p in parts if p) or "(?!)"
     if short:
-        parts.append(f"(?i:(?<![{_TOKEN}])(?P<short>{_alternatives(short)})(?![{_TOKEN}]))")
+        parts.append(f"(?i:(?<![{_TOKEN}])(?P<short>{_alternatives(short)}){_VALUE_END})")
     text = "|".join(p for p in parts if p)
     return re.compile(text), re.compile(names), re.compile(text.encode("utf-8"))
 

@@ -39,11 +39,7 @@ importer) lives in the private `twinflow._base`, shipped in this distribution.
 from twinflow._base._errors import TwinflowError as TwinflowError
 from twinflow._base._errors import UserError as UserError
 from twinflow.trace._attest import open_attestation as open_attestation
-from twinflow.trace._canonical import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
 from twinflow.trace._canonical import canonical_bytes as canonical_bytes
-from twinflow.trace._canonical import canonical_dump_bytes as canonical_dump_bytes
-from twinflow.trace._canonical import json_kind as json_kind
-from twinflow.trace._canonical import json_pointer as json_pointer
 from twinflow.trace._canonical import parse_json as parse_json
 from twinflow.trace._checkpoint import Checkpoint as Checkpoint
 from twinflow.trace._checkpoint import ConsistencyProof as ConsistencyProof

@@ -5,6 +5,9 @@ auditor's verifier.
 ``twinflow-trace attest-check ATTESTATION --key VKEY [--trace TRACE] [--checkpoint CP]`` checks
 a run attestation (an in-toto statement in a DSSE envelope): its signature by every key given,
 and that it names the trace file, its output and its checkpoint (``twinflow.trace._attest``).
+Given an eval attestation, ``--trace CASE --proof PROOF`` checks that one case trace is a case of
+the attested run; given a reproduction, ``--names ATTESTATION`` that it names that eval
+attestation (``twinflow.trace._evidence``).
 
 Checks the format, digests, chain and completeness, and a checkpoint (a C2SP checkpoint note,
 signed and checked against the verifier keys given, every one of which must have signed, for the
@@ -46,6 +49,7 @@ from twinflow.trace._verify import verify_trace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from twinflow.trace._attest import VerifiedAttestation
     from twinflow.trace._witness import Cosignature
 
 __all__ = ["main"]
@@ -120,6 +124,8 @@ def _add_keys(p: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the verifier and return its exit code."""
     args = _parser().parse_args(argv)
+    if args.command == "vector":
+        return _vector(args)
     if args.command == "attest-check":
         return _attest_check(args)
     if args.command == "prove-check":
@@ -153,10 +159,44 @@ def _parser() -> argparse.ArgumentParser:
     attest.add_argument(
         "--key", type=Path, action="append", required=True, help="a verifier key that signed it"
     )
-    attest.add_argument("--trace", type=Path, help="the trace it must name (file and output)")
+    attest.add_argument(
+        "--trace",
+        type=Path,
+        help="the trace it must name (a run's: file and output; an eval's: one case, with --proof)",
+    )
+    attest.add_argument(
+        "--proof",
+        type=Path,
+        help="an eval attestation: the tlog-proof placing the --trace case in the attested run",
+    )
+    attest.add_argument(
+        "--names",
+        type=Path,
+        metavar="ATTESTATION",
+        help="a reproduction statement: the eval attestation it must name",
+    )
     attest.add_argument("--checkpoint", type=Path, help="the checkpoint note it must name")
     attest.add_argument("--origin", help="the log the checkpoint is for (default: its key's)")
+    vector = sub.add_parser(
+        "vector", help="this verifier's verdict on one conformance vector (JSON on stdout)"
+    )
+    vector.add_argument("check", help="trace, checkpoint, inclusion or attestation")
+    vector.add_argument("files", nargs="*", type=Path)
     return parser
+
+
+def _vector(args: argparse.Namespace) -> int:
+    """``vector CHECK FILE...``: this verifier's verdict on one conformance vector, as JSON."""
+    import json
+
+    from twinflow.trace import _conformance
+
+    try:
+        said = _conformance.check_vector(args.check, [str(f) for f in args.files])
+    except (OSError, TwinflowError) as exc:
+        return _fail(exc, 2)
+    print(json.dumps(said, sort_keys=True))
+    return 0
 
 
 def _add_verify(verify: argparse.ArgumentParser) -> None:
@@ -290,6 +330,11 @@ def _attest_check(args: argparse.Namespace) -> int:
         opened = _attest.open_attestation(
             read_regular(args.attestation, _attest.MAX_ENVELOPE_BYTES), keys
         )
+        kind = opened.statement["predicateType"]
+        if kind != _attest.PREDICATE_TYPE:
+            return _evidence_check(args, opened)
+        if args.proof is not None or args.names is not None:
+            raise UserError("--proof and --names check an eval attestation or a reproduction")
         facts = None
         if args.trace is not None:
             facts = _attest.run_facts(read_regular(args.trace))
@@ -320,6 +365,45 @@ def _attest_check(args: argparse.Namespace) -> int:
     checked = [w for w, given in (("trace", facts), ("checkpoint", checkpoint)) if given]
     line = f"ok: {args.attestation}: attestation signed by {signers}"
     print(line + (f"; matches the {' and the '.join(checked)}" if checked else ""))
+    return 0
+
+
+def _evidence_check(args: argparse.Namespace, opened: VerifiedAttestation) -> int:
+    """``attest-check`` of an eval attestation (and one case) or a reproduction statement."""
+    from twinflow.trace import _attest, _evidence
+
+    statement = opened.statement
+    predicate = statement["predicate"]
+    signers = ", ".join(_attest.key_id(k) for k in opened.signed_by)
+    if args.checkpoint is not None:
+        raise UserError("--checkpoint checks a run attestation; an eval's cases are its --proof")
+    if statement["predicateType"] == _evidence.REPRODUCTION_PREDICATE_TYPE:
+        if args.trace is not None or args.proof is not None:
+            raise UserError("a reproduction statement is checked with --names, not a case trace")
+        line = f"ok: {args.attestation}: reproduction signed by {signers}"
+        if args.names is not None:
+            data = read_regular(args.names, _attest.MAX_ENVELOPE_BYTES)
+            _evidence.check_names(statement, data, where=str(args.names))
+            line += f"; names {args.names}"
+        outcomes = [c["outcome"] for c in predicate["cases"]]
+        same = outcomes.count("reproduced")
+        print(f"{line}; {same} of {len(outcomes)} case(s) reproduced ({predicate['mode']})")
+        return 0
+    if args.names is not None:
+        raise UserError("--names checks a reproduction statement; this is an eval attestation")
+    if (args.trace is None) != (args.proof is None):
+        raise UserError("a case is checked with both --trace CASE_TRACE and --proof PROOF")
+    line = (
+        f"ok: {args.attestation}: eval attestation signed by {signers}; "
+        f"{predicate['sampleSize']} case(s) of {predicate['suite']['name']!r}, "
+        f"case root (hex) {predicate['cases']['rootHex']}"
+    )
+    if args.trace is not None:
+        key = _evidence.check_case(
+            statement, read_regular(args.trace), _read(args.proof, "proof"), where=str(args.proof)
+        )
+        line += f"; {args.trace} is case {key!r} of it"
+    print(line)
     return 0
 
 

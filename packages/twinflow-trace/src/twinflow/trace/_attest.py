@@ -29,11 +29,13 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from twinflow.trace import _evidence
 from twinflow.trace._canonical import canonical_bytes, parse_json
-from twinflow.trace._errors import CanonicalError, SignatureError, TraceFormatError
+from twinflow.trace._errors import CanonicalError
 from twinflow.trace._format import Limits
 from twinflow.trace._keys import SignerKey, VerifierKey, _b64decode, _b64encode
 from twinflow.trace._merkle import Frontier, leaf_hash
+from twinflow.trace._shape import _hex64, _malformed, _mismatch, _object, _text
 from twinflow.trace._verify import walk_trace
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -50,18 +52,6 @@ OUTPUT_SUBJECT = "output"
 _MAX_DEPTH = 16
 _MAX_SIGNATURES = 16
 _MAX_KEYID = 512
-_HEX64 = frozenset("0123456789abcdef")
-
-
-def _malformed(message: str) -> TraceFormatError:
-    """The bytes are not a DSSE envelope holding a twinflow run statement (nothing verified)."""
-    return TraceFormatError(message, reason="attestation")
-
-
-def _mismatch(message: str) -> SignatureError:
-    """A signature does not verify, too few known keys signed, or the statement does not match
-    the trace or checkpoint it is checked against."""
-    return SignatureError(message, reason="attestation_mismatch")
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -116,12 +106,6 @@ class RunFacts:
     """Its schema name (None for text)."""
     output_digest: str | None
     """The sha256 of its value's canonical JSON (hex)."""
-
-
-def _text(value: object, where: str) -> str:
-    if type(value) is not str:
-        raise _malformed(f"{where} must be a string, found {type(value).__name__}")
-    return value
 
 
 def run_facts(data: bytes, *, limits: Limits | None = None) -> RunFacts:
@@ -248,19 +232,6 @@ class VerifiedAttestation:
     """The known keys that signed it."""
 
 
-def _object(value: object, where: str, members: set[str]) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _malformed(f"{where} must be a JSON object")
-    if set(value) != members:
-        missing, extra = sorted(members - set(value)), sorted(set(value) - members)
-        raise _malformed(
-            f"{where} must hold exactly {sorted(members)}"
-            + (f"; missing {missing}" if missing else "")
-            + (f"; unknown {[m[:40] for m in extra[:5]]}" if extra else "")
-        )
-    return value
-
-
 def _json(data: bytes, where: str) -> Any:
     try:
         return parse_json(data, max_depth=_MAX_DEPTH)
@@ -268,25 +239,19 @@ def _json(data: bytes, where: str) -> Any:
         raise _malformed(f"{where} is not JSON ({exc.reason})") from None
 
 
-def _hex64(value: object, where: str) -> str:
-    text = _text(value, where)
-    if len(text) != 64 or not set(text) <= _HEX64:
-        raise _malformed(f"{where} must be 64 lowercase hex digits")
-    return text
-
-
 def _check_shape(value: object) -> dict[str, Any]:
     """Refuse a statement that is not a twinflow run statement (nothing semantic yet)."""
     st = _object(value, "the statement", {"_type", "subject", "predicateType", "predicate"})
     if st["_type"] != STATEMENT_TYPE:
         raise _malformed(f"the statement's _type is not {STATEMENT_TYPE}")
-    if st["predicateType"] != PREDICATE_TYPE:
+    known = (PREDICATE_TYPE, _evidence.EVAL_PREDICATE_TYPE, _evidence.REPRODUCTION_PREDICATE_TYPE)
+    if st["predicateType"] not in known:
         raise _malformed(
-            f"the predicate type {str(st['predicateType'])[:80]!r} is not {PREDICATE_TYPE}"
+            f"the predicate type {str(st['predicateType'])[:80]!r} is not one of {list(known)}"
         )
     subjects = st["subject"]
-    if not isinstance(subjects, list) or not 1 <= len(subjects) <= 2:
-        raise _malformed("the statement names one or two subjects")
+    if not isinstance(subjects, list) or not 1 <= len(subjects) <= 4:
+        raise _malformed("the statement names one to four subjects")
     names = []
     for i, subject in enumerate(subjects):
         item = _object(subject, f"subject[{i}]", {"name", "digest"})
@@ -295,6 +260,14 @@ def _check_shape(value: object) -> dict[str, Any]:
         _hex64(digest["sha256"], f"subject[{i}].digest.sha256")
     if len(set(names)) != len(names):
         raise _malformed("two subjects have the same name")
+    if st["predicateType"] == _evidence.EVAL_PREDICATE_TYPE:
+        _evidence.check_eval_predicate(st["predicate"])
+        return st
+    if st["predicateType"] == _evidence.REPRODUCTION_PREDICATE_TYPE:
+        _evidence.check_reproduction_predicate(st["predicate"])
+        return st
+    if len(subjects) > 2:
+        raise _malformed("a run statement names one or two subjects")
     predicate = _object(
         st["predicate"], "the predicate", {"checkpoint", "run", "output", "model", "spec", "tools"}
     )
@@ -411,6 +384,11 @@ def check_statement(
     Raises:
         SignatureError (``attestation_mismatch``): A subject or predicate field disagrees; the message names it.
     """
+    if statement["predicateType"] != PREDICATE_TYPE:
+        raise _mismatch(
+            f"this is not a run attestation ({str(statement['predicateType'])[:80]}): check an "
+            "eval's with `twinflow eval attest RUN_DIR --check`, or `twinflow-trace attest-check`"
+        )
     predicate = statement["predicate"]
     stated = predicate["checkpoint"]
     subjects = {s["name"]: s["digest"]["sha256"] for s in statement["subject"]}

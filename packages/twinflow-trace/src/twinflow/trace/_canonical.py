@@ -22,17 +22,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from twinflow._base._json import repeated_key
+from twinflow._base._json import MAX_SAFE_INTEGER, json_pointer, repeated_key
 from twinflow.trace._errors import CanonicalError, _Slow
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
-    "MAX_SAFE_INTEGER",
     "canonical_bytes",
-    "canonical_dump_bytes",
     "es_number",
-    "json_kind",
-    "json_pointer",
     "parse_json",
 ]
 
@@ -40,10 +36,6 @@ DEFAULT_MAX_DEPTH = 64
 """Default nesting limit of `parse_json` (objects and arrays): far above what an event holds,
 far below what overflows a recursive parser."""
 
-MAX_SAFE_INTEGER = 2**53 - 1
-"""Largest integer with a canonical JSON form (and the negative of the smallest): I-JSON
-(RFC 7493) and JCS read a number as an IEEE-754 double, which holds integers exactly only up to
-here; the `rfc8785` package draws the same line. The workspace's one copy of the bound."""
 _MAX_SAFE = MAX_SAFE_INTEGER
 _INF = float("inf")
 
@@ -54,39 +46,6 @@ _dumps = json.JSONEncoder(
     allow_nan=False,
     check_circular=False,
 ).encode
-
-
-# What the C encoder's output of a JSON-mode dump (string keys, plain JSON types) may hold that is
-# not canonical: a float, or an integer of 16 or more digits (it may lie beyond ±(2**53-1)), or a
-# character outside the BMP (where code-point and UTF-16 key order may differ). With no
-# whitespace in the output, a number token follows '":' (an object member's value: keys are
-# strings), "[" or "," (an array element), and a float's repr always has a digit right before "."
-# or "e". Matches inside strings are false alarms that only cost the exact path; requiring the
-# quote before ":" keeps clock readings ("10:45:55.46") from being one.
-# The patterns open with a character class, not an alternation: `re` then skips ahead to the
-# candidates by the class instead of trying the pattern at every offset (4-20x faster on event
-# dumps); a colon not after a quote is refused in `_plain_numbers`.
-_NUMBER = re.compile(r"[:,\[]-?\d(?:\d*[.eE]|\d{15})")
-_SIXTEEN_DIGITS = re.compile(r"[0-9][0-9]{15}")
-_LONG_INTEGER = re.compile(r"[:,\[]-?[0-9]{16}")
-_ASTRAL = re.compile(r"[\U00010000-\U0010ffff]")
-
-
-def _plain_numbers(text: str) -> bool:
-    """Whether the C encoder's ``text`` holds no float and no integer of 16 or more digits.
-
-    A float's repr has a "." or an "e+"/"e-" exponent, so text without them needs only the
-    long-integer check, first as a bare digit run (the quickest scan), then, if a digest's hex
-    has one, in a number's place; otherwise each number-like token is checked for what precedes
-    it.
-    """
-    if "." not in text and "e+" not in text and "e-" not in text:
-        return _SIXTEEN_DIGITS.search(text) is None or _LONG_INTEGER.search(text) is None
-    for match in _NUMBER.finditer(text):
-        start = match.start()
-        if text[start] != ":" or text[start - 1] == '"':
-            return False
-    return True
 
 
 def _fast_ok(value: Any) -> None:
@@ -251,42 +210,6 @@ def _write(value: object, out: list[str], sort: bool = True) -> None:
         raise TypeError("not a JSON type")
 
 
-def json_pointer(tokens: tuple[str | int, ...]) -> str:
-    """Build an RFC 6901 JSON pointer from reference tokens (`()` is the whole document, `""`).
-
-    Args:
-        tokens: Object keys and array indexes, outermost first.
-
-    Returns:
-        The pointer.
-    """
-    return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
-
-
-def json_kind(value: object) -> str:
-    """The JSON type a value encodes as (`null`, `boolean`, `number`, ...), for error messages.
-
-    Args:
-        value: Any value.
-
-    Returns:
-        The JSON type's name, or the Python type's name for a value with no JSON form.
-    """
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "array"
-    return type(value).__name__
-
-
 def _locate(value: object, path: tuple[str | int, ...]) -> tuple[str, str] | None:
     """Find the first value with no canonical form: (pointer, reason), or None."""
     if value is None or isinstance(value, str | bool):
@@ -364,35 +287,6 @@ def canonical_bytes(value: object) -> bytes:
         return text.encode("utf-8")
     except (UnicodeEncodeError, RecursionError, ValueError, TypeError) as exc:
         raise _refuse(value, exc) from None
-
-
-def canonical_dump_bytes(value: dict[str, Any]) -> bytes:
-    """`canonical_bytes` of a JSON-mode dump, skipping the type walk when the output shows no need.
-
-    A JSON-mode dump (pydantic's ``model_dump(mode="json")``, or any dict built of exact
-    ``dict`` with ``str`` keys, ``list``, ``str``, ``int``, ``float``, ``bool`` and ``None``) goes
-    through the C encoder once; its output is canonical unless it holds a float or a long integer,
-    or (in non-ASCII output) an astral character; then, or on any error, the value takes
-    `canonical_bytes`, which decides exactly.
-
-    Args:
-        value: The dump. A non-string key is a caller's bug this path does not detect (the C
-            encoder turns ``1`` into ``"1"``); use `canonical_bytes` for values of unknown shape.
-
-    Returns:
-        Exactly ``canonical_bytes(value)`` for a dump of the shape described.
-
-    Raises:
-        CanonicalError: As `canonical_bytes`.
-    """
-    if type(value) is dict:
-        try:
-            text = _dumps(value)
-            if _plain_numbers(text) and (text.isascii() or _ASTRAL.search(text) is None):
-                return text.encode("utf-8")
-        except (ValueError, TypeError, RecursionError):
-            pass
-    return canonical_bytes(value)
 
 
 # -- parsing --------------------------------------------------------------------------------

@@ -52,6 +52,7 @@ EVENT_KINDS = frozenset(
         "model_requested",
         "model_responded",
         "steering_received",
+        "user_turn",
         "policy_decided",
         "tool_called",
         "tool_returned",

@@ -12,11 +12,20 @@ the first event. This module compares what the events *mean* instead:
   configuration, the tools), and so are token ``usage`` and the server's ``model_name``, which
   say how the model was served, not what the agent did.
 
-What remains is compared in order: the prompt and configuration, every message sent and
-received, every policy decision with its reason, every tool call with its arguments and result,
-every rejected and accepted output, and how the run ended. The two sequences are aligned
-(`difflib.SequenceMatcher`), so an inserted tool call is one divergence, not a cascade, and
-every divergence is reported with the step it happened in.
+What is not behaviour stays out as well: where the run ran (``run_started.environment``: the
+imported distributions, the server's URL; `twinflow diff --config` shows it), the settings each
+request repeats from the configuration, a fork's link to its parent, and the marks a resume
+leaves (``run_resumed``, and the failure it went on past): a resumed run behaves as one that
+never stopped.
+
+What remains is compared turn by turn and step by step: the prompt and configuration, every
+message sent and received, every policy decision with its reason, every tool call with its
+arguments and result, every rejected and accepted output, and how each turn ended. The events
+of the same step (the k-th step of the same user turn) are aligned
+(`difflib.SequenceMatcher`), so an inserted tool call is one divergence, not a cascade, a step
+one run took and the other did not is reported alone, and later steps keep their own numbers.
+Two runs one of which is a fork of the other differ in configuration only from the fork on:
+that change is reported once, at the step the fork began, as its cause.
 
 It works on events as plain JSON values (a verified trace's event bytes, parsed), so it needs
 nothing of the trace format beyond the event kinds.
@@ -37,6 +46,12 @@ __all__ = ["BehaviourDivergence", "behaviour_of", "compare_behaviour"]
 
 # Keys that hold what differs between any two runs, never what the agent did.
 _DROPPED_KEYS = frozenset({"run_id", "usage", "model_name"})
+# Keys of a body kind that are not behaviour: where the run ran, and the settings every
+# request repeats from the configuration (compared once, in ``run_started``).
+_DROPPED_OF_KIND = {
+    "run_started": frozenset({"parent", "environment"}),
+    "model_requested": frozenset({"settings"}),
+}
 
 
 class BehaviourDivergence(FrozenValue):
@@ -46,7 +61,8 @@ class BehaviourDivergence(FrozenValue):
     """``changed``: both traces have an event here and they differ; ``missing``: only A has it;
     ``extra``: only B has it."""
     step: int
-    """The model step the event belongs to (0 before the first model request)."""
+    """The model step the event belongs to (0 before the first model request): A's number, or
+    B's for ``extra``; for a fork's configuration change, the step the fork began."""
     seq_a: int | None
     """The event's sequence number in trace A (None for ``extra``)."""
     seq_b: int | None
@@ -61,6 +77,8 @@ class BehaviourDivergence(FrozenValue):
     """The event's behaviour in B (None for ``missing``)."""
     detail: str
     """One line saying what differs."""
+    turn: int = 1
+    """The user turn the event belongs to (1 for the prompt the run started with)."""
 
 
 class _CallIds:
@@ -112,24 +130,59 @@ def behaviour_of(events: Iterable[JsonValue]) -> list[JsonValue]:
     Returns:
         One JSON value per event (see the module docstring for what is dropped and renamed).
     """
+    return _views(events)[0]
+
+
+def _views(events: Iterable[JsonValue]) -> tuple[list[JsonValue], int | None]:
+    """`behaviour_of` the events, and the step a fork began at (None: not a fork)."""
     calls = _CallIds()
     out: list[JsonValue] = []
+    forked: int | None = None
     for event in events:
         body = event.get("body") if isinstance(event, dict) else None
-        if isinstance(body, dict) and body.get("kind") == "run_started" and "parent" in body:
-            # A fork's link to its parent says where the run came from, not what it did.
-            body = {key: value for key, value in body.items() if key != "parent"}
+        kind = body.get("kind") if isinstance(body, dict) else None
+        dropped = _DROPPED_OF_KIND.get(kind) if isinstance(kind, str) else None
+        if isinstance(body, dict) and dropped is not None:
+            parent = body.get("parent")
+            if body.get("kind") == "run_started" and isinstance(parent, dict):
+                step = parent.get("step")
+                forked = step if isinstance(step, int) else None
+            body = {key: value for key, value in body.items() if key not in dropped}
         out.append(_strip(body, calls))
-    return out
+    return out, forked
 
 
-def _steps(views: Sequence[JsonValue]) -> list[int]:
-    steps, step = [], 0
-    for view in views:
-        if isinstance(view, dict) and isinstance(view.get("step"), int):
-            step = int(str(view["step"]))
-        steps.append(step)
-    return steps
+_TURN_ENDS = frozenset({"output_accepted", "run_finished", "run_failed"})
+_END = 1 << 62  # after every step of a turn
+
+
+def _places(views: Sequence[JsonValue]) -> list[tuple[tuple[int, int], int] | None]:
+    """Each event's place in the run: ((turn, k), step), where k counts the steps of the turn
+    (0 before its first request); None for a resume's marks, which are not behaviour."""
+    places: list[tuple[tuple[int, int], int] | None] = []
+    turn, k, step = 1, 0, 0
+    for index, view in enumerate(views):
+        kind = _kind(view)
+        if kind == "run_resumed" or (
+            kind == "run_failed"
+            and index + 1 < len(views)
+            and _kind(views[index + 1]) == "run_resumed"
+        ):
+            places.append(None)
+            continue
+        if kind in _TURN_ENDS:
+            # How the turn ended is compared with how the other's ended, whatever step each
+            # ended at (one run taking a step more is then that step, not a shifted ending).
+            places.append(((turn, _END), step))
+            continue
+        if kind == "user_turn":
+            turn, k = turn + 1, 0
+        elif isinstance(view, dict) and isinstance(view.get("step"), int):
+            number = int(str(view["step"]))
+            if number != step:
+                k, step = k + 1, number
+        places.append(((turn, k), step))
+    return places
 
 
 def _kind(view: JsonValue) -> str:
@@ -149,12 +202,15 @@ def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]
     return list(difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes())
 
 
-def _changed(a: JsonValue, b: JsonValue, seq_a: int, seq_b: int, step: int) -> BehaviourDivergence:
+def _changed(
+    a: JsonValue, b: JsonValue, seq_a: int, seq_b: int, place: tuple[tuple[int, int], int]
+) -> BehaviourDivergence:
     """Both traces have this event of the run, and it differs."""
     difference = diff(a, b)
     return BehaviourDivergence(
         change="changed",
-        step=step,
+        turn=place[0][0],
+        step=place[1],
         seq_a=seq_a,
         seq_b=seq_b,
         kind=_kind(a),
@@ -166,12 +222,16 @@ def _changed(a: JsonValue, b: JsonValue, seq_a: int, seq_b: int, step: int) -> B
 
 
 def _only(
-    side: Literal["missing", "extra"], view: JsonValue, seq: int, step: int
+    side: Literal["missing", "extra"],
+    view: JsonValue,
+    seq: int,
+    place: tuple[tuple[int, int], int],
 ) -> BehaviourDivergence:
     """Only A (``missing``) or only B (``extra``) has this event."""
     return BehaviourDivergence(
         change=side,
-        step=step,
+        turn=place[0][0],
+        step=place[1],
         seq_a=seq if side == "missing" else None,
         seq_b=seq if side == "extra" else None,
         kind=_kind(view),
@@ -180,6 +240,45 @@ def _only(
         b=view if side == "extra" else None,
         detail=f"{_kind(view)} only in {'A' if side == 'missing' else 'B'}",
     )
+
+
+def _by_place(
+    views: Sequence[JsonValue],
+) -> dict[tuple[int, int], list[tuple[int, tuple[tuple[int, int], int]]]]:
+    """The events of each place, as (seq, place), in order; a resume's marks left out."""
+    groups: dict[tuple[int, int], list[tuple[int, tuple[tuple[int, int], int]]]] = {}
+    for seq, place in enumerate(_places(views)):
+        if place is not None:
+            groups.setdefault(place[0], []).append((seq, place))
+    return groups
+
+
+def _block(
+    va: Sequence[JsonValue],
+    vb: Sequence[JsonValue],
+    a: list[tuple[int, tuple[tuple[int, int], int]]],
+    b: list[tuple[int, tuple[tuple[int, int], int]]],
+) -> list[BehaviourDivergence]:
+    """Where the events of one step differ: aligned, so an inserted call is one divergence."""
+    found: list[BehaviourDivergence] = []
+    ka, kb = [_key(va[seq]) for seq, _ in a], [_key(vb[seq]) for seq, _ in b]
+    for tag, i1, i2, j1, j2 in _opcodes(ka, kb):
+        if tag == "equal":
+            continue
+        # Inside a block that differs, events of the same kind are the same event of the step
+        # (a tool result that changed); the others were added or left out.
+        kinds = _opcodes(
+            [_kind(va[seq]) for seq, _ in a[i1:i2]], [_kind(vb[seq]) for seq, _ in b[j1:j2]]
+        )
+        for sub, k1, k2, l1, l2 in kinds:
+            if sub == "equal":
+                for offset in range(k2 - k1):
+                    (i, place), (j, _) = a[i1 + k1 + offset], b[j1 + l1 + offset]
+                    found.append(_changed(va[i], vb[j], i, j, place))
+                continue
+            found += [_only("missing", va[i], i, p) for i, p in a[i1 + k1 : i1 + k2]]
+            found += [_only("extra", vb[j], j, p) for j, p in b[j1 + l1 : j1 + l2]]
+    return found
 
 
 def compare_behaviour(
@@ -192,23 +291,26 @@ def compare_behaviour(
         b: Trace B's events as JSON values, in order, read once.
 
     Returns:
-        The divergences, in trace order; empty when the two runs behaved the same.
+        The divergences, turn by turn and step by step; empty when the two runs behaved the
+        same.
     """
-    va, vb = behaviour_of(a), behaviour_of(b)
-    steps_a, steps_b = _steps(va), _steps(vb)
+    (va, fork_a), (vb, fork_b) = _views(a), _views(b)
+    ga, gb = _by_place(va), _by_place(vb)
     found: list[BehaviourDivergence] = []
-    for tag, i1, i2, j1, j2 in _opcodes([_key(v) for v in va], [_key(v) for v in vb]):
-        if tag == "equal":
-            continue
-        # Inside a block that differs, events of the same kind are the same step of the run
-        # (a tool result that changed); the others were added or left out.
-        kinds = _opcodes([_kind(v) for v in va[i1:i2]], [_kind(v) for v in vb[j1:j2]])
-        for sub, k1, k2, l1, l2 in kinds:
-            if sub == "equal":
-                for offset in range(k2 - k1):
-                    i, j = i1 + k1 + offset, j1 + l1 + offset
-                    found.append(_changed(va[i], vb[j], i, j, steps_a[i]))
-                continue
-            found += [_only("missing", va[i], i, steps_a[i]) for i in range(i1 + k1, i1 + k2)]
-            found += [_only("extra", vb[j], j, steps_b[j]) for j in range(j1 + l1, j1 + l2)]
-    return tuple(found)
+    for place in sorted(ga.keys() | gb.keys()):
+        found += _block(va, vb, ga.get(place, []), gb.get(place, []))
+    forked = fork_b if fork_b is not None else fork_a
+    if forked is None:
+        return tuple(found)
+    # One run is a fork of the other: a configuration that differs is the fork's doing, named
+    # once, at the step the fork began, before what differs there.
+    causes = [d for d in found if d.kind == "run_started" and d.change == "changed"]
+    rest = [d for d in found if d not in causes]
+    named = [
+        d.model_copy(
+            update={"step": forked, "detail": f"the fork changed the configuration: {d.detail}"}
+        )
+        for d in causes
+    ]
+    at = next((i for i, d in enumerate(rest) if d.step >= forked), len(rest))
+    return (*rest[:at], *named, *rest[at:])

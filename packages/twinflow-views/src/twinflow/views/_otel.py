@@ -208,6 +208,10 @@ class _Run:
             self.note(
                 seq, digest, at, "twinflow.output_rejected", **{"twinflow.attempt": body.attempt}
             )
+        elif body.kind == "user_turn":
+            # A conversation's next turn: one run span holds them all, each turn marked.
+            turn = getattr(body, "turn", None)
+            self.note(seq, digest, at, "twinflow.user_turn", **{"twinflow.turn": turn})
         elif isinstance(body, RunFinished | RunFailed | RunPaused) and self.run is not None:
             self.run.closed = at
             if isinstance(body, RunFinished):

@@ -159,6 +159,8 @@ _SCRIPT = r"""
       var info = body.server_info || {};
       var names = (body.tools || []).map(function (t) { return t.name; }).join(', ') || 'none';
       into.appendChild(el('div', '', 'MCP server ' + body.server + ' (' + info.name + ' ' + info.version + ', protocol ' + body.protocol_version + ') lists: ' + names));
+    } else if (kind === 'user_turn') {
+      into.appendChild(el('pre', '', 'turn ' + body.turn + ', the user: ' + body.text));
     } else if (kind === 'run_finished') {
       into.appendChild(el('div', '', 'finished after ' + body.steps + ' step(s)'));
     } else if (kind === 'run_failed') {

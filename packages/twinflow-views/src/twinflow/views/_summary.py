@@ -61,6 +61,12 @@ class TraceSummary(FrozenValue):
     """How the run ended: an output, an error, or no terminal event."""
     prompt: str
     """The prompt the run started with."""
+    turns: tuple[str, ...] = ()
+    """The user's further turns of a conversation (each ``user_turn``'s message), in order;
+    empty for a run of one prompt. ``output`` and ``status`` are the last turn's."""
+    answers: tuple[JsonValue, ...] = ()
+    """The output each turn before the last accepted (None for none), in order: with
+    ``prompt``, ``turns`` and ``output``, the whole conversation."""
     seed: int | None = None
     """The sampling seed the run's configuration sends (None: it sends none)."""
     schema_name: str | None
@@ -108,6 +114,8 @@ class TraceSummary(FrozenValue):
 _NOTHING_YET: dict[str, Any] = {
     "status": "incomplete",
     "prompt": "",
+    "turns": (),
+    "answers": (),
     "schema_name": None,
     "output_schema": None,
     "output": None,
@@ -191,6 +199,15 @@ def summarize_trace(events: Iterable[TraceEvent]) -> TraceSummary:
             summary["attempts"] = body.attempts if body.schema_name is not None else 0
         elif isinstance(body, RunFinished):
             summary.update(status="finished", steps=body.steps)
+        elif body.kind == "user_turn":
+            # A conversation's next turn: its own answer and end are still to come.
+            summary.update(
+                turns=(*summary["turns"], getattr(body, "text", "")),
+                answers=(*summary["answers"], summary["output"]),
+                status="incomplete",
+                output=None,
+                output_accepted=False,
+            )
         elif isinstance(body, RunFailed):
             summary.update(
                 status="failed", steps=body.steps, error_type=body.error_type, error=body.message

@@ -12,12 +12,11 @@ from typing import TypeVar, overload
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from twinflow.trace import CanonicalError, json_kind, json_pointer, parse_json
+from twinflow.trace import CanonicalError, parse_json
 from twinflow.trace import canonical_bytes as _canonical_bytes
-from twinflow.trace import canonical_dump_bytes as _dump_bytes
 from twinflow.vocab._errors import InvalidValueError
 
-__all__ = ["digest", "json_kind", "json_pointer", "parse_canonical", "value_bytes"]
+__all__ = ["digest", "parse_canonical", "value_bytes"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -43,8 +42,7 @@ def value_bytes(value: BaseModel | JsonValue) -> bytes:
             non-string key, or a non-JSON type.
     """
     if isinstance(value, BaseModel):
-        dump = value.model_dump(mode="json")
-        return _dump_bytes(dump) if type(dump) is dict else _canonical_bytes(dump)
+        return _canonical_bytes(value.model_dump(mode="json"))
     return _canonical_bytes(value)
 
 

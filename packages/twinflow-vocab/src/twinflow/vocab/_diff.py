@@ -11,7 +11,7 @@ import json
 
 from pydantic import BaseModel, JsonValue
 
-from twinflow.vocab._canonical import json_kind, json_pointer
+from twinflow._base._json import json_kind, json_pointer
 from twinflow.vocab._values import FrozenValue
 
 __all__ = ["Difference", "diff"]

@@ -16,8 +16,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from twinflow._base._json import refuse_repeated_keys
-from twinflow.trace import CanonicalError, UserError, json_pointer
+from twinflow._base._json import json_pointer, refuse_repeated_keys
+from twinflow.trace import CanonicalError, UserError
 from twinflow.vocab._canonical import value_bytes
 from twinflow.vocab._errors import StructuredOutputError
 from twinflow.vocab._protocols import Attempt, ModelSettings, Reask, StructuredResult

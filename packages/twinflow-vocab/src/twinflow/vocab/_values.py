@@ -40,8 +40,7 @@ from pydantic import (
     model_validator,
 )
 
-from twinflow.trace import MAX_SAFE_INTEGER
-from twinflow.vocab._canonical import json_pointer
+from twinflow._base._json import MAX_SAFE_INTEGER, json_pointer
 from twinflow.vocab._errors import InvalidValueError
 
 _constructing: contextvars.ContextVar[int] = contextvars.ContextVar("_constructing", default=0)

@@ -9,9 +9,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+from twinflow._base._json import json_kind, json_pointer
 from twinflow._base._json import loads as received_json
 from twinflow.trace import CanonicalError
-from twinflow.vocab._canonical import json_kind, json_pointer, value_bytes
+from twinflow.vocab._canonical import value_bytes
 from twinflow.vocab._errors import InvalidValueError, WireFormatError
 from twinflow.vocab._reask import validation_error_text
 from twinflow.vocab._values import Message, StructuredPart, Transcript
