@@ -1309,6 +1309,9 @@ def main() -> int:
         from _hostile_hosted_models import hosted_models
 
         hosted_models(figures, work, full)
+        from _hostile_limits import hostile_limits
+
+        hostile_limits(figures, full)
     return figures.finish(args.json)
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from twinflow.agent import McpServerSpec, ModelSpec, PolicySpec, RunSpec
+from twinflow.agent._retry import RetryLimits
+from twinflow.agent._spec import BudgetSpec
 from twinflow.cli._schemas import published_schemas, schema_texts
 from twinflow.eval import Case, Dataset, ScorerSpec
 
@@ -34,6 +36,8 @@ def test_the_reference_lists_every_key_and_no_other() -> None:
         "## Run spec": RunSpec,
         "### `model`": ModelSpec,
         "### `policy`": PolicySpec,
+        "### `budget`": BudgetSpec,
+        "### `retries`": RetryLimits,
         "### `mcp_servers`": McpServerSpec,
         "## Dataset": Dataset,
         "### A case": Case,

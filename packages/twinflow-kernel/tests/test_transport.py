@@ -139,12 +139,28 @@ def test_server_error_advice_points_at_the_server_log() -> None:
     """A 5xx says the server failed and to read its log."""
     advice = "the server failed; check its log"
     with (
-        serve(LoopbackResponse(status=503, body=b"overloaded")) as server,
+        serve(LoopbackResponse(status=500, body=b"failed")) as server,
         pytest.raises(TransportError, check=lambda e: "status" == e.reason, match=advice) as caught,
     ):
         HttpTransport().post_json(server.url, {}, timeout=5)
-    expected = (503, "overloaded")
-    assert expected == (caught.value.status, caught.value.body_excerpt)
+    expected = (500, "failed", None)
+    assert expected == (caught.value.status, caught.value.body_excerpt, caught.value.retry_after)
+
+
+@pytest.mark.parametrize("status", [429, 503, 529])
+def test_a_rate_limit_carries_its_retry_after_and_says_to_call_later(status: int) -> None:
+    """429, 503 and 529 keep the Retry-After header as received and say to call later."""
+    answer = LoopbackResponse(status=status, headers=(("Retry-After", "7"),), body=b"busy")
+    with (
+        serve(answer) as server,
+        pytest.raises(TransportError, match="asks to be called later") as caught,
+    ):
+        HttpTransport().post_json(server.url, {}, timeout=5)
+    assert (status, "7", False) == (
+        caught.value.status,
+        caught.value.retry_after,
+        caught.value.unsent,
+    )
 
 
 def test_invalid_json_body_is_a_decode_error() -> None:

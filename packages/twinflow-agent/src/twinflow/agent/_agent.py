@@ -34,6 +34,7 @@ from twinflow.agent._observe import Observer, Steering
 from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
 from twinflow.agent._replay import REPLAY_KINDS, ReplayMode, ReplayPorts, ReplayResult, replay
 from twinflow.agent._resume import Decision
+from twinflow.agent._retry import RetryLimits
 from twinflow.agent._run import (
     Conversation,
     RunResult,
@@ -103,6 +104,9 @@ class Agent(Steps[OutputT], Closing):
         structured: Adapter validating the answer (default `PydanticStructuredOutput`).
         max_steps: Model requests allowed while the model keeps calling tools.
         usage_limits: Limits on requests and tokens.
+        retries: How a request refused for now (429, 503, 529, a reset before it was sent)
+            is sent again (default: 4 sends, waits from 1 s, 300 s of waiting a run); each
+            wait is a ``model_waited`` event and goes through the clock's ``sleep``.
         system: System message opening every run (the spec's `system`).
         settings: Model settings sent with every request.
         trace: Where trace lines go: a `TraceSink`, or the path of a new trace file (taken
@@ -144,6 +148,7 @@ class Agent(Steps[OutputT], Closing):
         structured: StructuredOutputAdapter | None = None,
         max_steps: int = 10,
         usage_limits: UsageLimits | None = None,
+        retries: RetryLimits | None = None,
         system: str | None = None,
         settings: ModelSettings | None = None,
         trace: TraceSink | str | os.PathLike[str] | None = None,
@@ -165,6 +170,7 @@ class Agent(Steps[OutputT], Closing):
             "structured": structured,
             "max_steps": max_steps,
             "usage_limits": usage_limits,
+            "retries": retries,
             "system": system,
             "settings": settings,
             "part_kinds": part_kinds,
@@ -175,6 +181,7 @@ class Agent(Steps[OutputT], Closing):
         self.structured: StructuredOutputAdapter = structured or PydanticStructuredOutput()
         self.max_steps = max_steps
         self.usage_limits = usage_limits or UsageLimits()
+        self.retries = retries or RetryLimits()
         self.system = system
         self.settings = settings or ModelSettings()
         self.observer = observer
@@ -206,6 +213,8 @@ class Agent(Steps[OutputT], Closing):
             self.writer.close()
             raise
         self.clock: Clock = clock if clock is not None else SystemClock()
+        # How a retry waits on a clock without `sleep` (one written before it existed).
+        self._real_sleep = SystemClock().sleep
         self.ids: Ids = ids if ids is not None else SystemIds()
 
     def _add_tools(self, tools: Sequence[Tool | McpTools | Callable[..., Any]]) -> None:
@@ -248,7 +257,7 @@ class Agent(Steps[OutputT], Closing):
             policy=self.policy.record(),
             output_schema=self._schema,
             max_steps=self.max_steps,
-            usage_limits=self.usage_limits.model_dump(),
+            usage_limits=self.usage_limits.record(),
             settings=self.settings,
         )
         self.config_digest = digest(self.config)

@@ -219,6 +219,8 @@ class Resolved:
             policy=self.policy,
             output_type=self.output_type,
             max_steps=spec.max_steps,
+            retries=spec.retries,
+            usage_limits=None if spec.budget is None else spec.budget.limits(),
             system=spec.system,
             settings=spec.model.settings(seed=seed),
             trace=trace,

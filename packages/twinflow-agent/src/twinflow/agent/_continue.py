@@ -12,7 +12,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from twinflow.agent._errors import CannotResume
-from twinflow.agent._events import FORMAT, ModelResponded, RunResumed, SteeringReceived
+from twinflow.agent._events import (
+    FORMAT,
+    ModelResponded,
+    ModelWaited,
+    RunResumed,
+    SteeringReceived,
+)
 from twinflow.agent._replay import clock_readings, served_results
 from twinflow.agent._resume import (
     RESUME_KINDS,
@@ -121,13 +127,23 @@ def _go_on(
     saved = (agent.model, agent.clock, agent.ids, agent.writer, agent.tool_results, agent.steering)
     events = resumed.events
     agent.model = ThenLiveModel(
-        [e.body.response for e in events if isinstance(e.body, ModelResponded)],
+        [
+            e.body.response if isinstance(e.body, ModelResponded) else e.body
+            for e in events
+            if isinstance(e.body, ModelResponded | ModelWaited)
+        ],
         agent.model,
         gate,
         recorded_fallbacks(events),
     )
-    agent.clock = ThenLiveClock(clock_readings(loaded, resumed.recorded), agent.clock)
-    agent.ids = RecordedRunIds(resumed.started.run_id, agent.ids)
+    agent.clock = ThenLiveClock(
+        clock_readings(loaded, resumed.recorded), agent.clock, agent._real_sleep
+    )
+    agent.ids = RecordedRunIds(
+        resumed.started.run_id,
+        agent.ids,
+        [e.body.jitter for e in events if isinstance(e.body, ModelWaited)],
+    )
     agent.writer = ResumeWriter(writer, fsync=agent.writer.fsync)
     forked = resumed.started.parent
     served = {} if forked is None else served_steps(loaded.events, forked.step)

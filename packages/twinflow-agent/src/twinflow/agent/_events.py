@@ -40,6 +40,7 @@ __all__ = [
     "AgentConfig",
     "ApprovalDecided",
     "ApprovalRequested",
+    "BudgetExceeded",
     "Environment",
     "EventBody",
     "ForkParent",
@@ -47,6 +48,7 @@ __all__ = [
     "MessageChain",
     "ModelRequested",
     "ModelResponded",
+    "ModelWaited",
     "OutputAccepted",
     "OutputRejected",
     "PartKindRecord",
@@ -115,7 +117,7 @@ class AgentConfig(_Frozen):
     """Schema of the structured output, if any."""
     max_steps: int
     """Model requests allowed for tool steps in one run."""
-    usage_limits: dict[str, int | None]
+    usage_limits: dict[str, int | float | None]
     """Usage limits by name."""
     settings: ModelSettings
     """Model settings sent with every request."""
@@ -270,6 +272,44 @@ class ModelFellBack(_Frozen):
     """The failure's one line, scrubbed like every event."""
     next: str
     """The model asked next (its label)."""
+
+
+class ModelWaited(_Frozen):
+    """A model request was refused for now (rate limited, overloaded, the connection reset
+    before it was sent) and the run waited before sending it again (ADR 0179).
+
+    A replay reads it back: the wait is reproduced as this event, and nothing is waited for.
+    """
+
+    kind: Literal["model_waited"] = "model_waited"
+    """Union tag."""
+    step: int
+    """Step number, from 1."""
+    attempt: int = Field(ge=1)
+    """The send that was refused, from 1 (the next send is ``attempt + 1``)."""
+    status: int | None
+    """The HTTP status that refused it (429, 503, 529); None for a connection reset."""
+    retry_after: str | None
+    """The answer's ``Retry-After`` header as received, if any."""
+    jitter: float = Field(ge=0, lt=1)
+    """The fraction drawn from the ids port that spread this wait."""
+    wait_seconds: float = Field(ge=0)
+    """How long the run waited (on the clock port) before sending again."""
+
+
+class BudgetExceeded(_Frozen):
+    """The run's usage went over one of its limits (`UsageLimits`, the spec's ``budget``): the
+    decision to end the run, recorded just before its ``run_failed``."""
+
+    kind: Literal["budget_exceeded"] = "budget_exceeded"
+    """Union tag."""
+    budget: str
+    """Which limit: ``requests``, ``input_tokens``, ``output_tokens``, ``total_tokens``,
+    ``tool_calls`` or ``wall_seconds``."""
+    used: int | float
+    """What the run had used of it."""
+    limit: int | float
+    """The limit."""
 
 
 class SteeringReceived(_Frozen):
@@ -501,6 +541,8 @@ EventBody = Annotated[
     | ModelRequested
     | ModelResponded
     | ModelFellBack
+    | ModelWaited
+    | BudgetExceeded
     | SteeringReceived
     | UserTurn
     | PolicyDecided

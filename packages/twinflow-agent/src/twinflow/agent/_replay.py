@@ -42,6 +42,7 @@ from twinflow.agent._events import (
     Environment,
     ModelRequested,
     ModelResponded,
+    ModelWaited,
     OutputRejected,
     RunFailed,
     RunStarted,
@@ -63,6 +64,7 @@ from twinflow.agent._resume import (
     served_calls,
     served_steps,
 )
+from twinflow.agent._retry import recorded_refusal
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Ids, NondeterminismError, nondeterminism_guard
 from twinflow.trace import TraceSink
@@ -127,13 +129,21 @@ class _ReplayClock:
     def monotonic(self) -> float:
         return 0.0 if self._last is None else self._last.timestamp()
 
+    def sleep(self, seconds: float) -> None:
+        del seconds  # a replay waits for nothing: the recorded model_waited is compared
+
 
 class _ReplayIds:
-    """Serves the recorded run id and the recorded tool-call ids."""
+    """Serves the recorded run id, tool-call ids and retry jitters."""
 
-    def __init__(self, run_id: RunId, call_ids: list[CallId]) -> None:
+    def __init__(self, run_id: RunId, call_ids: list[CallId], jitters: list[float]) -> None:
         self._run_id = run_id
         self._call_ids = iter(call_ids)
+        self._jitters = iter(jitters)
+
+    def jitter(self) -> float:
+        # One past the record: the extra wait it is for is reported by the comparing sink.
+        return next(self._jitters, 0.5)
 
     def run_id(self) -> RunId:
         return self._run_id
@@ -150,7 +160,7 @@ class _ReplayModel:
 
     def __init__(
         self,
-        responses: list[ModelResponse],
+        responses: list[ModelResponse | ModelWaited],
         failure: RunFailed | None,
         refused: tuple[Attempt, ...] = (),
         fallbacks: list[Fallbacks] | None = None,
@@ -167,6 +177,9 @@ class _ReplayModel:
     def request(self, request: ModelRequest) -> ModelResponse:
         del request  # compared as the model_requested event the agent wrote just before
         response = next(self._responses, None)
+        if isinstance(response, ModelWaited):
+            # The record waited here: refuse as the server did; the agent waits (for nothing).
+            raise recorded_refusal(response)
         if response is not None:
             return response
         if self._failure is not None and self._refused:
@@ -274,6 +287,7 @@ _LIVE_KINDS = frozenset(
         "run_started",
         "model_responded",
         "model_fell_back",
+        "model_waited",
         "steering_received",
         "user_turn",
         "approval_decided",
@@ -378,13 +392,21 @@ def _replay_ports(
     assert isinstance(started, RunStarted)  # kinds[0] says so, and it is always wanted
     return ReplayPorts(
         model=_ReplayModel(
-            [e.body.response for e in events if isinstance(e.body, ModelResponded)],
+            [
+                e.body.response if isinstance(e.body, ModelResponded) else e.body
+                for e in events
+                if isinstance(e.body, ModelResponded | ModelWaited)
+            ],
             failed,
             _refused_replies(tuple(trace.events), failed) if _refusals(failed) else (),
             recorded_fallbacks(events),
         ),
         clock=_ReplayClock(clock_readings(trace, encoded)),
-        ids=_ReplayIds(started.run_id, list(_call_ids(events))),
+        ids=_ReplayIds(
+            started.run_id,
+            list(_call_ids(events)),
+            [e.body.jitter for e in events if isinstance(e.body, ModelWaited)],
+        ),
         trace=sink,
         model_label=started.config.model,
         tool_results=(

@@ -15,8 +15,9 @@ that the prefix did not lead to.
 from __future__ import annotations
 
 import json
+import operator
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -32,6 +33,7 @@ from twinflow.agent._events import (
     ModelFellBack,
     ModelRequested,
     ModelResponded,
+    ModelWaited,
     PolicyDecided,
     RunFailed,
     RunFinished,
@@ -45,6 +47,7 @@ from twinflow.agent._events import (
     _Frozen,
 )
 from twinflow.agent._observe import Steering, poll_steering
+from twinflow.agent._retry import recorded_refusal
 from twinflow.agent._trace import TraceWriter
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Ids, TransportError
@@ -214,6 +217,7 @@ RESUME_KINDS = frozenset(
         "run_started",
         "model_responded",
         "model_fell_back",
+        "model_waited",
         "steering_received",
         "user_turn",
         "approval_requested",
@@ -509,7 +513,7 @@ class ThenLiveModel:
 
     def __init__(
         self,
-        recorded: list[ModelResponse],
+        recorded: Sequence[ModelResponse | ModelWaited],
         live: ChatModel,
         gate: Gate | None,
         fallbacks: list[Fallbacks] | None = None,
@@ -523,6 +527,8 @@ class ThenLiveModel:
     def request(self, request: ModelRequest) -> ModelResponse:
         response = next(self._recorded, None)
         self._served = response is not None
+        if isinstance(response, ModelWaited):
+            raise recorded_refusal(response)  # the record waited here: so does the re-run
         if response is not None:
             return response
         if self._gate is not None:
@@ -543,9 +549,12 @@ class ThenLiveModel:
 class ThenLiveClock:
     """Each recorded event's time, in order; then the live clock."""
 
-    def __init__(self, ats: list[datetime], live: Clock) -> None:
+    def __init__(
+        self, ats: list[datetime], live: Clock, real_sleep: Callable[[float], None]
+    ) -> None:
         self._ats: Iterator[datetime] = iter(ats)
         self._live = live
+        self._real_sleep = real_sleep
 
     def now(self) -> datetime:
         at = next(self._ats, None)
@@ -554,13 +563,27 @@ class ThenLiveClock:
     def monotonic(self) -> float:
         return self._live.monotonic()
 
+    def sleep(self, seconds: float) -> None:
+        """Nothing while recorded times remain (a recorded wait); then the live clock's."""
+        if operator.length_hint(self._ats) == 0:
+            getattr(self._live, "sleep", self._real_sleep)(seconds)
+
 
 class RecordedRunIds:
     """The recorded run id; call ids from the live port."""
 
-    def __init__(self, run_id: RunId, live: Ids) -> None:
+    def __init__(self, run_id: RunId, live: Ids, jitters: Sequence[float] = ()) -> None:
         self._run_id = run_id
         self._live = live
+        self._jitters = iter(jitters)
+
+    def jitter(self) -> float:
+        """The recorded retry jitters, in order; then the live port's (0.5 without one)."""
+        recorded = next(self._jitters, None)
+        if recorded is not None:
+            return recorded
+        draw = getattr(self._live, "jitter", None)
+        return 0.5 if draw is None else float(draw())
 
     def run_id(self) -> RunId:
         return self._run_id

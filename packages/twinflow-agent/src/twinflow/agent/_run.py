@@ -42,10 +42,10 @@ __all__ = [
     "bad_output_type",
     "check_arguments",
     "check_call_ids",
-    "check_limits",
     "class_path",
     "emission",
     "failure_reason",
+    "over_limit",
     "part_kinds_of",
     "typed_parts",
 ]
@@ -66,8 +66,20 @@ class UsageLimits(_Frozen):
     """Generated tokens, summed over requests."""
     total_tokens: int | None = Field(default=None, ge=0)
     """Input plus output tokens."""
+    tool_calls: int | None = Field(default=None, ge=0)
+    """Tool calls the model made, all tools together (denied ones included)."""
+    wall_seconds: float | None = Field(default=None, gt=0)
+    """Seconds from ``run_started`` to the latest event, by the clock port (so a replay
+    reads the same): waits for a refused request count."""
+
+    def record(self) -> dict[str, int | float | None]:
+        """The limits as ``run_started`` records them: the first four always, the others only
+        when set (configurations recorded before them keep their digests)."""
+        dumped = self.model_dump()
+        return {k: v for k, v in dumped.items() if k in _RECORDED_ALWAYS or v is not None}
 
 
+_RECORDED_ALWAYS = ("requests", "input_tokens", "output_tokens", "total_tokens")
 _LIMITS = tuple(UsageLimits.model_fields)
 """Every usage limit's name: a run is checked against each (a limit added is never skipped)."""
 
@@ -107,10 +119,12 @@ class RunState:
         "run_id",
         "sent",
         "step",
+        "tool_calls",
         "transcript",
         "turn",
         "usage_in",
         "usage_out",
+        "waited",
     )
 
     def __init__(self, run_id: RunId, transcript: Transcript) -> None:
@@ -125,6 +139,9 @@ class RunState:
         self.requests = 0
         self.usage_in = 0
         self.usage_out = 0
+        self.waited = 0.0
+        self.tool_calls = 0
+        """Seconds waited before sending refused requests again (`model_waited`)."""
 
     def usage(self) -> Usage:
         """The run's usage so far."""
@@ -282,23 +299,21 @@ def failure_reason(exc: BaseException) -> str | None:
     return reason if isinstance(reason, str) else None
 
 
-def check_limits(limits: UsageLimits, state: RunState) -> None:
-    """Refuse a run whose usage went over a limit.
-
-    Raises:
-        RunError (``usage_limit``): Naming the limit.
-    """
-    used = {
+def over_limit(
+    limits: UsageLimits, state: RunState, wall: float
+) -> tuple[str, int | float, int | float] | None:
+    """The first limit the run's usage is over (name, used, limit), or None while each holds."""
+    used: dict[str, int | float] = {
         "requests": state.requests,
         "input_tokens": state.usage_in,
         "output_tokens": state.usage_out,
         "total_tokens": state.usage_in + state.usage_out,
+        "tool_calls": state.tool_calls,
+        "wall_seconds": round(wall, 3),
     }
     for name in _LIMITS:
         value = used[name]
         limit = getattr(limits, name)
         if limit is not None and value > limit:
-            raise RunError(
-                f"run {state.run_id}: {name} reached {value}, over the limit of {limit}",
-                reason="usage_limit",
-            )
+            return name, value, limit
+    return None

@@ -37,6 +37,8 @@ from twinflow.agent._code_record import (
     record_code,
 )
 from twinflow.agent._errors import SpecError
+from twinflow.agent._retry import RetryLimits
+from twinflow.agent._run import UsageLimits
 from twinflow.agent._sandboxed import (
     SandboxSession,
     SandboxSpec,
@@ -279,6 +281,47 @@ class PolicySpec(SpecValue):
     """Tool names `twinflow resume` may run again when a crash left a call without a result."""
 
 
+class BudgetSpec(SpecValue):
+    """What one run may use; crossing any ends it (``budget_exceeded``, then ``run_failed``)."""
+
+    tokens: int | None = Field(default=None, ge=0)
+    """Input plus output tokens, summed over requests."""
+    input_tokens: int | None = Field(default=None, ge=0)
+    """Prompt tokens, summed over requests."""
+    output_tokens: int | None = Field(default=None, ge=0)
+    """Generated tokens, summed over requests."""
+    cost_usd: float | None = Field(default=None, gt=0)
+    """US dollars. Refused for now: no price table ships with twinflow yet, so every model's
+    price is unknown and a cost budget could not be kept."""
+    wall_seconds: float | None = Field(default=None, gt=0)
+    """Seconds from the run's start to its latest event, by the run's clock (waits count)."""
+    requests: int | None = Field(default=None, ge=1)
+    """Model requests, re-asks included."""
+    tool_calls: int | None = Field(default=None, ge=0)
+    """Tool calls the model made, all tools together."""
+
+    @field_validator("cost_usd")
+    @classmethod
+    def _no_price(cls, cost: float | None) -> float | None:
+        if cost is not None:
+            raise ValueError(
+                "twinflow has no price for any model yet (no price table ships), so a cost "
+                "budget cannot be kept: remove budget.cost_usd, or bound tokens instead"
+            )
+        return cost
+
+    def limits(self) -> UsageLimits:
+        """The agent's usage limits this budget sets."""
+        return UsageLimits(
+            requests=self.requests,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            total_tokens=self.tokens,
+            tool_calls=self.tool_calls,
+            wall_seconds=self.wall_seconds,
+        )
+
+
 class RunSpec(SpecValue):
     """Everything ``twinflow run`` needs."""
 
@@ -308,6 +351,15 @@ class RunSpec(SpecValue):
     Python) the class itself. A class is recorded under its ``module:QualName``."""
     max_steps: int = Field(default=8, ge=1, le=1000)
     """Maximum model turns."""
+    budget: BudgetSpec | None = Field(default=None, exclude_if=lambda value: value is None)
+    """What the run may use: ``tokens``, ``input_tokens``, ``output_tokens``, ``requests``,
+    ``tool_calls``, ``wall_seconds`` (``cost_usd`` is refused: no prices yet). Crossing one
+    ends the run with a ``budget_exceeded`` event naming it."""
+    retries: RetryLimits | None = Field(default=None, exclude_if=lambda value: value is None)
+    """How a model request the server refused for now (429, 503, 529, a connection reset
+    before it was sent) is sent again: ``attempts`` (4 sends), ``base_seconds`` (1),
+    ``max_wait_seconds`` (60), ``total_wait_seconds`` (300 a run); each wait is a
+    ``model_waited`` event. Absent: those defaults."""
     part_kinds: tuple[str, ...] = Field(default=(), max_length=256)
     """Dotted paths to the extension part classes (``twinflow.vocab.ExtensionPart``
     subclasses, ``package.module:CitationPart``) the model's replies may hold; recorded in the

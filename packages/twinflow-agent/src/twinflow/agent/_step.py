@@ -8,7 +8,8 @@ re-ask the final answer. Every event goes to the writer as a typed value (`_emit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Generic, Literal
 
 from pydantic import BaseModel
@@ -18,12 +19,14 @@ from twinflow.agent._errors import AgentConfigError, CannotResume, RunError, Run
 from twinflow.agent._events import (
     ApprovalDecided,
     ApprovalRequested,
+    BudgetExceeded,
     EventBody,
     ModelFellBack,
     ModelRequested,
     ModelResponded,
     OutputAccepted,
     OutputRejected,
+    RunStarted,
     SteeringReceived,
     ToolCalled,
     ToolReturned,
@@ -32,18 +35,19 @@ from twinflow.agent._mcp import McpTools
 from twinflow.agent._observe import Observer, Steering, poll_steering
 from twinflow.agent._policy import Policy, ToolRunner
 from twinflow.agent._resume import Paused
+from twinflow.agent._retry import RetryLimits, next_wait, refusal, waited_event
 from twinflow.agent._run import (
     RunState,
     UsageLimits,
     bad_output_type,
     check_call_ids,
-    check_limits,
     emission,
+    over_limit,
     typed_parts,
 )
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
-from twinflow.kernel import Clock
+from twinflow.kernel import Clock, Ids, TransportError
 from twinflow.vocab import (
     ChatModel,
     ExtensionPart,
@@ -74,11 +78,13 @@ class Steps(Generic[OutputT]):
 
     model: ChatModel
     clock: Clock
+    ids: Ids
     policy: Policy
     output_type: type[OutputT]
     structured: StructuredOutputAdapter
     max_steps: int
     usage_limits: UsageLimits
+    retries: RetryLimits
     settings: ModelSettings
     observer: Observer | None
     steering: Steering | None
@@ -93,6 +99,9 @@ class Steps(Generic[OutputT]):
     _inserts: dict[int, EventBody]
     _decisions: dict[str, ApprovalDecided]
     _served: dict[int, tuple[EventBody, ...]]
+    _last_at: datetime | None = None
+    _started_at: datetime | None = None
+    _real_sleep: Callable[[float], None]
 
     def _register(self, tools: Sequence[Tool]) -> None:
         for tool in tools:
@@ -126,7 +135,10 @@ class Steps(Generic[OutputT]):
         self._write(body)
 
     def _write(self, body: EventBody) -> None:
-        self.writer.append(self.clock.now(), body)
+        self._last_at = at = self.clock.now()
+        if isinstance(body, RunStarted):
+            self._started_at = at
+        self.writer.append(at, body)
         if self.observer is not None:
             self.observer(body)
 
@@ -152,6 +164,8 @@ class Steps(Generic[OutputT]):
             else:
                 self._ask_people(state, calls)
                 results = tuple(runner.run(call) for call in calls)
+            state.tool_calls += len(calls)
+            self._check_limits(state)
             answered = Message(role="tool", parts=results)
             # One append per step (the reply and its results): one copy of the messages tuple.
             state.transcript = state.transcript.append(response.message, answered)
@@ -184,14 +198,9 @@ class Steps(Generic[OutputT]):
     def _ask(self, state: RunState, purpose: Literal["step", "reask"]) -> ModelResponse:
         """Send the transcript; a re-ask's reply joins it here, a step's with its tool results."""
         request = self._record_request(state, purpose)
-        stream = getattr(self.model, "stream", None) if self.observer is not None else None
         try:
             try:
-                if stream is not None:
-                    # A StreamingChatModel: the observer sees the chunks, the trace the reply.
-                    response: ModelResponse = stream(request, self.observer)
-                else:
-                    response = self.model.request(request)
+                response = self._send(state, request)
             finally:
                 answered_by = self._fell_back(state.step)
         except StructuredOutputError as exc:
@@ -201,7 +210,7 @@ class Steps(Generic[OutputT]):
         state.requests += 1
         state.usage_in += response.usage.input_tokens
         state.usage_out += response.usage.output_tokens
-        check_limits(self.usage_limits, state)
+        self._check_limits(state)
         if purpose == "reask":
             state.transcript = state.transcript.append(response.message)
         return response
@@ -224,6 +233,54 @@ class Steps(Generic[OutputT]):
                 )
             )
         return None if answered_by is None else str(answered_by)
+
+    def _send(self, state: RunState, request: ModelRequest) -> ModelResponse:
+        """The model's reply, the request sent again after each refusal worth a retry (each
+        wait a ``model_waited`` event, on the clock port); any other failure is raised."""
+        stream = getattr(self.model, "stream", None) if self.observer is not None else None
+        attempt = 1
+        while True:
+            try:
+                if stream is not None:
+                    # A StreamingChatModel: the observer sees the chunks, the trace the reply.
+                    response: ModelResponse = stream(request, self.observer)
+                else:
+                    response = self.model.request(request)
+                return response
+            except TransportError as exc:
+                found = refusal(exc)
+                if found is None:
+                    raise
+                draw = getattr(self.ids, "jitter", None)
+                jitter = draw() if draw is not None else 0.5
+                wait = next_wait(
+                    self.retries, exc, found, attempt, state.waited, self._last_at, jitter
+                )
+            self._emit(waited_event(state.step, attempt, found, jitter, wait))
+            state.waited += wait
+            # A clock without `sleep` (one written before it existed) waits on the real one.
+            getattr(self.clock, "sleep", self._real_sleep)(wait)
+            attempt += 1
+
+    def _check_limits(self, state: RunState) -> None:
+        """End the run once its usage is over a limit: a ``budget_exceeded`` event, then
+        the run's error.
+
+        Raises:
+            RunError (``usage_limit``): Naming the limit, what was used and the limit.
+        """
+        started, last = self._started_at, self._last_at
+        wall = 0.0 if started is None or last is None else (last - started).total_seconds()
+        found = over_limit(self.usage_limits, state, wall)
+        if found is None:
+            return
+        name, used, limit = found
+        self._emit(BudgetExceeded(budget=name, used=used, limit=limit))
+        raise RunError(
+            f"run {state.run_id}: {name} reached {used:g}, over the limit of {limit:g} "
+            "(budget_exceeded)",
+            reason="usage_limit",
+        )
 
     def _record_request(self, state: RunState, purpose: Literal["step", "reask"]) -> ModelRequest:
         """Record what is new since the last request (``model_requested``); the request."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -103,6 +104,18 @@ def configure_eval(p: argparse.ArgumentParser, handlers: Mapping[str, Callable[.
     _add_json(reproduce)
 
 
+def _budget_item(text: str) -> tuple[str, float]:
+    """``KEY=N`` of a budget flag."""
+    key, sep, value = text.partition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not sep or not key or not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"{text!r}: give KEY=N, for example tokens=200000")
+    return key.strip(), number
+
+
 def _configure_run(run: argparse.ArgumentParser) -> None:
     run.add_argument("dataset", type=Path, help="the dataset (.yaml, .yml or .jsonl)")
     run.add_argument(
@@ -148,6 +161,26 @@ def _configure_run(run: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="PUB",
         help="the verifier key (`twinflow keygen`'s .pub) a signed plan must verify by",
+    )
+    run.add_argument(
+        "--budget",
+        type=_budget_item,
+        action="append",
+        default=[],
+        metavar="KEY=N",
+        help=(
+            "the whole eval's budget, repeatable: tokens, input_tokens, output_tokens, "
+            "requests, tool_calls or wall_seconds, summed over the cases; once crossed no case "
+            "starts, and the run says how many ran"
+        ),
+    )
+    run.add_argument(
+        "--case-budget",
+        type=_budget_item,
+        action="append",
+        default=[],
+        metavar="KEY=N",
+        help="each case's budget, repeatable (the spec's budget: keys, which it replaces)",
     )
     run.add_argument(
         "--ray",

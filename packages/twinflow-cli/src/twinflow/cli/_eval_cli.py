@@ -35,6 +35,7 @@ from typing import Any
 from twinflow._base._code import importing_from
 from twinflow._base._files import write_new
 from twinflow.agent import load_spec
+from twinflow.agent._spec import BudgetSpec
 from twinflow.cli._continue import _signer
 from twinflow.cli._eval_agents import (
     LocalAgents,
@@ -73,6 +74,7 @@ from twinflow.eval import (
 )
 from twinflow.eval._dataset import MAX_TRIALS
 from twinflow.eval._errors import PlanError, TraceMismatchError
+from twinflow.eval._limiter import EvalBudget
 from twinflow.eval._plan import ReadPlan, check_plan, judge_plan, make_plan, read_plan, write_plan
 from twinflow.eval._rescore import load_run, merge_runs, rescore
 from twinflow.eval._runner import check_plan_slot, code_modules, pending_keys
@@ -157,6 +159,13 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     _check_counts(args)
     dataset = load_dataset(args.dataset)
     spec = load_spec(args.spec)
+    budget = EvalBudget(dict(args.budget)) if args.budget else None
+    if args.case_budget:
+        # Each case's budget: the flags replace the spec's (and count in its digest).
+        items = {
+            k: int(v) if v == int(v) and k != "wall_seconds" else v for k, v in args.case_budget
+        }
+        spec = spec.model_copy(update={"budget": BudgetSpec(**items)})
     # Tools, output models and custom scorers may live next to the spec or the dataset (as in
     # examples/); the run records these directories so rescore and merge import from them too.
     code_dirs = tuple(dict.fromkeys(p.resolve().parent for p in (args.spec, args.dataset)))
@@ -222,6 +231,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             judges=judges.wiring(clock),
             plan=None if plan is None else plan.data,
             trials=args.trials,
+            budget=budget,
         )
     return _report_run(args, out, results, plan)
 
@@ -244,6 +254,9 @@ def _report_run(
         payload["plan"] = {"rule": plan.plan.rule, "met": outcome.met, "values": outcome.values}
     s = results.summary
     rate = payload["pass_rate"]
+    if results.stopped is not None:
+        payload["stopped"] = results.stopped
+        out.line(f"{results.dataset}: {results.stopped}")
     if s.flagged:
         raise CheckFailed(
             f"{s.flagged} case(s) have traces that do not verify; see {args.out}/lab-notes.md",

@@ -189,6 +189,17 @@ def _step_lines(kind: object, body: dict[str, Any]) -> list[str] | None:
         ]
     if kind == "output_accepted":
         return [f"answer: {_clean(body.get('value'))}"]
+    if kind == "model_waited":
+        status = body.get("status")
+        why = "the connection reset" if status is None else f"HTTP {_clean(status)}"
+        after = body.get("retry_after")
+        header = "" if after is None else f", Retry-After {_clean(after)!r}"
+        return [f"  waited {_clean(body.get('wait_seconds'))} s ({why}{header}), then sent again"]
+    if kind == "budget_exceeded":
+        return [
+            f"  budget {_clean(body.get('budget'))} exceeded: {_clean(body.get('used'))} used, "
+            f"limit {_clean(body.get('limit'))}"
+        ]
     return None
 
 

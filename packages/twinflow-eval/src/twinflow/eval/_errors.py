@@ -57,10 +57,13 @@ class EvalValueError(EvalError, UserError, ValueError):
     Attributes:
         reason: ``"value"``: a value built with a bad field (a bad ``--shard i/n`` too);
             ``"scorer"``: a scorer that cannot be built (a dotted path that does not resolve,
-            a bad argument, a verdict model without its boolean field).
+            a bad argument, a verdict model without its boolean field); ``"budget"``: an eval
+            budget that cannot be kept (a key it cannot bound, a cost with no prices).
     """
 
-    def __init__(self, message: str, *, reason: Literal["value", "scorer"] = "value") -> None:
+    def __init__(
+        self, message: str, *, reason: Literal["value", "scorer", "budget"] = "value"
+    ) -> None:
         """Create the error; `message` says what is wrong and what to do."""
         super().__init__(message)
         self.reason = reason

@@ -233,6 +233,8 @@ def render_html(
     body = [f"<h1>{e(_title(results))}</h1>", '<table class="meta">']
     body += [f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _header(results, facts)]
     body.append("</table>")
+    if results.stopped is not None:
+        body.append(f"<p><strong>Stopped at its budget</strong>: {e(results.stopped)}.</p>")
     if not results.complete:
         body.append("<p><strong>This run is incomplete</strong>: run it again to finish it.</p>")
     body.append(

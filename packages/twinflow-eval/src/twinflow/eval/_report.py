@@ -348,6 +348,8 @@ def render_markdown(
     passed, total, rate, low, high = _rate(list(results.cases))
     out = [f"# {_inert(_title(results))}", ""]
     out += [f"- **{label}**: {_cell(value, 1000)}" for label, value in _header(results, facts)]
+    if results.stopped is not None:
+        out.append(f"**Stopped at its budget**: {_inert(results.stopped)}.")
     if not results.complete:
         out.append("**This run is incomplete**: run it again to finish it.")
     out += [

@@ -272,6 +272,9 @@ class EvalResults(EvalValue):
     trials: TrialStats | None = Field(default=None, exclude_if=lambda value: value is None)
     """Per-case pass counts, pass@k, pass^k and the rate's case-clustered interval, for a run
     with more than one trial of a case (absent otherwise, as in results written before)."""
+    stopped: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Why the run stopped starting cases (its total budget crossed, and how many ran);
+    absent when it did not stop."""
 
 
 def _short(value: str | None) -> str:

@@ -45,6 +45,7 @@ from twinflow.eval._details import ScoredTrace, write_page
 from twinflow.eval._errors import RunAborted, RunDirError, scorer_error
 from twinflow.eval._judge import JudgeWiring, Judging
 from twinflow.eval._lab_notes import write_reports
+from twinflow.eval._limiter import EvalBudget, SharedLimiter
 from twinflow.eval._results import (
     CaseResult,
     EvalResults,
@@ -153,7 +154,9 @@ def check_plan_slot(run_dir: str | Path, plan: bytes) -> None:
         )
 
 
-def _collect(manifest: RunManifest, finished: Iterable[CaseResult]) -> EvalResults:
+def _collect(
+    manifest: RunManifest, finished: Iterable[CaseResult], stopped: str | None = None
+) -> EvalResults:
     """The run's results: those of ``finished`` the manifest lists, in its order.
 
     Each was written to its ``cases/<key>.json`` before it got here (or read from it, for a
@@ -169,6 +172,7 @@ def _collect(manifest: RunManifest, finished: Iterable[CaseResult]) -> EvalResul
         summary=Summary.of(results),
         cases=tuple(results),
         trials=trial_stats(results, manifest.trials),
+        stopped=stopped,
     )
 
 
@@ -272,6 +276,7 @@ def run_eval(
     judges: JudgeWiring | None = None,
     plan: bytes | None = None,
     trials: int | None = None,
+    budget: EvalBudget | None = None,
 ) -> EvalResults:
     """Run every trial of every case (of a shard) through a fresh agent; score it from its trace.
 
@@ -293,6 +298,8 @@ def run_eval(
             dataset and spec by the caller: `read_plan`, `check_plan`), kept as ``plan.note``;
             Lab Notes report its rule.
         trials: Trials of each case (default: the dataset's ``trials``); a resume must match.
+        budget: The run's total budget: once the cases that ran used more of it, no case
+            starts (in-process executors only); ``results.stopped`` says which and how many.
 
     Returns:
         The results, also written to ``results.json`` with the Lab Notes.
@@ -316,9 +323,16 @@ def run_eval(
     judging = Judging(run_dir, judges, mode="live")
     done, todo, unfinished = _sort_items(run_dir, items, local)
     run_one = _LocalCase(run_dir, dataset, factory, render, clock, judging, unfinished, done)
+    sleep = getattr(clock, "sleep", None)
+    if sleep is not None:
+        # Cases in flight share what their servers say: most requests refused, all hold off.
+        run_one.limiter = SharedLimiter(sleep)
+    run_one.budget = budget
     finished: Iterator[CaseResult]
     if local:
-        finished = (result for _, result in runner.map_bounded(run_one, todo, concurrency))
+        # Taken one by one as slots free up: once the budget is spent, no more is taken.
+        left = (item for item in todo if budget is None or budget.stopped is None)
+        finished = (result for _, result in runner.map_bounded(run_one, left, concurrency))
     else:
         # The cases run elsewhere (a cluster): each returns its trace, kept here once verified.
         task = functools.partial(_run_detached, factory, render, clock)
@@ -330,7 +344,7 @@ def run_eval(
     # resolves one changes nothing.
     with importing_from(manifest.code_dirs):
         _collect_finished(finished, done, todo, len(items), progress)
-    results = _collect(manifest, done)
+    results = _collect(manifest, done, None if budget is None else budget.stopped)
     write_replace(run_dir / "results.json", _encode_results(results, run_one.encoded))
     write_reports(results, run_dir, run_one.scored)
     return results
@@ -420,11 +434,17 @@ class _LocalCase:
     """What the reports take from each trace scored and paged here, by path (ADRs 0139, 0146)."""
     encoded: dict[str, bytes] = dataclasses.field(default_factory=dict)
     """Each result's encoding as its cases file holds it, by key (results.json reuses it)."""
+    limiter: SharedLimiter | None = None
+    """Holds off starting cases while most requests are refused (the clock's ``sleep``)."""
+    budget: EvalBudget | None = None
+    """The run's total budget, each finished case's use added to it."""
 
     def __call__(self, item: _Item) -> CaseResult:
         """Run (or resume) the case repeat, then score its trace and write its result."""
         case, repeat, key = item
         run_dir = self.run_dir
+        if self.limiter is not None:
+            self.limiter.hold()
         started = self.clock.monotonic()
         try:
             if key not in self.unfinished or not _resumed(run_dir, self.factory, case, repeat, key):
@@ -455,6 +475,10 @@ class _LocalCase:
             # read the file again nor write its page (ADR 0146).
             data, self.scored[result.trace] = read
             write_page(run_dir, result.trace, data)
+            if self.limiter is not None:
+                self.limiter.note(data)
+            if self.budget is not None:
+                self.budget.note(self.scored[result.trace].observation)
         return result
 
 

@@ -28,6 +28,10 @@ class SystemClock:
         """Return `time.monotonic()`."""
         return time.monotonic()
 
+    def sleep(self, seconds: float) -> None:
+        """Wait `seconds` of real time (a retry's backoff)."""
+        time.sleep(seconds)
+
 
 class FixedClock:
     """A clock that never moves: every `now()` is `at`, every `monotonic()` is `monotonic_at`."""
@@ -52,6 +56,10 @@ class FixedClock:
     def monotonic(self) -> float:
         """Return the fixed monotonic value."""
         return self._monotonic_at
+
+    def sleep(self, seconds: float) -> None:
+        """Return at once: a fixed clock's time never moves, so nothing is waited for."""
+        del seconds
 
 
 class SteppingClock:
@@ -79,6 +87,7 @@ class SteppingClock:
         self._step = step
         self._now_count = 0
         self._monotonic_count = 0
+        self._slept = 0.0
 
     def now(self) -> datetime:
         """Return the next time in the sequence."""
@@ -88,6 +97,11 @@ class SteppingClock:
 
     def monotonic(self) -> float:
         """Return the next monotonic reading, in seconds."""
-        value = self._step.total_seconds() * self._monotonic_count
+        value = self._step.total_seconds() * self._monotonic_count + self._slept
         self._monotonic_count += 1
         return value
+
+    def sleep(self, seconds: float) -> None:
+        """Move both readings `seconds` forward at once, without waiting."""
+        self._start += timedelta(seconds=seconds)
+        self._slept += seconds

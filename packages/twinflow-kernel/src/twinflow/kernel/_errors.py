@@ -57,6 +57,10 @@ class TransportError(KernelError):
         status: The HTTP status code, for ``reason == "status"`` (else None).
         body_excerpt: The start of the response body, decoded leniently (at most 2000
             characters), for ``reason == "status"`` (else None).
+        retry_after: The answer's ``Retry-After`` header as received, for ``reason ==
+            "status"`` (else None): how long the server asked to be left alone.
+        unsent: True when the connection failed before the request was written whole (a
+            reset or a broken pipe while sending): the server cannot have acted on it.
     """
 
     def __init__(
@@ -67,6 +71,8 @@ class TransportError(KernelError):
         reason: TransportReason,
         status: int | None = None,
         body_excerpt: str | None = None,
+        retry_after: str | None = None,
+        unsent: bool = False,
     ) -> None:
         """Create the error.
 
@@ -76,12 +82,16 @@ class TransportError(KernelError):
             reason: Why the request failed.
             status: The HTTP status code (``reason == "status"``).
             body_excerpt: The start of the response body (``reason == "status"``).
+            retry_after: The answer's ``Retry-After`` header (``reason == "status"``).
+            unsent: The request was not written whole before the connection failed.
         """
         super().__init__(message)
         self.url = url
         self.reason: TransportReason = reason
         self.status = status
         self.body_excerpt = body_excerpt
+        self.retry_after = retry_after
+        self.unsent = unsent
 
     def with_url(self, url: str, note: str = "") -> Self:
         """Return a copy of this error that names another URL.

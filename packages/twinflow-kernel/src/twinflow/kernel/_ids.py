@@ -24,6 +24,10 @@ class SystemIds:
         """Return a new random call id."""
         return CallId(f"call_{uuid.uuid4().hex[:24]}")
 
+    def jitter(self) -> float:
+        """Return a fraction in [0, 1) from the operating system's randomness (a retry's spread)."""
+        return random.SystemRandom().random()
+
     def secret(self, size: int = 32) -> bytes:
         """Return ``size`` bytes from the operating system's CSPRNG (a new signing key's seed)."""
         return os.urandom(size)
@@ -52,6 +56,10 @@ class CountingIds:
         self._calls += 1
         return CallId(f"{self._prefix}call-{self._calls}")
 
+    def jitter(self) -> float:
+        """Return 0.5 every time: the middle of a retry's spread."""
+        return 0.5
+
 
 class SeededIds:
     """Random-looking ids that are the same sequence for the same seed, in every process."""
@@ -63,6 +71,8 @@ class SeededIds:
             seed: Seed of the private generator.
         """
         self._random = random.Random(seed)
+        # Its own stream: a retry's spread never moves the ids that follow it.
+        self._jitter = random.Random(f"jitter:{seed}")
 
     def run_id(self) -> RunId:
         """Return the next run id."""
@@ -71,3 +81,7 @@ class SeededIds:
     def call_id(self) -> CallId:
         """Return the next call id."""
         return CallId(f"call_{self._random.getrandbits(96):024x}")
+
+    def jitter(self) -> float:
+        """Return the next fraction in [0, 1) of the seed's own jitter sequence."""
+        return self._jitter.random()

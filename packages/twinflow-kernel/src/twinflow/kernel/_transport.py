@@ -414,9 +414,11 @@ class HttpTransport(Closing):
             connection.deadline = deadline
             deadline.sock = connection.sock
             before = connection.bytes_out
+            written = False
             try:
                 deadline.arm()
                 connection.request("POST", target, body=payload, headers=self._with(extra))
+                written = True
                 deadline.arm()
                 return connection, connection.getresponse()
             except (BrokenPipeError, ConnectionResetError) as error:
@@ -425,7 +427,11 @@ class HttpTransport(Closing):
                 if kept and connection.bytes_out == before:
                     connection = None
                     continue
-                raise _map_os_error(url, error, deadline, "before the answer") from error
+                lost = _map_os_error(url, error, deadline, "before the answer")
+                # Not written whole: the server cannot have acted on it (a caller may send it
+                # again, ADR 0179); written whole, it may have (never sent again).
+                lost.unsent = not written
+                raise lost from error
             except OSError as error:
                 connection.close()
                 raise _map_os_error(url, error, deadline, "before the answer") from error
@@ -496,17 +502,19 @@ class HttpTransport(Closing):
             return self._redirect(url, status, response.headers.get("Location"))
         if status >= 400:
             excerpt = _excerpt(_read_excerpt(response, deadline))
-            advice = (
-                "the server failed; check its log"
-                if status >= 500
-                else "the server refused the request; check the URL, the request body and any credentials"
-            )
+            if status in (429, 503, 529):
+                advice = "the server asks to be called later (rate limited or overloaded)"
+            elif status >= 500:
+                advice = "the server failed; check its log"
+            else:
+                advice = "the server refused the request; check the URL, the request body and any credentials"
             raise TransportError(
                 f"{url} answered HTTP {status} {response.reason}: {advice}. Body starts: {excerpt[:300]!r}",
                 reason="status",
                 url=url,
                 status=status,
                 body_excerpt=excerpt,
+                retry_after=response.headers.get("Retry-After"),
             )
         return None
 

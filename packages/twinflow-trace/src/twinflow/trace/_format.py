@@ -65,6 +65,8 @@ EVENT_KINDS = frozenset(
         "approval_requested",
         "approval_decided",
         "tools_listed",
+        "model_waited",
+        "budget_exceeded",
     }
 )
 """The ``body.kind`` tags this package knows (the agent's event models carry the same tags).
