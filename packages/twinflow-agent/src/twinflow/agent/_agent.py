@@ -44,6 +44,7 @@ from twinflow.agent._run import (
 )
 from twinflow.agent._step import OutputT, Steps
 from twinflow.agent._structured import PydanticStructuredOutput
+from twinflow.agent._subagent import AgentTool, Budget, delegate_for
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
 from twinflow.agent._trace_file import claim_trace
@@ -227,6 +228,10 @@ class Agent(Steps[OutputT], Closing):
                 f"registered: {sorted(self.tools)}"
             )
         self._specs = tuple(t.spec for t in self.tools.values())
+        # Levels of sub-agents below this agent (`as_tool` refuses to nest past the limit).
+        self._depth = max(
+            (t.depth for t in self.tools.values() if isinstance(t, AgentTool)), default=0
+        )
         self.denied_tools = tuple(
             sorted(name for name in self.tools if not self.policy.allows(name))
         )
@@ -308,6 +313,7 @@ class Agent(Steps[OutputT], Closing):
             recorded=self.tool_results,
             decisions=self._decisions,
             before_call=self.writer.before_effect,
+            delegate=delegate_for(self, state),
         )
         try:
             output = self._loop(state, runner)
@@ -455,6 +461,45 @@ class Agent(Steps[OutputT], Closing):
             NondeterminismError: Replayed code reached time, randomness or the network.
         """
         return replay(Trace.load(trace, keep=REPLAY_KINDS), self._on_ports, mode=mode)
+
+    def as_tool(self, *, name: str, description: str, budget: Budget = "own") -> Tool:
+        """This agent, offered to another agent as a tool taking one argument, ``prompt``.
+
+        Each call is a new run of this agent's configuration (its tools, its own policy, its
+        model, clock and ids) into a new trace file beside the calling run's
+        (``<trace stem>.<name>.jsonl``; in memory when the caller's trace is not a file). The
+        caller's ``tool_returned`` records the child's run id, trace file name, size and Merkle
+        root; a child that fails is the caller's error result, and the caller goes on.
+
+        Args:
+            name: The tool's name: the one the caller's policy allows.
+            description: What the caller's model is told this agent does.
+            budget: ``own`` (this agent's limits) or ``shared``: also bounded by the tool calls
+                and tokens the calling run has left, and counted against it.
+
+        Returns:
+            The tool, for the calling agent's ``tools``.
+
+        Raises:
+            AgentConfigError: Sub-agents would nest deeper than four levels, or ``budget`` is
+                neither ``own`` nor ``shared``.
+        """
+        return AgentTool(
+            self._child, name=name, description=description, depth=self._depth + 1, budget=budget
+        )
+
+    def _child(self, trace: TraceSink | os.PathLike[str]) -> Agent[Any]:
+        """An agent configured as this one, on its ports, writing a new trace (one child run)."""
+        return Agent(
+            self.model,
+            clock=self.clock,
+            ids=self.ids,
+            trace=trace,
+            fsync=self.writer.fsync,
+            model_label=self.config.model,
+            environment=self.environment,
+            **self._options,
+        )
 
     def _on_ports(self, ports: ReplayPorts) -> Agent[Any]:
         """An agent configured as this one, on the replaying ports."""

@@ -8,7 +8,7 @@ re-ask the final answer. Every event goes to the writer as a typed value (`_emit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Generic, Literal
 
 from pydantic import BaseModel
@@ -124,10 +124,16 @@ class Steps(Generic[OutputT]):
             self._write(inserts.pop(self.writer.size))
         self._write(body)
 
+    # Sees every event as the observer does, without asking a streaming model to stream:
+    # what a sub-agent call learns of its child run (`twinflow.agent._subagent`).
+    _tap: Callable[[EventBody], None] | None = None
+
     def _write(self, body: EventBody) -> None:
         self.writer.append(self.clock.now(), body)
         if self.observer is not None:
             self.observer(body)
+        if self._tap is not None:
+            self._tap(body)
 
     def _loop(self, state: RunState, runner: ToolRunner) -> OutputT:
         for step in range(1, self.max_steps + 1):
