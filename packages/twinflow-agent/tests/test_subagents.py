@@ -13,8 +13,10 @@ from twinflow.agent import (
     FunctionModel,
     Policy,
     RunError,
+    SpecError,
     Trace,
     UsageLimits,
+    load_spec,
 )
 from twinflow.agent._events import ChildRun, ToolReturned
 from twinflow.kernel import CountingIds, SteppingClock
@@ -291,3 +293,99 @@ def test_recorded_replay_serves_the_child_without_starting_it(tmp_path: Path) ->
         model.requests,
         result.root,
     )
+
+
+MODEL = "model:\n  url: http://127.0.0.1:9/v1\n  name: m\n"
+
+
+def write_specs(tmp_path: Path, specs: dict[str, str]) -> None:
+    """Write each named spec (a prompt and the shared model added) into ``tmp_path``."""
+    for name, body in specs.items():
+        (tmp_path / name).write_text(f"prompt: unused\n{MODEL}{body}")
+
+
+def test_spec_agents_become_tools_under_the_parent_policy(tmp_path: Path) -> None:
+    """A spec's ``agents`` are tools by their names; each child runs under its own spec's policy."""
+    write_specs(
+        tmp_path,
+        {
+            "parent.yaml": "agents:\n  - {name: helper, spec: helper.yaml}\n"
+            "policy: {allow: [helper]}\n",
+            "helper.yaml": "system: Adds numbers.\ntools: [tools_mod:add]\n"
+            "policy: {allow: [add]}\n",
+        },
+    )
+    (tmp_path / "tools_mod.py").write_text(
+        "def add(a: int, b: int) -> int:\n    '''Add.'''\n    return a + b\n"
+    )
+    resolved = load_spec(tmp_path / "parent.yaml").resolve()
+    model = FunctionModel(
+        lambda request: (
+            calls_then_answers("helper", {"prompt": "2+3"}, "p")
+            if request.tools and request.tools[0].name == "helper"
+            else calls_then_answers("add", {"a": 2, "b": 3}, "c")
+        ).handler(request)
+    )
+    agent = resolved.agent(
+        model=model, clock=SteppingClock(START), ids=CountingIds(), trace=tmp_path / "t.jsonl"
+    )
+    with agent:
+        result = agent.run("go")
+    (record,) = returned(tmp_path / "t.jsonl")
+    assert ("p: c: 5", "Adds numbers.", "t.helper.jsonl") == (
+        result.output,
+        agent.tools["helper"].spec.description,
+        record.child.trace if record.child else None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("specs", "message"),
+    [
+        (
+            {
+                "a.yaml": "agents: [{name: b, spec: b.yaml}]\n",
+                "b.yaml": "agents: [{name: a, spec: a.yaml}]\n",
+            },
+            r"a cycle: a.yaml -> b.yaml -> a.yaml",
+        ),
+        ({"a.yaml": "agents: [{name: me, spec: a.yaml}]\n"}, r"a cycle: a.yaml -> a.yaml"),
+        (
+            {
+                f"{c}.yaml": f"agents: [{{name: n, spec: {n}.yaml}}]\n"
+                for c, n in zip("abcde", "bcdef", strict=True)
+            }
+            | {"f.yaml": ""},
+            "deeper than 4 levels",
+        ),
+        ({"a.yaml": "agents: [{name: up, spec: ../x.yaml}]\n"}, "without '..'"),
+        (
+            {"a.yaml": "agents: [{name: b, spec: b.yaml}]\n", "b.yaml": "model: {name: other}\n"},
+            "names another model",
+        ),
+        ({"a.yaml": "agents: [{name: b, spec: missing.yaml}]\n"}, "missing.yaml"),
+    ],
+    ids=["cycle", "self", "too-deep", "climbs-out", "other-model", "missing"],
+)
+def test_bad_sub_agent_specs_are_refused_before_anything_starts(
+    tmp_path: Path, specs: dict[str, str], message: str
+) -> None:
+    """A child spec naming a parent, nesting too deep, escaping or on another model is a SpecError."""
+    for name, body in specs.items():
+        model = "" if "model:" in body else MODEL
+        text = body.replace(
+            "model: {name: other}\n", "model: {url: 'http://127.0.0.1:9/v1', name: other}\n"
+        )
+        (tmp_path / name).write_text(f"prompt: unused\n{model}{text}")
+    with pytest.raises(SpecError, match=message):
+        load_spec(tmp_path / "a.yaml").resolve()
+
+
+def test_four_levels_of_spec_agents_resolve(tmp_path: Path) -> None:
+    """Four levels of sub-agents below the top spec are allowed."""
+    specs = {
+        f"{c}.yaml": f"agents: [{{name: n, spec: {n}.yaml}}]\n"
+        for c, n in zip("abcd", "bcde", strict=True)
+    }
+    write_specs(tmp_path, specs | {"e.yaml": ""})
+    assert 4 == load_spec(tmp_path / "a.yaml").resolve().depth

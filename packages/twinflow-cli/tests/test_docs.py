@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from twinflow.agent import McpServerSpec, ModelSpec, PolicySpec, RunSpec
+from twinflow.agent._spec import SubAgentSpec
 from twinflow.cli._schemas import published_schemas, schema_texts
 from twinflow.eval import Case, Dataset, ScorerSpec
 
@@ -35,6 +36,7 @@ def test_the_reference_lists_every_key_and_no_other() -> None:
         "### `model`": ModelSpec,
         "### `policy`": PolicySpec,
         "### `mcp_servers`": McpServerSpec,
+        "### `agents`": SubAgentSpec,
         "## Dataset": Dataset,
         "### A case": Case,
     }
