@@ -10,16 +10,18 @@ import pytest
 from twinflow.agent import (
     Agent,
     AgentConfigError,
+    AgentError,
     FunctionModel,
     Policy,
     RunError,
     SpecError,
+    Tool,
     Trace,
     UsageLimits,
     load_spec,
 )
 from twinflow.agent._events import ChildRun, ToolReturned
-from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.kernel import CountingIds, ReplayDivergenceError, SteppingClock
 from twinflow.vocab import (
     CallId,
     Message,
@@ -389,3 +391,44 @@ def test_four_levels_of_spec_agents_resolve(tmp_path: Path) -> None:
     }
     write_specs(tmp_path, specs | {"e.yaml": ""})
     assert 4 == load_spec(tmp_path / "a.yaml").resolve().depth
+
+
+def test_live_replay_replays_the_child_from_its_trace(tmp_path: Path) -> None:
+    """A live replay re-runs the child's tools against the child's trace, and matches."""
+    model = calls_then_answers("add", {"a": 2, "b": 3}, "c")
+    with parent_of(child_agent(model), tmp_path) as parent:
+        parent.run("what is 2 + 3?")
+        result = parent.replay(tmp_path / "trace.jsonl", mode="live")
+    assert Trace.load(tmp_path / "trace.jsonl").checkpoint().root == result.root
+
+
+def test_live_replay_with_a_changed_child_tool_diverges_in_the_child(tmp_path: Path) -> None:
+    """A child whose tool now answers differently makes the live replay fail, naming the child."""
+
+    def subtract(a: int, b: int) -> int:
+        """Add two integers."""
+        return a - b
+
+    model = calls_then_answers("add", {"a": 2, "b": 3}, "c")
+    with parent_of(child_agent(model), tmp_path) as parent:
+        parent.run("what is 2 + 3?")
+    changed = child_agent(
+        calls_then_answers("add", {"a": 2, "b": 3}, "c"),
+        tools=[Tool.from_function(subtract, name="add"), shell],
+    )
+    with (
+        parent_of(changed, tmp_path / "again") as parent,
+        pytest.raises(ReplayDivergenceError) as raised,
+    ):
+        parent.replay(tmp_path / "trace.jsonl", mode="live")
+    assert str(raised.value).startswith("sub-agent 'helper' (child trace trace.helper.jsonl")
+    assert "-1" == raised.value.actual["body"]["result"]["content"]
+
+
+def test_live_replay_of_a_trace_given_as_bytes_with_children_is_refused(tmp_path: Path) -> None:
+    """Without the trace's file there are no children to replay: a clear error, not a guess."""
+    model = calls_then_answers("add", {"a": 2, "b": 3}, "c")
+    with parent_of(child_agent(model), tmp_path) as parent:
+        parent.run("go")
+        with pytest.raises(AgentError, match="needs the trace's file"):
+            parent.replay((tmp_path / "trace.jsonl").read_bytes(), mode="live")

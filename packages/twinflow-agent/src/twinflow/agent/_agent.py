@@ -460,7 +460,10 @@ class Agent(Steps[OutputT], Closing):
             ReplayDivergenceError: The first event that differs.
             NondeterminismError: Replayed code reached time, randomness or the network.
         """
-        return replay(Trace.load(trace, keep=REPLAY_KINDS), self._on_ports, mode=mode)
+        directory = None if isinstance(trace, bytes) else Path(trace).parent
+        return replay(
+            Trace.load(trace, keep=REPLAY_KINDS), self._on_ports, mode=mode, directory=directory
+        )
 
     def as_tool(self, *, name: str, description: str, budget: Budget = "own") -> Tool:
         """This agent, offered to another agent as a tool taking one argument, ``prompt``.

@@ -570,4 +570,6 @@ def replay_run(
     with mcp_servers(
         spec, Path(trace).parent, recorded=None if mode == "live" else loaded, live=False
     ) as servers:
-        return replay(loaded, replay_builder(resolved, servers), mode=mode)
+        return replay(
+            loaded, replay_builder(resolved, servers), mode=mode, directory=Path(trace).parent
+        )

@@ -17,16 +17,19 @@ shared tool budget is spent, or the parent's ``run_failed`` once the shared toke
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from twinflow.agent._errors import AgentConfigError
-from twinflow.agent._events import ChildRun, EventBody, ModelResponded, RunStarted
+from twinflow.agent._errors import AgentConfigError, AgentError
+from twinflow.agent._events import ChildRun, EventBody, ModelResponded, RunStarted, ToolReturned
 from twinflow.agent._tools import Tool
+from twinflow.kernel import ReplayDivergenceError
 from twinflow.trace import MemoryTraceSink, TraceSink
 from twinflow.vocab import RunId, ToolSpec, Usage
 from twinflow.vocab import value_bytes as canonical_bytes
@@ -44,6 +47,7 @@ __all__ = [
     "Delegated",
     "child_trace_path",
     "delegate_for",
+    "replaying_children",
 ]
 
 MAX_DEPTH = 4
@@ -144,8 +148,12 @@ class AgentTool(Tool):
     def delegate(self, prompt: str, beside: str | None, limits: ChildLimits) -> Delegated:
         """Run the child on ``prompt`` into a new trace beside ``beside`` (in memory if None).
 
-        Never raises for a child that fails: its error is the result.
+        Never raises for a child that fails: its error is the result. Under a live replay of
+        the parent (`replaying_children`), the recorded child is replayed live instead.
         """
+        live = _LIVE.get()
+        if live is not None:
+            return live.replay(self)
         target: TraceSink | Path = (
             MemoryTraceSink() if beside is None else child_trace_path(beside, self.name)
         )
@@ -235,3 +243,81 @@ def delegate_for(agent: Agent[Any], state: RunState) -> Delegate:
         return done
 
     return delegate
+
+
+class _LiveChildren:
+    """The recorded child runs of a trace being replayed live, served in call order."""
+
+    def __init__(self, directory: Path, recorded: Sequence[ToolReturned]) -> None:
+        self._directory = directory
+        self._recorded: Iterator[ToolReturned] = iter(recorded)
+        self.divergence: ReplayDivergenceError | None = None
+        """A child's divergence, named by its link: the parent's replay reports it first."""
+
+    def replay(self, tool: AgentTool) -> Delegated:
+        """Replay the next recorded child live with ``tool``'s agent: its tools run again and
+        every event is compared with its trace; the parent gets the recorded result.
+
+        Raises:
+            AgentError: The parent's record has no further child run, or it is not a file.
+            ReplayDivergenceError: The child's re-run differs from its trace (the parent's
+                replay stops there).
+        """
+        recorded = next(self._recorded, None)
+        if recorded is None or recorded.child is None:
+            raise AgentError(
+                f"the re-run called sub-agent {tool.name!r} more often than the recorded run did"
+            )
+        child = recorded.child
+        if child.trace is None:
+            raise AgentError(
+                f"sub-agent {tool.name!r}: the recorded child run {child.run_id} has no trace "
+                "file (its parent wrote to memory); it cannot be replayed live"
+            )
+        agent = tool._build(MemoryTraceSink())
+        with agent, _serving(None):
+            try:
+                agent.replay(self._directory / child.trace, mode="live")
+            except ReplayDivergenceError as exc:
+                self.divergence = ReplayDivergenceError(
+                    f"sub-agent {tool.name!r} (child trace {child.trace}, run {child.run_id}): "
+                    f"{exc}",
+                    seq=exc.seq,
+                    expected=exc.expected,
+                    actual=exc.actual,
+                )
+                raise self.divergence from None
+        return Delegated(recorded.result.content, recorded.error_type, child, Usage(), 0)
+
+
+_LIVE: ContextVar[_LiveChildren | None] = ContextVar("twinflow_live_children", default=None)
+"""Set while a trace is replayed live: its sub-agent calls replay their recorded children."""
+
+
+@contextlib.contextmanager
+def _serving(live: _LiveChildren | None) -> Iterator[_LiveChildren | None]:
+    token = _LIVE.set(live)
+    try:
+        yield live
+    finally:
+        _LIVE.reset(token)
+
+
+def replaying_children(
+    directory: Path | None, recorded: Sequence[ToolReturned]
+) -> contextlib.AbstractContextManager[_LiveChildren | None]:
+    """For a live replay: sub-agent calls replay the recorded children (``recorded``, the
+    trace's results that name one) from ``directory`` instead of starting new runs.
+
+    Raises:
+        AgentError: The trace has child runs and no ``directory`` was given.
+    """
+    children = [r for r in recorded if r.child is not None]
+    if not children:
+        return _serving(None)
+    if directory is None:
+        raise AgentError(
+            "the trace records sub-agent runs: a live replay needs the trace's file (its "
+            "children's traces are beside it), not its bytes"
+        )
+    return _serving(_LiveChildren(directory, children))
