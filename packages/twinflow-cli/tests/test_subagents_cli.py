@@ -159,7 +159,16 @@ def test_child_event_proved_from_the_signed_parent_checkpoint(team: Path) -> Non
     )
     assert 0 == code, err
     leaf = run_process(
-        [sys.executable, "-P", "-m", "twinflow.trace", "prove-check", "add.chain", "--key", "lab.pub"],
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "twinflow.trace",
+            "prove-check",
+            "add.chain",
+            "--key",
+            "lab.pub",
+        ],
         cwd=team,
         env={"PYTHONDONTWRITEBYTECODE": "1"},
         timeout=300,
@@ -194,3 +203,17 @@ def test_a_chain_with_a_child_root_changed_fails_in_the_leaf(team: Path, tmp_pat
         timeout=300,
     )  # fmt: skip
     assert (1, True) == (leaf.returncode, "not the one its link records" in leaf.stderr)
+
+
+def test_live_replay_replays_each_child(team: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Live replay re-runs the children's tools against their own traces, with no server."""
+    code, report, err = cli_json(
+        capsys,
+        "replay",
+        str(team / "r" / "trace.jsonl"),
+        "--spec",
+        str(team / "team.yaml"),
+        "--mode",
+        "live",
+    )
+    assert (0, True) == (code, report["ok"]), err
