@@ -74,7 +74,7 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with LoopbackServer(team_chat) as server:
         for name, text in SPECS.items():
             (root / name).write_text(text.format(model=MODEL.format(url=server.url)))
-        code, out, err = cli("run", "team.yaml", "--out", "r", "--json", cwd=root)
+        code, _, err = cli("run", "team.yaml", "--out", "r", "--json", cwd=root)
         assert 0 == code, err
     for step in (
         ("keygen", "example.org/lab", "--out", "lab"),

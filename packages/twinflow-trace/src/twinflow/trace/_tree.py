@@ -165,7 +165,7 @@ def _plain_name(name: str) -> bool:
 
 
 class _Walk:
-    """The depth-first walk of a tree, stopping at the first problem."""
+    """The depth-first walk of a tree; each step returns the first problem, or None."""
 
     def __init__(self, limits: Limits | None) -> None:
         self.limits = limits
@@ -173,67 +173,61 @@ class _Walk:
         self.claimed: dict[Path, str] = {}
         self.roots: dict[str, str] = {}
 
-    def run(self, path: Path, depth: int, link: ChildLink | None, label: str) -> None:
+    def run(self, path: Path, depth: int, link: ChildLink | None, label: str) -> str | None:
         if len(self.nodes) >= MAX_TREE_NODES:
-            raise _Stop(f"{label}: the tree holds more than {MAX_TREE_NODES} runs")
+            return f"{label}: the tree holds more than {MAX_TREE_NODES} runs"
         try:
             links, checkpoint, run_id = child_links(path, limits=self.limits)
-        except TraceCorruptError as exc:
-            raise _Stop(f"{label}: {exc}") from None
-        except ValueError as exc:
-            raise _Stop(f"{label}: {exc}") from None
+        except (TraceCorruptError, ValueError) as exc:
+            return f"{label}: {exc}"
         except OSError as exc:
-            raise _Stop(f"{label}: cannot read {path.name}: {exc.strerror or exc}") from None
-        if link is not None:
-            self._check_link(link, checkpoint, run_id, label)
+            return f"{label}: cannot read {path.name}: {exc.strerror or exc}"
+        if link is not None and (problem := self._check_link(link, checkpoint, run_id, label)):
+            return problem
         self.nodes.append(TreeNode(depth, path, checkpoint, link))
         if links and depth >= MAX_TREE_DEPTH:
-            raise _Stop(f"{label}: sub-agent runs nest deeper than {MAX_TREE_DEPTH} levels")
+            return f"{label}: sub-agent runs nest deeper than {MAX_TREE_DEPTH} levels"
         for child in links:
             self.roots.setdefault(child.root, f"{path.name}#{child.seq}")
         for child in links:
-            self.run_child(path, child, depth + 1)
+            if problem := self.run_child(path, child, depth + 1):
+                return problem
+        return None
 
-    def run_child(self, parent: Path, link: ChildLink, depth: int) -> None:
+    def run_child(self, parent: Path, link: ChildLink, depth: int) -> str | None:
         label = f"{parent.name}#{link.seq} -> {link.trace}"
         if not _plain_name(link.trace):
-            raise _Stop(f"{label}: the link names a path, not a file beside {parent.name}")
+            return f"{label}: the link names a path, not a file beside {parent.name}"
         path = parent.parent / link.trace
         if path.is_symlink():
-            raise _Stop(f"{label}: {link.trace} is a symbolic link; a child trace is a file")
+            return f"{label}: {link.trace} is a symbolic link; a child trace is a file"
         if not path.exists():
-            raise _Stop(
-                f"{label}: the child trace is missing (no {link.trace} beside {parent.name})"
-            )
+            return f"{label}: the child trace is missing (no {link.trace} beside {parent.name})"
         key = path.resolve()
         if key in self.claimed:
-            raise _Stop(f"{label}: {link.trace} is already the child trace of {self.claimed[key]}")
+            return f"{label}: {link.trace} is already the child trace of {self.claimed[key]}"
         self.claimed[key] = f"{parent.name}#{link.seq}"
-        self.run(path, depth, link, label)
+        return self.run(path, depth, link, label)
 
     def _check_link(
         self, link: ChildLink, checkpoint: Checkpoint, run_id: str | None, label: str
-    ) -> None:
+    ) -> str | None:
         if checkpoint.root == link.root and checkpoint.size == link.size:
             if run_id != link.run_id:
-                raise _Stop(f"{label}: the trace is run {run_id}, the link names {link.run_id}")
-            return
+                return f"{label}: the trace is run {run_id}, the link names {link.run_id}"
+            return None
         other = self.roots.get(checkpoint.root)
         if other is not None and other != label.split(" -> ")[0]:
-            raise _Stop(f"{label}: the file is another child's trace (the one {other} links)")
+            return f"{label}: the file is another child's trace (the one {other} links)"
         if checkpoint.size != link.size:
-            raise _Stop(
+            return (
                 f"{label}: the child trace holds {checkpoint.size} events; the link vouches for "
                 f"{link.size} (it was cut, grown or replaced)"
             )
-        raise _Stop(
+        return (
             f"{label}: the child trace was edited: its root is {checkpoint.root}, the link "
             f"records {link.root}"
         )
-
-
-class _Stop(Exception):
-    """The walk's first problem."""
 
 
 def verify_tree(path: str | os.PathLike[str], *, limits: Limits | None = None) -> TreeReport:
@@ -248,11 +242,8 @@ def verify_tree(path: str | os.PathLike[str], *, limits: Limits | None = None) -
     """
     top = Path(path)
     walk = _Walk(limits)
-    try:
-        walk.run(top, 0, None, top.name)
-    except _Stop as stop:
-        return TreeReport(tuple(walk.nodes), str(stop))
-    return TreeReport(tuple(walk.nodes), None)
+    problem = walk.run(top, 0, None, top.name)
+    return TreeReport(tuple(walk.nodes), problem)
 
 
 def iter_links(report: TreeReport) -> Iterator[tuple[int, str]]:
