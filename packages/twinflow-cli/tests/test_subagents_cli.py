@@ -217,3 +217,12 @@ def test_live_replay_replays_each_child(team: Path, capsys: pytest.CaptureFixtur
         "live",
     )
     assert (0, True) == (code, report["ok"]), err
+
+
+def test_show_nests_each_child_run_below_its_call(team: Path) -> None:
+    """``show`` prints each child's run below the parent's, indented, with its own decisions."""
+    code, out, err = cli("show", "r/trace.jsonl", cwd=team)
+    nested = [line for line in out.splitlines() if line.startswith("    sub-agent ")]
+    assert (0, ["    sub-agent researcher: trace.researcher.jsonl",
+                "    sub-agent checker: trace.checker.jsonl"]) == (code, nested), err  # fmt: skip
+    assert "      policy deny add (by policy)" in out

@@ -15,8 +15,9 @@ recolour the terminal or reorder text.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -168,9 +169,19 @@ def _step_lines(kind: object, body: dict[str, Any]) -> list[str] | None:
     if kind == "tool_returned":
         result = _obj(body.get("result"))
         label = "tool error" if result.get("is_error") else "tool result"
+        child = _obj(body.get("child"))
+        run = (
+            [
+                f"    child run {_clean(child.get('run_id'))}: {_clean(child.get('trace'))} "
+                f"({_clean(child.get('size'))} events, root {_clean(child.get('root'))})"
+            ]
+            if child
+            else []
+        )
         return [
             f"  {label}: {_indent(_clean(result.get('content')), '    ')}",
             *_result_parts(result, "    part"),
+            *run,
         ]
     if kind == "output_rejected":
         return [
@@ -241,10 +252,14 @@ def _events(data: bytes) -> list[dict[str, Any] | None]:
 
 
 def describe_events(
-    events: list[dict[str, Any] | None], broken_at: int | None, redacted: tuple[int, ...] = ()
+    events: list[dict[str, Any] | None],
+    broken_at: int | None,
+    redacted: tuple[int, ...] = (),
+    children: Callable[[dict[str, Any]], list[str]] | None = None,
 ) -> list[str]:
     """The run as lines a person reads, step by step; events from ``broken_at`` on are marked,
-    and each of the ``redacted`` seqs (verified: their digest alone is in the file) says so."""
+    and each of the ``redacted`` seqs (verified: their digest alone is in the file) says so.
+    ``children`` gives the lines of the sub-agent run a ``tool_returned`` links, shown below it."""
     lines: list[str] = []
     step = None
     hidden = set(redacted)
@@ -265,6 +280,8 @@ def describe_events(
             lines.append(f"step {step}")
         described = _event_lines(body)
         lines += [described[0] + mark, *described[1:]]
+        if children is not None and body.get("kind") == "tool_returned" and not mark:
+            lines += children(body)
     return lines
 
 
@@ -301,6 +318,29 @@ def _check_before_the_page(args: argparse.Namespace, data: bytes, checkpoint: Ch
             f"no page was written",
             {"ok": False, "trace": str(args.trace), "problem": matched.problem.to_json()},
         )
+
+
+def _child(parent: Path, depth: int, body: dict[str, Any]) -> list[str]:
+    """The sub-agent run a ``tool_returned`` links, described and indented by ``depth``: only a
+    child file that verifies and holds what its link records is shown (``verify --tree`` says
+    why one does not)."""
+    from twinflow.trace._tree import MAX_TREE_DEPTH, verify_tree
+
+    child = _obj(body.get("child"))
+    name = child.get("trace")
+    if not isinstance(name, str) or depth > MAX_TREE_DEPTH:
+        return []
+    pad = "    " * depth
+    path = parent.parent / name
+    tree = verify_tree(path) if "/" not in name and path.is_file() else None
+    top = tree.nodes[0].checkpoint if tree is not None and tree.nodes else None
+    if top is None or (top.size, top.root) != (child.get("size"), child.get("root")):
+        return [f"{pad}sub-agent {_clean(name)}: not shown (check it: twinflow verify --tree)"]
+    tool = _clean(_obj(body.get("result")).get("name"))
+    described = describe_events(
+        _events(path.read_bytes()), None, children=functools.partial(_child, path, depth + 1)
+    )
+    return [f"{pad}sub-agent {tool}: {_clean(name)}", *(f"{pad}{line}" for line in described)]
 
 
 def _show(args: argparse.Namespace, out: Output) -> int:
@@ -342,7 +382,8 @@ def _show(args: argparse.Namespace, out: Output) -> int:
     }
     if args.html is None:  # with --html the page is the view: the terminal gets the verdict
         seq = None if problem is None else problem.seq
-        for line in describe_events(events, seq, report.redacted):
+        nested = functools.partial(_child, args.trace, 1) if problem is None else None
+        for line in describe_events(events, seq, report.redacted, nested):
             out.line(line)
         out.line("")
     if problem is None:
