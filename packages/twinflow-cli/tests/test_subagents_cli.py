@@ -74,8 +74,14 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with LoopbackServer(team_chat) as server:
         for name, text in SPECS.items():
             (root / name).write_text(text.format(model=MODEL.format(url=server.url)))
-        code, _, err = cli("run", "team.yaml", "--out", "r", "--json", cwd=root)
-        assert 0 == code, err
+        # A second run of the same team, and one whose checker may add.
+        allowed = SPECS["checker.yaml"].replace("max_steps", "policy: {{allow: [add]}}\nmax_steps")
+        (root / "lenient.yaml").write_text(allowed.format(model=MODEL.format(url=server.url)))
+        lenient = (root / "team.yaml").read_text().replace("checker.yaml", "lenient.yaml")
+        (root / "team2.yaml").write_text(lenient)
+        for spec, out in (("team.yaml", "r"), ("team.yaml", "r"), ("team2.yaml", "r2")):
+            code, _, err = cli("run", spec, "--out", out, "--json", cwd=root)
+            assert 0 == code, err
     for step in (
         ("keygen", "example.org/lab", "--out", "lab"),
         ("checkpoint", "r/trace.jsonl", "--sign", "lab.key", "--out", "cp.note"),
@@ -226,3 +232,15 @@ def test_show_nests_each_child_run_below_its_call(team: Path) -> None:
     assert (0, ["    sub-agent researcher: trace.researcher.jsonl",
                 "    sub-agent checker: trace.checker.jsonl"]) == (code, nested), err  # fmt: skip
     assert "      policy deny add (by policy)" in out
+
+
+def test_diff_descends_into_the_children(team: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two runs of one team behave the same; a team whose checker may add differs in the child."""
+    same, _, err = cli_json(capsys, "diff", str(team / "r" / "trace.jsonl"),
+                            str(team / "r" / "trace.1.jsonl"))  # fmt: skip
+    code, report, _ = cli_json(capsys, "diff", str(team / "r" / "trace.jsonl"),
+                               str(team / "r2" / "trace.jsonl"))  # fmt: skip
+    details = [d["detail"] for d in report["divergences"]]
+    assert (0, 1) == (same, code), err
+    assert all(d.startswith("in sub-agent checker (trace.checker.jsonl / trace.checker.jsonl)")
+               for d in details), details  # fmt: skip

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import itertools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import add_checkpoint_keys, read_published, read_trace_bytes, walk_typed
 from twinflow.trace import Checkpoint, UserError
 from twinflow.views import compare_behaviour, render_trace_page
+from twinflow.views._behaviour import BehaviourDivergence
 
 __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]
 
@@ -429,10 +431,52 @@ def _event_values(path: Path, count: list[int]) -> Iterator[Any]:
     count.append(read)
 
 
+def _child_divergences(a: Path, b: Path, depth: int) -> list[BehaviourDivergence]:
+    """Where the sub-agent runs of A and B differ, each pair taken in call order (a child only
+    one side has is one divergence); each detail names the pair of child traces."""
+    from twinflow.trace._tree import MAX_TREE_DEPTH, child_links
+
+    if depth > MAX_TREE_DEPTH:
+        return []
+    links_a, _, _ = child_links(a)
+    links_b, _, _ = child_links(b)
+    found: list[BehaviourDivergence] = []
+    for link_a, link_b in itertools.zip_longest(links_a, links_b):
+        if link_a is None or link_b is None:
+            only = link_a or link_b
+            assert only is not None
+            side = "A" if link_b is None else "B"
+            found.append(
+                BehaviourDivergence(
+                    change="missing" if side == "A" else "extra",
+                    step=0,
+                    seq_a=None if link_a is None else link_a.seq,
+                    seq_b=None if link_b is None else link_b.seq,
+                    kind="sub_agent",
+                    pointer=None,
+                    a=None if link_a is None else link_a.trace,
+                    b=None if link_b is None else link_b.trace,
+                    detail=f"sub-agent {only.tool}: only {side} ran it ({only.trace})",
+                )
+            )
+            continue
+        child_a = a.parent / link_a.trace
+        child_b = b.parent / link_b.trace
+        count: list[int] = []
+        inner = compare_behaviour(_event_values(child_a, count), _event_values(child_b, count))
+        where = f"in sub-agent {link_a.tool} ({link_a.trace} / {link_b.trace}): "
+        found += [d.model_copy(update={"detail": where + d.detail}) for d in inner]
+        found += _child_divergences(child_a, child_b, depth + 1)
+    return found
+
+
 def behaviour_diff(args: argparse.Namespace, out: Output) -> int:
     """``twinflow diff A B``: every place, in order, where B's behaviour differs from A's."""
     count: list[int] = []
-    divergences = compare_behaviour(_event_values(args.a, count), _event_values(args.b, count))
+    divergences = [
+        *compare_behaviour(_event_values(args.a, count), _event_values(args.b, count)),
+        *_child_divergences(args.a, args.b, 1),
+    ]
     if not divergences:
         out.document({"ok": True, "same": True, "events": count[0]})
         out.line(

@@ -119,6 +119,10 @@ def behaviour_of(events: Iterable[JsonValue]) -> list[JsonValue]:
         if isinstance(body, dict) and body.get("kind") == "run_started" and "parent" in body:
             # A fork's link to its parent says where the run came from, not what it did.
             body = {key: value for key, value in body.items() if key != "parent"}
+        elif isinstance(body, dict) and body.get("kind") == "tool_returned" and "child" in body:
+            # A sub-agent's link names its run's ids and root: the child's behaviour is
+            # compared by descending into its trace (`twinflow diff`), not through them.
+            body = {key: value for key, value in body.items() if key != "child"}
         out.append(_strip(body, calls))
     return out
 
