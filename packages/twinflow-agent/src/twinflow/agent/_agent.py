@@ -209,6 +209,9 @@ class Agent(Steps[OutputT], Closing):
     def _add_tools(self, tools: Sequence[Tool | McpTools | Callable[..., Any]]) -> None:
         """Register the tools and MCP servers; check the policy names only registered tools."""
         self.tools: dict[str, Tool] = {}
+        # The tools as given, each callable built into its Tool once: what a child run or a
+        # replay of this agent is built with again, so no run regenerates a schema.
+        self._built: list[Tool | McpTools] = []
         self.servers: tuple[McpTools, ...] = tuple(t for t in tools if isinstance(t, McpTools))
         """The MCP servers whose tools the agent offers (their lists are traced)."""
         if len({server.name for server in self.servers}) < len(self.servers):
@@ -217,8 +220,11 @@ class Agent(Steps[OutputT], Closing):
         for item in tools:
             if isinstance(item, McpTools):
                 self._register(item.tools)
+                self._built.append(item)
             else:
-                self._register([item if isinstance(item, Tool) else Tool.from_function(item)])
+                tool = item if isinstance(item, Tool) else Tool.from_function(item)
+                self._register([tool])
+                self._built.append(tool)
         unknown = sorted(
             (self.policy.allow | self.policy.ask | self.policy.repeat_safe) - set(self.tools)
         )
@@ -501,7 +507,7 @@ class Agent(Steps[OutputT], Closing):
             fsync=self.writer.fsync,
             model_label=self.config.model,
             environment=self.environment,
-            **self._options,
+            **{**self._options, "tools": self._built},
         )
 
     def _on_ports(self, ports: ReplayPorts) -> Agent[Any]:
@@ -515,5 +521,5 @@ class Agent(Steps[OutputT], Closing):
             tool_results=ports.tool_results,
             steering=ports.steering,
             environment=ports.environment,
-            **self._options,
+            **{**self._options, "tools": self._built},
         )

@@ -18,6 +18,7 @@ are the models package's; the clock and ids are the kernel's real ones unless gi
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from twinflow.agent._policy import Policy, RecordedResults
 from twinflow.agent._replay import REPLAY_KINDS, ReplayMode, ReplayPorts, ReplayResult, replay
 from twinflow.agent._spec_guards import EMBEDDED
 from twinflow.agent._subagent import MAX_DEPTH, AgentTool
+from twinflow.agent._tools import Tool
 from twinflow.agent._trace_file import claim_trace, drop_if_empty
 from twinflow.agent._verify import Trace
 from twinflow.kernel import (
@@ -216,7 +218,7 @@ class Resolved:
             model,
             clock=clock,
             ids=ids,
-            tools=[*self.tools, *self._sub_agents(model, clock, ids), *servers],
+            tools=[*self._tools, *self._sub_agents(model, clock, ids), *servers],
             policy=self.policy,
             output_type=self.output_type,
             max_steps=spec.max_steps,
@@ -230,6 +232,12 @@ class Resolved:
             part_kinds=list(self.part_kinds),
             environment=environment,
         )
+
+    @functools.cached_property
+    def _tools(self) -> tuple[Tool, ...]:
+        """The tool callables built into tools once: every agent of this spec (each run of a
+        fleet, each eval trial, each child call) shares their argument models and schemas."""
+        return tuple(Tool.from_function(function) for function in self.tools)
 
     def _sub_agents(self, model: ChatModel, clock: Clock, ids: Ids) -> list[AgentTool]:
         """The sub-agent tools: each child on this agent's model, clock and ids."""

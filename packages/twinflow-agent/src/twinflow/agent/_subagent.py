@@ -62,6 +62,10 @@ def _prompt(prompt: str) -> str:
     raise AssertionError("a sub-agent tool runs through AgentTool.delegate")
 
 
+_PROMPT = Tool.from_function(_prompt, name="sub_agent", description="")
+"""The one argument of every sub-agent tool, as a tool: its schema and arguments model."""
+
+
 @dataclass(frozen=True, slots=True)
 class ChildLimits:
     """What a ``shared`` budget leaves the child: None where the parent sets no limit."""
@@ -130,17 +134,10 @@ class AgentTool(Tool):
             raise AgentConfigError(
                 f"sub-agent {name!r}: budget must be 'own' or 'shared', not {budget!r}"
             )
-        spec = ToolSpec(
-            name=name,
-            description=description,
-            parameters={
-                "type": "object",
-                "properties": {"prompt": {"type": "string", "title": "Prompt"}},
-                "required": ["prompt"],
-                "additionalProperties": False,
-            },
-        )
-        super().__init__(spec, _prompt)
+        # Built once for every sub-agent tool: the schema and the arguments model are the same.
+        self.spec = ToolSpec(name=name, description=description, parameters=_PROMPT.spec.parameters)
+        self.function = _prompt
+        self._arguments = _PROMPT._arguments
         self._build = build
         self.depth = depth
         self.budget: Budget = budget
