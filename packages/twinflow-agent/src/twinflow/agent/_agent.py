@@ -168,6 +168,7 @@ class Agent(Steps[OutputT], Closing):
             "part_kinds": part_kinds,
         }
         self._open(model, clock, ids, trace, fsync)
+        self._running = False
         self.policy = policy if policy is not None else Policy()
         self.output_type = output_type
         self.structured: StructuredOutputAdapter = structured or PydanticStructuredOutput()
@@ -309,6 +310,25 @@ class Agent(Steps[OutputT], Closing):
             Exception: Whatever the model raised (a transport failure, say), unchanged.
         """
         return self._run(prompt)
+
+    async def run_async(self, prompt: str) -> RunResult[OutputT]:
+        """Run the agent on one prompt, awaited: the same run, and the same trace byte for
+        byte, as `run`, on a bounded pool of worker threads so hundreds of runs can wait on one
+        model server together (``asyncio.gather`` over one agent per run).
+
+        Args:
+            prompt: The user's message.
+
+        Returns:
+            The run's result, as `run` returns it.
+
+        Raises:
+            AgentConfigError: This agent has a run in flight already (one agent per run).
+            RunError, RunPaused, Exception: As `run`.
+        """
+        from twinflow.agent._fleet import run_async
+
+        return await run_async(self, prompt)
 
     def _run(self, prompt: str) -> RunResult[OutputT]:
         state = self._start(prompt)

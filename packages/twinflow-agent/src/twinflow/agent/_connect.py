@@ -56,6 +56,7 @@ from twinflow.kernel import (
     interpreter,
     redact_url,
 )
+from twinflow.kernel._pool import ConnectionPool
 from twinflow.models import (
     AnthropicChatModel,
     GrammarCheck,
@@ -98,10 +99,11 @@ _CLIENTS: dict[str, type[AnthropicChatModel | OllamaChatModel | OpenAICompatible
 """The client of each ``model.kind``: it names the header its API takes a key in."""
 
 
-def model_transport(spec: ModelSpec) -> HttpTransport:
+def model_transport(spec: ModelSpec, connections: int = 1) -> HttpTransport:
     """The real transport for a spec's model (`ModelSpec.transport`)."""
     client = _CLIENTS[spec.kind]
     return HttpTransport(
+        pool=ConnectionPool(keep=connections),
         api_key_env=spec.api_key_env,
         key_header=client.key_header,
         headers={**client.required_headers, **spec.headers},

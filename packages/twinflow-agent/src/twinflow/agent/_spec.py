@@ -97,17 +97,18 @@ class ModelSpec(SpecValue):
     """Extra request headers (a gateway's, ``anthropic-beta``, an ``anthropic-version`` other than
     the client's). They are copied into the run directory with the spec: never a key."""
 
-    def transport(self) -> HttpTransport:
+    def transport(self, connections: int = 1) -> HttpTransport:
         """The real transport for this model: the API key (``api_key_env``) in the header the
         kind's client names (bearer, or Anthropic's ``x-api-key``), with the headers that
-        client requires and then the spec's own.
+        client requires and then the spec's own; it keeps up to ``connections`` idle
+        connections to the server (as many as requests in flight, for many runs at once).
 
         Raises:
             UserError: ``api_key_env`` names an unset variable.
         """
         from twinflow.agent._connect import model_transport
 
-        return model_transport(self)
+        return model_transport(self, connections)
 
     def chat_model(
         self, transport: Transport, ids: Ids, grammar_check: GrammarCheck | None = None
