@@ -24,7 +24,7 @@ def run(run_id: str, children: list[dict[str, object]] | None = None) -> bytes:
                 "child": child,
                 "result": {"name": "helper", "content": "ok"},
             },
-        }  # fmt: skip
+        }
         for child in children or []
     ]
     return rechain([events[0], *linked, *events[1:]])
