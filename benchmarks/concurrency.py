@@ -203,8 +203,20 @@ def eval_cpu(url: str, n: int, cases: int, directory: Path) -> float:
     )
     lines = [f"- {{id: c{i}, input: add, expected: '3'}}" for i in range(cases)]
     (work / "data.yaml").write_text("name: fleet\ncases:\n" + "\n".join(lines) + "\n")
-    argv = [sys.executable, "-m", "twinflow.cli", "eval", "run", "data.yaml", "--spec",
-            "spec.yaml", "--out", "out", "--concurrency", str(n)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "twinflow.cli",
+        "eval",
+        "run",
+        "data.yaml",
+        "--spec",
+        "spec.yaml",
+        "--out",
+        "out",
+        "--concurrency",
+        str(n),
+    ]
     child = subprocess.Popen(argv, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
@@ -253,8 +265,10 @@ def main() -> None:
             twinflow_threads(stub.url, 2, 2, directory / "warm-t")
             pydantic_ai(stub.url, 2, 2)
             print(f"{args.runs} runs of {requests} requests, stub delay {args.delay * 1000:g} ms")
-            print(f"{'N':>5} {'client':<12} {'CPU ms/run':>10} {'runs/s':>8} {'of ideal':>8} "
-                  f"{'MB/run':>7}")  # fmt: skip
+            print(
+                f"{'N':>5} {'client':<12} {'CPU ms/run':>10} {'runs/s':>8} {'of ideal':>8} "
+                f"{'MB/run':>7}"
+            )
             for n in args.concurrency:
                 ideal = n / (requests * args.delay)
                 rows: list[tuple[str, float, float, float]] = []
@@ -274,16 +288,22 @@ def main() -> None:
                 )
                 for name, cpu, wall, grown in rows:
                     rate = args.runs / wall
-                    print(f"{n:>5} {name:<12} {cpu / args.runs * 1000:>10.2f} {rate:>8.1f} "
-                          f"{rate / ideal:>7.0%} {grown / n:>7.2f}")  # fmt: skip
+                    print(
+                        f"{n:>5} {name:<12} {cpu / args.runs * 1000:>10.2f} {rate:>8.1f} "
+                        f"{rate / ideal:>7.0%} {grown / n:>7.2f}"
+                    )
                 per_eval = eval_runs / max(1, args.runs - few) * 1000
                 print(f"{n:>5} {'eval run':<12} {per_eval:>10.2f} {'-':>8} {'-':>8} {'-':>7}")
                 peer = rows[2][1]
-                print(f"      CPU ratio pydantic-ai / async: {peer / max(rows[0][1], 1e-9):.1f}x, "
-                      f"/ threads: {peer / max(rows[1][1], 1e-9):.1f}x")  # fmt: skip
+                print(
+                    f"      CPU ratio pydantic-ai / async: {peer / max(rows[0][1], 1e-9):.1f}x, "
+                    f"/ threads: {peer / max(rows[1][1], 1e-9):.1f}x"
+                )
         with Stub(args.slow_delay, args.tools, directory) as slow:
-            print(f"\nstub delay {args.slow_delay * 1000:g} ms: runs/s against the ideal "
-                  f"(N / {requests * args.slow_delay:g} s)")  # fmt: skip
+            print(
+                f"\nstub delay {args.slow_delay * 1000:g} ms: runs/s against the ideal "
+                f"(N / {requests * args.slow_delay:g} s)"
+            )
             for n in (4,) if args.smoke else (32, 128):
                 ideal = n / (requests * args.slow_delay)
                 results = {}
@@ -293,17 +313,21 @@ def main() -> None:
                     call_args = (slow.url, n, n, work) if name == "async" else (slow.url, n, n)
                     _, wall, _ = measure(fn, *call_args)
                     results[name] = n / wall
-                    print(f"{n:>5} {name:<12} {n / wall:>8.1f} runs/s  {n / wall / ideal:>5.0%} "
-                          "of ideal (target >= 80%)")  # fmt: skip
+                    print(
+                        f"{n:>5} {name:<12} {n / wall:>8.1f} runs/s  {n / wall / ideal:>5.0%} "
+                        "of ideal (target >= 80%)"
+                    )
             n = 4 if args.smoke else 128
             costs = {}
             for fsync in ("step", "none"):
                 work = directory / f"fsync-{fsync}"
                 work.mkdir()
                 costs[fsync] = measure(twinflow_async, slow.url, n, n, work, fsync)
-            print(f"fsync per step at {n}: CPU {costs['step'][0] / n * 1000:.2f} ms/run vs "
-                  f"{costs['none'][0] / n * 1000:.2f} without; wall {costs['step'][1]:.2f} s vs "
-                  f"{costs['none'][1]:.2f} s")  # fmt: skip
+            print(
+                f"fsync per step at {n}: CPU {costs['step'][0] / n * 1000:.2f} ms/run vs "
+                f"{costs['none'][0] / n * 1000:.2f} without; wall {costs['step'][1]:.2f} s vs "
+                f"{costs['none'][1]:.2f} s"
+            )
     print(json.dumps({"runs": args.runs, "delay": args.delay}))
 
 

@@ -187,27 +187,53 @@ def test_a_chain_with_a_child_root_changed_fails_in_the_leaf(team: Path, tmp_pat
     """A chain whose child proof leads to another root than the link records is refused."""
     shutil.copyfile(team / "lab.pub", tmp_path / "lab.pub")
     code, _, err = cli(
-        "prove", "r/trace.jsonl", "--child", "trace.checker.jsonl", "--seq", "0",
-        "--checkpoint", "cp.note", "--out", str(tmp_path / "c.chain"), cwd=team,
-    )  # fmt: skip
+        "prove",
+        "r/trace.jsonl",
+        "--child",
+        "trace.checker.jsonl",
+        "--seq",
+        "0",
+        "--checkpoint",
+        "cp.note",
+        "--out",
+        str(tmp_path / "c.chain"),
+        cwd=team,
+    )
     assert 0 == code, err
     chain = (tmp_path / "c.chain").read_bytes()
     # Swap in the researcher's proof of event 0: a valid proof, of another child's root.
     code, _, err = cli(
-        "prove", "r/trace.jsonl", "--child", "trace.researcher.jsonl", "--seq", "0",
-        "--checkpoint", "cp.note", "--out", str(tmp_path / "r.chain"), cwd=team,
-    )  # fmt: skip
+        "prove",
+        "r/trace.jsonl",
+        "--child",
+        "trace.researcher.jsonl",
+        "--seq",
+        "0",
+        "--checkpoint",
+        "cp.note",
+        "--out",
+        str(tmp_path / "r.chain"),
+        cwd=team,
+    )
     assert 0 == code, err
     other = (tmp_path / "r.chain").read_bytes()
     tail = other[other.index(b"event-proof ") :]
     (tmp_path / "mixed.chain").write_bytes(chain[: chain.index(b"event-proof ")] + tail)
     leaf = run_process(
-        [sys.executable, "-P", "-m", "twinflow.trace", "prove-check", "mixed.chain", "--key",
-         "lab.pub"],
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "twinflow.trace",
+            "prove-check",
+            "mixed.chain",
+            "--key",
+            "lab.pub",
+        ],
         cwd=tmp_path,
         env={"PYTHONDONTWRITEBYTECODE": "1"},
         timeout=300,
-    )  # fmt: skip
+    )
     assert (1, True) == (leaf.returncode, "not the one its link records" in leaf.stderr)
 
 
@@ -229,18 +255,27 @@ def test_show_nests_each_child_run_below_its_call(team: Path) -> None:
     """``show`` prints each child's run below the parent's, indented, with its own decisions."""
     code, out, err = cli("show", "r/trace.jsonl", cwd=team)
     nested = [line for line in out.splitlines() if line.startswith("    sub-agent ")]
-    assert (0, ["    sub-agent researcher: trace.researcher.jsonl",
-                "    sub-agent checker: trace.checker.jsonl"]) == (code, nested), err  # fmt: skip
+    assert (
+        0,
+        [
+            "    sub-agent researcher: trace.researcher.jsonl",
+            "    sub-agent checker: trace.checker.jsonl",
+        ],
+    ) == (code, nested), err
     assert "      policy deny add (by policy)" in out
 
 
 def test_diff_descends_into_the_children(team: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two runs of one team behave the same; a team whose checker may add differs in the child."""
-    same, _, err = cli_json(capsys, "diff", str(team / "r" / "trace.jsonl"),
-                            str(team / "r" / "trace.1.jsonl"))  # fmt: skip
-    code, report, _ = cli_json(capsys, "diff", str(team / "r" / "trace.jsonl"),
-                               str(team / "r2" / "trace.jsonl"))  # fmt: skip
+    same, _, err = cli_json(
+        capsys, "diff", str(team / "r" / "trace.jsonl"), str(team / "r" / "trace.1.jsonl")
+    )
+    code, report, _ = cli_json(
+        capsys, "diff", str(team / "r" / "trace.jsonl"), str(team / "r2" / "trace.jsonl")
+    )
     details = [d["detail"] for d in report["divergences"]]
     assert (0, 1) == (same, code), err
-    assert all(d.startswith("in sub-agent checker (trace.checker.jsonl / trace.checker.jsonl)")
-               for d in details), details  # fmt: skip
+    assert all(
+        d.startswith("in sub-agent checker (trace.checker.jsonl / trace.checker.jsonl)")
+        for d in details
+    ), details
