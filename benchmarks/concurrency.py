@@ -16,9 +16,10 @@ default), in this process:
 - the peer, ``pydantic-ai``: ``asyncio.gather(agent.run(...))`` on its OpenAI model.
 
 Printed: CPU ms per run (target at most 8 ms for twinflow's three), runs per second against
-the ideal (N / (requests x delay)), and peak memory (max RSS growth) per concurrent run.
+the ideal (N / (requests x delay)).
 Then, with a slow stub (``--slow-delay``, 500 ms), 32 and 128 concurrent runs against the
-ideal (target within 80%), and the cost of fsync per step at 128 (the same runs with
+ideal (target within 80%), the peak Python memory per concurrent run (`tracemalloc`, in a
+run of its own), and the cost of fsync per step at 128 (the same runs with
 ``fsync="none"``). No figure is asserted: the table is read.
 
 Usage: .venv/bin/python benchmarks/concurrency.py [--runs 256] [--delay 0.05] [--smoke]
@@ -28,13 +29,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -228,13 +228,21 @@ def eval_cpu(url: str, n: int, cases: int, directory: Path) -> float:
 # -- measuring ------------------------------------------------------------------------------
 
 
-def measure(fn: Any, *args: Any) -> tuple[float, float, float]:
-    """(CPU s, wall s, max RSS growth in MB) of one call."""
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def measure(fn: Any, *args: Any) -> tuple[float, float]:
+    """(CPU s, wall s) of one call."""
     cpu, wall = time.process_time(), time.perf_counter()
     fn(*args)
-    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024
-    return time.process_time() - cpu, time.perf_counter() - wall, grown
+    return time.process_time() - cpu, time.perf_counter() - wall
+
+
+def peak_mb(fn: Any, *args: Any) -> float:
+    """Peak Python memory allocated during one call, in MB (`tracemalloc`: timed apart)."""
+    tracemalloc.start()
+    try:
+        fn(*args)
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
 
 
 def main() -> None:
@@ -265,13 +273,10 @@ def main() -> None:
             twinflow_threads(stub.url, 2, 2, directory / "warm-t")
             pydantic_ai(stub.url, 2, 2)
             print(f"{args.runs} runs of {requests} requests, stub delay {args.delay * 1000:g} ms")
-            print(
-                f"{'N':>5} {'client':<12} {'CPU ms/run':>10} {'runs/s':>8} {'of ideal':>8} "
-                f"{'MB/run':>7}"
-            )
+            print(f"{'N':>5} {'client':<12} {'CPU ms/run':>10} {'runs/s':>8} {'of ideal':>8}")
             for n in args.concurrency:
                 ideal = n / (requests * args.delay)
-                rows: list[tuple[str, float, float, float]] = []
+                rows: list[tuple[str, float, float]] = []
                 for name, fn, fargs in (
                     ("async", twinflow_async, (stub.url, n, args.runs, directory)),
                     ("threads", twinflow_threads, (stub.url, n, args.runs, directory)),
@@ -280,20 +285,20 @@ def main() -> None:
                     work = directory / f"{name}-{n}"
                     work.mkdir()
                     call_args = (*fargs[:3], work) if name != "pydantic-ai" else fargs
-                    cpu, wall, grown = measure(fn, *call_args)
-                    rows.append((name, cpu, wall, grown))
+                    cpu, wall = measure(fn, *call_args)
+                    rows.append((name, cpu, wall))
                 few = min(8, args.runs - 1)
                 eval_runs = eval_cpu(stub.url, n, args.runs, directory) - eval_cpu(
                     stub.url, n, few, directory
                 )
-                for name, cpu, wall, grown in rows:
+                for name, cpu, wall in rows:
                     rate = args.runs / wall
                     print(
                         f"{n:>5} {name:<12} {cpu / args.runs * 1000:>10.2f} {rate:>8.1f} "
-                        f"{rate / ideal:>7.0%} {grown / n:>7.2f}"
+                        f"{rate / ideal:>7.0%}"
                     )
                 per_eval = eval_runs / max(1, args.runs - few) * 1000
-                print(f"{n:>5} {'eval run':<12} {per_eval:>10.2f} {'-':>8} {'-':>8} {'-':>7}")
+                print(f"{n:>5} {'eval run':<12} {per_eval:>10.2f} {'-':>8} {'-':>8}")
                 peer = rows[2][1]
                 print(
                     f"      CPU ratio pydantic-ai / async: {peer / max(rows[0][1], 1e-9):.1f}x, "
@@ -311,12 +316,17 @@ def main() -> None:
                     work = directory / f"slow-{name}-{n}"
                     work.mkdir()
                     call_args = (slow.url, n, n, work) if name == "async" else (slow.url, n, n)
-                    _, wall, _ = measure(fn, *call_args)
+                    _, wall = measure(fn, *call_args)
                     results[name] = n / wall
                     print(
                         f"{n:>5} {name:<12} {n / wall:>8.1f} runs/s  {n / wall / ideal:>5.0%} "
                         "of ideal (target >= 80%)"
                     )
+                    work = directory / f"mem-{name}-{n}"
+                    work.mkdir()
+                    call_args = (slow.url, n, n, work) if name == "async" else (slow.url, n, n)
+                    per_run = peak_mb(fn, *call_args) / n
+                    print(f"{'':>5} {name:<12} peak memory {per_run:.2f} MB per concurrent run")
             n = 4 if args.smoke else 128
             costs = {}
             for fsync in ("step", "none"):
@@ -328,7 +338,6 @@ def main() -> None:
                 f"{costs['none'][0] / n * 1000:.2f} without; wall {costs['step'][1]:.2f} s vs "
                 f"{costs['none'][1]:.2f} s"
             )
-    print(json.dumps({"runs": args.runs, "delay": args.delay}))
 
 
 if __name__ == "__main__":
