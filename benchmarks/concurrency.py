@@ -42,7 +42,6 @@ from _bench import add_smoke  # this folder: sys.path[0]
 
 from twinflow.agent import Agent, Policy, Tool
 from twinflow.kernel import HttpTransport, ThreadExecutor
-from twinflow.kernel._pool import ConnectionPool
 from twinflow.models import OpenAICompatibleChatModel
 
 HERE = Path(__file__).resolve().parent
@@ -142,7 +141,7 @@ def agent(url: str, transport: HttpTransport, trace: Path, fsync: str) -> Agent[
 
 def twinflow_async(url: str, n: int, runs: int, directory: Path, fsync: str = "step") -> None:
     """``runs`` runs, ``n`` at a time, gathered on one event loop."""
-    transport = HttpTransport(pool=ConnectionPool(keep=n))
+    transport = HttpTransport(connections=n)
 
     async def main() -> None:
         gate = asyncio.Semaphore(n)
@@ -160,7 +159,7 @@ def twinflow_async(url: str, n: int, runs: int, directory: Path, fsync: str = "s
 
 def twinflow_threads(url: str, n: int, runs: int, directory: Path) -> None:
     """``runs`` runs through the kernel's thread executor at ``n``."""
-    transport = HttpTransport(pool=ConnectionPool(keep=n))
+    transport = HttpTransport(connections=n)
 
     def one(i: int) -> None:
         with agent(url, transport, directory / f"t{i}.jsonl", "step") as a:

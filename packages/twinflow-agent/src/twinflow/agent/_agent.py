@@ -49,7 +49,7 @@ from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
 from twinflow.agent._trace_file import claim_trace
 from twinflow.agent._verify import Trace
-from twinflow.kernel import Clock, Closing, Ids, SystemClock, SystemIds
+from twinflow.kernel import Clock, Closing, Ids, SystemClock, SystemIds, ThreadExecutor
 from twinflow.models import open_model
 from twinflow.trace import FsyncPolicy, MemoryTraceSink, TraceSink
 from twinflow.vocab import (
@@ -64,6 +64,9 @@ from twinflow.vocab import (
 )
 
 __all__ = ["Agent", "RunResult", "UsageLimits"]
+
+_WORKERS = ThreadExecutor()
+"""The worker threads `Agent.run_async` runs on (bounded: `twinflow.kernel.ThreadExecutor.call`)."""
 
 
 def _opened_model(model: ChatModel | str) -> tuple[ChatModel, bool]:
@@ -328,7 +331,7 @@ class Agent(Steps[OutputT], Closing):
         """
         from twinflow.agent._fleet import run_async
 
-        return await run_async(self, prompt)
+        return await run_async(self, prompt, _WORKERS.call)
 
     def _run(self, prompt: str) -> RunResult[OutputT]:
         state = self._start(prompt)

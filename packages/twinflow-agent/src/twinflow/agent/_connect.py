@@ -56,7 +56,6 @@ from twinflow.kernel import (
     interpreter,
     redact_url,
 )
-from twinflow.kernel._pool import ConnectionPool
 from twinflow.models import (
     AnthropicChatModel,
     GrammarCheck,
@@ -103,7 +102,7 @@ def model_transport(spec: ModelSpec, connections: int = 1) -> HttpTransport:
     """The real transport for a spec's model (`ModelSpec.transport`)."""
     client = _CLIENTS[spec.kind]
     return HttpTransport(
-        pool=ConnectionPool(keep=connections),
+        connections=connections,
         api_key_env=spec.api_key_env,
         key_header=client.key_header,
         headers={**client.required_headers, **spec.headers},

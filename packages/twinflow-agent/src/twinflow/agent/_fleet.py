@@ -1,7 +1,7 @@
 """Many runs at once: `Agent.run_async` runs `Agent.run` on the kernel's bounded worker threads.
 
 The loop is synchronous and its trace is the same whoever calls it, so the async API is the
-sync run on a worker thread (`twinflow.kernel._concurrency.in_worker`): the events are the
+sync run on a worker thread (`twinflow.kernel.ThreadExecutor.call`): the events are the
 same, byte for byte, and nothing of the loop is written twice. What the event loop awaits is
 the model server; a run's CPU (validation, canonical encoding, hashing) is the same either
 way. One agent runs one run at a time (its trace is one run's): a fleet is one agent per run,
@@ -10,19 +10,23 @@ which is cheap because a spec's tools are built once for every run (`Resolved`).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from twinflow.agent._errors import AgentConfigError
-from twinflow.kernel._concurrency import in_worker
 
 if TYPE_CHECKING:
     from twinflow.agent._agent import Agent
     from twinflow.agent._run import RunResult
 
-__all__ = ["run_async"]
+__all__ = ["Workers", "run_async"]
+
+Workers = Callable[[Callable[[str], "RunResult[Any]"], str], Awaitable["RunResult[Any]"]]
+"""Runs a call on a worker thread, awaited (the kernel's `ThreadExecutor.call`, which the
+front door hands over: only a composition root takes the real adapter)."""
 
 
-async def run_async(agent: Agent[Any], prompt: str) -> RunResult[Any]:
+async def run_async(agent: Agent[Any], prompt: str, workers: Workers) -> RunResult[Any]:
     """`agent.run(prompt)` on a worker thread, awaited (`Agent.run_async`).
 
     Raises:
@@ -36,6 +40,6 @@ async def run_async(agent: Agent[Any], prompt: str) -> RunResult[Any]:
         )
     agent._running = True
     try:
-        return await in_worker(agent.run, prompt)
+        return await workers(agent.run, prompt)
     finally:
         agent._running = False

@@ -24,7 +24,7 @@ from typing import Protocol, TypeVar
 from twinflow.kernel._nondeterminism import on_behalf_of_caller
 from twinflow.trace import UserError
 
-__all__ = ["MAX_WORKERS", "Executor", "SerialExecutor", "ThreadExecutor", "in_worker"]
+__all__ = ["MAX_WORKERS", "Executor", "SerialExecutor", "ThreadExecutor"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -68,6 +68,20 @@ class SerialExecutor:
 
 class ThreadExecutor:
     """Runs calls on a pool of ``limit`` threads; yields results in completion order."""
+
+    async def call(self, fn: Callable[[T], R], item: T) -> R:
+        """``fn(item)`` on one of the process's worker threads, awaited by the event loop.
+
+        The caller's context variables go with the call. At most `MAX_WORKERS` such calls
+        run at once in one process; more wait their turn.
+        """
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+
+        def run() -> R:
+            return context.run(on_behalf_of_caller, fn, item)
+
+        return await loop.run_in_executor(_worker_pool(), run)
 
     def map_bounded(
         self, fn: Callable[[T], R], items: Iterable[T], limit: int
@@ -118,7 +132,7 @@ _END = object()
 
 
 MAX_WORKERS = 512
-"""Calls `in_worker` runs at once in one process; more wait for a worker thread."""
+"""`ThreadExecutor.call`s running at once in one process; more wait for a worker thread."""
 
 _workers_lock = threading.Lock()
 _workers: concurrent.futures.ThreadPoolExecutor | None = None
@@ -133,18 +147,3 @@ def _worker_pool() -> concurrent.futures.ThreadPoolExecutor:
                 max_workers=MAX_WORKERS, thread_name_prefix="twinflow-worker"
             )
         return _workers
-
-
-async def in_worker(fn: Callable[[T], R], item: T) -> R:
-    """``fn(item)`` on one of the process's bounded worker threads, awaited by the event loop.
-
-    The caller's context variables go with the call. At most `MAX_WORKERS` calls run at
-    once; more wait their turn.
-    """
-    context = contextvars.copy_context()
-    loop = asyncio.get_running_loop()
-
-    def call() -> R:
-        return context.run(on_behalf_of_caller, fn, item)
-
-    return await loop.run_in_executor(_worker_pool(), call)
