@@ -47,11 +47,12 @@ from twinflow.agent._run import (
 )
 from twinflow.agent._step import OutputT, Steps
 from twinflow.agent._structured import PydanticStructuredOutput
+from twinflow.agent._subagent import AgentTool, Budget, delegate_for
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
 from twinflow.agent._trace_file import claim_trace
 from twinflow.agent._verify import Trace
-from twinflow.kernel import Clock, Closing, Ids, SystemClock, SystemIds
+from twinflow.kernel import Clock, Closing, Ids, SystemClock, SystemIds, ThreadExecutor
 from twinflow.models import open_model
 from twinflow.trace import FsyncPolicy, MemoryTraceSink, TraceSink
 from twinflow.vocab import (
@@ -66,6 +67,9 @@ from twinflow.vocab import (
 )
 
 __all__ = ["Agent", "RunResult", "UsageLimits"]
+
+_WORKERS = ThreadExecutor()
+"""The worker threads `Agent.run_async` runs on (bounded: `twinflow.kernel.ThreadExecutor.call`)."""
 
 
 def _opened_model(model: ChatModel | str | Sequence[str]) -> tuple[ChatModel, bool]:
@@ -176,6 +180,7 @@ class Agent(Steps[OutputT], Closing):
             "part_kinds": part_kinds,
         }
         self._open(model, clock, ids, trace, fsync)
+        self._running = False
         self.policy = policy if policy is not None else Policy()
         self.output_type = output_type
         self.structured: StructuredOutputAdapter = structured or PydanticStructuredOutput()
@@ -220,6 +225,9 @@ class Agent(Steps[OutputT], Closing):
     def _add_tools(self, tools: Sequence[Tool | McpTools | Callable[..., Any]]) -> None:
         """Register the tools and MCP servers; check the policy names only registered tools."""
         self.tools: dict[str, Tool] = {}
+        # The tools as given, each callable built into its Tool once: what a child run or a
+        # replay of this agent is built with again, so no run regenerates a schema.
+        self._built: list[Tool | McpTools] = []
         self.servers: tuple[McpTools, ...] = tuple(t for t in tools if isinstance(t, McpTools))
         """The MCP servers whose tools the agent offers (their lists are traced)."""
         if len({server.name for server in self.servers}) < len(self.servers):
@@ -228,8 +236,11 @@ class Agent(Steps[OutputT], Closing):
         for item in tools:
             if isinstance(item, McpTools):
                 self._register(item.tools)
+                self._built.append(item)
             else:
-                self._register([item if isinstance(item, Tool) else Tool.from_function(item)])
+                tool = item if isinstance(item, Tool) else Tool.from_function(item)
+                self._register([tool])
+                self._built.append(tool)
         unknown = sorted(
             (self.policy.allow | self.policy.ask | self.policy.repeat_safe) - set(self.tools)
         )
@@ -239,6 +250,10 @@ class Agent(Steps[OutputT], Closing):
                 f"registered: {sorted(self.tools)}"
             )
         self._specs = tuple(t.spec for t in self.tools.values())
+        # Levels of sub-agents below this agent (`as_tool` refuses to nest past the limit).
+        self._depth = max(
+            (t.depth for t in self.tools.values() if isinstance(t, AgentTool)), default=0
+        )
         self.denied_tools = tuple(
             sorted(name for name in self.tools if not self.policy.allows(name))
         )
@@ -335,6 +350,25 @@ class Agent(Steps[OutputT], Closing):
 
         return next_turn(self, continue_from, prompt)
 
+    async def run_async(self, prompt: str) -> RunResult[OutputT]:
+        """Run the agent on one prompt, awaited: the same run, and the same trace byte for
+        byte, as `run`, on a bounded pool of worker threads so hundreds of runs can wait on one
+        model server together (``asyncio.gather`` over one agent per run).
+
+        Args:
+            prompt: The user's message.
+
+        Returns:
+            The run's result, as `run` returns it.
+
+        Raises:
+            AgentConfigError: This agent has a run in flight already (one agent per run).
+            RunError, RunPaused, Exception: As `run`.
+        """
+        from twinflow.agent._fleet import run_async
+
+        return await run_async(self, prompt, _WORKERS.call)
+
     def _run(
         self, prompts: Sequence[str], going_on: Conversation | None = None
     ) -> RunResult[OutputT]:
@@ -350,6 +384,7 @@ class Agent(Steps[OutputT], Closing):
                     recorded=self.tool_results,
                     decisions=self._decisions,
                     before_call=self.writer.before_effect,
+                    delegate=delegate_for(self, state),
                 )
                 going_on = Conversation(state, runner, self.writer)
             else:
@@ -525,7 +560,49 @@ class Agent(Steps[OutputT], Closing):
             ReplayDivergenceError: The first event that differs.
             NondeterminismError: Replayed code reached time, randomness or the network.
         """
-        return replay(Trace.load(trace, keep=REPLAY_KINDS), self._on_ports, mode=mode)
+        directory = None if isinstance(trace, bytes) else Path(trace).parent
+        return replay(
+            Trace.load(trace, keep=REPLAY_KINDS), self._on_ports, mode=mode, directory=directory
+        )
+
+    def as_tool(self, *, name: str, description: str, budget: Budget = "own") -> Tool:
+        """This agent, offered to another agent as a tool taking one argument, ``prompt``.
+
+        Each call is a new run of this agent's configuration (its tools, its own policy, its
+        model, clock and ids) into a new trace file beside the calling run's
+        (``<trace stem>.<name>.jsonl``; in memory when the caller's trace is not a file). The
+        caller's ``tool_returned`` records the child's run id, trace file name, size and Merkle
+        root; a child that fails is the caller's error result, and the caller goes on.
+
+        Args:
+            name: The tool's name: the one the caller's policy allows.
+            description: What the caller's model is told this agent does.
+            budget: ``own`` (this agent's limits) or ``shared``: also bounded by the tool calls
+                and tokens the calling run has left, and counted against it.
+
+        Returns:
+            The tool, for the calling agent's ``tools``.
+
+        Raises:
+            AgentConfigError: Sub-agents would nest deeper than four levels, or ``budget`` is
+                neither ``own`` nor ``shared``.
+        """
+        return AgentTool(
+            self._child, name=name, description=description, depth=self._depth + 1, budget=budget
+        )
+
+    def _child(self, trace: TraceSink | os.PathLike[str]) -> Agent[Any]:
+        """An agent configured as this one, on its ports, writing a new trace (one child run)."""
+        return Agent(
+            self.model,
+            clock=self.clock,
+            ids=self.ids,
+            trace=trace,
+            fsync=self.writer.fsync,
+            model_label=self.config.model,
+            environment=self.environment,
+            **{**self._options, "tools": self._built},
+        )
 
     def _on_ports(self, ports: ReplayPorts) -> Agent[Any]:
         """An agent configured as this one, on the replaying ports."""
@@ -538,5 +615,5 @@ class Agent(Steps[OutputT], Closing):
             tool_results=ports.tool_results,
             steering=ports.steering,
             environment=ports.environment,
-            **self._options,
+            **{**self._options, "tools": self._built},
         )

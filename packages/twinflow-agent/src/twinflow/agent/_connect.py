@@ -18,6 +18,7 @@ are the models package's; the clock and ids are the kernel's real ones unless gi
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ from twinflow.agent._observe import Observer, Steering
 from twinflow.agent._policy import Policy, RecordedResults
 from twinflow.agent._replay import REPLAY_KINDS, ReplayMode, ReplayPorts, ReplayResult, replay
 from twinflow.agent._spec_guards import EMBEDDED
+from twinflow.agent._subagent import MAX_DEPTH, AgentTool
+from twinflow.agent._tools import Tool
 from twinflow.agent._trace_file import claim_trace, drop_if_empty
 from twinflow.agent._verify import Trace
 from twinflow.kernel import (
@@ -61,7 +64,7 @@ from twinflow.trace import (
 from twinflow.vocab import ChatModel, Message, ModelRequest, digest
 
 if TYPE_CHECKING:
-    from twinflow.agent._spec import McpServerSpec, ModelSpec, RunSpec
+    from twinflow.agent._spec import McpServerSpec, ModelSpec, RunSpec, SubAgentSpec
 
 __all__ = [
     "Resolved",
@@ -81,11 +84,12 @@ __all__ = [
 # -- the model a spec names ----------------------------------------------------------------
 
 
-def model_transport(spec: ModelSpec) -> HttpTransport:
+def model_transport(spec: ModelSpec, connections: int = 1) -> HttpTransport:
     """The real transport for a spec's model (`ModelSpec.transport`): the key in the header
     its wire's client names, with the headers that client requires and then the spec's."""
     client = PROVIDERS.client(spec.kind)
     return HttpTransport(
+        connections=connections,
         api_key_env=spec.api_key_env,
         key_header=client.key_header,
         headers={**client.required_headers, **spec.headers},
@@ -193,6 +197,10 @@ class Resolved:
     """The extension part classes the replies may hold."""
     policy: Policy
     """The tool policy."""
+    children: tuple[tuple[SubAgentSpec, Resolved], ...] = ()
+    """The sub-agents (``agents``), each its spec's entry and its own spec resolved."""
+    depth: int = 0
+    """Levels of sub-agents below this spec."""
 
     def agent(
         self,
@@ -200,7 +208,7 @@ class Resolved:
         model: ChatModel,
         clock: Clock,
         ids: Ids,
-        trace: TraceSink,
+        trace: TraceSink | Path,
         observer: Observer | None = None,
         steering: Steering | None = None,
         model_label: str | None = None,
@@ -215,7 +223,7 @@ class Resolved:
             model,
             clock=clock,
             ids=ids,
-            tools=[*self.tools, *servers],
+            tools=[*self._tools, *self._sub_agents(model, clock, ids), *servers],
             policy=self.policy,
             output_type=self.output_type,
             max_steps=spec.max_steps,
@@ -231,6 +239,31 @@ class Resolved:
             part_kinds=list(self.part_kinds),
             environment=environment,
         )
+
+    @functools.cached_property
+    def _tools(self) -> tuple[Tool, ...]:
+        """The tool callables built into tools once: every agent of this spec (each run of a
+        fleet, each eval trial, each child call) shares their argument models and schemas."""
+        return tuple(Tool.from_function(function) for function in self.tools)
+
+    def _sub_agents(self, model: ChatModel, clock: Clock, ids: Ids) -> list[AgentTool]:
+        """The sub-agent tools: each child on this agent's model, clock and ids."""
+        tools = []
+        for entry, child in self.children:
+
+            def build(trace: TraceSink | Path, child: Resolved = child) -> Agent[Any]:
+                return child.agent(model=model, clock=clock, ids=ids, trace=trace)
+
+            tools.append(
+                AgentTool(
+                    build,
+                    name=entry.name,
+                    description=entry.description or child.spec.system or "",
+                    depth=child.depth + 1,
+                    budget=entry.budget,
+                )
+            )
+        return tools
 
     def check(self, servers: Sequence[McpTools] = (), command: str = "connect") -> None:
         """Build the agent once without a model, so a mistake is refused before any file or
@@ -259,14 +292,22 @@ class Resolved:
             )
 
 
-def resolve(spec: RunSpec, tools: Sequence[Callable[..., Any]] | None = None) -> Resolved:
-    """Read ``spec`` once: import its tools (unless given), output model and part kinds.
+def resolve(
+    spec: RunSpec,
+    tools: Sequence[Callable[..., Any]] | None = None,
+    *,
+    _parents: tuple[Path, ...] = (),
+) -> Resolved:
+    """Read ``spec`` once: import its tools (unless given), output model and part kinds, and
+    its sub-agents' specs (each resolved the same way, from its own directory).
 
     Raises:
-        SpecError: a tool, the output model or a part kind does not resolve.
+        SpecError: a tool, the output model or a part kind does not resolve; a sub-agent's spec
+            is unreadable, names one of its parents, nests too deep or names another model.
     """
     policy = spec.policy
     output_type = spec.output_type()
+    children = tuple((entry, _child_spec(spec, entry, _parents)) for entry in spec.agents)
     return Resolved(
         spec=spec,
         tools=tuple(spec.sandboxed_tools(spec.load_tools() if tools is None else tools)),
@@ -279,7 +320,49 @@ def resolve(spec: RunSpec, tools: Sequence[Callable[..., Any]] | None = None) ->
             ask=frozenset(policy.ask),
             repeat_safe=frozenset(policy.repeat_safe),
         ),
+        children=children,
+        depth=max((child.depth + 1 for _, child in children), default=0),
     )
+
+
+_SAME_SERVER = ("kind", "url", "dialect", "name", "mode")
+"""What a child spec's model must share with its parent's: the server and how it is spoken to."""
+
+
+def _child_spec(spec: RunSpec, entry: SubAgentSpec, parents: tuple[Path, ...]) -> Resolved:
+    """A sub-agent's spec, read from beside ``spec`` and resolved; refused before anything
+    starts if it names one of its parents (a cycle) or nests past `MAX_DEPTH`."""
+    from twinflow.agent._errors import SpecError
+    from twinflow.agent._spec import load_spec
+
+    base = spec.code_dir if spec.code_dir is not None else Path.cwd()
+    here = parents or (spec._file or base / "<spec>",)
+    relative = Path(entry.spec)
+    if relative.is_absolute() or ".." in relative.parts:
+        raise SpecError(
+            f"agents: {entry.name!r}: spec {entry.spec!r} must be a path inside the spec's "
+            f"directory ({base}), without '..'"
+        )
+    path = (base / relative).resolve()
+    if path in here:
+        chain = " -> ".join(p.name for p in (*here[here.index(path) :], path))
+        raise SpecError(
+            f"agents: {entry.name!r}: {entry.spec} names a spec that calls it (a cycle: "
+            f"{chain}); a sub-agent cannot call its parents"
+        )
+    if len(here) > MAX_DEPTH:
+        raise SpecError(
+            f"agents: {entry.name!r}: sub-agents nest deeper than {MAX_DEPTH} levels "
+            f"({' -> '.join(p.name for p in (*here, path))}); flatten the team"
+        )
+    child = load_spec(path)
+    differs = [k for k in _SAME_SERVER if getattr(child.model, k) != getattr(spec.model, k)]
+    if differs:
+        raise SpecError(
+            f"agents: {entry.name!r}: {entry.spec} names another model ({', '.join(differs)} "
+            "differ); a sub-agent runs on its parent's model server: give it the same model"
+        )
+    return resolve(child, _parents=(*here, path))
 
 
 def _never_called(request: ModelRequest) -> Message:
@@ -502,4 +585,6 @@ def replay_run(
     with mcp_servers(
         spec, Path(trace).parent, recorded=None if mode == "live" else loaded, live=False
     ) as servers:
-        return replay(loaded, replay_builder(resolved, servers), mode=mode)
+        return replay(
+            loaded, replay_builder(resolved, servers), mode=mode, directory=Path(trace).parent
+        )

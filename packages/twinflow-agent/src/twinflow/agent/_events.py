@@ -41,6 +41,7 @@ __all__ = [
     "ApprovalDecided",
     "ApprovalRequested",
     "BudgetExceeded",
+    "ChildRun",
     "Environment",
     "EventBody",
     "ForkParent",
@@ -368,6 +369,20 @@ class ToolCalled(_Frozen):
     """Arguments as passed (after validation and any approved modification)."""
 
 
+class ChildRun(_Frozen):
+    """The run a sub-agent tool made: what the parent's trace vouches for (docs/adr/0191)."""
+
+    run_id: RunId
+    """The child run's id."""
+    trace: str | None = Field(max_length=255)
+    """The child's trace file, by name, in the parent trace's directory; None when the parent
+    writes to a sink that is not a file (the child's trace is then in memory only)."""
+    size: int = Field(ge=0)
+    """Events in the child's trace when it returned (``root`` covers that many)."""
+    root: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """Merkle root of the child's trace at ``size`` events (hex)."""
+
+
 class ToolReturned(_Frozen):
     """A tool call's result, as the model will see it (denials included)."""
 
@@ -379,6 +394,9 @@ class ToolReturned(_Frozen):
     """Error class name when ``result.is_error``."""
     truncated_chars: int = 0
     """Characters cut off by the output size cap."""
+    child: ChildRun | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The run a sub-agent tool made for this call (absent for every other tool, so results
+    recorded before sub-agents existed keep their bytes)."""
 
 
 class ListedTool(_Frozen):

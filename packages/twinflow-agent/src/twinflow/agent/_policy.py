@@ -21,6 +21,7 @@ from pydantic import ConfigDict, Discriminator, Field, JsonValue, ValidationErro
 
 from twinflow.agent._events import (
     ApprovalDecided,
+    ChildRun,
     EventBody,
     PolicyDecided,
     PolicyRecord,
@@ -28,6 +29,7 @@ from twinflow.agent._events import (
     ToolReturned,
     _Frozen,
 )
+from twinflow.agent._subagent import AgentTool, ChildLimits, Delegate
 from twinflow.agent._tools import Tool
 
 # validation_error_text: the one rendering of a refusal, shared with models.
@@ -174,6 +176,7 @@ class ToolRunner:
         recorded: RecordedResults | None = None,
         decisions: Mapping[str, ApprovalDecided] | None = None,
         before_call: Callable[[], None] | None = None,
+        delegate: Delegate | None = None,
     ) -> None:
         """Start a run's tool runner.
 
@@ -188,7 +191,9 @@ class ToolRunner:
             before_call: Called after a call's ``tool_called`` is emitted and before the tool
                 runs (the agent hands the trace's buffered lines to the operating system
                 there, so a process that dies inside the tool leaves the call on record).
+            delegate: Runs a sub-agent tool's call (`AgentTool`) for the run.
         """
+        self._delegate = delegate
         self._tools = tools
         self._before_call = before_call
         self._policy = policy
@@ -280,6 +285,17 @@ class ToolRunner:
             return returned.result
         if self._before_call is not None:
             self._before_call()
+        tool = decided.tool
+        if isinstance(tool, AgentTool) and self._delegate is not None:
+            left = self._policy.max_tool_calls
+            done = self._delegate(
+                tool,
+                str(decided.kwargs["prompt"]),
+                ChildLimits(tool_calls=None if left is None else left - self._used_total),
+            )
+            if tool.budget == "shared":
+                self._used_total += done.tool_calls
+            return self._result(call, done.content, done.error_type, child=done.child)
         try:
             output = decided.tool.call(decided.kwargs)
         except Exception as exc:  # a raising tool is a result the model sees, never a crash
@@ -366,6 +382,8 @@ class ToolRunner:
         content: str,
         error_type: str | None,
         parts: tuple[Part, ...] = (),
+        *,
+        child: ChildRun | None = None,
     ) -> ToolResultPart:
         # The cap is on text, wherever the model reads it: ``content``, and the text parts a
         # result with more than text carries (an adapter sends those, not ``content``). Its
@@ -383,7 +401,9 @@ class ToolRunner:
             is_error=error_type is not None,
             parts=parts,
         )
-        self._emit(ToolReturned(result=result, error_type=error_type, truncated_chars=cut))
+        self._emit(
+            ToolReturned(result=result, error_type=error_type, truncated_chars=cut, child=child)
+        )
         return result
 
 

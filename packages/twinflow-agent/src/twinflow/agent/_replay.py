@@ -22,10 +22,13 @@ rather than with a confusing divergence.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AwareDatetime, TypeAdapter
@@ -65,6 +68,7 @@ from twinflow.agent._resume import (
     served_steps,
 )
 from twinflow.agent._retry import recorded_refusal
+from twinflow.agent._subagent import replaying_children
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Ids, NondeterminismError, nondeterminism_guard
 from twinflow.trace import TraceSink
@@ -422,11 +426,30 @@ def _replay_ports(
     )
 
 
+_GUARDED: ContextVar[bool] = ContextVar("twinflow_replay_guarded", default=False)
+"""Whether a replay runs already (a sub-agent's child is replayed inside its parent's guard:
+the guard is not re-entrant, and the outer one already covers the child)."""
+
+
+@contextlib.contextmanager
+def _guard() -> Iterator[Sequence[NondeterminismError]]:
+    """The nondeterminism guard, once per replay tree; yields where its refusals go."""
+    if _GUARDED.get():
+        yield ()
+        return
+    token = _GUARDED.set(True)
+    try:
+        with nondeterminism_guard() as guard:
+            yield guard.violations
+    finally:
+        _GUARDED.reset(token)
+
+
 def _rerun(
     agent: Agent[Any], turns: tuple[str, ...], sink: ComparingSink, failed: RunFailed | None
 ) -> None:
     """Run the agent under the nondeterminism guard; raise what the comparison found."""
-    with nondeterminism_guard() as guard:
+    with _guard() as violations:
         try:
             # Each recorded user turn, in order: one call for a run of one turn.
             agent._run(turns)
@@ -441,8 +464,8 @@ def _rerun(
             # the divergence it caused (or, if events still matched, re-raised here).
             if sink.divergence is None and failed is None:
                 raise
-    if guard.violations:
-        raise guard.violations[0]
+    if violations:
+        raise violations[0]
     if sink.divergence is not None:
         raise sink.divergence
 
@@ -452,6 +475,7 @@ def replay(
     build: Callable[[ReplayPorts], Agent[Any]],
     *,
     mode: ReplayMode = "recorded",
+    directory: Path | None = None,
 ) -> ReplayResult:
     """Re-run the agent ``build`` makes against ``trace`` and compare every event.
 
@@ -462,6 +486,8 @@ def replay(
             (same tools, policy, output type, settings); ``ports.steering`` too when the run
             was steered.
         mode: ``recorded`` serves tool results from the trace; ``live`` runs the tools.
+        directory: Where the trace file is: a live replay replays the sub-agent runs it
+            records from their traces beside it (recorded mode serves their results).
 
     Returns:
         The result, when every event matched.
@@ -500,7 +526,23 @@ def replay(
     agent._format = first.format  # as recorded: absent in runs recorded before formats
     agent._parent = first.parent
     agent._served = served
-    _rerun(agent, recorded_turns(events), sink, failed)
+    children: list[ToolReturned] = []
+    if mode == "live" and "tool_returned" in trace.kinds:
+        children = [
+            body
+            for i, kind in enumerate(trace.kinds)
+            if kind == "tool_returned"
+            and isinstance(body := trace.events[i].body, ToolReturned)
+            and body.child is not None
+        ]
+    with replaying_children(directory, children) as live:
+        try:
+            _rerun(agent, recorded_turns(events), sink, failed)
+        except ReplayDivergenceError:
+            # A child that diverged made the parent's result differ: the child's is the cause.
+            if live is not None and live.divergence is not None:
+                raise live.divergence from None
+            raise
     if sink.written < trace.size:
         raise ReplayDivergenceError(
             f"the re-run stopped after {sink.written} events; the recorded trace goes on with "

@@ -67,6 +67,7 @@ __all__ = [
     "ModelSpec",
     "PolicySpec",
     "RunSpec",
+    "SubAgentSpec",
     "load_spec",
     "parse_spec",
     "read_spec_text",
@@ -149,17 +150,18 @@ class ModelSpec(SpecValue):
     ``overloaded`` (503, 529), ``server_error`` (another 5xx), ``connect``, ``timeout``,
     ``malformed`` (an answer not in the wire format), ``refused`` (a safety block)."""
 
-    def transport(self) -> HttpTransport:
+    def transport(self, connections: int = 1) -> HttpTransport:
         """The real transport for this model: the API key (``api_key_env``) in the header the
         kind's client names (bearer, or Anthropic's ``x-api-key``), with the headers that
-        client requires and then the spec's own.
+        client requires and then the spec's own; it keeps up to ``connections`` idle
+        connections to the server (as many as requests in flight, for many runs at once).
 
         Raises:
             UserError: ``api_key_env`` names an unset variable.
         """
         from twinflow.agent._connect import model_transport
 
-        return model_transport(self)
+        return model_transport(self, connections)
 
     def chat_model(
         self, transport: Transport, ids: Ids, grammar_check: GrammarCheck | None = None
@@ -322,6 +324,23 @@ class BudgetSpec(SpecValue):
         )
 
 
+class SubAgentSpec(SpecValue):
+    """Another agent offered to this one as a tool taking one argument, ``prompt``."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    """The tool's name: the one this spec's ``policy`` allows."""
+    spec: str = Field(min_length=1, max_length=1000)
+    """The child's own run spec (its tools, policy, output, limits), a path relative to this
+    spec's directory. The child runs on this spec's model server (its ``model`` must name the
+    same server and model; its temperature and max_tokens are its own) and its ``prompt`` is
+    unused: each call's ``prompt`` argument is the child run's prompt."""
+    description: str = Field(default="", max_length=10_000)
+    """What this spec's model is told the child does (default: the child's ``system``)."""
+    budget: Literal["own", "shared"] = "own"
+    """``own``: the child's limits; ``shared``: also bounded by the tool calls and tokens the
+    calling run has left, and counted against it."""
+
+
 class RunSpec(SpecValue):
     """Everything ``twinflow run`` needs."""
 
@@ -365,7 +384,14 @@ class RunSpec(SpecValue):
     subclasses, ``package.module:CitationPart``) the model's replies may hold; recorded in the
     trace's ``run_started``."""
 
+    agents: tuple[SubAgentSpec, ...] = Field(default=(), max_length=64)
+    """Sub-agents offered as tools, each a run spec of its own, run into its own trace file
+    beside this run's (nested at most four levels; a spec naming one of its parents is
+    refused before anything starts)."""
+
     _code_dir: Path | None = PrivateAttr(default=None)
+    # The file the spec was read from (`load_spec`): a sub-agent naming it is a cycle.
+    _file: Path | None = PrivateAttr(default=None)
 
     @field_validator("mcp_servers")
     @classmethod
@@ -648,4 +674,6 @@ def parse_spec(text: str, path: str, *, code_dir: Path | None = None) -> RunSpec
         )
         raise SpecError(problems[0] + more) from None
     spec._code_dir = code_dir
+    if code_dir is not None:
+        spec._file = (code_dir / Path(path).name).resolve()
     return spec

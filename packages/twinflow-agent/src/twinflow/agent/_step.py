@@ -134,6 +134,10 @@ class Steps(Generic[OutputT]):
             self._write(inserts.pop(self.writer.size))
         self._write(body)
 
+    # Sees every event as the observer does, without asking a streaming model to stream:
+    # what a sub-agent call learns of its child run (`twinflow.agent._subagent`).
+    _tap: Callable[[EventBody], None] | None = None
+
     def _write(self, body: EventBody) -> None:
         self._last_at = at = self.clock.now()
         if isinstance(body, RunStarted):
@@ -141,6 +145,8 @@ class Steps(Generic[OutputT]):
         self.writer.append(at, body)
         if self.observer is not None:
             self.observer(body)
+        if self._tap is not None:
+            self._tap(body)
 
     def _loop(self, state: RunState, runner: ToolRunner) -> OutputT:
         # Steps are numbered through the run: a later turn's first step follows the last one.

@@ -16,6 +16,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from twinflow import trace as _trace
 from twinflow._base._files import write_new
@@ -144,6 +145,13 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
         "writer could produce, even where its digest and chain hold (slower; replay, diff "
         "and show always do)",
     )
+    p.add_argument(
+        "--tree",
+        action="store_true",
+        help="also verify every sub-agent run the trace links (each child's trace beside it, "
+        "and theirs): each file must verify and hold exactly the events and root its link "
+        "records; the first missing, edited or swapped child fails, naming the link",
+    )
     _add_limits(p)
 
 
@@ -205,6 +213,7 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
     }
     if report.problem is not None:
         raise CheckFailed(f"{args.trace}: {report.problem}", payload)
+    tree = _verify_tree(args, payload) if args.tree else None
     out.document(payload)
     line = f"ok: {args.trace}: {report.events} events verify"
     line = line if signer is None else f"{line}; {signer}: {report.coverage()}"
@@ -212,6 +221,8 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
     if cosigned:
         out.line(cosigned_line(cosigned))
     out.line(f"root (hex) {report.checkpoint.root} (size {report.checkpoint.size})")
+    for depth, text in tree or ():
+        out.line(f"{'  ' * depth}{text}")
     if published is None:
         out.line("(a hash chain alone does not catch a full rewrite: check a published checkpoint)")
     elif report.covered is not None and report.covered < report.events:
@@ -219,6 +230,31 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
             f"(events {report.covered}-{report.events - 1} are NOT vouched for by the checkpoint)"
         )
     return EXIT_OK
+
+
+def _verify_tree(args: argparse.Namespace, payload: dict[str, Any]) -> list[tuple[int, str]]:
+    """``verify --tree``: every descendant run and link; each run's line, nested by depth."""
+    from twinflow.trace._tree import iter_links, verify_tree
+
+    tree = verify_tree(args.trace, limits=_limits(args))
+    payload["tree"] = [
+        {
+            "depth": node.depth,
+            "trace": str(node.path),
+            "events": node.checkpoint.size,
+            "root": node.checkpoint.root,
+            "link": None
+            if node.link is None
+            else {"event": node.link.seq, "tool": node.link.tool, "run_id": node.link.run_id},
+        }
+        for node in tree.nodes
+    ]
+    if tree.problem is not None:
+        payload["ok"] = False
+        payload["problem"] = {"kind": "tree", "message": tree.problem}
+        raise CheckFailed(f"{args.trace}: tree: {tree.problem}", payload)
+    # The top run's own line is the verify line already.
+    return list(iter_links(tree))[1:]
 
 
 # -- checkpoint -----------------------------------------------------------------------------

@@ -10,11 +10,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from twinflow.agent import Agent, Environment, ModelSpec, RunSpec
+from twinflow.agent._connect import Resolved
 from twinflow.cli._eval_args import LOCAL_RAY
 from twinflow.cli._output import say
 from twinflow.cli._wiring import (
@@ -99,10 +101,15 @@ class LocalAgents:
     tools: list[Callable[..., Any]]
     environment: Environment
 
+    @functools.cached_property
+    def _resolved(self) -> Resolved:
+        """The spec resolved once: every trial's agent shares its tools' models and schemas."""
+        return self.spec.resolve(self.tools)
+
     def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
         """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
         model = chat_model(self.spec.model, self.transport, self.ids)
-        return self.spec.resolve(self.tools).agent(
+        return self._resolved.agent(
             model=model,
             clock=self.clock,
             ids=self.ids,

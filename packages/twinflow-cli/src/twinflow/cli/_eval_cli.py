@@ -191,7 +191,8 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             identity=identity,
             trials=args.trials,
         )
-        transport = spec.model.transport()
+        # One connection kept per case in flight: --concurrency N reuses N connections.
+        transport = spec.model.transport(connections=args.concurrency)
         clock, ids = SystemClock(), SystemIds()
         progress = _ProgressLine()
         stack.callback(transport.close)

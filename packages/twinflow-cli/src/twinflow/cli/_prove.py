@@ -30,6 +30,7 @@ from twinflow.cli._traces import (
 )
 from twinflow.trace import UserError
 from twinflow.trace._tlog import check_proof_file, event_file_digest
+from twinflow.trace._tree import CHAIN_HEADER, check_chain, make_chain
 
 __all__ = ["COMMANDS"]
 
@@ -73,6 +74,13 @@ def _configure_prove(p: argparse.ArgumentParser) -> None:
         action="append",
         metavar="SKEY",
         help="make and sign a new checkpoint note for the proof (repeat to cosign)",
+    )
+    p.add_argument(
+        "--child",
+        action="append",
+        metavar="NAME",
+        help="with --seq: the event is in this sub-agent run's trace (a file name the trace "
+        "links; repeat to go further down): writes a proof chain from the parent's checkpoint",
     )
     p.add_argument("--check", type=Path, metavar="PROOF", help="check this proof file")
     p.add_argument(
@@ -136,8 +144,18 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
     where = str(args.checkpoint or "the new checkpoint")
     limits = _limits(args)
     event: bytes | None = None
+    payload: dict[str, Any]
     try:
-        if args.seq is not None:
+        if args.child:
+            if args.seq is None or args.seq < 0 or args.event_out:
+                raise UserError("--child proves an event of a sub-agent run: give --seq N (from 0)")
+            data = make_chain(args.trace, list(args.child), args.seq, note, limits=limits)
+            payload = {"kind": "chain", "index": args.seq, "children": list(args.child)}
+            summary = (
+                f"event {args.seq} of {' / '.join(args.child)} is vouched for by the checkpoint "
+                "below, through each sub-agent link"
+            )
+        elif args.seq is not None:
             if args.seq < 0:
                 raise UserError(f"--seq {args.seq}: events are numbered from 0")
             try:
@@ -151,7 +169,7 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
             digest = proof.extra.hex()
             if args.event_out:
                 event = _event_bytes(args.trace, args.seq, digest)
-            payload: dict[str, Any] = {"kind": "inclusion", "index": proof.index, "digest": digest}
+            payload = {"kind": "inclusion", "index": proof.index, "digest": digest}
             summary = f"event {args.seq} (digest (hex) {digest}) is in the checkpoint below"
         else:
             try:
@@ -219,6 +237,20 @@ def _check_proof(args: argparse.Namespace, out: Output) -> int:
     try:
         if args.event:
             digest = event_file_digest(args.event)
+        data = read_small_file(args.check, "proof")
+        if data.startswith(CHAIN_HEADER.encode()):
+            if args.old_checkpoint:
+                raise UserError("a proof chain is an inclusion proof: no --old-checkpoint")
+            line = check_chain(
+                data,
+                [read_small_file(k, "key") for k in args.key or ()],
+                where=str(args.check),
+                origin=args.origin,
+                digest=digest,
+            )
+            out.document({"ok": True, "kind": "chain", "summary": line})
+            out.line(line)
+            return EXIT_OK
         checked = check_proof_file(
             read_small_file(args.check, "proof"),
             [read_small_file(k, "key") for k in args.key or ()],

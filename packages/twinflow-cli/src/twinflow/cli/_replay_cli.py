@@ -181,6 +181,7 @@ def _replay_file(trace_path: Path, spec_of: Callable[[], RunSpec], mode: str) ->
                 trace,
                 spec.replay_builder(servers=servers),
                 mode="live" if mode == "live" else "recorded",
+                directory=trace_path.parent,
             )
     except ReplayDivergenceError as exc:
         raise divergence_failed(trace_path, f"replay ({mode})", exc, mode=mode) from None

@@ -15,8 +15,10 @@ recolour the terminal or reorder text.
 from __future__ import annotations
 
 import argparse
+import functools
+import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import add_checkpoint_keys, read_published, read_trace_bytes, walk_typed
 from twinflow.trace import Checkpoint, UserError
 from twinflow.views import compare_behaviour, render_trace_page
+from twinflow.views._behaviour import BehaviourDivergence
 from twinflow.vocab import diff
 
 __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]
@@ -178,9 +181,19 @@ def _step_lines(kind: object, body: dict[str, Any]) -> list[str] | None:
     if kind == "tool_returned":
         result = _obj(body.get("result"))
         label = "tool error" if result.get("is_error") else "tool result"
+        child = _obj(body.get("child"))
+        run = (
+            [
+                f"    child run {_clean(child.get('run_id'))}: {_clean(child.get('trace'))} "
+                f"({_clean(child.get('size'))} events, root {_clean(child.get('root'))})"
+            ]
+            if child
+            else []
+        )
         return [
             f"  {label}: {_indent(_clean(result.get('content')), '    ')}",
             *_result_parts(result, "    part"),
+            *run,
         ]
     if kind == "output_rejected":
         return [
@@ -266,10 +279,14 @@ def _events(data: bytes) -> list[dict[str, Any] | None]:
 
 
 def describe_events(
-    events: list[dict[str, Any] | None], broken_at: int | None, redacted: tuple[int, ...] = ()
+    events: list[dict[str, Any] | None],
+    broken_at: int | None,
+    redacted: tuple[int, ...] = (),
+    children: Callable[[dict[str, Any]], list[str]] | None = None,
 ) -> list[str]:
     """The run as lines a person reads, step by step; events from ``broken_at`` on are marked,
-    and each of the ``redacted`` seqs (verified: their digest alone is in the file) says so."""
+    and each of the ``redacted`` seqs (verified: their digest alone is in the file) says so.
+    ``children`` gives the lines of the sub-agent run a ``tool_returned`` links, shown below it."""
     lines: list[str] = []
     step = None
     hidden = set(redacted)
@@ -290,6 +307,8 @@ def describe_events(
             lines.append(f"step {step}")
         described = _event_lines(body)
         lines += [described[0] + mark, *described[1:]]
+        if children is not None and body.get("kind") == "tool_returned" and not mark:
+            lines += children(body)
     return lines
 
 
@@ -326,6 +345,29 @@ def _check_before_the_page(args: argparse.Namespace, data: bytes, checkpoint: Ch
             f"no page was written",
             {"ok": False, "trace": str(args.trace), "problem": matched.problem.to_json()},
         )
+
+
+def _child(parent: Path, depth: int, body: dict[str, Any]) -> list[str]:
+    """The sub-agent run a ``tool_returned`` links, described and indented by ``depth``: only a
+    child file that verifies and holds what its link records is shown (``verify --tree`` says
+    why one does not)."""
+    from twinflow.trace._tree import MAX_TREE_DEPTH, verify_tree
+
+    child = _obj(body.get("child"))
+    name = child.get("trace")
+    if not isinstance(name, str) or depth > MAX_TREE_DEPTH:
+        return []
+    pad = "    " * depth
+    path = parent.parent / name
+    tree = verify_tree(path) if "/" not in name and path.is_file() else None
+    top = tree.nodes[0].checkpoint if tree is not None and tree.nodes else None
+    if top is None or (top.size, top.root) != (child.get("size"), child.get("root")):
+        return [f"{pad}sub-agent {_clean(name)}: not shown (check it: twinflow verify --tree)"]
+    tool = _clean(_obj(body.get("result")).get("name"))
+    described = describe_events(
+        _events(path.read_bytes()), None, children=functools.partial(_child, path, depth + 1)
+    )
+    return [f"{pad}sub-agent {tool}: {_clean(name)}", *(f"{pad}{line}" for line in described)]
 
 
 def _show(args: argparse.Namespace, out: Output) -> int:
@@ -367,7 +409,8 @@ def _show(args: argparse.Namespace, out: Output) -> int:
     }
     if args.html is None:  # with --html the page is the view: the terminal gets the verdict
         seq = None if problem is None else problem.seq
-        for line in describe_events(events, seq, report.redacted):
+        nested = functools.partial(_child, args.trace, 1) if problem is None else None
+        for line in describe_events(events, seq, report.redacted, nested):
             out.line(line)
         out.line("")
     if problem is None:
@@ -441,14 +484,56 @@ def _event_values(path: Path, count: list[int]) -> Iterator[Any]:
     count.append(read)
 
 
+def _child_divergences(a: Path, b: Path, depth: int) -> list[BehaviourDivergence]:
+    """Where the sub-agent runs of A and B differ, each pair taken in call order (a child only
+    one side has is one divergence); each detail names the pair of child traces."""
+    from twinflow.trace._tree import MAX_TREE_DEPTH, child_links
+
+    if depth > MAX_TREE_DEPTH:
+        return []
+    links_a, _, _ = child_links(a)
+    links_b, _, _ = child_links(b)
+    found: list[BehaviourDivergence] = []
+    for link_a, link_b in itertools.zip_longest(links_a, links_b):
+        if link_a is None or link_b is None:
+            only = link_a or link_b
+            assert only is not None
+            side = "A" if link_b is None else "B"
+            found.append(
+                BehaviourDivergence(
+                    change="missing" if side == "A" else "extra",
+                    step=0,
+                    seq_a=None if link_a is None else link_a.seq,
+                    seq_b=None if link_b is None else link_b.seq,
+                    kind="sub_agent",
+                    pointer=None,
+                    a=None if link_a is None else link_a.trace,
+                    b=None if link_b is None else link_b.trace,
+                    detail=f"sub-agent {only.tool}: only {side} ran it ({only.trace})",
+                )
+            )
+            continue
+        child_a = a.parent / link_a.trace
+        child_b = b.parent / link_b.trace
+        count: list[int] = []
+        inner = compare_behaviour(_event_values(child_a, count), _event_values(child_b, count))
+        where = f"in sub-agent {link_a.tool} ({link_a.trace} / {link_b.trace}): "
+        found += [d.model_copy(update={"detail": where + d.detail}) for d in inner]
+        found += _child_divergences(child_a, child_b, depth + 1)
+    return found
+
+
 def behaviour_diff(args: argparse.Namespace, out: Output) -> int:
     """``twinflow diff A B``: every place, in order, where B's behaviour differs from A's."""
     count: list[int] = []
     started: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
-    divergences = compare_behaviour(
-        _keeping_start(_event_values(args.a, count), started[0]),
-        _keeping_start(_event_values(args.b, count), started[1]),
-    )
+    divergences = [
+        *compare_behaviour(
+            _keeping_start(_event_values(args.a, count), started[0]),
+            _keeping_start(_event_values(args.b, count), started[1]),
+        ),
+        *_child_divergences(args.a, args.b, 1),
+    ]
     extra: dict[str, Any] = {}
     if args.config:
         setup = _setup_lines(*(s[0] if s else {} for s in started))

@@ -14,14 +14,17 @@ caller's files. The in-process adapters here share the caller's filesystem (no a
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import contextvars
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol, TypeVar
 
 from twinflow.kernel._nondeterminism import on_behalf_of_caller
 from twinflow.trace import UserError
 
-__all__ = ["Executor", "SerialExecutor", "ThreadExecutor"]
+__all__ = ["MAX_WORKERS", "Executor", "SerialExecutor", "ThreadExecutor"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -65,6 +68,20 @@ class SerialExecutor:
 
 class ThreadExecutor:
     """Runs calls on a pool of ``limit`` threads; yields results in completion order."""
+
+    async def call(self, fn: Callable[[T], R], item: T) -> R:
+        """``fn(item)`` on one of the process's worker threads, awaited by the event loop.
+
+        The caller's context variables go with the call. At most `MAX_WORKERS` such calls
+        run at once in one process; more wait their turn.
+        """
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+
+        def run() -> R:
+            return context.run(on_behalf_of_caller, fn, item)
+
+        return await loop.run_in_executor(_worker_pool(), run)
 
     def map_bounded(
         self, fn: Callable[[T], R], items: Iterable[T], limit: int
@@ -112,3 +129,21 @@ class ThreadExecutor:
 
 
 _END = object()
+
+
+MAX_WORKERS = 512
+"""`ThreadExecutor.call`s running at once in one process; more wait for a worker thread."""
+
+_workers_lock = threading.Lock()
+_workers: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _worker_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The process's worker threads, started on demand (one per call in flight)."""
+    global _workers
+    with _workers_lock:
+        if _workers is None:
+            _workers = concurrent.futures.ThreadPoolExecutor(
+                max_workers=MAX_WORKERS, thread_name_prefix="twinflow-worker"
+            )
+        return _workers

@@ -259,24 +259,31 @@ def _dropped(connection: Connection) -> bool:
         return True
 
 
-def _close_all(idle: dict[Origin, Connection]) -> None:
-    connections = list(idle.values())
+def _close_all(idle: dict[Origin, list[Connection]]) -> None:
+    connections = [c for kept in idle.values() for c in kept]
     idle.clear()
     for connection in connections:
         connection.close()
 
 
 class ConnectionPool:
-    """At most one idle connection per origin, safe to share between threads.
+    """At most ``keep`` idle connections per origin (one by default), safe to share between
+    threads.
+
+    A transport shared by many concurrent runs (a fleet, an eval at ``--concurrency N``) keeps
+    as many as it has requests in flight, so each request reuses a connection instead of
+    opening one; the connections open at once are bounded by the requests in flight (the
+    runs, bounded by their executor), and those kept idle by ``keep``.
 
     The idle connections are closed by `close()`, or when the pool is garbage-collected.
     `HttpTransport(pool=...)` takes one; a subclass may override `take` or `usable` to
     stage the races a kept connection meets (tests do, instead of patching this module).
     """
 
-    def __init__(self) -> None:
-        """Create an empty pool."""
-        self._idle: dict[Origin, Connection] = {}
+    def __init__(self, keep: int = 1) -> None:
+        """Create an empty pool keeping up to ``keep`` idle connections per origin."""
+        self._keep = max(1, keep)
+        self._idle: dict[Origin, list[Connection]] = {}
         self._lock = threading.Lock()
         self._closed = False
         self._finalizer = weakref.finalize(self, _close_all, self._idle)
@@ -284,7 +291,8 @@ class ConnectionPool:
     def take(self, origin: Origin) -> Connection | None:
         """Remove and return the idle connection to `origin`, if it is still usable."""
         with self._lock:
-            connection = self._idle.pop(origin, None)
+            kept = self._idle.get(origin)
+            connection = kept.pop() if kept else None
         if connection is not None and not self.usable(connection):
             connection.close()
             return None
@@ -299,10 +307,11 @@ class ConnectionPool:
         return not _dropped(connection)
 
     def give(self, origin: Origin, connection: Connection) -> None:
-        """Keep `connection` for the next exchange with `origin` (closed if one is kept already)."""
+        """Keep `connection` for a later exchange with `origin` (closed if ``keep`` are kept)."""
         with self._lock:
-            if not self._closed and origin not in self._idle:
-                self._idle[origin] = connection
+            kept = self._idle.setdefault(origin, [])
+            if not self._closed and len(kept) < self._keep:
+                kept.append(connection)
                 return
         connection.close()
 
@@ -310,7 +319,7 @@ class ConnectionPool:
         """Close every idle connection; connections given back later are closed at once."""
         with self._lock:
             self._closed = True
-            connections = list(self._idle.values())
+            connections = [c for kept in self._idle.values() for c in kept]
             self._idle.clear()
         for connection in connections:
             connection.close()

@@ -109,6 +109,7 @@ class HttpTransport(Closing):
         api_key_env: str | None = None,
         key_header: KeyHeader = BEARER,
         pool: ConnectionPool | None = None,
+        connections: int = 1,
     ) -> None:
         """Create the transport.
 
@@ -129,6 +130,8 @@ class HttpTransport(Closing):
                 by default; the model client names its own (`AnthropicChatModel.key_header`).
             pool: Where kept connections wait between calls (a new `ConnectionPool` if None);
                 closed with the transport.
+            connections: Idle connections kept per origin by the new pool (without ``pool``):
+                as many as requests in flight when many runs share the transport.
 
         Raises:
             UserError: A limit is not positive, or `api_key_env` names an unset variable.
@@ -149,7 +152,7 @@ class HttpTransport(Closing):
         self._headers = _request_headers(headers or {}, self._secret, key_header)
         self._key_name = key_header.name.lower() if self._secret is not None else None
         self._ssl_context: ssl.SSLContext | None = None
-        self._pool = pool if pool is not None else ConnectionPool()
+        self._pool = pool if pool is not None else ConnectionPool(keep=connections)
         self._closed = False
 
     def post_json(self, url: str, body: JsonValue, *, timeout: float) -> JsonValue:

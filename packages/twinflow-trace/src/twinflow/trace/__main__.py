@@ -45,6 +45,7 @@ from twinflow.trace._errors import (
 from twinflow.trace._format import Limits
 from twinflow.trace._published import PublishedCheckpoint, read_published_checkpoint
 from twinflow.trace._tlog import check_proof_file, event_file_digest
+from twinflow.trace._tree import CHAIN_HEADER, check_chain
 from twinflow.trace._verify import verify_trace
 
 TYPE_CHECKING = False
@@ -97,8 +98,17 @@ def _prove_check(args: argparse.Namespace) -> str:
     digest = _digest(args.digest) if args.digest else None
     if args.event:
         digest = event_file_digest(args.event)
+    data = _read(args.proof, "proof")
+    if data.startswith(CHAIN_HEADER.encode()):
+        return check_chain(
+            data,
+            [_read(k) for k in args.key or ()],
+            where=str(args.proof),
+            origin=args.origin,
+            digest=digest,
+        )
     checked = check_proof_file(
-        _read(args.proof, "proof"),
+        data,
         [_read(k) for k in args.key or ()],
         where=str(args.proof),
         origin=args.origin,

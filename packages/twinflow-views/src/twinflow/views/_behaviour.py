@@ -51,6 +51,9 @@ _DROPPED_KEYS = frozenset({"run_id", "usage", "model_name"})
 _DROPPED_OF_KIND = {
     "run_started": frozenset({"parent", "environment"}),
     "model_requested": frozenset({"settings"}),
+    # A sub-agent's link names its run's ids and root: the child's behaviour is compared by
+    # descending into its trace (`twinflow diff`), not through them.
+    "tool_returned": frozenset({"child"}),
 }
 
 

@@ -1,0 +1,320 @@
+"""Sub-agents as tools: a call runs another agent into its own trace, which the parent vouches for.
+
+A sub-agent tool takes one argument, ``prompt``. Each call starts a new run of the child
+agent, under the child's own policy, into a new trace file beside the parent's
+(``<parent stem>.<tool name>.jsonl``, numbered if taken). The parent's ``tool_returned``
+records the child's run id, trace file name, size and Merkle root (`ChildRun`), so one
+checkpoint of the parent covers the child's whole trace (docs/adr/0191). A child that fails
+is the parent's error result, and the parent's run goes on.
+
+Budgets: ``own`` (the default) gives the child its own configured limits; ``shared`` also
+bounds it by what the parent has left (tool calls and tokens) and counts what it used
+against the parent. Either way the limits the child ran under are in its ``run_started``, and
+a crossing is a recorded decision: the child's ``policy_decided`` denial (tool calls) or
+``run_failed`` (tokens), the parent's ``policy_decided`` denial of a call to a child once the
+shared tool budget is spent, or the parent's ``run_failed`` once the shared tokens are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+
+from twinflow.agent._errors import AgentConfigError, AgentError
+from twinflow.agent._events import ChildRun, EventBody, ModelResponded, RunStarted, ToolReturned
+from twinflow.agent._tools import Tool
+from twinflow.kernel import ReplayDivergenceError
+from twinflow.trace import MemoryTraceSink, TraceSink
+from twinflow.vocab import RunId, ToolSpec, Usage
+from twinflow.vocab import value_bytes as canonical_bytes
+
+if TYPE_CHECKING:
+    from twinflow.agent._agent import Agent
+    from twinflow.agent._run import RunState
+
+__all__ = [
+    "MAX_DEPTH",
+    "AgentTool",
+    "Budget",
+    "ChildLimits",
+    "Delegate",
+    "Delegated",
+    "child_trace_path",
+    "delegate_for",
+    "replaying_children",
+]
+
+MAX_DEPTH = 4
+"""Deepest nesting of sub-agents: a parent, a child, ..., four levels below the top run."""
+
+Budget = Literal["own", "shared"]
+"""``own``: the child's configured limits; ``shared``: also bounded by what the parent has left."""
+
+
+def _prompt(prompt: str) -> str:
+    """The signature every sub-agent tool validates its arguments against (one ``prompt``)."""
+    raise AssertionError("a sub-agent tool runs through AgentTool.delegate")
+
+
+_PROMPT = Tool.from_function(_prompt, name="sub_agent", description="")
+"""The one argument of every sub-agent tool, as a tool: its schema and arguments model."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildLimits:
+    """What a ``shared`` budget leaves the child: None where the parent sets no limit."""
+
+    tool_calls: int | None = None
+    """Tool calls the parent has left."""
+    tokens: int | None = None
+    """Tokens (input plus output) the parent has left."""
+
+
+@dataclass(frozen=True, slots=True)
+class Delegated:
+    """What a sub-agent call gave: the text the parent's model sees, and the child's run."""
+
+    content: str
+    """The child's output (its text, or its structured output's canonical JSON), or its error."""
+    error_type: str | None
+    """The child's error class name when it failed (the parent sees an error result)."""
+    child: ChildRun
+    """The child run the parent's ``tool_returned`` records."""
+    usage: Usage
+    """What the child used (counted against the parent under a ``shared`` budget)."""
+    tool_calls: int
+    """Tool calls the child decided (counted likewise)."""
+
+
+def child_trace_path(parent: str, name: str) -> Path:
+    """Where a child's trace goes: ``<parent stem>.<tool name>.jsonl`` beside the parent's."""
+    path = Path(parent)
+    return path.with_name(f"{path.stem}.{name}{path.suffix or '.jsonl'}")
+
+
+Delegate = Callable[["AgentTool", str, ChildLimits], Delegated]
+"""Runs a sub-agent call for the parent's run (`delegate_for`)."""
+
+Build = Callable[[TraceSink | Path], "Agent[Any]"]
+"""Makes the child agent for one call, writing to the given sink or new trace file."""
+
+
+class AgentTool(Tool):
+    """A tool that runs another agent on its one argument, ``prompt`` (`Agent.as_tool`)."""
+
+    __slots__ = ("_build", "budget", "depth")
+
+    def __init__(
+        self, build: Build, *, name: str, description: str, depth: int, budget: Budget = "own"
+    ) -> None:
+        """A sub-agent tool.
+
+        Args:
+            build: Makes the child agent for one call, on a trace sink or a new trace file.
+            name: The tool's name (what the parent's policy allows).
+            description: What the parent's model is told the sub-agent does.
+            depth: Levels of sub-agents below and including the child (1: a child without any).
+            budget: ``own`` or ``shared`` (see the module docstring).
+
+        Raises:
+            AgentConfigError: ``depth`` over `MAX_DEPTH`, or an unknown ``budget``.
+        """
+        if depth > MAX_DEPTH:
+            raise AgentConfigError(
+                f"sub-agent {name!r} nests {depth} levels of agents; at most {MAX_DEPTH} are "
+                "allowed: flatten the team"
+            )
+        if budget not in ("own", "shared"):
+            raise AgentConfigError(
+                f"sub-agent {name!r}: budget must be 'own' or 'shared', not {budget!r}"
+            )
+        # Built once for every sub-agent tool: the schema and the arguments model are the same.
+        self.spec = ToolSpec(name=name, description=description, parameters=_PROMPT.spec.parameters)
+        self.function = _prompt
+        self._arguments = _PROMPT._arguments
+        self._build = build
+        self.depth = depth
+        self.budget: Budget = budget
+
+    def delegate(self, prompt: str, beside: str | None, limits: ChildLimits) -> Delegated:
+        """Run the child on ``prompt`` into a new trace beside ``beside`` (in memory if None).
+
+        Never raises for a child that fails: its error is the result. Under a live replay of
+        the parent (`replaying_children`), the recorded child is replayed live instead.
+        """
+        live = _LIVE.get()
+        if live is not None:
+            return live.replay(self)
+        target: TraceSink | Path = (
+            MemoryTraceSink() if beside is None else child_trace_path(beside, self.name)
+        )
+        agent = self._build(target)
+        with agent:
+            if self.budget == "shared":
+                _bound(agent, limits)
+            watch = _Watch(agent)
+            error_type: str | None = None
+            try:
+                result = agent.run(prompt)
+            except Exception as exc:  # a failing child is the parent's error result
+                content, error_type = f"{type(exc).__name__}: {exc}", type(exc).__name__
+            else:
+                output = result.output
+                content = (
+                    output
+                    if isinstance(output, str)
+                    else canonical_bytes(
+                        output.model_dump(mode="json") if isinstance(output, BaseModel) else output
+                    ).decode()
+                )
+            head = agent.writer.checkpoint()
+            path = agent.trace_path
+        if watch.run_id is None:
+            raise AgentConfigError(f"sub-agent {self.name!r} did not start a run")
+        child = ChildRun(
+            run_id=watch.run_id,
+            trace=None if path is None else Path(path).name,
+            size=head.size,
+            root=head.root,
+        )
+        usage = Usage(input_tokens=watch.input_tokens, output_tokens=watch.output_tokens)
+        return Delegated(content, error_type, child, usage, watch.calls)
+
+
+class _Watch:
+    """Sees the child's events as they are recorded: its run id, and its tool calls that ran
+    (counted against a shared budget). The trace is the same with or without it."""
+
+    def __init__(self, agent: Agent[Any]) -> None:
+        self.run_id: RunId | None = None
+        self.calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        agent._tap = self
+
+    def __call__(self, body: EventBody) -> None:
+        if isinstance(body, RunStarted):
+            self.run_id = body.run_id
+        elif isinstance(body, ModelResponded):
+            # Every reply's, a failed run's too: a shared budget counts what was spent.
+            self.input_tokens += body.response.usage.input_tokens
+            self.output_tokens += body.response.usage.output_tokens
+        elif body.kind == "tool_called":
+            self.calls += 1
+
+
+def _bound(agent: Agent[Any], limits: ChildLimits) -> None:
+    """Bound the child by what the parent has left; its ``run_started`` records the result."""
+    policy = agent.policy
+    if limits.tool_calls is not None:
+        own = policy.max_tool_calls
+        left = limits.tool_calls if own is None else min(own, limits.tool_calls)
+        agent.policy = policy.model_copy(update={"max_tool_calls": left})
+    if limits.tokens is not None:
+        own_tokens = agent.usage_limits.total_tokens
+        tokens = limits.tokens if own_tokens is None else min(own_tokens, limits.tokens)
+        agent.usage_limits = agent.usage_limits.model_copy(update={"total_tokens": tokens})
+    agent._configure(agent.config.model)
+
+
+def delegate_for(agent: Agent[Any], state: RunState) -> Delegate:
+    """How ``agent``'s run ``state`` runs its sub-agent calls: beside its trace, a ``shared``
+    budget bounded by the tokens the run has left and its use counted against the run."""
+
+    def delegate(tool: AgentTool, prompt: str, limits: ChildLimits) -> Delegated:
+        shared = tool.budget == "shared"
+        if shared:
+            total = agent.usage_limits.total_tokens
+            used = state.usage_in + state.usage_out
+            limits = ChildLimits(limits.tool_calls, None if total is None else max(total - used, 0))
+        done = tool.delegate(prompt, agent.trace_path, limits)
+        if shared:
+            state.usage_in += done.usage.input_tokens
+            state.usage_out += done.usage.output_tokens
+        return done
+
+    return delegate
+
+
+class _LiveChildren:
+    """The recorded child runs of a trace being replayed live, served in call order."""
+
+    def __init__(self, directory: Path, recorded: Sequence[ToolReturned]) -> None:
+        self._directory = directory
+        self._recorded: Iterator[ToolReturned] = iter(recorded)
+        self.divergence: ReplayDivergenceError | None = None
+        """A child's divergence, named by its link: the parent's replay reports it first."""
+
+    def replay(self, tool: AgentTool) -> Delegated:
+        """Replay the next recorded child live with ``tool``'s agent: its tools run again and
+        every event is compared with its trace; the parent gets the recorded result.
+
+        Raises:
+            AgentError: The parent's record has no further child run, or it is not a file.
+            ReplayDivergenceError: The child's re-run differs from its trace (the parent's
+                replay stops there).
+        """
+        recorded = next(self._recorded, None)
+        if recorded is None or recorded.child is None:
+            raise AgentError(
+                f"the re-run called sub-agent {tool.name!r} more often than the recorded run did"
+            )
+        child = recorded.child
+        if child.trace is None:
+            raise AgentError(
+                f"sub-agent {tool.name!r}: the recorded child run {child.run_id} has no trace "
+                "file (its parent wrote to memory); it cannot be replayed live"
+            )
+        agent = tool._build(MemoryTraceSink())
+        with agent, _serving(None):
+            try:
+                agent.replay(self._directory / child.trace, mode="live")
+            except ReplayDivergenceError as exc:
+                self.divergence = ReplayDivergenceError(
+                    f"sub-agent {tool.name!r} (child trace {child.trace}, run {child.run_id}): "
+                    f"{exc}",
+                    seq=exc.seq,
+                    expected=exc.expected,
+                    actual=exc.actual,
+                )
+                raise self.divergence from None
+        return Delegated(recorded.result.content, recorded.error_type, child, Usage(), 0)
+
+
+_LIVE: ContextVar[_LiveChildren | None] = ContextVar("twinflow_live_children", default=None)
+"""Set while a trace is replayed live: its sub-agent calls replay their recorded children."""
+
+
+@contextlib.contextmanager
+def _serving(live: _LiveChildren | None) -> Iterator[_LiveChildren | None]:
+    token = _LIVE.set(live)
+    try:
+        yield live
+    finally:
+        _LIVE.reset(token)
+
+
+def replaying_children(
+    directory: Path | None, recorded: Sequence[ToolReturned]
+) -> contextlib.AbstractContextManager[_LiveChildren | None]:
+    """For a live replay: sub-agent calls replay the recorded children (``recorded``, the
+    trace's results that name one) from ``directory`` instead of starting new runs.
+
+    Raises:
+        AgentError: The trace has child runs and no ``directory`` was given.
+    """
+    children = [r for r in recorded if r.child is not None]
+    if not children:
+        return _serving(None)
+    if directory is None:
+        raise AgentError(
+            "the trace records sub-agent runs: a live replay needs the trace's file (its "
+            "children's traces are beside it), not its bytes"
+        )
+    return _serving(_LiveChildren(directory, children))

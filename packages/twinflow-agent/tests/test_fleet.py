@@ -1,0 +1,74 @@
+"""Many runs at once: `Agent.run_async` gives the trace `run` gives, for each of many runs."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import pytest
+
+from twinflow.agent import Agent, AgentConfigError, FunctionModel, Policy
+from twinflow.kernel import CountingIds, SteppingClock
+from twinflow.trace import MemoryTraceSink
+from twinflow.vocab import CallId, Message, ModelRequest, TextPart, ToolCallPart
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def adds(request: ModelRequest) -> Message:
+    """Call ``add`` three times, then answer with the last result."""
+    results = [m for m in request.transcript.messages if m.role == "tool"]
+    if len(results) < 3:
+        call = ToolCallPart(id=CallId(f"c{len(results)}"), name="add", arguments={"a": 1, "b": 2})
+        return Message(role="assistant", parts=(call,))
+    return Message(role="assistant", parts=(TextPart(text=results[-1].tool_results[0].content),))
+
+
+def agent(sink: MemoryTraceSink) -> Agent[str]:
+    """An agent on deterministic ports writing to ``sink``."""
+    return Agent(
+        FunctionModel(adds),
+        clock=SteppingClock(START),
+        ids=CountingIds(),
+        tools=[add],
+        policy=Policy(allow=frozenset({"add"})),
+        trace=sink,
+    )
+
+
+def test_run_async_writes_the_bytes_run_writes() -> None:
+    """The async run's trace is the sync run's, byte for byte."""
+    sync, awaited = MemoryTraceSink(), MemoryTraceSink()
+    agent(sync).run("go")
+    asyncio.run(agent(awaited).run_async("go"))
+    assert sync.data == awaited.data
+
+
+def test_hundreds_of_runs_at_once_each_write_their_own_trace() -> None:
+    """Two hundred runs gathered at once each write the trace one run alone writes."""
+    alone = MemoryTraceSink()
+    agent(alone).run("go")
+    sinks = [MemoryTraceSink() for _ in range(200)]
+
+    async def fleet() -> list[str]:
+        results = await asyncio.gather(*(agent(s).run_async("go") for s in sinks))
+        return [r.output for r in results]
+
+    outputs = asyncio.run(fleet())
+    assert (["3"] * 200, [alone.data] * 200) == (outputs, [s.data for s in sinks])
+
+
+def test_a_second_run_on_an_agent_in_flight_is_refused() -> None:
+    """One agent holds one run at a time: a concurrent second run is a usage error."""
+    one = agent(MemoryTraceSink())
+
+    async def both() -> None:
+        await asyncio.gather(one.run_async("a"), one.run_async("b"))
+
+    with pytest.raises(AgentConfigError, match="has a run in flight"):
+        asyncio.run(both())
