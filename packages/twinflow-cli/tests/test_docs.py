@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from twinflow.agent import McpServerSpec, ModelSpec, PolicySpec, RunSpec
 from twinflow.agent._retry import RetryLimits
+from twinflow.agent._sandboxed import SandboxSpec
 from twinflow.agent._spec import BudgetSpec, SubAgentSpec
 from twinflow.cli._schemas import published_schemas, schema_texts
 from twinflow.eval import Case, Dataset, ScorerSpec
@@ -36,6 +37,7 @@ def test_the_reference_lists_every_key_and_no_other() -> None:
         "## Run spec": RunSpec,
         "### `model`": ModelSpec,
         "### `policy`": PolicySpec,
+        "### `sandbox`": SandboxSpec,
         "### `budget`": BudgetSpec,
         "### `retries`": RetryLimits,
         "### `mcp_servers`": McpServerSpec,
