@@ -1,7 +1,11 @@
 """A real MCP server built with the official SDK's `MCPServer`, for tests and benchmarks.
 
-    python calc_server.py stdio [--log FILE]
-    python calc_server.py http [--log FILE]     (prints ``PORT <n>`` once it listens on port 0)
+    python calc_server.py stdio [--log FILE] [--era dual|legacy|current]
+    python calc_server.py http [--log FILE] [--era ...]  (prints ``PORT <n>`` once it listens)
+
+``--era``: ``dual`` (the SDK's default: the client's first request decides), ``legacy`` (the
+handshake only, as a server of 2025 answers ``server/discover``), ``current`` (2026-07-28
+only: ``initialize`` is refused, a stateless-only server).
 
 Every tool call it receives is appended to ``--log`` (one JSON line), so a test can show the
 server never saw a call the policy denied. Tools: ``add``, ``divide`` (structured output; an
@@ -16,6 +20,7 @@ import base64
 import json
 import socket
 import sys
+from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ImageContent
@@ -82,15 +87,84 @@ async def grow(ctx: Context) -> str:
     return "grown"
 
 
+async def _stdio_in_one_era(era: str) -> None:
+    """Serve stdio in one era only, with the SDK's own loops."""
+    from mcp.server import runner
+    from mcp.server.stdio import stdio_server
+
+    low = server._lowlevel_server
+    async with stdio_server() as (read, write), low.lifespan(low) as state:
+        if era == "legacy":
+            low._request_handlers.pop("server/discover", None)  # a 2025 server knows no discover
+            await runner.serve_loop(
+                low,
+                read,
+                write,
+                lifespan_state=state,
+                init_options=low.create_initialization_options(),
+            )
+        else:
+            await runner._serve_modern_stream(
+                low, read, write, lifespan_state=state, raise_exceptions=False
+            )
+
+
+class _OneEra:
+    """Streamable HTTP in one era: ``legacy`` hides the 2026 header (so a discover POST meets
+    the 2025 transport, which wants a session), ``current`` refuses any request without it."""
+
+    def __init__(self, app: Any, era: str) -> None:
+        self.app = app
+        self.era = era
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = [(k, v) for k, v in scope["headers"]]
+            version = dict(headers).get(b"mcp-protocol-version", b"").decode()
+            if self.era == "legacy" and version == "2026-07-28":
+                scope = {
+                    **scope,
+                    "headers": [(k, v) for k, v in headers if k != b"mcp-protocol-version"],
+                }
+            if self.era == "current" and version != "2026-07-28":
+                body = json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": None,
+                        "error": {
+                            "code": -32022,
+                            "message": "this server speaks 2026-07-28 only",
+                            "data": {"supported": ["2026-07-28"], "requested": version},
+                        },
+                    }
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 400,
+                        "headers": [(b"content-type", b"application/json")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
 def main() -> None:
     global _log_path
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", choices=("stdio", "http"))
     parser.add_argument("--log")
+    parser.add_argument("--era", choices=("dual", "legacy", "current"), default="dual")
     args = parser.parse_args()
     _log_path = args.log
     if args.transport == "stdio":
-        server.run("stdio")
+        if args.era == "dual":
+            server.run("stdio")
+        else:
+            import anyio
+
+            anyio.run(_stdio_in_one_era, args.era)
         return
     import anyio
     import uvicorn
@@ -99,7 +173,9 @@ def main() -> None:
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)  # connections wait in the backlog until uvicorn accepts them
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    app = server.streamable_http_app()
+    app: Any = server.streamable_http_app()
+    if args.era != "dual":
+        app = _OneEra(app, args.era)
     config = uvicorn.Config(app, log_level="warning")
     anyio.run(uvicorn.Server(config).serve, [sock])
     sys.exit(0)
