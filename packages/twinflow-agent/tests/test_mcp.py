@@ -468,3 +468,50 @@ def test_a_relisted_tool_with_the_same_name_but_a_new_schema_changes_the_offer_d
     assert 3 == len(requested)
     assert requested[0].tools_digest != requested[1].tools_digest
     assert requested[1].tools_digest == requested[2].tools_digest
+
+
+@pytest.mark.parametrize(("era", "version"), [("current", "2026-07-28"), ("legacy", "2025-11-25")])
+def test_either_era_is_recorded_and_replays_with_the_server_removed(
+    tmp_path: Path, era: str, version: str
+) -> None:
+    """A stateless-only server and a 2025 one: the listing says which; replay starts nothing."""
+    command = [sys.executable, str(CALC), "stdio", "--era", era]
+    server = McpTools.live(
+        "calc", lambda: McpClient.stdio("calc", command, log_path=tmp_path / "calc.log")
+    )
+    run = agent(calls(("calc.add", {"a": 2, "b": 3})), server, {"calc.add"})
+    try:
+        assert "5" == run.run("add").output
+    finally:
+        server.close()
+    trace = recorded(run)
+    listed = [e.body for e in trace.events if isinstance(e.body, ToolsListed)]
+    assert [(version, None if era == "legacy" else 0)] == [
+        (x.protocol_version, x.ttl_ms) for x in listed
+    ]
+
+    def offline(ports: ReplayPorts) -> Agent[str]:
+        return agent(calls(), McpTools.recorded("calc", listed), {"calc.add"}, ports)
+
+    assert trace.size == replay(trace, offline, mode="recorded").events
+
+
+def test_an_expired_list_is_listed_again_and_traced_only_when_it_changed(tmp_path: Path) -> None:
+    """ttlMs 0 from a stateless-only server: each step asks again; only the grown list is traced."""
+    command = [sys.executable, str(CALC), "stdio", "--era", "current"]
+    server = McpTools.live(
+        "calc", lambda: McpClient.stdio("calc", command, log_path=tmp_path / "calc.log")
+    )
+    run = agent(
+        calls(("calc.add", {"a": 1, "b": 1}), ("calc.grow", {}), ("calc.shout", {"text": "hi"})),
+        server,
+        {"calc.add", "calc.grow"},
+    )
+    try:
+        run.run("grow")
+    finally:
+        server.close()
+    listings = [e.body for e in recorded(run).events if isinstance(e.body, ToolsListed)]
+    assert [(1, False), (3, True)] == [
+        (x.step, "calc.shout" in {t.name for t in x.tools}) for x in listings
+    ]

@@ -1,8 +1,8 @@
 """Tools from an MCP server: `McpTools`, named ``<server>.<tool>``, listed in the trace.
 
 The server's identity and tool list are a `ToolsListed` event after ``run_started`` (and again
-before the step after the server says its list changed), so a replay serves them from the trace
-and needs no server: `McpTools.recorded` is built from those events alone. Every call goes
+before the step after the server says its list changed, or after its ``ttlMs`` passed and a new
+listing differs), so a replay serves them from the trace and needs no server: `McpTools.recorded` is built from those events alone. Every call goes
 through the agent's policy like any tool's; the arguments are checked against the tool's
 ``inputSchema`` before the server sees them, a result the server marks ``isError`` is an error
 result, and ``structuredContent`` is checked against the ``outputSchema`` when there is one.
@@ -341,10 +341,22 @@ class McpTools:
         return self._listing
 
     def relist(self, step: int) -> ToolsListed | None:
-        """A new listing to offer from ``step`` on, if the list changed (or the record has one)."""
+        """A new listing to offer from ``step`` on, if the list changed (or the record has one).
+
+        A list the server said changed, or whose ``ttlMs`` has passed, is listed again; the
+        new listing is returned (and traced) only if it differs from the one in use.
+        """
         listed = self._recorded.get(step)
-        if listed is None and self._client is not None and self._client.tools_changed:
-            listed = self._list(step)
+        client = self._client
+        if listed is None and client is not None and client.tools_stale:
+            fresh = self._list(step)
+            current = self._listing
+            if current is None or (fresh.tools, fresh.server_info, fresh.protocol_version) != (
+                current.tools,
+                current.server_info,
+                current.protocol_version,
+            ):
+                listed = fresh
         if listed is not None:
             self._listing = listed
             self._install(listed)
@@ -381,6 +393,7 @@ class McpTools:
                 )
                 for tool in offered
             ),
+            ttl_ms=client.tools_ttl_ms,
         )
         return listed
 
@@ -414,6 +427,12 @@ class McpTools:
         client = self._client_now()
         bare = listed.name[len(self.name) + 1 :]
         result = client.call_tool(bare, {k: _json(v) for k, v in arguments.items()})
+        if result.get("resultType") == "input_required":
+            raise McpToolFailed(
+                f"{listed.name} asked for input before it could answer (input_required); "
+                "this run has no way to answer it",
+                reason="input_required",
+            )
         refused = client.take_refused()
         if refused:
             raise McpToolFailed(
