@@ -146,9 +146,16 @@ def test_an_mcp_tool_runs_under_the_policy_and_its_list_is_in_the_trace(
     listed = trace.events[1].body
     assert isinstance(listed, ToolsListed)
     assert ("calc", 1, "calc") == (listed.server, listed.step, listed.server_info["name"])
-    assert {"calc.add", "calc.divide", "calc.echo", "calc.grow", "calc.picture"} == {
-        t.name for t in listed.tools
-    }
+    assert {
+        "calc.add",
+        "calc.divide",
+        "calc.echo",
+        "calc.grow",
+        "calc.picture",
+        "calc.pay",
+        "calc.nag",
+        "calc.muse",
+    } == {t.name for t in listed.tools}
     assert [{"tool": "add", "arguments": {"a": 2, "b": 3}}] == seen(server_log)
     # The stdlib verifier verifies a trace holding the new kind of event.
     sink = run.writer.sink
@@ -515,3 +522,59 @@ def test_an_expired_list_is_listed_again_and_traced_only_when_it_changed(tmp_pat
     assert [(1, False), (3, True)] == [
         (x.step, "calc.shout" in {t.name for t in x.tools}) for x in listings
     ]
+
+
+def _paying(
+    connect: Callable[[], McpClient], answer: Any, tool: str = "calc.pay", **arguments: Any
+) -> tuple[str | None, str]:
+    """One call of ``tool`` answered by ``answer``: its error type and the content recorded."""
+    server = McpTools.live("calc", connect, answer=answer)
+    server.max_input_rounds = 2
+    run = agent(calls((tool, arguments)), server, {tool})
+    run.run("pay")
+    got = results(recorded(run))[0]
+    return got.error_type, got.result.content
+
+
+def test_an_input_required_round_is_answered_by_the_callback_and_retried(
+    connect: Callable[[], McpClient], server_log: Path
+) -> None:
+    """The form's message and schema reach the callback; the retry carries answer and state."""
+    asked: list[tuple[str, str, list[str]]] = []
+
+    def answer(tool: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        asked.append((tool, message, schema["required"]))
+        return {"yes": True}
+
+    assert (None, "paid 3") == _paying(connect, answer, amount=3)
+    assert [("calc.pay", "Pay 3?", ["yes"])] == asked
+    assert [("accept", {"yes": True})] == [
+        (s["arguments"]["answer"]["action"], s["arguments"]["answer"]["content"])
+        for s in seen(server_log)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "tool", "expected"),
+    [
+        (lambda *_: None, "calc.pay", (None, "not paid (decline)")),
+        (None, "calc.pay", ("McpToolFailed", "asks for input before it answers: 'Pay 3?'")),
+        (lambda *_: {"yes": "sure"}, "calc.pay", ("McpToolFailed", "does not match its schema")),
+        (lambda *_: {"yes": True}, "calc.nag", ("McpToolFailed", "after 2 rounds answered")),
+        (lambda *_: {"yes": True}, "calc.muse", ("McpToolFailed", "sampling/createMessage")),
+    ],
+)
+def test_a_round_declined_unanswerable_invalid_endless_or_sampling_is_a_typed_result(
+    connect: Callable[[], McpClient],
+    server_log: Path,
+    answer: Any,
+    tool: str,
+    expected: tuple[str | None, str],
+) -> None:
+    """Decline reaches the server; no callback, a bad answer, endless asking, sampling: errors."""
+    arguments = {"amount": 3} if tool == "calc.pay" else {}
+    error_type, content = _paying(connect, answer, tool, **arguments)
+    assert expected[0] == error_type
+    assert expected[1] in content
+    if expected[0] is not None:
+        assert [] == seen(server_log)

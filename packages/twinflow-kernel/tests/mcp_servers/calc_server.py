@@ -10,7 +10,8 @@ only: ``initialize`` is refused, a stateless-only server).
 Every tool call it receives is appended to ``--log`` (one JSON line), so a test can show the
 server never saw a call the policy denied. Tools: ``add``, ``divide`` (structured output; an
 error for a zero divisor), ``echo``, ``picture`` (an image result), ``grow`` (adds a tool and
-says its list changed).
+says its list changed); at 2026-07-28, ``pay`` (asks to confirm, ``input_required``),
+``nag`` (asks forever) and ``muse`` (asks to sample).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import sys
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import ImageContent
+from mcp_types import ElicitRequest, ElicitRequestFormParams, ImageContent, InputRequiredResult
 from pydantic import BaseModel
 
 server = MCPServer("calc", version="1.0.0")
@@ -148,6 +149,53 @@ class _OneEra:
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
+
+
+_CONFIRM = {
+    "type": "object",
+    "properties": {"yes": {"type": "boolean"}, "note": {"type": "string"}},
+    "required": ["yes"],
+}
+
+
+def _ask(key: str, message: str, state: str) -> InputRequiredResult:
+    form = ElicitRequestFormParams(message=message, requested_schema=_CONFIRM)
+    return InputRequiredResult(
+        input_requests={key: ElicitRequest(params=form)}, request_state=state
+    )
+
+
+@server.tool()
+def pay(amount: int, ctx: Context) -> str | InputRequiredResult:
+    """Pay an amount, once the user confirms it."""
+    answers = ctx.input_responses or {}
+    answer = answers.get("confirm")
+    if answer is None:
+        return _ask("confirm", f"Pay {amount}?", f"pay:{amount}")
+    _seen("pay", amount=amount, state=ctx.request_state, answer=answer.model_dump(mode="json"))
+    content = getattr(answer, "content", None) or {}
+    if getattr(answer, "action", None) == "accept" and content.get("yes") is True:
+        return f"paid {amount}"
+    return f"not paid ({getattr(answer, 'action', '?')})"
+
+
+@server.tool()
+def nag(ctx: Context) -> str | InputRequiredResult:
+    """Ask for confirmation, whatever the answer."""
+    return _ask(f"again{len(ctx.input_responses or {})}", "Sure?", "nag")
+
+
+@server.tool()
+def muse(ctx: Context) -> str | InputRequiredResult:
+    """Ask the client's model to sample."""
+    from mcp_types import CreateMessageRequest, CreateMessageRequestParams, SamplingMessage
+    from mcp_types import TextContent as Text
+
+    message = SamplingMessage(role="user", content=Text(type="text", text="a poem"))
+    request = CreateMessageRequest(
+        params=CreateMessageRequestParams(messages=[message], max_tokens=10)
+    )
+    return InputRequiredResult(input_requests={"poem": request}, request_state="muse")
 
 
 def main() -> None:

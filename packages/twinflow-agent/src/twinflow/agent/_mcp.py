@@ -273,6 +273,10 @@ class McpTools:
     if a ``connect`` was given (a resume going on past its recorded prefix).
     """
 
+    max_input_rounds: int = 8
+    """The most times one call may come back ``input_required`` and be retried with answers:
+    a server that asks forever ends the call with an error result (``input_rounds``)."""
+
     max_content_bytes: int = 1024 * 1024
     """The most a call's non-text content may weigh (its parts' canonical JSON, base64 as sent):
     more is the call's error result, not a megabyte-scale event in the trace."""
@@ -283,6 +287,7 @@ class McpTools:
         *,
         connect: Callable[[], McpClient] | None,
         recorded: Sequence[ToolsListed] = (),
+        answer: Answer | None = None,
     ) -> None:
         """Use `live` or `recorded`."""
         if not _SERVER_NAME.fullmatch(name):
@@ -296,11 +301,20 @@ class McpTools:
         self._recorded = {listed.step: listed for listed in recorded if listed.server == name}
         self._listing: ToolsListed | None = None
         self._tools: dict[str, _McpTool] = {}
+        self._answer = answer
 
     @classmethod
-    def live(cls, name: str, connect: Callable[[], McpClient]) -> McpTools:
-        """A server reached through ``connect`` (which starts or opens it and initializes it)."""
-        return cls(name, connect=connect)
+    def live(
+        cls, name: str, connect: Callable[[], McpClient], *, answer: Answer | None = None
+    ) -> McpTools:
+        """A server reached through ``connect`` (which starts or opens it and connects to it).
+
+        ``answer(tool, message, schema)`` answers a call's ``input_required`` round (a
+        2026-07-28 server's form elicitation): the form's values (checked against ``schema``
+        before the server sees them), or None to decline. Without it, such a call is the
+        call's error result (``input_required``) naming what the server asked.
+        """
+        return cls(name, connect=connect, answer=answer)
 
     @classmethod
     def recorded(
@@ -426,13 +440,26 @@ class McpTools:
         """
         client = self._client_now()
         bare = listed.name[len(self.name) + 1 :]
-        result = client.call_tool(bare, {k: _json(v) for k, v in arguments.items()})
-        if result.get("resultType") == "input_required":
-            raise McpToolFailed(
-                f"{listed.name} asked for input before it could answer (input_required); "
-                "this run has no way to answer it",
-                reason="input_required",
+        sent = {k: _json(v) for k, v in arguments.items()}
+        result = client.call_tool(bare, sent)
+        for _round in range(self.max_input_rounds):
+            if result.get("resultType") != "input_required":
+                break
+            state = result.get("requestState")
+            responses = self._responses(listed.name, result.get("inputRequests"))
+            result = client.call_tool(
+                bare,
+                sent,
+                input_responses=responses,
+                request_state=state if isinstance(state, str) else None,
             )
+        else:
+            if result.get("resultType") == "input_required":
+                raise McpToolFailed(
+                    f"{listed.name} still asked for input after {self.max_input_rounds} rounds "
+                    "answered (the limit of rounds); the call is abandoned",
+                    reason="input_rounds",
+                )
         refused = client.take_refused()
         if refused:
             raise McpToolFailed(
@@ -474,6 +501,59 @@ class McpTools:
             )
         return tuple(parts)
 
+    def _responses(self, tool: str, requests: JsonValue) -> dict[str, JsonValue]:
+        """The answers to an ``input_required`` round's requests, each checked.
+
+        Raises:
+            McpToolFailed (``request_refused``): It asks to sample, to list roots, or for a URL.
+            McpToolFailed (``input_required``): There is no ``answer`` to ask.
+            McpToolFailed (``answer_invalid``): An answer does not match the requested schema.
+        """
+        if not isinstance(requests, dict) or not requests:
+            raise McpToolFailed(
+                f"{tool} answered input_required without inputRequests", reason="content_invalid"
+            )
+        responses: dict[str, JsonValue] = {}
+        for key, request in requests.items():
+            method = request.get("method") if isinstance(request, dict) else None
+            params = request.get("params") if isinstance(request, dict) else None
+            if not isinstance(params, dict):
+                params = {}
+            mode = params.get("mode", "form")
+            if method != "elicitation/create" or mode != "form":
+                asked = f"{method} ({mode})" if method == "elicitation/create" else str(method)
+                raise McpToolFailed(
+                    f"{tool} asked for {asked[:200]} during the call; twinflow answers only a "
+                    "form's input (a server may not sample the run's model or read its roots), "
+                    "so the call's result is not used",
+                    reason="request_refused",
+                )
+            message = str(params.get("message", ""))[:2000]
+            schema = params.get("requestedSchema")
+            if not isinstance(schema, dict):
+                schema = {"type": "object"}
+            if self._answer is None:
+                raise McpToolFailed(
+                    f"{tool} asks for input before it answers: {message!r}, a form of "
+                    f"{canonical_bytes(schema).decode()[:500]}; this run has no answer for it",
+                    reason="input_required",
+                )
+            content = self._answer(tool, message, schema)
+            if content is None:
+                responses[key] = {"action": "decline"}
+                continue
+            found = _first_error(
+                _validator(schema, f"the form {tool} asks for", self.name), content
+            )
+            if found is not None:
+                where = "/".join(map(str, found[0])) or "the value"
+                raise McpToolFailed(
+                    f"the answer to {tool}'s form does not match its schema at {where}: {found[1]}",
+                    reason="answer_invalid",
+                )
+            responses[key] = {"action": "accept", "content": content}
+        return responses
+
     def _parts(self, tool: str, content: JsonValue) -> list[Part]:
         """The result's content blocks as parts (`from_mcp_content`), or its error."""
         assert isinstance(content, list)  # the client checked the result's shape
@@ -490,6 +570,11 @@ class McpTools:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+Answer = Callable[[str, str, dict[str, JsonValue]], dict[str, JsonValue] | None]
+"""``answer(tool, message, schema)``: the values of the form an MCP server asks for during
+a call, or None to decline (`McpTools.live`)."""
 
 
 def _dict(value: JsonValue) -> dict[str, JsonValue]:

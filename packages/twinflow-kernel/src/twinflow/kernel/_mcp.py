@@ -557,13 +557,33 @@ class McpClient(Closing):
             raise self._error(f"listed tool {name!r} with a description that is not a string")
         return tool
 
-    def call_tool(self, name: str, arguments: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
-        """Call a tool; the server's ``CallToolResult`` (``isError`` true for a tool's failure).
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, JsonValue],
+        *,
+        input_responses: Mapping[str, JsonValue] | None = None,
+        request_state: str | None = None,
+    ) -> dict[str, JsonValue]:
+        """Call a tool; the server's ``CallToolResult`` (``isError`` true for a tool's failure),
+        or, from a 2026-07-28 server, its ``input_required`` result (``resultType``).
+
+        Args:
+            name: The tool's name as the server lists it.
+            arguments: Its arguments.
+            input_responses: The answers to an ``input_required`` result's ``inputRequests``
+                (a retry of the call), by their keys.
+            request_state: That result's ``requestState``, sent back as it came.
 
         Raises:
             McpError: The server failed to answer (timeout, exit, garbage, a JSON-RPC error).
         """
-        result = self._request("tools/call", {"name": name, "arguments": dict(arguments)})
+        params: dict[str, JsonValue] = {"name": name, "arguments": dict(arguments)}
+        if input_responses is not None:
+            params["inputResponses"] = dict(input_responses)
+        if request_state is not None:
+            params["requestState"] = request_state
+        result = self._request("tools/call", params)
         content = result.get("content", [])
         if not isinstance(content, list):
             raise self._error(f"answered tools/call {name!r} with content that is not an array")
