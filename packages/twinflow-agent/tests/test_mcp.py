@@ -578,3 +578,82 @@ def test_a_round_declined_unanswerable_invalid_endless_or_sampling_is_a_typed_re
     assert expected[1] in content
     if expected[0] is not None:
         assert [] == seen(server_log)
+
+
+def _reading(
+    connect: Callable[[], McpClient], tool: str, arguments: dict[str, Any]
+) -> tuple[Trace, ToolReturned]:
+    """One call of a built-in tool, with notes:// resources and review* prompts allowed."""
+    server = McpTools(
+        "calc", connect=connect, resources=["notes://*", "blobs://*"], prompts=["review*"]
+    )
+    run = agent(calls((tool, arguments)), server, {tool})
+    try:
+        run.run("read")
+    finally:
+        server.close()
+    trace = recorded(run)
+    return trace, results(trace)[0]
+
+
+def test_a_resource_is_read_through_the_built_in_tool_and_replays_without_the_server(
+    connect: Callable[[], McpClient],
+) -> None:
+    """read_resource is listed with what the patterns allow, returns the text, and replays."""
+    trace, got = _reading(connect, "calc.read_resource", {"uri": "notes://readme"})
+    assert (None, "read me") == (got.error_type, got.result.content)
+    listed = [e.body for e in trace.events if isinstance(e.body, ToolsListed)]
+    builtin = {t.name: t for t in listed[0].tools}["calc.read_resource"]
+    assert "- notes://readme: The readme." in builtin.description
+    assert "- notes://{name}: A note, by name." in builtin.description
+
+    def offline(ports: ReplayPorts) -> Agent[str]:
+        server = McpTools.recorded("calc", listed, resources=["notes://*", "blobs://*"])
+        return agent(calls(), server, {"calc.read_resource"}, ports)
+
+    assert trace.size == replay(trace, offline, mode="recorded").events
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected"),
+    [
+        ("calc.read_resource", {"uri": "secret://key"}, "matches none of the patterns"),
+        ("calc.read_resource", {"uri": "blobs://logo"}, "is bytes (image/png), not text"),
+        ("calc.read_resource", {"uri": "notes://huge"}, "more than 4194304 bytes (the limit)"),
+        ("calc.get_prompt", {"name": "secret"}, "matches none of the names allowed"),
+        ("calc.get_prompt", {"name": "review"}, "do not validate (missing: language)"),
+        (
+            "calc.get_prompt",
+            {"name": "review", "arguments": {"language": "go", "colour": "red"}},
+            "do not validate (unknown: colour)",
+        ),
+    ],
+)
+def test_a_denied_binary_huge_or_invalid_read_is_a_typed_error_result(
+    connect: Callable[[], McpClient],
+    server_log: Path,
+    tool: str,
+    arguments: dict[str, Any],
+    expected: str,
+) -> None:
+    """A URI or prompt not allowed, bytes, 5 MiB, bad prompt arguments: the call's error."""
+    _, got = _reading(connect, tool, arguments)
+    assert "McpToolFailed" == got.error_type or "McpError" == got.error_type
+    assert expected in got.result.content
+    assert [] == [s for s in seen(server_log) if s["tool"] == "review"]
+
+
+def test_a_prompt_is_filled_through_the_built_in_tool(
+    connect: Callable[[], McpClient], server_log: Path
+) -> None:
+    """get_prompt checks the arguments, fills the prompt on the server and returns its text."""
+    _, got = _reading(
+        connect, "calc.get_prompt", {"name": "review", "arguments": {"language": "go"}}
+    )
+    assert (None, "user: Review this go code (strict: no).") == (
+        got.error_type,
+        got.result.content,
+    )
+    assert [{"language": "go", "strict": "no"}] == [
+        s["arguments"] for s in seen(server_log) if s["tool"] == "review"
+    ]

@@ -115,6 +115,29 @@ def test_the_era_is_decided_by_discover_then_initialize(
             process.stop()
 
 
+@pytest.mark.parametrize("era", ["current", "legacy"])
+def test_resources_templates_and_prompts_over_http_in_both_eras(tmp_path: Path, era: str) -> None:
+    """Lists, a read whose URI is not ASCII (its Mcp-Name header base64), a filled prompt."""
+    processes: list[PipedProcess] = []
+    try:
+        with _calc("http", era, tmp_path, processes) as client:
+            assert ["notes://readme", "blobs://logo"] == [r["uri"] for r in client.list_resources()]
+            assert ["notes://{name}"] == [
+                t["uriTemplate"] for t in client.list_resource_templates()
+            ]
+            assert ["review"] == [p["name"] for p in client.list_prompts()]
+            assert ["note caf\u00e9"] == [
+                c["text"] for c in client.read_resource("notes://caf\u00e9")
+            ]
+            messages = client.get_prompt("review", {"language": "go"})
+            assert [{"type": "text", "text": "Review this go code (strict: no)."}] == [
+                m["content"] for m in messages
+            ]
+    finally:
+        for process in processes:
+            process.stop()
+
+
 def test_a_stateless_only_server_refuses_the_handshake_with_a_reserved_code(
     tmp_path: Path,
 ) -> None:

@@ -198,6 +198,34 @@ def muse(ctx: Context) -> str | InputRequiredResult:
     return InputRequiredResult(input_requests={"poem": request}, request_state="muse")
 
 
+@server.resource("notes://{name}")
+def note(name: str) -> str:
+    """A note, by name."""
+    _seen("note", name=name)
+    if name == "huge":
+        return "x" * (5 * 1024 * 1024)
+    return f"note {name}"
+
+
+@server.resource("notes://readme", mime_type="text/plain")
+def readme() -> str:
+    """The readme."""
+    return "read me"
+
+
+@server.resource("blobs://logo", mime_type="image/png")
+def logo() -> bytes:
+    """A logo (bytes)."""
+    return b"\x89PNG"
+
+
+@server.prompt()
+def review(language: str, strict: str = "no") -> str:
+    """Ask for a review of code in a language."""
+    _seen("review", language=language, strict=strict)
+    return f"Review this {language} code (strict: {strict})."
+
+
 def main() -> None:
     global _log_path
     parser = argparse.ArgumentParser()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import unquote
 
@@ -288,6 +289,8 @@ class McpTools:
         connect: Callable[[], McpClient] | None,
         recorded: Sequence[ToolsListed] = (),
         answer: Answer | None = None,
+        resources: Sequence[str] = (),
+        prompts: Sequence[str] = (),
     ) -> None:
         """Use `live` or `recorded`."""
         if not _SERVER_NAME.fullmatch(name):
@@ -302,19 +305,34 @@ class McpTools:
         self._listing: ToolsListed | None = None
         self._tools: dict[str, _McpTool] = {}
         self._answer = answer
+        self._resources = tuple(resources)
+        self._prompts = tuple(prompts)
+        self._prompt_arguments: dict[str, list[tuple[str, bool]]] | None = None
 
     @classmethod
     def live(
-        cls, name: str, connect: Callable[[], McpClient], *, answer: Answer | None = None
+        cls,
+        name: str,
+        connect: Callable[[], McpClient],
+        *,
+        answer: Answer | None = None,
+        resources: Sequence[str] = (),
+        prompts: Sequence[str] = (),
     ) -> McpTools:
         """A server reached through ``connect`` (which starts or opens it and connects to it).
+
+        ``resources`` (URI patterns, ``*`` and ``?`` as in `fnmatch`) adds the tool
+        ``<server>.read_resource``, which reads a resource whose URI matches one; ``prompts``
+        (name patterns) adds ``<server>.get_prompt``, which fills a prompt whose name matches
+        one. Both are listed with the server's tools (recorded, replayed) and called under
+        the policy like them; a URI or name that matches no pattern never reaches the server.
 
         ``answer(tool, message, schema)`` answers a call's ``input_required`` round (a
         2026-07-28 server's form elicitation): the form's values (checked against ``schema``
         before the server sees them), or None to decline. Without it, such a call is the
         call's error result (``input_required``) naming what the server asked.
         """
-        return cls(name, connect=connect, answer=answer)
+        return cls(name, connect=connect, answer=answer, resources=resources, prompts=prompts)
 
     @classmethod
     def recorded(
@@ -322,14 +340,18 @@ class McpTools:
         name: str,
         listed: Sequence[ToolsListed],
         connect: Callable[[], McpClient] | None = None,
+        *,
+        resources: Sequence[str] = (),
+        prompts: Sequence[str] = (),
     ) -> McpTools:
         """A server as a trace recorded it: its ``tools_listed`` events; ``connect`` only if
-        the run may go on live past the record (a resume)."""
+        the run may go on live past the record (a resume); ``resources`` and ``prompts`` as
+        `live`."""
         if not any(event.server == name for event in listed):
             raise AgentConfigError(
                 f"the trace lists no tools of MCP server {name!r}: it was not in the recorded run"
             )
-        return cls(name, connect=connect, recorded=listed)
+        return cls(name, connect=connect, recorded=listed, resources=resources, prompts=prompts)
 
     def start(self) -> None:
         """Make the first listing now (connecting a live server): start-up errors surface here.
@@ -406,10 +428,68 @@ class McpTools:
                     else _dict(tool["outputSchema"]),
                 )
                 for tool in offered
-            ),
+            )
+            + self._builtins(client),
             ttl_ms=client.tools_ttl_ms,
         )
         return listed
+
+    def _builtins(self, client: McpClient) -> tuple[ListedTool, ...]:
+        """``read_resource`` and ``get_prompt``, if asked for, described with what the
+        server lists that the patterns allow (at most 50 of each)."""
+        capabilities = client.session.capabilities if client.session is not None else {}
+        built: list[ListedTool] = []
+        if self._resources:
+            lines = []
+            if "resources" in capabilities:
+                for item in client.list_resources() + client.list_resource_templates():
+                    uri = str(item.get("uri") or item.get("uriTemplate") or "")
+                    if any(fnmatchcase(uri, p) for p in self._resources):
+                        lines.append(f"- {uri}: {str(item.get('description') or '')[:200]}")
+            built.append(
+                ListedTool(
+                    name=f"{self.name}.read_resource",
+                    description=f"Read a resource of the MCP server {self.name} by its URI. "
+                    f"URIs allowed: {', '.join(self._resources)}.\n" + "\n".join(lines[:50]),
+                    parameters={
+                        "type": "object",
+                        "properties": {"uri": {"type": "string"}},
+                        "required": ["uri"],
+                        "additionalProperties": False,
+                    },
+                )
+            )
+        if self._prompts:
+            lines = []
+            if "prompts" in capabilities:
+                for prompt in client.list_prompts():
+                    name = str(prompt.get("name"))
+                    if any(fnmatchcase(name, p) for p in self._prompts):
+                        args = ", ".join(
+                            str(a.get("name")) + ("" if a.get("required") else "?")
+                            for a in _arguments(prompt)
+                        )
+                        lines.append(f"- {name}({args}): {str(prompt.get('description'))[:200]}")
+            built.append(
+                ListedTool(
+                    name=f"{self.name}.get_prompt",
+                    description=f"Get a prompt of the MCP server {self.name}, filled with "
+                    "string arguments.\n" + "\n".join(lines[:50]),
+                    parameters={
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string"},
+                            "arguments": {
+                                "type": "object",
+                                "additionalProperties": {"type": "string"},
+                            },
+                        },
+                        "required": ["name"],
+                        "additionalProperties": False,
+                    },
+                )
+            )
+        return tuple(built)
 
     def _install(self, listed: ToolsListed) -> None:
         tools: dict[str, _McpTool] = {}
@@ -436,10 +516,33 @@ class McpTools:
             McpToolFailed (``content_invalid``): A content block does not map onto a part, or the content is
                 past `max_content_bytes`.
             McpToolFailed (``request_refused``): The server asked to sample or elicit during the call.
-            McpError: The server failed (timeout, exit, garbage).
+            McpError: The server failed (timeout, exit, garbage, an answer past the size
+                limit); the connection is closed, and opened again by the next call.
         """
+        try:
+            return self._call(listed, arguments, output)
+        except McpError as exc:
+            if exc.reason != "remote":
+                # The connection is past use (a message cut at its limit, an exit, a request
+                # still running): dropped, and opened again if the run calls the server again.
+                self.close()
+            raise
+
+    def _call(
+        self, listed: ListedTool, arguments: Mapping[str, object], output: Any
+    ) -> str | tuple[Part, ...]:
         client = self._client_now()
         bare = listed.name[len(self.name) + 1 :]
+        if bare == "read_resource" and self._resources:
+            return self._read(client, listed.name, str(arguments["uri"]))
+        if bare == "get_prompt" and self._prompts:
+            given = arguments.get("arguments")
+            return self._prompt(
+                client,
+                listed.name,
+                str(arguments["name"]),
+                dict(given) if isinstance(given, dict) else {},
+            )
         sent = {k: _json(v) for k, v in arguments.items()}
         result = client.call_tool(bare, sent)
         for _round in range(self.max_input_rounds):
@@ -500,6 +603,86 @@ class McpTools:
                 reason="content_invalid",
             )
         return tuple(parts)
+
+    def _read(self, client: McpClient, tool: str, uri: str) -> str:
+        """A resource's text (``read_resource``).
+
+        Raises:
+            McpToolFailed (``resource_denied``): No pattern allows the URI (the server is not asked).
+            McpToolFailed (``content_invalid``): The resource is bytes: the model is sent text.
+        """
+        if not any(fnmatchcase(uri, p) for p in self._resources):
+            raise McpToolFailed(
+                f"{tool}: the URI {uri[:300]!r} matches none of the patterns allowed "
+                f"({', '.join(self._resources)}); the server was not asked",
+                reason="resource_denied",
+            )
+        texts = []
+        for item in client.read_resource(uri):
+            text = item.get("text")
+            if not isinstance(text, str):
+                kind = item.get("mimeType") or "no media type"
+                raise McpToolFailed(
+                    f"{tool}: {str(item.get('uri', uri))[:300]!r} is bytes ({str(kind)[:100]}), "
+                    "not text: read_resource gives the model text only",
+                    reason="content_invalid",
+                )
+            texts.append(text)
+        return "\n".join(texts)
+
+    def _prompt(self, client: McpClient, tool: str, name: str, given: dict[str, object]) -> str:
+        """A prompt's messages as text (``get_prompt``), its arguments checked first.
+
+        Raises:
+            McpToolFailed (``prompt_denied``): No pattern allows the name (the server is not asked).
+            McpToolFailed (``arguments_invalid``): The server lists no such prompt, or the
+                arguments are not its (unknown, missing, not strings).
+        """
+        if not any(fnmatchcase(name, p) for p in self._prompts):
+            raise McpToolFailed(
+                f"{tool}: the prompt {name[:200]!r} matches none of the names allowed "
+                f"({', '.join(self._prompts)}); the server was not asked",
+                reason="prompt_denied",
+            )
+        if self._prompt_arguments is None:
+            self._prompt_arguments = {
+                str(p.get("name")): [
+                    (str(a.get("name")), a.get("required") is True) for a in _arguments(p)
+                ]
+                for p in client.list_prompts()
+            }
+        declared = self._prompt_arguments.get(name)
+        problem = None
+        if declared is None:
+            problem = "the server lists no such prompt"
+        else:
+            names = {n for n, _ in declared}
+            missing = [n for n, required in declared if required and n not in given]
+            unknown = sorted(set(given) - names)
+            wrong = sorted(k for k, v in given.items() if not isinstance(v, str))
+            if missing or unknown or wrong:
+                problem = "; ".join(
+                    f"{what}: {', '.join(found)}"
+                    for what, found in (
+                        ("missing", missing),
+                        ("unknown", unknown),
+                        ("not strings", wrong),
+                    )
+                    if found
+                )
+        if problem is not None:
+            raise McpToolFailed(
+                f"{tool}: arguments for prompt {name[:200]!r} do not validate ({problem[:500]})",
+                reason="arguments_invalid",
+            )
+        messages = client.get_prompt(name, {k: str(v) for k, v in given.items()})
+        lines = []
+        for message in messages:
+            content = message.get("content")
+            text = content.get("text") if isinstance(content, dict) else None
+            shown = text if isinstance(text, str) else "[content that is not text]"
+            lines.append(f"{message.get('role')}: {shown}")
+        return "\n".join(lines)
 
     def _responses(self, tool: str, requests: JsonValue) -> dict[str, JsonValue]:
         """The answers to an ``input_required`` round's requests, each checked.
@@ -575,6 +758,12 @@ class McpTools:
 Answer = Callable[[str, str, dict[str, JsonValue]], dict[str, JsonValue] | None]
 """``answer(tool, message, schema)``: the values of the form an MCP server asks for during
 a call, or None to decline (`McpTools.live`)."""
+
+
+def _arguments(prompt: dict[str, JsonValue]) -> list[dict[str, JsonValue]]:
+    """A listed prompt's declared arguments (objects only)."""
+    found = prompt.get("arguments")
+    return [a for a in found if isinstance(a, dict)] if isinstance(found, list) else []
 
 
 def _dict(value: JsonValue) -> dict[str, JsonValue]:

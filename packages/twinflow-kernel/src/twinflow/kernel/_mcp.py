@@ -589,6 +589,64 @@ class McpClient(Closing):
             raise self._error(f"answered tools/call {name!r} with content that is not an array")
         return result
 
+    def list_resources(self) -> list[dict[str, JsonValue]]:
+        """Every resource the server lists (``resources/list``, all pages)."""
+        return self._list_all("resources/list", "resources")
+
+    def list_resource_templates(self) -> list[dict[str, JsonValue]]:
+        """Every resource template the server lists (``resources/templates/list``)."""
+        return self._list_all("resources/templates/list", "resourceTemplates")
+
+    def list_prompts(self) -> list[dict[str, JsonValue]]:
+        """Every prompt the server lists (``prompts/list``, all pages)."""
+        return self._list_all("prompts/list", "prompts")
+
+    def read_resource(self, uri: str) -> list[dict[str, JsonValue]]:
+        """The contents of the resource at ``uri`` (``resources/read``): each with ``uri`` and
+        ``text`` or ``blob``. Its size is bounded by `McpLimits.max_message_bytes`.
+
+        Raises:
+            McpError: The server failed or refused, or answered without a contents array of
+                objects, or asked for input (``input_required``: resources take none here).
+        """
+        result = self._request("resources/read", {"uri": uri})
+        return self._items(result, "resources/read", "contents")
+
+    def get_prompt(self, name: str, arguments: Mapping[str, str]) -> list[dict[str, JsonValue]]:
+        """The messages of the prompt ``name`` filled with ``arguments`` (``prompts/get``).
+
+        Raises:
+            McpError: As `read_resource`, for a ``messages`` array.
+        """
+        result = self._request("prompts/get", {"name": name, "arguments": dict(arguments)})
+        return self._items(result, "prompts/get", "messages")
+
+    def _items(
+        self, result: dict[str, JsonValue], method: str, key: str
+    ) -> list[dict[str, JsonValue]]:
+        if result.get("resultType") == "input_required":
+            raise self._error(f"asked for input during {method}, which twinflow does not answer")
+        items = result.get(key)
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise self._error(f"answered {method} without a {key} array of objects")
+        return [i for i in items if isinstance(i, dict)]
+
+    def _list_all(self, method: str, key: str) -> list[dict[str, JsonValue]]:
+        found: list[dict[str, JsonValue]] = []
+        cursor: JsonValue = None
+        for _page in range(self._limits.max_pages):
+            result = self._request(method, {} if cursor is None else {"cursor": cursor})
+            self._ttl(result, None)
+            found.extend(self._items(result, method, key))
+            if len(found) > self._limits.max_tools:
+                raise self._error(f"lists more than {self._limits.max_tools} {key} (the limit)")
+            cursor = result.get("nextCursor")
+            if cursor is None:
+                return found
+            if not isinstance(cursor, str):
+                raise self._error(f"answered {method} with a nextCursor that is not a string")
+        raise self._error(f"kept paging {method} past {self._limits.max_pages} pages (the limit)")
+
     def take_refused(self) -> list[str]:
         """The methods of the server's requests refused since the last call (oldest first)."""
         refused, self._refused = self._refused, []
