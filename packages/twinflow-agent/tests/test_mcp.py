@@ -155,6 +155,7 @@ def test_an_mcp_tool_runs_under_the_policy_and_its_list_is_in_the_trace(
         "calc.pay",
         "calc.nag",
         "calc.muse",
+        "calc.transfer",
     } == {t.name for t in listed.tools}
     assert [{"tool": "add", "arguments": {"a": 2, "b": 3}}] == seen(server_log)
     # The stdlib verifier verifies a trace holding the new kind of event.
@@ -562,6 +563,8 @@ def test_an_input_required_round_is_answered_by_the_callback_and_retried(
         (lambda *_: {"yes": "sure"}, "calc.pay", ("McpToolFailed", "does not match its schema")),
         (lambda *_: {"yes": True}, "calc.nag", ("McpToolFailed", "after 2 rounds answered")),
         (lambda *_: {"yes": True}, "calc.muse", ("McpToolFailed", "sampling/createMessage")),
+        (lambda *_: {"yes": True}, "calc.transfer", (None, "transferred 3")),
+        (None, "calc.transfer", ("McpError", "requires a client capability twinflow does not")),
     ],
 )
 def test_a_round_declined_unanswerable_invalid_endless_or_sampling_is_a_typed_result(
@@ -571,8 +574,9 @@ def test_a_round_declined_unanswerable_invalid_endless_or_sampling_is_a_typed_re
     tool: str,
     expected: tuple[str | None, str],
 ) -> None:
-    """Decline reaches the server; no callback, a bad answer, endless asking, sampling: errors."""
-    arguments = {"amount": 3} if tool == "calc.pay" else {}
+    """Decline reaches the server; no callback, a bad answer, endless asking, sampling: errors;
+    the SDK's own resolver gets its answer only when the form capability is declared."""
+    arguments = {"amount": 3} if tool in ("calc.pay", "calc.transfer") else {}
     error_type, content = _paying(connect, answer, tool, **arguments)
     assert expected[0] == error_type
     assert expected[1] in content

@@ -11,7 +11,8 @@ Every tool call it receives is appended to ``--log`` (one JSON line), so a test 
 server never saw a call the policy denied. Tools: ``add``, ``divide`` (structured output; an
 error for a zero divisor), ``echo``, ``picture`` (an image result), ``grow`` (adds a tool and
 says its list changed); at 2026-07-28, ``pay`` (asks to confirm, ``input_required``),
-``nag`` (asks forever) and ``muse`` (asks to sample).
+``nag`` (asks forever), ``muse`` (asks to sample) and ``transfer`` (the SDK's ``Elicit``
+resolver, which needs the client to declare form elicitation).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import base64
 import json
 import socket
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp_types import ElicitRequest, ElicitRequestFormParams, ImageContent, InputRequiredResult
 from pydantic import BaseModel
 
@@ -224,6 +226,23 @@ def review(language: str, strict: str = "no") -> str:
     """Ask for a review of code in a language."""
     _seen("review", language=language, strict=strict)
     return f"Review this {language} code (strict: {strict})."
+
+
+class Confirmation(BaseModel):
+    """What ``transfer`` asks the user."""
+
+    yes: bool
+
+
+def _confirm(amount: int) -> Elicit[Confirmation]:
+    return Elicit(f"Transfer {amount}?", Confirmation)
+
+
+@server.tool()
+def transfer(amount: int, confirmed: Annotated[Confirmation, Resolve(_confirm)]) -> str:
+    """Transfer an amount once confirmed (the SDK's own elicitation, resolved)."""
+    _seen("transfer", amount=amount, yes=confirmed.yes)
+    return f"transferred {amount}" if confirmed.yes else "kept"
 
 
 def main() -> None:

@@ -544,7 +544,11 @@ class McpTools:
                 dict(given) if isinstance(given, dict) else {},
             )
         sent = {k: _json(v) for k, v in arguments.items()}
-        result = client.call_tool(bare, sent)
+        # A form can be answered only with an answer to give: only then is it declared.
+        offered: dict[str, JsonValue] | None = (
+            None if self._answer is None else {"elicitation": {"form": {}}}
+        )
+        result = client.call_tool(bare, sent, capabilities=offered)
         for _round in range(self.max_input_rounds):
             if result.get("resultType") != "input_required":
                 break
@@ -555,6 +559,7 @@ class McpTools:
                 sent,
                 input_responses=responses,
                 request_state=state if isinstance(state, str) else None,
+                capabilities=offered,
             )
         else:
             if result.get("resultType") == "input_required":

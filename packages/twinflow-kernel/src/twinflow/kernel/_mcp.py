@@ -564,6 +564,7 @@ class McpClient(Closing):
         *,
         input_responses: Mapping[str, JsonValue] | None = None,
         request_state: str | None = None,
+        capabilities: Mapping[str, JsonValue] | None = None,
     ) -> dict[str, JsonValue]:
         """Call a tool; the server's ``CallToolResult`` (``isError`` true for a tool's failure),
         or, from a 2026-07-28 server, its ``input_required`` result (``resultType``).
@@ -574,6 +575,8 @@ class McpClient(Closing):
             input_responses: The answers to an ``input_required`` result's ``inputRequests``
                 (a retry of the call), by their keys.
             request_state: That result's ``requestState``, sent back as it came.
+            capabilities: The client capabilities this request declares (2026-07-28; none by
+                default): ``{"elicitation": {"form": {}}}`` when a form can be answered.
 
         Raises:
             McpError: The server failed to answer (timeout, exit, garbage, a JSON-RPC error).
@@ -583,7 +586,7 @@ class McpClient(Closing):
             params["inputResponses"] = dict(input_responses)
         if request_state is not None:
             params["requestState"] = request_state
-        result = self._request("tools/call", params)
+        result = self._request("tools/call", params, capabilities=capabilities)
         content = result.get("content", [])
         if not isinstance(content, list):
             raise self._error(f"answered tools/call {name!r} with content that is not an array")
@@ -657,7 +660,12 @@ class McpClient(Closing):
         self._inbox.extend(self._channel.send(message, timeout=self._limits.timeout))
 
     def _request(
-        self, method: str, params: dict[str, JsonValue], *, version: str | None = None
+        self,
+        method: str,
+        params: dict[str, JsonValue],
+        *,
+        version: str | None = None,
+        capabilities: Mapping[str, JsonValue] | None = None,
     ) -> dict[str, JsonValue]:
         if version is None and self.session is not None and self.session.stateless:
             version = self.session.protocol_version
@@ -669,7 +677,7 @@ class McpClient(Closing):
                     **(meta if isinstance(meta, dict) else {}),
                     _VERSION_KEY: version,
                     _CLIENT_INFO_KEY: _CLIENT_INFO,
-                    _CAPABILITIES_KEY: {},
+                    _CAPABILITIES_KEY: dict(capabilities or {}),
                 },
             }
         request_id = self._next_id
