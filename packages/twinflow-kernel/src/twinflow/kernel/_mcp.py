@@ -256,11 +256,12 @@ class _Http:
                 self._url, message, timeout=timeout, headers=headers
             )
         except TransportError as exc:
-            refusal = _json_rpc_error(exc.body_excerpt) if exc.status and exc.status < 500 else None
+            refused = exc.reason == "status" and exc.status is not None and 400 <= exc.status < 500
+            refusal = _json_rpc_error(exc.body_excerpt) if refused else None
             if refusal is not None:
                 # A current server answers a refused request with a 4xx and its JSON-RPC error.
                 return [refusal]
-            if exc.reason == "status" and exc.status is not None and exc.status < 500:
+            if refused:
                 raise McpError(
                     f"MCP server {self._server!r}: {exc}",
                     reason="remote",
