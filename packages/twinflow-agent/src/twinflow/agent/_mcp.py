@@ -6,6 +6,9 @@ listing differs), so a replay serves them from the trace and needs no server: `M
 through the agent's policy like any tool's; the arguments are checked against the tool's
 ``inputSchema`` before the server sees them, a result the server marks ``isError`` is an error
 result, and ``structuredContent`` is checked against the ``outputSchema`` when there is one.
+A 2026-07-28 server's ``input_required`` rounds are answered inside the call (docs/adr/0183);
+its resources and prompts are two built-in tools, ``read_resource`` and ``get_prompt``
+(docs/adr/0184).
 """
 
 from __future__ import annotations

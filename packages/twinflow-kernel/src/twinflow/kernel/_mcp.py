@@ -13,8 +13,10 @@ every request carrying the version and the client's capabilities in its ``_meta`
 HTTP, the ``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mcp-Name`` headers), every result
 checked for its ``resultType``. Any other answer (an error, a refusal, a list of older
 revisions only) falls back to ``initialize`` and the 2024-11-05 to 2025-11-25 handshake. Then
-``tools/list`` (every page, with its ``ttlMs`` cache hint), ``tools/call`` and shutdown. It
-offers the server no capability: a server's request to sample, elicit or list roots is
+``tools/list`` (every page, with its ``ttlMs`` cache hint), ``tools/call`` (its
+``input_required`` rounds retried by the caller), the resources and prompts methods, and
+shutdown. It offers the server no capability but form elicitation, and that only on a current
+request whose caller can answer: a server's request to sample, elicit or list roots is
 answered with an error and remembered (`McpClient.take_refused`); ``ping`` is answered.
 Every answer is bounded (`McpLimits`) and every failure is one `McpError` naming the server.
 """
