@@ -399,3 +399,20 @@ def test_a_stateless_only_server_with_resources_runs_and_replays_without_the_ser
     (project / "calc_server.py").unlink()
     replayed = twinflow("replay", str(trace), "--spec", str(spec), cwd=project)
     assert 0 == replayed.returncode, replayed.stderr
+
+
+def test_a_form_the_run_cannot_answer_is_recorded_as_the_calls_error(
+    project: Path, model: Callable[[str, dict[str, Any]], str]
+) -> None:
+    """input_required from the command line: the form's message and schema are the error result."""
+    servers = stdio_server("calc", "calc_server.py", "stdio")
+    spec = project / "spec.yaml"
+    spec.write_text(spec_text(model("calc.pay", {"amount": 3}), servers, "calc.pay"))
+    made = twinflow("run", str(spec), "--out", str(project / "run"), "--quiet", cwd=project)
+    assert 0 == made.returncode, made.stderr
+    returned = [b for b in events(project / "run" / "trace.jsonl") if b["kind"] == "tool_returned"]
+    assert ["McpToolFailed"] == [b["error_type"] for b in returned]
+    assert (
+        "asks for input before it answers: 'Pay 3?', a form of"
+        in (returned[0]["result"]["content"])
+    )
