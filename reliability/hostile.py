@@ -1299,6 +1299,9 @@ def main() -> int:
         from _hostile_disclose import disclose
 
         disclose(figures, work, server.url)
+        from _hostile_mcp import mcp_eras
+
+        mcp_eras(figures, work)
         secrets_as_a_class(figures, work, full)
         modules_off_the_allowlist(figures, work)
         guard_lends_nothing(figures)

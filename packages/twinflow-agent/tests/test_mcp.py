@@ -146,9 +146,17 @@ def test_an_mcp_tool_runs_under_the_policy_and_its_list_is_in_the_trace(
     listed = trace.events[1].body
     assert isinstance(listed, ToolsListed)
     assert ("calc", 1, "calc") == (listed.server, listed.step, listed.server_info["name"])
-    assert {"calc.add", "calc.divide", "calc.echo", "calc.grow", "calc.picture"} == {
-        t.name for t in listed.tools
-    }
+    assert {
+        "calc.add",
+        "calc.divide",
+        "calc.echo",
+        "calc.grow",
+        "calc.picture",
+        "calc.pay",
+        "calc.nag",
+        "calc.muse",
+        "calc.transfer",
+    } == {t.name for t in listed.tools}
     assert [{"tool": "add", "arguments": {"a": 2, "b": 3}}] == seen(server_log)
     # The stdlib verifier verifies a trace holding the new kind of event.
     sink = run.writer.sink
@@ -468,3 +476,188 @@ def test_a_relisted_tool_with_the_same_name_but_a_new_schema_changes_the_offer_d
     assert 3 == len(requested)
     assert requested[0].tools_digest != requested[1].tools_digest
     assert requested[1].tools_digest == requested[2].tools_digest
+
+
+@pytest.mark.parametrize(("era", "version"), [("current", "2026-07-28"), ("legacy", "2025-11-25")])
+def test_either_era_is_recorded_and_replays_with_the_server_removed(
+    tmp_path: Path, era: str, version: str
+) -> None:
+    """A stateless-only server and a 2025 one: the listing says which; replay starts nothing."""
+    command = [sys.executable, str(CALC), "stdio", "--era", era]
+    server = McpTools.live(
+        "calc", lambda: McpClient.stdio("calc", command, log_path=tmp_path / "calc.log")
+    )
+    run = agent(calls(("calc.add", {"a": 2, "b": 3})), server, {"calc.add"})
+    try:
+        assert "5" == run.run("add").output
+    finally:
+        server.close()
+    trace = recorded(run)
+    listed = [e.body for e in trace.events if isinstance(e.body, ToolsListed)]
+    assert [(version, None if era == "legacy" else 0)] == [
+        (x.protocol_version, x.ttl_ms) for x in listed
+    ]
+
+    def offline(ports: ReplayPorts) -> Agent[str]:
+        return agent(calls(), McpTools.recorded("calc", listed), {"calc.add"}, ports)
+
+    assert trace.size == replay(trace, offline, mode="recorded").events
+
+
+def test_an_expired_list_is_listed_again_and_traced_only_when_it_changed(tmp_path: Path) -> None:
+    """ttlMs 0 from a stateless-only server: each step asks again; only the grown list is traced."""
+    command = [sys.executable, str(CALC), "stdio", "--era", "current"]
+    server = McpTools.live(
+        "calc", lambda: McpClient.stdio("calc", command, log_path=tmp_path / "calc.log")
+    )
+    run = agent(
+        calls(("calc.add", {"a": 1, "b": 1}), ("calc.grow", {}), ("calc.shout", {"text": "hi"})),
+        server,
+        {"calc.add", "calc.grow"},
+    )
+    try:
+        run.run("grow")
+    finally:
+        server.close()
+    listings = [e.body for e in recorded(run).events if isinstance(e.body, ToolsListed)]
+    assert [(1, False), (3, True)] == [
+        (x.step, "calc.shout" in {t.name for t in x.tools}) for x in listings
+    ]
+
+
+def _paying(
+    connect: Callable[[], McpClient], answer: Any, tool: str = "calc.pay", **arguments: Any
+) -> tuple[str | None, str]:
+    """One call of ``tool`` answered by ``answer``: its error type and the content recorded."""
+    server = McpTools.live("calc", connect, answer=answer)
+    server.max_input_rounds = 2
+    run = agent(calls((tool, arguments)), server, {tool})
+    run.run("pay")
+    got = results(recorded(run))[0]
+    return got.error_type, got.result.content
+
+
+def test_an_input_required_round_is_answered_by_the_callback_and_retried(
+    connect: Callable[[], McpClient], server_log: Path
+) -> None:
+    """The form's message and schema reach the callback; the retry carries answer and state."""
+    asked: list[tuple[str, str, list[str]]] = []
+
+    def answer(tool: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        asked.append((tool, message, schema["required"]))
+        return {"yes": True}
+
+    assert (None, "paid 3") == _paying(connect, answer, amount=3)
+    assert [("calc.pay", "Pay 3?", ["yes"])] == asked
+    assert [("accept", {"yes": True})] == [
+        (s["arguments"]["answer"]["action"], s["arguments"]["answer"]["content"])
+        for s in seen(server_log)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "tool", "expected"),
+    [
+        (lambda *_: None, "calc.pay", (None, "not paid (decline)")),
+        (None, "calc.pay", ("McpToolFailed", "asks for input before it answers: 'Pay 3?'")),
+        (lambda *_: {"yes": "sure"}, "calc.pay", ("McpToolFailed", "does not match its schema")),
+        (lambda *_: {"yes": True}, "calc.nag", ("McpToolFailed", "after 2 rounds answered")),
+        (lambda *_: {"yes": True}, "calc.muse", ("McpToolFailed", "sampling/createMessage")),
+        (lambda *_: {"yes": True}, "calc.transfer", (None, "transferred 3")),
+        (None, "calc.transfer", ("McpError", "requires a client capability twinflow does not")),
+    ],
+)
+def test_a_round_declined_unanswerable_invalid_endless_or_sampling_is_a_typed_result(
+    connect: Callable[[], McpClient],
+    server_log: Path,
+    answer: Any,
+    tool: str,
+    expected: tuple[str | None, str],
+) -> None:
+    """Decline reaches the server; no callback, a bad answer, endless asking, sampling: errors;
+    the SDK's own resolver gets its answer only when the form capability is declared."""
+    arguments = {"amount": 3} if tool in ("calc.pay", "calc.transfer") else {}
+    error_type, content = _paying(connect, answer, tool, **arguments)
+    assert expected[0] == error_type
+    assert expected[1] in content
+    if expected[0] is not None:
+        assert [] == seen(server_log)
+
+
+def _reading(
+    connect: Callable[[], McpClient], tool: str, arguments: dict[str, Any]
+) -> tuple[Trace, ToolReturned]:
+    """One call of a built-in tool, with notes:// resources and review* prompts allowed."""
+    server = McpTools(
+        "calc", connect=connect, resources=["notes://*", "blobs://*"], prompts=["review*"]
+    )
+    run = agent(calls((tool, arguments)), server, {tool})
+    try:
+        run.run("read")
+    finally:
+        server.close()
+    trace = recorded(run)
+    return trace, results(trace)[0]
+
+
+def test_a_resource_is_read_through_the_built_in_tool_and_replays_without_the_server(
+    connect: Callable[[], McpClient],
+) -> None:
+    """read_resource is listed with what the patterns allow, returns the text, and replays."""
+    trace, got = _reading(connect, "calc.read_resource", {"uri": "notes://readme"})
+    assert (None, "read me") == (got.error_type, got.result.content)
+    listed = [e.body for e in trace.events if isinstance(e.body, ToolsListed)]
+    builtin = {t.name: t for t in listed[0].tools}["calc.read_resource"]
+    assert "- notes://readme: The readme." in builtin.description
+    assert "- notes://{name}: A note, by name." in builtin.description
+
+    def offline(ports: ReplayPorts) -> Agent[str]:
+        server = McpTools.recorded("calc", listed, resources=["notes://*", "blobs://*"])
+        return agent(calls(), server, {"calc.read_resource"}, ports)
+
+    assert trace.size == replay(trace, offline, mode="recorded").events
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected"),
+    [
+        ("calc.read_resource", {"uri": "secret://key"}, "matches none of the patterns"),
+        ("calc.read_resource", {"uri": "blobs://logo"}, "is bytes (image/png), not text"),
+        ("calc.read_resource", {"uri": "notes://huge"}, "more than 4194304 bytes (the limit)"),
+        ("calc.get_prompt", {"name": "secret"}, "matches none of the names allowed"),
+        ("calc.get_prompt", {"name": "review"}, "do not validate (missing: language)"),
+        (
+            "calc.get_prompt",
+            {"name": "review", "arguments": {"language": "go", "colour": "red"}},
+            "do not validate (unknown: colour)",
+        ),
+    ],
+)
+def test_a_denied_binary_huge_or_invalid_read_is_a_typed_error_result(
+    connect: Callable[[], McpClient],
+    server_log: Path,
+    tool: str,
+    arguments: dict[str, Any],
+    expected: str,
+) -> None:
+    """A URI or prompt not allowed, bytes, 5 MiB, bad prompt arguments: the call's error."""
+    _, got = _reading(connect, tool, arguments)
+    assert "McpToolFailed" == got.error_type or "McpError" == got.error_type
+    assert expected in got.result.content
+    assert [] == [s for s in seen(server_log) if s["tool"] == "review"]
+
+
+def test_a_prompt_is_filled_through_the_built_in_tool(
+    connect: Callable[[], McpClient], server_log: Path
+) -> None:
+    """get_prompt checks the arguments, fills the prompt on the server and returns its text."""
+    _, got = _reading(
+        connect, "calc.get_prompt", {"name": "review", "arguments": {"language": "go"}}
+    )
+    assert (None, "user: Review this go code (strict: no).") == (
+        got.error_type,
+        got.result.content,
+    )
+    assert [{"language": "go", "strict": "no"}] == [
+        s["arguments"] for s in seen(server_log) if s["tool"] == "review"
+    ]

@@ -378,3 +378,41 @@ def test_a_command_that_does_not_start_mcp_servers_refuses_a_spec_naming_them() 
     with pytest.raises(SpecError) as caught:
         check_agent(spec, [], "eval run")
     assert "does not start MCP servers" in str(caught.value)
+
+
+def test_a_stateless_only_server_with_resources_runs_and_replays_without_the_server(
+    project: Path, model: Callable[[str, dict[str, Any]], str]
+) -> None:
+    """A 2026-07-28-only server: read_resource from the spec's resources key, replay offline."""
+    servers = stdio_server("calc", "calc_server.py", "stdio", "--era", "current") + (
+        '    resources: ["notes://*"]\n'
+    )
+    spec = project / "spec.yaml"
+    url = model("calc.read_resource", {"uri": "notes://readme"})
+    spec.write_text(spec_text(url, servers, "calc.read_resource"))
+    made = twinflow("run", str(spec), "--out", str(project / "run"), "--quiet", cwd=project)
+    assert 0 == made.returncode, made.stderr
+    trace = project / "run" / "trace.jsonl"
+    bodies = events(trace)
+    assert ("2026-07-28", 0) == (bodies[1]["protocol_version"], bodies[1]["ttl_ms"])
+    assert ["read me"] == [b["result"]["content"] for b in bodies if b["kind"] == "tool_returned"]
+    (project / "calc_server.py").unlink()
+    replayed = twinflow("replay", str(trace), "--spec", str(spec), cwd=project)
+    assert 0 == replayed.returncode, replayed.stderr
+
+
+def test_a_form_the_run_cannot_answer_is_recorded_as_the_calls_error(
+    project: Path, model: Callable[[str, dict[str, Any]], str]
+) -> None:
+    """input_required from the command line: the form's message and schema are the error result."""
+    servers = stdio_server("calc", "calc_server.py", "stdio")
+    spec = project / "spec.yaml"
+    spec.write_text(spec_text(model("calc.pay", {"amount": 3}), servers, "calc.pay"))
+    made = twinflow("run", str(spec), "--out", str(project / "run"), "--quiet", cwd=project)
+    assert 0 == made.returncode, made.stderr
+    returned = [b for b in events(project / "run" / "trace.jsonl") if b["kind"] == "tool_returned"]
+    assert ["McpToolFailed"] == [b["error_type"] for b in returned]
+    assert (
+        "asks for input before it answers: 'Pay 3?', a form of"
+        in (returned[0]["result"]["content"])
+    )

@@ -19,7 +19,7 @@ from twinflow.kernel import (
     SubprocessLauncher,
 )
 from twinflow.kernel._launcher import PipedProcess
-from twinflow.kernel._mcp import MCP_PROTOCOL_VERSIONS
+from twinflow.kernel._mcp import MAX_TTL_MS, MCP_PROTOCOL_VERSIONS, _header_value
 from twinflow.trace import UserError
 from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES
 
@@ -74,6 +74,124 @@ def test_streamable_http_against_the_official_sdk_server(tmp_path: Path) -> None
             assert "divide" in [tool["name"] for tool in client.list_tools()]
             result = client.call_tool("divide", {"a": 1, "b": 4})
             assert {"value": 0.25} == result["structuredContent"]
+
+
+def _calc(transport: str, era: str, tmp_path: Path, stack: list[PipedProcess]) -> McpClient:
+    """The official SDK's server in one era, over stdio or Streamable HTTP, connected."""
+    command = [sys.executable, str(CALC), transport, "--era", era]
+    if transport == "stdio":
+        return McpClient.stdio("calc", command, log_path=tmp_path / "calc.log")
+    process = SubprocessLauncher().spawn(command, log_path=tmp_path / "http.log")
+    stack.append(process)
+    line = process.read_line(timeout=120, limit=100)
+    assert line is not None and line.startswith(b"PORT ")
+    return McpClient.http("calc", f"http://127.0.0.1:{int(line.split()[1])}/mcp")
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize(
+    ("era", "version", "ttl"),
+    [("dual", "2026-07-28", 0), ("current", "2026-07-28", 0), ("legacy", "2025-11-25", None)],
+)
+def test_the_era_is_decided_by_discover_then_initialize(
+    tmp_path: Path, transport: str, era: str, version: str, ttl: int | None
+) -> None:
+    """Discover finds 2026-07-28 (a stateless-only server too); a 2025 server gets the handshake."""
+    processes: list[PipedProcess] = []
+    try:
+        with _calc(transport, era, tmp_path, processes) as client:
+            assert client.session is not None
+            assert (version, {"name": "calc", "version": "1.0.0"}) == (
+                client.session.protocol_version,
+                client.session.server_info,
+            )
+            assert "add" in [tool["name"] for tool in client.list_tools()]
+            assert ttl == client.tools_ttl_ms
+            assert [{"type": "text", "text": "5"}] == client.call_tool("add", {"a": 2, "b": 3})[
+                "content"
+            ]
+    finally:
+        for process in processes:
+            process.stop()
+
+
+@pytest.mark.parametrize("era", ["current", "legacy"])
+def test_resources_templates_and_prompts_over_http_in_both_eras(tmp_path: Path, era: str) -> None:
+    """Lists, a read whose URI is not ASCII (its Mcp-Name header base64), a filled prompt."""
+    processes: list[PipedProcess] = []
+    try:
+        with _calc("http", era, tmp_path, processes) as client:
+            assert ["notes://readme", "blobs://logo"] == [r["uri"] for r in client.list_resources()]
+            assert ["notes://{name}"] == [
+                t["uriTemplate"] for t in client.list_resource_templates()
+            ]
+            assert ["review"] == [p["name"] for p in client.list_prompts()]
+            assert ["note caf\u00e9"] == [
+                c["text"] for c in client.read_resource("notes://caf\u00e9")
+            ]
+            messages = client.get_prompt("review", {"language": "go"})
+            assert [{"type": "text", "text": "Review this go code (strict: no)."}] == [
+                m["content"] for m in messages
+            ]
+    finally:
+        for process in processes:
+            process.stop()
+
+
+def test_a_stateless_only_server_refuses_the_handshake_with_a_reserved_code(
+    tmp_path: Path,
+) -> None:
+    """initialize sent to a 2026-07-28-only server: -32022, named, with the versions it serves."""
+    command = [sys.executable, str(CALC), "stdio", "--era", "current"]
+    with McpClient.stdio("calc", command, log_path=tmp_path / "calc.log") as client:
+        client.session = None
+        with pytest.raises(McpError, check=lambda e: -32022 == e.code) as caught:
+            client.initialize()
+    assert "does not serve the requested protocol version (-32022); it serves 2026-07-28" in str(
+        caught.value
+    )
+
+
+def test_a_server_claiming_the_current_revision_without_result_type_is_refused(
+    hostile: Callable[..., McpClient],
+) -> None:
+    """A 2026-07-28 server whose tools/list has no resultType: McpError "protocol", named."""
+    client = hostile("current-no-result-type")
+    with pytest.raises(McpError, check=lambda e: "protocol" == e.reason) as caught:
+        client.list_tools()
+    assert "speaks 2026-07-28 and answered tools/list without a resultType" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("mode", "ttl", "stale"), [("ttl-zero", 0, True), ("ttl-years", MAX_TTL_MS, False)]
+)
+def test_a_lists_ttl_is_kept_and_a_ttl_of_years_is_capped(
+    hostile: Callable[..., McpClient], mode: str, ttl: int, stale: bool
+) -> None:
+    """ttlMs 0 is stale at once; ten years is believed for a day at most."""
+    client = hostile(mode)
+    client.list_tools()
+    assert (ttl, stale) == (client.tools_ttl_ms, client.tools_stale)
+
+
+def test_a_negative_ttl_is_refused(hostile: Callable[..., McpClient]) -> None:
+    """ttlMs -1: McpError "protocol" naming it."""
+    with pytest.raises(McpError, check=lambda e: "protocol" == e.reason) as caught:
+        hostile("ttl-negative").list_tools()
+    assert "ttlMs '-1'" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "header"),
+    [
+        ("add", "add"),
+        ("file:///é.txt", "=?base64?ZmlsZTovLy/DqS50eHQ=?="),
+        (" x", "=?base64?IHg=?="),
+    ],
+)
+def test_a_name_header_is_sent_verbatim_or_in_base64(value: str, header: str) -> None:
+    """Printable ASCII goes as is; other characters or edge spaces go base64-wrapped."""
+    assert header == _header_value(value)
 
 
 def test_every_page_of_the_tool_list_is_read(hostile: Callable[..., McpClient]) -> None:

@@ -15,9 +15,14 @@ It initializes properly, lists one tool ``add`` (or misbehaves there), and answe
   of a type MCP does not define; ``long-with-image``: 100 ``A``s, an image, 100 ``B``s;
 - ``echo-env``: answers a call with the value of ``TWINFLOW_TEST_MCP_TOKEN`` (or ``unset``);
 - ``paged``: lists ``add`` and ``sub`` on two pages; ``init-garbage``: garbage for initialize;
+- ``current-no-result-type``: answers ``server/discover`` with 2026-07-28, then lists its
+  tools without the ``resultType`` that revision requires;
+- ``ttl-zero`` / ``ttl-years`` / ``ttl-negative``: 2026-07-28, a tool list whose ``ttlMs`` is
+  0, ten years, or -1;
 - ``http-ping``: Streamable HTTP on 127.0.0.1 (prints ``PORT <n>``), answering a call, and
   every reply the client sends, with a ping (server-sent events): it never answers the call.
 
+Other modes are a server of 2025: ``server/discover`` is an unknown method (-32601).
 It writes a marker to stderr, which must reach the server's log and never the trace.
 """
 
@@ -48,8 +53,19 @@ def result(request_id: object, value: object) -> None:
     send({"jsonrpc": "2.0", "id": request_id, "result": value})
 
 
+CURRENT = MODE.startswith(("current-", "ttl-"))
+TTL = {"ttl-zero": 0, "ttl-years": 10 * 365 * 24 * 3600 * 1000, "ttl-negative": -1}
+
+
 def tools_list(request: dict) -> None:
-    if MODE == "many":
+    if CURRENT:
+        listing = {"tools": [ADD], "resultType": "complete"}
+        if MODE in TTL:
+            listing["ttlMs"] = TTL[MODE]
+        if MODE == "current-no-result-type":
+            del listing["resultType"]
+        result(request["id"], listing)
+    elif MODE == "many":
         tools = [dict(ADD, name=f"t{i}") for i in range(10_000)]
         result(request["id"], {"tools": tools})
     elif MODE == "homoglyph":
@@ -139,6 +155,24 @@ def main() -> None:
             tools_list(request)
         elif method == "tools/call":
             call(request)
+        elif method == "server/discover" and CURRENT:
+            result(
+                request["id"],
+                {
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}},
+                    "resultType": "complete",
+                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "hostile"}},
+                },
+            )
+        else:
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request["id"],
+                    "error": {"code": -32601, "message": f"unknown method {method}"},
+                }
+            )
 
 
 def http_ping() -> None:
@@ -162,6 +196,10 @@ def http_ping() -> None:
                     }
                 ).encode()
                 self.answer("application/json", body)
+            elif request.get("method") == "server/discover":  # as a 2025 server: no session
+                self.send_response(400)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
             elif "id" not in request:
                 self.send_response(202)
                 self.send_header("Content-Length", "0")

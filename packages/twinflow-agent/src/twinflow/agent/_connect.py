@@ -453,11 +453,21 @@ def mcp_servers(
         for server in spec.mcp_servers:
             connect = _connector(server, spec, log_dir)
             if recorded is None:
-                tools = McpTools.live(server.name, connect)
+                tools = McpTools.live(
+                    server.name, connect, resources=server.resources, prompts=server.prompts
+                )
                 servers.append(tools)
                 tools.start()
             else:
-                servers.append(McpTools.recorded(server.name, listed, connect if live else None))
+                servers.append(
+                    McpTools.recorded(
+                        server.name,
+                        listed,
+                        connect if live else None,
+                        resources=server.resources,
+                        prompts=server.prompts,
+                    )
+                )
         yield servers
     finally:
         for tools in servers:

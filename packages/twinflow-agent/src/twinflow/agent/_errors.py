@@ -136,7 +136,10 @@ class McpToolFailed(AgentError):
     is its text), ``"content_invalid"`` (a content block maps onto no part, or the content
     weighs more than the server's limit), ``"output_invalid"`` (``structuredContent`` does not
     match the tool's ``outputSchema``), ``"request_refused"`` (the server asked to call back
-    into the run, sampling or elicitation, during the call).
+    into the run during the call: sampling, roots, an elicitation before 2026-07-28 or a URL
+    one), ``"input_required"`` (a 2026-07-28 server asked for a form's input and the run has no
+    ``answer``), ``"answer_invalid"`` (the answer does not match the form's schema),
+    ``"input_rounds"`` (the server kept asking past ``McpTools.max_input_rounds``).
     """
 
     def __init__(self, message: str, *, reason: str) -> None:

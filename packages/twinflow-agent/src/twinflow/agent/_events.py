@@ -428,11 +428,15 @@ class ToolsListed(_Frozen):
     step: int = Field(ge=1)
     """The step whose model request is the first to offer this list."""
     protocol_version: str
-    """The MCP protocol revision negotiated at ``initialize``."""
+    """The MCP protocol revision agreed on (``server/discover`` or ``initialize``)."""
     server_info: dict[str, JsonValue]
     """The server's ``serverInfo`` (its name and version, as it says)."""
     tools: tuple[ListedTool, ...]
     """Its tools, in the order it listed them."""
+    ttl_ms: int | None = Field(default=None, ge=0, exclude_if=lambda value: value is None)
+    """How long the list may be kept (its ``ttlMs`` cache hint, capped at a day), from a
+    2026-07-28 server; None if it gave none. Past it, the list is asked again before a step
+    and traced again only if it changed."""
 
 
 class OutputRejected(_Frozen):

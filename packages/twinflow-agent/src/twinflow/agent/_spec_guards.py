@@ -97,6 +97,13 @@ class McpServerSpec(SpecValue):
     """Extra request headers for the HTTP server (never a key)."""
     timeout: float = Field(default=30.0, gt=0, le=3600)
     """Seconds one request to the server may take."""
+    resources: tuple[str, ...] = Field(default=(), max_length=64)
+    """URI patterns (``*`` and ``?`` wildcards) of the server's resources the model may read,
+    through the tool ``<name>.read_resource`` (which the policy must allow too); none: no such
+    tool."""
+    prompts: tuple[str, ...] = Field(default=(), max_length=64)
+    """Name patterns of the server's prompts the model may fill, through the tool
+    ``<name>.get_prompt`` (which the policy must allow too); none: no such tool."""
 
     @model_validator(mode="after")
     def _one_kind(self) -> McpServerSpec:

@@ -7,15 +7,23 @@ the session in the ``Mcp-Session-Id`` header). The process starts under the laun
 `HttpTransport` (its deadline, size limit, kill switch, key handling and scrubbing), so both are
 the kernel's and the determinism gate covers them (docs/adr/0100).
 
-The client speaks only what tools need: ``initialize`` (the protocol version negotiated),
-``notifications/initialized``, ``tools/list`` (every page), ``tools/call`` and shutdown. It
-offers the server no capability: a server's request to sample, elicit or list roots is
+The client speaks both eras of the protocol (docs/adr/0182). It asks ``server/discover``
+first: a server that answers it with a current revision (2026-07-28) is spoken to statelessly,
+every request carrying the version and the client's capabilities in its ``_meta`` (and, over
+HTTP, the ``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mcp-Name`` headers), every result
+checked for its ``resultType``. Any other answer (an error, a refusal, a list of older
+revisions only) falls back to ``initialize`` and the 2024-11-05 to 2025-11-25 handshake. Then
+``tools/list`` (every page, with its ``ttlMs`` cache hint), ``tools/call`` (its
+``input_required`` rounds retried by the caller), the resources and prompts methods, and
+shutdown. It offers the server no capability but form elicitation, and that only on a current
+request whose caller can answer: a server's request to sample, elicit or list roots is
 answered with an error and remembered (`McpClient.take_refused`); ``ping`` is answered.
 Every answer is bounded (`McpLimits`) and every failure is one `McpError` naming the server.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from collections import deque
@@ -42,8 +50,37 @@ __all__ = [
     "McpSession",
 ]
 
-MCP_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-"""The protocol revisions the client negotiates, newest (the one it offers) first."""
+MCP_PROTOCOL_VERSIONS = ("2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+"""The protocol revisions the client speaks, newest first."""
+
+_STATELESS = ("2026-07-28",)
+"""The revisions without a handshake: the version travels in every request's ``_meta``."""
+_HANDSHAKE = MCP_PROTOCOL_VERSIONS[len(_STATELESS) :]
+"""The revisions agreed on by ``initialize`` (the first is the one offered)."""
+
+_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+_CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+_SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+_CLIENT_INFO: dict[str, JsonValue] = {"name": "twinflow", "version": "0.1.0"}
+
+_NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+"""The methods whose target is repeated in the ``Mcp-Name`` header, and the param naming it."""
+_MAY_ASK = frozenset(_NAMED_BY)
+"""The methods a current server may answer with ``resultType: "input_required"``."""
+
+_HEADER_MISMATCH = -32020
+_MISSING_CAPABILITY = -32021
+_UNSUPPORTED_VERSION = -32022
+_RESERVED_CODES = {
+    _HEADER_MISMATCH: "found the request's headers and its body disagree (-32020, header mismatch)",
+    _MISSING_CAPABILITY: "requires a client capability twinflow does not offer (-32021)",
+    _UNSUPPORTED_VERSION: "does not serve the requested protocol version (-32022)",
+}
+"""The error codes the 2026-07-28 revision reserves, and what each says."""
+
+MAX_TTL_MS = 24 * 3600 * 1000
+"""The longest a list's ``ttlMs`` is believed (a day): a hint of years is capped here."""
 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 """The MCP specification's tool names: ASCII letters, digits, ``_``, ``-`` and ``.``, so a name
@@ -85,6 +122,11 @@ class McpSession:
     """The server's ``serverInfo`` (name, version...)."""
     capabilities: dict[str, JsonValue]
     """The server's capabilities."""
+
+    @property
+    def stateless(self) -> bool:
+        """Whether the revision has no handshake (2026-07-28): found by ``server/discover``."""
+        return self.protocol_version in _STATELESS
 
 
 class McpChannel(Protocol):
@@ -194,15 +236,39 @@ class _Http:
 
     def send(self, message: dict[str, JsonValue], *, timeout: float) -> list[JsonValue]:
         headers = {"Accept": "application/json, text/event-stream"}
-        if self._session is not None:
-            headers["Mcp-Session-Id"] = self._session
-        if self.protocol_version is not None:
-            headers["MCP-Protocol-Version"] = self.protocol_version
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        stateless = meta.get(_VERSION_KEY) if isinstance(meta, dict) else None
+        if isinstance(stateless, str) and isinstance(params, dict):
+            # A current request stands alone: its version, method and target in headers too,
+            # and no session.
+            method = str(message.get("method"))
+            headers["MCP-Protocol-Version"] = stateless
+            headers["Mcp-Method"] = method
+            target = params.get(_NAMED_BY.get(method, ""))
+            if isinstance(target, str):
+                headers["Mcp-Name"] = _header_value(target)
+        else:
+            if self._session is not None:
+                headers["Mcp-Session-Id"] = self._session
+            if self.protocol_version is not None:
+                headers["MCP-Protocol-Version"] = self.protocol_version
         try:
             answer = self._transport.post_message(
                 self._url, message, timeout=timeout, headers=headers
             )
         except TransportError as exc:
+            refused = exc.reason == "status" and exc.status is not None and 400 <= exc.status < 500
+            refusal = _json_rpc_error(exc.body_excerpt) if refused else None
+            if refusal is not None:
+                # A current server answers a refused request with a 4xx and its JSON-RPC error.
+                return [refusal]
+            if refused:
+                raise McpError(
+                    f"MCP server {self._server!r}: {exc}",
+                    reason="remote",
+                    server=self._server,
+                ) from None
             if exc.reason != "timeout":
                 raise McpError(
                     f"MCP server {self._server!r}: {exc}", reason="closed", server=self._server
@@ -245,6 +311,35 @@ class _Http:
         self._transport.close()
 
 
+def _header_value(value: str) -> str:
+    """``value`` as an HTTP header carries it: verbatim if printable ASCII without edge
+    spaces, else in the ``=?base64?...?=`` form the 2026-07-28 revision defines."""
+    if (
+        re.fullmatch(r"[\x20-\x7E]*", value)
+        and value == value.strip()
+        and not value.startswith("=?")
+    ):
+        return value
+    return f"=?base64?{base64.b64encode(value.encode()).decode('ascii')}?="
+
+
+def _json_rpc_error(excerpt: str | None) -> JsonValue:
+    """The JSON-RPC error an HTTP error answer's body holds, or None."""
+    if not excerpt:
+        return None
+    try:
+        value: JsonValue = parse_json(excerpt.encode(), max_depth=16)
+    except CanonicalError:
+        return None
+    if (
+        isinstance(value, dict)
+        and value.get("jsonrpc") == "2.0"
+        and isinstance(value.get("error"), dict)
+    ):
+        return value
+    return None
+
+
 def _sse_data(body: bytes) -> list[bytes]:
     """The ``data`` of each server-sent event in ``body`` (multi-line data joined by ``\\n``)."""
     events: list[bytes] = []
@@ -264,7 +359,8 @@ def _sse_data(body: bytes) -> list[bytes]:
 
 
 class McpClient(Closing):
-    """One MCP server's tools: initialize, list, call, close. Not thread-safe."""
+    """One MCP server's tools: connect (discover or initialize), list, call, close. Not
+    thread-safe."""
 
     def __init__(
         self,
@@ -292,7 +388,58 @@ class McpClient(Closing):
         self.tools_changed = False
         """The server said its tool list changed (``notifications/tools/list_changed``)."""
         self.session: McpSession | None = None
-        """What ``initialize`` agreed on (None before it)."""
+        """What ``server/discover`` or ``initialize`` agreed on (None before it)."""
+        self.tools_ttl_ms: int | None = None
+        """The last tool list's ``ttlMs`` (capped at `MAX_TTL_MS`); None if it gave none."""
+        self._listed_at = 0.0
+        self._served: list[str] = []
+
+    def connect(self) -> McpSession:
+        """Decide the server's era: ``server/discover`` first, then ``initialize``.
+
+        A server that answers ``server/discover`` naming 2026-07-28 among its versions is
+        spoken to statelessly from then on; any other answer to it (an error, an HTTP refusal,
+        older versions only) falls back to the handshake. A server that times out or exits
+        is not asked again.
+
+        Raises:
+            McpError: The server failed both, serves only revisions twinflow does not speak,
+                or claimed 2026-07-28 and answered without ``resultType``.
+        """
+        try:
+            session = self.discover()
+        except McpError as exc:
+            if exc.reason in ("timeout", "closed"):
+                raise
+            served = self._served
+            if exc.code == _UNSUPPORTED_VERSION and served and not set(served) & set(_HANDSHAKE):
+                raise  # a current server of revisions twinflow does not speak: no handshake
+            session = None
+        return session if session is not None else self.initialize()
+
+    def discover(self) -> McpSession | None:
+        """Ask ``server/discover`` at 2026-07-28; the session if the server speaks it, None if
+        it answers with older revisions only.
+
+        Raises:
+            McpError: The server refused or failed the request, or answered it badly.
+        """
+        result = self._request("server/discover", {}, version=_STATELESS[0])
+        versions = result.get("supportedVersions")
+        if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
+            raise self._error("answered server/discover without a supportedVersions list")
+        mutual = [v for v in _STATELESS if v in versions]
+        if not mutual:
+            return None
+        capabilities = result.get("capabilities", {})
+        meta = result.get("_meta")
+        info = meta.get(_SERVER_INFO_KEY, {}) if isinstance(meta, dict) else {}
+        if not isinstance(capabilities, dict) or not isinstance(info, dict):
+            raise self._error(
+                "answered server/discover with capabilities or serverInfo not objects"
+            )
+        self.session = McpSession(mutual[0], info, capabilities)
+        return self.session
 
     def _error(self, what: str) -> McpError:
         return McpError(
@@ -310,13 +457,13 @@ class McpClient(Closing):
         result = self._request(
             "initialize",
             {
-                "protocolVersion": MCP_PROTOCOL_VERSIONS[0],
+                "protocolVersion": _HANDSHAKE[0],
                 "capabilities": {},
-                "clientInfo": {"name": "twinflow", "version": "0.1.0"},
+                "clientInfo": _CLIENT_INFO,
             },
         )
         version = result.get("protocolVersion")
-        if version not in MCP_PROTOCOL_VERSIONS:
+        if version not in _HANDSHAKE:
             raise self._error(
                 f"speaks protocol version {version!r}; twinflow speaks "
                 f"{', '.join(MCP_PROTOCOL_VERSIONS)}"
@@ -342,8 +489,11 @@ class McpClient(Closing):
         tools: list[dict[str, JsonValue]] = []
         weight = 0
         cursor: JsonValue = None
+        ttl: int | None = None
+        listed_at = self._clock.monotonic()
         for _page in range(self._limits.max_pages):
             result = self._request("tools/list", {} if cursor is None else {"cursor": cursor})
+            ttl = self._ttl(result, ttl)
             page = result.get("tools")
             if not isinstance(page, list):
                 raise self._error("answered tools/list without a tools array")
@@ -362,10 +512,31 @@ class McpClient(Closing):
             cursor = result.get("nextCursor")
             if cursor is None:
                 self.tools_changed = False
+                self.tools_ttl_ms = ttl
+                self._listed_at = listed_at
                 return tools
             if not isinstance(cursor, str):
                 raise self._error("answered tools/list with a nextCursor that is not a string")
         raise self._error(f"kept paging tools/list past {self._limits.max_pages} pages (the limit)")
+
+    def _ttl(self, result: dict[str, JsonValue], before: int | None) -> int | None:
+        """The list's ``ttlMs`` (the least of its pages'), capped at `MAX_TTL_MS`."""
+        ttl = result.get("ttlMs")
+        if ttl is None:
+            return before
+        if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
+            raise self._error(f"answered a list with ttlMs {str(ttl)[:40]!r}: not a count of ms")
+        ttl = min(ttl, MAX_TTL_MS)
+        return ttl if before is None else min(ttl, before)
+
+    @property
+    def tools_stale(self) -> bool:
+        """Whether the tool list should be listed again: the server said it changed, or its
+        ``ttlMs`` has passed on the client's clock (a ``ttlMs`` of 0: always)."""
+        if self.tools_changed:
+            return True
+        ttl = self.tools_ttl_ms
+        return ttl is not None and self._clock.monotonic() >= self._listed_at + ttl / 1000
 
     def _checked_tool(self, tool: JsonValue) -> dict[str, JsonValue]:
         if not isinstance(tool, dict):
@@ -389,17 +560,98 @@ class McpClient(Closing):
             raise self._error(f"listed tool {name!r} with a description that is not a string")
         return tool
 
-    def call_tool(self, name: str, arguments: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
-        """Call a tool; the server's ``CallToolResult`` (``isError`` true for a tool's failure).
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, JsonValue],
+        *,
+        input_responses: Mapping[str, JsonValue] | None = None,
+        request_state: str | None = None,
+        capabilities: Mapping[str, JsonValue] | None = None,
+    ) -> dict[str, JsonValue]:
+        """Call a tool; the server's ``CallToolResult`` (``isError`` true for a tool's failure),
+        or, from a 2026-07-28 server, its ``input_required`` result (``resultType``).
+
+        Args:
+            name: The tool's name as the server lists it.
+            arguments: Its arguments.
+            input_responses: The answers to an ``input_required`` result's ``inputRequests``
+                (a retry of the call), by their keys.
+            request_state: That result's ``requestState``, sent back as it came.
+            capabilities: The client capabilities this request declares (2026-07-28; none by
+                default): ``{"elicitation": {"form": {}}}`` when a form can be answered.
 
         Raises:
             McpError: The server failed to answer (timeout, exit, garbage, a JSON-RPC error).
         """
-        result = self._request("tools/call", {"name": name, "arguments": dict(arguments)})
+        params: dict[str, JsonValue] = {"name": name, "arguments": dict(arguments)}
+        if input_responses is not None:
+            params["inputResponses"] = dict(input_responses)
+        if request_state is not None:
+            params["requestState"] = request_state
+        result = self._request("tools/call", params, capabilities=capabilities)
         content = result.get("content", [])
         if not isinstance(content, list):
             raise self._error(f"answered tools/call {name!r} with content that is not an array")
         return result
+
+    def list_resources(self) -> list[dict[str, JsonValue]]:
+        """Every resource the server lists (``resources/list``, all pages)."""
+        return self._list_all("resources/list", "resources")
+
+    def list_resource_templates(self) -> list[dict[str, JsonValue]]:
+        """Every resource template the server lists (``resources/templates/list``)."""
+        return self._list_all("resources/templates/list", "resourceTemplates")
+
+    def list_prompts(self) -> list[dict[str, JsonValue]]:
+        """Every prompt the server lists (``prompts/list``, all pages)."""
+        return self._list_all("prompts/list", "prompts")
+
+    def read_resource(self, uri: str) -> list[dict[str, JsonValue]]:
+        """The contents of the resource at ``uri`` (``resources/read``): each with ``uri`` and
+        ``text`` or ``blob``. Its size is bounded by `McpLimits.max_message_bytes`.
+
+        Raises:
+            McpError: The server failed or refused, or answered without a contents array of
+                objects, or asked for input (``input_required``: resources take none here).
+        """
+        result = self._request("resources/read", {"uri": uri})
+        return self._items(result, "resources/read", "contents")
+
+    def get_prompt(self, name: str, arguments: Mapping[str, str]) -> list[dict[str, JsonValue]]:
+        """The messages of the prompt ``name`` filled with ``arguments`` (``prompts/get``).
+
+        Raises:
+            McpError: As `read_resource`, for a ``messages`` array.
+        """
+        result = self._request("prompts/get", {"name": name, "arguments": dict(arguments)})
+        return self._items(result, "prompts/get", "messages")
+
+    def _items(
+        self, result: dict[str, JsonValue], method: str, key: str
+    ) -> list[dict[str, JsonValue]]:
+        if result.get("resultType") == "input_required":
+            raise self._error(f"asked for input during {method}, which twinflow does not answer")
+        items = result.get(key)
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise self._error(f"answered {method} without a {key} array of objects")
+        return [i for i in items if isinstance(i, dict)]
+
+    def _list_all(self, method: str, key: str) -> list[dict[str, JsonValue]]:
+        found: list[dict[str, JsonValue]] = []
+        cursor: JsonValue = None
+        for _page in range(self._limits.max_pages):
+            result = self._request(method, {} if cursor is None else {"cursor": cursor})
+            self._ttl(result, None)
+            found.extend(self._items(result, method, key))
+            if len(found) > self._limits.max_tools:
+                raise self._error(f"lists more than {self._limits.max_tools} {key} (the limit)")
+            cursor = result.get("nextCursor")
+            if cursor is None:
+                return found
+            if not isinstance(cursor, str):
+                raise self._error(f"answered {method} with a nextCursor that is not a string")
+        raise self._error(f"kept paging {method} past {self._limits.max_pages} pages (the limit)")
 
     def take_refused(self) -> list[str]:
         """The methods of the server's requests refused since the last call (oldest first)."""
@@ -410,7 +662,27 @@ class McpClient(Closing):
         message: dict[str, JsonValue] = {"jsonrpc": "2.0", "method": method}
         self._inbox.extend(self._channel.send(message, timeout=self._limits.timeout))
 
-    def _request(self, method: str, params: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    def _request(
+        self,
+        method: str,
+        params: dict[str, JsonValue],
+        *,
+        version: str | None = None,
+        capabilities: Mapping[str, JsonValue] | None = None,
+    ) -> dict[str, JsonValue]:
+        if version is None and self.session is not None and self.session.stateless:
+            version = self.session.protocol_version
+        if version is not None:
+            meta = params.get("_meta")
+            params = {
+                **params,
+                "_meta": {
+                    **(meta if isinstance(meta, dict) else {}),
+                    _VERSION_KEY: version,
+                    _CLIENT_INFO_KEY: _CLIENT_INFO,
+                    _CAPABILITIES_KEY: dict(capabilities or {}),
+                },
+            }
         request_id = self._next_id
         self._next_id += 1
         limits = self._limits
@@ -450,19 +722,45 @@ class McpClient(Closing):
                 )
             error = answer.get("error")
             if error is not None:
-                code = error.get("code") if isinstance(error, dict) else None
-                text = error.get("message") if isinstance(error, dict) else None
-                raise McpError(
-                    f"MCP server {self.server!r} refused {method}: {str(text)[:500]} "
-                    f"(JSON-RPC error {code})",
-                    reason="remote",
-                    server=self.server,
-                    code=code if isinstance(code, int) else 0,
-                )
+                raise self._refusal(method, error)
             result = answer.get("result")
             if not isinstance(result, dict):
                 raise self._error(f"answered {method} with a result that is not an object")
+            if version is not None:
+                self._check_result_type(method, version, result)
             return result
+
+    def _refusal(self, method: str, error: JsonValue) -> McpError:
+        code = error.get("code") if isinstance(error, dict) else None
+        text = error.get("message") if isinstance(error, dict) else None
+        said = _RESERVED_CODES.get(code) if isinstance(code, int) else None
+        if said is not None:
+            data = error.get("data") if isinstance(error, dict) else None
+            supported = data.get("supported") if isinstance(data, dict) else None
+            if isinstance(supported, list):
+                self._served = [str(v) for v in supported]
+                said += f"; it serves {', '.join(map(str, supported))[:200]}"
+            text = f"{said}: {str(text)[:300]}"
+        return McpError(
+            f"MCP server {self.server!r} refused {method}: {str(text)[:500]} "
+            f"(JSON-RPC error {code})",
+            reason="remote",
+            server=self.server,
+            code=code if isinstance(code, int) else 0,
+        )
+
+    def _check_result_type(self, method: str, version: str, result: dict[str, JsonValue]) -> None:
+        """A 2026-07-28 result says what it is: ``complete``, or ``input_required`` for a
+        request that may ask for more."""
+        kind = result.get("resultType")
+        if kind == "complete" or (kind == "input_required" and method in _MAY_ASK):
+            return
+        if kind is None:
+            raise self._error(
+                f"speaks {version} and answered {method} without a resultType (which that "
+                "revision requires on every result)"
+            )
+        raise self._error(f"answered {method} with resultType {str(kind)[:60]!r}")
 
     def _from_server(self, message: dict[str, JsonValue], remaining: float) -> None:
         """A notification or a request from the server, met while waiting for an answer."""
@@ -503,7 +801,7 @@ class McpClient(Closing):
         limits: McpLimits | None = None,
         clock: Clock | None = None,
     ) -> Self:
-        """Start `command` as an MCP server under the watchdog and initialize it.
+        """Start `command` as an MCP server under the watchdog and connect to it (`connect`).
 
         Args:
             server: The server's name, for messages.
@@ -520,7 +818,7 @@ class McpClient(Closing):
         Raises:
             UserError: A `pass_env` variable is unset or empty.
             LaunchError: It cannot be started.
-            McpError: It failed to initialize (it has been stopped).
+            McpError: It failed to connect (it has been stopped).
         """
         inherited = {k: v for k, v in os.environ.items() if k in _INHERITED_ENV}
         passed = {name: read_api_key(name, field="pass_env") for name in pass_env}
@@ -535,7 +833,7 @@ class McpClient(Closing):
             clock=clock,
         )
         try:
-            client.initialize()
+            client.connect()
         except BaseException:
             client.close()
             raise
@@ -553,7 +851,7 @@ class McpClient(Closing):
         allow_network: bool | None = None,
         clock: Clock | None = None,
     ) -> Self:
-        """Open a Streamable HTTP session with the MCP server at `url` and initialize it.
+        """Open Streamable HTTP to the MCP server at `url` and connect to it (`connect`).
 
         Args:
             server: The server's name, for messages.
@@ -566,7 +864,7 @@ class McpClient(Closing):
 
         Raises:
             UserError: `api_key_env` names an unset variable, or the URL is not http(s).
-            McpError: It failed to initialize.
+            McpError: It failed to connect.
         """
         limits = limits or McpLimits()
         transport = HttpTransport(
@@ -579,7 +877,7 @@ class McpClient(Closing):
             _Http(transport, url, server, limits), server=server, limits=limits, clock=clock
         )
         try:
-            client.initialize()
+            client.connect()
         except BaseException:
             client.close()
             raise
