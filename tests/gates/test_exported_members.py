@@ -20,8 +20,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # A ratchet, not the goal: the surface was 460 names and is 239 now; the goal is 200. Lower
-# this number as names go private, never raise it (docs/adr/0161-one-front-door.md).
-MAX_PUBLIC_NAMES = 239
+# this number as names go private, never raise it (docs/adr/0161-one-front-door.md), but for a
+# new member's names a user calls: twinflow.pydantic_ai's two (docs/adr/0194).
+MAX_PUBLIC_NAMES = 241
 MAX_EXCEPTION_CLASSES = 50
 
 

@@ -13,11 +13,12 @@ from pydantic_ai import Agent, ModelSettings
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from twinflow.kernel import LoopbackResponse, LoopbackServer
+from twinflow.kernel import LoopbackResponse, LoopbackServer, ReplayDivergenceError
 from twinflow.kernel._loopback import LoopbackRequest
 from twinflow.kernel._process import ProcessResult, run_process
-from twinflow.pydantic_ai import RecordingError, RecordingModel, ReplayModel
-from twinflow.trace import verify_trace
+from twinflow.pydantic_ai import RecordingModel, ReplayModel
+from twinflow.trace import TraceCorruptError, verify_trace
+from twinflow.vocab import PartNotCarriedError
 
 
 def _completion(message: dict[str, Any], finish: str) -> LoopbackResponse:
@@ -39,9 +40,17 @@ def scripted(request: LoopbackRequest) -> LoopbackResponse:
     assert isinstance(body, dict)
     results = [m for m in body["messages"] if isinstance(m, dict) and m.get("role") == "tool"]
     if not results:
-        call = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
-        return _completion({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls")
-    return _completion({"role": "assistant", "content": f"The sum is {results[0]['content']}."}, "stop")
+        call = {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+        }
+        return _completion(
+            {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
+        )
+    return _completion(
+        {"role": "assistant", "content": f"The sum is {results[0]['content']}."}, "stop"
+    )
 
 
 def add(a: int, b: int) -> int:
@@ -55,7 +64,9 @@ def subtract(a: int, b: int) -> int:
 
 
 def _model(server: LoopbackServer) -> OpenAIChatModel:
-    return OpenAIChatModel("scripted", provider=OpenAIProvider(base_url=server.url_for("/v1"), api_key="k"))
+    return OpenAIChatModel(
+        "scripted", provider=OpenAIProvider(base_url=server.url_for("/v1"), api_key="k")
+    )
 
 
 def _run(agent: Agent[None, str], prompt: str) -> str:
@@ -157,9 +168,9 @@ def test_a_replay_that_asks_otherwise_fails_at_the_first_event_that_differs(
     """Another prompt, another tool list or other settings: diverged at run_started, named."""
     path = tmp_path / "run.jsonl"
     _record(path)
-    with pytest.raises(RecordingError) as raised:
+    with pytest.raises(ReplayDivergenceError) as raised:
         _run(Agent(ReplayModel(path), tools=tools, model_settings=settings), prompt)
-    assert ("diverged", seq) == (raised.value.reason, raised.value.seq)
+    assert seq == raised.value.seq
 
 
 def test_a_tool_that_returns_otherwise_diverges_at_its_result(tmp_path: Path) -> None:
@@ -171,9 +182,9 @@ def test_a_tool_that_returns_otherwise_diverges_at_its_result(tmp_path: Path) ->
         """Add two integers."""
         return a + b + 1  # the code changed; its description did not
 
-    with pytest.raises(RecordingError) as raised:
+    with pytest.raises(ReplayDivergenceError) as raised:
         _run(Agent(ReplayModel(path), tools=[add]), "What is 2 + 3?")
-    assert ("diverged", 4) == (raised.value.reason, raised.value.seq)
+    assert 4 == raised.value.seq
     assert "/result/content" in str(raised.value)
 
 
@@ -181,19 +192,39 @@ def test_a_feature_the_trace_cannot_carry_is_refused_by_name(tmp_path: Path) -> 
     """A model setting without a twinflow counterpart: refused, named, nothing sent."""
     path = tmp_path / "run.jsonl"
     with LoopbackServer(scripted) as server:
-        with pytest.raises(RecordingError) as raised, RecordingModel(_model(server), path) as model:
+        with (
+            pytest.raises(PartNotCarriedError) as raised,
+            RecordingModel(_model(server), path) as model,
+        ):
             _run(Agent(model, tools=[add], model_settings=ModelSettings(top_p=0.5)), "2 + 3?")
         assert [] == server.requests
-    assert "unsupported" == raised.value.reason
-    assert "'top_p'" in str(raised.value)
+    assert "model setting 'top_p'" == raised.value.kind
     assert ["run_failed"] == _kinds(path)[-1:]
 
 
+def test_a_streamed_run_is_refused_by_name(tmp_path: Path) -> None:
+    """run_stream through the recorder: refused as a streamed request, nothing sent."""
+    path = tmp_path / "run.jsonl"
+
+    async def stream(agent: Agent[None, str]) -> None:
+        async with agent, agent.run_stream("2 + 3?") as result:
+            await result.get_output()
+
+    with LoopbackServer(scripted) as server:
+        with (
+            pytest.raises(PartNotCarriedError) as raised,
+            RecordingModel(_model(server), path) as model,
+        ):
+            asyncio.run(stream(Agent(model, tools=[add])))
+        assert [] == server.requests
+    assert "streamed request" == raised.value.kind
+
+
 def test_a_trace_that_does_not_verify_is_not_replayed(tmp_path: Path) -> None:
-    """One changed byte: the replay model refuses the trace before the run starts."""
+    """A changed prompt: the replay model refuses the trace (seq 0) before the run starts."""
     path = tmp_path / "run.jsonl"
     _record(path)
     path.write_bytes(path.read_bytes().replace(b"What is 2 + 3?", b"What is 2 + 4?", 1))
-    with pytest.raises(RecordingError) as raised:
+    with pytest.raises(TraceCorruptError) as raised:
         ReplayModel(path)
-    assert "trace" == raised.value.reason
+    assert 0 == raised.value.report.problem.seq

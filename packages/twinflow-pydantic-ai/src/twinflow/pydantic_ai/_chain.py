@@ -37,10 +37,9 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
-
 from twinflow.agent import typed_event
-from twinflow.pydantic_ai._errors import RecordingError
 from twinflow.trace import GENESIS, canonical_bytes
+from twinflow.vocab import PartNotCarriedError
 
 __all__ = ["Chain", "response_from_body"]
 
@@ -56,11 +55,16 @@ def _digest(value: object) -> str:
     return hashlib.sha256(canonical_bytes(value)).hexdigest()
 
 
-def _unsupported(what: str) -> RecordingError:
-    return RecordingError(
-        f"the recorder cannot represent {what} in a twinflow trace, so it would not replay; "
-        "nothing of this request was sent or written: record a run without it",
-        reason="unsupported",
+ADAPTER = "twinflow trace (pydantic-ai recorder)"
+"""How `PartNotCarriedError` names the recorder (``.adapter``)."""
+
+
+def _unsupported(what: str) -> PartNotCarriedError:
+    return PartNotCarriedError(
+        ADAPTER,
+        what,
+        "a twinflow trace cannot represent it, so the run would not replay; nothing of this "
+        "request was sent or written: record a run without it",
     )
 
 
@@ -81,10 +85,10 @@ def _user(part: UserPromptPart) -> dict[str, Any]:
 
 def _tool_return(part: ToolReturnPart) -> dict[str, Any]:
     if type(part) is not ToolReturnPart:
-        raise _unsupported(f"the request part {type(part).__name__}")
+        raise _unsupported(f"request part {type(part).__name__}")
     text, files = part.model_response_str_and_user_content()
     if files:
-        raise _unsupported(f"a tool return carrying files (tool {part.tool_name!r})")
+        raise _unsupported(f"tool return carrying files (tool {part.tool_name!r})")
     result = {
         "kind": "tool_result",
         "call_id": part.tool_call_id,
@@ -98,7 +102,7 @@ def _tool_return(part: ToolReturnPart) -> dict[str, Any]:
 def request_messages(message: ModelRequest) -> list[dict[str, Any]]:
     """A pydantic-ai request as twinflow messages (its instructions first, as a system message)."""
     if message.state != "complete":
-        raise _unsupported(f"a request in state {message.state!r}")
+        raise _unsupported(f"request in state {message.state!r}")
     messages = [] if message.instructions is None else [_text("system", message.instructions)]
     for part in message.parts:
         if isinstance(part, SystemPromptPart):
@@ -110,7 +114,7 @@ def request_messages(message: ModelRequest) -> list[dict[str, Any]]:
         elif isinstance(part, RetryFeedbackPart):
             messages.append(_text("user", part.model_response()))
         else:
-            raise _unsupported(f"the request part {type(part).__name__}")
+            raise _unsupported(f"request part {type(part).__name__}")
     return messages
 
 
@@ -119,15 +123,20 @@ def _call(part: ToolCallPart) -> dict[str, Any]:
         arguments = part.args_as_dict(raise_if_invalid=True)
     except ValueError as exc:
         raise _unsupported(
-            f"a tool call whose arguments are not a JSON object ({part.tool_name!r}: {exc})"
+            f"tool call whose arguments are not a JSON object ({part.tool_name!r}: {exc})"
         ) from None
-    return {"kind": "tool_call", "id": part.tool_call_id, "name": part.tool_name, "arguments": arguments}
+    return {
+        "kind": "tool_call",
+        "id": part.tool_call_id,
+        "name": part.tool_name,
+        "arguments": arguments,
+    }
 
 
 def response_body(response: ModelResponse) -> dict[str, Any]:
     """A pydantic-ai response as the agent's `ModelResponse` value (plain JSON)."""
     if response.state != "complete":
-        raise _unsupported(f"a response in state {response.state!r}")
+        raise _unsupported(f"response in state {response.state!r}")
     parts: list[dict[str, Any]] = []
     for part in response.parts:
         if type(part) is TextPart:
@@ -137,10 +146,10 @@ def response_body(response: ModelResponse) -> dict[str, Any]:
         elif type(part) is ToolCallPart:
             parts.append(_call(part))
         else:
-            raise _unsupported(f"the response part {type(part).__name__}")
+            raise _unsupported(f"response part {type(part).__name__}")
     finish = response.finish_reason or "stop"
     if finish not in _FINISH:
-        raise _unsupported(f"the finish reason {finish!r}")
+        raise _unsupported(f"finish reason {finish!r}")
     return {
         "message": {"role": "assistant", "parts": parts},
         "usage": {
@@ -165,7 +174,9 @@ def response_from_body(body: dict[str, Any], at: str) -> ModelResponse:
     usage = body["usage"]
     return ModelResponse(
         parts=parts,
-        usage=RequestUsage(input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"]),
+        usage=RequestUsage(
+            input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"]
+        ),
         model_name=body["model_name"] or None,
         timestamp=datetime.fromisoformat(at),
         finish_reason=_FINISH_BACK[body["finish_reason"]],  # type: ignore[arg-type]
@@ -176,11 +187,13 @@ def _settings(settings: ModelSettings | None) -> dict[str, Any]:
     given = dict(settings or {})
     for key, value in sorted(given.items()):
         if key not in _SETTINGS and value is not None:
-            raise _unsupported(f"the model setting {key!r}")
+            raise _unsupported(f"model setting {key!r}")
     return {key: given[key] for key in _SETTINGS if given.get(key) is not None}
 
 
-def _tools(parameters: ModelRequestParameters) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+def _tools(
+    parameters: ModelRequestParameters,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     if parameters.native_tools:
         names = ", ".join(type(tool).__name__ for tool in parameters.native_tools)
         raise _unsupported(f"native tools ({names})")
@@ -238,7 +251,7 @@ class Chain:
         ``model_requested``.
 
         Raises:
-            RecordingError (``unsupported``): The request holds what a trace cannot represent.
+            PartNotCarriedError: The request holds what a trace cannot represent.
         """
         converted = [
             request_messages(m) if isinstance(m, ModelRequest) else [response_body(m)["message"]]
@@ -246,7 +259,7 @@ class Chain:
         ]
         seen = len(self._history)
         if converted[:seen] != self._history:
-            raise _unsupported("a history changed since the last request (a history processor)")
+            raise _unsupported("history changed since the last request (a history processor)")
         tools, schema = _tools(parameters)
         model_settings = _settings(settings)
         new = [message for group in converted[seen:] for message in group]
@@ -255,10 +268,19 @@ class Chain:
             bodies.append(self._started(new, tools, schema, model_settings))
         for message in new:
             for part in message["parts"]:
-                call = self._calls.pop(part.get("call_id", ""), None) if message["role"] == "tool" else None
+                call = (
+                    self._calls.pop(part.get("call_id", ""), None)
+                    if message["role"] == "tool"
+                    else None
+                )
                 if call is not None:
                     bodies.append(
-                        {"kind": "tool_called", "call_id": call["id"], "tool": call["name"], "arguments": call["arguments"]}
+                        {
+                            "kind": "tool_called",
+                            "call_id": call["id"],
+                            "tool": call["name"],
+                            "arguments": call["arguments"],
+                        }
                     )
                     bodies.append({"kind": "tool_returned", "result": part})
         self.steps += 1
@@ -283,7 +305,7 @@ class Chain:
         """The ``model_responded`` body of the response to the last request.
 
         Raises:
-            RecordingError (``unsupported``): The response holds what a trace cannot represent.
+            PartNotCarriedError: The response holds what a trace cannot represent.
         """
         body = response_body(response)
         for part in body["message"]["parts"]:
@@ -329,7 +351,7 @@ class Chain:
     ) -> dict[str, Any]:
         system = next((m for m in new if m["role"] == "system"), None)
         user = next((m for m in new if m["role"] == "user"), None)
-        config = {
+        config: dict[str, Any] = {
             "model": self.model,
             "system_prompt": None if system is None else system["parts"][0]["text"],
             "tools": tools,
@@ -362,6 +384,6 @@ class Chain:
         try:
             typed = typed_event({"seq": 0, "prev": GENESIS, "at": _EPOCH, "body": body})
         except ValueError as exc:
-            raise _unsupported(f"a {body['kind']} event the agent cannot read ({exc})") from None
+            raise _unsupported(f"{body['kind']} event the agent cannot read ({exc})") from None
         normal: dict[str, Any] = typed.body.model_dump(mode="json")
         return normal

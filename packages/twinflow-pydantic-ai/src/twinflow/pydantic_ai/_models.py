@@ -21,20 +21,19 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
-
 from twinflow._base._untrusted import has_secrets, scrub_value
 from twinflow.agent import typed_event
-from twinflow.pydantic_ai._chain import Chain, response_from_body
-from twinflow.pydantic_ai._errors import RecordingError
+from twinflow.kernel import ReplayDivergenceError
+from twinflow.pydantic_ai._chain import ADAPTER, Chain, response_from_body
 from twinflow.trace import (
     GENESIS,
     FileTraceSink,
-    TraceCorruptError,
-    canonical_bytes,
+    TraceFormatError,
+    UserError,
     encode_line,
     walk_trace,
 )
-from twinflow.vocab import value_bytes
+from twinflow.vocab import PartNotCarriedError, diff, value_bytes
 
 __all__ = ["RecordingModel", "ReplayModel"]
 
@@ -73,8 +72,8 @@ class RecordingModel(WrapperModel):
     The trace holds ``run_started``, each request (``model_requested``) and response
     (``model_responded``), each tool's call and result (``tool_called``, ``tool_returned``, from
     the tool returns pydantic-ai sends back), and ``run_finished``, or ``run_failed`` when the
-    block raises. Lines are written as the run goes. What a trace cannot represent (see
-    `twinflow.pydantic_ai.RecordingError`) is refused before the request is sent.
+    block raises. Lines are written as the run goes. What a trace cannot represent is refused
+    by name before the request is sent (`twinflow.vocab.PartNotCarriedError`).
     """
 
     def __init__(self, wrapped: Model | str, path: str | os.PathLike[str]) -> None:
@@ -98,10 +97,9 @@ class RecordingModel(WrapperModel):
         Raises:
             TargetExistsError: Something exists at the path (a trace is never overwritten).
         """
-        if self._sink is not None:
-            raise RecordingError(
-                f"{self.path}: a RecordingModel records one run; make another for the next",
-                reason="unsupported",
+        if self._sink is not None or self._seq:
+            raise UserError(
+                f"{self.path}: a RecordingModel records one run; make another for the next"
             )
         self._sink = FileTraceSink(self.path)
         return self
@@ -141,9 +139,8 @@ class RecordingModel(WrapperModel):
         """Record the request, send it to the wrapped model, record the response."""
         sink = self._sink
         if sink is None:
-            raise RecordingError(
-                f"use the RecordingModel for {self.path} in a `with` block around the run",
-                reason="unsupported",
+            raise UserError(
+                f"use the RecordingModel for {self.path} in a `with` block around the run"
             )
         if self._chain is None:
             self._chain = Chain(_run_id(messages), _model_name(self.wrapped))
@@ -165,26 +162,12 @@ class RecordingModel(WrapperModel):
         run_context: Any = None,
     ) -> AsyncIterator[StreamedResponse]:
         """Refused: a streamed request is not recorded (run the agent without streaming)."""
-        raise RecordingError(
-            "the recorder cannot represent a streamed request (run_stream, iter with streaming) "
-            "in a twinflow trace: run the agent with run or run_sync",
-            reason="unsupported",
+        raise PartNotCarriedError(
+            ADAPTER,
+            "streamed request",
+            "a twinflow trace records whole responses; run the agent with run or run_sync",
         )
         yield  # pragma: no cover - an async generator, for the context manager
-
-
-def _first_difference(expected: Any, actual: Any, pointer: str = "") -> str:
-    """Where two JSON values first differ, as a JSON pointer and the two values there."""
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        for key in sorted(set(expected) | set(actual)):
-            if expected.get(key, ...) != actual.get(key, ...):
-                return _first_difference(expected.get(key), actual.get(key), f"{pointer}/{key}")
-    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
-        for index, (a, b) in enumerate(zip(expected, actual, strict=True)):
-            if a != b:
-                return _first_difference(a, b, f"{pointer}/{index}")
-    shown = [canonical_bytes(v).decode()[:200] if v is not None else "null" for v in (expected, actual)]
-    return f"at {pointer or '/'}: recorded {shown[0]}, this run {shown[1]}"
 
 
 class ReplayModel(Model):
@@ -192,30 +175,27 @@ class ReplayModel(Model):
 
     Give it to the same agent and run the same prompt: each request the agent makes is turned
     into events as the recorder turned it, and compared with the recorded ones; the first that
-    differs raises `RecordingError` (``diverged``) naming its seq and the first difference, and
-    no response is served for it. No network, no model: the trace is verified first.
+    differs raises `twinflow.kernel.ReplayDivergenceError` naming its seq and the first
+    difference, and no response is served for it. No network, no model: the trace is verified
+    first.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         """Read and verify the trace at ``path``.
 
         Raises:
-            RecordingError (``trace``): The trace does not verify, or is not a recording.
+            TraceCorruptError: The trace does not verify (or does not end its run).
+            TraceFormatError: The trace is not a recorded run.
             OSError: The file cannot be read.
         """
         super().__init__()
         self.path = Path(path)
-        try:
-            self._events: list[tuple[int, str, dict[str, Any]]] = [
-                (item.seq, item.value["at"], item.value["body"])
-                for item in walk_trace(self.path, check=lambda value: value, require_complete=True)
-            ]
-        except TraceCorruptError as exc:
-            raise RecordingError(
-                f"{self.path}: does not verify ({exc}); nothing is replayed", reason="trace"
-            ) from None
-        if not self._events or self._events[0][2].get("kind") != "run_started":
-            raise RecordingError(f"{self.path}: not a recorded run", reason="trace")
+        self._events: list[tuple[int, str, dict[str, Any]]] = [
+            (item.seq, item.value["at"], item.value["body"])
+            for item in walk_trace(self.path, check=lambda value: value, require_complete=True)
+        ]
+        if self._events[0][2].get("kind") != "run_started":
+            raise TraceFormatError(f"{self.path}: not a recorded run (no run_started first)")
         started = self._events[0][2]
         self._chain = Chain(str(started["run_id"]), str(started["config"]["model"]))
         self._next = 0
@@ -236,20 +216,25 @@ class ReplayModel(Model):
         return self._next
 
     def _expect(self, body: dict[str, Any]) -> None:
-        if self._next >= len(self._events):
-            raise RecordingError(
-                f"{self.path}: the run made more requests than were recorded; the recording "
-                f"ends at seq {len(self._events) - 1}",
-                reason="exhausted",
-                seq=len(self._events),
-            )
-        seq, _, recorded = self._events[self._next]
-        if recorded != body:
-            raise RecordingError(
-                f"{self.path}: seq {seq} ({recorded.get('kind')}) differs from this run "
-                f"({body.get('kind')}) {_first_difference(recorded, body)}",
-                reason="diverged",
+        seq = self._next
+        recorded = self._events[seq][2] if seq < len(self._events) else None
+        if recorded is None or recorded["kind"] in ("run_finished", "run_failed"):
+            ended = "" if recorded is None else f", it ended with {recorded['kind']}"
+            raise ReplayDivergenceError(
+                f"{self.path}: this run goes on ({body['kind']}) where the recorded run did not "
+                f"(seq {seq}{ended}); nothing was served for it",
                 seq=seq,
+                expected=recorded,
+                actual=body,
+            )
+        if recorded != body:
+            raise ReplayDivergenceError(
+                f"{self.path}: seq {seq} differs from this run: recorded {recorded['kind']}, "
+                f"this run {body['kind']}; nothing was served for it",
+                difference=diff(recorded, body),
+                seq=seq,
+                expected=recorded,
+                actual=body,
             )
         self._next += 1
 
@@ -262,16 +247,18 @@ class ReplayModel(Model):
         """Compare the request with the recorded one and serve the recorded response."""
         for body in self._chain.request(messages, model_settings, model_request_parameters):
             self._expect(body)
-        if self._next >= len(self._events) or self._events[self._next][2]["kind"] != "model_responded":
-            seq, _, recorded = self._events[min(self._next, len(self._events) - 1)]
-            why = recorded.get("message", "") if recorded.get("kind") == "run_failed" else ""
-            raise RecordingError(
+        seq = self._next
+        recorded: dict[str, Any] = (
+            self._events[seq][2] if seq < len(self._events) else {"kind": "nothing"}
+        )
+        if recorded["kind"] != "model_responded":
+            why = f": {recorded.get('message')}" if recorded["kind"] == "run_failed" else ""
+            raise ReplayDivergenceError(
                 f"{self.path}: the recorded run has no response to this request (seq {seq} is "
-                f"{recorded.get('kind')}{': ' + str(why) if why else ''})",
-                reason="exhausted",
+                f"{recorded['kind']}{why})",
                 seq=seq,
+                expected=recorded,
             )
-        seq, at, recorded = self._events[self._next]
-        response = response_from_body(recorded["response"], at)
+        response = response_from_body(recorded["response"], self._events[seq][1])
         self._expect(self._chain.response(response))
         return response
