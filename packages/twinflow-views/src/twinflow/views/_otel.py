@@ -3,7 +3,8 @@
 One `invoke_agent` span covers the run; a `chat` span covers each model request and its reply;
 an `execute_tool` span covers each call from `tool_called` to its `tool_returned`. A policy
 decision is an event on the run's span (``gen_ai.guardrail.decision``, with the decision and
-who made it), as is a rejected output.
+who made it), as is a rejected output, and each eval score of the run
+(``gen_ai.evaluation.result``).
 
 The spans are a view of the trace, never a second record: the trace id is the first half of
 the trace's Merkle root, a span's id the first 16 hex digits of the digest of the event that
@@ -36,7 +37,7 @@ from twinflow.agent import (
     TraceEvent,
 )
 
-__all__ = ["SCOPE", "otlp_json"]
+__all__ = ["SCOPE", "EvalScore", "otlp_json"]
 
 SCOPE = "twinflow.views.otel"
 """The instrumentation scope the spans are reported under."""
@@ -240,12 +241,29 @@ def _span_json(span: _Span, trace_id: str, parent: str | None, end: datetime) ->
     return out
 
 
+@dataclass(frozen=True)
+class EvalScore:
+    """One scorer's verdict on a run, exported as a ``gen_ai.evaluation.result`` event."""
+
+    name: str
+    """The scorer (``gen_ai.evaluation.name``)."""
+    value: float
+    """The score (``gen_ai.evaluation.score.value``)."""
+    label: str
+    """passed, failed or errored (``gen_ai.evaluation.score.label``)."""
+    explanation: str = ""
+    """Why (``gen_ai.evaluation.explanation``; exported only with content)."""
+    case: str = ""
+    """The eval case and repeat the run was (``twinflow.eval.case``)."""
+
+
 def otlp_json(
     events: Iterable[tuple[int, str, TraceEvent | None]],
     root: str,
     *,
     content: bool = False,
     version: str = "",
+    scores: Sequence[EvalScore] = (),
 ) -> dict[str, Any]:
     """The run's spans as an OTLP/JSON ``ExportTraceServiceRequest``.
 
@@ -253,17 +271,37 @@ def otlp_json(
         events: The verified trace's events in order: seq, hex digest, and the typed event
             (None for a redacted one).
         root: The trace's Merkle root (hex), from the checkpoint the verification computed.
-        content: Also export arguments, results and the policy's reasons.
+        content: Also export arguments, results, the policy's reasons and the scorers'
+            explanations.
         version: The exporter's version, for the instrumentation scope.
+        scores: An eval's scores of this run: each an event on the run's span, marked with
+            the trace's last event (the scores were computed from the whole trace).
     """
     run = _Run(root=root, content=content)
     last: datetime | None = None
+    end: tuple[int, str] | None = None
     for seq, digest, event in events:
+        end = (seq, digest)
         if event is None:
             run.note(seq, digest, last, "twinflow.redacted")
             continue
         last = event.at
         run.read(seq, digest, event)
+    for score in scores if end is not None else ():
+        seq, digest = end or (0, "")
+        run.note(
+            seq,
+            digest,
+            last,
+            "gen_ai.evaluation.result",
+            **{
+                "gen_ai.evaluation.name": score.name,
+                "gen_ai.evaluation.score.value": float(score.value),
+                "gen_ai.evaluation.score.label": score.label,
+                "gen_ai.evaluation.explanation": score.explanation if content else None,
+                "twinflow.eval.case": score.case or None,
+            },
+        )
     spans: Sequence[_Span] = run.spans
     trace_id = root[:32]
     parent = run.run.opened[1][:16] if run.run is not None else None
