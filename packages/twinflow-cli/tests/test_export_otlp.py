@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -108,19 +107,10 @@ def test_a_collector_that_never_answers_costs_the_timeout_only(
 ) -> None:
     """A stalled collector: the export gives up at --timeout with a timeout error, exit 2."""
     trace = record(tmp_path / "t.jsonl")
-    release = threading.Event()
+    stalled = LoopbackResponse(delay=60)  # cut short when the server stops
 
-    def stalled(request: LoopbackRequest) -> LoopbackResponse:
-        release.wait(60)
-        return collector(request)
-
-    with LoopbackServer(stalled) as server:
-        try:
-            code = main(
-                ["export", "otel", str(trace), "--endpoint", server.url, "--timeout", "0.2"]
-            )
-        finally:
-            release.set()
+    with LoopbackServer(lambda _: stalled) as server:
+        code = main(["export", "otel", str(trace), "--endpoint", server.url, "--timeout", "0.2"])
     err = capsys.readouterr().err
     assert (2, True) == (code, "timed out" in err or "timeout" in err)
 
