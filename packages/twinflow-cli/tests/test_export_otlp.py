@@ -189,3 +189,81 @@ def test_scores_for_another_trace_export_nothing(
     first.write_bytes(second.read_bytes())
     code, out = export(capsys, "otel", str(run_dir))
     assert (1, "") == (code, out)
+
+
+def _live_run(project: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    """`twinflow run` of the project's spec with ``argv``; its exit code and stderr."""
+    code = main(
+        ["run", str(project / "spec.yaml"), "--out", str(project / "out"), "--quiet", *argv]
+    )
+    return code, capsys.readouterr().err
+
+
+def _identities(spans: Any) -> list[tuple[str, bytes, bytes, bytes, dict[str, Any]]]:
+    """Each span's name, ids and attributes but the checkpoint it names (root and size)."""
+    return sorted(
+        (
+            s.name,
+            s.trace_id,
+            s.span_id,
+            s.parent_span_id,
+            {
+                k: v
+                for k, v in attributes(s).items()
+                if k not in ("twinflow.trace.root", "twinflow.trace.size")
+            },
+        )
+        for s in spans
+    )
+
+
+def test_a_live_run_sends_the_spans_the_export_makes(
+    tmp_path: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--otel-endpoint: the collector gets the export's spans, each naming a prefix's root."""
+    project = calc_project(tmp_path, server.url)
+    with LoopbackServer(collector) as otel:
+        code, err = _live_run(project, capsys, "--otel-endpoint", otel.url)
+        live = [
+            span
+            for request in otel.requests
+            for span in ExportTraceServiceRequest.FromString(request.body)
+            .resource_spans[0]
+            .scope_spans[0]
+            .spans
+        ]
+    trace = project / "out" / "trace.jsonl"
+    _, text = export(capsys, "otel", str(trace))
+    exported = parsed(text).resource_spans[0].scope_spans[0].spans
+    loaded = Trace.load(trace)
+    prefixes = {
+        (attributes(s)["twinflow.trace.root"], int(attributes(s)["twinflow.trace.size"]))
+        for s in live
+    }
+    expected = (0, _identities(exported), True, True)
+    actual = (
+        code,
+        _identities(live),
+        all(loaded.checkpoint(size).root == root for root, size in prefixes),
+        f"otel: {len(exported)} of {len(exported)} span(s) sent" in err,
+    )
+    assert expected == actual
+
+
+@pytest.mark.parametrize("stalled", [False, True])
+def test_a_collector_down_or_stalled_never_fails_the_run(
+    tmp_path: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str], stalled: bool
+) -> None:
+    """Nothing listens, or nothing answers: the run ends as without it, and says what was lost."""
+    project = calc_project(tmp_path, server.url)
+    if stalled:
+        with LoopbackServer(lambda _: LoopbackResponse(delay=60)) as otel:
+            argv = ("--otel-endpoint", otel.url, "--otel-timeout", "0.3")
+            code, err = _live_run(project, capsys, *argv)
+    else:
+        code, err = _live_run(project, capsys, "--otel-endpoint", f"http://127.0.0.1:{free_port()}")
+    said = next(line for line in err.splitlines() if line.startswith("otel:"))
+    trace = Trace.load(project / "out" / "trace.jsonl")
+    expected = (0, "run_finished", True, True)
+    actual = (code, trace.kinds[-1], " 0 of " in said, "not sent" in said)
+    assert expected == actual, said

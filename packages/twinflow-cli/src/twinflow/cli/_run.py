@@ -41,6 +41,7 @@ from twinflow.agent import (
     Trace,
 )
 from twinflow.agent._trace_file import numbered
+from twinflow.cli._live_otel import LiveExport
 from twinflow.cli._output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -55,7 +56,14 @@ from twinflow.cli._watch import TextPrinter
 from twinflow.cli._wiring import chat_model
 from twinflow.kernel import SystemClock, SystemIds
 from twinflow.models._providers import EMBEDDED
-from twinflow.trace import Checkpoint, FileTraceSink, MemoryTraceSink, TraceError, UserError
+from twinflow.trace import (
+    Checkpoint,
+    FileTraceSink,
+    MemoryTraceSink,
+    TraceError,
+    TraceSink,
+    UserError,
+)
 from twinflow.views import CallSummary, summarize_trace
 
 __all__ = [
@@ -199,10 +207,12 @@ def _execute(
     resume_from: Path | None = None,
     decisions: Sequence[Decision] = (),
     fork_from: tuple[Path, int] | None = None,
+    live: LiveExport | None = None,
 ) -> RunOutcome:
     """Run the agent ``spec`` describes into a new trace in ``out_dir``, continue the run in
     ``resume_from`` (`Agent.resume`, with ``decisions`` on calls waiting for approval), or
-    fork the run ``fork_from`` names at its step into a new trace (`Agent.fork`)."""
+    fork the run ``fork_from`` names at its step into a new trace (`Agent.fork`); ``live``
+    sends a new run's spans to a collector as it goes."""
     # Build the agent once before touching the run directory, so a usage error in the spec
     # (a tool that does not import, a policy naming an unknown tool, an unset API key)
     # changes no file.
@@ -229,11 +239,17 @@ def _execute(
             url = stack.enter_context(spec.model.serving(out_dir, out.line))
         model_spec = spec.model.model_copy(update={"url": url})
         ids = SystemIds()
+        sink: TraceSink = (
+            MemoryTraceSink() if resume_from is not None else FileTraceSink(trace_path)
+        )
+        if live is not None and resume_from is None:
+            stack.callback(lambda: say(live.close()))
+            sink = live.sink(sink)
         agent = resolved.agent(
             model=chat_model(model_spec, transport, ids),
             clock=SystemClock(),
             ids=ids,
-            trace=MemoryTraceSink() if resume_from is not None else FileTraceSink(trace_path),
+            trace=sink,
             observer=TextPrinter(sys.stdout) if watch and resume_from is None else None,
             environment=environment,
             servers=servers,
@@ -335,6 +351,21 @@ def configure_run(p: argparse.ArgumentParser) -> None:
         default=Path("twinflow-run"),
         help="directory for trace.jsonl and spec.yaml (default: twinflow-run)",
     )
+    p.add_argument(
+        "--otel-endpoint",
+        metavar="URL",
+        help="also send the run's spans to this OTLP/HTTP collector as the run goes (the spans "
+        "`twinflow export otel` makes); a collector that is down or slow never slows or fails "
+        "the run: what was not sent is counted and said at the end",
+    )
+    p.add_argument(
+        "--otel-timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="with --otel-endpoint: how long one request may take, and how long the last ones "
+        "may take after the run (default 5)",
+    )
     _add_quiet(p)
 
 
@@ -353,8 +384,14 @@ def run(args: argparse.Namespace, out: Output) -> int:
     phases = _Phases()
     # For the whole run, not only while the tools are imported: a tool may import its siblings
     # when it is called.
+    live = None
+    if args.otel_endpoint is not None:
+        if not args.otel_timeout > 0:
+            raise UserError(f"--otel-timeout {args.otel_timeout}: give a number of seconds above 0")
+        live = LiveExport(args.otel_endpoint, timeout=args.otel_timeout)
     with importing_from(spec.directories):
-        outcome = _execute(spec, text, args.out, out, phases, watch=not (args.quiet or args.json))
+        watch = not (args.quiet or args.json)
+        outcome = _execute(spec, text, args.out, out, phases, watch=watch, live=live)
     return report_outcome(outcome, out, "run", ["--spec", str(args.spec)])
 
 
