@@ -74,7 +74,17 @@ def _fixed_width(formatter: Any) -> Any:
     return make
 
 
-API_ORDER = ("agent", "models", "eval", "views", "kernel", "vocab", "trace", "cli")
+API_ORDER = (
+    "agent",
+    "models",
+    "eval",
+    "views",
+    "pydantic_ai",
+    "kernel",
+    "vocab",
+    "trace",
+    "cli",
+)
 
 
 def api_reference() -> str:

@@ -94,7 +94,7 @@ def test_spans_follow_the_conventions_and_check_against_the_trace(
     expected = (
         0,
         ["invoke_agent twinflow", "chat FunctionModel", "execute_tool add", "chat FunctionModel"],
-        {bytes.fromhex(root[:32])},
+        {bytes.fromhex(loaded.digests[0][:32])},
         {run.span_id},
         ("invoke_agent", "chat", "execute_tool"),
         ("add", "k1"),

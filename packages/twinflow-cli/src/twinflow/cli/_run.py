@@ -43,6 +43,7 @@ from twinflow.agent import (
 )
 from twinflow.agent._trace_file import numbered
 from twinflow.cli._errors import divergence_failed
+from twinflow.cli._live_otel import LiveExport
 from twinflow.cli._output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -64,6 +65,7 @@ from twinflow.trace import (
     MemoryTraceSink,
     TraceCorruptError,
     TraceError,
+    TraceSink,
     UserError,
 )
 from twinflow.views import CallSummary, summarize_trace
@@ -212,12 +214,14 @@ def _execute(
     next_turn: tuple[Path, str] | None = None,
     at_turn: bool = False,
     chat: Callable[[], str | None] | None = None,
+    live: LiveExport | None = None,
 ) -> RunOutcome:
     """Run the agent ``spec`` describes into a new trace in ``out_dir``, continue the run in
     ``resume_from`` (`Agent.resume`, with ``decisions`` on calls waiting for approval), send
     the run in ``next_turn``'s trace its next user turn (`Agent.run` with ``continue_from``), or
     fork the run ``fork_from`` names at its step (its turn, with ``at_turn``) into a new trace
-    (`Agent.fork`); or, with ``chat``, hold a conversation whose turns it reads (None: the end)."""
+    (`Agent.fork`); or, with ``chat``, hold a conversation whose turns it reads (None: the end).
+    ``live`` sends a new run's spans to a collector as it goes."""
     if next_turn is not None:
         resume_from = next_turn[0]
     # Build the agent once before touching the run directory, so a usage error in the spec
@@ -246,11 +250,17 @@ def _execute(
             url = stack.enter_context(spec.model.serving(out_dir, out.line))
         model_spec = spec.model.model_copy(update={"url": url})
         ids = SystemIds()
+        sink: TraceSink = (
+            MemoryTraceSink() if resume_from is not None else FileTraceSink(trace_path)
+        )
+        if live is not None and resume_from is None:
+            stack.callback(lambda: say(live.close()))
+            sink = live.sink(sink)
         agent = resolved.agent(
             model=chat_model(model_spec, transport, ids),
             clock=SystemClock(),
             ids=ids,
-            trace=MemoryTraceSink() if resume_from is not None else FileTraceSink(trace_path),
+            trace=sink,
             observer=(
                 # Under --json stdout is the one document: the conversation is shown on stderr.
                 ChatPrinter(sys.stderr if out.as_json else sys.stdout)
@@ -421,6 +431,21 @@ def configure_run(p: argparse.ArgumentParser) -> None:
         metavar="TEXT",
         help="the user's message, instead of the spec's prompt (with --continue: the next turn)",
     )
+    p.add_argument(
+        "--otel-endpoint",
+        metavar="URL",
+        help="also send the run's spans to this OTLP/HTTP collector as the run goes (the spans "
+        "`twinflow export otel` makes); a collector that is down or slow never slows or fails "
+        "the run: what was not sent is counted and said at the end",
+    )
+    p.add_argument(
+        "--otel-timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="with --otel-endpoint: how long one request may take, and how long the last ones "
+        "may take after the run (default 5)",
+    )
     _add_quiet(p)
 
 
@@ -445,8 +470,14 @@ def run(args: argparse.Namespace, out: Output) -> int:
         spec = spec.model_copy(update={"prompt": args.prompt})
     # For the whole run, not only while the tools are imported: a tool may import its siblings
     # when it is called.
+    live = None
+    if args.otel_endpoint is not None:
+        if not args.otel_timeout > 0:
+            raise UserError(f"--otel-timeout {args.otel_timeout}: give a number of seconds above 0")
+        live = LiveExport(args.otel_endpoint, timeout=args.otel_timeout)
     with importing_from(spec.directories):
-        outcome = _execute(spec, text, args.out, out, phases, watch=not (args.quiet or args.json))
+        watch = not (args.quiet or args.json)
+        outcome = _execute(spec, text, args.out, out, phases, watch=watch, live=live)
     return report_outcome(outcome, out, "run", ["--spec", str(args.spec)])
 
 

@@ -293,8 +293,8 @@ class HttpTransport(Closing):
                     response.close()
                     connection.close()
 
-    def _payload(self, method: str, url: str, body: JsonValue, timeout: float) -> bytes:
-        """Check a call's arguments and encode `body` as compact UTF-8 JSON."""
+    def _payload(self, method: str, url: str, body: JsonValue | bytes, timeout: float) -> bytes:
+        """Check a call's arguments and encode `body` as compact UTF-8 JSON (bytes: as they are)."""
         if self._closed:
             raise UserError(
                 f"{method}({redact_url(url)!r}) on a closed HttpTransport: create a new one"
@@ -303,6 +303,8 @@ class HttpTransport(Closing):
             raise UserError(
                 f"{method}({redact_url(url)!r}, timeout={timeout!r}): pass a timeout > 0 seconds"
             )
+        if isinstance(body, bytes):
+            return body
         try:
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError) as error:
@@ -336,18 +338,19 @@ class HttpTransport(Closing):
         return self._ssl_context
 
     def post_message(
-        self, url: str, body: JsonValue, *, timeout: float, headers: Mapping[str, str]
+        self, url: str, body: JsonValue | bytes, *, timeout: float, headers: Mapping[str, str]
     ) -> HttpAnswer:
-        """POST `body` as JSON with extra `headers` and return the status, headers and raw body.
+        """POST `body` with extra `headers` and return the status, headers and raw body.
 
         For protocols that read the answer's headers and take more than JSON back (MCP's
         Streamable HTTP: a session header, a body of JSON or of server-sent events, 202 with
-        no body). Same limits, deadline, kill switch, key handling and scrubbing as
-        `post_json`; redirects are refused.
+        no body), or send other than JSON (OTLP/HTTP's protobuf). Same limits, deadline, kill
+        switch, key handling and scrubbing as `post_json`; redirects are refused.
 
         Args:
             url: Absolute http or https URL.
-            body: The JSON request body.
+            body: The JSON request body, or bytes sent as they are (then name their
+                ``Content-Type`` in `headers`).
             timeout: Seconds allowed for the whole exchange.
             headers: Headers added to this request (they replace the transport's of the
                 same name); never a key (use `api_key_env`).

@@ -3,13 +3,16 @@
 One `invoke_agent` span covers the run; a `chat` span covers each model request and its reply;
 an `execute_tool` span covers each call from `tool_called` to its `tool_returned`. A policy
 decision is an event on the run's span (``gen_ai.guardrail.decision``, with the decision and
-who made it), as is a rejected output.
+who made it), as is a rejected output, and each eval score of the run
+(``gen_ai.evaluation.result``).
 
 The spans are a view of the trace, never a second record: the trace id is the first half of
-the trace's Merkle root, a span's id the first 16 hex digits of the digest of the event that
-opened it, and every span and event carries ``twinflow.trace.root``,
-``twinflow.event.seq`` and ``twinflow.event.digest``, so a reader checks a span against the
-trace (`twinflow prove --seq N`). Arguments, results and prompts leave the trace only when the
+the digest of the trace's first event (known when the run starts, the same for a paused run and
+its continuation), a span's id the first 16 hex digits of the digest of the event that opened
+it, and every span and event carries ``twinflow.trace.root`` and ``twinflow.trace.size`` (the
+checkpoint it was made from), ``twinflow.event.seq`` and ``twinflow.event.digest``, so a reader
+checks a span against the trace (`twinflow prove --seq N`). `LiveSpans` makes the same spans
+while the trace is written (``twinflow run --otel-endpoint``). Arguments, results and prompts leave the trace only when the
 caller asks (``content``), as the conventions advise; a redacted event yields no span, only
 an event on the run's span that names its seq and digest.
 """
@@ -35,8 +38,9 @@ from twinflow.agent import (
     ToolReturned,
     TraceEvent,
 )
+from twinflow.trace import MerkleTree
 
-__all__ = ["SCOPE", "otlp_json"]
+__all__ = ["SCOPE", "EvalScore", "LiveSpans", "document", "otlp_json"]
 
 SCOPE = "twinflow.views.otel"
 """The instrumentation scope the spans are reported under."""
@@ -86,6 +90,7 @@ class _Span:
 class _Run:
     root: str
     content: bool
+    size: int = 0
     run: _Span | None = None
     spans: list[_Span] = field(default_factory=list)
     chats: dict[int, _Span] = field(default_factory=dict)
@@ -95,6 +100,7 @@ class _Run:
     def mark(self, seq: int, digest: str) -> dict[str, object]:
         return {
             "twinflow.trace.root": self.root,
+            "twinflow.trace.size": self.size,
             "twinflow.event.seq": seq,
             "twinflow.event.digest": digest,
         }
@@ -244,12 +250,29 @@ def _span_json(span: _Span, trace_id: str, parent: str | None, end: datetime) ->
     return out
 
 
+@dataclass(frozen=True)
+class EvalScore:
+    """One scorer's verdict on a run, exported as a ``gen_ai.evaluation.result`` event."""
+
+    name: str
+    """The scorer (``gen_ai.evaluation.name``)."""
+    value: float
+    """The score (``gen_ai.evaluation.score.value``)."""
+    label: str
+    """passed, failed or errored (``gen_ai.evaluation.score.label``)."""
+    explanation: str = ""
+    """Why (``gen_ai.evaluation.explanation``; exported only with content)."""
+    case: str = ""
+    """The eval case and repeat the run was (``twinflow.eval.case``)."""
+
+
 def otlp_json(
     events: Iterable[tuple[int, str, TraceEvent | None]],
     root: str,
     *,
     content: bool = False,
     version: str = "",
+    scores: Sequence[EvalScore] = (),
 ) -> dict[str, Any]:
     """The run's spans as an OTLP/JSON ``ExportTraceServiceRequest``.
 
@@ -257,29 +280,104 @@ def otlp_json(
         events: The verified trace's events in order: seq, hex digest, and the typed event
             (None for a redacted one).
         root: The trace's Merkle root (hex), from the checkpoint the verification computed.
-        content: Also export arguments, results and the policy's reasons.
+        content: Also export arguments, results, the policy's reasons and the scorers'
+            explanations.
         version: The exporter's version, for the instrumentation scope.
+        scores: An eval's scores of this run: each an event on the run's span, marked with
+            the trace's last event (the scores were computed from the whole trace).
     """
-    run = _Run(root=root, content=content)
+    events = list(events)
+    run = _Run(root=root, content=content, size=len(events))
     last: datetime | None = None
+    end: tuple[int, str] | None = None
     for seq, digest, event in events:
+        end = (seq, digest)
         if event is None:
             run.note(seq, digest, last, "twinflow.redacted")
             continue
         last = event.at
         run.read(seq, digest, event)
-    spans: Sequence[_Span] = run.spans
-    trace_id = root[:32]
-    parent = run.run.opened[1][:16] if run.run is not None else None
+    for score in scores if end is not None else ():
+        seq, digest = end or (0, "")
+        run.note(
+            seq,
+            digest,
+            last,
+            "gen_ai.evaluation.result",
+            **{
+                "gen_ai.evaluation.name": score.name,
+                "gen_ai.evaluation.score.value": float(score.value),
+                "gen_ai.evaluation.score.label": score.label,
+                "gen_ai.evaluation.explanation": score.explanation if content else None,
+                "twinflow.eval.case": score.case or None,
+            },
+        )
+    trace_id = events[0][1][:32] if events else root[:32]
     body = [
-        _span_json(span, trace_id, None if span is run.run else parent, last or span.opened[2])
-        for span in spans
+        _span_json(span, trace_id, _parent(run, span), last or span.opened[2]) for span in run.spans
     ]
+    return document(body, version)
+
+
+def _parent(run: _Run, span: _Span) -> str | None:
+    return None if span is run.run or run.run is None else run.run.opened[1][:16]
+
+
+def document(spans: list[dict[str, Any]], version: str = "") -> dict[str, Any]:
+    """Spans (OTLP/JSON) as the ``ExportTraceServiceRequest`` that carries them."""
     return {
         "resourceSpans": [
             {
                 "resource": {"attributes": _attributes({"service.name": "twinflow"})},
-                "scopeSpans": [{"scope": {"name": SCOPE, "version": version}, "spans": body}],
+                "scopeSpans": [{"scope": {"name": SCOPE, "version": version}, "spans": spans}],
             }
         ]
     }
+
+
+class LiveSpans:
+    """The spans of a trace as it is written: each one handed out once, when it closes.
+
+    The same spans `otlp_json` makes of the finished trace (names, ids, attributes), but for
+    ``twinflow.trace.root`` and ``twinflow.trace.size``: a live span names the root of the trace
+    as far as the event that opened it (a prefix, which a consistency proof ties to the final
+    trace), where an export after the run names the whole trace's.
+    """
+
+    def __init__(self, *, content: bool = False) -> None:
+        """Start with no event.
+
+        Args:
+            content: Also export arguments, results and the policy's reasons.
+        """
+        self._run = _Run(root="", content=content)
+        self._tree = MerkleTree()
+        self._handed: set[int] = set()
+        self._trace_id = ""
+        self._last: datetime | None = None
+
+    def feed(self, seq: int, digest: str, event: TraceEvent | None) -> list[dict[str, Any]]:
+        """Read the next event (None: redacted); the spans it closed, as OTLP/JSON."""
+        self._tree.append(bytes.fromhex(digest))
+        self._run.root, self._run.size = self._tree.root().hex(), seq + 1
+        self._trace_id = self._trace_id or digest[:32]
+        if event is None:
+            self._run.note(seq, digest, self._last, "twinflow.redacted")
+        else:
+            self._last = event.at
+            self._run.read(seq, digest, event)
+        return self._hand([s for s in self._run.spans if s.closed is not None])
+
+    def rest(self) -> list[dict[str, Any]]:
+        """The spans never closed (a paused or cut run), ended at the last event's time."""
+        return self._hand(self._run.spans)
+
+    def _hand(self, spans: list[_Span]) -> list[dict[str, Any]]:
+        out = []
+        for span in spans:
+            if id(span) in self._handed:
+                continue
+            self._handed.add(id(span))
+            end = self._last or span.opened[2]
+            out.append(_span_json(span, self._trace_id, _parent(self._run, span), end))
+        return out
