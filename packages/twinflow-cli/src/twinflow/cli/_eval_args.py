@@ -54,33 +54,20 @@ def configure_eval(p: argparse.ArgumentParser, handlers: Mapping[str, Callable[.
             description=handlers["rescore"].__doc__,
         )
     )
-    cmp = sub.add_parser(
-        "compare",
-        help="regressions and improvements from run A to run B",
-        description=handlers["compare"].__doc__,
+    _configure_compare(
+        sub.add_parser(
+            "compare",
+            help="regressions and improvements from run A to run B",
+            description=handlers["compare"].__doc__,
+        )
     )
-    cmp.add_argument("a", type=Path, help="the baseline run directory")
-    cmp.add_argument("b", type=Path, help="the new run directory")
-    cmp.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        help="the paired bootstrap's seed (default 0; printed, so the interval can be redrawn)",
+    _configure_merge(
+        sub.add_parser(
+            "merge",
+            help="combine the shard directories of one dataset",
+            description=handlers["merge"].__doc__,
+        )
     )
-    _add_json(cmp)
-    merge = sub.add_parser(
-        "merge",
-        help="combine the shard directories of one dataset",
-        description=handlers["merge"].__doc__,
-    )
-    merge.add_argument(
-        "shards", type=Path, nargs="+", help="one run directory per shard 1/n .. n/n"
-    )
-    merge.add_argument(
-        "--out", type=Path, required=True, help="the merged run directory (new or empty)"
-    )
-    add_trust_code(merge)
-    _add_json(merge)
     _configure_plan(
         sub.add_parser(
             "plan",
@@ -102,6 +89,31 @@ def configure_eval(p: argparse.ArgumentParser, handlers: Mapping[str, Callable[.
     )
     configure_reproduce(reproduce)
     _add_json(reproduce)
+
+
+def _configure_compare(cmp: argparse.ArgumentParser) -> None:
+    """The ``eval compare`` arguments: two run directories and the bootstrap's seed."""
+    cmp.add_argument("a", type=Path, help="the baseline run directory")
+    cmp.add_argument("b", type=Path, help="the new run directory")
+    cmp.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the paired bootstrap's seed (default 0; printed, so the interval can be redrawn)",
+    )
+    _add_json(cmp)
+
+
+def _configure_merge(merge: argparse.ArgumentParser) -> None:
+    """The ``eval merge`` arguments: the shard directories and the merged one."""
+    merge.add_argument(
+        "shards", type=Path, nargs="+", help="one run directory per shard 1/n .. n/n"
+    )
+    merge.add_argument(
+        "--out", type=Path, required=True, help="the merged run directory (new or empty)"
+    )
+    add_trust_code(merge)
+    _add_json(merge)
 
 
 def _budget_item(text: str) -> tuple[str, float]:
@@ -149,6 +161,14 @@ def _configure_run(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--min-pass-rate", type=float, help="exit 1 if the pass rate is below this fraction"
     )
+    _add_plan_options(run)
+    _add_budget_options(run)
+    _add_ray_option(run)
+    _add_json(run)
+
+
+def _add_plan_options(run: argparse.ArgumentParser) -> None:
+    """The ``eval run`` plan arguments: the plan file and the key it must verify by."""
     run.add_argument(
         "--plan",
         type=Path,
@@ -162,6 +182,10 @@ def _configure_run(run: argparse.ArgumentParser) -> None:
         metavar="PUB",
         help="the verifier key (`twinflow keygen`'s .pub) a signed plan must verify by",
     )
+
+
+def _add_budget_options(run: argparse.ArgumentParser) -> None:
+    """The ``eval run`` budget arguments: the whole eval's and each case's."""
     run.add_argument(
         "--budget",
         type=_budget_item,
@@ -182,6 +206,10 @@ def _configure_run(run: argparse.ArgumentParser) -> None:
         metavar="KEY=N",
         help="each case's budget, repeatable (the spec's budget: keys, which it replaces)",
     )
+
+
+def _add_ray_option(run: argparse.ArgumentParser) -> None:
+    """The ``eval run`` ``--ray`` argument: run each case as a Ray task."""
     run.add_argument(
         "--ray",
         nargs="?",
@@ -194,7 +222,6 @@ def _configure_run(run: argparse.ArgumentParser) -> None:
             "--ray=ADDRESS, so it does not take the next argument"
         ),
     )
-    _add_json(run)
 
 
 def _configure_rescore(re: argparse.ArgumentParser) -> None:

@@ -256,16 +256,7 @@ def eval_reproduce(args: argparse.Namespace, out: Output) -> int:
         raise UserError(f"{args.out} already exists; a reproduction is written to a new directory")
     signer = _signer(args.key)
     spec = load_spec(args.spec)
-    try:
-        statement, roots = eval_statement(args.run_dir, _version())
-    except TraceMismatchError as exc:
-        raise _failed(str(exc)) from None
-    named = _stated_cases_root(envelope)
-    if named != statement["predicate"]["cases"]["rootHex"]:
-        raise _failed(
-            f"{attestation} is not an attestation of {args.run_dir}: it states case root (hex) "
-            f"{str(named)[:64]}, the run has {statement['predicate']['cases']['rootHex']}"
-        )
+    statement, roots = _attested_statement(args.run_dir, attestation, envelope)
     cases: list[dict[str, object]] = []
     environment: dict[str, None] = {}
     for result in results.cases:
@@ -293,13 +284,7 @@ def eval_reproduce(args: argparse.Namespace, out: Output) -> int:
         f"{len(same)} of {len(cases)} case(s) of {_clean(manifest.dataset.name)} reproduced "
         f"exactly ({args.mode}); {len(roots) - len(same)} diverged"
     )
-    for case in cases:
-        if case["outcome"] != "reproduced":
-            out.line(
-                f"  {_clean(str(case['key']))}: at seq {case['seq']}: {_clean(str(case['detail']))}"
-            )
-    for line in list(environment)[:5]:
-        out.line(f"  environment: {_clean(line)}")
+    _print_divergences(out, cases, environment)
     if signer is None:
         out.line(f"sign it: twinflow eval attest {args.out} --key SKEY")
         return EXIT_OK
@@ -307,6 +292,36 @@ def eval_reproduce(args: argparse.Namespace, out: Output) -> int:
     write_new(target, sign_attestation(_reproduction_statement(args.out), [signer]), mode=0o644)
     out.line(f"reproduction attestation signed by {key_id(signer.verifier)} written to {target}")
     return EXIT_OK
+
+
+def _attested_statement(
+    run_dir: Path, attestation: Path, envelope: bytes
+) -> tuple[dict[str, Any], list[bytes]]:
+    """The run's statement and case roots, refused unless ``envelope`` attests this run."""
+    try:
+        statement, roots = eval_statement(run_dir, _version())
+    except TraceMismatchError as exc:
+        raise _failed(str(exc)) from None
+    named = _stated_cases_root(envelope)
+    if named != statement["predicate"]["cases"]["rootHex"]:
+        raise _failed(
+            f"{attestation} is not an attestation of {run_dir}: it states case root (hex) "
+            f"{str(named)[:64]}, the run has {statement['predicate']['cases']['rootHex']}"
+        )
+    return statement, roots
+
+
+def _print_divergences(
+    out: Output, cases: list[dict[str, object]], environment: dict[str, None]
+) -> None:
+    """Each case that did not reproduce, where it diverged, and the first environment lines."""
+    for case in cases:
+        if case["outcome"] != "reproduced":
+            out.line(
+                f"  {_clean(str(case['key']))}: at seq {case['seq']}: {_clean(str(case['detail']))}"
+            )
+    for line in list(environment)[:5]:
+        out.line(f"  environment: {_clean(line)}")
 
 
 def _stated_cases_root(envelope: bytes) -> object:

@@ -35,19 +35,23 @@ from twinflow.trace._tree import CHAIN_HEADER, check_chain, make_chain
 __all__ = ["COMMANDS"]
 
 
+_PROVE_EPILOG = (
+    "make a proof (the checkpoint note it is for: --checkpoint CP, the one published; or\n"
+    "a new one: --sign SKEY, or --origin ORIGIN unsigned):\n"
+    "  twinflow prove TRACE --seq N --checkpoint CP --out e.tlog-proof [--event-out e.json]\n"
+    "  twinflow prove TRACE --from-size N --checkpoint CP --out c.tlog-consistency\n"
+    "check a proof, with nothing else (the proof carries its checkpoint):\n"
+    "  twinflow prove --check e.tlog-proof --key VKEY [--event e.json | --digest HEX]\n"
+    "  twinflow prove --check c.tlog-consistency --old-checkpoint OLD --key VKEY\n"
+    "An inclusion proof is a C2SP tlog-proof; a consistency proof is the body of a C2SP\n"
+    "tlog-witness add-checkpoint request (docs/adr/0111-proofs-are-c2sp-text.md)."
+)
+"""How ``twinflow prove --help`` shows making and checking each kind of proof."""
+
+
 def _configure_prove(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.epilog = (
-        "make a proof (the checkpoint note it is for: --checkpoint CP, the one published; or\n"
-        "a new one: --sign SKEY, or --origin ORIGIN unsigned):\n"
-        "  twinflow prove TRACE --seq N --checkpoint CP --out e.tlog-proof [--event-out e.json]\n"
-        "  twinflow prove TRACE --from-size N --checkpoint CP --out c.tlog-consistency\n"
-        "check a proof, with nothing else (the proof carries its checkpoint):\n"
-        "  twinflow prove --check e.tlog-proof --key VKEY [--event e.json | --digest HEX]\n"
-        "  twinflow prove --check c.tlog-consistency --old-checkpoint OLD --key VKEY\n"
-        "An inclusion proof is a C2SP tlog-proof; a consistency proof is the body of a C2SP\n"
-        "tlog-witness add-checkpoint request (docs/adr/0111-proofs-are-c2sp-text.md)."
-    )
+    p.epilog = _PROVE_EPILOG
     p.add_argument("trace", type=Path, nargs="?", help="the trace file (JSONL), to make a proof")
     p.add_argument("--seq", type=int, help="prove this event is included")
     p.add_argument(
@@ -187,6 +191,19 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
         raise CheckFailed(
             squash(exc), {"problem": {"kind": "checkpoint", "message": squash(exc)}}
         ) from None
+    _write_proof(args, out, data, event, payload, summary)
+    return EXIT_OK
+
+
+def _write_proof(
+    args: argparse.Namespace,
+    out: Output,
+    data: bytes,
+    event: bytes | None,
+    payload: dict[str, Any],
+    summary: str,
+) -> None:
+    """Write the proof made (and its event's bytes) where asked, and report them."""
     if args.out:
         _write_out(args.out, data)
     if event is not None:
@@ -201,7 +218,6 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
         out.line(f"proof written to {args.out}")
     if event is not None:
         out.line(f"event written to {args.event_out}")
-    return EXIT_OK
 
 
 def _event_bytes(trace: Path, seq: int, digest: str) -> bytes:
@@ -219,7 +235,8 @@ def _event_bytes(trace: Path, seq: int, digest: str) -> bytes:
     raise CheckFailed(f"{trace}: event {seq} is gone (the file changed while it was read)")
 
 
-def _check_proof(args: argparse.Namespace, out: Output) -> int:
+def _check_check_arguments(args: argparse.Namespace) -> bytes | None:
+    """Refuse arguments that do not check one proof (exit 2); return the ``--digest`` given."""
     if args.trace is not None or args.seq is not None or args.from_size is not None:
         raise UserError("--check takes no TRACE, --seq or --from-size: the proof holds them")
     if args.checkpoint or args.sign or args.out or args.event_out:
@@ -234,6 +251,11 @@ def _check_proof(args: argparse.Namespace, out: Output) -> int:
         digest = bytes.fromhex(args.digest) if _HEX64.fullmatch(args.digest) else None
         if digest is None:
             raise UserError(f"--digest {args.digest[:80]!r}: 64 lowercase hex digits")
+    return digest
+
+
+def _check_proof(args: argparse.Namespace, out: Output) -> int:
+    digest = _check_check_arguments(args)
     try:
         if args.event:
             digest = event_file_digest(args.event)

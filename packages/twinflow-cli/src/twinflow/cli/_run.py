@@ -1,12 +1,7 @@
 """``twinflow run``, ``twinflow replay`` and ``twinflow demo``: agents on real adapters.
 
-A run writes three files into its directory: ``trace.jsonl`` (the run, as a verifiable value),
-``spec.yaml`` (what it was run with, so ``replay`` can rebuild the same agent) and ``code.json``
-(the directory the spec's modules were imported from and each module's sha256). A later run
-into the same directory, or one running at the same time, takes the next free set
-``trace.N.jsonl``/``spec.N.yaml``/``code.N.json``: each set is claimed by creating its spec
-exclusively, so no file is ever renamed or shared. A run that is refused (a bad spec, a tool
-that does not import, an unset API key) writes nothing.
+A run writes its ``trace``/``spec``/``code`` set into its directory (`_run_files`). A run that
+is refused (a bad spec, a tool that does not import, an unset API key) writes nothing.
 
 ``replay`` never imports code because a trace came with it: it rebuilds the agent from the spec
 the user names (``--spec``), or from the spec beside the trace only with ``--trust-spec``, after
@@ -18,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import json
-import os
 import shlex
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -30,8 +23,6 @@ from typing import Any, TextIO
 from pydantic import BaseModel
 
 from twinflow._base._code import importing_from
-from twinflow._base._errors import FileWriteError, TargetExistsError
-from twinflow._base._files import write_new
 from twinflow.agent import (
     Agent,
     Decision,
@@ -41,7 +32,6 @@ from twinflow.agent import (
     RunSpec,
     Trace,
 )
-from twinflow.agent._trace_file import numbered
 from twinflow.cli._errors import divergence_failed
 from twinflow.cli._live_otel import LiveExport
 from twinflow.cli._output import (
@@ -54,6 +44,7 @@ from twinflow.cli._output import (
     invocation,
     say,
 )
+from twinflow.cli._run_files import claim_run_files, code_beside, spec_beside
 from twinflow.cli._show import _clean
 from twinflow.cli._watch import ChatPrinter, TextPrinter
 from twinflow.cli._wiring import chat_model
@@ -80,8 +71,6 @@ __all__ = [
     "spec_beside",
 ]
 
-SPEC_NAME = "spec.yaml"
-
 
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped a run whose trace is on disk: the run is paused there, not lost."""
@@ -106,65 +95,6 @@ class _Phases:
             yield
         finally:
             self.seconds[name] = self._clock.monotonic() - start
-
-
-_MAX_RUNS_PER_DIRECTORY = 100_000
-
-
-def _pair(directory: Path, n: int) -> tuple[Path, Path]:
-    return numbered(directory / "trace.jsonl", n), numbered(directory / SPEC_NAME, n)
-
-
-def claim_run_files(
-    directory: Path, spec_text: str, code_record: bytes | None = None
-) -> tuple[Path, Path]:
-    """Claim the first free ``(trace, spec)`` pair in ``directory`` and write the spec there.
-
-    The claim is the spec's exclusive creation (`write_new`): of runs racing for one pair,
-    one gets it and the others move on to the next, so each run's trace and spec are its own.
-    The trace path is returned unwritten; the trace sink creates it exclusively. A
-    ``code_record`` is written beside the spec as its ``code.N.json`` (`code_beside`).
-
-    Raises:
-        FileWriteError (``link``): the directory, or a name in it, is a symbolic link.
-        UserError: the directory holds an absurd number of runs.
-    """
-    if directory.is_symlink():
-        raise FileWriteError(
-            f"{directory} is a symbolic link; a run is not written through it: remove the link, "
-            "or name the real directory with --out",
-            path=directory,
-            reason="link",
-        )
-    directory.mkdir(parents=True, exist_ok=True)
-    for n in itertools.count():
-        if n >= _MAX_RUNS_PER_DIRECTORY:
-            raise UserError(f"{directory} holds {n} runs already: pick a new --out directory")
-        trace, spec = _pair(directory, n)
-        if os.path.lexists(trace) or os.path.lexists(code_beside(trace)):
-            continue
-        try:
-            write_new(spec, spec_text.encode("utf-8"))
-        except TargetExistsError:
-            continue
-        if code_record is not None:
-            write_new(code_beside(trace), code_record)
-        return trace, spec
-    raise AssertionError("unreachable")
-
-
-def spec_beside(trace_path: Path) -> Path:
-    """The spec a run wrote with ``trace_path``: ``trace.N.jsonl`` pairs with ``spec.N.yaml``."""
-    name = trace_path.name
-    if name.startswith("trace") and name.endswith(".jsonl"):
-        return trace_path.with_name(f"spec{name[len('trace') : -len('.jsonl')]}.yaml")
-    return trace_path.with_name(SPEC_NAME)
-
-
-def code_beside(trace_path: Path) -> Path:
-    """The code record a run wrote with ``trace_path``: ``trace.N.jsonl`` pairs with ``code.N.json``."""
-    spec = spec_beside(trace_path).name
-    return trace_path.with_name(f"code{spec[len('spec') : -len('.yaml')]}.json")
 
 
 class RunOutcome(BaseModel):

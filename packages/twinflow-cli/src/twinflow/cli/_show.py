@@ -179,22 +179,7 @@ def _step_lines(kind: object, body: dict[str, Any]) -> list[str] | None:
     if kind == "tool_called":
         return [f"  tool {_clean(body.get('tool'))} {_clean(body.get('arguments'))}"]
     if kind == "tool_returned":
-        result = _obj(body.get("result"))
-        label = "tool error" if result.get("is_error") else "tool result"
-        child = _obj(body.get("child"))
-        run = (
-            [
-                f"    child run {_clean(child.get('run_id'))}: {_clean(child.get('trace'))} "
-                f"({_clean(child.get('size'))} events, root {_clean(child.get('root'))})"
-            ]
-            if child
-            else []
-        )
-        return [
-            f"  {label}: {_indent(_clean(result.get('content')), '    ')}",
-            *_result_parts(result, "    part"),
-            *run,
-        ]
+        return _tool_returned_lines(body)
     if kind == "output_rejected":
         return [
             f"  output rejected (attempt {_clean(body.get('attempt'))}): "
@@ -214,6 +199,26 @@ def _step_lines(kind: object, body: dict[str, Any]) -> list[str] | None:
             f"limit {_clean(body.get('limit'))}"
         ]
     return None
+
+
+def _tool_returned_lines(body: dict[str, Any]) -> list[str]:
+    """A tool's result (or error), its parts, and the sub-agent run it started, if any."""
+    result = _obj(body.get("result"))
+    label = "tool error" if result.get("is_error") else "tool result"
+    child = _obj(body.get("child"))
+    run = (
+        [
+            f"    child run {_clean(child.get('run_id'))}: {_clean(child.get('trace'))} "
+            f"({_clean(child.get('size'))} events, root {_clean(child.get('root'))})"
+        ]
+        if child
+        else []
+    )
+    return [
+        f"  {label}: {_indent(_clean(result.get('content')), '    ')}",
+        *_result_parts(result, "    part"),
+        *run,
+    ]
 
 
 def _run_lines(kind: object, body: dict[str, Any]) -> list[str] | None:

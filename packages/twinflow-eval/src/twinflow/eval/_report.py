@@ -336,6 +336,23 @@ def _md_cases(results: EvalResults, details: Mapping[str, CaseDetail]) -> list[s
     return out
 
 
+def _md_latency(results: EvalResults) -> list[str]:
+    """The Markdown report's latency: its quantiles and a histogram of the cases."""
+    latencies = [r.latency_s for r in results.cases]
+    out = [
+        "",
+        "## Latency",
+        "",
+        f"p50 {_quantile(latencies, 0.5):.3f} s, p90 {_quantile(latencies, 0.9):.3f} s, "
+        f"max {max(latencies, default=0.0):.3f} s, total {sum(latencies):.3f} s.",
+        "",
+        "| from (s) | to (s) | cases |",
+        "|---:|---:|---:|",
+    ]
+    out += [f"| {lo:.3f} | {hi:.3f} | {n} |" for lo, hi, n in _latency_bins(latencies)]
+    return out
+
+
 def render_markdown(
     results: EvalResults,
     facts: RunFacts | None = None,
@@ -373,18 +390,7 @@ def render_markdown(
     attempts = Counter(r.attempts for r in results.cases)
     out += ["", "## Structured-output attempts per case", "", "| attempts | cases |", "|---:|---:|"]
     out += [f"| {a} | {attempts[a]} |" for a in sorted(attempts)]
-    latencies = [r.latency_s for r in results.cases]
-    out += [
-        "",
-        "## Latency",
-        "",
-        f"p50 {_quantile(latencies, 0.5):.3f} s, p90 {_quantile(latencies, 0.9):.3f} s, "
-        f"max {max(latencies, default=0.0):.3f} s, total {sum(latencies):.3f} s.",
-        "",
-        "| from (s) | to (s) | cases |",
-        "|---:|---:|---:|",
-    ]
-    out += [f"| {lo:.3f} | {hi:.3f} | {n} |" for lo, hi, n in _latency_bins(latencies)]
+    out += _md_latency(results)
     out += _md_cases(results, details)
     out += [
         "",

@@ -344,30 +344,42 @@ def open_model(
             row, model = _URL, "local"
         else:
             row, model, url = _parse(name)
-        transport = stack.enter_context(
-            HttpTransport(
-                api_key_env=row.key_env,
-                key_header=row.client.key_header,
-                headers=row.client.required_headers,
-            )
-        )
-        target = Target(
-            model=model,
-            url=url,
-            dialect=row.dialect,
-            mode=mode or row.mode,
-            ids=ids or SystemIds(),
-            timeout=timeout,
-            grammar_check=(
-                llama_cpp_grammar_check() if row.dialect == "llama-cpp-python" else None
-            ),
-        )
-        chat = row.client.opened(transport, target)
+        chat = _connect(stack, row, model, url, mode=mode, ids=ids, timeout=timeout)
     except BaseException:
         stack.close()
         raise
     chat.own(stack)
     return chat
+
+
+def _connect(
+    stack: contextlib.ExitStack,
+    row: Provider,
+    model: str,
+    url: str,
+    *,
+    mode: ChatMode | None,
+    ids: Ids | None,
+    timeout: float,
+) -> OpenedModel:
+    """The row's chat model for ``model`` at ``url``, on a new transport entered on ``stack``."""
+    transport = stack.enter_context(
+        HttpTransport(
+            api_key_env=row.key_env,
+            key_header=row.client.key_header,
+            headers=row.client.required_headers,
+        )
+    )
+    target = Target(
+        model=model,
+        url=url,
+        dialect=row.dialect,
+        mode=mode or row.mode,
+        ids=ids or SystemIds(),
+        timeout=timeout,
+        grammar_check=(llama_cpp_grammar_check() if row.dialect == "llama-cpp-python" else None),
+    )
+    return row.client.opened(transport, target)
 
 
 def _fallbacks(
