@@ -19,7 +19,8 @@ from twinflow.kernel import (
     SubprocessLauncher,
 )
 from twinflow.kernel._launcher import PipedProcess
-from twinflow.kernel._mcp import MAX_TTL_MS, MCP_PROTOCOL_VERSIONS, _header_value
+from twinflow.kernel._mcp import MAX_TTL_MS, MCP_PROTOCOL_VERSIONS
+from twinflow.kernel._mcp_wire import _header_value
 from twinflow.trace import UserError
 from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES
 

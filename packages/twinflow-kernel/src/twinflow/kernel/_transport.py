@@ -75,6 +75,26 @@ def _request_headers(
     return given
 
 
+def _connected(
+    url: str, origin: Origin, deadline: Deadline, context: ssl.SSLContext | None
+) -> Connection:
+    """A fresh connection to ``origin``; a failure to connect as a `TransportError`."""
+    try:
+        return open_connection(origin, deadline, context)
+    except OSError as error:
+        raise _map_os_error(url, error, deadline, "while connecting") from error
+
+
+def _not_http(url: str, error: http.client.HTTPException) -> TransportError:
+    """The error for an answer from ``url`` that is not valid HTTP."""
+    return TransportError(
+        f"the answer from {url} is not valid HTTP ({type(error).__name__}: {error}): "
+        "check that the URL points at an HTTP JSON API",
+        reason="decode",
+        url=url,
+    )
+
+
 class HttpTransport(Closing):
     """POSTs JSON over HTTP/1.1 with `http.client` and returns the decoded JSON answer.
 
@@ -412,10 +432,7 @@ class HttpTransport(Closing):
         while True:
             kept = connection is not None
             if connection is None:
-                try:
-                    connection = open_connection(origin, deadline, context)
-                except OSError as error:
-                    raise _map_os_error(url, error, deadline, "while connecting") from error
+                connection = _connected(url, origin, deadline, context)
             # A kept connection carries this exchange now: its reads and writes use this deadline.
             connection.deadline = deadline
             deadline.sock = connection.sock
@@ -443,12 +460,7 @@ class HttpTransport(Closing):
                 raise _map_os_error(url, error, deadline, "before the answer") from error
             except http.client.HTTPException as error:
                 connection.close()
-                raise TransportError(
-                    f"the answer from {url} is not valid HTTP ({type(error).__name__}: {error}): "
-                    "check that the URL points at an HTTP JSON API",
-                    reason="decode",
-                    url=url,
-                ) from error
+                raise _not_http(url, error) from error
             except BaseException:
                 connection.close()
                 raise

@@ -144,6 +144,19 @@ def to_gemini(transcript: Transcript) -> dict[str, Any]:
     return out
 
 
+def _put_type(kind: JsonValue, out: dict[str, Any]) -> None:
+    """Set ``out``'s ``type`` from a JSON Schema ``type``: a list's ``null`` as ``nullable``."""
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        if len(kinds) < len(kind):
+            out["nullable"] = True
+        kind = kinds[0] if len(kinds) == 1 else None
+        if len(kinds) > 1:
+            out["anyOf"] = [{"type": str(k).upper()} for k in kinds]
+    if isinstance(kind, str) and kind != "null":
+        out["type"] = kind.upper()
+
+
 def gemini_schema(schema: JsonValue, defs: dict[str, Any] | None = None, depth: int = 0) -> Any:
     """A JSON Schema as Gemini's `Schema` (its OpenAPI subset): `$ref`s inlined, a type list
     with `null` as `nullable`, `const` as a one-value `enum`, `oneOf` as `anyOf`, and keywords
@@ -171,16 +184,7 @@ def gemini_schema(schema: JsonValue, defs: dict[str, Any] | None = None, depth: 
     out: dict[str, Any] = {k: v for k, v in schema.items() if k in _SCHEMA_KEYS}
     if "const" in schema:
         out["enum"] = [schema["const"]]
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kinds = [k for k in kind if k != "null"]
-        if len(kinds) < len(kind):
-            out["nullable"] = True
-        kind = kinds[0] if len(kinds) == 1 else None
-        if len(kinds) > 1:
-            out["anyOf"] = [{"type": str(k).upper()} for k in kinds]
-    if isinstance(kind, str) and kind != "null":
-        out["type"] = kind.upper()
+    _put_type(schema.get("type"), out)
     if "enum" in out:
         out["enum"] = [str(v) for v in out["enum"] if v is not None]
         out.setdefault("type", "STRING")

@@ -26,7 +26,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twinflow._base._errors import UserError
 from twinflow.trace._canonical import canonical_bytes
@@ -34,6 +34,9 @@ from twinflow.trace._checkpoint import Checkpoint
 from twinflow.trace._errors import InvalidProofError, TraceCorruptError
 from twinflow.trace._format import Limits
 from twinflow.trace._verify import walk_trace
+
+if TYPE_CHECKING:
+    from twinflow.trace._published import PublishedCheckpoint
 
 __all__ = ["MAX_TREE_DEPTH", "ChildLink", "TreeNode", "TreeReport", "child_links", "verify_tree"]
 
@@ -419,8 +422,6 @@ def check_chain(
         SignatureError: The parent's checkpoint signature does not verify (exit 1).
         InvalidProofError: A proof or a link does not hold (exit 1).
     """
-    import hashlib
-
     from twinflow.trace._tlog import check_tlog_proof, parse_tlog_proof
 
     sections = _sections(data, where)
@@ -428,23 +429,11 @@ def check_chain(
     top = None
     runs = []
     for index in range(0, len(sections) - 1, 2):
-        proof = parse_tlog_proof(sections[index][1], where=f"{where} (level {index // 2})")
-        event = sections[index + 1][1]
         level = f"{where} (level {index // 2})"
-        published = check_tlog_proof(
-            proof,
-            hashlib.sha256(event).digest(),
-            keys if link is None else [],
-            where=level,
-            origin=origin if link is None else None,
+        published, link = _check_level(
+            sections[index][1], sections[index + 1][1], link, keys, origin, level
         )
-        _joins(link, published.checkpoint, level)
         top = top or published
-        link = link_of_event(event)
-        if link.seq != proof.index:
-            raise InvalidProofError(
-                f"{level}: the link event is event {link.seq}, the proof's {proof.index}"
-            )
         runs.append(f"{link.tool} -> run {link.run_id}")
     proof = parse_tlog_proof(sections[-1][1], where=f"{where} (event)")
     if digest is None:
@@ -460,6 +449,37 @@ def check_chain(
         f"for by the parent's checkpoint at size {top.checkpoint.size}, root (hex) "
         f"{top.checkpoint.root} ({signed})"
     )
+
+
+def _check_level(
+    proof_bytes: bytes,
+    event: bytes,
+    link: ChildLink | None,
+    keys: list[bytes],
+    origin: str | None,
+    level: str,
+) -> tuple[PublishedCheckpoint, ChildLink]:
+    """Check one level of a chain: its link event is in the checkpoint the previous link
+    records (the first: in the parent's signed one); that checkpoint and the event's link."""
+    import hashlib
+
+    from twinflow.trace._tlog import check_tlog_proof, parse_tlog_proof
+
+    proof = parse_tlog_proof(proof_bytes, where=level)
+    published = check_tlog_proof(
+        proof,
+        hashlib.sha256(event).digest(),
+        keys if link is None else [],
+        where=level,
+        origin=origin if link is None else None,
+    )
+    _joins(link, published.checkpoint, level)
+    child = link_of_event(event)
+    if child.seq != proof.index:
+        raise InvalidProofError(
+            f"{level}: the link event is event {child.seq}, the proof's {proof.index}"
+        )
+    return published, child
 
 
 def _joins(link: ChildLink | None, checkpoint: Checkpoint, where: str) -> None:

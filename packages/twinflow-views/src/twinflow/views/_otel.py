@@ -127,89 +127,17 @@ class _Run:
     def read(self, seq: int, digest: str, event: TraceEvent) -> None:
         body, at = event.body, event.at
         if isinstance(body, RunStarted):
-            # The model as the run recorded it: the endpoint and name, or the embedded file.
-            recorded = body.environment.model if body.environment is not None else None
-            self.model = recorded or body.config.model
-            self.run = self.open(
-                seq,
-                digest,
-                at,
-                "invoke_agent twinflow",
-                _INTERNAL,
-                **{
-                    "gen_ai.operation.name": "invoke_agent",
-                    "gen_ai.agent.name": "twinflow",
-                    "gen_ai.agent.id": str(body.run_id),
-                    "gen_ai.conversation.id": str(body.run_id),
-                    "gen_ai.request.model": body.config.model,
-                },
-            )
+            self._start(seq, digest, at, body)
         elif isinstance(body, ModelRequested):
-            settings = body.settings
-            self.chats[body.step] = self.open(
-                seq,
-                digest,
-                at,
-                f"chat {self.model}",
-                _CLIENT,
-                **{
-                    "gen_ai.operation.name": "chat",
-                    "gen_ai.request.model": self.model,
-                    "gen_ai.request.temperature": settings.temperature,
-                    "gen_ai.request.max_tokens": settings.max_tokens,
-                    "gen_ai.request.seed": settings.seed,
-                    "twinflow.step": body.step,
-                    "twinflow.purpose": body.purpose,
-                },
-            )
+            self._chat(seq, digest, at, body)
         elif isinstance(body, ModelResponded):
-            chat = self.chats.pop(body.step, None)
-            if chat is not None:
-                response = body.response
-                chat.closed = at
-                chat.attributes.update(
-                    {
-                        "gen_ai.response.model": response.model_name or None,
-                        "gen_ai.response.finish_reasons": [response.finish_reason],
-                        "gen_ai.usage.input_tokens": response.usage.input_tokens,
-                        "gen_ai.usage.output_tokens": response.usage.output_tokens,
-                    }
-                )
+            self._reply(at, body)
         elif isinstance(body, ToolCalled):
-            attrs: dict[str, object] = {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": body.tool,
-                "gen_ai.tool.call.id": str(body.call_id),
-                "gen_ai.tool.type": "function",
-            }
-            if self.content:
-                attrs["gen_ai.tool.call.arguments"] = json.dumps(body.arguments, sort_keys=True)
-            self.tools[str(body.call_id)] = self.open(
-                seq, digest, at, f"execute_tool {body.tool}", _INTERNAL, **attrs
-            )
+            self._call(seq, digest, at, body)
         elif isinstance(body, ToolReturned):
-            tool = self.tools.pop(str(body.result.call_id), None)
-            if tool is not None:
-                tool.closed = at
-                if self.content:
-                    tool.attributes["gen_ai.tool.call.result"] = body.result.content
-                if body.result.is_error:
-                    tool.error = body.error_type or "error"
-                    tool.attributes["error.type"] = tool.error
+            self._return(at, body)
         elif isinstance(body, PolicyDecided):
-            self.note(
-                seq,
-                digest,
-                at,
-                "gen_ai.guardrail.decision",
-                **{
-                    "gen_ai.tool.name": body.tool,
-                    "gen_ai.tool.call.id": str(body.call_id),
-                    "twinflow.decision": body.decision,
-                    "twinflow.decided_by": body.by,
-                    "twinflow.reason": body.reason if self.content else None,
-                },
-            )
+            self._decision(seq, digest, at, body)
         elif isinstance(body, OutputRejected):
             self.note(
                 seq, digest, at, "twinflow.output_rejected", **{"twinflow.attempt": body.attempt}
@@ -219,15 +147,116 @@ class _Run:
             turn = getattr(body, "turn", None)
             self.note(seq, digest, at, "twinflow.user_turn", **{"twinflow.turn": turn})
         elif isinstance(body, RunFinished | RunFailed | RunPaused) and self.run is not None:
-            self.run.closed = at
-            if isinstance(body, RunFinished):
-                self.run.attributes["gen_ai.usage.input_tokens"] = body.usage.input_tokens
-                self.run.attributes["gen_ai.usage.output_tokens"] = body.usage.output_tokens
-            elif isinstance(body, RunFailed):
-                self.run.error = body.error_type
-                self.run.attributes["error.type"] = body.error_type
-            else:
-                self.run.attributes["twinflow.paused"] = True
+            self._end(self.run, at, body)
+
+    def _start(self, seq: int, digest: str, at: datetime, body: RunStarted) -> None:
+        """Open the run's `invoke_agent` span."""
+        # The model as the run recorded it: the endpoint and name, or the embedded file.
+        recorded = body.environment.model if body.environment is not None else None
+        self.model = recorded or body.config.model
+        self.run = self.open(
+            seq,
+            digest,
+            at,
+            "invoke_agent twinflow",
+            _INTERNAL,
+            **{
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "twinflow",
+                "gen_ai.agent.id": str(body.run_id),
+                "gen_ai.conversation.id": str(body.run_id),
+                "gen_ai.request.model": body.config.model,
+            },
+        )
+
+    def _chat(self, seq: int, digest: str, at: datetime, body: ModelRequested) -> None:
+        """Open a `chat` span for a model request."""
+        settings = body.settings
+        self.chats[body.step] = self.open(
+            seq,
+            digest,
+            at,
+            f"chat {self.model}",
+            _CLIENT,
+            **{
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": self.model,
+                "gen_ai.request.temperature": settings.temperature,
+                "gen_ai.request.max_tokens": settings.max_tokens,
+                "gen_ai.request.seed": settings.seed,
+                "twinflow.step": body.step,
+                "twinflow.purpose": body.purpose,
+            },
+        )
+
+    def _reply(self, at: datetime, body: ModelResponded) -> None:
+        """Close the step's `chat` span with the reply's model, finish reason and usage."""
+        chat = self.chats.pop(body.step, None)
+        if chat is not None:
+            response = body.response
+            chat.closed = at
+            chat.attributes.update(
+                {
+                    "gen_ai.response.model": response.model_name or None,
+                    "gen_ai.response.finish_reasons": [response.finish_reason],
+                    "gen_ai.usage.input_tokens": response.usage.input_tokens,
+                    "gen_ai.usage.output_tokens": response.usage.output_tokens,
+                }
+            )
+
+    def _call(self, seq: int, digest: str, at: datetime, body: ToolCalled) -> None:
+        """Open an `execute_tool` span for a tool call."""
+        attrs: dict[str, object] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": body.tool,
+            "gen_ai.tool.call.id": str(body.call_id),
+            "gen_ai.tool.type": "function",
+        }
+        if self.content:
+            attrs["gen_ai.tool.call.arguments"] = json.dumps(body.arguments, sort_keys=True)
+        self.tools[str(body.call_id)] = self.open(
+            seq, digest, at, f"execute_tool {body.tool}", _INTERNAL, **attrs
+        )
+
+    def _return(self, at: datetime, body: ToolReturned) -> None:
+        """Close the call's `execute_tool` span with its result and any error."""
+        tool = self.tools.pop(str(body.result.call_id), None)
+        if tool is not None:
+            tool.closed = at
+            if self.content:
+                tool.attributes["gen_ai.tool.call.result"] = body.result.content
+            if body.result.is_error:
+                tool.error = body.error_type or "error"
+                tool.attributes["error.type"] = tool.error
+
+    def _decision(self, seq: int, digest: str, at: datetime, body: PolicyDecided) -> None:
+        """Note a policy decision on the run's span."""
+        self.note(
+            seq,
+            digest,
+            at,
+            "gen_ai.guardrail.decision",
+            **{
+                "gen_ai.tool.name": body.tool,
+                "gen_ai.tool.call.id": str(body.call_id),
+                "twinflow.decision": body.decision,
+                "twinflow.decided_by": body.by,
+                "twinflow.reason": body.reason if self.content else None,
+            },
+        )
+
+    @staticmethod
+    def _end(run: _Span, at: datetime, body: RunFinished | RunFailed | RunPaused) -> None:
+        """Close the run's span with its usage, its error or its pause."""
+        run.closed = at
+        if isinstance(body, RunFinished):
+            run.attributes["gen_ai.usage.input_tokens"] = body.usage.input_tokens
+            run.attributes["gen_ai.usage.output_tokens"] = body.usage.output_tokens
+        elif isinstance(body, RunFailed):
+            run.error = body.error_type
+            run.attributes["error.type"] = body.error_type
+        else:
+            run.attributes["twinflow.paused"] = True
 
 
 def _span_json(span: _Span, trace_id: str, parent: str | None, end: datetime) -> dict[str, Any]:

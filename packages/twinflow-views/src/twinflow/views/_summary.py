@@ -158,6 +158,26 @@ def _track_calls(
         )
 
 
+def _record_start(body: RunStarted, summary: dict[str, Any]) -> None:
+    """Note the run's prompt, seed and output schema."""
+    summary["prompt"] = body.prompt
+    summary["seed"] = body.config.settings.seed
+    if body.config.output_schema is not None:
+        summary["schema_name"] = body.config.output_schema.name
+        summary["output_schema"] = dict(body.config.output_schema.json_schema)
+
+
+def _next_turn(text: str, summary: dict[str, Any]) -> None:
+    """A conversation's next turn: its own answer and end are still to come."""
+    summary.update(
+        turns=(*summary["turns"], text),
+        answers=(*summary["answers"], summary["output"]),
+        status="incomplete",
+        output=None,
+        output_accepted=False,
+    )
+
+
 def summarize_trace(events: Iterable[TraceEvent]) -> TraceSummary:
     """Summarize one run's events (`Trace.events` of a loaded trace), in one pass.
 
@@ -178,11 +198,7 @@ def summarize_trace(events: Iterable[TraceEvent]) -> TraceSummary:
         last = event.at
         body = event.body
         if isinstance(body, RunStarted):
-            summary["prompt"] = body.prompt
-            summary["seed"] = body.config.settings.seed
-            if body.config.output_schema is not None:
-                summary["schema_name"] = body.config.output_schema.name
-                summary["output_schema"] = dict(body.config.output_schema.json_schema)
+            _record_start(body, summary)
         elif isinstance(body, ModelResponded):
             summary["replies"] += 1
             summary["input_tokens"] += body.response.usage.input_tokens
@@ -200,14 +216,7 @@ def summarize_trace(events: Iterable[TraceEvent]) -> TraceSummary:
         elif isinstance(body, RunFinished):
             summary.update(status="finished", steps=body.steps)
         elif body.kind == "user_turn":
-            # A conversation's next turn: its own answer and end are still to come.
-            summary.update(
-                turns=(*summary["turns"], getattr(body, "text", "")),
-                answers=(*summary["answers"], summary["output"]),
-                status="incomplete",
-                output=None,
-                output_accepted=False,
-            )
+            _next_turn(getattr(body, "text", ""), summary)
         elif isinstance(body, RunFailed):
             summary.update(
                 status="failed", steps=body.steps, error_type=body.error_type, error=body.message
