@@ -21,7 +21,7 @@ from twinflow.agent._agent_setup import (
     opened_model,
     trace_sink,
 )
-from twinflow.agent._errors import AgentConfigError, RunError, RunPaused
+from twinflow.agent._errors import AgentConfigError, RunPaused
 from twinflow.agent._events import (
     FORMAT,
     AgentConfig,
@@ -30,7 +30,6 @@ from twinflow.agent._events import (
     EventBody,
     ForkParent,
     PartKindRecord,
-    RunFailed,
     RunFinished,
     RunStarted,
     UserTurn,
@@ -48,8 +47,8 @@ from twinflow.agent._run import (
     UsageLimits,
     check_arguments,
     class_path,
-    failure_reason,
     part_kinds_of,
+    run_failed,
 )
 from twinflow.agent._step import OutputT, Steps
 from twinflow.agent._structured import PydanticStructuredOutput
@@ -385,17 +384,7 @@ class Agent(Steps[OutputT], Closing):
             raise
         except BaseException as exc:
             try:
-                self._emit(
-                    RunFailed(
-                        run_id=state.run_id,
-                        steps=state.requests,
-                        error_type=(
-                            exc.error_type if isinstance(exc, RunError) else type(exc).__name__
-                        ),
-                        message=str(exc),
-                        reason=failure_reason(exc),
-                    )
-                )
+                self._emit(run_failed(state, exc))
             finally:
                 # Even if recording the failure fails, what was written is made durable.
                 self.writer.end_step()
