@@ -11,11 +11,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel
 
-from twinflow.agent._errors import AgentConfigError, RunError, RunPaused
+from twinflow.agent._agent_setup import (
+    check_policy_names,
+    check_server_names,
+    opened_model,
+    trace_sink,
+)
+from twinflow.agent._errors import AgentConfigError, RunPaused
 from twinflow.agent._events import (
     FORMAT,
     AgentConfig,
@@ -24,7 +30,6 @@ from twinflow.agent._events import (
     EventBody,
     ForkParent,
     PartKindRecord,
-    RunFailed,
     RunFinished,
     RunStarted,
     UserTurn,
@@ -42,19 +47,17 @@ from twinflow.agent._run import (
     UsageLimits,
     check_arguments,
     class_path,
-    failure_reason,
     part_kinds_of,
+    run_failed,
 )
 from twinflow.agent._step import OutputT, Steps
 from twinflow.agent._structured import PydanticStructuredOutput
 from twinflow.agent._subagent import AgentTool, Budget, delegate_for
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
-from twinflow.agent._trace_file import claim_trace
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Closing, Ids, SystemClock, SystemIds, ThreadExecutor
-from twinflow.models import open_model
-from twinflow.trace import FsyncPolicy, MemoryTraceSink, TraceSink
+from twinflow.trace import FsyncPolicy, TraceSink
 from twinflow.vocab import (
     ChatModel,
     ExtensionPart,
@@ -70,24 +73,6 @@ __all__ = ["Agent", "RunResult", "UsageLimits"]
 
 _WORKERS = ThreadExecutor()
 """The worker threads `Agent.run_async` runs on (bounded: `twinflow.kernel.ThreadExecutor.call`)."""
-
-
-def _opened_model(model: ChatModel | str | Sequence[str]) -> tuple[ChatModel, bool]:
-    """The model, and whether the agent opened it (then `Agent.close` closes it)."""
-    if isinstance(model, str | list | tuple):
-        opened: ChatModel = open_model(model)
-        return opened, True
-    return cast("ChatModel", model), False
-
-
-def _sink(trace: TraceSink | str | os.PathLike[str] | None) -> TraceSink:
-    """The sink a ``trace`` argument names: a path is a new trace file, at that name or the
-    first free numbered one beside it (``trace.1.jsonl``...); an existing file is never opened."""
-    if trace is None:
-        return MemoryTraceSink()
-    if isinstance(trace, str | os.PathLike):
-        return claim_trace(Path(trace))
-    return trace
 
 
 class Agent(Steps[OutputT], Closing):
@@ -197,9 +182,6 @@ class Agent(Steps[OutputT], Closing):
         # The environment run_started records: this agent's, or a resumed run's recorded one.
         self._started_in = environment
         self._add_tools(tools)
-        self._schema = (
-            OutputSchema.for_model(output_type) if issubclass(output_type, BaseModel) else None
-        )
         self._configure(model_label)
 
     def _open(
@@ -211,9 +193,9 @@ class Agent(Steps[OutputT], Closing):
         fsync: FsyncPolicy,
     ) -> None:
         """The ports: the trace claimed first, then the model opened (a server started)."""
-        self.writer = TraceWriter(_sink(trace), fsync=fsync)
+        self.writer = TraceWriter(trace_sink(trace), fsync=fsync)
         try:
-            self.model, self._owns_model = _opened_model(model)
+            self.model, self._owns_model = opened_model(model)
         except BaseException:
             self.writer.close()
             raise
@@ -230,9 +212,7 @@ class Agent(Steps[OutputT], Closing):
         self._built: list[Tool | McpTools] = []
         self.servers: tuple[McpTools, ...] = tuple(t for t in tools if isinstance(t, McpTools))
         """The MCP servers whose tools the agent offers (their lists are traced)."""
-        if len({server.name for server in self.servers}) < len(self.servers):
-            names = sorted(server.name for server in self.servers)
-            raise AgentConfigError(f"two MCP servers share a name ({names}); names must be unique")
+        check_server_names(self.servers)
         for item in tools:
             if isinstance(item, McpTools):
                 self._register(item.tools)
@@ -241,14 +221,7 @@ class Agent(Steps[OutputT], Closing):
                 tool = item if isinstance(item, Tool) else Tool.from_function(item)
                 self._register([tool])
                 self._built.append(tool)
-        unknown = sorted(
-            (self.policy.allow | self.policy.ask | self.policy.repeat_safe) - set(self.tools)
-        )
-        if unknown:
-            raise AgentConfigError(
-                f"the policy allows tools that are not registered: {unknown}; "
-                f"registered: {sorted(self.tools)}"
-            )
+        check_policy_names(self.policy, self.tools)
         self._specs = tuple(t.spec for t in self.tools.values())
         # Levels of sub-agents below this agent (`as_tool` refuses to nest past the limit).
         self._depth = max(
@@ -261,6 +234,11 @@ class Agent(Steps[OutputT], Closing):
 
     def _configure(self, model_label: str | None) -> None:
         """The configuration every run records, and the digests every request records."""
+        self._schema = (
+            OutputSchema.for_model(self.output_type)
+            if issubclass(self.output_type, BaseModel)
+            else None
+        )
         self.config = AgentConfig(
             part_kinds=tuple(
                 PartKindRecord(kind=kind, type=class_path(cls))
@@ -406,17 +384,7 @@ class Agent(Steps[OutputT], Closing):
             raise
         except BaseException as exc:
             try:
-                self._emit(
-                    RunFailed(
-                        run_id=state.run_id,
-                        steps=state.requests,
-                        error_type=(
-                            exc.error_type if isinstance(exc, RunError) else type(exc).__name__
-                        ),
-                        message=str(exc),
-                        reason=failure_reason(exc),
-                    )
-                )
+                self._emit(run_failed(state, exc))
             finally:
                 # Even if recording the failure fails, what was written is made durable.
                 self.writer.end_step()

@@ -38,7 +38,7 @@ from twinflow.agent._replay import REPLAY_KINDS, ReplayMode, ReplayPorts, Replay
 from twinflow.agent._spec_guards import EMBEDDED
 from twinflow.agent._subagent import MAX_DEPTH, AgentTool
 from twinflow.agent._tools import Tool
-from twinflow.agent._trace_file import claim_trace, drop_if_empty
+from twinflow.agent._trace_file import claimed_trace
 from twinflow.agent._verify import Trace
 from twinflow.kernel import (
     Clock,
@@ -517,18 +517,15 @@ def connect(
         FileWriteError (``link``): the trace's directory is a symbolic link.
     """
     resolved = resolve(spec, tools)
-    transport = spec.model.transport()
     with contextlib.ExitStack() as stack:
-        stack.callback(transport.close)
+        transport = stack.enter_context(contextlib.closing(spec.model.transport()))
         if spec.model.url != EMBEDDED:
             spec.model.chat_model(transport, SystemIds())  # checks URL and dialect
         # A resumed run's servers start only if it goes on past its recorded prefix.
         recorded = Trace.load(trace) if resume and spec.mcp_servers else None
         servers = stack.enter_context(mcp_servers(spec, Path(trace).parent, recorded=recorded))
         resolved.check(servers)
-        sink = None if resume else claim_trace(Path(trace))
-        if sink is not None:
-            stack.callback(drop_if_empty, sink)
+        sink = None if resume else stack.enter_context(claimed_trace(Path(trace)))
         log_dir = Path(trace).parent if sink is None else sink.path.parent
         url = stack.enter_context(spec.model.serving(log_dir, _quiet))
         ids = SystemIds()

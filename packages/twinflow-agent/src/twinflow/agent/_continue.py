@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from twinflow.agent._errors import CannotResume
 from twinflow.agent._events import (
     FORMAT,
+    EventBody,
     ModelResponded,
     ModelWaited,
     RunResumed,
@@ -153,21 +154,7 @@ def _go_on(
     agent.steering = ThenLiveSteering(
         [e.body for e in events if isinstance(e.body, SteeringReceived)], agent.steering, gate
     )
-    agent._inserts = dict(resumed.inserts)
-    agent._decisions = dict(resumed.decisions)
-    # The prefix is re-run as recorded, its environment included; a continuation that runs
-    # somewhere else says where in its own run_resumed.
-    agent._started_in = resumed.started.environment
-    agent._format = resumed.started.format
-    agent._parent = forked
-    agent._served = served
-    marker = agent._inserts.get(size)
-    if (
-        isinstance(marker, RunResumed)
-        and agent.environment is not None
-        and agent.environment != resumed.started.environment
-    ):
-        agent._inserts[size] = marker.model_copy(update={"environment": agent.environment})
+    _take_record(agent, resumed, served, size)
     try:
         result = agent._run((*recorded_turns(events), *turns))
         # The writer it went on in is closed below: a next turn goes on from the file.
@@ -176,16 +163,7 @@ def _go_on(
         try:
             agent.writer.close()
         finally:
-            (agent.model, agent.clock, agent.ids, agent.writer, agent.tool_results) = saved[:5]
-            agent.steering = saved[5]
-            agent._inserts = {}
-            agent._decisions = {}
-            agent._parent = None
-            agent._served = {}
-            agent._started_in = agent.environment
-            agent._format = FORMAT
-            # The run went on in a writer now closed: a next turn goes on from the file.
-            agent._going_on = None
+            _give_back(agent, saved)
 
 
 def fork_run(
@@ -219,3 +197,38 @@ def fork_run(
         (agent.model, agent.steering) = saved
         agent._served = {}
         agent._parent = None
+
+
+def _take_record(
+    agent: Agent[OutputT], resumed: Plan, served: dict[int, tuple[EventBody, ...]], size: int
+) -> None:
+    """Give ``agent`` what the record holds: its inserted events, decisions, start and steps."""
+    agent._inserts = dict(resumed.inserts)
+    agent._decisions = dict(resumed.decisions)
+    # The prefix is re-run as recorded, its environment included; a continuation that runs
+    # somewhere else says where in its own run_resumed.
+    agent._started_in = resumed.started.environment
+    agent._format = resumed.started.format
+    agent._parent = resumed.started.parent
+    agent._served = served
+    marker = agent._inserts.get(size)
+    if (
+        isinstance(marker, RunResumed)
+        and agent.environment is not None
+        and agent.environment != resumed.started.environment
+    ):
+        agent._inserts[size] = marker.model_copy(update={"environment": agent.environment})
+
+
+def _give_back(agent: Agent[OutputT], saved: tuple[Any, ...]) -> None:
+    """Put back the ports `_go_on` replaced (``saved``) and a fresh run's record state."""
+    (agent.model, agent.clock, agent.ids, agent.writer, agent.tool_results) = saved[:5]
+    agent.steering = saved[5]
+    agent._inserts = {}
+    agent._decisions = {}
+    agent._parent = None
+    agent._served = {}
+    agent._started_in = agent.environment
+    agent._format = FORMAT
+    # The run went on in a writer now closed: a next turn goes on from the file.
+    agent._going_on = None

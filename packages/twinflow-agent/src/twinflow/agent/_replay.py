@@ -43,6 +43,7 @@ from twinflow.agent._errors import (
 )
 from twinflow.agent._events import (
     Environment,
+    EventBody,
     ModelRequested,
     ModelResponded,
     ModelWaited,
@@ -470,6 +471,68 @@ def _rerun(
         raise sink.divergence
 
 
+def _on_record(
+    agent: Agent[Any],
+    sink: ComparingSink,
+    trace: Trace,
+    events: tuple[TraceEvent, ...],
+    served: dict[int, tuple[EventBody, ...]],
+) -> None:
+    """Set ``agent`` to write into the comparison and to take what the record holds."""
+    first = events[0].body
+    assert isinstance(first, RunStarted)  # `replay` checked it
+    # Events re-run as recorded are compared by their bytes and take their recorded digests:
+    # no line is framed or hashed again, and the checkpoint is the one load computed.
+    agent.writer = ComparingWriter(sink, trace, fsync=agent.writer.fsync)
+    # Where the record went on past a resume, and what people decided on calls that waited.
+    agent._inserts = recorded_inserts(events)
+    agent._decisions = recorded_decisions(events)
+    agent._format = first.format  # as recorded: absent in runs recorded before formats
+    agent._parent = first.parent
+    agent._served = served
+
+
+def _rerun_with_children(
+    agent: Agent[Any],
+    trace: Trace,
+    mode: ReplayMode,
+    directory: Path | None,
+    events: tuple[TraceEvent, ...],
+    sink: ComparingSink,
+    failed: RunFailed | None,
+) -> None:
+    """`_rerun` the recorded turns; live, with the sub-agent runs the trace records replayed
+    from their traces in ``directory`` (a child's divergence is raised as the cause)."""
+    children: list[ToolReturned] = []
+    if mode == "live" and "tool_returned" in trace.kinds:
+        children = [
+            body
+            for i, kind in enumerate(trace.kinds)
+            if kind == "tool_returned"
+            and isinstance(body := trace.events[i].body, ToolReturned)
+            and body.child is not None
+        ]
+    with replaying_children(directory, children) as live:
+        try:
+            _rerun(agent, recorded_turns(events), sink, failed)
+        except ReplayDivergenceError:
+            # A child that diverged made the parent's result differ: the child's is the cause.
+            if live is not None and live.divergence is not None:
+                raise live.divergence from None
+            raise
+
+
+def _stopped_early(trace: Trace, written: int, encoded: list[bytes]) -> ReplayDivergenceError:
+    """The error of a re-run that wrote only ``written`` of the recorded events."""
+    return ReplayDivergenceError(
+        f"the re-run stopped after {written} events; the recorded trace goes on with "
+        f"event {written} ({trace.kinds[written]})",
+        seq=written,
+        expected=json.loads(encoded[written]),
+        actual=None,
+    )
+
+
 def replay(
     trace: Trace,
     build: Callable[[ReplayPorts], Agent[Any]],
@@ -517,39 +580,9 @@ def replay(
     ports = _replay_ports(trace, mode, events, sink, failed, encoded, served_calls(served))
     agent = build(ports)
     _check_built(agent, ports)
-    # Events re-run as recorded are compared by their bytes and take their recorded digests:
-    # no line is framed or hashed again, and the checkpoint is the one load computed.
-    agent.writer = ComparingWriter(sink, trace, fsync=agent.writer.fsync)
-    # Where the record went on past a resume, and what people decided on calls that waited.
-    agent._inserts = recorded_inserts(events)
-    agent._decisions = recorded_decisions(events)
-    agent._format = first.format  # as recorded: absent in runs recorded before formats
-    agent._parent = first.parent
-    agent._served = served
-    children: list[ToolReturned] = []
-    if mode == "live" and "tool_returned" in trace.kinds:
-        children = [
-            body
-            for i, kind in enumerate(trace.kinds)
-            if kind == "tool_returned"
-            and isinstance(body := trace.events[i].body, ToolReturned)
-            and body.child is not None
-        ]
-    with replaying_children(directory, children) as live:
-        try:
-            _rerun(agent, recorded_turns(events), sink, failed)
-        except ReplayDivergenceError:
-            # A child that diverged made the parent's result differ: the child's is the cause.
-            if live is not None and live.divergence is not None:
-                raise live.divergence from None
-            raise
+    _on_record(agent, sink, trace, events, served)
+    _rerun_with_children(agent, trace, mode, directory, events, sink, failed)
     if sink.written < trace.size:
-        raise ReplayDivergenceError(
-            f"the re-run stopped after {sink.written} events; the recorded trace goes on with "
-            f"event {sink.written} ({trace.kinds[sink.written]})",
-            seq=sink.written,
-            expected=json.loads(encoded[sink.written]),
-            actual=None,
-        )
+        raise _stopped_early(trace, sink.written, encoded)
     # Every event matched: the re-run's checkpoint is the one load computed.
     return ReplayResult(mode=mode, events=trace.size, root=trace.checkpoint().root)

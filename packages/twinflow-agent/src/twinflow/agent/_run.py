@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from twinflow.agent._errors import AgentConfigError, RunError
-from twinflow.agent._events import MessageChain, _Frozen
+from twinflow.agent._events import MessageChain, RunFailed, _Frozen
 from twinflow.trace import Checkpoint
 from twinflow.vocab import (
     ExtensionPart,
@@ -47,6 +47,7 @@ __all__ = [
     "failure_reason",
     "over_limit",
     "part_kinds_of",
+    "run_failed",
     "typed_parts",
 ]
 
@@ -297,6 +298,17 @@ def failure_reason(exc: BaseException) -> str | None:
     recorded name already; a replayed failure carries the recorded tag (``recorded_reason``)."""
     reason = getattr(exc, "recorded_reason" if isinstance(exc, RunError) else "reason", None)
     return reason if isinstance(reason, str) else None
+
+
+def run_failed(state: RunState, exc: BaseException) -> RunFailed:
+    """The ``run_failed`` event of a run that ``exc`` ended."""
+    return RunFailed(
+        run_id=state.run_id,
+        steps=state.requests,
+        error_type=exc.error_type if isinstance(exc, RunError) else type(exc).__name__,
+        message=str(exc),
+        reason=failure_reason(exc),
+    )
 
 
 def over_limit(

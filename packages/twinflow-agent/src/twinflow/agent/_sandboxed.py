@@ -214,6 +214,31 @@ def _raise_inner(answer: dict[str, Any], name: str) -> None:
     raise RuntimeError(f"{kind} in the sandboxed tool {name!r}: {message}")
 
 
+def _tool_text(stdout: str, stderr: str, returncode: int, name: str) -> str:
+    """The sandboxed tool's result as text, read from the runner's last line of output.
+
+    Raises:
+        LaunchError (``protocol``): The runner printed no result.
+        RuntimeError: The tool raised inside the sandbox (`_raise_inner`).
+    """
+    last = stdout.rstrip("\n").rpartition("\n")[2]
+    try:
+        answer = json.loads(last)
+    except ValueError:
+        tail = scrub(stderr.strip()[-500:])
+        raise LaunchError(
+            f"the sandboxed tool {name!r} gave no result (exit status {returncode}): "
+            f"{tail or 'no output'}",
+            reason="protocol",
+        ) from None
+    if not isinstance(answer, dict) or not {"text", "value"} & set(answer):
+        _raise_inner(answer if isinstance(answer, dict) else {}, name)
+    if "text" in answer:
+        return scrub(str(answer["text"]))
+    # Rendered as `Tool.call` renders a value: its canonical JSON.
+    return scrub(canonical_bytes(answer["value"]).decode())
+
+
 def sandboxed(
     function: Callable[..., Any], session: SandboxSession, name: str
 ) -> Callable[..., Any]:
@@ -252,22 +277,7 @@ def sandboxed(
         if result.limits_hit:
             message = session.settings.limits().describe(result.limits_hit)
             raise LaunchError(message, reason="limit")
-        last = result.stdout.rstrip("\n").rpartition("\n")[2]
-        try:
-            answer = json.loads(last)
-        except ValueError:
-            tail = scrub(result.stderr.strip()[-500:])
-            raise LaunchError(
-                f"the sandboxed tool {name!r} gave no result (exit status {result.returncode}): "
-                f"{tail or 'no output'}",
-                reason="protocol",
-            ) from None
-        if not isinstance(answer, dict) or not {"text", "value"} & set(answer):
-            _raise_inner(answer if isinstance(answer, dict) else {}, name)
-        if "text" in answer:
-            return scrub(str(answer["text"]))
-        # Rendered as `Tool.call` renders a value: its canonical JSON.
-        return scrub(canonical_bytes(answer["value"]).decode())
+        return _tool_text(result.stdout, result.stderr, result.returncode, name)
 
     @functools.wraps(function)
     def call(**kwargs: Any) -> str:

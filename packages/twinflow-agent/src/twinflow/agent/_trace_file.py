@@ -4,12 +4,13 @@ exclusively, so runs racing for one name never share or overwrite a file."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from twinflow._base._errors import FileWriteError, TargetExistsError
 from twinflow.trace import FileTraceSink, UserError
 
-__all__ = ["claim_trace", "drop_if_empty", "numbered"]
+__all__ = ["claim_trace", "claimed_trace", "drop_if_empty", "numbered"]
 
 
 def numbered(path: Path, n: int) -> Path:
@@ -57,3 +58,14 @@ def drop_if_empty(sink: FileTraceSink) -> None:
     with contextlib.suppress(OSError):
         if sink.path.stat().st_size == 0:
             sink.path.unlink()
+
+
+@contextlib.contextmanager
+def claimed_trace(path: Path) -> Iterator[FileTraceSink]:
+    """`claim_trace` for a ``with`` block: leaving it closes the trace, and removes it if no
+    event reached it (`drop_if_empty`)."""
+    sink = claim_trace(path)
+    try:
+        yield sink
+    finally:
+        drop_if_empty(sink)
