@@ -333,7 +333,6 @@ def _child_spec(spec: RunSpec, entry: SubAgentSpec, parents: tuple[Path, ...]) -
     """A sub-agent's spec, read from beside ``spec`` and resolved; refused before anything
     starts if it names one of its parents (a cycle) or nests past `MAX_DEPTH`."""
     from twinflow.agent._errors import SpecError
-    from twinflow.agent._spec import load_spec
 
     base = spec.code_dir if spec.code_dir is not None else Path.cwd()
     here = parents or (spec._file or base / "<spec>",)
@@ -355,7 +354,8 @@ def _child_spec(spec: RunSpec, entry: SubAgentSpec, parents: tuple[Path, ...]) -
             f"agents: {entry.name!r}: sub-agents nest deeper than {MAX_DEPTH} levels "
             f"({' -> '.join(p.name for p in (*here, path))}); flatten the team"
         )
-    child = load_spec(path)
+    # Read as `load_spec` reads, through the spec's own class: no import back into `_spec`.
+    child = type(spec).parse(type(spec).read_text(path), str(path), code_dir=path.resolve().parent)
     differs = [k for k in _SAME_SERVER if getattr(child.model, k) != getattr(spec.model, k)]
     if differs:
         raise SpecError(
