@@ -50,7 +50,7 @@ from twinflow.eval._rescore import merge_runs
 from twinflow.eval._results import RunIdentity, RunManifest, Shard, read_json_model
 from twinflow.kernel import CountingIds, HttpTransport, LoopbackServer, SteppingClock
 from twinflow.kernel._loopback import LoopbackResponse
-from twinflow.kernel._mcp import McpLimits, _parse
+from twinflow.kernel._mcp_wire import McpLimits, _parse
 from twinflow.models._stream import json_line
 from twinflow.trace import TwinflowError
 from twinflow.vocab import Message
