@@ -190,7 +190,7 @@ def test_the_search_box_finds_the_page_that_answers(site: Path, tmp_path: Path) 
             found = browser.call("Runtime.evaluate", page, expression=RESULTS, awaitPromise=True)
         finally:
             browser.close()
-    paths = json.loads(found["result"]["value"])  # type: ignore[index]
+    paths = json.loads(found["result"]["value"])  # type: ignore[index]  # DevTools JSON
     assert "/tutorials/publish/" in paths, paths
 
 

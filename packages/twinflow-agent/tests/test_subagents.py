@@ -199,7 +199,7 @@ def test_unknown_budget_is_refused() -> None:
     """A budget other than own or shared is a usage error naming the choices."""
     agent = child_agent(FunctionModel(lambda r: Message.user("x")))
     with pytest.raises(AgentConfigError, match="'own' or 'shared'"):
-        agent.as_tool(name="h", description="d", budget="half")  # type: ignore[arg-type]
+        agent.as_tool(name="h", description="d", budget="half")  # type: ignore[arg-type]  # a bad value, on purpose
 
 
 def adds_twice() -> FunctionModel:
@@ -279,7 +279,7 @@ def test_shared_tokens_are_counted_against_the_parent(tmp_path: Path) -> None:
         parent.run("go")
     child = Trace.load(tmp_path / "trace.helper.jsonl")
     started = child.events[0].body
-    assert 20 == started.config.usage_limits["total_tokens"]  # type: ignore[union-attr]
+    assert 20 == started.config.usage_limits["total_tokens"]  # type: ignore[union-attr]  # set above
     assert ("usage_limit", "run_failed") == (raised.value.reason, child.kinds[-1])
 
 

@@ -175,7 +175,7 @@ def test_a_model_string_in_python_is_the_long_form(model: str, expected: tuple[A
     """RunSpec(model="PROVIDER:MODEL") reads the provider row into the long form's keys."""
     from twinflow.agent import RunSpec
 
-    spec = RunSpec(prompt="p", model=model).model  # type: ignore[arg-type]
+    spec = RunSpec(prompt="p", model=model).model  # type: ignore[arg-type]  # a string, as YAML gives
     assert expected == (spec.kind, spec.url, spec.name, spec.mode, spec.api_key_env)
 
 
@@ -222,4 +222,4 @@ def test_the_long_form_takes_its_wire_s_default_mode(kind: str, mode: str) -> No
     """`kind` without `mode`: the wire's client's default (native for Gemini and Anthropic)."""
     from twinflow.agent import ModelSpec
 
-    assert mode == ModelSpec(kind=kind, url="http://127.0.0.1:9").mode  # type: ignore[arg-type]
+    assert mode == ModelSpec(kind=kind, url="http://127.0.0.1:9").mode  # type: ignore[arg-type]  # each kind, looped

@@ -96,7 +96,7 @@ def test_a_bad_list_is_a_setup_error(names: list[str]) -> None:
 def test_an_unknown_failure_class_is_a_setup_error() -> None:
     """fallback_on names a class that does not exist: refused, naming the classes."""
     with pytest.raises(ModelSetupError, match="rate_limited"):
-        FallbackChatModel([("a", open_model("ollama:m")), ("b", open_model("ollama:m"))], ["busy"])  # type: ignore[list-item]
+        FallbackChatModel([("a", open_model("ollama:m")), ("b", open_model("ollama:m"))], ["busy"])  # type: ignore[list-item]  # an unknown class, on purpose
 
 
 def recorder(seen: list[str]) -> LoopbackServer:

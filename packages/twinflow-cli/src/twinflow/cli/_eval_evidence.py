@@ -345,7 +345,7 @@ def _reproduce_case(
     from twinflow.cli._replay_cli import _replay_file
 
     try:
-        payload = _replay_file(trace, lambda: spec, mode)  # type: ignore[arg-type,return-value]
+        payload = _replay_file(trace, lambda: spec, mode)  # type: ignore[arg-type,return-value]  # the spec is read once, served per case
     except CheckFailed as exc:
         seq = exc.payload.get("seq")
         detail = exc.payload.get("difference") or str(exc).split(": ", 1)[-1]
