@@ -125,7 +125,7 @@ def test_a_recorded_server_that_is_gone_is_refused_before_anything_starts(
     with LoopbackServer(scripted_chat) as gone:
         project = calc_project(tmp_path, gone.url, prompt=EVAL_PROMPT, dataset=SUMS)
         attest_run(project, capsys)
-    code, payload, err = reproduce(project, capsys)
+    code, payload, _ = reproduce(project, capsys)
     assert (2, False) == (code, (project / "repro").exists())
     message = payload["error"]
     assert 1 == len(message.splitlines())
@@ -165,7 +165,7 @@ EMBEDDED_SPEC = """\
 prompt: "Say {input}"
 model:
   url: embedded
-  max_tokens: 8
+  max_tokens: 32
 max_steps: 1
 """
 
@@ -183,4 +183,4 @@ def test_the_embedded_model_at_temperature_0_with_a_seed_reproduces_exactly(
     assert 0 == code, err
     assert [("h1@1", "live", "reproduced")] == [
         (c["key"], c["mode"], c["outcome"]) for c in payload["cases"]
-    ]
+    ], payload["cases"]
