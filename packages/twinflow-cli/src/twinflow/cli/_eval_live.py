@@ -137,16 +137,12 @@ def check_reachable(model: ModelSpec) -> None:
             nothing listens at the server's address.
     """
     if model.url == "embedded":
-        import importlib.util
-
-        from twinflow.models import embedded_model_file
+        from twinflow.models._embedded import embedded_model_file, server_command
 
         try:
-            embedded_model_file()
+            server_command(embedded_model_file(), 0)  # the weights and the server installed
         except UserError as exc:
-            raise _refused(f"the run's model is the embedded one, and {exc}") from None
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise _refused("the run's model is the embedded one: install the demo extra")
+            raise _refused(f"the embedded model cannot run here: {exc}") from None
         return
     from twinflow.kernel import TransportError
 
