@@ -117,6 +117,44 @@ def test_a_server_answering_one_case_otherwise_diverges_there(
     assert (0, "diverged") == (code, compared["reproduction"]["cases"][1]["outcome"])
 
 
+CONVERSATION = """\
+name: chat
+cases:
+- {id: c1, input: "2 and 3", expected: "5", turns: ["and once more"]}
+"""
+
+
+def second_turn_otherwise(request: LoopbackRequest) -> LoopbackResponse:
+    """The scripted server, but the conversation's second turn is answered 7."""
+    body = request.json_value()
+    assert isinstance(body, dict)
+    if "and once more" in json.dumps(body):
+        action = {"action": "final", "answer": "7"}
+        return chat_answer(body, completion({"role": "assistant", "content": json.dumps(action)}))
+    return scripted_chat(request)
+
+
+def test_a_conversation_is_run_turn_by_turn_and_diverges_in_its_second_turn(
+    tmp_path: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A case of two user turns: live on the recorded server it reproduces; at a server
+    answering the second turn otherwise it diverges in turn 2, not before."""
+    project = calc_project(tmp_path, server.url, prompt=EVAL_PROMPT, dataset=CONVERSATION)
+    attest_run(project, capsys)
+    code, payload, err = reproduce(project, capsys)
+    assert (0, "reproduced") == (code, payload["cases"][0]["outcome"]), err
+    with LoopbackServer(second_turn_otherwise) as other:
+        code, payload, err = cli_json(
+            capsys,
+            *("eval", "reproduce", str(project / "out"), "--spec", str(project / "spec.yaml")),
+            *("--out", str(project / "repro2"), "--mode", "live", "--model", other.url),
+        )
+    [case] = payload["cases"]
+    expected = (0, "diverged", 2, True)
+    actual = (code, case["outcome"], case["turn"], "model_responded" in case["detail"])
+    assert expected == actual, (case, err)
+
+
 def test_a_recorded_server_that_is_gone_is_refused_before_anything_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
