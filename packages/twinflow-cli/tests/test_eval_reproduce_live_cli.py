@@ -155,6 +155,49 @@ def test_a_conversation_is_run_turn_by_turn_and_diverges_in_its_second_turn(
     assert expected == actual, (case, err)
 
 
+def seeded(request: LoopbackRequest) -> LoopbackResponse:
+    """The scripted server, its final answer naming the seed it was sent (as a sampler's
+    output depends on it)."""
+    body = request.json_value()
+    assert isinstance(body, dict)
+    if any(m.get("role") == "assistant" for m in body["messages"]):
+        action = {"action": "final", "answer": f"5 (seed {body.get('seed')})"}
+        return chat_answer(body, completion({"role": "assistant", "content": json.dumps(action)}))
+    return scripted_chat(request)
+
+
+def test_each_trial_runs_again_with_the_seed_its_trace_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two trials of a case, sampled with two seeds: each is replayed and run live with its
+    own (the server's answer depends on it) and reproduces."""
+    with LoopbackServer(seeded) as server:
+        dataset = 'name: one\ncases:\n- {id: s1, input: "2 and 3"}\n'
+        project = calc_project(tmp_path, server.url, prompt=EVAL_PROMPT, dataset=dataset)
+        code, _, err = cli_json(
+            capsys,
+            *("eval", "run", str(project / "dataset.yaml"), "--spec", str(project / "spec.yaml")),
+            *("--out", str(project / "out"), "--trials", "2"),
+        )
+        assert 0 == code, err
+        key = ("eval", "attest", str(project / "out"), "--key", str(project / "lab.key"))
+        assert 0 == cli_json(capsys, "keygen", "example.org/lab", "--out", str(project / "lab"))[0]
+        assert 0 == cli_json(capsys, *key)[0]
+        code, payload, err = reproduce(project, capsys)
+    answers = {
+        json.loads(line)["event"]["body"]["value"]
+        for path in (project / "repro" / "traces").iterdir()
+        for line in path.read_text().splitlines()
+        if '"output_accepted"' in line
+    }
+    assert 2 == len(answers), answers  # two seeds, two answers
+    # Replayed first (the recorded seed given to the replay too), then run live.
+    expected = [("s1@1", "live", "reproduced"), ("s1@2", "live", "reproduced")]
+    assert expected == [(c["key"], c["mode"], c["outcome"]) for c in payload["cases"]], err
+    second = str(project / "out" / "traces" / "s1@2.jsonl")
+    assert 0 == cli_json(capsys, "replay", second, "--spec", str(project / "spec.yaml"))[0]
+
+
 def test_a_recorded_server_that_is_gone_is_refused_before_anything_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
