@@ -24,9 +24,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from twinflow._base._code import importing_from
-from twinflow.agent import Environment, ModelSpec, RunSpec, RunStarted, Trace
+from twinflow.agent import ModelSpec, RunSpec, RunStarted, Trace
 from twinflow.agent._connect import Resolved
-from twinflow.agent._events import UserTurn
+from twinflow.agent._events import Environment, UserTurn
 from twinflow.cli._output import say
 from twinflow.cli._traces import parse_trace, read_trace_bytes
 from twinflow.trace import UserError
@@ -248,7 +248,7 @@ def first_divergence(recorded: Path, fresh: Path) -> tuple[int | None, int, int,
     recorded trace (None for an event only the fresh one has), turn, step and what differs;
     None for the same behaviour."""
     from twinflow.cli._show import _event_values
-    from twinflow.views import compare_behaviour
+    from twinflow.views._behaviour import compare_behaviour
 
     found = compare_behaviour(_event_values(recorded, []), _event_values(fresh, []))
     if not found:
