@@ -561,6 +561,7 @@ def replay_builder(
             model_label=ports.model_label,
             tool_results=ports.tool_results,
             environment=ports.environment,
+            seed=ports.seed,
             servers=servers,
         )
 
