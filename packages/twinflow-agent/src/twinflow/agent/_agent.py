@@ -29,11 +29,14 @@ from twinflow.agent._events import (
     Environment,
     EventBody,
     ForkParent,
+    InputAnswered,
+    InputRequested,
     PartKindRecord,
     RunFinished,
     RunStarted,
     UserTurn,
 )
+from twinflow.agent._inputs import InputAsker
 from twinflow.agent._mcp import McpTools
 from twinflow.agent._observe import Observer, Steering
 from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
@@ -262,6 +265,8 @@ class Agent(Steps[OutputT], Closing):
         # number, and a person's decisions by call id: both empty for a fresh run.
         self._inserts: dict[int, EventBody] = {}
         self._decisions: dict[str, ApprovalDecided] = {}
+        # The requests MCP servers made during calls, and their answers, by call id.
+        self._inputs: dict[str, list[InputRequested | InputAnswered]] = {}
         self._parent: ForkParent | None = None
         # The steps a fork serves from its parent (`Steps._serve`): empty for a fresh run.
         self._served: dict[int, tuple[EventBody, ...]] = {}
@@ -363,6 +368,7 @@ class Agent(Steps[OutputT], Closing):
                     decisions=self._decisions,
                     before_call=self.writer.before_effect,
                     delegate=delegate_for(self, state),
+                    inputs=InputAsker(self._emit, self._inputs, self._pauser(state)),
                 )
                 going_on = Conversation(state, runner, self.writer)
             else:

@@ -1,0 +1,161 @@
+"""An MCP server's input_required round as a pause: recorded, answered, resumed, replayed."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from twinflow.agent import (
+    Agent,
+    CannotResume,
+    Decision,
+    FunctionModel,
+    McpTools,
+    Policy,
+    ReplayPorts,
+    RunPaused,
+    Trace,
+    replay,
+)
+from twinflow.agent._events import InputAnswered, InputRequested, ToolsListed
+from twinflow.kernel import CountingIds, McpClient, SteppingClock
+from twinflow.vocab import CallId
+
+from test_mcp import CALC, START, calls, seen
+
+from datetime import timedelta
+
+
+@pytest.fixture
+def connect(tmp_path: Path) -> Iterator[Callable[[], McpClient]]:
+    """Starts the stateless-only calc server over stdio, logging each call it completes."""
+    started: list[McpClient] = []
+
+    def start() -> McpClient:
+        command = [sys.executable, str(CALC), "stdio", "--era", "current"]
+        command += ["--log", str(tmp_path / "seen.jsonl")]
+        client = McpClient.stdio("calc", command, log_path=tmp_path / "calc.stderr.log")
+        started.append(client)
+        return client
+
+    yield start
+    for client in started:
+        client.close()
+
+
+def _agent(path: Path, server: McpTools, steps: Any = ()) -> Agent[str]:
+    return Agent(
+        FunctionModel(calls(*steps)),
+        clock=SteppingClock(START, timedelta(milliseconds=5)),
+        ids=CountingIds(),
+        tools=[server],
+        policy=Policy(allow=frozenset({"calc.pay", "calc.nag"})),
+        trace=path,
+    )
+
+
+def _paused(tmp_path: Path, connect: Callable[[], McpClient], tool: str = "calc.pay") -> Path:
+    """A run whose one call pauses on the server's form; its trace."""
+    path = tmp_path / "run.jsonl"
+    arguments = {"amount": 3} if tool == "calc.pay" else {}
+    server = McpTools.live("calc", connect)
+    with _agent(path, server, [(tool, arguments)]) as run, pytest.raises(RunPaused) as paused:
+        run.run("pay")
+    server.close()
+    assert ["input_requested"] == [p.kind for p in paused.value.paused.pending]
+    return path
+
+
+def _resume(path: Path, connect: Callable[[], McpClient], *decisions: Decision) -> str:
+    server = McpTools.live("calc", connect)
+    try:
+        with _agent(path, server, [("calc.pay", {"amount": 3})]) as run:
+            return run.resume(path, decisions=decisions).output
+    finally:
+        server.close()
+
+
+def test_a_form_pauses_the_run_and_an_answer_resumes_it_then_replays_offline(
+    tmp_path: Path, connect: Callable[[], McpClient]
+) -> None:
+    """The request is an event; the answer is sent with the server's state; replay needs no server."""
+    path = _paused(tmp_path, connect)
+    trace = Trace.load(path)
+    [asked] = [e.body for e in trace.events if isinstance(e.body, InputRequested)]
+    assert ("calc.pay", 1, "confirm", "Pay 3?") == (asked.tool, asked.round, asked.key, asked.message)
+    assert [] == seen(tmp_path / "seen.jsonl")
+    answer = Decision(call_id=CallId("c0"), approve=True, answer={"yes": True}, by="ana")
+    assert "paid 3" == _resume(path, connect, answer)
+    [paid] = seen(tmp_path / "seen.jsonl")
+    sent = paid["arguments"]
+    assert ("accept", {"yes": True}, "pay:3") == (
+        sent["answer"]["action"],
+        sent["answer"]["content"],
+        sent["state"],
+    )
+    kinds = Trace.load(path).kinds
+    assert ["tool_called", "input_requested", "run_resumed", "input_answered", "tool_returned"] == [
+        k for k in kinds if k in ("tool_called", "input_requested", "run_resumed", "input_answered", "tool_returned")
+    ]
+    done = Trace.load(path)
+    listed = [e.body for e in done.events if isinstance(e.body, ToolsListed)]
+
+    def offline(ports: ReplayPorts) -> Agent[str]:
+        return Agent(
+            ports.model,
+            clock=ports.clock,
+            ids=ports.ids,
+            tools=[McpTools.recorded("calc", listed)],
+            policy=Policy(allow=frozenset({"calc.pay", "calc.nag"})),
+            trace=ports.trace,
+            model_label=ports.model_label,
+            tool_results=ports.tool_results,
+        )
+
+    assert done.size == replay(done, offline, mode="recorded").events
+
+
+@pytest.mark.parametrize(
+    ("decision", "expected"),
+    [
+        (Decision(call_id=CallId("c9"), approve=True, answer={"yes": True}), "no call 'c9' is waiting"),
+        (
+            Decision(call_id=CallId("c0"), approve=True, answer={"yes": True}, request="other"),
+            "no call 'c0' is waiting for an answer to request 'other'",
+        ),
+        (Decision(call_id=CallId("c0"), approve=True, answer={"yes": "sure"}), "at '/yes'"),
+        (Decision(call_id=CallId("c0"), approve=True), "waits for an answer, not an approval"),
+    ],
+)
+def test_an_answer_to_another_request_or_off_schema_is_refused_and_nothing_is_written(
+    tmp_path: Path, connect: Callable[[], McpClient], decision: Decision, expected: str
+) -> None:
+    """Each refusal names what is wrong, before the trace grows."""
+    path = _paused(tmp_path, connect)
+    before = path.read_bytes()
+    with pytest.raises(CannotResume, match=expected):
+        _resume(path, connect, decision)
+    assert before == path.read_bytes()
+
+
+def test_a_resume_with_no_answer_is_refused_naming_the_request(
+    tmp_path: Path, connect: Callable[[], McpClient]
+) -> None:
+    """Nothing is sent again without the answer the run waits for."""
+    path = _paused(tmp_path, connect)
+    with pytest.raises(CannotResume, match=r"waits for an answer to call 'c0' round 1 request 'confirm'"):
+        _resume(path, connect)
+
+
+def test_a_declined_form_reaches_the_server_as_a_decline(
+    tmp_path: Path, connect: Callable[[], McpClient]
+) -> None:
+    """approve=False on a form declines it: the server says what it does then."""
+    path = _paused(tmp_path, connect)
+    assert "not paid (decline)" == _resume(path, connect, Decision(call_id=CallId("c0"), approve=False))
+    answered = [e.body for e in Trace.load(path).events if isinstance(e.body, InputAnswered)]
+    assert [("decline", None)] == [(a.action, a.content) for a in answered]
