@@ -23,8 +23,6 @@ from twinflow.agent._events import (
     InputAnswered,
     InputRequested,
     RunStarted,
-    ToolCalled,
-    ToolReturned,
     TraceEvent,
 )
 from twinflow.agent._mcp_checks import first_error, schema_validator
@@ -39,11 +37,14 @@ __all__ = [
     "InputAsker",
     "InputWait",
     "answer_problem",
+    "input_pause",
     "input_waits",
     "recorded_inputs",
     "request_name",
-    "waiting_inputs",
 ]
+
+CALLBACK = "callback"
+"""The ``by`` of an answer the server's Python callback gave (never a person's name)."""
 
 STATEMENT = "twinflow input answer v1"
 """The first line of the statement a signed answer signs."""
@@ -157,30 +158,36 @@ def input_waits(trace: Trace, path: str) -> tuple[InputWait, ...]:
     )
 
 
-_CALL_KINDS = frozenset({"tool_called", "tool_returned", "input_requested", "input_answered"})
+def input_pause(trace: Trace) -> tuple[InputRequested, ...] | None:
+    """The requests a run paused on input still waits for (none left once each is answered),
+    or None if the run is not paused on input.
 
-
-def waiting_inputs(trace: Trace) -> tuple[InputRequested, ...]:
-    """The requests the trace's last call waits on: those of its last round with no answer,
-    when the trace stops inside that call (its ``tool_called`` has no ``tool_returned``)."""
-    open_call: str | None = None
-    asked: dict[tuple[str, int, str], InputRequested] = {}
-    for index, kind in enumerate(trace.kinds):
-        if kind not in _CALL_KINDS:
-            continue
+    It is paused on input only if the trace ends with one round's ``input_requested`` events
+    of a call that has no result, followed by nothing but people's answers to them: a retry
+    may have been sent once the run went on past an answer (a ``run_resumed`` after the
+    requests, a callback's answer), so such a call is in flight, not paused.
+    """
+    kinds = trace.kinds
+    answered: set[str] = set()
+    requested: list[InputRequested] = []
+    index = trace.size - 1
+    while index > 0 and kinds[index] == "input_answered":
         body = trace.events[index].body
-        if isinstance(body, ToolCalled):
-            open_call, asked = body.call_id, {}
-        elif isinstance(body, ToolReturned):
-            open_call, asked = None, {}
-        elif isinstance(body, InputRequested) and body.call_id == open_call:
-            asked[_key(body)] = body
-        elif isinstance(body, InputAnswered):
-            asked.pop(_key(body), None)
-    if open_call is None or not asked:
-        return ()
-    last = max(r.round for r in asked.values())
-    return tuple(r for r in asked.values() if r.round == last)
+        assert isinstance(body, InputAnswered)  # its kind says so
+        if body.by == CALLBACK:
+            return None
+        answered.add(body.key)
+        index -= 1
+    while index > 0 and kinds[index] == "input_requested":
+        body = trace.events[index].body
+        assert isinstance(body, InputRequested)  # its kind says so
+        if requested and (body.call_id, body.round) != (requested[0].call_id, requested[0].round):
+            break
+        requested.insert(0, body)
+        index -= 1
+    if not requested or not answered <= {r.key for r in requested}:
+        return None
+    return tuple(r for r in requested if r.key not in answered)
 
 
 def recorded_inputs(
@@ -256,7 +263,9 @@ class InputAsker:
         keys = {key for key, _, _ in forms}
         given: dict[str, JsonValue] = {}
         for body in record:
-            if isinstance(body, InputAnswered) and body.key in keys:
+            # A callback's recorded answer is not taken from the record: the callback is
+            # asked again, and what it answers now is compared with it.
+            if isinstance(body, InputAnswered) and body.key in keys and body.by != CALLBACK:
                 self._emit(body)
                 given[body.key] = body.content if body.action == "accept" else None
         waiting = tuple(r for r in requests if r.key not in given)
@@ -277,7 +286,7 @@ class InputAsker:
                         key=request.key,
                         action="decline" if content is None else "accept",
                         content=content,
-                        by="callback",
+                        by=CALLBACK,
                     )
                 )
                 given[request.key] = content

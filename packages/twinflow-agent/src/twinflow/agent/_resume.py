@@ -50,7 +50,13 @@ from twinflow.agent._events import (
     UserTurn,
     _Frozen,
 )
-from twinflow.agent._inputs import answer_problem, recorded_inputs, request_name, waiting_inputs
+from twinflow.agent._inputs import (
+    CALLBACK,
+    answer_problem,
+    input_pause,
+    recorded_inputs,
+    request_name,
+)
 from twinflow.agent._observe import Steering, poll_steering
 from twinflow.agent._retry import recorded_refusal
 from twinflow.agent._trace import TraceWriter
@@ -398,10 +404,10 @@ def plan(
             "a resume would meet again (or one whose cause the trace does not record): remove "
             "its cause and fork the run at a step before it (twinflow fork --at-step N)"
         )
-    asking = waiting_inputs(trace)
-    dangling = None if asking else _check_in_flight(trace, path, repeat_safe)
+    asking = input_pause(trace)
+    dangling = None if asking is not None else _check_in_flight(trace, path, repeat_safe)
     recorded = recorded_decisions(events)
-    new = check_decisions(events, decisions, path, asking)
+    new = check_decisions(events, decisions, path, asking or ())
     inputs = recorded_inputs(events)
     for decided in new:
         if isinstance(decided, InputAnswered):
@@ -409,7 +415,7 @@ def plan(
         else:
             recorded[decided.call_id] = decided
     gate = size - _trailing(trace)
-    if asking:
+    if asking is not None:
         unanswered = [
             r
             for r in asking
@@ -758,6 +764,8 @@ def _answered(
             f"waiting: {', '.join(waiting) or 'none'}"
         )
     request = asked.pop((decision.call_id, keys[0]))
+    if decision.by == CALLBACK:
+        raise CannotResume(f"{path}: {CALLBACK!r} names the Python callback: give who answers")
     if decision.approve and decision.answer is None:
         raise CannotResume(
             f"{path}: {request_name(request.call_id, request.round, request.key)} waits for "
@@ -808,7 +816,7 @@ def record_decisions(
         repair_trace(trace)
         loaded = Trace.load(trace)
         decided = check_decisions(
-            tuple(loaded.events), decisions, os.fspath(trace), waiting_inputs(loaded)
+            tuple(loaded.events), decisions, os.fspath(trace), input_pause(loaded) or ()
         )
         writer = TraceWriter.continuing(sink, loaded.digests)
         for body in decided:
@@ -866,6 +874,13 @@ def _no_turn(trace: Trace, path: str) -> CannotResume:
         return CannotResume(
             f"{path}: the run is paused, waiting for a decision on {names}: decide first "
             f"(twinflow approve {path} --all --trust-spec), then send the turn",
+            reason="paused",
+        )
+    if input_pause(trace) is not None:
+        return CannotResume(
+            f"{path}: the run is paused, waiting for an answer to the input an MCP server "
+            f"asked for: answer first (twinflow approve {path} --answer JSON --trust-spec), "
+            "then send the turn",
             reason="paused",
         )
     return CannotResume(
