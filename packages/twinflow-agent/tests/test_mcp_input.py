@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_mcp import CALC, START, calls, seen
 
 from twinflow.agent import (
     Agent,
@@ -24,10 +26,6 @@ from twinflow.agent import (
 from twinflow.agent._events import InputAnswered, InputRequested, ToolsListed
 from twinflow.kernel import CountingIds, McpClient, SteppingClock
 from twinflow.vocab import CallId
-
-from test_mcp import CALC, START, calls, seen
-
-from datetime import timedelta
 
 
 @pytest.fixture
@@ -86,7 +84,12 @@ def test_a_form_pauses_the_run_and_an_answer_resumes_it_then_replays_offline(
     path = _paused(tmp_path, connect)
     trace = Trace.load(path)
     [asked] = [e.body for e in trace.events if isinstance(e.body, InputRequested)]
-    assert ("calc.pay", 1, "confirm", "Pay 3?") == (asked.tool, asked.round, asked.key, asked.message)
+    assert ("calc.pay", 1, "confirm", "Pay 3?") == (
+        asked.tool,
+        asked.round,
+        asked.key,
+        asked.message,
+    )
     assert [] == seen(tmp_path / "seen.jsonl")
     answer = Decision(call_id=CallId("c0"), approve=True, answer={"yes": True}, by="ana")
     assert "paid 3" == _resume(path, connect, answer)
@@ -99,7 +102,9 @@ def test_a_form_pauses_the_run_and_an_answer_resumes_it_then_replays_offline(
     )
     kinds = Trace.load(path).kinds
     assert ["tool_called", "input_requested", "run_resumed", "input_answered", "tool_returned"] == [
-        k for k in kinds if k in ("tool_called", "input_requested", "run_resumed", "input_answered", "tool_returned")
+        k
+        for k in kinds
+        if k in ("tool_called", "input_requested", "run_resumed", "input_answered", "tool_returned")
     ]
     done = Trace.load(path)
     listed = [e.body for e in done.events if isinstance(e.body, ToolsListed)]
@@ -122,7 +127,10 @@ def test_a_form_pauses_the_run_and_an_answer_resumes_it_then_replays_offline(
 @pytest.mark.parametrize(
     ("decision", "expected"),
     [
-        (Decision(call_id=CallId("c9"), approve=True, answer={"yes": True}), "no call 'c9' is waiting"),
+        (
+            Decision(call_id=CallId("c9"), approve=True, answer={"yes": True}),
+            "no call 'c9' is waiting",
+        ),
         (
             Decision(call_id=CallId("c0"), approve=True, answer={"yes": True}, request="other"),
             "no call 'c0' is waiting for an answer to request 'other'",
@@ -147,7 +155,9 @@ def test_a_resume_with_no_answer_is_refused_naming_the_request(
 ) -> None:
     """Nothing is sent again without the answer the run waits for."""
     path = _paused(tmp_path, connect)
-    with pytest.raises(CannotResume, match=r"waits for an answer to call 'c0' round 1 request 'confirm'"):
+    with pytest.raises(
+        CannotResume, match=r"waits for an answer to call 'c0' round 1 request 'confirm'"
+    ):
         _resume(path, connect)
 
 
@@ -156,6 +166,69 @@ def test_a_declined_form_reaches_the_server_as_a_decline(
 ) -> None:
     """approve=False on a form declines it: the server says what it does then."""
     path = _paused(tmp_path, connect)
-    assert "not paid (decline)" == _resume(path, connect, Decision(call_id=CallId("c0"), approve=False))
+    assert "not paid (decline)" == _resume(
+        path, connect, Decision(call_id=CallId("c0"), approve=False)
+    )
     answered = [e.body for e in Trace.load(path).events if isinstance(e.body, InputAnswered)]
     assert [("decline", None)] == [(a.action, a.content) for a in answered]
+
+
+def test_each_round_pauses_again_and_the_limit_of_rounds_ends_the_call(
+    tmp_path: Path, connect: Callable[[], McpClient]
+) -> None:
+    """A server asking forever: round 1 answered, round 2 pauses (the re-run sends the
+    recorded answer first), round 2 answered, then the limit of 2 rounds is the call's error."""
+    path = _paused(tmp_path, connect, "calc.nag")
+
+    def go_on(*decisions: Decision) -> Any:
+        server = McpTools.live("calc", connect)
+        server.max_input_rounds = 2
+        try:
+            with _agent(path, server, [("calc.nag", {})]) as run:
+                return run.resume(path, decisions=decisions).output
+        finally:
+            server.close()
+
+    first = Decision(call_id=CallId("c0"), approve=True, answer={"yes": True})
+    with pytest.raises(RunPaused) as again:
+        go_on(first)
+    assert [(2, "again1")] == [(p.round, p.key) for p in again.value.paused.pending]
+    second = Decision(call_id=CallId("c0"), approve=True, answer={"yes": True}, request="again1")
+    assert "still asked for input after 2 rounds" in go_on(second)
+    answered = [e.body for e in Trace.load(path).events if isinstance(e.body, InputAnswered)]
+    assert [(1, "again0"), (2, "again1")] == [(a.round, a.key) for a in answered]
+
+
+def test_a_callback_answer_is_recorded_and_asked_again_on_a_live_replay(
+    tmp_path: Path, connect: Callable[[], McpClient]
+) -> None:
+    """The Python callback still answers: its answer is an event, and a live replay asks it
+    again (a recorded callback answer is never acted on from the record)."""
+    asked: list[str] = []
+
+    def answer(tool: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        asked.append(message)
+        return {"yes": True}
+
+    path = tmp_path / "run.jsonl"
+    server = McpTools.live("calc", connect, answer=answer)
+    with _agent(path, server, [("calc.pay", {"amount": 3})]) as run:
+        assert "paid 3" == run.run("pay").output
+    server.close()
+    answered = [e.body for e in Trace.load(path).events if isinstance(e.body, InputAnswered)]
+    assert [("callback", {"yes": True})] == [(a.by, a.content) for a in answered]
+
+    def live(ports: ReplayPorts) -> Agent[str]:
+        return Agent(
+            ports.model,
+            clock=ports.clock,
+            ids=ports.ids,
+            tools=[McpTools.live("calc", connect, answer=answer)],
+            policy=Policy(allow=frozenset({"calc.pay", "calc.nag"})),
+            trace=ports.trace,
+            model_label=ports.model_label,
+        )
+
+    done = Trace.load(path)
+    assert done.size == replay(done, live, mode="live").events
+    assert ["Pay 3?", "Pay 3?"] == asked

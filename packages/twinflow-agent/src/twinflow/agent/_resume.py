@@ -723,12 +723,12 @@ def check_decisions(
             first = asked.setdefault(event.body.call_id, event.seq)
             if first != event.seq:
                 raise shared_id(path, event.body.call_id, first, event.seq)
-    pending = {p.call_id: p for p in pending_approvals(events)}
-    asked = {(r.call_id, r.key): r for r in inputs}
+    pending: dict[str, ApprovalRequested] = {p.call_id: p for p in pending_approvals(events)}
+    forms: dict[tuple[str, str], InputRequested] = {(r.call_id, r.key): r for r in inputs}
     decided: list[ApprovalDecided | InputAnswered] = []
     for decision in decisions:
         if decision.call_id not in pending:
-            decided.append(_answered(decision, asked, path, pending))
+            decided.append(_answered(decision, forms, path, pending))
             continue
         if decision.answer is not None:
             raise CannotResume(

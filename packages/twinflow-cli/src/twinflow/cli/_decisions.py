@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from twinflow.agent import CannotResume, Trace
+from twinflow.agent import CannotResume, ToolReturned, Trace
 from twinflow.agent._approval import approvals
 from twinflow.agent._inputs import CALLBACK, input_waits, request_name
 from twinflow.cli._output import CheckFailed, say
@@ -220,11 +220,8 @@ def check_recorded_decisions(
 
 def _returned(trace: Trace) -> set[str]:
     """The calls the trace records a result of."""
-    return {
-        trace.events[i].body.result.call_id  # type: ignore[union-attr]  # its kind says so
-        for i, kind in enumerate(trace.kinds)
-        if kind == "tool_returned"
-    }
+    bodies = (trace.events[i].body for i, k in enumerate(trace.kinds) if k == "tool_returned")
+    return {b.result.call_id for b in bodies if isinstance(b, ToolReturned)}
 
 
 def _known(statement: str) -> bool:
