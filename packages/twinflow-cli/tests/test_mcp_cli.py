@@ -450,6 +450,10 @@ def test_a_form_pauses_the_run_approve_answer_resumes_it_and_replay_needs_no_ser
     assert ("ann", {"yes": True}) == (answer["by"], answer["content"])
     checked = twinflow("verify", str(trace), "--key", "ann.pub", "--json", cwd=project)
     assert (0, 1) == (checked.returncode, json.loads(checked.stdout)["signed_decisions"])
+    page = twinflow("show", str(trace), "--html", str(project / "page.html"), cwd=project)
+    assert 0 == page.returncode, page.stderr
+    shown = twinflow("show", str(trace), cwd=project).stdout
+    assert "calc.pay asks (call c" in shown and "accepted by ann, signed" in shown
     (project / "calc_server.py").unlink()
     replayed = twinflow("replay", str(trace), "--spec", str(spec), cwd=project)
     assert 0 == replayed.returncode, replayed.stderr
