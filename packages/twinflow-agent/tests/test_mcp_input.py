@@ -232,3 +232,41 @@ def test_a_callback_answer_is_recorded_and_asked_again_on_a_live_replay(
     done = Trace.load(path)
     assert done.size == replay(done, live, mode="live").events
     assert ["Pay 3?", "Pay 3?"] == asked
+
+
+def test_a_crash_after_an_answer_leaves_the_call_in_flight_not_paused(
+    tmp_path: Path, connect: Callable[[], McpClient]
+) -> None:
+    """A trace cut after a resume wrote the answer (its retry may have reached the server) is
+    not resumed by sending the call again: the call is in flight, named."""
+    path = _paused(tmp_path, connect)
+    answer = Decision(call_id=CallId("c0"), approve=True, answer={"yes": True})
+    assert "paid 3" == _resume(path, connect, answer)
+    lines = path.read_bytes().splitlines(keepends=True)
+    kinds = Trace.load(path).kinds
+    path.write_bytes(b"".join(lines[: kinds.index("input_answered") + 1]))
+    with pytest.raises(CannotResume, match="stopped inside tool call c0") as refused:
+        _resume(path, connect, answer)
+    assert "in_flight" == refused.value.reason
+
+
+def test_an_answer_to_a_call_waiting_for_approval_is_refused(
+    tmp_path: Path, connect: Callable[[], McpClient]
+) -> None:
+    """A run paused by policy.ask takes a decision, not a form's values."""
+    path = tmp_path / "run.jsonl"
+    server = McpTools.live("calc", connect)
+    run = Agent(
+        FunctionModel(calls(("calc.pay", {"amount": 3}))),
+        clock=SteppingClock(START, timedelta(milliseconds=5)),
+        ids=CountingIds(),
+        tools=[server],
+        policy=Policy(ask=frozenset({"calc.pay"})),
+        trace=path,
+    )
+    with run, pytest.raises(RunPaused):
+        run.run("pay")
+    server.close()
+    answer = Decision(call_id=CallId("c0"), approve=True, answer={"yes": True})
+    with pytest.raises(CannotResume, match="waits for approval, not for input"):
+        _resume(path, connect, answer)
