@@ -54,6 +54,7 @@ from twinflow.agent._inputs import (
     CALLBACK,
     answer_problem,
     input_pause,
+    input_waits,
     recorded_inputs,
     request_name,
 )
@@ -404,6 +405,8 @@ def plan(
             "a resume would meet again (or one whose cause the trace does not record): remove "
             "its cause and fork the run at a step before it (twinflow fork --at-step N)"
         )
+    if "input_answered" in trace.kinds:
+        input_waits(trace, path)  # refuses an answer twice, or to nothing asked
     asking = input_pause(trace)
     dangling = None if asking is not None else _check_in_flight(trace, path, repeat_safe)
     recorded = recorded_decisions(events)
