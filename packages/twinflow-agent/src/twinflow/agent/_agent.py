@@ -460,7 +460,9 @@ class Agent(Steps[OutputT], Closing):
         Args:
             trace: The trace file of a run that has no terminal event, failed for a reason that
                 can pass (a transport error, a timeout), or waits for approval.
-            decisions: Decisions on calls waiting for approval (see `Paused`).
+            decisions: Decisions on calls waiting for approval (see `Paused`), or answers to
+                the form an MCP server asked for during a call (`Decision.answer`): that call
+                is sent again from its start and the server's same question answered.
 
         Returns:
             The run's result, as `run` returns it.
@@ -469,7 +471,8 @@ class Agent(Steps[OutputT], Closing):
             FileWriteError (``locked``): Another process is writing the trace; nothing was written.
             TraceCorruptError: The trace does not verify (``.report`` names the event).
             CannotResume: The run finished, failed for good, stopped inside a tool that is
-                not safe to repeat, or a decision names a call that is not waiting.
+                not safe to repeat, waits for an answer none was given for, or a decision
+                names a call (or an answer a request, or values the schema) that is not waiting.
             ReplayDivergenceError: This agent's code does not reproduce the recorded prefix.
             RunPaused: The run reached another call that waits for a person.
         """

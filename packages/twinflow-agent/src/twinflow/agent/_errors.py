@@ -119,8 +119,9 @@ class CannotResume(AgentError, UserError):
 
 
 class RunPaused(AgentError):
-    """The run stopped to wait for a person's decision on the calls in ``.paused.pending``;
-    the trace ends with their ``approval_requested`` events, and `Agent.resume` with
+    """The run stopped to wait for a person's decision on the calls in ``.paused.pending``
+    (or for answers to the forms an MCP server asked for during a call); the trace ends with
+    their ``approval_requested`` (``input_requested``) events, and `Agent.resume` with
     ``decisions=`` goes on from there."""
 
     def __init__(self, message: str, paused: Paused) -> None:

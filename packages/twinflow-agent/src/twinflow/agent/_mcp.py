@@ -6,7 +6,8 @@ listing differs), so a replay serves them from the trace and needs no server: `M
 through the agent's policy like any tool's; the arguments are checked against the tool's
 ``inputSchema`` before the server sees them, a result the server marks ``isError`` is an error
 result, and ``structuredContent`` is checked against the ``outputSchema`` when there is one.
-A 2026-07-28 server's ``input_required`` rounds are answered inside the call (docs/adr/0183);
+A 2026-07-28 server's ``input_required`` rounds are answered inside the call, or pause the run
+for a person's answer (docs/adr/0183, 0199);
 its resources and prompts are two built-in tools, ``read_resource`` and ``get_prompt``
 (docs/adr/0184).
 """
@@ -167,8 +168,9 @@ class McpTools:
 
         ``answer(tool, message, schema)`` answers a call's ``input_required`` round (a
         2026-07-28 server's form elicitation): the form's values (checked against ``schema``
-        before the server sees them), or None to decline. Without it, such a call is the
-        call's error result (``input_required``) naming what the server asked.
+        before the server sees them), or None to decline. Without it, a run pauses on the form
+        for a person's answer (``twinflow approve --answer``; docs/adr/0199); a call made
+        outside a run gets the error result ``input_required`` naming what the server asked.
         """
         return cls(name, connect=connect, answer=answer, resources=resources, prompts=prompts)
 

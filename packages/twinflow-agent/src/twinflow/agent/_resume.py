@@ -269,7 +269,7 @@ def _why(last: EventBody, decided: bool) -> str:
             return "the run was interrupted (Ctrl-C), a pause"
         return f"the run failed with {_failure_name(last)}, which can pass"
     if isinstance(last, InputRequested | InputAnswered):
-        return f"answers to the input {last.tool if isinstance(last, InputRequested) else 'a call'} asked for"
+        return f"answers to the form an MCP server asked for during call {last.call_id}"
     if decided:
         return "decisions on calls waiting for approval"
     return "the trace ended without a terminal event"
