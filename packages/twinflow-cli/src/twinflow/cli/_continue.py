@@ -118,7 +118,7 @@ def configure_approve(p: argparse.ArgumentParser) -> None:
         "--answer",
         metavar="JSON",
         help="the values of the form an MCP server asked for during the waiting call (a JSON "
-        "object, checked against the requested schema); with --deny, the form is declined",
+        "object, checked against the requested schema); --deny declines the form instead",
     )
     p.add_argument(
         "--request",
