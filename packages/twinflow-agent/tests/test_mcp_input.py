@@ -18,12 +18,12 @@ from twinflow.agent import (
     FunctionModel,
     McpTools,
     Policy,
-    ReplayPorts,
     RunPaused,
     Trace,
     replay,
 )
 from twinflow.agent._events import InputAnswered, InputRequested, ToolsListed
+from twinflow.agent._replay import ReplayPorts
 from twinflow.kernel import CountingIds, McpClient, SteppingClock
 from twinflow.vocab import CallId
 
