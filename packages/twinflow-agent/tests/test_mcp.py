@@ -17,7 +17,6 @@ from twinflow.agent import (
     FunctionModel,
     McpTools,
     Policy,
-    ReplayPorts,
     RunPaused,
     ToolReturned,
     ToolsListed,
@@ -25,6 +24,7 @@ from twinflow.agent import (
     replay,
 )
 from twinflow.agent._events import ListedTool
+from twinflow.agent._replay import ReplayPorts
 from twinflow.kernel import (
     CountingIds,
     McpClient,
@@ -42,8 +42,8 @@ from twinflow.vocab import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    carried_parts,
 )
+from twinflow.vocab._parts import carried_parts
 
 SERVERS = Path(__file__).resolve().parents[2] / "twinflow-kernel" / "tests" / "mcp_servers"
 CALC = SERVERS / "calc_server.py"
