@@ -527,3 +527,22 @@ def test_an_answer_given_twice_or_edited_after_signing_is_refused(
     assert 1 == resumed.returncode
     assert "its 'answer' line differs" in resumed.stderr
     assert [] == seen(project / "seen.jsonl")
+
+
+def test_an_answer_recorded_alone_is_acted_on_by_a_later_resume_here_not_elsewhere(
+    project: Path, model: Callable[[str, dict[str, Any]], str], tmp_path: Path
+) -> None:
+    """approve --no-resume --deny declines the form; resume on another machine refuses the
+    answer it cannot check; resume here sends the decline."""
+    spec, trace = _paused_on_a_form(project, model("calc.pay", {"amount": 3}))
+    declined = twinflow("approve", str(trace), "--deny", "--no-resume", cwd=project)
+    assert 0 == declined.returncode, declined.stderr
+    assert "declined the form of c" in declined.stdout
+    elsewhere = {"TWINFLOW_STATE_DIR": str(tmp_path / "elsewhere")}
+    refused = twinflow("resume", str(trace), "--spec", str(spec), cwd=project, env=elsewhere)
+    assert 2 == refused.returncode
+    assert "decline call 'c" in refused.stderr and "not recorded on this machine" in refused.stderr
+    resumed = twinflow("resume", str(trace), "--spec", str(spec), cwd=project)
+    assert 0 == resumed.returncode, resumed.stderr
+    paid = [b for b in events(trace) if b["kind"] == "tool_returned"]
+    assert ["not paid (decline)"] == [b["result"]["content"] for b in paid]
