@@ -546,3 +546,21 @@ def test_an_answer_recorded_alone_is_acted_on_by_a_later_resume_here_not_elsewhe
     assert 0 == resumed.returncode, resumed.stderr
     paid = [b for b in events(trace) if b["kind"] == "tool_returned"]
     assert ["not paid (decline)"] == [b["result"]["content"] for b in paid]
+
+
+def test_an_answer_to_a_run_paused_for_approval_is_refused(
+    project: Path, model: Callable[[str, dict[str, Any]], str]
+) -> None:
+    """A run waiting on policy.ask takes --call, not a form's values: one line, nothing written."""
+    servers = stdio_server("calc", "calc_server.py", "stdio", "--era", "current")
+    spec = project / "spec.yaml"
+    url = model("calc.pay", {"amount": 3})
+    spec.write_text(spec_text(url, servers, "calc.pay", "  ask: [calc.pay]\n"))
+    made = twinflow("run", str(spec), "--out", str(project / "run"), "--quiet", cwd=project)
+    assert 3 == made.returncode, made.stderr
+    trace = project / "run" / "trace.jsonl"
+    before = trace.read_bytes()
+    refused = twinflow("approve", str(trace), "--answer", '{"yes": true}', cwd=project)
+    assert 2 == refused.returncode
+    assert "no request for input is waiting: it waits for a decision on c" in refused.stderr
+    assert before == trace.read_bytes()
