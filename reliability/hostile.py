@@ -1317,6 +1317,9 @@ def main() -> int:
         from _hostile_recorder import recorder
 
         recorder(figures, work)
+        from _hostile_elicit import elicit_answers
+
+        elicit_answers(figures, work)
     return figures.finish(args.json)
 
 

@@ -17,6 +17,7 @@ from twinflow.agent import (
     FunctionModel,
     McpTools,
     Policy,
+    RunPaused,
     ToolReturned,
     ToolsListed,
     Trace,
@@ -559,12 +560,10 @@ def test_an_input_required_round_is_answered_by_the_callback_and_retried(
     ("answer", "tool", "expected"),
     [
         (lambda *_: None, "calc.pay", (None, "not paid (decline)")),
-        (None, "calc.pay", ("McpToolFailed", "asks for input before it answers: 'Pay 3?'")),
         (lambda *_: {"yes": "sure"}, "calc.pay", ("McpToolFailed", "does not match its schema")),
         (lambda *_: {"yes": True}, "calc.nag", ("McpToolFailed", "after 2 rounds answered")),
         (lambda *_: {"yes": True}, "calc.muse", ("McpToolFailed", "sampling/createMessage")),
         (lambda *_: {"yes": True}, "calc.transfer", (None, "transferred 3")),
-        (None, "calc.transfer", ("McpError", "requires a client capability twinflow does not")),
     ],
 )
 def test_a_round_declined_unanswerable_invalid_endless_or_sampling_is_a_typed_result(
@@ -582,6 +581,20 @@ def test_a_round_declined_unanswerable_invalid_endless_or_sampling_is_a_typed_re
     assert expected[1] in content
     if expected[0] is not None:
         assert [] == seen(server_log)
+
+
+@pytest.mark.parametrize("tool", ["calc.pay", "calc.transfer"])
+def test_without_a_callback_a_form_pauses_the_run_and_the_server_sees_no_answer(
+    connect: Callable[[], McpClient], server_log: Path, tool: str
+) -> None:
+    """The form capability is declared for every run: the SDK's resolver asks too, and waits."""
+    server = McpTools.live("calc", connect)
+    run = agent(calls((tool, {"amount": 3})), server, {tool})
+    with pytest.raises(RunPaused) as paused:
+        run.run("pay")
+    server.close()
+    assert ["input_requested"] == [p.kind for p in paused.value.paused.pending]
+    assert [] == seen(server_log)
 
 
 def _reading(

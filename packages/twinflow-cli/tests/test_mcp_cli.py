@@ -21,6 +21,7 @@ from twinflow.agent import McpServerSpec, ModelSpec, PolicySpec, RunSpec, connec
 from twinflow.kernel import LoopbackServer, SubprocessLauncher
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 from twinflow.kernel._process import ProcessResult, run_process
+from twinflow.trace._testing import events_of, rechain
 
 SERVERS = Path(__file__).resolve().parents[2] / "twinflow-kernel" / "tests" / "mcp_servers"
 
@@ -401,18 +402,165 @@ def test_a_stateless_only_server_with_resources_runs_and_replays_without_the_ser
     assert 0 == replayed.returncode, replayed.stderr
 
 
-def test_a_form_the_run_cannot_answer_is_recorded_as_the_calls_error(
+def _paused_on_a_form(project: Path, url: str) -> tuple[Path, Path]:
+    """``twinflow run`` of a spec whose call to calc.pay pauses on the server's form (exit
+    3); the spec and the trace."""
+    log = project / "seen.jsonl"
+    servers = stdio_server("calc", "calc_server.py", "stdio", "--era", "current", "--log", str(log))
+    spec = project / "spec.yaml"
+    spec.write_text(spec_text(url, servers, "calc.pay"))
+    made = twinflow("run", str(spec), "--out", str(project / "run"), cwd=project)
+    assert 3 == made.returncode, made.stderr
+    assert "approve" in made.stderr and "--answer" in made.stderr
+    trace = project / "run" / "trace.jsonl"
+    assert "input_requested" == events(trace)[-1]["kind"]
+    return spec, trace
+
+
+def test_a_form_pauses_the_run_approve_answer_resumes_it_and_replay_needs_no_server(
     project: Path, model: Callable[[str, dict[str, Any]], str]
 ) -> None:
-    """input_required from the command line: the form's message and schema are the error result."""
-    servers = stdio_server("calc", "calc_server.py", "stdio")
-    spec = project / "spec.yaml"
-    spec.write_text(spec_text(model("calc.pay", {"amount": 3}), servers, "calc.pay"))
-    made = twinflow("run", str(spec), "--out", str(project / "run"), "--quiet", cwd=project)
-    assert 0 == made.returncode, made.stderr
-    returned = [b for b in events(project / "run" / "trace.jsonl") if b["kind"] == "tool_returned"]
-    assert ["McpToolFailed"] == [b["error_type"] for b in returned]
-    assert (
-        "asks for input before it answers: 'Pay 3?', a form of"
-        in (returned[0]["result"]["content"])
+    """run exits 3 at the form; approve --answer --sign answers, resumes and is checked by
+    verify --key; recorded replay reproduces the trace with the server removed."""
+    spec, trace = _paused_on_a_form(project, model("calc.pay", {"amount": 3}))
+    assert [] == seen(project / "seen.jsonl")
+    assert 0 == twinflow("keygen", "lab.example/ann", "--out", "ann", cwd=project).returncode
+    answered = twinflow(
+        "approve",
+        str(trace),
+        "--answer",
+        '{"yes": true}',
+        "--sign",
+        "ann.key",
+        "--by",
+        "ann",
+        "--spec",
+        str(spec),
+        cwd=project,
     )
+    assert 0 == answered.returncode, answered.stderr
+    [paid] = seen(project / "seen.jsonl")
+    assert ({"action": "accept", "content": {"yes": True}, "meta": None}, "pay:3") == (
+        paid["arguments"]["answer"],
+        paid["arguments"]["state"],
+    )
+    bodies = events(trace)
+    assert ["paid 3"] == [b["result"]["content"] for b in bodies if b["kind"] == "tool_returned"]
+    [answer] = [b for b in bodies if b["kind"] == "input_answered"]
+    assert ("ann", {"yes": True}) == (answer["by"], answer["content"])
+    checked = twinflow("verify", str(trace), "--key", "ann.pub", "--json", cwd=project)
+    assert (0, 1) == (checked.returncode, json.loads(checked.stdout)["signed_decisions"])
+    page = twinflow("show", str(trace), "--html", str(project / "page.html"), cwd=project)
+    assert 0 == page.returncode, page.stderr
+    shown = twinflow("show", str(trace), cwd=project).stdout
+    assert "calc.pay asks (call c" in shown and "accepted by ann, signed" in shown
+    (project / "calc_server.py").unlink()
+    replayed = twinflow("replay", str(trace), "--spec", str(spec), cwd=project)
+    assert 0 == replayed.returncode, replayed.stderr
+    again = twinflow(
+        "approve", str(trace), "--answer", '{"yes": true}', "--spec", str(spec), cwd=project
+    )
+    assert 2 == again.returncode
+    assert "no request for input is waiting: call 'c" in again.stderr
+    assert "was answered already" in again.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (["--answer", '{"yes": "sure"}'], "does not match the schema calc.pay asked for at '/yes'"),
+        (["--answer", '{"note": "hi"}'], "at '': 'yes' is a required property"),
+        (["--answer", "yes"], "--answer is not JSON"),
+        (["--answer", "[true]"], "--answer must be a JSON object"),
+        (["--answer", '{"yes": true}', "--call", "c-other"], "no one request for input matches"),
+        (["--answer", '{"yes": true}', "--request", "other"], "no one request for input matches"),
+        ([], "the run waits for an answer to call"),
+        (["--all"], "--all decides calls waiting for approval"),
+    ],
+)
+def test_a_bad_answer_is_one_line_and_writes_nothing(
+    project: Path, model: Callable[[str, dict[str, Any]], str], given: list[str], expected: str
+) -> None:
+    """Off-schema (by JSON pointer), not JSON, another call or request, none: exit 2, one line."""
+    spec, trace = _paused_on_a_form(project, model("calc.pay", {"amount": 3}))
+    before = trace.read_bytes()
+    refused = twinflow("approve", str(trace), *given, "--spec", str(spec), cwd=project)
+    assert (2, 1) == (refused.returncode, len(refused.stderr.strip().splitlines())), refused.stderr
+    assert expected in refused.stderr
+    assert before == trace.read_bytes()
+    resumed = twinflow("resume", str(trace), "--spec", str(spec), cwd=project)
+    assert 2 == resumed.returncode
+    assert "waits for an answer to call" in resumed.stderr
+    assert before == trace.read_bytes()
+
+
+def test_an_answer_given_twice_or_edited_after_signing_is_refused(
+    project: Path, model: Callable[[str, dict[str, Any]], str]
+) -> None:
+    """approve --no-resume records the answer once; a second is refused; an answer edited in a
+    re-chained trace fails verify --key and resume --require-signed naming its answer line."""
+    spec, trace = _paused_on_a_form(project, model("calc.pay", {"amount": 3}))
+    assert 0 == twinflow("keygen", "lab.example/ann", "--out", "ann", cwd=project).returncode
+    first = twinflow(
+        "approve",
+        str(trace),
+        "--answer",
+        '{"yes": false}',
+        "--sign",
+        "ann.key",
+        "--no-resume",
+        cwd=project,
+    )
+    assert 0 == first.returncode, first.stderr
+    twice = twinflow("approve", str(trace), "--answer", '{"yes": true}', "--no-resume", cwd=project)
+    assert 2 == twice.returncode
+    assert "was answered already" in twice.stderr
+    edited = events_of(trace.read_bytes())
+    edited[-1]["body"]["content"] = {"yes": True}
+    trace.write_bytes(rechain(edited))
+    checked = twinflow("verify", str(trace), "--key", "ann.pub", "--allow-incomplete", cwd=project)
+    assert 1 == checked.returncode
+    assert "its 'answer' line differs" in checked.stderr
+    resumed = twinflow(
+        "resume", str(trace), "--spec", str(spec), "--require-signed", "ann.pub", cwd=project
+    )
+    assert 1 == resumed.returncode
+    assert "its 'answer' line differs" in resumed.stderr
+    assert [] == seen(project / "seen.jsonl")
+
+
+def test_an_answer_recorded_alone_is_acted_on_by_a_later_resume_here_not_elsewhere(
+    project: Path, model: Callable[[str, dict[str, Any]], str], tmp_path: Path
+) -> None:
+    """approve --no-resume --deny declines the form; resume on another machine refuses the
+    answer it cannot check; resume here sends the decline."""
+    spec, trace = _paused_on_a_form(project, model("calc.pay", {"amount": 3}))
+    declined = twinflow("approve", str(trace), "--deny", "--no-resume", cwd=project)
+    assert 0 == declined.returncode, declined.stderr
+    assert "declined the form of c" in declined.stdout
+    elsewhere = {"TWINFLOW_STATE_DIR": str(tmp_path / "elsewhere")}
+    refused = twinflow("resume", str(trace), "--spec", str(spec), cwd=project, env=elsewhere)
+    assert 2 == refused.returncode
+    assert "decline call 'c" in refused.stderr and "not recorded on this machine" in refused.stderr
+    resumed = twinflow("resume", str(trace), "--spec", str(spec), cwd=project)
+    assert 0 == resumed.returncode, resumed.stderr
+    paid = [b for b in events(trace) if b["kind"] == "tool_returned"]
+    assert ["not paid (decline)"] == [b["result"]["content"] for b in paid]
+
+
+def test_an_answer_to_a_run_paused_for_approval_is_refused(
+    project: Path, model: Callable[[str, dict[str, Any]], str]
+) -> None:
+    """A run waiting on policy.ask takes --call, not a form's values: one line, nothing written."""
+    servers = stdio_server("calc", "calc_server.py", "stdio", "--era", "current")
+    spec = project / "spec.yaml"
+    url = model("calc.pay", {"amount": 3})
+    spec.write_text(spec_text(url, servers, "calc.pay", "  ask: [calc.pay]\n"))
+    made = twinflow("run", str(spec), "--out", str(project / "run"), "--quiet", cwd=project)
+    assert 3 == made.returncode, made.stderr
+    trace = project / "run" / "trace.jsonl"
+    before = trace.read_bytes()
+    refused = twinflow("approve", str(trace), "--answer", '{"yes": true}', cwd=project)
+    assert 2 == refused.returncode
+    assert "no request for input is waiting: it waits for a decision on c" in refused.stderr
+    assert before == trace.read_bytes()

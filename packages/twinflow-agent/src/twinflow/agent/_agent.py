@@ -29,11 +29,14 @@ from twinflow.agent._events import (
     Environment,
     EventBody,
     ForkParent,
+    InputAnswered,
+    InputRequested,
     PartKindRecord,
     RunFinished,
     RunStarted,
     UserTurn,
 )
+from twinflow.agent._inputs import InputAsker
 from twinflow.agent._mcp import McpTools
 from twinflow.agent._observe import Observer, Steering
 from twinflow.agent._policy import Policy, RecordedResults, ToolRunner
@@ -263,6 +266,8 @@ class Agent(Steps[OutputT], Closing):
         # number, and a person's decisions by call id: both empty for a fresh run.
         self._inserts: dict[int, EventBody] = {}
         self._decisions: dict[str, ApprovalDecided] = {}
+        # The requests MCP servers made during calls, and their answers, by call id.
+        self._inputs: dict[str, list[InputRequested | InputAnswered]] = {}
         self._parent: ForkParent | None = None
         # The steps a fork serves from its parent (`Steps._serve`): empty for a fresh run.
         self._served: dict[int, tuple[EventBody, ...]] = {}
@@ -364,6 +369,7 @@ class Agent(Steps[OutputT], Closing):
                     decisions=self._decisions,
                     before_call=self.writer.before_effect,
                     delegate=delegate_for(self, state),
+                    inputs=InputAsker(self._emit, self._inputs, self._pauser(state)),
                 )
                 going_on = Conversation(state, runner, self.writer)
             else:
@@ -455,7 +461,9 @@ class Agent(Steps[OutputT], Closing):
         Args:
             trace: The trace file of a run that has no terminal event, failed for a reason that
                 can pass (a transport error, a timeout), or waits for approval.
-            decisions: Decisions on calls waiting for approval (see `Paused`).
+            decisions: Decisions on calls waiting for approval (see `Paused`), or answers to
+                the form an MCP server asked for during a call (`Decision.answer`): that call
+                is sent again from its start and the server's same question answered.
 
         Returns:
             The run's result, as `run` returns it.
@@ -464,7 +472,8 @@ class Agent(Steps[OutputT], Closing):
             FileWriteError (``locked``): Another process is writing the trace; nothing was written.
             TraceCorruptError: The trace does not verify (``.report`` names the event).
             CannotResume: The run finished, failed for good, stopped inside a tool that is
-                not safe to repeat, or a decision names a call that is not waiting.
+                not safe to repeat, waits for an answer none was given for, or a decision
+                names a call (or an answer a request, or values the schema) that is not waiting.
             ReplayDivergenceError: This agent's code does not reproduce the recorded prefix.
             RunPaused: The run reached another call that waits for a person.
         """

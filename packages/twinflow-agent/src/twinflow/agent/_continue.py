@@ -206,6 +206,7 @@ def _take_record(
     """Give ``agent`` what the record holds: its inserted events, decisions, start and steps."""
     agent._inserts = dict(resumed.inserts)
     agent._decisions = dict(resumed.decisions)
+    agent._inputs = {k: list(v) for k, v in resumed.inputs.items()}
     # The prefix is re-run as recorded, its environment included; a continuation that runs
     # somewhere else says where in its own run_resumed.
     agent._started_in = resumed.started.environment
@@ -227,6 +228,7 @@ def _give_back(agent: Agent[OutputT], saved: tuple[Any, ...]) -> None:
     agent.steering = saved[5]
     agent._inserts = {}
     agent._decisions = {}
+    agent._inputs = {}
     agent._parent = None
     agent._served = {}
     agent._started_in = agent.environment

@@ -119,8 +119,9 @@ class CannotResume(AgentError, UserError):
 
 
 class RunPaused(AgentError):
-    """The run stopped to wait for a person's decision on the calls in ``.paused.pending``;
-    the trace ends with their ``approval_requested`` events, and `Agent.resume` with
+    """The run stopped to wait for a person's decision on the calls in ``.paused.pending``
+    (or for answers to the forms an MCP server asked for during a call); the trace ends with
+    their ``approval_requested`` (``input_requested``) events, and `Agent.resume` with
     ``decisions=`` goes on from there."""
 
     def __init__(self, message: str, paused: Paused) -> None:
@@ -137,8 +138,9 @@ class McpToolFailed(AgentError):
     weighs more than the server's limit), ``"output_invalid"`` (``structuredContent`` does not
     match the tool's ``outputSchema``), ``"request_refused"`` (the server asked to call back
     into the run during the call: sampling, roots, an elicitation before 2026-07-28 or a URL
-    one), ``"input_required"`` (a 2026-07-28 server asked for a form's input and the run has no
-    ``answer``), ``"answer_invalid"`` (the answer does not match the form's schema),
+    one), ``"input_required"`` (a 2026-07-28 server asked for a form's input during a call made
+    outside a run, with no ``answer``: a run pauses instead), ``"answer_invalid"`` (a
+    callback's answer does not match the form's schema),
     ``"input_rounds"`` (the server kept asking past ``McpTools.max_input_rounds``).
     """
 

@@ -49,6 +49,8 @@ __all__ = [
     "Environment",
     "EventBody",
     "ForkParent",
+    "InputAnswered",
+    "InputRequested",
     "ListedTool",
     "MessageChain",
     "ModelRequested",
@@ -437,6 +439,48 @@ class ApprovalDecided(_Frozen):
     the events and checks it. None if unsigned."""
 
 
+class InputRequested(_Frozen):
+    """An MCP server asked for a form's input during a call (its ``input_required`` round);
+    the run stops until a person answers (``approve --answer``) or a callback does."""
+
+    kind: Literal["input_requested"] = "input_requested"
+    """Union tag."""
+    call_id: CallId
+    """The call the server asked during."""
+    tool: str
+    """Tool name (``<server>.<tool>``)."""
+    round: int = Field(ge=1)
+    """Which of the call's rounds (1 for the server's first answer)."""
+    key: str = Field(max_length=256)
+    """The server's name for the request, within its round."""
+    message: str
+    """What the server says it wants, shown to the person answering."""
+    requested_schema: dict[str, JsonValue]
+    """The JSON Schema an answer must match (the server's ``requestedSchema``)."""
+
+
+class InputAnswered(_Frozen):
+    """The answer to an `InputRequested`, sent to the server when the call is retried."""
+
+    kind: Literal["input_answered"] = "input_answered"
+    """Union tag."""
+    call_id: CallId
+    """The call."""
+    round: int = Field(ge=1)
+    """The round of the request answered."""
+    key: str = Field(max_length=256)
+    """The request answered, by the server's name for it."""
+    action: Literal["accept", "decline"]
+    """``accept`` sends ``content``; ``decline`` refuses the form."""
+    content: dict[str, JsonValue] | None = None
+    """The form's values (checked against the requested schema); None when declined."""
+    by: str
+    """Who answered (as given; ``callback`` for an answer from Python)."""
+    signed_note: str | None = None
+    """A C2SP signed note of the answer's statement (`twinflow.agent._inputs`), checked like a
+    signed decision's; None if unsigned."""
+
+
 EventBody = Annotated[
     RunStarted
     | ModelRequested
@@ -456,7 +500,9 @@ EventBody = Annotated[
     | RunResumed
     | ApprovalRequested
     | ApprovalDecided
-    | ToolsListed,
+    | ToolsListed
+    | InputRequested
+    | InputAnswered,
     Discriminator("kind"),
 ]
 """What happened, tagged by ``kind``."""

@@ -6,7 +6,8 @@ listing differs), so a replay serves them from the trace and needs no server: `M
 through the agent's policy like any tool's; the arguments are checked against the tool's
 ``inputSchema`` before the server sees them, a result the server marks ``isError`` is an error
 result, and ``structuredContent`` is checked against the ``outputSchema`` when there is one.
-A 2026-07-28 server's ``input_required`` rounds are answered inside the call (docs/adr/0183);
+A 2026-07-28 server's ``input_required`` rounds are answered inside the call, or pause the run
+for a person's answer (docs/adr/0183, 0199);
 its resources and prompts are two built-in tools, ``read_resource`` and ``get_prompt``
 (docs/adr/0184).
 """
@@ -97,6 +98,11 @@ class _McpTool(Tool):
         """Call the tool on its server; the result as text, or its parts (see `McpTools`)."""
         return self._server.call(self._listed, kwargs, self._output)
 
+    def call_asking(self, kwargs: dict[str, object], ask: Ask) -> str | tuple[Part, ...]:
+        """`call`, a run's ``ask`` answering the server's forms (it records each request and
+        answer, and pauses the run for one nobody has answered yet)."""
+        return self._server.call(self._listed, kwargs, self._output, ask)
+
 
 class McpTools:
     """An MCP server's tools for an `Agent` (pass it in ``tools=``), named ``<server>.<tool>``.
@@ -162,8 +168,9 @@ class McpTools:
 
         ``answer(tool, message, schema)`` answers a call's ``input_required`` round (a
         2026-07-28 server's form elicitation): the form's values (checked against ``schema``
-        before the server sees them), or None to decline. Without it, such a call is the
-        call's error result (``input_required``) naming what the server asked.
+        before the server sees them), or None to decline. Without it, a run pauses on the form
+        for a person's answer (``twinflow approve --answer``; docs/adr/0199); a call made
+        outside a run gets the error result ``input_required`` naming what the server asked.
         """
         return cls(name, connect=connect, answer=answer, resources=resources, prompts=prompts)
 
@@ -337,11 +344,17 @@ class McpTools:
         self._tools = tools
 
     def call(
-        self, listed: ListedTool, arguments: Mapping[str, object], output: Any
+        self,
+        listed: ListedTool,
+        arguments: Mapping[str, object],
+        output: Any,
+        ask: Ask | None = None,
     ) -> str | tuple[Part, ...]:
         """Call ``listed`` on the server; its result as text, or as parts if it has more.
 
-        ``output`` is the validator of its ``outputSchema``, built when it was listed.
+        ``output`` is the validator of its ``outputSchema``, built when it was listed; ``ask``
+        answers the forms of ``input_required`` rounds for a run (docs/adr/0199), the
+        ``answer`` callback given to `live` without it.
 
         Raises:
             McpToolFailed (``error``): The server marked the result ``isError``.
@@ -353,7 +366,7 @@ class McpTools:
                 limit); the connection is closed, and opened again by the next call.
         """
         try:
-            return self._call(listed, arguments, output)
+            return self._call(listed, arguments, output, ask)
         except McpError as exc:
             if exc.reason != "remote":
                 # The connection is past use (a message cut at its limit, an exit, a request
@@ -362,7 +375,7 @@ class McpTools:
             raise
 
     def _call(
-        self, listed: ListedTool, arguments: Mapping[str, object], output: Any
+        self, listed: ListedTool, arguments: Mapping[str, object], output: Any, ask: Ask | None
     ) -> str | tuple[Part, ...]:
         client = self._client_now()
         bare = listed.name[len(self.name) + 1 :]
@@ -379,14 +392,14 @@ class McpTools:
         sent = {k: _json(v) for k, v in arguments.items()}
         # A form can be answered only with an answer to give: only then is it declared.
         offered: dict[str, JsonValue] | None = (
-            None if self._answer is None else {"elicitation": {"form": {}}}
+            None if self._answer is None and ask is None else {"elicitation": {"form": {}}}
         )
         result = client.call_tool(bare, sent, capabilities=offered)
-        for _round in range(self.max_input_rounds):
+        for round_ in range(1, self.max_input_rounds + 1):
             if result.get("resultType") != "input_required":
                 break
             state = result.get("requestState")
-            responses = self._responses(listed.name, result.get("inputRequests"))
+            responses = self._responses(listed.name, round_, result.get("inputRequests"), ask)
             result = client.call_tool(
                 bare,
                 sent,
@@ -504,19 +517,22 @@ class McpTools:
             lines.append(f"{message.get('role')}: {shown}")
         return "\n".join(lines)
 
-    def _responses(self, tool: str, requests: JsonValue) -> dict[str, JsonValue]:
+    def _responses(
+        self, tool: str, round_: int, requests: JsonValue, ask: Ask | None
+    ) -> dict[str, JsonValue]:
         """The answers to an ``input_required`` round's requests, each checked.
 
         Raises:
             McpToolFailed (``request_refused``): It asks to sample, to list roots, or for a URL.
-            McpToolFailed (``input_required``): There is no ``answer`` to ask.
+            McpToolFailed (``input_required``): There is no ``answer`` nor ``ask`` to ask.
             McpToolFailed (``answer_invalid``): An answer does not match the requested schema.
+            RunPaused: ``ask`` stopped the run for a person to answer.
         """
         if not isinstance(requests, dict) or not requests:
             raise McpToolFailed(
                 f"{tool} answered input_required without inputRequests", reason="content_invalid"
             )
-        responses: dict[str, JsonValue] = {}
+        forms: list[tuple[str, str, dict[str, JsonValue]]] = []
         for key, request in requests.items():
             method = request.get("method") if isinstance(request, dict) else None
             params = request.get("params") if isinstance(request, dict) else None
@@ -535,6 +551,17 @@ class McpTools:
             schema = params.get("requestedSchema")
             if not isinstance(schema, dict):
                 schema = {"type": "object"}
+            forms.append((str(key)[:256], message, schema))
+        if ask is not None:
+            given = ask(round_, forms, self._answer)
+            return {
+                key: {"action": "decline"}
+                if given[key] is None
+                else {"action": "accept", "content": given[key]}
+                for key, _, _ in forms
+            }
+        responses: dict[str, JsonValue] = {}
+        for key, message, schema in forms:
             if self._answer is None:
                 raise McpToolFailed(
                     f"{tool} asks for input before it answers: {message!r}, a form of "
@@ -578,6 +605,13 @@ class McpTools:
 Answer = Callable[[str, str, dict[str, JsonValue]], dict[str, JsonValue] | None]
 """``answer(tool, message, schema)``: the values of the form an MCP server asks for during
 a call, or None to decline (`McpTools.live`)."""
+
+Ask = Callable[
+    [int, list[tuple[str, str, dict[str, JsonValue]]], Answer | None],
+    dict[str, JsonValue],
+]
+"""``ask(round, forms, answer)``: a run's answers to one round's forms (each a key, message
+and schema), by key, None to decline; ``answer`` is the server's callback, if it has one."""
 
 
 def _dict(value: JsonValue) -> dict[str, JsonValue]:

@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Discriminator, Field, JsonValue, ValidationError
 
+from twinflow.agent._errors import CannotResume, RunPaused
 from twinflow.agent._events import (
     ApprovalDecided,
     ChildRun,
@@ -29,6 +30,7 @@ from twinflow.agent._events import (
     ToolReturned,
     _Frozen,
 )
+from twinflow.agent._inputs import InputAsker
 from twinflow.agent._subagent import AgentTool, ChildLimits, Delegate
 from twinflow.agent._tools import Tool
 
@@ -172,6 +174,7 @@ class ToolRunner:
         decisions: Mapping[str, ApprovalDecided] | None = None,
         before_call: Callable[[], None] | None = None,
         delegate: Delegate | None = None,
+        inputs: InputAsker | None = None,
     ) -> None:
         """Start a run's tool runner.
 
@@ -187,8 +190,11 @@ class ToolRunner:
                 runs (the agent hands the trace's buffered lines to the operating system
                 there, so a process that dies inside the tool leaves the call on record).
             delegate: Runs a sub-agent tool's call (`AgentTool`) for the run.
+            inputs: Answers an MCP call's forms for the run (records them; pauses the run
+                for a person's answer), and serves a recorded call's requests and answers.
         """
         self._delegate = delegate
+        self._inputs = inputs
         self._tools = tools
         self._before_call = before_call
         self._policy = policy
@@ -276,6 +282,9 @@ class ToolRunner:
         returned = None if self._recorded is None else self._recorded(call)
         if returned is not None:
             self._restore(decided.tool, decided.kwargs, returned.result.content)
+            if self._inputs is not None:
+                for body in self._inputs.served(call.id):
+                    self._emit(body)
             self._emit(returned)
             return returned.result
         if self._before_call is not None:
@@ -291,8 +300,14 @@ class ToolRunner:
             if tool.budget == "shared":
                 self._used_total += done.tool_calls
             return self._result(call, done.content, done.error_type, child=done.child)
+        asking = getattr(tool, "call_asking", None)
         try:
-            output = decided.tool.call(decided.kwargs)
+            if asking is not None and self._inputs is not None:
+                output = asking(decided.kwargs, self._inputs.for_call(call.id, call.name))
+            else:
+                output = tool.call(decided.kwargs)
+        except (RunPaused, CannotResume):
+            raise  # the run waits for a person's answer, or cannot go on: not the call's result
         except Exception as exc:  # a raising tool is a result the model sees, never a crash
             message = f"{type(exc).__name__}: {exc}"
             if self._policy.include_traceback:

@@ -55,6 +55,7 @@ from twinflow.agent._events import (
     TraceEvent,
     _Frozen,
 )
+from twinflow.agent._inputs import recorded_inputs
 from twinflow.agent._observe import Steering
 from twinflow.agent._policy import RecordedResults
 from twinflow.agent._resume import (
@@ -300,6 +301,8 @@ _LIVE_KINDS = frozenset(
         "user_turn",
         "approval_decided",
         "run_failed",
+        "input_requested",
+        "input_answered",
     }
 )
 REPLAY_KINDS = _LIVE_KINDS | {"tool_returned"}
@@ -491,6 +494,7 @@ def _on_record(
     # Where the record went on past a resume, and what people decided on calls that waited.
     agent._inserts = recorded_inserts(events)
     agent._decisions = recorded_decisions(events)
+    agent._inputs = recorded_inputs(events)
     agent._format = first.format  # as recorded: absent in runs recorded before formats
     agent._parent = first.parent
     agent._served = served

@@ -18,8 +18,10 @@ import json
 import operator
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+
+from pydantic import JsonValue
 
 from twinflow._base._errors import FileWriteError
 from twinflow.agent._approval import shared_id
@@ -30,6 +32,8 @@ from twinflow.agent._events import (
     ApprovalRequested,
     EventBody,
     ForkParent,
+    InputAnswered,
+    InputRequested,
     ModelFellBack,
     ModelRequested,
     ModelResponded,
@@ -45,6 +49,14 @@ from twinflow.agent._events import (
     TraceEvent,
     UserTurn,
     _Frozen,
+)
+from twinflow.agent._inputs import (
+    CALLBACK,
+    answer_problem,
+    input_pause,
+    input_waits,
+    recorded_inputs,
+    request_name,
 )
 from twinflow.agent._observe import Steering, poll_steering
 from twinflow.agent._retry import recorded_refusal
@@ -80,6 +92,12 @@ class Decision(_Frozen):
     """Why."""
     signed_note: str | None = None
     """The decision's signed note (see `ApprovalDecided.signed_note`), if signed."""
+    answer: dict[str, JsonValue] | None = None
+    """For a call waiting on an MCP server's form (``input_requested``): the form's values,
+    checked against its schema (``approve`` False declines the form instead)."""
+    request: str | None = None
+    """Which of the call's waiting requests ``answer`` is for, by the server's key; None when
+    only one waits."""
 
 
 class Paused(_Frozen):
@@ -87,8 +105,9 @@ class Paused(_Frozen):
 
     run_id: RunId
     """The run."""
-    pending: tuple[ApprovalRequested, ...]
-    """The calls waiting for a decision, in the order the model made them."""
+    pending: tuple[ApprovalRequested | InputRequested, ...]
+    """The calls waiting for a decision, in the order the model made them; or the requests
+    for input an MCP server made during a call (``input_requested``), waiting for answers."""
     events: int
     """Events in the trace when it stopped."""
 
@@ -205,6 +224,8 @@ class Plan:
     inserts: dict[int, EventBody]
     decisions: dict[str, ApprovalDecided]
     started: RunStarted
+    inputs: dict[str, list[InputRequested | InputAnswered]] = field(default_factory=dict)
+    """Each call's recorded requests for input and answers (new answers last), by call id."""
 
 
 RESUME_KINDS = frozenset(
@@ -219,6 +240,8 @@ RESUME_KINDS = frozenset(
         "approval_decided",
         "run_failed",
         "tool_returned",
+        "input_requested",
+        "input_answered",
     }
 )
 """The body kinds a resume reads typed: load a trace to resume keeping these, and they are
@@ -240,6 +263,8 @@ def _why(last: EventBody, decided: bool) -> str:
         if last.error_type == KeyboardInterrupt.__name__:
             return "the run was interrupted (Ctrl-C), a pause"
         return f"the run failed with {_failure_name(last)}, which can pass"
+    if isinstance(last, InputRequested | InputAnswered):
+        return f"answers to the form an MCP server asked for during call {last.call_id}"
     if decided:
         return "decisions on calls waiting for approval"
     return "the trace ended without a terminal event"
@@ -308,6 +333,16 @@ def _trailing(trace: Trace) -> int:
     return count
 
 
+def _called_at(trace: Trace, call_id: str) -> int:
+    """The seq of the last ``tool_called`` of ``call_id``."""
+    encoded = trace.encoded
+    return max(
+        i
+        for i, kind in enumerate(trace.kinds)
+        if kind == "tool_called" and call_id_of(encoded[i]) == call_id
+    )
+
+
 def _check_in_flight(trace: Trace, path: str, repeat_safe: frozenset[str]) -> ToolCalled | None:
     """The call a resume will run again (left without a result at the end of the trace, its
     tool safe to repeat), or None; `CannotResume` for any other call left without a result."""
@@ -365,11 +400,39 @@ def plan(
             "a resume would meet again (or one whose cause the trace does not record): remove "
             "its cause and fork the run at a step before it (twinflow fork --at-step N)"
         )
-    dangling = _check_in_flight(trace, path, repeat_safe)
+    if "input_answered" in trace.kinds:
+        input_waits(trace, path)  # refuses an answer twice, or to nothing asked
+    asking = input_pause(trace)
+    dangling = None if asking is not None else _check_in_flight(trace, path, repeat_safe)
     recorded = recorded_decisions(events)
-    new = check_decisions(events, decisions, path)
+    new = check_decisions(events, decisions, path, asking or ())
+    inputs = recorded_inputs(events)
     for decided in new:
-        recorded[decided.call_id] = decided
+        if isinstance(decided, InputAnswered):
+            inputs.setdefault(decided.call_id, []).append(decided)
+        else:
+            recorded[decided.call_id] = decided
+    gate = size - _trailing(trace)
+    if asking is not None:
+        unanswered = [
+            r
+            for r in asking
+            if not any(isinstance(d, InputAnswered) and d.key == r.key for d in new)
+        ]
+        if unanswered:
+            names = ", ".join(
+                request_name(r.call_id, r.round, r.key) + f" ({r.tool}: {r.message[:200]!r})"
+                for r in unanswered
+            )
+            raise CannotResume(
+                f"{path}: the run waits for an answer to {names}: answer first (twinflow "
+                f"approve {path} --answer JSON --trust-spec, or --deny to decline)",
+                reason="paused",
+            )
+        # The call is sent again from its start (the server kept nothing: its state may have
+        # expired): the re-run may act live once it has matched the call's ``tool_called``.
+        dangling = in_flight(trace)[-1][1]
+        gate = _called_at(trace, dangling.call_id) + 1
     inserts = recorded_inserts(events)
     if isinstance(last, RunFailed):
         inserts[size - 1] = last
@@ -383,10 +446,11 @@ def plan(
         events=events,
         recorded=list(trace.encoded),  # read out of the buffer once (an index makes a copy)
         digests=trace.digests,
-        gate=size - _trailing(trace),
+        gate=gate,
         inserts=inserts,
         decisions=recorded,
         started=started,
+        inputs=inputs,
     )
 
 
@@ -643,28 +707,84 @@ def _decided(decision: Decision) -> ApprovalDecided:
 
 
 def check_decisions(
-    events: tuple[TraceEvent, ...], decisions: Iterable[Decision], path: str
-) -> list[ApprovalDecided]:
-    """The decisions as events, each for a call that waits; `CannotResume` otherwise, or if two
-    requests share a call id (one decision would be taken for both)."""
+    events: tuple[TraceEvent, ...],
+    decisions: Iterable[Decision],
+    path: str,
+    inputs: tuple[InputRequested, ...] = (),
+) -> list[ApprovalDecided | InputAnswered]:
+    """The decisions as events, each for a call that waits (for approval, or for an answer to
+    one of ``inputs``, the requests waiting); `CannotResume` otherwise, or if two requests
+    share a call id (one decision would be taken for both)."""
     asked: dict[str, int] = {}
     for event in events:
         if isinstance(event.body, ApprovalRequested):
             first = asked.setdefault(event.body.call_id, event.seq)
             if first != event.seq:
                 raise shared_id(path, event.body.call_id, first, event.seq)
-    pending = {p.call_id: p for p in pending_approvals(events)}
-    decided: list[ApprovalDecided] = []
+    pending: dict[str, ApprovalRequested] = {p.call_id: p for p in pending_approvals(events)}
+    forms: dict[tuple[str, str], InputRequested] = {(r.call_id, r.key): r for r in inputs}
+    decided: list[ApprovalDecided | InputAnswered] = []
     for decision in decisions:
         if decision.call_id not in pending:
-            waiting = ", ".join(f"{p.call_id} ({p.tool})" for p in pending.values()) or "none"
+            decided.append(_answered(decision, forms, path, pending))
+            continue
+        if decision.answer is not None:
             raise CannotResume(
-                f"{path}: no call {decision.call_id!r} is waiting for a decision; "
-                f"waiting: {waiting}"
+                f"{path}: call {decision.call_id!a} waits for approval, not for input: "
+                "approve or deny it, with no answer"
             )
         del pending[decision.call_id]
         decided.append(_decided(decision))
     return decided
+
+
+def _answered(
+    decision: Decision,
+    asked: dict[tuple[str, str], InputRequested],
+    path: str,
+    pending: dict[str, ApprovalRequested],
+) -> InputAnswered:
+    """A decision on a call waiting for input, as its ``input_answered`` (``asked``: the
+    requests waiting, by call and key; one is taken off when answered)."""
+    keys = [k for c, k in asked if c == decision.call_id]
+    if decision.request is not None:
+        keys = [k for k in keys if k == decision.request]
+    if len(keys) != 1:
+        waiting = [
+            *(f"{p.call_id} ({p.tool}) for a decision" for p in pending.values()),
+            *(f"{r.call_id} ({r.tool}) for an answer to {r.key!a}" for r in asked.values()),
+        ]
+        what = "an answer" if decision.answer is not None else "a decision"
+        given = "" if decision.request is None else f" to request {decision.request!a}"
+        several = " (name the request)" if len(keys) > 1 else ""
+        raise CannotResume(
+            f"{path}: no call {decision.call_id!a} is waiting for {what}{given}{several}; "
+            f"waiting: {', '.join(waiting) or 'none'}"
+        )
+    request = asked.pop((decision.call_id, keys[0]))
+    if decision.by == CALLBACK:
+        raise CannotResume(f"{path}: {CALLBACK!r} names the Python callback: give who answers")
+    if decision.approve and decision.answer is None:
+        raise CannotResume(
+            f"{path}: {request_name(request.call_id, request.round, request.key)} waits for "
+            "an answer, not an approval: give the form's values (or decline it)"
+        )
+    if decision.answer is not None:
+        problem = answer_problem(request.requested_schema, decision.answer)
+        if problem is not None:
+            raise CannotResume(
+                f"{path}: the answer to {request.tool}'s request {request.key!a} does not "
+                f"match the requested schema {problem}; nothing was written"
+            )
+    return InputAnswered(
+        call_id=request.call_id,
+        round=request.round,
+        key=request.key,
+        action="accept" if decision.approve else "decline",
+        content=decision.answer if decision.approve else None,
+        by=decision.by,
+        signed_note=decision.signed_note,
+    )
 
 
 def record_decisions(
@@ -693,7 +813,9 @@ def record_decisions(
     try:
         repair_trace(trace)
         loaded = Trace.load(trace)
-        decided = check_decisions(tuple(loaded.events), decisions, os.fspath(trace))
+        decided = check_decisions(
+            tuple(loaded.events), decisions, os.fspath(trace), input_pause(loaded) or ()
+        )
         writer = TraceWriter.continuing(sink, loaded.digests)
         for body in decided:
             writer.append(clock.now(), body)
@@ -752,6 +874,13 @@ def _no_turn(trace: Trace, path: str) -> CannotResume:
             f"(twinflow approve {path} --all --trust-spec), then send the turn",
             reason="paused",
         )
+    if input_pause(trace) is not None:
+        return CannotResume(
+            f"{path}: the run is paused, waiting for an answer to the input an MCP server "
+            f"asked for: answer first (twinflow approve {path} --answer JSON --trust-spec), "
+            "then send the turn",
+            reason="paused",
+        )
     return CannotResume(
         f"{path}: the run stopped mid-turn (its last event, seq {size - 1}, is "
         f"{trace.kinds[size - 1]}): resume it first (twinflow resume {path} --trust-spec), "
@@ -778,6 +907,7 @@ def plan_turn(trace: Trace, path: str) -> Plan:
         inserts=recorded_inserts(events),
         decisions=recorded_decisions(events),
         started=started,
+        inputs=recorded_inputs(events),
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Generic, Literal
+from typing import Generic, Literal, NoReturn
 
 from pydantic import BaseModel
 from typing_extensions import TypeVar
@@ -21,6 +21,8 @@ from twinflow.agent._events import (
     ApprovalRequested,
     BudgetExceeded,
     EventBody,
+    InputAnswered,
+    InputRequested,
     ModelFellBack,
     ModelRequested,
     ModelResponded,
@@ -98,6 +100,7 @@ class Steps(Generic[OutputT]):
     _offer_digests: dict[tuple[str, ...], str]
     _inserts: dict[int, EventBody]
     _decisions: dict[str, ApprovalDecided]
+    _inputs: dict[str, list[InputRequested | InputAnswered]]
     _served: dict[int, tuple[EventBody, ...]]
     _last_at: datetime | None = None
     _started_at: datetime | None = None
@@ -372,6 +375,18 @@ class Steps(Generic[OutputT]):
                 f"run {state.run_id} waits for a decision on {names}",
                 Paused(run_id=state.run_id, pending=pending, events=self.writer.size),
             )
+
+    def _pauser(self, state: RunState) -> Callable[[tuple[InputRequested, ...]], NoReturn]:
+        """What stops the run when a call's server waits for a person's answer."""
+
+        def pause(waiting: tuple[InputRequested, ...]) -> NoReturn:
+            names = ", ".join(f"{w.key!a} of call {w.call_id} ({w.tool})" for w in waiting)
+            raise RunPaused(
+                f"run {state.run_id} waits for an answer to {names}",
+                Paused(run_id=state.run_id, pending=waiting, events=self.writer.size),
+            )
+
+        return pause
 
     def _steer(self, state: RunState, texts: list[str]) -> None:
         """Record each steering message and add it to the conversation as a tagged user turn."""

@@ -27,8 +27,9 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from twinflow.agent import CannotResume, Trace
+from twinflow.agent import CannotResume, ToolReturned, Trace
 from twinflow.agent._approval import approvals
+from twinflow.agent._inputs import CALLBACK, input_waits, request_name
 from twinflow.cli._output import CheckFailed, say
 from twinflow.cli._traces import read_small_file, squash
 from twinflow.trace import SignatureError, UserError
@@ -114,29 +115,46 @@ def verify_signed_decisions(trace: Trace, path: Path, keys: list[Path]) -> int:
     verifiers = _verifiers(keys)
     try:
         paired = approvals(trace, str(path))
+        answered = [
+            (
+                w.answer_seq,
+                w.answer.signed_note,
+                w.statement(),
+                request_name(w.request.call_id, w.request.round, w.request.key),
+            )
+            for w in input_waits(trace, str(path))
+            if w.answer is not None and w.answer.by != CALLBACK
+        ]
     except CannotResume as exc:  # which decision is for which call is not certain: not checked
         raise CheckFailed(str(exc)) from None
-    checked = 0
-    for approval in paired:
-        decision = approval.decision
-        if decision is None:
-            continue
-        where = f"{path}: the decision at seq {approval.decision_seq} (call {decision.call_id!a})"
-        if decision.signed_note is None:
-            raise CheckFailed(f"{where} is not signed")
-        try:
-            opened = open_note(decision.signed_note.encode(), verifiers)
-        except SignatureError as exc:
-            if exc.reason == "ambiguous_key":  # the keys given, not the trace
-                raise UserError(f"the keys given: {squash(exc)}") from None
-            raise CheckFailed(f"{where}: its signature does not verify: {squash(exc)}") from None
-        if opened.text != approval.statement():
-            raise CheckFailed(
-                f"{where}: the signed statement is not this call's in this run: "
-                f"{_differs(opened.text, approval.statement())}"
-            )
-        checked += 1
-    return checked
+    signed = [
+        (a.decision_seq, a.decision.signed_note, a.statement(), f"call {a.decision.call_id!a}")
+        for a in paired
+        if a.decision is not None
+    ]
+    for seq, note, statement, what in signed + answered:
+        _check_signed(f"{path}: the decision at seq {seq} ({what})", note, statement, verifiers)
+    return len(signed) + len(answered)
+
+
+def _check_signed(
+    where: str, note: str | None, statement: str, verifiers: list[VerifierKey]
+) -> None:
+    """Refuse a decision or answer whose note is missing, does not verify under ``verifiers``,
+    or signs another statement than the one recomputed from the trace."""
+    if note is None:
+        raise CheckFailed(f"{where} is not signed")
+    try:
+        opened = open_note(note.encode(), verifiers)
+    except SignatureError as exc:
+        if exc.reason == "ambiguous_key":  # the keys given, not the trace
+            raise UserError(f"the keys given: {squash(exc)}") from None
+        raise CheckFailed(f"{where}: its signature does not verify: {squash(exc)}") from None
+    if opened.text != statement:
+        raise CheckFailed(
+            f"{where}: the signed statement is not this one in this run: "
+            f"{_differs(opened.text, statement)}"
+        )
 
 
 def _differs(signed: str, recomputed: str) -> str:
@@ -168,19 +186,27 @@ def check_recorded_decisions(
         verify_signed_decisions(trace, path, args.require_signed)
         return
     unknown = [
-        (a.decision_seq, a.request, a.decision)
+        f"seq {a.decision_seq} {a.decision.decision} call {a.request.call_id!a} "
+        f"({a.request.tool!a}) by {a.decision.by!a}"
         for a in approvals(trace, str(path))
         if a.decision is not None
         and (carried_out_too or not a.settled)
         and not _known(a.statement())
     ]
+    returned = _returned(trace)
+    unknown += [
+        f"seq {w.answer_seq} {w.answer.action} "
+        f"{request_name(w.request.call_id, w.request.round, w.request.key)} "
+        f"({w.request.tool!a}) by {w.answer.by!a}"
+        for w in input_waits(trace, str(path))
+        if w.answer is not None
+        and w.answer.by != CALLBACK
+        and (carried_out_too or w.request.call_id not in returned)
+        and not _known(w.statement())
+    ]
     if not unknown:
         return
-    names = ", ".join(
-        f"seq {seq} {decision.decision} call {request.call_id!a} ({request.tool!a}) "
-        f"by {decision.by!a}"
-        for seq, request, decision in unknown[:5]
-    )
+    names = ", ".join(unknown[:5])
     more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
     if not args.accept_received_decisions:
         raise UserError(
@@ -190,6 +216,12 @@ def check_recorded_decisions(
             "they are"
         )
     say(f"acting on decisions received, not checked: {names}{more}")
+
+
+def _returned(trace: Trace) -> set[str]:
+    """The calls the trace records a result of."""
+    bodies = (trace.events[i].body for i, k in enumerate(trace.kinds) if k == "tool_returned")
+    return {b.result.call_id for b in bodies if isinstance(b, ToolReturned)}
 
 
 def _known(statement: str) -> bool:

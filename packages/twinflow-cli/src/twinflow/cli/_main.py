@@ -57,7 +57,8 @@ COMMAND_TABLE: dict[str, tuple[str, str]] = {
     ),
     "approve": (
         "twinflow.cli._continue",
-        "decide on calls a run waits for (approve or deny), then resume it",
+        "decide on calls a run waits for (approve or deny), or answer a form an MCP server asked "
+        "for, then resume it",
     ),
     "fork": (
         "twinflow.cli._continue",

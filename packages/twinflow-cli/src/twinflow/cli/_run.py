@@ -127,7 +127,8 @@ class RunOutcome(BaseModel):
     rejected: int = 0
     """Replies refused (invalid actions or outputs), each recorded in the trace."""
     paused: list[dict[str, Any]] = []
-    """The calls the run waits on a person for (``approval_requested`` events), if it paused."""
+    """What the run waits on a person for, if it paused: calls (``approval_requested``) or an
+    MCP server's forms (``input_requested``)."""
 
 
 def _execute(
@@ -438,9 +439,37 @@ def decide_hint(outcome: RunOutcome, spec_option: Sequence[str]) -> str:
     """The command that approves a paused run's waiting calls and goes on, as it pastes from
     the user's directory: the trace, each waiting call by its id, and the spec as the command
     that paused was given it (``--spec PATH`` or ``--trust-spec``)."""
+    forms = [w for w in outcome.paused if w.get("kind") == "input_requested"]
+    if forms:
+        # A form pauses one call; each of its requests is answered by its key.
+        example = json.dumps(example_answer(forms[0]["requested_schema"]), sort_keys=True)
+        chosen = ["--request", str(forms[0]["key"])] if len(forms) > 1 else []
+        words = ["approve", str(outcome.trace), "--answer", example, *chosen, *spec_option]
+        return f"{invocation()} {shlex.join(words)}"
     calls = [arg for waiting in outcome.paused for arg in ("--call", str(waiting["call_id"]))]
     words = ["approve", str(outcome.trace), *calls, *spec_option]
     return f"{invocation()} {shlex.join(words)}"
+
+
+def example_answer(schema: Any) -> dict[str, Any]:
+    """A value of each required property of a form's schema, by its type (for a hint that
+    pastes as printed; the person edits it before answering)."""
+    blank = {"boolean": False, "string": "", "integer": 0, "number": 0, "array": [], "object": {}}
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    required = schema.get("required") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        return {}
+    example: dict[str, Any] = {}
+    for name in required:
+        field = properties.get(name)
+        if not isinstance(field, dict):
+            continue
+        choices = field.get("enum")
+        if isinstance(choices, list) and choices:
+            example[str(name)] = choices[0]
+        else:
+            example[str(name)] = blank.get(str(field.get("type")))
+    return example
 
 
 def report_outcome(
@@ -461,6 +490,10 @@ def report_outcome(
             f"twinflow {command}: the run waits for a decision on {len(outcome.paused)} call(s); "
             f"approve and go on with: {decide_hint(outcome, spec_option)} "
             "(add --deny to refuse them instead)"
+            if not any(w.get("kind") == "input_requested" for w in outcome.paused)
+            else f"twinflow {command}: an MCP server asks for input during a call; answer "
+            f"(edit the values first) and go on with: {decide_hint(outcome, spec_option)} "
+            "(or --deny to decline the form)"
         )
         return EXIT_PAUSED
     return EXIT_OK
@@ -497,6 +530,13 @@ def _print_outcome(outcome: RunOutcome, out: Output, spec_option: Sequence[str])
         out.line(f"  refused   {outcome.rejected} reply(ies) (output_rejected events in the trace)")
     out.line(f"  policy    {allow + deny} decision(s): {allow} allowed, {deny} denied")
     for waiting in outcome.paused:
+        if waiting.get("kind") == "input_requested":
+            schema = json.dumps(waiting["requested_schema"], sort_keys=True, ensure_ascii=True)
+            out.line(
+                f"  asks      {waiting['call_id']!a} {waiting['tool']!a} request "
+                f"{waiting['key']!a}: {_one_line(waiting['message'])} {_one_line(schema)}"
+            )
+            continue
         arguments = json.dumps(waiting["arguments"], sort_keys=True, ensure_ascii=True)
         out.line(f"  waiting   {waiting['call_id']!a} {waiting['tool']!a} {arguments}")
     if outcome.paused:

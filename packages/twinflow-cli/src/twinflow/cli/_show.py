@@ -252,6 +252,19 @@ def _run_lines(kind: object, body: dict[str, Any]) -> list[str] | None:
             f"  waiting for approval: {_clean(body.get('tool'))} {_clean(body.get('arguments'))} "
             f"(call {_clean(body.get('call_id'))})"
         ]
+    if kind == "input_requested":
+        return [
+            f"  {_clean(body.get('tool'))} asks (call {_clean(body.get('call_id'))}, round "
+            f"{_clean(body.get('round'))}, request {_clean(body.get('key'))}): "
+            f"{_clean(body.get('message'))} {_clean(body.get('requested_schema'))}"
+        ]
+    if kind == "input_answered":
+        signed = ", signed" if body.get("signed_note") else ""
+        return [
+            f"  {_clean(body.get('action'))}ed by {_clean(body.get('by'))}{signed}: "
+            f"{_clean(body.get('content'))} (call {_clean(body.get('call_id'))}, request "
+            f"{_clean(body.get('key'))})"
+        ]
     if kind == "approval_decided":
         signed = ", signed" if body.get("signed_note") else ""
         return [

@@ -67,6 +67,8 @@ EVENT_KINDS = frozenset(
         "tools_listed",
         "model_waited",
         "budget_exceeded",
+        "input_requested",
+        "input_answered",
     }
 )
 """The ``body.kind`` tags this package knows (the agent's event models carry the same tags).
