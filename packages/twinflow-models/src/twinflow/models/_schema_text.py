@@ -96,11 +96,13 @@ class _Renderer:
                 return ref[len(prefix) :]
         return None
 
-    def render(self, node: JsonValue, depth: int, expanding: tuple[str, ...]) -> str:
+    def render(
+        self, node: JsonValue | Mapping[str, JsonValue], depth: int, expanding: tuple[str, ...]
+    ) -> str:
         """`node` as the model reads it, indented for `depth` (its comment not included)."""
         if depth > _MAX_DEPTH:
             raise _TooDeep
-        if not isinstance(node, dict):
+        if not isinstance(node, Mapping):
             return "any value"
         ref = node.get("$ref")
         if isinstance(ref, str):
