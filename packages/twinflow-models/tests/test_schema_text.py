@@ -110,6 +110,16 @@ def test_a_schema_too_deep_to_tell_is_not_told() -> None:
     assert None is outline(schema)  # type: ignore[arg-type]  # a deep dict of JSON values
 
 
+def test_a_schema_that_expands_without_end_is_not_told() -> None:
+    """Ten fields of a type of ten fields, eleven levels down, stop at the node budget."""
+    defs: dict[str, object] = {"L0": {"type": "integer"}}
+    for level in range(1, 12):
+        fields = {f"f{n}": {"$ref": f"#/$defs/L{level - 1}"} for n in range(10)}
+        defs[f"L{level}"] = {"type": "object", "properties": fields}
+    schema = {"$defs": defs, "$ref": "#/$defs/L11"}
+    assert None is outline(schema)  # type: ignore[arg-type]  # a dict of JSON values
+
+
 def test_unknown_and_odd_nodes_read_as_any_value() -> None:
     """A missing `$ref`, a bare `true` schema and an untyped node are `any value`."""
     schema = {

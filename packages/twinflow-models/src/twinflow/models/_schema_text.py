@@ -79,7 +79,7 @@ def schema_text(schema: Mapping[str, JsonValue]) -> str | None:
 
 
 class _TooDeep(Exception):
-    """The schema nests deeper than a model is usefully told."""
+    """The schema nests deeper, or expands further, than a model is usefully told."""
 
 
 class _Renderer:
@@ -89,6 +89,10 @@ class _Renderer:
             {k: v for k, v in defs.items() if isinstance(v, dict)} if isinstance(defs, dict) else {}
         )
         self.recursive: list[str] = []
+        # Definitions are inlined where used, so a schema of a few lines can expand without
+        # end (ten fields of a type of ten fields of...): the nodes rendered are counted, and
+        # each writes at least a character, so past MAX_CHARS of them the outline is too long.
+        self.nodes = 0
 
     def ref_name(self, ref: str) -> str | None:
         for prefix in ("#/$defs/", "#/definitions/"):
@@ -100,7 +104,8 @@ class _Renderer:
         self, node: JsonValue | Mapping[str, JsonValue], depth: int, expanding: tuple[str, ...]
     ) -> str:
         """`node` as the model reads it, indented for `depth` (its comment not included)."""
-        if depth > _MAX_DEPTH:
+        self.nodes += 1
+        if depth > _MAX_DEPTH or self.nodes > MAX_CHARS:
             raise _TooDeep
         if not isinstance(node, Mapping):
             return "any value"
