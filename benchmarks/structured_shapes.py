@@ -8,8 +8,9 @@ model and a model of mostly-absent optionals. Every system asks the embedded Smo
 one llama-cpp-python server started for the run, the same question, at temperature 0 once and
 at temperature 0.7 `--trials` times with seeds 1..N:
 
-- twinflow: `OpenAICompatibleChatModel.generate` with its defaults (3 attempts, re-asks that
-  name the field, constraint and value, a new seed each), as the CLI wires it;
+- twinflow: `OpenAICompatibleChatModel.generate` with its defaults (the schema told to the
+  model as an outline in the system message and enforced by the grammar, 3 attempts, re-asks
+  that name the field, constraint and value, a new seed each), as the CLI wires it;
 - openai: the openai SDK's `chat.completions.create` with the schema as llama-cpp-python's
   `response_format`, validated with pydantic, one attempt;
 - instructor: `instructor.from_openai(..., mode=JSON)` with the schema as the same
@@ -24,13 +25,14 @@ at temperature 0.7 `--trials` times with seeds 1..N:
 Per system and temperature: valid (validates), exact (equals the answer), field accuracy (the
 share of the answer's leaves the reply has equal), and the rescue rate (of first-attempt
 failures, how many a later attempt fixed), for twinflow and instructor, the two that count their
-attempts. A request that takes the server down counts as invalid; the server is started again.
+attempts, printed again after the table as one line per system, both temperatures together. A request that takes the server down counts as invalid; the server is started again.
 The peers are not in the lock: run it as
 
     uv run --frozen --with 'instructor==1.17.*' python benchmarks/structured_shapes.py
 
 Targets: twinflow valid >= 95% at temperature 0.7, and its exact and field accuracy at least
-every peer's at each temperature.
+every peer's at each temperature (each measure against the best peer at it). `--systems` runs
+some systems only, `--only` some shapes.
 """
 
 from __future__ import annotations
