@@ -63,7 +63,7 @@ def outline(schema: Mapping[str, JsonValue]) -> str | None:
             f"where {name} is {renderer.render(renderer.defs[name], 0, (name,))}"
             for name in renderer.recursive
         ]
-    except _TooDeep:
+    except OverflowError:
         return None
     about = schema.get("description")
     if isinstance(about, str) and about.strip():
@@ -76,10 +76,6 @@ def schema_text(schema: Mapping[str, JsonValue]) -> str | None:
     """The system text that tells the model `schema`, or None when it is not told."""
     told = outline(schema)
     return None if told is None else f"{INSTRUCTIONS}\n{told}"
-
-
-class _TooDeep(Exception):
-    """The schema nests deeper, or expands further, than a model is usefully told."""
 
 
 class _Renderer:
@@ -106,7 +102,9 @@ class _Renderer:
         """`node` as the model reads it, indented for `depth` (its comment not included)."""
         self.nodes += 1
         if depth > _MAX_DEPTH or self.nodes > MAX_CHARS:
-            raise _TooDeep
+            # Deeper, or further expanded, than a model is usefully told (a builtin: the
+            # workspace caps its own exception classes).
+            raise OverflowError
         if not isinstance(node, Mapping):
             return "any value"
         ref = node.get("$ref")
