@@ -257,6 +257,24 @@ def test_structured_action_final_output_is_a_structured_part() -> None:
     assert action_schema((), schema) == script.bodies[0]["format"]
 
 
+def test_structured_action_tells_the_output_schema_in_its_instructions() -> None:
+    """The system message outlines the final output's fields, not only the action protocol."""
+    schema = OutputSchema(
+        name="Sum",
+        json_schema={
+            "type": "object",
+            "properties": {"total": {"type": "integer", "description": "The sum."}},
+            "required": ["total"],
+        },
+    )
+    script = Script([action({"action": "final", "output": {"total": 5}})])
+    model = openai_model(script, mode="structured-action")
+    model.request(ModelRequest(transcript=ASK.transcript, output_schema=schema))
+    system = script.bodies[0]["messages"][0]["content"]
+    expected = 'The output has this shape:\n{\n  "total": integer  // The sum.\n}'
+    assert expected in system
+
+
 def _ollama(openai: JsonValue) -> JsonValue:
     assert isinstance(openai, dict)
     message = openai["choices"][0]["message"]

@@ -26,6 +26,7 @@ from twinflow.models import (
 from twinflow.models._budget import MAX_BUDGET, MIN_BUDGET, max_tokens_for
 from twinflow.models._chat import RETRY_TEMPERATURE_STEP
 from twinflow.models._preflight import preflight
+from twinflow.models._schema_text import schema_text
 from twinflow.trace import UserError
 from twinflow.vocab import (
     Message,
@@ -118,9 +119,43 @@ def test_a_refused_answer_is_reasked_with_the_error_and_the_schema() -> None:
         result.attempts[0].error
         == "/age: Input should be greater than or equal to 50 (the reply gave 36)"
     )
-    assert second["messages"][1] == {"role": "assistant", "content": '{"name": "Ada", "age": 36}'}
-    assert "greater than or equal to 50" in second["messages"][2]["content"]
+    assert second["messages"][2] == {"role": "assistant", "content": '{"name": "Ada", "age": 36}'}
+    assert "greater than or equal to 50" in second["messages"][3]["content"]
     assert [digest(b) for b in script.bodies] == [a.request_digest for a in result.attempts]
+
+
+def test_the_schema_is_told_first_in_a_new_system_message() -> None:
+    """With no system message, one telling the schema leads every request, re-asks included."""
+    script = Script(['{"name": "Ada", "age": 36}', '{"name": "Ada", "age": 63}'])
+    openai(script).generate(QUESTION, Person)
+    told = schema_text(Person.model_json_schema())
+    expected = [
+        {"role": "system", "content": told},
+        {"role": "user", "content": "Ada is 36. Give name and age."},
+    ]
+    assert [expected, expected] == [body["messages"][:2] for body in script.bodies]
+
+
+def test_the_schema_is_told_before_the_callers_system_message() -> None:
+    """A caller's system message keeps its text, after the schema's outline."""
+    script = Script(['{"name": "Ada", "age": 60}'])
+    asked = (Message.system("Be brief."), Message.user("Ada is 60."))
+    openai(script).generate(asked, Person)
+    told = schema_text(Person.model_json_schema())
+    expected = [
+        {"role": "system", "content": f"{told}\n\nBe brief."},
+        {"role": "user", "content": "Ada is 60."},
+    ]
+    assert expected == script.bodies[0]["messages"]
+
+
+def test_the_schema_is_told_to_ollama_too() -> None:
+    """The Ollama body carries the same system message as the OpenAI-compatible one."""
+    script = Script(['{"name": "Ada", "age": 60}'], ollama_answer)
+    model = OllamaChatModel(MockTransport(script), model="m")
+    model.generate(QUESTION, Person)
+    told = schema_text(Person.model_json_schema())
+    assert {"role": "system", "content": told} == script.bodies[0]["messages"][0]
 
 
 def test_invalid_json_and_empty_content_are_retried_like_validation_errors() -> None:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import JsonValue
 
 from twinflow.models._errors import InputRefused
+from twinflow.models._schema_text import outline
 from twinflow.trace import CanonicalError, UserError
 from twinflow.vocab import Message, ModelRequest, OutputSchema, ToolSpec, WireFormatError
 from twinflow.vocab import value_bytes as canonical_bytes
@@ -94,6 +95,10 @@ def action_instructions(tools: Sequence[ToolSpec], output_schema: OutputSchema |
         'To call a tool: {"action": "call_tool", "tool": <tool name>, "arguments": {...}}.',
         f'To give the final answer: {{"action": "final", "{final_field}": ...}}.',
     ]
+    if output_schema is not None:
+        told = outline(output_schema.json_schema)
+        if told is not None:
+            lines.append(f"The output has this shape:\n{told}")
     if tools:
         lines.append("Tools:")
         lines.extend(f"- {tool.name}: {tool.description}" for tool in tools)

@@ -31,6 +31,7 @@ from twinflow.models._action import (
 from twinflow.models._budget import max_tokens_for
 from twinflow.models._errors import InputRefused, MalformedResponseError, ModelSetupError
 from twinflow.models._preflight import GrammarCheck, PreflightReport, preflight
+from twinflow.models._schema_text import schema_text
 from twinflow.models._servers import ChatMode, OnChunk, SentSchema, Server
 from twinflow.models._wire import Reply
 from twinflow.vocab import (
@@ -136,7 +137,9 @@ class ChatModelBase(Closing):
         self._strict = strict
         self._grammar_check = grammar_check
         self._sent_cache: dict[str, SentSchema] = {}
-        self._by_type: dict[type[BaseModel], tuple[PreflightReport, SentSchema, int]] = {}
+        self._by_type: dict[
+            type[BaseModel], tuple[PreflightReport, SentSchema, int, str | None]
+        ] = {}
 
     @property
     def mode(self) -> ChatMode:
@@ -329,8 +332,10 @@ class ChatModelBase(Closing):
         """
         return self._prepared(output_type)[0]
 
-    def _prepared(self, output_type: type[BaseModel]) -> tuple[PreflightReport, SentSchema, int]:
-        # A model class's schema does not change: compile, check and encode it once per class.
+    def _prepared(
+        self, output_type: type[BaseModel]
+    ) -> tuple[PreflightReport, SentSchema, int, str | None]:
+        # A model class's schema does not change: compile, check, encode and tell it once.
         found = self._by_type.get(output_type)
         if found is None:
             report = preflight(
@@ -343,6 +348,7 @@ class ChatModelBase(Closing):
                 report,
                 SentSchema.of(output_type.__name__, report.sent_schema),
                 max_tokens_for(report.sent_schema),
+                schema_text(output_type.model_json_schema()),
             )
             self._by_type[output_type] = found
         return found
@@ -356,6 +362,10 @@ class ChatModelBase(Closing):
         on_chunk: OnChunk | None = None,
     ) -> StructuredResult[M]:
         """Ask the server for an `output_type`, the schema constraining every request.
+
+        The schema is also told to the model, as a readable outline first in the system
+        message (`_schema_text`, ADR 0202): the grammar keeps the reply to the shape, the
+        outline says what each field is.
 
         A failed validation (bad JSON included) is re-asked with the schema still in the body
         and the validation error given back as a user message; `max_attempts` counts every
@@ -380,8 +390,10 @@ class ChatModelBase(Closing):
             TransportError: Any transport failure, unretried and unwrapped.
             MalformedResponseError: The server's answer is not its wire format.
         """
-        _, sent, budget = self._prepared(output_type)
-        conversation = list(messages.messages if isinstance(messages, Transcript) else messages)
+        _, sent, budget, told = self._prepared(output_type)
+        conversation = _with_system(
+            list(messages.messages if isinstance(messages, Transcript) else messages), told
+        )
         requests: list[SentRequest] = []
 
         def ask() -> str:
@@ -412,6 +424,15 @@ class ChatModelBase(Closing):
         """Release what `open_model` opened for this model (its transport, the embedded
         server); a model built on a caller's transport holds nothing to release."""
         self._owned.close()
+
+
+def _with_system(messages: list[Message], text: str | None) -> list[Message]:
+    """`messages` with `text` first in their system message (one is added if none leads)."""
+    if text is None:
+        return messages
+    if messages and messages[0].role == "system":
+        return [Message.system(f"{text}\n\n{messages[0].text}"), *messages[1:]]
+    return [Message.system(text), *messages]
 
 
 def _refused_attempt(
