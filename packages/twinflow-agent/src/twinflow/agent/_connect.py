@@ -129,6 +129,9 @@ def model_label(spec: ModelSpec) -> str:
     return f"{spec.kind}:{spec.name}@{redact_url(spec.url)}"
 
 
+_label_of = model_label  # for `Resolved.agent`, whose argument of that name is another thing
+
+
 def _one_chat(
     spec: ModelSpec, transport: Transport, ids: Ids, grammar_check: GrammarCheck | None
 ) -> ChatModel:
@@ -219,7 +222,7 @@ class Resolved:
     ) -> Agent[Any]:
         """The agent the spec describes, on the given ports (`RunSpec.build_agent`)."""
         spec = self.spec
-        return Agent(
+        agent: Agent[Any] = Agent(
             model,
             clock=clock,
             ids=ids,
@@ -239,6 +242,8 @@ class Resolved:
             part_kinds=list(self.part_kinds),
             environment=environment,
         )
+        agent._priced_as = _label_of(spec.model)  # its replies are priced as this model
+        return agent
 
     @functools.cached_property
     def _tools(self) -> tuple[Tool, ...]:
