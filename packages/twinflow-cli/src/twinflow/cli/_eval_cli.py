@@ -28,14 +28,15 @@ import argparse
 import contextlib
 import os
 import sys
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from twinflow._base._code import importing_from
 from twinflow._base._files import write_new
-from twinflow.agent import load_spec
-from twinflow.agent._spec import BudgetSpec
+from twinflow.agent import RunSpec, load_spec
+from twinflow.agent._spec import BudgetSpec, unpriced
 from twinflow.cli._continue import _signer
 from twinflow.cli._eval_agents import (
     LocalAgents,
@@ -87,6 +88,7 @@ from twinflow.kernel import (
     SystemIds,
     redact_url,
 )
+from twinflow.kernel._netpolicy import is_loopback
 from twinflow.trace import SignatureError, UserError
 from twinflow.trace._keys import parse_verifier_key
 
@@ -159,7 +161,10 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     _check_counts(args)
     dataset = load_dataset(args.dataset)
     spec = load_spec(args.spec)
-    budget = EvalBudget(dict(args.budget)) if args.budget else None
+    # The flags replace the dataset's budgets, a case's budget replaces the spec's.
+    totals = dict(args.budget) if args.budget else dataset.budget
+    budget = EvalBudget(dict(totals)) if totals else None
+    _check_priced(spec, dataset, totals, args.case_budget)
     if args.case_budget:
         # Each case's budget: the flags replace the spec's (and count in its digest).
         items = {
@@ -215,6 +220,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
                 ids,
                 tools,
                 spec.environment(identity.model, identity.spec_digest),
+                case_budgets=not args.case_budget,
             )
             factory, executor = cases_where(stack, args, code_dirs, local, identity)
         results = run_eval(
@@ -235,6 +241,31 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             budget=budget,
         )
     return _report_run(args, out, results, plan)
+
+
+def _check_priced(
+    spec: RunSpec,
+    dataset: Dataset,
+    totals: dict[str, float] | None,
+    case_budget: list[tuple[str, float]] | None,
+) -> None:
+    """Refuse a cost budget (the eval's, a case's, ``--case-budget``'s) on a model whose
+    price is unknown, before any case starts; otherwise say once that costs are unknown."""
+    problem = unpriced(spec.model)
+    if problem is None:
+        return
+    wanted = [
+        *(totals or {}),
+        *(k for k, _ in case_budget or ()),
+        *(k for case in dataset.cases if not case_budget for k in case.budget or {}),
+    ]
+    if "cost_usd" in wanted:
+        raise UserError(f"eval run: budget cost_usd: {problem}")
+    host = urllib.parse.urlsplit(spec.model.url).hostname or ""
+    if spec.model.kind != "ollama" and spec.model.url != "embedded" and not is_loopback(host):
+        # A hosted model without a price, said once for the whole eval (a local one costs
+        # nothing to say).
+        _stderr(f"note: {problem.split(', so ')[0]}: each case's cost is recorded as unknown")
 
 
 def _check_counts(args: argparse.Namespace) -> None:
