@@ -547,7 +547,25 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
     out.line(f"output changed ({len(c.outputs_changed)}): {_keys(c.outputs_changed)}")
     if c.only_in_a or c.only_in_b:
         out.line(f"unpaired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
+    _print_costs(c, out)
     return EXIT_OK
+
+
+def _dollars(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.8f}".rstrip("0").rstrip(".")
+
+
+def _print_costs(c: Comparison, out: Output) -> None:
+    """Each run's total cost and each case's (the first 20; ``--json`` lists all), when
+    either run has a known cost."""
+    if c.cost_a is None and c.cost_b is None:
+        return
+    out.line(f"cost {_dollars(c.cost_a)} -> {_dollars(c.cost_b)} (cases whose cost is known)")
+    rows = list(c.case_costs.items())
+    for key, (a, b) in rows[:20]:
+        out.line(f"  {_clean(key)}: {_dollars(a)} -> {_dollars(b)}")
+    if len(rows) > 20:
+        out.line(f"  ... and {len(rows) - 20} more (--json lists all)")
 
 
 def _keys(found: tuple[str, ...]) -> str:

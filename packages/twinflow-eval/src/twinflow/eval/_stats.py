@@ -4,11 +4,11 @@ paired cluster bootstrap of a rate difference, and the per-case comparison of tw
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import JsonValue
+from pydantic import Field, JsonValue
 
 from twinflow._base._files import read_inside
 from twinflow.agent import Environment, RunStarted, Trace
@@ -246,6 +246,13 @@ class Comparison(EvalValue):
     environment_differences: tuple[str, ...] = ()
     """How B's environment differs from A's (interpreter, platform, distributions, model,
     spec and module digests; each side's first recorded one), one line each."""
+    cost_a: float | None = None
+    """US dollars A's cases cost, at the prices their traces record (the cases whose cost is
+    known); None where no case's is (`compare_runs` only)."""
+    cost_b: float | None = None
+    """The same for B."""
+    case_costs: dict[str, tuple[float | None, float | None]] = Field(default_factory=dict)
+    """Each case repeat's cost in A and in B (None: unknown, or not in that run)."""
 
 
 def _reasons(result: CaseResult) -> tuple[object, ...]:
@@ -433,7 +440,9 @@ def compare_runs(a: str | Path, b: str | Path, *, seed: int = 0) -> Comparison:
     results_b = read_json_model(run_b / "results.json", EvalResults)
     outputs_a, environment_a = _outputs(run_a, results_a)
     outputs_b, environment_b = _outputs(run_b, results_b)
-    return compare_results(
+    costs_a = {r.key: r.cost_usd for r in results_a.cases}
+    costs_b = {r.key: r.cost_usd for r in results_b.cases}
+    compared = compare_results(
         results_a,
         results_b,
         outputs_a,
@@ -443,6 +452,22 @@ def compare_runs(a: str | Path, b: str | Path, *, seed: int = 0) -> Comparison:
         seed=seed,
         environments=(environment_a, environment_b),
     )
+    return compared.model_copy(
+        update={
+            "cost_a": _total(costs_a.values()),
+            "cost_b": _total(costs_b.values()),
+            "case_costs": {
+                key: (costs_a.get(key), costs_b.get(key))
+                for key in dict.fromkeys([*costs_a, *costs_b])
+            },
+        }
+    )
+
+
+def _total(costs: Iterable[float | None]) -> float | None:
+    """The known costs' sum, None when none is known."""
+    known = [c for c in costs if c is not None]
+    return round(sum(known), 10) if known else None
 
 
 def _manifest(run_dir: Path) -> RunManifest | None:
