@@ -116,13 +116,12 @@ def test_an_eval_within_its_budget_runs_every_case(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("limits", "words"),
     [
-        ({"cost_usd": 1.0}, "no price for any model yet"),
         ({"dollars": 1.0}, "give one of tokens"),
         ({"tokens": 0}, "each above 0"),
     ],
 )
 def test_a_budget_that_cannot_be_kept_is_refused(limits: dict[str, float], words: str) -> None:
-    """A cost, an unknown key or a limit of 0: a typed error before any case."""
+    """An unknown key or a limit of 0: a typed error before any case."""
     with pytest.raises(EvalValueError, match=words) as caught:
         EvalBudget(limits)
     assert "budget" == caught.value.reason
