@@ -248,11 +248,12 @@ class Comparison(EvalValue):
     spec and module digests; each side's first recorded one), one line each."""
     cost_a: float | None = None
     """US dollars A's cases cost, at the prices their traces record (the cases whose cost is
-    known); None where no case's is (`compare_runs` only)."""
+    known); None where no case's is."""
     cost_b: float | None = None
     """The same for B."""
     case_costs: dict[str, tuple[float | None, float | None]] = Field(default_factory=dict)
-    """Each case repeat's cost in A and in B (None: unknown, or not in that run)."""
+    """Each case repeat's cost in A and in B, for those with one in either (None: unknown,
+    or not in that run)."""
 
 
 def _reasons(result: CaseResult) -> tuple[object, ...]:
@@ -336,6 +337,8 @@ def compare_results(
     rate_b = sum(passed_b[k] for k in paired) / n if n else 0.0
     pairs = [(by_key_a[k].case_id, passed_a[k], passed_b[k]) for k in paired]
     cases = len({case for case, _, _ in pairs})
+    costs_a = {r.key: r.cost_usd for r in a.cases}
+    costs_b = {r.key: r.cost_usd for r in b.cases}
     return Comparison(
         regressions=regressions,
         improvements=improvements,
@@ -367,6 +370,11 @@ def compare_results(
         caveat=_caveat(len(regressions) + len(improvements), n, cases),
         rate_delta=rate_b - rate_a,
         bootstrap=paired_bootstrap(pairs, seed=seed),
+        cost_a=_total(costs_a.values()),
+        cost_b=_total(costs_b.values()),
+        case_costs={
+            key: (costs_a.get(key), costs_b.get(key)) for key in dict.fromkeys([*costs_a, *costs_b])
+        },
         environment_differences=_environment_differences(*environments),
     )
 
@@ -440,9 +448,7 @@ def compare_runs(a: str | Path, b: str | Path, *, seed: int = 0) -> Comparison:
     results_b = read_json_model(run_b / "results.json", EvalResults)
     outputs_a, environment_a = _outputs(run_a, results_a)
     outputs_b, environment_b = _outputs(run_b, results_b)
-    costs_a = {r.key: r.cost_usd for r in results_a.cases}
-    costs_b = {r.key: r.cost_usd for r in results_b.cases}
-    compared = compare_results(
+    return compare_results(
         results_a,
         results_b,
         outputs_a,
@@ -451,16 +457,6 @@ def compare_runs(a: str | Path, b: str | Path, *, seed: int = 0) -> Comparison:
         side_b=RunSide.of(results_b, _manifest(run_b)),
         seed=seed,
         environments=(environment_a, environment_b),
-    )
-    return compared.model_copy(
-        update={
-            "cost_a": _total(costs_a.values()),
-            "cost_b": _total(costs_b.values()),
-            "case_costs": {
-                key: (costs_a.get(key), costs_b.get(key))
-                for key in dict.fromkeys([*costs_a, *costs_b])
-            },
-        }
     )
 
 
