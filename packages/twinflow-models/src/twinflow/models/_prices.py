@@ -13,13 +13,17 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 __all__ = ["Price", "Prices", "priced_name", "prices"]
 
 _KIND_PROVIDER = {"openai-compatible": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 """A model spec's ``kind``: the provider whose prices it is charged at (Ollama's are local)."""
+
+
+_TABLE = Path(__file__).with_name("prices.json")
+"""The table, beside this module in the package."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +84,7 @@ class Prices:
 @functools.cache
 def prices() -> Prices:
     """The table shipped with twinflow (read once)."""
-    text = resources.files("twinflow.models").joinpath("prices.json").read_text("utf-8")
+    text = _TABLE.read_text("utf-8")
     return Prices(json.loads(text))
 
 
