@@ -20,6 +20,7 @@ JSON Lines: one case object per line (the dataset is named after the file); a ca
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -80,8 +81,8 @@ def _checked_budget(value: dict[str, float] | None) -> dict[str, float] | None:
     for name, limit in value.items():
         if name not in BUDGET_KEYS:
             raise ValueError(f"unknown budget key {name!r}: give one of {', '.join(BUDGET_KEYS)}")
-        if not limit > 0:
-            raise ValueError(f"budget {name} must be above 0, not {limit:g}")
+        if not (math.isfinite(limit) and limit > 0):
+            raise ValueError(f"budget {name} must be a finite number above 0, not {limit:g}")
         if name not in ("wall_seconds", "cost_usd") and limit != int(limit):
             raise ValueError(f"budget {name} counts, so it is a whole number, not {limit:g}")
     return value
