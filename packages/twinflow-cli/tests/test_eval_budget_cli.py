@@ -113,6 +113,7 @@ def test_a_cost_budgeted_eval_stops_at_its_budget_with_the_count(
         "no case started after 3 ran"
     )
     assert (expected, 3) == (payload["stopped"], payload["summary"]["total"])
+    assert {"usd": 2.7e-05, "cases_priced": 3, "cases_unknown": 0} == payload["cost"]
     notes = (project / "out" / "lab-notes.md").read_text()
     table = "| case | US dollars |\n|---|---:|\n| s1@1 | 0.000009 |\n| s2@1 | 0.000009 |\n"
     assert "## Cost\n\nTotal $0.000027 for 3 cases" in notes

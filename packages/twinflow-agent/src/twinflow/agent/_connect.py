@@ -129,9 +129,6 @@ def model_label(spec: ModelSpec) -> str:
     return f"{spec.kind}:{spec.name}@{redact_url(spec.url)}"
 
 
-_label_of = model_label  # for `Resolved.agent`, whose argument of that name is another thing
-
-
 def _one_chat(
     spec: ModelSpec, transport: Transport, ids: Ids, grammar_check: GrammarCheck | None
 ) -> ChatModel:
@@ -242,7 +239,7 @@ class Resolved:
             part_kinds=list(self.part_kinds),
             environment=environment,
         )
-        agent._priced_as = _label_of(spec.model)  # its replies are priced as this model
+        agent._priced_as = f"{spec.model.kind}:{spec.model.name}@{redact_url(spec.model.url)}"
         return agent
 
     @functools.cached_property

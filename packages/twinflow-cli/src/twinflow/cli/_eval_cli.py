@@ -28,15 +28,14 @@ import argparse
 import contextlib
 import os
 import sys
-import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from twinflow._base._code import importing_from
 from twinflow._base._files import write_new
-from twinflow.agent import RunSpec, load_spec
-from twinflow.agent._spec import BudgetSpec, unpriced
+from twinflow.agent import load_spec
+from twinflow.agent._spec import BudgetSpec
 from twinflow.cli._continue import _signer
 from twinflow.cli._eval_agents import (
     LocalAgents,
@@ -48,6 +47,7 @@ from twinflow.cli._eval_agents import (
     render,
 )
 from twinflow.cli._eval_args import configure_eval
+from twinflow.cli._eval_cost import check_priced, cost_payload, print_costs
 from twinflow.cli._eval_evidence import (
     compare_reproduction,
     eval_attest,
@@ -81,14 +81,8 @@ from twinflow.eval._rescore import load_run, merge_runs, rescore
 from twinflow.eval._runner import check_plan_slot, code_modules, pending_keys
 from twinflow.eval._stats import Comparison, compare_runs
 from twinflow.eval._trials import TrialStats
-from twinflow.kernel import (
-    Executor,
-    SerialExecutor,
-    SystemClock,
-    SystemIds,
-    redact_url,
-)
-from twinflow.kernel._netpolicy import is_loopback
+from twinflow.kernel import Executor, SerialExecutor, SystemClock, SystemIds
+from twinflow.kernel._credentials import redact_url
 from twinflow.trace import SignatureError, UserError
 from twinflow.trace._keys import parse_verifier_key
 
@@ -111,6 +105,7 @@ def _summary_payload(results: EvalResults, run_dir: Path) -> dict[str, Any]:
         "trials": None if results.trials is None else results.trials.model_dump(),
         "results": str(run_dir / "results.json"),
         "lab_notes": [str(run_dir / "lab-notes.md"), str(run_dir / "lab-notes.html")],
+        "cost": cost_payload(results),
     }
 
 
@@ -161,10 +156,9 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     _check_counts(args)
     dataset = load_dataset(args.dataset)
     spec = load_spec(args.spec)
-    # The flags replace the dataset's budgets, a case's budget replaces the spec's.
-    totals = dict(args.budget) if args.budget else dataset.budget
+    totals = dict(args.budget) if args.budget else dataset.budget  # the flag replaces the file's
     budget = EvalBudget(dict(totals)) if totals else None
-    _check_priced(spec, dataset, totals, args.case_budget)
+    check_priced(spec, dataset, totals, args.case_budget)
     if args.case_budget:
         # Each case's budget: the flags replace the spec's (and count in its digest).
         items = {
@@ -241,31 +235,6 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             budget=budget,
         )
     return _report_run(args, out, results, plan)
-
-
-def _check_priced(
-    spec: RunSpec,
-    dataset: Dataset,
-    totals: dict[str, float] | None,
-    case_budget: list[tuple[str, float]] | None,
-) -> None:
-    """Refuse a cost budget (the eval's, a case's, ``--case-budget``'s) on a model whose
-    price is unknown, before any case starts; otherwise say once that costs are unknown."""
-    problem = unpriced(spec.model)
-    if problem is None:
-        return
-    wanted = [
-        *(totals or {}),
-        *(k for k, _ in case_budget or ()),
-        *(k for case in dataset.cases if not case_budget for k in case.budget or {}),
-    ]
-    if "cost_usd" in wanted:
-        raise UserError(f"eval run: budget cost_usd: {problem}")
-    host = urllib.parse.urlsplit(spec.model.url).hostname or ""
-    if spec.model.kind != "ollama" and spec.model.url != "embedded" and not is_loopback(host):
-        # A hosted model without a price, said once for the whole eval (a local one costs
-        # nothing to say).
-        _stderr(f"note: {problem.split(', so ')[0]}: each case's cost is recorded as unknown")
 
 
 def _check_counts(args: argparse.Namespace) -> None:
@@ -547,25 +516,8 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
     out.line(f"output changed ({len(c.outputs_changed)}): {_keys(c.outputs_changed)}")
     if c.only_in_a or c.only_in_b:
         out.line(f"unpaired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
-    _print_costs(c, out)
+    print_costs(c, out)
     return EXIT_OK
-
-
-def _dollars(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.8f}".rstrip("0").rstrip(".")
-
-
-def _print_costs(c: Comparison, out: Output) -> None:
-    """Each run's total cost and each case's (the first 20; ``--json`` lists all), when
-    either run has a known cost."""
-    if c.cost_a is None and c.cost_b is None:
-        return
-    out.line(f"cost {_dollars(c.cost_a)} -> {_dollars(c.cost_b)} (cases whose cost is known)")
-    rows = list(c.case_costs.items())
-    for key, (a, b) in rows[:20]:
-        out.line(f"  {_clean(key)}: {_dollars(a)} -> {_dollars(b)}")
-    if len(rows) > 20:
-        out.line(f"  ... and {len(rows) - 20} more (--json lists all)")
 
 
 def _keys(found: tuple[str, ...]) -> str:
