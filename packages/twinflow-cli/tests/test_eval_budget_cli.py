@@ -9,7 +9,7 @@ import pytest
 from cli_testkit import EVAL_PROMPT, calc_project, cli_json
 
 from twinflow.agent import RunSpec
-from twinflow.cli._eval_cli import _check_priced
+from twinflow.cli._eval_cost import check_priced, note_unpriced
 from twinflow.cli._main import main
 from twinflow.eval import Case, Dataset
 from twinflow.kernel import LoopbackServer
@@ -173,7 +173,7 @@ def test_a_hosted_model_without_a_price_is_said_once(capsys: pytest.CaptureFixtu
     """A hosted model the table does not price: one line for the whole eval, none per case."""
     spec = RunSpec.model_validate({"prompt": "p", "model": "openai:gpt-not-a-model"})
     data = Dataset(name="d", cases=tuple(Case(id=f"c{i}", input="x") for i in range(3)))
-    _check_priced(spec, data, None, None)
+    check_priced(spec, data, None, None)
     lines = capsys.readouterr().err.splitlines()
     assert 1 == len(lines)
     assert lines[0].startswith("note: no price for openai-compatible:gpt-not-a-model@https://")
@@ -183,7 +183,7 @@ def test_a_hosted_model_without_a_price_is_said_once(capsys: pytest.CaptureFixtu
 def test_a_local_model_without_a_price_says_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     """A model on this machine costs nothing to say: no line."""
     spec = RunSpec.model_validate({"prompt": "p", "model": "ollama:qwen2.5:0.5b"})
-    _check_priced(spec, Dataset(name="d", cases=(Case(id="c", input="x"),)), None, None)
+    check_priced(spec, Dataset(name="d", cases=(Case(id="c", input="x"),)), None, None)
     assert "" == capsys.readouterr().err
 
 
@@ -204,3 +204,15 @@ def test_show_and_compare_carry_the_cost(project: Path, capsys: pytest.CaptureFi
     assert [9e-06, None] == payload["case_costs"]["s3@1"]
     assert 0 == main(["eval", "compare", str(project / "out"), str(project / "b")])
     assert "cost $0.000027 -> $0.000018 (cases whose cost is known)" in capsys.readouterr().out
+
+
+def test_twinflow_run_says_a_hosted_models_unknown_price_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`twinflow run`'s note: one line, the run's cost unknown; none for a priced model."""
+    note_unpriced(RunSpec.model_validate({"prompt": "p", "model": "gemini:gemini-not-a-model"}))
+    note_unpriced(RunSpec.model_validate({"prompt": "p", "model": "openai:gpt-4o-mini"}))
+    lines = capsys.readouterr().err.splitlines()
+    assert 1 == len(lines)
+    assert lines[0].startswith("note: no price for gemini:gemini-not-a-model@https://")
+    assert lines[0].endswith(": the run's cost is recorded as unknown")

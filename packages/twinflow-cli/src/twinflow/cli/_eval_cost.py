@@ -17,7 +17,7 @@ from twinflow.eval._stats import Comparison
 from twinflow.kernel._netpolicy import is_loopback
 from twinflow.trace import UserError
 
-__all__ = ["check_priced", "cost_payload", "print_costs"]
+__all__ = ["check_priced", "cost_payload", "note_unpriced", "print_costs"]
 
 
 def cost_payload(results: EvalResults) -> dict[str, Any]:
@@ -49,11 +49,17 @@ def check_priced(
     ]
     if "cost_usd" in wanted:
         raise UserError(f"eval run: budget cost_usd: {problem}")
+    note_unpriced(spec, "each case's")
+
+
+def note_unpriced(spec: RunSpec, whose: str = "the run's") -> None:
+    """Say once, in one line, that a hosted model has no price (a model on this machine
+    costs nothing to say): ``whose`` cost is recorded as unknown."""
+    problem = unpriced(spec.model)
     host = urllib.parse.urlsplit(spec.model.url).hostname or ""
-    if spec.model.kind != "ollama" and spec.model.url != "embedded" and not is_loopback(host):
-        # A hosted model without a price, said once for the whole eval (a local one costs
-        # nothing to say).
-        say(f"note: {problem.split(', so ')[0]}: each case's cost is recorded as unknown")
+    local = spec.model.kind == "ollama" or spec.model.url == "embedded" or is_loopback(host)
+    if problem is not None and not local:
+        say(f"note: {problem.split(', so ')[0]}: {whose} cost is recorded as unknown")
 
 
 def _dollars(value: float | None) -> str:
