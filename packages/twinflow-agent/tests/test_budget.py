@@ -195,7 +195,7 @@ def test_a_replay_charges_the_recorded_price_not_a_newer_table(
     sink = MemoryTraceSink()
     with pytest.raises(RunError):
         priced(UsageLimits(cost_usd=1e-05), trace=sink).run("go")
-    monkeypatch.setattr("twinflow.models.PROVIDERS.price", lambda label: None)
+    monkeypatch.setattr("twinflow.models._providers.PROVIDERS.price", lambda label: None)
 
     def build(ports: Any) -> Agent[str]:
         runner = replaying_agent(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from twinflow.models import PROVIDERS
 from twinflow.models._prices import _TABLE, Prices
+from twinflow.models._providers import PROVIDERS
 
 
 def test_the_table_names_its_source_and_date() -> None:

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from twinflow.agent import Agent, Environment, FunctionModel, Policy, Trace
+from twinflow.agent import Agent, FunctionModel, Policy, Trace
+from twinflow.agent._events import Environment
 from twinflow.kernel import CountingIds, SteppingClock, TransportError
 from twinflow.trace import MemoryTraceSink
-from twinflow.views import compare_behaviour
-from twinflow.views._behaviour import behaviour_of
+from twinflow.views._behaviour import behaviour_of, compare_behaviour
 from twinflow.vocab import CallId, JsonValue, Message, ModelRequest, ModelSettings, ToolCallPart
 
 

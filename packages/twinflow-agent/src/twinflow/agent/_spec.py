@@ -47,7 +47,7 @@ from twinflow.agent._sandboxed import (
     sandboxed,
 )
 from twinflow.agent._spec_guards import McpServerSpec
-from twinflow.models import PROVIDERS
+from twinflow.models._providers import PROVIDERS
 from twinflow.trace import UserError
 from twinflow.vocab import ExtensionPart
 

@@ -49,7 +49,7 @@ from twinflow.agent._run import (
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
 from twinflow.kernel import Clock, Ids, TransportError
-from twinflow.models import PROVIDERS
+from twinflow.models._providers import PROVIDERS
 from twinflow.vocab import (
     ChatModel,
     ExtensionPart,
@@ -64,9 +64,9 @@ from twinflow.vocab import (
     ToolResultPart,
     ToolSpec,
     digest,
-    envelope,
-    reask_message,  # the one re-ask message, shared with the model clients
 )
+from twinflow.vocab._envelope import envelope
+from twinflow.vocab._reask import reask_message
 
 __all__ = ["OutputT", "Steps"]
 
