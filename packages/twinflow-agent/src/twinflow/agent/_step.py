@@ -316,8 +316,8 @@ class Steps(Generic[OutputT]):
         if self.usage_limits.cost_usd is not None and state.unpriced is not None:
             raise RunError(
                 f"run {state.run_id}: {state.unpriced} has no price in the price table "
-                f"({PROVIDERS.price_table()}), so the cost_usd limit cannot be kept "
-                "(budget_exceeded)",
+                f"({PROVIDERS.price_table()}), so the cost_usd limit cannot be kept: "
+                "bound tokens instead",
                 reason="usage_limit",
             )
         found = over_limit(self.usage_limits, state, wall)
