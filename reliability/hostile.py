@@ -1314,6 +1314,9 @@ def main() -> int:
         from _hostile_limits import hostile_limits
 
         hostile_limits(figures, full)
+        from _hostile_cost import hostile_cost
+
+        hostile_cost(figures, work, full)
         from _hostile_recorder import recorder
 
         recorder(figures, work)

@@ -456,7 +456,10 @@ def test_each_usage_limit_alone_fails_the_run(name: str) -> None:
             finish_reason="tool_calls",
         )
     )
-    agent = make_agent(costly, Calls(), usage_limits=UsageLimits(**{name: 1}))
+    # A millionth of a dollar is crossed at the first reply (4.35e-05 at gpt-4o-mini's price).
+    limit = 1e-6 if name == "cost_usd" else 1
+    agent = make_agent(costly, Calls(), usage_limits=UsageLimits(**{name: limit}))
+    agent._priced_as = "openai-compatible:gpt-4o-mini@http://127.0.0.1:9"
     with pytest.raises(RunError, match=f"{name} reached") as caught:
         agent.run("go")
     assert "usage_limit" == caught.value.reason

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 from agent_testkit import replaying_agent
+from pydantic import ValidationError
 
 from twinflow.agent import Agent, FunctionModel, Policy, RunError, Trace, UsageLimits, replay
-from twinflow.agent._spec import BudgetSpec
+from twinflow.agent._spec import BudgetSpec, RunSpec
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import (
@@ -132,7 +133,102 @@ def test_the_spec_budget_maps_onto_the_limits() -> None:
     assert expected == budget.limits()
 
 
-def test_a_cost_budget_is_refused_while_no_price_is_known() -> None:
-    """budget.cost_usd is refused when the spec is read, before any request."""
-    with pytest.raises(Exception, match="no price for any model yet"):
-        BudgetSpec(cost_usd=1.0)
+PRICED_AS = "openai-compatible:gpt-4o-mini@http://127.0.0.1:9"
+"""A label the shipped table prices (0.15 and 0.6 US dollars per million tokens)."""
+
+
+def priced(limits: UsageLimits, trace: Any = None, **ports: Any) -> Agent[str]:
+    """`agent`, its replies charged as gpt-4o-mini (as a spec's agent is, by its model)."""
+    runner = agent(limits, trace, **ports)
+    runner._priced_as = PRICED_AS
+    return runner
+
+
+def bodies(sink: MemoryTraceSink, kind: str) -> list[dict[str, Any]]:
+    """The bodies of one kind of event in a trace."""
+    found = [json.loads(line)["event"]["body"] for line in sink.data.splitlines()]
+    return [body for body in found if body["kind"] == kind]
+
+
+def test_each_reply_records_its_cost_and_the_price_used() -> None:
+    """10 input and 5 output tokens at 0.15 and 0.6 a million: 4.5e-06 dollars, price beside."""
+    sink = MemoryTraceSink()
+    with pytest.raises(RunError):
+        priced(UsageLimits(requests=1), trace=sink).run("go")
+    cost = bodies(sink, "model_responded")[0]["cost"]
+    expected = {"usd": 4.5e-06, "model": "gpt-4o-mini", "input_per_mtok": 0.15}
+    assert expected == {k: cost[k] for k in expected}
+    assert 0.6 == cost["output_per_mtok"]
+    assert cost["table"].startswith("genai-prices ")
+
+
+def test_a_cost_budget_ends_the_run_at_the_reply_that_crosses_it() -> None:
+    """Three replies (13.5e-06 dollars) cross a 1e-05 budget: budget_exceeded names cost_usd."""
+    sink = MemoryTraceSink()
+    with pytest.raises(RunError, match="cost_usd reached"):
+        priced(UsageLimits(cost_usd=1e-05), trace=sink).run("go")
+    expected = [{"kind": "budget_exceeded", "budget": "cost_usd", "used": 1.35e-05, "limit": 1e-05}]
+    assert expected == bodies(sink, "budget_exceeded")
+    assert 3 == len(bodies(sink, "model_responded"))
+
+
+def test_a_reply_of_an_unpriced_model_records_no_cost() -> None:
+    """An unknown price: the reply's event has no cost (absent, so its bytes are as before)."""
+    sink = MemoryTraceSink()
+    with pytest.raises(RunError):
+        agent(UsageLimits(requests=1), trace=sink).run("go")
+    assert "cost" not in bodies(sink, "model_responded")[0]
+
+
+def test_a_cost_limit_on_an_unpriced_model_ends_the_run_at_its_first_reply() -> None:
+    """From Python, a cost limit whose model has no price ends the run: it cannot be kept."""
+    sink = MemoryTraceSink()
+    with pytest.raises(RunError, match="has no price in the price table") as caught:
+        agent(UsageLimits(cost_usd=1.0), trace=sink).run("go")
+    assert ("usage_limit", 1) == (caught.value.reason, len(bodies(sink, "model_responded")))
+
+
+def test_a_replay_charges_the_recorded_price_not_a_newer_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A table that changed after the run: the replay still matches the record byte for byte."""
+    sink = MemoryTraceSink()
+    with pytest.raises(RunError):
+        priced(UsageLimits(cost_usd=1e-05), trace=sink).run("go")
+    monkeypatch.setattr("twinflow.models._providers.PROVIDERS.price", lambda label: None)
+
+    def build(ports: Any) -> Agent[str]:
+        runner = replaying_agent(
+            ports,
+            tools=[add],
+            policy=Policy(allow=frozenset({"add"})),
+            max_steps=50,
+            usage_limits=UsageLimits(cost_usd=1e-05),
+        )
+        runner._priced_as = PRICED_AS
+        return runner
+
+    result = replay(Trace.load(sink.data), build)
+    assert Trace.load(sink.data).size == result.events
+
+
+def test_a_cost_budget_on_a_model_without_a_price_is_refused_when_read() -> None:
+    """budget.cost_usd for an unpriced model (or fallback) is refused before any request."""
+    base = {"prompt": "hi", "budget": {"cost_usd": 1.0}}
+    for model in (
+        {"url": "http://127.0.0.1:9", "name": "local"},
+        "ollama:qwen2.5:0.5b",
+        ["openai:gpt-4o-mini", "vllm:mine@http://127.0.0.1:9"],
+    ):
+        with pytest.raises(ValidationError, match=r"budget\.cost_usd: no price for") as caught:
+            RunSpec.model_validate({**base, "model": model})
+        assert "remove the cost_usd budget, or bound tokens instead" in str(caught.value)
+
+
+def test_a_cost_budget_on_a_priced_model_is_kept() -> None:
+    """budget.cost_usd for a model the table prices maps onto the cost limit."""
+    spec = RunSpec.model_validate(
+        {"prompt": "hi", "model": "openai:gpt-4o-mini", "budget": {"cost_usd": 0.5}}
+    )
+    assert spec.budget is not None
+    assert UsageLimits(cost_usd=0.5) == spec.budget.limits()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from eval_testkit import START, dataset, factory, reply, scripted_agent
 
-from twinflow.eval import Case, EvalValueError, run_eval
+from twinflow.eval import Case, DatasetError, EvalValueError, load_dataset, run_eval
 from twinflow.eval._limiter import EvalBudget, SharedLimiter
 from twinflow.kernel import SteppingClock, TransportError
 from twinflow.trace import TraceSink
@@ -116,13 +116,24 @@ def test_an_eval_within_its_budget_runs_every_case(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("limits", "words"),
     [
-        ({"cost_usd": 1.0}, "no price for any model yet"),
         ({"dollars": 1.0}, "give one of tokens"),
         ({"tokens": 0}, "each above 0"),
     ],
 )
 def test_a_budget_that_cannot_be_kept_is_refused(limits: dict[str, float], words: str) -> None:
-    """A cost, an unknown key or a limit of 0: a typed error before any case."""
+    """An unknown key or a limit of 0: a typed error before any case."""
     with pytest.raises(EvalValueError, match=words) as caught:
         EvalBudget(limits)
     assert "budget" == caught.value.reason
+
+
+@pytest.mark.parametrize("budget", ["{requests: .inf}", "{cost_usd: .nan}", "{tokens: 1.5}"])
+def test_a_dataset_budget_that_is_not_a_finite_count_is_refused_in_one_line(
+    tmp_path: Path, budget: str
+) -> None:
+    """An infinite, NaN or fractional count in a dataset's budget: one DatasetError line."""
+    path = tmp_path / "d.yaml"
+    path.write_text(f"budget: {budget}\ncases: [{{id: c, input: x}}]\n")
+    with pytest.raises(DatasetError, match="budget") as caught:
+        load_dataset(path)
+    assert "\n" not in str(caught.value)

@@ -10,6 +10,7 @@ from eval_testkit import START, dataset, dying_factory, factory
 
 from twinflow.agent import Agent
 from twinflow.eval import Case, EvalResults, RunAborted, run_eval
+from twinflow.eval._limiter import EvalBudget
 from twinflow.eval._rescore import merge_runs, rescore
 from twinflow.eval._results import Shard
 from twinflow.kernel import RayExecutor, SteppingClock
@@ -206,3 +207,23 @@ def test_trials_on_ray_give_the_local_runs_seeds_and_statistics(
     for name in _files(tmp_path / "local"):
         local_bytes = (tmp_path / "local" / "traces" / name).read_bytes()
         assert local_bytes == (tmp_path / "ray" / "traces" / name).read_bytes()
+
+
+def test_an_eval_on_ray_stops_starting_cases_at_its_total_budget(
+    ray_executor: RayExecutor, tmp_path: Path
+) -> None:
+    """Two requests a case and a budget of three, one case at a time: two ran, as locally."""
+    results = run_eval(
+        dataset(6),
+        factory(),
+        tmp_path / "run",
+        clock=CLOCK,
+        executor=ray_executor,
+        budget=EvalBudget({"requests": 3}),
+    )
+    expected = (
+        "budget requests reached 4, over the eval's limit of 3 (budget_exceeded): "
+        "no case started after 2 ran"
+    )
+    assert (2, False, expected) == (len(results.cases), results.complete, results.stopped)
+    assert ["c0@1.jsonl", "c1@1.jsonl"] == _files(tmp_path / "run")

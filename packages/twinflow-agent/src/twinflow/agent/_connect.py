@@ -219,7 +219,7 @@ class Resolved:
     ) -> Agent[Any]:
         """The agent the spec describes, on the given ports (`RunSpec.build_agent`)."""
         spec = self.spec
-        return Agent(
+        agent: Agent[Any] = Agent(
             model,
             clock=clock,
             ids=ids,
@@ -239,6 +239,8 @@ class Resolved:
             part_kinds=list(self.part_kinds),
             environment=environment,
         )
+        agent._priced_as = f"{spec.model.kind}:{spec.model.name}@{redact_url(spec.model.url)}"
+        return agent
 
     @functools.cached_property
     def _tools(self) -> tuple[Tool, ...]:

@@ -36,6 +36,7 @@ from twinflow.agent._resume import (
     plan,
     plan_fork,
     plan_turn,
+    recorded_costs,
     recorded_fallbacks,
     recorded_turns,
     served_calls,
@@ -137,6 +138,7 @@ def _go_on(
         agent.model,
         gate,
         recorded_fallbacks(events),
+        recorded_costs(events),
     )
     agent.clock = ThenLiveClock(
         clock_readings(loaded, resumed.recorded), agent.clock, agent._real_sleep
@@ -182,6 +184,7 @@ def fork_run(
         agent.model,
         None,
         recorded_fallbacks(prefix),
+        recorded_costs(prefix),
     )
     agent.steering = ThenLiveSteering(
         [e.body for e in prefix if isinstance(e.body, SteeringReceived)],

@@ -61,6 +61,7 @@ __all__ = [
     "PartKindRecord",
     "PolicyDecided",
     "PolicyRecord",
+    "ReplyCost",
     "RunFailed",
     "RunFinished",
     "RunResumed",
@@ -124,6 +125,23 @@ class ModelRequested(_Frozen):
     """Settings sent."""
 
 
+class ReplyCost(_Frozen):
+    """What one reply cost, with the price it was charged at: a later price table never
+    changes a recorded run's cost (docs/adr/0198)."""
+
+    usd: float = Field(ge=0)
+    """US dollars: input tokens times ``input_per_mtok`` plus output tokens times
+    ``output_per_mtok``, over a million, rounded to 10 places."""
+    model: str
+    """The price table's id of the model charged."""
+    input_per_mtok: float = Field(ge=0)
+    """US dollars per million input tokens."""
+    output_per_mtok: float = Field(ge=0)
+    """US dollars per million output tokens."""
+    table: str
+    """The price table's source and date."""
+
+
 class ModelResponded(_Frozen):
     """The model answered."""
 
@@ -136,6 +154,9 @@ class ModelResponded(_Frozen):
     answered_by: str | None = Field(default=None, exclude_if=lambda value: value is None)
     """Which model of a fallback list answered (its label: the model string, or the spec's
     model identity); absent, not null, for a single model, so other runs keep their bytes."""
+    cost: ReplyCost | None = Field(default=None, exclude_if=lambda value: value is None)
+    """What the reply cost by the price table; absent, not null, where the model's price is
+    unknown (and in runs recorded before prices shipped, which keep their bytes)."""
 
 
 class ModelFellBack(_Frozen):
@@ -187,7 +208,7 @@ class BudgetExceeded(_Frozen):
     """Union tag."""
     budget: str
     """Which limit: ``requests``, ``input_tokens``, ``output_tokens``, ``total_tokens``,
-    ``tool_calls`` or ``wall_seconds``."""
+    ``tool_calls``, ``wall_seconds`` or ``cost_usd``."""
     used: int | float
     """What the run had used of it."""
     limit: int | float

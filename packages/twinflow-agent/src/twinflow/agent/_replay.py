@@ -48,6 +48,7 @@ from twinflow.agent._events import (
     ModelResponded,
     ModelWaited,
     OutputRejected,
+    ReplyCost,
     RunFailed,
     RunStarted,
     SteeringReceived,
@@ -170,11 +171,18 @@ class _ReplayModel:
         failure: RunFailed | None,
         refused: tuple[Attempt, ...] = (),
         fallbacks: list[Fallbacks] | None = None,
+        costs: Sequence[ReplyCost | None] = (),
     ):
         self._responses = iter(responses)
+        self._costs = iter(costs)
+        self._cost: ReplyCost | None = None
         self._failure = failure
         self._refused = refused
         self._fallbacks = iter(fallbacks or ())
+
+    def take_cost(self) -> tuple[bool, ReplyCost | None]:
+        """The recorded cost of the response just served (the recorded price, not today's)."""
+        return True, self._cost
 
     def take_fallbacks(self) -> Fallbacks:
         """A fallback list's recorded switches on the request just served, and who answered."""
@@ -187,6 +195,7 @@ class _ReplayModel:
             # The record waited here: refuse as the server did; the agent waits (for nothing).
             raise recorded_refusal(response)
         if response is not None:
+            self._cost = next(self._costs, None)
             return response
         if self._failure is not None and self._refused:
             # The recorded model never gave a valid action: refuse with the recorded replies,
@@ -411,6 +420,7 @@ def _replay_ports(
             failed,
             _refused_replies(tuple(trace.events), failed) if _refusals(failed) else (),
             recorded_fallbacks(events),
+            [e.body.cost for e in events if isinstance(e.body, ModelResponded)],
         ),
         clock=_ReplayClock(clock_readings(trace, encoded)),
         ids=_ReplayIds(

@@ -39,6 +39,7 @@ from twinflow.agent._events import (
     ModelResponded,
     ModelWaited,
     PolicyDecided,
+    ReplyCost,
     RunFailed,
     RunFinished,
     RunResumed,
@@ -564,6 +565,11 @@ def recorded_fallbacks(events: Sequence[TraceEvent]) -> list[Fallbacks]:
     return calls
 
 
+def recorded_costs(events: Sequence[TraceEvent]) -> list[ReplyCost | None]:
+    """Each recorded reply's cost, in order (None where its price was unknown)."""
+    return [e.body.cost for e in events if isinstance(e.body, ModelResponded)]
+
+
 class ThenLiveModel:
     """The recorded responses, in order; then the live model, once the prefix is matched.
 
@@ -576,9 +582,12 @@ class ThenLiveModel:
         live: ChatModel,
         gate: Gate | None,
         fallbacks: list[Fallbacks] | None = None,
+        costs: Sequence[ReplyCost | None] = (),
     ) -> None:
         self._recorded = iter(recorded)
         self._fallbacks = iter(fallbacks or ())
+        self._costs = iter(costs)
+        self._cost: ReplyCost | None = None
         self._live = live
         self._gate = gate
         self._served = False
@@ -589,10 +598,15 @@ class ThenLiveModel:
         if isinstance(response, ModelWaited):
             raise recorded_refusal(response)  # the record waited here: so does the re-run
         if response is not None:
+            self._cost = next(self._costs, None)
             return response
         if self._gate is not None:
             self._gate.check("asked the model")
         return self._live.request(request)
+
+    def take_cost(self) -> tuple[bool, ReplyCost | None]:
+        """Whether the last response was a recorded one, and its recorded cost."""
+        return self._served, self._cost
 
     def take_fallbacks(self) -> Fallbacks:
         """The switches of the last request: recorded ones while serving, then the live model's."""

@@ -72,6 +72,9 @@ class UsageLimits(_Frozen):
     wall_seconds: float | None = Field(default=None, gt=0)
     """Seconds from ``run_started`` to the latest event, by the clock port (so a replay
     reads the same): waits for a refused request count."""
+    cost_usd: float | None = Field(default=None, gt=0)
+    """US dollars, summed over the replies' recorded costs (the price table's): a reply whose
+    model has no price ends the run, since the limit could not be kept."""
 
     def record(self) -> dict[str, int | float | None]:
         """The limits as ``run_started`` records them: the first four always, the others only
@@ -115,6 +118,7 @@ class RunState:
     __slots__ = (
         "call_ids",
         "chain",
+        "cost_usd",
         "offered",
         "requests",
         "run_id",
@@ -123,6 +127,7 @@ class RunState:
         "tool_calls",
         "transcript",
         "turn",
+        "unpriced",
         "usage_in",
         "usage_out",
         "waited",
@@ -140,6 +145,10 @@ class RunState:
         self.requests = 0
         self.usage_in = 0
         self.usage_out = 0
+        self.cost_usd = 0.0
+        """US dollars of the replies' recorded costs."""
+        self.unpriced: str | None = None
+        """The model of the first reply without a price (its cost unknown), if any."""
         self.waited = 0.0
         self.tool_calls = 0
         """Seconds waited before sending refused requests again (`model_waited`)."""
@@ -322,6 +331,7 @@ def over_limit(
         "total_tokens": state.usage_in + state.usage_out,
         "tool_calls": state.tool_calls,
         "wall_seconds": round(wall, 3),
+        "cost_usd": round(state.cost_usd, 10),
     }
     for name in _LIMITS:
         value = used[name]

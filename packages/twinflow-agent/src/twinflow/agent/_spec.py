@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -21,6 +21,7 @@ from pydantic import (
     ValidationError,
     field_serializer,
     field_validator,
+    model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
 
@@ -46,6 +47,7 @@ from twinflow.agent._sandboxed import (
     sandboxed,
 )
 from twinflow.agent._spec_guards import McpServerSpec
+from twinflow.models._providers import PROVIDERS
 from twinflow.trace import UserError
 from twinflow.vocab import ExtensionPart
 
@@ -85,6 +87,22 @@ class PolicySpec(SpecValue):
     """Tool names `twinflow resume` may run again when a crash left a call without a result."""
 
 
+def unpriced(model: ModelSpec) -> str | None:
+    """Why a cost budget cannot be kept for ``model`` (it or a fallback has no price in the
+    price table twinflow ships), or None when every one of them is priced."""
+    from twinflow.agent._connect import model_label  # the connecting module reads this one
+
+    for one in (model, *model.fallbacks):
+        label = model_label(one)
+        if PROVIDERS.price(label) is None:
+            return (
+                f"no price for {label} in the price table ({PROVIDERS.price_table()}), so its "
+                "cost is unknown and a cost budget cannot be kept: remove the cost_usd budget, "
+                "or bound tokens instead"
+            )
+    return None
+
+
 class BudgetSpec(SpecValue):
     """What one run may use; crossing any ends it (``budget_exceeded``, then ``run_failed``)."""
 
@@ -95,24 +113,14 @@ class BudgetSpec(SpecValue):
     output_tokens: int | None = Field(default=None, ge=0)
     """Generated tokens, summed over requests."""
     cost_usd: float | None = Field(default=None, gt=0)
-    """US dollars. Refused for now: no price table ships with twinflow yet, so every model's
-    price is unknown and a cost budget could not be kept."""
+    """US dollars, by the price table twinflow ships (`twinflow show` prints each reply's
+    cost). Refused before the run starts when a model of the spec has no price there."""
     wall_seconds: float | None = Field(default=None, gt=0)
     """Seconds from the run's start to its latest event, by the run's clock (waits count)."""
     requests: int | None = Field(default=None, ge=1)
     """Model requests, re-asks included."""
     tool_calls: int | None = Field(default=None, ge=0)
     """Tool calls the model made, all tools together."""
-
-    @field_validator("cost_usd")
-    @classmethod
-    def _no_price(cls, cost: float | None) -> float | None:
-        if cost is not None:
-            raise ValueError(
-                "twinflow has no price for any model yet (no price table ships), so a cost "
-                "budget cannot be kept: remove budget.cost_usd, or bound tokens instead"
-            )
-        return cost
 
     def limits(self) -> UsageLimits:
         """The agent's usage limits this budget sets."""
@@ -123,6 +131,7 @@ class BudgetSpec(SpecValue):
             total_tokens=self.tokens,
             tool_calls=self.tool_calls,
             wall_seconds=self.wall_seconds,
+            cost_usd=self.cost_usd,
         )
 
 
@@ -174,8 +183,8 @@ class RunSpec(SpecValue):
     """Maximum model turns."""
     budget: BudgetSpec | None = Field(default=None, exclude_if=lambda value: value is None)
     """What the run may use: ``tokens``, ``input_tokens``, ``output_tokens``, ``requests``,
-    ``tool_calls``, ``wall_seconds`` (``cost_usd`` is refused: no prices yet). Crossing one
-    ends the run with a ``budget_exceeded`` event naming it."""
+    ``tool_calls``, ``wall_seconds``, ``cost_usd`` (refused for a model without a price).
+    Crossing one ends the run with a ``budget_exceeded`` event naming it."""
     retries: RetryLimits | None = Field(default=None, exclude_if=lambda value: value is None)
     """How a model request the server refused for now (429, 503, 529, a connection reset
     before it was sent) is sent again: ``attempts`` (4 sends), ``base_seconds`` (1),
@@ -203,6 +212,14 @@ class RunSpec(SpecValue):
         if twice:
             raise ValueError(f"two MCP servers are named {twice[0]!r}: names must be unique")
         return servers
+
+    @model_validator(mode="after")
+    def _priced_budget(self) -> Self:
+        if self.budget is not None and self.budget.cost_usd is not None:
+            problem = unpriced(self.model)
+            if problem is not None:
+                raise ValueError(f"budget.cost_usd: {problem}")
+        return self
 
     @field_serializer("output")
     def _output_name(self, output: str | type[BaseModel] | None) -> str | None:

@@ -28,6 +28,7 @@ from twinflow.agent._events import (
     ModelResponded,
     OutputAccepted,
     OutputRejected,
+    ReplyCost,
     RunStarted,
     SteeringReceived,
     ToolCalled,
@@ -50,6 +51,7 @@ from twinflow.agent._run import (
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
 from twinflow.kernel import Clock, Ids, TransportError
+from twinflow.models._providers import PROVIDERS
 from twinflow.vocab import (
     ChatModel,
     ExtensionPart,
@@ -214,15 +216,49 @@ class Steps(Generic[OutputT]):
                 answered_by = self._fell_back(state.step)
         except StructuredOutputError as exc:
             raise self._no_valid_reply(state, exc) from exc
-        self._emit(ModelResponded(step=state.step, response=response, answered_by=answered_by))
+        cost = self._cost(response, answered_by)
+        self._emit(
+            ModelResponded(step=state.step, response=response, answered_by=answered_by, cost=cost)
+        )
         response = typed_parts(self.part_kinds, state, response)
         state.requests += 1
         state.usage_in += response.usage.input_tokens
         state.usage_out += response.usage.output_tokens
+        if cost is not None:
+            state.cost_usd += cost.usd
+        elif state.unpriced is None:
+            state.unpriced = answered_by or self._priced_as or response.model_name or "the model"
         self._check_limits(state)
         if purpose == "reask":
             state.transcript = state.transcript.append(response.message)
         return response
+
+    # The model a reply is charged as (``KIND:NAME@URL``, `twinflow.agent._connect.model_label`):
+    # a spec's agent sets it; None for an agent built in Python, whose replies are unpriced.
+    _priced_as: str | None = None
+
+    def _cost(self, response: ModelResponse, answered_by: str | None) -> ReplyCost | None:
+        """What a reply cost by the shipped price table (None: the model's price is unknown);
+        a replay's model serves the recorded cost instead, so a newer table changes nothing."""
+        take = getattr(self.model, "take_cost", None)
+        if take is not None:
+            served, recorded = take()
+            if served:
+                return recorded  # type: ignore[no-any-return]  # the replaying model's record
+        label = answered_by or self._priced_as
+        if label is None:
+            return None
+        price = PROVIDERS.price(label)
+        if price is None:
+            return None
+        usage = response.usage
+        return ReplyCost(
+            usd=price.cost(usage.input_tokens, usage.output_tokens),
+            model=price.model,
+            input_per_mtok=price.input_per_mtok,
+            output_per_mtok=price.output_per_mtok,
+            table=price.table,
+        )
 
     def _fell_back(self, step: int) -> str | None:
         """A fallback list's switches on the last request, each a ``model_fell_back`` event,
@@ -280,6 +316,13 @@ class Steps(Generic[OutputT]):
         """
         started, last = self._started_at, self._last_at
         wall = 0.0 if started is None or last is None else (last - started).total_seconds()
+        if self.usage_limits.cost_usd is not None and state.unpriced is not None:
+            raise RunError(
+                f"run {state.run_id}: {state.unpriced} has no price in the price table "
+                f"({PROVIDERS.price_table()}), so the cost_usd limit cannot be kept: "
+                "bound tokens instead",
+                reason="usage_limit",
+            )
         found = over_limit(self.usage_limits, state, wall)
         if found is None:
             return

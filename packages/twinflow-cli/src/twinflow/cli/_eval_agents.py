@@ -18,6 +18,7 @@ from typing import Any
 from twinflow.agent import Agent, ModelSpec, RunSpec
 from twinflow.agent._connect import Resolved
 from twinflow.agent._events import Environment
+from twinflow.agent._spec import BudgetSpec
 from twinflow.cli._eval_args import LOCAL_RAY
 from twinflow.cli._output import say
 from twinflow.cli._wiring import (
@@ -63,6 +64,16 @@ def model_url(
         yield spec.model_copy(update={"model": spec.model.model_copy(update={"url": base})})
 
 
+def case_budgeted(resolved: Resolved, case: Case, use: bool) -> Resolved:
+    """The spec as one case runs it: the case's ``budget:``, where it has one (and ``use``),
+    replaces the spec's."""
+    if not use or case.budget is None:
+        return resolved
+    items = {k: v if k in ("wall_seconds", "cost_usd") else int(v) for k, v in case.budget.items()}
+    budget = BudgetSpec.model_validate(items)
+    return dataclasses.replace(resolved, spec=resolved.spec.model_copy(update={"budget": budget}))
+
+
 @dataclasses.dataclass(frozen=True)
 class WorkerAgents:
     """Builds each case's agent where the case runs (a Ray worker), from the spec alone.
@@ -73,11 +84,13 @@ class WorkerAgents:
 
     spec: RunSpec
     identity: RunIdentity
+    case_budgets: bool = True
+    """Each case's ``budget:`` replaces the spec's (False: ``--case-budget`` replaced both)."""
 
     def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
         """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
         ids = SystemIds()
-        resolved = self.spec.resolve()
+        resolved = case_budgeted(self.spec.resolve(), case, self.case_budgets)
         # One transport per case: its connections go with the agent when the case ends.
         model = chat_model(self.spec.model, self.spec.model.transport(), ids)
         return resolved.agent(
@@ -101,6 +114,8 @@ class LocalAgents:
     ids: Ids
     tools: list[Callable[..., Any]]
     environment: Environment
+    case_budgets: bool = True
+    """Each case's ``budget:`` replaces the spec's (False: ``--case-budget`` replaced both)."""
 
     @functools.cached_property
     def _resolved(self) -> Resolved:
@@ -110,7 +125,7 @@ class LocalAgents:
     def __call__(self, case: Case, sink: TraceSink, seed: int) -> Agent[Any]:
         """A fresh agent for one trial, writing its trace to ``sink``, sampling with ``seed``."""
         model = chat_model(self.spec.model, self.transport, self.ids)
-        return self._resolved.agent(
+        return case_budgeted(self._resolved, case, self.case_budgets).agent(
             model=model,
             clock=self.clock,
             ids=self.ids,
@@ -176,5 +191,5 @@ def cases_where(
         address = None if args.ray == LOCAL_RAY else args.ray
         ray = RayExecutor(address, code_dirs=[str(d) for d in code_dirs]).start()
         stack.callback(ray.close)
-        return WorkerAgents(local.spec, identity), ray
+        return WorkerAgents(local.spec, identity, local.case_budgets), ray
     return local, ThreadExecutor() if args.concurrency > 1 else SerialExecutor()

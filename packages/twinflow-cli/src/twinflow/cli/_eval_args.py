@@ -194,8 +194,9 @@ def _add_budget_options(run: argparse.ArgumentParser) -> None:
         metavar="KEY=N",
         help=(
             "the whole eval's budget, repeatable: tokens, input_tokens, output_tokens, "
-            "requests, tool_calls or wall_seconds, summed over the cases; once crossed no case "
-            "starts, and the run says how many ran"
+            "requests, tool_calls, wall_seconds or cost_usd, summed over the cases; once "
+            "crossed no case starts, and the run says how many ran (replaces the dataset's "
+            "budget:)"
         ),
     )
     run.add_argument(
@@ -204,7 +205,10 @@ def _add_budget_options(run: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=N",
-        help="each case's budget, repeatable (the spec's budget: keys, which it replaces)",
+        help=(
+            "each case's budget, repeatable (the spec's budget: keys; replaces the spec's "
+            "and each case's budget:)"
+        ),
     )
 
 

@@ -47,6 +47,7 @@ from twinflow.cli._eval_agents import (
     render,
 )
 from twinflow.cli._eval_args import configure_eval
+from twinflow.cli._eval_cost import check_priced, cost_payload, print_costs
 from twinflow.cli._eval_evidence import (
     compare_reproduction,
     eval_attest,
@@ -104,6 +105,7 @@ def _summary_payload(results: EvalResults, run_dir: Path) -> dict[str, Any]:
         "trials": None if results.trials is None else results.trials.model_dump(),
         "results": str(run_dir / "results.json"),
         "lab_notes": [str(run_dir / "lab-notes.md"), str(run_dir / "lab-notes.html")],
+        "cost": cost_payload(results),
     }
 
 
@@ -154,7 +156,9 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     _check_counts(args)
     dataset = load_dataset(args.dataset)
     spec = load_spec(args.spec)
-    budget = EvalBudget(dict(args.budget)) if args.budget else None
+    totals = dict(args.budget) if args.budget else dataset.budget  # the flag replaces the file's
+    budget = EvalBudget(dict(totals)) if totals else None
+    check_priced(spec, dataset, totals, args.case_budget)
     if args.case_budget:
         # Each case's budget: the flags replace the spec's (and count in its digest).
         items = {
@@ -210,6 +214,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
                 ids,
                 tools,
                 spec.environment(identity.model, identity.spec_digest),
+                case_budgets=not args.case_budget,
             )
             factory, executor = cases_where(stack, args, code_dirs, local, identity)
         results = run_eval(
@@ -511,6 +516,7 @@ def _compare(args: argparse.Namespace, out: Output) -> int:
     out.line(f"output changed ({len(c.outputs_changed)}): {_keys(c.outputs_changed)}")
     if c.only_in_a or c.only_in_b:
         out.line(f"unpaired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
+    print_costs(c, out)
     return EXIT_OK
 
 

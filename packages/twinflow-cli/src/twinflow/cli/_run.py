@@ -33,6 +33,7 @@ from twinflow.agent import (
     Trace,
 )
 from twinflow.cli._errors import divergence_failed
+from twinflow.cli._eval_cost import note_unpriced
 from twinflow.cli._live_otel import LiveExport
 from twinflow.cli._output import (
     EXIT_FAILED,
@@ -160,6 +161,7 @@ def _execute(
     # (a tool that does not import, a policy naming an unknown tool, an unset API key)
     # changes no file.
     resolved = spec.resolve()
+    note_unpriced(spec)
     transport = spec.model.transport()
     if spec.model.url != EMBEDDED:
         chat_model(spec.model, transport, SystemIds())  # checks URL and dialect

@@ -32,7 +32,7 @@ from twinflow.agent._events import Environment
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import add_checkpoint_keys, read_published, read_trace_bytes, walk_typed
 from twinflow.trace import Checkpoint, UserError
-from twinflow.views import render_trace_page
+from twinflow.views import TraceSummary, render_trace_page
 from twinflow.views._behaviour import BehaviourDivergence, compare_behaviour
 from twinflow.vocab import diff
 
@@ -166,6 +166,13 @@ def _step_lines(kind: object, body: dict[str, Any]) -> list[str] | None:
         response = _obj(body.get("response"))
         by = body.get("answered_by")
         answered = "" if by is None else f" from {_clean(by)}"
+        cost = body.get("cost")
+        if isinstance(cost, dict):
+            answered += (
+                f" (${_clean(cost.get('usd'))} at {_clean(cost.get('model'))} "
+                f"{_clean(cost.get('input_per_mtok'))}/{_clean(cost.get('output_per_mtok'))} "
+                f"US dollars per million tokens in/out, {_clean(cost.get('table'))})"
+            )
         return [f"  <- model reply{answered}", *_message(response.get("message"))]
     if kind == "model_fell_back":
         return [
@@ -331,6 +338,25 @@ def describe_events(
     return lines
 
 
+def run_cost(events: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """What the run's replies cost at their recorded prices: ``usd``, the ``replies`` and how
+    many were ``unpriced`` (their model's price unknown), and ``text`` for a reader."""
+    usd, replies, unpriced = 0.0, 0, 0
+    for event in events:
+        body = event.get("body") if event is not None else None
+        if not isinstance(body, dict) or body.get("kind") != "model_responded":
+            continue
+        replies += 1
+        cost = body.get("cost")
+        value = cost.get("usd") if isinstance(cost, dict) else None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            usd = round(usd + value, 10)
+        else:
+            unpriced += 1
+    text = TraceSummary.cost_text(usd, unpriced, replies)
+    return {"usd": usd, "replies": replies, "unpriced": unpriced, "text": text}
+
+
 def _configure_show(p: argparse.ArgumentParser) -> None:
     p.add_argument("trace", type=Path, help="the trace file (JSONL)")
     p.add_argument(
@@ -425,12 +451,14 @@ def _show(args: argparse.Namespace, out: Output) -> int:
         "root_encoding": "hex",
         "redacted": list(report.redacted),
         "html": None if args.html is None else str(args.html),
+        "cost": (cost := run_cost(events)),
     }
     if args.html is None:  # with --html the page is the view: the terminal gets the verdict
         seq = None if problem is None else problem.seq
         nested = functools.partial(_child, args.trace, 1) if problem is None else None
         for line in describe_events(events, seq, report.redacted, nested):
             out.line(line)
+        out.line(f"cost: {cost['text']}")
         out.line("")
     if problem is None:
         out.line(f"verified: {report.events} events; Merkle root (hex) {report.checkpoint.root}")

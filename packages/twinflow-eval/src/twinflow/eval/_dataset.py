@@ -20,6 +20,7 @@ JSON Lines: one case object per line (the dataset is named after the file); a ca
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -62,6 +63,32 @@ _YAML_LIMITS = YamlLimits(
 )
 
 
+BUDGET_KEYS = (
+    "tokens",
+    "input_tokens",
+    "output_tokens",
+    "requests",
+    "tool_calls",
+    "wall_seconds",
+    "cost_usd",
+)
+"""What a dataset's or a case's ``budget:`` may bound (a run spec's ``budget:`` keys)."""
+
+
+def _checked_budget(value: dict[str, float] | None) -> dict[str, float] | None:
+    """A budget of known keys, each above 0 (counts whole numbers)."""
+    if value is None:
+        return None
+    for name, limit in value.items():
+        if name not in BUDGET_KEYS:
+            raise ValueError(f"unknown budget key {name!r}: give one of {', '.join(BUDGET_KEYS)}")
+        if not (math.isfinite(limit) and limit > 0):
+            raise ValueError(f"budget {name} must be a finite number above 0, not {limit:g}")
+        if name not in ("wall_seconds", "cost_usd") and limit != int(limit):
+            raise ValueError(f"budget {name} counts, so it is a whole number, not {limit:g}")
+    return value
+
+
 class Case(EvalValue):
     """One eval case."""
 
@@ -82,6 +109,16 @@ class Case(EvalValue):
     """Tags, for pass rates by tag."""
     repeats: int = Field(default=1, ge=1, le=MAX_TRIALS)
     """How many times the case is run, at least (a run's ``trials`` above it wins)."""
+    budget: dict[str, float] | None = Field(default=None, exclude_if=lambda value: value is None)
+    """What this case's run may use (the run spec's ``budget:`` keys: ``tokens``,
+    ``input_tokens``, ``output_tokens``, ``requests``, ``tool_calls``, ``wall_seconds``,
+    ``cost_usd``); it replaces the spec's budget for this case, and ``eval run --case-budget``
+    replaces it."""
+
+    @field_validator("budget")
+    @classmethod
+    def _budget_keys(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        return _checked_budget(value)
 
     @field_validator("expected")
     @classmethod
@@ -108,6 +145,14 @@ class Dataset(EvalValue):
     trials: int = Field(default=1, ge=1, le=MAX_TRIALS, exclude_if=lambda value: value == 1)
     """How many times each case is run when the run names no ``--trials`` (absent when 1, so
     datasets written before trials keep their digests)."""
+    budget: dict[str, float] | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The whole eval's budget (the keys of a case's ``budget``, summed over the cases that
+    ran): once crossed no case is started. ``eval run --budget`` replaces it."""
+
+    @field_validator("budget")
+    @classmethod
+    def _budget_keys(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        return _checked_budget(value)
 
     @property
     def digest(self) -> str:

@@ -25,6 +25,7 @@ from twinflow.eval._details import (
 from twinflow.eval._report import (
     _by_scorer,
     _by_tag,
+    _cost,
     _environment_rows,
     _header,
     _json,
@@ -259,6 +260,12 @@ def render_html(
         body += [f"<li>{e(row)}</li>" for row in _environment_rows(facts.environments)]
         body.append("</ul>")
     body += _html_charts(results)
+    cost = _cost(results)
+    if cost is not None:
+        body.append(f"<h2>Cost</h2><p>{e(cost[0])}</p><table><tr><th>case</th>")
+        body.append('<th class="n">US dollars</th></tr>')
+        body += [f'<tr><td>{e(key)}</td><td class="n">{e(usd)}</td></tr>' for key, usd in cost[1]]
+        body.append("</table>")
     failing = [r for r in results.cases if r.status != "passed"]
     body.append(
         f"<h2>Cases ({len(failing)} not passed, {len(results.cases) - len(failing)} passed)</h2>"

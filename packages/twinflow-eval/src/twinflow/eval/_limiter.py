@@ -15,6 +15,7 @@ import contextlib
 from collections import deque
 from collections.abc import Callable
 
+from twinflow.eval._dataset import BUDGET_KEYS
 from twinflow.eval._errors import EvalValueError
 from twinflow.eval._observe import Observation
 
@@ -74,7 +75,7 @@ def _waits(trace: bytes) -> list[float]:
     return found
 
 
-_TOTALS = ("tokens", "input_tokens", "output_tokens", "requests", "tool_calls", "wall_seconds")
+_TOTALS = BUDGET_KEYS
 """What an eval's total budget may bound, each summed over the cases' traces."""
 
 
@@ -89,12 +90,6 @@ class EvalBudget:
             EvalValueError (``reason="budget"``): a key it cannot bound, or a limit not above 0.
         """
         for name, limit in limits.items():
-            if name == "cost_usd":
-                raise EvalValueError(
-                    "budget cost_usd: twinflow has no price for any model yet (no price table "
-                    "ships), so a cost budget cannot be kept; bound tokens instead",
-                    reason="budget",
-                )
             if name not in _TOTALS or not limit > 0:
                 raise EvalValueError(
                     f"budget {name}={limit:g}: give one of {', '.join(_TOTALS)}, each above 0",
@@ -115,6 +110,7 @@ class EvalBudget:
         used["requests"] += observation.steps
         used["tool_calls"] += len(observation.tool_calls)
         used["wall_seconds"] += observation.duration_s
+        used["cost_usd"] = round(used["cost_usd"] + observation.cost_usd, 10)
         self.ran += 1
         if self.stopped is not None:
             return

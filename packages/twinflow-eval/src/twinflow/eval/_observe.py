@@ -79,6 +79,12 @@ class Observation(EvalValue):
     """Generated tokens over the run."""
     duration_s: float
     """Seconds between the first and last event's clock readings."""
+    cost_usd: float = 0.0
+    """US dollars of the replies whose cost the trace records (each at its recorded price)."""
+    unpriced: int = 0
+    """Replies without a recorded cost: their model's price was unknown."""
+    prices: tuple[str, ...] = ()
+    """Each price the run was charged at, once (model, rates and price table)."""
 
 
 def observe(trace: Trace | Iterable[TraceEvent]) -> Observation:

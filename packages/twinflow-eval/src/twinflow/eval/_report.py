@@ -351,6 +351,41 @@ def _md_latency(results: EvalResults) -> list[str]:
     return out
 
 
+def _usd(value: float) -> str:
+    """US dollars to the millionth of a cent, trailing zeros cut."""
+    return f"{value:.8f}".rstrip("0").rstrip(".")
+
+
+def _cost(results: EvalResults) -> tuple[str, list[tuple[str, str]]] | None:
+    """The cost table: its headline and a row per case (``unknown`` where a reply's price
+    was); None when no case has a recorded cost (every model unpriced, or results from
+    before costs), so such a report reads as before."""
+    if all(r.cost_usd is None for r in results.cases):
+        return None
+    known = [r.cost_usd for r in results.cases if r.cost_usd is not None]
+    unknown = len(results.cases) - len(known)
+    headline = (
+        f"Total ${_usd(sum(known))} for {len(known)} cases, each reply at the price its trace "
+        "records (`twinflow show TRACE` names the model, rates and price table)."
+    )
+    if unknown:
+        headline += (
+            f" The cost of {unknown} cases is unknown: a reply's model had no price in the table."
+        )
+    rows = [(r.key, "unknown" if r.cost_usd is None else _usd(r.cost_usd)) for r in results.cases]
+    return headline, rows
+
+
+def _md_cost(results: EvalResults) -> list[str]:
+    """The Markdown report's cost table (nothing when no case has a cost)."""
+    table = _cost(results)
+    if table is None:
+        return []
+    headline, rows = table
+    out = ["", "## Cost", "", headline, "", "| case | US dollars |", "|---|---:|"]
+    return out + [f"| {_cell(key)} | {usd} |" for key, usd in rows]
+
+
 def render_markdown(
     results: EvalResults,
     facts: RunFacts | None = None,
@@ -389,6 +424,7 @@ def render_markdown(
     out += ["", "## Structured-output attempts per case", "", "| attempts | cases |", "|---:|---:|"]
     out += [f"| {a} | {attempts[a]} |" for a in sorted(attempts)]
     out += _md_latency(results)
+    out += _md_cost(results)
     out += _md_cases(results, details)
     out += [
         "",

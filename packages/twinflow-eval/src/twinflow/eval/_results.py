@@ -223,6 +223,9 @@ class CaseResult(EvalValue):
     seed: int | None = Field(default=None, exclude_if=lambda value: value is None)
     """The sampling seed the run was configured with, read from its trace (``run_started``);
     absent when the trace records none or did not verify, and in results written before."""
+    cost_usd: float | None = Field(default=None, exclude_if=lambda value: value is None)
+    """US dollars the run cost, at the prices its trace records; absent when a reply's price
+    was unknown, the trace did not verify, and in results written before."""
 
 
 class Summary(EvalValue):

@@ -60,7 +60,13 @@ from twinflow.eval._results import (
     trial_seed,
 )
 from twinflow.eval._scorers import Custom, Judge, SchemaValid
-from twinflow.eval._scoring import _encode, _encode_results, _score_bytes, _score_read
+from twinflow.eval._scoring import (
+    _encode,
+    _encode_results,
+    _Reading,
+    _score_bytes,
+    _score_read,
+)
 from twinflow.eval._trials import trial_stats
 from twinflow.kernel import (
     Clock,
@@ -208,8 +214,10 @@ def _keep(
     data: bytes,
     latency: float,
     judging: Judging | None = None,
+    budget: EvalBudget | None = None,
 ) -> CaseResult:
-    """Verify and score a trace a worker returned, then write it and its result (driver side).
+    """Verify and score a trace a worker returned, then write it and its result (driver side);
+    a verified trace's use is added to ``budget``.
 
     Verified means whole, hash-chained and complete, and of this case: its run started from
     the case's prompt (a worker returning another case's good trace is caught here).
@@ -221,9 +229,21 @@ def _keep(
     case, repeat, key = item
     relative = f"traces/{key}.jsonl"
     scorers = dataset.scorers_for(case)
+    reading = None if budget is None else _Reading()
     result = _score_bytes(
-        data, relative, case, repeat, key, scorers, latency, render(case), judging=judging
+        data,
+        relative,
+        case,
+        repeat,
+        key,
+        scorers,
+        latency,
+        render(case),
+        judging=judging,
+        reading=reading,
     )
+    if reading is not None and reading.observation is not None and budget is not None:
+        budget.note(reading.observation)
     if result.status == "flagged":
         result = result.model_copy(
             update={"problem": f"the trace a worker returned did not verify: {result.problem}"}
@@ -299,7 +319,7 @@ def run_eval(
             Lab Notes report its rule.
         trials: Trials of each case (default: the dataset's ``trials``); a resume must match.
         budget: The run's total budget: once the cases that ran used more of it, no case
-            starts (in-process executors only); ``results.stopped`` says which and how many.
+            starts (here or on a cluster); ``results.stopped`` says which and how many.
 
     Returns:
         The results, also written to ``results.json`` with the Lab Notes.
@@ -329,16 +349,17 @@ def run_eval(
         run_one.limiter = SharedLimiter(sleep)
     run_one.budget = budget
     finished: Iterator[CaseResult]
+    # Taken one by one as slots free up: once the budget is spent, no more is taken.
+    left = (item for item in todo if budget is None or budget.stopped is None)
     if local:
-        # Taken one by one as slots free up: once the budget is spent, no more is taken.
-        left = (item for item in todo if budget is None or budget.stopped is None)
         finished = (result for _, result in runner.map_bounded(run_one, left, concurrency))
     else:
-        # The cases run elsewhere (a cluster): each returns its trace, kept here once verified.
+        # The cases run elsewhere (a cluster): each returns its trace, kept here once verified
+        # (and its use added to the budget before the next case is taken).
         task = functools.partial(_run_detached, factory, render, clock)
         finished = (
-            _keep(run_dir, dataset, render, todo[index], data, latency, judging)
-            for index, (data, latency) in runner.map_bounded(task, todo, concurrency)
+            _keep(run_dir, dataset, render, todo[index], data, latency, judging, budget)
+            for index, (data, latency) in runner.map_bounded(task, left, concurrency)
         )
     # Scorers import from the run's code directories; set once here, so a case's thread that
     # resolves one changes nothing.

@@ -225,4 +225,5 @@ def _score_bytes(
         latency_s=obs.duration_s if latency_s is None else latency_s,
         error=None if obs.error_type is None else f"{obs.error_type}: {obs.error}",
         seed=obs.seed,
+        cost_usd=obs.cost_usd if obs.unpriced == 0 and obs.steps else None,
     )

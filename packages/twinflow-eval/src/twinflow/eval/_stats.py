@@ -4,11 +4,11 @@ paired cluster bootstrap of a rate difference, and the per-case comparison of tw
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import JsonValue
+from pydantic import Field, JsonValue
 
 from twinflow._base._files import read_inside
 from twinflow.agent import RunStarted, Trace
@@ -247,6 +247,14 @@ class Comparison(EvalValue):
     environment_differences: tuple[str, ...] = ()
     """How B's environment differs from A's (interpreter, platform, distributions, model,
     spec and module digests; each side's first recorded one), one line each."""
+    cost_a: float | None = None
+    """US dollars A's cases cost, at the prices their traces record (the cases whose cost is
+    known); None where no case's is."""
+    cost_b: float | None = None
+    """The same for B."""
+    case_costs: dict[str, tuple[float | None, float | None]] = Field(default_factory=dict)
+    """Each case repeat's cost in A and in B, for those with one in either (None: unknown,
+    or not in that run)."""
 
 
 def _reasons(result: CaseResult) -> tuple[object, ...]:
@@ -330,6 +338,8 @@ def compare_results(
     rate_b = sum(passed_b[k] for k in paired) / n if n else 0.0
     pairs = [(by_key_a[k].case_id, passed_a[k], passed_b[k]) for k in paired]
     cases = len({case for case, _, _ in pairs})
+    costs_a = {r.key: r.cost_usd for r in a.cases}
+    costs_b = {r.key: r.cost_usd for r in b.cases}
     return Comparison(
         regressions=regressions,
         improvements=improvements,
@@ -361,6 +371,11 @@ def compare_results(
         caveat=_caveat(len(regressions) + len(improvements), n, cases),
         rate_delta=rate_b - rate_a,
         bootstrap=paired_bootstrap(pairs, seed=seed),
+        cost_a=_total(costs_a.values()),
+        cost_b=_total(costs_b.values()),
+        case_costs={
+            key: (costs_a.get(key), costs_b.get(key)) for key in dict.fromkeys([*costs_a, *costs_b])
+        },
         environment_differences=_environment_differences(*environments),
     )
 
@@ -444,6 +459,12 @@ def compare_runs(a: str | Path, b: str | Path, *, seed: int = 0) -> Comparison:
         seed=seed,
         environments=(environment_a, environment_b),
     )
+
+
+def _total(costs: Iterable[float | None]) -> float | None:
+    """The known costs' sum, None when none is known."""
+    known = [c for c in costs if c is not None]
+    return round(sum(known), 10) if known else None
 
 
 def _manifest(run_dir: Path) -> RunManifest | None:

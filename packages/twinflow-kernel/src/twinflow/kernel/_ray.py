@@ -303,9 +303,11 @@ class RayExecutor:
                 except ray.exceptions.RayError as exc:
                     failure = failure or _failure(ray, exc, index, self.max_retries)
                     continue
+                # The caller sees each result before the next item is taken: one that stops
+                # taking items on what a result says (an eval's total budget) starts no more.
+                yield index, result
                 if failure is None:
                     submit()
-                yield index, result
             if failure is not None:
                 raise failure
         finally:

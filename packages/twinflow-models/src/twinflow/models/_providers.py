@@ -42,6 +42,7 @@ from twinflow.models._ollama import DEFAULT_OLLAMA_URL, OllamaChatModel
 from twinflow.models._openai import OpenAICompatibleChatModel
 from twinflow.models._openai_wire import Dialect
 from twinflow.models._preflight import GrammarCheck
+from twinflow.models._prices import Price, priced_name, prices
 from twinflow.models._servers import ChatMode, OnChunk, Target
 from twinflow.vocab import ChatModel, ModelRequest, ModelResponse
 
@@ -204,6 +205,18 @@ class ProviderTable(dict[str, Provider]):
             grammar_check=grammar_check,
         )
         return self.client(wire).opened(transport, target)
+
+    @staticmethod
+    def price(label: str) -> Price | None:
+        """The shipped price table's price for a model labelled ``KIND:NAME@URL`` (a run
+        spec's ``kind`` and ``name``), or None where its price is unknown: an Ollama or local
+        model, or one the table does not hold."""
+        return prices().find(*priced_name(label))
+
+    @staticmethod
+    def price_table() -> str:
+        """The shipped price table's source and date."""
+        return prices().label
 
     @staticmethod
     def fallback(

@@ -99,6 +99,27 @@ class TraceSummary(FrozenValue):
     """Generated tokens over the run."""
     duration_s: float
     """Seconds between the first and last event's clock readings."""
+    cost_usd: float = 0.0
+    """US dollars of the replies whose cost is recorded (each at the price recorded with it)."""
+    unpriced: int = 0
+    """Replies without a recorded cost: their model's price was unknown."""
+    prices: tuple[str, ...] = ()
+    """Each price the run was charged at, once: ``MODEL in/out US dollars per million tokens
+    (TABLE)``."""
+
+    @property
+    def cost(self) -> str:
+        """The run's cost as a reader sees it: ``$0.0012``, ``unknown``, or both."""
+        return self.cost_text(self.cost_usd, self.unpriced, self.replies)
+
+    @staticmethod
+    def cost_text(usd: float, unpriced: int, replies: int) -> str:
+        """A cost as a reader sees it: dollars, ``unknown`` (no reply priced), or dollars plus
+        the replies whose price is unknown."""
+        if replies and unpriced >= replies:
+            return "unknown"
+        text = f"${usd:.6f}".rstrip("0").rstrip(".") if usd else "$0"
+        return text if not unpriced else f"{text} + {unpriced} unpriced replies"
 
     @property
     def tools_run(self) -> list[str]:
@@ -128,6 +149,9 @@ _NOTHING_YET: dict[str, Any] = {
     "error": None,
     "input_tokens": 0,
     "output_tokens": 0,
+    "cost_usd": 0.0,
+    "unpriced": 0,
+    "prices": (),
 }
 """A summary's fields before any event is read (copied for each summary)."""
 
@@ -156,6 +180,21 @@ def _track_calls(
         calls[body.result.call_id].update(
             is_error=body.result.is_error, error_type=body.error_type, result=body.result.content
         )
+
+
+def _charge(body: ModelResponded, summary: dict[str, Any]) -> None:
+    """Add a reply's recorded cost (or count it unpriced) and note the price it used."""
+    cost = body.cost
+    if cost is None:
+        summary["unpriced"] += 1
+        return
+    summary["cost_usd"] = round(summary["cost_usd"] + cost.usd, 10)
+    price = (
+        f"{cost.model} {cost.input_per_mtok:g}/{cost.output_per_mtok:g} US dollars per million "
+        f"tokens ({cost.table})"
+    )
+    if price not in summary["prices"]:
+        summary["prices"] = (*summary["prices"], price)
 
 
 def _record_start(body: RunStarted, summary: dict[str, Any]) -> None:
@@ -203,6 +242,7 @@ def summarize_trace(events: Iterable[TraceEvent]) -> TraceSummary:
             summary["replies"] += 1
             summary["input_tokens"] += body.response.usage.input_tokens
             summary["output_tokens"] += body.response.usage.output_tokens
+            _charge(body, summary)
             _track_calls(body, calls, decisions)
         elif isinstance(body, PolicyDecided | ToolCalled | ToolReturned):
             _track_calls(body, calls, decisions)
