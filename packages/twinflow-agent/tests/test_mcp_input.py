@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_mcp import CALC, START, calls, seen
+from test_agent_mcp import CALC, START, calls, seen
 
 from twinflow.agent import (
     Agent,
