@@ -180,7 +180,8 @@ def test_killing_the_parent_mid_wait_leaves_no_child(
         f"""
         import sys
         from pathlib import Path
-        from twinflow.kernel import SubprocessLauncher, free_port
+        from twinflow.kernel import SubprocessLauncher
+        from twinflow.kernel._netpolicy import free_port
         SubprocessLauncher(grace=1.0).launch(
             [sys.executable, {str(child_script)!r}, {str(pid_file)!r}, "0", {mode!r}],
             health_url=f"http://127.0.0.1:{{free_port()}}/v1/models",

@@ -223,7 +223,7 @@ class SteeringReceived(_Frozen):
     step: int
     """The step whose model request carries it (1 for the first)."""
     text: str
-    """The message, as given (the model sees it in `twinflow.vocab.envelope("steering", ...)`)."""
+    """The message, as given (the model sees it in `twinflow.vocab._envelope.envelope("steering", ...)`)."""
 
 
 class UserTurn(_Frozen):

@@ -54,7 +54,7 @@ class FunctionModel:
     def stream(self, request: ModelRequest, on_chunk: Callable[[Chunk], None]) -> ModelResponse:
         """Serve one request as a stream: the handler's reply cut into chunks, then assembled.
 
-        The chunks come from `twinflow.vocab.response_chunks` and the reply from vocab's
+        The chunks come from `twinflow.vocab._stream.response_chunks` and the reply from vocab's
         assembler, so the value equals what `request` returns.
 
         Raises:

@@ -7,7 +7,7 @@ unobserved one with the same replies write the same trace.
 
 Steering comes from a callback (called with the step about to ask the model, returning the
 messages to add) or a queue (drained without blocking). Each message is recorded as a
-`steering_received` event and sent as `twinflow.vocab.envelope("steering", text)`; a replay
+`steering_received` event and sent as `twinflow.vocab._envelope.envelope("steering", text)`; a replay
 feeds the recorded messages back at the same steps.
 """
 

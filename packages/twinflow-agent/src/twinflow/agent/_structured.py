@@ -1,6 +1,6 @@
 """`PydanticStructuredOutput`: the default `StructuredOutputAdapter` (validate, re-ask, bounded).
 
-The loop itself is vocab's (`twinflow.vocab.validate_with_reask`), the same one the local model clients run,
+The loop itself is vocab's (`twinflow.vocab._reask.validate_with_reask`), the same one the local model clients run,
 so an agent run and a local client refuse, render and re-ask an answer alike (ADR 0074).
 """
 

@@ -1,7 +1,7 @@
 """Writing the trace: typed events encoded by the trace leaf, hash-chained over a Merkle tree.
 
 The line format, the encoder, the Merkle tree and the checkpoint values are `twinflow.trace`'s
-(see `twinflow.trace.encode_line`); this module turns the agent's typed events into those lines.
+(see `twinflow.trace._format.encode_line`); this module turns the agent's typed events into those lines.
 An event's bytes are `twinflow.agent._encode.event_bytes` of the `TraceEvent` (its JSON-mode
 dump through the one encoder). Appending an event costs the encoding of that event, two
 hashes, one amortised node hash and a buffered write, whatever the length of the trace.

@@ -1,6 +1,6 @@
 """What the machine running a process is: the interpreter, the platform, the distributions it
 imported, and files' digests. Each read differs from machine to machine, so they are read here,
-in the kernel, and recorded (a run's `twinflow.agent.Environment`), never compared as
+in the kernel, and recorded (a run's `twinflow.agent._events.Environment`), never compared as
 configuration.
 
 Reads are cheap after the first: the distribution table is built once per process, and a file's

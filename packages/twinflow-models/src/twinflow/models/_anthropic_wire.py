@@ -9,7 +9,7 @@ Of the extension part kinds, this wire carries two: a cache hint becomes ``cache
 the block before it (and ``cache_control`` read back becomes a cache hint after its block), and
 a prefill in the final assistant message is sent as that message's text, which the model
 continues. Other extension kinds are sent as their declared fallback or refused
-(`twinflow.vocab.carried_parts`).
+(`twinflow.vocab._parts.carried_parts`).
 """
 
 from __future__ import annotations

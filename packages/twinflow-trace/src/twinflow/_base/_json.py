@@ -6,7 +6,7 @@ its reader would mean two things. Every reader of JSON that came from outside th
 model's reply and the JSON text inside it, a server's message, a file a run directory or a
 bundle holds) parses through `loads` (or checks with `refuse_repeated_keys` before a
 pydantic model reads the text), and turns its `ValueError` into its package's own error, as
-it does for text that is not JSON at all. `twinflow.trace.parse_json` refuses the same with
+it does for text that is not JSON at all. the trace leaf's `parse_json` refuses the same with
 ``reason="duplicate_key"``.
 """
 
