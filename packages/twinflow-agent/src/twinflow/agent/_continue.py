@@ -19,6 +19,7 @@ from twinflow.agent._events import (
     ModelWaited,
     RunResumed,
     SteeringReceived,
+    UserTurn,
 )
 from twinflow.agent._replay import clock_readings, served_results
 from twinflow.agent._resume import (
@@ -81,7 +82,7 @@ def resume_run(
 
 
 def next_turn(
-    agent: Agent[OutputT], run: RunResult[Any] | str | os.PathLike[str], prompt: str
+    agent: Agent[OutputT], run: RunResult[Any] | str | os.PathLike[str], prompt: str | UserTurn
 ) -> RunResult[OutputT]:
     """`Agent.run` with ``continue_from``: the next user turn of a run, into its trace."""
     if not isinstance(run, str | os.PathLike):
@@ -118,7 +119,7 @@ def _go_on(
     sink: FileTraceSink,
     loaded: Trace,
     resumed: Plan,
-    turns: tuple[str, ...],
+    turns: tuple[str | UserTurn, ...],
 ) -> RunResult[OutputT]:
     """Re-run the recorded turns against the record (the prefix ``resumed`` plans), then go
     on live into the same file: the unfinished turn (a resume), or the new ``turns``."""

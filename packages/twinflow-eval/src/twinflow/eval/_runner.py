@@ -42,7 +42,7 @@ from twinflow.agent import (
 )
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._details import ScoredTrace, write_page
-from twinflow.eval._errors import RunAborted, RunDirError, scorer_error
+from twinflow.eval._errors import EvalValueError, RunAborted, RunDirError, scorer_error
 from twinflow.eval._judge import JudgeWiring, Judging
 from twinflow.eval._lab_notes import write_reports
 from twinflow.eval._limiter import EvalBudget, SharedLimiter
@@ -60,6 +60,7 @@ from twinflow.eval._results import (
     trial_seed,
 )
 from twinflow.eval._scorers import Custom, Judge, SchemaValid
+from twinflow.eval._simulated import UserFactory, converse_with, user_trace
 from twinflow.eval._scoring import _encode, _encode_results, _score_bytes, _score_read
 from twinflow.eval._trials import trial_stats
 from twinflow.kernel import (
@@ -277,6 +278,7 @@ def run_eval(
     plan: bytes | None = None,
     trials: int | None = None,
     budget: EvalBudget | None = None,
+    users: UserFactory | None = None,
 ) -> EvalResults:
     """Run every trial of every case (of a shard) through a fresh agent; score it from its trace.
 
@@ -300,6 +302,8 @@ def run_eval(
         trials: Trials of each case (default: the dataset's ``trials``); a resume must match.
         budget: The run's total budget: once the cases that ran used more of it, no case
             starts (in-process executors only); ``results.stopped`` says which and how many.
+        users: Builds the simulated users' agents (needed when a case has one: the dataset's
+            or its own ``user``); each writes ``traces/<key>.user.jsonl`` beside the case's.
 
     Returns:
         The results, also written to ``results.json`` with the Lab Notes.
@@ -307,10 +311,16 @@ def run_eval(
     Raises:
         RunDirError: ``out`` holds a run of another dataset, shard, trial count, spec or model.
         RunAborted: The model could not be reached; finished cases are kept for a resume.
+        EvalValueError: A case has a simulated user and no ``users`` is given, or the cases
+            run where the run directory is not (a simulated user's trace is written beside
+            the case's, in process).
     """
     run_dir = Path(out)
     count = dataset.trials if trials is None else trials
     items = select_keys(dataset, shard, count)
+    runner = executor or SerialExecutor()
+    local = getattr(runner, "shares_filesystem", True)
+    _check_users(dataset, items, users, local)
     manifest = _manifest(dataset, items, code_dirs, shard, identity, count)
     if plan is not None:
         check_plan_slot(run_dir, plan)
@@ -318,11 +328,10 @@ def run_eval(
     if plan is not None:
         write_replace(run_dir / "plan.note", plan)
     render = prompt or (lambda case: case.input)
-    runner = executor or SerialExecutor()
-    local = getattr(runner, "shares_filesystem", True)
     judging = Judging(run_dir, judges, mode="live")
     done, todo, unfinished = _sort_items(run_dir, items, local)
     run_one = _LocalCase(run_dir, dataset, factory, render, clock, judging, unfinished, done)
+    run_one.users = users
     sleep = getattr(clock, "sleep", None)
     if sleep is not None:
         # Cases in flight share what their servers say: most requests refused, all hold off.
@@ -373,6 +382,25 @@ def _sort_items(
     return done, todo, unfinished
 
 
+def _check_users(
+    dataset: Dataset, items: Sequence[_Item], users: UserFactory | None, local: bool
+) -> None:
+    """Refuse, before anything runs, a simulated user this run cannot make."""
+    simulated = next((case for case, _, _ in items if dataset.user_for(case) is not None), None)
+    if simulated is None:
+        return
+    if users is None:
+        raise EvalValueError(
+            f"case {simulated.id} has a simulated user: pass users= (the simulated users' "
+            "agents), as `twinflow eval run` does"
+        )
+    if not local:
+        raise EvalValueError(
+            f"case {simulated.id} has a simulated user, whose trace is written beside the "
+            "case's: run it in this process (without --ray)"
+        )
+
+
 def _converse(agent: Agent[Any], prompt: str, turns: Sequence[str]) -> None:
     """Run a case: its prompt, then each further user turn, one conversation in one trace."""
     result = agent.run(prompt)
@@ -380,9 +408,19 @@ def _converse(agent: Agent[Any], prompt: str, turns: Sequence[str]) -> None:
         result = agent.run(turn, continue_from=result)
 
 
-def _resumed(run_dir: Path, factory: AgentFactory, case: Case, repeat: int, key: str) -> bool:
-    """Continue a case's interrupted run from its trace; False if it cannot be (set aside)."""
+def _resumed(
+    run_dir: Path, factory: AgentFactory, case: Case, repeat: int, key: str, simulated: bool
+) -> bool:
+    """Continue a case's interrupted run from its trace; False if it cannot be (set aside).
+
+    A conversation with a simulated user is not continued: its messages depend on the
+    answers, so the case runs again from the start (both traces are set aside)."""
     trace = run_dir / "traces" / f"{key}.jsonl"
+    if simulated:
+        set_aside(trace)
+        if user_trace(trace).exists():
+            set_aside(user_trace(trace))
+        return False
     with trace.open("rb") as f:
         started = b"\n" in f.read(1 << 16)
     if not started:  # not one whole event: there is no run to continue
@@ -438,6 +476,8 @@ class _LocalCase:
     """Holds off starting cases while most requests are refused (the clock's ``sleep``)."""
     budget: EvalBudget | None = None
     """The run's total budget, each finished case's use added to it."""
+    users: UserFactory | None = None
+    """Builds the simulated users' agents."""
 
     def __call__(self, item: _Item) -> CaseResult:
         """Run (or resume) the case repeat, then score its trace and write its result."""
@@ -447,11 +487,22 @@ class _LocalCase:
             self.limiter.hold()
         started = self.clock.monotonic()
         try:
-            if key not in self.unfinished or not _resumed(run_dir, self.factory, case, repeat, key):
-                sink = FileTraceSink(run_dir / "traces" / f"{key}.jsonl")
+            user = self.dataset.user_for(case)
+            if key not in self.unfinished or not _resumed(
+                run_dir, self.factory, case, repeat, key, user is not None
+            ):
+                path = run_dir / "traces" / f"{key}.jsonl"
+                sink = FileTraceSink(path)
                 try:
                     agent = self.factory(case, sink, trial_seed(repeat))
-                    _converse(agent, self.render(case), case.turns)
+                    if user is None or self.users is None:
+                        _converse(agent, self.render(case), case.turns)
+                    else:
+                        if user_trace(path).exists():  # a run killed before its case's trace
+                            set_aside(user_trace(path))
+                        simulator = self.users(user, user_trace(path), trial_seed(repeat))
+                        goal = case.goal or case.input
+                        converse_with(agent, self.render(case), goal, user, simulator)
                 finally:
                     sink.close()
         except RunDirError:
