@@ -60,8 +60,8 @@ from twinflow.eval._results import (
     trial_seed,
 )
 from twinflow.eval._scorers import Custom, Judge, SchemaValid
-from twinflow.eval._simulated import UserFactory, converse_with, user_trace
 from twinflow.eval._scoring import _encode, _encode_results, _score_bytes, _score_read
+from twinflow.eval._simulated import UserFactory, converse_with, user_trace
 from twinflow.eval._trials import trial_stats
 from twinflow.kernel import (
     Clock,

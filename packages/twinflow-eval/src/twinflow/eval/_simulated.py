@@ -72,9 +72,7 @@ def user_specs(dataset: Dataset, where: Path, agent_spec: Path) -> dict[str, Run
         except SpecError as exc:
             raise DatasetError(f"{label}: {' '.join(str(exc).split())}") from None
         named = [
-            key
-            for key in ("tools", "builtin_tools", "mcp_servers", "agents")
-            if getattr(spec, key)
+            key for key in ("tools", "builtin_tools", "mcp_servers", "agents") if getattr(spec, key)
         ] + (["output"] if spec.output is not None else [])
         if named:
             raise DatasetError(
@@ -121,9 +119,7 @@ def converse_with(
                     asked = _FIRST.format(goal=goal, opening=prompt, answer=answer, done=DONE)
                     said = simulator.run(asked)
                 else:
-                    said = simulator.run(
-                        _NEXT.format(answer=answer, done=DONE), continue_from=said
-                    )
+                    said = simulator.run(_NEXT.format(answer=answer, done=DONE), continue_from=said)
             except TransportError:
                 raise  # the model could not be reached: the case is aborted, not scored
             except Exception:  # the simulated user's trace records its failure (run_failed)
