@@ -228,3 +228,28 @@ def test_a_case_with_turns_and_a_simulated_user_is_refused(
     code, err = project.eval_run(capsys)
     assert 2 == code
     assert "not both" in err
+
+
+@pytest.mark.real_model
+def test_a_simulated_user_on_the_embedded_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SmolLM2-135M plays both the agent and the user (one embedded server): the case's
+    trace and the user's verify as a tree, and the case replays from its record alone."""
+    embedded = "prompt: '{input}'\nmodel: embedded\nmax_steps: 2\n"
+    (tmp_path / "spec.yaml").write_text(embedded)
+    (tmp_path / "user.yaml").write_text(
+        "prompt: unused\nsystem: You are a traveller asking short questions.\nmodel: embedded\n"
+    )
+    (tmp_path / "dataset.yaml").write_text(
+        "name: travel\nuser: {spec: user.yaml, max_turns: 1}\ncases:\n"
+        "  - {id: trip, input: 'Name one city in France.', goal: 'a city to visit'}\n"
+    )
+    argv = ["eval", "run", str(tmp_path / "dataset.yaml"), "--spec", str(tmp_path / "spec.yaml")]
+    assert 0 == main([*argv, "--out", str(tmp_path / "out")]), capsys.readouterr().err
+    trace = tmp_path / "out" / "traces" / "trip@1.jsonl"
+    user = Trace.load(trace.with_name("trip@1.user.jsonl"), require_complete=True)
+    turns = Trace.load(trace, require_complete=True).kinds.count("user_turn")
+    assert (1, turns) == (user.kinds.count("run_finished"), user.kinds.count("user_turn") + turns)
+    assert 0 == main(["verify", str(trace), "--tree"]), capsys.readouterr()
+    assert 0 == main(["replay", str(trace), "--spec", str(tmp_path / "spec.yaml")])
