@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_testkit import chat_answer, completion
+from cli_testkit import chat_answer, completion, page_dom
 
 from twinflow.agent import Trace
 from twinflow.cli._main import main
@@ -144,6 +144,18 @@ def test_the_simulated_user_writes_each_turn_until_it_is_done(
     assert (3, 3) == (user_trace.kinds.count("run_finished"), len(project.user.prompts))
     assert "get a refund for order 42" in project.user.prompts[0]
     assert "turn 1: hello" in project.user.prompts[0]
+
+
+def test_the_case_page_shows_the_simulated_users_run_below_each_turn(
+    project: Project, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The case's page verifies the simulated user's trace against each turn's link and shows
+    the part of it that wrote the turn below the turn."""
+    project.dataset(5, TWO_TURNS)
+    assert 0 == project.eval_run(capsys)[0]
+    dom = page_dom(project.trace.with_suffix(".html"), tmp_path / "profile")
+    assert 'data-verdict="verified"' in dom and 'data-children="1"' in dom
+    assert 2 == dom.count('<ol class="child" data-trace="simulated user refund@1.user.jsonl">')
 
 
 def test_the_turn_limit_stops_the_conversation(

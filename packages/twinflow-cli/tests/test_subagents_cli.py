@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_testkit import CALC, chat_answer, cli_json, completion
+from cli_testkit import CALC, chat_answer, cli_json, completion, page_dom
 
 from twinflow.kernel import LoopbackServer
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
@@ -309,3 +309,24 @@ def test_replay_trusting_the_spec_refuses_a_childs_changed_module(tmp_path: Path
     code, _, err = cli("replay", "r/trace.jsonl", "--trust-spec", cwd=tmp_path)
     assert 1 == code
     assert "module 'calc' changed since the run" in err
+
+
+def test_the_page_nests_each_child_run_verified_below_its_call(team: Path, tmp_path: Path) -> None:
+    """``show --html``: each child's run is verified in the browser against its link and shown
+    below the call, with its own policy's denial; an edited child is the page's verdict."""
+    code, _, err = cli("show", "r/trace.jsonl", "--html", str(tmp_path / "page.html"), cwd=team)
+    assert 0 == code, err
+    dom = page_dom(tmp_path / "page.html", tmp_path / "profile")
+    assert 'data-verdict="verified"' in dom and 'data-children="2"' in dom
+    nested = dom.split('<ol class="child" data-trace="sub-agent checker trace.checker.jsonl">')
+    assert 2 == len(nested)
+    assert "deny add (by policy)" in nested[1].split("</ol>")[0]
+    copy = tmp_path / "r"
+    shutil.copytree(team / "r", copy)
+    child = copy / "trace.checker.jsonl"
+    child.write_bytes(child.read_bytes().replace(b"You check sums.", b"You check sumz."))
+    code, _, err = cli("show", "r/trace.jsonl", "--html", "edited.html", cwd=tmp_path)
+    assert 0 == code, err
+    dom = page_dom(tmp_path / "edited.html", tmp_path / "profile")
+    assert 'data-verdict="child-broken"' in dom
+    assert "sub-agent checker trace.checker.jsonl (seq " in dom

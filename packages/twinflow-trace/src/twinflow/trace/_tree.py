@@ -311,6 +311,37 @@ def verify_tree(path: str | os.PathLike[str], *, limits: Limits | None = None) -
     return TreeReport(tuple(walk.nodes), problem)
 
 
+def linked_files(
+    top: str | os.PathLike[str], *, max_bytes: int, limits: Limits | None = None
+) -> dict[str, bytes]:
+    """The bytes of every trace file ``top``'s links name (and theirs), by file name, for a
+    page that verifies them itself: plain names beside ``top`` that are regular files, not
+    links, at most `MAX_TREE_DEPTH` levels down and ``max_bytes`` in all. A trace that does
+    not verify is included as it is, and its own links are not followed."""
+    found: dict[str, bytes] = {}
+    total = 0
+    queue: list[tuple[Path, int]] = [(Path(top), 0)]
+    while queue:
+        path, depth = queue.pop(0)
+        try:
+            links, _, _ = child_links(path, limits=limits)
+        except (TraceCorruptError, ValueError, OSError):
+            continue
+        for link in links:
+            child = path.parent / link.trace
+            if link.trace in found or depth >= MAX_TREE_DEPTH or not _plain_name(link.trace):
+                continue
+            if child.is_symlink() or not child.is_file():
+                continue
+            size = child.stat().st_size
+            if total + size > max_bytes:
+                continue
+            found[link.trace] = child.read_bytes()
+            total += size
+            queue.append((child, depth + 1))
+    return found
+
+
 def iter_links(report: TreeReport) -> Iterator[tuple[int, str]]:
     """Each run of a verified tree as (depth, one-line description), for printing."""
     for node in report.nodes:
