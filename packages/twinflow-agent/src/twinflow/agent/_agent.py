@@ -557,15 +557,17 @@ class Agent(Steps[OutputT], Closing):
         Args:
             name: The tool's name: the one the caller's policy allows.
             description: What the caller's model is told this agent does.
-            budget: ``own`` (this agent's limits) or ``shared``: also bounded by the tool calls
-                and tokens the calling run has left, and counted against it.
+            budget: ``own`` (this agent's limits); ``shared``: also bounded by the steps (model
+                requests), tokens and tool calls the calling run has left, and counted
+                against it; or a split, a mapping of ``steps``, ``tokens``, ``tool_calls`` to
+                the most of the calling run's budget one call may use (counted likewise).
 
         Returns:
             The tool, for the calling agent's ``tools``.
 
         Raises:
             AgentConfigError: Sub-agents would nest deeper than four levels, or ``budget`` is
-                neither ``own`` nor ``shared``.
+                none of those.
         """
         return AgentTool(
             self._child, name=name, description=description, depth=self._depth + 1, budget=budget

@@ -46,6 +46,7 @@ __all__ = [
     "ApprovalRequested",
     "BudgetExceeded",
     "ChildRun",
+    "ChildUse",
     "Environment",
     "EventBody",
     "ForkParent",
@@ -203,6 +204,20 @@ class SteeringReceived(_Frozen):
     """The message, as given (the model sees it in `twinflow.vocab.envelope("steering", ...)`)."""
 
 
+class ChildUse(_Frozen):
+    """What a child run used that its parent counted against its own budget (a ``shared`` or
+    split budget, docs/adr/0200): replaying the parent counts it again from here."""
+
+    requests: int = Field(ge=0)
+    """The child's model requests (its steps, re-asks included)."""
+    input_tokens: int = Field(ge=0)
+    """The child's prompt tokens."""
+    output_tokens: int = Field(ge=0)
+    """The child's generated tokens."""
+    tool_calls: int = Field(ge=0)
+    """The child's tool calls that ran."""
+
+
 class ChildRun(_Frozen):
     """The run a sub-agent tool made: what the parent's trace vouches for (docs/adr/0191)."""
 
@@ -215,6 +230,9 @@ class ChildRun(_Frozen):
     """Events in the child's trace when it returned (``root`` covers that many)."""
     root: str = Field(pattern=r"^[0-9a-f]{64}$")
     """Merkle root of the child's trace at ``size`` events (hex)."""
+    counted: ChildUse | None = Field(default=None, exclude_if=lambda value: value is None)
+    """What the child used that the parent counted against its budget; absent under an
+    ``own`` budget (and for a simulated user)."""
 
 
 class UserTurn(_Frozen):

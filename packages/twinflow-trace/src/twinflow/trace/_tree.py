@@ -119,7 +119,7 @@ def _link(seq: int, body: dict[str, Any]) -> ChildLink | None:
     tool = "user" if simulated else result.get("name") if isinstance(result, dict) else None
     fields = (
         isinstance(child, dict)
-        and set(child) == {"run_id", "trace", "size", "root"}
+        and set(child) - {"counted"} == {"run_id", "trace", "size", "root"}
         and isinstance(child["run_id"], str)
         and isinstance(child["trace"], str | None)
         and isinstance(child["size"], int)
