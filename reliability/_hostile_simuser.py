@@ -54,10 +54,11 @@ def _user(request: ModelRequest) -> Message:
 
 def _case(work: Path) -> Path:
     case = work / "case.jsonl"
-    simulator = _agent(_user, work / "case.user.jsonl")
     with _agent(_answer, case) as agent:
         user = SimulatedUser(spec="user.yaml", max_turns=5)
-        converse_with(agent, "hello", "a refund", user, simulator)
+        converse_with(
+            agent, "hello", "a refund", user, lambda: _agent(_user, work / "case.user.jsonl")
+        )
     return case
 
 

@@ -500,9 +500,11 @@ class _LocalCase:
                     else:
                         if user_trace(path).exists():  # a run killed before its case's trace
                             set_aside(user_trace(path))
-                        simulator = self.users(user, user_trace(path), trial_seed(repeat))
+                        build = functools.partial(
+                            self.users, user, user_trace(path), trial_seed(repeat)
+                        )
                         goal = case.goal or case.input
-                        converse_with(agent, self.render(case), goal, user, simulator)
+                        converse_with(agent, self.render(case), goal, user, build)
                 finally:
                     sink.close()
         except RunDirError:

@@ -101,17 +101,19 @@ def converse_with(
     prompt: str,
     goal: str,
     user: SimulatedUser,
-    simulator: Agent[Any],
+    build: Callable[[], Agent[Any]],
 ) -> None:
     """Run a case whose further turns a simulated user writes, into the agent's one trace.
 
     ``prompt`` is the case's opening message (its rendered ``input``), ``goal`` what the
-    simulated user wants. Raises what the agent's run raises (its trace records it); a
-    simulated user that fails ends the conversation (its own trace records why).
+    simulated user wants; ``build`` makes the simulated user's agent, once the first answer
+    is in (a case whose first turn fails leaves no simulator trace). Raises what the agent's
+    run raises (its trace records it); a simulated user that fails ends the conversation (its
+    own trace records why).
     """
     result = agent.run(prompt)
     said: RunResult[Any] | None = None
-    with simulator:
+    with build() as simulator:
         for _ in range(user.max_turns):
             answer = _text(result)
             try:
