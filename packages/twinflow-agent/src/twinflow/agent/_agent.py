@@ -294,7 +294,7 @@ class Agent(Steps[OutputT], Closing):
         prompt: str,
         *,
         continue_from: RunResult[Any] | str | os.PathLike[str] | None = None,
-        simulator: ChildRun | None = None,
+        simulator: RunResult[Any] | None = None,
     ) -> RunResult[OutputT]:
         """Run the agent on one prompt, or answer the next user turn of a run.
 
@@ -309,8 +309,10 @@ class Agent(Steps[OutputT], Closing):
                 as `resume` does (no model request and no tool call is made for them).
                 ``max_steps`` bounds each turn's requests; usage limits and tool budgets hold
                 for the run, all turns together.
-            simulator: The simulated user's run that wrote ``prompt`` (a next turn only):
-                its link, recorded in the ``user_turn`` so ``verify --tree`` checks it.
+            simulator: The result of the simulated user's turn that wrote ``prompt`` (a next
+                turn only; its run written to a trace file beside this run's): its run id,
+                trace file name, size and root are recorded in the ``user_turn``, so
+                ``verify --tree`` checks the link.
 
         Returns:
             The output, transcript (the whole conversation), trace head and trace path.
@@ -332,7 +334,16 @@ class Agent(Steps[OutputT], Closing):
             return self._run((prompt,))
         from twinflow.agent._continue import next_turn  # it drives this class's loop
 
-        turn = prompt if simulator is None else UserTurn(turn=2, text=prompt, simulator=simulator)
+        turn: str | UserTurn = prompt
+        if simulator is not None:
+            path = simulator.trace_path
+            link = ChildRun(
+                run_id=simulator.run_id,
+                trace=None if path is None else Path(path).name,
+                size=simulator.head.size,
+                root=simulator.head.root,
+            )
+            turn = UserTurn(turn=2, text=prompt, simulator=link)
         return next_turn(self, continue_from, turn)
 
     async def run_async(self, prompt: str) -> RunResult[OutputT]:

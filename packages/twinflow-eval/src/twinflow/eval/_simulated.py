@@ -21,7 +21,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from twinflow.agent import Agent, RunResult, RunSpec, SpecError, load_spec
-from twinflow.agent._events import ChildRun
 from twinflow.eval._dataset import Dataset, SimulatedUser
 from twinflow.eval._errors import DatasetError
 from twinflow.kernel import TransportError
@@ -129,12 +128,4 @@ def converse_with(
             message = _text(said).strip()
             if DONE in message or not message:
                 return
-            head = simulator.writer.checkpoint()
-            path = simulator.trace_path
-            link = ChildRun(
-                run_id=said.run_id,
-                trace=None if path is None else Path(path).name,
-                size=head.size,
-                root=head.root,
-            )
-            result = agent.run(message, continue_from=result, simulator=link)
+            result = agent.run(message, continue_from=result, simulator=said)

@@ -195,7 +195,7 @@ _SCRIPT = r"""
     var events = top.events, problem = top.problem, leaves = top.leaves, digests = top.digests, redacted = top.redacted;
     var merkle = hex(await mth(leaves));
     var children = await readChildren();
-    var childProblem = problem ? null : await linkChildren(events, children, 1);
+    var childProblem = problem || !children.given ? null : await linkChildren(events, children, 1);
     render(document.getElementById('timeline'), events, problem, true);
     var published = await checkCheckpoint(leaves, digests);
     root.setAttribute('data-events', String(leaves.length));
@@ -233,7 +233,7 @@ _SCRIPT = r"""
   // The runs the trace links (sub-agents, a simulated user), embedded by file name: each is
   // verified on its own, then against its link's size and root.
   async function readChildren() {
-    var holder = document.getElementById('children-data'), out = { byName: {}, verified: 0 };
+    var holder = document.getElementById('children-data'), out = { byName: {}, verified: 0, given: !!holder };
     if (!holder) { return out; }
     var named = {};
     try { named = JSON.parse(dec(bytesOf(holder.textContent))); } catch (e) { named = {}; }
@@ -397,6 +397,7 @@ def render_trace_page(
             simulated user's ``user_turn.simulator``, and theirs), by file name: each is
             verified in the browser against its link and shown nested below the event that
             links it. A link whose trace is not given, or does not match, is the verdict.
+            None: the links are not checked (the page says nothing of them).
 
     Returns:
         The page: no external asset, no network access, every trace string escaped.
@@ -410,7 +411,7 @@ def render_trace_page(
             '<p>Published checkpoint: <span id="checkpoint-result">checking ...</span></p>\n'
             f'<script type="application/octet-stream" id="checkpoint-data">{cp}</script>\n'
         )
-    if children:
+    if children is not None:
         named = {name: base64.b64encode(raw).decode("ascii") for name, raw in children.items()}
         kids = base64.b64encode(json.dumps(named, sort_keys=True).encode()).decode("ascii")
         published += f'<script type="application/octet-stream" id="children-data">{kids}</script>\n'
