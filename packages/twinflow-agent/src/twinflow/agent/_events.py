@@ -206,7 +206,7 @@ class SteeringReceived(_Frozen):
 
 class ChildUse(_Frozen):
     """What a child run used that its parent counted against its own budget (a ``shared`` or
-    split budget, docs/adr/0200): replaying the parent counts it again from here."""
+    split budget, docs/adr/0201): replaying the parent counts it again from here."""
 
     requests: int = Field(ge=0)
     """The child's model requests (its steps, re-asks included)."""

@@ -7,7 +7,7 @@ records the child's run id, trace file name, size and Merkle root (`ChildRun`), 
 checkpoint of the parent covers the child's whole trace (docs/adr/0191). A child that fails
 is the parent's error result, and the parent's run goes on.
 
-Budgets (docs/adr/0200): ``own`` (the default) gives the child its own configured limits;
+Budgets (docs/adr/0201): ``own`` (the default) gives the child its own configured limits;
 ``shared`` also bounds it by what the parent has left (steps, that is model requests, tokens
 and tool calls) and counts what it used against the parent; a split (a mapping of ``steps``,
 ``tokens``, ``tool_calls``) bounds each call of the child by that part of the parent's budget
