@@ -3,6 +3,8 @@
 A stub OpenAI-compatible server (the kernel's `LoopbackServer`, in a process of its own so its
 CPU is not counted) answers every chat completion after ``--delay`` seconds with a native tool
 call to ``add``, ``--tools`` times per run, then a final answer: ``--tools + 1`` requests a run.
+Its listen backlog is the system's: with socketserver's 5, 128 connections opened at once had
+their connects dropped and retried a second later, and the stub, not the client, set the pace.
 
 Measured for each concurrency N (every run writes its own trace file, fsync per step, the
 default), in this process:
@@ -16,7 +18,8 @@ default), in this process:
 - the peer, ``pydantic-ai``: ``asyncio.gather(agent.run(...))`` on its OpenAI model.
 
 Printed: CPU ms per run (target at most 8 ms for twinflow's three), runs per second against
-the ideal (N / (requests x delay)).
+the ideal (N / (requests x delay)), and the load average before and after (the machine may be
+shared: CPU per run rises when a run's bursts of work are spread between waits on a busy box).
 Then, with a slow stub (``--slow-delay``, 500 ms), 32 and 128 concurrent runs against the
 ideal (target within 80%), the peak Python memory per concurrent run (`tracemalloc`, in a
 run of its own), and the cost of fsync per step at 128 (the same runs with
@@ -271,6 +274,7 @@ def main() -> None:
             twinflow_async(stub.url, 2, 2, directory / "warm-a")
             twinflow_threads(stub.url, 2, 2, directory / "warm-t")
             pydantic_ai(stub.url, 2, 2)
+            print(f"load average {_load()}")
             print(f"{args.runs} runs of {requests} requests, stub delay {args.delay * 1000:g} ms")
             print(f"{'N':>5} {'client':<12} {'CPU ms/run':>10} {'runs/s':>8} {'of ideal':>8}")
             for n in args.concurrency:
@@ -340,6 +344,12 @@ def main() -> None:
                 f"{costs['none'][0] / n * 1000:.2f} without; wall {costs['step'][1]:.2f} s vs "
                 f"{costs['none'][1]:.2f} s"
             )
+    print(f"load average {_load()}")
+
+
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages, as printed beside the figures."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":

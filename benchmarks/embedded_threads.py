@@ -25,7 +25,7 @@ from contextlib import contextmanager
 
 from _bench import add_smoke  # this folder: sys.path[0]
 
-from twinflow.kernel import free_port
+from twinflow.kernel._netpolicy import free_port
 from twinflow.models._embedded import embedded_model_file, server_command
 
 PROMPT = "Extract the invoice below as JSON with vendor, currency and total.\n" + (

@@ -23,10 +23,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     import twinflow.cli._main  # noqa: F401  (what a command has imported before it fingerprints)
-    from twinflow.kernel import file_sha256, imported_distributions
+    from twinflow.kernel._environment import file_sha256, imported_distributions
 
     try:
-        from twinflow.models import embedded_model_file
+        from twinflow.models._embedded import embedded_model_file
 
         model = embedded_model_file()
     except Exception:  # the demo extra is not installed: the distributions alone

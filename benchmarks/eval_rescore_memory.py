@@ -27,7 +27,8 @@ from pathlib import Path
 from twinflow.agent import Agent, FunctionModel
 from twinflow.eval import Case, Dataset, run_eval
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.trace import GENESIS, canonical_bytes, encode_line
+from twinflow.trace import canonical_bytes
+from twinflow.trace._format import GENESIS, encode_line
 from twinflow.vocab import Message
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

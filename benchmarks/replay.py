@@ -24,8 +24,8 @@ from datetime import UTC, datetime, timedelta
 
 from _bench import report_floor  # this folder: sys.path[0]
 
-from twinflow.agent import Agent, FunctionModel, Policy, ReplayPorts, Trace, replay
-from twinflow.agent._replay import REPLAY_KINDS
+from twinflow.agent import Agent, FunctionModel, Policy, Trace, replay
+from twinflow.agent._replay import REPLAY_KINDS, ReplayPorts
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, TextPart, ToolCallPart

@@ -30,17 +30,8 @@ from pathlib import Path
 
 from _bench import add_smoke, report_floor  # this folder: sys.path[0]
 
-from twinflow.agent import (
-    Agent,
-    Decision,
-    FunctionModel,
-    Policy,
-    ReplayPorts,
-    RunPaused,
-    Trace,
-    replay,
-)
-from twinflow.agent._replay import REPLAY_KINDS
+from twinflow.agent import Agent, Decision, FunctionModel, Policy, RunPaused, Trace, replay
+from twinflow.agent._replay import REPLAY_KINDS, ReplayPorts
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import FileTraceSink
 from twinflow.vocab import CallId, Message, ModelRequest, TextPart, ToolCallPart

@@ -27,15 +27,8 @@ from twinflow.kernel import HttpTransport, LoopbackServer
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
 from twinflow.models import OpenAICompatibleChatModel
 from twinflow.models._openai_wire import openai_chunks
-from twinflow.vocab import (
-    Chunk,
-    ChunkAssembler,
-    FinishChunk,
-    Message,
-    ModelRequest,
-    TextDelta,
-    Transcript,
-)
+from twinflow.vocab import Chunk, FinishChunk, Message, ModelRequest, TextDelta, Transcript
+from twinflow.vocab._stream import ChunkAssembler
 
 REQUEST = ModelRequest(transcript=Transcript(messages=(Message.user("Say hello."),)))
 PIECES = [f"w{i % 97} " for i in range(10_000)]

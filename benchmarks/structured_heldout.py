@@ -40,8 +40,9 @@ import openai
 from _bench import add_smoke  # this folder: sys.path[0]
 from pydantic import BaseModel, Field, ValidationError
 
-from twinflow.kernel import HttpTransport, SubprocessLauncher, TransportError, free_port
+from twinflow.kernel import HttpTransport, SubprocessLauncher, TransportError
 from twinflow.kernel._launcher import ServerProcess
+from twinflow.kernel._netpolicy import free_port
 from twinflow.models import OpenAICompatibleChatModel
 from twinflow.models._embedded import embedded_model_file, server_command
 from twinflow.models._grammar import llama_cpp_grammar_check

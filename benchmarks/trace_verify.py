@@ -49,7 +49,8 @@ from _agent_trace import steps_for, write_agent_trace  # this folder: sys.path[0
 from _bench import add_smoke, process_cpu, report_floor
 from vocab_canonical import import_times
 
-from twinflow.trace import GENESIS, canonical_bytes, encode_line
+from twinflow.trace import canonical_bytes
+from twinflow.trace._format import GENESIS, encode_line
 
 CHILD = r"""
 import json, sys, time, hashlib

@@ -55,7 +55,7 @@ from twinflow.models._stream import json_line
 from twinflow.trace import TwinflowError
 from twinflow.vocab import Message
 from twinflow.vocab._reask import _validated
-from twinflow.vocab.wire import read_json_text
+from twinflow.vocab._wire import read_json_text
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -146,7 +146,15 @@ def reproductions(figures: Figures) -> None:
         "mode": "recorded",
         "cases": [
             {"key": "a@1", "outcome": "reproduced", "seq": None, "detail": None},
-            {"key": "b@1", "outcome": "diverged", "seq": 3, "detail": "text differs"},
+            {
+                "key": "b@1",
+                "mode": "live",
+                "outcome": "diverged",
+                "seq": 3,
+                "turn": 1,
+                "step": 2,
+                "detail": "text differs",
+            },
         ],
         "environment": ["python: 3.11 -> 3.12"],
     }

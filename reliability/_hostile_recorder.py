@@ -33,7 +33,8 @@ from twinflow.cli._main import main as twinflow_main
 from twinflow.kernel import LoopbackServer, ReplayDivergenceError
 from twinflow.kernel._loopback import LoopbackResponse
 from twinflow.pydantic_ai import RecordingModel, ReplayModel
-from twinflow.trace import GENESIS, TraceCorruptError, canonical_bytes, encode_line
+from twinflow.trace import TraceCorruptError, canonical_bytes
+from twinflow.trace._format import GENESIS, encode_line
 
 PROMPT = "What is 2 + 3?"
 

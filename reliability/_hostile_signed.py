@@ -46,14 +46,13 @@ from twinflow.cli._decisions import (
 )
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import (
-    GENESIS,
     FileTraceSink,
     SignatureError,
     TwinflowError,
     canonical_bytes,
-    encode_line,
     read_checkpoint,
 )
+from twinflow.trace._format import GENESIS, encode_line
 from twinflow.trace._keys import generate_key
 from twinflow.trace._note import CheckpointBody, sign_checkpoint_note, sign_note
 from twinflow.trace._testing import events_of, framed, rechain, small_trace

@@ -36,8 +36,9 @@ from typing import Any
 from _common import Figures, agent, call, parse_mode, scripted, text
 
 from twinflow.agent import Trace, verify_agent_trace
-from twinflow.trace import FileTraceSink, TraceSink, repair_trace
+from twinflow.trace import FileTraceSink, TraceSink
 from twinflow.trace._format import LINE_PREFIX
+from twinflow.trace._repair import repair_trace
 
 DIGEST_START = len(LINE_PREFIX)
 DIGEST_END = DIGEST_START + 64  # the line's sha256, in hex

@@ -33,9 +33,9 @@ from twinflow.kernel import (
     SubprocessLauncher,
     Transport,
     TransportError,
-    free_port,
 )
 from twinflow.kernel._fault import FaultTransport
+from twinflow.kernel._netpolicy import free_port
 from twinflow.models import OllamaChatModel, OpenAICompatibleChatModel
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import (

@@ -109,20 +109,19 @@ from twinflow.kernel import (
     SteppingClock,
     SubprocessLauncher,
     TransportError,
-    free_port,
 )
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._netpolicy import free_port
 from twinflow.models import OpenAICompatibleChatModel
 from twinflow.trace import (
-    GENESIS,
     MemoryTraceSink,
     TraceSink,
     TwinflowError,
     canonical_bytes,
-    encode_line,
     read_checkpoint,
 )
 from twinflow.trace.__main__ import main as trace_main
+from twinflow.trace._format import GENESIS, encode_line
 from twinflow.trace._keys import generate_key
 from twinflow.trace._note import CheckpointBody, sign_checkpoint_note
 from twinflow.vocab import CallId, Message, ToolCallPart

@@ -38,9 +38,9 @@ from twinflow.kernel import (
     SystemClock,
     ThreadExecutor,
     Transport,
-    free_port,
 )
 from twinflow.kernel._fault import FaultTransport
+from twinflow.kernel._netpolicy import free_port
 from twinflow.models import OpenAICompatibleChatModel
 from twinflow.trace import TraceSink
 from twinflow.vocab import JsonValue, ModelSettings

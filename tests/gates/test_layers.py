@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Callable
+import tomllib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -25,16 +26,44 @@ PACKAGES = {
 }
 
 
-def _member(root: Path, distribution: str, package: str, *, where: str = "packages") -> Path:
+def _member(
+    root: Path,
+    distribution: str,
+    package: str,
+    *,
+    where: str = "packages",
+    pins: Sequence[str] = (),
+) -> Path:
     """A workspace member with an empty package, src layout; returns the package folder."""
     member = root / where / distribution
     src = member / "src" / "twinflow" / package
     src.mkdir(parents=True)
     (src / "__init__.py").write_text('"""Fixture package."""\n', encoding="utf-8")
-    (member / "pyproject.toml").write_text(
-        f'[project]\nname = "{distribution}"\n', encoding="utf-8"
-    )
+    pyproject = member / "pyproject.toml"
+    if not pyproject.exists():
+        dependencies = ", ".join(f'"{pin}"' for pin in pins)
+        pyproject.write_text(
+            f'[project]\nname = "{distribution}"\nversion = "0.1.0"\n'
+            f"dependencies = [{dependencies}]\n",
+            encoding="utf-8",
+        )
     return src
+
+
+def _unpin(root: Path, package: str) -> None:
+    """The member holding ``package`` declares no workspace pins: it is released on its own."""
+    pyproject = root / "packages" / PACKAGES[package] / "pyproject.toml"
+    pyproject.write_text(
+        f'[project]\nname = "{PACKAGES[package]}"\nversion = "0.1.0"\ndependencies = []\n',
+        encoding="utf-8",
+    )
+
+
+def _real_pins(repo_root: Path, distribution: str) -> list[str]:
+    """The workspace pins (``twinflow-x==V``) the repository's member of that name declares."""
+    path = repo_root / "packages" / distribution / "pyproject.toml"
+    dependencies = tomllib.loads(path.read_text(encoding="utf-8"))["project"]["dependencies"]
+    return [str(d) for d in dependencies if str(d).startswith("twinflow-") and "==" in str(d)]
 
 
 def _skeleton(tmp_path: Path, repo_root: Path) -> Path:
@@ -45,7 +74,7 @@ def _skeleton(tmp_path: Path, repo_root: Path) -> Path:
         '[tool.uv.workspace]\nmembers = ["packages/*"]\n', encoding="utf-8"
     )
     for package, distribution in PACKAGES.items():
-        _member(root, distribution, package)
+        _member(root, distribution, package, pins=_real_pins(repo_root, distribution))
     datapizza = root / "packages" / "twinflow-vocab" / "src" / "twinflow" / "vocab" / "datapizza"
     datapizza.mkdir()
     (datapizza / "__init__.py").write_text("", encoding="utf-8")
@@ -164,12 +193,44 @@ def test_the_command_may_read_a_library_private_module(
     assert 0 == done.returncode, done.stdout + done.stderr
 
 
+def test_a_library_reads_the_private_modules_of_a_library_it_pins(
+    tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """The agent pins the trace leaf at its own version: they are released together."""
+    root = _skeleton(tmp_path, repo_root)
+    _add(root, "trace", "X = 1", module="_shared")
+    _add(root, "agent", "from twinflow.trace._shared import X")
+    done = run_gate("layers", "--root", root)
+    assert 0 == done.returncode, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    "pin", ["twinflow-trace==0.2.0", "twinflow-trace>=0.1.0", "twinflow-trace"]
+)
+def test_a_pin_at_another_version_or_a_range_shares_nothing(
+    pin: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
+) -> None:
+    """Only a pin at the library's own version is a release together; the private read fails."""
+    root = _skeleton(tmp_path, repo_root)
+    pyproject = root / "packages" / "twinflow-agent" / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text(encoding="utf-8").replace("twinflow-trace==0.1.0", pin),
+        encoding="utf-8",
+    )
+    _add(root, "trace", "X = 1", module="_shared")
+    _add(root, "agent", "from twinflow.trace._shared import X")
+    done = run_gate("layers", "--root", root)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert "twinflow.trace._shared is private to twinflow.trace" in done.stderr
+
+
 @pytest.mark.parametrize(("package", "line"), PRIVATE.values(), ids=PRIVATE.keys())
 def test_a_private_module_imported_from_another_package_fails(
     package: str, line: str, tmp_path: Path, repo_root: Path, run_gate: GateRunner
 ) -> None:
-    """Another package's private module, imported statically or by name, makes the gate exit 1."""
+    """A package released on its own that imports another's private module makes the gate exit 1."""
     root = _skeleton(tmp_path, repo_root)
+    _unpin(root, package)
     _add(root, "trace", "X = 1", module="_shared")
     _add(root, package, line)
     done = run_gate("layers", "--root", root)
@@ -207,6 +268,7 @@ def test_import_linter_alone_holds_the_private_modules(
     """The .importlinter contract itself is broken by a planted private import (not only the AST pass)."""
     root = _skeleton(tmp_path, repo_root)
     _add(root, "trace", "X = 1", module="_shared")
+    _unpin(root, "agent")
     _add(root, "agent", "from twinflow.trace._shared import X")
     done = run_gate("layers", "--root", root)
     assert "A package's private modules are imported only from inside it BROKEN" in done.stdout
@@ -745,6 +807,7 @@ def test_a_private_module_reached_through_an_attribute_fails(
     """`import twinflow.trace; twinflow.trace._shared.X` reaches a private module of another package."""
     root = _skeleton(tmp_path, repo_root)
     _add(root, "trace", "X = 1", module="_shared")
+    _unpin(root, "agent")
     _add(root, "agent", "import twinflow.trace\ntwinflow.trace._shared.X")
     _gate_fails_naming(root, run_gate, "twinflow.trace._shared is private to twinflow.trace")
 

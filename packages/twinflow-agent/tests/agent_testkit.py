@@ -8,7 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from twinflow.agent import Agent, ReplayPorts
+from twinflow.agent import Agent
+from twinflow.agent._replay import ReplayPorts
 from twinflow.kernel._errors import TransportError
 from twinflow.vocab import CallId, Message, ModelRequest, StructuredPart, ToolCallPart
 

@@ -15,12 +15,12 @@ from twinflow.agent import (
     CannotResume,
     FunctionModel,
     Policy,
-    ReplayPorts,
     RunError,
     Trace,
     UsageLimits,
     replay,
 )
+from twinflow.agent._replay import ReplayPorts
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import verify_trace
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart

@@ -13,15 +13,15 @@ from agent_testkit import Counts, Total, crashed_at, replaying_agent
 from twinflow.agent import (
     Agent,
     AgentConfigError,
-    Environment,
     FunctionModel,
     Policy,
-    ReplayPorts,
     RunResumed,
     RunStarted,
     Trace,
     replay,
 )
+from twinflow.agent._events import Environment
+from twinflow.agent._replay import ReplayPorts
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import FileTraceSink
 

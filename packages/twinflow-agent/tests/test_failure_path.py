@@ -11,12 +11,12 @@ from twinflow.agent import (
     FunctionModel,
     OutputRejected,
     Policy,
-    ReplayPorts,
     RunError,
     RunFailed,
     Trace,
     replay,
 )
+from twinflow.agent._replay import ReplayPorts
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import (

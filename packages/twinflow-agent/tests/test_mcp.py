@@ -17,13 +17,13 @@ from twinflow.agent import (
     FunctionModel,
     McpTools,
     Policy,
-    ReplayPorts,
     ToolReturned,
     ToolsListed,
     Trace,
     replay,
 )
 from twinflow.agent._events import ListedTool
+from twinflow.agent._replay import ReplayPorts
 from twinflow.kernel import (
     CountingIds,
     McpClient,
@@ -41,8 +41,8 @@ from twinflow.vocab import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    carried_parts,
 )
+from twinflow.vocab._parts import carried_parts
 
 SERVERS = Path(__file__).resolve().parents[2] / "twinflow-kernel" / "tests" / "mcp_servers"
 CALC = SERVERS / "calc_server.py"

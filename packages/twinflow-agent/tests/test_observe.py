@@ -14,23 +14,17 @@ from twinflow.agent import (
     ModelRequested,
     ModelResponded,
     Policy,
-    ReplayPorts,
     Steering,
     SteeringReceived,
     Trace,
     replay,
     verify_agent_trace,
 )
+from twinflow.agent._replay import ReplayPorts
 from twinflow.kernel import CountingIds, ReplayDivergenceError, SteppingClock
 from twinflow.trace import MemoryTraceSink
-from twinflow.vocab import (
-    CallId,
-    Message,
-    ModelRequest,
-    TextDelta,
-    ToolCallPart,
-    envelope,
-)
+from twinflow.vocab import CallId, Message, ModelRequest, TextDelta, ToolCallPart
+from twinflow.vocab._envelope import envelope
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

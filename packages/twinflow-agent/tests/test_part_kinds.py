@@ -16,13 +16,13 @@ from twinflow.agent import (
     FunctionModel,
     ModelResponded,
     Policy,
-    ReplayPorts,
     RunError,
     RunFailed,
     RunStarted,
     Trace,
     replay,
 )
+from twinflow.agent._replay import ReplayPorts
 from twinflow.agent._trace import encode_event
 from twinflow.kernel import CountingIds, ReplayDivergenceError, SteppingClock
 from twinflow.models._openai_wire import to_openai_messages

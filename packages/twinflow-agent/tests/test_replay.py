@@ -22,7 +22,6 @@ from twinflow.agent import (
     FunctionModel,
     ModelResponded,
     Policy,
-    ReplayPorts,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -32,11 +31,12 @@ from twinflow.agent import (
 )
 from twinflow.agent._compare import ComparingSink, ComparingWriter
 from twinflow.agent._events import GENESIS, TraceEvent
-from twinflow.agent._replay import REPLAY_KINDS, ReplayMode
+from twinflow.agent._replay import REPLAY_KINDS, ReplayMode, ReplayPorts
 from twinflow.agent._trace import TraceWriter
 from twinflow.kernel import CountingIds, NondeterminismError, ReplayDivergenceError, SteppingClock
-from twinflow.trace import Checkpoint, MemoryTraceSink, MerkleTree, TraceFormatError, leaf_hash
+from twinflow.trace import Checkpoint, MemoryTraceSink, MerkleTree, TraceFormatError
 from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES
+from twinflow.trace._merkle import leaf_hash
 from twinflow.vocab import (
     CallId,
     Message,

@@ -19,17 +19,17 @@ from twinflow.agent import (
     Decision,
     FunctionModel,
     Policy,
-    ReplayPorts,
     RunPaused,
     RunResumed,
     Trace,
     replay,
 )
+from twinflow.agent._replay import ReplayPorts
 from twinflow.agent._resume import record_decisions
 from twinflow.kernel import CountingIds, ReplayDivergenceError, SteppingClock, TransportError
 from twinflow.trace import FileTraceSink, TraceCorruptError
 from twinflow.trace._checkpoint import check_consistency
-from twinflow.views import compare_behaviour
+from twinflow.views._behaviour import compare_behaviour
 from twinflow.vocab import CallId
 from twinflow.vocab import value_bytes as canonical_bytes
 

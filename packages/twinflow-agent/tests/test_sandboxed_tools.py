@@ -17,12 +17,12 @@ from twinflow.agent import (
     AgentConfigError,
     FunctionModel,
     Policy,
-    ReplayPorts,
     SpecError,
     ToolReturned,
     Trace,
     replay,
 )
+from twinflow.agent._replay import ReplayPorts
 from twinflow.agent._sandboxed import SandboxSession, SandboxSpec, builtin_tools
 from twinflow.agent._spec import parse_spec
 from twinflow.agent._tools import Tool

@@ -36,7 +36,6 @@ from twinflow.agent._events import AgentConfig, EventBody, MessageChain, PolicyR
 from twinflow.agent._trace import TraceWriter, encode_event
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import (
-    GENESIS,
     Checkpoint,
     FileTraceSink,
     FsyncPolicy,
@@ -45,10 +44,10 @@ from twinflow.trace import (
     MemoryTraceSink,
     TraceCorruptError,
     TraceFormatError,
-    repair_trace,
 )
 from twinflow.trace._checkpoint import check_consistency, check_inclusion
-from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES
+from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES, GENESIS
+from twinflow.trace._repair import repair_trace
 from twinflow.vocab import (
     CallId,
     Message,

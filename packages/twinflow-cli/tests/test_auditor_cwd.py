@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from twinflow.kernel._process import run_process
-from twinflow.trace import canonical_bytes, encode_line
+from twinflow.trace import canonical_bytes
+from twinflow.trace._format import encode_line
 
 ROOT = Path(__file__).resolve().parents[3]
 PLANTED = ("twinflow/trace/__main__.py", "twinflow/__init__.py", "argparse.py", "pathlib.py")

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from cli_testkit import chat_answer, completion
 
-from twinflow.agent import Agent, Environment, FunctionModel, Trace
+from twinflow.agent import Agent, FunctionModel, Trace
+from twinflow.agent._events import Environment
 from twinflow.cli._demo import PROMPT, SYSTEM
 from twinflow.cli._demo_cli import DEMO_SPEC
 from twinflow.cli._main import main

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from cli_testkit import CALC, calc_project
 
-from twinflow.agent import Environment, RunStarted, Trace, load_spec
+from twinflow.agent import RunStarted, Trace, load_spec
+from twinflow.agent._events import Environment
 from twinflow.cli._main import main
 from twinflow.cli._wiring import run_identity
 from twinflow.kernel import LoopbackServer, SystemClock, SystemIds

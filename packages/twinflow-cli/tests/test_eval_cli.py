@@ -16,7 +16,7 @@ from twinflow.cli._main import main
 from twinflow.eval import Case, Dataset, load_dataset, run_eval
 from twinflow.eval._results import Shard
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.models import embedded_model_file
+from twinflow.models._embedded import embedded_model_file
 from twinflow.trace import TraceSink
 from twinflow.vocab import Message
 

@@ -10,8 +10,9 @@ import pytest
 from cli_testkit import completion
 
 from twinflow.cli._main import main
-from twinflow.kernel import LoopbackServer, free_port
+from twinflow.kernel import LoopbackServer
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._netpolicy import free_port
 
 DATASET = """
 name: yesno

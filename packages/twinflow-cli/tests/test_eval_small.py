@@ -14,7 +14,7 @@ from twinflow.agent import load_spec
 from twinflow.cli._main import main
 from twinflow.cli._wiring import run_identity
 from twinflow.kernel import LoopbackServer
-from twinflow.models import embedded_model_file
+from twinflow.models._embedded import embedded_model_file
 
 
 @pytest.fixture

@@ -14,15 +14,11 @@ import pytest
 from cli_testkit import build_go_tool
 
 from twinflow.kernel._process import run_process
-from twinflow.trace import (
-    prove_tlog_consistency,
-    prove_tlog_inclusion,
-    read_checkpoint,
-    walk_trace,
-)
+from twinflow.trace import read_checkpoint, walk_trace
 from twinflow.trace._keys import generate_key
 from twinflow.trace._note import CheckpointBody, sign_checkpoint_note
 from twinflow.trace._testing import small_trace
+from twinflow.trace._tlog import prove_tlog_consistency, prove_tlog_inclusion
 
 LAB = generate_key("example.org/lab", bytes([7]) * 32)
 TRACE = small_trace(13)

@@ -18,7 +18,7 @@ from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.kernel._process import run_process
 from twinflow.trace import FileTraceSink
 from twinflow.trace._testing import events_of, rechain
-from twinflow.views import compare_behaviour
+from twinflow.views._behaviour import compare_behaviour
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
 

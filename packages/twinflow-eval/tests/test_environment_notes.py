@@ -7,7 +7,8 @@ from typing import Any
 
 from eval_testkit import START, dataset, scripted_agent
 
-from twinflow.agent import Agent, Environment
+from twinflow.agent import Agent
+from twinflow.agent._events import Environment
 from twinflow.eval import Case, run_eval
 from twinflow.eval._stats import compare_runs
 from twinflow.kernel import SteppingClock

@@ -20,13 +20,8 @@ from twinflow.eval import Case, EvalValueError, RunAborted, RunDirError, Summary
 from twinflow.eval._rescore import load_run, merge_runs, rescore
 from twinflow.eval._results import RunIdentity, Shard, select_keys
 from twinflow.eval._stats import RunSide, compare_results, compare_runs
-from twinflow.kernel import (
-    SteppingClock,
-    SubprocessLauncher,
-    ThreadExecutor,
-    TransportError,
-    free_port,
-)
+from twinflow.kernel import SteppingClock, SubprocessLauncher, ThreadExecutor, TransportError
+from twinflow.kernel._netpolicy import free_port
 from twinflow.trace import TraceSink
 from twinflow.vocab import value_bytes as canonical_bytes
 

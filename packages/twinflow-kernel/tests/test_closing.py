@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import Closing, HttpTransport, LoopbackServer, MockTransport
+from twinflow.kernel import HttpTransport, LoopbackServer, MockTransport
 from twinflow.kernel._fault import FaultTransport
 from twinflow.kernel._launcher import ServerProcess
+from twinflow.kernel._ports import Closing
 from twinflow.kernel._replay import RecordingTransport, ReplayTransport
 from twinflow.trace import UserError
 from twinflow.vocab import JsonValue

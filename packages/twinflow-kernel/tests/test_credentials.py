@@ -6,17 +6,11 @@ from __future__ import annotations
 import pytest
 
 from twinflow._base._untrusted import REDACTED
-from twinflow.kernel import (
-    HttpTransport,
-    KeyHeader,
-    LoopbackServer,
-    check_endpoint_url,
-    free_port,
-    redact_url,
-)
-from twinflow.kernel._credentials import api_key_headers
+from twinflow.kernel import HttpTransport, LoopbackServer
+from twinflow.kernel._credentials import KeyHeader, api_key_headers, check_endpoint_url, redact_url
 from twinflow.kernel._errors import TransportError
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._netpolicy import free_port
 from twinflow.trace import UserError
 
 KEY = "sk-test-5ecr3t-value"

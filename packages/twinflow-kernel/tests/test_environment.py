@@ -8,7 +8,7 @@ import os
 import platform
 from pathlib import Path
 
-from twinflow.kernel import file_sha256, imported_distributions, interpreter
+from twinflow.kernel._environment import file_sha256, imported_distributions, interpreter
 
 
 def test_interpreter_is_what_platform_reports() -> None:

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from twinflow._base._untrusted import REDACTED, register_secret
-from twinflow.kernel import SubprocessLauncher, free_port
+from twinflow.kernel import SubprocessLauncher
 from twinflow.kernel._errors import LaunchError
 from twinflow.kernel._launcher import wait_exit
+from twinflow.kernel._netpolicy import free_port
 from twinflow.trace import UserError
 
 # A server stand-in: spawns a grandchild, writes "<guard> <child> <grandchild>" pids to a file,

@@ -11,15 +11,9 @@ from pathlib import Path
 import pytest
 
 from twinflow._base._untrusted import REDACTED, scrub
-from twinflow.kernel import (
-    McpClient,
-    McpError,
-    McpLimits,
-    SteppingClock,
-    SubprocessLauncher,
-)
+from twinflow.kernel import McpClient, McpError, SteppingClock, SubprocessLauncher
 from twinflow.kernel._launcher import PipedProcess
-from twinflow.kernel._mcp import MAX_TTL_MS, MCP_PROTOCOL_VERSIONS
+from twinflow.kernel._mcp import MAX_TTL_MS, MCP_PROTOCOL_VERSIONS, McpLimits
 from twinflow.kernel._mcp_wire import _header_value
 from twinflow.trace import UserError
 from twinflow.trace._format import DEFAULT_MAX_LINE_BYTES

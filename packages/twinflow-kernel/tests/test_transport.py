@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import HttpTransport, LoopbackServer, Transport, TransportError, free_port
+from twinflow.kernel import HttpTransport, LoopbackServer, Transport, TransportError
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._netpolicy import free_port
 from twinflow.trace import UserError
 
 MB = 1024 * 1024

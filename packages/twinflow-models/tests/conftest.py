@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.kernel import SubprocessLauncher, free_port
+from twinflow.kernel import SubprocessLauncher
+from twinflow.kernel._netpolicy import free_port
 
 # The transcript strategies of vocab's tests drive the wire round trips here too (one copy).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "twinflow-vocab" / "tests"))

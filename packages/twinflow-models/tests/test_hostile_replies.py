@@ -18,7 +18,7 @@ from twinflow.vocab import (
     ToolSpec,
     Transcript,
 )
-from twinflow.vocab.wire import JsonLimits
+from twinflow.vocab._wire import JsonLimits
 
 ADD = ToolSpec(
     name="add",

@@ -14,9 +14,9 @@ from twinflow.kernel import (
     LoopbackServer,
     MockTransport,
     TransportError,
-    free_port,
 )
 from twinflow.kernel._fault import FaultTransport
+from twinflow.kernel._netpolicy import free_port
 from twinflow.models import (
     MalformedResponseError,
     OllamaChatModel,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from twinflow.trace import InvalidProofError, MerkleTree, leaf_hash
-from twinflow.trace._merkle import verify_consistency, verify_inclusion
+from twinflow.trace import InvalidProofError, MerkleTree
+from twinflow.trace._merkle import leaf_hash, verify_consistency, verify_inclusion
 
 
 def h(text: str) -> bytes:

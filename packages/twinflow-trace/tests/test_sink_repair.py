@@ -9,7 +9,8 @@ import pytest
 from tracekit import file_size_limit
 
 from twinflow._base._errors import FileWriteError, TargetExistsError
-from twinflow.trace import FileTraceSink, repair_trace, verify_trace
+from twinflow.trace import FileTraceSink, verify_trace
+from twinflow.trace._repair import repair_trace
 from twinflow.trace._testing import small_trace as trace
 
 

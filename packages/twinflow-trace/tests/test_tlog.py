@@ -9,19 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from twinflow.trace import (
-    InvalidProofError,
-    SignatureError,
-    TraceFormatError,
-    prove_tlog_consistency,
-    prove_tlog_inclusion,
-    read_checkpoint,
-)
+from twinflow.trace import InvalidProofError, SignatureError, TraceFormatError, read_checkpoint
 from twinflow.trace.__main__ import main
 from twinflow.trace._keys import SignerKey, generate_key
 from twinflow.trace._note import CheckpointBody, sign_checkpoint_note
 from twinflow.trace._testing import small_trace
-from twinflow.trace._tlog import check_proof_file, parse_tlog_consistency, parse_tlog_proof
+from twinflow.trace._tlog import (
+    check_proof_file,
+    parse_tlog_consistency,
+    parse_tlog_proof,
+    prove_tlog_consistency,
+    prove_tlog_inclusion,
+)
 
 LAB = generate_key("example.org/lab", bytes([1]) * 32)
 OTHER = generate_key("example.org/other", bytes([2]) * 32)

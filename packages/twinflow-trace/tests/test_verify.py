@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from tracekit import lines_of
 
 from twinflow.trace import (
-    GENESIS,
     CanonicalError,
     Checkpoint,
     Limits,
@@ -23,12 +22,11 @@ from twinflow.trace import (
     UserError,
     VerificationReport,
     canonical_bytes,
-    encode_line,
-    parse_json,
     verify_trace,
     walk_trace,
 )
-from twinflow.trace._format import FORMAT_VERSION, encode_redacted
+from twinflow.trace._canonical import parse_json
+from twinflow.trace._format import FORMAT_VERSION, GENESIS, encode_line, encode_redacted
 from twinflow.trace._testing import events_of, rechain
 from twinflow.trace._testing import framed as forged_line
 from twinflow.trace._testing import small_events as events

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from twinflow.trace import SignatureError, TraceError, canonical_bytes, encode_line
+from twinflow.trace import SignatureError, TraceError, canonical_bytes
+from twinflow.trace._format import encode_line
 
 
 def lines_of(items: list[dict[str, Any]]) -> list[bytes]:

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from twinflow.trace import canonical_bytes, encode_line
+from twinflow.trace import canonical_bytes
 from twinflow.trace._attest import sign_attestation
 from twinflow.trace._checkpoint import Checkpoint
 from twinflow.trace._evidence import EVAL_PREDICATE_TYPE, cases_root, prove_case
-from twinflow.trace._format import GENESIS, encode_redacted
+from twinflow.trace._format import GENESIS, encode_line, encode_redacted
 from twinflow.trace._keys import generate_key
 from twinflow.trace._note import sign_note
 from twinflow.trace._tlog import prove_tlog_inclusion

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from twinflow.agent import Agent, Environment, FunctionModel, Policy, Trace
+from twinflow.agent import Agent, FunctionModel, Policy, Trace
+from twinflow.agent._events import Environment
 from twinflow.kernel import CountingIds, SteppingClock, TransportError
 from twinflow.trace import MemoryTraceSink
-from twinflow.views import compare_behaviour
-from twinflow.views._behaviour import behaviour_of
+from twinflow.views._behaviour import behaviour_of, compare_behaviour
 from twinflow.vocab import CallId, JsonValue, Message, ModelRequest, ModelSettings, ToolCallPart
 
 
@@ -76,6 +76,28 @@ def test_two_runs_of_the_same_agent_behave_the_same() -> None:
     assert a != b  # the bytes differ from the first event on
     expected: tuple[object, ...] = ()
     assert expected == compare_behaviour(a, b)
+
+
+def test_two_runs_failing_alike_behave_the_same() -> None:
+    """Two runs over max_steps, differing only in ids and clocks: their failure messages name
+    their own run ids, and still no divergence."""
+    failed = []
+    for start, prefix in ((1, "x"), (2, "y")):
+        sink = MemoryTraceSink()
+        agent: Agent[Any] = Agent(
+            FunctionModel(scripted(3, prefix)),
+            clock=SteppingClock(datetime(2026, 1, start, tzinfo=UTC)),
+            ids=CountingIds(prefix),
+            tools=[add],
+            policy=Policy(allow=frozenset({"add"})),
+            trace=sink,
+            max_steps=1,
+        )
+        with pytest.raises(Exception, match="max_steps=1"):
+            agent.run("add 2 and 3")
+        failed.append([json.loads(data) for data in Trace.load(sink.data).encoded])
+    expected: tuple[object, ...] = ()
+    assert expected == compare_behaviour(*failed)
 
 
 def test_call_ids_are_renamed_in_order_of_first_mention() -> None:

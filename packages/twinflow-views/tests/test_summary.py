@@ -9,7 +9,8 @@ from pydantic import BaseModel
 from twinflow.agent import Agent, FunctionModel, Policy, Trace
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import MemoryTraceSink
-from twinflow.views import CallSummary, TraceSummary, summarize_trace
+from twinflow.views import TraceSummary, summarize_trace
+from twinflow.views._summary import CallSummary
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
 

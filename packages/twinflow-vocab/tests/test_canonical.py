@@ -21,9 +21,9 @@ from twinflow.vocab import (
     Usage,
     diff,
     digest,
-    parse_canonical,
 )
 from twinflow.vocab import value_bytes as canonical_bytes
+from twinflow.vocab._canonical import parse_canonical
 
 # pytester runs a fresh interpreter: the one place these tests need another process (another
 # hash seed); ruff bans importing subprocess outside the kernel.

@@ -25,14 +25,14 @@ from twinflow.vocab import (
     ToolResultPart,
     Transcript,
     WireFormatError,
-    carried_parts,
-    parse_canonical,
 )
 from twinflow.vocab import value_bytes as canonical_bytes
-from twinflow.vocab.datapizza._blocks import to_datapizza_turn
-from twinflow.vocab.wire import (
+from twinflow.vocab._canonical import parse_canonical
+from twinflow.vocab._parts import carried_parts
+from twinflow.vocab._wire import (
     from_mcp_content,
 )
+from twinflow.vocab.datapizza._blocks import to_datapizza_turn
 
 
 class Citation(ExtensionPart):

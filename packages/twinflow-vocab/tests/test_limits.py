@@ -6,7 +6,7 @@ import pytest
 from pydantic import JsonValue
 
 from twinflow.vocab import WireFormatError
-from twinflow.vocab.wire import JsonLimits, check_json, read_json_text
+from twinflow.vocab._wire import JsonLimits, check_json, read_json_text
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,6 @@ from twinflow.trace import UserError
 from twinflow.vocab import (
     CallId,
     Chunk,
-    ChunkAssembler,
     FinishChunk,
     InvalidValueError,
     Message,
@@ -32,10 +31,10 @@ from twinflow.vocab import (
     WireFormatError,
     assemble,
     digest,
-    envelope,
-    response_chunks,
 )
 from twinflow.vocab import value_bytes as canonical_bytes
+from twinflow.vocab._envelope import envelope
+from twinflow.vocab._stream import ChunkAssembler, response_chunks
 
 
 @st.composite

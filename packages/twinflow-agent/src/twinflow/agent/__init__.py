@@ -44,7 +44,6 @@ from twinflow.agent._errors import RunPaused as RunPaused
 from twinflow.agent._errors import SpecError as SpecError
 from twinflow.agent._events import ApprovalDecided as ApprovalDecided
 from twinflow.agent._events import ApprovalRequested as ApprovalRequested
-from twinflow.agent._events import Environment as Environment
 from twinflow.agent._events import ModelRequested as ModelRequested
 from twinflow.agent._events import ModelResponded as ModelResponded
 from twinflow.agent._events import OutputAccepted as OutputAccepted
@@ -68,8 +67,6 @@ from twinflow.agent._policy import Approve as Approve
 from twinflow.agent._policy import Deny as Deny
 from twinflow.agent._policy import Modify as Modify
 from twinflow.agent._policy import Policy as Policy
-from twinflow.agent._policy import RecordedResults as RecordedResults
-from twinflow.agent._replay import ReplayPorts as ReplayPorts
 from twinflow.agent._replay import ReplayResult as ReplayResult
 from twinflow.agent._replay import replay as replay
 from twinflow.agent._resume import Decision as Decision

@@ -57,7 +57,8 @@ from twinflow.agent._subagent import AgentTool, Budget, delegate_for
 from twinflow.agent._tools import Tool
 from twinflow.agent._trace import TraceWriter
 from twinflow.agent._verify import Trace
-from twinflow.kernel import Clock, Closing, Ids, SystemClock, SystemIds, ThreadExecutor
+from twinflow.kernel import Clock, Ids, SystemClock, SystemIds, ThreadExecutor
+from twinflow.kernel._ports import Closing
 from twinflow.trace import FsyncPolicy, TraceSink
 from twinflow.vocab import (
     ChatModel,

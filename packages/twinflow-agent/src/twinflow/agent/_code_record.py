@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError, field_validator
 from twinflow._base._code import module_file
 from twinflow._base._json import refuse_repeated_keys
 from twinflow.agent._errors import SpecError
-from twinflow.kernel import file_sha256
+from twinflow.kernel._environment import file_sha256
 from twinflow.trace import UserError
 from twinflow.vocab import FrozenValue
 

@@ -9,7 +9,8 @@ from typing import Any
 from twinflow.agent._trace import TraceWriter
 from twinflow.agent._verify import Trace
 from twinflow.kernel import ReplayDivergenceError
-from twinflow.trace import Checkpoint, FsyncPolicy, Limits, encode_line
+from twinflow.trace import Checkpoint, FsyncPolicy, Limits
+from twinflow.trace._format import encode_line
 from twinflow.vocab import diff
 
 __all__ = ["ComparingSink", "ComparingWriter", "ReplayDivergenceError", "event_json"]

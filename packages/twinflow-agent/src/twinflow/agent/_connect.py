@@ -46,17 +46,17 @@ from twinflow.kernel import (
     HttpTransport,
     Ids,
     McpClient,
-    McpLimits,
     SteppingClock,
     SystemClock,
     SystemIds,
     Transport,
-    file_sha256,
-    imported_distributions,
-    interpreter,
-    redact_url,
 )
-from twinflow.models import PROVIDERS, GrammarCheck, embedded_model_file, embedded_server
+from twinflow.kernel._credentials import redact_url
+from twinflow.kernel._environment import file_sha256, imported_distributions, interpreter
+from twinflow.kernel._mcp import McpLimits
+from twinflow.models._embedded import embedded_model_file, embedded_server
+from twinflow.models._preflight import GrammarCheck
+from twinflow.models._providers import PROVIDERS
 from twinflow.trace import (
     MemoryTraceSink,
     TraceSink,
@@ -565,6 +565,7 @@ def replay_builder(
             model_label=ports.model_label,
             tool_results=ports.tool_results,
             environment=ports.environment,
+            seed=ports.seed,
             servers=servers,
         )
 

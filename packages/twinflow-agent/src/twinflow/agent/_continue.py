@@ -43,7 +43,8 @@ from twinflow.agent._resume import (
     served_steps,
 )
 from twinflow.agent._verify import Trace
-from twinflow.trace import FileTraceSink, repair_trace
+from twinflow.trace import FileTraceSink
+from twinflow.trace._repair import repair_trace
 
 if TYPE_CHECKING:
     from twinflow.agent._agent import Agent

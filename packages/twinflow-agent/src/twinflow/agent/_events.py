@@ -25,7 +25,7 @@ from twinflow.agent._records import (
     PolicyRecord,
 )
 from twinflow.agent._records import _Frozen as _Frozen  # the base the agent's values share
-from twinflow.trace import GENESIS, TERMINAL_KINDS
+from twinflow.trace._format import GENESIS, TERMINAL_KINDS
 from twinflow.vocab import (
     CallId,
     Message,

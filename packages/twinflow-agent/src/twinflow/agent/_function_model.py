@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from twinflow.vocab import (
-    Chunk,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    assemble,
-    response_chunks,
-)
+from twinflow.vocab import Chunk, Message, ModelRequest, ModelResponse, assemble
+from twinflow.vocab._stream import response_chunks
 
 __all__ = ["FunctionModel"]
 

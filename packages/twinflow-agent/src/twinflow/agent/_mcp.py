@@ -37,7 +37,7 @@ from twinflow.agent._tools import Tool
 from twinflow.kernel import McpClient, McpError
 from twinflow.vocab import Part, TextPart, ToolSpec, WireFormatError
 from twinflow.vocab import value_bytes as canonical_bytes
-from twinflow.vocab.wire import from_mcp_content
+from twinflow.vocab._wire import from_mcp_content
 
 __all__ = ["McpTools"]
 

@@ -16,13 +16,13 @@ from pydantic import Field, field_validator, model_validator
 from twinflow._base._failures import DEFAULT_FALLBACK_ON, FailureClass
 from twinflow.agent._code_record import SpecValue
 from twinflow.agent._spec_guards import EMBEDDED, check_headers
-from twinflow.kernel import check_endpoint_url
+from twinflow.kernel._credentials import check_endpoint_url
 from twinflow.trace import UserError
 from twinflow.vocab import ModelSettings
 
 if TYPE_CHECKING:
     from twinflow.kernel import HttpTransport, Ids, Transport
-    from twinflow.models import GrammarCheck
+    from twinflow.models._preflight import GrammarCheck
     from twinflow.vocab import ChatModel
 
 __all__ = ["ModelSpec"]
@@ -168,7 +168,7 @@ class ModelSpec(SpecValue):
 
     @model_validator(mode="after")
     def _fits_the_kind(self) -> ModelSpec:
-        from twinflow.models import PROVIDERS
+        from twinflow.models._providers import PROVIDERS
 
         modes = PROVIDERS.client(self.kind).modes
         if self.mode not in modes:
@@ -207,7 +207,7 @@ class ModelSpec(SpecValue):
 def _model_keys(data: Any) -> Any:
     """A model string as the long form's keys (the provider table's row), and a wire's default
     mode when the keys name none (native for Anthropic's Messages, its only mode, and Gemini)."""
-    from twinflow.models import PROVIDERS
+    from twinflow.models._providers import PROVIDERS
 
     if isinstance(data, str):
         try:

@@ -33,13 +33,8 @@ from twinflow.agent._subagent import AgentTool, ChildLimits, Delegate
 from twinflow.agent._tools import Tool
 
 # validation_error_text: the one rendering of a refusal, shared with models.
-from twinflow.vocab import (
-    Part,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    validation_error_text,
-)
+from twinflow.vocab import Part, TextPart, ToolCallPart, ToolResultPart
+from twinflow.vocab._reask import validation_error_text
 
 __all__ = [
     "Approval",

@@ -262,6 +262,9 @@ class ReplayPorts:
     """The recorded run's environment, for the agent's ``environment``: a replay re-runs the
     record, so its ``run_started`` names where the run was recorded, not where it is replayed
     (compare it with the replaying machine's: `Environment.differences`)."""
+    seed: int = 0
+    """The recorded run's sampling seed (its configuration's), for the agent's ``seed``: an
+    eval's later trials were sampled with their own."""
 
 
 def _check_built(agent: Agent[Any], ports: ReplayPorts) -> None:
@@ -425,6 +428,7 @@ def _replay_ports(
             [e.body for e in events if isinstance(e.body, SteeringReceived)]
         ),
         environment=started.environment,
+        seed=started.config.settings.seed or 0,
     )
 
 

@@ -51,14 +51,9 @@ from twinflow.agent._retry import recorded_refusal
 from twinflow.agent._trace import TraceWriter
 from twinflow.agent._verify import Trace
 from twinflow.kernel import Clock, Ids, TransportError
-from twinflow.trace import (
-    Checkpoint,
-    FileTraceSink,
-    FsyncPolicy,
-    TraceSink,
-    leaf_hash,
-    repair_trace,
-)
+from twinflow.trace import Checkpoint, FileTraceSink, FsyncPolicy, TraceSink
+from twinflow.trace._merkle import leaf_hash
+from twinflow.trace._repair import repair_trace
 from twinflow.vocab import CallId, ChatModel, ModelRequest, ModelResponse, RunId, ToolCallPart
 
 __all__ = [

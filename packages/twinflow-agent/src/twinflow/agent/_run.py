@@ -26,8 +26,8 @@ from twinflow.vocab import (
     ToolSpec,
     Transcript,
     Usage,
-    validation_error_text,
 )
+from twinflow.vocab._reask import validation_error_text
 
 if TYPE_CHECKING:
     from twinflow.agent._policy import ToolRunner

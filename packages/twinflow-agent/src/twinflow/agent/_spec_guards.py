@@ -13,7 +13,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from twinflow._base._untrusted import credential_shape
 from twinflow.agent._code_record import SpecValue
 from twinflow.agent._errors import SpecError
-from twinflow.kernel import check_endpoint_url
+from twinflow.kernel._credentials import check_endpoint_url
 from twinflow.trace import UserError
 
 __all__ = ["EMBEDDED", "McpServerSpec", "check_headers"]

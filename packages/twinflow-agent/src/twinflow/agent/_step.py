@@ -62,9 +62,9 @@ from twinflow.vocab import (
     ToolResultPart,
     ToolSpec,
     digest,
-    envelope,
-    reask_message,  # the one re-ask message, shared with the model clients
 )
+from twinflow.vocab._envelope import envelope
+from twinflow.vocab._reask import reask_message
 
 __all__ = ["OutputT", "Steps"]
 

@@ -13,7 +13,8 @@ from pydantic import BaseModel
 from twinflow.agent._errors import AgentConfigError
 
 # The loop is shared with twinflow.models, which this package may not import.
-from twinflow.vocab import Reask, StructuredResult, check_max_attempts, validate_with_reask
+from twinflow.vocab import Reask, StructuredResult
+from twinflow.vocab._reask import check_max_attempts, validate_with_reask
 
 __all__ = ["PydanticStructuredOutput"]
 

@@ -15,16 +15,9 @@ from datetime import datetime
 from twinflow._base._untrusted import has_secrets, scrub_value
 from twinflow.agent._encode import event_bytes
 from twinflow.agent._events import GENESIS, EventBody, TraceEvent
-from twinflow.trace import (
-    Checkpoint,
-    FsyncPolicy,
-    Limits,
-    MerkleTree,
-    TraceFormatError,
-    TraceSink,
-    leaf_hash,
-)
-from twinflow.trace import encode_line as _frame
+from twinflow.trace import Checkpoint, FsyncPolicy, Limits, MerkleTree, TraceFormatError, TraceSink
+from twinflow.trace._format import encode_line as _frame
+from twinflow.trace._merkle import leaf_hash
 
 __all__ = ["TraceWriter", "encode_event"]
 

@@ -18,7 +18,6 @@ from collections.abc import Collection, Iterator, Sequence
 from typing import Any, TypeVar, overload
 
 from twinflow.agent._events import EventBody, TraceEvent
-from twinflow.trace import GENESIS as _GENESIS
 from twinflow.trace import (
     Checkpoint,
     ConsistencyProof,
@@ -26,11 +25,12 @@ from twinflow.trace import (
     Limits,
     MerkleTree,
     VerificationReport,
-    leaf_hash,
-    parse_json,
     walk_trace,
 )
 from twinflow.trace import verify_trace as _verify_trace
+from twinflow.trace._canonical import parse_json
+from twinflow.trace._format import GENESIS as _GENESIS
+from twinflow.trace._merkle import leaf_hash
 
 __all__ = ["EVERY_KIND", "Trace", "typed_event", "verify_agent_trace"]
 

@@ -33,11 +33,12 @@ from twinflow.cli._traces import (
     vouched,
     walk_typed,
 )
-from twinflow.trace import UserError
+from twinflow.trace import UserError, _format, _merkle
 from twinflow.trace._format import encode_redacted
 from twinflow.trace._keys import parse_signer_key
 from twinflow.trace._merkle import Frontier
 from twinflow.trace._note import CheckpointBody, sign_checkpoint_note
+from twinflow.trace._repair import repair_trace
 
 __all__ = ["COMMANDS", "THREAT_MODEL"]
 
@@ -418,7 +419,7 @@ def _repair(args: argparse.Namespace, out: Output) -> int:
     if args.trace.is_symlink():
         raise UserError(f"{args.trace}: is a symbolic link; repair the file it points to")
     check_trace_head(args.trace)
-    result = _trace.repair_trace(args.trace)
+    result = repair_trace(args.trace)
     moved = {"moved_to": result.moved_to, "moved_bytes": result.moved_bytes}
     from twinflow.agent import verify_agent_trace
 
@@ -476,13 +477,13 @@ def _redact(args: argparse.Namespace, out: Output) -> int:
             if event.seq in chosen or value is None:
                 lines.append(encode_redacted(event.digest))
             else:
-                lines.append(_trace.encode_line(event.event)[0])
+                lines.append(_format.encode_line(event.event)[0])
     except _trace.TraceCorruptError as exc:
         raise CheckFailed(f"{args.trace}: {exc}", corrupt_payload(args.trace, exc)) from None
     for seq in chosen:
         if seq not in kinds:
             raise UserError(f"--seq {seq}: the trace holds events 0..{len(kinds) - 1}")
-        if kinds[seq] in _trace.TERMINAL_KINDS:
+        if kinds[seq] in _format.TERMINAL_KINDS:
             raise UserError(
                 f"--seq {seq}: the run's last event ({kinds[seq]}) shows the run is whole, so "
                 "it is never redacted"
@@ -546,7 +547,7 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
             return _longer(args.a, args.b, size + 1 + sum(1 for _ in a), size)
         if left.digest != right.digest:
             _differ(left, right)
-        root.append_hash(_trace.leaf_hash(bytes.fromhex(left.digest)))
+        root.append_hash(_merkle.leaf_hash(bytes.fromhex(left.digest)))
         size += 1
     if next(b, None) is not None:
         return _longer(args.b, args.a, size + 1 + sum(1 for _ in b), size)

@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent import Agent, Environment, ModelSpec, RunSpec
+from twinflow.agent import Agent, ModelSpec, RunSpec
 from twinflow.agent._connect import Resolved
+from twinflow.agent._events import Environment
 from twinflow.cli._eval_args import LOCAL_RAY
 from twinflow.cli._output import say
 from twinflow.cli._wiring import (

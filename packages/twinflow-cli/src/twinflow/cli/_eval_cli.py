@@ -82,13 +82,8 @@ from twinflow.eval._runner import check_plan_slot, code_modules, pending_keys
 from twinflow.eval._simulated import user_specs
 from twinflow.eval._stats import Comparison, compare_runs
 from twinflow.eval._trials import TrialStats
-from twinflow.kernel import (
-    Executor,
-    SerialExecutor,
-    SystemClock,
-    SystemIds,
-    redact_url,
-)
+from twinflow.kernel import Executor, SerialExecutor, SystemClock, SystemIds
+from twinflow.kernel._credentials import redact_url
 from twinflow.trace import SignatureError, UserError
 from twinflow.trace._keys import parse_verifier_key
 

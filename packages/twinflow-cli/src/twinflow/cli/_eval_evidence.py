@@ -232,23 +232,38 @@ def configure_reproduce(p: argparse.ArgumentParser) -> None:
         "--mode",
         choices=("recorded", "live"),
         default="recorded",
-        help="recorded: tool results from the traces; live: run the tools again (default: "
-        "recorded); the model's replies are the recorded ones in both",
+        help="recorded: replay each case trace, the model's replies and tool results from it (no "
+        "model); live: replay it so, then run the case again against the model at its recorded "
+        "settings (model, structured-output mode, temperature, max tokens, seed) and compare the "
+        f"new trace (OUT/{_FRESH}/KEY.jsonl) by behaviour (default: recorded)",
+    )
+    p.add_argument(
+        "--model",
+        metavar="MODEL",
+        help="with --mode live: an equivalent model to run against instead of the recorded one "
+        "(a server's URL, PROVIDER:MODEL[@URL] or embedded); the statement names the difference",
     )
 
 
+_FRESH = "traces"
+"""Where ``eval reproduce --mode live`` writes each case's new trace in its directory."""
+
+
 def eval_reproduce(args: argparse.Namespace, out: Output) -> int:
-    """Re-run every case trace of an attested run against a spec (the model's replies from the
-    trace) and write which cases reproduced exactly, which diverged and at which event, and
-    how this machine's environment differs; `eval attest OUT --key SKEY` signs it, naming the
-    run's attestation, and `eval compare RUN_DIR OUT` reads both."""
+    """Re-run every case trace of an attested run against a spec and write which cases
+    reproduced exactly, which diverged and where (seq, turn, step), and how this machine's
+    environment differs: recorded (no model: does the code still produce the trace?) or live
+    (also against the model at the recorded settings); `eval attest OUT --key SKEY` signs it,
+    naming the run's attestation, and `eval compare RUN_DIR OUT` reads both."""
+    import contextlib
     import os
 
     from twinflow._base._files import read_inside
     from twinflow.agent import load_spec
-    from twinflow.trace._canonical import canonical_bytes
-    from twinflow.trace._evidence import check_reproduction_predicate, envelope_digest
+    from twinflow.cli._eval_live import LiveModels
 
+    if args.model is not None and args.mode != "live":
+        raise UserError("--model names the model of a live reproduction: add --mode live")
     attestation = args.attestation or args.run_dir / ATTESTATION_NAME
     envelope = read_regular(attestation, MAX_ENVELOPE_BYTES)
     manifest, results = load_run(args.run_dir)
@@ -256,14 +271,40 @@ def eval_reproduce(args: argparse.Namespace, out: Output) -> int:
         raise UserError(f"{args.out} already exists; a reproduction is written to a new directory")
     signer = _signer(args.key)
     spec = load_spec(args.spec)
-    statement, roots = _attested_statement(args.run_dir, attestation, envelope)
-    cases: list[dict[str, object]] = []
-    environment: dict[str, None] = {}
+    statement, _ = _attested_statement(args.run_dir, attestation, envelope)
+    traces: list[tuple[str, Path]] = []
     for result in results.cases:
         read_inside(args.run_dir, result.trace, what="results.json")  # a path that stays inside
-        cases.append(
-            _reproduce_case(args.run_dir / result.trace, result.key, spec, args.mode, environment)
-        )
+        traces.append((result.key, args.run_dir / result.trace))
+    environment: dict[str, None] = {}
+    with contextlib.ExitStack() as stack:
+        live = LiveModels(spec, args.model, stack, args.out)
+        # Every model is checked reachable before anything is written or replayed.
+        models = live.models([t for _, t in traces]) if args.mode == "live" else None
+        args.out.mkdir(parents=True)
+        cases = [
+            _reproduce_case(trace, key, spec, environment)
+            if models is None
+            else _live_case(trace, key, spec, environment, live, models[i], args.out / _FRESH)
+            for i, (key, trace) in enumerate(traces)
+        ]
+    return _write_reproduction(args, out, signer, statement, envelope, cases, environment, manifest)
+
+
+def _write_reproduction(
+    args: argparse.Namespace,
+    out: Output,
+    signer: Any,
+    statement: dict[str, Any],
+    envelope: bytes,
+    cases: list[dict[str, object]],
+    environment: dict[str, None],
+    manifest: Any,
+) -> int:
+    """Write (and with --key sign) the reproduction predicate of ``cases``."""
+    from twinflow.trace._canonical import canonical_bytes
+    from twinflow.trace._evidence import check_reproduction_predicate, envelope_digest
+
     predicate = {
         "assuranceLevel": "reproduced",
         "attestation": {
@@ -276,13 +317,12 @@ def eval_reproduce(args: argparse.Namespace, out: Output) -> int:
         "environment": list(environment),
     }
     check_reproduction_predicate(predicate)
-    args.out.mkdir(parents=True)
     write_new(args.out / REPRODUCTION_NAME, canonical_bytes(predicate) + b"\n", mode=0o644)
     same = [c["key"] for c in cases if c["outcome"] == "reproduced"]
     out.document({"ok": True, "reproduction": str(args.out / REPRODUCTION_NAME), **predicate})
     out.line(
         f"{len(same)} of {len(cases)} case(s) of {_clean(manifest.dataset.name)} reproduced "
-        f"exactly ({args.mode}); {len(roots) - len(same)} diverged"
+        f"exactly ({args.mode}); {len(cases) - len(same)} diverged"
     )
     _print_divergences(out, cases, environment)
     if signer is None:
@@ -317,11 +357,19 @@ def _print_divergences(
     """Each case that did not reproduce, where it diverged, and the first environment lines."""
     for case in cases:
         if case["outcome"] != "reproduced":
-            out.line(
-                f"  {_clean(str(case['key']))}: at seq {case['seq']}: {_clean(str(case['detail']))}"
-            )
+            out.line(f"  {_where(case)}")
     for line in list(environment)[:5]:
         out.line(f"  environment: {_clean(line)}")
+
+
+def _where(case: dict[str, Any]) -> str:
+    """One case's divergence on one line: its key and mode, seq, turn and step, what differs."""
+    mode = f" ({case['mode']})" if "mode" in case else ""
+    place = f" (turn {case['turn']}, step {case['step']})" if case.get("step") is not None else ""
+    return (
+        f"{_clean(str(case['key']))}{mode}: at seq {case['seq']}{place}: "
+        f"{_clean(str(case['detail']))}"
+    )
 
 
 def _stated_cases_root(envelope: bytes) -> object:
@@ -339,25 +387,75 @@ def _stated_cases_root(envelope: bytes) -> object:
 
 
 def _reproduce_case(
-    trace: Path, key: str, spec: object, mode: str, environment: dict[str, None]
+    trace: Path, key: str, spec: object, environment: dict[str, None]
 ) -> dict[str, object]:
-    """One case replayed: ``reproduced``, or ``diverged`` with the first differing seq."""
+    """One case replayed (recorded): ``reproduced``, or ``diverged`` at the first differing
+    seq (with its turn and step)."""
+    from twinflow.cli._eval_live import place_of
     from twinflow.cli._replay_cli import _replay_file
 
     try:
-        payload = _replay_file(trace, lambda: spec, mode)  # type: ignore[arg-type,return-value]  # the spec is read once, served per case
+        payload = _replay_file(trace, lambda: spec, "recorded")  # type: ignore[arg-type,return-value]  # the spec is read once, served per case
     except CheckFailed as exc:
         seq = exc.payload.get("seq")
+        seq = seq if type(seq) is int else None
         detail = exc.payload.get("difference") or str(exc).split(": ", 1)[-1]
-        return {
-            "key": key,
-            "outcome": "diverged",
-            "seq": seq if type(seq) is int else None,
-            "detail": " ".join(str(detail).split())[:500],
-        }
+        turn, step = place_of(trace, seq)
+        return _case(key, "recorded", seq, turn, step, " ".join(str(detail).split())[:500])
     for line in payload["environment_differences"]:
         environment.setdefault(str(line), None)
-    return {"key": key, "outcome": "reproduced", "seq": None, "detail": None}
+    return _case(key, "recorded")
+
+
+def _case(
+    key: str,
+    mode: str,
+    seq: int | None = None,
+    turn: int | None = None,
+    step: int | None = None,
+    detail: str | None = None,
+) -> dict[str, object]:
+    """A case of the reproduction predicate: ``diverged`` when it has a ``detail``."""
+    outcome = "reproduced" if detail is None else "diverged"
+    return {
+        "key": key,
+        "mode": mode,
+        "outcome": outcome,
+        "seq": seq,
+        "turn": turn,
+        "step": step,
+        "detail": detail,
+    }
+
+
+def _live_case(
+    trace: Path,
+    key: str,
+    spec: object,
+    environment: dict[str, None],
+    live: Any,
+    recorded: tuple[Any, Any, tuple[str, ...]],
+    fresh_dir: Path,
+) -> dict[str, object]:
+    """One case replayed, then (if the code still produces its trace) run against the model
+    and compared by behaviour; the environment lines are the live run's."""
+    from twinflow.cli._eval_live import first_divergence
+
+    replayed = _reproduce_case(trace, key, spec, {})
+    if replayed["outcome"] != "reproduced":
+        return replayed  # the code no longer produces the trace: a live run would say no more
+    started, model, turns = recorded
+    fresh_dir.mkdir(exist_ok=True)
+    fresh = fresh_dir / trace.name
+    ran = live.run(fresh, started, model, turns)
+    if started.environment is not None:
+        for line in started.environment.differences(ran, imports=False):
+            environment.setdefault(line, None)
+    found = first_divergence(trace, fresh)
+    if found is None:
+        return _case(key, "live")
+    seq, turn, step, detail = found
+    return _case(key, "live", seq, turn, step, detail[:500])
 
 
 def _reproduction(directory: Path) -> dict[str, Any]:
@@ -442,9 +540,7 @@ def compare_reproduction(run_dir: Path, reproduction: Path, out: Output) -> int:
     )
     for case in cases:
         if case["outcome"] != "reproduced":
-            out.line(
-                f"  diverged {_clean(case['key'])} at seq {case['seq']}: {_clean(str(case['detail']))}"
-            )
+            out.line(f"  diverged {_where(case)}")
     for line in predicate["environment"][:20]:
         out.line(f"  environment differs: {_clean(line)}")
     return EXIT_OK

@@ -28,7 +28,7 @@ from twinflow.cli._traces import (
     read_small_file,
     squash,
 )
-from twinflow.trace import UserError
+from twinflow.trace import UserError, _tlog
 from twinflow.trace._tlog import check_proof_file, event_file_digest
 from twinflow.trace._tree import CHAIN_HEADER, check_chain, make_chain
 
@@ -163,7 +163,7 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
             if args.seq < 0:
                 raise UserError(f"--seq {args.seq}: events are numbered from 0")
             try:
-                proof = _trace.prove_tlog_inclusion(
+                proof = _tlog.prove_tlog_inclusion(
                     args.trace, args.seq, note, where=where, limits=limits
                 )
             except UserError as exc:
@@ -177,7 +177,7 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
             summary = f"event {args.seq} (digest (hex) {digest}) is in the checkpoint below"
         else:
             try:
-                consistency = _trace.prove_tlog_consistency(
+                consistency = _tlog.prove_tlog_consistency(
                     args.trace, args.from_size, note, where=where, limits=limits
                 )
             except UserError as exc:

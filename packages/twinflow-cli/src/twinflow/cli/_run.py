@@ -59,7 +59,8 @@ from twinflow.trace import (
     TraceSink,
     UserError,
 )
-from twinflow.views import CallSummary, summarize_trace
+from twinflow.views import summarize_trace
+from twinflow.views._summary import CallSummary
 
 __all__ = [
     "COMMANDS",

@@ -27,12 +27,13 @@ from pydantic import ValidationError
 from twinflow._base._files import write_replace
 from twinflow._base._json import loads as received_json
 from twinflow._base._untrusted import for_terminal
-from twinflow.agent import Environment, verify_agent_trace
+from twinflow.agent import verify_agent_trace
+from twinflow.agent._events import Environment
 from twinflow.cli._output import EXIT_OK, CheckFailed, Command, Output
 from twinflow.cli._traces import add_checkpoint_keys, read_published, read_trace_bytes, walk_typed
 from twinflow.trace import Checkpoint, UserError
-from twinflow.views import compare_behaviour, render_trace_page
-from twinflow.views._behaviour import BehaviourDivergence
+from twinflow.views import render_trace_page
+from twinflow.views._behaviour import BehaviourDivergence, compare_behaviour
 from twinflow.vocab import diff
 
 __all__ = ["COMMANDS", "behaviour_diff", "describe_events"]

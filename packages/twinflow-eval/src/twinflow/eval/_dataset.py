@@ -39,8 +39,9 @@ from twinflow._base._yaml import (
 from twinflow.eval._errors import DatasetError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._scorers import ExactMatch, ScorerSpec
-from twinflow.trace import CanonicalError, parse_json
+from twinflow.trace import CanonicalError
 from twinflow.trace import CanonicalError as NotJsonError
+from twinflow.trace._canonical import parse_json
 from twinflow.vocab import digest
 from twinflow.vocab import value_bytes as canonical_bytes
 

@@ -16,13 +16,8 @@ from typing import NamedTuple
 from pydantic import JsonValue
 
 from twinflow._base._files import read_inside, write_replace
-from twinflow.agent import (
-    Environment,
-    ModelResponded,
-    RunStarted,
-    TraceEvent,
-    typed_event,
-)
+from twinflow.agent import ModelResponded, RunStarted, TraceEvent, typed_event
+from twinflow.agent._events import Environment
 from twinflow.eval._errors import PlanError, RunDirError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import Observation, ToolCallRecord, observe

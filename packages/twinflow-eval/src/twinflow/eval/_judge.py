@@ -24,7 +24,9 @@ from pydantic import BaseModel, JsonValue, ValidationError
 
 from twinflow._base._code import resolve_dotted
 from twinflow._base._files import make_directory, open_inside
-from twinflow.agent import Agent, AgentError, RecordedResults, ReplayPorts, Trace, replay
+from twinflow.agent import Agent, AgentError, Trace, replay
+from twinflow.agent._policy import RecordedResults
+from twinflow.agent._replay import ReplayPorts
 from twinflow.eval._errors import EvalValueError, RunAborted, Unscorable, scorer_error
 from twinflow.eval._observe import Observation, observe
 from twinflow.eval._results import set_aside

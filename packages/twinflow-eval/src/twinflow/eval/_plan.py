@@ -47,10 +47,10 @@ from twinflow.trace import (
     SignerKey,
     VerifierKey,
     open_note,
-    parse_json,
     parse_note,
     sign_note,
 )
+from twinflow.trace._canonical import parse_json
 from twinflow.vocab import digest
 from twinflow.vocab import value_bytes as canonical_bytes
 

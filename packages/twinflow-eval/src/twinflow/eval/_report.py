@@ -16,9 +16,7 @@ from datetime import datetime
 
 from pydantic import JsonValue
 
-from twinflow.agent import (
-    Environment,
-)
+from twinflow.agent._events import Environment
 from twinflow.eval._details import CaseDetail, RunFacts, ScoredTrace, _judgements, _page_of
 from twinflow.eval._plan import judge_plan
 from twinflow.eval._results import CaseResult, EvalResults

@@ -28,12 +28,8 @@ from twinflow.eval._results import (
     EvalResults,
 )
 from twinflow.eval._scorers import ScorerSpec, score_all
-from twinflow.trace import (
-    GENESIS,
-    Checkpoint,
-    MerkleTree,
-    TraceCorruptError,
-)
+from twinflow.trace import Checkpoint, MerkleTree, TraceCorruptError
+from twinflow.trace._format import GENESIS
 from twinflow.vocab import value_bytes as canonical_bytes
 
 __all__ = ["score_trace"]

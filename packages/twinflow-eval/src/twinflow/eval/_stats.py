@@ -11,7 +11,8 @@ from typing import Literal
 from pydantic import JsonValue
 
 from twinflow._base._files import read_inside
-from twinflow.agent import Environment, RunStarted, Trace
+from twinflow.agent import RunStarted, Trace
+from twinflow.agent._events import Environment
 from twinflow.eval._errors import TraceMismatchError
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import observe

@@ -40,12 +40,6 @@ from twinflow.kernel._clock import SystemClock as SystemClock
 from twinflow.kernel._concurrency import Executor as Executor
 from twinflow.kernel._concurrency import SerialExecutor as SerialExecutor
 from twinflow.kernel._concurrency import ThreadExecutor as ThreadExecutor
-from twinflow.kernel._credentials import KeyHeader as KeyHeader
-from twinflow.kernel._credentials import check_endpoint_url as check_endpoint_url
-from twinflow.kernel._credentials import redact_url as redact_url
-from twinflow.kernel._environment import file_sha256 as file_sha256
-from twinflow.kernel._environment import imported_distributions as imported_distributions
-from twinflow.kernel._environment import interpreter as interpreter
 from twinflow.kernel._errors import ClusterError as ClusterError
 from twinflow.kernel._errors import KernelError as KernelError
 from twinflow.kernel._errors import LaunchError as LaunchError
@@ -59,12 +53,9 @@ from twinflow.kernel._launcher import SubprocessLauncher as SubprocessLauncher
 from twinflow.kernel._loopback import LoopbackResponse as LoopbackResponse
 from twinflow.kernel._loopback import LoopbackServer as LoopbackServer
 from twinflow.kernel._mcp import McpClient as McpClient
-from twinflow.kernel._mcp import McpLimits as McpLimits
 from twinflow.kernel._mock import MockTransport as MockTransport
-from twinflow.kernel._netpolicy import free_port as free_port
 from twinflow.kernel._nondeterminism import nondeterminism_guard as nondeterminism_guard
 from twinflow.kernel._ports import Clock as Clock
-from twinflow.kernel._ports import Closing as Closing
 from twinflow.kernel._ports import Ids as Ids
 from twinflow.kernel._ports import Transport as Transport
 from twinflow.kernel._ray import RayExecutor as RayExecutor

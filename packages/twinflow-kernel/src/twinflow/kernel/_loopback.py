@@ -92,6 +92,10 @@ LoopbackHandler = Callable[[LoopbackRequest], LoopbackResponse]
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # socketserver's default backlog is 5: a fleet opening 128 connections at once had most
+    # of its connects dropped and retried by TCP a second later, so the server, not the
+    # client, set the pace. The system's limit keeps every connect waiting for its accept.
+    request_queue_size = socket.SOMAXCONN
 
     def __init__(self, owner: LoopbackServer) -> None:
         self.owner = owner

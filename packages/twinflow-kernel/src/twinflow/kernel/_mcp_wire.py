@@ -21,7 +21,8 @@ from typing import Protocol
 from twinflow.kernel._errors import McpError, TransportError
 from twinflow.kernel._launcher import PipedProcess, _tail
 from twinflow.kernel._transport import HttpTransport
-from twinflow.trace import CanonicalError, parse_json
+from twinflow.trace import CanonicalError
+from twinflow.trace._canonical import parse_json
 from twinflow.vocab import JsonValue
 from twinflow.vocab import value_bytes as canonical_bytes
 

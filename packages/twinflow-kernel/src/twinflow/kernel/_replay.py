@@ -30,8 +30,9 @@ from twinflow._base._untrusted import scrub_bytes
 from twinflow.kernel._errors import ReplayDivergenceError, TransportError, TransportReason
 from twinflow.kernel._ports import Closing, Transport
 from twinflow.trace import UserError
-from twinflow.vocab import Difference, JsonValue, diff, parse_canonical
+from twinflow.vocab import Difference, JsonValue, diff
 from twinflow.vocab import value_bytes as canonical_bytes
+from twinflow.vocab._canonical import parse_canonical
 
 _REASONS: dict[str, TransportReason] = {
     "connect": "connect",

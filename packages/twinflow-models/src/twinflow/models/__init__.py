@@ -30,14 +30,10 @@ Errors::
 """
 
 from twinflow.models._anthropic import AnthropicChatModel as AnthropicChatModel
-from twinflow.models._embedded import embedded_model_file as embedded_model_file
-from twinflow.models._embedded import embedded_server as embedded_server
 from twinflow.models._errors import MalformedResponseError as MalformedResponseError
 from twinflow.models._errors import ModelError as ModelError
 from twinflow.models._errors import ModelSetupError as ModelSetupError
 from twinflow.models._errors import SchemaError as SchemaError
 from twinflow.models._ollama import OllamaChatModel as OllamaChatModel
 from twinflow.models._openai import OpenAICompatibleChatModel as OpenAICompatibleChatModel
-from twinflow.models._preflight import GrammarCheck as GrammarCheck
-from twinflow.models._providers import PROVIDERS as PROVIDERS
 from twinflow.models._providers import open_model as open_model

@@ -14,7 +14,7 @@ from twinflow.models._errors import InputRefused
 from twinflow.trace import CanonicalError, UserError
 from twinflow.vocab import Message, ModelRequest, OutputSchema, ToolSpec, WireFormatError
 from twinflow.vocab import value_bytes as canonical_bytes
-from twinflow.vocab.wire import DEFAULT_JSON_LIMITS, JsonLimits, read_json_text
+from twinflow.vocab._wire import DEFAULT_JSON_LIMITS, JsonLimits, read_json_text
 
 
 def _merge_defs(

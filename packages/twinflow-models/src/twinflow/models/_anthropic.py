@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import JsonValue
 
-from twinflow.kernel import Closing, KeyHeader
+from twinflow.kernel._credentials import KeyHeader
+from twinflow.kernel._ports import Closing
 from twinflow.models._anthropic_wire import (
     anthropic_chunks,
     anthropic_finish,
@@ -53,9 +54,9 @@ from twinflow.vocab import (
     Usage,
     WireFormatError,
     assemble,
-    response_chunks,
 )
 from twinflow.vocab import value_bytes as canonical_bytes
+from twinflow.vocab._stream import response_chunks
 
 if TYPE_CHECKING:
     from twinflow.kernel import Transport

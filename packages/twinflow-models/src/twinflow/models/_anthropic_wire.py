@@ -39,7 +39,6 @@ from twinflow.vocab import (
     CallId,
     Chunk,
     FinishChunk,
-    FinishReason,
     InvalidValueError,
     MediaPart,
     Message,
@@ -59,8 +58,9 @@ from twinflow.vocab import (
     ToolSpec,
     Transcript,
     UsageChunk,
-    carried_parts,
 )
+from twinflow.vocab._parts import carried_parts
+from twinflow.vocab._protocols import FinishReason
 
 _CARRIED = frozenset({"cache_hint", "prefill", "media"})
 """The extension kinds this wire has a form for (and media inside a tool result)."""

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from pydantic import BaseModel, JsonValue
 
-from twinflow.kernel import Closing, KeyHeader
+from twinflow.kernel._credentials import KeyHeader
+from twinflow.kernel._ports import Closing
 from twinflow.models._action import (
     action_schema,
     non_canonical,
@@ -41,7 +42,6 @@ from twinflow.vocab import (
     ModelSettings,
     OutputSchema,
     Part,
-    SentRequest,
     StructuredOutputError,
     StructuredPart,
     StructuredResult,
@@ -50,11 +50,14 @@ from twinflow.vocab import (
     Transcript,
     Usage,
     WireFormatError,
-    check_max_attempts,  # shared with agent
+)
+from twinflow.vocab._reask import (
+    SentRequest,
+    check_max_attempts,
     reask_message,
     validate_with_reask,
 )
-from twinflow.vocab.wire import DEFAULT_JSON_LIMITS, JsonLimits, read_json_text
+from twinflow.vocab._wire import DEFAULT_JSON_LIMITS, JsonLimits, read_json_text
 
 if TYPE_CHECKING:
     from twinflow.kernel import Ids

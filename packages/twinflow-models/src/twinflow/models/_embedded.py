@@ -15,7 +15,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from twinflow.kernel import SubprocessLauncher, free_port
+from twinflow.kernel import SubprocessLauncher
+from twinflow.kernel._netpolicy import free_port
 from twinflow.models._errors import ModelSetupError
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"

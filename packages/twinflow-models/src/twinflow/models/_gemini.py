@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from pydantic import JsonValue
 
-from twinflow.kernel import KeyHeader
+from twinflow.kernel._credentials import KeyHeader
 from twinflow.models._chat import ChatModelBase
 from twinflow.models._gemini_wire import gemini_body, gemini_chunks, parse_gemini
 from twinflow.models._servers import (
@@ -35,7 +35,7 @@ from twinflow.models._stream import reply_of
 from twinflow.models._wire import Reply
 from twinflow.trace import UserError
 from twinflow.vocab import Chunk, InvalidValueError, ModelSettings, ToolSpec, Transcript
-from twinflow.vocab.wire import JsonLimits
+from twinflow.vocab._wire import JsonLimits
 
 if TYPE_CHECKING:
     from twinflow.kernel import Ids, Transport

@@ -30,7 +30,6 @@ from twinflow.models._wire import Reply
 from twinflow.vocab import (
     Chunk,
     FinishChunk,
-    FinishReason,
     InvalidValueError,
     MediaPart,
     ModelSettings,
@@ -47,9 +46,10 @@ from twinflow.vocab import (
     Transcript,
     Usage,
     UsageChunk,
-    carried_parts,
 )
 from twinflow.vocab import value_bytes as canonical_bytes
+from twinflow.vocab._parts import carried_parts
+from twinflow.vocab._protocols import FinishReason
 
 _SCHEMA_KEYS = frozenset(
     {

@@ -64,8 +64,8 @@ from twinflow.vocab import (
     Transcript,
     Usage,
     UsageChunk,
-    carried_parts,
 )
+from twinflow.vocab._parts import carried_parts
 
 _MAGIC = (
     ("iVBORw0KGgo", "image/png"),
@@ -262,7 +262,7 @@ def ollama_chat_body(
     tools: Sequence[ToolSpec] = (),
     output_schema: OutputSchema | None = None,
 ) -> dict[str, JsonValue]:
-    """Build a non-streaming `/api/chat` body with `twinflow.vocab.wire.ollama_chat_request`.
+    """Build a non-streaming `/api/chat` body with `twinflow.vocab._wire.ollama_chat_request`.
 
     `format` carries the schema when one is given, as `format_schema` (checked here) or as an
     already checked `output_schema`, whose `json_schema` becomes `format` as is (the very

@@ -29,7 +29,7 @@ from twinflow.models._preflight import Decoder, GrammarCheck
 from twinflow.models._servers import ChatMode, SentSchema, Server, Target, endpoint_root
 from twinflow.models._wire import Reply
 from twinflow.vocab import Chunk, ModelSettings, ToolSpec, Transcript
-from twinflow.vocab.wire import JsonLimits
+from twinflow.vocab._wire import JsonLimits
 
 if TYPE_CHECKING:
     from twinflow.kernel import Ids, Transport

@@ -59,10 +59,10 @@ from twinflow.vocab import (
     Transcript,
     Usage,
     UsageChunk,
-    carried_parts,
 )
 from twinflow.vocab import value_bytes as canonical_bytes
-from twinflow.vocab.wire import read_json_text
+from twinflow.vocab._parts import carried_parts
+from twinflow.vocab._wire import read_json_text
 
 
 def _media_type_of(uri: str) -> str:
@@ -314,7 +314,7 @@ def openai_chat_body(
 ) -> dict[str, JsonValue]:
     """Build a non-streaming `/v1/chat/completions` body.
 
-    Messages and tools are translated by `twinflow.vocab.wire`. `extra_body` fields (vLLM's
+    Messages and tools are translated by `twinflow.vocab._wire`. `extra_body` fields (vLLM's
     `guided_json`, llama.cpp's `grammar`, ...) are copied as given; they may not replace a field
     this client owns.
     """

@@ -30,7 +30,8 @@ from pydantic import JsonValue
 
 from twinflow._base._failures import FailureClass
 from twinflow._base._suggest import did_you_mean
-from twinflow.kernel import HttpTransport, KeyHeader, SystemIds
+from twinflow.kernel import HttpTransport, SystemIds
+from twinflow.kernel._credentials import KeyHeader
 from twinflow.models._anthropic import DEFAULT_ANTHROPIC_URL, AnthropicChatModel
 from twinflow.models._embedded import embedded_server
 from twinflow.models._errors import ModelSetupError

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from twinflow.vocab.wire import WireReader
+from twinflow.vocab._wire import WireReader
 
 Path = tuple[str | int, ...]
 """Where a value sits in a payload: its keys and indices, outermost first."""

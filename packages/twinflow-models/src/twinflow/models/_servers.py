@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import JsonValue
 
-from twinflow.kernel import check_endpoint_url, redact_url
+from twinflow.kernel._credentials import check_endpoint_url, redact_url
 from twinflow.models._digest import body_digest
 from twinflow.models._errors import MalformedResponseError
 from twinflow.models._openai_wire import Dialect
@@ -25,7 +25,6 @@ from twinflow.models._wire import Reply, outgoing
 from twinflow.trace import UserError
 from twinflow.vocab import (
     Chunk,
-    ChunkAssembler,
     Message,
     ModelResponse,
     ModelSettings,
@@ -36,7 +35,8 @@ from twinflow.vocab import (
     digest,
 )
 from twinflow.vocab import value_bytes as canonical_bytes
-from twinflow.vocab.wire import DEFAULT_JSON_LIMITS, JsonLimits, check_json
+from twinflow.vocab._stream import ChunkAssembler
+from twinflow.vocab._wire import DEFAULT_JSON_LIMITS, JsonLimits, check_json
 
 if TYPE_CHECKING:
     from twinflow.kernel import Ids, Transport

@@ -1,7 +1,7 @@
 """Request bodies and response parsing for the two wire formats: Ollama's `/api/chat` and the
 OpenAI-compatible `/v1/chat/completions` (llama-cpp-python, llama.cpp, vLLM, LM Studio).
 
-Messages and tools are translated, both ways, by `twinflow.vocab.wire`, the one translation of
+Messages and tools are translated, both ways, by `twinflow.vocab._wire`, the one translation of
 every wire format in twinflow. What stays here is this client's request-level policy: what of
 a conversation it sends (`outgoing`), the dialects' `response_format`, sampling settings,
 `extra_body`, and reading a response's finish reason, usage and model name.
@@ -19,7 +19,6 @@ from pydantic import JsonValue
 
 from twinflow.models._errors import MalformedResponseError
 from twinflow.vocab import (
-    FinishReason,
     MediaPart,
     Message,
     Part,
@@ -31,9 +30,10 @@ from twinflow.vocab import (
     Transcript,
     Usage,
     WireFormatError,
-    carried_parts,
 )
 from twinflow.vocab import value_bytes as canonical_bytes
+from twinflow.vocab._parts import carried_parts
+from twinflow.vocab._protocols import FinishReason
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def _as_text(parts: Sequence[Part]) -> tuple[Part, ...]:
 
 
 def outgoing(messages: Sequence[Message] | Transcript, *, native_tools: bool) -> Transcript:
-    """The conversation as this client sends it, for `twinflow.vocab.wire` to translate.
+    """The conversation as this client sends it, for `twinflow.vocab._wire` to translate.
 
     Reasoning is the model's own scratch space: it is not sent back. Without native tools
     (structured-action mode and structured output) every message becomes one text part, tool
@@ -163,7 +163,7 @@ def finish_of(reason: JsonValue, has_calls: bool) -> FinishReason:
 def read_assistant(
     message: JsonValue, path: str, read: Callable[[object], Transcript], url: str
 ) -> Message:
-    """Read one response message with a `twinflow.vocab.wire` reader; it must be the assistant's."""
+    """Read one response message with a `twinflow.vocab._wire` reader; it must be the assistant's."""
     try:
         (assistant,) = read([message]).messages
     except WireFormatError as exc:

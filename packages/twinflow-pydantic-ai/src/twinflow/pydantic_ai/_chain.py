@@ -38,7 +38,8 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 from twinflow.agent import typed_event
-from twinflow.trace import GENESIS, canonical_bytes
+from twinflow.trace import canonical_bytes
+from twinflow.trace._format import GENESIS
 from twinflow.vocab import PartNotCarriedError
 
 __all__ = ["Chain", "response_from_body"]

@@ -25,14 +25,8 @@ from twinflow._base._untrusted import has_secrets, scrub_value
 from twinflow.agent import typed_event
 from twinflow.kernel import ReplayDivergenceError
 from twinflow.pydantic_ai._chain import ADAPTER, Chain, response_from_body
-from twinflow.trace import (
-    GENESIS,
-    FileTraceSink,
-    TraceFormatError,
-    UserError,
-    encode_line,
-    walk_trace,
-)
+from twinflow.trace import FileTraceSink, TraceFormatError, UserError, walk_trace
+from twinflow.trace._format import GENESIS, encode_line
 from twinflow.vocab import PartNotCarriedError, diff, value_bytes
 
 __all__ = ["RecordingModel", "ReplayModel"]

@@ -27,7 +27,16 @@ note ``CASES_ORIGIN / size / root``: the signed statement vouches for that root.
 
 A reproduction statement (`REPRODUCTION_PREDICATE_TYPE`) names an eval attestation (the
 sha256 of its envelope) and says, case by case, whether re-running the recorded trace gave the
-same events (``reproduced``) or where it diverged (``diverged``, with the first differing seq).
+same events (``reproduced``) or where it diverged (``diverged``, with the first differing seq
+of the recorded trace, its user turn and model step), and in which mode: ``recorded`` (the trace
+replayed, no model) or ``live`` (run again against the model at the recorded settings and
+compared by behaviour)::
+
+    "cases": [{"key": "s1@1", "mode": "live", "outcome": "diverged", "seq": 4, "turn": 1,
+        "step": 1, "detail": "changed: model_responded: ..."}, ...]
+
+A case written before cases named their mode and place holds ``key``, ``outcome``, ``seq`` and
+``detail`` alone, and is read as such.
 
 Shapes are checked strictly (`check_eval_predicate`, `check_reproduction_predicate`): a member
 missing, unknown or of the wrong type, or case roots whose Merkle root is not the stated one,
@@ -60,6 +69,8 @@ _STATUSES = frozenset({"passed", "failed", "errored", "flagged"})
 _ASSURANCE = frozenset({"self_attested", "reproduced"})
 _OUTCOMES = frozenset({"reproduced", "diverged", "missing"})
 _MAX_CASES = 100_000
+_MODES = frozenset({"recorded", "live"})
+_CASE_MEMBERS = ("key", "outcome", "seq", "detail", "mode", "turn", "step")
 
 
 def cases_root(roots: Sequence[bytes]) -> bytes:
@@ -241,18 +252,23 @@ def check_reproduction_predicate(value: object) -> dict[str, Any]:
     suite = _object(predicate["suite"], "predicate.suite", {"name", "digest"})
     _text(suite["name"], "predicate.suite.name")
     _digest(suite["digest"], "predicate.suite.digest")
-    _one_of(predicate["mode"], frozenset({"recorded", "live"}), "predicate.mode")
+    _one_of(predicate["mode"], _MODES, "predicate.mode")
     results = predicate["cases"]
     if not isinstance(results, list) or len(results) > _MAX_CASES:
         raise _malformed(f"predicate.cases must be a list of at most {_MAX_CASES}")
     for i, item in enumerate(results):
         where = f"predicate.cases[{i}]"
-        case = _object(item, where, {"key", "outcome", "seq", "detail"})
+        # A case written before each case named its mode and place has the four first members.
+        legacy = isinstance(item, dict) and set(item) == set(_CASE_MEMBERS[:4])
+        case = _object(item, where, set(_CASE_MEMBERS[: 4 if legacy else None]))
         _text(case["key"], f"{where}.key")
         _one_of(case["outcome"], _OUTCOMES, f"{where}.outcome")
-        if case["seq"] is not None:
-            _int(case["seq"], f"{where}.seq")
+        for member in ("seq", "turn", "step"):
+            if case.get(member) is not None:
+                _int(case[member], f"{where}.{member}")
         _optional_text(case["detail"], f"{where}.detail")
+        if not legacy:
+            _one_of(case["mode"], _MODES, f"{where}.mode")
     environment = predicate["environment"]
     if not isinstance(environment, list) or not all(type(e) is str for e in environment):
         raise _malformed("predicate.environment must be a list of strings")

@@ -10,8 +10,6 @@ This package raises no errors of its own: the views read traces the agent's `Tra
 verified and typed.
 """
 
-from twinflow.views._behaviour import compare_behaviour as compare_behaviour
 from twinflow.views._page import render_trace_page as render_trace_page
-from twinflow.views._summary import CallSummary as CallSummary
 from twinflow.views._summary import TraceSummary as TraceSummary
 from twinflow.views._summary import summarize_trace as summarize_trace

@@ -6,7 +6,8 @@ the run has a fresh id, tool calls get fresh ids, and the digests that cover tho
 the first event. This module compares what the events *mean* instead:
 
 - the envelope (``seq``, ``prev``, ``at``) is dropped; positions are reported, not compared;
-- ``run_id`` is dropped; tool call ids are renamed ``call-1``, ``call-2``, ... in the order each
+- ``run_id`` is dropped (and replaced by ``RUN`` in a failure's message, which names it); tool
+  call ids are renamed ``call-1``, ``call-2``, ... in the order each
   trace first mentions them, so a result still has to answer the same call as before;
 - every ``*_digest`` field is dropped (what they cover is compared directly: the messages, the
   configuration, the tools), and so are token ``usage`` and the server's ``model_name``, which
@@ -151,8 +152,20 @@ def _views(events: Iterable[JsonValue]) -> tuple[list[JsonValue], int | None]:
                 step = parent.get("step")
                 forked = step if isinstance(step, int) else None
             body = {key: value for key, value in body.items() if key not in dropped}
+        body = _without_run_id(body)
         out.append(_strip(body, calls))
     return out, forked
+
+
+def _without_run_id(body: JsonValue) -> JsonValue:
+    """A failure's message without the run id it names (``run RUN_ID: ...``): the id is
+    dropped everywhere else, and two runs failing alike fail with the same words."""
+    if not isinstance(body, dict) or body.get("kind") != "run_failed":
+        return body
+    run_id, message = body.get("run_id"), body.get("message")
+    if not isinstance(run_id, str) or not run_id or not isinstance(message, str):
+        return body
+    return {**body, "message": message.replace(run_id, "RUN")}
 
 
 _TURN_ENDS = frozenset({"output_accepted", "run_finished", "run_failed"})

@@ -1,7 +1,7 @@
 """twinflow.vocab (L0): frozen conversation values, RFC 8785 canonical JSON and digests,
 structural diff, and the model-facing protocols.
 
-The bounded wire readers live in `twinflow.vocab.wire`; datapizza interop in `twinflow.vocab.datapizza`
+The bounded wire readers live in `twinflow.vocab._wire`; datapizza interop in `twinflow.vocab.datapizza`
 (extra `datapizza`). Neither is imported here.
 
 Errors (the root, `UserError` and `CanonicalError` are `twinflow.trace`'s)::
@@ -20,20 +20,16 @@ Errors (the root, `UserError` and `CanonicalError` are `twinflow.trace`'s)::
 """
 
 from twinflow.vocab._canonical import digest as digest
-from twinflow.vocab._canonical import parse_canonical as parse_canonical
 from twinflow.vocab._canonical import value_bytes as value_bytes
 from twinflow.vocab._diff import Difference as Difference
 from twinflow.vocab._diff import diff as diff
-from twinflow.vocab._envelope import envelope as envelope
 from twinflow.vocab._errors import InvalidValueError as InvalidValueError
 from twinflow.vocab._errors import PartNotCarriedError as PartNotCarriedError
 from twinflow.vocab._errors import StructuredOutputError as StructuredOutputError
 from twinflow.vocab._errors import VocabError as VocabError
 from twinflow.vocab._errors import WireFormatError as WireFormatError
-from twinflow.vocab._parts import carried_parts as carried_parts
 from twinflow.vocab._protocols import Attempt as Attempt
 from twinflow.vocab._protocols import ChatModel as ChatModel
-from twinflow.vocab._protocols import FinishReason as FinishReason
 from twinflow.vocab._protocols import ModelRequest as ModelRequest
 from twinflow.vocab._protocols import ModelResponse as ModelResponse
 from twinflow.vocab._protocols import ModelSettings as ModelSettings
@@ -42,13 +38,7 @@ from twinflow.vocab._protocols import Reask as Reask
 from twinflow.vocab._protocols import StructuredOutputAdapter as StructuredOutputAdapter
 from twinflow.vocab._protocols import StructuredResult as StructuredResult
 from twinflow.vocab._protocols import Usage as Usage
-from twinflow.vocab._reask import SentRequest as SentRequest
-from twinflow.vocab._reask import check_max_attempts as check_max_attempts
-from twinflow.vocab._reask import reask_message as reask_message
-from twinflow.vocab._reask import validate_with_reask as validate_with_reask
-from twinflow.vocab._reask import validation_error_text as validation_error_text
 from twinflow.vocab._stream import Chunk as Chunk
-from twinflow.vocab._stream import ChunkAssembler as ChunkAssembler
 from twinflow.vocab._stream import FinishChunk as FinishChunk
 from twinflow.vocab._stream import ReasoningDelta as ReasoningDelta
 from twinflow.vocab._stream import StreamingChatModel as StreamingChatModel
@@ -58,7 +48,6 @@ from twinflow.vocab._stream import ToolCallEnd as ToolCallEnd
 from twinflow.vocab._stream import ToolCallStart as ToolCallStart
 from twinflow.vocab._stream import UsageChunk as UsageChunk
 from twinflow.vocab._stream import assemble as assemble
-from twinflow.vocab._stream import response_chunks as response_chunks
 from twinflow.vocab._values import CacheHintPart as CacheHintPart
 from twinflow.vocab._values import CallId as CallId
 from twinflow.vocab._values import EmbeddedResourcePart as EmbeddedResourcePart

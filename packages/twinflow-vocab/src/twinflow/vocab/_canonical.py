@@ -12,8 +12,9 @@ from typing import TypeVar, overload
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from twinflow.trace import CanonicalError, parse_json
+from twinflow.trace import CanonicalError
 from twinflow.trace import canonical_bytes as _canonical_bytes
+from twinflow.trace._canonical import parse_json
 from twinflow.vocab._errors import InvalidValueError
 
 __all__ = ["digest", "parse_canonical", "value_bytes"]

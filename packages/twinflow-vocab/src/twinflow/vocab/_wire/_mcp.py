@@ -18,7 +18,7 @@ from twinflow.vocab._values import (
     ResourceLinkPart,
     TextPart,
 )
-from twinflow.vocab.wire._reader import Path, build, fail, field, obj, optional, string
+from twinflow.vocab._wire._reader import Path, build, fail, field, obj, optional, string
 
 __all__ = ["from_mcp_content"]
 
