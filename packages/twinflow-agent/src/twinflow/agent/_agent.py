@@ -26,7 +26,6 @@ from twinflow.agent._events import (
     FORMAT,
     AgentConfig,
     ApprovalDecided,
-    ChildRun,
     Environment,
     EventBody,
     ForkParent,
@@ -310,10 +309,8 @@ class Agent(Steps[OutputT], Closing):
                 as `resume` does (no model request and no tool call is made for them).
                 ``max_steps`` bounds each turn's requests; usage limits and tool budgets hold
                 for the run, all turns together.
-            simulator: The result of the simulated user's turn that wrote ``prompt`` (a next
-                turn only; its run written to a trace file beside this run's): its run id,
-                trace file name, size and root are recorded in the ``user_turn``, so
-                ``verify --tree`` checks the link.
+            simulator: The simulated user's result that wrote ``prompt`` (a next turn only):
+                its run, trace file, size and root go into the ``user_turn`` (`verify --tree`).
 
         Returns:
             The output, transcript (the whole conversation), trace head and trace path.
@@ -335,17 +332,7 @@ class Agent(Steps[OutputT], Closing):
             return self._run((prompt,))
         from twinflow.agent._continue import next_turn  # it drives this class's loop
 
-        turn: str | UserTurn = prompt
-        if simulator is not None:
-            path = simulator.trace_path
-            link = ChildRun(
-                run_id=simulator.run_id,
-                trace=None if path is None else Path(path).name,
-                size=simulator.head.size,
-                root=simulator.head.root,
-            )
-            turn = UserTurn(turn=2, text=prompt, simulator=link)
-        return next_turn(self, continue_from, turn)
+        return next_turn(self, continue_from, prompt, simulator)
 
     async def run_async(self, prompt: str) -> RunResult[OutputT]:
         """Run the agent on one prompt, awaited: the same run, and the same trace byte for

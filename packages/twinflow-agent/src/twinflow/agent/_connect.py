@@ -260,11 +260,7 @@ class Resolved:
                     name=entry.name,
                     description=entry.description or child.spec.system or "",
                     depth=child.depth + 1,
-                    budget=(
-                        entry.budget
-                        if isinstance(entry.budget, str)
-                        else entry.budget.model_dump(exclude_none=True)
-                    ),
+                    budget=entry.tool_budget(),
                 )
             )
         return tools

@@ -156,6 +156,12 @@ class SubAgentSpec(SpecValue):
     ``steps``, ``tokens``, ``tool_calls`` (a split): also bounded by that part of what the
     calling run has left, and counted against it likewise."""
 
+    def tool_budget(self) -> Literal["own", "shared"] | dict[str, int]:
+        """The budget as `Agent.as_tool` takes it: ``own``, ``shared`` or the split's mapping."""
+        if isinstance(self.budget, str):
+            return self.budget
+        return self.budget.model_dump(exclude_none=True)
+
 
 class RunSpec(SpecValue):
     """Everything ``twinflow run`` needs."""

@@ -127,16 +127,15 @@ class LocalAgents:
 def simulated_users(
     specs: dict[str, RunSpec],
     agent: RunSpec,
-    agent_url: str,
-    out_dir: Path,
-    clock: Clock,
-    ids: Ids,
-    connections: int,
+    local: LocalAgents,
+    args: argparse.Namespace,
     on_progress: Callable[[str], None],
 ) -> Iterator[UserFactory | None]:
     """The simulated users' agents (`twinflow.eval._simulated.user_specs` read and checked
-    them) while the block runs; None when the dataset has none. An ``embedded`` simulated
-    user shares the agent's embedded server when the agent has one."""
+    them) while the block runs, on the cases' clock and ids, one connection per case in flight
+    (``--concurrency``); None when the dataset has none. An ``embedded`` simulated user shares
+    the agent's embedded server (``local.spec``'s URL) when the agent (``agent``) has one."""
+    clock, ids, agent_url = local.clock, local.ids, local.spec.model.url
     if not specs:
         yield None
         return
@@ -148,8 +147,8 @@ def simulated_users(
                     update={"model": spec.model.model_copy(update={"url": agent_url})}
                 )
             else:
-                wired = stack.enter_context(model_url(spec, out_dir, on_progress))
-            transport = spec.model.transport(connections=connections)
+                wired = stack.enter_context(model_url(spec, args.out, on_progress))
+            transport = spec.model.transport(connections=args.concurrency)
             stack.callback(transport.close)
             built[name] = (wired.resolve(), wired, transport)
 

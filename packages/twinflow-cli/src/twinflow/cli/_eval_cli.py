@@ -217,16 +217,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             )
             factory, executor = cases_where(stack, args, code_dirs, local, identity)
             simulators = stack.enter_context(
-                simulated_users(
-                    users,
-                    spec,
-                    wired.model.url,
-                    args.out,
-                    clock,
-                    ids,
-                    args.concurrency,
-                    progress.message,
-                )
+                simulated_users(users, spec, local, args, progress.message)
             )
         results = run_eval(
             dataset,

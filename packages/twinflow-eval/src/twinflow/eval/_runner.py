@@ -42,7 +42,7 @@ from twinflow.agent import (
 )
 from twinflow.eval._dataset import Case, Dataset
 from twinflow.eval._details import ScoredTrace, write_page
-from twinflow.eval._errors import EvalValueError, RunAborted, RunDirError, scorer_error
+from twinflow.eval._errors import RunAborted, RunDirError, scorer_error
 from twinflow.eval._judge import JudgeWiring, Judging
 from twinflow.eval._lab_notes import write_reports
 from twinflow.eval._limiter import EvalBudget, SharedLimiter
@@ -61,7 +61,7 @@ from twinflow.eval._results import (
 )
 from twinflow.eval._scorers import Custom, Judge, SchemaValid
 from twinflow.eval._scoring import _encode, _encode_results, _score_bytes, _score_read
-from twinflow.eval._simulated import UserFactory, converse_with, user_trace
+from twinflow.eval._simulated import UserFactory, check_users, converse_with, user_trace
 from twinflow.eval._trials import trial_stats
 from twinflow.kernel import (
     Clock,
@@ -320,7 +320,7 @@ def run_eval(
     items = select_keys(dataset, shard, count)
     runner = executor or SerialExecutor()
     local = getattr(runner, "shares_filesystem", True)
-    _check_users(dataset, items, users, local)
+    check_users(dataset, [case for case, _, _ in items], users is not None, local)
     manifest = _manifest(dataset, items, code_dirs, shard, identity, count)
     if plan is not None:
         check_plan_slot(run_dir, plan)
@@ -380,25 +380,6 @@ def _sort_items(
                 set_aside(trace)
         todo.append((case, repeat, key))
     return done, todo, unfinished
-
-
-def _check_users(
-    dataset: Dataset, items: Sequence[_Item], users: UserFactory | None, local: bool
-) -> None:
-    """Refuse, before anything runs, a simulated user this run cannot make."""
-    simulated = next((case for case, _, _ in items if dataset.user_for(case) is not None), None)
-    if simulated is None:
-        return
-    if users is None:
-        raise EvalValueError(
-            f"case {simulated.id} has a simulated user: pass users= (the simulated users' "
-            "agents), as `twinflow eval run` does"
-        )
-    if not local:
-        raise EvalValueError(
-            f"case {simulated.id} has a simulated user, whose trace is written beside the "
-            "case's: run it in this process (without --ray)"
-        )
 
 
 def _converse(agent: Agent[Any], prompt: str, turns: Sequence[str]) -> None:

@@ -14,19 +14,19 @@ limit, ``max_turns``. Replaying the case's trace needs no simulator: the turns a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from twinflow.agent import Agent, RunResult, RunSpec, SpecError, load_spec
-from twinflow.eval._dataset import Dataset, SimulatedUser
-from twinflow.eval._errors import DatasetError
+from twinflow.eval._dataset import Case, Dataset, SimulatedUser
+from twinflow.eval._errors import DatasetError, EvalValueError
 from twinflow.kernel import TransportError
 from twinflow.vocab import value_bytes as canonical_bytes
 
-__all__ = ["DONE", "UserFactory", "converse_with", "user_specs", "user_trace"]
+__all__ = ["DONE", "UserFactory", "check_users", "converse_with", "user_specs", "user_trace"]
 
 DONE = "[done]"
 """What a simulated user replies once its goal is met (or cannot be): the conversation ends."""
@@ -80,6 +80,28 @@ def user_specs(dataset: Dataset, where: Path, agent_spec: Path) -> dict[str, Run
             )
         specs[user.spec] = spec
     return specs
+
+
+def check_users(dataset: Dataset, cases: Sequence[Case], users: bool, local: bool) -> None:
+    """Refuse, before anything runs, a simulated user a run cannot make: it has no ``users``
+    factory, or its cases run where the run directory is not.
+
+    Raises:
+        EvalValueError: Naming the first case with a simulated user.
+    """
+    simulated = next((case for case in cases if dataset.user_for(case) is not None), None)
+    if simulated is None:
+        return
+    if not users:
+        raise EvalValueError(
+            f"case {simulated.id} has a simulated user: pass users= (the simulated users' "
+            "agents), as `twinflow eval run` does"
+        )
+    if not local:
+        raise EvalValueError(
+            f"case {simulated.id} has a simulated user, whose trace is written beside the "
+            "case's: run it in this process (without --ray)"
+        )
 
 
 def user_trace(case_trace: Path) -> Path:
