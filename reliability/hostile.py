@@ -51,6 +51,7 @@ Thirteen attacks, each counted, each with the invariant it must not break:
     states edited by hand: none is accepted.
 13. **Secrets as a class, processes that end with the run** (`_hostile_secrets.py`).
 14. **Code in the sandbox** (`_hostile_sandbox.py`): twenty classes of hostile ``run_python`` code.
+15. **Simulated users** (`_hostile_simuser.py`): forged links from turns to a simulator's trace.
 
     .venv/bin/python reliability/hostile.py --short | --full
 """
@@ -1294,6 +1295,9 @@ def main() -> int:
         planted_auditor(figures, work)
         continuations(figures, work)
         conversations(figures, work)
+        from _hostile_simuser import simulated_users
+
+        simulated_users(figures, work)
         signed_evidence(figures, work)
         from _hostile_disclose import disclose
 

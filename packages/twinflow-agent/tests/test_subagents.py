@@ -21,6 +21,7 @@ from twinflow.agent import (
     load_spec,
 )
 from twinflow.agent._events import ChildRun, ToolReturned
+from twinflow.agent._subagent import Split
 from twinflow.kernel import CountingIds, ReplayDivergenceError, SteppingClock
 from twinflow.vocab import (
     CallId,
@@ -283,6 +284,82 @@ def test_shared_tokens_are_counted_against_the_parent(tmp_path: Path) -> None:
     assert ("usage_limit", "run_failed") == (raised.value.reason, child.kinds[-1])
 
 
+def team(tmp_path: Path, budget: object, **kwargs: object) -> Agent[str]:
+    """A parent that asks a child (which adds twice) once, under ``budget``."""
+    helper = child_agent(adds_twice())
+    kwargs.setdefault("policy", Policy(allow=frozenset({"helper"})))
+    return Agent(
+        calls_then_answers("helper", {"prompt": "add"}, "p"),
+        clock=SteppingClock(START),
+        ids=CountingIds(),
+        tools=[helper.as_tool(name="helper", description="Adds.", budget=budget)],  # type: ignore[arg-type]  # each test's budget
+        trace=tmp_path / "trace.jsonl",
+        **kwargs,  # type: ignore[arg-type]  # the keyword arguments of Agent
+    )
+
+
+def test_shared_steps_bound_the_child_and_count_against_the_parent(tmp_path: Path) -> None:
+    """Under a shared budget the child gets the requests the parent has left; its requests
+    count against the parent, whose next request crosses the limit (a recorded failure), and
+    a recorded replay counts them again from the link, without the child."""
+    parent = team(tmp_path, "shared", usage_limits=UsageLimits(requests=4))
+    with parent, pytest.raises(RunError) as raised:
+        parent.run("go")
+    child = Trace.load(tmp_path / "trace.helper.jsonl")
+    started = child.events[0].body
+    (link,) = returned(tmp_path / "trace.jsonl")
+    exceeded = [e.body for e in Trace.load(tmp_path / "trace.jsonl").events][-2]
+    assert 3 == started.config.usage_limits["requests"]  # type: ignore[union-attr]  # run_started's
+    assert 3 == link.child.counted.requests  # type: ignore[union-attr]  # a shared child's
+    assert ("usage_limit", "budget_exceeded", 5) == (
+        raised.value.reason,
+        exceeded.kind,
+        exceeded.used,  # type: ignore[union-attr]  # budget_exceeded's
+    )
+    with parent:
+        replayed = parent.replay(tmp_path / "trace.jsonl")
+    assert Trace.load(tmp_path / "trace.jsonl").checkpoint().root == replayed.root
+
+
+def test_a_call_is_denied_once_the_shared_steps_are_spent(tmp_path: Path) -> None:
+    """With no request left to share, the parent's policy denies the call to the child (a
+    recorded decision, its reason naming the limit) and no child run starts."""
+    parent = team(tmp_path, "shared", usage_limits=UsageLimits(requests=1))
+    with parent, pytest.raises(RunError):
+        parent.run("go")
+    decisions = [
+        (e.body.decision, e.body.reason)  # type: ignore[union-attr]  # policy_decided's
+        for e in Trace.load(tmp_path / "trace.jsonl").events
+        if e.body.kind == "policy_decided"
+    ]
+    assert [("deny", "the run's 1 requests (steps) are used up")] == decisions
+    assert not (tmp_path / "trace.helper.jsonl").exists()
+
+
+def test_a_split_bounds_each_call_by_its_part_and_counts_it(tmp_path: Path) -> None:
+    """A split of one tool call: the child's second call is denied by its own policy; what
+    it used is recorded in the link and replays the same."""
+    parent = team(tmp_path, {"tool_calls": 1, "steps": 5})
+    with parent:
+        result = parent.run("go")
+        replayed = parent.replay(tmp_path / "trace.jsonl")
+    child = Trace.load(tmp_path / "trace.helper.jsonl")
+    reasons = [e.body.reason for e in child.events if e.body.kind == "policy_decided"]  # type: ignore[union-attr]  # policy_decided's
+    (link,) = returned(tmp_path / "trace.jsonl")
+    assert ["allowed by name", "run budget of 1 tool calls is used up"] == reasons
+    assert (3, 1) == (link.child.counted.requests, link.child.counted.tool_calls)  # type: ignore[union-attr]  # a split child's
+    assert 5 == child.events[0].body.config.usage_limits["requests"]  # type: ignore[union-attr]  # run_started's
+    assert result.head.root == replayed.root
+
+
+@pytest.mark.parametrize("budget", [{"steps": 0}, {"turns": 2}, {"tokens": -1}, {}, "half"])
+def test_a_bad_split_is_refused_naming_the_choices(budget: object) -> None:
+    """A split of no steps, an unknown key, a negative count or nothing: a usage error."""
+    agent = child_agent(FunctionModel(lambda r: Message.user("x")))
+    with pytest.raises(AgentConfigError, match="sub-agent 'h'"):
+        agent.as_tool(name="h", description="d", budget=budget)  # type: ignore[arg-type]  # a bad value, on purpose
+
+
 def test_recorded_replay_serves_the_child_without_starting_it(tmp_path: Path) -> None:
     """Recorded replay takes the child's result from the parent's trace: its model is not asked."""
     model = calls_then_answers("add", {"a": 2, "b": 3}, "c")
@@ -381,6 +458,34 @@ def test_bad_sub_agent_specs_are_refused_before_anything_starts(
         (tmp_path / name).write_text(f"prompt: unused\n{model}{text}")
     with pytest.raises(SpecError, match=message):
         load_spec(tmp_path / "a.yaml").resolve()
+
+
+def test_a_spec_splits_its_budget_with_a_child(tmp_path: Path) -> None:
+    """``budget: {steps: 2, tool_calls: 1}`` in a spec's ``agents`` entry is that split; a
+    split of 0 steps is refused when the spec is read."""
+    write_specs(
+        tmp_path,
+        {
+            "parent.yaml": "agents:\n  - {name: h, spec: h.yaml, budget: {steps: 2, tool_calls: 1}}\n",
+            "zero.yaml": "agents:\n  - {name: h, spec: h.yaml, budget: {steps: 0}}\n",
+            "h.yaml": "",
+        },
+    )
+    agent = (
+        load_spec(tmp_path / "parent.yaml")
+        .resolve()
+        .agent(
+            model=FunctionModel(lambda r: Message.user("x")),
+            clock=SteppingClock(START),
+            ids=CountingIds(),
+            trace=tmp_path / "t.jsonl",
+        )
+    )
+    with agent:
+        tool = agent.tools["h"]
+    assert Split(steps=2, tool_calls=1) == tool.budget  # type: ignore[attr-defined]  # an AgentTool's
+    with pytest.raises(SpecError, match="steps"):
+        load_spec(tmp_path / "zero.yaml")
 
 
 def test_four_levels_of_spec_agents_resolve(tmp_path: Path) -> None:

@@ -291,3 +291,29 @@ def trace_only_venv(tmp: Path) -> Path:
     installed = [line.split("==")[0].split(" @ ")[0] for line in freeze.stdout.splitlines()]
     assert ["twinflow-trace"] == installed
     return venv / "bin"
+
+
+def page_dom(page: Path, profile: Path) -> str:
+    """The DOM of ``page`` after its scripts ran in headless Chromium (which `.ci/run`
+    installs; its absence fails the test)."""
+    import shutil
+
+    from twinflow.kernel._process import run_process
+
+    browser = next(
+        (p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))),
+        None,
+    )
+    if browser is None:
+        pytest.fail("chromium is not installed: `apt-get install -y chromium` (.ci/run does this)")
+    flags = (
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run",
+        "--virtual-time-budget=20000",
+    )  # fmt: skip
+    done = run_process(
+        [browser, *flags, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+        timeout=120,
+    )
+    assert 0 == done.returncode, done.stderr
+    return done.stdout

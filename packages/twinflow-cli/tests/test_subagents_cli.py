@@ -3,6 +3,7 @@ a tree, replayed with no server, and a child's event proved from the parent's si
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_testkit import CALC, chat_answer, cli_json, completion
+from cli_testkit import CALC, chat_answer, cli_json, completion, page_dom
 
 from twinflow.kernel import LoopbackServer
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
@@ -279,3 +280,53 @@ def test_diff_descends_into_the_children(team: Path, capsys: pytest.CaptureFixtu
         d.startswith("in sub-agent checker (trace.checker.jsonl / trace.checker.jsonl)")
         for d in details
     ), details
+
+
+def test_code_json_records_each_childs_modules(team: Path) -> None:
+    """The team's own spec imports nothing; ``code.json`` holds each child's ``calc`` module,
+    by the child's name, with the digest of the file that ran."""
+    record = json.loads((team / "r" / "code.json").read_text())
+    calc = hashlib.sha256((team / "calc.py").read_bytes()).hexdigest()
+    assert [] == record["modules"]
+    assert {"checker", "researcher"} == set(record["agents"])
+    assert [{"module": "calc", "origin": "code_dir", "sha256": calc}] == record["agents"][
+        "researcher"
+    ]["modules"]
+
+
+def test_replay_trusting_the_spec_refuses_a_childs_changed_module(tmp_path: Path) -> None:
+    """``replay --trust-spec`` checks the children's modules too: a child's tool module edited
+    after the run is refused, naming it, before anything is imported."""
+    (tmp_path / "calc.py").write_text(CALC)
+    with LoopbackServer(team_chat) as server:
+        for name, text in SPECS.items():
+            (tmp_path / name).write_text(text.format(model=MODEL.format(url=server.url)))
+        code, _, err = cli("run", "team.yaml", "--out", "r", "--json", cwd=tmp_path)
+        assert 0 == code, err
+    code, _, err = cli("replay", "r/trace.jsonl", "--trust-spec", cwd=tmp_path)
+    assert 0 == code, err
+    (tmp_path / "calc.py").write_text(CALC + "\n# edited\n")
+    code, _, err = cli("replay", "r/trace.jsonl", "--trust-spec", cwd=tmp_path)
+    assert 1 == code
+    assert "module 'calc' changed since the run" in err
+
+
+def test_the_page_nests_each_child_run_verified_below_its_call(team: Path, tmp_path: Path) -> None:
+    """``show --html``: each child's run is verified in the browser against its link and shown
+    below the call, with its own policy's denial; an edited child is the page's verdict."""
+    code, _, err = cli("show", "r/trace.jsonl", "--html", str(tmp_path / "page.html"), cwd=team)
+    assert 0 == code, err
+    dom = page_dom(tmp_path / "page.html", tmp_path / "profile")
+    assert 'data-verdict="verified"' in dom and 'data-children="2"' in dom
+    nested = dom.split('<ol class="child" data-trace="sub-agent checker trace.checker.jsonl">')
+    assert 2 == len(nested)
+    assert "deny add (by policy)" in nested[1].split("</ol>")[0]
+    copy = tmp_path / "r"
+    shutil.copytree(team / "r", copy)
+    child = copy / "trace.checker.jsonl"
+    child.write_bytes(child.read_bytes().replace(b"You check sums.", b"You check sumz."))
+    code, _, err = cli("show", "r/trace.jsonl", "--html", "edited.html", cwd=tmp_path)
+    assert 0 == code, err
+    dom = page_dom(tmp_path / "edited.html", tmp_path / "profile")
+    assert 'data-verdict="child-broken"' in dom
+    assert "sub-agent checker trace.checker.jsonl (seq " in dom

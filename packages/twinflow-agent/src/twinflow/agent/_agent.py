@@ -299,6 +299,7 @@ class Agent(Steps[OutputT], Closing):
         prompt: str,
         *,
         continue_from: RunResult[Any] | str | os.PathLike[str] | None = None,
+        simulator: RunResult[Any] | None = None,
     ) -> RunResult[OutputT]:
         """Run the agent on one prompt, or answer the next user turn of a run.
 
@@ -313,6 +314,8 @@ class Agent(Steps[OutputT], Closing):
                 as `resume` does (no model request and no tool call is made for them).
                 ``max_steps`` bounds each turn's requests; usage limits and tool budgets hold
                 for the run, all turns together.
+            simulator: The simulated user's result that wrote ``prompt`` (a next turn only):
+                its run, trace file, size and root go into the ``user_turn`` (`verify --tree`).
 
         Returns:
             The output, transcript (the whole conversation), trace head and trace path.
@@ -329,10 +332,12 @@ class Agent(Steps[OutputT], Closing):
             Exception: Whatever the model raised (a transport failure, say), unchanged.
         """
         if continue_from is None:
+            if simulator is not None:
+                raise AgentConfigError("a simulated user's link belongs to a next turn")
             return self._run((prompt,))
         from twinflow.agent._continue import next_turn  # it drives this class's loop
 
-        return next_turn(self, continue_from, prompt)
+        return next_turn(self, continue_from, prompt, simulator)
 
     async def run_async(self, prompt: str) -> RunResult[OutputT]:
         """Run the agent on one prompt, awaited: the same run, and the same trace byte for
@@ -354,11 +359,15 @@ class Agent(Steps[OutputT], Closing):
         return await run_async(self, prompt, _WORKERS.call)
 
     def _run(
-        self, prompts: Sequence[str], going_on: Conversation | None = None
+        self, prompts: Sequence[str | UserTurn], going_on: Conversation | None = None
     ) -> RunResult[OutputT]:
-        """Run each prompt as one turn of a run: the first starts it unless it is ``going_on``."""
+        """Run each prompt as one turn of a run: the first starts it unless it is ``going_on``.
+
+        A prompt given as a ``user_turn`` (a recorded one, or one a simulated user wrote)
+        is a next turn recorded with its ``simulator`` link."""
         result: RunResult[OutputT] | None = None
-        for prompt in prompts:
+        for given in prompts:
+            prompt = given if isinstance(given, str) else given.text
             if going_on is None:
                 state = self._start(prompt)
                 runner = ToolRunner(
@@ -374,7 +383,8 @@ class Agent(Steps[OutputT], Closing):
                 going_on = Conversation(state, runner, self.writer)
             else:
                 going_on.state.turn += 1
-                self._emit(UserTurn(turn=going_on.state.turn, text=prompt))
+                link = None if isinstance(given, str) else given.simulator
+                self._emit(UserTurn(turn=going_on.state.turn, text=prompt, simulator=link))
                 going_on.state.transcript = going_on.state.transcript.append(Message.user(prompt))
             result = self._turn(going_on)
         if result is None:
@@ -555,15 +565,17 @@ class Agent(Steps[OutputT], Closing):
         Args:
             name: The tool's name: the one the caller's policy allows.
             description: What the caller's model is told this agent does.
-            budget: ``own`` (this agent's limits) or ``shared``: also bounded by the tool calls
-                and tokens the calling run has left, and counted against it.
+            budget: ``own`` (this agent's limits); ``shared``: also bounded by the steps (model
+                requests), tokens and tool calls the calling run has left, and counted
+                against it; or a split, a mapping of ``steps``, ``tokens``, ``tool_calls`` to
+                the most of the calling run's budget one call may use (counted likewise).
 
         Returns:
             The tool, for the calling agent's ``tools``.
 
         Raises:
             AgentConfigError: Sub-agents would nest deeper than four levels, or ``budget`` is
-                neither ``own`` nor ``shared``.
+                none of those.
         """
         return AgentTool(
             self._child, name=name, description=description, depth=self._depth + 1, budget=budget

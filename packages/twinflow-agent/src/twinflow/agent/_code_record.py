@@ -2,6 +2,8 @@
 
 ``twinflow run`` writes the record beside the spec copy (``code.N.json``); ``twinflow replay
 --trust-spec`` reads it back and refuses to import a module whose file changed since the run.
+A spec's sub-agents (``agents``) import their own modules from their own directories: each
+child's record is kept under its name (``agents``), nested as the specs are.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from twinflow._base._code import module_file
 from twinflow._base._json import refuse_repeated_keys
@@ -70,14 +72,53 @@ class CodeRecord(SpecValue):
     """The directory the spec's modules were imported from first (the spec file's directory)."""
     modules: tuple[ModuleDigest, ...] = Field(default=(), max_length=1000)
     """The tool and output modules that ran, with their digests."""
+    agents: dict[str, CodeRecord] = Field(
+        default_factory=dict, max_length=64, exclude_if=lambda value: not value
+    )
+    """Each sub-agent's code, by its name in the spec's ``agents`` (absent without any)."""
+
+    @field_validator("agents")
+    @classmethod
+    def _shallow(cls, agents: dict[str, CodeRecord]) -> dict[str, CodeRecord]:
+        if _depth(agents) > _MAX_AGENT_DEPTH:
+            raise ValueError(f"sub-agents' code nests deeper than {_MAX_AGENT_DEPTH} levels")
+        return agents
 
 
-def record_code(spec: RunSpec) -> CodeRecord:
-    """The record of ``spec``'s code: call after its modules were imported (the agent built).
+_MAX_AGENT_DEPTH = 4
+"""As deep as sub-agents nest (`twinflow.agent._subagent.MAX_DEPTH`)."""
+
+
+def _depth(agents: dict[str, CodeRecord]) -> int:
+    return max((1 + _depth(child.agents) for child in agents.values()), default=0)
+
+
+def _children(spec: RunSpec, depth: int) -> list[tuple[str, RunSpec]]:
+    """The spec's sub-agents' specs by name, read as resolving them read them (their cycles
+    and depth were refused then; the depth is bounded here again)."""
+    if not spec.agents or depth >= _MAX_AGENT_DEPTH:
+        return []
+    base = spec.code_dir if spec.code_dir is not None else Path.cwd()
+    children = []
+    for entry in spec.agents:
+        path = (base / entry.spec).resolve()
+        children.append(
+            (
+                entry.name,
+                type(spec).parse(type(spec).read_text(path), str(path), code_dir=path.parent),
+            )
+        )
+    return children
+
+
+def record_code(spec: RunSpec, _depth: int = 0) -> CodeRecord:
+    """The record of ``spec``'s code and its sub-agents': call after its modules were imported
+    (the agent built).
 
     Raises:
         SpecError: a module's file cannot be found or read.
     """
+    agents = {name: record_code(child, _depth + 1) for name, child in _children(spec, _depth)}
     code_dir = spec.code_dir.resolve() if spec.code_dir is not None else None
     modules = []
     for name in _executed_modules(spec):
@@ -91,7 +132,11 @@ def record_code(spec: RunSpec) -> CodeRecord:
         inside = code_dir is not None and path.resolve().is_relative_to(code_dir)
         origin: Literal["code_dir", "installed"] = "code_dir" if inside else "installed"
         modules.append(ModuleDigest(module=name, origin=origin, sha256=digest))
-    return CodeRecord(code_dir=None if code_dir is None else str(code_dir), modules=tuple(modules))
+    return CodeRecord(
+        code_dir=None if code_dir is None else str(code_dir),
+        modules=tuple(modules),
+        agents=agents,
+    )
 
 
 def _executed_modules(spec: RunSpec) -> tuple[str, ...]:
@@ -161,12 +206,12 @@ def _file_of(name: str, spec: RunSpec) -> Path | None:
         raise SpecError(str(exc)) from None
 
 
-def check_code(spec: RunSpec, record: CodeRecord) -> None:
+def check_code(spec: RunSpec, record: CodeRecord, _depth: int = 0) -> None:
     """Refuse to rebuild ``spec``'s agent if a module it names differs from the one that ran.
 
     Every module the spec names must be in ``record``, be found (from ``spec.code_dir`` first,
     then the installed packages) and have the recorded sha256; nothing is imported before all of
-    them are checked.
+    them are checked. Each sub-agent's spec is checked against its own record, the same way.
 
     Raises:
         SpecError: a module cannot be found (the message lists the directories searched) or
@@ -197,3 +242,13 @@ def check_code(spec: RunSpec, record: CodeRecord) -> None:
                 reason="code_changed",
                 module=name,
             )
+    for name, child in _children(spec, _depth):
+        child_record = record.agents.get(name)
+        if child_record is None:
+            if not child.modules() and not child.agents:
+                continue
+            raise SpecError(
+                f"the run's code record has no digests for sub-agent {name!r}: replay with "
+                "--spec PATH naming the spec you trust"
+            )
+        check_code(child, child_record, _depth + 1)

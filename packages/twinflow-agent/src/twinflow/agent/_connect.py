@@ -262,7 +262,7 @@ class Resolved:
                     name=entry.name,
                     description=entry.description or child.spec.system or "",
                     depth=child.depth + 1,
-                    budget=entry.budget,
+                    budget=entry.tool_budget(),
                 )
             )
         return tools

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from twinflow.agent._errors import CannotResume
 from twinflow.agent._events import (
     FORMAT,
+    ChildRun,
     EventBody,
     ModelResponded,
     ModelWaited,
     RunResumed,
     SteeringReceived,
+    UserTurn,
 )
 from twinflow.agent._replay import clock_readings, served_results
 from twinflow.agent._resume import (
@@ -83,9 +86,23 @@ def resume_run(
 
 
 def next_turn(
-    agent: Agent[OutputT], run: RunResult[Any] | str | os.PathLike[str], prompt: str
+    agent: Agent[OutputT],
+    run: RunResult[Any] | str | os.PathLike[str],
+    text: str,
+    simulator: RunResult[Any] | None = None,
 ) -> RunResult[OutputT]:
-    """`Agent.run` with ``continue_from``: the next user turn of a run, into its trace."""
+    """`Agent.run` with ``continue_from``: the next user turn of a run, into its trace; linked
+    to the ``simulator``'s trace at its head when a simulated user wrote it."""
+    prompt: str | UserTurn = text
+    if simulator is not None:
+        path = simulator.trace_path
+        link = ChildRun(
+            run_id=simulator.run_id,
+            trace=None if path is None else Path(path).name,
+            size=simulator.head.size,
+            root=simulator.head.root,
+        )
+        prompt = UserTurn(turn=2, text=text, simulator=link)
     if not isinstance(run, str | os.PathLike):
         going_on = agent._going_on
         if going_on is not None and going_on.writer is agent.writer:
@@ -120,7 +137,7 @@ def _go_on(
     sink: FileTraceSink,
     loaded: Trace,
     resumed: Plan,
-    turns: tuple[str, ...],
+    turns: tuple[str | UserTurn, ...],
 ) -> RunResult[OutputT]:
     """Re-run the recorded turns against the record (the prefix ``resumed`` plans), then go
     on live into the same file: the unfinished turn (a resume), or the new ``turns``."""

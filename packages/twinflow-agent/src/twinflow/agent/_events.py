@@ -46,6 +46,7 @@ __all__ = [
     "ApprovalRequested",
     "BudgetExceeded",
     "ChildRun",
+    "ChildUse",
     "Environment",
     "EventBody",
     "ForkParent",
@@ -226,6 +227,37 @@ class SteeringReceived(_Frozen):
     """The message, as given (the model sees it in `twinflow.vocab._envelope.envelope("steering", ...)`)."""
 
 
+class ChildUse(_Frozen):
+    """What a child run used that its parent counted against its own budget (a ``shared`` or
+    split budget, docs/adr/0201): replaying the parent counts it again from here."""
+
+    requests: int = Field(ge=0)
+    """The child's model requests (its steps, re-asks included)."""
+    input_tokens: int = Field(ge=0)
+    """The child's prompt tokens."""
+    output_tokens: int = Field(ge=0)
+    """The child's generated tokens."""
+    tool_calls: int = Field(ge=0)
+    """The child's tool calls that ran."""
+
+
+class ChildRun(_Frozen):
+    """The run a sub-agent tool made: what the parent's trace vouches for (docs/adr/0191)."""
+
+    run_id: RunId
+    """The child run's id."""
+    trace: str | None = Field(max_length=255)
+    """The child's trace file, by name, in the parent trace's directory; None when the parent
+    writes to a sink that is not a file (the child's trace is then in memory only)."""
+    size: int = Field(ge=0)
+    """Events in the child's trace when it returned (``root`` covers that many)."""
+    root: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """Merkle root of the child's trace at ``size`` events (hex)."""
+    counted: ChildUse | None = Field(default=None, exclude_if=lambda value: value is None)
+    """What the child used that the parent counted against its budget; absent under an
+    ``own`` budget (and for a simulated user)."""
+
+
 class UserTurn(_Frozen):
     """The user took another turn in the run's conversation (``Agent.run(prompt,
     continue_from=result)``): the steps after it answer this message, with the whole
@@ -237,6 +269,11 @@ class UserTurn(_Frozen):
     """The turn's number: 2 for the first after the prompt ``run_started`` records."""
     text: str
     """The user's message, as given."""
+    simulator: ChildRun | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The simulated user's run that wrote ``text`` (an eval case's simulated user): its
+    trace file beside this one, and its size and Merkle root once it had written the
+    message, so this run's checkpoint vouches for the simulator's (``verify --tree``).
+    Absent for a message a person or a list of turns gave."""
 
 
 class PolicyDecided(_Frozen):
@@ -269,20 +306,6 @@ class ToolCalled(_Frozen):
     """Tool name."""
     arguments: dict[str, JsonValue]
     """Arguments as passed (after validation and any approved modification)."""
-
-
-class ChildRun(_Frozen):
-    """The run a sub-agent tool made: what the parent's trace vouches for (docs/adr/0191)."""
-
-    run_id: RunId
-    """The child run's id."""
-    trace: str | None = Field(max_length=255)
-    """The child's trace file, by name, in the parent trace's directory; None when the parent
-    writes to a sink that is not a file (the child's trace is then in memory only)."""
-    size: int = Field(ge=0)
-    """Events in the child's trace when it returned (``root`` covers that many)."""
-    root: str = Field(pattern=r"^[0-9a-f]{64}$")
-    """Merkle root of the child's trace at ``size`` events (hex)."""
 
 
 class ToolReturned(_Frozen):

@@ -225,6 +225,9 @@ class ToolRunner:
             return f"tool {name!r} budget of {budget} calls is used up"
         if policy.max_tool_calls is not None and self._used_total >= policy.max_tool_calls:
             return f"run budget of {policy.max_tool_calls} tool calls is used up"
+        tool = self._tools.get(name)
+        if isinstance(tool, AgentTool) and self._delegate is not None:
+            return self._delegate.spent(tool)
         return None
 
     def served(
@@ -285,6 +288,11 @@ class ToolRunner:
             if self._inputs is not None:
                 for body in self._inputs.served(call.id):
                     self._emit(body)
+            counted = None if returned.child is None else returned.child.counted
+            if counted is not None and self._delegate is not None:
+                # A served child's use counts against the run as it did when it ran.
+                self._used_total += counted.tool_calls
+                self._delegate.count(counted)
             self._emit(returned)
             return returned.result
         if self._before_call is not None:
@@ -297,7 +305,7 @@ class ToolRunner:
                 str(decided.kwargs["prompt"]),
                 ChildLimits(tool_calls=None if left is None else left - self._used_total),
             )
-            if tool.budget == "shared":
+            if tool.budget != "own":
                 self._used_total += done.tool_calls
             return self._result(call, done.content, done.error_type, child=done.child)
         asking = getattr(tool, "call_asking", None)

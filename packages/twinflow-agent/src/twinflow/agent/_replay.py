@@ -54,6 +54,7 @@ from twinflow.agent._events import (
     SteeringReceived,
     ToolReturned,
     TraceEvent,
+    UserTurn,
     _Frozen,
 )
 from twinflow.agent._inputs import recorded_inputs
@@ -464,7 +465,10 @@ def _guard() -> Iterator[Sequence[NondeterminismError]]:
 
 
 def _rerun(
-    agent: Agent[Any], turns: tuple[str, ...], sink: ComparingSink, failed: RunFailed | None
+    agent: Agent[Any],
+    turns: tuple[str | UserTurn, ...],
+    sink: ComparingSink,
+    failed: RunFailed | None,
 ) -> None:
     """Run the agent under the nondeterminism guard; raise what the comparison found."""
     with _guard() as violations:

@@ -839,16 +839,17 @@ def record_decisions(
         sink.close()
 
 
-def recorded_turns(events: Iterable[TraceEvent]) -> tuple[str, ...]:
+def recorded_turns(events: Iterable[TraceEvent]) -> tuple[str | UserTurn, ...]:
     """The user's messages of a run, turn by turn: ``run_started``'s prompt, then each
-    ``user_turn``'s text (``events`` must hold those two kinds typed)."""
-    turns: list[str] = []
+    ``user_turn`` (its text, and the simulated user's link when one wrote it; ``events``
+    must hold those two kinds typed)."""
+    turns: list[str | UserTurn] = []
     for event in events:
         body = event.body
         if isinstance(body, RunStarted):
             turns.append(body.prompt)
         elif isinstance(body, UserTurn):
-            turns.append(body.text)
+            turns.append(body.text if body.simulator is None else body)
     return tuple(turns)
 
 

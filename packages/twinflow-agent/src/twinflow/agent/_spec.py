@@ -135,6 +135,18 @@ class BudgetSpec(SpecValue):
         )
 
 
+class SplitSpec(SpecValue):
+    """The part of the calling run's budget each call of a sub-agent may use, counted against
+    the calling run (a split budget)."""
+
+    steps: int | None = Field(default=None, ge=1)
+    """Model requests (the child's steps, re-asks included)."""
+    tokens: int | None = Field(default=None, ge=0)
+    """Input plus output tokens."""
+    tool_calls: int | None = Field(default=None, ge=0)
+    """Tool calls."""
+
+
 class SubAgentSpec(SpecValue):
     """Another agent offered to this one as a tool taking one argument, ``prompt``."""
 
@@ -147,9 +159,17 @@ class SubAgentSpec(SpecValue):
     unused: each call's ``prompt`` argument is the child run's prompt."""
     description: str = Field(default="", max_length=10_000)
     """What this spec's model is told the child does (default: the child's ``system``)."""
-    budget: Literal["own", "shared"] = "own"
-    """``own``: the child's limits; ``shared``: also bounded by the tool calls and tokens the
-    calling run has left, and counted against it."""
+    budget: Literal["own", "shared"] | SplitSpec = "own"
+    """``own``: the child's limits; ``shared``: also bounded by the steps (model requests),
+    tokens and tool calls the calling run has left, and counted against it; a mapping of
+    ``steps``, ``tokens``, ``tool_calls`` (a split): also bounded by that part of what the
+    calling run has left, and counted against it likewise."""
+
+    def tool_budget(self) -> Literal["own", "shared"] | dict[str, int]:
+        """The budget as `Agent.as_tool` takes it: ``own``, ``shared`` or the split's mapping."""
+        if isinstance(self.budget, str):
+            return self.budget
+        return self.budget.model_dump(exclude_none=True)
 
 
 class RunSpec(SpecValue):

@@ -7,18 +7,23 @@ records the child's run id, trace file name, size and Merkle root (`ChildRun`), 
 checkpoint of the parent covers the child's whole trace (docs/adr/0191). A child that fails
 is the parent's error result, and the parent's run goes on.
 
-Budgets: ``own`` (the default) gives the child its own configured limits; ``shared`` also
-bounds it by what the parent has left (tool calls and tokens) and counts what it used
-against the parent. Either way the limits the child ran under are in its ``run_started``, and
-a crossing is a recorded decision: the child's ``policy_decided`` denial (tool calls) or
-``run_failed`` (tokens), the parent's ``policy_decided`` denial of a call to a child once the
-shared tool budget is spent, or the parent's ``run_failed`` once the shared tokens are.
+Budgets (docs/adr/0201): ``own`` (the default) gives the child its own configured limits;
+``shared`` also bounds it by what the parent has left (steps, that is model requests, tokens
+and tool calls) and counts what it used against the parent; a split (a mapping of ``steps``,
+``tokens``, ``tool_calls``) bounds each call of the child by that part of the parent's budget
+as well, and counts likewise. Either way the limits the child ran under are in its
+``run_started``; what was counted against the parent is in the link (``child.counted``), so a
+replay of the parent counts it again without the child; and a crossing is a recorded
+decision: the child's ``policy_decided`` denial (tool calls) or ``budget_exceeded`` then
+``run_failed`` (steps, tokens), the parent's ``policy_decided`` denial of a call to a child
+once what it shares is spent, or the parent's ``budget_exceeded`` then ``run_failed`` once
+its own limit is crossed.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +32,15 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from twinflow.agent._errors import AgentConfigError, AgentError
-from twinflow.agent._events import ChildRun, EventBody, ModelResponded, RunStarted, ToolReturned
+from twinflow.agent._events import (
+    ChildRun,
+    ChildUse,
+    EventBody,
+    ModelRequested,
+    ModelResponded,
+    RunStarted,
+    ToolReturned,
+)
 from twinflow.agent._tools import Tool
 from twinflow.kernel import ReplayDivergenceError
 from twinflow.trace import MemoryTraceSink, TraceSink
@@ -45,6 +58,7 @@ __all__ = [
     "ChildLimits",
     "Delegate",
     "Delegated",
+    "Split",
     "child_trace_path",
     "delegate_for",
     "replaying_children",
@@ -53,8 +67,46 @@ __all__ = [
 MAX_DEPTH = 4
 """Deepest nesting of sub-agents: a parent, a child, ..., four levels below the top run."""
 
-Budget = Literal["own", "shared"]
-"""``own``: the child's configured limits; ``shared``: also bounded by what the parent has left."""
+Budget = Literal["own", "shared"] | Mapping[str, int]
+"""``own``: the child's configured limits; ``shared``: also bounded by what the parent has
+left; a mapping of ``steps``, ``tokens``, ``tool_calls`` (a split): also bounded by that part
+of the parent's budget. Shared and split use is counted against the parent."""
+
+SPLIT_KEYS = ("steps", "tokens", "tool_calls")
+"""What a split budget may set aside for a child: model requests, tokens, tool calls."""
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """A split budget: the most of the parent's budget one call of the child may use."""
+
+    steps: int | None = None
+    """Model requests (the child's steps, re-asks included)."""
+    tokens: int | None = None
+    """Input plus output tokens."""
+    tool_calls: int | None = None
+    """Tool calls."""
+
+
+def _budget(name: str, budget: Budget) -> Literal["own", "shared"] | Split:
+    """A sub-agent's budget checked: ``own``, ``shared`` or a `Split`.
+
+    Raises:
+        AgentConfigError: Anything else, naming the choices.
+    """
+    if budget in ("own", "shared"):
+        return budget
+    if isinstance(budget, Mapping) and budget:
+        unknown = sorted(set(budget) - set(SPLIT_KEYS))
+        values = list(budget.values())
+        if not unknown and all(type(v) is int and v >= 0 for v in values):
+            if budget.get("steps") == 0:
+                raise AgentConfigError(f"sub-agent {name!r}: a split of 0 steps never runs it")
+            return Split(**dict(budget))
+    raise AgentConfigError(
+        f"sub-agent {name!r}: budget must be 'own' or 'shared', or a split mapping "
+        f"{', '.join(SPLIT_KEYS)} to counts (0 or more), not {budget!r}"
+    )
 
 
 def _prompt(prompt: str) -> str:
@@ -74,6 +126,8 @@ class ChildLimits:
     """Tool calls the parent has left."""
     tokens: int | None = None
     """Tokens (input plus output) the parent has left."""
+    requests: int | None = None
+    """Model requests the parent has left."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +144,8 @@ class Delegated:
     """What the child used (counted against the parent under a ``shared`` budget)."""
     tool_calls: int
     """Tool calls the child decided (counted likewise)."""
+    requests: int = 0
+    """Model requests the child made (counted likewise)."""
 
 
 def child_trace_path(parent: str, name: str) -> Path:
@@ -98,8 +154,51 @@ def child_trace_path(parent: str, name: str) -> Path:
     return path.with_name(f"{path.stem}.{name}{path.suffix or '.jsonl'}")
 
 
-Delegate = Callable[["AgentTool", str, ChildLimits], Delegated]
-"""Runs a sub-agent call for the parent's run (`delegate_for`)."""
+class Delegate:
+    """Runs the sub-agent calls of one parent run (`delegate_for`), bounding and counting a
+    shared or split budget against that run."""
+
+    def __init__(self, agent: Agent[Any], state: RunState) -> None:
+        self._agent = agent
+        self._state = state
+
+    def _left(self) -> tuple[int | None, int | None]:
+        """The tokens and requests the parent run has left (None: no limit)."""
+        limits, state = self._agent.usage_limits, self._state
+        tokens = None
+        if limits.total_tokens is not None:
+            tokens = max(limits.total_tokens - state.usage_in - state.usage_out, 0)
+        requests = None if limits.requests is None else max(limits.requests - state.requests, 0)
+        return tokens, requests
+
+    def spent(self, tool: AgentTool) -> str | None:
+        """Why a call to ``tool`` may not start: what it shares of the parent is used up."""
+        if tool.budget == "own":
+            return None
+        tokens, requests = self._left()
+        if requests == 0:
+            return f"the run's {self._agent.usage_limits.requests} requests (steps) are used up"
+        if tokens == 0:
+            return f"the run's {self._agent.usage_limits.total_tokens} tokens are used up"
+        return None
+
+    def __call__(self, tool: AgentTool, prompt: str, limits: ChildLimits) -> Delegated:
+        """Run the call, bounded by what the parent has left (and the split); count its use."""
+        if tool.budget != "own":
+            tokens, requests = self._left()
+            limits = ChildLimits(limits.tool_calls, tokens, requests)
+        done = tool.delegate(prompt, self._agent.trace_path, limits)
+        if tool.budget != "own":
+            self.count(done.child.counted)
+        return done
+
+    def count(self, used: ChildUse | None) -> None:
+        """Count a child's recorded use against the parent run (live, or served from a record)."""
+        if used is not None:
+            self._state.usage_in += used.input_tokens
+            self._state.usage_out += used.output_tokens
+            self._state.requests += used.requests
+
 
 Build = Callable[[TraceSink | Path], "Agent[Any]"]
 """Makes the child agent for one call, writing to the given sink or new trace file."""
@@ -120,7 +219,7 @@ class AgentTool(Tool):
             name: The tool's name (what the parent's policy allows).
             description: What the parent's model is told the sub-agent does.
             depth: Levels of sub-agents below and including the child (1: a child without any).
-            budget: ``own`` or ``shared`` (see the module docstring).
+            budget: ``own``, ``shared`` or a split (see the module docstring).
 
         Raises:
             AgentConfigError: ``depth`` over `MAX_DEPTH`, or an unknown ``budget``.
@@ -130,17 +229,14 @@ class AgentTool(Tool):
                 f"sub-agent {name!r} nests {depth} levels of agents; at most {MAX_DEPTH} are "
                 "allowed: flatten the team"
             )
-        if budget not in ("own", "shared"):
-            raise AgentConfigError(
-                f"sub-agent {name!r}: budget must be 'own' or 'shared', not {budget!r}"
-            )
+        checked = _budget(name, budget)
         # Built once for every sub-agent tool: the schema and the arguments model are the same.
         self.spec = ToolSpec(name=name, description=description, parameters=_PROMPT.spec.parameters)
         self.function = _prompt
         self._arguments = _PROMPT._arguments
         self._build = build
         self.depth = depth
-        self.budget: Budget = budget
+        self.budget: Literal["own", "shared"] | Split = checked
 
     def delegate(self, prompt: str, beside: str | None, limits: ChildLimits) -> Delegated:
         """Run the child on ``prompt`` into a new trace beside ``beside`` (in memory if None).
@@ -156,8 +252,8 @@ class AgentTool(Tool):
         )
         agent = self._build(target)
         with agent:
-            if self.budget == "shared":
-                _bound(agent, limits)
+            if self.budget != "own":
+                _bound(agent, _split(limits, self.budget))
             watch = _Watch(agent)
             error_type: str | None = None
             try:
@@ -177,14 +273,23 @@ class AgentTool(Tool):
             path = agent.trace_path
         if watch.run_id is None:
             raise AgentConfigError(f"sub-agent {self.name!r} did not start a run")
+        usage = Usage(input_tokens=watch.input_tokens, output_tokens=watch.output_tokens)
+        counted = None
+        if self.budget != "own":
+            counted = ChildUse(
+                requests=watch.requests,
+                input_tokens=watch.input_tokens,
+                output_tokens=watch.output_tokens,
+                tool_calls=watch.calls,
+            )
         child = ChildRun(
             run_id=watch.run_id,
             trace=None if path is None else Path(path).name,
             size=head.size,
             root=head.root,
+            counted=counted,
         )
-        usage = Usage(input_tokens=watch.input_tokens, output_tokens=watch.output_tokens)
-        return Delegated(content, error_type, child, usage, watch.calls)
+        return Delegated(content, error_type, child, usage, watch.calls, watch.requests)
 
 
 class _Watch:
@@ -194,6 +299,7 @@ class _Watch:
     def __init__(self, agent: Agent[Any]) -> None:
         self.run_id: RunId | None = None
         self.calls = 0
+        self.requests = 0
         self.input_tokens = 0
         self.output_tokens = 0
         agent._tap = self
@@ -201,12 +307,30 @@ class _Watch:
     def __call__(self, body: EventBody) -> None:
         if isinstance(body, RunStarted):
             self.run_id = body.run_id
+        elif isinstance(body, ModelRequested):
+            self.requests += 1
         elif isinstance(body, ModelResponded):
             # Every reply's, a failed run's too: a shared budget counts what was spent.
             self.input_tokens += body.response.usage.input_tokens
             self.output_tokens += body.response.usage.output_tokens
         elif body.kind == "tool_called":
             self.calls += 1
+
+
+def _least(*values: int | None) -> int | None:
+    known = [v for v in values if v is not None]
+    return min(known) if known else None
+
+
+def _split(limits: ChildLimits, budget: Literal["shared"] | Split) -> ChildLimits:
+    """What the parent has left, and no more than a split's part of it."""
+    if budget == "shared":
+        return limits
+    return ChildLimits(
+        tool_calls=_least(limits.tool_calls, budget.tool_calls),
+        tokens=_least(limits.tokens, budget.tokens),
+        requests=_least(limits.requests, budget.steps),
+    )
 
 
 def _bound(agent: Agent[Any], limits: ChildLimits) -> None:
@@ -220,26 +344,17 @@ def _bound(agent: Agent[Any], limits: ChildLimits) -> None:
         own_tokens = agent.usage_limits.total_tokens
         tokens = limits.tokens if own_tokens is None else min(own_tokens, limits.tokens)
         agent.usage_limits = agent.usage_limits.model_copy(update={"total_tokens": tokens})
+    if limits.requests is not None:
+        # At least 1: a call is denied before it starts once the parent has none left.
+        requests = _least(agent.usage_limits.requests, max(limits.requests, 1))
+        agent.usage_limits = agent.usage_limits.model_copy(update={"requests": requests})
     agent._configure(agent.config.model)
 
 
 def delegate_for(agent: Agent[Any], state: RunState) -> Delegate:
-    """How ``agent``'s run ``state`` runs its sub-agent calls: beside its trace, a ``shared``
-    budget bounded by the tokens the run has left and its use counted against the run."""
-
-    def delegate(tool: AgentTool, prompt: str, limits: ChildLimits) -> Delegated:
-        shared = tool.budget == "shared"
-        if shared:
-            total = agent.usage_limits.total_tokens
-            used = state.usage_in + state.usage_out
-            limits = ChildLimits(limits.tool_calls, None if total is None else max(total - used, 0))
-        done = tool.delegate(prompt, agent.trace_path, limits)
-        if shared:
-            state.usage_in += done.usage.input_tokens
-            state.usage_out += done.usage.output_tokens
-        return done
-
-    return delegate
+    """How ``agent``'s run ``state`` runs its sub-agent calls: beside its trace, a shared or
+    split budget bounded by what the run has left and its use counted against the run."""
+    return Delegate(agent, state)
 
 
 class _LiveChildren:
@@ -284,7 +399,18 @@ class _LiveChildren:
                     actual=exc.actual,
                 )
                 raise self.divergence from None
-        return Delegated(recorded.result.content, recorded.error_type, child, Usage(), 0)
+        used = child.counted
+        return Delegated(
+            recorded.result.content,
+            recorded.error_type,
+            child,
+            Usage(
+                input_tokens=0 if used is None else used.input_tokens,
+                output_tokens=0 if used is None else used.output_tokens,
+            ),
+            0 if used is None else used.tool_calls,
+            0 if used is None else used.requests,
+        )
 
 
 _LIVE: ContextVar[_LiveChildren | None] = ContextVar("twinflow_live_children", default=None)

@@ -28,7 +28,9 @@ from twinflow.cli._wiring import (
     judges_of,
 )
 from twinflow.eval import AgentFactory, Case, Dataset
+from twinflow.eval._dataset import SimulatedUser
 from twinflow.eval._results import RunIdentity
+from twinflow.eval._simulated import UserFactory
 from twinflow.kernel import (
     Clock,
     Executor,
@@ -52,6 +54,7 @@ __all__ = [
     "no_case_left",
     "no_judge_left",
     "render",
+    "simulated_users",
 ]
 
 
@@ -133,6 +136,43 @@ class LocalAgents:
             seed=seed,
             environment=self.environment,
         )
+
+
+@contextlib.contextmanager
+def simulated_users(
+    specs: dict[str, RunSpec],
+    agent: RunSpec,
+    local: LocalAgents,
+    args: argparse.Namespace,
+    on_progress: Callable[[str], None],
+) -> Iterator[UserFactory | None]:
+    """The simulated users' agents (`twinflow.eval._simulated.user_specs` read and checked
+    them) while the block runs, on the cases' clock and ids, one connection per case in flight
+    (``--concurrency``); None when the dataset has none. An ``embedded`` simulated user shares
+    the agent's embedded server (``local.spec``'s URL) when the agent (``agent``) has one."""
+    clock, ids, agent_url = local.clock, local.ids, local.spec.model.url
+    if not specs:
+        yield None
+        return
+    with contextlib.ExitStack() as stack:
+        built: dict[str, tuple[Resolved, RunSpec, Transport]] = {}
+        for name, spec in specs.items():
+            if spec.model.url == EMBEDDED and agent.model.url == EMBEDDED:
+                wired = spec.model_copy(
+                    update={"model": spec.model.model_copy(update={"url": agent_url})}
+                )
+            else:
+                wired = stack.enter_context(model_url(spec, args.out, on_progress))
+            transport = spec.model.transport(connections=args.concurrency)
+            stack.callback(transport.close)
+            built[name] = (wired.resolve(), wired, transport)
+
+        def build(user: SimulatedUser, trace: Path, seed: int) -> Agent[Any]:
+            resolved, wired, transport = built[user.spec]
+            model = chat_model(wired.model, transport, ids)
+            return resolved.agent(model=model, clock=clock, ids=ids, trace=trace, seed=seed)
+
+        yield build
 
 
 def no_case_left(case: Case, sink: TraceSink, seed: int) -> Agent[Any]:

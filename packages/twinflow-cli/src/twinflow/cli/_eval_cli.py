@@ -45,6 +45,7 @@ from twinflow.cli._eval_agents import (
     no_case_left,
     no_judge_left,
     render,
+    simulated_users,
 )
 from twinflow.cli._eval_args import configure_eval
 from twinflow.cli._eval_cost import check_priced, cost_payload, print_costs
@@ -79,6 +80,7 @@ from twinflow.eval._limiter import EvalBudget
 from twinflow.eval._plan import ReadPlan, check_plan, judge_plan, make_plan, read_plan, write_plan
 from twinflow.eval._rescore import load_run, merge_runs, rescore
 from twinflow.eval._runner import check_plan_slot, code_modules, pending_keys
+from twinflow.eval._simulated import user_specs
 from twinflow.eval._stats import Comparison, compare_runs
 from twinflow.eval._trials import TrialStats
 from twinflow.kernel import Executor, SerialExecutor, SystemClock, SystemIds
@@ -159,6 +161,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     totals = dict(args.budget) if args.budget else dataset.budget  # the flag replaces the file's
     budget = EvalBudget(dict(totals)) if totals else None
     check_priced(spec, dataset, totals, args.case_budget)
+    users = user_specs(dataset, args.dataset.resolve().parent, args.spec)
     if args.case_budget:
         # Each case's budget: the flags replace the spec's (and count in its digest).
         items = {
@@ -199,6 +202,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         factory: AgentFactory = no_case_left
         judges = JudgeModels(no_judge_left, ids)
         wired = spec
+        simulators = None
         if not pending:
             out.line(f"{args.out}: every case has a result already; no model is started")
         else:
@@ -217,6 +221,9 @@ def _run(args: argparse.Namespace, out: Output) -> int:
                 case_budgets=not args.case_budget,
             )
             factory, executor = cases_where(stack, args, code_dirs, local, identity)
+            simulators = stack.enter_context(
+                simulated_users(users, spec, local, args, progress.message)
+            )
         results = run_eval(
             dataset,
             factory,
@@ -233,6 +240,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             plan=None if plan is None else plan.data,
             trials=args.trials,
             budget=budget,
+            users=simulators,
         )
     return _report_run(args, out, results, plan)
 

@@ -438,7 +438,11 @@ def _show(args: argparse.Namespace, out: Output) -> int:
                 _check_before_the_page(args, data, published.checkpoint)
             # A note carries no head digest: the page compares size and root.
             checkpoint = {"size": published.checkpoint.size, "root": published.checkpoint.root}
-        page = render_trace_page(data, args.trace.name, checkpoint)
+        from twinflow.trace._tree import linked_files
+
+        # The runs it links go into the page too, each verified there against its link.
+        children = linked_files(args.trace, max_bytes=MAX_SHOW_BYTES) if problem is None else {}
+        page = render_trace_page(data, args.trace.name, checkpoint, children)
         # A page is a report: written whole, never through a planted link (docs/adr/0050).
         write_replace(args.html, page.encode("utf-8"), durable=False)
     payload = {

@@ -12,6 +12,7 @@ YAML::
         tags: [eur]
         repeats: 1                     # at least this many trials of this case
     trials: 3                          # each case's trials by default (``--trials`` overrides)
+    user: {spec: user.yaml, max_turns: 4}  # a simulated user (a case may name its own)
 
 JSON Lines: one case object per line (the dataset is named after the file); a case with
 ``expected`` and no ``assertions`` is scored by exact match.
@@ -24,7 +25,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import Field, JsonValue, ValidationError, field_validator
+from pydantic import Field, JsonValue, ValidationError, field_validator, model_validator
 
 from twinflow._base._json import refuse_repeated_keys
 from twinflow._base._yaml import (
@@ -89,6 +90,22 @@ def _checked_budget(value: dict[str, float] | None) -> dict[str, float] | None:
     return value
 
 
+MAX_USER_TURNS = 100
+"""The most further turns a simulated user may take in one conversation (as a case's ``turns``)."""
+
+
+class SimulatedUser(EvalValue):
+    """A simulated user: a model that writes the user's next message after each answer."""
+
+    spec: str = Field(min_length=1, max_length=1000)
+    """Its run spec (a path relative to the dataset's directory): its ``model`` and its
+    ``system`` (the persona and instructions); its ``prompt`` is unused. It may have no tools,
+    sub-agents or output model: it writes text, which the run under test reads."""
+    max_turns: int = Field(ge=1, le=MAX_USER_TURNS)
+    """The most messages it writes after the case's ``input`` (the turn limit); it may end
+    the conversation sooner by replying ``[done]``."""
+
+
 class Case(EvalValue):
     """One eval case."""
 
@@ -101,6 +118,11 @@ class Case(EvalValue):
     trace (as given: the spec's prompt template is applied to ``input`` only); scorers score
     the last answer and see them all (``answers``, ``turns``). A turn after a failed one is
     not sent."""
+    user: SimulatedUser | None = Field(default=None, exclude_if=lambda value: value is None)
+    """A simulated user that writes the further turns (instead of ``turns``), with ``goal``;
+    default: the dataset's ``user``."""
+    goal: str | None = Field(default=None, min_length=1, exclude_if=lambda value: value is None)
+    """What the simulated user wants from the conversation (default: ``input``)."""
     expected: JsonValue = None
     """The expected output, if any (scorers compare against it)."""
     assertions: tuple[ScorerSpec, ...] = ()
@@ -132,6 +154,15 @@ class Case(EvalValue):
             raise ValueError(str(exc)) from None
         return loaded
 
+    @model_validator(mode="after")
+    def _one_source_of_turns(self) -> Case:
+        if self.turns and self.user is not None:
+            raise ValueError(
+                "a case's further turns come from its 'turns' or from a simulated 'user', not "
+                "both: remove one"
+            )
+        return self
+
 
 class Dataset(EvalValue):
     """A named set of cases with the scorers applied to every case."""
@@ -154,10 +185,21 @@ class Dataset(EvalValue):
     def _budget_keys(cls, value: dict[str, float] | None) -> dict[str, float] | None:
         return _checked_budget(value)
 
+    user: SimulatedUser | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The simulated user of every case that lists no ``turns`` and names no ``user`` of its
+    own: it writes each further user turn (its own model calls traced beside the case's)."""
+
     @property
     def digest(self) -> str:
         """Digest of the dataset's canonical JSON form: run directories are tied to it."""
         return digest(self)
+
+    def user_for(self, case: Case) -> SimulatedUser | None:
+        """The simulated user writing ``case``'s further turns: its own, else the dataset's
+        (none for a case that lists its ``turns``)."""
+        if case.user is not None or case.turns:
+            return case.user
+        return self.user
 
     def scorers_for(self, case: Case) -> tuple[ScorerSpec, ...]:
         """The dataset's scorers then the case's; exact match if neither names one and ``expected`` is set."""

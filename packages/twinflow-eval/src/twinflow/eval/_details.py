@@ -23,6 +23,7 @@ from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import Observation, ToolCallRecord, observe
 from twinflow.eval._plan import Plan, read_plan
 from twinflow.eval._results import CaseResult, EvalResults, RunManifest, read_json_model
+from twinflow.eval._simulated import user_trace
 from twinflow.trace import TraceCorruptError, walk_trace
 from twinflow.views import render_trace_page
 
@@ -130,8 +131,14 @@ def write_page(run_dir: Path, trace: str, data: bytes) -> PurePosixPath | None:
     """
     page = _page_of(trace)
     if page is not None:
+        children = None
+        user = user_trace(run_dir / trace)
+        if b'"simulator":{' in data and user.is_file() and not user.is_symlink():
+            # The simulated user's trace is shown, verified against each turn, in the page.
+            children = {user.name: read_inside(run_dir, f"traces/{user.name}", what="trace")}
+        page_text = render_trace_page(data, trace, None, children)
         # Not synced: a page is regenerated from its trace whenever the reports are written.
-        write_replace(run_dir / page, render_trace_page(data, trace).encode(), durable=False)
+        write_replace(run_dir / page, page_text.encode(), durable=False)
     return page
 
 

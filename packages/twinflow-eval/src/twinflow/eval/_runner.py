@@ -67,6 +67,7 @@ from twinflow.eval._scoring import (
     _score_bytes,
     _score_read,
 )
+from twinflow.eval._simulated import UserFactory, check_users, converse_with, user_trace
 from twinflow.eval._trials import trial_stats
 from twinflow.kernel import (
     Clock,
@@ -297,6 +298,7 @@ def run_eval(
     plan: bytes | None = None,
     trials: int | None = None,
     budget: EvalBudget | None = None,
+    users: UserFactory | None = None,
 ) -> EvalResults:
     """Run every trial of every case (of a shard) through a fresh agent; score it from its trace.
 
@@ -320,6 +322,8 @@ def run_eval(
         trials: Trials of each case (default: the dataset's ``trials``); a resume must match.
         budget: The run's total budget: once the cases that ran used more of it, no case
             starts (here or on a cluster); ``results.stopped`` says which and how many.
+        users: Builds the simulated users' agents (needed when a case has one: the dataset's
+            or its own ``user``); each writes ``traces/<key>.user.jsonl`` beside the case's.
 
     Returns:
         The results, also written to ``results.json`` with the Lab Notes.
@@ -327,10 +331,16 @@ def run_eval(
     Raises:
         RunDirError: ``out`` holds a run of another dataset, shard, trial count, spec or model.
         RunAborted: The model could not be reached; finished cases are kept for a resume.
+        EvalValueError: A case has a simulated user and no ``users`` is given, or the cases
+            run where the run directory is not (a simulated user's trace is written beside
+            the case's, in process).
     """
     run_dir = Path(out)
     count = dataset.trials if trials is None else trials
     items = select_keys(dataset, shard, count)
+    runner = executor or SerialExecutor()
+    local = getattr(runner, "shares_filesystem", True)
+    check_users(dataset, [case for case, _, _ in items], users is not None, local)
     manifest = _manifest(dataset, items, code_dirs, shard, identity, count)
     if plan is not None:
         check_plan_slot(run_dir, plan)
@@ -338,11 +348,10 @@ def run_eval(
     if plan is not None:
         write_replace(run_dir / "plan.note", plan)
     render = prompt or (lambda case: case.input)
-    runner = executor or SerialExecutor()
-    local = getattr(runner, "shares_filesystem", True)
     judging = Judging(run_dir, judges, mode="live")
     done, todo, unfinished = _sort_items(run_dir, items, local)
     run_one = _LocalCase(run_dir, dataset, factory, render, clock, judging, unfinished, done)
+    run_one.users = users
     sleep = getattr(clock, "sleep", None)
     if sleep is not None:
         # Cases in flight share what their servers say: most requests refused, all hold off.
@@ -401,9 +410,19 @@ def _converse(agent: Agent[Any], prompt: str, turns: Sequence[str]) -> None:
         result = agent.run(turn, continue_from=result)
 
 
-def _resumed(run_dir: Path, factory: AgentFactory, case: Case, repeat: int, key: str) -> bool:
-    """Continue a case's interrupted run from its trace; False if it cannot be (set aside)."""
+def _resumed(
+    run_dir: Path, factory: AgentFactory, case: Case, repeat: int, key: str, simulated: bool
+) -> bool:
+    """Continue a case's interrupted run from its trace; False if it cannot be (set aside).
+
+    A conversation with a simulated user is not continued: its messages depend on the
+    answers, so the case runs again from the start (both traces are set aside)."""
     trace = run_dir / "traces" / f"{key}.jsonl"
+    if simulated:
+        set_aside(trace)
+        if user_trace(trace).exists():
+            set_aside(user_trace(trace))
+        return False
     with trace.open("rb") as f:
         started = b"\n" in f.read(1 << 16)
     if not started:  # not one whole event: there is no run to continue
@@ -459,6 +478,8 @@ class _LocalCase:
     """Holds off starting cases while most requests are refused (the clock's ``sleep``)."""
     budget: EvalBudget | None = None
     """The run's total budget, each finished case's use added to it."""
+    users: UserFactory | None = None
+    """Builds the simulated users' agents."""
 
     def __call__(self, item: _Item) -> CaseResult:
         """Run (or resume) the case repeat, then score its trace and write its result."""
@@ -468,11 +489,24 @@ class _LocalCase:
             self.limiter.hold()
         started = self.clock.monotonic()
         try:
-            if key not in self.unfinished or not _resumed(run_dir, self.factory, case, repeat, key):
-                sink = FileTraceSink(run_dir / "traces" / f"{key}.jsonl")
+            user = self.dataset.user_for(case)
+            if key not in self.unfinished or not _resumed(
+                run_dir, self.factory, case, repeat, key, user is not None
+            ):
+                path = run_dir / "traces" / f"{key}.jsonl"
+                sink = FileTraceSink(path)
                 try:
                     agent = self.factory(case, sink, trial_seed(repeat))
-                    _converse(agent, self.render(case), case.turns)
+                    if user is None or self.users is None:
+                        _converse(agent, self.render(case), case.turns)
+                    else:
+                        if user_trace(path).exists():  # a run killed before its case's trace
+                            set_aside(user_trace(path))
+                        build = functools.partial(
+                            self.users, user, user_trace(path), trial_seed(repeat)
+                        )
+                        goal = case.goal or case.input
+                        converse_with(agent, self.render(case), goal, user, build)
                 finally:
                     sink.close()
         except RunDirError:

@@ -14,6 +14,12 @@ chain, completeness); it holds exactly ``size`` events whose root is ``root``; i
 parent.helper.jsonl``) and what is wrong: missing, edited (its root differs), grown or cut,
 another child's trace (its root is another link's), or not verifying at all.
 
+A conversation's ``user_turn`` written by a simulated user (an eval case's) holds a
+``simulator`` link of the same shape: the simulator's one trace, linked from every turn it
+wrote at the size it had then. Each such link vouches for a prefix of that trace (the
+simulator's closing reply, that the conversation is over, comes after the case's last event),
+so the file is walked once and every link's ``root`` must be its root at that ``size``.
+
 `ProofChain` proves one event of a child from the parent's checkpoint: the child's inclusion
 proof at the link's size, the link event's bytes, and that event's inclusion proof in the parent.
 Standard library only: this is what an auditor reads.
@@ -34,6 +40,7 @@ from twinflow.trace._checkpoint import Checkpoint
 from twinflow.trace._errors import InvalidProofError, TraceCorruptError
 from twinflow.trace._format import Limits
 from twinflow.trace._verify import walk_trace
+from twinflow.trace._walk import _Walk as _Pass
 
 if TYPE_CHECKING:
     from twinflow.trace._published import PublishedCheckpoint
@@ -62,6 +69,9 @@ class ChildLink:
     """Events of the child the link vouches for."""
     root: str
     """The child trace's Merkle root at ``size`` (hex)."""
+    prefix: bool = False
+    """A simulated user's link (``user_turn.simulator``): it vouches for the trace's first
+    ``size`` events, and the trace may go on past them."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -95,19 +105,21 @@ class TreeReport:
 
 
 def _link(seq: int, body: dict[str, Any]) -> ChildLink | None:
-    """The child link of a ``tool_returned`` body, or None when it has none.
+    """The child link of a ``tool_returned`` body (or a ``user_turn``'s simulated user), or
+    None when it has none.
 
     Raises:
         ValueError: A ``child`` member that is not a well-formed link.
     """
-    child = body.get("child")
+    simulated = body.get("kind") == "user_turn"
+    child = body.get("simulator" if simulated else "child")
     if child is None:
         return None
     result = body.get("result")
-    tool = result.get("name") if isinstance(result, dict) else None
+    tool = "user" if simulated else result.get("name") if isinstance(result, dict) else None
     fields = (
         isinstance(child, dict)
-        and set(child) == {"run_id", "trace", "size", "root"}
+        and set(child) - {"counted"} == {"run_id", "trace", "size", "root"}
         and isinstance(child["run_id"], str)
         and isinstance(child["trace"], str | None)
         and isinstance(child["size"], int)
@@ -122,7 +134,9 @@ def _link(seq: int, body: dict[str, Any]) -> ChildLink | None:
             f"event {seq}: its child run {child['run_id']} was kept in memory (no trace file)"
         )
     assert isinstance(tool, str)  # checked with the fields
-    return ChildLink(seq, tool, child["run_id"], child["trace"], child["size"], child["root"])
+    return ChildLink(
+        seq, tool, child["run_id"], child["trace"], child["size"], child["root"], simulated
+    )
 
 
 def child_links(
@@ -148,7 +162,7 @@ def child_links(
             continue
         if event.seq == 0 and isinstance(body.get("run_id"), str):
             run_id = body["run_id"]
-        if body.get("kind") == "tool_returned":
+        if body.get("kind") in ("tool_returned", "user_turn"):
             link = _link(event.seq, body)
             if link is not None:
                 links.append(link)
@@ -175,6 +189,8 @@ class _Walk:
         self.nodes: list[TreeNode] = []
         self.claimed: dict[Path, str] = {}
         self.roots: dict[str, str] = {}
+        self.earlier: dict[ChildLink, tuple[ChildLink, ...]] = {}
+        """A simulated user's earlier links to the trace its last link names."""
 
     def run(self, path: Path, depth: int, link: ChildLink | None, label: str) -> str | None:
         if len(self.nodes) >= MAX_TREE_NODES:
@@ -185,16 +201,62 @@ class _Walk:
             return f"{label}: {exc}"
         except OSError as exc:
             return f"{label}: cannot read {path.name}: {exc.strerror or exc}"
-        if link is not None and (problem := self._check_link(link, checkpoint, run_id, label)):
+        if link is not None and link.prefix:
+            problem = self._check_prefixes(path, self.earlier.pop(link, ()), link, run_id, label)
+        elif link is not None:
+            problem = self._check_link(link, checkpoint, run_id, label)
+        else:
+            problem = None
+        if problem:
             return problem
         self.nodes.append(TreeNode(depth, path, checkpoint, link))
         if links and depth >= MAX_TREE_DEPTH:
             return f"{label}: sub-agent runs nest deeper than {MAX_TREE_DEPTH} levels"
         for child in links:
             self.roots.setdefault(child.root, f"{path.name}#{child.seq}")
+        # A simulated user's trace is walked once, from its last link; the earlier links
+        # name prefixes of it.
+        last: dict[str, ChildLink] = {}
         for child in links:
+            if child.prefix:
+                earlier = last.get(child.trace)
+                if earlier is not None:
+                    self.earlier[child] = (*self.earlier.pop(earlier, ()), earlier)
+                last[child.trace] = child
+        for child in links:
+            if child.prefix and last[child.trace] is not child:
+                continue
             if problem := self.run_child(path, child, depth + 1):
                 return problem
+        return None
+
+    def _check_prefixes(
+        self,
+        path: Path,
+        earlier: tuple[ChildLink, ...],
+        link: ChildLink,
+        run_id: str | None,
+        label: str,
+    ) -> str | None:
+        """Each simulated user's link names a prefix of its trace, by size and root."""
+        walk = _Pass(path, self.limits or Limits(), None, {lk.size for lk in (*earlier, link)})
+        for _ in walk:
+            pass
+        for each in (*earlier, link):
+            root = walk.roots.get(each.size)
+            where = f"{label.split('#')[0]}#{each.seq} -> {each.trace}"
+            if run_id != each.run_id:
+                return f"{where}: the trace is run {run_id}, the link names {each.run_id}"
+            if root is None:
+                return (
+                    f"{where}: the simulated user's trace holds {walk.frontier.size} events; "
+                    f"the link vouches for {each.size} (it was cut or replaced)"
+                )
+            if root.hex() != each.root:
+                return (
+                    f"{where}: the simulated user's trace was edited: its root at "
+                    f"{each.size} events is {root.hex()}, the link records {each.root}"
+                )
         return None
 
     def run_child(self, parent: Path, link: ChildLink, depth: int) -> str | None:
@@ -247,6 +309,37 @@ def verify_tree(path: str | os.PathLike[str], *, limits: Limits | None = None) -
     walk = _Walk(limits)
     problem = walk.run(top, 0, None, top.name)
     return TreeReport(tuple(walk.nodes), problem)
+
+
+def linked_files(
+    top: str | os.PathLike[str], *, max_bytes: int, limits: Limits | None = None
+) -> dict[str, bytes]:
+    """The bytes of every trace file ``top``'s links name (and theirs), by file name, for a
+    page that verifies them itself: plain names beside ``top`` that are regular files, not
+    links, at most `MAX_TREE_DEPTH` levels down and ``max_bytes`` in all. A trace that does
+    not verify is included as it is, and its own links are not followed."""
+    found: dict[str, bytes] = {}
+    total = 0
+    queue: list[tuple[Path, int]] = [(Path(top), 0)]
+    while queue:
+        path, depth = queue.pop(0)
+        try:
+            links, _, _ = child_links(path, limits=limits)
+        except (TraceCorruptError, ValueError, OSError):
+            continue
+        for link in links:
+            child = path.parent / link.trace
+            if link.trace in found or depth >= MAX_TREE_DEPTH or not _plain_name(link.trace):
+                continue
+            if child.is_symlink() or not child.is_file():
+                continue
+            size = child.stat().st_size
+            if total + size > max_bytes:
+                continue
+            found[link.trace] = child.read_bytes()
+            total += size
+            queue.append((child, depth + 1))
+    return found
 
 
 def iter_links(report: TreeReport) -> Iterator[tuple[int, str]]:

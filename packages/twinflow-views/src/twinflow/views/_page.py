@@ -13,7 +13,8 @@ element or be read as markup) and a short script that, with WebCrypto's SHA-256:
   ``sha256(0x00 || digest bytes)``, node = ``sha256(0x01 || left || right)``), and compares it
   with a root the reader pastes (a published checkpoint's);
 - shows the run as a timeline (steps, messages, tool calls with arguments and results, policy
-  decisions with reasons, the answer) and a verdict: verified, or where the trace breaks, or
+  decisions with reasons, the answer), with each run it links (a sub-agent's, a simulated
+  user's, given as ``children``) verified against its link and nested below it, and a verdict: verified, or where the trace breaks, or
   (with an embedded published checkpoint) that the checkpoint does not match or leaves events
   unvouched for: a checkpoint that fails is the verdict, never a note under a green one.
 
@@ -45,6 +46,7 @@ ol{list-style:none;padding:0}li.ev{border-left:3px solid #c9d1d9;margin:.4rem 0;
 li.ev.broken{border-left-color:#c62828;background:#fdf0f0}li.ev.unverified{opacity:.6}
 .head{font-size:12px;color:#57606a}.kind{font-weight:600}.step{margin-top:1rem;font-weight:600}
 pre{white-space:pre-wrap;word-break:break-word;margin:.2rem 0;font-size:13px;background:#f6f8fa;padding:.3rem .5rem}
+ol.child{margin-left:1.2rem;border-left:2px dashed #c9d1d9;padding-left:.4rem}
 .deny{color:#a61b1b}.allow{color:#135c26}code{word-break:break-all}
 """
 
@@ -189,9 +191,90 @@ _SCRIPT = r"""
       setVerdict('unsupported', 'Not checked: this browser offers WebCrypto only to pages opened from a file, https or localhost.');
       return;
     }
-    var text = atob(document.getElementById('trace-data').textContent.trim());
+    var top = await readTrace(bytesOf(document.getElementById('trace-data').textContent));
+    var events = top.events, problem = top.problem, leaves = top.leaves, digests = top.digests, redacted = top.redacted;
+    var merkle = hex(await mth(leaves));
+    var children = await readChildren();
+    var childProblem = problem || !children.given ? null : await linkChildren(events, children, 1);
+    render(document.getElementById('timeline'), events, problem, true);
+    var published = await checkCheckpoint(leaves, digests);
+    root.setAttribute('data-events', String(leaves.length));
+    root.setAttribute('data-redacted', redacted.join(','));
+    root.setAttribute('data-root', merkle);
+    root.setAttribute('data-children', String(children.verified));
+    document.getElementById('root').textContent = merkle;
+    if (problem) {
+      root.setAttribute('data-break-seq', String(problem[0]));
+      setVerdict('broken', 'NOT VERIFIED: the trace breaks at seq ' + problem[0] + ': ' + problem[1] + '. The ' + leaves.length + ' event(s) before it verify.');
+      var broken = document.getElementById('seq-' + problem[0]);
+      if (broken) { broken.classList.add('broken'); }
+    } else if (published && published.state !== 'match') {
+      // The checkpoint is what ties the trace to its publisher: failing it is the verdict.
+      setVerdict('checkpoint-' + published.state, 'NOT VERIFIED against the published checkpoint: ' + published.message);
+    } else if (childProblem) {
+      // A linked run that is missing or does not match its link: the tree does not verify.
+      setVerdict('child-broken', 'NOT VERIFIED: ' + childProblem);
+    } else {
+      var runs = children.verified ? ', and the ' + children.verified + ' linked run(s) below it match their links' : '';
+      setVerdict('verified', 'Verified in this browser: ' + leaves.length + ' events, every digest, the canonical form and the hash chain check out' + (published ? ', and the published checkpoint covers all of them' : '') + runs + (redacted.length ? '; seq ' + redacted.join(', ') + (redacted.length > 1 ? ' are' : ' is') + ' REDACTED (digest only)' : '') + '; Merkle root below.');
+    }
+    var input = document.getElementById('expected-root');
+    input.addEventListener('input', function () {
+      var want = input.value.trim().toLowerCase();
+      document.getElementById('root-match').textContent = !want ? '' : (want === merkle ? 'matches the published root' : 'DOES NOT match the published root');
+    });
+  }
+  function bytesOf(b64) {
+    var text = atob(b64.trim());
     var raw = new Uint8Array(text.length);
     for (var i = 0; i < text.length; i++) { raw[i] = text.charCodeAt(i); }
+    return raw;
+  }
+  // The runs the trace links (sub-agents, a simulated user), embedded by file name: each is
+  // verified on its own, then against its link's size and root.
+  async function readChildren() {
+    var holder = document.getElementById('children-data'), out = { byName: {}, verified: 0, given: !!holder };
+    if (!holder) { return out; }
+    var named = {};
+    try { named = JSON.parse(dec(bytesOf(holder.textContent))); } catch (e) { named = {}; }
+    var names = Object.keys(named || {});
+    for (var i = 0; i < names.length; i++) {
+      if (typeof named[names[i]] === 'string') { out.byName[names[i]] = await readTrace(bytesOf(named[names[i]])); }
+    }
+    return out;
+  }
+  async function linkChildren(events, children, depth) {
+    var shown = {}, first = null;
+    for (var n = 0; n < events.length; n++) {
+      var body = events[n].event && events[n].event.body;
+      var simulated = body && body.kind === 'user_turn';
+      var link = body && (body.kind === 'tool_returned' ? body.child : simulated ? body.simulator : null);
+      if (!link || typeof link !== 'object' || typeof link.trace !== 'string') { continue; }
+      var name = link.trace;
+      var label = (simulated ? 'simulated user ' : 'sub-agent ' + String((body.result || {}).name) + ' ') + name;
+      var read = children.byName[name], problem = null;
+      if (!read) {
+        problem = 'its trace is not on this page (twinflow show --html embeds the linked files beside the trace)';
+      } else if (read.problem) {
+        problem = 'its trace does not verify at seq ' + read.problem[0] + ': ' + read.problem[1];
+      } else if (link.size > read.leaves.length || (!simulated && link.size !== read.leaves.length)) {
+        problem = 'its trace holds ' + read.leaves.length + ' events; the link vouches for ' + link.size;
+      } else if (hex(await mth(read.leaves.slice(0, link.size))) !== link.root) {
+        problem = 'its trace was edited: its root does not match the link\'s ' + link.root;
+      } else if (((read.events[0] || {}).event || {}).body && read.events[0].event.body.run_id !== link.run_id) {
+        problem = 'its trace is another run than the link names (' + link.run_id + ')';
+      }
+      // A simulated user's trace is linked from each turn it wrote: each shows its new part.
+      var from = simulated ? (shown[name] || 0) : 0;
+      events[n].child = { label: label, problem: problem, events: read && !problem ? read.events.slice(from, link.size) : [] };
+      if (simulated) { shown[name] = link.size; }
+      if (problem) { first = first || label + ' (seq ' + n + '): ' + problem; continue; }
+      if (from === 0) { children.verified += 1; }
+      if (depth < 4) { first = first || await linkChildren(events[n].child.events, children, depth + 1); }
+    }
+    return first;
+  }
+  async function readTrace(raw) {
     var lines = [], start = 0;
     for (var j = 0; j < raw.length; j++) { if (raw[j] === 10) { lines.push(raw.subarray(start, j)); start = j + 1; } }
     var partial = raw.length - start;
@@ -232,29 +315,7 @@ _SCRIPT = r"""
     }
     if (!problem && partial > 0) { problem = [lines.length, 'the last line is incomplete (' + partial + ' bytes, no newline): the writer was cut off'] ; }
     if (!problem && lines.length === 0) { problem = [0, 'the trace holds no events']; }
-    var merkle = hex(await mth(leaves));
-    render(events, problem);
-    var published = await checkCheckpoint(leaves, digests);
-    root.setAttribute('data-events', String(leaves.length));
-    root.setAttribute('data-redacted', redacted.join(','));
-    root.setAttribute('data-root', merkle);
-    document.getElementById('root').textContent = merkle;
-    if (problem) {
-      root.setAttribute('data-break-seq', String(problem[0]));
-      setVerdict('broken', 'NOT VERIFIED: the trace breaks at seq ' + problem[0] + ': ' + problem[1] + '. The ' + leaves.length + ' event(s) before it verify.');
-      var broken = document.getElementById('seq-' + problem[0]);
-      if (broken) { broken.classList.add('broken'); }
-    } else if (published && published.state !== 'match') {
-      // The checkpoint is what ties the trace to its publisher: failing it is the verdict.
-      setVerdict('checkpoint-' + published.state, 'NOT VERIFIED against the published checkpoint: ' + published.message);
-    } else {
-      setVerdict('verified', 'Verified in this browser: ' + leaves.length + ' events, every digest, the canonical form and the hash chain check out' + (published ? ', and the published checkpoint covers all of them' : '') + (redacted.length ? '; seq ' + redacted.join(', ') + (redacted.length > 1 ? ' are' : ' is') + ' REDACTED (digest only)' : '') + '; Merkle root below.');
-    }
-    var input = document.getElementById('expected-root');
-    input.addEventListener('input', function () {
-      var want = input.value.trim().toLowerCase();
-      document.getElementById('root-match').textContent = !want ? '' : (want === merkle ? 'matches the published root' : 'DOES NOT match the published root');
-    });
+    return { events: events, problem: problem, leaves: leaves, digests: digests, redacted: redacted };
   }
   async function checkCheckpoint(leaves, digests) {
     var holder = document.getElementById('checkpoint-data');
@@ -285,15 +346,15 @@ _SCRIPT = r"""
       : 'The published checkpoint ' + result.message.replace(/^it /, '');
     return result;
   }
-  function render(events, problem) {
-    var list = document.getElementById('timeline'), step = -1;
+  function render(list, events, problem, top) {
+    var step = -1;
     events.forEach(function (item, n) {
       var body = item.event && item.event.body;
       if (body && typeof body.step === 'number' && body.step !== step) {
         step = body.step; list.appendChild(el('li', 'step', 'step ' + step));
       }
       var li = el('li', 'ev' + (item.ok ? '' : ' unverified'));
-      li.id = 'seq-' + n;
+      if (top) { li.id = 'seq-' + n; }
       var kind = item.redacted ? 'REDACTED' : body && body.kind ? String(body.kind) : '(unreadable line)';
       var head = el('div', 'head');
       head.appendChild(el('span', 'kind', kind));
@@ -301,6 +362,14 @@ _SCRIPT = r"""
       li.appendChild(head);
       if (item.redacted) { li.appendChild(el('div', '', 'only its digest is published: ' + item.redacted)); }
       if (body) { describe(body, li); }
+      if (item.child) {
+        // The linked run, nested below the call (or the turn) that links it, as `show` prints it.
+        li.appendChild(el('div', 'kind' + (item.child.problem ? ' deny' : ''), item.child.label + (item.child.problem ? ': NOT VERIFIED: ' + item.child.problem : '')));
+        var nested = el('ol', 'child');
+        nested.setAttribute('data-trace', item.child.label);
+        render(nested, item.child.events, null, false);
+        li.appendChild(nested);
+      }
       list.appendChild(li);
     });
   }
@@ -310,7 +379,10 @@ _SCRIPT = r"""
 
 
 def render_trace_page(
-    data: bytes, title: str, checkpoint: Mapping[str, object] | None = None
+    data: bytes,
+    title: str,
+    checkpoint: Mapping[str, object] | None = None,
+    children: Mapping[str, bytes] | None = None,
 ) -> str:
     """One self-contained HTML page that shows a trace and verifies it in the browser.
 
@@ -321,6 +393,11 @@ def render_trace_page(
         checkpoint: A published checkpoint (``size`` and hex ``root``, optionally ``head``),
             its note's signatures already checked by the caller (`twinflow show --html
             --checkpoint`), that the page checks the events against.
+        children: The traces the trace links (sub-agents' ``tool_returned.child``, a
+            simulated user's ``user_turn.simulator``, and theirs), by file name: each is
+            verified in the browser against its link and shown nested below the event that
+            links it. A link whose trace is not given, or does not match, is the verdict.
+            None: the links are not checked (the page says nothing of them).
 
     Returns:
         The page: no external asset, no network access, every trace string escaped.
@@ -334,6 +411,10 @@ def render_trace_page(
             '<p>Published checkpoint: <span id="checkpoint-result">checking ...</span></p>\n'
             f'<script type="application/octet-stream" id="checkpoint-data">{cp}</script>\n'
         )
+    if children is not None:
+        named = {name: base64.b64encode(raw).decode("ascii") for name, raw in children.items()}
+        kids = base64.b64encode(json.dumps(named, sort_keys=True).encode()).decode("ascii")
+        published += f'<script type="application/octet-stream" id="children-data">{kids}</script>\n'
     # 'unsafe-inline' allows only this page's own inline script and style; every fetch,
     # image, frame and form is refused, so injected markup could reach nothing anyway.
     policy = (
