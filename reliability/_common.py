@@ -211,3 +211,17 @@ def twinflow(
         timeout=300,
         check=False,
     )
+
+
+def rechained(events: list[Any], path: Path) -> Path:
+    """``events`` (typed trace events, edited at will) written to ``path`` as a fresh chain:
+    every digest and the Merkle tree recomputed, so only what the events say can be refused."""
+    from twinflow.agent._trace import TraceWriter
+    from twinflow.trace import FileTraceSink
+
+    writer = TraceWriter(FileTraceSink(path))
+    for event in events:
+        writer.append(event.at, event.body)
+    writer.end_step()
+    writer.sink.close()
+    return path

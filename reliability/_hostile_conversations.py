@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _common import Figures
+from _common import Figures, rechained
 
 from twinflow.agent import (
     Agent,
@@ -34,10 +34,9 @@ from twinflow.agent import (
     Trace,
     replay,
 )
-from twinflow.agent._events import TraceEvent, UserTurn
-from twinflow.agent._trace import TraceWriter
+from twinflow.agent._events import UserTurn
 from twinflow.kernel import CountingIds, ReplayDivergenceError, SteppingClock, TransportError
-from twinflow.trace import FileTraceSink, verify_trace
+from twinflow.trace import verify_trace
 from twinflow.vocab import CallId, Message, ModelRequest, ToolCallPart
 
 _START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -145,15 +144,6 @@ def turns_refused(figures: Figures, work: Path) -> None:
     figures.values["conversation_turns_refused"] = refused
 
 
-def _rechained(events: list[TraceEvent], path: Path) -> Path:
-    writer = TraceWriter(FileTraceSink(path))
-    for event in events:
-        writer.append(event.at, event.body)
-    writer.end_step()
-    writer.sink.close()
-    return path
-
-
 def turns_edited(figures: Figures, work: Path) -> None:
     """Class 2: edited user turns are refused by the leaf; re-chained, replay refuses them."""
     full = _conversation(work / "edited-from.jsonl")
@@ -180,11 +170,11 @@ def turns_edited(figures: Figures, work: Path) -> None:
             changed = [*events[:seq], events[seq].model_copy(update={"body": edited})]
             changed += events[seq + 1 :]
             _diverges(
-                figures, f"seq {seq} {label}", _rechained(changed, work / f"re-{seq}-{label}.jsonl")
+                figures, f"seq {seq} {label}", rechained(changed, work / f"re-{seq}-{label}.jsonl")
             )
         dropped = events[:seq] + events[seq + 1 :]
         _diverges(
-            figures, f"seq {seq} dropped", _rechained(dropped, work / f"re-{seq}-dropped.jsonl")
+            figures, f"seq {seq} dropped", rechained(dropped, work / f"re-{seq}-dropped.jsonl")
         )
         checked += 3
     figures.values["conversation_turns_edited"] = checked

@@ -18,15 +18,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _common import Figures
+from _common import Figures, rechained
 
 from twinflow.agent import Agent, FunctionModel, Trace
-from twinflow.agent._events import TraceEvent, UserTurn
-from twinflow.agent._trace import TraceWriter
+from twinflow.agent._events import UserTurn
 from twinflow.eval._dataset import SimulatedUser
 from twinflow.eval._simulated import converse_with
 from twinflow.kernel import CountingIds, SteppingClock
-from twinflow.trace import FileTraceSink
 from twinflow.trace._tree import verify_tree
 from twinflow.vocab import Message, ModelRequest
 
@@ -60,15 +58,6 @@ def _case(work: Path) -> Path:
             agent, "hello", "a refund", user, lambda: _agent(_user, work / "case.user.jsonl")
         )
     return case
-
-
-def _rechained(events: list[TraceEvent], path: Path) -> Path:
-    writer = TraceWriter(FileTraceSink(path))
-    for event in events:
-        writer.append(event.at, event.body)
-    writer.end_step()
-    writer.sink.close()
-    return path
 
 
 def _refused(figures: Figures, label: str, path: Path, seq: int | None) -> bool:
@@ -116,7 +105,7 @@ def forged_links(figures: Figures, work: Path) -> None:
             if label == "symbolic link":
                 os.symlink(out.parent / "elsewhere.jsonl", out.parent / "linked.jsonl")
             edited = [*events[:seq], event.model_copy(update={"body": changed}), *events[seq + 1 :]]
-            refused += _refused(figures, f"seq {seq} {label}", _rechained(edited, out), seq)
+            refused += _refused(figures, f"seq {seq} {label}", rechained(edited, out), seq)
     # The simulator's own trace edited (its first reply) and re-chained: its root moves.
     user_events = list(Trace.load(work / "case.user.jsonl").events)
     out = work / "edited-simulator" / "case.jsonl"
@@ -130,7 +119,7 @@ def forged_links(figures: Figures, work: Path) -> None:
     user_events[responded] = user_events[responded].model_copy(
         update={"body": body.model_copy(update={"response": reply})}
     )
-    _rechained(user_events, out.parent / "case.user.jsonl")
+    rechained(user_events, out.parent / "case.user.jsonl")
     first = next(i for i, e in enumerate(events) if isinstance(e.body, UserTurn))
     refused += _refused(figures, "edited simulator trace", out, first)
     figures.values["simulator_links_refused"] = refused
