@@ -32,7 +32,8 @@ from twinflow.agent import (
     TraceEvent,
     verify_agent_trace,
 )
-from twinflow.agent._events import AgentConfig, EventBody, MessageChain, PolicyRecord
+from twinflow.agent._chain import MessageChain
+from twinflow.agent._events import AgentConfig, EventBody, PolicyRecord
 from twinflow.agent._trace import TraceWriter, encode_event
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import (

@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
+from twinflow.agent._agent_config import run_config
 from twinflow.agent._agent_setup import (
     check_policy_names,
     check_server_names,
@@ -24,14 +23,12 @@ from twinflow.agent._agent_setup import (
 from twinflow.agent._errors import AgentConfigError, RunPaused
 from twinflow.agent._events import (
     FORMAT,
-    AgentConfig,
     ApprovalDecided,
     Environment,
     EventBody,
     ForkParent,
     InputAnswered,
     InputRequested,
-    PartKindRecord,
     RunFinished,
     RunStarted,
     UserTurn,
@@ -49,7 +46,6 @@ from twinflow.agent._run import (
     RunState,
     UsageLimits,
     check_arguments,
-    class_path,
     part_kinds_of,
     run_failed,
 )
@@ -67,7 +63,6 @@ from twinflow.vocab import (
     ExtensionPart,
     Message,
     ModelSettings,
-    OutputSchema,
     StructuredOutputAdapter,
     Transcript,
     digest,
@@ -238,25 +233,7 @@ class Agent(Steps[OutputT], Closing):
 
     def _configure(self, model_label: str | None) -> None:
         """The configuration every run records, and the digests every request records."""
-        self._schema = (
-            OutputSchema.for_model(self.output_type)
-            if issubclass(self.output_type, BaseModel)
-            else None
-        )
-        self.config = AgentConfig(
-            part_kinds=tuple(
-                PartKindRecord(kind=kind, type=class_path(cls))
-                for kind, cls in self.part_kinds.items()
-            ),
-            model=type(self.model).__name__ if model_label is None else model_label,
-            system_prompt=self.system,
-            tools=self._specs,
-            policy=self.policy.record(),
-            output_schema=self._schema,
-            max_steps=self.max_steps,
-            usage_limits=self.usage_limits.record(),
-            settings=self.settings,
-        )
+        self._schema, self.config = run_config(self, model_label)
         self.config_digest = digest(self.config)
         # By the offered tools' names: the specs behind a name change only when a server lists
         # again, and `_relist` empties it then.

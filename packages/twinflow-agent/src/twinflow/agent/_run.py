@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from twinflow.agent._chain import MessageChain
 from twinflow.agent._errors import AgentConfigError, RunError
-from twinflow.agent._events import MessageChain, RunFailed, _Frozen
+from twinflow.agent._events import RunFailed, _Frozen
 from twinflow.trace import Checkpoint
 from twinflow.vocab import (
     ExtensionPart,

@@ -533,7 +533,7 @@ def _configure_diff(p: argparse.ArgumentParser) -> None:
 
 def _diff(args: argparse.Namespace, out: Output) -> int:
     if not args.exact:
-        from twinflow.cli._show import behaviour_diff
+        from twinflow.cli._diff_cmd import behaviour_diff
 
         return behaviour_diff(args, out)
     # Both traces are read in step, each event verified as it is read: the first difference

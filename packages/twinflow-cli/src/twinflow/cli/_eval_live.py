@@ -247,7 +247,7 @@ def first_divergence(recorded: Path, fresh: Path) -> tuple[int | None, int, int,
     """Where the fresh trace's behaviour first differs from the recorded one's: its seq in the
     recorded trace (None for an event only the fresh one has), turn, step and what differs;
     None for the same behaviour."""
-    from twinflow.cli._show import _event_values
+    from twinflow.cli._diff_cmd import _event_values
     from twinflow.views._behaviour import compare_behaviour
 
     found = compare_behaviour(_event_values(recorded, []), _event_values(fresh, []))
@@ -264,7 +264,7 @@ def first_divergence(recorded: Path, fresh: Path) -> tuple[int | None, int, int,
 def place_of(trace: Path, seq: int | None) -> tuple[int | None, int | None]:
     """The user turn and model step the event at ``seq`` of a trace belongs to (None, None
     when there is no such event)."""
-    from twinflow.cli._show import _event_values
+    from twinflow.cli._diff_cmd import _event_values
 
     if seq is None:
         return None, None
