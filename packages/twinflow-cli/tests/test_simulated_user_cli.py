@@ -139,7 +139,7 @@ def test_the_simulated_user_writes_each_turn_until_it_is_done(
     turns = [e.body for e in trace.events if e.body.kind == "user_turn"]
     user_trace = Trace.load(project.trace.with_name("refund@1.user.jsonl"), require_complete=True)
     assert ["message 1", "message 2"] == [t.text for t in turns]
-    assert ["refund@1.user.jsonl"] * 2 == [t.simulator.trace for t in turns]  # type: ignore[attr-defined]
+    assert ["refund@1.user.jsonl"] * 2 == [t.simulator.trace for t in turns]  # type: ignore[attr-defined]  # user_turn's link
     # The third reply ([done]) is the simulated user's last turn; no turn of the case links it.
     assert (3, 3) == (user_trace.kinds.count("run_finished"), len(project.user.prompts))
     assert "get a refund for order 42" in project.user.prompts[0]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twinflow._base._files import write_new
 from twinflow._base._open import read_regular
@@ -386,8 +386,12 @@ def _stated_cases_root(envelope: bytes) -> object:
         return None
 
 
+if TYPE_CHECKING:
+    from twinflow.agent import RunSpec
+
+
 def _reproduce_case(
-    trace: Path, key: str, spec: object, environment: dict[str, None]
+    trace: Path, key: str, spec: RunSpec, environment: dict[str, None]
 ) -> dict[str, object]:
     """One case replayed (recorded): ``reproduced``, or ``diverged`` at the first differing
     seq (with its turn and step)."""
@@ -395,7 +399,9 @@ def _reproduce_case(
     from twinflow.cli._replay_cli import _replay_file
 
     try:
-        payload = _replay_file(trace, lambda: spec, "recorded")  # type: ignore[arg-type,return-value]  # the spec is read once, served per case
+        payload = _replay_file(
+            trace, lambda: spec, "recorded"
+        )  # the spec is read once, served per case
     except CheckFailed as exc:
         seq = exc.payload.get("seq")
         seq = seq if type(seq) is int else None
@@ -431,7 +437,7 @@ def _case(
 def _live_case(
     trace: Path,
     key: str,
-    spec: object,
+    spec: RunSpec,
     environment: dict[str, None],
     live: Any,
     recorded: tuple[Any, Any, tuple[str, ...]],
