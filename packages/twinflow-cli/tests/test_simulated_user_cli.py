@@ -265,3 +265,25 @@ def test_a_simulated_user_on_the_embedded_model(
     assert (1, turns) == (user.kinds.count("run_finished"), user.kinds.count("user_turn") + turns)
     assert 0 == main(["verify", str(trace), "--tree"]), capsys.readouterr()
     assert 0 == main(["replay", str(trace), "--spec", str(tmp_path / "spec.yaml")])
+
+
+def test_show_nests_the_part_of_the_simulated_users_run_that_wrote_each_turn(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``show`` prints, below each turn, the simulated user's events from the previous turn's
+    link to this one's; an edited user trace is not shown, and says how to check it."""
+    project.dataset(5, TWO_TURNS)
+    assert 0 == project.eval_run(capsys)[0]
+    assert 0 == main(["show", str(project.trace)])
+    out = capsys.readouterr().out
+    first, second = out.split("turn 2, the user: message 1")[1].split("turn 3, the user: message 2")
+    assert "simulated user: refund@1.user.jsonl, events 0-4" in first
+    assert "        assistant: message 1" in first and "message 2" not in first
+    assert "simulated user: refund@1.user.jsonl, events 5-9" in second
+    assert "        assistant: message 2" in second
+    user_trace = project.trace.with_name("refund@1.user.jsonl")
+    user_trace.write_bytes(b"".join(user_trace.read_bytes().splitlines(keepends=True)[:3]))
+    assert 0 == main(["show", str(project.trace)])  # the case's own trace still verifies
+    out = capsys.readouterr().out
+    hint = "simulated user refund@1.user.jsonl: not shown (check it: twinflow verify --tree)"
+    assert (2, 0) == (out.count(hint), out.count("assistant: message 1"))

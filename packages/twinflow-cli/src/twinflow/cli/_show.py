@@ -306,7 +306,8 @@ def describe_events(
 ) -> list[str]:
     """The run as lines a person reads, step by step; events from ``broken_at`` on are marked,
     and each of the ``redacted`` seqs (verified: their digest alone is in the file) says so.
-    ``children`` gives the lines of the sub-agent run a ``tool_returned`` links, shown below it."""
+    ``children`` gives the lines of the run a ``tool_returned`` (a sub-agent's) or a
+    ``user_turn`` (a simulated user's) links, shown below it."""
     lines: list[str] = []
     step = None
     hidden = set(redacted)
@@ -327,7 +328,7 @@ def describe_events(
             lines.append(f"step {step}")
         described = _event_lines(body)
         lines += [described[0] + mark, *described[1:]]
-        if children is not None and body.get("kind") == "tool_returned" and not mark:
+        if children is not None and body.get("kind") in _LINKING and not mark:
             lines += children(body)
     return lines
 
@@ -384,6 +385,49 @@ def _check_before_the_page(args: argparse.Namespace, data: bytes, checkpoint: Ch
             f"no page was written",
             {"ok": False, "trace": str(args.trace), "problem": matched.problem.to_json()},
         )
+
+
+_LINKING = ("tool_returned", "user_turn")
+"""The events that may link another run: a sub-agent's call, a simulated user's turn."""
+
+
+class _Linked:
+    """The lines of the runs a shown trace links, each below the event holding its link.
+
+    A sub-agent's run is shown whole below its call. A simulated user's trace is one
+    conversation linked from every turn it wrote, each link vouching for a prefix: below a
+    turn comes the part that wrote it (from the previous turn's link to this one's), once the
+    whole tree verifies (``verify --tree`` checks each prefix's root)."""
+
+    def __init__(self, trace: Path) -> None:
+        self.trace = trace
+        self.shown: dict[str, int] = {}
+        """Events of each simulated user's trace shown below earlier turns."""
+        self.tree_ok: bool | None = None
+
+    def __call__(self, body: dict[str, Any]) -> list[str]:
+        if body.get("kind") == "tool_returned":
+            return _child(self.trace, 1, body)
+        link = _obj(body.get("simulator"))
+        name, size = link.get("trace"), link.get("size")
+        if not isinstance(name, str) or not isinstance(size, int) or isinstance(size, bool):
+            return []
+        if self.tree_ok is None:
+            from twinflow.trace._tree import verify_tree
+
+            self.tree_ok = verify_tree(self.trace).ok
+        path = self.trace.parent / name
+        if not self.tree_ok or "/" in name or not path.is_file():
+            return [
+                f"    simulated user {_clean(name)}: not shown (check it: twinflow verify --tree)"
+            ]
+        start = self.shown.get(name, 0)
+        self.shown[name] = size
+        described = describe_events(_events(path.read_bytes())[start:size], None)
+        return [
+            f"    simulated user: {_clean(name)}, events {start}-{size - 1}",
+            *(f"    {line}" for line in described),
+        ]
 
 
 def _child(parent: Path, depth: int, body: dict[str, Any]) -> list[str]:
@@ -453,7 +497,7 @@ def _show(args: argparse.Namespace, out: Output) -> int:
     }
     if args.html is None:  # with --html the page is the view: the terminal gets the verdict
         seq = None if problem is None else problem.seq
-        nested = functools.partial(_child, args.trace, 1) if problem is None else None
+        nested = _Linked(args.trace) if problem is None else None
         for line in describe_events(events, seq, report.redacted, nested):
             out.line(line)
         out.line(f"cost: {cost['text']}")
