@@ -9,6 +9,7 @@ checks the links, recorded replay needs neither server, and the scorer sees ever
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from twinflow.agent import Trace
 from twinflow.cli._main import main
 from twinflow.kernel import LoopbackServer
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
+from twinflow.kernel._process import run_process
 
 MODEL = """\
   url: {url}
@@ -287,3 +289,58 @@ def test_show_nests_the_part_of_the_simulated_users_run_that_wrote_each_turn(
     out = capsys.readouterr().out
     hint = "simulated user refund@1.user.jsonl: not shown (check it: twinflow verify --tree)"
     assert (2, 0) == (out.count(hint), out.count("assistant: message 1"))
+
+
+def test_a_simulated_users_event_is_proved_from_the_cases_signed_checkpoint(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``prove --child`` on the simulated user's trace: an event of each turn's part is proved
+    through the first turn whose link holds it, and the chain checks in the stdlib leaf; its
+    closing reply, which no turn links, is refused in one line."""
+    project.dataset(5, TWO_TURNS)
+    assert 0 == project.eval_run(capsys)[0]
+    root = project.root
+    assert 0 == main(["keygen", "example.org/lab", "--out", str(root / "lab")])
+    note = root / "cp.note"
+    assert 0 == main(
+        ["checkpoint", str(project.trace), "--sign", str(root / "lab.key"), "--out", str(note)]
+    )
+    capsys.readouterr()
+    sizes = [
+        e.body.simulator.size
+        for e in Trace.load(project.trace).events
+        if e.body.kind == "user_turn"
+    ]  # type: ignore[attr-defined]  # user_turn's link
+    assert [5, 10] == sizes
+    for seq in (2, 7):
+        chain = root / f"e{seq}.chain"
+        argv = ["prove", str(project.trace), "--child", "refund@1.user.jsonl", "--seq", str(seq)]
+        assert 0 == main([*argv, "--checkpoint", str(note), "--out", str(chain)]), (
+            capsys.readouterr().err
+        )
+        leaf = run_process(
+            [
+                sys.executable,
+                "-P",
+                "-m",
+                "twinflow.trace",
+                "prove-check",
+                str(chain),
+                "--key",
+                str(root / "lab.pub"),
+            ],
+            env={"PYTHONDONTWRITEBYTECODE": "1"},
+            timeout=300,
+        )
+        assert (0, f"ok: event {seq} ") == (
+            leaf.returncode,
+            leaf.stdout[: len(f"ok: event {seq} ")],
+        )
+        assert "user -> run run_" in leaf.stdout and "signed by example.org/lab" in leaf.stdout
+    argv = ["prove", str(project.trace), "--child", "refund@1.user.jsonl", "--seq", "11"]
+    assert 2 == main([*argv, "--checkpoint", str(note), "--out", str(root / "late.chain")])
+    err = capsys.readouterr().err
+    assert (
+        "event 11 of refund@1.user.jsonl comes after the last event its links vouch for (9)" in err
+    )
+    assert not (root / "late.chain").exists()

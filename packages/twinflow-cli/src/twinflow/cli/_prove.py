@@ -83,8 +83,9 @@ def _configure_prove(p: argparse.ArgumentParser) -> None:
         "--child",
         action="append",
         metavar="NAME",
-        help="with --seq: the event is in this sub-agent run's trace (a file name the trace "
-        "links; repeat to go further down): writes a proof chain from the parent's checkpoint",
+        help="with --seq: the event is in this sub-agent's or simulated user's trace (a file "
+        "name the trace links; repeat to go further down): writes a proof chain from the "
+        "parent's checkpoint",
     )
     p.add_argument("--check", type=Path, metavar="PROOF", help="check this proof file")
     p.add_argument(
@@ -152,12 +153,12 @@ def _prove(args: argparse.Namespace, out: Output) -> int:
     try:
         if args.child:
             if args.seq is None or args.seq < 0 or args.event_out:
-                raise UserError("--child proves an event of a sub-agent run: give --seq N (from 0)")
+                raise UserError("--child proves an event of a linked run: give --seq N (from 0)")
             data = make_chain(args.trace, list(args.child), args.seq, note, limits=limits)
             payload = {"kind": "chain", "index": args.seq, "children": list(args.child)}
             summary = (
                 f"event {args.seq} of {' / '.join(args.child)} is vouched for by the checkpoint "
-                "below, through each sub-agent link"
+                "below, through each link"
             )
         elif args.seq is not None:
             if args.seq < 0:

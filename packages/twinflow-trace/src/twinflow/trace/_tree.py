@@ -20,8 +20,10 @@ wrote at the size it had then. Each such link vouches for a prefix of that trace
 simulator's closing reply, that the conversation is over, comes after the case's last event),
 so the file is walked once and every link's ``root`` must be its root at that ``size``.
 
-`ProofChain` proves one event of a child from the parent's checkpoint: the child's inclusion
-proof at the link's size, the link event's bytes, and that event's inclusion proof in the parent.
+A proof chain (`make_chain`, `check_chain`) proves one event of a child from the parent's
+checkpoint: the link event's inclusion proof in the parent, the link event's bytes, and the
+event's inclusion proof in the child at the link's size. For a simulated user's event, the link
+is the first turn whose prefix holds it.
 Standard library only: this is what an auditor reads.
 """
 
@@ -104,6 +106,10 @@ class TreeReport:
         return self.problem is None
 
 
+_LINKING = ("tool_returned", "user_turn")
+"""The kinds of event that may link a run: a sub-agent's result, a simulated user's turn."""
+
+
 def _link(seq: int, body: dict[str, Any]) -> ChildLink | None:
     """The child link of a ``tool_returned`` body (or a ``user_turn``'s simulated user), or
     None when it has none.
@@ -162,7 +168,7 @@ def child_links(
             continue
         if event.seq == 0 and isinstance(body.get("run_id"), str):
             run_id = body["run_id"]
-        if body.get("kind") in ("tool_returned", "user_turn"):
+        if body.get("kind") in _LINKING:
             link = _link(event.seq, body)
             if link is not None:
                 links.append(link)
@@ -361,38 +367,47 @@ def link_event(source: str | os.PathLike[str] | bytes, seq: int) -> tuple[bytes,
 
     Raises:
         TraceCorruptError: The trace does not verify.
-        UserError: Event ``seq`` is not a sub-agent's ``tool_returned`` with a trace file.
+        UserError: Event ``seq`` holds no link with a trace file: it is neither a sub-agent's
+            ``tool_returned`` nor a simulated user's ``user_turn``.
     """
     for event in walk_trace(source):
         if event.seq != seq:
             continue
         body = event.value["body"] if isinstance(event.value, dict) else None
         try:
-            link = _link(seq, body) if isinstance(body, dict) else None
+            link = (
+                _link(seq, body)
+                if isinstance(body, dict) and body.get("kind") in _LINKING
+                else None
+            )
         except ValueError as exc:
             raise UserError(str(exc)) from None
-        if link is None or not isinstance(body, dict) or body.get("kind") != "tool_returned":
+        if link is None:
             break
         return event.event, link
-    raise UserError(f"event {seq} is not a sub-agent call's result (a tool_returned with a child)")
+    raise UserError(
+        f"event {seq} links no run: it is neither a sub-agent call's result (a tool_returned "
+        "with a child) nor a simulated user's turn (a user_turn with a simulator)"
+    )
 
 
 def link_of_event(event: bytes) -> ChildLink:
     """The child link inside a parent's event, given as its canonical bytes.
 
     Raises:
-        InvalidProofError: The bytes are not a canonical ``tool_returned`` event with a link.
+        InvalidProofError: The bytes are not a canonical event holding a link (a sub-agent's
+            ``tool_returned`` or a simulated user's ``user_turn``).
     """
     try:
         value = json.loads(event)
         if canonical_bytes(value) != event:
             raise ValueError("not canonical JSON")
         body = value["body"]
-        link = _link(value["seq"], body) if body.get("kind") == "tool_returned" else None
+        link = _link(value["seq"], body) if body.get("kind") in _LINKING else None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise InvalidProofError(f"the link event is not a sub-agent's result: {exc}") from None
+        raise InvalidProofError(f"the link event is not one that links a run: {exc}") from None
     if link is None:
-        raise InvalidProofError("the link event is not a sub-agent's result (it has no child)")
+        raise InvalidProofError("the link event links no run (it has no child or simulator)")
     return link
 
 
@@ -421,13 +436,15 @@ def make_chain(
 
     Args:
         parent: The top run's trace file.
-        children: The descendant traces' file names, top down (each beside its parent).
+        children: The descendant traces' file names, top down (each beside its parent): a
+            sub-agent's, or a simulated user's (linked from each turn it wrote).
         seq: The event of the last child to prove.
         checkpoint: The parent's checkpoint note (signed or not), as `prove_tlog_inclusion` takes.
         limits: Line-size and nesting limits.
 
     Raises:
-        UserError: A name is not linked from the trace before it, or there is none.
+        UserError: A name is not linked from the trace before it, or there is none; the event
+            is one of a simulated user's that no turn's link holds (its closing reply).
         TraceCorruptError, InvalidProofError: As `prove_tlog_inclusion`.
     """
     from twinflow.trace._tlog import prove_tlog_inclusion
@@ -436,13 +453,21 @@ def make_chain(
         raise UserError(f"a proof chain goes 1 to {_MAX_CHAIN_LEVELS} sub-agent runs down")
     out = [f"{CHAIN_HEADER}\n".encode("ascii")]
     here, note = Path(parent), checkpoint
-    for name in children:
+    for level, name in enumerate(children, 1):
         links, _, _ = child_links(here, limits=limits)
         found = [link for link in links if link.trace == name]
         if not found or not _plain_name(name):
-            named = ", ".join(link.trace for link in links) or "none"
+            named = ", ".join(sorted({link.trace for link in links})) or "none"
             raise UserError(f"{here.name} links no child trace {name!r} (it links: {named})")
-        link = found[0]
+        # A sub-agent's trace has one link. A simulated user's has one per turn it wrote, each
+        # vouching for a prefix: the event is proved through the first that holds it.
+        last = level == len(children)
+        link = next((lk for lk in found if not last or lk.size > seq), found[-1])
+        if last and seq >= link.size:
+            raise UserError(
+                f"event {seq} of {name} comes after the last event its links vouch for "
+                f"({link.size - 1}): no event of {here.name} holds it"
+            )
         event, _ = link_event(here, link.seq)
         proof = prove_tlog_inclusion(here, link.seq, note, limits=limits)
         out += [_section("link-proof", proof.to_bytes()), _section("link-event", event)]
