@@ -344,3 +344,23 @@ def test_a_simulated_users_event_is_proved_from_the_cases_signed_checkpoint(
         "event 11 of refund@1.user.jsonl comes after the last event its links vouch for (9)" in err
     )
     assert not (root / "late.chain").exists()
+
+
+def test_a_resume_with_another_simulated_user_spec_is_refused(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The simulated user's spec is part of the run: the same command resumes, and after the
+    user spec changed it is refused before anything runs, naming the difference."""
+    project.dataset(5, TWO_TURNS)
+    assert 0 == project.eval_run(capsys)[0]
+    run_json = (project.root / "out" / "run.json").read_bytes()
+    assert b'"users_digest"' in run_json
+    again = project.eval_run(capsys)
+    assert 0 == again[0], again[1]
+    user = project.root / "user.yaml"
+    user.write_text(user.read_text().replace("wants a refund", "wants a replacement"))
+    code, err = project.eval_run(capsys)
+    assert 2 == code
+    assert "holds a run of another simulated user spec (recorded: " in err
+    assert "pick a new --out directory" in err
+    assert run_json == (project.root / "out" / "run.json").read_bytes()

@@ -176,7 +176,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         tools = spec.load_tools()
         check_agent(spec, tools, "eval run")
         JudgeModels.check(dataset)
-        identity = run_identity(spec)
+        identity = run_identity(spec, users)
         plan = None if args.plan is None else _read_plan(args.plan, args.plan_key)
         if plan is not None:
             check_plan(plan.plan, dataset, identity.spec_digest, args.trials)

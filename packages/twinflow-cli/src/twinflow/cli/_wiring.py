@@ -8,7 +8,7 @@ what only it has: llama-cpp-python's in-process grammar check for the model clie
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from twinflow.agent import McpTools, ModelSpec, RunSpec, SpecError
@@ -144,8 +144,12 @@ class JudgeModels:
             transport.close()
 
 
-def run_identity(spec: RunSpec) -> RunIdentity:
+def run_identity(spec: RunSpec, users: Mapping[str, RunSpec] | None = None) -> RunIdentity:
     """What an eval run's ``run.json`` records of the spec: its digest and the model's identity
-    (`ModelSpec.identity`). The spec digest is computed here only: a refused resume quotes it
-    and Lab Notes show it, both from ``run.json``."""
-    return RunIdentity(spec_digest=digest(spec), model=spec.model.identity())
+    (`ModelSpec.identity`), and of the simulated users' specs (by the dataset's names) one
+    digest. The spec digest is computed here only: a refused resume quotes it and Lab Notes
+    show it, both from ``run.json``."""
+    users_digest = digest({name: digest(s) for name, s in users.items()}) if users else None
+    return RunIdentity(
+        spec_digest=digest(spec), model=spec.model.identity(), users_digest=users_digest
+    )

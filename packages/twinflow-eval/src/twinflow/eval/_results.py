@@ -139,6 +139,9 @@ class RunIdentity(EvalValue):
     """Digest of the run spec (its validated value), when the run had one."""
     model: str | None = None
     """The model's identity: API, dialect, endpoint (without credentials), name and mode."""
+    users_digest: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Digest of the simulated users' specs, by the name the dataset gives each, when it names
+    any. Absent otherwise, so a run without one is written as it was before this field."""
 
 
 class RunManifest(EvalValue):
@@ -167,7 +170,8 @@ class RunManifest(EvalValue):
         """Refuse to resume this run (read from ``where``) as ``resumed``, unless they are one run.
 
         Raises:
-            RunDirError: The dataset, shard, spec or model differ; the message names both values.
+            RunDirError: The dataset, shard, spec, model or a simulated user's spec differ; the
+                message names both values.
         """
         mine = self.identity or RunIdentity()
         theirs = resumed.identity or RunIdentity()
@@ -180,6 +184,7 @@ class RunManifest(EvalValue):
             "trial count": (str(self.trials), str(resumed.trials)),
             "spec": (_short(mine.spec_digest), _short(theirs.spec_digest)),
             "model": (mine.model or "not recorded", theirs.model or "not recorded"),
+            "simulated user spec": (_short(mine.users_digest), _short(theirs.users_digest)),
         }
         for what, (recorded, now) in pairs.items():
             if recorded != now:

@@ -337,7 +337,9 @@ def run_eval(
     items = select_keys(dataset, shard, count)
     runner = executor or SerialExecutor()
     local = getattr(runner, "shares_filesystem", True)
-    check_users(dataset, [case for case, _, _ in items], users is not None, local)
+    # Only the cases still to run need their simulated users (a finished run needs none).
+    to_run = [case for case, _, key in items if not (run_dir / "cases" / f"{key}.json").is_file()]
+    check_users(dataset, to_run, users is not None, local)
     manifest = _manifest(dataset, items, code_dirs, shard, identity, count)
     if plan is not None:
         check_plan_slot(run_dir, plan)
