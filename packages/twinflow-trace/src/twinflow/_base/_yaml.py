@@ -69,51 +69,57 @@ class YamlLimits:
     """Most nodes the document expands to, aliases followed (a billion-laughs file stops here)."""
 
 
+class _Bounded:
+    """The rules every reader here adds to PyYAML's safe loader: integers held to
+    `MAX_INT_DIGITS` digits, and a key written twice in one mapping refused."""
+
+    def construct_bounded_int(self: Any, node: yaml.ScalarNode) -> int:
+        # int() of more digits raises a ValueError with a traceback's worth of text; a hex
+        # or sexagesimal integer can be short and still too long to print: both bounds
+        # are checked.
+        text = str(node.value)
+        if len(text) <= MAX_INT_DIGITS:
+            value: int = self.construct_yaml_int(node)
+            if abs(value) < _INT_BOUND:
+                return value
+        raise _Refused(
+            node.start_mark,
+            f"an integer of more than {MAX_INT_DIGITS} digits (the most a number may have): "
+            "write it as a string",
+        )
+
+    def construct_mapping(self: Any, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        import yaml
+
+        # PyYAML keeps the last of two equal keys (and a spec or a dataset in JSON syntax is
+        # YAML): a key written twice is refused, as every received JSON reader does. A merge
+        # (``<<``) may still be overridden by a key of the mapping itself.
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                continue
+            key = self.construct_object(key_node)
+            if key in seen:
+                raise _Refused(
+                    key_node.start_mark,
+                    f"the key {str(key)[:64]!r} appears twice in one mapping; readers that "
+                    "keep the first and the last read different values: write it once",
+                )
+            seen.add(key)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)  # type: ignore[misc]  # the loader's, after this mixin
+        return mapping
+
+
 @functools.cache
-def _bounded_loader() -> type[yaml.SafeLoader]:
-    """PyYAML's safe loader with integers held to `MAX_INT_DIGITS` digits (built on first use)."""
+def _bounded_loader(fast: bool = False) -> type[yaml.SafeLoader]:
+    """PyYAML's safe loader with `_Bounded`'s rules (built on first use). ``fast``: on
+    libyaml's parser (`yaml.CSafeLoader`), where PyYAML was built with it; else the plain one."""
     import yaml
 
-    class _BoundedLoader(yaml.SafeLoader):
-        def construct_bounded_int(self, node: yaml.ScalarNode) -> int:
-            # int() of more digits raises a ValueError with a traceback's worth of text; a hex
-            # or sexagesimal integer can be short and still too long to print: both bounds
-            # are checked.
-            text = str(node.value)
-            if len(text) <= MAX_INT_DIGITS:
-                value: int = self.construct_yaml_int(node)
-                if abs(value) < _INT_BOUND:
-                    return value
-            raise _Refused(
-                node.start_mark,
-                f"an integer of more than {MAX_INT_DIGITS} digits (the most a number may have): "
-                "write it as a string",
-            )
-
-        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-            # PyYAML keeps the last of two equal keys (and a spec or a dataset in JSON syntax is
-            # YAML): a key written twice is refused, as every received JSON reader does. A merge
-            # (``<<``) may still be overridden by a key of the mapping itself.
-            seen: set[object] = set()
-            for key_node, _ in node.value:
-                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
-                    continue
-                key = self.construct_object(key_node)
-                if key in seen:
-                    raise _Refused(
-                        key_node.start_mark,
-                        f"the key {str(key)[:64]!r} appears twice in one mapping; readers that "
-                        "keep the first and the last read different values: write it once",
-                    )
-                seen.add(key)
-            mapping: dict[Any, Any] = super().construct_mapping(node, deep)
-            return mapping
-
-    _BoundedLoader.add_constructor(
-        "tag:yaml.org,2002:int",
-        _BoundedLoader.construct_bounded_int,
-    )
-    return _BoundedLoader
+    base = yaml.CSafeLoader if fast and yaml.__with_libyaml__ else yaml.SafeLoader
+    loader: type[yaml.SafeLoader] = type("_BoundedLoader", (_Bounded, base), {})
+    loader.add_constructor("tag:yaml.org,2002:int", _Bounded.construct_bounded_int)
+    return loader
 
 
 def _check_events(loader: yaml.SafeLoader, limits: YamlLimits) -> None:
@@ -206,20 +212,15 @@ def read_yaml(
             f"for a {limits.what}"
         )
     try:
-        # Three steps on one text: events (depth, without recursion), nodes (aliases
-        # followed, counted), then values from the nodes already composed.
-        scan = _bounded_loader()(text)
-        try:
-            _check_events(scan, limits)
-        finally:
-            scan.dispose()
-        loader = _bounded_loader()(text)
-        try:
-            root = loader.get_single_node()
-            _check_nodes(root, limits)
-            data = None if root is None else loader.construct_document(root)
-        finally:
-            loader.dispose()
+        # libyaml's parser reads a dataset of thousands of cases ten times faster. Any
+        # problem it meets is read again by the plain parser, whose messages (and verdict)
+        # are the ones users get; the two agree on every document both accept
+        # (twinflow-eval's tests/test_yaml_parsers.py holds them equal).
+        return _parse(text, limits, _bounded_loader(fast=True))
+    except (yaml.YAMLError, _Refused, RecursionError):
+        pass
+    try:
+        return _parse(text, limits, _bounded_loader())
     except yaml.YAMLError as exc:
         raise error(yaml_syntax_problem(exc, source)) from None
     except _Refused as exc:
@@ -227,6 +228,25 @@ def read_yaml(
         raise error(f"{where}: {exc.problem}") from None
     except RecursionError:  # pragma: no cover - the event pass bounds the depth first
         raise error(f"{source}: nested too deeply to be a {limits.what}") from None
+
+
+def _parse(
+    text: str, limits: YamlLimits, loader: type[yaml.SafeLoader]
+) -> tuple[yaml.Node | None, Any]:
+    """Three steps on one text: events (depth, without recursion), nodes (aliases followed,
+    counted), then values from the nodes already composed."""
+    scan = loader(text)
+    try:
+        _check_events(scan, limits)
+    finally:
+        scan.dispose()
+    reader = loader(text)
+    try:
+        root = reader.get_single_node()
+        _check_nodes(root, limits)
+        data = None if root is None else reader.construct_document(root)
+    finally:
+        reader.dispose()
     return root, data
 
 
