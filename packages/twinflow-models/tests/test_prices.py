@@ -57,3 +57,22 @@ def test_a_cost_is_rounded_to_ten_places() -> None:
     price = table.find("openai-compatible", "m")
     assert price is not None
     assert (4.5e-06, "test, 2026-01-01") == (price.cost(10, 5), price.table)
+
+
+def test_a_name_asked_again_gets_the_first_answer() -> None:
+    """Each reply of a run asks the same name: the answer, priced or not, is the scan's."""
+    table = Prices(
+        {
+            "source": "test",
+            "date": "2026-01-01",
+            "providers": {
+                "openai": [{"id": "m", "match": {"equals": "m"}, "input": 0.15, "output": 0.6}]
+            },
+        }
+    )
+    for _ in range(2):
+        assert table._scan("openai-compatible", "m") == table.find("openai-compatible", "m")
+        assert table.find("openai-compatible", "stub") is None
+    for i in range(300):  # past the memory's bound, which then starts again
+        assert table.find("openai-compatible", f"x{i}") is None
+    assert table.find("openai-compatible", "m") is not None

@@ -22,6 +22,9 @@ _KIND_PROVIDER = {"openai-compatible": "openai", "anthropic": "anthropic", "gemi
 """A model spec's ``kind``: the provider whose prices it is charged at (Ollama's are local)."""
 
 
+_FOUND_SIZE = 256
+"""How many answers `Prices.find` keeps (a run names a handful of models)."""
+
 _TABLE = Path(__file__).with_name("prices.json")
 """The table, beside this module in the package."""
 
@@ -69,10 +72,25 @@ class Prices:
         self.label = f"{self.source}, {self.date}"
         """How a recorded cost names the table: its source and date."""
         self._rows: dict[str, list[dict[str, Any]]] = table["providers"]
+        # What `find` answered, by its arguments: a run prices every reply of the same model,
+        # and the table never changes. Bounded; a plain dict's get and set are thread-safe.
+        self._found: dict[tuple[str, str], tuple[Price | None]] = {}
 
     def find(self, kind: str, name: str) -> Price | None:
         """The price of model ``name`` served on a ``kind`` wire (a model spec's ``kind``), or
         None where the table has none (an Ollama or unknown model)."""
+        key = (kind, name)
+        known = self._found.get(key)
+        if known is not None:
+            return known[0]
+        found = self._scan(kind, name)
+        if len(self._found) >= _FOUND_SIZE:
+            self._found.clear()
+        self._found[key] = (found,)
+        return found
+
+    def _scan(self, kind: str, name: str) -> Price | None:
+        """`find` without its memory: the first row whose rule matches the bare name."""
         provider = _KIND_PROVIDER.get(kind)
         bare = name.rsplit("/", 1)[-1]  # ``models/gemini-2.5-flash``, ``openai/gpt-4o``
         for row in self._rows.get(provider or "", ()):
