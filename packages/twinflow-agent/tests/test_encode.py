@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from twinflow.agent import (
@@ -18,7 +20,17 @@ from twinflow.agent import (
     Tool,
     Trace,
 )
-from twinflow.agent._encode import event_bytes
+from twinflow.agent._encode import envelope_bytes, event_bytes
+from twinflow.agent._errors import AgentConfigError
+from twinflow.agent._events import (
+    EventBody,
+    ModelResponded,
+    OutputAccepted,
+    ReplyCost,
+    SteeringReceived,
+    ToolCalled,
+    TraceEvent,
+)
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import (
@@ -211,3 +223,114 @@ def test_requests_after_the_settings_are_replaced_record_the_new_ones() -> None:
         ModelSettings(seed=4),
     ] == [r.settings for r in requested]
     assert [canonical_bytes(event) for event in trace.events] == list(trace.encoded)
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+_arguments = st.dictionaries(st.text(), _json, max_size=3)
+_messages = st.lists(
+    st.builds(
+        lambda text, cls: cls(role="user", parts=(TextPart(text=text),)),
+        st.text(),
+        st.sampled_from([Message, _Tagged]),
+    )
+    | st.builds(
+        lambda call_id, name, arguments: Message(
+            role="assistant",
+            parts=(ToolCallPart(id=CallId(call_id), name=name, arguments=arguments),),
+        ),
+        st.text(min_size=1),
+        st.text(min_size=1),
+        _arguments,
+    ),
+    max_size=3,
+).map(tuple)
+
+
+class _Called(ToolCalled):
+    """A body of an event type's subclass (written as its base: the envelope is built)."""
+
+    note: str = "x"
+
+
+_bodies = st.one_of(
+    st.builds(
+        lambda cls, call_id, tool, arguments: cls(
+            call_id=CallId(call_id), tool=tool, arguments=arguments
+        ),
+        st.sampled_from([ToolCalled, _Called]),
+        st.text(),
+        st.text(),
+        _arguments,
+    ),
+    st.builds(SteeringReceived, step=st.integers(0, 99), text=st.text()),
+    st.builds(
+        OutputAccepted,
+        attempts=st.integers(1, 3),
+        schema_name=st.none() | st.text(),
+        value=_json,
+    ),
+    st.builds(
+        lambda messages, settings_: ModelRequested(
+            step=1,
+            purpose="step",
+            prefix_length=0,
+            prefix_digest="0" * 64,
+            new_messages=messages,
+            tools_digest="1" * 64,
+            output_schema_digest=None,
+            settings=settings_,
+        ),
+        _messages,
+        st.sampled_from([ModelSettings(), ModelSettings(seed=3), _Settings(top_p=0.5)]),
+    ),
+    st.builds(
+        lambda text, answered_by, usd: ModelResponded(
+            step=2,
+            response=ModelResponse(message=Message.assistant(text)),
+            answered_by=answered_by,
+            cost=None
+            if usd is None
+            else ReplyCost(usd=usd, model="m", input_per_mtok=0.15, output_per_mtok=0.6, table="t"),
+        ),
+        st.text(),
+        st.none() | st.text(),
+        st.none() | st.floats(0, 1e6),
+    ),
+)
+_at = st.datetimes(
+    min_value=datetime(1, 1, 2),  # bounds; the zone comes from timezones
+    max_value=datetime(9999, 12, 30),
+    timezones=st.sampled_from(
+        [UTC, timezone(timedelta(hours=5, minutes=30)), timezone(-timedelta(seconds=3601))]
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seq=st.integers(0, 2**40), prev=st.text(), at=_at, body=_bodies)
+def test_the_writers_envelope_is_the_events_encoding(
+    seq: int, prev: str, at: datetime, body: EventBody
+) -> None:
+    """`envelope_bytes` writes what `event_bytes` writes of the envelope it skips building."""
+    typed = TraceEvent(seq=seq, prev=prev, at=at, body=body)
+    assert envelope_bytes(seq, prev, at, body) == event_bytes(typed)
+
+
+def test_a_bad_envelope_is_refused_as_building_it_refuses() -> None:
+    """A naive clock reading, or a body that is no event, is the envelope's own error."""
+    body = SteeringReceived(step=1, text="x")
+    naive = datetime(2026, 1, 1)  # the point: no zone
+    for at, value in [(naive, body), (datetime(2026, 1, 1, tzinfo=UTC), Message.user("x"))]:
+        with pytest.raises(AgentConfigError) as built:
+            TraceEvent(seq=0, prev="g", at=at, body=value)
+        with pytest.raises(AgentConfigError) as enveloped:
+            envelope_bytes(0, "g", at, value)  # type: ignore[arg-type]
+        assert str(built.value) == str(enveloped.value)

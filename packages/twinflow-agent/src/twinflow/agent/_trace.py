@@ -3,8 +3,9 @@
 The line format, the encoder, the Merkle tree and the checkpoint values are `twinflow.trace`'s
 (see `twinflow.trace._format.encode_line`); this module turns the agent's typed events into those lines.
 An event's bytes are `twinflow.agent._encode.event_bytes` of the `TraceEvent` (its JSON-mode
-dump through the one encoder). Appending an event costs the encoding of that event, two
-hashes, one amortised node hash and a buffered write, whatever the length of the trace.
+dump through the one encoder; the writer takes `envelope_bytes`, equal to it). Appending an
+event costs the encoding of that event, two hashes, one amortised node hash and a buffered
+write, whatever the length of the trace.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from twinflow._base._untrusted import has_secrets, scrub_value
-from twinflow.agent._encode import event_bytes
+from twinflow.agent._encode import envelope_bytes, event_bytes
 from twinflow.agent._events import GENESIS, EventBody, TraceEvent
 from twinflow.trace import Checkpoint, FsyncPolicy, Limits, MerkleTree, TraceFormatError, TraceSink
 from twinflow.trace._format import encode_line as _frame
@@ -113,13 +114,12 @@ class TraceWriter:
             TraceFormatError (``event_too_large``): The line would be longer than readers accept
                 (`Limits.max_line_bytes`); nothing was written.
         """
-        typed = TraceEvent(seq=self._size, prev=self._head, at=at, body=body)
-        event = event_bytes(typed)
+        event = envelope_bytes(self._size, self._head, at, body)
         if has_secrets():
             # A key the process read reached an event (a server echoed it in an error, the
             # model in its reply, split across two text parts a reader joins): the event is
             # written with it replaced by the marker.
-            scrubbed = _scrubbed(typed)
+            scrubbed = _scrubbed(TraceEvent(seq=self._size, prev=self._head, at=at, body=body))
             if scrubbed is not None:
                 event = event_bytes(scrubbed)
         hexdigest = self._put(event, body.kind)
