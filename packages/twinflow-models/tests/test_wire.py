@@ -17,7 +17,12 @@ from twinflow.models._ollama_wire import (
     to_ollama_messages,
     to_ollama_tools,
 )
-from twinflow.models._openai_wire import from_openai_messages, to_openai_messages, to_openai_tools
+from twinflow.models._openai_wire import (
+    _reply_messages,
+    from_openai_messages,
+    to_openai_messages,
+    to_openai_tools,
+)
 from twinflow.vocab import (
     CallId,
     MediaPart,
@@ -442,6 +447,34 @@ def test_openai_round_trip(t: Transcript) -> None:
     t = _data_media_only(t)
     if _expressible(t, is_error=False):
         assert t == from_openai_messages(to_openai_messages(t))
+
+
+def _read_or_refusal(read: Any, message: Any) -> Any:
+    try:
+        return tuple(read([message]))
+    except WireFormatError as exc:
+        return (str(exc), exc.path)
+
+
+_BAD_ASSISTANT = [
+    {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{"}}]},
+    {"role": "assistant", "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]},
+    {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "[]"}}]},
+    {"role": "assistant", "tool_calls": "no"},
+    {"role": "assistant", "content": 7},
+    {"role": "assistant", "reasoning_content": 1},
+    {"role": "tool", "tool_call_id": "c", "content": "x"},
+    {"role": "robot"},
+]
+
+
+@given(transcripts(structured=False), st.sampled_from(_BAD_ASSISTANT))
+def test_a_reply_message_reads_as_in_a_transcript(t: Transcript, bad: dict[str, Any]) -> None:
+    """A reply's one message, read alone, is what reading it as a transcript gives (or the
+    same refusal at the same place): any message OpenAI can express, and broken ones."""
+    for message in [*to_openai_messages(_data_media_only(t)), bad]:
+        expected = _read_or_refusal(lambda ms: from_openai_messages(ms).messages, message)
+        assert expected == _read_or_refusal(_reply_messages, message)
 
 
 @given(transcripts(structured=False, media=False))

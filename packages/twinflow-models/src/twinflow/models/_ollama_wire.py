@@ -284,7 +284,10 @@ def parse_ollama_chat(body: JsonValue, url: str) -> Reply:
     """
     top = require_dict(body, url, "")
     assistant = read_assistant(
-        require_dict(top.get("message"), url, "/message"), "/message", from_ollama_messages, url
+        require_dict(top.get("message"), url, "/message"),
+        "/message",
+        lambda messages: from_ollama_messages(messages).messages,
+        url,
     )
     return reply_from(
         top,

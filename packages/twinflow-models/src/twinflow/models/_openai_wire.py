@@ -237,6 +237,15 @@ def from_openai_messages(messages: object) -> Transcript:
     return transcript
 
 
+def _reply_messages(messages: list[JsonValue]) -> Sequence[Message]:
+    """A reply's one message as `from_openai_messages` reads it; the assistant's is read alone,
+    without the transcript around it (a lone assistant message answers no call to check)."""
+    (m,) = messages
+    if isinstance(m, dict) and m.get("role") == "assistant":
+        return (_read_message(m, (0,), "assistant", {}),)
+    return from_openai_messages(messages).messages
+
+
 def _read_tool_message(m: dict[str, Any], path: Path, names: dict[str, str]) -> ToolResultPart:
     """A `tool` message as the result of the call it answers (named as that call was)."""
     call_id = field(m, "tool_call_id", path, string)
@@ -363,7 +372,7 @@ def parse_openai_chat(body: JsonValue, url: str) -> Reply:
     choice = require_dict(choices[0], url, "/choices/0")
     path = "/choices/0/message"
     assistant = read_assistant(
-        require_dict(choice.get("message"), url, path), path, from_openai_messages, url
+        require_dict(choice.get("message"), url, path), path, _reply_messages, url
     )
     usage = top.get("usage")
     usage_d = usage if isinstance(usage, dict) else {}

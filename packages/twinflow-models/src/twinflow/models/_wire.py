@@ -161,11 +161,12 @@ def finish_of(reason: JsonValue, has_calls: bool) -> FinishReason:
 
 
 def read_assistant(
-    message: JsonValue, path: str, read: Callable[[object], Transcript], url: str
+    message: JsonValue, path: str, read: Callable[[list[JsonValue]], Sequence[Message]], url: str
 ) -> Message:
-    """Read one response message with a `twinflow.vocab._wire` reader; it must be the assistant's."""
+    """Read one response message with a `twinflow.vocab._wire` reader (given a one-message
+    array, it returns the messages read); it must be the assistant's."""
     try:
-        (assistant,) = read([message]).messages
+        (assistant,) = read([message])
     except WireFormatError as exc:
         # The reader was given a one-message array, so its pointers start at that message, `/0`.
         reason = str(exc).removesuffix(f" (at {exc.path or '/'})")
