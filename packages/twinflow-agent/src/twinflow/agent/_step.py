@@ -351,7 +351,7 @@ class Steps(Generic[OutputT]):
             )
         )
         state.chain.update(new)
-        state.sent = len(state.transcript)
+        state.sent += len(new)  # the transcript's length, without reading it again
         # Every field is an already validated value and tool names were checked unique in
         # __init__; validating again would re-walk the whole transcript each step (O(n)).
         return ModelRequest.of_valid(state.transcript, state.offered, self._schema, self.settings)
