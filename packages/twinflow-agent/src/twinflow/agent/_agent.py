@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent._agent_config import run_config
+from twinflow.agent._agent_config import function_tool, run_config
 from twinflow.agent._agent_setup import (
     check_policy_names,
     check_server_names,
@@ -217,7 +217,7 @@ class Agent(Steps[OutputT], Closing):
                 self._register(item.tools)
                 self._built.append(item)
             else:
-                tool = item if isinstance(item, Tool) else Tool.from_function(item)
+                tool = item if isinstance(item, Tool) else function_tool(item)
                 self._register([tool])
                 self._built.append(tool)
         check_policy_names(self.policy, self.tools)
