@@ -6,11 +6,12 @@ import asyncio
 from datetime import UTC, datetime
 
 import pytest
+from pydantic import BaseModel
 
 from twinflow.agent import Agent, AgentConfigError, FunctionModel, Policy, Tool
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import MemoryTraceSink
-from twinflow.vocab import CallId, Message, ModelRequest, TextPart, ToolCallPart
+from twinflow.vocab import CallId, Message, ModelRequest, OutputSchema, TextPart, ToolCallPart
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -96,3 +97,17 @@ def test_a_method_is_built_into_a_tool_of_its_own_object() -> None:
     one, two = Calculator(), Calculator()
     tools = [Agent(FunctionModel(adds), tools=[c.add]).tools["add"] for c in (one, two)]
     assert ([one.add, two.add], False) == ([t.function for t in tools], tools[0] is tools[1])
+
+
+class Sum(BaseModel):
+    """The answer of a structured agent."""
+
+    total: int
+
+
+def test_a_fleet_given_one_output_type_builds_its_schema_once() -> None:
+    """Agents answering with the same model class share the schema built from it."""
+    first, second = (
+        Agent(FunctionModel(adds), output_type=Sum).config.output_schema for _ in range(2)
+    )
+    assert (OutputSchema.for_model(Sum), True) == (first, first is second)

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from twinflow.agent._events import AgentConfig, PartKindRecord
 from twinflow.agent._run import class_path
 from twinflow.agent._tools import Tool
-from twinflow.vocab import OutputSchema
+from twinflow.vocab import OutputSchema, digest
 
 if TYPE_CHECKING:
     from twinflow.agent._agent import Agent
@@ -23,11 +23,12 @@ T = TypeVar("T")
 
 _KEPT_MAX = 128
 _tools: dict[Callable[..., Any], Tool] = {}
+_schemas: dict[type[BaseModel], tuple[OutputSchema, str]] = {}
 
 
 def _kept(kept: dict[Any, T], key: object, build: Callable[[], T]) -> T:
-    """``kept[key]``, built by ``build()`` the first time: ``key`` is a function, which
-    hashes and compares by identity, and what is built from it is never changed, so
+    """``kept[key]``, built by ``build()`` the first time: ``key`` is a function or a class,
+    which hashes and compares by identity, and what is built from it is never changed, so
     agents in any thread share it. At most `_KEPT_MAX` are kept (all are let go when it is
     reached: a key made afresh for each agent never hits). Each step on the dict is one
     operation of the built-in dict, whole in any thread; two threads building for one key at
@@ -61,12 +62,15 @@ def function_tool(function: Callable[..., Any]) -> Tool:
 
 def run_config(
     agent: Agent[Any], model_label: str | None
-) -> tuple[OutputSchema | None, AgentConfig]:
-    """The schema of the agent's answer (None for text), and the configuration runs record."""
-    schema = (
-        OutputSchema.for_model(agent.output_type)
-        if issubclass(agent.output_type, BaseModel)
-        else None
+) -> tuple[OutputSchema | None, str | None, AgentConfig]:
+    """The schema of the agent's answer and its digest (None for text), and the configuration
+    runs record."""
+    output_type = agent.output_type
+    schema, schema_digest = (
+        # Once per class: a JSON schema costs more than the rest of an agent's build.
+        _kept(_schemas, output_type, lambda: _schema_of(output_type))
+        if issubclass(output_type, BaseModel)
+        else (None, None)
     )
     config = AgentConfig(
         part_kinds=tuple(
@@ -82,4 +86,9 @@ def run_config(
         usage_limits=agent.usage_limits.record(),
         settings=agent.settings,
     )
-    return schema, config
+    return schema, schema_digest, config
+
+
+def _schema_of(output_type: type[BaseModel]) -> tuple[OutputSchema, str]:
+    schema = OutputSchema.for_model(output_type)
+    return schema, digest(schema)
