@@ -43,7 +43,7 @@ from typing import Any
 
 from _bench import add_smoke  # this folder: sys.path[0]
 
-from twinflow.agent import Agent, Policy, Tool
+from twinflow.agent import Agent, Policy
 from twinflow.kernel import HttpTransport, ThreadExecutor
 from twinflow.models import OpenAICompatibleChatModel
 
@@ -124,8 +124,6 @@ class Stub:
 
 # -- the clients ---------------------------------------------------------------------------
 
-TOOLS = [Tool.from_function(add)]  # built once, shared by every agent of the fleet
-
 
 def agent(url: str, transport: HttpTransport, trace: Path, fsync: str) -> Agent[str]:
     """One run's agent: native tool calls on the stub, its own trace file."""
@@ -134,7 +132,7 @@ def agent(url: str, transport: HttpTransport, trace: Path, fsync: str) -> Agent[
     )
     return Agent(
         model,
-        tools=TOOLS,
+        tools=[add],  # as a user writes it: the function, not a tool built once by hand
         policy=Policy(allow=frozenset({"add"})),
         trace=trace,
         fsync=fsync,  # type: ignore[arg-type]  # "step" or "none"

@@ -6,11 +6,12 @@ import asyncio
 from datetime import UTC, datetime
 
 import pytest
+from pydantic import BaseModel
 
-from twinflow.agent import Agent, AgentConfigError, FunctionModel, Policy
+from twinflow.agent import Agent, AgentConfigError, FunctionModel, Policy, Tool
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.trace import MemoryTraceSink
-from twinflow.vocab import CallId, Message, ModelRequest, TextPart, ToolCallPart
+from twinflow.vocab import CallId, Message, ModelRequest, OutputSchema, TextPart, ToolCallPart
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -72,3 +73,41 @@ def test_a_second_run_on_an_agent_in_flight_is_refused() -> None:
 
     with pytest.raises(AgentConfigError, match="has a run in flight"):
         asyncio.run(both())
+
+
+def test_a_fleet_given_one_function_builds_its_tool_once() -> None:
+    """Agents given the same function share the tool `Tool.from_function` builds from it."""
+    first, second = agent(MemoryTraceSink()), agent(MemoryTraceSink())
+    built = Tool.from_function(add)
+    assert (built.spec, True) == (
+        first.tools["add"].spec,
+        first.tools["add"] is second.tools["add"],
+    )
+
+
+def test_a_method_is_built_into_a_tool_of_its_own_object() -> None:
+    """A callable that is not a plain function (a bound method) is not shared: each agent's
+    tool calls its own object's method."""
+
+    class Calculator:
+        def add(self, a: int, b: int) -> int:
+            """Add two integers."""
+            return a + b
+
+    one, two = Calculator(), Calculator()
+    tools = [Agent(FunctionModel(adds), tools=[c.add]).tools["add"] for c in (one, two)]
+    assert ([one.add, two.add], False) == ([t.function for t in tools], tools[0] is tools[1])
+
+
+class Sum(BaseModel):
+    """The answer of a structured agent."""
+
+    total: int
+
+
+def test_a_fleet_given_one_output_type_builds_its_schema_once() -> None:
+    """Agents answering with the same model class share the schema built from it."""
+    first, second = (
+        Agent(FunctionModel(adds), output_type=Sum).config.output_schema for _ in range(2)
+    )
+    assert (OutputSchema.for_model(Sum), True) == (first, first is second)

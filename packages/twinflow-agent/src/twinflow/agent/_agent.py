@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from twinflow.agent._agent_config import run_config
+from twinflow.agent._agent_config import function_tool, run_config
 from twinflow.agent._agent_setup import (
     check_policy_names,
     check_server_names,
@@ -217,7 +217,7 @@ class Agent(Steps[OutputT], Closing):
                 self._register(item.tools)
                 self._built.append(item)
             else:
-                tool = item if isinstance(item, Tool) else Tool.from_function(item)
+                tool = item if isinstance(item, Tool) else function_tool(item)
                 self._register([tool])
                 self._built.append(tool)
         check_policy_names(self.policy, self.tools)
@@ -233,12 +233,11 @@ class Agent(Steps[OutputT], Closing):
 
     def _configure(self, model_label: str | None) -> None:
         """The configuration every run records, and the digests every request records."""
-        self._schema, self.config = run_config(self, model_label)
+        self._schema, self._schema_digest, self.config = run_config(self, model_label)
         self.config_digest = digest(self.config)
         # By the offered tools' names: the specs behind a name change only when a server lists
         # again, and `_relist` empties it then.
         self._offer_digests: dict[tuple[str, ...], str] = {}
-        self._schema_digest = None if self._schema is None else digest(self._schema)
         # Events written where a record has them (a resume's run_resumed, say), by sequence
         # number, and a person's decisions by call id: both empty for a fresh run.
         self._inserts: dict[int, EventBody] = {}

@@ -5,7 +5,8 @@ sync run on a worker thread (`twinflow.kernel.ThreadExecutor.call`): the events 
 same, byte for byte, and nothing of the loop is written twice. What the event loop awaits is
 the model server; a run's CPU (validation, canonical encoding, hashing) is the same either
 way. One agent runs one run at a time (its trace is one run's): a fleet is one agent per run,
-which is cheap because a spec's tools are built once for every run (`Resolved`).
+which is cheap because a spec's tools are built once for every run (`Resolved`), and a
+function's tool once per process (`twinflow.agent._agent_config.function_tool`).
 """
 
 from __future__ import annotations

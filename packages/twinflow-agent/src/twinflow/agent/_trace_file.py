@@ -4,6 +4,8 @@ exclusively, so runs racing for one name never share or overwrite a file."""
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,14 +32,21 @@ def claim_trace(path: Path) -> FileTraceSink:
     gets it and the others move on; an existing file or link is never opened, as
     ``twinflow run`` skips them.
     """
-    if path.parent.is_symlink():
+    directory = path.parent
+    try:
+        mode: int | None = os.lstat(directory).st_mode
+    except OSError:
+        mode = None  # missing (made below), or not reachable (mkdir says why)
+    if mode is not None and stat.S_ISLNK(mode):
         raise FileWriteError(
-            f"{path.parent} is a symbolic link; a trace is not written through it: name the "
+            f"{directory} is a symbolic link; a trace is not written through it: name the "
             "real directory",
-            path=path.parent,
+            path=directory,
             reason="link",
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # One look at the directory per run, not a mkdir too: a fleet's runs share theirs.
+    if mode is None or not stat.S_ISDIR(mode):
+        directory.mkdir(parents=True, exist_ok=True)
     for n in range(_MAX_TRACES):
         try:
             return FileTraceSink(numbered(path, n))
