@@ -163,7 +163,9 @@ def _chunks(response: http.client.HTTPResponse, deadline: Deadline, limit: int) 
             # connection can carry the next request.
             response.read()
             return
-        deadline.arm()
+        # Past the deadline even a body already here is refused; the reader arms the socket
+        # with what is left before any receive.
+        deadline.remaining()
         # read1: at most one socket read, so the deadline is checked between reads.
         chunk = response.read1(min(_CHUNK, limit + 1 - total))
         if not chunk:

@@ -33,8 +33,6 @@ class Deadline:
         """
         self.timeout = timeout
         self.end = time.monotonic() + timeout
-        self.sock: socket.socket | None = None
-        """The socket of the exchange in progress, re-armed before each blocking step."""
         self.idle: float | None = None
         """Longest wait for any one read, when shorter than what is left (a stream's idle_timeout)."""
         self.no_wait = False
@@ -55,25 +53,24 @@ class Deadline:
         """Tell whether the deadline has passed (so a timeout was the deadline's, not `idle`'s)."""
         return self.end - time.monotonic() <= 0
 
-    def arm(self, sock: socket.socket | None = None) -> None:
-        """Give the socket (`sock`, or the exchange's) what is left of the deadline as its timeout.
+    def arm(self, sock: socket.socket) -> None:
+        """Give `sock` what is left of the deadline as its timeout, before a send or a receive.
 
         Raises:
             TimeoutError: The deadline has passed.
         """
-        sock = self.sock if sock is None else sock
         if self.no_wait:
             # A timeout of 0 makes the socket non-blocking: a receive with nothing to read
             # returns at once (a plain socket's reader gives None, TLS raises
             # SSLWantReadError), it never waits.
-            if sock is not None and sock.fileno() != -1:
+            if sock.fileno() != -1:
                 sock.settimeout(0.0)
             return
         left = self.remaining()
         if self.idle is not None:
             left = min(left, self.idle)
         # Once a response that closes its connection is read, the socket is gone: nothing to arm.
-        if sock is not None and sock.fileno() != -1:
+        if sock.fileno() != -1:
             sock.settimeout(left)
 
 

@@ -433,16 +433,14 @@ class HttpTransport(Closing):
             kept = connection is not None
             if connection is None:
                 connection = _connected(url, origin, deadline, context)
-            # A kept connection carries this exchange now: its reads and writes use this deadline.
+            # A kept connection carries this exchange now: its reads and writes use this deadline
+            # (each send and each receive is given what is left of it, `_pool`).
             connection.deadline = deadline
-            deadline.sock = connection.sock
             before = connection.bytes_out
             written = False
             try:
-                deadline.arm()
                 connection.request("POST", target, body=payload, headers=self._with(extra))
                 written = True
-                deadline.arm()
                 return connection, connection.getresponse()
             except (BrokenPipeError, ConnectionResetError) as error:
                 # RemoteDisconnected (end of file before the status line) is a ConnectionResetError.
