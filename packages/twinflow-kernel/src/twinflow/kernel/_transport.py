@@ -391,8 +391,7 @@ class HttpTransport(Closing):
                 location = self._check_head(shown, response, deadline)
                 if location is not None:
                     raise _past_the_limit(shown, location, 0)
-                length_header = response.headers.get("Content-Length")
-                length = int(length_header) if length_header and length_header.isdigit() else None
+                length = _announced_length(response)
                 data = self._read(shown, response, deadline, length)
                 return HttpAnswer(
                     status=response.status,
@@ -481,8 +480,7 @@ class HttpTransport(Closing):
             location = self._check_head(url, response, deadline)
             if location is not None:
                 return location
-            length_header = response.headers.get("Content-Length")
-            length = int(length_header) if length_header and length_header.isdigit() else None
+            length = _announced_length(response)
             if length is not None and length > self._max_bytes:
                 raise TransportError(
                     f"{url} announced a {length}-byte body, over max_response_bytes="
@@ -582,3 +580,11 @@ class HttpTransport(Closing):
                 url=url,
             )
         return b"".join(chunks)
+
+
+def _announced_length(response: http.client.HTTPResponse) -> int | None:
+    """The body length the answer's ``Content-Length`` announces, or None for none readable:
+    ASCII digits only (``str.isdigit`` also takes ``²``, which the head's Latin-1 can hold and
+    ``int`` refuses)."""
+    header = response.headers.get("Content-Length")
+    return int(header) if header and header.isascii() and header.isdigit() else None
