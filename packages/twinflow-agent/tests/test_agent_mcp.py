@@ -674,3 +674,17 @@ def test_a_prompt_is_filled_through_the_built_in_tool(
     assert [{"language": "go", "strict": "no"}] == [
         s["arguments"] for s in seen(server_log) if s["tool"] == "review"
     ]
+
+
+@pytest.mark.parametrize("index", ["²", "9" * 5000, "01"])
+def test_a_reference_with_an_index_int_refuses_is_a_dangling_one(index: str) -> None:
+    """A ``$ref`` into an array by superscript digits or thousands of digits (``str.isdigit``
+    takes both, ``int`` refuses them): listed like any reference that points at nothing."""
+    schema = {
+        "type": "object",
+        "allOf": [{"type": "object"}],
+        "properties": {"a": {"$ref": f"#/allOf/{index}"}},
+    }
+    tools = McpTools.recorded("bad", [listing(schema)])
+    tools.start()
+    assert ["bad.t"] == [tool.name for tool in tools.tools]

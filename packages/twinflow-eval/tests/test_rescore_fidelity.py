@@ -136,3 +136,13 @@ def test_cases_in_flight_when_the_run_aborts_are_kept(tmp_path: Path) -> None:
     started = {p.stem for p in (tmp_path / "traces").glob("*.jsonl")} - {"c0@1"}
     kept = {p.stem for p in (tmp_path / "cases").glob("*.json")}
     assert started == kept
+
+
+@pytest.mark.parametrize("number", ["\u00b2", "9" * 5000])
+def test_a_judgement_named_by_digits_int_refuses_is_not_a_judgement(number: str) -> None:
+    """A received judgement trace named ``<key>.².jsonl`` (``str.isdigit`` takes it, ``int``
+    does not) is no judgement of the key, not a crash."""
+    from twinflow.eval._rescore import _judgement_number
+
+    assert _judgement_number(f"judgements/c@1.{number}.jsonl", "c@1") is None
+    assert 3 == _judgement_number("judgements/c@1.3.jsonl", "c@1")

@@ -89,6 +89,14 @@ def _unsafe(schema: JsonValue, path: str) -> str | None:
     return None
 
 
+def _index(token: str, size: int) -> int | None:
+    """A JSON pointer's array index below ``size``, or None: ASCII digits only (``str.isdigit``
+    takes ``²``, and thousands of digits, which ``int`` refuses)."""
+    if token.isascii() and token.isdigit() and len(token) < 10 and int(token) < size:
+        return int(token)
+    return None
+
+
 def _pointer(root: JsonValue, ref: str) -> JsonValue:
     """What the local reference ``ref`` (``#`` or ``#/...``) points at in ``root``, or None."""
     node = root
@@ -96,8 +104,8 @@ def _pointer(root: JsonValue, ref: str) -> JsonValue:
         token = unquote(raw).replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and token in node:
             node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
+        elif isinstance(node, list) and (index := _index(token, len(node))) is not None:
+            node = node[index]
         else:
             return None
     return node

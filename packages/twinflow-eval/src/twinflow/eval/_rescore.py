@@ -99,7 +99,7 @@ def _judgement_number(trace: str, key: str) -> int | None:
     number = name.removeprefix(f"{key}.").removesuffix(".jsonl")
     if (
         folder not in {JUDGEMENTS, REJUDGED}
-        or not number.isdigit()
+        or not (number.isascii() and number.isdigit() and len(number) < 10)
         or name != f"{key}.{number}.jsonl"
     ):
         return None

@@ -78,7 +78,8 @@ class Shard(EvalValue):
             EvalValueError: Not of the form ``i/n`` with ``1 <= i <= n``.
         """
         left, sep, right = text.partition("/")
-        if not (sep and left.isdigit() and right.isdigit() and 1 <= int(left) <= int(right)):
+        digits = all(s.isascii() and s.isdigit() and len(s) < 10 for s in (left, right))
+        if not (sep and digits and 1 <= int(left) <= int(right)):
             raise EvalValueError(f"--shard {text!r}: write i/n with 1 <= i <= n, e.g. 2/4")
         return cls(index=int(left), count=int(right))
 

@@ -74,7 +74,13 @@ def _get(value: JsonValue, path: str) -> JsonValue:
     for part in path.split(".") if path else ():
         if isinstance(current, dict) and part in current:
             current = current[part]
-        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+        elif (
+            isinstance(current, list)
+            and part.isascii()
+            and part.isdigit()
+            and len(part) < 10
+            and int(part) < len(current)
+        ):
             current = current[int(part)]
         else:
             raise KeyError(path)
