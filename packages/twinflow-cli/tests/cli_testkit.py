@@ -26,7 +26,7 @@ from twinflow.agent import Agent, FunctionModel
 from twinflow.cli._main import main
 from twinflow.kernel import CountingIds, SteppingClock
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
-from twinflow.kernel._process import run_process
+from twinflow.kernel._process import ProcessResult, run_process
 from twinflow.trace import MemoryTraceSink
 from twinflow.vocab import Message
 
@@ -317,3 +317,14 @@ def page_dom(page: Path, profile: Path) -> str:
     )
     assert 0 == done.returncode, done.stderr
     return done.stdout
+
+
+def leaf_prove_check(chain: str, key: str, cwd: Path) -> ProcessResult:
+    """``python -P -m twinflow.trace prove-check CHAIN --key KEY`` in a fresh interpreter (the
+    stdlib leaf an auditor runs), in ``cwd``: its exit code, stdout and stderr."""
+    return run_process(
+        [sys.executable, "-P", "-m", "twinflow.trace", "prove-check", chain, "--key", key],
+        cwd=cwd,
+        env={"PYTHONDONTWRITEBYTECODE": "1"},
+        timeout=300,
+    )

@@ -9,20 +9,18 @@ checks the links, recorded replay needs neither server, and the scorer sees ever
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_testkit import chat_answer, completion, page_dom
+from cli_testkit import chat_answer, completion, leaf_prove_check, page_dom
 
 from twinflow.agent import Trace
 from twinflow.cli._main import main
 from twinflow.kernel import LoopbackServer
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
-from twinflow.kernel._process import run_process
 
 MODEL = """\
   url: {url}
@@ -306,11 +304,8 @@ def test_a_simulated_users_event_is_proved_from_the_cases_signed_checkpoint(
         ["checkpoint", str(project.trace), "--sign", str(root / "lab.key"), "--out", str(note)]
     )
     capsys.readouterr()
-    sizes = [
-        e.body.simulator.size
-        for e in Trace.load(project.trace).events
-        if e.body.kind == "user_turn"
-    ]  # type: ignore[attr-defined]  # user_turn's link
+    bodies = [json.loads(line)["event"]["body"] for line in project.trace.read_text().splitlines()]
+    sizes = [body["simulator"]["size"] for body in bodies if body["kind"] == "user_turn"]
     assert [5, 10] == sizes
     for seq in (2, 7):
         chain = root / f"e{seq}.chain"
@@ -318,20 +313,7 @@ def test_a_simulated_users_event_is_proved_from_the_cases_signed_checkpoint(
         assert 0 == main([*argv, "--checkpoint", str(note), "--out", str(chain)]), (
             capsys.readouterr().err
         )
-        leaf = run_process(
-            [
-                sys.executable,
-                "-P",
-                "-m",
-                "twinflow.trace",
-                "prove-check",
-                str(chain),
-                "--key",
-                str(root / "lab.pub"),
-            ],
-            env={"PYTHONDONTWRITEBYTECODE": "1"},
-            timeout=300,
-        )
+        leaf = leaf_prove_check(str(chain), str(root / "lab.pub"), root)
         assert (0, f"ok: event {seq} ") == (
             leaf.returncode,
             leaf.stdout[: len(f"ok: event {seq} ")],

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_testkit import CALC, chat_answer, cli_json, completion, page_dom
+from cli_testkit import CALC, chat_answer, cli_json, completion, leaf_prove_check, page_dom
 
 from twinflow.kernel import LoopbackServer
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
@@ -165,21 +165,7 @@ def test_child_event_proved_from_the_signed_parent_checkpoint(team: Path) -> Non
         cwd=team,
     )
     assert 0 == code, err
-    leaf = run_process(
-        [
-            sys.executable,
-            "-P",
-            "-m",
-            "twinflow.trace",
-            "prove-check",
-            "add.chain",
-            "--key",
-            "lab.pub",
-        ],
-        cwd=team,
-        env={"PYTHONDONTWRITEBYTECODE": "1"},
-        timeout=300,
-    )
+    leaf = leaf_prove_check("add.chain", "lab.pub", team)
     assert (0, f"ok: event {seq} ") == (leaf.returncode, leaf.stdout[: len(f"ok: event {seq} ")])
     assert "signed by example.org/lab" in leaf.stdout
 
@@ -220,21 +206,7 @@ def test_a_chain_with_a_child_root_changed_fails_in_the_leaf(team: Path, tmp_pat
     other = (tmp_path / "r.chain").read_bytes()
     tail = other[other.index(b"event-proof ") :]
     (tmp_path / "mixed.chain").write_bytes(chain[: chain.index(b"event-proof ")] + tail)
-    leaf = run_process(
-        [
-            sys.executable,
-            "-P",
-            "-m",
-            "twinflow.trace",
-            "prove-check",
-            "mixed.chain",
-            "--key",
-            "lab.pub",
-        ],
-        cwd=tmp_path,
-        env={"PYTHONDONTWRITEBYTECODE": "1"},
-        timeout=300,
-    )
+    leaf = leaf_prove_check("mixed.chain", "lab.pub", tmp_path)
     assert (1, True) == (leaf.returncode, "not the one its link records" in leaf.stderr)
 
 
