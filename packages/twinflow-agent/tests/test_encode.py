@@ -332,5 +332,5 @@ def test_a_bad_envelope_is_refused_as_building_it_refuses() -> None:
         with pytest.raises(AgentConfigError) as built:
             TraceEvent(seq=0, prev="g", at=at, body=value)
         with pytest.raises(AgentConfigError) as enveloped:
-            envelope_bytes(0, "g", at, value)  # type: ignore[arg-type]
+            envelope_bytes(0, "g", at, value)  # type: ignore[arg-type]  # the point: a message is no event
         assert str(built.value) == str(enveloped.value)
