@@ -676,7 +676,7 @@ def test_a_prompt_is_filled_through_the_built_in_tool(
     ]
 
 
-@pytest.mark.parametrize("index", ["²", "9" * 5000, "01"])
+@pytest.mark.parametrize("index", ["²", "9" * 5000, "01", "\u0660"])
 def test_a_reference_with_an_index_int_refuses_is_a_dangling_one(index: str) -> None:
     """A ``$ref`` into an array by superscript digits or thousands of digits (``str.isdigit``
     takes both, ``int`` refuses them): listed like any reference that points at nothing."""

@@ -18,6 +18,7 @@ import pytest
 from cli_testkit import chat_answer, completion, leaf_prove_check, page_dom
 
 from twinflow.agent import Trace
+from twinflow.agent._events import UserTurn
 from twinflow.cli._main import main
 from twinflow.kernel import LoopbackServer
 from twinflow.kernel._loopback import LoopbackRequest, LoopbackResponse
@@ -136,10 +137,11 @@ def test_the_simulated_user_writes_each_turn_until_it_is_done(
     results = json.loads((project.root / "out" / "results.json").read_text())
     assert ["passed"] == [case["status"] for case in results["cases"]]
     trace = Trace.load(project.trace, require_complete=True)
-    turns = [e.body for e in trace.events if e.body.kind == "user_turn"]
+    turns = [e.body for e in trace.events if isinstance(e.body, UserTurn)]
     user_trace = Trace.load(project.trace.with_name("refund@1.user.jsonl"), require_complete=True)
     assert ["message 1", "message 2"] == [t.text for t in turns]
-    assert ["refund@1.user.jsonl"] * 2 == [t.simulator.trace for t in turns]  # type: ignore[attr-defined]  # user_turn's link
+    links = [t.simulator for t in turns]
+    assert ["refund@1.user.jsonl"] * 2 == [link.trace for link in links if link is not None]
     # The third reply ([done]) is the simulated user's last turn; no turn of the case links it.
     assert (3, 3) == (user_trace.kinds.count("run_finished"), len(project.user.prompts))
     assert "get a refund for order 42" in project.user.prompts[0]

@@ -270,8 +270,8 @@ def test_shards_partition_the_cases() -> None:
     keys = [k for s in range(1, 5) for _, _, k in select_keys(data, Shard(index=s, count=4))]
     assert sorted(k for _, _, k in select_keys(data, None)) == sorted(keys)
     assert Shard(index=2, count=4) == Shard.parse("2/4")
-    # Superscripts and thousands of digits pass str.isdigit, not int: one typed error too.
-    for bad in ("0/4", "5/4", "x", "1/", "\u00b9/\u00b2", "1/" + "9" * 5000):
+    # Superscripts, thousands of digits, other scripts' digits pass str.isdigit: one typed error too.
+    for bad in ("0/4", "5/4", "x", "1/", "\u00b9/\u00b2", "1/" + "9" * 5000, "\u0661/\u0662"):
         with pytest.raises(EvalValueError, match="--shard"):
             Shard.parse(bad)
 

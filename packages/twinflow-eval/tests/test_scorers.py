@@ -225,10 +225,10 @@ def test_what_is_not_a_dotted_path_is_named_as_such(path: str) -> None:
     assert f"{path!r} is not a dotted path: write 'package.module:name'" == str(info.value)
 
 
-@pytest.mark.parametrize("index", ["\u00b2", "9" * 5000])
+@pytest.mark.parametrize("index", ["\u00b2", "9" * 5000, "\u0660"])
 def test_a_field_path_index_int_refuses_is_a_missing_field(index: str) -> None:
-    """A dotted path's array index of superscripts or thousands of digits (``str.isdigit``
-    takes them, ``int`` does not) is a field that is not there, as any other."""
+    """A dotted path's array index of superscripts, thousands of digits or another script's
+    digits (``str.isdigit`` takes them all) is a field that is not there, as any other."""
     from twinflow.eval._scorers import _get
 
     with pytest.raises(KeyError):

@@ -176,10 +176,10 @@ def test_interim_answers_are_skipped_before_the_final_one() -> None:
         assert {"ok": True} == transport.post_json(url, {}, timeout=30.0)
 
 
-@pytest.mark.parametrize("digit", [b"\xb2", b"\xb9", b"1\xb3"])
+@pytest.mark.parametrize("digit", [b"\xb2", b"\xb9", b"1\xb3", b"9" * 5000])
 def test_a_superscript_length_is_read_as_no_length(digit: bytes) -> None:
     """A ``Content-Length`` of superscript digits (Latin-1 in the head: ``str.isdigit`` takes
-    them, ``int`` does not) is no announced length: the body is read to the connection's end,
+    them, ``int`` does not), or of more digits than ``int`` reads, is no announced length: the body is read to the connection's end,
     not a ``ValueError`` out of the transport."""
     answer = b'{"ok": true}'
 
@@ -195,3 +195,17 @@ def test_a_superscript_length_is_read_as_no_length(digit: bytes) -> None:
     with raw_server(odd_length) as url, HttpTransport() as transport:
         assert {"ok": True} == transport.post_json(url, {}, timeout=30.0)
         assert answer == transport.post_message(url, {}, timeout=30.0, headers={}).body
+
+
+def test_a_huge_announced_length_is_refused_before_the_body() -> None:
+    """A ``Content-Length`` of thirty digits is over any limit: refused, nothing read."""
+
+    def huge(conn: socket.socket, stop: threading.Event) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: " + b"9" * 30 + b"\r\n\r\n{}")
+
+    with (
+        raw_server(huge) as url,
+        HttpTransport() as transport,
+        pytest.raises(TransportError, check=lambda e: "too_large" == e.reason),
+    ):
+        transport.post_json(url, {}, timeout=30.0)

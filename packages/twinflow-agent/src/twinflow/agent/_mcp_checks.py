@@ -13,6 +13,7 @@ from urllib.parse import unquote
 
 from pydantic import JsonValue
 
+from twinflow._base._json import decimal
 from twinflow.kernel import McpError
 
 _DRAFTS = (
@@ -89,14 +90,6 @@ def _unsafe(schema: JsonValue, path: str) -> str | None:
     return None
 
 
-def _index(token: str, size: int) -> int | None:
-    """A JSON pointer's array index below ``size``, or None: ASCII digits only (``str.isdigit``
-    takes ``²``, and thousands of digits, which ``int`` refuses)."""
-    if token.isascii() and token.isdigit() and len(token) < 10 and int(token) < size:
-        return int(token)
-    return None
-
-
 def _pointer(root: JsonValue, ref: str) -> JsonValue:
     """What the local reference ``ref`` (``#`` or ``#/...``) points at in ``root``, or None."""
     node = root
@@ -104,7 +97,7 @@ def _pointer(root: JsonValue, ref: str) -> JsonValue:
         token = unquote(raw).replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and token in node:
             node = node[token]
-        elif isinstance(node, list) and (index := _index(token, len(node))) is not None:
+        elif isinstance(node, list) and (index := decimal(token)) is not None and index < len(node):
             node = node[index]
         else:
             return None

@@ -23,6 +23,7 @@ from twinflow._base._files import (
     read_inside,
     write_replace,
 )
+from twinflow._base._json import decimal
 from twinflow.eval._errors import RunDirError
 from twinflow.eval._judge import JUDGEMENTS, REJUDGED, JudgeWiring, Judging
 from twinflow.eval._lab_notes import write_reports
@@ -99,11 +100,11 @@ def _judgement_number(trace: str, key: str) -> int | None:
     number = name.removeprefix(f"{key}.").removesuffix(".jsonl")
     if (
         folder not in {JUDGEMENTS, REJUDGED}
-        or not (number.isascii() and number.isdigit() and len(number) < 10)
+        or decimal(number) is None
         or name != f"{key}.{number}.jsonl"
     ):
         return None
-    return int(number)
+    return decimal(number)
 
 
 def _check_key(run_dir: Path, result: CaseResult) -> None:

@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from twinflow._base._errors import FileWriteError
 from twinflow._base._files import read_inside
-from twinflow._base._json import refuse_repeated_keys
+from twinflow._base._json import decimal, refuse_repeated_keys
 from twinflow.eval._dataset import MAX_TRIALS, Case, Dataset
 from twinflow.eval._errors import EvalValueError, RunDirError
 from twinflow.eval._frozen import EvalValue
@@ -78,10 +78,10 @@ class Shard(EvalValue):
             EvalValueError: Not of the form ``i/n`` with ``1 <= i <= n``.
         """
         left, sep, right = text.partition("/")
-        digits = all(s.isascii() and s.isdigit() and len(s) < 10 for s in (left, right))
-        if not (sep and digits and 1 <= int(left) <= int(right)):
+        index, count = decimal(left), decimal(right)
+        if not (sep and index is not None and count is not None and 1 <= index <= count):
             raise EvalValueError(f"--shard {text!r}: write i/n with 1 <= i <= n, e.g. 2/4")
-        return cls(index=int(left), count=int(right))
+        return cls(index=index, count=count)
 
     def __str__(self) -> str:
         """``i/n``."""

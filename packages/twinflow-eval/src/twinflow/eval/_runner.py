@@ -337,8 +337,9 @@ def run_eval(
     items = select_keys(dataset, shard, count)
     runner = executor or SerialExecutor()
     local = getattr(runner, "shares_filesystem", True)
+    written = {key for _, _, key in items if (run_dir / "cases" / f"{key}.json").is_file()}
     # Only the cases still to run need their simulated users (a finished run needs none).
-    to_run = [case for case, _, key in items if not (run_dir / "cases" / f"{key}.json").is_file()]
+    to_run = [case for case, _, key in items if key not in written]
     check_users(dataset, to_run, users is not None, local)
     manifest = _manifest(dataset, items, code_dirs, shard, identity, count)
     if plan is not None:
@@ -348,7 +349,7 @@ def run_eval(
         write_replace(run_dir / "plan.note", plan)
     render = prompt or (lambda case: case.input)
     judging = Judging(run_dir, judges, mode="live")
-    done, todo, unfinished = _sort_items(run_dir, items, local)
+    done, todo, unfinished = _sort_items(run_dir, items, local, written)
     run_one = _LocalCase(run_dir, dataset, factory, render, clock, judging, unfinished, done)
     run_one.users = users
     sleep = getattr(clock, "sleep", None)
@@ -380,17 +381,17 @@ def run_eval(
 
 
 def _sort_items(
-    run_dir: Path, items: Sequence[_Item], local: bool
+    run_dir: Path, items: Sequence[_Item], local: bool, written: set[str]
 ) -> tuple[list[CaseResult], list[_Item], set[str]]:
-    """The results already written, the items still to run, and those of them whose trace an
-    interrupted run left (resumed from it in-process; set aside when cases run elsewhere)."""
+    """The results already written (of the ``written`` keys), the items still to run, and
+    those of them whose trace an interrupted run left (resumed from it in-process; set aside
+    when cases run elsewhere)."""
     done: list[CaseResult] = []
     todo: list[_Item] = []
     unfinished: set[str] = set()
     for case, repeat, key in items:
-        result_path = run_dir / "cases" / f"{key}.json"
-        if result_path.is_file():
-            done.append(read_json_model(result_path, CaseResult))
+        if key in written:
+            done.append(read_json_model(run_dir / "cases" / f"{key}.json", CaseResult))
             continue
         trace = run_dir / "traces" / f"{key}.jsonl"
         if trace.exists():

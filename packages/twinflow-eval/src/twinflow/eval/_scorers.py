@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Discriminator, Field, JsonValue, ValidationError
 
 from twinflow._base._code import resolve_dotted
+from twinflow._base._json import decimal
 from twinflow.eval._errors import RunAborted, scorer_error
 from twinflow.eval._frozen import EvalValue
 from twinflow.eval._observe import Observation, ToolCallRecord
@@ -74,14 +75,10 @@ def _get(value: JsonValue, path: str) -> JsonValue:
     for part in path.split(".") if path else ():
         if isinstance(current, dict) and part in current:
             current = current[part]
-        elif (
-            isinstance(current, list)
-            and part.isascii()
-            and part.isdigit()
-            and len(part) < 10
-            and int(part) < len(current)
-        ):
-            current = current[int(part)]
+        elif isinstance(current, list) and (index := decimal(part)) is not None:
+            if index >= len(current):
+                raise KeyError(path)
+            current = current[index]
         else:
             raise KeyError(path)
     return current

@@ -21,6 +21,7 @@ import urllib.parse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from twinflow._base._json import decimal
 from twinflow._base._json import loads as received_json
 from twinflow.kernel._credentials import BEARER, KeyHeader, read_api_key, redact_url
 from twinflow.kernel._errors import TransportError
@@ -583,8 +584,7 @@ class HttpTransport(Closing):
 
 
 def _announced_length(response: http.client.HTTPResponse) -> int | None:
-    """The body length the answer's ``Content-Length`` announces, or None for none readable:
-    ASCII digits only (``str.isdigit`` also takes ``²``, which the head's Latin-1 can hold and
-    ``int`` refuses)."""
-    header = response.headers.get("Content-Length")
-    return int(header) if header and header.isascii() and header.isdigit() else None
+    """The body length the answer's ``Content-Length`` announces, or None for none readable
+    (the head's Latin-1 can hold ``²``, which `str.isdigit` takes: `decimal`). Up to the
+    digits `int` reads, so any huge length is still refused before its body is read."""
+    return decimal(response.headers.get("Content-Length") or "", most=4300)

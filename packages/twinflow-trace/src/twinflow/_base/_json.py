@@ -18,6 +18,7 @@ from typing import Any
 
 __all__ = [
     "MAX_SAFE_INTEGER",
+    "decimal",
     "json_kind",
     "json_pointer",
     "loads",
@@ -121,3 +122,15 @@ def json_kind(value: object) -> str:
     if isinstance(value, list | tuple):
         return "array"
     return type(value).__name__
+
+
+def decimal(text: str, most: int = 18) -> int | None:
+    """The integer ``text`` writes in 1 to ``most`` ASCII digits, or None.
+
+    For a number a received text holds (an array index, a length, a name's counter):
+    `str.isdigit` alone also takes superscripts (``²``), which `int` refuses, other scripts'
+    digits (``٣``), which `int` reads as 3, and thousands of digits, which `int` refuses.
+    """
+    if 0 < len(text) <= most and text.isascii() and text.isdigit():
+        return int(text)
+    return None

@@ -21,9 +21,8 @@ simulator's closing reply, that the conversation is over, comes after the case's
 so the file is walked once and every link's ``root`` must be its root at that ``size``.
 
 A proof chain (`make_chain`, `check_chain`) proves one event of a child from the parent's
-checkpoint: the link event's inclusion proof in the parent, the link event's bytes, and the
-event's inclusion proof in the child at the link's size. For a simulated user's event, the link
-is the first turn whose prefix holds it.
+checkpoint: the link event's inclusion proof in the parent, its bytes, and the event's
+inclusion proof in the child at the link's size (a simulated user's: the first that holds it).
 Standard library only: this is what an auditor reads.
 """
 
@@ -106,17 +105,15 @@ class TreeReport:
         return self.problem is None
 
 
-_LINKING = ("tool_returned", "user_turn")
-"""The kinds of event that may link a run: a sub-agent's result, a simulated user's turn."""
-
-
 def _link(seq: int, body: dict[str, Any]) -> ChildLink | None:
     """The child link of a ``tool_returned`` body (or a ``user_turn``'s simulated user), or
-    None when it has none.
+    None when it has none (any other kind of event links no run).
 
     Raises:
         ValueError: A ``child`` member that is not a well-formed link.
     """
+    if body.get("kind") not in ("tool_returned", "user_turn"):
+        return None
     simulated = body.get("kind") == "user_turn"
     child = body.get("simulator" if simulated else "child")
     if child is None:
@@ -168,10 +165,9 @@ def child_links(
             continue
         if event.seq == 0 and isinstance(body.get("run_id"), str):
             run_id = body["run_id"]
-        if body.get("kind") in _LINKING:
-            link = _link(event.seq, body)
-            if link is not None:
-                links.append(link)
+        link = _link(event.seq, body)
+        if link is not None:
+            links.append(link)
     return tuple(links), checkpoint, run_id
 
 
@@ -367,43 +363,34 @@ def link_event(source: str | os.PathLike[str] | bytes, seq: int) -> tuple[bytes,
 
     Raises:
         TraceCorruptError: The trace does not verify.
-        UserError: Event ``seq`` holds no link with a trace file: it is neither a sub-agent's
-            ``tool_returned`` nor a simulated user's ``user_turn``.
+        UserError: Event ``seq`` holds no link with a trace file (a sub-agent's or a
+            simulated user's).
     """
     for event in walk_trace(source):
         if event.seq != seq:
             continue
         body = event.value["body"] if isinstance(event.value, dict) else None
         try:
-            link = (
-                _link(seq, body)
-                if isinstance(body, dict) and body.get("kind") in _LINKING
-                else None
-            )
+            link = _link(seq, body) if isinstance(body, dict) else None
         except ValueError as exc:
             raise UserError(str(exc)) from None
         if link is None:
             break
         return event.event, link
-    raise UserError(
-        f"event {seq} links no run: it is neither a sub-agent call's result (a tool_returned "
-        "with a child) nor a simulated user's turn (a user_turn with a simulator)"
-    )
+    raise UserError(f"event {seq} links no run: a sub-agent's result or a simulated turn does")
 
 
 def link_of_event(event: bytes) -> ChildLink:
     """The child link inside a parent's event, given as its canonical bytes.
 
     Raises:
-        InvalidProofError: The bytes are not a canonical event holding a link (a sub-agent's
-            ``tool_returned`` or a simulated user's ``user_turn``).
+        InvalidProofError: The bytes are not a canonical event holding a link.
     """
     try:
         value = json.loads(event)
         if canonical_bytes(value) != event:
             raise ValueError("not canonical JSON")
-        body = value["body"]
-        link = _link(value["seq"], body) if body.get("kind") in _LINKING else None
+        link = _link(value["seq"], value["body"])
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InvalidProofError(f"the link event is not one that links a run: {exc}") from None
     if link is None:
@@ -443,8 +430,8 @@ def make_chain(
         limits: Line-size and nesting limits.
 
     Raises:
-        UserError: A name is not linked from the trace before it, or there is none; the event
-            is one of a simulated user's that no turn's link holds (its closing reply).
+        UserError: A name is not linked from the trace before it, or there is none; no link
+            holds the event (a simulated user's closing reply).
         TraceCorruptError, InvalidProofError: As `prove_tlog_inclusion`.
     """
     from twinflow.trace._tlog import prove_tlog_inclusion
@@ -459,15 +446,16 @@ def make_chain(
         if not found or not _plain_name(name):
             named = ", ".join(sorted({link.trace for link in links})) or "none"
             raise UserError(f"{here.name} links no child trace {name!r} (it links: {named})")
-        # A sub-agent's trace has one link. A simulated user's has one per turn it wrote, each
-        # vouching for a prefix: the event is proved through the first that holds it.
-        last = level == len(children)
-        link = next((lk for lk in found if not last or lk.size > seq), found[-1])
-        if last and seq >= link.size:
-            raise UserError(
-                f"event {seq} of {name} comes after the last event its links vouch for "
-                f"({link.size - 1}): no event of {here.name} holds it"
-            )
+        link = found[0]
+        if level == len(children):
+            # A simulated user's trace is linked from each turn it wrote, each link vouching
+            # for a prefix: the event is proved through the first that holds it.
+            link = next((lk for lk in found if lk.size > seq), found[-1])
+            if seq >= link.size:
+                raise UserError(
+                    f"event {seq} of {name} comes after the last event its links vouch for "
+                    f"({link.size - 1}): no event of {here.name} holds it"
+                )
         event, _ = link_event(here, link.seq)
         proof = prove_tlog_inclusion(here, link.seq, note, limits=limits)
         out += [_section("link-proof", proof.to_bytes()), _section("link-event", event)]
